@@ -1,0 +1,83 @@
+package core
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/revenantrt/revenant/core/event"
+	"github.com/revenantrt/revenant/core/storage"
+)
+
+// Config is an instance's immutable configuration. Start from NewConfig and
+// derive with the With methods; each returns a copy.
+type Config struct {
+	resumeBudget   int
+	maxClaimAge    time.Duration
+	wakeInterval   time.Duration
+	interruptGrace time.Duration
+	commitHooks    []CommitHook
+}
+
+// CommitHook runs inside every append transaction after the projectors, with
+// the event just stored. An error aborts the transaction.
+type CommitHook func(tx storage.Tx, ev event.Event) error
+
+// Defaults.
+const (
+	DefaultResumeBudget   = 10
+	DefaultWakeInterval   = 10 * time.Second
+	DefaultInterruptGrace = 5 * time.Second
+)
+
+// NewConfig returns the default configuration.
+func NewConfig() Config {
+	return Config{
+		resumeBudget:   DefaultResumeBudget,
+		wakeInterval:   DefaultWakeInterval,
+		interruptGrace: DefaultInterruptGrace,
+	}
+}
+
+// WithResumeBudget sets how many consecutive resumes without progress a turn
+// may take; the next count fails it with failed{type:"aborted"}. Default 10.
+func (c Config) WithResumeBudget(n int) Config { c.resumeBudget = n; return c }
+
+// WithMaxClaimAge fails a root's turn instead of resuming it once its claim
+// is older than d. Zero (the default) turns the check off.
+func (c Config) WithMaxClaimAge(d time.Duration) Config { c.maxClaimAge = d; return c }
+
+// WithWakeInterval sets how far ahead the wake-up is armed while a claim
+// exists: the longest a turn whose instance died waits for the next wake.
+// Default 10 s.
+func (c Config) WithWakeInterval(d time.Duration) Config { c.wakeInterval = d; return c }
+
+// WithInterruptGrace sets how long an interrupt waits for a running
+// execution to stop and record the interrupt itself before committing it
+// directly. Default 5 s.
+func (c Config) WithInterruptGrace(d time.Duration) Config { c.interruptGrace = d; return c }
+
+// WithCommitHook adds a hook run inside every append transaction.
+func (c Config) WithCommitHook(h CommitHook) Config {
+	c.commitHooks = append(append([]CommitHook(nil), c.commitHooks...), h)
+	return c
+}
+
+// ResumeBudget is the configured budget.
+func (c Config) ResumeBudget() int { return c.resumeBudget }
+
+// MaxClaimAge is the configured maximum claim age (0: off).
+func (c Config) MaxClaimAge() time.Duration { return c.maxClaimAge }
+
+func (c Config) validate() error {
+	switch {
+	case c.resumeBudget < 0:
+		return fmt.Errorf("resume budget %d is negative", c.resumeBudget)
+	case c.maxClaimAge < 0:
+		return fmt.Errorf("max claim age %v is negative", c.maxClaimAge)
+	case c.wakeInterval <= 0:
+		return fmt.Errorf("wake interval %v must be positive", c.wakeInterval)
+	case c.interruptGrace < 0:
+		return fmt.Errorf("interrupt grace %v is negative", c.interruptGrace)
+	}
+	return nil
+}

@@ -1,0 +1,24 @@
+// Package core is revenant's platform-free runtime for one tree: the event
+// log and its projections, sessions, the prompt queue, write-ahead claims,
+// executions with their fences, and interrupts.
+//
+// What core needs from the platform is the Host: transactional SQL on the
+// tree's database (core/storage), a clock, the tree's wake-up, and ids. It
+// must not import syscall/js, wazero, ncruces or syumai, nor call time.Now,
+// time.Sleep or math/rand; a test enforces the imports. That is what lets the
+// same code run in process, in a wasip1 guest and in a Durable Object.
+//
+// Invariants (DESIGN §4–§6, each closing a race of §15):
+//   - Work becomes runnable and its claim is written in one transaction; the
+//     wake-up is armed before that transaction while the tree's claim lock is
+//     held, or inside it where the host can (TxWaker).
+//   - Every write of an execution checks, in its transaction, that the claim
+//     still names the execution and that this instance's epoch is current;
+//     otherwise it fails with ErrFenced and the execution stops.
+//   - An interrupt is decided and committed under the claim lock and the call
+//     returns only after the commit.
+//   - Live subscribers hear of events only after their transaction commits.
+//
+// Policy about dead executions (resume budget, claim age, orphaned children)
+// lives in package recovery; core applies its decisions atomically.
+package core

@@ -1,0 +1,329 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/revenantrt/revenant/core/event"
+	"github.com/revenantrt/revenant/core/storage"
+)
+
+// Causes an execution's context is cancelled with; context.Cause tells a
+// driver which one stopped it.
+var (
+	ErrInterrupted = errors.New("interrupted by the user")
+	ErrSuperseded  = errors.New("superseded by a replacing prompt")
+	ErrShutdown    = errors.New("host shutting down")
+	errAbandoned   = errors.New("instance abandoned")
+)
+
+// Driver runs the work of a turn. The turn runner (model steps and tools) is
+// the real one; tests use small scripted drivers.
+type Driver interface {
+	// Run drives one execution until the turn ends, the execution must stop
+	// (ctx is cancelled; context.Cause says why), or a write fails with
+	// ErrFenced. Every durable write goes through x.Append. The outcome is
+	// ignored when ctx was cancelled: the stop reason decides then.
+	Run(ctx context.Context, x *Execution) Outcome
+}
+
+// DriverFunc adapts a function to Driver.
+type DriverFunc func(ctx context.Context, x *Execution) Outcome
+
+// Run implements Driver.
+func (f DriverFunc) Run(ctx context.Context, x *Execution) Outcome { return f(ctx, x) }
+
+// OutcomeKind says how an execution ended.
+type OutcomeKind int
+
+const (
+	// Succeeded ends the turn with session.execution.succeeded.
+	Succeeded OutcomeKind = iota
+	// Failed ends the turn with session.execution.failed{FailType, Message}.
+	Failed
+	// Stopped ends the execution without a terminal: it was fenced or could
+	// not write. The claim, if still held, is left for recovery.
+	Stopped
+)
+
+// Outcome is what a driver reports when Run returns.
+type Outcome struct {
+	Kind     OutcomeKind
+	FailType string
+	Message  string
+}
+
+// Execution is one busy period of a turn in this instance.
+type Execution struct {
+	inst      *Instance
+	id        string
+	sessionID string
+	promptID  string
+	prompt    string
+	cause     string
+	attempt   int
+
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	done   chan struct{} // closed once the drain has finished with it
+	once   sync.Once
+}
+
+// ID is the execution id carried on the claim.
+func (x *Execution) ID() string { return x.id }
+
+// SessionID is the session the execution belongs to.
+func (x *Execution) SessionID() string { return x.sessionID }
+
+// PromptID is the prompt whose turn this is.
+func (x *Execution) PromptID() string { return x.promptID }
+
+// Prompt is the prompt's text.
+func (x *Execution) Prompt() string { return x.prompt }
+
+// Cause is why the execution started (event.CausePrompt, CauseResume, …).
+func (x *Execution) Cause() string { return x.cause }
+
+// Attempt is the claim's resume count when the execution started (0 unless
+// it is a resume).
+func (x *Execution) Attempt() int { return x.attempt }
+
+// Now is the host clock.
+func (x *Execution) Now() int64 { return x.inst.host.Clock.Now() }
+
+// NewEvent is an event a driver asks to append.
+type NewEvent struct {
+	Type    event.Type
+	Payload any
+}
+
+// Append commits events to the execution's session in one fenced
+// transaction: it fails with ErrFenced, writing nothing, once the claim no
+// longer names this execution or a newer instance booted. progress marks
+// work a resume must not redo (DESIGN §6.6) and resets the resume count in
+// the same transaction.
+func (x *Execution) Append(ctx context.Context, progress bool, evs ...NewEvent) ([]event.Event, error) {
+	w := x.inst.newWrite()
+	w.fence = &fence{sessionID: x.sessionID, executionID: x.id}
+	var out []event.Event
+	err := w.run(ctx, func(t *txw) error {
+		out = out[:0]
+		for _, e := range evs {
+			ev, err := t.append(x.sessionID, e.Type, e.Payload)
+			if err != nil {
+				return err
+			}
+			out = append(out, ev)
+		}
+		if progress {
+			if _, err := t.Exec(`UPDATE claims SET resume_attempts = 0 WHERE session_id = ?`, x.sessionID); err != nil {
+				return fmt.Errorf("reset resume count: %w", err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("append for execution %s: %w", x.id, err)
+	}
+	return out, nil
+}
+
+// plan is an execution decided inside a transaction, started after commit.
+type plan struct {
+	id, sessionID, promptID, prompt, cause string
+	attempt                                int
+}
+
+// beginExecution starts the session's next execution inside t: the turn of
+// the prompt already running, else of the oldest queued prompt. With no
+// prompt left it releases the claim and returns nil. A new turn takes the
+// claim afresh: resume count zero, claimed_at now.
+func (t *txw) beginExecution(sessionID, cause string) (*plan, error) {
+	rows, err := t.Query(`SELECT id, text, state FROM prompts WHERE session_id = ? AND state IN ('running', 'queued')
+		ORDER BY state = 'running' DESC, admitted_seq LIMIT 1`, sessionID)
+	if err != nil {
+		return nil, fmt.Errorf("begin execution: pick prompt: %w", err)
+	}
+	if !rows.Next() {
+		return nil, t.releaseClaim(sessionID)
+	}
+	p := &plan{sessionID: sessionID, cause: cause}
+	var state string
+	if err := rows.Scan(&p.promptID, &p.prompt, &state); err != nil {
+		return nil, fmt.Errorf("begin execution: %w", err)
+	}
+	turnStart := state == "queued"
+	if turnStart {
+		p.cause = event.CausePrompt
+	}
+	p.id = t.id()
+	if _, err := t.append(sessionID, event.ExecutionStarted, event.Started{ExecutionID: p.id, PromptID: p.promptID, Cause: p.cause, TurnStart: turnStart}); err != nil {
+		return nil, err
+	}
+	if turnStart {
+		if _, err := t.append(sessionID, event.MessageAdded, event.Message{MessageID: t.id(), PromptID: p.promptID, Role: event.RoleUser, Text: p.prompt}); err != nil {
+			return nil, err
+		}
+		_, err = t.Exec(`INSERT INTO claims (session_id, execution_id, claimed_at, resume_attempts) VALUES (?, ?, ?, 0)
+			ON CONFLICT (session_id) DO UPDATE SET execution_id = excluded.execution_id, claimed_at = excluded.claimed_at, resume_attempts = 0, retry_at = NULL`,
+			sessionID, p.id, t.now())
+	} else {
+		_, err = t.Exec(`UPDATE claims SET execution_id = ?, retry_at = NULL WHERE session_id = ?`, p.id, sessionID)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("begin execution: put execution on claim: %w", err)
+	}
+	if _, err := storage.QueryRow(t, `SELECT resume_attempts FROM claims WHERE session_id = ?`, []any{sessionID}, &p.attempt); err != nil {
+		return nil, fmt.Errorf("begin execution: %w", err)
+	}
+	return p, nil
+}
+
+func (t *txw) releaseClaim(sessionID string) error {
+	if _, err := t.Exec(`DELETE FROM claims WHERE session_id = ?`, sessionID); err != nil {
+		return fmt.Errorf("release claim: %w", err)
+	}
+	return nil
+}
+
+// endTurn appends a turn terminal for the running prompt and, in the same
+// transaction, starts the next queued turn or releases the claim. An
+// instance that is stopping keeps the claim for a queued prompt without
+// starting it, so the next boot starts that turn without counting a resume.
+func (t *txw) endTurn(sessionID string, typ event.Type, payload any, startNext bool) (*plan, error) {
+	if _, err := t.append(sessionID, typ, payload); err != nil {
+		return nil, err
+	}
+	if startNext {
+		return t.beginExecution(sessionID, event.CausePrompt)
+	}
+	var queued bool
+	if _, err := storage.QueryRow(t, `SELECT EXISTS (SELECT 1 FROM prompts WHERE session_id = ? AND state = 'queued')`, []any{sessionID}, &queued); err != nil {
+		return nil, fmt.Errorf("end turn: %w", err)
+	}
+	if !queued {
+		return nil, t.releaseClaim(sessionID)
+	}
+	_, err := t.Exec(`UPDATE claims SET execution_id = NULL, resume_attempts = 0, retry_at = NULL, claimed_at = ? WHERE session_id = ?`, t.now(), sessionID)
+	return nil, err
+}
+
+// launch registers a planned execution as running here and starts its
+// drain. The caller holds claimMu, so the sweep cannot see the claim without
+// also seeing the execution.
+func (inst *Instance) launch(p *plan) {
+	if p == nil {
+		return
+	}
+	x := inst.register(p)
+	go inst.drain(x)
+}
+
+func (inst *Instance) register(p *plan) *Execution {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	x := &Execution{inst: inst, id: p.id, sessionID: p.sessionID, promptID: p.promptID, prompt: p.prompt,
+		cause: p.cause, attempt: p.attempt, ctx: ctx, cancel: cancel, done: make(chan struct{})}
+	inst.mu.Lock()
+	if len(inst.running) == 0 {
+		inst.idle = make(chan struct{})
+	}
+	inst.running[p.sessionID] = x
+	closed := inst.closed
+	inst.mu.Unlock()
+	if closed {
+		cancel(ErrShutdown)
+	}
+	return x
+}
+
+// unregister forgets x (if it is still the session's execution here) and
+// wakes whoever waits on it.
+func (inst *Instance) unregister(x *Execution) {
+	inst.mu.Lock()
+	if inst.running[x.sessionID] == x {
+		delete(inst.running, x.sessionID)
+		if len(inst.running) == 0 {
+			close(inst.idle)
+		}
+	}
+	inst.mu.Unlock()
+	x.cancel(context.Canceled)
+	x.once.Do(func() { close(x.done) })
+}
+
+// drain runs executions of one session back to back: each terminal may
+// start the next queued turn in its own transaction.
+func (inst *Instance) drain(x *Execution) {
+	for x != nil {
+		log := inst.log.With("session", x.sessionID, "execution", x.id, "prompt", x.promptID)
+		log.Debug("execution running", "cause", x.cause, "attempt", x.attempt)
+		out := inst.runDriver(x)
+		x = inst.finish(x, out)
+	}
+}
+
+func (inst *Instance) runDriver(x *Execution) (out Outcome) {
+	defer func() {
+		if r := recover(); r != nil {
+			out = Outcome{Kind: Failed, FailType: event.FailDriver, Message: fmt.Sprintf("driver panicked: %v", r)}
+		}
+	}()
+	return inst.driver.Run(x.ctx, x)
+}
+
+// finish records how x ended and returns the next execution if its terminal
+// started one. It holds claimMu across the write and the bookkeeping so the
+// sweep never sees the claim without the execution or vice versa.
+func (inst *Instance) finish(x *Execution, out Outcome) *Execution {
+	cause := context.Cause(x.ctx)
+	if x.ctx.Err() == nil {
+		cause = nil
+	}
+	if errors.Is(cause, errAbandoned) || (cause == nil && out.Kind == Stopped) {
+		inst.unregister(x)
+		return nil
+	}
+	startNext := !inst.isClosed()
+	inst.claimMu.Lock()
+	defer inst.claimMu.Unlock()
+
+	w := inst.newWrite()
+	w.fence = &fence{sessionID: x.sessionID, executionID: x.id}
+	var next *plan
+	err := w.run(x.ctx, func(t *txw) error {
+		var err error
+		switch {
+		case errors.Is(cause, ErrShutdown):
+			_, err = t.append(x.sessionID, event.ExecutionInterrupted, event.Interrupted{ExecutionID: x.id, PromptID: x.promptID, Reason: event.ReasonShutdown})
+		case errors.Is(cause, ErrInterrupted), errors.Is(cause, ErrSuperseded):
+			err = t.interruptTurn(x.sessionID, x.id, x.promptID, reasonOf(cause))
+		case out.Kind == Succeeded:
+			next, err = t.endTurn(x.sessionID, event.ExecutionSucceeded, event.Succeeded{ExecutionID: x.id, PromptID: x.promptID}, startNext)
+		case out.Kind == Failed:
+			next, err = t.endTurn(x.sessionID, event.ExecutionFailed, event.Failed{ExecutionID: x.id, PromptID: x.promptID, Type: out.FailType, Message: out.Message}, startNext)
+		}
+		return err
+	})
+	if err != nil {
+		level := inst.log.Warn
+		if errors.Is(err, ErrFenced) {
+			level = inst.log.Debug
+		}
+		level("execution ended without its record", "session", x.sessionID, "execution", x.id, "err", err)
+		next = nil
+	}
+	inst.unregister(x)
+	if next == nil {
+		return nil
+	}
+	return inst.register(next)
+}
+
+func reasonOf(cause error) string {
+	if errors.Is(cause, ErrSuperseded) {
+		return event.ReasonSuperseded
+	}
+	return event.ReasonUser
+}

@@ -1,0 +1,204 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+
+	"github.com/revenantrt/revenant/core/event"
+	"github.com/revenantrt/revenant/core/schema"
+	"github.com/revenantrt/revenant/core/storage"
+)
+
+// Instance serves one tree's database for the life of one boot. A new
+// instance over the same database takes a new epoch, which fences every
+// write the old one might still attempt.
+type Instance struct {
+	host   Host
+	cfg    Config
+	driver Driver
+	log    *slog.Logger
+	epoch  int64
+
+	// claimMu is the tree's claim lock (DESIGN §4, §6.4): held from arming
+	// the wake-up to committing a new claim, while starting an execution,
+	// while deciding and committing an interrupt, while a wake handler
+	// re-arms, and while recovery applies a decision. Never held across a
+	// model request or a tool body.
+	claimMu sync.Mutex
+
+	mu      sync.Mutex // guards the fields below; never held inside a transaction
+	running map[string]*Execution
+	subs    map[string]map[*Subscription]struct{}
+	idle    chan struct{} // closed while no execution runs
+	closed  bool
+}
+
+// Open migrates the database, takes a new epoch and returns the instance. It
+// does not sweep: recovery.Boot does that before serving.
+func Open(ctx context.Context, host Host, cfg Config, driver Driver) (*Instance, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("open instance: %w", err)
+	}
+	if host.DB == nil || host.Clock == nil || host.Wake == nil || host.IDs == nil || driver == nil {
+		return nil, errors.New("open instance: host needs DB, Clock, Wake and IDs, and a driver")
+	}
+	log := host.Log
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if err := schema.Migrate(ctx, host.DB, host.Clock.Now()); err != nil {
+		return nil, fmt.Errorf("open instance: %w", err)
+	}
+	inst := &Instance{
+		host: host, cfg: cfg, driver: driver, log: log,
+		running: map[string]*Execution{},
+		subs:    map[string]map[*Subscription]struct{}{},
+		idle:    make(chan struct{}),
+	}
+	close(inst.idle)
+	err := host.DB.Tx(ctx, func(tx storage.Tx) error {
+		if _, err := tx.Exec(`UPDATE tree SET epoch = epoch + 1`); err != nil {
+			return err
+		}
+		_, err := storage.QueryRow(tx, `SELECT epoch FROM tree`, nil, &inst.epoch)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open instance: take epoch: %w", err)
+	}
+	inst.log = log.With("epoch", inst.epoch)
+	return inst, nil
+}
+
+// Epoch is the epoch this instance took at boot.
+func (inst *Instance) Epoch() int64 { return inst.epoch }
+
+// Config is the instance's configuration.
+func (inst *Instance) Config() Config { return inst.cfg }
+
+// Clock is the host clock.
+func (inst *Instance) Clock() Clock { return inst.host.Clock }
+
+// Close is a graceful stop: every running execution is cancelled with
+// ErrShutdown and records interrupted{reason:"shutdown"}, which keeps its
+// claim, so the next boot resumes it exactly as after a crash. Close waits
+// for the executions to stop or for ctx to end.
+func (inst *Instance) Close(ctx context.Context) error {
+	return inst.stopAll(ctx, ErrShutdown)
+}
+
+// Abandon stops every execution without writing anything and without
+// waiting, as if the process had died at this instant. Tests and the
+// simulator use it to crash an instance in process; a real host never needs
+// it. A body that ignores cancellation may still run; its writes must be
+// stopped by the host (a killed connection) or by the fence.
+func (inst *Instance) Abandon() {
+	inst.cancelAll(errAbandoned)
+}
+
+func (inst *Instance) cancelAll(cause error) chan struct{} {
+	inst.mu.Lock()
+	defer inst.mu.Unlock()
+	inst.closed = true
+	for _, x := range inst.running {
+		x.cancel(cause)
+	}
+	return inst.idle
+}
+
+func (inst *Instance) stopAll(ctx context.Context, cause error) error {
+	idle := inst.cancelAll(cause)
+	select {
+	case <-idle:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("close instance: executions still running: %w", ctx.Err())
+	}
+}
+
+// WaitIdle blocks until no execution runs in this instance, or ctx ends.
+func (inst *Instance) WaitIdle(ctx context.Context) error {
+	inst.mu.Lock()
+	idle := inst.idle
+	inst.mu.Unlock()
+	select {
+	case <-idle:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// RunningHere reports whether an execution of the session runs in this
+// instance.
+func (inst *Instance) RunningHere(sessionID string) bool {
+	inst.mu.Lock()
+	defer inst.mu.Unlock()
+	return inst.running[sessionID] != nil
+}
+
+func (inst *Instance) isClosed() bool {
+	inst.mu.Lock()
+	defer inst.mu.Unlock()
+	return inst.closed
+}
+
+// Subscription receives a session's events after they commit. C is closed
+// when the subscription is closed or falls behind (its buffer filled); a
+// subscriber that finds it closed re-reads the log from its cursor.
+type Subscription struct {
+	C         <-chan event.Event
+	c         chan event.Event
+	inst      *Instance
+	sessionID string
+	once      sync.Once
+}
+
+// Subscribe starts a subscription to sessionID with the given buffer.
+func (inst *Instance) Subscribe(sessionID string, buffer int) *Subscription {
+	c := make(chan event.Event, buffer)
+	s := &Subscription{C: c, c: c, inst: inst, sessionID: sessionID}
+	inst.mu.Lock()
+	if inst.subs[sessionID] == nil {
+		inst.subs[sessionID] = map[*Subscription]struct{}{}
+	}
+	inst.subs[sessionID][s] = struct{}{}
+	inst.mu.Unlock()
+	return s
+}
+
+// Close ends the subscription.
+func (s *Subscription) Close() {
+	s.inst.mu.Lock()
+	defer s.inst.mu.Unlock()
+	s.closeLocked()
+}
+
+func (s *Subscription) closeLocked() {
+	s.once.Do(func() {
+		delete(s.inst.subs[s.sessionID], s)
+		close(s.c)
+	})
+}
+
+// publish tells live subscribers about committed events, never blocking.
+func (inst *Instance) publish(evs []event.Event) {
+	if len(evs) == 0 {
+		return
+	}
+	inst.mu.Lock()
+	defer inst.mu.Unlock()
+	for _, ev := range evs {
+		for s := range inst.subs[ev.SessionID] {
+			select {
+			case s.c <- ev:
+			default:
+				s.closeLocked() // fell behind: it must catch up from the log
+			}
+		}
+	}
+}

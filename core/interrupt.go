@@ -1,0 +1,138 @@
+package core
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/revenantrt/revenant/core/event"
+	"github.com/revenantrt/revenant/core/storage"
+)
+
+// Interrupt stops the session's turn and cancels its queued prompts, for the
+// user (reason event.ReasonUser) or for a replacing prompt
+// (event.ReasonSuperseded). It returns only after the interrupt committed, so
+// a kill right after it returns can never revive the turn. It reports whether
+// there was anything to interrupt.
+//
+// If an execution runs here it is cancelled and records the interrupt itself
+// once stopped, so no model request or tool body starts after the commit;
+// past the grace period the interrupt is committed directly and the fence
+// stops the execution's writes. Otherwise (evicted, or only queued) the
+// interrupt is committed directly.
+func (inst *Instance) Interrupt(ctx context.Context, sessionID, reason string) (bool, error) {
+	cause := ErrInterrupted
+	switch reason {
+	case event.ReasonUser:
+	case event.ReasonSuperseded:
+		cause = ErrSuperseded
+	default:
+		return false, fmt.Errorf("interrupt: reason %q: %w", reason, ErrInvalid)
+	}
+	for {
+		inst.claimMu.Lock()
+		x := inst.runningExecution(sessionID)
+		if x == nil {
+			did, err := inst.interruptDirect(ctx, sessionID, reason, "")
+			inst.claimMu.Unlock()
+			return did, err
+		}
+		x.cancel(cause)
+		inst.claimMu.Unlock()
+
+		graceUp := make(chan struct{})
+		stop := inst.host.Clock.AfterFunc(inst.cfg.interruptGrace, func() { close(graceUp) })
+		select {
+		case <-x.done:
+			stop()
+			// The execution recorded the interrupt, or ended another way just
+			// before it saw the cancel (and maybe started the next turn): look
+			// again until the interrupt is committed or nothing is left.
+			if inst.interruptRecorded(ctx, x.promptID) {
+				return true, nil
+			}
+		case <-graceUp:
+			inst.claimMu.Lock()
+			if inst.runningExecution(sessionID) == x {
+				did, err := inst.interruptDirect(ctx, sessionID, reason, x.id)
+				inst.unregister(x)
+				inst.claimMu.Unlock()
+				return did, err
+			}
+			inst.claimMu.Unlock()
+		case <-ctx.Done():
+			stop()
+			return false, fmt.Errorf("interrupt: %w", ctx.Err())
+		}
+	}
+}
+
+func (inst *Instance) runningExecution(sessionID string) *Execution {
+	inst.mu.Lock()
+	defer inst.mu.Unlock()
+	return inst.running[sessionID]
+}
+
+// interruptRecorded reports whether the prompt's turn ended interrupted.
+func (inst *Instance) interruptRecorded(ctx context.Context, promptID string) bool {
+	var state string
+	err := inst.host.DB.Tx(ctx, func(tx storage.Tx) error {
+		_, err := storage.QueryRow(tx, `SELECT state FROM prompts WHERE id = ?`, []any{promptID}, &state)
+		return err
+	})
+	return err == nil && state == "interrupted"
+}
+
+// interruptDirect commits an interrupt without the execution's help. The
+// caller holds claimMu. executionID names the execution being stopped, if
+// one runs here.
+func (inst *Instance) interruptDirect(ctx context.Context, sessionID, reason, executionID string) (bool, error) {
+	var did bool
+	err := inst.newWrite().run(ctx, func(t *txw) error {
+		did = false
+		if err := t.requireSession(sessionID); err != nil {
+			return err
+		}
+		var promptID string
+		if _, err := storage.QueryRow(t, `SELECT id FROM prompts WHERE session_id = ? AND state = 'running'`, []any{sessionID}, &promptID); err != nil {
+			return err
+		}
+		var claimed, queued bool
+		if _, err := storage.QueryRow(t, `SELECT EXISTS (SELECT 1 FROM claims WHERE session_id = ?), EXISTS (SELECT 1 FROM prompts WHERE session_id = ? AND state = 'queued')`,
+			[]any{sessionID, sessionID}, &claimed, &queued); err != nil {
+			return err
+		}
+		if promptID == "" && !claimed && !queued {
+			return nil
+		}
+		did = true
+		return t.interruptTurn(sessionID, executionID, promptID, reason)
+	})
+	if err != nil {
+		return false, fmt.Errorf("interrupt session %s: %w", sessionID, err)
+	}
+	return did, nil
+}
+
+// interruptTurn records the interrupt of the running prompt (if any),
+// cancels every queued prompt and releases the claim, in one transaction.
+func (t *txw) interruptTurn(sessionID, executionID, promptID, reason string) error {
+	if promptID != "" {
+		if _, err := t.append(sessionID, event.ExecutionInterrupted, event.Interrupted{ExecutionID: executionID, PromptID: promptID, Reason: reason}); err != nil {
+			return err
+		}
+	}
+	rows, err := t.Query(`SELECT id FROM prompts WHERE session_id = ? AND state = 'queued' ORDER BY admitted_seq`, sessionID)
+	if err != nil {
+		return fmt.Errorf("cancel queued prompts: %w", err)
+	}
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return err
+		}
+		if _, err := t.append(sessionID, event.PromptCancelled, event.Cancelled{PromptID: id, Reason: reason}); err != nil {
+			return err
+		}
+	}
+	return t.releaseClaim(sessionID)
+}

@@ -1,0 +1,196 @@
+package core_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/revenantrt/revenant/core"
+	"github.com/revenantrt/revenant/core/event"
+	"github.com/revenantrt/revenant/core/storage"
+	"github.com/revenantrt/revenant/internal/treetest"
+)
+
+var ctx = context.Background()
+
+func TestSeqContiguousPerSession(t *testing.T) {
+	tr := treetest.New(t)
+	d := treetest.NewDriver(16)
+	n := tr.Boot(d)
+	a, b := n.NewSession("a"), n.NewSession("b")
+	for range 3 {
+		n.Admit(a, "x")
+		n.Admit(b, "y")
+	}
+	n.Idle()
+	for _, sid := range []string{a, b} {
+		evs := tr.Events(sid)
+		require.NotEmpty(t, evs)
+		for i, e := range evs {
+			assert.Equal(t, int64(i+1), e.Seq, "session %s", sid)
+			assert.NotEmpty(t, e.ID)
+			assert.Equal(t, int64(treetest.Start), e.At, "ms timestamps from the host clock")
+		}
+	}
+}
+
+// Subscribers hear of events only after the transaction commits: a commit
+// hook running inside the append transaction never finds the event it is
+// running for among those delivered so far.
+func TestSubscribersHearOnlyAfterCommit(t *testing.T) {
+	tr := treetest.New(t)
+	var sub *core.Subscription
+	var got []event.Event
+	receive := func() {
+		for len(sub.C) > 0 {
+			got = append(got, <-sub.C)
+		}
+	}
+	inside := 0
+	tr.Cfg = tr.Cfg.WithCommitHook(func(tx storage.Tx, ev event.Event) error {
+		if sub != nil {
+			inside++
+			receive()
+			for _, g := range got {
+				assert.NotEqual(t, ev.ID, g.ID, "%s delivered before its commit", ev.Type)
+			}
+		}
+		return nil
+	})
+	d := treetest.NewDriver(4)
+	n := tr.Boot(d)
+	sid := n.NewSession("s")
+	sub = n.Inst.Subscribe(sid, 64)
+	defer sub.Close()
+	n.Admit(sid, "hi")
+	n.Idle()
+	receive()
+	var types []event.Type
+	for _, g := range got {
+		types = append(types, g.Type)
+	}
+	assert.Equal(t, []event.Type{event.PromptAdmitted, event.ExecutionStarted, event.MessageAdded, event.MessageAdded, event.ExecutionSucceeded}, types)
+	assert.Equal(t, len(got), inside)
+}
+
+// A commit hook that fails aborts the append: nothing of it is stored.
+func TestCommitHookFailureAbortsAppend(t *testing.T) {
+	tr := treetest.New(t)
+	boom := errors.New("boom")
+	tr.Cfg = tr.Cfg.WithCommitHook(func(tx storage.Tx, ev event.Event) error {
+		if ev.Type == event.PromptAdmitted {
+			return boom
+		}
+		return nil
+	})
+	n := tr.Boot(treetest.NewDriver(4))
+	sid := n.NewSession("s")
+	_, err := n.Inst.Admit(ctx, sid, core.PromptInput{Text: "x"})
+	require.ErrorIs(t, err, boom)
+	assert.Len(t, tr.Events(sid), 1, "only session.created")
+	assert.False(t, tr.Claim(sid).Exists, "the claim rolled back with the event")
+}
+
+// A slow subscriber is cut off rather than blocking the writer; it catches
+// up from its cursor.
+func TestSlowSubscriberIsClosedNotBlocking(t *testing.T) {
+	tr := treetest.New(t)
+	n := tr.Boot(treetest.NewDriver(8))
+	sid := n.NewSession("s")
+	sub := n.Inst.Subscribe(sid, 1)
+	n.Admit(sid, "a")
+	n.Idle()
+	got := 0
+	for range sub.C {
+		got++
+	}
+	assert.Equal(t, 1, got, "one buffered event, then closed")
+}
+
+func TestAdmissionIdempotency(t *testing.T) {
+	tr := treetest.New(t)
+	d := treetest.NewDriver(8)
+	n := tr.Boot(d)
+	sid := n.NewSession("s")
+	first, err := n.Inst.Admit(ctx, sid, core.PromptInput{ClientID: "c1", Text: "hello"})
+	require.NoError(t, err)
+	again, err := n.Inst.Admit(ctx, sid, core.PromptInput{ClientID: "c1", Text: "hello"})
+	require.NoError(t, err)
+	assert.Equal(t, first.PromptID, again.PromptID)
+	assert.True(t, again.Duplicate)
+	_, err = n.Inst.Admit(ctx, sid, core.PromptInput{ClientID: "c1", Text: "other"})
+	require.ErrorIs(t, err, core.ErrConflict)
+	// Without an id nothing is deduplicated.
+	x, err := n.Inst.Admit(ctx, sid, core.PromptInput{Text: "hello"})
+	require.NoError(t, err)
+	y, err := n.Inst.Admit(ctx, sid, core.PromptInput{Text: "hello"})
+	require.NoError(t, err)
+	assert.NotEqual(t, x.PromptID, y.PromptID)
+	n.Idle()
+	assert.Len(t, treetest.OfType(tr.Events(sid), event.PromptAdmitted), 3)
+}
+
+func TestAdmissionRejectsBadInput(t *testing.T) {
+	tr := treetest.New(t)
+	n := tr.Boot(treetest.NewDriver(4))
+	sid := n.NewSession("s")
+	for _, in := range []core.PromptInput{{Text: ""}, {Text: "  \n"}, {Text: "x", Mode: "shout"}} {
+		_, err := n.Inst.Admit(ctx, sid, in)
+		assert.ErrorIs(t, err, core.ErrInvalid, "%+v", in)
+	}
+	_, err := n.Inst.Admit(ctx, "nope", core.PromptInput{Text: "x"})
+	assert.ErrorIs(t, err, core.ErrNotFound)
+	_, err = n.Inst.Interrupt(ctx, "nope", event.ReasonUser)
+	assert.ErrorIs(t, err, core.ErrNotFound)
+	_, err = n.Inst.CreateSession(ctx, core.NewSession{ID: "s"})
+	assert.ErrorIs(t, err, core.ErrConflict)
+	_, err = n.Inst.CreateSession(ctx, core.NewSession{ID: "c", ParentID: "nope"})
+	assert.ErrorIs(t, err, core.ErrNotFound)
+	_, err = n.Inst.CreateSession(ctx, core.NewSession{Config: json.RawMessage(`{`)})
+	assert.ErrorIs(t, err, core.ErrInvalid)
+	assert.Len(t, tr.Events(sid), 1)
+}
+
+// Claim bookkeeping (starts, resumes, continuation notices, shutdown stops)
+// never moves the session's updated_at; prompts, answers and terminals do.
+func TestClaimBookkeepingDoesNotMoveUpdatedAt(t *testing.T) {
+	tr := treetest.New(t)
+	d := treetest.NewDriver(8)
+	n := tr.Boot(d)
+	sid := n.NewSession("s")
+	tr.Clock.Advance(time.Second)
+	n.Admit(sid, "hold")
+	<-d.Started
+	admittedAt := tr.Clock.Now()
+	require.Equal(t, admittedAt, sessionRow(t, tr, sid).UpdatedAt, "an admission is a change")
+	n.Crash()
+
+	tr.Clock.Advance(time.Second)
+	n = tr.Boot(d) // resumed{attempt}, notice, started
+	<-d.Started
+	require.NoError(t, n.Inst.Close(ctx)) // interrupted{shutdown}
+	n.Crash()
+	require.Len(t, treetest.OfType(tr.Events(sid), event.ExecutionResumed), 1)
+	assert.Equal(t, admittedAt, sessionRow(t, tr, sid).UpdatedAt)
+
+	tr.Clock.Advance(time.Second)
+	d.Release()
+	n = tr.Boot(d)
+	n.Idle()
+	assert.Equal(t, tr.Clock.Now(), sessionRow(t, tr, sid).UpdatedAt, "the answer and terminal are changes")
+	assert.Equal(t, 1, sessionRow(t, tr, sid).Turns)
+}
+
+func sessionRow(t *testing.T, tr *treetest.Tree, id string) core.Session {
+	var s core.Session
+	tr.Read(func(tx storage.Tx) error {
+		_, err := storage.QueryRow(tx, `SELECT updated_at, turns FROM sessions WHERE id = ?`, []any{id}, &s.UpdatedAt, &s.Turns)
+		return err
+	})
+	return s
+}

@@ -1,0 +1,140 @@
+package core
+
+import (
+	"fmt"
+
+	"github.com/revenantrt/revenant/core/event"
+	"github.com/revenantrt/revenant/core/storage"
+)
+
+// ProjectionTables are the tables derived from the event log. Everything
+// else in the database (tree, claims, schema_migrations, events itself) is
+// bookkeeping that no event describes.
+var ProjectionTables = []string{"sessions", "prompts", "messages", "jobs"}
+
+// project applies one event to the projections, inside its append
+// transaction. It must be deterministic: Rebuild replays it.
+func project(tx storage.Tx, ev event.Event) error {
+	var err error
+	switch ev.Type {
+	case event.SessionCreated:
+		var d event.Created
+		if err = ev.Decode(&d); err == nil {
+			_, err = tx.Exec(`INSERT INTO sessions (id, parent_id, root_id, principal, config, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+				ev.SessionID, nullable(d.ParentID), d.RootID, d.Principal, string(d.Config), ev.At, ev.At)
+		}
+	case event.PromptAdmitted:
+		var d event.Admitted
+		if err = ev.Decode(&d); err == nil {
+			_, err = tx.Exec(`INSERT INTO prompts (id, session_id, client_id, body_hash, text, mode, state, admitted_seq, admitted_at) VALUES (?, ?, ?, ?, ?, ?, 'queued', ?, ?)`,
+				d.PromptID, ev.SessionID, nullable(d.ClientID), d.BodyHash, d.Text, d.Mode, ev.Seq, ev.At)
+			err = touch(tx, ev, err)
+		}
+	case event.PromptCancelled:
+		var d event.Cancelled
+		if err = ev.Decode(&d); err == nil {
+			err = endPrompt(tx, ev, d.PromptID, "cancelled", false)
+		}
+	case event.MessageAdded:
+		var d event.Message
+		if err = ev.Decode(&d); err == nil {
+			_, err = tx.Exec(`INSERT INTO messages (id, session_id, seq, prompt_id, role, text, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+				d.MessageID, ev.SessionID, ev.Seq, nullable(d.PromptID), d.Role, d.Text, ev.At)
+			if d.Role != event.RoleNotice { // notices are recovery's, not the user's
+				err = touch(tx, ev, err)
+			}
+		}
+	case event.ExecutionStarted:
+		var d event.Started
+		if err = ev.Decode(&d); err == nil && d.TurnStart {
+			_, err = tx.Exec(`UPDATE prompts SET state = 'running' WHERE id = ?`, d.PromptID)
+		}
+	case event.ExecutionSucceeded:
+		var d event.Succeeded
+		if err = ev.Decode(&d); err == nil {
+			err = endPrompt(tx, ev, d.PromptID, "succeeded", true)
+		}
+	case event.ExecutionFailed:
+		var d event.Failed
+		if err = ev.Decode(&d); err == nil {
+			err = endPrompt(tx, ev, d.PromptID, "failed", true)
+		}
+	case event.ExecutionInterrupted:
+		var d event.Interrupted
+		if err = ev.Decode(&d); err == nil && d.Reason != event.ReasonShutdown {
+			err = endPrompt(tx, ev, d.PromptID, "interrupted", true)
+		}
+	case event.JobStarted:
+		var d event.Job
+		if err = ev.Decode(&d); err == nil {
+			_, err = tx.Exec(`INSERT INTO jobs (child_id, parent_id, call_id, state) VALUES (?, ?, ?, 'running')`, d.ChildID, ev.SessionID, d.CallID)
+		}
+	case event.JobEnded:
+		var d event.Job
+		if err = ev.Decode(&d); err == nil {
+			_, err = tx.Exec(`UPDATE jobs SET state = 'ended' WHERE child_id = ?`, d.ChildID)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("project %s seq %d: %w", ev.Type, ev.Seq, err)
+	}
+	return nil
+}
+
+// endPrompt records a prompt's end. Turn terminals also count the turn.
+func endPrompt(tx storage.Tx, ev event.Event, promptID, state string, turn bool) error {
+	if _, err := tx.Exec(`UPDATE prompts SET state = ?, outcome = ?, ended_at = ? WHERE id = ?`, state, string(ev.Data), ev.At, promptID); err != nil {
+		return err
+	}
+	if turn {
+		if _, err := tx.Exec(`UPDATE sessions SET turns = turns + 1 WHERE id = ?`, ev.SessionID); err != nil {
+			return err
+		}
+	}
+	return touch(tx, ev, nil)
+}
+
+// touch moves the session's updated_at. Only events a user would call a
+// change do this; claim bookkeeping (starts, resumes, continuation notices,
+// shutdown stops) never does.
+func touch(tx storage.Tx, ev event.Event, prior error) error {
+	if prior != nil {
+		return prior
+	}
+	_, err := tx.Exec(`UPDATE sessions SET updated_at = ? WHERE id = ?`, ev.At, ev.SessionID)
+	return err
+}
+
+func nullable(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// Rebuild empties the projection tables and replays the whole event log into
+// them, session by session in seq order. Projections never read another
+// session's rows, so the order across sessions does not matter.
+func Rebuild(tx storage.Tx) error {
+	for _, t := range ProjectionTables {
+		if _, err := tx.Exec(`DELETE FROM ` + t); err != nil {
+			return fmt.Errorf("rebuild: clear %s: %w", t, err)
+		}
+	}
+	rows, err := tx.Query(`SELECT id, session_id, seq, type, at, data FROM events ORDER BY session_id, seq`)
+	if err != nil {
+		return fmt.Errorf("rebuild: read log: %w", err)
+	}
+	for rows.Next() {
+		var ev event.Event
+		var typ, data string
+		if err := rows.Scan(&ev.ID, &ev.SessionID, &ev.Seq, &typ, &ev.At, &data); err != nil {
+			return fmt.Errorf("rebuild: %w", err)
+		}
+		ev.Type, ev.Data = event.Type(typ), []byte(data)
+		if err := project(tx, ev); err != nil {
+			return fmt.Errorf("rebuild: %w", err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,169 @@
+package core
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strings"
+
+	"github.com/revenantrt/revenant/core/event"
+	"github.com/revenantrt/revenant/core/storage"
+)
+
+// PromptInput is a prompt a client submits.
+type PromptInput struct {
+	// ClientID is the client's idempotency key; empty means no
+	// deduplication.
+	ClientID string
+	Text     string
+	// Mode is event.ModeQueue (default) or event.ModeReplace, which first
+	// interrupts the current turn and cancels the queue (reason superseded).
+	Mode string
+}
+
+// Admission is the result of admitting a prompt.
+type Admission struct {
+	PromptID string
+	// Duplicate is true when ClientID named an earlier admission with the
+	// same body; PromptID is then the first admission's.
+	Duplicate bool
+}
+
+// Admit records a prompt, its claim and the wake-up before returning
+// (DESIGN §6.1), then starts its turn here if none runs. Reusing a ClientID
+// with the same body returns the first admission; with another body,
+// ErrConflict.
+func (inst *Instance) Admit(ctx context.Context, sessionID string, in PromptInput) (Admission, error) {
+	if in.Mode == "" {
+		in.Mode = event.ModeQueue
+	}
+	if strings.TrimSpace(in.Text) == "" {
+		return Admission{}, fmt.Errorf("admit prompt: empty text: %w", ErrInvalid)
+	}
+	if in.Mode != event.ModeQueue && in.Mode != event.ModeReplace {
+		return Admission{}, fmt.Errorf("admit prompt: mode %q: %w", in.Mode, ErrInvalid)
+	}
+	hash := bodyHash(in)
+	if in.ClientID != "" {
+		// A retried replace must not interrupt the turn its first admission
+		// started, so duplicates are answered before anything else.
+		if a, found, err := inst.findAdmission(ctx, sessionID, in.ClientID, hash); err != nil || found {
+			return a, err
+		}
+	}
+	if in.Mode == event.ModeReplace {
+		if _, err := inst.Interrupt(ctx, sessionID, event.ReasonSuperseded); err != nil {
+			return Admission{}, fmt.Errorf("admit prompt: replace: %w", err)
+		}
+	}
+
+	inst.claimMu.Lock()
+	defer inst.claimMu.Unlock()
+	// Wake rule 1: the wake-up is armed before the claim commits (or with it,
+	// where the host can), under the claim lock, so a wake that fires in
+	// between waits for the commit and then sees the claim.
+	txWaker, armInTx := inst.host.Wake.(TxWaker)
+	wakeAt := inst.host.Clock.Now() + inst.cfg.wakeInterval.Milliseconds()
+	if !armInTx {
+		if err := inst.host.Wake.Arm(ctx, wakeAt); err != nil {
+			return Admission{}, fmt.Errorf("admit prompt: arm wake-up: %w", err)
+		}
+	}
+	var a Admission
+	var startHere bool
+	err := inst.newWrite().run(ctx, func(t *txw) error {
+		a, startHere = Admission{}, false
+		if err := t.requireSession(sessionID); err != nil {
+			return err
+		}
+		if in.ClientID != "" {
+			found, err := t.admissionByClient(sessionID, in.ClientID, hash, &a)
+			if err != nil || found {
+				return err
+			}
+		}
+		a.PromptID = t.id()
+		if _, err := t.append(sessionID, event.PromptAdmitted, event.Admitted{PromptID: a.PromptID, ClientID: in.ClientID, Text: in.Text, Mode: in.Mode, BodyHash: hash}); err != nil {
+			return err
+		}
+		n, err := t.Exec(`INSERT INTO claims (session_id, claimed_at, resume_attempts) VALUES (?, ?, 0) ON CONFLICT (session_id) DO NOTHING`, sessionID, t.now())
+		if err != nil {
+			return fmt.Errorf("write claim: %w", err)
+		}
+		if armInTx {
+			if err := txWaker.ArmTx(t.Tx, wakeAt); err != nil {
+				return fmt.Errorf("arm wake-up: %w", err)
+			}
+		}
+		startHere = n == 1
+		return nil
+	})
+	if err != nil {
+		return Admission{}, fmt.Errorf("admit prompt: %w", err)
+	}
+	if startHere {
+		inst.startLocked(ctx, sessionID)
+	}
+	return a, nil
+}
+
+func (inst *Instance) findAdmission(ctx context.Context, sessionID, clientID, hash string) (Admission, bool, error) {
+	var a Admission
+	var found bool
+	err := inst.host.DB.Tx(ctx, func(tx storage.Tx) error {
+		var err error
+		found, err = (&txw{Tx: tx}).admissionByClient(sessionID, clientID, hash, &a)
+		return err
+	})
+	if err != nil {
+		return a, false, fmt.Errorf("admit prompt: %w", err)
+	}
+	return a, found, nil
+}
+
+func (t *txw) admissionByClient(sessionID, clientID, hash string, a *Admission) (bool, error) {
+	var id, stored string
+	found, err := storage.QueryRow(t, `SELECT id, body_hash FROM prompts WHERE session_id = ? AND client_id = ?`, []any{sessionID, clientID}, &id, &stored)
+	if err != nil || !found {
+		return false, err
+	}
+	if stored != hash {
+		return false, fmt.Errorf("prompt id %q was used with a different body: %w", clientID, ErrConflict)
+	}
+	*a = Admission{PromptID: id, Duplicate: true}
+	return true, nil
+}
+
+func bodyHash(in PromptInput) string {
+	h := sha256.New()
+	h.Write([]byte(in.Mode))
+	h.Write([]byte{0})
+	h.Write([]byte(in.Text))
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// startLocked starts the session's next turn here if its claim has no
+// execution yet and none runs here. The caller holds claimMu. A claim whose
+// execution died is recovery's to decide, not this path's.
+func (inst *Instance) startLocked(ctx context.Context, sessionID string) {
+	if inst.isClosed() || inst.runningExecution(sessionID) != nil {
+		return
+	}
+	var p *plan
+	err := inst.newWrite().run(ctx, func(t *txw) error {
+		p = nil
+		var execID string
+		found, err := storage.QueryRow(t, `SELECT COALESCE(execution_id, '') FROM claims WHERE session_id = ?`, []any{sessionID}, &execID)
+		if err != nil || !found || execID != "" {
+			return err
+		}
+		p, err = t.beginExecution(sessionID, event.CausePrompt)
+		return err
+	})
+	if err != nil {
+		inst.log.Warn("start execution failed; the wake-up will retry", "session", sessionID, "err", err)
+		return
+	}
+	inst.launch(p)
+}

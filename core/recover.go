@@ -1,0 +1,218 @@
+package core
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+
+	"github.com/revenantrt/revenant/core/event"
+	"github.com/revenantrt/revenant/core/storage"
+)
+
+// ClaimState is what recovery needs to decide about one claim.
+type ClaimState struct {
+	SessionID   string
+	ParentID    string // empty for a root
+	ExecutionID string // empty if no execution ever started under this claim
+	PromptID    string // the running prompt, if any
+	ClaimedAt   int64
+	Attempts    int   // resume_attempts
+	RetryAt     int64 // 0 unless sleeping on a scheduled retry
+	JobLive     bool  // a running job row names this (child) session
+	RunningHere bool
+}
+
+// Action is what recovery decided for a claim.
+type Action int
+
+const (
+	// Skip leaves the claim alone (it runs here, or is not there anymore).
+	Skip Action = iota
+	// Start starts an execution without counting an attempt: the claim never
+	// started one, or its scheduled retry came due.
+	Start
+	// Resume counts attempt Decision.Attempt durably, then starts a new
+	// execution after the continuation notice, or, when Decision.Abort is
+	// set, fails the turn with failed{type:"aborted"}.
+	Resume
+	// Abort fails the turn with failed{type:"aborted"} without counting
+	// (the claim is older than the configured maximum age).
+	Abort
+	// Release drops the claim (a child no live job names).
+	Release
+	// Sleep re-arms the wake-up for Decision.At and counts nothing.
+	Sleep
+)
+
+// Decision is recovery's verdict for one claim.
+type Decision struct {
+	Action  Action
+	Attempt int    // for Resume
+	Abort   bool   // for Resume: the attempt is past the budget
+	At      int64  // for Sleep
+	Message string // for Abort and Resume+Abort: the failure message
+}
+
+// Claims lists every claim with what recovery needs, oldest claim first.
+func (inst *Instance) Claims(ctx context.Context) ([]ClaimState, error) {
+	var out []ClaimState
+	err := inst.host.DB.Tx(ctx, func(tx storage.Tx) error {
+		rows, err := tx.Query(claimQuery + ` ORDER BY c.claimed_at, c.session_id`)
+		if err != nil {
+			return err
+		}
+		out = out[:0]
+		for rows.Next() {
+			c, err := scanClaim(rows)
+			if err != nil {
+				return err
+			}
+			out = append(out, c)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list claims: %w", err)
+	}
+	for i := range out {
+		out[i].RunningHere = inst.RunningHere(out[i].SessionID)
+	}
+	return out, nil
+}
+
+const claimQuery = `SELECT c.session_id, COALESCE(s.parent_id, ''), COALESCE(c.execution_id, ''),
+	COALESCE((SELECT p.id FROM prompts p WHERE p.session_id = c.session_id AND p.state = 'running'), ''),
+	c.claimed_at, c.resume_attempts, c.retry_at,
+	EXISTS (SELECT 1 FROM jobs j WHERE j.child_id = c.session_id AND j.state = 'running')
+	FROM claims c LEFT JOIN sessions s ON s.id = c.session_id`
+
+func scanClaim(rows *storage.Rows) (ClaimState, error) {
+	var c ClaimState
+	var retry sql.NullInt64
+	err := rows.Scan(&c.SessionID, &c.ParentID, &c.ExecutionID, &c.PromptID, &c.ClaimedAt, &c.Attempts, &retry, &c.JobLive)
+	c.RetryAt = retry.Int64
+	return c, err
+}
+
+// Recover applies recovery's decision for one session's claim atomically:
+// under the claim lock, in one transaction, it re-reads the claim, asks
+// decide, and writes the outcome; a started execution begins running here
+// before the lock is released. Nothing waits on the execution.
+func (inst *Instance) Recover(ctx context.Context, sessionID string, decide func(ClaimState) Decision) (Decision, error) {
+	inst.claimMu.Lock()
+	defer inst.claimMu.Unlock()
+	if inst.isClosed() {
+		return Decision{}, ErrClosed
+	}
+	var d Decision
+	var p *plan
+	err := inst.newWrite().run(ctx, func(t *txw) error {
+		d, p = Decision{}, nil
+		rows, err := t.Query(claimQuery+` WHERE c.session_id = ?`, sessionID)
+		if err != nil {
+			return err
+		}
+		if !rows.Next() {
+			return nil
+		}
+		c, err := scanClaim(rows)
+		if err != nil {
+			return err
+		}
+		c.RunningHere = inst.RunningHere(sessionID)
+		if c.RunningHere {
+			return nil
+		}
+		d = decide(c)
+		p, err = t.apply(c, d)
+		return err
+	})
+	if err != nil {
+		return d, fmt.Errorf("recover session %s: %w", sessionID, err)
+	}
+	if d.Action == Sleep {
+		if err := inst.host.Wake.Arm(ctx, d.At); err != nil {
+			return d, fmt.Errorf("recover session %s: arm wake-up: %w", sessionID, err)
+		}
+	}
+	inst.launch(p)
+	return d, nil
+}
+
+func (t *txw) apply(c ClaimState, d Decision) (*plan, error) {
+	switch d.Action {
+	case Skip, Sleep:
+		return nil, nil
+	case Start:
+		cause := event.CausePrompt
+		if c.RetryAt != 0 {
+			cause = event.CauseRetry
+		}
+		return t.beginExecution(c.SessionID, cause)
+	case Release:
+		return nil, t.releaseClaim(c.SessionID)
+	case Abort:
+		return t.abortTurn(c, d.Message)
+	case Resume:
+		// Counted first, in this transaction, before anything of the resumed
+		// execution runs: a kill inside it finds the count on the next boot.
+		if _, err := t.Exec(`UPDATE claims SET resume_attempts = ? WHERE session_id = ?`, d.Attempt, c.SessionID); err != nil {
+			return nil, fmt.Errorf("count attempt: %w", err)
+		}
+		if _, err := t.append(c.SessionID, event.ExecutionResumed, event.Resumed{ExecutionID: c.ExecutionID, PromptID: c.PromptID, Attempt: d.Attempt}); err != nil {
+			return nil, err
+		}
+		if d.Abort {
+			return t.abortTurn(c, d.Message)
+		}
+		if c.PromptID != "" {
+			if _, err := t.append(c.SessionID, event.MessageAdded, event.Message{MessageID: t.id(), PromptID: c.PromptID, Role: event.RoleNotice, Text: event.ContinuationNotice}); err != nil {
+				return nil, err
+			}
+		}
+		return t.beginExecution(c.SessionID, event.CauseResume)
+	}
+	return nil, fmt.Errorf("unknown recovery action %d", d.Action)
+}
+
+// abortTurn fails the running turn with failed{type:"aborted"} and moves on
+// to the next queued turn (or releases the claim).
+func (t *txw) abortTurn(c ClaimState, message string) (*plan, error) {
+	if c.PromptID == "" {
+		return t.beginExecution(c.SessionID, event.CausePrompt)
+	}
+	return t.endTurn(c.SessionID, event.ExecutionFailed, event.Failed{ExecutionID: c.ExecutionID, PromptID: c.PromptID, Type: event.FailAborted, Message: message}, true)
+}
+
+// Rearm arms the wake-up from durable state while any claim remains: at the
+// earliest scheduled retry, and no later than one wake interval from now
+// for every other claim. It holds the claim lock, so a claim committing
+// concurrently is either seen here or arms for itself afterwards (DESIGN §4
+// rules 2 and 3). It reports the time armed, or 0 when nothing is pending.
+func (inst *Instance) Rearm(ctx context.Context) (int64, error) {
+	inst.claimMu.Lock()
+	defer inst.claimMu.Unlock()
+	var others int
+	var retry sql.NullInt64
+	err := inst.host.DB.Tx(ctx, func(tx storage.Tx) error {
+		_, err := storage.QueryRow(tx, `SELECT count(*) FILTER (WHERE retry_at IS NULL), MIN(retry_at) FROM claims`, nil, &others, &retry)
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("rearm: %w", err)
+	}
+	var at int64
+	if others > 0 {
+		at = inst.host.Clock.Now() + inst.cfg.wakeInterval.Milliseconds()
+	}
+	if retry.Valid && (at == 0 || retry.Int64 < at) {
+		at = retry.Int64
+	}
+	if at == 0 {
+		return 0, nil
+	}
+	if err := inst.host.Wake.Arm(ctx, at); err != nil {
+		return 0, fmt.Errorf("rearm: %w", err)
+	}
+	return at, nil
+}

@@ -1,0 +1,146 @@
+package core
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/revenantrt/revenant/core/event"
+	"github.com/revenantrt/revenant/core/storage"
+)
+
+// NewSession describes a session to create.
+type NewSession struct {
+	// ID is the session id; empty mints one. A child's id is chosen by its
+	// parent's task call so that a re-run call re-attaches to it.
+	ID        string
+	ParentID  string // empty for a root
+	Principal string
+	Config    json.RawMessage // per-session configuration, stored as given
+}
+
+// Session is a session's projected row.
+type Session struct {
+	ID        string
+	ParentID  string
+	RootID    string
+	Principal string
+	Config    json.RawMessage
+	CreatedAt int64
+	UpdatedAt int64
+	Turns     int
+}
+
+// CreateSession records session.created. A root's tree is itself; a child
+// joins its parent's tree and principal.
+func (inst *Instance) CreateSession(ctx context.Context, ns NewSession) (Session, error) {
+	if ns.Config == nil {
+		ns.Config = json.RawMessage(`{}`)
+	}
+	if !json.Valid(ns.Config) {
+		return Session{}, fmt.Errorf("create session: config is not JSON: %w", ErrInvalid)
+	}
+	var s Session
+	err := inst.newWrite().run(ctx, func(t *txw) error {
+		id := ns.ID
+		if id == "" {
+			id = t.id()
+		}
+		if strings.TrimSpace(id) == "" {
+			return fmt.Errorf("create session: empty id: %w", ErrInvalid)
+		}
+		var exists bool
+		if _, err := storage.QueryRow(t, `SELECT EXISTS (SELECT 1 FROM sessions WHERE id = ?)`, []any{id}, &exists); err != nil {
+			return err
+		}
+		if exists {
+			return fmt.Errorf("create session %s: already exists: %w", id, ErrConflict)
+		}
+		root, principal := id, ns.Principal
+		if ns.ParentID != "" {
+			parent, err := t.session(ns.ParentID)
+			if err != nil {
+				return err
+			}
+			root, principal = parent.RootID, parent.Principal
+		}
+		if _, err := t.append(id, event.SessionCreated, event.Created{ParentID: ns.ParentID, RootID: root, Principal: principal, Config: ns.Config}); err != nil {
+			return err
+		}
+		var err error
+		s, err = t.session(id)
+		return err
+	})
+	if err != nil {
+		return Session{}, fmt.Errorf("create session: %w", err)
+	}
+	return s, nil
+}
+
+// Session reads one session's row.
+func (inst *Instance) Session(ctx context.Context, id string) (Session, error) {
+	var s Session
+	err := inst.host.DB.Tx(ctx, func(tx storage.Tx) error {
+		var err error
+		s, err = readSession(tx, id)
+		return err
+	})
+	return s, err
+}
+
+func (t *txw) session(id string) (Session, error) { return readSession(t.Tx, id) }
+
+func (t *txw) requireSession(id string) error {
+	_, err := readSession(t.Tx, id)
+	return err
+}
+
+func readSession(tx storage.Tx, id string) (Session, error) {
+	var s Session
+	var parent, config string
+	found, err := storage.QueryRow(tx, `SELECT id, COALESCE(parent_id, ''), root_id, principal, config, created_at, updated_at, turns FROM sessions WHERE id = ?`,
+		[]any{id}, &s.ID, &parent, &s.RootID, &s.Principal, &config, &s.CreatedAt, &s.UpdatedAt, &s.Turns)
+	if err != nil {
+		return s, fmt.Errorf("read session %s: %w", id, err)
+	}
+	if !found {
+		return s, fmt.Errorf("session %s: %w", id, ErrNotFound)
+	}
+	s.ParentID, s.Config = parent, json.RawMessage(config)
+	return s, nil
+}
+
+// Events returns up to limit events of a session with seq > after, in order
+// (limit 0: all).
+func (inst *Instance) Events(ctx context.Context, sessionID string, after int64, limit int) ([]event.Event, error) {
+	var out []event.Event
+	err := inst.host.DB.Tx(ctx, func(tx storage.Tx) error {
+		var err error
+		out, err = ReadEvents(tx, sessionID, after, limit)
+		return err
+	})
+	return out, err
+}
+
+// ReadEvents reads a session's log inside a transaction.
+func ReadEvents(tx storage.Tx, sessionID string, after int64, limit int) ([]event.Event, error) {
+	if limit <= 0 {
+		limit = -1
+	}
+	rows, err := tx.Query(`SELECT id, seq, type, at, data FROM events WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?`, sessionID, after, limit)
+	if err != nil {
+		return nil, fmt.Errorf("read events of %s: %w", sessionID, err)
+	}
+	out := make([]event.Event, 0, rows.Len())
+	for rows.Next() {
+		ev := event.Event{SessionID: sessionID}
+		var typ, data string
+		if err := rows.Scan(&ev.ID, &ev.Seq, &typ, &ev.At, &data); err != nil {
+			return nil, err
+		}
+		ev.Type, ev.Data = event.Type(typ), json.RawMessage(data)
+		out = append(out, ev)
+	}
+	return out, nil
+}

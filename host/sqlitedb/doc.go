@@ -1,0 +1,15 @@
+// Package sqlitedb implements core's storage contract (core/storage) on a
+// local SQLite file with github.com/ncruces/go-sqlite3.
+//
+// One DB is one connection, used by one goroutine at a time: Tx takes a mutex
+// for the whole transaction, which is how writes to a tree are serialized in
+// process. Two DBs on one file (a zombie instance and its successor, or a
+// test's BUSY holder) are separate connections and meet SQLite's own locking.
+//
+// The settings live here and nowhere else: WAL, read back after setting it
+// (a filesystem that cannot do WAL fails Open instead of silently running in
+// another mode); synchronous=FULL, so a row committed before a side effect
+// survives power loss and not only SIGKILL; a busy timeout; foreign keys on.
+// Transactions are BEGIN IMMEDIATE, so a writer learns of a competing writer
+// at BEGIN (where retrying is cheap) rather than at its first write.
+package sqlitedb

@@ -1,0 +1,277 @@
+package sqlitedb
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/ncruces/go-sqlite3"
+
+	"github.com/revenantrt/revenant/core/storage"
+)
+
+// DefaultBusyTimeout is how long a statement waits for another connection's
+// lock before failing with BUSY.
+const DefaultBusyTimeout = 5 * time.Second
+
+// Options tune Open. The zero value is the default.
+type Options struct {
+	// BusyTimeout overrides DefaultBusyTimeout when positive.
+	BusyTimeout time.Duration
+}
+
+// DB is a storage.DB over one SQLite connection.
+type DB struct {
+	mu    sync.Mutex
+	conn  *sqlite3.Conn
+	stmts map[string]*sqlite3.Stmt
+	path  string
+}
+
+var _ storage.DB = (*DB)(nil)
+
+// Open opens (creating if needed) the database file at path with revenant's
+// settings. It does not migrate: core does that through the contract.
+func Open(path string, opts Options) (*DB, error) {
+	conn, err := sqlite3.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, mapErr(err))
+	}
+	db := &DB{conn: conn, stmts: map[string]*sqlite3.Stmt{}, path: path}
+	if err := db.configure(opts); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	return db, nil
+}
+
+func (db *DB) configure(opts Options) error {
+	timeout := opts.BusyTimeout
+	if timeout <= 0 {
+		timeout = DefaultBusyTimeout
+	}
+	if err := db.conn.BusyTimeout(timeout); err != nil {
+		return fmt.Errorf("set busy timeout: %w", mapErr(err))
+	}
+	mode, err := db.pragma("PRAGMA journal_mode=WAL")
+	if err != nil {
+		return fmt.Errorf("set journal mode: %w", err)
+	}
+	if mode != "wal" {
+		return fmt.Errorf("set journal mode: database reports %q, want wal", mode)
+	}
+	for _, p := range []string{"PRAGMA synchronous=FULL", "PRAGMA foreign_keys=ON"} {
+		if err := db.conn.Exec(p); err != nil {
+			return fmt.Errorf("%s: %w", p, mapErr(err))
+		}
+	}
+	if v, err := db.pragma("PRAGMA synchronous"); err != nil || v != "2" {
+		return fmt.Errorf("read back synchronous: got %q: %v", v, err)
+	}
+	return nil
+}
+
+func (db *DB) pragma(q string) (string, error) {
+	stmt, _, err := db.conn.Prepare(q)
+	if err != nil {
+		return "", mapErr(err)
+	}
+	defer stmt.Close()
+	if !stmt.Step() {
+		return "", mapErr(stmt.Err())
+	}
+	return stmt.ColumnText(0), nil
+}
+
+// Path is the file this DB was opened on.
+func (db *DB) Path() string { return db.path }
+
+// Close closes the connection. Pending statements are finalized first.
+func (db *DB) Close() error {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if db.conn == nil {
+		return nil
+	}
+	for q, s := range db.stmts {
+		s.Close()
+		delete(db.stmts, q)
+	}
+	err := db.conn.Close()
+	db.conn = nil
+	return mapErr(err)
+}
+
+// ErrClosed is returned by Tx on a closed DB.
+var ErrClosed = errors.New("sqlitedb: database is closed")
+
+// Tx implements storage.DB.
+func (db *DB) Tx(ctx context.Context, fn func(storage.Tx) error) (err error) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if db.conn == nil {
+		return ErrClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	old := db.conn.SetInterrupt(ctx)
+	defer db.conn.SetInterrupt(old)
+
+	if err := db.conn.Exec("BEGIN IMMEDIATE"); err != nil {
+		db.rollbackIfOpen()
+		return fmt.Errorf("begin: %w", mapErr(err))
+	}
+	if err := fn(tx{db}); err != nil {
+		db.rollbackIfOpen()
+		return err
+	}
+	if err := db.conn.Exec("COMMIT"); err != nil {
+		// A COMMIT that fails with BUSY leaves the transaction open; roll
+		// back so the connection is usable and the caller may rerun it.
+		db.rollbackIfOpen()
+		return fmt.Errorf("commit: %w", mapErr(err))
+	}
+	return nil
+}
+
+func (db *DB) rollbackIfOpen() {
+	if !db.conn.GetAutocommit() {
+		_ = db.conn.Exec("ROLLBACK")
+	}
+}
+
+type tx struct{ db *DB }
+
+func (t tx) stmt(query string, args []any) (*sqlite3.Stmt, error) {
+	s, ok := t.db.stmts[query]
+	if !ok {
+		var tail string
+		var err error
+		s, tail, err = t.db.conn.Prepare(query)
+		if err != nil {
+			return nil, mapErr(err)
+		}
+		if tail != "" {
+			s.Close()
+			return nil, fmt.Errorf("prepare: more than one statement in %q", query)
+		}
+		t.db.stmts[query] = s
+	}
+	if err := bind(s, args); err != nil {
+		s.ClearBindings()
+		return nil, err
+	}
+	return s, nil
+}
+
+func done(s *sqlite3.Stmt) {
+	s.Reset()
+	s.ClearBindings()
+}
+
+// Exec implements storage.Tx.
+func (t tx) Exec(query string, args ...any) (int64, error) {
+	s, err := t.stmt(query, args)
+	if err != nil {
+		return 0, err
+	}
+	defer done(s)
+	for s.Step() {
+	}
+	if err := s.Err(); err != nil {
+		return 0, mapErr(err)
+	}
+	return t.db.conn.Changes(), nil
+}
+
+// Query implements storage.Tx.
+func (t tx) Query(query string, args ...any) (*storage.Rows, error) {
+	s, err := t.stmt(query, args)
+	if err != nil {
+		return nil, err
+	}
+	defer done(s)
+	n := s.ColumnCount()
+	rows := &storage.Rows{Columns: make([]string, n)}
+	for i := range n {
+		rows.Columns[i] = s.ColumnName(i)
+	}
+	for s.Step() {
+		row := make([]any, n)
+		for i := range n {
+			switch s.ColumnType(i) {
+			case sqlite3.INTEGER:
+				row[i] = s.ColumnInt64(i)
+			case sqlite3.FLOAT:
+				row[i] = s.ColumnFloat(i)
+			case sqlite3.TEXT:
+				row[i] = s.ColumnText(i)
+			case sqlite3.BLOB:
+				row[i] = s.ColumnBlob(i, nil)
+			default:
+				row[i] = nil
+			}
+		}
+		rows.Values = append(rows.Values, row)
+	}
+	if err := s.Err(); err != nil {
+		return nil, mapErr(err)
+	}
+	return rows, nil
+}
+
+func bind(s *sqlite3.Stmt, args []any) error {
+	if len(args) != s.BindCount() {
+		return fmt.Errorf("bind: %d arguments for %d parameters", len(args), s.BindCount())
+	}
+	for i, a := range args {
+		p := i + 1
+		var err error
+		switch v := a.(type) {
+		case nil:
+			err = s.BindNull(p)
+		case int64:
+			err = s.BindInt64(p, v)
+		case int:
+			err = s.BindInt64(p, int64(v))
+		case bool:
+			err = s.BindBool(p, v)
+		case float64:
+			err = s.BindFloat(p, v)
+		case string:
+			err = s.BindText(p, v)
+		case []byte:
+			err = s.BindBlob(p, v)
+		default:
+			return fmt.Errorf("bind parameter %d: unsupported type %T", p, a)
+		}
+		if err != nil {
+			return fmt.Errorf("bind parameter %d: %w", p, mapErr(err))
+		}
+	}
+	return nil
+}
+
+// mapErr turns ncruces errors into storage.Error with the extended code, so
+// core classifies them by code (errors.Is(err, storage.CodeBusy)).
+func mapErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	var se *sqlite3.Error
+	if errors.As(err, &se) {
+		return &storage.Error{Code: storage.Code(se.ExtendedCode()), Msg: se.Error(), Err: err}
+	}
+	var code sqlite3.ErrorCode
+	if errors.As(err, &code) {
+		return &storage.Error{Code: storage.Code(code), Msg: code.Error(), Err: err}
+	}
+	var ext sqlite3.ExtendedErrorCode
+	if errors.As(err, &ext) {
+		return &storage.Error{Code: storage.Code(ext), Msg: ext.Error(), Err: err}
+	}
+	return err
+}

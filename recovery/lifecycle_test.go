@@ -1,0 +1,463 @@
+package recovery_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/revenantrt/revenant/core"
+	"github.com/revenantrt/revenant/core/event"
+	"github.com/revenantrt/revenant/internal/treetest"
+	"github.com/revenantrt/revenant/recovery"
+)
+
+var ctx = context.Background()
+
+// 1. A prompt answered 202 and then killed before its execution started runs
+// after the next boot, with no attempt counted.
+func TestPromptAdmittedThenKilledBeforeStartRunsAfterBootWithoutAttempt(t *testing.T) {
+	tr := treetest.New(t)
+	d := treetest.NewDriver(4)
+	n := tr.Boot(d)
+	sid := n.NewSession("s")
+	// The admission is commit 1 from here; die just before commit 2, the
+	// execution start. Admit still succeeds: its answer was already due.
+	n.Kill.KillAt(2, false)
+	pid := n.Admit(sid, "hello")
+	<-n.Kill.Died()
+	n.Crash()
+	assert.Empty(t, treetest.OfType(tr.Events(sid), event.ExecutionStarted), "nothing started before the kill")
+	require.True(t, tr.Claim(sid).Exists, "the claim was written with the admission")
+
+	n2 := tr.Boot(d)
+	assert.Equal(t, 1, n2.Report.Count(core.Start))
+	n2.Idle()
+	evs := tr.Events(sid)
+	assert.Empty(t, treetest.OfType(evs, event.ExecutionResumed), "no attempt counted")
+	assert.Equal(t, "succeeded", tr.PromptState(pid))
+	assert.False(t, tr.Claim(sid).Exists)
+	assert.Equal(t, 1, d.Runs())
+}
+
+// 2. The claim exists while an execution runs and survives a teardown with no
+// shutdown hook.
+func TestClaimHeldWhileRunningSurvivesTeardownWithoutShutdown(t *testing.T) {
+	tr := treetest.New(t)
+	d := treetest.NewDriver(4)
+	n := tr.Boot(d)
+	sid := n.NewSession("s")
+	n.Admit(sid, "hold")
+	x := <-d.Started
+	c := tr.Claim(sid)
+	require.True(t, c.Exists)
+	assert.Equal(t, x.ID(), c.ExecutionID, "the running execution is on the claim")
+
+	n.Crash() // no Close: nothing recorded
+	c = tr.Claim(sid)
+	assert.True(t, c.Exists)
+	assert.Equal(t, x.ID(), c.ExecutionID)
+	assert.Empty(t, treetest.Terminals(tr.Events(sid)))
+}
+
+// A graceful stop records shutdown and keeps the claim, leaving the same
+// claim state as a crash; the next boot resumes.
+func TestShutdownKeepsClaimAndNextBootResumes(t *testing.T) {
+	tr := treetest.New(t)
+	d := treetest.NewDriver(4)
+	n := tr.Boot(d)
+	sid := n.NewSession("s")
+	pid := n.Admit(sid, "hold")
+	x := <-d.Started
+	require.NoError(t, n.Inst.Close(ctx))
+	evs := tr.Events(sid)
+	last := evs[len(evs)-1]
+	require.Equal(t, event.ExecutionInterrupted, last.Type)
+	var in event.Interrupted
+	require.NoError(t, last.Decode(&in))
+	assert.Equal(t, event.ReasonShutdown, in.Reason)
+	assert.Equal(t, x.ID(), tr.Claim(sid).ExecutionID, "shutdown keeps the claim")
+	assert.Equal(t, "running", tr.PromptState(pid))
+	n.Crash()
+
+	d.Release()
+	n2 := tr.Boot(d)
+	assert.Equal(t, 1, n2.Report.Count(core.Resume))
+	n2.Idle()
+	assert.Equal(t, "succeeded", tr.PromptState(pid))
+}
+
+// 3. Completion releases; with a second prompt queued the claim stays (the
+// next turn starts in the terminal's transaction) and the second turn runs,
+// even when the instance dies right after that terminal.
+func TestCompletionReleasesAndQueuedPromptKeepsClaim(t *testing.T) {
+	t.Run("alone", func(t *testing.T) {
+		tr := treetest.New(t)
+		d := treetest.NewDriver(4)
+		n := tr.Boot(d)
+		sid := n.NewSession("s")
+		pid := n.Admit(sid, "hi")
+		n.Idle()
+		assert.Equal(t, "succeeded", tr.PromptState(pid))
+		assert.False(t, tr.Claim(sid).Exists, "completion released the claim")
+	})
+	t.Run("queued", func(t *testing.T) {
+		tr := treetest.New(t)
+		d := treetest.NewDriver(8)
+		n := tr.Boot(d)
+		sid := n.NewSession("s")
+		p1 := n.Admit(sid, "hold")
+		<-d.Started
+		p2 := n.Admit(sid, "second")
+		assert.Equal(t, "queued", tr.PromptState(p2))
+		// Commit 1 is the answer, commit 2 the terminal: die right after it.
+		n.Kill.KillAt(2, true)
+		d.Release()
+		<-n.Kill.Died()
+		n.Crash()
+		assert.Equal(t, "succeeded", tr.PromptState(p1))
+		c := tr.Claim(sid)
+		require.True(t, c.Exists, "the claim stayed for the queued prompt")
+		assert.NotEmpty(t, c.ExecutionID, "the next turn started in the terminal's transaction")
+
+		n2 := tr.Boot(d)
+		n2.Idle()
+		assert.Equal(t, "succeeded", tr.PromptState(p2))
+		assert.False(t, tr.Claim(sid).Exists)
+		assert.Len(t, treetest.Terminals(tr.Events(sid)), 2)
+	})
+}
+
+// 4. A user interrupt is durable before the call returns: killed right after
+// it, the next boot never runs the turn again; queued prompts are cancelled.
+func TestInterruptDurableBeforeReturnAndCancelsQueue(t *testing.T) {
+	tr := treetest.New(t)
+	d := treetest.NewDriver(8)
+	n := tr.Boot(d)
+	sid := n.NewSession("s")
+	p1 := n.Admit(sid, "hold")
+	<-d.Started
+	p2 := n.Admit(sid, "queued one")
+	did, err := n.Inst.Interrupt(ctx, sid, event.ReasonUser)
+	require.NoError(t, err)
+	require.True(t, did)
+	n.Crash() // the instant the API would have answered
+
+	assert.Equal(t, "interrupted", tr.PromptState(p1))
+	assert.Equal(t, "cancelled", tr.PromptState(p2))
+	assert.False(t, tr.Claim(sid).Exists)
+
+	runs := d.Runs()
+	n2 := tr.Boot(d)
+	n2.Idle()
+	assert.Equal(t, runs, d.Runs(), "no execution after the reboot")
+	assert.Empty(t, n2.Report.Decisions)
+	evs := tr.Events(sid)
+	assert.Len(t, treetest.Terminals(evs), 1)
+	assert.Len(t, treetest.OfType(evs, event.ExecutionStarted), 1)
+}
+
+// 5. An execution cancelled by an interrupt cannot append anything afterwards:
+// a body that ignores cancellation is cut off by the execution-id fence once
+// the grace period passes and the interrupt commits directly.
+func TestInterruptedExecutionIsFencedAfterwards(t *testing.T) {
+	tr := treetest.New(t)
+	d := treetest.NewDriver(4)
+	n := tr.Boot(d)
+	sid := n.NewSession("s")
+	pid := n.Admit(sid, "stubborn")
+	x := <-d.Started
+
+	done := make(chan error, 1)
+	go func() {
+		_, err := n.Inst.Interrupt(ctx, sid, event.ReasonUser)
+		done <- err
+	}()
+	tr.Clock.BlockUntil(1) // the interrupt's grace timer
+	tr.Clock.Advance(core.DefaultInterruptGrace)
+	require.NoError(t, <-done)
+	assert.Equal(t, "interrupted", tr.PromptState(pid))
+	before := tr.Events(sid)
+
+	_, err := x.Append(ctx, false, core.NewEvent{Type: event.Progress, Payload: event.ProgressMade{ExecutionID: x.ID(), What: "late"}})
+	require.ErrorIs(t, err, core.ErrFenced)
+	d.Release() // the stubborn body finishes and tries to answer
+	n.Idle()
+	assert.Equal(t, before, tr.Events(sid), "nothing appended after the interrupt")
+}
+
+// 6. An instance with an older epoch cannot append after a newer one booted,
+// each on its own connection (a zombie and its successor).
+func TestOlderEpochCannotAppendAfterNewerBoot(t *testing.T) {
+	tr := treetest.New(t)
+	zd := treetest.NewDriver(4)
+	zombie := tr.Boot(zd)
+	sid := zombie.NewSession("s")
+	zombie.Admit(sid, "hold")
+	zx := <-zd.Started
+
+	sd := treetest.NewDriver(4)
+	successor := tr.Boot(sd) // takes a new epoch and resumes the turn
+	require.Greater(t, successor.Inst.Epoch(), zombie.Inst.Epoch())
+	<-sd.Started
+
+	_, err := zx.Append(ctx, false, core.NewEvent{Type: event.Progress, Payload: event.ProgressMade{ExecutionID: zx.ID(), What: "zombie"}})
+	require.ErrorIs(t, err, core.ErrFenced)
+	_, err = zombie.Inst.Admit(ctx, sid, core.PromptInput{Text: "via zombie"})
+	require.ErrorIs(t, err, core.ErrFenced)
+	_, err = zombie.Inst.CreateSession(ctx, core.NewSession{ID: "z"})
+	require.ErrorIs(t, err, core.ErrFenced)
+	for _, e := range tr.Events(sid) {
+		assert.NotContains(t, string(e.Data), "zombie")
+	}
+	sd.Release()
+	successor.Idle()
+	assert.Len(t, treetest.Terminals(tr.Events(sid)), 1)
+}
+
+// 7. The sweep skips sessions running here and never starts two executions
+// for one session, however many sweeps run at once.
+func TestSweepSkipsRunningHereAndNeverStartsTwo(t *testing.T) {
+	tr := treetest.New(t)
+	d := treetest.NewDriver(64)
+	n := tr.Boot(d)
+	running := n.NewSession("running")
+	n.Admit(running, "hold")
+	<-d.Started
+	// A second session whose claim never started (killed before the start).
+	dead := n.NewSession("dead")
+	n.Kill.KillAt(2, false)
+	n.Admit(dead, "hold")
+	n.Crash()
+
+	d2 := treetest.NewDriver(64)
+	host, _, _ := tr.Host()
+	inst, err := core.Open(ctx, host, tr.Cfg, d2)
+	require.NoError(t, err)
+	t.Cleanup(inst.Abandon)
+	const sweeps = 8
+	reports := make(chan recovery.Report, sweeps)
+	for range sweeps {
+		go func() {
+			rep, err := recovery.Sweep(ctx, inst)
+			assert.NoError(t, err)
+			reports <- rep
+		}()
+	}
+	started := 0
+	for range sweeps {
+		rep := <-reports
+		started += rep.Count(core.Start) + rep.Count(core.Resume)
+	}
+	assert.Equal(t, 2, started, "one start per session across all sweeps")
+	<-d2.Started
+	<-d2.Started
+	// Both now run here: a further sweep leaves them alone.
+	rep, err := recovery.Sweep(ctx, inst)
+	require.NoError(t, err)
+	assert.Empty(t, rep.Decisions)
+	assert.Equal(t, 2, d2.Runs())
+	d2.Release()
+	require.NoError(t, inst.WaitIdle(ctx))
+	for _, sid := range []string{running, dead} {
+		assert.Len(t, treetest.Terminals(tr.Events(sid)), 1, sid)
+	}
+}
+
+// 8. The attempt is counted before the resumed execution runs and the claim
+// is not consumed: killed inside the resumed execution, the next boot counts
+// attempt 2.
+func TestAttemptCountedBeforeResumedExecutionRuns(t *testing.T) {
+	tr := treetest.New(t)
+	d := treetest.NewDriver(8)
+	n := tr.Boot(d)
+	sid := n.NewSession("s")
+	n.Admit(sid, "hold")
+	<-d.Started
+	n.Crash()
+
+	n2 := tr.Boot(d)
+	x := <-d.Started
+	// Inside the resumed execution: the count is already durable.
+	assert.Equal(t, 1, x.Attempt())
+	assert.Equal(t, 1, tr.Claim(sid).Attempts)
+	resumed := treetest.OfType(tr.Events(sid), event.ExecutionResumed)
+	require.Len(t, resumed, 1)
+	n2.Crash()
+
+	n3 := tr.Boot(d)
+	x = <-d.Started
+	assert.Equal(t, 2, x.Attempt())
+	resumed = treetest.OfType(tr.Events(sid), event.ExecutionResumed)
+	require.Len(t, resumed, 2)
+	var r event.Resumed
+	require.NoError(t, resumed[1].Decode(&r))
+	assert.Equal(t, 2, r.Attempt)
+	notices := 0
+	for _, e := range treetest.OfType(tr.Events(sid), event.MessageAdded) {
+		var m event.Message
+		require.NoError(t, e.Decode(&m))
+		if m.Role == event.RoleNotice {
+			assert.Equal(t, event.ContinuationNotice, m.Text)
+			notices++
+		}
+	}
+	assert.Equal(t, 2, notices, "each resume adds the continuation notice")
+	n3.Crash()
+}
+
+// 9. With the default budget of 10, resumes 1…10 run and the 11th count
+// terminalizes with failed{type:"aborted"}, releases the claim and resets
+// the count for the next turn.
+func TestEleventhCountAbortsAndReleases(t *testing.T) {
+	tr := treetest.New(t)
+	d := treetest.NewDriver(32)
+	n := tr.Boot(d)
+	sid := n.NewSession("s")
+	p1 := n.Admit(sid, "hold")
+	p2 := n.Admit(sid, "after")
+	<-d.Started
+	n.Crash()
+	for attempt := 1; attempt <= core.DefaultResumeBudget; attempt++ {
+		n = tr.Boot(d)
+		x := <-d.Started
+		require.Equal(t, attempt, x.Attempt())
+		require.Equal(t, p1, x.PromptID())
+		n.Crash()
+	}
+	n = tr.Boot(d)
+	x := <-d.Started // the aborted turn's terminal started the queued one
+	assert.Equal(t, p2, x.PromptID())
+	assert.Equal(t, 0, x.Attempt(), "the next turn starts with a fresh count")
+	n.Idle()
+	assert.Equal(t, "failed", tr.PromptState(p1))
+	evs := tr.Events(sid)
+	var failed event.Failed
+	fails := treetest.OfType(evs, event.ExecutionFailed)
+	require.Len(t, fails, 1)
+	require.NoError(t, fails[0].Decode(&failed))
+	assert.Equal(t, event.FailAborted, failed.Type)
+	assert.Len(t, treetest.OfType(evs, event.ExecutionResumed), core.DefaultResumeBudget+1)
+	assert.Equal(t, "succeeded", tr.PromptState(p2))
+	assert.False(t, tr.Claim(sid).Exists)
+}
+
+// 10. A progress event resets the count in its own transaction.
+func TestProgressResetsResumeCount(t *testing.T) {
+	tr := treetest.New(t)
+	d := treetest.NewDriver(16)
+	n := tr.Boot(d)
+	sid := n.NewSession("s")
+	n.Admit(sid, "hold")
+	<-d.Started
+	n.Crash()
+	for range 3 {
+		n = tr.Boot(d)
+		<-d.Started
+		n.Crash()
+	}
+	require.Equal(t, 3, tr.Claim(sid).Attempts)
+
+	n = tr.Boot(d)
+	x := <-d.Started
+	_, err := x.Append(ctx, true, core.NewEvent{Type: event.Progress, Payload: event.ProgressMade{ExecutionID: x.ID(), What: "stream complete"}})
+	require.NoError(t, err)
+	assert.Equal(t, 0, tr.Claim(sid).Attempts, "progress reset the count")
+	n.Crash()
+
+	n = tr.Boot(d)
+	x = <-d.Started
+	assert.Equal(t, 1, x.Attempt(), "counting starts again from one")
+	n.Crash()
+}
+
+// 11. Child claims not named by a live job are released by the sweep and
+// never resumed; a child named by a live job resumes on its own budget.
+func TestOrphanChildClaimsReleasedNotResumed(t *testing.T) {
+	tr := treetest.New(t)
+	d := treetest.NewDriver(16)
+	n := tr.Boot(d)
+	root := n.NewSession("root")
+	_, err := n.Inst.CreateSession(ctx, core.NewSession{ID: "root.1", ParentID: root})
+	require.NoError(t, err)
+	_, err = n.Inst.CreateSession(ctx, core.NewSession{ID: "root.2", ParentID: root})
+	require.NoError(t, err)
+
+	n.Admit(root, "hold")
+	rx := <-d.Started
+	// The parent's turn records a job for root.1 only.
+	_, err = rx.Append(ctx, false, core.NewEvent{Type: event.JobStarted, Payload: event.Job{ChildID: "root.1", CallID: "call-1"}})
+	require.NoError(t, err)
+	n.Admit("root.1", "hold")
+	<-d.Started
+	n.Admit("root.2", "hold")
+	<-d.Started
+	n.Crash()
+
+	d.Release()
+	n2 := tr.Boot(d)
+	n2.Idle()
+	byID := map[string]core.Action{}
+	for _, dec := range n2.Report.Decisions {
+		byID[dec.SessionID] = dec.Action
+	}
+	assert.Equal(t, core.Release, byID["root.2"])
+	assert.Equal(t, core.Resume, byID["root.1"])
+	assert.Equal(t, core.Resume, byID[root])
+	assert.False(t, tr.Claim("root.2").Exists)
+	assert.Empty(t, treetest.OfType(tr.Events("root.2"), event.ExecutionResumed), "the orphan was never resumed")
+	assert.Len(t, treetest.OfType(tr.Events("root.2"), event.ExecutionStarted), 1)
+	assert.Len(t, treetest.Terminals(tr.Events("root.1")), 1)
+}
+
+// 14. resume_attempts starts at zero for every new claim and every new turn.
+func TestResumeAttemptsStartAtZeroForNewClaimsAndTurns(t *testing.T) {
+	tr := treetest.New(t)
+	d := treetest.NewDriver(16)
+	n := tr.Boot(d)
+	sid := n.NewSession("s")
+	n.Admit(sid, "hold")
+	<-d.Started
+	n.Admit(sid, "second")
+	n.Crash()
+	for attempt := 1; attempt <= 2; attempt++ {
+		n = tr.Boot(d)
+		x := <-d.Started
+		require.Equal(t, attempt, x.Attempt())
+		if attempt < 2 {
+			n.Crash()
+		}
+	}
+	d.Release()
+	x := <-d.Started // the queued turn, started by the terminal
+	assert.Equal(t, "second", x.Prompt())
+	assert.Equal(t, 0, x.Attempt(), "a new turn does not inherit the count")
+	n.Idle()
+	require.False(t, tr.Claim(sid).Exists)
+
+	n.Admit(sid, "third") // a new claim
+	x = <-d.Started
+	assert.Equal(t, 0, x.Attempt())
+	n.Idle()
+}
+
+// Claims older than the configured maximum age fail with aborted instead of
+// resuming.
+func TestClaimOlderThanMaxAgeIsAborted(t *testing.T) {
+	tr := treetest.New(t)
+	tr.Cfg = tr.Cfg.WithMaxClaimAge(time.Minute)
+	d := treetest.NewDriver(4)
+	n := tr.Boot(d)
+	sid := n.NewSession("s")
+	pid := n.Admit(sid, "hold")
+	<-d.Started
+	n.Crash()
+	tr.Clock.Advance(time.Minute + time.Second)
+	n2 := tr.Boot(d)
+	n2.Idle()
+	assert.Equal(t, 1, n2.Report.Count(core.Abort))
+	assert.Equal(t, "failed", tr.PromptState(pid))
+	assert.Empty(t, treetest.OfType(tr.Events(sid), event.ExecutionResumed))
+}

@@ -1,0 +1,82 @@
+package recovery
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/revenantrt/revenant/core"
+)
+
+// Report says what one sweep decided, per session, in the order it acted.
+type Report struct {
+	Decisions []SessionDecision
+}
+
+// SessionDecision is one entry of a Report.
+type SessionDecision struct {
+	SessionID string
+	core.Decision
+}
+
+// Count returns how many decisions took action a.
+func (r Report) Count(a core.Action) int {
+	n := 0
+	for _, d := range r.Decisions {
+		if d.Action == a {
+			n++
+		}
+	}
+	return n
+}
+
+// Sweep applies the policy to every claim not running here, oldest first.
+// Started executions run concurrently; Sweep never waits on one. A failure on
+// one session does not stop the others; the errors are joined.
+func Sweep(ctx context.Context, inst *core.Instance) (Report, error) {
+	claims, err := inst.Claims(ctx)
+	if err != nil {
+		return Report{}, fmt.Errorf("sweep: %w", err)
+	}
+	policy := PolicyOf(inst)
+	var rep Report
+	var errs []error
+	for _, c := range claims {
+		if c.RunningHere {
+			continue
+		}
+		d, err := inst.Recover(ctx, c.SessionID, func(current core.ClaimState) core.Decision {
+			return policy.Decide(current, inst.Clock().Now())
+		})
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		rep.Decisions = append(rep.Decisions, SessionDecision{SessionID: c.SessionID, Decision: d})
+	}
+	return rep, errors.Join(errs...)
+}
+
+// Boot opens an instance over the host's database (migrations and a new
+// epoch), sweeps once, and re-arms the wake-up from durable state (DESIGN §4
+// rule 3). Resumed executions are started, not awaited.
+func Boot(ctx context.Context, host core.Host, cfg core.Config, driver core.Driver) (*core.Instance, Report, error) {
+	inst, err := core.Open(ctx, host, cfg, driver)
+	if err != nil {
+		return nil, Report{}, fmt.Errorf("boot: %w", err)
+	}
+	rep, err := Wake(ctx, inst)
+	if err != nil {
+		return inst, rep, fmt.Errorf("boot: %w", err)
+	}
+	return inst, rep, nil
+}
+
+// Wake is the wake-up handler: it sweeps and then, as its last act, re-arms
+// the wake-up while any claim remains (DESIGN §4 rule 2). A delivered wake-up
+// is used up, so a handler that skipped everything still re-arms.
+func Wake(ctx context.Context, inst *core.Instance) (Report, error) {
+	rep, sweepErr := Sweep(ctx, inst)
+	_, armErr := inst.Rearm(ctx)
+	return rep, errors.Join(sweepErr, armErr)
+}
