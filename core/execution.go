@@ -2,8 +2,10 @@ package core
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 
 	"github.com/revenantrt/revenant/core/event"
@@ -90,8 +92,23 @@ func (x *Execution) Cause() string { return x.cause }
 // it is a resume).
 func (x *Execution) Attempt() int { return x.attempt }
 
-// Now is the host clock.
-func (x *Execution) Now() int64 { return x.inst.host.Clock.Now() }
+// Clock is the host clock, for timers that must follow virtual time.
+func (x *Execution) Clock() Clock { return x.inst.host.Clock }
+
+// NewID mints an id. A driver mints the ids of what it is about to write
+// before calling Append, so a retried write reuses them.
+func (x *Execution) NewID() string { return x.inst.host.IDs.NewID() }
+
+// Read runs fn in a transaction for reading the tree's state. It is not
+// fenced: what a driver decides from it is written through Append, which is.
+func (x *Execution) Read(ctx context.Context, fn func(storage.Tx) error) error {
+	return x.inst.host.DB.Tx(context.WithoutCancel(ctx), fn)
+}
+
+// Log is the instance's logger with the execution's ids.
+func (x *Execution) Log() *slog.Logger {
+	return x.inst.log.With("session", x.sessionID, "execution", x.id, "prompt", x.promptID)
+}
 
 // NewEvent is an event a driver asks to append.
 type NewEvent struct {
@@ -128,6 +145,18 @@ func (x *Execution) Append(ctx context.Context, progress bool, evs ...NewEvent) 
 		return nil, fmt.Errorf("append for execution %s: %w", x.id, err)
 	}
 	return out, nil
+}
+
+// Emit publishes an ephemeral event (a text delta) to the session's live
+// subscribers. Nothing is stored; a client that misses it re-reads durable
+// state instead.
+func (x *Execution) Emit(typ event.Type, payload any) {
+	data, err := json.Marshal(payload)
+	if err != nil {
+		x.Log().Warn("encode ephemeral event", "type", typ, "err", err)
+		return
+	}
+	x.inst.publish([]event.Event{{SessionID: x.sessionID, Type: typ, At: x.inst.host.Clock.Now(), Data: data}})
 }
 
 // plan is an execution decided inside a transaction, started after commit.

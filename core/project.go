@@ -1,6 +1,7 @@
 package core
 
 import (
+	"encoding/json"
 	"fmt"
 
 	"github.com/revenantrt/revenant/core/event"
@@ -10,7 +11,7 @@ import (
 // ProjectionTables are the tables derived from the event log. Everything
 // else in the database (tree, claims, schema_migrations, events itself) is
 // bookkeeping that no event describes.
-var ProjectionTables = []string{"sessions", "prompts", "messages", "jobs"}
+var ProjectionTables = []string{"sessions", "prompts", "messages", "jobs", "steps", "tool_calls"}
 
 // project applies one event to the projections, inside its append
 // transaction. It must be deterministic: Rebuild replays it.
@@ -69,6 +70,44 @@ func project(tx storage.Tx, ev event.Event) error {
 		if err = ev.Decode(&d); err == nil {
 			_, err = tx.Exec(`INSERT INTO jobs (child_id, parent_id, call_id, state) VALUES (?, ?, ?, 'running')`, d.ChildID, ev.SessionID, d.CallID)
 		}
+	case event.StepStarted:
+		var d event.StepBegun
+		if err = ev.Decode(&d); err == nil {
+			_, err = tx.Exec(`INSERT INTO steps (id, session_id, prompt_id, execution_id, idx, state, started_seq) VALUES (?, ?, ?, ?, ?, 'started', ?)`,
+				d.StepID, ev.SessionID, d.PromptID, d.ExecutionID, d.Index, ev.Seq)
+		}
+	case event.TextCheckpoint:
+		var d event.Checkpoint
+		if err = ev.Decode(&d); err == nil {
+			// Offset makes a checkpoint applied twice harmless.
+			_, err = tx.Exec(`UPDATE steps SET text = substr(text, 1, ?) || ? WHERE id = ?`, d.Offset, d.Text, d.StepID)
+		}
+	case event.StepCompleted:
+		var d event.StepDone
+		if err = ev.Decode(&d); err == nil {
+			err = projectStepCompleted(tx, ev, d)
+		}
+	case event.StepCut:
+		var d event.Cut
+		if err = ev.Decode(&d); err == nil {
+			_, err = tx.Exec(`UPDATE steps SET state = 'cut', text = ? WHERE id = ?`, d.Text, d.StepID)
+			if err == nil && d.Text != "" {
+				// Placed where the step began, before any continuation notice
+				// that the resume added after it.
+				_, err = tx.Exec(`INSERT INTO messages (id, session_id, seq, prompt_id, role, text, created_at)
+					SELECT id, session_id, started_seq, prompt_id, 'assistant', ?, ? FROM steps WHERE id = ?`, d.Text, ev.At, d.StepID)
+			}
+		}
+	case event.ToolExecuting:
+		var d event.Executing
+		if err = ev.Decode(&d); err == nil {
+			_, err = tx.Exec(`UPDATE tool_calls SET phase = 'executing', idempotency_key = ? WHERE id = ?`, d.IdempotencyKey, d.CallID)
+		}
+	case event.ToolSettled:
+		var d event.Settled
+		if err = ev.Decode(&d); err == nil {
+			err = projectToolSettled(tx, ev, d)
+		}
 	case event.JobEnded:
 		var d event.Job
 		if err = ev.Decode(&d); err == nil {
@@ -79,6 +118,45 @@ func project(tx storage.Tx, ev event.Event) error {
 		return fmt.Errorf("project %s seq %d: %w", ev.Type, ev.Seq, err)
 	}
 	return nil
+}
+
+func projectStepCompleted(tx storage.Tx, ev event.Event, d event.StepDone) error {
+	if _, err := tx.Exec(`UPDATE steps SET state = 'completed', text = ?, finish = ? WHERE id = ?`, d.Text, d.Finish, d.StepID); err != nil {
+		return err
+	}
+	var calls any
+	if len(d.ToolCalls) > 0 {
+		b, err := json.Marshal(d.ToolCalls)
+		if err != nil {
+			return err
+		}
+		calls = string(b)
+	}
+	// The answer is placed in the transcript where its step began.
+	if _, err := tx.Exec(`INSERT INTO messages (id, session_id, seq, prompt_id, role, text, created_at, tool_calls)
+		SELECT id, session_id, started_seq, prompt_id, 'assistant', ?, ?, ? FROM steps WHERE id = ?`, d.Text, ev.At, calls, d.StepID); err != nil {
+		return err
+	}
+	for _, c := range d.ToolCalls {
+		if _, err := tx.Exec(`INSERT INTO tool_calls (id, session_id, step_id, idx, name, arguments, phase) VALUES (?, ?, ?, ?, ?, ?, 'called')`,
+			c.CallID, ev.SessionID, d.StepID, c.Index, c.Name, c.Arguments); err != nil {
+			return err
+		}
+	}
+	return touch(tx, ev, nil)
+}
+
+func projectToolSettled(tx storage.Tx, ev event.Event, d event.Settled) error {
+	if _, err := tx.Exec(`UPDATE tool_calls SET phase = 'settled', outcome = ?, output = ?, ran = ? WHERE id = ?`, d.Outcome, d.Output, d.Ran, d.CallID); err != nil {
+		return err
+	}
+	var name string
+	if _, err := storage.QueryRow(tx, `SELECT name FROM tool_calls WHERE id = ?`, []any{d.CallID}, &name); err != nil {
+		return err
+	}
+	_, err := tx.Exec(`INSERT INTO messages (id, session_id, seq, role, text, created_at, tool_call_id, name) VALUES (?, ?, ?, 'tool', ?, ?, ?, ?)`,
+		d.CallID+".result", ev.SessionID, ev.Seq, d.Output, ev.At, d.CallID, name)
+	return err
 }
 
 // endPrompt records a prompt's end. Turn terminals also count the turn.

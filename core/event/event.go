@@ -28,7 +28,30 @@ const (
 
 	JobStarted Type = "session.job.started@1"
 	JobEnded   Type = "session.job.ended@1"
+
+	// Steps: one model request each. started is written before the request;
+	// checkpoints carry the text streamed since the previous one; completed
+	// records the whole answer (progress); cut marks a step whose stream
+	// ended without completing, keeping its checkpointed text.
+	StepStarted    Type = "session.step.started@1"
+	TextCheckpoint Type = "session.text.checkpoint@1"
+	StepCompleted  Type = "session.step.completed@1"
+	StepCut        Type = "session.step.cut@1"
+
+	// Tool calls: executing is written before the body runs, with the
+	// idempotency key; settled records the result.
+	ToolExecuting Type = "session.tool.executing@1"
+	ToolSettled   Type = "session.tool.settled@1"
 )
+
+// Ephemeral event types: published to live subscribers only, never stored.
+// They have Seq 0 and no id; a client that misses them loses nothing durable.
+const (
+	TextDelta Type = "session.text.delta@1"
+)
+
+// IsEphemeral reports whether e was published live without being stored.
+func (e Event) IsEphemeral() bool { return e.Seq == 0 }
 
 // Event is one durable entry of a session's log.
 type Event struct {
@@ -160,4 +183,69 @@ type (
 		ChildID string `json:"child_id"`
 		CallID  string `json:"call_id"`
 	}
+	StepBegun struct {
+		StepID      string `json:"step_id"`
+		ExecutionID string `json:"execution_id"`
+		PromptID    string `json:"prompt_id"`
+		Index       int    `json:"index"` // 1-based within the turn
+	}
+	Checkpoint struct {
+		StepID string `json:"step_id"`
+		Offset int    `json:"offset"` // bytes of the step's text before Text
+		Text   string `json:"text"`
+	}
+	StepDone struct {
+		StepID       string     `json:"step_id"`
+		Text         string     `json:"text"`
+		ToolCalls    []ToolCall `json:"tool_calls,omitempty"`
+		Finish       string     `json:"finish"`
+		InputTokens  int        `json:"input_tokens"`
+		OutputTokens int        `json:"output_tokens"`
+	}
+	Delta struct {
+		StepID string `json:"step_id"`
+		Text   string `json:"text"`
+	}
+	Cut struct {
+		StepID string `json:"step_id"`
+		Text   string `json:"text"` // the checkpointed text kept
+		Reason string `json:"reason"`
+	}
+	ToolCall struct {
+		CallID    string `json:"call_id"` // minted by revenant
+		Index     int    `json:"index"`
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	}
+	Executing struct {
+		CallID         string `json:"call_id"`
+		IdempotencyKey string `json:"idempotency_key"`
+	}
+	Settled struct {
+		CallID  string `json:"call_id"`
+		Outcome string `json:"outcome"` // ok, error, interrupted
+		Output  string `json:"output"`
+		// Ran is true when the tool body returned: progress. Settlements made
+		// by recovery (an interrupted non-idempotent call) are not.
+		Ran bool `json:"ran"`
+	}
 )
+
+// Tool call outcomes.
+const (
+	OutcomeOK          = "ok"
+	OutcomeError       = "error"
+	OutcomeInterrupted = "interrupted"
+)
+
+// Tool call phases (DESIGN §7). waiting belongs to durable waits.
+const (
+	PhaseCalled      = "called"
+	PhaseAuthorizing = "authorizing"
+	PhaseWaiting     = "waiting"
+	PhaseExecuting   = "executing"
+	PhaseSettled     = "settled"
+)
+
+// RoleTool is a tool result in the transcript.
+const RoleTool = "tool"

@@ -56,16 +56,17 @@ func (k *KillDB) dieLocked() {
 // Died is closed when the database dies.
 func (k *KillDB) Died() <-chan struct{} { return k.died }
 
-// Commits is the number of transactions committed through this wrapper.
+// Commits is the number of writing transactions committed through this
+// wrapper.
 func (k *KillDB) Commits() int {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	return k.commits
 }
 
-// Tx implements storage.DB. Read-only transactions count as commits too:
-// the wrapper cannot tell them apart, and counting them all keeps kill points
-// deterministic for a deterministic run.
+// Tx implements storage.DB. Only transactions that write count as commits:
+// a kill "before commit n" fails the first write of the n-th writing
+// transaction, so nothing of it is stored; a kill "after" lets it commit.
 func (k *KillDB) Tx(ctx context.Context, fn func(storage.Tx) error) error {
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -73,12 +74,16 @@ func (k *KillDB) Tx(ctx context.Context, fn func(storage.Tx) error) error {
 		return ErrKilled
 	}
 	n := k.commits + 1
-	if n == k.killAt && !k.after {
+	kt := &killTx{killBefore: n == k.killAt && !k.after}
+	err := k.inner.Tx(ctx, func(tx storage.Tx) error {
+		kt.Tx = tx
+		return fn(kt)
+	})
+	if kt.killBefore && kt.wrote {
 		k.dieLocked()
 		return ErrKilled
 	}
-	err := k.inner.Tx(ctx, fn)
-	if err != nil {
+	if err != nil || !kt.wrote {
 		return err
 	}
 	k.commits = n
@@ -87,4 +92,19 @@ func (k *KillDB) Tx(ctx context.Context, fn func(storage.Tx) error) error {
 		return ErrKilled
 	}
 	return nil
+}
+
+// killTx notices writes; the one chosen to die before refuses them.
+type killTx struct {
+	storage.Tx
+	killBefore bool
+	wrote      bool
+}
+
+func (t *killTx) Exec(query string, args ...any) (int64, error) {
+	t.wrote = true
+	if t.killBefore {
+		return 0, ErrKilled
+	}
+	return t.Tx.Exec(query, args...)
 }

@@ -1,0 +1,150 @@
+package runner
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+
+	"github.com/revenantrt/revenant/core"
+	"github.com/revenantrt/revenant/core/event"
+	"github.com/revenantrt/revenant/core/model"
+	"github.com/revenantrt/revenant/core/storage"
+	"github.com/revenantrt/revenant/core/tool"
+)
+
+// Runner drives turns with one model and one set of tools.
+type Runner struct {
+	model model.Model
+	tools tool.Registry
+	cfg   Config
+}
+
+var _ core.Driver = (*Runner)(nil)
+
+// New returns a runner, or an error for an invalid configuration.
+func New(m model.Model, tools tool.Registry, cfg Config) (*Runner, error) {
+	if m == nil {
+		return nil, fmt.Errorf("new runner: no model")
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("new runner: %w", err)
+	}
+	return &Runner{model: m, tools: tools, cfg: cfg}, nil
+}
+
+var stopped = core.Outcome{Kind: core.Stopped}
+
+// Run implements core.Driver: one loop iteration per durable move, each
+// decided from what the database says now.
+func (r *Runner) Run(ctx context.Context, x *core.Execution) core.Outcome {
+	t := &turn{r: r, x: x}
+	for {
+		if ctx.Err() != nil {
+			return stopped
+		}
+		st, err := t.load(ctx)
+		if err != nil {
+			x.Log().Warn("read turn state", "err", err)
+			return stopped
+		}
+		last := st.last
+		switch {
+		case last != nil && last.state == "started":
+			// The execution that ran this step died mid-stream: keep what
+			// was checkpointed and mark it cut. Not progress.
+			if err := t.append(ctx, false, event.StepCut, event.Cut{StepID: last.id, Text: last.text, Reason: "interrupted"}); err != nil {
+				return stopped
+			}
+		case last != nil && len(st.unsettled) > 0:
+			for _, c := range st.unsettled {
+				if !t.settle(ctx, st, last, c) {
+					return stopped
+				}
+			}
+		case last != nil && last.state == "completed" && !last.calledTools:
+			return core.Outcome{Kind: core.Succeeded}
+		case st.steps >= r.cfg.stepCap:
+			return core.Outcome{Kind: core.Failed, FailType: event.FailStepLimit,
+				Message: fmt.Sprintf("The turn reached its limit of %d model steps.", r.cfg.stepCap)}
+		default:
+			if out, done := t.step(ctx, st.steps+1); done {
+				return out
+			}
+		}
+	}
+}
+
+// turn is one execution's view of its turn.
+type turn struct {
+	r *Runner
+	x *core.Execution
+}
+
+func (t *turn) append(ctx context.Context, progress bool, typ event.Type, payload any) error {
+	_, err := t.x.Append(ctx, progress, core.NewEvent{Type: typ, Payload: payload})
+	return err
+}
+
+// state is what the database says about the turn.
+type state struct {
+	rootID    string
+	steps     int // steps started in this turn
+	last      *stepRow
+	unsettled []callRow // calls of the last step not yet settled, in order
+}
+
+type stepRow struct {
+	id, state, text string
+	calledTools     bool
+}
+
+type callRow struct {
+	id, name, arguments, phase, key string
+	index                           int
+}
+
+func (t *turn) load(ctx context.Context) (state, error) {
+	var st state
+	err := t.x.Read(ctx, func(tx storage.Tx) error {
+		st = state{}
+		if _, err := storage.QueryRow(tx, `SELECT root_id FROM sessions WHERE id = ?`, []any{t.x.SessionID()}, &st.rootID); err != nil {
+			return err
+		}
+		if _, err := storage.QueryRow(tx, `SELECT count(*) FROM steps WHERE prompt_id = ?`, []any{t.x.PromptID()}, &st.steps); err != nil {
+			return err
+		}
+		var last stepRow
+		found, err := storage.QueryRow(tx, `SELECT id, state, text, EXISTS (SELECT 1 FROM tool_calls WHERE step_id = steps.id) FROM steps WHERE prompt_id = ? ORDER BY idx DESC LIMIT 1`,
+			[]any{t.x.PromptID()}, &last.id, &last.state, &last.text, &last.calledTools)
+		if err != nil || !found {
+			return err
+		}
+		st.last = &last
+		rows, err := tx.Query(`SELECT id, idx, name, arguments, phase, COALESCE(idempotency_key, '') FROM tool_calls WHERE step_id = ? AND phase != 'settled' ORDER BY idx`, last.id)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var c callRow
+			if err := rows.Scan(&c.id, &c.index, &c.name, &c.arguments, &c.phase, &c.key); err != nil {
+				return err
+			}
+			st.unsettled = append(st.unsettled, c)
+		}
+		return nil
+	})
+	return st, err
+}
+
+// IdempotencyKey derives a call's key from tree, session, step and call
+// index (DESIGN §2), so every re-execution of the call presents the same key.
+func IdempotencyKey(rootID, sessionID, stepID string, index int) string {
+	h := sha256.New()
+	for _, part := range []string{rootID, sessionID, stepID, strconv.Itoa(index)} {
+		h.Write([]byte(part))
+		h.Write([]byte{0})
+	}
+	return "rvn_" + hex.EncodeToString(h.Sum(nil))[:40]
+}

@@ -1,0 +1,283 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/revenantrt/revenant/core"
+	"github.com/revenantrt/revenant/core/event"
+	"github.com/revenantrt/revenant/core/model"
+	"github.com/revenantrt/revenant/core/storage"
+)
+
+// step requests one model answer and records it. It returns done = true
+// with the turn's outcome when the turn must end here.
+func (t *turn) step(ctx context.Context, index int) (core.Outcome, bool) {
+	stepID := t.x.NewID()
+	if err := t.append(ctx, false, event.StepStarted, event.StepBegun{StepID: stepID, ExecutionID: t.x.ID(), PromptID: t.x.PromptID(), Index: index}); err != nil {
+		return stopped, true
+	}
+	req, err := t.request(ctx)
+	if err != nil {
+		t.x.Log().Warn("build request", "err", err)
+		return stopped, true
+	}
+	s := &streaming{t: t, stepID: stepID}
+	done, failure := s.run(ctx, req)
+	if !done {
+		// Stopped or failed mid-stream: keep everything received so far (a
+		// kill keeps only the checkpoints; a clean stop can do better).
+		cut := event.Cut{StepID: stepID, Text: s.text.String(), Reason: "stopped"}
+		if failure != "" {
+			cut.Reason = failure
+		}
+		if err := t.append(context.WithoutCancel(ctx), false, event.StepCut, cut); err != nil || failure == "" {
+			return stopped, true
+		}
+		return core.Outcome{Kind: core.Failed, FailType: event.FailModel, Message: failure}, true
+	}
+	calls := s.toolCalls(t.x.NewID)
+	rec := event.StepDone{StepID: stepID, Text: s.text.String(), ToolCalls: calls, Finish: s.finish,
+		InputTokens: s.usage.InputTokens, OutputTokens: s.usage.OutputTokens}
+	// A recorded complete stream is progress: it will never be requested again.
+	if err := t.append(ctx, true, event.StepCompleted, rec); err != nil {
+		return stopped, true
+	}
+	return core.Outcome{}, false
+}
+
+// streaming is one step's stream being received.
+type streaming struct {
+	t      *turn
+	stepID string
+	text   strings.Builder
+	saved  int // bytes of text checkpointed
+	calls  map[int]*model.ToolCall
+	finish string
+	usage  model.Usage
+}
+
+type received struct {
+	chunk model.Chunk
+	err   error
+}
+
+// run receives the stream until it ends. It reports done = true when the
+// answer completed, or a failure message when a watchdog or the model ended
+// it; both false/empty mean the execution was stopped.
+func (s *streaming) run(ctx context.Context, req model.Request) (done bool, failure string) {
+	cfg, clock := s.t.r.cfg, s.t.x.Clock()
+	streamCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stream, err := s.t.r.model.Stream(streamCtx, req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return false, ""
+		}
+		return false, "The model request failed: " + err.Error()
+	}
+	defer stream.Close()
+
+	chunks := make(chan received)
+	go func() {
+		for {
+			c, err := stream.Recv(streamCtx)
+			select {
+			case chunks <- received{c, err}:
+			case <-streamCtx.Done():
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+
+	fire := func(ch chan struct{}) func() {
+		return func() {
+			select {
+			case ch <- struct{}{}:
+			default:
+			}
+		}
+	}
+	idle, wall, checkpoint := make(chan struct{}, 1), make(chan struct{}, 1), make(chan struct{}, 1)
+	stopWall := clock.AfterFunc(cfg.stepWall, fire(wall))
+	defer stopWall()
+	stopIdle := clock.AfterFunc(cfg.streamIdle, fire(idle))
+	defer func() { stopIdle() }()
+	var stopCheckpoint func() bool
+	defer func() {
+		if stopCheckpoint != nil {
+			stopCheckpoint()
+		}
+	}()
+
+	for {
+		select {
+		case r := <-chunks:
+			if errors.Is(r.err, io.EOF) {
+				return true, ""
+			}
+			if r.err != nil {
+				if ctx.Err() != nil {
+					return false, ""
+				}
+				return false, "The model stream failed: " + r.err.Error()
+			}
+			stopIdle()
+			stopIdle = clock.AfterFunc(cfg.streamIdle, fire(idle))
+			s.apply(r.chunk)
+			if r.chunk.Text != "" {
+				s.t.x.Emit(event.TextDelta, event.Delta{StepID: s.stepID, Text: r.chunk.Text})
+			}
+			unsaved := s.text.Len() - s.saved
+			switch {
+			case unsaved >= cfg.checkpointBytes:
+				if !s.checkpoint(ctx) {
+					return false, ""
+				}
+				if stopCheckpoint != nil {
+					stopCheckpoint()
+					stopCheckpoint = nil
+				}
+			case unsaved > 0 && stopCheckpoint == nil:
+				stopCheckpoint = clock.AfterFunc(cfg.checkpointEvery, fire(checkpoint))
+			}
+		case <-checkpoint:
+			stopCheckpoint = nil
+			if !s.checkpoint(ctx) {
+				return false, ""
+			}
+		case <-idle:
+			return false, fmt.Sprintf("The model stream sent nothing for %s.", cfg.streamIdle)
+		case <-wall:
+			return false, fmt.Sprintf("The model step ran longer than %s.", cfg.stepWall)
+		case <-ctx.Done():
+			return false, ""
+		}
+	}
+}
+
+// checkpoint records the text received since the last one.
+func (s *streaming) checkpoint(ctx context.Context) bool {
+	text := s.text.String()
+	if len(text) == s.saved {
+		return true
+	}
+	if err := s.t.append(ctx, false, event.TextCheckpoint, event.Checkpoint{StepID: s.stepID, Offset: s.saved, Text: text[s.saved:]}); err != nil {
+		return false
+	}
+	s.saved = len(text)
+	return true
+}
+
+func (s *streaming) apply(c model.Chunk) {
+	s.text.WriteString(c.Text)
+	if d := c.ToolCall; d != nil {
+		if s.calls == nil {
+			s.calls = map[int]*model.ToolCall{}
+		}
+		call := s.calls[d.Index]
+		if call == nil {
+			call = &model.ToolCall{}
+			s.calls[d.Index] = call
+		}
+		if d.Name != "" {
+			call.Name = d.Name
+		}
+		call.Arguments += d.Arguments
+	}
+	if c.Usage != nil {
+		s.usage = *c.Usage
+	}
+	if c.Finish != "" {
+		s.finish = c.Finish
+	}
+}
+
+// toolCalls lists the answer's calls in index order with ids minted here:
+// the provider's ids are never trusted (some reuse or omit them).
+func (s *streaming) toolCalls(newID func() string) []event.ToolCall {
+	idx := make([]int, 0, len(s.calls))
+	for i := range s.calls {
+		idx = append(idx, i)
+	}
+	sort.Ints(idx)
+	out := make([]event.ToolCall, 0, len(idx))
+	for n, i := range idx {
+		c := s.calls[i]
+		args := c.Arguments
+		if strings.TrimSpace(args) == "" {
+			args = "{}"
+		}
+		out = append(out, event.ToolCall{CallID: newID(), Index: n, Name: c.Name, Arguments: args})
+	}
+	return out
+}
+
+// request builds the model request from the session's transcript. Tool
+// results are placed right after the assistant message that asked for them,
+// as providers require, even if a continuation notice came in between.
+func (t *turn) request(ctx context.Context) (model.Request, error) {
+	req := model.Request{Model: t.r.model.Name(), System: t.r.cfg.system, Tools: t.r.tools.Specs()}
+	type row struct {
+		role, text, calls, callID, name string
+	}
+	var rows []row
+	err := t.x.Read(ctx, func(tx storage.Tx) error {
+		res, err := tx.Query(`SELECT role, text, COALESCE(tool_calls, ''), COALESCE(tool_call_id, ''), COALESCE(name, '') FROM messages WHERE session_id = ? ORDER BY seq`, t.x.SessionID())
+		if err != nil {
+			return err
+		}
+		rows = rows[:0]
+		for res.Next() {
+			var r row
+			if err := res.Scan(&r.role, &r.text, &r.calls, &r.callID, &r.name); err != nil {
+				return err
+			}
+			rows = append(rows, r)
+		}
+		return nil
+	})
+	if err != nil {
+		return req, fmt.Errorf("read transcript: %w", err)
+	}
+	results := map[string]model.Message{}
+	for _, r := range rows {
+		if r.role == event.RoleTool {
+			results[r.callID] = model.Message{Role: model.RoleTool, Text: r.text, ToolCallID: r.callID, Name: r.name}
+		}
+	}
+	for _, r := range rows {
+		switch r.role {
+		case event.RoleTool:
+			continue
+		case event.RoleAssistant:
+			m := model.Message{Role: model.RoleAssistant, Text: r.text}
+			var calls []event.ToolCall
+			if r.calls != "" {
+				if err := json.Unmarshal([]byte(r.calls), &calls); err != nil {
+					return req, fmt.Errorf("decode tool calls: %w", err)
+				}
+			}
+			for _, c := range calls {
+				m.ToolCalls = append(m.ToolCalls, model.ToolCall{ID: c.CallID, Name: c.Name, Arguments: c.Arguments})
+			}
+			req.Messages = append(req.Messages, m)
+			for _, c := range calls {
+				if res, ok := results[c.CallID]; ok {
+					req.Messages = append(req.Messages, res)
+				}
+			}
+		default: // user prompts and continuation notices
+			req.Messages = append(req.Messages, model.Message{Role: model.RoleUser, Text: r.text, Notice: r.role == event.RoleNotice})
+		}
+	}
+	return req, nil
+}

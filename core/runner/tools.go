@@ -1,0 +1,107 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/revenantrt/revenant/core/event"
+	"github.com/revenantrt/revenant/core/tool"
+)
+
+// UnknownOutcome is what the model is told about a non-idempotent call that
+// was executing when its execution died.
+const UnknownOutcome = "The outcome of this call is unknown: the run was interrupted while it was executing, and it may or may not have taken effect. It was not run again."
+
+var errToolTimeout = errors.New("tool call timed out")
+
+// settle moves one call of the last step to settled. It reports false when
+// the execution must stop (cancelled, fenced, or storage failed).
+func (t *turn) settle(ctx context.Context, st state, step *stepRow, c callRow) bool {
+	tl, known := t.r.tools.Lookup(c.name)
+	switch {
+	case !known:
+		return t.settled(ctx, event.Settled{CallID: c.id, Outcome: event.OutcomeError, Output: fmt.Sprintf("There is no tool named %q.", c.name)}) == nil
+	case c.phase == event.PhaseExecuting && !tl.Idempotent():
+		// Written before a body that may have run: never run it twice.
+		return t.settled(ctx, event.Settled{CallID: c.id, Outcome: event.OutcomeInterrupted, Output: UnknownOutcome}) == nil
+	case c.phase == event.PhaseExecuting:
+		return t.execute(ctx, tl, c, c.key)
+	}
+	// called (or authorizing): authorization runs here before any side
+	// effect; with no permission rules yet every known tool is allowed.
+	key := IdempotencyKey(st.rootID, t.x.SessionID(), step.id, c.index)
+	if err := t.append(ctx, false, event.ToolExecuting, event.Executing{CallID: c.id, IdempotencyKey: key}); err != nil {
+		return false
+	}
+	return t.execute(ctx, tl, c, key)
+}
+
+func (t *turn) settled(ctx context.Context, s event.Settled) error {
+	return t.append(ctx, s.Ran, event.ToolSettled, s)
+}
+
+// execute runs the tool body under its wall limit and settles the result.
+// A body that ignores cancellation past its limit is abandoned: the call
+// settles as timed out and whatever the body returns later is discarded.
+func (t *turn) execute(ctx context.Context, tl tool.Tool, c callRow, key string) bool {
+	limits := tl.Limits()
+	if limits.Timeout <= 0 {
+		limits.Timeout = t.r.cfg.toolTimeout
+	}
+	if limits.OutputCap <= 0 {
+		limits.OutputCap = t.r.cfg.outputCap
+	}
+	callCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	expired := make(chan struct{})
+	stop := t.x.Clock().AfterFunc(limits.Timeout, func() { cancel(errToolTimeout); close(expired) })
+	defer stop()
+
+	type result struct {
+		out string
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				done <- result{err: fmt.Errorf("tool panicked: %v", p)}
+			}
+		}()
+		out, err := tl.Execute(callCtx, tool.Call{ID: c.id, Name: c.name, Arguments: json.RawMessage(c.arguments), IdempotencyKey: key, SessionID: t.x.SessionID()})
+		done <- result{out, err}
+	}()
+
+	var s event.Settled
+	select {
+	case res := <-done:
+		if ctx.Err() != nil {
+			return false // stopped by the turn: the call stays executing
+		}
+		s = event.Settled{CallID: c.id, Outcome: event.OutcomeOK, Output: capOutput(res.out, limits.OutputCap), Ran: true}
+		if res.err != nil {
+			s.Outcome, s.Output = event.OutcomeError, capOutput(res.err.Error(), limits.OutputCap)
+		}
+	case <-expired:
+		s = event.Settled{CallID: c.id, Outcome: event.OutcomeError, Output: fmt.Sprintf("The tool did not finish within %s.", limits.Timeout)}
+	case <-ctx.Done():
+		return false
+	}
+	return t.settled(ctx, s) == nil
+}
+
+// capOutput cuts s to at most max bytes (at a rune boundary) and says so.
+func capOutput(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	cut := max
+	for cut > 0 && !utf8RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + fmt.Sprintf("\n[output truncated: %d of %d bytes shown]", cut, len(s))
+}
+
+func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }
