@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"strconv"
 
@@ -90,9 +91,23 @@ func (t *turn) append(ctx context.Context, progress bool, typ event.Type, payloa
 // state is what the database says about the turn.
 type state struct {
 	rootID    string
+	tools     *[]string // the session's tool restriction, if any
 	steps     int // steps started in this turn
 	last      *stepRow
 	unsettled []callRow // calls of the last step not yet settled, in order
+}
+
+// offered reports whether the session may call the named tool.
+func (st state) offered(name string) bool {
+	if st.tools == nil {
+		return true
+	}
+	for _, n := range *st.tools {
+		if n == name {
+			return true
+		}
+	}
+	return false
 }
 
 type stepRow struct {
@@ -109,9 +124,15 @@ func (t *turn) load(ctx context.Context) (state, error) {
 	var st state
 	err := t.x.Read(ctx, func(tx storage.Tx) error {
 		st = state{}
-		if _, err := storage.QueryRow(tx, `SELECT root_id FROM sessions WHERE id = ?`, []any{t.x.SessionID()}, &st.rootID); err != nil {
+		var rawConfig string
+		if _, err := storage.QueryRow(tx, `SELECT root_id, config FROM sessions WHERE id = ?`, []any{t.x.SessionID()}, &st.rootID, &rawConfig); err != nil {
 			return err
 		}
+		cfg, err := core.ParseSessionConfig(json.RawMessage(rawConfig))
+		if err != nil {
+			return err
+		}
+		st.tools = cfg.Tools
 		if _, err := storage.QueryRow(tx, `SELECT count(*) FROM steps WHERE prompt_id = ?`, []any{t.x.PromptID()}, &st.steps); err != nil {
 			return err
 		}

@@ -152,3 +152,7 @@ func newRunner(t testing.TB, m model.Model, cfg runner.Config, tools ...tool.Too
 }
 
 var _ core.Driver = (*runner.Runner)(nil)
+
+func chunkText(s string) model.Chunk { return model.Chunk{Text: s} }
+
+func chunkStop() model.Chunk { return model.Chunk{Finish: model.FinishStop} }

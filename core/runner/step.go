@@ -230,7 +230,11 @@ func (t *turn) request(ctx context.Context) (model.Request, error) {
 		role, text, calls, callID, name string
 	}
 	var rows []row
+	var rawConfig string
 	err := t.x.Read(ctx, func(tx storage.Tx) error {
+		if _, err := storage.QueryRow(tx, `SELECT config FROM sessions WHERE id = ?`, []any{t.x.SessionID()}, &rawConfig); err != nil {
+			return err
+		}
 		res, err := tx.Query(`SELECT role, text, COALESCE(tool_calls, ''), COALESCE(tool_call_id, ''), COALESCE(name, '') FROM messages WHERE session_id = ? ORDER BY seq`, t.x.SessionID())
 		if err != nil {
 			return err
@@ -248,6 +252,11 @@ func (t *turn) request(ctx context.Context) (model.Request, error) {
 	if err != nil {
 		return req, fmt.Errorf("read transcript: %w", err)
 	}
+	cfg, err := core.ParseSessionConfig(json.RawMessage(rawConfig))
+	if err != nil {
+		return req, err
+	}
+	applySessionConfig(&req, cfg)
 	results := map[string]model.Message{}
 	for _, r := range rows {
 		if r.role == event.RoleTool {
@@ -280,4 +289,28 @@ func (t *turn) request(ctx context.Context) (model.Request, error) {
 		}
 	}
 	return req, nil
+}
+
+// applySessionConfig lets a session override the system prompt and model
+// and narrow the tools it is offered.
+func applySessionConfig(req *model.Request, cfg core.SessionConfig) {
+	if cfg.SystemPrompt != "" {
+		req.System = cfg.SystemPrompt
+	}
+	if cfg.Model != "" {
+		req.Model = cfg.Model
+	}
+	if cfg.Tools != nil {
+		allowed := map[string]bool{}
+		for _, name := range *cfg.Tools {
+			allowed[name] = true
+		}
+		var kept []model.ToolSpec
+		for _, spec := range req.Tools {
+			if allowed[spec.Name] {
+				kept = append(kept, spec)
+			}
+		}
+		req.Tools = kept
+	}
 }

@@ -20,6 +20,9 @@ var errToolTimeout = errors.New("tool call timed out")
 // the execution must stop (cancelled, fenced, or storage failed).
 func (t *turn) settle(ctx context.Context, st state, step *stepRow, c callRow) bool {
 	tl, known := t.r.tools.Lookup(c.name)
+	if known && !st.offered(c.name) {
+		known = false // the session was not offered this tool
+	}
 	switch {
 	case !known:
 		return t.settled(ctx, event.Settled{CallID: c.id, Outcome: event.OutcomeError, Output: fmt.Sprintf("There is no tool named %q.", c.name)}) == nil

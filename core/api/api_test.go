@@ -1,0 +1,274 @@
+package api_test
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/revenantrt/revenant/core"
+	"github.com/revenantrt/revenant/core/api"
+	"github.com/revenantrt/revenant/core/fakehost"
+	"github.com/revenantrt/revenant/internal/treetest"
+)
+
+type client struct {
+	t     *testing.T
+	srv   *httptest.Server
+	token string
+}
+
+type fixture struct {
+	trees *memTrees
+	h     *api.Handler
+	srv   *httptest.Server
+	clock *fakehost.Clock
+}
+
+func newFixture(t *testing.T, d core.Driver, auth api.Authenticator) *fixture {
+	if auth == nil {
+		auth = api.Anonymous{}
+	}
+	f := &fixture{trees: newMemTrees(t, d), clock: fakehost.NewClock(treetest.Start)}
+	h, err := api.New(api.Deps{Trees: f.trees, Auth: auth, Clock: f.clock, IDs: &fakehost.IDs{Prefix: "root"}}, api.NewConfig().WithMaxBody(4096))
+	require.NoError(t, err)
+	f.h = h
+	f.srv = httptest.NewServer(h)
+	t.Cleanup(func() { h.Close(); f.srv.Close() })
+	return f
+}
+
+func (f *fixture) client(t *testing.T, token string) *client {
+	return &client{t: t, srv: f.srv, token: token}
+}
+
+// do sends a request and decodes a JSON answer into out (if not nil).
+func (c *client) do(method, path, body string, out any) int {
+	c.t.Helper()
+	req, err := http.NewRequest(method, c.srv.URL+path, strings.NewReader(body))
+	require.NoError(c.t, err)
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	resp, err := c.srv.Client().Do(req)
+	require.NoError(c.t, err)
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	require.NoError(c.t, err)
+	if out != nil && len(raw) > 0 {
+		require.NoError(c.t, json.Unmarshal(raw, out), string(raw))
+	}
+	return resp.StatusCode
+}
+
+// errorType sends a request expected to fail and returns status and type.
+func (c *client) errorType(method, path, body string) (int, api.ErrorType) {
+	c.t.Helper()
+	var e api.ErrorBody
+	status := c.do(method, path, body, &e)
+	return status, e.Error.Type
+}
+
+func (c *client) create() string {
+	c.t.Helper()
+	var out struct{ ID string }
+	require.Equal(c.t, http.StatusCreated, c.do("POST", "/v1/sessions", "", &out))
+	return out.ID
+}
+
+func TestHappyPath(t *testing.T) {
+	d := treetest.NewDriver(16)
+	f := newFixture(t, d, nil)
+	c := f.client(t, "")
+	var health map[string]bool
+	require.Equal(t, 200, c.do("GET", "/healthz", "", &health))
+	assert.True(t, health["ok"])
+
+	id := c.create()
+	var admitted struct {
+		PromptID  string `json:"prompt_id"`
+		Duplicate bool
+	}
+	require.Equal(t, http.StatusAccepted, c.do("POST", "/v1/sessions/"+id+"/prompt", `{"text":"hello","id":"p1"}`, &admitted))
+	require.NotEmpty(t, admitted.PromptID)
+	var again struct {
+		PromptID  string `json:"prompt_id"`
+		Duplicate bool
+	}
+	require.Equal(t, http.StatusAccepted, c.do("POST", "/v1/sessions/"+id+"/prompt", `{"text":"hello","id":"p1"}`, &again))
+	assert.Equal(t, admitted.PromptID, again.PromptID)
+	assert.True(t, again.Duplicate)
+	f.trees.tree(id).node.Idle()
+
+	var snap struct {
+		ID       string
+		Status   string
+		Turns    int
+		Cursor   int64
+		Claim    *json.RawMessage
+		Blockers []any
+		Messages []struct{ Role, Text string }
+	}
+	require.Equal(t, 200, c.do("GET", "/v1/sessions/"+id, "", &snap))
+	assert.Equal(t, "idle", snap.Status)
+	assert.Equal(t, 1, snap.Turns)
+	assert.Nil(t, snap.Claim)
+	assert.Empty(t, snap.Blockers)
+	require.Len(t, snap.Messages, 2)
+	assert.Equal(t, "echo: hello", snap.Messages[1].Text)
+
+	var list struct {
+		Sessions   []struct{ ID string }
+		NextCursor string `json:"next_cursor"`
+	}
+	require.Equal(t, 200, c.do("GET", "/v1/sessions", "", &list))
+	require.Len(t, list.Sessions, 1)
+	assert.Equal(t, id, list.Sessions[0].ID)
+
+	var perms map[string][]any
+	require.Equal(t, 200, c.do("GET", "/v1/sessions/"+id+"/permissions", "", &perms))
+	assert.Empty(t, perms["permissions"])
+
+	require.Equal(t, http.StatusNoContent, c.do("DELETE", "/v1/sessions/"+id, "", nil))
+	status, typ := c.errorType("GET", "/v1/sessions/"+id, "")
+	assert.Equal(t, 404, status)
+	assert.Equal(t, api.ErrNotFound, typ)
+}
+
+func TestInterruptAnswersAfterCommit(t *testing.T) {
+	d := treetest.NewDriver(16)
+	f := newFixture(t, d, nil)
+	c := f.client(t, "")
+	id := c.create()
+	require.Equal(t, 202, c.do("POST", "/v1/sessions/"+id+"/prompt", `{"text":"hold"}`, nil))
+	<-d.Started
+	require.Equal(t, 202, c.do("POST", "/v1/sessions/"+id+"/prompt", `{"text":"queued"}`, nil))
+	var out map[string]bool
+	require.Equal(t, 200, c.do("POST", "/v1/sessions/"+id+"/interrupt", "", &out))
+	assert.True(t, out["interrupted"])
+	tree := f.trees.tree(id)
+	tree.node.Crash() // right after the 200
+	evs := tree.tree.Events(id)
+	assert.Len(t, treetest.Terminals(evs), 1)
+	assert.False(t, tree.tree.Claim(id).Exists)
+}
+
+// Every error row of docs/api.md, each produced by a real request.
+func TestErrorRows(t *testing.T) {
+	tokens, err := api.ParseTokens("alice:secret-a,bob:secret-b")
+	require.NoError(t, err)
+	f := newFixture(t, treetest.NewDriver(64), tokens)
+	alice, bob, nobody := f.client(t, "secret-a"), f.client(t, "secret-b"), f.client(t, "")
+	id := alice.create()
+	p := "/v1/sessions/" + id + "/prompt"
+	cases := []struct {
+		name         string
+		c            *client
+		method, path string
+		body         string
+		status       int
+		typ          api.ErrorType
+	}{
+		{"malformed JSON", alice, "POST", p, `{"text":`, 400, api.ErrInvalidJSON},
+		{"not an object", alice, "POST", p, `"hello"`, 400, api.ErrInvalidJSON},
+		{"trailing data", alice, "POST", p, `{"text":"a"} {}`, 400, api.ErrInvalidJSON},
+		{"empty body", alice, "POST", p, ``, 400, api.ErrInvalidJSON},
+		{"unknown field", alice, "POST", p, `{"text":"a","colour":1}`, 400, api.ErrInvalidRequest},
+		{"wrong type", alice, "POST", p, `{"text":5}`, 400, api.ErrInvalidRequest},
+		{"empty text", alice, "POST", p, `{"text":"  "}`, 400, api.ErrInvalidRequest},
+		{"bad mode", alice, "POST", p, `{"text":"a","mode":"shout"}`, 400, api.ErrInvalidRequest},
+		{"bad config", alice, "POST", "/v1/sessions", `{"config":{"temperature":2}}`, 400, api.ErrInvalidRequest},
+		{"bad limit", alice, "GET", "/v1/sessions?limit=0", ``, 400, api.ErrInvalidRequest},
+		{"bad before", alice, "GET", "/v1/sessions/" + id + "?before=x", ``, 400, api.ErrInvalidRequest},
+		{"bad after", alice, "GET", "/v1/sessions/" + id + "/events?after=-1", ``, 400, api.ErrInvalidRequest},
+		{"delete child", alice, "DELETE", "/v1/sessions/" + id + ".1", ``, 400, api.ErrInvalidRequest},
+		{"reply without response_id", alice, "POST", "/v1/sessions/" + id + "/permissions/r1", `{"reply":"once"}`, 400, api.ErrInvalidRequest},
+		{"question reply with both", alice, "POST", "/v1/sessions/" + id + "/questions/q1", `{"answers":[],"cancel":true,"response_id":"x"}`, 400, api.ErrInvalidRequest},
+		{"body too large", alice, "POST", p, `{"text":"` + strings.Repeat("a", 5000) + `"}`, 413, api.ErrPayloadTooLarge},
+		{"no token", nobody, "GET", "/v1/sessions", ``, 401, api.ErrUnauthorized},
+		{"bad token", f.client(t, "nope"), "GET", "/v1/sessions/" + id, ``, 401, api.ErrUnauthorized},
+		{"unknown session", alice, "GET", "/v1/sessions/nope", ``, 404, api.ErrNotFound},
+		{"another principal's session", bob, "GET", "/v1/sessions/" + id, ``, 404, api.ErrNotFound},
+		{"another principal's prompt", bob, "POST", p, `{"text":"a"}`, 404, api.ErrNotFound},
+		{"unknown child", alice, "GET", "/v1/sessions/" + id + ".7", ``, 404, api.ErrNotFound},
+		{"unknown blocker", alice, "POST", "/v1/sessions/" + id + "/permissions/r1", `{"reply":"once","response_id":"x"}`, 404, api.ErrNotFound},
+		{"unknown route", alice, "GET", "/v2/things", ``, 404, api.ErrNotFound},
+		{"wrong method", alice, "PUT", "/v1/sessions/" + id, ``, 405, api.ErrMethodNotAllowed},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.c.t = t
+			status, typ := tc.c.errorType(tc.method, tc.path, tc.body)
+			assert.Equal(t, tc.status, status)
+			assert.Equal(t, tc.typ, typ)
+		})
+	}
+	alice.t = t
+	t.Run("conflict", func(t *testing.T) {
+		alice.t = t
+		require.Equal(t, 202, alice.do("POST", p, `{"text":"one","id":"same"}`, nil))
+		status, typ := alice.errorType("POST", p, `{"text":"two","id":"same"}`)
+		assert.Equal(t, 409, status)
+		assert.Equal(t, api.ErrConflict, typ)
+	})
+	t.Run("unavailable", func(t *testing.T) {
+		alice.t = t
+		f.trees.fail = core.ErrFenced
+		defer func() { f.trees.fail = nil }()
+		status, typ := alice.errorType("GET", "/v1/sessions/"+id, "")
+		assert.Equal(t, 503, status)
+		assert.Equal(t, api.ErrUnavailable, typ)
+	})
+	t.Run("internal", func(t *testing.T) {
+		alice.t = t
+		f.trees.fail = errors.New("disk on fire")
+		defer func() { f.trees.fail = nil }()
+		var e api.ErrorBody
+		status := alice.do("GET", "/v1/sessions/"+id, "", &e)
+		assert.Equal(t, 500, status)
+		assert.Equal(t, api.ErrInternal, e.Error.Type)
+		assert.NotContains(t, e.Error.Message, "disk on fire", "internal detail is logged, not sent")
+	})
+}
+
+// SSE accepts ?access_token= (EventSource cannot send headers); other
+// routes do not.
+func TestAccessTokenOnlyForEvents(t *testing.T) {
+	tokens, err := api.ParseTokens("alice:secret-a")
+	require.NoError(t, err)
+	f := newFixture(t, treetest.NewDriver(4), tokens)
+	id := f.client(t, "secret-a").create()
+	anon := f.client(t, "")
+	status, _ := anon.errorType("GET", "/v1/sessions/"+id+"?access_token=secret-a", "")
+	assert.Equal(t, 401, status)
+	resp, err := http.Get(f.srv.URL + "/v1/sessions/" + id + "/events?access_token=secret-a")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	assert.Equal(t, 200, resp.StatusCode)
+	assert.Equal(t, "text/event-stream", resp.Header.Get("Content-Type"))
+	line, err := bufio.NewReader(resp.Body).ReadString('\n')
+	require.NoError(t, err)
+	assert.Equal(t, "id: 1\n", line)
+}
+
+func TestTokensStoredHashed(t *testing.T) {
+	_, err := api.ParseTokens("alice")
+	assert.Error(t, err)
+	_, err = api.ParseTokens("alice:sha256:zz")
+	assert.Error(t, err)
+	// A pre-hashed token works like the plain one.
+	hashed, err := api.ParseTokens("alice:sha256:" + "2bb80d537b1da3e38bd30361aa855686bde0eacd7162fef6a25fe97bf527a25b")
+	require.NoError(t, err)
+	r := httptest.NewRequest("GET", "/", nil)
+	r.Header.Set("Authorization", "Bearer secret")
+	p, err := hashed.Authenticate(r, false)
+	require.NoError(t, err)
+	assert.Equal(t, "alice", p)
+}

@@ -1,0 +1,99 @@
+package api
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"strings"
+)
+
+// Authenticator names the principal a request acts for.
+type Authenticator interface {
+	// Authenticate returns the request's principal, or an error (answered
+	// 401). queryToken allows ?access_token= (the event stream only:
+	// EventSource cannot send headers).
+	Authenticate(r *http.Request, queryToken bool) (string, error)
+}
+
+// Anonymous serves one principal to every request. The local server uses it
+// only when no tokens are configured, and then binds loopback only.
+type Anonymous struct{}
+
+// AnonymousPrincipal is the principal of Anonymous.
+const AnonymousPrincipal = "anonymous"
+
+// Authenticate implements Authenticator.
+func (Anonymous) Authenticate(*http.Request, bool) (string, error) { return AnonymousPrincipal, nil }
+
+// Tokens maps bearer tokens to principals. Only SHA-256 hashes of the
+// tokens are kept, and a presented token is compared with every hash in
+// constant time.
+type Tokens struct {
+	entries []tokenEntry
+}
+
+type tokenEntry struct {
+	hash      [sha256.Size]byte
+	principal string
+}
+
+// ParseTokens reads REVENANT_TOKENS: comma-separated principal:token pairs,
+// where token is either the secret itself or "sha256:" and its hex hash.
+func ParseTokens(spec string) (*Tokens, error) {
+	t := &Tokens{}
+	for _, item := range strings.Split(spec, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		principal, secret, ok := strings.Cut(item, ":")
+		if !ok || principal == "" || secret == "" {
+			return nil, fmt.Errorf("REVENANT_TOKENS: entry %q is not principal:token", redact(item))
+		}
+		var e tokenEntry
+		e.principal = principal
+		if hexHash, hashed := strings.CutPrefix(secret, "sha256:"); hashed {
+			b, err := hex.DecodeString(hexHash)
+			if err != nil || len(b) != sha256.Size {
+				return nil, fmt.Errorf("REVENANT_TOKENS: principal %q: sha256: needs 64 hex digits", principal)
+			}
+			copy(e.hash[:], b)
+		} else {
+			e.hash = sha256.Sum256([]byte(secret))
+		}
+		t.entries = append(t.entries, e)
+	}
+	if len(t.entries) == 0 {
+		return nil, fmt.Errorf("REVENANT_TOKENS: no tokens")
+	}
+	return t, nil
+}
+
+func redact(item string) string {
+	principal, _, _ := strings.Cut(item, ":")
+	return principal + ":…"
+}
+
+// Authenticate implements Authenticator.
+func (t *Tokens) Authenticate(r *http.Request, queryToken bool) (string, error) {
+	token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok && queryToken {
+		token, ok = r.URL.Query().Get("access_token"), r.URL.Query().Has("access_token")
+	}
+	if !ok || token == "" {
+		return "", fail(ErrUnauthorized, "a bearer token is required")
+	}
+	sum := sha256.Sum256([]byte(token))
+	principal, found := "", 0
+	for _, e := range t.entries {
+		if subtle.ConstantTimeCompare(sum[:], e.hash[:]) == 1 {
+			principal, found = e.principal, 1
+		}
+	}
+	if found == 0 {
+		return "", fail(ErrUnauthorized, "the bearer token is not valid")
+	}
+	return principal, nil
+}

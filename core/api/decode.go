@@ -1,0 +1,165 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/revenantrt/revenant/core"
+	"github.com/revenantrt/revenant/core/event"
+)
+
+// CreateRequest is the body of POST /v1/sessions (optional).
+type CreateRequest struct {
+	Config json.RawMessage `json:"config,omitempty"`
+}
+
+// PromptRequest is the body of POST /v1/sessions/{id}/prompt.
+type PromptRequest struct {
+	Text string `json:"text"`
+	ID   string `json:"id,omitempty"`
+	Mode string `json:"mode,omitempty"`
+}
+
+// Limits on request content.
+const (
+	MaxPromptIDLen = 128
+	MaxPromptText  = 256 << 10
+)
+
+// decodeStrict reads exactly one JSON object into v. Empty bodies are
+// allowed when emptyOK (v keeps its zero value).
+func decodeStrict(body []byte, v any, emptyOK bool) error {
+	if len(bytes.TrimSpace(body)) == 0 {
+		if emptyOK {
+			return nil
+		}
+		return fail(ErrInvalidJSON, "the request body is empty; a JSON object is required")
+	}
+	if !utf8.Valid(body) {
+		return fail(ErrInvalidJSON, "the request body is not valid UTF-8")
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var typeErr *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &typeErr) && typeErr.Field == "":
+			return fail(ErrInvalidJSON, "the request body must be a JSON object")
+		case errors.As(err, &typeErr):
+			return fail(ErrInvalidRequest, fmt.Sprintf("field %q must be %s", typeErr.Field, jsonType(typeErr.Type.Kind().String())))
+		case strings.HasPrefix(err.Error(), "json: unknown field"):
+			return fail(ErrInvalidRequest, strings.TrimPrefix(err.Error(), "json: "))
+		}
+		return fail(ErrInvalidJSON, "the request body is not a JSON object: "+err.Error())
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return fail(ErrInvalidJSON, "the request body has data after the JSON object")
+	}
+	return nil
+}
+
+// DecodeCreate parses and validates a create body.
+func DecodeCreate(body []byte) (CreateRequest, error) {
+	var req CreateRequest
+	if err := decodeStrict(body, &req, true); err != nil {
+		return req, err
+	}
+	if len(req.Config) > 0 && !bytes.Equal(bytes.TrimSpace(req.Config), []byte("null")) {
+		if _, err := core.ParseSessionConfig(req.Config); err != nil {
+			return req, fail(ErrInvalidRequest, "config: "+strings.TrimSuffix(cleanMessage(err), ": "+core.ErrInvalid.Error()))
+		}
+	} else {
+		req.Config = nil
+	}
+	return req, nil
+}
+
+// DecodePrompt parses and validates a prompt body.
+func DecodePrompt(body []byte) (PromptRequest, error) {
+	var req PromptRequest
+	if err := decodeStrict(body, &req, false); err != nil {
+		return req, err
+	}
+	switch {
+	case strings.TrimSpace(req.Text) == "":
+		return req, fail(ErrInvalidRequest, "text must not be empty")
+	case len(req.Text) > MaxPromptText:
+		return req, fail(ErrPayloadTooLarge, fmt.Sprintf("text is longer than %d bytes", MaxPromptText))
+	case len(req.ID) > MaxPromptIDLen:
+		return req, fail(ErrInvalidRequest, fmt.Sprintf("id is longer than %d bytes", MaxPromptIDLen))
+	case req.Mode != "" && req.Mode != event.ModeQueue && req.Mode != event.ModeReplace:
+		return req, fail(ErrInvalidRequest, `mode must be "queue" or "replace"`)
+	}
+	return req, nil
+}
+
+// ReplyRequest is the body of a permission or question reply.
+type ReplyRequest struct {
+	Reply      string            `json:"reply,omitempty"`
+	Answers    []json.RawMessage `json:"answers,omitempty"`
+	Cancel     bool              `json:"cancel,omitempty"`
+	Message    string            `json:"message,omitempty"`
+	ResponseID string            `json:"response_id"`
+}
+
+// DecodeReply parses a reply body; kind is "permission" or "question".
+func DecodeReply(body []byte, kind string) (ReplyRequest, error) {
+	var req ReplyRequest
+	if err := decodeStrict(body, &req, false); err != nil {
+		return req, err
+	}
+	if strings.TrimSpace(req.ResponseID) == "" {
+		return req, fail(ErrInvalidRequest, "response_id is required")
+	}
+	if kind == "permission" {
+		switch req.Reply {
+		case "once", "always", "reject":
+		default:
+			return req, fail(ErrInvalidRequest, `reply must be "once", "always" or "reject"`)
+		}
+		if req.Answers != nil || req.Cancel {
+			return req, fail(ErrInvalidRequest, "a permission reply takes reply and message only")
+		}
+	} else {
+		if req.Reply != "" {
+			return req, fail(ErrInvalidRequest, "a question reply takes answers or cancel, not reply")
+		}
+		if (req.Answers == nil) == !req.Cancel {
+			return req, fail(ErrInvalidRequest, "give either answers or cancel: true")
+		}
+	}
+	return req, nil
+}
+
+// readBody reads at most limit bytes; more is payload_too_large.
+func readBody(r *http.Request, limit int64) ([]byte, error) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
+	if err != nil {
+		return nil, fail(ErrInvalidRequest, "could not read the request body")
+	}
+	if int64(len(body)) > limit {
+		return nil, fail(ErrPayloadTooLarge, fmt.Sprintf("the request body is larger than %d bytes", limit))
+	}
+	return body, nil
+}
+
+// jsonType names a Go kind the way a JSON client thinks of it.
+func jsonType(kind string) string {
+	switch kind {
+	case "string":
+		return "a string"
+	case "bool":
+		return "true or false"
+	case "slice", "array":
+		return "an array"
+	case "struct", "map":
+		return "an object"
+	}
+	return "a number"
+}

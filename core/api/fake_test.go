@@ -1,0 +1,103 @@
+package api_test
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"testing"
+
+	"github.com/revenantrt/revenant/core"
+	"github.com/revenantrt/revenant/core/api"
+	"github.com/revenantrt/revenant/internal/treetest"
+)
+
+// memTrees is a Trees over treetest trees in one process: enough for the
+// handler's tests. host/ is the real implementation.
+type memTrees struct {
+	t      testing.TB
+	driver core.Driver
+	mu     sync.Mutex
+	trees  map[string]*memTree
+	n      int
+	fail   error // returned by Get when set
+}
+
+type memTree struct {
+	info api.TreeInfo
+	tree *treetest.Tree
+	node *treetest.Node
+}
+
+func newMemTrees(t testing.TB, d core.Driver) *memTrees {
+	return &memTrees{t: t, driver: d, trees: map[string]*memTree{}}
+}
+
+func (m *memTrees) Create(_ context.Context, rootID, principal string) (*core.Instance, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.trees[rootID]; ok {
+		return nil, api.ErrTreeExists
+	}
+	m.n++
+	tr := treetest.New(m.t)
+	mt := &memTree{info: api.TreeInfo{RootID: rootID, Principal: principal, CreatedAt: int64(m.n)}, tree: tr, node: tr.Boot(m.driver)}
+	m.trees[rootID] = mt
+	return mt.node.Inst, nil
+}
+
+func (m *memTrees) Get(_ context.Context, rootID string) (*core.Instance, api.TreeInfo, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.fail != nil {
+		return nil, api.TreeInfo{}, m.fail
+	}
+	mt, ok := m.trees[rootID]
+	if !ok {
+		return nil, api.TreeInfo{}, fmt.Errorf("tree %q: %w", rootID, api.ErrTreeNotFound)
+	}
+	return mt.node.Inst, mt.info, nil
+}
+
+func (m *memTrees) List(_ context.Context, principal, cursor string, limit int) ([]api.TreeInfo, string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var all []api.TreeInfo
+	for _, mt := range m.trees {
+		if mt.info.Principal == principal {
+			all = append(all, mt.info)
+		}
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].CreatedAt > all[j].CreatedAt })
+	start := 0
+	if cursor != "" {
+		fmt.Sscan(cursor, &start)
+	}
+	if start > len(all) {
+		start = len(all)
+	}
+	end := min(start+limit, len(all))
+	next := ""
+	if end < len(all) {
+		next = fmt.Sprint(end)
+	}
+	return all[start:end], next, nil
+}
+
+func (m *memTrees) Delete(_ context.Context, rootID string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	mt, ok := m.trees[rootID]
+	if !ok {
+		return api.ErrTreeNotFound
+	}
+	mt.node.Crash()
+	delete(m.trees, rootID)
+	return nil
+}
+
+func (m *memTrees) tree(id string) *memTree {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.trees[id]
+}

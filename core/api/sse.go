@@ -1,0 +1,150 @@
+package api
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+
+	"github.com/revenantrt/revenant/core"
+	"github.com/revenantrt/revenant/core/event"
+)
+
+// subscriptionBuffer is how many events a stream may fall behind before its
+// subscription is dropped and it catches up from the log instead.
+const subscriptionBuffer = 1024
+
+// events serves the session's events as Server-Sent Events: the durable
+// events after the cursor (?after= or Last-Event-ID, which wins), then live
+// events and deltas. Durable events carry `id: <seq>` and are sent exactly
+// once and in order: the stream subscribes before it reads the log, skips
+// what it already sent, and re-reads the log whenever live delivery shows a
+// gap or falls behind. Deltas carry no id. Idle streams get ":" heartbeats.
+func (h *Handler) events(w http.ResponseWriter, r *http.Request) error {
+	inst, id, _, err := h.tree(r, true)
+	if err != nil {
+		return err
+	}
+	cursor := r.URL.Query().Get("after")
+	if last := r.Header.Get("Last-Event-ID"); last != "" {
+		cursor = last
+	}
+	after, err := int64Param(cursor, "after")
+	if err != nil {
+		return err
+	}
+	if _, err := inst.Session(r.Context(), id); err != nil {
+		return err
+	}
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		return fail(ErrInternal, "streaming is not supported by this server")
+	}
+	s := &stream{h: h, w: w, flush: flusher.Flush, inst: inst, id: id, last: after}
+	sub := inst.Subscribe(id, subscriptionBuffer)
+	defer func() { sub.Close() }()
+
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.Header().Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	if err := s.catchUp(r); err != nil {
+		h.log.Warn("event stream: read log", "session", id, "err", err)
+		return nil
+	}
+	beat := make(chan struct{}, 1)
+	arm := func() func() bool {
+		return h.deps.Clock.AfterFunc(h.cfg.heartbeat, func() {
+			select {
+			case beat <- struct{}{}:
+			default:
+			}
+		})
+	}
+	stop := arm()
+	defer func() { stop() }()
+	for {
+		select {
+		case ev, open := <-sub.C:
+			if !open {
+				// Fell behind: catch up from the log on a new subscription.
+				sub = inst.Subscribe(id, subscriptionBuffer)
+				if err := s.catchUp(r); err != nil {
+					return nil
+				}
+				continue
+			}
+			if err := s.live(r, ev); err != nil {
+				return nil
+			}
+		case <-beat:
+			if _, err := fmt.Fprint(w, ":\n\n"); err != nil {
+				return nil
+			}
+			s.flush()
+			stop = arm()
+		case <-r.Context().Done():
+			return nil
+		case <-h.closing:
+			return nil
+		}
+	}
+}
+
+type stream struct {
+	h     *Handler
+	w     http.ResponseWriter
+	flush func()
+	inst  *core.Instance
+	id    string
+	last  int64 // seq of the last durable event sent
+}
+
+// catchUp sends every durable event after last from the log.
+func (s *stream) catchUp(r *http.Request) error {
+	evs, err := s.inst.Events(r.Context(), s.id, s.last, 0)
+	if err != nil {
+		return err
+	}
+	for _, ev := range evs {
+		if err := s.send(ev); err != nil {
+			return err
+		}
+	}
+	s.flush()
+	return nil
+}
+
+// live sends one event from the subscription.
+func (s *stream) live(r *http.Request, ev event.Event) error {
+	switch {
+	case ev.IsEphemeral():
+		if err := s.send(ev); err != nil {
+			return err
+		}
+	case ev.Seq <= s.last:
+		return nil // already sent from the log
+	case ev.Seq > s.last+1:
+		return s.catchUp(r) // committed events published out of order
+	default:
+		if err := s.send(ev); err != nil {
+			return err
+		}
+	}
+	s.flush()
+	return nil
+}
+
+func (s *stream) send(ev event.Event) error {
+	data, err := json.Marshal(ev)
+	if err != nil {
+		return err
+	}
+	if !ev.IsEphemeral() {
+		if _, err := fmt.Fprintf(s.w, "id: %d\n", ev.Seq); err != nil {
+			return err
+		}
+		s.last = ev.Seq
+	}
+	_, err = fmt.Fprintf(s.w, "event: %s\ndata: %s\n\n", ev.Type, data)
+	return err
+}

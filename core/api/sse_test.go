@@ -1,0 +1,148 @@
+package api_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/revenantrt/revenant/core/event"
+	"github.com/revenantrt/revenant/core/model"
+	"github.com/revenantrt/revenant/core/runner"
+	"github.com/revenantrt/revenant/core/tool"
+)
+
+// feedModel streams whatever the test feeds it until the feed is closed.
+type feedModel struct{ feed chan string }
+
+func (m *feedModel) Name() string { return "feed" }
+func (m *feedModel) Stream(context.Context, model.Request) (model.Stream, error) {
+	return &feedStream{m.feed}, nil
+}
+
+type feedStream struct{ feed chan string }
+
+func (s *feedStream) Recv(ctx context.Context) (model.Chunk, error) {
+	select {
+	case w, ok := <-s.feed:
+		if !ok {
+			return model.Chunk{Finish: model.FinishStop}, io.EOF
+		}
+		return model.Chunk{Text: w}, nil
+	case <-ctx.Done():
+		return model.Chunk{}, ctx.Err()
+	}
+}
+func (s *feedStream) Close() error { return nil }
+
+// frame is one SSE frame.
+type frame struct {
+	id    string
+	event string
+	data  string
+}
+
+// follow reads frames from an event stream into out until a turn terminal.
+// ready is closed once the response headers arrived: the handler flushes
+// them only after it subscribed, so nothing committed later can be missed.
+func follow(t *testing.T, url string, header http.Header, ready chan<- struct{}, out chan<- frame) {
+	req, err := http.NewRequest("GET", url, nil)
+	require.NoError(t, err)
+	req.Header = header
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, 200, resp.StatusCode)
+	close(ready)
+	r := bufio.NewReader(resp.Body)
+	var f frame
+	for {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			close(out)
+			return
+		}
+		line = strings.TrimSuffix(line, "\n")
+		switch {
+		case line == "":
+			if f.event != "" {
+				out <- f
+				if f.event == string(event.ExecutionSucceeded) {
+					close(out)
+					return
+				}
+			}
+			f = frame{}
+		case strings.HasPrefix(line, "id: "):
+			f.id = strings.TrimPrefix(line, "id: ")
+		case strings.HasPrefix(line, "event: "):
+			f.event = strings.TrimPrefix(line, "event: ")
+		case strings.HasPrefix(line, "data: "):
+			f.data = strings.TrimPrefix(line, "data: ")
+		}
+	}
+}
+
+// Convergence: a client that hydrates from the snapshot and follows the
+// stream from its cursor ends with the same durable events, each exactly
+// once, as a client that reads the stream from 0, while a turn streams.
+func TestSnapshotThenStreamConvergesWithStreamFromZero(t *testing.T) {
+	feed := make(chan string)
+	reg, err := tool.NewRegistry()
+	require.NoError(t, err)
+	r, err := runner.New(&feedModel{feed}, reg, runner.NewConfig())
+	require.NoError(t, err)
+	f := newFixture(t, r, nil)
+	c := f.client(t, "")
+	id := c.create()
+	require.Equal(t, 202, c.do("POST", "/v1/sessions/"+id+"/prompt", `{"text":"stream please"}`, nil))
+	for i := range 5 {
+		feed <- "early" + strconv.Itoa(i) + " "
+	}
+
+	var snap struct{ Cursor int64 }
+	require.Equal(t, 200, c.do("GET", "/v1/sessions/"+id, "", &snap))
+	require.Greater(t, snap.Cursor, int64(0))
+	hydrated, full := make(chan frame, 256), make(chan frame, 256)
+	readyA, readyB := make(chan struct{}), make(chan struct{})
+	go follow(t, f.srv.URL+"/v1/sessions/"+id+"/events?after="+strconv.FormatInt(snap.Cursor, 10), http.Header{}, readyA, hydrated)
+	go follow(t, f.srv.URL+"/v1/sessions/"+id+"/events", http.Header{"Last-Event-Id": {"0"}}, readyB, full)
+	<-readyA
+	<-readyB
+	for i := range 5 {
+		feed <- "late" + strconv.Itoa(i) + " "
+	}
+	close(feed)
+
+	durable := func(frames <-chan frame) (ids []int64, deltas int) {
+		for fr := range frames {
+			if fr.id == "" {
+				deltas++
+				continue
+			}
+			n, err := strconv.ParseInt(fr.id, 10, 64)
+			require.NoError(t, err)
+			var ev event.Event
+			require.NoError(t, json.Unmarshal([]byte(fr.data), &ev))
+			assert.Equal(t, n, ev.Seq)
+			assert.Equal(t, fr.event, string(ev.Type))
+			ids = append(ids, n)
+		}
+		return ids, deltas
+	}
+	fromCursor, hydratedDeltas := durable(hydrated)
+	fromZero, _ := durable(full)
+	require.NotEmpty(t, fromZero)
+	for i, seq := range fromZero {
+		require.Equal(t, int64(i+1), seq, "stream from 0: contiguous, each once")
+	}
+	assert.Equal(t, fromZero[snap.Cursor:], fromCursor, "snapshot + stream = stream from 0")
+	assert.Greater(t, hydratedDeltas, 0, "live deltas reach the follower")
+}

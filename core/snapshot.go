@@ -1,0 +1,165 @@
+package core
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+
+	"github.com/revenantrt/revenant/core/storage"
+)
+
+// Status values, derived and never stored (DESIGN §2).
+const (
+	StatusBusy    = "busy"    // claimed: work is runnable or running
+	StatusWaiting = "waiting" // not claimed, a blocker is pending
+	StatusIdle    = "idle"
+)
+
+// Snapshot is a consistent view of one session, read in one transaction.
+type Snapshot struct {
+	Session  Session
+	Status   string
+	Cursor   int64 // the session's last seq
+	Claim    *ClaimInfo
+	Messages []Message
+	// MoreBefore is set when older messages exist than the first returned.
+	MoreBefore bool
+	// Prompts lists the prompts not yet ended (queued or running).
+	Prompts []PromptInfo
+}
+
+// ClaimInfo describes a claim for clients.
+type ClaimInfo struct {
+	ExecutionID    string
+	ClaimedAt      int64
+	ResumeAttempts int
+	RetryAt        int64
+	RunningHere    bool
+}
+
+// Message is one transcript entry.
+type Message struct {
+	ID         string
+	Seq        int64
+	PromptID   string
+	Role       string
+	Text       string
+	ToolCalls  json.RawMessage // assistant answers that called tools
+	ToolCallID string          // tool results
+	CreatedAt  int64
+}
+
+// PromptInfo is a prompt that has not ended.
+type PromptInfo struct {
+	ID    string
+	State string
+	Text  string
+}
+
+// Snapshot reads a session's state. Messages are the newest limit ones with
+// seq < before (before 0: the newest), returned oldest first.
+func (inst *Instance) Snapshot(ctx context.Context, sessionID string, before int64, limit int) (Snapshot, error) {
+	var snap Snapshot
+	err := inst.host.DB.Tx(ctx, func(tx storage.Tx) error {
+		snap = Snapshot{}
+		var err error
+		if snap.Session, err = readSession(tx, sessionID); err != nil {
+			return err
+		}
+		if _, err := storage.QueryRow(tx, `SELECT COALESCE(MAX(seq), 0) FROM events WHERE session_id = ?`, []any{sessionID}, &snap.Cursor); err != nil {
+			return err
+		}
+		var c ClaimInfo
+		var retry sql.NullInt64
+		found, err := storage.QueryRow(tx, `SELECT COALESCE(execution_id, ''), claimed_at, resume_attempts, retry_at FROM claims WHERE session_id = ?`,
+			[]any{sessionID}, &c.ExecutionID, &c.ClaimedAt, &c.ResumeAttempts, &retry)
+		if err != nil {
+			return err
+		}
+		snap.Status = StatusIdle
+		if found {
+			c.RetryAt = retry.Int64
+			snap.Claim = &c
+			snap.Status = StatusBusy
+		}
+		if snap.Messages, snap.MoreBefore, err = readMessages(tx, sessionID, before, limit); err != nil {
+			return err
+		}
+		rows, err := tx.Query(`SELECT id, state, text FROM prompts WHERE session_id = ? AND state IN ('queued', 'running') ORDER BY admitted_seq`, sessionID)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var p PromptInfo
+			if err := rows.Scan(&p.ID, &p.State, &p.Text); err != nil {
+				return err
+			}
+			snap.Prompts = append(snap.Prompts, p)
+		}
+		return nil
+	})
+	if err != nil {
+		return Snapshot{}, fmt.Errorf("snapshot of %s: %w", sessionID, err)
+	}
+	if snap.Claim != nil {
+		snap.Claim.RunningHere = inst.RunningHere(sessionID)
+	}
+	return snap, nil
+}
+
+func readMessages(tx storage.Tx, sessionID string, before int64, limit int) ([]Message, bool, error) {
+	if before <= 0 {
+		before = 1 << 62
+	}
+	rows, err := tx.Query(`SELECT id, seq, COALESCE(prompt_id, ''), role, text, COALESCE(tool_calls, ''), COALESCE(tool_call_id, ''), created_at
+		FROM messages WHERE session_id = ? AND seq < ? ORDER BY seq DESC, id DESC LIMIT ?`, sessionID, before, limit+1)
+	if err != nil {
+		return nil, false, err
+	}
+	var out []Message
+	for rows.Next() {
+		var m Message
+		var calls string
+		if err := rows.Scan(&m.ID, &m.Seq, &m.PromptID, &m.Role, &m.Text, &calls, &m.ToolCallID, &m.CreatedAt); err != nil {
+			return nil, false, err
+		}
+		if calls != "" {
+			m.ToolCalls = json.RawMessage(calls)
+		}
+		out = append(out, m)
+	}
+	more := len(out) > limit
+	if more {
+		out = out[:limit]
+	}
+	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
+		out[i], out[j] = out[j], out[i]
+	}
+	return out, more, nil
+}
+
+// Sessions lists a tree's sessions, roots first.
+func (inst *Instance) Sessions(ctx context.Context) ([]Session, error) {
+	var out []Session
+	err := inst.host.DB.Tx(ctx, func(tx storage.Tx) error {
+		rows, err := tx.Query(`SELECT id FROM sessions ORDER BY parent_id IS NOT NULL, created_at, id`)
+		if err != nil {
+			return err
+		}
+		out = out[:0]
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				return err
+			}
+			s, err := readSession(tx, id)
+			if err != nil {
+				return err
+			}
+			out = append(out, s)
+		}
+		return nil
+	})
+	return out, err
+}
