@@ -92,7 +92,7 @@ func (t *turn) append(ctx context.Context, progress bool, typ event.Type, payloa
 type state struct {
 	rootID    string
 	tools     *[]string // the session's tool restriction, if any
-	steps     int // steps started in this turn
+	steps     int       // steps started in this turn
 	last      *stepRow
 	unsettled []callRow // calls of the last step not yet settled, in order
 }
