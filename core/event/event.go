@@ -55,9 +55,9 @@ func (e Event) IsEphemeral() bool { return e.Seq == 0 }
 
 // Event is one durable entry of a session's log.
 type Event struct {
-	ID        string          `json:"id"`
+	ID        string          `json:"id,omitempty"` // empty only on ephemeral events
 	SessionID string          `json:"session_id"`
-	Seq       int64           `json:"seq"`
+	Seq       int64           `json:"seq,omitempty"` // 0 only on ephemeral events
 	Type      Type            `json:"type"`
 	At        int64           `json:"at"` // ms since the Unix epoch
 	Data      json.RawMessage `json:"data"`

@@ -1,0 +1,11 @@
+// Command revenant runs revenant's local server and its tools.
+//
+//	revenant [serve]     serve the HTTP API on REVENANT_ADDR (the default)
+//	revenant version     print the version
+//
+// The server keeps one SQLite file per tree under REVENANT_DATA and drives
+// turns with the offline model unless a provider is configured. It is the
+// host that `make run` starts and that the e2e tests kill with SIGKILL.
+//
+// One file per subcommand; exit codes are decided in main only.
+package main

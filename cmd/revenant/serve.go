@@ -1,0 +1,163 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/revenantrt/revenant/core"
+	"github.com/revenantrt/revenant/core/api"
+	"github.com/revenantrt/revenant/core/model/offline"
+	"github.com/revenantrt/revenant/core/runner"
+	"github.com/revenantrt/revenant/core/tool"
+	"github.com/revenantrt/revenant/host"
+)
+
+// Defaults of the local server.
+const (
+	defaultAddr      = "127.0.0.1:8787"
+	defaultData      = "data"
+	defaultWordDelay = 30 * time.Millisecond
+	shutdownTimeout  = 10 * time.Second
+)
+
+// serveConfig is the server's configuration from flags and environment.
+type serveConfig struct {
+	addr      string
+	data      string
+	tokens    string
+	wordDelay time.Duration
+	logLevel  slog.Level
+}
+
+func parseServe(args []string, getenv func(string) string) (serveConfig, error) {
+	c := serveConfig{addr: getenv("REVENANT_ADDR"), data: getenv("REVENANT_DATA"), tokens: getenv("REVENANT_TOKENS")}
+	if c.addr == "" {
+		c.addr = defaultAddr
+	}
+	if c.data == "" {
+		c.data = defaultData
+	}
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.StringVar(&c.addr, "addr", c.addr, "listen address (REVENANT_ADDR)")
+	fs.StringVar(&c.data, "data", c.data, "data directory (REVENANT_DATA)")
+	fs.DurationVar(&c.wordDelay, "offline-word-delay", defaultWordDelay, "delay between words of the offline model")
+	debug := fs.Bool("debug", false, "log at debug level")
+	if err := fs.Parse(args); err != nil {
+		return c, fmt.Errorf("serve: %v: %w", err, errUsage)
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("serve: unexpected argument %q: %w", fs.Arg(0), errUsage)
+	}
+	if *debug {
+		c.logLevel = slog.LevelDebug
+	}
+	// Configuration that later builds read: refuse rather than ignore it,
+	// so nobody believes a provider or a config file is in effect.
+	for _, name := range []string{"REVENANT_CONFIG", "OPENAI_BASE_URL", "OPENAI_API_KEY", "REVENANT_MODEL"} {
+		if getenv(name) != "" {
+			return c, fmt.Errorf("serve: %s is set, but this build has no model provider or config file support yet; unset it to use the offline model", name)
+		}
+	}
+	return c, nil
+}
+
+func serve(ctx context.Context, args []string, getenv func(string) string) error {
+	cfg, err := parseServe(args, getenv)
+	if err != nil {
+		return err
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: cfg.logLevel}))
+
+	var auth api.Authenticator = api.Anonymous{}
+	if cfg.tokens != "" {
+		tokens, err := api.ParseTokens(cfg.tokens)
+		if err != nil {
+			return fmt.Errorf("serve: %w", err)
+		}
+		auth = tokens
+	} else if !loopbackOnly(cfg.addr) {
+		return fmt.Errorf("serve: REVENANT_TOKENS is not set, so the server is anonymous and may only listen on loopback, not %q", cfg.addr)
+	}
+
+	clock := host.RealClock{}
+	tools, err := tool.NewRegistry()
+	if err != nil {
+		return err
+	}
+	model := offline.New(clock, offline.Options{WordDelay: cfg.wordDelay})
+	driver, err := runner.New(model, tools, runner.NewConfig())
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	trees, err := host.Open(ctx, host.Config{DataDir: cfg.data, Core: core.NewConfig(), Driver: driver, Clock: clock, Log: log})
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	handler, err := api.New(api.Deps{Trees: trees, Auth: auth, Clock: clock, IDs: host.RandomIDs{}, Log: log}, api.NewConfig())
+	if err != nil {
+		return errors.Join(err, trees.Close(context.Background()))
+	}
+	ln, err := net.Listen("tcp", cfg.addr)
+	if err != nil {
+		return errors.Join(fmt.Errorf("serve: %w", err), trees.Close(context.Background()))
+	}
+	log.Info("revenant serving", "addr", "http://"+ln.Addr().String(), "data", cfg.data, "version", version)
+	log.Info("model", "name", "offline", "word_delay", cfg.wordDelay.String(),
+		"note", "no provider configured: answers come from the offline model (docs/offline-model.md)")
+	if cfg.tokens == "" {
+		log.Info("auth off: no REVENANT_TOKENS, one anonymous principal, loopback only")
+	} else {
+		log.Info("auth on: bearer tokens from REVENANT_TOKENS")
+	}
+	go func() {
+		<-trees.Recovered()
+		st := trees.Stats()
+		log.Info("recovery done", "trees_booted", st.BootedAtOpen)
+	}()
+
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	select {
+	case err = <-served:
+	case <-ctx.Done():
+		log.Info("shutting down: recording shutdown and keeping claims")
+	}
+	// Graceful stop: end streams, stop accepting, then stop every tree; its
+	// running turns record interrupted{shutdown} and resume at the next boot.
+	handler.Close()
+	stopCtx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+	defer cancel()
+	if serr := srv.Shutdown(stopCtx); serr != nil && !errors.Is(err, http.ErrServerClosed) {
+		err = errors.Join(err, serr)
+	}
+	if cerr := trees.Close(stopCtx); cerr != nil {
+		err = errors.Join(err, cerr)
+	}
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	return err
+}
+
+// loopbackOnly reports whether addr can only be reached from this machine.
+func loopbackOnly(addr string) bool {
+	h, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if h == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
+}
