@@ -36,7 +36,11 @@ type Rows struct {
 
 // Next advances to the next row; call it before the first Scan.
 func (r *Rows) Next() bool {
-	if r == nil || r.next >= len(r.Values) {
+	if r == nil {
+		return false
+	}
+	if r.next >= len(r.Values) {
+		r.next = len(r.Values) + 1 // exhausted: Scan has no current row
 		return false
 	}
 	r.next++

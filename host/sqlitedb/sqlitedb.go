@@ -122,24 +122,42 @@ func (db *DB) Tx(ctx context.Context, fn func(storage.Tx) error) (err error) {
 
 	if err := db.conn.Exec("BEGIN IMMEDIATE"); err != nil {
 		db.rollbackIfOpen()
-		return fmt.Errorf("begin: %w", mapErr(err))
+		return fmt.Errorf("begin: %w", failure(ctx, err))
 	}
+	// Whatever way fn leaves (an error, a panic), no transaction outlives
+	// Tx: an open one would keep the write lock from every other connection.
+	defer db.rollbackIfOpen()
 	if err := fn(tx{db}); err != nil {
-		db.rollbackIfOpen()
 		return err
 	}
 	if err := db.conn.Exec("COMMIT"); err != nil {
-		// A COMMIT that fails with BUSY leaves the transaction open; roll
-		// back so the connection is usable and the caller may rerun it.
-		db.rollbackIfOpen()
-		return fmt.Errorf("commit: %w", mapErr(err))
+		// A COMMIT that fails with BUSY leaves the transaction open; the
+		// deferred rollback makes the connection usable and the caller may
+		// rerun it.
+		return fmt.Errorf("commit: %w", failure(ctx, err))
 	}
 	return nil
 }
 
+// failure maps a BEGIN or COMMIT error. When ctx has ended it also carries
+// ctx's error: the end of ctx cuts a busy wait short with a plain BUSY, which
+// must read as a cancellation, never as a transient failure to retry.
+func failure(ctx context.Context, err error) error {
+	err = mapErr(err)
+	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
+		return fmt.Errorf("%w (%w)", err, cerr)
+	}
+	return err
+}
+
+// rollbackIfOpen rolls back the connection's open transaction, if any. The
+// caller's context is set aside for it: a cancelled context must not
+// interrupt the rollback that cleans up after it.
 func (db *DB) rollbackIfOpen() {
 	if !db.conn.GetAutocommit() {
+		prev := db.conn.SetInterrupt(context.Background())
 		_ = db.conn.Exec("ROLLBACK")
+		db.conn.SetInterrupt(prev)
 	}
 }
 
