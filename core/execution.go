@@ -259,10 +259,10 @@ func (inst *Instance) register(p *plan) *Execution {
 		inst.idle = make(chan struct{})
 	}
 	inst.running[p.sessionID] = x
-	closed := inst.closed
+	stopped := inst.stopCause
 	inst.mu.Unlock()
-	if closed {
-		cancel(ErrShutdown)
+	if stopped != nil {
+		cancel(stopped)
 	}
 	return x
 }

@@ -35,6 +35,10 @@ type Instance struct {
 	subs    map[string]map[*Subscription]struct{}
 	idle    chan struct{} // closed while no execution runs
 	closed  bool
+	// stopCause is why the instance stopped (ErrShutdown or errAbandoned);
+	// an execution registered afterwards is cancelled with the same cause,
+	// so an abandoned instance never records a shutdown.
+	stopCause error
 }
 
 // Open migrates the database, takes a new epoch and returns the instance. It
@@ -103,7 +107,9 @@ func (inst *Instance) Abandon() {
 func (inst *Instance) cancelAll(cause error) chan struct{} {
 	inst.mu.Lock()
 	defer inst.mu.Unlock()
-	inst.closed = true
+	if !inst.closed {
+		inst.closed, inst.stopCause = true, cause
+	}
 	for _, x := range inst.running {
 		x.cancel(cause)
 	}
@@ -139,6 +145,14 @@ func (inst *Instance) RunningHere(sessionID string) bool {
 	inst.mu.Lock()
 	defer inst.mu.Unlock()
 	return inst.running[sessionID] != nil
+}
+
+// abandoned reports whether Abandon was called: a crashed instance writes
+// nothing more, whatever its goroutines still try.
+func (inst *Instance) abandoned() bool {
+	inst.mu.Lock()
+	defer inst.mu.Unlock()
+	return errors.Is(inst.stopCause, errAbandoned)
 }
 
 func (inst *Instance) isClosed() bool {

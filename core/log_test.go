@@ -194,3 +194,33 @@ func sessionRow(t *testing.T, tr *treetest.Tree, id string) core.Session {
 	})
 	return s
 }
+
+// An instance abandoned (crashed) while a terminal commits writes nothing
+// more: the next turn it started in that transaction is left for recovery,
+// and no shutdown is recorded for it.
+func TestAbandonDuringTerminalWritesNothingMore(t *testing.T) {
+	tr := treetest.New(t)
+	var n *treetest.Node
+	abandoned := false
+	tr.Cfg = tr.Cfg.WithCommitHook(func(tx storage.Tx, ev event.Event) error {
+		if ev.Type == event.ExecutionSucceeded && !abandoned {
+			abandoned = true
+			n.Inst.Abandon()
+		}
+		return nil
+	})
+	d := treetest.NewDriver(8)
+	n = tr.Boot(d)
+	sid := n.NewSession("s")
+	n.Admit(sid, "hold")
+	<-d.Started
+	n.Admit(sid, "second")
+	d.Release()
+	n.Idle()
+	evs := tr.Events(sid)
+	last := evs[len(evs)-1]
+	require.Equal(t, event.MessageAdded, last.Type, "the terminal's transaction ends the log")
+	assert.Len(t, treetest.OfType(evs, event.ExecutionInterrupted), 0, "no shutdown recorded")
+	assert.Len(t, treetest.OfType(evs, event.ExecutionSucceeded), 1)
+	assert.True(t, tr.Claim(sid).Exists, "the started turn is left for recovery")
+}

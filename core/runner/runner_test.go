@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -229,15 +230,32 @@ func TestStalledStreamFailedByWatchdog(t *testing.T) {
 // progress.
 func TestToolKillingInstanceAbortsAfterBudget(t *testing.T) {
 	tr := treetest.New(t)
+	// Boot's sweep may start the resumed execution before Boot returns, so
+	// the tool waits until it knows which node it runs on.
+	var mu sync.Mutex
 	var current *treetest.Node
+	var booted chan struct{}
 	killer := tool.Func{Name: "killer", IsIdempotent: true, Run: func(context.Context, tool.Call) (string, error) {
+		mu.Lock()
+		ready := booted
+		mu.Unlock()
+		<-ready
+		mu.Lock()
+		defer mu.Unlock()
 		current.Kill.Kill()
 		return "unreachable", nil
 	}}
 	m := &scriptModel{steps: func(int) scriptStep { return scriptStep{chunks: toolCall("killer", `{}`)} }}
 	boot := func() *treetest.Node {
-		current = tr.Boot(newRunner(t, m, runner.NewConfig(), killer))
-		return current
+		mu.Lock()
+		booted = make(chan struct{})
+		mu.Unlock()
+		n := tr.Boot(newRunner(t, m, runner.NewConfig(), killer))
+		mu.Lock()
+		current = n
+		close(booted)
+		mu.Unlock()
+		return n
 	}
 	n := boot()
 	sid := n.NewSession("s")
