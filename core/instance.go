@@ -102,6 +102,7 @@ func (inst *Instance) Close(ctx context.Context) error {
 // stopped by the host (a killed connection) or by the fence.
 func (inst *Instance) Abandon() {
 	inst.cancelAll(errAbandoned)
+	inst.closeSubscriptions()
 }
 
 func (inst *Instance) cancelAll(cause error) chan struct{} {
@@ -120,11 +121,28 @@ func (inst *Instance) stopAll(ctx context.Context, cause error) error {
 	idle := inst.cancelAll(cause)
 	select {
 	case <-idle:
+		inst.closeSubscriptions()
 		return nil
 	case <-ctx.Done():
 		return fmt.Errorf("close instance: executions still running: %w", ctx.Err())
 	}
 }
+
+// closeSubscriptions ends every live subscription of a stopped instance, so
+// a follower learns to look for the tree's next instance.
+func (inst *Instance) closeSubscriptions() {
+	inst.mu.Lock()
+	defer inst.mu.Unlock()
+	for _, set := range inst.subs {
+		for s := range set {
+			s.closeLocked()
+		}
+	}
+}
+
+// Closed is true once Close or Abandon was called; its subscriptions end
+// and a follower must find the tree's next instance.
+func (inst *Instance) Closed() bool { return inst.isClosed() }
 
 // WaitIdle blocks until no execution runs in this instance, or ctx ends.
 func (inst *Instance) WaitIdle(ctx context.Context) error {
@@ -172,11 +190,17 @@ type Subscription struct {
 	once      sync.Once
 }
 
-// Subscribe starts a subscription to sessionID with the given buffer.
+// Subscribe starts a subscription to sessionID with the given buffer. On a
+// closed instance the subscription starts closed.
 func (inst *Instance) Subscribe(sessionID string, buffer int) *Subscription {
 	c := make(chan event.Event, buffer)
 	s := &Subscription{C: c, c: c, inst: inst, sessionID: sessionID}
 	inst.mu.Lock()
+	if inst.closed {
+		inst.mu.Unlock()
+		s.once.Do(func() { close(s.c) })
+		return s
+	}
 	if inst.subs[sessionID] == nil {
 		inst.subs[sessionID] = map[*Subscription]struct{}{}
 	}

@@ -53,7 +53,10 @@ func (inst *Instance) Admit(ctx context.Context, sessionID string, in PromptInpu
 		}
 	}
 	if in.Mode == event.ModeReplace {
-		if _, err := inst.Interrupt(ctx, sessionID, event.ReasonSuperseded); err != nil {
+		// Committed before the admission: if the process dies in between, the
+		// client got no answer and retries with the same id, which then
+		// interrupts nothing and admits. Not cancelled with the caller.
+		if _, err := inst.Interrupt(context.WithoutCancel(ctx), sessionID, event.ReasonSuperseded); err != nil {
 			return Admission{}, fmt.Errorf("admit prompt: replace: %w", err)
 		}
 	}
@@ -129,7 +132,7 @@ func (t *txw) admissionByClient(sessionID, clientID, hash string, a *Admission) 
 		return false, err
 	}
 	if stored != hash {
-		return false, fmt.Errorf("prompt id %q was used with a different body: %w", clientID, ErrConflict)
+		return false, &conflictError{fmt.Sprintf("prompt id %q was already used with a different body", clientID)}
 	}
 	*a = Admission{PromptID: id, Duplicate: true}
 	return true, nil
@@ -167,3 +170,9 @@ func (inst *Instance) startLocked(ctx context.Context, sessionID string) {
 	}
 	inst.launch(p)
 }
+
+// conflictError carries a client-facing message for ErrConflict.
+type conflictError struct{ msg string }
+
+func (e *conflictError) Error() string        { return e.msg }
+func (e *conflictError) Is(target error) bool { return target == ErrConflict }

@@ -3,8 +3,10 @@ package core
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"strings"
 )
 
 // SessionConfig is the per-session configuration given at create time and
@@ -29,7 +31,18 @@ func ParseSessionConfig(raw json.RawMessage) (SessionConfig, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&c); err != nil {
-		return c, fmt.Errorf("session config: %v: %w", err, ErrInvalid)
+		var typeErr *json.UnmarshalTypeError
+		if errors.As(err, &typeErr) {
+			want := "a string"
+			if typeErr.Field == "tools" || strings.HasPrefix(typeErr.Field, "tools.") {
+				want = "an array of tool names"
+			}
+			if typeErr.Field == "" {
+				return c, fmt.Errorf("config must be a JSON object: %w", ErrInvalid)
+			}
+			return c, fmt.Errorf("config field %q must be %s: %w", typeErr.Field, want, ErrInvalid)
+		}
+		return c, fmt.Errorf("config: %s: %w", strings.TrimPrefix(err.Error(), "json: "), ErrInvalid)
 	}
 	if err := dec.Decode(&struct{}{}); err != io.EOF {
 		return c, fmt.Errorf("session config: trailing data: %w", ErrInvalid)

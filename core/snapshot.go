@@ -48,6 +48,10 @@ type Message struct {
 	ToolCalls  json.RawMessage // assistant answers that called tools
 	ToolCallID string          // tool results
 	CreatedAt  int64
+	// Partial marks the answer of a step still streaming: its text is what
+	// was checkpointed so far, and checkpoint events after the snapshot's
+	// cursor extend it.
+	Partial bool
 }
 
 // PromptInfo is a prompt that has not ended.
@@ -112,8 +116,15 @@ func readMessages(tx storage.Tx, sessionID string, before int64, limit int) ([]M
 	if before <= 0 {
 		before = 1 << 62
 	}
-	rows, err := tx.Query(`SELECT id, seq, COALESCE(prompt_id, ''), role, text, COALESCE(tool_calls, ''), COALESCE(tool_call_id, ''), created_at
-		FROM messages WHERE session_id = ? AND seq < ? ORDER BY seq DESC, id DESC LIMIT ?`, sessionID, before, limit+1)
+	rows, err := tx.Query(`SELECT id, seq, prompt_id, role, text, tool_calls, tool_call_id, created_at, partial FROM (
+			SELECT id, seq, COALESCE(prompt_id, '') AS prompt_id, role, text, COALESCE(tool_calls, '') AS tool_calls,
+				COALESCE(tool_call_id, '') AS tool_call_id, created_at, 0 AS partial
+			FROM messages WHERE session_id = ?1 AND seq < ?2
+			UNION ALL
+			SELECT s.id, s.started_seq, s.prompt_id, 'assistant', s.text, '', '', e.at, 1
+			FROM steps s JOIN events e ON e.session_id = s.session_id AND e.seq = s.started_seq
+			WHERE s.session_id = ?1 AND s.state = 'started' AND s.started_seq < ?2)
+		ORDER BY seq DESC, id DESC LIMIT ?3`, sessionID, before, limit+1)
 	if err != nil {
 		return nil, false, err
 	}
@@ -121,7 +132,7 @@ func readMessages(tx storage.Tx, sessionID string, before int64, limit int) ([]M
 	for rows.Next() {
 		var m Message
 		var calls string
-		if err := rows.Scan(&m.ID, &m.Seq, &m.PromptID, &m.Role, &m.Text, &calls, &m.ToolCallID, &m.CreatedAt); err != nil {
+		if err := rows.Scan(&m.ID, &m.Seq, &m.PromptID, &m.Role, &m.Text, &calls, &m.ToolCallID, &m.CreatedAt, &m.Partial); err != nil {
 			return nil, false, err
 		}
 		if calls != "" {

@@ -20,7 +20,7 @@ import (
 )
 
 type client struct {
-	t     *testing.T
+	t     testing.TB
 	srv   *httptest.Server
 	token string
 }
@@ -32,7 +32,7 @@ type fixture struct {
 	clock *fakehost.Clock
 }
 
-func newFixture(t *testing.T, d core.Driver, auth api.Authenticator) *fixture {
+func newFixture(t testing.TB, d core.Driver, auth api.Authenticator) *fixture {
 	if auth == nil {
 		auth = api.Anonymous{}
 	}
@@ -45,7 +45,7 @@ func newFixture(t *testing.T, d core.Driver, auth api.Authenticator) *fixture {
 	return f
 }
 
-func (f *fixture) client(t *testing.T, token string) *client {
+func (f *fixture) client(t testing.TB, token string) *client {
 	return &client{t: t, srv: f.srv, token: token}
 }
 
@@ -271,4 +271,36 @@ func TestTokensStoredHashed(t *testing.T) {
 	p, err := hashed.Authenticate(r, false)
 	require.NoError(t, err)
 	assert.Equal(t, "alice", p)
+}
+
+// 405 names the allowed methods and 401 the scheme, as HTTP requires.
+func TestErrorHeaders(t *testing.T) {
+	tokens, err := api.ParseTokens("alice:secret-a")
+	require.NoError(t, err)
+	f := newFixture(t, treetest.NewDriver(4), tokens)
+	req, err := http.NewRequest("PUT", f.srv.URL+"/v1/sessions", nil)
+	require.NoError(t, err)
+	resp, err := f.srv.Client().Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, 405, resp.StatusCode)
+	assert.Equal(t, "GET, POST", resp.Header.Get("Allow"))
+	resp, err = f.srv.Client().Get(f.srv.URL + "/v1/sessions")
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, 401, resp.StatusCode)
+	assert.Equal(t, "Bearer", resp.Header.Get("WWW-Authenticate"))
+}
+
+// Client-facing messages name the problem without Go internals.
+func TestErrorMessagesAreClean(t *testing.T) {
+	f := newFixture(t, treetest.NewDriver(8), nil)
+	c := f.client(t, "")
+	id := c.create()
+	var e api.ErrorBody
+	c.do("POST", "/v1/sessions", `{"config":{"model":5}}`, &e)
+	assert.Equal(t, `config field "model" must be a string`, e.Error.Message)
+	require.Equal(t, 202, c.do("POST", "/v1/sessions/"+id+"/prompt", `{"text":"a","id":"p-1"}`, nil))
+	c.do("POST", "/v1/sessions/"+id+"/prompt", `{"text":"b","id":"p-1"}`, &e)
+	assert.Equal(t, `prompt id "p-1" was already used with a different body`, e.Error.Message)
 }

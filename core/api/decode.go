@@ -72,7 +72,7 @@ func DecodeCreate(body []byte) (CreateRequest, error) {
 	}
 	if len(req.Config) > 0 && !bytes.Equal(bytes.TrimSpace(req.Config), []byte("null")) {
 		if _, err := core.ParseSessionConfig(req.Config); err != nil {
-			return req, fail(ErrInvalidRequest, "config: "+strings.TrimSuffix(cleanMessage(err), ": "+core.ErrInvalid.Error()))
+			return req, fail(ErrInvalidRequest, cleanMessage(err))
 		}
 	} else {
 		req.Config = nil

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strings"
 
 	"github.com/revenantrt/revenant/core"
 )
@@ -76,16 +77,19 @@ func (h *Handler) classify(err error) (ErrorType, string) {
 	return ErrInternal, "internal error"
 }
 
-// cleanMessage is the innermost message of a core error chain, which names
-// the problem without internal prefixes.
+// cleanMessage is the client-facing part of a core error: the innermost
+// error of the chain that is not the bare sentinel, without the sentinel's
+// suffix and without the outer "verb object:" prefixes.
 func cleanMessage(err error) string {
 	msg := err.Error()
-	for u := errors.Unwrap(err); u != nil; u = errors.Unwrap(u) {
-		if errors.Is(u, core.ErrInvalid) || errors.Is(u, core.ErrConflict) {
-			if m := u.Error(); len(m) > 0 && m != core.ErrInvalid.Error() && m != core.ErrConflict.Error() {
-				msg = m
-			}
+	for u := err; u != nil; u = errors.Unwrap(u) {
+		if u == core.ErrInvalid || u == core.ErrConflict || u == core.ErrNotFound {
+			break
 		}
+		msg = u.Error()
+	}
+	for _, sentinel := range []error{core.ErrInvalid, core.ErrConflict, core.ErrNotFound} {
+		msg = strings.TrimSuffix(msg, ": "+sentinel.Error())
 	}
 	return msg
 }
@@ -102,6 +106,9 @@ func StatusOf(err error) int {
 
 func (h *Handler) writeError(w http.ResponseWriter, err error) {
 	typ, msg := h.classify(err)
+	if typ == ErrUnauthorized {
+		w.Header().Set("WWW-Authenticate", "Bearer")
+	}
 	var body ErrorBody
 	body.Error.Type, body.Error.Message = typ, msg
 	writeJSON(w, Statuses[typ], body)

@@ -132,7 +132,8 @@ func New(deps Deps, cfg Config) (*Handler, error) {
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_, pattern := h.mux.Handler(r)
 	if pattern == "" {
-		if h.pathKnown(r) {
+		if allowed := h.allowed(r); len(allowed) > 0 {
+			w.Header().Set("Allow", strings.Join(allowed, ", "))
 			h.writeError(w, fail(ErrMethodNotAllowed, r.Method+" is not allowed on "+r.URL.Path))
 			return
 		}
@@ -142,15 +143,17 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.mux.ServeHTTP(w, r)
 }
 
-func (h *Handler) pathKnown(r *http.Request) bool {
+// allowed lists the methods the request's path is served with.
+func (h *Handler) allowed(r *http.Request) []string {
+	var out []string
 	for _, m := range []string{"GET", "POST", "DELETE"} {
 		probe := r.Clone(r.Context())
 		probe.Method = m
 		if _, p := h.mux.Handler(probe); p != "" {
-			return true
+			out = append(out, m)
 		}
 	}
-	return false
+	return out
 }
 
 // Close ends every open event stream; the host calls it before shutdown.
@@ -169,8 +172,7 @@ func (h *Handler) tree(r *http.Request, queryToken bool) (*core.Instance, string
 		return nil, "", "", err
 	}
 	id := r.PathValue("id")
-	root, _, _ := strings.Cut(id, ".")
-	inst, info, err := h.deps.Trees.Get(r.Context(), root)
+	inst, info, err := h.deps.Trees.Get(r.Context(), root(id))
 	if err != nil {
 		return nil, "", "", err
 	}
@@ -199,7 +201,8 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if _, err := inst.CreateSession(r.Context(), core.NewSession{ID: id, Principal: principal, Config: req.Config}); err != nil {
-		return err
+		// Leave no tree without its root session behind.
+		return errors.Join(err, h.deps.Trees.Delete(context.WithoutCancel(r.Context()), id))
 	}
 	writeJSON(w, http.StatusCreated, map[string]string{"id": id})
 	return nil
@@ -384,6 +387,7 @@ type messageBody struct {
 	ToolCalls  json.RawMessage `json:"tool_calls,omitempty"`
 	ToolCallID string          `json:"tool_call_id,omitempty"`
 	CreatedAt  int64           `json:"created_at"`
+	Partial    bool            `json:"partial,omitempty"`
 }
 
 func (h *Handler) snapshot(w http.ResponseWriter, r *http.Request) error {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/revenantrt/revenant/core"
 	"github.com/revenantrt/revenant/core/event"
@@ -18,7 +19,9 @@ const subscriptionBuffer = 1024
 // events and deltas. Durable events carry `id: <seq>` and are sent exactly
 // once and in order: the stream subscribes before it reads the log, skips
 // what it already sent, and re-reads the log whenever live delivery shows a
-// gap or falls behind. Deltas carry no id. Idle streams get ":" heartbeats.
+// gap or falls behind, and follows the tree to its next instance when the
+// one it subscribed to stops. Deltas carry no id. A ":" heartbeat comment is
+// sent every heartbeat interval.
 func (h *Handler) events(w http.ResponseWriter, r *http.Request) error {
 	inst, id, _, err := h.tree(r, true)
 	if err != nil {
@@ -66,8 +69,17 @@ func (h *Handler) events(w http.ResponseWriter, r *http.Request) error {
 		select {
 		case ev, open := <-sub.C:
 			if !open {
-				// Fell behind: catch up from the log on a new subscription.
-				sub = inst.Subscribe(id, subscriptionBuffer)
+				// Fell behind, or the instance stopped (idle eviction, a
+				// restart of the tree): find the tree's current instance,
+				// subscribe again and catch up from the log.
+				if s.inst.Closed() {
+					next, _, err := h.deps.Trees.Get(r.Context(), root(id))
+					if err != nil {
+						return nil // deleted, or the host is stopping
+					}
+					s.inst = next
+				}
+				sub = s.inst.Subscribe(id, subscriptionBuffer)
 				if err := s.catchUp(r); err != nil {
 					return nil
 				}
@@ -99,19 +111,27 @@ type stream struct {
 	last  int64 // seq of the last durable event sent
 }
 
-// catchUp sends every durable event after last from the log.
+// catchUpPage bounds how many events one read of the log holds in memory.
+const catchUpPage = 500
+
+// catchUp sends every durable event after last from the log, a page at a
+// time.
 func (s *stream) catchUp(r *http.Request) error {
-	evs, err := s.inst.Events(r.Context(), s.id, s.last, 0)
-	if err != nil {
-		return err
-	}
-	for _, ev := range evs {
-		if err := s.send(ev); err != nil {
+	for {
+		evs, err := s.inst.Events(r.Context(), s.id, s.last, catchUpPage)
+		if err != nil {
 			return err
 		}
+		for _, ev := range evs {
+			if err := s.send(ev); err != nil {
+				return err
+			}
+		}
+		s.flush()
+		if len(evs) < catchUpPage {
+			return nil
+		}
 	}
-	s.flush()
-	return nil
 }
 
 // live sends one event from the subscription.
@@ -147,4 +167,10 @@ func (s *stream) send(ev event.Event) error {
 	}
 	_, err = fmt.Fprintf(s.w, "event: %s\ndata: %s\n\n", ev.Type, data)
 	return err
+}
+
+// root is the tree of a session id: the part before the first '.'.
+func root(id string) string {
+	r, _, _ := strings.Cut(id, ".")
+	return r
 }

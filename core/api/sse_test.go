@@ -146,3 +146,64 @@ func TestSnapshotThenStreamConvergesWithStreamFromZero(t *testing.T) {
 	assert.Equal(t, fromZero[snap.Cursor:], fromCursor, "snapshot + stream = stream from 0")
 	assert.Greater(t, hydratedDeltas, 0, "live deltas reach the follower")
 }
+
+// A stream follows its tree to the next instance when the one it
+// subscribed to stops (idle eviction, restart), and a snapshot taken while a
+// step streams shows its checkpointed text as a partial message.
+func TestStreamSurvivesInstanceRestartAndSnapshotShowsPartialText(t *testing.T) {
+	feed := make(chan string)
+	reg, err := tool.NewRegistry()
+	require.NoError(t, err)
+	r, err := runner.New(&feedModel{feed}, reg, runner.NewConfig())
+	require.NoError(t, err)
+	f := newFixture(t, r, nil)
+	c := f.client(t, "")
+	id := c.create()
+	frames, ready := make(chan frame, 256), make(chan struct{})
+	go follow(t, f.srv.URL+"/v1/sessions/"+id+"/events", http.Header{}, ready, frames)
+	<-ready
+
+	// The instance stops (graceful, as idle eviction does) and a new one
+	// boots over the same file; the stream must find it.
+	mt := f.trees.tree(id)
+	require.NoError(t, mt.node.Inst.Close(context.Background()))
+	f.trees.mu.Lock()
+	mt.node = mt.tree.Boot(r)
+	f.trees.mu.Unlock()
+
+	require.Equal(t, 202, c.do("POST", "/v1/sessions/"+id+"/prompt", `{"text":"after restart"}`, nil))
+	feed <- "partial "
+	feed <- "answer "
+	for fr := range frames { // applied once its delta is out
+		if fr.event == string(event.TextDelta) && strings.Contains(fr.data, "answer") {
+			break
+		}
+	}
+	mt.tree.Clock.BlockUntil(3) // the step's wall, idle and checkpoint timers
+	mt.tree.Clock.Advance(runner.DefaultCheckpointEvery)
+	var snap struct {
+		Messages []struct {
+			Role    string
+			Text    string
+			Partial bool
+		}
+	}
+	for {
+		fr := <-frames
+		if fr.event == string(event.TextCheckpoint) {
+			break
+		}
+	}
+	require.Equal(t, 200, c.do("GET", "/v1/sessions/"+id, "", &snap))
+	require.NotEmpty(t, snap.Messages)
+	last := snap.Messages[len(snap.Messages)-1]
+	assert.True(t, last.Partial)
+	assert.Equal(t, "partial answer ", last.Text)
+
+	close(feed)
+	var types []string
+	for fr := range frames {
+		types = append(types, fr.event)
+	}
+	assert.Contains(t, types, string(event.ExecutionSucceeded), "events of the new instance reached the stream")
+}
