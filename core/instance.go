@@ -39,6 +39,10 @@ type Instance struct {
 	// an execution registered afterwards is cancelled with the same cause,
 	// so an abandoned instance never records a shutdown.
 	stopCause error
+	// stopped is set once Close has finished: later writes are refused with
+	// ErrClosed (the host may be closing the database under them), and
+	// callers find the tree's next instance.
+	stopped bool
 }
 
 // Open migrates the database, takes a new epoch and returns the instance. It
@@ -121,6 +125,9 @@ func (inst *Instance) stopAll(ctx context.Context, cause error) error {
 	idle := inst.cancelAll(cause)
 	select {
 	case <-idle:
+		inst.mu.Lock()
+		inst.stopped = true
+		inst.mu.Unlock()
 		inst.closeSubscriptions()
 		return nil
 	case <-ctx.Done():
@@ -157,6 +164,13 @@ func (inst *Instance) WaitIdle(ctx context.Context) error {
 	}
 }
 
+// Idle reports whether no execution runs in this instance right now.
+func (inst *Instance) Idle() bool {
+	inst.mu.Lock()
+	defer inst.mu.Unlock()
+	return len(inst.running) == 0
+}
+
 // RunningHere reports whether an execution of the session runs in this
 // instance.
 func (inst *Instance) RunningHere(sessionID string) bool {
@@ -165,12 +179,13 @@ func (inst *Instance) RunningHere(sessionID string) bool {
 	return inst.running[sessionID] != nil
 }
 
-// abandoned reports whether Abandon was called: a crashed instance writes
-// nothing more, whatever its goroutines still try.
-func (inst *Instance) abandoned() bool {
+// refusesWrites reports whether the instance writes nothing more: it was
+// abandoned (a crashed instance writes nothing, whatever its goroutines
+// still try) or its Close has finished.
+func (inst *Instance) refusesWrites() bool {
 	inst.mu.Lock()
 	defer inst.mu.Unlock()
-	return errors.Is(inst.stopCause, errAbandoned)
+	return inst.stopped || errors.Is(inst.stopCause, errAbandoned)
 }
 
 func (inst *Instance) isClosed() bool {

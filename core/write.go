@@ -43,8 +43,8 @@ func (inst *Instance) newWrite() *write {
 // that must land are not cancelled by the caller: the context only carries
 // values here.
 func (w *write) run(ctx context.Context, fn func(*txw) error) error {
-	if w.inst.abandoned() {
-		return fmt.Errorf("write after the instance was abandoned: %w", ErrClosed)
+	if w.inst.refusesWrites() {
+		return fmt.Errorf("write after the instance stopped: %w", ErrClosed)
 	}
 	var committed []event.Event
 	err := w.inst.host.DB.Tx(context.WithoutCancel(ctx), func(tx storage.Tx) error {

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/revenantrt/revenant/core"
+	"github.com/revenantrt/revenant/core/storage"
 )
 
 // ErrorType is the "type" of an error response. Each has one status code.
@@ -70,7 +71,7 @@ func (h *Handler) classify(err error) (ErrorType, string) {
 		return ErrConflict, cleanMessage(err)
 	case errors.Is(err, core.ErrInvalid):
 		return ErrInvalidRequest, cleanMessage(err)
-	case errors.Is(err, core.ErrFenced), errors.Is(err, core.ErrClosed):
+	case errors.Is(err, core.ErrFenced), errors.Is(err, core.ErrClosed), errors.Is(err, storage.ErrClosed):
 		return ErrUnavailable, "the session's host is restarting; try again"
 	}
 	h.log.Error("request failed", "err", err)

@@ -173,6 +173,11 @@ func (h *Handler) tree(r *http.Request, queryToken bool) (*core.Instance, string
 	}
 	id := r.PathValue("id")
 	inst, info, err := h.deps.Trees.Get(r.Context(), root(id))
+	if err == nil && inst.Closed() {
+		// Stopped between the lookup and now (idle eviction): the host
+		// boots the tree's next instance.
+		inst, info, err = h.deps.Trees.Get(r.Context(), root(id))
+	}
 	if err != nil {
 		return nil, "", "", err
 	}

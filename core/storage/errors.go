@@ -74,6 +74,10 @@ func CodeOf(err error) Code {
 	return 0
 }
 
+// ErrClosed is returned by a DB whose handle was closed. Callers treat it
+// like a stopped instance: find the tree's current instance and try again.
+var ErrClosed = errors.New("database is closed")
+
 // ErrNewerSchema is returned by migration when the database was written by a
 // newer schema than this build knows. Nothing is written in that case.
 var ErrNewerSchema = errors.New("database schema is newer than this build")

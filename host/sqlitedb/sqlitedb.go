@@ -104,8 +104,9 @@ func (db *DB) Close() error {
 	return mapErr(err)
 }
 
-// ErrClosed is returned by Tx on a closed DB.
-var ErrClosed = errors.New("sqlitedb: database is closed")
+// ErrClosed is returned by Tx on a closed DB. It is storage.ErrClosed, so
+// core and the API recognise it without importing this package.
+var ErrClosed = storage.ErrClosed
 
 // Tx implements storage.DB.
 func (db *DB) Tx(ctx context.Context, fn func(storage.Tx) error) (err error) {

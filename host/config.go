@@ -1,0 +1,105 @@
+package host
+
+import (
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/revenantrt/revenant/core"
+)
+
+// Defaults.
+const (
+	// DefaultIdleTimeout is how long an instance with no running execution
+	// stays open after its last use.
+	DefaultIdleTimeout = 5 * time.Minute
+	// BootConcurrency is how many trees Open boots at once.
+	BootConcurrency = 4
+	// Delivery retry: a wake-up whose boot or sweep failed is tried again
+	// after RetryMin, doubling up to RetryMax, while its row stays.
+	RetryMin = time.Second
+	RetryMax = time.Minute
+)
+
+// Config configures a Host. Zero fields take the documented defaults; Open
+// validates the rest.
+type Config struct {
+	// DataDir holds index.db and trees/<id>.db (REVENANT_DATA). Required;
+	// created if missing.
+	DataDir string
+	// Core configures every tree's instance.
+	Core core.Config
+	// Driver runs every tree's turns. Required. It is shared by all trees, so
+	// it must keep no per-turn state of its own (the runner keeps none).
+	Driver core.Driver
+	// IdleTimeout closes an instance with no running execution this long
+	// after its last use (Create or Get). Zero: DefaultIdleTimeout.
+	IdleTimeout time.Duration
+	// ManualEviction switches the eviction loop off; EvictIdle still steps
+	// it by hand. The loop otherwise runs every IdleTimeout/2 on Clock.
+	ManualEviction bool
+	// Clock gives time and timers. Nil: RealClock.
+	Clock core.Clock
+	// IDs mints ids for every tree. Nil: RandomIDs.
+	IDs core.IDSource
+	// Log receives the host's and the instances' logs, each instance's with
+	// its tree id. Nil discards them.
+	Log *slog.Logger
+
+	hooks hooks // tests only
+}
+
+// hooks let tests observe the host. Each is optional.
+type hooks struct {
+	// boot is called with the tree id just before its file is opened.
+	boot func(id string)
+	// delivered is called when a wake-up delivery has settled its row.
+	delivered func(id string, err error)
+}
+
+func (c Config) withDefaults() (Config, error) {
+	if c.DataDir == "" {
+		return c, errors.New("data directory is not set")
+	}
+	if c.Driver == nil {
+		return c, errors.New("driver is not set")
+	}
+	switch {
+	case c.IdleTimeout == 0:
+		c.IdleTimeout = DefaultIdleTimeout
+	case c.IdleTimeout < 0:
+		return c, fmt.Errorf("idle timeout %v is negative", c.IdleTimeout)
+	}
+	if c.Clock == nil {
+		c.Clock = RealClock{}
+	}
+	if c.IDs == nil {
+		c.IDs = RandomIDs{}
+	}
+	if c.Log == nil {
+		c.Log = slog.New(slog.DiscardHandler)
+	}
+	return c, nil
+}
+
+// RealClock is the system clock: Now is time.Now in integer milliseconds and
+// AfterFunc is time.AfterFunc.
+type RealClock struct{}
+
+// Now implements core.Clock.
+func (RealClock) Now() int64 { return time.Now().UnixMilli() }
+
+// AfterFunc implements core.Clock.
+func (RealClock) AfterFunc(d time.Duration, f func()) func() bool {
+	return time.AfterFunc(d, f).Stop
+}
+
+// RandomIDs mints 128-bit random ids from crypto/rand: 26 lowercase base32
+// characters, safe in URLs and as tree ids (file names).
+type RandomIDs struct{}
+
+// NewID implements core.IDSource.
+func (RandomIDs) NewID() string { return strings.ToLower(rand.Text()) }

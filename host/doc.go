@@ -1,0 +1,45 @@
+// Package host runs many trees on one machine, the way Cloudflare runs many
+// Durable Objects: one SQLite file per tree, at most one core.Instance per
+// active tree, a durable wake-up per tree, and idle eviction. It implements
+// api.Trees for the HTTP handler; the local server (cmd/revenant) and the
+// simulator use it.
+//
+// Layout of the data directory:
+//
+//	index.db        the host's index: trees(id, principal, created_at) and
+//	                wakeups(tree_id, at); its own schema, forward-only
+//	trees/<id>.db   one tree's database (core's schema), with -wal and -shm
+//
+// What it owns: which trees exist (the index), which tree files are open,
+// booting an instance on a tree (recovery.Boot: migrations, a new epoch, the
+// sweep, the re-arm), delivering each tree's wake-up (recovery.Wake on the
+// running instance, or a boot), closing idle instances, and deleting trees.
+// What happens inside a tree — claims, executions, fences, the claim lock
+// and the wake rules' ordering (DESIGN §4 rules 1–3) — is core's and
+// recovery's; host only stores and delivers wake-ups.
+//
+// Invariants:
+//   - At most one instance per tree: boots, evictions and deletes of a tree
+//     are serialized, and concurrent callers share one boot.
+//   - A wake-up row exists whenever the tree armed one, and is deleted only
+//     after a delivery has run to its end (sweep and re-arm) without arming
+//     again. A delivered wake-up is used up, but a crash during its delivery
+//     leaves the row, so the next Open boots the tree.
+//   - Open boots exactly the trees that have a wake-up row (every claim arms
+//     one), at most BootConcurrency at a time and in the background; it never
+//     opens another tree's file. A boot that fails keeps the row and retries
+//     with backoff. Boot never waits on executions.
+//   - Eviction and Close are graceful (core.Instance.Close: shutdown recorded,
+//     claims kept) and never remove a wake-up row.
+//   - A tree id is 1–64 ASCII letters, digits, '-' or '_' (ValidTreeID) before
+//     it ever becomes a path.
+//
+// What it must not do: hold its own lock while calling into core or doing
+// I/O; call time.Now or time.Sleep for anything a test must control (time
+// and timers come from Config.Clock; the eviction loop can be off and
+// stepped with EvictIdle); touch the schema or rows of a tree's database.
+//
+// Limits: eviction cannot see live subscriptions (core does not expose
+// them), so an instance watched by an event stream but otherwise unused is
+// evicted after IdleTimeout like any other.
+package host

@@ -1,0 +1,43 @@
+package host
+
+// WithHooks returns cfg with test hooks: boot is called with a tree id just
+// before its file is opened, delivered when a wake-up delivery has settled.
+func WithHooks(cfg Config, boot func(id string), delivered func(id string, err error)) Config {
+	cfg.hooks = hooks{boot: boot, delivered: delivered}
+	return cfg
+}
+
+// Crash stops the host the way SIGKILL would: timers and background work
+// stop, every tree database is closed without a shutdown record (so no
+// execution writes again) and its instance abandoned, and the index is
+// closed. Wake-up rows and claims stay exactly as they were.
+func (h *Host) Crash() {
+	h.mu.Lock()
+	h.closed.Store(true)
+	if h.evictStop != nil {
+		h.evictStop()
+	}
+	var wakers []*waker
+	for _, w := range h.wakers {
+		wakers = append(wakers, w)
+	}
+	h.mu.Unlock()
+	for _, w := range wakers {
+		w.stopTimer()
+	}
+	h.bgCancel()
+	h.bg.Wait()
+	h.mu.Lock()
+	var open []*entry
+	for _, e := range h.trees {
+		if e.inst != nil {
+			open = append(open, e)
+		}
+	}
+	h.mu.Unlock()
+	for _, e := range open {
+		e.db.Close()
+		e.inst.Abandon()
+	}
+	h.index.close()
+}

@@ -1,0 +1,253 @@
+package host_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/revenantrt/revenant/core"
+	"github.com/revenantrt/revenant/core/fakehost"
+	"github.com/revenantrt/revenant/core/storage"
+	"github.com/revenantrt/revenant/host"
+	"github.com/revenantrt/revenant/host/sqlitedb"
+	"github.com/revenantrt/revenant/internal/treetest"
+)
+
+var ctx = context.Background()
+
+// driver is a scripted stand-in for the turn runner, shared by every tree of
+// a host. A turn does what its prompt says:
+//
+//	hold      wait until cancelled (then stop without a record) or Release
+//	die once  stop without a record on its first run (as if the instance
+//	          died), answer on the next
+//	anything  answer at once
+//
+// Every Run is announced on started before it does anything.
+type driver struct {
+	started chan *core.Execution
+
+	mu      sync.Mutex
+	release chan struct{}
+	runs    map[string]int // by prompt id
+}
+
+func newDriver() *driver {
+	return &driver{started: make(chan *core.Execution, 256), release: make(chan struct{}), runs: map[string]int{}}
+}
+
+func (d *driver) Release() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	select {
+	case <-d.release:
+	default:
+		close(d.release)
+	}
+}
+
+func (d *driver) Run(ctx context.Context, x *core.Execution) core.Outcome {
+	d.mu.Lock()
+	d.runs[x.PromptID()]++
+	n, release := d.runs[x.PromptID()], d.release
+	d.mu.Unlock()
+	d.started <- x
+	switch x.Prompt() {
+	case "hold":
+		select {
+		case <-release:
+		case <-ctx.Done():
+			return core.Outcome{Kind: core.Stopped}
+		}
+	case "die once":
+		if n == 1 {
+			return core.Outcome{Kind: core.Stopped}
+		}
+	}
+	return treetest.Answer(ctx, x)
+}
+
+// next waits (bounded in real time, only to fail instead of hanging) for the
+// next execution to start.
+func (d *driver) next(t *testing.T) *core.Execution {
+	t.Helper()
+	select {
+	case x := <-d.started:
+		return x
+	case <-time.After(30 * time.Second):
+		t.Fatal("no execution started")
+		return nil
+	}
+}
+
+// env is one data directory with the fake host parts every host opened on
+// it shares.
+type env struct {
+	t     *testing.T
+	dir   string
+	clock *fakehost.Clock
+	ids   *fakehost.IDs
+	d     *driver
+	core  core.Config
+
+	mu        sync.Mutex
+	booted    []string        // tree ids whose files were opened, in order
+	delivered chan delivery   // settled wake-up deliveries
+	bootGate  func(id string) // optional: runs inside the boot hook
+}
+
+type delivery struct {
+	id  string
+	err error
+}
+
+func newEnv(t *testing.T) *env {
+	return &env{
+		t: t, dir: t.TempDir(), clock: fakehost.NewClock(treetest.Start), ids: &fakehost.IDs{Prefix: "id"},
+		d: newDriver(), core: core.NewConfig(), delivered: make(chan delivery, 256),
+	}
+}
+
+func (e *env) config() host.Config {
+	cfg := host.Config{DataDir: e.dir, Core: e.core, Driver: e.d, IdleTimeout: time.Minute,
+		ManualEviction: true, Clock: e.clock, IDs: e.ids}
+	return host.WithHooks(cfg, func(id string) {
+		e.mu.Lock()
+		e.booted = append(e.booted, id)
+		gate := e.bootGate
+		e.mu.Unlock()
+		if gate != nil {
+			gate(id)
+		}
+	}, func(id string, err error) { e.delivered <- delivery{id, err} })
+}
+
+// open opens a host on the directory and waits until Open's boots have run.
+func (e *env) open(cfg host.Config) *host.Host {
+	e.t.Helper()
+	e.mu.Lock()
+	e.booted = nil
+	e.mu.Unlock()
+	h, err := host.Open(ctx, cfg)
+	require.NoError(e.t, err)
+	e.t.Cleanup(func() { h.Close(ctx) })
+	select {
+	case <-h.Recovered():
+	case <-time.After(30 * time.Second):
+		e.t.Fatal("Open's boots did not finish")
+	}
+	return h
+}
+
+func (e *env) setGate(f func(id string)) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.bootGate = f
+}
+
+func (e *env) bootedIDs() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]string(nil), e.booted...)
+}
+
+// nextDelivery waits for the next settled wake-up delivery.
+func (e *env) nextDelivery() delivery {
+	e.t.Helper()
+	select {
+	case d := <-e.delivered:
+		return d
+	case <-time.After(30 * time.Second):
+		e.t.Fatal("no wake-up delivered")
+		return delivery{}
+	}
+}
+
+// tree creates a tree with its root session (as the API handler does).
+func (e *env) tree(h *host.Host, id string) *core.Instance {
+	e.t.Helper()
+	inst, err := h.Create(ctx, id, "alice")
+	require.NoError(e.t, err)
+	_, err = inst.CreateSession(ctx, core.NewSession{ID: id, Principal: "alice"})
+	require.NoError(e.t, err)
+	return inst
+}
+
+func admit(t *testing.T, inst *core.Instance, sessionID, text string) string {
+	t.Helper()
+	a, err := inst.Admit(ctx, sessionID, core.PromptInput{Text: text})
+	require.NoError(t, err)
+	return a.PromptID
+}
+
+func idle(t *testing.T, inst *core.Instance) {
+	t.Helper()
+	c, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	require.NoError(t, inst.WaitIdle(c))
+}
+
+func (e *env) treePath(id string) string { return filepath.Join(e.dir, "trees", id+".db") }
+
+// read runs fn on a fresh connection to a database file of the directory.
+func read(t *testing.T, path string, fn func(tx storage.Tx) error) {
+	t.Helper()
+	db, err := sqlitedb.Open(path, sqlitedb.Options{})
+	require.NoError(t, err)
+	defer db.Close()
+	require.NoError(t, db.Tx(ctx, fn))
+}
+
+func (e *env) promptState(treeID, promptID string) string {
+	e.t.Helper()
+	var s string
+	read(e.t, e.treePath(treeID), func(tx storage.Tx) error {
+		_, err := storage.QueryRow(tx, `SELECT state FROM prompts WHERE id = ?`, []any{promptID}, &s)
+		return err
+	})
+	return s
+}
+
+func (e *env) claimed(treeID, sessionID string) bool {
+	e.t.Helper()
+	var found bool
+	read(e.t, e.treePath(treeID), func(tx storage.Tx) error {
+		var err error
+		found, err = storage.QueryRow(tx, `SELECT 1 FROM claims WHERE session_id = ?`, []any{sessionID}, new(int64))
+		return err
+	})
+	return found
+}
+
+// wakeups reads index.wakeups.
+func (e *env) wakeups() map[string]int64 {
+	e.t.Helper()
+	out := map[string]int64{}
+	read(e.t, filepath.Join(e.dir, "index.db"), func(tx storage.Tx) error {
+		rows, err := tx.Query(`SELECT tree_id, at FROM wakeups`)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var id string
+			var at int64
+			if err := rows.Scan(&id, &at); err != nil {
+				return err
+			}
+			out[id] = at
+		}
+		return nil
+	})
+	return out
+}
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return !errors.Is(err, os.ErrNotExist)
+}

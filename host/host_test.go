@@ -1,0 +1,591 @@
+package host_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/revenantrt/revenant/core"
+	"github.com/revenantrt/revenant/core/api"
+	"github.com/revenantrt/revenant/core/event"
+	"github.com/revenantrt/revenant/core/model/offline"
+	"github.com/revenantrt/revenant/core/runner"
+	"github.com/revenantrt/revenant/core/storage"
+	"github.com/revenantrt/revenant/core/tool"
+	"github.com/revenantrt/revenant/host"
+	"github.com/revenantrt/revenant/host/sqlitedb"
+)
+
+func TestCreateGetListDelete(t *testing.T) {
+	e := newEnv(t)
+	h := e.open(e.config())
+
+	a := e.tree(h, "a")
+	e.clock.Advance(time.Millisecond)
+	e.tree(h, "d")
+	e.tree(h, "b") // same created_at as d: ordered by id
+	_, err := h.Create(ctx, "c", "bob")
+	require.NoError(t, err)
+
+	got, info, err := h.Get(ctx, "a")
+	require.NoError(t, err)
+	assert.Same(t, a, got, "one instance per tree")
+	assert.Equal(t, api.TreeInfo{RootID: "a", Principal: "alice", CreatedAt: e.clock.Now() - 1}, info)
+	_, err = h.Create(ctx, "a", "alice")
+	require.ErrorIs(t, err, api.ErrTreeExists)
+
+	page, next, err := h.List(ctx, "alice", "", 2)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"b", "d"}, rootIDs(page))
+	require.NotEmpty(t, next)
+	page, next2, err := h.List(ctx, "alice", next, 2)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"a"}, rootIDs(page))
+	assert.Empty(t, next2, "last page")
+	page, _, err = h.List(ctx, "bob", "", 0)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"c"}, rootIDs(page))
+	for _, bad := range []string{"x", "not base64!", "MTIz"} {
+		_, _, err = h.List(ctx, "alice", bad, 2)
+		require.ErrorIs(t, err, core.ErrInvalid, bad)
+	}
+
+	// A turn leaves the tree with a wake-up row and WAL files on disk.
+	pid := admit(t, a, "a", "hello")
+	idle(t, a)
+	assert.Equal(t, "succeeded", e.promptState("a", pid))
+	require.Contains(t, e.wakeups(), "a")
+	require.True(t, exists(e.treePath("a")+"-wal"))
+	assert.Equal(t, 4, h.Stats().Instances)
+
+	require.NoError(t, h.Delete(ctx, "a"))
+	for _, suffix := range []string{"", "-wal", "-shm"} {
+		assert.False(t, exists(e.treePath("a")+suffix), "a.db%s is gone", suffix)
+	}
+	assert.NotContains(t, e.wakeups(), "a")
+	_, _, err = h.Get(ctx, "a")
+	require.ErrorIs(t, err, api.ErrTreeNotFound)
+	require.ErrorIs(t, h.Delete(ctx, "a"), api.ErrTreeNotFound)
+	page, _, err = h.List(ctx, "alice", "", 10)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"b", "d"}, rootIDs(page))
+	assert.Equal(t, 3, h.Stats().Instances)
+
+	// The id is free again, for a new, empty tree.
+	fresh, err := h.Create(ctx, "a", "alice")
+	require.NoError(t, err)
+	_, err = fresh.Session(ctx, "a")
+	require.ErrorIs(t, err, core.ErrNotFound)
+}
+
+// An id taken by a tree that is not running here is still taken.
+func TestCreateTakenIDOfUnloadedTree(t *testing.T) {
+	e := newEnv(t)
+	h := e.open(e.config())
+	e.tree(h, "t")
+	require.NoError(t, h.Close(ctx))
+	h2 := e.open(e.config())
+	_, err := h2.Create(ctx, "t", "mallory")
+	require.ErrorIs(t, err, api.ErrTreeExists)
+	inst, info, err := h2.Get(ctx, "t")
+	require.NoError(t, err)
+	assert.Equal(t, "alice", info.Principal)
+	_, err = inst.Session(ctx, "t")
+	require.NoError(t, err, "the tree's file was left alone")
+}
+
+func rootIDs(trees []api.TreeInfo) []string {
+	out := []string{}
+	for _, t := range trees {
+		out = append(out, t.RootID)
+	}
+	return out
+}
+
+func TestTreeIDValidation(t *testing.T) {
+	e := newEnv(t)
+	h := e.open(e.config())
+	for _, id := range []string{"", ".", "..", "../x", "a/b", `a\b`, "a.b", "a b", "ä", "a\x00", strings.Repeat("x", 65), "/etc/passwd"} {
+		_, err := h.Create(ctx, id, "alice")
+		require.ErrorIs(t, err, host.ErrInvalidTreeID, "%q", id)
+		require.ErrorIs(t, err, core.ErrInvalid, "%q", id)
+		_, _, err = h.Get(ctx, id)
+		require.ErrorIs(t, err, api.ErrTreeNotFound, "%q", id)
+		require.ErrorIs(t, h.Delete(ctx, id), api.ErrTreeNotFound, "%q", id)
+		assert.False(t, host.ValidTreeID(id), "%q", id)
+	}
+	ents, err := os.ReadDir(filepath.Join(e.dir, "trees"))
+	require.NoError(t, err)
+	assert.Empty(t, ents, "no file for an invalid id")
+	assert.Zero(t, h.Stats().Boots)
+
+	for _, id := range []string{"a", "Z-9_x", strings.Repeat("x", 64), host.RandomIDs{}.NewID()} {
+		assert.True(t, host.ValidTreeID(id), "%q", id)
+		_, err := h.Create(ctx, id, "alice")
+		require.NoError(t, err, "%q", id)
+	}
+}
+
+func TestGetUnknownTreeCreatesNoFile(t *testing.T) {
+	e := newEnv(t)
+	h := e.open(e.config())
+	_, _, err := h.Get(ctx, "nope")
+	require.ErrorIs(t, err, api.ErrTreeNotFound)
+	assert.False(t, exists(e.treePath("nope")))
+	assert.Empty(t, e.bootedIDs())
+	assert.Zero(t, h.Stats().Instances)
+}
+
+// After a crash, Open boots exactly the trees with a wake-up row — the ones
+// with claims, and one whose last wake-up was not delivered yet — and never
+// opens another tree's file.
+func TestRestartBootsOnlyTreesWithWakeups(t *testing.T) {
+	e := newEnv(t)
+	h := e.open(e.config())
+	for _, id := range []string{"idle1", "idle2", "idle3"} {
+		e.tree(h, id)
+	}
+	prompts := map[string]string{}
+	for _, id := range []string{"claimed1", "claimed2"} {
+		prompts[id] = admit(t, e.tree(h, id), id, "hold")
+		e.d.next(t)
+	}
+	done := e.tree(h, "done")
+	admit(t, done, "done", "hi")
+	e.d.next(t)
+	idle(t, done)
+	assert.Equal(t, map[string]int64{
+		"claimed1": treeStart(10 * time.Second), "claimed2": treeStart(10 * time.Second), "done": treeStart(10 * time.Second),
+	}, e.wakeups())
+	h.Crash()
+
+	h2 := e.open(e.config())
+	assert.ElementsMatch(t, []string{"claimed1", "claimed2", "done"}, e.bootedIDs())
+	st := h2.Stats()
+	assert.Equal(t, 3, st.BootedAtOpen)
+	assert.Equal(t, int64(3), st.Boots)
+	for _, id := range []string{"idle1", "idle2", "idle3"} {
+		assert.True(t, exists(e.treePath(id)))
+		assert.False(t, exists(e.treePath(id)+"-wal"), "%s was not opened", id)
+	}
+	// The two claims resumed; "done" had nothing to do and its used-up
+	// wake-up row is gone; the claimed trees' rows were re-armed.
+	resumed := map[string]bool{}
+	for range 2 {
+		x := e.d.next(t)
+		assert.Equal(t, event.CauseResume, x.Cause())
+		resumed[x.SessionID()] = true
+	}
+	assert.Equal(t, map[string]bool{"claimed1": true, "claimed2": true}, resumed)
+	w := e.wakeups()
+	assert.NotContains(t, w, "done")
+	assert.Contains(t, w, "claimed1")
+	assert.Contains(t, w, "claimed2")
+
+	e.d.Release()
+	for id, pid := range prompts {
+		inst, _, err := h2.Get(ctx, id)
+		require.NoError(t, err)
+		idle(t, inst)
+		assert.Equal(t, "succeeded", e.promptState(id, pid))
+		assert.False(t, e.claimed(id, id))
+	}
+	assert.Equal(t, int64(3), h2.Stats().Boots, "Get found them running")
+}
+
+func treeStart(d time.Duration) int64 { return e0 + d.Milliseconds() }
+
+const e0 = 1767225600000 // treetest.Start
+
+// A prompt answered and then the process killed: the next Open resumes it
+// and the turn ends exactly once.
+func TestPromptAdmittedThenCrashResumesAfterReopen(t *testing.T) {
+	e := newEnv(t)
+	h := e.open(e.config())
+	inst := e.tree(h, "t")
+	pid := admit(t, inst, "t", "hold")
+	first := e.d.next(t)
+	h.Crash()
+	assert.True(t, e.claimed("t", "t"))
+	assert.Equal(t, "running", e.promptState("t", pid))
+
+	h2 := e.open(e.config())
+	x := e.d.next(t)
+	assert.Equal(t, pid, x.PromptID())
+	assert.NotEqual(t, first.ID(), x.ID())
+	assert.Equal(t, 1, x.Attempt())
+	e.d.Release()
+	inst2, _, err := h2.Get(ctx, "t")
+	require.NoError(t, err)
+	idle(t, inst2)
+	assert.Equal(t, "succeeded", e.promptState("t", pid))
+	assert.Equal(t, []event.Type{event.ExecutionSucceeded}, terminalTypes(t, inst2, "t"))
+}
+
+// Close is graceful: it records shutdown and keeps the claim, and the next
+// Open resumes the turn just as after a crash.
+func TestCloseRecordsShutdownAndReopenResumes(t *testing.T) {
+	e := newEnv(t)
+	h := e.open(e.config())
+	inst := e.tree(h, "t")
+	pid := admit(t, inst, "t", "hold")
+	e.d.next(t)
+	require.NoError(t, h.Close(ctx))
+	_, _, err := h.Get(ctx, "t")
+	require.ErrorIs(t, err, core.ErrClosed)
+
+	assert.True(t, e.claimed("t", "t"))
+	assert.Contains(t, e.wakeups(), "t")
+	h2 := e.open(e.config())
+	x := e.d.next(t)
+	assert.Equal(t, pid, x.PromptID())
+	e.d.Release()
+	inst2, _, err := h2.Get(ctx, "t")
+	require.NoError(t, err)
+	idle(t, inst2)
+	assert.Equal(t, "succeeded", e.promptState("t", pid))
+	all, err := inst2.Events(ctx, "t", 0, 0)
+	require.NoError(t, err)
+	var reasons []string
+	for _, ev := range all {
+		if ev.Type == event.ExecutionInterrupted {
+			var in event.Interrupted
+			require.NoError(t, ev.Decode(&in))
+			reasons = append(reasons, in.Reason)
+		}
+	}
+	assert.Equal(t, []string{event.ReasonShutdown}, reasons)
+}
+
+// An evicted tree whose execution died is brought back by its wake-up: the
+// timer fires, the host boots the tree, and the turn finishes.
+func TestWakeupBootsEvictedTree(t *testing.T) {
+	e := newEnv(t)
+	e.core = e.core.WithWakeInterval(time.Hour)
+	h := e.open(e.config())
+	inst := e.tree(h, "t")
+	pid := admit(t, inst, "t", "die once")
+	e.d.next(t)
+	idle(t, inst)
+
+	e.clock.Advance(time.Minute)
+	require.Equal(t, 1, h.EvictIdle(ctx))
+	assert.Zero(t, h.Stats().Instances)
+	assert.Equal(t, treeStart(time.Hour), e.wakeups()["t"], "eviction keeps the wake-up row")
+	assert.Equal(t, []string{"t"}, e.bootedIDs())
+
+	e.clock.Set(treeStart(time.Hour))
+	x := e.d.next(t) // booted by the wake-up, resumed by its sweep
+	assert.Equal(t, pid, x.PromptID())
+	assert.Equal(t, event.CauseResume, x.Cause())
+	require.NoError(t, e.nextDelivery().err)
+	assert.Equal(t, []string{"t", "t"}, e.bootedIDs())
+	inst2, _, err := h.Get(ctx, "t")
+	require.NoError(t, err)
+	assert.NotSame(t, inst, inst2)
+	idle(t, inst2)
+	assert.Equal(t, "succeeded", e.promptState("t", pid))
+	assert.Equal(t, int64(2), h.Stats().Boots)
+}
+
+func TestIdleEvictionClosesIdleInstancesAndKeepsClaimedWakeups(t *testing.T) {
+	e := newEnv(t)
+	e.core = e.core.WithWakeInterval(time.Hour) // no wake-up fires during the test
+	h := e.open(e.config())
+	e.tree(h, "idle")
+	claimed := e.tree(h, "claimed")
+	admit(t, claimed, "claimed", "die once")
+	e.d.next(t)
+	idle(t, claimed)
+	running := e.tree(h, "running")
+	admit(t, running, "running", "hold")
+	e.d.next(t)
+	e.tree(h, "recent")
+
+	e.clock.Advance(time.Minute - time.Millisecond)
+	assert.Zero(t, h.EvictIdle(ctx), "nothing unused for IdleTimeout yet")
+	e.clock.Advance(time.Millisecond)
+	_, _, err := h.Get(ctx, "recent")
+	require.NoError(t, err)
+	assert.Equal(t, 2, h.EvictIdle(ctx))
+	st := h.Stats()
+	assert.Equal(t, 2, st.Instances, "running and recent stay")
+	assert.Equal(t, int64(2), st.Evictions)
+	w := e.wakeups()
+	assert.Contains(t, w, "claimed")
+	assert.Contains(t, w, "running")
+	assert.NotContains(t, w, "idle")
+	assert.True(t, e.claimed("claimed", "claimed"))
+	assert.False(t, exists(e.treePath("idle")+"-wal"), "closed")
+	assert.True(t, exists(e.treePath("running")+"-wal"), "open")
+
+	// An evicted tree boots again on Get, with its state.
+	inst, _, err := h.Get(ctx, "idle")
+	require.NoError(t, err)
+	_, err = inst.Session(ctx, "idle")
+	require.NoError(t, err)
+	e.d.Release()
+	idle(t, running)
+}
+
+// The eviction loop runs on the host clock: no sleeps, no real time.
+func TestEvictionLoopRunsOnTheClock(t *testing.T) {
+	e := newEnv(t)
+	cfg := e.config()
+	cfg.ManualEviction = false
+	h := e.open(cfg)
+	e.tree(h, "t")
+	require.Equal(t, 1, e.clock.Pending(), "only the eviction loop's timer")
+	e.clock.Advance(time.Minute)
+	e.clock.BlockUntil(1) // the loop ran and scheduled its next step
+	assert.Zero(t, h.Stats().Instances)
+	assert.Equal(t, int64(1), h.Stats().Evictions)
+}
+
+func TestConcurrentGetsBootOnce(t *testing.T) {
+	e := newEnv(t)
+	h := e.open(e.config())
+	e.tree(h, "t")
+	require.NoError(t, h.Close(ctx))
+
+	gate := make(chan struct{})
+	e.setGate(func(string) { <-gate })
+	h2 := e.open(e.config())
+	const n = 16
+	insts := make([]*core.Instance, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			inst, _, err := h2.Get(ctx, "t")
+			assert.NoError(t, err)
+			insts[i] = inst
+		})
+	}
+	close(gate)
+	wg.Wait()
+	for _, inst := range insts {
+		assert.Same(t, insts[0], inst)
+	}
+	assert.Equal(t, []string{"t"}, e.bootedIDs())
+	assert.Equal(t, int64(1), h2.Stats().Boots)
+}
+
+// A wake-up delivered while the turn runs here is used up, and the handler
+// re-arms before it ends; the row is never deleted meanwhile.
+func TestWakeupWhileRunningRearms(t *testing.T) {
+	e := newEnv(t)
+	h := e.open(e.config())
+	inst := e.tree(h, "t")
+	pid := admit(t, inst, "t", "hold")
+	e.d.next(t)
+	e.clock.Advance(10 * time.Second)
+	require.NoError(t, e.nextDelivery().err)
+	assert.Equal(t, treeStart(20*time.Second), e.wakeups()["t"])
+	h.Crash() // the re-armed row brings the turn back
+
+	e.d.Release()
+	h2 := e.open(e.config())
+	e.d.next(t)
+	inst2, _, err := h2.Get(ctx, "t")
+	require.NoError(t, err)
+	idle(t, inst2)
+	assert.Equal(t, "succeeded", e.promptState("t", pid))
+}
+
+// The row of a wake-up is deleted only once its delivery has run: a crash
+// during the boot that delivers it leaves the row for the next Open.
+func TestWakeupRowKeptUntilDeliveryEnds(t *testing.T) {
+	e := newEnv(t)
+	h := e.open(e.config())
+	inst := e.tree(h, "t")
+	admit(t, inst, "t", "hold")
+	e.d.next(t)
+	h.Crash()
+	row := e.wakeups()["t"]
+
+	inBoot, resume := make(chan struct{}), make(chan struct{})
+	e.setGate(func(string) { close(inBoot); <-resume })
+	cfg := e.config()
+	h2, err := host.Open(ctx, cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { h2.Close(ctx) })
+	<-inBoot
+	assert.Equal(t, row, e.wakeups()["t"], "the row stays while it is being delivered")
+	e.setGate(nil)
+	close(resume)
+	<-h2.Recovered()
+	e.d.next(t)
+	assert.Greater(t, e.wakeups()["t"], int64(0), "re-armed by the boot")
+	e.d.Release()
+	inst2, _, err := h2.Get(ctx, "t")
+	require.NoError(t, err)
+	idle(t, inst2)
+}
+
+// Deleting an evicted tree removes its files and its wake-up, and its timer
+// no longer exists to boot it.
+func TestDeleteEvictedTreeWithWakeup(t *testing.T) {
+	e := newEnv(t)
+	e.core = e.core.WithWakeInterval(time.Hour)
+	h := e.open(e.config())
+	inst := e.tree(h, "t")
+	admit(t, inst, "t", "die once")
+	e.d.next(t)
+	idle(t, inst)
+	e.clock.Advance(time.Minute)
+	require.Equal(t, 1, h.EvictIdle(ctx))
+	require.Equal(t, 1, e.clock.Pending(), "the wake-up's timer")
+	require.Contains(t, e.wakeups(), "t")
+
+	require.NoError(t, h.Delete(ctx, "t"))
+	assert.Zero(t, e.clock.Pending())
+	assert.NotContains(t, e.wakeups(), "t")
+	assert.False(t, exists(e.treePath("t")))
+	_, _, err := h.Get(ctx, "t")
+	require.ErrorIs(t, err, api.ErrTreeNotFound)
+	assert.Equal(t, []string{"t"}, e.bootedIDs(), "Delete did not boot it")
+}
+
+func TestOpenValidatesConfig(t *testing.T) {
+	d := newDriver()
+	for name, cfg := range map[string]host.Config{
+		"no data dir":        {Driver: d},
+		"no driver":          {DataDir: t.TempDir()},
+		"negative idle":      {DataDir: t.TempDir(), Driver: d, IdleTimeout: -time.Second},
+		"data dir is a file": {DataDir: filepath.Join(writeFile(t), "x"), Driver: d},
+	} {
+		_, err := host.Open(ctx, cfg)
+		require.Error(t, err, name)
+	}
+}
+
+func writeFile(t *testing.T) string {
+	p := filepath.Join(t.TempDir(), "f")
+	require.NoError(t, os.WriteFile(p, nil, 0o600))
+	return p
+}
+
+// A delivered wake-up that finds nothing to do is used up: its row goes.
+func TestWakeupWithoutWorkDeletesRow(t *testing.T) {
+	e := newEnv(t)
+	h := e.open(e.config())
+	inst := e.tree(h, "t")
+	admit(t, inst, "t", "hi")
+	e.d.next(t)
+	idle(t, inst)
+	require.Contains(t, e.wakeups(), "t")
+	e.clock.Advance(10 * time.Second)
+	require.NoError(t, e.nextDelivery().err)
+	assert.NotContains(t, e.wakeups(), "t")
+	assert.Zero(t, h.Stats().Wakeups)
+}
+
+// A tree whose boot fails does not stop the host: it is logged, keeps its
+// wake-up row, and is retried with backoff.
+func TestBootFailureKeepsWakeupAndRetries(t *testing.T) {
+	e := newEnv(t)
+	h := e.open(e.config())
+	for _, id := range []string{"bad", "good"} {
+		admit(t, e.tree(h, id), id, "hold")
+		e.d.next(t)
+	}
+	h.Crash()
+	require.NoError(t, os.WriteFile(e.treePath("bad"), []byte(strings.Repeat("not a database ", 400)), 0o600))
+
+	h2 := e.open(e.config())
+	require.Equal(t, "good", e.d.next(t).SessionID())
+	st := h2.Stats()
+	assert.Equal(t, 2, st.BootedAtOpen)
+	assert.Equal(t, int64(1), st.Boots)
+	assert.Equal(t, int64(1), st.BootFailures)
+	assert.Equal(t, 1, st.Instances)
+	assert.Contains(t, e.wakeups(), "bad")
+	failed := map[string]bool{}
+	for range 2 {
+		d := e.nextDelivery()
+		failed[d.id] = d.err != nil
+	}
+	assert.Equal(t, map[string]bool{"bad": true, "good": false}, failed)
+
+	e.clock.Advance(host.RetryMin) // the retry
+	d := e.nextDelivery()
+	assert.Equal(t, "bad", d.id)
+	require.Error(t, d.err)
+	assert.Equal(t, int64(2), h2.Stats().BootFailures)
+	assert.Contains(t, e.wakeups(), "bad")
+	_, _, err := h2.Get(ctx, "bad")
+	require.Error(t, err)
+	e.d.Release()
+}
+
+// The default clock, ids and the real turn runner with the offline model.
+func TestRealRunnerWithDefaults(t *testing.T) {
+	dir := t.TempDir()
+	reg, err := tool.NewRegistry()
+	require.NoError(t, err)
+	r, err := runner.New(offline.New(host.RealClock{}, offline.Options{}), reg, runner.NewConfig())
+	require.NoError(t, err)
+	h, err := host.Open(ctx, host.Config{DataDir: dir, Core: core.NewConfig(), Driver: r})
+	require.NoError(t, err)
+	id := host.RandomIDs{}.NewID()
+	inst, err := h.Create(ctx, id, "alice")
+	require.NoError(t, err)
+	_, err = inst.CreateSession(ctx, core.NewSession{ID: id, Principal: "alice"})
+	require.NoError(t, err)
+	admit(t, inst, id, "hello there")
+	idle(t, inst)
+	assert.Equal(t, []event.Type{event.ExecutionSucceeded}, terminalTypes(t, inst, id))
+	require.NoError(t, h.Close(ctx))
+
+	h2, err := host.Open(ctx, host.Config{DataDir: dir, Core: core.NewConfig(), Driver: r})
+	require.NoError(t, err)
+	defer h2.Close(ctx)
+	c, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	select {
+	case <-h2.Recovered():
+	case <-c.Done():
+		t.Fatal("boot did not finish")
+	}
+	inst2, info, err := h2.Get(ctx, id)
+	require.NoError(t, err)
+	assert.Equal(t, "alice", info.Principal)
+	assert.Equal(t, []event.Type{event.ExecutionSucceeded}, terminalTypes(t, inst2, id))
+}
+
+func terminalTypes(t *testing.T, inst *core.Instance, sessionID string) []event.Type {
+	t.Helper()
+	evs, err := inst.Events(ctx, sessionID, 0, 0)
+	require.NoError(t, err)
+	var out []event.Type
+	for _, ev := range evs {
+		if ev.IsTerminal() {
+			out = append(out, ev.Type)
+		}
+	}
+	return out
+}
+
+// An index written by a newer build is refused before any write.
+func TestIndexFromNewerSchemaRefused(t *testing.T) {
+	e := newEnv(t)
+	h := e.open(e.config())
+	require.NoError(t, h.Close(ctx))
+	path := filepath.Join(e.dir, "index.db")
+	db, err := sqlitedb.Open(path, sqlitedb.Options{})
+	require.NoError(t, err)
+	require.NoError(t, db.Tx(ctx, func(tx storage.Tx) error {
+		_, err := tx.Exec(`PRAGMA user_version = 2`)
+		return err
+	}))
+	require.NoError(t, db.Close())
+	_, err = host.Open(ctx, e.config())
+	require.ErrorContains(t, err, "newer")
+}

@@ -1,0 +1,215 @@
+package host
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/revenantrt/revenant/core"
+	"github.com/revenantrt/revenant/core/api"
+	"github.com/revenantrt/revenant/core/storage"
+	"github.com/revenantrt/revenant/host/sqlitedb"
+)
+
+// index.db is the host's own database: which trees exist, and which have a
+// wake-up armed. It never holds anything of a tree's state. Its schema is
+// versioned with PRAGMA user_version, forward-only: a version this code does
+// not know is refused before any write.
+const indexVersion = 1
+
+var indexSchema = []string{
+	`CREATE TABLE trees (
+	  id         TEXT    PRIMARY KEY,
+	  principal  TEXT    NOT NULL,
+	  created_at INTEGER NOT NULL
+	) WITHOUT ROWID`,
+	`CREATE INDEX trees_by_principal ON trees (principal, created_at DESC, id)`,
+	// One row per tree whose wake-up is armed: at is when it fires (ms).
+	`CREATE TABLE wakeups (
+	  tree_id TEXT    PRIMARY KEY,
+	  at      INTEGER NOT NULL
+	) WITHOUT ROWID`,
+	`PRAGMA user_version = 1`,
+}
+
+type index struct{ db *sqlitedb.DB }
+
+func openIndex(ctx context.Context, path string) (*index, error) {
+	db, err := sqlitedb.Open(path, sqlitedb.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("open index: %w", err)
+	}
+	err = db.Tx(ctx, func(tx storage.Tx) error {
+		var v int64
+		if _, err := storage.QueryRow(tx, `PRAGMA user_version`, nil, &v); err != nil {
+			return err
+		}
+		switch {
+		case v == indexVersion:
+			return nil
+		case v > indexVersion:
+			return fmt.Errorf("index schema version %d is newer than this build's %d", v, indexVersion)
+		}
+		for _, q := range indexSchema {
+			if _, err := tx.Exec(q); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open index: %w", err)
+	}
+	return &index{db: db}, nil
+}
+
+func (ix *index) close() error { return ix.db.Close() }
+
+// insertTree adds a tree's row; false if the id is taken.
+func (ix *index) insertTree(ctx context.Context, info api.TreeInfo) (bool, error) {
+	var n int64
+	err := ix.db.Tx(ctx, func(tx storage.Tx) error {
+		var err error
+		n, err = tx.Exec(`INSERT INTO trees (id, principal, created_at) VALUES (?, ?, ?) ON CONFLICT (id) DO NOTHING`,
+			info.RootID, info.Principal, info.CreatedAt)
+		return err
+	})
+	return n == 1, err
+}
+
+func (ix *index) tree(ctx context.Context, id string) (api.TreeInfo, bool, error) {
+	info := api.TreeInfo{RootID: id}
+	var found bool
+	err := ix.db.Tx(ctx, func(tx storage.Tx) error {
+		var err error
+		found, err = storage.QueryRow(tx, `SELECT principal, created_at FROM trees WHERE id = ?`, []any{id}, &info.Principal, &info.CreatedAt)
+		return err
+	})
+	return info, found, err
+}
+
+// deleteTree removes the tree's rows (its wake-up too); false if there was
+// no tree row.
+func (ix *index) deleteTree(ctx context.Context, id string) (bool, error) {
+	var n int64
+	err := ix.db.Tx(ctx, func(tx storage.Tx) error {
+		var err error
+		if n, err = tx.Exec(`DELETE FROM trees WHERE id = ?`, id); err != nil {
+			return err
+		}
+		_, err = tx.Exec(`DELETE FROM wakeups WHERE tree_id = ?`, id)
+		return err
+	})
+	return n == 1, err
+}
+
+// list is one page of a principal's trees, newest first, after the cursor.
+func (ix *index) list(ctx context.Context, principal string, after *listCursor, limit int) ([]api.TreeInfo, bool, error) {
+	var out []api.TreeInfo
+	err := ix.db.Tx(ctx, func(tx storage.Tx) error {
+		var rows *storage.Rows
+		var err error
+		if after == nil {
+			rows, err = tx.Query(`SELECT id, principal, created_at FROM trees WHERE principal = ?
+				ORDER BY created_at DESC, id LIMIT ?`, principal, limit+1)
+		} else {
+			rows, err = tx.Query(`SELECT id, principal, created_at FROM trees WHERE principal = ?
+				AND (created_at < ? OR (created_at = ? AND id > ?))
+				ORDER BY created_at DESC, id LIMIT ?`, principal, after.createdAt, after.createdAt, after.id, limit+1)
+		}
+		if err != nil {
+			return err
+		}
+		out = make([]api.TreeInfo, 0, rows.Len())
+		for rows.Next() {
+			var t api.TreeInfo
+			if err := rows.Scan(&t.RootID, &t.Principal, &t.CreatedAt); err != nil {
+				return err
+			}
+			out = append(out, t)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	more := len(out) > limit
+	if more {
+		out = out[:limit]
+	}
+	return out, more, nil
+}
+
+// setWakeup stores the tree's wake-up time, replacing any.
+func (ix *index) setWakeup(ctx context.Context, id string, at int64) error {
+	return ix.db.Tx(ctx, func(tx storage.Tx) error {
+		_, err := tx.Exec(`INSERT INTO wakeups (tree_id, at) VALUES (?, ?) ON CONFLICT (tree_id) DO UPDATE SET at = excluded.at`, id, at)
+		return err
+	})
+}
+
+func (ix *index) deleteWakeup(ctx context.Context, id string) error {
+	return ix.db.Tx(ctx, func(tx storage.Tx) error {
+		_, err := tx.Exec(`DELETE FROM wakeups WHERE tree_id = ?`, id)
+		return err
+	})
+}
+
+type wakeupRow struct {
+	treeID string
+	at     int64
+}
+
+func (ix *index) wakeups(ctx context.Context) ([]wakeupRow, error) {
+	var out []wakeupRow
+	err := ix.db.Tx(ctx, func(tx storage.Tx) error {
+		rows, err := tx.Query(`SELECT tree_id, at FROM wakeups ORDER BY at, tree_id`)
+		if err != nil {
+			return err
+		}
+		out = make([]wakeupRow, 0, rows.Len())
+		for rows.Next() {
+			var r wakeupRow
+			if err := rows.Scan(&r.treeID, &r.at); err != nil {
+				return err
+			}
+			out = append(out, r)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// listCursor is where a page of List ends: the last tree's created_at and
+// id. It travels as an opaque URL-safe string.
+type listCursor struct {
+	createdAt int64
+	id        string
+}
+
+func (c listCursor) encode() string {
+	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(c.createdAt, 10) + ":" + c.id))
+}
+
+func decodeCursor(s string) (*listCursor, error) {
+	if s == "" {
+		return nil, nil
+	}
+	bad := fmt.Errorf("list trees: cursor %q is not one this server returned: %w", s, core.ErrInvalid)
+	raw, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return nil, bad
+	}
+	at, id, ok := strings.Cut(string(raw), ":")
+	if !ok || !ValidTreeID(id) {
+		return nil, bad
+	}
+	n, err := strconv.ParseInt(at, 10, 64)
+	if err != nil {
+		return nil, bad
+	}
+	return &listCursor{createdAt: n, id: id}, nil
+}

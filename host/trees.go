@@ -1,0 +1,216 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+
+	"github.com/revenantrt/revenant/core"
+	"github.com/revenantrt/revenant/core/api"
+)
+
+// MaxTreeIDLen is the longest tree id accepted.
+const MaxTreeIDLen = 64
+
+// DefaultListLimit is the page size List uses when asked for none.
+const DefaultListLimit = 50
+
+// ErrInvalidTreeID is returned by Create for an id that is not 1–64 ASCII
+// letters, digits, '-' or '_'. It wraps core.ErrInvalid (a client mistake).
+var ErrInvalidTreeID = fmt.Errorf("tree id must be 1-%d letters, digits, '-' or '_': %w", MaxTreeIDLen, core.ErrInvalid)
+
+// ValidTreeID reports whether id may name a tree. Tree ids become file
+// names, so nothing else ever reaches the file system.
+func ValidTreeID(id string) bool {
+	if len(id) == 0 || len(id) > MaxTreeIDLen {
+		return false
+	}
+	for _, c := range []byte(id) {
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '-', c == '_':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// Create implements api.Trees: it adds the tree's index row, creates its
+// database file and boots an instance on it.
+func (h *Host) Create(ctx context.Context, rootID, principal string) (*core.Instance, error) {
+	if !ValidTreeID(rootID) {
+		return nil, fmt.Errorf("create tree %q: %w", rootID, ErrInvalidTreeID)
+	}
+	h.mu.Lock()
+	if h.closed.Load() {
+		h.mu.Unlock()
+		return nil, ErrClosed
+	}
+	if h.trees[rootID] != nil {
+		h.mu.Unlock()
+		return nil, fmt.Errorf("create tree %s: %w", rootID, api.ErrTreeExists)
+	}
+	e := &entry{id: rootID, busy: make(chan struct{})}
+	h.trees[rootID] = e
+	h.mu.Unlock()
+
+	err := h.create(context.WithoutCancel(ctx), e, principal)
+	// A Get that waited on a failed Create looks again: the failure (an id
+	// taken by a tree not running here, say) is not its answer.
+	h.finishBoot(e, err, false)
+	if err != nil {
+		return nil, err
+	}
+	return e.inst, nil
+}
+
+func (h *Host) create(ctx context.Context, e *entry, principal string) error {
+	info := api.TreeInfo{RootID: e.id, Principal: principal, CreatedAt: h.cfg.Clock.Now()}
+	ok, err := h.index.insertTree(ctx, info)
+	if err != nil {
+		return fmt.Errorf("create tree %s: %w", e.id, err)
+	}
+	if !ok {
+		return fmt.Errorf("create tree %s: %w", e.id, api.ErrTreeExists)
+	}
+	// The id had no row, so any file under its name is left over from a
+	// Delete that died between removing the row and the file.
+	if err := h.removeFiles(e.id); err != nil {
+		return errors.Join(fmt.Errorf("create tree %s: %w", e.id, err), h.dropRow(ctx, e.id))
+	}
+	if _, err := h.boot(ctx, e, &info); err != nil {
+		return errors.Join(err, h.dropRow(ctx, e.id), h.removeFiles(e.id))
+	}
+	return nil
+}
+
+func (h *Host) dropRow(ctx context.Context, id string) error {
+	if _, err := h.index.deleteTree(ctx, id); err != nil {
+		return fmt.Errorf("undo tree %s: %w", id, err)
+	}
+	return nil
+}
+
+// Get implements api.Trees. An id that is not a valid tree id, or has no
+// index row, is api.ErrTreeNotFound; no file is created for it.
+func (h *Host) Get(ctx context.Context, rootID string) (*core.Instance, api.TreeInfo, error) {
+	if !ValidTreeID(rootID) {
+		return nil, api.TreeInfo{}, fmt.Errorf("get tree %q: %w", rootID, api.ErrTreeNotFound)
+	}
+	e, _, err := h.activate(ctx, rootID, true)
+	if err != nil {
+		return nil, api.TreeInfo{}, err
+	}
+	return e.inst, e.info, nil
+}
+
+// List implements api.Trees. The cursor is opaque; one this host did not
+// return is an error wrapping core.ErrInvalid. limit <= 0 means
+// DefaultListLimit.
+func (h *Host) List(ctx context.Context, principal, cursor string, limit int) ([]api.TreeInfo, string, error) {
+	after, err := decodeCursor(cursor)
+	if err != nil {
+		return nil, "", err
+	}
+	if limit <= 0 {
+		limit = DefaultListLimit
+	}
+	if h.closed.Load() {
+		return nil, "", ErrClosed
+	}
+	trees, more, err := h.index.list(ctx, principal, after, limit)
+	if err != nil {
+		return nil, "", fmt.Errorf("list trees: %w", err)
+	}
+	next := ""
+	if more {
+		last := trees[len(trees)-1]
+		next = listCursor{createdAt: last.CreatedAt, id: last.RootID}.encode()
+	}
+	return trees, next, nil
+}
+
+// Delete implements api.Trees: it closes the tree's instance, forgets its
+// wake-up, removes its index rows and then its files (database, -wal,
+// -shm). An unknown tree is api.ErrTreeNotFound.
+func (h *Host) Delete(ctx context.Context, rootID string) error {
+	if !ValidTreeID(rootID) {
+		return fmt.Errorf("delete tree %q: %w", rootID, api.ErrTreeNotFound)
+	}
+	var e *entry
+	for e == nil {
+		h.mu.Lock()
+		if h.closed.Load() {
+			h.mu.Unlock()
+			return ErrClosed
+		}
+		cur := h.trees[rootID]
+		switch {
+		case cur == nil:
+			e = &entry{id: rootID, busy: make(chan struct{})}
+			h.trees[rootID] = e
+		case cur.busy == nil:
+			e = cur
+			e.busy = make(chan struct{})
+		}
+		h.mu.Unlock()
+		if cur != nil && e == nil {
+			select {
+			case <-cur.busy:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+	}
+	err := h.delete(ctx, e)
+	h.mu.Lock()
+	delete(h.trees, rootID)
+	delete(h.wakers, rootID)
+	close(e.busy)
+	e.busy = nil
+	h.mu.Unlock()
+	return err
+}
+
+func (h *Host) delete(ctx context.Context, e *entry) error {
+	var errs []error
+	if e.inst != nil {
+		// Errors here are the instance's own (executions slow to stop); the
+		// tree is going away regardless.
+		if err := closeEntry(ctx, e); err != nil {
+			h.log.Warn("delete tree: close instance", "tree", e.id, "err", err)
+		}
+	}
+	h.mu.Lock()
+	w := h.wakers[e.id]
+	h.mu.Unlock()
+	if w != nil {
+		w.retire()
+	}
+	found, err := h.index.deleteTree(context.WithoutCancel(ctx), e.id)
+	if err != nil {
+		return fmt.Errorf("delete tree %s: %w", e.id, err)
+	}
+	if err := h.removeFiles(e.id); err != nil {
+		errs = append(errs, fmt.Errorf("delete tree %s: %w", e.id, err))
+	}
+	if !found && len(errs) == 0 {
+		return fmt.Errorf("delete tree %s: %w", e.id, api.ErrTreeNotFound)
+	}
+	return errors.Join(errs...)
+}
+
+// removeFiles removes the tree's database and its WAL and shared-memory
+// files; missing ones are fine.
+func (h *Host) removeFiles(id string) error {
+	var errs []error
+	p := h.treePath(id)
+	for _, f := range []string{p, p + "-wal", p + "-shm", p + "-journal"} {
+		if err := os.Remove(f); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}

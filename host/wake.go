@@ -1,0 +1,205 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/revenantrt/revenant/core"
+	"github.com/revenantrt/revenant/core/api"
+	"github.com/revenantrt/revenant/recovery"
+)
+
+// waker is a tree's one wake-up (core.Waker): a row in index.wakeups, which
+// survives the process, and an in-memory timer that delivers it. It outlives
+// the tree's instances: an evicted tree's timer still fires and boots it.
+//
+// A delivered wake-up is used up (DESIGN §4), but its row is deleted only
+// after the delivery (a boot, or recovery.Wake) has run to its end: the
+// handler's last act re-arms while work remains, and a crash anywhere before
+// that must leave the row for the next Open. So while a delivery runs, the
+// row is marked used up in memory: the first Arm replaces it instead of
+// keeping the earlier time, and the row is deleted at the end only if
+// nothing armed it meanwhile.
+type waker struct {
+	h  *Host
+	id string
+
+	mu         sync.Mutex // held across the index write of an arm, never while calling core
+	row        int64      // at stored in index.wakeups; 0: no row
+	timerAt    int64      // when the timer fires; 0: no timer
+	stop       func() bool
+	gen        uint64 // identifies the current timer; a stale one does nothing
+	delivering bool   // a delivery runs; the row's time is used up
+	rearmed    bool   // Arm was called during the current delivery
+	again      bool   // the timer fired during the current delivery
+	failures   int    // consecutive failed deliveries
+	retired    bool   // the tree was deleted
+}
+
+var _ core.Waker = (*waker)(nil)
+
+// wakerFor returns the tree's waker, creating it.
+func (h *Host) wakerFor(id string) *waker {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	w := h.wakers[id]
+	if w == nil {
+		w = &waker{h: h, id: id}
+		h.wakers[id] = w
+	}
+	return w
+}
+
+// Arm implements core.Waker: durably store min(existing, at), or at itself
+// when the existing row was just delivered, then (re)schedule the timer.
+func (w *waker) Arm(ctx context.Context, at int64) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.retired {
+		return fmt.Errorf("arm wake-up of tree %s: %w", w.id, api.ErrTreeNotFound)
+	}
+	row := w.row
+	switch {
+	case w.delivering && !w.rearmed, row == 0, at < row:
+		row = at
+	}
+	if row != w.row {
+		if err := w.h.index.setWakeup(ctx, w.id, row); err != nil {
+			return fmt.Errorf("arm wake-up of tree %s: %w", w.id, err)
+		}
+		w.row = row
+	}
+	if w.delivering {
+		w.rearmed = true
+	}
+	w.scheduleLocked(at)
+	return nil
+}
+
+// scheduleLocked makes the timer fire no later than at.
+func (w *waker) scheduleLocked(at int64) {
+	if w.h.closed.Load() || w.retired || (w.timerAt != 0 && w.timerAt <= at) {
+		return
+	}
+	if w.stop != nil {
+		w.stop()
+	}
+	w.gen++
+	gen := w.gen
+	w.timerAt = at
+	d := time.Duration(max(at-w.h.cfg.Clock.Now(), 0)) * time.Millisecond
+	w.stop = w.h.cfg.Clock.AfterFunc(d, func() { w.fire(gen) })
+}
+
+func (w *waker) stopTimer() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.stop != nil {
+		w.stop()
+	}
+	w.stop, w.timerAt = nil, 0
+	w.gen++
+}
+
+// retire forgets the wake-up of a deleted tree; its row is deleted with the
+// tree's.
+func (w *waker) retire() {
+	w.stopTimer()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.retired, w.row = true, 0
+}
+
+func (w *waker) armed() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.row != 0
+}
+
+// fire is the timer's callback.
+func (w *waker) fire(gen uint64) {
+	w.mu.Lock()
+	if gen != w.gen || w.retired || w.h.closed.Load() {
+		w.mu.Unlock()
+		return
+	}
+	w.stop, w.timerAt = nil, 0
+	if w.delivering {
+		w.again = true
+		w.mu.Unlock()
+		return
+	}
+	w.delivering, w.rearmed = true, false
+	w.mu.Unlock()
+	if !w.h.goBackground(w.deliverLoop) {
+		w.mu.Lock()
+		w.delivering = false
+		w.mu.Unlock()
+	}
+}
+
+// deliverLoop delivers the wake-up (the caller has set delivering), then
+// settles the row: deleted if the delivery succeeded and nothing re-armed,
+// kept with a retry timer if it failed. A timer that fired meanwhile is
+// delivered next.
+func (w *waker) deliverLoop() {
+	h := w.h
+	for {
+		err := h.deliver(h.bgCtx, w.id)
+		w.mu.Lock()
+		switch {
+		case w.retired || errors.Is(err, api.ErrTreeNotFound):
+			// The tree is gone: so is any reason to wake it.
+			if w.row != 0 && !w.retired {
+				if derr := h.index.deleteWakeup(h.bgCtx, w.id); derr == nil {
+					w.row = 0
+				}
+			}
+		case err != nil:
+			w.failures++
+			delay := min(RetryMin<<min(w.failures-1, 16), RetryMax)
+			if !h.closed.Load() {
+				h.log.Warn("wake-up delivery failed; retrying", "tree", w.id, "in", delay, "err", err)
+			}
+			w.scheduleLocked(h.cfg.Clock.Now() + delay.Milliseconds())
+		default:
+			w.failures = 0
+			if !w.rearmed && w.row != 0 {
+				if derr := h.index.deleteWakeup(h.bgCtx, w.id); derr != nil {
+					// A row left behind is a spurious wake-up later: harmless.
+					h.log.Warn("delete delivered wake-up", "tree", w.id, "err", derr)
+				} else {
+					w.row = 0
+				}
+			}
+		}
+		again := w.again && !w.retired && !h.closed.Load()
+		w.again, w.rearmed, w.delivering = false, false, again
+		w.mu.Unlock()
+		if h.cfg.hooks.delivered != nil {
+			h.cfg.hooks.delivered(w.id, err)
+		}
+		if !again {
+			return
+		}
+	}
+}
+
+// deliver runs the wake handler for the tree: recovery.Wake on its running
+// instance, or a boot (which sweeps and re-arms) when it has none.
+func (h *Host) deliver(ctx context.Context, id string) error {
+	e, booted, err := h.activate(ctx, id, false)
+	if err != nil {
+		return err
+	}
+	if booted {
+		return nil
+	}
+	if _, err := recovery.Wake(ctx, e.inst); err != nil {
+		return fmt.Errorf("wake tree %s: %w", id, err)
+	}
+	return nil
+}
