@@ -48,13 +48,19 @@ const (
 	// Stopped ends the execution without a terminal: it was fenced or could
 	// not write. The claim, if still held, is left for recovery.
 	Stopped
+	// RetryLater ends the execution without ending the turn: the turn sleeps
+	// until RetryAt (session.retry.scheduled), keeping its claim, and
+	// recovery starts it again then without counting a resume.
+	RetryLater
 )
 
 // Outcome is what a driver reports when Run returns.
 type Outcome struct {
 	Kind     OutcomeKind
-	FailType string
-	Message  string
+	FailType string // Failed
+	Message  string // Failed; RetryLater: the reason
+	RetryAt  int64  // RetryLater: ms
+	Attempt  int    // RetryLater: 1 for the step's first retry
 }
 
 // Execution is one busy period of a turn in this instance.
@@ -122,11 +128,24 @@ type NewEvent struct {
 // work a resume must not redo (DESIGN §6.6) and resets the resume count in
 // the same transaction.
 func (x *Execution) Append(ctx context.Context, progress bool, evs ...NewEvent) ([]event.Event, error) {
+	return x.AppendFunc(ctx, progress, func(storage.Tx) ([]NewEvent, error) { return evs, nil })
+}
+
+// AppendFunc is Append with the events computed inside the fenced
+// transaction from what it reads, so a decision and its record commit
+// together (a tool whose effect lives in the tree's database). fn may run
+// more than once if the transaction is retried; it must not have effects
+// outside tx.
+func (x *Execution) AppendFunc(ctx context.Context, progress bool, fn func(tx storage.Tx) ([]NewEvent, error)) ([]event.Event, error) {
 	w := x.inst.newWrite()
 	w.fence = &fence{sessionID: x.sessionID, executionID: x.id}
 	var out []event.Event
 	err := w.run(ctx, func(t *txw) error {
 		out = out[:0]
+		evs, err := fn(t.Tx)
+		if err != nil {
+			return err
+		}
 		for _, e := range evs {
 			ev, err := t.append(x.sessionID, e.Type, e.Payload)
 			if err != nil {
@@ -208,6 +227,19 @@ func (t *txw) beginExecution(sessionID, cause string) (*plan, error) {
 		return nil, fmt.Errorf("begin execution: %w", err)
 	}
 	return p, nil
+}
+
+// scheduleRetry records the retry and puts its time on the claim. The claim
+// keeps its execution id: recovery sees retry_at and sleeps, then starts a
+// new execution without counting a resume.
+func (t *txw) scheduleRetry(x *Execution, out Outcome) error {
+	if _, err := t.append(x.sessionID, event.RetryScheduled, event.Retry{ExecutionID: x.id, PromptID: x.promptID, At: out.RetryAt, Attempt: out.Attempt, Reason: out.Message}); err != nil {
+		return err
+	}
+	if _, err := t.Exec(`UPDATE claims SET retry_at = ? WHERE session_id = ?`, out.RetryAt, x.sessionID); err != nil {
+		return fmt.Errorf("schedule retry: %w", err)
+	}
+	return nil
 }
 
 func (t *txw) releaseClaim(sessionID string) error {
@@ -332,9 +364,17 @@ func (inst *Instance) finish(x *Execution, out Outcome) *Execution {
 			next, err = t.endTurn(x.sessionID, event.ExecutionSucceeded, event.Succeeded{ExecutionID: x.id, PromptID: x.promptID}, startNext)
 		case out.Kind == Failed:
 			next, err = t.endTurn(x.sessionID, event.ExecutionFailed, event.Failed{ExecutionID: x.id, PromptID: x.promptID, Type: out.FailType, Message: out.Message}, startNext)
+		case out.Kind == RetryLater:
+			err = t.scheduleRetry(x, out)
 		}
 		return err
 	})
+	if err == nil && cause == nil && out.Kind == RetryLater {
+		// The wake-up brings the turn back at RetryAt, here or after a restart.
+		if aerr := inst.host.Wake.Arm(context.WithoutCancel(x.ctx), out.RetryAt); aerr != nil {
+			inst.log.Warn("arm wake-up for retry", "session", x.sessionID, "err", aerr)
+		}
+	}
 	if err != nil {
 		level := inst.log.Warn
 		if errors.Is(err, ErrFenced) {

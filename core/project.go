@@ -11,7 +11,7 @@ import (
 // ProjectionTables are the tables derived from the event log. Everything
 // else in the database (tree, claims, schema_migrations, events itself) is
 // bookkeeping that no event describes.
-var ProjectionTables = []string{"sessions", "prompts", "messages", "jobs", "steps", "tool_calls"}
+var ProjectionTables = []string{"sessions", "prompts", "messages", "jobs", "steps", "tool_calls", "kv"}
 
 // project applies one event to the projections, inside its append
 // transaction. It must be deterministic: Rebuild replays it.
@@ -108,6 +108,11 @@ func project(tx storage.Tx, ev event.Event) error {
 		if err = ev.Decode(&d); err == nil {
 			err = projectToolSettled(tx, ev, d)
 		}
+	case event.RetryScheduled:
+		var d event.Retry
+		if err = ev.Decode(&d); err == nil {
+			_, err = tx.Exec(`UPDATE prompts SET retries = retries + 1 WHERE id = ?`, d.PromptID)
+		}
 	case event.JobEnded:
 		var d event.Job
 		if err = ev.Decode(&d); err == nil {
@@ -122,6 +127,9 @@ func project(tx storage.Tx, ev event.Event) error {
 
 func projectStepCompleted(tx storage.Tx, ev event.Event, d event.StepDone) error {
 	if _, err := tx.Exec(`UPDATE steps SET state = 'completed', text = ?, finish = ? WHERE id = ?`, d.Text, d.Finish, d.StepID); err != nil {
+		return err
+	}
+	if _, err := tx.Exec(`UPDATE prompts SET retries = 0 WHERE id = (SELECT prompt_id FROM steps WHERE id = ?)`, d.StepID); err != nil {
 		return err
 	}
 	var calls any
@@ -149,6 +157,13 @@ func projectStepCompleted(tx storage.Tx, ev event.Event, d event.StepDone) error
 func projectToolSettled(tx storage.Tx, ev event.Event, d event.Settled) error {
 	if _, err := tx.Exec(`UPDATE tool_calls SET phase = 'settled', outcome = ?, output = ?, ran = ? WHERE id = ?`, d.Outcome, d.Output, d.Ran, d.CallID); err != nil {
 		return err
+	}
+	for _, put := range d.KVPuts {
+		if _, err := tx.Exec(`INSERT INTO kv (key, value, updated_seq, session_id) VALUES (?, ?, ?, ?)
+			ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_seq = excluded.updated_seq, session_id = excluded.session_id`,
+			put.Key, put.Value, ev.Seq, ev.SessionID); err != nil {
+			return err
+		}
 	}
 	var name string
 	if _, err := storage.QueryRow(tx, `SELECT name FROM tool_calls WHERE id = ?`, []any{d.CallID}, &name); err != nil {

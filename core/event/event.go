@@ -42,6 +42,11 @@ const (
 	// idempotency key; settled records the result.
 	ToolExecuting Type = "session.tool.executing@1"
 	ToolSettled   Type = "session.tool.settled@1"
+
+	// RetryScheduled records that the turn sleeps until At before asking
+	// the model again (a 429 or 5xx). The claim stays, carrying retry_at;
+	// the wait survives eviction and is not a resume.
+	RetryScheduled Type = "session.retry.scheduled@1"
 )
 
 // Ephemeral event types: published to live subscribers only, never stored.
@@ -228,6 +233,20 @@ type (
 		// Ran is true when the tool body returned: progress. Settlements made
 		// by recovery (an interrupted non-idempotent call) are not.
 		Ran bool `json:"ran"`
+		// KVPuts are the call's effects inside the tree's database, applied
+		// by the projector in the settlement's transaction: exactly once.
+		KVPuts []KVPut `json:"kv_puts,omitempty"`
+	}
+	KVPut struct {
+		Key   string `json:"key"`
+		Value string `json:"value"`
+	}
+	Retry struct {
+		ExecutionID string `json:"execution_id"`
+		PromptID    string `json:"prompt_id"`
+		At          int64  `json:"at"`      // ms: when the model is asked again
+		Attempt     int    `json:"attempt"` // 1 for the first retry of this step
+		Reason      string `json:"reason"`
 	}
 )
 

@@ -16,6 +16,10 @@ type Config struct {
 	checkpointEvery time.Duration
 	checkpointBytes int
 	system          string
+	retries         int
+	retryInitial    time.Duration
+	retryMax        time.Duration
+	contextBytes    int
 }
 
 // Defaults.
@@ -27,6 +31,10 @@ const (
 	DefaultOutputCap       = 16 << 10
 	DefaultCheckpointEvery = time.Second
 	DefaultCheckpointBytes = 2 << 10
+	DefaultRetries         = 6
+	DefaultRetryInitial    = time.Second
+	DefaultRetryMax        = time.Minute
+	DefaultContextBytes    = 400 << 10
 )
 
 // NewConfig returns the defaults.
@@ -35,6 +43,8 @@ func NewConfig() Config {
 		stepCap: DefaultStepCap, streamIdle: DefaultStreamIdle, stepWall: DefaultStepWall,
 		toolTimeout: DefaultToolTimeout, outputCap: DefaultOutputCap,
 		checkpointEvery: DefaultCheckpointEvery, checkpointBytes: DefaultCheckpointBytes,
+		retries: DefaultRetries, retryInitial: DefaultRetryInitial, retryMax: DefaultRetryMax,
+		contextBytes: DefaultContextBytes,
 	}
 }
 
@@ -64,6 +74,21 @@ func (c Config) WithCheckpoints(every time.Duration, bytes int) Config {
 	return c
 }
 
+// WithRetries sets how a retryable model failure (429, 5xx, a cut
+// connection) is retried: up to n times in a row for one step, waiting the
+// provider's Retry-After or else initial doubling up to max. Each wait is a
+// durable retry.scheduled that survives eviction and counts no resume.
+// Default 6 times, 1 s to 1 min.
+func (c Config) WithRetries(n int, initial, max time.Duration) Config {
+	c.retries, c.retryInitial, c.retryMax = n, initial, max
+	return c
+}
+
+// WithContextBytes sets the size (bytes of message text) the request may
+// reach before the oldest tool outputs are elided with a marker. Default
+// 400 KiB, about 100k tokens.
+func (c Config) WithContextBytes(n int) Config { c.contextBytes = n; return c }
+
 // WithSystemPrompt sets the system prompt sent with every request. Default
 // none.
 func (c Config) WithSystemPrompt(s string) Config { c.system = s; return c }
@@ -74,8 +99,10 @@ func (c Config) validate() error {
 		return fmt.Errorf("step cap %d must be positive", c.stepCap)
 	case c.streamIdle <= 0 || c.stepWall <= 0 || c.toolTimeout <= 0 || c.checkpointEvery <= 0:
 		return fmt.Errorf("timeouts must be positive")
-	case c.outputCap <= 0 || c.checkpointBytes <= 0:
-		return fmt.Errorf("output cap and checkpoint bytes must be positive")
+	case c.outputCap <= 0 || c.checkpointBytes <= 0 || c.contextBytes <= 0:
+		return fmt.Errorf("output cap, checkpoint bytes and context bytes must be positive")
+	case c.retries < 0 || c.retryInitial <= 0 || c.retryMax < c.retryInitial:
+		return fmt.Errorf("retries must be at least 0 and delays positive, initial at most max")
 	}
 	return nil
 }

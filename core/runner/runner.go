@@ -70,7 +70,7 @@ func (r *Runner) Run(ctx context.Context, x *core.Execution) core.Outcome {
 			return core.Outcome{Kind: core.Failed, FailType: event.FailStepLimit,
 				Message: fmt.Sprintf("The turn reached its limit of %d model steps.", r.cfg.stepCap)}
 		default:
-			if out, done := t.step(ctx, st.steps+1); done {
+			if out, done := t.step(ctx, st, st.steps+1); done {
 				return out
 			}
 		}
@@ -92,6 +92,7 @@ func (t *turn) append(ctx context.Context, progress bool, typ event.Type, payloa
 type state struct {
 	rootID    string
 	tools     *[]string // the session's tool restriction, if any
+	retries   int       // consecutive provider retries of the current step
 	steps     int       // steps started in this turn
 	last      *stepRow
 	unsettled []callRow // calls of the last step not yet settled, in order
@@ -133,6 +134,9 @@ func (t *turn) load(ctx context.Context) (state, error) {
 			return err
 		}
 		st.tools = cfg.Tools
+		if _, err := storage.QueryRow(tx, `SELECT retries FROM prompts WHERE id = ?`, []any{t.x.PromptID()}, &st.retries); err != nil {
+			return err
+		}
 		if _, err := storage.QueryRow(tx, `SELECT count(*) FROM steps WHERE prompt_id = ?`, []any{t.x.PromptID()}, &st.steps); err != nil {
 			return err
 		}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/revenantrt/revenant/core"
 	"github.com/revenantrt/revenant/core/event"
@@ -17,7 +18,7 @@ import (
 
 // step requests one model answer and records it. It returns done = true
 // with the turn's outcome when the turn must end here.
-func (t *turn) step(ctx context.Context, index int) (core.Outcome, bool) {
+func (t *turn) step(ctx context.Context, st state, index int) (core.Outcome, bool) {
 	stepID := t.x.NewID()
 	if err := t.append(ctx, false, event.StepStarted, event.StepBegun{StepID: stepID, ExecutionID: t.x.ID(), PromptID: t.x.PromptID(), Index: index}); err != nil {
 		return stopped, true
@@ -39,6 +40,13 @@ func (t *turn) step(ctx context.Context, index int) (core.Outcome, bool) {
 		if err := t.append(context.WithoutCancel(ctx), false, event.StepCut, cut); err != nil || failure == "" {
 			return stopped, true
 		}
+		if model.IsRetryable(s.modelErr) && st.retries < t.r.cfg.retries {
+			return core.Outcome{Kind: core.RetryLater, RetryAt: t.x.Clock().Now() + t.r.retryDelay(s.modelErr, st.retries).Milliseconds(),
+				Attempt: st.retries + 1, Message: failure}, true
+		}
+		if model.IsRetryable(s.modelErr) {
+			failure = fmt.Sprintf("%s (gave up after %d retries)", failure, st.retries)
+		}
 		return core.Outcome{Kind: core.Failed, FailType: event.FailModel, Message: failure}, true
 	}
 	calls := s.toolCalls(t.x.NewID)
@@ -51,15 +59,33 @@ func (t *turn) step(ctx context.Context, index int) (core.Outcome, bool) {
 	return core.Outcome{}, false
 }
 
+// retryDelay is how long to wait before retry n+1 of a step: the provider's
+// Retry-After when it gave one, else the configured backoff.
+func (r *Runner) retryDelay(err error, n int) time.Duration {
+	var me *model.Error
+	if errors.As(err, &me) && me.RetryAfter > 0 {
+		return me.RetryAfter
+	}
+	d := r.cfg.retryInitial
+	for range n {
+		d *= 2
+		if d >= r.cfg.retryMax {
+			return r.cfg.retryMax
+		}
+	}
+	return d
+}
+
 // streaming is one step's stream being received.
 type streaming struct {
-	t      *turn
-	stepID string
-	text   strings.Builder
-	saved  int // bytes of text checkpointed
-	calls  map[int]*model.ToolCall
-	finish string
-	usage  model.Usage
+	t        *turn
+	stepID   string
+	modelErr error // the model's own failure, when that ended the stream
+	text     strings.Builder
+	saved    int // bytes of text checkpointed
+	calls    map[int]*model.ToolCall
+	finish   string
+	usage    model.Usage
 }
 
 type received struct {
@@ -79,6 +105,7 @@ func (s *streaming) run(ctx context.Context, req model.Request) (done bool, fail
 		if ctx.Err() != nil {
 			return false, ""
 		}
+		s.modelErr = err
 		return false, "The model request failed: " + err.Error()
 	}
 	defer stream.Close()
@@ -128,6 +155,7 @@ func (s *streaming) run(ctx context.Context, req model.Request) (done bool, fail
 				if ctx.Err() != nil {
 					return false, ""
 				}
+				s.modelErr = r.err
 				return false, "The model stream failed: " + r.err.Error()
 			}
 			stopIdle()
@@ -288,6 +316,7 @@ func (t *turn) request(ctx context.Context) (model.Request, error) {
 			req.Messages = append(req.Messages, model.Message{Role: model.RoleUser, Text: r.text, Notice: r.role == event.RoleNotice})
 		}
 	}
+	elide(req.Messages, t.r.cfg.contextBytes)
 	return req, nil
 }
 
@@ -314,3 +343,34 @@ func applySessionConfig(req *model.Request, cfg core.SessionConfig) {
 		req.Tools = kept
 	}
 }
+
+// elide replaces the oldest tool outputs with a marker until the request's
+// text fits in budget bytes, so a long session keeps working. Prompts and
+// answers are never elided; if they alone exceed the budget the provider
+// decides.
+func elide(msgs []model.Message, budget int) {
+	total := 0
+	for _, m := range msgs {
+		total += len(m.Text)
+		for _, c := range m.ToolCalls {
+			total += len(c.Arguments)
+		}
+	}
+	for i := range msgs {
+		if total <= budget {
+			return
+		}
+		if msgs[i].Role != model.RoleTool {
+			continue
+		}
+		marker := fmt.Sprintf(ElidedMarker, len(msgs[i].Text))
+		if len(marker) >= len(msgs[i].Text) {
+			continue
+		}
+		total -= len(msgs[i].Text) - len(marker)
+		msgs[i].Text = marker
+	}
+}
+
+// ElidedMarker replaces a tool output elided to fit the context.
+const ElidedMarker = "[tool output elided to fit the context window: %d bytes]"

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/revenantrt/revenant/core"
 	"github.com/revenantrt/revenant/core/event"
+	"github.com/revenantrt/revenant/core/storage"
 	"github.com/revenantrt/revenant/core/tool"
 )
 
@@ -22,6 +24,9 @@ func (t *turn) settle(ctx context.Context, st state, step *stepRow, c callRow) b
 	tl, known := t.r.tools.Lookup(c.name)
 	if known && !st.offered(c.name) {
 		known = false // the session was not offered this tool
+	}
+	if it, ok := tl.(tool.InTree); ok && known {
+		return t.settleInTree(ctx, it, c, IdempotencyKey(st.rootID, t.x.SessionID(), step.id, c.index))
 	}
 	switch {
 	case !known:
@@ -39,6 +44,35 @@ func (t *turn) settle(ctx context.Context, st state, step *stepRow, c callRow) b
 		return false
 	}
 	return t.execute(ctx, tl, c, key)
+}
+
+// settleInTree runs a tool whose effect lives in the tree's database inside
+// the transaction that settles it: the effect and the settlement commit
+// together, so there is nothing to re-run and nothing to lose.
+func (t *turn) settleInTree(ctx context.Context, it tool.InTree, c callRow, key string) bool {
+	call := tool.Call{ID: c.id, Name: c.name, Arguments: json.RawMessage(c.arguments), IdempotencyKey: key, SessionID: t.x.SessionID()}
+	limit := it.Limits().OutputCap
+	if limit <= 0 {
+		limit = t.r.cfg.outputCap
+	}
+	_, err := t.x.AppendFunc(ctx, true, func(tx storage.Tx) ([]core.NewEvent, error) {
+		out, puts, err := it.RunInTree(kvStore{tx}, call)
+		s := event.Settled{CallID: c.id, Outcome: event.OutcomeOK, Output: capOutput(out, limit), Ran: true, KVPuts: puts}
+		if err != nil {
+			s = event.Settled{CallID: c.id, Outcome: event.OutcomeError, Output: capOutput(err.Error(), limit), Ran: true}
+		}
+		return []core.NewEvent{{Type: event.ToolSettled, Payload: s}}, nil
+	})
+	return err == nil
+}
+
+// kvStore reads the tree's key-value store inside a transaction.
+type kvStore struct{ tx storage.Tx }
+
+func (s kvStore) Get(key string) (string, bool, error) {
+	var v string
+	found, err := storage.QueryRow(s.tx, `SELECT value FROM kv WHERE key = ?`, []any{key}, &v)
+	return v, found, err
 }
 
 func (t *turn) settled(ctx context.Context, s event.Settled) error {

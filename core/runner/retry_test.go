@@ -1,0 +1,190 @@
+package runner_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/revenantrt/revenant/core"
+	"github.com/revenantrt/revenant/core/event"
+	"github.com/revenantrt/revenant/core/model"
+	"github.com/revenantrt/revenant/core/runner"
+	"github.com/revenantrt/revenant/core/storage"
+	"github.com/revenantrt/revenant/core/tool"
+	"github.com/revenantrt/revenant/internal/treetest"
+	"github.com/revenantrt/revenant/recovery"
+)
+
+// failingModel fails the first `fails` requests with err, then answers.
+type failingModel struct {
+	scriptModel
+	fails int
+	err   error
+}
+
+func (m *failingModel) Stream(ctx context.Context, req model.Request) (model.Stream, error) {
+	m.mu.Lock()
+	if m.fails > 0 {
+		m.fails--
+		m.mu.Unlock()
+		return nil, m.err
+	}
+	m.mu.Unlock()
+	return m.scriptModel.Stream(ctx, req)
+}
+
+var rateLimited = &model.Error{Status: 429, Retryable: true, RetryAfter: 7 * time.Second, Msg: "slow down"}
+
+// A 429 with Retry-After puts the turn to sleep durably: retry.scheduled
+// with the time, the claim kept with retry_at. Killed during the sleep, the
+// next boot neither counts a resume nor retries early; the retry happens at
+// the recorded time.
+func TestRetryScheduledSurvivesKillWithoutCountingResume(t *testing.T) {
+	tr := treetest.New(t)
+	m := &failingModel{fails: 1, err: rateLimited, scriptModel: scriptModel{steps: func(int) scriptStep { return scriptStep{chunks: text("finally")} }}}
+	n := tr.Boot(newRunner(t, m, runner.NewConfig()))
+	sid := n.NewSession("s")
+	pid := n.Admit(sid, "hello")
+	n.Idle()
+	retries := treetest.OfType(tr.Events(sid), event.RetryScheduled)
+	require.Len(t, retries, 1)
+	var r event.Retry
+	require.NoError(t, retries[0].Decode(&r))
+	due := int64(treetest.Start) + 7000
+	assert.Equal(t, due, r.At, "the provider's Retry-After")
+	assert.Equal(t, 1, r.Attempt)
+	assert.Equal(t, "running", tr.PromptState(pid))
+	assert.True(t, tr.Claim(sid).Exists, "the claim stays while the turn sleeps")
+	assert.Equal(t, due, tr.Wake.At(), "the wake-up is armed for the retry")
+	n.Crash()
+
+	// Booted before the retry is due: it sleeps, counting nothing.
+	tr.Clock.Advance(3 * time.Second)
+	n = tr.Boot(newRunner(t, m, runner.NewConfig()))
+	assert.Equal(t, 1, n.Report.Count(core.Sleep))
+	n.Idle()
+	assert.Equal(t, due, tr.Wake.At())
+	assert.Equal(t, 0, m.Requests(1), "no early retry")
+
+	// The wake-up fires at the recorded time and the retry runs.
+	tr.Clock.Set(due)
+	require.True(t, tr.Wake.Take())
+	rep, err := recovery.Wake(context.Background(), n.Inst)
+	require.NoError(t, err)
+	assert.Equal(t, 1, rep.Count(core.Start))
+	n.Idle()
+	evs := tr.Events(sid)
+	assert.Empty(t, treetest.OfType(evs, event.ExecutionResumed), "no resume attempt counted")
+	assert.Equal(t, "succeeded", tr.PromptState(pid))
+	starts := treetest.OfType(evs, event.ExecutionStarted)
+	var last event.Started
+	require.NoError(t, starts[len(starts)-1].Decode(&last))
+	assert.Equal(t, event.CauseRetry, last.Cause)
+}
+
+// Retries are bounded: past the configured count the turn fails.
+func TestRetriesExhaustedFailTheTurn(t *testing.T) {
+	tr := treetest.New(t)
+	m := &failingModel{fails: 100, err: &model.Error{Status: 503, Retryable: true, Msg: "overloaded"}}
+	cfg := runner.NewConfig().WithRetries(2, time.Second, time.Minute)
+	n := tr.Boot(newRunner(t, m, cfg))
+	sid := n.NewSession("s")
+	pid := n.Admit(sid, "hello")
+	n.Idle()
+	for range 2 {
+		tr.Clock.Set(tr.Wake.At())
+		require.True(t, tr.Wake.Take())
+		_, err := recovery.Wake(context.Background(), n.Inst)
+		require.NoError(t, err)
+		n.Idle()
+	}
+	evs := tr.Events(sid)
+	var delays []int64
+	prev := int64(treetest.Start)
+	for _, e := range treetest.OfType(evs, event.RetryScheduled) {
+		var r event.Retry
+		require.NoError(t, e.Decode(&r))
+		delays = append(delays, r.At-prev)
+		prev = r.At
+	}
+	assert.Equal(t, []int64{1000, 2000}, delays, "backoff doubles from the initial delay")
+	var f event.Failed
+	fails := treetest.OfType(evs, event.ExecutionFailed)
+	require.Len(t, fails, 1)
+	require.NoError(t, fails[0].Decode(&f))
+	assert.Equal(t, event.FailModel, f.Type)
+	assert.Contains(t, f.Message, "gave up after 2 retries")
+	assert.Equal(t, "failed", tr.PromptState(pid))
+}
+
+// kv_put's effect commits with its settlement and kv_get reads it back.
+func TestKVToolsCommitWithSettlement(t *testing.T) {
+	tr := treetest.New(t)
+	m := &scriptModel{steps: func(k int) scriptStep {
+		switch k {
+		case 1:
+			return scriptStep{chunks: toolCall("kv_put", `{"key":"colour","value":"green"}`)}
+		case 2:
+			return scriptStep{chunks: toolCall("kv_get", `{"key":"colour"}`)}
+		case 3:
+			return scriptStep{chunks: toolCall("kv_get", `{"key":"missing"}`)}
+		}
+		return scriptStep{chunks: text("done")}
+	}}
+	n := tr.Boot(newRunner(t, m, runner.NewConfig(), tool.KVGet(), tool.KVPut()))
+	sid := n.NewSession("s")
+	n.Admit(sid, "remember")
+	n.Idle()
+	var outs []event.Settled
+	for _, e := range treetest.OfType(tr.Events(sid), event.ToolSettled) {
+		var s event.Settled
+		require.NoError(t, e.Decode(&s))
+		outs = append(outs, s)
+	}
+	require.Len(t, outs, 3)
+	assert.Equal(t, []event.KVPut{{Key: "colour", Value: "green"}}, outs[0].KVPuts)
+	assert.Equal(t, "green", outs[1].Output)
+	assert.Equal(t, event.OutcomeError, outs[2].Outcome)
+	assert.Contains(t, outs[2].Output, `no value is stored under "missing"`)
+	assert.Empty(t, treetest.OfType(tr.Events(sid), event.ToolExecuting), "in-tree tools need no executing phase")
+	var value string
+	tr.Read(func(tx storage.Tx) error {
+		_, err := storage.QueryRow(tx, `SELECT value FROM kv WHERE key = 'colour'`, nil, &value)
+		return err
+	})
+	assert.Equal(t, "green", value)
+}
+
+// When the transcript nears the context size, the oldest tool outputs are
+// elided with a marker, newest kept.
+func TestOldestToolOutputsElided(t *testing.T) {
+	tr := treetest.New(t)
+	big := tool.Func{Name: "big", IsIdempotent: true, Limit: tool.Limits{OutputCap: 1 << 20}, Run: func(_ context.Context, c tool.Call) (string, error) {
+		return strings.Repeat("z", 3000), nil
+	}}
+	m := &scriptModel{steps: func(k int) scriptStep {
+		if k <= 3 {
+			return scriptStep{chunks: toolCall("big", fmt.Sprintf(`{"n":%d}`, k))}
+		}
+		return scriptStep{chunks: text("done")}
+	}}
+	n := tr.Boot(newRunner(t, m, runner.NewConfig().WithContextBytes(7000), big))
+	sid := n.NewSession("s")
+	n.Admit(sid, "fill the context")
+	n.Idle()
+	var tools []string
+	for _, msg := range m.lastReq.Messages {
+		if msg.Role == model.RoleTool {
+			tools = append(tools, msg.Text)
+		}
+	}
+	require.Len(t, tools, 3)
+	assert.Equal(t, fmt.Sprintf(runner.ElidedMarker, 3000), tools[0], "the oldest output is elided")
+	assert.Len(t, tools[2], 3000, "the newest is kept")
+	assert.Equal(t, "succeeded", tr.PromptState(promptID(t, tr, sid)))
+}
