@@ -304,3 +304,26 @@ func TestErrorMessagesAreClean(t *testing.T) {
 	c.do("POST", "/v1/sessions/"+id+"/prompt", `{"text":"b","id":"p-1"}`, &e)
 	assert.Equal(t, `prompt id "p-1" was already used with a different body`, e.Error.Message)
 }
+
+// A new session's config takes the configured defaults for what its create
+// request leaves out.
+func TestSessionDefaultsFillMissingFields(t *testing.T) {
+	d := treetest.NewDriver(4)
+	trees := newMemTrees(t, d)
+	tools := []string{"kv_get"}
+	h, err := api.New(api.Deps{Trees: trees, Auth: api.Anonymous{}, Clock: fakehost.NewClock(treetest.Start), IDs: &fakehost.IDs{Prefix: "r"}},
+		api.NewConfig().WithSessionDefaults(core.SessionConfig{SystemPrompt: "be brief", Model: "small", Tools: &tools}))
+	require.NoError(t, err)
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	defer h.Close()
+	c := &client{t: t, srv: srv}
+	var out struct{ ID string }
+	require.Equal(t, 201, c.do("POST", "/v1/sessions", `{"config":{"model":"large"}}`, &out))
+	var snap struct{ Config core.SessionConfig }
+	require.Equal(t, 200, c.do("GET", "/v1/sessions/"+out.ID, "", &snap))
+	assert.Equal(t, "be brief", snap.Config.SystemPrompt)
+	assert.Equal(t, "large", snap.Config.Model, "the request wins")
+	require.NotNil(t, snap.Config.Tools)
+	assert.Equal(t, tools, *snap.Config.Tools)
+}

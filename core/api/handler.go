@@ -31,6 +31,7 @@ type Config struct {
 	heartbeat    time.Duration
 	messageLimit int
 	listLimit    int
+	defaults     core.SessionConfig
 }
 
 // Defaults.
@@ -54,6 +55,10 @@ func (c Config) WithMaxBody(n int64) Config { c.maxBody = n; return c }
 // WithHeartbeat sets the interval of ":" comments on idle event streams.
 // Default 15 s.
 func (c Config) WithHeartbeat(d time.Duration) Config { c.heartbeat = d; return c }
+
+// WithSessionDefaults sets what a new session's config takes for the
+// fields its create request leaves out. Default: none.
+func (c Config) WithSessionDefaults(d core.SessionConfig) Config { c.defaults = d; return c }
 
 // Handler serves the API.
 type Handler struct {
@@ -200,17 +205,41 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	config, err := h.withDefaults(req.Config)
+	if err != nil {
+		return err
+	}
 	id := h.deps.IDs.NewID()
 	inst, err := h.deps.Trees.Create(r.Context(), id, principal)
 	if err != nil {
 		return err
 	}
-	if _, err := inst.CreateSession(r.Context(), core.NewSession{ID: id, Principal: principal, Config: req.Config}); err != nil {
+	if _, err := inst.CreateSession(r.Context(), core.NewSession{ID: id, Principal: principal, Config: config}); err != nil {
 		// Leave no tree without its root session behind.
 		return errors.Join(err, h.deps.Trees.Delete(context.WithoutCancel(r.Context()), id))
 	}
 	writeJSON(w, http.StatusCreated, map[string]string{"id": id})
 	return nil
+}
+
+// withDefaults fills the fields a create request left out from the
+// configured defaults; the stored config is the result.
+func (h *Handler) withDefaults(raw json.RawMessage) (json.RawMessage, error) {
+	c, err := core.ParseSessionConfig(raw)
+	if err != nil {
+		return nil, err
+	}
+	d := h.cfg.defaults
+	if c.SystemPrompt == "" {
+		c.SystemPrompt = d.SystemPrompt
+	}
+	if c.Model == "" {
+		c.Model = d.Model
+	}
+	if c.Tools == nil {
+		c.Tools = d.Tools
+	}
+	return json.Marshal(c)
 }
 
 // SessionItem is one entry of the session list.
