@@ -1,0 +1,666 @@
+package config
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/netip"
+	"net/url"
+	"os"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/revenantrt/revenant/core/tool"
+	"github.com/revenantrt/revenant/tools/web"
+)
+
+// EnvVar names the environment variable holding the configuration file's
+// path. Unset, revenant runs with the zero Config: no webhook tools, no
+// rules, the default egress policy, the built-in session defaults.
+const EnvVar = "REVENANT_CONFIG"
+
+// Limits on values.
+const (
+	MinSecretBytes   = 16
+	MaxTimeout       = 10 * time.Minute
+	MaxResponseBytes = 1 << 30
+)
+
+// Decision is a permission decision.
+type Decision string
+
+// Decisions.
+const (
+	Allow Decision = "allow"
+	Ask   Decision = "ask"
+	Deny  Decision = "deny"
+)
+
+// Config is a parsed REVENANT_CONFIG file. The zero Config is what an
+// empty object, {}, parses to.
+type Config struct {
+	// WebhookTools are the webhook tools, in file order. Permission is
+	// "ask" unless set; Timeout is 0 (the egress timeout) unless set.
+	WebhookTools []web.WebhookSpec
+	// Permissions are the permission rules, in file order (the last match
+	// wins when they are applied).
+	Permissions []Rule
+	// Egress is the outbound HTTP policy of http_request and the webhooks.
+	Egress web.Egress
+	// SessionDefaults apply to a new session where its own configuration
+	// is silent.
+	SessionDefaults SessionDefaults
+}
+
+// Rule is a permission rule: calls of Action touching a resource matching
+// the Resource pattern are decided by Decision.
+type Rule struct {
+	Action   string
+	Resource string
+	Decision Decision
+}
+
+// SessionDefaults are defaults for new sessions.
+type SessionDefaults struct {
+	SystemPrompt string
+	Model        string
+	// Tools names the tools offered by default; nil offers every tool, an
+	// empty list none.
+	Tools *[]string
+}
+
+// EgressPolicy is the egress policy to build http_request and the webhook
+// tools with.
+func (c Config) EgressPolicy() web.Egress { return c.Egress }
+
+// Tools builds the webhook tools under policy, normally c.EgressPolicy()
+// (a caller may add a resolver). Each is a *web.Webhook, which also carries
+// its configured Permission.
+func (c Config) Tools(policy web.Egress) ([]tool.Tool, error) {
+	out := make([]tool.Tool, 0, len(c.WebhookTools))
+	for i, spec := range c.WebhookTools {
+		w, err := web.NewWebhook(spec, policy)
+		if err != nil {
+			return nil, fmt.Errorf("webhook_tools[%d]: %w", i, err)
+		}
+		out = append(out, w)
+	}
+	return out, nil
+}
+
+// Error is one problem with a configuration, naming the key by its path
+// (`webhook_tools[0].url`); Key is empty for a problem with the whole file.
+type Error struct {
+	Key string
+	Msg string
+}
+
+func (e *Error) Error() string {
+	if e.Key == "" {
+		return e.Msg
+	}
+	return e.Key + ": " + e.Msg
+}
+
+// Errors is every problem Parse found, in the order found.
+type Errors []*Error
+
+func (es Errors) Error() string {
+	s := make([]string, len(es))
+	for i, e := range es {
+		s[i] = e.Error()
+	}
+	return strings.Join(s, "; ")
+}
+
+// Unwrap lets errors.As find each *Error.
+func (es Errors) Unwrap() []error {
+	out := make([]error, len(es))
+	for i, e := range es {
+		out[i] = e
+	}
+	return out
+}
+
+// Load reads and parses the file at path.
+func Load(path string) (Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Config{}, fmt.Errorf("read config: %w", err)
+	}
+	c, err := Parse(data)
+	if err != nil {
+		return Config{}, fmt.Errorf("config %s: %w", path, err)
+	}
+	return c, nil
+}
+
+// Parse parses a configuration. On any problem it returns Errors, listing
+// them all.
+func Parse(data []byte) (Config, error) {
+	if len(bytes.TrimSpace(data)) == 0 {
+		return Config{}, Errors{{Msg: "the file is empty; write {} for the defaults"}}
+	}
+	var probe json.RawMessage
+	if err := json.Unmarshal(data, &probe); err != nil {
+		return Config{}, Errors{{Msg: syntaxMessage(data, err)}}
+	}
+	d := &decoder{}
+	c := d.config(data)
+	if len(d.errs) > 0 {
+		return Config{}, d.errs
+	}
+	return c, nil
+}
+
+// builtinTools are the names of revenant's own tools (DESIGN §12); a
+// webhook tool may not take one.
+var builtinTools = []string{"question", "task", "kv_get", "kv_put", web.HTTPRequestName}
+
+var toolName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+
+const toolNameRule = "must be 1 to 64 letters, digits, '_' or '-'"
+
+type decoder struct {
+	errs Errors
+}
+
+func (d *decoder) fail(key, format string, args ...any) {
+	d.errs = append(d.errs, &Error{Key: key, Msg: fmt.Sprintf(format, args...)})
+}
+
+func (d *decoder) config(data []byte) Config {
+	var c Config
+	o := d.object("", data, "webhook_tools", "permissions", "egress", "session_defaults")
+	if o == nil {
+		return c
+	}
+	var urls []*url.URL // of the webhook tools, checked against the egress policy below
+	if raw, key, ok := o.field("webhook_tools"); ok {
+		c.WebhookTools, urls = d.webhookTools(key, raw)
+	}
+	if raw, key, ok := o.field("permissions"); ok {
+		c.Permissions = d.permissions(key, raw)
+	}
+	egressOK := true
+	if raw, key, ok := o.field("egress"); ok {
+		before := len(d.errs)
+		c.Egress = d.egress(key, raw)
+		egressOK = len(d.errs) == before
+	}
+	if raw, key, ok := o.field("session_defaults"); ok {
+		c.SessionDefaults = d.sessionDefaults(key, raw)
+	}
+	for i, u := range urls {
+		if u == nil || !egressOK {
+			continue
+		}
+		if err := c.Egress.CheckURL(u); err != nil {
+			d.fail(index("webhook_tools", i)+".url", "%v (see egress)", err)
+		}
+	}
+	return c
+}
+
+func (d *decoder) webhookTools(key string, raw json.RawMessage) ([]web.WebhookSpec, []*url.URL) {
+	items, _ := d.array(key, raw)
+	var specs []web.WebhookSpec
+	var urls []*url.URL
+	firstKey := map[string]string{} // tool name → where it was first given
+	for i, item := range items {
+		k := index(key, i)
+		o := d.object(k, item, "name", "description", "parameters", "url", "idempotent", "secret", "timeout", "permission")
+		if o == nil {
+			continue
+		}
+		s := web.WebhookSpec{Permission: string(Ask)}
+		var u *url.URL
+		if raw, k, ok := o.required(d, "name"); ok {
+			if name, ok := d.str(k, raw); ok {
+				switch {
+				case !toolName.MatchString(name):
+					d.fail(k, toolNameRule)
+				case slices.Contains(builtinTools, name):
+					d.fail(k, "%q is the name of a built-in tool", name)
+				case firstKey[name] != "":
+					d.fail(k, "duplicate tool name %q (also %s)", name, firstKey[name])
+				default:
+					firstKey[name] = k
+				}
+				s.Name = name
+			}
+		}
+		if raw, k, ok := o.required(d, "description"); ok {
+			s.Description, _ = d.nonEmpty(k, raw)
+		}
+		if raw, k, ok := o.field("parameters"); ok {
+			s.Parameters = d.schema(k, raw)
+		}
+		if raw, k, ok := o.required(d, "url"); ok {
+			u = d.url(k, raw)
+			if u != nil {
+				s.URL = u.String()
+			}
+		}
+		if raw, k, ok := o.field("idempotent"); ok {
+			s.Idempotent, _ = d.boolean(k, raw)
+		}
+		if raw, k, ok := o.required(d, "secret"); ok {
+			if v, ok := d.str(k, raw); ok {
+				if len(v) < MinSecretBytes {
+					d.fail(k, "must be at least %d bytes", MinSecretBytes)
+				}
+				s.Secret = web.NewSecret(v)
+			}
+		}
+		if raw, k, ok := o.field("timeout"); ok {
+			s.Timeout = d.duration(k, raw)
+		}
+		if raw, k, ok := o.field("permission"); ok {
+			s.Permission = string(d.decision(k, raw))
+		}
+		specs = append(specs, s)
+		urls = append(urls, u)
+	}
+	return specs, urls
+}
+
+func (d *decoder) permissions(key string, raw json.RawMessage) []Rule {
+	var rules []Rule
+	items, _ := d.array(key, raw)
+	for i, item := range items {
+		o := d.object(index(key, i), item, "action", "resource", "decision")
+		if o == nil {
+			continue
+		}
+		var r Rule
+		if raw, k, ok := o.required(d, "action"); ok {
+			r.Action, _ = d.nonEmpty(k, raw)
+		}
+		if raw, k, ok := o.required(d, "resource"); ok {
+			r.Resource, _ = d.nonEmpty(k, raw)
+		}
+		if raw, k, ok := o.required(d, "decision"); ok {
+			r.Decision = d.decision(k, raw)
+		}
+		rules = append(rules, r)
+	}
+	return rules
+}
+
+func (d *decoder) egress(key string, raw json.RawMessage) web.Egress {
+	p := web.NewEgress()
+	o := d.object(key, raw, "schemes", "ports", "hosts", "allow_cidrs", "max_response_bytes", "timeout")
+	if o == nil {
+		return p
+	}
+	if raw, k, ok := o.field("schemes"); ok {
+		var schemes []string
+		for i, item := range d.nonEmptyArray(k, raw) {
+			if s, ok := d.str(index(k, i), item); ok {
+				if s != "https" && s != "http" {
+					d.fail(index(k, i), `must be "https" or "http"`)
+				}
+				schemes = append(schemes, s)
+			}
+		}
+		p = p.WithSchemes(schemes...)
+	}
+	if raw, k, ok := o.field("ports"); ok {
+		var ports []int
+		for i, item := range d.nonEmptyArray(k, raw) {
+			if n, ok := d.integer(index(k, i), item); ok {
+				if n < 1 || n > 65535 {
+					d.fail(index(k, i), "must be 1–65535")
+				}
+				ports = append(ports, int(n))
+			}
+		}
+		p = p.WithPorts(ports...)
+	}
+	if raw, k, ok := o.field("hosts"); ok {
+		var hosts []string
+		items, _ := d.array(k, raw)
+		for i, item := range items {
+			if h, ok := d.str(index(k, i), item); ok {
+				if !validHostPattern(h) {
+					d.fail(index(k, i), `must be a host name, an IP address, or "*." and a domain`)
+				}
+				hosts = append(hosts, h)
+			}
+		}
+		p = p.WithHosts(hosts...)
+	}
+	if raw, k, ok := o.field("allow_cidrs"); ok {
+		var cidrs []netip.Prefix
+		items, _ := d.array(k, raw)
+		for i, item := range items {
+			s, ok := d.str(index(k, i), item)
+			if !ok {
+				continue
+			}
+			prefix, err := netip.ParsePrefix(s)
+			switch {
+			case err != nil:
+				d.fail(index(k, i), "must be a CIDR such as 10.0.0.0/8 or fd00::/8")
+			case prefix != prefix.Masked():
+				d.fail(index(k, i), "has bits set past the prefix length; did you mean %s?", prefix.Masked())
+			default:
+				cidrs = append(cidrs, prefix)
+			}
+		}
+		p = p.WithAllowCIDRs(cidrs...)
+	}
+	if raw, k, ok := o.field("max_response_bytes"); ok {
+		if n, ok := d.integer(k, raw); ok {
+			if n < 1 || n > MaxResponseBytes {
+				d.fail(k, "must be 1–%d", MaxResponseBytes)
+			}
+			p = p.WithMaxResponseBytes(n)
+		}
+	}
+	if raw, k, ok := o.field("timeout"); ok {
+		p = p.WithTimeout(d.duration(k, raw))
+	}
+	return p
+}
+
+func (d *decoder) sessionDefaults(key string, raw json.RawMessage) SessionDefaults {
+	var s SessionDefaults
+	o := d.object(key, raw, "system_prompt", "model", "tools")
+	if o == nil {
+		return s
+	}
+	if raw, k, ok := o.field("system_prompt"); ok {
+		s.SystemPrompt, _ = d.str(k, raw)
+	}
+	if raw, k, ok := o.field("model"); ok {
+		s.Model, _ = d.str(k, raw)
+	}
+	if raw, k, ok := o.field("tools"); ok {
+		if items, ok := d.array(k, raw); ok {
+			tools := []string{}
+			for i, item := range items {
+				if name, ok := d.str(index(k, i), item); ok {
+					if !toolName.MatchString(name) {
+						d.fail(index(k, i), toolNameRule)
+					}
+					tools = append(tools, name)
+				}
+			}
+			s.Tools = &tools
+		}
+	}
+	return s
+}
+
+// object is a JSON object's members.
+type object struct {
+	key  string
+	vals map[string]json.RawMessage
+}
+
+// object decodes raw as an object whose keys must be among known, reporting
+// unknown and repeated keys; nil if raw is not an object.
+func (d *decoder) object(key string, raw json.RawMessage, known ...string) *object {
+	if kind(raw) != '{' {
+		if key == "" {
+			d.fail(key, "the file must hold a JSON object")
+		} else {
+			d.fail(key, "must be an object")
+		}
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if _, err := dec.Token(); err != nil { // the opening brace
+		d.fail(key, "must be an object")
+		return nil
+	}
+	o := &object{key: key, vals: map[string]json.RawMessage{}}
+	for dec.More() {
+		tok, err := dec.Token()
+		name, isString := tok.(string)
+		var val json.RawMessage
+		if err == nil && isString {
+			err = dec.Decode(&val)
+		}
+		if err != nil || !isString {
+			d.fail(key, "malformed object")
+			return nil
+		}
+		k := member(key, name)
+		switch {
+		case !slices.Contains(known, name):
+			d.fail(k, "unknown key%s", suggest(name, known))
+		case o.vals[name] != nil:
+			d.fail(k, "given twice")
+		default:
+			o.vals[name] = val
+		}
+	}
+	return o
+}
+
+// field returns a member's value and key path if it is present.
+func (o *object) field(name string) (json.RawMessage, string, bool) {
+	raw, ok := o.vals[name]
+	return raw, member(o.key, name), ok
+}
+
+// required is field, reporting a missing member.
+func (o *object) required(d *decoder, name string) (json.RawMessage, string, bool) {
+	raw, k, ok := o.field(name)
+	if !ok {
+		d.fail(k, "required")
+	}
+	return raw, k, ok
+}
+
+func (d *decoder) str(key string, raw json.RawMessage) (string, bool) {
+	var s string
+	if kind(raw) != '"' || json.Unmarshal(raw, &s) != nil {
+		d.fail(key, "must be a string")
+		return "", false
+	}
+	return s, true
+}
+
+func (d *decoder) nonEmpty(key string, raw json.RawMessage) (string, bool) {
+	s, ok := d.str(key, raw)
+	if ok && strings.TrimSpace(s) == "" {
+		d.fail(key, "must not be empty")
+		return s, false
+	}
+	return s, ok
+}
+
+func (d *decoder) boolean(key string, raw json.RawMessage) (bool, bool) {
+	var b bool
+	if k := kind(raw); (k != 't' && k != 'f') || json.Unmarshal(raw, &b) != nil {
+		d.fail(key, "must be true or false")
+		return false, false
+	}
+	return b, true
+}
+
+func (d *decoder) integer(key string, raw json.RawMessage) (int64, bool) {
+	n, err := strconv.ParseInt(string(bytes.TrimSpace(raw)), 10, 64)
+	if err != nil {
+		d.fail(key, "must be an integer")
+		return 0, false
+	}
+	return n, true
+}
+
+func (d *decoder) array(key string, raw json.RawMessage) ([]json.RawMessage, bool) {
+	var items []json.RawMessage
+	if kind(raw) != '[' || json.Unmarshal(raw, &items) != nil {
+		d.fail(key, "must be an array")
+		return nil, false
+	}
+	return items, true
+}
+
+func (d *decoder) nonEmptyArray(key string, raw json.RawMessage) []json.RawMessage {
+	items, ok := d.array(key, raw)
+	if ok && len(items) == 0 {
+		d.fail(key, "must not be empty; leave the key out for the default")
+	}
+	return items
+}
+
+// duration reads a Go duration string, positive and at most MaxTimeout.
+func (d *decoder) duration(key string, raw json.RawMessage) time.Duration {
+	s, ok := d.str(key, raw)
+	if !ok {
+		return 0
+	}
+	v, err := time.ParseDuration(s)
+	switch {
+	case err != nil:
+		d.fail(key, `must be a duration such as "30s" or "2m"`)
+	case v <= 0 || v > MaxTimeout:
+		d.fail(key, "must be more than 0 and at most %s", MaxTimeout)
+	}
+	return v
+}
+
+func (d *decoder) decision(key string, raw json.RawMessage) Decision {
+	s, ok := d.str(key, raw)
+	if !ok {
+		return ""
+	}
+	switch v := Decision(s); v {
+	case Allow, Ask, Deny:
+		return v
+	}
+	d.fail(key, `must be "allow", "ask" or "deny"`)
+	return Decision(s)
+}
+
+// schema reads a tool's parameters: a JSON schema object, compacted.
+func (d *decoder) schema(key string, raw json.RawMessage) json.RawMessage {
+	var top map[string]json.RawMessage
+	if kind(raw) != '{' || json.Unmarshal(raw, &top) != nil {
+		d.fail(key, "must be a JSON schema object")
+		return nil
+	}
+	if t, ok := top["type"]; ok && string(bytes.TrimSpace(t)) != `"object"` {
+		d.fail(key, `must describe an object ("type": "object")`)
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, raw); err != nil {
+		d.fail(key, "must be a JSON schema object")
+		return nil
+	}
+	return buf.Bytes()
+}
+
+func (d *decoder) url(key string, raw json.RawMessage) *url.URL {
+	s, ok := d.str(key, raw)
+	if !ok {
+		return nil
+	}
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.Opaque != "" {
+		d.fail(key, "must be an absolute https or http URL")
+		return nil
+	}
+	if u.User != nil {
+		d.fail(key, "must not contain credentials; the webhook is authenticated by its secret")
+		return nil
+	}
+	return u
+}
+
+// validHostPattern accepts a host name, an IP literal, or "*." and a name.
+func validHostPattern(h string) bool {
+	if _, err := netip.ParseAddr(h); err == nil {
+		return true
+	}
+	name := strings.TrimSuffix(strings.TrimPrefix(h, "*."), ".")
+	if name == "" || len(name) > 253 {
+		return false
+	}
+	for _, label := range strings.Split(name, ".") {
+		if label == "" || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
+			return false
+		}
+		for _, r := range label {
+			if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// kind is the first byte of a JSON value: '{', '[', '"', 't', 'f', 'n' or
+// a digit or '-'.
+func kind(raw json.RawMessage) byte {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		return 0
+	}
+	return raw[0]
+}
+
+func member(key, name string) string {
+	if key == "" {
+		return name
+	}
+	return key + "." + name
+}
+
+func index(key string, i int) string { return fmt.Sprintf("%s[%d]", key, i) }
+
+// suggest proposes a known key close to an unknown one.
+func suggest(name string, known []string) string {
+	best, bestDist := "", 3
+	for _, k := range known {
+		if dist := editDistance(strings.ToLower(name), k); dist < bestDist {
+			best, bestDist = k, dist
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (did you mean %s?)", best)
+}
+
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// syntaxMessage says where a JSON syntax error is, by line and column.
+func syntaxMessage(data []byte, err error) string {
+	var se *json.SyntaxError
+	if !errors.As(err, &se) {
+		return "invalid JSON: " + strings.TrimPrefix(err.Error(), "json: ")
+	}
+	// Offset counts the offending byte.
+	before := data[:min(int(se.Offset), len(data))]
+	line := bytes.Count(before, []byte("\n")) + 1
+	col := len(before) - bytes.LastIndexByte(before, '\n') - 1
+	return fmt.Sprintf("invalid JSON at line %d, column %d: %s", line, col, se.Error())
+}

@@ -1,0 +1,362 @@
+package config_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/revenantrt/revenant/config"
+	"github.com/revenantrt/revenant/core/tool"
+	"github.com/revenantrt/revenant/tools/web"
+)
+
+// exampleConfig is docs/config.example.json, which the README shows; the
+// test below keeps the two identical and the example valid.
+const exampleConfig = `{
+  "webhook_tools": [
+    {
+      "name": "create_ticket",
+      "description": "Open a ticket in the team's tracker. Returns the new ticket's id and URL.",
+      "parameters": {
+        "type": "object",
+        "properties": {
+          "title": {"type": "string", "description": "One-line summary."},
+          "body": {"type": "string", "description": "Details, in Markdown."},
+          "priority": {"type": "string", "enum": ["low", "normal", "high"]}
+        },
+        "required": ["title"],
+        "additionalProperties": false
+      },
+      "url": "https://tickets.example.com/hooks/revenant",
+      "idempotent": true,
+      "secret": "replace-me-with-a-long-random-string-1",
+      "timeout": "10s",
+      "permission": "allow"
+    },
+    {
+      "name": "deploy_staging",
+      "description": "Deploy a service to staging. Returns the deployment log.",
+      "parameters": {
+        "type": "object",
+        "properties": {
+          "service": {"type": "string"},
+          "version": {"type": "string"}
+        },
+        "required": ["service", "version"],
+        "additionalProperties": false
+      },
+      "url": "http://10.20.0.7:8080/deploy",
+      "idempotent": false,
+      "secret": "replace-me-with-a-long-random-string-2",
+      "timeout": "2m",
+      "permission": "ask"
+    }
+  ],
+  "permissions": [
+    {"action": "http_request", "resource": "*", "decision": "ask"},
+    {"action": "http_request", "resource": "http:*.example.com", "decision": "allow"},
+    {"action": "deploy_staging", "resource": "*", "decision": "ask"}
+  ],
+  "egress": {
+    "schemes": ["https", "http"],
+    "ports": [443, 80, 8080],
+    "hosts": ["*.example.com", "api.github.com", "10.20.0.7"],
+    "allow_cidrs": ["10.20.0.7/32"],
+    "max_response_bytes": 1048576,
+    "timeout": "30s"
+  },
+  "session_defaults": {
+    "system_prompt": "You are a careful operations assistant. Ask before changing anything.",
+    "model": "gpt-4o-mini",
+    "tools": ["http_request", "kv_get", "kv_put", "question", "create_ticket", "deploy_staging"]
+  }
+}
+`
+
+const examplePath = "../docs/config.example.json"
+
+func TestExample(t *testing.T) {
+	file, err := os.ReadFile(examplePath)
+	require.NoError(t, err)
+	require.Equal(t, exampleConfig, string(file), "docs/config.example.json and the fixture must match")
+
+	c, err := config.Load(examplePath)
+	require.NoError(t, err)
+	fromString, err := config.Parse([]byte(exampleConfig))
+	require.NoError(t, err)
+	require.Equal(t, fromString, c)
+
+	require.Len(t, c.WebhookTools, 2)
+	ticket, deploy := c.WebhookTools[0], c.WebhookTools[1]
+	require.Equal(t, "create_ticket", ticket.Name)
+	require.True(t, ticket.Idempotent)
+	require.Equal(t, "replace-me-with-a-long-random-string-1", ticket.Secret.Reveal())
+	require.Equal(t, 10*time.Second, ticket.Timeout)
+	require.Equal(t, "allow", ticket.Permission)
+	require.Equal(t, "https://tickets.example.com/hooks/revenant", ticket.URL)
+	require.JSONEq(t, `{"type":"object","properties":{"title":{"type":"string","description":"One-line summary."},"body":{"type":"string","description":"Details, in Markdown."},"priority":{"type":"string","enum":["low","normal","high"]}},"required":["title"],"additionalProperties":false}`, string(ticket.Parameters))
+	require.Equal(t, "deploy_staging", deploy.Name)
+	require.False(t, deploy.Idempotent)
+	require.Equal(t, 2*time.Minute, deploy.Timeout)
+	require.Equal(t, "ask", deploy.Permission)
+
+	require.Equal(t, []config.Rule{
+		{Action: "http_request", Resource: "*", Decision: config.Ask},
+		{Action: "http_request", Resource: "http:*.example.com", Decision: config.Allow},
+		{Action: "deploy_staging", Resource: "*", Decision: config.Ask},
+	}, c.Permissions)
+
+	p := c.EgressPolicy()
+	require.Equal(t, []string{"https", "http"}, p.Schemes())
+	require.Equal(t, []int{443, 80, 8080}, p.Ports())
+	require.Equal(t, []string{"*.example.com", "api.github.com", "10.20.0.7"}, p.Hosts())
+	require.Equal(t, []netip.Prefix{netip.MustParsePrefix("10.20.0.7/32")}, p.AllowCIDRs())
+	require.Equal(t, int64(1<<20), p.MaxResponseBytes())
+	require.Equal(t, 30*time.Second, p.Timeout())
+
+	require.Equal(t, "You are a careful operations assistant. Ask before changing anything.", c.SessionDefaults.SystemPrompt)
+	require.Equal(t, "gpt-4o-mini", c.SessionDefaults.Model)
+	require.Equal(t, &[]string{"http_request", "kv_get", "kv_put", "question", "create_ticket", "deploy_staging"}, c.SessionDefaults.Tools)
+
+	tools, err := c.Tools(c.EgressPolicy())
+	require.NoError(t, err)
+	require.Len(t, tools, 2)
+	_, err = tool.NewRegistry(tools...)
+	require.NoError(t, err)
+	require.Equal(t, "create_ticket", tools[0].Spec().Name)
+	require.True(t, tools[0].Idempotent())
+	require.False(t, tools[1].Idempotent())
+	require.Equal(t, "ask", tools[1].(*web.Webhook).Permission())
+	require.Equal(t, 2*time.Minute+time.Second, tools[1].Limits().Timeout)
+}
+
+func TestEmptyObjectIsTheZeroConfig(t *testing.T) {
+	c, err := config.Parse([]byte(" {\n} "))
+	require.NoError(t, err)
+	require.Equal(t, config.Config{}, c)
+	tools, err := c.Tools(c.EgressPolicy())
+	require.NoError(t, err)
+	require.Empty(t, tools)
+	require.Equal(t, web.NewEgress().String(), c.EgressPolicy().String())
+}
+
+func TestDefaults(t *testing.T) {
+	c, err := config.Parse([]byte(`{
+		"webhook_tools": [{"name": "n", "description": "d", "url": "https://h.example.com/x", "secret": "0123456789abcdef"}],
+		"session_defaults": {"tools": []}
+	}`))
+	require.NoError(t, err)
+	s := c.WebhookTools[0]
+	require.Equal(t, "ask", s.Permission)
+	require.False(t, s.Idempotent)
+	require.Zero(t, s.Timeout, "the egress timeout applies")
+	require.Nil(t, s.Parameters)
+	require.Equal(t, &[]string{}, c.SessionDefaults.Tools, "an empty list offers no tools")
+
+	c, err = config.Parse([]byte(`{"session_defaults": {"model": "m"}}`))
+	require.NoError(t, err)
+	require.Nil(t, c.SessionDefaults.Tools, "no list offers every tool")
+}
+
+func TestRejects(t *testing.T) {
+	hook := func(fields string) string {
+		return `{"webhook_tools": [{"name": "n", "description": "d", "url": "https://h.example.com/x", "secret": "0123456789abcdef"` + fields + `}]}`
+	}
+	for _, tc := range []struct {
+		name, json string
+		want       []string
+	}{
+		{"empty file", "  \n", []string{"the file is empty; write {} for the defaults"}},
+		{"syntax", "{\n  \"egress\": {\"ports\": [80,]}\n}", []string{"invalid JSON at line 2, column 27: invalid character ']' looking for beginning of value"}},
+		{"not an object", `[]`, []string{"the file must hold a JSON object"}},
+		{"unknown top-level key", `{"webhook_tool": []}`, []string{"webhook_tool: unknown key (did you mean webhook_tools?)"}},
+		{"unknown far from any key", `{"extras": 1}`, []string{"extras: unknown key"}},
+		{"key given twice", `{"egress": {}, "egress": {}}`, []string{"egress: given twice"}},
+		{"unknown webhook key", `{"webhook_tools": [
+			{"name": "a", "description": "d", "url": "https://h.example.com/x", "secret": "0123456789abcdef"},
+			{"name": "b", "description": "d", "url": "https://h.example.com/x", "secrett": "0123456789abcdef"}]}`,
+			[]string{"webhook_tools[1].secrett: unknown key (did you mean secret?)", "webhook_tools[1].secret: required"}},
+		{"webhook_tools not an array", `{"webhook_tools": {}}`, []string{"webhook_tools: must be an array"}},
+		{"webhook not an object", `{"webhook_tools": ["x"]}`, []string{"webhook_tools[0]: must be an object"}},
+		{"missing fields", `{"webhook_tools": [{}]}`, []string{"webhook_tools[0].name: required", "webhook_tools[0].description: required", "webhook_tools[0].url: required", "webhook_tools[0].secret: required"}},
+		{"given twice in a tool", hook(`, "name": "m"`), []string{"webhook_tools[0].name: given twice"}},
+		{"name shape", `{"webhook_tools": [{"name": "has space", "description": "d", "url": "https://h.example.com/x", "secret": "0123456789abcdef"}]}`, []string{"webhook_tools[0].name: must be 1 to 64 letters, digits, '_' or '-'"}},
+		{"name too long", `{"webhook_tools": [{"name": "` + strings.Repeat("a", 65) + `", "description": "d", "url": "https://h.example.com/x", "secret": "0123456789abcdef"}]}`, []string{"webhook_tools[0].name: must be 1 to 64 letters"}},
+		{"built-in name", `{"webhook_tools": [{"name": "http_request", "description": "d", "url": "https://h.example.com/x", "secret": "0123456789abcdef"}]}`, []string{`webhook_tools[0].name: "http_request" is the name of a built-in tool`}},
+		{"duplicate names", `{"webhook_tools": [
+			{"name": "n", "description": "d", "url": "https://h.example.com/x", "secret": "0123456789abcdef"},
+			{"name": "n", "description": "d", "url": "https://h.example.com/y", "secret": "0123456789abcdef"}]}`,
+			[]string{`webhook_tools[1].name: duplicate tool name "n" (also webhook_tools[0].name)`}},
+		{"empty description", `{"webhook_tools": [{"name": "n", "description": " ", "url": "https://h.example.com/x", "secret": "0123456789abcdef"}]}`, []string{"webhook_tools[0].description: must not be empty"}},
+		{"url scheme", `{"webhook_tools": [{"name": "n", "description": "d", "url": "ftp://h.example.com/x", "secret": "0123456789abcdef"}]}`, []string{"webhook_tools[0].url: must be an absolute https or http URL"}},
+		{"url relative", `{"webhook_tools": [{"name": "n", "description": "d", "url": "/hook", "secret": "0123456789abcdef"}]}`, []string{"webhook_tools[0].url: must be an absolute https or http URL"}},
+		{"url credentials", `{"webhook_tools": [{"name": "n", "description": "d", "url": "https://u:p@h.example.com/x", "secret": "0123456789abcdef"}]}`, []string{"webhook_tools[0].url: must not contain credentials"}},
+		{"url port not allowed", `{"webhook_tools": [{"name": "n", "description": "d", "url": "https://h.example.com:8443/x", "secret": "0123456789abcdef"}]}`, []string{"webhook_tools[0].url: egress denied: port 8443 is not allowed (allowed: 443, 80) (see egress)"}},
+		{"url private", `{"webhook_tools": [{"name": "n", "description": "d", "url": "http://10.0.0.5/x", "secret": "0123456789abcdef"}]}`, []string{"webhook_tools[0].url: egress denied: 10.0.0.5 is a private address (see egress)"}},
+		{"url host not listed", `{"egress": {"hosts": ["api.example.com"]}, "webhook_tools": [{"name": "n", "description": "d", "url": "https://h.example.com/x", "secret": "0123456789abcdef"}]}`, []string{"webhook_tools[0].url: egress denied: host h.example.com is not on the host allow-list (see egress)"}},
+		{"short secret", `{"webhook_tools": [{"name": "n", "description": "d", "url": "https://h.example.com/x", "secret": "tooShort15bytes"}]}`, []string{"webhook_tools[0].secret: must be at least 16 bytes"}},
+		{"secret not a string", `{"webhook_tools": [{"name": "n", "description": "d", "url": "https://h.example.com/x", "secret": 1234567890123456789}]}`, []string{"webhook_tools[0].secret: must be a string"}},
+		{"idempotent", `{"webhook_tools": [{"name": "n", "description": "d", "url": "https://h.example.com/x", "secret": "0123456789abcdef", "idempotent": "yes"}]}`, []string{"webhook_tools[0].idempotent: must be true or false"}},
+		{"timeout zero", `{"webhook_tools": [{"name": "n", "description": "d", "url": "https://h.example.com/x", "secret": "0123456789abcdef", "timeout": "0s"}]}`, []string{"webhook_tools[0].timeout: must be more than 0 and at most 10m0s"}},
+		{"timeout long", `{"webhook_tools": [{"name": "n", "description": "d", "url": "https://h.example.com/x", "secret": "0123456789abcdef", "timeout": "11m"}]}`, []string{"webhook_tools[0].timeout: must be more than 0 and at most 10m0s"}},
+		{"timeout words", `{"webhook_tools": [{"name": "n", "description": "d", "url": "https://h.example.com/x", "secret": "0123456789abcdef", "timeout": "soon"}]}`, []string{`webhook_tools[0].timeout: must be a duration such as "30s" or "2m"`}},
+		{"timeout number", `{"webhook_tools": [{"name": "n", "description": "d", "url": "https://h.example.com/x", "secret": "0123456789abcdef", "timeout": 30}]}`, []string{"webhook_tools[0].timeout: must be a string"}},
+		{"permission", `{"webhook_tools": [{"name": "n", "description": "d", "url": "https://h.example.com/x", "secret": "0123456789abcdef", "permission": "maybe"}]}`, []string{`webhook_tools[0].permission: must be "allow", "ask" or "deny"`}},
+		{"parameters type", `{"webhook_tools": [{"name": "n", "description": "d", "url": "https://h.example.com/x", "secret": "0123456789abcdef", "parameters": {"type": "array"}}]}`, []string{`webhook_tools[0].parameters: must describe an object ("type": "object")`}},
+		{"parameters not an object", `{"webhook_tools": [{"name": "n", "description": "d", "url": "https://h.example.com/x", "secret": "0123456789abcdef", "parameters": "x"}]}`, []string{"webhook_tools[0].parameters: must be a JSON schema object"}},
+		{"rule decision", `{"permissions": [{"action": "a", "resource": "*", "decision": "yes"}]}`, []string{`permissions[0].decision: must be "allow", "ask" or "deny"`}},
+		{"rule shape", `{"permissions": [{"resource": "", "decison": "allow"}]}`, []string{"permissions[0].decison: unknown key (did you mean decision?)", "permissions[0].action: required", "permissions[0].resource: must not be empty", "permissions[0].decision: required"}},
+		{"egress unknown", `{"egress": {"port": [80]}}`, []string{"egress.port: unknown key (did you mean ports?)"}},
+		{"port zero", `{"egress": {"ports": [0]}}`, []string{"egress.ports[0]: must be 1–65535"}},
+		{"port high", `{"egress": {"ports": [443, 70000]}}`, []string{"egress.ports[1]: must be 1–65535"}},
+		{"port string", `{"egress": {"ports": ["80"]}}`, []string{"egress.ports[0]: must be an integer"}},
+		{"port fraction", `{"egress": {"ports": [80.5]}}`, []string{"egress.ports[0]: must be an integer"}},
+		{"ports empty", `{"egress": {"ports": []}}`, []string{"egress.ports: must not be empty; leave the key out for the default"}},
+		{"schemes", `{"egress": {"schemes": ["https", "ftp"]}}`, []string{`egress.schemes[1]: must be "https" or "http"`}},
+		{"schemes empty", `{"egress": {"schemes": []}}`, []string{"egress.schemes: must not be empty"}},
+		{"hosts", `{"egress": {"hosts": ["ok.example.com", "bad host", "*.", "-x.com"]}}`, []string{"egress.hosts[1]: must be a host name", "egress.hosts[2]: must be a host name", "egress.hosts[3]: must be a host name"}},
+		{"cidr host bits", `{"egress": {"allow_cidrs": ["10.1.2.3/8"]}}`, []string{"egress.allow_cidrs[0]: has bits set past the prefix length; did you mean 10.0.0.0/8?"}},
+		{"cidr bare address", `{"egress": {"allow_cidrs": ["10.1.2.3"]}}`, []string{"egress.allow_cidrs[0]: must be a CIDR such as 10.0.0.0/8 or fd00::/8"}},
+		{"max bytes", `{"egress": {"max_response_bytes": 0}}`, []string{"egress.max_response_bytes: must be 1–1073741824"}},
+		{"egress timeout", `{"egress": {"timeout": "1h"}}`, []string{"egress.timeout: must be more than 0 and at most 10m0s"}},
+		{"egress null", `{"egress": null}`, []string{"egress: must be an object"}},
+		{"session tools", `{"session_defaults": {"tools": ["ok", "not ok"]}}`, []string{"session_defaults.tools[1]: must be 1 to 64 letters"}},
+		{"session model", `{"session_defaults": {"model": 5}}`, []string{"session_defaults.model: must be a string"}},
+		{"session unknown", `{"session_defaults": {"system": "x"}}`, []string{"session_defaults.system: unknown key"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := config.Parse([]byte(tc.json))
+			require.Error(t, err)
+			require.Equal(t, config.Config{}, c)
+			for _, w := range tc.want {
+				require.ErrorContains(t, err, w)
+			}
+			var es config.Errors
+			require.True(t, errors.As(err, &es))
+			require.Len(t, es, len(tc.want), err.Error())
+			var one *config.Error
+			require.True(t, errors.As(err, &one))
+		})
+	}
+}
+
+// TestEveryProblemReported: one run lists every problem, each naming its
+// key, so an operator fixes the file in one pass.
+func TestEveryProblemReported(t *testing.T) {
+	_, err := config.Parse([]byte(`{
+		"webhook_tools": [{"name": "n", "description": "d", "url": "https://h.example.com/x", "secrett": "0123456789abcdef"}],
+		"egress": {"ports": [0, 443]},
+		"session_defaults": {"modle": "m"}
+	}`))
+	var es config.Errors
+	require.True(t, errors.As(err, &es))
+	keys := make([]string, len(es))
+	for i, e := range es {
+		keys[i] = e.Key
+	}
+	require.Equal(t, []string{"webhook_tools[0].secrett", "webhook_tools[0].secret", "egress.ports[0]", "session_defaults.modle"}, keys)
+	require.Equal(t, "webhook_tools[0].secrett: unknown key (did you mean secret?); webhook_tools[0].secret: required; "+
+		"egress.ports[0]: must be 1–65535; session_defaults.modle: unknown key (did you mean model?)", err.Error())
+}
+
+func TestLoad(t *testing.T) {
+	dir := t.TempDir()
+	_, err := config.Load(filepath.Join(dir, "missing.json"))
+	require.ErrorContains(t, err, "read config: open ")
+	require.ErrorIs(t, err, os.ErrNotExist)
+
+	path := filepath.Join(dir, "bad.json")
+	require.NoError(t, os.WriteFile(path, []byte(`{"egress": {"ports": [0]}}`), 0o600))
+	_, err = config.Load(path)
+	require.EqualError(t, err, "config "+path+": egress.ports[0]: must be 1–65535")
+	var e *config.Error
+	require.True(t, errors.As(err, &e))
+	require.Equal(t, "egress.ports[0]", e.Key)
+}
+
+// TestSecretsNeverPrint: however a Config is printed, marshalled, logged or
+// rejected, its secrets do not show.
+func TestSecretsNeverPrint(t *testing.T) {
+	c, err := config.Parse([]byte(exampleConfig))
+	require.NoError(t, err)
+	secrets := []string{c.WebhookTools[0].Secret.Reveal(), c.WebhookTools[1].Secret.Reveal()}
+	require.Equal(t, "replace-me-with-a-long-random-string-2", secrets[1])
+
+	var outs []string
+	for _, verb := range []string{"%v", "%+v", "%#v", "%s", "%q", "%x", "%d"} {
+		outs = append(outs, fmt.Sprintf(verb, c), fmt.Sprintf(verb, &c), fmt.Sprintf(verb, c.WebhookTools),
+			fmt.Sprintf(verb, struct{ C *config.Config }{&c}))
+	}
+	j, err := json.Marshal(c)
+	require.NoError(t, err)
+	outs = append(outs, string(j))
+	var logged bytes.Buffer
+	slog.New(slog.NewJSONHandler(&logged, nil)).Info("loaded", "config", c, "tools", c.WebhookTools)
+	outs = append(outs, logged.String())
+	tools, err := c.Tools(c.EgressPolicy())
+	require.NoError(t, err)
+	outs = append(outs, fmt.Sprintf("%v %+v %#v", tools, tools, tools))
+
+	for _, out := range outs {
+		for _, s := range secrets {
+			require.NotContains(t, out, s)
+			require.NotContains(t, out, fmt.Sprintf("%x", s))
+		}
+	}
+	require.Contains(t, fmt.Sprintf("%+v", c), "Secret:[redacted]")
+
+	// A rejected secret is not quoted either.
+	_, err = config.Parse([]byte(`{"webhook_tools": [{"name": "n", "description": "d", "url": "https://h.example.com/x", "secret": "short-secret"}]}`))
+	require.Error(t, err)
+	require.NotContains(t, err.Error(), "short-secret")
+}
+
+// TestWebhookFromConfig: a configured webhook, allowed onto loopback by
+// allow_cidrs, is called with its configured secret's signature.
+func TestWebhookFromConfig(t *testing.T) {
+	var got *http.Request
+	var body []byte
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = r
+		body, _ = io.ReadAll(r.Body)
+		_, _ = io.WriteString(w, "done")
+	}))
+	defer srv.Close()
+	port := srv.Listener.Addr().(interface{ AddrPort() netip.AddrPort }).AddrPort().Port()
+
+	c, err := config.Parse(fmt.Appendf(nil, `{
+		"webhook_tools": [{"name": "notify", "description": "Notify the team.", "url": %q,
+			"secret": "a-secret-of-some-length", "idempotent": true, "permission": "allow"}],
+		"egress": {"ports": [%d], "allow_cidrs": ["127.0.0.1/32"]}
+	}`, srv.URL+"/notify", port))
+	require.NoError(t, err)
+	tools, err := c.Tools(c.EgressPolicy())
+	require.NoError(t, err)
+	out, err := tools[0].Execute(context.Background(), tool.Call{ID: "c1", Arguments: json.RawMessage(`{"text":"hi"}`), IdempotencyKey: "k1"})
+	require.NoError(t, err)
+	require.Equal(t, "done", out)
+	require.Equal(t, `{"text":"hi"}`, string(body))
+	require.Equal(t, "k1", got.Header.Get("Idempotency-Key"))
+	require.True(t, web.Verify([]byte("a-secret-of-some-length"), body, got.Header.Get("X-Revenant-Signature")))
+
+	// Without allow_cidrs the same file is rejected at start.
+	_, err = config.Parse(fmt.Appendf(nil, `{
+		"webhook_tools": [{"name": "notify", "description": "Notify the team.", "url": %q, "secret": "a-secret-of-some-length"}],
+		"egress": {"ports": [%d]}
+	}`, srv.URL, port))
+	require.ErrorContains(t, err, "webhook_tools[0].url: egress denied: 127.0.0.1 is a loopback address (see egress)")
+}

@@ -1,0 +1,31 @@
+// Package web is outbound HTTP for tools, safe by default: the
+// http_request tool, webhook tools, and the Egress policy both go through.
+//
+// A URL a model supplies is untrusted (DESIGN §12). Every request made by a
+// Client built here is checked twice:
+//   - before it is sent, and again before each redirect is followed, its
+//     scheme, port and host must be on the policy's allow-lists;
+//   - when its connection is dialed, the host name is resolved once, every
+//     address it resolves to is checked, and only a checked address is
+//     dialed, so there is no gap between check and use for DNS to change the
+//     answer in. Loopback, private, link-local, unspecified, multicast,
+//     carrier-grade NAT and reserved addresses, and IPv6 forms that embed
+//     them, are refused unless a CIDR of the policy allows them.
+//
+// Environment proxies are not used: a proxy would dial on our behalf and
+// escape the address check. Response bodies are capped and requests time
+// out (see Egress for the defaults).
+//
+// Idempotency: http_request declares itself not idempotent, because the
+// Tool interface decides that per tool and a model may ask for a POST. A
+// crash while a request is in flight is therefore reported to the model as
+// an unknown outcome and the request is never sent again. Every request
+// still carries `Idempotency-Key: <the call's key>`, so a server that honours
+// the header can deduplicate. A webhook tool declares what its
+// configuration says; an idempotent one is re-sent after a crash with the
+// same key, the same body and so the same signature.
+//
+// The package imports core/tool and core/model (the tool contract) and
+// nothing else of revenant; a test enforces it. It is not part of core, so
+// it may use the real network and clock.
+package web

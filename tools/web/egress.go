@@ -1,0 +1,370 @@
+package web
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Defaults of an Egress policy.
+const (
+	// DefaultMaxResponseBytes caps a response body: 1 MiB.
+	DefaultMaxResponseBytes = 1 << 20
+	// DefaultTimeout bounds a whole request, body included: 30 s.
+	DefaultTimeout = 30 * time.Second
+	// MaxRedirects is how many redirects a request follows; the next one is
+	// an error.
+	MaxRedirects = 5
+)
+
+// ErrDenied is wrapped by every refusal of the egress policy.
+var ErrDenied = errors.New("egress denied")
+
+// ErrTooLarge is returned while reading a response body past the policy's
+// MaxResponseBytes.
+var ErrTooLarge = errors.New("response too large")
+
+// Resolver looks up a host name's addresses. *net.Resolver implements it;
+// tests use a fake one to map a name to any address without real DNS.
+type Resolver interface {
+	LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
+}
+
+// Egress is the policy for outbound HTTP. It is immutable: derive one with
+// the With methods from NewEgress (the zero Egress is the same policy).
+// Entries that can never match (a port of 0, a scheme other than http or
+// https, a malformed host pattern) are kept but never allow anything, so a
+// mistake fails closed; package config rejects them with the key's name.
+type Egress struct {
+	schemes  []string
+	ports    []int
+	hosts    []string
+	allow    []netip.Prefix
+	maxBytes int64
+	timeout  time.Duration
+	resolver Resolver
+	dial     func(ctx context.Context, network, addr string) (net.Conn, error) // tests only
+}
+
+// NewEgress returns the default policy: schemes https and http, ports 443
+// and 80, any public host, no private ranges, 1 MiB bodies, 30 s.
+func NewEgress() Egress { return Egress{} }
+
+// WithSchemes sets the allowed URL schemes (compared without case).
+// Default https and http; with no arguments the default is restored.
+func (e Egress) WithSchemes(schemes ...string) Egress {
+	e.schemes = nil
+	for _, s := range schemes {
+		e.schemes = append(e.schemes, strings.ToLower(s))
+	}
+	return e
+}
+
+// WithPorts sets the allowed ports. A URL without a port uses its scheme's
+// (443 for https, 80 for http). Default 443 and 80 only, so a model cannot
+// reach a database or admin port on a public host; with no arguments the
+// default is restored.
+func (e Egress) WithPorts(ports ...int) Egress {
+	e.ports = slices.Clone(ports)
+	return e
+}
+
+// WithHosts restricts requests to these hosts: exact names ("api.example.com",
+// or an IP literal) or suffix patterns ("*.example.com", which matches every
+// subdomain of example.com but not example.com itself). Matching ignores
+// case and a trailing dot. Default, and with no arguments: any host, as long
+// as its addresses are public. The host list does not override the address
+// rules: an allowed name that resolves to a private address is still refused
+// unless WithAllowCIDRs allows that address.
+func (e Egress) WithHosts(hosts ...string) Egress {
+	e.hosts = nil
+	for _, h := range hosts {
+		e.hosts = append(e.hosts, normalizeHost(h))
+	}
+	return e
+}
+
+// WithAllowCIDRs allows addresses in these ranges even though they are
+// loopback, private, link-local or otherwise refused. Default none. A
+// webhook on the local network is allowed this way like any other request.
+func (e Egress) WithAllowCIDRs(prefixes ...netip.Prefix) Egress {
+	e.allow = nil
+	for _, p := range prefixes {
+		e.allow = append(e.allow, p.Masked())
+	}
+	return e
+}
+
+// WithMaxResponseBytes caps response bodies at n bytes. Default 1 MiB; n ≤ 0
+// restores it. A Client's body read fails with ErrTooLarge past the cap; the
+// tools show the first n bytes followed by a truncation marker.
+func (e Egress) WithMaxResponseBytes(n int64) Egress {
+	e.maxBytes = n
+	return e
+}
+
+// WithTimeout bounds each request, from dial to the end of the body.
+// Default 30 s; d ≤ 0 restores it.
+func (e Egress) WithTimeout(d time.Duration) Egress {
+	e.timeout = d
+	return e
+}
+
+// WithResolver resolves host names with r instead of net.DefaultResolver.
+// Every address r returns is checked before it is dialed.
+func (e Egress) WithResolver(r Resolver) Egress {
+	e.resolver = r
+	return e
+}
+
+// Schemes are the allowed schemes.
+func (e Egress) Schemes() []string {
+	if len(e.schemes) == 0 {
+		return []string{"https", "http"}
+	}
+	return slices.Clone(e.schemes)
+}
+
+// Ports are the allowed ports.
+func (e Egress) Ports() []int {
+	if len(e.ports) == 0 {
+		return []int{443, 80}
+	}
+	return slices.Clone(e.ports)
+}
+
+// Hosts are the allowed host patterns; empty means any public host.
+func (e Egress) Hosts() []string { return slices.Clone(e.hosts) }
+
+// AllowCIDRs are the ranges allowed despite the address rules.
+func (e Egress) AllowCIDRs() []netip.Prefix { return slices.Clone(e.allow) }
+
+// MaxResponseBytes is the response body cap.
+func (e Egress) MaxResponseBytes() int64 {
+	if e.maxBytes <= 0 {
+		return DefaultMaxResponseBytes
+	}
+	return e.maxBytes
+}
+
+// Timeout bounds one request.
+func (e Egress) Timeout() time.Duration {
+	if e.timeout <= 0 {
+		return DefaultTimeout
+	}
+	return e.timeout
+}
+
+// String describes the policy, for a start-up log line.
+func (e Egress) String() string {
+	hosts := "any public host"
+	if len(e.hosts) > 0 {
+		hosts = strings.Join(e.hosts, ", ")
+	}
+	cidrs := "none"
+	if len(e.allow) > 0 {
+		s := make([]string, len(e.allow))
+		for i, p := range e.allow {
+			s[i] = p.String()
+		}
+		cidrs = strings.Join(s, ", ")
+	}
+	return fmt.Sprintf("schemes %s; ports %s; hosts %s; private ranges allowed: %s; max response %d bytes; timeout %s",
+		strings.Join(e.Schemes(), ", "), joinInts(e.Ports()), hosts, cidrs, e.MaxResponseBytes(), e.Timeout())
+}
+
+func (e Egress) resolve() Resolver {
+	if e.resolver == nil {
+		return net.DefaultResolver
+	}
+	return e.resolver
+}
+
+// CheckURL reports whether u may be requested: its scheme, port and host
+// must be allowed and, when the host is an IP literal, so must the address.
+// A host name's addresses are checked when it is dialed. The error wraps
+// ErrDenied.
+func (e Egress) CheckURL(u *url.URL) error {
+	scheme := strings.ToLower(u.Scheme)
+	if !slices.Contains(e.Schemes(), scheme) {
+		return fmt.Errorf("%w: scheme %q is not allowed (allowed: %s)", ErrDenied, u.Scheme, strings.Join(e.Schemes(), ", "))
+	}
+	host := normalizeHost(u.Hostname())
+	if host == "" {
+		return fmt.Errorf("%w: the URL has no host", ErrDenied)
+	}
+	port, err := urlPort(u, scheme)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrDenied, err)
+	}
+	if !slices.Contains(e.Ports(), port) {
+		return fmt.Errorf("%w: port %d is not allowed (allowed: %s)", ErrDenied, port, joinInts(e.Ports()))
+	}
+	if len(e.hosts) > 0 && !e.hostAllowed(host) {
+		return fmt.Errorf("%w: host %s is not on the host allow-list", ErrDenied, host)
+	}
+	if ip, err := netip.ParseAddr(host); err == nil {
+		return e.CheckAddr(ip)
+	}
+	return nil
+}
+
+// CheckAddr reports whether addr may be dialed: a public address, or one in
+// an allowed CIDR. The error wraps ErrDenied and names the kind of address,
+// as in "egress denied: 127.0.0.1 is a loopback address".
+func (e Egress) CheckAddr(addr netip.Addr) error {
+	if kind := e.denial(addr); kind != "" {
+		return fmt.Errorf("%w: %s is %s", ErrDenied, addr, kind)
+	}
+	return nil
+}
+
+// denial says why addr is refused ("a private address"), or "" if it is not.
+func (e Egress) denial(addr netip.Addr) string {
+	kind := classify(addr)
+	if kind == "" || e.allowed(addr) {
+		return ""
+	}
+	return kind
+}
+
+func (e Egress) allowed(addr netip.Addr) bool {
+	addr = addr.WithZone("")
+	forms := []netip.Addr{addr, addr.Unmap()}
+	if v4, _, ok := embeddedIPv4(addr); ok {
+		forms = append(forms, v4)
+	}
+	for _, p := range e.allow {
+		for _, a := range forms {
+			if p.Contains(a) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func (e Egress) hostAllowed(host string) bool {
+	for _, pattern := range e.hosts {
+		if suffix, ok := strings.CutPrefix(pattern, "*."); ok {
+			if strings.HasSuffix(host, "."+suffix) && len(host) > len(suffix)+1 {
+				return true
+			}
+			continue
+		}
+		if host == pattern {
+			return true
+		}
+	}
+	return false
+}
+
+// normalizeHost lowercases a host and drops a trailing dot, so that
+// "API.Example.com." and "api.example.com" are one host.
+func normalizeHost(h string) string {
+	return strings.TrimSuffix(strings.ToLower(h), ".")
+}
+
+func urlPort(u *url.URL, scheme string) (int, error) {
+	p := u.Port()
+	if p == "" {
+		switch scheme {
+		case "https":
+			return 443, nil
+		case "http":
+			return 80, nil
+		}
+		return 0, fmt.Errorf("no port for scheme %q", scheme)
+	}
+	n, err := strconv.Atoi(p)
+	if err != nil || n < 1 || n > 65535 {
+		return 0, fmt.Errorf("bad port %q", p)
+	}
+	return n, nil
+}
+
+func joinInts(ns []int) string {
+	s := make([]string, len(ns))
+	for i, n := range ns {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, ", ")
+}
+
+// refused are the ranges a request may not reach unless allowed, with how
+// the refusal names them. IPv4-mapped addresses are unmapped before the
+// lookup; other IPv6 forms that embed an IPv4 address are checked by
+// embeddedIPv4.
+var refused = []struct {
+	prefix netip.Prefix
+	kind   string
+}{
+	{netip.MustParsePrefix("0.0.0.0/8"), "an unspecified address"},
+	{netip.MustParsePrefix("10.0.0.0/8"), "a private address"},
+	{netip.MustParsePrefix("100.64.0.0/10"), "a carrier-grade NAT address"},
+	{netip.MustParsePrefix("127.0.0.0/8"), "a loopback address"},
+	{netip.MustParsePrefix("169.254.0.0/16"), "a link-local address"},
+	{netip.MustParsePrefix("172.16.0.0/12"), "a private address"},
+	{netip.MustParsePrefix("192.0.0.0/24"), "a reserved address"},
+	{netip.MustParsePrefix("192.168.0.0/16"), "a private address"},
+	{netip.MustParsePrefix("198.18.0.0/15"), "a reserved address"},
+	{netip.MustParsePrefix("224.0.0.0/4"), "a multicast address"},
+	{netip.MustParsePrefix("240.0.0.0/4"), "a reserved address"}, // and the broadcast address
+	{netip.MustParsePrefix("::/128"), "an unspecified address"},
+	{netip.MustParsePrefix("::1/128"), "a loopback address"},
+	{netip.MustParsePrefix("100::/64"), "a reserved address"},
+	{netip.MustParsePrefix("fc00::/7"), "a private address"},
+	{netip.MustParsePrefix("fe80::/10"), "a link-local address"},
+	{netip.MustParsePrefix("fec0::/10"), "a private address"},
+	{netip.MustParsePrefix("ff00::/8"), "a multicast address"},
+}
+
+// classify names the kind of a refused address, or returns "" for a public
+// one.
+func classify(addr netip.Addr) string {
+	addr = addr.WithZone("").Unmap()
+	for _, r := range refused {
+		if r.prefix.Contains(addr) {
+			return r.kind
+		}
+	}
+	if v4, form, ok := embeddedIPv4(addr); ok {
+		if kind := classify(v4); kind != "" {
+			return fmt.Sprintf("%s (%s in %s form)", kind, v4, form)
+		}
+	}
+	return ""
+}
+
+var (
+	compatible = netip.MustParsePrefix("::/96")
+	nat64      = netip.MustParsePrefix("64:ff9b::/96")
+	nat64Local = netip.MustParsePrefix("64:ff9b:1::/48")
+	sixToFour  = netip.MustParsePrefix("2002::/16")
+)
+
+// embeddedIPv4 finds the IPv4 address inside an IPv6 form that routes to
+// it: IPv4-compatible (::a.b.c.d), NAT64 (64:ff9b::/96, 64:ff9b:1::/48) and
+// 6to4 (2002:aabb:ccdd::/48).
+func embeddedIPv4(addr netip.Addr) (netip.Addr, string, bool) {
+	if !addr.Is6() || addr.Is4In6() {
+		return netip.Addr{}, "", false
+	}
+	b := addr.As16()
+	switch {
+	case compatible.Contains(addr):
+		return netip.AddrFrom4([4]byte(b[12:16])), "IPv4-compatible", true
+	case nat64.Contains(addr), nat64Local.Contains(addr):
+		return netip.AddrFrom4([4]byte(b[12:16])), "NAT64", true
+	case sixToFour.Contains(addr):
+		return netip.AddrFrom4([4]byte(b[2:6])), "6to4", true
+	}
+	return netip.Addr{}, "", false
+}

@@ -1,0 +1,268 @@
+package web_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"net/url"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/revenantrt/revenant/tools/web"
+)
+
+// fakeResolver maps host names to addresses without DNS.
+type fakeResolver map[string][]netip.Addr
+
+func (r fakeResolver) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
+	if a, ok := r[host]; ok {
+		return a, nil
+	}
+	return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
+}
+
+func addrs(ss ...string) []netip.Addr {
+	out := make([]netip.Addr, len(ss))
+	for i, s := range ss {
+		out[i] = netip.MustParseAddr(s)
+	}
+	return out
+}
+
+var loopback = netip.MustParsePrefix("127.0.0.1/32")
+
+// testServer is an httptest server on 127.0.0.1 that counts its requests.
+type testServer struct {
+	*httptest.Server
+	port int
+	mu   sync.Mutex
+	reqs []*http.Request
+	body []string
+}
+
+func newServer(t *testing.T, h http.HandlerFunc) *testServer {
+	t.Helper()
+	s := &testServer{}
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		s.mu.Lock()
+		s.reqs = append(s.reqs, r)
+		s.body = append(s.body, string(b))
+		s.mu.Unlock()
+		h(w, r)
+	}))
+	t.Cleanup(s.Close)
+	u, err := url.Parse(s.URL)
+	require.NoError(t, err)
+	s.port, err = strconv.Atoi(u.Port())
+	require.NoError(t, err)
+	return s
+}
+
+func (s *testServer) requests() []*http.Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]*http.Request(nil), s.reqs...)
+}
+
+func (s *testServer) bodies() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.body...)
+}
+
+// allowing is a policy that lets requests reach s: its port, and 127.0.0.1.
+func (s *testServer) allowing() web.Egress {
+	return web.NewEgress().WithPorts(80, 443, s.port).WithAllowCIDRs(loopback)
+}
+
+// noDial fails the test if anything is dialed.
+func noDial(t *testing.T) func(context.Context, string, string) (net.Conn, error) {
+	return func(_ context.Context, _, addr string) (net.Conn, error) {
+		t.Errorf("dialed %s", addr)
+		return nil, errors.New("test: no dialing")
+	}
+}
+
+func TestCheckAddr(t *testing.T) {
+	for _, tc := range []struct{ addr, kind string }{
+		{"127.0.0.1", "a loopback address"},
+		{"127.1.2.3", "a loopback address"},
+		{"::1", "a loopback address"},
+		{"10.0.0.1", "a private address"},
+		{"172.16.0.1", "a private address"},
+		{"172.31.255.255", "a private address"},
+		{"192.168.1.1", "a private address"},
+		{"fc00::1", "a private address"},
+		{"fd12:3456::1", "a private address"},
+		{"169.254.169.254", "a link-local address"},
+		{"fe80::1", "a link-local address"},
+		{"fe80::1%eth0", "a link-local address"},
+		{"0.0.0.0", "an unspecified address"},
+		{"::", "an unspecified address"},
+		{"224.0.0.1", "a multicast address"},
+		{"ff02::1", "a multicast address"},
+		{"100.64.0.1", "a carrier-grade NAT address"},
+		{"255.255.255.255", "a reserved address"},
+		{"::ffff:127.0.0.1", "a loopback address"},
+		{"::ffff:10.0.0.1", "a private address"},
+		{"::ffff:169.254.169.254", "a link-local address"},
+		{"::127.0.0.1", "a loopback address (127.0.0.1 in IPv4-compatible form)"},
+		{"64:ff9b::a00:1", "a private address (10.0.0.1 in NAT64 form)"},
+		{"2002:a9fe:a9fe::1", "a link-local address (169.254.169.254 in 6to4 form)"},
+	} {
+		t.Run(tc.addr, func(t *testing.T) {
+			addr := netip.MustParseAddr(tc.addr)
+			err := web.NewEgress().CheckAddr(addr)
+			require.ErrorIs(t, err, web.ErrDenied)
+			require.EqualError(t, err, fmt.Sprintf("egress denied: %s is %s", addr, tc.kind))
+		})
+	}
+	for _, public := range []string{"8.8.8.8", "1.1.1.1", "172.32.0.1", "100.128.0.1", "2606:4700:4700::1111", "::ffff:8.8.8.8", "64:ff9b::808:808"} {
+		require.NoError(t, web.NewEgress().CheckAddr(netip.MustParseAddr(public)), public)
+	}
+}
+
+func TestAllowCIDRs(t *testing.T) {
+	p := web.NewEgress().WithAllowCIDRs(netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("127.0.0.1/32"))
+	for _, ok := range []string{"10.0.0.1", "10.255.0.9", "127.0.0.1", "::ffff:127.0.0.1", "::ffff:10.1.2.3", "64:ff9b::a00:1"} {
+		require.NoError(t, p.CheckAddr(netip.MustParseAddr(ok)), ok)
+	}
+	for _, denied := range []string{"127.0.0.2", "192.168.0.1", "169.254.169.254", "::1"} {
+		require.ErrorIs(t, p.CheckAddr(netip.MustParseAddr(denied)), web.ErrDenied, denied)
+	}
+}
+
+func TestCheckURL(t *testing.T) {
+	check := func(p web.Egress, raw string) error {
+		u, err := url.Parse(raw)
+		require.NoError(t, err)
+		return p.CheckURL(u)
+	}
+	def := web.NewEgress()
+	require.NoError(t, check(def, "https://example.com/x"))
+	require.NoError(t, check(def, "http://example.com:80/x"))
+	require.NoError(t, check(def, "http://example.com:443/x"))
+	require.EqualError(t, check(def, "ftp://example.com/x"), `egress denied: scheme "ftp" is not allowed (allowed: https, http)`)
+	require.EqualError(t, check(def, "https://example.com:8443/"), "egress denied: port 8443 is not allowed (allowed: 443, 80)")
+	require.EqualError(t, check(def, "http://127.0.0.1/"), "egress denied: 127.0.0.1 is a loopback address")
+	require.EqualError(t, check(def, "http://[::1]:80/"), "egress denied: ::1 is a loopback address")
+
+	https := def.WithSchemes("HTTPS")
+	require.NoError(t, check(https, "https://example.com/"))
+	require.EqualError(t, check(https, "http://example.com/"), `egress denied: scheme "http" is not allowed (allowed: https)`)
+
+	hosts := def.WithHosts("api.example.com", "*.Example.org")
+	require.NoError(t, check(hosts, "https://API.example.com./v1"))
+	require.NoError(t, check(hosts, "https://a.b.example.org/"))
+	require.EqualError(t, check(hosts, "https://example.org/"), "egress denied: host example.org is not on the host allow-list")
+	require.EqualError(t, check(hosts, "https://evilexample.org/"), "egress denied: host evilexample.org is not on the host allow-list")
+	require.EqualError(t, check(hosts, "https://example.com/"), "egress denied: host example.com is not on the host allow-list")
+}
+
+func TestEgressDefaults(t *testing.T) {
+	p := web.NewEgress()
+	require.Equal(t, []string{"https", "http"}, p.Schemes())
+	require.Equal(t, []int{443, 80}, p.Ports())
+	require.Empty(t, p.Hosts())
+	require.Empty(t, p.AllowCIDRs())
+	require.Equal(t, int64(1<<20), p.MaxResponseBytes())
+	require.Equal(t, 30*time.Second, p.Timeout())
+	require.Equal(t, "schemes https, http; ports 443, 80; hosts any public host; private ranges allowed: none; max response 1048576 bytes; timeout 30s", p.String())
+
+	// With methods copy: changing the caller's slice changes nothing.
+	ports := []int{8080}
+	q := p.WithPorts(ports...)
+	ports[0] = 22
+	require.Equal(t, []int{8080}, q.Ports())
+	require.Equal(t, []int{443, 80}, p.Ports(), "the original is unchanged")
+	require.Equal(t, []string{"https", "http"}, q.WithSchemes("http").WithSchemes().Schemes(), "no arguments restore the default")
+}
+
+// TestDialChecksEveryResolvedAddress: a name with one private address among
+// public ones is refused, and what is dialed is the checked address itself.
+func TestDialChecksEveryResolvedAddress(t *testing.T) {
+	srv := newServer(t, func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "ok") })
+	var mu sync.Mutex
+	var dialed []string
+	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		mu.Lock()
+		dialed = append(dialed, addr)
+		mu.Unlock()
+		return (&net.Dialer{}).DialContext(ctx, network, srv.Listener.Addr().String())
+	}
+	res := fakeResolver{
+		"mixed.test": addrs("93.184.216.34", "10.0.0.5"),
+		"lan.test":   addrs("10.1.2.3"),
+	}
+	p := web.NewEgress().WithResolver(res).WithDial(dial)
+
+	_, err := web.Client(p).Get("http://mixed.test/")
+	require.ErrorIs(t, err, web.ErrDenied)
+	require.ErrorContains(t, err, "egress denied: mixed.test resolves to 10.0.0.5, a private address")
+	require.Empty(t, dialed)
+
+	resp, err := web.Client(p.WithAllowCIDRs(netip.MustParsePrefix("10.0.0.0/8"))).Get("http://lan.test/")
+	require.NoError(t, err)
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.NoError(t, resp.Body.Close())
+	require.Equal(t, "ok", string(b))
+	require.Equal(t, []string{"10.1.2.3:80"}, dialed, "the checked address is dialed, not the name")
+}
+
+// TestClientCapsBody: a plain Client fails the body read past the cap.
+func TestClientCapsBody(t *testing.T) {
+	srv := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, strings.Repeat("x", 101))
+	})
+	resp, err := web.Client(srv.allowing().WithMaxResponseBytes(100)).Get(srv.URL)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.ErrorIs(t, err, web.ErrTooLarge)
+	require.Len(t, b, 100)
+
+	resp2, err := web.Client(srv.allowing().WithMaxResponseBytes(101)).Get(srv.URL)
+	require.NoError(t, err)
+	defer resp2.Body.Close()
+	b, err = io.ReadAll(resp2.Body)
+	require.NoError(t, err, "a body of exactly the cap is fine")
+	require.Len(t, b, 101)
+}
+
+// TestImports: the package imports core/tool and core/model and nothing
+// else of revenant, and depends on no host package (doc.go).
+func TestImports(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list")
+	}
+	const module = "github.com/revenantrt/revenant/"
+	out, err := exec.Command("go", "list", "-f", `{{join .Imports " "}}`, ".").Output()
+	require.NoError(t, err)
+	for _, p := range strings.Fields(string(out)) {
+		if strings.HasPrefix(p, module) && p != module+"core/tool" && p != module+"core/model" {
+			t.Errorf("tools/web imports %s", p)
+		}
+	}
+	out, err = exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", ".").Output()
+	require.NoError(t, err)
+	for _, p := range strings.Fields(string(out)) {
+		for _, host := range []string{"github.com/ncruces", "github.com/tetratelabs", "github.com/syumai", module + "host"} {
+			if p == host || strings.HasPrefix(p, host+"/") {
+				t.Errorf("tools/web depends on host package %s", p)
+			}
+		}
+	}
+}
