@@ -14,9 +14,6 @@ import (
 
 	"github.com/revenantrt/revenant/core"
 	"github.com/revenantrt/revenant/core/api"
-	"github.com/revenantrt/revenant/core/model/offline"
-	"github.com/revenantrt/revenant/core/runner"
-	"github.com/revenantrt/revenant/core/tool"
 	"github.com/revenantrt/revenant/host"
 )
 
@@ -60,13 +57,6 @@ func parseServe(args []string, getenv func(string) string) (serveConfig, error) 
 	if *debug {
 		c.logLevel = slog.LevelDebug
 	}
-	// Configuration that later builds read: refuse rather than ignore it,
-	// so nobody believes a provider or a config file is in effect.
-	for _, name := range []string{"REVENANT_CONFIG", "OPENAI_BASE_URL", "OPENAI_API_KEY", "REVENANT_MODEL"} {
-		if getenv(name) != "" {
-			return c, fmt.Errorf("serve: %s is set, but this build has no model provider or config file support yet; unset it to use the offline model", name)
-		}
-	}
 	return c, nil
 }
 
@@ -89,20 +79,16 @@ func serve(ctx context.Context, args []string, getenv func(string) string) error
 	}
 
 	clock := host.RealClock{}
-	tools, err := tool.NewRegistry()
-	if err != nil {
-		return err
-	}
-	model := offline.New(clock, offline.Options{WordDelay: cfg.wordDelay})
-	driver, err := runner.New(model, tools, runner.NewConfig())
+	run, err := buildSetup(getenv, clock, cfg.wordDelay, log)
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
-	trees, err := host.Open(ctx, host.Config{DataDir: cfg.data, Core: core.NewConfig(), Driver: driver, Clock: clock, Log: log})
+	trees, err := host.Open(ctx, host.Config{DataDir: cfg.data, Core: core.NewConfig(), Driver: run.driver, Clock: clock, Log: log})
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
-	handler, err := api.New(api.Deps{Trees: trees, Auth: auth, Clock: clock, IDs: host.RandomIDs{}, Log: log}, api.NewConfig())
+	handler, err := api.New(api.Deps{Trees: trees, Auth: auth, Clock: clock, IDs: host.RandomIDs{}, Log: log},
+		api.NewConfig().WithSessionDefaults(run.defaults))
 	if err != nil {
 		return errors.Join(err, trees.Close(context.Background()))
 	}
@@ -111,8 +97,12 @@ func serve(ctx context.Context, args []string, getenv func(string) string) error
 		return errors.Join(fmt.Errorf("serve: %w", err), trees.Close(context.Background()))
 	}
 	log.Info("revenant serving", "addr", "http://"+ln.Addr().String(), "data", cfg.data, "version", version)
-	log.Info("model", "name", "offline", "word_delay", cfg.wordDelay.String(),
-		"note", "no provider configured: answers come from the offline model (docs/offline-model.md)")
+	if run.provider == "offline" {
+		log.Info("model", "name", run.model, "note", "no provider configured: answers come from the offline model (docs/offline-model.md)")
+	} else {
+		log.Info("model", "name", run.model, "provider", run.provider)
+	}
+	log.Info("tools", "names", run.tools, "egress", run.egress)
 	if cfg.tokens == "" {
 		log.Info("auth off: no REVENANT_TOKENS, one anonymous principal, loopback only")
 	} else {

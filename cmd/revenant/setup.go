@@ -1,0 +1,113 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/revenantrt/revenant/config"
+	"github.com/revenantrt/revenant/core"
+	"github.com/revenantrt/revenant/core/model"
+	"github.com/revenantrt/revenant/core/model/offline"
+	"github.com/revenantrt/revenant/core/model/openai"
+	"github.com/revenantrt/revenant/core/runner"
+	"github.com/revenantrt/revenant/core/tool"
+	"github.com/revenantrt/revenant/tools/web"
+)
+
+// defaultOpenAIBaseURL is used when OPENAI_API_KEY is set without
+// OPENAI_BASE_URL.
+const defaultOpenAIBaseURL = "https://api.openai.com/v1"
+
+// setup is what the server runs turns with, built from the environment
+// and REVENANT_CONFIG.
+type setup struct {
+	driver   *runner.Runner
+	defaults core.SessionConfig
+	model    string // for the start-up log
+	provider string // "offline" or the base URL
+	tools    []string
+	egress   string
+}
+
+func buildSetup(getenv func(string) string, clock core.Clock, wordDelay time.Duration, log *slog.Logger) (setup, error) {
+	var conf config.Config
+	if path := getenv(config.EnvVar); path != "" {
+		var err error
+		if conf, err = config.Load(path); err != nil {
+			return setup{}, err
+		}
+	}
+	if err := checkPermissions(conf, log); err != nil {
+		return setup{}, err
+	}
+	policy := conf.EgressPolicy()
+	webhooks, err := conf.Tools(policy)
+	if err != nil {
+		return setup{}, err
+	}
+	all := append([]tool.Tool{tool.KVGet(), tool.KVPut(), web.NewHTTPRequest(policy)}, webhooks...)
+	registry, err := tool.NewRegistry(all...)
+	if err != nil {
+		return setup{}, err
+	}
+	s := setup{egress: policy.String(), defaults: core.SessionConfig{
+		SystemPrompt: conf.SessionDefaults.SystemPrompt, Model: conf.SessionDefaults.Model, Tools: conf.SessionDefaults.Tools}}
+	for _, spec := range registry.Specs() {
+		s.tools = append(s.tools, spec.Name)
+	}
+
+	var m model.Model
+	base, key, name := getenv("OPENAI_BASE_URL"), getenv("OPENAI_API_KEY"), getenv("REVENANT_MODEL")
+	if base == "" && key != "" {
+		base = defaultOpenAIBaseURL
+	}
+	switch {
+	case base != "":
+		if name == "" {
+			name = conf.SessionDefaults.Model
+		}
+		if name == "" {
+			return setup{}, fmt.Errorf("REVENANT_MODEL is required with a provider (%s)", base)
+		}
+		// The provider's URL is the operator's, not the model's: it is not
+		// subject to the tools' egress policy.
+		m, err = openai.New(openai.Config{BaseURL: base, APIKey: key, Model: name})
+		if err != nil {
+			return setup{}, err
+		}
+		s.provider, s.model = base, name
+	case name != "":
+		return setup{}, fmt.Errorf("REVENANT_MODEL is set but no provider: set OPENAI_BASE_URL (or OPENAI_API_KEY for OpenAI)")
+	default:
+		m = offline.New(clock, offline.Options{WordDelay: wordDelay})
+		s.provider, s.model = "offline", "offline (word delay "+wordDelay.String()+")"
+	}
+	s.driver, err = runner.New(m, registry, runner.NewConfig())
+	return s, err
+}
+
+// checkPermissions refuses rules this build cannot enforce where ignoring
+// them would allow what the operator denied. Permission checks arrive with
+// durable waits; until then every call of a configured tool is allowed.
+func checkPermissions(conf config.Config, log *slog.Logger) error {
+	for i, r := range conf.Permissions {
+		if r.Decision == config.Deny {
+			return fmt.Errorf("%s: permissions[%d] denies %s on %s, but this build does not enforce permission rules yet; remove the rule rather than rely on it",
+				config.EnvVar, i, r.Action, r.Resource)
+		}
+	}
+	asks := len(conf.Permissions)
+	for _, w := range conf.WebhookTools {
+		switch config.Decision(w.Permission) {
+		case config.Deny:
+			return fmt.Errorf("%s: webhook tool %s has permission deny, but this build does not enforce permissions yet; remove the tool instead", config.EnvVar, w.Name)
+		case config.Ask:
+			asks++
+		}
+	}
+	if asks > 0 {
+		log.Warn("permission rules are not enforced in this build: every tool call is allowed without asking", "rules", asks)
+	}
+	return nil
+}
