@@ -1,0 +1,16 @@
+// Package e2e holds revenant's black-box end-to-end tests. They build the
+// revenant binary once, run it as a child process over a temporary data
+// directory, drive sessions over the public HTTP API with the offline
+// model's directives (/sleep, /fail, /tool), kill the server with SIGKILL at
+// chosen points of a turn, restart it over the same data directory and
+// check, through the API only, what DESIGN §6 and §14 promise: every
+// prompt answered 202 ends in exactly one terminal or is cancelled, no
+// interrupted turn runs again, and each session's seqs stay contiguous.
+//
+// The package has no code outside its tests; run it with
+//
+//	go test ./e2e/
+//
+// Every test starts its own servers on 127.0.0.1 with a free port, each in
+// its own process group, and stops them (by process id) when it ends.
+package e2e
