@@ -28,6 +28,7 @@ const (
 type server struct {
 	t      *testing.T
 	dir    string
+	env    []string // extra environment, kept across restarts
 	url    string
 	pid    int
 	cmd    *exec.Cmd
@@ -97,15 +98,19 @@ func serverEnv(dir string) []string {
 
 // start runs revenant over dir and returns once it logged that it serves.
 // The test's cleanup kills it if it still runs.
-func start(t *testing.T, dir string) *server {
+func start(t *testing.T, dir string) *server { return startWith(t, dir) }
+
+// startWith is start with extra environment (KEY=value), such as a
+// provider's address.
+func startWith(t *testing.T, dir string, extraEnv ...string) *server {
 	t.Helper()
 	cmd := exec.Command(binary, "-offline-word-delay="+wordDelay)
-	cmd.Env = serverEnv(dir)
+	cmd.Env = append(serverEnv(dir), extraEnv...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	stderr, err := cmd.StderrPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
-	s := &server{t: t, dir: dir, pid: cmd.Process.Pid, cmd: cmd, logs: &logBuffer{}, drained: make(chan struct{}),
+	s := &server{t: t, dir: dir, env: extraEnv, pid: cmd.Process.Pid, cmd: cmd, logs: &logBuffer{}, drained: make(chan struct{}),
 		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}}
 	t.Cleanup(func() {
 		s.halt(syscall.SIGKILL)
@@ -239,7 +244,7 @@ func (s *server) restart() *server {
 	waited := s.waited
 	s.mu.Unlock()
 	require.True(s.t, waited, "restart: revenant pid %d still runs", s.pid)
-	return start(s.t, s.dir)
+	return startWith(s.t, s.dir, s.env...)
 }
 
 // stop is the graceful stop: SIGTERM, then the process must exit cleanly.

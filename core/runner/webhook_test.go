@@ -106,4 +106,3 @@ func TestIdempotentWebhookKeyStableAcrossKill(t *testing.T) {
 	assert.Equal(t, e.IdempotencyKey, keys[0], "the key recorded before the kill is the key sent after it")
 	assert.Equal(t, "succeeded", tr.PromptState(promptID(t, tr, sid)))
 }
-
