@@ -319,16 +319,23 @@ func (h *Handler) interrupt(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// sessionExists checks the caller may see the session in the path and that
+// it exists (a child id is checked against its tree, not only its root).
+func (h *Handler) sessionExists(r *http.Request) error {
+	inst, id, _, err := h.tree(r, false)
+	if err != nil {
+		return err
+	}
+	_, err = inst.Session(r.Context(), id)
+	return err
+}
+
 // pending lists pending blockers. Blockers are created by durable waits
 // (questions and permission prompts), which this build does not have yet,
 // so the lists are truthfully empty for every existing session.
 func (h *Handler) pending(kind string) func(http.ResponseWriter, *http.Request) error {
 	return func(w http.ResponseWriter, r *http.Request) error {
-		inst, id, _, err := h.tree(r, false)
-		if err != nil {
-			return err
-		}
-		if _, err := inst.Session(r.Context(), id); err != nil {
+		if err := h.sessionExists(r); err != nil {
 			return err
 		}
 		writeJSON(w, http.StatusOK, map[string]any{kind: []any{}})
@@ -340,11 +347,7 @@ func (h *Handler) pending(kind string) func(http.ResponseWriter, *http.Request) 
 // reply names an unknown request: 404.
 func (h *Handler) reply(kind string) func(http.ResponseWriter, *http.Request) error {
 	return func(w http.ResponseWriter, r *http.Request) error {
-		inst, id, _, err := h.tree(r, false)
-		if err != nil {
-			return err
-		}
-		if _, err := inst.Session(r.Context(), id); err != nil {
+		if err := h.sessionExists(r); err != nil {
 			return err
 		}
 		body, err := readBody(r, h.cfg.maxBody)
