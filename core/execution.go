@@ -282,7 +282,12 @@ func (inst *Instance) launch(p *plan) {
 	go inst.drain(x)
 }
 
-func (inst *Instance) register(p *plan) *Execution {
+func (inst *Instance) register(p *plan) *Execution { return inst.handover(nil, p) }
+
+// handover registers p's execution as the session's, in place of prev if
+// prev is still registered: the session never looks idle in between, so
+// Close and idle eviction cannot slip in between two queued turns.
+func (inst *Instance) handover(prev *Execution, p *plan) *Execution {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	x := &Execution{inst: inst, id: p.id, sessionID: p.sessionID, promptID: p.promptID, prompt: p.prompt,
 		cause: p.cause, attempt: p.attempt, ctx: ctx, cancel: cancel, done: make(chan struct{})}
@@ -293,6 +298,10 @@ func (inst *Instance) register(p *plan) *Execution {
 	inst.running[p.sessionID] = x
 	stopped := inst.stopCause
 	inst.mu.Unlock()
+	if prev != nil {
+		prev.cancel(context.Canceled)
+		prev.once.Do(func() { close(prev.done) })
+	}
 	if stopped != nil {
 		cancel(stopped)
 	}
@@ -383,11 +392,11 @@ func (inst *Instance) finish(x *Execution, out Outcome) *Execution {
 		level("execution ended without its record", "session", x.sessionID, "execution", x.id, "err", err)
 		next = nil
 	}
-	inst.unregister(x)
 	if next == nil {
+		inst.unregister(x)
 		return nil
 	}
-	return inst.register(next)
+	return inst.handover(x, next)
 }
 
 func reasonOf(cause error) string {

@@ -54,11 +54,20 @@ func (inst *Instance) Interrupt(ctx context.Context, sessionID, reason string) (
 			inst.claimMu.Lock()
 			if inst.runningExecution(sessionID) == x {
 				did, err := inst.interruptDirect(ctx, sessionID, reason, x.id)
-				inst.unregister(x)
+				if err == nil {
+					// The fence now stops x's writes; forget it so the
+					// session can run again. On failure x keeps the claim.
+					inst.unregister(x)
+				}
 				inst.claimMu.Unlock()
 				return did, err
 			}
 			inst.claimMu.Unlock()
+			// x ended while the grace timer fired: it may have recorded the
+			// interrupt itself.
+			if inst.interruptRecorded(ctx, x.promptID) {
+				return true, nil
+			}
 		case <-ctx.Done():
 			stop()
 			return false, fmt.Errorf("interrupt: %w", ctx.Err())

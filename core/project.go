@@ -206,15 +206,15 @@ func nullable(s string) any {
 }
 
 // Rebuild empties the projection tables and replays the whole event log into
-// them, session by session in seq order. Projections never read another
-// session's rows, so the order across sessions does not matter.
+// them in commit order (gseq): the kv store is shared by the whole tree, so
+// the order of writes across sessions matters there.
 func Rebuild(tx storage.Tx) error {
 	for _, t := range ProjectionTables {
 		if _, err := tx.Exec(`DELETE FROM ` + t); err != nil {
 			return fmt.Errorf("rebuild: clear %s: %w", t, err)
 		}
 	}
-	rows, err := tx.Query(`SELECT id, session_id, seq, type, at, data FROM events ORDER BY session_id, seq`)
+	rows, err := tx.Query(`SELECT id, session_id, seq, type, at, data FROM events ORDER BY gseq IS NOT NULL, gseq, session_id, seq`)
 	if err != nil {
 		return fmt.Errorf("rebuild: read log: %w", err)
 	}

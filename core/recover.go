@@ -104,6 +104,10 @@ func (inst *Instance) Recover(ctx context.Context, sessionID string, decide func
 	if inst.isClosed() {
 		return Decision{}, ErrClosed
 	}
+	// Read before the transaction: nothing inside one may take a lock. The
+	// claim lock keeps it from changing except by an execution stopping,
+	// which only makes this conservative (skip now, the next sweep acts).
+	runningHere := inst.RunningHere(sessionID)
 	var d Decision
 	var p *plan
 	err := inst.newWrite().run(ctx, func(t *txw) error {
@@ -119,7 +123,7 @@ func (inst *Instance) Recover(ctx context.Context, sessionID string, decide func
 		if err != nil {
 			return err
 		}
-		c.RunningHere = inst.RunningHere(sessionID)
+		c.RunningHere = runningHere
 		if c.RunningHere {
 			return nil
 		}
@@ -150,7 +154,7 @@ func (t *txw) apply(c ClaimState, d Decision) (*plan, error) {
 		}
 		return t.beginExecution(c.SessionID, cause)
 	case Release:
-		return nil, t.releaseClaim(c.SessionID)
+		return nil, t.orphanTurn(c)
 	case Abort:
 		return t.abortTurn(c, d.Message)
 	case Resume:
@@ -175,13 +179,38 @@ func (t *txw) apply(c ClaimState, d Decision) (*plan, error) {
 	return nil, fmt.Errorf("unknown recovery action %d", d.Action)
 }
 
-// abortTurn fails the running turn with failed{type:"aborted"} and moves on
-// to the next queued turn (or releases the claim).
+// abortTurn fails the claim's turn with failed{type:"aborted"} and moves on
+// to the next queued turn (or releases the claim). A claim whose turn never
+// started fails its oldest queued prompt: that is the turn it was for.
 func (t *txw) abortTurn(c ClaimState, message string) (*plan, error) {
-	if c.PromptID == "" {
-		return t.beginExecution(c.SessionID, event.CausePrompt)
+	promptID := c.PromptID
+	if promptID == "" {
+		if _, err := storage.QueryRow(t, `SELECT id FROM prompts WHERE session_id = ? AND state = 'queued' ORDER BY admitted_seq LIMIT 1`,
+			[]any{c.SessionID}, &promptID); err != nil {
+			return nil, err
+		}
 	}
-	return t.endTurn(c.SessionID, event.ExecutionFailed, event.Failed{ExecutionID: c.ExecutionID, PromptID: c.PromptID, Type: event.FailAborted, Message: message}, true)
+	if promptID == "" {
+		return nil, t.releaseClaim(c.SessionID)
+	}
+	return t.endTurn(c.SessionID, event.ExecutionFailed, event.Failed{ExecutionID: c.ExecutionID, PromptID: promptID, Type: event.FailAborted, Message: message}, true)
+}
+
+// OrphanMessage is the failure message of a sub-agent turn whose parent no
+// longer waits for it.
+const OrphanMessage = "The sub-agent's turn was abandoned: no running job of its parent waits for it."
+
+// orphanTurn releases a child's claim that no live job names, ending its
+// running turn (failed, aborted) and cancelling its queued prompts in the
+// same transaction, so no admitted prompt is left without an end and a
+// later prompt cannot revive the old turn.
+func (t *txw) orphanTurn(c ClaimState) error {
+	if c.PromptID != "" {
+		if _, err := t.append(c.SessionID, event.ExecutionFailed, event.Failed{ExecutionID: c.ExecutionID, PromptID: c.PromptID, Type: event.FailAborted, Message: OrphanMessage}); err != nil {
+			return err
+		}
+	}
+	return t.interruptTurn(c.SessionID, "", "", event.ReasonOrphaned)
 }
 
 // Rearm arms the wake-up from durable state while any claim remains: at the

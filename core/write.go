@@ -91,7 +91,7 @@ func (t *txw) append(sessionID string, typ event.Type, payload any) (event.Event
 		return ev, fmt.Errorf("append %s: read seq: %w", typ, err)
 	}
 	ev.Seq = last + 1
-	if _, err := t.Exec(`INSERT INTO events (session_id, seq, id, type, at, data) VALUES (?, ?, ?, ?, ?, ?)`,
+	if _, err := t.Exec(`INSERT INTO events (session_id, seq, id, type, at, data, gseq) VALUES (?, ?, ?, ?, ?, ?, (SELECT COALESCE(MAX(gseq), 0) + 1 FROM events))`,
 		ev.SessionID, ev.Seq, ev.ID, string(ev.Type), ev.At, string(ev.Data)); err != nil {
 		return ev, fmt.Errorf("append %s: %w", typ, err)
 	}

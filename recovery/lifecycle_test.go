@@ -392,8 +392,9 @@ func TestOrphanChildClaimsReleasedNotResumed(t *testing.T) {
 	require.NoError(t, err)
 	n.Admit("root.1", "hold")
 	<-d.Started
-	n.Admit("root.2", "hold")
+	orphaned := n.Admit("root.2", "hold")
 	<-d.Started
+	queuedOrphan := n.Admit("root.2", "queued behind")
 	n.Crash()
 
 	d.Release()
@@ -410,6 +411,17 @@ func TestOrphanChildClaimsReleasedNotResumed(t *testing.T) {
 	assert.Empty(t, treetest.OfType(tr.Events("root.2"), event.ExecutionResumed), "the orphan was never resumed")
 	assert.Len(t, treetest.OfType(tr.Events("root.2"), event.ExecutionStarted), 1)
 	assert.Len(t, treetest.Terminals(tr.Events("root.1")), 1)
+	// The orphan's admitted prompts end with the release: none is left
+	// running, and a later prompt starts its own turn, not the old one.
+	assert.Equal(t, "failed", tr.PromptState(orphaned))
+	assert.Equal(t, "cancelled", tr.PromptState(queuedOrphan))
+	for len(d.Started) > 0 { // the resumed executions' starts
+		<-d.Started
+	}
+	later := n2.Admit("root.2", "later")
+	x := <-d.Started
+	assert.Equal(t, later, x.PromptID())
+	n2.Idle()
 }
 
 // 14. resume_attempts starts at zero for every new claim and every new turn.

@@ -94,6 +94,9 @@ const (
 	ReasonUser       = "user"
 	ReasonSuperseded = "superseded"
 	ReasonShutdown   = "shutdown"
+	// ReasonOrphaned cancels the queued prompts of a sub-agent whose parent
+	// no longer waits for it.
+	ReasonOrphaned = "orphaned"
 )
 
 // Failure types of session.execution.failed.

@@ -13,6 +13,7 @@ import (
 	"github.com/revenantrt/revenant/core"
 	"github.com/revenantrt/revenant/core/event"
 	"github.com/revenantrt/revenant/core/model"
+	"github.com/revenantrt/revenant/core/model/offline"
 	"github.com/revenantrt/revenant/core/runner"
 	"github.com/revenantrt/revenant/core/storage"
 	"github.com/revenantrt/revenant/core/tool"
@@ -187,4 +188,27 @@ func TestOldestToolOutputsElided(t *testing.T) {
 	assert.Equal(t, fmt.Sprintf(runner.ElidedMarker, 3000), tools[0], "the oldest output is elided")
 	assert.Len(t, tools[2], 3000, "the newest is kept")
 	assert.Equal(t, "succeeded", tr.PromptState(promptID(t, tr, sid)))
+}
+
+// The kv store is tree-wide: its rebuild from the log must replay writes of
+// different sessions in the order they committed.
+func TestKVRebuildFollowsCommitOrderAcrossSessions(t *testing.T) {
+	tr := treetest.New(t)
+	n := tr.Boot(newRunner(t, offline.New(tr.Clock, offline.Options{}), runner.NewConfig(), tool.KVPut()))
+	n.NewSession("b")
+	n.NewSession("a")
+	n.Admit("b", `/tool kv_put {"key":"k","value":"first"}`+"\nok")
+	n.Idle()
+	n.Admit("a", `/tool kv_put {"key":"k","value":"second"}`+"\nok")
+	n.Idle()
+	read := func() (v string) {
+		tr.Read(func(tx storage.Tx) error {
+			_, err := storage.QueryRow(tx, `SELECT value FROM kv WHERE key = 'k'`, nil, &v)
+			return err
+		})
+		return v
+	}
+	require.Equal(t, "second", read())
+	tr.Read(core.Rebuild)
+	assert.Equal(t, "second", read(), "the rebuild reproduces the live store")
 }

@@ -39,6 +39,9 @@ func (t *turn) settle(ctx context.Context, st state, step *stepRow, c callRow) b
 	}
 	// called (or authorizing): authorization runs here before any side
 	// effect; with no permission rules yet every known tool is allowed.
+	if ctx.Err() != nil {
+		return false
+	}
 	key := IdempotencyKey(st.rootID, t.x.SessionID(), step.id, c.index)
 	if err := t.append(ctx, false, event.ToolExecuting, event.Executing{CallID: c.id, IdempotencyKey: key}); err != nil {
 		return false
@@ -82,7 +85,16 @@ func (t *turn) settled(ctx context.Context, s event.Settled) error {
 // execute runs the tool body under its wall limit and settles the result.
 // A body that ignores cancellation past its limit is abandoned: the call
 // settles as timed out and whatever the body returns later is discarded.
+//
+// No body starts once the execution is cancelled, and a body that started
+// is waited for (until it returns or its limit passes) before execute
+// returns: an interrupt is recorded only after the execution returns, so
+// no body starts or finishes after the interrupt commits, except one that
+// ignores cancellation past the interrupt's grace period (DESIGN §6.4).
 func (t *turn) execute(ctx context.Context, tl tool.Tool, c callRow, key string) bool {
+	if ctx.Err() != nil {
+		return false // the call stays executing; recovery decides
+	}
 	limits := tl.Limits()
 	if limits.Timeout <= 0 {
 		limits.Timeout = t.r.cfg.toolTimeout
@@ -122,8 +134,17 @@ func (t *turn) execute(ctx context.Context, tl tool.Tool, c callRow, key string)
 			s.Outcome, s.Output = event.OutcomeError, capOutput(res.err.Error(), limits.OutputCap)
 		}
 	case <-expired:
+		if ctx.Err() != nil {
+			return false
+		}
 		s = event.Settled{CallID: c.id, Outcome: event.OutcomeError, Output: fmt.Sprintf("The tool did not finish within %s.", limits.Timeout)}
 	case <-ctx.Done():
+		// Stopped: let the body see the cancellation and return (or reach
+		// its limit) before the stop is recorded. The call stays executing.
+		select {
+		case <-done:
+		case <-expired:
+		}
 		return false
 	}
 	return t.settled(ctx, s) == nil

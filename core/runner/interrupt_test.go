@@ -1,0 +1,62 @@
+package runner_test
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/revenantrt/revenant/core/event"
+	"github.com/revenantrt/revenant/core/runner"
+	"github.com/revenantrt/revenant/core/storage"
+	"github.com/revenantrt/revenant/core/tool"
+	"github.com/revenantrt/revenant/internal/treetest"
+)
+
+// An interrupt that arrives right after a call's `executing` commit is
+// answered only after the tool body, if it started at all, has stopped: no
+// body runs after the interrupt is committed (DESIGN §6.4).
+func TestNoToolBodyRunsAfterInterruptCommits(t *testing.T) {
+	tr := treetest.New(t)
+	var interruptDone atomic.Bool
+	var ranAfter atomic.Bool
+	var started atomic.Int32
+	act := tool.Func{Name: "act", Run: func(ctx context.Context, c tool.Call) (string, error) {
+		started.Add(1)
+		<-ctx.Done() // a body that honours cancellation, slowly
+		if interruptDone.Load() {
+			ranAfter.Store(true)
+		}
+		return "stopped", ctx.Err()
+	}}
+	var once sync.Once
+	var n *treetest.Node
+	answered := make(chan struct{})
+	tr.Cfg = tr.Cfg.WithCommitHook(func(_ storage.Tx, ev event.Event) error {
+		if ev.Type == event.ToolExecuting {
+			once.Do(func() {
+				go func() {
+					_, err := n.Inst.Interrupt(context.Background(), "s", event.ReasonUser)
+					assert.NoError(t, err)
+					interruptDone.Store(true)
+					close(answered)
+				}()
+			})
+		}
+		return nil
+	})
+	m := &scriptModel{steps: func(int) scriptStep { return scriptStep{chunks: toolCall("act", `{}`)} }}
+	n = tr.Boot(newRunner(t, m, runner.NewConfig(), act))
+	sid := n.NewSession("s")
+	pid := n.Admit(sid, "act now")
+	<-answered
+	n.Idle()
+	assert.False(t, ranAfter.Load(), "the body ran on after the interrupt was answered")
+	assert.LessOrEqual(t, started.Load(), int32(1))
+	require.Equal(t, "interrupted", tr.PromptState(pid))
+	evs := tr.Events(sid)
+	assert.Equal(t, event.ExecutionInterrupted, evs[len(evs)-1].Type, "nothing after the interrupt")
+}
