@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"testing"
 
 	"github.com/stretchr/testify/require"
 )
@@ -408,4 +409,17 @@ func (s *server) readLog(sid string, cursor int64) []ev {
 		st.until(fmt.Sprintf("seq %d", cursor), func(e ev) bool { return e.Seq == cursor })
 	}
 	return st.log
+}
+
+// sleepingTurn starts a server over a new data directory, creates a session,
+// prompts it with text (a /sleep turn) and returns once the turn's step has
+// started, with the stream open at that point.
+func sleepingTurn(t *testing.T, text string) (s *server, sid, promptID string, st *stream) {
+	t.Helper()
+	s = start(t, t.TempDir())
+	sid = s.create()
+	st = s.follow(sid, 0)
+	promptID = s.prompt(sid, text)
+	st.until("the sleeping step", forPrompt(typeStepStarted, promptID))
+	return s, sid, promptID, st
 }

@@ -13,11 +13,7 @@ import (
 // turn (execution.resumed, then a start with cause resume) and it succeeds
 // once, then the queued prompt runs once, without a resume.
 func TestGracefulStop(t *testing.T) {
-	s := start(t, t.TempDir())
-	sid := s.create()
-	st := s.follow(sid, 0)
-	a := s.prompt(sid, "/sleep 500ms\nstopped gracefully")
-	st.until("the sleeping step", forPrompt(typeStepStarted, a))
+	s, sid, a, _ := sleepingTurn(t, "/sleep 500ms\nstopped gracefully")
 	b := s.prompt(sid, "queued during the stop")
 	s.stop()
 	assert.Contains(t, s.logs.String(), "shutting down")

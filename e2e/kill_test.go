@@ -157,11 +157,7 @@ func killMidStream(t *testing.T) {
 // The restart resumes the turn, which sleeps again; interrupting the
 // resumed execution ends the turn interrupted{user} for good.
 func killDuringSleepThenInterrupt(t *testing.T) {
-	s := start(t, t.TempDir())
-	sid := s.create()
-	st := s.follow(sid, 0)
-	a := s.prompt(sid, "/sleep 30s\nsleeping when killed")
-	st.until("the sleeping step", forPrompt(typeStepStarted, a))
+	s, sid, a, st := sleepingTurn(t, "/sleep 30s\nsleeping when killed")
 	s.kill()
 
 	s = s.restart()
@@ -369,11 +365,7 @@ func killTwiceMidTurn(t *testing.T) {
 // not have been written). After the restart the turn resumes once and
 // succeeds once.
 func killDuringShutdown(t *testing.T) {
-	s := start(t, t.TempDir())
-	sid := s.create()
-	st := s.follow(sid, 0)
-	a := s.prompt(sid, "/sleep 400ms\nkilled while stopping")
-	st.until("the sleeping step", forPrompt(typeStepStarted, a))
+	s, sid, a, _ := sleepingTurn(t, "/sleep 400ms\nkilled while stopping")
 	s.signal(syscall.SIGTERM)
 	s.waitLog("shutting down")
 	s.kill()
@@ -390,11 +382,7 @@ func killDuringShutdown(t *testing.T) {
 // SIGKILL right after the 200; restart. The turn ends interrupted{user}
 // and nothing of it runs after the interrupt.
 func killAfterInterruptOnRestart(t *testing.T) {
-	s := start(t, t.TempDir())
-	sid := s.create()
-	st := s.follow(sid, 0)
-	a := s.prompt(sid, "/sleep 30s\ninterrupted after a restart")
-	st.until("the sleeping step", forPrompt(typeStepStarted, a))
+	s, sid, a, _ := sleepingTurn(t, "/sleep 30s\ninterrupted after a restart")
 	s.kill()
 
 	s = s.restart()
