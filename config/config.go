@@ -324,7 +324,7 @@ func (d *decoder) egress(key string, raw json.RawMessage) web.Egress {
 	}
 	if raw, k, ok := o.field("hosts"); ok {
 		var hosts []string
-		items, _ := d.array(k, raw)
+		items := d.nonEmptyArray(k, raw) // an empty list would fail open: leave the key out for any host
 		for i, item := range items {
 			if h, ok := d.str(index(k, i), item); ok {
 				if !validHostPattern(h) {

@@ -360,3 +360,10 @@ func TestWebhookFromConfig(t *testing.T) {
 	}`, srv.URL, port))
 	require.ErrorContains(t, err, "webhook_tools[0].url: egress denied: 127.0.0.1 is a loopback address (see egress)")
 }
+
+// An empty hosts list would mean "any public host": it fails open, so it is
+// refused like an empty schemes or ports list.
+func TestEmptyHostsListRefused(t *testing.T) {
+	_, err := config.Parse([]byte(`{"egress":{"hosts":[]}}`))
+	require.ErrorContains(t, err, "egress.hosts")
+}

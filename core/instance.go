@@ -123,16 +123,28 @@ func (inst *Instance) cancelAll(cause error) chan struct{} {
 
 func (inst *Instance) stopAll(ctx context.Context, cause error) error {
 	idle := inst.cancelAll(cause)
+	// Subscriptions end whatever happens: the instance is closed, and a
+	// follower must look for the tree's next instance (or learn it is gone).
+	defer inst.closeSubscriptions()
+	select {
+	case <-idle: // checked first: an ended ctx must not win over an idle instance
+		inst.markStopped()
+		return nil
+	default:
+	}
 	select {
 	case <-idle:
-		inst.mu.Lock()
-		inst.stopped = true
-		inst.mu.Unlock()
-		inst.closeSubscriptions()
+		inst.markStopped()
 		return nil
 	case <-ctx.Done():
 		return fmt.Errorf("close instance: executions still running: %w", ctx.Err())
 	}
+}
+
+func (inst *Instance) markStopped() {
+	inst.mu.Lock()
+	inst.stopped = true
+	inst.mu.Unlock()
 }
 
 // closeSubscriptions ends every live subscription of a stopped instance, so

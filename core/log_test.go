@@ -224,3 +224,19 @@ func TestAbandonDuringTerminalWritesNothingMore(t *testing.T) {
 	assert.Len(t, treetest.OfType(evs, event.ExecutionSucceeded), 1)
 	assert.True(t, tr.Claim(sid).Exists, "the started turn is left for recovery")
 }
+
+// Closing an instance ends its subscriptions even when the caller's context
+// has already ended, so followers always learn the instance is gone.
+func TestCloseWithEndedContextEndsSubscriptions(t *testing.T) {
+	for range 20 {
+		tr := treetest.New(t)
+		n := tr.Boot(treetest.NewDriver(4))
+		sid := n.NewSession("s")
+		sub := n.Inst.Subscribe(sid, 4)
+		ended, cancel := context.WithCancel(context.Background())
+		cancel()
+		require.NoError(t, n.Inst.Close(ended), "an idle instance closes even with an ended context")
+		_, open := <-sub.C
+		assert.False(t, open)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"time"
 
@@ -100,7 +101,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string) error
 	if run.provider == "offline" {
 		log.Info("model", "name", run.model, "note", "no provider configured: answers come from the offline model (docs/offline-model.md)")
 	} else {
-		log.Info("model", "name", run.model, "provider", run.provider)
+		log.Info("model", "name", run.model, "provider", redactURL(run.provider))
 	}
 	log.Info("tools", "names", run.tools, "egress", run.egress)
 	if cfg.tokens == "" {
@@ -114,7 +115,8 @@ func serve(ctx context.Context, args []string, getenv func(string) string) error
 		log.Info("recovery done", "trees_booted", st.BootedAtOpen)
 	}()
 
-	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	// No WriteTimeout: event streams are long-lived responses.
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute, IdleTimeout: 2 * time.Minute}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	select {
@@ -124,13 +126,17 @@ func serve(ctx context.Context, args []string, getenv func(string) string) error
 	}
 	// Graceful stop: end streams, stop accepting, then stop every tree; its
 	// running turns record interrupted{shutdown} and resume at the next boot.
+	// Each phase has its own deadline: a stalled client must not use up the
+	// time the trees need to record their shutdown.
 	handler.Close()
-	stopCtx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
-	defer cancel()
-	if serr := srv.Shutdown(stopCtx); serr != nil && !errors.Is(err, http.ErrServerClosed) {
-		err = errors.Join(err, serr)
+	httpCtx, cancelHTTP := context.WithTimeout(context.Background(), shutdownTimeout)
+	defer cancelHTTP()
+	if serr := srv.Shutdown(httpCtx); serr != nil {
+		_ = srv.Close() // drop connections that would not finish in time
 	}
-	if cerr := trees.Close(stopCtx); cerr != nil {
+	treesCtx, cancelTrees := context.WithTimeout(context.Background(), shutdownTimeout)
+	defer cancelTrees()
+	if cerr := trees.Close(treesCtx); cerr != nil {
 		err = errors.Join(err, cerr)
 	}
 	if errors.Is(err, http.ErrServerClosed) {
@@ -150,4 +156,13 @@ func loopbackOnly(addr string) bool {
 	}
 	ip := net.ParseIP(h)
 	return ip != nil && ip.IsLoopback()
+}
+
+// redactURL hides credentials embedded in a URL before it is logged.
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	return u.Redacted()
 }

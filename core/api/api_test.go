@@ -327,3 +327,24 @@ func TestSessionDefaultsFillMissingFields(t *testing.T) {
 	require.NotNil(t, snap.Config.Tools)
 	assert.Equal(t, tools, *snap.Config.Tools)
 }
+
+// One token may not name two principals: it would let one act as the other.
+func TestSharedTokenRefused(t *testing.T) {
+	_, err := api.ParseTokens("alice:same-token,bob:same-token")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "share a token")
+}
+
+// HEAD on the events route answers with the stream's headers and ends.
+func TestHeadEventsReturns(t *testing.T) {
+	f := newFixture(t, treetest.NewDriver(4), nil)
+	id := f.client(t, "").create()
+	resp, err := f.srv.Client().Head(f.srv.URL + "/v1/sessions/" + id + "/events")
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, 200, resp.StatusCode)
+	assert.Equal(t, "text/event-stream", resp.Header.Get("Content-Type"))
+	resp, err = f.srv.Client().Get(f.srv.URL + "/healthz") // the connection is free again
+	require.NoError(t, err)
+	resp.Body.Close()
+}

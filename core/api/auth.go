@@ -63,6 +63,11 @@ func ParseTokens(spec string) (*Tokens, error) {
 		} else {
 			e.hash = sha256.Sum256([]byte(secret))
 		}
+		for _, other := range t.entries {
+			if other.hash == e.hash && other.principal != e.principal {
+				return nil, fmt.Errorf("REVENANT_TOKENS: principals %q and %q share a token; each principal needs its own", other.principal, e.principal)
+			}
+		}
 		t.entries = append(t.entries, e)
 	}
 	if len(t.entries) == 0 {

@@ -277,7 +277,8 @@ func (h *Handler) delete(w http.ResponseWriter, r *http.Request) error {
 	if strings.Contains(id, ".") {
 		return fail(ErrInvalidRequest, "only a root session can be deleted; it deletes its whole tree")
 	}
-	if err := h.deps.Trees.Delete(r.Context(), id); err != nil {
+	// Deleting must finish even if the client goes away mid-call.
+	if err := h.deps.Trees.Delete(context.WithoutCancel(r.Context()), id); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)

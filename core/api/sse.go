@@ -38,6 +38,13 @@ func (h *Handler) events(w http.ResponseWriter, r *http.Request) error {
 	if _, err := inst.Session(r.Context(), id); err != nil {
 		return err
 	}
+	if r.Method == http.MethodHead {
+		// The headers a GET would send, and no stream: a HEAD has no body.
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.Header().Set("Cache-Control", "no-cache")
+		w.WriteHeader(http.StatusOK)
+		return nil
+	}
 	flusher, ok := w.(http.Flusher)
 	if !ok {
 		return fail(ErrInternal, "streaming is not supported by this server")
