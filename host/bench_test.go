@@ -50,12 +50,12 @@ func BenchmarkRestart10000Trees100Claimed(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if _, err := h.Create(ctx, "template", "bench"); err != nil {
+	if _, err := h.Create(ctx, "template", "bench", nil); err != nil {
 		b.Fatal(err)
 	}
 	for i := range claimed {
 		id := fmt.Sprintf("claimed-%03d", i)
-		inst, err := h.Create(ctx, id, "bench")
+		inst, err := h.Create(ctx, id, "bench", nil)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -172,7 +172,7 @@ func (e *env) nextDelivery() delivery {
 // tree creates a tree with its root session (as the API handler does).
 func (e *env) tree(h *host.Host, id string) *core.Instance {
 	e.t.Helper()
-	inst, err := h.Create(ctx, id, "alice")
+	inst, err := h.Create(ctx, id, "alice", nil)
 	require.NoError(e.t, err)
 	_, err = inst.CreateSession(ctx, core.NewSession{ID: id, Principal: "alice"})
 	require.NoError(e.t, err)

@@ -94,6 +94,19 @@ func Open(ctx context.Context, cfg Config) (*Host, error) {
 	}
 	h.bgCtx, h.bgCancel = context.WithCancel(context.Background())
 
+	// A tree whose creation died before its root session existed was never
+	// visible to anyone: remove it.
+	unready, err := ix.unready(ctx)
+	if err != nil {
+		ix.close()
+		return nil, fmt.Errorf("open host: read unfinished trees: %w", err)
+	}
+	for _, id := range unready {
+		if err := errors.Join(h.removeFiles(id), h.dropRow(ctx, id)); err != nil {
+			h.log.Warn("remove unfinished tree", "tree", id, "err", err)
+		}
+	}
+
 	// Every row is delivered now: booting re-arms from durable state (DESIGN
 	// §4 rule 3), and the row is used up only once that has happened.
 	var due []*waker

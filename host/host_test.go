@@ -2,6 +2,7 @@ package host_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -31,14 +32,14 @@ func TestCreateGetListDelete(t *testing.T) {
 	e.clock.Advance(time.Millisecond)
 	e.tree(h, "d")
 	e.tree(h, "b") // same created_at as d: ordered by id
-	_, err := h.Create(ctx, "c", "bob")
+	_, err := h.Create(ctx, "c", "bob", nil)
 	require.NoError(t, err)
 
 	got, info, err := h.Get(ctx, "a")
 	require.NoError(t, err)
 	assert.Same(t, a, got, "one instance per tree")
 	assert.Equal(t, api.TreeInfo{RootID: "a", Principal: "alice", CreatedAt: e.clock.Now() - 1}, info)
-	_, err = h.Create(ctx, "a", "alice")
+	_, err = h.Create(ctx, "a", "alice", nil)
 	require.ErrorIs(t, err, api.ErrTreeExists)
 
 	page, next, err := h.List(ctx, "alice", "", 2)
@@ -79,7 +80,7 @@ func TestCreateGetListDelete(t *testing.T) {
 	assert.Equal(t, 3, h.Stats().Instances)
 
 	// The id is free again, for a new, empty tree.
-	fresh, err := h.Create(ctx, "a", "alice")
+	fresh, err := h.Create(ctx, "a", "alice", nil)
 	require.NoError(t, err)
 	_, err = fresh.Session(ctx, "a")
 	require.ErrorIs(t, err, core.ErrNotFound)
@@ -92,7 +93,7 @@ func TestCreateTakenIDOfUnloadedTree(t *testing.T) {
 	e.tree(h, "t")
 	require.NoError(t, h.Close(ctx))
 	h2 := e.open(e.config())
-	_, err := h2.Create(ctx, "t", "mallory")
+	_, err := h2.Create(ctx, "t", "mallory", nil)
 	require.ErrorIs(t, err, api.ErrTreeExists)
 	inst, info, err := h2.Get(ctx, "t")
 	require.NoError(t, err)
@@ -113,7 +114,7 @@ func TestTreeIDValidation(t *testing.T) {
 	e := newEnv(t)
 	h := e.open(e.config())
 	for _, id := range []string{"", ".", "..", "../x", "a/b", `a\b`, "a.b", "a b", "ä", "a\x00", strings.Repeat("x", 65), "/etc/passwd"} {
-		_, err := h.Create(ctx, id, "alice")
+		_, err := h.Create(ctx, id, "alice", nil)
 		require.ErrorIs(t, err, host.ErrInvalidTreeID, "%q", id)
 		require.ErrorIs(t, err, core.ErrInvalid, "%q", id)
 		_, _, err = h.Get(ctx, id)
@@ -128,7 +129,7 @@ func TestTreeIDValidation(t *testing.T) {
 
 	for _, id := range []string{"a", "Z-9_x", strings.Repeat("x", 64), host.RandomIDs{}.NewID()} {
 		assert.True(t, host.ValidTreeID(id), "%q", id)
-		_, err := h.Create(ctx, id, "alice")
+		_, err := h.Create(ctx, id, "alice", nil)
 		require.NoError(t, err, "%q", id)
 	}
 }
@@ -535,7 +536,7 @@ func TestRealRunnerWithDefaults(t *testing.T) {
 	h, err := host.Open(ctx, host.Config{DataDir: dir, Core: core.NewConfig(), Driver: r})
 	require.NoError(t, err)
 	id := host.RandomIDs{}.NewID()
-	inst, err := h.Create(ctx, id, "alice")
+	inst, err := h.Create(ctx, id, "alice", nil)
 	require.NoError(t, err)
 	_, err = inst.CreateSession(ctx, core.NewSession{ID: id, Principal: "alice"})
 	require.NoError(t, err)
@@ -582,10 +583,43 @@ func TestIndexFromNewerSchemaRefused(t *testing.T) {
 	db, err := sqlitedb.Open(path, sqlitedb.Options{})
 	require.NoError(t, err)
 	require.NoError(t, db.Tx(ctx, func(tx storage.Tx) error {
-		_, err := tx.Exec(`PRAGMA user_version = 2`)
+		_, err := tx.Exec(`PRAGMA user_version = 99`)
 		return err
 	}))
 	require.NoError(t, db.Close())
 	_, err = host.Open(ctx, e.config())
 	require.ErrorContains(t, err, "newer")
+}
+
+// A create whose init fails leaves no tree; a create that died before its
+// tree became ready is invisible and removed at the next Open.
+func TestUnfinishedCreateNeverVisible(t *testing.T) {
+	e := newEnv(t)
+	h := e.open(e.config())
+	_, err := h.Create(ctx, "failed", "alice", func(*core.Instance) error { return errors.New("no root session") })
+	require.ErrorContains(t, err, "no root session")
+	_, _, err = h.Get(ctx, "failed")
+	require.ErrorIs(t, err, api.ErrTreeNotFound)
+
+	// Simulate a crash between the index row and the root session: an init
+	// that never returns before the host is abandoned is the same as a row
+	// left not ready, so write one directly.
+	require.NoError(t, h.Close(ctx))
+	db, err := sqlitedb.Open(filepath.Join(e.dir, "index.db"), sqlitedb.Options{})
+	require.NoError(t, err)
+	require.NoError(t, db.Tx(ctx, func(tx storage.Tx) error {
+		_, err := tx.Exec(`INSERT INTO trees (id, principal, created_at, ready) VALUES ('ghost', 'alice', 1, 0)`)
+		return err
+	}))
+	require.NoError(t, db.Close())
+	require.NoError(t, os.WriteFile(filepath.Join(e.dir, "trees", "ghost.db"), []byte("partial"), 0o600))
+
+	h = e.open(e.config())
+	trees, _, err := h.List(ctx, "alice", "", 10)
+	require.NoError(t, err)
+	assert.Empty(t, trees, "an unfinished tree is not listed")
+	_, _, err = h.Get(ctx, "ghost")
+	require.ErrorIs(t, err, api.ErrTreeNotFound)
+	_, err = os.Stat(filepath.Join(e.dir, "trees", "ghost.db"))
+	assert.True(t, os.IsNotExist(err), "its file was removed")
 }

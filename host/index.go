@@ -17,21 +17,28 @@ import (
 // wake-up armed. It never holds anything of a tree's state. Its schema is
 // versioned with PRAGMA user_version, forward-only: a version this code does
 // not know is refused before any write.
-const indexVersion = 1
+const indexVersion = 2
 
-var indexSchema = []string{
-	`CREATE TABLE trees (
-	  id         TEXT    PRIMARY KEY,
-	  principal  TEXT    NOT NULL,
-	  created_at INTEGER NOT NULL
-	) WITHOUT ROWID`,
-	`CREATE INDEX trees_by_principal ON trees (principal, created_at DESC, id)`,
-	// One row per tree whose wake-up is armed: at is when it fires (ms).
-	`CREATE TABLE wakeups (
-	  tree_id TEXT    PRIMARY KEY,
-	  at      INTEGER NOT NULL
-	) WITHOUT ROWID`,
-	`PRAGMA user_version = 1`,
+// indexMigrations[v] brings the index from version v to v+1.
+var indexMigrations = [][]string{
+	{
+		`CREATE TABLE trees (
+		  id         TEXT    PRIMARY KEY,
+		  principal  TEXT    NOT NULL,
+		  created_at INTEGER NOT NULL
+		) WITHOUT ROWID`,
+		`CREATE INDEX trees_by_principal ON trees (principal, created_at DESC, id)`,
+		// One row per tree whose wake-up is armed: at is when it fires (ms).
+		`CREATE TABLE wakeups (
+		  tree_id TEXT    PRIMARY KEY,
+		  at      INTEGER NOT NULL
+		) WITHOUT ROWID`,
+	},
+	{
+		// A tree is visible (Get, List) only once ready: its root session
+		// exists. Rows left not ready by a crash are removed at Open.
+		`ALTER TABLE trees ADD COLUMN ready INTEGER NOT NULL DEFAULT 1`,
+	},
 }
 
 type index struct{ db *sqlitedb.DB }
@@ -46,18 +53,18 @@ func openIndex(ctx context.Context, path string) (*index, error) {
 		if _, err := storage.QueryRow(tx, `PRAGMA user_version`, nil, &v); err != nil {
 			return err
 		}
-		switch {
-		case v == indexVersion:
-			return nil
-		case v > indexVersion:
+		if v > indexVersion {
 			return fmt.Errorf("index schema version %d is newer than this build's %d", v, indexVersion)
 		}
-		for _, q := range indexSchema {
-			if _, err := tx.Exec(q); err != nil {
-				return err
+		for ; v < indexVersion; v++ {
+			for _, q := range indexMigrations[v] {
+				if _, err := tx.Exec(q); err != nil {
+					return err
+				}
 			}
 		}
-		return nil
+		_, err := tx.Exec(fmt.Sprintf(`PRAGMA user_version = %d`, indexVersion))
+		return err
 	})
 	if err != nil {
 		db.Close()
@@ -73,7 +80,7 @@ func (ix *index) insertTree(ctx context.Context, info api.TreeInfo) (bool, error
 	var n int64
 	err := ix.db.Tx(ctx, func(tx storage.Tx) error {
 		var err error
-		n, err = tx.Exec(`INSERT INTO trees (id, principal, created_at) VALUES (?, ?, ?) ON CONFLICT (id) DO NOTHING`,
+		n, err = tx.Exec(`INSERT INTO trees (id, principal, created_at, ready) VALUES (?, ?, ?, 0) ON CONFLICT (id) DO NOTHING`,
 			info.RootID, info.Principal, info.CreatedAt)
 		return err
 	})
@@ -85,7 +92,7 @@ func (ix *index) tree(ctx context.Context, id string) (api.TreeInfo, bool, error
 	var found bool
 	err := ix.db.Tx(ctx, func(tx storage.Tx) error {
 		var err error
-		found, err = storage.QueryRow(tx, `SELECT principal, created_at FROM trees WHERE id = ?`, []any{id}, &info.Principal, &info.CreatedAt)
+		found, err = storage.QueryRow(tx, `SELECT principal, created_at FROM trees WHERE id = ? AND ready = 1`, []any{id}, &info.Principal, &info.CreatedAt)
 		return err
 	})
 	return info, found, err
@@ -106,6 +113,36 @@ func (ix *index) deleteTree(ctx context.Context, id string) (bool, error) {
 	return n == 1, err
 }
 
+// markReady makes a created tree visible once its root session exists.
+func (ix *index) markReady(ctx context.Context, id string) error {
+	return ix.db.Tx(ctx, func(tx storage.Tx) error {
+		_, err := tx.Exec(`UPDATE trees SET ready = 1 WHERE id = ?`, id)
+		return err
+	})
+}
+
+// unready lists trees whose creation never finished (a crash between the
+// index row and the root session).
+func (ix *index) unready(ctx context.Context) ([]string, error) {
+	var ids []string
+	err := ix.db.Tx(ctx, func(tx storage.Tx) error {
+		rows, err := tx.Query(`SELECT id FROM trees WHERE ready = 0`)
+		if err != nil {
+			return err
+		}
+		ids = ids[:0]
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				return err
+			}
+			ids = append(ids, id)
+		}
+		return nil
+	})
+	return ids, err
+}
+
 // list is one page of a principal's trees, newest first, after the cursor.
 func (ix *index) list(ctx context.Context, principal string, after *listCursor, limit int) ([]api.TreeInfo, bool, error) {
 	var out []api.TreeInfo
@@ -113,10 +150,10 @@ func (ix *index) list(ctx context.Context, principal string, after *listCursor, 
 		var rows *storage.Rows
 		var err error
 		if after == nil {
-			rows, err = tx.Query(`SELECT id, principal, created_at FROM trees WHERE principal = ?
+			rows, err = tx.Query(`SELECT id, principal, created_at FROM trees WHERE principal = ? AND ready = 1
 				ORDER BY created_at DESC, id LIMIT ?`, principal, limit+1)
 		} else {
-			rows, err = tx.Query(`SELECT id, principal, created_at FROM trees WHERE principal = ?
+			rows, err = tx.Query(`SELECT id, principal, created_at FROM trees WHERE principal = ? AND ready = 1
 				AND (created_at < ? OR (created_at = ? AND id > ?))
 				ORDER BY created_at DESC, id LIMIT ?`, principal, after.createdAt, after.createdAt, after.id, limit+1)
 		}

@@ -37,9 +37,12 @@ func ValidTreeID(id string) bool {
 	return true
 }
 
-// Create implements api.Trees: it adds the tree's index row, creates its
-// database file and boots an instance on it.
-func (h *Host) Create(ctx context.Context, rootID, principal string) (*core.Instance, error) {
+// Create implements api.Trees: it adds the tree's index row (not ready),
+// creates its database file, boots an instance on it, runs init (nil: none)
+// and then marks the row ready, making the tree visible. A failed init
+// removes the tree; a crash before the row is ready leaves a row that the
+// next Open removes.
+func (h *Host) Create(ctx context.Context, rootID, principal string, init func(*core.Instance) error) (*core.Instance, error) {
 	if !ValidTreeID(rootID) {
 		return nil, fmt.Errorf("create tree %q: %w", rootID, ErrInvalidTreeID)
 	}
@@ -56,7 +59,7 @@ func (h *Host) Create(ctx context.Context, rootID, principal string) (*core.Inst
 	h.trees[rootID] = e
 	h.mu.Unlock()
 
-	err := h.create(context.WithoutCancel(ctx), e, principal)
+	err := h.create(context.WithoutCancel(ctx), e, principal, init)
 	// A Get that waited on a failed Create looks again: the failure (an id
 	// taken by a tree not running here, say) is not its answer.
 	h.finishBoot(e, err, false)
@@ -66,7 +69,7 @@ func (h *Host) Create(ctx context.Context, rootID, principal string) (*core.Inst
 	return e.inst, nil
 }
 
-func (h *Host) create(ctx context.Context, e *entry, principal string) error {
+func (h *Host) create(ctx context.Context, e *entry, principal string, init func(*core.Instance) error) error {
 	info := api.TreeInfo{RootID: e.id, Principal: principal, CreatedAt: h.cfg.Clock.Now()}
 	ok, err := h.index.insertTree(ctx, info)
 	if err != nil {
@@ -82,6 +85,14 @@ func (h *Host) create(ctx context.Context, e *entry, principal string) error {
 	}
 	if _, err := h.boot(ctx, e, &info); err != nil {
 		return errors.Join(err, h.dropRow(ctx, e.id), h.removeFiles(e.id))
+	}
+	if init != nil {
+		if err := init(e.inst); err != nil {
+			return errors.Join(err, closeEntry(ctx, e), h.dropRow(ctx, e.id), h.removeFiles(e.id))
+		}
+	}
+	if err := h.index.markReady(ctx, e.id); err != nil {
+		return errors.Join(fmt.Errorf("create tree %s: %w", e.id, err), closeEntry(ctx, e), h.dropRow(ctx, e.id), h.removeFiles(e.id))
 	}
 	return nil
 }

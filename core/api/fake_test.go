@@ -33,7 +33,7 @@ func newMemTrees(t testing.TB, d core.Driver) *memTrees {
 	return &memTrees{t: t, driver: d, trees: map[string]*memTree{}}
 }
 
-func (m *memTrees) Create(_ context.Context, rootID, principal string) (*core.Instance, error) {
+func (m *memTrees) Create(_ context.Context, rootID, principal string, init func(*core.Instance) error) (*core.Instance, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if _, ok := m.trees[rootID]; ok {
@@ -42,6 +42,10 @@ func (m *memTrees) Create(_ context.Context, rootID, principal string) (*core.In
 	m.n++
 	tr := treetest.New(m.t)
 	mt := &memTree{info: api.TreeInfo{RootID: rootID, Principal: principal, CreatedAt: int64(m.n)}, tree: tr, node: tr.Boot(m.driver)}
+	if err := init(mt.node.Inst); err != nil {
+		mt.node.Crash()
+		return nil, err
+	}
 	m.trees[rootID] = mt
 	return mt.node.Inst, nil
 }

@@ -210,13 +210,12 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	id := h.deps.IDs.NewID()
-	inst, err := h.deps.Trees.Create(r.Context(), id, principal)
+	_, err = h.deps.Trees.Create(r.Context(), id, principal, func(inst *core.Instance) error {
+		_, err := inst.CreateSession(r.Context(), core.NewSession{ID: id, Principal: principal, Config: config})
+		return err
+	})
 	if err != nil {
 		return err
-	}
-	if _, err := inst.CreateSession(r.Context(), core.NewSession{ID: id, Principal: principal, Config: config}); err != nil {
-		// Leave no tree without its root session behind.
-		return errors.Join(err, h.deps.Trees.Delete(context.WithoutCancel(r.Context()), id))
 	}
 	writeJSON(w, http.StatusCreated, map[string]string{"id": id})
 	return nil

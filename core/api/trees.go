@@ -11,10 +11,12 @@ import (
 // tree, found by its root session id. The local server's host/ keeps many
 // trees, one SQLite file each; a Durable Object is one tree.
 type Trees interface {
-	// Create provisions a new, empty tree for a root session id owned by
-	// principal and returns its running instance. The handler then creates
-	// the root session in it. An id already in use is ErrTreeExists.
-	Create(ctx context.Context, rootID, principal string) (*core.Instance, error)
+	// Create provisions a new tree for a root session id owned by principal,
+	// runs init on its instance (the handler creates the root session there)
+	// and only then makes the tree visible to Get and List. If init fails,
+	// or the process dies before the tree became visible, the tree never
+	// appears. An id already in use is ErrTreeExists.
+	Create(ctx context.Context, rootID, principal string, init func(*core.Instance) error) (*core.Instance, error)
 	// Get returns the running instance of the tree rootID, booting it
 	// (migrations and sweep) if it is not running. An unknown tree is
 	// ErrTreeNotFound.
