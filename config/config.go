@@ -179,37 +179,27 @@ func (d *decoder) config(data []byte) Config {
 	if o == nil {
 		return c
 	}
-	var urls []*url.URL // of the webhook tools, checked against the egress policy below
+	// Webhook URLs are not checked against the egress section: each is the
+	// operator's own destination, trusted by that webhook's client alone
+	// (tools/web.NewWebhook), which does not widen what http_request may reach.
 	if raw, key, ok := o.field("webhook_tools"); ok {
-		c.WebhookTools, urls = d.webhookTools(key, raw)
+		c.WebhookTools = d.webhookTools(key, raw)
 	}
 	if raw, key, ok := o.field("permissions"); ok {
 		c.Permissions = d.permissions(key, raw)
 	}
-	egressOK := true
 	if raw, key, ok := o.field("egress"); ok {
-		before := len(d.errs)
 		c.Egress = d.egress(key, raw)
-		egressOK = len(d.errs) == before
 	}
 	if raw, key, ok := o.field("session_defaults"); ok {
 		c.SessionDefaults = d.sessionDefaults(key, raw)
 	}
-	for i, u := range urls {
-		if u == nil || !egressOK {
-			continue
-		}
-		if err := c.Egress.CheckURL(u); err != nil {
-			d.fail(index("webhook_tools", i)+".url", "%v (see egress)", err)
-		}
-	}
 	return c
 }
 
-func (d *decoder) webhookTools(key string, raw json.RawMessage) ([]web.WebhookSpec, []*url.URL) {
+func (d *decoder) webhookTools(key string, raw json.RawMessage) []web.WebhookSpec {
 	items, _ := d.array(key, raw)
 	var specs []web.WebhookSpec
-	var urls []*url.URL
 	firstKey := map[string]string{} // tool name → where it was first given
 	for i, item := range items {
 		k := index(key, i)
@@ -264,9 +254,8 @@ func (d *decoder) webhookTools(key string, raw json.RawMessage) ([]web.WebhookSp
 			s.Permission = string(d.decision(k, raw))
 		}
 		specs = append(specs, s)
-		urls = append(urls, u)
 	}
-	return specs, urls
+	return specs
 }
 
 func (d *decoder) permissions(key string, raw json.RawMessage) []Rule {

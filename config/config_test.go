@@ -73,9 +73,8 @@ const exampleConfig = `{
   ],
   "egress": {
     "schemes": ["https", "http"],
-    "ports": [443, 80, 8080],
-    "hosts": ["*.example.com", "api.github.com", "10.20.0.7"],
-    "allow_cidrs": ["10.20.0.7/32"],
+    "ports": [443, 80],
+    "hosts": ["*.example.com", "api.github.com"],
     "max_response_bytes": 1048576,
     "timeout": "30s"
   },
@@ -122,9 +121,9 @@ func TestExample(t *testing.T) {
 
 	p := c.EgressPolicy()
 	require.Equal(t, []string{"https", "http"}, p.Schemes())
-	require.Equal(t, []int{443, 80, 8080}, p.Ports())
-	require.Equal(t, []string{"*.example.com", "api.github.com", "10.20.0.7"}, p.Hosts())
-	require.Equal(t, []netip.Prefix{netip.MustParsePrefix("10.20.0.7/32")}, p.AllowCIDRs())
+	require.Equal(t, []int{443, 80}, p.Ports())
+	require.Equal(t, []string{"*.example.com", "api.github.com"}, p.Hosts())
+	require.Empty(t, p.AllowCIDRs())
 	require.Equal(t, int64(1<<20), p.MaxResponseBytes())
 	require.Equal(t, 30*time.Second, p.Timeout())
 
@@ -205,9 +204,6 @@ func TestRejects(t *testing.T) {
 		{"url scheme", `{"webhook_tools": [{"name": "n", "description": "d", "url": "ftp://h.example.com/x", "secret": "0123456789abcdef"}]}`, []string{"webhook_tools[0].url: must be an absolute https or http URL"}},
 		{"url relative", `{"webhook_tools": [{"name": "n", "description": "d", "url": "/hook", "secret": "0123456789abcdef"}]}`, []string{"webhook_tools[0].url: must be an absolute https or http URL"}},
 		{"url credentials", `{"webhook_tools": [{"name": "n", "description": "d", "url": "https://u:p@h.example.com/x", "secret": "0123456789abcdef"}]}`, []string{"webhook_tools[0].url: must not contain credentials"}},
-		{"url port not allowed", `{"webhook_tools": [{"name": "n", "description": "d", "url": "https://h.example.com:8443/x", "secret": "0123456789abcdef"}]}`, []string{"webhook_tools[0].url: egress denied: port 8443 is not allowed (allowed: 443, 80) (see egress)"}},
-		{"url private", `{"webhook_tools": [{"name": "n", "description": "d", "url": "http://10.0.0.5/x", "secret": "0123456789abcdef"}]}`, []string{"webhook_tools[0].url: egress denied: 10.0.0.5 is a private address (see egress)"}},
-		{"url host not listed", `{"egress": {"hosts": ["api.example.com"]}, "webhook_tools": [{"name": "n", "description": "d", "url": "https://h.example.com/x", "secret": "0123456789abcdef"}]}`, []string{"webhook_tools[0].url: egress denied: host h.example.com is not on the host allow-list (see egress)"}},
 		{"short secret", `{"webhook_tools": [{"name": "n", "description": "d", "url": "https://h.example.com/x", "secret": "tooShort15bytes"}]}`, []string{"webhook_tools[0].secret: must be at least 16 bytes"}},
 		{"secret not a string", `{"webhook_tools": [{"name": "n", "description": "d", "url": "https://h.example.com/x", "secret": 1234567890123456789}]}`, []string{"webhook_tools[0].secret: must be a string"}},
 		{"idempotent", `{"webhook_tools": [{"name": "n", "description": "d", "url": "https://h.example.com/x", "secret": "0123456789abcdef", "idempotent": "yes"}]}`, []string{"webhook_tools[0].idempotent: must be true or false"}},
@@ -325,8 +321,10 @@ func TestSecretsNeverPrint(t *testing.T) {
 	require.NotContains(t, err.Error(), "short-secret")
 }
 
-// TestWebhookFromConfig: a configured webhook, allowed onto loopback by
-// allow_cidrs, is called with its configured secret's signature.
+// TestWebhookFromConfig: a configured webhook on loopback, with no egress
+// allowance (its URL is the operator's), is called with its configured
+// secret's signature, while http_request under the same policy may not
+// reach that address.
 func TestWebhookFromConfig(t *testing.T) {
 	var got *http.Request
 	var body []byte
@@ -341,7 +339,7 @@ func TestWebhookFromConfig(t *testing.T) {
 	c, err := config.Parse(fmt.Appendf(nil, `{
 		"webhook_tools": [{"name": "notify", "description": "Notify the team.", "url": %q,
 			"secret": "a-secret-of-some-length", "idempotent": true, "permission": "allow"}],
-		"egress": {"ports": [%d], "allow_cidrs": ["127.0.0.1/32"]}
+		"egress": {"ports": [%d]}
 	}`, srv.URL+"/notify", port))
 	require.NoError(t, err)
 	tools, err := c.Tools(c.EgressPolicy())
@@ -353,12 +351,10 @@ func TestWebhookFromConfig(t *testing.T) {
 	require.Equal(t, "k1", got.Header.Get("Idempotency-Key"))
 	require.True(t, web.Verify([]byte("a-secret-of-some-length"), body, got.Header.Get("X-Revenant-Signature")))
 
-	// Without allow_cidrs the same file is rejected at start.
-	_, err = config.Parse(fmt.Appendf(nil, `{
-		"webhook_tools": [{"name": "notify", "description": "Notify the team.", "url": %q, "secret": "a-secret-of-some-length"}],
-		"egress": {"ports": [%d]}
-	}`, srv.URL, port))
-	require.ErrorContains(t, err, "webhook_tools[0].url: egress denied: 127.0.0.1 is a loopback address (see egress)")
+	// The trust is the webhook's alone.
+	call, _ := json.Marshal(map[string]any{"url": srv.URL + "/notify"})
+	_, err = web.NewHTTPRequest(c.EgressPolicy()).Execute(context.Background(), tool.Call{ID: "c2", Arguments: call, IdempotencyKey: "k2"})
+	require.ErrorIs(t, err, web.ErrDenied)
 }
 
 // An empty hosts list would mean "any public host": it fails open, so it is

@@ -12,6 +12,12 @@
 //     carrier-grade NAT and reserved addresses, and IPv6 forms that embed
 //     them, are refused unless a CIDR of the policy allows them.
 //
+// A webhook's configured URL is the operator's destination, not the
+// model's: its client treats that one host and port as trusted (dialed as
+// configured, even on a private address) and follows no redirects. The
+// trust is per webhook and never reaches http_request, so configuring an
+// internal webhook does not open the internal host to the model.
+//
 // Environment proxies are not used: a proxy would dial on our behalf and
 // escape the address check. Response bodies are capped and requests time
 // out (see Egress for the defaults).

@@ -51,6 +51,10 @@ type Egress struct {
 	timeout  time.Duration
 	resolver Resolver
 	dial     func(ctx context.Context, network, addr string) (net.Conn, error) // tests only
+	// trusted is the one destination (host and port) an operator configured
+	// for a webhook: its client may reach it whatever the policy says.
+	// http_request never has one: model-supplied URLs are never trusted.
+	trusted *destination
 }
 
 // NewEgress returns the default policy: schemes https and http, ports 443
@@ -187,16 +191,48 @@ func (e Egress) resolve() Resolver {
 	return e.resolver
 }
 
+// destination is a host and port.
+type destination struct {
+	host string
+	port int
+}
+
+// trusting returns the policy with u's host and port as a trusted
+// destination: an operator-configured webhook URL, reachable by that
+// webhook's client even on a private address, without widening what any
+// other client (http_request) may reach.
+func (e Egress) trusting(u *url.URL) (Egress, error) {
+	scheme := strings.ToLower(u.Scheme)
+	if scheme != "https" && scheme != "http" {
+		return e, fmt.Errorf("%w: scheme %q is not http or https", ErrDenied, u.Scheme)
+	}
+	port, err := urlPort(u, scheme)
+	if err != nil {
+		return e, fmt.Errorf("%w: %v", ErrDenied, err)
+	}
+	e.trusted = &destination{host: normalizeHost(u.Hostname()), port: port}
+	return e, nil
+}
+
+// isTrusted reports whether host:port is the policy's trusted destination.
+func (e Egress) isTrusted(host string, port int) bool {
+	return e.trusted != nil && e.trusted.host == normalizeHost(host) && e.trusted.port == port
+}
+
 // CheckURL reports whether u may be requested: its scheme, port and host
 // must be allowed and, when the host is an IP literal, so must the address.
-// A host name's addresses are checked when it is dialed. The error wraps
+// A host name's addresses are checked when it is dialed. The policy's
+// trusted destination, if any, is allowed as it is. The error wraps
 // ErrDenied.
 func (e Egress) CheckURL(u *url.URL) error {
 	scheme := strings.ToLower(u.Scheme)
+	host := normalizeHost(u.Hostname())
+	if port, err := urlPort(u, scheme); err == nil && (scheme == "https" || scheme == "http") && e.isTrusted(host, port) {
+		return nil
+	}
 	if !slices.Contains(e.Schemes(), scheme) {
 		return fmt.Errorf("%w: scheme %q is not allowed (allowed: %s)", ErrDenied, u.Scheme, strings.Join(e.Schemes(), ", "))
 	}
-	host := normalizeHost(u.Hostname())
 	if host == "" {
 		return fmt.Errorf("%w: the URL has no host", ErrDenied)
 	}

@@ -45,8 +45,9 @@ type WebhookSpec struct {
 	// Parameters is the JSON schema of the arguments; nil means
 	// {"type":"object"}.
 	Parameters json.RawMessage
-	// URL receives the POST. It goes through the egress policy like any
-	// request: a webhook on a private address needs an allowed CIDR.
+	// URL receives the POST. It is the operator's destination, trusted for
+	// this webhook's client only (even on a private address); every other
+	// rule of the egress policy still applies to anything else.
 	URL string
 	// Idempotent declares that the receiver deduplicates by Idempotency-Key,
 	// so the call may be sent again after a crash.
@@ -92,7 +93,11 @@ func NewWebhook(spec WebhookSpec, policy Egress) (*Webhook, error) {
 	if err != nil || !u.IsAbs() || u.Host == "" {
 		return nil, fmt.Errorf("webhook %s: url is not an absolute http or https URL", spec.Name)
 	}
-	if err := policy.CheckURL(u); err != nil {
+	// The URL is the operator's, not the model's: it is a trusted
+	// destination of this webhook's client only, so a private webhook needs
+	// no allowance that would also open its address to http_request.
+	policy, err = policy.trusting(u)
+	if err != nil {
 		return nil, fmt.Errorf("webhook %s: %w", spec.Name, err)
 	}
 	if spec.Secret.Len() == 0 {

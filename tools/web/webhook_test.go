@@ -124,7 +124,7 @@ func TestWebhookContract(t *testing.T) {
 		{func(s *web.WebhookSpec) { s.URL = "hooks.example.com/x" }, "webhook deploy: url is not an absolute http or https URL"},
 		{func(s *web.WebhookSpec) { s.Secret = web.Secret{} }, "webhook deploy: no secret"},
 		{func(s *web.WebhookSpec) { s.Timeout = -time.Second }, "webhook deploy: negative timeout"},
-		{func(s *web.WebhookSpec) { s.URL = "https://hooks.example.com:9000/x" }, "webhook deploy: egress denied: port 9000 is not allowed (allowed: 443, 80)"},
+		{func(s *web.WebhookSpec) { s.URL = "ftp://hooks.example.com/x" }, `webhook deploy: egress denied: scheme "ftp" is not http or https`},
 	} {
 		s := hookSpec("https://hooks.example.com/deploy")
 		bad.edit(&s)
@@ -133,25 +133,30 @@ func TestWebhookContract(t *testing.T) {
 	}
 }
 
-// TestWebhookEgress: the webhook URL is under the egress policy like
-// anything else: a private address must be allowed explicitly.
+// TestWebhookEgress: the webhook URL is the operator's trusted destination
+// for that webhook only; the policy's other rules and http_request are not
+// widened by it.
 func TestWebhookEgress(t *testing.T) {
 	srv := newServer(t, func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "ok") })
 
-	_, err := web.NewWebhook(hookSpec("http://10.0.0.5/hook"), web.NewEgress())
-	require.ErrorIs(t, err, web.ErrDenied)
-	require.EqualError(t, err, "webhook deploy: egress denied: 10.0.0.5 is a private address")
-
-	_, err = web.NewWebhook(hookSpec(srv.URL), web.NewEgress().WithPorts(srv.port))
-	require.EqualError(t, err, "webhook deploy: egress denied: 127.0.0.1 is a loopback address")
-
-	// A name is checked when it is dialed, on every call.
-	res := fakeResolver{"hooks.internal.test": addrs("10.0.0.5")}
-	hook, err := web.NewWebhook(hookSpec("http://hooks.internal.test/hook"), web.NewEgress().WithResolver(res).WithDial(noDial(t)))
+	// The configured URL is the operator's, not the model's: the webhook's
+	// own client reaches it even on a loopback or private address and an
+	// unlisted port, with no policy allowance...
+	hook, err := web.NewWebhook(hookSpec(srv.URL+"/hook"), web.NewEgress())
 	require.NoError(t, err)
-	_, err = hook.Execute(context.Background(), hookCall("k"))
+	out, err := hook.Execute(context.Background(), hookCall("k"))
+	require.NoError(t, err)
+	require.Equal(t, "ok", out)
+	// ...and that trust does not leak: http_request under the same policy
+	// is still refused the same address.
+	_, err = web.NewHTTPRequest(web.NewEgress()).Execute(context.Background(), httpCall(t, map[string]any{"url": srv.URL + "/hook"}))
 	require.ErrorIs(t, err, web.ErrDenied)
-	require.EqualError(t, err, "webhook deploy: egress denied: hooks.internal.test resolves to 10.0.0.5, a private address")
+
+	// A configured host name is trusted as a name: it is dialed as
+	// configured, whatever it resolves to.
+	res := fakeResolver{"hooks.internal.test": addrs("10.0.0.5")}
+	_, err = web.NewWebhook(hookSpec("http://hooks.internal.test/hook"), web.NewEgress().WithResolver(res))
+	require.NoError(t, err)
 
 	// Redirects are not followed: the signed body goes to the configured URL
 	// or nowhere.
