@@ -423,3 +423,18 @@ func sleepingTurn(t *testing.T, text string) (s *server, sid, promptID string, s
 	st.until("the sleeping step", forPrompt(typeStepStarted, promptID))
 	return s, sid, promptID, st
 }
+
+// listed is the ids of GET /v1/sessions (the first page).
+func (s *server) listed() []string {
+	var list struct {
+		Sessions []struct {
+			ID string `json:"id"`
+		} `json:"sessions"`
+	}
+	s.do("GET", "/v1/sessions", nil, http.StatusOK, &list)
+	var ids []string
+	for _, x := range list.Sessions {
+		ids = append(ids, x.ID)
+	}
+	return ids
+}

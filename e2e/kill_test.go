@@ -236,14 +236,7 @@ func killAfterCreate(t *testing.T) {
 	sn := s.snapshot(sid)
 	assert.Equal(t, "idle", sn.Status)
 	assert.Equal(t, int64(1), sn.Cursor)
-	var list struct {
-		Sessions []struct {
-			ID string `json:"id"`
-		} `json:"sessions"`
-	}
-	s.do("GET", "/v1/sessions", nil, http.StatusOK, &list)
-	require.Len(t, list.Sessions, 1)
-	assert.Equal(t, sid, list.Sessions[0].ID)
+	assert.Equal(t, []string{sid}, s.listed())
 	sum := s.settle(sid)
 	assert.Equal(t, 1, sum.ends, "only the probe's turn")
 }
@@ -549,14 +542,7 @@ func killAfterDelete(t *testing.T) {
 	s.do("GET", "/v1/sessions/"+gone+"/events", nil, http.StatusNotFound, nil)
 	s.do("POST", "/v1/sessions/"+gone+"/prompt", promptReq{Text: "to a deleted session"}, http.StatusNotFound, nil)
 	s.do("POST", "/v1/sessions/"+gone+"/interrupt", nil, http.StatusNotFound, nil)
-	var list struct {
-		Sessions []struct {
-			ID string `json:"id"`
-		} `json:"sessions"`
-	}
-	s.do("GET", "/v1/sessions", nil, http.StatusOK, &list)
-	require.Len(t, list.Sessions, 1)
-	assert.Equal(t, kept, list.Sessions[0].ID)
+	assert.Equal(t, []string{kept}, s.listed())
 	sum := s.settle(kept, prompts[1])
 	ta := sum.requireEnd(t, prompts[1], typeSucceeded, "")
 	assert.Len(t, ta.resumes, 1)

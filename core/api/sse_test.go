@@ -42,6 +42,16 @@ func (s *feedStream) Recv(ctx context.Context) (model.Chunk, error) {
 }
 func (s *feedStream) Close() error { return nil }
 
+// feedRunner is a turn runner over a feedModel, and the feed.
+func feedRunner(t *testing.T) (chan string, *runner.Runner) {
+	feed := make(chan string)
+	reg, err := tool.NewRegistry()
+	require.NoError(t, err)
+	r, err := runner.New(&feedModel{feed}, reg, runner.NewConfig())
+	require.NoError(t, err)
+	return feed, r
+}
+
 // frame is one SSE frame.
 type frame struct {
 	id    string
@@ -94,11 +104,7 @@ func follow(t *testing.T, url string, header http.Header, ready chan<- struct{},
 // stream from its cursor ends with the same durable events, each exactly
 // once, as a client that reads the stream from 0, while a turn streams.
 func TestSnapshotThenStreamConvergesWithStreamFromZero(t *testing.T) {
-	feed := make(chan string)
-	reg, err := tool.NewRegistry()
-	require.NoError(t, err)
-	r, err := runner.New(&feedModel{feed}, reg, runner.NewConfig())
-	require.NoError(t, err)
+	feed, r := feedRunner(t)
 	f := newFixture(t, r, nil)
 	c := f.client(t, "")
 	id := c.create()
@@ -151,11 +157,7 @@ func TestSnapshotThenStreamConvergesWithStreamFromZero(t *testing.T) {
 // subscribed to stops (idle eviction, restart), and a snapshot taken while a
 // step streams shows its checkpointed text as a partial message.
 func TestStreamSurvivesInstanceRestartAndSnapshotShowsPartialText(t *testing.T) {
-	feed := make(chan string)
-	reg, err := tool.NewRegistry()
-	require.NoError(t, err)
-	r, err := runner.New(&feedModel{feed}, reg, runner.NewConfig())
-	require.NoError(t, err)
+	feed, r := feedRunner(t)
 	f := newFixture(t, r, nil)
 	c := f.client(t, "")
 	id := c.create()
