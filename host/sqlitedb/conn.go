@@ -1,0 +1,113 @@
+package sqlitedb
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/ncruces/go-sqlite3"
+
+	"github.com/revenantrt/revenant/core/storage"
+)
+
+// Conn is the tree's connection with explicit transactions, for a host
+// whose guest drives BEGIN and COMMIT through imports (the wazero backend,
+// wasm/runtime). It shares the DB's connection, settings and statement
+// cache; do not use Tx and Conn's transactions at the same time.
+//
+// Begin takes the DB's lock and Commit or Rollback releases it, so a
+// transaction holds the connection from BEGIN to its end, as Tx does.
+type Conn struct {
+	db   *DB
+	inTx bool
+}
+
+// Conn returns the explicit-transaction view of db.
+func (db *DB) Conn() *Conn { return &Conn{db: db} }
+
+// Begin starts a write transaction (BEGIN IMMEDIATE).
+func (c *Conn) Begin() error {
+	if c.inTx {
+		return fmt.Errorf("begin: a transaction is already open")
+	}
+	c.db.mu.Lock()
+	if c.db.conn == nil {
+		c.db.mu.Unlock()
+		return ErrClosed
+	}
+	if err := c.db.conn.Exec("BEGIN IMMEDIATE"); err != nil {
+		c.db.rollbackIfOpen()
+		c.db.mu.Unlock()
+		return fmt.Errorf("begin: %w", connErr(err))
+	}
+	c.inTx = true
+	return nil
+}
+
+// Exec runs a statement inside the open transaction.
+func (c *Conn) Exec(query string, args []any) (int64, error) {
+	if !c.inTx {
+		return 0, errors.New("exec: no transaction is open")
+	}
+	return tx{c.db}.Exec(query, args...)
+}
+
+// Query runs a statement inside the open transaction and reads every row.
+func (c *Conn) Query(query string, args []any) (*storage.Rows, error) {
+	if !c.inTx {
+		return nil, errors.New("query: no transaction is open")
+	}
+	return tx{c.db}.Query(query, args...)
+}
+
+// Commit commits. A COMMIT that fails with BUSY leaves the transaction
+// open (InTx stays true): roll it back before running it again.
+func (c *Conn) Commit() error {
+	if !c.inTx {
+		return errors.New("commit: no transaction is open")
+	}
+	if err := c.db.conn.Exec("COMMIT"); err != nil {
+		if c.db.conn.GetAutocommit() {
+			c.end()
+		}
+		return fmt.Errorf("commit: %w", connErr(err))
+	}
+	c.end()
+	return nil
+}
+
+// Rollback rolls back the open transaction; without one it does nothing.
+func (c *Conn) Rollback() error {
+	if !c.inTx {
+		return nil
+	}
+	prev := c.db.conn.SetInterrupt(context.Background())
+	err := c.db.conn.Exec("ROLLBACK")
+	c.db.conn.SetInterrupt(prev)
+	if err != nil && !c.db.conn.GetAutocommit() {
+		return fmt.Errorf("rollback: %w", connErr(err))
+	}
+	c.end()
+	return nil
+}
+
+// InTx reports whether a transaction is open.
+func (c *Conn) InTx() bool { return c.inTx }
+
+func (c *Conn) end() {
+	c.inTx = false
+	c.db.mu.Unlock()
+}
+
+// connErr maps an ncruces error to a *storage.Error with its extended code.
+func connErr(err error) error {
+	var se *sqlite3.Error
+	if errors.As(err, &se) {
+		return &storage.Error{Code: storage.Code(se.ExtendedCode()), Msg: se.Error(), Err: err}
+	}
+	var code sqlite3.ErrorCode
+	if errors.As(err, &code) {
+		return &storage.Error{Code: storage.Code(code), Msg: code.Error(), Err: err}
+	}
+	return err
+}

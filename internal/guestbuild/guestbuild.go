@@ -1,0 +1,94 @@
+package guestbuild
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"testing"
+)
+
+// Package is the guest's import path, relative to the module root.
+const Package = "./wasm/guest"
+
+var (
+	once sync.Once
+	path string
+	wasm []byte
+	err  error
+)
+
+// Build builds the guest once per process and returns its bytes and the
+// file it was written to. The file lives in the user cache directory
+// (revenant/guest), replaced atomically on every first call of a process,
+// so nothing accumulates in temporary directories; the go build cache makes
+// the rebuild a relink.
+func Build() (bytes []byte, file string, e error) {
+	once.Do(func() { wasm, path, err = build() })
+	return wasm, path, err
+}
+
+// Must is Build for tests and benchmarks: it fails tb on error.
+func Must(tb testing.TB) []byte {
+	tb.Helper()
+	b, _, err := Build()
+	if err != nil {
+		tb.Fatalf("build guest: %v", err)
+	}
+	return b
+}
+
+func build() ([]byte, string, error) {
+	root, err := moduleRoot()
+	if err != nil {
+		return nil, "", err
+	}
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		dir = os.TempDir()
+	}
+	dir = filepath.Join(dir, "revenant", "guest")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, "", fmt.Errorf("build guest: %w", err)
+	}
+	tmp, err := os.CreateTemp(dir, "revenant-*.wasm.tmp")
+	if err != nil {
+		return nil, "", fmt.Errorf("build guest: %w", err)
+	}
+	tmp.Close()
+	defer os.Remove(tmp.Name())
+	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	if _, err := os.Stat(gobin); err != nil {
+		gobin = "go"
+	}
+	cmd := exec.Command(gobin, "build", "-buildmode=c-shared", "-o", tmp.Name(), Package)
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return nil, "", fmt.Errorf("build guest: %w\n%s", err, out)
+	}
+	final := filepath.Join(dir, "revenant.wasm")
+	if err := os.Rename(tmp.Name(), final); err != nil {
+		return nil, "", fmt.Errorf("build guest: %w", err)
+	}
+	b, err := os.ReadFile(final)
+	if err != nil {
+		return nil, "", fmt.Errorf("build guest: %w", err)
+	}
+	return b, final, nil
+}
+
+// moduleRoot is the repository root: two levels above this file.
+func moduleRoot() (string, error) {
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		return "", fmt.Errorf("build guest: cannot locate the module root")
+	}
+	root := filepath.Join(filepath.Dir(file), "..", "..")
+	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
+		return "", fmt.Errorf("build guest: no go.mod at %s: %w", root, err)
+	}
+	return root, nil
+}

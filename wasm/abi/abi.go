@@ -1,0 +1,161 @@
+package abi
+
+import (
+	"fmt"
+	"net/http"
+	"slices"
+	"time"
+)
+
+// Version of the ABI. A host and a guest talk only if their major versions
+// are equal; a minor version adds things the other side may ignore.
+const (
+	Major = 1
+	Minor = 0
+)
+
+// PackVersion packs a version the way revenant_abi_version returns it:
+// major in the high 16 bits, minor in the low 16.
+func PackVersion(major, minor uint16) uint32 { return uint32(major)<<16 | uint32(minor) }
+
+// UnpackVersion splits a packed version.
+func UnpackVersion(v uint32) (major, minor uint16) { return uint16(v >> 16), uint16(v) }
+
+// Status is what every export returns (an i32).
+type Status int32
+
+const (
+	// StatusIdle: the guest is quiescent, every guest goroutine waits on a
+	// host event (an export call).
+	StatusIdle Status = 0
+	// StatusPending: the export stopped running the scheduler before the
+	// guest was quiescent; the host calls revenant_pump until StatusIdle.
+	StatusPending Status = 1
+	// StatusError: the export failed; its message was passed to the fail
+	// import just before returning. The guest is still usable unless the
+	// host decides otherwise (a failed boot leaves it unbooted).
+	StatusError Status = 2
+	// StatusVersion: boot refused the host's major ABI version.
+	StatusVersion Status = 3
+	// StatusNotBooted: an export other than boot was called before a
+	// successful boot.
+	StatusNotBooted Status = 4
+)
+
+func (s Status) String() string {
+	switch s {
+	case StatusIdle:
+		return "idle"
+	case StatusPending:
+		return "pending"
+	case StatusError:
+		return "error"
+	case StatusVersion:
+		return "version refused"
+	case StatusNotBooted:
+		return "not booted"
+	}
+	return fmt.Sprintf("status(%d)", int32(s))
+}
+
+// Phase is what the guest is doing, announced through the phase import.
+type Phase uint8
+
+const (
+	PhaseNone  Phase = 0 // instantiated, not yet booting
+	PhaseBoot  Phase = 1 // migrations and the new epoch
+	PhaseSweep Phase = 2 // the boot or wake sweep and the re-arm
+	PhaseServe Phase = 3 // serving requests and running turns
+)
+
+func (p Phase) String() string {
+	switch p {
+	case PhaseNone:
+		return "none"
+	case PhaseBoot:
+		return "boot"
+	case PhaseSweep:
+		return "sweep"
+	case PhaseServe:
+		return "serve"
+	}
+	return fmt.Sprintf("phase(%d)", p)
+}
+
+// Result tags: the first byte of every import result the guest takes with
+// the result import.
+const (
+	ResultOK    byte = 0
+	ResultError byte = 1
+)
+
+// Value tags of SQL arguments and result values.
+const (
+	ValueNull  byte = 0
+	ValueInt   byte = 1
+	ValueFloat byte = 2
+	ValueText  byte = 3
+	ValueBlob  byte = 4
+)
+
+// PartKind says what a ResponsePart carries.
+type PartKind uint8
+
+const (
+	PartHead PartKind = 1 // Status and Header; exactly once, first
+	PartBody PartKind = 2 // Body bytes, in order
+	PartEnd  PartKind = 3 // the response is complete; nothing follows
+)
+
+// EgressKind says who an egress request is for, so the host can apply the
+// right credentials and policy. Secrets never enter the guest: the host adds
+// the provider's key and signs webhook bodies.
+type EgressKind uint8
+
+const (
+	// EgressModel is a request to the configured model provider. URL must
+	// be the provider's chat completions endpoint; the host adds the key.
+	EgressModel EgressKind = 1
+	// EgressTool runs the HTTP side of the tool named Target with the
+	// call in Body (EncodeToolCall); the host performs the request under
+	// the tools' egress policy and answers 200 with the tool's output, or
+	// ends with the tool's error.
+	EgressTool EgressKind = 2
+)
+
+// Header encodes an http.Header with its keys sorted, so encodings repeat.
+func encodeHeader(e *Encoder, h http.Header) {
+	keys := make([]string, 0, len(h))
+	for k := range h {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	e.Uvarint(uint64(len(keys)))
+	for _, k := range keys {
+		e.String(k)
+		e.Uvarint(uint64(len(h[k])))
+		for _, v := range h[k] {
+			e.String(v)
+		}
+	}
+}
+
+func decodeHeader(d *Decoder) http.Header {
+	n := d.Count()
+	if n == 0 {
+		return http.Header{}
+	}
+	h := make(http.Header, n)
+	for range n {
+		k := d.String()
+		m := d.Count()
+		vs := make([]string, 0, m)
+		for range m {
+			vs = append(vs, d.String())
+		}
+		h[k] = vs
+	}
+	return h
+}
+
+func duration(d *Decoder) time.Duration { return time.Duration(d.Varint()) }

@@ -1,0 +1,177 @@
+package abi_test
+
+import (
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/revenantrt/revenant/wasm/abi"
+)
+
+func TestRoundTrips(t *testing.T) {
+	h := http.Header{"B": {"2", "3"}, "A": {"1"}}
+	req := abi.Request{Method: "POST", Path: "/v1/sessions/x/prompt", RawQuery: "a=1", Header: h, Body: []byte(`{"text":"hi"}`)}
+	gotReq, err := abi.DecodeRequest(req.Encode())
+	require.NoError(t, err)
+	require.Equal(t, req, gotReq)
+
+	for _, p := range []abi.ResponsePart{
+		{Kind: abi.PartHead, Status: 202, Header: h},
+		{Kind: abi.PartBody, Body: []byte("data")},
+		{Kind: abi.PartEnd},
+	} {
+		got, err := abi.DecodeResponsePart(p.Encode())
+		require.NoError(t, err)
+		require.Equal(t, p, got)
+	}
+
+	er := abi.EgressRequest{Kind: abi.EgressTool, Target: "hook", Method: "POST", URL: "tool:hook", Header: http.Header{}, Body: []byte{0, 1}}
+	gotER, err := abi.DecodeEgressRequest(er.Encode())
+	require.NoError(t, err)
+	require.Equal(t, er, gotER)
+
+	resp := abi.EgressResponse{Status: 200, Header: h}
+	gotResp, err := abi.DecodeEgressResponse(resp.Encode())
+	require.NoError(t, err)
+	require.Equal(t, resp, gotResp)
+
+	call := abi.ToolCall{ID: "c", Name: "n", Arguments: []byte(`{}`), IdempotencyKey: "k", SessionID: "s"}
+	gotCall, err := abi.DecodeToolCall(call.Encode())
+	require.NoError(t, err)
+	require.Equal(t, call, gotCall)
+
+	ev := abi.Emitted{ID: "e", SessionID: "s", Seq: 3, Type: "session.created@1", At: 1_700_000_000_000, Data: []byte(`{}`)}
+	gotEv, err := abi.DecodeEmitted(ev.Encode())
+	require.NoError(t, err)
+	require.Equal(t, ev, gotEv)
+	require.True(t, gotEv.Durable())
+
+	st := abi.Statement{Query: "SELECT ?", Args: []any{nil, int64(-5), 2.5, "text", []byte{9}, []byte{}}}
+	b, err := st.Encode()
+	require.NoError(t, err)
+	gotSt, err := abi.DecodeStatement(b)
+	require.NoError(t, err)
+	require.Equal(t, st, gotSt)
+	// int and bool travel as integers.
+	b, err = abi.Statement{Query: "q", Args: []any{7, true}}.Encode()
+	require.NoError(t, err)
+	gotSt, err = abi.DecodeStatement(b)
+	require.NoError(t, err)
+	require.Equal(t, []any{int64(7), int64(1)}, gotSt.Args)
+	_, err = abi.Statement{Query: "q", Args: []any{struct{}{}}}.Encode()
+	require.Error(t, err)
+
+	rows := abi.Rows{Columns: []string{"a", "b"}, Values: [][]any{{int64(1), "x"}, {nil, []byte("y")}}}
+	b, err = rows.Encode()
+	require.NoError(t, err)
+	gotRows, err := abi.DecodeRows(b)
+	require.NoError(t, err)
+	require.Equal(t, rows, gotRows)
+
+	se := abi.SQLError{Code: 10 | 12<<8, Message: "disk I/O error"}
+	gotSE, err := abi.DecodeSQLError(se.Encode())
+	require.NoError(t, err)
+	require.Equal(t, se, gotSE)
+
+	budget, retries, tools := 0, 2, []string{"kv_get"}
+	cfg := abi.BootConfig{HostMajor: 1, HostMinor: 3, TreeID: "t",
+		Model: abi.ModelConfig{Kind: abi.ModelOpenAI, WordDelay: time.Millisecond, BaseURL: "http://x/v1", Name: "m", MaxRetryAfter: time.Second},
+		Tools: []abi.ToolDecl{{Kind: abi.ToolWebhook, Name: "hook", Description: "d", Schema: []byte(`{}`), Idempotent: true, Timeout: time.Second, OutputCap: 10, MaxBytes: 20}},
+		Core:  abi.CoreConfig{ResumeBudget: &budget, MaxClaimAge: time.Hour, WakeInterval: time.Second, InterruptGrace: time.Second},
+		Runner: abi.RunnerConfig{StepCap: 3, StreamIdle: 1, StepWall: 2, ToolTimeout: 3, OutputCap: 4, CheckpointEvery: 5, CheckpointBytes: 6,
+			Retries: &retries, RetryInitial: 7, RetryMax: 8, ContextBytes: 9, SystemPrompt: "sys"},
+		API: abi.APIConfig{Tokens: "alice:sha256:00", Heartbeat: time.Second, MaxBody: 100, SystemPrompt: "p", ModelName: "m", Tools: &tools},
+	}
+	gotCfg, err := abi.DecodeBootConfig(cfg.Encode())
+	require.NoError(t, err)
+	require.Equal(t, cfg, gotCfg)
+	gotCfg, err = abi.DecodeBootConfig(abi.BootConfig{}.Encode())
+	require.NoError(t, err)
+	require.Equal(t, abi.BootConfig{}, gotCfg)
+}
+
+func TestEncodingIsDeterministic(t *testing.T) {
+	h := http.Header{}
+	for _, k := range []string{"Z", "A", "M", "B", "Y"} {
+		h.Set(k, k)
+	}
+	a := abi.Request{Header: h}.Encode()
+	for range 20 {
+		require.Equal(t, a, abi.Request{Header: h.Clone()}.Encode())
+	}
+}
+
+func TestDecodeRejectsMalformed(t *testing.T) {
+	good := abi.Emitted{ID: "e", SessionID: "s", Seq: 1, Type: "t", Data: []byte("d")}.Encode()
+	for i := range good {
+		_, err := abi.DecodeEmitted(good[:i])
+		require.ErrorIs(t, err, abi.ErrMalformed, "prefix %d", i)
+	}
+	_, err := abi.DecodeEmitted(append(good, 0))
+	require.ErrorIs(t, err, abi.ErrMalformed, "trailing byte")
+	_, err = abi.DecodeResponsePart([]byte{9})
+	require.ErrorIs(t, err, abi.ErrMalformed)
+	_, err = abi.DecodeStatement([]byte{0, 1, 7})
+	require.ErrorIs(t, err, abi.ErrMalformed)
+	// A huge count with a short buffer fails without allocating for it.
+	_, err = abi.DecodeRows([]byte{0xff, 0xff, 0xff, 0xff, 0x0f})
+	require.ErrorIs(t, err, abi.ErrMalformed)
+}
+
+func TestVersionPacking(t *testing.T) {
+	v := abi.PackVersion(abi.Major, abi.Minor)
+	major, minor := abi.UnpackVersion(v)
+	require.Equal(t, uint16(abi.Major), major)
+	require.Equal(t, uint16(abi.Minor), minor)
+}
+
+// FuzzDecode feeds arbitrary bytes to every decoder: none may panic, and
+// whatever decodes must re-encode to something that decodes the same.
+func FuzzDecode(f *testing.F) {
+	f.Add(abi.Request{Method: "GET", Path: "/"}.Encode())
+	f.Add(abi.BootConfig{TreeID: "t"}.Encode())
+	b, _ := abi.Rows{Columns: []string{"a"}, Values: [][]any{{int64(1)}}}.Encode()
+	f.Add(b)
+	b, _ = abi.Statement{Query: "q", Args: []any{"x", 1.5}}.Encode()
+	f.Add(b)
+	f.Add(abi.Emitted{ID: "e", Seq: 1}.Encode())
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if r, err := abi.DecodeRequest(data); err == nil {
+			r2, err := abi.DecodeRequest(r.Encode())
+			require.NoError(t, err)
+			require.Equal(t, r.Encode(), r2.Encode())
+		}
+		if p, err := abi.DecodeResponsePart(data); err == nil {
+			_, err := abi.DecodeResponsePart(p.Encode())
+			require.NoError(t, err)
+		}
+		if r, err := abi.DecodeEgressRequest(data); err == nil {
+			_, err := abi.DecodeEgressRequest(r.Encode())
+			require.NoError(t, err)
+		}
+		_, _ = abi.DecodeEgressResponse(data)
+		_, _ = abi.DecodeToolCall(data)
+		if e, err := abi.DecodeEmitted(data); err == nil {
+			require.Equal(t, data, e.Encode())
+		}
+		if s, err := abi.DecodeStatement(data); err == nil {
+			b, err := s.Encode()
+			require.NoError(t, err)
+			_, err = abi.DecodeStatement(b)
+			require.NoError(t, err)
+		}
+		if r, err := abi.DecodeRows(data); err == nil {
+			b, err := r.Encode()
+			require.NoError(t, err)
+			_, err = abi.DecodeRows(b)
+			require.NoError(t, err)
+		}
+		_, _ = abi.DecodeSQLError(data)
+		if c, err := abi.DecodeBootConfig(data); err == nil {
+			_, err := abi.DecodeBootConfig(c.Encode())
+			require.NoError(t, err)
+		}
+	})
+}

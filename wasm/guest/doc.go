@@ -1,0 +1,55 @@
+//go:build wasip1
+
+// Command guest is revenant compiled to a wasip1 reactor: one tree per
+// instance (core.Instance + recovery + the turn runner + the API handler),
+// driven entirely through the ABI of package wasm/abi (docs/abi.md).
+//
+//	GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o revenant.wasm ./wasm/guest
+//
+// The host calls _initialize once, then revenant_boot, then any export.
+// Everything slow is split in two: the guest starts it through an import
+// (egress_start, timer_set, wake_arm) and the host answers later through an
+// export (revenant_egress_*, revenant_timer, revenant_wake). Durable events
+// leave through emit after their commit, live deltas as they happen, API
+// responses through respond (an event stream a chunk per flush). Secrets
+// never enter the guest: the host adds the provider's key and performs the
+// tools' HTTP (webhook signatures included); API tokens arrive hashed.
+//
+// # No export blocks on I/O: the quiescence rule
+//
+// Go's wasmexport (Go 1.24+, checked against Go 1.26's runtime) runs the
+// exported function on the goroutine the runtime parked after
+// _initialize. Other goroutines run only while some export is on the
+// stack, when it blocks or yields. If the export's own goroutine blocks and
+// no goroutine is runnable, the runtime does not return to the host: with
+// a Go timer pending it sleeps in poll_oneoff, and without one checkdead
+// aborts ("all goroutines are asleep"), because on wasm a c-shared library
+// gets no exemption from deadlock detection (runtime/proc.go checkdead;
+// beforeIdle is a no-op on wasip1, runtime/lock_wasip1.go). So:
+//
+//  1. An export only delivers its input: it starts a goroutine (a request,
+//     a wake sweep, a shutdown) or queues data and signals a channel of
+//     capacity one (egress chunks, timer callbacks). It never waits.
+//  2. It then settles: runtime.Gosched in a loop, reading the scheduler's
+//     /sched/goroutines/runnable:goroutines metric after each yield, and
+//     returns StatusIdle as soon as no other goroutine is runnable. wasm
+//     has one thread and no preemption, so the count is exact when read:
+//     zero means every other goroutine is blocked on something only a
+//     later export can release (a host answer, a timer, a request).
+//  3. Past maxRounds yields it returns StatusPending and the host calls
+//     revenant_pump, which settles again; the host's watchdog bounds the
+//     total, so a goroutine that spins on Gosched cannot hold the host.
+//
+// The guest uses no Go runtime timer (no time.Sleep, time.AfterFunc or
+// context deadline): core.Clock.AfterFunc becomes a host timer, so nothing
+// is left that only the passage of real time could make runnable.
+//
+// # Determinism
+//
+// Ids come from the random import, time from clock_now, and the host backs
+// WASI's clocks and random_get (which seed the Go runtime: map order,
+// select choice) with the same services. With one thread, no preemption
+// and no timers, the schedule is a function of the inputs, so the same
+// sequence of export calls with the same import answers produces the same
+// imports, byte for byte.
+package main

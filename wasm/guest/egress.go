@@ -1,0 +1,281 @@
+//go:build wasip1
+
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+
+	"github.com/revenantrt/revenant/core/model"
+	"github.com/revenantrt/revenant/core/tool"
+	"github.com/revenantrt/revenant/tools/web"
+	"github.com/revenantrt/revenant/wasm/abi"
+)
+
+// egresses tracks the guest's outbound requests. Start asks the host with
+// the egress_start import; the answer arrives through the egress exports,
+// which only queue it (they never block), and the waiting goroutine wakes.
+type egresses struct {
+	mu   sync.Mutex
+	next uint64
+	byID map[uint64]*egress
+}
+
+type egress struct {
+	id     uint64
+	mu     sync.Mutex
+	notify chan struct{} // capacity 1: "something changed"
+	head   *abi.EgressResponse
+	buf    []byte
+	ended  bool
+	err    string
+}
+
+func (e *egress) signal() {
+	select {
+	case e.notify <- struct{}{}:
+	default:
+	}
+}
+
+func (es *egresses) start(req abi.EgressRequest) *egress {
+	es.mu.Lock()
+	es.next++
+	e := &egress{id: es.next, notify: make(chan struct{}, 1)}
+	es.byID[e.id] = e
+	es.mu.Unlock()
+	p, n := bytesPtr(req.Encode())
+	hostEgressStart(e.id, p, n)
+	return e
+}
+
+// cancel forgets e and tells the host, unless it already ended.
+func (es *egresses) cancel(e *egress) {
+	es.mu.Lock()
+	_, live := es.byID[e.id]
+	delete(es.byID, e.id)
+	es.mu.Unlock()
+	e.mu.Lock()
+	ended := e.ended
+	e.ended = true
+	if e.err == "" && !ended {
+		e.err = "egress cancelled"
+	}
+	e.mu.Unlock()
+	e.signal()
+	if live && !ended {
+		hostEgressCancel(e.id)
+	}
+}
+
+func (es *egresses) get(id uint64) *egress {
+	es.mu.Lock()
+	defer es.mu.Unlock()
+	return es.byID[id]
+}
+
+func (es *egresses) response(id uint64, r abi.EgressResponse) {
+	if e := es.get(id); e != nil {
+		e.mu.Lock()
+		if e.head == nil && !e.ended {
+			e.head = &r
+		}
+		e.mu.Unlock()
+		e.signal()
+	}
+}
+
+func (es *egresses) chunk(id uint64, b []byte) {
+	if e := es.get(id); e != nil {
+		e.mu.Lock()
+		if !e.ended {
+			e.buf = append(e.buf, b...)
+		}
+		e.mu.Unlock()
+		e.signal()
+	}
+}
+
+func (es *egresses) end(id uint64, msg string) {
+	es.mu.Lock()
+	e := es.byID[id]
+	delete(es.byID, id)
+	es.mu.Unlock()
+	if e != nil {
+		e.mu.Lock()
+		if !e.ended {
+			e.ended, e.err = true, msg
+		}
+		e.mu.Unlock()
+		e.signal()
+	}
+}
+
+// wait blocks until e changes or ctx ends.
+func (e *egress) wait(ctx context.Context) error {
+	select {
+	case <-e.notify:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// doer is an openai.Doer (and the tools' transport) over egress.
+type doer struct {
+	es     *egresses
+	kind   abi.EgressKind
+	target string
+}
+
+func (d doer) Do(req *http.Request) (*http.Response, error) {
+	var body []byte
+	if req.Body != nil {
+		b, err := io.ReadAll(req.Body)
+		req.Body.Close()
+		if err != nil {
+			return nil, err
+		}
+		body = b
+	}
+	ctx := req.Context()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	e := d.es.start(abi.EgressRequest{Kind: d.kind, Target: d.target, Method: req.Method, URL: req.URL.String(), Header: req.Header, Body: body})
+	stop := context.AfterFunc(ctx, func() { d.es.cancel(e) })
+	for {
+		e.mu.Lock()
+		head, ended, msg := e.head, e.ended, e.err
+		e.mu.Unlock()
+		if head != nil {
+			return &http.Response{Status: fmt.Sprintf("%d %s", head.Status, http.StatusText(head.Status)), StatusCode: head.Status,
+				Header: head.Header, Body: &egressBody{es: d.es, e: e, ctx: ctx, stop: stop}, Request: req, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1}, nil
+		}
+		if ended {
+			stop()
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return nil, errors.New(msg)
+		}
+		if err := e.wait(ctx); err != nil {
+			stop()
+			d.es.cancel(e)
+			return nil, err
+		}
+	}
+}
+
+// egressBody reads an egress answer's body as its chunks arrive.
+type egressBody struct {
+	es   *egresses
+	e    *egress
+	ctx  context.Context
+	stop func() bool
+	once sync.Once
+}
+
+func (b *egressBody) Read(p []byte) (int, error) {
+	for {
+		b.e.mu.Lock()
+		if len(b.e.buf) > 0 {
+			n := copy(p, b.e.buf)
+			b.e.buf = b.e.buf[n:]
+			b.e.mu.Unlock()
+			return n, nil
+		}
+		ended, msg := b.e.ended, b.e.err
+		b.e.mu.Unlock()
+		if ended {
+			if b.ctx.Err() != nil {
+				return 0, b.ctx.Err()
+			}
+			if msg != "" {
+				return 0, errors.New(msg)
+			}
+			return 0, io.EOF
+		}
+		if err := b.e.wait(b.ctx); err != nil {
+			return 0, err
+		}
+	}
+}
+
+func (b *egressBody) Close() error {
+	b.once.Do(func() {
+		b.stop()
+		b.es.cancel(b.e)
+	})
+	return nil
+}
+
+// proxyTool is a tool whose HTTP side the host performs (abi.EgressTool):
+// the guest knows its declaration, the host its URL, secret and policy.
+type proxyTool struct {
+	decl abi.ToolDecl
+	meta tool.Tool // http_request: the real tool, for Resources
+	es   *egresses
+}
+
+func (t *proxyTool) Spec() model.ToolSpec {
+	schema := json.RawMessage(t.decl.Schema)
+	if len(schema) == 0 {
+		schema = json.RawMessage(`{"type":"object"}`)
+	}
+	return model.ToolSpec{Name: t.decl.Name, Description: t.decl.Description, Schema: schema}
+}
+
+func (t *proxyTool) Idempotent() bool { return t.decl.Idempotent }
+
+func (t *proxyTool) Resources(args json.RawMessage) ([]string, error) {
+	if t.meta != nil {
+		return t.meta.Resources(args)
+	}
+	return []string{"tool:" + t.decl.Name}, nil
+}
+
+func (t *proxyTool) Limits() tool.Limits {
+	return tool.Limits{Timeout: t.decl.Timeout, OutputCap: t.decl.OutputCap}
+}
+
+func (t *proxyTool) Execute(ctx context.Context, call tool.Call) (string, error) {
+	body := abi.ToolCall{ID: call.ID, Name: call.Name, Arguments: call.Arguments, IdempotencyKey: call.IdempotencyKey, SessionID: call.SessionID}.Encode()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "tool:"+t.decl.Name, strings.NewReader(string(body)))
+	if err != nil {
+		return "", err
+	}
+	resp, err := doer{es: t.es, kind: abi.EgressTool, target: t.decl.Name}.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	out, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return "", err
+	}
+	return string(out), nil
+}
+
+// newProxyTool builds the guest side of a declared tool.
+func newProxyTool(d abi.ToolDecl, es *egresses) (tool.Tool, error) {
+	t := &proxyTool{decl: d, es: es}
+	switch d.Kind {
+	case abi.ToolWebhook:
+	case abi.ToolHTTPRequest:
+		policy := web.NewEgress().WithMaxResponseBytes(d.MaxBytes)
+		if d.Timeout > 0 {
+			policy = policy.WithTimeout(d.Timeout)
+		}
+		t.meta = web.NewHTTPRequest(policy)
+	default:
+		return nil, fmt.Errorf("tool %s: unknown kind %q", d.Name, d.Kind)
+	}
+	return t, nil
+}

@@ -1,0 +1,125 @@
+//go:build wasip1
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"net/url"
+	"sync"
+
+	"github.com/revenantrt/revenant/wasm/abi"
+)
+
+// requests tracks API requests in flight, so the host can cancel one (an
+// event stream's client went away).
+type requests struct {
+	mu     sync.Mutex
+	cancel map[uint64]func()
+}
+
+// serve runs one request through the handler in its own goroutine; the
+// response leaves through the respond import as the handler writes it.
+func (g *guest) serve(id uint64, in abi.Request) {
+	ctx, cancel := context.WithCancel(context.Background())
+	g.reqs.mu.Lock()
+	if old := g.reqs.cancel[id]; old != nil {
+		old()
+	}
+	g.reqs.cancel[id] = cancel
+	g.reqs.mu.Unlock()
+	u := &url.URL{Scheme: "http", Host: "guest", RawQuery: in.RawQuery}
+	if p, err := url.PathUnescape(in.Path); err == nil {
+		u.Path, u.RawPath = p, in.Path
+	} else {
+		u.Path = in.Path
+	}
+	r, err := http.NewRequestWithContext(ctx, in.Method, u.String(), bytes.NewReader(in.Body))
+	w := &responseWriter{id: id, header: http.Header{}}
+	go func() {
+		defer func() {
+			g.reqs.mu.Lock()
+			delete(g.reqs.cancel, id)
+			g.reqs.mu.Unlock()
+			cancel()
+		}()
+		if err != nil {
+			w.WriteHeader(http.StatusBadRequest)
+			w.end()
+			return
+		}
+		r.Header = in.Header
+		if r.Header == nil {
+			r.Header = http.Header{}
+		}
+		r.URL.RawPath = u.RawPath
+		r.RequestURI = u.RequestURI()
+		r.Host = "guest"
+		g.handler.ServeHTTP(w, r)
+		w.end()
+	}()
+}
+
+func (g *guest) cancelRequest(id uint64) {
+	g.reqs.mu.Lock()
+	cancel := g.reqs.cancel[id]
+	g.reqs.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+}
+
+// responseWriter sends the response through the respond import: the head
+// at the first write, the body at each Flush (so an event stream streams)
+// and at the end.
+type responseWriter struct {
+	id     uint64
+	header http.Header
+	wrote  bool
+	buf    []byte
+}
+
+// flushAt bounds how much body is buffered before it goes out anyway.
+const flushAt = 64 << 10
+
+func (w *responseWriter) Header() http.Header { return w.header }
+
+func (w *responseWriter) WriteHeader(code int) {
+	if w.wrote {
+		return
+	}
+	w.wrote = true
+	respond(w.id, abi.ResponsePart{Kind: abi.PartHead, Status: code, Header: w.header.Clone()})
+}
+
+func (w *responseWriter) Write(b []byte) (int, error) {
+	if !w.wrote {
+		w.WriteHeader(http.StatusOK)
+	}
+	w.buf = append(w.buf, b...)
+	if len(w.buf) >= flushAt {
+		w.Flush()
+	}
+	return len(b), nil
+}
+
+func (w *responseWriter) Flush() {
+	if !w.wrote {
+		w.WriteHeader(http.StatusOK)
+	}
+	if len(w.buf) > 0 {
+		respond(w.id, abi.ResponsePart{Kind: abi.PartBody, Body: w.buf})
+		w.buf = nil
+	}
+}
+
+func (w *responseWriter) end() {
+	w.Flush()
+	respond(w.id, abi.ResponsePart{Kind: abi.PartEnd})
+}
+
+func respond(id uint64, part abi.ResponsePart) {
+	p, n := bytesPtr(part.Encode())
+	hostRespond(id, p, n)
+}

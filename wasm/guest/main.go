@@ -1,0 +1,351 @@
+//go:build wasip1
+
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime"
+	"runtime/metrics"
+	"sync"
+	"unsafe"
+
+	"github.com/revenantrt/revenant/core"
+	"github.com/revenantrt/revenant/core/api"
+	"github.com/revenantrt/revenant/core/event"
+	"github.com/revenantrt/revenant/recovery"
+	"github.com/revenantrt/revenant/wasm/abi"
+)
+
+func main() {}
+
+// guest is the one tree this instance serves. Exports run on one goroutine
+// at a time (wasm has one thread); the goroutines they start run only
+// while some export settles.
+type guest struct {
+	cfg     abi.BootConfig
+	log     *slog.Logger
+	db      *db
+	clock   *clock
+	es      *egresses
+	inst    *core.Instance
+	handler *api.Handler
+	reqs    requests
+
+	mu      sync.Mutex
+	watched map[string]bool
+	deleted bool
+
+	booting *bootState
+	stopped bool
+}
+
+type bootState struct {
+	done bool
+	err  error
+}
+
+var g *guest
+
+// allocs pins the buffers handed to the host by revenant_alloc until the
+// export that receives them frees them.
+var allocs = map[uintptr][]byte{}
+
+//go:wasmexport revenant_abi_version
+func abiVersion() uint32 { return abi.PackVersion(abi.Major, abi.Minor) }
+
+//go:wasmexport revenant_alloc
+func alloc(n uint32) unsafe.Pointer {
+	if n == 0 {
+		return nil
+	}
+	b := make([]byte, n)
+	p := unsafe.Pointer(unsafe.SliceData(b))
+	allocs[uintptr(p)] = b
+	return p
+}
+
+//go:wasmexport revenant_free
+func free(p unsafe.Pointer) { delete(allocs, uintptr(p)) }
+
+// take returns the bytes the host wrote at p (from revenant_alloc) and
+// unpins them.
+func take(p unsafe.Pointer, n uint32) []byte {
+	if n == 0 {
+		return nil
+	}
+	b, ok := allocs[uintptr(p)]
+	delete(allocs, uintptr(p))
+	if !ok || uint32(len(b)) < n {
+		panic(fmt.Sprintf("revenant: %d bytes at %p were not allocated by revenant_alloc", n, p))
+	}
+	return b[:n]
+}
+
+//go:wasmexport revenant_boot
+func boot(p unsafe.Pointer, n uint32) int32 {
+	b := take(p, n)
+	cfg, err := abi.DecodeBootConfig(b)
+	if err != nil {
+		return fail(abi.StatusError, fmt.Errorf("boot: %w", err))
+	}
+	if cfg.HostMajor != abi.Major {
+		return fail(abi.StatusVersion, fmt.Errorf("boot: host ABI version %d.%d, guest %d.%d: unknown major version", cfg.HostMajor, cfg.HostMinor, abi.Major, abi.Minor))
+	}
+	if g != nil && g.inst != nil {
+		return fail(abi.StatusError, errors.New("boot: already booted"))
+	}
+	ng, err := newGuest(cfg)
+	if err != nil {
+		return fail(abi.StatusError, fmt.Errorf("boot: %w", err))
+	}
+	g = ng
+	st := &bootState{}
+	g.booting = st
+	go func() {
+		st.err = g.boot()
+		st.done = true
+	}()
+	status := settle()
+	if status == abi.StatusPending {
+		return int32(status) // the host pumps; pump reports the boot's end
+	}
+	return g.bootResult()
+}
+
+// bootResult reports a finished boot once the guest is quiescent.
+func (gg *guest) bootResult() int32 {
+	st := gg.booting
+	if st == nil {
+		return int32(abi.StatusIdle)
+	}
+	gg.booting = nil
+	switch {
+	case !st.done:
+		return fail(abi.StatusError, errors.New("boot: blocked before it finished"))
+	case st.err != nil:
+		g = nil
+		return fail(abi.StatusError, st.err)
+	}
+	return int32(abi.StatusIdle)
+}
+
+//go:wasmexport revenant_pump
+func pump() int32 {
+	status := settle()
+	if status == abi.StatusIdle && g != nil && g.booting != nil {
+		return g.bootResult()
+	}
+	return int32(status)
+}
+
+//go:wasmexport revenant_request
+func request(id uint64, p unsafe.Pointer, n uint32) int32 {
+	b := take(p, n)
+	if !booted() {
+		return int32(abi.StatusNotBooted)
+	}
+	req, err := abi.DecodeRequest(b)
+	if err != nil {
+		return fail(abi.StatusError, fmt.Errorf("request: %w", err))
+	}
+	g.serve(id, req)
+	return int32(settle())
+}
+
+//go:wasmexport revenant_cancel_request
+func cancelRequest(id uint64) int32 {
+	if !booted() {
+		return int32(abi.StatusNotBooted)
+	}
+	g.cancelRequest(id)
+	return int32(settle())
+}
+
+//go:wasmexport revenant_wake
+func wake() int32 {
+	if !booted() {
+		return int32(abi.StatusNotBooted)
+	}
+	go g.wake()
+	return int32(settle())
+}
+
+//go:wasmexport revenant_timer
+func timer(id uint64) int32 {
+	if !booted() {
+		return int32(abi.StatusNotBooted)
+	}
+	g.clock.fire(id)
+	return int32(settle())
+}
+
+//go:wasmexport revenant_egress_response
+func egressResponse(id uint64, p unsafe.Pointer, n uint32) int32 {
+	b := take(p, n)
+	if !booted() {
+		return int32(abi.StatusNotBooted)
+	}
+	r, err := abi.DecodeEgressResponse(b)
+	if err != nil {
+		return fail(abi.StatusError, fmt.Errorf("egress response: %w", err))
+	}
+	g.es.response(id, r)
+	return int32(settle())
+}
+
+//go:wasmexport revenant_egress_chunk
+func egressChunk(id uint64, p unsafe.Pointer, n uint32) int32 {
+	b := take(p, n)
+	if !booted() {
+		return int32(abi.StatusNotBooted)
+	}
+	g.es.chunk(id, b)
+	return int32(settle())
+}
+
+//go:wasmexport revenant_egress_end
+func egressEnd(id uint64, p unsafe.Pointer, n uint32) int32 {
+	b := take(p, n)
+	if !booted() {
+		return int32(abi.StatusNotBooted)
+	}
+	g.es.end(id, string(b))
+	return int32(settle())
+}
+
+//go:wasmexport revenant_shutdown
+func shutdown() int32 {
+	if !booted() {
+		return int32(abi.StatusNotBooted)
+	}
+	go func() {
+		g.handler.Close()
+		if err := g.inst.Close(context.Background()); err != nil {
+			g.log.Warn("shutdown", "err", err)
+		}
+		g.stopped = true
+	}()
+	return int32(settle())
+}
+
+func booted() bool { return g != nil && g.inst != nil && g.booting == nil }
+
+// fail hands the host the error of the current export.
+func fail(s abi.Status, err error) int32 {
+	msg := []byte(err.Error())
+	p, n := bytesPtr(msg)
+	hostFail(p, n)
+	return int32(s)
+}
+
+// Quiescence (see doc.go): runnable is the number of goroutines ready to
+// run other than the one running the export. On wasm's single thread the
+// scheduler's count is exact at the moment it is read.
+var runnableSample = []metrics.Sample{{Name: "/sched/goroutines/runnable:goroutines"}}
+
+// maxRounds bounds one export's scheduling; past it the export returns
+// StatusPending and the host pumps again (and its watchdog bounds the
+// total), so a goroutine spinning on Gosched cannot hold an export forever.
+const maxRounds = 10_000
+
+// settle runs the Go scheduler until every other goroutine is blocked.
+func settle() abi.Status {
+	for range maxRounds {
+		runtime.Gosched()
+		metrics.Read(runnableSample)
+		if runnableSample[0].Value.Uint64() == 0 {
+			return abi.StatusIdle
+		}
+	}
+	return abi.StatusPending
+}
+
+// watch forwards the session's live deltas to the emit import. Durable
+// events are emitted by the database after commit, for every session.
+func (gg *guest) watch(sessionID string) {
+	gg.mu.Lock()
+	if gg.watched[sessionID] {
+		gg.mu.Unlock()
+		return
+	}
+	gg.watched[sessionID] = true
+	gg.mu.Unlock()
+	go func() {
+		for {
+			inst := gg.inst
+			sub := inst.Subscribe(sessionID, 1024)
+			for ev := range sub.C {
+				if ev.IsEphemeral() {
+					emit(ev)
+				}
+			}
+			if inst.Closed() {
+				return
+			}
+			// Fell behind: deltas are ephemeral, a client re-reads state.
+		}
+	}()
+}
+
+func emit(ev event.Event) {
+	b := abi.Emitted{ID: ev.ID, SessionID: ev.SessionID, Seq: ev.Seq, Type: string(ev.Type), At: ev.At, Data: ev.Data}.Encode()
+	p, n := bytesPtr(b)
+	hostEmit(p, n)
+}
+
+// onCommit emits a committed durable event, and starts watching a new
+// session's deltas.
+func (gg *guest) onCommit(ev event.Event) {
+	emit(ev)
+	if ev.Type == event.SessionCreated {
+		gg.watch(ev.SessionID)
+	}
+}
+
+// boot is recovery.Boot in its two announced phases.
+func (gg *guest) boot() error {
+	ctx := context.Background()
+	hostPhase(uint32(abi.PhaseBoot))
+	host := core.Host{DB: gg.db, Clock: gg.clock, Wake: waker{}, IDs: ids{}, Log: gg.log}
+	cfg, driver, err := gg.coreSetup()
+	if err != nil {
+		return err
+	}
+	inst, err := core.Open(ctx, host, cfg, driver)
+	if err != nil {
+		return err
+	}
+	gg.inst = inst
+	handler, err := gg.apiSetup()
+	if err != nil {
+		return err
+	}
+	gg.handler = handler
+	sessions, err := inst.Sessions(ctx)
+	if err != nil {
+		return fmt.Errorf("list sessions: %w", err)
+	}
+	for _, s := range sessions {
+		gg.watch(s.ID)
+	}
+	hostPhase(uint32(abi.PhaseSweep))
+	if _, err := recovery.Wake(ctx, inst); err != nil {
+		// The instance serves anyway; the wake-up retries the sweep.
+		gg.log.Warn("boot sweep failed", "err", err)
+	}
+	hostPhase(uint32(abi.PhaseServe))
+	return nil
+}
+
+// wake is the wake-up handler (DESIGN §4 rule 2): sweep, then re-arm as
+// the last act.
+func (gg *guest) wake() {
+	hostPhase(uint32(abi.PhaseSweep))
+	if _, err := recovery.Wake(context.Background(), gg.inst); err != nil {
+		gg.log.Warn("wake sweep failed", "err", err)
+	}
+	hostPhase(uint32(abi.PhaseServe))
+}

@@ -1,0 +1,120 @@
+//go:build wasip1
+
+package main
+
+import (
+	"context"
+	"encoding/base32"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+	"unsafe"
+
+	"github.com/revenantrt/revenant/core"
+)
+
+// clock is core.Clock over the clock and timer imports: AfterFunc sets a
+// host timer, and the timer export runs f in its own goroutine. The guest
+// never uses a Go runtime timer, which could only fire while some export
+// happens to run.
+type clock struct {
+	mu     sync.Mutex
+	next   uint64
+	timers map[uint64]func()
+}
+
+var _ core.Clock = (*clock)(nil)
+
+func (c *clock) Now() int64 { return hostClockNow() }
+
+func (c *clock) AfterFunc(d time.Duration, f func()) func() bool {
+	c.mu.Lock()
+	c.next++
+	id := c.next
+	c.timers[id] = f
+	c.mu.Unlock()
+	hostTimerSet(id, hostClockNow()+max(d.Milliseconds(), 0))
+	return func() bool {
+		c.mu.Lock()
+		_, pending := c.timers[id]
+		delete(c.timers, id)
+		c.mu.Unlock()
+		if pending {
+			hostTimerClear(id)
+		}
+		return pending
+	}
+}
+
+// fire runs timer id's function, once; a stopped or unknown id is ignored.
+func (c *clock) fire(id uint64) {
+	c.mu.Lock()
+	f, ok := c.timers[id]
+	delete(c.timers, id)
+	c.mu.Unlock()
+	if ok {
+		go f()
+	}
+}
+
+// ids mints 128-bit ids from the random import: 26 lowercase base32
+// characters, like the host's RandomIDs.
+type ids struct{}
+
+var idEncoding = base32.StdEncoding.WithPadding(base32.NoPadding)
+
+func (ids) NewID() string {
+	var b [16]byte
+	hostRandom(unsafe.Pointer(&b[0]), uint32(len(b)))
+	return strings.ToLower(idEncoding.EncodeToString(b[:]))
+}
+
+// treeIDs is the API handler's id source: POST /v1/sessions creates the
+// guest's one tree, whose id the host chose.
+type treeIDs struct{ id string }
+
+func (t treeIDs) NewID() string { return t.id }
+
+// waker is core.Waker over the wake-up imports.
+type waker struct{}
+
+func (waker) Arm(_ context.Context, at int64) error {
+	hostWakeArm(at)
+	return nil
+}
+
+// logHandler sends records to the log import as one line of text, without
+// a time (the host stamps its own), so logs repeat with the inputs.
+type logHandler struct {
+	attrs string
+	level slog.Level
+}
+
+func (h logHandler) Enabled(_ context.Context, l slog.Level) bool { return l >= h.level }
+
+func (h logHandler) Handle(_ context.Context, r slog.Record) error {
+	var b strings.Builder
+	b.WriteString(r.Message)
+	b.WriteString(h.attrs)
+	r.Attrs(func(a slog.Attr) bool {
+		fmt.Fprintf(&b, " %s=%v", a.Key, a.Value)
+		return true
+	})
+	msg := []byte(b.String())
+	p, n := bytesPtr(msg)
+	hostLog(int32(r.Level), p, n)
+	return nil
+}
+
+func (h logHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	var b strings.Builder
+	b.WriteString(h.attrs)
+	for _, a := range as {
+		fmt.Fprintf(&b, " %s=%v", a.Key, a.Value)
+	}
+	return logHandler{attrs: b.String(), level: h.level}
+}
+
+func (h logHandler) WithGroup(string) slog.Handler { return h }

@@ -1,0 +1,216 @@
+package runtime_test
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/revenantrt/revenant/core"
+	"github.com/revenantrt/revenant/core/api"
+	"github.com/revenantrt/revenant/core/fakehost"
+	"github.com/revenantrt/revenant/core/model/offline"
+	"github.com/revenantrt/revenant/core/runner"
+	"github.com/revenantrt/revenant/core/tool"
+	"github.com/revenantrt/revenant/host/sqlitedb"
+	"github.com/revenantrt/revenant/internal/guestbuild"
+	"github.com/revenantrt/revenant/recovery"
+	"github.com/revenantrt/revenant/wasm/runtime"
+)
+
+// benchEnv is a booted guest with one idle session.
+func benchEnv(b *testing.B, opts runtime.Options) *env {
+	e := newEnv(b, 1, offlineConfig())
+	require.NoError(b, e.boot(opts))
+	e.createAndPrompt("warm up")
+	e.fireTimers(60_000)
+	return e
+}
+
+func percentiles(b *testing.B, ds []time.Duration) {
+	slices.Sort(ds)
+	if len(ds) == 0 {
+		return
+	}
+	b.ReportMetric(float64(ds[len(ds)/2].Microseconds()), "p50-µs")
+	b.ReportMetric(float64(ds[len(ds)*9/10].Microseconds()), "p90-µs")
+}
+
+// BenchmarkInstantiateBoot: a fresh guest on an existing tree, from
+// Instantiate (the Go runtime's _initialize) to a finished boot sweep.
+func BenchmarkInstantiateBoot(b *testing.B) {
+	e := benchEnv(b, runtime.Options{})
+	m := compiled(b)
+	ctx := context.Background()
+	var ds []time.Duration
+	for b.Loop() {
+		start := time.Now()
+		g, err := m.Instantiate(ctx, runtime.Options{Conn: e.conn, Services: e.s})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := g.Boot(ctx, e.cfg); err != nil {
+			b.Fatal(err)
+		}
+		ds = append(ds, time.Since(start))
+		g.Close(ctx)
+	}
+	percentiles(b, ds)
+}
+
+// BenchmarkSnapshot: GET /v1/sessions/{id} through the guest, and through
+// core/api in process on the same kind of database.
+func BenchmarkSnapshot(b *testing.B) {
+	b.Run("guest", func(b *testing.B) {
+		e := benchEnv(b, runtime.Options{})
+		ctx := context.Background()
+		var ds []time.Duration
+		for b.Loop() {
+			e.next++
+			start := time.Now()
+			if err := e.g.Request(ctx, e.next, runtime.Request{Method: "GET", Path: "/v1/sessions/" + treeID}); err != nil {
+				b.Fatal(err)
+			}
+			ds = append(ds, time.Since(start))
+			if r := e.s.responses[e.next]; r == nil || r.status != 200 || !r.ended {
+				b.Fatalf("bad response %+v", r)
+			}
+			delete(e.s.responses, e.next)
+		}
+		percentiles(b, ds)
+	})
+	b.Run("native", func(b *testing.B) {
+		h := nativeHandler(b)
+		var ds []time.Duration
+		for b.Loop() {
+			w := httptest.NewRecorder()
+			start := time.Now()
+			h.ServeHTTP(w, httptest.NewRequest("GET", "/v1/sessions/"+treeID, nil))
+			ds = append(ds, time.Since(start))
+			if w.Code != 200 {
+				b.Fatalf("status %d: %s", w.Code, w.Body)
+			}
+		}
+		percentiles(b, ds)
+	})
+}
+
+// BenchmarkWakeSQL: a wake sweep of an idle tree (two transactions of
+// reads), through the ABI and natively, with the cost per SQL operation
+// (BEGIN, statements, COMMIT).
+func BenchmarkWakeSQL(b *testing.B) {
+	b.Run("abi", func(b *testing.B) {
+		ops := 0
+		e := benchEnv(b, runtime.Options{Interpose: func(s runtime.Site) error {
+			if !s.After && len(s.Import) > 4 && s.Import[:4] == "sql_" {
+				ops++
+			}
+			return nil
+		}})
+		ctx := context.Background()
+		ops = 0
+		for b.Loop() {
+			if err := e.g.Wake(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+		perOp := float64(b.Elapsed().Nanoseconds()) / float64(b.N)
+		b.ReportMetric(float64(ops)/float64(b.N), "sql-ops/op")
+		b.ReportMetric(perOp/(float64(ops)/float64(b.N)), "ns/sql-op")
+	})
+	b.Run("native", func(b *testing.B) {
+		inst, _ := nativeInstance(b)
+		ctx := context.Background()
+		for b.Loop() {
+			if _, err := recovery.Wake(ctx, inst); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// BenchmarkGuestSize reports the guest's size, raw and gzipped.
+func BenchmarkGuestSize(b *testing.B) {
+	wasm := guestbuild.Must(b)
+	var buf bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+	zw.Write(wasm)
+	zw.Close()
+	for b.Loop() {
+	}
+	b.ReportMetric(float64(len(wasm))/(1<<20), "raw-MiB")
+	b.ReportMetric(float64(buf.Len())/(1<<20), "gzip-MiB")
+}
+
+func TestGuestSize(t *testing.T) {
+	wasm := guestbuild.Must(t)
+	var buf bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+	zw.Write(wasm)
+	zw.Close()
+	t.Logf("guest .wasm: %d bytes raw, %d bytes gzip", len(wasm), buf.Len())
+}
+
+// nativeInstance is core in process over sqlitedb with one idle session.
+func nativeInstance(b *testing.B) (*core.Instance, *sqlitedb.DB) {
+	db, err := sqlitedb.Open(filepath.Join(b.TempDir(), "native.db"), sqlitedb.Options{})
+	require.NoError(b, err)
+	b.Cleanup(func() { db.Close() })
+	clock := fakehost.NewClock(1_700_000_000_000)
+	registry, err := tool.NewRegistry(tool.KVGet(), tool.KVPut())
+	require.NoError(b, err)
+	driver, err := runner.New(offline.New(clock, offline.Options{}), registry, runner.NewConfig())
+	require.NoError(b, err)
+	host := core.Host{DB: db, Clock: clock, Wake: noWake{}, IDs: seqIDs{n: new(int)}}
+	inst, _, err := recovery.Boot(context.Background(), host, core.NewConfig(), driver)
+	require.NoError(b, err)
+	b.Cleanup(func() { inst.Close(context.Background()) })
+	_, err = inst.CreateSession(context.Background(), core.NewSession{ID: treeID, Principal: api.AnonymousPrincipal})
+	require.NoError(b, err)
+	return inst, db
+}
+
+func nativeHandler(b *testing.B) http.Handler {
+	inst, _ := nativeInstance(b)
+	h, err := api.New(api.Deps{Trees: oneTree{inst}, Auth: api.Anonymous{}, Clock: inst.Clock(), IDs: seqIDs{n: new(int)}}, api.NewConfig())
+	require.NoError(b, err)
+	return h
+}
+
+type noWake struct{}
+
+func (noWake) Arm(context.Context, int64) error { return nil }
+
+type seqIDs struct{ n *int }
+
+func (s seqIDs) NewID() string {
+	*s.n++
+	return "id" + string(rune('a'+*s.n%26)) + time.Duration(*s.n).String()
+}
+
+type oneTree struct{ inst *core.Instance }
+
+func (o oneTree) Create(context.Context, string, string, func(*core.Instance) error) (*core.Instance, error) {
+	return nil, api.ErrTreeExists
+}
+
+func (o oneTree) Get(_ context.Context, id string) (*core.Instance, api.TreeInfo, error) {
+	if id != treeID {
+		return nil, api.TreeInfo{}, api.ErrTreeNotFound
+	}
+	return o.inst, api.TreeInfo{RootID: treeID, Principal: api.AnonymousPrincipal}, nil
+}
+
+func (o oneTree) List(context.Context, string, string, int) ([]api.TreeInfo, string, error) {
+	return nil, "", nil
+}
+
+func (o oneTree) Delete(context.Context, string) error { return errors.New("not supported") }

@@ -1,0 +1,24 @@
+// Package runtime is the wazero backend for revenant's wasip1 guest
+// (wasm/guest): Compile a guest once, Instantiate many, drive each with
+// synchronous calls (Boot, Request, Timer, Egress…, Wake, Shutdown) whose
+// side effects reach the host through Services during the call.
+//
+// Invariants:
+//   - Every Guest call delivers one input, runs the guest until it is
+//     quiescent (pumping while it reports pending work) and returns. Calls
+//     are serialized per guest; the runtime starts no goroutine that
+//     touches a guest, and wazero's clocks and randomness come from the
+//     Services, so a simulator on a virtual clock gets identical histories
+//     from the same seed.
+//   - After a failed call (a trap or panic, the watchdog, a kill through
+//     Options.Interpose, Close) the open transaction on the Conn is rolled
+//     back and the instance closed; the Guest refuses further calls with
+//     ErrGuestClosed, and the caller instantiates and boots a fresh one on
+//     the same Conn. Boot's new epoch fences anything of the old one.
+//   - A kill is wazero's documented exit from a host function:
+//     CloseWithExitCode, then panic(sys.NewExitError(…)).
+//
+// The package imports core/storage (the Conn's rows and error codes) and
+// wasm/abi; never core's instance, recovery or a host. Subpackage serve is
+// the real-time driver for servers.
+package runtime

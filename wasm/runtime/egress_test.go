@@ -1,0 +1,89 @@
+package runtime_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/revenantrt/revenant/wasm/abi"
+	"github.com/revenantrt/revenant/wasm/runtime"
+)
+
+func openaiConfig() runtime.BootConfig {
+	return runtime.BootConfig{Model: abi.ModelConfig{Kind: abi.ModelOpenAI, BaseURL: "http://model.test/v1", Name: "test-model"}}
+}
+
+// A turn waits on a model stream the host holds open; meanwhile the same
+// guest answers a snapshot, and an interrupt stops the turn, cancels the
+// egress and commits interrupted{user} before its answer.
+func TestInterruptWhileModelStreams(t *testing.T) {
+	e := newEnv(t, 2, openaiConfig())
+	require.NoError(t, e.boot(runtime.Options{}))
+	var started []uint64
+	e.s.onEgress = func(id uint64, req runtime.EgressRequest) {
+		started = append(started, id)
+		require.Equal(t, abi.EgressModel, req.Kind)
+		require.Equal(t, "http://model.test/v1/chat/completions", req.URL)
+		require.Empty(t, req.Header.Get("Authorization"), "the key stays with the host")
+	}
+	e.createAndPrompt("tell me a story")
+	require.Len(t, started, 1, "the turn asked the model")
+	id := started[0]
+
+	// The stream opens and sends a little, then stalls.
+	ctx := context.Background()
+	require.NoError(t, e.g.EgressResponse(ctx, id, 200, http.Header{"Content-Type": {"text/event-stream"}}))
+	require.NoError(t, e.g.EgressChunk(ctx, id, []byte("data: {\"choices\":[{\"delta\":{\"content\":\"Once upon\"}}]}\n\n")))
+	require.NotEmpty(t, e.s.emitted("session.text.delta@1"))
+
+	snap := e.snapshot()
+	require.Equal(t, "busy", snap.Status)
+	require.Empty(t, e.s.cancelled, "the stream is still open while the snapshot is served")
+
+	r := e.do("POST", "/v1/sessions/"+treeID+"/interrupt", nil)
+	require.Equal(t, 200, r.status, r.body.String())
+	require.True(t, r.ended)
+	require.Equal(t, map[string]bool{"interrupted": true}, decode[map[string]bool](t, r))
+	require.Equal(t, []uint64{id}, e.s.cancelled, "the egress was cancelled")
+
+	ints := e.s.emitted("session.execution.interrupted@1")
+	require.Len(t, ints, 1)
+	var payload struct{ Reason string }
+	require.NoError(t, json.Unmarshal(ints[0].Data, &payload))
+	require.Equal(t, "user", payload.Reason)
+	// The durable interrupt was emitted before the response ended.
+	snap = e.snapshot()
+	require.Equal(t, "idle", snap.Status)
+	require.Nil(t, snap.Claim)
+
+	// A late chunk for the cancelled egress is ignored.
+	require.NoError(t, e.g.EgressChunk(ctx, id, []byte("data: late\n\n")))
+}
+
+// The model's answer streams in over egress and the turn succeeds.
+func TestModelOverEgress(t *testing.T) {
+	e := newEnv(t, 3, openaiConfig())
+	require.NoError(t, e.boot(runtime.Options{}))
+	var started []uint64
+	e.s.onEgress = func(id uint64, req runtime.EgressRequest) { started = append(started, id) }
+	e.createAndPrompt("hi")
+	require.Len(t, started, 1)
+	ctx := context.Background()
+	id := started[0]
+	require.NoError(t, e.g.EgressResponse(ctx, id, 200, http.Header{"Content-Type": {"text/event-stream"}}))
+	for _, c := range []string{
+		`data: {"choices":[{"delta":{"content":"Hello"}}]}`,
+		`data: {"choices":[{"delta":{"content":" there"},"finish_reason":"stop"}]}`,
+		`data: [DONE]`,
+	} {
+		require.NoError(t, e.g.EgressChunk(ctx, id, []byte(c+"\n\n")))
+	}
+	require.NoError(t, e.g.EgressEnd(ctx, id, ""))
+	snap := e.snapshot()
+	require.Equal(t, "idle", snap.Status, "%+v", snap)
+	require.Equal(t, "Hello there", snap.Messages[len(snap.Messages)-1].Text)
+	require.Len(t, e.s.emitted("session.execution.succeeded@1"), 1)
+}

@@ -1,0 +1,361 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/sys"
+
+	"github.com/revenantrt/revenant/wasm/abi"
+)
+
+// maxPumps bounds how many times one call pumps a guest that keeps
+// reporting pending work; past it the guest is treated as hung.
+const maxPumps = 100_000
+
+// Exit codes the runtime closes a guest with.
+const (
+	exitKilled uint32 = 0x7e57_0001
+	exitClosed uint32 = 0x7e57_0002
+)
+
+// Guest is one running instance of the guest module. Its methods are
+// synchronous and serialized (a mutex): each delivers one input, runs the
+// guest until it is quiescent, and returns; everything the guest does
+// meanwhile reaches the Services on the caller's goroutine. The runtime
+// starts no goroutine of its own that touches the guest (the watchdog is
+// wazero's context check), so the same calls with deterministic Services
+// give the same history.
+type Guest struct {
+	m    *Module
+	mod  api.Module
+	opts Options
+	log  *slog.Logger
+	fns  map[string]api.Function
+
+	mu     sync.Mutex // serializes calls; guards the fields below
+	booted bool
+	broken error // why the guest was closed; nil while usable
+
+	closing atomic.Bool // Close was called, maybe from another goroutine
+
+	// Set by imports during a call (under mu, held by the caller).
+	phase    Phase
+	result   []byte // the pending import result, taken by the result import
+	failMsg  string
+	killed   error
+	nanoLast int64
+	stderr   tailBuffer
+}
+
+type guestKey struct{}
+
+func guestFrom(ctx context.Context) *Guest { return ctx.Value(guestKey{}).(*Guest) }
+
+func (g *Guest) fn(name string) api.Function {
+	f, ok := g.fns[name]
+	if !ok {
+		f = g.mod.ExportedFunction(name)
+		g.fns[name] = f
+	}
+	return f
+}
+
+// nanotime is the WASI monotonic clock: the Services' clock, nudged forward
+// by a nanosecond per read so it never stands still (the Go runtime divides
+// by intervals), which stays deterministic.
+func (g *Guest) nanotime() int64 {
+	n := g.opts.Services.Now() * 1e6
+	if n <= g.nanoLast {
+		n = g.nanoLast + 1
+	}
+	g.nanoLast = n
+	return n
+}
+
+// Phase is the phase the guest last announced.
+func (g *Guest) Phase() Phase {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.phase
+}
+
+// Closed reports whether the guest was closed or failed; a closed guest
+// refuses every call with ErrGuestClosed.
+func (g *Guest) Closed() bool {
+	if g.closing.Load() {
+		return true
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.broken != nil
+}
+
+// Boot migrates the database, takes a new epoch, sweeps and re-arms
+// (recovery.Boot), then the guest serves. A refused ABI version is
+// ErrVersion; a failed boot is a *GuestError and the guest stays unbooted.
+func (g *Guest) Boot(ctx context.Context, cfg BootConfig) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if cfg.HostMajor == 0 && cfg.HostMinor == 0 {
+		cfg.HostMajor, cfg.HostMinor = abi.Major, abi.Minor
+		if g.opts.HostVersion != 0 {
+			cfg.HostMajor, cfg.HostMinor = abi.UnpackVersion(g.opts.HostVersion)
+		}
+	}
+	if err := g.callData(ctx, abi.ExportBoot, nil, cfg.Encode()); err != nil {
+		return err
+	}
+	g.booted = true
+	return nil
+}
+
+// Request delivers API request id; the response arrives through
+// Services.Respond (head, body chunks, end), maybe across later calls for
+// an event stream. Ids are the host's; reuse one only after its end.
+func (g *Guest) Request(ctx context.Context, id uint64, req Request) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	b := abi.Request{Method: req.Method, Path: req.Path, RawQuery: req.RawQuery, Header: req.Header, Body: req.Body}.Encode()
+	return g.callData(ctx, abi.ExportRequest, []uint64{id}, b)
+}
+
+// CancelRequest tells the guest the client of request id went away (an
+// event stream closed); the guest ends the response.
+func (g *Guest) CancelRequest(ctx context.Context, id uint64) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.call(ctx, abi.ExportCancelRequest, id)
+}
+
+// Wake delivers the tree's wake-up: the guest sweeps and, as its last act,
+// re-arms while work remains (DESIGN §4 rule 2).
+func (g *Guest) Wake(ctx context.Context) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.call(ctx, abi.ExportWake)
+}
+
+// Timer delivers timer id (Services.SetTimer). A cleared or unknown id is
+// ignored by the guest.
+func (g *Guest) Timer(ctx context.Context, id uint64) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.call(ctx, abi.ExportTimer, id)
+}
+
+// EgressResponse delivers the head of egress id's answer.
+func (g *Guest) EgressResponse(ctx context.Context, id uint64, status int, header http.Header) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.callData(ctx, abi.ExportEgressResponse, []uint64{id}, abi.EgressResponse{Status: status, Header: header}.Encode())
+}
+
+// EgressChunk delivers the next bytes of egress id's body.
+func (g *Guest) EgressChunk(ctx context.Context, id uint64, data []byte) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.callData(ctx, abi.ExportEgressChunk, []uint64{id}, data)
+}
+
+// EgressEnd ends egress id: errMsg "" is a clean end of the body, anything
+// else a failure (before the head: the request failed).
+func (g *Guest) EgressEnd(ctx context.Context, id uint64, errMsg string) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.callData(ctx, abi.ExportEgressEnd, []uint64{id}, []byte(errMsg))
+}
+
+// Shutdown stops the guest gracefully: running executions record
+// interrupted{reason:"shutdown"} and keep their claims, event streams end.
+// Close the guest afterwards.
+func (g *Guest) Shutdown(ctx context.Context) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.call(ctx, abi.ExportShutdown)
+}
+
+// Close kills the guest: no more guest code runs, an open transaction is
+// rolled back. It may be called from any goroutine, also while a call runs
+// (that call then fails).
+func (g *Guest) Close(ctx context.Context) error {
+	if g.closing.Swap(true) {
+		return nil
+	}
+	err := g.mod.CloseWithExitCode(ctx, exitClosed)
+	if g.mu.TryLock() {
+		if g.broken == nil {
+			g.broken = ErrGuestClosed
+		}
+		g.rollback()
+		g.mu.Unlock()
+	}
+	return err
+}
+
+// callData copies data into guest memory and calls export(params…, ptr, len).
+func (g *Guest) callData(ctx context.Context, export string, params []uint64, data []byte) error {
+	if err := g.usable(export); err != nil {
+		return err
+	}
+	cctx, cancel := g.callContext(ctx)
+	defer cancel()
+	var ptr uint32
+	if len(data) > 0 {
+		res, err := g.fn(abi.ExportAlloc).Call(cctx, uint64(len(data)))
+		if err != nil {
+			return g.failed(export, err)
+		}
+		ptr = uint32(res[0])
+		if !g.mod.Memory().Write(ptr, data) {
+			return g.failed(export, fmt.Errorf("write %d bytes at %#x: out of range", len(data), ptr))
+		}
+	}
+	params = append(params, uint64(ptr), uint64(len(data)))
+	return g.run(cctx, export, params)
+}
+
+func (g *Guest) call(ctx context.Context, export string, params ...uint64) error {
+	if err := g.usable(export); err != nil {
+		return err
+	}
+	cctx, cancel := g.callContext(ctx)
+	defer cancel()
+	return g.run(cctx, export, params)
+}
+
+func (g *Guest) usable(export string) error {
+	if g.broken != nil || g.closing.Load() {
+		return fmt.Errorf("%s: %w", export, ErrGuestClosed)
+	}
+	if !g.booted && export != abi.ExportBoot {
+		return fmt.Errorf("%s: %w", export, ErrNotBooted)
+	}
+	return nil
+}
+
+func (g *Guest) callContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx = context.WithValue(ctx, guestKey{}, g)
+	wd := g.opts.Watchdog
+	if wd == 0 {
+		wd = DefaultWatchdog
+	}
+	if wd < 0 {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, wd)
+}
+
+// run calls the export, then pumps while the guest reports pending work.
+func (g *Guest) run(ctx context.Context, export string, params []uint64) error {
+	g.failMsg, g.killed = "", nil
+	res, err := g.fn(export).Call(ctx, params...)
+	if err != nil {
+		return g.failed(export, err)
+	}
+	status := abi.Status(int32(res[0]))
+	for n := 0; status == abi.StatusPending; n++ {
+		if n == maxPumps {
+			return g.failed(export, fmt.Errorf("never quiescent after %d pumps: %w", maxPumps, ErrWatchdog))
+		}
+		if res, err = g.fn(abi.ExportPump).Call(ctx); err != nil {
+			return g.failed(export, err)
+		}
+		status = abi.Status(int32(res[0]))
+	}
+	switch status {
+	case abi.StatusIdle:
+		return nil
+	case abi.StatusError:
+		return &GuestError{Export: export, Msg: g.failMsg}
+	case abi.StatusVersion:
+		return fmt.Errorf("%s: %s: %w", export, g.failMsg, ErrVersion)
+	case abi.StatusNotBooted:
+		return fmt.Errorf("%s: %w", export, ErrNotBooted)
+	}
+	return g.failed(export, fmt.Errorf("unknown status %d", status))
+}
+
+// failed closes the guest after a call died and says why.
+func (g *Guest) failed(export string, err error) error {
+	var kind error
+	var exit *sys.ExitError
+	switch {
+	case g.killed != nil:
+		kind = ErrKilled
+		err = g.killed
+	case errors.Is(err, ErrWatchdog):
+		kind = ErrWatchdog
+	case errors.As(err, &exit) && exit.ExitCode() == sys.ExitCodeDeadlineExceeded:
+		kind = ErrWatchdog
+	case g.closing.Load():
+		kind = ErrGuestClosed
+	default:
+		kind = ErrTrapped
+	}
+	g.broken = kind
+	g.rollback()
+	if !g.mod.IsClosed() {
+		_ = g.mod.CloseWithExitCode(context.Background(), exitClosed)
+	}
+	g.log.Warn("wasm guest failed; it must be replaced", "export", export, "err", err, "stderr", g.stderr.String())
+	return fmt.Errorf("%s: %w: %w%s", export, kind, err, g.stderr.tail())
+}
+
+// rollback ends a transaction a dead guest left open on the Conn.
+func (g *Guest) rollback() {
+	if g.opts.Conn.InTx() {
+		if err := g.opts.Conn.Rollback(); err != nil {
+			g.log.Warn("roll back the dead guest's transaction", "err", err)
+		}
+	}
+}
+
+// tailBuffer keeps the last bytes the guest wrote to stdout and stderr (a Go
+// panic's message), for the error of a trapped call.
+type tailBuffer struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+const tailMax = 8 << 10
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if len(t.buf) > tailMax {
+		t.buf = append([]byte(nil), t.buf[len(t.buf)-tailMax:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.buf)
+}
+
+func (t *tailBuffer) tail() string {
+	s := strings.TrimSpace(t.String())
+	if s == "" {
+		return ""
+	}
+	if i := strings.LastIndex(s, "\n\n"); i > 0 && len(s)-i < 2048 {
+		s = s[i:]
+	}
+	if len(s) > 2048 {
+		s = s[:2048]
+	}
+	return " (guest output: " + s + ")"
+}
+
+var _ = time.Second

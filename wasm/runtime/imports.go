@@ -1,0 +1,217 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/sys"
+
+	"github.com/revenantrt/revenant/core/storage"
+	"github.com/revenantrt/revenant/wasm/abi"
+)
+
+// codeClosed is the SQLError code for storage.ErrClosed (no SQLite code).
+const codeClosed = -1
+
+var (
+	i32 = api.ValueTypeI32
+	i64 = api.ValueTypeI64
+)
+
+type hostFn struct {
+	name    string
+	params  []api.ValueType
+	results []api.ValueType
+	fn      func(g *Guest, ctx context.Context, mod api.Module, stack []uint64)
+}
+
+// instantiateImports registers the revenant import module once per runtime.
+// The functions find their guest in the call's context, so one module
+// serves every instance.
+func instantiateImports(ctx context.Context, r wazero.Runtime) error {
+	b := r.NewHostModuleBuilder(abi.ImportModule)
+	for _, h := range hostFns {
+		h := h
+		b.NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(func(ctx context.Context, mod api.Module, stack []uint64) {
+			h.fn(guestFrom(ctx), ctx, mod, stack)
+		}), h.params, h.results).Export(h.name)
+	}
+	_, err := b.Instantiate(ctx)
+	return err
+}
+
+var hostFns = []hostFn{
+	{abi.ImportSQLBegin, nil, []api.ValueType{i32}, func(g *Guest, ctx context.Context, mod api.Module, stack []uint64) {
+		g.interpose(ctx, mod, abi.ImportSQLBegin, false)
+		err := g.opts.Conn.Begin()
+		g.interpose(ctx, mod, abi.ImportSQLBegin, true)
+		stack[0] = g.setResult(nil, err)
+	}},
+	{abi.ImportSQLExec, []api.ValueType{i32, i32}, []api.ValueType{i32}, func(g *Guest, ctx context.Context, mod api.Module, stack []uint64) {
+		st := g.statement(mod, stack)
+		g.interpose(ctx, mod, abi.ImportSQLExec, false)
+		n, err := g.opts.Conn.Exec(st.Query, st.Args)
+		g.interpose(ctx, mod, abi.ImportSQLExec, true)
+		var e abi.Encoder
+		e.Byte(abi.ResultOK)
+		e.Varint(n)
+		stack[0] = g.setResult(e.Bytes(), err)
+	}},
+	{abi.ImportSQLQuery, []api.ValueType{i32, i32}, []api.ValueType{i32}, func(g *Guest, ctx context.Context, mod api.Module, stack []uint64) {
+		st := g.statement(mod, stack)
+		g.interpose(ctx, mod, abi.ImportSQLQuery, false)
+		rows, err := g.opts.Conn.Query(st.Query, st.Args)
+		g.interpose(ctx, mod, abi.ImportSQLQuery, true)
+		var out []byte
+		if err == nil {
+			var body []byte
+			body, err = abi.Rows{Columns: rows.Columns, Values: rows.Values}.Encode()
+			out = append([]byte{abi.ResultOK}, body...)
+		}
+		stack[0] = g.setResult(out, err)
+	}},
+	{abi.ImportSQLCommit, nil, []api.ValueType{i32}, func(g *Guest, ctx context.Context, mod api.Module, stack []uint64) {
+		g.interpose(ctx, mod, abi.ImportSQLCommit, false)
+		err := g.opts.Conn.Commit()
+		g.interpose(ctx, mod, abi.ImportSQLCommit, true)
+		stack[0] = g.setResult(nil, err)
+	}},
+	{abi.ImportSQLRollback, nil, []api.ValueType{i32}, func(g *Guest, ctx context.Context, mod api.Module, stack []uint64) {
+		g.interpose(ctx, mod, abi.ImportSQLRollback, false)
+		err := g.opts.Conn.Rollback()
+		g.interpose(ctx, mod, abi.ImportSQLRollback, true)
+		stack[0] = g.setResult(nil, err)
+	}},
+	{abi.ImportResult, []api.ValueType{i32}, nil, func(g *Guest, ctx context.Context, mod api.Module, stack []uint64) {
+		if !mod.Memory().Write(api.DecodeU32(stack[0]), g.result) {
+			panic(fmt.Errorf("result: %d bytes at %#x out of range", len(g.result), api.DecodeU32(stack[0])))
+		}
+		g.result = nil
+	}},
+	{abi.ImportClockNow, nil, []api.ValueType{i64}, func(g *Guest, ctx context.Context, mod api.Module, stack []uint64) {
+		g.interpose(ctx, mod, abi.ImportClockNow, false)
+		stack[0] = uint64(g.opts.Services.Now())
+		g.interpose(ctx, mod, abi.ImportClockNow, true)
+	}},
+	{abi.ImportTimerSet, []api.ValueType{i64, i64}, nil, func(g *Guest, ctx context.Context, mod api.Module, stack []uint64) {
+		g.interpose(ctx, mod, abi.ImportTimerSet, false)
+		g.opts.Services.SetTimer(stack[0], int64(stack[1]))
+		g.interpose(ctx, mod, abi.ImportTimerSet, true)
+	}},
+	{abi.ImportTimerClear, []api.ValueType{i64}, nil, func(g *Guest, ctx context.Context, mod api.Module, stack []uint64) {
+		g.interpose(ctx, mod, abi.ImportTimerClear, false)
+		g.opts.Services.ClearTimer(stack[0])
+		g.interpose(ctx, mod, abi.ImportTimerClear, true)
+	}},
+	{abi.ImportWakeArm, []api.ValueType{i64}, nil, func(g *Guest, ctx context.Context, mod api.Module, stack []uint64) {
+		g.interpose(ctx, mod, abi.ImportWakeArm, false)
+		g.opts.Services.ArmWake(int64(stack[0]))
+		g.interpose(ctx, mod, abi.ImportWakeArm, true)
+	}},
+	{abi.ImportWakeClear, nil, nil, func(g *Guest, ctx context.Context, mod api.Module, stack []uint64) {
+		g.interpose(ctx, mod, abi.ImportWakeClear, false)
+		g.opts.Services.ClearWake()
+		g.interpose(ctx, mod, abi.ImportWakeClear, true)
+	}},
+	{abi.ImportEgressStart, []api.ValueType{i64, i32, i32}, nil, func(g *Guest, ctx context.Context, mod api.Module, stack []uint64) {
+		req, err := abi.DecodeEgressRequest(g.read(mod, stack[1], stack[2]))
+		if err != nil {
+			panic(fmt.Errorf("egress_start: %w", err))
+		}
+		g.interpose(ctx, mod, abi.ImportEgressStart, false)
+		g.opts.Services.StartEgress(stack[0], req)
+		g.interpose(ctx, mod, abi.ImportEgressStart, true)
+	}},
+	{abi.ImportEgressCancel, []api.ValueType{i64}, nil, func(g *Guest, ctx context.Context, mod api.Module, stack []uint64) {
+		g.interpose(ctx, mod, abi.ImportEgressCancel, false)
+		g.opts.Services.CancelEgress(stack[0])
+		g.interpose(ctx, mod, abi.ImportEgressCancel, true)
+	}},
+	{abi.ImportEmit, []api.ValueType{i32, i32}, nil, func(g *Guest, ctx context.Context, mod api.Module, stack []uint64) {
+		ev, err := abi.DecodeEmitted(g.read(mod, stack[0], stack[1]))
+		if err != nil {
+			panic(fmt.Errorf("emit: %w", err))
+		}
+		g.interpose(ctx, mod, abi.ImportEmit, false)
+		g.opts.Services.Emit(ev)
+		g.interpose(ctx, mod, abi.ImportEmit, true)
+	}},
+	{abi.ImportRespond, []api.ValueType{i64, i32, i32}, nil, func(g *Guest, ctx context.Context, mod api.Module, stack []uint64) {
+		part, err := abi.DecodeResponsePart(g.read(mod, stack[1], stack[2]))
+		if err != nil {
+			panic(fmt.Errorf("respond: %w", err))
+		}
+		g.interpose(ctx, mod, abi.ImportRespond, false)
+		g.opts.Services.Respond(stack[0], part)
+		g.interpose(ctx, mod, abi.ImportRespond, true)
+	}},
+	{abi.ImportRandom, []api.ValueType{i32, i32}, nil, func(g *Guest, ctx context.Context, mod api.Module, stack []uint64) {
+		p := make([]byte, api.DecodeU32(stack[1]))
+		g.opts.Services.Random(p)
+		if !mod.Memory().Write(api.DecodeU32(stack[0]), p) {
+			panic(errors.New("random: out of range"))
+		}
+	}},
+	{abi.ImportLog, []api.ValueType{i32, i32, i32}, nil, func(g *Guest, ctx context.Context, mod api.Module, stack []uint64) {
+		msg := string(g.read(mod, stack[1], stack[2]))
+		g.log.Log(ctx, slog.Level(api.DecodeI32(stack[0])), msg)
+	}},
+	{abi.ImportPhase, []api.ValueType{i32}, nil, func(g *Guest, ctx context.Context, mod api.Module, stack []uint64) {
+		g.phase = Phase(api.DecodeU32(stack[0]))
+	}},
+	{abi.ImportFail, []api.ValueType{i32, i32}, nil, func(g *Guest, ctx context.Context, mod api.Module, stack []uint64) {
+		g.failMsg = string(g.read(mod, stack[0], stack[1]))
+	}},
+}
+
+// read returns a copy of guest memory [ptr, ptr+n).
+func (g *Guest) read(mod api.Module, ptr, n uint64) []byte {
+	b, ok := mod.Memory().Read(api.DecodeU32(ptr), api.DecodeU32(n))
+	if !ok {
+		panic(fmt.Errorf("read %d bytes at %#x: out of range", n, ptr))
+	}
+	return append([]byte(nil), b...)
+}
+
+func (g *Guest) statement(mod api.Module, stack []uint64) abi.Statement {
+	st, err := abi.DecodeStatement(g.read(mod, stack[0], stack[1]))
+	if err != nil {
+		panic(fmt.Errorf("sql statement: %w", err))
+	}
+	return st
+}
+
+// setResult stores an import's result for the result import and returns its
+// length; 0 means "ok, nothing to take".
+func (g *Guest) setResult(ok []byte, err error) uint64 {
+	if err != nil {
+		se := abi.SQLError{Message: err.Error()}
+		switch {
+		case errors.Is(err, storage.ErrClosed):
+			se.Code = codeClosed
+		default:
+			se.Code = int64(storage.CodeOf(err))
+		}
+		ok = append([]byte{abi.ResultError}, se.Encode()...)
+	}
+	g.result = ok
+	return uint64(len(ok))
+}
+
+// interpose lets Options.Interpose kill the guest at this site: the module
+// is closed and the guest unwinds at once (wazero's documented way to exit
+// from a host function).
+func (g *Guest) interpose(ctx context.Context, mod api.Module, name string, after bool) {
+	if g.opts.Interpose == nil {
+		return
+	}
+	if err := g.opts.Interpose(Site{Import: name, After: after, Phase: g.phase}); err != nil {
+		g.killed = err
+		_ = mod.CloseWithExitCode(ctx, exitKilled)
+		panic(sys.NewExitError(exitKilled))
+	}
+}

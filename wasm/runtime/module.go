@@ -1,0 +1,121 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync/atomic"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+	"github.com/tetratelabs/wazero/sys"
+
+	"github.com/revenantrt/revenant/wasm/abi"
+)
+
+// Module is a compiled guest: compile once, instantiate many guests. It is
+// safe for concurrent use.
+type Module struct {
+	r        wazero.Runtime
+	compiled wazero.CompiledModule
+	seq      atomic.Uint64 // names instances uniquely within the runtime
+}
+
+// Compile compiles the guest's .wasm and prepares the host modules (WASI and
+// revenant's imports). The returned Module owns a wazero runtime; close it
+// after every guest.
+func Compile(ctx context.Context, wasm []byte, opts CompileOptions) (*Module, error) {
+	var cache wazero.CompilationCache
+	if opts.CacheDir != "" {
+		c, err := wazero.NewCompilationCacheWithDir(opts.CacheDir)
+		if err != nil {
+			return nil, fmt.Errorf("compile guest: cache: %w", err)
+		}
+		cache = c
+	} else {
+		cache = wazero.NewCompilationCache()
+	}
+	// Close-on-context-done is what makes the watchdog (and Close from
+	// another goroutine) able to stop a guest stuck in a loop.
+	cfg := wazero.NewRuntimeConfig().WithCompilationCache(cache).WithCloseOnContextDone(true)
+	r := wazero.NewRuntimeWithConfig(ctx, cfg)
+	if _, err := wasi_snapshot_preview1.Instantiate(ctx, r); err != nil {
+		r.Close(ctx)
+		return nil, fmt.Errorf("compile guest: wasi: %w", err)
+	}
+	if err := instantiateImports(ctx, r); err != nil {
+		r.Close(ctx)
+		return nil, fmt.Errorf("compile guest: imports: %w", err)
+	}
+	compiled, err := r.CompileModule(ctx, wasm)
+	if err != nil {
+		r.Close(ctx)
+		return nil, fmt.Errorf("compile guest: %w", err)
+	}
+	for _, name := range []string{abi.ExportVersion, abi.ExportAlloc, abi.ExportBoot, abi.ExportRequest, abi.ExportPump} {
+		if _, ok := compiled.ExportedFunctions()[name]; !ok {
+			r.Close(ctx)
+			return nil, fmt.Errorf("compile guest: no export %s: not a revenant guest", name)
+		}
+	}
+	return &Module{r: r, compiled: compiled}, nil
+}
+
+// Close releases the runtime; guests still open are closed with it.
+func (m *Module) Close(ctx context.Context) error { return m.r.Close(ctx) }
+
+// Instantiate starts a guest instance (the Go runtime's _initialize runs
+// now) and checks its ABI version. The guest serves nothing until Boot.
+func (m *Module) Instantiate(ctx context.Context, opts Options) (*Guest, error) {
+	if opts.Conn == nil || opts.Services == nil {
+		return nil, fmt.Errorf("instantiate guest: Conn and Services are required")
+	}
+	log := opts.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	g := &Guest{m: m, opts: opts, log: log, fns: map[string]api.Function{}}
+	s := opts.Services
+	cfg := wazero.NewModuleConfig().
+		WithName(fmt.Sprintf("revenant-guest-%d", m.seq.Add(1))).
+		WithStartFunctions("_initialize").
+		WithStdout(&g.stderr).
+		WithStderr(&g.stderr).
+		// Every clock and every random byte the Go runtime reads comes from
+		// the Services, so a virtual clock and a seed fix the whole run.
+		WithWalltime(func() (int64, int32) {
+			ms := s.Now()
+			return ms / 1000, int32(ms%1000) * 1e6
+		}, sys.ClockResolution(1e6)).
+		WithNanotime(g.nanotime, sys.ClockResolution(1)).
+		WithNanosleep(func(int64) {}).
+		WithOsyield(func() {}).
+		WithRandSource(randReader{s})
+	cctx := context.WithValue(ctx, guestKey{}, g)
+	mod, err := m.r.InstantiateModule(cctx, m.compiled, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("instantiate guest: %w%s", err, g.stderr.tail())
+	}
+	g.mod = mod
+	res, err := g.fn(abi.ExportVersion).Call(cctx)
+	if err != nil {
+		mod.Close(ctx)
+		return nil, fmt.Errorf("instantiate guest: read ABI version: %w", err)
+	}
+	if major, minor := abi.UnpackVersion(uint32(res[0])); major != abi.Major {
+		mod.Close(ctx)
+		return nil, fmt.Errorf("instantiate guest: guest ABI %d.%d, host %d.%d: %w", major, minor, abi.Major, abi.Minor, ErrVersion)
+	}
+	return g, nil
+}
+
+type randReader struct{ s Services }
+
+func (r randReader) Read(p []byte) (int, error) {
+	r.s.Random(p)
+	return len(p), nil
+}
+
+var _ io.Reader = randReader{}

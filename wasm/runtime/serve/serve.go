@@ -1,0 +1,512 @@
+package serve
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/revenantrt/revenant/core/tool"
+	"github.com/revenantrt/revenant/tools/web"
+	"github.com/revenantrt/revenant/wasm/abi"
+	"github.com/revenantrt/revenant/wasm/runtime"
+)
+
+// Config configures one tree's driver.
+type Config struct {
+	// Module is the compiled guest, shared by every tree. Required.
+	Module *runtime.Module
+	// Conn is the tree's database connection; it outlives guests. Required.
+	Conn runtime.Conn
+	// Boot is what every guest of the tree boots with. Its Tools should be
+	// Declare(Tools); its model, if openai, must match Model.BaseURL.
+	Boot runtime.BootConfig
+	// Model is the provider's side that stays on the host: the key, and
+	// the client that carries EgressModel requests (nil: a plain
+	// http.Client; the provider's URL is the operator's, not subject to the
+	// tools' egress policy).
+	Model ModelEgress
+	// Tools are the host's real tools (webhooks with their secrets,
+	// http_request with the egress policy), run for EgressTool requests.
+	Tools []tool.Tool
+	// ArmWake, if set, is told each time the guest arms the tree's
+	// wake-up (at, ms) or clears it (0), so the host keeps it durably. The
+	// driver also keeps an in-memory timer that calls Wake.
+	ArmWake func(at int64)
+	// Watchdog is runtime.Options.Watchdog.
+	Watchdog time.Duration
+	// Log receives the driver's and the guest's logs; nil discards them.
+	Log *slog.Logger
+}
+
+// ModelEgress is the host side of the model provider.
+type ModelEgress struct {
+	APIKey string
+	Client *http.Client
+}
+
+// Declare lists the tools for BootConfig.Tools: what the guest must know
+// of each (never a secret or a URL).
+func Declare(tools []tool.Tool) []abi.ToolDecl {
+	out := make([]abi.ToolDecl, 0, len(tools))
+	for _, t := range tools {
+		spec, limits := t.Spec(), t.Limits()
+		d := abi.ToolDecl{Kind: abi.ToolWebhook, Name: spec.Name, Description: spec.Description, Schema: spec.Schema,
+			Idempotent: t.Idempotent(), Timeout: limits.Timeout, OutputCap: limits.OutputCap}
+		if _, ok := t.(*web.HTTPRequest); ok {
+			d.Kind = abi.ToolHTTPRequest
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+// Tree runs one tree's guest in real time: real timers, real egress, an
+// http.Handler for the API. It is safe for concurrent use; guest calls are
+// serialized. A guest that dies (trap, watchdog) is replaced by a fresh
+// one on the next use, booted on the same Conn.
+type Tree struct {
+	cfg Config
+	log *slog.Logger
+
+	mu      sync.Mutex // serializes guest calls; guards the fields below
+	g       *runtime.Guest
+	gen     int // guest generation; timers and egress of an older one do nothing
+	closed  bool
+	nextReq uint64
+	reqs    map[uint64]*stream
+	timers  map[uint64]*time.Timer
+	egress  map[uint64]context.CancelFunc
+	wakeAt  int64
+	wake    *time.Timer
+}
+
+// Start boots the tree's first guest.
+func Start(ctx context.Context, cfg Config) (*Tree, error) {
+	if cfg.Module == nil || cfg.Conn == nil {
+		return nil, errors.New("serve: Module and Conn are required")
+	}
+	log := cfg.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	t := &Tree{cfg: cfg, log: log.With("tree", cfg.Boot.TreeID), reqs: map[uint64]*stream{},
+		timers: map[uint64]*time.Timer{}, egress: map[uint64]context.CancelFunc{}}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if _, err := t.guestLocked(ctx); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// guestLocked returns the running guest, booting a fresh one if needed.
+func (t *Tree) guestLocked(ctx context.Context) (*runtime.Guest, error) {
+	if t.closed {
+		return nil, errors.New("serve: tree closed")
+	}
+	if t.g != nil && !t.g.Closed() {
+		return t.g, nil
+	}
+	t.resetLocked()
+	t.gen++
+	g, err := t.cfg.Module.Instantiate(ctx, runtime.Options{Conn: t.cfg.Conn, Services: &services{t: t, gen: t.gen},
+		Watchdog: t.cfg.Watchdog, Log: t.log})
+	if err != nil {
+		return nil, fmt.Errorf("serve: %w", err)
+	}
+	if err := g.Boot(ctx, t.cfg.Boot); err != nil {
+		g.Close(ctx)
+		return nil, fmt.Errorf("serve: boot: %w", err)
+	}
+	t.g = g
+	return g, nil
+}
+
+// resetLocked forgets everything of a dead guest: its timers, its egress,
+// and its requests (ended with 503 if nothing was sent yet).
+func (t *Tree) resetLocked() {
+	for id, tm := range t.timers {
+		tm.Stop()
+		delete(t.timers, id)
+	}
+	for id, cancel := range t.egress {
+		cancel()
+		delete(t.egress, id)
+	}
+	for id, s := range t.reqs {
+		s.abort()
+		delete(t.reqs, id)
+	}
+}
+
+// do runs f on the current guest of generation gen (0: any), under the
+// lock; a guest that fails is replaced at the next use.
+func (t *Tree) do(gen int, f func(g *runtime.Guest) error) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if gen != 0 && gen != t.gen {
+		return nil
+	}
+	g, err := t.guestLocked(context.Background())
+	if err != nil {
+		return err
+	}
+	// Guest calls get a context of their own: a client that goes away must
+	// not cut a guest call short (that would kill the guest).
+	err = f(g)
+	if err != nil && g.Closed() {
+		t.log.Warn("guest failed; the next use boots a fresh one", "err", err)
+		t.resetLocked()
+	}
+	return err
+}
+
+// Wake delivers the tree's wake-up.
+func (t *Tree) Wake(ctx context.Context) error {
+	return t.do(0, func(g *runtime.Guest) error { return g.Wake(ctx) })
+}
+
+// Close stops the tree gracefully (shutdown is recorded, claims are kept)
+// and closes its guest.
+func (t *Tree) Close(ctx context.Context) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return nil
+	}
+	var err error
+	if t.g != nil && !t.g.Closed() {
+		err = t.g.Shutdown(ctx)
+		err = errors.Join(err, t.g.Close(ctx))
+	}
+	t.closed = true
+	t.resetLocked()
+	if t.wake != nil {
+		t.wake.Stop()
+	}
+	return err
+}
+
+// ServeHTTP implements http.Handler: the request goes to the guest's API
+// handler, and the response streams back as the guest writes it (an event
+// stream flushes each event).
+func (t *Tree) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	max := t.cfg.Boot.API.MaxBody
+	if max <= 0 {
+		max = 1 << 20
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, max+1))
+	if err != nil {
+		http.Error(w, `{"error":{"type":"invalid_request","message":"read body"}}`, http.StatusBadRequest)
+		return
+	}
+	s := &stream{notify: make(chan struct{}, 1)}
+	var id uint64
+	err = t.do(0, func(g *runtime.Guest) error {
+		t.nextReq++
+		id = t.nextReq
+		t.reqs[id] = s
+		return g.Request(context.Background(), id, runtime.Request{Method: r.Method, Path: r.URL.EscapedPath(), RawQuery: r.URL.RawQuery, Header: r.Header, Body: body})
+	})
+	if err != nil {
+		t.log.Warn("deliver request", "err", err)
+		s.abort()
+	}
+	flusher, _ := w.(http.Flusher)
+	wroteHead := false
+	for {
+		parts, done := s.take()
+		for _, p := range parts {
+			switch p.Kind {
+			case abi.PartHead:
+				for k, v := range p.Header {
+					w.Header()[k] = v
+				}
+				w.WriteHeader(p.Status)
+				wroteHead = true
+			case abi.PartBody:
+				if _, err := w.Write(p.Body); err != nil {
+					t.cancel(id)
+					return
+				}
+				if flusher != nil {
+					flusher.Flush()
+				}
+			}
+		}
+		if done {
+			if !wroteHead {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusServiceUnavailable)
+				io.WriteString(w, `{"error":{"type":"unavailable","message":"the tree's instance stopped; try again"}}`)
+			}
+			return
+		}
+		select {
+		case <-s.notify:
+		case <-r.Context().Done():
+			t.cancel(id)
+			return
+		}
+	}
+}
+
+func (t *Tree) cancel(id uint64) {
+	_ = t.do(0, func(g *runtime.Guest) error {
+		if _, ok := t.reqs[id]; !ok {
+			return nil
+		}
+		delete(t.reqs, id)
+		return g.CancelRequest(context.Background(), id)
+	})
+}
+
+// stream queues one response's parts; the guest's Respond never blocks.
+type stream struct {
+	mu     sync.Mutex
+	parts  []abi.ResponsePart
+	ended  bool
+	notify chan struct{}
+}
+
+func (s *stream) push(p abi.ResponsePart) {
+	s.mu.Lock()
+	s.parts = append(s.parts, p)
+	if p.Kind == abi.PartEnd {
+		s.ended = true
+	}
+	s.mu.Unlock()
+	s.signal()
+}
+
+func (s *stream) abort() {
+	s.mu.Lock()
+	s.ended = true
+	s.mu.Unlock()
+	s.signal()
+}
+
+func (s *stream) signal() {
+	select {
+	case s.notify <- struct{}{}:
+	default:
+	}
+}
+
+func (s *stream) take() ([]abi.ResponsePart, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.parts
+	s.parts = nil
+	return p, s.ended
+}
+
+// services is runtime.Services in real time for one guest generation. Its
+// methods run under Tree.mu (inside a guest call).
+type services struct {
+	t   *Tree
+	gen int
+}
+
+func (s *services) Now() int64 { return time.Now().UnixMilli() }
+
+func (s *services) SetTimer(id uint64, at int64) {
+	t, gen := s.t, s.gen
+	d := time.Duration(max(at-time.Now().UnixMilli(), 0)) * time.Millisecond
+	t.timers[id] = time.AfterFunc(d, func() {
+		_ = t.do(gen, func(g *runtime.Guest) error {
+			if _, ok := t.timers[id]; !ok {
+				return nil
+			}
+			delete(t.timers, id)
+			return g.Timer(context.Background(), id)
+		})
+	})
+}
+
+func (s *services) ClearTimer(id uint64) {
+	if tm := s.t.timers[id]; tm != nil {
+		tm.Stop()
+		delete(s.t.timers, id)
+	}
+}
+
+func (s *services) ArmWake(at int64) {
+	t := s.t
+	if t.wakeAt != 0 && t.wakeAt <= at {
+		return
+	}
+	t.wakeAt = at
+	if t.wake != nil {
+		t.wake.Stop()
+	}
+	d := time.Duration(max(at-time.Now().UnixMilli(), 0)) * time.Millisecond
+	t.wake = time.AfterFunc(d, func() {
+		t.mu.Lock()
+		t.wakeAt = 0
+		t.mu.Unlock()
+		if err := t.Wake(context.Background()); err != nil {
+			t.log.Warn("wake-up delivery failed", "err", err)
+		}
+	})
+	if t.cfg.ArmWake != nil {
+		t.cfg.ArmWake(at)
+	}
+}
+
+func (s *services) ClearWake() {
+	t := s.t
+	if t.wake != nil {
+		t.wake.Stop()
+	}
+	t.wakeAt = 0
+	if t.cfg.ArmWake != nil {
+		t.cfg.ArmWake(0)
+	}
+}
+
+func (s *services) StartEgress(id uint64, req runtime.EgressRequest) {
+	ctx, cancel := context.WithCancel(context.Background())
+	s.t.egress[id] = cancel
+	go s.t.runEgress(ctx, s.gen, id, req)
+}
+
+func (s *services) CancelEgress(id uint64) {
+	if cancel := s.t.egress[id]; cancel != nil {
+		cancel()
+		delete(s.t.egress, id)
+	}
+}
+
+func (s *services) Emit(runtime.Emitted) {}
+
+func (s *services) Respond(id uint64, part runtime.ResponsePart) {
+	if st := s.t.reqs[id]; st != nil {
+		st.push(part)
+		if part.Kind == abi.PartEnd {
+			delete(s.t.reqs, id)
+		}
+	}
+}
+
+func (s *services) Random(p []byte) { _, _ = rand.Read(p) }
+
+// runEgress performs one egress request and delivers its answer, unless it
+// was cancelled (or its guest replaced) meanwhile.
+func (t *Tree) runEgress(ctx context.Context, gen int, id uint64, req abi.EgressRequest) {
+	deliver := func(f func(g *runtime.Guest) error) bool {
+		ok := true
+		_ = t.do(gen, func(g *runtime.Guest) error {
+			if _, live := t.egress[id]; !live || ctx.Err() != nil {
+				ok = false
+				return nil
+			}
+			return f(g)
+		})
+		return ok
+	}
+	end := func(msg string) {
+		deliver(func(g *runtime.Guest) error {
+			delete(t.egress, id)
+			return g.EgressEnd(context.Background(), id, msg)
+		})
+	}
+	switch req.Kind {
+	case abi.EgressModel:
+		resp, err := t.modelRequest(ctx, req)
+		if err != nil {
+			end(err.Error())
+			return
+		}
+		defer resp.Body.Close()
+		if !deliver(func(g *runtime.Guest) error {
+			return g.EgressResponse(context.Background(), id, resp.StatusCode, resp.Header)
+		}) {
+			return
+		}
+		buf := make([]byte, 32<<10)
+		for {
+			n, err := resp.Body.Read(buf)
+			if n > 0 {
+				chunk := bytes.Clone(buf[:n])
+				if !deliver(func(g *runtime.Guest) error { return g.EgressChunk(context.Background(), id, chunk) }) {
+					return
+				}
+			}
+			if err == io.EOF {
+				end("")
+				return
+			}
+			if err != nil {
+				end(err.Error())
+				return
+			}
+		}
+	case abi.EgressTool:
+		out, err := t.toolRequest(ctx, req)
+		if err != nil {
+			end(err.Error())
+			return
+		}
+		ok := deliver(func(g *runtime.Guest) error {
+			if err := g.EgressResponse(context.Background(), id, http.StatusOK, http.Header{}); err != nil {
+				return err
+			}
+			return g.EgressChunk(context.Background(), id, []byte(out))
+		})
+		if ok {
+			end("")
+		}
+	default:
+		end(fmt.Sprintf("unknown egress kind %d", req.Kind))
+	}
+}
+
+// modelRequest sends an EgressModel request to the configured provider,
+// adding its key; any other URL is refused.
+func (t *Tree) modelRequest(ctx context.Context, req abi.EgressRequest) (*http.Response, error) {
+	mc := t.cfg.Boot.Model
+	want := strings.TrimRight(mc.BaseURL, "/") + "/chat/completions"
+	if mc.Kind != abi.ModelOpenAI || req.URL != want {
+		return nil, fmt.Errorf("egress: %s is not the configured model endpoint", req.URL)
+	}
+	hreq, err := http.NewRequestWithContext(ctx, req.Method, req.URL, bytes.NewReader(req.Body))
+	if err != nil {
+		return nil, err
+	}
+	hreq.Header = req.Header.Clone()
+	if t.cfg.Model.APIKey != "" {
+		hreq.Header.Set("Authorization", "Bearer "+t.cfg.Model.APIKey)
+	}
+	client := t.cfg.Model.Client
+	if client == nil {
+		client = http.DefaultClient
+	}
+	resp, err := client.Do(hreq)
+	if err != nil && t.cfg.Model.APIKey != "" {
+		err = errors.New(strings.ReplaceAll(err.Error(), t.cfg.Model.APIKey, "[redacted]"))
+	}
+	return resp, err
+}
+
+// toolRequest runs the HTTP side of a tool with the host's real tool.
+func (t *Tree) toolRequest(ctx context.Context, req abi.EgressRequest) (string, error) {
+	call, err := abi.DecodeToolCall(req.Body)
+	if err != nil {
+		return "", err
+	}
+	for _, tl := range t.cfg.Tools {
+		if tl.Spec().Name == req.Target {
+			return tl.Execute(ctx, tool.Call{ID: call.ID, Name: call.Name, Arguments: call.Arguments, IdempotencyKey: call.IdempotencyKey, SessionID: call.SessionID})
+		}
+	}
+	return "", fmt.Errorf("egress: no tool %q on this host", req.Target)
+}
