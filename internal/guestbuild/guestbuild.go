@@ -92,3 +92,15 @@ func moduleRoot() (string, error) {
 	}
 	return root, nil
 }
+
+// CacheDir is a wazero compilation cache shared by every test binary of
+// this user (revenant/wazero under the user cache directory): compiling
+// the guest takes seconds, and wazero keys the cache by the module's hash
+// and its own version, so a stale entry is never used.
+func CacheDir() string {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		dir = os.TempDir()
+	}
+	return filepath.Join(dir, "revenant", "wazero")
+}

@@ -31,7 +31,9 @@ var (
 func compiled(tb testing.TB) *runtime.Module {
 	tb.Helper()
 	wasm := guestbuild.Must(tb)
-	moduleOnce.Do(func() { module, moduleErr = runtime.Compile(context.Background(), wasm, runtime.CompileOptions{}) })
+	moduleOnce.Do(func() {
+		module, moduleErr = runtime.Compile(context.Background(), wasm, runtime.CompileOptions{CacheDir: guestbuild.CacheDir()})
+	})
 	require.NoError(tb, moduleErr)
 	return module
 }

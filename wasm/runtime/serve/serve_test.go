@@ -32,7 +32,9 @@ func startTree(t *testing.T, cfg serve.Config) *httptest.Server {
 	t.Helper()
 	ctx := context.Background()
 	wasm := guestbuild.Must(t)
-	moduleOnce.Do(func() { module, moduleErr = runtime.Compile(ctx, wasm, runtime.CompileOptions{}) })
+	moduleOnce.Do(func() {
+		module, moduleErr = runtime.Compile(ctx, wasm, runtime.CompileOptions{CacheDir: guestbuild.CacheDir()})
+	})
 	require.NoError(t, moduleErr)
 	m := module
 	db, err := sqlitedb.Open(filepath.Join(t.TempDir(), "tree.db"), sqlitedb.Options{})
