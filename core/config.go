@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/revenantrt/revenant/core/event"
+	"github.com/revenantrt/revenant/core/retry"
 	"github.com/revenantrt/revenant/core/storage"
 )
 
@@ -16,6 +17,7 @@ type Config struct {
 	wakeInterval   time.Duration
 	interruptGrace time.Duration
 	commitHooks    []CommitHook
+	retryObserver  func(retry.Wait)
 }
 
 // CommitHook runs inside every append transaction after the projectors, with
@@ -61,6 +63,13 @@ func (c Config) WithCommitHook(h CommitHook) Config {
 	c.commitHooks = append(append([]CommitHook(nil), c.commitHooks...), h)
 	return c
 }
+
+// WithRetryObserver sets a function told of every wait for storage (the
+// write and settlement schedules of DESIGN §8) once its timer is set: for
+// metrics, and for tests and the simulator that drive a virtual clock
+// through the waits. It is called from the waiting goroutine with no lock
+// held and must not block for long. Default none.
+func (c Config) WithRetryObserver(f func(retry.Wait)) Config { c.retryObserver = f; return c }
 
 // ResumeBudget is the configured budget.
 func (c Config) ResumeBudget() int { return c.resumeBudget }

@@ -18,6 +18,14 @@
 //   - An interrupt is decided and committed under the claim lock and the call
 //     returns only after the commit.
 //   - Live subscribers hear of events only after their transaction commits.
+//   - A transient storage failure (DESIGN §8: FULL, BUSY, LOCKED, IOERR,
+//     classified by code in core/storage) reruns the whole transaction, with
+//     the same event ids and timestamp, on the write schedule of core/retry;
+//     a rerun that finds its events stored counts as committed. A turn whose
+//     writes outlast that schedule ends failed{type:"storage"} on the
+//     settlement schedule; storage that outlasts that too makes the instance
+//     read-only until a write succeeds. Waits use the host clock, end when
+//     the instance stops, and let go of the claim lock.
 //
 // Policy about dead executions (resume budget, claim age, orphaned children)
 // lives in package recovery; core applies its decisions atomically.

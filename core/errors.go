@@ -15,4 +15,13 @@ var (
 	ErrInvalid = errors.New("invalid request")
 	// ErrClosed: the instance was closed.
 	ErrClosed = errors.New("instance closed")
+	// ErrStorageUnavailable: storage kept failing with transient errors
+	// (full, busy, I/O) for the whole write window; nothing of the write was
+	// stored. The caller may try again later.
+	ErrStorageUnavailable = errors.New("storage unavailable")
+	// ErrReadOnly: the tree's storage would not take a write for longer than
+	// the settlement window (a quota that did not come back), or refused the
+	// boot's epoch, so the instance serves reads only. Each write is still
+	// tried once; the first that succeeds makes the tree writable again.
+	ErrReadOnly = errors.New("tree is read-only: its storage is full or failing")
 )

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/revenantrt/revenant/core/event"
+	"github.com/revenantrt/revenant/core/retry"
 	"github.com/revenantrt/revenant/core/storage"
 )
 
@@ -77,6 +78,27 @@ type Execution struct {
 	cancel context.CancelCauseFunc
 	done   chan struct{} // closed once the drain has finished with it
 	once   sync.Once
+
+	mu sync.Mutex
+	// lost is the storage failure that ended one of the execution's writes
+	// (its write schedule spent): the turn then ends failed{type:"storage"},
+	// and later writes of the execution fail at once with the same error.
+	lost error
+}
+
+// storageLost returns the storage failure that ended one of x's writes.
+func (x *Execution) storageLost() error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.lost
+}
+
+func (x *Execution) loseStorage(err error) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.lost == nil {
+		x.lost = err
+	}
 }
 
 // ID is the execution id carried on the claim.
@@ -107,8 +129,24 @@ func (x *Execution) NewID() string { return x.inst.host.IDs.NewID() }
 
 // Read runs fn in a transaction for reading the tree's state. It is not
 // fenced: what a driver decides from it is written through Append, which is.
+// A transient storage failure is retried on the write schedule, like an
+// append; fn may run more than once. ctx ending stops the waiting.
 func (x *Execution) Read(ctx context.Context, fn func(storage.Tx) error) error {
-	return x.inst.host.DB.Tx(context.WithoutCancel(ctx), fn)
+	if err := x.storageLost(); err != nil {
+		return err
+	}
+	inst := x.inst
+	policy := retry.Write()
+	if inst.ReadOnly() {
+		policy = retry.Policy{Name: policy.Name}
+	}
+	loop := retry.Loop{Policy: policy, Clock: inst.host.Clock, Retryable: storage.IsTransient, Stop: inst.stopping,
+		Waiting: (&write{inst: inst}).waiting}
+	err := inst.storageFailure(loop.Run(ctx, func(int) error { return inst.host.DB.Tx(context.WithoutCancel(ctx), fn) }))
+	if isStorageFailure(err) {
+		x.loseStorage(err)
+	}
+	return err
 }
 
 // Log is the instance's logger with the execution's ids.
@@ -127,6 +165,13 @@ type NewEvent struct {
 // longer names this execution or a newer instance booted. progress marks
 // work a resume must not redo (DESIGN §6.6) and resets the resume count in
 // the same transaction.
+//
+// A transient storage failure reruns the whole transaction, with the same
+// event ids, on the write schedule (up to 30 s); ctx ending stops the
+// waiting, never a transaction. Past the schedule Append fails with
+// ErrStorageUnavailable and the execution has lost storage: every later
+// Append fails the same way at once, and when the driver returns the turn
+// ends failed{type:"storage"} as soon as storage takes that write.
 func (x *Execution) Append(ctx context.Context, progress bool, evs ...NewEvent) ([]event.Event, error) {
 	return x.AppendFunc(ctx, progress, func(storage.Tx) ([]NewEvent, error) { return evs, nil })
 }
@@ -137,6 +182,9 @@ func (x *Execution) Append(ctx context.Context, progress bool, evs ...NewEvent) 
 // more than once if the transaction is retried; it must not have effects
 // outside tx.
 func (x *Execution) AppendFunc(ctx context.Context, progress bool, fn func(tx storage.Tx) ([]NewEvent, error)) ([]event.Event, error) {
+	if err := x.storageLost(); err != nil {
+		return nil, fmt.Errorf("append for execution %s: %w", x.id, err)
+	}
 	w := x.inst.newWrite()
 	w.fence = &fence{sessionID: x.sessionID, executionID: x.id}
 	var out []event.Event
@@ -161,6 +209,9 @@ func (x *Execution) AppendFunc(ctx context.Context, progress bool, fn func(tx st
 		return nil
 	})
 	if err != nil {
+		if isStorageFailure(err) {
+			x.loseStorage(err)
+		}
 		return nil, fmt.Errorf("append for execution %s: %w", x.id, err)
 	}
 	return out, nil
@@ -344,14 +395,24 @@ func (inst *Instance) runDriver(x *Execution) (out Outcome) {
 }
 
 // finish records how x ended and returns the next execution if its terminal
-// started one. It holds claimMu across the write and the bookkeeping so the
-// sweep never sees the claim without the execution or vice versa.
+// started one. It holds claimMu across each write attempt and the
+// bookkeeping so the sweep never sees the claim without the execution or
+// vice versa; the lock is let go only while waiting for storage.
+//
+// A terminal that storage refuses for the whole write schedule, or an
+// execution whose own writes ran out of it, ends the turn
+// failed{type:"storage"} on the settlement schedule: the execution stays
+// registered meanwhile (the session is busy, the sweep leaves it alone), a
+// shutdown ends the wait and keeps the claim for the next boot, and a
+// schedule spent makes the instance read-only and leaves the failure owed
+// to the sweep for when storage returns.
 func (inst *Instance) finish(x *Execution, out Outcome) *Execution {
 	cause := context.Cause(x.ctx)
 	if x.ctx.Err() == nil {
 		cause = nil
 	}
-	if errors.Is(cause, errAbandoned) || (cause == nil && out.Kind == Stopped) {
+	lost := x.storageLost()
+	if errors.Is(cause, errAbandoned) || (cause == nil && out.Kind == Stopped && lost == nil) {
 		inst.unregister(x)
 		return nil
 	}
@@ -359,15 +420,20 @@ func (inst *Instance) finish(x *Execution, out Outcome) *Execution {
 	inst.claimMu.Lock()
 	defer inst.claimMu.Unlock()
 
-	w := inst.newWrite()
-	w.fence = &fence{sessionID: x.sessionID, executionID: x.id}
+	// The terminal must land whatever happened to x's context; only the
+	// instance stopping cuts its waits short.
+	ctx := context.WithoutCancel(x.ctx)
+	interrupted := errors.Is(cause, ErrInterrupted) || errors.Is(cause, ErrSuperseded)
 	var next *plan
-	err := w.run(x.ctx, func(t *txw) error {
+	w := inst.newWrite()
+	w.fence, w.locked = &fence{sessionID: x.sessionID, executionID: x.id}, true
+	record := func(t *txw) error {
+		next = nil
 		var err error
 		switch {
 		case errors.Is(cause, ErrShutdown):
 			_, err = t.append(x.sessionID, event.ExecutionInterrupted, event.Interrupted{ExecutionID: x.id, PromptID: x.promptID, Reason: event.ReasonShutdown})
-		case errors.Is(cause, ErrInterrupted), errors.Is(cause, ErrSuperseded):
+		case interrupted:
 			err = t.interruptTurn(x.sessionID, x.id, x.promptID, reasonOf(cause))
 		case out.Kind == Succeeded:
 			next, err = t.endTurn(x.sessionID, event.ExecutionSucceeded, event.Succeeded{ExecutionID: x.id, PromptID: x.promptID}, startNext)
@@ -377,10 +443,40 @@ func (inst *Instance) finish(x *Execution, out Outcome) *Execution {
 			err = t.scheduleRetry(x, out)
 		}
 		return err
-	})
-	if err == nil && cause == nil && out.Kind == RetryLater {
+	}
+
+	var err error
+	storageEnd := false // the turn's record is (to be) failed{type:"storage"}
+	switch {
+	case cause == nil && lost != nil:
+		storageEnd = true
+		next, err = inst.failStorage(ctx, x, lost, nil, startNext)
+	default:
+		err = w.run(ctx, record)
+		switch {
+		case !isStorageFailure(err) || errors.Is(cause, ErrShutdown):
+			// A shutdown keeps the claim whether or not its record landed.
+		case interrupted:
+			// The user's interrupt is what must land, not a storage failure:
+			// that would start the queue the interrupt cancels.
+			err = w.runOn(ctx, retry.Settlement(), record)
+			if isStorageFailure(err) {
+				inst.enterReadOnly(err)
+			}
+		default:
+			storageEnd = true
+			var snext *plan
+			snext, err = inst.failStorage(ctx, x, err, w, startNext)
+			if errors.Is(err, errPriorStored) {
+				err, storageEnd = nil, false // the outcome's own record had committed
+			} else {
+				next = snext
+			}
+		}
+	}
+	if err == nil && cause == nil && !storageEnd && out.Kind == RetryLater {
 		// The wake-up brings the turn back at RetryAt, here or after a restart.
-		if aerr := inst.host.Wake.Arm(context.WithoutCancel(x.ctx), out.RetryAt); aerr != nil {
+		if aerr := inst.host.Wake.Arm(ctx, out.RetryAt); aerr != nil {
 			inst.log.Warn("arm wake-up for retry", "session", x.sessionID, "err", aerr)
 		}
 	}
@@ -397,6 +493,39 @@ func (inst *Instance) finish(x *Execution, out Outcome) *Execution {
 		return nil
 	}
 	return inst.handover(x, next)
+}
+
+// StorageFailurePrefix starts the message of every failed{type:"storage"}.
+const StorageFailurePrefix = "Couldn't save the session: "
+
+// failStorage ends x's turn failed{type:"storage"} on the settlement
+// schedule, starting the next queued turn if startNext. prior, if set, is
+// the terminal that exhausted the write schedule: should it turn out
+// committed after all, failStorage returns errPriorStored and writes
+// nothing. The caller holds claimMu.
+func (inst *Instance) failStorage(ctx context.Context, x *Execution, lost error, prior *write, startNext bool) (*plan, error) {
+	message := StorageFailurePrefix + storage.Describe(lost) + "."
+	var next *plan
+	w := inst.newWrite()
+	w.fence, w.locked, w.prior = &fence{sessionID: x.sessionID, executionID: x.id}, true, prior
+	err := w.runOn(ctx, retry.Settlement(), func(t *txw) error {
+		var err error
+		next, err = t.endTurn(x.sessionID, event.ExecutionFailed, event.Failed{ExecutionID: x.id, PromptID: x.promptID, Type: event.FailStorage, Message: message}, startNext)
+		return err
+	})
+	switch {
+	case err == nil:
+		inst.log.Warn("turn failed: storage refused its writes", "session", x.sessionID, "execution", x.id, "err", lost)
+	case isStorageFailure(err):
+		// Storage did not come back within the settlement window: a quota
+		// that stays. The claim stays too, and the sweep writes the failure
+		// once storage takes writes again.
+		inst.enterReadOnly(err)
+		inst.owe(x, message)
+	case errors.Is(err, ErrClosed):
+		inst.log.Info("shutdown during the wait for storage; the claim stays for the next boot", "session", x.sessionID, "execution", x.id)
+	}
+	return next, err
 }
 
 func reasonOf(cause error) string {

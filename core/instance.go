@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 
 	"github.com/revenantrt/revenant/core/event"
 	"github.com/revenantrt/revenant/core/schema"
@@ -21,7 +22,14 @@ type Instance struct {
 	cfg    Config
 	driver Driver
 	log    *slog.Logger
-	epoch  int64
+	// epoch is the epoch this instance took, or 0 while it has none: it
+	// booted read-only because storage refused the boot's write, and takes
+	// one before its first write (ensureEpoch, under epochMu).
+	epoch   atomic.Int64
+	epochMu sync.Mutex
+	// stopping is closed when the instance starts to stop (Close, Abandon):
+	// it ends every wait for storage at once.
+	stopping chan struct{}
 
 	// claimMu is the tree's claim lock (DESIGN §4, §6.4): held from arming
 	// the wake-up to committing a new claim, while starting an execution,
@@ -43,6 +51,21 @@ type Instance struct {
 	// ErrClosed (the host may be closing the database under them), and
 	// callers find the tree's next instance.
 	stopped bool
+	// readOnly is the storage failure that made the instance read-only (the
+	// boot's epoch refused, or a settlement window spent), nil while
+	// writable. Each write is then tried once, without waiting; the first
+	// that succeeds clears it.
+	readOnly error
+	// owed are turns whose failed{type:"storage"} could not be written
+	// within the settlement window: the sweep writes it, instead of resuming
+	// them, once storage takes writes again. In memory only: a turn whose
+	// instance dies before that is resumed like any other.
+	owed map[string]owedFailure
+}
+
+// owedFailure is a storage failure a turn's execution could not record.
+type owedFailure struct {
+	executionID, promptID, message string
 }
 
 // Open migrates the database, takes a new epoch and returns the instance. It
@@ -63,27 +86,119 @@ func Open(ctx context.Context, host Host, cfg Config, driver Driver) (*Instance,
 	}
 	inst := &Instance{
 		host: host, cfg: cfg, driver: driver, log: log,
-		running: map[string]*Execution{},
-		subs:    map[string]map[*Subscription]struct{}{},
-		idle:    make(chan struct{}),
+		stopping: make(chan struct{}),
+		running:  map[string]*Execution{},
+		subs:     map[string]map[*Subscription]struct{}{},
+		idle:     make(chan struct{}),
+		owed:     map[string]owedFailure{},
 	}
 	close(inst.idle)
-	err := host.DB.Tx(ctx, func(tx storage.Tx) error {
-		if _, err := tx.Exec(`UPDATE tree SET epoch = epoch + 1`); err != nil {
-			return err
+	// One try, no waiting: boot must work when storage is full (DESIGN §8,
+	// §13). An instance whose epoch write is refused serves reads and takes
+	// its epoch with its first write that storage accepts.
+	if err := inst.takeEpoch(ctx); err != nil {
+		if !storage.IsTransient(err) {
+			return nil, fmt.Errorf("open instance: %w", err)
 		}
-		_, err := storage.QueryRow(tx, `SELECT epoch FROM tree`, nil, &inst.epoch)
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("open instance: take epoch: %w", err)
+		inst.readOnly = err
+		log.Warn("storage refused the boot's write; serving read-only", "err", err)
 	}
-	inst.log = log.With("epoch", inst.epoch)
+	inst.log = log.With("epoch", inst.epoch.Load())
 	return inst, nil
 }
 
-// Epoch is the epoch this instance took at boot.
-func (inst *Instance) Epoch() int64 { return inst.epoch }
+// takeEpoch takes a new epoch, fencing every older instance's writes.
+func (inst *Instance) takeEpoch(ctx context.Context) error {
+	var epoch int64
+	err := inst.host.DB.Tx(ctx, func(tx storage.Tx) error {
+		if _, err := tx.Exec(`UPDATE tree SET epoch = epoch + 1`); err != nil {
+			return err
+		}
+		_, err := storage.QueryRow(tx, `SELECT epoch FROM tree`, nil, &epoch)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("take epoch: %w", err)
+	}
+	inst.epoch.Store(epoch)
+	return nil
+}
+
+// ensureEpoch takes the instance's epoch if it booted without one. Nothing
+// runs in such an instance yet, so no write of it can hold an older epoch.
+func (inst *Instance) ensureEpoch(ctx context.Context) error {
+	if inst.epoch.Load() != 0 {
+		return nil
+	}
+	inst.epochMu.Lock()
+	defer inst.epochMu.Unlock()
+	if inst.epoch.Load() != 0 {
+		return nil
+	}
+	if err := inst.takeEpoch(context.WithoutCancel(ctx)); err != nil {
+		return err
+	}
+	inst.log.Info("took the epoch storage refused at boot", "epoch", inst.epoch.Load())
+	return nil
+}
+
+// Epoch is the epoch this instance took at boot (0 while it booted
+// read-only and has written nothing yet).
+func (inst *Instance) Epoch() int64 { return inst.epoch.Load() }
+
+// ReadOnly reports whether the instance serves reads only because its
+// storage would not take writes (DESIGN §8): writes then fail at once with
+// ErrReadOnly unless their one try succeeds, which makes it writable again.
+func (inst *Instance) ReadOnly() bool {
+	inst.mu.Lock()
+	defer inst.mu.Unlock()
+	return inst.readOnly != nil
+}
+
+// enterReadOnly makes the instance read-only because of err.
+func (inst *Instance) enterReadOnly(err error) {
+	inst.mu.Lock()
+	was := inst.readOnly != nil
+	inst.readOnly = err
+	inst.mu.Unlock()
+	if !was {
+		inst.log.Error("storage would not take writes for the whole settlement window; the tree is read-only", "err", err)
+	}
+}
+
+// wrote notes a write that storage took: a read-only instance is writable
+// again.
+func (inst *Instance) wrote() {
+	inst.mu.Lock()
+	was := inst.readOnly != nil
+	inst.readOnly = nil
+	inst.mu.Unlock()
+	if was {
+		inst.log.Info("storage takes writes again; the tree is writable")
+	}
+}
+
+// owe records that x's turn must end failed{type:"storage"} once storage
+// returns.
+func (inst *Instance) owe(x *Execution, message string) {
+	inst.mu.Lock()
+	defer inst.mu.Unlock()
+	inst.owed[x.sessionID] = owedFailure{executionID: x.id, promptID: x.promptID, message: message}
+}
+
+// owedFor returns the storage failure owed to the session's turn, if any.
+func (inst *Instance) owedFor(sessionID string) (owedFailure, bool) {
+	inst.mu.Lock()
+	defer inst.mu.Unlock()
+	o, ok := inst.owed[sessionID]
+	return o, ok
+}
+
+func (inst *Instance) forgetOwed(sessionID string) {
+	inst.mu.Lock()
+	defer inst.mu.Unlock()
+	delete(inst.owed, sessionID)
+}
 
 // Config is the instance's configuration.
 func (inst *Instance) Config() Config { return inst.cfg }
@@ -114,6 +229,7 @@ func (inst *Instance) cancelAll(cause error) chan struct{} {
 	defer inst.mu.Unlock()
 	if !inst.closed {
 		inst.closed, inst.stopCause = true, cause
+		close(inst.stopping)
 	}
 	for _, x := range inst.running {
 		x.cancel(cause)
@@ -176,11 +292,13 @@ func (inst *Instance) WaitIdle(ctx context.Context) error {
 	}
 }
 
-// Idle reports whether no execution runs in this instance right now.
+// Idle reports whether no execution runs in this instance right now and it
+// owes no turn a storage failure: closing it (idle eviction) loses nothing
+// that only memory holds.
 func (inst *Instance) Idle() bool {
 	inst.mu.Lock()
 	defer inst.mu.Unlock()
-	return len(inst.running) == 0
+	return len(inst.running) == 0 && len(inst.owed) == 0
 }
 
 // RunningHere reports whether an execution of the session runs in this

@@ -96,7 +96,9 @@ func (inst *Instance) interruptRecorded(ctx context.Context, promptID string) bo
 // one runs here.
 func (inst *Instance) interruptDirect(ctx context.Context, sessionID, reason, executionID string) (bool, error) {
 	var did bool
-	err := inst.newWrite().run(ctx, func(t *txw) error {
+	w := inst.newWrite()
+	w.locked = true
+	err := w.run(ctx, func(t *txw) error {
 		did = false
 		if err := t.requireSession(sessionID); err != nil {
 			return err

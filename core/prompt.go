@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -66,16 +67,25 @@ func (inst *Instance) Admit(ctx context.Context, sessionID string, in PromptInpu
 	// Wake rule 1: the wake-up is armed before the claim commits (or with it,
 	// where the host can), under the claim lock, so a wake that fires in
 	// between waits for the commit and then sees the claim.
+	// A wait for storage lets go of the claim lock, and a wake may use the
+	// wake-up up meanwhile: each attempt arms again.
 	txWaker, armInTx := inst.host.Wake.(TxWaker)
-	wakeAt := inst.host.Clock.Now() + inst.cfg.wakeInterval.Milliseconds()
-	if !armInTx {
-		if err := inst.host.Wake.Arm(ctx, wakeAt); err != nil {
-			return Admission{}, fmt.Errorf("admit prompt: arm wake-up: %w", err)
+	var wakeAt int64
+	w := inst.newWrite()
+	w.locked = true
+	w.before = func(int) error {
+		wakeAt = inst.host.Clock.Now() + inst.cfg.wakeInterval.Milliseconds()
+		if armInTx {
+			return nil
 		}
+		if err := inst.host.Wake.Arm(ctx, wakeAt); err != nil {
+			return fmt.Errorf("arm wake-up: %w", err)
+		}
+		return nil
 	}
 	var a Admission
 	var startHere bool
-	err := inst.newWrite().run(ctx, func(t *txw) error {
+	err := w.run(ctx, func(t *txw) error {
 		a, startHere = Admission{}, false
 		if err := t.requireSession(sessionID); err != nil {
 			return err
@@ -150,11 +160,16 @@ func bodyHash(in PromptInput) string {
 // execution yet and none runs here. The caller holds claimMu. A claim whose
 // execution died is recovery's to decide, not this path's.
 func (inst *Instance) startLocked(ctx context.Context, sessionID string) {
-	if inst.isClosed() || inst.runningExecution(sessionID) != nil {
-		return
-	}
 	var p *plan
-	err := inst.newWrite().run(ctx, func(t *txw) error {
+	w := inst.newWrite()
+	w.locked = true
+	w.before = func(int) error {
+		if inst.isClosed() || inst.runningExecution(sessionID) != nil {
+			return errNothing
+		}
+		return nil
+	}
+	err := w.run(ctx, func(t *txw) error {
 		p = nil
 		var execID string
 		found, err := storage.QueryRow(t, `SELECT COALESCE(execution_id, '') FROM claims WHERE session_id = ?`, []any{sessionID}, &execID)
@@ -164,6 +179,9 @@ func (inst *Instance) startLocked(ctx context.Context, sessionID string) {
 		p, err = t.beginExecution(sessionID, event.CausePrompt)
 		return err
 	})
+	if errors.Is(err, errNothing) {
+		return
+	}
 	if err != nil {
 		inst.log.Warn("start execution failed; the wake-up will retry", "session", sessionID, "err", err)
 		return

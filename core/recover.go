@@ -42,6 +42,11 @@ const (
 	Release
 	// Sleep re-arms the wake-up for Decision.At and counts nothing.
 	Sleep
+	// Settle is core's, never recovery's: the turn's execution ran out of
+	// storage for its whole settlement window, and now that storage is back
+	// Recover wrote the failed{type:"storage"} it owed (Decision.Message)
+	// instead of resuming the turn.
+	Settle
 )
 
 // Decision is recovery's verdict for one claim.
@@ -107,10 +112,22 @@ func (inst *Instance) Recover(ctx context.Context, sessionID string, decide func
 	// Read before the transaction: nothing inside one may take a lock. The
 	// claim lock keeps it from changing except by an execution stopping,
 	// which only makes this conservative (skip now, the next sweep acts).
-	runningHere := inst.RunningHere(sessionID)
+	// A wait for storage lets go of the lock, so each attempt reads again.
+	var runningHere, hasOwed bool
+	var owed owedFailure
 	var d Decision
 	var p *plan
-	err := inst.newWrite().run(ctx, func(t *txw) error {
+	w := inst.newWrite()
+	w.locked = true
+	w.before = func(int) error {
+		if inst.isClosed() {
+			return ErrClosed
+		}
+		runningHere = inst.RunningHere(sessionID)
+		owed, hasOwed = inst.owedFor(sessionID)
+		return nil
+	}
+	err := w.run(ctx, func(t *txw) error {
 		d, p = Decision{}, nil
 		rows, err := t.Query(claimQuery+` WHERE c.session_id = ?`, sessionID)
 		if err != nil {
@@ -127,10 +144,20 @@ func (inst *Instance) Recover(ctx context.Context, sessionID string, decide func
 		if c.RunningHere {
 			return nil
 		}
+		if hasOwed && owed.executionID == c.ExecutionID && owed.promptID == c.PromptID {
+			// The turn's execution could not record its storage failure
+			// before storage went away for good; storage is back now.
+			d = Decision{Action: Settle, Message: owed.message}
+			p, err = t.endTurn(c.SessionID, event.ExecutionFailed, event.Failed{ExecutionID: c.ExecutionID, PromptID: c.PromptID, Type: event.FailStorage, Message: owed.message}, true)
+			return err
+		}
 		d = decide(c)
 		p, err = t.apply(c, d)
 		return err
 	})
+	if hasOwed && err == nil {
+		inst.forgetOwed(sessionID) // written now, or the claim moved on
+	}
 	if err != nil {
 		return d, fmt.Errorf("recover session %s: %w", sessionID, err)
 	}
@@ -145,7 +172,7 @@ func (inst *Instance) Recover(ctx context.Context, sessionID string, decide func
 
 func (t *txw) apply(c ClaimState, d Decision) (*plan, error) {
 	switch d.Action {
-	case Skip, Sleep:
+	case Skip, Sleep, Settle:
 		return nil, nil
 	case Start:
 		cause := event.CausePrompt

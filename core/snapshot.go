@@ -27,6 +27,9 @@ type Snapshot struct {
 	MoreBefore bool
 	// Prompts lists the prompts not yet ended (queued or running).
 	Prompts []PromptInfo
+	// ReadOnly is set while the tree serves reads only: its storage would
+	// not take writes (DESIGN §8), and writes fail with ErrReadOnly.
+	ReadOnly bool
 }
 
 // ClaimInfo describes a claim for clients.
@@ -109,6 +112,7 @@ func (inst *Instance) Snapshot(ctx context.Context, sessionID string, before int
 	if snap.Claim != nil {
 		snap.Claim.RunningHere = inst.RunningHere(sessionID)
 	}
+	snap.ReadOnly = inst.ReadOnly()
 	return snap, nil
 }
 

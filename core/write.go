@@ -3,9 +3,11 @@ package core
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/revenantrt/revenant/core/event"
+	"github.com/revenantrt/revenant/core/retry"
 	"github.com/revenantrt/revenant/core/storage"
 )
 
@@ -13,12 +15,35 @@ import (
 // timestamp and the ids it mints are fixed before the first attempt and
 // reused in order by any rerun of the same operation, so a retried
 // transaction writes identical events.
+//
+// A write whose transaction fails with a transient storage error (DESIGN
+// §8) is rerun whole on the write schedule (retry.Write). A rerun first
+// looks for the events its last committing attempt appended: found with the
+// same content, that commit was durable although reported failed (a late
+// IOERR), and the write is done. A write that appends no event must be
+// idempotent, since nothing tells its reruns apart.
 type write struct {
 	inst *Instance
 	at   int64
 	ids  []string
 	// fence, when set, is checked at the start of the transaction.
 	fence *fence
+	// locked says the caller holds the claim lock: it is released for the
+	// length of each wait, so one session's outage does not stop the
+	// others' claims, interrupts and sweeps, and taken again before the
+	// next attempt.
+	locked bool
+	// before, if set, runs before each attempt, outside the transaction (with
+	// the claim lock held when locked): what was read before a wait may have
+	// changed. An error ends the write with that error.
+	before func(attempt int) error
+	// pending are the events of the last attempt whose fn returned nil: its
+	// commit may have been durable even if it was reported failed.
+	pending []event.Event
+	// prior, if set, is a write this one replaces after prior exhausted its
+	// schedule: if prior's pending events turn out stored, prior committed
+	// and this write ends with errPriorStored instead of writing.
+	prior *write
 }
 
 type fence struct {
@@ -34,35 +59,177 @@ type txw struct {
 	appended []event.Event
 }
 
+var (
+	// errStored ends a rerun whose previous attempt is found committed.
+	errStored = errors.New("write already stored")
+	// errPriorStored: the write a settlement replaced had committed after all.
+	errPriorStored = errors.New("replaced write already stored")
+	// errNothing: a write's before hook found nothing left to do.
+	errNothing = errors.New("nothing to write")
+)
+
 func (inst *Instance) newWrite() *write {
 	return &write{inst: inst, at: inst.host.Clock.Now()}
 }
 
-// run executes fn in one transaction, checking the epoch (and the execution
-// fence if set) first, and publishes appended events after commit. Writes
-// that must land are not cancelled by the caller: the context only carries
-// values here.
+// run executes fn in one transaction on the write schedule, checking the
+// epoch (and the execution fence if set) first, and publishes appended
+// events after commit. Writes that must land are not cancelled by the
+// caller: ctx ends a wait between attempts, never a transaction; callers
+// that must land pass a context without cancellation, and only the
+// instance stopping cuts their waits short.
 func (w *write) run(ctx context.Context, fn func(*txw) error) error {
-	if w.inst.refusesWrites() {
+	return w.runOn(ctx, retry.Write(), fn)
+}
+
+// runOn is run on another schedule (retry.Settlement for terminals). A
+// read-only instance tries once, whatever the schedule: its storage has
+// already failed for longer than any of them.
+func (w *write) runOn(ctx context.Context, policy retry.Policy, fn func(*txw) error) error {
+	inst := w.inst
+	if inst.refusesWrites() {
 		return fmt.Errorf("write after the instance stopped: %w", ErrClosed)
 	}
+	if inst.ReadOnly() {
+		policy = retry.Policy{Name: policy.Name}
+	}
 	var committed []event.Event
-	err := w.inst.host.DB.Tx(context.WithoutCancel(ctx), func(tx storage.Tx) error {
+	loop := retry.Loop{Policy: policy, Clock: inst.host.Clock, Retryable: storage.IsTransient, Stop: inst.stopping, Waiting: w.waiting}
+	err := loop.Run(ctx, func(attempt int) error {
+		if attempt > 1 && inst.refusesWrites() {
+			return fmt.Errorf("write after the instance stopped: %w", ErrClosed)
+		}
+		if w.before != nil {
+			if err := w.before(attempt); err != nil {
+				return err
+			}
+		}
+		var err error
+		committed, err = w.attempt(ctx, fn)
+		return err
+	})
+	if err == nil || errors.Is(err, errPriorStored) {
+		inst.wrote()
+		inst.publish(committed)
+		return err
+	}
+	return inst.storageFailure(err)
+}
+
+// attempt is one try of the write: take the epoch if this instance booted
+// without one, then one transaction.
+func (w *write) attempt(ctx context.Context, fn func(*txw) error) ([]event.Event, error) {
+	inst := w.inst
+	if err := inst.ensureEpoch(ctx); err != nil {
+		return nil, err
+	}
+	var out []event.Event
+	err := inst.host.DB.Tx(context.WithoutCancel(ctx), func(tx storage.Tx) error {
+		if p := w.prior; p != nil && len(p.pending) > 0 {
+			stored, err := storedAlready(tx, p.pending)
+			if err != nil {
+				return err
+			}
+			if stored {
+				out = p.pending
+				return errPriorStored
+			}
+		}
+		if len(w.pending) > 0 {
+			stored, err := storedAlready(tx, w.pending)
+			if err != nil {
+				return err
+			}
+			if stored {
+				out = w.pending
+				return errStored
+			}
+		}
 		t := &txw{Tx: tx, w: w}
-		if err := w.inst.checkFence(tx, w.fence); err != nil {
+		if err := inst.checkFence(tx, w.fence); err != nil {
 			return err
 		}
+		// fn runs again: whatever an earlier attempt of it left is not what
+		// this one will commit. Should that earlier commit surface later
+		// anyway, its event ids make the unique index refuse a duplicate.
+		w.pending = nil
 		if err := fn(t); err != nil {
 			return err
 		}
-		committed = t.appended
+		w.pending = t.appended
+		out = t.appended
 		return nil
 	})
-	if err != nil {
+	if errors.Is(err, errStored) {
+		inst.log.Info("a write reported failed had committed; not repeating it", "event", out[0].ID)
+		return out, nil
+	}
+	return out, err
+}
+
+// storedAlready reports whether the events of an earlier attempt are in
+// the log: the first of them, by id, with identical content (they commit
+// together). The same id with other content is a collision, not a retry.
+func storedAlready(tx storage.Tx, evs []event.Event) (bool, error) {
+	ev := evs[0]
+	var sessionID, typ, data string
+	var at int64
+	found, err := storage.QueryRow(tx, `SELECT session_id, type, at, data FROM events WHERE id = ?`, []any{ev.ID}, &sessionID, &typ, &at, &data)
+	if err != nil || !found {
+		return false, err
+	}
+	if sessionID != ev.SessionID || typ != string(ev.Type) || at != ev.At || data != string(ev.Data) {
+		return false, fmt.Errorf("event id %s is already stored with other content", ev.ID)
+	}
+	return true, nil
+}
+
+// waiting is the retry loop's hook: log, let the observer know, and let go
+// of the claim lock for the wait.
+func (w *write) waiting(wt retry.Wait) func() {
+	inst := w.inst
+	level := inst.log.Debug
+	if wt.Retry == 1 {
+		level = inst.log.Warn // once per write: an outage must not flood the log
+	}
+	level("storage refused a write; retrying", "schedule", wt.Policy, "retry", wt.Retry, "in", wt.Delay, "err", wt.Err)
+	if w.locked {
+		inst.claimMu.Unlock()
+	}
+	if obs := inst.cfg.retryObserver; obs != nil {
+		obs(wt)
+	}
+	if w.locked {
+		return inst.claimMu.Lock
+	}
+	return nil
+}
+
+// storageFailure turns the retry loop's giving up into core's errors:
+// ErrStorageUnavailable when the schedule was spent, ErrReadOnly when a
+// read-only instance's one try failed, ErrClosed when the instance stopped
+// during a wait. Other errors pass unchanged.
+func (inst *Instance) storageFailure(err error) error {
+	var re *retry.Error
+	if !errors.As(err, &re) {
 		return err
 	}
-	w.inst.publish(committed)
-	return nil
+	switch {
+	case errors.Is(re.Cause, retry.ErrExhausted) && inst.ReadOnly():
+		return fmt.Errorf("%w: %w", ErrReadOnly, re.Err)
+	case errors.Is(re.Cause, retry.ErrExhausted):
+		return fmt.Errorf("%w: %w", ErrStorageUnavailable, err)
+	case errors.Is(re.Cause, retry.ErrStopped):
+		return fmt.Errorf("stopped waiting for storage: %w", errors.Join(ErrClosed, re.Err))
+	}
+	return err
+}
+
+// isStorageFailure reports whether err means storage would not take the
+// write (its schedule was spent, or the tree is read-only), as opposed to a
+// fence, a stop or a bug.
+func isStorageFailure(err error) bool {
+	return errors.Is(err, ErrStorageUnavailable) || errors.Is(err, ErrReadOnly)
 }
 
 // id returns the write's next id, minting it on first use only.
@@ -119,8 +286,8 @@ func (inst *Instance) checkFence(tx storage.Tx, f *fence) error {
 	if _, err := storage.QueryRow(tx, q, []any{sid, sid}, &epoch, &execID, &claimed); err != nil {
 		return fmt.Errorf("check fence: %w", err)
 	}
-	if epoch != inst.epoch {
-		return fmt.Errorf("instance epoch %d, database epoch %d: %w", inst.epoch, epoch, ErrFenced)
+	if mine := inst.epoch.Load(); epoch != mine {
+		return fmt.Errorf("instance epoch %d, database epoch %d: %w", mine, epoch, ErrFenced)
 	}
 	if f != nil && (!claimed || execID != f.executionID) {
 		return fmt.Errorf("execution %s of session %s no longer holds the claim: %w", f.executionID, f.sessionID, ErrFenced)

@@ -32,7 +32,9 @@ func (r Report) Count(a core.Action) int {
 
 // Sweep applies the policy to every claim not running here, oldest first.
 // Started executions run concurrently; Sweep never waits on one. A failure on
-// one session does not stop the others; the errors are joined.
+// one session does not stop the others, except a storage failure (the tree
+// is read-only, or storage refused the write for its whole schedule), which
+// would only repeat; the errors are joined.
 func Sweep(ctx context.Context, inst *core.Instance) (Report, error) {
 	claims, err := inst.Claims(ctx)
 	if err != nil {
@@ -50,6 +52,11 @@ func Sweep(ctx context.Context, inst *core.Instance) (Report, error) {
 		})
 		if err != nil {
 			errs = append(errs, err)
+			if errors.Is(err, core.ErrReadOnly) || errors.Is(err, core.ErrStorageUnavailable) {
+				// Storage takes no writes: every other claim would wait the
+				// same way. The re-arm below brings the next try.
+				break
+			}
 			continue
 		}
 		rep.Decisions = append(rep.Decisions, SessionDecision{SessionID: c.SessionID, Decision: d})

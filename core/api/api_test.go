@@ -348,3 +348,37 @@ func TestHeadEventsReturns(t *testing.T) {
 	require.NoError(t, err)
 	resp.Body.Close()
 }
+
+// A tree whose storage refuses writes serves reads, says it is read-only in
+// the snapshot, and answers writes 503 read_only at once; it is writable
+// again as soon as storage takes a write.
+func TestReadOnlyTreeServesReadsAndRefusesWrites(t *testing.T) {
+	f := newFixture(t, treetest.NewDriver(8), nil)
+	c := f.client(t, "")
+	id := c.create()
+	fault := f.trees.rebootFull(id)
+
+	var snap struct {
+		Status   string `json:"status"`
+		ReadOnly bool   `json:"read_only"`
+	}
+	require.Equal(t, http.StatusOK, c.do("GET", "/v1/sessions/"+id, "", &snap))
+	assert.True(t, snap.ReadOnly)
+	assert.Equal(t, "idle", snap.Status)
+	require.Equal(t, http.StatusOK, c.do("GET", "/v1/sessions/"+id+"/questions", "", nil), "reads work")
+
+	var e api.ErrorBody
+	status := c.do("POST", "/v1/sessions/"+id+"/prompt", `{"text":"hello"}`, &e)
+	assert.Equal(t, http.StatusServiceUnavailable, status)
+	assert.Equal(t, api.ErrReadOnly, e.Error.Type)
+	assert.Contains(t, e.Error.Message, "read-only")
+	status, typ := c.errorType("POST", "/v1/sessions/"+id+"/interrupt", "")
+	assert.Equal(t, http.StatusServiceUnavailable, status)
+	assert.Equal(t, api.ErrReadOnly, typ)
+
+	fault.Heal()
+	require.Equal(t, http.StatusAccepted, c.do("POST", "/v1/sessions/"+id+"/prompt", `{"text":"hello"}`, nil))
+	var raw map[string]any
+	require.Equal(t, http.StatusOK, c.do("GET", "/v1/sessions/"+id, "", &raw))
+	assert.NotContains(t, raw, "read_only", "omitted once writable")
+}

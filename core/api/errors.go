@@ -23,6 +23,7 @@ const (
 	ErrConflict         ErrorType = "conflict"
 	ErrPayloadTooLarge  ErrorType = "payload_too_large"
 	ErrUnavailable      ErrorType = "unavailable"
+	ErrReadOnly         ErrorType = "read_only"
 	ErrInternal         ErrorType = "internal"
 )
 
@@ -36,6 +37,7 @@ var Statuses = map[ErrorType]int{
 	ErrConflict:         http.StatusConflict,
 	ErrPayloadTooLarge:  http.StatusRequestEntityTooLarge,
 	ErrUnavailable:      http.StatusServiceUnavailable,
+	ErrReadOnly:         http.StatusServiceUnavailable,
 	ErrInternal:         http.StatusInternalServerError,
 }
 
@@ -71,8 +73,13 @@ func (h *Handler) classify(err error) (ErrorType, string) {
 		return ErrConflict, cleanMessage(err)
 	case errors.Is(err, core.ErrInvalid):
 		return ErrInvalidRequest, cleanMessage(err)
+	case errors.Is(err, core.ErrReadOnly):
+		// Before ErrClosed: a read-only tree's refusal is not a restart.
+		return ErrReadOnly, "the session is read-only: its storage is full or failing, so it cannot save anything; reading it still works"
 	case errors.Is(err, core.ErrFenced), errors.Is(err, core.ErrClosed), errors.Is(err, storage.ErrClosed):
 		return ErrUnavailable, "the session's host is restarting; try again"
+	case errors.Is(err, core.ErrStorageUnavailable), storage.IsTransient(err):
+		return ErrUnavailable, "the session's storage is temporarily unavailable (full, busy or failing); try again"
 	}
 	h.log.Error("request failed", "err", err)
 	return ErrInternal, "internal error"

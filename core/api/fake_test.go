@@ -6,9 +6,11 @@ import (
 	"sort"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/revenantrt/revenant/core"
 	"github.com/revenantrt/revenant/core/api"
+	"github.com/revenantrt/revenant/internal/faultvfs"
 	"github.com/revenantrt/revenant/internal/treetest"
 )
 
@@ -104,4 +106,17 @@ func (m *memTrees) tree(id string) *memTree {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.trees[id]
+}
+
+// rebootFull crashes the tree's instance and boots the next one while its
+// storage refuses every write: the instance starts read-only.
+func (m *memTrees) rebootFull(id string) *faultvfs.Fault {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	mt := m.trees[id]
+	fault := mt.tree.Faults()
+	mt.node.Crash()
+	fault.FailFor(time.Hour, faultvfs.Full)
+	mt.node = mt.tree.Boot(m.driver)
+	return fault
 }

@@ -400,6 +400,7 @@ type snapshotBody struct {
 	Prompts        []promptBody    `json:"prompts"`
 	Messages       []messageBody   `json:"messages"`
 	MessagesBefore *int64          `json:"messages_before"`
+	ReadOnly       bool            `json:"read_only,omitempty"`
 }
 
 type claimBody struct {
@@ -447,7 +448,7 @@ func (h *Handler) snapshot(w http.ResponseWriter, r *http.Request) error {
 	s := snap.Session
 	body := snapshotBody{ID: s.ID, ParentID: s.ParentID, RootID: s.RootID, CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt,
 		Config: s.Config, Status: snap.Status, Turns: s.Turns, Cursor: snap.Cursor, Blockers: []any{},
-		Prompts: []promptBody{}, Messages: []messageBody{}}
+		Prompts: []promptBody{}, Messages: []messageBody{}, ReadOnly: snap.ReadOnly}
 	if c := snap.Claim; c != nil {
 		body.Claim = &claimBody{ExecutionID: c.ExecutionID, ClaimedAt: c.ClaimedAt, ResumeAttempts: c.ResumeAttempts, RetryAt: c.RetryAt}
 	}

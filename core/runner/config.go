@@ -3,6 +3,8 @@ package runner
 import (
 	"fmt"
 	"time"
+
+	"github.com/revenantrt/revenant/core/retry"
 )
 
 // Config is the runner's immutable configuration; derive with the With
@@ -93,6 +95,12 @@ func (c Config) WithContextBytes(n int) Config { c.contextBytes = n; return c }
 // none.
 func (c Config) WithSystemPrompt(s string) Config { c.system = s; return c }
 
+// providerPolicy is the provider retry schedule (core/retry): its waits
+// are durable retry.scheduled events, so only its delays and count are used.
+func (c Config) providerPolicy() retry.Policy {
+	return retry.Provider(c.retries, c.retryInitial, c.retryMax)
+}
+
 func (c Config) validate() error {
 	switch {
 	case c.stepCap <= 0:
@@ -104,5 +112,5 @@ func (c Config) validate() error {
 	case c.retries < 0 || c.retryInitial <= 0 || c.retryMax < c.retryInitial:
 		return fmt.Errorf("retries must be at least 0 and delays positive, initial at most max")
 	}
-	return nil
+	return c.providerPolicy().Validate()
 }

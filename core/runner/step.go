@@ -40,7 +40,7 @@ func (t *turn) step(ctx context.Context, st state, index int) (core.Outcome, boo
 		if err := t.append(context.WithoutCancel(ctx), false, event.StepCut, cut); err != nil || failure == "" {
 			return stopped, true
 		}
-		if model.IsRetryable(s.modelErr) && st.retries < t.r.cfg.retries {
+		if model.IsRetryable(s.modelErr) && t.r.cfg.providerPolicy().Allows(st.retries) {
 			return core.Outcome{Kind: core.RetryLater, RetryAt: t.x.Clock().Now() + t.r.retryDelay(s.modelErr, st.retries).Milliseconds(),
 				Attempt: st.retries + 1, Message: failure}, true
 		}
@@ -60,20 +60,13 @@ func (t *turn) step(ctx context.Context, st state, index int) (core.Outcome, boo
 }
 
 // retryDelay is how long to wait before retry n+1 of a step: the provider's
-// Retry-After when it gave one, else the configured backoff.
+// Retry-After when it gave one, else the provider schedule's backoff.
 func (r *Runner) retryDelay(err error, n int) time.Duration {
 	var me *model.Error
 	if errors.As(err, &me) && me.RetryAfter > 0 {
 		return me.RetryAfter
 	}
-	d := r.cfg.retryInitial
-	for range n {
-		d *= 2
-		if d >= r.cfg.retryMax {
-			return r.cfg.retryMax
-		}
-	}
-	return d
+	return r.cfg.providerPolicy().Delay(n)
 }
 
 // streaming is one step's stream being received.

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/ncruces/go-sqlite3"
-
 	"github.com/revenantrt/revenant/core/storage"
 )
 
@@ -100,14 +98,4 @@ func (c *Conn) end() {
 }
 
 // connErr maps an ncruces error to a *storage.Error with its extended code.
-func connErr(err error) error {
-	var se *sqlite3.Error
-	if errors.As(err, &se) {
-		return &storage.Error{Code: storage.Code(se.ExtendedCode()), Msg: se.Error(), Err: err}
-	}
-	var code sqlite3.ErrorCode
-	if errors.As(err, &code) {
-		return &storage.Error{Code: storage.Code(code), Msg: code.Error(), Err: err}
-	}
-	return err
-}
+func connErr(err error) error { return mapErr(err) }

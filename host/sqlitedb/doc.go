@@ -12,4 +12,11 @@
 // survives power loss and not only SIGKILL; a busy timeout; foreign keys on.
 // Transactions are BEGIN IMMEDIATE, so a writer learns of a competing writer
 // at BEGIN (where retrying is cheap) rather than at its first write.
+//
+// Failures carry SQLite's extended code as a storage.Error (the ncruces
+// value stays reachable with errors.Is), so core classifies them by code;
+// a failed BEGIN or COMMIT leaves no transaction open, so core may rerun
+// the whole transaction. Options.VFS opens the file through a registered
+// VFS: tests and the simulator inject storage faults that way
+// (internal/faultvfs).
 package sqlitedb

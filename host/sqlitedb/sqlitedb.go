@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"sync"
 	"time"
 
@@ -20,6 +21,9 @@ const DefaultBusyTimeout = 5 * time.Second
 type Options struct {
 	// BusyTimeout overrides DefaultBusyTimeout when positive.
 	BusyTimeout time.Duration
+	// VFS names a registered SQLite VFS to open the file through (a test's
+	// fault-injecting one, internal/faultvfs). Empty: the OS VFS.
+	VFS string
 }
 
 // DB is a storage.DB over one SQLite connection.
@@ -35,7 +39,13 @@ var _ storage.DB = (*DB)(nil)
 // Open opens (creating if needed) the database file at path with revenant's
 // settings. It does not migrate: core does that through the contract.
 func Open(path string, opts Options) (*DB, error) {
-	conn, err := sqlite3.Open(path)
+	name := path
+	if opts.VFS != "" {
+		// Only a URI filename can name a VFS; the path is escaped so that no
+		// character of it reads as a query.
+		name = (&url.URL{Scheme: "file", Path: path, RawQuery: "vfs=" + url.QueryEscape(opts.VFS)}).String()
+	}
+	conn, err := sqlite3.Open(name)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, mapErr(err))
 	}
@@ -274,8 +284,16 @@ func bind(s *sqlite3.Stmt, args []any) error {
 	return nil
 }
 
-// mapErr turns ncruces errors into storage.Error with the extended code, so
-// core classifies them by code (errors.Is(err, storage.CodeBusy)).
+// StorageError turns an error from ncruces into a *storage.Error carrying
+// SQLite's extended code, so core classifies it by code
+// (errors.Is(err, storage.CodeBusy), storage.IsTransient); the ncruces
+// value stays reachable with errors.Is. Any other error is returned as is.
+// Every connection over ncruces (a guest's, the simulator's) should map its
+// failures with it: ncruces reports most failures, FULL and BUSY among
+// them, as a bare sqlite3.ExtendedErrorCode rather than a *sqlite3.Error.
+func StorageError(err error) error { return mapErr(err) }
+
+// mapErr is StorageError.
 func mapErr(err error) error {
 	if err == nil {
 		return nil
@@ -284,10 +302,10 @@ func mapErr(err error) error {
 	if errors.As(err, &se) {
 		return &storage.Error{Code: storage.Code(se.ExtendedCode()), Msg: se.Error(), Err: err}
 	}
-	var code sqlite3.ErrorCode
-	if errors.As(err, &code) {
-		return &storage.Error{Code: storage.Code(code), Msg: code.Error(), Err: err}
-	}
+	// The extended code first: a bare sqlite3.ExtendedErrorCode (ncruces
+	// returns one for I/O failures) also converts to its primary
+	// sqlite3.ErrorCode, which would lose the detail. A primary code converts
+	// to an extended one of the same value, so this catches both.
 	var ext sqlite3.ExtendedErrorCode
 	if errors.As(err, &ext) {
 		return &storage.Error{Code: storage.Code(ext), Msg: ext.Error(), Err: err}

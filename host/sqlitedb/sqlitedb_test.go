@@ -3,16 +3,19 @@ package sqlitedb_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/ncruces/go-sqlite3"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/revenantrt/revenant/core/storage"
 	"github.com/revenantrt/revenant/host/sqlitedb"
+	"github.com/revenantrt/revenant/internal/faultvfs"
 )
 
 var ctx = context.Background()
@@ -324,4 +327,81 @@ func TestOpenFailsOnMissingDirectory(t *testing.T) {
 	_, err := sqlitedb.Open(filepath.Join(t.TempDir(), "no", "such", "dir", "tree.db"), sqlitedb.Options{})
 	require.Error(t, err)
 	assert.ErrorIs(t, err, storage.CodeCantOpen)
+}
+
+// TestClassificationOfRealFailures is DESIGN §8's table on failures SQLite
+// itself produced (core/storage/testdata holds the same table as vectors
+// every host runs): classification reads codes, walks wrapped and joined
+// errors, needs every part transient, and never retries a cancellation.
+func TestClassificationOfRealFailures(t *testing.T) {
+	now := int64(0)
+	fault := faultvfs.New(func() int64 { return now })
+	faultvfs.Register("sqlitedb-classification", fault)
+	t.Cleanup(func() { faultvfs.Unregister("sqlitedb-classification") })
+	path := filepath.Join(t.TempDir(), "tree.db")
+	db := openAt(t, path, sqlitedb.Options{VFS: "sqlitedb-classification", BusyTimeout: 20 * time.Millisecond})
+	exec(t, db, `CREATE TABLE v (who TEXT UNIQUE)`)
+	exec(t, db, `CREATE TABLE big (b BLOB)`)
+	write := func(who string) error {
+		return db.Tx(ctx, func(tx storage.Tx) error {
+			if _, err := tx.Exec(`INSERT INTO v VALUES (?)`, who); err != nil {
+				return err
+			}
+			_, err := tx.Exec(`INSERT INTO big VALUES (zeroblob(4096))`)
+			return err
+		})
+	}
+
+	// A real SQLITE_FULL: the page limit leaves no room for one more row.
+	pages := queryOne(t, db, `PRAGMA page_count`).(int64)
+	queryOne(t, db, `PRAGMA max_page_count = `+itoa(pages))
+	full := write("full")
+	queryOne(t, db, `PRAGMA max_page_count = 1073741823`)
+
+	// SQLITE_BUSY from a second connection holding BEGIN IMMEDIATE, in a
+	// cause wrapped twice more the way core wraps it.
+	release := make(chan struct{})
+	held := holdWrite(t, openAt(t, path, sqlitedb.Options{}), release)
+	busy := fmt.Errorf("append for execution x: %w", fmt.Errorf("append session.created@1: %w", write("busy")))
+	close(release)
+	require.NoError(t, <-held)
+
+	// IOERR extended codes from the device, kept whole.
+	fault.FailNext(1, faultvfs.IOErrWrite)
+	ioWrite := write("io")
+	fault.FailLateCommits(1, faultvfs.IOErrFsync)
+	ioFsync := write("late") // durable, reported failed
+
+	// A constraint violation: the row "late" is stored.
+	constraint := write("late")
+
+	// A cancellation cut a busy wait short; joined with a FULL it is still
+	// not transient.
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	fullAndCancelled := errors.Join(full, db.Tx(cancelled, func(storage.Tx) error { return nil }))
+
+	for _, tc := range []struct {
+		name      string
+		err       error
+		code      storage.Code
+		transient bool
+	}{
+		{"FULL from max_page_count", full, storage.CodeFull, true},
+		{"BUSY in a nested cause", busy, storage.CodeBusy, true},
+		{"IOERR_WRITE", ioWrite, storage.CodeIOErr | 3<<8, true},
+		{"IOERR_FSYNC after a durable commit", ioFsync, storage.CodeIOErr | 4<<8, true},
+		{"CONSTRAINT_UNIQUE", constraint, storage.CodeConstraint | 8<<8, false},
+		{"FULL joined with a cancellation", fullAndCancelled, storage.CodeFull, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			require.Error(t, tc.err)
+			assert.Equal(t, tc.code, storage.CodeOf(tc.err), "%v", tc.err)
+			assert.ErrorIs(t, tc.err, tc.code.Primary(), "errors.Is by primary code")
+			assert.Equal(t, tc.transient, storage.IsTransient(tc.err), "%v", tc.err)
+		})
+	}
+	assert.ErrorIs(t, busy, sqlite3.BUSY, "ncruces's own values match through the chain")
+	assert.ErrorIs(t, ioWrite, sqlite3.IOERR_WRITE)
+	assert.Equal(t, "late", queryOne(t, db, `SELECT group_concat(who) FROM v WHERE who != 'holder'`), "only the late commit stored a row")
 }

@@ -1,0 +1,188 @@
+package retry_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/revenantrt/revenant/core/fakehost"
+	"github.com/revenantrt/revenant/core/retry"
+)
+
+const start = 1767225600000
+
+var ctx = context.Background()
+
+func TestPolicyDelays(t *testing.T) {
+	ms := func(d ...int) []time.Duration {
+		out := make([]time.Duration, len(d))
+		for i, v := range d {
+			out[i] = time.Duration(v) * time.Millisecond
+		}
+		return out
+	}
+	delays := func(p retry.Policy, n int) []time.Duration {
+		var out []time.Duration
+		for i := range n {
+			out = append(out, p.Delay(i))
+		}
+		return out
+	}
+	assert.Equal(t, ms(100, 200, 400, 800, 1600, 2000, 2000), delays(retry.Write(), 7))
+	assert.Equal(t, ms(1000, 2000, 4000, 8000, 10000, 10000), delays(retry.Settlement(), 6))
+	assert.Equal(t, ms(1000, 2000, 4000, 8000), delays(retry.Provider(6, time.Second, time.Minute), 4))
+	huge := retry.Policy{Initial: time.Second, Max: 1 << 62}
+	assert.Equal(t, time.Duration(1<<62), huge.Delay(200), "doubling never overflows past Max")
+
+	for _, p := range []retry.Policy{retry.Write(), retry.Settlement(), retry.Provider(6, time.Second, time.Minute), {}} {
+		assert.NoError(t, p.Validate(), p.Name)
+	}
+	assert.Error(t, retry.Policy{Name: "bad", Initial: time.Second, Max: time.Millisecond, Window: time.Minute}.Validate())
+	assert.Error(t, retry.Policy{Name: "bad", Retries: -1}.Validate())
+
+	p := retry.Provider(2, time.Second, time.Minute)
+	assert.True(t, p.Allows(0))
+	assert.True(t, p.Allows(1))
+	assert.False(t, p.Allows(2), "two retries, then no more")
+	assert.False(t, retry.Policy{}.Allows(0), "the zero policy never retries")
+}
+
+// The write schedule waits 100 ms doubling to 2 s and makes its last
+// attempt exactly when its 30 s window closes.
+func TestScheduleCutsTheLastWaitAtTheWindow(t *testing.T) {
+	clock := fakehost.NewClock(start)
+	s := retry.Write().Begin(clock)
+	var waits []time.Duration
+	for {
+		d, ok := s.Next()
+		if !ok {
+			break
+		}
+		waits = append(waits, d)
+		clock.Advance(d)
+	}
+	var total time.Duration
+	for _, d := range waits {
+		total += d
+	}
+	assert.Equal(t, retry.WriteWindow, total, "the attempts span the window exactly")
+	assert.Equal(t, 100*time.Millisecond, waits[0])
+	assert.Equal(t, 2*time.Second, waits[len(waits)-2])
+	assert.Equal(t, 900*time.Millisecond, waits[len(waits)-1], "the last wait is cut to the window")
+	assert.Len(t, waits, 19)
+	assert.Equal(t, 19, s.Retries())
+	assert.Equal(t, retry.WriteWindow, s.Elapsed())
+}
+
+var errFlaky = errors.New("flaky")
+
+// driveLoop runs l over op in a goroutine and advances the fake clock to
+// the end of every wait the loop announces, until Run returns.
+func driveLoop(t *testing.T, clock *fakehost.Clock, l retry.Loop, op func(int) error) (error, []retry.Wait) {
+	t.Helper()
+	waits := make(chan retry.Wait)
+	l.Clock = clock
+	l.Waiting = func(w retry.Wait) func() { waits <- w; return nil }
+	done := make(chan error, 1)
+	go func() { done <- l.Run(ctx, op) }()
+	var seen []retry.Wait
+	for {
+		select {
+		case w := <-waits:
+			seen = append(seen, w)
+			clock.Set(w.Until)
+		case err := <-done:
+			return err, seen
+		}
+	}
+}
+
+func TestLoopRetriesUntilSuccessOnTheFakeClock(t *testing.T) {
+	clock := fakehost.NewClock(start)
+	calls := 0
+	err, waits := driveLoop(t, clock, retry.Loop{Policy: retry.Write()}, func(attempt int) error {
+		calls++
+		assert.Equal(t, calls, attempt)
+		if clock.Now() < start+1000 {
+			return errFlaky
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	// Attempts at 0, 100, 300, 700, 1500 ms: the fifth succeeds.
+	assert.Equal(t, 5, calls)
+	require.Len(t, waits, 4)
+	assert.Equal(t, retry.Wait{Policy: "write", Retry: 1, Delay: 100 * time.Millisecond, Until: start + 100, Err: errFlaky}, waits[0])
+	assert.Equal(t, int64(start+1500), clock.Now())
+}
+
+func TestLoopGivesUpWhenTheWindowCloses(t *testing.T) {
+	clock := fakehost.NewClock(start)
+	calls := 0
+	err, _ := driveLoop(t, clock, retry.Loop{Policy: retry.Write()}, func(int) error { calls++; return errFlaky })
+	var re *retry.Error
+	require.ErrorAs(t, err, &re)
+	assert.ErrorIs(t, err, retry.ErrExhausted)
+	assert.ErrorIs(t, err, errFlaky, "the last failure is kept")
+	assert.Equal(t, 20, calls, "the first attempt and 19 retries")
+	assert.Equal(t, 20, re.Attempts)
+	assert.Equal(t, retry.WriteWindow, re.Elapsed)
+	assert.Equal(t, int64(start)+retry.WriteWindow.Milliseconds(), clock.Now())
+	assert.Contains(t, err.Error(), "write retry gave up after 20 attempts")
+}
+
+// A failure the loop is told not to retry returns at once, unchanged, and
+// never touches the clock: a test that does not advance time still ends.
+func TestLoopReturnsPermanentFailuresAtOnce(t *testing.T) {
+	clock := fakehost.NewClock(start)
+	permanent := errors.New("permanent")
+	calls := 0
+	err := retry.Loop{Policy: retry.Write(), Clock: clock, Retryable: func(err error) bool { return err == errFlaky }}.
+		Run(ctx, func(int) error { calls++; return permanent })
+	assert.Same(t, permanent, err)
+	assert.Equal(t, 1, calls)
+	assert.Zero(t, clock.Pending())
+}
+
+func TestLoopWaitEndsOnStopAndOnContext(t *testing.T) {
+	t.Run("stop", func(t *testing.T) {
+		clock := fakehost.NewClock(start)
+		stop := make(chan struct{})
+		l := retry.Loop{Policy: retry.Settlement(), Clock: clock, Stop: stop,
+			Waiting: func(retry.Wait) func() { close(stop); return nil }}
+		err := l.Run(ctx, func(int) error { return errFlaky })
+		assert.ErrorIs(t, err, retry.ErrStopped)
+		assert.ErrorIs(t, err, errFlaky)
+		assert.NotErrorIs(t, err, retry.ErrExhausted)
+		assert.Zero(t, clock.Pending(), "the timer was stopped")
+	})
+	t.Run("context", func(t *testing.T) {
+		clock := fakehost.NewClock(start)
+		cctx, cancel := context.WithCancel(ctx)
+		resumed := false
+		l := retry.Loop{Policy: retry.Settlement(), Clock: clock,
+			Waiting: func(retry.Wait) func() { cancel(); return func() { resumed = true } }}
+		err := l.Run(cctx, func(int) error { return errFlaky })
+		assert.ErrorIs(t, err, context.Canceled)
+		assert.True(t, resumed, "the resume hook runs however the wait ended")
+	})
+}
+
+func TestSleep(t *testing.T) {
+	clock := fakehost.NewClock(start)
+	done := make(chan error, 1)
+	go func() { done <- retry.Sleep(ctx, clock, 5*time.Second, nil) }()
+	clock.BlockUntil(1)
+	clock.Advance(4 * time.Second)
+	select {
+	case <-done:
+		t.Fatal("woke early")
+	default:
+	}
+	clock.Advance(time.Second)
+	assert.NoError(t, <-done)
+}

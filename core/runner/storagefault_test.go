@@ -1,0 +1,122 @@
+package runner_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/revenantrt/revenant/core"
+	"github.com/revenantrt/revenant/core/event"
+	"github.com/revenantrt/revenant/core/model/offline"
+	"github.com/revenantrt/revenant/core/retry"
+	"github.com/revenantrt/revenant/core/runner"
+	"github.com/revenantrt/revenant/core/tool"
+	"github.com/revenantrt/revenant/internal/faultvfs"
+	"github.com/revenantrt/revenant/internal/treetest"
+)
+
+// A scripted turn with tool calls, driven by the offline model through the
+// real runner, loses its disk for a while in the middle: the first tool's
+// body fills the disk, so the settlement of that call is the first write
+// refused. Outages the 30 s write window rides out end succeeded with
+// nothing written twice; a longer one ends failed{type:"storage"}. Either
+// way the session is left idle and the file sound.
+func TestScriptedTurnUnderFullDiskWindows(t *testing.T) {
+	for _, tc := range []struct {
+		outage time.Duration
+		want   event.Type
+	}{
+		{5 * time.Second, event.ExecutionSucceeded},
+		// As long as the write window: its last attempt is made as the
+		// window closes, when the disk has room again.
+		{retry.WriteWindow, event.ExecutionSucceeded},
+		{90 * time.Second, event.ExecutionFailed},
+	} {
+		t.Run(fmt.Sprintf("outage=%s", tc.outage), func(t *testing.T) {
+			tr := treetest.New(t)
+			fault := tr.Faults()
+			var fills, echoes atomic.Int32
+			fill := tool.Func{Name: "fill", Run: func(context.Context, tool.Call) (string, error) {
+				fills.Add(1)
+				fault.FailFor(tc.outage, faultvfs.Full)
+				return "the disk is full now", nil
+			}}
+			echo := tool.Func{Name: "echo", IsIdempotent: true, Run: func(_ context.Context, c tool.Call) (string, error) {
+				echoes.Add(1)
+				return string(c.Arguments), nil
+			}}
+			n := tr.Boot(newRunner(t, offline.New(tr.Clock, offline.Options{}), runner.NewConfig(), fill, echo))
+			sid := n.NewSession("s")
+			pid := n.Admit(sid, "/tool fill {}\n/tool echo {\"b\":2}\nall done")
+			waits := n.IdleDriving()
+			require.NotEmpty(t, waits, "the outage was met")
+
+			evs := tr.Events(sid)
+			terms := treetest.Terminals(evs)
+			require.Len(t, terms, 1, "exactly one terminal")
+			assert.Equal(t, tc.want, terms[0].Type)
+			assert.Equal(t, int32(1), fills.Load(), "the non-idempotent tool ran once")
+			assertNoDuplicates(t, evs)
+
+			switch tc.want {
+			case event.ExecutionSucceeded:
+				assert.Equal(t, "succeeded", tr.PromptState(pid))
+				assert.Equal(t, int32(1), echoes.Load())
+				assert.Len(t, treetest.OfType(evs, event.StepCompleted), 3)
+				assert.Len(t, treetest.OfType(evs, event.ToolSettled), 2)
+				for _, w := range waits {
+					assert.Equal(t, "write", w.Policy, "the write window rode it out")
+				}
+			default:
+				var f event.Failed
+				require.NoError(t, terms[0].Decode(&f))
+				assert.Equal(t, event.FailStorage, f.Type)
+				assert.True(t, strings.HasPrefix(f.Message, core.StorageFailurePrefix), f.Message)
+				assert.Equal(t, "failed", tr.PromptState(pid))
+				assert.Zero(t, echoes.Load(), "the turn stopped at the lost write")
+				assert.Empty(t, treetest.OfType(evs, event.ToolSettled), "the fill call's settlement was lost")
+			}
+
+			assert.False(t, tr.Claim(sid).Exists, "the session is not left busy")
+			snap, err := n.Inst.Snapshot(ctx, sid, 0, 50)
+			require.NoError(t, err)
+			assert.Equal(t, core.StatusIdle, snap.Status)
+			assert.False(t, snap.ReadOnly)
+			assert.Equal(t, "ok", tr.IntegrityCheck())
+
+			// The session goes on working afterwards.
+			next := n.Admit(sid, "again")
+			n.Idle()
+			assert.Equal(t, "succeeded", tr.PromptState(next))
+		})
+	}
+}
+
+// assertNoDuplicates checks that nothing of the turn was written twice:
+// seqs contiguous, each step started, completed and each call executing
+// and settled at most once.
+func assertNoDuplicates(t *testing.T, evs []event.Event) {
+	t.Helper()
+	seen := map[string]bool{}
+	for i, ev := range evs {
+		assert.Equal(t, int64(i+1), ev.Seq, "seqs are contiguous")
+		var key struct {
+			StepID string `json:"step_id"`
+			CallID string `json:"call_id"`
+		}
+		require.NoError(t, json.Unmarshal(ev.Data, &key))
+		switch ev.Type {
+		case event.StepStarted, event.StepCompleted, event.StepCut, event.ToolExecuting, event.ToolSettled:
+			k := string(ev.Type) + "/" + key.StepID + key.CallID
+			assert.False(t, seen[k], "%s written twice", k)
+			seen[k] = true
+		}
+	}
+}
