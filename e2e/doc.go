@@ -7,6 +7,11 @@
 // prompt answered 202 ends in exactly one terminal or is cancelled, no
 // interrupted turn runs again, and each session's seqs stay contiguous.
 //
+// Every scenario runs in both modes of the server, as subtests named
+// after the mode: inprocess (trees are core.Instances in the server) and
+// guest (-guest: trees are WebAssembly guests on wazero; TestMain builds
+// the guest module too). REVENANT_E2E_MODE=inprocess or guest runs one.
+//
 // The package has no code outside its tests; run it with
 //
 //	go test ./e2e/

@@ -12,7 +12,9 @@ import (
 // interrupted{shutdown}, which keeps the claim; the restart resumes the
 // turn (execution.resumed, then a start with cause resume) and it succeeds
 // once, then the queued prompt runs once, without a resume.
-func TestGracefulStop(t *testing.T) {
+func TestGracefulStop(t *testing.T) { eachMode(t, testGracefulStop) }
+
+func testGracefulStop(t *testing.T) {
 	s, sid, a, _ := sleepingTurn(t, "/sleep 500ms\nstopped gracefully")
 	b := s.prompt(sid, "queued during the stop")
 	s.stop()

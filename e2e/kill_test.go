@@ -18,8 +18,11 @@ import (
 // TestSIGKILL kills the server with SIGKILL at a different point of a turn
 // in each subtest, restarts it over the same data directory and checks the
 // outcome through the API: the invariants of checkLog for every session,
-// and the end each scenario expects. The subtests run one after another.
-func TestSIGKILL(t *testing.T) {
+// and the end each scenario expects. The subtests run one after another,
+// in each mode of the server (eachMode).
+func TestSIGKILL(t *testing.T) { eachMode(t, testSIGKILL) }
+
+func testSIGKILL(t *testing.T) {
 	before := kills.Load()
 	scenarios := []struct {
 		name string

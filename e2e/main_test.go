@@ -32,6 +32,10 @@ func runMain(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
 		return 1
 	}
+	if err := buildGuest(); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
 	code := m.Run()
 	fmt.Printf("e2e: %d SIGKILLs sent to a serving revenant\n", kills.Load())
 	return code

@@ -68,6 +68,10 @@ func quote(s string) string { b, _ := json.Marshal(s); return string(b) }
 // loses nothing: after the restart the retry happens no earlier than the
 // recorded time and no resume attempt is counted.
 func TestProviderTurnWithToolCallSurvivesKillDuringRetrySleep(t *testing.T) {
+	eachMode(t, testProviderTurnWithToolCallSurvivesKillDuringRetrySleep)
+}
+
+func testProviderTurnWithToolCallSurvivesKillDuringRetrySleep(t *testing.T) {
 	fake := &fakeProvider{}
 	provider := httptest.NewServer(fake)
 	defer provider.Close()

@@ -104,7 +104,7 @@ func start(t *testing.T, dir string) *server { return startWith(t, dir) }
 // provider's address.
 func startWith(t *testing.T, dir string, extraEnv ...string) *server {
 	t.Helper()
-	cmd := exec.Command(binary, "-offline-word-delay="+wordDelay)
+	cmd := exec.Command(binary, append([]string{"-offline-word-delay=" + wordDelay}, modeArgs(t)...)...)
 	cmd.Env = append(serverEnv(dir), extraEnv...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	stderr, err := cmd.StderrPipe()

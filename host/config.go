@@ -32,9 +32,15 @@ type Config struct {
 	DataDir string
 	// Core configures every tree's instance.
 	Core core.Config
-	// Driver runs every tree's turns. Required. It is shared by all trees, so
-	// it must keep no per-turn state of its own (the runner keeps none).
+	// Driver runs every tree's turns. Required unless Guest is set. It is
+	// shared by all trees, so it must keep no per-turn state of its own (the
+	// runner keeps none).
 	Driver core.Driver
+	// Guest, if set, runs every tree as a WebAssembly guest (wasm/guest) on
+	// wazero instead of a core.Instance in this process; Core and Driver are
+	// then unused (the guest's BootConfig carries its configuration), and
+	// the API is served by NewGuestHandler.
+	Guest *GuestConfig
 	// IdleTimeout closes an instance with no running execution this long
 	// after its last use (Create or Get). Zero: DefaultIdleTimeout.
 	IdleTimeout time.Duration
@@ -64,7 +70,7 @@ func (c Config) withDefaults() (Config, error) {
 	if c.DataDir == "" {
 		return c, errors.New("data directory is not set")
 	}
-	if c.Driver == nil {
+	if c.Driver == nil && c.Guest == nil {
 		return c, errors.New("driver is not set")
 	}
 	switch {

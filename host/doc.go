@@ -1,8 +1,21 @@
 // Package host runs many trees on one machine, the way Cloudflare runs many
-// Durable Objects: one SQLite file per tree, at most one core.Instance per
-// active tree, a durable wake-up per tree, and idle eviction. It implements
-// api.Trees for the HTTP handler; the local server (cmd/revenant) and the
-// simulator use it.
+// Durable Objects: one SQLite file per tree, at most one instance per
+// active tree, a durable wake-up per tree, and idle eviction. The local
+// server (cmd/revenant) and the simulator use it.
+//
+// Two backends run the instances (backend, instance.go):
+//   - in process (the default): a core.Instance per tree; Host implements
+//     api.Trees for core/api's handler.
+//   - guest (Config.Guest, guest.go): a wazero instance of the wasip1 guest
+//     (wasm/guest) per tree, driven by wasm/runtime/serve, from one module
+//     compiled once (with an on-disk compilation cache) on a database
+//     connection the host owns, which outlives guest instances. The guest
+//     arms its wake-up through the host, which stores the row before the
+//     import returns. NewGuestHandler serves the API: the host answers the
+//     routes about many trees (list, create, delete) and forwards the rest
+//     to the tree's guest, with core/api's responses either way.
+//
+// Everything else below holds for both.
 //
 // Layout of the data directory:
 //
@@ -39,7 +52,11 @@
 // and timers come from Config.Clock; the eviction loop can be off and
 // stepped with EvictIdle); touch the schema or rows of a tree's database.
 //
-// Limits: eviction cannot see live subscriptions (core does not expose
-// them), so an instance watched by an event stream but otherwise unused is
-// evicted after IdleTimeout like any other.
+// Limits: in process, eviction cannot see live subscriptions (core does not
+// expose them), so an instance watched by an event stream but otherwise
+// unused is evicted after IdleTimeout like any other; a guest serving a
+// request (an event stream too) is not evicted. A guest does not say
+// whether an execution runs, so a guest tree counts as busy while its
+// wake-up is armed (every claim keeps it armed): it is evicted only after
+// the wake-up that follows its last turn found nothing to do.
 package host

@@ -3,8 +3,6 @@ package host
 import (
 	"context"
 	"time"
-
-	"github.com/revenantrt/revenant/core"
 )
 
 // scheduleEviction arms the eviction loop's next step, every half idle
@@ -42,7 +40,7 @@ func (h *Host) EvictIdle(ctx context.Context) int {
 	var cands []candidate
 	h.mu.Lock()
 	for _, e := range h.trees {
-		if e.busy == nil && e.inst != nil && now-e.lastUsed >= timeout {
+		if e.busy == nil && e.run != nil && now-e.lastUsed >= timeout {
 			cands = append(cands, candidate{e, e.lastUsed})
 		}
 	}
@@ -50,11 +48,11 @@ func (h *Host) EvictIdle(ctx context.Context) int {
 
 	n := 0
 	for _, c := range cands {
-		if !idleNow(ctx, c.e.inst) {
+		if !c.e.run.idle() {
 			continue
 		}
 		h.mu.Lock()
-		if h.closed.Load() || h.trees[c.e.id] != c.e || c.e.busy != nil || c.e.lastUsed != c.lastUsed {
+		if h.closed.Load() || h.trees[c.e.id] != c.e || c.e.busy != nil || c.e.lastUsed != c.lastUsed || c.e.inflight != 0 {
 			h.mu.Unlock()
 			continue // closing, or used or taken over since
 		}
@@ -76,6 +74,3 @@ func (h *Host) EvictIdle(ctx context.Context) int {
 	}
 	return n
 }
-
-// idleNow reports whether no execution runs in inst.
-func idleNow(_ context.Context, inst *core.Instance) bool { return inst.Idle() }

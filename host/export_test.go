@@ -30,14 +30,14 @@ func (h *Host) Crash() {
 	h.mu.Lock()
 	var open []*entry
 	for _, e := range h.trees {
-		if e.inst != nil {
+		if e.run != nil {
 			open = append(open, e)
 		}
 	}
 	h.mu.Unlock()
 	for _, e := range open {
 		e.db.Close()
-		e.inst.Abandon()
+		e.run.abandon()
 	}
 	h.index.close()
 }

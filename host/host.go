@@ -14,7 +14,6 @@ import (
 	"github.com/revenantrt/revenant/core"
 	"github.com/revenantrt/revenant/core/api"
 	"github.com/revenantrt/revenant/host/sqlitedb"
-	"github.com/revenantrt/revenant/recovery"
 )
 
 // ErrClosed is returned once the host is closing or closed. It wraps
@@ -28,6 +27,7 @@ type Host struct {
 	log      *slog.Logger
 	treesDir string
 	index    *index
+	backend  backend // in-process, or guest when Config.Guest is set
 
 	// bgCtx bounds background work (wake-up deliveries, eviction); Close
 	// cancels it.
@@ -54,11 +54,13 @@ type Host struct {
 type entry struct {
 	id       string
 	busy     chan struct{}
-	failed   error // set when the boot that held busy failed: its waiters share the error
-	inst     *core.Instance
+	failed   error          // set when the boot that held busy failed: its waiters share the error
+	run      instance       // the running instance, whichever backend
+	inst     *core.Instance // run's core.Instance with the in-process backend; nil with guests
 	db       *sqlitedb.DB
 	info     api.TreeInfo
 	lastUsed int64
+	inflight int // requests a guest is serving (GuestHandler); eviction waits for none
 }
 
 var _ api.Trees = (*Host)(nil)
@@ -91,6 +93,13 @@ func Open(ctx context.Context, cfg Config) (*Host, error) {
 		cfg: cfg, log: cfg.Log, treesDir: treesDir, index: ix,
 		trees: map[string]*entry{}, wakers: map[string]*waker{},
 		recovered: make(chan struct{}),
+	}
+	h.backend = native{h}
+	if cfg.Guest != nil {
+		if h.backend, err = newGuestBackend(ctx, h, *cfg.Guest); err != nil {
+			ix.close()
+			return nil, fmt.Errorf("open host: %w", err)
+		}
 	}
 	h.bgCtx, h.bgCancel = context.WithCancel(context.Background())
 
@@ -159,7 +168,7 @@ func (h *Host) Stats() Stats {
 	h.mu.Lock()
 	s := Stats{BootedAtOpen: h.bootedAtOpen}
 	for _, e := range h.trees {
-		if e.inst != nil {
+		if e.run != nil {
 			s.Instances++
 		}
 	}
@@ -213,7 +222,7 @@ func (h *Host) Close(ctx context.Context) error {
 	h.mu.Lock()
 	var open []*entry
 	for _, e := range h.trees {
-		if e.inst != nil && e.busy == nil {
+		if e.run != nil && e.busy == nil {
 			open = append(open, e)
 		}
 	}
@@ -233,6 +242,9 @@ func (h *Host) Close(ctx context.Context) error {
 		})
 	}
 	wg.Wait()
+	if err := h.backend.close(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("close host: %w", err))
+	}
 	if err := h.index.close(); err != nil {
 		errs = append(errs, fmt.Errorf("close host: index: %w", err))
 	}
@@ -375,20 +387,22 @@ func (h *Host) boot(ctx context.Context, e *entry, info *api.TreeInfo) (sweepErr
 		h.bootFailures.Add(1)
 		return nil, fmt.Errorf("boot tree %s: %w", e.id, err)
 	}
-	hc := core.Host{DB: db, Clock: h.cfg.Clock, Wake: h.wakerFor(e.id), IDs: h.cfg.IDs, Log: log}
 	start := time.Now()
-	inst, rep, err := recovery.Boot(ctx, hc, h.cfg.Core, h.cfg.Driver)
-	if inst == nil {
+	run, err, startErr := h.backend.start(ctx, e.id, db, h.wakerFor(e.id), log)
+	if startErr != nil {
 		db.Close()
 		h.bootFailures.Add(1)
-		return nil, fmt.Errorf("boot tree %s: %w", e.id, err)
+		return nil, fmt.Errorf("boot tree %s: %w", e.id, startErr)
 	}
 	h.boots.Add(1)
-	e.inst, e.db, e.info = inst, db, *info
+	e.run, e.db, e.info = run, db, *info
+	if n, ok := run.(nativeInstance); ok {
+		e.inst = n.inst
+	}
 	if err != nil {
 		log.Warn("boot sweep failed; the wake-up retries it", "err", err)
 	}
-	log.Debug("tree booted", "epoch", inst.Epoch(), "decisions", len(rep.Decisions), "took", time.Since(start))
+	log.Debug("tree started", "took", time.Since(start))
 	return err, nil
 }
 
@@ -396,7 +410,7 @@ func (h *Host) boot(ctx context.Context, e *entry, info *api.TreeInfo) (sweepErr
 // bounds the wait for executions to stop; the database is closed anyway,
 // which stops any straggler's writes.
 func closeEntry(ctx context.Context, e *entry) error {
-	err := e.inst.Close(ctx)
+	err := e.run.close(ctx)
 	if cerr := e.db.Close(); cerr != nil {
 		err = errors.Join(err, cerr)
 	}

@@ -43,6 +43,24 @@ func ValidTreeID(id string) bool {
 // removes the tree; a crash before the row is ready leaves a row that the
 // next Open removes.
 func (h *Host) Create(ctx context.Context, rootID, principal string, init func(*core.Instance) error) (*core.Instance, error) {
+	if h.cfg.Guest != nil {
+		return nil, errGuestTrees
+	}
+	e, err := h.createTree(ctx, rootID, principal, func(e *entry) error {
+		if init == nil {
+			return nil
+		}
+		return init(e.inst)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return e.inst, nil
+}
+
+// createTree is Create for any backend: init runs on the new tree's entry
+// while it is still invisible.
+func (h *Host) createTree(ctx context.Context, rootID, principal string, init func(*entry) error) (*entry, error) {
 	if !ValidTreeID(rootID) {
 		return nil, fmt.Errorf("create tree %q: %w", rootID, ErrInvalidTreeID)
 	}
@@ -66,10 +84,10 @@ func (h *Host) Create(ctx context.Context, rootID, principal string, init func(*
 	if err != nil {
 		return nil, err
 	}
-	return e.inst, nil
+	return e, nil
 }
 
-func (h *Host) create(ctx context.Context, e *entry, principal string, init func(*core.Instance) error) error {
+func (h *Host) create(ctx context.Context, e *entry, principal string, init func(*entry) error) error {
 	info := api.TreeInfo{RootID: e.id, Principal: principal, CreatedAt: h.cfg.Clock.Now()}
 	ok, err := h.index.insertTree(ctx, info)
 	if err != nil {
@@ -87,7 +105,7 @@ func (h *Host) create(ctx context.Context, e *entry, principal string, init func
 		return errors.Join(err, h.dropRow(ctx, e.id), h.removeFiles(e.id))
 	}
 	if init != nil {
-		if err := init(e.inst); err != nil {
+		if err := init(e); err != nil {
 			return errors.Join(err, closeEntry(ctx, e), h.dropRow(ctx, e.id), h.removeFiles(e.id))
 		}
 	}
@@ -107,6 +125,9 @@ func (h *Host) dropRow(ctx context.Context, id string) error {
 // Get implements api.Trees. An id that is not a valid tree id, or has no
 // index row, is api.ErrTreeNotFound; no file is created for it.
 func (h *Host) Get(ctx context.Context, rootID string) (*core.Instance, api.TreeInfo, error) {
+	if h.cfg.Guest != nil {
+		return nil, api.TreeInfo{}, errGuestTrees
+	}
 	if !ValidTreeID(rootID) {
 		return nil, api.TreeInfo{}, fmt.Errorf("get tree %q: %w", rootID, api.ErrTreeNotFound)
 	}
@@ -187,7 +208,7 @@ func (h *Host) Delete(ctx context.Context, rootID string) error {
 
 func (h *Host) delete(ctx context.Context, e *entry) error {
 	var errs []error
-	if e.inst != nil {
+	if e.run != nil {
 		// Errors here are the instance's own (executions slow to stop); the
 		// tree is going away regardless.
 		if err := closeEntry(ctx, e); err != nil {

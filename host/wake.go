@@ -9,7 +9,6 @@ import (
 
 	"github.com/revenantrt/revenant/core"
 	"github.com/revenantrt/revenant/core/api"
-	"github.com/revenantrt/revenant/recovery"
 )
 
 // waker is a tree's one wake-up (core.Waker): a row in index.wakeups, which
@@ -188,8 +187,9 @@ func (w *waker) deliverLoop() {
 	}
 }
 
-// deliver runs the wake handler for the tree: recovery.Wake on its running
-// instance, or a boot (which sweeps and re-arms) when it has none.
+// deliver runs the wake handler for the tree: the wake-up of its running
+// instance (recovery.Wake in process), or a boot (which sweeps and re-arms)
+// when it has none.
 func (h *Host) deliver(ctx context.Context, id string) error {
 	e, booted, err := h.activate(ctx, id, false)
 	if err != nil {
@@ -198,7 +198,7 @@ func (h *Host) deliver(ctx context.Context, id string) error {
 	if booted {
 		return nil
 	}
-	if _, err := recovery.Wake(ctx, e.inst); err != nil {
+	if err := e.run.wake(ctx); err != nil {
 		return fmt.Errorf("wake tree %s: %w", id, err)
 	}
 	return nil

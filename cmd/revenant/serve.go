@@ -33,10 +33,13 @@ type serveConfig struct {
 	tokens    string
 	wordDelay time.Duration
 	logLevel  slog.Level
+	guest     string // the guest .wasm: trees run as WebAssembly guests
+	wasmCache string // wazero's compilation cache; "": <data>/wasm-cache
 }
 
 func parseServe(args []string, getenv func(string) string) (serveConfig, error) {
-	c := serveConfig{addr: getenv("REVENANT_ADDR"), data: getenv("REVENANT_DATA"), tokens: getenv("REVENANT_TOKENS")}
+	c := serveConfig{addr: getenv("REVENANT_ADDR"), data: getenv("REVENANT_DATA"), tokens: getenv("REVENANT_TOKENS"), guest: getenv("REVENANT_GUEST"),
+		wasmCache: getenv("REVENANT_WASM_CACHE")}
 	if c.addr == "" {
 		c.addr = defaultAddr
 	}
@@ -48,6 +51,8 @@ func parseServe(args []string, getenv func(string) string) (serveConfig, error) 
 	fs.StringVar(&c.addr, "addr", c.addr, "listen address (REVENANT_ADDR)")
 	fs.StringVar(&c.data, "data", c.data, "data directory (REVENANT_DATA)")
 	fs.DurationVar(&c.wordDelay, "offline-word-delay", defaultWordDelay, "delay between words of the offline model")
+	fs.StringVar(&c.guest, "guest", c.guest, "run every tree as a WebAssembly guest of this .wasm (built by make guest: bin/revenant.wasm) on wazero, instead of in this process (REVENANT_GUEST)")
+	fs.StringVar(&c.wasmCache, "wasm-cache", c.wasmCache, "with -guest: directory of the compiled guest code, kept between runs (REVENANT_WASM_CACHE; default <data>/wasm-cache)")
 	debug := fs.Bool("debug", false, "log at debug level")
 	if err := fs.Parse(args); err != nil {
 		return c, fmt.Errorf("serve: %v: %w", err, errUsage)
@@ -84,12 +89,27 @@ func serve(ctx context.Context, args []string, getenv func(string) string) error
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
-	trees, err := host.Open(ctx, host.Config{DataDir: cfg.data, Core: core.NewConfig(), Driver: run.driver, Clock: clock, Log: log})
+	hc := host.Config{DataDir: cfg.data, Core: core.NewConfig(), Driver: run.driver, Clock: clock, IDs: host.RandomIDs{}, Log: log}
+	if cfg.guest != "" {
+		if hc.Guest, err = guestConfig(cfg.guest, run, cfg.tokens); err != nil {
+			return fmt.Errorf("serve: %w", err)
+		}
+		hc.Guest.CacheDir = cfg.wasmCache
+	}
+	trees, err := host.Open(ctx, hc)
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
-	handler, err := api.New(api.Deps{Trees: trees, Auth: auth, Clock: clock, IDs: host.RandomIDs{}, Log: log},
-		api.NewConfig().WithSessionDefaults(run.defaults))
+	var handler interface {
+		http.Handler
+		Close()
+	}
+	if cfg.guest != "" {
+		handler, err = host.NewGuestHandler(trees, auth, api.NewConfig(), log)
+	} else {
+		handler, err = api.New(api.Deps{Trees: trees, Auth: auth, Clock: clock, IDs: host.RandomIDs{}, Log: log},
+			api.NewConfig().WithSessionDefaults(run.defaults))
+	}
 	if err != nil {
 		return errors.Join(err, trees.Close(context.Background()))
 	}
@@ -104,6 +124,9 @@ func serve(ctx context.Context, args []string, getenv func(string) string) error
 		log.Info("model", "name", run.model, "provider", redactURL(run.provider))
 	}
 	log.Info("tools", "names", run.tools, "egress", run.egress)
+	if cfg.guest != "" {
+		log.Info("trees run as WebAssembly guests", "module", cfg.guest)
+	}
 	if cfg.tokens == "" {
 		log.Info("auth off: no REVENANT_TOKENS, one anonymous principal, loopback only")
 	} else {

@@ -28,6 +28,14 @@ type setup struct {
 	provider string // "offline" or the base URL
 	tools    []string
 	egress   string
+
+	// What a guest needs (-guest): the host-side tools (the guest has its
+	// own kv tools), the offline model's pace, or the provider.
+	hostTools []tool.Tool
+	wordDelay time.Duration
+	baseURL   string
+	apiKey    string
+	modelName string
 }
 
 func buildSetup(getenv func(string) string, clock core.Clock, wordDelay time.Duration, log *slog.Logger) (setup, error) {
@@ -46,13 +54,15 @@ func buildSetup(getenv func(string) string, clock core.Clock, wordDelay time.Dur
 	if err != nil {
 		return setup{}, err
 	}
-	all := append([]tool.Tool{tool.KVGet(), tool.KVPut(), web.NewHTTPRequest(policy)}, webhooks...)
+	httpRequest := web.NewHTTPRequest(policy)
+	all := append([]tool.Tool{tool.KVGet(), tool.KVPut(), httpRequest}, webhooks...)
 	registry, err := tool.NewRegistry(all...)
 	if err != nil {
 		return setup{}, err
 	}
-	s := setup{egress: policy.String(), defaults: core.SessionConfig{
-		SystemPrompt: conf.SessionDefaults.SystemPrompt, Model: conf.SessionDefaults.Model, Tools: conf.SessionDefaults.Tools}}
+	s := setup{egress: policy.String(), hostTools: append([]tool.Tool{httpRequest}, webhooks...), wordDelay: wordDelay,
+		defaults: core.SessionConfig{
+			SystemPrompt: conf.SessionDefaults.SystemPrompt, Model: conf.SessionDefaults.Model, Tools: conf.SessionDefaults.Tools}}
 	for _, spec := range registry.Specs() {
 		s.tools = append(s.tools, spec.Name)
 	}
@@ -77,6 +87,7 @@ func buildSetup(getenv func(string) string, clock core.Clock, wordDelay time.Dur
 			return setup{}, err
 		}
 		s.provider, s.model = base, name
+		s.baseURL, s.apiKey, s.modelName = base, key, name
 	case name != "":
 		return setup{}, fmt.Errorf("REVENANT_MODEL is set but no provider: set OPENAI_BASE_URL (or OPENAI_API_KEY for OpenAI)")
 	default:

@@ -37,8 +37,12 @@ type Config struct {
 	// http_request with the egress policy), run for EgressTool requests.
 	Tools []tool.Tool
 	// ArmWake, if set, is told each time the guest arms the tree's
-	// wake-up (at, ms) or clears it (0), so the host keeps it durably. The
-	// driver also keeps an in-memory timer that calls Wake.
+	// wake-up (at, ms; every arm, even one later than an earlier armed
+	// time) or clears it (0), so the host keeps it durably. It runs inside
+	// the guest's call, before the guest goes on: a host that cannot store
+	// the wake-up may panic, which fails the call and kills the guest (its
+	// open transaction is rolled back). The driver also keeps an in-memory
+	// timer that calls Wake.
 	ArmWake func(at int64)
 	// Watchdog is runtime.Options.Watchdog.
 	Watchdog time.Duration
@@ -341,6 +345,12 @@ func (s *services) ClearTimer(id uint64) {
 
 func (s *services) ArmWake(at int64) {
 	t := s.t
+	// The host is told of every arm, before the dedup below: a host that
+	// uses up a delivered wake-up (DESIGN §4 rule 2) must see the handler's
+	// re-arm even when this driver's own timer is already due earlier.
+	if t.cfg.ArmWake != nil {
+		t.cfg.ArmWake(at)
+	}
 	if t.wakeAt != 0 && t.wakeAt <= at {
 		return
 	}
@@ -357,9 +367,6 @@ func (s *services) ArmWake(at int64) {
 			t.log.Warn("wake-up delivery failed", "err", err)
 		}
 	})
-	if t.cfg.ArmWake != nil {
-		t.cfg.ArmWake(at)
-	}
 }
 
 func (s *services) ClearWake() {

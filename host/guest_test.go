@@ -1,0 +1,239 @@
+package host_test
+
+import (
+	"bufio"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/revenantrt/revenant/core/api"
+	"github.com/revenantrt/revenant/core/fakehost"
+	"github.com/revenantrt/revenant/host"
+	"github.com/revenantrt/revenant/internal/guestbuild"
+	"github.com/revenantrt/revenant/wasm/abi"
+	"github.com/revenantrt/revenant/wasm/runtime"
+)
+
+const tokenSpec = "alice:alice-token,bob:bob-token"
+
+// guestConfig is e's host configuration with trees run as guests of the
+// test build of the guest module (compiled code shared by every test
+// binary: guestbuild.CacheDir).
+func (e *env) guestConfig() host.Config {
+	e.t.Helper()
+	tokens, err := host.HashTokens(tokenSpec)
+	require.NoError(e.t, err)
+	cfg := e.config()
+	cfg.Driver = nil
+	cfg.Guest = &host.GuestConfig{Wasm: guestbuild.Must(e.t), CacheDir: guestbuild.CacheDir(),
+		Boot: runtime.BootConfig{Model: abi.ModelConfig{Kind: abi.ModelOffline, WordDelay: time.Millisecond},
+			API: abi.APIConfig{Tokens: tokens}}}
+	return cfg
+}
+
+// apiServer serves h's API on loopback: with NewGuestHandler when h runs
+// guests, with core/api's handler otherwise.
+func apiServer(t *testing.T, h *host.Host, guest bool) string {
+	t.Helper()
+	auth, err := api.ParseTokens(tokenSpec)
+	require.NoError(t, err)
+	var handler http.Handler
+	if guest {
+		g, err := host.NewGuestHandler(h, auth, api.NewConfig(), nil)
+		require.NoError(t, err)
+		t.Cleanup(g.Close)
+		handler = g
+	} else {
+		a, err := api.New(api.Deps{Trees: h, Auth: auth, Clock: host.RealClock{}, IDs: &fakehost.IDs{Prefix: "api"}}, api.NewConfig())
+		require.NoError(t, err)
+		t.Cleanup(a.Close)
+		handler = a
+	}
+	srv := httptest.NewServer(handler)
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+type answer struct {
+	Status int
+	Type   string // of an error body
+	Msg    string
+	Allow  string
+	Auth   string // WWW-Authenticate
+	Body   map[string]any
+	raw    string
+}
+
+func call(t *testing.T, base, method, path, token, body string) answer {
+	t.Helper()
+	req, err := http.NewRequest(method, base+path, strings.NewReader(body))
+	require.NoError(t, err)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	a := answer{Status: resp.StatusCode, Allow: resp.Header.Get("Allow"), Auth: resp.Header.Get("WWW-Authenticate")}
+	a.raw = string(b)
+	if len(b) > 0 {
+		require.NoError(t, json.Unmarshal(b, &a.Body), "%s %s: %s", method, path, b)
+		if e, ok := a.Body["error"].(map[string]any); ok {
+			a.Type, a.Msg = e["type"].(string), e["message"].(string)
+			a.Body = nil
+		}
+	}
+	return a
+}
+
+// The host's answers in guest mode are core/api's in process: the same
+// statuses, error bodies and headers, for the same requests, including
+// auth and the ownership check (another principal's session is 404).
+func TestGuestAPIAnswersAsInProcess(t *testing.T) {
+	run := func(t *testing.T, guest bool) []answer {
+		e := newEnv(t)
+		cfg := e.config()
+		if guest {
+			cfg = e.guestConfig()
+		}
+		h := e.open(cfg)
+		base := apiServer(t, h, guest)
+		var out []answer
+		do := func(method, path, token, body string) answer {
+			a := call(t, base, method, path, token, body)
+			out = append(out, a)
+			return a
+		}
+		do("GET", "/healthz", "", "")
+		do("POST", "/v1/sessions", "", `{}`)
+		do("POST", "/v1/sessions", "wrong", `{}`)
+		do("POST", "/v1/sessions", "alice-token", `{not json`)
+		do("POST", "/v1/sessions", "alice-token", `{"config":{"bogus":1}}`)
+		created := do("POST", "/v1/sessions", "alice-token", `{}`)
+		require.Equal(t, http.StatusCreated, created.Status)
+		id := created.Body["id"].(string)
+		list := do("GET", "/v1/sessions", "alice-token", "")
+		assert.Len(t, list.Body["sessions"], 1, "failed creates left no tree")
+		do("GET", "/v1/sessions", "bob-token", "")
+		do("GET", "/v1/sessions?limit=0", "alice-token", "")
+		do("GET", "/v1/sessions?cursor=nonsense", "alice-token", "")
+		for _, tok := range []string{"", "bob-token"} {
+			do("GET", "/v1/sessions/"+id, tok, "")
+			do("POST", "/v1/sessions/"+id+"/prompt", tok, `{"text":"hi"}`)
+			do("POST", "/v1/sessions/"+id+"/interrupt", tok, "")
+			do("GET", "/v1/sessions/"+id+"/questions", tok, "")
+			do("DELETE", "/v1/sessions/"+id, tok, "")
+			do("GET", "/v1/sessions/"+id+"/events?access_token="+tok, "", "")
+		}
+		do("GET", "/v1/sessions/nosuch", "alice-token", "")
+		do("GET", "/v1/sessions/bad%2Fid", "alice-token", "")
+		do("GET", "/v1/sessions/"+id+".child", "alice-token", "")
+		do("POST", "/v1/sessions/"+id+"/prompt", "alice-token", `{"text":1}`)
+		do("POST", "/v1/sessions/"+id+"/permissions/r1", "alice-token", `{"reply":"once","response_id":"x"}`)
+		do("PUT", "/v1/sessions/"+id, "alice-token", "")
+		do("GET", "/v2/nothing", "alice-token", "")
+		do("DELETE", "/v1/sessions/"+id+".child", "alice-token", "")
+		do("DELETE", "/v1/sessions/"+id, "alice-token", "")
+		do("GET", "/v1/sessions/"+id, "alice-token", "")
+		do("DELETE", "/v1/sessions/"+id, "alice-token", "")
+		// The tree's id differs between the runs (and so would every
+		// timestamp but the fake clock's).
+		for i := range out {
+			out[i].Msg = strings.ReplaceAll(out[i].Msg, id, "ID")
+			out[i].raw = strings.ReplaceAll(out[i].raw, id, "ID")
+			out[i].Body = nil
+		}
+		return out
+	}
+	var inProcess []answer
+	t.Run("inprocess", func(t *testing.T) { inProcess = run(t, false) })
+	t.Run("guest", func(t *testing.T) {
+		got := run(t, true)
+		require.Len(t, got, len(inProcess))
+		for i := range got {
+			assert.Equal(t, inProcess[i], got[i], "request %d: %s", i, got[i].raw)
+		}
+	})
+}
+
+// follow reads the session's event stream (after seq 0) until an event
+// of type typ.
+func follow(t *testing.T, base, id, typ string) {
+	t.Helper()
+	req, err := http.NewRequest("GET", base+"/v1/sessions/"+id+"/events?after=0&access_token=alice-token", nil)
+	require.NoError(t, err)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if sc.Text() == "event: "+typ {
+			return
+		}
+	}
+	t.Fatalf("stream ended before %s: %v", typ, sc.Err())
+}
+
+func create(t *testing.T, base string) string {
+	t.Helper()
+	a := call(t, base, "POST", "/v1/sessions", "alice-token", `{}`)
+	require.Equal(t, http.StatusCreated, a.Status)
+	return a.Body["id"].(string)
+}
+
+// In guest mode the host keeps its guarantees: a guest's wake-up is a
+// durable row before the claim it covers commits, a graceful Close keeps
+// it, the next Open boots exactly the trees with a row (and the turn
+// resumes there), an idle tree is evicted and booted again on use, one
+// with a claim is not, and Delete removes files and rows.
+func TestGuestHostWakeupsEvictionDelete(t *testing.T) {
+	e := newEnv(t)
+	h := e.open(e.guestConfig())
+	base := apiServer(t, h, true)
+	quiet, busy := create(t, base), create(t, base)
+	assert.Empty(t, e.wakeups(), "no work, no wake-up")
+	a := call(t, base, "POST", "/v1/sessions/"+busy+"/prompt", "alice-token", `{"text":"/sleep 30s\nslow"}`)
+	require.Equal(t, http.StatusAccepted, a.Status)
+	assert.Contains(t, e.wakeups(), busy, "stored before the 202")
+
+	e.clock.Advance(time.Minute)
+	assert.Equal(t, 1, h.EvictIdle(ctx), "the quiet tree; the busy one has a claim")
+	st := h.Stats()
+	assert.Equal(t, 1, st.Instances)
+	assert.Equal(t, int64(1), st.Evictions)
+	assert.Equal(t, http.StatusOK, call(t, base, "GET", "/v1/sessions/"+quiet, "alice-token", "").Status)
+	assert.Equal(t, int64(3), h.Stats().Boots, "booted again on use")
+
+	require.NoError(t, h.Close(ctx))
+	assert.Contains(t, e.wakeups(), busy, "Close keeps the row")
+
+	h2 := e.open(e.guestConfig())
+	assert.Equal(t, []string{busy}, e.bootedIDs(), "only the tree with a wake-up row")
+	assert.Equal(t, 1, h2.Stats().BootedAtOpen)
+	base2 := apiServer(t, h2, true)
+	a = call(t, base2, "POST", "/v1/sessions/"+busy+"/interrupt", "alice-token", "")
+	require.Equal(t, http.StatusOK, a.Status)
+	assert.Equal(t, true, a.Body["interrupted"], "the turn resumed after the restart")
+
+	require.Equal(t, http.StatusNoContent, call(t, base2, "DELETE", "/v1/sessions/"+busy, "alice-token", "").Status)
+	assert.False(t, exists(e.treePath(busy)))
+	assert.False(t, exists(e.treePath(busy)+"-wal"))
+	assert.NotContains(t, e.wakeups(), busy)
+	a = call(t, base2, "GET", "/v1/sessions", "alice-token", "")
+	assert.Len(t, a.Body["sessions"], 1)
+
+	// A turn runs to its end in the guest; its events stream from it.
+	p := call(t, base2, "POST", "/v1/sessions/"+quiet+"/prompt", "alice-token", `{"text":"hello"}`)
+	require.Equal(t, http.StatusAccepted, p.Status)
+	follow(t, base2, quiet, "session.execution.succeeded@1")
+}
