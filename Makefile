@@ -6,6 +6,8 @@
 #                built for linux/amd64, js/wasm and wasip1/wasm
 #   make bench   the benchmarks behind the figures in the closing notes
 #   make run     build and start the local server on 127.0.0.1:8787 (data/)
+#   make guest   build the wasip1 guest, bin/revenant.wasm (docs/abi.md)
+#   make simulate  the seeded eviction simulator's default campaign
 #   make fuzz    the request-decoder fuzz targets, FUZZTIME each (part of test)
 
 GO      ?= go
@@ -14,12 +16,17 @@ GOFMT   ?= $(shell $(GO) env GOROOT)/bin/gofmt
 PORTABLE = ./core/... ./recovery/...
 TARGETS  = linux/amd64 js/wasm wasip1/wasm
 
-.PHONY: all build test unit fuzz check fmt vet tidy cross bench run
+.PHONY: all build guest test unit fuzz check fmt vet tidy cross bench run run-guest simulate
 
 all: build
 
-build:
+build: guest
 	$(GO) build ./...
+
+# The core compiled to a wasip1 reactor for one tree. Its files build only
+# for wasip1, so ./... on the host skips them; cross vets them.
+guest:
+	GOOS=wasip1 GOARCH=wasm $(GO) build -buildmode=c-shared -o bin/revenant.wasm ./wasm/guest
 
 test: unit fuzz
 
@@ -36,6 +43,7 @@ fuzz:
 		echo "$(GO) test -run '^$$' -fuzz '^$$f$$' -fuzztime $(FUZZTIME) ./core/api/"; \
 		$(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZTIME) ./core/api/; \
 	done
+	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./wasm/abi/
 
 check: fmt vet tidy cross
 
@@ -57,9 +65,10 @@ cross:
 		echo "GOOS=$${t%/*} GOARCH=$${t#*/} $(GO) build $(PORTABLE)"; \
 		CGO_ENABLED=0 GOOS=$${t%/*} GOARCH=$${t#*/} $(GO) build $(PORTABLE); \
 	done
+	GOOS=wasip1 GOARCH=wasm $(GO) vet ./wasm/guest ./wasm/abi
 
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./core/... ./recovery/ ./host/...
+	$(GO) test -run '^$$' -bench . -benchmem ./core/... ./recovery/ ./host/... ./wasm/runtime/
 
 # The local server: offline model, embedded SQLite under data/, loopback.
 # REVENANT_ADDR, REVENANT_DATA and REVENANT_TOKENS are read from the
@@ -67,3 +76,15 @@ bench:
 run:
 	$(GO) build -o bin/revenant ./cmd/revenant
 	./bin/revenant
+
+# The same server with every tree running as a wasm guest (README).
+run-guest: guest
+	$(GO) build -o bin/revenant ./cmd/revenant
+	./bin/revenant -guest bin/revenant.wasm
+
+# The seeded eviction simulator's default campaign (DESIGN §14): the real
+# guest killed at host calls, zombies, then the checker. SEED=, SESSIONS=
+# and KILLS= set the campaign; the summary ends with "violations: N" and a
+# violation fails the target.
+simulate: guest
+	SEED=$(SEED) SESSIONS=$(SESSIONS) KILLS=$(KILLS) $(GO) run ./cmd/revenant simulate -guest bin/revenant.wasm

@@ -1,6 +1,7 @@
 // Command revenant runs revenant's local server and its tools.
 //
 //	revenant [serve]     serve the HTTP API on REVENANT_ADDR (the default)
+//	revenant simulate    the seeded eviction simulator and its checker (make simulate)
 //	revenant version     print the version
 //
 // The server keeps one SQLite file per tree under REVENANT_DATA and drives

@@ -38,9 +38,11 @@ func run(ctx context.Context, args []string) error {
 	switch cmd {
 	case "serve":
 		return serve(ctx, args, os.Getenv)
+	case "simulate":
+		return simulate(ctx, args, os.Getenv, os.Stdout)
 	case "version":
 		fmt.Println("revenant", version)
 		return nil
 	}
-	return fmt.Errorf("unknown command %q (want serve or version): %w", cmd, errUsage)
+	return fmt.Errorf("unknown command %q (want serve, simulate or version): %w", cmd, errUsage)
 }

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"sync"
-	"testing"
 )
 
 // Package is the guest's import path, relative to the module root.
@@ -30,8 +29,16 @@ func Build() (bytes []byte, file string, e error) {
 	return wasm, path, err
 }
 
+// TB is the part of testing.TB that Must uses; taking it instead of
+// testing.TB keeps the testing package out of the revenant binary, which
+// builds the guest for `revenant simulate`.
+type TB interface {
+	Helper()
+	Fatalf(format string, args ...any)
+}
+
 // Must is Build for tests and benchmarks: it fails tb on error.
-func Must(tb testing.TB) []byte {
+func Must(tb TB) []byte {
 	tb.Helper()
 	b, _, err := Build()
 	if err != nil {

@@ -1,0 +1,128 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/revenantrt/revenant/internal/guestbuild"
+	"github.com/revenantrt/revenant/wasm/sim"
+	"github.com/revenantrt/revenant/wasm/sim/check"
+)
+
+// errViolations is a campaign (or a check) that found broken invariants:
+// exit code 1 once the summary is printed.
+var errViolations = errors.New("invariants violated")
+
+// simulate runs the eviction simulator (DESIGN §14) and prints its
+// summary, whose last line is "violations: N". SEED, SESSIONS and KILLS in
+// the environment set the campaign; flags win over them. With -check DIR
+// it judges tree databases kept by an earlier run (-keep) instead.
+func simulate(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+	cfg := sim.DefaultConfig(1)
+	for _, v := range []struct {
+		name string
+		dst  *int
+	}{{"SESSIONS", &cfg.Sessions}, {"KILLS", &cfg.Kills}} {
+		if s := getenv(v.name); s != "" {
+			n, err := strconv.Atoi(s)
+			if err != nil {
+				return fmt.Errorf("simulate: %s=%q is not a number: %w", v.name, s, errUsage)
+			}
+			*v.dst = n
+		}
+	}
+	if s := getenv("SEED"); s != "" {
+		n, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			return fmt.Errorf("simulate: SEED=%q is not a number: %w", s, errUsage)
+		}
+		cfg.Seed = n
+	}
+	fs := flag.NewFlagSet("simulate", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "campaign seed (SEED)")
+	fs.IntVar(&cfg.Sessions, "sessions", cfg.Sessions, "simulated sessions (SESSIONS)")
+	fs.IntVar(&cfg.Kills, "kills", cfg.Kills, "kill budget spread over the sessions (KILLS)")
+	fs.IntVar(&cfg.Workers, "workers", 0, "sessions run in parallel (0: GOMAXPROCS); results do not depend on it")
+	fs.Float64Var(&cfg.Zombies, "zombies", cfg.Zombies, "share of sessions that get zombie instances")
+	fs.Float64Var(&cfg.DiskFull, "diskfull", cfg.DiskFull, "share of sessions whose disk fills for windows of virtual time")
+	fs.IntVar(&cfg.ResumeBudget, "budget", 0, "the guests' resume budget (0: core's default)")
+	fs.StringVar(&cfg.Dir, "keep", "", "keep every tree database and ledger in this directory")
+	guest := fs.String("guest", "", "the guest module (.wasm); default: build ./wasm/guest")
+	checkDir := fs.String("check", "", "judge the trees kept in this directory instead of simulating")
+	if err := fs.Parse(args); err != nil {
+		return fmt.Errorf("simulate: %v: %w", err, errUsage)
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("simulate: unexpected argument %q: %w", fs.Arg(0), errUsage)
+	}
+	if *checkDir != "" {
+		return checkKept(*checkDir, cfg.ResumeBudget, stdout)
+	}
+	cfg.Keep = cfg.Dir != ""
+	if dir, err := os.UserCacheDir(); err == nil {
+		cfg.CacheDir = filepath.Join(dir, "revenant", "wazero")
+	}
+
+	var wasm []byte
+	var err error
+	if *guest != "" {
+		wasm, err = os.ReadFile(*guest)
+	} else {
+		wasm, _, err = guestbuild.Build()
+	}
+	if err != nil {
+		return fmt.Errorf("simulate: %w", err)
+	}
+	res, err := sim.Run(ctx, cfg, wasm)
+	if err != nil {
+		return err
+	}
+	res.Print(stdout)
+	if len(res.Violations) > 0 {
+		return fmt.Errorf("simulate: seed %d: %d violations, the first: %s: %w", cfg.Seed, len(res.Violations), res.Violations[0], errViolations)
+	}
+	return nil
+}
+
+// checkKept judges every tree database in dir with the ledger written
+// beside it (NAME.db and NAME.ledger.json).
+func checkKept(dir string, budget int, stdout io.Writer) error {
+	paths, err := filepath.Glob(filepath.Join(dir, "*.db"))
+	if err != nil {
+		return fmt.Errorf("simulate: check: %w", err)
+	}
+	var all []check.Violation
+	for _, p := range paths {
+		var l check.Ledger
+		if b, err := os.ReadFile(strings.TrimSuffix(p, ".db") + ".ledger.json"); err == nil {
+			if err := json.Unmarshal(b, &l); err != nil {
+				return fmt.Errorf("simulate: check: ledger of %s: %w", p, err)
+			}
+		} else if !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("simulate: check: %w", err)
+		}
+		res, err := check.Tree(p, &l, check.Options{Label: filepath.Base(p), Budget: budget})
+		if err != nil {
+			return fmt.Errorf("simulate: check: %w", err)
+		}
+		fmt.Fprintf(stdout, "%s: %d sessions, %d events, %d prompts, %d violations\n", filepath.Base(p), res.Sessions, res.Events, res.Prompts, len(res.Violations))
+		for _, v := range res.Violations {
+			fmt.Fprintf(stdout, "  %s\n", v)
+		}
+		all = append(all, res.Violations...)
+	}
+	fmt.Fprintf(stdout, "violations: %d\n", len(all))
+	if len(all) > 0 {
+		return fmt.Errorf("simulate: check: %d violations, the first: %s: %w", len(all), all[0], errViolations)
+	}
+	return nil
+}

@@ -1,0 +1,211 @@
+package sim
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	goruntime "runtime"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ncruces/go-sqlite3"
+
+	"github.com/revenantrt/revenant/wasm/runtime"
+	"github.com/revenantrt/revenant/wasm/sim/check"
+)
+
+// SessionResult is what one simulated session did and what the checker
+// found.
+type SessionResult struct {
+	Index   int
+	Path    string // the tree's database (gone unless Config.Keep)
+	Ledger  check.Ledger
+	Boots   int
+	Kills   int
+	Zombies int
+	// ZombieCalls are inputs (timers, egress answers) delivered to zombies
+	// after their successor booted: each a chance to commit past the fence.
+	ZombieCalls int
+	Steps       int
+	// DiskFulls are the tree's windows of a full disk; FailedWrites the
+	// writes that failed in them.
+	DiskFulls    int
+	FailedWrites int
+	Virtual      time.Duration // virtual time from the first action to quiescence
+	Hist         Histogram
+	Check        check.Result
+	Hash         [32]byte        // the session's event log and ledger
+	Notes        map[string]Note // kind → count and first example
+	Failures     []string        // the simulation itself went wrong (a trapped guest, no quiescence, an unexpected answer)
+}
+
+// Result is a whole campaign.
+type Result struct {
+	Config     Config
+	Sessions   []SessionResult // in session order
+	Hist       Histogram
+	Hash       string // of every session's hash, in session order
+	Violations []check.Violation
+	Wall       time.Duration
+}
+
+// Run runs a campaign with the guest module wasm.
+func Run(ctx context.Context, cfg Config, wasm []byte) (*Result, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("simulate: %w", err)
+	}
+	began := time.Now()
+	mod, err := runtime.Compile(ctx, wasm, runtime.CompileOptions{CacheDir: cfg.CacheDir})
+	if err != nil {
+		return nil, fmt.Errorf("simulate: %w", err)
+	}
+	defer mod.Close(context.Background())
+	dir := cfg.Dir
+	if dir == "" {
+		if dir, err = os.MkdirTemp("", "revenant-sim-"); err != nil {
+			return nil, fmt.Errorf("simulate: %w", err)
+		}
+		if !cfg.Keep {
+			defer os.RemoveAll(dir)
+		}
+	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("simulate: %w", err)
+	}
+
+	workers := cfg.Workers
+	if workers <= 0 {
+		workers = goruntime.GOMAXPROCS(0)
+	}
+	results := make([]SessionResult, cfg.Sessions)
+	jobs := make(chan int)
+	var wg sync.WaitGroup
+	for range min(workers, cfg.Sessions) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range jobs {
+				results[i] = runSession(ctx, mod, cfg, i, dir)
+			}
+		}()
+	}
+	for i := range cfg.Sessions {
+		jobs <- i
+	}
+	close(jobs)
+	wg.Wait()
+
+	res := &Result{Config: cfg, Sessions: results, Hist: Histogram{}}
+	h := sha256.New()
+	for i := range results {
+		r := &results[i]
+		res.Hist.add(r.Hist)
+		h.Write(r.Hash[:])
+		res.Violations = append(res.Violations, r.Check.Violations...)
+		for _, f := range r.Failures {
+			res.Violations = append(res.Violations, check.Violation{Tree: label(cfg.Seed, i), Rule: RuleSimulation, Detail: f})
+		}
+	}
+	res.Hash = hex.EncodeToString(h.Sum(nil))
+	res.Wall = time.Since(began)
+	return res, nil
+}
+
+// Note is something a campaign saw that breaks no invariant but is worth
+// knowing (boots that failed while the disk was full, 5xx answers).
+type Note struct {
+	Count   int
+	Example string
+}
+
+// RuleSimulation reports a simulation that could not run as designed: a
+// guest that trapped, a tree that never went quiet, an answer no client
+// should get. It counts as a violation: the promise was not shown kept.
+const RuleSimulation check.Rule = "simulation"
+
+func label(seed uint64, i int) string { return fmt.Sprintf("seed %d session %d", seed, i) }
+
+// runSession simulates tree i to quiescence and checks it.
+func runSession(ctx context.Context, mod *runtime.Module, cfg Config, i int, dir string) SessionResult {
+	t := newTree(mod, cfg, i, dir)
+	t.run(ctx)
+	r := SessionResult{Index: i, Path: t.path, Ledger: t.ledger, Boots: t.boots, Kills: t.kills, Zombies: t.zombieCount,
+		ZombieCalls: t.zombieCalls, DiskFulls: t.diskFulls, Steps: t.steps, Virtual: time.Duration(t.now-start) * time.Millisecond, Hist: t.hist, Failures: t.failures, Notes: t.notes}
+	if t.fault != nil {
+		r.FailedWrites = t.fault.Failed()
+	}
+	cr, err := check.Tree(t.path, &t.ledger, check.Options{Label: label(cfg.Seed, i), Budget: cfg.ResumeBudget})
+	if err != nil {
+		r.Failures = append(r.Failures, fmt.Sprintf("check: %v", err))
+	}
+	r.Check = cr
+	hash, err := historyHash(t.path, &t.ledger)
+	if err != nil {
+		r.Failures = append(r.Failures, fmt.Sprintf("hash: %v", err))
+	}
+	r.Hash = hash
+	if cfg.Keep {
+		if b, err := json.MarshalIndent(&t.ledger, "", "  "); err != nil {
+			r.Failures = append(r.Failures, fmt.Sprintf("keep ledger: %v", err))
+		} else if err := os.WriteFile(strings.TrimSuffix(t.path, ".db")+".ledger.json", b, 0o644); err != nil {
+			r.Failures = append(r.Failures, fmt.Sprintf("keep ledger: %v", err))
+		}
+	} else {
+		t.removeFiles()
+	}
+	return r
+}
+
+// historyHash hashes a tree's whole event log, in session and seq order,
+// and its ledger: two runs of a seed must agree on every byte of both.
+func historyHash(path string, l *check.Ledger) ([32]byte, error) {
+	var out [32]byte
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return out, err
+	}
+	u := url.URL{Scheme: "file", Path: abs, RawQuery: "mode=ro"}
+	c, err := sqlite3.OpenFlags(u.String(), sqlite3.OPEN_READONLY|sqlite3.OPEN_URI)
+	if err != nil {
+		return out, err
+	}
+	defer c.Close()
+	s, _, err := c.Prepare(`SELECT session_id, seq, id, type, at, data FROM events ORDER BY session_id, seq`)
+	if err != nil {
+		return out, err
+	}
+	defer s.Close()
+	h := sha256.New()
+	var n [8]byte
+	field := func(b []byte) {
+		binary.BigEndian.PutUint64(n[:], uint64(len(b)))
+		h.Write(n[:])
+		h.Write(b)
+	}
+	for s.Step() {
+		field(s.ColumnRawText(0))
+		binary.BigEndian.PutUint64(n[:], uint64(s.ColumnInt64(1)))
+		h.Write(n[:])
+		field(s.ColumnRawText(2))
+		field(s.ColumnRawText(3))
+		binary.BigEndian.PutUint64(n[:], uint64(s.ColumnInt64(4)))
+		h.Write(n[:])
+		field(s.ColumnRawText(5))
+	}
+	if err := s.Err(); err != nil {
+		return out, err
+	}
+	b, err := json.Marshal(l)
+	if err != nil {
+		return out, err
+	}
+	field(b)
+	copy(out[:], h.Sum(nil))
+	return out, nil
+}

@@ -1,0 +1,633 @@
+package check
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/revenantrt/revenant/core"
+	"github.com/revenantrt/revenant/core/event"
+	"github.com/revenantrt/revenant/core/storage"
+)
+
+// Rule names one invariant.
+type Rule string
+
+// The invariants of DESIGN §14 the checker knows.
+const (
+	RuleEnds           Rule = "prompt-ends-once"
+	RuleQuiescence     Rule = "no-claim-at-quiescence"
+	RuleAfterInterrupt Rule = "nothing-after-interrupt"
+	RuleBudget         Rule = "attempts-within-budget"
+	RuleEffects        Rule = "effects-once"
+	RuleSeqs           Rule = "seqs-contiguous"
+	RuleProjections    Rule = "projections-rebuild"
+	RuleNotices        Rule = "notice-once"
+	RuleSteps          Rule = "step-never-rerequested"
+	RuleZombie         Rule = "zombie-never-commits"
+)
+
+// Rules lists every rule, in the order summaries print them.
+var Rules = []Rule{RuleEnds, RuleQuiescence, RuleAfterInterrupt, RuleBudget, RuleEffects,
+	RuleSeqs, RuleProjections, RuleNotices, RuleSteps, RuleZombie}
+
+// Violation is one broken invariant, tied to the first event that shows it
+// when there is one.
+type Violation struct {
+	Tree    string // Options.Label
+	Session string
+	Seq     int64      // the first bad event; 0 when no event shows it
+	Type    event.Type // that event's type
+	Rule    Rule
+	Detail  string
+}
+
+func (v Violation) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: %s", v.Rule, v.Tree)
+	if v.Session != "" {
+		fmt.Fprintf(&b, " session %s", v.Session)
+	}
+	if v.Seq != 0 {
+		fmt.Fprintf(&b, " event #%d %s", v.Seq, v.Type)
+	}
+	b.WriteString(": ")
+	b.WriteString(v.Detail)
+	return b.String()
+}
+
+// Options tune a check.
+type Options struct {
+	// Label names the tree in violations (a seed and session, a path).
+	Label string
+	// Budget is the resume budget the tree ran with; 0 means core's default.
+	Budget int
+}
+
+// Result is what one tree's check found.
+type Result struct {
+	Sessions   int
+	Events     int
+	Prompts    int
+	Ends       map[string]int // "succeeded", "failed:aborted", "interrupted:user", "cancelled:superseded", …
+	Resumes    int
+	Calls      int
+	Deliveries int
+	Violations []Violation
+}
+
+// Tree checks the tree database at path, at quiescence, against the ledger
+// of what its egress did (nil for a tree with no recorded effects). The
+// database is opened read-only. An error means the tree could not be read;
+// broken invariants are Result.Violations.
+func Tree(path string, ledger *Ledger, opts Options) (Result, error) {
+	if opts.Budget <= 0 {
+		opts.Budget = core.DefaultResumeBudget
+	}
+	if opts.Label == "" {
+		opts.Label = path
+	}
+	if ledger == nil {
+		ledger = &Ledger{}
+	}
+	c, err := openReadOnly(path)
+	if err != nil {
+		return Result{}, err
+	}
+	defer c.Close()
+	db := conn{c}
+	h, err := load(db)
+	if err != nil {
+		return Result{}, fmt.Errorf("check %s: %w", opts.Label, err)
+	}
+	ck := &checker{opts: opts, h: h, calls: map[string]*call{}, turns: map[string]*turn{}, queued: map[string]int{},
+		res: Result{Ends: map[string]int{}}}
+	for _, sid := range h.order {
+		ck.session(sid, h.logs[sid])
+	}
+	ck.quiescence()
+	ck.effects(ledger)
+	diffs, err := rebuildDiffs(db)
+	if err != nil {
+		return Result{}, fmt.Errorf("check %s: %w", opts.Label, err)
+	}
+	for _, d := range diffs {
+		ck.fail(d.session, nil, RuleProjections, "table %s row %s is %s stored but %s rebuilt from the log",
+			d.table, d.key, row(d.stored), row(d.rebuilt))
+	}
+	ck.res.Sessions = len(h.order)
+	return ck.res, nil
+}
+
+func row(r []any) string {
+	if r == nil {
+		return "missing"
+	}
+	b, _ := json.Marshal(r)
+	return string(b)
+}
+
+// history is a tree's database as the checker reads it.
+type history struct {
+	order  []string // session ids, in creation order
+	logs   map[string][]rec
+	claims map[string]bool // session → claimed
+	retry  map[string]bool // session → the claim sleeps on a scheduled retry
+}
+
+// rec is one stored event with its payload decoded into the union of the
+// fields the rules look at.
+type rec struct {
+	event.Event
+	p payload
+	// bad is set when the payload did not decode.
+	bad error
+}
+
+type payload struct {
+	PromptID    string           `json:"prompt_id"`
+	ExecutionID string           `json:"execution_id"`
+	StepID      string           `json:"step_id"`
+	CallID      string           `json:"call_id"`
+	Cause       string           `json:"cause"`
+	TurnStart   bool             `json:"turn_start"`
+	Attempt     int              `json:"attempt"`
+	Reason      string           `json:"reason"`
+	Kind        string           `json:"type"`
+	Role        string           `json:"role"`
+	Text        string           `json:"text"`
+	Index       int              `json:"index"`
+	ToolCalls   []event.ToolCall `json:"tool_calls"`
+	Outcome     string           `json:"outcome"`
+	Ran         bool             `json:"ran"`
+	Key         string           `json:"idempotency_key"`
+}
+
+func load(db conn) (*history, error) {
+	h := &history{logs: map[string][]rec{}, claims: map[string]bool{}, retry: map[string]bool{}}
+	err := db.Tx(context.Background(), func(tx storage.Tx) error {
+		rows, err := tx.Query(`SELECT session_id, seq, id, type, at, data FROM events ORDER BY session_id, seq`)
+		if err != nil {
+			return fmt.Errorf("read events: %w", err)
+		}
+		first := map[string]int64{} // session → gseq-free creation order key
+		for rows.Next() {
+			var r rec
+			var typ, data string
+			if err := rows.Scan(&r.SessionID, &r.Seq, &r.ID, &typ, &r.At, &data); err != nil {
+				return err
+			}
+			r.Type, r.Data = event.Type(typ), json.RawMessage(data)
+			r.bad = json.Unmarshal(r.Data, &r.p)
+			if _, ok := h.logs[r.SessionID]; !ok {
+				h.order = append(h.order, r.SessionID)
+				first[r.SessionID] = r.At
+			}
+			h.logs[r.SessionID] = append(h.logs[r.SessionID], r)
+		}
+		sort.SliceStable(h.order, func(i, j int) bool { return first[h.order[i]] < first[h.order[j]] })
+		rows, err = tx.Query(`SELECT session_id, retry_at IS NOT NULL FROM claims ORDER BY session_id`)
+		if err != nil {
+			return fmt.Errorf("read claims: %w", err)
+		}
+		for rows.Next() {
+			var sid string
+			var retry bool
+			if err := rows.Scan(&sid, &retry); err != nil {
+				return err
+			}
+			h.claims[sid], h.retry[sid] = true, retry
+		}
+		return nil
+	})
+	return h, err
+}
+
+// call is what the log says about one tool call.
+type call struct {
+	id, session, prompt, name string
+	completedSeq              int64
+	key                       string // from its executing record
+	executing                 *rec
+	settled                   *rec
+}
+
+// turn is what the log says about one admitted prompt.
+type turn struct {
+	id        string
+	admitted  rec
+	end       *rec
+	started   bool
+	resumes   int // resumes counted since the turn's last progress
+	pending   *rec
+	notices   int
+	aborting  *rec // a count past the budget, whose abort must follow at once
+	steps     int
+	final     *rec // a step recorded complete without tool calls
+	completed map[string]bool
+	cut       map[string]bool
+}
+
+type checker struct {
+	opts   Options
+	h      *history
+	res    Result
+	calls  map[string]*call
+	turns  map[string]*turn // of the tree: prompt ids are unique tree-wide
+	queued map[string]int   // session → prompts admitted and not ended
+}
+
+func (ck *checker) fail(session string, at *rec, rule Rule, format string, args ...any) {
+	v := Violation{Tree: ck.opts.Label, Session: session, Rule: rule, Detail: fmt.Sprintf(format, args...)}
+	if at != nil {
+		v.Seq, v.Type = at.Seq, at.Type
+	}
+	ck.res.Violations = append(ck.res.Violations, v)
+}
+
+// progress reports whether e is progress in DESIGN §6.6's sense: it resets
+// the resume count in its own transaction.
+func progress(e rec) bool {
+	switch e.Type {
+	case event.StepCompleted, event.Progress:
+		return true
+	case event.ToolSettled:
+		return e.p.Ran
+	}
+	return false
+}
+
+// session walks one session's log in seq order.
+func (ck *checker) session(sid string, log []rec) {
+	ck.res.Events += len(log)
+	for i := range log {
+		e := &log[i]
+		if e.Seq != int64(i+1) {
+			ck.fail(sid, e, RuleSeqs, "seq %d is event %d of the log: seqs must be contiguous from 1", e.Seq, i+1)
+			break
+		}
+	}
+	if len(log) > 0 && log[0].Type != event.SessionCreated {
+		ck.fail(sid, &log[0], RuleSeqs, "the log starts with %s, not %s", log[0].Type, event.SessionCreated)
+	}
+
+	stepPrompt := map[string]string{} // step → prompt
+	stepExec := map[string]string{}   // step → execution that started it
+	execPrompt := map[string]string{}
+	var running string // prompt whose turn is open
+	var current string // the session's latest execution
+	var order []string // prompts in admission order
+	var startOrder []string
+	owner := func(e *rec) string {
+		switch {
+		case e.p.PromptID != "":
+			return e.p.PromptID
+		case e.p.StepID != "":
+			return stepPrompt[e.p.StepID]
+		case e.p.CallID != "":
+			if c := ck.calls[e.p.CallID]; c != nil {
+				return c.prompt
+			}
+		case e.p.ExecutionID != "":
+			return execPrompt[e.p.ExecutionID]
+		}
+		return ""
+	}
+
+	for i := range log {
+		e := &log[i]
+		if e.bad != nil {
+			ck.fail(sid, e, RuleProjections, "payload does not decode: %v", e.bad)
+			continue
+		}
+		if e.Type == event.PromptAdmitted {
+			if ck.turns[e.p.PromptID] != nil {
+				ck.fail(sid, e, RuleEnds, "prompt %s admitted twice", e.p.PromptID)
+				continue
+			}
+			ck.turns[e.p.PromptID] = &turn{id: e.p.PromptID, admitted: *e, completed: map[string]bool{}, cut: map[string]bool{}}
+			ck.res.Prompts++
+			order = append(order, e.p.PromptID)
+			continue
+		}
+		switch e.Type {
+		case event.StepStarted:
+			stepPrompt[e.p.StepID], stepExec[e.p.StepID] = e.p.PromptID, e.p.ExecutionID
+		case event.ExecutionStarted:
+			execPrompt[e.p.ExecutionID] = e.p.PromptID
+		}
+		pid := owner(e)
+		if pid == "" {
+			if e.Type == event.MessageAdded && e.p.Role == event.RoleNotice {
+				ck.fail(sid, e, RuleNotices, "a continuation notice outside any turn")
+			}
+			continue
+		}
+		tr := ck.turns[pid]
+		if tr == nil {
+			ck.fail(sid, e, RuleEnds, "%s names prompt %s, never admitted", e.Type, pid)
+			continue
+		}
+		if tr.end != nil {
+			rule := RuleEnds
+			if r := tr.end.p.Reason; r == event.ReasonUser || r == event.ReasonSuperseded {
+				rule = RuleAfterInterrupt
+			}
+			ck.fail(sid, e, rule, "written for prompt %s after its end #%d %s", pid, tr.end.Seq, endName(*tr.end))
+			continue
+		}
+		if tr.aborting != nil && !(e.Type == event.ExecutionFailed && e.p.Kind == event.FailAborted) {
+			ck.fail(sid, e, RuleBudget, "attempt %d is past the budget of %d, but the turn goes on instead of failing aborted",
+				tr.aborting.p.Attempt, ck.opts.Budget)
+			tr.aborting = nil
+		}
+		// A write of an execution that a newer one has replaced went past
+		// the fence: that is a zombie's commit.
+		if (e.Type == event.TextCheckpoint || e.Type == event.StepCompleted) && stepExec[e.p.StepID] != current {
+			ck.fail(sid, e, RuleZombie, "step %s of execution %s is written after execution %s replaced it",
+				e.p.StepID, stepExec[e.p.StepID], current)
+		}
+		if progress(*e) {
+			tr.resumes = 0
+		}
+		switch e.Type {
+		case event.ExecutionStarted:
+			if tr.pending != nil {
+				if e.p.Cause != event.CauseResume {
+					ck.fail(sid, e, RuleBudget, "resume #%d is followed by a %s start, not a resumed execution", tr.pending.Seq, e.p.Cause)
+				} else if tr.notices != 1 {
+					ck.fail(sid, e, RuleNotices, "the resumed execution starts after %d continuation notices, want 1", tr.notices)
+				}
+			} else if e.p.Cause == event.CauseResume {
+				ck.fail(sid, e, RuleBudget, "a resumed execution of %s starts without its own execution.resumed", pid)
+			}
+			tr.pending, tr.notices = nil, 0
+			if e.p.TurnStart {
+				if running != "" {
+					ck.fail(sid, e, RuleEnds, "the turn of %s starts while the turn of %s is open", pid, running)
+				}
+				if tr.started {
+					ck.fail(sid, e, RuleEnds, "the turn of %s starts twice", pid)
+				}
+				tr.started, tr.resumes = true, 0
+				running = pid
+				startOrder = append(startOrder, pid)
+			} else if running != pid {
+				ck.fail(sid, e, RuleEnds, "an execution of %s continues a turn that is not open", pid)
+			}
+			current = e.p.ExecutionID
+		case event.ExecutionResumed:
+			ck.res.Resumes++
+			if running != pid {
+				ck.fail(sid, e, RuleEnds, "a resume of %s, whose turn is not open", pid)
+			}
+			if tr.pending != nil {
+				ck.fail(sid, e, RuleBudget, "resume #%d never started an execution before this one", tr.pending.Seq)
+			}
+			want := tr.resumes + 1
+			switch {
+			case e.p.Attempt > ck.opts.Budget+1:
+				ck.fail(sid, e, RuleBudget, "attempt %d is past the budget of %d", e.p.Attempt, ck.opts.Budget)
+			case e.p.Attempt != want:
+				ck.fail(sid, e, RuleBudget, "attempt %d, but %d resumes without progress came before it", e.p.Attempt, want-1)
+			}
+			tr.resumes = e.p.Attempt
+			if e.p.Attempt > ck.opts.Budget {
+				tr.aborting = e
+			} else {
+				tr.pending, tr.notices = e, 0
+			}
+		case event.MessageAdded:
+			if e.p.Role != event.RoleNotice {
+				break
+			}
+			switch {
+			case tr.pending == nil:
+				ck.fail(sid, e, RuleNotices, "a continuation notice without a resume before it")
+			case tr.notices > 0:
+				ck.fail(sid, e, RuleNotices, "a second continuation notice for resume #%d", tr.pending.Seq)
+			}
+			if e.p.Text != event.ContinuationNotice {
+				ck.fail(sid, e, RuleNotices, "the notice reads %q", e.p.Text)
+			}
+			tr.notices++
+		case event.StepStarted:
+			if tr.final != nil {
+				ck.fail(sid, e, RuleSteps, "a step is requested after step %s was recorded complete with the final answer (#%d)", tr.final.p.StepID, tr.final.Seq)
+			}
+			if e.p.Index != tr.steps+1 {
+				ck.fail(sid, e, RuleSteps, "step index %d after %d steps of the turn: a step is requested again", e.p.Index, tr.steps)
+			}
+			tr.steps++
+			if e.p.ExecutionID != current {
+				ck.fail(sid, e, RuleZombie, "execution %s starts a step after execution %s replaced it", e.p.ExecutionID, current)
+			}
+		case event.StepCompleted, event.StepCut:
+			switch {
+			case tr.completed[e.p.StepID]:
+				ck.fail(sid, e, RuleSteps, "step %s was already recorded complete", e.p.StepID)
+			case tr.cut[e.p.StepID]:
+				ck.fail(sid, e, RuleSteps, "step %s was already cut", e.p.StepID)
+			case stepPrompt[e.p.StepID] == "":
+				ck.fail(sid, e, RuleSteps, "step %s never started", e.p.StepID)
+			}
+			if e.Type == event.StepCut {
+				tr.cut[e.p.StepID] = true
+				break
+			}
+			tr.completed[e.p.StepID] = true
+			if len(e.p.ToolCalls) == 0 {
+				tr.final = e
+			}
+			for _, c := range e.p.ToolCalls {
+				if ck.calls[c.CallID] != nil {
+					ck.fail(sid, e, RuleEffects, "call id %s was minted twice", c.CallID)
+					continue
+				}
+				ck.calls[c.CallID] = &call{id: c.CallID, session: sid, prompt: pid, name: c.Name, completedSeq: e.Seq}
+				ck.res.Calls++
+			}
+		case event.ToolExecuting:
+			c := ck.calls[e.p.CallID]
+			switch {
+			case c.settled != nil:
+				ck.fail(sid, e, RuleEffects, "call %s executes again after it settled (#%d)", c.id, c.settled.Seq)
+			case c.executing != nil && c.key != e.p.Key:
+				ck.fail(sid, e, RuleEffects, "call %s executes with key %s, first with %s", c.id, e.p.Key, c.key)
+			case e.p.Key == "":
+				ck.fail(sid, e, RuleEffects, "call %s executes without an idempotency key", c.id)
+			}
+			if c.executing == nil {
+				c.executing, c.key = e, e.p.Key
+			}
+		case event.ToolSettled:
+			c := ck.calls[e.p.CallID]
+			if c.settled != nil {
+				ck.fail(sid, e, RuleEffects, "call %s settles twice (first #%d)", c.id, c.settled.Seq)
+				break
+			}
+			c.settled = e
+		case event.ExecutionSucceeded, event.ExecutionFailed, event.ExecutionInterrupted, event.PromptCancelled:
+			if e.Type == event.ExecutionInterrupted && e.p.Reason == event.ReasonShutdown {
+				break // keeps the claim: the turn resumes
+			}
+			tr.end = e
+			tr.aborting = nil
+			ck.res.Ends[endName(*e)]++
+			if e.Type == event.PromptCancelled {
+				if tr.started {
+					ck.fail(sid, e, RuleEnds, "prompt %s is cancelled after its turn started", pid)
+				}
+				break
+			}
+			if !tr.started && e.Type == event.ExecutionFailed && e.p.Kind == event.FailAborted {
+				break // recovery aborted a claim whose turn never started
+			}
+			if running != pid {
+				ck.fail(sid, e, RuleEnds, "a terminal of %s, whose turn is not open", pid)
+			}
+			running = ""
+		}
+	}
+
+	var fifo []string
+	for _, pid := range order {
+		tr := ck.turns[pid]
+		if tr.end == nil {
+			// No blockers exist yet, so a prompt cannot be visibly waiting:
+			// at quiescence every prompt has ended.
+			ck.fail(sid, &tr.admitted, RuleEnds, "prompt %s never ended", pid)
+			ck.queued[sid]++
+			continue
+		}
+		if tr.end.Type != event.PromptCancelled {
+			fifo = append(fifo, pid)
+			if !tr.started && !(tr.end.Type == event.ExecutionFailed && tr.end.p.Kind == event.FailAborted) {
+				ck.fail(sid, tr.end, RuleEnds, "prompt %s ended %s without its turn starting", pid, endName(*tr.end))
+			}
+		}
+	}
+	// An aborted claim fails its oldest queued prompt without starting it,
+	// so the start order is compared on the turns that started.
+	var started []string
+	for _, pid := range fifo {
+		if ck.turns[pid].started {
+			started = append(started, pid)
+		}
+	}
+	if fmt.Sprint(started) != fmt.Sprint(startOrder) {
+		ck.fail(sid, nil, RuleEnds, "turns must start once each in admission order: admitted %v, started %v", started, startOrder)
+	}
+}
+
+// endName is "succeeded", "failed:TYPE", "interrupted:REASON" or
+// "cancelled:REASON".
+func endName(e rec) string {
+	switch e.Type {
+	case event.ExecutionSucceeded:
+		return "succeeded"
+	case event.ExecutionFailed:
+		return "failed:" + e.p.Kind
+	case event.ExecutionInterrupted:
+		return "interrupted:" + e.p.Reason
+	case event.PromptCancelled:
+		return "cancelled:" + e.p.Reason
+	}
+	return string(e.Type)
+}
+
+// quiescence: a claim left at the end must have runnable work: a prompt
+// not yet ended (already a violation of its own) or a scheduled retry.
+func (ck *checker) quiescence() {
+	for _, sid := range ck.h.order {
+		if ck.h.claims[sid] && ck.queued[sid] == 0 && !ck.h.retry[sid] {
+			ck.fail(sid, nil, RuleQuiescence, "the session is claimed with no prompt left to run")
+		}
+	}
+	for _, sid := range sortedKeys(ck.h.claims) {
+		if _, known := ck.h.logs[sid]; !known {
+			ck.fail(sid, nil, RuleQuiescence, "a claim names a session with no log")
+		}
+	}
+}
+
+// effects judges the ledger against the log.
+func (ck *checker) effects(l *Ledger) {
+	ck.res.Deliveries = len(l.Deliveries)
+	perCall := map[string][]Delivery{}
+	applied := map[string]int{}    // tool + key → applications
+	keyCall := map[string]string{} // tool + key → call
+	for _, d := range l.Deliveries {
+		c := ck.calls[d.CallID]
+		if c == nil {
+			ck.fail("", nil, RuleEffects, "%s received call %s, which no step of the tree made", d.Tool, d.CallID)
+			continue
+		}
+		perCall[d.CallID] = append(perCall[d.CallID], d)
+		switch {
+		case c.executing == nil:
+			ck.fail(c.session, nil, RuleEffects, "call %s reached %s without an executing record before it", c.id, d.Tool)
+		case d.Key != c.key:
+			ck.fail(c.session, c.executing, RuleEffects, "call %s reached %s with key %q, recorded %q", c.id, d.Tool, d.Key, c.key)
+		}
+		if tr := ck.turns[c.prompt]; tr != nil && tr.end != nil && d.At > tr.end.At &&
+			(tr.end.p.Reason == event.ReasonUser || tr.end.p.Reason == event.ReasonSuperseded) {
+			ck.fail(c.session, tr.end, RuleAfterInterrupt, "call %s reached %s at %d, after the interrupt committed at %d", c.id, d.Tool, d.At, tr.end.At)
+		}
+		k := d.Tool + "\x00" + d.Key
+		if prev, ok := keyCall[k]; ok && prev != d.CallID {
+			ck.fail(c.session, nil, RuleEffects, "calls %s and %s share idempotency key %s", prev, d.CallID, d.Key)
+		}
+		keyCall[k] = d.CallID
+		if d.Applied {
+			applied[k]++
+			if d.Idempotent && applied[k] > 1 {
+				ck.fail(c.session, nil, RuleEffects, "idempotent %s applied key %s %d times", d.Tool, d.Key, applied[k])
+			}
+		}
+	}
+	ids := make([]string, 0, len(ck.calls))
+	for id := range ck.calls {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		c := ck.calls[id]
+		ds := perCall[id]
+		idempotent, recorded := l.Tools[c.name]
+		if n := len(ds); n > 1 && !(recorded && idempotent) && !allIdempotent(ds) {
+			ck.fail(c.session, c.settled, RuleEffects, "non-idempotent call %s of %s took effect %d times", id, c.name, n)
+		}
+		if recorded && len(ds) == 0 && c.settled != nil && c.settled.p.Ran && c.settled.p.Outcome == event.OutcomeOK {
+			ck.fail(c.session, c.settled, RuleEffects, "call %s of %s settled ok, but its receiver never saw it", id, c.name)
+		}
+	}
+	for _, pid := range l.Accepted {
+		if ck.turns[pid] == nil {
+			ck.fail("", nil, RuleEnds, "prompt %s was answered 202 but is not in the log: lost", pid)
+		}
+	}
+	for _, z := range l.ZombieCommits {
+		ck.fail("", nil, RuleZombie, "boot %d committed %s at %d, after boot %d took over", z.Boot, z.What, z.At, z.Latest)
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func allIdempotent(ds []Delivery) bool {
+	for _, d := range ds {
+		if !d.Idempotent {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,143 @@
+package check_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/revenantrt/revenant/core/event"
+	"github.com/revenantrt/revenant/wasm/sim/check"
+)
+
+// The fixture's history keeps every rule: the checker must not cry wolf,
+// or every campaign would be noise.
+func TestCleanHistoryHasNoViolations(t *testing.T) {
+	path, ledger := fixture(t)
+	res, err := check.Tree(path, ledger, check.Options{Label: "fixture"})
+	require.NoError(t, err)
+	assert.Empty(t, res.Violations)
+	assert.Equal(t, 2, res.Sessions)
+	assert.Equal(t, 5, res.Prompts)
+	assert.Equal(t, 2, res.Resumes)
+	assert.Equal(t, map[string]int{"succeeded": 3, "interrupted:user": 1, "cancelled:user": 1}, res.Ends)
+	assert.Equal(t, 5, res.Calls)
+	// n:3 reached its receiver twice (once before the kill, once re-run);
+	// every other call once.
+	assert.Equal(t, 6, res.Deliveries)
+}
+
+// sq is the seq of the nth (1-based) event of a type in a session, as SQL.
+func sq(session string, typ event.Type, nth int) string {
+	return fmt.Sprintf(`(SELECT seq FROM events WHERE session_id = '%s' AND type = '%s' ORDER BY seq LIMIT 1 OFFSET %d)`, session, typ, nth-1)
+}
+
+// field is a payload field of that event, as SQL.
+func field(session string, typ event.Type, nth int, name string) string {
+	return fmt.Sprintf(`(SELECT json_extract(data, '$.%s') FROM events WHERE session_id = '%s' AND seq = %s)`, name, session, sq(session, typ, nth))
+}
+
+// appendEvent is SQL appending an event to a session's log.
+func appendEvent(session string, typ event.Type, data string) string {
+	return fmt.Sprintf(`INSERT INTO events (session_id, seq, id, type, at, data, gseq)
+		SELECT '%[1]s', MAX(seq) + 1, 'tampered-' || MAX(seq), '%[2]s', MAX(at), %[3]s, (SELECT MAX(gseq) + 1 FROM events)
+		FROM events WHERE session_id = '%[1]s'`, session, typ, data)
+}
+
+// For every rule, a history broken the way a bug would break it, and the
+// checker names that rule.
+func TestBrokenHistoriesAreCaught(t *testing.T) {
+	path, clean := fixture(t)
+	firstPrompt := field("s", event.PromptAdmitted, 1, "prompt_id")
+	interrupted := field("u", event.PromptAdmitted, 1, "prompt_id")
+	cases := []struct {
+		name   string
+		sql    []string
+		ledger func(l *check.Ledger)
+		want   check.Rule
+		detail string
+	}{
+		{name: "gap in seqs", want: check.RuleSeqs, detail: "contiguous",
+			sql: []string{`UPDATE events SET seq = seq + 10 WHERE session_id = 's' AND seq = (SELECT MAX(seq) FROM events WHERE session_id = 's')`}},
+		{name: "second terminal", want: check.RuleEnds, detail: "after its end",
+			sql: []string{appendEvent("s", event.ExecutionSucceeded, fmt.Sprintf(`json_object('prompt_id', %s)`, firstPrompt))}},
+		{name: "prompt never ends", want: check.RuleEnds, detail: "never ended",
+			sql: []string{`DELETE FROM events WHERE session_id = 's' AND seq = (SELECT MAX(seq) FROM events WHERE session_id = 's')`}},
+		{name: "claim left at quiescence", want: check.RuleQuiescence, detail: "no prompt left",
+			sql: []string{`INSERT INTO claims (session_id, claimed_at) VALUES ('s', 0)`}},
+		{name: "step after the interrupt", want: check.RuleAfterInterrupt, detail: "after its end",
+			sql: []string{appendEvent("u", event.StepStarted, fmt.Sprintf(`json_object('prompt_id', %s, 'step_id', 'late', 'index', 2)`, interrupted))}},
+		{name: "effect after the interrupt", want: check.RuleAfterInterrupt, detail: "after the interrupt committed",
+			ledger: func(l *check.Ledger) {
+				d := l.Deliveries[len(l.Deliveries)-1] // the interrupted hook call
+				d.At += 1000
+				l.Deliveries = append(l.Deliveries, d)
+			}},
+		{name: "attempt past the budget", want: check.RuleBudget, detail: "past the budget",
+			sql: []string{`UPDATE events SET data = json_set(data, '$.attempt', 11) WHERE type = 'session.execution.resumed@1'`}},
+		{name: "attempt miscounted", want: check.RuleBudget, detail: "resumes without progress",
+			sql: []string{`UPDATE events SET data = json_set(data, '$.attempt', 2) WHERE type = 'session.execution.resumed@1'`}},
+		{name: "non-idempotent effect twice", want: check.RuleEffects, detail: "took effect 2 times",
+			ledger: func(l *check.Ledger) { l.Deliveries = append(l.Deliveries, l.Deliveries[0]) }},
+		{name: "idempotent key applied twice", want: check.RuleEffects, detail: "applied key",
+			ledger: func(l *check.Ledger) {
+				for i, d := range l.Deliveries {
+					if !d.Applied {
+						l.Deliveries[i].Applied = true
+					}
+				}
+			}},
+		{name: "effect under another key", want: check.RuleEffects, detail: "with key",
+			ledger: func(l *check.Ledger) { l.Deliveries[1].Key = "rvn_other" }},
+		{name: "effect of an unknown call", want: check.RuleEffects, detail: "no step of the tree made",
+			ledger: func(l *check.Ledger) {
+				l.Deliveries = append(l.Deliveries, check.Delivery{Tool: "hook", CallID: "ghost", Key: "k", Applied: true})
+			}},
+		{name: "settled ok without its effect", want: check.RuleEffects, detail: "never saw it",
+			ledger: func(l *check.Ledger) { l.Deliveries = l.Deliveries[1:] }},
+		{name: "projection differs from the log", want: check.RuleProjections, detail: "rebuilt from the log",
+			sql: []string{`UPDATE messages SET text = 'tampered' WHERE role = 'user'`}},
+		{name: "notice without a resume", want: check.RuleNotices, detail: "without a resume",
+			sql: []string{fmt.Sprintf(`UPDATE events SET data = json_set(data, '$.role', 'notice', '$.text', '%s') WHERE session_id = 's' AND seq = %s`,
+				event.ContinuationNotice, sq("s", event.MessageAdded, 1))}},
+		{name: "resume without its notice", want: check.RuleNotices, detail: "after 0 continuation notices",
+			sql: []string{`UPDATE events SET data = json_set(data, '$.role', 'assistant') WHERE json_extract(data, '$.role') = 'notice'`}},
+		{name: "step requested again", want: check.RuleSteps, detail: "requested again",
+			sql: []string{fmt.Sprintf(`UPDATE events SET data = json_set(data, '$.index', 1) WHERE session_id = 's' AND seq = %s`, sq("s", event.StepStarted, 2))}},
+		{name: "zombie step after its successor", want: check.RuleZombie, detail: "replaced it",
+			sql: []string{fmt.Sprintf(`UPDATE events SET data = json_set(data, '$.execution_id', %s) WHERE session_id = 's' AND seq = (SELECT MIN(seq) FROM events WHERE session_id = 's' AND type = '%s' AND seq > %s)`,
+				field("s", event.ExecutionResumed, 1, "execution_id"), event.StepStarted, sq("s", event.ExecutionResumed, 1))}},
+		{name: "accepted prompt lost", want: check.RuleEnds, detail: "lost",
+			ledger: func(l *check.Ledger) { l.Accepted = append(l.Accepted, "p-lost") }},
+		{name: "zombie commit in the ledger", want: check.RuleZombie, detail: "after boot 2 took over",
+			ledger: func(l *check.Ledger) {
+				l.ZombieCommits = append(l.ZombieCommits, check.ZombieCommit{At: 1, Boot: 1, Latest: 2, What: "tx_commit"})
+			}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := copyTree(t, path)
+			tamper(t, p, c.sql...)
+			l := *clean
+			l.Deliveries = append([]check.Delivery(nil), clean.Deliveries...)
+			if c.ledger != nil {
+				c.ledger(&l)
+			}
+			res, err := check.Tree(p, &l, check.Options{Label: "seed 7 tree 3"})
+			require.NoError(t, err)
+			var found *check.Violation
+			var all []string
+			for i, v := range res.Violations {
+				all = append(all, v.String())
+				if v.Rule == c.want && strings.Contains(v.Detail, c.detail) && found == nil {
+					found = &res.Violations[i]
+				}
+			}
+			require.NotNil(t, found, "want a %s violation with %q, got:\n%s", c.want, c.detail, strings.Join(all, "\n"))
+			assert.Equal(t, "seed 7 tree 3", found.Tree)
+			assert.Contains(t, found.String(), string(c.want))
+		})
+	}
+}

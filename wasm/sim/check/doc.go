@@ -1,0 +1,31 @@
+// Package check judges what a run did to a tree: it reads only the tree's
+// SQLite database (opened read-only) and the side-effect ledger kept by
+// whoever answered the tree's egress, and lists every way they break the
+// invariants of DESIGN §14 that exist so far:
+//
+//   - every admitted prompt ends in exactly one terminal (or one
+//     cancellation), turns run one at a time in admission order;
+//   - no claim is left at quiescence without runnable work;
+//   - nothing of a turn is written, and no tool effect starts, after its
+//     interrupt commits;
+//   - resume attempts are counted one by one and never run past the
+//     budget: the count past it fails the turn at once;
+//   - a non-idempotent tool call takes effect at most once, an idempotent
+//     one is applied once per idempotency key, and every effect was
+//     announced by its executing record with the same key;
+//   - each session's seqs are contiguous from 1;
+//   - the projections equal their rebuild from the log (core.Rebuild on a
+//     private in-memory copy, never on the judged file);
+//   - the continuation notice is delivered once per resume, never
+//     otherwise;
+//   - a step recorded complete is never requested again;
+//   - a zombie never commits after its successor booted: neither a write
+//     the ledger saw nor a step write of an execution already replaced.
+//
+// The checker is deliberately independent of the code it judges: it
+// re-derives everything from the event log with its own decoding, and
+// borrows from core only the schema and the projector (for the rebuild),
+// which is the very thing that comparison tests. It imports nothing of
+// wazero or wasm/: the ledger is defined here so any host (the simulator,
+// a crash test, an e2e harness) can produce one.
+package check

@@ -1,0 +1,58 @@
+package check
+
+// Ledger is what the outside world saw a tree do: every request that reached
+// a tool's receiver, and every write a superseded instance managed to commit.
+// Whoever answers the tree's egress keeps it (the simulator's Services); the
+// checker never trusts the tree's own account of its effects.
+type Ledger struct {
+	// Deliveries are the tool requests that reached a receiver, in the
+	// order they arrived.
+	Deliveries []Delivery `json:"deliveries,omitempty"`
+	// ZombieCommits are writes that committed from an instance after its
+	// successor booted on the same database. There must be none.
+	ZombieCommits []ZombieCommit `json:"zombie_commits,omitempty"`
+	// Accepted are the prompt ids the API answered 202: each must be in
+	// the log, whatever was killed after the answer.
+	Accepted []string `json:"accepted,omitempty"`
+	// Tools names every tool whose effects the ledger records, with whether
+	// its receiver deduplicates by Idempotency-Key. A call of such a tool
+	// that settled ok must have reached its receiver.
+	Tools map[string]bool `json:"tools,omitempty"`
+}
+
+// Delivery is one request that reached a tool's receiver.
+type Delivery struct {
+	At         int64  `json:"at"` // virtual ms when the request arrived
+	Tool       string `json:"tool"`
+	CallID     string `json:"call_id"`         // X-Revenant-Call-Id
+	Key        string `json:"idempotency_key"` // Idempotency-Key
+	Idempotent bool   `json:"idempotent"`      // the receiver deduplicates by key
+	// Applied is true when the receiver applied the effect: always for a
+	// non-idempotent receiver, the first time per key for an idempotent one.
+	Applied bool `json:"applied"`
+	// Boot numbers the instance that sent it (1 for the tree's first boot).
+	Boot int `json:"boot"`
+}
+
+// ZombieCommit is a write a superseded instance committed.
+type ZombieCommit struct {
+	At     int64  `json:"at"`
+	Boot   int    `json:"boot"`   // the zombie's boot number
+	Latest int    `json:"latest"` // the boot that superseded it
+	What   string `json:"what"`   // the import or event that committed
+}
+
+// Record appends a delivery, deciding Applied the way the receiver would.
+func (l *Ledger) Record(d Delivery) Delivery {
+	d.Applied = true
+	if d.Idempotent {
+		for _, prev := range l.Deliveries {
+			if prev.Idempotent && prev.Tool == d.Tool && prev.Key == d.Key && prev.Applied {
+				d.Applied = false
+				break
+			}
+		}
+	}
+	l.Deliveries = append(l.Deliveries, d)
+	return d
+}

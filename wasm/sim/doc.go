@@ -1,0 +1,35 @@
+// Package sim is the seeded eviction simulator (DESIGN §14): it runs many
+// simulated sessions, each a tree with its root session and a sequence of
+// prompts, against the real guest (the core compiled to a wasip1 reactor,
+// run by wasm/runtime), kills the guest at host calls, reboots it over the
+// same database as a real host would, runs superseded instances on as
+// zombies, fills some trees' disks for windows of virtual time
+// (internal/faultvfs), and hands every tree's database and side-effect
+// ledger to package check.
+//
+// The nemesis kills through the runtime's Interpose hook, before or after
+// the operation of any import, in the boot, sweep or serve phase. Its
+// targets are spread evenly over the imports each phase was seen to make,
+// not by how often they are made, so rare ones (a cancelled egress, a
+// rollback, an armed wake-up) are killed at too; a plan whose target does
+// not come kills at a random later site, so the budget is always spent.
+//
+// The client behaves like a careful one: every prompt carries an id, a
+// request the dead guest never answered is sent again to its successor,
+// and a 5xx is retried later. The simulator is every webhook's receiver:
+// it records each delivery with its Idempotency-Key in the ledger and
+// answers in virtual time, now and then with a failure.
+//
+// Determinism is the point: a campaign is a function of its seed. Each
+// session gets its own sub-seed, virtual clock, database file and guests,
+// and runs as one sequential process: the runtime's calls are synchronous,
+// every clock and random byte the guest sees comes from the session's
+// Services, and the driver advances virtual time to the next due timer,
+// wake-up, egress answer or client action, in (time, sequence) order.
+// Sessions run in parallel on a worker pool and their results are combined
+// in session order, so the history hash is the same on any core count.
+//
+// The package imports wasm/runtime and wasm/abi (the host side of the ABI)
+// and, of core, only core/storage's row and error types that the runtime's
+// Conn contract speaks: what happened is judged from the databases alone.
+package sim

@@ -1,0 +1,89 @@
+package sim
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+)
+
+// Print writes the campaign's summary. Its last line is "violations: N";
+// before it come the first violations (with seed, session and first bad
+// event), the history hash and the kill-site histogram.
+func (r *Result) Print(w io.Writer) {
+	var boots, kills, zombies, zombieCalls, diskFulls, failedWrites, steps, prompts, resumes, calls, deliveries, applied, events int
+	ends := map[string]int{}
+	byTool := map[string]int{}
+	for _, s := range r.Sessions {
+		boots += s.Boots
+		kills += s.Kills
+		zombies += s.Zombies
+		zombieCalls += s.ZombieCalls
+		diskFulls += s.DiskFulls
+		failedWrites += s.FailedWrites
+		steps += s.Steps
+		prompts += s.Check.Prompts
+		resumes += s.Check.Resumes
+		calls += s.Check.Calls
+		events += s.Check.Events
+		deliveries += len(s.Ledger.Deliveries)
+		for _, d := range s.Ledger.Deliveries {
+			byTool[d.Tool]++
+			if d.Applied {
+				applied++
+			}
+		}
+		for k, v := range s.Check.Ends {
+			ends[k] += v
+		}
+	}
+	c := r.Config
+	fmt.Fprintf(w, "simulate: seed %d, %d sessions, kill budget %d, zombie share %.2f, disk-full share %.2f, wall %s\n",
+		c.Seed, c.Sessions, c.Kills, c.Zombies, c.DiskFull, r.Wall.Round(1e7))
+	fmt.Fprintf(w, "kills %d, boots %d, driver steps %d; zombies %d, given %d inputs after their successor booted\n",
+		kills, boots, steps, zombies, zombieCalls)
+	fmt.Fprintf(w, "disk-full windows %d, writes failed in them %d\n", diskFulls, failedWrites)
+	fmt.Fprintf(w, "events %d, prompts %d (%s), resumes %d\n", events, prompts, counts(ends), resumes)
+	fmt.Fprintf(w, "tool calls %d; deliveries %d (%s), %d applied\n", calls, deliveries, counts(byTool), applied)
+	notes := map[string]Note{}
+	var noteOrder []string
+	for _, s := range r.Sessions {
+		for k, n := range s.Notes {
+			m, seen := notes[k]
+			if !seen {
+				noteOrder = append(noteOrder, k)
+				m.Example = fmt.Sprintf("seed %d session %d: %s", c.Seed, s.Index, n.Example)
+			}
+			m.Count += n.Count
+			notes[k] = m
+		}
+	}
+	sort.Strings(noteOrder)
+	for _, k := range noteOrder {
+		fmt.Fprintf(w, "note: %s: %d (first: %s)\n", k, notes[k].Count, notes[k].Example)
+	}
+	r.Hist.Print(w)
+	fmt.Fprintf(w, "history: %s\n", r.Hash)
+	const shown = 20
+	for i, v := range r.Violations {
+		if i == shown {
+			fmt.Fprintf(w, "  … and %d more\n", len(r.Violations)-shown)
+			break
+		}
+		fmt.Fprintf(w, "  %s\n", v)
+	}
+	fmt.Fprintf(w, "violations: %d\n", len(r.Violations))
+}
+
+func counts(m map[string]int) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
+	}
+	return strings.Join(parts, ", ")
+}

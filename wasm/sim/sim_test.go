@@ -1,0 +1,66 @@
+package sim_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/revenantrt/revenant/internal/guestbuild"
+	"github.com/revenantrt/revenant/wasm/sim"
+)
+
+// cacheDir keeps the guest's compiled code between test runs: compiling it
+// costs seconds, running a small campaign not much more.
+func cacheDir(t *testing.T) string {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(dir, "revenant", "wazero")
+}
+
+// A small campaign, part of make test: the real guest, killed at host
+// calls in every phase, with zombies and disk-full windows, keeps every
+// invariant.
+func TestSmallCampaignKeepsTheInvariants(t *testing.T) {
+	wasm := guestbuild.Must(t)
+	cfg := sim.Config{Seed: 1, Sessions: 10, Kills: 100, Zombies: 0.5, DiskFull: 0.3, Dir: t.TempDir(), CacheDir: cacheDir(t)}
+	res, err := sim.Run(context.Background(), cfg, wasm)
+	require.NoError(t, err)
+	var out bytes.Buffer
+	res.Print(&out)
+	t.Log("\n" + out.String())
+	assert.Empty(t, res.Violations)
+	assert.Equal(t, 100, res.Hist.Kills(), "the kill budget is spent")
+	for _, u := range res.Hist.Uncovered() {
+		assert.True(t, strings.HasPrefix(u, "import "), "every phase and side is killed at, even in a small campaign: %s", u)
+	}
+	assert.Contains(t, out.String(), "violations: 0\n")
+	assert.True(t, bytes.HasSuffix(out.Bytes(), []byte("violations: 0\n")), "the summary ends with the violation count")
+}
+
+// The same seed gives the same history, byte for byte, whatever the number
+// of workers; another seed gives another.
+func TestSameSeedSameHistory(t *testing.T) {
+	wasm := guestbuild.Must(t)
+	run := func(seed uint64, workers int) *sim.Result {
+		cfg := sim.Config{Seed: seed, Sessions: 4, Kills: 40, Zombies: 1, DiskFull: 0.5, Workers: workers, Dir: t.TempDir(), CacheDir: cacheDir(t)}
+		res, err := sim.Run(context.Background(), cfg, wasm)
+		require.NoError(t, err)
+		require.Empty(t, res.Violations)
+		return res
+	}
+	a, b := run(7, 1), run(7, 2)
+	assert.Equal(t, a.Hash, b.Hash, "seed 7 on one worker and on two")
+	for i := range a.Sessions {
+		assert.Equal(t, a.Sessions[i].Hash, b.Sessions[i].Hash, "session %d", i)
+		assert.Equal(t, a.Sessions[i].Hist, b.Sessions[i].Hist, "session %d's kill sites", i)
+	}
+	assert.NotEqual(t, a.Hash, run(8, 2).Hash, "another seed")
+}

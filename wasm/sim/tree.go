@@ -1,0 +1,735 @@
+package sim
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/revenantrt/revenant/internal/faultvfs"
+	"github.com/revenantrt/revenant/wasm/abi"
+	"github.com/revenantrt/revenant/wasm/runtime"
+	"github.com/revenantrt/revenant/wasm/sim/check"
+)
+
+// tree is one simulated session: a tree database, the guests booted on it
+// one after another (and the zombies left behind), its client, its
+// receivers and its nemesis. Everything happens on one goroutine.
+type tree struct {
+	index int
+	rng   *rand.Rand
+	mod   *runtime.Module
+	boot  runtime.BootConfig
+	id    string // the tree's root session id
+	path  string
+	now   int64
+	seq   uint64 // orders things due at the same virtual time
+
+	cur     *guest
+	zombies []*guest
+	boots   int
+	wake    int64 // 0: not armed
+	wakeSeq uint64
+	epochs  map[int]int64 // boot number → epoch it took
+
+	work     *workload
+	actions  []action
+	created  bool
+	reqs     map[uint64]*request
+	lost     []*request // requests a dead guest never answered, resent after the next boot
+	nextReq  uint64
+	extended int
+
+	killBudget  int
+	kills       int
+	zombieLeft  int
+	zombieCount int
+	zombieCalls int // inputs delivered to zombies after their successor booted
+	seen        map[runtime.Phase][]string
+	hist        Histogram
+
+	fault     *faultvfs.Fault // nil: the disk never fills
+	vfs       string          // the fault's VFS name
+	diskFulls int             // windows of a full disk
+
+	ledger   check.Ledger
+	failures []string
+	notes    map[string]Note
+	steps    int
+}
+
+// guest is one instance of the guest module with its own connection.
+type guest struct {
+	t      *tree
+	boot   int
+	g      *runtime.Guest
+	conn   *conn
+	rng    *rand.Rand
+	timers map[uint64]due
+	egress map[uint64]*reply
+	plan   *plan
+	zombie bool
+	retire int64 // virtual time a zombie is closed at
+	dead   bool
+}
+
+type due struct {
+	at  int64
+	seq uint64
+}
+
+// reply is the receiver's answer to an egress request, due at a time.
+type reply struct {
+	due
+	status int
+	body   []byte
+	errMsg string
+}
+
+// request is a client request in flight.
+type request struct {
+	a      action
+	req    runtime.Request
+	status int
+	body   []byte
+	to     *guest
+}
+
+func newTree(mod *runtime.Module, cfg Config, index int, dir string) *tree {
+	rng := rand.New(rand.NewPCG(cfg.Seed, uint64(index)))
+	t := &tree{
+		index: index, rng: rng, mod: mod, now: start,
+		id:     fmt.Sprintf("tree%04d", index),
+		path:   filepath.Join(dir, fmt.Sprintf("tree%04d.db", index)),
+		epochs: map[int]int64{}, reqs: map[uint64]*request{},
+		killBudget: cfg.killsFor(index),
+		seen:       map[runtime.Phase][]string{}, hist: Histogram{},
+		ledger: check.Ledger{Tools: ledgerTools},
+	}
+	if rng.Float64() < cfg.Zombies {
+		t.zombieLeft = 1 + rng.IntN(2)
+	}
+	if rng.Float64() < cfg.DiskFull {
+		t.fillDisk(rng)
+	}
+	budget := cfg.ResumeBudget
+	var budgetPtr *int
+	if budget > 0 {
+		budgetPtr = &budget
+	}
+	t.boot = runtime.BootConfig{
+		TreeID: t.id,
+		Model:  abi.ModelConfig{Kind: abi.ModelOffline, WordDelay: 40 * time.Millisecond},
+		Tools: []abi.ToolDecl{
+			{Kind: abi.ToolWebhook, Name: toolHook, Description: "records a delivery; not idempotent", Timeout: 20 * time.Second},
+			{Kind: abi.ToolWebhook, Name: toolIHook, Description: "records a delivery; deduplicates by key", Idempotent: true, Timeout: 20 * time.Second},
+		},
+		Core: abi.CoreConfig{ResumeBudget: budgetPtr},
+	}
+	t.work = &workload{rng: rand.New(rand.NewPCG(cfg.Seed^0x9e3779b97f4a7c15, uint64(index)))}
+	t.actions = append([]action{{at: start, kind: actCreate}}, t.work.batch(start, 3+t.killBudget/3)...)
+	return t
+}
+
+// vfsSeq makes VFS names unique in the process (campaigns may run side by
+// side in tests); a name is no part of any history.
+var vfsSeq atomic.Uint64
+
+// fillDisk gives the tree a few windows of virtual time in which every
+// write fails as on a full disk or a failing device, over the stretch its
+// workload runs in. Storage faults are transient to core: it retries the
+// write, and past its window it fails the turn with failed{type:"storage"}.
+func (t *tree) fillDisk(rng *rand.Rand) {
+	t.fault = faultvfs.New(func() int64 { return t.now })
+	t.vfs = fmt.Sprintf("revenant-sim-%d", vfsSeq.Add(1))
+	faultvfs.Register(t.vfs, t.fault)
+	for range 1 + rng.IntN(3) {
+		from := start + int64(rng.IntN(180_000))
+		length := int64(200 + rng.IntN(40_000))
+		code := faultvfs.Full
+		if rng.IntN(3) == 0 {
+			code = faultvfs.IOErrWrite
+		}
+		t.fault.FailBetween(from, from+length, code)
+		t.diskFulls++
+	}
+}
+
+// run drives the tree to quiescence: nothing due, nothing in flight, every
+// client action done, the kill budget spent or the workload extended as far
+// as it goes.
+func (t *tree) run(ctx context.Context) {
+	defer t.closeAll(ctx)
+	if !t.bootGuest(ctx) {
+		return
+	}
+	for ; ; t.steps++ {
+		if err := ctx.Err(); err != nil {
+			t.failf("stopped: %v", err)
+			return
+		}
+		if t.steps >= maxSteps || t.now-start > maxVirtual {
+			t.failf("no quiescence after %d steps and %s of virtual time", t.steps, time.Duration(t.now-start)*time.Millisecond)
+			return
+		}
+		if t.cur == nil && !t.bootGuest(ctx) {
+			return
+		}
+		at, deliver := t.next()
+		if deliver == nil {
+			if len(t.reqs) > 0 || len(t.lost) > 0 || len(t.actions) > 0 {
+				t.failf("quiescent with %d requests unanswered and %d client actions left", len(t.reqs)+len(t.lost), len(t.actions))
+				return
+			}
+			// Quiescent. Spend what is left of the kill budget on more
+			// prompts, a few batches at most.
+			if t.kills < t.killBudget && t.extended < 12 {
+				t.extended++
+				t.actions = append(t.actions, t.work.batch(t.now, 3)...)
+				continue
+			}
+			return
+		}
+		if at > t.now {
+			t.now = at
+		}
+		t.maybeZombie(ctx)
+		if t.cur == nil {
+			continue
+		}
+		deliver(ctx)
+	}
+}
+
+// notef counts something worth knowing that breaks no invariant (a boot
+// failed in a disk-full window, a request answered 503), keeping the first
+// example of each kind.
+func (t *tree) notef(kind, format string, args ...any) {
+	if t.notes == nil {
+		t.notes = map[string]Note{}
+	}
+	n := t.notes[kind]
+	if n.Count == 0 {
+		n.Example = fmt.Sprintf(format, args...)
+	}
+	n.Count++
+	t.notes[kind] = n
+}
+
+func route(k actionKind) string {
+	switch k {
+	case actCreate:
+		return "create"
+	case actPrompt:
+		return "prompt"
+	}
+	return "interrupt"
+}
+
+func (t *tree) failf(format string, args ...any) {
+	t.failures = append(t.failures, fmt.Sprintf(format, args...))
+}
+
+// next finds the earliest thing due, in (time, sequence) order, and how to
+// deliver it. Client actions come first at equal times (sequence 0).
+func (t *tree) next() (int64, func(context.Context)) {
+	var bestAt int64
+	var bestSeq uint64
+	var best func(context.Context)
+	consider := func(at int64, seq uint64, f func(context.Context)) {
+		if best == nil || at < bestAt || (at == bestAt && seq < bestSeq) {
+			bestAt, bestSeq, best = at, seq, f
+		}
+	}
+	if len(t.actions) > 0 && (t.created || t.actions[0].kind == actCreate) {
+		a := t.actions[0]
+		consider(a.at, 0, func(ctx context.Context) { t.actions = t.actions[1:]; t.send(ctx, a) })
+	}
+	if t.wake != 0 {
+		consider(t.wake, t.wakeSeq, t.deliverWake)
+	}
+	for _, g := range append([]*guest{t.cur}, t.zombies...) {
+		if g == nil {
+			continue
+		}
+		for _, id := range sortedIDs(g.timers) {
+			d := g.timers[id]
+			consider(d.at, d.seq, func(ctx context.Context) {
+				delete(g.timers, id)
+				t.call(ctx, g, func() error { return g.g.Timer(ctx, id) })
+			})
+		}
+		for _, id := range sortedIDs(g.egress) {
+			r := g.egress[id]
+			consider(r.at, r.seq, func(ctx context.Context) { delete(g.egress, id); t.answer(ctx, g, id, r) })
+		}
+		if g.zombie {
+			at := g.retire
+			if len(g.timers) == 0 && len(g.egress) == 0 {
+				at = t.now // nothing left to do
+			}
+			consider(at, ^uint64(0), func(ctx context.Context) { t.retire(ctx, g) })
+		}
+	}
+	return bestAt, best
+}
+
+func sortedIDs[V any](m map[uint64]V) []uint64 {
+	ids := make([]uint64, 0, len(m))
+	for id := range m {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	return ids
+}
+
+func (t *tree) deliverWake(ctx context.Context) {
+	t.wake = 0 // a delivered wake-up is used up
+	g := t.cur
+	t.call(ctx, g, func() error { return g.g.Wake(ctx) })
+}
+
+// answer delivers the receiver's answer to egress id: head, body, end.
+func (t *tree) answer(ctx context.Context, g *guest, id uint64, r *reply) {
+	if r.errMsg != "" {
+		t.call(ctx, g, func() error { return g.g.EgressEnd(ctx, id, r.errMsg) })
+		return
+	}
+	if !t.call(ctx, g, func() error {
+		return g.g.EgressResponse(ctx, id, r.status, http.Header{"Content-Type": {"text/plain"}})
+	}) {
+		return
+	}
+	if !t.call(ctx, g, func() error { return g.g.EgressChunk(ctx, id, r.body) }) {
+		return
+	}
+	t.call(ctx, g, func() error { return g.g.EgressEnd(ctx, id, "") })
+}
+
+// call makes one guest call and deals with how it failed. It reports
+// whether the guest is still usable.
+func (t *tree) call(ctx context.Context, g *guest, f func() error) bool {
+	if g == nil || g.dead {
+		return false
+	}
+	if g.zombie {
+		t.zombieCalls++
+	}
+	err := f()
+	if err == nil {
+		return true
+	}
+	var ge *runtime.GuestError
+	switch {
+	case errors.As(err, &ge):
+		// The guest reported a failure of this input and lives on.
+		t.failf("boot %d: %v", g.boot, err)
+		return true
+	case errors.Is(err, errKill):
+		t.reap(g)
+		t.bootGuest(ctx)
+	default:
+		t.failf("boot %d died on its own (zombie %v): %v", g.boot, g.zombie, err)
+		t.reap(g)
+		if !g.zombie {
+			t.bootGuest(ctx)
+		}
+	}
+	return false
+}
+
+// instantiate starts a guest on a connection of its own.
+func (t *tree) instantiate(ctx context.Context) (*guest, error) {
+	c, err := openConn(t.path, t.vfs)
+	if err != nil {
+		return nil, err
+	}
+	t.boots++
+	g := &guest{t: t, boot: t.boots, conn: c, timers: map[uint64]due{}, egress: map[uint64]*reply{},
+		rng: rand.New(rand.NewPCG(t.rng.Uint64(), t.rng.Uint64()))}
+	if t.kills < t.killBudget {
+		g.plan = newPlan(t.rng, t.seen, true)
+	}
+	g.g, err = t.mod.Instantiate(ctx, runtime.Options{Conn: c, Services: g, Interpose: g.interpose, Watchdog: time.Minute})
+	if err != nil {
+		c.close()
+		return nil, err
+	}
+	return g, nil
+}
+
+// bootGuest boots a fresh guest over the tree's database, as a host does
+// after a death, until one boots (a boot may itself be killed), then
+// resends what the dead guest never answered. It reports false when the
+// tree cannot go on.
+func (t *tree) bootGuest(ctx context.Context) bool {
+	for attempt := 0; ; attempt++ {
+		if attempt == 50 {
+			t.failf("no guest booted after %d attempts", attempt)
+			return false
+		}
+		g, err := t.instantiate(ctx)
+		if err != nil {
+			t.failf("instantiate: %v", err)
+			return false
+		}
+		t.cur = g
+		err = g.g.Boot(ctx, t.boot)
+		if err == nil {
+			t.epochs[g.boot] = t.readEpoch(g.conn)
+			break
+		}
+		t.reap(g)
+		if !errors.Is(err, errKill) {
+			// A boot that fails (its storage failing, in a disk-full
+			// window) is retried by the host after a pause, as a real one
+			// would; the pause passes in virtual time.
+			t.notef("boot failed, retried later", "boot %d: %v", g.boot, err)
+			t.now += min(int64(500)<<min(attempt, 6), 30_000)
+		}
+	}
+	lost := t.lost
+	t.lost = nil
+	for _, r := range lost {
+		t.resend(ctx, r)
+	}
+	return true
+}
+
+// reap forgets a dead guest: its connection closes (SQLite rolls back an
+// open transaction, as at a process death), its timers and egress die with
+// it, and requests it never answered are resent to its successor.
+func (t *tree) reap(g *guest) {
+	if g.dead {
+		return
+	}
+	g.dead = true
+	_ = g.g.Close(context.Background())
+	if err := g.conn.close(); err != nil {
+		t.failf("close the connection of boot %d: %v", g.boot, err)
+	}
+	g.timers, g.egress = nil, nil
+	if t.cur == g {
+		t.cur = nil
+	}
+	for i, z := range t.zombies {
+		if z == g {
+			t.zombies = append(t.zombies[:i], t.zombies[i+1:]...)
+			break
+		}
+	}
+	for _, id := range sortedIDs(t.reqs) {
+		if r := t.reqs[id]; r.to == g {
+			delete(t.reqs, id)
+			t.lost = append(t.lost, r)
+		}
+	}
+}
+
+// maybeZombie abandons the current guest in the middle of its work, the
+// way a host that lost track of an instance would, and boots a successor on
+// a new connection. The old guest keeps its timers and egress and runs on
+// as a zombie: whatever it tries to commit from now on must fail.
+func (t *tree) maybeZombie(ctx context.Context) {
+	g := t.cur
+	if t.zombieLeft == 0 || g == nil || (len(g.timers) == 0 && len(g.egress) == 0) || t.rng.IntN(20) != 0 {
+		return
+	}
+	t.zombieLeft--
+	t.zombieCount++
+	g.zombie = true
+	g.plan = nil
+	g.retire = t.now + int64(10*time.Minute/time.Millisecond)
+	t.zombies = append(t.zombies, g)
+	t.cur = nil
+	for _, id := range sortedIDs(t.reqs) {
+		if r := t.reqs[id]; r.to == g {
+			delete(t.reqs, id)
+			t.lost = append(t.lost, r)
+		}
+	}
+	t.bootGuest(ctx)
+}
+
+// retire closes a zombie once it has nothing left to do or its time is up.
+func (t *tree) retire(_ context.Context, g *guest) { t.reap(g) }
+
+// send issues a client action to the current guest.
+func (t *tree) send(ctx context.Context, a action) {
+	var req runtime.Request
+	switch a.kind {
+	case actCreate:
+		req = runtime.Request{Method: http.MethodPost, Path: "/v1/sessions", Body: []byte(`{}`)}
+	case actPrompt:
+		body, _ := json.Marshal(map[string]string{"text": a.text, "id": a.clientID, "mode": a.mode})
+		req = runtime.Request{Method: http.MethodPost, Path: "/v1/sessions/" + t.id + "/prompt", Body: body}
+	case actInterrupt:
+		req = runtime.Request{Method: http.MethodPost, Path: "/v1/sessions/" + t.id + "/interrupt", Body: []byte(`{}`)}
+	}
+	req.Header = http.Header{"Content-Type": {"application/json"}}
+	t.resend(ctx, &request{a: a, req: req})
+}
+
+func (t *tree) resend(ctx context.Context, r *request) {
+	g := t.cur
+	if g == nil {
+		t.lost = append(t.lost, r)
+		return
+	}
+	t.nextReq++
+	id := t.nextReq
+	r.to, r.status, r.body = g, 0, nil
+	t.reqs[id] = r
+	t.call(ctx, g, func() error { return g.g.Request(ctx, id, r.req) })
+}
+
+// respond collects a response; at its end the client acts on it.
+func (t *tree) respond(id uint64, part runtime.ResponsePart) {
+	r := t.reqs[id]
+	if r == nil {
+		return
+	}
+	switch part.Kind {
+	case abi.PartHead:
+		r.status = part.Status
+	case abi.PartBody:
+		r.body = append(r.body, part.Body...)
+	case abi.PartEnd:
+		delete(t.reqs, id)
+		t.done(r)
+	}
+}
+
+func (t *tree) done(r *request) {
+	switch r.a.kind {
+	case actCreate:
+		// A create resent after a kill finds the tree already there.
+		if r.status == http.StatusCreated || r.status == http.StatusConflict {
+			t.created = true
+			return
+		}
+	case actPrompt:
+		if r.status == http.StatusAccepted {
+			var b struct {
+				PromptID string `json:"prompt_id"`
+			}
+			if err := json.Unmarshal(r.body, &b); err != nil || b.PromptID == "" {
+				t.failf("prompt %s: 202 with body %q", r.a.clientID, r.body)
+				return
+			}
+			t.ledger.Accepted = append(t.ledger.Accepted, b.PromptID)
+			return
+		}
+	case actInterrupt:
+		if r.status == http.StatusOK {
+			return
+		}
+	}
+	if r.status >= 500 && r.a.tries < 40 {
+		// The server could not serve it now (its storage failing): the
+		// client tries again later, with the same prompt id.
+		t.notef(fmt.Sprintf("%s answered %d, retried later", route(r.a.kind), r.status), "%s %s answered %d: %s",
+			r.req.Method, r.req.Path, r.status, strings.TrimSpace(string(r.body)))
+		a := r.a
+		a.tries++
+		a.at = t.now + min(int64(1000)<<min(a.tries, 5), 30_000)
+		t.actions = append(t.actions, a)
+		sortActions(t.actions)
+		return
+	}
+	t.failf("%s %s answered %d: %s", r.req.Method, r.req.Path, r.status, strings.TrimSpace(string(r.body)))
+}
+
+func (t *tree) closeAll(ctx context.Context) {
+	if t.fault != nil {
+		defer faultvfs.Unregister(t.vfs)
+	}
+	for _, z := range append([]*guest(nil), t.zombies...) {
+		t.reap(z)
+	}
+	if t.cur != nil {
+		t.reap(t.cur)
+	}
+	t.lost = nil
+}
+
+// readEpoch reads the tree's current epoch on a guest's connection, between
+// its transactions (after a boot, or after the commit an emit follows).
+func (t *tree) readEpoch(c *conn) int64 {
+	rows, err := c.Query(`SELECT epoch FROM tree`, nil)
+	if err != nil || len(rows.Values) != 1 {
+		t.failf("read epoch: %v", err)
+		return 0
+	}
+	e, _ := rows.Values[0][0].(int64)
+	return e
+}
+
+// Services, one per guest.
+
+var _ runtime.Services = (*guest)(nil)
+
+// Now implements runtime.Services: the tree's virtual clock.
+func (g *guest) Now() int64 { return g.t.now }
+
+// SetTimer implements runtime.Services.
+func (g *guest) SetTimer(id uint64, at int64) {
+	if g.dead {
+		return
+	}
+	g.t.seq++
+	g.timers[id] = due{at: at, seq: g.t.seq}
+}
+
+// ClearTimer implements runtime.Services.
+func (g *guest) ClearTimer(id uint64) {
+	if !g.dead {
+		delete(g.timers, id)
+	}
+}
+
+// ArmWake implements runtime.Services. Only the serving guest owns the
+// tree's wake-up; a zombie's arming goes nowhere.
+func (g *guest) ArmWake(at int64) {
+	t := g.t
+	if g.zombie || g.dead {
+		return
+	}
+	if t.wake == 0 || at < t.wake {
+		t.seq++
+		t.wake, t.wakeSeq = at, t.seq
+	}
+}
+
+// ClearWake implements runtime.Services.
+func (g *guest) ClearWake() {
+	if !g.zombie && !g.dead {
+		g.t.wake = 0
+	}
+}
+
+// StartEgress implements runtime.Services: the simulator is every tool's
+// receiver. A request reaches it at once and is recorded in the ledger
+// (applied the way the receiver would); the answer comes back later in
+// virtual time, or the receiver fails now and then without applying.
+func (g *guest) StartEgress(id uint64, req runtime.EgressRequest) {
+	t := g.t
+	if g.dead {
+		return
+	}
+	t.seq++
+	r := &reply{due: due{at: t.now + 20 + int64(t.rng.IntN(3000)), seq: t.seq}, status: http.StatusOK}
+	g.egress[id] = r
+	if req.Kind != abi.EgressTool {
+		r.errMsg = "the simulator answers tool requests only"
+		return
+	}
+	call, err := abi.DecodeToolCall(req.Body)
+	if err != nil {
+		r.errMsg = "undecodable tool call: " + err.Error()
+		t.failf("boot %d: egress %d: %v", g.boot, id, err)
+		return
+	}
+	idem, known := ledgerTools[req.Target]
+	if !known {
+		r.errMsg = "no receiver for tool " + req.Target
+		return
+	}
+	if t.rng.IntN(20) == 0 {
+		r.errMsg = fmt.Sprintf("webhook %s: 503 Service Unavailable", req.Target)
+		return
+	}
+	d := t.ledger.Record(check.Delivery{At: t.now, Tool: req.Target, CallID: call.ID, Key: call.IdempotencyKey, Idempotent: idem, Boot: g.boot})
+	if d.Applied {
+		r.body = []byte(fmt.Sprintf("%s applied call %s", req.Target, call.ID))
+	} else {
+		r.body = []byte(fmt.Sprintf("%s already applied key %s", req.Target, call.IdempotencyKey))
+	}
+}
+
+// CancelEgress implements runtime.Services.
+func (g *guest) CancelEgress(id uint64) {
+	if !g.dead {
+		delete(g.egress, id)
+	}
+}
+
+// Emit implements runtime.Services. A durable event from a zombie after a
+// newer guest took its epoch is a commit past the fence: it goes in the
+// ledger, for the checker to report.
+func (g *guest) Emit(ev runtime.Emitted) {
+	t := g.t
+	if !g.zombie || !ev.Durable() {
+		return
+	}
+	if latest := t.readEpoch(g.conn); latest > t.epochs[g.boot] {
+		t.ledger.ZombieCommits = append(t.ledger.ZombieCommits, check.ZombieCommit{
+			At: t.now, Boot: g.boot, Latest: t.boots, What: fmt.Sprintf("%s #%d of %s", ev.Type, ev.Seq, ev.SessionID)})
+	}
+}
+
+// Respond implements runtime.Services. A zombie serves no client.
+func (g *guest) Respond(id uint64, part runtime.ResponsePart) {
+	if g.zombie || g.dead {
+		return
+	}
+	g.t.respond(id, part)
+}
+
+// Random implements runtime.Services: seeded per guest.
+func (g *guest) Random(p []byte) {
+	for i := range p {
+		p[i] = byte(g.rng.Uint32())
+	}
+}
+
+// interpose is the nemesis at every host call of this guest.
+func (g *guest) interpose(s runtime.Site) error {
+	t := g.t
+	if g.zombie {
+		return nil
+	}
+	k := SiteKey{Import: s.Import, Phase: s.Phase, After: s.After}
+	c := t.hist[k]
+	c.Seen++
+	t.noteSeen(s)
+	if g.plan == nil && t.kills < t.killBudget {
+		g.plan = newPlan(t.rng, t.seen, false)
+	}
+	if g.plan != nil && t.kills < t.killBudget && g.plan.at(s) {
+		g.plan = nil
+		t.kills++
+		c.Kills++
+		t.hist[k] = c
+		return errKill
+	}
+	t.hist[k] = c
+	return nil
+}
+
+func (t *tree) noteSeen(s runtime.Site) {
+	imps := t.seen[s.Phase]
+	i := sort.SearchStrings(imps, s.Import)
+	if i < len(imps) && imps[i] == s.Import {
+		return
+	}
+	imps = append(imps, "")
+	copy(imps[i+1:], imps[i:])
+	imps[i] = s.Import
+	t.seen[s.Phase] = imps
+}
+
+// removeFiles deletes the tree's database and its WAL companions.
+func (t *tree) removeFiles() {
+	for _, suffix := range []string{"", "-wal", "-shm"} {
+		_ = os.Remove(t.path + suffix)
+	}
+}

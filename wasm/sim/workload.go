@@ -1,0 +1,138 @@
+package sim
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+)
+
+// Tools the simulated trees are configured with. Both are webhooks whose
+// HTTP side the host performs; the simulator's Services is their receiver
+// and keeps the ledger. hook does not deduplicate, so a call must reach it
+// at most once; ihook deduplicates by Idempotency-Key, so the guest may
+// send a call again after a crash.
+const (
+	toolHook  = "hook"
+	toolIHook = "ihook"
+)
+
+var ledgerTools = map[string]bool{toolHook: false, toolIHook: true}
+
+// actionKind is what a client does.
+type actionKind int
+
+const (
+	actCreate actionKind = iota
+	actPrompt
+	actInterrupt
+)
+
+// action is one client request, due at a virtual time.
+type action struct {
+	at       int64
+	kind     actionKind
+	text     string
+	mode     string // "" or "replace"
+	clientID string
+	tries    int // earlier attempts answered 5xx
+}
+
+// workload builds a session's client actions from its generator. Prompts
+// are written in the offline model's directives (docs/offline-model.md):
+// tool calls against the ledger tools, /sleep for turns that span virtual
+// time, /fail for model failures, plain words; some replace the running
+// turn, some queue behind it, and interrupts land in between.
+type workload struct {
+	rng     *rand.Rand
+	prompts int // minted so far, for client ids and tool arguments
+}
+
+func (w *workload) batch(from int64, n int) []action {
+	var out []action
+	at := from
+	for range n {
+		at += w.gap()
+		a := w.prompt(at)
+		out = append(out, a)
+		// Interrupts land mostly within the first seconds of a turn, while
+		// its model streams or its tool request is out.
+		if w.rng.IntN(5) == 0 {
+			out = append(out, action{at: at + int64(w.rng.IntN(4_000)), kind: actInterrupt})
+		}
+	}
+	// Interrupts may land after a later prompt: order by time, stably so
+	// equal times keep their generation order.
+	sortActions(out)
+	return out
+}
+
+// gap is the pause before the next prompt: often none (it queues behind
+// the running turn), sometimes long enough for the tree to go idle.
+func (w *workload) gap() int64 {
+	switch w.rng.IntN(4) {
+	case 0:
+		return 0
+	case 1:
+		return int64(w.rng.IntN(2_000))
+	default:
+		return int64(w.rng.IntN(30_000))
+	}
+}
+
+func (w *workload) prompt(at int64) action {
+	w.prompts++
+	n := w.prompts
+	a := action{at: at, kind: actPrompt, clientID: fmt.Sprintf("c%d", n)}
+	var lines []string
+	tool := func(name string) {
+		args, _ := json.Marshal(map[string]any{"n": n, "line": len(lines)})
+		lines = append(lines, fmt.Sprintf("/tool %s %s", name, args))
+	}
+	switch r := w.rng.IntN(20); {
+	case r < 4:
+		tool(toolHook)
+	case r < 8:
+		tool(toolIHook)
+	case r < 11:
+		tool(toolIHook)
+		tool(toolHook)
+	case r < 13:
+		tool(toolHook)
+		lines = append(lines, fmt.Sprintf("/sleep %ds", 1+w.rng.IntN(8)))
+	case r < 15:
+		lines = append(lines, fmt.Sprintf("/sleep %ds", 1+w.rng.IntN(20)))
+	case r < 16:
+		lines = append(lines, "/fail simulated provider outage")
+	case r < 17:
+		kv, _ := json.Marshal(map[string]string{"key": fmt.Sprintf("k%d", w.rng.IntN(4)), "value": fmt.Sprint(n)})
+		lines = append(lines, "/tool kv_put "+string(kv))
+	}
+	lines = append(lines, words(w.rng, n))
+	a.text = strings.Join(lines, "\n")
+	if w.rng.IntN(10) == 0 {
+		a.mode = "replace"
+	}
+	return a
+}
+
+var vocabulary = strings.Fields("the quick brown fox jumps over a lazy dog while agents resume turns after every eviction")
+
+func words(rng *rand.Rand, n int) string {
+	k := 2 + rng.IntN(10)
+	ws := make([]string, 0, k+1)
+	ws = append(ws, fmt.Sprintf("prompt %d:", n))
+	for range k {
+		ws = append(ws, vocabulary[rng.IntN(len(vocabulary))])
+	}
+	return strings.Join(ws, " ")
+}
+
+func sortActions(as []action) {
+	// Insertion sort: batches are short, and it is stable.
+	for i := 1; i < len(as); i++ {
+		for j := i; j > 0 && as[j].at < as[j-1].at; j-- {
+			as[j], as[j-1] = as[j-1], as[j]
+		}
+	}
+}
