@@ -18,10 +18,6 @@ const (
 	DefaultIdleTimeout = 5 * time.Minute
 	// BootConcurrency is how many trees Open boots at once.
 	BootConcurrency = 4
-	// Delivery retry: a wake-up whose boot or sweep failed is tried again
-	// after RetryMin, doubling up to RetryMax, while its row stays.
-	RetryMin = time.Second
-	RetryMax = time.Minute
 )
 
 // Config configures a Host. Zero fields take the documented defaults; Open

@@ -118,7 +118,7 @@ func (g *GuestHandler) tree(queryToken bool) http.HandlerFunc {
 		defer cancel()
 		stop := context.AfterFunc(g.closing, cancel)
 		defer stop()
-		gi.tree.ServeHTTP(w, r.WithContext(ctx))
+		gi.tree.ServeHTTP(w, guestCredentials(r.WithContext(ctx)))
 	}
 }
 
@@ -140,7 +140,7 @@ func (g *GuestHandler) create(w http.ResponseWriter, r *http.Request) {
 		}
 		resp = &recorder{header: http.Header{}}
 		// As in process, the create finishes even if the client goes away.
-		gi.tree.ServeHTTP(resp, r.WithContext(context.WithoutCancel(r.Context())))
+		gi.tree.ServeHTTP(resp, guestCredentials(r.WithContext(context.WithoutCancel(r.Context()))))
 		if resp.status != http.StatusCreated {
 			return errCreateRefused
 		}
@@ -237,10 +237,14 @@ func (r *recorder) writeTo(w http.ResponseWriter) {
 	_, _ = w.Write(r.body)
 }
 
-// HashTokens rewrites a REVENANT_TOKENS spec so that every token is in
-// its "sha256:" form: what a guest is given (GuestConfig.Boot.API.Tokens),
-// so that no token enters a guest's memory. The spec is checked as
-// api.ParseTokens checks it.
+// HashTokens rewrites a REVENANT_TOKENS spec into what a guest is given
+// (GuestConfig.Boot.API.Tokens) so that no token enters a guest's memory.
+// The host has already authenticated every request it forwards, and
+// forwards it with each credential replaced by its SHA-256 in hex
+// (guestCredentials); the guest checks that stand-in against its hash, so
+// every item becomes "principal:sha256:" + hex(sha256(hex(sha256(token)))).
+// A stand-in seen inside a guest opens that guest only, never the host.
+// The spec is checked as api.ParseTokens checks it.
 func HashTokens(spec string) (string, error) {
 	if _, err := api.ParseTokens(spec); err != nil {
 		return "", err
@@ -252,11 +256,31 @@ func HashTokens(spec string) (string, error) {
 			continue
 		}
 		principal, secret, _ := strings.Cut(item, ":")
-		if !strings.HasPrefix(secret, "sha256:") {
-			sum := sha256.Sum256([]byte(secret))
-			secret = "sha256:" + hex.EncodeToString(sum[:])
+		standIn, hashed := strings.CutPrefix(secret, "sha256:")
+		if !hashed {
+			standIn = hexSHA256(secret)
 		}
-		out = append(out, principal+":"+secret)
+		out = append(out, principal+":sha256:"+hexSHA256(strings.ToLower(standIn)))
 	}
 	return strings.Join(out, ","), nil
+}
+
+func hexSHA256(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
+}
+
+// guestCredentials returns r as it is forwarded to a guest: the bearer
+// token and an access_token query parameter replaced by their stand-ins
+// (HashTokens), so the raw token stays in the host.
+func guestCredentials(r *http.Request) *http.Request {
+	out := r.Clone(r.Context())
+	if token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
+		out.Header.Set("Authorization", "Bearer "+hexSHA256(token))
+	}
+	if q := r.URL.Query(); q.Has("access_token") {
+		q.Set("access_token", hexSHA256(q.Get("access_token")))
+		out.URL.RawQuery = q.Encode()
+	}
+	return out
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/revenantrt/revenant/core/api"
 	"github.com/revenantrt/revenant/core/event"
 	"github.com/revenantrt/revenant/core/model/offline"
+	"github.com/revenantrt/revenant/core/retry"
 	"github.com/revenantrt/revenant/core/runner"
 	"github.com/revenantrt/revenant/core/storage"
 	"github.com/revenantrt/revenant/core/tool"
@@ -515,7 +516,7 @@ func TestBootFailureKeepsWakeupAndRetries(t *testing.T) {
 	}
 	assert.Equal(t, map[string]bool{"bad": true, "good": false}, failed)
 
-	e.clock.Advance(host.RetryMin) // the retry
+	e.clock.Advance(retry.Wake().Delay(0)) // the retry (core/retry.Wake)
 	d := e.nextDelivery()
 	assert.Equal(t, "bad", d.id)
 	require.Error(t, d.err)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/revenantrt/revenant/core"
 	"github.com/revenantrt/revenant/core/api"
+	"github.com/revenantrt/revenant/core/retry"
 )
 
 // waker is a tree's one wake-up (core.Waker): a row in index.wakeups, which
@@ -159,7 +160,7 @@ func (w *waker) deliverLoop() {
 			}
 		case err != nil:
 			w.failures++
-			delay := min(RetryMin<<min(w.failures-1, 16), RetryMax)
+			delay := retry.Wake().Delay(w.failures - 1)
 			if !h.closed.Load() {
 				h.log.Warn("wake-up delivery failed; retrying", "tree", w.id, "in", delay, "err", err)
 			}

@@ -59,6 +59,14 @@ func Provider(retries int, initial, max time.Duration) Policy {
 	return Policy{Name: "provider", Initial: initial, Max: max, Retries: retries}
 }
 
+// Wake is the schedule of a wake-up whose delivery (boot or sweep) failed:
+// the handler cannot tell whether work remains, so it re-arms 1 s after the
+// first failure, doubling to 1 min, for as long as the failures last. It
+// has no limit (work may be waiting), so callers use Delay only.
+func Wake() Policy {
+	return Policy{Name: "wake", Initial: time.Second, Max: time.Minute}
+}
+
 // Validate reports a policy that cannot be followed.
 func (p Policy) Validate() error {
 	switch {

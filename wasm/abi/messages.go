@@ -439,7 +439,9 @@ type RunnerConfig struct {
 // APIConfig configures the guest's API handler.
 type APIConfig struct {
 	// Tokens is a REVENANT_TOKENS spec; use the "sha256:" form so no token
-	// enters the guest. Empty serves the anonymous principal.
+	// enters the guest (a host that authenticates requests itself forwards
+	// stand-ins instead of tokens: see host.HashTokens). Empty serves the
+	// anonymous principal.
 	Tokens    string
 	Heartbeat time.Duration
 	MaxBody   int64

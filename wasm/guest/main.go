@@ -15,6 +15,7 @@ import (
 	"github.com/revenantrt/revenant/core"
 	"github.com/revenantrt/revenant/core/api"
 	"github.com/revenantrt/revenant/core/event"
+	"github.com/revenantrt/revenant/core/retry"
 	"github.com/revenantrt/revenant/recovery"
 	"github.com/revenantrt/revenant/wasm/abi"
 )
@@ -34,9 +35,10 @@ type guest struct {
 	handler *api.Handler
 	reqs    requests
 
-	mu      sync.Mutex
-	watched map[string]bool
-	deleted bool
+	mu            sync.Mutex
+	watched       map[string]bool
+	deleted       bool
+	sweepFailures int // consecutive failed sweeps (boot or wake), under mu
 
 	booting *bootState
 	stopped bool
@@ -332,10 +334,9 @@ func (gg *guest) boot() error {
 		gg.watch(s.ID)
 	}
 	hostPhase(uint32(abi.PhaseSweep))
-	if _, err := recovery.Wake(ctx, inst); err != nil {
-		// The instance serves anyway; the wake-up retries the sweep.
-		gg.log.Warn("boot sweep failed", "err", err)
-	}
+	_, err = recovery.Wake(ctx, inst)
+	// The instance serves anyway; the wake-up retries the sweep.
+	gg.swept("boot", err)
 	hostPhase(uint32(abi.PhaseServe))
 	return nil
 }
@@ -344,8 +345,25 @@ func (gg *guest) boot() error {
 // the last act.
 func (gg *guest) wake() {
 	hostPhase(uint32(abi.PhaseSweep))
-	if _, err := recovery.Wake(context.Background(), gg.inst); err != nil {
-		gg.log.Warn("wake sweep failed", "err", err)
-	}
+	_, err := recovery.Wake(context.Background(), gg.inst)
+	gg.swept("wake", err)
 	hostPhase(uint32(abi.PhaseServe))
+}
+
+// swept ends a sweep. A sweep (or its re-arm) that failed could not tell
+// whether work remains, and the wake-up that started it is used up: the
+// handler re-arms for a retry, so a claim is never left without a wake-up
+// (DESIGN §4 rule 2). The export still succeeds (the instance serves).
+func (gg *guest) swept(what string, err error) {
+	gg.mu.Lock()
+	if err == nil {
+		gg.sweepFailures = 0
+		gg.mu.Unlock()
+		return
+	}
+	gg.sweepFailures++
+	d := retry.Wake().Delay(gg.sweepFailures - 1)
+	gg.mu.Unlock()
+	gg.log.Warn(what+" sweep failed; the wake-up retries it", "err", err, "in", d)
+	hostWakeArm(hostClockNow() + d.Milliseconds())
 }

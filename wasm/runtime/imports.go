@@ -150,9 +150,14 @@ var hostFns = []hostFn{
 		g.interpose(ctx, mod, abi.ImportRespond, true)
 	}},
 	{abi.ImportRandom, []api.ValueType{i32, i32}, nil, func(g *Guest, ctx context.Context, mod api.Module, stack []uint64) {
-		p := make([]byte, api.DecodeU32(stack[1]))
+		// Check the range before allocating: the length is the guest's.
+		ptr, n := api.DecodeU32(stack[0]), api.DecodeU32(stack[1])
+		if uint64(ptr)+uint64(n) > uint64(mod.Memory().Size()) {
+			panic(errors.New("random: out of range"))
+		}
+		p := make([]byte, n)
 		g.opts.Services.Random(p)
-		if !mod.Memory().Write(api.DecodeU32(stack[0]), p) {
+		if !mod.Memory().Write(ptr, p) {
 			panic(errors.New("random: out of range"))
 		}
 	}},

@@ -320,8 +320,11 @@ func (ck *checker) session(sid string, log []rec) {
 		}
 		pid := owner(e)
 		if pid == "" {
-			if e.Type == event.MessageAdded && e.p.Role == event.RoleNotice {
+			switch {
+			case e.Type == event.MessageAdded && e.p.Role == event.RoleNotice:
 				ck.fail(sid, e, RuleNotices, "a continuation notice outside any turn")
+			case e.Type == event.ToolExecuting || e.Type == event.ToolSettled:
+				ck.fail(sid, e, RuleEffects, "call %s runs but no completed step asked for it", e.p.CallID)
 			}
 			continue
 		}
@@ -451,6 +454,10 @@ func (ck *checker) session(sid string, log []rec) {
 			}
 		case event.ToolExecuting:
 			c := ck.calls[e.p.CallID]
+			if c == nil {
+				ck.fail(sid, e, RuleEffects, "call %s executes but no completed step asked for it", e.p.CallID)
+				break
+			}
 			switch {
 			case c.settled != nil:
 				ck.fail(sid, e, RuleEffects, "call %s executes again after it settled (#%d)", c.id, c.settled.Seq)
@@ -464,6 +471,10 @@ func (ck *checker) session(sid string, log []rec) {
 			}
 		case event.ToolSettled:
 			c := ck.calls[e.p.CallID]
+			if c == nil {
+				ck.fail(sid, e, RuleEffects, "call %s settles but no completed step asked for it", e.p.CallID)
+				break
+			}
 			if c.settled != nil {
 				ck.fail(sid, e, RuleEffects, "call %s settles twice (first #%d)", c.id, c.settled.Seq)
 				break

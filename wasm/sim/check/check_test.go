@@ -95,6 +95,8 @@ func TestBrokenHistoriesAreCaught(t *testing.T) {
 			ledger: func(l *check.Ledger) {
 				l.Deliveries = append(l.Deliveries, check.Delivery{Tool: "hook", CallID: "ghost", Key: "k", Applied: true})
 			}},
+		{name: "settlement of a call no step asked for", want: check.RuleEffects, detail: "no completed step asked for it",
+			sql: []string{`UPDATE events SET data = json_set(data, '$.call_id', 'ghost') WHERE session_id = 's' AND seq = ` + sq("s", event.ToolSettled, 1)}},
 		{name: "settled ok without its effect", want: check.RuleEffects, detail: "never saw it",
 			ledger: func(l *check.Ledger) { l.Deliveries = l.Deliveries[1:] }},
 		{name: "projection differs from the log", want: check.RuleProjections, detail: "rebuilt from the log",

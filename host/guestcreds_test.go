@@ -1,0 +1,52 @@
+package host
+
+import (
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/revenantrt/revenant/core/api"
+)
+
+// A forwarded request carries only the stand-in of its token, and the
+// guest's token spec accepts exactly that stand-in: the raw token never
+// enters a guest, and a stand-in seen there does not open the host.
+func TestGuestSeesOnlyTokenStandIns(t *testing.T) {
+	const spec = "alice:alice-secret-token-0001,bob:sha256:" + "BA7816BF8F01CFEA414140DE5DAE2223B00361A396177A9CB410FF61F20015AD" // sha256("abc")
+	guestSpec, err := HashTokens(spec)
+	require.NoError(t, err)
+	assert.NotContains(t, guestSpec, "alice-secret-token-0001")
+	host, err := api.ParseTokens(spec)
+	require.NoError(t, err)
+	guest, err := api.ParseTokens(guestSpec)
+	require.NoError(t, err)
+
+	for _, c := range []struct{ principal, token string }{{"alice", "alice-secret-token-0001"}, {"bob", "abc"}} {
+		r := httptest.NewRequest("GET", "/v1/sessions/x/events?after=3&access_token="+c.token, nil)
+		r.Header.Set("Authorization", "Bearer "+c.token)
+		fwd := guestCredentials(r)
+		assert.NotContains(t, fwd.Header.Get("Authorization"), c.token)
+		assert.NotContains(t, fwd.URL.RawQuery, c.token)
+		assert.Equal(t, "3", fwd.URL.Query().Get("after"))
+
+		p, err := guest.Authenticate(fwd, false)
+		require.NoError(t, err, c.principal)
+		assert.Equal(t, c.principal, p)
+		fwd.Header.Del("Authorization")
+		p, err = guest.Authenticate(fwd, true)
+		require.NoError(t, err, c.principal)
+		assert.Equal(t, c.principal, p)
+
+		// The stand-in is no credential for the host, nor the raw token for the guest.
+		standIn := strings.TrimPrefix(guestCredentials(r).Header.Get("Authorization"), "Bearer ")
+		hr := httptest.NewRequest("GET", "/v1/sessions", nil)
+		hr.Header.Set("Authorization", "Bearer "+standIn)
+		_, err = host.Authenticate(hr, false)
+		assert.Error(t, err)
+		_, err = guest.Authenticate(r, false)
+		assert.Error(t, err)
+	}
+}
