@@ -98,31 +98,7 @@ func (c *conn) Query(query string, args []any) (*storage.Rows, error) {
 		return nil, err
 	}
 	defer reset(s)
-	n := s.ColumnCount()
-	rows := &storage.Rows{Columns: make([]string, n)}
-	for i := range n {
-		rows.Columns[i] = s.ColumnName(i)
-	}
-	for s.Step() {
-		row := make([]any, n)
-		for i := range n {
-			switch s.ColumnType(i) {
-			case sqlite3.INTEGER:
-				row[i] = s.ColumnInt64(i)
-			case sqlite3.FLOAT:
-				row[i] = s.ColumnFloat(i)
-			case sqlite3.TEXT:
-				row[i] = s.ColumnText(i)
-			case sqlite3.BLOB:
-				row[i] = s.ColumnBlob(i, nil)
-			}
-		}
-		rows.Values = append(rows.Values, row)
-	}
-	if err := s.Err(); err != nil {
-		return nil, mapErr(err)
-	}
-	return rows, nil
+	return sqlitedb.ReadRows(s)
 }
 
 func reset(s *sqlite3.Stmt) {
@@ -145,34 +121,9 @@ func (c *conn) stmt(query string, args []any) (*sqlite3.Stmt, error) {
 		}
 		c.stmts[query] = s
 	}
-	if len(args) != s.BindCount() {
-		return nil, fmt.Errorf("bind: %d arguments for %d parameters", len(args), s.BindCount())
-	}
-	for i, a := range args {
-		p := i + 1
-		var err error
-		switch v := a.(type) {
-		case nil:
-			err = s.BindNull(p)
-		case int64:
-			err = s.BindInt64(p, v)
-		case int:
-			err = s.BindInt64(p, int64(v))
-		case bool:
-			err = s.BindBool(p, v)
-		case float64:
-			err = s.BindFloat(p, v)
-		case string:
-			err = s.BindText(p, v)
-		case []byte:
-			err = s.BindBlob(p, v)
-		default:
-			err = fmt.Errorf("unsupported type %T", a)
-		}
-		if err != nil {
-			s.ClearBindings()
-			return nil, fmt.Errorf("bind parameter %d: %w", p, mapErr(err))
-		}
+	if err := sqlitedb.Bind(s, args); err != nil {
+		s.ClearBindings()
+		return nil, err
 	}
 	return s, nil
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/ncruces/go-sqlite3"
 
 	"github.com/revenantrt/revenant/core/storage"
+	"github.com/revenantrt/revenant/host/sqlitedb"
 )
 
 // openReadOnly opens a tree database so that nothing the checker does can
@@ -73,31 +74,7 @@ func (db conn) Query(query string, args ...any) (*storage.Rows, error) {
 		return nil, err
 	}
 	defer s.Close()
-	n := s.ColumnCount()
-	rows := &storage.Rows{Columns: make([]string, n)}
-	for i := range n {
-		rows.Columns[i] = s.ColumnName(i)
-	}
-	for s.Step() {
-		row := make([]any, n)
-		for i := range n {
-			switch s.ColumnType(i) {
-			case sqlite3.INTEGER:
-				row[i] = s.ColumnInt64(i)
-			case sqlite3.FLOAT:
-				row[i] = s.ColumnFloat(i)
-			case sqlite3.TEXT:
-				row[i] = s.ColumnText(i)
-			case sqlite3.BLOB:
-				row[i] = s.ColumnBlob(i, nil)
-			}
-		}
-		rows.Values = append(rows.Values, row)
-	}
-	if err := s.Err(); err != nil {
-		return nil, err
-	}
-	return rows, nil
+	return sqlitedb.ReadRows(s)
 }
 
 func (db conn) prepare(query string, args []any) (*sqlite3.Stmt, error) {
@@ -109,30 +86,9 @@ func (db conn) prepare(query string, args []any) (*sqlite3.Stmt, error) {
 		s.Close()
 		return nil, fmt.Errorf("prepare: more than one statement in %q", query)
 	}
-	for i, a := range args {
-		p := i + 1
-		switch v := a.(type) {
-		case nil:
-			err = s.BindNull(p)
-		case int64:
-			err = s.BindInt64(p, v)
-		case int:
-			err = s.BindInt64(p, int64(v))
-		case bool:
-			err = s.BindBool(p, v)
-		case float64:
-			err = s.BindFloat(p, v)
-		case string:
-			err = s.BindText(p, v)
-		case []byte:
-			err = s.BindBlob(p, v)
-		default:
-			err = fmt.Errorf("unsupported type %T", a)
-		}
-		if err != nil {
-			s.Close()
-			return nil, fmt.Errorf("bind parameter %d of %q: %w", p, query, err)
-		}
+	if err := sqlitedb.Bind(s, args); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("prepare %q: %w", query, err)
 	}
 	return s, nil
 }
