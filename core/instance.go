@@ -27,6 +27,11 @@ type Instance struct {
 	// one before its first write (ensureEpoch, under epochMu).
 	epoch   atomic.Int64
 	epochMu sync.Mutex
+	// bootEpoch is the tree's epoch as this instance found it at boot when
+	// storage refused its own: ensureEpoch takes the next one only if the
+	// tree still has it, so an instance booted since is never fenced by
+	// this older one.
+	bootEpoch int64
 	// stopping is closed when the instance starts to stop (Close, Abandon):
 	// it ends every wait for storage at once.
 	stopping chan struct{}
@@ -96,9 +101,17 @@ func Open(ctx context.Context, host Host, cfg Config, driver Driver) (*Instance,
 	// One try, no waiting: boot must work when storage is full (DESIGN §8,
 	// §13). An instance whose epoch write is refused serves reads and takes
 	// its epoch with its first write that storage accepts.
-	if err := inst.takeEpoch(ctx); err != nil {
+	if err := inst.takeEpoch(ctx, -1); err != nil {
 		if !storage.IsTransient(err) {
 			return nil, fmt.Errorf("open instance: %w", err)
+		}
+		// Read back the epoch it would have followed (reads work when
+		// storage is full); an instance that cannot even read cannot serve.
+		if rerr := host.DB.Tx(ctx, func(tx storage.Tx) error {
+			_, err := storage.QueryRow(tx, `SELECT epoch FROM tree`, nil, &inst.bootEpoch)
+			return err
+		}); rerr != nil {
+			return nil, fmt.Errorf("open instance: %w", errors.Join(err, rerr))
 		}
 		inst.readOnly = err
 		log.Warn("storage refused the boot's write; serving read-only", "err", err)
@@ -107,11 +120,21 @@ func Open(ctx context.Context, host Host, cfg Config, driver Driver) (*Instance,
 	return inst, nil
 }
 
-// takeEpoch takes a new epoch, fencing every older instance's writes.
-func (inst *Instance) takeEpoch(ctx context.Context) error {
+// takeEpoch takes a new epoch, fencing every older instance's writes. With
+// after >= 0 it takes one only if the tree's epoch is still after, and
+// fails with ErrFenced otherwise: a newer instance booted.
+func (inst *Instance) takeEpoch(ctx context.Context, after int64) error {
 	var epoch int64
 	err := inst.host.DB.Tx(ctx, func(tx storage.Tx) error {
-		if _, err := tx.Exec(`UPDATE tree SET epoch = epoch + 1`); err != nil {
+		if after >= 0 {
+			n, err := tx.Exec(`UPDATE tree SET epoch = epoch + 1 WHERE epoch = ?`, after)
+			if err != nil {
+				return err
+			}
+			if n == 0 {
+				return fmt.Errorf("a newer instance booted since this one: %w", ErrFenced)
+			}
+		} else if _, err := tx.Exec(`UPDATE tree SET epoch = epoch + 1`); err != nil {
 			return err
 		}
 		_, err := storage.QueryRow(tx, `SELECT epoch FROM tree`, nil, &epoch)
@@ -126,6 +149,8 @@ func (inst *Instance) takeEpoch(ctx context.Context) error {
 
 // ensureEpoch takes the instance's epoch if it booted without one. Nothing
 // runs in such an instance yet, so no write of it can hold an older epoch.
+// It fails with ErrFenced if another instance took an epoch since this one
+// booted: this one is superseded.
 func (inst *Instance) ensureEpoch(ctx context.Context) error {
 	if inst.epoch.Load() != 0 {
 		return nil
@@ -135,7 +160,7 @@ func (inst *Instance) ensureEpoch(ctx context.Context) error {
 	if inst.epoch.Load() != 0 {
 		return nil
 	}
-	if err := inst.takeEpoch(context.WithoutCancel(ctx)); err != nil {
+	if err := inst.takeEpoch(context.WithoutCancel(ctx), inst.bootEpoch); err != nil {
 		return err
 	}
 	inst.log.Info("took the epoch storage refused at boot", "epoch", inst.epoch.Load())

@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/revenantrt/revenant/core/event"
@@ -32,8 +33,11 @@ func (inst *Instance) Interrupt(ctx context.Context, sessionID, reason string) (
 		inst.claimMu.Lock()
 		x := inst.runningExecution(sessionID)
 		if x == nil {
-			did, err := inst.interruptDirect(ctx, sessionID, reason, "")
+			did, err := inst.interruptDirect(ctx, sessionID, reason, nil)
 			inst.claimMu.Unlock()
+			if errors.Is(err, errRunningChanged) {
+				continue // an execution started here while storage was waited for
+			}
 			return did, err
 		}
 		x.cancel(cause)
@@ -53,7 +57,16 @@ func (inst *Instance) Interrupt(ctx context.Context, sessionID, reason string) (
 		case <-graceUp:
 			inst.claimMu.Lock()
 			if inst.runningExecution(sessionID) == x {
-				did, err := inst.interruptDirect(ctx, sessionID, reason, x.id)
+				did, err := inst.interruptDirect(ctx, sessionID, reason, x)
+				if errors.Is(err, errRunningChanged) {
+					inst.claimMu.Unlock()
+					// x ended (and maybe handed over) during a wait for
+					// storage, perhaps recording the interrupt itself.
+					if inst.interruptRecorded(ctx, x.promptID) {
+						return true, nil
+					}
+					continue
+				}
 				if err == nil {
 					// The fence now stops x's writes; forget it so the
 					// session can run again. On failure x keeps the claim.
@@ -91,15 +104,36 @@ func (inst *Instance) interruptRecorded(ctx context.Context, promptID string) bo
 	return err == nil && state == "interrupted"
 }
 
+// errRunningChanged: the execution running here changed while an interrupt
+// waited for storage with the claim lock let go; the interrupt looks again.
+var errRunningChanged = errors.New("the session's execution here changed")
+
 // interruptDirect commits an interrupt without the execution's help. The
-// caller holds claimMu. executionID names the execution being stopped, if
-// one runs here.
-func (inst *Instance) interruptDirect(ctx context.Context, sessionID, reason, executionID string) (bool, error) {
+// caller holds claimMu. x is the execution being stopped, if one runs here.
+// A wait for storage lets go of the claim lock, so each attempt checks that
+// the execution running here is still x (nil: none); otherwise it fails
+// with errRunningChanged, writing nothing, and the caller starts over.
+func (inst *Instance) interruptDirect(ctx context.Context, sessionID, reason string, x *Execution) (bool, error) {
 	var did bool
+	executionID := ""
+	if x != nil {
+		executionID = x.id
+	}
 	w := inst.newWrite()
 	w.locked = true
+	// Read before each attempt (nothing inside a transaction takes a lock),
+	// acted on inside it: a rerun that finds its earlier commit stored (a
+	// late IOERR) is done, whatever started since.
+	var changed bool
+	w.before = func(int) error {
+		changed = inst.runningExecution(sessionID) != x
+		return nil
+	}
 	err := w.run(ctx, func(t *txw) error {
 		did = false
+		if changed {
+			return errRunningChanged
+		}
 		if err := t.requireSession(sessionID); err != nil {
 			return err
 		}
@@ -118,9 +152,15 @@ func (inst *Instance) interruptDirect(ctx context.Context, sessionID, reason, ex
 		did = true
 		return t.interruptTurn(sessionID, executionID, promptID, reason)
 	})
+	if errors.Is(err, errRunningChanged) {
+		return false, err
+	}
 	if err != nil {
 		return false, fmt.Errorf("interrupt session %s: %w", sessionID, err)
 	}
+	// The session has no claim now: a storage failure owed to its turn is
+	// moot, and no sweep would ever visit it to write or forget it.
+	inst.forgetOwed(sessionID)
 	return did, nil
 }
 

@@ -166,6 +166,14 @@ func (inst *Instance) Recover(ctx context.Context, sessionID string, decide func
 			return d, fmt.Errorf("recover session %s: arm wake-up: %w", sessionID, err)
 		}
 	}
+	if p != nil && inst.RunningHere(sessionID) {
+		// A rerun that found its commit stored (a late IOERR) did not run fn
+		// again; meanwhile, with the claim lock let go for the wait, another
+		// recovery started an execution here, which now holds the claim.
+		// The plan is superseded: one drain per session.
+		inst.log.Info("a recovery found committed late is superseded by an execution started meanwhile", "session", sessionID, "execution", p.id)
+		p = nil
+	}
 	inst.launch(p)
 	return d, nil
 }

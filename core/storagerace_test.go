@@ -1,0 +1,212 @@
+package core_test
+
+// Races between storage-fault waits and the rest of the lifecycle: while a
+// write waits out a storage failure it holds no lock, so whatever it
+// decided before the wait must be checked again when it commits.
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/revenantrt/revenant/core"
+	"github.com/revenantrt/revenant/core/event"
+	"github.com/revenantrt/revenant/core/retry"
+	"github.com/revenantrt/revenant/core/storage"
+	"github.com/revenantrt/revenant/internal/faultvfs"
+	"github.com/revenantrt/revenant/internal/treetest"
+	"github.com/revenantrt/revenant/recovery"
+)
+
+// An interrupt committed directly (nothing ran here when it looked) lets go
+// of the claim lock while it waits for storage. If an execution of the
+// session starts here meanwhile (a sweep), the interrupt must not commit
+// over it and leave it running: that is the check-then-act race of DESIGN
+// §15 (a tool body or model request after the interrupt committed). The
+// execution must be cancelled and record the interrupt itself.
+func TestInterruptWaitingForStorageDoesNotLeaveAnExecutionRunning(t *testing.T) {
+	tr := treetest.New(t)
+	f := tr.Faults()
+	d := treetest.NewDriver(4)
+	n1 := tr.Boot(d)
+	sid := n1.NewSession("s")
+	pid := n1.Admit(sid, "hold")
+	<-d.Started
+	n1.Crash()
+
+	// A second instance, not swept: the claim is there and runs nowhere.
+	host, _, kdb := tr.Host()
+	inst, err := core.Open(ctx, host, tr.Cfg, d)
+	require.NoError(t, err)
+	t.Cleanup(func() { kdb.Kill(); inst.Abandon() })
+	require.False(t, inst.RunningHere(sid))
+
+	f.FailNext(1, faultvfs.Full) // the interrupt's first attempt is refused
+	var did bool
+	var ierr error
+	var x *core.Execution
+	tr.DriveEach(func() {
+		did, ierr = inst.Interrupt(ctx, sid, event.ReasonUser)
+	}, func(w retry.Wait) {
+		if w.Retry != 1 || x != nil {
+			return
+		}
+		// During the interrupt's wait a sweep starts the turn here.
+		_, err := inst.Recover(ctx, sid, func(core.ClaimState) core.Decision { return core.Decision{Action: core.Start} })
+		require.NoError(t, err)
+		x = <-d.Started
+	})
+	require.NoError(t, ierr)
+	assert.True(t, did)
+	require.NotNil(t, x, "the sweep started the turn during the wait")
+
+	assert.False(t, inst.RunningHere(sid), "no execution runs after the interrupt answered")
+	assert.Equal(t, "interrupted", tr.PromptState(pid))
+	terms := treetest.Terminals(tr.Events(sid))
+	require.Len(t, terms, 1)
+	var in event.Interrupted
+	require.NoError(t, terms[0].Decode(&in))
+	assert.Equal(t, x.ID(), in.ExecutionID, "the running execution recorded the interrupt itself")
+	assert.False(t, tr.Claim(sid).Exists)
+}
+
+// A recovery whose commit was durable but reported failed (a late IOERR)
+// waits with the claim lock let go. A second sweep in that wait finds the
+// claim not running here and resumes it. The first recovery's rerun then
+// finds its own commit stored: it must not launch its (now superseded)
+// execution beside the one running — one drain per session per instance.
+func TestRecoverRerunDoesNotLaunchBesideARunningExecution(t *testing.T) {
+	tr := treetest.New(t)
+	f := tr.Faults()
+	d := treetest.NewDriver(8)
+	n1 := tr.Boot(d)
+	sid := n1.NewSession("s")
+	n1.Admit(sid, "hold")
+	<-d.Started
+	n1.Crash()
+
+	host, _, kdb := tr.Host()
+	inst, err := core.Open(ctx, host, tr.Cfg, d)
+	require.NoError(t, err)
+	t.Cleanup(func() { kdb.Kill(); inst.Abandon() })
+
+	resume := func(c core.ClaimState) core.Decision {
+		return core.Decision{Action: core.Resume, Attempt: c.Attempts + 1}
+	}
+	f.FailLateCommits(1, faultvfs.IOErrFsync)
+	var second *core.Execution
+	var rerr error
+	tr.DriveEach(func() {
+		_, rerr = inst.Recover(ctx, sid, resume)
+	}, func(w retry.Wait) {
+		if second != nil {
+			return
+		}
+		// Another sweep, during the first one's wait.
+		dd, err := inst.Recover(ctx, sid, resume)
+		require.NoError(t, err)
+		require.Equal(t, core.Resume, dd.Action)
+		second = <-d.Started
+	})
+	require.NoError(t, rerr)
+	require.NotNil(t, second)
+
+	assert.Equal(t, 1, f.LateCommits())
+	assert.Equal(t, second.ID(), tr.Claim(sid).ExecutionID, "the second resume holds the claim")
+	select {
+	case x := <-d.Started:
+		t.Errorf("execution %s launched beside %s, which holds the claim", x.ID(), second.ID())
+	default:
+	}
+	assert.True(t, inst.RunningHere(sid))
+
+	// The execution registered here must be the one holding the claim: an
+	// interrupt then stops it and it records the interrupt itself.
+	did, err := inst.Interrupt(ctx, sid, event.ReasonUser)
+	require.NoError(t, err)
+	assert.True(t, did)
+	terms := treetest.Terminals(tr.Events(sid))
+	require.Len(t, terms, 1)
+	var in event.Interrupted
+	require.NoError(t, terms[0].Decode(&in))
+	assert.Equal(t, second.ID(), in.ExecutionID, "the execution holding the claim was the one stopped")
+	assert.False(t, inst.RunningHere(sid))
+	assert.Equal(t, 2, d.Runs(), "the crashed run and one resume")
+}
+
+// An instance that booted read-only (storage refused its epoch) takes its
+// epoch with its first accepted write. If a newer instance booted in the
+// meantime, the older one is superseded: its late epoch must not fence the
+// newer instance, which owns the tree.
+func TestReadOnlyBootDoesNotFenceANewerInstance(t *testing.T) {
+	tr := treetest.New(t)
+	f := tr.Faults()
+	d := treetest.NewDriver(4)
+	n1 := tr.Boot(d)
+	n1.NewSession("s")
+	n1.Crash()
+
+	f.FailFor(time.Hour, faultvfs.Full)
+	old := tr.Boot(d)
+	require.True(t, old.Inst.ReadOnly())
+	require.Zero(t, old.Inst.Epoch())
+
+	f.Heal()
+	newer := tr.Boot(d)
+	require.False(t, newer.Inst.ReadOnly())
+	epoch := newer.Inst.Epoch()
+
+	// A late request reaches the superseded instance.
+	_, err := old.Inst.CreateSession(ctx, core.NewSession{ID: "from-old", Principal: "tester"})
+	assert.ErrorIs(t, err, core.ErrFenced, "a superseded instance must not write")
+
+	_, err = newer.Inst.CreateSession(ctx, core.NewSession{ID: "from-newer", Principal: "tester"})
+	require.NoError(t, err, "the newest instance keeps the tree")
+	assert.Equal(t, epoch, newer.Inst.Epoch())
+	var dbEpoch int64
+	tr.Read(func(tx storage.Tx) error {
+		_, err := storage.QueryRow(tx, `SELECT epoch FROM tree`, nil, &dbEpoch)
+		return err
+	})
+	assert.Equal(t, epoch, dbEpoch)
+}
+
+// A turn whose storage failure is owed (its settlement window spent) and
+// that the user then interrupts once storage is back has nothing owed any
+// more: its claim is gone, so no sweep will ever visit it. The instance
+// must become idle again (evictable), not stay busy forever.
+func TestInterruptedOwedTurnLeavesTheInstanceIdle(t *testing.T) {
+	tr := treetest.New(t)
+	f := tr.Faults()
+	d := treetest.NewDriver(4)
+	n := tr.Boot(d)
+	sid := n.NewSession("s")
+	pid := n.Admit(sid, "hold")
+	<-d.Started
+	f.FailFor(24*time.Hour, faultvfs.Full)
+	d.Release()
+	n.IdleDriving()
+	require.True(t, n.Inst.ReadOnly())
+	require.False(t, n.Inst.Idle(), "the failure is owed")
+
+	f.Heal()
+	did, err := n.Inst.Interrupt(ctx, sid, event.ReasonUser)
+	require.NoError(t, err)
+	assert.True(t, did)
+	assert.Equal(t, "interrupted", tr.PromptState(pid))
+	assert.False(t, tr.Claim(sid).Exists)
+
+	rep, err := recovery.Wake(ctx, n.Inst)
+	require.NoError(t, err)
+	assert.Empty(t, rep.Decisions)
+	assert.True(t, n.Inst.Idle(), "nothing is owed any more: the instance may be evicted")
+	assert.Len(t, treetest.Terminals(tr.Events(sid)), 1)
+
+	// Later turns of the session do not change that.
+	pid2 := n.Admit(sid, "after")
+	n.Idle()
+	assert.Equal(t, "succeeded", tr.PromptState(pid2))
+	assert.True(t, n.Inst.Idle())
+}
