@@ -55,8 +55,8 @@
 // Limits: in process, eviction cannot see live subscriptions (core does not
 // expose them), so an instance watched by an event stream but otherwise
 // unused is evicted after IdleTimeout like any other; a guest serving a
-// request (an event stream too) is not evicted. A guest does not say
-// whether an execution runs, so a guest tree counts as busy while its
-// wake-up is armed (every claim keeps it armed): it is evicted only after
-// the wake-up that follows its last turn found nothing to do.
+// request (an event stream too) is not evicted. Otherwise a guest tree is
+// evicted as an in-process one is, once no execution runs in it (the
+// revenant_idle export, ABI 1.1); a guest older than 1.1 counts as busy
+// while its wake-up is armed.
 package host

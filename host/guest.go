@@ -70,7 +70,7 @@ func (b *guestBackend) start(ctx context.Context, id string, db *sqlitedb.DB, w 
 	boot := b.cfg.Boot
 	boot.TreeID = id
 	t, err := serve.Start(ctx, serve.Config{Module: b.mod, Conn: db.Conn(), Boot: boot, Model: b.cfg.Model, Tools: b.cfg.Tools,
-		ArmWake: storeWake(w), Watchdog: b.cfg.Watchdog, Log: log})
+		ArmWake: storeWake(w), NoWakeTimer: true, Watchdog: b.cfg.Watchdog, Log: log})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -90,7 +90,8 @@ func (b *guestBackend) close(ctx context.Context) error {
 // go on: the panic fails the guest's call, the runtime rolls back its
 // transaction and the next use boots a fresh guest, which re-arms from
 // durable state (rule 3). A clear (0) is the guest deleting its tree; the
-// host's Delete removes the row itself.
+// host's Delete removes the row itself. The waker's timer delivers the
+// wake-up; serve's own is off (NoWakeTimer), so each is delivered once.
 func storeWake(w *waker) func(at int64) {
 	return func(at int64) {
 		if at == 0 {
@@ -110,17 +111,37 @@ type guestInstance struct {
 
 func (g *guestInstance) wake(ctx context.Context) error { return g.tree.Wake(ctx) }
 
-// idle: the guest does not tell whether an execution runs, but every claim
-// keeps the wake-up armed (DESIGN §4), so a tree without a wake-up row and
-// without a delivery running has no execution. A tree stays active until
-// the wake-up after its last turn found nothing to do.
-func (g *guestInstance) idle() bool { return !g.w.pending() }
+// idle is the in-process rule: no execution runs in the guest
+// (serve.Tree.Idle asks it, core.Instance.Idle inside) and no request is
+// in flight (the Tree's own, and the host's entry.inflight, checked by
+// EvictIdle). Claims may remain: their wake-up row boots the tree again.
+// A tree whose wake-up is being delivered is busy for that moment (the
+// delivery would fail on the closed tree and wait for its retry). A guest
+// that cannot answer (one older than ABI 1.1) falls back to the wake-up:
+// without a row no claim exists, so no execution runs.
+func (g *guestInstance) idle() bool {
+	if g.w.inDelivery() {
+		return false
+	}
+	idle, err := g.tree.Idle(context.Background())
+	if err != nil {
+		return !g.w.pending()
+	}
+	return idle
+}
 
 func (g *guestInstance) close(ctx context.Context) error { return g.tree.Close(ctx) }
 
 // abandon closes the guest after the host closed its database: its
 // shutdown cannot write anything.
 func (g *guestInstance) abandon() { _ = g.tree.Close(context.Background()) }
+
+// inDelivery reports whether the wake-up is being delivered.
+func (w *waker) inDelivery() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.delivering
+}
 
 // pending reports whether the wake-up is armed or being delivered.
 func (w *waker) pending() bool {

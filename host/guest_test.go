@@ -2,11 +2,13 @@ package host_test
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -236,4 +238,94 @@ func TestGuestHostWakeupsEvictionDelete(t *testing.T) {
 	p := call(t, base2, "POST", "/v1/sessions/"+quiet+"/prompt", "alice-token", `{"text":"hello"}`)
 	require.Equal(t, http.StatusAccepted, p.Status)
 	follow(t, base2, quiet, "session.execution.succeeded@1")
+}
+
+// quietServer serves h's guest API on loopback; quiet(n) waits until at most
+// n requests are being handled (the others' handlers, and the host's hold
+// on their trees, have returned).
+func quietServer(t *testing.T, h *host.Host) (string, func(n int)) {
+	t.Helper()
+	auth, err := api.ParseTokens(tokenSpec)
+	require.NoError(t, err)
+	g, err := host.NewGuestHandler(h, auth, api.NewConfig(), nil)
+	require.NoError(t, err)
+	t.Cleanup(g.Close)
+	var mu sync.Mutex
+	active := 0
+	finished := make(chan struct{}, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		active++
+		mu.Unlock()
+		defer func() {
+			mu.Lock()
+			active--
+			mu.Unlock()
+			select {
+			case finished <- struct{}{}:
+			default:
+			}
+		}()
+		g.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	quiet := func(most int) {
+		t.Helper()
+		for {
+			mu.Lock()
+			n := active
+			mu.Unlock()
+			if n <= most {
+				return
+			}
+			select {
+			case <-finished:
+			case <-time.After(30 * time.Second):
+				t.Fatalf("%d requests still handled", n)
+			}
+		}
+	}
+	return srv.URL, quiet
+}
+
+// A guest tree is evicted as an in-process one is: once no execution runs
+// in it and no request is in flight, although the wake-up armed for its
+// last turn is still pending (that wake-up boots it again, and finds
+// nothing to do). A tree whose turn runs, or with an open event stream,
+// stays.
+func TestGuestTreeEvictedAfterItsLastTurn(t *testing.T) {
+	e := newEnv(t)
+	h := e.open(e.guestConfig())
+	base, quiet := quietServer(t, h)
+	done, running, watched := create(t, base), create(t, base), create(t, base)
+	p := call(t, base, "POST", "/v1/sessions/"+done+"/prompt", "alice-token", `{"text":"hello"}`)
+	require.Equal(t, http.StatusAccepted, p.Status)
+	follow(t, base, done, "session.execution.succeeded@1")
+	p = call(t, base, "POST", "/v1/sessions/"+running+"/prompt", "alice-token", `{"text":"/sleep 30s\nslow"}`)
+	require.Equal(t, http.StatusAccepted, p.Status)
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	req, err := http.NewRequestWithContext(sctx, "GET", base+"/v1/sessions/"+watched+"/events?access_token=alice-token", nil)
+	require.NoError(t, err)
+	stream, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer stream.Body.Close()
+	require.Equal(t, http.StatusOK, stream.StatusCode)
+
+	quiet(1) // all but the stream
+	rows := e.wakeups()
+	require.Contains(t, rows, done, "the wake-up armed for the turn is still pending")
+	require.Contains(t, rows, running)
+	e.clock.Advance(time.Minute)
+	require.Equal(t, 1, h.EvictIdle(ctx), "the tree whose turn ended; not the running one nor the watched one")
+	assert.Contains(t, e.wakeups(), done, "eviction keeps the wake-up row")
+	assert.Equal(t, 2, h.Stats().Instances)
+
+	cancel()
+	stream.Body.Close()
+	quiet(0)
+	e.clock.Advance(time.Minute)
+	assert.Equal(t, 1, h.EvictIdle(ctx), "the watched tree, once its stream closed")
+	assert.Equal(t, 1, h.Stats().Instances, "the running turn keeps its tree")
+	assert.Equal(t, http.StatusOK, call(t, base, "GET", "/v1/sessions/"+done, "alice-token", "").Status, "booted again on use")
 }

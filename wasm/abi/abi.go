@@ -11,7 +11,7 @@ import (
 // are equal; a minor version adds things the other side may ignore.
 const (
 	Major = 1
-	Minor = 0
+	Minor = 1 // 1.1 added ExportIdle and ExportDiagSQL
 )
 
 // PackVersion packs a version the way revenant_abi_version returns it:
@@ -57,6 +57,12 @@ func (s Status) String() string {
 	}
 	return fmt.Sprintf("status(%d)", int32(s))
 }
+
+// Answers of ExportIdle, besides StatusNotBooted before a successful boot.
+const (
+	NotIdle int32 = 0 // an execution runs in the guest
+	IsIdle  int32 = 1 // no execution runs: closing the guest loses nothing only its memory holds
+)
 
 // Phase is what the guest is doing, announced through the phase import.
 type Phase uint8
@@ -140,14 +146,25 @@ func encodeHeader(e *Encoder, h http.Header) {
 	}
 }
 
+// decodeHeader reads a header as encodeHeader writes it: keys in strictly
+// increasing byte order, so each key once and each header one encoding.
 func decodeHeader(d *Decoder) http.Header {
 	n := d.Count()
 	if n == 0 {
 		return http.Header{}
 	}
 	h := make(http.Header, n)
-	for range n {
+	prev := ""
+	for i := range n {
 		k := d.String()
+		if d.err != nil {
+			return h
+		}
+		if i > 0 && k <= prev {
+			d.fail("header key %q after %q: keys must be sorted, each once", k, prev)
+			return h
+		}
+		prev = k
 		m := d.Count()
 		vs := make([]string, 0, m)
 		for range m {

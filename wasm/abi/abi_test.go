@@ -1,7 +1,9 @@
 package abi_test
 
 import (
+	"fmt"
 	"net/http"
+	"os"
 	"testing"
 	"time"
 
@@ -120,6 +122,41 @@ func TestDecodeRejectsMalformed(t *testing.T) {
 	require.ErrorIs(t, err, abi.ErrMalformed)
 }
 
+// Header keys travel sorted, each once (docs/abi.md §5), so a header has
+// one encoding: a decoder refuses unsorted or repeated keys.
+func TestDecodeRejectsUnsortedOrRepeatedHeaderKeys(t *testing.T) {
+	header := func(keys ...string) []byte {
+		var e abi.Encoder
+		e.Uvarint(200) // EgressResponse: status, then the header
+		e.Uvarint(uint64(len(keys)))
+		for _, k := range keys {
+			e.String(k)
+			e.Uvarint(1)
+			e.String("v")
+		}
+		return e.Bytes()
+	}
+	got, err := abi.DecodeEgressResponse(header("A", "B", "a"))
+	require.NoError(t, err, "sorted byte-wise")
+	require.Equal(t, http.Header{"A": {"v"}, "B": {"v"}, "a": {"v"}}, got.Header)
+	for _, keys := range [][]string{{"B", "A"}, {"A", "A"}, {"A", "C", "B"}, {"a", "B"}, {"", ""}} {
+		_, err := abi.DecodeEgressResponse(header(keys...))
+		require.ErrorIs(t, err, abi.ErrMalformed, "keys %q", keys)
+	}
+	// The same through every message with a header.
+	unsorted := header("B", "A")[2:] // without the status
+	var e abi.Encoder
+	e.String("GET")
+	e.String("/")
+	e.String("")
+	req := append(e.Bytes(), unsorted...)
+	req = append(req, 0) // empty body
+	_, err = abi.DecodeRequest(req)
+	require.ErrorIs(t, err, abi.ErrMalformed)
+	_, err = abi.DecodeResponsePart(append([]byte{byte(abi.PartHead), 200, 1}, unsorted...))
+	require.ErrorIs(t, err, abi.ErrMalformed)
+}
+
 func TestVersionPacking(t *testing.T) {
 	v := abi.PackVersion(abi.Major, abi.Minor)
 	major, minor := abi.UnpackVersion(v)
@@ -137,6 +174,7 @@ func FuzzDecode(f *testing.F) {
 	b, _ = abi.Statement{Query: "q", Args: []any{"x", 1.5}}.Encode()
 	f.Add(b)
 	f.Add(abi.Emitted{ID: "e", Seq: 1}.Encode())
+	f.Add(abi.EgressResponse{Status: 200, Header: http.Header{"A": {"1"}, "B": {"2", "3"}}}.Encode())
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if r, err := abi.DecodeRequest(data); err == nil {
 			r2, err := abi.DecodeRequest(r.Encode())
@@ -151,7 +189,10 @@ func FuzzDecode(f *testing.F) {
 			_, err := abi.DecodeEgressRequest(r.Encode())
 			require.NoError(t, err)
 		}
-		_, _ = abi.DecodeEgressResponse(data)
+		if r, err := abi.DecodeEgressResponse(data); err == nil {
+			// One encoding per header: what decodes re-encodes to itself.
+			require.Equal(t, data, r.Encode())
+		}
 		_, _ = abi.DecodeToolCall(data)
 		if e, err := abi.DecodeEmitted(data); err == nil {
 			require.Equal(t, data, e.Encode())
@@ -174,4 +215,27 @@ func FuzzDecode(f *testing.F) {
 			require.NoError(t, err)
 		}
 	})
+}
+
+// docs/abi.md is the ABI's specification: it names this version and every
+// export and import.
+func TestSpecNamesVersionAndEveryFunction(t *testing.T) {
+	spec, err := os.ReadFile("../../docs/abi.md")
+	require.NoError(t, err)
+	doc := string(spec)
+	require.Contains(t, doc, fmt.Sprintf("# revenant guest ABI, version %d.%d\n", abi.Major, abi.Minor))
+	require.Contains(t, doc, fmt.Sprintf("| %d.%d |", abi.Major, abi.Minor), "the versions table")
+	for _, name := range []string{
+		abi.ExportVersion, abi.ExportAlloc, abi.ExportFree, abi.ExportBoot, abi.ExportRequest,
+		abi.ExportCancelRequest, abi.ExportWake, abi.ExportTimer, abi.ExportEgressResponse,
+		abi.ExportEgressChunk, abi.ExportEgressEnd, abi.ExportPump, abi.ExportShutdown,
+		abi.ExportIdle, abi.ExportDiagSQL,
+		abi.ImportSQLBegin, abi.ImportSQLExec, abi.ImportSQLQuery, abi.ImportSQLCommit,
+		abi.ImportSQLRollback, abi.ImportResult, abi.ImportClockNow, abi.ImportTimerSet,
+		abi.ImportTimerClear, abi.ImportWakeArm, abi.ImportWakeClear, abi.ImportEgressStart,
+		abi.ImportEgressCancel, abi.ImportEmit, abi.ImportRespond, abi.ImportRandom, abi.ImportLog,
+		abi.ImportPhase, abi.ImportFail,
+	} {
+		require.Contains(t, doc, "| `"+name+"` |", "a row for %s", name)
+	}
 }

@@ -20,6 +20,10 @@ const (
 	ExportEgressEnd      = "revenant_egress_end"      // (id i64, ptr, len error text; empty: EOF) -> status
 	ExportPump           = "revenant_pump"            // () -> status
 	ExportShutdown       = "revenant_shutdown"        // () -> status
+
+	// Since 1.1; a host checks the guest has them before use.
+	ExportIdle    = "revenant_idle"     // () -> IsIdle, NotIdle or StatusNotBooted; runs no goroutine
+	ExportDiagSQL = "revenant_diag_sql" // (n) -> status: diagnostic, n "SELECT 1" through the SQL imports
 )
 
 // Imports of the guest, in module ImportModule.

@@ -30,6 +30,9 @@
 //  1. An export only delivers its input: it starts a goroutine (a request,
 //     a wake sweep, a shutdown) or queues data and signals a channel of
 //     capacity one (egress chunks, timer callbacks). It never waits.
+//     (revenant_idle only reads whether an execution runs, and
+//     revenant_diag_sql, a benchmark, makes its SQL calls itself: both
+//     start nothing.)
 //  2. It then settles: runtime.Gosched in a loop, reading the scheduler's
 //     /sched/goroutines/runnable:goroutines metric after each yield, and
 //     returns StatusIdle as soon as no other goroutine is runnable. wasm

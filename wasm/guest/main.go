@@ -233,6 +233,65 @@ func shutdown() int32 {
 	return int32(settle())
 }
 
+// revenant_idle (ABI 1.1) reports whether an execution runs in the guest
+// (core.Instance.Idle: none runs and none is owed a storage failure), so
+// a host evicts an idle guest as it would an idle in-process instance. It
+// only reads: no goroutine runs, so it answers as of the last export.
+//
+//go:wasmexport revenant_idle
+func idle() int32 {
+	if !booted() {
+		return int32(abi.StatusNotBooted)
+	}
+	if g.inst.Idle() {
+		return abi.IsIdle
+	}
+	return abi.NotIdle
+}
+
+// revenant_diag_sql (ABI 1.1, diagnostic) runs n statements "SELECT 1" in
+// one transaction through the SQL imports, decoding and checking each
+// result as core's queries do, then commits: a benchmark of the SQL round
+// trip. It runs on the export's goroutine, refused while a transaction of
+// the guest's is open (a call that returned pending).
+//
+//go:wasmexport revenant_diag_sql
+func diagSQL(n uint32) int32 {
+	if g != nil && g.db != nil {
+		if !g.db.mu.TryLock() {
+			return fail(abi.StatusError, errors.New("diag sql: a transaction is open"))
+		}
+		defer g.db.mu.Unlock()
+	}
+	if err := selectOnes(int(n)); err != nil {
+		return fail(abi.StatusError, fmt.Errorf("diag sql: %w", err))
+	}
+	return int32(abi.StatusIdle)
+}
+
+func selectOnes(n int) error {
+	if err := sqlResult(hostSQLBegin()); err != nil {
+		rollback()
+		return fmt.Errorf("begin: %w", err)
+	}
+	for range n {
+		rows, err := tx{}.Query("SELECT 1")
+		if err != nil {
+			rollback()
+			return err
+		}
+		if len(rows.Values) != 1 || len(rows.Values[0]) != 1 || rows.Values[0][0] != int64(1) {
+			rollback()
+			return fmt.Errorf("SELECT 1 answered %v", rows.Values)
+		}
+	}
+	if err := sqlResult(hostSQLCommit()); err != nil {
+		rollback()
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
 func booted() bool { return g != nil && g.inst != nil && g.booting == nil }
 
 // fail hands the host the error of the current export.

@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"time"
@@ -161,6 +162,9 @@ var (
 	ErrVersion = errors.New("wasm guest and host ABI versions differ")
 	// ErrNotBooted: a call other than Boot before a successful Boot.
 	ErrNotBooted = errors.New("wasm guest is not booted")
+	// ErrUnsupported: the guest lacks an export of a later ABI minor
+	// version (Idle, DiagSQL); it wraps errors.ErrUnsupported.
+	ErrUnsupported = fmt.Errorf("wasm guest lacks the export (an older ABI minor version): %w", errors.ErrUnsupported)
 )
 
 // GuestError is a failure the guest reported for one call (a failed boot,
@@ -186,6 +190,8 @@ func (e *GuestError) Error() string { return "wasm guest: " + e.Export + ": " + 
 //	func (g *Guest) EgressResponse(ctx context.Context, id uint64, status int, header http.Header) error
 //	func (g *Guest) EgressChunk(ctx context.Context, id uint64, data []byte) error
 //	func (g *Guest) EgressEnd(ctx context.Context, id uint64, errMsg string) error
+//	func (g *Guest) Idle(ctx context.Context) (bool, error)
+//	func (g *Guest) DiagSQL(ctx context.Context, n int) error
 //	func (g *Guest) Shutdown(ctx context.Context) error
 //	func (g *Guest) Close(ctx context.Context) error
 //	func (g *Guest) Phase() Phase

@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -19,6 +20,7 @@ import (
 	"github.com/revenantrt/revenant/core/fakehost"
 	"github.com/revenantrt/revenant/core/model/offline"
 	"github.com/revenantrt/revenant/core/runner"
+	"github.com/revenantrt/revenant/core/storage"
 	"github.com/revenantrt/revenant/core/tool"
 	"github.com/revenantrt/revenant/host/sqlitedb"
 	"github.com/revenantrt/revenant/internal/guestbuild"
@@ -134,6 +136,53 @@ func BenchmarkWakeSQL(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
+	})
+}
+
+// sqlBatch is how many statements one BenchmarkSQLRoundTrip op runs.
+const sqlBatch = 1000
+
+// BenchmarkSQLRoundTrip: sqlBatch statements "SELECT 1" in one transaction
+// (BEGIN IMMEDIATE … COMMIT), through the ABI and natively; ns/stmt is the
+// cost of one statement, the transaction's share included. Through the ABI
+// (revenant_diag_sql) the guest encodes each Statement, calls sql_query,
+// the host decodes it, runs it on sqlitedb.Conn and encodes the Rows, and
+// the guest takes and decodes them; natively, core's in-process path:
+// sqlitedb.DB.Tx and tx.Query.
+func BenchmarkSQLRoundTrip(b *testing.B) {
+	ctx := context.Background()
+	b.Run("abi", func(b *testing.B) {
+		e := newEnv(b, 1, offlineConfig())
+		require.NoError(b, e.boot(runtime.Options{}))
+		for b.Loop() {
+			if err := e.g.DiagSQL(ctx, sqlBatch); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*sqlBatch), "ns/stmt")
+	})
+	b.Run("native", func(b *testing.B) {
+		db, err := sqlitedb.Open(filepath.Join(b.TempDir(), "native.db"), sqlitedb.Options{})
+		require.NoError(b, err)
+		b.Cleanup(func() { db.Close() })
+		for b.Loop() {
+			err := db.Tx(ctx, func(tx storage.Tx) error {
+				for range sqlBatch {
+					rows, err := tx.Query("SELECT 1")
+					if err != nil {
+						return err
+					}
+					if len(rows.Values) != 1 || rows.Values[0][0] != int64(1) {
+						return fmt.Errorf("SELECT 1 answered %v", rows.Values)
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*sqlBatch), "ns/stmt")
 	})
 }
 

@@ -1,7 +1,9 @@
 // Package runtime is the wazero backend for revenant's wasip1 guest
 // (wasm/guest): Compile a guest once, Instantiate many, drive each with
 // synchronous calls (Boot, Request, Timer, Egress…, Wake, Shutdown) whose
-// side effects reach the host through Services during the call.
+// side effects reach the host through Services during the call. Idle asks
+// whether an execution runs in the guest (for eviction); DiagSQL is a
+// diagnostic for benchmarks. Both need ABI 1.1 (ErrUnsupported before).
 //
 // Invariants:
 //   - Every Guest call delivers one input, runs the guest until it is

@@ -174,6 +174,60 @@ func (g *Guest) EgressEnd(ctx context.Context, id uint64, errMsg string) error {
 	return g.callData(ctx, abi.ExportEgressEnd, []uint64{id}, []byte(errMsg))
 }
 
+// Idle reports whether no execution runs in the guest (core.Instance.Idle:
+// none runs and none is owed a storage failure), as of the end of the last
+// call: closing it now loses nothing that only its memory holds (claims
+// stay, and their wake-up boots a fresh guest). Requests in flight are the
+// host's to count. It runs no guest goroutine. A guest older than ABI 1.1
+// has no such export: ErrUnsupported.
+func (g *Guest) Idle(ctx context.Context) (bool, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if err := g.usable(abi.ExportIdle); err != nil {
+		return false, err
+	}
+	f := g.fn(abi.ExportIdle)
+	if f == nil {
+		return false, fmt.Errorf("%s: %w", abi.ExportIdle, ErrUnsupported)
+	}
+	cctx, cancel := g.callContext(ctx)
+	defer cancel()
+	g.failMsg, g.killed = "", nil
+	res, err := f.Call(cctx)
+	if err != nil {
+		return false, g.failed(abi.ExportIdle, err)
+	}
+	switch v := int32(res[0]); v {
+	case abi.IsIdle:
+		return true, nil
+	case abi.NotIdle:
+		return false, nil
+	case int32(abi.StatusNotBooted):
+		return false, fmt.Errorf("%s: %w", abi.ExportIdle, ErrNotBooted)
+	default:
+		return false, g.failed(abi.ExportIdle, fmt.Errorf("unknown answer %d", v))
+	}
+}
+
+// DiagSQL has the guest run n statements "SELECT 1" in one transaction
+// through the SQL imports (revenant_diag_sql, a diagnostic export): the
+// cost of the SQL round trip through the ABI, for benchmarks. A guest
+// older than ABI 1.1 has no such export: ErrUnsupported.
+func (g *Guest) DiagSQL(ctx context.Context, n int) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if n < 0 || n > 1<<31-1 {
+		return fmt.Errorf("%s: n %d out of range", abi.ExportDiagSQL, n)
+	}
+	if err := g.usable(abi.ExportDiagSQL); err != nil {
+		return err
+	}
+	if g.fn(abi.ExportDiagSQL) == nil {
+		return fmt.Errorf("%s: %w", abi.ExportDiagSQL, ErrUnsupported)
+	}
+	return g.call(ctx, abi.ExportDiagSQL, uint64(n))
+}
+
 // Shutdown stops the guest gracefully: running executions record
 // interrupted{reason:"shutdown"} and keep their claims, event streams end.
 // Close the guest afterwards.

@@ -9,6 +9,9 @@
 // the next use. Guest calls run with a context of their own: a client that
 // goes away cancels its request in the guest, never the guest call.
 //
-// host/ wires this in for its wazero backend: one Tree per active tree,
-// Config.ArmWake feeding its wake-up index.
+// A Tree keeps the tree's wake-up in a timer of its own, for callers
+// without a host. host/ wires this in for its wazero backend: one Tree per
+// active tree, Config.ArmWake feeding its durable wake-up index, which
+// delivers the wake-ups (Tree.Wake), so it sets Config.NoWakeTimer; and
+// Tree.Idle tells its eviction whether an execution runs in the guest.
 package serve

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/revenantrt/revenant/core/api"
 	"github.com/revenantrt/revenant/core/tool"
 	"github.com/revenantrt/revenant/tools/web"
 	"github.com/revenantrt/revenant/wasm/abi"
@@ -41,9 +43,13 @@ type Config struct {
 	// time) or clears it (0), so the host keeps it durably. It runs inside
 	// the guest's call, before the guest goes on: a host that cannot store
 	// the wake-up may panic, which fails the call and kills the guest (its
-	// open transaction is rolled back). The driver also keeps an in-memory
-	// timer that calls Wake.
+	// open transaction is rolled back). Unless NoWakeTimer is set, the
+	// driver also keeps an in-memory timer that calls Wake.
 	ArmWake func(at int64)
+	// NoWakeTimer turns the driver's own wake-up timer off, for a host that
+	// keeps the wake-up (ArmWake) and delivers it itself (Tree.Wake): with
+	// both, every wake-up would be delivered twice. It requires ArmWake.
+	NoWakeTimer bool
 	// Watchdog is runtime.Options.Watchdog.
 	Watchdog time.Duration
 	// Log receives the driver's and the guest's logs; nil discards them.
@@ -90,12 +96,18 @@ type Tree struct {
 	egress  map[uint64]context.CancelFunc
 	wakeAt  int64
 	wake    *time.Timer
+
+	// request delivers a request to the guest (tests replace it).
+	request func(g *runtime.Guest, id uint64, req runtime.Request) error
 }
 
 // Start boots the tree's first guest.
 func Start(ctx context.Context, cfg Config) (*Tree, error) {
 	if cfg.Module == nil || cfg.Conn == nil {
 		return nil, errors.New("serve: Module and Conn are required")
+	}
+	if cfg.NoWakeTimer && cfg.ArmWake == nil {
+		return nil, errors.New("serve: NoWakeTimer requires ArmWake: nothing would deliver the wake-up")
 	}
 	log := cfg.Log
 	if log == nil {
@@ -178,6 +190,30 @@ func (t *Tree) Wake(ctx context.Context) error {
 	return t.do(0, func(g *runtime.Guest) error { return g.Wake(ctx) })
 }
 
+// Idle reports whether closing the tree now loses nothing that only memory
+// holds: no request in flight here (an event stream counts until its
+// client goes away) and no execution running in the guest
+// (runtime.Guest.Idle). A tree without a live guest is idle. Claims may
+// remain: their wake-up boots the tree again. A guest without the idle
+// export (ABI < 1.1) answers runtime.ErrUnsupported.
+func (t *Tree) Idle(ctx context.Context) (bool, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed || t.g == nil || t.g.Closed() {
+		return true, nil
+	}
+	if len(t.reqs) > 0 {
+		return false, nil
+	}
+	idle, err := t.g.Idle(ctx)
+	if err != nil && t.g.Closed() {
+		t.log.Warn("guest failed; the next use boots a fresh one", "err", err)
+		t.resetLocked()
+		return true, nil // nothing runs in a dead guest
+	}
+	return idle, err
+}
+
 // Close stops the tree gracefully (shutdown is recorded, claims are kept)
 // and closes its guest.
 func (t *Tree) Close(ctx context.Context) error {
@@ -209,18 +245,37 @@ func (t *Tree) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, max+1))
 	if err != nil {
-		http.Error(w, `{"error":{"type":"invalid_request","message":"read body"}}`, http.StatusBadRequest)
+		writeError(w, api.ErrInvalidRequest, "read body")
 		return
 	}
 	s := &stream{notify: make(chan struct{}, 1)}
 	var id uint64
+	refused := false
 	err = t.do(0, func(g *runtime.Guest) error {
 		t.nextReq++
 		id = t.nextReq
 		t.reqs[id] = s
-		return g.Request(context.Background(), id, runtime.Request{Method: r.Method, Path: r.URL.EscapedPath(), RawQuery: r.URL.RawQuery, Header: r.Header, Body: body})
+		req := runtime.Request{Method: r.Method, Path: r.URL.EscapedPath(), RawQuery: r.URL.RawQuery, Header: r.Header, Body: body}
+		var err error
+		if t.request != nil {
+			err = t.request(g, id, req)
+		} else {
+			err = g.Request(context.Background(), id, req)
+		}
+		if err != nil && !g.Closed() {
+			// The guest refused the request and lives on: nothing will
+			// ever answer it there.
+			delete(t.reqs, id)
+			refused = true
+		}
+		return err
 	})
-	if err != nil {
+	switch {
+	case refused:
+		t.log.Error("the guest refused a request", "err", err)
+		s.fail(api.ErrInternal, "internal error")
+	case err != nil:
+		// No guest, or it died: its requests were ended (503).
 		t.log.Warn("deliver request", "err", err)
 		s.abort()
 	}
@@ -248,9 +303,11 @@ func (t *Tree) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		if done {
 			if !wroteHead {
-				w.Header().Set("Content-Type", "application/json")
-				w.WriteHeader(http.StatusServiceUnavailable)
-				io.WriteString(w, `{"error":{"type":"unavailable","message":"the tree's instance stopped; try again"}}`)
+				typ, msg := s.failure()
+				if typ == "" {
+					typ, msg = api.ErrUnavailable, "the tree's instance stopped; try again"
+				}
+				writeError(w, typ, msg)
 			}
 			return
 		}
@@ -263,22 +320,43 @@ func (t *Tree) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// cancel tells the live guest that request id's client went away. Without
+// one (the guest died) the request died with it: nothing is booted just to
+// cancel it.
 func (t *Tree) cancel(id uint64) {
-	_ = t.do(0, func(g *runtime.Guest) error {
-		if _, ok := t.reqs[id]; !ok {
-			return nil
-		}
-		delete(t.reqs, id)
-		return g.CancelRequest(context.Background(), id)
-	})
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if _, ok := t.reqs[id]; !ok {
+		return
+	}
+	delete(t.reqs, id)
+	g := t.g
+	if t.closed || g == nil || g.Closed() {
+		return
+	}
+	if err := g.CancelRequest(context.Background(), id); err != nil && g.Closed() {
+		t.log.Warn("guest failed; the next use boots a fresh one", "err", err)
+		t.resetLocked()
+	}
+}
+
+// writeError answers an error the API's way (core/api's ErrorBody).
+func writeError(w http.ResponseWriter, typ api.ErrorType, msg string) {
+	var body api.ErrorBody
+	body.Error.Type, body.Error.Message = typ, msg
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(api.Statuses[typ])
+	_ = json.NewEncoder(w).Encode(body)
 }
 
 // stream queues one response's parts; the guest's Respond never blocks.
 type stream struct {
-	mu     sync.Mutex
-	parts  []abi.ResponsePart
-	ended  bool
-	notify chan struct{}
+	mu      sync.Mutex
+	parts   []abi.ResponsePart
+	ended   bool
+	errType api.ErrorType // why it ended without a head, if not a stopped guest
+	errMsg  string
+	notify  chan struct{}
 }
 
 func (s *stream) push(p abi.ResponsePart) {
@@ -296,6 +374,21 @@ func (s *stream) abort() {
 	s.ended = true
 	s.mu.Unlock()
 	s.signal()
+}
+
+// fail ends the stream with an error the client is answered with, unless
+// a head was sent.
+func (s *stream) fail(typ api.ErrorType, msg string) {
+	s.mu.Lock()
+	s.ended, s.errType, s.errMsg = true, typ, msg
+	s.mu.Unlock()
+	s.signal()
+}
+
+func (s *stream) failure() (api.ErrorType, string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.errType, s.errMsg
 }
 
 func (s *stream) signal() {
@@ -350,6 +443,9 @@ func (s *services) ArmWake(at int64) {
 	// re-arm even when this driver's own timer is already due earlier.
 	if t.cfg.ArmWake != nil {
 		t.cfg.ArmWake(at)
+	}
+	if t.cfg.NoWakeTimer {
+		return // the host delivers it
 	}
 	if t.wakeAt != 0 && t.wakeAt <= at {
 		return

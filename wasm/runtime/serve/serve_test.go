@@ -15,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/revenantrt/revenant/core/api"
 	"github.com/revenantrt/revenant/host/sqlitedb"
 	"github.com/revenantrt/revenant/internal/guestbuild"
 	"github.com/revenantrt/revenant/wasm/abi"
@@ -30,6 +31,55 @@ var (
 
 func startTree(t *testing.T, cfg serve.Config) *httptest.Server {
 	t.Helper()
+	srv, _ := startTreeWatched(t, cfg)
+	return srv
+}
+
+// watched counts the requests the tree's server is handling.
+type watched struct {
+	tree     *serve.Tree
+	mu       sync.Mutex
+	active   int
+	finished chan struct{} // signalled after each request's handler returned
+}
+
+func (w *watched) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
+	w.mu.Lock()
+	w.active++
+	w.mu.Unlock()
+	defer func() {
+		w.mu.Lock()
+		w.active--
+		w.mu.Unlock()
+		select {
+		case w.finished <- struct{}{}:
+		default:
+		}
+	}()
+	w.tree.ServeHTTP(rw, r)
+}
+
+// quiet waits until no handler runs: every request the client ended has
+// been seen off by the tree.
+func (w *watched) quiet(t *testing.T) {
+	t.Helper()
+	for {
+		w.mu.Lock()
+		n := w.active
+		w.mu.Unlock()
+		if n == 0 {
+			return
+		}
+		select {
+		case <-w.finished:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%d requests still handled", n)
+		}
+	}
+}
+
+func startTreeWatched(t *testing.T, cfg serve.Config) (*httptest.Server, *watched) {
+	t.Helper()
 	ctx := context.Background()
 	wasm := guestbuild.Must(t)
 	moduleOnce.Do(func() {
@@ -44,12 +94,13 @@ func startTree(t *testing.T, cfg serve.Config) *httptest.Server {
 	cfg.Boot.TreeID = "tree1"
 	tree, err := serve.Start(ctx, cfg)
 	require.NoError(t, err)
-	srv := httptest.NewServer(tree)
+	w := &watched{tree: tree, finished: make(chan struct{}, 1)}
+	srv := httptest.NewServer(w)
 	t.Cleanup(func() {
 		srv.Close()
 		require.NoError(t, tree.Close(ctx))
 	})
-	return srv
+	return srv, w
 }
 
 func post(t *testing.T, url, body string) *http.Response {
@@ -128,3 +179,140 @@ func mustJSON(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
 }
+
+func offline() runtime.BootConfig {
+	return runtime.BootConfig{Model: abi.ModelConfig{Kind: abi.ModelOffline, WordDelay: 5 * time.Millisecond}}
+}
+
+func get(t *testing.T, url string) *http.Response {
+	t.Helper()
+	resp, err := http.Get(url)
+	require.NoError(t, err)
+	t.Cleanup(func() { resp.Body.Close() })
+	return resp
+}
+
+func idle(t *testing.T, tree *serve.Tree) bool {
+	t.Helper()
+	ok, err := tree.Idle(context.Background())
+	require.NoError(t, err)
+	return ok
+}
+
+// A tree is idle when no execution runs in its guest and no request is in
+// flight; a claim left for the wake-up does not keep it busy.
+func TestServeIdle(t *testing.T) {
+	srv, w := startTreeWatched(t, serve.Config{Boot: offline()})
+	require.True(t, idle(t, w.tree), "booted, nothing to do")
+	require.Equal(t, 201, post(t, srv.URL+"/v1/sessions", `{}`).StatusCode)
+	w.quiet(t)
+	require.True(t, idle(t, w.tree))
+
+	require.Equal(t, 202, post(t, srv.URL+"/v1/sessions/tree1/prompt", `{"text":"/sleep 30s\nslow"}`).StatusCode)
+	w.quiet(t)
+	require.False(t, idle(t, w.tree), "the turn sleeps in the guest")
+	require.Equal(t, 200, post(t, srv.URL+"/v1/sessions/tree1/interrupt", ``).StatusCode)
+	waitFor(t, srv, "session.execution.interrupted@1")
+	w.quiet(t)
+	require.True(t, idle(t, w.tree), "the turn ended")
+
+	// An event stream is a request in flight until its client goes away.
+	ctx, cancel := context.WithCancel(context.Background())
+	req, err := http.NewRequestWithContext(ctx, "GET", srv.URL+"/v1/sessions/tree1/events", nil)
+	require.NoError(t, err)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	require.Equal(t, 200, resp.StatusCode)
+	require.False(t, idle(t, w.tree), "an event stream is open")
+	cancel()
+	resp.Body.Close()
+	w.quiet(t)
+	require.True(t, idle(t, w.tree))
+	require.Equal(t, 0, serve.Requests(w.tree))
+}
+
+// With NoWakeTimer the tree delivers no wake-up of its own: the host that
+// keeps them (ArmWake) delivers each, once. Without it, the tree's timer
+// delivers them (a caller without a host).
+func TestServeNoWakeTimer(t *testing.T) {
+	for _, noTimer := range []bool{true, false} {
+		t.Run(fmt.Sprintf("NoWakeTimer=%v", noTimer), func(t *testing.T) {
+			var mu sync.Mutex
+			arms := 0
+			boot := offline()
+			boot.Core.WakeInterval = time.Millisecond // re-armed by every wake while the claim lasts
+			srv, w := startTreeWatched(t, serve.Config{Boot: boot, NoWakeTimer: noTimer, ArmWake: func(at int64) {
+				mu.Lock()
+				defer mu.Unlock()
+				if at != 0 {
+					arms++
+				}
+			}})
+			require.Equal(t, 201, post(t, srv.URL+"/v1/sessions", `{}`).StatusCode)
+			require.Equal(t, 202, post(t, srv.URL+"/v1/sessions/tree1/prompt", `{"text":"/sleep 100ms\nslow"}`).StatusCode)
+			waitFor(t, srv, "session.execution.succeeded@1")
+			w.quiet(t)
+			mu.Lock()
+			n := arms
+			mu.Unlock()
+			if noTimer {
+				require.Equal(t, 1, n, "armed with the claim, and no wake-up was delivered")
+				require.NoError(t, w.tree.Wake(context.Background()), "the host delivers it")
+			} else {
+				require.Greater(t, n, 1, "the tree's timer delivered wake-ups, each re-armed while the claim lasted")
+			}
+		})
+	}
+	_, err := serve.Start(context.Background(), serve.Config{Module: &runtime.Module{}, Conn: nopConn{}, NoWakeTimer: true})
+	require.ErrorContains(t, err, "NoWakeTimer requires ArmWake")
+}
+
+// A client that goes away after its guest died cancels nothing: no guest is
+// booted just for that. The next real use boots one.
+func TestServeCancelBootsNoGuest(t *testing.T) {
+	srv, w := startTreeWatched(t, serve.Config{Boot: offline()})
+	require.Equal(t, 201, post(t, srv.URL+"/v1/sessions", `{}`).StatusCode)
+	ctx, cancel := context.WithCancel(context.Background())
+	req, err := http.NewRequestWithContext(ctx, "GET", srv.URL+"/v1/sessions/tree1/events", nil)
+	require.NoError(t, err)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	require.Equal(t, 200, resp.StatusCode)
+	require.Equal(t, 1, serve.Generation(w.tree))
+
+	require.NoError(t, serve.Guest(w.tree).Close(context.Background()), "the guest dies")
+	cancel()
+	resp.Body.Close()
+	w.quiet(t)
+	require.Equal(t, 1, serve.Generation(w.tree), "the cancel booted no guest")
+	require.Equal(t, 0, serve.Requests(w.tree))
+	require.True(t, idle(t, w.tree), "nothing runs without a guest")
+
+	require.Equal(t, 200, get(t, srv.URL+"/v1/sessions/tree1").StatusCode)
+	require.Equal(t, 2, serve.Generation(w.tree), "the next request boots one")
+}
+
+// A request the guest refuses without dying is forgotten and answered
+// 500 in the API's error format; the guest serves on.
+func TestServeRefusedRequest(t *testing.T) {
+	srv, w := startTreeWatched(t, serve.Config{Boot: offline()})
+	serve.SetRequest(w.tree, func(*runtime.Guest, uint64, runtime.Request) error {
+		return &runtime.GuestError{Export: abi.ExportRequest, Msg: "request: malformed"}
+	})
+	resp := get(t, srv.URL+"/v1/sessions/tree1")
+	require.Equal(t, http.StatusInternalServerError, resp.StatusCode)
+	require.Equal(t, "application/json", resp.Header.Get("Content-Type"))
+	var body api.ErrorBody
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&body))
+	require.Equal(t, api.ErrInternal, body.Error.Type)
+	require.Equal(t, "internal error", body.Error.Message, "the detail is logged, not sent")
+	w.quiet(t)
+	require.Equal(t, 0, serve.Requests(w.tree), "the refused request is not tracked")
+
+	serve.SetRequest(w.tree, nil)
+	require.Equal(t, 201, post(t, srv.URL+"/v1/sessions", `{}`).StatusCode)
+	require.Equal(t, 1, serve.Generation(w.tree), "the same guest serves on")
+}
+
+// nopConn is a Conn for a Start that must fail before using it.
+type nopConn struct{ runtime.Conn }
