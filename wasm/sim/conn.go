@@ -23,6 +23,12 @@ import (
 type conn struct {
 	c     *sqlite3.Conn
 	stmts map[string]*sqlite3.Stmt
+	// onBegin and onCommit, when set, hear of every transaction begun and
+	// of every commit that changed rows (how many), whether or not the
+	// guest emits anything after it.
+	onBegin  func()
+	onCommit func(changes int64)
+	changes  int64 // TotalChanges when the transaction began
 }
 
 var _ runtime.Conn = (*conn)(nil)
@@ -60,10 +66,27 @@ func (c *conn) close() error {
 }
 
 // Begin implements runtime.Conn.
-func (c *conn) Begin() error { return mapErr(c.c.Exec("BEGIN IMMEDIATE")) }
+func (c *conn) Begin() error {
+	if err := c.c.Exec("BEGIN IMMEDIATE"); err != nil {
+		return mapErr(err)
+	}
+	c.changes = c.c.TotalChanges()
+	if c.onBegin != nil {
+		c.onBegin()
+	}
+	return nil
+}
 
 // Commit implements runtime.Conn.
-func (c *conn) Commit() error { return mapErr(c.c.Exec("COMMIT")) }
+func (c *conn) Commit() error {
+	if err := c.c.Exec("COMMIT"); err != nil {
+		return mapErr(err)
+	}
+	if n := c.c.TotalChanges() - c.changes; n > 0 && c.onCommit != nil {
+		c.onCommit(n)
+	}
+	return nil
+}
 
 // Rollback implements runtime.Conn.
 func (c *conn) Rollback() error {

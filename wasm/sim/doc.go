@@ -12,7 +12,9 @@
 // targets are spread evenly over the imports each phase was seen to make,
 // not by how often they are made, so rare ones (a cancelled egress, a
 // rollback, an armed wake-up) are killed at too; a plan whose target does
-// not come kills at a random later site, so the budget is always spent.
+// not come kills at a random later site, so the budget is spent unless a
+// tree goes quiet first (a session is extended with more work a few times
+// to spend it; the report counts the kills actually made).
 //
 // The client behaves like a careful one: every prompt carries an id, a
 // request the dead guest never answered is sent again to its successor,

@@ -137,7 +137,7 @@ func (h Histogram) Print(w io.Writer) {
 
 // plan is the kill armed on one guest: at the nth site of the target
 // category, or, if that never comes, at the window-th site of any kind, so
-// the budget is spent whatever the guest does. Targets are chosen evenly
+// the kill happens as long as the guest still makes host calls. Targets are chosen evenly
 // over the imports seen in that phase before (not by frequency), so rare
 // imports (a rollback, a cleared wake-up) are killed at too.
 type plan struct {

@@ -64,3 +64,17 @@ func TestSameSeedSameHistory(t *testing.T) {
 	}
 	assert.NotEqual(t, a.Hash, run(8, 2).Hash, "another seed")
 }
+
+// A tree whose disk fills must meet the full disk: its windows open while
+// it has writes to make, not after its workload went quiet.
+func TestDiskFullWindowsFailWrites(t *testing.T) {
+	wasm := guestbuild.Must(t)
+	cfg := sim.Config{Seed: 3, Sessions: 8, Kills: 40, DiskFull: 1, Dir: t.TempDir(), CacheDir: cacheDir(t)}
+	res, err := sim.Run(context.Background(), cfg, wasm)
+	require.NoError(t, err)
+	assert.Empty(t, res.Violations)
+	for _, s := range res.Sessions {
+		require.Positive(t, s.DiskFulls, "session %d", s.Index)
+		assert.Positive(t, s.FailedWrites, "session %d: %d windows of a full disk failed no write", s.Index, s.DiskFulls)
+	}
+}

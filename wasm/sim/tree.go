@@ -7,12 +7,15 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/ncruces/go-sqlite3"
 
 	"github.com/revenantrt/revenant/internal/faultvfs"
 	"github.com/revenantrt/revenant/wasm/abi"
@@ -61,6 +64,7 @@ type tree struct {
 	diskFulls int             // windows of a full disk
 
 	ledger   check.Ledger
+	obs      *sqlite3.Conn // read-only, the simulator's own: reads the commit position (commitPos)
 	failures []string
 	notes    map[string]Note
 	steps    int
@@ -77,6 +81,7 @@ type guest struct {
 	egress map[uint64]*reply
 	plan   *plan
 	zombie bool
+	from   int64 // a zombie's commit position when its transaction began
 	retire int64 // virtual time a zombie is closed at
 	dead   bool
 }
@@ -101,6 +106,7 @@ type request struct {
 	status int
 	body   []byte
 	to     *guest
+	sent   int64 // the tree's commit position when it was last sent
 }
 
 func newTree(mod *runtime.Module, cfg Config, index int, dir string) *tree {
@@ -117,6 +123,10 @@ func newTree(mod *runtime.Module, cfg Config, index int, dir string) *tree {
 	if rng.Float64() < cfg.Zombies {
 		t.zombieLeft = 1 + rng.IntN(2)
 	}
+	// The workload has a generator of its own, so building it first
+	// changes nothing the tree's generator draws.
+	t.work = &workload{rng: rand.New(rand.NewPCG(cfg.Seed^0x9e3779b97f4a7c15, uint64(index)))}
+	t.actions = append([]action{{at: start, kind: actCreate}}, t.work.batch(start, 3+t.killBudget/3)...)
 	if rng.Float64() < cfg.DiskFull {
 		t.fillDisk(rng)
 	}
@@ -134,8 +144,6 @@ func newTree(mod *runtime.Module, cfg Config, index int, dir string) *tree {
 		},
 		Core: abi.CoreConfig{ResumeBudget: budgetPtr},
 	}
-	t.work = &workload{rng: rand.New(rand.NewPCG(cfg.Seed^0x9e3779b97f4a7c15, uint64(index)))}
-	t.actions = append([]action{{at: start, kind: actCreate}}, t.work.batch(start, 3+t.killBudget/3)...)
 	return t
 }
 
@@ -145,15 +153,28 @@ var vfsSeq atomic.Uint64
 
 // fillDisk gives the tree a few windows of virtual time in which every
 // write fails as on a full disk or a failing device, over the stretch its
-// workload runs in. Storage faults are transient to core: it retries the
-// write, and past its window it fails the turn with failed{type:"storage"}.
+// workload runs in: each opens within half a second of one of its prompts
+// arriving and lasts longer than that, so either that prompt's admission
+// meets it or, opening just after, the turn running then; and so may the
+// turns after. (Windows spread over a fixed three minutes mostly opened
+// after a short workload had gone quiet, and failed nothing.) Storage
+// faults are transient to core: it retries the write, and past its window
+// it fails the turn with failed{type:"storage"}.
 func (t *tree) fillDisk(rng *rand.Rand) {
 	t.fault = faultvfs.New(func() int64 { return t.now })
 	t.vfs = fmt.Sprintf("revenant-sim-%d", vfsSeq.Add(1))
 	faultvfs.Register(t.vfs, t.fault)
+	var prompts []int64
+	for _, a := range t.actions {
+		if a.kind == actPrompt {
+			prompts = append(prompts, a.at)
+		}
+	}
 	for range 1 + rng.IntN(3) {
-		from := start + int64(rng.IntN(180_000))
-		length := int64(200 + rng.IntN(40_000))
+		// Not before the first boot's instant: the host creates the file
+		// then, and a host that cannot create it never runs the tree.
+		from := max(prompts[rng.IntN(len(prompts))]-500+int64(rng.IntN(1000)), start+1)
+		length := int64(600 + rng.IntN(40_000))
 		code := faultvfs.Full
 		if rng.IntN(3) == 0 {
 			code = faultvfs.IOErrWrite
@@ -355,6 +376,7 @@ func (t *tree) instantiate(ctx context.Context) (*guest, error) {
 	t.boots++
 	g := &guest{t: t, boot: t.boots, conn: c, timers: map[uint64]due{}, egress: map[uint64]*reply{},
 		rng: rand.New(rand.NewPCG(t.rng.Uint64(), t.rng.Uint64()))}
+	g.watch()
 	if t.kills < t.killBudget {
 		g.plan = newPlan(t.rng, t.seen, true)
 	}
@@ -487,6 +509,9 @@ func (t *tree) resend(ctx context.Context, r *request) {
 	t.nextReq++
 	id := t.nextReq
 	r.to, r.status, r.body = g, 0, nil
+	if r.a.kind == actInterrupt {
+		r.sent = t.commitPos()
+	}
 	t.reqs[id] = r
 	t.call(ctx, g, func() error { return g.g.Request(ctx, id, r.req) })
 }
@@ -530,6 +555,9 @@ func (t *tree) done(r *request) {
 		}
 	case actInterrupt:
 		if r.status == http.StatusOK {
+			// Answered only after the interrupt committed: whatever was
+			// admitted before the request has ended by now.
+			t.ledger.Interrupts = append(t.ledger.Interrupts, check.Interrupt{Session: t.id, At: t.now, Sent: r.sent, Answered: t.commitPos()})
 			return
 		}
 	}
@@ -552,6 +580,12 @@ func (t *tree) closeAll(ctx context.Context) {
 	if t.fault != nil {
 		defer faultvfs.Unregister(t.vfs)
 	}
+	if t.obs != nil {
+		if err := t.obs.Close(); err != nil {
+			t.failf("close the observer connection: %v", err)
+		}
+		t.obs = nil
+	}
 	for _, z := range append([]*guest(nil), t.zombies...) {
 		t.reap(z)
 	}
@@ -571,6 +605,37 @@ func (t *tree) readEpoch(c *conn) int64 {
 	}
 	e, _ := rows.Values[0][0].(int64)
 	return e
+}
+
+// commitPos is the tree's commit position: the highest events.gseq
+// committed so far, read on a connection of the simulator's own, so a
+// guest's open transaction is not seen. The ledger places effects and
+// answers with it, since virtual time stands still within a guest call.
+// 0 means it could not be read (noted).
+func (t *tree) commitPos() int64 {
+	if t.obs == nil {
+		abs, err := filepath.Abs(t.path)
+		if err == nil {
+			u := url.URL{Scheme: "file", Path: abs, RawQuery: "mode=ro"}
+			t.obs, err = sqlite3.OpenFlags(u.String(), sqlite3.OPEN_READONLY|sqlite3.OPEN_URI)
+		}
+		if err != nil {
+			t.obs = nil
+			t.notef("commit position unreadable", "open: %v", err)
+			return 0
+		}
+	}
+	s, _, err := t.obs.Prepare(`SELECT COALESCE(MAX(gseq), 0) FROM events`)
+	if err != nil {
+		t.notef("commit position unreadable", "prepare: %v", err)
+		return 0
+	}
+	defer s.Close()
+	if !s.Step() {
+		t.notef("commit position unreadable", "step: %v", s.Err())
+		return 0
+	}
+	return s.ColumnInt64(0)
 }
 
 // Services, one per guest.
@@ -625,6 +690,13 @@ func (g *guest) StartEgress(id uint64, req runtime.EgressRequest) {
 	if g.dead {
 		return
 	}
+	if g.zombie && t.readEpoch(g.conn) > t.epochs[g.boot] {
+		// The host owns egress, so it must refuse a superseded instance's
+		// (DESIGN §2, §15 zombie egress); wasm/runtime does not check, so
+		// the simulator, the receiver, records it.
+		t.ledger.ZombieCommits = append(t.ledger.ZombieCommits, check.ZombieCommit{At: t.now, Boot: g.boot, Latest: t.boots,
+			What: fmt.Sprintf("egress_start to %s (kind %d)", req.Target, req.Kind)})
+	}
 	t.seq++
 	r := &reply{due: due{at: t.now + 20 + int64(t.rng.IntN(3000)), seq: t.seq}, status: http.StatusOK}
 	g.egress[id] = r
@@ -647,7 +719,8 @@ func (g *guest) StartEgress(id uint64, req runtime.EgressRequest) {
 		r.errMsg = fmt.Sprintf("webhook %s: 503 Service Unavailable", req.Target)
 		return
 	}
-	d := t.ledger.Record(check.Delivery{At: t.now, Tool: req.Target, CallID: call.ID, Key: call.IdempotencyKey, Idempotent: idem, Boot: g.boot})
+	d := t.ledger.Record(check.Delivery{At: t.now, Tool: req.Target, CallID: call.ID, Key: call.IdempotencyKey, Idempotent: idem, Boot: g.boot,
+		Gseq: t.commitPos()})
 	if d.Applied {
 		r.body = []byte(fmt.Sprintf("%s applied call %s", req.Target, call.ID))
 	} else {
@@ -662,18 +735,52 @@ func (g *guest) CancelEgress(id uint64) {
 	}
 }
 
-// Emit implements runtime.Services. A durable event from a zombie after a
-// newer guest took its epoch is a commit past the fence: it goes in the
-// ledger, for the checker to report.
-func (g *guest) Emit(ev runtime.Emitted) {
+// Emit implements runtime.Services. Nothing to do: a zombie's commits are
+// judged at its connection (committed), emitted or not.
+func (g *guest) Emit(runtime.Emitted) {}
+
+// watch makes the guest's connection report its transactions.
+func (g *guest) watch() {
+	g.conn.onBegin, g.conn.onCommit = g.began, g.committed
+}
+
+func (g *guest) began() {
+	if g.zombie {
+		g.from = g.t.maxGseq(g.conn)
+	}
+}
+
+// committed hears of every commit of the guest that changed rows. One of a
+// zombie after a newer guest took its epoch is a commit past the fence: it
+// goes in the ledger, for the checker to report, with the events it wrote.
+// (Emits alone would miss a commit that writes no event, such as a claim
+// released, or one whose emit never comes.)
+func (g *guest) committed(changes int64) {
 	t := g.t
-	if !g.zombie || !ev.Durable() {
+	if !g.zombie {
 		return
 	}
-	if latest := t.readEpoch(g.conn); latest > t.epochs[g.boot] {
-		t.ledger.ZombieCommits = append(t.ledger.ZombieCommits, check.ZombieCommit{
-			At: t.now, Boot: g.boot, Latest: t.boots, What: fmt.Sprintf("%s #%d of %s", ev.Type, ev.Seq, ev.SessionID)})
+	latest := t.readEpoch(g.conn)
+	if latest <= t.epochs[g.boot] {
+		return
 	}
+	what := fmt.Sprintf("a transaction of %d row changes", changes)
+	if rows, err := g.conn.Query(`SELECT type, seq, session_id FROM events WHERE gseq > ? ORDER BY gseq`, []any{g.from}); err == nil {
+		for _, r := range rows.Values {
+			what += fmt.Sprintf(", %v #%v of %v", r[0], r[1], r[2])
+		}
+	}
+	t.ledger.ZombieCommits = append(t.ledger.ZombieCommits, check.ZombieCommit{At: t.now, Boot: g.boot, Latest: t.boots, What: what})
+}
+
+// maxGseq is the highest events.gseq c sees (0 if none, or unreadable).
+func (t *tree) maxGseq(c *conn) int64 {
+	rows, err := c.Query(`SELECT COALESCE(MAX(gseq), 0) FROM events`, nil)
+	if err != nil || len(rows.Values) != 1 {
+		return 0
+	}
+	n, _ := rows.Values[0][0].(int64)
+	return n
 }
 
 // Respond implements runtime.Services. A zombie serves no client.

@@ -141,7 +141,10 @@ type history struct {
 // fields the rules look at.
 type rec struct {
 	event.Event
-	p payload
+	// gseq is the event's place in the tree's commit order (0 for rows
+	// written before the column existed).
+	gseq int64
+	p    payload
 	// bad is set when the payload did not decode.
 	bad error
 }
@@ -168,7 +171,7 @@ type payload struct {
 func load(db conn) (*history, error) {
 	h := &history{logs: map[string][]rec{}, claims: map[string]bool{}, retry: map[string]bool{}}
 	err := db.Tx(context.Background(), func(tx storage.Tx) error {
-		rows, err := tx.Query(`SELECT session_id, seq, id, type, at, data FROM events ORDER BY session_id, seq`)
+		rows, err := tx.Query(`SELECT session_id, seq, id, type, at, data, COALESCE(gseq, 0) FROM events ORDER BY session_id, seq`)
 		if err != nil {
 			return fmt.Errorf("read events: %w", err)
 		}
@@ -176,7 +179,7 @@ func load(db conn) (*history, error) {
 		for rows.Next() {
 			var r rec
 			var typ, data string
-			if err := rows.Scan(&r.SessionID, &r.Seq, &r.ID, &typ, &r.At, &data); err != nil {
+			if err := rows.Scan(&r.SessionID, &r.Seq, &r.ID, &typ, &r.At, &data, &r.gseq); err != nil {
 				return err
 			}
 			r.Type, r.Data = event.Type(typ), json.RawMessage(data)
@@ -222,6 +225,7 @@ type turn struct {
 	started   bool
 	resumes   int // resumes counted since the turn's last progress
 	pending   *rec
+	retrying  bool // a retry.scheduled since the turn's last execution started
 	notices   int
 	aborting  *rec // a count past the budget, whose abort must follow at once
 	steps     int
@@ -231,12 +235,14 @@ type turn struct {
 }
 
 type checker struct {
-	opts   Options
-	h      *history
-	res    Result
-	calls  map[string]*call
-	turns  map[string]*turn // of the tree: prompt ids are unique tree-wide
-	queued map[string]int   // session → prompts admitted and not ended
+	opts  Options
+	h     *history
+	res   Result
+	calls map[string]*call
+	turns map[string]*turn // of the tree: prompt ids are unique tree-wide
+	// admitted are the tree's prompt ids in the order the checker met them.
+	admitted []string
+	queued   map[string]int // session → prompts admitted and not ended
 }
 
 func (ck *checker) fail(session string, at *rec, rule Rule, format string, args ...any) {
@@ -310,6 +316,7 @@ func (ck *checker) session(sid string, log []rec) {
 			ck.turns[e.p.PromptID] = &turn{id: e.p.PromptID, admitted: *e, completed: map[string]bool{}, cut: map[string]bool{}}
 			ck.res.Prompts++
 			order = append(order, e.p.PromptID)
+			ck.admitted = append(ck.admitted, e.p.PromptID)
 			continue
 		}
 		switch e.Type {
@@ -365,8 +372,14 @@ func (ck *checker) session(sid string, log []rec) {
 				}
 			} else if e.p.Cause == event.CauseResume {
 				ck.fail(sid, e, RuleBudget, "a resumed execution of %s starts without its own execution.resumed", pid)
+			} else if !e.p.TurnStart && !(e.p.Cause == event.CauseRetry && tr.retrying) {
+				// An open turn goes on in a new execution only as a counted
+				// resume or after its scheduled retry (parking, whose
+				// continuation is not counted either, does not exist yet):
+				// anything else restarts a dead execution past the budget.
+				ck.fail(sid, e, RuleBudget, "an execution of %s continues its turn (cause %q) without counting a resume", pid, e.p.Cause)
 			}
-			tr.pending, tr.notices = nil, 0
+			tr.pending, tr.notices, tr.retrying = nil, 0, false
 			if e.p.TurnStart {
 				if running != "" {
 					ck.fail(sid, e, RuleEnds, "the turn of %s starts while the turn of %s is open", pid, running)
@@ -402,6 +415,8 @@ func (ck *checker) session(sid string, log []rec) {
 			} else {
 				tr.pending, tr.notices = e, 0
 			}
+		case event.RetryScheduled:
+			tr.retrying = true
 		case event.MessageAdded:
 			if e.p.Role != event.RoleNotice {
 				break
@@ -550,11 +565,17 @@ func endName(e rec) string {
 }
 
 // quiescence: a claim left at the end must have runnable work: a prompt
-// not yet ended (already a violation of its own) or a scheduled retry.
+// not yet ended (already a violation of its own). A scheduled retry is no
+// such work on its own: with every prompt ended there is nothing to retry,
+// and at quiescence no wake-up is armed to retry it anyway.
 func (ck *checker) quiescence() {
 	for _, sid := range ck.h.order {
-		if ck.h.claims[sid] && ck.queued[sid] == 0 && !ck.h.retry[sid] {
-			ck.fail(sid, nil, RuleQuiescence, "the session is claimed with no prompt left to run")
+		if ck.h.claims[sid] && ck.queued[sid] == 0 {
+			detail := "the session is claimed with no prompt left to run"
+			if ck.h.retry[sid] {
+				detail += " (the claim still names a scheduled retry)"
+			}
+			ck.fail(sid, nil, RuleQuiescence, "%s", detail)
 		}
 	}
 	for _, sid := range sortedKeys(ck.h.claims) {
@@ -582,10 +603,15 @@ func (ck *checker) effects(l *Ledger) {
 			ck.fail(c.session, nil, RuleEffects, "call %s reached %s without an executing record before it", c.id, d.Tool)
 		case d.Key != c.key:
 			ck.fail(c.session, c.executing, RuleEffects, "call %s reached %s with key %q, recorded %q", c.id, d.Tool, d.Key, c.key)
+		case committedAfter(c.executing, d.Gseq):
+			ck.fail(c.session, c.executing, RuleEffects, "call %s reached %s at commit position %d, before its executing record (gseq %d) committed",
+				c.id, d.Tool, d.Gseq, c.executing.gseq)
 		}
-		if tr := ck.turns[c.prompt]; tr != nil && tr.end != nil && d.At > tr.end.At &&
-			(tr.end.p.Reason == event.ReasonUser || tr.end.p.Reason == event.ReasonSuperseded) {
-			ck.fail(c.session, tr.end, RuleAfterInterrupt, "call %s reached %s at %d, after the interrupt committed at %d", c.id, d.Tool, d.At, tr.end.At)
+		if tr := ck.turns[c.prompt]; tr != nil && tr.end != nil &&
+			(tr.end.p.Reason == event.ReasonUser || tr.end.p.Reason == event.ReasonSuperseded) &&
+			(d.At > tr.end.At || committedBy(tr.end, d.Gseq)) {
+			ck.fail(c.session, tr.end, RuleAfterInterrupt, "call %s reached %s at %d (commit position %d), after the interrupt committed at %d (gseq %d)",
+				c.id, d.Tool, d.At, d.Gseq, tr.end.At, tr.end.gseq)
 		}
 		k := d.Tool + "\x00" + d.Key
 		if prev, ok := keyCall[k]; ok && prev != d.CallID {
@@ -620,10 +646,36 @@ func (ck *checker) effects(l *Ledger) {
 			ck.fail("", nil, RuleEnds, "prompt %s was answered 202 but is not in the log: lost", pid)
 		}
 	}
+	for _, in := range l.Interrupts {
+		if in.Sent == 0 || in.Answered == 0 {
+			continue
+		}
+		for _, pid := range ck.admitted {
+			tr := ck.turns[pid]
+			if tr.admitted.SessionID != in.Session || tr.admitted.gseq == 0 || tr.admitted.gseq > in.Sent {
+				continue
+			}
+			if tr.end == nil || !committedBy(tr.end, in.Answered) {
+				end := "never ended"
+				if tr.end != nil {
+					end = fmt.Sprintf("ended %s only after it (gseq %d)", endName(*tr.end), tr.end.gseq)
+				}
+				ck.fail(in.Session, tr.end, RuleAfterInterrupt, "an interrupt answered 200 at %d (commit position %d) when prompt %s, admitted before it was sent, had not ended: it %s",
+					in.At, in.Answered, pid, end)
+			}
+		}
+	}
 	for _, z := range l.ZombieCommits {
-		ck.fail("", nil, RuleZombie, "boot %d committed %s at %d, after boot %d took over", z.Boot, z.What, z.At, z.Latest)
+		ck.fail("", nil, RuleZombie, "boot %d went past the fence with %s at %d, after boot %d took over", z.Boot, z.What, z.At, z.Latest)
 	}
 }
+
+// committedBy reports whether e was committed by commit position pos (the
+// highest gseq committed at some moment; 0: not known).
+func committedBy(e *rec, pos int64) bool { return pos > 0 && e.gseq > 0 && e.gseq <= pos }
+
+// committedAfter reports whether e was not yet committed at position pos.
+func committedAfter(e *rec, pos int64) bool { return pos > 0 && e.gseq > pos }
 
 func sortedKeys[V any](m map[string]V) []string {
 	out := make([]string, 0, len(m))

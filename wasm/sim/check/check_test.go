@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ncruces/go-sqlite3"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -52,6 +53,13 @@ func TestBrokenHistoriesAreCaught(t *testing.T) {
 	path, clean := fixture(t)
 	firstPrompt := field("s", event.PromptAdmitted, 1, "prompt_id")
 	interrupted := field("u", event.PromptAdmitted, 1, "prompt_id")
+	lastGseq := queryInt(t, path, `SELECT MAX(gseq) FROM events`)
+	interruptAt := queryInt(t, path, fmt.Sprintf(`SELECT at FROM events WHERE session_id = 'u' AND type = '%s'`, event.ExecutionInterrupted))
+	firstAdmitted := queryInt(t, path, fmt.Sprintf(`SELECT gseq FROM events WHERE session_id = 's' AND seq = %s`, sq("s", event.PromptAdmitted, 1)))
+	executingOf := func(callID string) int64 {
+		return queryInt(t, path, fmt.Sprintf(`SELECT gseq FROM events WHERE type = '%s' AND json_extract(data, '$.call_id') = '%s' ORDER BY gseq LIMIT 1`,
+			event.ToolExecuting, callID))
+	}
 	cases := []struct {
 		name   string
 		sql    []string
@@ -74,6 +82,26 @@ func TestBrokenHistoriesAreCaught(t *testing.T) {
 				d := l.Deliveries[len(l.Deliveries)-1] // the interrupted hook call
 				d.At += 1000
 				l.Deliveries = append(l.Deliveries, d)
+			}},
+		{name: "effect after the interrupt, in the same millisecond", want: check.RuleAfterInterrupt, detail: "after the interrupt committed",
+			ledger: func(l *check.Ledger) {
+				d := &l.Deliveries[len(l.Deliveries)-1] // the interrupted hook call
+				d.At, d.Gseq = interruptAt, lastGseq
+			}},
+		{name: "effect before its executing record", want: check.RuleEffects, detail: "before its executing record",
+			ledger: func(l *check.Ledger) { l.Deliveries[0].Gseq = executingOf(l.Deliveries[0].CallID) - 1 }},
+		{name: "interrupt answered before it committed", want: check.RuleAfterInterrupt, detail: "had not ended",
+			ledger: func(l *check.Ledger) {
+				l.Interrupts = append(append([]check.Interrupt(nil), l.Interrupts...),
+					check.Interrupt{Session: "s", At: 1, Sent: firstAdmitted, Answered: firstAdmitted})
+			}},
+		{name: "retry claim left at quiescence", want: check.RuleQuiescence, detail: "no prompt left",
+			sql: []string{`INSERT INTO claims (session_id, claimed_at, retry_at) VALUES ('s', 0, 1)`}},
+		{name: "dead execution restarted without counting a resume", want: check.RuleBudget, detail: "without counting a resume",
+			sql: []string{
+				fmt.Sprintf(`UPDATE events SET data = json_set(data, '$.cause', 'prompt') WHERE session_id = 's' AND seq = (SELECT MIN(seq) FROM events WHERE session_id = 's' AND type = '%s' AND seq > %s)`,
+					event.ExecutionStarted, sq("s", event.ExecutionResumed, 1)),
+				fmt.Sprintf(`UPDATE events SET type = '%s' WHERE session_id = 's' AND seq = %s`, event.Progress, sq("s", event.ExecutionResumed, 1)),
 			}},
 		{name: "attempt past the budget", want: check.RuleBudget, detail: "past the budget",
 			sql: []string{`UPDATE events SET data = json_set(data, '$.attempt', 11) WHERE type = 'session.execution.resumed@1'`}},
@@ -142,4 +170,17 @@ func TestBrokenHistoriesAreCaught(t *testing.T) {
 			assert.Contains(t, found.String(), string(c.want))
 		})
 	}
+}
+
+// queryInt reads one integer from a tree file.
+func queryInt(t *testing.T, path, query string) int64 {
+	t.Helper()
+	c, err := sqlite3.Open(path)
+	require.NoError(t, err)
+	defer c.Close()
+	st, _, err := c.Prepare(query)
+	require.NoError(t, err, query)
+	defer st.Close()
+	require.True(t, st.Step(), query)
+	return st.ColumnInt64(0)
 }

@@ -7,20 +7,24 @@
 //     cancellation), turns run one at a time in admission order;
 //   - no claim is left at quiescence without runnable work;
 //   - nothing of a turn is written, and no tool effect starts, after its
-//     interrupt commits;
+//     interrupt commits (placed by commit position, not only by time); an
+//     interrupt answered 200 has ended every prompt admitted before it;
 //   - resume attempts are counted one by one and never run past the
-//     budget: the count past it fails the turn at once;
+//     budget: the count past it fails the turn at once, and an open turn
+//     goes on only through a counted resume or its scheduled retry;
 //   - a non-idempotent tool call takes effect at most once, an idempotent
 //     one is applied once per idempotency key, and every effect was
-//     announced by its executing record with the same key;
+//     announced by its executing record, committed before it, with the
+//     same key;
 //   - each session's seqs are contiguous from 1;
 //   - the projections equal their rebuild from the log (core.Rebuild on a
 //     private in-memory copy, never on the judged file);
 //   - the continuation notice is delivered once per resume, never
 //     otherwise;
 //   - a step recorded complete is never requested again;
-//   - a zombie never commits after its successor booted: neither a write
-//     the ledger saw nor a step write of an execution already replaced.
+//   - a zombie never commits (or starts egress) after its successor took a
+//     newer epoch: neither a write the ledger saw nor a step write of an
+//     execution already replaced.
 //
 // The checker is deliberately independent of the code it judges: it
 // re-derives everything from the event log with its own decoding, and

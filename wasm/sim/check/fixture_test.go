@@ -16,6 +16,7 @@ import (
 	"github.com/revenantrt/revenant/core/event"
 	"github.com/revenantrt/revenant/core/model/offline"
 	"github.com/revenantrt/revenant/core/runner"
+	"github.com/revenantrt/revenant/core/storage"
 	"github.com/revenantrt/revenant/core/tool"
 	"github.com/revenantrt/revenant/internal/treetest"
 	"github.com/revenantrt/revenant/wasm/sim/check"
@@ -29,6 +30,7 @@ type receivers struct {
 	mu       sync.Mutex
 	ledger   check.Ledger
 	clock    interface{ Now() int64 }
+	gseq     func() int64 // the tree's commit position
 	blocking bool
 	entered  chan string
 }
@@ -39,7 +41,7 @@ func (r *receivers) tools() []tool.Tool {
 			var args struct{ Block bool }
 			_ = json.Unmarshal(c.Arguments, &args)
 			r.mu.Lock()
-			d := r.ledger.Record(check.Delivery{At: r.clock.Now(), Tool: name, CallID: c.ID, Key: c.IdempotencyKey, Idempotent: idem})
+			d := r.ledger.Record(check.Delivery{At: r.clock.Now(), Tool: name, CallID: c.ID, Key: c.IdempotencyKey, Idempotent: idem, Gseq: r.gseq()})
 			block := args.Block && r.blocking
 			r.mu.Unlock()
 			if block {
@@ -65,7 +67,15 @@ func (r *receivers) tools() []tool.Tool {
 func fixture(t *testing.T) (string, *check.Ledger) {
 	t.Helper()
 	tr := treetest.New(t)
-	rc := &receivers{clock: tr.Clock, entered: make(chan string, 1), ledger: check.Ledger{Tools: map[string]bool{"hook": false, "ihook": true}}}
+	gseq := func() int64 {
+		var n int64
+		tr.Read(func(tx storage.Tx) error {
+			_, err := storage.QueryRow(tx, `SELECT COALESCE(MAX(gseq), 0) FROM events`, nil, &n)
+			return err
+		})
+		return n
+	}
+	rc := &receivers{clock: tr.Clock, gseq: gseq, entered: make(chan string, 1), ledger: check.Ledger{Tools: map[string]bool{"hook": false, "ihook": true}}}
 	reg, err := tool.NewRegistry(rc.tools()...)
 	require.NoError(t, err)
 	r, err := runner.New(offline.New(tr.Clock, offline.Options{}), reg, runner.NewConfig())
@@ -102,9 +112,13 @@ func fixture(t *testing.T) (string, *check.Ledger) {
 	n.Admit(u, "/tool hook {\"n\":5,\"block\":true}\nstopped")
 	<-rc.entered
 	n.Admit(u, "never runs")
+	sent := gseq()
 	did, err := n.Inst.Interrupt(ctx, u, event.ReasonUser)
 	require.NoError(t, err)
 	require.True(t, did)
+	rc.mu.Lock()
+	rc.ledger.Interrupts = append(rc.ledger.Interrupts, check.Interrupt{Session: u, At: tr.Clock.Now(), Sent: sent, Answered: gseq()})
+	rc.mu.Unlock()
 	n.Idle()
 	n.Crash()
 

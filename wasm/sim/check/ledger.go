@@ -8,12 +8,17 @@ type Ledger struct {
 	// Deliveries are the tool requests that reached a receiver, in the
 	// order they arrived.
 	Deliveries []Delivery `json:"deliveries,omitempty"`
-	// ZombieCommits are writes that committed from an instance after its
-	// successor booted on the same database. There must be none.
+	// ZombieCommits are writes that committed, and egress that started,
+	// from an instance after its successor took a newer epoch on the same
+	// database. There must be none.
 	ZombieCommits []ZombieCommit `json:"zombie_commits,omitempty"`
 	// Accepted are the prompt ids the API answered 202: each must be in
 	// the log, whatever was killed after the answer.
 	Accepted []string `json:"accepted,omitempty"`
+	// Interrupts are the interrupt requests the API answered 200: every
+	// prompt of the session admitted before the request was sent must have
+	// ended by the answer, or a kill after it could revive the turn.
+	Interrupts []Interrupt `json:"interrupts,omitempty"`
 	// Tools names every tool whose effects the ledger records, with whether
 	// its receiver deduplicates by Idempotency-Key. A call of such a tool
 	// that settled ok must have reached its receiver.
@@ -32,6 +37,21 @@ type Delivery struct {
 	Applied bool `json:"applied"`
 	// Boot numbers the instance that sent it (1 for the tree's first boot).
 	Boot int `json:"boot"`
+	// Gseq is where the request arrived in the tree's commit order: the
+	// highest events.gseq committed by then (0: not known). Virtual time
+	// stands still within a guest call, so only this tells an effect that
+	// started after a commit of the same millisecond from one before it.
+	Gseq int64 `json:"gseq,omitempty"`
+}
+
+// Interrupt is an interrupt request the API answered 200. Sent and
+// Answered are the highest events.gseq committed when the request was last
+// sent and when its answer ended (0: not known).
+type Interrupt struct {
+	Session  string `json:"session"`
+	At       int64  `json:"at"` // virtual ms of the answer
+	Sent     int64  `json:"sent"`
+	Answered int64  `json:"answered"`
 }
 
 // ZombieCommit is a write a superseded instance committed.
@@ -39,7 +59,7 @@ type ZombieCommit struct {
 	At     int64  `json:"at"`
 	Boot   int    `json:"boot"`   // the zombie's boot number
 	Latest int    `json:"latest"` // the boot that superseded it
-	What   string `json:"what"`   // the import or event that committed
+	What   string `json:"what"`   // what it committed (its events) or started
 }
 
 // Record appends a delivery, deciding Applied the way the receiver would.
