@@ -11,7 +11,8 @@ import (
 // are equal; a minor version adds things the other side may ignore.
 const (
 	Major = 1
-	Minor = 1 // 1.1 added ExportIdle and ExportDiagSQL
+	// Minor 1 added ExportIdle and ExportDiagSQL; 2 added EgressRequest.Epoch.
+	Minor = 2
 )
 
 // PackVersion packs a version the way revenant_abi_version returns it:

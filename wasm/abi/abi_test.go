@@ -157,6 +157,35 @@ func TestDecodeRejectsUnsortedOrRepeatedHeaderKeys(t *testing.T) {
 	require.ErrorIs(t, err, abi.ErrMalformed)
 }
 
+// The epoch (ABI 1.2) is EgressRequest's last field, present only when
+// the guest sends it: a request without it decodes as before, and one with
+// it round-trips, epoch 0 ("no epoch yet") included.
+func TestEgressRequestEpoch(t *testing.T) {
+	base := abi.EgressRequest{Kind: abi.EgressModel, Method: "POST", URL: "http://m/v1/chat/completions", Header: http.Header{}, Body: []byte("{}")}
+	got, err := abi.DecodeEgressRequest(base.Encode())
+	require.NoError(t, err)
+	require.Equal(t, base, got)
+	require.False(t, got.HasEpoch, "a 1.1 layout carries no epoch")
+
+	for _, epoch := range []int64{abi.NoEpoch, 1, 300, 1 << 40} {
+		r := base
+		r.Epoch, r.HasEpoch = epoch, true
+		b := r.Encode()
+		require.Greater(t, len(b), len(base.Encode()), "the epoch is appended")
+		require.Equal(t, base.Encode(), b[:len(base.Encode())], "the 1.1 fields are unchanged")
+		got, err := abi.DecodeEgressRequest(b)
+		require.NoError(t, err)
+		require.Equal(t, r, got)
+		_, err = abi.DecodeEgressRequest(append(b, 0))
+		require.ErrorIs(t, err, abi.ErrMalformed, "a byte past the epoch")
+	}
+	// Overlong or out-of-range epochs are refused.
+	for _, tail := range [][]byte{{0x80, 0x00}, {0x80}, {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01}} {
+		_, err := abi.DecodeEgressRequest(append(base.Encode(), tail...))
+		require.ErrorIs(t, err, abi.ErrMalformed, "tail %x", tail)
+	}
+}
+
 func TestVersionPacking(t *testing.T) {
 	v := abi.PackVersion(abi.Major, abi.Minor)
 	major, minor := abi.UnpackVersion(v)
@@ -174,6 +203,7 @@ func FuzzDecode(f *testing.F) {
 	b, _ = abi.Statement{Query: "q", Args: []any{"x", 1.5}}.Encode()
 	f.Add(b)
 	f.Add(abi.Emitted{ID: "e", Seq: 1}.Encode())
+	f.Add(abi.EgressRequest{Kind: abi.EgressTool, Target: "t", Epoch: 7, HasEpoch: true}.Encode())
 	f.Add(abi.EgressResponse{Status: 200, Header: http.Header{"A": {"1"}, "B": {"2", "3"}}}.Encode())
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if r, err := abi.DecodeRequest(data); err == nil {
@@ -186,8 +216,10 @@ func FuzzDecode(f *testing.F) {
 			require.NoError(t, err)
 		}
 		if r, err := abi.DecodeEgressRequest(data); err == nil {
-			_, err := abi.DecodeEgressRequest(r.Encode())
+			r2, err := abi.DecodeEgressRequest(r.Encode())
 			require.NoError(t, err)
+			require.Equal(t, r.HasEpoch, r2.HasEpoch)
+			require.Equal(t, r.Epoch, r2.Epoch)
 		}
 		if r, err := abi.DecodeEgressResponse(data); err == nil {
 			// One encoding per header: what decodes re-encodes to itself.

@@ -2,6 +2,7 @@ package abi
 
 import (
 	"fmt"
+	"math"
 	"net/http"
 	"time"
 )
@@ -86,7 +87,27 @@ type EgressRequest struct {
 	URL    string
 	Header http.Header
 	Body   []byte
+	// Epoch (since ABI 1.2, MinorEgressEpoch) is the epoch the guest's
+	// instance holds as it starts the request, or NoEpoch while it has
+	// none (it booted read-only and has written nothing). A host that owns
+	// egress performs the request only if the tree's epoch in the database
+	// still equals it, so a superseded instance gets nothing out
+	// (docs/abi.md §4, "Epoch fence").
+	Epoch int64
+	// HasEpoch says Epoch is on the wire. It is the message's last field,
+	// and a guest sends it only to a host that announced 1.2 or later at
+	// boot: an older host's decoder refuses trailing bytes. A request
+	// without it (an older guest, or an older host) cannot be checked.
+	HasEpoch bool
 }
+
+// MinorEgressEpoch is the minor version that added EgressRequest.Epoch: a
+// guest sends it to a host whose BootConfig announces at least this.
+const MinorEgressEpoch = 2
+
+// NoEpoch is EgressRequest.Epoch of an instance that holds no epoch yet.
+// Epochs start at 1, so no tree ever has it: a host refuses the request.
+const NoEpoch int64 = 0
 
 // Encode returns the wire form.
 func (r EgressRequest) Encode() []byte {
@@ -97,15 +118,26 @@ func (r EgressRequest) Encode() []byte {
 	e.String(r.URL)
 	encodeHeader(&e, r.Header)
 	e.Blob(r.Body)
+	if r.HasEpoch {
+		e.Uvarint(uint64(max(r.Epoch, 0)))
+	}
 	return e.Bytes()
 }
 
-// DecodeEgressRequest reads an EgressRequest.
+// DecodeEgressRequest reads an EgressRequest, with its epoch if bytes
+// follow the body.
 func DecodeEgressRequest(b []byte) (EgressRequest, error) {
 	d := NewDecoder(b)
 	r := EgressRequest{Kind: EgressKind(d.Byte()), Target: d.String(), Method: d.String(), URL: d.String(), Header: decodeHeader(d), Body: d.Blob()}
 	if r.Kind != EgressModel && r.Kind != EgressTool && d.err == nil {
 		d.fail("egress kind %d", r.Kind)
+	}
+	if d.err == nil && len(d.b) > 0 {
+		epoch := d.Uvarint()
+		if epoch > math.MaxInt64 {
+			d.fail("epoch %d out of range", epoch)
+		}
+		r.Epoch, r.HasEpoch = int64(epoch), true
 	}
 	return r, d.Finish()
 }

@@ -14,6 +14,10 @@
 // responses through respond (an event stream a chunk per flush). Secrets
 // never enter the guest: the host adds the provider's key and performs the
 // tools' HTTP (webhook signatures included); API tokens arrive hashed.
+// Every egress request carries the instance's epoch (ABI 1.2, to a host
+// that announced 1.2 or later), so the host, which owns egress, refuses a
+// superseded instance's (DESIGN §15, zombie egress); an instance that
+// booted read-only sends abi.NoEpoch until its first write takes one.
 //
 // # No export blocks on I/O: the quiescence rule
 //

@@ -25,6 +25,10 @@ type egresses struct {
 	mu   sync.Mutex
 	next uint64
 	byID map[uint64]*egress
+	// epoch, if set, is the instance's epoch (core.Instance.Epoch), sent
+	// with every request for the host's fence (ABI 1.2). It is nil for a
+	// host older than 1.2, whose decoder would refuse the field.
+	epoch func() int64
 }
 
 type egress struct {
@@ -50,6 +54,13 @@ func (es *egresses) start(req abi.EgressRequest) *egress {
 	e := &egress{id: es.next, notify: make(chan struct{}, 1)}
 	es.byID[e.id] = e
 	es.mu.Unlock()
+	if es.epoch != nil {
+		// Read as the request starts: an instance that booted read-only
+		// holds abi.NoEpoch until its first accepted write, which the
+		// runner makes before every model request and tool body, so a
+		// request without an epoch is refused by the host, as it should be.
+		req.Epoch, req.HasEpoch = es.epoch(), true
+	}
 	p, n := bytesPtr(req.Encode())
 	hostEgressStart(e.id, p, n)
 	return e

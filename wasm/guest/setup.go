@@ -29,6 +29,14 @@ func newGuest(cfg abi.BootConfig) (*guest, error) {
 	}
 	gg.log = slog.New(logHandler{level: slog.LevelDebug}).With("tree", cfg.TreeID)
 	gg.db = &db{onEmit: gg.onCommit}
+	if cfg.HostMinor >= abi.MinorEgressEpoch {
+		gg.es.epoch = func() int64 {
+			if gg.inst == nil {
+				return abi.NoEpoch
+			}
+			return gg.inst.Epoch()
+		}
+	}
 	return gg, nil
 }
 

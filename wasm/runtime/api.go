@@ -111,6 +111,10 @@ type Services interface {
 	// StartEgress starts an outbound request; the host answers later with
 	// Guest.EgressResponse, EgressChunk… and exactly one EgressEnd, unless
 	// CancelEgress(id) came first (then it sends nothing more for id).
+	// It is not called for a request the epoch fence refuses: a guest
+	// whose instance no longer holds the tree's epoch (superseded by a
+	// newer boot, a zombie) or holds none yet. The runtime itself ends
+	// such a request with an error, within the same Guest call.
 	StartEgress(id uint64, req EgressRequest)
 	CancelEgress(id uint64)
 	// Emit receives every durable event after its transaction committed,

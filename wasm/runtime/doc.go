@@ -17,6 +17,13 @@
 //     back and the instance closed; the Guest refuses further calls with
 //     ErrGuestClosed, and the caller instantiates and boots a fresh one on
 //     the same Conn. Boot's new epoch fences anything of the old one.
+//   - The runtime owns egress, so it fences it by epoch (DESIGN §15,
+//     zombie egress): before Services.StartEgress it reads the tree's
+//     epoch on the Conn (inside the guest's open transaction, if any) and
+//     refuses a request whose epoch (ABI 1.2) is not that one, or is
+//     abi.NoEpoch. A refused request never reaches the Services; its end,
+//     an error starting "fenced:", is delivered through the egress-end
+//     export once the running export returns, within the same call.
 //   - A kill is wazero's documented exit from a host function:
 //     CloseWithExitCode, then panic(sys.NewExitError(…)).
 //

@@ -54,6 +54,17 @@ type Guest struct {
 	killed   error
 	nanoLast int64
 	stderr   tailBuffer
+	// fenced are the egress requests the epoch fence refused during the
+	// running call, in order; the call delivers their ends once the export
+	// returns (endFenced).
+	fenced []fencedEgress
+}
+
+// fencedEgress is an egress request the epoch fence refused: its end, with
+// msg, is owed to the guest.
+type fencedEgress struct {
+	id  uint64
+	msg string
 }
 
 type guestKey struct{}
@@ -262,9 +273,23 @@ func (g *Guest) callData(ctx context.Context, export string, params []uint64, da
 	}
 	cctx, cancel := g.callContext(ctx)
 	defer cancel()
+	return g.endFenced(cctx, g.runData(cctx, export, params, data))
+}
+
+func (g *Guest) call(ctx context.Context, export string, params ...uint64) error {
+	if err := g.usable(export); err != nil {
+		return err
+	}
+	cctx, cancel := g.callContext(ctx)
+	defer cancel()
+	return g.endFenced(cctx, g.run(cctx, export, params))
+}
+
+// runData copies data into guest memory and runs export(params…, ptr, len).
+func (g *Guest) runData(ctx context.Context, export string, params []uint64, data []byte) error {
 	var ptr uint32
 	if len(data) > 0 {
-		res, err := g.fn(abi.ExportAlloc).Call(cctx, uint64(len(data)))
+		res, err := g.fn(abi.ExportAlloc).Call(ctx, uint64(len(data)))
 		if err != nil {
 			return g.failed(export, err)
 		}
@@ -274,16 +299,39 @@ func (g *Guest) callData(ctx context.Context, export string, params []uint64, da
 		}
 	}
 	params = append(params, uint64(ptr), uint64(len(data)))
-	return g.run(cctx, export, params)
+	return g.run(ctx, export, params)
 }
 
-func (g *Guest) call(ctx context.Context, export string, params ...uint64) error {
-	if err := g.usable(export); err != nil {
-		return err
+// endFenced delivers the ends of the egress requests the epoch fence
+// refused (imports.go) through revenant_egress_end, in the order they were
+// refused, once the export that made them has returned: exports are never
+// re-entered, and the runtime has no goroutine of its own, so the end
+// comes within the same Guest call, deterministically. A guest that starts
+// another request while taking an end has that one's end delivered too.
+// err is the export's own result, which wins over an end's unless
+// delivering the end killed the guest.
+func (g *Guest) endFenced(ctx context.Context, err error) error {
+	for n := 0; len(g.fenced) > 0; n++ {
+		if g.broken != nil {
+			break // dead: its egress died with it
+		}
+		if n == maxPumps {
+			g.fenced = nil
+			return g.failed(abi.ExportEgressEnd, fmt.Errorf("still starting fenced egress after %d ends: %w", maxPumps, ErrWatchdog))
+		}
+		f := g.fenced[0]
+		g.fenced = g.fenced[1:]
+		endErr := g.runData(ctx, abi.ExportEgressEnd, []uint64{f.id}, []byte(f.msg))
+		switch {
+		case endErr == nil:
+		case g.broken != nil:
+			err = endErr
+		case err == nil:
+			err = endErr
+		}
 	}
-	cctx, cancel := g.callContext(ctx)
-	defer cancel()
-	return g.run(cctx, export, params)
+	g.fenced = nil
+	return err
 }
 
 func (g *Guest) usable(export string) error {

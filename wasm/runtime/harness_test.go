@@ -48,7 +48,9 @@ type services struct {
 	wake   int64
 	egress map[uint64]runtime.EgressRequest
 	// onEgress, if set, is told about each started egress.
-	onEgress  func(id uint64, req runtime.EgressRequest)
+	onEgress func(id uint64, req runtime.EgressRequest)
+	// onEmit, if set, is told about each emitted event (after the record).
+	onEmit    func(ev runtime.Emitted)
 	cancelled []uint64
 	emits     []runtime.Emitted
 	responses map[uint64]*response
@@ -107,6 +109,9 @@ func (s *services) CancelEgress(id uint64) {
 func (s *services) Emit(ev runtime.Emitted) {
 	s.emits = append(s.emits, ev)
 	fmt.Fprintf(&s.log, "emit %s %d %s %s %s\n", ev.SessionID, ev.Seq, ev.ID, ev.Type, ev.Data)
+	if s.onEmit != nil {
+		s.onEmit(ev)
+	}
 }
 
 func (s *services) Respond(id uint64, part runtime.ResponsePart) {
@@ -170,6 +175,17 @@ func newEnv(t testing.TB, seed uint64, cfg runtime.BootConfig) *env {
 		cfg.TreeID = treeID
 	}
 	return &env{t: t, path: path, db: db, conn: db.Conn(), s: newServices(seed), cfg: cfg}
+}
+
+// sibling is another host over the env's database file: its own
+// connection and services, as a second process would have, for a guest
+// that supersedes (or is superseded by) the env's.
+func (e *env) sibling(seed uint64) *env {
+	e.t.Helper()
+	db, err := sqlitedb.Open(e.path, sqlitedb.Options{})
+	require.NoError(e.t, err)
+	e.t.Cleanup(func() { db.Close() })
+	return &env{t: e.t, path: e.path, db: db, conn: db.Conn(), s: newServices(seed), cfg: e.cfg}
 }
 
 // boot instantiates a fresh guest on the env's database and boots it.

@@ -123,12 +123,19 @@ var hostFns = []hostFn{
 			panic(fmt.Errorf("egress_start: %w", err))
 		}
 		g.interpose(ctx, mod, abi.ImportEgressStart, false)
-		g.opts.Services.StartEgress(stack[0], req)
+		if msg := g.fence(req); msg != "" {
+			g.log.Warn("wasm guest egress refused", "id", stack[0], "kind", req.Kind, "target", req.Target, "reason", msg)
+			g.fenced = append(g.fenced, fencedEgress{id: stack[0], msg: msg})
+		} else {
+			g.opts.Services.StartEgress(stack[0], req)
+		}
 		g.interpose(ctx, mod, abi.ImportEgressStart, true)
 	}},
 	{abi.ImportEgressCancel, []api.ValueType{i64}, nil, func(g *Guest, ctx context.Context, mod api.Module, stack []uint64) {
 		g.interpose(ctx, mod, abi.ImportEgressCancel, false)
-		g.opts.Services.CancelEgress(stack[0])
+		if !g.dropFenced(stack[0]) {
+			g.opts.Services.CancelEgress(stack[0])
+		}
 		g.interpose(ctx, mod, abi.ImportEgressCancel, true)
 	}},
 	{abi.ImportEmit, []api.ValueType{i32, i32}, nil, func(g *Guest, ctx context.Context, mod api.Module, stack []uint64) {
@@ -171,6 +178,82 @@ var hostFns = []hostFn{
 	{abi.ImportFail, []api.ValueType{i32, i32}, nil, func(g *Guest, ctx context.Context, mod api.Module, stack []uint64) {
 		g.failMsg = string(g.read(mod, stack[0], stack[1]))
 	}},
+}
+
+// Messages of the egress ends the epoch fence delivers (docs/abi.md §4).
+const (
+	fencedSuperseded = "fenced: a newer instance owns this tree"
+	fencedNoEpoch    = "fenced: this instance holds no epoch yet"
+	fencedUnread     = "fenced: the tree's epoch could not be read"
+)
+
+// fence is the epoch check on egress (DESIGN §2, §15 "zombie egress"): the
+// host owns egress, so it performs a request only for the instance whose
+// epoch the tree still holds. It returns why req is refused, or "" to
+// start it. A request without an epoch (a guest before ABI 1.2, or a host
+// that announced an older version) cannot be checked and goes out, as
+// before; core's write fence still stops such an instance at its next
+// write. The guest starts egress outside its transactions, but the check
+// reads inside one if it is open (its own writes are no epoch change);
+// otherwise in a transaction of its own, rolled back.
+func (g *Guest) fence(req abi.EgressRequest) string {
+	if !req.HasEpoch {
+		return ""
+	}
+	if req.Epoch == abi.NoEpoch {
+		// It booted read-only and has written nothing, so nothing it could
+		// ask for is owed; and the epoch it found at boot is its
+		// predecessor's, so it has no epoch of its own to check against.
+		return fencedNoEpoch
+	}
+	cur, err := g.treeEpoch()
+	if err != nil {
+		return fmt.Sprintf("%s: %v", fencedUnread, err)
+	}
+	if cur != req.Epoch {
+		return fmt.Sprintf("%s (its epoch %d, this instance's %d)", fencedSuperseded, cur, req.Epoch)
+	}
+	return ""
+}
+
+// dropFenced forgets the owed end of a refused request the guest abandons
+// before it is delivered (egress_cancel: nothing more is sent for id), and
+// reports whether id was one; the Services never heard of it.
+func (g *Guest) dropFenced(id uint64) bool {
+	for i, f := range g.fenced {
+		if f.id == id {
+			g.fenced = append(g.fenced[:i:i], g.fenced[i+1:]...)
+			return true
+		}
+	}
+	return false
+}
+
+// treeEpoch reads the tree's epoch on the guest's Conn.
+func (g *Guest) treeEpoch() (epoch int64, err error) {
+	c := g.opts.Conn
+	if !c.InTx() {
+		if err := c.Begin(); err != nil {
+			return 0, err
+		}
+		defer func() {
+			if rerr := c.Rollback(); rerr != nil && err == nil {
+				err = rerr
+			}
+		}()
+	}
+	rows, err := c.Query(`SELECT epoch FROM tree`, nil)
+	if err != nil {
+		return 0, err
+	}
+	if len(rows.Values) != 1 || len(rows.Values[0]) != 1 {
+		return 0, fmt.Errorf("%d rows in table tree", len(rows.Values))
+	}
+	e, ok := rows.Values[0][0].(int64)
+	if !ok {
+		return 0, fmt.Errorf("epoch %v is no integer", rows.Values[0][0])
+	}
+	return e, nil
 }
 
 // read returns a copy of guest memory [ptr, ptr+n).

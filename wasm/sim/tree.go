@@ -692,8 +692,9 @@ func (g *guest) StartEgress(id uint64, req runtime.EgressRequest) {
 	}
 	if g.zombie && t.readEpoch(g.conn) > t.epochs[g.boot] {
 		// The host owns egress, so it must refuse a superseded instance's
-		// (DESIGN §2, §15 zombie egress); wasm/runtime does not check, so
-		// the simulator, the receiver, records it.
+		// (DESIGN §2, §15 zombie egress). wasm/runtime checks the epoch
+		// before calling StartEgress; the receiver records any request
+		// that got past it anyway.
 		t.ledger.ZombieCommits = append(t.ledger.ZombieCommits, check.ZombieCommit{At: t.now, Boot: g.boot, Latest: t.boots,
 			What: fmt.Sprintf("egress_start to %s (kind %d)", req.Target, req.Kind)})
 	}

@@ -1,0 +1,149 @@
+package runtime_test
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"net/http"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/revenantrt/revenant/wasm/abi"
+	"github.com/revenantrt/revenant/wasm/runtime"
+)
+
+// zombie boots guest A, then, in the window between A's last write before
+// its model request (step.started) and the request itself, boots guest B
+// on its own connection over the same database file, as a second process
+// would after taking the tree over. A is then a zombie: core let its write
+// through (it committed before B's epoch), so only the host's epoch check
+// on egress stands between it and the model. It returns both envs, A's
+// import sites from its egress_start on, and A's log.
+func zombie(t *testing.T, seed uint64, hostVersion uint32) (a, b *env, after []runtime.Site, logs *bytes.Buffer) {
+	t.Helper()
+	a = newEnv(t, seed, openaiConfig())
+	logs = &bytes.Buffer{}
+	recording := false
+	require.NoError(t, a.boot(runtime.Options{
+		HostVersion: hostVersion,
+		Log:         slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{ReplaceAttr: dropTime})),
+		Interpose: func(s runtime.Site) error {
+			if s.Import == abi.ImportEgressStart && !s.After {
+				recording = true
+			}
+			if recording {
+				after = append(after, s)
+			}
+			return nil
+		},
+	}))
+	b = a.sibling(seed + 100)
+	var bootErr error
+	a.s.onEmit = func(ev runtime.Emitted) {
+		if ev.Type == "session.step.started@1" && b.g == nil {
+			bootErr = b.boot(runtime.Options{})
+		}
+	}
+	a.createAndPrompt("hi")
+	require.NoError(t, bootErr)
+	require.NotNil(t, b.g, "B booted while A's turn ran")
+	return a, b, after, logs
+}
+
+func dropTime(_ []string, a slog.Attr) slog.Attr {
+	if a.Key == slog.TimeKey {
+		return slog.Attr{}
+	}
+	return a
+}
+
+// A superseded guest gets no outbound request performed: the runtime reads
+// the tree's epoch before Services.StartEgress, refuses A's request, and
+// delivers A an end saying so within the same call; A's turn stops there.
+// B, the live guest, resumes the turn and its egress goes out as usual.
+func TestZombieEgressIsFenced(t *testing.T) {
+	a, b, after, logs := zombie(t, 4, 0)
+
+	require.Empty(t, a.s.egress, "the zombie's model request reached its host")
+	require.NotContains(t, a.s.log.String(), "egress_start", "StartEgress was never called for A")
+	require.Contains(t, logs.String(), `reason="fenced: a newer instance owns this tree (its epoch 2, this instance's 1)"`)
+
+	// A took the end: its turn went on past egress_start (to a write the
+	// write fence refused), and nothing of it waits on the egress any more.
+	require.Equal(t, runtime.Site{Import: abi.ImportEgressStart, Phase: runtime.PhaseServe}, after[0])
+	require.Equal(t, runtime.Site{Import: abi.ImportEgressStart, After: true, Phase: runtime.PhaseServe}, after[1])
+	var imports []string
+	for _, s := range after[2:] {
+		if !s.After {
+			imports = append(imports, s.Import)
+		}
+	}
+	require.Contains(t, imports, abi.ImportSQLBegin, "the guest ran on after its fenced end: it tried to record it")
+	require.Contains(t, imports, abi.ImportSQLRollback, "and the write fence refused that")
+	require.NotContains(t, imports, abi.ImportSQLCommit)
+	require.NotContains(t, imports, abi.ImportEgressStart)
+	idle, err := a.g.Idle(context.Background())
+	require.NoError(t, err)
+	require.True(t, idle, "A's execution ended on the fenced egress")
+	require.Empty(t, a.s.timers, "no retry is scheduled either")
+	require.False(t, a.conn.InTx())
+
+	// B resumed the turn; its model request carries B's epoch and goes out.
+	require.Len(t, b.s.egress, 1)
+	var id uint64
+	for k, req := range b.s.egress {
+		id = k
+		require.True(t, req.HasEpoch)
+		require.Equal(t, int64(2), req.Epoch)
+	}
+	ctx := context.Background()
+	require.NoError(t, b.g.EgressResponse(ctx, id, 200, http.Header{"Content-Type": {"text/event-stream"}}))
+	for _, c := range []string{
+		`data: {"choices":[{"delta":{"content":"Hi"},"finish_reason":"stop"}]}`,
+		`data: [DONE]`,
+	} {
+		require.NoError(t, b.g.EgressChunk(ctx, id, []byte(c+"\n\n")))
+	}
+	require.NoError(t, b.g.EgressEnd(ctx, id, ""))
+	snap := b.snapshot()
+	require.Equal(t, "idle", snap.Status, "%+v", snap)
+	require.Equal(t, "Hi", snap.Messages[len(snap.Messages)-1].Text)
+	require.Len(t, b.s.emitted("session.execution.succeeded@1"), 1)
+	require.Empty(t, a.s.emitted("session.execution.succeeded@1"))
+	require.Empty(t, a.s.egress, "A asked for nothing more")
+}
+
+// A live guest's egress carries the epoch it holds and is not refused.
+func TestLiveEgressCarriesItsEpoch(t *testing.T) {
+	e := newEnv(t, 5, openaiConfig())
+	require.NoError(t, e.boot(runtime.Options{}))
+	e.createAndPrompt("hi")
+	require.Len(t, e.s.egress, 1)
+	for _, req := range e.s.egress {
+		require.True(t, req.HasEpoch)
+		require.Equal(t, int64(1), req.Epoch, "the first boot's epoch")
+	}
+}
+
+// A host that announces ABI 1.1 gets no epoch (its decoder would refuse
+// the field), so it cannot check: the request goes out as before 1.2.
+func TestNoEpochForAnOlderHost(t *testing.T) {
+	a, _, _, _ := zombie(t, 6, abi.PackVersion(1, 1))
+	require.Len(t, a.s.egress, 1, "unchecked: the zombie's request went out")
+	for _, req := range a.s.egress {
+		require.False(t, req.HasEpoch)
+	}
+}
+
+// The fence is deterministic: the same inputs give the same imports, the
+// refused request's end included, for both guests.
+func TestZombieFenceIsDeterministic(t *testing.T) {
+	run := func(seed uint64) string {
+		a, b, _, logs := zombie(t, seed, 0)
+		return a.s.log.String() + "\n--\n" + b.s.log.String() + "\n--\n" + logs.String()
+	}
+	x, y := run(9), run(9)
+	require.Equal(t, x, y)
+	require.Contains(t, x, "fenced: a newer instance owns this tree")
+}
