@@ -21,6 +21,17 @@ import (
 // fault-injecting VFS, with the fake clock moved through every wait for
 // storage as it is announced (treetest.Drive).
 
+// faultTree is the start of most tests here: a tree whose storage can be
+// failed through f, and an instance booted on it with a driver d whose
+// Started buffers runs executions.
+func faultTree(t *testing.T, runs int) (*treetest.Tree, *faultvfs.Fault, *treetest.Driver, *treetest.Node) {
+	t.Helper()
+	tr := treetest.New(t)
+	f := tr.Faults()
+	d := treetest.NewDriver(runs)
+	return tr, f, d, tr.Boot(d)
+}
+
 // count counts rows on a plain connection.
 func count(tr *treetest.Tree, query string, args ...any) int {
 	var n int
@@ -51,9 +62,7 @@ func createSession(tr *treetest.Tree, n *treetest.Node, id string) ([]retry.Wait
 // on the write schedule and commits once: one row, one seq, with the id and
 // timestamp fixed before the first attempt.
 func TestAppendWaitsOutATenSecondFullDisk(t *testing.T) {
-	tr := treetest.New(t)
-	f := tr.Faults()
-	n := tr.Boot(treetest.NewDriver(1))
+	tr, f, _, n := faultTree(t, 1)
 	f.FailFor(10*time.Second, faultvfs.Full)
 
 	waits, err := createSession(tr, n, "s")
@@ -78,9 +87,7 @@ func TestAppendWaitsOutATenSecondFullDisk(t *testing.T) {
 // Past the 30 s window the append fails with ErrStorageUnavailable (no
 // longer transient: nobody should retry it blindly) and stores nothing.
 func TestAppendFailsAfterThirtySecondsOfFullDisk(t *testing.T) {
-	tr := treetest.New(t)
-	f := tr.Faults()
-	n := tr.Boot(treetest.NewDriver(1))
+	tr, f, _, n := faultTree(t, 1)
 	f.FailFor(40*time.Second, faultvfs.Full)
 
 	waits, err := createSession(tr, n, "s")
@@ -106,9 +113,7 @@ func TestAppendFailsAfterThirtySecondsOfFullDisk(t *testing.T) {
 // is recognised by the rerun, which finds its event stored with the same
 // content and does not append it again.
 func TestLateIOErrIsRecognisedAsCommitted(t *testing.T) {
-	tr := treetest.New(t)
-	f := tr.Faults()
-	n := tr.Boot(treetest.NewDriver(1))
+	tr, f, _, n := faultTree(t, 1)
 	f.FailLateCommits(1, faultvfs.IOErrFsync)
 
 	waits, err := createSession(tr, n, "s")
@@ -175,10 +180,7 @@ func TestPermanentFailureIsNotRetried(t *testing.T) {
 // ends failed{type:"storage"} once storage returns: the claim is released,
 // nothing is duplicated, and the turn is not resumed.
 func TestTurnLosingStorageForNinetySecondsEndsFailedStorage(t *testing.T) {
-	tr := treetest.New(t)
-	f := tr.Faults()
-	d := treetest.NewDriver(4)
-	n := tr.Boot(d)
+	tr, f, d, n := faultTree(t, 4)
 	sid := n.NewSession("s")
 	pid := n.Admit(sid, "hold")
 	<-d.Started
@@ -223,10 +225,7 @@ func TestTurnLosingStorageForNinetySecondsEndsFailedStorage(t *testing.T) {
 // the wait, records nothing and keeps the claim; the next boot resumes the
 // turn, which then completes.
 func TestShutdownDuringTheSettlementWaitKeepsTheClaim(t *testing.T) {
-	tr := treetest.New(t)
-	f := tr.Faults()
-	d := treetest.NewDriver(4)
-	n := tr.Boot(d)
+	tr, f, d, n := faultTree(t, 4)
 	sid := n.NewSession("s")
 	pid := n.Admit(sid, "hold")
 	x := <-d.Started
@@ -266,10 +265,7 @@ func TestShutdownDuringTheSettlementWaitKeepsTheClaim(t *testing.T) {
 // at once with ErrReadOnly. When storage returns, the next wake writes the
 // owed failed{type:"storage"} (not a resume) and the tree is writable again.
 func TestPermanentQuotaMakesTheTreeReadOnly(t *testing.T) {
-	tr := treetest.New(t)
-	f := tr.Faults()
-	d := treetest.NewDriver(4)
-	n := tr.Boot(d)
+	tr, f, d, n := faultTree(t, 4)
 	sid := n.NewSession("s")
 	pid := n.Admit(sid, "hold")
 	<-d.Started
@@ -331,10 +327,7 @@ func TestPermanentQuotaMakesTheTreeReadOnly(t *testing.T) {
 // serves read-only; its first write that storage takes also takes the
 // epoch, and from then on it is an ordinary instance.
 func TestBootIsReadOnlyWhenStorageIsFull(t *testing.T) {
-	tr := treetest.New(t)
-	f := tr.Faults()
-	d := treetest.NewDriver(4)
-	n := tr.Boot(d)
+	tr, f, d, n := faultTree(t, 4)
 	sid := n.NewSession("s")
 	n.Admit(sid, "first")
 	n.Idle()
@@ -369,10 +362,7 @@ func TestBootIsReadOnlyWhenStorageIsFull(t *testing.T) {
 // that it could not write, and a later wake resumes the turn once storage
 // returns.
 func TestReadOnlyBootWithAClaimResumesWhenStorageReturns(t *testing.T) {
-	tr := treetest.New(t)
-	f := tr.Faults()
-	d := treetest.NewDriver(4)
-	n := tr.Boot(d)
+	tr, f, d, n := faultTree(t, 4)
 	sid := n.NewSession("s")
 	pid := n.Admit(sid, "hold")
 	<-d.Started

@@ -20,6 +20,17 @@ import (
 	"github.com/revenantrt/revenant/recovery"
 )
 
+// openUnswept opens another instance on the tree without a boot sweep, so
+// the claims the crashed one left stay there, running nowhere.
+func openUnswept(t *testing.T, tr *treetest.Tree, d core.Driver) *core.Instance {
+	t.Helper()
+	host, _, kdb := tr.Host()
+	inst, err := core.Open(ctx, host, tr.Cfg, d)
+	require.NoError(t, err)
+	t.Cleanup(func() { kdb.Kill(); inst.Abandon() })
+	return inst
+}
+
 // An interrupt committed directly (nothing ran here when it looked) lets go
 // of the claim lock while it waits for storage. If an execution of the
 // session starts here meanwhile (a sweep), the interrupt must not commit
@@ -27,20 +38,14 @@ import (
 // §15 (a tool body or model request after the interrupt committed). The
 // execution must be cancelled and record the interrupt itself.
 func TestInterruptWaitingForStorageDoesNotLeaveAnExecutionRunning(t *testing.T) {
-	tr := treetest.New(t)
-	f := tr.Faults()
-	d := treetest.NewDriver(4)
-	n1 := tr.Boot(d)
+	tr, f, d, n1 := faultTree(t, 4)
 	sid := n1.NewSession("s")
 	pid := n1.Admit(sid, "hold")
 	<-d.Started
 	n1.Crash()
 
 	// A second instance, not swept: the claim is there and runs nowhere.
-	host, _, kdb := tr.Host()
-	inst, err := core.Open(ctx, host, tr.Cfg, d)
-	require.NoError(t, err)
-	t.Cleanup(func() { kdb.Kill(); inst.Abandon() })
+	inst := openUnswept(t, tr, d)
 	require.False(t, inst.RunningHere(sid))
 
 	f.FailNext(1, faultvfs.Full) // the interrupt's first attempt is refused
@@ -78,19 +83,13 @@ func TestInterruptWaitingForStorageDoesNotLeaveAnExecutionRunning(t *testing.T) 
 // finds its own commit stored: it must not launch its (now superseded)
 // execution beside the one running — one drain per session per instance.
 func TestRecoverRerunDoesNotLaunchBesideARunningExecution(t *testing.T) {
-	tr := treetest.New(t)
-	f := tr.Faults()
-	d := treetest.NewDriver(8)
-	n1 := tr.Boot(d)
+	tr, f, d, n1 := faultTree(t, 8)
 	sid := n1.NewSession("s")
 	n1.Admit(sid, "hold")
 	<-d.Started
 	n1.Crash()
 
-	host, _, kdb := tr.Host()
-	inst, err := core.Open(ctx, host, tr.Cfg, d)
-	require.NoError(t, err)
-	t.Cleanup(func() { kdb.Kill(); inst.Abandon() })
+	inst := openUnswept(t, tr, d)
 
 	resume := func(c core.ClaimState) core.Decision {
 		return core.Decision{Action: core.Resume, Attempt: c.Attempts + 1}
@@ -141,10 +140,7 @@ func TestRecoverRerunDoesNotLaunchBesideARunningExecution(t *testing.T) {
 // meantime, the older one is superseded: its late epoch must not fence the
 // newer instance, which owns the tree.
 func TestReadOnlyBootDoesNotFenceANewerInstance(t *testing.T) {
-	tr := treetest.New(t)
-	f := tr.Faults()
-	d := treetest.NewDriver(4)
-	n1 := tr.Boot(d)
+	tr, f, d, n1 := faultTree(t, 4)
 	n1.NewSession("s")
 	n1.Crash()
 
@@ -178,10 +174,7 @@ func TestReadOnlyBootDoesNotFenceANewerInstance(t *testing.T) {
 // more: its claim is gone, so no sweep will ever visit it. The instance
 // must become idle again (evictable), not stay busy forever.
 func TestInterruptedOwedTurnLeavesTheInstanceIdle(t *testing.T) {
-	tr := treetest.New(t)
-	f := tr.Faults()
-	d := treetest.NewDriver(4)
-	n := tr.Boot(d)
+	tr, f, d, n := faultTree(t, 4)
 	sid := n.NewSession("s")
 	pid := n.Admit(sid, "hold")
 	<-d.Started

@@ -5,9 +5,11 @@
 // The policies in use are Write (100 ms doubling to 2 s, for 30 s: every
 // event append reruns its whole transaction under it), Settlement (1 s
 // doubling to 10 s, for 15 min: lifecycle terminals that nothing else would
-// re-drive) and Provider (the model provider's backoff, whose waits are
+// re-drive), Provider (the model provider's backoff, whose waits are
 // durable retry.scheduled events rather than waits in memory, so it uses
-// only Policy.Delay).
+// only Policy.Delay and Policy.Allows) and Wake (1 s doubling to 1 min with
+// no limit, the host's re-arm of a wake-up whose delivery failed; Delay
+// only).
 //
 // Waits take time and timers from a Clock with the shape of core.Clock, so
 // tests and the simulator drive them with virtual time; a wait ends early

@@ -149,13 +149,9 @@ var ErrExhausted = errors.New("retries exhausted")
 // ErrStopped: the wait was cut short by its stop channel (shutdown).
 var ErrStopped = errors.New("retry wait stopped")
 
-// Sleep waits d on clock. It returns nil once d has passed, ctx's error if
-// ctx ends first, or ErrStopped if stop (which may be nil) closes first.
-// The timer is stopped when the wait ends early.
-func Sleep(ctx context.Context, clock Clock, d time.Duration, stop <-chan struct{}) error {
-	return startTimer(clock, d).wait(ctx, stop)
-}
-
+// timer is one wait on a Clock: wait returns nil once it fired, ctx's error
+// if ctx ends first, or ErrStopped if stop (which may be nil) closes first,
+// stopping the timer when the wait ends early.
 type timer struct {
 	fired  chan struct{}
 	cancel func() bool

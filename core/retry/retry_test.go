@@ -171,18 +171,3 @@ func TestLoopWaitEndsOnStopAndOnContext(t *testing.T) {
 		assert.True(t, resumed, "the resume hook runs however the wait ended")
 	})
 }
-
-func TestSleep(t *testing.T) {
-	clock := fakehost.NewClock(start)
-	done := make(chan error, 1)
-	go func() { done <- retry.Sleep(ctx, clock, 5*time.Second, nil) }()
-	clock.BlockUntil(1)
-	clock.Advance(4 * time.Second)
-	select {
-	case <-done:
-		t.Fatal("woke early")
-	default:
-	}
-	clock.Advance(time.Second)
-	assert.NoError(t, <-done)
-}

@@ -36,7 +36,7 @@ func (c *Conn) Begin() error {
 	if err := c.db.conn.Exec("BEGIN IMMEDIATE"); err != nil {
 		c.db.rollbackIfOpen()
 		c.db.mu.Unlock()
-		return fmt.Errorf("begin: %w", connErr(err))
+		return fmt.Errorf("begin: %w", mapErr(err))
 	}
 	c.inTx = true
 	return nil
@@ -68,7 +68,7 @@ func (c *Conn) Commit() error {
 		if c.db.conn.GetAutocommit() {
 			c.end()
 		}
-		return fmt.Errorf("commit: %w", connErr(err))
+		return fmt.Errorf("commit: %w", mapErr(err))
 	}
 	c.end()
 	return nil
@@ -83,7 +83,7 @@ func (c *Conn) Rollback() error {
 	err := c.db.conn.Exec("ROLLBACK")
 	c.db.conn.SetInterrupt(prev)
 	if err != nil && !c.db.conn.GetAutocommit() {
-		return fmt.Errorf("rollback: %w", connErr(err))
+		return fmt.Errorf("rollback: %w", mapErr(err))
 	}
 	c.end()
 	return nil
@@ -96,6 +96,3 @@ func (c *Conn) end() {
 	c.inTx = false
 	c.db.mu.Unlock()
 }
-
-// connErr maps an ncruces error to a *storage.Error with its extended code.
-func connErr(err error) error { return mapErr(err) }

@@ -1,7 +1,6 @@
 package runtime
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -179,25 +178,3 @@ type GuestError struct {
 }
 
 func (e *GuestError) Error() string { return "wasm guest: " + e.Export + ": " + e.Msg }
-
-// The Module and Guest methods are in module.go and guest.go:
-//
-//	func Compile(ctx context.Context, wasm []byte, opts CompileOptions) (*Module, error)
-//	func (m *Module) Close(ctx context.Context) error
-//	func (m *Module) Instantiate(ctx context.Context, opts Options) (*Guest, error)
-//
-//	func (g *Guest) Boot(ctx context.Context, cfg BootConfig) error
-//	func (g *Guest) Request(ctx context.Context, id uint64, req Request) error
-//	func (g *Guest) CancelRequest(ctx context.Context, id uint64) error
-//	func (g *Guest) Wake(ctx context.Context) error
-//	func (g *Guest) Timer(ctx context.Context, id uint64) error
-//	func (g *Guest) EgressResponse(ctx context.Context, id uint64, status int, header http.Header) error
-//	func (g *Guest) EgressChunk(ctx context.Context, id uint64, data []byte) error
-//	func (g *Guest) EgressEnd(ctx context.Context, id uint64, errMsg string) error
-//	func (g *Guest) Idle(ctx context.Context) (bool, error)
-//	func (g *Guest) DiagSQL(ctx context.Context, n int) error
-//	func (g *Guest) Shutdown(ctx context.Context) error
-//	func (g *Guest) Close(ctx context.Context) error
-//	func (g *Guest) Phase() Phase
-//	func (g *Guest) Closed() bool
-var _ = context.Background

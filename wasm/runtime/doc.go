@@ -21,7 +21,9 @@
 //     zombie egress): before Services.StartEgress it reads the tree's
 //     epoch on the Conn (inside the guest's open transaction, if any) and
 //     refuses a request whose epoch (ABI 1.2) is not that one, or is
-//     abi.NoEpoch. A refused request never reaches the Services; its end,
+//     abi.NoEpoch (a request without one, from an older guest or to a host
+//     that announced an older version, cannot be checked and goes out;
+//     core's write fence stops that instance at its next write). A refused request never reaches the Services; its end,
 //     an error starting "fenced:", is delivered through the egress-end
 //     export once the running export returns, within the same call.
 //   - A kill is wazero's documented exit from a host function:

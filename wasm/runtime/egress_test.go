@@ -71,17 +71,10 @@ func TestModelOverEgress(t *testing.T) {
 	e.s.onEgress = func(id uint64, req runtime.EgressRequest) { started = append(started, id) }
 	e.createAndPrompt("hi")
 	require.Len(t, started, 1)
-	ctx := context.Background()
-	id := started[0]
-	require.NoError(t, e.g.EgressResponse(ctx, id, 200, http.Header{"Content-Type": {"text/event-stream"}}))
-	for _, c := range []string{
+	e.answer(started[0],
 		`data: {"choices":[{"delta":{"content":"Hello"}}]}`,
 		`data: {"choices":[{"delta":{"content":" there"},"finish_reason":"stop"}]}`,
-		`data: [DONE]`,
-	} {
-		require.NoError(t, e.g.EgressChunk(ctx, id, []byte(c+"\n\n")))
-	}
-	require.NoError(t, e.g.EgressEnd(ctx, id, ""))
+		`data: [DONE]`)
 	snap := e.snapshot()
 	require.Equal(t, "idle", snap.Status, "%+v", snap)
 	require.Equal(t, "Hello there", snap.Messages[len(snap.Messages)-1].Text)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
-	"net/http"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -97,15 +96,9 @@ func TestZombieEgressIsFenced(t *testing.T) {
 		require.True(t, req.HasEpoch)
 		require.Equal(t, int64(2), req.Epoch)
 	}
-	ctx := context.Background()
-	require.NoError(t, b.g.EgressResponse(ctx, id, 200, http.Header{"Content-Type": {"text/event-stream"}}))
-	for _, c := range []string{
+	b.answer(id,
 		`data: {"choices":[{"delta":{"content":"Hi"},"finish_reason":"stop"}]}`,
-		`data: [DONE]`,
-	} {
-		require.NoError(t, b.g.EgressChunk(ctx, id, []byte(c+"\n\n")))
-	}
-	require.NoError(t, b.g.EgressEnd(ctx, id, ""))
+		`data: [DONE]`)
 	snap := b.snapshot()
 	require.Equal(t, "idle", snap.Status, "%+v", snap)
 	require.Equal(t, "Hi", snap.Messages[len(snap.Messages)-1].Text)

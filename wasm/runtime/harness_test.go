@@ -167,14 +167,10 @@ const treeID = "tree1"
 
 func newEnv(t testing.TB, seed uint64, cfg runtime.BootConfig) *env {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "tree.db")
-	db, err := sqlitedb.Open(path, sqlitedb.Options{})
-	require.NoError(t, err)
-	t.Cleanup(func() { db.Close() })
 	if cfg.TreeID == "" {
 		cfg.TreeID = treeID
 	}
-	return &env{t: t, path: path, db: db, conn: db.Conn(), s: newServices(seed), cfg: cfg}
+	return openEnv(t, filepath.Join(t.TempDir(), "tree.db"), seed, cfg)
 }
 
 // sibling is another host over the env's database file: its own
@@ -182,10 +178,28 @@ func newEnv(t testing.TB, seed uint64, cfg runtime.BootConfig) *env {
 // that supersedes (or is superseded by) the env's.
 func (e *env) sibling(seed uint64) *env {
 	e.t.Helper()
-	db, err := sqlitedb.Open(e.path, sqlitedb.Options{})
-	require.NoError(e.t, err)
-	e.t.Cleanup(func() { db.Close() })
-	return &env{t: e.t, path: e.path, db: db, conn: db.Conn(), s: newServices(seed), cfg: e.cfg}
+	return openEnv(e.t, e.path, seed, e.cfg)
+}
+
+// openEnv is a host with its own connection to the database at path.
+func openEnv(t testing.TB, path string, seed uint64, cfg runtime.BootConfig) *env {
+	t.Helper()
+	db, err := sqlitedb.Open(path, sqlitedb.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { db.Close() })
+	return &env{t: t, path: path, db: db, conn: db.Conn(), s: newServices(seed), cfg: cfg}
+}
+
+// answer answers egress request id as a streaming provider would: 200
+// text/event-stream, each event a chunk, then the end.
+func (e *env) answer(id uint64, events ...string) {
+	e.t.Helper()
+	ctx := context.Background()
+	require.NoError(e.t, e.g.EgressResponse(ctx, id, 200, http.Header{"Content-Type": {"text/event-stream"}}))
+	for _, ev := range events {
+		require.NoError(e.t, e.g.EgressChunk(ctx, id, []byte(ev+"\n\n")))
+	}
+	require.NoError(e.t, e.g.EgressEnd(ctx, id, ""))
 }
 
 // boot instantiates a fresh guest on the env's database and boots it.

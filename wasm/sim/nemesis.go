@@ -4,8 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/revenantrt/revenant/wasm/abi"
@@ -60,7 +61,7 @@ func (h Histogram) Uncovered() []string {
 		sides[k.After] += v.Kills
 	}
 	var out []string
-	for _, imp := range sortedKeys(imports) {
+	for _, imp := range slices.Sorted(maps.Keys(imports)) {
 		if imports[imp] == 0 {
 			out = append(out, "import "+imp)
 		}
@@ -85,15 +86,6 @@ func side(after bool) string {
 	return "before"
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
-
 var phases = []runtime.Phase{runtime.PhaseBoot, runtime.PhaseSweep, runtime.PhaseServe}
 
 // Print writes the histogram: one row per import, kills before/after in
@@ -108,7 +100,7 @@ func (h Histogram) Print(w io.Writer) {
 	}
 	fmt.Fprintf(w, "kill sites (kills before/after the operation; sites passed in brackets):\n")
 	fmt.Fprintf(w, "  %-14s %22s %22s %22s\n", "import", "boot", "sweep", "serve")
-	for _, imp := range sortedKeys(byImport) {
+	for _, imp := range slices.Sorted(maps.Keys(byImport)) {
 		var cells []string
 		for _, p := range phases {
 			b, a := h[SiteKey{imp, p, false}], h[SiteKey{imp, p, true}]

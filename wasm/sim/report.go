@@ -3,7 +3,8 @@ package sim
 import (
 	"fmt"
 	"io"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 )
 
@@ -46,20 +47,17 @@ func (r *Result) Print(w io.Writer) {
 	fmt.Fprintf(w, "events %d, prompts %d (%s), resumes %d\n", events, prompts, counts(ends), resumes)
 	fmt.Fprintf(w, "tool calls %d; deliveries %d (%s), %d applied\n", calls, deliveries, counts(byTool), applied)
 	notes := map[string]Note{}
-	var noteOrder []string
 	for _, s := range r.Sessions {
 		for k, n := range s.Notes {
 			m, seen := notes[k]
 			if !seen {
-				noteOrder = append(noteOrder, k)
 				m.Example = fmt.Sprintf("seed %d session %d: %s", c.Seed, s.Index, n.Example)
 			}
 			m.Count += n.Count
 			notes[k] = m
 		}
 	}
-	sort.Strings(noteOrder)
-	for _, k := range noteOrder {
+	for _, k := range slices.Sorted(maps.Keys(notes)) {
 		fmt.Fprintf(w, "note: %s: %d (first: %s)\n", k, notes[k].Count, notes[k].Example)
 	}
 	r.Hist.Print(w)
@@ -76,11 +74,7 @@ func (r *Result) Print(w io.Writer) {
 }
 
 func counts(m map[string]int) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(m))
 	parts := make([]string, 0, len(keys))
 	for _, k := range keys {
 		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))

@@ -111,15 +111,23 @@ func post(t *testing.T, url, body string) *http.Response {
 	return resp
 }
 
+// openEvents opens the session's event stream for as long as ctx lasts;
+// the caller closes the body.
+func openEvents(ctx context.Context, t *testing.T, srv *httptest.Server) *http.Response {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, "GET", srv.URL+"/v1/sessions/tree1/events", nil)
+	require.NoError(t, err)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	return resp
+}
+
 // waitFor reads the session's event stream until an event of type typ.
 func waitFor(t *testing.T, srv *httptest.Server, typ string) []string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, "GET", srv.URL+"/v1/sessions/tree1/events", nil)
-	require.NoError(t, err)
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
+	resp := openEvents(ctx, t, srv)
 	defer resp.Body.Close()
 	require.Equal(t, "text/event-stream", resp.Header.Get("Content-Type"))
 	var seen []string
@@ -218,10 +226,7 @@ func TestServeIdle(t *testing.T) {
 
 	// An event stream is a request in flight until its client goes away.
 	ctx, cancel := context.WithCancel(context.Background())
-	req, err := http.NewRequestWithContext(ctx, "GET", srv.URL+"/v1/sessions/tree1/events", nil)
-	require.NoError(t, err)
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
+	resp := openEvents(ctx, t, srv)
 	require.Equal(t, 200, resp.StatusCode)
 	require.False(t, idle(t, w.tree), "an event stream is open")
 	cancel()
@@ -273,10 +278,7 @@ func TestServeCancelBootsNoGuest(t *testing.T) {
 	srv, w := startTreeWatched(t, serve.Config{Boot: offline()})
 	require.Equal(t, 201, post(t, srv.URL+"/v1/sessions", `{}`).StatusCode)
 	ctx, cancel := context.WithCancel(context.Background())
-	req, err := http.NewRequestWithContext(ctx, "GET", srv.URL+"/v1/sessions/tree1/events", nil)
-	require.NoError(t, err)
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
+	resp := openEvents(ctx, t, srv)
 	require.Equal(t, 200, resp.StatusCode)
 	require.Equal(t, 1, serve.Generation(w.tree))
 

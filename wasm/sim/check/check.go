@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -578,7 +580,7 @@ func (ck *checker) quiescence() {
 			ck.fail(sid, nil, RuleQuiescence, "%s", detail)
 		}
 	}
-	for _, sid := range sortedKeys(ck.h.claims) {
+	for _, sid := range slices.Sorted(maps.Keys(ck.h.claims)) {
 		if _, known := ck.h.logs[sid]; !known {
 			ck.fail(sid, nil, RuleQuiescence, "a claim names a session with no log")
 		}
@@ -625,12 +627,7 @@ func (ck *checker) effects(l *Ledger) {
 			}
 		}
 	}
-	ids := make([]string, 0, len(ck.calls))
-	for id := range ck.calls {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	for _, id := range ids {
+	for _, id := range slices.Sorted(maps.Keys(ck.calls)) {
 		c := ck.calls[id]
 		ds := perCall[id]
 		idempotent, recorded := l.Tools[c.name]
@@ -676,15 +673,6 @@ func committedBy(e *rec, pos int64) bool { return pos > 0 && e.gseq > 0 && e.gse
 
 // committedAfter reports whether e was not yet committed at position pos.
 func committedAfter(e *rec, pos int64) bool { return pos > 0 && e.gseq > pos }
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
 
 func allIdempotent(ds []Delivery) bool {
 	for _, d := range ds {
