@@ -41,7 +41,13 @@ type tree struct {
 	boots   int
 	wake    int64 // 0: not armed
 	wakeSeq uint64
-	epochs  map[int]int64 // boot number → epoch it took
+	// owners maps each epoch to the boot that took it: at boot, or, for a
+	// guest that booted read-only (storage full), with its first accepted
+	// write. A zombie's commit is past the fence only if a newer boot owns
+	// the tree's epoch by then: an older guest that takes the epoch while
+	// its successor is still read-only fences that successor instead
+	// (core takes a late epoch only if none was taken since boot).
+	owners map[int64]int
 
 	work     *workload
 	actions  []action
@@ -115,7 +121,7 @@ func newTree(mod *runtime.Module, cfg Config, index int, dir string) *tree {
 		index: index, rng: rng, mod: mod, now: start,
 		id:     fmt.Sprintf("tree%04d", index),
 		path:   filepath.Join(dir, fmt.Sprintf("tree%04d.db", index)),
-		epochs: map[int]int64{}, reqs: map[uint64]*request{},
+		owners: map[int64]int{}, reqs: map[uint64]*request{},
 		killBudget: cfg.killsFor(index),
 		seen:       map[runtime.Phase][]string{}, hist: Histogram{},
 		ledger: check.Ledger{Tools: ledgerTools},
@@ -406,7 +412,7 @@ func (t *tree) bootGuest(ctx context.Context) bool {
 		t.cur = g
 		err = g.g.Boot(ctx, t.boot)
 		if err == nil {
-			t.epochs[g.boot] = t.readEpoch(g.conn)
+			t.noteEpoch(g)
 			break
 		}
 		t.reap(g)
@@ -690,12 +696,12 @@ func (g *guest) StartEgress(id uint64, req runtime.EgressRequest) {
 	if g.dead {
 		return
 	}
-	if g.zombie && t.readEpoch(g.conn) > t.epochs[g.boot] {
+	if owner := t.owners[t.readEpoch(g.conn)]; g.zombie && owner > g.boot {
 		// The host owns egress, so it must refuse a superseded instance's
 		// (DESIGN §2, §15 zombie egress). wasm/runtime checks the epoch
 		// before calling StartEgress; the receiver records any request
 		// that got past it anyway.
-		t.ledger.ZombieCommits = append(t.ledger.ZombieCommits, check.ZombieCommit{At: t.now, Boot: g.boot, Latest: t.boots,
+		t.ledger.ZombieCommits = append(t.ledger.ZombieCommits, check.ZombieCommit{At: t.now, Boot: g.boot, Latest: owner,
 			What: fmt.Sprintf("egress_start to %s (kind %d)", req.Target, req.Kind)})
 	}
 	t.seq++
@@ -751,6 +757,17 @@ func (g *guest) began() {
 	}
 }
 
+// noteEpoch reads the tree's epoch on g's connection after g booted or
+// committed; an epoch nobody owned yet was taken by g just now (the
+// simulation of a tree is sequential). It returns the epoch's owner.
+func (t *tree) noteEpoch(g *guest) int {
+	epoch := t.readEpoch(g.conn)
+	if _, ok := t.owners[epoch]; !ok {
+		t.owners[epoch] = g.boot
+	}
+	return t.owners[epoch]
+}
+
 // committed hears of every commit of the guest that changed rows. One of a
 // zombie after a newer guest took its epoch is a commit past the fence: it
 // goes in the ledger, for the checker to report, with the events it wrote.
@@ -758,11 +775,8 @@ func (g *guest) began() {
 // released, or one whose emit never comes.)
 func (g *guest) committed(changes int64) {
 	t := g.t
-	if !g.zombie {
-		return
-	}
-	latest := t.readEpoch(g.conn)
-	if latest <= t.epochs[g.boot] {
+	owner := t.noteEpoch(g)
+	if !g.zombie || owner <= g.boot {
 		return
 	}
 	what := fmt.Sprintf("a transaction of %d row changes", changes)
@@ -771,7 +785,7 @@ func (g *guest) committed(changes int64) {
 			what += fmt.Sprintf(", %v #%v of %v", r[0], r[1], r[2])
 		}
 	}
-	t.ledger.ZombieCommits = append(t.ledger.ZombieCommits, check.ZombieCommit{At: t.now, Boot: g.boot, Latest: t.boots, What: what})
+	t.ledger.ZombieCommits = append(t.ledger.ZombieCommits, check.ZombieCommit{At: t.now, Boot: g.boot, Latest: owner, What: what})
 }
 
 // maxGseq is the highest events.gseq c sees (0 if none, or unreadable).
