@@ -1,6 +1,8 @@
 package guestbuild
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"os/exec"
@@ -21,9 +23,11 @@ var (
 
 // Build builds the guest once per process and returns its bytes and the
 // file it was written to. The file lives in the user cache directory
-// (revenant/guest), replaced atomically on every first call of a process,
-// so nothing accumulates in temporary directories; the go build cache makes
-// the rebuild a relink.
+// (revenant/guest) under a name derived from its content, so two
+// checkouts testing at once never hand each other's guest to a test: the
+// bytes are read from this process's own build before the file is
+// published, and a different guest gets a different name. The go build
+// cache makes the rebuild a relink.
 func Build() (bytes []byte, file string, e error) {
 	once.Do(func() { wasm, path, err = build() })
 	return wasm, path, err
@@ -76,12 +80,15 @@ func build() ([]byte, string, error) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return nil, "", fmt.Errorf("build guest: %w\n%s", err, out)
 	}
-	final := filepath.Join(dir, "revenant.wasm")
-	if err := os.Rename(tmp.Name(), final); err != nil {
+	b, err := os.ReadFile(tmp.Name())
+	if err != nil {
 		return nil, "", fmt.Errorf("build guest: %w", err)
 	}
-	b, err := os.ReadFile(final)
-	if err != nil {
+	sum := sha256.Sum256(b)
+	final := filepath.Join(dir, "revenant-"+hex.EncodeToString(sum[:8])+".wasm")
+	// Same content, same name: a concurrent rename of an identical build
+	// replaces the file with equal bytes.
+	if err := os.Rename(tmp.Name(), final); err != nil {
 		return nil, "", fmt.Errorf("build guest: %w", err)
 	}
 	return b, final, nil
