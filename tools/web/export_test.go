@@ -3,6 +3,8 @@ package web
 import (
 	"context"
 	"net"
+	"net/netip"
+	"syscall"
 )
 
 // WithDial replaces the dialer, for tests: dial receives the checked
@@ -11,3 +13,18 @@ func (e Egress) WithDial(dial func(ctx context.Context, network, addr string) (n
 	e.dial = dial
 	return e
 }
+
+// WithLocalAddrs replaces the list of this host's addresses, for tests.
+func (e Egress) WithLocalAddrs(list func() ([]netip.Addr, error)) Egress {
+	e.localAddrs = list
+	return e
+}
+
+// Control is the check the real dialer runs on the socket's address just
+// before it connects.
+func (e Egress) Control(network, address string, c syscall.RawConn) error {
+	return e.control(network, address, c)
+}
+
+// HostDenial is the own-address half of the address rules.
+func (e Egress) HostDenial(addr netip.Addr) string { return e.hostDenial(addr) }
