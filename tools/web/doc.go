@@ -39,7 +39,13 @@
 // still carries `Idempotency-Key: <the call's key>`, so a server that honours
 // the header can deduplicate. A webhook tool declares what its
 // configuration says; an idempotent one is re-sent after a crash with the
-// same key, the same body and so the same signature.
+// same key (also its webhook-id) and the same body, stamped and signed
+// afresh with the send time.
+//
+// Webhook requests are signed as the Standard Webhooks specification says
+// (webhook-id, webhook-timestamp, webhook-signature), so a receiver can use
+// that specification's libraries or Verify, and refuse a captured delivery
+// replayed later.
 //
 // The package imports core/tool and core/model (the tool contract) and
 // nothing else of revenant; a test enforces it. It is not part of core, so

@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/netip"
 	"syscall"
+	"time"
 )
 
 // WithDial replaces the dialer, for tests: dial receives the checked
@@ -28,3 +29,11 @@ func (e Egress) Control(network, address string, c syscall.RawConn) error {
 
 // HostDenial is the own-address half of the address rules.
 func (e Egress) HostDenial(addr netip.Addr) string { return e.hostDenial(addr) }
+
+// WithClock returns a copy of w whose requests are stamped with now's
+// times.
+func (w *Webhook) WithClock(now func() time.Time) *Webhook {
+	c := *w
+	c.now = now
+	return &c
+}
