@@ -241,9 +241,7 @@ func (d *decoder) webhookTools(key string, raw json.RawMessage) []web.WebhookSpe
 		}
 		if raw, k, ok := o.required(d, "secret"); ok {
 			if v, ok := d.str(k, raw); ok {
-				if len(v) < MinSecretBytes {
-					d.fail(k, "must be at least %d bytes", MinSecretBytes)
-				}
+				checkSecret(d, k, v)
 				s.Secret = web.NewSecret(v)
 			}
 		}
@@ -564,6 +562,20 @@ func (d *decoder) url(key string, raw json.RawMessage) *url.URL {
 		return nil
 	}
 	return u
+}
+
+// checkSecret checks a webhook secret as web.SigningKey reads it: a
+// "whsec_" secret must be base64 of at least MinSecretBytes key bytes, any
+// other at least MinSecretBytes bytes itself. No message quotes it.
+func checkSecret(d *decoder, key, secret string) {
+	signingKey, err := web.SigningKey(secret)
+	standard := strings.HasPrefix(secret, "whsec_")
+	switch {
+	case err != nil || (standard && len(signingKey) < MinSecretBytes):
+		d.fail(key, `must be standard base64 of at least %d bytes after "whsec_"`, MinSecretBytes)
+	case len(signingKey) < MinSecretBytes:
+		d.fail(key, "must be at least %d bytes", MinSecretBytes)
+	}
 }
 
 // validHostPattern accepts a host name, an IP literal, or "*." and a name.

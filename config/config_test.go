@@ -205,6 +205,8 @@ func TestRejects(t *testing.T) {
 		{"url relative", `{"webhook_tools": [{"name": "n", "description": "d", "url": "/hook", "secret": "0123456789abcdef"}]}`, []string{"webhook_tools[0].url: must be an absolute https or http URL"}},
 		{"url credentials", `{"webhook_tools": [{"name": "n", "description": "d", "url": "https://u:p@h.example.com/x", "secret": "0123456789abcdef"}]}`, []string{"webhook_tools[0].url: must not contain credentials"}},
 		{"short secret", `{"webhook_tools": [{"name": "n", "description": "d", "url": "https://h.example.com/x", "secret": "tooShort15bytes"}]}`, []string{"webhook_tools[0].secret: must be at least 16 bytes"}},
+		{"whsec_ not base64", `{"webhook_tools": [{"name": "n", "description": "d", "url": "https://h.example.com/x", "secret": "whsec_0123456789abcdef*"}]}`, []string{`webhook_tools[0].secret: must be standard base64 of at least 16 bytes after "whsec_"`}},
+		{"whsec_ short key", `{"webhook_tools": [{"name": "n", "description": "d", "url": "https://h.example.com/x", "secret": "whsec_MDEyMzQ1Njc4OWFiY2Rl"}]}`, []string{`webhook_tools[0].secret: must be standard base64 of at least 16 bytes after "whsec_"`}},
 		{"secret not a string", `{"webhook_tools": [{"name": "n", "description": "d", "url": "https://h.example.com/x", "secret": 1234567890123456789}]}`, []string{"webhook_tools[0].secret: must be a string"}},
 		{"idempotent", `{"webhook_tools": [{"name": "n", "description": "d", "url": "https://h.example.com/x", "secret": "0123456789abcdef", "idempotent": "yes"}]}`, []string{"webhook_tools[0].idempotent: must be true or false"}},
 		{"timeout zero", `{"webhook_tools": [{"name": "n", "description": "d", "url": "https://h.example.com/x", "secret": "0123456789abcdef", "timeout": "0s"}]}`, []string{"webhook_tools[0].timeout: must be more than 0 and at most 10m0s"}},
@@ -349,12 +351,25 @@ func TestWebhookFromConfig(t *testing.T) {
 	require.Equal(t, "done", out)
 	require.Equal(t, `{"text":"hi"}`, string(body))
 	require.Equal(t, "k1", got.Header.Get("Idempotency-Key"))
-	require.True(t, web.Verify([]byte("a-secret-of-some-length"), body, got.Header.Get("X-Revenant-Signature")))
+	key, err := web.SigningKey("a-secret-of-some-length")
+	require.NoError(t, err)
+	require.NoError(t, web.Verify(key, got.Header, body, time.Now()))
+	require.Equal(t, "k1", got.Header.Get("webhook-id"))
 
 	// The trust is the webhook's alone.
 	call, _ := json.Marshal(map[string]any{"url": srv.URL + "/notify"})
 	_, err = web.NewHTTPRequest(c.EgressPolicy()).Execute(context.Background(), tool.Call{ID: "c2", Arguments: call, IdempotencyKey: "k2"})
 	require.ErrorIs(t, err, web.ErrDenied)
+}
+
+// TestWebhookStandardSecret: a secret in the Standard Webhooks form is
+// accepted and signs with the key its base64 decodes to.
+func TestWebhookStandardSecret(t *testing.T) {
+	c, err := config.Parse([]byte(`{"webhook_tools": [{"name": "n", "description": "d", "url": "https://h.example.com/x",
+		"secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}]}`))
+	require.NoError(t, err)
+	_, err = c.Tools(c.EgressPolicy())
+	require.NoError(t, err)
 }
 
 // An empty hosts list would mean "any public host": it fails open, so it is

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -31,7 +32,7 @@ func (rc *receiver) handler(secret string) http.HandlerFunc {
 		body, _ := io.ReadAll(r.Body)
 		rc.mu.Lock()
 		rc.keys = append(rc.keys, r.Header.Get(web.IdempotencyKeyHeader))
-		rc.valid = append(rc.valid, web.Verify([]byte(secret), body, r.Header.Get(web.SignatureHeader)))
+		rc.valid = append(rc.valid, web.Verify([]byte(secret), r.Header, body, time.Now()) == nil)
 		rc.mu.Unlock()
 		w.Write([]byte("ok"))
 	}

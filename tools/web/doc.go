@@ -8,9 +8,19 @@
 //   - when its connection is dialed, the host name is resolved once, every
 //     address it resolves to is checked, and only a checked address is
 //     dialed, so there is no gap between check and use for DNS to change the
-//     answer in. Loopback, private, link-local, unspecified, multicast,
-//     carrier-grade NAT and reserved addresses, and IPv6 forms that embed
-//     them, are refused unless a CIDR of the policy allows them.
+//     answer in; the dialer's Control hook checks the socket's address once
+//     more just before connect.
+//
+// The address rules refuse every block the IANA IPv4 and IPv6
+// Special-Purpose Address Registries mark not globally reachable (loopback,
+// private, link-local, unspecified, carrier-grade NAT, documentation,
+// benchmarking, Teredo, local-use NAT64 and the rest; special.go lists them
+// with the registries' exceptions), multicast, every IPv6 address outside
+// global unicast 2000::/3, IPv6 forms that embed a refused IPv4 address
+// (mapped, compatible, NAT64, 6to4), and this host's own addresses, read
+// from its interfaces at each check: a service bound to 0.0.0.0 answers on
+// a public address of the host too. A CIDR of the policy that names an
+// address allows it.
 //
 // A webhook's configured URL is the operator's destination, not the
 // model's: its client treats that one host and port as trusted (dialed as
@@ -29,7 +39,13 @@
 // still carries `Idempotency-Key: <the call's key>`, so a server that honours
 // the header can deduplicate. A webhook tool declares what its
 // configuration says; an idempotent one is re-sent after a crash with the
-// same key, the same body and so the same signature.
+// same key (also its webhook-id) and the same body, stamped and signed
+// afresh with the send time.
+//
+// Webhook requests are signed as the Standard Webhooks specification says
+// (webhook-id, webhook-timestamp, webhook-signature), so a receiver can use
+// that specification's libraries or Verify, and refuse a captured delivery
+// replayed later.
 //
 // The package imports core/tool and core/model (the tool contract) and
 // nothing else of revenant; a test enforces it. It is not part of core, so

@@ -51,6 +51,9 @@ type Egress struct {
 	timeout  time.Duration
 	resolver Resolver
 	dial     func(ctx context.Context, network, addr string) (net.Conn, error) // tests only
+	// localAddrs lists this host's addresses; nil reads the interfaces.
+	// Tests replace it.
+	localAddrs func() ([]netip.Addr, error)
 	// trusted is the one destination (host and port) an operator configured
 	// for a webhook: its client may reach it whatever the policy says.
 	// http_request never has one: model-supplied URLs are never trusted.
@@ -96,8 +99,8 @@ func (e Egress) WithHosts(hosts ...string) Egress {
 }
 
 // WithAllowCIDRs allows addresses in these ranges even though they are
-// loopback, private, link-local or otherwise refused. Default none. A
-// webhook on the local network is allowed this way like any other request.
+// loopback, private, link-local, another special-purpose block or this
+// host's own. Default none.
 func (e Egress) WithAllowCIDRs(prefixes ...netip.Prefix) Egress {
 	e.allow = nil
 	for _, p := range prefixes {
@@ -252,8 +255,8 @@ func (e Egress) CheckURL(u *url.URL) error {
 	return nil
 }
 
-// CheckAddr reports whether addr may be dialed: a public address, or one in
-// an allowed CIDR. The error wraps ErrDenied and names the kind of address,
+// CheckAddr reports whether addr may be dialed: a globally reachable
+// address that is not this host's own, or one in an allowed CIDR. The error wraps ErrDenied and names the kind of address,
 // as in "egress denied: 127.0.0.1 is a loopback address".
 func (e Egress) CheckAddr(addr netip.Addr) error {
 	if kind := e.denial(addr); kind != "" {
@@ -262,23 +265,45 @@ func (e Egress) CheckAddr(addr netip.Addr) error {
 	return nil
 }
 
-// denial says why addr is refused ("a private address"), or "" if it is not.
+// denial says why addr is refused ("a private address"), or "" if it is
+// not: a special-purpose address (special.go) or one of this host's own,
+// unless an allow rule names it.
 func (e Egress) denial(addr netip.Addr) string {
-	kind := classify(addr)
-	if kind == "" || e.allowed(addr) {
+	if e.allowed(addr) {
 		return ""
 	}
-	return kind
+	if kind := classify(addr); kind != "" {
+		return kind
+	}
+	return e.hostDenial(addr)
+}
+
+// hostDenial refuses this host's own addresses: a service bound to 0.0.0.0
+// answers on every one of them, public ones included. When the host's
+// addresses cannot be listed, nothing public can be told apart from them,
+// so the address is refused.
+func (e Egress) hostDenial(addr netip.Addr) string {
+	list := e.localAddrs
+	if list == nil {
+		list = interfaceAddrs
+	}
+	own, err := list()
+	if err != nil {
+		return fmt.Sprintf("not checkable against this host's addresses (%v)", err)
+	}
+	for _, a := range addrForms(addr) {
+		for _, o := range own {
+			if a == o.WithZone("").Unmap() {
+				return "an address of this host"
+			}
+		}
+	}
+	return ""
 }
 
 func (e Egress) allowed(addr netip.Addr) bool {
-	addr = addr.WithZone("")
-	forms := []netip.Addr{addr, addr.Unmap()}
-	if v4, _, ok := embeddedIPv4(addr); ok {
-		forms = append(forms, v4)
-	}
 	for _, p := range e.allow {
-		for _, a := range forms {
+		for _, a := range addrForms(addr) {
 			if p.Contains(a) {
 				return true
 			}
@@ -332,75 +357,4 @@ func joinInts(ns []int) string {
 		s[i] = strconv.Itoa(n)
 	}
 	return strings.Join(s, ", ")
-}
-
-// refused are the ranges a request may not reach unless allowed, with how
-// the refusal names them. IPv4-mapped addresses are unmapped before the
-// lookup; other IPv6 forms that embed an IPv4 address are checked by
-// embeddedIPv4.
-var refused = []struct {
-	prefix netip.Prefix
-	kind   string
-}{
-	{netip.MustParsePrefix("0.0.0.0/8"), "an unspecified address"},
-	{netip.MustParsePrefix("10.0.0.0/8"), "a private address"},
-	{netip.MustParsePrefix("100.64.0.0/10"), "a carrier-grade NAT address"},
-	{netip.MustParsePrefix("127.0.0.0/8"), "a loopback address"},
-	{netip.MustParsePrefix("169.254.0.0/16"), "a link-local address"},
-	{netip.MustParsePrefix("172.16.0.0/12"), "a private address"},
-	{netip.MustParsePrefix("192.0.0.0/24"), "a reserved address"},
-	{netip.MustParsePrefix("192.168.0.0/16"), "a private address"},
-	{netip.MustParsePrefix("198.18.0.0/15"), "a reserved address"},
-	{netip.MustParsePrefix("224.0.0.0/4"), "a multicast address"},
-	{netip.MustParsePrefix("240.0.0.0/4"), "a reserved address"}, // and the broadcast address
-	{netip.MustParsePrefix("::/128"), "an unspecified address"},
-	{netip.MustParsePrefix("::1/128"), "a loopback address"},
-	{netip.MustParsePrefix("100::/64"), "a reserved address"},
-	{netip.MustParsePrefix("fc00::/7"), "a private address"},
-	{netip.MustParsePrefix("fe80::/10"), "a link-local address"},
-	{netip.MustParsePrefix("fec0::/10"), "a private address"},
-	{netip.MustParsePrefix("ff00::/8"), "a multicast address"},
-}
-
-// classify names the kind of a refused address, or returns "" for a public
-// one.
-func classify(addr netip.Addr) string {
-	addr = addr.WithZone("").Unmap()
-	for _, r := range refused {
-		if r.prefix.Contains(addr) {
-			return r.kind
-		}
-	}
-	if v4, form, ok := embeddedIPv4(addr); ok {
-		if kind := classify(v4); kind != "" {
-			return fmt.Sprintf("%s (%s in %s form)", kind, v4, form)
-		}
-	}
-	return ""
-}
-
-var (
-	compatible = netip.MustParsePrefix("::/96")
-	nat64      = netip.MustParsePrefix("64:ff9b::/96")
-	nat64Local = netip.MustParsePrefix("64:ff9b:1::/48")
-	sixToFour  = netip.MustParsePrefix("2002::/16")
-)
-
-// embeddedIPv4 finds the IPv4 address inside an IPv6 form that routes to
-// it: IPv4-compatible (::a.b.c.d), NAT64 (64:ff9b::/96, 64:ff9b:1::/48) and
-// 6to4 (2002:aabb:ccdd::/48).
-func embeddedIPv4(addr netip.Addr) (netip.Addr, string, bool) {
-	if !addr.Is6() || addr.Is4In6() {
-		return netip.Addr{}, "", false
-	}
-	b := addr.As16()
-	switch {
-	case compatible.Contains(addr):
-		return netip.AddrFrom4([4]byte(b[12:16])), "IPv4-compatible", true
-	case nat64.Contains(addr), nat64Local.Contains(addr):
-		return netip.AddrFrom4([4]byte(b[12:16])), "NAT64", true
-	case sixToFour.Contains(addr):
-		return netip.AddrFrom4([4]byte(b[2:6])), "6to4", true
-	}
-	return netip.Addr{}, "", false
 }

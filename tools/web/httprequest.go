@@ -69,7 +69,7 @@ func (t *HTTPRequest) Spec() model.ToolSpec {
 	return model.ToolSpec{
 		Name: HTTPRequestName,
 		Description: "Send an HTTP request and return the status, content type and body. " +
-			"Private, loopback and link-local addresses are refused unless allowed by configuration; " +
+			"Private, loopback, link-local and other special-purpose addresses, and this host's own, are refused unless allowed by configuration; " +
 			"the body returned is capped. The request is never retried automatically.",
 		Schema: httpRequestSchema,
 	}

@@ -5,13 +5,14 @@ import (
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
-	"encoding/hex"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -20,17 +21,37 @@ import (
 	"github.com/revenantrt/revenant/core/tool"
 )
 
-// Headers of a webhook request.
+// Headers of a webhook request. The signature follows the Standard
+// Webhooks specification (https://www.standardwebhooks.com), so a receiver
+// can check it with that specification's libraries, or with Verify.
 const (
-	// SignatureHeader carries "sha256=" and the hex HMAC-SHA256 of the exact
-	// body bytes under the tool's secret; check it with Verify.
-	SignatureHeader = "X-Revenant-Signature"
+	// IDHeader carries the delivery's id: the call's idempotency key, the
+	// same on every execution of one call.
+	IDHeader = "webhook-id"
+	// TimestampHeader carries the send time in Unix seconds.
+	TimestampHeader = "webhook-timestamp"
+	// SignatureHeader carries "v1," and the base64 HMAC-SHA256 of id, ".",
+	// timestamp, "." and the exact body bytes, under the tool's signing key
+	// (SigningKey); check it with Verify.
+	SignatureHeader = "webhook-signature"
 	// CallIDHeader carries the call's id, minted by revenant.
 	CallIDHeader = "X-Revenant-Call-Id"
 	// IdempotencyKeyHeader carries the call's idempotency key, the same on
-	// every execution of one call.
+	// every execution of one call (and the same as IDHeader).
 	IdempotencyKeyHeader = "Idempotency-Key"
 )
+
+// Tolerance is how far a delivery's timestamp may be from the receiver's
+// clock, either way, before Verify refuses it as stale (or from the
+// future): the Standard Webhooks libraries' default.
+const Tolerance = 5 * time.Minute
+
+// secretPrefix marks a secret in the Standard Webhooks form: the base64 of
+// the key bytes.
+const secretPrefix = "whsec_"
+
+// ErrUnverified is wrapped by every refusal of Verify.
+var ErrUnverified = errors.New("webhook not verified")
 
 // errorExcerpt is how much of a failed webhook's body its error quotes.
 const errorExcerpt = 200
@@ -49,11 +70,12 @@ type WebhookSpec struct {
 	// this webhook's client only (even on a private address); every other
 	// rule of the egress policy still applies to anything else.
 	URL string
-	// Idempotent declares that the receiver deduplicates by Idempotency-Key,
-	// so the call may be sent again after a crash.
+	// Idempotent declares that the receiver deduplicates by webhook-id (the
+	// same as Idempotency-Key), so the call may be sent again after a crash.
 	Idempotent bool
-	// Secret signs each body (SignatureHeader). It never prints; at least
-	// 16 bytes is wise (package config requires it).
+	// Secret signs each request (SignatureHeader); SigningKey says how it
+	// becomes the key. It never prints; at least 16 key bytes is wise
+	// (package config requires it).
 	Secret Secret
 	// Timeout bounds one call; zero takes the policy's.
 	Timeout time.Duration
@@ -65,19 +87,27 @@ type WebhookSpec struct {
 // Webhook is a tool that POSTs its call's arguments, as JSON, to a
 // configured URL. Create it with NewWebhook.
 //
-// Each request carries Content-Type: application/json, Idempotency-Key,
-// X-Revenant-Call-Id and X-Revenant-Signature. Redirects are not followed:
-// a signed body goes to the configured URL or nowhere. A 2xx answer's body
-// (capped like http_request's, with a truncation marker) is the output; any
-// other status is an error quoting the status and the start of the body.
+// Each request carries Content-Type: application/json, webhook-id (the
+// call's idempotency key), webhook-timestamp (the send time),
+// webhook-signature, Idempotency-Key and X-Revenant-Call-Id. A re-sent call
+// (an idempotent one, after a crash) has the same id and body and a new
+// timestamp, so a receiver refuses stale replays and deduplicates by id. The
+// X-Revenant-Signature header of earlier versions (an HMAC of the body
+// alone, which verified for ever) is no longer sent. Redirects are not
+// followed: a signed body goes to the configured URL or nowhere. A 2xx
+// answer's body (capped like http_request's, with a truncation marker) is
+// the output; any other status is an error quoting the status and the start
+// of the body.
 //
 // A Webhook prints as its name and URL; its secret never prints.
 type Webhook struct {
 	spec    WebhookSpec
+	key     []byte // from spec.Secret; never printed (Format)
 	url     *url.URL
 	policy  Egress
 	client  *http.Client
 	timeout time.Duration
+	now     func() time.Time // the send time; tests replace it
 }
 
 var _ tool.Tool = (*Webhook)(nil)
@@ -103,6 +133,10 @@ func NewWebhook(spec WebhookSpec, policy Egress) (*Webhook, error) {
 	if spec.Secret.Len() == 0 {
 		return nil, fmt.Errorf("webhook %s: no secret", spec.Name)
 	}
+	key, err := SigningKey(spec.Secret.Reveal())
+	if err != nil {
+		return nil, fmt.Errorf("webhook %s: %w", spec.Name, err)
+	}
 	if spec.Timeout < 0 {
 		return nil, fmt.Errorf("webhook %s: negative timeout", spec.Name)
 	}
@@ -110,7 +144,7 @@ func NewWebhook(spec WebhookSpec, policy Egress) (*Webhook, error) {
 		policy = policy.WithTimeout(spec.Timeout)
 	}
 	spec.Parameters = bytes.Clone(spec.Parameters)
-	return &Webhook{spec: spec, url: u, policy: policy, client: Client(policy), timeout: policy.Timeout()}, nil
+	return &Webhook{spec: spec, key: key, url: u, policy: policy, client: Client(policy), timeout: policy.Timeout(), now: time.Now}, nil
 }
 
 // Spec implements tool.Tool.
@@ -156,6 +190,11 @@ func (w *Webhook) Execute(ctx context.Context, call tool.Call) (string, error) {
 	if !json.Valid(body) {
 		return "", fmt.Errorf("webhook %s: the arguments are not valid JSON", w.spec.Name)
 	}
+	if call.IdempotencyKey == "" {
+		// The key is the delivery's webhook-id, which the signature covers
+		// and receivers deduplicate by; the runner always sets it.
+		return "", fmt.Errorf("webhook %s: the call has no idempotency key to send as %s", w.spec.Name, IDHeader)
+	}
 	ctx, cancel := context.WithTimeoutCause(ctx, w.timeout, ErrTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.url.String(), bytes.NewReader(body))
@@ -164,7 +203,10 @@ func (w *Webhook) Execute(ctx context.Context, call tool.Call) (string, error) {
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", userAgent)
-	req.Header.Set(SignatureHeader, Sign([]byte(w.spec.Secret.Reveal()), body))
+	sent := w.now()
+	req.Header.Set(IDHeader, call.IdempotencyKey)
+	req.Header.Set(TimestampHeader, strconv.FormatInt(sent.Unix(), 10))
+	req.Header.Set(SignatureHeader, Sign(w.key, call.IdempotencyKey, sent, body))
 	if call.ID != "" {
 		req.Header.Set(CallIDHeader, call.ID)
 	}
@@ -209,27 +251,70 @@ func excerpt(data []byte, truncated bool) string {
 	return ": " + s
 }
 
-// Sign returns the signature header value for body: "sha256=" and the hex
-// HMAC-SHA256 of body under secret.
-func Sign(secret, body []byte) string {
-	m := hmac.New(sha256.New, secret)
-	m.Write(body)
-	return "sha256=" + hex.EncodeToString(m.Sum(nil))
+// SigningKey turns a configured secret into HMAC key bytes. A secret in
+// the Standard Webhooks form, "whsec_" and base64, is the key its base64
+// decodes to, as every Standard Webhooks library reads it; any other secret
+// is used as its raw bytes, so a receiver keys its HMAC with the secret
+// string itself. The error never quotes the secret.
+func SigningKey(secret string) ([]byte, error) {
+	encoded, ok := strings.CutPrefix(secret, secretPrefix)
+	if !ok {
+		return []byte(secret), nil
+	}
+	key, err := base64.StdEncoding.DecodeString(encoded)
+	if err != nil || len(key) == 0 {
+		// err quotes the offending byte: of the secret.
+		return nil, fmt.Errorf("decode secret: it starts with %q but no standard base64 key follows", secretPrefix)
+	}
+	return key, nil
 }
 
-// Verify reports whether header is a valid signature of body under secret,
-// comparing in constant time. Receivers should verify the exact bytes they
-// read, before parsing them.
-func Verify(secret, body []byte, header string) bool {
-	hexSum, ok := strings.CutPrefix(header, "sha256=")
-	if !ok {
-		return false
-	}
-	got, err := hex.DecodeString(hexSum)
-	if err != nil {
-		return false
-	}
-	m := hmac.New(sha256.New, secret)
+// Sign returns the webhook-signature value of a delivery: "v1," and the
+// base64 HMAC-SHA256, under key, of id, ".", the timestamp in Unix seconds,
+// "." and body, as the Standard Webhooks specification defines it.
+func Sign(key []byte, id string, timestamp time.Time, body []byte) string {
+	return "v1," + base64.StdEncoding.EncodeToString(signature(key, id, timestamp.Unix(), body))
+}
+
+func signature(key []byte, id string, unix int64, body []byte) []byte {
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte(id))
+	m.Write([]byte{'.'})
+	m.Write(strconv.AppendInt(nil, unix, 10))
+	m.Write([]byte{'.'})
 	m.Write(body)
-	return hmac.Equal(got, m.Sum(nil))
+	return m.Sum(nil)
+}
+
+// Verify checks a delivery as a receiver should, before parsing body (the
+// exact bytes read): the webhook-id and webhook-timestamp headers are
+// present, the timestamp is within Tolerance of now, and one of the
+// space-separated "v1," signatures in webhook-signature is the HMAC under
+// key, compared in constant time. The receiver still deduplicates by
+// webhook-id: a delivery re-sent after a crash verifies too. The error
+// wraps ErrUnverified.
+func Verify(key []byte, header http.Header, body []byte, now time.Time) error {
+	id, stamp, sigs := header.Get(IDHeader), header.Get(TimestampHeader), header.Get(SignatureHeader)
+	if id == "" || stamp == "" || sigs == "" {
+		return fmt.Errorf("%w: missing %s, %s or %s", ErrUnverified, IDHeader, TimestampHeader, SignatureHeader)
+	}
+	unix, err := strconv.ParseInt(stamp, 10, 64)
+	if err != nil {
+		return fmt.Errorf("%w: %s is not Unix seconds", ErrUnverified, TimestampHeader)
+	}
+	if age := now.Sub(time.Unix(unix, 0)); age > Tolerance || age < -Tolerance {
+		return fmt.Errorf("%w: %s is %s from now, more than %s", ErrUnverified, TimestampHeader, age.Abs().Truncate(time.Second), Tolerance)
+	}
+	want := signature(key, id, unix, body)
+	for _, sig := range strings.Fields(sigs) {
+		encoded, ok := strings.CutPrefix(sig, "v1,")
+		if !ok {
+			continue
+		}
+		got, err := base64.StdEncoding.DecodeString(encoded)
+		if err == nil && hmac.Equal(got, want) {
+			return nil
+		}
+	}
+	return fmt.Errorf("%w: no v1 signature in %s matches", ErrUnverified, SignatureHeader)
 }
