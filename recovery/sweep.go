@@ -68,9 +68,26 @@ func Sweep(ctx context.Context, inst *core.Instance) (Report, error) {
 // epoch), sweeps once, and re-arms the wake-up from durable state (DESIGN §4
 // rule 3). Resumed executions are started, not awaited.
 func Boot(ctx context.Context, host core.Host, cfg core.Config, driver core.Driver) (*core.Instance, Report, error) {
+	return BootWith(ctx, host, cfg, driver, nil)
+}
+
+// BootWith is Boot with a step of the host's between opening and sweeping:
+// opened, when not nil, runs on the open instance before the sweep, so a
+// host makes ready what serving needs (the wasm guest: its API handler,
+// its live-event watches, the phase it announces) before the sweep starts
+// anything, and every host boots through this one sequence. An open or
+// opened that fails returns a nil instance (one opened is closed); a sweep
+// that fails returns the instance with the error, since it can serve and
+// its wake-up retries the sweep.
+func BootWith(ctx context.Context, host core.Host, cfg core.Config, driver core.Driver, opened func(*core.Instance) error) (*core.Instance, Report, error) {
 	inst, err := core.Open(ctx, host, cfg, driver)
 	if err != nil {
 		return nil, Report{}, fmt.Errorf("boot: %w", err)
+	}
+	if opened != nil {
+		if err := opened(inst); err != nil {
+			return nil, Report{}, errors.Join(fmt.Errorf("boot: %w", err), inst.Close(context.WithoutCancel(ctx)))
+		}
 	}
 	rep, err := Wake(ctx, inst)
 	if err != nil {

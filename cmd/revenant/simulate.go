@@ -68,6 +68,7 @@ func simulate(ctx context.Context, args []string, getenv func(string) string, st
 		return checkKept(*checkDir, cfg.ResumeBudget, stdout)
 	}
 	cfg.Keep = cfg.Dir != ""
+	cfg.Progress = os.Stderr // sessions, kills and violations so far
 	if dir, err := os.UserCacheDir(); err == nil {
 		cfg.CacheDir = filepath.Join(dir, "revenant", "wazero")
 	}

@@ -366,7 +366,9 @@ func (gg *guest) onCommit(ev event.Event) {
 	}
 }
 
-// boot is recovery.Boot in its two announced phases.
+// boot is recovery's boot sequence, the one every host boots through
+// (recovery.BootWith), in its announced phases: the instance opens, the
+// guest makes ready to serve, then the sweep runs before the first request.
 func (gg *guest) boot() error {
 	ctx := context.Background()
 	hostPhase(uint32(abi.PhaseBoot))
@@ -375,17 +377,26 @@ func (gg *guest) boot() error {
 	if err != nil {
 		return err
 	}
-	inst, err := core.Open(ctx, host, cfg, driver)
-	if err != nil {
+	inst, _, err := recovery.BootWith(ctx, host, cfg, driver, gg.opened)
+	if inst == nil {
 		return err
 	}
+	// A sweep that failed: the instance serves anyway; the wake-up
+	// retries the sweep.
+	gg.swept("boot", err)
+	hostPhase(uint32(abi.PhaseServe))
+	return nil
+}
+
+// opened makes the open instance ready to serve, then announces the sweep.
+func (gg *guest) opened(inst *core.Instance) error {
 	gg.inst = inst
 	handler, err := gg.apiSetup()
 	if err != nil {
 		return err
 	}
 	gg.handler = handler
-	sessions, err := inst.Sessions(ctx)
+	sessions, err := inst.Sessions(context.Background())
 	if err != nil {
 		return fmt.Errorf("list sessions: %w", err)
 	}
@@ -393,10 +404,6 @@ func (gg *guest) boot() error {
 		gg.watch(s.ID)
 	}
 	hostPhase(uint32(abi.PhaseSweep))
-	_, err = recovery.Wake(ctx, inst)
-	// The instance serves anyway; the wake-up retries the sweep.
-	gg.swept("boot", err)
-	hostPhase(uint32(abi.PhaseServe))
 	return nil
 }
 

@@ -44,6 +44,9 @@ type SessionResult struct {
 	Hash         [32]byte        // the session's event log and ledger
 	Notes        map[string]Note // kind → count and first example
 	Failures     []string        // the simulation itself went wrong (a trapped guest, no quiescence, an unexpected answer)
+	// ResumeLatencies are, for each claim a boot resumed or started, the
+	// virtual ms from the death of the guest that ran it to that boot.
+	ResumeLatencies []int64
 }
 
 // Result is a whole campaign.
@@ -85,6 +88,7 @@ func Run(ctx context.Context, cfg Config, wasm []byte) (*Result, error) {
 	}
 	results := make([]SessionResult, cfg.Sessions)
 	jobs := make(chan int)
+	finished := make(chan int)
 	var wg sync.WaitGroup
 	for range min(workers, cfg.Sessions) {
 		wg.Add(1)
@@ -92,13 +96,20 @@ func Run(ctx context.Context, cfg Config, wasm []byte) (*Result, error) {
 			defer wg.Done()
 			for i := range jobs {
 				results[i] = runSession(ctx, mod, cfg, i, dir)
+				finished <- i
 			}
 		}()
 	}
-	for i := range cfg.Sessions {
-		jobs <- i
+	go func() {
+		for i := range cfg.Sessions {
+			jobs <- i
+		}
+		close(jobs)
+	}()
+	prog := newProgress(cfg, began)
+	for range cfg.Sessions {
+		prog.done(&results[<-finished])
 	}
-	close(jobs)
 	wg.Wait()
 
 	res := &Result{Config: cfg, Sessions: results, Hist: Histogram{}}
@@ -136,7 +147,8 @@ func runSession(ctx context.Context, mod *runtime.Module, cfg Config, i int, dir
 	t := newTree(mod, cfg, i, dir)
 	t.run(ctx)
 	r := SessionResult{Index: i, Path: t.path, Ledger: t.ledger, Boots: t.boots, Kills: t.kills, Zombies: t.zombieCount,
-		ZombieCalls: t.zombieCalls, DiskFulls: t.diskFulls, Steps: t.steps, Virtual: time.Duration(t.now-start) * time.Millisecond, Hist: t.hist, Failures: t.failures, Notes: t.notes}
+		ZombieCalls: t.zombieCalls, DiskFulls: t.diskFulls, Steps: t.steps, Virtual: time.Duration(t.now-start) * time.Millisecond, Hist: t.hist, Failures: t.failures, Notes: t.notes,
+		ResumeLatencies: t.latencies}
 	if t.fault != nil {
 		r.FailedWrites = t.fault.Failed()
 	}

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"io"
 	"time"
 )
 
@@ -32,6 +33,12 @@ type Config struct {
 	DiskFull float64
 	// CacheDir keeps the guest's compiled code between runs ("" memory).
 	CacheDir string
+	// Progress, when not nil, hears how a campaign is going (sessions
+	// done, kills and violations so far) every tenth of the sessions and
+	// at least every ProgressEvery of wall time (default 5 s) while
+	// sessions end. It is no part of the history.
+	Progress      io.Writer
+	ProgressEvery time.Duration
 }
 
 // Defaults of the default campaign (make simulate).

@@ -13,6 +13,7 @@ import (
 // event), the history hash and the kill-site histogram.
 func (r *Result) Print(w io.Writer) {
 	var boots, kills, zombies, zombieCalls, diskFulls, failedWrites, steps, prompts, resumes, calls, deliveries, applied, events int
+	var latencies []int64
 	ends := map[string]int{}
 	byTool := map[string]int{}
 	for _, s := range r.Sessions {
@@ -23,6 +24,7 @@ func (r *Result) Print(w io.Writer) {
 		diskFulls += s.DiskFulls
 		failedWrites += s.FailedWrites
 		steps += s.Steps
+		latencies = append(latencies, s.ResumeLatencies...)
 		prompts += s.Check.Prompts
 		resumes += s.Check.Resumes
 		calls += s.Check.Calls
@@ -45,6 +47,9 @@ func (r *Result) Print(w io.Writer) {
 		kills, boots, steps, zombies, zombieCalls)
 	fmt.Fprintf(w, "disk-full windows %d, writes failed in them %d\n", diskFulls, failedWrites)
 	fmt.Fprintf(w, "events %d, prompts %d (%s), resumes %d\n", events, prompts, counts(ends), resumes)
+	p50, p99, most := percentiles(latencies)
+	fmt.Fprintf(w, "resume latency after boots (virtual ms, from the death to the boot that took the claim up): %d claims, p50 %d, p99 %d, max %d\n",
+		len(latencies), p50, p99, most)
 	fmt.Fprintf(w, "tool calls %d; deliveries %d (%s), %d applied\n", calls, deliveries, counts(byTool), applied)
 	notes := map[string]Note{}
 	for _, s := range r.Sessions {

@@ -3,6 +3,7 @@ package sim_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -77,4 +78,39 @@ func TestDiskFullWindowsFailWrites(t *testing.T) {
 		require.Positive(t, s.DiskFulls, "session %d", s.Index)
 		assert.Positive(t, s.FailedWrites, "session %d: %d windows of a full disk failed no write", s.Index, s.DiskFulls)
 	}
+}
+
+// A campaign reports its progress as sessions end: sessions done, kills
+// and violations so far, the last line at the end.
+func TestProgressIsReported(t *testing.T) {
+	wasm := guestbuild.Must(t)
+	var out bytes.Buffer
+	cfg := sim.Config{Seed: 2, Sessions: 3, Kills: 6, Workers: 1, Dir: t.TempDir(), CacheDir: cacheDir(t), Progress: &out}
+	res, err := sim.Run(context.Background(), cfg, wasm)
+	require.NoError(t, err)
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	require.Len(t, lines, 3, "one line per session: a tenth of 3 is less than one")
+	assert.Contains(t, lines[0], "simulate: seed 2: 1/3 sessions, ")
+	assert.Contains(t, lines[2], fmt.Sprintf("3/3 sessions, %d kills, %d violations so far", res.Hist.Kills(), len(res.Violations)))
+}
+
+// At the default budget (10) no turn of a campaign reaches it; at 2 some
+// do, so the rules of a budget reached (the count past it aborts at once,
+// a resume within it is never given up) are exercised in make test.
+func TestSmallBudgetCampaignKeepsTheInvariants(t *testing.T) {
+	wasm := guestbuild.Must(t)
+	cfg := sim.DefaultConfig(1)
+	cfg.Sessions, cfg.Kills, cfg.ResumeBudget = 12, 240, 2
+	cfg.Dir, cfg.CacheDir = t.TempDir(), cacheDir(t)
+	res, err := sim.Run(context.Background(), cfg, wasm)
+	require.NoError(t, err)
+	var out bytes.Buffer
+	res.Print(&out)
+	t.Log("\n" + out.String())
+	assert.Empty(t, res.Violations)
+	aborted := 0
+	for _, s := range res.Sessions {
+		aborted += s.Check.Ends["failed:aborted"]
+	}
+	assert.Positive(t, aborted, "some turn reached the budget of 2")
 }

@@ -53,7 +53,8 @@ type tree struct {
 	actions  []action
 	created  bool
 	reqs     map[uint64]*request
-	lost     []*request // requests a dead guest never answered, resent after the next boot
+	lost     []*request // requests a dead guest never answered, sent again by the client at lostAt
+	lostAt   int64
 	nextReq  uint64
 	extended int
 
@@ -71,6 +72,7 @@ type tree struct {
 
 	ledger   check.Ledger
 	obs      *sqlite3.Conn // read-only, the simulator's own: reads the commit position (commitPos)
+	moments                // what the host watches between transactions (moments.go)
 	failures []string
 	notes    map[string]Note
 	steps    int
@@ -207,7 +209,7 @@ func (t *tree) run(ctx context.Context) {
 			t.failf("no quiescence after %d steps and %s of virtual time", t.steps, time.Duration(t.now-start)*time.Millisecond)
 			return
 		}
-		if t.cur == nil && !t.bootGuest(ctx) {
+		if t.broken {
 			return
 		}
 		at, deliver := t.next()
@@ -216,8 +218,12 @@ func (t *tree) run(ctx context.Context) {
 				t.failf("quiescent with %d requests unanswered and %d client actions left", len(t.reqs)+len(t.lost), len(t.actions))
 				return
 			}
-			// Quiescent. Spend what is left of the kill budget on more
-			// prompts, a few batches at most.
+			// Quiescent: nothing will ever boot the tree again unless a
+			// client calls, so a claim left now is stranded (and the more
+			// prompts below would hide it).
+			t.checkStranded()
+			// Spend what is left of the kill budget on more prompts, a few
+			// batches at most.
 			if t.kills < t.killBudget && t.extended < 12 {
 				t.extended++
 				t.actions = append(t.actions, t.work.batch(t.now, 3)...)
@@ -229,9 +235,6 @@ func (t *tree) run(ctx context.Context) {
 			t.now = at
 		}
 		t.maybeZombie(ctx)
-		if t.cur == nil {
-			continue
-		}
 		deliver(ctx)
 	}
 }
@@ -276,12 +279,19 @@ func (t *tree) next() (int64, func(context.Context)) {
 			bestAt, bestSeq, best = at, seq, f
 		}
 	}
-	if len(t.actions) > 0 && (t.created || t.actions[0].kind == actCreate) {
-		a := t.actions[0]
-		consider(a.at, 0, func(ctx context.Context) { t.actions = t.actions[1:]; t.send(ctx, a) })
+	// Until the tree is created, the create (retried after a 5xx, so maybe
+	// behind prompts due earlier) is the only client action.
+	for i, a := range t.actions {
+		if t.created || a.kind == actCreate {
+			consider(a.at, 0, func(ctx context.Context) { t.actions = append(t.actions[:i:i], t.actions[i+1:]...); t.send(ctx, a) })
+			break
+		}
 	}
 	if t.wake != 0 {
 		consider(t.wake, t.wakeSeq, t.deliverWake)
+	}
+	if len(t.lost) > 0 {
+		consider(t.lostAt, 0, t.resendLost)
 	}
 	for _, g := range append([]*guest{t.cur}, t.zombies...) {
 		if g == nil {
@@ -318,10 +328,26 @@ func sortedIDs[V any](m map[uint64]V) []uint64 {
 	return ids
 }
 
+// deliverWake delivers the tree's wake-up as the host's wake-up index
+// does: to the serving guest's wake handler, or, when none serves (it was
+// killed), as a boot, which sweeps and re-arms. A delivered wake-up is used
+// up, but only once its delivery has run to its end: one killed in the
+// handler is delivered again at once unless the handler armed it anew.
 func (t *tree) deliverWake(ctx context.Context) {
-	t.wake = 0 // a delivered wake-up is used up
+	at, seq := t.wake, t.wakeSeq
+	t.wake = 0
 	g := t.cur
-	t.call(ctx, g, func() error { return g.g.Wake(ctx) })
+	if g == nil {
+		t.bootGuest(ctx)
+		return
+	}
+	if t.call(ctx, g, func() error { return g.g.Wake(ctx) }) {
+		t.checkWakeArmed(g, "after the wake handler returned")
+		return
+	}
+	if t.wake == 0 {
+		t.wake, t.wakeSeq = at, seq
+	}
 }
 
 // answer delivers the receiver's answer to egress id: head, body, end.
@@ -361,15 +387,14 @@ func (t *tree) call(ctx context.Context, g *guest, f func() error) bool {
 		t.failf("boot %d: %v", g.boot, err)
 		return true
 	case errors.Is(err, errKill):
-		t.reap(g)
-		t.bootGuest(ctx)
+		t.died(g)
 	default:
 		t.failf("boot %d died on its own (zombie %v): %v", g.boot, g.zombie, err)
-		t.reap(g)
-		if !g.zombie {
-			t.bootGuest(ctx)
-		}
+		t.died(g)
 	}
+	// A real host boots the tree again only when its wake-up fires or a
+	// client calls (deliverWake, resend), not at once: an immediate boot's
+	// sweep would hide a lost wake-up.
 	return false
 }
 
@@ -395,24 +420,28 @@ func (t *tree) instantiate(ctx context.Context) (*guest, error) {
 }
 
 // bootGuest boots a fresh guest over the tree's database, as a host does
-// after a death, until one boots (a boot may itself be killed), then
-// resends what the dead guest never answered. It reports false when the
-// tree cannot go on.
+// when a client calls or the wake-up fires, until one boots (a boot may
+// itself be killed), then resends what the dead guest never answered. It
+// reports false, and marks the tree broken, when the tree cannot go on.
 func (t *tree) bootGuest(ctx context.Context) bool {
 	for attempt := 0; ; attempt++ {
 		if attempt == 50 {
 			t.failf("no guest booted after %d attempts", attempt)
+			t.broken = true
 			return false
 		}
 		g, err := t.instantiate(ctx)
 		if err != nil {
 			t.failf("instantiate: %v", err)
+			t.broken = true
 			return false
 		}
 		t.cur = g
+		before := t.beforeBoot()
 		err = g.g.Boot(ctx, t.boot)
 		if err == nil {
 			t.noteEpoch(g)
+			t.afterBoot(g, before)
 			break
 		}
 		t.reap(g)
@@ -424,12 +453,40 @@ func (t *tree) bootGuest(ctx context.Context) bool {
 			t.now += min(int64(500)<<min(attempt, 6), 30_000)
 		}
 	}
+	t.resendLost(ctx)
+	return true
+}
+
+// resendLost is the clients sending again what a dead guest never
+// answered: to the serving guest, or booting the tree first.
+func (t *tree) resendLost(ctx context.Context) {
+	if t.cur == nil {
+		t.bootGuest(ctx) // resends once booted
+		return
+	}
 	lost := t.lost
 	t.lost = nil
-	for _, r := range lost {
+	for i, r := range lost {
+		if t.cur == nil { // killed meanwhile: the rest waits for the next try
+			t.loseRequests(lost[i:]...)
+			return
+		}
 		t.resend(ctx, r)
 	}
-	return true
+}
+
+// clientRetry is how long a client whose request died with its guest waits
+// before it sends the request again.
+const clientRetry = 1000
+
+func (t *tree) loseRequests(rs ...*request) {
+	if len(rs) == 0 {
+		return
+	}
+	if len(t.lost) == 0 {
+		t.lostAt = t.now + clientRetry
+	}
+	t.lost = append(t.lost, rs...)
 }
 
 // reap forgets a dead guest: its connection closes (SQLite rolls back an
@@ -457,7 +514,7 @@ func (t *tree) reap(g *guest) {
 	for _, id := range sortedIDs(t.reqs) {
 		if r := t.reqs[id]; r.to == g {
 			delete(t.reqs, id)
-			t.lost = append(t.lost, r)
+			t.loseRequests(r)
 		}
 	}
 }
@@ -481,9 +538,10 @@ func (t *tree) maybeZombie(ctx context.Context) {
 	for _, id := range sortedIDs(t.reqs) {
 		if r := t.reqs[id]; r.to == g {
 			delete(t.reqs, id)
-			t.lost = append(t.lost, r)
+			t.loseRequests(r)
 		}
 	}
+	t.diedAt = t.now
 	t.bootGuest(ctx)
 }
 
@@ -507,11 +565,13 @@ func (t *tree) send(ctx context.Context, a action) {
 }
 
 func (t *tree) resend(ctx context.Context, r *request) {
-	g := t.cur
-	if g == nil {
-		t.lost = append(t.lost, r)
-		return
+	for t.cur == nil { // a client call boots the tree (its resends may kill it again)
+		if !t.bootGuest(ctx) {
+			t.loseRequests(r)
+			return
+		}
 	}
+	g := t.cur
 	t.nextReq++
 	id := t.nextReq
 	r.to, r.status, r.body = g, 0, nil
@@ -586,6 +646,7 @@ func (t *tree) closeAll(ctx context.Context) {
 	if t.fault != nil {
 		defer faultvfs.Unregister(t.vfs)
 	}
+	t.closeProbe()
 	if t.obs != nil {
 		if err := t.obs.Close(); err != nil {
 			t.failf("close the observer connection: %v", err)
@@ -775,6 +836,9 @@ func (t *tree) noteEpoch(g *guest) int {
 // released, or one whose emit never comes.)
 func (g *guest) committed(changes int64) {
 	t := g.t
+	if !g.zombie {
+		t.checkCommit(g)
+	}
 	owner := t.noteEpoch(g)
 	if !g.zombie || owner <= g.boot {
 		return

@@ -29,11 +29,17 @@ const (
 	RuleNotices        Rule = "notice-once"
 	RuleSteps          Rule = "step-never-rerequested"
 	RuleZombie         Rule = "zombie-never-commits"
+	RuleSettled        Rule = "calls-settled-before-next-step"
+	// The rules of moments (moment.go): seen by the host while the tree
+	// ran, reported through Ledger.Observed.
+	RuleWakeArmed   Rule = "claim-has-wake-up"
+	RuleClaimed     Rule = "open-prompt-has-claim"
+	RuleBootResumes Rule = "boot-resumes-every-claim"
 )
 
 // Rules lists every rule, in the order summaries print them.
 var Rules = []Rule{RuleEnds, RuleQuiescence, RuleAfterInterrupt, RuleBudget, RuleEffects,
-	RuleSeqs, RuleProjections, RuleNotices, RuleSteps, RuleZombie}
+	RuleSeqs, RuleProjections, RuleNotices, RuleSteps, RuleZombie, RuleSettled, RuleWakeArmed, RuleClaimed, RuleBootResumes}
 
 // Violation is one broken invariant, tied to the first event that shows it
 // when there is one.
@@ -111,6 +117,7 @@ func Tree(path string, ledger *Ledger, opts Options) (Result, error) {
 	}
 	ck.quiescence()
 	ck.effects(ledger)
+	ck.observed(ledger)
 	diffs, err := rebuildDiffs(db)
 	if err != nil {
 		return Result{}, fmt.Errorf("check %s: %w", opts.Label, err)
@@ -234,6 +241,7 @@ type turn struct {
 	final     *rec // a step recorded complete without tool calls
 	completed map[string]bool
 	cut       map[string]bool
+	calls     []*call // of its completed steps, in order
 }
 
 type checker struct {
@@ -440,6 +448,7 @@ func (ck *checker) session(sid string, log []rec) {
 			if e.p.Index != tr.steps+1 {
 				ck.fail(sid, e, RuleSteps, "step index %d after %d steps of the turn: a step is requested again", e.p.Index, tr.steps)
 			}
+			ck.settledBefore(sid, e, tr, "step "+e.p.StepID+" starts")
 			tr.steps++
 			if e.p.ExecutionID != current {
 				ck.fail(sid, e, RuleZombie, "execution %s starts a step after execution %s replaced it", e.p.ExecutionID, current)
@@ -467,6 +476,7 @@ func (ck *checker) session(sid string, log []rec) {
 					continue
 				}
 				ck.calls[c.CallID] = &call{id: c.CallID, session: sid, prompt: pid, name: c.Name, completedSeq: e.Seq}
+				tr.calls = append(tr.calls, ck.calls[c.CallID])
 				ck.res.Calls++
 			}
 		case event.ToolExecuting:
@@ -501,6 +511,7 @@ func (ck *checker) session(sid string, log []rec) {
 			if e.Type == event.ExecutionInterrupted && e.p.Reason == event.ReasonShutdown {
 				break // keeps the claim: the turn resumes
 			}
+			ck.endRules(sid, e, tr)
 			tr.end = e
 			tr.aborting = nil
 			ck.res.Ends[endName(*e)]++

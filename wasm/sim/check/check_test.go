@@ -56,6 +56,8 @@ func TestBrokenHistoriesAreCaught(t *testing.T) {
 	lastGseq := queryInt(t, path, `SELECT MAX(gseq) FROM events`)
 	interruptAt := queryInt(t, path, fmt.Sprintf(`SELECT at FROM events WHERE session_id = 'u' AND type = '%s'`, event.ExecutionInterrupted))
 	firstAdmitted := queryInt(t, path, fmt.Sprintf(`SELECT gseq FROM events WHERE session_id = 's' AND seq = %s`, sq("s", event.PromptAdmitted, 1)))
+	firstSettled := queryInt(t, path, `SELECT `+sq("s", event.ToolSettled, 1))
+	secondStep := queryInt(t, path, `SELECT `+sq("s", event.StepStarted, 2))
 	executingOf := func(callID string) int64 {
 		return queryInt(t, path, fmt.Sprintf(`SELECT gseq FROM events WHERE type = '%s' AND json_extract(data, '$.call_id') = '%s' ORDER BY gseq LIMIT 1`,
 			event.ToolExecuting, callID))
@@ -66,6 +68,7 @@ func TestBrokenHistoriesAreCaught(t *testing.T) {
 		ledger func(l *check.Ledger)
 		want   check.Rule
 		detail string
+		budget int
 	}{
 		{name: "gap in seqs", want: check.RuleSeqs, detail: "contiguous",
 			sql: []string{`UPDATE events SET seq = seq + 10 WHERE session_id = 's' AND seq = (SELECT MAX(seq) FROM events WHERE session_id = 's')`}},
@@ -141,6 +144,26 @@ func TestBrokenHistoriesAreCaught(t *testing.T) {
 				field("s", event.ExecutionResumed, 1, "execution_id"), event.StepStarted, sq("s", event.ExecutionResumed, 1))}},
 		{name: "accepted prompt lost", want: check.RuleEnds, detail: "lost",
 			ledger: func(l *check.Ledger) { l.Accepted = append(l.Accepted, "p-lost") }},
+		// A step that starts, or a turn that ends, with a call of an earlier
+		// step still open: the model went on without the call's result.
+		{name: "next step before a call settles", want: check.RuleSettled, detail: "starts while call",
+			sql: []string{
+				fmt.Sprintf(`UPDATE events SET seq = -1 WHERE session_id = 's' AND seq = %d`, firstSettled),
+				fmt.Sprintf(`UPDATE events SET seq = %d WHERE session_id = 's' AND seq = %d`, firstSettled, secondStep),
+				fmt.Sprintf(`UPDATE events SET seq = %d WHERE session_id = 's' AND seq = -1`, secondStep),
+			}},
+		{name: "turn succeeds with a call never settled", want: check.RuleSettled, detail: "the turn ends succeeded while call",
+			sql: []string{fmt.Sprintf(`UPDATE events SET type = '%s' WHERE session_id = 's' AND seq = %d`, event.Progress, firstSettled)}},
+		// Aborted at the budget's last attempt instead of past it: the
+		// resume counted within the budget never started.
+		{name: "aborted with a resume within the budget pending", want: check.RuleBudget, detail: "within the budget of 1) is pending",
+			budget: 1,
+			sql: []string{fmt.Sprintf(`UPDATE events SET type = '%s', data = json_object('prompt_id', %s, 'type', 'aborted') WHERE session_id = 's' AND seq = %s + 1`,
+				event.ExecutionFailed, field("s", event.ExecutionResumed, 1, "prompt_id"), sq("s", event.ExecutionResumed, 1))}},
+		{name: "moment seen by the host", want: check.RuleWakeArmed, detail: "no wake-up",
+			ledger: func(l *check.Ledger) {
+				l.Observed = append(l.Observed, check.Observation{At: 1, Boot: 2, Rule: check.RuleWakeArmed, Session: "s", Detail: "claimed with no wake-up armed"})
+			}},
 		{name: "zombie commit in the ledger", want: check.RuleZombie, detail: "after boot 2 took over",
 			ledger: func(l *check.Ledger) {
 				l.ZombieCommits = append(l.ZombieCommits, check.ZombieCommit{At: 1, Boot: 1, Latest: 2, What: "tx_commit"})
@@ -155,7 +178,7 @@ func TestBrokenHistoriesAreCaught(t *testing.T) {
 			if c.ledger != nil {
 				c.ledger(&l)
 			}
-			res, err := check.Tree(p, &l, check.Options{Label: "seed 7 tree 3"})
+			res, err := check.Tree(p, &l, check.Options{Label: "seed 7 tree 3", Budget: c.budget})
 			require.NoError(t, err)
 			var found *check.Violation
 			var all []string

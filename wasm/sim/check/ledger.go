@@ -23,6 +23,11 @@ type Ledger struct {
 	// its receiver deduplicates by Idempotency-Key. A call of such a tool
 	// that settled ok must have reached its receiver.
 	Tools map[string]bool `json:"tools,omitempty"`
+	// Observed are violations the host saw at a moment of the run that
+	// the final database can no longer show (moment.go): a claim left
+	// without a wake-up, an open prompt without a claim, a boot that left
+	// a claim for later.
+	Observed []Observation `json:"observed,omitempty"`
 }
 
 // Delivery is one request that reached a tool's receiver.

@@ -1,0 +1,78 @@
+package check_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/revenantrt/revenant/core/event"
+	"github.com/revenantrt/revenant/wasm/sim/check"
+)
+
+func probe(t *testing.T, path string) *check.Probe {
+	t.Helper()
+	p, err := check.OpenProbe(path)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, p.Close()) })
+	return p
+}
+
+// A prompt left queued after its session's claim was released (a terminal
+// that releases in one transaction and starts the next turn in another) is
+// seen at that moment, though the final state of a later run hides it.
+func TestProbeSeesAQueuedPromptWithoutClaim(t *testing.T) {
+	path, _ := fixture(t)
+	clean := probe(t, path)
+	got, err := clean.Unclaimed()
+	require.NoError(t, err)
+	assert.Empty(t, got, "every prompt of the fixture has ended")
+
+	p := copyTree(t, path)
+	tamper(t, p, `UPDATE prompts SET state = 'queued' WHERE id = (SELECT id FROM prompts WHERE session_id = 's' ORDER BY admitted_seq DESC LIMIT 1)`)
+	got, err = probe(t, p).Unclaimed()
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+	assert.Equal(t, check.RuleClaimed, got[0].Rule)
+	assert.Equal(t, "s", got[0].Session)
+	assert.Contains(t, got[0].Detail, "is queued but its session has no claim")
+
+	// With its claim, it is runnable work.
+	tamper(t, p, `INSERT INTO claims (session_id, claimed_at) VALUES ('s', 0)`)
+	got, err = probe(t, p).Unclaimed()
+	require.NoError(t, err)
+	assert.Empty(t, got)
+}
+
+// A boot that returns with a claim whose execution is dead, not sleeping
+// on a retry, and neither resumed, started nor ended in that boot deferred
+// it: that is seen. A resumed one is reported as swept, a sleeping one is
+// left alone.
+func TestProbeSeesAClaimTheBootLeft(t *testing.T) {
+	path, _ := fixture(t)
+	end := queryInt(t, path, `SELECT MAX(gseq) FROM events`)
+	now := queryInt(t, path, `SELECT MAX(at) FROM events`)
+
+	p := copyTree(t, path)
+	tamper(t, p, `INSERT INTO claims (session_id, execution_id, claimed_at) VALUES ('s', 'x-dead', 0)`)
+	unswept, swept, err := probe(t, p).Unswept(end, now)
+	require.NoError(t, err)
+	require.Len(t, unswept, 1)
+	assert.Equal(t, check.RuleBootResumes, unswept[0].Rule)
+	assert.Contains(t, unswept[0].Detail, "execution x-dead is dead")
+	assert.Empty(t, swept)
+
+	// Sleeping on a retry still due: nothing to do yet.
+	tamper(t, p, fmt.Sprintf(`UPDATE claims SET retry_at = %d`, now+1))
+	unswept, _, err = probe(t, p).Unswept(end, now)
+	require.NoError(t, err)
+	assert.Empty(t, unswept)
+
+	// Resumed in the boot.
+	tamper(t, p, `UPDATE claims SET retry_at = NULL`, appendEvent("s", event.ExecutionStarted, `json_object('execution_id', 'x-new', 'cause', 'resume')`))
+	unswept, swept, err = probe(t, p).Unswept(end, now)
+	require.NoError(t, err)
+	assert.Empty(t, unswept)
+	assert.Equal(t, []string{"s"}, swept)
+}

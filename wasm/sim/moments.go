@@ -1,0 +1,199 @@
+package sim
+
+import (
+	"slices"
+
+	"github.com/revenantrt/revenant/wasm/sim/check"
+)
+
+// moments is what the simulator watches as the host between transactions:
+// the promises that hold at every moment, which a later state can hide
+// (check.Probe), and the virtual time a dead guest's work waited for the
+// boot that took it up again.
+type moments struct {
+	probe    *check.Probe
+	observed map[string]bool // rule, session and detail already reported
+	broken   bool            // no guest boots: the tree cannot go on
+	// diedAt is when the serving guest last died or was abandoned; the
+	// next boot that resumes or starts a claim measures its latency from
+	// it.
+	diedAt    int64
+	latencies []int64 // virtual ms, one per claim a boot resumed or started
+}
+
+// bootMark is the tree as a boot began.
+type bootMark struct {
+	gseq   int64
+	failed int // writes failed by the full disk so far
+}
+
+// probeOf opens the tree's probe on first use.
+func (t *tree) probeOf() *check.Probe {
+	if t.probe == nil {
+		p, err := check.OpenProbe(t.path)
+		if err != nil {
+			t.notef("probe unreadable", "%v", err)
+			return nil
+		}
+		t.probe = p
+	}
+	return t.probe
+}
+
+func (t *tree) closeProbe() {
+	if t.probe != nil {
+		if err := t.probe.Close(); err != nil {
+			t.failf("close the probe: %v", err)
+		}
+		t.probe = nil
+	}
+}
+
+// observe records a violation seen now, once per tree.
+func (t *tree) observe(boot int, o check.Observation) {
+	key := string(o.Rule) + "\x00" + o.Session + "\x00" + o.Detail
+	if t.observed == nil {
+		t.observed = map[string]bool{}
+	}
+	if t.observed[key] {
+		return
+	}
+	t.observed[key] = true
+	o.At, o.Boot = t.now, boot
+	t.ledger.Observed = append(t.ledger.Observed, o)
+}
+
+func (t *tree) probeFailed(what string, err error) {
+	t.notef("probe failed", "%s: %v", what, err)
+}
+
+// died forgets a guest killed (or dead on its own) at a host call.
+func (t *tree) died(g *guest) {
+	if g == t.cur {
+		t.diedAt = t.now
+	}
+	t.reap(g)
+}
+
+// checkCommit: after every commit of a live instance, every queued or
+// running prompt's session is claimed (DESIGN §6.1, §6.3).
+func (t *tree) checkCommit(g *guest) {
+	p := t.probeOf()
+	if p == nil {
+		return
+	}
+	obs, err := p.Unclaimed()
+	if err != nil {
+		t.probeFailed("unclaimed", err)
+		return
+	}
+	for _, o := range obs {
+		o.Detail += " after a commit"
+		t.observe(g.boot, o)
+	}
+}
+
+// checkWakeArmed: after a wake handler or a boot returns, a claimed tree
+// has its wake-up armed (DESIGN §4 rules 2 and 3): a delivered wake-up is
+// used up, and nothing else would boot the tree after a kill.
+func (t *tree) checkWakeArmed(g *guest, when string) {
+	if t.wake != 0 {
+		return
+	}
+	p := t.probeOf()
+	if p == nil {
+		return
+	}
+	claimed, err := p.Claimed()
+	if err != nil {
+		t.probeFailed("claims", err)
+		return
+	}
+	for _, sid := range claimed {
+		t.observe(g.boot, check.Observation{Rule: check.RuleWakeArmed, Session: sid,
+			Detail: "the session is claimed with no wake-up armed " + when})
+	}
+}
+
+// checkStranded: at quiescence nothing is due, so no wake-up is armed: a
+// claim left now waits for a client that may never call.
+func (t *tree) checkStranded() {
+	boot := 0
+	if t.cur != nil {
+		boot = t.cur.boot
+	}
+	p := t.probeOf()
+	if p == nil {
+		return
+	}
+	claimed, err := p.Claimed()
+	if err != nil {
+		t.probeFailed("claims", err)
+		return
+	}
+	for _, sid := range claimed {
+		t.observe(boot, check.Observation{Rule: check.RuleWakeArmed, Session: sid,
+			Detail: "the session is claimed with nothing due: no wake-up armed, no client calling"})
+	}
+}
+
+func (t *tree) beforeBoot() bootMark {
+	var m bootMark
+	// Before the first boot made the schema there is nothing to read, and
+	// commit position 0 is right.
+	if p := t.probeOf(); p != nil && t.created {
+		n, err := p.Gseq()
+		if err != nil {
+			t.probeFailed("commit position", err)
+		}
+		m.gseq = n
+	}
+	if t.fault != nil {
+		m.failed = t.fault.Failed()
+	}
+	return m
+}
+
+// afterBoot: a boot that returned has swept every claim before serving
+// (DESIGN §6.5: resumed, started or ended each one not sleeping on a
+// retry) and re-armed the wake-up (§4 rule 3). A sweep that met the full
+// disk stops and leaves the rest to the next wake-up, as designed, so its
+// boot is not judged. It measures the resume latency of the claims it
+// took up.
+func (t *tree) afterBoot(g *guest, m bootMark) {
+	t.checkWakeArmed(g, "after a boot")
+	p := t.probeOf()
+	if p == nil {
+		return
+	}
+	unswept, swept, err := p.Unswept(m.gseq, t.now)
+	if err != nil {
+		t.probeFailed("unswept", err)
+		return
+	}
+	if t.fault != nil && t.fault.Failed() > m.failed {
+		if len(unswept) > 0 {
+			t.notef("boot left claims to the next wake-up: its sweep met the full disk", "boot %d: %s", g.boot, unswept[0].Detail)
+		}
+		unswept = nil
+	}
+	for _, o := range unswept {
+		t.observe(g.boot, o)
+	}
+	if t.diedAt != 0 {
+		for range swept {
+			t.latencies = append(t.latencies, t.now-t.diedAt)
+		}
+		t.diedAt = 0
+	}
+}
+
+// percentiles are p50, p99 and the maximum of xs (sorted in place).
+func percentiles(xs []int64) (p50, p99, max int64) {
+	if len(xs) == 0 {
+		return 0, 0, 0
+	}
+	slices.Sort(xs)
+	at := func(q float64) int64 { return xs[min(len(xs)-1, int(q*float64(len(xs))))] }
+	return at(0.50), at(0.99), xs[len(xs)-1]
+}
