@@ -33,7 +33,8 @@ const (
 
 // Rules lists every rule, in the order summaries print them.
 var Rules = []Rule{RuleEnds, RuleQuiescence, RuleAfterInterrupt, RuleBudget, RuleEffects,
-	RuleSeqs, RuleProjections, RuleNotices, RuleSteps, RuleZombie}
+	RuleSeqs, RuleProjections, RuleNotices, RuleSteps, RuleZombie,
+	RuleEmits}
 
 // Violation is one broken invariant, tied to the first event that shows it
 // when there is one.
@@ -111,6 +112,7 @@ func Tree(path string, ledger *Ledger, opts Options) (Result, error) {
 	}
 	ck.quiescence()
 	ck.effects(ledger)
+	ck.emits(ledger)
 	diffs, err := rebuildDiffs(db)
 	if err != nil {
 		return Result{}, fmt.Errorf("check %s: %w", opts.Label, err)

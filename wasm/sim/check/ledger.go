@@ -23,6 +23,9 @@ type Ledger struct {
 	// its receiver deduplicates by Idempotency-Key. A call of such a tool
 	// that settled ok must have reached its receiver.
 	Tools map[string]bool `json:"tools,omitempty"`
+	// Emits are the durable events the host received through emit (nil:
+	// not recorded).
+	Emits *Emits `json:"emits,omitempty"`
 }
 
 // Delivery is one request that reached a tool's receiver.
