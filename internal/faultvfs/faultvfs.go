@@ -35,7 +35,9 @@ type Fault struct {
 	windows  []window
 	late     int // the next `late` commits that wrote report lateCode
 	lateCode Code
-	dirty    bool // a write succeeded since the last commit finished
+	lates    []window // commits that wrote inside one report its code
+	lateHeld bool     // HoldLate: lates fail nothing
+	dirty    bool     // a write succeeded since the last commit finished
 	failed   int
 	lateDone int
 }
@@ -80,11 +82,29 @@ func (f *Fault) FailLateCommits(n int, code Code) {
 	f.late, f.lateCode = n, code
 }
 
+// FailLateBetween makes every commit that wrote something while from <= now
+// < until (ms on the Fault's clock) durable and visible, and then report
+// code, as FailLateCommits does for a count: a device that acknowledges
+// writes it then fails to flush. Windows add up; Heal clears them.
+func (f *Fault) FailLateBetween(from, until int64, code Code) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.lates = append(f.lates, window{from, until, code})
+}
+
+// HoldLate suspends the windows of FailLateBetween while hold is true:
+// commits made meanwhile are reported as they went.
+func (f *Fault) HoldLate(hold bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.lateHeld = hold
+}
+
 // Heal clears every pending fault.
 func (f *Fault) Heal() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.next, f.windows, f.late = 0, nil, 0
+	f.next, f.windows, f.late, f.lates = 0, nil, 0, nil
 }
 
 // Failed is how many writes failed so far.
@@ -114,12 +134,18 @@ func (f *Fault) peekLocked() (Code, bool) {
 	if f.next > 0 {
 		return f.nextCode, true
 	}
-	if len(f.windows) > 0 {
-		now := f.now()
-		for _, w := range f.windows {
-			if w.from <= now && now < w.until {
-				return w.code, true
-			}
+	return f.within(f.windows)
+}
+
+// within finds the window of ws that holds now, if any.
+func (f *Fault) within(ws []window) (Code, bool) {
+	if len(ws) == 0 {
+		return 0, false
+	}
+	now := f.now()
+	for _, w := range ws {
+		if w.from <= now && now < w.until {
+			return w.code, true
 		}
 	}
 	return 0, false
@@ -148,12 +174,19 @@ func (f *Fault) commitDone() error {
 	defer f.mu.Unlock()
 	dirty := f.dirty
 	f.dirty = false
-	if !dirty || f.late == 0 {
+	if !dirty {
 		return nil
 	}
-	f.late--
-	f.lateDone++
-	return f.lateCode
+	if f.late > 0 {
+		f.late--
+		f.lateDone++
+		return f.lateCode
+	}
+	if code, late := f.within(f.lates); late && !f.lateHeld {
+		f.lateDone++
+		return code
+	}
+	return nil
 }
 
 // Register makes the VFS name open files through the OS VFS with f's

@@ -132,6 +132,40 @@ func TestLateCommitIsDurableButReportedFailed(t *testing.T) {
 	assert.Equal(t, "ok", verdict)
 }
 
+// A window of late commits follows the clock: a commit that wrote inside
+// it is durable and reported failed, one outside it is not, and a
+// transaction that wrote nothing never fails.
+func TestFailLateBetweenFollowsTheClock(t *testing.T) {
+	var now atomic.Int64
+	now.Store(1000)
+	f, db, _, _ := setup(t, now.Load)
+	f.FailLateBetween(2000, 3000, faultvfs.IOErrFsync)
+	require.NoError(t, insert(db, 1), "before the window")
+	now.Store(2000)
+	err := insert(db, 2)
+	assert.Equal(t, storage.CodeIOErr|4<<8, storage.CodeOf(err), "SQLITE_IOERR_FSYNC")
+	require.NoError(t, db.Tx(ctx, func(tx storage.Tx) error {
+		_, err := tx.Query(`SELECT count(*) FROM v`)
+		return err
+	}), "a transaction that wrote nothing")
+	now.Store(2999)
+	assert.Error(t, insert(db, 3))
+	now.Store(3000)
+	require.NoError(t, insert(db, 4), "after the window")
+	assert.Equal(t, "1,2,3,4", rows(t, db), "the late ones committed all the same")
+	assert.Equal(t, 2, f.LateCommits())
+	assert.Zero(t, f.Failed(), "no write failed")
+
+	f.FailLateBetween(4000, 5000, faultvfs.IOErrFsync)
+	now.Store(4000)
+	f.HoldLate(true)
+	require.NoError(t, insert(db, 5), "held")
+	f.HoldLate(false)
+	assert.Error(t, insert(db, 6), "no longer held")
+	f.Heal()
+	require.NoError(t, insert(db, 7), "healed")
+}
+
 // The wrapper forwards locking and shared memory: under WAL a second
 // connection holding BEGIN IMMEDIATE makes the first meet SQLITE_BUSY, and
 // readers still see committed rows.

@@ -16,10 +16,20 @@ import (
 // db is storage.DB over the SQL imports. The host owns the connection; the
 // guest drives BEGIN … COMMIT. Events appended inside a transaction (seen by
 // the commit hook) are emitted only once it committed, in commit order.
+//
+// A COMMIT reported failed may still have been durable (a late IOERR: the
+// host's storage failed after the commit reached the disk). Core's rerun
+// then finds the events stored and writes nothing, so no commit of theirs
+// is ever seen to succeed. The guest keeps such a transaction's events as
+// uncertain and settles them first thing in its next transaction, before
+// anything else of this instance can commit: found stored, they are
+// emitted then, still in commit order; not found, they are dropped (a rerun
+// that stores them emits them after its own commit).
 type db struct {
-	mu      sync.Mutex // one transaction at a time
-	pending []event.Event
-	onEmit  func(event.Event) // called after commit, mu held
+	mu        sync.Mutex // one transaction at a time
+	pending   []event.Event
+	uncertain []event.Event     // of the last transaction, whose COMMIT was reported failed
+	onEmit    func(event.Event) // called after commit, mu held
 }
 
 var _ storage.DB = (*db)(nil)
@@ -42,21 +52,51 @@ func (d *db) Tx(ctx context.Context, fn func(storage.Tx) error) (err error) {
 			d.pending = d.pending[:0]
 		}
 	}()
+	if err := d.settle(); err != nil {
+		return err
+	}
 	if err := fn(tx{}); err != nil {
 		return err
 	}
 	if err := sqlResult(hostSQLCommit()); err != nil {
 		// A COMMIT that failed with BUSY leaves the transaction open: the
-		// deferred rollback makes the connection usable for a rerun.
+		// deferred rollback makes the connection usable for a rerun. One
+		// that failed late was durable all the same: the next transaction
+		// finds out.
+		d.uncertain, d.pending = d.pending, nil
 		return fmt.Errorf("commit: %w", err)
 	}
 	done = true
-	evs := d.pending
+	d.emit(d.pending)
 	d.pending = nil
+	return nil
+}
+
+// settle runs at the start of a transaction: the events of a commit
+// reported failed are emitted if they are stored. They committed together,
+// so the first one tells. Should the read fail, they stay uncertain and the
+// transaction fails with the read's error (transient to core, like any
+// storage failure).
+func (d *db) settle() error {
+	if len(d.uncertain) == 0 {
+		return nil
+	}
+	rows, err := tx{}.Query(`SELECT 1 FROM events WHERE id = ?`, d.uncertain[0].ID)
+	if err != nil {
+		return fmt.Errorf("look for a commit reported failed: %w", err)
+	}
+	evs := d.uncertain
+	d.uncertain = nil
+	if len(rows.Values) > 0 {
+		d.emit(evs)
+	}
+	return nil
+}
+
+func (d *db) emit(evs []event.Event) {
 	for _, ev := range evs {
 		d.onEmit(ev)
 	}
-	return nil
 }
 
 // hook is the commit hook: it remembers the transaction's events.

@@ -35,9 +35,11 @@ type SessionResult struct {
 	ZombieCalls int
 	Steps       int
 	// DiskFulls are the tree's windows of a full disk; FailedWrites the
-	// writes that failed in them.
+	// writes that failed in them; LateIOErrs the commits reported failed
+	// around them after they were durable.
 	DiskFulls    int
 	FailedWrites int
+	LateIOErrs   int
 	Virtual      time.Duration // virtual time from the first action to quiescence
 	Hist         Histogram
 	Check        check.Result
@@ -151,6 +153,7 @@ func runSession(ctx context.Context, mod *runtime.Module, cfg Config, i int, dir
 		ResumeLatencies: t.latencies}
 	if t.fault != nil {
 		r.FailedWrites = t.fault.Failed()
+		r.LateIOErrs = t.fault.LateCommits()
 	}
 	cr, err := check.Tree(t.path, &t.ledger, check.Options{Label: label(cfg.Seed, i), Budget: cfg.ResumeBudget})
 	if err != nil {

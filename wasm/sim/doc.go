@@ -4,8 +4,10 @@
 // run by wasm/runtime), kills the guest at host calls, reboots it over the
 // same database as a real host would, runs superseded instances on as
 // zombies, fills some trees' disks for windows of virtual time
-// (internal/faultvfs), and hands every tree's database and side-effect
-// ledger to package check.
+// (internal/faultvfs), each bordered by a stretch of late IOERRs (commits
+// durable but reported failed), and hands every tree's database and
+// side-effect ledger, with every durable event the guests emitted, to
+// package check.
 //
 // The nemesis kills through the runtime's Interpose hook, before or after
 // the operation of any import, in the boot, sweep or serve phase. Its

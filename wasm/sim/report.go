@@ -12,7 +12,7 @@ import (
 // before it come the first violations (with seed, session and first bad
 // event), the history hash and the kill-site histogram.
 func (r *Result) Print(w io.Writer) {
-	var boots, kills, zombies, zombieCalls, diskFulls, failedWrites, steps, prompts, resumes, calls, deliveries, applied, events int
+	var boots, kills, zombies, zombieCalls, diskFulls, failedWrites, lateIOErrs, steps, prompts, resumes, calls, deliveries, applied, events int
 	var latencies []int64
 	ends := map[string]int{}
 	byTool := map[string]int{}
@@ -23,6 +23,7 @@ func (r *Result) Print(w io.Writer) {
 		zombieCalls += s.ZombieCalls
 		diskFulls += s.DiskFulls
 		failedWrites += s.FailedWrites
+		lateIOErrs += s.LateIOErrs
 		steps += s.Steps
 		latencies = append(latencies, s.ResumeLatencies...)
 		prompts += s.Check.Prompts
@@ -45,7 +46,7 @@ func (r *Result) Print(w io.Writer) {
 		c.Seed, c.Sessions, c.Kills, c.Zombies, c.DiskFull, r.Wall.Round(1e7))
 	fmt.Fprintf(w, "kills %d, boots %d, driver steps %d; zombies %d, given %d inputs after their successor booted\n",
 		kills, boots, steps, zombies, zombieCalls)
-	fmt.Fprintf(w, "disk-full windows %d, writes failed in them %d\n", diskFulls, failedWrites)
+	fmt.Fprintf(w, "disk-full windows %d, writes failed in them %d, late IOERRs (commits durable but reported failed) %d\n", diskFulls, failedWrites, lateIOErrs)
 	fmt.Fprintf(w, "events %d, prompts %d (%s), resumes %d\n", events, prompts, counts(ends), resumes)
 	p50, p99, most := percentiles(latencies)
 	fmt.Fprintf(w, "resume latency after boots (virtual ms, from the death to the boot that took the claim up): %d claims, p50 %d, p99 %d, max %d\n",

@@ -126,7 +126,7 @@ func newTree(mod *runtime.Module, cfg Config, index int, dir string) *tree {
 		owners: map[int64]int{}, reqs: map[uint64]*request{},
 		killBudget: cfg.killsFor(index),
 		seen:       map[runtime.Phase][]string{}, hist: Histogram{},
-		ledger: check.Ledger{Tools: ledgerTools},
+		ledger: check.Ledger{Tools: ledgerTools, Emits: &check.Emits{From: map[int]int64{}}},
 	}
 	if rng.Float64() < cfg.Zombies {
 		t.zombieLeft = 1 + rng.IntN(2)
@@ -168,6 +168,10 @@ var vfsSeq atomic.Uint64
 // after a short workload had gone quiet, and failed nothing.) Storage
 // faults are transient to core: it retries the write, and past its window
 // it fails the turn with failed{type:"storage"}.
+//
+// Each window is bordered, before or after it, by a stretch of late IOERRs
+// (lateIOErr): a device that fails writes around that time may also fail
+// the flush after a commit reached the disk.
 func (t *tree) fillDisk(rng *rand.Rand) {
 	t.fault = faultvfs.New(func() int64 { return t.now })
 	t.vfs = fmt.Sprintf("revenant-sim-%d", vfsSeq.Add(1))
@@ -189,6 +193,35 @@ func (t *tree) fillDisk(rng *rand.Rand) {
 		}
 		t.fault.FailBetween(from, from+length, code)
 		t.diskFulls++
+		t.lateIOErr(rng, from, from+length)
+	}
+}
+
+// lateIOErr makes every commit that writes in a stretch of up to three
+// seconds just before the window [from, until) opens, or just after it
+// closes, durable and reported failed (SQLITE_IOERR_FSYNC), so the guest
+// meets commits it must recognise as stored on its rerun, and emit.
+//
+// Not the epoch's, though (holdLate): core cannot yet tell an epoch it
+// took in a commit reported failed from one a newer instance took, so a
+// guest that booted read-only and whose first write (the epoch's) fails
+// late stays fenced by its own epoch for good.
+func (t *tree) lateIOErr(rng *rand.Rand, from, until int64) {
+	length := int64(100 + rng.IntN(3000))
+	if rng.IntN(2) == 0 {
+		t.fault.FailLateBetween(max(from-length, start+1), from, faultvfs.IOErrFsync)
+		return
+	}
+	t.fault.FailLateBetween(until, until+length, faultvfs.IOErrFsync)
+}
+
+// holdLate suspends the late IOERRs while a guest boots (its epoch's
+// commit failing late would leave it read-only, with an epoch it will take
+// again later) and, after a boot, for as long as the guest holds no epoch
+// (it booted read-only and takes one with its first write); see lateIOErr.
+func (t *tree) holdLate(hold bool) {
+	if t.fault != nil {
+		t.fault.HoldLate(hold)
 	}
 }
 
@@ -405,6 +438,7 @@ func (t *tree) instantiate(ctx context.Context) (*guest, error) {
 		return nil, err
 	}
 	t.boots++
+	t.ledger.Emits.From[t.boots] = t.maxGseq(c) // 0 before a boot made the log
 	g := &guest{t: t, boot: t.boots, conn: c, timers: map[uint64]due{}, egress: map[uint64]*reply{},
 		rng: rand.New(rand.NewPCG(t.rng.Uint64(), t.rng.Uint64()))}
 	g.watch()
@@ -438,9 +472,10 @@ func (t *tree) bootGuest(ctx context.Context) bool {
 		}
 		t.cur = g
 		before := t.beforeBoot()
+		t.holdLate(true)
 		err = g.g.Boot(ctx, t.boot)
 		if err == nil {
-			t.noteEpoch(g)
+			t.holdLate(t.noteEpoch(g) != g.boot)
 			t.afterBoot(g, before)
 			break
 		}
@@ -803,9 +838,16 @@ func (g *guest) CancelEgress(id uint64) {
 	}
 }
 
-// Emit implements runtime.Services. Nothing to do: a zombie's commits are
-// judged at its connection (committed), emitted or not.
-func (g *guest) Emit(runtime.Emitted) {}
+// Emit implements runtime.Services: the ledger records every durable event
+// emitted, for the checker to compare with the log (check.RuleEmits). A
+// zombie's commits are judged at its connection (committed), emitted or not.
+func (g *guest) Emit(ev runtime.Emitted) {
+	if g.dead || !ev.Durable() {
+		return
+	}
+	e := g.t.ledger.Emits
+	e.Events = append(e.Events, check.Emitted{Boot: g.boot, ID: ev.ID, Session: ev.SessionID, Seq: ev.Seq, Type: ev.Type})
+}
 
 // watch makes the guest's connection report its transactions.
 func (g *guest) watch() {

@@ -39,7 +39,8 @@ const (
 
 // Rules lists every rule, in the order summaries print them.
 var Rules = []Rule{RuleEnds, RuleQuiescence, RuleAfterInterrupt, RuleBudget, RuleEffects,
-	RuleSeqs, RuleProjections, RuleNotices, RuleSteps, RuleZombie, RuleSettled, RuleWakeArmed, RuleClaimed, RuleBootResumes}
+	RuleSeqs, RuleProjections, RuleNotices, RuleSteps, RuleZombie, RuleSettled, RuleWakeArmed, RuleClaimed, RuleBootResumes,
+	RuleEmits}
 
 // Violation is one broken invariant, tied to the first event that shows it
 // when there is one.
@@ -118,6 +119,7 @@ func Tree(path string, ledger *Ledger, opts Options) (Result, error) {
 	ck.quiescence()
 	ck.effects(ledger)
 	ck.observed(ledger)
+	ck.emits(ledger)
 	diffs, err := rebuildDiffs(db)
 	if err != nil {
 		return Result{}, fmt.Errorf("check %s: %w", opts.Label, err)

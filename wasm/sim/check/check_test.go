@@ -168,6 +168,8 @@ func TestBrokenHistoriesAreCaught(t *testing.T) {
 			ledger: func(l *check.Ledger) {
 				l.ZombieCommits = append(l.ZombieCommits, check.ZombieCommit{At: 1, Boot: 1, Latest: 2, What: "tx_commit"})
 			}},
+		{name: "durable event never emitted", want: check.RuleEmits, detail: "never reached emit",
+			ledger: func(l *check.Ledger) { l.Emits = emitsWithout(t, path, 3) }},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -24,7 +24,11 @@
 //   - a step recorded complete is never requested again;
 //   - a zombie never commits (or starts egress) after its successor took a
 //     newer epoch: neither a write the ledger saw nor a step write of an
-//     execution already replaced.
+//     execution already replaced;
+//   - every durable event reaches the host's emit exactly once, in commit
+//     order, a commit reported failed that was durable (a late IOERR)
+//     included; only an instance that died before emitting its last
+//     commits may leave them unemitted (when the ledger records emits).
 //
 // The checker is deliberately independent of the code it judges: it
 // re-derives everything from the event log with its own decoding, and

@@ -28,6 +28,9 @@ type Ledger struct {
 	// without a wake-up, an open prompt without a claim, a boot that left
 	// a claim for later.
 	Observed []Observation `json:"observed,omitempty"`
+	// Emits are the durable events the host received through emit (nil:
+	// not recorded).
+	Emits *Emits `json:"emits,omitempty"`
 }
 
 // Delivery is one request that reached a tool's receiver.
