@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"io"
@@ -32,6 +33,8 @@ type Instance struct {
 	// tree still has it, so an instance booted since is never fenced by
 	// this older one.
 	bootEpoch int64
+	// owner marks the epochs this instance takes (takeEpoch).
+	owner string
 	// stopping is closed when the instance starts to stop (Close, Abandon):
 	// it ends every wait for storage at once.
 	stopping chan struct{}
@@ -98,6 +101,7 @@ func Open(ctx context.Context, host Host, cfg Config, driver Driver) (*Instance,
 		owed:     map[string]owedFailure{},
 	}
 	close(inst.idle)
+	inst.owner = host.IDs.NewID()
 	// One try, no waiting: boot must work when storage is full (DESIGN §8,
 	// §13). An instance whose epoch write is refused serves reads and takes
 	// its epoch with its first write that storage accepts.
@@ -120,24 +124,27 @@ func Open(ctx context.Context, host Host, cfg Config, driver Driver) (*Instance,
 	return inst, nil
 }
 
-// takeEpoch takes a new epoch, fencing every older instance's writes. With
-// after >= 0 it takes one only if the tree's epoch is still after, and
-// fails with ErrFenced otherwise: a newer instance booted.
+// takeEpoch takes a new epoch, fencing every older instance's writes, and
+// marks it with this instance's owner token. With after >= 0 it takes one
+// only if the tree's epoch is still after, and fails with ErrFenced
+// otherwise: a newer instance booted. An epoch found marked with this
+// instance's token is this instance's own, taken by an earlier try whose
+// commit was durable although reported failed (a late IOERR): it is kept.
 func (inst *Instance) takeEpoch(ctx context.Context, after int64) error {
 	var epoch int64
 	err := inst.host.DB.Tx(ctx, func(tx storage.Tx) error {
-		if after >= 0 {
-			n, err := tx.Exec(`UPDATE tree SET epoch = epoch + 1 WHERE epoch = ?`, after)
-			if err != nil {
-				return err
-			}
-			if n == 0 {
-				return fmt.Errorf("a newer instance booted since this one: %w", ErrFenced)
-			}
-		} else if _, err := tx.Exec(`UPDATE tree SET epoch = epoch + 1`); err != nil {
+		var owner sql.NullString
+		if _, err := storage.QueryRow(tx, `SELECT epoch, epoch_owner FROM tree`, nil, &epoch, &owner); err != nil {
 			return err
 		}
-		_, err := storage.QueryRow(tx, `SELECT epoch FROM tree`, nil, &epoch)
+		if owner.Valid && owner.String == inst.owner {
+			return nil
+		}
+		if after >= 0 && epoch != after {
+			return fmt.Errorf("a newer instance booted since this one: %w", ErrFenced)
+		}
+		epoch++
+		_, err := tx.Exec(`UPDATE tree SET epoch = ?, epoch_owner = ?`, epoch, inst.owner)
 		return err
 	})
 	if err != nil {

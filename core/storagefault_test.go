@@ -358,6 +358,33 @@ func TestBootIsReadOnlyWhenStorageIsFull(t *testing.T) {
 	assert.Equal(t, "succeeded", tr.PromptState(pid))
 }
 
+// A read-only boot takes its epoch with its first accepted write. When that
+// commit is durable but reported failed (a late IOERR), the instance finds
+// the epoch marked as its own on the next try and keeps it, rather than
+// taking itself for superseded and refusing every write for good.
+func TestReadOnlyBootsLateFailedEpochTakeIsKept(t *testing.T) {
+	tr, f, d, n := faultTree(t, 4)
+	sid := n.NewSession("s")
+	n.Admit(sid, "first")
+	n.Idle()
+	before := n.Inst.Epoch()
+	n.Crash()
+
+	f.FailFor(time.Hour, faultvfs.Full)
+	n2 := tr.Boot(d)
+	require.True(t, n2.Inst.ReadOnly())
+	f.Heal()
+	f.FailLateCommits(1, faultvfs.IOErrFsync)
+	_, err := n2.Inst.CreateSession(ctx, core.NewSession{ID: "t", Principal: "tester"})
+	require.Error(t, err, "the epoch take's commit is reported failed")
+	_, err = n2.Inst.CreateSession(ctx, core.NewSession{ID: "u", Principal: "tester"})
+	require.NoError(t, err, "the instance keeps the epoch its failed-looking take stored")
+	assert.Equal(t, before+1, n2.Inst.Epoch(), "no epoch wasted, none taken twice")
+	pid := n2.Admit(sid, "second")
+	n2.Idle()
+	assert.Equal(t, "succeeded", tr.PromptState(pid))
+}
+
 // A read-only boot over a tree with a claim still boots; its sweep reports
 // that it could not write, and a later wake resumes the turn once storage
 // returns.
