@@ -111,7 +111,7 @@ func project(tx storage.Tx, ev event.Event) error {
 	case event.RetryScheduled:
 		var d event.Retry
 		if err = ev.Decode(&d); err == nil {
-			_, err = tx.Exec(`UPDATE prompts SET retries = retries + 1 WHERE id = ?`, d.PromptID)
+			_, err = tx.Exec(`UPDATE prompts SET retries = retries + 1, retried_steps = retried_steps + 1 WHERE id = ?`, d.PromptID)
 		}
 	case event.JobEnded:
 		var d event.Job

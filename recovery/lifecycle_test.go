@@ -188,6 +188,44 @@ func TestInterruptedExecutionIsFencedAfterwards(t *testing.T) {
 	assert.Equal(t, before, tr.Events(sid), "nothing appended after the interrupt")
 }
 
+// 5b. The claim an interrupt released can be taken again by the next prompt's
+// execution: the interrupted execution is then fenced because the claim names
+// another execution, not because there is no claim.
+func TestInterruptedExecutionIsFencedOnceANewerOneHoldsTheClaim(t *testing.T) {
+	tr := treetest.New(t)
+	d := treetest.NewDriver(4)
+	n := tr.Boot(d)
+	sid := n.NewSession("s")
+	n.Admit(sid, "stubborn")
+	old := <-d.Started
+
+	done := make(chan error, 1)
+	go func() {
+		_, err := n.Inst.Interrupt(ctx, sid, event.ReasonUser)
+		done <- err
+	}()
+	tr.Clock.BlockUntil(1) // the interrupt's grace timer
+	tr.Clock.Advance(core.DefaultInterruptGrace)
+	require.NoError(t, <-done) // committed directly: old is still running
+
+	next := n.Admit(sid, "hold")
+	newer := <-d.Started
+	require.Equal(t, newer.ID(), tr.Claim(sid).ExecutionID, "the new turn holds the claim")
+	before := tr.Events(sid)
+
+	_, err := old.Append(ctx, false, core.NewEvent{Type: event.Progress, Payload: event.ProgressMade{ExecutionID: old.ID(), What: "late"}})
+	require.ErrorIs(t, err, core.ErrFenced)
+	assert.Equal(t, before, tr.Events(sid), "nothing appended by the interrupted execution")
+
+	d.Release() // the stubborn body answers (fenced) and the new turn finishes
+	n.Idle()
+	assert.Equal(t, "succeeded", tr.PromptState(next))
+	for _, e := range tr.Events(sid) {
+		assert.NotContains(t, string(e.Data), old.ID()+".answer", "the interrupted execution's answer")
+	}
+	assert.Len(t, treetest.Terminals(tr.Events(sid)), 2, "interrupted, then the new turn's success")
+}
+
 // 6. An instance with an older epoch cannot append after a newer one booted,
 // each on its own connection (a zombie and its successor).
 func TestOlderEpochCannotAppendAfterNewerBoot(t *testing.T) {

@@ -51,7 +51,9 @@ func NewConfig() Config {
 }
 
 // WithStepCap sets the durable cap on model steps per turn; the turn fails
-// with failed{type:"step_limit"} instead of starting one more. Default 100.
+// with failed{type:"step_limit"} instead of starting one more. A request
+// retried after a provider failure is the same step and is not counted
+// again. Default 100.
 func (c Config) WithStepCap(n int) Config { c.stepCap = n; return c }
 
 // WithStreamIdle fails a step whose stream sends nothing for d. Default 60 s.

@@ -123,6 +123,37 @@ func TestRetriesExhaustedFailTheTurn(t *testing.T) {
 	assert.Equal(t, "failed", tr.PromptState(pid))
 }
 
+// A request retried after a provider failure is the same step: retries do
+// not count against the step cap (DESIGN §6.6, §12). With a cap of 2, three
+// 429s before the first step and a final answer as the second step still
+// end the turn successfully.
+func TestProviderRetriesDoNotCountAgainstStepCap(t *testing.T) {
+	tr := treetest.New(t)
+	l := newLedger()
+	m := &failingModel{fails: 3, err: rateLimited, scriptModel: scriptModel{steps: func(k int) scriptStep {
+		if k == 1 {
+			return scriptStep{chunks: toolCall("act", `{}`)}
+		}
+		return scriptStep{chunks: text("done")}
+	}}}
+	n := tr.Boot(newRunner(t, m, runner.NewConfig().WithStepCap(2), l.tool("act", true)))
+	sid := n.NewSession("s")
+	pid := n.Admit(sid, "hello")
+	n.Idle()
+	for i := range 3 {
+		tr.Clock.Set(tr.Wake.At())
+		require.True(t, tr.Wake.Take(), "retry %d is scheduled", i+1)
+		_, err := recovery.Wake(context.Background(), n.Inst)
+		require.NoError(t, err)
+		n.Idle()
+	}
+	require.Equal(t, "succeeded", tr.PromptState(pid))
+	evs := tr.Events(sid)
+	assert.Len(t, treetest.OfType(evs, event.RetryScheduled), 3)
+	assert.Len(t, treetest.OfType(evs, event.StepStarted), 5, "three failed requests, then two steps")
+	assert.Equal(t, 1, l.count("act"))
+}
+
 // kv_put's effect commits with its settlement and kv_get reads it back.
 func TestKVToolsCommitWithSettlement(t *testing.T) {
 	tr := treetest.New(t)

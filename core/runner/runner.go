@@ -70,7 +70,7 @@ func (r *Runner) Run(ctx context.Context, x *core.Execution) core.Outcome {
 			return core.Outcome{Kind: core.Failed, FailType: event.FailStepLimit,
 				Message: fmt.Sprintf("The turn reached its limit of %d model steps.", r.cfg.stepCap)}
 		default:
-			if out, done := t.step(ctx, st, st.steps+1); done {
+			if out, done := t.step(ctx, st, st.requests+1); done {
 				return out
 			}
 		}
@@ -93,7 +93,8 @@ type state struct {
 	rootID    string
 	tools     *[]string // the session's tool restriction, if any
 	retries   int       // consecutive provider retries of the current step
-	steps     int       // steps started in this turn
+	requests  int       // model requests (step rows) started in this turn
+	steps     int       // steps of this turn: requests, less those retried after a provider failure
 	last      *stepRow
 	unsettled []callRow // calls of the last step not yet settled, in order
 }
@@ -134,12 +135,15 @@ func (t *turn) load(ctx context.Context) (state, error) {
 			return err
 		}
 		st.tools = cfg.Tools
-		if _, err := storage.QueryRow(tx, `SELECT retries FROM prompts WHERE id = ?`, []any{t.x.PromptID()}, &st.retries); err != nil {
+		// A request retried after a provider failure is the same step
+		// (DESIGN §6.6, §12): only the cap leaves those out; step indexes
+		// keep counting requests.
+		var retried int
+		if _, err := storage.QueryRow(tx, `SELECT retries, retried_steps, (SELECT count(*) FROM steps WHERE prompt_id = prompts.id) FROM prompts WHERE id = ?`,
+			[]any{t.x.PromptID()}, &st.retries, &retried, &st.requests); err != nil {
 			return err
 		}
-		if _, err := storage.QueryRow(tx, `SELECT count(*) FROM steps WHERE prompt_id = ?`, []any{t.x.PromptID()}, &st.steps); err != nil {
-			return err
-		}
+		st.steps = st.requests - retried
 		var last stepRow
 		found, err := storage.QueryRow(tx, `SELECT id, state, text, EXISTS (SELECT 1 FROM tool_calls WHERE step_id = steps.id) FROM steps WHERE prompt_id = ? ORDER BY idx DESC LIMIT 1`,
 			[]any{t.x.PromptID()}, &last.id, &last.state, &last.text, &last.calledTools)

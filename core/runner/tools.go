@@ -91,6 +91,13 @@ func (t *turn) settled(ctx context.Context, s event.Settled) error {
 // returns: an interrupt is recorded only after the execution returns, so
 // no body starts or finishes after the interrupt commits, except one that
 // ignores cancellation past the interrupt's grace period (DESIGN §6.4).
+//
+// A body that returned has a known result even if the execution was
+// stopped meanwhile (a graceful shutdown, an interrupt): it is settled, so
+// a resume does not settle the call as "outcome unknown" and invite the
+// model to repeat its effect. That settlement lands before the stop's
+// record, which waits for execute, or not at all: an interrupt committed
+// past its grace period has released the claim, and the fence refuses it.
 func (t *turn) execute(ctx context.Context, tl tool.Tool, c callRow, key string) bool {
 	if ctx.Err() != nil {
 		return false // the call stays executing; recovery decides
@@ -108,46 +115,72 @@ func (t *turn) execute(ctx context.Context, tl tool.Tool, c callRow, key string)
 	stop := t.x.Clock().AfterFunc(limits.Timeout, func() { cancel(errToolTimeout); close(expired) })
 	defer stop()
 
-	type result struct {
-		out string
-		err error
-	}
-	done := make(chan result, 1)
+	done := make(chan bodyResult, 1)
 	go func() {
 		defer func() {
 			if p := recover(); p != nil {
-				done <- result{err: fmt.Errorf("tool panicked: %v", p)}
+				done <- bodyResult{err: fmt.Errorf("tool panicked: %v", p)}
 			}
 		}()
 		out, err := tl.Execute(callCtx, tool.Call{ID: c.id, Name: c.name, Arguments: json.RawMessage(c.arguments), IdempotencyKey: key, SessionID: t.x.SessionID()})
-		done <- result{out, err}
+		done <- bodyResult{out, err}
 	}()
 
-	var s event.Settled
-	select {
-	case res := <-done:
-		if ctx.Err() != nil {
-			return false // stopped by the turn: the call stays executing
-		}
-		s = event.Settled{CallID: c.id, Outcome: event.OutcomeOK, Output: capOutput(res.out, limits.OutputCap), Ran: true}
-		if res.err != nil {
-			s.Outcome, s.Output = event.OutcomeError, capOutput(res.err.Error(), limits.OutputCap)
-		}
-	case <-expired:
-		if ctx.Err() != nil {
-			return false
-		}
-		s = event.Settled{CallID: c.id, Outcome: event.OutcomeError, Output: fmt.Sprintf("The tool did not finish within %s.", limits.Timeout)}
-	case <-ctx.Done():
-		// Stopped: let the body see the cancellation and return (or reach
-		// its limit) before the stop is recorded. The call stays executing.
-		select {
-		case <-done:
-		case <-expired:
-		}
+	res, returned := awaitBody(ctx, done, expired)
+	switch {
+	case !returned && ctx.Err() != nil:
+		return false // stopped before the body returned: the call stays executing
+	case !returned:
+		return t.settled(ctx, event.Settled{CallID: c.id, Outcome: event.OutcomeError, Output: fmt.Sprintf("The tool did not finish within %s.", limits.Timeout)}) == nil
+	case stoppedByCancel(ctx, res.err):
+		return false // the body says it stopped: no result, recovery decides
+	}
+	s := event.Settled{CallID: c.id, Outcome: event.OutcomeOK, Output: capOutput(res.out, limits.OutputCap), Ran: true}
+	if res.err != nil {
+		s.Outcome, s.Output = event.OutcomeError, capOutput(res.err.Error(), limits.OutputCap)
+	}
+	// Must land although the execution may be stopping: only the fence (or
+	// the instance stopping during a wait for storage) refuses it.
+	if err := t.settled(context.WithoutCancel(ctx), s); err != nil {
 		return false
 	}
-	return t.settled(ctx, s) == nil
+	return ctx.Err() == nil
+}
+
+// bodyResult is what a tool body returned.
+type bodyResult struct {
+	out string
+	err error
+}
+
+// awaitBody waits for the body to return (returned = true) or its wall
+// limit to pass. A stop of the execution (ctx) cancels the body through its
+// context and keeps waiting: the body's result, if it comes, is known.
+func awaitBody(ctx context.Context, done <-chan bodyResult, expired <-chan struct{}) (res bodyResult, returned bool) {
+	select {
+	case res = <-done:
+		return res, true
+	case <-expired:
+		return res, false
+	case <-ctx.Done():
+	}
+	select {
+	case res = <-done:
+		return res, true
+	case <-expired:
+		return res, false
+	}
+}
+
+// stoppedByCancel reports whether a body's error says it stopped because
+// the execution was cancelled, rather than giving a result: it then tells
+// nothing of its effect, and the call is left executing for recovery
+// (re-run with its key if idempotent, otherwise settled as unknown).
+func stoppedByCancel(ctx context.Context, err error) bool {
+	if ctx.Err() == nil || err == nil {
+		return false
+	}
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.Cause(ctx))
 }
 
 // capOutput cuts s to at most max bytes (at a rune boundary) and says so.
