@@ -17,6 +17,7 @@ import (
 
 	"github.com/revenantrt/revenant/core/api"
 	"github.com/revenantrt/revenant/core/fakehost"
+	"github.com/revenantrt/revenant/core/storage"
 	"github.com/revenantrt/revenant/host"
 	"github.com/revenantrt/revenant/internal/guestbuild"
 	"github.com/revenantrt/revenant/wasm/abi"
@@ -328,4 +329,60 @@ func TestGuestTreeEvictedAfterItsLastTurn(t *testing.T) {
 	assert.Equal(t, 1, h.EvictIdle(ctx), "the watched tree, once its stream closed")
 	assert.Equal(t, 1, h.Stats().Instances, "the running turn keeps its tree")
 	assert.Equal(t, http.StatusOK, call(t, base, "GET", "/v1/sessions/"+done, "alice-token", "").Status, "booted again on use")
+}
+
+// Another principal's requests on a tree that is not running are 404 and
+// boot nothing, in process as in guest mode: its epoch and its events stay
+// as they were (the owner is read from the index before any boot).
+func TestForeignRequestsNeverBootATree(t *testing.T) {
+	for _, guest := range []bool{false, true} {
+		t.Run(map[bool]string{false: "inprocess", true: "guest"}[guest], func(t *testing.T) {
+			e := newEnv(t)
+			cfg := e.config()
+			if guest {
+				cfg = e.guestConfig()
+			}
+			h := e.open(cfg)
+			base := apiServer(t, h, guest)
+			created := call(t, base, "POST", "/v1/sessions", "alice-token", `{}`)
+			require.Equal(t, http.StatusCreated, created.Status)
+			id := created.Body["id"].(string)
+			e.clock.Advance(time.Hour)
+			require.Equal(t, 1, h.EvictIdle(ctx))
+			epoch, events := e.epochAndEvents(id)
+			booted := e.bootedIDs()
+
+			s := "/v1/sessions/" + id
+			for _, rq := range []struct{ method, path, body string }{
+				{"GET", s, ""},
+				{"POST", s + "/prompt", `{"text":"hi"}`},
+				{"POST", s + "/interrupt", ""},
+				{"GET", s + "/events", ""},
+				{"GET", s + "/questions", ""},
+				{"POST", s + "/permissions/r1", `{"reply":"once","response_id":"x"}`},
+				{"DELETE", s, ""},
+			} {
+				a := call(t, base, rq.method, rq.path, "bob-token", rq.body)
+				assert.Equal(t, http.StatusNotFound, a.Status, "%s %s", rq.method, rq.path)
+				assert.Equal(t, string(api.ErrNotFound), a.Type, "%s %s", rq.method, rq.path)
+			}
+			assert.Equal(t, booted, e.bootedIDs(), "bob's requests booted a tree")
+			gotEpoch, gotEvents := e.epochAndEvents(id)
+			assert.Equal(t, epoch, gotEpoch)
+			assert.Equal(t, events, gotEvents)
+		})
+	}
+}
+
+// epochAndEvents reads a tree's epoch and its number of events.
+func (e *env) epochAndEvents(id string) (epoch, events int64) {
+	e.t.Helper()
+	read(e.t, e.treePath(id), func(tx storage.Tx) error {
+		if _, err := storage.QueryRow(tx, `SELECT epoch FROM tree`, nil, &epoch); err != nil {
+			return err
+		}
+		_, err := storage.QueryRow(tx, `SELECT count(*) FROM events`, nil, &events)
+		return err
+	})
+	return epoch, events
 }

@@ -200,6 +200,10 @@ func (t frontTrees) Get(ctx context.Context, _ string) (*core.Instance, api.Tree
 	return nil, api.TreeInfo{}, frontErr(ctx)
 }
 
+func (t frontTrees) Owner(ctx context.Context, _ string) (api.TreeInfo, error) {
+	return api.TreeInfo{}, frontErr(ctx)
+}
+
 func (t frontTrees) List(ctx context.Context, principal, cursor string, limit int) ([]api.TreeInfo, string, error) {
 	return t.h.List(ctx, principal, cursor, limit)
 }

@@ -382,3 +382,39 @@ func TestReadOnlyTreeServesReadsAndRefusesWrites(t *testing.T) {
 	require.Equal(t, http.StatusOK, c.do("GET", "/v1/sessions/"+id, "", &raw))
 	assert.NotContains(t, raw, "read_only", "omitted once writable")
 }
+
+// Another principal's requests on a tree are 404 and never reach Get, which
+// boots a tree that is not running (a new epoch and a sweep that resumes
+// turns): the owner is checked from the index first. The tree's events do
+// not change.
+func TestForeignTreeIsNeverBooted(t *testing.T) {
+	tokens, err := api.ParseTokens("alice:secret-a,bob:secret-b")
+	require.NoError(t, err)
+	f := newFixture(t, treetest.NewDriver(8), tokens)
+	alice, bob := f.client(t, "secret-a"), f.client(t, "secret-b")
+	id := alice.create()
+	before := f.trees.tree(id).tree.Events(id)
+	gets := f.trees.getCalls(id)
+
+	s := "/v1/sessions/" + id
+	for _, rq := range []struct{ method, path, body string }{
+		{"GET", s, ""},
+		{"GET", s + ".1", ""},
+		{"POST", s + "/prompt", `{"text":"spend alice's money"}`},
+		{"POST", s + "/interrupt", ""},
+		{"GET", s + "/events", ""},
+		{"GET", s + "/permissions", ""},
+		{"POST", s + "/permissions/r1", `{"reply":"once","response_id":"x"}`},
+		{"GET", s + "/questions", ""},
+		{"POST", s + "/questions/q1", `{"cancel":true,"response_id":"x"}`},
+		{"DELETE", s, ""},
+	} {
+		status, typ := bob.errorType(rq.method, rq.path, rq.body)
+		assert.Equal(t, http.StatusNotFound, status, "%s %s", rq.method, rq.path)
+		assert.Equal(t, api.ErrNotFound, typ, "%s %s", rq.method, rq.path)
+	}
+	assert.Equal(t, gets, f.trees.getCalls(id), "bob's requests reached Get (a boot)")
+	assert.Equal(t, before, f.trees.tree(id).tree.Events(id))
+	require.Equal(t, http.StatusOK, alice.do("GET", s, "", nil))
+	assert.Equal(t, gets+1, f.trees.getCalls(id), "the owner's request does reach Get")
+}

@@ -171,12 +171,22 @@ func (h *Handler) health(w http.ResponseWriter, r *http.Request) error {
 
 // tree resolves the session in the path to its tree's instance, checking
 // the caller owns it. Any failure to find it, or another owner, is 404.
+// Ownership is checked from the host's index before Get: Get boots a tree
+// that is not running (a new epoch, a sweep that resumes turns and spends
+// on the model), which another principal must never be able to cause.
 func (h *Handler) tree(r *http.Request, queryToken bool) (*core.Instance, string, string, error) {
 	principal, err := h.deps.Auth.Authenticate(r, queryToken)
 	if err != nil {
 		return nil, "", "", err
 	}
 	id := r.PathValue("id")
+	owner, err := h.deps.Trees.Owner(r.Context(), root(id))
+	if err != nil {
+		return nil, "", "", err
+	}
+	if owner.Principal != principal {
+		return nil, "", "", fail(ErrNotFound, "no such session")
+	}
 	inst, info, err := h.deps.Trees.Get(r.Context(), root(id))
 	if err == nil && inst.Closed() {
 		// Stopped between the lookup and now (idle eviction): the host
@@ -187,6 +197,7 @@ func (h *Handler) tree(r *http.Request, queryToken bool) (*core.Instance, string
 		return nil, "", "", err
 	}
 	if info.Principal != principal {
+		// Deleted and taken by another principal since Owner.
 		return nil, "", "", fail(ErrNotFound, "no such session")
 	}
 	return inst, id, principal, nil
