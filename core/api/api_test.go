@@ -418,3 +418,29 @@ func TestForeignTreeIsNeverBooted(t *testing.T) {
 	require.Equal(t, http.StatusOK, alice.do("GET", s, "", nil))
 	assert.Equal(t, gets+1, f.trees.getCalls(id), "the owner's request does reach Get")
 }
+
+// A malformed REVENANT_TOKENS entry may be a bare token, or a piece of one
+// cut at a comma: the error names it by position and prints no part of it.
+// (The token shares no 4 characters with the message's own words.)
+func TestTokenErrorsPrintNoToken(t *testing.T) {
+	const token = "Zq8xW4vR-k2Jm9Pt"
+	for _, spec := range []string{
+		token,
+		token + ":",
+		":" + token,
+		"alice:ok-token," + token,
+		"alice:" + token[:5] + "," + token[5:],
+	} {
+		_, err := api.ParseTokens(spec)
+		require.Error(t, err, spec)
+		assertNoPieceOf(t, err.Error(), token)
+	}
+}
+
+// assertNoPieceOf fails if text holds any 4 or more bytes of secret in a row.
+func assertNoPieceOf(t *testing.T, text, secret string) {
+	t.Helper()
+	for i := 0; i+4 <= len(secret); i++ {
+		assert.NotContains(t, text, secret[i:i+4], "the error prints part of the token")
+	}
+}
