@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -37,8 +36,23 @@ type serveConfig struct {
 	wasmCache string // wazero's compilation cache; "": <data>/wasm-cache
 }
 
-func parseServe(args []string, getenv func(string) string) (serveConfig, error) {
-	c := serveConfig{addr: getenv("REVENANT_ADDR"), data: getenv("REVENANT_DATA"), tokens: getenv("REVENANT_TOKENS"), guest: getenv("REVENANT_GUEST"),
+// serveAbout is the paragraph of serve's usage: what it reads from the
+// environment besides its flags.
+const serveAbout = `Serves the HTTP API (docs/api.md). Configuration from the environment:
+  REVENANT_ADDR            listen address (-addr; default ` + defaultAddr + `)
+  REVENANT_DATA            data directory (-data; default ` + defaultData + `)
+  REVENANT_TOKENS          principal:token,... bearer tokens; unset: one anonymous
+                           principal, loopback only
+  REVENANT_ALLOWED_ORIGINS comma-separated browser origins allowed to call the API
+                           (default none: a request with an Origin header is refused)
+  REVENANT_CONFIG          JSON file: webhook_tools, permissions, egress, session_defaults
+  OPENAI_BASE_URL, OPENAI_API_KEY, REVENANT_MODEL   the model provider (default: offline)
+  REVENANT_GUEST, REVENANT_WASM_CACHE               as -guest and -wasm-cache`
+
+// parseServe reads serve's configuration; done reports that it printed the
+// usage (-h) and the server must not start.
+func parseServe(args []string, getenv func(string) string, stdout io.Writer) (c serveConfig, done bool, err error) {
+	c = serveConfig{addr: getenv("REVENANT_ADDR"), data: getenv("REVENANT_DATA"), tokens: getenv("REVENANT_TOKENS"), guest: getenv("REVENANT_GUEST"),
 		wasmCache: getenv("REVENANT_WASM_CACHE")}
 	if c.addr == "" {
 		c.addr = defaultAddr
@@ -46,29 +60,25 @@ func parseServe(args []string, getenv func(string) string) (serveConfig, error) 
 	if c.data == "" {
 		c.data = defaultData
 	}
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
+	fs := newFlagSet("serve", " [flags]", serveAbout)
 	fs.StringVar(&c.addr, "addr", c.addr, "listen address (REVENANT_ADDR)")
 	fs.StringVar(&c.data, "data", c.data, "data directory (REVENANT_DATA)")
 	fs.DurationVar(&c.wordDelay, "offline-word-delay", defaultWordDelay, "delay between words of the offline model")
 	fs.StringVar(&c.guest, "guest", c.guest, "run every tree as a WebAssembly guest of this .wasm (built by make guest: bin/revenant.wasm) on wazero, instead of in this process (REVENANT_GUEST)")
 	fs.StringVar(&c.wasmCache, "wasm-cache", c.wasmCache, "with -guest: directory of the compiled guest code, kept between runs (REVENANT_WASM_CACHE; default <data>/wasm-cache)")
 	debug := fs.Bool("debug", false, "log at debug level")
-	if err := fs.Parse(args); err != nil {
-		return c, fmt.Errorf("serve: %v: %w", err, errUsage)
-	}
-	if fs.NArg() > 0 {
-		return c, fmt.Errorf("serve: unexpected argument %q: %w", fs.Arg(0), errUsage)
+	if done, err := parseFlags(fs, args, stdout); done || err != nil {
+		return c, done, err
 	}
 	if *debug {
 		c.logLevel = slog.LevelDebug
 	}
-	return c, nil
+	return c, false, nil
 }
 
-func serve(ctx context.Context, args []string, getenv func(string) string) error {
-	cfg, err := parseServe(args, getenv)
-	if err != nil {
+func serve(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+	cfg, done, err := parseServe(args, getenv, stdout)
+	if done || err != nil {
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: cfg.logLevel}))
