@@ -44,17 +44,22 @@ func (e *env) guestConfig() host.Config {
 // apiServer serves h's API on loopback: with NewGuestHandler when h runs
 // guests, with core/api's handler otherwise.
 func apiServer(t *testing.T, h *host.Host, guest bool) string {
+	return apiServerWith(t, h, guest, api.NewConfig())
+}
+
+// apiServerWith is apiServer with the API configured by cfg.
+func apiServerWith(t *testing.T, h *host.Host, guest bool, cfg api.Config) string {
 	t.Helper()
 	auth, err := api.ParseTokens(tokenSpec)
 	require.NoError(t, err)
 	var handler http.Handler
 	if guest {
-		g, err := host.NewGuestHandler(h, auth, api.NewConfig(), nil)
+		g, err := host.NewGuestHandler(h, auth, cfg, nil)
 		require.NoError(t, err)
 		t.Cleanup(g.Close)
 		handler = g
 	} else {
-		a, err := api.New(api.Deps{Trees: h, Auth: auth, Clock: host.RealClock{}, IDs: &fakehost.IDs{Prefix: "api"}}, api.NewConfig())
+		a, err := api.New(api.Deps{Trees: h, Auth: auth, Clock: host.RealClock{}, IDs: &fakehost.IDs{Prefix: "api"}}, cfg)
 		require.NoError(t, err)
 		t.Cleanup(a.Close)
 		handler = a
@@ -385,4 +390,77 @@ func (e *env) epochAndEvents(id string) (epoch, events int64) {
 		return err
 	})
 	return epoch, events
+}
+
+// The Host and Origin checks answer alike in process and in guest mode,
+// before anything reaches a guest; an allowed origin's request reaches
+// the guest and is served there (the host checked its Origin).
+func TestGuestChecksHostAndOriginAsInProcess(t *testing.T) {
+	const console = "https://console.example"
+	type sourced struct {
+		Status      int
+		Type        string
+		AllowOrigin string
+	}
+	run := func(t *testing.T, guest bool) []sourced {
+		e := newEnv(t)
+		cfg := e.config()
+		if guest {
+			cfg = e.guestConfig()
+		}
+		h := e.open(cfg)
+		base := apiServerWith(t, h, guest, api.NewConfig().WithLoopbackOnly(true).WithAllowedOrigins(console))
+		created := call(t, base, "POST", "/v1/sessions", "alice-token", `{}`)
+		require.Equal(t, http.StatusCreated, created.Status)
+		id := created.Body["id"].(string)
+		var out []sourced
+		for _, rq := range []struct{ method, path, host, origin, body string }{
+			{"GET", "/v1/sessions/" + id, "rebind.attacker.example:8787", "", ""},
+			{"POST", "/v1/sessions", "rebind.attacker.example:8787", "", "{}"},
+			{"POST", "/v1/sessions/" + id + "/prompt", "rebind.attacker.example", "", `{"text":"hi"}`},
+			{"GET", "/healthz", "rebind.attacker.example", "", ""},
+			{"POST", "/v1/sessions", "", "https://evil.example", "{}"},
+			{"POST", "/v1/sessions/" + id + "/prompt", "", "https://evil.example", `{"text":"hi"}`},
+			{"GET", "/v1/sessions/" + id + "/questions", "", "null", ""},
+			{"DELETE", "/v1/sessions/" + id, "", "https://evil.example", ""},
+			{"GET", "/v1/sessions/" + id, "localhost:1", console, ""},
+			{"POST", "/v1/sessions/" + id + "/prompt", "[::1]:1", console, `{"text":"hi"}`},
+			{"OPTIONS", "/v1/sessions/" + id + "/prompt", "", console, ""},
+		} {
+			req, err := http.NewRequest(rq.method, base+rq.path, strings.NewReader(rq.body))
+			require.NoError(t, err)
+			req.Header.Set("Authorization", "Bearer alice-token")
+			req.Header.Set("Content-Type", "text/plain")
+			if rq.host != "" {
+				req.Host = rq.host
+			}
+			if rq.origin != "" {
+				req.Header.Set("Origin", rq.origin)
+			}
+			if rq.method == "OPTIONS" {
+				req.Header.Set("Access-Control-Request-Method", "POST")
+			}
+			resp, err := http.DefaultClient.Do(req)
+			require.NoError(t, err)
+			b, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			require.NoError(t, err)
+			got := sourced{Status: resp.StatusCode, AllowOrigin: resp.Header.Get("Access-Control-Allow-Origin")}
+			var e api.ErrorBody
+			if json.Unmarshal(b, &e) == nil {
+				got.Type = string(e.Error.Type)
+			}
+			out = append(out, got)
+		}
+		list := call(t, base, "GET", "/v1/sessions", "alice-token", "")
+		assert.Len(t, list.Body["sessions"], 1, "refused creates created nothing")
+		return out
+	}
+	want := []sourced{
+		{403, "forbidden_host", ""}, {403, "forbidden_host", ""}, {403, "forbidden_host", ""}, {403, "forbidden_host", ""},
+		{403, "forbidden_origin", ""}, {403, "forbidden_origin", ""}, {403, "forbidden_origin", ""}, {403, "forbidden_origin", ""},
+		{200, "", console}, {202, "", console}, {204, "", console},
+	}
+	t.Run("inprocess", func(t *testing.T) { assert.Equal(t, want, run(t, false)) })
+	t.Run("guest", func(t *testing.T) { assert.Equal(t, want, run(t, true)) })
 }

@@ -69,3 +69,11 @@ func TestUsageErrors(t *testing.T) {
 	err := run(context.Background(), []string{"nope"}, io.Discard)
 	assert.Contains(t, err.Error(), "revenant help")
 }
+
+// An allowed origin that is not scheme://host[:port] stops the server at
+// start-up, naming the variable.
+func TestBadAllowedOriginRefusedAtStart(t *testing.T) {
+	err := serve(context.Background(), []string{"-data", t.TempDir()}, env(map[string]string{"REVENANT_ALLOWED_ORIGINS": "https://console.example/app"}), io.Discard)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "REVENANT_ALLOWED_ORIGINS")
+}

@@ -30,6 +30,7 @@ type serveConfig struct {
 	addr      string
 	data      string
 	tokens    string
+	origins   string // REVENANT_ALLOWED_ORIGINS
 	wordDelay time.Duration
 	logLevel  slog.Level
 	guest     string // the guest .wasm: trees run as WebAssembly guests
@@ -52,7 +53,7 @@ const serveAbout = `Serves the HTTP API (docs/api.md). Configuration from the en
 // parseServe reads serve's configuration; done reports that it printed the
 // usage (-h) and the server must not start.
 func parseServe(args []string, getenv func(string) string, stdout io.Writer) (c serveConfig, done bool, err error) {
-	c = serveConfig{addr: getenv("REVENANT_ADDR"), data: getenv("REVENANT_DATA"), tokens: getenv("REVENANT_TOKENS"), guest: getenv("REVENANT_GUEST"),
+	c = serveConfig{addr: getenv("REVENANT_ADDR"), data: getenv("REVENANT_DATA"), tokens: getenv("REVENANT_TOKENS"), origins: getenv("REVENANT_ALLOWED_ORIGINS"), guest: getenv("REVENANT_GUEST"),
 		wasmCache: getenv("REVENANT_WASM_CACHE")}
 	if c.addr == "" {
 		c.addr = defaultAddr
@@ -93,6 +94,10 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	} else if !loopbackOnly(cfg.addr) {
 		return fmt.Errorf("serve: REVENANT_TOKENS is not set, so the server is anonymous and may only listen on loopback, not %q", cfg.addr)
 	}
+	apiCfg, err := apiConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
 
 	clock := host.RealClock{}
 	run, err := buildSetup(getenv, clock, cfg.wordDelay, log)
@@ -115,10 +120,10 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		Close()
 	}
 	if cfg.guest != "" {
-		handler, err = host.NewGuestHandler(trees, auth, api.NewConfig(), log)
+		handler, err = host.NewGuestHandler(trees, auth, apiCfg, log)
 	} else {
 		handler, err = api.New(api.Deps{Trees: trees, Auth: auth, Clock: clock, IDs: host.RandomIDs{}, Log: log},
-			api.NewConfig().WithSessionDefaults(run.defaults))
+			apiCfg.WithSessionDefaults(run.defaults))
 	}
 	if err != nil {
 		return errors.Join(err, trees.Close(context.Background()))
@@ -141,6 +146,9 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		log.Info("auth off: no REVENANT_TOKENS, one anonymous principal, loopback only")
 	} else {
 		log.Info("auth on: bearer tokens from REVENANT_TOKENS")
+	}
+	if cfg.origins != "" {
+		log.Info("browser origins allowed", "origins", cfg.origins)
 	}
 	go func() {
 		<-trees.Recovered()
@@ -176,6 +184,17 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		err = nil
 	}
 	return err
+}
+
+// apiConfig is the API's configuration in either mode. A page in a browser
+// may call the API only from an allowed origin; without tokens, only
+// requests addressed to loopback are answered (DNS rebinding).
+func apiConfig(cfg serveConfig) (api.Config, error) {
+	origins, err := api.ParseOrigins(cfg.origins)
+	if err != nil {
+		return api.Config{}, fmt.Errorf("REVENANT_ALLOWED_ORIGINS: %w", err)
+	}
+	return api.NewConfig().WithAllowedOrigins(origins...).WithLoopbackOnly(cfg.tokens == ""), nil
 }
 
 // loopbackOnly reports whether addr can only be reached from this machine.
