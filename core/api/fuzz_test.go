@@ -33,12 +33,12 @@ func fuzzDecoder(f *testing.F, seeds []string, decode func([]byte) error) {
 }
 
 func FuzzDecodePrompt(f *testing.F) {
-	fuzzDecoder(f, []string{`{"text":"hi"}`, `{"text":"a","id":"x","mode":"replace"}`, `{"text":5}`, `[]`, ``, `{"text":"a"}{}`},
+	fuzzDecoder(f, []string{`{"text":"hi"}`, `{"text":"a","id":"x","mode":"replace"}`, `{"text":5}`, `[]`, ``, `{"text":"a"}{}`, `{"text":"a","TEXT":"b"}`, `{"text":"a","text":"b"}`, `null`},
 		func(b []byte) error { _, err := api.DecodePrompt(b); return err })
 }
 
 func FuzzDecodeCreate(f *testing.F) {
-	fuzzDecoder(f, []string{``, `{}`, `{"config":{"system_prompt":"be brief","tools":["echo"]}}`, `{"config":7}`, `{"config":{"x":1}}`},
+	fuzzDecoder(f, []string{``, `{}`, `{"config":{"system_prompt":"be brief","tools":["echo"]}}`, `{"config":7}`, `{"config":{"x":1}}`, `null`, `{"config":{"model":"a","MODEL":"b"}}`, `{"config":{"tools":[{"a":1,"a":1}]}}`},
 		func(b []byte) error { _, err := api.DecodeCreate(b); return err })
 }
 

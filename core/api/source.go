@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"path"
 	"strings"
 )
 
@@ -150,15 +151,35 @@ func (h *Handler) checkSource(w http.ResponseWriter, r *http.Request) (done bool
 	return false, nil
 }
 
-// Admit applies the Host and Origin checks of h's configuration to a
-// request: false means it has answered (a 403, or a CORS preflight) and
-// the request must go no further. A handler that routes some requests
-// around h (host.GuestHandler) calls it first, so both answer alike.
+// Admit applies the checks that come before routing: the Host and Origin
+// checks of h's configuration, then a clean path (ServeMux would answer an
+// unclean one, //v1/sessions or /v1/sessions/x/.., with a redirect and an
+// HTML body; it is 404 here, in JSON like every answer). False means it
+// has answered (an error, or a CORS preflight) and the request must go no
+// further. A handler that routes some requests around h
+// (host.GuestHandler) calls it first, so both answer alike.
 func (h *Handler) Admit(w http.ResponseWriter, r *http.Request) bool {
 	done, err := h.checkSource(w, r)
+	if err == nil && !done && !cleanPath(r.URL.Path) {
+		err = fail(ErrNotFound, "no route "+r.URL.Path+" (a path has no empty, . or .. segments)")
+	}
 	if err != nil {
 		h.writeError(w, err)
 		return false
 	}
 	return !done
+}
+
+// cleanPath reports whether p is in the form ServeMux routes without a
+// redirect: what path.Clean leaves as it is, except a trailing slash
+// (which ServeMux routes, and the API answers 404 as no route).
+func cleanPath(p string) bool {
+	if p == "" || p[0] != '/' {
+		return true // "*" of OPTIONS *, or a form ServeMux does not clean
+	}
+	trimmed := strings.TrimSuffix(p, "/")
+	if trimmed == "" {
+		return true
+	}
+	return path.Clean(trimmed) == trimmed
 }
