@@ -8,7 +8,7 @@
 #   make run     build and start the local server on 127.0.0.1:8787 (data/)
 #   make guest   build the wasip1 guest, bin/revenant.wasm (docs/abi.md)
 #   make simulate  the seeded eviction simulator's default campaign
-#   make fuzz    the request-decoder fuzz targets, FUZZTIME each (part of test)
+#   make fuzz    the request-decoder and Host/Origin-check fuzz targets, FUZZTIME each (part of test)
 
 GO      ?= go
 GOFMT   ?= $(shell $(GO) env GOROOT)/bin/gofmt
@@ -37,7 +37,7 @@ unit:
 # Each fuzz target runs for a fixed short time; go test -fuzz takes one
 # target at a time.
 FUZZTIME ?= 5s
-FUZZ_TARGETS = FuzzDecodePrompt FuzzDecodeCreate FuzzDecodeReply
+FUZZ_TARGETS = FuzzDecodePrompt FuzzDecodeCreate FuzzDecodeReply FuzzRequestSource
 fuzz:
 	@set -e; for f in $(FUZZ_TARGETS); do \
 		echo "$(GO) test -run '^$$' -fuzz '^$$f$$' -fuzztime $(FUZZTIME) ./core/api/"; \

@@ -17,6 +17,7 @@ import (
 
 	"github.com/revenantrt/revenant/core/api"
 	"github.com/revenantrt/revenant/core/fakehost"
+	"github.com/revenantrt/revenant/core/storage"
 	"github.com/revenantrt/revenant/host"
 	"github.com/revenantrt/revenant/internal/guestbuild"
 	"github.com/revenantrt/revenant/wasm/abi"
@@ -43,17 +44,22 @@ func (e *env) guestConfig() host.Config {
 // apiServer serves h's API on loopback: with NewGuestHandler when h runs
 // guests, with core/api's handler otherwise.
 func apiServer(t *testing.T, h *host.Host, guest bool) string {
+	return apiServerWith(t, h, guest, api.NewConfig())
+}
+
+// apiServerWith is apiServer with the API configured by cfg.
+func apiServerWith(t *testing.T, h *host.Host, guest bool, cfg api.Config) string {
 	t.Helper()
 	auth, err := api.ParseTokens(tokenSpec)
 	require.NoError(t, err)
 	var handler http.Handler
 	if guest {
-		g, err := host.NewGuestHandler(h, auth, api.NewConfig(), nil)
+		g, err := host.NewGuestHandler(h, auth, cfg, nil)
 		require.NoError(t, err)
 		t.Cleanup(g.Close)
 		handler = g
 	} else {
-		a, err := api.New(api.Deps{Trees: h, Auth: auth, Clock: host.RealClock{}, IDs: &fakehost.IDs{Prefix: "api"}}, api.NewConfig())
+		a, err := api.New(api.Deps{Trees: h, Auth: auth, Clock: host.RealClock{}, IDs: &fakehost.IDs{Prefix: "api"}}, cfg)
 		require.NoError(t, err)
 		t.Cleanup(a.Close)
 		handler = a
@@ -120,6 +126,9 @@ func TestGuestAPIAnswersAsInProcess(t *testing.T) {
 		do("POST", "/v1/sessions", "wrong", `{}`)
 		do("POST", "/v1/sessions", "alice-token", `{not json`)
 		do("POST", "/v1/sessions", "alice-token", `{"config":{"bogus":1}}`)
+		do("POST", "/v1/sessions", "alice-token", `null`)
+		do("POST", "/v1/sessions", "alice-token", `{"config":{"MODEL":"x"}}`)
+		do("POST", "//v1/sessions", "alice-token", `{}`)
 		created := do("POST", "/v1/sessions", "alice-token", `{}`)
 		require.Equal(t, http.StatusCreated, created.Status)
 		id := created.Body["id"].(string)
@@ -140,6 +149,10 @@ func TestGuestAPIAnswersAsInProcess(t *testing.T) {
 		do("GET", "/v1/sessions/bad%2Fid", "alice-token", "")
 		do("GET", "/v1/sessions/"+id+".child", "alice-token", "")
 		do("POST", "/v1/sessions/"+id+"/prompt", "alice-token", `{"text":1}`)
+		do("POST", "/v1/sessions/"+id+"/prompt", "alice-token", `{"text":"a","TEXT":"b"}`)
+		do("POST", "/v1/sessions/"+id+"/prompt", "alice-token", `{"text":"a","text":"b"}`)
+		do("GET", "/v1/sessions/"+id+"/..", "alice-token", "")
+		do("DELETE", "/v1/sessions/"+id+"/./", "alice-token", "")
 		do("POST", "/v1/sessions/"+id+"/permissions/r1", "alice-token", `{"reply":"once","response_id":"x"}`)
 		do("PUT", "/v1/sessions/"+id, "alice-token", "")
 		do("GET", "/v2/nothing", "alice-token", "")
@@ -328,4 +341,133 @@ func TestGuestTreeEvictedAfterItsLastTurn(t *testing.T) {
 	assert.Equal(t, 1, h.EvictIdle(ctx), "the watched tree, once its stream closed")
 	assert.Equal(t, 1, h.Stats().Instances, "the running turn keeps its tree")
 	assert.Equal(t, http.StatusOK, call(t, base, "GET", "/v1/sessions/"+done, "alice-token", "").Status, "booted again on use")
+}
+
+// Another principal's requests on a tree that is not running are 404 and
+// boot nothing, in process as in guest mode: its epoch and its events stay
+// as they were (the owner is read from the index before any boot).
+func TestForeignRequestsNeverBootATree(t *testing.T) {
+	for _, guest := range []bool{false, true} {
+		t.Run(map[bool]string{false: "inprocess", true: "guest"}[guest], func(t *testing.T) {
+			e := newEnv(t)
+			cfg := e.config()
+			if guest {
+				cfg = e.guestConfig()
+			}
+			h := e.open(cfg)
+			base := apiServer(t, h, guest)
+			created := call(t, base, "POST", "/v1/sessions", "alice-token", `{}`)
+			require.Equal(t, http.StatusCreated, created.Status)
+			id := created.Body["id"].(string)
+			e.clock.Advance(time.Hour)
+			require.Equal(t, 1, h.EvictIdle(ctx))
+			epoch, events := e.epochAndEvents(id)
+			booted := e.bootedIDs()
+
+			s := "/v1/sessions/" + id
+			for _, rq := range []struct{ method, path, body string }{
+				{"GET", s, ""},
+				{"POST", s + "/prompt", `{"text":"hi"}`},
+				{"POST", s + "/interrupt", ""},
+				{"GET", s + "/events", ""},
+				{"GET", s + "/questions", ""},
+				{"POST", s + "/permissions/r1", `{"reply":"once","response_id":"x"}`},
+				{"DELETE", s, ""},
+			} {
+				a := call(t, base, rq.method, rq.path, "bob-token", rq.body)
+				assert.Equal(t, http.StatusNotFound, a.Status, "%s %s", rq.method, rq.path)
+				assert.Equal(t, string(api.ErrNotFound), a.Type, "%s %s", rq.method, rq.path)
+			}
+			assert.Equal(t, booted, e.bootedIDs(), "bob's requests booted a tree")
+			gotEpoch, gotEvents := e.epochAndEvents(id)
+			assert.Equal(t, epoch, gotEpoch)
+			assert.Equal(t, events, gotEvents)
+		})
+	}
+}
+
+// epochAndEvents reads a tree's epoch and its number of events.
+func (e *env) epochAndEvents(id string) (epoch, events int64) {
+	e.t.Helper()
+	read(e.t, e.treePath(id), func(tx storage.Tx) error {
+		if _, err := storage.QueryRow(tx, `SELECT epoch FROM tree`, nil, &epoch); err != nil {
+			return err
+		}
+		_, err := storage.QueryRow(tx, `SELECT count(*) FROM events`, nil, &events)
+		return err
+	})
+	return epoch, events
+}
+
+// The Host and Origin checks answer alike in process and in guest mode,
+// before anything reaches a guest; an allowed origin's request reaches
+// the guest and is served there (the host checked its Origin).
+func TestGuestChecksHostAndOriginAsInProcess(t *testing.T) {
+	const console = "https://console.example"
+	type sourced struct {
+		Status      int
+		Type        string
+		AllowOrigin string
+	}
+	run := func(t *testing.T, guest bool) []sourced {
+		e := newEnv(t)
+		cfg := e.config()
+		if guest {
+			cfg = e.guestConfig()
+		}
+		h := e.open(cfg)
+		base := apiServerWith(t, h, guest, api.NewConfig().WithLoopbackOnly(true).WithAllowedOrigins(console))
+		created := call(t, base, "POST", "/v1/sessions", "alice-token", `{}`)
+		require.Equal(t, http.StatusCreated, created.Status)
+		id := created.Body["id"].(string)
+		var out []sourced
+		for _, rq := range []struct{ method, path, host, origin, body string }{
+			{"GET", "/v1/sessions/" + id, "rebind.attacker.example:8787", "", ""},
+			{"POST", "/v1/sessions", "rebind.attacker.example:8787", "", "{}"},
+			{"POST", "/v1/sessions/" + id + "/prompt", "rebind.attacker.example", "", `{"text":"hi"}`},
+			{"GET", "/healthz", "rebind.attacker.example", "", ""},
+			{"POST", "/v1/sessions", "", "https://evil.example", "{}"},
+			{"POST", "/v1/sessions/" + id + "/prompt", "", "https://evil.example", `{"text":"hi"}`},
+			{"GET", "/v1/sessions/" + id + "/questions", "", "null", ""},
+			{"DELETE", "/v1/sessions/" + id, "", "https://evil.example", ""},
+			{"GET", "/v1/sessions/" + id, "localhost:1", console, ""},
+			{"POST", "/v1/sessions/" + id + "/prompt", "[::1]:1", console, `{"text":"hi"}`},
+			{"OPTIONS", "/v1/sessions/" + id + "/prompt", "", console, ""},
+		} {
+			req, err := http.NewRequest(rq.method, base+rq.path, strings.NewReader(rq.body))
+			require.NoError(t, err)
+			req.Header.Set("Authorization", "Bearer alice-token")
+			req.Header.Set("Content-Type", "text/plain")
+			if rq.host != "" {
+				req.Host = rq.host
+			}
+			if rq.origin != "" {
+				req.Header.Set("Origin", rq.origin)
+			}
+			if rq.method == "OPTIONS" {
+				req.Header.Set("Access-Control-Request-Method", "POST")
+			}
+			resp, err := http.DefaultClient.Do(req)
+			require.NoError(t, err)
+			b, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			require.NoError(t, err)
+			got := sourced{Status: resp.StatusCode, AllowOrigin: resp.Header.Get("Access-Control-Allow-Origin")}
+			var e api.ErrorBody
+			if json.Unmarshal(b, &e) == nil {
+				got.Type = string(e.Error.Type)
+			}
+			out = append(out, got)
+		}
+		list := call(t, base, "GET", "/v1/sessions", "alice-token", "")
+		assert.Len(t, list.Body["sessions"], 1, "refused creates created nothing")
+		return out
+	}
+	want := []sourced{
+		{403, "forbidden_host", ""}, {403, "forbidden_host", ""}, {403, "forbidden_host", ""}, {403, "forbidden_host", ""},
+		{403, "forbidden_origin", ""}, {403, "forbidden_origin", ""}, {403, "forbidden_origin", ""}, {403, "forbidden_origin", ""},
+		{200, "", console}, {202, "", console}, {204, "", console},
+	}
+	t.Run("inprocess", func(t *testing.T) { assert.Equal(t, want, run(t, false)) })
+	t.Run("guest", func(t *testing.T) { assert.Equal(t, want, run(t, true)) })
 }

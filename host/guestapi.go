@@ -42,7 +42,9 @@ type GuestHandler struct {
 // NewGuestHandler returns the API handler of h, which must run trees as
 // guests. auth must name the principals the guests' tokens name; cfg
 // configures what the host answers itself (list pages); the guests'
-// handlers are configured by GuestConfig.Boot.API.
+// handlers are configured by GuestConfig.Boot.API. The Host and Origin
+// checks (api.Config.WithLoopbackOnly, WithAllowedOrigins) are the host's,
+// from cfg.
 func NewGuestHandler(h *Host, auth api.Authenticator, cfg api.Config, log *slog.Logger) (*GuestHandler, error) {
 	if h.cfg.Guest == nil {
 		return nil, errors.New("new guest handler: the host does not run trees as guests")
@@ -69,8 +71,14 @@ func NewGuestHandler(h *Host, auth api.Authenticator, cfg api.Config, log *slog.
 	return g, nil
 }
 
-// ServeHTTP implements http.Handler.
-func (g *GuestHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) { g.mux.ServeHTTP(w, r) }
+// ServeHTTP implements http.Handler. The Host and Origin checks of the
+// handler's configuration come first, as in process (api.Handler.Admit).
+func (g *GuestHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !g.front.Admit(w, r) {
+		return
+	}
+	g.mux.ServeHTTP(w, r)
+}
 
 // Close ends every forwarded request (event streams); the server calls it
 // before shutdown.
@@ -200,6 +208,10 @@ func (t frontTrees) Get(ctx context.Context, _ string) (*core.Instance, api.Tree
 	return nil, api.TreeInfo{}, frontErr(ctx)
 }
 
+func (t frontTrees) Owner(ctx context.Context, _ string) (api.TreeInfo, error) {
+	return api.TreeInfo{}, frontErr(ctx)
+}
+
 func (t frontTrees) List(ctx context.Context, principal, cursor string, limit int) ([]api.TreeInfo, string, error) {
 	return t.h.List(ctx, principal, cursor, limit)
 }
@@ -272,9 +284,12 @@ func hexSHA256(s string) string {
 
 // guestCredentials returns r as it is forwarded to a guest: the bearer
 // token and an access_token query parameter replaced by their stand-ins
-// (HashTokens), so the raw token stays in the host.
+// (HashTokens), so the raw token stays in the host, and without Origin:
+// the host has checked it (Admit) against the allowed origins, which the
+// guest's handler is not given and would refuse.
 func guestCredentials(r *http.Request) *http.Request {
 	out := r.Clone(r.Context())
+	out.Header.Del("Origin")
 	if token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
 		out.Header.Set("Authorization", "Bearer "+hexSHA256(token))
 	}

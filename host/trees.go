@@ -138,6 +138,20 @@ func (h *Host) Get(ctx context.Context, rootID string) (*core.Instance, api.Tree
 	return e.inst, e.info, nil
 }
 
+// Owner implements api.Trees from the index alone: it never boots the
+// tree, so the API can refuse another principal's request before anything
+// runs. It serves hosts of both kinds (in process and guests).
+func (h *Host) Owner(ctx context.Context, rootID string) (api.TreeInfo, error) {
+	info, found, err := h.treeInfo(ctx, rootID)
+	if err != nil {
+		return api.TreeInfo{}, fmt.Errorf("owner of tree %q: %w", rootID, err)
+	}
+	if !found {
+		return api.TreeInfo{}, fmt.Errorf("owner of tree %q: %w", rootID, api.ErrTreeNotFound)
+	}
+	return info, nil
+}
+
 // List implements api.Trees. The cursor is opaque; one this host did not
 // return is an error wrapping core.ErrInvalid. limit <= 0 means
 // DefaultListLimit.

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -31,14 +30,30 @@ type serveConfig struct {
 	addr      string
 	data      string
 	tokens    string
+	origins   string // REVENANT_ALLOWED_ORIGINS
 	wordDelay time.Duration
 	logLevel  slog.Level
 	guest     string // the guest .wasm: trees run as WebAssembly guests
 	wasmCache string // wazero's compilation cache; "": <data>/wasm-cache
 }
 
-func parseServe(args []string, getenv func(string) string) (serveConfig, error) {
-	c := serveConfig{addr: getenv("REVENANT_ADDR"), data: getenv("REVENANT_DATA"), tokens: getenv("REVENANT_TOKENS"), guest: getenv("REVENANT_GUEST"),
+// serveAbout is the paragraph of serve's usage: what it reads from the
+// environment besides its flags.
+const serveAbout = `Serves the HTTP API (docs/api.md). Configuration from the environment:
+  REVENANT_ADDR            listen address (-addr; default ` + defaultAddr + `)
+  REVENANT_DATA            data directory (-data; default ` + defaultData + `)
+  REVENANT_TOKENS          principal:token,... bearer tokens; unset: one anonymous
+                           principal, loopback only
+  REVENANT_ALLOWED_ORIGINS comma-separated browser origins allowed to call the API
+                           (default none: a request with an Origin header is refused)
+  REVENANT_CONFIG          JSON file: webhook_tools, permissions, egress, session_defaults
+  OPENAI_BASE_URL, OPENAI_API_KEY, REVENANT_MODEL   the model provider (default: offline)
+  REVENANT_GUEST, REVENANT_WASM_CACHE               as -guest and -wasm-cache`
+
+// parseServe reads serve's configuration; done reports that it printed the
+// usage (-h) and the server must not start.
+func parseServe(args []string, getenv func(string) string, stdout io.Writer) (c serveConfig, done bool, err error) {
+	c = serveConfig{addr: getenv("REVENANT_ADDR"), data: getenv("REVENANT_DATA"), tokens: getenv("REVENANT_TOKENS"), origins: getenv("REVENANT_ALLOWED_ORIGINS"), guest: getenv("REVENANT_GUEST"),
 		wasmCache: getenv("REVENANT_WASM_CACHE")}
 	if c.addr == "" {
 		c.addr = defaultAddr
@@ -46,29 +61,25 @@ func parseServe(args []string, getenv func(string) string) (serveConfig, error) 
 	if c.data == "" {
 		c.data = defaultData
 	}
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
+	fs := newFlagSet("serve", " [flags]", serveAbout)
 	fs.StringVar(&c.addr, "addr", c.addr, "listen address (REVENANT_ADDR)")
 	fs.StringVar(&c.data, "data", c.data, "data directory (REVENANT_DATA)")
 	fs.DurationVar(&c.wordDelay, "offline-word-delay", defaultWordDelay, "delay between words of the offline model")
 	fs.StringVar(&c.guest, "guest", c.guest, "run every tree as a WebAssembly guest of this .wasm (built by make guest: bin/revenant.wasm) on wazero, instead of in this process (REVENANT_GUEST)")
 	fs.StringVar(&c.wasmCache, "wasm-cache", c.wasmCache, "with -guest: directory of the compiled guest code, kept between runs (REVENANT_WASM_CACHE; default <data>/wasm-cache)")
 	debug := fs.Bool("debug", false, "log at debug level")
-	if err := fs.Parse(args); err != nil {
-		return c, fmt.Errorf("serve: %v: %w", err, errUsage)
-	}
-	if fs.NArg() > 0 {
-		return c, fmt.Errorf("serve: unexpected argument %q: %w", fs.Arg(0), errUsage)
+	if done, err := parseFlags(fs, args, stdout); done || err != nil {
+		return c, done, err
 	}
 	if *debug {
 		c.logLevel = slog.LevelDebug
 	}
-	return c, nil
+	return c, false, nil
 }
 
-func serve(ctx context.Context, args []string, getenv func(string) string) error {
-	cfg, err := parseServe(args, getenv)
-	if err != nil {
+func serve(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+	cfg, done, err := parseServe(args, getenv, stdout)
+	if done || err != nil {
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: cfg.logLevel}))
@@ -82,6 +93,10 @@ func serve(ctx context.Context, args []string, getenv func(string) string) error
 		auth = tokens
 	} else if !loopbackOnly(cfg.addr) {
 		return fmt.Errorf("serve: REVENANT_TOKENS is not set, so the server is anonymous and may only listen on loopback, not %q", cfg.addr)
+	}
+	apiCfg, err := apiConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
 	}
 
 	clock := host.RealClock{}
@@ -105,10 +120,10 @@ func serve(ctx context.Context, args []string, getenv func(string) string) error
 		Close()
 	}
 	if cfg.guest != "" {
-		handler, err = host.NewGuestHandler(trees, auth, api.NewConfig(), log)
+		handler, err = host.NewGuestHandler(trees, auth, apiCfg, log)
 	} else {
 		handler, err = api.New(api.Deps{Trees: trees, Auth: auth, Clock: clock, IDs: host.RandomIDs{}, Log: log},
-			api.NewConfig().WithSessionDefaults(run.defaults))
+			apiCfg.WithSessionDefaults(run.defaults))
 	}
 	if err != nil {
 		return errors.Join(err, trees.Close(context.Background()))
@@ -131,6 +146,9 @@ func serve(ctx context.Context, args []string, getenv func(string) string) error
 		log.Info("auth off: no REVENANT_TOKENS, one anonymous principal, loopback only")
 	} else {
 		log.Info("auth on: bearer tokens from REVENANT_TOKENS")
+	}
+	if cfg.origins != "" {
+		log.Info("browser origins allowed", "origins", cfg.origins)
 	}
 	go func() {
 		<-trees.Recovered()
@@ -166,6 +184,17 @@ func serve(ctx context.Context, args []string, getenv func(string) string) error
 		err = nil
 	}
 	return err
+}
+
+// apiConfig is the API's configuration in either mode. A page in a browser
+// may call the API only from an allowed origin; without tokens, only
+// requests addressed to loopback are answered (DNS rebinding).
+func apiConfig(cfg serveConfig) (api.Config, error) {
+	origins, err := api.ParseOrigins(cfg.origins)
+	if err != nil {
+		return api.Config{}, fmt.Errorf("REVENANT_ALLOWED_ORIGINS: %w", err)
+	}
+	return api.NewConfig().WithAllowedOrigins(origins...).WithLoopbackOnly(cfg.tokens == ""), nil
 }
 
 // loopbackOnly reports whether addr can only be reached from this machine.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -20,6 +19,12 @@ import (
 // errViolations is a campaign (or a check) that found broken invariants:
 // exit code 1 once the summary is printed.
 var errViolations = errors.New("invariants violated")
+
+// simulateAbout is the paragraph of simulate's usage.
+const simulateAbout = `Runs the seeded eviction simulator (DESIGN §14): the real guest killed at host
+calls, zombies and full disks, then the checker; the summary ends with
+"violations: N" and any violation exits 1. SEED, SESSIONS and KILLS in the
+environment set the campaign; flags win over them.`
 
 // simulate runs the eviction simulator (DESIGN §14) and prints its
 // summary, whose last line is "violations: N". SEED, SESSIONS and KILLS in
@@ -46,8 +51,7 @@ func simulate(ctx context.Context, args []string, getenv func(string) string, st
 		}
 		cfg.Seed = n
 	}
-	fs := flag.NewFlagSet("simulate", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
+	fs := newFlagSet("simulate", " [flags]", simulateAbout)
 	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "campaign seed (SEED)")
 	fs.IntVar(&cfg.Sessions, "sessions", cfg.Sessions, "simulated sessions (SESSIONS)")
 	fs.IntVar(&cfg.Kills, "kills", cfg.Kills, "kill budget spread over the sessions (KILLS)")
@@ -58,11 +62,8 @@ func simulate(ctx context.Context, args []string, getenv func(string) string, st
 	fs.StringVar(&cfg.Dir, "keep", "", "keep every tree database and ledger in this directory")
 	guest := fs.String("guest", "", "the guest module (.wasm); default: build ./wasm/guest")
 	checkDir := fs.String("check", "", "judge the trees kept in this directory instead of simulating")
-	if err := fs.Parse(args); err != nil {
-		return fmt.Errorf("simulate: %v: %w", err, errUsage)
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("simulate: unexpected argument %q: %w", fs.Arg(0), errUsage)
+	if done, err := parseFlags(fs, args, stdout); done || err != nil {
+		return err
 	}
 	if *checkDir != "" {
 		return checkKept(*checkDir, cfg.ResumeBudget, stdout)

@@ -382,3 +382,65 @@ func TestReadOnlyTreeServesReadsAndRefusesWrites(t *testing.T) {
 	require.Equal(t, http.StatusOK, c.do("GET", "/v1/sessions/"+id, "", &raw))
 	assert.NotContains(t, raw, "read_only", "omitted once writable")
 }
+
+// Another principal's requests on a tree are 404 and never reach Get, which
+// boots a tree that is not running (a new epoch and a sweep that resumes
+// turns): the owner is checked from the index first. The tree's events do
+// not change.
+func TestForeignTreeIsNeverBooted(t *testing.T) {
+	tokens, err := api.ParseTokens("alice:secret-a,bob:secret-b")
+	require.NoError(t, err)
+	f := newFixture(t, treetest.NewDriver(8), tokens)
+	alice, bob := f.client(t, "secret-a"), f.client(t, "secret-b")
+	id := alice.create()
+	before := f.trees.tree(id).tree.Events(id)
+	gets := f.trees.getCalls(id)
+
+	s := "/v1/sessions/" + id
+	for _, rq := range []struct{ method, path, body string }{
+		{"GET", s, ""},
+		{"GET", s + ".1", ""},
+		{"POST", s + "/prompt", `{"text":"spend alice's money"}`},
+		{"POST", s + "/interrupt", ""},
+		{"GET", s + "/events", ""},
+		{"GET", s + "/permissions", ""},
+		{"POST", s + "/permissions/r1", `{"reply":"once","response_id":"x"}`},
+		{"GET", s + "/questions", ""},
+		{"POST", s + "/questions/q1", `{"cancel":true,"response_id":"x"}`},
+		{"DELETE", s, ""},
+	} {
+		status, typ := bob.errorType(rq.method, rq.path, rq.body)
+		assert.Equal(t, http.StatusNotFound, status, "%s %s", rq.method, rq.path)
+		assert.Equal(t, api.ErrNotFound, typ, "%s %s", rq.method, rq.path)
+	}
+	assert.Equal(t, gets, f.trees.getCalls(id), "bob's requests reached Get (a boot)")
+	assert.Equal(t, before, f.trees.tree(id).tree.Events(id))
+	require.Equal(t, http.StatusOK, alice.do("GET", s, "", nil))
+	assert.Equal(t, gets+1, f.trees.getCalls(id), "the owner's request does reach Get")
+}
+
+// A malformed REVENANT_TOKENS entry may be a bare token, or a piece of one
+// cut at a comma: the error names it by position and prints no part of it.
+// (The token shares no 4 characters with the message's own words.)
+func TestTokenErrorsPrintNoToken(t *testing.T) {
+	const token = "Zq8xW4vR-k2Jm9Pt"
+	for _, spec := range []string{
+		token,
+		token + ":",
+		":" + token,
+		"alice:ok-token," + token,
+		"alice:" + token[:5] + "," + token[5:],
+	} {
+		_, err := api.ParseTokens(spec)
+		require.Error(t, err, spec)
+		assertNoPieceOf(t, err.Error(), token)
+	}
+}
+
+// assertNoPieceOf fails if text holds any 4 or more bytes of secret in a row.
+func assertNoPieceOf(t *testing.T, text, secret string) {
+	t.Helper()
+	for i := 0; i+4 <= len(secret); i++ {
+		assert.NotContains(t, text, secret[i:i+4], "the error prints part of the token")
+	}
+}

@@ -41,16 +41,19 @@ type tokenEntry struct {
 
 // ParseTokens reads REVENANT_TOKENS: comma-separated principal:token pairs,
 // where token is either the secret itself or "sha256:" and its hex hash.
+// Its errors name a malformed entry by its position only: the entry may be
+// a bare token (or a piece of one cut at a comma), so no part of it is
+// ever printed.
 func ParseTokens(spec string) (*Tokens, error) {
 	t := &Tokens{}
-	for _, item := range strings.Split(spec, ",") {
+	for n, item := range strings.Split(spec, ",") {
 		item = strings.TrimSpace(item)
 		if item == "" {
 			continue
 		}
 		principal, secret, ok := strings.Cut(item, ":")
 		if !ok || principal == "" || secret == "" {
-			return nil, fmt.Errorf("REVENANT_TOKENS: entry %q is not principal:token", redact(item))
+			return nil, fmt.Errorf("REVENANT_TOKENS: entry %d (counting from 1, comma-separated) is not principal:token", n+1)
 		}
 		var e tokenEntry
 		e.principal = principal
@@ -74,11 +77,6 @@ func ParseTokens(spec string) (*Tokens, error) {
 		return nil, fmt.Errorf("REVENANT_TOKENS: no tokens")
 	}
 	return t, nil
-}
-
-func redact(item string) string {
-	principal, _, _ := strings.Cut(item, ":")
-	return principal + ":…"
 }
 
 // Authenticate implements Authenticator.

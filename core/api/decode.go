@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"strings"
 	"unicode/utf8"
 
@@ -32,10 +33,13 @@ const (
 	MaxPromptText  = 256 << 10
 )
 
-// decodeStrict reads exactly one JSON object into v. Empty bodies are
-// allowed when emptyOK (v keeps its zero value).
-func decodeStrict(body []byte, v any, emptyOK bool) error {
-	if len(bytes.TrimSpace(body)) == 0 {
+// decodeStrict reads exactly one JSON object into v, whose members are
+// named exactly as in f (encoding/json alone would match them in any case
+// and let the last of two equal names win). Empty bodies are allowed when
+// emptyOK (v keeps its zero value); null is not an object.
+func decodeStrict(body []byte, v any, f fields, emptyOK bool) error {
+	trimmed := bytes.TrimSpace(body)
+	if len(trimmed) == 0 {
 		if emptyOK {
 			return nil
 		}
@@ -43,6 +47,17 @@ func decodeStrict(body []byte, v any, emptyOK bool) error {
 	}
 	if !utf8.Valid(body) {
 		return fail(ErrInvalidJSON, "the request body is not valid UTF-8")
+	}
+	if json.Valid(body) {
+		// Well-formed, so the walk below meets no syntax error and no
+		// nesting deeper than encoding/json's limit. Malformed bodies get
+		// the decoder's own message below.
+		if trimmed[0] != '{' {
+			return fail(ErrInvalidJSON, "the request body must be a JSON object")
+		}
+		if err := checkMembers(json.NewDecoder(bytes.NewReader(body)), f, ""); err != nil {
+			return err
+		}
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
@@ -64,10 +79,115 @@ func decodeStrict(body []byte, v any, emptyOK bool) error {
 	return nil
 }
 
+// fields names the members a request object may have, spelled exactly;
+// each maps to the fields of its own value when that is an object checked
+// the same way, or to nil (not checked by name).
+type fields map[string]fields
+
+// fieldsOf reads the json names of a struct type's fields, recursively
+// for fields that are structs themselves.
+func fieldsOf(t reflect.Type) fields {
+	f := fields{}
+	for i := range t.NumField() {
+		sf := t.Field(i)
+		name, _, _ := strings.Cut(sf.Tag.Get("json"), ",")
+		if name == "-" || !sf.IsExported() {
+			continue
+		}
+		if name == "" {
+			name = sf.Name
+		}
+		if sf.Type.Kind() == reflect.Struct {
+			f[name] = fieldsOf(sf.Type)
+		} else {
+			f[name] = nil
+		}
+	}
+	return f
+}
+
+// The members each request body may have. A create's config is raw JSON
+// to the decoder, so its fields (core.SessionConfig's) are added here.
+var (
+	createFields = fields{"config": fieldsOf(reflect.TypeFor[core.SessionConfig]())}
+	promptFields = fieldsOf(reflect.TypeFor[PromptRequest]())
+	replyFields  = fieldsOf(reflect.TypeFor[ReplyRequest]())
+)
+
+// checkMembers walks the next JSON value of dec, which is well-formed:
+// no object anywhere may name a member twice, and an object with fields
+// (f not nil) may name only those, spelled exactly. at is the value's
+// path for messages ("" for the body, "config").
+func checkMembers(dec *json.Decoder, f fields, at string) error {
+	tok, err := dec.Token()
+	if err != nil {
+		return fail(ErrInvalidJSON, "the request body is not valid JSON")
+	}
+	switch tok {
+	case json.Delim('{'):
+		seen := map[string]bool{}
+		for dec.More() {
+			tok, err := dec.Token()
+			name, ok := tok.(string)
+			if err != nil || !ok {
+				return fail(ErrInvalidJSON, "the request body is not valid JSON")
+			}
+			if seen[name] {
+				return fail(ErrInvalidJSON, fmt.Sprintf("%sfield %q is given twice; each field may be given once", prefix(at), name))
+			}
+			seen[name] = true
+			sub, known := f[name]
+			if f != nil && !known {
+				return fail(ErrInvalidRequest, fmt.Sprintf("%sunknown field %q%s", prefix(at), name, caseHint(f, name)))
+			}
+			if err := checkMembers(dec, sub, join(at, name)); err != nil {
+				return err
+			}
+		}
+	case json.Delim('['):
+		for dec.More() {
+			if err := checkMembers(dec, nil, at); err != nil {
+				return err
+			}
+		}
+	default:
+		return nil // a scalar
+	}
+	_, err = dec.Token() // the closing delimiter
+	if err != nil {
+		return fail(ErrInvalidJSON, "the request body is not valid JSON")
+	}
+	return nil
+}
+
+// caseHint names the field a wrongly cased name was meant to be.
+func caseHint(f fields, name string) string {
+	for known := range f {
+		if strings.EqualFold(known, name) {
+			return fmt.Sprintf(" (field names are case-sensitive: %q)", known)
+		}
+	}
+	return ""
+}
+
+func prefix(at string) string {
+	if at == "" {
+		return ""
+	}
+	return at + ": "
+}
+
+func join(at, name string) string {
+	if at == "" {
+		return name
+	}
+	return at + "." + name
+}
+
 // DecodeCreate parses and validates a create body.
 func DecodeCreate(body []byte) (CreateRequest, error) {
 	var req CreateRequest
-	if err := decodeStrict(body, &req, true); err != nil {
+	if err := decodeStrict(body, &req, createFields, true); err != nil {
 		return req, err
 	}
 	if len(req.Config) > 0 && !bytes.Equal(bytes.TrimSpace(req.Config), []byte("null")) {
@@ -83,7 +203,7 @@ func DecodeCreate(body []byte) (CreateRequest, error) {
 // DecodePrompt parses and validates a prompt body.
 func DecodePrompt(body []byte) (PromptRequest, error) {
 	var req PromptRequest
-	if err := decodeStrict(body, &req, false); err != nil {
+	if err := decodeStrict(body, &req, promptFields, false); err != nil {
 		return req, err
 	}
 	switch {
@@ -111,7 +231,7 @@ type ReplyRequest struct {
 // DecodeReply parses a reply body; kind is "permission" or "question".
 func DecodeReply(body []byte, kind string) (ReplyRequest, error) {
 	var req ReplyRequest
-	if err := decodeStrict(body, &req, false); err != nil {
+	if err := decodeStrict(body, &req, replyFields, false); err != nil {
 		return req, err
 	}
 	if strings.TrimSpace(req.ResponseID) == "" {

@@ -18,6 +18,8 @@ const (
 	ErrInvalidJSON      ErrorType = "invalid_json"
 	ErrInvalidRequest   ErrorType = "invalid_request"
 	ErrUnauthorized     ErrorType = "unauthorized"
+	ErrForbiddenHost    ErrorType = "forbidden_host"
+	ErrForbiddenOrigin  ErrorType = "forbidden_origin"
 	ErrNotFound         ErrorType = "not_found"
 	ErrMethodNotAllowed ErrorType = "method_not_allowed"
 	ErrConflict         ErrorType = "conflict"
@@ -32,6 +34,8 @@ var Statuses = map[ErrorType]int{
 	ErrInvalidJSON:      http.StatusBadRequest,
 	ErrInvalidRequest:   http.StatusBadRequest,
 	ErrUnauthorized:     http.StatusUnauthorized,
+	ErrForbiddenHost:    http.StatusForbidden,
+	ErrForbiddenOrigin:  http.StatusForbidden,
 	ErrNotFound:         http.StatusNotFound,
 	ErrMethodNotAllowed: http.StatusMethodNotAllowed,
 	ErrConflict:         http.StatusConflict,

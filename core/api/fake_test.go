@@ -22,7 +22,8 @@ type memTrees struct {
 	mu     sync.Mutex
 	trees  map[string]*memTree
 	n      int
-	fail   error // returned by Get when set
+	fail   error          // returned by Get when set
+	gets   map[string]int // Get calls by tree: each would boot a tree not running
 }
 
 type memTree struct {
@@ -32,7 +33,7 @@ type memTree struct {
 }
 
 func newMemTrees(t testing.TB, d core.Driver) *memTrees {
-	return &memTrees{t: t, driver: d, trees: map[string]*memTree{}}
+	return &memTrees{t: t, driver: d, trees: map[string]*memTree{}, gets: map[string]int{}}
 }
 
 func (m *memTrees) Create(_ context.Context, rootID, principal string, init func(*core.Instance) error) (*core.Instance, error) {
@@ -58,11 +59,32 @@ func (m *memTrees) Get(_ context.Context, rootID string) (*core.Instance, api.Tr
 	if m.fail != nil {
 		return nil, api.TreeInfo{}, m.fail
 	}
+	m.gets[rootID]++
 	mt, ok := m.trees[rootID]
 	if !ok {
 		return nil, api.TreeInfo{}, fmt.Errorf("tree %q: %w", rootID, api.ErrTreeNotFound)
 	}
 	return mt.node.Inst, mt.info, nil
+}
+
+func (m *memTrees) Owner(_ context.Context, rootID string) (api.TreeInfo, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.fail != nil {
+		return api.TreeInfo{}, m.fail
+	}
+	mt, ok := m.trees[rootID]
+	if !ok {
+		return api.TreeInfo{}, fmt.Errorf("tree %q: %w", rootID, api.ErrTreeNotFound)
+	}
+	return mt.info, nil
+}
+
+// getCalls is how many times Get was asked for the tree.
+func (m *memTrees) getCalls(id string) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.gets[id]
 }
 
 func (m *memTrees) List(_ context.Context, principal, cursor string, limit int) ([]api.TreeInfo, string, error) {

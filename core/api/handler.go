@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -32,6 +33,8 @@ type Config struct {
 	messageLimit int
 	listLimit    int
 	defaults     core.SessionConfig
+	loopbackOnly bool
+	origins      []string
 }
 
 // Defaults.
@@ -60,12 +63,31 @@ func (c Config) WithHeartbeat(d time.Duration) Config { c.heartbeat = d; return 
 // fields its create request leaves out. Default: none.
 func (c Config) WithSessionDefaults(d core.SessionConfig) Config { c.defaults = d; return c }
 
+// WithLoopbackOnly(true) refuses (403 forbidden_host) a request whose Host
+// header names anything but a loopback name or address: the defence
+// against DNS rebinding of a server without tokens, which must not answer
+// a browser page that a rebound name made "same-origin". Default false.
+func (c Config) WithLoopbackOnly(on bool) Config { c.loopbackOnly = on; return c }
+
+// WithAllowedOrigins sets the browser origins (`https://console.example`)
+// whose pages may call the API; they get CORS headers and preflights. A
+// request with any other Origin header is refused (403 forbidden_origin),
+// with tokens or without. Default: none, so every request that carries an
+// Origin is refused; requests without one (curl, SDKs) are not affected.
+// New checks each with CanonicalOrigin.
+func (c Config) WithAllowedOrigins(origins ...string) Config {
+	c.origins = append([]string(nil), origins...)
+	return c
+}
+
 // Handler serves the API.
 type Handler struct {
 	deps Deps
 	cfg  Config
 	log  *slog.Logger
 	mux  *http.ServeMux
+
+	origins map[string]bool // canonical allowed origins
 
 	closing chan struct{}
 	once    sync.Once
@@ -100,7 +122,14 @@ func New(deps Deps, cfg Config) (*Handler, error) {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	h := &Handler{deps: deps, cfg: cfg, log: log, mux: http.NewServeMux(), closing: make(chan struct{})}
+	h := &Handler{deps: deps, cfg: cfg, log: log, mux: http.NewServeMux(), origins: map[string]bool{}, closing: make(chan struct{})}
+	for _, o := range cfg.origins {
+		canonical, err := CanonicalOrigin(o)
+		if err != nil {
+			return nil, fmt.Errorf("new api handler: %w", err)
+		}
+		h.origins[canonical] = true
+	}
 	handlers := map[Route]func(w http.ResponseWriter, r *http.Request) error{
 		{"GET", "/healthz"}:                             h.health,
 		{"POST", "/v1/sessions"}:                        h.create,
@@ -132,9 +161,13 @@ func New(deps Deps, cfg Config) (*Handler, error) {
 	return h, nil
 }
 
-// ServeHTTP implements http.Handler. Unknown paths are 404 and known paths
-// with another method 405, both with the JSON error body.
+// ServeHTTP implements http.Handler. The Host and Origin checks come first
+// (Admit); then unknown paths are 404 and known paths with another method
+// 405, both with the JSON error body.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !h.Admit(w, r) {
+		return
+	}
 	_, pattern := h.mux.Handler(r)
 	if pattern == "" {
 		if allowed := h.allowed(r); len(allowed) > 0 {
@@ -171,12 +204,22 @@ func (h *Handler) health(w http.ResponseWriter, r *http.Request) error {
 
 // tree resolves the session in the path to its tree's instance, checking
 // the caller owns it. Any failure to find it, or another owner, is 404.
+// Ownership is checked from the host's index before Get: Get boots a tree
+// that is not running (a new epoch, a sweep that resumes turns and spends
+// on the model), which another principal must never be able to cause.
 func (h *Handler) tree(r *http.Request, queryToken bool) (*core.Instance, string, string, error) {
 	principal, err := h.deps.Auth.Authenticate(r, queryToken)
 	if err != nil {
 		return nil, "", "", err
 	}
 	id := r.PathValue("id")
+	owner, err := h.deps.Trees.Owner(r.Context(), root(id))
+	if err != nil {
+		return nil, "", "", err
+	}
+	if owner.Principal != principal {
+		return nil, "", "", fail(ErrNotFound, "no such session")
+	}
 	inst, info, err := h.deps.Trees.Get(r.Context(), root(id))
 	if err == nil && inst.Closed() {
 		// Stopped between the lookup and now (idle eviction): the host
@@ -187,6 +230,7 @@ func (h *Handler) tree(r *http.Request, queryToken bool) (*core.Instance, string
 		return nil, "", "", err
 	}
 	if info.Principal != principal {
+		// Deleted and taken by another principal since Owner.
 		return nil, "", "", fail(ErrNotFound, "no such session")
 	}
 	return inst, id, principal, nil

@@ -17,6 +17,11 @@ type Trees interface {
 	// or the process dies before the tree became visible, the tree never
 	// appears. An id already in use is ErrTreeExists.
 	Create(ctx context.Context, rootID, principal string, init func(*core.Instance) error) (*core.Instance, error)
+	// Owner returns the tree's index entry without booting the tree or
+	// touching its instance: the handler checks ownership with it before
+	// Get, so another principal's request never boots a tree (a new epoch
+	// and a sweep that resumes turns). An unknown tree is ErrTreeNotFound.
+	Owner(ctx context.Context, rootID string) (TreeInfo, error)
 	// Get returns the running instance of the tree rootID, booting it
 	// (migrations and sweep) if it is not running. An unknown tree is
 	// ErrTreeNotFound.

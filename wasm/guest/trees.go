@@ -51,6 +51,13 @@ func (t trees) Get(ctx context.Context, rootID string) (*core.Instance, api.Tree
 	return t.g.inst, api.TreeInfo{RootID: rootID, Principal: s.Principal, CreatedAt: s.CreatedAt}, nil
 }
 
+// Owner implements api.Trees: the guest's one tree is already running, so
+// reading its root session boots nothing.
+func (t trees) Owner(ctx context.Context, rootID string) (api.TreeInfo, error) {
+	_, info, err := t.Get(ctx, rootID)
+	return info, err
+}
+
 func (t trees) List(ctx context.Context, principal, cursor string, limit int) ([]api.TreeInfo, string, error) {
 	if cursor != "" {
 		return nil, "", nil

@@ -258,6 +258,11 @@ func (o oneTree) Get(_ context.Context, id string) (*core.Instance, api.TreeInfo
 	return o.inst, api.TreeInfo{RootID: treeID, Principal: api.AnonymousPrincipal}, nil
 }
 
+func (o oneTree) Owner(ctx context.Context, id string) (api.TreeInfo, error) {
+	_, info, err := o.Get(ctx, id)
+	return info, err
+}
+
 func (o oneTree) List(context.Context, string, string, int) ([]api.TreeInfo, string, error) {
 	return nil, "", nil
 }

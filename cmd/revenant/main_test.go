@@ -1,0 +1,79 @@
+package main
+
+import (
+	"context"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// env is a getenv over a map.
+func env(vars map[string]string) func(string) string {
+	return func(k string) string { return vars[k] }
+}
+
+// A bare token in REVENANT_TOKENS (no principal:) stops the server at
+// start-up with an error that prints no part of it.
+func TestStartupErrorPrintsNoToken(t *testing.T) {
+	const token = "Zq8xW4vR-k2Jm9Pt" // shares no 4 characters with the message
+	for _, spec := range []string{token, "alice:ok-token," + token} {
+		err := serve(context.Background(), []string{"-data", t.TempDir()}, env(map[string]string{"REVENANT_TOKENS": spec}), io.Discard)
+		require.Error(t, err)
+		for i := 0; i+4 <= len(token); i++ {
+			assert.NotContains(t, err.Error(), token[i:i+4], "the start-up error prints part of the token")
+		}
+	}
+}
+
+// Every way of asking for help prints the usage asked for, with the
+// commands or the command's flags, and succeeds (exit 0); none starts the
+// server.
+func TestHelpPrintsUsage(t *testing.T) {
+	commands := []string{"serve", "simulate", "version", "help"}
+	serveFlags := []string{"-addr", "-data", "-guest", "-debug", "REVENANT_TOKENS", "REVENANT_ALLOWED_ORIGINS"}
+	cases := []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"-h"}, append(commands, serveFlags...)},
+		{[]string{"--help"}, append(commands, serveFlags...)},
+		{[]string{"help"}, append(commands, serveFlags...)},
+		{[]string{"help", "help"}, commands},
+		{[]string{"serve", "-h"}, serveFlags},
+		{[]string{"help", "serve"}, serveFlags},
+		{[]string{"simulate", "-h"}, []string{"usage: revenant simulate", "-seed", "-sessions", "-kills", "-zombies", "-diskfull", "-check"}},
+		{[]string{"help", "simulate"}, []string{"usage: revenant simulate", "-seed"}},
+		{[]string{"version", "-h"}, []string{"usage: revenant version"}},
+	}
+	for _, tc := range cases {
+		var out strings.Builder
+		err := run(context.Background(), tc.args, &out)
+		require.NoError(t, err, "%v", tc.args)
+		for _, w := range tc.want {
+			assert.Contains(t, out.String(), w, "%v", tc.args)
+		}
+	}
+}
+
+// Command-line mistakes are usage errors (exit 2) that say where help is.
+func TestUsageErrors(t *testing.T) {
+	for _, args := range [][]string{{"nope"}, {"serve", "-nope"}, {"serve", "extra"}, {"simulate", "-nope"}, {"help", "nope"}, {"version", "extra"}} {
+		var out strings.Builder
+		err := run(context.Background(), args, &out)
+		require.ErrorIs(t, err, errUsage, "%v", args)
+		assert.Empty(t, out.String(), "%v: errors go to stderr, from main", args)
+	}
+	err := run(context.Background(), []string{"nope"}, io.Discard)
+	assert.Contains(t, err.Error(), "revenant help")
+}
+
+// An allowed origin that is not scheme://host[:port] stops the server at
+// start-up, naming the variable.
+func TestBadAllowedOriginRefusedAtStart(t *testing.T) {
+	err := serve(context.Background(), []string{"-data", t.TempDir()}, env(map[string]string{"REVENANT_ALLOWED_ORIGINS": "https://console.example/app"}), io.Discard)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "REVENANT_ALLOWED_ORIGINS")
+}

@@ -1,0 +1,185 @@
+package api
+
+import (
+	"fmt"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"path"
+	"strings"
+)
+
+// A browser is a confused deputy: any web page can make it send requests
+// to a server on this machine. Two checks, before routing, keep pages away:
+//
+//   - Origin. A browser names the page's origin on every cross-origin
+//     request and on every same-origin POST. A request that carries an
+//     Origin not allowed (none are by default) is refused, with tokens or
+//     without: a "simple" cross-site POST (Content-Type: text/plain) would
+//     otherwise create sessions and admit prompts, which call tools.
+//   - Host (when the server has no tokens). DNS rebinding points a name the
+//     page controls at 127.0.0.1; the browser then treats the server as the
+//     page's own origin and sends GETs without Origin. The request still
+//     names the page's host in Host, so a server without tokens answers
+//     only requests addressed to a loopback name or address.
+//
+// Clients that are not browsers (curl, SDKs) send no Origin and address
+// the server by the name they dialled, so neither check touches them.
+
+// preflightMaxAge is how long (seconds) a browser may cache a preflight.
+const preflightMaxAge = "600"
+
+// CanonicalOrigin checks an allowed origin as an operator writes it
+// (`https://console.example`, `http://localhost:3000`) and returns it the
+// way browsers send it: lowercase, without a default port, without a
+// trailing slash. Anything else (a path, a query, credentials, another
+// scheme, "null") is an error.
+func CanonicalOrigin(s string) (string, error) {
+	u, err := url.Parse(strings.TrimSpace(s))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil ||
+		(u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" || u.Opaque != "" {
+		return "", fmt.Errorf("allowed origin %q: want scheme://host[:port], as a browser's Origin header names a page (https://console.example)", s)
+	}
+	host, port := strings.ToLower(u.Hostname()), u.Port()
+	if strings.Contains(host, ":") {
+		host = "[" + host + "]"
+	}
+	if port == "" || (u.Scheme == "http" && port == "80") || (u.Scheme == "https" && port == "443") {
+		return u.Scheme + "://" + host, nil
+	}
+	return u.Scheme + "://" + host + ":" + port, nil
+}
+
+// ParseOrigins reads a comma-separated list of allowed origins
+// (REVENANT_ALLOWED_ORIGINS); empty items are skipped.
+func ParseOrigins(spec string) ([]string, error) {
+	var out []string
+	for _, item := range strings.Split(spec, ",") {
+		if strings.TrimSpace(item) == "" {
+			continue
+		}
+		o, err := CanonicalOrigin(item)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, o)
+	}
+	return out, nil
+}
+
+// LoopbackHost reports whether a Host header names this machine's
+// loopback: localhost (any case, one trailing dot allowed) or a loopback
+// address (127.0.0.0/8, ::1, ::ffff:127.0.0.0/104), with or without a
+// port, an IPv6 address in brackets. An empty Host (HTTP/1.0, which no
+// browser sends) is allowed: only a Host naming something else is a sign
+// of DNS rebinding.
+func LoopbackHost(hostport string) bool {
+	if hostport == "" {
+		return true
+	}
+	name, ok := hostName(hostport)
+	if !ok {
+		return false
+	}
+	name = strings.TrimSuffix(strings.ToLower(name), ".")
+	if name == "localhost" {
+		return true
+	}
+	addr, err := netip.ParseAddr(name)
+	return err == nil && addr.Zone() == "" && addr.Unmap().IsLoopback()
+}
+
+// hostName splits the port off a Host header: "name", "name:port",
+// "[v6]", "[v6]:port"; a bare IPv6 address is taken whole.
+func hostName(hostport string) (string, bool) {
+	if rest, ok := strings.CutPrefix(hostport, "["); ok {
+		name, port, ok := strings.Cut(rest, "]")
+		if !ok {
+			return "", false
+		}
+		if port != "" {
+			p, ok := strings.CutPrefix(port, ":")
+			return name, ok && validPort(p)
+		}
+		return name, true
+	}
+	i := strings.LastIndexByte(hostport, ':')
+	if i < 0 || strings.Contains(hostport[:i], ":") {
+		return hostport, true
+	}
+	return hostport[:i], validPort(hostport[i+1:])
+}
+
+// validPort: digits only (empty allowed, as in a URL), at most 65535.
+func validPort(p string) bool {
+	if len(p) > 5 {
+		return false
+	}
+	n := 0
+	for _, c := range []byte(p) {
+		if c < '0' || c > '9' {
+			return false
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n <= 65535
+}
+
+// checkSource applies the Host and Origin checks (see above). For an
+// allowed origin it adds the CORS headers a browser needs to read the
+// answer, and answers a preflight itself (done).
+func (h *Handler) checkSource(w http.ResponseWriter, r *http.Request) (done bool, err error) {
+	if h.cfg.loopbackOnly && !LoopbackHost(r.Host) {
+		return false, fail(ErrForbiddenHost, "this server has no tokens, so it answers only requests addressed to a loopback name or address (localhost, 127.0.0.1, [::1]), not the Host this request names")
+	}
+	origin, sent := r.Header["Origin"]
+	if !sent {
+		return false, nil
+	}
+	if len(origin) != 1 || !h.origins[strings.ToLower(origin[0])] {
+		return false, fail(ErrForbiddenOrigin, "requests from a browser page are refused unless the server allows its origin, and it does not allow this one")
+	}
+	w.Header().Set("Access-Control-Allow-Origin", origin[0])
+	w.Header().Set("Vary", "Origin")
+	if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
+		w.Header().Set("Access-Control-Allow-Methods", "GET, POST, DELETE")
+		w.Header().Set("Access-Control-Allow-Headers", "Authorization, Content-Type, Last-Event-ID")
+		w.Header().Set("Access-Control-Max-Age", preflightMaxAge)
+		w.WriteHeader(http.StatusNoContent)
+		return true, nil
+	}
+	return false, nil
+}
+
+// Admit applies the checks that come before routing: the Host and Origin
+// checks of h's configuration, then a clean path (ServeMux would answer an
+// unclean one, //v1/sessions or /v1/sessions/x/.., with a redirect and an
+// HTML body; it is 404 here, in JSON like every answer). False means it
+// has answered (an error, or a CORS preflight) and the request must go no
+// further. A handler that routes some requests around h
+// (host.GuestHandler) calls it first, so both answer alike.
+func (h *Handler) Admit(w http.ResponseWriter, r *http.Request) bool {
+	done, err := h.checkSource(w, r)
+	if err == nil && !done && !cleanPath(r.URL.Path) {
+		err = fail(ErrNotFound, "no route "+r.URL.Path+" (a path has no empty, . or .. segments)")
+	}
+	if err != nil {
+		h.writeError(w, err)
+		return false
+	}
+	return !done
+}
+
+// cleanPath reports whether p is in the form ServeMux routes without a
+// redirect: what path.Clean leaves as it is, except a trailing slash
+// (which ServeMux routes, and the API answers 404 as no route).
+func cleanPath(p string) bool {
+	if p == "" || p[0] != '/' {
+		return true // "*" of OPTIONS *, or a form ServeMux does not clean
+	}
+	trimmed := strings.TrimSuffix(p, "/")
+	if trimmed == "" {
+		return true
+	}
+	return path.Clean(trimmed) == trimmed
+}

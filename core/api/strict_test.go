@@ -1,0 +1,79 @@
+package api_test
+
+import (
+	"net/http"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/revenantrt/revenant/core/api"
+	"github.com/revenantrt/revenant/internal/treetest"
+)
+
+// Bodies name fields exactly as documented, each once: encoding/json alone
+// matches names in any case and keeps the last of two, so
+// {"text":"a","TEXT":"b"} stored "b". A body is an object: null is not.
+func TestStrictJSONNamesAndDuplicates(t *testing.T) {
+	f := newFixture(t, treetest.NewDriver(8), nil)
+	c := f.client(t, "")
+	id := c.create()
+	p := "/v1/sessions/" + id + "/prompt"
+	before := f.trees.tree(id).tree.Events(id)
+	cases := []struct {
+		name, method, path, body string
+		typ                      api.ErrorType
+	}{
+		{"other case after", "POST", p, `{"text":"a","TEXT":"b"}`, api.ErrInvalidRequest},
+		{"other case only", "POST", p, `{"Text":"b"}`, api.ErrInvalidRequest},
+		{"duplicate", "POST", p, `{"text":"a","text":"b"}`, api.ErrInvalidJSON},
+		{"duplicate id", "POST", p, `{"text":"a","id":"x","id":"y"}`, api.ErrInvalidJSON},
+		{"null prompt", "POST", p, `null`, api.ErrInvalidJSON},
+		{"null create", "POST", "/v1/sessions", `null`, api.ErrInvalidJSON},
+		{"null create, spaced", "POST", "/v1/sessions", " null\n", api.ErrInvalidJSON},
+		{"create other case", "POST", "/v1/sessions", `{"Config":{}}`, api.ErrInvalidRequest},
+		{"config other case", "POST", "/v1/sessions", `{"config":{"MODEL":"x"}}`, api.ErrInvalidRequest},
+		{"config duplicate", "POST", "/v1/sessions", `{"config":{"model":"a","model":"b"}}`, api.ErrInvalidJSON},
+		{"config twice", "POST", "/v1/sessions", `{"config":{},"config":{"model":"b"}}`, api.ErrInvalidJSON},
+		{"reply other case", "POST", "/v1/sessions/" + id + "/permissions/r1", `{"reply":"once","Reply":"reject","response_id":"x"}`, api.ErrInvalidRequest},
+		{"duplicate deep in answers", "POST", "/v1/sessions/" + id + "/questions/q1", `{"answers":[{"a":1,"a":2}],"response_id":"x"}`, api.ErrInvalidJSON},
+	}
+	for _, tc := range cases {
+		var e api.ErrorBody
+		status := c.do(tc.method, tc.path, tc.body, &e)
+		assert.Equal(t, http.StatusBadRequest, status, tc.name)
+		assert.Equal(t, tc.typ, e.Error.Type, "%s: %s", tc.name, e.Error.Message)
+	}
+	assert.Equal(t, before, f.trees.tree(id).tree.Events(id), "nothing was admitted")
+	assert.Len(t, f.trees.trees, 1, "nothing was created")
+
+	var e api.ErrorBody
+	c.do("POST", p, `{"TEXT":"b"}`, &e)
+	assert.Equal(t, `unknown field "TEXT" (field names are case-sensitive: "text")`, e.Error.Message)
+	c.do("POST", p, `{"text":"a","text":"b"}`, &e)
+	assert.Equal(t, `field "text" is given twice; each field may be given once`, e.Error.Message)
+	c.do("POST", "/v1/sessions", `{"config":{"MODEL":"x"}}`, &e)
+	assert.Equal(t, `config: unknown field "MODEL" (field names are case-sensitive: "model")`, e.Error.Message)
+
+	for _, body := range []string{``, `{}`, `{"config":null}`, `{"config":{"model":"m","tools":null}}`} {
+		require.Equal(t, http.StatusCreated, c.do("POST", "/v1/sessions", body, nil), body)
+	}
+	require.Equal(t, http.StatusAccepted, c.do("POST", p, `{"text":"a","id":"p1","mode":"queue"}`, nil))
+}
+
+// An unclean path (empty, . or .. segments) is answered 404 in JSON, like
+// every other path without a route, not with ServeMux's redirect and its
+// HTML body.
+func TestUncleanPathsAnswerJSON(t *testing.T) {
+	h, _ := sourceHandler(t, api.Anonymous{}, true)
+	for _, p := range []string{"//v1/sessions", "/v1/sessions/x/..", "/v1/./sessions", "/v1/sessions//x", "/v1/sessions/x/../../sessions",
+		"//healthz", "/v1//sessions/", "/v1/sessions/x/prompt/."} {
+		for _, method := range []string{"GET", "POST", "DELETE"} {
+			w := serve(h, method, p, "127.0.0.1:8787", "", "{}")
+			assert.Equal(t, http.StatusNotFound, w.Code, "%s %s: %s", method, p, w.Body)
+			assert.Equal(t, "application/json", w.Header().Get("Content-Type"), "%s %s", method, p)
+			assert.Empty(t, w.Header().Get("Location"), "%s %s", method, p)
+			assert.Equal(t, api.ErrNotFound, errorTypeOf(t, w), "%s %s", method, p)
+		}
+	}
+}
