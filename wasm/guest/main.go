@@ -39,6 +39,12 @@ type guest struct {
 	watched       map[string]bool
 	deleted       bool
 	sweepFailures int // consecutive failed sweeps (boot or wake), under mu
+	// A wake handler's sweep may wait for storage (on the guest's timers)
+	// past the wake call that started it: sweeping says it has not
+	// returned yet, guarded that a wake-up was armed for it since the last
+	// delivery, guards how many were (their delay's exponent). Under mu.
+	sweeping, guarded bool
+	guards            int
 
 	booting *bootState
 	stopped bool
@@ -137,6 +143,9 @@ func (gg *guest) bootResult() int32 {
 //go:wasmexport revenant_pump
 func pump() int32 {
 	status := settle()
+	if g != nil {
+		g.guardSweep(status)
+	}
 	if status == abi.StatusIdle && g != nil && g.booting != nil {
 		return g.bootResult()
 	}
@@ -171,8 +180,8 @@ func wake() int32 {
 	if !booted() {
 		return int32(abi.StatusNotBooted)
 	}
-	go g.wake()
-	return int32(settle())
+	g.deliverWake()
+	return int32(g.guardSweep(settle()))
 }
 
 //go:wasmexport revenant_timer
@@ -407,13 +416,53 @@ func (gg *guest) opened(inst *core.Instance) error {
 	return nil
 }
 
+// deliverWake starts the wake-up handler, unless the one a previous
+// delivery started is still sweeping: that one re-arms when it returns,
+// and guardSweep arms for it meanwhile.
+func (gg *guest) deliverWake() {
+	gg.mu.Lock()
+	defer gg.mu.Unlock()
+	gg.guarded = false // the delivered wake-up is used up
+	if gg.sweeping {
+		return
+	}
+	gg.sweeping, gg.guards = true, 0
+	go gg.wake()
+}
+
 // wake is the wake-up handler (DESIGN §4 rule 2): sweep, then re-arm as
 // the last act.
 func (gg *guest) wake() {
 	hostPhase(uint32(abi.PhaseSweep))
 	_, err := recovery.Wake(context.Background(), gg.inst)
 	gg.swept("wake", err)
+	gg.mu.Lock()
+	gg.sweeping = false
+	gg.mu.Unlock()
 	hostPhase(uint32(abi.PhaseServe))
+}
+
+// guardSweep runs as a wake call (or the pump that continues it) returns.
+// The host has used up the delivered wake-up by then, but a sweep waiting
+// for storage has not re-armed yet: a kill or an eviction before it does
+// would leave its claims with no wake-up (DESIGN §4 rule 2). So the call
+// arms one on the wake schedule, once per delivery; a spurious wake is
+// harmless. A pending call has not returned yet: its last pump guards.
+func (gg *guest) guardSweep(status abi.Status) abi.Status {
+	if status != abi.StatusIdle {
+		return status
+	}
+	gg.mu.Lock()
+	if !gg.sweeping || gg.guarded {
+		gg.mu.Unlock()
+		return status
+	}
+	gg.guarded = true
+	d := retry.Wake().Delay(gg.guards)
+	gg.guards++
+	gg.mu.Unlock()
+	hostWakeArm(hostClockNow() + d.Milliseconds())
+	return status
 }
 
 // swept ends a sweep. A sweep (or its re-arm) that failed could not tell

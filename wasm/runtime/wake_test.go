@@ -2,13 +2,16 @@ package runtime_test
 
 import (
 	"context"
+	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/revenantrt/revenant/core/storage"
 	"github.com/revenantrt/revenant/host/sqlitedb"
+	"github.com/revenantrt/revenant/internal/faultvfs"
 	"github.com/revenantrt/revenant/wasm/runtime"
 )
 
@@ -47,4 +50,47 @@ func TestWakeWhoseSweepFailsLeavesTheWakeupArmed(t *testing.T) {
 	armed := strings.Contains(e.s.log.String(), "wake_arm ")
 	require.True(t, err != nil || armed,
 		"the wake handler failed to sweep and re-arm, yet reported success without arming: the claim is left without a wake-up")
+}
+
+// A wake handler whose sweep waits for storage (core's write schedule, on
+// the guest's timers) is still running when the wake call returns; the
+// host has used up the wake-up by then. The call must leave a wake-up
+// armed, or a kill or an eviction before the sweep ends strands the claim
+// (DESIGN §4 rule 2). Here the claim has no execution: its admission's
+// commit was durable but reported failed (a late IOERR), the disk was full
+// by the time the rerun found it stored, and the turn's start gave up; the
+// sweep's start then waits for the full disk. Each delivery while that
+// sweep waits arms again.
+func TestWakeWhoseSweepWaitsForStorageLeavesTheWakeupArmed(t *testing.T) {
+	e, f := newFaultEnv(t, 4, offlineConfig())
+	require.NoError(t, e.boot(runtime.Options{}))
+	r := e.do("POST", "/v1/sessions", map[string]any{})
+	require.Equal(t, 201, r.status, r.body.String())
+
+	f.FailLateCommits(1, faultvfs.IOErrFsync)
+	e.next++
+	id := e.next
+	require.NoError(t, e.g.Request(context.Background(), id, runtime.Request{Method: "POST", Path: "/v1/sessions/" + treeID + "/prompt",
+		Header: http.Header{"Content-Type": {"application/json"}}, Body: []byte(`{"text":"late admission","id":"p1"}`)}))
+	f.FailFor(10*time.Minute, faultvfs.Full)
+	e.fireTimers(60_000) // the rerun finds the admission stored; its start gives up
+	require.Equal(t, 1, f.LateCommits())
+	require.Equal(t, 202, e.s.responses[id].status, e.s.responses[id].body.String())
+	snap := e.snapshot()
+	require.NotNil(t, snap.Claim, "the admission claimed the session")
+	require.Empty(t, snap.Claim.ExecutionID, "the rerun started no execution")
+
+	for delivery := range 3 {
+		e.s.wake = 0 // delivered: used up
+		require.NoError(t, e.g.Wake(context.Background()))
+		require.NotEmpty(t, e.s.timers, "delivery %d: the sweep waits for storage", delivery)
+		require.NotZero(t, e.s.wake, "delivery %d: the wake call returned while its sweep waits for storage, with no wake-up armed", delivery)
+	}
+
+	// Storage back: the sweep in flight starts the turn, which ends.
+	f.Heal()
+	e.fireTimers(10 * 60_000)
+	snap = e.snapshot()
+	require.Equal(t, "idle", snap.Status, "%+v", snap)
+	require.Equal(t, map[string]int{"session.execution.succeeded@1": 1}, e.terminals())
 }
