@@ -36,7 +36,6 @@ type Fault struct {
 	late     int // the next `late` commits that wrote report lateCode
 	lateCode Code
 	lates    []window // commits that wrote inside one report its code
-	lateHeld bool     // HoldLate: lates fail nothing
 	dirty    bool     // a write succeeded since the last commit finished
 	failed   int
 	lateDone int
@@ -90,14 +89,6 @@ func (f *Fault) FailLateBetween(from, until int64, code Code) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.lates = append(f.lates, window{from, until, code})
-}
-
-// HoldLate suspends the windows of FailLateBetween while hold is true:
-// commits made meanwhile are reported as they went.
-func (f *Fault) HoldLate(hold bool) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.lateHeld = hold
 }
 
 // Heal clears every pending fault.
@@ -182,7 +173,7 @@ func (f *Fault) commitDone() error {
 		f.lateDone++
 		return f.lateCode
 	}
-	if code, late := f.within(f.lates); late && !f.lateHeld {
+	if code, late := f.within(f.lates); late {
 		f.lateDone++
 		return code
 	}

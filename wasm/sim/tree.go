@@ -200,12 +200,8 @@ func (t *tree) fillDisk(rng *rand.Rand) {
 // lateIOErr makes every commit that writes in a stretch of up to three
 // seconds just before the window [from, until) opens, or just after it
 // closes, durable and reported failed (SQLITE_IOERR_FSYNC), so the guest
-// meets commits it must recognise as stored on its rerun, and emit.
-//
-// Not the epoch's, though (holdLate): core cannot yet tell an epoch it
-// took in a commit reported failed from one a newer instance took, so a
-// guest that booted read-only and whose first write (the epoch's) fails
-// late stays fenced by its own epoch for good.
+// meets commits it must recognise as stored on its rerun, and emit: the
+// epoch's among them, which the instance must know for its own.
 func (t *tree) lateIOErr(rng *rand.Rand, from, until int64) {
 	length := int64(100 + rng.IntN(3000))
 	if rng.IntN(2) == 0 {
@@ -213,16 +209,6 @@ func (t *tree) lateIOErr(rng *rand.Rand, from, until int64) {
 		return
 	}
 	t.fault.FailLateBetween(until, until+length, faultvfs.IOErrFsync)
-}
-
-// holdLate suspends the late IOERRs while a guest boots (its epoch's
-// commit failing late would leave it read-only, with an epoch it will take
-// again later) and, after a boot, for as long as the guest holds no epoch
-// (it booted read-only and takes one with its first write); see lateIOErr.
-func (t *tree) holdLate(hold bool) {
-	if t.fault != nil {
-		t.fault.HoldLate(hold)
-	}
 }
 
 // run drives the tree to quiescence: nothing due, nothing in flight, every
@@ -472,10 +458,9 @@ func (t *tree) bootGuest(ctx context.Context) bool {
 		}
 		t.cur = g
 		before := t.beforeBoot()
-		t.holdLate(true)
 		err = g.g.Boot(ctx, t.boot)
 		if err == nil {
-			t.holdLate(t.noteEpoch(g) != g.boot)
+			t.noteEpoch(g)
 			t.afterBoot(g, before)
 			break
 		}
