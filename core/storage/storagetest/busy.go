@@ -44,8 +44,10 @@ func rivals(t conform.T, db storage.DB) Rivals {
 // nothing afterwards, and the same transaction succeeds once the lock is
 // gone.
 func busyIsTransient(t conform.T, newDB NewDB) {
-	db := withV(t, newDB)
-	rival := rivals(t, db).Rival(t, shortWait)
+	db := newDB(t)
+	r := rivals(t, db)
+	exec(t, db, createV)
+	rival := r.Rival(t, shortWait)
 
 	release := make(chan struct{})
 	held := Hold(t, db, `INSERT INTO v VALUES ('holder')`, release)
@@ -69,8 +71,10 @@ func busyIsTransient(t conform.T, newDB NewDB) {
 // connection's lock. A wait it ends fails with the context's error, never
 // a bare (retryable) BUSY, however long the busy wait.
 func contextEndsBusyWait(t conform.T, newDB NewDB) {
-	db := withV(t, newDB)
-	rival := rivals(t, db).Rival(t, longWait)
+	db := newDB(t)
+	r := rivals(t, db)
+	exec(t, db, createV)
+	rival := r.Rival(t, longWait)
 
 	release := make(chan struct{})
 	held := Hold(t, db, `INSERT INTO v VALUES ('holder')`, release)
@@ -97,11 +101,12 @@ func contextEndsBusyWait(t conform.T, newDB NewDB) {
 // back: its writes are gone, the next transaction runs, and no lock is left
 // for another connection.
 func failedCommitRolledBack(t conform.T, newDB NewDB) {
-	db := withV(t, newDB)
+	db := newDB(t)
 	faults, ok := db.(CommitFaults)
 	if !ok {
 		t.Skip("the DB has no CommitFaults capability")
 	}
+	exec(t, db, createV)
 	exec(t, db, `INSERT INTO v VALUES ('before')`)
 	write := func(who string) func(tx storage.Tx) error {
 		return func(tx storage.Tx) error {
@@ -125,11 +130,12 @@ func failedCommitRolledBack(t conform.T, newDB NewDB) {
 }
 
 func closedRefuses(t conform.T, newDB NewDB) {
-	db := withV(t, newDB)
+	db := newDB(t)
 	c, ok := db.(Closer)
 	if !ok {
 		t.Skip("the DB has no Closer capability")
 	}
+	exec(t, db, createV)
 	require.NoError(t, c.Close())
 	ran := false
 	err := db.Tx(bg, func(tx storage.Tx) error { ran = true; return nil })

@@ -144,11 +144,14 @@ func names(t conform.T, db storage.DB) string {
 	return s
 }
 
-// withV opens a database holding table v (who TEXT).
+// createV makes the table most tests write: v (who TEXT).
+const createV = `CREATE TABLE v (who TEXT)`
+
+// withV opens a database holding table v.
 func withV(t conform.T, newDB NewDB) storage.DB {
 	t.Helper()
 	db := newDB(t)
-	exec(t, db, `CREATE TABLE v (who TEXT)`)
+	exec(t, db, createV)
 	return db
 }
 
