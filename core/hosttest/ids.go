@@ -19,15 +19,10 @@ func RunIDs(t *testing.T, newIDs NewIDs) { RunIDsT(conform.Wrap(t), newIDs) }
 
 // RunIDsT is RunIDs on any conform.T.
 func RunIDsT(t conform.T, newIDs NewIDs) {
-	for _, c := range []struct {
-		name string
-		run  func(t conform.T, ids core.IDSource)
-	}{
+	runCases(t, newIDs, []testCase[core.IDSource]{
 		{"ids are unique and fit a URL path segment", idsUnique},
 		{"ids are unique across goroutines", idsUniqueConcurrently},
-	} {
-		t.Run(c.name, func(t conform.T) { c.run(t, newIDs(t)) })
-	}
+	})
 }
 
 func idsUnique(t conform.T, ids core.IDSource) {

@@ -31,16 +31,11 @@ func RunWaker(t *testing.T, newWaker NewWaker) { RunWakerT(conform.Wrap(t), newW
 
 // RunWakerT is RunWaker on any conform.T.
 func RunWakerT(t conform.T, newWaker NewWaker) {
-	for _, c := range []struct {
-		name string
-		run  func(t conform.T, w ObservableWaker)
-	}{
+	runCases(t, newWaker, []testCase[ObservableWaker]{
 		{"Arm sets the wake-up", armSets},
 		{"an earlier Arm moves it, a later one leaves it", earliestWins},
 		{"a delivery uses it up", deliveryUsesUp},
-	} {
-		t.Run(c.name, func(t conform.T) { c.run(t, newWaker(t)) })
-	}
+	})
 }
 
 var bg = context.Background()

@@ -2,6 +2,7 @@ package storagetest
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -31,12 +32,39 @@ const (
 	longWait  = time.Minute
 )
 
-func rivals(t conform.T, db storage.DB) Rivals {
-	r, ok := db.(Rivals)
+// withRival opens a database holding table v and a rival connection to it
+// with busy wait wait, or skips the test if the DB has no rivals.
+func withRival(t conform.T, newDB NewDB, wait time.Duration) (db, rival storage.DB) {
+	t.Helper()
+	db, r := withCapability[Rivals](t, newDB)
+	return db, r.Rival(t, wait)
+}
+
+// withCapability opens a database holding table v whose DB has capability
+// C, or skips the test: a capability is checked before any statement, so a
+// DB without it skips whatever else it cannot do.
+func withCapability[C any](t conform.T, newDB NewDB) (storage.DB, C) {
+	t.Helper()
+	db := newDB(t)
+	c, ok := db.(C)
 	if !ok {
-		t.Skip("the DB has no Rivals capability: it cannot provoke BUSY")
+		t.Skip(fmt.Sprintf("the DB has no %T capability", (*C)(nil)))
 	}
-	return r
+	exec(t, db, createV)
+	return db, c
+}
+
+// whileHeld runs attempt while db holds the write lock (its transaction
+// has inserted 'holder' into v), then lets that transaction commit, and
+// returns attempt's error.
+func whileHeld(t conform.T, db storage.DB, attempt func() error) error {
+	t.Helper()
+	release := make(chan struct{})
+	held := Hold(t, db, `INSERT INTO v VALUES ('holder')`, release)
+	err := attempt()
+	close(release)
+	require.NoError(t, <-held, "the holder's commit")
+	return err
 }
 
 // busyIsTransient: a connection that meets another's write lock past its
@@ -44,20 +72,12 @@ func rivals(t conform.T, db storage.DB) Rivals {
 // nothing afterwards, and the same transaction succeeds once the lock is
 // gone.
 func busyIsTransient(t conform.T, newDB NewDB) {
-	db := newDB(t)
-	r := rivals(t, db)
-	exec(t, db, createV)
-	rival := r.Rival(t, shortWait)
-
-	release := make(chan struct{})
-	held := Hold(t, db, `INSERT INTO v VALUES ('holder')`, release)
+	db, rival := withRival(t, newDB, shortWait)
 	write := func(tx storage.Tx) error {
 		_, err := tx.Exec(`INSERT INTO v VALUES ('rival')`)
 		return err
 	}
-	err := rival.Tx(bg, write)
-	close(release)
-	require.NoError(t, <-held)
+	err := whileHeld(t, db, func() error { return rival.Tx(bg, write) })
 	require.Error(t, err)
 	assert.ErrorIs(t, err, storage.CodeBusy)
 	assert.True(t, storage.IsTransient(err), "%v", err)
@@ -71,23 +91,17 @@ func busyIsTransient(t conform.T, newDB NewDB) {
 // connection's lock. A wait it ends fails with the context's error, never
 // a bare (retryable) BUSY, however long the busy wait.
 func contextEndsBusyWait(t conform.T, newDB NewDB) {
-	db := newDB(t)
-	r := rivals(t, db)
-	exec(t, db, createV)
-	rival := r.Rival(t, longWait)
-
-	release := make(chan struct{})
-	held := Hold(t, db, `INSERT INTO v VALUES ('holder')`, release)
+	db, rival := withRival(t, newDB, longWait)
 	// The deadline only has to fall inside the wait; the assertions do not
 	// depend on when.
 	ctx, cancel := context.WithTimeout(bg, 20*time.Millisecond)
 	defer cancel()
-	err := rival.Tx(ctx, func(tx storage.Tx) error {
-		_, err := tx.Exec(`INSERT INTO v VALUES ('rival')`)
-		return err
+	err := whileHeld(t, db, func() error {
+		return rival.Tx(ctx, func(tx storage.Tx) error {
+			_, err := tx.Exec(`INSERT INTO v VALUES ('rival')`)
+			return err
+		})
 	})
-	close(release)
-	require.NoError(t, <-held)
 	require.Error(t, err)
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
 	assert.False(t, storage.IsTransient(err), "a cancellation is never transient: %v", err)
@@ -101,12 +115,7 @@ func contextEndsBusyWait(t conform.T, newDB NewDB) {
 // back: its writes are gone, the next transaction runs, and no lock is left
 // for another connection.
 func failedCommitRolledBack(t conform.T, newDB NewDB) {
-	db := newDB(t)
-	faults, ok := db.(CommitFaults)
-	if !ok {
-		t.Skip("the DB has no CommitFaults capability")
-	}
-	exec(t, db, createV)
+	db, faults := withCapability[CommitFaults](t, newDB)
 	exec(t, db, `INSERT INTO v VALUES ('before')`)
 	write := func(who string) func(tx storage.Tx) error {
 		return func(tx storage.Tx) error {
@@ -130,12 +139,7 @@ func failedCommitRolledBack(t conform.T, newDB NewDB) {
 }
 
 func closedRefuses(t conform.T, newDB NewDB) {
-	db := newDB(t)
-	c, ok := db.(Closer)
-	if !ok {
-		t.Skip("the DB has no Closer capability")
-	}
-	exec(t, db, createV)
+	db, c := withCapability[Closer](t, newDB)
 	require.NoError(t, c.Close())
 	ran := false
 	err := db.Tx(bg, func(tx storage.Tx) error { ran = true; return nil })
