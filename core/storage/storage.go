@@ -9,9 +9,12 @@ import (
 // DB is a tree's database as core sees it.
 type DB interface {
 	// Tx runs fn in one transaction. If fn returns an error the transaction is
-	// rolled back and that error is returned unchanged; otherwise it commits
-	// and a commit failure is returned. The context bounds waiting for the
-	// database (busy handling), not fn's statements once they run.
+	// rolled back and that error is returned unchanged; if fn panics it is
+	// rolled back and the panic goes on; otherwise it commits and a commit
+	// failure is returned (a failed commit never leaves the transaction
+	// open). The context bounds waiting for the database (busy handling),
+	// not fn's statements once they run. core/storage/storagetest is the
+	// suite every implementation runs.
 	Tx(ctx context.Context, fn func(Tx) error) error
 }
 

@@ -1,0 +1,169 @@
+package storagetest
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/revenantrt/revenant/core/conform"
+	"github.com/revenantrt/revenant/core/storage"
+)
+
+var txCases = []testCase{
+	{"commits when fn returns nil", commitsOnNil},
+	{"rolls back when fn returns an error", rollsBackOnError},
+	{"rolls back when fn panics", rollsBackOnPanic},
+	{"a cancelled context runs nothing", cancelledRunsNothing},
+	{"a failed transaction leaves the DB usable", usableAfterFailures},
+}
+
+func commitsOnNil(t conform.T, newDB NewDB) {
+	db := withV(t, newDB)
+	require.NoError(t, db.Tx(bg, func(tx storage.Tx) error {
+		if _, err := tx.Exec(`INSERT INTO v VALUES ('a')`); err != nil {
+			return err
+		}
+		// The transaction reads its own writes.
+		found, err := storage.QueryRow(tx, `SELECT 1 FROM v WHERE who = 'a'`, nil, new(int64))
+		assert.True(t, found, "a transaction sees its own insert")
+		return err
+	}))
+	assert.Equal(t, "a", names(t, db), "committed")
+}
+
+// errChanged is a distinct error type, so the test can tell that fn's
+// error comes back as fn returned it, not rebuilt or wrapped.
+type errChanged struct{ why string }
+
+func (e *errChanged) Error() string { return "changed my mind: " + e.why }
+
+func rollsBackOnError(t conform.T, newDB NewDB) {
+	db := withV(t, newDB)
+	exec(t, db, `INSERT INTO v VALUES ('kept')`)
+	mine := &errChanged{why: "test"}
+	err := db.Tx(bg, func(tx storage.Tx) error {
+		if _, err := tx.Exec(`INSERT INTO v VALUES ('dropped')`); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(`DELETE FROM v WHERE who = 'kept'`); err != nil {
+			return err
+		}
+		return mine
+	})
+	assert.Same(t, error(mine), err, "fn's error is returned unchanged")
+	var as *errChanged
+	assert.True(t, errors.As(err, &as), "errors.As finds fn's error")
+	assert.False(t, storage.IsTransient(err), "fn's own error is not a storage failure")
+	assert.Equal(t, "kept", names(t, db), "neither the insert nor the delete survived")
+	noLockLeft(t, db)
+}
+
+// panicValue is what fn panics with: the recovered value must be it.
+type panicValue struct{ n int }
+
+func rollsBackOnPanic(t conform.T, newDB NewDB) {
+	db := withV(t, newDB)
+	recovered := func() (r any) {
+		defer func() { r = recover() }()
+		_ = db.Tx(bg, func(tx storage.Tx) error {
+			if _, err := tx.Exec(`INSERT INTO v VALUES ('panicked')`); err != nil {
+				return err
+			}
+			panic(panicValue{n: 7})
+		})
+		return nil
+	}()
+	assert.Equal(t, panicValue{n: 7}, recovered, "the panic goes on, unchanged")
+	noLockLeft(t, db)
+	exec(t, db, `INSERT INTO v VALUES ('next')`)
+	assert.Equal(t, "next", names(t, db), "the panicked transaction left nothing, and the next one works")
+}
+
+// noLockLeft checks, where the DB has rivals, that another connection can
+// write table v at once: no transaction outlived its Tx.
+func noLockLeft(t conform.T, db storage.DB) {
+	t.Helper()
+	r, ok := db.(Rivals)
+	if !ok {
+		return
+	}
+	rival := r.Rival(t, shortWait)
+	exec(t, rival, `INSERT INTO v VALUES ('rival')`)
+	exec(t, rival, `DELETE FROM v WHERE who = 'rival'`)
+}
+
+func cancelledRunsNothing(t conform.T, newDB NewDB) {
+	db := withV(t, newDB)
+	for name, ctx := range map[string]context.Context{
+		"cancelled":      cancelled(),
+		"past deadline":  pastDeadline(t),
+		"cause attached": cancelledWithCause(),
+	} {
+		ran := false
+		err := db.Tx(ctx, func(tx storage.Tx) error {
+			ran = true
+			_, err := tx.Exec(`INSERT INTO v VALUES (?)`, name)
+			return err
+		})
+		assert.ErrorIs(t, err, ctx.Err(), name)
+		assert.False(t, ran, "%s: fn ran", name)
+		assert.False(t, storage.IsTransient(err), "%s: a cancellation is never transient", name)
+	}
+	assert.Equal(t, "", names(t, db))
+}
+
+var unixEpoch = time.Unix(0, 0)
+
+func cancelled() context.Context {
+	ctx, cancel := context.WithCancel(bg)
+	cancel()
+	return ctx
+}
+
+func cancelledWithCause() context.Context {
+	ctx, cancel := context.WithCancelCause(bg)
+	cancel(errors.New("instance stopping"))
+	return ctx
+}
+
+func pastDeadline(t conform.T) context.Context {
+	ctx, cancel := context.WithDeadline(bg, unixEpoch)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// usableAfterFailures runs one failure of each kind, then a transaction
+// that must commit: no failure leaves a transaction open or the
+// connection unusable.
+func usableAfterFailures(t conform.T, newDB NewDB) {
+	db := withV(t, newDB)
+	exec(t, db, `CREATE UNIQUE INDEX v_who ON v (who)`)
+	exec(t, db, `INSERT INTO v VALUES ('a')`)
+	failures := map[string]func(tx storage.Tx) error{
+		"fn's error": func(tx storage.Tx) error {
+			_, _ = tx.Exec(`INSERT INTO v VALUES ('b')`)
+			return errors.New("no")
+		},
+		"a syntax error": func(tx storage.Tx) error {
+			_, err := tx.Exec(`INSERT INTO v VALUES ('b'`)
+			return err
+		},
+		"a constraint violation": func(tx storage.Tx) error {
+			_, err := tx.Exec(`INSERT INTO v VALUES ('a')`)
+			return err
+		},
+		"an unknown table": func(tx storage.Tx) error {
+			_, err := tx.Query(`SELECT * FROM nowhere`)
+			return err
+		},
+	}
+	for name, fail := range failures {
+		require.Error(t, db.Tx(bg, fail), name)
+		exec(t, db, `INSERT INTO v VALUES (?)`, "after "+name)
+		exec(t, db, `DELETE FROM v WHERE who = ?`, "after "+name)
+	}
+	assert.Equal(t, "a", names(t, db))
+}
