@@ -84,6 +84,17 @@ func TestDocsMatchHandler(t *testing.T) {
 		}
 	}
 	assert.Equal(t, api.Statuses, documentedErrors, "error table in docs/api.md")
+
+	var listed []string
+	for _, line := range section(t, doc, "Event types") {
+		for _, part := range strings.Split(line, "**`")[1:] {
+			if typ, _, ok := strings.Cut(part, "`**"); ok {
+				listed = append(listed, typ)
+			}
+		}
+	}
+	sort.Strings(listed)
+	assert.Equal(t, eventTypes(t), listed, "event types in docs/api.md vs core/event")
 }
 
 // servedRoutes is api.Routes as sorted "METHOD /pattern" strings.
