@@ -43,7 +43,7 @@ func section(t *testing.T, doc, title string) []string {
 			out = append(out, line)
 		}
 	}
-	require.NotEmpty(t, out, "docs/api.md has no section %q", title)
+	require.NotEmpty(t, out, "no section %q", title)
 	return out
 }
 
@@ -95,6 +95,25 @@ func TestDocsMatchHandler(t *testing.T) {
 	}
 	sort.Strings(listed)
 	assert.Equal(t, eventTypes(t), listed, "event types in docs/api.md vs core/event")
+}
+
+// README.md's table from each concept of the design to its files names
+// files that exist.
+func TestReadmeConceptFilesExist(t *testing.T) {
+	raw, err := os.ReadFile("../../README.md")
+	require.NoError(t, err)
+	var named int
+	for _, line := range section(t, string(raw), "Where each concept lives") {
+		for _, quoted := range backticked(line) {
+			if !strings.Contains(quoted, "/") || !strings.Contains(filepath.Base(quoted), ".") {
+				continue // a name (Instance.Admit), not a file
+			}
+			named++
+			_, err := os.Stat(filepath.Join("../..", quoted))
+			assert.NoError(t, err, "README.md names %s", quoted)
+		}
+	}
+	assert.Greater(t, named, 30, "README.md's concept table names files")
 }
 
 // servedRoutes is api.Routes as sorted "METHOD /pattern" strings.
