@@ -106,13 +106,14 @@ func (c claimTable) release(sessionID string) error {
 	return nil
 }
 
-// attempts reads the claim's resume count (0 without a claim).
-func (c claimTable) attempts(sessionID string) (int, error) {
-	var n int
-	if _, err := storage.QueryRow(c.tx, `SELECT resume_attempts FROM claims WHERE session_id = ?`, []any{sessionID}, &n); err != nil {
-		return 0, fmt.Errorf("read resume count: %w", err)
+// attempts reads the claim's resume count into n (left alone without a
+// claim). Like wakes, it scans into the caller's variables: a scan
+// destination always escapes, and the caller's usually has already.
+func (c claimTable) attempts(sessionID string, n *int) error {
+	if _, err := storage.QueryRow(c.tx, `SELECT resume_attempts FROM claims WHERE session_id = ?`, []any{sessionID}, n); err != nil {
+		return fmt.Errorf("read resume count: %w", err)
 	}
-	return n, nil
+	return nil
 }
 
 // execution reads the execution id on the session's claim: found is false
@@ -153,9 +154,9 @@ func (c claimTable) info(sessionID string) (*ClaimInfo, error) {
 
 // wakes reads what the wake-up must cover: how many claims are not sleeping
 // on a retry, and the earliest retry time, if any.
-func (c claimTable) wakes() (others int, earliestRetry sql.NullInt64, err error) {
-	_, err = storage.QueryRow(c.tx, `SELECT count(*) FILTER (WHERE retry_at IS NULL), MIN(retry_at) FROM claims`, nil, &others, &earliestRetry)
-	return others, earliestRetry, err
+func (c claimTable) wakes(others *int, earliestRetry *sql.NullInt64) error {
+	_, err := storage.QueryRow(c.tx, `SELECT count(*) FILTER (WHERE retry_at IS NULL), MIN(retry_at) FROM claims`, nil, others, earliestRetry)
+	return err
 }
 
 // ClaimState is what recovery needs to decide about one claim.

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"database/sql"
 	"path/filepath"
 	"testing"
 
@@ -43,8 +44,8 @@ func readClaim(t *testing.T, c claimTable, sessionID string) *ClaimInfo {
 	assert.Equal(t, info != nil, held, "held() and info() agree on the claim")
 	if info != nil {
 		assert.Equal(t, info.ExecutionID, execID)
-		n, err := c.attempts(sessionID)
-		require.NoError(t, err)
+		var n int
+		require.NoError(t, c.attempts(sessionID, &n))
 		assert.Equal(t, info.ResumeAttempts, n)
 	}
 	return info
@@ -108,12 +109,13 @@ func TestClaimStartTurnTakesAMissingClaim(t *testing.T) {
 func TestClaimReadsForRecoveryFenceAndWakeUp(t *testing.T) {
 	tx := claimDB(t)
 	tx(func(c claimTable) {
-		others, retry, err := c.wakes()
-		require.NoError(t, err)
+		var others int
+		var retry sql.NullInt64
+		require.NoError(t, c.wakes(&others, &retry))
 		assert.Zero(t, others)
 		assert.False(t, retry.Valid)
 
-		_, err = c.take("young", 300)
+		_, err := c.take("young", 300)
 		require.NoError(t, err)
 		require.NoError(t, c.startTurn("old", "x-old", 100))
 		require.NoError(t, c.countAttempt("old", 1))
@@ -136,8 +138,7 @@ func TestClaimReadsForRecoveryFenceAndWakeUp(t *testing.T) {
 		require.NoError(t, err)
 		assert.False(t, found)
 
-		others, retry, err = c.wakes()
-		require.NoError(t, err)
+		require.NoError(t, c.wakes(&others, &retry))
 		assert.Equal(t, 2, others, "claims not sleeping on a retry")
 		assert.Equal(t, int64(700), retry.Int64)
 

@@ -270,7 +270,7 @@ func (t *txw) beginExecution(sessionID, cause string) (*plan, error) {
 	if err != nil {
 		return nil, fmt.Errorf("begin execution: %w", err)
 	}
-	if p.attempt, err = t.claims().attempts(sessionID); err != nil {
+	if err := t.claims().attempts(sessionID, &p.attempt); err != nil {
 		return nil, fmt.Errorf("begin execution: %w", err)
 	}
 	return p, nil

@@ -198,9 +198,7 @@ func (inst *Instance) Rearm(ctx context.Context) (int64, error) {
 	var others int
 	var retry sql.NullInt64
 	err := inst.host.DB.Tx(ctx, func(tx storage.Tx) error {
-		var err error
-		others, retry, err = claimTable{tx}.wakes()
-		return err
+		return claimTable{tx}.wakes(&others, &retry)
 	})
 	if err != nil {
 		return 0, fmt.Errorf("rearm: %w", err)
