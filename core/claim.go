@@ -13,7 +13,7 @@ import (
 //
 //	take          prompt admitted: claimed if not already, no execution yet
 //	startTurn     a new turn's first execution: the claim taken afresh
-//	attach        a continuing turn's next execution (resume, retry, reply)
+//	attach        a continuing turn's next execution (a resume, a retry come due)
 //	retake        a turn ended, a queued prompt waits: held afresh, no execution
 //	sleepUntil    the turn sleeps on a scheduled provider retry
 //	countAttempt  recovery counts a resume, before anything of it runs
