@@ -27,6 +27,9 @@
 //     read-only until a write succeeds. Waits use the host clock, end when
 //     the instance stops, and let go of the claim lock.
 //
+// Every statement on the claims table is a named operation of claim.go, and
+// the states the projections store are the constants of state.go.
+//
 // Policy about dead executions (resume budget, claim age, orphaned children)
 // lives in package recovery; core applies its decisions atomically.
 package core

@@ -202,9 +202,7 @@ func (x *Execution) AppendFunc(ctx context.Context, progress bool, fn func(tx st
 			out = append(out, ev)
 		}
 		if progress {
-			if _, err := t.Exec(`UPDATE claims SET resume_attempts = 0 WHERE session_id = ?`, x.sessionID); err != nil {
-				return fmt.Errorf("reset resume count: %w", err)
-			}
+			return t.claims().resetAttempts(x.sessionID)
 		}
 		return nil
 	})
@@ -240,20 +238,20 @@ type plan struct {
 // prompt left it releases the claim and returns nil. A new turn takes the
 // claim afresh: resume count zero, claimed_at now.
 func (t *txw) beginExecution(sessionID, cause string) (*plan, error) {
-	rows, err := t.Query(`SELECT id, text, state FROM prompts WHERE session_id = ? AND state IN ('running', 'queued')
-		ORDER BY state = 'running' DESC, admitted_seq LIMIT 1`, sessionID)
+	rows, err := t.Query(`SELECT id, text, state FROM prompts WHERE session_id = ?1 AND state IN (?2, ?3)
+		ORDER BY state = ?2 DESC, admitted_seq LIMIT 1`, sessionID, string(PromptRunning), string(PromptQueued))
 	if err != nil {
 		return nil, fmt.Errorf("begin execution: pick prompt: %w", err)
 	}
 	if !rows.Next() {
-		return nil, t.releaseClaim(sessionID)
+		return nil, t.claims().release(sessionID)
 	}
 	p := &plan{sessionID: sessionID, cause: cause}
 	var state string
 	if err := rows.Scan(&p.promptID, &p.prompt, &state); err != nil {
 		return nil, fmt.Errorf("begin execution: %w", err)
 	}
-	turnStart := state == "queued"
+	turnStart := PromptState(state) == PromptQueued
 	if turnStart {
 		p.cause = event.CausePrompt
 	}
@@ -265,16 +263,14 @@ func (t *txw) beginExecution(sessionID, cause string) (*plan, error) {
 		if _, err := t.append(sessionID, event.MessageAdded, event.Message{MessageID: t.id(), PromptID: p.promptID, Role: event.RoleUser, Text: p.prompt}); err != nil {
 			return nil, err
 		}
-		_, err = t.Exec(`INSERT INTO claims (session_id, execution_id, claimed_at, resume_attempts) VALUES (?, ?, ?, 0)
-			ON CONFLICT (session_id) DO UPDATE SET execution_id = excluded.execution_id, claimed_at = excluded.claimed_at, resume_attempts = 0, retry_at = NULL`,
-			sessionID, p.id, t.now())
+		err = t.claims().startTurn(sessionID, p.id, t.now())
 	} else {
-		_, err = t.Exec(`UPDATE claims SET execution_id = ?, retry_at = NULL WHERE session_id = ?`, p.id, sessionID)
+		err = t.claims().attach(sessionID, p.id)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("begin execution: put execution on claim: %w", err)
+		return nil, fmt.Errorf("begin execution: %w", err)
 	}
-	if _, err := storage.QueryRow(t, `SELECT resume_attempts FROM claims WHERE session_id = ?`, []any{sessionID}, &p.attempt); err != nil {
+	if err := t.claims().attempts(sessionID, &p.attempt); err != nil {
 		return nil, fmt.Errorf("begin execution: %w", err)
 	}
 	return p, nil
@@ -287,17 +283,7 @@ func (t *txw) scheduleRetry(x *Execution, out Outcome) error {
 	if _, err := t.append(x.sessionID, event.RetryScheduled, event.Retry{ExecutionID: x.id, PromptID: x.promptID, At: out.RetryAt, Attempt: out.Attempt, Reason: out.Message}); err != nil {
 		return err
 	}
-	if _, err := t.Exec(`UPDATE claims SET retry_at = ? WHERE session_id = ?`, out.RetryAt, x.sessionID); err != nil {
-		return fmt.Errorf("schedule retry: %w", err)
-	}
-	return nil
-}
-
-func (t *txw) releaseClaim(sessionID string) error {
-	if _, err := t.Exec(`DELETE FROM claims WHERE session_id = ?`, sessionID); err != nil {
-		return fmt.Errorf("release claim: %w", err)
-	}
-	return nil
+	return t.claims().sleepUntil(x.sessionID, out.RetryAt)
 }
 
 // endTurn appends a turn terminal for the running prompt and, in the same
@@ -312,14 +298,13 @@ func (t *txw) endTurn(sessionID string, typ event.Type, payload any, startNext b
 		return t.beginExecution(sessionID, event.CausePrompt)
 	}
 	var queued bool
-	if _, err := storage.QueryRow(t, `SELECT EXISTS (SELECT 1 FROM prompts WHERE session_id = ? AND state = 'queued')`, []any{sessionID}, &queued); err != nil {
+	if _, err := storage.QueryRow(t, `SELECT EXISTS (SELECT 1 FROM prompts WHERE session_id = ? AND state = ?)`, []any{sessionID, string(PromptQueued)}, &queued); err != nil {
 		return nil, fmt.Errorf("end turn: %w", err)
 	}
 	if !queued {
-		return nil, t.releaseClaim(sessionID)
+		return nil, t.claims().release(sessionID)
 	}
-	_, err := t.Exec(`UPDATE claims SET execution_id = NULL, resume_attempts = 0, retry_at = NULL, claimed_at = ? WHERE session_id = ?`, t.now(), sessionID)
-	return nil, err
+	return nil, t.claims().retake(sessionID, t.now())
 }
 
 // launch registers a planned execution as running here and starts its

@@ -101,7 +101,7 @@ func (inst *Instance) interruptRecorded(ctx context.Context, promptID string) bo
 		_, err := storage.QueryRow(tx, `SELECT state FROM prompts WHERE id = ?`, []any{promptID}, &state)
 		return err
 	})
-	return err == nil && state == "interrupted"
+	return err == nil && PromptState(state) == PromptInterrupted
 }
 
 // errRunningChanged: the execution running here changed while an interrupt
@@ -138,12 +138,15 @@ func (inst *Instance) interruptDirect(ctx context.Context, sessionID, reason str
 			return err
 		}
 		var promptID string
-		if _, err := storage.QueryRow(t, `SELECT id FROM prompts WHERE session_id = ? AND state = 'running'`, []any{sessionID}, &promptID); err != nil {
+		if _, err := storage.QueryRow(t, `SELECT id FROM prompts WHERE session_id = ? AND state = ?`, []any{sessionID, string(PromptRunning)}, &promptID); err != nil {
 			return err
 		}
-		var claimed, queued bool
-		if _, err := storage.QueryRow(t, `SELECT EXISTS (SELECT 1 FROM claims WHERE session_id = ?), EXISTS (SELECT 1 FROM prompts WHERE session_id = ? AND state = 'queued')`,
-			[]any{sessionID, sessionID}, &claimed, &queued); err != nil {
+		claimed, err := t.claims().held(sessionID)
+		if err != nil {
+			return err
+		}
+		var queued bool
+		if _, err := storage.QueryRow(t, `SELECT EXISTS (SELECT 1 FROM prompts WHERE session_id = ? AND state = ?)`, []any{sessionID, string(PromptQueued)}, &queued); err != nil {
 			return err
 		}
 		if promptID == "" && !claimed && !queued {
@@ -172,7 +175,7 @@ func (t *txw) interruptTurn(sessionID, executionID, promptID, reason string) err
 			return err
 		}
 	}
-	rows, err := t.Query(`SELECT id FROM prompts WHERE session_id = ? AND state = 'queued' ORDER BY admitted_seq`, sessionID)
+	rows, err := t.Query(`SELECT id FROM prompts WHERE session_id = ? AND state = ? ORDER BY admitted_seq`, sessionID, string(PromptQueued))
 	if err != nil {
 		return fmt.Errorf("cancel queued prompts: %w", err)
 	}
@@ -185,5 +188,5 @@ func (t *txw) interruptTurn(sessionID, executionID, promptID, reason string) err
 			return err
 		}
 	}
-	return t.releaseClaim(sessionID)
+	return t.claims().release(sessionID)
 }

@@ -27,14 +27,14 @@ func project(tx storage.Tx, ev event.Event) error {
 	case event.PromptAdmitted:
 		var d event.Admitted
 		if err = ev.Decode(&d); err == nil {
-			_, err = tx.Exec(`INSERT INTO prompts (id, session_id, client_id, body_hash, text, mode, state, admitted_seq, admitted_at) VALUES (?, ?, ?, ?, ?, ?, 'queued', ?, ?)`,
-				d.PromptID, ev.SessionID, nullable(d.ClientID), d.BodyHash, d.Text, d.Mode, ev.Seq, ev.At)
+			_, err = tx.Exec(`INSERT INTO prompts (id, session_id, client_id, body_hash, text, mode, state, admitted_seq, admitted_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+				d.PromptID, ev.SessionID, nullable(d.ClientID), d.BodyHash, d.Text, d.Mode, string(PromptQueued), ev.Seq, ev.At)
 			err = touch(tx, ev, err)
 		}
 	case event.PromptCancelled:
 		var d event.Cancelled
 		if err = ev.Decode(&d); err == nil {
-			err = endPrompt(tx, ev, d.PromptID, "cancelled", false)
+			err = endPrompt(tx, ev, d.PromptID, PromptCancelled, false)
 		}
 	case event.MessageAdded:
 		var d event.Message
@@ -48,33 +48,33 @@ func project(tx storage.Tx, ev event.Event) error {
 	case event.ExecutionStarted:
 		var d event.Started
 		if err = ev.Decode(&d); err == nil && d.TurnStart {
-			_, err = tx.Exec(`UPDATE prompts SET state = 'running' WHERE id = ?`, d.PromptID)
+			_, err = tx.Exec(`UPDATE prompts SET state = ? WHERE id = ?`, string(PromptRunning), d.PromptID)
 		}
 	case event.ExecutionSucceeded:
 		var d event.Succeeded
 		if err = ev.Decode(&d); err == nil {
-			err = endPrompt(tx, ev, d.PromptID, "succeeded", true)
+			err = endPrompt(tx, ev, d.PromptID, PromptSucceeded, true)
 		}
 	case event.ExecutionFailed:
 		var d event.Failed
 		if err = ev.Decode(&d); err == nil {
-			err = endPrompt(tx, ev, d.PromptID, "failed", true)
+			err = endPrompt(tx, ev, d.PromptID, PromptFailed, true)
 		}
 	case event.ExecutionInterrupted:
 		var d event.Interrupted
 		if err = ev.Decode(&d); err == nil && d.Reason != event.ReasonShutdown {
-			err = endPrompt(tx, ev, d.PromptID, "interrupted", true)
+			err = endPrompt(tx, ev, d.PromptID, PromptInterrupted, true)
 		}
 	case event.JobStarted:
 		var d event.Job
 		if err = ev.Decode(&d); err == nil {
-			_, err = tx.Exec(`INSERT INTO jobs (child_id, parent_id, call_id, state) VALUES (?, ?, ?, 'running')`, d.ChildID, ev.SessionID, d.CallID)
+			_, err = tx.Exec(`INSERT INTO jobs (child_id, parent_id, call_id, state) VALUES (?, ?, ?, ?)`, d.ChildID, ev.SessionID, d.CallID, string(JobRunning))
 		}
 	case event.StepStarted:
 		var d event.StepBegun
 		if err = ev.Decode(&d); err == nil {
-			_, err = tx.Exec(`INSERT INTO steps (id, session_id, prompt_id, execution_id, idx, state, started_seq) VALUES (?, ?, ?, ?, ?, 'started', ?)`,
-				d.StepID, ev.SessionID, d.PromptID, d.ExecutionID, d.Index, ev.Seq)
+			_, err = tx.Exec(`INSERT INTO steps (id, session_id, prompt_id, execution_id, idx, state, started_seq) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+				d.StepID, ev.SessionID, d.PromptID, d.ExecutionID, d.Index, string(StepStarted), ev.Seq)
 		}
 	case event.TextCheckpoint:
 		var d event.Checkpoint
@@ -90,7 +90,7 @@ func project(tx storage.Tx, ev event.Event) error {
 	case event.StepCut:
 		var d event.Cut
 		if err = ev.Decode(&d); err == nil {
-			_, err = tx.Exec(`UPDATE steps SET state = 'cut', text = ? WHERE id = ?`, d.Text, d.StepID)
+			_, err = tx.Exec(`UPDATE steps SET state = ?, text = ? WHERE id = ?`, string(StepCut), d.Text, d.StepID)
 			if err == nil && d.Text != "" {
 				// Placed where the step began, before any continuation notice
 				// that the resume added after it.
@@ -101,7 +101,7 @@ func project(tx storage.Tx, ev event.Event) error {
 	case event.ToolExecuting:
 		var d event.Executing
 		if err = ev.Decode(&d); err == nil {
-			_, err = tx.Exec(`UPDATE tool_calls SET phase = 'executing', idempotency_key = ? WHERE id = ?`, d.IdempotencyKey, d.CallID)
+			_, err = tx.Exec(`UPDATE tool_calls SET phase = ?, idempotency_key = ? WHERE id = ?`, string(event.PhaseExecuting), d.IdempotencyKey, d.CallID)
 		}
 	case event.ToolSettled:
 		var d event.Settled
@@ -116,7 +116,7 @@ func project(tx storage.Tx, ev event.Event) error {
 	case event.JobEnded:
 		var d event.Job
 		if err = ev.Decode(&d); err == nil {
-			_, err = tx.Exec(`UPDATE jobs SET state = 'ended' WHERE child_id = ?`, d.ChildID)
+			_, err = tx.Exec(`UPDATE jobs SET state = ? WHERE child_id = ?`, string(JobEnded), d.ChildID)
 		}
 	}
 	if err != nil {
@@ -126,7 +126,7 @@ func project(tx storage.Tx, ev event.Event) error {
 }
 
 func projectStepCompleted(tx storage.Tx, ev event.Event, d event.StepDone) error {
-	if _, err := tx.Exec(`UPDATE steps SET state = 'completed', text = ?, finish = ? WHERE id = ?`, d.Text, d.Finish, d.StepID); err != nil {
+	if _, err := tx.Exec(`UPDATE steps SET state = ?, text = ?, finish = ? WHERE id = ?`, string(StepCompleted), d.Text, d.Finish, d.StepID); err != nil {
 		return err
 	}
 	if _, err := tx.Exec(`UPDATE prompts SET retries = 0 WHERE id = (SELECT prompt_id FROM steps WHERE id = ?)`, d.StepID); err != nil {
@@ -146,8 +146,8 @@ func projectStepCompleted(tx storage.Tx, ev event.Event, d event.StepDone) error
 		return err
 	}
 	for _, c := range d.ToolCalls {
-		if _, err := tx.Exec(`INSERT INTO tool_calls (id, session_id, step_id, idx, name, arguments, phase) VALUES (?, ?, ?, ?, ?, ?, 'called')`,
-			c.CallID, ev.SessionID, d.StepID, c.Index, c.Name, c.Arguments); err != nil {
+		if _, err := tx.Exec(`INSERT INTO tool_calls (id, session_id, step_id, idx, name, arguments, phase) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+			c.CallID, ev.SessionID, d.StepID, c.Index, c.Name, c.Arguments, string(event.PhaseCalled)); err != nil {
 			return err
 		}
 	}
@@ -155,7 +155,7 @@ func projectStepCompleted(tx storage.Tx, ev event.Event, d event.StepDone) error
 }
 
 func projectToolSettled(tx storage.Tx, ev event.Event, d event.Settled) error {
-	if _, err := tx.Exec(`UPDATE tool_calls SET phase = 'settled', outcome = ?, output = ?, ran = ? WHERE id = ?`, d.Outcome, d.Output, d.Ran, d.CallID); err != nil {
+	if _, err := tx.Exec(`UPDATE tool_calls SET phase = ?, outcome = ?, output = ?, ran = ? WHERE id = ?`, string(event.PhaseSettled), d.Outcome, d.Output, d.Ran, d.CallID); err != nil {
 		return err
 	}
 	for _, put := range d.KVPuts {
@@ -175,8 +175,8 @@ func projectToolSettled(tx storage.Tx, ev event.Event, d event.Settled) error {
 }
 
 // endPrompt records a prompt's end. Turn terminals also count the turn.
-func endPrompt(tx storage.Tx, ev event.Event, promptID, state string, turn bool) error {
-	if _, err := tx.Exec(`UPDATE prompts SET state = ?, outcome = ?, ended_at = ? WHERE id = ?`, state, string(ev.Data), ev.At, promptID); err != nil {
+func endPrompt(tx storage.Tx, ev event.Event, promptID string, state PromptState, turn bool) error {
+	if _, err := tx.Exec(`UPDATE prompts SET state = ?, outcome = ?, ended_at = ? WHERE id = ?`, string(state), string(ev.Data), ev.At, promptID); err != nil {
 		return err
 	}
 	if turn {

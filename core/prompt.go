@@ -100,16 +100,16 @@ func (inst *Instance) Admit(ctx context.Context, sessionID string, in PromptInpu
 		if _, err := t.append(sessionID, event.PromptAdmitted, event.Admitted{PromptID: a.PromptID, ClientID: in.ClientID, Text: in.Text, Mode: in.Mode, BodyHash: hash}); err != nil {
 			return err
 		}
-		n, err := t.Exec(`INSERT INTO claims (session_id, claimed_at, resume_attempts) VALUES (?, ?, 0) ON CONFLICT (session_id) DO NOTHING`, sessionID, t.now())
+		taken, err := t.claims().take(sessionID, t.now())
 		if err != nil {
-			return fmt.Errorf("write claim: %w", err)
+			return err
 		}
 		if armInTx {
 			if err := txWaker.ArmTx(t.Tx, wakeAt); err != nil {
 				return fmt.Errorf("arm wake-up: %w", err)
 			}
 		}
-		startHere = n == 1
+		startHere = taken
 		return nil
 	})
 	if err != nil {
@@ -171,8 +171,7 @@ func (inst *Instance) startLocked(ctx context.Context, sessionID string) {
 	}
 	err := w.run(ctx, func(t *txw) error {
 		p = nil
-		var execID string
-		found, err := storage.QueryRow(t, `SELECT COALESCE(execution_id, '') FROM claims WHERE session_id = ?`, []any{sessionID}, &execID)
+		execID, found, err := t.claims().execution(sessionID)
 		if err != nil || !found || execID != "" {
 			return err
 		}

@@ -9,19 +9,6 @@ import (
 	"github.com/revenantrt/revenant/core/storage"
 )
 
-// ClaimState is what recovery needs to decide about one claim.
-type ClaimState struct {
-	SessionID   string
-	ParentID    string // empty for a root
-	ExecutionID string // empty if no execution ever started under this claim
-	PromptID    string // the running prompt, if any
-	ClaimedAt   int64
-	Attempts    int   // resume_attempts
-	RetryAt     int64 // 0 unless sleeping on a scheduled retry
-	JobLive     bool  // a running job row names this (child) session
-	RunningHere bool
-}
-
 // Action is what recovery decided for a claim.
 type Action int
 
@@ -58,47 +45,6 @@ type Decision struct {
 	Message string // for Abort and Resume+Abort: the failure message
 }
 
-// Claims lists every claim with what recovery needs, oldest claim first.
-func (inst *Instance) Claims(ctx context.Context) ([]ClaimState, error) {
-	var out []ClaimState
-	err := inst.host.DB.Tx(ctx, func(tx storage.Tx) error {
-		rows, err := tx.Query(claimQuery + ` ORDER BY c.claimed_at, c.session_id`)
-		if err != nil {
-			return err
-		}
-		out = out[:0]
-		for rows.Next() {
-			c, err := scanClaim(rows)
-			if err != nil {
-				return err
-			}
-			out = append(out, c)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("list claims: %w", err)
-	}
-	for i := range out {
-		out[i].RunningHere = inst.RunningHere(out[i].SessionID)
-	}
-	return out, nil
-}
-
-const claimQuery = `SELECT c.session_id, COALESCE(s.parent_id, ''), COALESCE(c.execution_id, ''),
-	COALESCE((SELECT p.id FROM prompts p WHERE p.session_id = c.session_id AND p.state = 'running'), ''),
-	c.claimed_at, c.resume_attempts, c.retry_at,
-	EXISTS (SELECT 1 FROM jobs j WHERE j.child_id = c.session_id AND j.state = 'running')
-	FROM claims c LEFT JOIN sessions s ON s.id = c.session_id`
-
-func scanClaim(rows *storage.Rows) (ClaimState, error) {
-	var c ClaimState
-	var retry sql.NullInt64
-	err := rows.Scan(&c.SessionID, &c.ParentID, &c.ExecutionID, &c.PromptID, &c.ClaimedAt, &c.Attempts, &retry, &c.JobLive)
-	c.RetryAt = retry.Int64
-	return c, err
-}
-
 // Recover applies recovery's decision for one session's claim atomically:
 // under the claim lock, in one transaction, it re-reads the claim, asks
 // decide, and writes the outcome; a started execution begins running here
@@ -129,15 +75,8 @@ func (inst *Instance) Recover(ctx context.Context, sessionID string, decide func
 	}
 	err := w.run(ctx, func(t *txw) error {
 		d, p = Decision{}, nil
-		rows, err := t.Query(claimQuery+` WHERE c.session_id = ?`, sessionID)
-		if err != nil {
-			return err
-		}
-		if !rows.Next() {
-			return nil
-		}
-		c, err := scanClaim(rows)
-		if err != nil {
+		c, found, err := t.claims().state(sessionID)
+		if err != nil || !found {
 			return err
 		}
 		c.RunningHere = runningHere
@@ -195,8 +134,8 @@ func (t *txw) apply(c ClaimState, d Decision) (*plan, error) {
 	case Resume:
 		// Counted first, in this transaction, before anything of the resumed
 		// execution runs: a kill inside it finds the count on the next boot.
-		if _, err := t.Exec(`UPDATE claims SET resume_attempts = ? WHERE session_id = ?`, d.Attempt, c.SessionID); err != nil {
-			return nil, fmt.Errorf("count attempt: %w", err)
+		if err := t.claims().countAttempt(c.SessionID, d.Attempt); err != nil {
+			return nil, err
 		}
 		if _, err := t.append(c.SessionID, event.ExecutionResumed, event.Resumed{ExecutionID: c.ExecutionID, PromptID: c.PromptID, Attempt: d.Attempt}); err != nil {
 			return nil, err
@@ -220,13 +159,13 @@ func (t *txw) apply(c ClaimState, d Decision) (*plan, error) {
 func (t *txw) abortTurn(c ClaimState, message string) (*plan, error) {
 	promptID := c.PromptID
 	if promptID == "" {
-		if _, err := storage.QueryRow(t, `SELECT id FROM prompts WHERE session_id = ? AND state = 'queued' ORDER BY admitted_seq LIMIT 1`,
-			[]any{c.SessionID}, &promptID); err != nil {
+		if _, err := storage.QueryRow(t, `SELECT id FROM prompts WHERE session_id = ? AND state = ? ORDER BY admitted_seq LIMIT 1`,
+			[]any{c.SessionID, string(PromptQueued)}, &promptID); err != nil {
 			return nil, err
 		}
 	}
 	if promptID == "" {
-		return nil, t.releaseClaim(c.SessionID)
+		return nil, t.claims().release(c.SessionID)
 	}
 	return t.endTurn(c.SessionID, event.ExecutionFailed, event.Failed{ExecutionID: c.ExecutionID, PromptID: promptID, Type: event.FailAborted, Message: message}, true)
 }
@@ -259,8 +198,7 @@ func (inst *Instance) Rearm(ctx context.Context) (int64, error) {
 	var others int
 	var retry sql.NullInt64
 	err := inst.host.DB.Tx(ctx, func(tx storage.Tx) error {
-		_, err := storage.QueryRow(tx, `SELECT count(*) FILTER (WHERE retry_at IS NULL), MIN(retry_at) FROM claims`, nil, &others, &retry)
-		return err
+		return claimTable{tx}.wakes(&others, &retry)
 	})
 	if err != nil {
 		return 0, fmt.Errorf("rearm: %w", err)

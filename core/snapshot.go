@@ -2,7 +2,6 @@ package core
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 
@@ -77,23 +76,17 @@ func (inst *Instance) Snapshot(ctx context.Context, sessionID string, before int
 		if _, err := storage.QueryRow(tx, `SELECT COALESCE(MAX(seq), 0) FROM events WHERE session_id = ?`, []any{sessionID}, &snap.Cursor); err != nil {
 			return err
 		}
-		var c ClaimInfo
-		var retry sql.NullInt64
-		found, err := storage.QueryRow(tx, `SELECT COALESCE(execution_id, ''), claimed_at, resume_attempts, retry_at FROM claims WHERE session_id = ?`,
-			[]any{sessionID}, &c.ExecutionID, &c.ClaimedAt, &c.ResumeAttempts, &retry)
-		if err != nil {
+		if snap.Claim, err = (claimTable{tx}).info(sessionID); err != nil {
 			return err
 		}
 		snap.Status = StatusIdle
-		if found {
-			c.RetryAt = retry.Int64
-			snap.Claim = &c
+		if snap.Claim != nil {
 			snap.Status = StatusBusy
 		}
 		if snap.Messages, snap.MoreBefore, err = readMessages(tx, sessionID, before, limit); err != nil {
 			return err
 		}
-		rows, err := tx.Query(`SELECT id, state, text FROM prompts WHERE session_id = ? AND state IN ('queued', 'running') ORDER BY admitted_seq`, sessionID)
+		rows, err := tx.Query(`SELECT id, state, text FROM prompts WHERE session_id = ? AND state IN (?, ?) ORDER BY admitted_seq`, sessionID, string(PromptQueued), string(PromptRunning))
 		if err != nil {
 			return err
 		}
@@ -127,8 +120,8 @@ func readMessages(tx storage.Tx, sessionID string, before int64, limit int) ([]M
 			UNION ALL
 			SELECT s.id, s.started_seq, s.prompt_id, 'assistant', s.text, '', '', e.at, 1
 			FROM steps s JOIN events e ON e.session_id = s.session_id AND e.seq = s.started_seq
-			WHERE s.session_id = ?1 AND s.state = 'started' AND s.started_seq < ?2)
-		ORDER BY seq DESC, id DESC LIMIT ?3`, sessionID, before, limit+1)
+			WHERE s.session_id = ?1 AND s.state = ?4 AND s.started_seq < ?2)
+		ORDER BY seq DESC, id DESC LIMIT ?3`, sessionID, before, limit+1, string(StepStarted))
 	if err != nil {
 		return nil, false, err
 	}

@@ -275,15 +275,12 @@ func (t *txw) append(sessionID string, typ event.Type, payload any) (event.Event
 }
 
 func (inst *Instance) checkFence(tx storage.Tx, f *fence) error {
-	var epoch int64
-	var execID string
-	var claimed bool
-	q := `SELECT (SELECT epoch FROM tree), (SELECT COALESCE(execution_id, '') FROM claims WHERE session_id = ?), EXISTS (SELECT 1 FROM claims WHERE session_id = ?)`
 	sid := ""
 	if f != nil {
 		sid = f.sessionID
 	}
-	if _, err := storage.QueryRow(tx, q, []any{sid, sid}, &epoch, &execID, &claimed); err != nil {
+	epoch, execID, claimed, err := claimTable{tx}.fence(sid)
+	if err != nil {
 		return fmt.Errorf("check fence: %w", err)
 	}
 	if mine := inst.epoch.Load(); epoch != mine {

@@ -216,8 +216,8 @@ type (
 	}
 	Cut struct {
 		StepID string `json:"step_id"`
-		Text   string `json:"text"` // the checkpointed text kept
-		Reason string `json:"reason"`
+		Text   string `json:"text"`   // the checkpointed text kept
+		Reason string `json:"reason"` // CutStopped, CutInterrupted, or the failure's message
 	}
 	ToolCall struct {
 		CallID    string `json:"call_id"` // minted by revenant
@@ -253,6 +253,12 @@ type (
 	}
 )
 
+// Why a step was cut, unless a model or watchdog failure says why.
+const (
+	CutStopped     = "stopped"     // its execution stopped it mid-stream
+	CutInterrupted = "interrupted" // its execution died mid-stream; a later one cut it
+)
+
 // Tool call outcomes.
 const (
 	OutcomeOK          = "ok"
@@ -260,13 +266,17 @@ const (
 	OutcomeInterrupted = "interrupted"
 )
 
-// Tool call phases (DESIGN §7). waiting belongs to durable waits.
+// Phase is a tool call's phase in the tool_calls projection (DESIGN §7):
+// called → authorizing → [waiting →] executing → settled.
+type Phase string
+
+// Tool call phases. waiting belongs to durable waits.
 const (
-	PhaseCalled      = "called"
-	PhaseAuthorizing = "authorizing"
-	PhaseWaiting     = "waiting"
-	PhaseExecuting   = "executing"
-	PhaseSettled     = "settled"
+	PhaseCalled      Phase = "called"
+	PhaseAuthorizing Phase = "authorizing"
+	PhaseWaiting     Phase = "waiting"
+	PhaseExecuting   Phase = "executing" // written before the side effect
+	PhaseSettled     Phase = "settled"
 )
 
 // RoleTool is a tool result in the transcript.

@@ -52,10 +52,10 @@ func (r *Runner) Run(ctx context.Context, x *core.Execution) core.Outcome {
 		}
 		last := st.last
 		switch {
-		case last != nil && last.state == "started":
+		case last != nil && last.state == core.StepStarted:
 			// The execution that ran this step died mid-stream: keep what
 			// was checkpointed and mark it cut. Not progress.
-			if err := t.append(ctx, false, event.StepCut, event.Cut{StepID: last.id, Text: last.text, Reason: "interrupted"}); err != nil {
+			if err := t.append(ctx, false, event.StepCut, event.Cut{StepID: last.id, Text: last.text, Reason: event.CutInterrupted}); err != nil {
 				return stopped
 			}
 		case last != nil && len(st.unsettled) > 0:
@@ -64,7 +64,7 @@ func (r *Runner) Run(ctx context.Context, x *core.Execution) core.Outcome {
 					return stopped
 				}
 			}
-		case last != nil && last.state == "completed" && !last.calledTools:
+		case last != nil && last.state == core.StepCompleted && !last.calledTools:
 			return core.Outcome{Kind: core.Succeeded}
 		case st.steps >= r.cfg.stepCap:
 			return core.Outcome{Kind: core.Failed, FailType: event.FailStepLimit,
@@ -113,13 +113,15 @@ func (st state) offered(name string) bool {
 }
 
 type stepRow struct {
-	id, state, text string
-	calledTools     bool
+	id, text    string
+	state       core.StepState
+	calledTools bool
 }
 
 type callRow struct {
-	id, name, arguments, phase, key string
-	index                           int
+	id, name, arguments, key string
+	phase                    event.Phase
+	index                    int
 }
 
 func (t *turn) load(ctx context.Context) (state, error) {
@@ -145,21 +147,26 @@ func (t *turn) load(ctx context.Context) (state, error) {
 		}
 		st.steps = st.requests - retried
 		var last stepRow
+		var stepState string
 		found, err := storage.QueryRow(tx, `SELECT id, state, text, EXISTS (SELECT 1 FROM tool_calls WHERE step_id = steps.id) FROM steps WHERE prompt_id = ? ORDER BY idx DESC LIMIT 1`,
-			[]any{t.x.PromptID()}, &last.id, &last.state, &last.text, &last.calledTools)
+			[]any{t.x.PromptID()}, &last.id, &stepState, &last.text, &last.calledTools)
 		if err != nil || !found {
 			return err
 		}
+		last.state = core.StepState(stepState)
 		st.last = &last
-		rows, err := tx.Query(`SELECT id, idx, name, arguments, phase, COALESCE(idempotency_key, '') FROM tool_calls WHERE step_id = ? AND phase != 'settled' ORDER BY idx`, last.id)
+		rows, err := tx.Query(`SELECT id, idx, name, arguments, phase, COALESCE(idempotency_key, '') FROM tool_calls WHERE step_id = ? AND phase != ? ORDER BY idx`,
+			last.id, string(event.PhaseSettled))
 		if err != nil {
 			return err
 		}
 		for rows.Next() {
 			var c callRow
-			if err := rows.Scan(&c.id, &c.index, &c.name, &c.arguments, &c.phase, &c.key); err != nil {
+			var phase string
+			if err := rows.Scan(&c.id, &c.index, &c.name, &c.arguments, &phase, &c.key); err != nil {
 				return err
 			}
+			c.phase = event.Phase(phase)
 			st.unsettled = append(st.unsettled, c)
 		}
 		return nil

@@ -33,7 +33,7 @@ func (t *turn) step(ctx context.Context, st state, index int) (core.Outcome, boo
 	if !done {
 		// Stopped or failed mid-stream: keep everything received so far (a
 		// kill keeps only the checkpoints; a clean stop can do better).
-		cut := event.Cut{StepID: stepID, Text: s.text.String(), Reason: "stopped"}
+		cut := event.Cut{StepID: stepID, Text: s.text.String(), Reason: event.CutStopped}
 		if failure != "" {
 			cut.Reason = failure
 		}
