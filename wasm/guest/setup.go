@@ -28,7 +28,7 @@ func newGuest(cfg abi.BootConfig) (*guest, error) {
 		watched: map[string]bool{},
 	}
 	gg.log = slog.New(logHandler{level: slog.LevelDebug}).With("tree", cfg.TreeID)
-	gg.db = &db{onEmit: gg.onCommit}
+	gg.db = newDB(gg.onCommit)
 	if cfg.HostMinor >= abi.MinorEgressEpoch {
 		gg.es.epoch = func() int64 {
 			if gg.inst == nil {
@@ -44,7 +44,7 @@ func newGuest(cfg abi.BootConfig) (*guest, error) {
 // cmd/revenant's setup does for the local server.
 func (gg *guest) coreSetup() (core.Config, core.Driver, error) {
 	k := gg.cfg.Core
-	cfg := core.NewConfig().WithCommitHook(gg.db.hook)
+	cfg := core.NewConfig().WithCommitHook(gg.db.Hook)
 	if k.ResumeBudget != nil {
 		cfg = cfg.WithResumeBudget(*k.ResumeBudget)
 	}

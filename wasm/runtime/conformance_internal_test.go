@@ -1,11 +1,8 @@
 package runtime
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"path/filepath"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -19,147 +16,58 @@ import (
 	"github.com/revenantrt/revenant/host/sqlitedb"
 	"github.com/revenantrt/revenant/internal/faultvfs"
 	"github.com/revenantrt/revenant/wasm/abi"
+	"github.com/revenantrt/revenant/wasm/guestdb"
 )
 
-// guestDB is storage.DB as the guest builds it over the SQL imports
-// (wasm/guest/db.go), run natively so the storage suite can drive it: the
-// guest's transaction shape (BEGIN; fn; COMMIT; ROLLBACK after any
-// failure), each statement through the ABI's wire form, the host-owned
-// Conn, and each result or failure through the runtime's own encoding
-// (Guest.setResult) and the guest's decoding. What it leaves out is wasm
-// memory and the guest's event bookkeeping.
-type guestDB struct {
-	conn Conn
-	g    Guest // only its pending-result buffer is used
+// hostSQL is guestdb.SQL natively: each call is the runtime's own import
+// body (sql.go) on the host-owned Conn, the statement decoded from its wire
+// form as the import decodes it. So the storage suite drives the guest's
+// real DB code (wasm/guestdb: transaction shape, encoding and decoding of
+// statements, rows and errors) over the runtime's real SQL imports; what
+// it leaves out is wasm memory.
+type hostSQL struct{ conn Conn }
 
-	mu sync.Mutex // one transaction at a time, as in the guest
-	// keepFailedCommit breaks the guest on purpose: a COMMIT that failed is
-	// not rolled back.
-	keepFailedCommit bool
+func (s hostSQL) Begin() []byte         { return sqlBegin(s.conn) }
+func (s hostSQL) Exec(b []byte) []byte  { return sqlExec(s.conn, decodeStatement(b)) }
+func (s hostSQL) Query(b []byte) []byte { return sqlQuery(s.conn, decodeStatement(b)) }
+func (s hostSQL) Commit() []byte        { return sqlCommit(s.conn) }
+func (s hostSQL) Rollback() []byte      { return sqlRollback(s.conn) }
+
+// keptCommitSQL breaks the guest on purpose: the rollback the guest sends
+// after a failed COMMIT never reaches the Conn, as if the guest kept the
+// failed commit's transaction open.
+type keptCommitSQL struct {
+	hostSQL
+	commitFailed bool
 }
 
-func (d *guestDB) Tx(ctx context.Context, fn func(storage.Tx) error) error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if _, err := d.result(nil, d.conn.Begin()); err != nil {
-		d.rollback()
-		return fmt.Errorf("begin: %w", err)
-	}
-	done := false
-	defer func() {
-		if !done {
-			d.rollback()
-		}
-	}()
-	if err := fn(guestTx{d}); err != nil {
-		return err
-	}
-	if _, err := d.result(nil, d.conn.Commit()); err != nil {
-		done = d.keepFailedCommit
-		return fmt.Errorf("commit: %w", err)
-	}
-	done = true
-	return nil
+func (s *keptCommitSQL) Commit() []byte {
+	res := s.hostSQL.Commit()
+	s.commitFailed = len(res) > 0 && res[0] == abi.ResultError
+	return res
 }
 
-func (d *guestDB) rollback() { _, _ = d.result(nil, d.conn.Rollback()) }
-
-// result passes an import's outcome through setResult, as the import does,
-// and reads it back as the guest's sqlPayload does.
-func (d *guestDB) result(ok []byte, err error) ([]byte, error) {
-	n := d.g.setResult(ok, err)
-	res := d.g.result[:n]
-	d.g.result = nil
-	if len(res) == 0 {
-		return nil, nil
+func (s *keptCommitSQL) Rollback() []byte {
+	if s.commitFailed {
+		s.commitFailed = false
+		return nil
 	}
-	switch res[0] {
-	case abi.ResultOK:
-		return res[1:], nil
-	case abi.ResultError:
-		se, err := abi.DecodeSQLError(res[1:])
-		if err != nil {
-			return nil, err
-		}
-		switch se.Code {
-		case codeClosed:
-			return nil, fmt.Errorf("%s: %w", se.Message, storage.ErrClosed)
-		case 0:
-			return nil, errors.New(se.Message)
-		}
-		return nil, &storage.Error{Code: storage.Code(se.Code), Msg: se.Message}
-	}
-	return nil, fmt.Errorf("sql result tag %d: %w", res[0], abi.ErrMalformed)
+	return s.hostSQL.Rollback()
 }
 
-type guestTx struct{ d *guestDB }
-
-// statement is what the host decodes of the guest's encoded statement.
-func statement(query string, args []any) (abi.Statement, error) {
-	b, err := abi.Statement{Query: query, Args: args}.Encode()
-	if err != nil {
-		return abi.Statement{}, err
-	}
-	return abi.DecodeStatement(b)
-}
-
-func (t guestTx) Exec(query string, args ...any) (int64, error) {
-	st, err := statement(query, args)
-	if err != nil {
-		return 0, err
-	}
-	n, err := t.d.conn.Exec(st.Query, st.Args)
-	var e abi.Encoder
-	e.Byte(abi.ResultOK)
-	e.Varint(n)
-	res, err := t.d.result(e.Bytes(), err)
-	if err != nil {
-		return 0, err
-	}
-	dec := abi.NewDecoder(res)
-	changed := dec.Varint()
-	return changed, dec.Finish()
-}
-
-func (t guestTx) Query(query string, args ...any) (*storage.Rows, error) {
-	st, err := statement(query, args)
-	if err != nil {
-		return nil, err
-	}
-	rows, err := t.d.conn.Query(st.Query, st.Args)
-	var ok []byte
-	if err == nil {
-		var body []byte
-		body, err = abi.Rows{Columns: rows.Columns, Values: rows.Values}.Encode()
-		ok = append([]byte{abi.ResultOK}, body...)
-	}
-	res, err := t.d.result(ok, err)
-	if err != nil {
-		return nil, err
-	}
-	decoded, err := abi.DecodeRows(res)
-	if err != nil {
-		return nil, err
-	}
-	return &storage.Rows{Columns: decoded.Columns, Values: decoded.Values}, nil
-}
-
-// guestFile is one database file, its fault VFS, and the guestDBs on it,
+// guestFile is one database file, its fault VFS, and the guest DBs on it,
 // each over its own host connection (a sqlitedb.Conn, as the wazero host
 // gives a guest).
 type guestFile struct {
 	path   string
 	vfs    string
 	fault  *faultvfs.Fault
-	broken bool // every guestDB keeps a failed commit open
+	broken bool // every guest DB keeps a failed commit open
 }
 
-// suiteGuest is a guestDB with the suite's capabilities.
+// suiteGuest is the guest's DB with the suite's capabilities.
 type suiteGuest struct {
-	*guestDB
+	*guestdb.DB
 	file *guestFile
 	db   *sqlitedb.DB
 }
@@ -190,7 +98,11 @@ func (f *guestFile) open(t conform.T, wait time.Duration) *suiteGuest {
 		_ = conn.Rollback()
 		db.Close()
 	})
-	return &suiteGuest{guestDB: &guestDB{conn: conn, keepFailedCommit: f.broken}, file: f, db: db}
+	var sql guestdb.SQL = hostSQL{conn}
+	if f.broken {
+		sql = &keptCommitSQL{hostSQL: hostSQL{conn}}
+	}
+	return &suiteGuest{DB: guestdb.New(sql, nil), file: f, db: db}
 }
 
 func (s *suiteGuest) Rival(t conform.T, wait time.Duration) storage.DB { return s.file.open(t, wait) }
@@ -214,9 +126,9 @@ var noContextInImports = storagetest.Skip{
 		"guest runs during an import that could cancel it",
 }
 
-// TestGuestConnConformance runs the storage suite against the guest's
-// connection: the guest's transaction shape over the host-owned Conn, every
-// value and failure crossing the ABI.
+// TestGuestConnConformance runs the storage suite against the guest's DB
+// code (wasm/guestdb) over the runtime's SQL import bodies and the
+// host-owned Conn, every value and failure crossing the ABI.
 func TestGuestConnConformance(t *testing.T) {
 	storagetest.Run(t, func(ct conform.T) storage.DB {
 		return newGuestFile(ct, t.TempDir(), false).open(ct, 0)

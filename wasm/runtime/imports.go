@@ -10,12 +10,8 @@ import (
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/sys"
 
-	"github.com/revenantrt/revenant/core/storage"
 	"github.com/revenantrt/revenant/wasm/abi"
 )
-
-// codeClosed is the SQLError code for storage.ErrClosed (no SQLite code).
-const codeClosed = -1
 
 var (
 	i32 = api.ValueTypeI32
@@ -47,44 +43,35 @@ func instantiateImports(ctx context.Context, r wazero.Runtime) error {
 var hostFns = []hostFn{
 	{abi.ImportSQLBegin, nil, []api.ValueType{i32}, func(g *Guest, ctx context.Context, mod api.Module, stack []uint64) {
 		g.interpose(ctx, mod, abi.ImportSQLBegin, false)
-		err := g.opts.Conn.Begin()
+		res := sqlBegin(g.opts.Conn)
 		g.interpose(ctx, mod, abi.ImportSQLBegin, true)
-		stack[0] = g.setResult(nil, err)
+		stack[0] = g.setResult(res)
 	}},
 	{abi.ImportSQLExec, []api.ValueType{i32, i32}, []api.ValueType{i32}, func(g *Guest, ctx context.Context, mod api.Module, stack []uint64) {
-		st := g.statement(mod, stack)
+		st := decodeStatement(g.read(mod, stack[0], stack[1]))
 		g.interpose(ctx, mod, abi.ImportSQLExec, false)
-		n, err := g.opts.Conn.Exec(st.Query, st.Args)
+		res := sqlExec(g.opts.Conn, st)
 		g.interpose(ctx, mod, abi.ImportSQLExec, true)
-		var e abi.Encoder
-		e.Byte(abi.ResultOK)
-		e.Varint(n)
-		stack[0] = g.setResult(e.Bytes(), err)
+		stack[0] = g.setResult(res)
 	}},
 	{abi.ImportSQLQuery, []api.ValueType{i32, i32}, []api.ValueType{i32}, func(g *Guest, ctx context.Context, mod api.Module, stack []uint64) {
-		st := g.statement(mod, stack)
+		st := decodeStatement(g.read(mod, stack[0], stack[1]))
 		g.interpose(ctx, mod, abi.ImportSQLQuery, false)
-		rows, err := g.opts.Conn.Query(st.Query, st.Args)
+		res := sqlQuery(g.opts.Conn, st)
 		g.interpose(ctx, mod, abi.ImportSQLQuery, true)
-		var out []byte
-		if err == nil {
-			var body []byte
-			body, err = abi.Rows{Columns: rows.Columns, Values: rows.Values}.Encode()
-			out = append([]byte{abi.ResultOK}, body...)
-		}
-		stack[0] = g.setResult(out, err)
+		stack[0] = g.setResult(res)
 	}},
 	{abi.ImportSQLCommit, nil, []api.ValueType{i32}, func(g *Guest, ctx context.Context, mod api.Module, stack []uint64) {
 		g.interpose(ctx, mod, abi.ImportSQLCommit, false)
-		err := g.opts.Conn.Commit()
+		res := sqlCommit(g.opts.Conn)
 		g.interpose(ctx, mod, abi.ImportSQLCommit, true)
-		stack[0] = g.setResult(nil, err)
+		stack[0] = g.setResult(res)
 	}},
 	{abi.ImportSQLRollback, nil, []api.ValueType{i32}, func(g *Guest, ctx context.Context, mod api.Module, stack []uint64) {
 		g.interpose(ctx, mod, abi.ImportSQLRollback, false)
-		err := g.opts.Conn.Rollback()
+		res := sqlRollback(g.opts.Conn)
 		g.interpose(ctx, mod, abi.ImportSQLRollback, true)
-		stack[0] = g.setResult(nil, err)
+		stack[0] = g.setResult(res)
 	}},
 	{abi.ImportResult, []api.ValueType{i32}, nil, func(g *Guest, ctx context.Context, mod api.Module, stack []uint64) {
 		if !mod.Memory().Write(api.DecodeU32(stack[0]), g.result) {
@@ -265,29 +252,11 @@ func (g *Guest) read(mod api.Module, ptr, n uint64) []byte {
 	return append([]byte(nil), b...)
 }
 
-func (g *Guest) statement(mod api.Module, stack []uint64) abi.Statement {
-	st, err := abi.DecodeStatement(g.read(mod, stack[0], stack[1]))
-	if err != nil {
-		panic(fmt.Errorf("sql statement: %w", err))
-	}
-	return st
-}
-
-// setResult stores an import's result for the result import and returns its
+// setResult keeps an import's result for the result import and returns its
 // length; 0 means "ok, nothing to take".
-func (g *Guest) setResult(ok []byte, err error) uint64 {
-	if err != nil {
-		se := abi.SQLError{Message: err.Error()}
-		switch {
-		case errors.Is(err, storage.ErrClosed):
-			se.Code = codeClosed
-		default:
-			se.Code = int64(storage.CodeOf(err))
-		}
-		ok = append([]byte{abi.ResultError}, se.Encode()...)
-	}
-	g.result = ok
-	return uint64(len(ok))
+func (g *Guest) setResult(res []byte) uint64 {
+	g.result = res
+	return uint64(len(res))
 }
 
 // interpose lets Options.Interpose kill the guest at this site: the module
