@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/revenantrt/revenant/core/settings"
 	"github.com/revenantrt/revenant/core/tool"
 	"github.com/revenantrt/revenant/tools/web"
 )
@@ -54,6 +55,10 @@ type Config struct {
 	// SessionDefaults apply to a new session where its own configuration
 	// is silent.
 	SessionDefaults SessionDefaults
+	// Settings are the trees' knobs (resume budget, watchdogs, page
+	// sizes, …), the same type every host configures; Parse has validated
+	// them.
+	Settings settings.Settings
 }
 
 // Rule is a permission rule: calls of Action touching a resource matching
@@ -175,7 +180,7 @@ func (d *decoder) fail(key, format string, args ...any) {
 
 func (d *decoder) config(data []byte) Config {
 	var c Config
-	o := d.object("", data, "webhook_tools", "permissions", "egress", "session_defaults")
+	o := d.object("", data, "webhook_tools", "permissions", "egress", "session_defaults", "settings")
 	if o == nil {
 		return c
 	}
@@ -193,6 +198,9 @@ func (d *decoder) config(data []byte) Config {
 	}
 	if raw, key, ok := o.field("session_defaults"); ok {
 		c.SessionDefaults = d.sessionDefaults(key, raw)
+	}
+	if raw, key, ok := o.field("settings"); ok {
+		c.Settings = d.settings(key, raw)
 	}
 	return c
 }

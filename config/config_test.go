@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/revenantrt/revenant/config"
+	"github.com/revenantrt/revenant/core/settings"
 	"github.com/revenantrt/revenant/core/tool"
 	"github.com/revenantrt/revenant/tools/web"
 )
@@ -82,6 +83,13 @@ const exampleConfig = `{
     "system_prompt": "You are a careful operations assistant. Ask before changing anything.",
     "model": "gpt-4o-mini",
     "tools": ["http_request", "kv_get", "kv_put", "question", "create_ticket", "deploy_staging"]
+  },
+  "settings": {
+    "resume_budget": 5,
+    "step_cap": 50,
+    "stream_idle": "90s",
+    "max_claim_age": "24h",
+    "session_page_size": 100
   }
 }
 `
@@ -130,6 +138,9 @@ func TestExample(t *testing.T) {
 	require.Equal(t, "You are a careful operations assistant. Ask before changing anything.", c.SessionDefaults.SystemPrompt)
 	require.Equal(t, "gpt-4o-mini", c.SessionDefaults.Model)
 	require.Equal(t, &[]string{"http_request", "kv_get", "kv_put", "question", "create_ticket", "deploy_staging"}, c.SessionDefaults.Tools)
+
+	require.Equal(t, settings.Settings{ResumeBudget: 5, StepCap: 50, StreamIdle: 90 * time.Second, MaxClaimAge: 24 * time.Hour,
+		SessionPageSize: 100}, c.Settings)
 
 	tools, err := c.Tools(c.EgressPolicy())
 	require.NoError(t, err)
@@ -235,6 +246,17 @@ func TestRejects(t *testing.T) {
 		{"session tools", `{"session_defaults": {"tools": ["ok", "not ok"]}}`, []string{"session_defaults.tools[1]: must be 1 to 64 letters"}},
 		{"session model", `{"session_defaults": {"model": 5}}`, []string{"session_defaults.model: must be a string"}},
 		{"session unknown", `{"session_defaults": {"system": "x"}}`, []string{"session_defaults.system: unknown key"}},
+		{"settings unknown", `{"settings": {"step_capp": 3}}`, []string{"settings.step_capp: unknown key (did you mean step_cap?)"}},
+		{"settings not an object", `{"settings": []}`, []string{"settings: must be an object"}},
+		{"settings zero count", `{"settings": {"step_cap": 0}}`, []string{"settings.step_cap: must be at least 1; leave the key out for the default"}},
+		{"settings negative none", `{"settings": {"resume_budget": -1}}`, []string{"settings.resume_budget: must be 0 or more"}},
+		{"settings count type", `{"settings": {"max_body": "1MB"}}`, []string{"settings.max_body: must be an integer"}},
+		{"settings count range", `{"settings": {"context_bytes": 4294967296}}`, []string{"settings.context_bytes: must be at most 2147483647"}},
+		{"settings zero duration", `{"settings": {"wake_interval": "0s"}}`, []string{"settings.wake_interval: must be more than 0; leave the key out for the default"}},
+		{"settings duration type", `{"settings": {"heartbeat": 15}}`, []string{"settings.heartbeat: must be a string"}},
+		{"settings duration syntax", `{"settings": {"step_wall": "ten minutes"}}`, []string{`settings.step_wall: must be a duration such as "30s" or "2m"`}},
+		{"settings page size", `{"settings": {"message_page_size": 501}}`, []string{"settings.message_page_size: 501 is above the most a request may ask for, 500"}},
+		{"settings retry delays", `{"settings": {"retry_initial": "2m"}}`, []string{"settings.retry_initial: 2m0s is longer than retry_max (1m0s)"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, err := config.Parse([]byte(tc.json))
@@ -269,6 +291,14 @@ func TestEveryProblemReported(t *testing.T) {
 	require.Equal(t, []string{"webhook_tools[0].secrett", "webhook_tools[0].secret", "egress.ports[0]", "session_defaults.modle"}, keys)
 	require.Equal(t, "webhook_tools[0].secrett: unknown key (did you mean secret?); webhook_tools[0].secret: required; "+
 		"egress.ports[0]: must be 1–65535; session_defaults.modle: unknown key (did you mean model?)", err.Error())
+}
+
+// Where zero means something, a file's 0 is zero (settings.None): a key
+// left out is the default.
+func TestSettingsZeroIsNone(t *testing.T) {
+	c, err := config.Parse([]byte(`{"settings": {"resume_budget": 0, "model_retries": 0, "max_body": 4096, "retry_initial": "2m"}}`))
+	require.NoError(t, err, "with no retries, the delays do not matter")
+	require.Equal(t, settings.Settings{ResumeBudget: settings.None, ModelRetries: settings.None, MaxBody: 4096, RetryInitial: 2 * time.Minute}, c.Settings)
 }
 
 func TestLoad(t *testing.T) {

@@ -1,5 +1,6 @@
 // Package config reads the REVENANT_CONFIG file: webhook tools, permission
-// rules, the egress policy and defaults for new sessions (DESIGN §11). The
+// rules, the egress policy, defaults for new sessions (DESIGN §11) and the
+// trees' settings (core/settings). The
 // format is documented by a complete example, docs/config.example.json,
 // which a test keeps valid.
 //
@@ -13,5 +14,5 @@
 // Config is formatted or marshalled, so a Config may be logged.
 //
 // The package imports tools/web (to build webhook tools and the egress
-// policy) and core/tool, and nothing else of revenant.
+// policy), core/tool and core/settings, and nothing else of revenant.
 package config

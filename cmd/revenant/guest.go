@@ -19,7 +19,7 @@ func guestConfig(path string, run setup, tokens string) (*host.GuestConfig, erro
 	if err != nil {
 		return nil, fmt.Errorf("read guest module: %w", err)
 	}
-	boot := runtime.BootConfig{Tools: wasmserve.Declare(run.hostTools)}
+	boot := runtime.BootConfig{Tools: wasmserve.Declare(run.hostTools), Settings: run.settings}
 	if run.baseURL == "" {
 		boot.Model = abi.ModelConfig{Kind: abi.ModelOffline, WordDelay: run.wordDelay}
 	} else {

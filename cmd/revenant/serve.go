@@ -12,7 +12,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/revenantrt/revenant/core"
 	"github.com/revenantrt/revenant/core/api"
 	"github.com/revenantrt/revenant/host"
 )
@@ -46,7 +45,8 @@ const serveAbout = `Serves the HTTP API (docs/api.md). Configuration from the en
                            principal, loopback only
   REVENANT_ALLOWED_ORIGINS comma-separated browser origins allowed to call the API
                            (default none: a request with an Origin header is refused)
-  REVENANT_CONFIG          JSON file: webhook_tools, permissions, egress, session_defaults
+  REVENANT_CONFIG          JSON file: webhook_tools, permissions, egress, session_defaults,
+                           settings (resume budget, step cap, watchdogs, page sizes, …)
   OPENAI_BASE_URL, OPENAI_API_KEY, REVENANT_MODEL   the model provider (default: offline)
   REVENANT_GUEST, REVENANT_WASM_CACHE               as -guest and -wasm-cache`
 
@@ -94,17 +94,16 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	} else if !loopbackOnly(cfg.addr) {
 		return fmt.Errorf("serve: REVENANT_TOKENS is not set, so the server is anonymous and may only listen on loopback, not %q", cfg.addr)
 	}
-	apiCfg, err := apiConfig(cfg)
-	if err != nil {
-		return fmt.Errorf("serve: %w", err)
-	}
-
 	clock := host.RealClock{}
 	run, err := buildSetup(getenv, clock, cfg.wordDelay, log)
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
-	hc := host.Config{DataDir: cfg.data, Core: core.NewConfig(), Driver: run.driver, Clock: clock, IDs: host.RandomIDs{}, Log: log}
+	apiCfg, err := apiConfig(cfg, run.configs.API)
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	hc := host.Config{DataDir: cfg.data, Core: run.configs.Core, Driver: run.driver, Clock: clock, IDs: host.RandomIDs{}, Log: log}
 	if cfg.guest != "" {
 		if hc.Guest, err = guestConfig(cfg.guest, run, cfg.tokens); err != nil {
 			return fmt.Errorf("serve: %w", err)
@@ -186,15 +185,16 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	return err
 }
 
-// apiConfig is the API's configuration in either mode. A page in a browser
-// may call the API only from an allowed origin; without tokens, only
-// requests addressed to loopback are answered (DNS rebinding).
-func apiConfig(cfg serveConfig) (api.Config, error) {
+// apiConfig is the API's configuration in either mode, from base (the
+// settings' API knobs). A page in a browser may call the API only from an
+// allowed origin; without tokens, only requests addressed to loopback are
+// answered (DNS rebinding).
+func apiConfig(cfg serveConfig, base api.Config) (api.Config, error) {
 	origins, err := api.ParseOrigins(cfg.origins)
 	if err != nil {
 		return api.Config{}, fmt.Errorf("REVENANT_ALLOWED_ORIGINS: %w", err)
 	}
-	return api.NewConfig().WithAllowedOrigins(origins...).WithLoopbackOnly(cfg.tokens == ""), nil
+	return base.WithAllowedOrigins(origins...).WithLoopbackOnly(cfg.tokens == ""), nil
 }
 
 // loopbackOnly reports whether addr can only be reached from this machine.

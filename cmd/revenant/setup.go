@@ -11,6 +11,7 @@ import (
 	"github.com/revenantrt/revenant/core/model/offline"
 	"github.com/revenantrt/revenant/core/model/openai"
 	"github.com/revenantrt/revenant/core/runner"
+	"github.com/revenantrt/revenant/core/settings"
 	"github.com/revenantrt/revenant/core/tool"
 	"github.com/revenantrt/revenant/tools/web"
 )
@@ -22,7 +23,12 @@ const defaultOpenAIBaseURL = "https://api.openai.com/v1"
 // setup is what the server runs turns with, built from the environment
 // and REVENANT_CONFIG.
 type setup struct {
-	driver   *runner.Runner
+	driver *runner.Runner
+	// settings are REVENANT_CONFIG's, and configs them mapped: the
+	// instance's and the API's configuration start from configs, and a
+	// guest gets settings in its boot configuration.
+	settings settings.Settings
+	configs  settings.Configs
 	defaults core.SessionConfig
 	model    string // for the start-up log
 	provider string // "offline" or the base URL
@@ -49,6 +55,10 @@ func buildSetup(getenv func(string) string, clock core.Clock, wordDelay time.Dur
 	if err := checkPermissions(conf, log); err != nil {
 		return setup{}, err
 	}
+	configs, err := conf.Settings.Configs()
+	if err != nil {
+		return setup{}, fmt.Errorf("%s: settings: %w", config.EnvVar, err)
+	}
 	policy := conf.EgressPolicy()
 	webhooks, err := conf.Tools(policy)
 	if err != nil {
@@ -60,7 +70,7 @@ func buildSetup(getenv func(string) string, clock core.Clock, wordDelay time.Dur
 	if err != nil {
 		return setup{}, err
 	}
-	s := setup{egress: policy.String(), hostTools: append([]tool.Tool{httpRequest}, webhooks...), wordDelay: wordDelay,
+	s := setup{settings: conf.Settings, configs: configs, egress: policy.String(), hostTools: append([]tool.Tool{httpRequest}, webhooks...), wordDelay: wordDelay,
 		defaults: core.SessionConfig{
 			SystemPrompt: conf.SessionDefaults.SystemPrompt, Model: conf.SessionDefaults.Model, Tools: conf.SessionDefaults.Tools}}
 	for _, spec := range registry.Specs() {
@@ -82,7 +92,7 @@ func buildSetup(getenv func(string) string, clock core.Clock, wordDelay time.Dur
 		}
 		// The provider's URL is the operator's, not the model's: it is not
 		// subject to the tools' egress policy.
-		m, err = openai.New(openai.Config{BaseURL: base, APIKey: key, Model: name})
+		m, err = openai.New(openai.Config{BaseURL: base, APIKey: key, Model: name, MaxRetryAfter: conf.Settings.MaxRetryAfter})
 		if err != nil {
 			return setup{}, err
 		}
@@ -94,7 +104,7 @@ func buildSetup(getenv func(string) string, clock core.Clock, wordDelay time.Dur
 		m = offline.New(clock, offline.Options{WordDelay: wordDelay})
 		s.provider, s.model = "offline", "offline (word delay "+wordDelay.String()+")"
 	}
-	s.driver, err = runner.New(m, registry, runner.NewConfig())
+	s.driver, err = runner.New(m, registry, configs.Runner)
 	return s, err
 }
 

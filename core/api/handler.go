@@ -59,6 +59,15 @@ func (c Config) WithMaxBody(n int64) Config { c.maxBody = n; return c }
 // Default 15 s.
 func (c Config) WithHeartbeat(d time.Duration) Config { c.heartbeat = d; return c }
 
+// WithPageSizes sets how many sessions GET /v1/sessions lists, and how
+// many messages GET /v1/sessions/{id} returns, when the request gives no
+// limit. Default 50 and 50; New refuses more than MaxListLimit and
+// MaxMessageLimit, the most a request may ask for.
+func (c Config) WithPageSizes(sessions, messages int) Config {
+	c.listLimit, c.messageLimit = sessions, messages
+	return c
+}
+
 // WithSessionDefaults sets what a new session's config takes for the
 // fields its create request leaves out. Default: none.
 func (c Config) WithSessionDefaults(d core.SessionConfig) Config { c.defaults = d; return c }
@@ -121,6 +130,9 @@ func New(deps Deps, cfg Config) (*Handler, error) {
 	log := deps.Log
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if cfg.listLimit < 1 || cfg.listLimit > MaxListLimit || cfg.messageLimit < 1 || cfg.messageLimit > MaxMessageLimit {
+		return nil, fmt.Errorf("new api handler: page sizes %d and %d must be 1 to %d and 1 to %d", cfg.listLimit, cfg.messageLimit, MaxListLimit, MaxMessageLimit)
 	}
 	h := &Handler{deps: deps, cfg: cfg, log: log, mux: http.NewServeMux(), origins: map[string]bool{}, closing: make(chan struct{})}
 	for _, o := range cfg.origins {

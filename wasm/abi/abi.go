@@ -11,8 +11,9 @@ import (
 // are equal; a minor version adds things the other side may ignore.
 const (
 	Major = 1
-	// Minor 1 added ExportIdle and ExportDiagSQL; 2 added EgressRequest.Epoch.
-	Minor = 2
+	// Minor 1 added ExportIdle and ExportDiagSQL; 2 added EgressRequest.Epoch;
+	// 3 added EgressEnd's code and BootConfig's page sizes.
+	Minor = 3
 )
 
 // PackVersion packs a version the way revenant_abi_version returns it:
@@ -129,6 +130,44 @@ const (
 	// ends with the tool's error.
 	EgressTool EgressKind = 2
 )
+
+// EndCode says how an egress answer ended (EgressEnd, since ABI 1.3). A
+// host picks the most specific code it can tell; EndError when it cannot.
+type EndCode uint8
+
+const (
+	// EndOK: the body ended cleanly.
+	EndOK EndCode = 0
+	// EndError: the request failed for a reason the host does not
+	// classify, such as a tool's own error (its message is the tool's
+	// output) or any failure from a host older than 1.3.
+	EndError EndCode = 1
+	// EndFenced: the host's epoch fence refused the request (docs/abi.md
+	// §4): a newer instance owns the tree, or this one holds no epoch, or
+	// the epoch could not be read. Nothing was sent.
+	EndFenced EndCode = 2
+	// EndNetwork: the request could not be sent, or the connection broke
+	// while the answer streamed.
+	EndNetwork EndCode = 3
+	// EndTimeout: the host's deadline for the request passed.
+	EndTimeout EndCode = 4
+	// EndCancelled: the host abandoned the request (it is shutting down).
+	EndCancelled EndCode = 5
+	// EndDenied: the host's egress policy refused the destination, or the
+	// URL is not the configured model endpoint. Nothing was sent.
+	EndDenied EndCode = 6
+	// EndTooLarge: the answer exceeded the host's size cap.
+	EndTooLarge EndCode = 7
+)
+
+var endCodeNames = [...]string{"ok", "error", "fenced", "network", "timeout", "cancelled", "denied", "too_large"}
+
+func (c EndCode) String() string {
+	if int(c) < len(endCodeNames) {
+		return endCodeNames[c]
+	}
+	return fmt.Sprintf("code(%d)", uint8(c))
+}
 
 // Header encodes an http.Header with its keys sorted, so encodings repeat.
 func encodeHeader(e *Encoder, h http.Header) {

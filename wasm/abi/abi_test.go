@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/revenantrt/revenant/core/settings"
 	"github.com/revenantrt/revenant/wasm/abi"
 )
 
@@ -77,14 +78,16 @@ func TestRoundTrips(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, se, gotSE)
 
-	budget, retries, tools := 0, 2, []string{"kv_get"}
+	tools := []string{"kv_get"}
 	cfg := abi.BootConfig{HostMajor: 1, HostMinor: 3, TreeID: "t",
-		Model: abi.ModelConfig{Kind: abi.ModelOpenAI, WordDelay: time.Millisecond, BaseURL: "http://x/v1", Name: "m", MaxRetryAfter: time.Second},
+		Model: abi.ModelConfig{Kind: abi.ModelOpenAI, WordDelay: time.Millisecond, BaseURL: "http://x/v1", Name: "m"},
 		Tools: []abi.ToolDecl{{Kind: abi.ToolWebhook, Name: "hook", Description: "d", Schema: []byte(`{}`), Idempotent: true, Timeout: time.Second, OutputCap: 10, MaxBytes: 20}},
-		Core:  abi.CoreConfig{ResumeBudget: &budget, MaxClaimAge: time.Hour, WakeInterval: time.Second, InterruptGrace: time.Second},
-		Runner: abi.RunnerConfig{StepCap: 3, StreamIdle: 1, StepWall: 2, ToolTimeout: 3, OutputCap: 4, CheckpointEvery: 5, CheckpointBytes: 6,
-			Retries: &retries, RetryInitial: 7, RetryMax: 8, ContextBytes: 9, SystemPrompt: "sys"},
-		API: abi.APIConfig{Tokens: "alice:sha256:00", Heartbeat: time.Second, MaxBody: 100, SystemPrompt: "p", ModelName: "m", Tools: &tools},
+		Settings: settings.Settings{ResumeBudget: settings.None, MaxClaimAge: time.Hour, WakeInterval: time.Second, InterruptGrace: time.Second,
+			StepCap: 3, StreamIdle: 1, StepWall: 2, ToolTimeout: 3, ToolOutputCap: 4, CheckpointEvery: 5, CheckpointBytes: 6,
+			ModelRetries: 2, RetryInitial: 7, RetryMax: 8, ContextBytes: 9, MaxRetryAfter: time.Second,
+			Heartbeat: time.Second, MaxBody: 100, SessionPageSize: 11, MessagePageSize: 12},
+		SystemPrompt: "sys",
+		API:          abi.APIConfig{Tokens: "alice:sha256:00", SystemPrompt: "p", ModelName: "m", Tools: &tools},
 	}
 	gotCfg, err := abi.DecodeBootConfig(cfg.Encode())
 	require.NoError(t, err)
@@ -92,6 +95,82 @@ func TestRoundTrips(t *testing.T) {
 	gotCfg, err = abi.DecodeBootConfig(abi.BootConfig{}.Encode())
 	require.NoError(t, err)
 	require.Equal(t, abi.BootConfig{}, gotCfg)
+}
+
+// Every field of Settings crosses the boundary: a test that fails when a
+// field is added to settings.Settings without a place on the wire.
+func TestBootConfigCarriesEverySetting(t *testing.T) {
+	var s settings.Settings
+	for i, f := range s.Fields() {
+		switch {
+		case f.Int != nil:
+			*f.Int = i + 1
+		case f.Int64 != nil:
+			*f.Int64 = int64(i + 1)
+		case f.Duration != nil:
+			*f.Duration = time.Duration(i + 1)
+		}
+	}
+	got, err := abi.DecodeBootConfig(abi.BootConfig{Settings: s}.Encode())
+	require.NoError(t, err)
+	require.Equal(t, s, got.Settings)
+}
+
+// The page sizes (1.3) are BootConfig's last fields, sent only to a guest
+// of 1.3 or later: for an older guest the message is the 1.2 layout, which
+// decodes with default page sizes, and a 1.2 prefix is unchanged.
+func TestBootConfigPageSizesOnlyForANewerGuest(t *testing.T) {
+	cfg := abi.BootConfig{TreeID: "t", Settings: settings.Settings{StepCap: 5, SessionPageSize: 7, MessagePageSize: 8}}
+	old := cfg.EncodeFor(abi.MinorPageSizes - 1)
+	cur := cfg.EncodeFor(abi.MinorPageSizes)
+	require.Equal(t, old, cur[:len(old)], "the 1.2 fields are unchanged")
+	got, err := abi.DecodeBootConfig(old)
+	require.NoError(t, err)
+	want := cfg
+	want.Settings.SessionPageSize, want.Settings.MessagePageSize = 0, 0
+	require.Equal(t, want, got)
+	_, err = abi.DecodeBootConfig(append(cur, 0))
+	require.ErrorIs(t, err, abi.ErrMalformed, "a byte past the page sizes")
+}
+
+// An egress end carries its code between 1.3 sides and round-trips every
+// code; with an older side it is the bare text, which decodes as
+// EndError; a clean end is empty either way.
+func TestEgressEndCode(t *testing.T) {
+	for code := abi.EndError; code <= abi.EndTooLarge; code++ {
+		e := abi.EgressEnd{Code: code, Message: "why: " + code.String()}
+		got, err := abi.DecodeEgressEnd(e.EncodeFor(abi.MinorEgressEndCode), abi.MinorEgressEndCode)
+		require.NoError(t, err)
+		require.Equal(t, e, got)
+
+		b := e.EncodeFor(abi.MinorEgressEndCode - 1)
+		require.Equal(t, []byte(e.Message), b, "1.2: the text alone")
+		got, err = abi.DecodeEgressEnd(b, abi.MinorEgressEndCode-1)
+		require.NoError(t, err)
+		require.Equal(t, abi.EgressEnd{Code: abi.EndError, Message: e.Message}, got, "1.2 text is an unclassified failure")
+	}
+	require.Equal(t, "fenced", abi.EndFenced.String())
+	require.Equal(t, "too_large", abi.EndTooLarge.String())
+	for _, minor := range []uint16{abi.MinorEgressEndCode - 1, abi.MinorEgressEndCode} {
+		b := abi.EgressEnd{Message: "ignored"}.EncodeFor(minor)
+		require.Empty(t, b, "a clean end passes no buffer")
+		got, err := abi.DecodeEgressEnd(b, minor)
+		require.NoError(t, err)
+		require.Equal(t, abi.EgressEnd{}, got)
+	}
+	// A code this version does not know is kept, to be treated as a failure.
+	var e abi.Encoder
+	e.Uvarint(200)
+	e.String("later")
+	got, err := abi.DecodeEgressEnd(e.Bytes(), abi.MinorEgressEndCode)
+	require.NoError(t, err)
+	require.Equal(t, abi.EgressEnd{Code: 200, Message: "later"}, got)
+	require.Equal(t, "code(200)", got.Code.String())
+	// Code 0 with a message, a code past a byte, truncation, trailing bytes.
+	for _, b := range [][]byte{{0, 1, 'x'}, {0x80, 0x02, 0}, {2, 5, 'a'}, {2, 0, 0}} {
+		_, err := abi.DecodeEgressEnd(b, abi.MinorEgressEndCode)
+		require.ErrorIs(t, err, abi.ErrMalformed, "%x", b)
+	}
 }
 
 func TestEncodingIsDeterministic(t *testing.T) {
@@ -204,6 +283,7 @@ func FuzzDecode(f *testing.F) {
 	f.Add(b)
 	f.Add(abi.Emitted{ID: "e", Seq: 1}.Encode())
 	f.Add(abi.EgressRequest{Kind: abi.EgressTool, Target: "t", Epoch: 7, HasEpoch: true}.Encode())
+	f.Add(abi.EgressEnd{Code: abi.EndFenced, Message: "fenced"}.EncodeFor(abi.MinorEgressEndCode))
 	f.Add(abi.EgressResponse{Status: 200, Header: http.Header{"A": {"1"}, "B": {"2", "3"}}}.Encode())
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if r, err := abi.DecodeRequest(data); err == nil {
@@ -242,6 +322,11 @@ func FuzzDecode(f *testing.F) {
 			require.NoError(t, err)
 		}
 		_, _ = abi.DecodeSQLError(data)
+		if e, err := abi.DecodeEgressEnd(data, abi.MinorEgressEndCode); err == nil {
+			got, err := abi.DecodeEgressEnd(e.EncodeFor(abi.MinorEgressEndCode), abi.MinorEgressEndCode)
+			require.NoError(t, err)
+			require.Equal(t, e, got)
+		}
 		if c, err := abi.DecodeBootConfig(data); err == nil {
 			_, err := abi.DecodeBootConfig(c.Encode())
 			require.NoError(t, err)

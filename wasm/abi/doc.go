@@ -12,5 +12,6 @@
 // hold; every failure wraps ErrMalformed.
 //
 // The package is portable Go (linux/amd64 and wasip1/wasm) and imports
-// nothing of revenant's: both sides of the boundary use it.
+// nothing of revenant's but core/settings, the configuration type every
+// host shares, which BootConfig carries: both sides of the boundary use it.
 package abi

@@ -5,6 +5,8 @@ import (
 	"math"
 	"net/http"
 	"time"
+
+	"github.com/revenantrt/revenant/core/settings"
 )
 
 // Request is one API request delivered to the guest (revenant_request).
@@ -161,6 +163,56 @@ func DecodeEgressResponse(b []byte) (EgressResponse, error) {
 	d := NewDecoder(b)
 	r := EgressResponse{Status: int(d.Uvarint()), Header: decodeHeader(d)}
 	return r, d.Finish()
+}
+
+// EgressEnd ends an egress answer (revenant_egress_end): a clean end of
+// the body (EndOK), or a failure with its code and message. The code is
+// how the guest tells a fenced request from a network error: never by the
+// message, which is for people.
+type EgressEnd struct {
+	Code    EndCode
+	Message string
+}
+
+// MinorEgressEndCode is the minor version that gave revenant_egress_end a
+// code: between a host and a guest that both announced at least this, its
+// input is an encoded EgressEnd; otherwise it is the message's text alone
+// (empty: a clean end), and a receiver takes any text as EndError.
+const MinorEgressEndCode = 3
+
+// EncodeFor returns the wire form for a peer of minor version peerMinor
+// (the lower of the two sides' announced minors). A clean end is empty in
+// every version, so it passes no buffer.
+func (e EgressEnd) EncodeFor(peerMinor uint16) []byte {
+	if e.Code == EndOK {
+		return nil
+	}
+	if peerMinor < MinorEgressEndCode {
+		return []byte(e.Message)
+	}
+	var enc Encoder
+	enc.Uvarint(uint64(e.Code))
+	enc.String(e.Message)
+	return enc.Bytes()
+}
+
+// DecodeEgressEnd reads an EgressEnd sent by a peer of minor version
+// peerMinor. Empty input is a clean end. A code this version does not know
+// is kept: the receiver treats it as any failure.
+func DecodeEgressEnd(b []byte, peerMinor uint16) (EgressEnd, error) {
+	if len(b) == 0 {
+		return EgressEnd{}, nil
+	}
+	if peerMinor < MinorEgressEndCode {
+		return EgressEnd{Code: EndError, Message: string(b)}, nil
+	}
+	d := NewDecoder(b)
+	code := d.Uvarint()
+	e := EgressEnd{Code: EndCode(code), Message: d.String()}
+	if d.err == nil && (code == uint64(EndOK) || code > math.MaxUint8) {
+		d.fail("egress end code %d", code)
+	}
+	return e, d.Finish()
 }
 
 // ToolCall is the body of an EgressTool request.
@@ -412,12 +464,23 @@ type BootConfig struct {
 	// serves, and the id POST /v1/sessions creates.
 	TreeID string
 
-	Model  ModelConfig
-	Tools  []ToolDecl
-	Core   CoreConfig
-	Runner RunnerConfig
-	API    APIConfig
+	Model ModelConfig
+	Tools []ToolDecl
+	// Settings are the tree's knobs, the same type every host configures
+	// (core/settings); the guest maps them with settings.Configs.
+	// Settings.MaxRetryAfter configures the OpenAI-compatible model.
+	Settings settings.Settings
+	// SystemPrompt is the runner's system prompt (runner.WithSystemPrompt),
+	// for a session whose own configuration and the API's session defaults
+	// give none. Default none.
+	SystemPrompt string
+	API          APIConfig
 }
+
+// MinorPageSizes is the minor version that added the page sizes
+// (Settings.SessionPageSize, MessagePageSize) at BootConfig's end: a host
+// sends them only to a guest that announces at least this (EncodeFor).
+const MinorPageSizes = 3
 
 // ModelConfig selects the model.
 type ModelConfig struct {
@@ -426,9 +489,8 @@ type ModelConfig struct {
 	WordDelay time.Duration
 	// BaseURL and Name configure the OpenAI-compatible provider; its key
 	// stays with the host, which adds it to every EgressModel request.
-	BaseURL       string
-	Name          string
-	MaxRetryAfter time.Duration
+	BaseURL string
+	Name    string
 }
 
 // ToolDecl declares a tool whose HTTP side the host performs (EgressTool).
@@ -443,73 +505,62 @@ type ToolDecl struct {
 	MaxBytes    int64 // ToolHTTPRequest: the policy's body cap, for the tool's description of limits
 }
 
-// CoreConfig mirrors core.Config. Zero means default; ResumeBudget is a
-// pointer because 0 is a meaningful budget.
-type CoreConfig struct {
-	ResumeBudget   *int
-	MaxClaimAge    time.Duration
-	WakeInterval   time.Duration
-	InterruptGrace time.Duration
-}
-
-// RunnerConfig mirrors runner.Config. Zero means default.
-type RunnerConfig struct {
-	StepCap         int
-	StreamIdle      time.Duration
-	StepWall        time.Duration
-	ToolTimeout     time.Duration
-	OutputCap       int
-	CheckpointEvery time.Duration
-	CheckpointBytes int
-	Retries         *int
-	RetryInitial    time.Duration
-	RetryMax        time.Duration
-	ContextBytes    int
-	SystemPrompt    string
-}
-
-// APIConfig configures the guest's API handler.
+// APIConfig configures the guest's API handler beyond its Settings.
 type APIConfig struct {
 	// Tokens is a REVENANT_TOKENS spec; use the "sha256:" form so no token
 	// enters the guest (a host that authenticates requests itself forwards
 	// stand-ins instead of tokens: see host.HashTokens). Empty serves the
 	// anonymous principal.
-	Tokens    string
-	Heartbeat time.Duration
-	MaxBody   int64
+	Tokens string
 	// Session defaults for POST /v1/sessions.
 	SystemPrompt string
 	ModelName    string
 	Tools        *[]string
 }
 
-func encodeOptInt(e *Encoder, p *int) {
-	e.Bool(p != nil)
-	if p != nil {
-		e.Varint(int64(*p))
+// encodeCount writes a count whose zero is meaningful the way 1.0 wrote
+// its pointer: absent for the default (0), present for a value, None as a
+// present 0.
+func encodeCount(e *Encoder, n int) {
+	e.Bool(n != 0)
+	if n != 0 {
+		e.Varint(int64(max(n, 0)))
 	}
 }
 
-func decodeOptInt(d *Decoder) *int {
+// decodeCount reads what encodeCount writes.
+func decodeCount(d *Decoder, name string) int {
 	if !d.Bool() {
-		return nil
+		return 0
 	}
-	v := int(d.Varint())
-	return &v
+	switch v := d.Varint(); {
+	case v < 0:
+		d.fail("%s %d is negative", name, v)
+		return 0
+	case v == 0:
+		return settings.None
+	default:
+		return int(v)
+	}
 }
 
-// Encode returns the wire form.
-func (c BootConfig) Encode() []byte {
+// Encode returns the wire form for a guest of this package's version.
+func (c BootConfig) Encode() []byte { return c.EncodeFor(Minor) }
+
+// EncodeFor returns the wire form for a guest that announced ABI minor
+// version guestMinor: the fields later minors append are left out for an
+// older guest, whose decoder would refuse them (docs/abi.md §7).
+func (c BootConfig) EncodeFor(guestMinor uint16) []byte {
 	var e Encoder
 	e.Uvarint(uint64(c.HostMajor))
 	e.Uvarint(uint64(c.HostMinor))
 	e.String(c.TreeID)
-	m := c.Model
+	m, s := c.Model, c.Settings
 	e.String(m.Kind)
 	e.Varint(int64(m.WordDelay))
 	e.String(m.BaseURL)
 	e.String(m.Name)
-	e.Varint(int64(m.MaxRetryAfter))
+	e.Varint(int64(s.MaxRetryAfter))
 	e.Uvarint(uint64(len(c.Tools)))
 	for _, t := range c.Tools {
 		e.String(t.Kind)
@@ -521,28 +572,26 @@ func (c BootConfig) Encode() []byte {
 		e.Varint(int64(t.OutputCap))
 		e.Varint(t.MaxBytes)
 	}
-	k := c.Core
-	encodeOptInt(&e, k.ResumeBudget)
-	e.Varint(int64(k.MaxClaimAge))
-	e.Varint(int64(k.WakeInterval))
-	e.Varint(int64(k.InterruptGrace))
-	r := c.Runner
-	e.Varint(int64(r.StepCap))
-	e.Varint(int64(r.StreamIdle))
-	e.Varint(int64(r.StepWall))
-	e.Varint(int64(r.ToolTimeout))
-	e.Varint(int64(r.OutputCap))
-	e.Varint(int64(r.CheckpointEvery))
-	e.Varint(int64(r.CheckpointBytes))
-	encodeOptInt(&e, r.Retries)
-	e.Varint(int64(r.RetryInitial))
-	e.Varint(int64(r.RetryMax))
-	e.Varint(int64(r.ContextBytes))
-	e.String(r.SystemPrompt)
+	encodeCount(&e, s.ResumeBudget)
+	e.Varint(int64(s.MaxClaimAge))
+	e.Varint(int64(s.WakeInterval))
+	e.Varint(int64(s.InterruptGrace))
+	e.Varint(int64(s.StepCap))
+	e.Varint(int64(s.StreamIdle))
+	e.Varint(int64(s.StepWall))
+	e.Varint(int64(s.ToolTimeout))
+	e.Varint(int64(s.ToolOutputCap))
+	e.Varint(int64(s.CheckpointEvery))
+	e.Varint(int64(s.CheckpointBytes))
+	encodeCount(&e, s.ModelRetries)
+	e.Varint(int64(s.RetryInitial))
+	e.Varint(int64(s.RetryMax))
+	e.Varint(int64(s.ContextBytes))
+	e.String(c.SystemPrompt)
 	a := c.API
 	e.String(a.Tokens)
-	e.Varint(int64(a.Heartbeat))
-	e.Varint(a.MaxBody)
+	e.Varint(int64(s.Heartbeat))
+	e.Varint(s.MaxBody)
 	e.String(a.SystemPrompt)
 	e.String(a.ModelName)
 	e.Bool(a.Tools != nil)
@@ -552,27 +601,39 @@ func (c BootConfig) Encode() []byte {
 			e.String(t)
 		}
 	}
+	if guestMinor >= MinorPageSizes {
+		e.Varint(int64(s.SessionPageSize))
+		e.Varint(int64(s.MessagePageSize))
+	}
 	return e.Bytes()
 }
 
-// DecodeBootConfig reads a BootConfig.
+// DecodeBootConfig reads a BootConfig, with the fields of later minor
+// versions if bytes follow the 1.0 ones.
 func DecodeBootConfig(b []byte) (BootConfig, error) {
 	d := NewDecoder(b)
 	var c BootConfig
+	s := &c.Settings
 	c.HostMajor = uint16(d.Uvarint())
 	c.HostMinor = uint16(d.Uvarint())
 	c.TreeID = d.String()
-	c.Model = ModelConfig{Kind: d.String(), WordDelay: duration(d), BaseURL: d.String(), Name: d.String(), MaxRetryAfter: duration(d)}
+	c.Model = ModelConfig{Kind: d.String(), WordDelay: duration(d), BaseURL: d.String(), Name: d.String()}
+	s.MaxRetryAfter = duration(d)
 	n := d.Count()
 	for range n {
 		c.Tools = append(c.Tools, ToolDecl{Kind: d.String(), Name: d.String(), Description: d.String(), Schema: d.Blob(),
 			Idempotent: d.Bool(), Timeout: duration(d), OutputCap: int(d.Varint()), MaxBytes: d.Varint()})
 	}
-	c.Core = CoreConfig{ResumeBudget: decodeOptInt(d), MaxClaimAge: duration(d), WakeInterval: duration(d), InterruptGrace: duration(d)}
-	c.Runner = RunnerConfig{StepCap: int(d.Varint()), StreamIdle: duration(d), StepWall: duration(d), ToolTimeout: duration(d),
-		OutputCap: int(d.Varint()), CheckpointEvery: duration(d), CheckpointBytes: int(d.Varint()), Retries: decodeOptInt(d),
-		RetryInitial: duration(d), RetryMax: duration(d), ContextBytes: int(d.Varint()), SystemPrompt: d.String()}
-	c.API = APIConfig{Tokens: d.String(), Heartbeat: duration(d), MaxBody: d.Varint(), SystemPrompt: d.String(), ModelName: d.String()}
+	s.ResumeBudget = decodeCount(d, "resume budget")
+	s.MaxClaimAge, s.WakeInterval, s.InterruptGrace = duration(d), duration(d), duration(d)
+	s.StepCap, s.StreamIdle, s.StepWall, s.ToolTimeout = int(d.Varint()), duration(d), duration(d), duration(d)
+	s.ToolOutputCap, s.CheckpointEvery, s.CheckpointBytes = int(d.Varint()), duration(d), int(d.Varint())
+	s.ModelRetries = decodeCount(d, "model retries")
+	s.RetryInitial, s.RetryMax, s.ContextBytes = duration(d), duration(d), int(d.Varint())
+	c.SystemPrompt = d.String()
+	c.API.Tokens = d.String()
+	s.Heartbeat, s.MaxBody = duration(d), d.Varint()
+	c.API.SystemPrompt, c.API.ModelName = d.String(), d.String()
 	if d.Bool() {
 		m := d.Count()
 		tools := make([]string, 0, m)
@@ -580,6 +641,9 @@ func DecodeBootConfig(b []byte) (BootConfig, error) {
 			tools = append(tools, d.String())
 		}
 		c.API.Tools = &tools
+	}
+	if d.err == nil && len(d.b) > 0 {
+		s.SessionPageSize, s.MessagePageSize = int(d.Varint()), int(d.Varint())
 	}
 	return c, d.Finish()
 }

@@ -17,7 +17,7 @@ const (
 	ExportTimer          = "revenant_timer"           // (id i64) -> status
 	ExportEgressResponse = "revenant_egress_response" // (id i64, ptr, len EgressResponse) -> status
 	ExportEgressChunk    = "revenant_egress_chunk"    // (id i64, ptr, len bytes) -> status
-	ExportEgressEnd      = "revenant_egress_end"      // (id i64, ptr, len error text; empty: EOF) -> status
+	ExportEgressEnd      = "revenant_egress_end"      // (id i64, ptr, len EgressEnd; empty: EOF) -> status
 	ExportPump           = "revenant_pump"            // () -> status
 	ExportShutdown       = "revenant_shutdown"        // () -> status
 

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/revenantrt/revenant/core"
 	"github.com/revenantrt/revenant/core/model"
 	"github.com/revenantrt/revenant/core/tool"
 	"github.com/revenantrt/revenant/tools/web"
@@ -29,6 +30,8 @@ type egresses struct {
 	// with every request for the host's fence (ABI 1.2). It is nil for a
 	// host older than 1.2, whose decoder would refuse the field.
 	epoch func() int64
+	// onFenced, if set, is told of every end with code abi.EndFenced.
+	onFenced func(id uint64, msg string)
 }
 
 type egress struct {
@@ -38,8 +41,28 @@ type egress struct {
 	head   *abi.EgressResponse
 	buf    []byte
 	ended  bool
-	err    string
+	err    error // why it ended; nil: a clean end
 }
+
+// endError is a failed egress end as the guest's callers see it: the
+// host's message, and for a fenced end core.ErrFenced, decided by the
+// end's code and never by its text (errors.Is(err, core.ErrFenced)).
+type endError struct {
+	code abi.EndCode
+	msg  string
+}
+
+func (e *endError) Error() string { return e.msg }
+
+func (e *endError) Unwrap() error {
+	if e.code == abi.EndFenced {
+		return core.ErrFenced
+	}
+	return nil
+}
+
+// errCancelled ends an egress the guest abandoned.
+var errCancelled = errors.New("egress cancelled")
 
 func (e *egress) signal() {
 	select {
@@ -75,8 +98,8 @@ func (es *egresses) cancel(e *egress) {
 	e.mu.Lock()
 	ended := e.ended
 	e.ended = true
-	if e.err == "" && !ended {
-		e.err = "egress cancelled"
+	if e.err == nil && !ended {
+		e.err = errCancelled
 	}
 	e.mu.Unlock()
 	e.signal()
@@ -113,19 +136,30 @@ func (es *egresses) chunk(id uint64, b []byte) {
 	}
 }
 
-func (es *egresses) end(id uint64, msg string) {
+// end ends egress id as the host says. A fenced end means a newer
+// instance owns the tree: this one is a zombie, and the request fails with
+// core.ErrFenced.
+func (es *egresses) end(id uint64, end abi.EgressEnd) {
 	es.mu.Lock()
 	e := es.byID[id]
 	delete(es.byID, id)
 	es.mu.Unlock()
-	if e != nil {
-		e.mu.Lock()
-		if !e.ended {
-			e.ended, e.err = true, msg
-		}
-		e.mu.Unlock()
-		e.signal()
+	if e == nil {
+		return
 	}
+	var err error
+	if end.Code != abi.EndOK {
+		err = &endError{code: end.Code, msg: end.Message}
+		if end.Code == abi.EndFenced && es.onFenced != nil {
+			es.onFenced(id, end.Message)
+		}
+	}
+	e.mu.Lock()
+	if !e.ended {
+		e.ended, e.err = true, err
+	}
+	e.mu.Unlock()
+	e.signal()
 }
 
 // wait blocks until e changes or ctx ends.
@@ -163,7 +197,7 @@ func (d doer) Do(req *http.Request) (*http.Response, error) {
 	stop := context.AfterFunc(ctx, func() { d.es.cancel(e) })
 	for {
 		e.mu.Lock()
-		head, ended, msg := e.head, e.ended, e.err
+		head, ended, endErr := e.head, e.ended, e.err
 		e.mu.Unlock()
 		if head != nil {
 			return &http.Response{Status: fmt.Sprintf("%d %s", head.Status, http.StatusText(head.Status)), StatusCode: head.Status,
@@ -174,7 +208,10 @@ func (d doer) Do(req *http.Request) (*http.Response, error) {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
-			return nil, errors.New(msg)
+			if endErr == nil {
+				endErr = errors.New("egress ended without an answer")
+			}
+			return nil, endErr
 		}
 		if err := e.wait(ctx); err != nil {
 			stop()
@@ -202,14 +239,14 @@ func (b *egressBody) Read(p []byte) (int, error) {
 			b.e.mu.Unlock()
 			return n, nil
 		}
-		ended, msg := b.e.ended, b.e.err
+		ended, endErr := b.e.ended, b.e.err
 		b.e.mu.Unlock()
 		if ended {
 			if b.ctx.Err() != nil {
 				return 0, b.ctx.Err()
 			}
-			if msg != "" {
-				return 0, errors.New(msg)
+			if endErr != nil {
+				return 0, endErr
 			}
 			return 0, io.EOF
 		}

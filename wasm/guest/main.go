@@ -16,6 +16,7 @@ import (
 	"github.com/revenantrt/revenant/core/api"
 	"github.com/revenantrt/revenant/core/event"
 	"github.com/revenantrt/revenant/core/retry"
+	"github.com/revenantrt/revenant/core/settings"
 	"github.com/revenantrt/revenant/recovery"
 	"github.com/revenantrt/revenant/wasm/abi"
 )
@@ -27,6 +28,7 @@ func main() {}
 // while some export settles.
 type guest struct {
 	cfg     abi.BootConfig
+	configs settings.Configs // cfg.Settings, mapped
 	log     *slog.Logger
 	db      *db
 	clock   *clock
@@ -223,7 +225,11 @@ func egressEnd(id uint64, p unsafe.Pointer, n uint32) int32 {
 	if !booted() {
 		return int32(abi.StatusNotBooted)
 	}
-	g.es.end(id, string(b))
+	end, err := abi.DecodeEgressEnd(b, g.cfg.HostMinor)
+	if err != nil {
+		return fail(abi.StatusError, fmt.Errorf("egress end: %w", err))
+	}
+	g.es.end(id, end)
 	return int32(settle())
 }
 

@@ -20,8 +20,13 @@ func newGuest(cfg abi.BootConfig) (*guest, error) {
 	if cfg.TreeID == "" {
 		return nil, fmt.Errorf("no tree id")
 	}
+	configs, err := cfg.Settings.Configs()
+	if err != nil {
+		return nil, fmt.Errorf("settings: %w", err)
+	}
 	gg := &guest{
 		cfg:     cfg,
+		configs: configs,
 		clock:   &clock{timers: map[uint64]func(){}},
 		es:      &egresses{byID: map[uint64]*egress{}},
 		reqs:    requests{cancel: map[uint64]func(){}},
@@ -37,26 +42,21 @@ func newGuest(cfg abi.BootConfig) (*guest, error) {
 			return gg.inst.Epoch()
 		}
 	}
+	gg.es.onFenced = func(id uint64, msg string) {
+		// The host's epoch fence refused a request: a newer instance owns
+		// the tree. The request fails with core.ErrFenced, and this
+		// instance's next write fails on the epoch, which ends its
+		// execution.
+		gg.log.Warn("egress fenced: this instance is superseded", "egress", id, "reason", msg)
+	}
 	return gg, nil
 }
 
-// coreSetup builds the instance's configuration and the turn runner, as
-// cmd/revenant's setup does for the local server.
+// coreSetup builds the instance's configuration and the turn runner from
+// the boot configuration's settings, mapped as every host maps them
+// (settings.Configs).
 func (gg *guest) coreSetup() (core.Config, core.Driver, error) {
-	k := gg.cfg.Core
-	cfg := core.NewConfig().WithCommitHook(gg.db.Hook)
-	if k.ResumeBudget != nil {
-		cfg = cfg.WithResumeBudget(*k.ResumeBudget)
-	}
-	if k.MaxClaimAge > 0 {
-		cfg = cfg.WithMaxClaimAge(k.MaxClaimAge)
-	}
-	if k.WakeInterval > 0 {
-		cfg = cfg.WithWakeInterval(k.WakeInterval)
-	}
-	if k.InterruptGrace > 0 {
-		cfg = cfg.WithInterruptGrace(k.InterruptGrace)
-	}
+	cfg := gg.configs.Core.WithCommitHook(gg.db.Hook)
 
 	var m model.Model
 	switch mc := gg.cfg.Model; mc.Kind {
@@ -64,7 +64,7 @@ func (gg *guest) coreSetup() (core.Config, core.Driver, error) {
 		m = offline.New(gg.clock, offline.Options{WordDelay: mc.WordDelay})
 	case abi.ModelOpenAI:
 		// No key: the host adds it to every EgressModel request.
-		om, err := openai.New(openai.Config{BaseURL: mc.BaseURL, Model: mc.Name, MaxRetryAfter: mc.MaxRetryAfter,
+		om, err := openai.New(openai.Config{BaseURL: mc.BaseURL, Model: mc.Name, MaxRetryAfter: gg.cfg.Settings.MaxRetryAfter,
 			Client: doer{es: gg.es, kind: abi.EgressModel}})
 		if err != nil {
 			return cfg, nil, err
@@ -86,51 +86,9 @@ func (gg *guest) coreSetup() (core.Config, core.Driver, error) {
 	if err != nil {
 		return cfg, nil, err
 	}
-	r := gg.cfg.Runner
-	rc := runner.NewConfig()
-	if r.StepCap > 0 {
-		rc = rc.WithStepCap(r.StepCap)
-	}
-	if r.StreamIdle > 0 {
-		rc = rc.WithStreamIdle(r.StreamIdle)
-	}
-	if r.StepWall > 0 {
-		rc = rc.WithStepWall(r.StepWall)
-	}
-	if r.ToolTimeout > 0 {
-		rc = rc.WithToolTimeout(r.ToolTimeout)
-	}
-	if r.OutputCap > 0 {
-		rc = rc.WithOutputCap(r.OutputCap)
-	}
-	if r.CheckpointEvery > 0 || r.CheckpointBytes > 0 {
-		every, size := r.CheckpointEvery, r.CheckpointBytes
-		if every <= 0 {
-			every = runner.DefaultCheckpointEvery
-		}
-		if size <= 0 {
-			size = runner.DefaultCheckpointBytes
-		}
-		rc = rc.WithCheckpoints(every, size)
-	}
-	if r.Retries != nil || r.RetryInitial > 0 || r.RetryMax > 0 {
-		n, initial, maxd := runner.DefaultRetries, runner.DefaultRetryInitial, runner.DefaultRetryMax
-		if r.Retries != nil {
-			n = *r.Retries
-		}
-		if r.RetryInitial > 0 {
-			initial = r.RetryInitial
-		}
-		if r.RetryMax > 0 {
-			maxd = r.RetryMax
-		}
-		rc = rc.WithRetries(n, initial, maxd)
-	}
-	if r.ContextBytes > 0 {
-		rc = rc.WithContextBytes(r.ContextBytes)
-	}
-	if r.SystemPrompt != "" {
-		rc = rc.WithSystemPrompt(r.SystemPrompt)
+	rc := gg.configs.Runner
+	if gg.cfg.SystemPrompt != "" {
+		rc = rc.WithSystemPrompt(gg.cfg.SystemPrompt)
 	}
 	driver, err := runner.New(m, registry, rc)
 	if err != nil {
@@ -150,12 +108,6 @@ func (gg *guest) apiSetup() (*api.Handler, error) {
 		}
 		auth = t
 	}
-	cfg := api.NewConfig().WithSessionDefaults(core.SessionConfig{SystemPrompt: a.SystemPrompt, Model: a.ModelName, Tools: a.Tools})
-	if a.Heartbeat > 0 {
-		cfg = cfg.WithHeartbeat(a.Heartbeat)
-	}
-	if a.MaxBody > 0 {
-		cfg = cfg.WithMaxBody(a.MaxBody)
-	}
+	cfg := gg.configs.API.WithSessionDefaults(core.SessionConfig{SystemPrompt: a.SystemPrompt, Model: a.ModelName, Tools: a.Tools})
 	return api.New(api.Deps{Trees: trees{gg}, Auth: auth, Clock: gg.clock, IDs: treeIDs{gg.cfg.TreeID}, Log: gg.log}, cfg)
 }

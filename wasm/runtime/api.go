@@ -133,6 +133,9 @@ type (
 	BootConfig = abi.BootConfig
 	// EgressRequest is an outbound request; see abi.EgressRequest.
 	EgressRequest = abi.EgressRequest
+	// EgressEnd ends an egress answer, with a code when it failed; see
+	// abi.EgressEnd.
+	EgressEnd = abi.EgressEnd
 	// Emitted is an event leaving the guest; see abi.Emitted.
 	Emitted = abi.Emitted
 	// ResponsePart is a piece of an API response; see abi.ResponsePart.

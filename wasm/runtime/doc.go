@@ -23,13 +23,16 @@
 //     refuses a request whose epoch (ABI 1.2) is not that one, or is
 //     abi.NoEpoch (a request without one, from an older guest or to a host
 //     that announced an older version, cannot be checked and goes out;
-//     core's write fence stops that instance at its next write). A refused request never reaches the Services; its end,
-//     an error starting "fenced:", is delivered through the egress-end
-//     export once the running export returns, within the same call.
+//     core's write fence stops that instance at its next write). A refused
+//     request never reaches the Services; its end, code abi.EndFenced (ABI
+//     1.3; to an older guest, text starting "fenced:"), is delivered
+//     through the egress-end export once the running export returns,
+//     within the same call.
 //   - A kill is wazero's documented exit from a host function:
 //     CloseWithExitCode, then panic(sys.NewExitError(…)).
 //
 // The package imports core/storage (the Conn's rows and error codes) and
-// wasm/abi; never core's instance, recovery or a host. Subpackage serve is
+// wasm/abi (and through it core/settings, the boot configuration's knobs);
+// never core's instance, recovery or a host. Subpackage serve is
 // the real-time driver for servers.
 package runtime

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -66,7 +67,11 @@ func TestZombieEgressIsFenced(t *testing.T) {
 
 	require.Empty(t, a.s.egress, "the zombie's model request reached its host")
 	require.NotContains(t, a.s.log.String(), "egress_start", "StartEgress was never called for A")
-	require.Contains(t, logs.String(), `reason="fenced: a newer instance owns this tree (its epoch 2, this instance's 1)"`)
+	require.Contains(t, logs.String(), `code=fenced reason="fenced: a newer instance owns this tree (its epoch 2, this instance's 1)"`)
+	// The end carried code fenced (ABI 1.3), and the guest took it as
+	// fencing, by its code: its request failed with core.ErrFenced and it
+	// said it is superseded.
+	require.Equal(t, 1, strings.Count(logs.String(), "egress fenced: this instance is superseded"), logs.String())
 
 	// A took the end: its turn went on past egress_start (to a write the
 	// write fence refused), and nothing of it waits on the egress any more.
@@ -127,6 +132,51 @@ func TestNoEpochForAnOlderHost(t *testing.T) {
 	for _, req := range a.s.egress {
 		require.False(t, req.HasEpoch)
 	}
+}
+
+// The guest tells a fenced end from any other by its code, never by its
+// text: a fenced end whose message says nothing of fencing takes the
+// fencing path, and a network end whose text starts "fenced:" does not. A
+// network failure of the model is retried (a timer); a fenced one is too
+// here, as this guest is in fact live, but only after the guest said it
+// is superseded.
+func TestGuestTellsFencedEndsByCode(t *testing.T) {
+	for _, tc := range []struct {
+		end    runtime.EgressEnd
+		fenced bool
+	}{
+		{runtime.EgressEnd{Code: abi.EndNetwork, Message: "fenced: but only in words"}, false},
+		{runtime.EgressEnd{Code: abi.EndError, Message: "fenced: by an older host"}, false},
+		{runtime.EgressEnd{Code: abi.EndFenced, Message: "the host says no"}, true},
+	} {
+		t.Run(tc.end.Code.String(), func(t *testing.T) {
+			e := newEnv(t, 11, openaiConfig())
+			logs := &bytes.Buffer{}
+			require.NoError(t, e.boot(runtime.Options{Log: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{ReplaceAttr: dropTime}))}))
+			e.createAndPrompt("hi")
+			require.Len(t, e.s.egress, 1)
+			for id := range e.s.egress {
+				require.NoError(t, e.g.EgressEnd(context.Background(), id, tc.end))
+			}
+			require.Equal(t, tc.fenced, strings.Contains(logs.String(), "egress fenced: this instance is superseded"), logs.String())
+			// Either way the guest took the end as the request's failure,
+			// with the host's message, and schedules the retry.
+			cuts := e.s.emitted("session.step.cut@1")
+			require.Len(t, cuts, 1)
+			require.Contains(t, string(cuts[0].Data), tc.end.Message)
+			require.Len(t, e.s.emitted("session.retry.scheduled@1"), 1)
+		})
+	}
+}
+
+// A host that announces 1.2 sends ends as bare text, so the guest cannot
+// tell a fenced one and treats it as any failure; the runtime still
+// refuses the zombie's request.
+func TestFencedEndToAnOlderHostsGuestIsText(t *testing.T) {
+	a, _, _, logs := zombie(t, 12, abi.PackVersion(1, 2))
+	require.Empty(t, a.s.egress, "the zombie's model request reached its host")
+	require.Contains(t, logs.String(), "code=fenced")
+	require.NotContains(t, logs.String(), "egress fenced: this instance is superseded")
 }
 
 // The fence is deterministic: the same inputs give the same imports, the

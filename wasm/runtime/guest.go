@@ -41,9 +41,15 @@ type Guest struct {
 	log  *slog.Logger
 	fns  map[string]api.Function
 
-	mu     sync.Mutex // serializes calls; guards the fields below
-	booted bool
-	broken error // why the guest was closed; nil while usable
+	// guestMinor is the minor ABI version the guest announced; peerMinor,
+	// set at Boot, the lower of it and the host's announced one: what both
+	// sides speak (abi.EgressEnd's layout depends on it).
+	guestMinor uint16
+
+	mu        sync.Mutex // serializes calls; guards the fields below
+	booted    bool
+	peerMinor uint16
+	broken    error // why the guest was closed; nil while usable
 
 	closing atomic.Bool // Close was called, maybe from another goroutine
 
@@ -60,8 +66,8 @@ type Guest struct {
 	fenced []fencedEgress
 }
 
-// fencedEgress is an egress request the epoch fence refused: its end, with
-// msg, is owed to the guest.
+// fencedEgress is an egress request the epoch fence refused: its end, code
+// abi.EndFenced with msg, is owed to the guest.
 type fencedEgress struct {
 	id  uint64
 	msg string
@@ -122,10 +128,12 @@ func (g *Guest) Boot(ctx context.Context, cfg BootConfig) error {
 			cfg.HostMajor, cfg.HostMinor = abi.UnpackVersion(g.opts.HostVersion)
 		}
 	}
-	if err := g.callData(ctx, abi.ExportBoot, nil, cfg.Encode()); err != nil {
+	// The 1.3 fields go only to a guest that announced 1.3: an older
+	// decoder refuses trailing bytes.
+	if err := g.callData(ctx, abi.ExportBoot, nil, cfg.EncodeFor(g.guestMinor)); err != nil {
 		return err
 	}
-	g.booted = true
+	g.booted, g.peerMinor = true, min(g.guestMinor, cfg.HostMinor)
 	return nil
 }
 
@@ -177,12 +185,15 @@ func (g *Guest) EgressChunk(ctx context.Context, id uint64, data []byte) error {
 	return g.callData(ctx, abi.ExportEgressChunk, []uint64{id}, data)
 }
 
-// EgressEnd ends egress id: errMsg "" is a clean end of the body, anything
-// else a failure (before the head: the request failed).
-func (g *Guest) EgressEnd(ctx context.Context, id uint64, errMsg string) error {
+// EgressEnd ends egress id: the zero EgressEnd is a clean end of the body,
+// anything else a failure (before the head: the request failed) with the
+// most specific code the host can tell. A guest older than ABI 1.3, or
+// one booted by a host announcing an older version, gets the message
+// alone.
+func (g *Guest) EgressEnd(ctx context.Context, id uint64, end EgressEnd) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return g.callData(ctx, abi.ExportEgressEnd, []uint64{id}, []byte(errMsg))
+	return g.callData(ctx, abi.ExportEgressEnd, []uint64{id}, end.EncodeFor(g.peerMinor))
 }
 
 // Idle reports whether no execution runs in the guest (core.Instance.Idle:
@@ -321,7 +332,8 @@ func (g *Guest) endFenced(ctx context.Context, err error) error {
 		}
 		f := g.fenced[0]
 		g.fenced = g.fenced[1:]
-		endErr := g.runData(ctx, abi.ExportEgressEnd, []uint64{f.id}, []byte(f.msg))
+		end := abi.EgressEnd{Code: abi.EndFenced, Message: f.msg}
+		endErr := g.runData(ctx, abi.ExportEgressEnd, []uint64{f.id}, end.EncodeFor(g.peerMinor))
 		switch {
 		case endErr == nil:
 		case g.broken != nil:

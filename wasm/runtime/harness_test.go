@@ -199,7 +199,7 @@ func (e *env) answer(id uint64, events ...string) {
 	for _, ev := range events {
 		require.NoError(e.t, e.g.EgressChunk(ctx, id, []byte(ev+"\n\n")))
 	}
-	require.NoError(e.t, e.g.EgressEnd(ctx, id, ""))
+	require.NoError(e.t, e.g.EgressEnd(ctx, id, runtime.EgressEnd{}))
 }
 
 // boot instantiates a fresh guest on the env's database and boots it.

@@ -111,7 +111,7 @@ var hostFns = []hostFn{
 		}
 		g.interpose(ctx, mod, abi.ImportEgressStart, false)
 		if msg := g.fence(req); msg != "" {
-			g.log.Warn("wasm guest egress refused", "id", stack[0], "kind", req.Kind, "target", req.Target, "reason", msg)
+			g.log.Warn("wasm guest egress refused", "id", stack[0], "kind", req.Kind, "target", req.Target, "code", abi.EndFenced, "reason", msg)
 			g.fenced = append(g.fenced, fencedEgress{id: stack[0], msg: msg})
 		} else {
 			g.opts.Services.StartEgress(stack[0], req)

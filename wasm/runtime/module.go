@@ -104,10 +104,12 @@ func (m *Module) Instantiate(ctx context.Context, opts Options) (*Guest, error) 
 		mod.Close(ctx)
 		return nil, fmt.Errorf("instantiate guest: read ABI version: %w", err)
 	}
-	if major, minor := abi.UnpackVersion(uint32(res[0])); major != abi.Major {
+	major, minor := abi.UnpackVersion(uint32(res[0]))
+	if major != abi.Major {
 		mod.Close(ctx)
 		return nil, fmt.Errorf("instantiate guest: guest ABI %d.%d, host %d.%d: %w", major, minor, abi.Major, abi.Minor, ErrVersion)
 	}
+	g.guestMinor = minor
 	return g, nil
 }
 

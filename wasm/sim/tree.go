@@ -17,6 +17,7 @@ import (
 
 	"github.com/ncruces/go-sqlite3"
 
+	"github.com/revenantrt/revenant/core/settings"
 	"github.com/revenantrt/revenant/internal/faultvfs"
 	"github.com/revenantrt/revenant/wasm/abi"
 	"github.com/revenantrt/revenant/wasm/runtime"
@@ -138,11 +139,6 @@ func newTree(mod *runtime.Module, cfg Config, index int, dir string) *tree {
 	if rng.Float64() < cfg.DiskFull {
 		t.fillDisk(rng)
 	}
-	budget := cfg.ResumeBudget
-	var budgetPtr *int
-	if budget > 0 {
-		budgetPtr = &budget
-	}
 	t.boot = runtime.BootConfig{
 		TreeID: t.id,
 		Model:  abi.ModelConfig{Kind: abi.ModelOffline, WordDelay: 40 * time.Millisecond},
@@ -150,7 +146,7 @@ func newTree(mod *runtime.Module, cfg Config, index int, dir string) *tree {
 			{Kind: abi.ToolWebhook, Name: toolHook, Description: "records a delivery; not idempotent", Timeout: 20 * time.Second},
 			{Kind: abi.ToolWebhook, Name: toolIHook, Description: "records a delivery; deduplicates by key", Idempotent: true, Timeout: 20 * time.Second},
 		},
-		Core: abi.CoreConfig{ResumeBudget: budgetPtr},
+		Settings: settings.Settings{ResumeBudget: max(cfg.ResumeBudget, 0)},
 	}
 	return t
 }
@@ -372,7 +368,9 @@ func (t *tree) deliverWake(ctx context.Context) {
 // answer delivers the receiver's answer to egress id: head, body, end.
 func (t *tree) answer(ctx context.Context, g *guest, id uint64, r *reply) {
 	if r.errMsg != "" {
-		t.call(ctx, g, func() error { return g.g.EgressEnd(ctx, id, r.errMsg) })
+		t.call(ctx, g, func() error {
+			return g.g.EgressEnd(ctx, id, runtime.EgressEnd{Code: abi.EndError, Message: r.errMsg})
+		})
 		return
 	}
 	if !t.call(ctx, g, func() error {
@@ -383,7 +381,7 @@ func (t *tree) answer(ctx context.Context, g *guest, id uint64, r *reply) {
 	if !t.call(ctx, g, func() error { return g.g.EgressChunk(ctx, id, r.body) }) {
 		return
 	}
-	t.call(ctx, g, func() error { return g.g.EgressEnd(ctx, id, "") })
+	t.call(ctx, g, func() error { return g.g.EgressEnd(ctx, id, runtime.EgressEnd{}) })
 }
 
 // call makes one guest call and deals with how it failed. It reports

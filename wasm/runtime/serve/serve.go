@@ -239,9 +239,9 @@ func (t *Tree) Close(ctx context.Context) error {
 // handler, and the response streams back as the guest writes it (an event
 // stream flushes each event).
 func (t *Tree) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	max := t.cfg.Boot.API.MaxBody
+	max := t.cfg.Boot.Settings.MaxBody
 	if max <= 0 {
-		max = 1 << 20
+		max = api.DefaultMaxBody
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, max+1))
 	if err != nil {
@@ -516,17 +516,17 @@ func (t *Tree) runEgress(ctx context.Context, gen int, id uint64, req abi.Egress
 		})
 		return ok
 	}
-	end := func(msg string) {
+	end := func(err error) {
 		deliver(func(g *runtime.Guest) error {
 			delete(t.egress, id)
-			return g.EgressEnd(context.Background(), id, msg)
+			return g.EgressEnd(context.Background(), id, endOf(req.Kind, err))
 		})
 	}
 	switch req.Kind {
 	case abi.EgressModel:
 		resp, err := t.modelRequest(ctx, req)
 		if err != nil {
-			end(err.Error())
+			end(err)
 			return
 		}
 		defer resp.Body.Close()
@@ -545,18 +545,18 @@ func (t *Tree) runEgress(ctx context.Context, gen int, id uint64, req abi.Egress
 				}
 			}
 			if err == io.EOF {
-				end("")
+				end(nil)
 				return
 			}
 			if err != nil {
-				end(err.Error())
+				end(t.redact(err))
 				return
 			}
 		}
 	case abi.EgressTool:
 		out, err := t.toolRequest(ctx, req)
 		if err != nil {
-			end(err.Error())
+			end(err)
 			return
 		}
 		ok := deliver(func(g *runtime.Guest) error {
@@ -566,10 +566,10 @@ func (t *Tree) runEgress(ctx context.Context, gen int, id uint64, req abi.Egress
 			return g.EgressChunk(context.Background(), id, []byte(out))
 		})
 		if ok {
-			end("")
+			end(nil)
 		}
 	default:
-		end(fmt.Sprintf("unknown egress kind %d", req.Kind))
+		end(fmt.Errorf("unknown egress kind %d", req.Kind))
 	}
 }
 
@@ -579,7 +579,7 @@ func (t *Tree) modelRequest(ctx context.Context, req abi.EgressRequest) (*http.R
 	mc := t.cfg.Boot.Model
 	want := strings.TrimRight(mc.BaseURL, "/") + "/chat/completions"
 	if mc.Kind != abi.ModelOpenAI || req.URL != want {
-		return nil, fmt.Errorf("egress: %s is not the configured model endpoint", req.URL)
+		return nil, fmt.Errorf("egress: %s is not the configured model endpoint: %w", req.URL, web.ErrDenied)
 	}
 	hreq, err := http.NewRequestWithContext(ctx, req.Method, req.URL, bytes.NewReader(req.Body))
 	if err != nil {
@@ -594,10 +594,10 @@ func (t *Tree) modelRequest(ctx context.Context, req abi.EgressRequest) (*http.R
 		client = http.DefaultClient
 	}
 	resp, err := client.Do(hreq)
-	if err != nil && t.cfg.Model.APIKey != "" {
-		err = errors.New(strings.ReplaceAll(err.Error(), t.cfg.Model.APIKey, "[redacted]"))
+	if err != nil {
+		return nil, &transportError{t.redact(err)}
 	}
-	return resp, err
+	return resp, nil
 }
 
 // toolRequest runs the HTTP side of a tool with the host's real tool.

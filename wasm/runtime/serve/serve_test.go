@@ -245,7 +245,7 @@ func TestServeNoWakeTimer(t *testing.T) {
 			var mu sync.Mutex
 			arms := 0
 			boot := offline()
-			boot.Core.WakeInterval = time.Millisecond // re-armed by every wake while the claim lasts
+			boot.Settings.WakeInterval = time.Millisecond // re-armed by every wake while the claim lasts
 			srv, w := startTreeWatched(t, serve.Config{Boot: boot, NoWakeTimer: noTimer, ArmWake: func(at int64) {
 				mu.Lock()
 				defer mu.Unlock()

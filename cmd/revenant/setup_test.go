@@ -1,0 +1,54 @@
+package main
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/revenantrt/revenant/config"
+	"github.com/revenantrt/revenant/core/settings"
+	"github.com/revenantrt/revenant/host"
+)
+
+// writeConfig writes a REVENANT_CONFIG file and returns its path.
+func writeConfig(t *testing.T, body string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "config.json")
+	require.NoError(t, os.WriteFile(path, []byte(body), 0o600))
+	return path
+}
+
+// REVENANT_CONFIG's settings reach the in-process server's instance,
+// runner and API configuration and, unchanged, a guest's boot
+// configuration: the local server sets every knob the guest can.
+func TestSettingsReachBothModes(t *testing.T) {
+	path := writeConfig(t, `{"settings": {"resume_budget": 0, "step_cap": 3, "wake_interval": "2s", "heartbeat": "5s", "message_page_size": 20}}`)
+	run, err := buildSetup(env(map[string]string{config.EnvVar: path}), host.RealClock{}, time.Millisecond, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	want := settings.Settings{ResumeBudget: settings.None, StepCap: 3, WakeInterval: 2 * time.Second, Heartbeat: 5 * time.Second, MessagePageSize: 20}
+	require.Equal(t, want, run.settings)
+	configs, err := want.Configs()
+	require.NoError(t, err)
+	require.Equal(t, configs, run.configs)
+
+	wasm := filepath.Join(t.TempDir(), "guest.wasm")
+	require.NoError(t, os.WriteFile(wasm, []byte("not read here"), 0o600))
+	gc, err := guestConfig(wasm, run, "")
+	require.NoError(t, err)
+	require.Equal(t, want, gc.Boot.Settings)
+}
+
+// An invalid setting stops the server at start-up, naming the key.
+func TestBadSettingRefusedAtStart(t *testing.T) {
+	path := writeConfig(t, `{"settings": {"step_cap": 0, "stream_idel": "1m"}}`)
+	err := serve(context.Background(), []string{"-data", t.TempDir()}, env(map[string]string{config.EnvVar: path}), io.Discard)
+	require.Error(t, err)
+	require.ErrorContains(t, err, "settings.step_cap: must be at least 1; leave the key out for the default")
+	require.ErrorContains(t, err, "settings.stream_idel: unknown key (did you mean stream_idle?)")
+}

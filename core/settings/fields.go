@@ -1,0 +1,51 @@
+package settings
+
+import "time"
+
+// Names of the fields that Validate checks across fields.
+const (
+	nameRetryInitial    = "retry_initial"
+	nameSessionPageSize = "session_page_size"
+	nameMessagePageSize = "message_page_size"
+)
+
+// Field is one setting as a configuration file names it, pointing into a
+// Settings: exactly one of Int, Int64 and Duration is set. A file gives a
+// duration as a Go duration string ("30s") and the rest as integers.
+type Field struct {
+	Name     string
+	Int      *int
+	Int64    *int64
+	Duration *time.Duration
+	// NoneAllowed: the field takes None, which a file writes as 0 (a file
+	// leaves a key out for the default, so its 0 can mean zero).
+	NoneAllowed bool
+}
+
+// Fields lists every field of s, in declaration order, pointing into s: a
+// configuration reader sets them by name, and Validate's errors use the
+// same names.
+func (s *Settings) Fields() []Field {
+	return []Field{
+		{Name: "resume_budget", Int: &s.ResumeBudget, NoneAllowed: true},
+		{Name: "max_claim_age", Duration: &s.MaxClaimAge},
+		{Name: "wake_interval", Duration: &s.WakeInterval},
+		{Name: "interrupt_grace", Duration: &s.InterruptGrace},
+		{Name: "step_cap", Int: &s.StepCap},
+		{Name: "stream_idle", Duration: &s.StreamIdle},
+		{Name: "step_wall", Duration: &s.StepWall},
+		{Name: "tool_timeout", Duration: &s.ToolTimeout},
+		{Name: "tool_output_cap", Int: &s.ToolOutputCap},
+		{Name: "checkpoint_every", Duration: &s.CheckpointEvery},
+		{Name: "checkpoint_bytes", Int: &s.CheckpointBytes},
+		{Name: "model_retries", Int: &s.ModelRetries, NoneAllowed: true},
+		{Name: nameRetryInitial, Duration: &s.RetryInitial},
+		{Name: "retry_max", Duration: &s.RetryMax},
+		{Name: "context_bytes", Int: &s.ContextBytes},
+		{Name: "max_retry_after", Duration: &s.MaxRetryAfter},
+		{Name: "heartbeat", Duration: &s.Heartbeat},
+		{Name: "max_body", Int64: &s.MaxBody},
+		{Name: nameSessionPageSize, Int: &s.SessionPageSize},
+		{Name: nameMessagePageSize, Int: &s.MessagePageSize},
+	}
+}

@@ -1,0 +1,189 @@
+package settings
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/revenantrt/revenant/core"
+	"github.com/revenantrt/revenant/core/api"
+	"github.com/revenantrt/revenant/core/runner"
+)
+
+// None is the value of ResumeBudget or ModelRetries that means zero: no
+// resume without progress, no provider retry. (Zero itself means the
+// default.)
+const None = -1
+
+// Settings are a tree's knobs. Zero fields take the default named on each;
+// negative values are invalid except None where it is allowed.
+type Settings struct {
+	// ResumeBudget is how many consecutive resumes without progress a turn
+	// may take before it fails aborted (core.WithResumeBudget). Default
+	// core.DefaultResumeBudget (10); None: none.
+	ResumeBudget int
+	// MaxClaimAge fails a root's turn instead of resuming it once its claim
+	// is older than this (core.WithMaxClaimAge). Default: no limit.
+	MaxClaimAge time.Duration
+	// WakeInterval is how far ahead the wake-up is armed while a claim
+	// exists (core.WithWakeInterval). Default 10 s.
+	WakeInterval time.Duration
+	// InterruptGrace is how long an interrupt waits for the running
+	// execution to record it (core.WithInterruptGrace). Default 5 s.
+	InterruptGrace time.Duration
+
+	// StepCap is the cap on model steps per turn (runner.WithStepCap).
+	// Default 100.
+	StepCap int
+	// StreamIdle fails a step whose stream sends nothing this long
+	// (runner.WithStreamIdle). Default 60 s.
+	StreamIdle time.Duration
+	// StepWall fails a step that streams longer than this
+	// (runner.WithStepWall). Default 10 min.
+	StepWall time.Duration
+	// ToolTimeout is the wall limit of a tool call whose tool sets none
+	// (runner.WithToolTimeout). Default 2 min.
+	ToolTimeout time.Duration
+	// ToolOutputCap is the output cap, in bytes, of a tool call whose tool
+	// sets none (runner.WithOutputCap). Default 16 KiB.
+	ToolOutputCap int
+	// CheckpointEvery and CheckpointBytes bound the streamed text a kill
+	// may lose (runner.WithCheckpoints). Default 1 s and 2 KiB.
+	CheckpointEvery time.Duration
+	CheckpointBytes int
+	// ModelRetries is how often a retryable model failure is retried in a
+	// row for one step, waiting RetryInitial doubling up to RetryMax unless
+	// the provider says how long (runner.WithRetries). Default 6 times,
+	// 1 s to 1 min; None: never retried.
+	ModelRetries int
+	RetryInitial time.Duration
+	RetryMax     time.Duration
+	// ContextBytes is the request size at which the oldest tool outputs
+	// are elided (runner.WithContextBytes). Default 400 KiB.
+	ContextBytes int
+	// MaxRetryAfter caps the wait an OpenAI-compatible provider may ask
+	// for with Retry-After (openai.Config.MaxRetryAfter). Default 60 s.
+	MaxRetryAfter time.Duration
+
+	// Heartbeat is the interval of comments on idle event streams
+	// (api.WithHeartbeat). Default 15 s.
+	Heartbeat time.Duration
+	// MaxBody caps request bodies, in bytes (api.WithMaxBody). Default
+	// 1 MiB.
+	MaxBody int64
+	// SessionPageSize is how many sessions GET /v1/sessions lists when
+	// the request gives no limit, at most api.MaxListLimit
+	// (api.WithPageSizes). Default 50.
+	SessionPageSize int
+	// MessagePageSize is how many messages GET /v1/sessions/{id} returns
+	// when the request gives no limit, at most api.MaxMessageLimit
+	// (api.WithPageSizes). Default 50.
+	MessagePageSize int
+}
+
+// Configs are what a host builds a tree's instance, turn runner and API
+// handler from. A host adds what is its own to each (commit hooks, the
+// system prompt, allowed origins, session defaults).
+type Configs struct {
+	Core   core.Config
+	Runner runner.Config
+	API    api.Config
+}
+
+// Configs validates s and maps it onto core's, the runner's and the API's
+// builders, starting from their defaults: the one mapping every host uses.
+func (s Settings) Configs() (Configs, error) {
+	if err := s.Validate(); err != nil {
+		return Configs{}, err
+	}
+	return Configs{Core: s.core(), Runner: s.runner(), API: s.api()}, nil
+}
+
+func (s Settings) core() core.Config {
+	return core.NewConfig().
+		WithResumeBudget(count(or(s.ResumeBudget, core.DefaultResumeBudget))).
+		WithMaxClaimAge(s.MaxClaimAge). // its default, zero, is "no limit"
+		WithWakeInterval(or(s.WakeInterval, core.DefaultWakeInterval)).
+		WithInterruptGrace(or(s.InterruptGrace, core.DefaultInterruptGrace))
+}
+
+func (s Settings) runner() runner.Config {
+	c := runner.NewConfig().
+		WithStepCap(or(s.StepCap, runner.DefaultStepCap)).
+		WithStreamIdle(or(s.StreamIdle, runner.DefaultStreamIdle)).
+		WithStepWall(or(s.StepWall, runner.DefaultStepWall)).
+		WithToolTimeout(or(s.ToolTimeout, runner.DefaultToolTimeout)).
+		WithOutputCap(or(s.ToolOutputCap, runner.DefaultOutputCap)).
+		WithCheckpoints(or(s.CheckpointEvery, runner.DefaultCheckpointEvery), or(s.CheckpointBytes, runner.DefaultCheckpointBytes)).
+		WithContextBytes(or(s.ContextBytes, runner.DefaultContextBytes))
+	initial, maxDelay := s.retryDelays()
+	return c.WithRetries(count(or(s.ModelRetries, runner.DefaultRetries)), initial, maxDelay)
+}
+
+func (s Settings) api() api.Config {
+	c := api.NewConfig().
+		WithHeartbeat(or(s.Heartbeat, api.DefaultHeartbeat)).
+		WithMaxBody(or(s.MaxBody, api.DefaultMaxBody))
+	return c.WithPageSizes(or(s.SessionPageSize, api.DefaultListLimit), or(s.MessagePageSize, api.DefaultMessageLimit))
+}
+
+// retryDelays are the provider retry delays with their defaults filled in.
+func (s Settings) retryDelays() (initial, maxDelay time.Duration) {
+	return or(s.RetryInitial, runner.DefaultRetryInitial), or(s.RetryMax, runner.DefaultRetryMax)
+}
+
+// or is v, or def for zero.
+func or[T int | int64 | time.Duration](v, def T) T {
+	if v == 0 {
+		return def
+	}
+	return v
+}
+
+// count maps None to 0.
+func count(n int) int {
+	if n == None {
+		return 0
+	}
+	return n
+}
+
+// FieldError is one invalid field, named as a configuration file names it
+// (`wake_interval`).
+type FieldError struct {
+	Field string
+	Msg   string
+}
+
+func (e *FieldError) Error() string { return e.Field + ": " + e.Msg }
+
+// Validate reports every invalid field, each as a *FieldError (joined:
+// errors.As finds the first; Unwrap() []error lists them all), or nil.
+func (s Settings) Validate() error {
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, &FieldError{Field: field, Msg: fmt.Sprintf(format, args...)})
+	}
+	for _, f := range s.Fields() {
+		switch {
+		case f.Int != nil && f.NoneAllowed && *f.Int < None:
+			bad(f.Name, "%d is out of range: 0 or more, or %d for none", *f.Int, None)
+		case f.Int != nil && !f.NoneAllowed && *f.Int < 0:
+			bad(f.Name, "%d is negative", *f.Int)
+		case f.Int64 != nil && *f.Int64 < 0:
+			bad(f.Name, "%d is negative", *f.Int64)
+		case f.Duration != nil && *f.Duration < 0:
+			bad(f.Name, "%s is negative", *f.Duration)
+		}
+	}
+	if s.SessionPageSize > api.MaxListLimit {
+		bad(nameSessionPageSize, "%d is above the most a request may ask for, %d", s.SessionPageSize, api.MaxListLimit)
+	}
+	if s.MessagePageSize > api.MaxMessageLimit {
+		bad(nameMessagePageSize, "%d is above the most a request may ask for, %d", s.MessagePageSize, api.MaxMessageLimit)
+	}
+	if initial, maxDelay := s.retryDelays(); initial > 0 && maxDelay > 0 && initial > maxDelay && s.ModelRetries != None {
+		bad(nameRetryInitial, "%s is longer than retry_max (%s)", initial, maxDelay)
+	}
+	return errors.Join(errs...)
+}

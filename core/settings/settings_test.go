@@ -1,0 +1,111 @@
+package settings_test
+
+import (
+	"errors"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/revenantrt/revenant/core"
+	"github.com/revenantrt/revenant/core/api"
+	"github.com/revenantrt/revenant/core/runner"
+	"github.com/revenantrt/revenant/core/settings"
+)
+
+// The zero Settings is every builder's defaults.
+func TestZeroIsDefaults(t *testing.T) {
+	c, err := settings.Settings{}.Configs()
+	require.NoError(t, err)
+	require.Equal(t, core.NewConfig(), c.Core)
+	require.Equal(t, runner.NewConfig(), c.Runner)
+	require.Equal(t, api.NewConfig(), c.API)
+}
+
+// Every field reaches its builder's With method.
+func TestFieldsMapOntoBuilders(t *testing.T) {
+	s := settings.Settings{
+		ResumeBudget: 3, MaxClaimAge: time.Hour, WakeInterval: 2 * time.Second, InterruptGrace: time.Second,
+		StepCap: 7, StreamIdle: 5 * time.Second, StepWall: time.Minute, ToolTimeout: 30 * time.Second, ToolOutputCap: 100,
+		CheckpointEvery: 3 * time.Second, CheckpointBytes: 64, ModelRetries: 2, RetryInitial: 2 * time.Second,
+		RetryMax: 4 * time.Second, ContextBytes: 1000, MaxRetryAfter: time.Second,
+		Heartbeat: 3 * time.Second, MaxBody: 512, SessionPageSize: 10, MessagePageSize: 20,
+	}
+	c, err := s.Configs()
+	require.NoError(t, err)
+	require.Equal(t, core.NewConfig().WithResumeBudget(3).WithMaxClaimAge(time.Hour).WithWakeInterval(2*time.Second).
+		WithInterruptGrace(time.Second), c.Core)
+	require.Equal(t, runner.NewConfig().WithStepCap(7).WithStreamIdle(5*time.Second).WithStepWall(time.Minute).
+		WithToolTimeout(30*time.Second).WithOutputCap(100).WithCheckpoints(3*time.Second, 64).
+		WithRetries(2, 2*time.Second, 4*time.Second).WithContextBytes(1000), c.Runner)
+	require.Equal(t, api.NewConfig().WithHeartbeat(3*time.Second).WithMaxBody(512).WithPageSizes(10, 20), c.API)
+}
+
+// One half of a pair takes its default for the other half.
+func TestPairsFillTheOtherHalf(t *testing.T) {
+	c, err := settings.Settings{CheckpointBytes: 64, RetryMax: 2 * time.Minute}.Configs()
+	require.NoError(t, err)
+	require.Equal(t, runner.NewConfig().WithCheckpoints(runner.DefaultCheckpointEvery, 64).
+		WithRetries(runner.DefaultRetries, runner.DefaultRetryInitial, 2*time.Minute), c.Runner)
+}
+
+// None is zero where zero means something.
+func TestNoneIsZero(t *testing.T) {
+	c, err := settings.Settings{ResumeBudget: settings.None, ModelRetries: settings.None, RetryInitial: time.Hour}.Configs()
+	require.NoError(t, err, "with no retries, the delays do not matter")
+	require.Equal(t, 0, c.Core.ResumeBudget())
+	require.Equal(t, runner.NewConfig().WithRetries(0, time.Hour, runner.DefaultRetryMax), c.Runner)
+}
+
+// Validate names every bad field at once, by its file name.
+func TestValidate(t *testing.T) {
+	s := settings.Settings{
+		ResumeBudget: -2, StepCap: -1, WakeInterval: -time.Second, MaxBody: -1, ModelRetries: settings.None - 1,
+		SessionPageSize: api.MaxListLimit + 1, MessagePageSize: api.MaxMessageLimit + 1, RetryInitial: 2 * time.Minute,
+	}
+	err := s.Validate()
+	require.Error(t, err)
+	var fields []string
+	for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
+		var fe *settings.FieldError
+		require.True(t, errors.As(e, &fe), "%v", e)
+		fields = append(fields, fe.Field)
+	}
+	require.Equal(t, []string{"resume_budget", "wake_interval", "step_cap", "model_retries", "max_body",
+		"session_page_size", "message_page_size", "retry_initial"}, fields)
+	require.Contains(t, err.Error(), "retry_initial: 2m0s is longer than retry_max (1m0s)")
+	require.Contains(t, err.Error(), "resume_budget: -2 is out of range: 0 or more, or -1 for none")
+	require.Contains(t, err.Error(), "step_cap: -1 is negative")
+
+	_, err = s.Configs()
+	require.Error(t, err, "Configs validates")
+	require.NoError(t, settings.Settings{SessionPageSize: api.MaxListLimit, MessagePageSize: api.MaxMessageLimit}.Validate())
+}
+
+// Fields names every field of Settings exactly once, in order: a reader
+// that sets fields by name can set them all.
+func TestFieldsCoverSettings(t *testing.T) {
+	var s settings.Settings
+	v := reflect.ValueOf(&s).Elem()
+	fields := s.Fields()
+	require.Len(t, fields, v.NumField())
+	names := map[string]bool{}
+	for i, f := range fields {
+		var p any
+		n := 0
+		if f.Int != nil {
+			p, n = f.Int, n+1
+		}
+		if f.Int64 != nil {
+			p, n = f.Int64, n+1
+		}
+		if f.Duration != nil {
+			p, n = f.Duration, n+1
+		}
+		require.Equal(t, 1, n, "%s points at one value", f.Name)
+		require.Same(t, v.Field(i).Addr().Interface(), p, "%s is field %s", f.Name, v.Type().Field(i).Name)
+		require.False(t, names[f.Name], "%s named twice", f.Name)
+		names[f.Name] = true
+	}
+}
