@@ -3,6 +3,7 @@ package api
 import (
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"net/http"
 
 	"github.com/revenantrt/revenant/core"
@@ -142,9 +143,9 @@ func WriteError(w http.ResponseWriter, err error) {
 }
 
 // writeError is WriteError with the detail of an internal error logged.
-func (h *Handler) writeError(w http.ResponseWriter, err error) {
+func writeError(log *slog.Logger, w http.ResponseWriter, err error) {
 	if Internal(err) {
-		h.log.Error("request failed", "err", err)
+		log.Error("request failed", "err", err)
 	}
 	WriteError(w, err)
 }
