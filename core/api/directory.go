@@ -65,13 +65,17 @@ func (d *Directory) routes() map[Route]func(http.ResponseWriter, *http.Request) 
 	}
 }
 
-// ServeHTTP serves the directory's routes, after Admit. Any other request
-// is answered as no route (Unrouted): a host that serves the per-tree
-// routes elsewhere routes them before it gets here.
+// ServeHTTP serves the directory's routes after Admit (ServeRoute).
 func (d *Directory) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if !d.Admit(w, r) {
-		return
+	if d.Admit(w, r) {
+		d.ServeRoute(w, r)
 	}
+}
+
+// ServeRoute serves a request that has been admitted: a directory route,
+// or, for any other, the answer to no route (Unrouted). A host that
+// serves the per-tree routes elsewhere routes them before it gets here.
+func (d *Directory) ServeRoute(w http.ResponseWriter, r *http.Request) {
 	if _, pattern := d.mux.Handler(r); pattern == "" {
 		Unrouted(w, r)
 		return
