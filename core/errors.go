@@ -1,6 +1,9 @@
 package core
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // Sentinel errors. Callers match them with errors.Is.
 var (
@@ -25,3 +28,23 @@ var (
 	// tried once; the first that succeeds makes the tree writable again.
 	ErrReadOnly = errors.New("tree is read-only: its storage is full or failing")
 )
+
+// Error is a refusal core explains to the client: Code is the sentinel it
+// matches with errors.Is (ErrInvalid, ErrConflict), Msg what was wrong, in
+// words the API sends as they are. Error() reads as the wrapped sentinel
+// used to ("admit prompt: empty text: invalid request"), so logs are
+// unchanged.
+type Error struct {
+	Code error
+	Msg  string
+}
+
+func (e *Error) Error() string { return e.Msg + ": " + e.Code.Error() }
+
+// Unwrap makes errors.Is(err, e.Code) true.
+func (e *Error) Unwrap() error { return e.Code }
+
+// invalid is the caller's mistake, explained by msg.
+func invalid(format string, args ...any) error {
+	return &Error{Code: ErrInvalid, Msg: fmt.Sprintf(format, args...)}
+}

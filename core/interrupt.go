@@ -27,7 +27,7 @@ func (inst *Instance) Interrupt(ctx context.Context, sessionID, reason string) (
 	case event.ReasonSuperseded:
 		cause = ErrSuperseded
 	default:
-		return false, fmt.Errorf("interrupt: reason %q: %w", reason, ErrInvalid)
+		return false, invalid("interrupt: reason %q", reason)
 	}
 	for {
 		inst.claimMu.Lock()

@@ -40,10 +40,10 @@ func (inst *Instance) Admit(ctx context.Context, sessionID string, in PromptInpu
 		in.Mode = event.ModeQueue
 	}
 	if strings.TrimSpace(in.Text) == "" {
-		return Admission{}, fmt.Errorf("admit prompt: empty text: %w", ErrInvalid)
+		return Admission{}, invalid("admit prompt: empty text")
 	}
 	if in.Mode != event.ModeQueue && in.Mode != event.ModeReplace {
-		return Admission{}, fmt.Errorf("admit prompt: mode %q: %w", in.Mode, ErrInvalid)
+		return Admission{}, invalid("admit prompt: mode %q", in.Mode)
 	}
 	hash := bodyHash(in)
 	if in.ClientID != "" {
@@ -142,7 +142,7 @@ func (t *txw) admissionByClient(sessionID, clientID, hash string, a *Admission) 
 		return false, err
 	}
 	if stored != hash {
-		return false, &conflictError{fmt.Sprintf("prompt id %q was already used with a different body", clientID)}
+		return false, &Error{Code: ErrConflict, Msg: fmt.Sprintf("prompt id %q was already used with a different body", clientID)}
 	}
 	*a = Admission{PromptID: id, Duplicate: true}
 	return true, nil
@@ -187,9 +187,3 @@ func (inst *Instance) startLocked(ctx context.Context, sessionID string) {
 	}
 	inst.launch(p)
 }
-
-// conflictError carries a client-facing message for ErrConflict.
-type conflictError struct{ msg string }
-
-func (e *conflictError) Error() string        { return e.msg }
-func (e *conflictError) Is(target error) bool { return target == ErrConflict }

@@ -39,7 +39,7 @@ func (inst *Instance) CreateSession(ctx context.Context, ns NewSession) (Session
 		ns.Config = json.RawMessage(`{}`)
 	}
 	if !json.Valid(ns.Config) {
-		return Session{}, fmt.Errorf("create session: config is not JSON: %w", ErrInvalid)
+		return Session{}, invalid("create session: config is not JSON")
 	}
 	var s Session
 	err := inst.newWrite().run(ctx, func(t *txw) error {
@@ -48,14 +48,14 @@ func (inst *Instance) CreateSession(ctx context.Context, ns NewSession) (Session
 			id = t.id()
 		}
 		if strings.TrimSpace(id) == "" {
-			return fmt.Errorf("create session: empty id: %w", ErrInvalid)
+			return invalid("create session: empty id")
 		}
 		var exists bool
 		if _, err := storage.QueryRow(t, `SELECT EXISTS (SELECT 1 FROM sessions WHERE id = ?)`, []any{id}, &exists); err != nil {
 			return err
 		}
 		if exists {
-			return fmt.Errorf("create session %s: already exists: %w", id, ErrConflict)
+			return &Error{Code: ErrConflict, Msg: "create session " + id + ": already exists"}
 		}
 		root, principal := id, ns.Principal
 		if ns.ParentID != "" {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"strings"
 )
@@ -38,14 +37,14 @@ func ParseSessionConfig(raw json.RawMessage) (SessionConfig, error) {
 				want = "an array of tool names"
 			}
 			if typeErr.Field == "" {
-				return c, fmt.Errorf("config must be a JSON object: %w", ErrInvalid)
+				return c, invalid("config must be a JSON object")
 			}
-			return c, fmt.Errorf("config field %q must be %s: %w", typeErr.Field, want, ErrInvalid)
+			return c, invalid("config field %q must be %s", typeErr.Field, want)
 		}
-		return c, fmt.Errorf("config: %s: %w", strings.TrimPrefix(err.Error(), "json: "), ErrInvalid)
+		return c, invalid("config: %s", strings.TrimPrefix(err.Error(), "json: "))
 	}
 	if err := dec.Decode(&struct{}{}); err != io.EOF {
-		return c, fmt.Errorf("session config: trailing data: %w", ErrInvalid)
+		return c, invalid("session config: trailing data")
 	}
 	return c, nil
 }

@@ -471,3 +471,36 @@ func TestGuestChecksHostAndOriginAsInProcess(t *testing.T) {
 	t.Run("inprocess", func(t *testing.T) { assert.Equal(t, want, run(t, false)) })
 	t.Run("guest", func(t *testing.T) { assert.Equal(t, want, run(t, true)) })
 }
+
+// What the host answers itself when it fails (here: it has closed) is
+// answered as in process, create included: the guest handler writes the
+// error with api.WriteError, as the in-process handler does.
+func TestGuestAnswersHostFailuresAsInProcess(t *testing.T) {
+	run := func(t *testing.T, guest bool) []answer {
+		e := newEnv(t)
+		cfg := e.config()
+		if guest {
+			cfg = e.guestConfig()
+		}
+		h := e.open(cfg)
+		base := apiServer(t, h, guest)
+		id := create(t, base)
+		require.NoError(t, h.Close(ctx))
+		var out []answer
+		for _, rq := range []struct{ method, path, body string }{
+			{"POST", "/v1/sessions", `{}`},
+			{"GET", "/v1/sessions", ""},
+			{"GET", "/v1/sessions/" + id, ""},
+			{"POST", "/v1/sessions/" + id + "/prompt", `{"text":"hi"}`},
+			{"DELETE", "/v1/sessions/" + id, ""},
+		} {
+			a := call(t, base, rq.method, rq.path, "alice-token", rq.body)
+			assert.Equal(t, http.StatusServiceUnavailable, a.Status, "%s %s: %s", rq.method, rq.path, a.raw)
+			out = append(out, a)
+		}
+		return out
+	}
+	var inProcess []answer
+	t.Run("inprocess", func(t *testing.T) { inProcess = run(t, false) })
+	t.Run("guest", func(t *testing.T) { assert.Equal(t, inProcess, run(t, true)) })
+}

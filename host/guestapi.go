@@ -5,35 +5,37 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
-	"io"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
 
-	"github.com/revenantrt/revenant/core"
 	"github.com/revenantrt/revenant/core/api"
 )
 
 // GuestHandler serves the public API (docs/api.md) of a host whose trees
-// run as guests (Config.Guest). The host answers what is about many trees
-// — GET /healthz, GET /v1/sessions (the index), POST /v1/sessions (it
-// chooses the tree id, boots the tree's guest, has the guest create the
-// root session, and only then makes the tree visible), DELETE of a root
-// (stop the guest, remove rows and files) — and forwards every other
-// request of a tree to the tree's guest, streaming its answer.
+// run as guests (Config.Guest). It composes core/api's two parts: the
+// host's index is the Directory (GET /healthz, GET /v1/sessions, DELETE of
+// a root: stop the guest, remove rows and files; and the owner check of
+// every tree route), and each tree's guest serves that tree's routes, the
+// per-tree handler running inside it; the host streams its answer. POST
+// /v1/sessions is both: the host chooses the tree id, boots the tree's
+// guest, has the guest create the root session from the request (docs/abi.md
+// §6) and only then makes the tree visible.
 //
 // Responses are those of core/api in process: the same statuses and error
-// bodies, because every answer the host gives itself is written by an
-// api.Handler (over the index, given the error the host met), and the
-// guest runs the same handler. Auth is checked twice: by the host, which
-// forwards a request only to a tree the caller's principal owns (any other
-// tree is 404, as in process), and by the guest, with the same tokens
+// bodies, because the host's own answers are the Directory's, or written
+// with api.WriteError, and the guest runs the same handler. Auth is
+// checked twice: by the host, which forwards a request only to a tree the
+// caller's principal owns (any other tree is 404, as in process, and is
+// not booted), and by the guest, with the same tokens
 // (GuestConfig.Boot.API.Tokens).
 type GuestHandler struct {
-	h     *Host
-	auth  api.Authenticator
-	front *api.Handler
-	mux   *http.ServeMux
+	h    *Host
+	auth api.Authenticator
+	dir  *api.Directory
+	log  *slog.Logger
+	mux  *http.ServeMux
 
 	closing context.Context // cancelled by Close: forwarded requests end
 	close   context.CancelFunc
@@ -49,22 +51,27 @@ func NewGuestHandler(h *Host, auth api.Authenticator, cfg api.Config, log *slog.
 	if h.cfg.Guest == nil {
 		return nil, errors.New("new guest handler: the host does not run trees as guests")
 	}
-	front, err := api.New(api.Deps{Trees: frontTrees{h}, Auth: auth, Clock: h.cfg.Clock, IDs: h.cfg.IDs, Log: log}, cfg)
-	if err != nil {
-		return nil, err
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
 	}
-	g := &GuestHandler{h: h, auth: auth, front: front, mux: http.NewServeMux()}
+	// The directory's own create is never reached (create below): in
+	// guest mode the host cannot run its init, and Host.Create says so.
+	dir, err := api.NewDirectory(api.DirectoryDeps{Index: h, Auth: auth, IDs: h.cfg.IDs, Log: log}, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("new guest handler: %w", err)
+	}
+	g := &GuestHandler{h: h, auth: auth, dir: dir, log: log, mux: http.NewServeMux()}
 	g.closing, g.close = context.WithCancel(context.Background())
-	g.mux.Handle("/", front) // unknown routes (404), other methods (405)
+	g.mux.HandleFunc("/", api.Unrouted) // unknown routes (404), other methods (405)
 	for _, rt := range api.Routes {
 		var fn http.HandlerFunc
-		switch rt.Method + " " + rt.Pattern {
-		case "GET /healthz", "GET /v1/sessions":
-			fn = front.ServeHTTP
-		case "POST /v1/sessions":
+		switch {
+		case rt.Method == http.MethodPost && rt.Pattern == "/v1/sessions":
 			fn = g.create
+		case rt.Tree():
+			fn = g.tree(rt.QueryToken())
 		default:
-			fn = g.tree(rt.Method == "GET" && strings.HasSuffix(rt.Pattern, "/events"))
+			fn = dir.ServeRoute
 		}
 		g.mux.HandleFunc(rt.Method+" "+rt.Pattern, fn)
 	}
@@ -72,9 +79,9 @@ func NewGuestHandler(h *Host, auth api.Authenticator, cfg api.Config, log *slog.
 }
 
 // ServeHTTP implements http.Handler. The Host and Origin checks of the
-// handler's configuration come first, as in process (api.Handler.Admit).
+// handler's configuration come first, as in process (api.Directory.Admit).
 func (g *GuestHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if !g.front.Admit(w, r) {
+	if !g.dir.Admit(w, r) {
 		return
 	}
 	g.mux.ServeHTTP(w, r)
@@ -82,43 +89,20 @@ func (g *GuestHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // Close ends every forwarded request (event streams); the server calls it
 // before shutdown.
-func (g *GuestHandler) Close() {
-	g.close()
-	g.front.Close()
-}
+func (g *GuestHandler) Close() { g.close() }
 
-// tree serves a route of one tree: after auth and the ownership check, a
-// root's DELETE is the host's, anything else goes to the tree's guest.
+// tree serves a route of one tree: once the directory has found, from the
+// index, that the caller owns the tree, the tree's guest serves it.
 func (g *GuestHandler) tree(queryToken bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		principal, err := g.auth.Authenticate(r, queryToken)
-		if err != nil {
-			g.front.ServeHTTP(w, r) // the same 401
+		if _, err := g.dir.Authorize(r, queryToken); err != nil {
+			g.fail(w, err)
 			return
 		}
-		id := r.PathValue("id")
-		rootID, _, child := strings.Cut(id, ".")
-		info, found, err := g.h.treeInfo(r.Context(), rootID)
-		switch {
-		case err != nil:
-			g.fail(w, r, err)
-			return
-		case !found || info.Principal != principal:
-			g.fail(w, r, api.ErrTreeNotFound)
-			return
-		}
-		if r.Method == http.MethodDelete && !child {
-			// Deleting must finish even if the client goes away mid-call.
-			if err := g.h.Delete(context.WithoutCancel(r.Context()), rootID); err != nil {
-				g.fail(w, r, err)
-				return
-			}
-			w.WriteHeader(http.StatusNoContent)
-			return
-		}
+		rootID, _, _ := strings.Cut(r.PathValue("id"), ".")
 		gi, release, err := g.h.acquire(r.Context(), rootID)
 		if err != nil {
-			g.fail(w, r, err)
+			g.fail(w, err)
 			return
 		}
 		defer release()
@@ -136,7 +120,7 @@ func (g *GuestHandler) tree(queryToken bool) http.HandlerFunc {
 func (g *GuestHandler) create(w http.ResponseWriter, r *http.Request) {
 	principal, err := g.auth.Authenticate(r, false)
 	if err != nil {
-		g.front.ServeHTTP(w, r) // the same 401
+		g.fail(w, err)
 		return
 	}
 	id := g.h.cfg.IDs.NewID()
@@ -158,21 +142,19 @@ func (g *GuestHandler) create(w http.ResponseWriter, r *http.Request) {
 		resp.writeTo(w)
 		return
 	}
-	// The host failed before the guest answered: the body is read, and
-	// the front handler only needs a valid one to reach Trees.Create.
-	r2 := r.Clone(r.Context())
-	r2.Body = io.NopCloser(strings.NewReader("{}"))
-	g.fail(w, r2, err)
+	g.fail(w, err) // the host failed before the guest answered
 }
 
 // errCreateRefused: the guest answered a create with something else than
 // 201 (an invalid body, say); that answer goes to the client.
 var errCreateRefused = errors.New("the guest refused to create the session")
 
-// fail answers err as core/api would: the front handler serves the request
-// again (its auth succeeds as it did here) and meets err from frontTrees.
-func (g *GuestHandler) fail(w http.ResponseWriter, r *http.Request, err error) {
-	g.front.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), frontErrKey{}, err)))
+// fail answers err as core/api does, its detail logged if it is internal.
+func (g *GuestHandler) fail(w http.ResponseWriter, err error) {
+	if api.Internal(err) {
+		g.log.Error("request failed", "err", err)
+	}
+	api.WriteError(w, err)
 }
 
 // treeInfo reads the tree's index row: found only once the tree is ready.
@@ -185,38 +167,6 @@ func (h *Host) treeInfo(ctx context.Context, id string) (api.TreeInfo, bool, err
 	}
 	return h.index.tree(ctx, id)
 }
-
-// frontTrees is api.Trees for the front handler: List is the index; every
-// other method answers the error GuestHandler met (frontErrKey), or that
-// the tree does not exist.
-type frontTrees struct{ h *Host }
-
-type frontErrKey struct{}
-
-func frontErr(ctx context.Context) error {
-	if err, ok := ctx.Value(frontErrKey{}).(error); ok {
-		return err
-	}
-	return api.ErrTreeNotFound
-}
-
-func (t frontTrees) Create(ctx context.Context, _, _ string, _ func(*core.Instance) error) (*core.Instance, error) {
-	return nil, frontErr(ctx)
-}
-
-func (t frontTrees) Get(ctx context.Context, _ string) (*core.Instance, api.TreeInfo, error) {
-	return nil, api.TreeInfo{}, frontErr(ctx)
-}
-
-func (t frontTrees) Owner(ctx context.Context, _ string) (api.TreeInfo, error) {
-	return api.TreeInfo{}, frontErr(ctx)
-}
-
-func (t frontTrees) List(ctx context.Context, principal, cursor string, limit int) ([]api.TreeInfo, string, error) {
-	return t.h.List(ctx, principal, cursor, limit)
-}
-
-func (t frontTrees) Delete(ctx context.Context, _ string) error { return frontErr(ctx) }
 
 // recorder keeps a guest's (short) answer to a create.
 type recorder struct {

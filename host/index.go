@@ -235,7 +235,7 @@ func decodeCursor(s string) (*listCursor, error) {
 	if s == "" {
 		return nil, nil
 	}
-	bad := fmt.Errorf("list trees: cursor %q is not one this server returned: %w", s, core.ErrInvalid)
+	bad := &core.Error{Code: core.ErrInvalid, Msg: fmt.Sprintf("list trees: cursor %q is not one this server returned", s)}
 	raw, err := base64.RawURLEncoding.DecodeString(s)
 	if err != nil {
 		return nil, bad

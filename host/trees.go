@@ -18,8 +18,8 @@ const MaxTreeIDLen = 64
 const DefaultListLimit = 50
 
 // ErrInvalidTreeID is returned by Create for an id that is not 1–64 ASCII
-// letters, digits, '-' or '_'. It wraps core.ErrInvalid (a client mistake).
-var ErrInvalidTreeID = fmt.Errorf("tree id must be 1-%d letters, digits, '-' or '_': %w", MaxTreeIDLen, core.ErrInvalid)
+// letters, digits, '-' or '_'. It is a core.ErrInvalid (a client mistake).
+var ErrInvalidTreeID error = &core.Error{Code: core.ErrInvalid, Msg: fmt.Sprintf("tree id must be 1-%d letters, digits, '-' or '_'", MaxTreeIDLen)}
 
 // ValidTreeID reports whether id may name a tree. Tree ids become file
 // names, so nothing else ever reaches the file system.

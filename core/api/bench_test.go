@@ -3,6 +3,7 @@ package api_test
 import (
 	"bufio"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -75,4 +76,24 @@ func BenchmarkDurableEventsThroughAPI(b *testing.B) {
 	}
 	b.ReportMetric(float64(events)/time.Since(start).Seconds(), "events/s")
 	b.ReportMetric(float64(events)/float64(b.N), "events/turn")
+}
+
+// BenchmarkSnapshotInProcess: GET /v1/sessions/{id} through the composed
+// handler in process (auth, owner lookup, the tree's instance, snapshot),
+// without a network: the handler's own cost per read.
+func BenchmarkSnapshotInProcess(b *testing.B) {
+	reg, err := tool.NewRegistry()
+	require.NoError(b, err)
+	r, err := runner.New(offline.New(nil, offline.Options{}), reg, runner.NewConfig())
+	require.NoError(b, err)
+	f := newFixture(b, r, nil)
+	id := f.client(b, "").create()
+	req := httptest.NewRequest("GET", "/v1/sessions/"+id, nil)
+	for b.Loop() {
+		w := httptest.NewRecorder()
+		f.h.ServeHTTP(w, req)
+		if w.Code != http.StatusOK {
+			b.Fatalf("snapshot: %d %s", w.Code, w.Body)
+		}
+	}
 }

@@ -33,6 +33,52 @@ const (
 	MaxPromptText  = 256 << 10
 )
 
+// DecodeError is what the strict decoder found wrong with a request body:
+// the kind of problem, which decides the answer's type, and the member it
+// is about. Its text is the message the client reads.
+type DecodeError struct {
+	Problem DecodeProblem
+	Field   string // the member's path ("text", "config.model"); "" for the body
+	msg     string
+}
+
+func (e *DecodeError) Error() string { return e.msg }
+
+// Type is the error type a body with this problem is answered with: a
+// body that is not one well-formed JSON object is invalid_json, an object
+// whose members are wrong is invalid_request.
+func (e *DecodeError) Type() ErrorType {
+	switch e.Problem {
+	case ProblemUnknownField, ProblemWrongType:
+		return ErrInvalidRequest
+	}
+	return ErrInvalidJSON
+}
+
+// Is matches the error's type (see Error.Is).
+func (e *DecodeError) Is(target error) bool {
+	t, ok := target.(ErrorType)
+	return ok && t == e.Type()
+}
+
+// DecodeProblem is a kind of DecodeError.
+type DecodeProblem int
+
+// The problems the strict decoder reports.
+const (
+	ProblemEmpty        DecodeProblem = iota + 1 // no body where one is required
+	ProblemSyntax                                // not UTF-8, or not well-formed JSON
+	ProblemNotObject                             // well-formed, but not an object (null, an array, ...)
+	ProblemDuplicate                             // a member named twice in one object
+	ProblemUnknownField                          // a member the object does not have (names are case-sensitive)
+	ProblemWrongType                             // a member of the wrong JSON type
+	ProblemTrailingData                          // more data after the object
+)
+
+func decodeFail(p DecodeProblem, field, msg string) error {
+	return &DecodeError{Problem: p, Field: field, msg: msg}
+}
+
 // decodeStrict reads exactly one JSON object into v, whose members are
 // named exactly as in f (encoding/json alone would match them in any case
 // and let the last of two equal names win). Empty bodies are allowed when
@@ -43,38 +89,37 @@ func decodeStrict(body []byte, v any, f fields, emptyOK bool) error {
 		if emptyOK {
 			return nil
 		}
-		return fail(ErrInvalidJSON, "the request body is empty; a JSON object is required")
+		return decodeFail(ProblemEmpty, "", "the request body is empty; a JSON object is required")
 	}
 	if !utf8.Valid(body) {
-		return fail(ErrInvalidJSON, "the request body is not valid UTF-8")
+		return decodeFail(ProblemSyntax, "", "the request body is not valid UTF-8")
 	}
 	if json.Valid(body) {
 		// Well-formed, so the walk below meets no syntax error and no
 		// nesting deeper than encoding/json's limit. Malformed bodies get
 		// the decoder's own message below.
 		if trimmed[0] != '{' {
-			return fail(ErrInvalidJSON, "the request body must be a JSON object")
+			return decodeFail(ProblemNotObject, "", "the request body must be a JSON object")
 		}
 		if err := checkMembers(json.NewDecoder(bytes.NewReader(body)), f, ""); err != nil {
 			return err
 		}
 	}
+	// Unknown members were refused by name above (a malformed body fails
+	// on its syntax first), so the decoder need not look for them.
 	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		var typeErr *json.UnmarshalTypeError
 		switch {
 		case errors.As(err, &typeErr) && typeErr.Field == "":
-			return fail(ErrInvalidJSON, "the request body must be a JSON object")
+			return decodeFail(ProblemNotObject, "", "the request body must be a JSON object")
 		case errors.As(err, &typeErr):
-			return fail(ErrInvalidRequest, fmt.Sprintf("field %q must be %s", typeErr.Field, jsonType(typeErr.Type.Kind().String())))
-		case strings.HasPrefix(err.Error(), "json: unknown field"):
-			return fail(ErrInvalidRequest, strings.TrimPrefix(err.Error(), "json: "))
+			return decodeFail(ProblemWrongType, typeErr.Field, fmt.Sprintf("field %q must be %s", typeErr.Field, jsonType(typeErr.Type.Kind().String())))
 		}
-		return fail(ErrInvalidJSON, "the request body is not a JSON object: "+err.Error())
+		return decodeFail(ProblemSyntax, "", "the request body is not a JSON object: "+err.Error())
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return fail(ErrInvalidJSON, "the request body has data after the JSON object")
+		return decodeFail(ProblemTrailingData, "", "the request body has data after the JSON object")
 	}
 	return nil
 }
@@ -121,7 +166,7 @@ var (
 func checkMembers(dec *json.Decoder, f fields, at string) error {
 	tok, err := dec.Token()
 	if err != nil {
-		return fail(ErrInvalidJSON, "the request body is not valid JSON")
+		return decodeFail(ProblemSyntax, at, "the request body is not valid JSON")
 	}
 	switch tok {
 	case json.Delim('{'):
@@ -130,15 +175,15 @@ func checkMembers(dec *json.Decoder, f fields, at string) error {
 			tok, err := dec.Token()
 			name, ok := tok.(string)
 			if err != nil || !ok {
-				return fail(ErrInvalidJSON, "the request body is not valid JSON")
+				return decodeFail(ProblemSyntax, at, "the request body is not valid JSON")
 			}
 			if seen[name] {
-				return fail(ErrInvalidJSON, fmt.Sprintf("%sfield %q is given twice; each field may be given once", prefix(at), name))
+				return decodeFail(ProblemDuplicate, join(at, name), fmt.Sprintf("%sfield %q is given twice; each field may be given once", prefix(at), name))
 			}
 			seen[name] = true
 			sub, known := f[name]
 			if f != nil && !known {
-				return fail(ErrInvalidRequest, fmt.Sprintf("%sunknown field %q%s", prefix(at), name, caseHint(f, name)))
+				return decodeFail(ProblemUnknownField, join(at, name), fmt.Sprintf("%sunknown field %q%s", prefix(at), name, caseHint(f, name)))
 			}
 			if err := checkMembers(dec, sub, join(at, name)); err != nil {
 				return err
@@ -155,7 +200,7 @@ func checkMembers(dec *json.Decoder, f fields, at string) error {
 	}
 	_, err = dec.Token() // the closing delimiter
 	if err != nil {
-		return fail(ErrInvalidJSON, "the request body is not valid JSON")
+		return decodeFail(ProblemSyntax, at, "the request body is not valid JSON")
 	}
 	return nil
 }
@@ -192,7 +237,7 @@ func DecodeCreate(body []byte) (CreateRequest, error) {
 	}
 	if len(req.Config) > 0 && !bytes.Equal(bytes.TrimSpace(req.Config), []byte("null")) {
 		if _, err := core.ParseSessionConfig(req.Config); err != nil {
-			return req, fail(ErrInvalidRequest, cleanMessage(err))
+			return req, fail(ErrInvalidRequest, clientMessage(err))
 		}
 	} else {
 		req.Config = nil

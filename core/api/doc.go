@@ -1,7 +1,16 @@
 // Package api is revenant's public HTTP API (docs/api.md is the contract):
 // sessions, prompts, interrupts, snapshots and the live event stream. It is
-// the same on every host; a host supplies the trees (Trees), the caller's
-// identity (Authenticator), a clock and ids.
+// the same on every host, in two parts a host composes:
+//   - Directory: what is about many trees (create, list, delete, the
+//     owner of a tree) over an Index, plus the checks before any tree
+//     (Admit, Authorize). It never boots a tree.
+//   - TreeHandler: every /v1/sessions/{id}/… route of one tree it is
+//     handed (Tree: the running instance and the caller, already
+//     authorized). It knows nothing of other trees.
+//
+// New composes both for trees in this process (Trees: an Index that also
+// boots trees); host.GuestHandler composes the host's index with guests
+// that serve their tree. Errors are answered by code (ErrorOf, WriteError).
 //
 // Rules it keeps:
 //   - Client mistakes are 4xx with {"error":{"type","message"}}, never a 5xx
@@ -11,8 +20,8 @@
 //   - Browser pages are kept out before routing (Admit): a request with an
 //     Origin that is not allowed is 403, and so, when configured for a
 //     server without tokens, is one whose Host is not loopback.
-//   - Ownership is checked from the index (Trees.Owner) before a tree is
-//     booted (Trees.Get).
+//   - Ownership is checked from the index (Index.Owner) before a tree is
+//     booted (Booter.Get); a DELETE boots nothing.
 //   - Another principal's session is 404, indistinguishable from a missing
 //     one.
 //   - A 202 for a prompt and a 200 for an interrupt are sent only after the

@@ -3,8 +3,8 @@ package api
 import (
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"net/http"
-	"strings"
 
 	"github.com/revenantrt/revenant/core"
 	"github.com/revenantrt/revenant/core/storage"
@@ -45,15 +45,26 @@ var Statuses = map[ErrorType]int{
 	ErrInternal:         http.StatusInternalServerError,
 }
 
-// apiError is an error with the response it deserves.
-type apiError struct {
-	typ ErrorType
-	msg string
+// Error is an API error: its type (which has one status) and the message
+// the client reads. Handlers return it, and WriteError answers it as it is.
+// errors.Is(err, t) holds for an *Error of type t.
+type Error struct {
+	Type    ErrorType
+	Message string
 }
 
-func (e *apiError) Error() string { return string(e.typ) + ": " + e.msg }
+func (e *Error) Error() string { return string(e.Type) + ": " + e.Message }
 
-func fail(typ ErrorType, msg string) error { return &apiError{typ: typ, msg: msg} }
+// Is matches the error's type, so an ErrorType serves as its sentinel.
+func (e *Error) Is(target error) bool {
+	t, ok := target.(ErrorType)
+	return ok && t == e.Type
+}
+
+// Error makes an ErrorType a sentinel error (see Error.Is).
+func (t ErrorType) Error() string { return string(t) }
+
+func fail(typ ErrorType, msg string) error { return &Error{Type: typ, Message: msg} }
 
 // ErrorBody is the JSON body of every error response.
 type ErrorBody struct {
@@ -63,67 +74,80 @@ type ErrorBody struct {
 	} `json:"error"`
 }
 
-// classify turns any error into the response for it. Core's sentinels map
-// to client errors; anything unknown is internal and its detail is logged,
-// not sent.
-func (h *Handler) classify(err error) (ErrorType, string) {
-	var ae *apiError
+// ErrorOf is the API error err is answered with, chosen by code: an
+// *Error or a *DecodeError as it is, core's and Trees' sentinels by
+// errors.Is, with the message core gave for the client (core.Error).
+// Anything else is internal, and its text is not sent: see Internal.
+func ErrorOf(err error) *Error {
+	var ae *Error
+	var de *DecodeError
 	switch {
 	case errors.As(err, &ae):
-		return ae.typ, ae.msg
+		return ae
+	case errors.As(err, &de):
+		return &Error{Type: de.Type(), Message: de.msg}
 	case errors.Is(err, core.ErrNotFound), errors.Is(err, ErrTreeNotFound):
-		return ErrNotFound, "no such session"
+		return &Error{Type: ErrNotFound, Message: "no such session"}
 	case errors.Is(err, core.ErrConflict), errors.Is(err, ErrTreeExists):
-		return ErrConflict, cleanMessage(err)
+		return &Error{Type: ErrConflict, Message: clientMessage(err)}
 	case errors.Is(err, core.ErrInvalid):
-		return ErrInvalidRequest, cleanMessage(err)
+		return &Error{Type: ErrInvalidRequest, Message: clientMessage(err)}
 	case errors.Is(err, core.ErrReadOnly):
 		// Before ErrClosed: a read-only tree's refusal is not a restart.
-		return ErrReadOnly, "the session is read-only: its storage is full or failing, so it cannot save anything; reading it still works"
+		return &Error{Type: ErrReadOnly, Message: "the session is read-only: its storage is full or failing, so it cannot save anything; reading it still works"}
 	case errors.Is(err, core.ErrFenced), errors.Is(err, core.ErrClosed), errors.Is(err, storage.ErrClosed):
-		return ErrUnavailable, "the session's host is restarting; try again"
+		return &Error{Type: ErrUnavailable, Message: "the session's host is restarting; try again"}
 	case errors.Is(err, core.ErrStorageUnavailable), storage.IsTransient(err):
-		return ErrUnavailable, "the session's storage is temporarily unavailable (full, busy or failing); try again"
+		return &Error{Type: ErrUnavailable, Message: "the session's storage is temporarily unavailable (full, busy or failing); try again"}
 	}
-	h.log.Error("request failed", "err", err)
-	return ErrInternal, "internal error"
+	return &Error{Type: ErrInternal, Message: "internal error"}
 }
 
-// cleanMessage is the client-facing part of a core error: the innermost
-// error of the chain that is not the bare sentinel, without the sentinel's
-// suffix and without the outer "verb object:" prefixes.
-func cleanMessage(err error) string {
-	msg := err.Error()
-	for u := err; u != nil; u = errors.Unwrap(u) {
-		if u == core.ErrInvalid || u == core.ErrConflict || u == core.ErrNotFound {
-			break
-		}
-		msg = u.Error()
-	}
-	for _, sentinel := range []error{core.ErrInvalid, core.ErrConflict, core.ErrNotFound} {
-		msg = strings.TrimSuffix(msg, ": "+sentinel.Error())
-	}
-	return msg
+// Internal reports whether err is answered as an internal error that the
+// API did not raise itself: its detail is the server's to log, since the
+// client reads only "internal error".
+func Internal(err error) bool {
+	var ae *Error
+	return !errors.As(err, &ae) && ErrorOf(err).Type == ErrInternal
 }
 
-// StatusOf is the status a decoder or validation error is answered with;
-// errors the API did not classify are 500.
-func StatusOf(err error) int {
-	var ae *apiError
-	if errors.As(err, &ae) {
-		return Statuses[ae.typ]
+// clientMessage is what a client reads about a refusal: the message core
+// wrote for it (core.Error), or the text of a sentinel that has no other
+// (ErrTreeExists), or, from a host that wrapped a sentinel in text of its
+// own, that text.
+func clientMessage(err error) string {
+	var ce *core.Error
+	switch {
+	case errors.As(err, &ce):
+		return ce.Msg
+	case errors.Is(err, ErrTreeExists):
+		return ErrTreeExists.Error()
 	}
-	return http.StatusInternalServerError
+	return err.Error()
 }
 
-func (h *Handler) writeError(w http.ResponseWriter, err error) {
-	typ, msg := h.classify(err)
-	if typ == ErrUnauthorized {
+// StatusOf is the HTTP status err is answered with (ErrorOf).
+func StatusOf(err error) int { return Statuses[ErrorOf(err).Type] }
+
+// WriteError answers err: the status of its type, WWW-Authenticate on a
+// 401, and the body {"error":{"type","message"}} (ErrorOf). It logs
+// nothing; a caller with a log writes Internal errors there first.
+func WriteError(w http.ResponseWriter, err error) {
+	e := ErrorOf(err)
+	if e.Type == ErrUnauthorized {
 		w.Header().Set("WWW-Authenticate", "Bearer")
 	}
 	var body ErrorBody
-	body.Error.Type, body.Error.Message = typ, msg
-	writeJSON(w, Statuses[typ], body)
+	body.Error.Type, body.Error.Message = e.Type, e.Message
+	writeJSON(w, Statuses[e.Type], body)
+}
+
+// writeError is WriteError with the detail of an internal error logged.
+func writeError(log *slog.Logger, w http.ResponseWriter, err error) {
+	if Internal(err) {
+		log.Error("request failed", "err", err)
+	}
+	WriteError(w, err)
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -128,15 +128,15 @@ func validPort(p string) bool {
 // checkSource applies the Host and Origin checks (see above). For an
 // allowed origin it adds the CORS headers a browser needs to read the
 // answer, and answers a preflight itself (done).
-func (h *Handler) checkSource(w http.ResponseWriter, r *http.Request) (done bool, err error) {
-	if h.cfg.loopbackOnly && !LoopbackHost(r.Host) {
+func (d *Directory) checkSource(w http.ResponseWriter, r *http.Request) (done bool, err error) {
+	if d.cfg.loopbackOnly && !LoopbackHost(r.Host) {
 		return false, fail(ErrForbiddenHost, "this server has no tokens, so it answers only requests addressed to a loopback name or address (localhost, 127.0.0.1, [::1]), not the Host this request names")
 	}
 	origin, sent := r.Header["Origin"]
 	if !sent {
 		return false, nil
 	}
-	if len(origin) != 1 || !h.origins[strings.ToLower(origin[0])] {
+	if len(origin) != 1 || !d.origins[strings.ToLower(origin[0])] {
 		return false, fail(ErrForbiddenOrigin, "requests from a browser page are refused unless the server allows its origin, and it does not allow this one")
 	}
 	w.Header().Set("Access-Control-Allow-Origin", origin[0])
@@ -156,15 +156,15 @@ func (h *Handler) checkSource(w http.ResponseWriter, r *http.Request) (done bool
 // unclean one, //v1/sessions or /v1/sessions/x/.., with a redirect and an
 // HTML body; it is 404 here, in JSON like every answer). False means it
 // has answered (an error, or a CORS preflight) and the request must go no
-// further. A handler that routes some requests around h
-// (host.GuestHandler) calls it first, so both answer alike.
-func (h *Handler) Admit(w http.ResponseWriter, r *http.Request) bool {
-	done, err := h.checkSource(w, r)
+// further. Every host's composition calls it first (Handler, Directory,
+// host.GuestHandler), so all answer alike.
+func (d *Directory) Admit(w http.ResponseWriter, r *http.Request) bool {
+	done, err := d.checkSource(w, r)
 	if err == nil && !done && !cleanPath(r.URL.Path) {
 		err = fail(ErrNotFound, "no route "+r.URL.Path+" (a path has no empty, . or .. segments)")
 	}
 	if err != nil {
-		h.writeError(w, err)
+		WriteError(w, err)
 		return false
 	}
 	return !done

@@ -22,11 +22,8 @@ const subscriptionBuffer = 1024
 // gap or falls behind, and follows the tree to its next instance when the
 // one it subscribed to stops. Deltas carry no id. A ":" heartbeat comment is
 // sent every heartbeat interval.
-func (h *Handler) events(w http.ResponseWriter, r *http.Request) error {
-	inst, id, _, err := h.tree(r, true)
-	if err != nil {
-		return err
-	}
+func (h *TreeHandler) events(w http.ResponseWriter, r *http.Request, t *Tree) error {
+	inst, id := t.Instance, r.PathValue("id")
 	cursor := r.URL.Query().Get("after")
 	if last := r.Header.Get("Last-Event-ID"); last != "" {
 		cursor = last
@@ -49,7 +46,7 @@ func (h *Handler) events(w http.ResponseWriter, r *http.Request) error {
 	if !ok {
 		return fail(ErrInternal, "streaming is not supported by this server")
 	}
-	s := &stream{h: h, w: w, flush: flusher.Flush, inst: inst, id: id, last: after}
+	s := &stream{w: w, flush: flusher.Flush, inst: inst, id: id, last: after}
 	sub := inst.Subscribe(id, subscriptionBuffer)
 	defer func() { sub.Close() }()
 
@@ -80,7 +77,10 @@ func (h *Handler) events(w http.ResponseWriter, r *http.Request) error {
 				// restart of the tree): find the tree's current instance,
 				// subscribe again and catch up from the log.
 				if s.inst.Closed() {
-					next, _, err := h.deps.Trees.Get(r.Context(), root(id))
+					if t.Next == nil {
+						return nil // the tree runs no other instance
+					}
+					next, err := t.Next(r.Context())
 					if err != nil {
 						return nil // deleted, or the host is stopping
 					}
@@ -110,7 +110,6 @@ func (h *Handler) events(w http.ResponseWriter, r *http.Request) error {
 }
 
 type stream struct {
-	h     *Handler
 	w     http.ResponseWriter
 	flush func()
 	inst  *core.Instance

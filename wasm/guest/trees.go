@@ -12,8 +12,12 @@ import (
 	"github.com/revenantrt/revenant/core/storage"
 )
 
-// trees is api.Trees for the guest's one tree. The tree exists once its
-// root session (id = the tree id) does; its principal is the root's.
+// trees is api.Trees for the guest's one tree: the index of a directory
+// of one tree, since the guest creates and deletes its tree itself
+// (docs/abi.md §6), and the tree's running instance for the per-tree
+// handler. The tree exists once its root session (id = the tree id) does;
+// its principal is the root's. Behind the host's GuestHandler, the host's
+// index has checked the owner already; the guest checks again.
 type trees struct{ g *guest }
 
 var _ api.Trees = trees{}

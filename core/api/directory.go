@@ -1,0 +1,271 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+
+	"github.com/revenantrt/revenant/core"
+)
+
+// DirectoryDeps are the directory's collaborators; all but Log required.
+type DirectoryDeps struct {
+	Index Index
+	Auth  Authenticator
+	IDs   core.IDSource
+	Log   *slog.Logger // nil discards
+}
+
+// Directory serves what is about many trees: GET /healthz, POST and GET
+// /v1/sessions (create, list) and DELETE /v1/sessions/{id}, over an Index.
+// It also does, for the per-tree routes, what comes before a tree: the Host
+// and Origin checks (Admit) and the caller's identity and ownership
+// (Authorize), from the index alone, so nothing boots for a request that
+// is refused. It never needs a tree's instance, except the new one Create
+// hands it.
+type Directory struct {
+	deps    DirectoryDeps
+	cfg     Config
+	log     *slog.Logger
+	origins map[string]bool // canonical allowed origins
+	mux     *http.ServeMux
+}
+
+// NewDirectory returns the directory over deps.Index.
+func NewDirectory(deps DirectoryDeps, cfg Config) (*Directory, error) {
+	if deps.Index == nil || deps.Auth == nil || deps.IDs == nil {
+		return nil, errors.New("new api directory: Index, Auth and IDs are required")
+	}
+	if err := cfg.checkPageSizes(); err != nil {
+		return nil, fmt.Errorf("new api directory: %w", err)
+	}
+	d := &Directory{deps: deps, cfg: cfg, log: orDiscard(deps.Log), origins: map[string]bool{}, mux: http.NewServeMux()}
+	for _, o := range cfg.origins {
+		canonical, err := CanonicalOrigin(o)
+		if err != nil {
+			return nil, fmt.Errorf("new api directory: %w", err)
+		}
+		d.origins[canonical] = true
+	}
+	for rt, fn := range d.routes() {
+		d.mux.HandleFunc(rt.Method+" "+rt.Pattern, handle(d.log, rt.Pattern, fn))
+	}
+	return d, nil
+}
+
+// routes are the directory's own routes.
+func (d *Directory) routes() map[Route]func(http.ResponseWriter, *http.Request) error {
+	return map[Route]func(http.ResponseWriter, *http.Request) error{
+		{"GET", "/healthz"}:             d.health,
+		{"POST", "/v1/sessions"}:        d.create,
+		{"GET", "/v1/sessions"}:         d.list,
+		{"DELETE", "/v1/sessions/{id}"}: d.delete,
+	}
+}
+
+// ServeHTTP serves the directory's routes after Admit (ServeRoute).
+func (d *Directory) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if d.Admit(w, r) {
+		d.ServeRoute(w, r)
+	}
+}
+
+// ServeRoute serves a request that has been admitted: a directory route,
+// or, for any other, the answer to no route (Unrouted). A host that
+// serves the per-tree routes elsewhere routes them before it gets here.
+func (d *Directory) ServeRoute(w http.ResponseWriter, r *http.Request) {
+	if _, pattern := d.mux.Handler(r); pattern == "" {
+		Unrouted(w, r)
+		return
+	}
+	d.mux.ServeHTTP(w, r)
+}
+
+// handle adapts a route's function: its error is the answer, and a panic
+// is a 500 that the log explains.
+func handle(log *slog.Logger, pattern string, fn func(http.ResponseWriter, *http.Request) error) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if p := recover(); p != nil {
+				log.Error("handler panicked", "route", pattern, "panic", p)
+				WriteError(w, fail(ErrInternal, "internal error"))
+			}
+		}()
+		if err := fn(w, r); err != nil {
+			writeError(log, w, err)
+		}
+	}
+}
+
+// Authorize names the caller of a request for a tree's route and checks,
+// from the index alone, that the caller owns the tree of the session in
+// the path ({id}). Another principal's tree is ErrNotFound, as a missing
+// one; nothing is booted either way. queryToken allows ?access_token= (the
+// event stream; Route.QueryToken).
+func (d *Directory) Authorize(r *http.Request, queryToken bool) (TreeInfo, error) {
+	principal, err := d.deps.Auth.Authenticate(r, queryToken)
+	if err != nil {
+		return TreeInfo{}, err
+	}
+	owner, err := d.deps.Index.Owner(r.Context(), root(r.PathValue("id")))
+	if err != nil {
+		return TreeInfo{}, err
+	}
+	if owner.Principal != principal {
+		return TreeInfo{}, fail(ErrNotFound, "no such session")
+	}
+	return owner, nil
+}
+
+func (d *Directory) health(w http.ResponseWriter, r *http.Request) error {
+	writeJSON(w, http.StatusOK, map[string]bool{"ok": true})
+	return nil
+}
+
+func (d *Directory) create(w http.ResponseWriter, r *http.Request) error {
+	principal, err := d.deps.Auth.Authenticate(r, false)
+	if err != nil {
+		return err
+	}
+	body, err := readBody(r, d.cfg.maxBody)
+	if err != nil {
+		return err
+	}
+	req, err := DecodeCreate(body)
+	if err != nil {
+		return err
+	}
+	config, err := d.withDefaults(req.Config)
+	if err != nil {
+		return err
+	}
+	id := d.deps.IDs.NewID()
+	_, err = d.deps.Index.Create(r.Context(), id, principal, func(inst *core.Instance) error {
+		_, err := inst.CreateSession(r.Context(), core.NewSession{ID: id, Principal: principal, Config: config})
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, map[string]string{"id": id})
+	return nil
+}
+
+// withDefaults fills the fields a create request left out from the
+// configured defaults; the stored config is the result.
+func (d *Directory) withDefaults(raw json.RawMessage) (json.RawMessage, error) {
+	c, err := core.ParseSessionConfig(raw)
+	if err != nil {
+		return nil, err
+	}
+	def := d.cfg.defaults
+	if c.SystemPrompt == "" {
+		c.SystemPrompt = def.SystemPrompt
+	}
+	if c.Model == "" {
+		c.Model = def.Model
+	}
+	if c.Tools == nil {
+		c.Tools = def.Tools
+	}
+	return json.Marshal(c)
+}
+
+// SessionItem is one entry of the session list.
+type SessionItem struct {
+	ID        string `json:"id"`
+	CreatedAt int64  `json:"created_at"`
+}
+
+func (d *Directory) list(w http.ResponseWriter, r *http.Request) error {
+	principal, err := d.deps.Auth.Authenticate(r, false)
+	if err != nil {
+		return err
+	}
+	limit, err := intParam(r, "limit", d.cfg.listLimit, 1, MaxListLimit)
+	if err != nil {
+		return err
+	}
+	trees, next, err := d.deps.Index.List(r.Context(), principal, r.URL.Query().Get("cursor"), limit)
+	if err != nil {
+		return err
+	}
+	items := make([]SessionItem, 0, len(trees))
+	for _, t := range trees {
+		items = append(items, SessionItem{ID: t.RootID, CreatedAt: t.CreatedAt})
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"sessions": items, "next_cursor": next})
+	return nil
+}
+
+// delete deletes a root session's tree. It needs no instance: the index
+// stops the tree if it runs, and a tree that does not run is not booted.
+func (d *Directory) delete(w http.ResponseWriter, r *http.Request) error {
+	if _, err := d.Authorize(r, false); err != nil {
+		return err
+	}
+	id := r.PathValue("id")
+	if strings.Contains(id, ".") {
+		return fail(ErrInvalidRequest, "only a root session can be deleted; it deletes its whole tree")
+	}
+	// Deleting must finish even if the client goes away mid-call.
+	if err := d.deps.Index.Delete(context.WithoutCancel(r.Context()), id); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// Unrouted answers a request that no route takes, as every host does: 405
+// with Allow when its path is served with other methods, 404 otherwise,
+// both with the JSON error body.
+func Unrouted(w http.ResponseWriter, r *http.Request) {
+	allowed := allowedMethods(r)
+	for _, m := range allowed {
+		if m == r.Method {
+			allowed = nil // a route of the path, served elsewhere
+			break
+		}
+	}
+	if len(allowed) > 0 {
+		w.Header().Set("Allow", strings.Join(allowed, ", "))
+		WriteError(w, fail(ErrMethodNotAllowed, r.Method+" is not allowed on "+r.URL.Path))
+		return
+	}
+	WriteError(w, fail(ErrNotFound, "no route "+r.URL.Path))
+}
+
+// routeTable matches every documented route (Routes), to tell a request's
+// path apart from no route at all.
+var routeTable = func() *http.ServeMux {
+	mux := http.NewServeMux()
+	for _, rt := range Routes {
+		mux.HandleFunc(rt.Method+" "+rt.Pattern, func(http.ResponseWriter, *http.Request) {})
+	}
+	return mux
+}()
+
+// allowedMethods lists the methods the request's path is served with.
+func allowedMethods(r *http.Request) []string {
+	var out []string
+	for _, m := range []string{"GET", "POST", "DELETE"} {
+		probe := r.Clone(r.Context())
+		probe.Method = m
+		if _, p := routeTable.Handler(probe); p != "" {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+func orDiscard(log *slog.Logger) *slog.Logger {
+	if log == nil {
+		return slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return log
+}

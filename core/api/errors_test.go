@@ -1,0 +1,98 @@
+package api_test
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/revenantrt/revenant/core"
+	"github.com/revenantrt/revenant/core/api"
+)
+
+// Errors are answered by code: the sentinel or coded type decides the
+// type and status, and the message is the one written for the client,
+// however deeply a host wrapped it.
+func TestErrorOfMapsByCode(t *testing.T) {
+	cases := []struct {
+		name string
+		err  error
+		typ  api.ErrorType
+		msg  string
+	}{
+		{"core refusal wrapped twice", fmt.Errorf("serve: %w", fmt.Errorf("tree x: %w", &core.Error{Code: core.ErrInvalid, Msg: "admit prompt: empty text"})), api.ErrInvalidRequest, "admit prompt: empty text"},
+		{"core conflict", fmt.Errorf("admit: %w", &core.Error{Code: core.ErrConflict, Msg: `prompt id "p" was already used with a different body`}), api.ErrConflict, `prompt id "p" was already used with a different body`},
+		{"tree exists", fmt.Errorf("create tree x: %w", api.ErrTreeExists), api.ErrConflict, "tree already exists"},
+		{"not found", fmt.Errorf("session x: %w", core.ErrNotFound), api.ErrNotFound, "no such session"},
+		{"tree not found", fmt.Errorf("get tree x: %w", api.ErrTreeNotFound), api.ErrNotFound, "no such session"},
+		{"read-only before closed", errors.Join(core.ErrReadOnly, core.ErrClosed), api.ErrReadOnly, "the session is read-only: its storage is full or failing, so it cannot save anything; reading it still works"},
+		{"api error as it is", fmt.Errorf("x: %w", &api.Error{Type: api.ErrPayloadTooLarge, Message: "too big"}), api.ErrPayloadTooLarge, "too big"},
+		{"unknown is internal", errors.New("disk on fire"), api.ErrInternal, "internal error"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e := api.ErrorOf(c.err)
+			assert.Equal(t, c.typ, e.Type)
+			assert.Equal(t, c.msg, e.Message)
+			assert.Equal(t, api.Statuses[c.typ], api.StatusOf(c.err))
+		})
+	}
+	assert.True(t, api.Internal(errors.New("disk on fire")), "an unknown error's detail is the server's to log")
+	assert.False(t, api.Internal(&api.Error{Type: api.ErrInternal, Message: "internal error"}), "raised by the API itself")
+}
+
+// An ErrorType is a sentinel: errors.Is finds an *Error or a
+// *DecodeError of that type through any wrapping.
+func TestErrorTypeIsSentinel(t *testing.T) {
+	err := fmt.Errorf("create: %w", &api.Error{Type: api.ErrUnauthorized, Message: "no"})
+	assert.ErrorIs(t, err, api.ErrUnauthorized)
+	assert.NotErrorIs(t, err, api.ErrNotFound)
+	_, err = api.DecodePrompt([]byte(`{"text":"a","TEXT":"b"}`))
+	assert.ErrorIs(t, err, api.ErrInvalidRequest)
+}
+
+// The strict decoder reports its problems by kind and member, not only
+// in words; the kind decides the answer's type.
+func TestDecodeErrorKinds(t *testing.T) {
+	cases := []struct {
+		body    string
+		problem api.DecodeProblem
+		field   string
+		typ     api.ErrorType
+	}{
+		{``, api.ProblemEmpty, "", api.ErrInvalidJSON},
+		{`{not json`, api.ProblemSyntax, "", api.ErrInvalidJSON},
+		{"\xff", api.ProblemSyntax, "", api.ErrInvalidJSON},
+		{`null`, api.ProblemNotObject, "", api.ErrInvalidJSON},
+		{`{"text":"a","text":"b"}`, api.ProblemDuplicate, "text", api.ErrInvalidJSON},
+		{`{"text":"a","Mode":"queue"}`, api.ProblemUnknownField, "Mode", api.ErrInvalidRequest},
+		{`{"text":1}`, api.ProblemWrongType, "text", api.ErrInvalidRequest},
+		{`{"text":"a"} {}`, api.ProblemTrailingData, "", api.ErrInvalidJSON},
+	}
+	for _, c := range cases {
+		_, err := api.DecodePrompt([]byte(c.body))
+		var de *api.DecodeError
+		require.ErrorAs(t, err, &de, "%q", c.body)
+		assert.Equal(t, c.problem, de.Problem, "%q", c.body)
+		assert.Equal(t, c.field, de.Field, "%q", c.body)
+		assert.Equal(t, c.typ, api.ErrorOf(err).Type, "%q", c.body)
+	}
+	_, err := api.DecodeCreate([]byte(`{"config":{"model":"a","model":"b"}}`))
+	var de *api.DecodeError
+	require.ErrorAs(t, err, &de)
+	assert.Equal(t, "config.model", de.Field)
+}
+
+// WriteError is the one writer of error answers, for hosts too.
+func TestWriteError(t *testing.T) {
+	w := httptest.NewRecorder()
+	api.WriteError(w, fmt.Errorf("auth: %w", &api.Error{Type: api.ErrUnauthorized, Message: "a bearer token is required"}))
+	assert.Equal(t, http.StatusUnauthorized, w.Code)
+	assert.Equal(t, "Bearer", w.Header().Get("WWW-Authenticate"))
+	assert.Equal(t, "application/json", w.Header().Get("Content-Type"))
+	assert.Equal(t, `{"error":{"type":"unauthorized","message":"a bearer token is required"}}`+"\n", w.Body.String())
+}

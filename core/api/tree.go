@@ -1,0 +1,280 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/revenantrt/revenant/core"
+	"github.com/revenantrt/revenant/core/event"
+)
+
+// TreeDeps are the per-tree handler's collaborators; Clock is required.
+type TreeDeps struct {
+	Clock core.Clock   // heartbeats of event streams
+	Log   *slog.Logger // nil discards
+}
+
+// TreeHandler serves the routes of one tree: every /v1/sessions/{id}/…
+// route (snapshot, prompt, interrupt, events, permissions, questions) for
+// a tree already authorized for the caller (Tree). It knows nothing of
+// other trees, of identities or of an index: the host that composes it
+// with a Directory (New, host.GuestHandler, a Durable Object's front) did
+// that before.
+type TreeHandler struct {
+	deps   TreeDeps
+	cfg    Config
+	log    *slog.Logger
+	mux    *http.ServeMux // matches tree routes; ServeTree runs them
+	routes map[string]treeFunc
+
+	closing chan struct{}
+	once    sync.Once
+}
+
+// treeFunc serves one tree route; its error is the answer.
+type treeFunc func(w http.ResponseWriter, r *http.Request, t *Tree) error
+
+// NewTreeHandler returns the per-tree handler.
+func NewTreeHandler(deps TreeDeps, cfg Config) (*TreeHandler, error) {
+	if deps.Clock == nil {
+		return nil, errors.New("new api tree handler: Clock is required")
+	}
+	if err := cfg.checkPageSizes(); err != nil {
+		return nil, fmt.Errorf("new api tree handler: %w", err)
+	}
+	h := &TreeHandler{deps: deps, cfg: cfg, log: orDiscard(deps.Log), mux: http.NewServeMux(), closing: make(chan struct{})}
+	h.routes = map[string]treeFunc{
+		"GET /v1/sessions/{id}":                    h.snapshot,
+		"POST /v1/sessions/{id}/prompt":            h.prompt,
+		"POST /v1/sessions/{id}/interrupt":         h.interrupt,
+		"GET /v1/sessions/{id}/events":             h.events,
+		"GET /v1/sessions/{id}/permissions":        h.pending("permissions"),
+		"POST /v1/sessions/{id}/permissions/{rid}": h.reply("permission"),
+		"GET /v1/sessions/{id}/questions":          h.pending("questions"),
+		"POST /v1/sessions/{id}/questions/{qid}":   h.reply("question"),
+	}
+	for pattern := range h.routes {
+		h.mux.HandleFunc(pattern, func(http.ResponseWriter, *http.Request) {})
+	}
+	return h, nil
+}
+
+// ServeTree serves r, a request for one of t's routes, for t.Principal.
+// A session of another tree is 404 (no such session); a request that is
+// not a tree route is answered as no route (Unrouted).
+func (h *TreeHandler) ServeTree(w http.ResponseWriter, r *http.Request, t Tree) {
+	_, pattern := h.mux.Handler(r)
+	fn := h.routes[pattern]
+	if fn == nil {
+		Unrouted(w, r)
+		return
+	}
+	if err := setPathValues(r, pattern); err != nil {
+		WriteError(w, fail(ErrNotFound, "no route "+r.URL.Path))
+		return
+	}
+	h.run(w, r, pattern, fn, &t)
+}
+
+// run serves one tree route for t: a session outside the tree is 404, the
+// route's error is the answer, a panic a logged 500.
+func (h *TreeHandler) run(w http.ResponseWriter, r *http.Request, pattern string, fn treeFunc, t *Tree) {
+	handle(h.log, pattern, func(w http.ResponseWriter, r *http.Request) error {
+		if root(r.PathValue("id")) != t.RootID {
+			return fail(ErrNotFound, "no such session")
+		}
+		return fn(w, r, t)
+	})(w, r)
+}
+
+// setPathValues sets r's path values ({id}, {rid}, {qid}) from pattern,
+// as ServeMux would have on dispatch (ServeTree matches, but does not
+// dispatch, so that it can hand the route its Tree).
+func setPathValues(r *http.Request, pattern string) error {
+	_, p, _ := strings.Cut(pattern, " ")
+	want, got := strings.Split(p, "/"), strings.Split(r.URL.EscapedPath(), "/")
+	if len(want) != len(got) {
+		return errors.New("path does not match its route")
+	}
+	for i, seg := range want {
+		if name, ok := strings.CutPrefix(seg, "{"); ok {
+			v, err := url.PathUnescape(got[i])
+			if err != nil {
+				return err
+			}
+			r.SetPathValue(strings.TrimSuffix(name, "}"), v)
+		}
+	}
+	return nil
+}
+
+// Close ends every open event stream; the host calls it before shutdown.
+func (h *TreeHandler) Close() { h.once.Do(func() { close(h.closing) }) }
+
+func (h *TreeHandler) prompt(w http.ResponseWriter, r *http.Request, t *Tree) error {
+	body, err := readBody(r, h.cfg.maxBody)
+	if err != nil {
+		return err
+	}
+	req, err := DecodePrompt(body)
+	if err != nil {
+		return err
+	}
+	a, err := t.Instance.Admit(r.Context(), r.PathValue("id"), core.PromptInput{ClientID: req.ID, Text: req.Text, Mode: req.Mode})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusAccepted, map[string]any{"prompt_id": a.PromptID, "duplicate": a.Duplicate})
+	return nil
+}
+
+func (h *TreeHandler) interrupt(w http.ResponseWriter, r *http.Request, t *Tree) error {
+	// The interrupt must commit even if the client goes away mid-call.
+	did, err := t.Instance.Interrupt(context.WithoutCancel(r.Context()), r.PathValue("id"), event.ReasonUser)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]bool{"interrupted": did})
+	return nil
+}
+
+// pending lists pending blockers. Blockers are created by durable waits
+// (questions and permission prompts), which this build does not have yet,
+// so the lists are truthfully empty for every existing session (a child
+// id is checked against its tree, not only its root).
+func (h *TreeHandler) pending(kind string) treeFunc {
+	return func(w http.ResponseWriter, r *http.Request, t *Tree) error {
+		if _, err := t.Instance.Session(r.Context(), r.PathValue("id")); err != nil {
+			return err
+		}
+		writeJSON(w, http.StatusOK, map[string]any{kind: []any{}})
+		return nil
+	}
+}
+
+// reply answers a blocker. With no blockers in this build, every well-formed
+// reply names an unknown request: 404.
+func (h *TreeHandler) reply(kind string) treeFunc {
+	return func(w http.ResponseWriter, r *http.Request, t *Tree) error {
+		if _, err := t.Instance.Session(r.Context(), r.PathValue("id")); err != nil {
+			return err
+		}
+		body, err := readBody(r, h.cfg.maxBody)
+		if err != nil {
+			return err
+		}
+		if _, err := DecodeReply(body, kind); err != nil {
+			return err
+		}
+		return fail(ErrNotFound, "no pending "+kind+" "+r.PathValue("rid")+r.PathValue("qid"))
+	}
+}
+
+func intParam(r *http.Request, name string, def, min, max int) (int, error) {
+	raw := r.URL.Query().Get(name)
+	if raw == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(raw)
+	if err != nil || n < min || n > max {
+		return 0, fail(ErrInvalidRequest, name+" must be a whole number from "+strconv.Itoa(min)+" to "+strconv.Itoa(max))
+	}
+	return n, nil
+}
+
+func int64Param(raw, name string) (int64, error) {
+	if raw == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(raw, 10, 64)
+	if err != nil || n < 0 {
+		return 0, fail(ErrInvalidRequest, name+" must be a whole number of at least 0")
+	}
+	return n, nil
+}
+
+// snapshotBody is the JSON of GET /v1/sessions/{id}.
+type snapshotBody struct {
+	ID             string          `json:"id"`
+	ParentID       string          `json:"parent_id,omitempty"`
+	RootID         string          `json:"root_id"`
+	CreatedAt      int64           `json:"created_at"`
+	UpdatedAt      int64           `json:"updated_at"`
+	Config         json.RawMessage `json:"config"`
+	Status         string          `json:"status"`
+	Turns          int             `json:"turns"`
+	Cursor         int64           `json:"cursor"`
+	Claim          *claimBody      `json:"claim"`
+	Blockers       []any           `json:"blockers"`
+	Prompts        []promptBody    `json:"prompts"`
+	Messages       []messageBody   `json:"messages"`
+	MessagesBefore *int64          `json:"messages_before"`
+	ReadOnly       bool            `json:"read_only,omitempty"`
+}
+
+type claimBody struct {
+	ExecutionID    string `json:"execution_id,omitempty"`
+	ClaimedAt      int64  `json:"claimed_at"`
+	ResumeAttempts int    `json:"resume_attempts"`
+	RetryAt        int64  `json:"retry_at,omitempty"`
+}
+
+type promptBody struct {
+	ID    string `json:"id"`
+	State string `json:"state"`
+	Text  string `json:"text"`
+}
+
+type messageBody struct {
+	ID         string          `json:"id"`
+	Seq        int64           `json:"seq"`
+	PromptID   string          `json:"prompt_id,omitempty"`
+	Role       string          `json:"role"`
+	Text       string          `json:"text"`
+	ToolCalls  json.RawMessage `json:"tool_calls,omitempty"`
+	ToolCallID string          `json:"tool_call_id,omitempty"`
+	CreatedAt  int64           `json:"created_at"`
+	Partial    bool            `json:"partial,omitempty"`
+}
+
+func (h *TreeHandler) snapshot(w http.ResponseWriter, r *http.Request, t *Tree) error {
+	limit, err := intParam(r, "limit", h.cfg.messageLimit, 1, MaxMessageLimit)
+	if err != nil {
+		return err
+	}
+	before, err := int64Param(r.URL.Query().Get("before"), "before")
+	if err != nil {
+		return err
+	}
+	snap, err := t.Instance.Snapshot(r.Context(), r.PathValue("id"), before, limit)
+	if err != nil {
+		return err
+	}
+	s := snap.Session
+	body := snapshotBody{ID: s.ID, ParentID: s.ParentID, RootID: s.RootID, CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt,
+		Config: s.Config, Status: snap.Status, Turns: s.Turns, Cursor: snap.Cursor, Blockers: []any{},
+		Prompts: []promptBody{}, Messages: []messageBody{}, ReadOnly: snap.ReadOnly}
+	if c := snap.Claim; c != nil {
+		body.Claim = &claimBody{ExecutionID: c.ExecutionID, ClaimedAt: c.ClaimedAt, ResumeAttempts: c.ResumeAttempts, RetryAt: c.RetryAt}
+	}
+	for _, p := range snap.Prompts {
+		body.Prompts = append(body.Prompts, promptBody(p))
+	}
+	for _, m := range snap.Messages {
+		body.Messages = append(body.Messages, messageBody(m))
+	}
+	if snap.MoreBefore && len(snap.Messages) > 0 {
+		first := snap.Messages[0].Seq
+		body.MessagesBefore = &first
+	}
+	writeJSON(w, http.StatusOK, body)
+	return nil
+}
