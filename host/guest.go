@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/revenantrt/revenant/core/tool"
-	"github.com/revenantrt/revenant/host/sqlitedb"
+	"github.com/revenantrt/revenant/sqlitedb"
 	"github.com/revenantrt/revenant/wasm/runtime"
 	"github.com/revenantrt/revenant/wasm/runtime/serve"
 )

@@ -13,7 +13,7 @@ import (
 
 	"github.com/revenantrt/revenant/core"
 	"github.com/revenantrt/revenant/core/api"
-	"github.com/revenantrt/revenant/host/sqlitedb"
+	"github.com/revenantrt/revenant/sqlitedb"
 )
 
 // ErrClosed is returned once the host is closing or closed. It wraps

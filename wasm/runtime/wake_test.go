@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/revenantrt/revenant/core/storage"
-	"github.com/revenantrt/revenant/host/sqlitedb"
+	"github.com/revenantrt/revenant/sqlitedb"
 	"github.com/revenantrt/revenant/wasm/runtime"
 )
 

@@ -1,6 +1,11 @@
 // Package sqlitedb implements core's storage contract (core/storage) on a
 // local SQLite file with github.com/ncruces/go-sqlite3.
 //
+// It is a leaf: it imports nothing of revenant but core/storage, so host/
+// (the local server's trees and index) and wasm/ (the connection a wazero
+// host owns for its guest, the simulator's) both use it without importing
+// each other (internal/archtest keeps it so).
+//
 // One DB is one connection, used by one goroutine at a time: Tx takes a mutex
 // for the whole transaction, which is how writes to a tree are serialized in
 // process. Two DBs on one file (a zombie instance and its successor, or a
