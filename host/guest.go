@@ -70,7 +70,7 @@ func (b *guestBackend) start(ctx context.Context, id string, db *sqlitedb.DB, w 
 	boot := b.cfg.Boot
 	boot.TreeID = id
 	t, err := serve.Start(ctx, serve.Config{Module: b.mod, Conn: db.Conn(), Boot: boot, Model: b.cfg.Model, Tools: b.cfg.Tools,
-		ArmWake: storeWake(w), NoWakeTimer: true, Watchdog: b.cfg.Watchdog, Log: log})
+		ArmWake: storeWake(w), Watchdog: b.cfg.Watchdog, Log: log})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -91,7 +91,7 @@ func (b *guestBackend) close(ctx context.Context) error {
 // transaction and the next use boots a fresh guest, which re-arms from
 // durable state (rule 3). A clear (0) is the guest deleting its tree; the
 // host's Delete removes the row itself. The waker's timer delivers the
-// wake-up; serve's own is off (NoWakeTimer), so each is delivered once.
+// wake-up (serve has none), so each is delivered once.
 func storeWake(w *waker) func(at int64) {
 	return func(at int64) {
 		if at == 0 {
