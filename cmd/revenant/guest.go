@@ -1,20 +1,26 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
 	"os"
+	"path/filepath"
 
 	"github.com/revenantrt/revenant/host"
 	"github.com/revenantrt/revenant/wasm/abi"
+	"github.com/revenantrt/revenant/wasm/backend"
 	"github.com/revenantrt/revenant/wasm/runtime"
 	wasmserve "github.com/revenantrt/revenant/wasm/runtime/serve"
 )
 
-// guestConfig is what every tree's guest runs with under -guest: the same
+// guestRuntime is the wazero backend every tree runs on under -guest (the
+// host imports no wasm package: this is where the two meet), with the same
 // model, tools, session defaults and principals as the in-process server.
 // Secrets stay here: the provider key and webhook secrets with the host's
-// egress, the API tokens hashed.
-func guestConfig(path string, run setup, tokens string) (*host.GuestConfig, error) {
+// egress, the API tokens hashed. The compiled guest is kept in cacheDir
+// ("": <data>/wasm-cache).
+func guestRuntime(ctx context.Context, path, cacheDir, dataDir string, run setup, tokens string, log *slog.Logger) (host.GuestRuntime, error) {
 	wasm, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read guest module: %w", err)
@@ -32,5 +38,9 @@ func guestConfig(path string, run setup, tokens string) (*host.GuestConfig, erro
 	}
 	d := run.defaults
 	boot.API.SystemPrompt, boot.API.ModelName, boot.API.Tools = d.SystemPrompt, d.Model, d.Tools
-	return &host.GuestConfig{Wasm: wasm, Boot: boot, Model: wasmserve.ModelEgress{APIKey: run.apiKey}, Tools: run.hostTools}, nil
+	if cacheDir == "" {
+		cacheDir = filepath.Join(dataDir, "wasm-cache")
+	}
+	return backend.New(ctx, backend.Config{Wasm: wasm, CacheDir: cacheDir, Boot: boot,
+		Model: wasmserve.ModelEgress{APIKey: run.apiKey}, Tools: run.hostTools, Log: log})
 }

@@ -14,5 +14,6 @@
 // due. In the local server that is host/: its durable wake-up index is the
 // one owner of delivery for both of its backends, and it starts a new Tree
 // for a wake-up of a tree that runs none. Tree.Idle tells its eviction
-// whether an execution runs in the guest.
+// whether an execution runs in the guest. host/ reaches this package only
+// through the host.GuestRuntime that wasm/backend implements.
 package serve
