@@ -17,7 +17,7 @@ import (
 type GuestRuntime interface {
 	// StartTree boots tree id's guest on conn, the tree's connection,
 	// which the host owns and closes: it outlives the guest. arm is the
-	// guest's wake_arm, called with every time the guest arms (0: the
+	// guest's wake_arm, called with the time each time the guest arms (0: the
 	// guest cleared it, deleting its tree); the host stores the wake-up
 	// and delivers it with GuestTree.Wake. The runtime delivers none
 	// itself. On error nothing runs.
