@@ -41,6 +41,10 @@ func guestRuntime(ctx context.Context, path, cacheDir, dataDir string, run setup
 	if cacheDir == "" {
 		cacheDir = filepath.Join(dataDir, "wasm-cache")
 	}
-	return backend.New(ctx, backend.Config{Wasm: wasm, CacheDir: cacheDir, Boot: boot,
+	rt, err := backend.New(ctx, backend.Config{Wasm: wasm, CacheDir: cacheDir, Boot: boot,
 		Model: wasmserve.ModelEgress{APIKey: run.apiKey}, Tools: run.hostTools, Log: log})
+	if err != nil {
+		return nil, err // not a typed nil in the interface
+	}
+	return rt, nil
 }
