@@ -9,8 +9,8 @@ import (
 	"github.com/revenantrt/revenant/core"
 	"github.com/revenantrt/revenant/core/event"
 	"github.com/revenantrt/revenant/core/storage"
-	"github.com/revenantrt/revenant/host/sqlitedb"
 	"github.com/revenantrt/revenant/internal/treetest"
+	"github.com/revenantrt/revenant/sqlitedb"
 )
 
 // The append benchmarks measure what every durable step of a turn pays: one

@@ -10,7 +10,7 @@ import (
 
 	"github.com/revenantrt/revenant/core/schema"
 	"github.com/revenantrt/revenant/core/storage"
-	"github.com/revenantrt/revenant/host/sqlitedb"
+	"github.com/revenantrt/revenant/sqlitedb"
 )
 
 // claimDB returns a runner of fn on the claims table of a fresh, migrated database, one

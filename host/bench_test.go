@@ -12,7 +12,7 @@ import (
 	"github.com/revenantrt/revenant/core"
 	"github.com/revenantrt/revenant/core/storage"
 	"github.com/revenantrt/revenant/host"
-	"github.com/revenantrt/revenant/host/sqlitedb"
+	"github.com/revenantrt/revenant/sqlitedb"
 )
 
 // holdDriver announces every Run and then holds until its execution is

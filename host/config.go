@@ -32,11 +32,13 @@ type Config struct {
 	// shared by all trees, so it must keep no per-turn state of its own (the
 	// runner keeps none).
 	Driver core.Driver
-	// Guest, if set, runs every tree as a WebAssembly guest (wasm/guest) on
-	// wazero instead of a core.Instance in this process; Core and Driver are
-	// then unused (the guest's BootConfig carries its configuration), and
-	// the API is served by NewGuestHandler.
-	Guest *GuestConfig
+	// Guest, if set, runs every tree as a WebAssembly guest (wasm/guest)
+	// instead of a core.Instance in this process (wasm/backend.New gives
+	// one on wazero); Core and Driver are then unused (the guest's boot
+	// configuration carries its own), and the API is served by
+	// NewGuestHandler. Open takes it over: Close closes it, and so does
+	// an Open that fails.
+	Guest GuestRuntime
 	// IdleTimeout closes an instance with no running execution this long
 	// after its last use (Create or Get). Zero: DefaultIdleTimeout.
 	IdleTimeout time.Duration

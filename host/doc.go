@@ -6,14 +6,15 @@
 // Two backends run the instances (backend, instance.go):
 //   - in process (the default): a core.Instance per tree; Host implements
 //     api.Trees for core/api's handler.
-//   - guest (Config.Guest, guest.go): a wazero instance of the wasip1 guest
-//     (wasm/guest) per tree, driven by wasm/runtime/serve, from one module
-//     compiled once (with an on-disk compilation cache) on a database
-//     connection the host owns, which outlives guest instances. The guest
-//     arms its wake-up through the host, which stores the row before the
-//     import returns. NewGuestHandler serves the API: the host answers the
-//     routes about many trees (list, create, delete) and forwards the rest
-//     to the tree's guest, with core/api's responses either way.
+//   - guest (Config.Guest, guest.go): a WebAssembly guest (wasm/guest) per
+//     tree, started by a GuestRuntime on a database connection the host
+//     owns, which outlives guest instances. host/ defines GuestRuntime and
+//     imports nothing under wasm/: the wazero implementation is
+//     wasm/backend, wired in by cmd/revenant. The guest arms its wake-up
+//     through the host, which stores the row before the import returns.
+//     NewGuestHandler serves the API: the host answers the routes about
+//     many trees (list, create, delete) and forwards the rest to the
+//     tree's guest, with core/api's responses either way.
 //
 // Everything else below holds for both.
 //
@@ -26,7 +27,11 @@
 // What it owns: which trees exist (the index), which tree files are open,
 // booting an instance on a tree (recovery.Boot: migrations, a new epoch, the
 // sweep, the re-arm), delivering each tree's wake-up (recovery.Wake on the
-// running instance, or a boot), closing idle instances, and deleting trees.
+// running instance, GuestTree.Wake on a guest, or a boot), closing idle
+// instances, and deleting trees. The waker (wake.go) is the one component
+// that delivers wake-ups, for both backends: a guest runtime only reports
+// the guest's arms, so no wake-up is delivered twice or by something that
+// dies with an evicted tree.
 // What happens inside a tree — claims, executions, fences, the claim lock
 // and the wake rules' ordering (DESIGN §4 rules 1–3) — is core's and
 // recovery's; host only stores and delivers wake-ups.
@@ -47,7 +52,8 @@
 //   - A tree id is 1–64 ASCII letters, digits, '-' or '_' (ValidTreeID) before
 //     it ever becomes a path.
 //
-// What it must not do: hold its own lock while calling into core or doing
+// What it must not do: import anything under wasm/ (the runtime comes in
+// through GuestRuntime); hold its own lock while calling into core or doing
 // I/O; call time.Now or time.Sleep for anything a test must control (time
 // and timers come from Config.Clock; the eviction loop can be off and
 // stepped with EvictIdle); touch the schema or rows of a tree's database.

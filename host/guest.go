@@ -2,84 +2,61 @@ package host
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
-	"os"
-	"path/filepath"
-	"time"
+	"net/http"
 
-	"github.com/revenantrt/revenant/core/tool"
-	"github.com/revenantrt/revenant/host/sqlitedb"
-	"github.com/revenantrt/revenant/wasm/runtime"
-	"github.com/revenantrt/revenant/wasm/runtime/serve"
+	"github.com/revenantrt/revenant/sqlitedb"
 )
 
-// GuestConfig configures the guest backend (Config.Guest): every active
-// tree is one instance of the wasip1 guest, driven by wasm/runtime/serve,
-// on a database connection the host owns (it outlives guest instances:
-// a guest that dies is replaced on the same connection at the next use).
-type GuestConfig struct {
-	// Wasm is the guest module (make guest: bin/revenant.wasm). Required.
-	// It is compiled once, at Open, for every tree.
-	Wasm []byte
-	// CacheDir keeps wazero's compiled code between runs, so only the
-	// first Open over a data directory compiles (seconds). "":
-	// <DataDir>/wasm-cache.
-	CacheDir string
-	// Boot is what every tree's guest boots with; TreeID is set per tree.
-	// Boot.API.Tokens must name the same principals as the Authenticator
-	// given to NewGuestHandler (use HashTokens: no token enters a guest).
-	Boot runtime.BootConfig
-	// Model is the provider's side that stays on the host (its key).
-	Model serve.ModelEgress
-	// Tools are the host's real tools, run for the guests' tool egress;
-	// Boot.Tools should be serve.Declare(Tools).
-	Tools []tool.Tool
-	// Watchdog bounds one guest call (runtime.Options.Watchdog). Zero:
-	// runtime.DefaultWatchdog.
-	Watchdog time.Duration
+// GuestRuntime runs trees as WebAssembly guests (Config.Guest). host/
+// defines it and imports no wasm package: the wazero implementation is
+// wasm/backend, which cmd/revenant wires in. The host owns everything
+// around a guest — the tree's connection, its wake-up, one guest per
+// tree, eviction — exactly as for an in-process instance.
+type GuestRuntime interface {
+	// StartTree boots tree id's guest on conn, the tree's connection,
+	// which the host owns and closes: it outlives the guest. arm is the
+	// guest's wake_arm, called with the time each time the guest arms (0: the
+	// guest cleared it, deleting its tree); the host stores the wake-up
+	// and delivers it with GuestTree.Wake. The runtime delivers none
+	// itself. On error nothing runs.
+	StartTree(ctx context.Context, id string, conn *sqlitedb.Conn, arm func(at int64), log *slog.Logger) (GuestTree, error)
+	// Close releases what the trees share (the compiled module), after
+	// every tree was closed.
+	Close(ctx context.Context) error
 }
 
-// guestBackend starts trees as wazero guests of one compiled module.
-type guestBackend struct {
-	cfg GuestConfig
-	mod *runtime.Module
+// GuestTree is one tree's running guest. A guest that dies is replaced
+// on the same connection at its next use; the GuestTree stays.
+type GuestTree interface {
+	// ServeHTTP serves one API request of the tree, streaming the answer.
+	http.Handler
+	// Wake delivers the tree's wake-up: the guest sweeps and re-arms
+	// while work remains.
+	Wake(ctx context.Context) error
+	// Idle reports whether no execution runs in the guest and no request
+	// is in flight. An error means it cannot tell (a guest older than ABI
+	// 1.1).
+	Idle(ctx context.Context) (bool, error)
+	// Close stops the guest gracefully (shutdown recorded, claims kept).
+	Close(ctx context.Context) error
 }
 
-func newGuestBackend(ctx context.Context, h *Host, cfg GuestConfig) (*guestBackend, error) {
-	if len(cfg.Wasm) == 0 {
-		return nil, errors.New("guest: no wasm module")
-	}
-	if cfg.CacheDir == "" {
-		cfg.CacheDir = filepath.Join(h.cfg.DataDir, "wasm-cache")
-	}
-	if err := os.MkdirAll(cfg.CacheDir, 0o700); err != nil {
-		return nil, fmt.Errorf("guest: compilation cache: %w", err)
-	}
-	start := time.Now()
-	mod, err := runtime.Compile(ctx, cfg.Wasm, runtime.CompileOptions{CacheDir: cfg.CacheDir})
-	if err != nil {
-		return nil, fmt.Errorf("guest: %w", err)
-	}
-	h.log.Info("guest module ready", "bytes", len(cfg.Wasm), "cache", cfg.CacheDir, "took", time.Since(start).Round(time.Millisecond))
-	return &guestBackend{cfg: cfg, mod: mod}, nil
-}
+// guestBackend starts trees on a GuestRuntime.
+type guestBackend struct{ rt GuestRuntime }
 
-func (b *guestBackend) start(ctx context.Context, id string, db *sqlitedb.DB, w *waker, log *slog.Logger) (instance, error, error) {
-	boot := b.cfg.Boot
-	boot.TreeID = id
-	t, err := serve.Start(ctx, serve.Config{Module: b.mod, Conn: db.Conn(), Boot: boot, Model: b.cfg.Model, Tools: b.cfg.Tools,
-		ArmWake: storeWake(w), NoWakeTimer: true, Watchdog: b.cfg.Watchdog, Log: log})
+func (b guestBackend) start(ctx context.Context, id string, db *sqlitedb.DB, w *waker, log *slog.Logger) (instance, error, error) {
+	t, err := b.rt.StartTree(ctx, id, db.Conn(), storeWake(w), log)
 	if err != nil {
 		return nil, nil, err
 	}
 	return &guestInstance{tree: t, w: w}, nil, nil
 }
 
-func (b *guestBackend) close(ctx context.Context) error {
-	if err := b.mod.Close(ctx); err != nil {
-		return fmt.Errorf("guest: close module: %w", err)
+func (b guestBackend) close(ctx context.Context) error {
+	if err := b.rt.Close(ctx); err != nil {
+		return fmt.Errorf("guest: %w", err)
 	}
 	return nil
 }
@@ -91,7 +68,7 @@ func (b *guestBackend) close(ctx context.Context) error {
 // transaction and the next use boots a fresh guest, which re-arms from
 // durable state (rule 3). A clear (0) is the guest deleting its tree; the
 // host's Delete removes the row itself. The waker's timer delivers the
-// wake-up; serve's own is off (NoWakeTimer), so each is delivered once.
+// wake-up (the runtime has none), so each is delivered once.
 func storeWake(w *waker) func(at int64) {
 	return func(at int64) {
 		if at == 0 {
@@ -105,14 +82,14 @@ func storeWake(w *waker) func(at int64) {
 
 // guestInstance is a tree served by a wazero guest.
 type guestInstance struct {
-	tree *serve.Tree
+	tree GuestTree
 	w    *waker
 }
 
 func (g *guestInstance) wake(ctx context.Context) error { return g.tree.Wake(ctx) }
 
 // idle is the in-process rule: no execution runs in the guest
-// (serve.Tree.Idle asks it, core.Instance.Idle inside) and no request is
+// (GuestTree.Idle asks it, core.Instance.Idle inside) and no request is
 // in flight (the Tree's own, and the host's entry.inflight, checked by
 // EvictIdle). Claims may remain: their wake-up row boots the tree again.
 // A tree whose wake-up is being delivered is busy for that moment (the

@@ -21,23 +21,26 @@ import (
 	"github.com/revenantrt/revenant/host"
 	"github.com/revenantrt/revenant/internal/guestbuild"
 	"github.com/revenantrt/revenant/wasm/abi"
+	"github.com/revenantrt/revenant/wasm/backend"
 	"github.com/revenantrt/revenant/wasm/runtime"
 )
 
 const tokenSpec = "alice:alice-token,bob:bob-token"
 
 // guestConfig is e's host configuration with trees run as guests of the
-// test build of the guest module (compiled code shared by every test
-// binary: guestbuild.CacheDir).
+// test build of the guest module on the wazero backend (compiled code
+// shared by every test binary: guestbuild.CacheDir). Open it once: the
+// host closes the backend.
 func (e *env) guestConfig() host.Config {
 	e.t.Helper()
 	tokens, err := host.HashTokens(tokenSpec)
 	require.NoError(e.t, err)
 	cfg := e.config()
 	cfg.Driver = nil
-	cfg.Guest = &host.GuestConfig{Wasm: guestbuild.Must(e.t), CacheDir: guestbuild.CacheDir(),
+	cfg.Guest, err = backend.New(context.Background(), backend.Config{Wasm: guestbuild.Must(e.t), CacheDir: guestbuild.CacheDir(),
 		Boot: runtime.BootConfig{Model: abi.ModelConfig{Kind: abi.ModelOffline, WordDelay: time.Millisecond},
-			API: abi.APIConfig{Tokens: tokens}}}
+			API: abi.APIConfig{Tokens: tokens}}})
+	require.NoError(e.t, err)
 	return cfg
 }
 

@@ -29,7 +29,7 @@ import (
 // checked twice: by the host, which forwards a request only to a tree the
 // caller's principal owns (any other tree is 404, as in process, and is
 // not booted), and by the guest, with the same tokens
-// (GuestConfig.Boot.API.Tokens).
+// (wasm/backend.Config.Boot.API.Tokens).
 type GuestHandler struct {
 	h    *Host
 	auth api.Authenticator
@@ -44,7 +44,7 @@ type GuestHandler struct {
 // NewGuestHandler returns the API handler of h, which must run trees as
 // guests. auth must name the principals the guests' tokens name; cfg
 // configures what the host answers itself (list pages); the guests'
-// handlers are configured by GuestConfig.Boot.API. The Host and Origin
+// handlers are configured by wasm/backend.Config.Boot.API. The Host and Origin
 // checks (api.Config.WithLoopbackOnly, WithAllowedOrigins) are the host's,
 // from cfg.
 func NewGuestHandler(h *Host, auth api.Authenticator, cfg api.Config, log *slog.Logger) (*GuestHandler, error) {
@@ -200,7 +200,7 @@ func (r *recorder) writeTo(w http.ResponseWriter) {
 }
 
 // HashTokens rewrites a REVENANT_TOKENS spec into what a guest is given
-// (GuestConfig.Boot.API.Tokens) so that no token enters a guest's memory.
+// (wasm/backend.Config.Boot.API.Tokens) so that no token enters a guest's memory.
 // The host has already authenticated every request it forwards, and
 // forwards it with each credential replaced by its SHA-256 in hex
 // (guestCredentials); the guest checks that stand-in against its hash, so

@@ -15,8 +15,8 @@ import (
 	"github.com/revenantrt/revenant/core/fakehost"
 	"github.com/revenantrt/revenant/core/storage"
 	"github.com/revenantrt/revenant/host"
-	"github.com/revenantrt/revenant/host/sqlitedb"
 	"github.com/revenantrt/revenant/internal/treetest"
+	"github.com/revenantrt/revenant/sqlitedb"
 )
 
 var ctx = context.Background()

@@ -13,7 +13,7 @@ import (
 
 	"github.com/revenantrt/revenant/core"
 	"github.com/revenantrt/revenant/core/api"
-	"github.com/revenantrt/revenant/host/sqlitedb"
+	"github.com/revenantrt/revenant/sqlitedb"
 )
 
 // ErrClosed is returned once the host is closing or closed. It wraps
@@ -72,6 +72,14 @@ var _ api.Trees = (*Host)(nil)
 // whose boot fails is logged and keeps its row, so its wake-up retries.
 // Recovered reports when these boots have run.
 func Open(ctx context.Context, cfg Config) (*Host, error) {
+	h, err := open(ctx, cfg)
+	if err != nil && cfg.Guest != nil {
+		err = errors.Join(err, cfg.Guest.Close(ctx))
+	}
+	return h, err
+}
+
+func open(ctx context.Context, cfg Config) (*Host, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, fmt.Errorf("open host: %w", err)
@@ -96,10 +104,7 @@ func Open(ctx context.Context, cfg Config) (*Host, error) {
 	}
 	h.backend = native{h}
 	if cfg.Guest != nil {
-		if h.backend, err = newGuestBackend(ctx, h, *cfg.Guest); err != nil {
-			ix.close()
-			return nil, fmt.Errorf("open host: %w", err)
-		}
+		h.backend = guestBackend{cfg.Guest}
 	}
 	h.bgCtx, h.bgCancel = context.WithCancel(context.Background())
 

@@ -6,8 +6,8 @@ import (
 	"log/slog"
 
 	"github.com/revenantrt/revenant/core"
-	"github.com/revenantrt/revenant/host/sqlitedb"
 	"github.com/revenantrt/revenant/recovery"
+	"github.com/revenantrt/revenant/sqlitedb"
 )
 
 // backend starts a tree's instance on its database. The host owns

@@ -8,9 +8,9 @@ import (
 
 	"github.com/revenantrt/revenant/core"
 	"github.com/revenantrt/revenant/core/fakehost"
-	"github.com/revenantrt/revenant/host/sqlitedb"
 	"github.com/revenantrt/revenant/internal/treetest"
 	"github.com/revenantrt/revenant/recovery"
+	"github.com/revenantrt/revenant/sqlitedb"
 )
 
 // stopDriver ends every execution at once without writing, as if it died

@@ -37,11 +37,9 @@ func TestSettingsReachBothModes(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, configs, run.configs)
 
-	wasm := filepath.Join(t.TempDir(), "guest.wasm")
-	require.NoError(t, os.WriteFile(wasm, []byte("not read here"), 0o600))
-	gc, err := guestConfig(wasm, run, "")
+	boot, err := guestBoot(run, "")
 	require.NoError(t, err)
-	require.Equal(t, want, gc.Boot.Settings)
+	require.Equal(t, want, boot.Settings)
 }
 
 // An invalid setting stops the server at start-up, naming the key.

@@ -16,8 +16,8 @@ import (
 	"github.com/revenantrt/revenant/core/model/offline"
 	"github.com/revenantrt/revenant/core/runner"
 	"github.com/revenantrt/revenant/core/tool"
-	"github.com/revenantrt/revenant/host/sqlitedb"
 	"github.com/revenantrt/revenant/recovery"
+	"github.com/revenantrt/revenant/sqlitedb"
 )
 
 // An embedder registers its own Go tools with the runner. Here the offline

@@ -14,7 +14,7 @@ import (
 
 	"github.com/revenantrt/revenant/core/schema"
 	"github.com/revenantrt/revenant/core/storage"
-	"github.com/revenantrt/revenant/host/sqlitedb"
+	"github.com/revenantrt/revenant/sqlitedb"
 )
 
 var ctx = context.Background()

@@ -3,7 +3,7 @@
 // errors identified by SQLite result code.
 //
 // It is the whole of what core needs from a database. Hosts implement DB over
-// whatever they own: ncruces/go-sqlite3 in process (host/sqlitedb), the
+// whatever they own: ncruces/go-sqlite3 in process (sqlitedb), the
 // Durable Object's ctx.storage.sql inside transactionSync, or host imports for
 // a wasip1 guest. It must not import any host package (syscall/js, wazero,
 // ncruces, syumai); a test in core enforces that.

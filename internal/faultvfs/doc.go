@@ -7,7 +7,7 @@
 // inside a window, with SQLITE_FULL or an IOERR extended code. It can also
 // make a commit durable and still report it failed (the "late IOERR" a host
 // may return after its COMMIT already reached the disk). Register puts a
-// Fault under a VFS name; host/sqlitedb opens a database through it with
+// Fault under a VFS name; sqlitedb opens a database through it with
 // Options.VFS, so the code under test runs its real SQL on a real file.
 //
 // Everything that is not a write is forwarded to the OS VFS, including the

@@ -12,8 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/revenantrt/revenant/core/storage"
-	"github.com/revenantrt/revenant/host/sqlitedb"
 	"github.com/revenantrt/revenant/internal/faultvfs"
+	"github.com/revenantrt/revenant/sqlitedb"
 )
 
 var ctx = context.Background()
@@ -21,7 +21,7 @@ var ctx = context.Background()
 var names atomic.Int64
 
 // setup registers a fault under a fresh VFS name and opens a database file
-// through it (WAL, synchronous=FULL: host/sqlitedb's settings, which Open
+// through it (WAL, synchronous=FULL: sqlitedb's settings, which Open
 // reads back, so the wrapper must keep WAL working).
 func setup(t *testing.T, now func() int64) (*faultvfs.Fault, *sqlitedb.DB, string, string) {
 	t.Helper()

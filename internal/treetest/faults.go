@@ -10,8 +10,8 @@ import (
 
 	"github.com/revenantrt/revenant/core/retry"
 	"github.com/revenantrt/revenant/core/storage"
-	"github.com/revenantrt/revenant/host/sqlitedb"
 	"github.com/revenantrt/revenant/internal/faultvfs"
+	"github.com/revenantrt/revenant/sqlitedb"
 )
 
 var vfsSeq atomic.Int64 // VFS names are process-wide: one per tree

@@ -13,8 +13,8 @@ import (
 	"github.com/revenantrt/revenant/core/fakehost"
 	"github.com/revenantrt/revenant/core/retry"
 	"github.com/revenantrt/revenant/core/storage"
-	"github.com/revenantrt/revenant/host/sqlitedb"
 	"github.com/revenantrt/revenant/recovery"
+	"github.com/revenantrt/revenant/sqlitedb"
 )
 
 // Start is the fake clock's starting time (2026-01-01T00:00:00Z in ms).

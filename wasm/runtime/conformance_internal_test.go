@@ -13,8 +13,8 @@ import (
 	"github.com/revenantrt/revenant/core/conform"
 	"github.com/revenantrt/revenant/core/storage"
 	"github.com/revenantrt/revenant/core/storage/storagetest"
-	"github.com/revenantrt/revenant/host/sqlitedb"
 	"github.com/revenantrt/revenant/internal/faultvfs"
+	"github.com/revenantrt/revenant/sqlitedb"
 	"github.com/revenantrt/revenant/wasm/abi"
 	"github.com/revenantrt/revenant/wasm/guestdb"
 )

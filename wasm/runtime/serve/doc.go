@@ -9,9 +9,11 @@
 // the next use. Guest calls run with a context of their own: a client that
 // goes away cancels its request in the guest, never the guest call.
 //
-// A Tree keeps the tree's wake-up in a timer of its own, for callers
-// without a host. host/ wires this in for its wazero backend: one Tree per
-// active tree, Config.ArmWake feeding its durable wake-up index, which
-// delivers the wake-ups (Tree.Wake), so it sets Config.NoWakeTimer; and
-// Tree.Idle tells its eviction whether an execution runs in the guest.
+// A Tree never delivers the tree's wake-up: it hands every arm to
+// Config.ArmWake, and whoever keeps the wake-up calls Tree.Wake when it is
+// due. In the local server that is host/: its durable wake-up index is the
+// one owner of delivery for both of its backends, and it starts a new Tree
+// for a wake-up of a tree that runs none. Tree.Idle tells its eviction
+// whether an execution runs in the guest. host/ reaches this package only
+// through the host.GuestRuntime that wasm/backend implements.
 package serve

@@ -38,18 +38,15 @@ type Config struct {
 	// Tools are the host's real tools (webhooks with their secrets,
 	// http_request with the egress policy), run for EgressTool requests.
 	Tools []tool.Tool
-	// ArmWake, if set, is told each time the guest arms the tree's
-	// wake-up (at, ms; every arm, even one later than an earlier armed
-	// time) or clears it (0), so the host keeps it durably. It runs inside
-	// the guest's call, before the guest goes on: a host that cannot store
-	// the wake-up may panic, which fails the call and kills the guest (its
-	// open transaction is rolled back). Unless NoWakeTimer is set, the
-	// driver also keeps an in-memory timer that calls Wake.
+	// ArmWake is told each time the guest arms the tree's wake-up (at, ms;
+	// every arm, even one later than an earlier armed time) or clears it
+	// (0). Required: a Tree never delivers a wake-up itself. Whoever keeps
+	// the wake-up (host/, durably) delivers it with Tree.Wake, or starts a
+	// new Tree when none runs, so one component owns delivery. It runs
+	// inside the guest's call, before the guest goes on: a host that cannot
+	// store the wake-up may panic, which fails the call and kills the guest
+	// (its open transaction is rolled back).
 	ArmWake func(at int64)
-	// NoWakeTimer turns the driver's own wake-up timer off, for a host that
-	// keeps the wake-up (ArmWake) and delivers it itself (Tree.Wake): with
-	// both, every wake-up would be delivered twice. It requires ArmWake.
-	NoWakeTimer bool
 	// Watchdog is runtime.Options.Watchdog.
 	Watchdog time.Duration
 	// Log receives the driver's and the guest's logs; nil discards them.
@@ -94,8 +91,6 @@ type Tree struct {
 	reqs    map[uint64]*stream
 	timers  map[uint64]*time.Timer
 	egress  map[uint64]context.CancelFunc
-	wakeAt  int64
-	wake    *time.Timer
 
 	// request delivers a request to the guest (tests replace it).
 	request func(g *runtime.Guest, id uint64, req runtime.Request) error
@@ -106,8 +101,8 @@ func Start(ctx context.Context, cfg Config) (*Tree, error) {
 	if cfg.Module == nil || cfg.Conn == nil {
 		return nil, errors.New("serve: Module and Conn are required")
 	}
-	if cfg.NoWakeTimer && cfg.ArmWake == nil {
-		return nil, errors.New("serve: NoWakeTimer requires ArmWake: nothing would deliver the wake-up")
+	if cfg.ArmWake == nil {
+		return nil, errors.New("serve: ArmWake is required: nothing would keep or deliver the wake-up")
 	}
 	log := cfg.Log
 	if log == nil {
@@ -229,9 +224,6 @@ func (t *Tree) Close(ctx context.Context) error {
 	}
 	t.closed = true
 	t.resetLocked()
-	if t.wake != nil {
-		t.wake.Stop()
-	}
 	return err
 }
 
@@ -436,45 +428,13 @@ func (s *services) ClearTimer(id uint64) {
 	}
 }
 
-func (s *services) ArmWake(at int64) {
-	t := s.t
-	// The host is told of every arm, before the dedup below: a host that
-	// uses up a delivered wake-up (DESIGN §4 rule 2) must see the handler's
-	// re-arm even when this driver's own timer is already due earlier.
-	if t.cfg.ArmWake != nil {
-		t.cfg.ArmWake(at)
-	}
-	if t.cfg.NoWakeTimer {
-		return // the host delivers it
-	}
-	if t.wakeAt != 0 && t.wakeAt <= at {
-		return
-	}
-	t.wakeAt = at
-	if t.wake != nil {
-		t.wake.Stop()
-	}
-	d := time.Duration(max(at-time.Now().UnixMilli(), 0)) * time.Millisecond
-	t.wake = time.AfterFunc(d, func() {
-		t.mu.Lock()
-		t.wakeAt = 0
-		t.mu.Unlock()
-		if err := t.Wake(context.Background()); err != nil {
-			t.log.Warn("wake-up delivery failed", "err", err)
-		}
-	})
-}
+// ArmWake hands every arm to the host, which keeps and delivers the
+// wake-up: even one later than an earlier armed time, since a host that
+// uses up a delivered wake-up (DESIGN §4 rule 2) must see the handler's
+// re-arm.
+func (s *services) ArmWake(at int64) { s.t.cfg.ArmWake(at) }
 
-func (s *services) ClearWake() {
-	t := s.t
-	if t.wake != nil {
-		t.wake.Stop()
-	}
-	t.wakeAt = 0
-	if t.cfg.ArmWake != nil {
-		t.cfg.ArmWake(0)
-	}
-}
+func (s *services) ClearWake() { s.t.cfg.ArmWake(0) }
 
 func (s *services) StartEgress(id uint64, req runtime.EgressRequest) {
 	ctx, cancel := context.WithCancel(context.Background())

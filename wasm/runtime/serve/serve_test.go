@@ -16,8 +16,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/revenantrt/revenant/core/api"
-	"github.com/revenantrt/revenant/host/sqlitedb"
 	"github.com/revenantrt/revenant/internal/guestbuild"
+	"github.com/revenantrt/revenant/sqlitedb"
 	"github.com/revenantrt/revenant/wasm/abi"
 	"github.com/revenantrt/revenant/wasm/runtime"
 	"github.com/revenantrt/revenant/wasm/runtime/serve"
@@ -91,6 +91,9 @@ func startTreeWatched(t *testing.T, cfg serve.Config) (*httptest.Server, *watche
 	require.NoError(t, err)
 	t.Cleanup(func() { db.Close() })
 	cfg.Module, cfg.Conn = m, db.Conn()
+	if cfg.ArmWake == nil {
+		cfg.ArmWake = func(int64) {} // no host: the tests deliver no wake-up
+	}
 	cfg.Boot.TreeID = "tree1"
 	tree, err := serve.Start(ctx, cfg)
 	require.NoError(t, err)
@@ -236,40 +239,33 @@ func TestServeIdle(t *testing.T) {
 	require.Equal(t, 0, serve.Requests(w.tree))
 }
 
-// With NoWakeTimer the tree delivers no wake-up of its own: the host that
-// keeps them (ArmWake) delivers each, once. Without it, the tree's timer
-// delivers them (a caller without a host).
-func TestServeNoWakeTimer(t *testing.T) {
-	for _, noTimer := range []bool{true, false} {
-		t.Run(fmt.Sprintf("NoWakeTimer=%v", noTimer), func(t *testing.T) {
-			var mu sync.Mutex
-			arms := 0
-			boot := offline()
-			boot.Settings.WakeInterval = time.Millisecond // re-armed by every wake while the claim lasts
-			srv, w := startTreeWatched(t, serve.Config{Boot: boot, NoWakeTimer: noTimer, ArmWake: func(at int64) {
-				mu.Lock()
-				defer mu.Unlock()
-				if at != 0 {
-					arms++
-				}
-			}})
-			require.Equal(t, 201, post(t, srv.URL+"/v1/sessions", `{}`).StatusCode)
-			require.Equal(t, 202, post(t, srv.URL+"/v1/sessions/tree1/prompt", `{"text":"/sleep 100ms\nslow"}`).StatusCode)
-			waitFor(t, srv, "session.execution.succeeded@1")
-			w.quiet(t)
-			mu.Lock()
-			n := arms
-			mu.Unlock()
-			if noTimer {
-				require.Equal(t, 1, n, "armed with the claim, and no wake-up was delivered")
-				require.NoError(t, w.tree.Wake(context.Background()), "the host delivers it")
-			} else {
-				require.Greater(t, n, 1, "the tree's timer delivered wake-ups, each re-armed while the claim lasted")
-			}
-		})
-	}
-	_, err := serve.Start(context.Background(), serve.Config{Module: &runtime.Module{}, Conn: nopConn{}, NoWakeTimer: true})
-	require.ErrorContains(t, err, "NoWakeTimer requires ArmWake")
+// A tree delivers no wake-up of its own: the host that keeps them
+// (ArmWake) delivers each, once. Were the tree to deliver them too, every
+// wake would re-arm (the claim lasts past 1 ms) and ArmWake hear more.
+func TestServeDeliversNoWakeUp(t *testing.T) {
+	var mu sync.Mutex
+	arms := 0
+	boot := offline()
+	boot.Settings.WakeInterval = time.Millisecond // re-armed by every wake while the claim lasts
+	srv, w := startTreeWatched(t, serve.Config{Boot: boot, ArmWake: func(at int64) {
+		mu.Lock()
+		defer mu.Unlock()
+		if at != 0 {
+			arms++
+		}
+	}})
+	require.Equal(t, 201, post(t, srv.URL+"/v1/sessions", `{}`).StatusCode)
+	require.Equal(t, 202, post(t, srv.URL+"/v1/sessions/tree1/prompt", `{"text":"/sleep 100ms\nslow"}`).StatusCode)
+	waitFor(t, srv, "session.execution.succeeded@1")
+	w.quiet(t)
+	mu.Lock()
+	n := arms
+	mu.Unlock()
+	require.Equal(t, 1, n, "armed with the claim, and no wake-up was delivered")
+	require.NoError(t, w.tree.Wake(context.Background()), "the host delivers it")
+
+	_, err := serve.Start(context.Background(), serve.Config{Module: &runtime.Module{}, Conn: nopConn{}})
+	require.ErrorContains(t, err, "ArmWake is required")
 }
 
 // A client that goes away after its guest died cancels nothing: no guest is

@@ -9,7 +9,7 @@ import (
 	"github.com/ncruces/go-sqlite3"
 
 	"github.com/revenantrt/revenant/core/storage"
-	"github.com/revenantrt/revenant/host/sqlitedb"
+	"github.com/revenantrt/revenant/sqlitedb"
 )
 
 // openReadOnly opens a tree database so that nothing the checker does can
@@ -29,7 +29,7 @@ func openReadOnly(path string) (*sqlite3.Conn, error) {
 
 // conn adapts one ncruces connection to core's storage contract, for the
 // read-only judged file and for the private in-memory rebuild. Unlike
-// host/sqlitedb it sets no pragmas: the judged file must be read as it is,
+// sqlitedb it sets no pragmas: the judged file must be read as it is,
 // and the in-memory copy needs no durability.
 type conn struct{ c *sqlite3.Conn }
 

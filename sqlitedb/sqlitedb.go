@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -17,21 +18,47 @@ import (
 // lock before failing with BUSY.
 const DefaultBusyTimeout = 5 * time.Second
 
-// Options tune Open. The zero value is the default.
+// Options tune Open. The zero value is the default: what a server runs.
 type Options struct {
-	// BusyTimeout overrides DefaultBusyTimeout when positive.
+	// BusyTimeout is how long a statement waits for another connection's
+	// lock. Zero: DefaultBusyTimeout. Negative: no wait, BUSY at once (the
+	// simulator runs competing connections on one goroutine, where waiting
+	// cannot end a conflict).
 	BusyTimeout time.Duration
 	// VFS names a registered SQLite VFS to open the file through (a test's
 	// fault-injecting one, internal/faultvfs). Empty: the OS VFS.
 	VFS string
+	// NoSync sets synchronous=OFF instead of FULL: commits are not flushed
+	// to disk, so they survive the death of the process but not of the
+	// machine. For the simulator, whose kills are process deaths (DESIGN
+	// §14); never for data that must survive power loss.
+	NoSync bool
+	// Hooks observe the DB's transactions, through Tx and Conn alike.
+	Hooks Hooks
+}
+
+// Hooks observe transactions, for a simulator that judges every commit at
+// its connection. Each is optional.
+type Hooks struct {
+	// Begin is called inside each transaction, just after its BEGIN
+	// succeeded, with the DB's lock held: it must not call Tx, but a
+	// Conn's hook may run statements on the Conn (they join the
+	// transaction).
+	Begin func()
+	// Commit is called after each COMMIT that succeeded, once the
+	// transaction has ended and the lock is released, with the number of
+	// rows the transaction inserted, updated or deleted.
+	Commit func(changes int64)
 }
 
 // DB is a storage.DB over one SQLite connection.
 type DB struct {
-	mu    sync.Mutex
-	conn  *sqlite3.Conn
-	stmts map[string]*sqlite3.Stmt
-	path  string
+	mu      sync.Mutex
+	conn    *sqlite3.Conn
+	stmts   map[string]*sqlite3.Stmt
+	path    string
+	hooks   Hooks
+	changes int64 // the connection's total changes when the open transaction began
 }
 
 var _ storage.DB = (*DB)(nil)
@@ -39,17 +66,15 @@ var _ storage.DB = (*DB)(nil)
 // Open opens (creating if needed) the database file at path with revenant's
 // settings. It does not migrate: core does that through the contract.
 func Open(path string, opts Options) (*DB, error) {
-	name := path
-	if opts.VFS != "" {
-		// Only a URI filename can name a VFS; the path is escaped so that no
-		// character of it reads as a query.
-		name = (&url.URL{Scheme: "file", Path: path, RawQuery: "vfs=" + url.QueryEscape(opts.VFS)}).String()
+	name, err := fileName(path, opts.VFS)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	conn, err := sqlite3.Open(name)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, mapErr(err))
 	}
-	db := &DB{conn: conn, stmts: map[string]*sqlite3.Stmt{}, path: path}
+	db := &DB{conn: conn, stmts: map[string]*sqlite3.Stmt{}, path: path, hooks: opts.Hooks}
 	if err := db.configure(opts); err != nil {
 		conn.Close()
 		return nil, fmt.Errorf("open %s: %w", path, err)
@@ -57,10 +82,28 @@ func Open(path string, opts Options) (*DB, error) {
 	return db, nil
 }
 
+// fileName is what SQLite opens: path itself, or with a VFS a URI filename
+// (only a URI can name one). The URI's path is absolute, because a relative
+// one would read as an authority, and escaped, so that no character of it
+// reads as a query.
+func fileName(path, vfs string) (string, error) {
+	if vfs == "" {
+		return path, nil
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", err
+	}
+	return (&url.URL{Scheme: "file", Path: filepath.ToSlash(abs), RawQuery: "vfs=" + url.QueryEscape(vfs)}).String(), nil
+}
+
 func (db *DB) configure(opts Options) error {
 	timeout := opts.BusyTimeout
-	if timeout <= 0 {
+	switch {
+	case timeout == 0:
 		timeout = DefaultBusyTimeout
+	case timeout < 0:
+		timeout = 0
 	}
 	if err := db.conn.BusyTimeout(timeout); err != nil {
 		return fmt.Errorf("set busy timeout: %w", mapErr(err))
@@ -72,13 +115,17 @@ func (db *DB) configure(opts Options) error {
 	if mode != "wal" {
 		return fmt.Errorf("set journal mode: database reports %q, want wal", mode)
 	}
-	for _, p := range []string{"PRAGMA synchronous=FULL", "PRAGMA foreign_keys=ON"} {
+	sync, want := "PRAGMA synchronous=FULL", "2"
+	if opts.NoSync {
+		sync, want = "PRAGMA synchronous=OFF", "0"
+	}
+	for _, p := range []string{sync, "PRAGMA foreign_keys=ON"} {
 		if err := db.conn.Exec(p); err != nil {
 			return fmt.Errorf("%s: %w", p, mapErr(err))
 		}
 	}
-	if v, err := db.pragma("PRAGMA synchronous"); err != nil || v != "2" {
-		return fmt.Errorf("read back synchronous: got %q: %v", v, err)
+	if v, err := db.pragma("PRAGMA synchronous"); err != nil || v != want {
+		return fmt.Errorf("read back synchronous: got %q, want %s: %v", v, want, err)
 	}
 	return nil
 }
@@ -102,6 +149,12 @@ func (db *DB) Path() string { return db.path }
 func (db *DB) Close() error {
 	db.mu.Lock()
 	defer db.mu.Unlock()
+	return db.closeLocked()
+}
+
+// closeLocked closes the connection; the caller holds db.mu. SQLite rolls
+// back a transaction left open, as at the death of a process.
+func (db *DB) closeLocked() error {
 	if db.conn == nil {
 		return nil
 	}
@@ -120,6 +173,10 @@ var ErrClosed = storage.ErrClosed
 
 // Tx implements storage.DB.
 func (db *DB) Tx(ctx context.Context, fn func(storage.Tx) error) (err error) {
+	committed := int64(-1) // the commit's changes, once it succeeded
+	// Registered before the unlock, so it runs after it: the Commit hook
+	// hears of the commit with the lock released.
+	defer func() { db.afterCommit(committed) }()
 	db.mu.Lock()
 	defer db.mu.Unlock()
 	if db.conn == nil {
@@ -138,6 +195,7 @@ func (db *DB) Tx(ctx context.Context, fn func(storage.Tx) error) (err error) {
 	// Whatever way fn leaves (an error, a panic), no transaction outlives
 	// Tx: an open one would keep the write lock from every other connection.
 	defer db.rollbackIfOpen()
+	db.begun()
 	if err := fn(tx{db}); err != nil {
 		return err
 	}
@@ -147,7 +205,36 @@ func (db *DB) Tx(ctx context.Context, fn func(storage.Tx) error) (err error) {
 		// rerun it.
 		return fmt.Errorf("commit: %w", failure(ctx, err))
 	}
+	committed = db.changed()
 	return nil
+}
+
+// begun notes the start of a transaction (BEGIN succeeded) for the hooks;
+// the caller holds db.mu.
+func (db *DB) begun() {
+	if db.hooks.Commit != nil {
+		db.changes = db.conn.TotalChanges()
+	}
+	if db.hooks.Begin != nil {
+		db.hooks.Begin()
+	}
+}
+
+// changed is how many rows the transaction that just committed changed;
+// the caller holds db.mu. Without a Commit hook nobody asks: 0.
+func (db *DB) changed() int64 {
+	if db.hooks.Commit == nil {
+		return 0
+	}
+	return db.conn.TotalChanges() - db.changes
+}
+
+// afterCommit tells the Commit hook of a commit that changed n rows; n < 0
+// means there was none. The caller does not hold db.mu.
+func (db *DB) afterCommit(n int64) {
+	if n >= 0 && db.hooks.Commit != nil {
+		db.hooks.Commit(n)
+	}
 }
 
 // failure maps a BEGIN or COMMIT error. When ctx has ended it also carries

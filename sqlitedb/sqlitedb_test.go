@@ -16,8 +16,8 @@ import (
 	"github.com/revenantrt/revenant/core/conform"
 	"github.com/revenantrt/revenant/core/storage"
 	"github.com/revenantrt/revenant/core/storage/storagetest"
-	"github.com/revenantrt/revenant/host/sqlitedb"
 	"github.com/revenantrt/revenant/internal/faultvfs"
+	"github.com/revenantrt/revenant/sqlitedb"
 )
 
 var ctx = context.Background()

@@ -10,11 +10,14 @@ import (
 
 // Conn is the tree's connection with explicit transactions, for a host
 // whose guest drives BEGIN and COMMIT through imports (the wazero backend,
-// wasm/runtime). It shares the DB's connection, settings and statement
-// cache; do not use Tx and Conn's transactions at the same time.
+// wasm/runtime, and the simulator's host). It shares the DB's connection,
+// settings, statement cache and hooks; do not use Tx and Conn's
+// transactions at the same time.
 //
 // Begin takes the DB's lock and Commit or Rollback releases it, so a
-// transaction holds the connection from BEGIN to its end, as Tx does.
+// transaction holds the connection from BEGIN to its end, as Tx does. A
+// statement outside a transaction runs on its own (SQLite's autocommit),
+// under the lock for just that statement.
 type Conn struct {
 	db   *DB
 	inTx bool
@@ -39,23 +42,43 @@ func (c *Conn) Begin() error {
 		return fmt.Errorf("begin: %w", mapErr(err))
 	}
 	c.inTx = true
+	c.db.begun()
 	return nil
 }
 
-// Exec runs a statement inside the open transaction.
+// Exec runs a statement, inside the open transaction if there is one.
 func (c *Conn) Exec(query string, args []any) (int64, error) {
 	if !c.inTx {
-		return 0, errors.New("exec: no transaction is open")
+		unlock, err := c.lock()
+		if err != nil {
+			return 0, fmt.Errorf("exec: %w", err)
+		}
+		defer unlock()
 	}
 	return tx{c.db}.Exec(query, args...)
 }
 
-// Query runs a statement inside the open transaction and reads every row.
+// Query runs a statement, inside the open transaction if there is one,
+// and reads every row.
 func (c *Conn) Query(query string, args []any) (*storage.Rows, error) {
 	if !c.inTx {
-		return nil, errors.New("query: no transaction is open")
+		unlock, err := c.lock()
+		if err != nil {
+			return nil, fmt.Errorf("query: %w", err)
+		}
+		defer unlock()
 	}
 	return tx{c.db}.Query(query, args...)
+}
+
+// lock takes the DB's lock for one statement outside a transaction.
+func (c *Conn) lock() (unlock func(), err error) {
+	c.db.mu.Lock()
+	if c.db.conn == nil {
+		c.db.mu.Unlock()
+		return nil, ErrClosed
+	}
+	return c.db.mu.Unlock, nil
 }
 
 // Commit commits. A COMMIT that fails with BUSY leaves the transaction
@@ -70,7 +93,9 @@ func (c *Conn) Commit() error {
 		}
 		return fmt.Errorf("commit: %w", mapErr(err))
 	}
+	n := c.db.changed()
 	c.end()
+	c.db.afterCommit(n)
 	return nil
 }
 
@@ -91,6 +116,17 @@ func (c *Conn) Rollback() error {
 
 // InTx reports whether a transaction is open.
 func (c *Conn) InTx() bool { return c.inTx }
+
+// Close closes the DB. A transaction left open is rolled back by SQLite,
+// as at the death of the process that held it: a simulator's kill.
+func (c *Conn) Close() error {
+	if !c.inTx {
+		return c.db.Close()
+	}
+	err := c.db.closeLocked()
+	c.end()
+	return err
+}
 
 func (c *Conn) end() {
 	c.inTx = false

@@ -1,14 +1,10 @@
 package core_test
 
 import (
-	"bufio"
-	"bytes"
 	"go/ast"
 	"go/parser"
 	"go/token"
 	"io/fs"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -17,84 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-const module = "github.com/revenantrt/revenant"
-
-// forbiddenPrefixes may not appear anywhere among the dependencies of core
-// and recovery: they are host packages (DESIGN §3, STYLE practice 1).
-var forbiddenPrefixes = []string{
-	"github.com/tetratelabs/wazero",
-	"github.com/ncruces",
-	"github.com/syumai",
-}
-
-func forbidden(path string) bool {
-	for _, p := range forbiddenPrefixes {
-		if path == p || strings.HasPrefix(path, p+"/") {
-			return true
-		}
-	}
-	return false
-}
-
-// TestNoHostImports fails if core or recovery depend, for any target they
-// build for, on a host package. syscall/js is judged by who imports it: on
-// js/wasm the standard library itself reaches it (package syscall is built
-// on it there), so the rule is that no package outside the standard library
-// imports it. Test files are not part of `go list -deps` without -test, so
-// the tests' own use of host/sqlitedb (through internal/treetest) is fine.
-func TestNoHostImports(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs go list three times")
-	}
-	for _, target := range []struct{ goos, goarch string }{
-		{"", ""}, // the default target
-		{"js", "wasm"},
-		{"wasip1", "wasm"},
-	} {
-		name := target.goos + "/" + target.goarch
-		if target.goos == "" {
-			name = "default"
-		}
-		t.Run(name, func(t *testing.T) {
-			cmd := exec.Command("go", "list", "-deps",
-				"-f", `{{.ImportPath}} {{.Standard}} {{join .Imports " "}}`,
-				module+"/core/...", module+"/recovery/...")
-			cmd.Env = os.Environ()
-			if target.goos != "" {
-				cmd.Env = append(cmd.Env, "GOOS="+target.goos, "GOARCH="+target.goarch, "CGO_ENABLED=0")
-			}
-			var stderr bytes.Buffer
-			cmd.Stderr = &stderr
-			out, err := cmd.Output()
-			require.NoError(t, err, "go list: %s", stderr.String())
-
-			imports := map[string][]string{} // package → what it imports
-			standard := map[string]bool{}
-			sc := bufio.NewScanner(bytes.NewReader(out))
-			for sc.Scan() {
-				fields := strings.Fields(sc.Text())
-				require.GreaterOrEqual(t, len(fields), 2, "unexpected go list line %q", sc.Text())
-				imports[fields[0]] = fields[2:]
-				standard[fields[0]] = fields[1] == "true"
-			}
-			require.NoError(t, sc.Err())
-			for pkg, imps := range imports {
-				if forbidden(pkg) {
-					continue // report where the graph enters a host package, not its insides
-				}
-				for _, imp := range imps {
-					switch {
-					case forbidden(imp):
-						t.Errorf("%s imports %s", pkg, imp)
-					case imp == "syscall/js" && !standard[pkg]:
-						t.Errorf("%s imports syscall/js", pkg)
-					}
-				}
-			}
-			require.NotEmpty(t, imports, "go list printed nothing")
-		})
-	}
-}
+// The import rules (core reaches no host or platform package) are the
+// architecture test's, internal/archtest; this file reads core's source.
 
 // clockCalls are the package time functions that read or wait on the real
 // clock. Core takes time, timers and sleeps from the host's Clock (DESIGN

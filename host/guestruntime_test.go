@@ -1,0 +1,142 @@
+package host_test
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/revenantrt/revenant/host"
+	"github.com/revenantrt/revenant/sqlitedb"
+)
+
+// fakeRuntime is a host.GuestRuntime without wazero: it records what the
+// host asks of it, so the host's side of the contract is tested alone.
+type fakeRuntime struct {
+	mu     sync.Mutex
+	trees  map[string]*fakeTree
+	arms   map[string]func(at int64)
+	closes int
+}
+
+func newFakeRuntime() *fakeRuntime {
+	return &fakeRuntime{trees: map[string]*fakeTree{}, arms: map[string]func(int64){}}
+}
+
+func (r *fakeRuntime) StartTree(_ context.Context, id string, _ *sqlitedb.Conn, arm func(at int64), _ *slog.Logger) (host.GuestTree, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	t := &fakeTree{}
+	r.trees[id], r.arms[id] = t, arm
+	return t, nil
+}
+
+func (r *fakeRuntime) Close(context.Context) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.closes++
+	return nil
+}
+
+func (r *fakeRuntime) tree(id string) (*fakeTree, func(at int64)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.trees[id], r.arms[id]
+}
+
+func (r *fakeRuntime) closed() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.closes
+}
+
+// fakeTree counts the wake-ups delivered to it; it re-arms nothing.
+type fakeTree struct {
+	mu     sync.Mutex
+	wakes  int
+	closed bool
+}
+
+func (t *fakeTree) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+func (t *fakeTree) Wake(context.Context) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.wakes++
+	return nil
+}
+
+func (t *fakeTree) Idle(context.Context) (bool, error) { return true, nil }
+
+func (t *fakeTree) Close(context.Context) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.closed = true
+	return nil
+}
+
+func (t *fakeTree) counts() (wakes int, closed bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.wakes, t.closed
+}
+
+// The host owns a guest runtime it is given: an Open that fails closes it,
+// and so does Close.
+func TestHostClosesItsGuestRuntime(t *testing.T) {
+	rt := newFakeRuntime()
+	_, err := host.Open(ctx, host.Config{Guest: rt}) // no data directory
+	require.Error(t, err)
+	assert.Equal(t, 1, rt.closed(), "a failed Open closes it")
+
+	rt = newFakeRuntime()
+	e := newEnv(t)
+	cfg := e.config()
+	cfg.Driver, cfg.Guest = nil, rt
+	h := e.open(cfg)
+	require.NoError(t, h.Close(ctx))
+	assert.Equal(t, 1, rt.closed())
+}
+
+// The host is the one owner of a guest tree's wake-up: the guest's arm is
+// stored in the index and the host delivers it, once, with GuestTree.Wake
+// (the runtime delivers none). Boot at Open is a delivery too.
+func TestHostDeliversGuestWakeUps(t *testing.T) {
+	e := newEnv(t)
+	h := e.open(e.config())
+	admit(t, e.tree(h, "t1"), "t1", "hold")
+	e.d.next(t)
+	require.Contains(t, e.wakeups(), "t1", "the claim armed the wake-up")
+	require.NoError(t, h.Close(ctx)) // claims and the wake-up row stay
+
+	rt := newFakeRuntime()
+	cfg := e.config()
+	cfg.Driver, cfg.Guest = nil, rt
+	h = e.open(cfg)
+	require.Equal(t, "t1", e.nextDelivery().id, "Open booted the tree: the row was delivered")
+	tree, arm := rt.tree("t1")
+	require.NotNil(t, tree, "booted as a guest")
+	assert.Empty(t, e.wakeups(), "nothing re-armed during the boot: the row is used up")
+
+	at := e.clock.Now() + 1000
+	arm(at)
+	assert.Equal(t, map[string]int64{"t1": at}, e.wakeups(), "stored before the arm returns")
+	e.clock.Advance(time.Second)
+	d := e.nextDelivery()
+	require.Equal(t, "t1", d.id)
+	require.NoError(t, d.err)
+	wakes, _ := tree.counts()
+	assert.Equal(t, 1, wakes, "delivered once, by the host")
+	assert.Empty(t, e.wakeups(), "used up")
+
+	require.NoError(t, h.Close(ctx))
+	_, closed := tree.counts()
+	assert.True(t, closed)
+}
