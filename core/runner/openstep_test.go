@@ -2,6 +2,8 @@ package runner_test
 
 import (
 	"context"
+	"fmt"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +15,7 @@ import (
 	"github.com/revenantrt/revenant/core"
 	"github.com/revenantrt/revenant/core/event"
 	"github.com/revenantrt/revenant/core/model"
+	"github.com/revenantrt/revenant/core/model/openai"
 	"github.com/revenantrt/revenant/core/runner"
 	"github.com/revenantrt/revenant/internal/faultvfs"
 	"github.com/revenantrt/revenant/internal/treetest"
@@ -233,3 +236,31 @@ func TestStorageFailureCutsOpenStep(t *testing.T) {
 	assert.Equal(t, kept, cut.Text)
 	assert.Less(t, cutEv.Seq, terms[0].Seq)
 }
+
+// A model request the host's fence ended (a wasm host ends it with
+// core.ErrFenced; the openai provider keeps that cause) stops the runner
+// at once: no step.cut, no retry, no terminal is attempted, since a newer
+// instance owns the tree. The step stays started for that owner to cut.
+func TestFencedModelRequestStopsAtOnce(t *testing.T) {
+	tr := treetest.New(t)
+	m, err := openai.New(openai.Config{BaseURL: "http://127.0.0.1:1", Model: "m",
+		Client: doerFunc(func(*http.Request) (*http.Response, error) {
+			return nil, fmt.Errorf("egress ended: %w", core.ErrFenced)
+		})})
+	require.NoError(t, err)
+	n := tr.Boot(newRunner(t, m, runner.NewConfig()))
+	sid := n.NewSession("s")
+	pid := n.Admit(sid, "hello")
+	n.Idle()
+
+	evs := tr.Events(sid)
+	assert.Equal(t, event.StepStarted, evs[len(evs)-1].Type, "nothing written after the fenced request")
+	assert.Empty(t, treetest.OfType(evs, event.StepCut))
+	assert.Empty(t, treetest.OfType(evs, event.RetryScheduled))
+	assert.Equal(t, "running", tr.PromptState(pid))
+	assert.True(t, tr.Claim(sid).Exists, "the claim is left to the instance that owns the tree")
+}
+
+type doerFunc func(*http.Request) (*http.Response, error)
+
+func (f doerFunc) Do(r *http.Request) (*http.Response, error) { return f(r) }
