@@ -286,12 +286,62 @@ func (t *txw) scheduleRetry(x *Execution, out Outcome) error {
 	return t.claims().sleepUntil(x.sessionID, out.RetryAt)
 }
 
-// endTurn appends a turn terminal for the running prompt and, in the same
-// transaction, starts the next queued turn or releases the claim. An
-// instance that is stopping keeps the claim for a queued prompt without
-// starting it, so the next boot starts that turn without counting a resume.
-func (t *txw) endTurn(sessionID string, typ event.Type, payload any, startNext bool) (*plan, error) {
-	if _, err := t.append(sessionID, typ, payload); err != nil {
+// turnEnd is a turn's terminal event: succeeded, failed or interrupted.
+type turnEnd struct {
+	promptID string
+	typ      event.Type
+	payload  any
+	// cut is the reason given to a step of the turn still started:
+	// event.CutStopped when the turn's execution was stopped here,
+	// event.CutInterrupted when it died.
+	cut string
+}
+
+// appendEnd appends a turn's terminal, first cutting the turn's steps still
+// started. No execution will ever continue them: without the cut a step
+// whose execution was fenced off, died or lost storage mid-stream would
+// show as streaming for ever (readMessages). The cut is the terminal
+// transaction's own write, not the stopped execution's, so nothing of that
+// execution lands after an interrupt (DESIGN §6.4).
+func (t *txw) appendEnd(sessionID string, end turnEnd) error {
+	if err := t.cutOpenSteps(sessionID, end.promptID, end.cut); err != nil {
+		return err
+	}
+	_, err := t.append(sessionID, end.typ, end.payload)
+	return err
+}
+
+// cutOpenSteps cuts the prompt's steps still started with
+// session.step.cut@1, keeping the text they checkpointed, as the runner
+// cuts a stream it stopped or one a dead execution left.
+func (t *txw) cutOpenSteps(sessionID, promptID, reason string) error {
+	rows, err := t.Query(`SELECT id, text FROM steps WHERE prompt_id = ? AND state = ? ORDER BY idx`, promptID, string(StepStarted))
+	if err != nil {
+		return fmt.Errorf("cut open steps: %w", err)
+	}
+	var cuts []event.Cut
+	for rows.Next() {
+		c := event.Cut{Reason: reason}
+		if err := rows.Scan(&c.StepID, &c.Text); err != nil {
+			return fmt.Errorf("cut open steps: %w", err)
+		}
+		cuts = append(cuts, c)
+	}
+	for _, c := range cuts {
+		if _, err := t.append(sessionID, event.StepCut, c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// endTurn appends a turn terminal for the running prompt (cutting its open
+// steps) and, in the same transaction, starts the next queued turn or
+// releases the claim. An instance that is stopping keeps the claim for a
+// queued prompt without starting it, so the next boot starts that turn
+// without counting a resume.
+func (t *txw) endTurn(sessionID string, end turnEnd, startNext bool) (*plan, error) {
+	if err := t.appendEnd(sessionID, end); err != nil {
 		return nil, err
 	}
 	if startNext {
@@ -419,11 +469,11 @@ func (inst *Instance) finish(x *Execution, out Outcome) *Execution {
 		case errors.Is(cause, ErrShutdown):
 			_, err = t.append(x.sessionID, event.ExecutionInterrupted, event.Interrupted{ExecutionID: x.id, PromptID: x.promptID, Reason: event.ReasonShutdown})
 		case interrupted:
-			err = t.interruptTurn(x.sessionID, x.id, x.promptID, reasonOf(cause))
+			err = t.interruptTurn(x.sessionID, x.id, x.promptID, reasonOf(cause), event.CutStopped)
 		case out.Kind == Succeeded:
-			next, err = t.endTurn(x.sessionID, event.ExecutionSucceeded, event.Succeeded{ExecutionID: x.id, PromptID: x.promptID}, startNext)
+			next, err = t.endTurn(x.sessionID, x.end(event.ExecutionSucceeded, event.Succeeded{ExecutionID: x.id, PromptID: x.promptID}), startNext)
 		case out.Kind == Failed:
-			next, err = t.endTurn(x.sessionID, event.ExecutionFailed, event.Failed{ExecutionID: x.id, PromptID: x.promptID, Type: out.FailType, Message: out.Message}, startNext)
+			next, err = t.endTurn(x.sessionID, x.end(event.ExecutionFailed, event.Failed{ExecutionID: x.id, PromptID: x.promptID, Type: out.FailType, Message: out.Message}), startNext)
 		case out.Kind == RetryLater:
 			err = t.scheduleRetry(x, out)
 		}
@@ -495,7 +545,7 @@ func (inst *Instance) failStorage(ctx context.Context, x *Execution, lost error,
 	w.fence, w.locked, w.prior = &fence{sessionID: x.sessionID, executionID: x.id}, true, prior
 	err := w.runOn(ctx, retry.Settlement(), func(t *txw) error {
 		var err error
-		next, err = t.endTurn(x.sessionID, event.ExecutionFailed, event.Failed{ExecutionID: x.id, PromptID: x.promptID, Type: event.FailStorage, Message: message}, startNext)
+		next, err = t.endTurn(x.sessionID, x.end(event.ExecutionFailed, event.Failed{ExecutionID: x.id, PromptID: x.promptID, Type: event.FailStorage, Message: message}), startNext)
 		return err
 	})
 	switch {
@@ -511,6 +561,12 @@ func (inst *Instance) failStorage(ctx context.Context, x *Execution, lost error,
 		inst.log.Info("shutdown during the wait for storage; the claim stays for the next boot", "session", x.sessionID, "execution", x.id)
 	}
 	return next, err
+}
+
+// end is a terminal of x's turn, written while x runs here (or has just
+// stopped): a step it leaves open was stopped, not abandoned by a death.
+func (x *Execution) end(typ event.Type, payload any) turnEnd {
+	return turnEnd{promptID: x.promptID, typ: typ, payload: payload, cut: event.CutStopped}
 }
 
 func reasonOf(cause error) string {

@@ -153,7 +153,13 @@ func (inst *Instance) interruptDirect(ctx context.Context, sessionID, reason str
 			return nil
 		}
 		did = true
-		return t.interruptTurn(sessionID, executionID, promptID, reason)
+		// An execution stuck here past the grace period was stopped; with
+		// none here, the turn's last execution died (or was evicted).
+		cut := event.CutInterrupted
+		if x != nil {
+			cut = event.CutStopped
+		}
+		return t.interruptTurn(sessionID, executionID, promptID, reason, cut)
 	})
 	if errors.Is(err, errRunningChanged) {
 		return false, err
@@ -168,10 +174,13 @@ func (inst *Instance) interruptDirect(ctx context.Context, sessionID, reason str
 }
 
 // interruptTurn records the interrupt of the running prompt (if any),
-// cancels every queued prompt and releases the claim, in one transaction.
-func (t *txw) interruptTurn(sessionID, executionID, promptID, reason string) error {
+// cutting its open steps with reason cut, cancels every queued prompt and
+// releases the claim, in one transaction.
+func (t *txw) interruptTurn(sessionID, executionID, promptID, reason, cut string) error {
 	if promptID != "" {
-		if _, err := t.append(sessionID, event.ExecutionInterrupted, event.Interrupted{ExecutionID: executionID, PromptID: promptID, Reason: reason}); err != nil {
+		end := turnEnd{promptID: promptID, typ: event.ExecutionInterrupted, cut: cut,
+			payload: event.Interrupted{ExecutionID: executionID, PromptID: promptID, Reason: reason}}
+		if err := t.appendEnd(sessionID, end); err != nil {
 			return err
 		}
 	}

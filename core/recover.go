@@ -87,7 +87,10 @@ func (inst *Instance) Recover(ctx context.Context, sessionID string, decide func
 			// The turn's execution could not record its storage failure
 			// before storage went away for good; storage is back now.
 			d = Decision{Action: Settle, Message: owed.message}
-			p, err = t.endTurn(c.SessionID, event.ExecutionFailed, event.Failed{ExecutionID: c.ExecutionID, PromptID: c.PromptID, Type: event.FailStorage, Message: owed.message}, true)
+			// Its execution stopped at the lost write: a step it left open
+			// was stopped, as when the failure is written at once.
+			p, err = t.endTurn(c.SessionID, turnEnd{promptID: c.PromptID, typ: event.ExecutionFailed, cut: event.CutStopped,
+				payload: event.Failed{ExecutionID: c.ExecutionID, PromptID: c.PromptID, Type: event.FailStorage, Message: owed.message}}, true)
 			return err
 		}
 		d = decide(c)
@@ -132,6 +135,14 @@ func (t *txw) apply(c ClaimState, d Decision) (*plan, error) {
 	case Abort:
 		return t.abortTurn(c, d.Message)
 	case Resume:
+		if d.Abort && c.PromptID != "" {
+			// The turn ends here: cut the step the dead execution left open
+			// now, so the count past the budget is followed by nothing but
+			// the abort it causes (abortTurn then finds nothing to cut).
+			if err := t.cutOpenSteps(c.SessionID, c.PromptID, event.CutInterrupted); err != nil {
+				return nil, err
+			}
+		}
 		// Counted first, in this transaction, before anything of the resumed
 		// execution runs: a kill inside it finds the count on the next boot.
 		if err := t.claims().countAttempt(c.SessionID, d.Attempt); err != nil {
@@ -167,7 +178,8 @@ func (t *txw) abortTurn(c ClaimState, message string) (*plan, error) {
 	if promptID == "" {
 		return nil, t.claims().release(c.SessionID)
 	}
-	return t.endTurn(c.SessionID, event.ExecutionFailed, event.Failed{ExecutionID: c.ExecutionID, PromptID: promptID, Type: event.FailAborted, Message: message}, true)
+	return t.endTurn(c.SessionID, turnEnd{promptID: promptID, typ: event.ExecutionFailed, cut: event.CutInterrupted,
+		payload: event.Failed{ExecutionID: c.ExecutionID, PromptID: promptID, Type: event.FailAborted, Message: message}}, true)
 }
 
 // OrphanMessage is the failure message of a sub-agent turn whose parent no
@@ -180,11 +192,13 @@ const OrphanMessage = "The sub-agent's turn was abandoned: no running job of its
 // later prompt cannot revive the old turn.
 func (t *txw) orphanTurn(c ClaimState) error {
 	if c.PromptID != "" {
-		if _, err := t.append(c.SessionID, event.ExecutionFailed, event.Failed{ExecutionID: c.ExecutionID, PromptID: c.PromptID, Type: event.FailAborted, Message: OrphanMessage}); err != nil {
+		end := turnEnd{promptID: c.PromptID, typ: event.ExecutionFailed, cut: event.CutInterrupted,
+			payload: event.Failed{ExecutionID: c.ExecutionID, PromptID: c.PromptID, Type: event.FailAborted, Message: OrphanMessage}}
+		if err := t.appendEnd(c.SessionID, end); err != nil {
 			return err
 		}
 	}
-	return t.interruptTurn(c.SessionID, "", "", event.ReasonOrphaned)
+	return t.interruptTurn(c.SessionID, "", "", event.ReasonOrphaned, "")
 }
 
 // Rearm arms the wake-up from durable state while any claim remains: at the

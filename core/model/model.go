@@ -105,7 +105,15 @@ type Error struct {
 	Retryable  bool
 	RetryAfter time.Duration
 	Msg        string
+	// Err is the failure's cause, if any (a transport error), kept for
+	// errors.Is and errors.As: a request the host's fence ended is
+	// core.ErrFenced underneath, which a caller must tell from a provider
+	// failure. Error never prints it; Msg says what happened.
+	Err error
 }
+
+// Unwrap returns the failure's cause, if any.
+func (e *Error) Unwrap() error { return e.Err }
 
 func (e *Error) Error() string {
 	if e.Status != 0 {

@@ -30,6 +30,13 @@ func (t *turn) step(ctx context.Context, st state, index int) (core.Outcome, boo
 	}
 	s := &streaming{t: t, stepID: stepID}
 	done, failure := s.run(ctx, req)
+	if errors.Is(s.modelErr, core.ErrFenced) {
+		// The host's fence ended the request: a newer instance owns the
+		// tree, and the write fence would refuse the cut too. Stop at once;
+		// the owner cuts the step when it resumes the turn.
+		t.x.Log().Info("model request fenced: this instance is superseded", "step", stepID)
+		return stopped, true
+	}
 	if !done {
 		// Stopped or failed mid-stream: keep everything received so far (a
 		// kill keeps only the checkpoints; a clean stop can do better).

@@ -178,3 +178,19 @@ func truncate(s string) string {
 	}
 	return s[:cut] + "…"
 }
+
+// transportError is a retryable *model.Error for a failed exchange: msg
+// (redacted) says what failed, and the cause stays reachable by errors.Is
+// (a fenced egress is core.ErrFenced), its own text redacted too.
+func transportError(msg string, err error, redact func(string) string) *model.Error {
+	return &model.Error{Retryable: true, Msg: redact(msg + ": " + err.Error()), Err: redactedError{err, redact}}
+}
+
+// redactedError is a cause whose text is redacted, should anything print it.
+type redactedError struct {
+	err    error
+	redact func(string) string
+}
+
+func (e redactedError) Error() string { return e.redact(e.err.Error()) }
+func (e redactedError) Unwrap() error { return e.err }

@@ -230,7 +230,7 @@ func (m *Model) Stream(ctx context.Context, req model.Request) (model.Stream, er
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return nil, &model.Error{Retryable: true, Msg: m.redact("send request: " + err.Error())}
+		return nil, transportError("send request", err, m.redact)
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		defer resp.Body.Close()

@@ -978,3 +978,58 @@ func TestAPIKeyNeverLeaks(t *testing.T) {
 		assert.NotContains(t, sc.Text(), testKey)
 	}
 }
+
+// failingBody yields data, then fails with err (an egress the host ended).
+type failingBody struct {
+	data []byte
+	err  error
+}
+
+func (b *failingBody) Read(p []byte) (int, error) {
+	if len(b.data) == 0 {
+		return 0, b.err
+	}
+	n := copy(p, b.data)
+	b.data = b.data[n:]
+	return n, nil
+}
+
+func (b *failingBody) Close() error { return nil }
+
+// A transport failure keeps its cause for errors.Is, whether the request,
+// the stream or a non-streamed answer failed: a host's fenced egress
+// (core.ErrFenced underneath) must not become mere text. The text stays
+// redacted, and so does that of the cause model.Error unwraps to.
+func TestTransportErrorsKeepTheirCause(t *testing.T) {
+	fenced := errors.New("fenced by " + testKey)
+	respond := func(contentType, body string) func(*http.Request) (*http.Response, error) {
+		return func(r *http.Request) (*http.Response, error) {
+			return &http.Response{StatusCode: http.StatusOK, Header: http.Header{"Content-Type": {contentType}},
+				Body: &failingBody{data: []byte(body), err: fmt.Errorf("egress ended: %w", fenced)}, Request: r}, nil
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		do   func(*http.Request) (*http.Response, error)
+	}{
+		{"request", func(*http.Request) (*http.Response, error) { return nil, fmt.Errorf("egress: %w", fenced) }},
+		{"stream", respond("text/event-stream", "data: "+js(map[string]any{"choices": []any{map[string]any{"index": 0, "delta": map[string]any{"content": "hi"}}}})+"\n\n")},
+		{"answer", respond("application/json", `{"choices": [`)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := openai.New(openai.Config{BaseURL: "http://127.0.0.1:1", APIKey: testKey, Model: "m", Client: doerFunc(tc.do)})
+			require.NoError(t, err)
+			s, err := m.Stream(t.Context(), ask("?"))
+			if err == nil {
+				_, err = recvAll(t, s)
+				s.Close()
+			}
+			require.ErrorIs(t, err, fenced)
+			assert.True(t, model.IsRetryable(err), "a transport failure is retryable")
+			assert.NotContains(t, err.Error(), testKey)
+			cause := errors.Unwrap(err)
+			require.NotNil(t, cause)
+			assert.NotContains(t, cause.Error(), testKey, "the cause model.Error hands out is redacted")
+		})
+	}
+}

@@ -109,7 +109,7 @@ func (s *stream) readError(ctx context.Context, err error) error {
 	case errors.Is(err, errEventTooLarge):
 		return &model.Error{Msg: err.Error()}
 	default:
-		return &model.Error{Retryable: true, Msg: s.redact("the stream was cut: " + err.Error())}
+		return transportError("the stream was cut", err, s.redact)
 	}
 }
 
@@ -308,7 +308,7 @@ func (m *Model) completion(ctx context.Context, body io.Reader) (model.Stream, e
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return nil, &model.Error{Retryable: true, Msg: m.redact("read answer: " + err.Error())}
+		return nil, transportError("read answer", err, m.redact)
 	}
 	if len(data) > maxCompletion {
 		return nil, &model.Error{Msg: fmt.Sprintf("the answer exceeds %d bytes", maxCompletion)}
