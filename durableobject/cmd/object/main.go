@@ -33,10 +33,16 @@ func main() {
 	durableobject.Serve(bridge, durableobject.Options{Setup: setup})
 }
 
+// wakeInterval is how far ahead a claim arms the alarm. Nothing else wakes
+// an object after a crash or an eviction (no process boots it), so this
+// bounds how long a killed turn waits to resume; a turn that runs is not
+// disturbed, since the alarm handler holds while it runs and re-arms after.
+const wakeInterval = time.Second
+
 // setup builds the turn driver: the offline model unless a provider is
 // configured, with the tools that need no egress.
 func setup(clock core.Clock) (core.Config, core.Driver, error) {
-	cfg := core.NewConfig()
+	cfg := core.NewConfig().WithWakeInterval(wakeInterval)
 	if os.Getenv("OPENAI_BASE_URL") != "" || os.Getenv("REVENANT_MODEL") != "" {
 		// Model egress goes through syumai/workers' fetch transport (issue
 		// 13); until it is wired, refuse rather than run a different model.
