@@ -109,7 +109,8 @@ func (o *Object) boot(args []js.Value) (any, error) {
 		return nil, fmt.Errorf("boot tree %s: %w", o.treeID, err)
 	}
 	o.swept("boot", err)
-	o.log.Debug("tree booted", "epoch", inst.Epoch(), "decisions", len(rep.Decisions))
+	o.log.Info("tree booted", "resumed", rep.Count(core.Resume), "started", rep.Count(core.Start),
+		"decisions", len(rep.Decisions), "epoch", inst.Epoch())
 	return nil, nil
 }
 
@@ -166,14 +167,19 @@ func (o *Object) wake([]js.Value) (any, error) {
 	}
 	o.alarm.delivered()
 	ctx := context.Background()
-	_, err := recovery.Wake(ctx, o.inst)
+	rep, err := recovery.Wake(ctx, o.inst)
 	o.swept("alarm", err)
 	hold, cancel := context.WithTimeout(ctx, o.opts.AlarmHold)
 	_ = o.inst.WaitIdle(hold) // past the hold the re-armed alarm continues
 	cancel()
-	if _, err := o.inst.Rearm(ctx); err != nil {
+	at, err := o.inst.Rearm(ctx)
+	if err != nil {
 		o.swept("alarm", err)
 	}
+	// Alarms are rare (a claim, a retry, a crash): one line each says
+	// what the wake-up did, and e2e tests wait on it.
+	o.log.Info("alarm handled", "idle", o.inst.Idle(), "resumed", rep.Count(core.Resume), "started", rep.Count(core.Start),
+		"decisions", len(rep.Decisions), "rearmed_at", at)
 	return nil, nil
 }
 
