@@ -68,9 +68,10 @@ export class Tree extends DurableObject {
     };
     const instance = await WebAssembly.instantiate(goModule, go.importObject);
     // run() returns once main has blocked: the entry points are set.
-    go.run(instance).finally(() => {
+    const exited = () => {
       this.exited = true;
-    });
+    };
+    go.run(instance).then(exited, exited);
     delete globalThis[BRIDGES][key];
     if (this.exited || typeof bridge.fetch !== "function") {
       throw new Error("revenant: the Go program did not start");
