@@ -12,9 +12,9 @@ import (
 )
 
 var (
-	jsResponse       = js.Global().Get("Response")
-	jsReadableStream = js.Global().Get("ReadableStream")
-	jsObject         = js.Global().Get("Object")
+	jsResponse        = js.Global().Get("Response")
+	jsTransformStream = js.Global().Get("TransformStream")
+	jsObject          = js.Global().Get("Object")
 )
 
 // newRequest builds the Go request from what the shim passes: method,
@@ -45,8 +45,9 @@ func newRequest(ctx context.Context, method, url string, headers, body js.Value)
 // responseWriter turns a Go handler's answer into a JS Response. An
 // answer that never flushes is sent whole when the handler returns; the
 // first Flush (SSE) sends the status and headers at once and streams
-// every later write through a ReadableStream, unbuffered. A client that
-// goes away cancels the stream, which cancels the request's context.
+// every later write through a TransformStream, unbuffered. A client that
+// goes away makes the stream's writes fail, which cancels the request's
+// context (the SSE handler ends) and stops further writes.
 type responseWriter struct {
 	header  http.Header
 	status  int
@@ -54,11 +55,10 @@ type responseWriter struct {
 	respond func(js.Value) // settles the fetch Promise; called once
 	cancel  context.CancelFunc
 
-	mu       sync.Mutex
-	ctrl     js.Value // the stream's controller once streaming
-	closed   bool     // the client cancelled the stream
-	cancelFn js.Func
-	startFn  js.Func
+	mu     sync.Mutex
+	writer js.Value // the stream's writer once streaming
+	closed bool     // the client went away
+	broken js.Func  // handles a failed write: the client went away
 }
 
 func newResponseWriter(respond func(js.Value), cancel context.CancelFunc) *responseWriter {
@@ -83,10 +83,17 @@ func (w *responseWriter) Write(p []byte) (int, error) {
 	if w.closed {
 		return 0, context.Canceled
 	}
+	w.send(p)
+	return len(p), nil
+}
+
+// send writes one chunk to the stream. The write's promise is not
+// awaited (Write must not wait on the event loop); its failure is
+// handled, never left unhandled.
+func (w *responseWriter) send(p []byte) {
 	u := jsUint8Array.New(len(p))
 	js.CopyBytesToJS(u, p)
-	w.ctrl.Call("enqueue", u)
-	return len(p), nil
+	w.writer.Call("write", u).Call("catch", w.broken)
 }
 
 // Flush starts streaming: the Response is sent now, with what was
@@ -98,29 +105,24 @@ func (w *responseWriter) Flush() {
 	if w.streaming() {
 		return
 	}
-	w.startFn = js.FuncOf(func(_ js.Value, args []js.Value) any {
-		w.ctrl = args[0] // start runs synchronously inside the constructor
-		return nil
-	})
-	w.cancelFn = js.FuncOf(func(js.Value, []js.Value) any {
+	w.broken = js.FuncOf(func(js.Value, []js.Value) any {
+		w.mu.Lock()
 		w.closed = true
+		w.mu.Unlock()
 		w.cancel()
 		return nil
 	})
-	src := jsObject.New()
-	src.Set("start", w.startFn)
-	src.Set("cancel", w.cancelFn)
-	stream := jsReadableStream.New(src)
+	ts := jsTransformStream.New()
+	w.writer = ts.Get("writable").Call("getWriter")
+	w.writer.Get("closed").Call("catch", w.broken)
 	if w.buf.Len() > 0 {
-		u := jsUint8Array.New(w.buf.Len())
-		js.CopyBytesToJS(u, w.buf.Bytes())
-		w.ctrl.Call("enqueue", u)
+		w.send(w.buf.Bytes())
 		w.buf.Reset()
 	}
-	w.respond(jsResponse.New(stream, w.init()))
+	w.respond(jsResponse.New(ts.Get("readable"), w.init()))
 }
 
-func (w *responseWriter) streaming() bool { return w.ctrl.Truthy() }
+func (w *responseWriter) streaming() bool { return w.writer.Truthy() }
 
 // finish ends the answer once the handler returned.
 func (w *responseWriter) finish() {
@@ -129,11 +131,9 @@ func (w *responseWriter) finish() {
 	defer w.mu.Unlock()
 	if w.streaming() {
 		if !w.closed {
-			w.ctrl.Call("close")
+			w.writer.Call("close").Call("catch", w.broken)
 		}
-		w.startFn.Release()
-		w.cancelFn.Release()
-		return
+		return // w.broken stays: a rejection may still arrive
 	}
 	body := js.Null()
 	if w.buf.Len() > 0 && bodyAllowed(w.status) {

@@ -208,7 +208,7 @@ func (w *responseWriter) fail() {
 	w.mu.Lock()
 	if w.streaming() {
 		if !w.closed {
-			w.ctrl.Call("error", jsError.New("internal error"))
+			w.writer.Call("abort", jsError.New("internal error")).Call("catch", w.broken)
 		}
 		w.mu.Unlock()
 		return
