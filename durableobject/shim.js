@@ -67,6 +67,9 @@ export class Tree extends DurableObject {
       REVENANT_OFFLINE_WORD_DELAY: this.env.REVENANT_OFFLINE_WORD_DELAY ?? "",
     };
     const instance = await WebAssembly.instantiate(goModule, go.importObject);
+    // go.exited turns true as the program ends; the run() promise settles
+    // only a microtask later, after the event that killed it went on.
+    this.goRuntime = go;
     // run() returns once main has blocked: the entry points are set.
     const exited = () => {
       this.exited = true;
@@ -91,7 +94,7 @@ export class Tree extends DurableObject {
   // abortIfExited gives the object up when its Go program has ended: the
   // next event gets a fresh object (and Go instance) on the same storage.
   abortIfExited() {
-    if (this.exited) this.ctx.abort("revenant: the Go program exited");
+    if (this.exited || this.goRuntime?.exited) this.ctx.abort("revenant: the Go program exited");
   }
 
   async fetch(request) {
