@@ -217,6 +217,6 @@ func (w *responseWriter) fail() {
 	w.header = http.Header{"Content-Type": {"application/json"}}
 	w.status = http.StatusInternalServerError
 	w.buf.Reset()
-	w.buf.WriteString(`{"error":{"code":"internal","message":"internal error"}}`)
+	w.buf.WriteString(`{"error":{"type":"internal","message":"internal error"}}`)
 	w.finish()
 }

@@ -118,7 +118,7 @@ export class Tree extends DurableObject {
     } catch (e) {
       console.error("revenant: fetch failed:", e);
       this.abortIfExited();
-      return json(500, { error: { code: "internal", message: "internal error" } });
+      return json(500, { error: { type: "internal", message: "internal error" } });
     }
   }
 
@@ -138,7 +138,7 @@ function json(status, body) {
 }
 
 function notFound() {
-  return json(404, { error: { code: "not_found", message: "no such session" } });
+  return json(404, { error: { type: "not_found", message: "no such session" } });
 }
 
 function newTreeId() {
