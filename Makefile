@@ -88,3 +88,33 @@ run-guest: guest
 # violation fails the target.
 simulate: guest
 	SEED=$(SEED) SESSIONS=$(SESSIONS) KILLS=$(KILLS) $(GO) run ./cmd/revenant simulate -guest bin/revenant.wasm
+
+# The Cloudflare Durable Object host (durableobject/): the Go program and
+# Go's wasm_exec.js into build/do/, where durableobject/shim.js imports them.
+# wrangler.toml's build command runs this target.
+do-build:
+	mkdir -p build/do
+	cp "$$($(GO) env GOROOT)/lib/wasm/wasm_exec.js" build/do/wasm_exec.js
+	GOOS=js GOARCH=wasm $(GO) build -trimpath -o build/do/revenant.wasm ./durableobject/cmd/object
+
+# wrangler dev on loopback with no network calls of wrangler's own, state
+# under .wrangler/ (PLATFORM.md). DO_PORT= picks the port (8787).
+DO_PORT ?= 8787
+WRANGLER_OFFLINE = CLOUDFLARE_CF_FETCH_ENABLED=false WRANGLER_SEND_METRICS=false WRANGLER_SEND_ERROR_REPORTS=false CI=1 NO_COLOR=1
+node_modules:
+	npm ci
+
+dev: node_modules
+	$(WRANGLER_OFFLINE) npx wrangler dev --ip 127.0.0.1 --port $(DO_PORT) --inspector-port 0 --persist-to .wrangler/state \
+		--show-interactive-dev-session=false
+
+# Deploy to the Cloudflare account wrangler is logged in to (wrangler login).
+deploy: node_modules
+	npx wrangler deploy
+
+# The Durable Object host's SIGKILL tests on local workerd, serially: 3 rounds of
+# 4 kill points (12 kills).
+e2e-workerd: node_modules
+	WORKERD_KILL_ROUNDS=3 $(GO) test -count=1 -run TestWorkerd -v ./e2e/
+
+.PHONY: do-build dev deploy e2e-workerd

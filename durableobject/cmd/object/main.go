@@ -1,0 +1,66 @@
+//go:build js && wasm
+
+// Command object is the Go program of revenant's Durable Object: one
+// instance per object, started by durableobject/shim.js, which passes the
+// object's bridge key and the Worker's vars in the environment.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"syscall/js"
+	"time"
+
+	"github.com/revenantrt/revenant/core"
+	"github.com/revenantrt/revenant/core/model/offline"
+	"github.com/revenantrt/revenant/core/runner"
+	"github.com/revenantrt/revenant/core/tool"
+	"github.com/revenantrt/revenant/durableobject"
+)
+
+// bridgesVar is the global under which the shim parks each object's bridge
+// for the moment its Go program starts; REVENANT_BRIDGE names the entry.
+const bridgesVar = "__revenantBridges"
+
+func main() {
+	key := os.Getenv("REVENANT_BRIDGE")
+	bridge := js.Global().Get(bridgesVar).Get(key)
+	if key == "" || bridge.Type() != js.TypeObject {
+		fmt.Fprintln(os.Stderr, "revenant: no bridge: start this program from durableobject/shim.js")
+		os.Exit(2)
+	}
+	durableobject.Serve(bridge, durableobject.Options{Setup: setup})
+}
+
+// wakeInterval is how far ahead a claim arms the alarm. Nothing else wakes
+// an object after a crash or an eviction (no process boots it), so this
+// bounds how long a killed turn waits to resume; a turn that runs is not
+// disturbed, since the alarm handler holds while it runs and re-arms after.
+const wakeInterval = time.Second
+
+// setup builds the turn driver: the offline model unless a provider is
+// configured, with the tools that need no egress.
+func setup(clock core.Clock) (core.Config, core.Driver, error) {
+	cfg := core.NewConfig().WithWakeInterval(wakeInterval)
+	if os.Getenv("OPENAI_BASE_URL") != "" || os.Getenv("REVENANT_MODEL") != "" {
+		// Model egress goes through syumai/workers' fetch transport (issue
+		// 13); until it is wired, refuse rather than run a different model.
+		return cfg, nil, errors.New("OPENAI_BASE_URL / REVENANT_MODEL are set, but this build of the Durable Object host has no model egress yet: leave them empty for the offline model")
+	}
+	var delay time.Duration
+	if s := os.Getenv("REVENANT_OFFLINE_WORD_DELAY"); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			return cfg, nil, fmt.Errorf("REVENANT_OFFLINE_WORD_DELAY: %w", err)
+		}
+		delay = d
+	}
+	m := offline.New(clock, offline.Options{WordDelay: delay})
+	registry, err := tool.NewRegistry(tool.KVGet(), tool.KVPut())
+	if err != nil {
+		return cfg, nil, err
+	}
+	driver, err := runner.New(m, registry, runner.NewConfig())
+	return cfg, driver, err
+}

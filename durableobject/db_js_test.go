@@ -1,0 +1,143 @@
+//go:build js && wasm
+
+package durableobject
+
+import (
+	"context"
+	"errors"
+	"math"
+	"syscall/js"
+	"testing"
+
+	"github.com/revenantrt/revenant/core/storage"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// These tests run under Node (GOOS=js GOARCH=wasm go test with
+// go_js_wasm_exec on PATH) against a JS stand-in for ctx.storage.sql that
+// answers scripted results: they check the bridge's conversions and error
+// mapping, not SQLite (the workerd e2e does that).
+
+// jsFunc compiles a JS function for a stand-in (Node allows new Function;
+// workerd would not, which is why the shim, not Go, defines txSync).
+func jsFunc(params []string, body string) js.Value {
+	args := make([]any, 0, len(params)+1)
+	for _, p := range params {
+		args = append(args, p)
+	}
+	return js.Global().Get("Function").New(append(args, body)...)
+}
+
+// fakeSQL answers exec(query) from script[query]: an array of rows, or a
+// string to throw as an Error. "SELECT changes()" answers 1.
+func fakeSQL(t *testing.T, script string) js.Value {
+	t.Helper()
+	return jsFunc([]string{"script"}, `
+		const log = [];
+		return { log, exec(q, ...args) {
+			log.push([q, ...args]);
+			const a = q === "SELECT changes()" ? [[1]] : script[q];
+			if (typeof a === "string") throw new Error(a);
+			const rows = a || [];
+			return { columnNames: rows.length ? rows[0].map((_, i) => "c" + i) : [],
+				raw() { return { toArray() { return rows; } }; }, toArray() { return rows; } };
+		} };`).Invoke(js.Global().Get("JSON").Call("parse", script))
+}
+
+// txSyncStandIn is the shim's txSync over a stand-in transactionSync that
+// records whether it committed.
+var txSyncStandIn = jsFunc([]string{"state"}, `
+	return (cb) => {
+		try { if (cb()) throw "rollback"; state.committed++; return undefined; }
+		catch (e) { state.rolledBack++; return e === "rollback" ? "rollback" : e; }
+	};`)
+
+func newTestDB(t *testing.T, script string) (*DB, js.Value, js.Value) {
+	state := js.Global().Get("JSON").Call("parse", `{"committed":0,"rolledBack":0}`)
+	sql := fakeSQL(t, script)
+	return NewDB(sql, txSyncStandIn.Invoke(state)), sql, state
+}
+
+func TestQueryMapsJSValuesToCoreTypes(t *testing.T) {
+	db, _, _ := newTestDB(t, `{"q": [[1, 1.5, "s", null, 9007199254740991, 1e300]]}`)
+	var rows *storage.Rows
+	require.NoError(t, db.Tx(context.Background(), func(tx storage.Tx) error {
+		var err error
+		rows, err = tx.Query("q")
+		return err
+	}))
+	require.Equal(t, 1, rows.Len())
+	assert.Equal(t, []any{int64(1), 1.5, "s", nil, int64(1<<53 - 1), 1e300}, rows.Values[0])
+}
+
+func TestBlobsRoundTripAsArrayBuffers(t *testing.T) {
+	db, sql, _ := newTestDB(t, `{}`)
+	require.NoError(t, db.Tx(context.Background(), func(tx storage.Tx) error {
+		_, err := tx.Exec("INSERT", []byte{0, 1, 255}, int64(42), "x", nil)
+		return err
+	}))
+	call := sql.Get("log").Index(0)
+	buf := call.Index(1)
+	require.True(t, buf.InstanceOf(jsArrayBuffer), "a []byte goes to SQL as an ArrayBuffer")
+	v, err := fromJS(buf)
+	require.NoError(t, err)
+	assert.Equal(t, []byte{0, 1, 255}, v)
+	assert.Equal(t, 42, call.Index(2).Int())
+	assert.True(t, call.Index(4).IsNull())
+}
+
+func TestIntegersBeyondJSPrecisionAreRefused(t *testing.T) {
+	db, _, _ := newTestDB(t, `{}`)
+	for _, n := range []int64{1<<53 + 1, -(1<<53 + 1), math.MaxInt64} {
+		err := db.Tx(context.Background(), func(tx storage.Tx) error {
+			_, err := tx.Exec("INSERT", n)
+			return err
+		})
+		require.Error(t, err, "%d would be rounded", n)
+	}
+}
+
+// Core bounds open ranges with 1<<62 (a snapshot without "before"): exact
+// as a float64, so it must pass.
+func TestExactLargeIntegersPass(t *testing.T) {
+	db, sql, _ := newTestDB(t, `{}`)
+	require.NoError(t, db.Tx(context.Background(), func(tx storage.Tx) error {
+		_, err := tx.Query("SELECT", int64(1)<<62, int64(1)<<53)
+		return err
+	}))
+	call := sql.Get("log").Index(0)
+	assert.Equal(t, float64(1<<62), call.Index(1).Float())
+	assert.Equal(t, float64(1<<53), call.Index(2).Float())
+}
+
+func TestSQLErrorTextMapsToCode(t *testing.T) {
+	db, _, state := newTestDB(t, `{"full": "Error: database or disk is full: SQLITE_FULL", "syntax": "near \"x\": syntax error"}`)
+	var fullErr, syntaxErr error
+	err := db.Tx(context.Background(), func(tx storage.Tx) error {
+		_, fullErr = tx.Exec("full")
+		_, syntaxErr = tx.Query("syntax")
+		return fullErr
+	})
+	assert.ErrorIs(t, fullErr, storage.CodeFull)
+	assert.Same(t, fullErr, err, "fn's error comes back unchanged")
+	assert.Equal(t, storage.Code(0), storage.CodeOf(syntaxErr), "text naming no code is not classified")
+	assert.Equal(t, 1, state.Get("rolledBack").Int())
+	assert.Equal(t, 0, state.Get("committed").Int())
+}
+
+func TestCommitFailureIsMapped(t *testing.T) {
+	failing := jsFunc(nil, `return (cb) => { cb(); return new Error("SQLITE_BUSY: database is locked"); };`).Invoke()
+	db := NewDB(fakeSQL(t, `{}`), failing)
+	err := db.Tx(context.Background(), func(storage.Tx) error { return nil })
+	assert.ErrorIs(t, err, storage.CodeBusy)
+}
+
+func TestPanicInTxRollsBackAndRepanics(t *testing.T) {
+	db, _, state := newTestDB(t, `{}`)
+	boom := errors.New("boom")
+	assert.PanicsWithValue(t, boom, func() {
+		_ = db.Tx(context.Background(), func(storage.Tx) error { panic(boom) })
+	})
+	assert.Equal(t, 1, state.Get("rolledBack").Int(), "the callback asked for a rollback")
+}

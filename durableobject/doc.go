@@ -1,0 +1,33 @@
+// Package durableobject is the Cloudflare Durable Object host for one
+// session tree: core and recovery running in a Go js/wasm instance that a
+// thin JS class (shim.js) starts once per object.
+//
+// What it owns, mapped to core.Host (DESIGN §4):
+//   - storage: DB runs core's callback-shaped transactions on
+//     ctx.storage.transactionSync and each statement on ctx.storage.sql.exec.
+//     SQL failures reach Go as a panic of a js.Error carrying only text; they
+//     are recovered and mapped at once to *storage.Error with
+//     storage.CodeFromText, so core classifies them by code as on every host.
+//   - clock: Go's time, which on js/wasm is Date.now and setTimeout.
+//   - ids: crypto/rand (crypto.getRandomValues on js/wasm).
+//   - the tree's wake-up: the object's alarm (ctx.storage.setAlarm). The
+//     alarm handler sweeps, holds the object while the turns it resumed run
+//     (bounded), and re-arms as its last act (DESIGN §4 rule 2). It never
+//     throws: a thrown alarm is retried a few times and then lost.
+//
+// Invariants (DESIGN §13):
+//   - One Go instance per object: package state is per object. The shim
+//     never shares a runtime between objects.
+//   - Every entry point the shim calls (boot, fetch, alarm) recovers panics:
+//     a panic escaping a js.FuncOf ends the Go program. If it ends anyway,
+//     the shim aborts the object so the next event gets a fresh one.
+//   - Nothing inside a transactionSync callback waits on the event loop: the
+//     callback runs core's function, which only runs SQL.
+//   - Entry points that wait (boot, fetch, alarm) return a JS Promise whose
+//     work runs in a goroutine; no synchronous callback blocks.
+//   - The object stores its own tree id (an alarm-woken object has no
+//     ctx.id.name on workerd); the shim keeps it in ctx.storage.
+//
+// It imports core, core/api and recovery, never host/, wasm/ or ncruces.
+// All code but this file builds only for GOOS=js GOARCH=wasm.
+package durableobject

@@ -1,0 +1,168 @@
+//go:build js && wasm
+
+package durableobject
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"sync"
+	"syscall/js"
+)
+
+var (
+	jsResponse        = js.Global().Get("Response")
+	jsTransformStream = js.Global().Get("TransformStream")
+	jsObject          = js.Global().Get("Object")
+)
+
+// newRequest builds the Go request from what the shim passes: method,
+// URL, headers as [name, value] pairs, and the body already read into an
+// ArrayBuffer (or undefined). Reading the body in JS keeps Go from
+// pulling a ReadableStream chunk by chunk; API bodies are small (capped
+// by the handler).
+func newRequest(ctx context.Context, method, url string, headers, body js.Value) (*http.Request, error) {
+	var b []byte
+	if body.Type() == js.TypeObject {
+		u := jsUint8Array.New(body)
+		b = make([]byte, u.Get("length").Int())
+		js.CopyBytesToGo(b, u)
+	}
+	r, err := http.NewRequestWithContext(ctx, method, url, bytes.NewReader(b))
+	if err != nil {
+		return nil, fmt.Errorf("build request: %w", err)
+	}
+	for i := range headers.Length() {
+		kv := headers.Index(i)
+		r.Header.Add(kv.Index(0).String(), kv.Index(1).String())
+	}
+	r.ContentLength = int64(len(b))
+	r.RemoteAddr = "127.0.0.1:0" // the front Worker is the only caller
+	return r, nil
+}
+
+// responseWriter turns a Go handler's answer into a JS Response. An
+// answer that never flushes is sent whole when the handler returns; the
+// first Flush (SSE) sends the status and headers at once and streams
+// every later write through a TransformStream, unbuffered. A client that
+// goes away makes the stream's writes fail, which cancels the request's
+// context (the SSE handler ends) and stops further writes.
+type responseWriter struct {
+	header  http.Header
+	status  int
+	buf     bytes.Buffer
+	respond func(js.Value) // settles the fetch Promise; called once
+	cancel  context.CancelFunc
+
+	mu     sync.Mutex
+	writer js.Value // the stream's writer once streaming
+	closed bool     // the client went away
+	broken js.Func  // handles a failed write: the client went away
+}
+
+func newResponseWriter(respond func(js.Value), cancel context.CancelFunc) *responseWriter {
+	return &responseWriter{header: http.Header{}, respond: respond, cancel: cancel}
+}
+
+func (w *responseWriter) Header() http.Header { return w.header }
+
+func (w *responseWriter) WriteHeader(status int) {
+	if w.status == 0 {
+		w.status = status
+	}
+}
+
+func (w *responseWriter) Write(p []byte) (int, error) {
+	w.WriteHeader(http.StatusOK)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.streaming() {
+		return w.buf.Write(p)
+	}
+	if w.closed {
+		return 0, context.Canceled
+	}
+	w.send(p)
+	return len(p), nil
+}
+
+// send writes one chunk to the stream. The write's promise is not
+// awaited (Write must not wait on the event loop); its failure is
+// handled, never left unhandled.
+func (w *responseWriter) send(p []byte) {
+	u := jsUint8Array.New(len(p))
+	js.CopyBytesToJS(u, p)
+	w.writer.Call("write", u).Call("catch", w.broken)
+}
+
+// Flush starts streaming: the Response is sent now, with what was
+// written so far as its first chunk.
+func (w *responseWriter) Flush() {
+	w.WriteHeader(http.StatusOK)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.streaming() {
+		return
+	}
+	w.broken = js.FuncOf(func(js.Value, []js.Value) any {
+		w.mu.Lock()
+		w.closed = true
+		w.mu.Unlock()
+		w.cancel()
+		return nil
+	})
+	ts := jsTransformStream.New()
+	w.writer = ts.Get("writable").Call("getWriter")
+	w.writer.Get("closed").Call("catch", w.broken)
+	if w.buf.Len() > 0 {
+		w.send(w.buf.Bytes())
+		w.buf.Reset()
+	}
+	w.respond(jsResponse.New(ts.Get("readable"), w.init()))
+}
+
+func (w *responseWriter) streaming() bool { return w.writer.Truthy() }
+
+// finish ends the answer once the handler returned.
+func (w *responseWriter) finish() {
+	w.WriteHeader(http.StatusOK)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.streaming() {
+		if !w.closed {
+			w.writer.Call("close").Call("catch", w.broken)
+		}
+		return // w.broken stays: a rejection may still arrive
+	}
+	body := js.Null()
+	if w.buf.Len() > 0 && bodyAllowed(w.status) {
+		u := jsUint8Array.New(w.buf.Len())
+		js.CopyBytesToJS(u, w.buf.Bytes())
+		body = u
+	}
+	w.respond(jsResponse.New(body, w.init()))
+}
+
+// init is the Response's init: status and headers.
+func (w *responseWriter) init() js.Value {
+	hs := js.Global().Get("Array").New()
+	for k, vs := range w.header {
+		for _, v := range vs {
+			hs.Call("push", []any{k, v})
+		}
+	}
+	init := jsObject.New()
+	init.Set("status", w.status)
+	init.Set("headers", hs)
+	return init
+}
+
+// bodyAllowed: a JS Response with these statuses must have a null body.
+func bodyAllowed(status int) bool {
+	switch status {
+	case 101, 204, 205, 304:
+		return false
+	}
+	return true
+}

@@ -1,0 +1,222 @@
+//go:build js && wasm
+
+package durableobject
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"sync"
+	"syscall/js"
+	"time"
+
+	"github.com/revenantrt/revenant/core"
+	"github.com/revenantrt/revenant/core/api"
+	"github.com/revenantrt/revenant/core/retry"
+	"github.com/revenantrt/revenant/recovery"
+)
+
+// DefaultAlarmHold bounds how long the alarm handler holds the object
+// while the turns it resumed run. A running event keeps the object
+// alive (pending promises alone do not, before compatibility date
+// 2026-10-01); the wake-up re-armed at the end continues longer turns.
+const DefaultAlarmHold = 60 * time.Second
+
+// Options is what the program around the object chooses.
+type Options struct {
+	// Setup builds the instance's configuration and turn driver (model and
+	// tools) on the object's clock.
+	Setup func(core.Clock) (core.Config, core.Driver, error)
+	// API is the handler's configuration; the zero value is api.NewConfig().
+	API *api.Config
+	// AlarmHold: DefaultAlarmHold when zero.
+	AlarmHold time.Duration
+	// Log: text to stderr (the object's console) when nil.
+	Log *slog.Logger
+}
+
+// Object is one Durable Object's tree: the instance, its API handler and
+// the entry points the shim calls.
+type Object struct {
+	opts   Options
+	bridge js.Value
+	log    *slog.Logger
+	clock  Clock
+	db     *DB
+	alarm  *Alarm
+
+	treeID  string
+	inst    *core.Instance
+	handler *api.Handler
+
+	mu            sync.Mutex
+	deleted       bool
+	sweepFailures int // consecutive failed sweeps, under mu
+}
+
+// Serve runs the object behind bridge, the shim's per-object JS object.
+// It reads bridge.storage (ctx.storage) and bridge.txSync, and sets the
+// entry points the shim calls:
+//
+//	boot(treeID, alarmAt) → Promise<undefined>  (inside blockConcurrencyWhile)
+//	fetch(method, url, headers, body) → Promise<Response>
+//	alarm() → Promise<undefined>                 (never rejects)
+//
+// then blocks forever: the Go program lives as long as the object.
+func Serve(bridge js.Value, opts Options) {
+	if opts.AlarmHold <= 0 {
+		opts.AlarmHold = DefaultAlarmHold
+	}
+	if opts.Log == nil {
+		opts.Log = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	storage := bridge.Get("storage")
+	o := &Object{opts: opts, bridge: bridge, log: opts.Log,
+		db: NewDB(storage.Get("sql"), bridge.Get("txSync"))}
+	bridge.Set("boot", entry("boot", o.boot))
+	bridge.Set("fetch", entry("fetch", o.fetch))
+	bridge.Set("alarm", entry("alarm", o.wake))
+	select {}
+}
+
+// boot is recovery's boot sequence for the object's tree: migrations, a
+// new epoch, the API handler, the sweep, the wake-up re-armed from
+// durable state. A sweep that failed still serves; the alarm retries it.
+func (o *Object) boot(args []js.Value) (any, error) {
+	if o.inst != nil {
+		return nil, errors.New("already booted")
+	}
+	if len(args) < 2 || args[0].Type() != js.TypeString {
+		return nil, errors.New("want (treeID, alarmAt)")
+	}
+	o.treeID = args[0].String()
+	var at int64
+	if args[1].Type() == js.TypeNumber {
+		at = int64(args[1].Float())
+	}
+	o.alarm = NewAlarm(o.bridge.Get("storage"), at)
+	o.log = o.log.With("tree", o.treeID)
+	cfg, driver, err := o.opts.Setup(o.clock)
+	if err != nil {
+		return nil, fmt.Errorf("set up tree %s: %w", o.treeID, err)
+	}
+	host := core.Host{DB: o.db, Clock: o.clock, Wake: o.alarm, IDs: IDs{}, Log: o.log}
+	inst, rep, err := recovery.BootWith(context.Background(), host, cfg, driver, o.opened)
+	if inst == nil {
+		return nil, fmt.Errorf("boot tree %s: %w", o.treeID, err)
+	}
+	o.swept("boot", err)
+	o.log.Info("tree booted", "resumed", rep.Count(core.Resume), "started", rep.Count(core.Start),
+		"decisions", len(rep.Decisions), "epoch", inst.Epoch())
+	return nil, nil
+}
+
+// opened makes the open instance ready to serve before the sweep starts.
+func (o *Object) opened(inst *core.Instance) error {
+	o.inst = inst
+	cfg := api.NewConfig()
+	if o.opts.API != nil {
+		cfg = *o.opts.API
+	}
+	h, err := api.New(api.Deps{Trees: trees{o}, Auth: api.Anonymous{}, Clock: o.clock, IDs: treeIDs{o.treeID}, Log: o.log}, cfg)
+	if err != nil {
+		return fmt.Errorf("new api handler: %w", err)
+	}
+	o.handler = h
+	return nil
+}
+
+// fetch serves one request with the API handler. A panic answers 500 (or
+// errors a stream already started) and leaves the program running.
+func (o *Object) fetch(args []js.Value) (any, error) {
+	if o.handler == nil {
+		return nil, errors.New("not booted")
+	}
+	if len(args) < 4 {
+		return nil, errors.New("want (method, url, headers, body)")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r, err := newRequest(ctx, args[0].String(), args[1].String(), args[2], args[3])
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	answer := make(chan js.Value, 1)
+	w := newResponseWriter(func(v js.Value) { answer <- v }, cancel)
+	go func() {
+		defer cancel()
+		if _, err := catch(func() (any, error) { o.handler.ServeHTTP(w, r); return nil, nil }); err != nil {
+			o.log.Error("request panicked", "method", r.Method, "path", r.URL.Path, "err", err)
+			w.fail()
+			return
+		}
+		w.finish()
+	}()
+	return <-answer, nil
+}
+
+// wake is the alarm handler (DESIGN §4 rule 2): sweep, hold the object
+// while the turns run (bounded), then re-arm as the last act. It never
+// fails: a failed sweep re-arms on the wake schedule instead.
+func (o *Object) wake([]js.Value) (any, error) {
+	if o.alarm == nil || o.inst == nil {
+		return nil, nil // never booted: an alarm left from a deleted tree
+	}
+	o.alarm.delivered()
+	ctx := context.Background()
+	rep, err := recovery.Wake(ctx, o.inst)
+	o.swept("alarm", err)
+	hold, cancel := context.WithTimeout(ctx, o.opts.AlarmHold)
+	_ = o.inst.WaitIdle(hold) // past the hold the re-armed alarm continues
+	cancel()
+	at, err := o.inst.Rearm(ctx)
+	if err != nil {
+		o.swept("alarm", err)
+	}
+	// Alarms are rare (a claim, a retry, a crash): one line each says
+	// what the wake-up did, and e2e tests wait on it.
+	o.log.Info("alarm handled", "idle", o.inst.Idle(), "resumed", rep.Count(core.Resume), "started", rep.Count(core.Start),
+		"decisions", len(rep.Decisions), "rearmed_at", at)
+	return nil, nil
+}
+
+// swept ends a sweep. One that failed could not tell whether work
+// remains, and the alarm that started it is used up: re-arm on the wake
+// schedule (1 s doubling to 1 min) so no claim is left without a wake-up.
+func (o *Object) swept(what string, err error) {
+	o.mu.Lock()
+	if err == nil {
+		o.sweepFailures = 0
+		o.mu.Unlock()
+		return
+	}
+	o.sweepFailures++
+	d := retry.Wake().Delay(o.sweepFailures - 1)
+	o.mu.Unlock()
+	o.log.Warn(what+" sweep failed; the alarm retries it", "err", err, "in", d)
+	if err := o.alarm.Arm(context.Background(), o.clock.Now()+d.Milliseconds()); err != nil {
+		o.log.Error("arm the retry alarm", "err", err)
+	}
+}
+
+// fail ends an answer whose handler panicked: 500 if nothing was sent,
+// otherwise the stream errors.
+func (w *responseWriter) fail() {
+	w.mu.Lock()
+	if w.streaming() {
+		if !w.closed {
+			w.writer.Call("abort", jsError.New("internal error")).Call("catch", w.broken)
+		}
+		w.mu.Unlock()
+		return
+	}
+	w.mu.Unlock()
+	w.header = http.Header{"Content-Type": {"application/json"}}
+	w.status = http.StatusInternalServerError
+	w.buf.Reset()
+	w.buf.WriteString(`{"error":{"type":"internal","message":"internal error"}}`)
+	w.finish()
+}

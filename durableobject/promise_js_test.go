@@ -1,0 +1,115 @@
+//go:build js && wasm
+
+package durableobject
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"syscall/js"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// A panic in an entry point rejects its Promise and the program keeps
+// serving: an escaped panic would end the Go program for the object.
+func TestEntryPanicRejectsAndProgramGoesOn(t *testing.T) {
+	calls := 0
+	f := entry("probe", func([]js.Value) (any, error) {
+		calls++
+		if calls == 1 {
+			panic("boom")
+		}
+		return "ok", nil
+	})
+	defer f.Release()
+	_, err := await(f.Invoke())
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "boom")
+	v, err := await(f.Invoke())
+	require.NoError(t, err)
+	assert.Equal(t, "ok", v.String())
+}
+
+// readBody reads a JS Response's body as text (from a goroutine).
+func readBody(t *testing.T, resp js.Value) string {
+	t.Helper()
+	v, err := await(resp.Call("text"))
+	require.NoError(t, err)
+	return v.String()
+}
+
+// An answer that never flushes is sent whole, with its status and headers.
+func TestResponseWholeAnswer(t *testing.T) {
+	got := make(chan js.Value, 1)
+	w := newResponseWriter(func(v js.Value) { got <- v }, func() {})
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusCreated)
+	_, _ = io.WriteString(w, `{"id":"x"}`)
+	w.finish()
+	resp := <-got
+	assert.Equal(t, 201, resp.Get("status").Int())
+	assert.Equal(t, "application/json", resp.Get("headers").Call("get", "content-type").String())
+	assert.Equal(t, `{"id":"x"}`, readBody(t, resp))
+}
+
+// The first Flush sends the Response while the handler still runs (SSE):
+// the client reads the first chunk before the handler wrote the next.
+func TestResponseStreamsAfterFlush(t *testing.T) {
+	got := make(chan js.Value, 1)
+	w := newResponseWriter(func(v js.Value) { got <- v }, func() {})
+	w.Header().Set("Content-Type", "text/event-stream")
+	_, _ = io.WriteString(w, "event: one\n\n")
+	w.Flush()
+	resp := <-got
+	require.Equal(t, 200, resp.Get("status").Int())
+	reader := resp.Get("body").Call("getReader")
+	chunk, err := await(reader.Call("read"))
+	require.NoError(t, err)
+	b := make([]byte, chunk.Get("value").Get("length").Int())
+	js.CopyBytesToGo(b, chunk.Get("value"))
+	assert.Equal(t, "event: one\n\n", string(b), "sent before the handler ended")
+	_, _ = io.WriteString(w, "event: two\n\n")
+	w.finish()
+	rest := ""
+	for {
+		chunk, err := await(reader.Call("read"))
+		require.NoError(t, err)
+		if chunk.Get("done").Bool() {
+			break
+		}
+		b := make([]byte, chunk.Get("value").Get("length").Int())
+		js.CopyBytesToGo(b, chunk.Get("value"))
+		rest += string(b)
+	}
+	assert.Equal(t, "event: two\n\n", rest)
+}
+
+// A client that goes away cancels the request's context (ends the SSE
+// handler) and later writes fail instead of enqueueing into a dead stream.
+func TestResponseCancelEndsRequest(t *testing.T) {
+	got := make(chan js.Value, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	w := newResponseWriter(func(v js.Value) { got <- v }, cancel)
+	w.Flush()
+	resp := <-got
+	_, err := await(resp.Get("body").Call("cancel"))
+	require.NoError(t, err)
+	<-ctx.Done()
+	_, err = io.WriteString(w, "late")
+	assert.ErrorIs(t, err, context.Canceled)
+	w.finish()
+}
+
+// A 204 has a null body: a JS Response refuses a body for it.
+func TestResponseNoContent(t *testing.T) {
+	got := make(chan js.Value, 1)
+	w := newResponseWriter(func(v js.Value) { got <- v }, func() {})
+	w.WriteHeader(http.StatusNoContent)
+	w.finish()
+	resp := <-got
+	assert.Equal(t, 204, resp.Get("status").Int())
+	assert.True(t, resp.Get("body").IsNull())
+}

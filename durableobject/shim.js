@@ -1,0 +1,173 @@
+// revenant's Durable Object host, JS side: a thin class that starts one Go
+// instance per object (build/do/revenant.wasm, durableobject/cmd/object)
+// and forwards its events to Go, plus a minimal front (default fetch) that
+// routes /v1/sessions/{id}/… to the tree's object. Everything the tree
+// does is in Go; this file only keeps the platform's rules (DESIGN §13):
+//   - the boot runs inside blockConcurrencyWhile, before any request or
+//     alarm is served;
+//   - Go's entry points return Promises; nothing here blocks;
+//   - if the Go program has exited (a panic escaped), the object aborts so
+//     the next event gets a fresh one, with its data intact;
+//   - the object stores its own tree id (an alarm-woken object has no
+//     ctx.id.name);
+//   - alarm() never throws (a thrown alarm is retried a few times, then lost).
+import { DurableObject } from "cloudflare:workers";
+import "../build/do/wasm_exec.js"; // Go's, copied at build time (make do-build)
+import goModule from "../build/do/revenant.wasm";
+
+const TREE_KEY = "revenant:tree"; // the object's tree id in ctx.storage
+const TREE_HEADER = "x-revenant-tree"; // set by the front for the object
+const BRIDGES = "__revenantBridges"; // see durableobject/cmd/object
+const ROLLBACK = "rollback";
+
+// Tree ids as the local host accepts them (host.ValidTreeID): they reach
+// idFromName, so nothing else may.
+const TREE_ID = /^[A-Za-z0-9_-]{1,64}$/;
+
+let nextBridge = 0;
+
+// txSync runs Go's transaction callback inside transactionSync. Go cannot
+// throw into JS; the callback returns true to ask for a rollback, which
+// this turns into the throw transactionSync needs. Never throws: returns
+// undefined (committed), ROLLBACK, or the error transactionSync threw.
+function txSync(storage, cb) {
+  try {
+    storage.transactionSync(() => {
+      if (cb()) throw ROLLBACK;
+    });
+    return undefined;
+  } catch (e) {
+    return e;
+  }
+}
+
+export class Tree extends DurableObject {
+  constructor(ctx, env) {
+    super(ctx, env);
+    this.go = null; // the bridge once Go runs
+    this.booted = false;
+    ctx.blockConcurrencyWhile(async () => {
+      const id = await ctx.storage.get(TREE_KEY);
+      if (id) await this.boot(id);
+    });
+  }
+
+  // start instantiates this object's own Go program and returns its
+  // bridge, on which Go has set boot, fetch and alarm.
+  async start() {
+    const key = `b${nextBridge++}`;
+    const bridge = { storage: this.ctx.storage, txSync: (cb) => txSync(this.ctx.storage, cb) };
+    globalThis[BRIDGES] ??= {};
+    globalThis[BRIDGES][key] = bridge;
+    const go = new Go();
+    go.env = {
+      REVENANT_BRIDGE: key,
+      OPENAI_BASE_URL: this.env.OPENAI_BASE_URL ?? "",
+      REVENANT_MODEL: this.env.REVENANT_MODEL ?? "",
+      REVENANT_OFFLINE_WORD_DELAY: this.env.REVENANT_OFFLINE_WORD_DELAY ?? "",
+    };
+    const instance = await WebAssembly.instantiate(goModule, go.importObject);
+    // go.exited turns true as the program ends; the run() promise settles
+    // only a microtask later, after the event that killed it went on.
+    this.goRuntime = go;
+    // run() returns once main has blocked: the entry points are set.
+    const exited = () => {
+      this.exited = true;
+    };
+    go.run(instance).then(exited, exited);
+    delete globalThis[BRIDGES][key];
+    if (this.exited || typeof bridge.fetch !== "function") {
+      throw new Error("revenant: the Go program did not start");
+    }
+    return bridge;
+  }
+
+  // boot runs recovery's boot for tree id: migrations, a new epoch, the
+  // sweep, the alarm re-armed. Callers hold blockConcurrencyWhile.
+  async boot(id) {
+    this.go ??= await this.start();
+    this.treeId = id;
+    await this.go.boot(id, await this.ctx.storage.getAlarm());
+    this.booted = true;
+  }
+
+  // abortIfExited gives the object up when its Go program has ended: the
+  // next event gets a fresh object (and Go instance) on the same storage.
+  abortIfExited() {
+    if (this.exited || this.goRuntime?.exited) this.ctx.abort("revenant: the Go program exited");
+  }
+
+  async fetch(request) {
+    this.abortIfExited();
+    const id = request.headers.get(TREE_HEADER);
+    if (!this.booted) {
+      const creating = request.method === "POST" && new URL(request.url).pathname === "/v1/sessions";
+      if (!creating || !id || !TREE_ID.test(id)) return notFound();
+      // Store the id first: a boot killed midway is finished by the next one.
+      await this.ctx.blockConcurrencyWhile(async () => {
+        if (this.booted) return;
+        await this.ctx.storage.put(TREE_KEY, id);
+        await this.boot(id);
+      });
+    } else if (id && id !== this.treeId) {
+      return notFound();
+    }
+    const body = request.method === "GET" || request.method === "HEAD" ? undefined : await request.arrayBuffer();
+    try {
+      return await this.go.fetch(request.method, request.url, [...request.headers], body);
+    } catch (e) {
+      console.error("revenant: fetch failed:", e);
+      this.abortIfExited();
+      return json(500, { error: { type: "internal", message: "internal error" } });
+    }
+  }
+
+  async alarm() {
+    try {
+      this.abortIfExited();
+      if (!this.booted) return; // a tree never created, or deleted
+      await this.go.alarm();
+    } catch (e) {
+      console.error("revenant: alarm failed:", e); // never throw: Go re-armed
+    }
+  }
+}
+
+function json(status, body) {
+  return new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json" } });
+}
+
+function notFound() {
+  return json(404, { error: { type: "not_found", message: "no such session" } });
+}
+
+function newTreeId() {
+  const b = new Uint8Array(16);
+  crypto.getRandomValues(b);
+  return [...b].map((x) => x.toString(16).padStart(2, "0")).join("");
+}
+
+// The minimal front: POST /v1/sessions mints the tree id and creates the
+// tree in its own object; /v1/sessions/{id}/… goes to the object of
+// id's root (the part before "."), after checking the id. The Go front
+// Worker (worker/, issue 13) replaces this with auth and the session
+// directory; listing across trees is not served here.
+export default {
+  async fetch(request, env) {
+    const url = new URL(request.url);
+    if (url.pathname === "/healthz") return json(200, { ok: true });
+    let id;
+    if (url.pathname === "/v1/sessions" && request.method === "POST") {
+      id = newTreeId();
+    } else {
+      const m = url.pathname.match(/^\/v1\/sessions\/([^/]+)(\/.*)?$/);
+      if (!m) return notFound();
+      id = m[1].split(".")[0];
+      if (!TREE_ID.test(id)) return notFound();
+    }
+    const headers = new Headers(request.headers);
+    headers.set(TREE_HEADER, id);
+    const stub = env.TREES.get(env.TREES.idFromName(id));
+    return stub.fetch(new Request(request, { headers }));
+  },
+};

@@ -1,0 +1,364 @@
+package e2e
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// The Durable Object host under local workerd (wrangler dev), killed with
+// SIGKILL like the local server. Skipped where node, npx or the pinned
+// wrangler (npm ci) is missing. Runs serially: workerd is heavy and the
+// build directory (build/do) is shared.
+
+// workerd is one `wrangler dev` process group serving on a loopback port,
+// with its state under a directory that survives restarts.
+type workerd struct {
+	root   string // the module root
+	config string // a wrangler.toml without the [build] step
+	state  string // --persist-to
+	port   int
+
+	cmd  *exec.Cmd
+	logs *logBuffer
+	done chan struct{} // closed when the group leader was reaped
+}
+
+// workerdWordDelay paces the offline model so a kill can land mid-stream.
+const workerdWordDelay = "30ms"
+
+func requireWrangler(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("workerd e2e: skipped with -short")
+	}
+	wd, err := os.Getwd()
+	require.NoError(t, err)
+	root := filepath.Dir(wd)
+	for _, bin := range []string{"node", "npx"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			t.Skipf("workerd e2e: no %s on PATH", bin)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(root, "node_modules", ".bin", "wrangler")); err != nil {
+		t.Skip("workerd e2e: no node_modules/.bin/wrangler (run npm ci)")
+	}
+	return root
+}
+
+// buildObject does what `make do-build` does (wrangler.toml's [build]),
+// once, so restarts do not rebuild: Go's wasm_exec.js and the object's
+// wasm into build/do/.
+func buildObject(t *testing.T, root string) {
+	t.Helper()
+	goroot, err := exec.Command("go", "env", "GOROOT").Output()
+	require.NoError(t, err)
+	require.NoError(t, os.MkdirAll(filepath.Join(root, "build", "do"), 0o755))
+	js, err := os.ReadFile(filepath.Join(strings.TrimSpace(string(goroot)), "lib", "wasm", "wasm_exec.js"))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(root, "build", "do", "wasm_exec.js"), js, 0o644))
+	cmd := exec.Command("go", "build", "-trimpath", "-o", "build/do/revenant.wasm", "./durableobject/cmd/object")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "GOOS=js", "GOARCH=wasm")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "build the object: %s", out)
+}
+
+// testConfig writes the project's wrangler.toml without its [build] table
+// (wrangler runs it at every start) and with main made absolute.
+func testConfig(t *testing.T, root string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(root, "wrangler.toml"))
+	require.NoError(t, err)
+	var out []string
+	inBuild := false
+	for _, line := range strings.Split(string(b), "\n") {
+		trimmed := strings.TrimSpace(line)
+		if strings.HasPrefix(trimmed, "[") {
+			inBuild = trimmed == "[build]"
+		}
+		if inBuild {
+			continue
+		}
+		if strings.HasPrefix(trimmed, "main = ") {
+			main := strings.Trim(strings.TrimPrefix(trimmed, "main = "), `"`)
+			line = strconv.Quote(filepath.Join(root, main))
+			line = "main = " + line
+		}
+		out = append(out, line)
+	}
+	path := filepath.Join(t.TempDir(), "wrangler.toml")
+	require.NoError(t, os.WriteFile(path, []byte(strings.Join(out, "\n")), 0o644))
+	return path
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	port := l.Addr().(*net.TCPAddr).Port
+	require.NoError(t, l.Close())
+	return port
+}
+
+func startWorkerd(t *testing.T) *workerd {
+	t.Helper()
+	root := requireWrangler(t)
+	buildObject(t, root)
+	w := &workerd{root: root, config: testConfig(t, root), state: t.TempDir(), port: freePort(t)}
+	t.Cleanup(func() { w.kill(t) })
+	w.start(t)
+	return w
+}
+
+// start runs wrangler dev in its own process group (setsid), offline and
+// on loopback (PLATFORM.md), and returns once it reported ready.
+func (w *workerd) start(t *testing.T) {
+	t.Helper()
+	cmd := exec.Command("npx", "wrangler", "dev", "-c", w.config, "--ip", "127.0.0.1", "--port", strconv.Itoa(w.port),
+		"--inspector-port", "0", "--persist-to", w.state, "--show-interactive-dev-session=false",
+		"--var", "REVENANT_OFFLINE_WORD_DELAY:"+workerdWordDelay)
+	cmd.Dir = w.root
+	cmd.Env = append(os.Environ(), "CLOUDFLARE_CF_FETCH_ENABLED=false", "WRANGLER_SEND_METRICS=false",
+		"WRANGLER_SEND_ERROR_REPORTS=false", "CI=1", "NO_COLOR=1")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	cmd.Stderr = cmd.Stdout
+	require.NoError(t, cmd.Start())
+	w.cmd, w.done, w.logs = cmd, make(chan struct{}), &logBuffer{} // this run's output only
+	logs, done := w.logs, w.done
+	lines := make(chan struct{})
+	go func() {
+		defer close(lines)
+		r := bufio.NewReader(out)
+		for {
+			line, err := r.ReadString('\n')
+			if line != "" {
+				logs.add(line)
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	go func() {
+		<-lines // the pipe's EOF first: Wait closes it
+		_ = cmd.Wait()
+		close(done)
+	}()
+	w.waitLog(t, "Ready on http://127.0.0.1:"+strconv.Itoa(w.port), time.Minute)
+}
+
+// waitLog waits until wrangler's output of this run (the objects' logs
+// included) holds text; it fails the test past limit or if wrangler exited.
+func (w *workerd) waitLog(t *testing.T, text string, limit time.Duration) {
+	t.Helper()
+	deadline := time.NewTimer(limit)
+	defer deadline.Stop()
+	for {
+		ok, changed := w.logs.seen(text)
+		if ok {
+			return
+		}
+		select {
+		case <-changed:
+		case <-w.done:
+			if ok, _ := w.logs.seen(text); !ok {
+				t.Fatalf("wrangler exited before %q:\n%s", text, w.logs)
+			}
+			return
+		case <-deadline.C:
+			t.Fatalf("no %q within %v:\n%s", text, limit, w.logs)
+		}
+	}
+}
+
+// kill SIGKILLs the whole process group (wrangler, its cli, esbuild and
+// both workerd processes) and waits until none of it is left. Only the
+// group this test started.
+func (w *workerd) kill(t *testing.T) {
+	if w.cmd == nil {
+		return
+	}
+	pgid := w.cmd.Process.Pid
+	w.cmd = nil
+	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	<-w.done
+	// The other members were killed with the leader; wait for the kernel
+	// to finish them so the port and the state files are free.
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(10 * time.Second)
+	for syscall.Kill(-pgid, 0) == nil {
+		select {
+		case <-tick.C:
+		case <-deadline:
+			t.Errorf("process group %d still alive 10 s after SIGKILL", pgid)
+			return
+		}
+	}
+}
+
+// restart is a SIGKILL of the whole group and a start on the same state.
+func (w *workerd) restart(t *testing.T) {
+	t.Helper()
+	w.kill(t)
+	kills.Add(1)
+	w.start(t)
+}
+
+// resumedByAlarm waits, with no client request, until the object of
+// tree sid was woken by its alarm, its boot resumed the turn, and the
+// alarm handler saw the turn end (it holds while turns run).
+func (w *workerd) resumedByAlarm(t *testing.T, sid string) {
+	t.Helper()
+	w.waitLog(t, `msg="tree booted" tree=`+sid+` resumed=1`, 30*time.Second)
+	w.waitLog(t, `msg="alarm handled" tree=`+sid+` idle=true`, 30*time.Second)
+}
+
+func (w *workerd) client(t *testing.T) *server {
+	return &server{t: t, url: "http://127.0.0.1:" + strconv.Itoa(w.port), client: &http.Client{}}
+}
+
+// TestWorkerdSIGKILL kills wrangler dev's whole process group at points of
+// a turn, restarts it on the same state and, with no client request,
+// checks that the object's alarm finished the turn exactly once and that
+// nothing done before the kill was done again. WORKERD_KILL_ROUNDS repeats
+// the scenarios (make e2e-workerd: 3 rounds, 12 kills).
+func TestWorkerdSIGKILL(t *testing.T) {
+	w := startWorkerd(t)
+	rounds := 1
+	if n, err := strconv.Atoi(os.Getenv("WORKERD_KILL_ROUNDS")); err == nil && n > 0 {
+		rounds = n
+	}
+	scenarios := []struct {
+		name string
+		run  func(*testing.T, *workerd)
+	}{
+		{"sleeping step", workerdKillSleeping},
+		{"mid stream", workerdKillMidStream},
+		{"after a tool call", workerdKillAfterTool},
+		{"after an interrupt", workerdKillAfterInterrupt},
+	}
+	for r := range rounds {
+		for _, sc := range scenarios {
+			if !t.Run(fmt.Sprintf("%s/%d", sc.name, r), func(t *testing.T) { sc.run(t, w) }) {
+				return // the server may be in any state
+			}
+		}
+	}
+}
+
+// workerdKillSleeping: killed while the model sleeps before answering.
+func workerdKillSleeping(t *testing.T, w *workerd) {
+	s := w.client(t)
+	sid := s.create()
+	st := s.follow(sid, 0)
+	a := s.prompt(sid, "/sleep 2s\nI survive restarts.")
+	st.until("the sleeping step", forPrompt(typeStepStarted, a))
+	st.close()
+
+	restarted := time.Now()
+	w.restart(t)
+	w.resumedByAlarm(t, sid)
+	t.Logf("restart → turn completed by the alarm: %v", time.Since(restarted))
+
+	sum := s.settle(sid, a)
+	ta := sum.requireEnd(t, a, typeSucceeded, "")
+	require.Len(t, ta.resumes, 1, "resumed once, by the alarm:%s", describe(sum.log))
+	require.Len(t, ta.done, 1)
+	require.Equal(t, "You said: I survive restarts.", ta.done[0].P.Text)
+}
+
+// workerdKillMidStream: killed after three words of the answer streamed.
+// The resumed turn answers in full; the killed step is marked cut.
+func workerdKillMidStream(t *testing.T, w *workerd) {
+	text := "one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen"
+	s := w.client(t)
+	sid := s.create()
+	st := s.follow(sid, 0)
+	a := s.prompt(sid, text)
+	n := 0
+	st.until("three text deltas", func(e ev) bool {
+		if e.Type == typeDelta {
+			n++
+		}
+		return n == 3
+	})
+	st.close()
+
+	w.restart(t)
+	w.resumedByAlarm(t, sid)
+
+	sum := s.settle(sid, a)
+	ta := sum.requireEnd(t, a, typeSucceeded, "")
+	require.Len(t, ta.resumes, 1, "resumed once:%s", describe(sum.log))
+	require.Len(t, ta.done, 1, "one completed step: the cut one is not completed")
+	require.Equal(t, "You said: "+text, ta.done[0].P.Text)
+	cut := false
+	for _, e := range sum.log {
+		cut = cut || (e.Type == typeStepCut && e.P.StepID == ta.steps[0].P.StepID)
+	}
+	require.True(t, cut, "the killed step is marked cut; log:%s", describe(sum.log))
+}
+
+// workerdKillAfterTool: killed in the step after a settled tool call. The
+// resumed turn does not call the tool again.
+func workerdKillAfterTool(t *testing.T, w *workerd) {
+	s := w.client(t)
+	sid := s.create()
+	st := s.follow(sid, 0)
+	a := s.prompt(sid, "/tool kv_put {\"key\": \"colour\", \"value\": \"green\"}\n/sleep 2s\nafter the tool")
+	st.until("the tool's settlement", isType(typeToolSettled))
+	st.until("the next step", forPrompt(typeStepStarted, a))
+	st.close()
+
+	w.restart(t)
+	w.resumedByAlarm(t, sid)
+
+	sum := s.settle(sid, a)
+	ta := sum.requireEnd(t, a, typeSucceeded, "")
+	require.Len(t, ta.resumes, 1, "resumed once:%s", describe(sum.log))
+	settled := 0
+	for _, e := range sum.log {
+		if e.Type == typeToolSettled {
+			settled++
+		}
+	}
+	require.Equal(t, 1, settled, "the tool ran once:%s", describe(sum.log))
+	last := ta.done[len(ta.done)-1]
+	require.Equal(t, "Tool kv_put returned: stored colour\nYou said: after the tool", last.P.Text)
+}
+
+// workerdKillAfterInterrupt: a turn the user interrupted before the kill
+// never resumes. Nothing is owed, so nothing wakes the object: the check
+// itself boots it.
+func workerdKillAfterInterrupt(t *testing.T, w *workerd) {
+	s := w.client(t)
+	sid := s.create()
+	st := s.follow(sid, 0)
+	a := s.prompt(sid, "/sleep 30s\nnever answered")
+	st.until("the sleeping step", forPrompt(typeStepStarted, a))
+	require.True(t, s.interrupt(sid))
+	st.until("the interrupt", forPrompt(typeInterrupted, a))
+	st.close()
+
+	w.restart(t)
+
+	sum := s.settle(sid, a)
+	ta := sum.requireEnd(t, a, typeInterrupted, "user")
+	require.Empty(t, ta.resumes, "an interrupted turn never resumes:%s", describe(sum.log))
+	require.Len(t, ta.starts, 1)
+}
