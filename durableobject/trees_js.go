@@ -50,6 +50,13 @@ func (t trees) Get(ctx context.Context, rootID string) (*core.Instance, api.Tree
 	return t.o.inst, api.TreeInfo{RootID: rootID, Principal: s.Principal, CreatedAt: s.CreatedAt}, nil
 }
 
+// Owner reads the root session's principal; the object's one tree is
+// already booted, so this boots nothing.
+func (t trees) Owner(ctx context.Context, rootID string) (api.TreeInfo, error) {
+	_, info, err := t.Get(ctx, rootID)
+	return info, err
+}
+
 // List answers for this object only; the session directory (issue 12)
 // lists a principal's trees across objects.
 func (t trees) List(ctx context.Context, principal, cursor string, _ int) ([]api.TreeInfo, string, error) {
