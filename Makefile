@@ -89,13 +89,17 @@ run-guest: guest
 simulate: guest
 	SEED=$(SEED) SESSIONS=$(SESSIONS) KILLS=$(KILLS) $(GO) run ./cmd/revenant simulate -guest bin/revenant.wasm
 
-# The Cloudflare Durable Object host (durableobject/): the Go program and
-# Go's wasm_exec.js into build/do/, where durableobject/shim.js imports them.
+# The Cloudflare Worker's two Go programs: the Durable Object host
+# (durableobject/) and Go's wasm_exec.js into build/do/, where
+# durableobject/shim.js imports them; the front (worker/) and syumai's
+# generated entry into build/worker/, where worker/entry.mjs imports them.
 # wrangler.toml's build command runs this target.
 do-build:
 	mkdir -p build/do
 	cp "$$($(GO) env GOROOT)/lib/wasm/wasm_exec.js" build/do/wasm_exec.js
 	GOOS=js GOARCH=wasm $(GO) build -trimpath -o build/do/revenant.wasm ./durableobject/cmd/object
+	$(GO) run github.com/syumai/workers/cmd/workers-assets-gen -mode=go -o build/worker
+	GOOS=js GOARCH=wasm $(GO) build -trimpath -o build/worker/app.wasm ./worker/cmd/front
 
 # wrangler dev on loopback with no network calls of wrangler's own, state
 # under .wrangler/ (PLATFORM.md). DO_PORT= picks the port (8787).

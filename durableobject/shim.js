@@ -1,7 +1,7 @@
 // revenant's Durable Object host, JS side: a thin class that starts one Go
 // instance per object (build/do/revenant.wasm, durableobject/cmd/object)
-// and forwards its events to Go, plus a minimal front (default fetch) that
-// routes /v1/sessions/{id}/… to the tree's object. Everything the tree
+// and forwards its events to Go; worker/entry.mjs exports it beside the
+// front Worker (worker/). Everything the tree
 // does is in Go; this file only keeps the platform's rules (DESIGN §13):
 //   - the boot runs inside blockConcurrencyWhile, before any request or
 //     alarm is served;
@@ -140,34 +140,3 @@ function json(status, body) {
 function notFound() {
   return json(404, { error: { type: "not_found", message: "no such session" } });
 }
-
-function newTreeId() {
-  const b = new Uint8Array(16);
-  crypto.getRandomValues(b);
-  return [...b].map((x) => x.toString(16).padStart(2, "0")).join("");
-}
-
-// The minimal front: POST /v1/sessions mints the tree id and creates the
-// tree in its own object; /v1/sessions/{id}/… goes to the object of
-// id's root (the part before "."), after checking the id. The Go front
-// Worker (worker/, issue 13) replaces this with auth and the session
-// directory; listing across trees is not served here.
-export default {
-  async fetch(request, env) {
-    const url = new URL(request.url);
-    if (url.pathname === "/healthz") return json(200, { ok: true });
-    let id;
-    if (url.pathname === "/v1/sessions" && request.method === "POST") {
-      id = newTreeId();
-    } else {
-      const m = url.pathname.match(/^\/v1\/sessions\/([^/]+)(\/.*)?$/);
-      if (!m) return notFound();
-      id = m[1].split(".")[0];
-      if (!TREE_ID.test(id)) return notFound();
-    }
-    const headers = new Headers(request.headers);
-    headers.set(TREE_HEADER, id);
-    const stub = env.TREES.get(env.TREES.idFromName(id));
-    return stub.fetch(new Request(request, { headers }));
-  },
-};

@@ -57,22 +57,15 @@ func requireWrangler(t *testing.T) string {
 	return root
 }
 
-// buildObject does what `make do-build` does (wrangler.toml's [build]),
-// once, so restarts do not rebuild: Go's wasm_exec.js and the object's
-// wasm into build/do/.
+// buildObject runs `make do-build` (wrangler.toml's [build]) once, so
+// restarts do not rebuild: the object's and the front's wasm and their JS
+// glue into build/.
 func buildObject(t *testing.T, root string) {
 	t.Helper()
-	goroot, err := exec.Command("go", "env", "GOROOT").Output()
-	require.NoError(t, err)
-	require.NoError(t, os.MkdirAll(filepath.Join(root, "build", "do"), 0o755))
-	js, err := os.ReadFile(filepath.Join(strings.TrimSpace(string(goroot)), "lib", "wasm", "wasm_exec.js"))
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(filepath.Join(root, "build", "do", "wasm_exec.js"), js, 0o644))
-	cmd := exec.Command("go", "build", "-trimpath", "-o", "build/do/revenant.wasm", "./durableobject/cmd/object")
+	cmd := exec.Command("make", "do-build")
 	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "GOOS=js", "GOARCH=wasm")
 	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "build the object: %s", out)
+	require.NoError(t, err, "make do-build: %s", out)
 }
 
 // testConfig writes the project's wrangler.toml without its [build] table

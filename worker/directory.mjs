@@ -1,0 +1,62 @@
+// revenant's session directory: one Directory Durable Object per
+// principal (idFromName("principal:" + p)), holding the root ids of the
+// trees that principal owns in its SQLite storage. A small JS class: it
+// only stores rows; the front's Go program (worker/serve_js.go) decides
+// what to ask, checks ids and builds the API's answers. Only the front
+// reaches it, with root ids it has validated.
+//
+//   GET    /trees/{root}                        200 {root_id, principal, created_at} | 404
+//   PUT    /trees/{root}?principal=&created_at=  201 | 409 (the id is taken)
+//   DELETE /trees/{root}                        204 (also when there was no row)
+//   GET    /trees?limit=&after_at=&after_id=     200 {trees: [{root_id, created_at}], more}
+//          newest first (created_at DESC, root_id), after the given tree
+import { DurableObject } from "cloudflare:workers";
+
+const ROOT = /^\/trees\/([A-Za-z0-9_-]{1,64})$/;
+
+export class Directory extends DurableObject {
+  constructor(ctx, env) {
+    super(ctx, env);
+    this.sql = ctx.storage.sql;
+    this.sql.exec(`CREATE TABLE IF NOT EXISTS trees (
+      root_id TEXT PRIMARY KEY, principal TEXT NOT NULL, created_at INTEGER NOT NULL)`);
+    this.sql.exec(`CREATE INDEX IF NOT EXISTS trees_newest ON trees (created_at DESC, root_id)`);
+  }
+
+  async fetch(request) {
+    const url = new URL(request.url);
+    const q = url.searchParams;
+    if (url.pathname === "/trees" && request.method === "GET") {
+      const limit = Math.min(Math.max(parseInt(q.get("limit") ?? "50", 10) || 50, 1), 200);
+      const rows = q.has("after_at")
+        ? this.sql
+            .exec(
+              `SELECT root_id, created_at FROM trees WHERE created_at < ? OR (created_at = ? AND root_id > ?)
+               ORDER BY created_at DESC, root_id LIMIT ?`,
+              Number(q.get("after_at")), Number(q.get("after_at")), q.get("after_id") ?? "", limit + 1)
+            .toArray()
+        : this.sql.exec(`SELECT root_id, created_at FROM trees ORDER BY created_at DESC, root_id LIMIT ?`, limit + 1).toArray();
+      return Response.json({ trees: rows.slice(0, limit), more: rows.length > limit });
+    }
+    const m = url.pathname.match(ROOT);
+    if (!m) return new Response(null, { status: 404 });
+    const root = m[1];
+    switch (request.method) {
+      case "GET": {
+        const row = this.sql.exec(`SELECT root_id, principal, created_at FROM trees WHERE root_id = ?`, root).toArray()[0];
+        return row ? Response.json(row) : new Response(null, { status: 404 });
+      }
+      case "PUT": {
+        const taken = this.sql.exec(`SELECT 1 FROM trees WHERE root_id = ?`, root).toArray().length > 0;
+        if (taken) return new Response(null, { status: 409 });
+        this.sql.exec(`INSERT INTO trees (root_id, principal, created_at) VALUES (?, ?, ?)`,
+          root, q.get("principal") ?? "", Number(q.get("created_at") ?? Date.now()));
+        return new Response(null, { status: 201 });
+      }
+      case "DELETE":
+        this.sql.exec(`DELETE FROM trees WHERE root_id = ?`, root);
+        return new Response(null, { status: 204 });
+    }
+    return new Response(null, { status: 405 });
+  }
+}

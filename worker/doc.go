@@ -1,0 +1,37 @@
+// Package worker is revenant's front Worker on Cloudflare: the one public
+// entry, in front of one Tree Durable Object per session tree
+// (durableobject/) and one Directory object per principal
+// (worker/directory.mjs, a small JS class over SQLite).
+//
+// What it owns:
+//   - the checks before any object is touched (Front.Decide): the Host,
+//     Origin and clean-path checks every host applies (api.Directory's
+//     Admit), the route (api.Routes), the bearer token (REVENANT_TOKENS, a
+//     Worker secret, parsed by api.ParseTokens: kept hashed, compared in
+//     constant time; none configured: the one anonymous principal, and only
+//     loopback Hosts are answered, as by the local server), and the id's
+//     form: every "."-separated part 1–64 of [A-Za-z0-9_-]
+//     (host.ValidTreeID's rule), so nothing else reaches idFromName;
+//   - the session directory: create mints the root id (as host.RandomIDs),
+//     creates the tree in idFromName(root), and records it in the caller's
+//     Directory (idFromName("principal:"+p)); a tree it could not record is
+//     deleted again and the answer is 503. List reads the caller's
+//     Directory (the local server's page shape and cursor). Delete checks
+//     the owner, deletes in the object, then the row;
+//   - forwarding: every /v1/sessions/{id}/… route goes, after the owner
+//     check (the caller's Directory has the root; otherwise 404 and the
+//     tree's object is never touched), to the root's object with the same
+//     method, path and query (minus access_token), Authorization removed,
+//     and X-Revenant-Tree / X-Revenant-Principal set by the front (client
+//     copies dropped). The object's answer is passed through as its JS
+//     stream: an event stream is never buffered.
+//
+// It runs twice per isolate (worker/entry.mjs; docs/RATIONALE.md): the hot
+// session routes call Decide through decide on one long-lived instance and
+// forward in JS; create, list and delete run on syumai/workers' per-request
+// instance (Serve's handler), which does the I/O from Go.
+//
+// It imports core/api (not core's runtime state), syumai/workers and
+// syscall/js (in _js.go files only); never host/, durableobject/, wasm/ or
+// ncruces. front.go builds everywhere and is tested natively.
+package worker

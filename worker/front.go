@@ -1,0 +1,258 @@
+package worker
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/revenantrt/revenant/core/api"
+)
+
+// Headers the front sets on every request it forwards to a tree's object,
+// after removing any a client sent. The object trusts them: only the front
+// can reach it.
+const (
+	TreeHeader      = "X-Revenant-Tree"
+	PrincipalHeader = "X-Revenant-Principal"
+)
+
+// MaxIDLen is the longest id part (host.ValidTreeID's rule).
+const MaxIDLen = 64
+
+// Kind is what the front does with a request once Decide admitted it.
+type Kind int
+
+const (
+	Answered Kind = iota // Decide wrote the answer (an error, or /healthz)
+	Create               // POST /v1/sessions: mint a root id, create the tree, record it
+	List                 // GET /v1/sessions: the caller's directory
+	Delete               // DELETE /v1/sessions/{root}: owner check, the object, the directory row
+	Forward              // any other /v1/sessions/{id}/… route: owner check, then the tree's object
+)
+
+// Decision is a request admitted by Decide: who asks, and for which tree.
+type Decision struct {
+	Kind      Kind
+	Principal string
+	Root      string // the tree (Delete, Forward): the id's part before the first "."
+	// URL is the path and query to forward (Forward, Delete): the request's,
+	// without access_token.
+	URL string
+}
+
+// Front is the front Worker's logic, with no I/O: the checks that come
+// before any object is touched. The js/wasm entry (serve_js.go) does the
+// I/O it decides on.
+type Front struct {
+	auth  api.Authenticator
+	admit *api.Directory // only its Admit: the Host, Origin and clean-path checks every host applies
+	mux   *http.ServeMux // api.Routes, to name a request's route
+}
+
+// New returns the front for REVENANT_TOKENS (tokens). With none it serves
+// the one anonymous principal and, like the local server, answers only
+// requests addressed to a loopback Host (wrangler dev): a deployed front
+// without tokens refuses every request rather than serve everyone.
+func New(tokens string) (*Front, error) {
+	var auth api.Authenticator = api.Anonymous{}
+	if strings.TrimSpace(tokens) != "" {
+		t, err := api.ParseTokens(tokens)
+		if err != nil {
+			return nil, err
+		}
+		auth = t
+	}
+	cfg := api.NewConfig().WithLoopbackOnly(auth == api.Anonymous{})
+	admit, err := api.NewDirectory(api.DirectoryDeps{Index: noIndex{}, Auth: auth, IDs: randomIDs{}}, cfg)
+	if err != nil {
+		return nil, err
+	}
+	f := &Front{auth: auth, admit: admit, mux: http.NewServeMux()}
+	for _, rt := range api.Routes {
+		f.mux.HandleFunc(rt.Method+" "+rt.Pattern, func(http.ResponseWriter, *http.Request) {})
+	}
+	return f, nil
+}
+
+// Decide applies, in order, the Host/Origin/path checks, the route, the
+// caller's token and the id's form. When it refuses (or serves /healthz)
+// it writes the answer to w and returns Kind Answered; nothing has touched
+// an object then.
+func (f *Front) Decide(w http.ResponseWriter, r *http.Request) Decision {
+	if !f.admit.Admit(w, r) {
+		return Decision{}
+	}
+	_, pattern := f.mux.Handler(r)
+	if pattern == "" {
+		api.Unrouted(w, r)
+		return Decision{}
+	}
+	route := routeOf(pattern)
+	if route.Pattern == "/healthz" {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write([]byte(`{"ok":true}` + "\n"))
+		return Decision{}
+	}
+	principal, err := f.auth.Authenticate(r, route.QueryToken())
+	if err != nil {
+		api.WriteError(w, err)
+		return Decision{}
+	}
+	d := Decision{Principal: principal}
+	switch {
+	case route.Pattern == "/v1/sessions" && r.Method == http.MethodPost:
+		d.Kind = Create
+		return d
+	case route.Pattern == "/v1/sessions":
+		d.Kind = List
+		return d
+	}
+	id := pathID(r.URL)
+	root, ok := ValidID(id)
+	if !ok {
+		api.WriteError(w, &api.Error{Type: api.ErrNotFound, Message: "no such session"})
+		return Decision{}
+	}
+	d.Root, d.URL, d.Kind = root, forwardURL(r.URL), Forward
+	if r.Method == http.MethodDelete {
+		if root != id {
+			api.WriteError(w, &api.Error{Type: api.ErrInvalidRequest, Message: "only a root session can be deleted; it deletes its whole tree"})
+			return Decision{}
+		}
+		d.Kind = Delete
+	}
+	return d
+}
+
+// pathID is the {id} of a /v1/sessions/{id}… path, unescaped as ServeMux
+// matches it ("" if it cannot be unescaped: no valid id).
+func pathID(u *url.URL) string {
+	segs := strings.SplitN(u.EscapedPath(), "/", 5) // "", "v1", "sessions", id, rest
+	if len(segs) < 4 {
+		return ""
+	}
+	id, err := url.PathUnescape(segs[3])
+	if err != nil {
+		return ""
+	}
+	return id
+}
+
+// routeOf returns the documented route of a mux pattern ("GET /v1/…").
+func routeOf(pattern string) api.Route {
+	method, p, _ := strings.Cut(pattern, " ")
+	return api.Route{Method: method, Pattern: p}
+}
+
+// ValidID returns the root of a session id (the part before the first
+// ".") and whether every "."-separated part is 1–64 ASCII letters, digits,
+// '-' or '_' (host.ValidTreeID's rule): the only ids that reach idFromName.
+func ValidID(id string) (root string, ok bool) {
+	for i, part := range strings.Split(id, ".") {
+		if !validPart(part) {
+			return "", false
+		}
+		if i == 0 {
+			root = part
+		}
+	}
+	return root, true
+}
+
+func validPart(s string) bool {
+	if len(s) == 0 || len(s) > MaxIDLen {
+		return false
+	}
+	for _, c := range []byte(s) {
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '-', c == '_':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// forwardURL is the path and query the object gets: the client's, minus
+// access_token (the front has used it; the object never sees a secret).
+func forwardURL(u *url.URL) string {
+	out := u.EscapedPath()
+	if u.RawQuery == "" {
+		return out
+	}
+	q := u.Query()
+	if !q.Has("access_token") {
+		return out + "?" + u.RawQuery
+	}
+	q.Del("access_token")
+	if len(q) == 0 {
+		return out
+	}
+	return out + "?" + q.Encode()
+}
+
+// NewRootID mints a root session id as the local server does
+// (host.RandomIDs): 128 random bits, 26 lowercase base32 characters.
+func NewRootID() string { return strings.ToLower(rand.Text()) }
+
+// ListCursor is where a page of the session list ends: the last tree's
+// created_at and id, travelling as opaque URL-safe text (the local
+// server's format).
+type ListCursor struct {
+	CreatedAt int64
+	ID        string
+}
+
+// Encode returns the cursor's text.
+func (c ListCursor) Encode() string {
+	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(c.CreatedAt, 10) + ":" + c.ID))
+}
+
+// ParseListQuery reads GET /v1/sessions' limit and cursor as the local
+// server does (a missing limit is api.DefaultListLimit; 1 to
+// api.MaxListLimit; a cursor this front returned). A nil cursor is the
+// first page.
+func ParseListQuery(q url.Values) (limit int, after *ListCursor, err error) {
+	limit = api.DefaultListLimit
+	if s := q.Get("limit"); q.Has("limit") {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > api.MaxListLimit {
+			return 0, nil, &api.Error{Type: api.ErrInvalidRequest, Message: fmt.Sprintf("limit must be an integer from 1 to %d", api.MaxListLimit)}
+		}
+		limit = n
+	}
+	s := q.Get("cursor")
+	if s == "" {
+		return limit, nil, nil
+	}
+	bad := &api.Error{Type: api.ErrInvalidRequest, Message: fmt.Sprintf("cursor %q is not one this server returned", s)}
+	raw, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return 0, nil, bad
+	}
+	at, id, ok := strings.Cut(string(raw), ":")
+	n, err := strconv.ParseInt(at, 10, 64)
+	if !ok || !validPart(id) || err != nil {
+		return 0, nil, bad
+	}
+	return limit, &ListCursor{CreatedAt: n, ID: id}, nil
+}
+
+// noIndex is the index of the Directory New keeps for Admit alone: the
+// front's directory is the Directory objects (serve_js.go), and Admit
+// never consults an index.
+type noIndex struct{ api.Index }
+
+func (noIndex) Owner(context.Context, string) (api.TreeInfo, error) {
+	return api.TreeInfo{}, api.ErrTreeNotFound
+}
+
+type randomIDs struct{}
+
+func (randomIDs) NewID() string { return NewRootID() }

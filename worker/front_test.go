@@ -1,0 +1,150 @@
+package worker_test
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/revenantrt/revenant/worker"
+)
+
+func decide(t *testing.T, f *worker.Front, method, target string, header http.Header) (worker.Decision, *httptest.ResponseRecorder) {
+	t.Helper()
+	r := httptest.NewRequest(method, target, nil)
+	r.Host = "127.0.0.1:8787"
+	for k, vs := range header {
+		r.Header[k] = vs
+	}
+	w := httptest.NewRecorder()
+	return f.Decide(w, r), w
+}
+
+func TestDecideRefusesBadIDsBeforeAnyObject(t *testing.T) {
+	f, err := worker.New("")
+	require.NoError(t, err)
+	for _, target := range []string{
+		"/v1/sessions/bad..id", "/v1/sessions/%00", "/v1/sessions/a.", "/v1/sessions/.a",
+		"/v1/sessions/" + strings.Repeat("a", 65), "/v1/sessions/x%2Fy", "/v1/sessions/caf%C3%A9",
+	} {
+		d, w := decide(t, f, http.MethodPost, target+"/prompt", nil)
+		assert.Equal(t, worker.Answered, d.Kind, target)
+		assert.Equal(t, http.StatusNotFound, w.Code, target)
+		assert.JSONEq(t, `{"error":{"type":"not_found","message":"no such session"}}`, w.Body.String(), target)
+	}
+}
+
+func TestDecideRoutes(t *testing.T) {
+	f, err := worker.New("")
+	require.NoError(t, err)
+	cases := []struct {
+		method, target string
+		kind           worker.Kind
+		root, url      string
+	}{
+		{"POST", "/v1/sessions", worker.Create, "", ""},
+		{"GET", "/v1/sessions?limit=2", worker.List, "", ""},
+		{"GET", "/v1/sessions/abc", worker.Forward, "abc", "/v1/sessions/abc"},
+		{"GET", "/v1/sessions/abc.def_1-2?limit=2", worker.Forward, "abc", "/v1/sessions/abc.def_1-2?limit=2"},
+		{"GET", "/v1/sessions/abc/events?after=3&access_token=s3cret", worker.Forward, "abc", "/v1/sessions/abc/events?after=3"},
+		{"POST", "/v1/sessions/abc/prompt", worker.Forward, "abc", "/v1/sessions/abc/prompt"},
+		{"DELETE", "/v1/sessions/abc", worker.Delete, "abc", "/v1/sessions/abc"},
+	}
+	for _, c := range cases {
+		d, w := decide(t, f, c.method, c.target, nil)
+		assert.Equal(t, c.kind, d.Kind, c.target)
+		assert.Equal(t, "anonymous", d.Principal, c.target)
+		assert.Equal(t, c.root, d.Root, c.target)
+		assert.Equal(t, c.url, d.URL, c.target)
+		assert.Zero(t, w.Body.Len(), c.target)
+	}
+}
+
+func TestDecideAnswers(t *testing.T) {
+	f, err := worker.New("")
+	require.NoError(t, err)
+	cases := []struct {
+		method, target string
+		status         int
+		typ            string
+	}{
+		{"GET", "/healthz", 200, ""},
+		{"DELETE", "/v1/sessions/abc.def", 400, "invalid_request"},
+		{"PUT", "/v1/sessions/abc", 405, "method_not_allowed"},
+		{"GET", "/v1/nothing", 404, "not_found"},
+		{"GET", "/v1/sessions/abc/..", 404, "not_found"},
+	}
+	for _, c := range cases {
+		d, w := decide(t, f, c.method, c.target, nil)
+		assert.Equal(t, worker.Answered, d.Kind, c.target)
+		assert.Equal(t, c.status, w.Code, c.target)
+		if c.typ != "" {
+			assert.Contains(t, w.Body.String(), `"type":"`+c.typ+`"`, c.target)
+		}
+	}
+}
+
+func TestDecideWithoutTokensAnswersOnlyLoopback(t *testing.T) {
+	f, err := worker.New("")
+	require.NoError(t, err)
+	r := httptest.NewRequest(http.MethodGet, "/v1/sessions", nil)
+	r.Host = "revenant.example.workers.dev"
+	w := httptest.NewRecorder()
+	assert.Equal(t, worker.Answered, f.Decide(w, r).Kind)
+	assert.Equal(t, http.StatusForbidden, w.Code)
+	assert.Contains(t, w.Body.String(), "forbidden_host")
+}
+
+func TestDecideTokens(t *testing.T) {
+	f, err := worker.New("alice:a-token,bob:b-token")
+	require.NoError(t, err)
+	d, w := decide(t, f, "GET", "/v1/sessions/abc", nil)
+	assert.Equal(t, worker.Answered, d.Kind)
+	assert.Equal(t, http.StatusUnauthorized, w.Code)
+
+	d, _ = decide(t, f, "GET", "/v1/sessions/abc", http.Header{"Authorization": {"Bearer b-token"}})
+	assert.Equal(t, worker.Forward, d.Kind)
+	assert.Equal(t, "bob", d.Principal)
+
+	// ?access_token= only on the event stream, as on the local server.
+	d, w = decide(t, f, "GET", "/v1/sessions/abc?access_token=a-token", nil)
+	assert.Equal(t, worker.Answered, d.Kind)
+	assert.Equal(t, http.StatusUnauthorized, w.Code)
+	d, _ = decide(t, f, "GET", "/v1/sessions/abc/events?access_token=a-token", nil)
+	assert.Equal(t, worker.Forward, d.Kind)
+	assert.Equal(t, "alice", d.Principal)
+	assert.Equal(t, "/v1/sessions/abc/events", d.URL)
+
+	_, err = worker.New("alice")
+	assert.Error(t, err)
+}
+
+func TestListQuery(t *testing.T) {
+	limit, after, err := worker.ParseListQuery(url.Values{})
+	require.NoError(t, err)
+	assert.Equal(t, 50, limit)
+	assert.Nil(t, after)
+
+	c := worker.ListCursor{CreatedAt: 1700000000123, ID: "abc"}
+	limit, after, err = worker.ParseListQuery(url.Values{"limit": {"2"}, "cursor": {c.Encode()}})
+	require.NoError(t, err)
+	assert.Equal(t, 2, limit)
+	assert.Equal(t, &c, after)
+
+	for _, q := range []url.Values{{"limit": {"0"}}, {"limit": {"201"}}, {"limit": {"x"}}, {"cursor": {"!!"}}, {"cursor": {worker.ListCursor{ID: "a/b"}.Encode()}}} {
+		_, _, err := worker.ParseListQuery(q)
+		assert.Error(t, err, q)
+	}
+}
+
+func TestNewRootIDIsValid(t *testing.T) {
+	id := worker.NewRootID()
+	root, ok := worker.ValidID(id)
+	assert.True(t, ok)
+	assert.Equal(t, id, root)
+	assert.Len(t, id, 26)
+}
