@@ -9,12 +9,15 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"syscall/js"
 	"time"
 
+	"github.com/revenantrt/revenant/config"
 	"github.com/revenantrt/revenant/core"
 	"github.com/revenantrt/revenant/core/model/offline"
 	"github.com/revenantrt/revenant/core/runner"
+	"github.com/revenantrt/revenant/core/settings"
 	"github.com/revenantrt/revenant/core/tool"
 	"github.com/revenantrt/revenant/durableobject"
 )
@@ -30,19 +33,65 @@ func main() {
 		fmt.Fprintln(os.Stderr, "revenant: no bridge: start this program from durableobject/shim.js")
 		os.Exit(2)
 	}
-	durableobject.Serve(bridge, durableobject.Options{Setup: setup})
+	p, err := load()
+	if err != nil {
+		// The object cannot serve without its configuration: the boot
+		// fails with the reason, on every event, until the vars are fixed.
+		durableobject.Serve(bridge, durableobject.Options{Setup: func(core.Clock) (core.Config, core.Driver, error) {
+			return core.Config{}, nil, err
+		}})
+	}
+	durableobject.Serve(bridge, durableobject.Options{Setup: p.setup, API: &p.configs.API})
 }
 
-// wakeInterval is how far ahead a claim arms the alarm. Nothing else wakes
-// an object after a crash or an eviction (no process boots it), so this
-// bounds how long a killed turn waits to resume; a turn that runs is not
-// disturbed, since the alarm handler holds while it runs and re-arms after.
+// wakeInterval is how far ahead a claim arms the alarm unless
+// REVENANT_SETTINGS sets wake_interval. Nothing else wakes an object after
+// a crash or an eviction (no process boots it), so this bounds how long a
+// killed turn waits to resume; a turn that runs is not disturbed, since
+// the alarm handler holds while it runs and re-arms after.
 const wakeInterval = time.Second
+
+// SettingsVar names the Worker var holding the trees' settings: a JSON
+// object like the "settings" section of a REVENANT_CONFIG file, read by
+// config/ (every field, its name, its checks).
+const SettingsVar = "REVENANT_SETTINGS"
+
+// program is the object's configuration, read once from the Worker's vars.
+type program struct {
+	configs settings.Configs
+}
+
+func load() (*program, error) {
+	s, err := parseSettings(os.Getenv(SettingsVar))
+	if err != nil {
+		return nil, err
+	}
+	if s.WakeInterval == 0 {
+		s.WakeInterval = wakeInterval
+	}
+	configs, err := s.Configs()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", SettingsVar, err)
+	}
+	return &program{configs: configs}, nil
+}
+
+// parseSettings reads raw as config/ reads a file's "settings" section.
+func parseSettings(raw string) (settings.Settings, error) {
+	if strings.TrimSpace(raw) == "" {
+		return settings.Settings{}, nil
+	}
+	c, err := config.Parse([]byte(`{"settings":` + raw + `}`))
+	if err != nil {
+		return settings.Settings{}, fmt.Errorf("%s: %w", SettingsVar, err)
+	}
+	return c.Settings, nil
+}
 
 // setup builds the turn driver: the offline model unless a provider is
 // configured, with the tools that need no egress.
-func setup(clock core.Clock) (core.Config, core.Driver, error) {
-	cfg := core.NewConfig().WithWakeInterval(wakeInterval)
+func (p *program) setup(clock core.Clock) (core.Config, core.Driver, error) {
+	cfg := p.configs.Core
 	if os.Getenv("OPENAI_BASE_URL") != "" || os.Getenv("REVENANT_MODEL") != "" {
 		// Model egress goes through syumai/workers' fetch transport (issue
 		// 13); until it is wired, refuse rather than run a different model.
@@ -61,6 +110,6 @@ func setup(clock core.Clock) (core.Config, core.Driver, error) {
 	if err != nil {
 		return cfg, nil, err
 	}
-	driver, err := runner.New(m, registry, runner.NewConfig())
+	driver, err := runner.New(m, registry, p.configs.Runner)
 	return cfg, driver, err
 }
