@@ -6,8 +6,8 @@
 package main
 
 import (
-	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"strings"
 	"syscall/js"
@@ -15,7 +15,9 @@ import (
 
 	"github.com/revenantrt/revenant/config"
 	"github.com/revenantrt/revenant/core"
+	"github.com/revenantrt/revenant/core/model"
 	"github.com/revenantrt/revenant/core/model/offline"
+	"github.com/revenantrt/revenant/core/model/openai"
 	"github.com/revenantrt/revenant/core/runner"
 	"github.com/revenantrt/revenant/core/settings"
 	"github.com/revenantrt/revenant/core/tool"
@@ -58,7 +60,8 @@ const SettingsVar = "REVENANT_SETTINGS"
 
 // program is the object's configuration, read once from the Worker's vars.
 type program struct {
-	configs settings.Configs
+	configs       settings.Configs
+	maxRetryAfter time.Duration
 }
 
 func load() (*program, error) {
@@ -73,7 +76,7 @@ func load() (*program, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", SettingsVar, err)
 	}
-	return &program{configs: configs}, nil
+	return &program{configs: configs, maxRetryAfter: s.MaxRetryAfter}, nil
 }
 
 // parseSettings reads raw as config/ reads a file's "settings" section.
@@ -88,28 +91,46 @@ func parseSettings(raw string) (settings.Settings, error) {
 	return c.Settings, nil
 }
 
-// setup builds the turn driver: the offline model unless a provider is
-// configured, with the tools that need no egress.
+// setup builds the turn driver: the model (provider or offline) with the
+// tools that need no egress (http_request and webhook tools need tools/web
+// to take a fetch transport: not yet on this host).
 func (p *program) setup(clock core.Clock) (core.Config, core.Driver, error) {
 	cfg := p.configs.Core
-	if os.Getenv("OPENAI_BASE_URL") != "" || os.Getenv("REVENANT_MODEL") != "" {
-		// Model egress goes through syumai/workers' fetch transport (issue
-		// 13); until it is wired, refuse rather than run a different model.
-		return cfg, nil, errors.New("OPENAI_BASE_URL / REVENANT_MODEL are set, but this build of the Durable Object host has no model egress yet: leave them empty for the offline model")
+	m, err := p.model(clock)
+	if err != nil {
+		return cfg, nil, err
 	}
-	var delay time.Duration
-	if s := os.Getenv("REVENANT_OFFLINE_WORD_DELAY"); s != "" {
-		d, err := time.ParseDuration(s)
-		if err != nil {
-			return cfg, nil, fmt.Errorf("REVENANT_OFFLINE_WORD_DELAY: %w", err)
-		}
-		delay = d
-	}
-	m := offline.New(clock, offline.Options{WordDelay: delay})
 	registry, err := tool.NewRegistry(tool.KVGet(), tool.KVPut())
 	if err != nil {
 		return cfg, nil, err
 	}
 	driver, err := runner.New(m, registry, p.configs.Runner)
 	return cfg, driver, err
+}
+
+// model is the OpenAI-compatible provider when OPENAI_BASE_URL or
+// REVENANT_MODEL is set (its key from the OPENAI_API_KEY secret, its
+// requests through the Workers fetch), the offline model otherwise.
+func (p *program) model(clock core.Clock) (model.Model, error) {
+	base, name := os.Getenv("OPENAI_BASE_URL"), os.Getenv("REVENANT_MODEL")
+	if base != "" || name != "" {
+		if base == "" {
+			base = "https://api.openai.com/v1"
+		}
+		m, err := openai.New(openai.Config{BaseURL: base, Model: name, APIKey: os.Getenv("OPENAI_API_KEY"),
+			Client: &http.Client{Transport: durableobject.Fetch{}}, MaxRetryAfter: p.maxRetryAfter})
+		if err != nil {
+			return nil, fmt.Errorf("model (OPENAI_BASE_URL, REVENANT_MODEL): %w", err)
+		}
+		return m, nil
+	}
+	var delay time.Duration
+	if s := os.Getenv("REVENANT_OFFLINE_WORD_DELAY"); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			return nil, fmt.Errorf("REVENANT_OFFLINE_WORD_DELAY: %w", err)
+		}
+		delay = d
+	}
+	return offline.New(clock, offline.Options{WordDelay: delay}), nil
 }
