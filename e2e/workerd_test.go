@@ -29,6 +29,7 @@ type workerd struct {
 	config string // a wrangler.toml without the [build] step
 	state  string // --persist-to
 	port   int
+	vars   []string // --var NAME:value
 
 	cmd  *exec.Cmd
 	logs *logBuffer
@@ -58,26 +59,36 @@ func requireWrangler(t *testing.T) string {
 }
 
 // buildObject does what `make do-build` does (wrangler.toml's [build]),
-// once, so restarts do not rebuild: Go's wasm_exec.js and the object's
-// wasm into build/do/.
-func buildObject(t *testing.T, root string) {
+// once, so restarts do not rebuild, into a tree of its own under dir:
+// dir/durableobject/shim.js (a copy) importing dir/build/do/wasm_exec.js
+// (Go's) and dir/build/do/revenant.wasm, built with tags (the test routes'
+// build: revenant_testroutes). The project's build/ is left alone. It
+// returns the shim's path.
+func buildObject(t *testing.T, root, dir, tags string) string {
 	t.Helper()
 	goroot, err := exec.Command("go", "env", "GOROOT").Output()
 	require.NoError(t, err)
-	require.NoError(t, os.MkdirAll(filepath.Join(root, "build", "do"), 0o755))
+	out := filepath.Join(dir, "build", "do")
+	require.NoError(t, os.MkdirAll(out, 0o755))
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "durableobject"), 0o755))
 	js, err := os.ReadFile(filepath.Join(strings.TrimSpace(string(goroot)), "lib", "wasm", "wasm_exec.js"))
 	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(filepath.Join(root, "build", "do", "wasm_exec.js"), js, 0o644))
-	cmd := exec.Command("go", "build", "-trimpath", "-o", "build/do/revenant.wasm", "./durableobject/cmd/object")
+	require.NoError(t, os.WriteFile(filepath.Join(out, "wasm_exec.js"), js, 0o644))
+	shim, err := os.ReadFile(filepath.Join(root, "durableobject", "shim.js"))
+	require.NoError(t, err)
+	main := filepath.Join(dir, "durableobject", "shim.js")
+	require.NoError(t, os.WriteFile(main, shim, 0o644))
+	cmd := exec.Command("go", "build", "-trimpath", "-tags", tags, "-o", filepath.Join(out, "revenant.wasm"), "./durableobject/cmd/object")
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "GOOS=js", "GOARCH=wasm")
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "build the object: %s", out)
+	b, err := cmd.CombinedOutput()
+	require.NoError(t, err, "build the object: %s", b)
+	return main
 }
 
 // testConfig writes the project's wrangler.toml without its [build] table
-// (wrangler runs it at every start) and with main made absolute.
-func testConfig(t *testing.T, root string) string {
+// (wrangler runs it at every start) and with main the given shim.
+func testConfig(t *testing.T, root, main string) string {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(root, "wrangler.toml"))
 	require.NoError(t, err)
@@ -92,9 +103,7 @@ func testConfig(t *testing.T, root string) string {
 			continue
 		}
 		if strings.HasPrefix(trimmed, "main = ") {
-			main := strings.Trim(strings.TrimPrefix(trimmed, "main = "), `"`)
-			line = strconv.Quote(filepath.Join(root, main))
-			line = "main = " + line
+			line = "main = " + strconv.Quote(main)
 		}
 		out = append(out, line)
 	}
@@ -113,10 +122,16 @@ func freePort(t *testing.T) int {
 }
 
 func startWorkerd(t *testing.T) *workerd {
+	return startWorkerdWith(t, "", "REVENANT_OFFLINE_WORD_DELAY:"+workerdWordDelay)
+}
+
+// startWorkerdWith starts wrangler dev on the object built with tags and
+// with vars (NAME:value) set.
+func startWorkerdWith(t *testing.T, tags string, vars ...string) *workerd {
 	t.Helper()
 	root := requireWrangler(t)
-	buildObject(t, root)
-	w := &workerd{root: root, config: testConfig(t, root), state: t.TempDir(), port: freePort(t)}
+	main := buildObject(t, root, t.TempDir(), tags)
+	w := &workerd{root: root, config: testConfig(t, root, main), state: t.TempDir(), port: freePort(t), vars: vars}
 	t.Cleanup(func() { w.kill(t) })
 	w.start(t)
 	return w
@@ -127,8 +142,10 @@ func startWorkerd(t *testing.T) *workerd {
 func (w *workerd) start(t *testing.T) {
 	t.Helper()
 	cmd := exec.Command("npx", "wrangler", "dev", "-c", w.config, "--ip", "127.0.0.1", "--port", strconv.Itoa(w.port),
-		"--inspector-port", "0", "--persist-to", w.state, "--show-interactive-dev-session=false",
-		"--var", "REVENANT_OFFLINE_WORD_DELAY:"+workerdWordDelay)
+		"--inspector-port", "0", "--persist-to", w.state, "--show-interactive-dev-session=false")
+	for _, v := range w.vars {
+		cmd.Args = append(cmd.Args, "--var", v)
+	}
 	cmd.Dir = w.root
 	cmd.Env = append(os.Environ(), "CLOUDFLARE_CF_FETCH_ENABLED=false", "WRANGLER_SEND_METRICS=false",
 		"WRANGLER_SEND_ERROR_REPORTS=false", "CI=1", "NO_COLOR=1")
