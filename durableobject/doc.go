@@ -15,12 +15,24 @@
 //     (bounded), and re-arms as its last act (DESIGN §4 rule 2). It never
 //     throws: a thrown alarm is retried a few times and then lost.
 //
+// What it serves (the contract with the front Worker): requests carry
+// x-revenant-tree (the root id the object holds) and x-revenant-principal
+// (the caller the front authenticated); the object trusts both, since only
+// the front reaches it. POST /v1/sessions creates the tree's root session
+// owned by that principal; DELETE /v1/sessions/{root} deletes the tree
+// (both through api.Directory over the one tree); every other
+// /v1/sessions/{id}/… route is api.TreeHandler's, once the principal owns
+// the tree (else 404). Egress (the model) is Fetch, a RoundTripper over the
+// Workers fetch with an AbortController per request.
+//
 // Invariants (DESIGN §13):
 //   - One Go instance per object: package state is per object. The shim
 //     never shares a runtime between objects.
 //   - Every entry point the shim calls (boot, fetch, alarm) recovers panics:
 //     a panic escaping a js.FuncOf ends the Go program. If it ends anyway,
-//     the shim aborts the object so the next event gets a fresh one.
+//     the shim aborts the object so the next event gets a fresh one; after
+//     a request's recovered panic (answered 500) the shim aborts it too,
+//     once the answer is out.
 //   - Nothing inside a transactionSync callback waits on the event loop: the
 //     callback runs core's function, which only runs SQL.
 //   - Entry points that wait (boot, fetch, alarm) return a JS Promise whose

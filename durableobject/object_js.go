@@ -48,9 +48,11 @@ type Object struct {
 	db     *DB
 	alarm  *Alarm
 
-	treeID  string
-	inst    *core.Instance
-	handler *api.Handler
+	treeID string
+	inst   *core.Instance
+	dir    *api.Directory   // create and delete of the one tree
+	tree   *api.TreeHandler // every /v1/sessions/{id}/… route
+	routes *http.ServeMux   // the tree's routes (api.Route.Tree), to tell them apart
 
 	mu            sync.Mutex
 	deleted       bool
@@ -114,25 +116,70 @@ func (o *Object) boot(args []js.Value) (any, error) {
 	return nil, nil
 }
 
-// opened makes the open instance ready to serve before the sweep starts.
+// opened makes the open instance ready to serve before the sweep starts:
+// the directory of the one tree (create, delete) and the per-tree handler.
 func (o *Object) opened(inst *core.Instance) error {
 	o.inst = inst
 	cfg := api.NewConfig()
 	if o.opts.API != nil {
 		cfg = *o.opts.API
 	}
-	h, err := api.New(api.Deps{Trees: trees{o}, Auth: api.Anonymous{}, Clock: o.clock, IDs: treeIDs{o.treeID}, Log: o.log}, cfg)
+	dir, err := api.NewDirectory(api.DirectoryDeps{Index: index{o}, Auth: frontPrincipal{}, IDs: treeIDs{o.treeID}, Log: o.log}, cfg)
 	if err != nil {
-		return fmt.Errorf("new api handler: %w", err)
+		return fmt.Errorf("new api directory: %w", err)
 	}
-	o.handler = h
+	tree, err := api.NewTreeHandler(api.TreeDeps{Clock: o.clock, Log: o.log}, cfg)
+	if err != nil {
+		return fmt.Errorf("new api tree handler: %w", err)
+	}
+	o.dir, o.tree = dir, tree
+	o.routes = http.NewServeMux()
+	for _, rt := range api.Routes {
+		if rt.Tree() {
+			o.routes.HandleFunc(rt.Method+" "+rt.Pattern, func(http.ResponseWriter, *http.Request) {})
+		}
+	}
 	return nil
 }
 
-// fetch serves one request with the API handler. A panic answers 500 (or
-// errors a stream already started) and leaves the program running.
+// ServeHTTP serves a request the front Worker forwarded (the contract in
+// doc.go): the tree's routes with the per-tree handler for the principal
+// the front named, once that principal is known to own the tree; the rest
+// (POST /v1/sessions creating the tree, DELETE of the root) with the
+// directory of the one tree. The front did the Host, Origin and token
+// checks; a request for another tree is 404.
+func (o *Object) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Header.Get(TreeHeader) != o.treeID {
+		api.WriteError(w, &api.Error{Type: api.ErrNotFound, Message: "no such session"})
+		return
+	}
+	if _, pattern := o.routes.Handler(r); pattern == "" {
+		o.dir.ServeRoute(w, r)
+		return
+	}
+	principal, err := frontPrincipal{}.Authenticate(r, false)
+	if err != nil {
+		api.WriteError(w, err)
+		return
+	}
+	owner, err := index{o}.Owner(r.Context(), o.treeID)
+	if err == nil && owner.Principal != principal {
+		err = &api.Error{Type: api.ErrNotFound, Message: "no such session"}
+	}
+	if err != nil {
+		if api.Internal(err) {
+			o.log.Error("request failed", "err", err)
+		}
+		api.WriteError(w, err)
+		return
+	}
+	o.tree.ServeTree(w, r, api.Tree{RootID: o.treeID, Principal: principal, Instance: o.inst})
+}
+
+// fetch serves one request (ServeHTTP). A panic answers 500 (or errors a
+// stream already started) and leaves the program running.
 func (o *Object) fetch(args []js.Value) (any, error) {
-	if o.handler == nil {
+	if o.dir == nil {
 		return nil, errors.New("not booted")
 	}
 	if len(args) < 4 {
@@ -148,8 +195,12 @@ func (o *Object) fetch(args []js.Value) (any, error) {
 	w := newResponseWriter(func(v js.Value) { answer <- v }, cancel)
 	go func() {
 		defer cancel()
-		if _, err := catch(func() (any, error) { o.handler.ServeHTTP(w, r); return nil, nil }); err != nil {
+		if _, err := catch(func() (any, error) { o.serve(w, r); return nil, nil }); err != nil {
 			o.log.Error("request panicked", "method", r.Method, "path", r.URL.Path, "err", err)
+			// The panic may have left the program's state half-changed:
+			// the shim gives the object up once this answer is out, and
+			// the next event gets a fresh one on the same storage.
+			o.bridge.Set("panicked", true)
 			w.fail()
 			return
 		}
@@ -219,4 +270,13 @@ func (w *responseWriter) fail() {
 	w.buf.Reset()
 	w.buf.WriteString(`{"error":{"type":"internal","message":"internal error"}}`)
 	w.finish()
+}
+
+// serve is ServeHTTP behind the test-only routes, which exist only in a
+// build with the revenant_testroutes tag (testroutes_js.go).
+func (o *Object) serve(w http.ResponseWriter, r *http.Request) {
+	if testRoute(o, w, r) {
+		return
+	}
+	o.ServeHTTP(w, r)
 }

@@ -56,16 +56,18 @@ export class Tree extends DurableObject {
   // bridge, on which Go has set boot, fetch and alarm.
   async start() {
     const key = `b${nextBridge++}`;
-    const bridge = { storage: this.ctx.storage, txSync: (cb) => txSync(this.ctx.storage, cb) };
+    const bridge = {
+      storage: this.ctx.storage,
+      txSync: (cb) => txSync(this.ctx.storage, cb),
+      abort: (reason) => this.ctx.abort(reason), // test builds' eviction route only
+    };
     globalThis[BRIDGES] ??= {};
     globalThis[BRIDGES][key] = bridge;
     const go = new Go();
-    go.env = {
-      REVENANT_BRIDGE: key,
-      OPENAI_BASE_URL: this.env.OPENAI_BASE_URL ?? "",
-      REVENANT_MODEL: this.env.REVENANT_MODEL ?? "",
-      REVENANT_OFFLINE_WORD_DELAY: this.env.REVENANT_OFFLINE_WORD_DELAY ?? "",
-    };
+    // The Worker's vars and secrets (strings) as the program's environment:
+    // Go reads its settings, provider and secrets with os.Getenv.
+    go.env = { REVENANT_BRIDGE: key };
+    for (const [k, v] of Object.entries(this.env)) if (typeof v === "string") go.env[k] = v;
     const instance = await WebAssembly.instantiate(goModule, go.importObject);
     // go.exited turns true as the program ends; the run() promise settles
     // only a microtask later, after the event that killed it went on.
@@ -74,7 +76,7 @@ export class Tree extends DurableObject {
     const exited = () => {
       this.exited = true;
     };
-    go.run(instance).then(exited, exited);
+    this.ended = go.run(instance).then(exited, exited);
     delete globalThis[BRIDGES][key];
     if (this.exited || typeof bridge.fetch !== "function") {
       throw new Error("revenant: the Go program did not start");
@@ -114,12 +116,33 @@ export class Tree extends DurableObject {
     }
     const body = request.method === "GET" || request.method === "HEAD" ? undefined : await request.arrayBuffer();
     try {
-      return await this.go.fetch(request.method, request.url, [...request.headers], body);
+      // A panic that escaped Go ends the program and leaves its Promise
+      // unsettled: the program's end answers instead.
+      const ended = this.ended.then(() => {
+        throw new Error("the Go program exited");
+      });
+      const response = await Promise.race([this.go.fetch(request.method, request.url, [...request.headers], body), ended]);
+      if (this.go.panicked) return await this.giveUp(response);
+      return response;
     } catch (e) {
       console.error("revenant: fetch failed:", e);
       this.abortIfExited();
       return json(500, { error: { type: "internal", message: "internal error" } });
     }
+  }
+
+  // giveUp answers response (the 500 of a handler that panicked, whole)
+  // and then aborts the object: the panic may have left Go's state
+  // half-changed, so the next event gets a fresh object and Go program on
+  // the same storage.
+  async giveUp(response) {
+    const body = await response.arrayBuffer();
+    setTimeout(() => {
+      try {
+        this.ctx.abort("revenant: a request panicked");
+      } catch {} // abort throws by design
+    }, 0);
+    return new Response(body, response);
   }
 
   async alarm() {

@@ -29,6 +29,7 @@ type workerd struct {
 	config string // a wrangler.toml without the [build] step
 	state  string // --persist-to
 	port   int
+	vars   []string // --var NAME:value
 
 	cmd  *exec.Cmd
 	logs *logBuffer
@@ -57,20 +58,31 @@ func requireWrangler(t *testing.T) string {
 	return root
 }
 
-// buildObject runs `make do-build` (wrangler.toml's [build]) once, so
-// restarts do not rebuild: the object's and the front's wasm and their JS
-// glue into build/.
-func buildObject(t *testing.T, root string) {
+// buildObject does what `make do-build` does (wrangler.toml's [build]),
+// once, so restarts do not rebuild, into a tree of its own under dir: a
+// copy of the Worker's JS modules (worker/entry.mjs, worker/directory.mjs,
+// durableobject/shim.js) beside dir/build, where make puts both wasm
+// programs, the object's built with tags (the test routes' build:
+// revenant_testroutes). The project's build/ is left alone. It returns the
+// entry module's path.
+func buildObject(t *testing.T, root, dir, tags string) string {
 	t.Helper()
-	cmd := exec.Command("make", "do-build")
+	for _, f := range []string{"worker/entry.mjs", "worker/directory.mjs", "durableobject/shim.js"} {
+		b, err := os.ReadFile(filepath.Join(root, f))
+		require.NoError(t, err)
+		require.NoError(t, os.MkdirAll(filepath.Join(dir, filepath.Dir(f)), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, f), b, 0o644))
+	}
+	cmd := exec.Command("make", "-s", "do-build", "BUILD="+filepath.Join(dir, "build"), "DO_TAGS="+tags)
 	cmd.Dir = root
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "make do-build: %s", out)
+	return filepath.Join(dir, "worker", "entry.mjs")
 }
 
 // testConfig writes the project's wrangler.toml without its [build] table
-// (wrangler runs it at every start) and with main made absolute.
-func testConfig(t *testing.T, root string) string {
+// (wrangler runs it at every start) and with main the given entry module.
+func testConfig(t *testing.T, root, main string) string {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(root, "wrangler.toml"))
 	require.NoError(t, err)
@@ -85,9 +97,7 @@ func testConfig(t *testing.T, root string) string {
 			continue
 		}
 		if strings.HasPrefix(trimmed, "main = ") {
-			main := strings.Trim(strings.TrimPrefix(trimmed, "main = "), `"`)
-			line = strconv.Quote(filepath.Join(root, main))
-			line = "main = " + line
+			line = "main = " + strconv.Quote(main)
 		}
 		out = append(out, line)
 	}
@@ -106,10 +116,16 @@ func freePort(t *testing.T) int {
 }
 
 func startWorkerd(t *testing.T) *workerd {
+	return startWorkerdWith(t, "", "REVENANT_OFFLINE_WORD_DELAY:"+workerdWordDelay)
+}
+
+// startWorkerdWith starts wrangler dev on the object built with tags and
+// with vars (NAME:value) set.
+func startWorkerdWith(t *testing.T, tags string, vars ...string) *workerd {
 	t.Helper()
 	root := requireWrangler(t)
-	buildObject(t, root)
-	w := &workerd{root: root, config: testConfig(t, root), state: t.TempDir(), port: freePort(t)}
+	main := buildObject(t, root, t.TempDir(), tags)
+	w := &workerd{root: root, config: testConfig(t, root, main), state: t.TempDir(), port: freePort(t), vars: vars}
 	t.Cleanup(func() { w.kill(t) })
 	w.start(t)
 	return w
@@ -120,8 +136,10 @@ func startWorkerd(t *testing.T) *workerd {
 func (w *workerd) start(t *testing.T) {
 	t.Helper()
 	cmd := exec.Command("npx", "wrangler", "dev", "-c", w.config, "--ip", "127.0.0.1", "--port", strconv.Itoa(w.port),
-		"--inspector-port", "0", "--persist-to", w.state, "--show-interactive-dev-session=false",
-		"--var", "REVENANT_OFFLINE_WORD_DELAY:"+workerdWordDelay)
+		"--inspector-port", "0", "--persist-to", w.state, "--show-interactive-dev-session=false")
+	for _, v := range w.vars {
+		cmd.Args = append(cmd.Args, "--var", v)
+	}
 	cmd.Dir = w.root
 	cmd.Env = append(os.Environ(), "CLOUDFLARE_CF_FETCH_ENABLED=false", "WRANGLER_SEND_METRICS=false",
 		"WRANGLER_SEND_ERROR_REPORTS=false", "CI=1", "NO_COLOR=1")

@@ -1,0 +1,37 @@
+//go:build js && wasm && revenant_testroutes
+
+package durableobject
+
+import (
+	"net/http"
+	"strings"
+)
+
+// Test-only routes, compiled in with the revenant_testroutes tag only
+// (the e2e tests build a separate wasm; make do-build never has them).
+// They provoke what a test cannot otherwise cause on demand:
+//
+//	POST /v1/sessions/{id}/test/abort  ctx.abort(): the object is evicted
+//	                                   at once, mid-turn if one runs
+//	POST /v1/sessions/{id}/test/panic  a Go panic in the request's handler
+const testRoutePrefix = "/test/"
+
+func testRoute(o *Object, w http.ResponseWriter, r *http.Request) bool {
+	if r.Method != http.MethodPost || !strings.HasPrefix(r.URL.Path, "/v1/sessions/") {
+		return false
+	}
+	rest := strings.TrimPrefix(r.URL.Path, "/v1/sessions/")
+	_, what, ok := strings.Cut(rest, testRoutePrefix)
+	if !ok {
+		return false
+	}
+	switch what {
+	case "abort":
+		o.log.Warn("test route: aborting the object")
+		o.bridge.Call("abort", "revenant test route: abort")
+		panic("unreachable: ctx.abort returned") // abort throws into Go as a panic
+	case "panic":
+		panic("revenant test route: panic")
+	}
+	return false
+}
