@@ -74,14 +74,27 @@ func TestWorkerdBench(t *testing.T) {
 	t.Cleanup(provider.Close)
 	buildObject(t, root)
 
+	only := os.Getenv("REVENANT_BENCH_ONLY") // a comma list of revenant, plainjs, profile; empty: the first two
+	runs := func(name string) bool {
+		if only == "" {
+			return name != "profile" || os.Getenv("REVENANT_BENCH_PROFILE") == "1"
+		}
+		return slices.Contains(strings.Split(only, ","), name)
+	}
 	var results []benchResult
 	for _, target := range []benchTarget{
 		revenantTarget(t, root, provider.URL+"/v1"),
 		plainTarget(t, root, provider.URL+"/v1"),
 	} {
+		if !runs(target.key) {
+			continue
+		}
 		t.Run(target.name, func(t *testing.T) {
 			results = append(results, runTarget(t, target, model, samples)...)
 		})
+	}
+	if runs("profile") {
+		t.Run("profile", func(t *testing.T) { results = append(results, profileCold(t, root, samples)...) })
 	}
 	report(t, results, samples)
 }
@@ -97,6 +110,7 @@ const benchText = "one two three four five six seven eight nine ten eleven twelv
 // benchTarget is one implementation under measurement.
 type benchTarget struct {
 	name   string
+	key    string              // for REVENANT_BENCH_ONLY
 	config string              // a wrangler config with main absolute
 	vars   func(bool) []string // --var NAME:value for a run; true: the paced model
 	// turn sends a prompt on a session whose stream is open and returns
@@ -109,7 +123,8 @@ type benchTarget struct {
 	booted  func(sid string) string
 	done    func(sid string) string
 	check   func(t *testing.T, c *benchClient, m *benchModel, sid string)
-	network bool // the model is the fake server
+	network bool     // the model is the fake server
+	tap     *lineTap // when set, sees every output line with its arrival time
 }
 
 type benchResult struct {
@@ -222,6 +237,9 @@ func (w *workerd) startRun(t *testing.T, target benchTarget, paced bool) {
 			line, err := r.ReadString('\n')
 			if line != "" {
 				logs.add(line)
+				if target.tap != nil {
+					target.tap.add(line)
+				}
 			}
 			if err != nil {
 				return
@@ -242,6 +260,7 @@ func revenantTarget(t *testing.T, root, modelURL string) benchTarget {
 	fake := os.Getenv("REVENANT_BENCH_REVENANT_MODEL") == "fake"
 	return benchTarget{
 		name:    "revenant",
+		key:     "revenant",
 		config:  testConfig(t, root),
 		network: fake,
 		vars: func(paced bool) []string {
@@ -301,6 +320,7 @@ func revenantTarget(t *testing.T, root, modelURL string) benchTarget {
 func plainTarget(t *testing.T, root, modelURL string) benchTarget {
 	return benchTarget{
 		name:    "plain JS",
+		key:     "plainjs",
 		config:  absoluteMain(t, filepath.Join(root, "e2e", "testdata", "plainjs", "wrangler.toml")),
 		network: true,
 		vars:    func(bool) []string { return []string{"OPENAI_BASE_URL:" + modelURL} },
@@ -529,4 +549,126 @@ func percentile(d []time.Duration, p int) float64 {
 	slices.Sort(s)
 	i := (len(s)*p + 99) / 100 // nearest rank: ceil(p/100 × n)
 	return float64(s[max(i, 1)-1].Microseconds()) / 1000
+}
+
+// lineTap keeps wrangler's output lines with the time each arrived.
+type lineTap struct {
+	mu      sync.Mutex
+	lines   []tapLine
+	changed chan struct{}
+}
+
+type tapLine struct {
+	at   time.Time
+	text string
+}
+
+func (l *lineTap) add(text string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lines = append(l.lines, tapLine{time.Now(), text})
+	if l.changed != nil {
+		close(l.changed)
+		l.changed = nil
+	}
+}
+
+// len is the number of lines so far: a position for waitFor.
+func (l *lineTap) len() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.lines)
+}
+
+// waitFor returns the first line from position from on that contains
+// every one of texts, and its position, waiting for wrangler's output (an
+// external process) up to 10 s.
+func (l *lineTap) waitFor(t *testing.T, from int, texts ...string) (tapLine, int) {
+	t.Helper()
+	deadline := time.NewTimer(10 * time.Second)
+	defer deadline.Stop()
+	for {
+		l.mu.Lock()
+	next:
+		for i, line := range l.lines[from:] {
+			for _, text := range texts {
+				if !strings.Contains(line.text, text) {
+					continue next
+				}
+			}
+			l.mu.Unlock()
+			return line, from + i
+		}
+		from = len(l.lines)
+		if l.changed == nil {
+			l.changed = make(chan struct{})
+		}
+		changed := l.changed
+		l.mu.Unlock()
+		select {
+		case <-changed:
+		case <-deadline.C:
+			t.Fatalf("no output line with %q within 10 s", texts)
+		}
+	}
+}
+
+// profileCold splits revenant's cold create by the marks of
+// testdata/revenantprof (the shim with console marks): each phase is the
+// time between the arrivals of two marks in this process, so it carries
+// the jitter of workerd's log pipe, not a constant offset.
+func profileCold(t *testing.T, root string, n int) []benchResult {
+	b, err := os.ReadFile(testConfig(t, root))
+	require.NoError(t, err)
+	var lines []string
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(strings.TrimSpace(line), "main = ") {
+			line = "main = " + strconv.Quote(filepath.Join(root, "e2e", "testdata", "revenantprof", "index.js"))
+		}
+		lines = append(lines, line)
+	}
+	config := filepath.Join(t.TempDir(), "wrangler.toml")
+	require.NoError(t, os.WriteFile(config, []byte(strings.Join(lines, "\n")), 0o644))
+	tap := &lineTap{}
+	target := benchTarget{name: "profiled", config: config, tap: tap, vars: func(bool) []string { return nil }}
+	w := startBench(t, target, false)
+	defer w.kill(t)
+	c := &benchClient{t: t, url: "http://127.0.0.1:" + strconv.Itoa(w.port)}
+	phases := []string{"request → shim fetch", "shim fetch → Go start", "Go start: instantiate + go.run",
+		"recovery boot", "create in Go (go.fetch)", "answered → client has 201"}
+	d := make([][]time.Duration, len(phases))
+	var execs, txs [2][]int
+	for range n {
+		from := tap.len()
+		t0 := time.Now()
+		c.create()
+		t1 := time.Now()
+		at := []time.Time{t0}
+		var last tapLine
+		for _, mark := range []string{" fetch ", " start ", " started ", " booted ", " answered "} {
+			last, from = tap.waitFor(t, from, "prof: ", mark)
+			at = append(at, last.at)
+			if mark == " booted " || mark == " answered " {
+				var e, x int
+				_, err := fmt.Sscanf(last.text[strings.Index(last.text, "exec="):], "exec=%d tx=%d", &e, &x)
+				require.NoError(t, err, last.text)
+				i := 0
+				if mark == " answered " {
+					i = 1
+				}
+				execs[i], txs[i] = append(execs[i], e), append(txs[i], x)
+			}
+		}
+		at = append(at, t1)
+		for i := range phases {
+			d[i] = append(d[i], at[i+1].Sub(at[i]))
+		}
+	}
+	var out []benchResult
+	for i, p := range phases {
+		out = append(out, benchResult{target: "profiled", figure: "cold create: " + p, d: d[i]})
+	}
+	t.Logf("sql.exec / transactionSync calls (cumulative per object): after boot %v / %v; after create %v / %v",
+		slices.Max(execs[0]), slices.Max(txs[0]), slices.Max(execs[1]), slices.Max(txs[1]))
+	return out
 }
