@@ -529,6 +529,9 @@ func report(t *testing.T, results []benchResult, n int) {
 	for _, r := range results {
 		p50, p90 := percentile(r.d, 50), percentile(r.d, 90)
 		fmt.Fprintf(&b, "%-10s | %-66s | %8.1f | %8.1f\n", r.target, r.figure, p50, p90)
+		if os.Getenv("REVENANT_BENCH_RAW") == "1" { // every sample, in order
+			fmt.Fprintf(&b, "           | %v\n", r.d)
+		}
 		if p[r.target] == nil {
 			p[r.target] = map[string][2]float64{}
 		}
