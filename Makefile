@@ -137,3 +137,13 @@ e2e-workerd: node_modules
 	WORKERD_KILL_ROUNDS=3 $(GO) test -count=1 -run TestWorkerd -v ./e2e/
 
 .PHONY: do-build dev deploy e2e-workerd
+
+# Side-by-side benchmarks on local workerd (e2e/workerd_bench_test.go):
+# revenant's Durable Object vs a plain JS one (e2e/testdata/plainjs), cold,
+# warm and SIGKILL recovery, p50/p90 over BENCH_SAMPLES (30) each. Not part
+# of make test; runs wrangler serially.
+BENCH_SAMPLES ?= 30
+bench-workerd: node_modules
+	REVENANT_BENCH_WORKERD=1 REVENANT_BENCH_SAMPLES=$(BENCH_SAMPLES) $(GO) test -count=1 -run '^TestWorkerdBench$$' -v -timeout 30m ./e2e/
+
+.PHONY: bench-workerd

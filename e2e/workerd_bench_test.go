@@ -1,0 +1,677 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestWorkerdBench measures revenant's Durable Object host side by side
+// with a plain JS Durable Object (testdata/plainjs) on the same local
+// workerd: cold first request to a new tree, a warm prompt to its turn's
+// end with a zero-delay model, and a SIGKILL mid-turn to the turn's end
+// after the restart with no client request. It is a benchmark, not a
+// test: it runs only with REVENANT_BENCH_WORKERD=1 (make bench-workerd)
+// and prints p50/p90 of each figure. REVENANT_BENCH_SAMPLES sets the
+// samples per figure (30; at least 20).
+//
+// What each figure times (wall clock in this process, loopback):
+//   - cold: POST /v1/sessions through the front to a new object, answered
+//     201 (the object is new: its first event); then the first GET of the
+//     snapshot. Reported alone and as the sum.
+//   - warm: on a session that already ran a turn, with its event stream
+//     already open, from sending POST …/prompt to reading the turn's end
+//     on that stream (revenant: session.execution.succeeded@1 of the
+//     prompt on SSE; plain JS: its `done` event). Also the 202 alone.
+//   - recovery: a turn streaming (the model paced at benchWordDelay a word)
+//     is killed after its third word (SIGKILL of the whole wrangler process
+//     group), then from the start command to the object's log line saying
+//     the turn ended (revenant: `alarm handled tree=… idle=true`, after
+//     `tree booted … resumed=1`; plain JS: `plainjs: turn done … cause=alarm`),
+//     with no client request until that line; split into start → ready,
+//     ready → the object's first line, and the rest. The answer is checked
+//     after the line, by a request.
+//
+// Models: the plain JS object calls a fake OpenAI-compatible server of
+// this test over loopback fetch. revenant's object has no model egress
+// on main yet (durableobject/cmd/object refuses OPENAI_BASE_URL): it runs
+// the offline model in process, which answers the same text ("You said:
+// " + prompt, word by word) with no network hop. With
+// REVENANT_BENCH_REVENANT_MODEL=fake the harness points revenant at the
+// fake server too (once the object has egress).
+func TestWorkerdBench(t *testing.T) {
+	if os.Getenv("REVENANT_BENCH_WORKERD") != "1" {
+		t.Skip("a benchmark: REVENANT_BENCH_WORKERD=1 (make bench-workerd)")
+	}
+	root := requireWrangler(t)
+	samples := 30
+	if n, err := strconv.Atoi(os.Getenv("REVENANT_BENCH_SAMPLES")); err == nil {
+		samples = n
+	}
+	require.Positive(t, samples)
+	if samples < 20 {
+		t.Logf("%d samples: a trial run; the figures need at least 20", samples)
+	}
+	model := newBenchModel()
+	provider := httptest.NewServer(model)
+	t.Cleanup(provider.Close)
+	buildObject(t, root)
+
+	only := os.Getenv("REVENANT_BENCH_ONLY") // a comma list of revenant, plainjs, profile; empty: the first two
+	runs := func(name string) bool {
+		if only == "" {
+			return name != "profile" || os.Getenv("REVENANT_BENCH_PROFILE") == "1"
+		}
+		return slices.Contains(strings.Split(only, ","), name)
+	}
+	var results []benchResult
+	for _, target := range []benchTarget{
+		revenantTarget(t, root, provider.URL+"/v1"),
+		plainTarget(t, root, provider.URL+"/v1"),
+	} {
+		if !runs(target.key) {
+			continue
+		}
+		t.Run(target.name, func(t *testing.T) {
+			results = append(results, runTarget(t, target, model, samples)...)
+		})
+	}
+	if runs("profile") {
+		t.Run("profile", func(t *testing.T) { results = append(results, profileCold(t, root, samples)...) })
+	}
+	report(t, results, samples)
+}
+
+// benchWordDelay paces the model of the recovery figure so that a kill
+// lands mid-stream; cold and warm run with no delay.
+const benchWordDelay = 20 * time.Millisecond
+
+// benchText is the prompt of the killed turns: "You said: " and 12 words,
+// 14 words streamed, 280 ms of model time at benchWordDelay.
+const benchText = "one two three four five six seven eight nine ten eleven twelve"
+
+// benchTarget is one implementation under measurement.
+type benchTarget struct {
+	name   string
+	key    string              // for REVENANT_BENCH_ONLY
+	config string              // a wrangler config with main absolute
+	vars   func(bool) []string // --var NAME:value for a run; true: the paced model
+	// turn sends a prompt on a session whose stream is open and returns
+	// once its end was read; kill starts a turn and returns at its third
+	// word; done is the log line that says tree's turn ended after a
+	// restart; booted the object's first line after a restart; check
+	// verifies the turn's answer after that (a client request).
+	turn    func(t *testing.T, c *benchClient, sid, text string) (admitted, ended time.Duration)
+	kill    func(t *testing.T, c *benchClient, m *benchModel, sid string)
+	booted  func(sid string) string
+	done    func(sid string) string
+	check   func(t *testing.T, c *benchClient, m *benchModel, sid string)
+	network bool     // the model is the fake server
+	tap     *lineTap // when set, sees every output line with its arrival time
+}
+
+type benchResult struct {
+	target, figure string
+	d              []time.Duration
+	note           string
+}
+
+func runTarget(t *testing.T, target benchTarget, model *benchModel, n int) []benchResult {
+	var out []benchResult
+	add := func(figure string, d []time.Duration, note string) {
+		out = append(out, benchResult{target.name, figure, d, note})
+	}
+
+	// Cold and warm: one wrangler, no model delay.
+	model.setDelay(0)
+	w := startBench(t, target, false)
+	c := &benchClient{t: t, url: "http://127.0.0.1:" + strconv.Itoa(w.port)}
+	var create, snapshot, both []time.Duration
+	var sids []string
+	for range n {
+		t0 := time.Now()
+		sid := c.create()
+		t1 := time.Now()
+		c.snapshot(sid)
+		t2 := time.Now()
+		create, snapshot, both = append(create, t1.Sub(t0)), append(snapshot, t2.Sub(t1)), append(both, t2.Sub(t0))
+		sids = append(sids, sid)
+	}
+	add("cold: POST /v1/sessions to a new object (201)", create, "")
+	add("cold: then its first GET snapshot", snapshot, "")
+	add("cold: create + first snapshot", both, "")
+
+	sid := sids[0]
+	target.turn(t, c, sid, "warm up") // not counted
+	var admitted, ended []time.Duration
+	for i := range n {
+		a, e := target.turn(t, c, sid, fmt.Sprintf("warm prompt %d", i))
+		admitted, ended = append(admitted, a), append(ended, e)
+	}
+	add("warm: POST prompt → 202", admitted, "")
+	add("warm: POST prompt → turn ended on the open stream", ended, "")
+	w.kill(t)
+
+	// Recovery: a wrangler with the paced model, killed n times.
+	model.setDelay(benchWordDelay)
+	w = startBench(t, target, true)
+	c.url = "http://127.0.0.1:" + strconv.Itoa(w.port)
+	var total, ready, first, rest []time.Duration
+	for range n {
+		sid := c.create()
+		target.kill(t, c, model, sid)
+		w.kill(t)
+		t0 := time.Now()
+		w.startRun(t, target, true)
+		t1 := time.Now()
+		w.waitLog(t, target.booted(sid), 30*time.Second)
+		t2 := time.Now()
+		w.waitLog(t, target.done(sid), 30*time.Second)
+		t3 := time.Now()
+		total, ready, first, rest = append(total, t3.Sub(t0)), append(ready, t1.Sub(t0)), append(first, t2.Sub(t1)), append(rest, t3.Sub(t2))
+		target.check(t, c, model, sid)
+	}
+	w.kill(t)
+	add("recovery: start after SIGKILL → turn ended (no client request)", total, "")
+	add("recovery: start → wrangler ready", ready, "")
+	add("recovery: ready → the object's first log line", first, "")
+	add("recovery: first log line → turn ended", rest, "")
+	return out
+}
+
+// startBench starts wrangler dev for target on a fresh state directory.
+func startBench(t *testing.T, target benchTarget, paced bool) *workerd {
+	t.Helper()
+	wd, err := os.Getwd()
+	require.NoError(t, err)
+	w := &workerd{root: filepath.Dir(wd), config: target.config, state: t.TempDir(), port: freePort(t)}
+	t.Cleanup(func() { w.kill(t) })
+	w.startRun(t, target, paced)
+	return w
+}
+
+// startRun is workerd.start with the target's config and vars: wrangler
+// dev offline on loopback in its own process group, returning once it
+// reported ready (a wait on an external process: its output, with a
+// deadline).
+func (w *workerd) startRun(t *testing.T, target benchTarget, paced bool) {
+	t.Helper()
+	args := []string{"wrangler", "dev", "-c", w.config, "--ip", "127.0.0.1", "--port", strconv.Itoa(w.port),
+		"--inspector-port", "0", "--persist-to", w.state, "--show-interactive-dev-session=false"}
+	for _, v := range target.vars(paced) {
+		args = append(args, "--var", v)
+	}
+	cmd := exec.Command("npx", args...)
+	cmd.Dir = w.root
+	cmd.Env = append(os.Environ(), "CLOUDFLARE_CF_FETCH_ENABLED=false", "WRANGLER_SEND_METRICS=false",
+		"WRANGLER_SEND_ERROR_REPORTS=false", "CI=1", "NO_COLOR=1")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	cmd.Stderr = cmd.Stdout
+	require.NoError(t, cmd.Start())
+	w.cmd, w.done, w.logs = cmd, make(chan struct{}), &logBuffer{}
+	logs, done := w.logs, w.done
+	lines := make(chan struct{})
+	go func() {
+		defer close(lines)
+		r := bufio.NewReader(out)
+		for {
+			line, err := r.ReadString('\n')
+			if line != "" {
+				logs.add(line)
+				if target.tap != nil {
+					target.tap.add(line)
+				}
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	go func() {
+		<-lines
+		_ = cmd.Wait()
+		close(done)
+	}()
+	w.waitLog(t, "Ready on http://127.0.0.1:"+strconv.Itoa(w.port), time.Minute)
+}
+
+// revenantTarget is the project's wrangler.toml (its minimal JS front and
+// the Go object), without the build step: buildObject built it.
+func revenantTarget(t *testing.T, root, modelURL string) benchTarget {
+	fake := os.Getenv("REVENANT_BENCH_REVENANT_MODEL") == "fake"
+	return benchTarget{
+		name:    "revenant",
+		key:     "revenant",
+		config:  testConfig(t, root),
+		network: fake,
+		vars: func(paced bool) []string {
+			if fake {
+				return []string{"OPENAI_BASE_URL:" + modelURL, "REVENANT_MODEL:fake"}
+			}
+			if paced {
+				return []string{"REVENANT_OFFLINE_WORD_DELAY:" + benchWordDelay.String()}
+			}
+			return nil
+		},
+		turn: func(t *testing.T, c *benchClient, sid, text string) (time.Duration, time.Duration) {
+			s := c.server()
+			st := s.follow(sid, s.snapshot(sid).Cursor)
+			defer st.close()
+			t0 := time.Now()
+			pid := s.prompt(sid, text)
+			a := time.Since(t0)
+			end := st.until("the turn's end", endOf(pid))
+			e := time.Since(t0)
+			require.Equal(t, typeSucceeded, end.Type)
+			return a, e
+		},
+		kill: func(t *testing.T, c *benchClient, m *benchModel, sid string) {
+			s := c.server()
+			st := s.follow(sid, 0)
+			defer st.close()
+			if fake {
+				at := m.watch(benchText, 3)
+				s.prompt(sid, benchText)
+				<-at
+				return
+			}
+			s.prompt(sid, benchText)
+			n := 0
+			st.until("three words", func(e ev) bool {
+				if e.Type == typeDelta {
+					n++
+				}
+				return n == 3
+			})
+		},
+		booted: func(sid string) string { return `msg="tree booted" tree=` + sid + ` resumed=1` },
+		done:   func(sid string) string { return `msg="alarm handled" tree=` + sid + ` idle=true` },
+		check: func(t *testing.T, c *benchClient, _ *benchModel, sid string) {
+			s := c.server()
+			sn := s.snapshot(sid)
+			require.Equal(t, "idle", sn.Status)
+			require.Equal(t, 1, sn.Turns)
+			last := sn.Messages[len(sn.Messages)-1]
+			require.Equal(t, "You said: "+benchText, last.Text)
+		},
+	}
+}
+
+// plainTarget is testdata/plainjs with its model at modelURL.
+func plainTarget(t *testing.T, root, modelURL string) benchTarget {
+	return benchTarget{
+		name:    "plain JS",
+		key:     "plainjs",
+		config:  absoluteMain(t, filepath.Join(root, "e2e", "testdata", "plainjs", "wrangler.toml")),
+		network: true,
+		vars:    func(bool) []string { return []string{"OPENAI_BASE_URL:" + modelURL} },
+		turn: func(t *testing.T, c *benchClient, sid, text string) (time.Duration, time.Duration) {
+			st := c.plainEvents(sid)
+			defer st.Close()
+			t0 := time.Now()
+			pid := c.plainPrompt(sid, text)
+			a := time.Since(t0)
+			r := bufio.NewReader(st)
+			for {
+				line, err := r.ReadString('\n')
+				require.NoError(t, err, "the done event of %s", pid)
+				if strings.HasPrefix(line, "data: ") && strings.Contains(line, `"prompt_id":"`+pid+`"`) {
+					require.Contains(t, line, "You said: "+text)
+					return a, time.Since(t0)
+				}
+			}
+		},
+		kill: func(t *testing.T, c *benchClient, m *benchModel, sid string) {
+			at := m.watch(sid+" "+benchText, 3)
+			c.plainPrompt(sid, sid+" "+benchText)
+			<-at
+		},
+		booted: func(sid string) string { return "plainjs: object started tree=" + sid },
+		done:   func(sid string) string { return "plainjs: turn done tree=" + sid },
+		check: func(t *testing.T, c *benchClient, m *benchModel, sid string) {
+			var out struct {
+				Status  string
+				Prompts []struct{ Answer, State string }
+			}
+			c.do("GET", "/v1/sessions/"+sid, nil, http.StatusOK, &out)
+			require.Equal(t, "idle", out.Status)
+			require.Len(t, out.Prompts, 1)
+			require.Equal(t, "You said: "+sid+" "+benchText, out.Prompts[0].Answer)
+			require.Equal(t, 2, m.requests(sid+" "+benchText), "the plain object asks the model again")
+		},
+	}
+}
+
+// absoluteMain copies a wrangler config into a temporary directory with
+// its main made absolute, so wrangler's files stay out of the tree.
+func absoluteMain(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	var out []string
+	for _, line := range strings.Split(string(b), "\n") {
+		if main, ok := strings.CutPrefix(strings.TrimSpace(line), "main = "); ok {
+			line = "main = " + strconv.Quote(filepath.Join(filepath.Dir(path), strings.Trim(main, `"`)))
+		}
+		out = append(out, line)
+	}
+	dst := filepath.Join(t.TempDir(), "wrangler.toml")
+	require.NoError(t, os.WriteFile(dst, []byte(strings.Join(out, "\n")), 0o644))
+	return dst
+}
+
+// benchClient speaks the API over loopback; server() gives the e2e
+// client of the same address for revenant's checks.
+type benchClient struct {
+	t   *testing.T
+	url string
+}
+
+func (c *benchClient) server() *server {
+	return &server{t: c.t, url: c.url, client: &http.Client{}}
+}
+
+func (c *benchClient) do(method, path string, body any, want int, out any) {
+	c.server().do(method, path, body, want, out)
+}
+
+func (c *benchClient) create() string {
+	var out struct{ ID string }
+	c.do("POST", "/v1/sessions", map[string]any{}, http.StatusCreated, &out)
+	require.NotEmpty(c.t, out.ID)
+	return out.ID
+}
+
+func (c *benchClient) snapshot(sid string) {
+	c.do("GET", "/v1/sessions/"+sid, nil, http.StatusOK, nil)
+}
+
+func (c *benchClient) plainPrompt(sid, text string) string {
+	var out struct {
+		PromptID string `json:"prompt_id"`
+	}
+	c.do("POST", "/v1/sessions/"+sid+"/prompt", map[string]string{"text": text}, http.StatusAccepted, &out)
+	require.NotEmpty(c.t, out.PromptID)
+	return out.PromptID
+}
+
+// plainEvents opens the plain object's event stream; it is open once the
+// response's headers arrived.
+func (c *benchClient) plainEvents(sid string) io.ReadCloser {
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	req, err := http.NewRequestWithContext(ctx, "GET", c.url+"/v1/sessions/"+sid+"/events", nil)
+	require.NoError(c.t, err)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		cancel()
+		require.NoError(c.t, err)
+	}
+	require.Equal(c.t, http.StatusOK, resp.StatusCode)
+	return readCloser{resp.Body, cancel}
+}
+
+type readCloser struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (r readCloser) Close() error { r.cancel(); return r.ReadCloser.Close() }
+
+// benchModel is an OpenAI-compatible chat completions endpoint answering
+// "You said: " + the last user message, one streamed chunk a word, each
+// after the current delay. It counts the requests per text and can
+// signal when a text's kth word was sent.
+type benchModel struct {
+	mu       sync.Mutex
+	delay    time.Duration
+	seen     map[string]int
+	watchers map[string]benchWatch
+}
+
+type benchWatch struct {
+	k  int
+	ch chan struct{}
+}
+
+func newBenchModel() *benchModel {
+	return &benchModel{seen: map[string]int{}, watchers: map[string]benchWatch{}}
+}
+
+func (m *benchModel) setDelay(d time.Duration) {
+	m.mu.Lock()
+	m.delay = d
+	m.mu.Unlock()
+}
+
+// watch returns a channel closed once the kth word of the answer to
+// text has been sent.
+func (m *benchModel) watch(text string, k int) <-chan struct{} {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ch := make(chan struct{})
+	m.watchers[text] = benchWatch{k, ch}
+	return ch
+}
+
+func (m *benchModel) requests(text string) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.seen[text]
+}
+
+func (m *benchModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Messages []struct {
+			Role    string `json:"role"`
+			Content string `json:"content"`
+		} `json:"messages"`
+	}
+	if r.URL.Path != "/v1/chat/completions" || json.NewDecoder(r.Body).Decode(&req) != nil || len(req.Messages) == 0 {
+		http.Error(w, `{"error":{"message":"bad request"}}`, http.StatusBadRequest)
+		return
+	}
+	text := req.Messages[len(req.Messages)-1].Content
+	m.mu.Lock()
+	m.seen[text]++
+	delay, watch := m.delay, m.watchers[text]
+	delete(m.watchers, text)
+	m.mu.Unlock()
+	w.Header().Set("Content-Type", "text/event-stream")
+	flush := func() {
+		if f, ok := w.(http.Flusher); ok {
+			f.Flush()
+		}
+	}
+	words := strings.SplitAfter("You said: "+text, " ")
+	for i, word := range words {
+		if delay > 0 {
+			select {
+			case <-time.After(delay): // the model's pace
+			case <-r.Context().Done():
+				return
+			}
+		}
+		fmt.Fprintf(w, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":%s}}]}\n\n", quote(word))
+		flush()
+		if watch.ch != nil && i+1 == watch.k {
+			close(watch.ch)
+		}
+	}
+	fmt.Fprint(w, "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n")
+	flush()
+}
+
+// report prints each figure's p50 and p90 (nearest rank) and the goals.
+func report(t *testing.T, results []benchResult, n int) {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "\nworkerd bench: %d samples per figure, p50 / p90 (nearest rank), ms\n", n)
+	fmt.Fprintf(&b, "%-10s | %-66s | %8s | %8s\n", "target", "figure", "p50", "p90")
+	p := map[string]map[string][2]float64{}
+	for _, r := range results {
+		p50, p90 := percentile(r.d, 50), percentile(r.d, 90)
+		fmt.Fprintf(&b, "%-10s | %-66s | %8.1f | %8.1f\n", r.target, r.figure, p50, p90)
+		if os.Getenv("REVENANT_BENCH_RAW") == "1" { // every sample, in order
+			fmt.Fprintf(&b, "           | %v\n", r.d)
+		}
+		if p[r.target] == nil {
+			p[r.target] = map[string][2]float64{}
+		}
+		p[r.target][r.figure] = [2]float64{p50, p90}
+	}
+	rev, js := p["revenant"], p["plain JS"]
+	const cold, warm, rec = "cold: POST /v1/sessions to a new object (201)", "warm: POST prompt → turn ended on the open stream", "recovery: start after SIGKILL → turn ended (no client request)"
+	if rev != nil && js != nil {
+		fmt.Fprintf(&b, "goals: cold ≤ 1.5× plain JS: %.2f× at p50 (%.2f× at p90); warm ≤ 30 ms p50: %.1f ms; recovery ≤ 2 s: %.0f ms p50, %.0f ms p90\n",
+			rev[cold][0]/js[cold][0], rev[cold][1]/js[cold][1], rev[warm][0], rev[rec][0], rev[rec][1])
+	}
+	t.Log(b.String())
+	fmt.Print(b.String())
+}
+
+func percentile(d []time.Duration, p int) float64 {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	i := (len(s)*p + 99) / 100 // nearest rank: ceil(p/100 × n)
+	return float64(s[max(i, 1)-1].Microseconds()) / 1000
+}
+
+// lineTap keeps wrangler's output lines with the time each arrived.
+type lineTap struct {
+	mu      sync.Mutex
+	lines   []tapLine
+	changed chan struct{}
+}
+
+type tapLine struct {
+	at   time.Time
+	text string
+}
+
+func (l *lineTap) add(text string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lines = append(l.lines, tapLine{time.Now(), text})
+	if l.changed != nil {
+		close(l.changed)
+		l.changed = nil
+	}
+}
+
+// len is the number of lines so far: a position for waitFor.
+func (l *lineTap) len() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.lines)
+}
+
+// waitFor returns the first line from position from on that contains
+// every one of texts, and its position, waiting for wrangler's output (an
+// external process) up to 10 s.
+func (l *lineTap) waitFor(t *testing.T, from int, texts ...string) (tapLine, int) {
+	t.Helper()
+	deadline := time.NewTimer(10 * time.Second)
+	defer deadline.Stop()
+	for {
+		l.mu.Lock()
+	next:
+		for i, line := range l.lines[from:] {
+			for _, text := range texts {
+				if !strings.Contains(line.text, text) {
+					continue next
+				}
+			}
+			l.mu.Unlock()
+			return line, from + i
+		}
+		from = len(l.lines)
+		if l.changed == nil {
+			l.changed = make(chan struct{})
+		}
+		changed := l.changed
+		l.mu.Unlock()
+		select {
+		case <-changed:
+		case <-deadline.C:
+			t.Fatalf("no output line with %q within 10 s", texts)
+		}
+	}
+}
+
+// profileCold splits revenant's cold create by the marks of
+// testdata/revenantprof (the shim with console marks): each phase is the
+// time between the arrivals of two marks in this process, so it carries
+// the jitter of workerd's log pipe, not a constant offset.
+func profileCold(t *testing.T, root string, n int) []benchResult {
+	b, err := os.ReadFile(testConfig(t, root))
+	require.NoError(t, err)
+	var lines []string
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(strings.TrimSpace(line), "main = ") {
+			line = "main = " + strconv.Quote(filepath.Join(root, "e2e", "testdata", "revenantprof", "index.js"))
+		}
+		lines = append(lines, line)
+	}
+	config := filepath.Join(t.TempDir(), "wrangler.toml")
+	require.NoError(t, os.WriteFile(config, []byte(strings.Join(lines, "\n")), 0o644))
+	tap := &lineTap{}
+	target := benchTarget{name: "profiled", config: config, tap: tap, vars: func(bool) []string { return nil }}
+	w := startBench(t, target, false)
+	defer w.kill(t)
+	c := &benchClient{t: t, url: "http://127.0.0.1:" + strconv.Itoa(w.port)}
+	phases := []string{"request → shim fetch", "shim fetch → Go start", "Go start: instantiate + go.run",
+		"recovery boot", "create in Go (go.fetch)", "answered → client has 201"}
+	d := make([][]time.Duration, len(phases))
+	var execs, txs [2][]int
+	for range n {
+		from := tap.len()
+		t0 := time.Now()
+		c.create()
+		t1 := time.Now()
+		at := []time.Time{t0}
+		var last tapLine
+		for _, mark := range []string{" fetch ", " start ", " started ", " booted ", " answered "} {
+			last, from = tap.waitFor(t, from, "prof: ", mark)
+			at = append(at, last.at)
+			if mark == " booted " || mark == " answered " {
+				var e, x int
+				_, err := fmt.Sscanf(last.text[strings.Index(last.text, "exec="):], "exec=%d tx=%d", &e, &x)
+				require.NoError(t, err, last.text)
+				i := 0
+				if mark == " answered " {
+					i = 1
+				}
+				execs[i], txs[i] = append(execs[i], e), append(txs[i], x)
+			}
+		}
+		at = append(at, t1)
+		for i := range phases {
+			d[i] = append(d[i], at[i+1].Sub(at[i]))
+		}
+	}
+	var out []benchResult
+	for i, p := range phases {
+		out = append(out, benchResult{target: "profiled", figure: "cold create: " + p, d: d[i]})
+	}
+	t.Logf("sql.exec / transactionSync calls (cumulative per object): after boot %v / %v; after create %v / %v",
+		slices.Max(execs[0]), slices.Max(txs[0]), slices.Max(execs[1]), slices.Max(txs[1]))
+	return out
+}
