@@ -75,8 +75,8 @@ cross:
 		CGO_ENABLED=0 GOOS=$${t%/*} GOARCH=$${t#*/} $(GO) build $(PORTABLE); \
 	done
 	GOOS=wasip1 GOARCH=wasm $(GO) vet ./wasm/guest ./wasm/abi
-	GOOS=js GOARCH=wasm $(GO) vet ./durableobject/...
-	GOOS=js GOARCH=wasm $(GO) vet -tags revenant_testroutes ./durableobject/...
+	GOOS=js GOARCH=wasm $(GO) vet ./durableobject/... ./worker/...
+	GOOS=js GOARCH=wasm $(GO) vet -tags revenant_testroutes ./durableobject/... ./worker/...
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./core/... ./recovery/ ./host/... ./wasm/runtime/
@@ -105,8 +105,8 @@ simulate: guest
 # durableobject/shim.js imports them; the front (worker/) and syumai's
 # generated entry into build/worker/, where worker/entry.mjs imports them.
 # wrangler.toml's build command runs this target.
-# BUILD= puts the outputs elsewhere and DO_TAGS= adds build tags to the
-# object (the e2e tests build revenant_testroutes into a tree of their own).
+# BUILD= puts the outputs elsewhere and DO_TAGS= adds build tags to both
+# programs (the e2e tests build revenant_testroutes into a tree of their own).
 BUILD ?= build
 DO_TAGS ?=
 do-build:
@@ -114,7 +114,7 @@ do-build:
 	cp "$$($(GO) env GOROOT)/lib/wasm/wasm_exec.js" $(BUILD)/do/wasm_exec.js
 	GOOS=js GOARCH=wasm $(GO) build -trimpath -tags '$(DO_TAGS)' -o $(BUILD)/do/revenant.wasm ./durableobject/cmd/object
 	$(GO) run github.com/syumai/workers/cmd/workers-assets-gen -mode=go -o $(BUILD)/worker
-	GOOS=js GOARCH=wasm $(GO) build -trimpath -o $(BUILD)/worker/app.wasm ./worker/cmd/front
+	GOOS=js GOARCH=wasm $(GO) build -trimpath -tags '$(DO_TAGS)' -o $(BUILD)/worker/app.wasm ./worker/cmd/front
 
 # wrangler dev on loopback with no network calls of wrangler's own, state
 # under .wrangler/ (PLATFORM.md). DO_PORT= picks the port (8787).

@@ -1,0 +1,10 @@
+//go:build revenant_testroutes
+
+package worker
+
+import "github.com/revenantrt/revenant/core/api"
+
+// testRoutes, in the e2e tests' build only, forwards the object's
+// test-only routes (durableobject/testroutes_js.go: abort, panic) to the
+// tree's object after the usual checks.
+var testRoutes = []api.Route{{Method: "POST", Pattern: "/v1/sessions/{id}/test/{what}"}}
