@@ -72,7 +72,7 @@ func TestWorkerdBench(t *testing.T) {
 	model := newBenchModel()
 	provider := httptest.NewServer(model)
 	t.Cleanup(provider.Close)
-	buildObject(t, root)
+	main := buildObject(t, root, t.TempDir(), "")
 
 	only := os.Getenv("REVENANT_BENCH_ONLY") // a comma list of revenant, plainjs, profile; empty: the first two
 	runs := func(name string) bool {
@@ -83,7 +83,7 @@ func TestWorkerdBench(t *testing.T) {
 	}
 	var results []benchResult
 	for _, target := range []benchTarget{
-		revenantTarget(t, root, provider.URL+"/v1"),
+		revenantTarget(t, root, main, provider.URL+"/v1"),
 		plainTarget(t, root, provider.URL+"/v1"),
 	} {
 		if !runs(target.key) {
@@ -94,7 +94,7 @@ func TestWorkerdBench(t *testing.T) {
 		})
 	}
 	if runs("profile") {
-		t.Run("profile", func(t *testing.T) { results = append(results, profileCold(t, root, samples)...) })
+		t.Run("profile", func(t *testing.T) { results = append(results, profileCold(t, root, main, samples)...) })
 	}
 	report(t, results, samples)
 }
@@ -254,14 +254,15 @@ func (w *workerd) startRun(t *testing.T, target benchTarget, paced bool) {
 	w.waitLog(t, "Ready on http://127.0.0.1:"+strconv.Itoa(w.port), time.Minute)
 }
 
-// revenantTarget is the project's wrangler.toml (its minimal JS front and
-// the Go object), without the build step: buildObject built it.
-func revenantTarget(t *testing.T, root, modelURL string) benchTarget {
+// revenantTarget is the project's wrangler.toml (the Go front, the
+// directory and the Go object), without the build step, on the Worker
+// buildObject built (main, its entry module).
+func revenantTarget(t *testing.T, root, main, modelURL string) benchTarget {
 	fake := os.Getenv("REVENANT_BENCH_REVENANT_MODEL") == "fake"
 	return benchTarget{
 		name:    "revenant",
 		key:     "revenant",
-		config:  testConfig(t, root),
+		config:  testConfig(t, root, main),
 		network: fake,
 		vars: func(paced bool) []string {
 			if fake {
@@ -620,18 +621,15 @@ func (l *lineTap) waitFor(t *testing.T, from int, texts ...string) (tapLine, int
 // testdata/revenantprof (the shim with console marks): each phase is the
 // time between the arrivals of two marks in this process, so it carries
 // the jitter of workerd's log pipe, not a constant offset.
-func profileCold(t *testing.T, root string, n int) []benchResult {
-	b, err := os.ReadFile(testConfig(t, root))
+func profileCold(t *testing.T, root, main string, n int) []benchResult {
+	// The profiled entry imports the built Worker's modules by relative
+	// path, so it goes into the built tree at its place in the repository.
+	src, err := os.ReadFile(filepath.Join(root, "e2e", "testdata", "revenantprof", "index.js"))
 	require.NoError(t, err)
-	var lines []string
-	for _, line := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(strings.TrimSpace(line), "main = ") {
-			line = "main = " + strconv.Quote(filepath.Join(root, "e2e", "testdata", "revenantprof", "index.js"))
-		}
-		lines = append(lines, line)
-	}
-	config := filepath.Join(t.TempDir(), "wrangler.toml")
-	require.NoError(t, os.WriteFile(config, []byte(strings.Join(lines, "\n")), 0o644))
+	entry := filepath.Join(filepath.Dir(filepath.Dir(main)), "e2e", "testdata", "revenantprof", "index.js")
+	require.NoError(t, os.MkdirAll(filepath.Dir(entry), 0o755))
+	require.NoError(t, os.WriteFile(entry, src, 0o644))
+	config := testConfig(t, root, entry)
 	tap := &lineTap{}
 	target := benchTarget{name: "profiled", config: config, tap: tap, vars: func(bool) []string { return nil }}
 	w := startBench(t, target, false)

@@ -4,7 +4,10 @@
 // (Date.now does not move during synchronous JS on workerd, so the
 // object cannot time its own Go work). It also counts sql.exec calls
 // and transactionSync calls per phase.
-import { Tree as Base, default as front } from "../../../durableobject/shim.js";
+import { Tree as Base } from "../../../durableobject/shim.js";
+import front, { Directory } from "../../../worker/entry.mjs";
+
+export { Directory };
 
 let seq = 0;
 
