@@ -22,8 +22,9 @@
 // owned by that principal; DELETE /v1/sessions/{root} deletes the tree
 // (both through api.Directory over the one tree); every other
 // /v1/sessions/{id}/… route is api.TreeHandler's, once the principal owns
-// the tree (else 404). Egress (the model) is Fetch, a RoundTripper over the
-// Workers fetch with an AbortController per request.
+// the tree (else 404). Egress (the model, and http_request and webhook
+// tools under tools/web's policy, Egress.WithTransport) is Fetch, a
+// RoundTripper over the Workers fetch with an AbortController per request.
 //
 // Invariants (DESIGN §13):
 //   - One Go instance per object: package state is per object. The shim

@@ -15,6 +15,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/revenantrt/revenant/tools/web"
 )
 
 // The Durable Object host on local workerd with an OpenAI-compatible fake
@@ -29,6 +31,10 @@ import (
 // request by the turn's first user text, and the last role.
 type scriptedModel struct {
 	wordDelay time.Duration
+	// held, when set, receives the prompt of a tool-call step the model
+	// holds open (a prompt with holdStep, its first request only) until
+	// the request ends: a kill before the call exists.
+	held chan string
 
 	mu   sync.Mutex
 	reqs []modelReq
@@ -38,6 +44,8 @@ type modelReq struct {
 	prompt   string // the last user message
 	lastRole string
 	prefix   string // assistant text the request continues, if any
+	users    string // every user message, joined (a resume adds a note of its own)
+	toolSeen bool   // the conversation has a tool result: past the tool-call step
 }
 
 const wordCount = 24
@@ -67,6 +75,7 @@ func (m *scriptedModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		switch msg.Role {
 		case "user":
 			rec.prompt = fmt.Sprint(msg.Content)
+			rec.users += rec.prompt + "\n"
 		case "tool":
 			toolSeen, rec.prefix = true, ""
 		case "assistant":
@@ -75,8 +84,15 @@ func (m *scriptedModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
+	rec.toolSeen = toolSeen
 	m.mu.Lock()
 	m.reqs = append(m.reqs, rec)
+	firstAsk := 0
+	for _, r := range m.reqs {
+		if r.prompt == rec.prompt && r.lastRole == "user" {
+			firstAsk++
+		}
+	}
 	m.mu.Unlock()
 	w.Header().Set("Content-Type", "text/event-stream")
 	flusher := w.(http.Flusher)
@@ -98,10 +114,33 @@ func (m *scriptedModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		send(`{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`)
 	} else {
-		send(`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"kv_put","arguments":"{\"key\":\"k\",\"value\":\"v\"}"}}]}}]}`)
+		name, args := "kv_put", `{"key":"k","value":"v"}`
+		if strings.Contains(rec.users, ledgerTool) {
+			name, args = ledgerTool, `{"entry":`+quote(rec.users)+`}`
+		}
+		send(`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":` + quote(name) + `,"arguments":` + quote(args) + `}}]}}]}`)
+		if m.held != nil && strings.Contains(rec.prompt, holdStep) && rec.lastRole == "user" && firstAsk == 1 {
+			m.held <- rec.prompt
+			<-r.Context().Done() // held open until the kill ends the request
+			return
+		}
 		send(`{"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}`)
 	}
 	send("[DONE]")
+}
+
+// toolCallAsks counts the requests for the tool-call step (no tool result
+// yet) of a conversation with a user message holding text.
+func (m *scriptedModel) toolCallAsks(text string) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for _, r := range m.reqs {
+		if strings.Contains(r.users, text) && !r.toolSeen {
+			n++
+		}
+	}
+	return n
 }
 
 // requests counts the requests of prompt whose last message had role.
@@ -307,4 +346,195 @@ func (s *server) raw(method, path string) (int, string) {
 	b, err := io.ReadAll(resp.Body)
 	require.NoError(s.t, err)
 	return resp.StatusCode, string(b)
+}
+
+// The webhook-ledger scenario: a non-idempotent webhook tool (REVENANT_TOOLS,
+// its signing secret named by secret_env) POSTs to a ledger on loopback in
+// this process. The webhook's URL is the operator's own destination,
+// trusted by its client alone (tools/web), so no egress allow rule opens
+// loopback to http_request.
+
+const (
+	ledgerTool = "ledger"
+	// Markers in a prompt (and so in the webhook's body) saying where the
+	// test kills: the model holds the tool-call step open; the ledger holds
+	// a delivery before recording it, or after.
+	holdStep   = "hold-step"
+	holdBefore = "hold-before-record"
+	holdAfter  = "hold-after-record"
+	// ledgerSecret is the webhook's signing secret (a Worker var here,
+	// a secret in production); it must never reach the logs.
+	ledgerSecret = "whsec_bGVkZ2VyLXNlY3JldC1uZXZlci1sb2dnZWQ="
+)
+
+// ledger is the webhook receiver: it verifies each delivery's signature,
+// counts arrivals and recorded deliveries by webhook-id, and can hold a
+// delivery open (before or after recording it, per the body's marker) so
+// the test kills workerd there.
+type ledger struct {
+	key  []byte
+	held chan string // the webhook-id of a held delivery
+
+	mu         sync.Mutex
+	arrivals   map[string]int
+	recorded   map[string]int
+	bodies     map[string]string // by webhook-id, the first arrival's
+	unverified int
+}
+
+func (l *ledger) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		return
+	}
+	id := r.Header.Get(web.IDHeader)
+	l.mu.Lock()
+	if web.Verify(l.key, r.Header, body, time.Now()) != nil || r.Header.Get(web.IdempotencyKeyHeader) != id {
+		l.unverified++
+		l.mu.Unlock()
+		http.Error(w, "unverified", http.StatusUnauthorized)
+		return
+	}
+	l.arrivals[id]++
+	first := l.arrivals[id] == 1
+	if first {
+		l.bodies[id] = string(body)
+	}
+	l.mu.Unlock()
+	hold := func() {
+		l.held <- id
+		<-r.Context().Done() // held open until the kill ends the request
+	}
+	if first && strings.Contains(string(body), holdBefore) {
+		hold()
+		return
+	}
+	l.mu.Lock()
+	l.recorded[id]++
+	l.mu.Unlock()
+	if first && strings.Contains(string(body), holdAfter) {
+		hold()
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	fmt.Fprintf(w, `{"recorded":%s}`, quote(id))
+}
+
+// deliveries lists the webhook-ids whose body holds text, with how many
+// times each arrived and was recorded.
+func (l *ledger) deliveries(text string) (ids []string, arrivals, recorded int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for id, body := range l.bodies {
+		if strings.Contains(body, text) {
+			ids = append(ids, id)
+			arrivals += l.arrivals[id]
+			recorded += l.recorded[id]
+		}
+	}
+	return ids, arrivals, recorded
+}
+
+// TestWorkerdWebhookLedger kills the whole process group at the worst
+// moments of a non-idempotent webhook call, restarts on the same state and
+// sends no client request until the alarm has finished the turn; then the
+// ledger saw each webhook-id at most once, the call settled once (outcome
+// unknown when the kill fell after the call began), and the turn ended
+// once. WORKERD_KILL_ROUNDS repeats the three kills.
+func TestWorkerdWebhookLedger(t *testing.T) {
+	key, err := web.SigningKey(ledgerSecret)
+	require.NoError(t, err)
+	l := &ledger{key: key, held: make(chan string, 4), arrivals: map[string]int{}, recorded: map[string]int{}, bodies: map[string]string{}}
+	ledgerSrv := httptest.NewServer(l) // loopback
+	t.Cleanup(ledgerSrv.Close)
+	m := &scriptedModel{wordDelay: 20 * time.Millisecond, held: make(chan string, 4)}
+	provider := httptest.NewServer(m)
+	t.Cleanup(provider.Close)
+	tools := `{"webhook_tools":[{"name":"` + ledgerTool + `","description":"Record an entry in the ledger.",` +
+		`"url":"` + ledgerSrv.URL + `/hook","idempotent":false,"permission":"allow","secret_env":"LEDGER_SECRET"}]}`
+	w := startWorkerdWith(t, "revenant_testroutes",
+		"OPENAI_BASE_URL:"+provider.URL+"/v1", "REVENANT_MODEL:fake-model", "OPENAI_API_KEY:sk-test-never-logged",
+		"REVENANT_TOOLS:"+tools, "LEDGER_SECRET:"+ledgerSecret)
+
+	rounds := 1
+	if n, err := strconv.Atoi(os.Getenv("WORKERD_KILL_ROUNDS")); err == nil && n > 0 {
+		rounds = n
+	}
+	for r := range rounds {
+		for _, sc := range []struct {
+			name, marker string
+			unknown      bool // the kill fell after the call began: outcome unknown
+			recorded     int  // deliveries the ledger recorded
+		}{
+			{"before the call: tool-call step streaming", holdStep, false, 1},
+			{"delivery arrived, not yet recorded", holdBefore, true, 0},
+			{"delivery recorded, before the settlement", holdAfter, true, 1},
+		} {
+			tag := fmt.Sprintf("%s %s-%d", ledgerTool, sc.marker, r)
+			if !t.Run(fmt.Sprintf("%s/%d", sc.name, r), func(t *testing.T) {
+				ledgerKill(t, w, m, l, tag, sc.marker, sc.unknown, sc.recorded)
+			}) {
+				return
+			}
+		}
+	}
+	logs := w.logs.String()
+	assert.NotContains(t, logs, ledgerSecret, "the webhook secret never reaches the logs")
+	assert.NotContains(t, logs, "sk-test-never-logged")
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	assert.Zero(t, l.unverified, "every delivery was signed")
+	for id, n := range l.arrivals {
+		assert.Equal(t, 1, n, "webhook-id %s arrived at most once", id)
+	}
+}
+
+func ledgerKill(t *testing.T, w *workerd, m *scriptedModel, l *ledger, text, marker string, unknown bool, recorded int) {
+	s := w.client(t)
+	sid := s.create()
+	a := s.prompt(sid, text)
+	held := l.held
+	if marker == holdStep {
+		held = m.held
+	}
+	select {
+	case <-held:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("nothing held for %q:\n%s", text, w.logs)
+	}
+	w.restart(t)
+	w.resumedByAlarm(t, sid) // no client request until the alarm finished the turn
+
+	sum := s.settle(sid, a)
+	ta := sum.requireEnd(t, a, typeSucceeded, "")
+	require.Len(t, ta.resumes, 1, "resumed once, by the alarm:%s", describe(sum.log))
+	var settled []struct{ Outcome, Output string }
+	for _, e := range sum.log {
+		if e.Type != typeToolSettled || e.P.PromptID != "" && e.P.PromptID != a {
+			continue
+		}
+		var d struct{ Outcome, Output string }
+		require.NoError(t, json.Unmarshal(e.Data, &d))
+		settled = append(settled, d)
+	}
+	// (The probe prompt is answered with text: its conversation already
+	// has a tool result.)
+	require.Len(t, settled, 1, "the webhook call settled once:%s", describe(sum.log))
+	hook := settled[0]
+	if marker == holdStep {
+		assert.Equal(t, 2, m.toolCallAsks(text), "the cut tool-call step is asked again")
+	} else {
+		assert.Equal(t, 1, m.toolCallAsks(text), "the recorded tool-call step is not asked again")
+	}
+	if unknown {
+		assert.Equal(t, "interrupted", hook.Outcome)
+		assert.Contains(t, hook.Output, "The outcome of this call is unknown")
+	} else {
+		assert.Equal(t, "ok", hook.Outcome, "%s", hook.Output)
+		assert.Contains(t, hook.Output, `"recorded":`)
+	}
+	ids, arrivals, rec := l.deliveries(text)
+	require.Len(t, ids, 1, "one webhook-id for the one call")
+	assert.Equal(t, 1, arrivals, "the ledger saw webhook-id %s once", ids[0])
+	assert.Equal(t, recorded, rec, "deliveries recorded for %s", ids[0])
 }

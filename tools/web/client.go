@@ -19,8 +19,27 @@ import (
 // response body cap (reading past it fails with ErrTooLarge) and the
 // timeout. It uses no proxy. Each call builds its own transport and
 // connection pool; keep the client for reuse.
+//
+// With a policy's transport (WithTransport) nothing is dialed here: each
+// request, the first and every redirect, is checked with CheckURL and
+// then handed to that transport; the cap and the timeout apply the same.
 func Client(policy Egress) *http.Client {
-	tr := &http.Transport{
+	var base http.RoundTripper
+	if policy.transport != nil {
+		base = checkedTransport{policy: policy, base: policy.transport}
+	} else {
+		base = dialTransport(policy)
+	}
+	return &http.Client{
+		Transport:     capTransport{base: base, max: policy.MaxResponseBytes()},
+		CheckRedirect: policy.checkRedirect,
+		Timeout:       policy.Timeout(),
+	}
+}
+
+// dialTransport dials from this process, checking every address.
+func dialTransport(policy Egress) *http.Transport {
+	return &http.Transport{
 		Proxy:                 nil, // a proxy would dial for us, past the address check
 		DialContext:           policy.dialContext,
 		ForceAttemptHTTP2:     true,
@@ -29,11 +48,24 @@ func Client(policy Egress) *http.Client {
 		TLSHandshakeTimeout:   10 * time.Second,
 		ExpectContinueTimeout: time.Second,
 	}
-	return &http.Client{
-		Transport:     capTransport{base: tr, max: policy.MaxResponseBytes()},
-		CheckRedirect: policy.checkRedirect,
-		Timeout:       policy.Timeout(),
+}
+
+// checkedTransport checks each request's URL before an embedder's
+// transport sends it; with no dial of ours, this is where the check
+// happens for the first request too (http.Client checks only redirects).
+type checkedTransport struct {
+	policy Egress
+	base   http.RoundTripper
+}
+
+func (t checkedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if err := t.policy.CheckURL(req.URL); err != nil {
+		if req.Body != nil {
+			_ = req.Body.Close() // a RoundTripper closes the body, even on error
+		}
+		return nil, err
 	}
+	return t.base.RoundTrip(req)
 }
 
 func (e Egress) checkRedirect(req *http.Request, via []*http.Request) error {

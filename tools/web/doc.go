@@ -28,6 +28,15 @@
 // trust is per webhook and never reaches http_request, so configuring an
 // internal webhook does not open the internal host to the model.
 //
+// Where this process cannot dial (a Durable Object: no sockets, no DNS),
+// the embedder hands the platform's HTTP client in with
+// Egress.WithTransport. Then every request, the first and each redirect,
+// is checked with CheckURL before that transport sees it; host names are
+// resolved by the platform, so their addresses are not checked, and
+// loopback names (localhost), numeric hosts a WHATWG parser reads as IPv4
+// ("127.1", "0x7f.1") and non-ASCII names are refused instead
+// (WithTransport says why that is the guard left).
+//
 // Environment proxies are not used: a proxy would dial on our behalf and
 // escape the address check. Response bodies are capped and requests time
 // out (see Egress for the defaults).

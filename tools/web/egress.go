@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"net/netip"
 	"net/url"
 	"slices"
@@ -50,7 +51,10 @@ type Egress struct {
 	maxBytes int64
 	timeout  time.Duration
 	resolver Resolver
-	dial     func(ctx context.Context, network, addr string) (net.Conn, error) // tests only
+	// transport, when set, sends every request instead of this process
+	// dialing: the platform's fetch resolves and connects (WithTransport).
+	transport http.RoundTripper
+	dial      func(ctx context.Context, network, addr string) (net.Conn, error) // tests only
 	// localAddrs lists this host's addresses; nil reads the interfaces.
 	// Tests replace it.
 	localAddrs func() ([]netip.Addr, error)
@@ -130,6 +134,44 @@ func (e Egress) WithResolver(r Resolver) Egress {
 	e.resolver = r
 	return e
 }
+
+// WithTransport sends requests through rt instead of dialing from this
+// process, for a platform whose own HTTP client resolves names and
+// connects (a Durable Object's fetch, where Go cannot resolve DNS or open
+// sockets). Every check that does not need a resolved address still runs,
+// in Client's transport, before rt sees a request: CheckURL on the first
+// request and on each redirect (schemes, ports, host allow-list, an IP
+// literal's address), plus the name rules below; the response cap and the
+// timeout; http_request's Idempotency-Key and a webhook's signed headers.
+// A refused request never reaches rt.
+//
+// What cannot run: the addresses a name resolves to are the platform's
+// business, so they are not checked. With a transport a host name is
+// allowed unless it is one that names this machine or is read as an
+// address anyway: "localhost" and every name under ".localhost" (RFC 6761:
+// loopback by definition) stand for 127.0.0.1 and ::1 and pass only if
+// WithAllowCIDRs allows both; a host that ends in a number ("0x7f.1",
+// "2130706433", "127.1") but is not a standard IP literal is refused,
+// because a WHATWG URL parser, as fetch uses, reads it as an IPv4 address;
+// so is a name with anything but ASCII letters, digits, '-', '_' and '.',
+// which fetch would map (IDNA) or unescape into a name not checked here.
+// On Cloudflare this leaves the platform's own guard: a Worker's fetch
+// goes out to the public Internet and cannot reach the account's private
+// networks without a binding. Under local workerd (wrangler dev) fetch
+// connects from the development machine, so a public name that resolves
+// to a private or loopback address does reach it there: restrict the
+// names with WithHosts where that matters.
+//
+// rt must neither follow redirects (Client does, checking each) nor use
+// a proxy, and must honour the request's context. Nil restores dialing.
+func (e Egress) WithTransport(rt http.RoundTripper) Egress {
+	e.transport = rt
+	return e
+}
+
+// Transport is the transport set with WithTransport, or nil: requests are
+// dialed from this process.
+func (e Egress) Transport() http.RoundTripper { return e.transport }
 
 // Schemes are the allowed schemes.
 func (e Egress) Schemes() []string {
@@ -252,7 +294,65 @@ func (e Egress) CheckURL(u *url.URL) error {
 	if ip, err := netip.ParseAddr(host); err == nil {
 		return e.CheckAddr(ip)
 	}
+	if e.transport != nil {
+		return e.checkUnresolvedName(host)
+	}
 	return nil
+}
+
+// loopbackNames are the addresses a ".localhost" name stands for.
+var loopbackNames = []netip.Addr{netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("::1")}
+
+// checkUnresolvedName applies the name rules of WithTransport to host, a
+// normalized name that is not a standard IP literal: the platform resolves
+// it, so only what the name itself says can be checked.
+func (e Egress) checkUnresolvedName(host string) error {
+	for _, r := range host {
+		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '.' || r == '_') {
+			// fetch maps Unicode (IDNA) and unescapes %XX in a host, so
+			// "１２７.０.０.１" or "ｌｏｃａｌｈｏｓｔ" would name what the rules
+			// here cannot see; punycode (xn--) names pass.
+			return fmt.Errorf("%w: host %q is not an ASCII name (write an internationalized name in its xn-- form)", ErrDenied, host)
+		}
+	}
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		for _, a := range loopbackNames {
+			if e.denial(a) != "" {
+				return fmt.Errorf("%w: %s is a loopback name", ErrDenied, host)
+			}
+		}
+		return nil
+	}
+	labels := strings.Split(host, ".")
+	if last := labels[len(labels)-1]; numericLabel(last) {
+		return fmt.Errorf("%w: host %s would be read as an IPv4 address in a non-standard form", ErrDenied, host)
+	}
+	return nil
+}
+
+// numericLabel reports whether a URL parser following the WHATWG URL
+// standard reads a host ending in label as an IPv4 address: decimal
+// digits, or "0x" and hex digits.
+func numericLabel(label string) bool {
+	digits := label
+	hex := false
+	if rest, ok := strings.CutPrefix(digits, "0x"); ok {
+		digits, hex = rest, true
+	} else if rest, ok := strings.CutPrefix(digits, "0X"); ok {
+		digits, hex = rest, true
+	}
+	if digits == "" {
+		return hex // "0x" alone is the number 0
+	}
+	for _, r := range digits {
+		switch {
+		case r >= '0' && r <= '9':
+		case hex && (r >= 'a' && r <= 'f' || r >= 'A' && r <= 'F'):
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // CheckAddr reports whether addr may be dialed: a globally reachable

@@ -62,6 +62,7 @@ const SettingsVar = "REVENANT_SETTINGS"
 type program struct {
 	configs       settings.Configs
 	maxRetryAfter time.Duration
+	tools         config.Config // REVENANT_TOOLS: webhook tools and the egress policy
 }
 
 func load() (*program, error) {
@@ -76,7 +77,11 @@ func load() (*program, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", SettingsVar, err)
 	}
-	return &program{configs: configs, maxRetryAfter: s.MaxRetryAfter}, nil
+	tools, err := parseTools(os.Getenv(ToolsVar), os.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	return &program{configs: configs, maxRetryAfter: s.MaxRetryAfter, tools: tools}, nil
 }
 
 // parseSettings reads raw as config/ reads a file's "settings" section.
@@ -92,15 +97,20 @@ func parseSettings(raw string) (settings.Settings, error) {
 }
 
 // setup builds the turn driver: the model (provider or offline) with the
-// tools that need no egress (http_request and webhook tools need tools/web
-// to take a fetch transport: not yet on this host).
+// tools the local server has: kv_get, kv_put, http_request and the webhook
+// tools of REVENANT_TOOLS, their egress through the Workers fetch under
+// its egress policy.
 func (p *program) setup(clock core.Clock) (core.Config, core.Driver, error) {
 	cfg := p.configs.Core
 	m, err := p.model(clock)
 	if err != nil {
 		return cfg, nil, err
 	}
-	registry, err := tool.NewRegistry(tool.KVGet(), tool.KVPut())
+	web, err := webTools(p.tools, durableobject.Fetch{})
+	if err != nil {
+		return cfg, nil, err
+	}
+	registry, err := tool.NewRegistry(append([]tool.Tool{tool.KVGet(), tool.KVPut()}, web...)...)
 	if err != nil {
 		return cfg, nil, err
 	}

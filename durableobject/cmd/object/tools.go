@@ -1,0 +1,108 @@
+//go:build js && wasm
+
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/revenantrt/revenant/config"
+	"github.com/revenantrt/revenant/core/tool"
+	"github.com/revenantrt/revenant/tools/web"
+)
+
+// ToolsVar names the Worker var holding the tools' configuration: a JSON
+// object with the "webhook_tools" and "egress" sections of a
+// REVENANT_CONFIG file, read by config/ (every key, its checks), except
+// that a webhook names its signing secret by the Worker secret holding it,
+// "secret_env": "NAME" (wrangler secret put NAME), instead of giving it
+// inline: a var is plain text in wrangler.toml and the dashboard.
+const ToolsVar = "REVENANT_TOOLS"
+
+// toolsSections are the REVENANT_CONFIG sections ToolsVar may hold; the
+// settings are REVENANT_SETTINGS'.
+var toolsSections = []string{"webhook_tools", "egress"}
+
+// parseTools reads raw (ToolsVar's value) with config/, each webhook's
+// secret_env looked up with getenv. Errors name the key and never quote a
+// secret.
+func parseTools(raw string, getenv func(string) string) (config.Config, error) {
+	if strings.TrimSpace(raw) == "" {
+		return config.Config{}, nil
+	}
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(raw), &top); err != nil {
+		return config.Config{}, fmt.Errorf("%s: not a JSON object: %w", ToolsVar, err)
+	}
+	for k := range top {
+		if !slices.Contains(toolsSections, k) {
+			return config.Config{}, fmt.Errorf("%s: %s: unknown key (allowed: %s; settings go in %s)", ToolsVar, k, strings.Join(toolsSections, ", "), SettingsVar)
+		}
+	}
+	if hooks, ok := top["webhook_tools"]; ok {
+		var items []map[string]json.RawMessage
+		if err := json.Unmarshal(hooks, &items); err != nil {
+			return config.Config{}, fmt.Errorf("%s: webhook_tools: must be an array of objects", ToolsVar)
+		}
+		for i, item := range items {
+			key := fmt.Sprintf("webhook_tools[%d]", i)
+			if _, inline := item["secret"]; inline {
+				return config.Config{}, fmt.Errorf("%s: %s.secret: give the Worker secret's name as secret_env instead (a var is not secret)", ToolsVar, key)
+			}
+			nameRaw, ok := item["secret_env"]
+			if !ok {
+				return config.Config{}, fmt.Errorf("%s: %s.secret_env: required: the name of the Worker secret holding the signing secret", ToolsVar, key)
+			}
+			var name string
+			if err := json.Unmarshal(nameRaw, &name); err != nil || name == "" {
+				return config.Config{}, fmt.Errorf("%s: %s.secret_env: must be a Worker secret's name", ToolsVar, key)
+			}
+			secret := getenv(name)
+			if secret == "" {
+				return config.Config{}, fmt.Errorf("%s: %s.secret_env: the Worker secret %s is not set (wrangler secret put %s)", ToolsVar, key, name, name)
+			}
+			delete(item, "secret_env")
+			b, err := json.Marshal(secret)
+			if err != nil {
+				return config.Config{}, fmt.Errorf("%s: %s.secret_env: the secret %s is not a string", ToolsVar, key, name)
+			}
+			item["secret"] = b
+		}
+		b, err := json.Marshal(items)
+		if err != nil {
+			return config.Config{}, fmt.Errorf("%s: webhook_tools: %w", ToolsVar, err)
+		}
+		top["webhook_tools"] = b
+	}
+	data, err := json.Marshal(top)
+	if err != nil {
+		return config.Config{}, fmt.Errorf("%s: %w", ToolsVar, err)
+	}
+	c, err := config.Parse(data)
+	if err != nil {
+		return config.Config{}, fmt.Errorf("%s: %w", ToolsVar, err)
+	}
+	for _, w := range c.WebhookTools {
+		if config.Decision(w.Permission) == config.Deny {
+			// As the local server: permissions are not enforced yet, so a
+			// denied tool would run; refuse it rather than rely on it.
+			return config.Config{}, fmt.Errorf("%s: webhook tool %s has permission deny, but this build does not enforce permissions yet; remove the tool instead", ToolsVar, w.Name)
+		}
+	}
+	return c, nil
+}
+
+// webTools builds http_request and the webhook tools of c under its
+// egress policy, every request sent by rt (the Workers fetch) after the
+// policy's checks (tools/web.Egress.WithTransport).
+func webTools(c config.Config, rt http.RoundTripper) ([]tool.Tool, error) {
+	policy := c.EgressPolicy().WithTransport(rt)
+	webhooks, err := c.Tools(policy)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", ToolsVar, err)
+	}
+	return append([]tool.Tool{web.NewHTTPRequest(policy)}, webhooks...), nil
+}

@@ -1,0 +1,63 @@
+//go:build js && wasm
+
+package main
+
+import (
+	"fmt"
+	"net/http"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/revenantrt/revenant/tools/web"
+)
+
+const hookSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+
+func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func TestParseTools(t *testing.T) {
+	raw := `{"egress":{"allow_cidrs":["10.0.0.0/8"],"timeout":"5s"},
+	 "webhook_tools":[{"name":"ledger","description":"Record a payment.","url":"http://127.0.0.1:9/hook","secret_env":"LEDGER_SECRET"}]}`
+	c, err := parseTools(raw, env(map[string]string{"LEDGER_SECRET": hookSecret}))
+	require.NoError(t, err)
+	require.Len(t, c.WebhookTools, 1)
+	assert.Equal(t, hookSecret, c.WebhookTools[0].Secret.Reveal())
+	assert.NotContains(t, fmt.Sprintf("%v %+v", c, c), hookSecret, "the secret never prints")
+
+	tools, err := webTools(c, http.DefaultTransport)
+	require.NoError(t, err)
+	var names []string
+	for _, tl := range tools {
+		names = append(names, tl.Spec().Name)
+	}
+	assert.Equal(t, []string{web.HTTPRequestName, "ledger"}, names)
+	assert.False(t, tools[1].Idempotent(), "idempotent only if configured")
+
+	empty, err := parseTools(" ", env(nil))
+	require.NoError(t, err)
+	assert.Empty(t, empty.WebhookTools)
+}
+
+func TestParseToolsRefuses(t *testing.T) {
+	secrets := env(map[string]string{"LEDGER_SECRET": hookSecret, "SHORT": "short"})
+	hook := func(extra string) string {
+		return `{"webhook_tools":[{"name":"ledger","description":"d","url":"https://example.com/h"` + extra + `}]}`
+	}
+	for raw, msg := range map[string]string{
+		`[]`:                                   "REVENANT_TOOLS: not a JSON object",
+		`{"settings":{}}`:                      "REVENANT_TOOLS: settings: unknown key (allowed: webhook_tools, egress; settings go in REVENANT_SETTINGS)",
+		hook(`,"secret":"` + hookSecret + `"`): "REVENANT_TOOLS: webhook_tools[0].secret: give the Worker secret's name as secret_env instead",
+		hook(``):                               "REVENANT_TOOLS: webhook_tools[0].secret_env: required",
+		hook(`,"secret_env":"MISSING"`):        "REVENANT_TOOLS: webhook_tools[0].secret_env: the Worker secret MISSING is not set (wrangler secret put MISSING)",
+		hook(`,"secret_env":"SHORT"`):          "webhook_tools[0].secret: must be at least 16 bytes",
+		hook(`,"secret_env":"LEDGER_SECRET","permission":"deny"`): "webhook tool ledger has permission deny",
+		`{"egress":{"ports":[0]}}`:                                "egress.ports[0]: must be 1–65535",
+	} {
+		_, err := parseTools(raw, secrets)
+		require.Error(t, err, raw)
+		assert.Contains(t, err.Error(), msg, raw)
+		assert.NotContains(t, err.Error(), hookSecret)
+	}
+}
