@@ -490,7 +490,15 @@ func (m *benchModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, `{"error":{"message":"bad request"}}`, http.StatusBadRequest)
 		return
 	}
-	text := req.Messages[len(req.Messages)-1].Content
+	// The prompt is the last user message, past revenant's continuation
+	// notice after a resume: the fake answers the prompt, as a model told
+	// to continue would finish the same answer.
+	var text string
+	for i := len(req.Messages) - 1; i >= 0 && text == ""; i-- {
+		if msg := req.Messages[i]; msg.Role == "user" && !strings.HasPrefix(msg.Content, "The previous run was interrupted.") {
+			text = msg.Content
+		}
+	}
 	m.mu.Lock()
 	m.seen[text]++
 	delay, watch := m.delay, m.watchers[text]

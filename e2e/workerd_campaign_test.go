@@ -166,7 +166,7 @@ func startWorkerdProvider(t *testing.T) (*workerd, *scriptedModel) {
 }
 
 // TestWorkerdToolTurnKills: WORKERD_KILL_ROUNDS rounds (make e2e-workerd:
-// 3) of four kills at points of a tool-calling turn with the provider.
+// 3) of five kills at points of a tool-calling turn with the provider.
 func TestWorkerdToolTurnKills(t *testing.T) {
 	w, m := startWorkerdProvider(t)
 	rounds := 1
@@ -178,6 +178,7 @@ func TestWorkerdToolTurnKills(t *testing.T) {
 		run  func(*testing.T, *workerd, *scriptedModel, string)
 	}{
 		{"mid stream after partial text", toolKillMidStream},
+		{"once the tool-call step was recorded", toolKillAfterToolStep},
 		{"after the tool call settled", toolKillAfterTool},
 		{"after an interrupt", toolKillAfterInterrupt},
 		{"while prompts wait", toolKillQueued},
@@ -237,6 +238,22 @@ func toolKillMidStream(t *testing.T, w *workerd, m *scriptedModel, tag string) {
 	}
 	assert.NotEmpty(t, kept, "the streamed partial text was checkpointed and kept:%s", describe(sum.log))
 	assert.True(t, strings.HasPrefix(strings.Join(answerWords(), " "), strings.TrimSpace(kept)), "kept text %q is the answer's prefix", kept)
+}
+
+// toolKillAfterToolStep: killed as soon as the step that asked for the
+// tool is recorded complete, whether or not the tool has settled yet
+// (kv_put is idempotent: re-run with its key if it was executing). The
+// step is not requested again and the tool settles once.
+func toolKillAfterToolStep(t *testing.T, w *workerd, m *scriptedModel, tag string) {
+	s, sid, a := toolTurn(t, w, tag, "the tool-call step", isType(typeStepDone))
+	w.restart(t)
+	w.resumedByAlarm(t, sid)
+
+	sum := s.settle(sid, a)
+	ta := sum.requireEnd(t, a, typeSucceeded, "")
+	require.Len(t, ta.resumes, 1, "resumed once:%s", describe(sum.log))
+	assert.Equal(t, 1, m.requests(tag, "user"), "the recorded tool-call step is not requested again")
+	assert.Equal(t, 1, countType(sum.log, typeToolSettled), "the tool settled once")
 }
 
 // toolKillAfterTool: killed after the tool call settled, before the answer

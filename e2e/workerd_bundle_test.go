@@ -1,0 +1,73 @@
+package e2e
+
+import (
+	"compress/gzip"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// paidPlanLimit is the Workers script size limit after compression on the
+// paid plan (the free plan's is 3 MB: the lean-guest issue's goal).
+const paidPlanLimit = 10 << 20
+
+// TestWranglerDryRunBundle bundles the Worker as `wrangler deploy` would,
+// without an account (`--dry-run --outdir`), and holds the bundle under
+// the paid plan's compressed limit. It logs every file's raw and gzip -9
+// size, so the figures are in every CI log.
+func TestWranglerDryRunBundle(t *testing.T) {
+	root := requireWrangler(t)
+	main := buildObject(t, root, t.TempDir(), "")
+	out := t.TempDir()
+	cmd := exec.Command("npx", "wrangler", "deploy", "--dry-run", "--outdir", out, "-c", testConfig(t, root, main))
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "CLOUDFLARE_CF_FETCH_ENABLED=false", "WRANGLER_SEND_METRICS=false",
+		"WRANGLER_SEND_ERROR_REPORTS=false", "CI=1", "NO_COLOR=1")
+	b, err := cmd.CombinedOutput()
+	require.NoError(t, err, "wrangler deploy --dry-run: %s", b)
+	require.Contains(t, string(b), "--dry-run: exiting now.", "wrangler bundled without deploying")
+
+	var total int64
+	wasm := 0
+	require.NoError(t, filepath.WalkDir(out, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || strings.HasSuffix(path, ".map") {
+			return err // source maps are not uploaded as the script
+		}
+		raw, gz := sizes(t, path)
+		total += gz
+		if strings.HasSuffix(path, ".wasm") {
+			wasm++
+		}
+		rel, _ := filepath.Rel(out, path)
+		t.Logf("bundle: %-40s raw %9d  gzip -9 %9d", rel, raw, gz)
+		return nil
+	}))
+	t.Logf("bundle: total gzip -9 %d bytes (%.2f MB); paid plan limit %d", total, float64(total)/(1<<20), paidPlanLimit)
+	require.Equal(t, 2, wasm, "the front's and the object's wasm programs")
+	require.Less(t, total, int64(paidPlanLimit), "the bundle fits the paid plan")
+}
+
+// sizes returns a file's size and its size after gzip at level 9.
+func sizes(t *testing.T, path string) (raw, gz int64) {
+	t.Helper()
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	var n countWriter
+	zw, err := gzip.NewWriterLevel(&n, gzip.BestCompression)
+	require.NoError(t, err)
+	raw, err = io.Copy(zw, f)
+	require.NoError(t, err)
+	require.NoError(t, zw.Close())
+	return raw, int64(n)
+}
+
+type countWriter int64
+
+func (c *countWriter) Write(p []byte) (int, error) { *c += countWriter(len(p)); return len(p), nil }
