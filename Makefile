@@ -106,7 +106,8 @@ simulate: guest
 # generated entry into build/worker/, where worker/entry.mjs imports them.
 # wrangler.toml's build command runs this target.
 # BUILD= puts the outputs elsewhere and DO_TAGS= adds build tags to the
-# object (the e2e tests build revenant_testroutes into a tree of their own).
+# object and the front (the e2e tests build revenant_testroutes, whose
+# routes the front then forwards, into a tree of their own).
 BUILD ?= build
 DO_TAGS ?=
 do-build:
@@ -114,7 +115,7 @@ do-build:
 	cp "$$($(GO) env GOROOT)/lib/wasm/wasm_exec.js" $(BUILD)/do/wasm_exec.js
 	GOOS=js GOARCH=wasm $(GO) build -trimpath -tags '$(DO_TAGS)' -o $(BUILD)/do/revenant.wasm ./durableobject/cmd/object
 	$(GO) run github.com/syumai/workers/cmd/workers-assets-gen -mode=go -o $(BUILD)/worker
-	GOOS=js GOARCH=wasm $(GO) build -trimpath -o $(BUILD)/worker/app.wasm ./worker/cmd/front
+	GOOS=js GOARCH=wasm $(GO) build -trimpath -tags '$(DO_TAGS)' -o $(BUILD)/worker/app.wasm ./worker/cmd/front
 
 # wrangler dev on loopback with no network calls of wrangler's own, state
 # under .wrangler/ (PLATFORM.md). DO_PORT= picks the port (8787).
