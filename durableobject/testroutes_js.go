@@ -14,6 +14,9 @@ import (
 //	POST /v1/sessions/{id}/test/abort  ctx.abort(): the object is evicted
 //	                                   at once, mid-turn if one runs
 //	POST /v1/sessions/{id}/test/panic  a Go panic in the request's handler
+//	POST /v1/sessions/{id}/test/conform  storagetest's suite on this object's
+//	                                   DB (testconform_js.go); ?broken=no-rollback
+//	                                   runs it on a DB that never rolls back
 const testRoutePrefix = "/test/"
 
 func testRoute(o *Object, w http.ResponseWriter, r *http.Request) bool {
@@ -32,6 +35,9 @@ func testRoute(o *Object, w http.ResponseWriter, r *http.Request) bool {
 		panic("unreachable: ctx.abort returned") // abort throws into Go as a panic
 	case "panic":
 		panic("revenant test route: panic")
+	case "conform":
+		serveConform(o, w, r)
+		return true
 	}
 	return false
 }

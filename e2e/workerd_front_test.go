@@ -1,0 +1,251 @@
+package e2e
+
+import (
+	"context"
+	"io"
+	"io/fs"
+	"net/http"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The front Worker (worker/) on local workerd, through its public API:
+// tokens, the per-principal directory, id checks before any object, the
+// principal the front sets, ?access_token= on the event stream only, and
+// the README walk-through end to end. One wrangler for the whole test,
+// serially.
+
+// frontTokens is REVENANT_TOKENS for the test: wrangler's --var splits
+// NAME:value at the first ':', so the value keeps its own colons and commas.
+const frontTokens = "alice:a-token,bob:b-token"
+
+// bearer adds a token to every request of a client.
+type bearer string
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+string(b))
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// as is a client of w sending token ("" for none).
+func (w *workerd) as(t *testing.T, token string) *server {
+	s := w.client(t)
+	if token != "" {
+		s.client = &http.Client{Transport: bearer(token)}
+	}
+	return s
+}
+
+// treeFiles counts the SQLite files of Tree objects under the state
+// directory: one per object that ever stored something.
+func (w *workerd) treeFiles(t *testing.T) int {
+	t.Helper()
+	n := 0
+	err := filepath.WalkDir(w.state, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() && strings.HasSuffix(path, ".sqlite") && strings.Contains(filepath.Dir(path), "Tree") {
+			n++
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	return n
+}
+
+// frontRaw sends a request with no body and the given headers (NAME,
+// value pairs) and returns the status and body.
+func frontRaw(t *testing.T, s *server, method, path string, header ...string) (int, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, method, s.url+path, nil)
+	require.NoError(t, err)
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := s.client.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, string(b)
+}
+
+// frontStatus is frontRaw's status, for a request a test expects refused;
+// an event stream that was not refused is not read.
+func frontStatus(t *testing.T, s *server, method, path string, header ...string) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, method, s.url+path, strings.NewReader(`{"text":"not yours"}`))
+	require.NoError(t, err)
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := s.client.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	if !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		_, _ = io.Copy(io.Discard, resp.Body)
+	}
+	return resp.StatusCode
+}
+
+func TestWorkerdFront(t *testing.T) {
+	w := startWorkerdWith(t, "", "REVENANT_TOKENS:"+frontTokens, "REVENANT_OFFLINE_WORD_DELAY:"+workerdWordDelay)
+	alice, bob, nobody := w.as(t, "a-token"), w.as(t, "b-token"), w.as(t, "")
+
+	t.Run("no token is 401", func(t *testing.T) {
+		sid := alice.create()
+		for _, rq := range []struct{ method, path string }{
+			{"GET", "/v1/sessions"},
+			{"POST", "/v1/sessions"},
+			{"GET", "/v1/sessions/" + sid},
+			{"POST", "/v1/sessions/" + sid + "/prompt"},
+			{"GET", "/v1/sessions/" + sid + "/events"},
+			{"DELETE", "/v1/sessions/" + sid},
+		} {
+			assert.Equal(t, http.StatusUnauthorized, frontStatus(t, nobody, rq.method, rq.path), "%s %s", rq.method, rq.path)
+		}
+		assert.Equal(t, http.StatusUnauthorized, frontStatus(t, w.as(t, "wrong-token"), "GET", "/v1/sessions/"+sid))
+		code, _ := frontRaw(t, nobody, "GET", "/healthz")
+		assert.Equal(t, http.StatusOK, code, "/healthz needs no token")
+	})
+
+	t.Run("malformed or unknown ids touch no object", func(t *testing.T) {
+		// The count sees objects: a create adds one file.
+		before := w.treeFiles(t)
+		alice.create()
+		require.Equal(t, before+1, w.treeFiles(t), "the Tree namespace's SQLite files are where the test looks")
+		before++
+		ids := []string{"bad..id", "%00", strings.Repeat("a", 65), "x%2Fy", "a.", ".a", "a%20b", "nosuchtree", "nosuch.child"}
+		for _, id := range ids {
+			for _, rq := range []struct{ method, path string }{
+				{"GET", "/v1/sessions/" + id},
+				{"POST", "/v1/sessions/" + id + "/prompt"},
+				{"GET", "/v1/sessions/" + id + "/events"},
+				{"POST", "/v1/sessions/" + id + "/interrupt"},
+				{"DELETE", "/v1/sessions/" + id},
+			} {
+				code := frontStatus(t, alice, rq.method, rq.path)
+				if rq.method == "DELETE" && strings.Contains(id, ".") && code == http.StatusBadRequest {
+					continue // only a root can be deleted: refused as such
+				}
+				assert.Equal(t, http.StatusNotFound, code, "%s %s", rq.method, rq.path)
+			}
+		}
+		assert.Equal(t, before, w.treeFiles(t), "no Tree object was created")
+	})
+
+	t.Run("another principal's session is 404", func(t *testing.T) {
+		sid := alice.create()
+		forged := []string{"X-Revenant-Principal", "alice", "X-Revenant-Tree", sid}
+		for _, hs := range [][]string{nil, forged} {
+			for _, rq := range []struct{ method, path string }{
+				{"GET", "/v1/sessions/" + sid},
+				{"POST", "/v1/sessions/" + sid + "/prompt"},
+				{"GET", "/v1/sessions/" + sid + "/events"},
+				{"POST", "/v1/sessions/" + sid + "/interrupt"},
+				{"GET", "/v1/sessions/" + sid + "/permissions"},
+				{"DELETE", "/v1/sessions/" + sid},
+			} {
+				assert.Equal(t, http.StatusNotFound, frontStatus(t, bob, rq.method, rq.path, hs...), "bob %s %s %v", rq.method, rq.path, hs)
+			}
+		}
+		sn := alice.snapshot(sid)
+		assert.Equal(t, sid, sn.ID, "alice's session is intact")
+		assert.Empty(t, sn.Prompts, "bob's prompts were never admitted")
+		assert.Contains(t, alice.listed(), sid, "bob's delete removed nothing")
+	})
+
+	t.Run("list shows only the caller's trees", func(t *testing.T) {
+		a1, a2, b1 := alice.create(), alice.create(), bob.create()
+		al, bl := alice.listed(), bob.listed()
+		assert.Subset(t, al, []string{a1, a2})
+		assert.NotContains(t, al, b1)
+		assert.Contains(t, bl, b1)
+		assert.NotContains(t, bl, a1)
+		assert.NotContains(t, bl, a2)
+		var page struct {
+			Sessions   []struct{ ID string } `json:"sessions"`
+			NextCursor string                `json:"next_cursor"`
+		}
+		alice.do("GET", "/v1/sessions?limit=1", nil, http.StatusOK, &page)
+		assert.Len(t, page.Sessions, 1)
+		assert.NotEmpty(t, page.NextCursor, "alice has more than one tree: a next page")
+	})
+
+	t.Run("access_token works only on events", func(t *testing.T) {
+		sid := alice.create()
+		q := "?access_token=a-token"
+		st := nobody.open(sid, 0, q, "")
+		st.until("the session's creation", isType(typeCreated))
+		st.close()
+		for _, rq := range []struct{ method, path string }{
+			{"GET", "/v1/sessions" + q},
+			{"POST", "/v1/sessions" + q},
+			{"GET", "/v1/sessions/" + sid + q},
+			{"POST", "/v1/sessions/" + sid + "/prompt" + q},
+			{"POST", "/v1/sessions/" + sid + "/interrupt" + q},
+			{"DELETE", "/v1/sessions/" + sid + q},
+		} {
+			assert.Equal(t, http.StatusUnauthorized, frontStatus(t, nobody, rq.method, rq.path), "%s %s", rq.method, rq.path)
+		}
+		assert.Equal(t, http.StatusNotFound, frontStatus(t, nobody, "GET", "/v1/sessions/"+sid+"/events?access_token=b-token&after=0"),
+			"bob's token on the stream of alice's session")
+		assert.Contains(t, alice.listed(), sid)
+	})
+
+	t.Run("README walk-through", func(t *testing.T) { frontWalkThrough(t, alice) })
+}
+
+// frontWalkThrough is the README's curl walk-through through the front:
+// create, prompt, the event stream following the turn live, snapshot,
+// interrupt, list, delete.
+func frontWalkThrough(t *testing.T, s *server) {
+	sid := s.create()
+	st := s.follow(sid, 0)
+	text := "one two three four five six seven eight nine ten eleven twelve"
+	a := s.prompt(sid, text)
+	var firstDelta time.Time
+	end := st.until("the turn's end", func(e ev) bool {
+		if e.Type == typeDelta && firstDelta.IsZero() {
+			firstDelta = time.Now()
+		}
+		return endOf(a)(e)
+	})
+	ended := time.Now()
+	require.Equal(t, typeSucceeded, end.Type, "%s", describe(st.log))
+	require.False(t, firstDelta.IsZero(), "text deltas streamed")
+	// 13 words at 30 ms each: a stream passed through unbuffered shows the
+	// first word well before the turn's end.
+	assert.Greater(t, ended.Sub(firstDelta), 150*time.Millisecond, "the stream follows the turn live (not buffered to its end)")
+	st.close()
+
+	sn := s.snapshot(sid)
+	assert.Equal(t, sid, sn.ID)
+	require.NotEmpty(t, sn.Messages)
+	assert.Equal(t, "You said: "+text, sn.Messages[len(sn.Messages)-1].Text)
+
+	st = s.follow(sid, sn.Cursor)
+	b := s.prompt(sid, "/sleep 1m\nThis answer never comes.")
+	st.until("the sleeping step", forPrompt(typeStepStarted, b))
+	require.True(t, s.interrupt(sid))
+	st.until("the interrupt", forPrompt(typeInterrupted, b))
+	st.close()
+
+	assert.Contains(t, s.listed(), sid)
+	s.do("DELETE", "/v1/sessions/"+sid, nil, http.StatusNoContent, nil)
+	assert.False(t, slices.Contains(s.listed(), sid), "deleted trees leave the list")
+	code, body := frontRaw(t, s, "GET", "/v1/sessions/"+sid)
+	assert.Equal(t, http.StatusNotFound, code, "%s", body)
+}
