@@ -124,7 +124,7 @@ func (o *Object) opened(inst *core.Instance) error {
 	if o.opts.API != nil {
 		cfg = *o.opts.API
 	}
-	dir, err := api.NewDirectory(api.DirectoryDeps{Index: index{o}, Auth: frontPrincipal{}, IDs: treeIDs{o.treeID}, Log: o.log}, cfg)
+	dir, err := api.NewDirectory(api.DirectoryDeps{Index: o.index(), Auth: frontPrincipal{}, IDs: o.index(), Log: o.log}, cfg)
 	if err != nil {
 		return fmt.Errorf("new api directory: %w", err)
 	}
@@ -162,7 +162,7 @@ func (o *Object) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		api.WriteError(w, err)
 		return
 	}
-	owner, err := index{o}.Owner(r.Context(), o.treeID)
+	owner, err := o.index().Owner(r.Context(), o.treeID)
 	if err == nil && owner.Principal != principal {
 		err = &api.Error{Type: api.ErrNotFound, Message: "no such session"}
 	}

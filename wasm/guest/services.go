@@ -71,12 +71,6 @@ func (ids) NewID() string {
 	return strings.ToLower(idEncoding.EncodeToString(b[:]))
 }
 
-// treeIDs is the API handler's id source: POST /v1/sessions creates the
-// guest's one tree, whose id the host chose.
-type treeIDs struct{ id string }
-
-func (t treeIDs) NewID() string { return t.id }
-
 // waker is core.Waker over the wake-up imports.
 type waker struct{}
 

@@ -109,5 +109,6 @@ func (gg *guest) apiSetup() (*api.Handler, error) {
 		auth = t
 	}
 	cfg := gg.configs.API.WithSessionDefaults(core.SessionConfig{SystemPrompt: a.SystemPrompt, Model: a.ModelName, Tools: a.Tools})
-	return api.New(api.Deps{Trees: trees{gg}, Auth: auth, Clock: gg.clock, IDs: treeIDs{gg.cfg.TreeID}, Log: gg.log}, cfg)
+	tr := newTrees(gg)
+	return api.New(api.Deps{Trees: tr, Auth: auth, Clock: gg.clock, IDs: tr, Log: gg.log}, cfg)
 }
