@@ -49,13 +49,10 @@ import (
 //     ready → the object's first line, and the rest. The answer is checked
 //     after the line, by a request.
 //
-// Models: the plain JS object calls a fake OpenAI-compatible server of
-// this test over loopback fetch. revenant's object has no model egress
-// on main yet (durableobject/cmd/object refuses OPENAI_BASE_URL): it runs
-// the offline model in process, which answers the same text ("You said:
-// " + prompt, word by word) with no network hop. With
-// REVENANT_BENCH_REVENANT_MODEL=fake the harness points revenant at the
-// fake server too (once the object has egress).
+// Models: both objects call the same fake OpenAI-compatible server of
+// this test over loopback fetch. With REVENANT_BENCH_REVENANT_MODEL=offline
+// revenant runs the offline model in process instead, which answers the
+// same text ("You said: " + prompt, word by word) with no network hop.
 func TestWorkerdBench(t *testing.T) {
 	if os.Getenv("REVENANT_BENCH_WORKERD") != "1" {
 		t.Skip("a benchmark: REVENANT_BENCH_WORKERD=1 (make bench-workerd)")
@@ -258,7 +255,7 @@ func (w *workerd) startRun(t *testing.T, target benchTarget, paced bool) {
 // directory and the Go object), without the build step, on the Worker
 // buildObject built (main, its entry module).
 func revenantTarget(t *testing.T, root, main, modelURL string) benchTarget {
-	fake := os.Getenv("REVENANT_BENCH_REVENANT_MODEL") == "fake"
+	fake := os.Getenv("REVENANT_BENCH_REVENANT_MODEL") != "offline"
 	return benchTarget{
 		name:    "revenant",
 		key:     "revenant",
