@@ -97,21 +97,8 @@ func (t *tree) checkCommit(g *guest) {
 // has its wake-up armed (DESIGN §4 rules 2 and 3): a delivered wake-up is
 // used up, and nothing else would boot the tree after a kill.
 func (t *tree) checkWakeArmed(g *guest, when string) {
-	if t.wake != 0 {
-		return
-	}
-	p := t.probeOf()
-	if p == nil {
-		return
-	}
-	claimed, err := p.Claimed()
-	if err != nil {
-		t.probeFailed("claims", err)
-		return
-	}
-	for _, sid := range claimed {
-		t.observe(g.boot, check.Observation{Rule: check.RuleWakeArmed, Session: sid,
-			Detail: "the session is claimed with no wake-up armed " + when})
+	if t.wake == 0 {
+		t.claimsWithoutWake(g.boot, "the session is claimed with no wake-up armed "+when)
 	}
 }
 
@@ -122,6 +109,12 @@ func (t *tree) checkStranded() {
 	if t.cur != nil {
 		boot = t.cur.boot
 	}
+	t.claimsWithoutWake(boot, "the session is claimed with nothing due: no wake-up armed, no client calling")
+}
+
+// claimsWithoutWake reports every claimed session as a claim left without
+// a wake-up (the caller has seen that none is armed).
+func (t *tree) claimsWithoutWake(boot int, detail string) {
 	p := t.probeOf()
 	if p == nil {
 		return
@@ -132,8 +125,7 @@ func (t *tree) checkStranded() {
 		return
 	}
 	for _, sid := range claimed {
-		t.observe(boot, check.Observation{Rule: check.RuleWakeArmed, Session: sid,
-			Detail: "the session is claimed with nothing due: no wake-up armed, no client calling"})
+		t.observe(boot, check.Observation{Rule: check.RuleWakeArmed, Session: sid, Detail: detail})
 	}
 }
 
