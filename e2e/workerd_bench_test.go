@@ -10,13 +10,11 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -204,51 +202,14 @@ func startBench(t *testing.T, target benchTarget, paced bool) *workerd {
 	return w
 }
 
-// startRun is workerd.start with the target's config and vars: wrangler
-// dev offline on loopback in its own process group, returning once it
-// reported ready (a wait on an external process: its output, with a
-// deadline).
+// startRun is workerd.start with the target's vars and output tap.
 func (w *workerd) startRun(t *testing.T, target benchTarget, paced bool) {
 	t.Helper()
-	args := []string{"wrangler", "dev", "-c", w.config, "--ip", "127.0.0.1", "--port", strconv.Itoa(w.port),
-		"--inspector-port", "0", "--persist-to", w.state, "--show-interactive-dev-session=false"}
-	for _, v := range target.vars(paced) {
-		args = append(args, "--var", v)
+	w.vars = target.vars(paced)
+	if target.tap != nil {
+		w.tap = target.tap.add
 	}
-	cmd := exec.Command("npx", args...)
-	cmd.Dir = w.root
-	cmd.Env = append(os.Environ(), "CLOUDFLARE_CF_FETCH_ENABLED=false", "WRANGLER_SEND_METRICS=false",
-		"WRANGLER_SEND_ERROR_REPORTS=false", "CI=1", "NO_COLOR=1")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	out, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	cmd.Stderr = cmd.Stdout
-	require.NoError(t, cmd.Start())
-	w.cmd, w.done, w.logs = cmd, make(chan struct{}), &logBuffer{}
-	logs, done := w.logs, w.done
-	lines := make(chan struct{})
-	go func() {
-		defer close(lines)
-		r := bufio.NewReader(out)
-		for {
-			line, err := r.ReadString('\n')
-			if line != "" {
-				logs.add(line)
-				if target.tap != nil {
-					target.tap.add(line)
-				}
-			}
-			if err != nil {
-				return
-			}
-		}
-	}()
-	go func() {
-		<-lines
-		_ = cmd.Wait()
-		close(done)
-	}()
-	w.waitLog(t, "Ready on http://127.0.0.1:"+strconv.Itoa(w.port), time.Minute)
+	w.start(t)
 }
 
 // revenantTarget is the project's wrangler.toml (the Go front, the

@@ -29,7 +29,8 @@ type workerd struct {
 	config string // a wrangler.toml without the [build] step
 	state  string // --persist-to
 	port   int
-	vars   []string // --var NAME:value
+	vars   []string          // --var NAME:value
+	tap    func(line string) // when set, hears every output line as it arrives (benchmarks)
 
 	cmd  *exec.Cmd
 	logs *logBuffer
@@ -149,7 +150,7 @@ func (w *workerd) start(t *testing.T) {
 	cmd.Stderr = cmd.Stdout
 	require.NoError(t, cmd.Start())
 	w.cmd, w.done, w.logs = cmd, make(chan struct{}), &logBuffer{} // this run's output only
-	logs, done := w.logs, w.done
+	logs, done, tap := w.logs, w.done, w.tap
 	lines := make(chan struct{})
 	go func() {
 		defer close(lines)
@@ -158,6 +159,9 @@ func (w *workerd) start(t *testing.T) {
 			line, err := r.ReadString('\n')
 			if line != "" {
 				logs.add(line)
+				if tap != nil {
+					tap(line)
+				}
 			}
 			if err != nil {
 				return
