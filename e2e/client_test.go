@@ -438,3 +438,14 @@ func (s *server) listed() []string {
 	}
 	return ids
 }
+
+// nDeltas is a stream condition: n text deltas seen.
+func nDeltas(n int) func(ev) bool {
+	seen := 0
+	return func(e ev) bool {
+		if e.Type == typeDelta {
+			seen++
+		}
+		return seen >= n
+	}
+}

@@ -122,13 +122,7 @@ func killMidStream(t *testing.T) {
 	sid := s.create()
 	st := s.follow(sid, 0)
 	a := s.prompt(sid, text)
-	n := 0
-	st.until("three text deltas", func(e ev) bool {
-		if e.Type == typeDelta {
-			n++
-		}
-		return n == 3
-	})
+	st.until("three text deltas", nDeltas(3))
 	s.kill()
 	seen := st.log
 

@@ -207,16 +207,6 @@ func toolTurn(t *testing.T, w *workerd, text string, what string, cond func(ev) 
 	return s, sid, a
 }
 
-func nDeltas(n int) func(ev) bool {
-	seen := 0
-	return func(e ev) bool {
-		if e.Type == typeDelta {
-			seen++
-		}
-		return seen >= n
-	}
-}
-
 // toolKillMidStream: killed while the answer after the tool streams, past
 // a checkpoint. The tool step is not requested again, the tool ran once,
 // the checkpointed text is kept, the turn ends once.

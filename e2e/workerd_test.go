@@ -305,13 +305,7 @@ func workerdKillMidStream(t *testing.T, w *workerd) {
 	sid := s.create()
 	st := s.follow(sid, 0)
 	a := s.prompt(sid, text)
-	n := 0
-	st.until("three text deltas", func(e ev) bool {
-		if e.Type == typeDelta {
-			n++
-		}
-		return n == 3
-	})
+	st.until("three text deltas", nDeltas(3))
 	st.close()
 
 	w.restart(t)
