@@ -106,7 +106,9 @@ func (question) Spec() model.ToolSpec {
 
 func (question) Idempotent() bool { return true }
 
-func (question) Resources(json.RawMessage) ([]string, error) { return []string{"tool:" + QuestionName}, nil }
+func (question) Resources(json.RawMessage) ([]string, error) {
+	return []string{"tool:" + QuestionName}, nil
+}
 
 func (question) Limits() Limits { return Limits{} }
 
