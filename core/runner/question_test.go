@@ -1,0 +1,402 @@
+package runner_test
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/revenantrt/revenant/core"
+	"github.com/revenantrt/revenant/core/event"
+	"github.com/revenantrt/revenant/core/model"
+	"github.com/revenantrt/revenant/core/runner"
+	"github.com/revenantrt/revenant/core/tool"
+	"github.com/revenantrt/revenant/internal/treetest"
+)
+
+const colourQuestion = `{"questions":[{"question":"Which colour?","choices":["red","green"]}]}`
+
+// askSteps: step 1 calls the non-idempotent "once" tool and asks a
+// question in the same answer; once both calls have results (2 tool
+// messages) the model answers in text.
+func askSteps(k int) scriptStep {
+	if k == 1 {
+		return scriptStep{chunks: []model.Chunk{
+			{ToolCall: &model.ToolCallDelta{Index: 0, ID: "call_0", Name: "once", Arguments: `{"n":1}`}},
+			{ToolCall: &model.ToolCallDelta{Index: 1, ID: "call_1", Name: tool.QuestionName, Arguments: colourQuestion}},
+			{Finish: model.FinishToolCalls},
+		}}
+	}
+	return scriptStep{chunks: text("painted ", "it")}
+}
+
+// askRun is one tree with the ask script, its ledger of tool bodies and a
+// check that no recorded step is requested again.
+type askRun struct {
+	tr  *treetest.Tree
+	m   *scriptModel
+	l   *ledger
+	sid string
+}
+
+func newAskRun(t *testing.T) *askRun {
+	c := &askRun{tr: treetest.New(t), l: newLedger(), sid: "s"}
+	c.m = &scriptModel{steps: askSteps, recorded: func(k int) bool {
+		if k == 1 {
+			return completedSteps(c.tr, c.sid) >= 1
+		}
+		return completedSteps(c.tr, c.sid) >= 2
+	}}
+	return c
+}
+
+func (c *askRun) boot(t *testing.T) *treetest.Node {
+	return c.tr.Boot(newRunner(t, c.m, runner.NewConfig(), c.l.tool("once", false), tool.QuestionTool()))
+}
+
+func (c *askRun) admit(n *treetest.Node, clientID, text string) (string, error) {
+	a, err := n.Inst.Admit(ctx, c.sid, core.PromptInput{ClientID: clientID, Text: text})
+	return a.PromptID, err
+}
+
+// questions lists the session's pending questions through the instance.
+func questions(t *testing.T, n *treetest.Node, sid string) []core.Blocker {
+	t.Helper()
+	bs, err := n.Inst.Blockers(ctx, sid, event.KindQuestion)
+	require.NoError(t, err)
+	return bs
+}
+
+func snapshotStatus(t *testing.T, n *treetest.Node, sid string) string {
+	t.Helper()
+	snap, err := n.Inst.Snapshot(ctx, sid, 0, 50)
+	require.NoError(t, err)
+	return snap.Status
+}
+
+// startedWith counts the session's executions started with cause.
+func startedWith(t *testing.T, evs []event.Event, cause string) int {
+	n := 0
+	for _, e := range treetest.OfType(evs, event.ExecutionStarted) {
+		var s event.Started
+		require.NoError(t, e.Decode(&s))
+		if s.Cause == cause {
+			n++
+		}
+	}
+	return n
+}
+
+// A session blocks on a question; the instance is torn down with the
+// database kept; a fresh one boots and sweeps; the same question id is
+// listed and answerable; the reply continues the turn with no repeated
+// model call or tool side effect. Once for an answer, once for a cancel.
+func TestQuestionOutlivesTheInstance(t *testing.T) {
+	for _, cancel := range []bool{false, true} {
+		t.Run(fmt.Sprintf("cancel=%v", cancel), func(t *testing.T) {
+			c := newAskRun(t)
+			n := c.boot(t)
+			n.NewSession(c.sid)
+			pid, err := c.admit(n, "p1", "paint it")
+			require.NoError(t, err)
+			n.Idle()
+
+			asked := questions(t, n, c.sid)
+			require.Len(t, asked, 1)
+			q := asked[0]
+			assert.True(t, strings.HasPrefix(q.ID, "q-") && strings.HasSuffix(q.ID, "-0"), q.ID)
+			assert.JSONEq(t, colourQuestion, string(q.Request))
+			assert.Equal(t, core.StatusWaiting, snapshotStatus(t, n, c.sid))
+			assert.False(t, c.tr.Claim(c.sid).Exists, "a parked turn holds no claim")
+			assert.Equal(t, "running", c.tr.PromptState(pid), "a parked turn has not ended")
+			require.Len(t, treetest.OfType(c.tr.Events(c.sid), event.StepParked), 1)
+			assert.Equal(t, 1, c.l.count("once"), "the step's ordinary call ran before parking")
+
+			n.Crash()
+			n2 := c.boot(t)
+			assert.Zero(t, n2.Report.Count(core.Resume)+n2.Report.Count(core.Start), "the sweep has nothing to run")
+			again := questions(t, n2, c.sid)
+			require.Len(t, again, 1)
+			assert.Equal(t, q.ID, again[0].ID, "the same question id after a restart")
+
+			// A prompt admitted while parked is queued, not promoted.
+			queued, err := c.admit(n2, "p2", "next one")
+			require.NoError(t, err)
+			n2.Idle()
+			assert.Equal(t, "queued", c.tr.PromptState(queued))
+			assert.Equal(t, core.StatusWaiting, snapshotStatus(t, n2, c.sid))
+
+			reply := core.Reply{Kind: event.KindQuestion, ResponseID: "r1", Answers: [][]string{{"green"}}}
+			if cancel {
+				reply = core.Reply{Kind: event.KindQuestion, ResponseID: "r1", Cancel: true}
+			}
+			res, err := n2.Inst.Reply(ctx, c.sid, q.ID, reply)
+			require.NoError(t, err)
+			n2.Idle()
+
+			evs := c.tr.Events(c.sid)
+			assert.Equal(t, 1, c.m.Requests(1), "the parked step was asked of the model once")
+			assert.Equal(t, 1, c.l.count("once"), "the settled tool did not run again")
+			assert.Empty(t, treetest.OfType(evs, event.ExecutionResumed), "no resume: parking is not a death")
+			assert.Empty(t, questions(t, n2, c.sid))
+			if cancel {
+				assert.Equal(t, core.BlockerCancelled, res.State)
+				assert.Equal(t, "interrupted", c.tr.PromptState(pid))
+				assert.Equal(t, "cancelled", c.tr.PromptState(queued), "the cancel ends the turn like an interrupt")
+				assert.Zero(t, startedWith(t, evs, event.CauseResolution))
+				assert.Equal(t, 0, c.m.Requests(3), "no continuation")
+				assert.Len(t, treetest.OfType(evs, event.QuestionCancelled), 1)
+			} else {
+				assert.Equal(t, core.BlockerAnswered, res.State)
+				assert.Equal(t, "succeeded", c.tr.PromptState(pid))
+				assert.Equal(t, "succeeded", c.tr.PromptState(queued), "the queued prompt ran after the turn ended")
+				assert.Equal(t, 1, startedWith(t, evs, event.CauseResolution))
+				assert.Equal(t, 2, c.m.Requests(3), "one new step for the continuation, one for the queued prompt")
+				assert.Len(t, treetest.OfType(evs, event.QuestionAnswered), 1)
+				out := questionOutput(t, evs, q.CallID)
+				assert.Contains(t, out, `"Which colour?" → "green"`)
+			}
+			assert.False(t, c.tr.Claim(c.sid).Exists)
+		})
+	}
+}
+
+// questionOutput is the settled output of the question call.
+func questionOutput(t *testing.T, evs []event.Event, callID string) string {
+	t.Helper()
+	var outs []string
+	for _, e := range treetest.OfType(evs, event.ToolSettled) {
+		var s event.Settled
+		require.NoError(t, e.Decode(&s))
+		if s.CallID == callID {
+			outs = append(outs, s.Output)
+		}
+	}
+	require.Len(t, outs, 1, "the question call settles exactly once")
+	return outs[0]
+}
+
+// dead reports whether the node's database was killed.
+func dead(n *treetest.Node) bool {
+	select {
+	case <-n.Kill.Died():
+		return true
+	default:
+		return false
+	}
+}
+
+// Kill before and after every commit from the admission through the park,
+// the reply and the continuation to the turn's end, with the client
+// retrying its admission and its reply (same ids) on the fresh instance:
+// each time the question is answered once, the turn continues exactly
+// once, the parked step is never requested again once recorded, and the
+// non-idempotent tool never runs twice.
+func TestQuestionKilledAtEveryCommit(t *testing.T) {
+	reply := core.Reply{Kind: event.KindQuestion, ResponseID: "r1", Answers: [][]string{{"green"}}}
+	answer := func(n *treetest.Node, sid string) error {
+		bs, err := n.Inst.Blockers(ctx, sid, "")
+		if err != nil || len(bs) == 0 {
+			return err
+		}
+		_, err = n.Inst.Reply(ctx, sid, bs[0].ID, reply)
+		return err
+	}
+	clean := newAskRun(t)
+	n := clean.boot(t)
+	n.NewSession(clean.sid)
+	base := n.Kill.Commits()
+	_, err := clean.admit(n, "p1", "paint it")
+	require.NoError(t, err)
+	n.Idle()
+	require.NoError(t, answer(n, clean.sid))
+	n.Idle()
+	commits := n.Kill.Commits() - base
+	require.Equal(t, "succeeded", clean.tr.PromptState(promptID(t, clean.tr, clean.sid)))
+
+	for i := 1; i <= commits; i++ {
+		for _, after := range []bool{false, true} {
+			t.Run(fmt.Sprintf("commit%02d/after=%v", i, after), func(t *testing.T) {
+				c := newAskRun(t)
+				n := c.boot(t)
+				n.NewSession(c.sid)
+				n.Kill.KillAt(i, after)
+				_, _ = c.admit(n, "p1", "paint it")
+				n.Idle()
+				var qid string
+				if !dead(n) {
+					bs := questions(t, n, c.sid)
+					require.Len(t, bs, 1)
+					qid = bs[0].ID
+					_ = answer(n, c.sid) // may die inside the reply
+					n.Idle()
+				}
+				require.True(t, dead(n), "commit %d is within the run", i)
+				n.Crash()
+
+				n2 := c.boot(t)
+				_, err := c.admit(n2, "p1", "paint it")
+				require.NoError(t, err, "the client's retried admission is deduplicated")
+				n2.Idle()
+				if qid == "" {
+					bs := questions(t, n2, c.sid)
+					require.Len(t, bs, 1, "the question was asked by the fresh instance")
+					qid = bs[0].ID
+				}
+				// The client retries its reply (it may have seen no answer).
+				res, err := n2.Inst.Reply(ctx, c.sid, qid, reply)
+				require.NoError(t, err)
+				assert.Equal(t, core.BlockerAnswered, res.State)
+				n2.Idle()
+
+				evs := c.tr.Events(c.sid)
+				terms := treetest.Terminals(evs)
+				require.Len(t, terms, 1, "one terminal")
+				assert.Equal(t, event.ExecutionSucceeded, terms[0].Type)
+				assert.Empty(t, c.m.violations, "no recorded step requested again")
+				assert.Len(t, treetest.OfType(evs, event.StepParked), 1, "parked once")
+				assert.Len(t, treetest.OfType(evs, event.QuestionAnswered), 1, "answered once")
+				assert.LessOrEqual(t, c.l.count("once"), 1, "the non-idempotent tool ran at most once")
+				questionOutput(t, evs, strings.TrimSuffix(strings.TrimPrefix(qid, "q-"), "-0"))
+				assert.LessOrEqual(t, startedWith(t, evs, event.CauseResolution), 1, "one continuation")
+				assert.Empty(t, questions(t, n2, c.sid))
+				assert.False(t, c.tr.Claim(c.sid).Exists)
+			})
+		}
+	}
+	t.Logf("ask, park, reply and continue: %d commits, %d crash runs", commits, 2*commits)
+}
+
+// Two different replies race: exactly one wins, the other is a conflict
+// that names the winner; the winner's own retry is the same 200.
+func TestQuestionRepliesRace(t *testing.T) {
+	c := newAskRun(t)
+	n := c.boot(t)
+	n.NewSession(c.sid)
+	_, err := c.admit(n, "p1", "paint it")
+	require.NoError(t, err)
+	n.Idle()
+	q := questions(t, n, c.sid)[0]
+
+	replies := []core.Reply{
+		{Kind: event.KindQuestion, ResponseID: "a", Answers: [][]string{{"red"}}},
+		{Kind: event.KindQuestion, ResponseID: "b", Answers: [][]string{{"green"}}},
+	}
+	type result struct {
+		res core.Resolution
+		err error
+	}
+	out := make(chan result, 2)
+	for _, r := range replies {
+		go func() {
+			res, err := n.Inst.Reply(ctx, c.sid, q.ID, r)
+			out <- result{res, err}
+		}()
+	}
+	var won []core.Resolution
+	var lost []*core.ReplyConflict
+	for range replies {
+		r := <-out
+		var conflict *core.ReplyConflict
+		switch {
+		case r.err == nil:
+			won = append(won, r.res)
+		case errors.As(r.err, &conflict):
+			lost = append(lost, conflict)
+		default:
+			t.Fatalf("reply failed: %v", r.err)
+		}
+	}
+	require.Len(t, won, 1)
+	require.Len(t, lost, 1)
+	assert.Equal(t, won[0].ResponseID, lost[0].Winner.ResponseID, "the loser is shown the winner")
+	assert.Equal(t, won[0].Reply.Answers, lost[0].Winner.Reply.Answers)
+	n.Idle()
+
+	winner := replies[0]
+	if won[0].ResponseID == "b" {
+		winner = replies[1]
+	}
+	again, err := n.Inst.Reply(ctx, c.sid, q.ID, winner)
+	require.NoError(t, err, "the winner's retry is the original outcome")
+	assert.True(t, again.Duplicate)
+	assert.Equal(t, won[0].ResolvedAt, again.ResolvedAt)
+
+	changed := winner
+	changed.Answers = [][]string{{"red"}, {"green"}}
+	_, err = n.Inst.Reply(ctx, c.sid, q.ID, changed)
+	var conflict *core.ReplyConflict
+	require.ErrorAs(t, err, &conflict, "the same response_id with another body is a conflict")
+
+	evs := c.tr.Events(c.sid)
+	assert.Len(t, treetest.OfType(evs, event.QuestionAnswered), 1)
+	assert.Equal(t, 1, startedWith(t, evs, event.CauseResolution))
+	assert.Len(t, treetest.Terminals(evs), 1)
+}
+
+// A reply races an interrupt of the waiting session: one of them resolves
+// the question, never both. If the interrupt won, the reply is a conflict
+// naming the interrupt's cancellation; if the reply won, the interrupt
+// ends the continuation but cancels nothing already answered.
+func TestQuestionReplyRacesInterrupt(t *testing.T) {
+	outcomes := map[string]int{}
+	// Two runs in a fixed order cover both winners; the others race.
+	orders := []string{"reply-first", "interrupt-first", "race", "race", "race", "race", "race", "race"}
+	for i, order := range orders {
+		t.Run(fmt.Sprintf("%s%d", order, i), func(t *testing.T) {
+			c := newAskRun(t)
+			n := c.boot(t)
+			n.NewSession(c.sid)
+			_, err := c.admit(n, "p1", "paint it")
+			require.NoError(t, err)
+			n.Idle()
+			q := questions(t, n, c.sid)[0]
+
+			replied := make(chan error, 1)
+			doReply := func() {
+				_, err := n.Inst.Reply(ctx, c.sid, q.ID, core.Reply{Kind: event.KindQuestion, ResponseID: "r", Answers: [][]string{{"red"}}})
+				replied <- err
+			}
+			switch order {
+			case "reply-first":
+				doReply()
+			case "race":
+				go doReply()
+			}
+			_, ierr := n.Inst.Interrupt(ctx, c.sid, event.ReasonUser)
+			require.NoError(t, ierr)
+			if order == "interrupt-first" {
+				doReply()
+			}
+			rerr := <-replied
+			n.Idle()
+
+			evs := c.tr.Events(c.sid)
+			answered := len(treetest.OfType(evs, event.QuestionAnswered))
+			cancelled := len(treetest.OfType(evs, event.QuestionCancelled))
+			require.Equal(t, 1, answered+cancelled, "resolved exactly once")
+			var conflict *core.ReplyConflict
+			if cancelled == 1 {
+				require.ErrorAs(t, rerr, &conflict, "the interrupt won: the reply is refused")
+				assert.Equal(t, event.CancelInterrupt, conflict.Winner.Reason)
+				assert.Zero(t, startedWith(t, evs, event.CauseResolution), "no continuation after a cancellation")
+				outcomes["interrupt"]++
+			} else {
+				require.NoError(t, rerr)
+				outcomes["reply"]++
+			}
+			terms := treetest.Terminals(evs)
+			require.Len(t, terms, 1)
+			if cancelled == 1 {
+				assert.Equal(t, event.ExecutionInterrupted, terms[0].Type)
+			}
+			assert.False(t, c.tr.Claim(c.sid).Exists)
+		})
+	}
+	t.Logf("winners: %v", outcomes)
+	assert.Positive(t, outcomes["reply"])
+	assert.Positive(t, outcomes["interrupt"])
+}
