@@ -1,8 +1,10 @@
 package runner_test
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -12,7 +14,9 @@ import (
 	"github.com/revenantrt/revenant/core"
 	"github.com/revenantrt/revenant/core/event"
 	"github.com/revenantrt/revenant/core/model"
+	"github.com/revenantrt/revenant/core/model/offline"
 	"github.com/revenantrt/revenant/core/runner"
+	"github.com/revenantrt/revenant/core/storage"
 	"github.com/revenantrt/revenant/core/tool"
 	"github.com/revenantrt/revenant/internal/treetest"
 )
@@ -399,4 +403,89 @@ func TestQuestionReplyRacesInterrupt(t *testing.T) {
 	t.Logf("winners: %v", outcomes)
 	assert.Positive(t, outcomes["reply"])
 	assert.Positive(t, outcomes["interrupt"])
+}
+
+// The projections (blockers among them) rebuilt from the log equal the
+// stored ones after a randomized history of questions asked, answered,
+// cancelled and interrupted, with crashes and reboots in between.
+func TestQuestionProjectionsEqualTheirRebuild(t *testing.T) {
+	for seed := uint64(1); seed <= 3; seed++ {
+		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(seed, 0))
+			tr := treetest.New(t)
+			reg, err := tool.NewRegistry(tool.Defaults()...)
+			require.NoError(t, err)
+			r, err := runner.New(offline.New(nil, offline.Options{}), reg, runner.NewConfig())
+			require.NoError(t, err)
+			n := tr.Boot(r)
+			sessions := []string{n.NewSession("s0")}
+			texts := []string{"/ask which?", "/tool kv_put {\"key\":\"k\",\"value\":\"v\"}\n/ask and then?", "hello", `/tool question {"questions":[{"question":"a or b?","choices":["a","b"]},{"question":"why?"}]}`}
+			replies := 0
+			for step := range 50 {
+				sid := sessions[rng.IntN(len(sessions))]
+				switch op := rng.IntN(10); {
+				case op == 0:
+					sessions = append(sessions, n.NewSession(fmt.Sprintf("s%d", step+1)))
+				case op <= 3:
+					_, err := n.Inst.Admit(ctx, sid, core.PromptInput{Text: texts[rng.IntN(len(texts))]})
+					require.NoError(t, err)
+				case op <= 7:
+					bs, err := n.Inst.Blockers(ctx, sid, "")
+					require.NoError(t, err)
+					if len(bs) == 0 {
+						continue
+					}
+					var req tool.QuestionRequest
+					require.NoError(t, json.Unmarshal(bs[0].Request, &req))
+					reply := core.Reply{ResponseID: fmt.Sprint("r", replies), Cancel: op == 7}
+					if !reply.Cancel {
+						for _, q := range req.Questions {
+							a := "free text"
+							if len(q.Choices) > 0 {
+								a = q.Choices[0]
+							}
+							reply.Answers = append(reply.Answers, []string{a})
+						}
+					}
+					replies++
+					_, err = n.Inst.Reply(ctx, sid, bs[0].ID, reply)
+					require.NoError(t, err)
+				case op == 8:
+					_, err := n.Inst.Interrupt(ctx, sid, event.ReasonUser)
+					require.NoError(t, err)
+				default:
+					n.Idle()
+					n.Crash()
+					n = tr.Boot(r)
+				}
+				n.Idle()
+			}
+			n.Idle()
+			n.Crash()
+
+			before := dumpTables(t, tr)
+			tr.Read(core.Rebuild)
+			require.Equal(t, before, dumpTables(t, tr))
+			states := map[string]int{}
+			for _, row := range before["blockers"] {
+				states[fmt.Sprint(row[9])]++ // the state column
+			}
+			t.Logf("blocker states: %v", states)
+			require.NotEmpty(t, before["blockers"])
+		})
+	}
+}
+
+// dumpTables reads every projection table whole, ordered.
+func dumpTables(t *testing.T, tr *treetest.Tree) map[string][][]any {
+	out := map[string][][]any{}
+	tr.Read(func(tx storage.Tx) error {
+		for _, p := range core.ProjectionTables {
+			r, err := tx.Query(`SELECT * FROM ` + p + ` ORDER BY 1`)
+			require.NoError(t, err)
+			out[p] = r.Values
+		}
+		return nil
+	})
+	return out
 }
