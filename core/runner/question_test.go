@@ -131,6 +131,8 @@ func TestQuestionOutlivesTheInstance(t *testing.T) {
 			require.NoError(t, err)
 			n2.Idle()
 			assert.Equal(t, "queued", c.tr.PromptState(queued))
+			assert.Len(t, treetest.OfType(c.tr.Events(c.sid), event.ExecutionStarted), 1, "nothing started while parked")
+			assert.False(t, c.tr.Claim(c.sid).Exists, "the queued prompt took no claim")
 			assert.Equal(t, core.StatusWaiting, snapshotStatus(t, n2, c.sid))
 
 			reply := core.Reply{Kind: event.KindQuestion, ResponseID: "r1", Answers: [][]string{{"green"}}}
@@ -143,6 +145,7 @@ func TestQuestionOutlivesTheInstance(t *testing.T) {
 
 			evs := c.tr.Events(c.sid)
 			assert.Equal(t, 1, c.m.Requests(1), "the parked step was asked of the model once")
+			assert.Zero(t, c.m.Requests(2), "the model is never asked with the question unanswered")
 			assert.Equal(t, 1, c.l.count("once"), "the settled tool did not run again")
 			assert.Empty(t, treetest.OfType(evs, event.ExecutionResumed), "no resume: parking is not a death")
 			assert.Empty(t, questions(t, n2, c.sid))
@@ -390,6 +393,11 @@ func TestQuestionReplyRacesInterrupt(t *testing.T) {
 				outcomes["interrupt"]++
 			} else {
 				require.NoError(t, rerr)
+				require.NotEqual(t, "interrupt-first", order, "a reply after the interrupt committed must be refused")
+				answeredAt := treetest.OfType(evs, event.QuestionAnswered)[0].Seq
+				for _, term := range treetest.Terminals(evs) {
+					assert.Greater(t, term.Seq, answeredAt, "an answer is never applied to a turn already ended")
+				}
 				outcomes["reply"]++
 			}
 			terms := treetest.Terminals(evs)
@@ -488,4 +496,36 @@ func dumpTables(t *testing.T, tr *treetest.Tree) map[string][][]any {
 		return nil
 	})
 	return out
+}
+
+// A graceful stop (what eviction does) and a kill, one after the other,
+// leave a question pending under the same id: neither records a
+// cancellation or ends the turn, and the question is still answerable.
+func TestQuestionSurvivesShutdownAndKill(t *testing.T) {
+	c := newAskRun(t)
+	n := c.boot(t)
+	n.NewSession(c.sid)
+	pid, err := c.admit(n, "p1", "paint it")
+	require.NoError(t, err)
+	n.Idle()
+	q := questions(t, n, c.sid)[0]
+
+	require.NoError(t, n.Inst.Close(ctx))
+	n2 := c.boot(t)
+	require.Len(t, questions(t, n2, c.sid), 1)
+	n2.Crash()
+	n3 := c.boot(t)
+	again := questions(t, n3, c.sid)
+	require.Len(t, again, 1)
+	assert.Equal(t, q.ID, again[0].ID)
+
+	evs := c.tr.Events(c.sid)
+	assert.Empty(t, treetest.OfType(evs, event.QuestionCancelled), "no cancellation by a stop or a kill")
+	assert.Empty(t, treetest.Terminals(evs))
+	assert.Equal(t, "running", c.tr.PromptState(pid))
+
+	_, err = n3.Inst.Reply(ctx, c.sid, q.ID, core.Reply{ResponseID: "r1", Answers: [][]string{{"red"}}})
+	require.NoError(t, err)
+	n3.Idle()
+	assert.Equal(t, "succeeded", c.tr.PromptState(pid))
 }
