@@ -268,7 +268,7 @@ func TestQuestionKilledAtEveryCommit(t *testing.T) {
 				assert.Len(t, treetest.OfType(evs, event.QuestionAnswered), 1, "answered once")
 				assert.LessOrEqual(t, c.l.count("once"), 1, "the non-idempotent tool ran at most once")
 				questionOutput(t, evs, strings.TrimSuffix(strings.TrimPrefix(qid, "q-"), "-0"))
-				assert.LessOrEqual(t, startedWith(t, evs, event.CauseResolution), 1, "one continuation")
+				assert.Equal(t, 1, startedWith(t, evs, event.CauseResolution), "exactly one continuation")
 				assert.Empty(t, questions(t, n2, c.sid))
 				assert.False(t, c.tr.Claim(c.sid).Exists)
 			})
