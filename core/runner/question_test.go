@@ -529,3 +529,89 @@ func TestQuestionSurvivesShutdownAndKill(t *testing.T) {
 	n3.Idle()
 	assert.Equal(t, "succeeded", c.tr.PromptState(pid))
 }
+
+// A question call whose arguments make no question settles as an error the
+// model can read, without parking: nothing waits on it.
+func TestBadQuestionSettlesWithoutWaiting(t *testing.T) {
+	tr := treetest.New(t)
+	m := &scriptModel{steps: func(k int) scriptStep {
+		if k == 1 {
+			return scriptStep{chunks: toolCall(tool.QuestionName, `{"questions":[{"question":"pick","choices":["a","a"]}]}`)}
+		}
+		return scriptStep{chunks: text("ok")}
+	}}
+	n := tr.Boot(newRunner(t, m, runner.NewConfig(), tool.QuestionTool()))
+	sid := n.NewSession("s")
+	pid := n.Admit(sid, "ask badly")
+	n.Idle()
+	assert.Equal(t, "succeeded", tr.PromptState(pid))
+	evs := tr.Events(sid)
+	assert.Empty(t, treetest.OfType(evs, event.StepParked))
+	settled := treetest.OfType(evs, event.ToolSettled)
+	require.Len(t, settled, 1)
+	var s event.Settled
+	require.NoError(t, settled[0].Decode(&s))
+	assert.Equal(t, event.OutcomeError, s.Outcome)
+	assert.Contains(t, s.Output, "repeated choice")
+}
+
+// Two question calls in one step park together in one event; the turn
+// continues only once the last is answered, and cancelling one cancels the
+// other and ends the turn.
+func TestTwoQuestionsInOneStep(t *testing.T) {
+	for _, cancel := range []bool{false, true} {
+		t.Run(fmt.Sprintf("cancel=%v", cancel), func(t *testing.T) {
+			tr := treetest.New(t)
+			m := &scriptModel{steps: func(k int) scriptStep {
+				if k == 1 {
+					return scriptStep{chunks: []model.Chunk{
+						{ToolCall: &model.ToolCallDelta{Index: 0, Name: tool.QuestionName, Arguments: `{"questions":[{"question":"first?"}]}`}},
+						{ToolCall: &model.ToolCallDelta{Index: 1, Name: tool.QuestionName, Arguments: `{"questions":[{"question":"second?"},{"question":"third?"}]}`}},
+						{Finish: model.FinishToolCalls},
+					}}
+				}
+				return scriptStep{chunks: text("thanks")}
+			}}
+			n := tr.Boot(newRunner(t, m, runner.NewConfig(), tool.QuestionTool()))
+			sid := n.NewSession("s")
+			pid := n.Admit(sid, "ask twice")
+			n.Idle()
+			parked := treetest.OfType(tr.Events(sid), event.StepParked)
+			require.Len(t, parked, 1, "one atomic event for the step")
+			var p event.Parked
+			require.NoError(t, parked[0].Decode(&p))
+			require.Len(t, p.Blockers, 2)
+			qs := questions(t, n, sid)
+			require.Len(t, qs, 2)
+
+			if cancel {
+				_, err := n.Inst.Reply(ctx, sid, qs[1].ID, core.Reply{ResponseID: "r1", Cancel: true})
+				require.NoError(t, err)
+				n.Idle()
+				assert.Equal(t, "interrupted", tr.PromptState(pid))
+				assert.Empty(t, questions(t, n, sid), "the sibling was cancelled")
+				_, err = n.Inst.Reply(ctx, sid, qs[0].ID, core.Reply{ResponseID: "r2", Answers: [][]string{{"yes"}}})
+				var conflict *core.ReplyConflict
+				require.ErrorAs(t, err, &conflict)
+				assert.Equal(t, event.CancelSibling, conflict.Winner.Reason)
+				assert.Len(t, treetest.OfType(tr.Events(sid), event.QuestionCancelled), 2)
+				assert.Equal(t, 1, m.Requests(1))
+				return
+			}
+			_, err := n.Inst.Reply(ctx, sid, qs[0].ID, core.Reply{ResponseID: "r1", Answers: [][]string{{"yes"}}})
+			require.NoError(t, err)
+			n.Idle()
+			assert.False(t, tr.Claim(sid).Exists, "one question still waits")
+			assert.Equal(t, core.StatusWaiting, snapshotStatus(t, n, sid))
+			_, err = n.Inst.Reply(ctx, sid, qs[1].ID, core.Reply{ResponseID: "r2", Answers: [][]string{{"maybe"}}})
+			require.ErrorIs(t, err, core.ErrInvalid, "two questions need two answers")
+			_, err = n.Inst.Reply(ctx, sid, qs[1].ID, core.Reply{ResponseID: "r2", Answers: [][]string{{"maybe"}, {"because"}}})
+			require.NoError(t, err)
+			n.Idle()
+			assert.Equal(t, "succeeded", tr.PromptState(pid))
+			assert.Equal(t, 1, m.Requests(1))
+			assert.Equal(t, 1, m.Requests(3))
+			assert.Contains(t, questionOutput(t, tr.Events(sid), qs[1].CallID), `"third?" → "because"`)
+		})
+	}
+}
