@@ -9,20 +9,15 @@
 // same code run in process, in a wasip1 guest and in a Durable Object.
 //
 // Invariants (DESIGN §4–§6, each closing a race of §15):
-//
 //   - Work becomes runnable and its claim is written in one transaction; the
 //     wake-up is armed before that transaction while the tree's claim lock is
 //     held, or inside it where the host can (TxWaker).
-//
 //   - Every write of an execution checks, in its transaction, that the claim
 //     still names the execution and that this instance's epoch is current;
 //     otherwise it fails with ErrFenced and the execution stops.
-//
 //   - An interrupt is decided and committed under the claim lock and the call
 //     returns only after the commit.
-//
 //   - Live subscribers hear of events only after their transaction commits.
-//
 //   - A transient storage failure (DESIGN §8: FULL, BUSY, LOCKED, IOERR,
 //     classified by code in core/storage) reruns the whole transaction, with
 //     the same event ids and timestamp, on the write schedule of core/retry;
@@ -31,7 +26,6 @@
 //     settlement schedule; storage that outlasts that too makes the instance
 //     read-only until a write succeeds. Waits use the host clock, end when
 //     the instance stops, and let go of the claim lock.
-//
 //   - Durable waits (DESIGN §9, blocker.go): a step whose calls wait for
 //     people is parked in one transaction with the claim's release; a
 //     reply is one first-response-wins compare-and-set, and the reply that
