@@ -615,3 +615,72 @@ func TestTwoQuestionsInOneStep(t *testing.T) {
 		})
 	}
 }
+
+// A client hydrating from a snapshot and following the stream from its
+// cursor reaches the pending set of a later snapshot: parked adds
+// blockers, answered and cancelled remove one each.
+func TestSnapshotAndStreamConverge(t *testing.T) {
+	tr := treetest.New(t)
+	m := &scriptModel{steps: func(k int) scriptStep {
+		if k == 1 {
+			return scriptStep{chunks: []model.Chunk{
+				{ToolCall: &model.ToolCallDelta{Index: 0, Name: tool.QuestionName, Arguments: `{"questions":[{"question":"one?"}]}`}},
+				{ToolCall: &model.ToolCallDelta{Index: 1, Name: tool.QuestionName, Arguments: `{"questions":[{"question":"two?"}]}`}},
+				{Finish: model.FinishToolCalls},
+			}}
+		}
+		return scriptStep{chunks: text("ok")}
+	}}
+	n := tr.Boot(newRunner(t, m, runner.NewConfig(), tool.QuestionTool()))
+	sid := n.NewSession("s")
+	follow := func(from core.Snapshot) map[string]bool {
+		pending := map[string]bool{}
+		for _, b := range from.Blockers {
+			pending[b.ID] = true
+		}
+		evs, err := n.Inst.Events(ctx, sid, from.Cursor, 0)
+		require.NoError(t, err)
+		for _, e := range evs {
+			switch e.Type {
+			case event.StepParked:
+				var p event.Parked
+				require.NoError(t, e.Decode(&p))
+				for _, b := range p.Blockers {
+					pending[b.ID] = true
+				}
+			case event.QuestionAnswered, event.QuestionCancelled:
+				var r event.Resolution
+				require.NoError(t, e.Decode(&r))
+				delete(pending, r.BlockerID)
+			}
+		}
+		return pending
+	}
+	snapshot := func() (core.Snapshot, map[string]bool) {
+		s, err := n.Inst.Snapshot(ctx, sid, 0, 50)
+		require.NoError(t, err)
+		ids := map[string]bool{}
+		for _, b := range s.Blockers {
+			ids[b.ID] = true
+		}
+		return s, ids
+	}
+	s0, _ := snapshot()
+	n.Admit(sid, "ask two")
+	n.Idle()
+	s1, pending1 := snapshot()
+	require.Len(t, pending1, 2)
+	assert.Equal(t, pending1, follow(s0))
+	_, err := n.Inst.Reply(ctx, sid, s1.Blockers[0].ID, core.Reply{ResponseID: "r", Answers: [][]string{{"yes"}}})
+	require.NoError(t, err)
+	n.Idle()
+	_, pending2 := snapshot()
+	require.Len(t, pending2, 1)
+	assert.Equal(t, pending2, follow(s1))
+	assert.Equal(t, pending2, follow(s0))
+	_, err = n.Inst.Interrupt(ctx, sid, event.ReasonUser)
+	require.NoError(t, err)
+	_, pending3 := snapshot()
+	assert.Empty(t, pending3)
+	assert.Equal(t, pending3, follow(s1))
+}
