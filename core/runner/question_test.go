@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -18,6 +19,7 @@ import (
 	"github.com/revenantrt/revenant/core/runner"
 	"github.com/revenantrt/revenant/core/storage"
 	"github.com/revenantrt/revenant/core/tool"
+	"github.com/revenantrt/revenant/internal/faultvfs"
 	"github.com/revenantrt/revenant/internal/treetest"
 )
 
@@ -683,4 +685,42 @@ func TestSnapshotAndStreamConverge(t *testing.T) {
 	_, pending3 := snapshot()
 	assert.Empty(t, pending3)
 	assert.Equal(t, pending3, follow(s1))
+}
+
+// A reply whose commit is reported failed although it was durable (a late
+// IOERR), or that meets a full disk for 10 s, is one answer: the rerun
+// recognises its own commit instead of losing to itself with a 409.
+func TestReplyThroughStorageFaults(t *testing.T) {
+	for _, fault := range []string{"late-ioerr", "full-10s"} {
+		t.Run(fault, func(t *testing.T) {
+			c := newAskRun(t)
+			f := c.tr.Faults()
+			n := c.boot(t)
+			n.NewSession(c.sid)
+			pid, err := c.admit(n, "p1", "paint it")
+			require.NoError(t, err)
+			n.Idle()
+			q := questions(t, n, c.sid)[0]
+
+			if fault == "late-ioerr" {
+				f.FailLateCommits(1, faultvfs.IOErrFsync)
+			} else {
+				f.FailFor(10*time.Second, faultvfs.Full)
+			}
+			var res core.Resolution
+			waits := c.tr.Drive(func() {
+				res, err = n.Inst.Reply(ctx, c.sid, q.ID, core.Reply{ResponseID: "r1", Answers: [][]string{{"red"}}})
+			})
+			require.NoError(t, err)
+			assert.NotEmpty(t, waits, "the reply met the fault")
+			assert.Equal(t, core.BlockerAnswered, res.State)
+			assert.False(t, res.Duplicate)
+			n.IdleDriving()
+
+			evs := c.tr.Events(c.sid)
+			assert.Len(t, treetest.OfType(evs, event.QuestionAnswered), 1)
+			assert.Equal(t, 1, startedWith(t, evs, event.CauseResolution))
+			assert.Equal(t, "succeeded", c.tr.PromptState(pid))
+		})
+	}
 }
