@@ -49,14 +49,13 @@ func parse(prompt string) directives {
 					d.failMsg = "failure requested by /fail"
 				}
 			}
+		case "task":
+			d.addTask(arg)
 		// Directives of features this build lacks. This is the place to
 		// extend: with durable waits, /ask becomes a call of the question
-		// tool queued like /tool; with sub-agents, /task a call of the task
-		// tool.
+		// tool queued like /tool.
 		case "ask":
 			d.problems = append(d.problems, notYet(name, "question"))
-		case "task":
-			d.problems = append(d.problems, notYet(name, "task"))
 		}
 	}
 	d.words = strings.TrimSpace(strings.Join(words, "\n"))
@@ -101,6 +100,28 @@ func (d *directives) addTool(arg string) {
 		return
 	}
 	d.tools = append(d.tools, toolCall{name: name, args: args})
+}
+
+// BackgroundFlag before a /task prompt asks for a background sub-agent.
+const BackgroundFlag = "--background"
+
+// addTask reads "[--background] PROMPT" into a call of the task tool,
+// queued with the /tool calls in prompt order.
+func (d *directives) addTask(arg string) {
+	background := false
+	if rest, ok := strings.CutPrefix(arg, BackgroundFlag); ok && (rest == "" || unicode.IsSpace(rune(rest[0]))) {
+		background, arg = true, strings.TrimSpace(rest)
+	}
+	if arg == "" {
+		d.problems = append(d.problems, "The /task directive needs a prompt: /task [--background] PROMPT.")
+		return
+	}
+	args, err := json.Marshal(map[string]any{"prompt": arg, "background": background})
+	if err != nil {
+		d.problems = append(d.problems, fmt.Sprintf("The /task directive cannot encode its prompt: %v.", err))
+		return
+	}
+	d.tools = append(d.tools, toolCall{name: "task", args: string(args)})
 }
 
 // addSleep reads a Go duration. Pauses add up, capped at MaxSleep.
