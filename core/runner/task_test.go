@@ -3,7 +3,6 @@ package runner_test
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -333,5 +332,65 @@ func TestForegroundWaiterWokenWhenChildEndIsNotStored(t *testing.T) {
 	n.Admit(sid, "/task /tool fill {}")
 	n.IdleDriving() // returns: neither the child nor the parent hangs
 	assert.True(t, n.Inst.ReadOnly())
-	_ = strings.TrimSpace
+}
+
+// startSleepingChild boots a tree whose root's foreground child sleeps in
+// its model step (on the fake clock) and returns once the child's step has
+// started.
+func startSleepingChild(t *testing.T, tr *treetest.Tree) *treetest.Node {
+	n := tr.Boot(taskRunner(t, tr, offline.New(tr.Clock, offline.Options{}), runner.NewConfig()))
+	n.NewSession("root")
+	sub := n.Inst.Subscribe("root.1", 1024)
+	defer sub.Close()
+	n.Admit("root", "/task /sleep 1h")
+	for ev := range sub.C {
+		if ev.Type == event.StepStarted {
+			return n
+		}
+	}
+	t.Fatal("the child never started a step")
+	return nil
+}
+
+// Interrupting the parent interrupts its foreground child: both turns end
+// interrupted, the job ends, nothing stays claimed.
+func TestInterruptingParentInterruptsForegroundChild(t *testing.T) {
+	tr := treetest.New(t)
+	n := startSleepingChild(t, tr)
+	did, err := n.Inst.Interrupt(ctx, "root", event.ReasonUser)
+	require.NoError(t, err)
+	require.True(t, did)
+	n.Idle()
+	for _, sid := range []string{"root", "root.1"} {
+		terms := treetest.Terminals(tr.Events(sid))
+		require.Len(t, terms, 1, sid)
+		assert.Equal(t, event.ExecutionInterrupted, terms[0].Type, sid)
+	}
+	assert.Equal(t, map[string]string{"root.1": "ended"}, jobStates(tr))
+	noClaims(t, tr)
+}
+
+// A child claim that no live job names (its parent's turn ended while the
+// child's execution was dead) is released by the sweep, not resumed: the
+// child's turn ends aborted and nothing of it runs again.
+func TestStaleChildClaimReleasedNotResumed(t *testing.T) {
+	tr := treetest.New(t)
+	n := startSleepingChild(t, tr)
+	n.Crash()
+
+	// Budget 0: the sweep aborts the root's turn (its claim is older), which
+	// ends the foreground job; the child's claim then has no live job.
+	tr.Cfg = tr.Cfg.WithResumeBudget(0)
+	n2 := tr.Boot(taskRunner(t, tr, offline.New(tr.Clock, offline.Options{}), runner.NewConfig()))
+	n2.Idle()
+	assert.Equal(t, 1, n2.Report.Count(core.Release), "the child's claim released: %+v", n2.Report)
+	child := tr.Events("root.1")
+	assert.Empty(t, treetest.OfType(child, event.ExecutionResumed), "the child was not resumed")
+	terms := treetest.Terminals(child)
+	require.Len(t, terms, 1)
+	var f event.Failed
+	require.NoError(t, terms[0].Decode(&f))
+	assert.Equal(t, core.OrphanMessage, f.Message)
+	assert.Equal(t, map[string]string{"root.1": "ended"}, jobStates(tr))
+	noClaims(t, tr)
 }
