@@ -65,7 +65,7 @@ func buildSetup(getenv func(string) string, clock core.Clock, wordDelay time.Dur
 		return setup{}, err
 	}
 	httpRequest := web.NewHTTPRequest(policy)
-	all := append([]tool.Tool{tool.KVGet(), tool.KVPut(), httpRequest}, webhooks...)
+	all := append([]tool.Tool{tool.KVGet(), tool.KVPut(), tool.Task(), httpRequest}, webhooks...)
 	registry, err := tool.NewRegistry(all...)
 	if err != nil {
 		return setup{}, err
