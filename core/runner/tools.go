@@ -25,6 +25,9 @@ func (t *turn) settle(ctx context.Context, st state, step *stepRow, c callRow) b
 	if known && !st.offered(c.name) {
 		known = false // the session was not offered this tool
 	}
+	if sa, ok := tl.(tool.Subagent); ok && known {
+		tl = t.taskBody(sa) // task.go
+	}
 	if it, ok := tl.(tool.InTree); ok && known {
 		return t.settleInTree(ctx, it, c, IdempotencyKey(st.rootID, t.x.SessionID(), step.id, c.index))
 	}
