@@ -51,6 +51,7 @@ type tree struct {
 	owners map[int64]int
 
 	work     *workload
+	ask      *asker // the clients of its questions (questions.go)
 	actions  []action
 	created  bool
 	reqs     map[uint64]*request
@@ -136,6 +137,7 @@ func newTree(mod *runtime.Module, cfg Config, index int, dir string) *tree {
 	// changes nothing the tree's generator draws.
 	t.work = &workload{rng: rand.New(rand.NewPCG(cfg.Seed^0x9e3779b97f4a7c15, uint64(index)))}
 	t.actions = append([]action{{at: start, kind: actCreate}}, t.work.batch(start, 3+t.killBudget/3)...)
+	t.ask = newAsker(cfg.Seed, index)
 	if rng.Float64() < cfg.DiskFull {
 		t.fillDisk(rng)
 	}
@@ -237,6 +239,9 @@ func (t *tree) run(ctx context.Context) {
 			// client calls, so a claim left now is stranded (and the more
 			// prompts below would hide it).
 			t.checkStranded()
+			if t.listWhenQuiet() {
+				continue
+			}
 			// Spend what is left of the kill budget on more prompts, a few
 			// batches at most.
 			if t.kills < t.killBudget && t.extended < 12 {
@@ -275,6 +280,10 @@ func route(k actionKind) string {
 		return "create"
 	case actPrompt:
 		return "prompt"
+	case actList:
+		return "questions"
+	case actReply:
+		return "reply"
 	}
 	return "interrupt"
 }
@@ -460,6 +469,7 @@ func (t *tree) bootGuest(ctx context.Context) bool {
 		if err == nil {
 			t.noteEpoch(g)
 			t.afterBoot(g, before)
+			t.listAfterBoot()
 			break
 		}
 		t.reap(g)
@@ -577,6 +587,13 @@ func (t *tree) send(ctx context.Context, a action) {
 		req = runtime.Request{Method: http.MethodPost, Path: "/v1/sessions/" + t.id + "/prompt", Body: body}
 	case actInterrupt:
 		req = runtime.Request{Method: http.MethodPost, Path: "/v1/sessions/" + t.id + "/interrupt", Body: []byte(`{}`)}
+	case actList:
+		req = runtime.Request{Method: http.MethodGet, Path: "/v1/sessions/" + t.id + "/questions"}
+	case actReply:
+		req = runtime.Request{Method: http.MethodPost, Path: "/v1/sessions/" + t.id + "/questions/" + a.reply.question, Body: a.reply.body}
+	}
+	if a.ask {
+		t.ask.asks++
 	}
 	req.Header = http.Header{"Content-Type": {"application/json"}}
 	t.resend(ctx, &request{a: a, req: req})
@@ -593,11 +610,18 @@ func (t *tree) resend(ctx context.Context, r *request) {
 	t.nextReq++
 	id := t.nextReq
 	r.to, r.status, r.body = g, 0, nil
-	if r.a.kind == actInterrupt {
+	if r.a.kind != actCreate && r.a.kind != actPrompt {
 		r.sent = t.commitPos()
 	}
 	t.reqs[id] = r
+	if r.a.kind != actReply {
+		t.call(ctx, g, func() error { return g.g.Request(ctx, id, r.req) })
+		return
+	}
+	t.aimAtReplyCommit(g)
+	t.ask.inReply = true
 	t.call(ctx, g, func() error { return g.g.Request(ctx, id, r.req) })
+	t.replyDone(g)
 }
 
 // respond collects a response; at its end the client acts on it.
@@ -642,6 +666,15 @@ func (t *tree) done(r *request) {
 			// Answered only after the interrupt committed: whatever was
 			// admitted before the request has ended by now.
 			t.ledger.Interrupts = append(t.ledger.Interrupts, check.Interrupt{Session: t.id, At: t.now, Sent: r.sent, Answered: t.commitPos()})
+			return
+		}
+	case actList:
+		if r.status == http.StatusOK {
+			t.onListing(r)
+			return
+		}
+	case actReply:
+		if t.onReply(r) {
 			return
 		}
 	}
@@ -919,6 +952,7 @@ func (g *guest) interpose(s runtime.Site) error {
 		g.plan = nil
 		t.kills++
 		c.Kills++
+		t.countReplyKill(s)
 		t.hist[k] = c
 		return errKill
 	}
