@@ -362,6 +362,10 @@ func (ck *checker) session(sid string, log []rec) {
 		case event.ExecutionStarted:
 			execPrompt[e.p.ExecutionID] = e.p.PromptID
 		}
+		if resolution(e) {
+			// Judged whatever turn it names, or none.
+			ck.resolve(sid, e, ck.ledger)
+		}
 		pid := owner(e)
 		if pid == "" {
 			switch {
@@ -404,13 +408,6 @@ func (ck *checker) session(sid string, log []rec) {
 		case event.StepParked:
 			ck.parked(sid, e, tr)
 			ck.res.Questions += len(e.p.Blockers)
-		case event.QuestionAnswered, event.QuestionCancelled:
-			ck.resolve(sid, e, ck.ledger)
-			if e.Type == event.QuestionAnswered {
-				ck.res.Answered++
-			} else {
-				ck.res.Cancelled++
-			}
 		case event.ExecutionStarted:
 			if e.p.Cause == event.CauseResolution && tr.parked != nil && tr.parked.continued == e {
 				ck.res.Continued++

@@ -89,6 +89,11 @@ func (ck *checker) parked(sid string, e *rec, tr *turn) {
 // resolve records a question's resolution: the first one only, and by a
 // client's reply or the user's interrupt only.
 func (ck *checker) resolve(sid string, e *rec, l *Ledger) {
+	if e.Type == event.QuestionAnswered {
+		ck.res.Answered++
+	} else {
+		ck.res.Cancelled++
+	}
 	q := ck.questions[e.p.BlockerID]
 	switch {
 	case q == nil:
