@@ -62,6 +62,7 @@ type park struct {
 	e         *rec
 	ids       []string
 	continued *rec
+	broken    bool // a violation of whileParked was reported: one per park
 }
 
 // resolution reports whether e resolves a question.
@@ -128,19 +129,23 @@ func (ck *checker) resolve(sid string, e *rec, l *Ledger) {
 // only its questions' resolutions and its end may come.
 func (ck *checker) whileParked(sid string, e *rec, tr *turn) {
 	p := tr.parked
-	if p == nil || p.continued != nil || resolution(e) {
+	if p == nil || p.continued != nil || p.broken || resolution(e) {
 		return
+	}
+	fail := func(format string, args ...any) {
+		p.broken = true
+		ck.fail(sid, e, RuleContinuation, format, args...)
 	}
 	switch e.Type {
 	case event.ExecutionStarted:
 		if e.p.Cause != event.CauseResolution {
-			ck.fail(sid, e, RuleContinuation, "the parked turn of %s starts an execution (cause %q) without the resolution of its questions", tr.id, e.p.Cause)
+			fail("the parked turn of %s starts an execution (cause %q) without the resolution of its questions", tr.id, e.p.Cause)
 			return
 		}
 		for _, id := range p.ids {
 			q := ck.questions[id]
 			if q.resolved == nil || q.resolved.Type != event.QuestionAnswered {
-				ck.fail(sid, e, RuleContinuation, "the parked turn of %s continues while question %s is not answered", tr.id, id)
+				fail("the parked turn of %s continues while question %s is not answered", tr.id, id)
 				return
 			}
 		}
@@ -152,9 +157,9 @@ func (ck *checker) whileParked(sid string, e *rec, tr *turn) {
 		if e.Type == event.ExecutionFailed && e.p.Kind == event.FailAborted {
 			return // a claim older than the configured maximum age
 		}
-		ck.fail(sid, e, RuleContinuation, "the parked turn of %s ends %s: a kill, shutdown or eviction must leave it waiting", tr.id, endName(*e))
+		fail("the parked turn of %s ends %s: a kill, shutdown or eviction must leave it waiting", tr.id, endName(*e))
 	default:
-		ck.fail(sid, e, RuleContinuation, "%s is written for the parked turn of %s before any continuation", e.Type, tr.id)
+		fail("%s is written for the parked turn of %s before any continuation", e.Type, tr.id)
 	}
 }
 
