@@ -65,12 +65,33 @@ type asker struct {
 	// replyKills are the kills while a reply request ran; commitKills
 	// those right after one of its commits (the reply's own, mostly).
 	replyKills, commitKills int
-	inReply                 bool
-	commitPlan              *plan
+	// reserve is the part of the kill budget kept for aimAtReplyCommit
+	// (replies come late, after ordinary plans spent the rest); a tree
+	// that goes quiet releases it.
+	reserve    int
+	inReply    bool
+	commitPlan *plan
 }
 
-func newAsker(seed uint64, index int) *asker {
-	return &asker{rng: rand.New(rand.NewPCG(seed^0x2545f4914f6cdd1d, uint64(index))), putOff: map[string]int{}, handled: map[string]bool{}, quietPos: -1}
+func newAsker(seed uint64, index, killBudget int) *asker {
+	return &asker{rng: rand.New(rand.NewPCG(seed^0x2545f4914f6cdd1d, uint64(index))), putOff: map[string]int{}, handled: map[string]bool{}, quietPos: -1,
+		reserve: min(2, killBudget/4)}
+}
+
+// mayKill reports whether plan p (nil: a new ordinary plan) may still
+// kill: an ordinary one leaves the reserve for replies.
+func (t *tree) mayKill(p *plan) bool {
+	if p != nil && p == t.ask.commitPlan {
+		return t.kills < t.killBudget
+	}
+	return t.kills < t.killBudget-t.ask.reserve
+}
+
+// spentOnReply takes a kill of p out of the reserve if p is a reply's.
+func (t *tree) spentOnReply(p *plan) {
+	if p == t.ask.commitPlan && t.ask.reserve > 0 {
+		t.ask.reserve--
+	}
 }
 
 // listed is a pending question as GET …/questions shows it.
@@ -241,7 +262,7 @@ func (t *tree) listWhenQuiet() bool {
 // first commit of the reply about to be sent: the reply is durable, its
 // answer never arrives, and the client sends it again to the successor.
 func (t *tree) aimAtReplyCommit(g *guest) {
-	if t.kills >= t.killBudget || t.rng.IntN(3) != 0 {
+	if t.kills >= t.killBudget || t.rng.IntN(2) != 0 {
 		return
 	}
 	g.plan = &plan{target: SiteKey{Import: abi.ImportSQLCommit, Phase: runtime.PhaseServe, After: true}, nth: 1, window: 1 << 30}

@@ -137,7 +137,7 @@ func newTree(mod *runtime.Module, cfg Config, index int, dir string) *tree {
 	// changes nothing the tree's generator draws.
 	t.work = &workload{rng: rand.New(rand.NewPCG(cfg.Seed^0x9e3779b97f4a7c15, uint64(index)))}
 	t.actions = append([]action{{at: start, kind: actCreate}}, t.work.batch(start, 3+t.killBudget/3)...)
-	t.ask = newAsker(cfg.Seed, index)
+	t.ask = newAsker(cfg.Seed, index, t.killBudget)
 	if rng.Float64() < cfg.DiskFull {
 		t.fillDisk(rng)
 	}
@@ -159,11 +159,13 @@ var vfsSeq atomic.Uint64
 
 // fillDisk gives the tree a few windows of virtual time in which every
 // write fails as on a full disk or a failing device, over the stretch its
-// workload runs in: each opens within half a second of one of its prompts
-// arriving and lasts longer than that, so either that prompt's admission
-// meets it or, opening just after, the turn running then; and so may the
-// turns after. (Windows spread over a fixed three minutes mostly opened
-// after a short workload had gone quiet, and failed nothing.) Storage
+// workload runs in: each opens within half a second before one of its
+// prompts arrives, so that prompt's admission meets it, and so may the
+// turn running then and the turns after. (Windows spread over a fixed
+// three minutes mostly opened after a short workload had gone quiet, and
+// failed nothing; windows opening just after a prompt's admission failed
+// nothing when the prompt only queued behind a turn waiting for an
+// answer.) Storage
 // faults are transient to core: it retries the write, and past its window
 // it fails the turn with failed{type:"storage"}.
 //
@@ -183,7 +185,7 @@ func (t *tree) fillDisk(rng *rand.Rand) {
 	for range 1 + rng.IntN(3) {
 		// Not before the first boot's instant: the host creates the file
 		// then, and a host that cannot create it never runs the tree.
-		from := max(prompts[rng.IntN(len(prompts))]-500+int64(rng.IntN(1000)), start+1)
+		from := max(prompts[rng.IntN(len(prompts))]-1-int64(rng.IntN(500)), start+1)
 		length := int64(600 + rng.IntN(40_000))
 		code := faultvfs.Full
 		if rng.IntN(3) == 0 {
@@ -244,6 +246,7 @@ func (t *tree) run(ctx context.Context) {
 			}
 			// Spend what is left of the kill budget on more prompts, a few
 			// batches at most.
+			t.ask.reserve = 0 // no reply to kill in: spend it like the rest
 			if t.kills < t.killBudget && t.extended < 12 {
 				t.extended++
 				t.actions = append(t.actions, t.work.batch(t.now, 3)...)
@@ -435,7 +438,7 @@ func (t *tree) instantiate(ctx context.Context) (*guest, error) {
 	g := &guest{t: t, boot: t.boots, conn: c, timers: map[uint64]due{}, egress: map[uint64]*reply{},
 		rng: rand.New(rand.NewPCG(t.rng.Uint64(), t.rng.Uint64()))}
 	g.watch()
-	if t.kills < t.killBudget {
+	if t.mayKill(nil) {
 		g.plan = newPlan(t.rng, t.seen, true)
 	}
 	g.g, err = t.mod.Instantiate(ctx, runtime.Options{Conn: c, Services: g, Interpose: g.interpose, Watchdog: time.Minute})
@@ -945,10 +948,11 @@ func (g *guest) interpose(s runtime.Site) error {
 	c := t.hist[k]
 	c.Seen++
 	t.noteSeen(s)
-	if g.plan == nil && t.kills < t.killBudget {
+	if g.plan == nil && t.mayKill(nil) {
 		g.plan = newPlan(t.rng, t.seen, false)
 	}
-	if g.plan != nil && t.kills < t.killBudget && g.plan.at(s) {
+	if g.plan != nil && t.mayKill(g.plan) && g.plan.at(s) {
+		t.spentOnReply(g.plan)
 		g.plan = nil
 		t.kills++
 		c.Kills++

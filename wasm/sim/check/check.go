@@ -117,7 +117,7 @@ func Tree(path string, ledger *Ledger, opts Options) (Result, error) {
 		return Result{}, fmt.Errorf("check %s: %w", opts.Label, err)
 	}
 	ck := &checker{opts: opts, h: h, calls: map[string]*call{}, turns: map[string]*turn{}, queued: map[string]int{},
-		questions: map[string]*question{}, roots: map[string]string{}, waitingIn: map[string]bool{}, ledger: ledger,
+		questions: map[string]*question{}, asking: map[string]bool{}, roots: map[string]string{}, waitingIn: map[string]bool{}, ledger: ledger,
 		res: Result{Ends: map[string]int{}}}
 	for _, sid := range h.order {
 		ck.session(sid, h.logs[sid])
@@ -187,7 +187,8 @@ type payload struct {
 	RootID      string           `json:"root_id"`
 	// A park's blockers; a resolution's blocker and response.
 	Blockers []struct {
-		ID string `json:"id"`
+		ID     string `json:"id"`
+		CallID string `json:"call_id"`
 	} `json:"blockers"`
 	BlockerID  string `json:"blocker_id"`
 	ResponseID string `json:"response_id"`
@@ -274,6 +275,7 @@ type checker struct {
 	// each session to its root; waitingIn are the sessions whose open
 	// turn is parked with a question pending at quiescence.
 	questions map[string]*question
+	asking    map[string]bool // calls that asked a question
 	roots     map[string]string
 	waitingIn map[string]bool
 	ledger    *Ledger
@@ -400,7 +402,7 @@ func (ck *checker) session(sid string, log []rec) {
 			ck.fail(sid, e, RuleZombie, "step %s of execution %s is written after execution %s replaced it",
 				e.p.StepID, stepExec[e.p.StepID], current)
 		}
-		if progress(*e) {
+		if progress(*e) || ck.answeredSettlement(e) {
 			tr.resumes = 0
 		}
 		ck.whileParked(sid, e, tr)

@@ -65,6 +65,13 @@ type park struct {
 	broken    bool // a violation of whileParked was reported: one per park
 }
 
+// answeredSettlement reports whether e settles a call that asked a
+// question, from its committed answers: progress, as core counts it (the
+// person's answer will not be asked again), though no tool body ran.
+func (ck *checker) answeredSettlement(e *rec) bool {
+	return e.Type == event.ToolSettled && ck.asking[e.p.CallID]
+}
+
 // resolution reports whether e resolves a question.
 func resolution(e *rec) bool {
 	return e.Type == event.QuestionAnswered || e.Type == event.QuestionCancelled
@@ -82,6 +89,7 @@ func (ck *checker) parked(sid string, e *rec, tr *turn) {
 			continue
 		}
 		ck.questions[b.ID] = &question{id: b.ID, session: sid, prompt: tr.id, step: e.p.StepID, asked: e, park: p}
+		ck.asking[b.CallID] = true
 		p.ids = append(p.ids, b.ID)
 	}
 	tr.parked, tr.resumes = p, 0 // a parked turn consumes no budget (§6.3)
