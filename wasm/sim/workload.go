@@ -133,15 +133,22 @@ func (w *workload) prompt(at int64) action {
 	return a
 }
 
-// asking is the directives of a prompt that asks: a question alone, after
-// a tool call in the step before, two questions one after the other (the
-// second asked by the continuation of the first), or a question whose
+// asking is the directives of a prompt that asks: a question alone, one
+// call of the question tool asking two questions with choices, a question
+// after a tool call in the step before, two questions one after the other
+// (the second asked by the continuation of the first), or a question whose
 // continuation sleeps (a kill can land in it).
 func (w *workload) asking(n, kind int) []string {
 	q := func(i int) string { return fmt.Sprintf("/ask question %d.%d: which colour?", n, i) }
 	switch kind {
-	case 0, 1:
+	case 0:
 		return []string{q(1)}
+	case 1:
+		args, _ := json.Marshal(map[string]any{"questions": []map[string]any{
+			{"question": fmt.Sprintf("question %d.1: which size?", n), "choices": []string{"small", "large"}},
+			{"question": fmt.Sprintf("question %d.2: which toppings?", n), "choices": []string{"basil", "olives", "capers"}, "multiple": true},
+		}})
+		return []string{"/tool question " + string(args)}
 	case 2:
 		args, _ := json.Marshal(map[string]any{"n": n, "line": 0})
 		return []string{fmt.Sprintf("/tool %s %s", toolIHook, args), q(1)}
