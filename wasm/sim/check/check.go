@@ -89,7 +89,8 @@ type Result struct {
 	// resolved so (Cancelled by a reply, a sibling's cancel or an
 	// interrupt); Continued the parks continued from their answers.
 	Questions, Answered, Cancelled, Continued int
-	Violations                                []Violation
+
+	Violations []Violation
 }
 
 // Tree checks the tree database at path, at quiescence, against the ledger
