@@ -25,8 +25,9 @@ build: guest
 
 # The core compiled to a wasip1 reactor for one tree. Its files build only
 # for wasip1, so ./... on the host skips them; cross vets them.
+# The flags are internal/guestbuild.Flags (tests build the same guest).
 guest:
-	GOOS=wasip1 GOARCH=wasm $(GO) build -buildmode=c-shared -o bin/revenant.wasm ./wasm/guest
+	GOOS=wasip1 GOARCH=wasm $(GO) build -buildmode=c-shared -trimpath -ldflags='-s -w' -o bin/revenant.wasm ./wasm/guest
 
 test: unit js fuzz
 
