@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/revenantrt/revenant/internal/guestbuild"
 	"github.com/revenantrt/revenant/wasm/abi"
 	"github.com/revenantrt/revenant/wasm/runtime"
 )
@@ -206,4 +207,24 @@ func TestTrapAndWatchdogReplaceTheGuest(t *testing.T) {
 	snap := e.snapshot()
 	require.Equal(t, "idle", snap.Status, "%+v", snap)
 	require.Equal(t, map[string]int{"session.execution.succeeded@1": 1}, e.terminals())
+}
+
+// With CompileOptions.Interruptible, wazero stops the guest anywhere; the
+// watchdog fails the call the same way.
+func TestInterruptibleWatchdog(t *testing.T) {
+	m, err := runtime.Compile(context.Background(), guestbuild.Must(t), runtime.CompileOptions{CacheDir: guestbuild.CacheDir(), Interruptible: true})
+	require.NoError(t, err)
+	t.Cleanup(func() { m.Close(context.Background()) })
+	e := newEnv(t, 5, offlineConfig())
+	f := &flaky{services: e.s}
+	g, err := m.Instantiate(context.Background(), runtime.Options{Conn: e.conn, Services: f, Watchdog: 200 * time.Millisecond})
+	require.NoError(t, err)
+	t.Cleanup(func() { g.Close(context.Background()) })
+	e.g = g
+	require.NoError(t, g.Boot(context.Background(), e.cfg))
+	e.createAndPrompt("stall me")
+	f.stall = time.Second
+	require.ErrorIs(t, g.Wake(context.Background()), runtime.ErrWatchdog)
+	require.True(t, g.Closed())
+	require.False(t, e.conn.InTx())
 }

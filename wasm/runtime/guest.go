@@ -372,7 +372,7 @@ func (g *Guest) callContext(ctx context.Context) (context.Context, context.Cance
 func (g *Guest) run(ctx context.Context, export string, params []uint64) error {
 	g.failMsg, g.killed = "", nil
 	res, err := g.fn(export).Call(ctx, params...)
-	if err != nil {
+	if err = overran(ctx, err); err != nil {
 		return g.failed(export, err)
 	}
 	status := abi.Status(int32(res[0]))
@@ -381,6 +381,9 @@ func (g *Guest) run(ctx context.Context, export string, params []uint64) error {
 			return g.failed(export, fmt.Errorf("never quiescent after %d pumps: %w", maxPumps, ErrWatchdog))
 		}
 		if res, err = g.fn(abi.ExportPump).Call(ctx); err != nil {
+			return g.failed(export, err)
+		}
+		if err = overran(ctx, nil); err != nil {
 			return g.failed(export, err)
 		}
 		status = abi.Status(int32(res[0]))
@@ -396,6 +399,16 @@ func (g *Guest) run(ctx context.Context, export string, params []uint64) error {
 		return fmt.Errorf("%s: %w", export, ErrNotBooted)
 	}
 	return g.failed(export, fmt.Errorf("unknown status %d", status))
+}
+
+// overran is a call's error, or for a call that returned past its
+// watchdog one wrapping ErrWatchdog: a call past the bound is a trap
+// (docs/abi.md), though the guest reached no import to stop at.
+func overran(ctx context.Context, err error) error {
+	if err == nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return fmt.Errorf("returned past its watchdog: %w", ErrWatchdog)
+	}
+	return err
 }
 
 // failed closes the guest after a call died and says why.

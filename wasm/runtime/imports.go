@@ -33,6 +33,7 @@ func instantiateImports(ctx context.Context, r wazero.Runtime) error {
 	for _, h := range hostFns {
 		h := h
 		b.NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(func(ctx context.Context, mod api.Module, stack []uint64) {
+			interrupted(ctx, mod)
 			h.fn(guestFrom(ctx), ctx, mod, stack)
 		}), h.params, h.results).Export(h.name)
 	}
@@ -257,6 +258,25 @@ func (g *Guest) read(mod api.Module, ptr, n uint64) []byte {
 func (g *Guest) setResult(res []byte) uint64 {
 	g.result = res
 	return uint64(len(res))
+}
+
+// interrupted stops the guest at an import once the call's context is done
+// (its watchdog fired, or the caller cancelled it), as wazero's
+// close-on-context-done would at a loop: the module closes with the exit
+// code wazero uses, so the call fails the same way (Guest.failed). Close
+// from another goroutine needs nothing here: wazero fails the import's
+// return into a closed module.
+func interrupted(ctx context.Context, mod api.Module) {
+	err := ctx.Err()
+	if err == nil {
+		return
+	}
+	code := sys.ExitCodeContextCanceled
+	if errors.Is(err, context.DeadlineExceeded) {
+		code = sys.ExitCodeDeadlineExceeded
+	}
+	_ = mod.CloseWithExitCode(ctx, code)
+	panic(sys.NewExitError(code))
 }
 
 // interpose lets Options.Interpose kill the guest at this site: the module

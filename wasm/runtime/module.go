@@ -37,9 +37,11 @@ func Compile(ctx context.Context, wasm []byte, opts CompileOptions) (*Module, er
 	} else {
 		cache = wazero.NewCompilationCache()
 	}
-	// Close-on-context-done is what makes the watchdog (and Close from
-	// another goroutine) able to stop a guest stuck in a loop.
-	cfg := wazero.NewRuntimeConfig().WithCompilationCache(cache).WithCloseOnContextDone(true)
+	// Close-on-context-done stops a guest stuck in a loop anywhere, at the
+	// price of a call out of the compiled code at every loop header: Go's
+	// wasm code runs 7-18 times slower with it (docs/RATIONALE.md, "A lean
+	// guest"). Without it the imports stop the guest (interrupted).
+	cfg := wazero.NewRuntimeConfig().WithCompilationCache(cache).WithCloseOnContextDone(opts.Interruptible)
 	r := wazero.NewRuntimeWithConfig(ctx, cfg)
 	if _, err := wasi_snapshot_preview1.Instantiate(ctx, r); err != nil {
 		r.Close(ctx)
@@ -49,7 +51,9 @@ func Compile(ctx context.Context, wasm []byte, opts CompileOptions) (*Module, er
 		r.Close(ctx)
 		return nil, fmt.Errorf("compile guest: imports: %w", err)
 	}
-	compiled, err := r.CompileModule(ctx, wasm)
+	// One data segment instead of Go's tens of thousands: the same memory,
+	// for less than half the cost of each instantiation (dataseg.go).
+	compiled, err := r.CompileModule(ctx, coalesceData(wasm))
 	if err != nil {
 		r.Close(ctx)
 		return nil, fmt.Errorf("compile guest: %w", err)
