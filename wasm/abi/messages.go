@@ -1,6 +1,7 @@
 package abi
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 	"net/http"
@@ -285,7 +286,18 @@ type Statement struct {
 
 // Encode returns the wire form, or an error for an unsupported argument.
 func (s Statement) Encode() ([]byte, error) {
-	var e Encoder
+	// Sized up front: one allocation per statement (the guest encodes one
+	// per SQL call, and allocation is dear in wasm).
+	size := len(s.Query) + binary.MaxVarintLen64*(2+len(s.Args))
+	for _, a := range s.Args {
+		switch x := a.(type) {
+		case string:
+			size += len(x)
+		case []byte:
+			size += len(x)
+		}
+	}
+	e := Encoder{b: make([]byte, 0, size)}
 	e.String(s.Query)
 	e.Uvarint(uint64(len(s.Args)))
 	for i, a := range s.Args {
@@ -392,9 +404,11 @@ func (r Rows) Encode() ([]byte, error) {
 	return e.Bytes(), nil
 }
 
-// DecodeRows reads Rows.
+// DecodeRows reads Rows. Its cells share one backing array, and the rows
+// one slice: three allocations per result besides its strings and large
+// integers, whatever its size (the guest decodes one per query).
 func DecodeRows(b []byte) (Rows, error) {
-	d := NewDecoder(b)
+	d := Decoder{b: b}
 	var r Rows
 	nc := d.Count()
 	r.Columns = make([]string, 0, nc)
@@ -402,16 +416,25 @@ func DecodeRows(b []byte) (Rows, error) {
 		r.Columns = append(r.Columns, d.String())
 	}
 	nr := d.Count()
-	if nc == 0 && nr > 0 {
+	switch {
+	case nc == 0 && nr > 0:
 		d.fail("%d rows without columns", nr)
+	case nr > 0 && uint64(nr)*uint64(nc) > uint64(len(d.b)):
+		// Every value takes at least its tag byte.
+		d.fail("%d rows of %d columns past the buffer", nr, nc)
 	}
-	for range nr {
+	if d.err != nil || nr == 0 {
+		return r, d.Finish()
+	}
+	cells := make([]any, nr*nc)
+	r.Values = make([][]any, 0, nr)
+	for i := range nr {
+		row := cells[i*nc : (i+1)*nc : (i+1)*nc]
+		for j := range row {
+			row[j] = decodeValue(&d)
+		}
 		if d.err != nil {
 			break
-		}
-		row := make([]any, nc)
-		for i := range row {
-			row[i] = decodeValue(d)
 		}
 		r.Values = append(r.Values, row)
 	}

@@ -13,7 +13,8 @@ import (
 // take, otherwise abi.ResultOK and its payload, or abi.ResultError and an
 // encoded abi.SQLError. A statement is an encoded abi.Statement. In the
 // guest the calls are the wasm imports; natively, the runtime's import
-// bodies over a host connection.
+// bodies over a host connection. A result is valid until the next call
+// (the guest reuses its buffer): DB reads each before making another.
 type SQL interface {
 	Begin() []byte
 	Exec(stmt []byte) []byte
