@@ -228,3 +228,39 @@ func TestInterruptibleWatchdog(t *testing.T) {
 	require.True(t, g.Closed())
 	require.False(t, e.conn.InTx())
 }
+
+// Close from another goroutine while a call runs in the guest (here: in
+// its sql_commit import): the call fails with ErrGuestClosed, the guest's
+// memory stays mapped until it returned (it is unmapped then, not while
+// guest code may run), and a fresh guest finishes the turn.
+func TestCloseDuringCall(t *testing.T) {
+	e := newEnv(t, 12, offlineConfig())
+	armed, closed := false, false
+	interpose := func(s runtime.Site) error {
+		if !armed || closed || s.Import != abi.ImportSQLCommit || s.After {
+			return nil
+		}
+		closed = true
+		done := make(chan struct{})
+		g := e.g
+		go func() {
+			defer close(done)
+			require.NoError(t, g.Close(context.Background()))
+		}()
+		<-done
+		return nil
+	}
+	require.NoError(t, e.boot(runtime.Options{Interpose: interpose}))
+	e.createAndPrompt("close me")
+	armed = true
+	err := e.drive(120_000)
+	require.ErrorIs(t, err, runtime.ErrGuestClosed)
+	require.True(t, closed)
+	require.True(t, e.g.Closed())
+	require.False(t, e.conn.InTx())
+
+	clear(e.s.timers)
+	require.NoError(t, e.boot(runtime.Options{}))
+	require.NoError(t, e.drive(600_000))
+	require.Equal(t, map[string]int{"session.execution.succeeded@1": 1}, e.terminals())
+}

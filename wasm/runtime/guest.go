@@ -37,6 +37,7 @@ const (
 type Guest struct {
 	m    *Module
 	mod  api.Module
+	mem  *reservedMemory // the module's memory; released once no call can run
 	opts Options
 	log  *slog.Logger
 	fns  map[string]api.Function
@@ -272,6 +273,7 @@ func (g *Guest) Close(ctx context.Context) error {
 			g.broken = ErrGuestClosed
 		}
 		g.rollback()
+		g.mem.release() // no call runs, and none will start
 		g.mu.Unlock()
 	}
 	return err
@@ -433,6 +435,7 @@ func (g *Guest) failed(export string, err error) error {
 	if !g.mod.IsClosed() {
 		_ = g.mod.CloseWithExitCode(context.Background(), exitClosed)
 	}
+	g.mem.release() // the call returned: no guest code runs any more
 	g.log.Warn("wasm guest failed; it must be replaced", "export", export, "err", err, "stderr", g.stderr.String())
 	return fmt.Errorf("%s: %w: %w%s", export, kind, err, g.stderr.tail())
 }

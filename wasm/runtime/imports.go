@@ -263,10 +263,13 @@ func (g *Guest) setResult(res []byte) uint64 {
 // interrupted stops the guest at an import once the call's context is done
 // (its watchdog fired, or the caller cancelled it), as wazero's
 // close-on-context-done would at a loop: the module closes with the exit
-// code wazero uses, so the call fails the same way (Guest.failed). Close
-// from another goroutine needs nothing here: wazero fails the import's
-// return into a closed module.
+// code wazero uses, so the call fails the same way (Guest.failed). A guest
+// closed from another goroutine (Guest.Close) stops here too, before the
+// import does anything.
 func interrupted(ctx context.Context, mod api.Module) {
+	if mod.IsClosed() {
+		panic(sys.NewExitError(exitClosed))
+	}
 	err := ctx.Err()
 	if err == nil {
 		return

@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	goruntime "runtime"
 	"sync/atomic"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 	"github.com/tetratelabs/wazero/sys"
 
@@ -98,19 +100,28 @@ func (m *Module) Instantiate(ctx context.Context, opts Options) (*Guest, error) 
 		WithOsyield(func() {}).
 		WithRandSource(randReader{s})
 	cctx := context.WithValue(ctx, guestKey{}, g)
+	alloc, mem := newMemoryAllocator()
+	if alloc != nil {
+		cctx = experimental.WithMemoryAllocator(cctx, alloc)
+	}
 	mod, err := m.r.InstantiateModule(cctx, m.compiled, cfg)
 	if err != nil {
+		mem.release()
 		return nil, fmt.Errorf("instantiate guest: %w%s", err, g.stderr.tail())
 	}
-	g.mod = mod
+	g.mod, g.mem = mod, mem
+	// A guest dropped without Close still gives its memory back.
+	goruntime.AddCleanup(g, (*reservedMemory).release, mem)
 	res, err := g.fn(abi.ExportVersion).Call(cctx)
 	if err != nil {
 		mod.Close(ctx)
+		mem.release()
 		return nil, fmt.Errorf("instantiate guest: read ABI version: %w", err)
 	}
 	major, minor := abi.UnpackVersion(uint32(res[0]))
 	if major != abi.Major {
 		mod.Close(ctx)
+		mem.release()
 		return nil, fmt.Errorf("instantiate guest: guest ABI %d.%d, host %d.%d: %w", major, minor, abi.Major, abi.Minor, ErrVersion)
 	}
 	g.guestMinor = minor
