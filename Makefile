@@ -81,7 +81,7 @@ cross:
 	GOOS=js GOARCH=wasm $(GO) vet -tags revenant_testroutes ./durableobject/... ./worker/...
 
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./core/... ./recovery/ ./host/... ./wasm/runtime/
+	$(GO) test -run '^$$' -bench . -benchmem ./core/... ./recovery/ ./host/... ./wasm/runtime/ ./wasm/guestdb/
 
 # The local server: offline model, embedded SQLite under data/, loopback.
 # REVENANT_ADDR, REVENANT_DATA and REVENANT_TOKENS are read from the
