@@ -404,16 +404,44 @@ func (r Rows) Encode() ([]byte, error) {
 	return e.Bytes(), nil
 }
 
+// Names interns column names across results: a decoder of many results of
+// the same statements (the guest's) allocates each name once. The zero
+// value is ready; it is not safe for concurrent use.
+type Names struct{ m map[string]string }
+
+// maxNames bounds a Names: names past it are allocated per result.
+const maxNames = 1024
+
+func (n *Names) intern(b []byte) string {
+	if n == nil {
+		return string(b)
+	}
+	if s, ok := n.m[string(b)]; ok {
+		return s
+	}
+	s := string(b)
+	if n.m == nil {
+		n.m = map[string]string{}
+	}
+	if len(n.m) < maxNames {
+		n.m[s] = s
+	}
+	return s
+}
+
 // DecodeRows reads Rows. Its cells share one backing array, and the rows
 // one slice: three allocations per result besides its strings and large
 // integers, whatever its size (the guest decodes one per query).
-func DecodeRows(b []byte) (Rows, error) {
+func DecodeRows(b []byte) (Rows, error) { return DecodeRowsNames(b, nil) }
+
+// DecodeRowsNames is DecodeRows taking column names from names (nil: none).
+func DecodeRowsNames(b []byte, names *Names) (Rows, error) {
 	d := Decoder{b: b}
 	var r Rows
 	nc := d.Count()
 	r.Columns = make([]string, 0, nc)
 	for range nc {
-		r.Columns = append(r.Columns, d.String())
+		r.Columns = append(r.Columns, names.intern(d.raw()))
 	}
 	nr := d.Count()
 	switch {

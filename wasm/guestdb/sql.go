@@ -56,8 +56,12 @@ func status(res []byte) error {
 }
 
 // tx is storage.Tx over the imports: each statement crosses in its wire
-// form and its answer comes back decoded.
-type tx struct{ sql SQL }
+// form and its answer comes back decoded, its column names interned in the
+// DB's names (its mutex held).
+type tx struct {
+	sql   SQL
+	names *abi.Names
+}
 
 func (t tx) Exec(query string, args ...any) (int64, error) {
 	b, err := abi.Statement{Query: query, Args: args}.Encode()
@@ -82,7 +86,7 @@ func (t tx) Query(query string, args ...any) (*storage.Rows, error) {
 	if err != nil {
 		return nil, err
 	}
-	rows, err := abi.DecodeRows(res)
+	rows, err := abi.DecodeRowsNames(res, t.names)
 	if err != nil {
 		return nil, err
 	}
