@@ -189,12 +189,14 @@ func BenchmarkSQLRoundTrip(b *testing.B) {
 	b.Run("abi", func(b *testing.B) {
 		e := newEnv(b, 1, offlineConfig())
 		require.NoError(b, e.boot(runtime.Options{}))
+		cpu0 := cpuTime()
 		for b.Loop() {
 			if err := e.g.DiagSQL(ctx, sqlBatch); err != nil {
 				b.Fatal(err)
 			}
 		}
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*sqlBatch), "ns/stmt")
+		b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/float64(b.N*sqlBatch), "cpu-ns/stmt")
 	})
 	b.Run("native", func(b *testing.B) {
 		db, err := sqlitedb.Open(filepath.Join(b.TempDir(), "native.db"), sqlitedb.Options{})
