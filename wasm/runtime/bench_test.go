@@ -27,6 +27,7 @@ import (
 	"github.com/revenantrt/revenant/recovery"
 	"github.com/revenantrt/revenant/sqlitedb"
 	"github.com/revenantrt/revenant/wasm/runtime"
+	"github.com/revenantrt/revenant/wasm/sim"
 )
 
 // benchEnv is a booted guest with one idle session.
@@ -315,3 +316,19 @@ func (o oneTree) List(context.Context, string, string, int) ([]api.TreeInfo, str
 }
 
 func (o oneTree) Delete(context.Context, string) error { return errors.New("not supported") }
+
+// BenchmarkSimCampaign: a tenth of `make simulate`'s default campaign
+// (seed 1, 20 sessions, 210 kills), whose cost is mostly guests created,
+// booted and driven through the ABI: the simulator's figure, per campaign.
+func BenchmarkSimCampaign(b *testing.B) {
+	wasm := guestbuild.Must(b)
+	cfg := sim.DefaultConfig(1)
+	cfg.Sessions, cfg.Kills, cfg.CacheDir = 20, 210, guestbuild.CacheDir()
+	cpu0 := cpuTime()
+	for b.Loop() {
+		res, err := sim.Run(context.Background(), cfg, wasm)
+		require.NoError(b, err)
+		require.Empty(b, res.Violations)
+	}
+	b.ReportMetric(float64((cpuTime()-cpu0).Milliseconds())/float64(b.N), "cpu-ms/op")
+}
