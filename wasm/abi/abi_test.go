@@ -1,6 +1,8 @@
 package abi_test
 
 import (
+	"unsafe"
+
 	"fmt"
 	"net/http"
 	"os"
@@ -355,4 +357,21 @@ func TestSpecNamesVersionAndEveryFunction(t *testing.T) {
 	} {
 		require.Contains(t, doc, "| `"+name+"` |", "a row for %s", name)
 	}
+}
+
+// Names hands out one string per column name across results, up to its
+// bound, and decodes the same rows as DecodeRows.
+func TestDecodeRowsNames(t *testing.T) {
+	b, err := abi.Rows{Columns: []string{"session_id", "seq"}, Values: [][]any{{"s", int64(7)}, {nil, int64(300)}}}.Encode()
+	require.NoError(t, err)
+	var names abi.Names
+	first, err := abi.DecodeRowsNames(b, &names)
+	require.NoError(t, err)
+	plain, err := abi.DecodeRows(b)
+	require.NoError(t, err)
+	require.Equal(t, plain, first)
+	again, err := abi.DecodeRowsNames(b, &names)
+	require.NoError(t, err)
+	require.Same(t, unsafe.StringData(first.Columns[0]), unsafe.StringData(again.Columns[0]), "interned")
+	require.NotSame(t, unsafe.StringData(plain.Columns[0]), unsafe.StringData(first.Columns[0]))
 }
