@@ -557,3 +557,80 @@ func TestTaskBlockerTakesNoReply(t *testing.T) {
 	assert.Len(t, tr.Events("root"), before, "nothing written")
 	assert.True(t, pendingTask(tr, "root"))
 }
+
+// rootScript answers the root's prompt "go" with the script and every
+// other prompt (the child's) with the offline model.
+type rootScript struct {
+	script  *scriptModel
+	offline model.Model
+}
+
+func (m rootScript) Name() string { return "root-script" }
+
+func (m rootScript) Stream(ctx context.Context, req model.Request) (model.Stream, error) {
+	for _, msg := range req.Messages {
+		if msg.Role == model.RoleUser && !msg.Notice {
+			if msg.Text == "go" {
+				return m.script.Stream(ctx, req)
+			}
+			break
+		}
+	}
+	return m.offline.Stream(ctx, req)
+}
+
+// A child whose turn ends before its parent's step parks (the parent's
+// other call of that step was still running): the child's terminal finds
+// no blocker to resolve, so the park itself finds the child's stored end,
+// resolves the task blocker and continues the turn at once, with the
+// child's answer as the call's result and the child run once.
+func TestForegroundChildEndingBeforeThePark(t *testing.T) {
+	tr := treetest.New(t)
+	gate := make(chan struct{})
+	slow := tool.Func{Name: "slow", Run: func(ctx context.Context, _ tool.Call) (string, error) {
+		select {
+		case <-gate:
+			return "slow done", nil
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
+	}}
+	script := &scriptModel{steps: func(k int) scriptStep {
+		if k == 1 {
+			return scriptStep{chunks: []model.Chunk{
+				{ToolCall: &model.ToolCallDelta{Index: 0, ID: "call_0", Name: "task", Arguments: `{"prompt":"hello child"}`}},
+				{ToolCall: &model.ToolCallDelta{Index: 1, ID: "call_1", Name: "slow", Arguments: `{}`}},
+				{Finish: model.FinishToolCalls},
+			}}
+		}
+		return scriptStep{chunks: text("both ", "done")}
+	}}
+	n := tr.Boot(taskRunner(t, tr, rootScript{script: script, offline: offline.New(nil, offline.Options{})}, runner.NewConfig(), slow))
+	sid := n.NewSession("root")
+	sub := n.Inst.Subscribe("root.1", 1024)
+	pid := n.Admit(sid, "go")
+	for ev := range sub.C {
+		if ev.IsTerminal() {
+			break
+		}
+	}
+	sub.Close()
+	require.False(t, pendingTask(tr, sid), "the child ended before the parent parked")
+	close(gate)
+	n.Idle()
+
+	assert.Equal(t, "succeeded", tr.PromptState(pid))
+	evs := tr.Events(sid)
+	sets := settlements(t, evs)
+	require.Len(t, sets, 2)
+	byCall := map[string]string{}
+	for _, s := range sets {
+		byCall[s.Output] = s.Outcome
+	}
+	assert.Equal(t, event.OutcomeOK, byCall["You said: hello child"], "the child's answer is the call's result: %+v", sets)
+	assert.Len(t, treetest.OfType(evs, event.TaskResolved), 1)
+	assert.Equal(t, 1, startedWith(t, evs, event.CauseResolution))
+	assert.Len(t, treetest.Terminals(tr.Events("root.1")), 1, "the child ran once")
+	assert.Equal(t, 1, script.Requests(1))
+	noClaims(t, tr)
+}
