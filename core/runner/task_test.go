@@ -634,3 +634,101 @@ func TestForegroundChildEndingBeforeThePark(t *testing.T) {
 	assert.Equal(t, 1, script.Requests(1))
 	noClaims(t, tr)
 }
+
+// askAndTask is a root script whose first step asks a question and starts a
+// foreground child (sleeping an hour on the fake clock) at once.
+func askAndTask(tr *treetest.Tree) rootScript {
+	return rootScript{offline: offline.New(tr.Clock, offline.Options{}), script: &scriptModel{steps: func(k int) scriptStep {
+		if k == 1 {
+			return scriptStep{chunks: []model.Chunk{
+				{ToolCall: &model.ToolCallDelta{Index: 0, ID: "call_0", Name: "task", Arguments: `{"prompt":"/sleep 1h"}`}},
+				{ToolCall: &model.ToolCallDelta{Index: 1, ID: "call_1", Name: tool.QuestionName, Arguments: colourQuestion}},
+				{Finish: model.FinishToolCalls},
+			}}
+		}
+		return scriptStep{chunks: text("done")}
+	}}}
+}
+
+// Cancelling a question of a step that also waits for a running child ends
+// the parent's turn like an interrupt: the task blocker is cancelled with
+// it and the child is interrupted; nothing stays claimed.
+func TestQuestionCancelInterruptsRunningChild(t *testing.T) {
+	tr := treetest.New(t)
+	n := tr.Boot(taskRunner(t, tr, askAndTask(tr), runner.NewConfig(), tool.QuestionTool()))
+	n.NewSession("root")
+	rootSub := n.Inst.Subscribe("root", 1024)
+	n.Admit("root", "go")
+	for ev := range rootSub.C { // the parent's park commits after the child started
+		if ev.Type == event.StepParked {
+			break
+		}
+	}
+	rootSub.Close()
+	qs := questions(t, n, "root")
+	require.Len(t, qs, 1)
+	q := qs[0]
+	_, err := n.Inst.Reply(ctx, "root", q.ID, core.Reply{Kind: event.KindQuestion, ResponseID: "r", Cancel: true})
+	require.NoError(t, err)
+	n.Idle()
+	for _, sid := range []string{"root", "root.1"} {
+		terms := treetest.Terminals(tr.Events(sid))
+		require.Len(t, terms, 1, sid)
+		assert.Equal(t, event.ExecutionInterrupted, terms[0].Type, sid)
+	}
+	assert.Len(t, treetest.OfType(tr.Events("root"), event.TaskCancelled), 1)
+	noClaims(t, tr)
+}
+
+// A user's interrupt of the child itself resolves its parent's waiting
+// call: the parent continues (cause resolution) with a tool error saying
+// the sub-agent's turn was interrupted, and ends its turn.
+func TestInterruptingChildResolvesParent(t *testing.T) {
+	tr := treetest.New(t)
+	n := startSleepingChild(t, tr)
+	did, err := n.Inst.Interrupt(ctx, "root.1", event.ReasonUser)
+	require.NoError(t, err)
+	require.True(t, did)
+	n.Idle()
+	evs := tr.Events("root")
+	terms := treetest.Terminals(evs)
+	require.Len(t, terms, 1)
+	assert.Equal(t, event.ExecutionSucceeded, terms[0].Type)
+	sets := settlements(t, evs)
+	require.Len(t, sets, 1)
+	assert.Equal(t, event.OutcomeError, sets[0].Outcome)
+	assert.Equal(t, "sub-agent root.1: The sub-agent's turn ended interrupted.", sets[0].Output)
+	assert.Equal(t, 1, startedWith(t, evs, event.CauseResolution))
+	noClaims(t, tr)
+}
+
+// A graceful stop while the parent waits for its running child records no
+// cancellation: the child keeps its claim (shutdown), the parent stays
+// parked; the next boot resumes the child, whose end continues the parent.
+func TestForegroundTaskSurvivesGracefulStop(t *testing.T) {
+	tr := treetest.New(t)
+	n := tr.Boot(taskRunner(t, tr, offline.New(tr.Clock, offline.Options{}), runner.NewConfig()))
+	n.NewSession("root")
+	n.Admit("root", "/task /sleep 30s")
+	tr.Clock.BlockUntil(3) // the child sleeps in its step: wall, idle and sleep timers
+	require.NoError(t, n.Inst.Close(ctx))
+	assert.Empty(t, treetest.OfType(tr.Events("root"), event.TaskCancelled))
+	assert.True(t, pendingTask(tr, "root"))
+	assert.True(t, tr.Claim("root.1").Exists, "the child keeps its claim")
+	assert.False(t, tr.Claim("root").Exists)
+
+	n2 := tr.Boot(taskRunner(t, tr, offline.New(tr.Clock, offline.Options{}), runner.NewConfig()))
+	assert.Equal(t, 1, n2.Report.Count(core.Resume), "the child resumed: %+v", n2.Report)
+	tr.Clock.BlockUntil(3)
+	tr.Clock.Advance(30 * time.Second) // the child's /sleep
+	n2.Idle()
+	evs := tr.Events("root")
+	terms := treetest.Terminals(evs)
+	require.Len(t, terms, 1)
+	assert.Equal(t, event.ExecutionSucceeded, terms[0].Type)
+	sets := settlements(t, evs)
+	require.Len(t, sets, 1)
+	assert.Equal(t, "OK.", sets[0].Output)
+	assert.Empty(t, treetest.OfType(evs, event.ExecutionResumed), "the parked parent spent no resume")
+	noClaims(t, tr)
+}
