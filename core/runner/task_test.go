@@ -712,10 +712,10 @@ func TestForegroundTaskSurvivesGracefulStop(t *testing.T) {
 	n.Admit("root", "/task /sleep 30s")
 	tr.Clock.BlockUntil(3) // the child sleeps in its step: wall, idle and sleep timers
 	require.NoError(t, n.Inst.Close(ctx))
-	assert.Empty(t, treetest.OfType(tr.Events("root"), event.TaskCancelled))
-	assert.True(t, pendingTask(tr, "root"))
-	assert.True(t, tr.Claim("root.1").Exists, "the child keeps its claim")
-	assert.False(t, tr.Claim("root").Exists)
+	require.Empty(t, treetest.OfType(tr.Events("root"), event.TaskCancelled))
+	require.True(t, pendingTask(tr, "root"))
+	require.True(t, tr.Claim("root.1").Exists, "the child keeps its claim")
+	require.False(t, tr.Claim("root").Exists)
 
 	n2 := tr.Boot(taskRunner(t, tr, offline.New(tr.Clock, offline.Options{}), runner.NewConfig()))
 	assert.Equal(t, 1, n2.Report.Count(core.Resume), "the child resumed: %+v", n2.Report)
