@@ -681,25 +681,36 @@ func TestQuestionCancelInterruptsRunningChild(t *testing.T) {
 }
 
 // A user's interrupt of the child itself resolves its parent's waiting
-// call: the parent continues (cause resolution) with a tool error saying
-// the sub-agent's turn was interrupted, and ends its turn.
+// call: the parent continues here (cause resolution) with a tool error
+// saying the sub-agent's turn was interrupted, and ends its turn. Once
+// for a running child (its execution records the interrupt) and once for
+// a child parked on its own question (the interrupt is committed directly).
 func TestInterruptingChildResolvesParent(t *testing.T) {
-	tr := treetest.New(t)
-	n := startSleepingChild(t, tr)
-	did, err := n.Inst.Interrupt(ctx, "root.1", event.ReasonUser)
-	require.NoError(t, err)
-	require.True(t, did)
-	n.Idle()
-	evs := tr.Events("root")
-	terms := treetest.Terminals(evs)
-	require.Len(t, terms, 1)
-	assert.Equal(t, event.ExecutionSucceeded, terms[0].Type)
-	sets := settlements(t, evs)
-	require.Len(t, sets, 1)
-	assert.Equal(t, event.OutcomeError, sets[0].Outcome)
-	assert.Equal(t, "sub-agent root.1: The sub-agent's turn ended interrupted.", sets[0].Output)
-	assert.Equal(t, 1, startedWith(t, evs, event.CauseResolution))
-	noClaims(t, tr)
+	for _, parked := range []bool{false, true} {
+		t.Run(fmt.Sprintf("parked=%v", parked), func(t *testing.T) {
+			tr := treetest.New(t)
+			var n *treetest.Node
+			if parked {
+				n, _ = askingChild(t, tr, offline.New(nil, offline.Options{}))
+			} else {
+				n = startSleepingChild(t, tr)
+			}
+			did, err := n.Inst.Interrupt(ctx, "root.1", event.ReasonUser)
+			require.NoError(t, err)
+			require.True(t, did)
+			n.Idle()
+			evs := tr.Events("root")
+			terms := treetest.Terminals(evs)
+			require.Len(t, terms, 1)
+			assert.Equal(t, event.ExecutionSucceeded, terms[0].Type)
+			sets := settlements(t, evs)
+			require.Len(t, sets, 1)
+			assert.Equal(t, event.OutcomeError, sets[0].Outcome)
+			assert.Equal(t, "sub-agent root.1: The sub-agent's turn ended interrupted.", sets[0].Output)
+			assert.Equal(t, 1, startedWith(t, evs, event.CauseResolution))
+			noClaims(t, tr)
+		})
+	}
 }
 
 // A graceful stop while the parent waits for its running child records no
