@@ -202,9 +202,19 @@ func TestForegroundTaskKilledAtEveryCommit(t *testing.T) {
 				}
 				assert.Empty(t, m.Violations())
 				noClaims(t, tr)
+				rebuildEquals(t, tr)
 			})
 		}
 	}
+}
+
+// rebuildEquals checks that the projections (jobs and task blockers among
+// them) rebuilt from the log equal the stored ones. The tree must be idle.
+func rebuildEquals(t *testing.T, tr *treetest.Tree) {
+	t.Helper()
+	before := dumpTables(t, tr)
+	tr.Read(core.Rebuild)
+	require.Equal(t, before, dumpTables(t, tr), "projections rebuilt from the log")
 }
 
 // pendingTask reports whether the session waits on a task blocker.
@@ -491,6 +501,7 @@ func TestChildQuestionSurvivesKillAfterReply(t *testing.T) {
 	assert.Equal(t, event.ExecutionSucceeded, treetest.Terminals(evs)[0].Type)
 	assert.Empty(t, m.Violations())
 	noClaims(t, tr)
+	rebuildEquals(t, tr)
 }
 
 // Interrupting a parent parked on a child that is itself parked on a
@@ -536,6 +547,7 @@ func TestInterruptingParentParkedOnChild(t *testing.T) {
 			assert.Equal(t, map[string]string{"root.1": "ended"}, jobStates(tr))
 			assert.Empty(t, m.Violations())
 			noClaims(t, tr)
+			rebuildEquals(t, tr)
 		})
 	}
 }
