@@ -293,7 +293,8 @@ func (t *txw) endForegroundJobs(parentID string, end turnEnd) error {
 }
 
 // admitNotice admits a notice prompt to a session's queue unless one with
-// the same client id is there already, taking the session's claim.
+// the same client id is there already, taking the session's claim unless
+// its turn is parked.
 func (t *txw) admitNotice(sessionID, clientID, text string) error {
 	in := PromptInput{ClientID: clientID, Text: text, Mode: event.ModeQueue}
 	hash := bodyHash(in)
@@ -303,6 +304,12 @@ func (t *txw) admitNotice(sessionID, clientID, text string) error {
 		return err
 	}
 	if _, err := t.append(sessionID, event.PromptAdmitted, event.Admitted{PromptID: t.id(), ClientID: clientID, Text: text, Mode: in.Mode, BodyHash: hash}); err != nil {
+		return err
+	}
+	// A parked turn is not promoted past its blockers, as in Admit: the
+	// notice waits in the queue, unclaimed, until that turn ends.
+	waiting, err := t.parked(sessionID)
+	if err != nil || waiting {
 		return err
 	}
 	_, err = t.claims().take(sessionID, t.now())

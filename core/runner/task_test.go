@@ -755,3 +755,43 @@ func TestForegroundTaskSurvivesGracefulStop(t *testing.T) {
 	assert.Empty(t, treetest.OfType(evs, event.ExecutionResumed), "the parked parent spent no resume")
 	noClaims(t, tr)
 }
+
+// A background child's notice that arrives while its parent is parked (on
+// a foreground child asking a question) waits in the parent's queue,
+// unclaimed, as any prompt admitted while parked: the parked turn is not
+// started again for it. Once the question is answered the parent's turn
+// continues and ends, and then the notice's turn runs.
+func TestBackgroundNoticeWaitsWhileParentParked(t *testing.T) {
+	tr := treetest.New(t)
+	m := &countingModel{inner: offline.New(tr.Clock, offline.Options{}), tr: tr}
+	n := tr.Boot(taskRunner(t, tr, m, runner.NewConfig(), tool.QuestionTool()))
+	sid := n.NewSession("root")
+	sub := n.Inst.Subscribe("root.2", 1024)
+	pid := n.Admit(sid, "/task --background /sleep 30s\n/task /ask which colour?")
+	for ev := range sub.C { // the foreground child parks on its question
+		if ev.Type == event.StepParked {
+			break
+		}
+	}
+	sub.Close()
+	tr.Clock.BlockUntil(3) // the background child sleeps: wall, idle and sleep timers
+	tr.Clock.Advance(30 * time.Second)
+	n.Idle()
+
+	notice := core.NoticeClientID("root.1", 1)
+	require.Equal(t, "queued", prompts(tr, sid)[notice], "the notice waits behind the parked turn")
+	assert.False(t, tr.Claim(sid).Exists, "a parked parent holds no claim")
+	assert.Zero(t, startedWith(t, tr.Events(sid), event.CauseResolution), "the parked turn was not started for the notice")
+
+	qs := questions(t, n, sid)
+	require.Len(t, qs, 1)
+	_, err := n.Inst.Reply(ctx, sid, qs[0].ID, core.Reply{Kind: event.KindQuestion, ResponseID: "r", Answers: [][]string{{"red"}}})
+	require.NoError(t, err)
+	n.Idle()
+	assert.Equal(t, "succeeded", tr.PromptState(pid))
+	assert.Equal(t, "succeeded", prompts(tr, sid)[notice])
+	assert.Equal(t, 1, startedWith(t, tr.Events(sid), event.CauseResolution))
+	assert.Empty(t, m.Violations())
+	noClaims(t, tr)
+	rebuildEquals(t, tr)
+}
