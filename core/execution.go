@@ -53,15 +53,21 @@ const (
 	// until RetryAt (session.retry.scheduled), keeping its claim, and
 	// recovery starts it again then without counting a resume.
 	RetryLater
+	// Parked ends the execution without ending the turn: the step's calls
+	// wait for people (DESIGN §9). Park, if set, is appended with the
+	// claim's release in one transaction; the session is then waiting, and
+	// a reply that resolves the step's last blocker claims it again.
+	Parked
 )
 
 // Outcome is what a driver reports when Run returns.
 type Outcome struct {
 	Kind     OutcomeKind
-	FailType string // Failed
-	Message  string // Failed; RetryLater: the reason
-	RetryAt  int64  // RetryLater: ms
-	Attempt  int    // RetryLater: 1 for the step's first retry
+	FailType string        // Failed
+	Message  string        // Failed; RetryLater: the reason
+	RetryAt  int64         // RetryLater: ms
+	Attempt  int           // RetryLater: 1 for the step's first retry
+	Park     *event.Parked // Parked: the blockers to record (nil: already recorded)
 }
 
 // Execution is one busy period of a turn in this instance.
@@ -286,6 +292,19 @@ func (t *txw) scheduleRetry(x *Execution, out Outcome) error {
 	return t.claims().sleepUntil(x.sessionID, out.RetryAt)
 }
 
+// park records the step's blockers and releases the claim in one
+// transaction: a kill can never leave the blockers recorded and the claim
+// held (which a resume would count), nor the claim released without them.
+// Queued prompts stay queued and unclaimed: the parked turn is not over.
+func (t *txw) park(x *Execution, p *event.Parked) error {
+	if p != nil {
+		if _, err := t.append(x.sessionID, event.StepParked, *p); err != nil {
+			return err
+		}
+	}
+	return t.claims().release(x.sessionID)
+}
+
 // turnEnd is a turn's terminal event: succeeded, failed or interrupted.
 type turnEnd struct {
 	promptID string
@@ -476,6 +495,8 @@ func (inst *Instance) finish(x *Execution, out Outcome) *Execution {
 			next, err = t.endTurn(x.sessionID, x.end(event.ExecutionFailed, event.Failed{ExecutionID: x.id, PromptID: x.promptID, Type: out.FailType, Message: out.Message}), startNext)
 		case out.Kind == RetryLater:
 			err = t.scheduleRetry(x, out)
+		case out.Kind == Parked:
+			err = t.park(x, out.Park)
 		}
 		return err
 	}

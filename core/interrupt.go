@@ -174,10 +174,14 @@ func (inst *Instance) interruptDirect(ctx context.Context, sessionID, reason str
 }
 
 // interruptTurn records the interrupt of the running prompt (if any),
-// cutting its open steps with reason cut, cancels every queued prompt and
-// releases the claim, in one transaction.
+// cutting its open steps with reason cut and cancelling its pending
+// blockers, cancels every queued prompt and releases the claim, in one
+// transaction.
 func (t *txw) interruptTurn(sessionID, executionID, promptID, reason, cut string) error {
 	if promptID != "" {
+		if err := t.cancelBlockers(sessionID, `prompt_id = ?2`, event.CancelInterrupt, promptID); err != nil {
+			return err
+		}
 		end := turnEnd{promptID: promptID, typ: event.ExecutionInterrupted, cut: cut,
 			payload: event.Interrupted{ExecutionID: executionID, PromptID: promptID, Reason: reason}}
 		if err := t.appendEnd(sessionID, end); err != nil {

@@ -11,7 +11,7 @@ import (
 // ProjectionTables are the tables derived from the event log. Everything
 // else in the database (tree, claims, schema_migrations, events itself) is
 // bookkeeping that no event describes.
-var ProjectionTables = []string{"sessions", "prompts", "messages", "jobs", "steps", "tool_calls", "kv"}
+var ProjectionTables = []string{"sessions", "prompts", "messages", "jobs", "steps", "tool_calls", "kv", "blockers"}
 
 // project applies one event to the projections, inside its append
 // transaction. It must be deterministic: Rebuild replays it.
@@ -113,6 +113,16 @@ func project(tx storage.Tx, ev event.Event) error {
 		if err = ev.Decode(&d); err == nil {
 			_, err = tx.Exec(`UPDATE prompts SET retries = retries + 1, retried_steps = retried_steps + 1 WHERE id = ?`, d.PromptID)
 		}
+	case event.StepParked:
+		var d event.Parked
+		if err = ev.Decode(&d); err == nil {
+			err = projectParked(tx, ev, d)
+		}
+	case event.QuestionAnswered, event.QuestionCancelled:
+		var d event.Resolution
+		if err = ev.Decode(&d); err == nil {
+			err = projectResolution(tx, ev, d)
+		}
 	case event.JobEnded:
 		var d event.Job
 		if err = ev.Decode(&d); err == nil {
@@ -172,6 +182,37 @@ func projectToolSettled(tx storage.Tx, ev event.Event, d event.Settled) error {
 	_, err := tx.Exec(`INSERT INTO messages (id, session_id, seq, role, text, created_at, tool_call_id, name) VALUES (?, ?, ?, 'tool', ?, ?, ?, ?)`,
 		d.CallID+".result", ev.SessionID, ev.Seq, d.Output, ev.At, d.CallID, name)
 	return err
+}
+
+// projectParked inserts the step's blockers, pending, and puts their calls
+// in the waiting phase.
+func projectParked(tx storage.Tx, ev event.Event, d event.Parked) error {
+	for _, b := range d.Blockers {
+		if _, err := tx.Exec(`INSERT INTO blockers (id, session_id, root_id, prompt_id, step_id, call_id, kind, adapter, ordinal, state, request, created_seq, created_at)
+			SELECT ?, ?, root_id, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? FROM sessions WHERE id = ?`,
+			b.ID, ev.SessionID, d.PromptID, d.StepID, b.CallID, b.Kind, b.Adapter, b.Ordinal, BlockerPending, string(b.Request), ev.Seq, ev.At, ev.SessionID); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(`UPDATE tool_calls SET phase = ? WHERE id = ?`, string(event.PhaseWaiting), b.CallID); err != nil {
+			return err
+		}
+	}
+	return touch(tx, ev, nil)
+}
+
+// projectResolution resolves one blocker with the state its event type
+// stands for. Only a pending blocker moves: the reply's compare-and-set
+// decided before appending, and a replay must not let a later event win.
+func projectResolution(tx storage.Tx, ev event.Event, d event.Resolution) error {
+	state, ok := resolutionStates[ev.Type]
+	if !ok {
+		return fmt.Errorf("no blocker state for %s", ev.Type)
+	}
+	if _, err := tx.Exec(`UPDATE blockers SET state = ?, response_id = ?, reply = ?, reason = ?, resolved_at = ? WHERE id = ? AND state = ?`,
+		state, nullable(d.ResponseID), nullable(string(d.Reply)), nullable(d.Reason), ev.At, d.BlockerID, BlockerPending); err != nil {
+		return err
+	}
+	return touch(tx, ev, nil)
 }
 
 // endPrompt records a prompt's end. Turn terminals also count the turn.

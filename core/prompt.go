@@ -100,6 +100,12 @@ func (inst *Instance) Admit(ctx context.Context, sessionID string, in PromptInpu
 		if _, err := t.append(sessionID, event.PromptAdmitted, event.Admitted{PromptID: a.PromptID, ClientID: in.ClientID, Text: in.Text, Mode: in.Mode, BodyHash: hash}); err != nil {
 			return err
 		}
+		// A parked turn is not promoted past its blockers: the prompt
+		// waits in the queue, unclaimed, until the turn ends (DESIGN §9).
+		waiting, err := t.parked(sessionID)
+		if err != nil || waiting {
+			return err
+		}
 		taken, err := t.claims().take(sessionID, t.now())
 		if err != nil {
 			return err
@@ -116,7 +122,7 @@ func (inst *Instance) Admit(ctx context.Context, sessionID string, in PromptInpu
 		return Admission{}, fmt.Errorf("admit prompt: %w", err)
 	}
 	if startHere {
-		inst.startLocked(ctx, sessionID)
+		inst.startLocked(ctx, sessionID, event.CausePrompt)
 	}
 	return a, nil
 }
@@ -156,10 +162,11 @@ func bodyHash(in PromptInput) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// startLocked starts the session's next turn here if its claim has no
-// execution yet and none runs here. The caller holds claimMu. A claim whose
-// execution died is recovery's to decide, not this path's.
-func (inst *Instance) startLocked(ctx context.Context, sessionID string) {
+// startLocked starts the session's next turn here (or continues its
+// running one, with cause) if its claim has no execution yet and none runs
+// here. The caller holds claimMu. A claim whose execution died is
+// recovery's to decide, not this path's.
+func (inst *Instance) startLocked(ctx context.Context, sessionID, cause string) {
 	var p *plan
 	w := inst.newWrite()
 	w.locked = true
@@ -175,7 +182,7 @@ func (inst *Instance) startLocked(ctx context.Context, sessionID string) {
 		if err != nil || !found || execID != "" {
 			return err
 		}
-		p, err = t.beginExecution(sessionID, event.CausePrompt)
+		p, err = t.beginExecution(sessionID, cause)
 		return err
 	})
 	if errors.Is(err, errNothing) {

@@ -126,8 +126,13 @@ func (t *txw) apply(c ClaimState, d Decision) (*plan, error) {
 		return nil, nil
 	case Start:
 		cause := event.CausePrompt
-		if c.RetryAt != 0 {
+		switch {
+		case c.RetryAt != 0:
 			cause = event.CauseRetry
+		case c.PromptID != "" && c.ExecutionID == "":
+			// A running turn whose claim names no execution was parked and
+			// then resolved: the reply took the claim (DESIGN §9).
+			cause = event.CauseResolution
 		}
 		return t.beginExecution(c.SessionID, cause)
 	case Release:

@@ -26,6 +26,9 @@ type Snapshot struct {
 	MoreBefore bool
 	// Prompts lists the prompts not yet ended (queued or running).
 	Prompts []PromptInfo
+	// Blockers are the session's own pending blockers, oldest first (a
+	// root's list of its whole tree is Instance.Blockers).
+	Blockers []Blocker
 	// ReadOnly is set while the tree serves reads only: its storage would
 	// not take writes (DESIGN §8), and writes fail with ErrReadOnly.
 	ReadOnly bool
@@ -79,9 +82,16 @@ func (inst *Instance) Snapshot(ctx context.Context, sessionID string, before int
 		if snap.Claim, err = (claimTable{tx}).info(sessionID); err != nil {
 			return err
 		}
-		snap.Status = StatusIdle
-		if snap.Claim != nil {
+		if snap.Blockers, err = pendingBlockers(tx, `session_id = ?`, sessionID); err != nil {
+			return err
+		}
+		switch {
+		case snap.Claim != nil:
 			snap.Status = StatusBusy
+		case len(snap.Blockers) > 0:
+			snap.Status = StatusWaiting
+		default:
+			snap.Status = StatusIdle
 		}
 		if snap.Messages, snap.MoreBefore, err = readMessages(tx, sessionID, before, limit); err != nil {
 			return err

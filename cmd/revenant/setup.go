@@ -65,7 +65,7 @@ func buildSetup(getenv func(string) string, clock core.Clock, wordDelay time.Dur
 		return setup{}, err
 	}
 	httpRequest := web.NewHTTPRequest(policy)
-	all := append([]tool.Tool{tool.KVGet(), tool.KVPut(), httpRequest}, webhooks...)
+	all := append(append(tool.Defaults(), httpRequest), webhooks...)
 	registry, err := tool.NewRegistry(all...)
 	if err != nil {
 		return setup{}, err

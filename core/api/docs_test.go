@@ -449,6 +449,9 @@ var payloads = map[event.Type]any{
 	event.ToolExecuting:        event.Executing{},
 	event.ToolSettled:          event.Settled{},
 	event.RetryScheduled:       event.Retry{},
+	event.StepParked:           event.Parked{},
+	event.QuestionAnswered:     event.Resolution{},
+	event.QuestionCancelled:    event.Resolution{},
 	event.TextDelta:            event.Delta{},
 }
 

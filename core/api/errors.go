@@ -87,6 +87,10 @@ func ErrorOf(err error) *Error {
 	case errors.As(err, &de):
 		return &Error{Type: de.Type(), Message: de.msg}
 	case errors.Is(err, core.ErrNotFound), errors.Is(err, ErrTreeNotFound):
+		var ce *core.Error
+		if errors.As(err, &ce) { // a blocker, not the session, was not found
+			return &Error{Type: ErrNotFound, Message: ce.Msg}
+		}
 		return &Error{Type: ErrNotFound, Message: "no such session"}
 	case errors.Is(err, core.ErrConflict), errors.Is(err, ErrTreeExists):
 		return &Error{Type: ErrConflict, Message: clientMessage(err)}

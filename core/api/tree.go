@@ -58,8 +58,8 @@ func NewTreeHandler(deps TreeDeps, cfg Config) (*TreeHandler, error) {
 		"GET /v1/sessions/{id}/events":             h.events,
 		"GET /v1/sessions/{id}/permissions":        h.pending("permissions"),
 		"POST /v1/sessions/{id}/permissions/{rid}": h.reply("permission"),
-		"GET /v1/sessions/{id}/questions":          h.pending("questions"),
-		"POST /v1/sessions/{id}/questions/{qid}":   h.reply("question"),
+		"GET /v1/sessions/{id}/questions":          h.questions,
+		"POST /v1/sessions/{id}/questions/{qid}":   h.answer,
 	}
 	for pattern := range h.routes {
 		h.mux.HandleFunc(pattern, func(http.ResponseWriter, *http.Request) {})
@@ -146,10 +146,9 @@ func (h *TreeHandler) interrupt(w http.ResponseWriter, r *http.Request, t *Tree)
 	return nil
 }
 
-// pending lists pending blockers. Blockers are created by durable waits
-// (questions and permission prompts), which this build does not have yet,
-// so the lists are truthfully empty for every existing session (a child
-// id is checked against its tree, not only its root).
+// pending lists pending permission requests, which this build does not
+// have yet: the list is truthfully empty for every existing session (a
+// child id is checked against its tree, not only its root).
 func (h *TreeHandler) pending(kind string) treeFunc {
 	return func(w http.ResponseWriter, r *http.Request, t *Tree) error {
 		if _, err := t.Instance.Session(r.Context(), r.PathValue("id")); err != nil {
@@ -160,8 +159,8 @@ func (h *TreeHandler) pending(kind string) treeFunc {
 	}
 }
 
-// reply answers a blocker. With no blockers in this build, every well-formed
-// reply names an unknown request: 404.
+// reply answers a permission request. With none in this build, every
+// well-formed reply names an unknown request: 404.
 func (h *TreeHandler) reply(kind string) treeFunc {
 	return func(w http.ResponseWriter, r *http.Request, t *Tree) error {
 		if _, err := t.Instance.Session(r.Context(), r.PathValue("id")); err != nil {
@@ -213,7 +212,7 @@ type snapshotBody struct {
 	Turns          int             `json:"turns"`
 	Cursor         int64           `json:"cursor"`
 	Claim          *claimBody      `json:"claim"`
-	Blockers       []any           `json:"blockers"`
+	Blockers       []blockerBody   `json:"blockers"`
 	Prompts        []promptBody    `json:"prompts"`
 	Messages       []messageBody   `json:"messages"`
 	MessagesBefore *int64          `json:"messages_before"`
@@ -260,7 +259,7 @@ func (h *TreeHandler) snapshot(w http.ResponseWriter, r *http.Request, t *Tree) 
 	}
 	s := snap.Session
 	body := snapshotBody{ID: s.ID, ParentID: s.ParentID, RootID: s.RootID, CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt,
-		Config: s.Config, Status: snap.Status, Turns: s.Turns, Cursor: snap.Cursor, Blockers: []any{},
+		Config: s.Config, Status: snap.Status, Turns: s.Turns, Cursor: snap.Cursor, Blockers: blockerBodies(snap.Blockers),
 		Prompts: []promptBody{}, Messages: []messageBody{}, ReadOnly: snap.ReadOnly}
 	if c := snap.Claim; c != nil {
 		body.Claim = &claimBody{ExecutionID: c.ExecutionID, ClaimedAt: c.ClaimedAt, ResumeAttempts: c.ResumeAttempts, RetryAt: c.RetryAt}

@@ -47,6 +47,17 @@ const (
 	// the model again (a 429 or 5xx). The claim stays, carrying retry_at;
 	// the wait survives eviction and is not a resume.
 	RetryScheduled Type = "session.retry.scheduled@1"
+
+	// Durable waits (DESIGN §9). StepParked lists, in one event, every
+	// blocker of a step whose calls wait for a person: it is also the
+	// "asked" event of each question (there is no separate one). The
+	// turn's execution ends with it and the claim is released.
+	// QuestionAnswered and QuestionCancelled resolve one question each; a
+	// client applying parked / answered / cancelled to the snapshot's
+	// blockers has the pending set.
+	StepParked        Type = "session.step.parked@1"
+	QuestionAnswered  Type = "session.question.answered@1"
+	QuestionCancelled Type = "session.question.cancelled@1"
 )
 
 // Ephemeral event types: published to live subscribers only, never stored.
@@ -244,6 +255,33 @@ type (
 		Key   string `json:"key"`
 		Value string `json:"value"`
 	}
+	// Parked is session.step.parked@1.
+	Parked struct {
+		StepID      string    `json:"step_id"`
+		ExecutionID string    `json:"execution_id"`
+		PromptID    string    `json:"prompt_id"`
+		Blockers    []Blocker `json:"blockers"`
+	}
+	// Blocker is one question or permission request of a parked step.
+	Blocker struct {
+		ID      string          `json:"id"`   // q-<call id>-<ordinal>
+		Kind    string          `json:"kind"` // KindQuestion
+		CallID  string          `json:"call_id"`
+		Ordinal int             `json:"ordinal"`
+		Adapter string          `json:"adapter"` // the continuation's versioned adapter, e.g. question@1
+		Request json.RawMessage `json:"request"` // what is asked; its shape is the adapter's
+	}
+	// Resolution resolves one blocker: the answered and cancelled events of
+	// its kind. ResponseID is the reply's idempotency key (empty when an
+	// interrupt cancelled it); Reply is the reply as the adapter reads it.
+	Resolution struct {
+		BlockerID  string          `json:"blocker_id"`
+		CallID     string          `json:"call_id"`
+		StepID     string          `json:"step_id"`
+		ResponseID string          `json:"response_id,omitempty"`
+		Reply      json.RawMessage `json:"reply,omitempty"`
+		Reason     string          `json:"reason,omitempty"` // cancelled: CancelReply, CancelInterrupt, CancelSibling
+	}
 	Retry struct {
 		ExecutionID string `json:"execution_id"`
 		PromptID    string `json:"prompt_id"`
@@ -251,6 +289,18 @@ type (
 		Attempt     int    `json:"attempt"` // 1 for the first retry of this step
 		Reason      string `json:"reason"`
 	}
+)
+
+// Blocker kinds.
+const (
+	KindQuestion = "question"
+)
+
+// Why a blocker was cancelled.
+const (
+	CancelReply     = "reply"     // a reply asked to cancel it
+	CancelSibling   = "sibling"   // a reply cancelled another blocker of its step
+	CancelInterrupt = "interrupt" // the turn was interrupted (or superseded) while it waited
 )
 
 // Why a step was cut, unless a model or watchdog failure says why.

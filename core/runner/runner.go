@@ -59,10 +59,8 @@ func (r *Runner) Run(ctx context.Context, x *core.Execution) core.Outcome {
 				return stopped
 			}
 		case last != nil && len(st.unsettled) > 0:
-			for _, c := range st.unsettled {
-				if !t.settle(ctx, st, last, c) {
-					return stopped
-				}
+			if out, done := t.settleStep(ctx, st, last); done {
+				return out
 			}
 		case last != nil && last.state == core.StepCompleted && !last.calledTools:
 			return core.Outcome{Kind: core.Succeeded}

@@ -74,7 +74,7 @@ func (gg *guest) coreSetup() (core.Config, core.Driver, error) {
 		return cfg, nil, fmt.Errorf("unknown model kind %q", mc.Kind)
 	}
 
-	all := []tool.Tool{tool.KVGet(), tool.KVPut()}
+	all := tool.Defaults()
 	for _, d := range gg.cfg.Tools {
 		t, err := newProxyTool(d, gg.es)
 		if err != nil {

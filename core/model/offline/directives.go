@@ -49,12 +49,11 @@ func parse(prompt string) directives {
 					d.failMsg = "failure requested by /fail"
 				}
 			}
-		// Directives of features this build lacks. This is the place to
-		// extend: with durable waits, /ask becomes a call of the question
-		// tool queued like /tool; with sub-agents, /task a call of the task
-		// tool.
 		case "ask":
-			d.problems = append(d.problems, notYet(name, "question"))
+			d.addAsk(arg)
+		// Directives of features this build lacks. This is the place to
+		// extend: with sub-agents, /task becomes a call of the task tool
+		// queued like /tool.
 		case "task":
 			d.problems = append(d.problems, notYet(name, "task"))
 		}
@@ -101,6 +100,22 @@ func (d *directives) addTool(arg string) {
 		return
 	}
 	d.tools = append(d.tools, toolCall{name: name, args: args})
+}
+
+// addAsk queues a call of the question tool asking arg, in order with the
+// /tool directives: "/ask Which colour?" is
+// "/tool question {"questions":[{"question":"Which colour?"}]}".
+func (d *directives) addAsk(arg string) {
+	if arg == "" {
+		d.problems = append(d.problems, "The /ask directive needs a question: /ask QUESTION.")
+		return
+	}
+	args, err := json.Marshal(map[string]any{"questions": []map[string]string{{"question": arg}}})
+	if err != nil {
+		d.problems = append(d.problems, fmt.Sprintf("The /ask directive could not encode %q.", arg))
+		return
+	}
+	d.tools = append(d.tools, toolCall{name: "question", args: string(args)})
 }
 
 // addSleep reads a Go duration. Pauses add up, capped at MaxSleep.

@@ -292,10 +292,10 @@ func TestExplainedDirectives(t *testing.T) {
 		{"/sleep soon", `The /sleep directive needs a duration such as 5s or 250ms, not "soon".`},
 		{"/sleep -1s", `The /sleep directive needs a duration such as 5s or 250ms, not "-1s".`},
 		{"/sleep", `The /sleep directive needs a duration such as 5s or 250ms, not "".`},
-		{"/ask what colour?", "The /ask directive needs the question tool, which this build does not have yet."},
+		{"/ask", "The /ask directive needs a question: /ask QUESTION."},
 		{"/task summarise the log", "The /task directive needs the task tool, which this build does not have yet."},
-		{"/tool ok {}\n/tool bad {\n/ask why?", "The /tool bad directive needs its arguments as a JSON object, not {.\n" +
-			"The /ask directive needs the question tool, which this build does not have yet."},
+		{"/tool ok {}\n/tool bad {\n/ask", "The /tool bad directive needs its arguments as a JSON object, not {.\n" +
+			"The /ask directive needs a question: /ask QUESTION."},
 	}
 	for _, tt := range tests {
 		t.Run(tt.prompt, func(t *testing.T) {

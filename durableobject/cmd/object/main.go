@@ -110,7 +110,7 @@ func (p *program) setup(clock core.Clock) (core.Config, core.Driver, error) {
 	if err != nil {
 		return cfg, nil, err
 	}
-	registry, err := tool.NewRegistry(append([]tool.Tool{tool.KVGet(), tool.KVPut()}, web...)...)
+	registry, err := tool.NewRegistry(append(tool.Defaults(), web...)...)
 	if err != nil {
 		return cfg, nil, err
 	}

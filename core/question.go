@@ -1,0 +1,101 @@
+package core
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/revenantrt/revenant/core/event"
+	"github.com/revenantrt/revenant/core/tool"
+)
+
+// MaxAnswerLen bounds one free-text answer.
+const MaxAnswerLen = 16 << 10
+
+// questionV1 is the question@1 adapter: an answered question settles its
+// call with the answers as the tool's output; a cancelled one ends the turn.
+type questionV1 struct{}
+
+func init() { registerAdapter(questionV1{}) }
+
+func (questionV1) Name() string            { return tool.QuestionAdapter }
+func (questionV1) Kind() string            { return event.KindQuestion }
+func (questionV1) CancelEvent() event.Type { return event.QuestionCancelled }
+
+func (questionV1) Judge(request json.RawMessage, r Reply) (Verdict, error) {
+	switch {
+	case r.Cancel && r.Answers != nil:
+		return Verdict{}, invalid("reply: give either answers or cancel, not both")
+	case r.Cancel:
+		return Verdict{State: BlockerCancelled, Event: event.QuestionCancelled, EndTurn: true}, nil
+	}
+	var req tool.QuestionRequest
+	if err := json.Unmarshal(request, &req); err != nil {
+		return Verdict{}, fmt.Errorf("read question request: %w", err)
+	}
+	if err := checkAnswers(req, r.Answers); err != nil {
+		return Verdict{}, err
+	}
+	return Verdict{State: BlockerAnswered, Event: event.QuestionAnswered}, nil
+}
+
+// checkAnswers checks one answer list per question: choices offered (one
+// unless multiple), or one free-text answer where no choices are offered.
+func checkAnswers(req tool.QuestionRequest, answers [][]string) error {
+	if len(answers) != len(req.Questions) {
+		return invalid("reply: %d answers for %d questions; give one list of answers per question", len(answers), len(req.Questions))
+	}
+	for i, q := range req.Questions {
+		a, n := answers[i], strconv.Itoa(i+1)
+		switch {
+		case len(a) == 0:
+			return invalid("reply: answer %s is empty", n)
+		case len(a) > 1 && !q.Multiple:
+			return invalid("reply: question %s takes one answer, not %d", n, len(a))
+		}
+		seen := map[string]bool{}
+		for _, s := range a {
+			switch {
+			case len(q.Choices) > 0 && !slices.Contains(q.Choices, s):
+				return invalid("reply: %q is not a choice of question %s", s, n)
+			case strings.TrimSpace(s) == "":
+				return invalid("reply: answer %s is empty", n)
+			case len(s) > MaxAnswerLen:
+				return invalid("reply: answer %s is longer than %d bytes", n, MaxAnswerLen)
+			case seen[s]:
+				return invalid("reply: answer %s repeats %q", n, s)
+			}
+			seen[s] = true
+		}
+	}
+	return nil
+}
+
+// Continue renders the answers as the question tool's output.
+func (questionV1) Continue(resolved []ResolvedBlocker) Continuation {
+	var b strings.Builder
+	b.WriteString("The user answered:")
+	for _, rb := range resolved {
+		var req tool.QuestionRequest
+		if err := json.Unmarshal(rb.Request, &req); err != nil {
+			return Continuation{Outcome: event.OutcomeError, Output: "The question's record could not be read: " + err.Error()}
+		}
+		for i, q := range req.Questions {
+			var a []string
+			if i < len(rb.Reply.Answers) {
+				a = rb.Reply.Answers[i]
+			}
+			quoted := make([]string, len(a))
+			for j, s := range a {
+				quoted[j] = strconv.Quote(s)
+			}
+			fmt.Fprintf(&b, "\n%s → %s", strconv.Quote(q.Question), strings.Join(quoted, ", "))
+		}
+		if rb.Reply.Message != "" {
+			fmt.Fprintf(&b, "\nThe user added: %s", rb.Reply.Message)
+		}
+	}
+	return Continuation{Outcome: event.OutcomeOK, Output: b.String()}
+}

@@ -1,0 +1,127 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/revenantrt/revenant/core"
+	"github.com/revenantrt/revenant/core/event"
+	"github.com/revenantrt/revenant/core/storage"
+	"github.com/revenantrt/revenant/core/tool"
+)
+
+// settleStep settles the last step's unsettled calls and parks the step if
+// some of them wait for people (DESIGN §9). Calls that need nothing run and
+// settle first; a waiting call whose blockers are all resolved continues
+// through its adapter; the calls that must wait are parked together, in one
+// session.step.parked@1 that the execution's end records with the claim's
+// release. done reports that the execution ends with out.
+func (t *turn) settleStep(ctx context.Context, st state, step *stepRow) (out core.Outcome, done bool) {
+	var park []event.Blocker
+	waiting := false
+	for _, c := range st.unsettled {
+		if c.phase == event.PhaseWaiting {
+			ok, pending := t.continueCall(ctx, st, step, c)
+			if !ok {
+				return stopped, true
+			}
+			waiting = waiting || pending
+			continue
+		}
+		if bt, ok := t.blocking(st, c); ok && (c.phase == event.PhaseCalled || c.phase == event.PhaseAuthorizing) {
+			asks, err := bt.Ask(json.RawMessage(c.arguments))
+			if err != nil {
+				// Nothing to wait for: the model reads why and may ask again.
+				if t.settled(ctx, event.Settled{CallID: c.id, Outcome: event.OutcomeError, Output: fmt.Sprintf("The %s call was not asked: %v.", c.name, err)}) != nil {
+					return stopped, true
+				}
+				continue
+			}
+			park = append(park, blockersOf(c, asks)...)
+			continue
+		}
+		if !t.settle(ctx, st, step, c) {
+			return stopped, true
+		}
+	}
+	if len(park) == 0 && !waiting {
+		return core.Outcome{}, false
+	}
+	out = core.Outcome{Kind: core.Parked}
+	if len(park) > 0 {
+		out.Park = &event.Parked{StepID: step.id, ExecutionID: t.x.ID(), PromptID: t.x.PromptID(), Blockers: park}
+	}
+	return out, true
+}
+
+// blocking returns the call's tool if it is one that waits for people and
+// the session was offered it.
+func (t *turn) blocking(st state, c callRow) (tool.Blocking, bool) {
+	tl, known := t.r.tools.Lookup(c.name)
+	if !known || !st.offered(c.name) {
+		return nil, false
+	}
+	bt, ok := tl.(tool.Blocking)
+	return bt, ok
+}
+
+// blockersOf names a call's blockers: ids deterministic from the minted
+// call id and the ordinal, so a resumed execution parks the same ones.
+func blockersOf(c callRow, asks []tool.Ask) []event.Blocker {
+	out := make([]event.Blocker, 0, len(asks))
+	for n, a := range asks {
+		out = append(out, event.Blocker{ID: core.BlockerID(prefixOf(a.Kind), c.id, n), Kind: a.Kind, CallID: c.id, Ordinal: n, Adapter: a.Adapter, Request: a.Request})
+	}
+	return out
+}
+
+func prefixOf(kind string) string {
+	if kind == event.KindQuestion {
+		return "q"
+	}
+	return kind[:1]
+}
+
+// continueCall continues a waiting call from its committed resolution,
+// through the adapter recorded on its blockers: the model is not asked
+// again, and the result is what the live path would have produced. pending
+// reports that a blocker of the call still waits (another reply is due).
+func (t *turn) continueCall(ctx context.Context, st state, step *stepRow, c callRow) (ok, pending bool) {
+	var bs []core.ResolvedBlocker
+	err := t.x.Read(ctx, func(tx storage.Tx) error {
+		var err error
+		bs, pending, err = core.CallBlockers(tx, c.id)
+		return err
+	})
+	if err != nil {
+		t.x.Log().Warn("read blockers", "call", c.id, "err", err)
+		return false, false
+	}
+	if pending {
+		return true, true
+	}
+	if len(bs) == 0 {
+		return t.settled(ctx, event.Settled{CallID: c.id, Outcome: event.OutcomeError, Output: "The call waited on nothing."}) == nil, false
+	}
+	ad, known := core.AdapterFor(bs[0].Adapter)
+	if !known {
+		return t.settled(ctx, event.Settled{CallID: c.id, Outcome: event.OutcomeError,
+			Output: fmt.Sprintf("The call's answer cannot be read by this build (adapter %s).", bs[0].Adapter)}) == nil, false
+	}
+	cont := ad.Continue(bs)
+	if cont.Run {
+		tl, _ := t.r.tools.Lookup(c.name)
+		if tl == nil {
+			return t.settled(ctx, event.Settled{CallID: c.id, Outcome: event.OutcomeError, Output: fmt.Sprintf("There is no tool named %q.", c.name)}) == nil, false
+		}
+		key := IdempotencyKey(st.rootID, t.x.SessionID(), step.id, c.index)
+		if err := t.append(ctx, false, event.ToolExecuting, event.Executing{CallID: c.id, IdempotencyKey: key}); err != nil {
+			return false, false
+		}
+		return t.execute(ctx, tl, c, key), false
+	}
+	// The person's answer is progress: it will not be asked again.
+	_, err = t.x.Append(ctx, true, core.NewEvent{Type: event.ToolSettled, Payload: event.Settled{CallID: c.id, Outcome: cont.Outcome, Output: cont.Output}})
+	return err == nil, false
+}
