@@ -452,6 +452,10 @@ var payloads = map[event.Type]any{
 	event.StepParked:           event.Parked{},
 	event.QuestionAnswered:     event.Resolution{},
 	event.QuestionCancelled:    event.Resolution{},
+	event.PermissionApproved:   event.Resolution{},
+	event.PermissionRejected:   event.Resolution{},
+	event.PermissionCancelled:  event.Resolution{},
+	event.PermissionRuleSaved:  event.RuleSaved{},
 	event.TextDelta:            event.Delta{},
 }
 
