@@ -418,7 +418,7 @@ func (t *txw) cancelBlockers(sessionID, where, reason string, args ...any) error
 	return nil
 }
 
-// Parked reports whether the session waits on a pending blocker.
+// parked reports whether the session waits on a pending blocker.
 func (t *txw) parked(sessionID string) (bool, error) {
 	var waiting bool
 	_, err := storage.QueryRow(t, `SELECT EXISTS (SELECT 1 FROM blockers WHERE session_id = ? AND state = 'pending')`, []any{sessionID}, &waiting)

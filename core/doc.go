@@ -26,6 +26,14 @@
 //     settlement schedule; storage that outlasts that too makes the instance
 //     read-only until a write succeeds. Waits use the host clock, end when
 //     the instance stops, and let go of the claim lock.
+//   - Durable waits (DESIGN §9, blocker.go): a step whose calls wait for
+//     people is parked in one transaction with the claim's release; a
+//     reply is one first-response-wins compare-and-set, and the reply that
+//     resolves the step's last blocker takes the claim and arms the wake-up
+//     in its own transaction. Each blocker kind plugs in a versioned Adapter
+//     (question@1 in question.go) that judges replies and makes the call's
+//     continuation. Only a reply or a user's interrupt cancels a blocker,
+//     never a stop, an eviction or a kill.
 //
 // Every statement on the claims table is a named operation of claim.go, and
 // the states the projections store are the constants of state.go.

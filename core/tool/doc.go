@@ -8,4 +8,9 @@
 // outcome is unknown. A tool that touches anything outside the tree must
 // therefore either be idempotent under its key or declare itself not
 // idempotent.
+//
+// A Blocking tool (the question tool) is never executed: its calls wait for
+// a person. The runner parks the step with the blockers the tool's Ask
+// returns, and the call settles later from the committed reply through the
+// blocker's versioned adapter in core (question@1).
 package tool

@@ -1,0 +1,202 @@
+package api_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/revenantrt/revenant/core"
+	"github.com/revenantrt/revenant/core/api"
+	"github.com/revenantrt/revenant/core/event"
+	"github.com/revenantrt/revenant/core/model/offline"
+	"github.com/revenantrt/revenant/core/runner"
+	"github.com/revenantrt/revenant/core/tool"
+	"github.com/revenantrt/revenant/internal/treetest"
+)
+
+// offlineRunner is the real turn runner with the offline model and the
+// default tools, the question tool among them.
+func offlineRunner(t *testing.T) core.Driver {
+	reg, err := tool.NewRegistry(tool.Defaults()...)
+	require.NoError(t, err)
+	r, err := runner.New(offline.New(nil, offline.Options{}), reg, runner.NewConfig())
+	require.NoError(t, err)
+	return r
+}
+
+type questionBody struct {
+	ID        string `json:"id"`
+	Kind      string `json:"kind"`
+	SessionID string `json:"session_id"`
+	CallID    string `json:"call_id"`
+	Request   struct {
+		Questions []struct {
+			Question string   `json:"question"`
+			Choices  []string `json:"choices"`
+		} `json:"questions"`
+	} `json:"request"`
+}
+
+type resolutionBody struct {
+	ID         string `json:"id"`
+	State      string `json:"state"`
+	ResponseID string `json:"response_id"`
+	Duplicate  bool   `json:"duplicate"`
+	Reply      struct {
+		Answers [][]string `json:"answers"`
+	} `json:"reply"`
+}
+
+// listQuestions is GET …/questions.
+func (c *client) listQuestions(id string) []questionBody {
+	c.t.Helper()
+	var out struct{ Questions []questionBody }
+	require.Equal(c.t, http.StatusOK, c.do("GET", "/v1/sessions/"+id+"/questions", "", &out))
+	return out.Questions
+}
+
+// cursor is the session's snapshot cursor: it moves with every event.
+func (c *client) cursor(id string) int64 {
+	c.t.Helper()
+	var snap struct{ Cursor int64 }
+	require.Equal(c.t, http.StatusOK, c.do("GET", "/v1/sessions/"+id, "", &snap))
+	return snap.Cursor
+}
+
+const choicePrompt = `/tool question {"questions":[{"question":"Which colour?","choices":["red","green"]}]}`
+
+// The question lifecycle over HTTP: listed in the snapshot and the list,
+// every bad reply a typed 4xx that writes nothing, then first response
+// wins (200, the same 200 again, 409 with the winner) and the turn ends.
+func TestQuestionOverHTTP(t *testing.T) {
+	tokens, err := api.ParseTokens("alice:secret-a,bob:secret-b")
+	require.NoError(t, err)
+	f := newFixture(t, offlineRunner(t), tokens)
+	alice, bob := f.client(t, "secret-a"), f.client(t, "secret-b")
+	id, other := alice.create(), alice.create()
+	require.Equal(t, http.StatusAccepted, alice.do("POST", "/v1/sessions/"+id+"/prompt", `{"text":`+jsonString(choicePrompt)+`}`, nil))
+	f.trees.tree(id).node.Idle()
+
+	var snap struct {
+		Status   string
+		Blockers []questionBody
+	}
+	require.Equal(t, http.StatusOK, alice.do("GET", "/v1/sessions/"+id, "", &snap))
+	assert.Equal(t, "waiting", snap.Status)
+	require.Len(t, snap.Blockers, 1)
+	listed := alice.listQuestions(id)
+	require.Len(t, listed, 1)
+	q := listed[0]
+	assert.Equal(t, snap.Blockers[0].ID, q.ID)
+	assert.Equal(t, "question", q.Kind)
+	assert.Equal(t, []string{"red", "green"}, q.Request.Questions[0].Choices)
+
+	// The stream carries the same blocker in its parked event.
+	parked := treetest.OfType(f.trees.tree(id).tree.Events(id), event.StepParked)
+	require.Len(t, parked, 1)
+	var p event.Parked
+	require.NoError(t, parked[0].Decode(&p))
+	require.Len(t, p.Blockers, 1)
+	assert.Equal(t, q.ID, p.Blockers[0].ID)
+
+	path := "/v1/sessions/" + id + "/questions/" + q.ID
+	before := alice.cursor(id)
+	bad := []struct {
+		name   string
+		c      *client
+		path   string
+		body   string
+		status int
+		typ    api.ErrorType
+	}{
+		{"unknown question id", alice, "/v1/sessions/" + id + "/questions/q-nope-0", `{"answers":[["red"]],"response_id":"r"}`, 404, api.ErrNotFound},
+		{"a question of another tree", alice, "/v1/sessions/" + other + "/questions/" + q.ID, `{"answers":[["red"]],"response_id":"r"}`, 404, api.ErrNotFound},
+		{"another principal", bob, path, `{"answers":[["red"]],"response_id":"r"}`, 404, api.ErrNotFound},
+		{"wrong count", alice, path, `{"answers":[["red"],["green"]],"response_id":"r"}`, 400, api.ErrInvalidRequest},
+		{"no answers", alice, path, `{"answers":[],"response_id":"r"}`, 400, api.ErrInvalidRequest},
+		{"a choice not offered", alice, path, `{"answers":[["blue"]],"response_id":"r"}`, 400, api.ErrInvalidRequest},
+		{"two choices for one", alice, path, `{"answers":[["red","green"]],"response_id":"r"}`, 400, api.ErrInvalidRequest},
+		{"an answer not a string", alice, path, `{"answers":[[1]],"response_id":"r"}`, 400, api.ErrInvalidRequest},
+		{"missing response_id", alice, path, `{"answers":[["red"]]}`, 400, api.ErrInvalidRequest},
+		{"blank response_id", alice, path, `{"answers":[["red"]],"response_id":" "}`, 400, api.ErrInvalidRequest},
+		{"answers and cancel", alice, path, `{"answers":[["red"]],"cancel":true,"response_id":"r"}`, 400, api.ErrInvalidRequest},
+	}
+	for _, b := range bad {
+		status, typ := b.c.errorType("POST", b.path, b.body)
+		assert.Equal(t, b.status, status, b.name)
+		assert.Equal(t, b.typ, typ, b.name)
+	}
+	assert.Equal(t, before, alice.cursor(id), "nothing written for a bad reply")
+	assert.Len(t, alice.listQuestions(id), 1, "still pending")
+
+	var won resolutionBody
+	require.Equal(t, http.StatusOK, alice.do("POST", path, `{"answers":["green"],"response_id":"r1"}`, &won))
+	assert.Equal(t, "answered", won.State)
+	assert.Equal(t, [][]string{{"green"}}, won.Reply.Answers, "a string is an answer of one")
+	assert.False(t, won.Duplicate)
+	var again resolutionBody
+	require.Equal(t, http.StatusOK, alice.do("POST", path, `{"answers":["green"],"response_id":"r1"}`, &again))
+	assert.True(t, again.Duplicate, "the same response_id again is the original outcome")
+	var conflict struct {
+		Error  struct{ Type api.ErrorType }
+		Winner resolutionBody
+	}
+	require.Equal(t, http.StatusConflict, alice.do("POST", path, `{"answers":["red"],"response_id":"r2"}`, &conflict))
+	assert.Equal(t, api.ErrConflict, conflict.Error.Type)
+	assert.Equal(t, "r1", conflict.Winner.ResponseID, "the 409 carries the winner")
+	assert.Equal(t, [][]string{{"green"}}, conflict.Winner.Reply.Answers)
+
+	f.trees.tree(id).node.Idle()
+	var done struct {
+		Status   string
+		Turns    int
+		Messages []struct{ Role, Text string }
+	}
+	require.Equal(t, http.StatusOK, alice.do("GET", "/v1/sessions/"+id, "", &done))
+	assert.Equal(t, "idle", done.Status)
+	assert.Equal(t, 1, done.Turns)
+	last := done.Messages[len(done.Messages)-1]
+	assert.Contains(t, last.Text, `"Which colour?" → "green"`, "the model saw the answer")
+}
+
+// A child's question is listed on its root's path as well as its own, not
+// in the root's snapshot, and answered on the root's path.
+func TestChildQuestionAnsweredOnRootPath(t *testing.T) {
+	f := newFixture(t, offlineRunner(t), nil)
+	c := f.client(t, "")
+	id := c.create()
+	child := id + ".1"
+	_, err := f.trees.tree(id).node.Inst.CreateSession(context.Background(), core.NewSession{ID: child, ParentID: id})
+	require.NoError(t, err)
+	require.Equal(t, http.StatusAccepted, c.do("POST", "/v1/sessions/"+child+"/prompt", `{"text":"/ask are you sure?"}`, nil))
+	f.trees.tree(id).node.Idle()
+
+	onRoot, onChild := c.listQuestions(id), c.listQuestions(child)
+	require.Len(t, onRoot, 1, "tree-wide on the root")
+	require.Len(t, onChild, 1)
+	assert.Equal(t, onChild[0].ID, onRoot[0].ID)
+	assert.Equal(t, child, onRoot[0].SessionID)
+	var rootSnap struct{ Blockers []questionBody }
+	require.Equal(t, http.StatusOK, c.do("GET", "/v1/sessions/"+id, "", &rootSnap))
+	assert.Empty(t, rootSnap.Blockers, "a snapshot lists the session's own blockers")
+
+	var won resolutionBody
+	require.Equal(t, http.StatusOK, c.do("POST", "/v1/sessions/"+id+"/questions/"+onRoot[0].ID, `{"answers":[["yes"]],"response_id":"r1"}`, &won))
+	f.trees.tree(id).node.Idle()
+	var snap struct {
+		Status string
+		Turns  int
+	}
+	require.Equal(t, http.StatusOK, c.do("GET", "/v1/sessions/"+child, "", &snap))
+	assert.Equal(t, "idle", snap.Status)
+	assert.Equal(t, 1, snap.Turns)
+}
+
+func jsonString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
