@@ -36,7 +36,7 @@ type deployTool struct {
 func (d *deployTool) Spec() model.ToolSpec {
 	return model.ToolSpec{Name: "deploy", Description: "Deploy to a target.", Schema: json.RawMessage(`{"type":"object"}`)}
 }
-func (d *deployTool) Idempotent() bool   { return d.idempotent }
+func (d *deployTool) Idempotent() bool    { return d.idempotent }
 func (d *deployTool) Limits() tool.Limits { return tool.Limits{} }
 
 func (d *deployTool) Resources(args json.RawMessage) ([]string, error) {
