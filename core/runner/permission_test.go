@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	"github.com/revenantrt/revenant/core"
 	"github.com/revenantrt/revenant/core/event"
 	"github.com/revenantrt/revenant/core/model"
+	"github.com/revenantrt/revenant/core/model/offline"
 	"github.com/revenantrt/revenant/core/permission"
 	"github.com/revenantrt/revenant/core/runner"
 	"github.com/revenantrt/revenant/core/storage"
@@ -468,4 +470,77 @@ func TestPermissionRules(t *testing.T) {
 	n.Idle()
 	assert.Equal(t, 1, c.l.count("deploy"), "the session's allow runs it without asking")
 	assert.Empty(t, permissions(t, n, c.sid))
+}
+
+// The offline model drives permissions with a /tool call whose rule asks;
+// the projections (blockers and saved rules among them) rebuilt from the
+// log equal the stored ones after a randomized history of asks answered
+// once, always, reject and reject with a message, interrupts and crashes.
+func TestPermissionProjectionsEqualTheirRebuild(t *testing.T) {
+	for seed := uint64(1); seed <= 3; seed++ {
+		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(seed, 0))
+			tr := treetest.New(t)
+			reg, err := tool.NewRegistry(tool.Defaults()...)
+			require.NoError(t, err)
+			cfg := runner.NewConfig().WithPermissions([]permission.Rule{{Action: "kv_put", Resource: "kv:secret*", Decision: permission.Ask}})
+			r, err := runner.New(offline.New(nil, offline.Options{}), reg, cfg)
+			require.NoError(t, err)
+			n := tr.Boot(r)
+			sessions := []string{n.NewSession("s0")}
+			texts := []string{
+				`/tool kv_put {"key":"secret-1","value":"v"}`,
+				`/tool kv_put {"key":"secret-2","value":"v"}`,
+				`/tool kv_put {"key":"open","value":"v"}`,
+				"/tool kv_put {\"key\":\"secret-1\",\"value\":\"w\"}\n/ask sure?",
+			}
+			replies := []core.Reply{
+				permReply("", core.ReplyOnce, ""), permReply("", core.ReplyAlways, ""),
+				permReply("", core.ReplyReject, ""), permReply("", core.ReplyReject, "use another key"),
+			}
+			for step := range 50 {
+				sid := sessions[rng.IntN(len(sessions))]
+				switch op := rng.IntN(10); {
+				case op == 0:
+					sessions = append(sessions, n.NewSession(fmt.Sprintf("s%d", step+1)))
+				case op <= 3:
+					_, err := n.Inst.Admit(ctx, sid, core.PromptInput{Text: texts[rng.IntN(len(texts))]})
+					require.NoError(t, err)
+				case op <= 7:
+					bs, err := n.Inst.Blockers(ctx, sid, "")
+					require.NoError(t, err)
+					if len(bs) == 0 {
+						continue
+					}
+					reply := core.Reply{Answers: [][]string{{"yes"}}}
+					if bs[0].Kind == event.KindPermission {
+						reply = replies[rng.IntN(len(replies))]
+					}
+					reply.ResponseID = fmt.Sprint("r", step)
+					_, err = n.Inst.Reply(ctx, sid, bs[0].ID, reply)
+					require.NoError(t, err)
+				case op == 8:
+					_, err := n.Inst.Interrupt(ctx, sid, event.ReasonUser)
+					require.NoError(t, err)
+				default:
+					n.Idle()
+					n.Crash()
+					n = tr.Boot(r)
+				}
+				n.Idle()
+			}
+			n.Idle()
+			n.Crash()
+
+			before := dumpTables(t, tr)
+			tr.Read(core.Rebuild)
+			require.Equal(t, before, dumpTables(t, tr))
+			states := map[string]int{}
+			for _, row := range before["blockers"] {
+				states[fmt.Sprint(row[6], "/", row[9])]++ // kind / state
+			}
+			t.Logf("blockers by kind and state: %v; saved rules: %d", states, len(before["permission_rules"]))
+			assert.Positive(t, states["permission/approved"]+states["permission/rejected"], "the history resolved permission requests")
+		})
+	}
 }
