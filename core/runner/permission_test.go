@@ -544,3 +544,101 @@ func TestPermissionProjectionsEqualTheirRebuild(t *testing.T) {
 		})
 	}
 }
+
+// Two different replies race: exactly one wins, the other is a conflict
+// naming the winner, and the body runs only if the approval won.
+func TestPermissionRepliesRace(t *testing.T) {
+	wins := map[string]int{}
+	for i := range 6 {
+		t.Run(fmt.Sprint("run", i), func(t *testing.T) {
+			c := newPermRun(t, false)
+			n := c.boot(t)
+			n.NewSession(c.sid)
+			c.admit(t, n, "p1", "deploy staging")
+			n.Idle()
+			p := permissions(t, n, c.sid)[0]
+			replies := []core.Reply{permReply("a", core.ReplyOnce, ""), permReply("b", core.ReplyReject, "")}
+			errs := make(chan error, 2)
+			for _, r := range replies {
+				go func() {
+					_, err := n.Inst.Reply(ctx, c.sid, p.ID, r)
+					errs <- err
+				}()
+			}
+			var lost []*core.ReplyConflict
+			for range replies {
+				var conflict *core.ReplyConflict
+				if err := <-errs; errors.As(err, &conflict) {
+					lost = append(lost, conflict)
+				} else {
+					require.NoError(t, err)
+				}
+			}
+			require.Len(t, lost, 1, "exactly one reply wins")
+			n.Idle()
+			evs := c.tr.Events(c.sid)
+			approved, rejected := len(treetest.OfType(evs, event.PermissionApproved)), len(treetest.OfType(evs, event.PermissionRejected))
+			require.Equal(t, 1, approved+rejected)
+			if approved == 1 {
+				assert.Equal(t, "a", lost[0].Winner.ResponseID)
+				assert.Equal(t, 1, c.l.count("deploy"))
+				wins["once"]++
+			} else {
+				assert.Equal(t, "b", lost[0].Winner.ResponseID)
+				assert.Zero(t, c.l.count("deploy"))
+				wins["reject"]++
+			}
+			assert.Len(t, treetest.Terminals(evs), 1)
+		})
+	}
+	t.Logf("winners: %v", wins)
+}
+
+// A reply races an interrupt of the waiting session: one of them resolves
+// the request, never both; if the interrupt won, the body never runs and
+// the reply is refused with the interrupt's cancellation as the winner.
+func TestPermissionReplyRacesInterrupt(t *testing.T) {
+	for _, order := range []string{"reply-first", "interrupt-first", "race", "race", "race", "race"} {
+		t.Run(order, func(t *testing.T) {
+			c := newPermRun(t, false)
+			n := c.boot(t)
+			n.NewSession(c.sid)
+			c.admit(t, n, "p1", "deploy staging")
+			n.Idle()
+			p := permissions(t, n, c.sid)[0]
+			replied := make(chan error, 1)
+			doReply := func() {
+				_, err := n.Inst.Reply(ctx, c.sid, p.ID, permReply("r", core.ReplyOnce, ""))
+				replied <- err
+			}
+			switch order {
+			case "reply-first":
+				doReply()
+			case "race":
+				go doReply()
+			}
+			_, err := n.Inst.Interrupt(ctx, c.sid, event.ReasonUser)
+			require.NoError(t, err)
+			if order == "interrupt-first" {
+				doReply()
+			}
+			rerr := <-replied
+			n.Idle()
+			evs := c.tr.Events(c.sid)
+			approved, cancelled := len(treetest.OfType(evs, event.PermissionApproved)), len(treetest.OfType(evs, event.PermissionCancelled))
+			require.Equal(t, 1, approved+cancelled, "resolved exactly once")
+			if cancelled == 1 {
+				var conflict *core.ReplyConflict
+				require.ErrorAs(t, rerr, &conflict)
+				assert.Equal(t, event.CancelInterrupt, conflict.Winner.Reason)
+				assert.Zero(t, c.l.count("deploy"), "no body after the interrupt won")
+			} else {
+				require.NoError(t, rerr)
+				assert.NotEqual(t, "interrupt-first", order)
+				assert.LessOrEqual(t, c.l.count("deploy"), 1)
+			}
+			assert.Len(t, treetest.Terminals(evs), 1)
+			assert.False(t, c.tr.Claim(c.sid).Exists)
+		})
+	}
+}
