@@ -326,8 +326,10 @@ func (t *txw) appendEnd(sessionID string, end turnEnd) error {
 	if err := t.cutOpenSteps(sessionID, end.promptID, end.cut); err != nil {
 		return err
 	}
-	_, err := t.append(sessionID, end.typ, end.payload)
-	return err
+	if _, err := t.append(sessionID, end.typ, end.payload); err != nil {
+		return err
+	}
+	return t.endJobs(sessionID, end) // sub-agents: job.go
 }
 
 // cutOpenSteps cuts the prompt's steps still started with
@@ -534,6 +536,12 @@ func (inst *Instance) finish(x *Execution, out Outcome) *Execution {
 		// The wake-up brings the turn back at RetryAt, here or after a restart.
 		if aerr := inst.host.Wake.Arm(ctx, out.RetryAt); aerr != nil {
 			inst.log.Warn("arm wake-up for retry", "session", x.sessionID, "err", aerr)
+		}
+	}
+	if ended := turnEndState(cause, out, storageEnd); ended != "" && !errors.Is(err, ErrClosed) {
+		inst.settleTurn(x, ended, err) // job.go: wakes a parent waiting for this child
+		if err == nil {
+			inst.afterChildTurn(ctx, x.sessionID)
 		}
 	}
 	if err != nil {

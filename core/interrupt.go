@@ -20,7 +20,13 @@ import (
 // past the grace period the interrupt is committed directly and the fence
 // stops the execution's writes. Otherwise (evicted, or only queued) the
 // interrupt is committed directly.
-func (inst *Instance) Interrupt(ctx context.Context, sessionID, reason string) (bool, error) {
+func (inst *Instance) Interrupt(ctx context.Context, sessionID, reason string) (did bool, err error) {
+	defer func() {
+		if did && err == nil {
+			// Its foreground children's jobs ended with the turn (job.go).
+			inst.interruptChildren(ctx, sessionID)
+		}
+	}()
 	cause := ErrInterrupted
 	switch reason {
 	case event.ReasonUser:

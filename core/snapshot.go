@@ -29,6 +29,8 @@ type Snapshot struct {
 	// Blockers are the session's own pending blockers, oldest first (a
 	// root's list of its whole tree is Instance.Blockers).
 	Blockers []Blocker
+	// Children are the session's sub-agents (job.go), oldest first.
+	Children []ChildInfo
 	// ReadOnly is set while the tree serves reads only: its storage would
 	// not take writes (DESIGN §8), and writes fail with ErrReadOnly.
 	ReadOnly bool
@@ -94,6 +96,9 @@ func (inst *Instance) Snapshot(ctx context.Context, sessionID string, before int
 			snap.Status = StatusIdle
 		}
 		if snap.Messages, snap.MoreBefore, err = readMessages(tx, sessionID, before, limit); err != nil {
+			return err
+		}
+		if snap.Children, err = readChildren(tx, sessionID); err != nil {
 			return err
 		}
 		rows, err := tx.Query(`SELECT id, state, text FROM prompts WHERE session_id = ? AND state IN (?, ?) ORDER BY admitted_seq`, sessionID, string(PromptQueued), string(PromptRunning))

@@ -3,9 +3,12 @@
 // directory, drive sessions over the public HTTP API with the offline
 // model's directives (/sleep, /fail, /tool), kill the server with SIGKILL at
 // chosen points of a turn, restart it over the same data directory and
-// check, through the API only, what DESIGN §6 and §14 promise: every
+// check, through the API only, what DESIGN §6, §9 and §14 promise: every
 // prompt answered 202 ends in exactly one terminal or is cancelled, no
-// interrupted turn runs again, and each session's seqs stay contiguous.
+// interrupted turn runs again, each session's seqs stay contiguous, and a
+// question asked before a SIGKILL is still listed, under the same id, and
+// answerable after it, its answer continuing the turn without asking the
+// model for the parked step again.
 //
 // Every scenario runs in both modes of the server, as subtests named
 // after the mode: inprocess (trees are core.Instances in the server) and

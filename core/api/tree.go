@@ -183,9 +183,20 @@ type snapshotBody struct {
 	Claim          *claimBody      `json:"claim"`
 	Blockers       []blockerBody   `json:"blockers"`
 	Prompts        []promptBody    `json:"prompts"`
+	Children       []childBody     `json:"children"`
 	Messages       []messageBody   `json:"messages"`
 	MessagesBefore *int64          `json:"messages_before"`
 	ReadOnly       bool            `json:"read_only,omitempty"`
+}
+
+// childBody is one sub-agent of the session (docs/api.md, Sub-agents).
+type childBody struct {
+	ID         string `json:"id"`
+	CallID     string `json:"call_id"`
+	Background bool   `json:"background"`
+	Job        string `json:"job"`
+	Status     string `json:"status"`
+	Turns      int    `json:"turns"`
 }
 
 type claimBody struct {
@@ -229,7 +240,10 @@ func (h *TreeHandler) snapshot(w http.ResponseWriter, r *http.Request, t *Tree) 
 	s := snap.Session
 	body := snapshotBody{ID: s.ID, ParentID: s.ParentID, RootID: s.RootID, CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt,
 		Config: s.Config, Status: snap.Status, Turns: s.Turns, Cursor: snap.Cursor, Blockers: blockerBodies(snap.Blockers),
-		Prompts: []promptBody{}, Messages: []messageBody{}, ReadOnly: snap.ReadOnly}
+		Prompts: []promptBody{}, Children: []childBody{}, Messages: []messageBody{}, ReadOnly: snap.ReadOnly}
+	for _, c := range snap.Children {
+		body.Children = append(body.Children, childBody{ID: c.ID, CallID: c.CallID, Background: c.Background, Job: string(c.Job), Status: c.Status, Turns: c.Turns})
+	}
 	if c := snap.Claim; c != nil {
 		body.Claim = &claimBody{ExecutionID: c.ExecutionID, ClaimedAt: c.ClaimedAt, ResumeAttempts: c.ResumeAttempts, RetryAt: c.RetryAt}
 	}

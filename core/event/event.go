@@ -211,8 +211,9 @@ type (
 		What        string `json:"what"`
 	}
 	Job struct {
-		ChildID string `json:"child_id"`
-		CallID  string `json:"call_id"`
+		ChildID    string `json:"child_id"`
+		CallID     string `json:"call_id"`
+		Background bool   `json:"background,omitempty"`
 	}
 	StepBegun struct {
 		StepID      string `json:"step_id"`

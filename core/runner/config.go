@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/revenantrt/revenant/core"
 	"github.com/revenantrt/revenant/core/permission"
 	"github.com/revenantrt/revenant/core/retry"
 )
@@ -24,6 +25,7 @@ type Config struct {
 	retryMax        time.Duration
 	contextBytes    int
 	permissions     []permission.Rule
+	taskDepth       int
 }
 
 // Defaults.
@@ -48,7 +50,7 @@ func NewConfig() Config {
 		toolTimeout: DefaultToolTimeout, outputCap: DefaultOutputCap,
 		checkpointEvery: DefaultCheckpointEvery, checkpointBytes: DefaultCheckpointBytes,
 		retries: DefaultRetries, retryInitial: DefaultRetryInitial, retryMax: DefaultRetryMax,
-		contextBytes: DefaultContextBytes,
+		contextBytes: DefaultContextBytes, taskDepth: core.DefaultTaskDepth,
 	}
 }
 
@@ -95,6 +97,11 @@ func (c Config) WithRetries(n int, initial, max time.Duration) Config {
 // 400 KiB, about 100k tokens.
 func (c Config) WithContextBytes(n int) Config { c.contextBytes = n; return c }
 
+// WithTaskDepth sets how deep sub-agents may nest: a task call from a
+// session already at depth n (a root is 0) fails with a tool error. Default
+// 3.
+func (c Config) WithTaskDepth(n int) Config { c.taskDepth = n; return c }
+
 // WithSystemPrompt sets the system prompt sent with every request. Default
 // none.
 func (c Config) WithSystemPrompt(s string) Config { c.system = s; return c }
@@ -122,6 +129,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("timeouts must be positive")
 	case c.outputCap <= 0 || c.checkpointBytes <= 0 || c.contextBytes <= 0:
 		return fmt.Errorf("output cap, checkpoint bytes and context bytes must be positive")
+	case c.taskDepth < 0:
+		return fmt.Errorf("task depth %d must be at least 0", c.taskDepth)
 	case c.retries < 0 || c.retryInitial <= 0 || c.retryMax < c.retryInitial:
 		return fmt.Errorf("retries must be at least 0 and delays positive, initial at most max")
 	}

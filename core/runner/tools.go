@@ -25,6 +25,9 @@ func (t *turn) settle(ctx context.Context, st state, step *stepRow, c callRow) b
 	if known && !st.offered(c.name) {
 		known = false // the session was not offered this tool
 	}
+	if sa, ok := tl.(tool.Subagent); ok && known {
+		tl = t.taskBody(sa) // task.go
+	}
 	if it, ok := tl.(tool.InTree); ok && known {
 		return t.settleInTree(ctx, it, c, IdempotencyKey(st.rootID, t.x.SessionID(), step.id, c.index))
 	}
@@ -49,6 +52,9 @@ func (t *turn) run(ctx context.Context, st state, step *stepRow, c callRow, tl t
 		return false
 	}
 	key := IdempotencyKey(st.rootID, t.x.SessionID(), step.id, c.index)
+	if sa, ok := tl.(tool.Subagent); ok { // an approved task call (settle wraps its own)
+		tl = t.taskBody(sa)
+	}
 	if it, ok := tl.(tool.InTree); ok {
 		return t.settleInTree(ctx, it, c, key)
 	}

@@ -130,4 +130,4 @@ func (question) Ask(args json.RawMessage) ([]Ask, error) {
 
 // Defaults are the tools every host registers: the tree's key-value store
 // and the question tool. Hosts add their egress tools.
-func Defaults() []Tool { return []Tool{KVGet(), KVPut(), QuestionTool()} }
+func Defaults() []Tool { return []Tool{KVGet(), KVPut(), QuestionTool(), Task()} }

@@ -49,6 +49,9 @@ type SessionResult struct {
 	// ResumeLatencies are, for each claim a boot resumed or started, the
 	// virtual ms from the death of the guest that ran it to that boot.
 	ResumeLatencies []int64
+	// ReplyKills are the kills made while a reply to a question ran;
+	// ReplyCommitKills those right after one of its commits.
+	ReplyKills, ReplyCommitKills int
 }
 
 // Result is a whole campaign.
@@ -150,7 +153,7 @@ func runSession(ctx context.Context, mod *runtime.Module, cfg Config, i int, dir
 	t.run(ctx)
 	r := SessionResult{Index: i, Path: t.path, Ledger: t.ledger, Boots: t.boots, Kills: t.kills, Zombies: t.zombieCount,
 		ZombieCalls: t.zombieCalls, DiskFulls: t.diskFulls, Steps: t.steps, Virtual: time.Duration(t.now-start) * time.Millisecond, Hist: t.hist, Failures: t.failures, Notes: t.notes,
-		ResumeLatencies: t.latencies}
+		ResumeLatencies: t.latencies, ReplyKills: t.ask.replyKills, ReplyCommitKills: t.ask.commitKills}
 	if t.fault != nil {
 		r.FailedWrites = t.fault.Failed()
 		r.LateIOErrs = t.fault.LateCommits()

@@ -20,7 +20,13 @@
 //
 // The client behaves like a careful one: every prompt carries an id, a
 // request the dead guest never answered is sent again to its successor,
-// and a 5xx is retried later. The simulator is every webhook's receiver:
+// and a 5xx is retried later. Prompts with /ask park their turn on a
+// question; the clients list the pending questions (polling, after every
+// boot, and when the tree goes quiet) and answer, cancel, race two
+// answers, repeat a response_id, race a reply with an interrupt, or put
+// the question off past more kills (questions.go); the nemesis now and
+// then kills right after a reply's commit, from a small reserve of the
+// kill budget kept for replies. The simulator is every webhook's receiver:
 // it records each delivery with its Idempotency-Key in the ledger and
 // answers in virtual time, now and then with a failure.
 //

@@ -14,6 +14,8 @@ import (
 func (r *Result) Print(w io.Writer) {
 	var boots, kills, zombies, zombieCalls, diskFulls, failedWrites, lateIOErrs, steps, prompts, resumes, calls, deliveries, applied, events int
 	var latencies []int64
+	var questions, answered, cancelled, continued, listings, replyKills, commitKills int
+	replies := map[string]int{}
 	ends := map[string]int{}
 	byTool := map[string]int{}
 	for _, s := range r.Sessions {
@@ -40,6 +42,16 @@ func (r *Result) Print(w io.Writer) {
 		for k, v := range s.Check.Ends {
 			ends[k] += v
 		}
+		questions += s.Check.Questions
+		answered += s.Check.Answered
+		cancelled += s.Check.Cancelled
+		continued += s.Check.Continued
+		listings += len(s.Ledger.Listings)
+		replyKills += s.ReplyKills
+		commitKills += s.ReplyCommitKills
+		for _, r := range s.Ledger.Replies {
+			replies[fmt.Sprint(r.Status)]++
+		}
 	}
 	c := r.Config
 	fmt.Fprintf(w, "simulate: seed %d, %d sessions, kill budget %d, zombie share %.2f, disk-full share %.2f, wall %s\n",
@@ -52,6 +64,8 @@ func (r *Result) Print(w io.Writer) {
 	fmt.Fprintf(w, "resume latency after boots (virtual ms, from the death to the boot that took the claim up): %d claims, p50 %d, p99 %d, max %d\n",
 		len(latencies), p50, p99, most)
 	fmt.Fprintf(w, "tool calls %d; deliveries %d (%s), %d applied\n", calls, deliveries, counts(byTool), applied)
+	fmt.Fprintf(w, "questions %d (answered %d, cancelled %d, continued %d); listings %d; replies by status: %s; kills in a reply %d, right after its commit %d\n",
+		questions, answered, cancelled, continued, listings, counts(replies), replyKills, commitKills)
 	notes := map[string]Note{}
 	for _, s := range r.Sessions {
 		for k, n := range s.Notes {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -44,6 +45,26 @@ func TestSmallCampaignKeepsTheInvariants(t *testing.T) {
 	}
 	assert.Contains(t, out.String(), "violations: 0\n")
 	assert.True(t, bytes.HasSuffix(out.Bytes(), []byte("violations: 0\n")), "the summary ends with the violation count")
+
+	// Questions are asked, answered, cancelled and raced (a 409 names the
+	// winner), and killed right after a reply's commit.
+	var answered, cancelled, continued, conflicts, commitKills int
+	for _, s := range res.Sessions {
+		answered += s.Check.Answered
+		cancelled += s.Check.Cancelled
+		continued += s.Check.Continued
+		commitKills += s.ReplyCommitKills
+		for _, r := range s.Ledger.Replies {
+			if r.Status == http.StatusConflict {
+				conflicts++
+			}
+		}
+	}
+	assert.Positive(t, answered, "questions answered")
+	assert.Positive(t, cancelled, "questions cancelled")
+	assert.Positive(t, continued, "turns continued from their answers")
+	assert.Positive(t, conflicts, "replies refused 409")
+	assert.Positive(t, commitKills, "kills right after a reply's commit")
 }
 
 // The same seed gives the same history, byte for byte, whatever the number

@@ -51,6 +51,7 @@ type tree struct {
 	owners map[int64]int
 
 	work     *workload
+	ask      *asker // the clients of its questions (questions.go)
 	actions  []action
 	created  bool
 	reqs     map[uint64]*request
@@ -136,6 +137,7 @@ func newTree(mod *runtime.Module, cfg Config, index int, dir string) *tree {
 	// changes nothing the tree's generator draws.
 	t.work = &workload{rng: rand.New(rand.NewPCG(cfg.Seed^0x9e3779b97f4a7c15, uint64(index)))}
 	t.actions = append([]action{{at: start, kind: actCreate}}, t.work.batch(start, 3+t.killBudget/3)...)
+	t.ask = newAsker(cfg.Seed, index, t.killBudget)
 	if rng.Float64() < cfg.DiskFull {
 		t.fillDisk(rng)
 	}
@@ -157,11 +159,13 @@ var vfsSeq atomic.Uint64
 
 // fillDisk gives the tree a few windows of virtual time in which every
 // write fails as on a full disk or a failing device, over the stretch its
-// workload runs in: each opens within half a second of one of its prompts
-// arriving and lasts longer than that, so either that prompt's admission
-// meets it or, opening just after, the turn running then; and so may the
-// turns after. (Windows spread over a fixed three minutes mostly opened
-// after a short workload had gone quiet, and failed nothing.) Storage
+// workload runs in: each opens within half a second before one of its
+// prompts arrives, so that prompt's admission meets it, and so may the
+// turn running then and the turns after. (Windows spread over a fixed
+// three minutes mostly opened after a short workload had gone quiet, and
+// failed nothing; windows opening just after a prompt's admission failed
+// nothing when the prompt only queued behind a turn waiting for an
+// answer.) Storage
 // faults are transient to core: it retries the write, and past its window
 // it fails the turn with failed{type:"storage"}.
 //
@@ -181,7 +185,7 @@ func (t *tree) fillDisk(rng *rand.Rand) {
 	for range 1 + rng.IntN(3) {
 		// Not before the first boot's instant: the host creates the file
 		// then, and a host that cannot create it never runs the tree.
-		from := max(prompts[rng.IntN(len(prompts))]-500+int64(rng.IntN(1000)), start+1)
+		from := max(prompts[rng.IntN(len(prompts))]-1-int64(rng.IntN(500)), start+1)
 		length := int64(600 + rng.IntN(40_000))
 		code := faultvfs.Full
 		if rng.IntN(3) == 0 {
@@ -237,8 +241,12 @@ func (t *tree) run(ctx context.Context) {
 			// client calls, so a claim left now is stranded (and the more
 			// prompts below would hide it).
 			t.checkStranded()
+			if t.listWhenQuiet() {
+				continue
+			}
 			// Spend what is left of the kill budget on more prompts, a few
 			// batches at most.
+			t.ask.reserve = 0 // no reply to kill in: spend it like the rest
 			if t.kills < t.killBudget && t.extended < 12 {
 				t.extended++
 				t.actions = append(t.actions, t.work.batch(t.now, 3)...)
@@ -275,6 +283,10 @@ func route(k actionKind) string {
 		return "create"
 	case actPrompt:
 		return "prompt"
+	case actList:
+		return "questions"
+	case actReply:
+		return "reply"
 	}
 	return "interrupt"
 }
@@ -426,7 +438,7 @@ func (t *tree) instantiate(ctx context.Context) (*guest, error) {
 	g := &guest{t: t, boot: t.boots, conn: c, timers: map[uint64]due{}, egress: map[uint64]*reply{},
 		rng: rand.New(rand.NewPCG(t.rng.Uint64(), t.rng.Uint64()))}
 	g.watch()
-	if t.kills < t.killBudget {
+	if t.mayKill(nil) {
 		g.plan = newPlan(t.rng, t.seen, true)
 	}
 	g.g, err = t.mod.Instantiate(ctx, runtime.Options{Conn: c, Services: g, Interpose: g.interpose, Watchdog: time.Minute})
@@ -460,6 +472,7 @@ func (t *tree) bootGuest(ctx context.Context) bool {
 		if err == nil {
 			t.noteEpoch(g)
 			t.afterBoot(g, before)
+			t.listAfterBoot()
 			break
 		}
 		t.reap(g)
@@ -577,6 +590,13 @@ func (t *tree) send(ctx context.Context, a action) {
 		req = runtime.Request{Method: http.MethodPost, Path: "/v1/sessions/" + t.id + "/prompt", Body: body}
 	case actInterrupt:
 		req = runtime.Request{Method: http.MethodPost, Path: "/v1/sessions/" + t.id + "/interrupt", Body: []byte(`{}`)}
+	case actList:
+		req = runtime.Request{Method: http.MethodGet, Path: "/v1/sessions/" + t.id + "/questions"}
+	case actReply:
+		req = runtime.Request{Method: http.MethodPost, Path: "/v1/sessions/" + t.id + "/questions/" + a.reply.question, Body: a.reply.body}
+	}
+	if a.ask {
+		t.ask.asks++
 	}
 	req.Header = http.Header{"Content-Type": {"application/json"}}
 	t.resend(ctx, &request{a: a, req: req})
@@ -593,11 +613,18 @@ func (t *tree) resend(ctx context.Context, r *request) {
 	t.nextReq++
 	id := t.nextReq
 	r.to, r.status, r.body = g, 0, nil
-	if r.a.kind == actInterrupt {
+	if r.a.kind != actCreate && r.a.kind != actPrompt {
 		r.sent = t.commitPos()
 	}
 	t.reqs[id] = r
+	if r.a.kind != actReply {
+		t.call(ctx, g, func() error { return g.g.Request(ctx, id, r.req) })
+		return
+	}
+	t.aimAtReplyCommit(g)
+	t.ask.inReply = true
 	t.call(ctx, g, func() error { return g.g.Request(ctx, id, r.req) })
+	t.replyDone(g)
 }
 
 // respond collects a response; at its end the client acts on it.
@@ -642,6 +669,15 @@ func (t *tree) done(r *request) {
 			// Answered only after the interrupt committed: whatever was
 			// admitted before the request has ended by now.
 			t.ledger.Interrupts = append(t.ledger.Interrupts, check.Interrupt{Session: t.id, At: t.now, Sent: r.sent, Answered: t.commitPos()})
+			return
+		}
+	case actList:
+		if r.status == http.StatusOK {
+			t.onListing(r)
+			return
+		}
+	case actReply:
+		if t.onReply(r) {
 			return
 		}
 	}
@@ -912,13 +948,15 @@ func (g *guest) interpose(s runtime.Site) error {
 	c := t.hist[k]
 	c.Seen++
 	t.noteSeen(s)
-	if g.plan == nil && t.kills < t.killBudget {
+	if g.plan == nil && t.mayKill(nil) {
 		g.plan = newPlan(t.rng, t.seen, false)
 	}
-	if g.plan != nil && t.kills < t.killBudget && g.plan.at(s) {
+	if g.plan != nil && t.mayKill(g.plan) && g.plan.at(s) {
+		t.spentOnReply(g.plan)
 		g.plan = nil
 		t.kills++
 		c.Kills++
+		t.countReplyKill(s)
 		t.hist[k] = c
 		return errKill
 	}

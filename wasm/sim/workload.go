@@ -26,6 +26,8 @@ const (
 	actCreate actionKind = iota
 	actPrompt
 	actInterrupt
+	actList  // GET the pending questions
+	actReply // POST a reply to a question
 )
 
 // action is one client request, due at a virtual time.
@@ -35,14 +37,17 @@ type action struct {
 	text     string
 	mode     string // "" or "replace"
 	clientID string
-	tries    int // earlier attempts answered 5xx
+	tries    int        // earlier attempts answered 5xx
+	ask      bool       // a prompt whose turn asks a question
+	reply    *replySpec // actReply
 }
 
 // workload builds a session's client actions from its generator. Prompts
 // are written in the offline model's directives (docs/offline-model.md):
 // tool calls against the ledger tools, /sleep for turns that span virtual
-// time, /fail for model failures, plain words; some replace the running
-// turn, some queue behind it, and interrupts land in between.
+// time, /fail for model failures, /ask for questions that park the turn
+// until a client replies (questions.go), plain words; some replace the
+// running turn, some queue behind it, and interrupts land in between.
 type workload struct {
 	rng     *rand.Rand
 	prompts int // minted so far, for client ids and tool arguments
@@ -55,6 +60,14 @@ func (w *workload) batch(from int64, n int) []action {
 		at += w.gap()
 		a := w.prompt(at)
 		out = append(out, a)
+		// The client of a prompt that asks polls for its question, less
+		// and less often (and lists again after boots and when the tree
+		// goes quiet): the prompt may wait in the queue for a while first.
+		if a.ask {
+			for _, after := range []int64{1_000, 3_000, 7_000, 15_000, 31_000} {
+				out = append(out, action{at: at + after + int64(w.rng.IntN(1_000)), kind: actList})
+			}
+		}
 		// Interrupts land mostly within the first seconds of a turn, while
 		// its model streams or its tool request is out.
 		if w.rng.IntN(5) == 0 {
@@ -89,7 +102,7 @@ func (w *workload) prompt(at int64) action {
 		args, _ := json.Marshal(map[string]any{"n": n, "line": len(lines)})
 		lines = append(lines, fmt.Sprintf("/tool %s %s", name, args))
 	}
-	switch r := w.rng.IntN(20); {
+	switch r := w.rng.IntN(25); {
 	case r < 4:
 		tool(toolHook)
 	case r < 8:
@@ -107,6 +120,10 @@ func (w *workload) prompt(at int64) action {
 	case r < 17:
 		kv, _ := json.Marshal(map[string]string{"key": fmt.Sprintf("k%d", w.rng.IntN(4)), "value": fmt.Sprint(n)})
 		lines = append(lines, "/tool kv_put "+string(kv))
+	case r < 20:
+	default:
+		a.ask = true
+		lines = append(lines, w.asking(n, r-20)...)
 	}
 	lines = append(lines, words(w.rng, n))
 	a.text = strings.Join(lines, "\n")
@@ -114,6 +131,31 @@ func (w *workload) prompt(at int64) action {
 		a.mode = "replace"
 	}
 	return a
+}
+
+// asking is the directives of a prompt that asks: a question alone, one
+// call of the question tool asking two questions with choices, a question
+// after a tool call in the step before, two questions one after the other
+// (the second asked by the continuation of the first), or a question whose
+// continuation sleeps (a kill can land in it).
+func (w *workload) asking(n, kind int) []string {
+	q := func(i int) string { return fmt.Sprintf("/ask question %d.%d: which colour?", n, i) }
+	switch kind {
+	case 0:
+		return []string{q(1)}
+	case 1:
+		args, _ := json.Marshal(map[string]any{"questions": []map[string]any{
+			{"question": fmt.Sprintf("question %d.1: which size?", n), "choices": []string{"small", "large"}},
+			{"question": fmt.Sprintf("question %d.2: which toppings?", n), "choices": []string{"basil", "olives", "capers"}, "multiple": true},
+		}})
+		return []string{"/tool question " + string(args)}
+	case 2:
+		args, _ := json.Marshal(map[string]any{"n": n, "line": 0})
+		return []string{fmt.Sprintf("/tool %s %s", toolIHook, args), q(1)}
+	case 3:
+		return []string{q(1), q(2)}
+	}
+	return []string{q(1), fmt.Sprintf("/sleep %ds", 1+w.rng.IntN(5))}
 }
 
 var vocabulary = strings.Fields("the quick brown fox jumps over a lazy dog while agents resume turns after every eviction")

@@ -51,11 +51,8 @@ func parse(prompt string) directives {
 			}
 		case "ask":
 			d.addAsk(arg)
-		// Directives of features this build lacks. This is the place to
-		// extend: with sub-agents, /task becomes a call of the task tool
-		// queued like /tool.
 		case "task":
-			d.problems = append(d.problems, notYet(name, "task"))
+			d.addTask(arg)
 		}
 	}
 	d.words = strings.TrimSpace(strings.Join(words, "\n"))
@@ -118,6 +115,28 @@ func (d *directives) addAsk(arg string) {
 	d.tools = append(d.tools, toolCall{name: "question", args: string(args)})
 }
 
+// BackgroundFlag before a /task prompt asks for a background sub-agent.
+const BackgroundFlag = "--background"
+
+// addTask reads "[--background] PROMPT" into a call of the task tool,
+// queued with the /tool calls in prompt order.
+func (d *directives) addTask(arg string) {
+	background := false
+	if rest, ok := strings.CutPrefix(arg, BackgroundFlag); ok && (rest == "" || unicode.IsSpace(rune(rest[0]))) {
+		background, arg = true, strings.TrimSpace(rest)
+	}
+	if arg == "" {
+		d.problems = append(d.problems, "The /task directive needs a prompt: /task [--background] PROMPT.")
+		return
+	}
+	args, err := json.Marshal(map[string]any{"prompt": arg, "background": background})
+	if err != nil {
+		d.problems = append(d.problems, fmt.Sprintf("The /task directive cannot encode its prompt: %v.", err))
+		return
+	}
+	d.tools = append(d.tools, toolCall{name: "task", args: string(args)})
+}
+
 // addSleep reads a Go duration. Pauses add up, capped at MaxSleep.
 func (d *directives) addSleep(arg string) {
 	dur, err := time.ParseDuration(arg)
@@ -128,8 +147,4 @@ func (d *directives) addSleep(arg string) {
 	}
 	// Cap before adding so the sum cannot overflow.
 	d.sleep = min(d.sleep+min(dur, MaxSleep), MaxSleep)
-}
-
-func notYet(directive, tool string) string {
-	return fmt.Sprintf("The /%s directive needs the %s tool, which this build does not have yet.", directive, tool)
 }

@@ -279,6 +279,24 @@ func TestToolCallDeltas(t *testing.T) {
 	}
 }
 
+// /task is a call of the task tool, queued with /tool calls in prompt
+// order; --background before the prompt asks for a background sub-agent.
+func TestTaskDirectiveCallsTaskTool(t *testing.T) {
+	ft := newFakeTimer(true)
+	a := assemble(collect(t, offline.New(ft, offline.Options{}), ask("/task summarise the log")))
+	require.Len(t, a.calls, 1)
+	assert.Equal(t, "task", a.calls[0].Name)
+	assert.JSONEq(t, `{"prompt":"summarise the log","background":false}`, a.calls[0].Arguments)
+
+	a = assemble(collect(t, offline.New(ft, offline.Options{}), ask("/task --background count to three")))
+	require.Len(t, a.calls, 1)
+	assert.JSONEq(t, `{"prompt":"count to three","background":true}`, a.calls[0].Arguments)
+
+	a = assemble(collect(t, offline.New(ft, offline.Options{}), ask("/task --backgrounds is a word")))
+	require.Len(t, a.calls, 1)
+	assert.JSONEq(t, `{"prompt":"--backgrounds is a word","background":false}`, a.calls[0].Arguments)
+}
+
 func TestExplainedDirectives(t *testing.T) {
 	tests := []struct {
 		prompt string
@@ -293,7 +311,8 @@ func TestExplainedDirectives(t *testing.T) {
 		{"/sleep -1s", `The /sleep directive needs a duration such as 5s or 250ms, not "-1s".`},
 		{"/sleep", `The /sleep directive needs a duration such as 5s or 250ms, not "".`},
 		{"/ask", "The /ask directive needs a question: /ask QUESTION."},
-		{"/task summarise the log", "The /task directive needs the task tool, which this build does not have yet."},
+		{"/task", "The /task directive needs a prompt: /task [--background] PROMPT."},
+		{"/task --background", "The /task directive needs a prompt: /task [--background] PROMPT."},
 		{"/tool ok {}\n/tool bad {\n/ask", "The /tool bad directive needs its arguments as a JSON object, not {.\n" +
 			"The /ask directive needs a question: /ask QUESTION."},
 	}

@@ -35,12 +35,13 @@ const (
 	RuleWakeArmed   Rule = "claim-has-wake-up"
 	RuleClaimed     Rule = "open-prompt-has-claim"
 	RuleBootResumes Rule = "boot-resumes-every-claim"
+	// The rules of durable questions are in questions.go.
 )
 
 // Rules lists every rule, in the order summaries print them.
 var Rules = []Rule{RuleEnds, RuleQuiescence, RuleAfterInterrupt, RuleBudget, RuleEffects,
 	RuleSeqs, RuleProjections, RuleNotices, RuleSteps, RuleZombie, RuleSettled, RuleWakeArmed, RuleClaimed, RuleBootResumes,
-	RuleEmits}
+	RuleEmits, RuleQuestionOnce, RuleQuestionByClient, RuleQuestionListed, RuleContinuation}
 
 // Violation is one broken invariant, tied to the first event that shows it
 // when there is one.
@@ -84,6 +85,11 @@ type Result struct {
 	Resumes    int
 	Calls      int
 	Deliveries int
+	// Questions counts the questions asked; Answered and Cancelled those
+	// resolved so (Cancelled by a reply, a sibling's cancel or an
+	// interrupt); Continued the parks continued from their answers.
+	Questions, Answered, Cancelled, Continued int
+
 	Violations []Violation
 }
 
@@ -112,12 +118,14 @@ func Tree(path string, ledger *Ledger, opts Options) (Result, error) {
 		return Result{}, fmt.Errorf("check %s: %w", opts.Label, err)
 	}
 	ck := &checker{opts: opts, h: h, calls: map[string]*call{}, turns: map[string]*turn{}, queued: map[string]int{},
+		questions: map[string]*question{}, asking: map[string]bool{}, roots: map[string]string{}, waitingIn: map[string]bool{}, ledger: ledger,
 		res: Result{Ends: map[string]int{}}}
 	for _, sid := range h.order {
 		ck.session(sid, h.logs[sid])
 	}
 	ck.quiescence()
 	ck.effects(ledger)
+	ck.replies(ledger)
 	ck.observed(ledger)
 	ck.emits(ledger)
 	diffs, err := rebuildDiffs(db)
@@ -177,6 +185,14 @@ type payload struct {
 	Outcome     string           `json:"outcome"`
 	Ran         bool             `json:"ran"`
 	Key         string           `json:"idempotency_key"`
+	RootID      string           `json:"root_id"`
+	// A park's blockers; a resolution's blocker and response.
+	Blockers []struct {
+		ID     string `json:"id"`
+		CallID string `json:"call_id"`
+	} `json:"blockers"`
+	BlockerID  string `json:"blocker_id"`
+	ResponseID string `json:"response_id"`
 }
 
 func load(db conn) (*history, error) {
@@ -244,6 +260,7 @@ type turn struct {
 	completed map[string]bool
 	cut       map[string]bool
 	calls     []*call // of its completed steps, in order
+	parked    *park   // its latest park (questions.go)
 }
 
 type checker struct {
@@ -255,6 +272,14 @@ type checker struct {
 	// admitted are the tree's prompt ids in the order the checker met them.
 	admitted []string
 	queued   map[string]int // session → prompts admitted and not ended
+	// questions are the tree's questions by id (questions.go); roots maps
+	// each session to its root; waitingIn are the sessions whose open
+	// turn is parked with a question pending at quiescence.
+	questions map[string]*question
+	asking    map[string]bool // calls that asked a question
+	roots     map[string]string
+	waitingIn map[string]bool
+	ledger    *Ledger
 }
 
 func (ck *checker) fail(session string, at *rec, rule Rule, format string, args ...any) {
@@ -320,6 +345,9 @@ func (ck *checker) session(sid string, log []rec) {
 			ck.fail(sid, e, RuleProjections, "payload does not decode: %v", e.bad)
 			continue
 		}
+		if e.Type == event.SessionCreated {
+			ck.roots[sid] = e.p.RootID
+		}
 		if e.Type == event.PromptAdmitted {
 			if ck.turns[e.p.PromptID] != nil {
 				ck.fail(sid, e, RuleEnds, "prompt %s admitted twice", e.p.PromptID)
@@ -336,6 +364,10 @@ func (ck *checker) session(sid string, log []rec) {
 			stepPrompt[e.p.StepID], stepExec[e.p.StepID] = e.p.PromptID, e.p.ExecutionID
 		case event.ExecutionStarted:
 			execPrompt[e.p.ExecutionID] = e.p.PromptID
+		}
+		if resolution(e) {
+			// Judged whatever turn it names, or none.
+			ck.resolve(sid, e, ck.ledger)
 		}
 		pid := owner(e)
 		if pid == "" {
@@ -371,11 +403,18 @@ func (ck *checker) session(sid string, log []rec) {
 			ck.fail(sid, e, RuleZombie, "step %s of execution %s is written after execution %s replaced it",
 				e.p.StepID, stepExec[e.p.StepID], current)
 		}
-		if progress(*e) {
+		if progress(*e) || ck.answeredSettlement(e) {
 			tr.resumes = 0
 		}
+		ck.whileParked(sid, e, tr)
 		switch e.Type {
+		case event.StepParked:
+			ck.parked(sid, e, tr)
+			ck.res.Questions += len(e.p.Blockers)
 		case event.ExecutionStarted:
+			if e.p.Cause == event.CauseResolution && tr.parked != nil && tr.parked.continued == e {
+				ck.res.Continued++
+			}
 			if tr.pending != nil {
 				if e.p.Cause != event.CauseResume {
 					ck.fail(sid, e, RuleBudget, "resume #%d is followed by a %s start, not a resumed execution", tr.pending.Seq, e.p.Cause)
@@ -384,11 +423,12 @@ func (ck *checker) session(sid string, log []rec) {
 				}
 			} else if e.p.Cause == event.CauseResume {
 				ck.fail(sid, e, RuleBudget, "a resumed execution of %s starts without its own execution.resumed", pid)
-			} else if !e.p.TurnStart && !(e.p.Cause == event.CauseRetry && tr.retrying) {
+			} else if !e.p.TurnStart && !(e.p.Cause == event.CauseRetry && tr.retrying) &&
+				!(e.p.Cause == event.CauseResolution && tr.parked != nil && tr.parked.continued == e) {
 				// An open turn goes on in a new execution only as a counted
-				// resume or after its scheduled retry (parking, whose
-				// continuation is not counted either, does not exist yet):
-				// anything else restarts a dead execution past the budget.
+				// resume, after its scheduled retry, or from the resolution
+				// of its park (whileParked): anything else restarts a dead
+				// execution past the budget.
 				ck.fail(sid, e, RuleBudget, "an execution of %s continues its turn (cause %q) without counting a resume", pid, e.p.Cause)
 			}
 			tr.pending, tr.notices, tr.retrying = nil, 0, false
@@ -408,6 +448,9 @@ func (ck *checker) session(sid string, log []rec) {
 			current = e.p.ExecutionID
 		case event.ExecutionResumed:
 			ck.res.Resumes++
+			if ck.waiting(tr) {
+				ck.fail(sid, e, RuleContinuation, "the parked turn of %s is resumed while a question is pending: parking consumes no budget and waits", pid)
+			}
 			if running != pid {
 				ck.fail(sid, e, RuleEnds, "a resume of %s, whose turn is not open", pid)
 			}
@@ -536,9 +579,23 @@ func (ck *checker) session(sid string, log []rec) {
 	var fifo []string
 	for _, pid := range order {
 		tr := ck.turns[pid]
+		ck.endedParked(sid, tr)
+		if ck.waiting(tr) {
+			// Visibly waiting for an answer, and so is every prompt
+			// queued behind it.
+			ck.waitingIn[sid] = true
+		}
 		if tr.end == nil {
-			// No blockers exist yet, so a prompt cannot be visibly waiting:
-			// at quiescence every prompt has ended.
+			if ck.waitingIn[sid] {
+				if ck.waiting(tr) {
+					fifo = append(fifo, pid)
+				} else if tr.started {
+					ck.fail(sid, &tr.admitted, RuleEnds, "prompt %s started while the turn before it waits for an answer", pid)
+				}
+				continue
+			}
+			// At quiescence every prompt has ended unless it is visibly
+			// waiting.
 			ck.fail(sid, &tr.admitted, RuleEnds, "prompt %s never ended", pid)
 			ck.queued[sid]++
 			continue
@@ -587,6 +644,9 @@ func (ck *checker) quiescence() {
 	for _, sid := range ck.h.order {
 		if ck.h.claims[sid] && ck.queued[sid] == 0 {
 			detail := "the session is claimed with no prompt left to run"
+			if ck.waitingIn[sid] {
+				detail = "the session is claimed while its turn waits for an answer"
+			}
 			if ck.h.retry[sid] {
 				detail += " (the claim still names a scheduled retry)"
 			}

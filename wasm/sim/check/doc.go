@@ -25,6 +25,16 @@
 //   - a zombie never commits (or starts egress) after its successor took a
 //     newer epoch: neither a write the ledger saw nor a step write of an
 //     execution already replaced;
+//   - each question is asked once and resolved at most once, only by a
+//     client's reply (a response_id the ledger shows sent) or the user's
+//     interrupt, never by a kill, shutdown or eviction; every listing the
+//     API answered shows exactly the questions asked and not resolved
+//     around it; a reply is answered 200 only as the winner (or its
+//     repeat), 409 only naming the winner, 404 never for an asked question;
+//     a parked turn writes nothing, is not resumed, and continues (cause
+//     resolution) once, only after every question of its park is
+//     answered; a turn waiting for an answer, and the prompts queued
+//     behind it, are visibly waiting, not lost, and hold no claim;
 //   - every durable event reaches the host's emit exactly once, in commit
 //     order, a commit reported failed that was durable (a late IOERR)
 //     included; only an instance that died before emitting its last

@@ -31,6 +31,14 @@ type Ledger struct {
 	// Emits are the durable events the host received through emit (nil:
 	// not recorded).
 	Emits *Emits `json:"emits,omitempty"`
+	// Listings are the pending-question lists the API answered 200
+	// (questions.go): each must show every question asked and not yet
+	// resolved, and nothing else.
+	Listings []Listing `json:"listings,omitempty"`
+	// Replies are the replies to questions the clients sent, answered or
+	// not (Status 0: the instance died first). A question may be resolved
+	// only by one of them, or by the user's interrupt.
+	Replies []Reply `json:"replies,omitempty"`
 }
 
 // Delivery is one request that reached a tool's receiver.

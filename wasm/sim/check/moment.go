@@ -60,11 +60,14 @@ func (p *Probe) Close() error {
 // claim row (DESIGN §6.1, §6.3): nothing would ever run or end it. It must
 // be empty after every commit of a live instance: a terminal that releases
 // the claim in one transaction and starts the next queued turn in another
-// leaves exactly that in between.
+// leaves exactly that in between. A session waiting for an answer (a
+// pending blocker, DESIGN §9) is the one exception: its reply takes the
+// claim.
 func (p *Probe) Unclaimed() ([]Observation, error) {
 	var out []Observation
 	err := p.rows(`SELECT p.session_id, p.id, p.state FROM prompts p
 		WHERE p.state IN ('queued', 'running') AND NOT EXISTS (SELECT 1 FROM claims c WHERE c.session_id = p.session_id)
+			AND NOT EXISTS (SELECT 1 FROM blockers b WHERE b.session_id = p.session_id AND b.state = 'pending')
 		ORDER BY p.session_id, p.admitted_seq`, nil, func(s *sqlite3.Stmt) {
 		out = append(out, Observation{Rule: RuleClaimed, Session: s.ColumnText(0),
 			Detail: fmt.Sprintf("prompt %s is %s but its session has no claim", s.ColumnText(1), s.ColumnText(2))})

@@ -1,0 +1,435 @@
+package core
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/revenantrt/revenant/core/event"
+	"github.com/revenantrt/revenant/core/storage"
+)
+
+// This file holds sub-agents (DESIGN §10): a task call's child session, its
+// job row in the parent's log, and how the child's end reaches the parent.
+//
+//	StartChild   the parent's task call creates (or re-attaches to) its child
+//	             with the child's first prompt and claim, in one fenced
+//	             transaction of the parent's execution
+//	AwaitChild   a foreground call waits for the child's task turn to end
+//	endJobs      in every turn terminal's own transaction (appendEnd): a
+//	             child's job ends with its task turn, a background child's
+//	             notice is admitted to the parent's queue, and a parent whose
+//	             turn ends lets go of its foreground children
+//
+// The child's id is {root}.{n}, n counting the tree's children from 1; it is
+// chosen in the transaction that first records the call's job, and the job
+// row keeps it for that call id, so a re-run call re-attaches.
+
+// DefaultTaskDepth is how deep sub-agents may nest unless configured: a root
+// is depth 0, its children depth 1.
+const DefaultTaskDepth = 3
+
+// ChildSpec is a task call's request for a sub-agent.
+type ChildSpec struct {
+	CallID     string // the parent's minted call id: the child belongs to it
+	Prompt     string
+	Background bool
+	MaxDepth   int // the deepest a child may be (a root is 0); 0 allows none
+}
+
+// Child is a task call's sub-agent.
+type Child struct {
+	ID       string
+	PromptID string // the child's task prompt
+	Attached bool   // the call had its child already: re-attached, nothing written
+}
+
+// ChildResult is how a child's task turn ended.
+type ChildResult struct {
+	State PromptState // succeeded, failed, interrupted (or cancelled)
+	Text  string      // the last answer if succeeded; otherwise what ended it
+	// Unstored is set when the child's end is known only in memory: storing
+	// its terminal failed (DESIGN §8); the text says why.
+	Unstored bool
+}
+
+// TaskClientID is the client id of a child's task prompt: one per call.
+func TaskClientID(callID string) string { return "task-" + callID }
+
+// NoticeClientID is the client id of a background child's completion notice
+// in its parent's queue: stable per child turn, so the first admission wins.
+func NoticeClientID(childID string, turn int) string {
+	return fmt.Sprintf("notice-%s-%d", childID, turn)
+}
+
+// StartChild creates the call's child session with its task prompt and
+// claim, and the job row in the parent's log, in one transaction fenced on
+// x, then starts the child's turn here. A call that has its child already
+// re-attaches to it and writes nothing. An empty prompt or a depth past the
+// limit is ErrInvalid, with nothing written.
+func (x *Execution) StartChild(ctx context.Context, spec ChildSpec) (Child, error) {
+	if strings.TrimSpace(spec.Prompt) == "" {
+		return Child{}, invalid("task: the prompt is empty")
+	}
+	inst := x.inst
+	inst.claimMu.Lock()
+	defer inst.claimMu.Unlock()
+	w := inst.newWrite()
+	w.fence, w.locked = &fence{sessionID: x.sessionID, executionID: x.id}, true
+	txWaker, armInTx := inst.host.Wake.(TxWaker)
+	var wakeAt int64
+	// Wake rule 1, as in Admit: the child's claim commits with a wake-up armed.
+	w.before = func(int) error {
+		wakeAt = inst.host.Clock.Now() + inst.cfg.wakeInterval.Milliseconds()
+		if armInTx {
+			return nil
+		}
+		if err := inst.host.Wake.Arm(ctx, wakeAt); err != nil {
+			return fmt.Errorf("arm wake-up: %w", err)
+		}
+		return nil
+	}
+	var c Child
+	err := w.run(ctx, func(t *txw) error {
+		c = Child{}
+		found, err := t.childOfCall(x.sessionID, spec.CallID, &c)
+		if err != nil || found {
+			return err
+		}
+		if err := t.createChild(x.sessionID, spec, &c); err != nil {
+			return err
+		}
+		if armInTx {
+			return txWaker.ArmTx(t.Tx, wakeAt)
+		}
+		return nil
+	})
+	if err != nil {
+		return Child{}, fmt.Errorf("start child: %w", err)
+	}
+	// A new child's turn starts here; a re-attached one is running, ended,
+	// or left to the sweep (its execution died), which startLocked leaves be.
+	inst.startLocked(ctx, c.ID, event.CausePrompt)
+	return c, nil
+}
+
+// childOfCall finds the child a parent's call already has.
+func (t *txw) childOfCall(parentID, callID string, c *Child) (bool, error) {
+	found, err := storage.QueryRow(t, `SELECT j.child_id, COALESCE(p.id, '') FROM jobs j
+		LEFT JOIN prompts p ON p.session_id = j.child_id AND p.client_id = ?
+		WHERE j.parent_id = ? AND j.call_id = ?`, []any{TaskClientID(callID), parentID, callID}, &c.ID, &c.PromptID)
+	if err != nil {
+		return false, fmt.Errorf("find child of call %s: %w", callID, err)
+	}
+	c.Attached = found
+	return found, nil
+}
+
+// createChild writes a new child: session.created in its log, the job in
+// the parent's, the task prompt and the child's claim.
+func (t *txw) createChild(parentID string, spec ChildSpec, c *Child) error {
+	parent, err := t.session(parentID)
+	if err != nil {
+		return err
+	}
+	depth, err := t.depth(parent)
+	if err != nil {
+		return err
+	}
+	if depth+1 > spec.MaxDepth {
+		return invalid("task: sub-agents may nest %d deep, and this session is at depth %d already", spec.MaxDepth, depth)
+	}
+	var n int
+	if _, err := storage.QueryRow(t, `SELECT count(*) FROM sessions WHERE root_id = ? AND parent_id IS NOT NULL`, []any{parent.RootID}, &n); err != nil {
+		return fmt.Errorf("count children: %w", err)
+	}
+	c.ID = fmt.Sprintf("%s.%d", parent.RootID, n+1)
+	if _, err := t.append(c.ID, event.SessionCreated, event.Created{ParentID: parent.ID, RootID: parent.RootID, Principal: parent.Principal, Config: parent.Config}); err != nil {
+		return err
+	}
+	if _, err := t.append(parentID, event.JobStarted, event.Job{ChildID: c.ID, CallID: spec.CallID, Background: spec.Background}); err != nil {
+		return err
+	}
+	in := PromptInput{ClientID: TaskClientID(spec.CallID), Text: spec.Prompt, Mode: event.ModeQueue}
+	c.PromptID = t.id()
+	if _, err := t.append(c.ID, event.PromptAdmitted, event.Admitted{PromptID: c.PromptID, ClientID: in.ClientID, Text: in.Text, Mode: in.Mode, BodyHash: bodyHash(in)}); err != nil {
+		return err
+	}
+	_, err = t.claims().take(c.ID, t.now())
+	return err
+}
+
+// depth counts a session's ancestors.
+func (t *txw) depth(s Session) (int, error) {
+	d := 0
+	for id := s.ParentID; id != ""; d++ {
+		if _, err := storage.QueryRow(t, `SELECT COALESCE(parent_id, '') FROM sessions WHERE id = ?`, []any{id}, &id); err != nil {
+			return 0, fmt.Errorf("read depth: %w", err)
+		}
+	}
+	return d, nil
+}
+
+// AwaitChild waits until the child's task turn has ended and returns how.
+// It reads the database first, so a child that ended before (in an earlier
+// instance, say) hands its stored result at once; otherwise it follows the
+// child's committed events, and the in-memory settlement of its job for an
+// end that storage refused. ctx ending stops the wait.
+func (x *Execution) AwaitChild(ctx context.Context, c Child) (ChildResult, error) {
+	inst := x.inst
+	for {
+		sub := inst.Subscribe(c.ID, 64)
+		watch := inst.jobs.watch(c.PromptID)
+		res, ended, err := x.childResult(ctx, c)
+		if err != nil || ended {
+			sub.Close()
+			inst.jobs.unwatch(c.PromptID, watch)
+			return res, err
+		}
+		res, ended, err = x.awaitChildEvent(ctx, sub, watch)
+		sub.Close()
+		inst.jobs.unwatch(c.PromptID, watch)
+		if err != nil || ended {
+			return res, err
+		}
+	}
+}
+
+// awaitChildEvent waits for a terminal of the child (then the caller reads
+// again), the subscription closing (it fell behind, or the instance
+// stopped: read again), an end settled in memory only, or ctx.
+func (x *Execution) awaitChildEvent(ctx context.Context, sub *Subscription, watch *jobWatch) (ChildResult, bool, error) {
+	for {
+		select {
+		case ev, ok := <-sub.C:
+			if !ok || ev.IsTerminal() {
+				if !ok && x.inst.isClosed() {
+					return ChildResult{}, false, ErrClosed
+				}
+				return ChildResult{}, false, nil
+			}
+		case <-watch.done:
+			if watch.out.Unstored {
+				return watch.out, true, nil
+			}
+			return ChildResult{}, false, nil
+		case <-ctx.Done():
+			return ChildResult{}, false, context.Cause(ctx)
+		}
+	}
+}
+
+func (x *Execution) childResult(ctx context.Context, c Child) (ChildResult, bool, error) {
+	var res ChildResult
+	var ended bool
+	err := x.Read(ctx, func(tx storage.Tx) error {
+		var err error
+		res, ended, err = readChildResult(tx, c.ID, c.PromptID)
+		return err
+	})
+	return res, ended, err
+}
+
+// readChildResult reads how the child's prompt ended, if it has.
+func readChildResult(tx storage.Tx, childID, promptID string) (ChildResult, bool, error) {
+	var state, outcome string
+	found, err := storage.QueryRow(tx, `SELECT state, COALESCE(outcome, '') FROM prompts WHERE id = ? AND session_id = ?`, []any{promptID, childID}, &state, &outcome)
+	if err != nil {
+		return ChildResult{}, false, fmt.Errorf("read child result: %w", err)
+	}
+	if !found {
+		return ChildResult{}, false, fmt.Errorf("child %s task prompt %s: %w", childID, promptID, ErrNotFound)
+	}
+	res := ChildResult{State: PromptState(state)}
+	switch res.State {
+	case PromptQueued, PromptRunning:
+		return res, false, nil
+	case PromptSucceeded:
+		_, err = storage.QueryRow(tx, `SELECT text FROM messages WHERE session_id = ? AND prompt_id = ? AND role = 'assistant' ORDER BY seq DESC LIMIT 1`,
+			[]any{childID, promptID}, &res.Text)
+	case PromptFailed:
+		var f event.Failed
+		if jerr := (event.Event{Data: []byte(outcome)}).Decode(&f); jerr == nil {
+			res.Text = fmt.Sprintf("The sub-agent's turn failed (%s): %s", f.Type, f.Message)
+		}
+	default:
+		res.Text = fmt.Sprintf("The sub-agent's turn ended %s.", state)
+	}
+	return res, true, err
+}
+
+// endJobs is the sub-agent part of every turn terminal, run in the
+// terminal's own transaction after it was appended (and projected):
+//   - the session's foreground jobs end: no call of the ended turn waits for
+//     those children any more, and the sweep releases what they leave;
+//   - if the session is a child whose task turn this is, its job ends in the
+//     parent's log and, for a background child, its completion notice is
+//     admitted to the parent's queue under NoticeClientID (first admission
+//     wins) with the parent's claim.
+//
+// Being in the terminal's transaction, the notice is delivered exactly when
+// the terminal is stored: a storage outage delays both (write schedule,
+// then settlement schedule), a kill before leaves both to the resumed
+// child. The parent's claim needs no wake-up of its own: the child's claim
+// is released in this same transaction, so the tree never is without one,
+// and every wake handler re-arms while any claim remains (DESIGN §4).
+func (t *txw) endJobs(sessionID string, end turnEnd) error {
+	if err := t.endForegroundJobs(sessionID); err != nil {
+		return err
+	}
+	var parentID, callID string
+	var background bool
+	found, err := storage.QueryRow(t, `SELECT j.parent_id, j.call_id, COALESCE((SELECT json_extract(tc.arguments, '$.background') FROM tool_calls tc WHERE tc.id = j.call_id), 0) = 1
+		FROM jobs j JOIN prompts p ON p.session_id = j.child_id AND p.client_id = 'task-' || j.call_id
+		WHERE j.child_id = ? AND j.state = ? AND p.id = ?`, []any{sessionID, string(JobRunning), end.promptID}, &parentID, &callID, &background)
+	if err != nil || !found {
+		return err
+	}
+	if _, err := t.append(parentID, event.JobEnded, event.Job{ChildID: sessionID, CallID: callID, Background: background}); err != nil {
+		return err
+	}
+	if !background {
+		return nil
+	}
+	res, _, err := readChildResult(t.Tx, sessionID, end.promptID)
+	if err != nil {
+		return err
+	}
+	var turn int
+	if _, err := storage.QueryRow(t, `SELECT turns FROM sessions WHERE id = ?`, []any{sessionID}, &turn); err != nil {
+		return err
+	}
+	text := fmt.Sprintf("The background sub-agent %s finished (%s):\n%s", sessionID, res.State, res.Text)
+	return t.admitNotice(parentID, NoticeClientID(sessionID, turn), text)
+}
+
+// endForegroundJobs ends the running foreground jobs of a session whose turn
+// ends.
+func (t *txw) endForegroundJobs(parentID string) error {
+	rows, err := t.Query(`SELECT j.child_id, j.call_id FROM jobs j WHERE j.parent_id = ? AND j.state = ?
+		AND COALESCE((SELECT json_extract(tc.arguments, '$.background') FROM tool_calls tc WHERE tc.id = j.call_id), 0) != 1`, parentID, string(JobRunning))
+	if err != nil {
+		return fmt.Errorf("end foreground jobs: %w", err)
+	}
+	var jobs []event.Job
+	for rows.Next() {
+		var j event.Job
+		if err := rows.Scan(&j.ChildID, &j.CallID); err != nil {
+			return err
+		}
+		jobs = append(jobs, j)
+	}
+	for _, j := range jobs {
+		if _, err := t.append(parentID, event.JobEnded, j); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// admitNotice admits a notice prompt to a session's queue unless one with
+// the same client id is there already, taking the session's claim.
+func (t *txw) admitNotice(sessionID, clientID, text string) error {
+	in := PromptInput{ClientID: clientID, Text: text, Mode: event.ModeQueue}
+	hash := bodyHash(in)
+	var a Admission
+	found, err := t.admissionByClient(sessionID, clientID, hash, &a)
+	if err != nil || found {
+		return err
+	}
+	if _, err := t.append(sessionID, event.PromptAdmitted, event.Admitted{PromptID: t.id(), ClientID: clientID, Text: text, Mode: in.Mode, BodyHash: hash}); err != nil {
+		return err
+	}
+	_, err = t.claims().take(sessionID, t.now())
+	return err
+}
+
+// afterChildTurn starts the parent's next turn here once a child's turn
+// ended, if the parent has a claim with no execution (a notice was just
+// admitted) and none runs here. The caller holds claimMu.
+func (inst *Instance) afterChildTurn(ctx context.Context, childID string) {
+	if !strings.Contains(childID, ".") {
+		return // a root: child ids are {root}.{n}
+	}
+	var parentID string
+	if err := inst.host.DB.Tx(ctx, func(tx storage.Tx) error {
+		_, err := storage.QueryRow(tx, `SELECT COALESCE(parent_id, '') FROM sessions WHERE id = ?`, []any{childID}, &parentID)
+		return err
+	}); err != nil || parentID == "" {
+		return // the wake-up starts it
+	}
+	inst.startLocked(ctx, parentID, event.CausePrompt)
+}
+
+// interruptChildren interrupts the session's children that still hold a
+// claim while their (foreground) job has ended: their parent's turn was
+// interrupted. Their jobs ended in the parent's interrupt, so a kill before
+// this leaves them to the sweep, which releases them.
+func (inst *Instance) interruptChildren(ctx context.Context, parentID string) {
+	var children []string
+	err := inst.host.DB.Tx(ctx, func(tx storage.Tx) error {
+		children = children[:0]
+		rows, err := tx.Query(`SELECT j.child_id FROM jobs j JOIN claims c ON c.session_id = j.child_id WHERE j.parent_id = ? AND j.state = ?`, parentID, string(JobEnded))
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				return err
+			}
+			children = append(children, id)
+		}
+		return nil
+	})
+	if err != nil {
+		inst.log.Warn("list children to interrupt; the sweep releases them", "session", parentID, "err", err)
+		return
+	}
+	for _, id := range children {
+		if _, err := inst.Interrupt(ctx, id, event.ReasonUser); err != nil {
+			inst.log.Warn("interrupt child; the sweep releases it", "session", parentID, "child", id, "err", err)
+		}
+	}
+}
+
+// ChildInfo is a child of a session, for its snapshot.
+type ChildInfo struct {
+	ID         string
+	CallID     string
+	Background bool
+	Job        JobState // running while its parent's call (or notice) waits for it
+	Status     string   // busy or idle
+	Turns      int
+}
+
+// readChildren lists a session's children in creation order.
+func readChildren(tx storage.Tx, parentID string) ([]ChildInfo, error) {
+	rows, err := tx.Query(`SELECT j.child_id, j.call_id, COALESCE((SELECT json_extract(tc.arguments, '$.background') FROM tool_calls tc WHERE tc.id = j.call_id), 0) = 1,
+		j.state, EXISTS (SELECT 1 FROM claims c WHERE c.session_id = j.child_id), s.turns
+		FROM jobs j JOIN sessions s ON s.id = j.child_id WHERE j.parent_id = ? ORDER BY s.created_at, j.child_id`, parentID)
+	if err != nil {
+		return nil, fmt.Errorf("read children: %w", err)
+	}
+	var out []ChildInfo
+	for rows.Next() {
+		var c ChildInfo
+		var state string
+		var busy bool
+		if err := rows.Scan(&c.ID, &c.CallID, &c.Background, &state, &busy, &c.Turns); err != nil {
+			return nil, err
+		}
+		c.Job, c.Status = JobState(state), StatusIdle
+		if busy {
+			c.Status = StatusBusy
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// InterruptChild interrupts a child of x's session for the user: its parent
+// turn is being interrupted.
+func (x *Execution) InterruptChild(ctx context.Context, childID string) (bool, error) {
+	return x.inst.Interrupt(ctx, childID, event.ReasonUser)
+}

@@ -1,0 +1,334 @@
+package check
+
+import (
+	"maps"
+	"slices"
+
+	"github.com/revenantrt/revenant/core/event"
+)
+
+// The rules of durable questions (DESIGN §9, §14): a question is resolved
+// at most once, only by a client's reply or the user's interrupt (never by
+// a kill, a shutdown or an eviction), stays listed and answerable until
+// then, and its turn continues only from a committed resolution, once.
+const (
+	RuleQuestionOnce     Rule = "question-resolved-once"
+	RuleQuestionByClient Rule = "question-resolved-by-client"
+	RuleQuestionListed   Rule = "question-listed-until-resolved"
+	RuleContinuation     Rule = "continuation-after-resolution"
+)
+
+// Listing is a list of pending questions the API answered 200. Sent and
+// Answered are the tree's commit positions (highest events.gseq) when the
+// request was last sent and when its answer ended (0: not known).
+type Listing struct {
+	Session  string   `json:"session"`
+	At       int64    `json:"at"`
+	Sent     int64    `json:"sent"`
+	Answered int64    `json:"answered"`
+	IDs      []string `json:"ids"`
+}
+
+// Reply is a reply to a question a client sent.
+type Reply struct {
+	Session    string `json:"session"`
+	Question   string `json:"question"`
+	ResponseID string `json:"response_id"`
+	Cancel     bool   `json:"cancel,omitempty"`
+	At         int64  `json:"at"`
+	// Status is the answer's (0: never answered, the instance died).
+	Status int `json:"status"`
+	// Winner is the response_id a 409 named as the winner ("" for an
+	// interrupt's cancellation).
+	Winner string `json:"winner,omitempty"`
+	// Body is the request's body: the same response_id with another body
+	// is a different reply.
+	Body     string `json:"body,omitempty"`
+	Sent     int64  `json:"sent"`
+	Answered int64  `json:"answered"`
+}
+
+// question is what the log says about one question.
+type question struct {
+	id, session, prompt, step string
+	asked                     *rec // the session.step.parked@1 that asked it
+	resolved                  *rec // its first resolution
+	park                      *park
+}
+
+// park is one session.step.parked@1: its questions and the execution that
+// continued the turn from their resolution.
+type park struct {
+	e         *rec
+	ids       []string
+	continued *rec
+	broken    bool // a violation of whileParked was reported: one per park
+}
+
+// answeredSettlement reports whether e settles a call that asked a
+// question, from its committed answers: progress, as core counts it (the
+// person's answer will not be asked again), though no tool body ran.
+func (ck *checker) answeredSettlement(e *rec) bool {
+	return e.Type == event.ToolSettled && ck.asking[e.p.CallID]
+}
+
+// resolution reports whether e resolves a question.
+func resolution(e *rec) bool {
+	return e.Type == event.QuestionAnswered || e.Type == event.QuestionCancelled
+}
+
+// parked records the questions of a park; each id is asked once.
+func (ck *checker) parked(sid string, e *rec, tr *turn) {
+	if tr.parked != nil && tr.parked.continued == nil {
+		ck.fail(sid, e, RuleContinuation, "the turn of %s parks again before it continued from its park #%d", tr.id, tr.parked.e.Seq)
+	}
+	p := &park{e: e}
+	for _, b := range e.p.Blockers {
+		if q := ck.questions[b.ID]; q != nil {
+			ck.fail(sid, e, RuleQuestionOnce, "question %s is asked again (first #%d)", b.ID, q.asked.Seq)
+			continue
+		}
+		ck.questions[b.ID] = &question{id: b.ID, session: sid, prompt: tr.id, step: e.p.StepID, asked: e, park: p}
+		ck.asking[b.CallID] = true
+		p.ids = append(p.ids, b.ID)
+	}
+	tr.parked, tr.resumes = p, 0 // a parked turn consumes no budget (§6.3)
+}
+
+// resolve records a question's resolution: the first one only, and by a
+// client's reply or the user's interrupt only.
+func (ck *checker) resolve(sid string, e *rec, l *Ledger) {
+	if e.Type == event.QuestionAnswered {
+		ck.res.Answered++
+	} else {
+		ck.res.Cancelled++
+	}
+	q := ck.questions[e.p.BlockerID]
+	switch {
+	case q == nil:
+		ck.fail(sid, e, RuleQuestionOnce, "question %s is resolved but was never asked", e.p.BlockerID)
+		return
+	case q.resolved != nil:
+		ck.fail(sid, e, RuleQuestionOnce, "question %s is resolved again (first #%d %s)", q.id, q.resolved.Seq, q.resolved.Type)
+		return
+	}
+	q.resolved = e
+	if e.p.Reason == event.CancelInterrupt || e.p.Reason == event.CancelSibling {
+		return // judged with the turn's end (endedParked)
+	}
+	cancel := e.Type == event.QuestionCancelled
+	if cancel && e.p.Reason != event.CancelReply {
+		ck.fail(sid, e, RuleQuestionByClient, "question %s is cancelled for %q: only a reply, a sibling's cancel or the user's interrupt cancels one", q.id, e.p.Reason)
+		return
+	}
+	if e.p.ResponseID == "" {
+		ck.fail(sid, e, RuleQuestionByClient, "question %s is resolved without a response_id: no client replied", q.id)
+		return
+	}
+	for _, r := range l.Replies {
+		if r.Question == q.id && r.ResponseID == e.p.ResponseID && r.Cancel == cancel {
+			return
+		}
+	}
+	ck.fail(sid, e, RuleQuestionByClient, "question %s is resolved (%s) by response %s, which no client sent", q.id, e.Type, e.p.ResponseID)
+}
+
+// whileParked judges an event of a parked turn that has not continued:
+// only its questions' resolutions and its end may come.
+func (ck *checker) whileParked(sid string, e *rec, tr *turn) {
+	p := tr.parked
+	if p == nil || p.continued != nil || p.broken || resolution(e) {
+		return
+	}
+	fail := func(format string, args ...any) {
+		p.broken = true
+		ck.fail(sid, e, RuleContinuation, format, args...)
+	}
+	switch e.Type {
+	case event.ExecutionStarted:
+		if e.p.Cause != event.CauseResolution {
+			fail("the parked turn of %s starts an execution (cause %q) without the resolution of its questions", tr.id, e.p.Cause)
+			return
+		}
+		for _, id := range p.ids {
+			q := ck.questions[id]
+			if q.resolved == nil || q.resolved.Type != event.QuestionAnswered {
+				fail("the parked turn of %s continues while question %s is not answered", tr.id, id)
+				return
+			}
+		}
+		p.continued = e
+	case event.ExecutionInterrupted, event.ExecutionFailed:
+		if e.Type == event.ExecutionInterrupted && (e.p.Reason == event.ReasonUser || e.p.Reason == event.ReasonSuperseded) {
+			return
+		}
+		if e.Type == event.ExecutionFailed && e.p.Kind == event.FailAborted {
+			return // a claim older than the configured maximum age
+		}
+		fail("the parked turn of %s ends %s: a kill, shutdown or eviction must leave it waiting", tr.id, endName(*e))
+	default:
+		fail("%s is written for the parked turn of %s before any continuation", e.Type, tr.id)
+	}
+}
+
+// endedParked judges the questions of a turn that ended: one cancelled by
+// an interrupt or as a sibling belongs to a turn the user ended, and an
+// answered park continued.
+func (ck *checker) endedParked(sid string, tr *turn) {
+	userEnd := tr.end != nil && tr.end.Type == event.ExecutionInterrupted &&
+		(tr.end.p.Reason == event.ReasonUser || tr.end.p.Reason == event.ReasonSuperseded)
+	for _, q := range ck.questionsOf(tr.id) {
+		r := q.resolved
+		if r == nil {
+			if tr.end != nil {
+				ck.fail(sid, tr.end, RuleQuestionOnce, "question %s is still pending after its turn ended %s", q.id, endName(*tr.end))
+			}
+			continue
+		}
+		switch r.p.Reason {
+		case event.CancelInterrupt:
+			if !userEnd {
+				ck.fail(sid, r, RuleQuestionByClient, "question %s is cancelled by an interrupt, but its turn did not end by the user's interrupt", q.id)
+			}
+		case event.CancelSibling:
+			if !userEnd || !ck.cancelledByReply(q.park) {
+				ck.fail(sid, r, RuleQuestionByClient, "question %s is cancelled as a sibling, but no reply cancelled a question of its step", q.id)
+			}
+		}
+	}
+	if p := tr.parked; p != nil && p.continued == nil && tr.end == nil {
+		for _, id := range p.ids {
+			if q := ck.questions[id]; q.resolved == nil || q.resolved.Type != event.QuestionAnswered {
+				return // visibly waiting
+			}
+		}
+		ck.fail(sid, p.e, RuleContinuation, "every question of the park of %s is answered, but the turn never continued", tr.id)
+	}
+}
+
+func (ck *checker) cancelledByReply(p *park) bool {
+	for _, id := range p.ids {
+		if r := ck.questions[id].resolved; r != nil && r.Type == event.QuestionCancelled && r.p.Reason == event.CancelReply {
+			return true
+		}
+	}
+	return false
+}
+
+// questionsOf lists a turn's questions, in id order.
+func (ck *checker) questionsOf(prompt string) []*question {
+	var out []*question
+	for _, id := range slices.Sorted(maps.Keys(ck.questions)) {
+		if q := ck.questions[id]; q.prompt == prompt {
+			out = append(out, q)
+		}
+	}
+	return out
+}
+
+// waiting reports whether tr is visibly waiting: parked, not continued,
+// with a question pending.
+func (ck *checker) waiting(tr *turn) bool {
+	if tr.parked == nil || tr.parked.continued != nil || tr.end != nil {
+		return false
+	}
+	for _, id := range tr.parked.ids {
+		if ck.questions[id].resolved == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// replies judges what the API answered: a listing shows exactly the
+// questions asked and not resolved around it; a reply is answered 200 only
+// as the winner (or its repeat), 409 only with the winner named, 404 only
+// for a question not yet asked when it was sent.
+func (ck *checker) replies(l *Ledger) {
+	for _, ls := range l.Listings {
+		if ls.Sent == 0 || ls.Answered == 0 {
+			continue
+		}
+		listed := map[string]bool{}
+		for _, id := range ls.IDs {
+			listed[id] = true
+			q := ck.questions[id]
+			switch {
+			case q == nil || !committedBy(q.asked, ls.Answered):
+				ck.fail(ls.Session, nil, RuleQuestionListed, "question %s is listed at %d (commit position %d) but was not asked by then", id, ls.At, ls.Answered)
+			case q.resolved != nil && committedBy(q.resolved, ls.Sent):
+				ck.fail(ls.Session, q.resolved, RuleQuestionListed, "question %s is listed at %d (commit position %d) after it was resolved", id, ls.At, ls.Sent)
+			}
+		}
+		for _, id := range slices.Sorted(maps.Keys(ck.questions)) {
+			q := ck.questions[id]
+			if listed[id] || !committedBy(q.asked, ls.Sent) || (q.resolved != nil && committedBy(q.resolved, ls.Answered)) {
+				continue
+			}
+			if q.session != ls.Session && ck.root(q.session) != ls.Session {
+				continue
+			}
+			ck.fail(q.session, q.asked, RuleQuestionListed, "question %s, asked and not resolved, is missing from the listing at %d (commit positions %d…%d)", id, ls.At, ls.Sent, ls.Answered)
+		}
+	}
+	for _, r := range l.Replies {
+		if r.Status == 0 || r.Status >= 500 {
+			continue
+		}
+		q := ck.questions[r.Question]
+		var won *rec
+		if q != nil {
+			won = q.resolved
+		}
+		switch {
+		case r.Status == 404:
+			if q != nil && committedBy(q.asked, r.Sent) {
+				ck.fail(q.session, q.asked, RuleQuestionListed, "reply %s to question %s, asked before it was sent, is answered 404", r.ResponseID, q.id)
+			}
+		case r.Status == 200:
+			if won == nil || won.p.ResponseID != r.ResponseID {
+				ck.fail(r.Session, won, RuleQuestionOnce, "reply %s to question %s is answered 200, but %s", r.ResponseID, r.Question, winnerOf(won))
+			} else if r.Answered > 0 && !committedBy(won, r.Answered) {
+				ck.fail(r.Session, won, RuleQuestionOnce, "reply %s to question %s is answered 200 before its resolution committed", r.ResponseID, r.Question)
+			}
+		case r.Status == 409:
+			switch {
+			case won == nil:
+				ck.fail(r.Session, nil, RuleQuestionOnce, "reply %s to question %s is answered 409, but the question was never resolved", r.ResponseID, r.Question)
+			case won.p.ResponseID != r.Winner:
+				ck.fail(r.Session, won, RuleQuestionOnce, "reply %s to question %s is answered 409 naming winner %q, but %s", r.ResponseID, r.Question, r.Winner, winnerOf(won))
+			case won.p.ResponseID == r.ResponseID && sameReplies(l, r):
+				ck.fail(r.Session, won, RuleQuestionOnce, "reply %s to question %s is refused 409 although it is the winner, sent again with the same body", r.ResponseID, r.Question)
+			}
+		}
+	}
+}
+
+// sameReplies reports whether every reply with r's response_id to r's
+// question had the same body.
+func sameReplies(l *Ledger, r Reply) bool {
+	for _, o := range l.Replies {
+		if o.Question == r.Question && o.ResponseID == r.ResponseID && o.Body != r.Body {
+			return false
+		}
+	}
+	return true
+}
+
+func winnerOf(won *rec) string {
+	switch {
+	case won == nil:
+		return "the question was never resolved"
+	case won.p.ResponseID == "":
+		return "it was resolved by " + string(won.Type) + " (" + won.p.Reason + ")"
+	}
+	return "it was resolved by response " + won.p.ResponseID
+}
+
+// root is a session's root (the session itself for a root or an unknown one).
+func (ck *checker) root(sid string) string {
+	if r := ck.roots[sid]; r != "" {
+		return r
+	}
+	return sid
+}

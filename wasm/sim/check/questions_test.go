@@ -1,0 +1,142 @@
+package check_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/ncruces/go-sqlite3"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/revenantrt/revenant/core/event"
+	"github.com/revenantrt/revenant/wasm/sim/check"
+)
+
+// The question fixture keeps every rule, the question rules included: a
+// turn waiting for an answer, with a prompt queued behind it, is not a
+// prompt that never ended.
+func TestCleanQuestionHistoryHasNoViolations(t *testing.T) {
+	path, ledger, _ := questionFixture(t)
+	res, err := check.Tree(path, ledger, check.Options{Label: "questions"})
+	require.NoError(t, err)
+	var all []string
+	for _, v := range res.Violations {
+		all = append(all, v.String())
+	}
+	assert.Empty(t, all)
+	assert.Equal(t, 4, res.Questions)
+	assert.Equal(t, 1, res.Answered)
+	assert.Equal(t, 2, res.Cancelled, "one by its reply, one by the interrupt")
+	assert.Equal(t, 1, res.Continued)
+	assert.Equal(t, map[string]int{"succeeded": 1, "interrupted:user": 2}, res.Ends)
+}
+
+// eventOf is SQL selecting the seq of the event of a type about a question
+// (its blocker_id).
+func eventOf(typ event.Type, qid string) string {
+	return fmt.Sprintf(`(SELECT seq FROM events WHERE session_id = 'q' AND type = '%s' AND json_extract(data, '$.blocker_id') = '%s')`, typ, qid)
+}
+
+// For every question rule, a history broken the way a bug would break it,
+// and the checker names that rule.
+func TestBrokenQuestionHistoriesAreCaught(t *testing.T) {
+	path, clean, qs := questionFixture(t)
+	answeredSeq := queryInt(t, path, `SELECT `+eventOf(event.QuestionAnswered, qs.answered))
+	continued := queryInt(t, path, fmt.Sprintf(`SELECT seq FROM events WHERE session_id = 'q' AND type = '%s' AND json_extract(data, '$.cause') = 'resolution'`, event.ExecutionStarted))
+	require.Greater(t, continued, answeredSeq)
+	waitingPrompt := fmt.Sprintf(`'%s'`, queryText(t, path, fmt.Sprintf(`SELECT json_extract(data, '$.prompt_id') FROM events WHERE session_id = 'q' AND type = '%s' AND json_extract(data, '$.blockers[0].id') = '%s'`, event.StepParked, qs.waiting)))
+	lastGseq := queryInt(t, path, `SELECT MAX(gseq) FROM events`)
+	cases := []struct {
+		name   string
+		sql    []string
+		ledger func(l *check.Ledger)
+		want   check.Rule
+		detail string
+	}{
+		{name: "question answered twice", want: check.RuleQuestionOnce, detail: "resolved again",
+			sql: []string{appendEvent("q", event.QuestionAnswered, fmt.Sprintf(`json_object('blocker_id', '%s', 'response_id', 'r2')`, qs.answered))}},
+		{name: "question answered after the interrupt cancelled it", want: check.RuleQuestionOnce, detail: "resolved again",
+			sql: []string{appendEvent("q", event.QuestionAnswered, fmt.Sprintf(`json_object('blocker_id', '%s', 'response_id', 'r1')`, qs.interrupted))}},
+		{name: "a losing reply answered 200", want: check.RuleQuestionOnce, detail: "answered 200, but",
+			ledger: func(l *check.Ledger) { l.Replies[1].Status = 200 }},
+		{name: "a 409 naming the wrong winner", want: check.RuleQuestionOnce, detail: "naming winner",
+			ledger: func(l *check.Ledger) { l.Replies[1].Winner = "r2" }},
+		{name: "the winner's repeat refused", want: check.RuleQuestionOnce, detail: "although it is the winner",
+			ledger: func(l *check.Ledger) { l.Replies[2].Status, l.Replies[2].Winner = 409, "r1" }},
+		{name: "answered by no client", want: check.RuleQuestionByClient, detail: "which no client sent",
+			sql: []string{fmt.Sprintf(`UPDATE events SET data = json_set(data, '$.response_id', 'ghost') WHERE session_id = 'q' AND seq = %d`, answeredSeq)}},
+		{name: "answered without a response id (by the sweep)", want: check.RuleQuestionByClient, detail: "without a response_id",
+			sql: []string{fmt.Sprintf(`UPDATE events SET data = json_remove(data, '$.response_id') WHERE session_id = 'q' AND seq = %d`, answeredSeq)}},
+		{name: "cancelled by a shutdown", want: check.RuleQuestionByClient, detail: "only a reply",
+			sql: []string{fmt.Sprintf(`UPDATE events SET data = json_set(data, '$.reason', 'shutdown') WHERE session_id = 'q' AND seq = %s`, eventOf(event.QuestionCancelled, qs.interrupted))}},
+		{name: "cancelled as by an interrupt, the turn ended otherwise", want: check.RuleQuestionByClient, detail: "did not end by the user's interrupt",
+			sql: []string{fmt.Sprintf(`UPDATE events SET data = json_set(data, '$.reason', 'interrupt') WHERE session_id = 'q' AND seq = %s`, eventOf(event.QuestionCancelled, qs.cancelled)),
+				fmt.Sprintf(`UPDATE events SET data = json_set(data, '$.reason', 'shutdown') WHERE session_id = 'q' AND type = '%s' AND seq > %s`, event.ExecutionInterrupted, eventOf(event.QuestionCancelled, qs.cancelled))}},
+		{name: "a pending question missing from a listing", want: check.RuleQuestionListed, detail: "missing from the listing",
+			ledger: func(l *check.Ledger) {
+				l.Listings = append(l.Listings, check.Listing{Session: "q", At: 1, Sent: lastGseq, Answered: lastGseq, IDs: []string{}})
+			}},
+		{name: "a resolved question listed", want: check.RuleQuestionListed, detail: "after it was resolved",
+			ledger: func(l *check.Ledger) {
+				l.Listings = append(l.Listings, check.Listing{Session: "q", At: 1, Sent: lastGseq, Answered: lastGseq, IDs: []string{qs.waiting, qs.answered}})
+			}},
+		{name: "an asked question answered 404", want: check.RuleQuestionListed, detail: "answered 404",
+			ledger: func(l *check.Ledger) {
+				l.Replies = append(l.Replies, check.Reply{Session: "q", Question: qs.waiting, ResponseID: "r9", Status: 404, Sent: lastGseq, Answered: lastGseq})
+			}},
+		{name: "continued before the answer committed", want: check.RuleContinuation, detail: "is not answered",
+			sql: []string{
+				fmt.Sprintf(`UPDATE events SET seq = -1 WHERE session_id = 'q' AND seq = %d`, answeredSeq),
+				fmt.Sprintf(`UPDATE events SET seq = %d WHERE session_id = 'q' AND seq = %d`, answeredSeq, continued),
+				fmt.Sprintf(`UPDATE events SET seq = %d WHERE session_id = 'q' AND seq = -1`, continued),
+			}},
+		{name: "a parked turn restarted without its resolution", want: check.RuleContinuation, detail: "without the resolution",
+			sql: []string{fmt.Sprintf(`UPDATE events SET data = json_set(data, '$.cause', 'prompt') WHERE session_id = 'q' AND seq = %d`, continued)}},
+		{name: "a parked turn resumed", want: check.RuleContinuation, detail: "is resumed while a question is pending",
+			sql: []string{appendEvent("q", event.ExecutionResumed, fmt.Sprintf(`json_object('prompt_id', %s, 'execution_id', 'x', 'attempt', 1)`, waitingPrompt))}},
+		{name: "a step of a parked turn", want: check.RuleContinuation, detail: "before any continuation",
+			sql: []string{appendEvent("q", event.StepStarted, fmt.Sprintf(`json_object('prompt_id', %s, 'step_id', 'late', 'index', 2)`, waitingPrompt))}},
+		{name: "answered and never continued", want: check.RuleContinuation, detail: "never continued",
+			sql: []string{appendEvent("q", event.QuestionAnswered, fmt.Sprintf(`json_object('blocker_id', '%s', 'response_id', 'r9')`, qs.waiting))},
+			ledger: func(l *check.Ledger) {
+				l.Replies = append(l.Replies, check.Reply{Session: "q", Question: qs.waiting, ResponseID: "r9"})
+			}},
+		{name: "claimed while waiting for an answer", want: check.RuleQuiescence, detail: "waits for an answer",
+			sql: []string{`INSERT INTO claims (session_id, claimed_at) VALUES ('q', 0)`}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := copyTree(t, path)
+			tamper(t, p, c.sql...)
+			l := *clean
+			l.Replies = append([]check.Reply(nil), clean.Replies...)
+			l.Listings = append([]check.Listing(nil), clean.Listings...)
+			if c.ledger != nil {
+				c.ledger(&l)
+			}
+			res, err := check.Tree(p, &l, check.Options{Label: "seed 7 tree 3"})
+			require.NoError(t, err)
+			var found bool
+			var all []string
+			for _, v := range res.Violations {
+				all = append(all, v.String())
+				found = found || (v.Rule == c.want && strings.Contains(v.Detail, c.detail))
+			}
+			require.True(t, found, "want a %s violation with %q, got:\n%s", c.want, c.detail, strings.Join(all, "\n"))
+		})
+	}
+}
+
+// queryText reads one text value from a tree file.
+func queryText(t *testing.T, path, query string) string {
+	t.Helper()
+	c, err := sqlite3.Open(path)
+	require.NoError(t, err)
+	defer c.Close()
+	st, _, err := c.Prepare(query)
+	require.NoError(t, err, query)
+	defer st.Close()
+	require.True(t, st.Step(), query)
+	return st.ColumnText(0)
+}
