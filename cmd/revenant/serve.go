@@ -105,9 +105,6 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	hc := host.Config{DataDir: cfg.data, Core: run.configs.Core, Driver: run.driver, Clock: clock, IDs: host.RandomIDs{}, Log: log}
 	if cfg.guest != "" {
-		if err := checkGuestPermissions(run, log); err != nil {
-			return fmt.Errorf("serve: %w", err)
-		}
 		if hc.Guest, err = guestRuntime(ctx, cfg.guest, cfg.wasmCache, cfg.data, run, cfg.tokens, log); err != nil {
 			return fmt.Errorf("serve: %w", err)
 		}

@@ -34,9 +34,8 @@ type setup struct {
 	provider string // "offline" or the base URL
 	tools    []string
 	egress   string
-	// The permission configuration, for checkGuestPermissions.
-	rules        []config.Rule
-	webhookSpecs []web.WebhookSpec
+	// The operator's permission rules, for a guest's boot configuration.
+	rules []config.Rule
 
 	// What a guest needs (-guest): the host-side tools (the guest has its
 	// own kv tools), the offline model's pace, or the provider.
@@ -104,27 +103,7 @@ func buildSetup(getenv func(string) string, clock core.Clock, wordDelay time.Dur
 		m = offline.New(clock, offline.Options{WordDelay: wordDelay})
 		s.provider, s.model = "offline", "offline (word delay "+wordDelay.String()+")"
 	}
-	s.rules, s.webhookSpecs = conf.Permissions, conf.WebhookTools
+	s.rules = conf.Permissions
 	s.driver, err = runner.New(m, registry, configs.Runner.WithPermissions(conf.Permissions))
 	return s, err
-}
-
-// checkGuestPermissions refuses, with -guest, the permission configuration
-// a guest cannot enforce yet: REVENANT_CONFIG's rules and a webhook's
-// deny are not passed through the ABI, so a guest decides every call by
-// its tool's default (a webhook asks, http_request is allowed). A webhook
-// configured "allow" asks all the same, which is only stricter.
-func checkGuestPermissions(s setup, log *slog.Logger) error {
-	if len(s.rules) > 0 {
-		return fmt.Errorf("%s: permissions: trees run as WebAssembly guests do not receive permission rules yet; remove them or run without -guest", config.EnvVar)
-	}
-	for _, w := range s.webhookSpecs {
-		switch config.Decision(w.Permission) {
-		case config.Deny:
-			return fmt.Errorf("%s: webhook tool %s has permission deny, which a WebAssembly guest does not receive yet; remove the tool or run without -guest", config.EnvVar, w.Name)
-		case config.Allow:
-			log.Warn("with -guest a webhook tool configured to allow asks before each call", "tool", w.Name)
-		}
-	}
-	return nil
 }

@@ -51,24 +51,20 @@ func TestBadSettingRefusedAtStart(t *testing.T) {
 	require.ErrorContains(t, err, "settings.stream_idel: unknown key (did you mean stream_idle?)")
 }
 
-// REVENANT_CONFIG's permission rules are enforced in process; a guest does
-// not receive them yet, so -guest refuses them (and a webhook's deny)
-// rather than run what the operator denied.
-func TestGuestRefusesPermissionsItCannotEnforce(t *testing.T) {
-	quiet := slog.New(slog.DiscardHandler)
-	rules := writeConfig(t, `{"permissions": [{"action": "http_request", "resource": "*", "decision": "deny"}]}`)
-	run, err := buildSetup(env(map[string]string{config.EnvVar: rules}), host.RealClock{}, time.Millisecond, quiet)
-	require.NoError(t, err, "in process the rules are enforced: no refusal")
-	require.ErrorContains(t, checkGuestPermissions(run, quiet), "permissions: trees run as WebAssembly guests do not receive permission rules yet")
-
-	deny := writeConfig(t, `{"webhook_tools": [{"name": "deploy", "description": "d", "url": "https://example.com/h",
+// REVENANT_CONFIG's permission rules and each webhook's permission reach
+// the in-process runner and, unchanged, a guest's boot configuration.
+func TestPermissionsReachBothModes(t *testing.T) {
+	path := writeConfig(t, `{"permissions": [{"action": "http_request", "resource": "*", "decision": "deny"}],
+		"webhook_tools": [{"name": "deploy", "description": "d", "url": "https://example.com/h",
 		"secret": "0123456789abcdef0123", "permission": "deny"}]}`)
-	run, err = buildSetup(env(map[string]string{config.EnvVar: deny}), host.RealClock{}, time.Millisecond, quiet)
+	run, err := buildSetup(env(map[string]string{config.EnvVar: path}), host.RealClock{}, time.Millisecond, slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
-	require.ErrorContains(t, checkGuestPermissions(run, quiet), "webhook tool deploy has permission deny")
-
-	none := writeConfig(t, `{}`)
-	run, err = buildSetup(env(map[string]string{config.EnvVar: none}), host.RealClock{}, time.Millisecond, quiet)
+	boot, err := guestBoot(run, "")
 	require.NoError(t, err)
-	require.NoError(t, checkGuestPermissions(run, quiet))
+	require.Equal(t, []config.Rule{{Action: "http_request", Resource: "*", Decision: config.Deny}}, boot.Permissions)
+	perms := map[string]string{}
+	for _, d := range boot.Tools {
+		perms[d.Name] = d.Permission
+	}
+	require.Equal(t, map[string]string{"http_request": "", "deploy": "deny"}, perms)
 }

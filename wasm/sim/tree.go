@@ -145,8 +145,8 @@ func newTree(mod *runtime.Module, cfg Config, index int, dir string) *tree {
 		TreeID: t.id,
 		Model:  abi.ModelConfig{Kind: abi.ModelOffline, WordDelay: 40 * time.Millisecond},
 		Tools: []abi.ToolDecl{
-			{Kind: abi.ToolWebhook, Name: toolHook, Description: "records a delivery; not idempotent", Timeout: 20 * time.Second},
-			{Kind: abi.ToolWebhook, Name: toolIHook, Description: "records a delivery; deduplicates by key", Idempotent: true, Timeout: 20 * time.Second},
+			{Kind: abi.ToolWebhook, Name: toolHook, Description: "records a delivery; not idempotent", Timeout: 20 * time.Second, Permission: "allow"},
+			{Kind: abi.ToolWebhook, Name: toolIHook, Description: "records a delivery; deduplicates by key", Idempotent: true, Timeout: 20 * time.Second, Permission: "allow"},
 		},
 		Settings: settings.Settings{ResumeBudget: max(cfg.ResumeBudget, 0)},
 	}
