@@ -642,3 +642,57 @@ func TestPermissionReplyRacesInterrupt(t *testing.T) {
 		})
 	}
 }
+
+// A reject with a message fails only its call: the step's other request
+// stays pending, and once it is approved the turn continues with both
+// results. A plain reject cancels the step's other requests and ends the
+// turn: nothing runs.
+func TestPermissionRejectScope(t *testing.T) {
+	t.Run("with a message", func(t *testing.T) {
+		c := newPermRun(t, false)
+		n := c.boot(t)
+		n.NewSession(c.sid)
+		pid := c.admit(t, n, "p1", "deploy a b")
+		n.Idle()
+		asked := permissions(t, n, c.sid)
+		require.Len(t, asked, 2)
+		_, err := n.Inst.Reply(ctx, c.sid, asked[0].ID, permReply("r1", core.ReplyReject, "not a"))
+		require.NoError(t, err)
+		n.Idle()
+		left := permissions(t, n, c.sid)
+		require.Len(t, left, 1, "the other request stays pending")
+		assert.Equal(t, asked[1].ID, left[0].ID)
+		assert.Equal(t, "running", c.tr.PromptState(pid), "still parked")
+		_, err = n.Inst.Reply(ctx, c.sid, left[0].ID, permReply("r2", core.ReplyOnce, ""))
+		require.NoError(t, err)
+		n.Idle()
+		assert.Equal(t, "succeeded", c.tr.PromptState(pid))
+		assert.Equal(t, 1, c.l.count("deploy"), "only the approved call ran")
+		assert.Equal(t, []string{core.DeclinedByUser + " The user said: not a", "deployed"}, c.m.toolResults())
+	})
+	t.Run("plain", func(t *testing.T) {
+		c := newPermRun(t, false)
+		n := c.boot(t)
+		n.NewSession(c.sid)
+		pid := c.admit(t, n, "p1", "deploy a b")
+		n.Idle()
+		asked := permissions(t, n, c.sid)
+		require.Len(t, asked, 2)
+		_, err := n.Inst.Reply(ctx, c.sid, asked[0].ID, permReply("r1", core.ReplyReject, ""))
+		require.NoError(t, err)
+		n.Idle()
+		assert.Empty(t, permissions(t, n, c.sid))
+		evs := c.tr.Events(c.sid)
+		cancelled := treetest.OfType(evs, event.PermissionCancelled)
+		require.Len(t, cancelled, 1, "the sibling is cancelled")
+		var r event.Resolution
+		require.NoError(t, cancelled[0].Decode(&r))
+		assert.Equal(t, asked[1].ID, r.BlockerID)
+		assert.Equal(t, event.CancelSibling, r.Reason)
+		assert.Equal(t, "interrupted", c.tr.PromptState(pid))
+		assert.Zero(t, c.l.count("deploy"))
+		_, err = n.Inst.Reply(ctx, c.sid, asked[1].ID, permReply("r2", core.ReplyOnce, ""))
+		var conflict *core.ReplyConflict
+		require.ErrorAs(t, err, &conflict, "a cancelled request cannot be approved")
+	})
+}
