@@ -1,6 +1,8 @@
 package abi_test
 
 import (
+	"unsafe"
+
 	"fmt"
 	"net/http"
 	"os"
@@ -377,4 +379,21 @@ func TestBootConfigPermissionsOnlyForANewerGuest(t *testing.T) {
 	require.Empty(t, got.Tools[0].Permission, "an older host's tools ask")
 	_, err = abi.DecodeBootConfig(append(old, 1, 0, 0))
 	require.ErrorIs(t, err, abi.ErrMalformed, "one tool permission for two tools")
+}
+
+// Names hands out one string per column name across results, up to its
+// bound, and decodes the same rows as DecodeRows.
+func TestDecodeRowsNames(t *testing.T) {
+	b, err := abi.Rows{Columns: []string{"session_id", "seq"}, Values: [][]any{{"s", int64(7)}, {nil, int64(300)}}}.Encode()
+	require.NoError(t, err)
+	var names abi.Names
+	first, err := abi.DecodeRowsNames(b, &names)
+	require.NoError(t, err)
+	plain, err := abi.DecodeRows(b)
+	require.NoError(t, err)
+	require.Equal(t, plain, first)
+	again, err := abi.DecodeRowsNames(b, &names)
+	require.NoError(t, err)
+	require.Same(t, unsafe.StringData(first.Columns[0]), unsafe.StringData(again.Columns[0]), "interned")
+	require.NotSame(t, unsafe.StringData(plain.Columns[0]), unsafe.StringData(first.Columns[0]))
 }

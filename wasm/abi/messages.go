@@ -1,6 +1,7 @@
 package abi
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 	"net/http"
@@ -286,7 +287,18 @@ type Statement struct {
 
 // Encode returns the wire form, or an error for an unsupported argument.
 func (s Statement) Encode() ([]byte, error) {
-	var e Encoder
+	// Sized up front: one allocation per statement (the guest encodes one
+	// per SQL call, and allocation is dear in wasm).
+	size := len(s.Query) + binary.MaxVarintLen64*(2+len(s.Args))
+	for _, a := range s.Args {
+		switch x := a.(type) {
+		case string:
+			size += len(x)
+		case []byte:
+			size += len(x)
+		}
+	}
+	e := Encoder{b: make([]byte, 0, size)}
 	e.String(s.Query)
 	e.Uvarint(uint64(len(s.Args)))
 	for i, a := range s.Args {
@@ -393,26 +405,65 @@ func (r Rows) Encode() ([]byte, error) {
 	return e.Bytes(), nil
 }
 
-// DecodeRows reads Rows.
-func DecodeRows(b []byte) (Rows, error) {
-	d := NewDecoder(b)
+// Names interns column names across results: a decoder of many results of
+// the same statements (the guest's) allocates each name once. The zero
+// value is ready; it is not safe for concurrent use.
+type Names struct{ m map[string]string }
+
+// maxNames bounds a Names: names past it are allocated per result.
+const maxNames = 1024
+
+func (n *Names) intern(b []byte) string {
+	if n == nil {
+		return string(b)
+	}
+	if s, ok := n.m[string(b)]; ok {
+		return s
+	}
+	s := string(b)
+	if n.m == nil {
+		n.m = map[string]string{}
+	}
+	if len(n.m) < maxNames {
+		n.m[s] = s
+	}
+	return s
+}
+
+// DecodeRows reads Rows. Its cells share one backing array, and the rows
+// one slice: three allocations per result besides its strings and large
+// integers, whatever its size (the guest decodes one per query).
+func DecodeRows(b []byte) (Rows, error) { return DecodeRowsNames(b, nil) }
+
+// DecodeRowsNames is DecodeRows taking column names from names (nil: none).
+func DecodeRowsNames(b []byte, names *Names) (Rows, error) {
+	d := Decoder{b: b}
 	var r Rows
 	nc := d.Count()
 	r.Columns = make([]string, 0, nc)
 	for range nc {
-		r.Columns = append(r.Columns, d.String())
+		r.Columns = append(r.Columns, names.intern(d.raw()))
 	}
 	nr := d.Count()
-	if nc == 0 && nr > 0 {
+	switch {
+	case nc == 0 && nr > 0:
 		d.fail("%d rows without columns", nr)
+	case nr > 0 && uint64(nr)*uint64(nc) > uint64(len(d.b)):
+		// Every value takes at least its tag byte.
+		d.fail("%d rows of %d columns past the buffer", nr, nc)
 	}
-	for range nr {
+	if d.err != nil || nr == 0 {
+		return r, d.Finish()
+	}
+	cells := make([]any, nr*nc)
+	r.Values = make([][]any, 0, nr)
+	for i := range nr {
+		row := cells[i*nc : (i+1)*nc : (i+1)*nc]
+		for j := range row {
+			row[j] = decodeValue(&d)
+		}
 		if d.err != nil {
 			break
-		}
-		row := make([]any, nc)
-		for i := range row {
-			row[i] = decodeValue(d)
 		}
 		r.Values = append(r.Values, row)
 	}

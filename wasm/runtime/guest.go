@@ -37,6 +37,7 @@ const (
 type Guest struct {
 	m    *Module
 	mod  api.Module
+	mem  *reservedMemory // the module's memory; released once no call can run
 	opts Options
 	log  *slog.Logger
 	fns  map[string]api.Function
@@ -293,6 +294,7 @@ func (g *Guest) Close(ctx context.Context) error {
 			g.broken = ErrGuestClosed
 		}
 		g.rollback()
+		g.mem.release() // no call runs, and none will start
 		g.mu.Unlock()
 	}
 	return err
@@ -393,7 +395,7 @@ func (g *Guest) callContext(ctx context.Context) (context.Context, context.Cance
 func (g *Guest) run(ctx context.Context, export string, params []uint64) error {
 	g.failMsg, g.killed = "", nil
 	res, err := g.fn(export).Call(ctx, params...)
-	if err != nil {
+	if err = overran(ctx, err); err != nil {
 		return g.failed(export, err)
 	}
 	status := abi.Status(int32(res[0]))
@@ -402,6 +404,9 @@ func (g *Guest) run(ctx context.Context, export string, params []uint64) error {
 			return g.failed(export, fmt.Errorf("never quiescent after %d pumps: %w", maxPumps, ErrWatchdog))
 		}
 		if res, err = g.fn(abi.ExportPump).Call(ctx); err != nil {
+			return g.failed(export, err)
+		}
+		if err = overran(ctx, nil); err != nil {
 			return g.failed(export, err)
 		}
 		status = abi.Status(int32(res[0]))
@@ -417,6 +422,16 @@ func (g *Guest) run(ctx context.Context, export string, params []uint64) error {
 		return fmt.Errorf("%s: %w", export, ErrNotBooted)
 	}
 	return g.failed(export, fmt.Errorf("unknown status %d", status))
+}
+
+// overran is a call's error, or for a call that returned past its
+// watchdog one wrapping ErrWatchdog: a call past the bound is a trap
+// (docs/abi.md), though the guest reached no import to stop at.
+func overran(ctx context.Context, err error) error {
+	if err == nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return fmt.Errorf("returned past its watchdog: %w", ErrWatchdog)
+	}
+	return err
 }
 
 // failed closes the guest after a call died and says why.
@@ -441,6 +456,7 @@ func (g *Guest) failed(export string, err error) error {
 	if !g.mod.IsClosed() {
 		_ = g.mod.CloseWithExitCode(context.Background(), exitClosed)
 	}
+	g.mem.release() // the call returned: no guest code runs any more
 	g.log.Warn("wasm guest failed; it must be replaced", "export", export, "err", err, "stderr", g.stderr.String())
 	return fmt.Errorf("%s: %w: %w%s", export, kind, err, g.stderr.tail())
 }
