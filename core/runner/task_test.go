@@ -293,7 +293,7 @@ func TestBackgroundNoticeSurvivesFullDiskWindow(t *testing.T) {
 			fault := tr.Faults()
 			gate := make(chan struct{})
 			var once sync.Once
-			fill := tool.Func{Name: "fill", Run: func(ctx context.Context, _ tool.Call) (string, error) {
+			fill := tool.Func{DefaultPermission: "allow", Name: "fill", Run: func(ctx context.Context, _ tool.Call) (string, error) {
 				select {
 				case <-gate:
 				case <-ctx.Done():
@@ -353,7 +353,7 @@ func TestBackgroundNoticeSurvivesFullDiskWindow(t *testing.T) {
 func TestForegroundChildEndStoredLateResolvesParent(t *testing.T) {
 	tr := treetest.New(t)
 	fault := tr.Faults()
-	fill := tool.Func{Name: "fill", Run: func(context.Context, tool.Call) (string, error) {
+	fill := tool.Func{DefaultPermission: "allow", Name: "fill", Run: func(context.Context, tool.Call) (string, error) {
 		fault.FailFor(time.Hour, faultvfs.Full)
 		return "full", nil
 	}}
@@ -623,7 +623,7 @@ func (m rootScript) Stream(ctx context.Context, req model.Request) (model.Stream
 func TestForegroundChildEndingBeforeThePark(t *testing.T) {
 	tr := treetest.New(t)
 	gate := make(chan struct{})
-	slow := tool.Func{Name: "slow", Run: func(ctx context.Context, _ tool.Call) (string, error) {
+	slow := tool.Func{DefaultPermission: "allow", Name: "slow", Run: func(ctx context.Context, _ tool.Call) (string, error) {
 		select {
 		case <-gate:
 			return "slow done", nil

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/revenantrt/revenant/core/permission"
 	"github.com/revenantrt/revenant/core/settings"
 )
 
@@ -526,7 +527,17 @@ type BootConfig struct {
 	// give none. Default none.
 	SystemPrompt string
 	API          APIConfig
+	// Permissions are the operator's permission rules (REVENANT_CONFIG
+	// `permissions`, runner.WithPermissions), sent since 1.4 with each
+	// tool's ToolDecl.Permission: a guest of 1.4 enforces the same
+	// permission configuration as the host's own trees.
+	Permissions []permission.Rule
 }
+
+// MinorPermissions is the minor version that added the permission
+// configuration (ToolDecl.Permission, BootConfig.Permissions) at
+// BootConfig's end, after the page sizes.
+const MinorPermissions = 4
 
 // MinorPageSizes is the minor version that added the page sizes
 // (Settings.SessionPageSize, MessagePageSize) at BootConfig's end: a host
@@ -554,6 +565,9 @@ type ToolDecl struct {
 	Timeout     time.Duration
 	OutputCap   int
 	MaxBytes    int64 // ToolHTTPRequest: the policy's body cap, for the tool's description of limits
+	// Permission is the tool's configured default decision (a webhook's
+	// `permission`: "allow", "ask", "deny"); empty asks. Since 1.4.
+	Permission string
 }
 
 // APIConfig configures the guest's API handler beyond its Settings.
@@ -656,6 +670,19 @@ func (c BootConfig) EncodeFor(guestMinor uint16) []byte {
 		e.Varint(int64(s.SessionPageSize))
 		e.Varint(int64(s.MessagePageSize))
 	}
+	if guestMinor >= MinorPermissions {
+		e.Uvarint(uint64(len(c.Tools)))
+		for _, t := range c.Tools {
+			e.String(t.Permission)
+		}
+		e.Uvarint(uint64(len(c.Permissions)))
+		for _, r := range c.Permissions {
+			e.String(r.Action)
+			e.String(r.Resource)
+			e.String(string(r.Decision))
+			e.Bool(r.Exact)
+		}
+	}
 	return e.Bytes()
 }
 
@@ -696,5 +723,27 @@ func DecodeBootConfig(b []byte) (BootConfig, error) {
 	if d.err == nil && len(d.b) > 0 {
 		s.SessionPageSize, s.MessagePageSize = int(d.Varint()), int(d.Varint())
 	}
+	if d.err == nil && len(d.b) > 0 {
+		decodePermissions(d, &c)
+	}
 	return c, d.Finish()
+}
+
+// decodePermissions reads the 1.4 permission configuration: one permission
+// per declared tool, then the rules.
+func decodePermissions(d *Decoder, c *BootConfig) {
+	if n := d.Count(); n != len(c.Tools) {
+		d.fail("%d tool permissions for %d tools", n, len(c.Tools))
+		return
+	}
+	for i := range c.Tools {
+		c.Tools[i].Permission = d.String()
+	}
+	m := d.Count()
+	for range m {
+		if d.err != nil {
+			return
+		}
+		c.Permissions = append(c.Permissions, permission.Rule{Action: d.String(), Resource: d.String(), Decision: permission.Decision(d.String()), Exact: d.Bool()})
+	}
 }

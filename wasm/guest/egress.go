@@ -284,6 +284,10 @@ func (t *proxyTool) Spec() model.ToolSpec {
 
 func (t *proxyTool) Idempotent() bool { return t.decl.Idempotent }
 
+// Permission is the tool's configured default decision, as the host
+// declared it (since ABI 1.4; empty, from an older host, asks).
+func (t *proxyTool) Permission() string { return t.decl.Permission }
+
 func (t *proxyTool) Resources(args json.RawMessage) ([]string, error) {
 	if t.resources != nil {
 		return t.resources(args)

@@ -129,12 +129,33 @@ func (g *Guest) Boot(ctx context.Context, cfg BootConfig) error {
 			cfg.HostMajor, cfg.HostMinor = abi.UnpackVersion(g.opts.HostVersion)
 		}
 	}
+	if err := checkPermissionsFit(cfg, g.guestMinor); err != nil {
+		return err
+	}
 	// The 1.3 fields go only to a guest that announced 1.3: an older
 	// decoder refuses trailing bytes.
 	if err := g.callData(ctx, abi.ExportBoot, nil, cfg.EncodeFor(g.guestMinor)); err != nil {
 		return err
 	}
 	g.booted, g.peerMinor = true, min(g.guestMinor, cfg.HostMinor)
+	return nil
+}
+
+// checkPermissionsFit refuses a permission configuration a guest older
+// than ABI 1.4 would not receive: it would run what the operator denied or
+// asked about. (A tool configured "allow" only asks there, which is safe.)
+func checkPermissionsFit(cfg BootConfig, guestMinor uint16) error {
+	if guestMinor >= abi.MinorPermissions {
+		return nil
+	}
+	if len(cfg.Permissions) > 0 {
+		return fmt.Errorf("boot: the guest speaks ABI 1.%d, which does not carry permission rules (1.%d does); rebuild the guest", guestMinor, abi.MinorPermissions)
+	}
+	for _, t := range cfg.Tools {
+		if t.Permission == "deny" {
+			return fmt.Errorf("boot: the guest speaks ABI 1.%d, which does not carry tool %s's deny (1.%d does); rebuild the guest", guestMinor, t.Name, abi.MinorPermissions)
+		}
+	}
 	return nil
 }
 

@@ -26,7 +26,10 @@
 // answers, repeat a response_id, race a reply with an interrupt, or put
 // the question off past more kills (questions.go); the nemesis now and
 // then kills right after a reply's commit, from a small reserve of the
-// kill budget kept for replies. The simulator is every webhook's receiver:
+// kill budget kept for replies. Calls of the ahook tool ask for permission
+// first (its default is ask); the same clients list the pending requests
+// and approve them once or always, or reject them, plainly or with a
+// message. The simulator is every webhook's receiver:
 // it records each delivery with its Idempotency-Key in the ledger and
 // answers in virtual time, now and then with a failure.
 //

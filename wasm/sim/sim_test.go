@@ -3,6 +3,7 @@ package sim_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -65,6 +66,30 @@ func TestSmallCampaignKeepsTheInvariants(t *testing.T) {
 	assert.Positive(t, continued, "turns continued from their answers")
 	assert.Positive(t, conflicts, "replies refused 409")
 	assert.Positive(t, commitKills, "kills right after a reply's commit")
+
+	// Permission requests are asked, approved (once or always) and
+	// rejected (plainly or with a message), and approved calls reach their
+	// receiver: the checker's body-after-approval rule judged them.
+	replies := map[string]int{}
+	var approvedDeliveries int
+	for _, s := range res.Sessions {
+		for _, r := range s.Ledger.Replies {
+			if strings.HasPrefix(r.Question, "p-") && r.Status == http.StatusOK {
+				var body struct{ Reply, Message string }
+				require.NoError(t, json.Unmarshal([]byte(r.Body), &body))
+				replies[body.Reply+map[bool]string{true: "+message"}[body.Message != ""]]++
+			}
+		}
+		for _, d := range s.Ledger.Deliveries {
+			if d.Tool == "ahook" {
+				approvedDeliveries++
+			}
+		}
+	}
+	t.Logf("permission replies answered 200: %v; approved calls delivered: %d", replies, approvedDeliveries)
+	assert.Positive(t, replies["once"]+replies["always"], "permission requests approved")
+	assert.Positive(t, replies["reject"]+replies["reject+message"], "permission requests rejected")
+	assert.Positive(t, approvedDeliveries, "approved calls ran")
 }
 
 // The same seed gives the same history, byte for byte, whatever the number
