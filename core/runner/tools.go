@@ -16,6 +16,11 @@ import (
 // was executing when its execution died.
 const UnknownOutcome = "The outcome of this call is unknown: the run was interrupted while it was executing, and it may or may not have taken effect. It was not run again."
 
+// NoResult is what the model is told, in a later turn's request, about a
+// call of an earlier turn that never settled: the turn ended (an interrupt,
+// a cancelled question, a rejected permission) before it had a result.
+const NoResult = "This call has no result: its turn ended (interrupted or cancelled) before the call settled."
+
 var errToolTimeout = errors.New("tool call timed out")
 
 // settle moves one call of the last step to settled. It reports false when
