@@ -9,6 +9,7 @@ import (
 	"sync"
 	"syscall/js"
 
+	"github.com/revenantrt/revenant/core/schema"
 	"github.com/revenantrt/revenant/core/storage"
 )
 
@@ -29,7 +30,10 @@ type DB struct {
 	mu sync.Mutex // one transaction at a time: transactionSync would nest them as savepoints
 }
 
-var _ storage.DB = (*DB)(nil)
+var (
+	_ storage.DB      = (*DB)(nil)
+	_ schema.ScriptTx = tx{}
+)
 
 // NewDB returns the DB over sql (ctx.storage.sql) with the shim's txSync.
 func NewDB(sql, txSync js.Value) *DB { return &DB{sql: sql, txSync: txSync} }
@@ -96,6 +100,17 @@ func (t tx) Exec(query string, args ...any) (int64, error) {
 		return 0, err
 	}
 	return int64(rows.Index(0).Index(0).Float()), nil
+}
+
+// ExecScript implements schema.ScriptTx: sql.exec runs every statement
+// of a script in one call, so a new tree's migrations cross into JS once
+// instead of twice per statement.
+func (t tx) ExecScript(script string) error {
+	c, err := t.run(script, nil)
+	if err != nil {
+		return err
+	}
+	return drain(c)
 }
 
 // Query runs query and reads every row.

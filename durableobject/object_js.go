@@ -56,6 +56,7 @@ type Object struct {
 
 	mu            sync.Mutex
 	deleted       bool
+	ownerSeen     string // the tree's owner once read (owner)
 	sweepFailures int // consecutive failed sweeps, under mu
 }
 
@@ -162,8 +163,8 @@ func (o *Object) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		api.WriteError(w, err)
 		return
 	}
-	owner, err := o.index().Owner(r.Context(), o.treeID)
-	if err == nil && owner.Principal != principal {
+	owner, err := o.owner(r.Context())
+	if err == nil && owner != principal {
 		err = &api.Error{Type: api.ErrNotFound, Message: "no such session"}
 	}
 	if err != nil {
@@ -174,6 +175,26 @@ func (o *Object) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	o.tree.ServeTree(w, r, api.Tree{RootID: o.treeID, Principal: principal, Instance: o.inst})
+}
+
+// owner is the principal owning the object's tree. A root session's
+// owner never changes, so it is read from storage once and then kept;
+// a deleted tree has none (the index answers ErrTreeNotFound).
+func (o *Object) owner(ctx context.Context) (string, error) {
+	o.mu.Lock()
+	owner, deleted := o.ownerSeen, o.deleted
+	o.mu.Unlock()
+	if owner != "" && !deleted {
+		return owner, nil
+	}
+	info, err := o.index().Owner(ctx, o.treeID)
+	if err != nil {
+		return "", err
+	}
+	o.mu.Lock()
+	o.ownerSeen = info.Principal
+	o.mu.Unlock()
+	return info.Principal, nil
 }
 
 // fetch serves one request (ServeHTTP). A panic answers 500 (or errors a
