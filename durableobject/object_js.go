@@ -57,7 +57,7 @@ type Object struct {
 	mu            sync.Mutex
 	deleted       bool
 	ownerSeen     string // the tree's owner once read (owner)
-	sweepFailures int // consecutive failed sweeps, under mu
+	sweepFailures int    // consecutive failed sweeps, under mu
 }
 
 // Serve runs the object behind bridge, the shim's per-object JS object.
