@@ -234,13 +234,19 @@ func revenantTarget(t *testing.T, root, main, modelURL string) benchTarget {
 		config:  testConfig(t, root, main),
 		network: fake,
 		vars: func(paced bool) []string {
+			// REVENANT_BENCH_SPARE=off: every new object starts its own Go
+			// program (durableobject/shim.js keeps no spare).
+			var vs []string
+			if os.Getenv("REVENANT_BENCH_SPARE") == "off" {
+				vs = append(vs, "REVENANT_SPARE:off")
+			}
 			if fake {
-				return []string{"OPENAI_BASE_URL:" + modelURL, "REVENANT_MODEL:fake"}
+				return append(vs, "OPENAI_BASE_URL:"+modelURL, "REVENANT_MODEL:fake")
 			}
 			if paced {
-				return []string{"REVENANT_OFFLINE_WORD_DELAY:" + benchWordDelay.String()}
+				return append(vs, "REVENANT_OFFLINE_WORD_DELAY:"+benchWordDelay.String())
 			}
-			return nil
+			return vs
 		},
 		turn: func(t *testing.T, c *benchClient, sid, text string) (time.Duration, time.Duration) {
 			s := c.server()
