@@ -28,14 +28,20 @@ const TREE_ID = /^[A-Za-z0-9_-]{1,64}$/;
 let nextBridge = 0;
 
 // spare is a Go program started before any object needs it ({go, bridge,
-// ended, env}), or a promise of one: the next new object of this isolate
-// takes it instead of paying Go's start (instantiate + go.run) before it
-// can answer. One is started, off any request's path, after an object
-// booted; it runs nothing until taken (main only sets the entry points;
-// the storage is read at boot). A program is taken once, by one object,
-// and only with the same vars it was started with.
+// ended, env}): the next new object of this isolate takes it instead of
+// paying Go's start (instantiate + go.run) before it can answer. Only with
+// REVENANT_SPARE = "on": the spare's start is isolate time too, and it
+// lands on the request after a create, typically the new tree's own next
+// request (docs/RATIONALE.md has the figures). One is started, from a
+// timer, after an object booted; it runs
+// nothing until taken (main only sets the entry points; the storage is
+// read at boot). A program is taken once, by one object, only when it is
+// ready (an object never waits for a spare: the timer that starts it
+// belongs to the object that booted, and dies with it), and only with
+// the same vars it was started with.
 let spare = null;
-
+let sparingSince = 0; // Date.now() when a spare's start was scheduled; 0: none pending
+const SPARE_RETRY_MS = 10_000; // a start pending this long is taken for lost (its object went away)
 // goEnv is the Worker's vars and secrets (strings) as a Go program's
 // environment: Go reads its settings, provider and secrets with os.Getenv.
 function goEnv(env, key) {
@@ -69,27 +75,35 @@ async function startGo(env) {
   return program;
 }
 
-// takeSpare returns the spare program if it was started with env's vars
-// and still runs, else null; either way the spare is used up.
-async function takeSpare(env) {
-  const s = spare;
+// takeSpare returns the spare program if one is ready, was started with
+// env's vars and still runs, else null; either way the spare is used up.
+function takeSpare(env) {
+  const p = spare;
   spare = null;
-  if (!s) return null;
-  try {
-    const p = await s;
-    const want = JSON.stringify(goEnv(env, ""), (k, v) => (k === "REVENANT_BRIDGE" ? undefined : v));
-    return p.env === want && !p.exited && !p.go.exited ? p : null;
-  } catch {
-    return null;
-  }
+  if (!p) return null;
+  const want = JSON.stringify(goEnv(env, ""), (k, v) => (k === "REVENANT_BRIDGE" ? undefined : v));
+  return p.env === want && !p.exited && !p.go.exited ? p : null;
 }
 
-// startSpare starts the spare once the current event is done (a timer,
-// so the answer that is going out is not held), if there is none.
+// startSpare schedules the spare's start once the current event is done
+// (a timer, so the answer going out is not held), unless one is ready or
+// pending.
 function startSpare(env) {
-  if (spare || env.REVENANT_SPARE === "off") return;
-  spare = new Promise((resolve, reject) => setTimeout(() => startGo(env).then(resolve, reject), 0));
-  spare.catch((e) => console.error("revenant: the spare Go program did not start:", e));
+  if (spare || env.REVENANT_SPARE !== "on") return;
+  if (sparingSince && Date.now() - sparingSince < SPARE_RETRY_MS) return;
+  sparingSince = Date.now();
+  setTimeout(() => {
+    startGo(env).then(
+      (p) => {
+        spare = p;
+        sparingSince = 0;
+      },
+      (e) => {
+        sparingSince = 0;
+        console.error("revenant: the spare Go program did not start:", e);
+      },
+    );
+  }, 0);
 }
 
 // txSync runs Go's transaction callback inside transactionSync. Go cannot
@@ -121,7 +135,7 @@ export class Tree extends DurableObject {
   // start gives this object a Go program (the spare, or a new one) and
   // returns its bridge, on which Go has set boot, fetch and alarm.
   async start() {
-    const program = (await takeSpare(this.env)) ?? (await startGo(this.env));
+    const program = takeSpare(this.env) ?? (await startGo(this.env));
     const bridge = program.bridge;
     bridge.storage = this.ctx.storage;
     bridge.txSync = (cb) => txSync(this.ctx.storage, cb);

@@ -234,11 +234,11 @@ func revenantTarget(t *testing.T, root, main, modelURL string) benchTarget {
 		config:  testConfig(t, root, main),
 		network: fake,
 		vars: func(paced bool) []string {
-			// REVENANT_BENCH_SPARE=off: every new object starts its own Go
-			// program (durableobject/shim.js keeps no spare).
+			// REVENANT_BENCH_SPARE=on: a new object takes the isolate's
+			// spare Go program (durableobject/shim.js, REVENANT_SPARE).
 			var vs []string
-			if os.Getenv("REVENANT_BENCH_SPARE") == "off" {
-				vs = append(vs, "REVENANT_SPARE:off")
+			if os.Getenv("REVENANT_BENCH_SPARE") == "on" {
+				vs = append(vs, "REVENANT_SPARE:on")
 			}
 			if fake {
 				return append(vs, "OPENAI_BASE_URL:"+modelURL, "REVENANT_MODEL:fake")
