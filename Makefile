@@ -116,9 +116,9 @@ DO_TAGS ?=
 do-build:
 	mkdir -p $(BUILD)/do
 	cp "$$($(GO) env GOROOT)/lib/wasm/wasm_exec.js" $(BUILD)/do/wasm_exec.js
-	GOOS=js GOARCH=wasm $(GO) build -trimpath -tags '$(DO_TAGS)' -o $(BUILD)/do/revenant.wasm ./durableobject/cmd/object
+	GOOS=js GOARCH=wasm $(GO) build -trimpath -ldflags="-s -w" -tags '$(DO_TAGS)' -o $(BUILD)/do/revenant.wasm ./durableobject/cmd/object
 	$(GO) run github.com/syumai/workers/cmd/workers-assets-gen -mode=go -o $(BUILD)/worker
-	GOOS=js GOARCH=wasm $(GO) build -trimpath -tags '$(DO_TAGS)' -o $(BUILD)/worker/app.wasm ./worker/cmd/front
+	GOOS=js GOARCH=wasm $(GO) build -trimpath -ldflags="-s -w" -tags '$(DO_TAGS)' -o $(BUILD)/worker/app.wasm ./worker/cmd/front
 
 # wrangler dev on loopback with no network calls of wrangler's own, state
 # under .wrangler/ (PLATFORM.md). DO_PORT= picks the port (8787).

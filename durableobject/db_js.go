@@ -9,13 +9,15 @@ import (
 	"sync"
 	"syscall/js"
 
+	"github.com/revenantrt/revenant/core/schema"
 	"github.com/revenantrt/revenant/core/storage"
 )
 
 // DB is storage.DB on a Durable Object's SQLite storage. Statements run on
-// ctx.storage.sql.exec; a transaction is ctx.storage.transactionSync
-// around core's callback, the only transaction DO SQL allows (it refuses
-// BEGIN and SAVEPOINT).
+// ctx.storage.sql.exec through the helpers of sql.mjs (one Go→JS call per
+// statement); a transaction is ctx.storage.transactionSync around core's
+// callback, the only transaction DO SQL allows (it refuses BEGIN and
+// SAVEPOINT).
 type DB struct {
 	sql js.Value // ctx.storage.sql
 	// txSync is the shim's helper around ctx.storage.transactionSync (a
@@ -25,14 +27,23 @@ type DB struct {
 	// when it committed, the string "rollback" when rolled back as asked,
 	// or the error transactionSync threw (never throws itself).
 	txSync js.Value
+	// sql.mjs's sqlExec, sqlScript and sqlQuery.
+	exec, script, query js.Value
 
 	mu sync.Mutex // one transaction at a time: transactionSync would nest them as savepoints
 }
 
-var _ storage.DB = (*DB)(nil)
+var (
+	_ storage.DB      = (*DB)(nil)
+	_ schema.ScriptTx = tx{}
+)
 
-// NewDB returns the DB over sql (ctx.storage.sql) with the shim's txSync.
-func NewDB(sql, txSync js.Value) *DB { return &DB{sql: sql, txSync: txSync} }
+// NewDB returns the DB over sql (ctx.storage.sql) with the shim's
+// helpers: helpers.txSync and sql.mjs's sqlExec, sqlScript and sqlQuery.
+func NewDB(sql, helpers js.Value) *DB {
+	return &DB{sql: sql, txSync: helpers.Get("txSync"),
+		exec: helpers.Get("sqlExec"), script: helpers.Get("sqlScript"), query: helpers.Get("sqlQuery")}
+}
 
 // rolledBack is txSync's answer when the callback asked for a rollback.
 const rolledBack = "rollback"
@@ -53,7 +64,7 @@ func (d *DB) Tx(ctx context.Context, fn func(storage.Tx) error) error {
 				fnPanic, rollback = p, true
 			}
 		}()
-		fnErr = fn(tx{sql: d.sql})
+		fnErr = fn(tx{d})
 		return fnErr != nil
 	})
 	defer cb.Release()
@@ -73,74 +84,65 @@ func (d *DB) Tx(ctx context.Context, fn func(storage.Tx) error) error {
 }
 
 // tx is storage.Tx inside one transactionSync callback.
-type tx struct{ sql js.Value }
+type tx struct{ d *DB }
 
 // Exec runs query and reports the rows it changed, read with SQLite's
-// changes(): the cursor's rowsWritten also counts index rows, and core
-// relies on the exact count (an INSERT … ON CONFLICT DO NOTHING that
-// inserted nothing must read 0).
-func (t tx) Exec(query string, args ...any) (int64, error) {
-	c, err := t.run(query, args)
+// changes() (sqlExec): core relies on the exact count (an INSERT … ON
+// CONFLICT DO NOTHING that inserted nothing must read 0).
+func (t tx) Exec(query string, args ...any) (n int64, err error) {
+	jsArgs, err := t.args(query, args)
 	if err != nil {
 		return 0, err
 	}
-	if err := drain(c); err != nil {
-		return 0, err
-	}
-	c, err = t.run("SELECT changes()", nil)
-	if err != nil {
-		return 0, err
-	}
-	rows, err := readRaw(c)
-	if err != nil {
-		return 0, err
-	}
-	return int64(rows.Index(0).Index(0).Float()), nil
-}
-
-// Query runs query and reads every row.
-func (t tx) Query(query string, args ...any) (*storage.Rows, error) {
-	c, err := t.run(query, args)
-	if err != nil {
-		return nil, err
-	}
-	names := c.Get("columnNames")
-	raw, err := readRaw(c)
-	if err != nil {
-		return nil, err
-	}
-	rows := &storage.Rows{Columns: make([]string, names.Length()), Values: make([][]any, raw.Length())}
-	for i := range rows.Columns {
-		rows.Columns[i] = names.Index(i).String()
-	}
-	for i := range rows.Values {
-		jr := raw.Index(i)
-		row := make([]any, jr.Length())
-		for j := range row {
-			v, err := fromJS(jr.Index(j))
-			if err != nil {
-				return nil, fmt.Errorf("durableobject: read column %s: %w", rows.Columns[j], err)
-			}
-			row[j] = v
-		}
-		rows.Values[i] = row
-	}
-	return rows, nil
-}
-
-// readRaw reads every row of a cursor as arrays of values (raw() keeps
-// duplicate column names apart, where toArray's objects would merge them).
-func readRaw(c js.Value) (rows js.Value, err error) {
 	defer recoverSQL(&err)
-	return c.Call("raw").Call("toArray"), nil
+	return int64(t.d.exec.Invoke(jsArgs...).Float()), nil
 }
 
-// drain steps a statement's cursor to its end, so a statement runs fully
-// whether or not the platform steps it before the first read.
-func drain(c js.Value) (err error) {
+// ExecScript implements schema.ScriptTx: sql.exec runs every statement
+// of a script in one call, so a new tree's migrations cross into JS once
+// instead of once per statement.
+func (t tx) ExecScript(script string) (err error) {
 	defer recoverSQL(&err)
-	c.Call("toArray")
+	t.d.script.Invoke(t.d.sql, script)
 	return nil
+}
+
+// Query runs query and reads every row, handed over by sqlQuery as one
+// byte array (decodeRows).
+func (t tx) Query(query string, args ...any) (rows *storage.Rows, err error) {
+	jsArgs, err := t.args(query, args)
+	if err != nil {
+		return nil, err
+	}
+	buf, err := t.call(jsArgs)
+	if err != nil {
+		return nil, err
+	}
+	return decodeRows(buf)
+}
+
+// call runs sqlQuery and copies its answer into Go.
+func (t tx) call(jsArgs []any) (b []byte, err error) {
+	defer recoverSQL(&err)
+	u := t.d.query.Invoke(jsArgs...)
+	b = make([]byte, u.Get("length").Int())
+	js.CopyBytesToGo(b, u)
+	return b, nil
+}
+
+// args is the helpers' arguments: sql, query, then each argument
+// converted (toJS).
+func (t tx) args(query string, args []any) ([]any, error) {
+	out := make([]any, 2, len(args)+2)
+	out[0], out[1] = t.d.sql, query
+	for i, a := range args {
+		v, err := toJS(a)
+		if err != nil {
+			return nil, fmt.Errorf("durableobject: argument %d: %w", i+1, err)
+		}
+		out = append(out, v)
+	}
+	return out, nil
 }
 
 // recoverSQL turns a JS exception thrown by DO SQL, a Go panic of a
@@ -153,22 +155,6 @@ func recoverSQL(err *error) {
 		}
 		*err = sqlError(je.Value)
 	}
-}
-
-// run calls sql.exec and consumes nothing yet; a JS exception (the only
-// way DO SQL reports a failure) is recovered into an *storage.Error.
-func (t tx) run(query string, args []any) (cursor js.Value, err error) {
-	jsArgs := make([]any, 1, len(args)+1)
-	jsArgs[0] = query
-	for i, a := range args {
-		v, err := toJS(a)
-		if err != nil {
-			return js.Value{}, fmt.Errorf("durableobject: argument %d: %w", i+1, err)
-		}
-		jsArgs = append(jsArgs, v)
-	}
-	defer recoverSQL(&err)
-	return t.sql.Call("exec", jsArgs...), nil
 }
 
 // sqlError maps a JS error (DO SQL reports failures as text only) to a

@@ -6,6 +6,8 @@ import (
 	"context"
 	"errors"
 	"math"
+	"os"
+	"strings"
 	"syscall/js"
 	"testing"
 
@@ -53,10 +55,21 @@ var txSyncStandIn = jsFunc([]string{"state"}, `
 		catch (e) { state.rolledBack++; return e === "rollback" ? "rollback" : e; }
 	};`)
 
+// helpers is the shim's bridge for NewDB: txSync and sql.mjs's helpers,
+// the file itself evaluated here (its exports made a returned object).
+func helpers(t *testing.T, txSync js.Value) js.Value {
+	t.Helper()
+	src, err := os.ReadFile("sql.mjs")
+	require.NoError(t, err)
+	body := strings.ReplaceAll(string(src), "export function", "function") +
+		"\nreturn { txSync, sqlExec, sqlScript, sqlQuery };"
+	return jsFunc([]string{"txSync"}, body).Invoke(txSync)
+}
+
 func newTestDB(t *testing.T, script string) (*DB, js.Value, js.Value) {
 	state := js.Global().Get("JSON").Call("parse", `{"committed":0,"rolledBack":0}`)
 	sql := fakeSQL(t, script)
-	return NewDB(sql, txSyncStandIn.Invoke(state)), sql, state
+	return NewDB(sql, helpers(t, txSyncStandIn.Invoke(state))), sql, state
 }
 
 func TestQueryMapsJSValuesToCoreTypes(t *testing.T) {
@@ -79,9 +92,9 @@ func TestBlobsRoundTripAsArrayBuffers(t *testing.T) {
 	}))
 	call := sql.Get("log").Index(0)
 	buf := call.Index(1)
-	require.True(t, buf.InstanceOf(jsArrayBuffer), "a []byte goes to SQL as an ArrayBuffer")
-	v, err := fromJS(buf)
-	require.NoError(t, err)
+	require.True(t, buf.InstanceOf(js.Global().Get("ArrayBuffer")), "a []byte goes to SQL as an ArrayBuffer")
+	v := make([]byte, 3)
+	require.Equal(t, 3, js.CopyBytesToGo(v, jsUint8Array.New(buf)))
 	assert.Equal(t, []byte{0, 1, 255}, v)
 	assert.Equal(t, 42, call.Index(2).Int())
 	assert.True(t, call.Index(4).IsNull())
@@ -128,7 +141,7 @@ func TestSQLErrorTextMapsToCode(t *testing.T) {
 
 func TestCommitFailureIsMapped(t *testing.T) {
 	failing := jsFunc(nil, `return (cb) => { cb(); return new Error("SQLITE_BUSY: database is locked"); };`).Invoke()
-	db := NewDB(fakeSQL(t, `{}`), failing)
+	db := NewDB(fakeSQL(t, `{}`), helpers(t, failing))
 	err := db.Tx(context.Background(), func(storage.Tx) error { return nil })
 	assert.ErrorIs(t, err, storage.CodeBusy)
 }
@@ -140,4 +153,37 @@ func TestPanicInTxRollsBackAndRepanics(t *testing.T) {
 		_ = db.Tx(context.Background(), func(storage.Tx) error { panic(boom) })
 	})
 	assert.Equal(t, 1, state.Get("rolledBack").Int(), "the callback asked for a rollback")
+}
+
+// Every kind of value DO SQL returns crosses sqlQuery's byte array intact,
+// with duplicate column names kept apart.
+func TestQueryCarriesEveryValueKind(t *testing.T) {
+	sql := jsFunc(nil, `return { exec() { const rows = [[new Uint8Array([1, 2, 255]).buffer, true, "é✓ x", -0.5, 2 ** 53, null, ""]];
+		return { columnNames: ["a", "a", "c", "d", "e", "f", "g"], raw() { return { toArray() { return rows; } }; } }; } };`).Invoke()
+	state := js.Global().Get("JSON").Call("parse", `{"committed":0,"rolledBack":0}`)
+	db := NewDB(sql, helpers(t, txSyncStandIn.Invoke(state)))
+	var rows *storage.Rows
+	require.NoError(t, db.Tx(context.Background(), func(tx storage.Tx) error {
+		var err error
+		rows, err = tx.Query("q")
+		return err
+	}))
+	assert.Equal(t, []string{"a", "a", "c", "d", "e", "f", "g"}, rows.Columns)
+	assert.Equal(t, [][]any{{[]byte{1, 2, 255}, int64(1), "é✓ x", -0.5, float64(1 << 53), nil, ""}}, rows.Values)
+}
+
+// A truncated or corrupt answer is an error, never a panic or a short row.
+func TestDecodeRowsRefusesBadInput(t *testing.T) {
+	good := []byte{1, 0, 0, 0, 1, 0, 0, 0, 'a', 1, 0, 0, 0, 2, 2, 0, 0, 0, 'h', 'i'}
+	rows, err := decodeRows(good)
+	require.NoError(t, err)
+	assert.Equal(t, [][]any{{"hi"}}, rows.Values)
+	for n := range len(good) {
+		_, err := decodeRows(good[:n])
+		assert.Error(t, err, "cut at %d", n)
+	}
+	bad := append([]byte{}, good...)
+	bad[13] = 9
+	_, err = decodeRows(bad)
+	assert.ErrorContains(t, err, "value tag 9")
 }

@@ -56,11 +56,13 @@ type Object struct {
 
 	mu            sync.Mutex
 	deleted       bool
-	sweepFailures int // consecutive failed sweeps, under mu
+	ownerSeen     string // the tree's owner once read (owner)
+	sweepFailures int    // consecutive failed sweeps, under mu
 }
 
 // Serve runs the object behind bridge, the shim's per-object JS object.
-// It reads bridge.storage (ctx.storage) and bridge.txSync, and sets the
+// At boot it reads bridge.storage (ctx.storage), bridge.txSync and
+// sql.mjs's helpers (bridge.sqlExec, sqlScript, sqlQuery); it sets the
 // entry points the shim calls:
 //
 //	boot(treeID, alarmAt) → Promise<undefined>  (inside blockConcurrencyWhile)
@@ -75,9 +77,7 @@ func Serve(bridge js.Value, opts Options) {
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
-	storage := bridge.Get("storage")
-	o := &Object{opts: opts, bridge: bridge, log: opts.Log,
-		db: NewDB(storage.Get("sql"), bridge.Get("txSync"))}
+	o := &Object{opts: opts, bridge: bridge, log: opts.Log}
 	bridge.Set("boot", entry("boot", o.boot))
 	bridge.Set("fetch", entry("fetch", o.fetch))
 	bridge.Set("alarm", entry("alarm", o.wake))
@@ -99,12 +99,16 @@ func (o *Object) boot(args []js.Value) (any, error) {
 	if args[1].Type() == js.TypeNumber {
 		at = int64(args[1].Float())
 	}
+	// The storage is read now, not at Serve: the shim may start this
+	// program before any object owns it (a spare) and hand it over.
+	o.db = NewDB(o.bridge.Get("storage").Get("sql"), o.bridge)
 	o.alarm = NewAlarm(o.bridge.Get("storage"), at)
 	o.log = o.log.With("tree", o.treeID)
 	cfg, driver, err := o.opts.Setup(o.clock)
 	if err != nil {
 		return nil, fmt.Errorf("set up tree %s: %w", o.treeID, err)
 	}
+	driver = o.afterAnswer(driver)
 	host := core.Host{DB: o.db, Clock: o.clock, Wake: o.alarm, IDs: IDs{}, Log: o.log}
 	inst, rep, err := recovery.BootWith(context.Background(), host, cfg, driver, o.opened)
 	if inst == nil {
@@ -114,6 +118,28 @@ func (o *Object) boot(args []js.Value) (any, error) {
 	o.log.Info("tree booted", "resumed", rep.Count(core.Resume), "started", rep.Count(core.Start),
 		"decisions", len(rep.Decisions), "epoch", inst.Epoch())
 	return nil, nil
+}
+
+// afterAnswer runs d's turns once the request that admitted them has had
+// its answer let go. Go on js/wasm returns to the event loop only when no
+// goroutine can run, and a turn runs synchronous SQL until its first
+// fetch: started at once, it held the prompt's 202 (and, where the front
+// shares the isolate, the front's forwarding of it) until then. So the
+// turn first waits until the storage writes so far are durable
+// (storage.sync(): the admission, claim and wake-up, which the 202's
+// output gate waits for too, DESIGN §6.1) and then one timer tick, which
+// lets the queued answer go. The claim and the wake-up are already
+// committed: a turn that never gets past the wait is resumed by the alarm.
+func (o *Object) afterAnswer(d core.Driver) core.Driver {
+	return core.DriverFunc(func(ctx context.Context, x *core.Execution) core.Outcome {
+		if sync := o.bridge.Get("storage").Get("sync"); sync.Type() == js.TypeFunction {
+			if _, err := await(o.bridge.Get("storage").Call("sync")); err != nil {
+				o.log.Warn("storage sync before a turn failed", "err", err)
+			}
+		}
+		time.Sleep(time.Millisecond)
+		return d.Run(ctx, x)
+	})
 }
 
 // opened makes the open instance ready to serve before the sweep starts:
@@ -162,8 +188,8 @@ func (o *Object) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		api.WriteError(w, err)
 		return
 	}
-	owner, err := o.index().Owner(r.Context(), o.treeID)
-	if err == nil && owner.Principal != principal {
+	owner, err := o.owner(r.Context())
+	if err == nil && owner != principal {
 		err = &api.Error{Type: api.ErrNotFound, Message: "no such session"}
 	}
 	if err != nil {
@@ -174,6 +200,26 @@ func (o *Object) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	o.tree.ServeTree(w, r, api.Tree{RootID: o.treeID, Principal: principal, Instance: o.inst})
+}
+
+// owner is the principal owning the object's tree. A root session's
+// owner never changes, so it is read from storage once and then kept;
+// a deleted tree has none (the index answers ErrTreeNotFound).
+func (o *Object) owner(ctx context.Context) (string, error) {
+	o.mu.Lock()
+	owner, deleted := o.ownerSeen, o.deleted
+	o.mu.Unlock()
+	if owner != "" && !deleted {
+		return owner, nil
+	}
+	info, err := o.index().Owner(ctx, o.treeID)
+	if err != nil {
+		return "", err
+	}
+	o.mu.Lock()
+	o.ownerSeen = info.Principal
+	o.mu.Unlock()
+	return info.Principal, nil
 }
 
 // fetch serves one request (ServeHTTP). A panic answers 500 (or errors a

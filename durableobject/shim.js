@@ -14,6 +14,7 @@
 import { DurableObject } from "cloudflare:workers";
 import "../build/do/wasm_exec.js"; // Go's, copied at build time (make do-build)
 import goModule from "../build/do/revenant.wasm";
+import { sqlExec, sqlQuery, sqlScript } from "./sql.mjs";
 
 const TREE_KEY = "revenant:tree"; // the object's tree id in ctx.storage
 const TREE_HEADER = "x-revenant-tree"; // set by the front for the object
@@ -25,6 +26,85 @@ const ROLLBACK = "rollback";
 const TREE_ID = /^[A-Za-z0-9_-]{1,64}$/;
 
 let nextBridge = 0;
+
+// spare is a Go program started before any object needs it ({go, bridge,
+// ended, env}): the next new object of this isolate takes it instead of
+// paying Go's start (instantiate + go.run) before it can answer. Only with
+// REVENANT_SPARE = "on": the spare's start is isolate time too, and it
+// lands on the request after a create, typically the new tree's own next
+// request (docs/RATIONALE.md has the figures). One is started, from a
+// timer, after an object booted; it runs
+// nothing until taken (main only sets the entry points; the storage is
+// read at boot). A program is taken once, by one object, only when it is
+// ready (an object never waits for a spare: the timer that starts it
+// belongs to the object that booted, and dies with it), and only with
+// the same vars it was started with.
+let spare = null;
+let sparingSince = 0; // Date.now() when a spare's start was scheduled; 0: none pending
+const SPARE_RETRY_MS = 10_000; // a start pending this long is taken for lost (its object went away)
+// goEnv is the Worker's vars and secrets (strings) as a Go program's
+// environment: Go reads its settings, provider and secrets with os.Getenv.
+function goEnv(env, key) {
+  const out = { REVENANT_BRIDGE: key };
+  for (const [k, v] of Object.entries(env)) if (typeof v === "string") out[k] = v;
+  return out;
+}
+
+// startGo instantiates a Go program for the given vars and runs main until
+// it blocks; bridge is the JS object Go sets its entry points on.
+async function startGo(env) {
+  const key = `b${nextBridge++}`;
+  const bridge = { sqlExec, sqlScript, sqlQuery };
+  globalThis[BRIDGES] ??= {};
+  globalThis[BRIDGES][key] = bridge;
+  const go = new Go();
+  go.env = goEnv(env, key);
+  const instance = await WebAssembly.instantiate(goModule, go.importObject);
+  // go.exited turns true as the program ends; the run() promise settles
+  // only a microtask later, after the event that killed it went on.
+  const program = { go, bridge, env: JSON.stringify(go.env, (k, v) => (k === "REVENANT_BRIDGE" ? undefined : v)) };
+  const exited = () => {
+    program.exited = true;
+  };
+  // run() returns once main has blocked: the entry points are set.
+  program.ended = go.run(instance).then(exited, exited);
+  delete globalThis[BRIDGES][key];
+  if (program.exited || go.exited || typeof bridge.fetch !== "function") {
+    throw new Error("revenant: the Go program did not start");
+  }
+  return program;
+}
+
+// takeSpare returns the spare program if one is ready, was started with
+// env's vars and still runs, else null; either way the spare is used up.
+function takeSpare(env) {
+  const p = spare;
+  spare = null;
+  if (!p) return null;
+  const want = JSON.stringify(goEnv(env, ""), (k, v) => (k === "REVENANT_BRIDGE" ? undefined : v));
+  return p.env === want && !p.exited && !p.go.exited ? p : null;
+}
+
+// startSpare schedules the spare's start once the current event is done
+// (a timer, so the answer going out is not held), unless one is ready or
+// pending.
+function startSpare(env) {
+  if (spare || env.REVENANT_SPARE !== "on") return;
+  if (sparingSince && Date.now() - sparingSince < SPARE_RETRY_MS) return;
+  sparingSince = Date.now();
+  setTimeout(() => {
+    startGo(env).then(
+      (p) => {
+        spare = p;
+        sparingSince = 0;
+      },
+      (e) => {
+        sparingSince = 0;
+        console.error("revenant: the spare Go program did not start:", e);
+      },
+    );
+  }, 0);
+}
 
 // txSync runs Go's transaction callback inside transactionSync. Go cannot
 // throw into JS; the callback returns true to ask for a rollback, which
@@ -52,35 +132,17 @@ export class Tree extends DurableObject {
     });
   }
 
-  // start instantiates this object's own Go program and returns its
-  // bridge, on which Go has set boot, fetch and alarm.
+  // start gives this object a Go program (the spare, or a new one) and
+  // returns its bridge, on which Go has set boot, fetch and alarm.
   async start() {
-    const key = `b${nextBridge++}`;
-    const bridge = {
-      storage: this.ctx.storage,
-      txSync: (cb) => txSync(this.ctx.storage, cb),
-      abort: (reason) => this.ctx.abort(reason), // test builds' eviction route only
-    };
-    globalThis[BRIDGES] ??= {};
-    globalThis[BRIDGES][key] = bridge;
-    const go = new Go();
-    // The Worker's vars and secrets (strings) as the program's environment:
-    // Go reads its settings, provider and secrets with os.Getenv.
-    go.env = { REVENANT_BRIDGE: key };
-    for (const [k, v] of Object.entries(this.env)) if (typeof v === "string") go.env[k] = v;
-    const instance = await WebAssembly.instantiate(goModule, go.importObject);
-    // go.exited turns true as the program ends; the run() promise settles
-    // only a microtask later, after the event that killed it went on.
-    this.goRuntime = go;
-    // run() returns once main has blocked: the entry points are set.
-    const exited = () => {
-      this.exited = true;
-    };
-    this.ended = go.run(instance).then(exited, exited);
-    delete globalThis[BRIDGES][key];
-    if (this.exited || typeof bridge.fetch !== "function") {
-      throw new Error("revenant: the Go program did not start");
-    }
+    const program = takeSpare(this.env) ?? (await startGo(this.env));
+    const bridge = program.bridge;
+    bridge.storage = this.ctx.storage;
+    bridge.txSync = (cb) => txSync(this.ctx.storage, cb);
+    bridge.abort = (reason) => this.ctx.abort(reason); // test builds' eviction route only
+    this.program = program;
+    this.goRuntime = program.go;
+    this.ended = program.ended;
     return bridge;
   }
 
@@ -91,12 +153,13 @@ export class Tree extends DurableObject {
     this.treeId = id;
     await this.go.boot(id, await this.ctx.storage.getAlarm());
     this.booted = true;
+    startSpare(this.env);
   }
 
   // abortIfExited gives the object up when its Go program has ended: the
   // next event gets a fresh object (and Go instance) on the same storage.
   abortIfExited() {
-    if (this.exited || this.goRuntime?.exited) this.ctx.abort("revenant: the Go program exited");
+    if (this.program?.exited || this.goRuntime?.exited) this.ctx.abort("revenant: the Go program exited");
   }
 
   async fetch(request) {
@@ -104,7 +167,12 @@ export class Tree extends DurableObject {
     const id = request.headers.get(TREE_HEADER);
     if (!this.booted) {
       const creating = request.method === "POST" && new URL(request.url).pathname === "/v1/sessions";
-      if (!creating || !id || !TREE_ID.test(id)) return notFound();
+      if (!creating || !id || !TREE_ID.test(id)) {
+        // The body is consumed all the same: a body left unread after the
+        // answer leaves the client's connection hanging in wrangler dev.
+        await request.arrayBuffer();
+        return notFound();
+      }
       // Store the id first: a boot killed midway is finished by the next one.
       await this.ctx.blockConcurrencyWhile(async () => {
         if (this.booted) return;
@@ -112,6 +180,7 @@ export class Tree extends DurableObject {
         await this.boot(id);
       });
     } else if (id && id !== this.treeId) {
+      await request.arrayBuffer();
       return notFound();
     }
     const body = request.method === "GET" || request.method === "HEAD" ? undefined : await request.arrayBuffer();

@@ -4,7 +4,6 @@ package durableobject
 
 import (
 	"fmt"
-	"math"
 	"syscall/js"
 )
 
@@ -12,10 +11,7 @@ import (
 // Ids, sequence numbers and millisecond timestamps stay far below it.
 const maxSafeInt = 1<<53 - 1
 
-var (
-	jsUint8Array  = js.Global().Get("Uint8Array")
-	jsArrayBuffer = js.Global().Get("ArrayBuffer")
-)
+var jsUint8Array = js.Global().Get("Uint8Array")
 
 // toJS converts an SQL argument for sql.exec: nil, integers, floats,
 // strings and bools as JS primitives, []byte as an ArrayBuffer (the BLOB
@@ -53,39 +49,4 @@ func toJS(v any) (any, error) {
 	default:
 		return nil, fmt.Errorf("unsupported SQL argument %T", v)
 	}
-}
-
-// fromJS converts one value of a result row to core's value types: nil,
-// int64, float64, string or []byte. DO SQL returns every number as a JS
-// number: an integral one within 2^53 is read as int64 (so a REAL column
-// holding 2.0 reads as int64 2, which storage.Rows scans the same way),
-// anything else as float64.
-func fromJS(v js.Value) (any, error) {
-	switch v.Type() {
-	case js.TypeNull, js.TypeUndefined:
-		return nil, nil
-	case js.TypeNumber:
-		f := v.Float()
-		if f == math.Trunc(f) && math.Abs(f) <= maxSafeInt {
-			return int64(f), nil
-		}
-		return f, nil
-	case js.TypeString:
-		return v.String(), nil
-	case js.TypeBoolean:
-		if v.Bool() {
-			return int64(1), nil
-		}
-		return int64(0), nil
-	case js.TypeObject:
-		if v.InstanceOf(jsArrayBuffer) {
-			v = jsUint8Array.New(v)
-		}
-		if v.InstanceOf(jsUint8Array) {
-			b := make([]byte, v.Get("length").Int())
-			js.CopyBytesToGo(b, v)
-			return b, nil
-		}
-	}
-	return nil, fmt.Errorf("unsupported SQL value of JS type %s", v.Type())
 }

@@ -94,6 +94,14 @@ func TestWorkerdBench(t *testing.T) {
 	report(t, results, samples)
 }
 
+// benchPhase says whether REVENANT_BENCH_PHASES (a comma list of
+// "fast" and "recovery"; empty: both) asks for a phase: "fast" is cold and
+// warm, on one wrangler; "recovery" the SIGKILL rounds.
+func benchPhase(name string) bool {
+	phases := os.Getenv("REVENANT_BENCH_PHASES")
+	return phases == "" || slices.Contains(strings.Split(phases, ","), name)
+}
+
 // benchWordDelay paces the model of the recovery figure so that a kill
 // lands mid-stream; cold and warm run with no delay.
 const benchWordDelay = 20 * time.Millisecond
@@ -163,6 +171,9 @@ func runTarget(t *testing.T, target benchTarget, model *benchModel, n int) []ben
 	add("warm: POST prompt → 202", admitted, "")
 	add("warm: POST prompt → turn ended on the open stream", ended, "")
 	w.kill(t)
+	if !benchPhase("recovery") {
+		return out
+	}
 
 	// Recovery: a wrangler with the paced model, killed n times.
 	model.setDelay(benchWordDelay)
@@ -223,13 +234,19 @@ func revenantTarget(t *testing.T, root, main, modelURL string) benchTarget {
 		config:  testConfig(t, root, main),
 		network: fake,
 		vars: func(paced bool) []string {
+			// REVENANT_BENCH_SPARE=on: a new object takes the isolate's
+			// spare Go program (durableobject/shim.js, REVENANT_SPARE).
+			var vs []string
+			if os.Getenv("REVENANT_BENCH_SPARE") == "on" {
+				vs = append(vs, "REVENANT_SPARE:on")
+			}
 			if fake {
-				return []string{"OPENAI_BASE_URL:" + modelURL, "REVENANT_MODEL:fake"}
+				return append(vs, "OPENAI_BASE_URL:"+modelURL, "REVENANT_MODEL:fake")
 			}
 			if paced {
-				return []string{"REVENANT_OFFLINE_WORD_DELAY:" + benchWordDelay.String()}
+				return append(vs, "REVENANT_OFFLINE_WORD_DELAY:"+benchWordDelay.String())
 			}
-			return nil
+			return vs
 		},
 		turn: func(t *testing.T, c *benchClient, sid, text string) (time.Duration, time.Duration) {
 			s := c.server()

@@ -68,7 +68,7 @@ func requireWrangler(t *testing.T) string {
 // entry module's path.
 func buildObject(t *testing.T, root, dir, tags string) string {
 	t.Helper()
-	for _, f := range []string{"worker/entry.mjs", "worker/directory.mjs", "durableobject/shim.js"} {
+	for _, f := range []string{"worker/entry.mjs", "worker/directory.mjs", "durableobject/shim.js", "durableobject/sql.mjs"} {
 		b, err := os.ReadFile(filepath.Join(root, f))
 		require.NoError(t, err)
 		require.NoError(t, os.MkdirAll(filepath.Join(dir, filepath.Dir(f)), 0o755))

@@ -6,13 +6,15 @@
 // Origin and path checks, route, bearer token, id form) before any object
 // is touched. It runs in two ways (docs/RATIONALE.md, "Why the front's hot
 // session routes skip syumai's per-request Go instance"):
-//   - the hot session routes (/v1/sessions/{id}/…: snapshot, prompt,
-//     interrupt, events, …) ask decide of one long-lived Go instance per
-//     isolate, synchronously and with no I/O in Go, and this file does the
-//     owner check and forwards; the object's answer (an event stream
-//     included) is returned as it is, unbuffered;
-//   - create, list and delete go to syumai's generated entry, which starts
-//     a new Go instance per request and does the I/O from Go.
+//   - create and the session routes (/v1/sessions/{id}/…: snapshot,
+//     prompt, interrupt, events, …) ask one long-lived Go instance per
+//     isolate, synchronously and with no I/O in Go (decide; create checks
+//     the body and mints the id), and this file does the I/O: the owner
+//     check (cached once positive), the tree's object, the directory. The
+//     object's answer (an event stream included) is returned as it is,
+//     unbuffered;
+//   - list and delete go to syumai's generated entry, which starts a new
+//     Go instance per request and does the I/O from Go.
 // REVENANT_FRONT = "syumai" sends every request through syumai's entry
 // (the figures of the note compare the two).
 import { Tree } from "../durableobject/shim.js"; // evaluates Go's wasm_exec.js first
@@ -22,16 +24,35 @@ import { Directory } from "./directory.mjs";
 
 export { Tree, Directory };
 
+const CREATE = 1; // worker.Create
+const DELETE = 3; // worker.Delete
 const FORWARD = 4; // worker.Forward
 const TREE_HEADER = "x-revenant-tree";
 const PRINCIPAL_HEADER = "x-revenant-principal";
+const MAX_BODY = 1 << 20; // api.DefaultMaxBody: a larger create is refused by Go unread past this
 
 let logic; // the isolate's long-lived front instance's binding, once started
 
+// owned remembers "principal\nroot" pairs the caller's directory
+// confirmed, so a session's later requests skip the directory's round
+// trip. Only positive answers are kept, and a tree's owner never changes;
+// a delete through this isolate forgets its pair. Another isolate's stale
+// pair reaches a deleted tree's object, which answers 404 without writing
+// or booting a tree (its storage is gone: durableobject/shim.js), the
+// answer the directory would give. REVENANT_OWNER_CACHE: "off" asks the
+// directory every time; "stale" (tests only) never forgets, to reach that
+// case from one isolate.
+const owned = new Set();
+const OWNED_MAX = 10000; // pairs kept before the set starts over
+
+function ownerCache(env) {
+  return env.REVENANT_OWNER_CACHE ?? "on";
+}
+
 // frontLogic starts the long-lived instance on first use. Everything here
 // is synchronous (no promise crosses requests): main runs until it blocks
-// in workers.Serve, having set binding.decide. null: the program ended
-// (REVENANT_TOKENS malformed; its log says why).
+// in workers.Serve, having set binding.decide and binding.create. null:
+// the program ended (REVENANT_TOKENS malformed; its log says why).
 function frontLogic(env) {
   if (logic && !logic.go.exited) return logic.binding;
   const go = new Go();
@@ -47,21 +68,91 @@ function json(status, body) {
   return Response.json(body, { status });
 }
 
-// forward does the owner check in the caller's directory, then sends the
-// request to the tree's object with the front's headers.
-async function forward(request, env, d) {
-  const dir = env.DIRECTORIES.get(env.DIRECTORIES.idFromName("principal:" + d.principal));
-  const owned = await dir.fetch("https://object/trees/" + d.root);
-  await owned.body?.cancel();
-  if (owned.status === 404) return json(404, { error: { type: "not_found", message: "no such session" } });
-  if (owned.status !== 200) return json(503, { error: { type: "unavailable", message: "the session directory did not answer; try again" } });
-  const headers = new Headers(request.headers);
+function answer(d) {
+  return new Response(d.body, { status: d.status, headers: d.headers });
+}
+
+const unavailable = () => json(503, { error: { type: "unavailable", message: "the session's object did not answer; try again" } });
+
+// treeFetch sends a request to tree root's object with the front's
+// headers: the client's Authorization and any x-revenant-* it sent are
+// replaced.
+function treeFetch(env, root, principal, method, path, clientHeaders, body) {
+  const headers = new Headers(clientHeaders);
   headers.delete("authorization");
-  headers.set(TREE_HEADER, d.root); // replaces any copy a client sent
-  headers.set(PRINCIPAL_HEADER, d.principal);
+  headers.delete("content-length");
+  headers.set(TREE_HEADER, root);
+  headers.set(PRINCIPAL_HEADER, principal);
+  const stub = env.TREES.get(env.TREES.idFromName(root));
+  return stub.fetch(new Request("https://object" + path, { method, headers, body }));
+}
+
+function directoryFetch(env, principal, method, path) {
+  const dir = env.DIRECTORIES.get(env.DIRECTORIES.idFromName("principal:" + principal));
+  return dir.fetch("https://object" + path, { method });
+}
+
+// owns answers whether the caller's directory has the tree: the cache,
+// else the directory (undefined: the directory did not answer).
+async function owns(env, d) {
+  const key = d.principal + "\n" + d.root;
+  const mode = ownerCache(env);
+  if (mode !== "off" && owned.has(key)) return true;
+  const res = await directoryFetch(env, d.principal, "GET", "/trees/" + d.root);
+  await res.body?.cancel();
+  if (res.status === 404) return false;
+  if (res.status !== 200) return undefined;
+  if (mode !== "off") {
+    if (owned.size >= OWNED_MAX) owned.clear();
+    owned.add(key);
+  }
+  return true;
+}
+
+// forward does the owner check, then sends the request to the tree's
+// object with the front's headers; the answer (an event stream included)
+// passes through as it is.
+async function forward(request, env, d) {
+  const mine = await owns(env, d);
+  if (mine === false) return json(404, { error: { type: "not_found", message: "no such session" } });
+  if (mine === undefined) return json(503, { error: { type: "unavailable", message: "the session directory did not answer; try again" } });
   const body = request.method === "GET" || request.method === "HEAD" ? undefined : request.body;
-  const stub = env.TREES.get(env.TREES.idFromName(d.root));
-  return stub.fetch(new Request("https://object" + d.url, { method: request.method, headers, body }));
+  return treeFetch(env, d.root, d.principal, request.method, d.url, request.headers, body);
+}
+
+// create is the syumai path's create (worker/serve_js.go) with the I/O in
+// JS: Go checks the body and mints the root id; the tree is created in
+// its object, then recorded in the caller's directory. A tree that could
+// not be recorded is deleted again (best effort) and the answer is 503.
+async function create(request, env, d, front) {
+  const length = Number(request.headers.get("content-length") ?? 0);
+  // A declared length over the limit is refused unread (Go sees one byte
+  // too many); an undeclared one is read whole (the platform caps it).
+  const body = length > MAX_BODY ? new Uint8Array(MAX_BODY + 1) : new Uint8Array(await request.arrayBuffer());
+  const c = front.create(body);
+  if (c.status !== undefined) return answer(c);
+  const res = await treeFetch(env, c.root, d.principal, "POST", "/v1/sessions", request.headers, body);
+  if (res.status !== 201) return res;
+  const q = new URLSearchParams({ principal: d.principal, created_at: String(Date.now()) });
+  let put;
+  try {
+    put = await directoryFetch(env, d.principal, "PUT", "/trees/" + c.root + "?" + q);
+  } catch (e) {
+    put = { status: 0, error: e };
+  }
+  if (put.status !== 201) {
+    console.error("revenant front: recording a new tree failed; deleting it", c.root, put.status, put.error);
+    try {
+      const del = await treeFetch(env, c.root, d.principal, "DELETE", "/v1/sessions/" + c.root, undefined, undefined);
+      await del.body?.cancel();
+    } catch (e) {
+      console.error("revenant front: deleting an unrecorded tree failed", c.root, e);
+    }
+    await res.body?.cancel();
+    return json(503, { error: { type: "unavailable", message: "the session could not be recorded; try again" } });
+  }
+  if (ownerCache(env) !== "off") owned.add(d.principal + "\n" + c.root);
+  return res;
 }
 
 export default {
@@ -70,8 +161,15 @@ export default {
       const front = frontLogic(env);
       if (!front) return json(500, { error: { type: "internal", message: "the front did not start; see the Worker's log" } });
       const d = front.decide(request.method, request.url, [...request.headers]);
-      if (d.status !== undefined) return new Response(d.body, { status: d.status, headers: d.headers });
-      if (d.kind === FORWARD) return forward(request, env, d);
+      if (d.status !== undefined) return answer(d);
+      try {
+        if (d.kind === FORWARD) return await forward(request, env, d);
+        if (d.kind === CREATE) return await create(request, env, d, front);
+      } catch (e) {
+        console.error("revenant front: object fetch failed", e);
+        return unavailable();
+      }
+      if (d.kind === DELETE && ownerCache(env) !== "stale") owned.delete(d.principal + "\n" + d.root);
     }
     return syumai.fetch(request, env, ctx);
   },

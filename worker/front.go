@@ -197,6 +197,16 @@ func forwardURL(u *url.URL) string {
 	return out + "?" + q.Encode()
 }
 
+// CheckCreate refuses a create's body before any object exists: over
+// api.DefaultMaxBody (413), or not a create the API accepts (400).
+func CheckCreate(body []byte) error {
+	if len(body) > api.DefaultMaxBody {
+		return &api.Error{Type: api.ErrPayloadTooLarge, Message: fmt.Sprintf("request body is over %d bytes", api.DefaultMaxBody)}
+	}
+	_, err := api.DecodeCreate(body)
+	return err
+}
+
 // NewRootID mints a root session id as the local server does
 // (host.RandomIDs): 128 random bits, 26 lowercase base32 characters.
 func NewRootID() string { return strings.ToLower(rand.Text()) }

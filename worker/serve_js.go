@@ -42,7 +42,31 @@ func Serve(f *Front) {
 		}()
 		return f.decideJS(args[0].String(), args[1].String(), args[2])
 	}))
+	binding.Set("create", js.FuncOf(func(_ js.Value, args []js.Value) (out any) {
+		defer func() {
+			if p := recover(); p != nil {
+				slog.Error("front: create panicked", "panic", p)
+				out = answerObject(http.StatusInternalServerError, nil, []byte(`{"error":{"type":"internal","message":"internal error"}}`))
+			}
+		}()
+		return createJS(args[0])
+	}))
 	workers.Serve(&server{front: f})
+}
+
+// createJS checks a create's body (a Uint8Array; the request's whole body)
+// as create does, and mints the tree's root id: {root} when the create
+// goes on, {status, headers, body} when it is refused. worker/entry.mjs
+// does the I/O (the tree's object, then the caller's directory).
+func createJS(body js.Value) any {
+	b := make([]byte, body.Get("length").Int())
+	js.CopyBytesToGo(b, body)
+	if err := CheckCreate(b); err != nil {
+		var rec recorder
+		api.WriteError(&rec, err)
+		return answerObject(rec.statusOr200(), rec.header, rec.body)
+	}
+	return map[string]any{"root": NewRootID()}
 }
 
 // decideJS is Decide for a JS request (method, url, [[name, value], …]):
@@ -151,7 +175,7 @@ func (s *server) create(w http.ResponseWriter, r *http.Request, d Decision) erro
 		}
 		return &api.Error{Type: api.ErrInvalidRequest, Message: "could not read the request body"}
 	}
-	if _, err := api.DecodeCreate(body); err != nil {
+	if err := CheckCreate(body); err != nil {
 		return err
 	}
 	root := NewRootID()

@@ -68,7 +68,10 @@ func Migrate(ctx context.Context, db storage.DB, now int64) error {
 		if current == latest {
 			return nil
 		}
-		if _, err := tx.Exec(`CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)`); err != nil {
+		if st, ok := tx.(ScriptTx); ok {
+			return applyScript(st, current, now)
+		}
+		if _, err := tx.Exec(createVersionTable); err != nil {
 			return fmt.Errorf("migrate: create version table: %w", err)
 		}
 		for _, m := range Migrations() {
@@ -86,6 +89,44 @@ func Migrate(ctx context.Context, db storage.DB, now int64) error {
 		}
 		return nil
 	})
+}
+
+const createVersionTable = `CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)`
+
+// ScriptTx is a storage.Tx that can also run a script of several
+// statements, separated by semicolons, in one call (a Durable Object's
+// sql.exec does). Where each call crosses into another runtime, Migrate
+// applies every pending migration as one script instead of one call per
+// statement: a new tree's first boot is then one call, not dozens.
+type ScriptTx interface {
+	storage.Tx
+	// ExecScript runs every statement of script, in order, inside the
+	// transaction; an error stops it (the transaction then rolls back).
+	ExecScript(script string) error
+}
+
+// applyScript applies the migrations after version current, and records
+// each, as one script on tx. It runs the same statements as the
+// statement-by-statement path, with the version rows' values inlined
+// (integers from this build, never input).
+func applyScript(tx ScriptTx, current int, now int64) error {
+	var b strings.Builder
+	b.WriteString(createVersionTable + ";\n")
+	var names []string
+	for _, m := range Migrations() {
+		if m.Version <= current {
+			continue
+		}
+		for _, stmt := range splitStatements(m.SQL) {
+			b.WriteString(strings.TrimSuffix(stmt, ";") + ";\n")
+		}
+		fmt.Fprintf(&b, "INSERT INTO schema_migrations (version, applied_at) VALUES (%d, %d);\n", m.Version, now)
+		names = append(names, m.Name)
+	}
+	if err := tx.ExecScript(b.String()); err != nil {
+		return fmt.Errorf("migrate: apply %s: %w", strings.Join(names, ", "), err)
+	}
+	return nil
 }
 
 // Version reads the schema version of db without writing (0 when new).

@@ -2,6 +2,7 @@ package schema_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -238,4 +239,77 @@ func TestMigrationsNumberedContiguously(t *testing.T) {
 		assert.NotEmpty(t, strings.TrimSpace(m.SQL))
 	}
 	assert.Equal(t, ms[len(ms)-1].Version, schema.Latest())
+}
+
+// scriptDB hands Migrate a ScriptTx, as a Durable Object's DB does. Its
+// ExecScript runs the script statement by statement on the underlying
+// transaction (local SQLite's Exec takes one statement), failing at
+// statement failAt (1-based; 0: never) after running the ones before it.
+type scriptDB struct {
+	storage.DB
+	failAt         int
+	scripts, execs int
+}
+
+func (d *scriptDB) Tx(ctx context.Context, fn func(storage.Tx) error) error {
+	return d.DB.Tx(ctx, func(tx storage.Tx) error { return fn(&scriptTx{Tx: tx, db: d}) })
+}
+
+type scriptTx struct {
+	storage.Tx
+	db *scriptDB
+}
+
+func (t *scriptTx) Exec(query string, args ...any) (int64, error) {
+	t.db.execs++
+	return t.Tx.Exec(query, args...)
+}
+
+func (t *scriptTx) ExecScript(script string) error {
+	t.db.scripts++
+	for i, stmt := range strings.SplitAfter(strings.TrimSpace(script), ";\n") {
+		if i+1 == t.db.failAt {
+			return errors.New("planted failure")
+		}
+		if _, err := t.Tx.Exec(strings.TrimSpace(stmt)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// A host whose transaction runs scripts gets the same database from one
+// call as from the statement-by-statement path, and none once up to date.
+func TestMigrateAsOneScript(t *testing.T) {
+	plain, _ := newDB(t)
+	require.NoError(t, schema.Migrate(ctx, plain, now))
+
+	base, path := newDB(t)
+	db := &scriptDB{DB: base}
+	require.NoError(t, schema.Migrate(ctx, db, now))
+	assert.Equal(t, 1, db.scripts, "every migration in one script")
+	assert.Zero(t, db.execs, "no statement-by-statement call")
+	assert.Equal(t, snapshot(t, plain), snapshot(t, base))
+
+	again := &scriptDB{DB: open(t, path)}
+	require.NoError(t, schema.Migrate(ctx, again, now+1000))
+	assert.Zero(t, again.scripts+again.execs, "an up-to-date database is only read")
+	assert.Equal(t, snapshot(t, plain), snapshot(t, again.DB))
+}
+
+// A script that fails midway leaves nothing: the statements it ran roll
+// back with the transaction, and the next boot applies everything.
+func TestMigrateScriptFailureRollsBack(t *testing.T) {
+	base, _ := newDB(t)
+	before := snapshot(t, base)
+	db := &scriptDB{DB: base, failAt: 5}
+	err := schema.Migrate(ctx, db, now)
+	require.ErrorContains(t, err, "planted failure")
+	assert.Equal(t, before, snapshot(t, base), "nothing written")
+
+	db.failAt = 0
+	require.NoError(t, schema.Migrate(ctx, db, now))
+	v, err := schema.Version(ctx, base)
+	require.NoError(t, err)
+	assert.Equal(t, schema.Latest(), v)
 }

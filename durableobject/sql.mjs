@@ -1,0 +1,89 @@
+// revenant's Durable Object host: the SQL helpers Go calls (durableobject/
+// db_js.go), one call per statement. Every Go→JS call and every JS object
+// Go holds costs (a crossing, a finalizer): doing a statement's whole
+// round (exec, step, read) here and handing Go a number or one byte array
+// makes a statement one crossing instead of six or more per statement and
+// two or more per value read.
+//
+// Plain functions of ctx.storage.sql (no imports): the shim passes them to
+// Go, and Go's tests evaluate this file under Node against a stand-in.
+
+// sqlExec runs query and returns the rows it changed, read with SQLite's
+// changes() (the cursor's rowsWritten also counts index rows).
+export function sqlExec(sql, query, ...args) {
+  sql.exec(query, ...args).toArray();
+  return sql.exec("SELECT changes()").raw().toArray()[0][0];
+}
+
+// sqlScript runs every statement of script (sql.exec runs them all).
+export function sqlScript(sql, script) {
+  sql.exec(script).toArray();
+}
+
+const encoder = new TextEncoder();
+
+// sqlQuery runs query and returns its columns and rows as one byte array,
+// little-endian: u32 column count, each name as a string; u32 row count,
+// then each value as a tag byte and its data: 0 null, 1 a number
+// (float64), 2 a string (u32 byte length, UTF-8), 3 a blob (u32 length,
+// bytes). Booleans read as 1 and 0. Any other value throws.
+export function sqlQuery(sql, query, ...args) {
+  const cursor = sql.exec(query, ...args);
+  const rows = cursor.raw().toArray();
+  const out = new Writer();
+  const cols = cursor.columnNames;
+  out.u32(cols.length);
+  for (const c of cols) out.bytes(encoder.encode(c));
+  out.u32(rows.length);
+  for (const row of rows) {
+    for (const v of row) {
+      if (v === null || v === undefined) out.u8(0);
+      else if (typeof v === "number") out.u8(1), out.f64(v);
+      else if (typeof v === "boolean") out.u8(1), out.f64(v ? 1 : 0);
+      else if (typeof v === "string") out.u8(2), out.bytes(encoder.encode(v));
+      else if (v instanceof ArrayBuffer) out.u8(3), out.bytes(new Uint8Array(v));
+      else if (ArrayBuffer.isView(v)) out.u8(3), out.bytes(new Uint8Array(v.buffer, v.byteOffset, v.byteLength));
+      else throw new Error(`unsupported SQL value of JS type ${typeof v}`);
+    }
+  }
+  return out.done();
+}
+
+class Writer {
+  constructor() {
+    this.grow(256);
+    this.n = 0;
+  }
+  grow(size) {
+    const buf = new Uint8Array(size);
+    if (this.buf) buf.set(this.buf.subarray(0, this.n));
+    this.buf = buf;
+    this.view = new DataView(buf.buffer);
+  }
+  room(k) {
+    if (this.n + k > this.buf.length) this.grow(Math.max(this.buf.length * 2, this.n + k));
+  }
+  u8(x) {
+    this.room(1);
+    this.buf[this.n++] = x;
+  }
+  u32(x) {
+    this.room(4);
+    this.view.setUint32(this.n, x, true);
+    this.n += 4;
+  }
+  f64(x) {
+    this.room(8);
+    this.view.setFloat64(this.n, x, true);
+    this.n += 8;
+  }
+  bytes(b) {
+    this.u32(b.length);
+    this.room(b.length);
+    this.buf.set(b, this.n);
+    this.n += b.length;
+  }
+  done() {
+    return this.buf.subarray(0, this.n);
+  }
+}
