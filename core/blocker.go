@@ -299,20 +299,7 @@ func (inst *Instance) Reply(ctx context.Context, sessionID, blockerID string, r 
 	defer inst.claimMu.Unlock()
 	// Wake rule 1, as in Admit: armed in the transaction that may take the
 	// claim where the host allows it, else before it under the claim lock.
-	txWaker, armInTx := inst.host.Wake.(TxWaker)
-	var wakeAt int64
-	w := inst.newWrite()
-	w.locked = true
-	w.before = func(int) error {
-		wakeAt = inst.host.Clock.Now() + inst.cfg.wakeInterval.Milliseconds()
-		if armInTx {
-			return nil
-		}
-		if err := inst.host.Wake.Arm(ctx, wakeAt); err != nil {
-			return fmt.Errorf("arm wake-up: %w", err)
-		}
-		return nil
-	}
+	w, arm := inst.claimingWrite(ctx)
 	var res Resolution
 	var startHere, endTurn bool
 	var owner string
@@ -375,10 +362,8 @@ func (inst *Instance) Reply(ctx context.Context, sessionID, blockerID string, r 
 				if err != nil {
 					return err
 				}
-				if armInTx {
-					if err := txWaker.ArmTx(t.Tx, wakeAt); err != nil {
-						return fmt.Errorf("arm wake-up: %w", err)
-					}
+				if err := arm.inTx(t); err != nil {
+					return err
 				}
 				startHere = taken
 			}

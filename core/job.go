@@ -73,21 +73,9 @@ func (x *Execution) StartChild(ctx context.Context, spec ChildSpec) (Child, erro
 	inst := x.inst
 	inst.claimMu.Lock()
 	defer inst.claimMu.Unlock()
-	w := inst.newWrite()
-	w.fence, w.locked = &fence{sessionID: x.sessionID, executionID: x.id}, true
-	txWaker, armInTx := inst.host.Wake.(TxWaker)
-	var wakeAt int64
 	// Wake rule 1, as in Admit: the child's claim commits with a wake-up armed.
-	w.before = func(int) error {
-		wakeAt = inst.host.Clock.Now() + inst.cfg.wakeInterval.Milliseconds()
-		if armInTx {
-			return nil
-		}
-		if err := inst.host.Wake.Arm(ctx, wakeAt); err != nil {
-			return fmt.Errorf("arm wake-up: %w", err)
-		}
-		return nil
-	}
+	w, arm := inst.claimingWrite(ctx)
+	w.fence = &fence{sessionID: x.sessionID, executionID: x.id}
 	var c Child
 	err := w.run(ctx, func(t *txw) error {
 		c = Child{}
@@ -98,10 +86,7 @@ func (x *Execution) StartChild(ctx context.Context, spec ChildSpec) (Child, erro
 		if err := t.createChild(x.sessionID, spec, &c); err != nil {
 			return err
 		}
-		if armInTx {
-			return txWaker.ArmTx(t.Tx, wakeAt)
-		}
-		return nil
+		return arm.inTx(t)
 	})
 	if err != nil {
 		return Child{}, fmt.Errorf("start child: %w", err)

@@ -67,22 +67,7 @@ func (inst *Instance) Admit(ctx context.Context, sessionID string, in PromptInpu
 	// Wake rule 1: the wake-up is armed before the claim commits (or with it,
 	// where the host can), under the claim lock, so a wake that fires in
 	// between waits for the commit and then sees the claim.
-	// A wait for storage lets go of the claim lock, and a wake may use the
-	// wake-up up meanwhile: each attempt arms again.
-	txWaker, armInTx := inst.host.Wake.(TxWaker)
-	var wakeAt int64
-	w := inst.newWrite()
-	w.locked = true
-	w.before = func(int) error {
-		wakeAt = inst.host.Clock.Now() + inst.cfg.wakeInterval.Milliseconds()
-		if armInTx {
-			return nil
-		}
-		if err := inst.host.Wake.Arm(ctx, wakeAt); err != nil {
-			return fmt.Errorf("arm wake-up: %w", err)
-		}
-		return nil
-	}
+	w, arm := inst.claimingWrite(ctx)
 	var a Admission
 	var startHere bool
 	err := w.run(ctx, func(t *txw) error {
@@ -110,10 +95,8 @@ func (inst *Instance) Admit(ctx context.Context, sessionID string, in PromptInpu
 		if err != nil {
 			return err
 		}
-		if armInTx {
-			if err := txWaker.ArmTx(t.Tx, wakeAt); err != nil {
-				return fmt.Errorf("arm wake-up: %w", err)
-			}
+		if err := arm.inTx(t); err != nil {
+			return err
 		}
 		startHere = taken
 		return nil
