@@ -99,10 +99,16 @@ func (h *TreeHandler) answer(w http.ResponseWriter, r *http.Request, t *Tree) er
 	// take the claim and start the continuation.
 	res, err := t.Instance.Reply(context.WithoutCancel(r.Context()), r.PathValue("id"), r.PathValue("qid"),
 		core.Reply{Kind: event.KindQuestion, ResponseID: req.ResponseID, Answers: answers, Cancel: req.Cancel, Message: req.Message})
+	return writeResolution(w, res, err, "question")
+}
+
+// writeResolution answers a reply: the resolution (200), a conflict with
+// its winner (409), or err.
+func writeResolution(w http.ResponseWriter, res core.Resolution, err error, what string) error {
 	var conflict *core.ReplyConflict
 	if errors.As(err, &conflict) {
 		var cb conflictBody
-		cb.Error.Type, cb.Error.Message = ErrConflict, "the question was already resolved by another reply or an interrupt; see winner"
+		cb.Error.Type, cb.Error.Message = ErrConflict, "the "+what+" was already resolved by another reply or an interrupt; see winner"
 		cb.Winner = resolutionOf(conflict.Winner)
 		writeJSON(w, http.StatusConflict, cb)
 		return nil

@@ -2,7 +2,6 @@ package api
 
 import (
 	"context"
-	"errors"
 	"net/http"
 
 	"github.com/revenantrt/revenant/core"
@@ -35,17 +34,5 @@ func (h *TreeHandler) approve(w http.ResponseWriter, r *http.Request, t *Tree) e
 	// take the claim and start the continuation.
 	res, err := t.Instance.Reply(context.WithoutCancel(r.Context()), r.PathValue("id"), r.PathValue("rid"),
 		core.Reply{Kind: event.KindPermission, ResponseID: req.ResponseID, Decision: req.Reply, Message: req.Message})
-	var conflict *core.ReplyConflict
-	if errors.As(err, &conflict) {
-		var cb conflictBody
-		cb.Error.Type, cb.Error.Message = ErrConflict, "the permission request was already resolved by another reply or an interrupt; see winner"
-		cb.Winner = resolutionOf(conflict.Winner)
-		writeJSON(w, http.StatusConflict, cb)
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, resolutionOf(res))
-	return nil
+	return writeResolution(w, res, err, "permission request")
 }
