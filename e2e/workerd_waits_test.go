@@ -148,6 +148,21 @@ func TestWorkerdDurableWaits(t *testing.T) {
 		assert.Equal(t, []string{qid}, questionIDs(s, qSid))
 		assert.Equal(t, []string{rid}, []string{s.permissions(pSid)[0].ID})
 		assert.Equal(t, []string{cqid}, questionIDs(s, tSid))
+		var tree struct {
+			Questions []struct {
+				ID        string `json:"id"`
+				SessionID string `json:"session_id"`
+			} `json:"questions"`
+		}
+		s.do("GET", "/v1/sessions/"+tSid+"/questions", nil, http.StatusOK, &tree)
+		require.Len(t, tree.Questions, 1)
+		assert.Equal(t, child, tree.Questions[0].SessionID, "the root lists its child's question as the child's")
+		for _, sid := range []string{qSid, pSid, tSid, child} {
+			log := s.readLog(sid, s.snapshot(sid).Cursor)
+			for _, typ := range []string{typeQuestionAnswered, typeQuestionCancelled, typePermissionApproved, typePermissionRejected, typeTaskResolved, typeSucceeded, typeInterrupted} {
+				assert.Zero(t, countType(log, typ), "session %s: nothing resolved or ended before a reply:%s", sid, describe(log))
+			}
+		}
 		for _, path := range []string{"/v1/sessions/" + qSid + "/questions", "/v1/sessions/" + pSid + "/permissions", "/v1/sessions/" + tSid + "/questions"} {
 			bob.do("GET", path, nil, http.StatusNotFound, nil)
 		}
