@@ -14,6 +14,7 @@ import (
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/sys"
 
+	"github.com/revenantrt/revenant/core/permission"
 	"github.com/revenantrt/revenant/wasm/abi"
 )
 
@@ -119,7 +120,9 @@ func (g *Guest) Closed() bool {
 
 // Boot migrates the database, takes a new epoch, sweeps and re-arms
 // (recovery.Boot), then the guest serves. A refused ABI version is
-// ErrVersion; a failed boot is a *GuestError and the guest stays unbooted.
+// ErrVersion (so is a permission configuration an older guest cannot
+// enforce: checkPermissionsFit); a failed boot is a *GuestError and the
+// guest stays unbooted.
 func (g *Guest) Boot(ctx context.Context, cfg BootConfig) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -142,21 +145,33 @@ func (g *Guest) Boot(ctx context.Context, cfg BootConfig) error {
 }
 
 // checkPermissionsFit refuses a permission configuration a guest older
-// than ABI 1.4 would not receive: it would run what the operator denied or
-// asked about. (A tool configured "allow" only asks there, which is safe.)
+// than ABI 1.4 would not receive. Such a guest may have no authorization
+// at all (the 1.3 guests built before permissions run every tool without
+// asking), so only a configuration where every tool is "allow" and no
+// rule exists means the same there: anything else (a rule, a tool set to
+// "deny" or "ask", or unset, which asks) it would run unasked.
 func checkPermissionsFit(cfg BootConfig, guestMinor uint16) error {
 	if guestMinor >= abi.MinorPermissions {
 		return nil
 	}
 	if len(cfg.Permissions) > 0 {
-		return fmt.Errorf("boot: the guest speaks ABI 1.%d, which does not carry permission rules (1.%d does); rebuild the guest", guestMinor, abi.MinorPermissions)
+		return fmt.Errorf("boot: the guest speaks ABI 1.%d, which does not carry permission rules (1.%d does); rebuild the guest: %w", guestMinor, abi.MinorPermissions, ErrVersion)
 	}
 	for _, t := range cfg.Tools {
-		if t.Permission == "deny" {
-			return fmt.Errorf("boot: the guest speaks ABI 1.%d, which does not carry tool %s's deny (1.%d does); rebuild the guest", guestMinor, t.Name, abi.MinorPermissions)
+		if t.Permission != string(permission.Allow) {
+			return fmt.Errorf("boot: the guest speaks ABI 1.%d, which does not carry tool %s's permission %q (1.%d does; only \"allow\" is safe without it); rebuild the guest: %w", guestMinor, t.Name, permissionName(t.Permission), abi.MinorPermissions, ErrVersion)
 		}
 	}
 	return nil
+}
+
+// permissionName is a tool's permission as the operator means it: unset
+// asks.
+func permissionName(p string) string {
+	if p == "" {
+		return "ask"
+	}
+	return p
 }
 
 // Request delivers API request id; the response arrives through
