@@ -36,7 +36,8 @@
 //   - Instantiation is cheap by construction: Compile merges Go's data
 //     segments into one (dataseg.go), and on Linux a guest's memory is a
 //     reserved mapping grown in place, on huge pages (memory_linux.go),
-//     unmapped only once no call can run.
+//     unmapped only once no call can run: by Close, by a failed call, by
+//     the call a Close came during as it returns, or by Module.Close.
 //
 // The package imports core/storage (the Conn's rows and error codes) and
 // wasm/abi (and through it core/settings, the boot configuration's knobs);

@@ -10,10 +10,12 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"weak"
 
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/sys"
 
+	"github.com/revenantrt/revenant/core/permission"
 	"github.com/revenantrt/revenant/wasm/abi"
 )
 
@@ -51,6 +53,7 @@ type Guest struct {
 	booted    bool
 	peerMinor uint16
 	broken    error // why the guest was closed; nil while usable
+	finished  bool  // the module is closed and its memory released: nothing left to do
 
 	closing atomic.Bool // Close was called, maybe from another goroutine
 
@@ -102,7 +105,7 @@ func (g *Guest) nanotime() int64 {
 // Phase is the phase the guest last announced.
 func (g *Guest) Phase() Phase {
 	g.mu.Lock()
-	defer g.mu.Unlock()
+	defer g.unlock()
 	return g.phase
 }
 
@@ -113,16 +116,18 @@ func (g *Guest) Closed() bool {
 		return true
 	}
 	g.mu.Lock()
-	defer g.mu.Unlock()
+	defer g.unlock()
 	return g.broken != nil
 }
 
 // Boot migrates the database, takes a new epoch, sweeps and re-arms
 // (recovery.Boot), then the guest serves. A refused ABI version is
-// ErrVersion; a failed boot is a *GuestError and the guest stays unbooted.
+// ErrVersion (so is a permission configuration an older guest cannot
+// enforce: checkPermissionsFit); a failed boot is a *GuestError and the
+// guest stays unbooted.
 func (g *Guest) Boot(ctx context.Context, cfg BootConfig) error {
 	g.mu.Lock()
-	defer g.mu.Unlock()
+	defer g.unlock()
 	if cfg.HostMajor == 0 && cfg.HostMinor == 0 {
 		cfg.HostMajor, cfg.HostMinor = abi.Major, abi.Minor
 		if g.opts.HostVersion != 0 {
@@ -142,21 +147,33 @@ func (g *Guest) Boot(ctx context.Context, cfg BootConfig) error {
 }
 
 // checkPermissionsFit refuses a permission configuration a guest older
-// than ABI 1.4 would not receive: it would run what the operator denied or
-// asked about. (A tool configured "allow" only asks there, which is safe.)
+// than ABI 1.4 would not receive. Such a guest may have no authorization
+// at all (the 1.3 guests built before permissions run every tool without
+// asking), so only a configuration where every tool is "allow" and no
+// rule exists means the same there: anything else (a rule, a tool set to
+// "deny" or "ask", or unset, which asks) it would run unasked.
 func checkPermissionsFit(cfg BootConfig, guestMinor uint16) error {
 	if guestMinor >= abi.MinorPermissions {
 		return nil
 	}
 	if len(cfg.Permissions) > 0 {
-		return fmt.Errorf("boot: the guest speaks ABI 1.%d, which does not carry permission rules (1.%d does); rebuild the guest", guestMinor, abi.MinorPermissions)
+		return fmt.Errorf("boot: the guest speaks ABI 1.%d, which does not carry permission rules (1.%d does); rebuild the guest: %w", guestMinor, abi.MinorPermissions, ErrVersion)
 	}
 	for _, t := range cfg.Tools {
-		if t.Permission == "deny" {
-			return fmt.Errorf("boot: the guest speaks ABI 1.%d, which does not carry tool %s's deny (1.%d does); rebuild the guest", guestMinor, t.Name, abi.MinorPermissions)
+		if t.Permission != string(permission.Allow) {
+			return fmt.Errorf("boot: the guest speaks ABI 1.%d, which does not carry tool %s's permission %q (1.%d does; only \"allow\" is safe without it); rebuild the guest: %w", guestMinor, t.Name, permissionName(t.Permission), abi.MinorPermissions, ErrVersion)
 		}
 	}
 	return nil
+}
+
+// permissionName is a tool's permission as the operator means it: unset
+// asks.
+func permissionName(p string) string {
+	if p == "" {
+		return "ask"
+	}
+	return p
 }
 
 // Request delivers API request id; the response arrives through
@@ -164,7 +181,7 @@ func checkPermissionsFit(cfg BootConfig, guestMinor uint16) error {
 // an event stream. Ids are the host's; reuse one only after its end.
 func (g *Guest) Request(ctx context.Context, id uint64, req Request) error {
 	g.mu.Lock()
-	defer g.mu.Unlock()
+	defer g.unlock()
 	b := abi.Request{Method: req.Method, Path: req.Path, RawQuery: req.RawQuery, Header: req.Header, Body: req.Body}.Encode()
 	return g.callData(ctx, abi.ExportRequest, []uint64{id}, b)
 }
@@ -173,7 +190,7 @@ func (g *Guest) Request(ctx context.Context, id uint64, req Request) error {
 // event stream closed); the guest ends the response.
 func (g *Guest) CancelRequest(ctx context.Context, id uint64) error {
 	g.mu.Lock()
-	defer g.mu.Unlock()
+	defer g.unlock()
 	return g.call(ctx, abi.ExportCancelRequest, id)
 }
 
@@ -181,7 +198,7 @@ func (g *Guest) CancelRequest(ctx context.Context, id uint64) error {
 // re-arms while work remains (DESIGN §4 rule 2).
 func (g *Guest) Wake(ctx context.Context) error {
 	g.mu.Lock()
-	defer g.mu.Unlock()
+	defer g.unlock()
 	return g.call(ctx, abi.ExportWake)
 }
 
@@ -189,21 +206,21 @@ func (g *Guest) Wake(ctx context.Context) error {
 // ignored by the guest.
 func (g *Guest) Timer(ctx context.Context, id uint64) error {
 	g.mu.Lock()
-	defer g.mu.Unlock()
+	defer g.unlock()
 	return g.call(ctx, abi.ExportTimer, id)
 }
 
 // EgressResponse delivers the head of egress id's answer.
 func (g *Guest) EgressResponse(ctx context.Context, id uint64, status int, header http.Header) error {
 	g.mu.Lock()
-	defer g.mu.Unlock()
+	defer g.unlock()
 	return g.callData(ctx, abi.ExportEgressResponse, []uint64{id}, abi.EgressResponse{Status: status, Header: header}.Encode())
 }
 
 // EgressChunk delivers the next bytes of egress id's body.
 func (g *Guest) EgressChunk(ctx context.Context, id uint64, data []byte) error {
 	g.mu.Lock()
-	defer g.mu.Unlock()
+	defer g.unlock()
 	return g.callData(ctx, abi.ExportEgressChunk, []uint64{id}, data)
 }
 
@@ -214,7 +231,7 @@ func (g *Guest) EgressChunk(ctx context.Context, id uint64, data []byte) error {
 // alone.
 func (g *Guest) EgressEnd(ctx context.Context, id uint64, end EgressEnd) error {
 	g.mu.Lock()
-	defer g.mu.Unlock()
+	defer g.unlock()
 	return g.callData(ctx, abi.ExportEgressEnd, []uint64{id}, end.EncodeFor(g.peerMinor))
 }
 
@@ -226,7 +243,7 @@ func (g *Guest) EgressEnd(ctx context.Context, id uint64, end EgressEnd) error {
 // has no such export: ErrUnsupported.
 func (g *Guest) Idle(ctx context.Context) (bool, error) {
 	g.mu.Lock()
-	defer g.mu.Unlock()
+	defer g.unlock()
 	if err := g.usable(abi.ExportIdle); err != nil {
 		return false, err
 	}
@@ -259,7 +276,7 @@ func (g *Guest) Idle(ctx context.Context) (bool, error) {
 // older than ABI 1.1 has no such export: ErrUnsupported.
 func (g *Guest) DiagSQL(ctx context.Context, n int) error {
 	g.mu.Lock()
-	defer g.mu.Unlock()
+	defer g.unlock()
 	if n < 0 || n > 1<<31-1 {
 		return fmt.Errorf("%s: n %d out of range", abi.ExportDiagSQL, n)
 	}
@@ -277,27 +294,56 @@ func (g *Guest) DiagSQL(ctx context.Context, n int) error {
 // Close the guest afterwards.
 func (g *Guest) Shutdown(ctx context.Context) error {
 	g.mu.Lock()
-	defer g.mu.Unlock()
+	defer g.unlock()
 	return g.call(ctx, abi.ExportShutdown)
 }
 
 // Close kills the guest: no more guest code runs, an open transaction is
-// rolled back. It may be called from any goroutine, also while a call runs
-// (that call then fails).
+// rolled back, the memory is released. It may be called from any
+// goroutine, also while a call runs: that call then fails (unless the
+// guest had already returned to it), and the memory is released as it
+// returns.
 func (g *Guest) Close(ctx context.Context) error {
 	if g.closing.Swap(true) {
 		return nil
 	}
 	err := g.mod.CloseWithExitCode(ctx, exitClosed)
 	if g.mu.TryLock() {
-		if g.broken == nil {
-			g.broken = ErrGuestClosed
-		}
-		g.rollback()
-		g.mem.release() // no call runs, and none will start
-		g.mu.Unlock()
+		g.unlock() // no call runs: this finishes the close
 	}
 	return err
+}
+
+// unlock ends a call (every method's deferred unlock). A Close that came
+// while the mutex was held could not finish (its TryLock failed, and a
+// call that had already left the guest returns normally); so after every
+// unlock, the first to find closing set and the mutex free finishes it.
+// Close sets closing before its TryLock, so either it gets the mutex or
+// the holder it missed sees closing here.
+func (g *Guest) unlock() {
+	g.mu.Unlock()
+	if g.closing.Load() && g.mu.TryLock() {
+		g.finish(ErrGuestClosed)
+		g.mu.Unlock()
+	}
+}
+
+// finish ends a guest no call runs in any more, once: it records why (the
+// first reason wins), rolls back the transaction it left open, closes the
+// module and releases its memory. Later calls only refuse.
+func (g *Guest) finish(why error) {
+	if g.broken == nil {
+		g.broken = why
+	}
+	if g.finished {
+		return
+	}
+	g.finished = true
+	g.rollback()
+	if !g.mod.IsClosed() {
+		_ = g.mod.CloseWithExitCode(context.Background(), exitClosed)
+	}
+	g.m.forget(weak.Make(g))
 }
 
 // callData copies data into guest memory and calls export(params…, ptr, len).
@@ -451,12 +497,8 @@ func (g *Guest) failed(export string, err error) error {
 	default:
 		kind = ErrTrapped
 	}
-	g.broken = kind
-	g.rollback()
-	if !g.mod.IsClosed() {
-		_ = g.mod.CloseWithExitCode(context.Background(), exitClosed)
-	}
-	g.mem.release() // the call returned: no guest code runs any more
+	g.broken = kind // this call's failure is why, even after a Close
+	g.finish(kind)  // the call returned: no guest code runs any more
 	g.log.Warn("wasm guest failed; it must be replaced", "export", export, "err", err, "stderr", g.stderr.String())
 	return fmt.Errorf("%s: %w: %w%s", export, kind, err, g.stderr.tail())
 }

@@ -3,6 +3,7 @@
 package runtime
 
 import (
+	"sync/atomic"
 	"syscall"
 
 	"github.com/tetratelabs/wazero/experimental"
@@ -20,14 +21,16 @@ import (
 // reaches an import and stops, not fault the process. The Guest unmaps
 // the memory once no call can run (release).
 type reservedMemory struct {
-	buf []byte // the whole mapping
+	buf  []byte        // the whole mapping
+	live *atomic.Int64 // the Module's count of mappings not yet unmapped
 }
 
 // newMemoryAllocator returns the allocator of one guest instance and the
 // release of what it allocated, or nils where the mapping is refused
-// (strict overcommit): wazero's default then.
-func newMemoryAllocator() (experimental.MemoryAllocator, *reservedMemory) {
-	mem := &reservedMemory{}
+// (strict overcommit): wazero's default then. live counts the mappings
+// made and not yet released.
+func newMemoryAllocator(live *atomic.Int64) (experimental.MemoryAllocator, *reservedMemory) {
+	mem := &reservedMemory{live: live}
 	alloc := experimental.MemoryAllocatorFunc(func(capacity, max uint64) experimental.LinearMemory {
 		buf, err := syscall.Mmap(-1, 0, int(max), syscall.PROT_READ|syscall.PROT_WRITE,
 			syscall.MAP_PRIVATE|syscall.MAP_ANONYMOUS|syscall.MAP_NORESERVE)
@@ -40,6 +43,7 @@ func newMemoryAllocator() (experimental.MemoryAllocator, *reservedMemory) {
 		// 4 KiB. Halves an instantiation's CPU time here. Failure is fine.
 		_ = syscall.Madvise(buf, syscall.MADV_HUGEPAGE)
 		mem.buf = buf
+		live.Add(1)
 		return mem
 	})
 	return alloc, mem
@@ -54,10 +58,13 @@ func (m *reservedMemory) Reallocate(size uint64) []byte {
 
 func (m *reservedMemory) Free() {}
 
-// release unmaps the memory; nothing may use it any more.
+// release unmaps the memory; nothing may use it any more. It is not safe
+// for concurrent use: a Guest's memory is released through its Module
+// (Module.forget), which runs it once.
 func (m *reservedMemory) release() {
 	if m != nil && m.buf != nil {
 		_ = syscall.Munmap(m.buf)
 		m.buf = nil
+		m.live.Add(-1)
 	}
 }

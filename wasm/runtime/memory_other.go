@@ -2,12 +2,18 @@
 
 package runtime
 
-import "github.com/tetratelabs/wazero/experimental"
+import (
+	"sync/atomic"
+
+	"github.com/tetratelabs/wazero/experimental"
+)
 
 // reservedMemory is memory_linux.go's; elsewhere guests get wazero's
 // default memory.
 type reservedMemory struct{}
 
-func newMemoryAllocator() (experimental.MemoryAllocator, *reservedMemory) { return nil, nil }
+func newMemoryAllocator(*atomic.Int64) (experimental.MemoryAllocator, *reservedMemory) {
+	return nil, nil
+}
 
 func (*reservedMemory) release() {}

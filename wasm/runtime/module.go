@@ -5,8 +5,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	goruntime "runtime"
+	"slices"
+	"sync"
 	"sync/atomic"
+	"weak"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
@@ -23,6 +27,15 @@ type Module struct {
 	r        wazero.Runtime
 	compiled wazero.CompiledModule
 	seq      atomic.Uint64 // names instances uniquely within the runtime
+
+	// reserved counts the guests' memory mappings not yet unmapped
+	// (memory_linux.go): what a leak would keep.
+	reserved atomic.Int64
+
+	mu sync.Mutex // guards guests
+	// guests are the instances whose memory is not yet released, weakly:
+	// Close closes them, and a dropped one's cleanup forgets it.
+	guests map[weak.Pointer[Guest]]*reservedMemory
 }
 
 // Compile compiles the guest's .wasm and prepares the host modules (WASI and
@@ -66,11 +79,38 @@ func Compile(ctx context.Context, wasm []byte, opts CompileOptions) (*Module, er
 			return nil, fmt.Errorf("compile guest: no export %s: not a revenant guest", name)
 		}
 	}
-	return &Module{r: r, compiled: compiled}, nil
+	return &Module{r: r, compiled: compiled, guests: map[weak.Pointer[Guest]]*reservedMemory{}}, nil
 }
 
-// Close releases the runtime; guests still open are closed with it.
-func (m *Module) Close(ctx context.Context) error { return m.r.Close(ctx) }
+// Close closes the guests still open (Guest.Close: the memory of one whose
+// call is running is released as that call returns), then releases the
+// runtime. Close it after every call has returned: the runtime's compiled
+// code goes with it.
+func (m *Module) Close(ctx context.Context) error {
+	m.mu.Lock()
+	keys := slices.Collect(maps.Keys(m.guests))
+	m.mu.Unlock()
+	for _, k := range keys {
+		if g := k.Value(); g != nil {
+			_ = g.Close(ctx)
+		} else {
+			m.forget(k) // dropped, its cleanup not yet run
+		}
+	}
+	return m.r.Close(ctx)
+}
+
+// forget releases the memory of guest k once, whoever asks first: its
+// Close or failed call, Module.Close, or the cleanup of a dropped guest,
+// which may run concurrently.
+func (m *Module) forget(k weak.Pointer[Guest]) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if mem, ok := m.guests[k]; ok {
+		delete(m.guests, k)
+		mem.release()
+	}
+}
 
 // Instantiate starts a guest instance (the Go runtime's _initialize runs
 // now) and checks its ABI version. The guest serves nothing until Boot.
@@ -100,7 +140,7 @@ func (m *Module) Instantiate(ctx context.Context, opts Options) (*Guest, error) 
 		WithOsyield(func() {}).
 		WithRandSource(randReader{s})
 	cctx := context.WithValue(ctx, guestKey{}, g)
-	alloc, mem := newMemoryAllocator()
+	alloc, mem := newMemoryAllocator(&m.reserved)
 	if alloc != nil {
 		cctx = experimental.WithMemoryAllocator(cctx, alloc)
 	}
@@ -110,8 +150,6 @@ func (m *Module) Instantiate(ctx context.Context, opts Options) (*Guest, error) 
 		return nil, fmt.Errorf("instantiate guest: %w%s", err, g.stderr.tail())
 	}
 	g.mod, g.mem = mod, mem
-	// A guest dropped without Close still gives its memory back.
-	goruntime.AddCleanup(g, (*reservedMemory).release, mem)
 	res, err := g.fn(abi.ExportVersion).Call(cctx)
 	if err != nil {
 		mod.Close(ctx)
@@ -125,6 +163,11 @@ func (m *Module) Instantiate(ctx context.Context, opts Options) (*Guest, error) 
 		return nil, fmt.Errorf("instantiate guest: guest ABI %d.%d, host %d.%d: %w", major, minor, abi.Major, abi.Minor, ErrVersion)
 	}
 	g.guestMinor = minor
+	m.mu.Lock()
+	m.guests[weak.Make(g)] = mem
+	m.mu.Unlock()
+	// A guest dropped without Close still gives its memory back.
+	goruntime.AddCleanup(g, m.forget, weak.Make(g))
 	return g, nil
 }
 

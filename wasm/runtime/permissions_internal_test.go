@@ -1,24 +1,74 @@
 package runtime
 
 import (
+	"context"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/revenantrt/revenant/core/permission"
+	"github.com/revenantrt/revenant/core/storage"
+	"github.com/revenantrt/revenant/internal/guestbuild"
 	"github.com/revenantrt/revenant/wasm/abi"
 )
 
-// A guest older than 1.4 would not receive the permission configuration:
-// the host refuses to boot it with rules or a denied tool, and boots it
-// without (a tool set to allow only asks there).
+// A guest older than 1.4 would not receive the permission configuration,
+// and may have no authorization at all (1.3 guests built before
+// permissions run every tool unasked): the host refuses to boot it with
+// rules or any tool that is not "allow" (deny, ask, or unset, which asks),
+// and boots it when every tool is allow.
 func TestOlderGuestRefusedWithPermissions(t *testing.T) {
 	old := uint16(abi.MinorPermissions - 1)
 	rules := BootConfig{Permissions: []permission.Rule{{Action: "t", Resource: "*", Decision: permission.Deny}}}
 	require.ErrorContains(t, checkPermissionsFit(rules, old), "does not carry permission rules")
-	deny := BootConfig{Tools: []abi.ToolDecl{{Name: "deploy", Permission: "deny"}}}
-	require.ErrorContains(t, checkPermissionsFit(deny, old), "does not carry tool deploy's deny")
+	for perm, want := range map[string]string{"deny": `"deny"`, "ask": `"ask"`, "": `"ask"`} {
+		cfg := BootConfig{Tools: []abi.ToolDecl{
+			{Name: "fine", Permission: "allow"},
+			{Name: "deploy", Permission: perm},
+		}}
+		err := checkPermissionsFit(cfg, old)
+		require.ErrorContains(t, err, "does not carry tool deploy's permission "+want, "permission %q", perm)
+		require.ErrorIs(t, err, ErrVersion)
+		require.NoError(t, checkPermissionsFit(cfg, abi.MinorPermissions), "a 1.4 guest enforces %q itself", perm)
+	}
 	require.NoError(t, checkPermissionsFit(BootConfig{Tools: []abi.ToolDecl{{Name: "hook", Permission: "allow"}}}, old))
+	require.NoError(t, checkPermissionsFit(BootConfig{}, old))
 	require.NoError(t, checkPermissionsFit(rules, abi.MinorPermissions))
-	require.NoError(t, checkPermissionsFit(deny, abi.MinorPermissions))
+}
+
+// Boot itself refuses: the old guest is never called, so it stays
+// unbooted and writes nothing (no migration, no epoch).
+func TestOlderGuestBootRefusedBeforeCallingIt(t *testing.T) {
+	ctx := context.Background()
+	m, err := Compile(ctx, guestbuild.Must(t), CompileOptions{CacheDir: guestbuild.CacheDir()})
+	require.NoError(t, err)
+	defer m.Close(ctx)
+	conn := &countingConn{}
+	g, err := m.Instantiate(ctx, Options{Conn: conn, Services: nopServices{}})
+	require.NoError(t, err)
+	defer g.Close(ctx)
+	g.guestMinor = abi.MinorPermissions - 1 // as an older guest announces
+	err = g.Boot(ctx, BootConfig{TreeID: "t", Tools: []abi.ToolDecl{{Kind: "webhook", Name: "hook"}}})
+	require.ErrorIs(t, err, ErrVersion)
+	require.ErrorContains(t, err, `tool hook's permission "ask"`)
+	require.Equal(t, PhaseNone, g.Phase(), "the guest never ran boot")
+	require.Zero(t, conn.calls, "nothing reached the database")
+	require.ErrorIs(t, g.Wake(ctx), ErrNotBooted)
+}
+
+// countingConn is a cannedConn that counts the statements and
+// transactions it was asked for.
+type countingConn struct {
+	cannedConn
+	calls int
+}
+
+func (c *countingConn) Begin() error { c.calls++; return nil }
+func (c *countingConn) Exec(q string, a []any) (int64, error) {
+	c.calls++
+	return c.cannedConn.Exec(q, a)
+}
+func (c *countingConn) Query(q string, a []any) (*storage.Rows, error) {
+	c.calls++
+	return c.cannedConn.Query(q, a)
 }
