@@ -60,6 +60,9 @@ type Reply struct {
 	Cancel bool `json:"cancel,omitempty"`
 	// Message is free text for the model.
 	Message string `json:"message,omitempty"`
+	// Child is how a task blocker's sub-agent turn ended: written by the
+	// child's turn terminal (taskwait.go), never by a client.
+	Child *ChildResult `json:"child,omitempty"`
 }
 
 // Resolution is how a blocker was resolved: what a reply is answered with,

@@ -296,13 +296,34 @@ func (t *txw) scheduleRetry(x *Execution, out Outcome) error {
 // transaction: a kill can never leave the blockers recorded and the claim
 // held (which a resume would count), nor the claim released without them.
 // Queued prompts stay queued and unclaimed: the parked turn is not over.
-func (t *txw) park(x *Execution, p *event.Parked) error {
+//
+// A step whose blockers are all resolved by the time the park commits (a
+// child whose turn had ended, a reply that came while this execution still
+// held the claim) is not parked: the turn continues at once with cause
+// resolution, here if startNext, else by the next sweep.
+func (t *txw) park(x *Execution, p *event.Parked, startNext bool) (*plan, error) {
 	if p != nil {
 		if _, err := t.append(x.sessionID, event.StepParked, *p); err != nil {
-			return err
+			return nil, err
+		}
+		if err := t.resolveEndedTasks(x.sessionID, p); err != nil { // taskwait.go
+			return nil, err
 		}
 	}
-	return t.claims().release(x.sessionID)
+	waiting, err := t.parked(x.sessionID)
+	if err != nil {
+		return nil, err
+	}
+	if waiting {
+		return nil, t.claims().release(x.sessionID)
+	}
+	if !startNext {
+		return nil, t.claims().retake(x.sessionID, t.now())
+	}
+	if err := t.claims().resetAttempts(x.sessionID); err != nil {
+		return nil, err
+	}
+	return t.beginExecution(x.sessionID, event.CauseResolution)
 }
 
 // turnEnd is a turn's terminal event: succeeded, failed or interrupted.
@@ -498,7 +519,7 @@ func (inst *Instance) finish(x *Execution, out Outcome) *Execution {
 		case out.Kind == RetryLater:
 			err = t.scheduleRetry(x, out)
 		case out.Kind == Parked:
-			err = t.park(x, out.Park)
+			next, err = t.park(x, out.Park, startNext)
 		}
 		return err
 	}
@@ -538,11 +559,10 @@ func (inst *Instance) finish(x *Execution, out Outcome) *Execution {
 			inst.log.Warn("arm wake-up for retry", "session", x.sessionID, "err", aerr)
 		}
 	}
-	if ended := turnEndState(cause, out, storageEnd); ended != "" && !errors.Is(err, ErrClosed) {
-		inst.settleTurn(x, ended, err) // job.go: wakes a parent waiting for this child
-		if err == nil {
-			inst.afterChildTurn(ctx, x.sessionID)
-		}
+	if ended := turnEndState(cause, out, storageEnd); ended != "" && err == nil {
+		// A child's end may have admitted its parent's notice or resolved
+		// its parent's waiting call: the parent goes on here (job.go).
+		inst.afterChildTurn(ctx, x.sessionID)
 	}
 	if err != nil {
 		level := inst.log.Warn

@@ -46,8 +46,6 @@ type Instance struct {
 	// model request or a tool body.
 	claimMu sync.Mutex
 
-	jobs jobBoard // sub-agent turns settled in memory (job.go)
-
 	mu      sync.Mutex // guards the fields below; never held inside a transaction
 	running map[string]*Execution
 	subs    map[string]map[*Subscription]struct{}

@@ -25,6 +25,10 @@ func (inst *Instance) Interrupt(ctx context.Context, sessionID, reason string) (
 		if did && err == nil {
 			// Its foreground children's jobs ended with the turn (job.go).
 			inst.interruptChildren(ctx, sessionID)
+			// A child's end resolved its parent's waiting call (taskwait.go).
+			inst.claimMu.Lock()
+			inst.afterChildTurn(ctx, sessionID)
+			inst.claimMu.Unlock()
 		}
 	}()
 	cause := ErrInterrupted
@@ -133,7 +137,7 @@ func (inst *Instance) interruptDirect(ctx context.Context, sessionID, reason str
 	var changed bool
 	w.before = func(int) error {
 		changed = inst.runningExecution(sessionID) != x
-		return nil
+		return inst.armForParent(ctx, sessionID)
 	}
 	err := w.run(ctx, func(t *txw) error {
 		did = false

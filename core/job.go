@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -15,7 +16,8 @@ import (
 //	StartChild   the parent's task call creates (or re-attaches to) its child
 //	             with the child's first prompt and claim, in one fenced
 //	             transaction of the parent's execution
-//	AwaitChild   a foreground call waits for the child's task turn to end
+//	TaskBlocker  a foreground call parks on its child (taskwait.go); the
+//	             child's turn terminal resolves it
 //	endJobs      in every turn terminal's own transaction (appendEnd): a
 //	             child's job ends with its task turn, a background child's
 //	             notice is admitted to the parent's queue, and a parent whose
@@ -46,11 +48,8 @@ type Child struct {
 
 // ChildResult is how a child's task turn ended.
 type ChildResult struct {
-	State PromptState // succeeded, failed, interrupted (or cancelled)
-	Text  string      // the last answer if succeeded; otherwise what ended it
-	// Unstored is set when the child's end is known only in memory: storing
-	// its terminal failed (DESIGN §8); the text says why.
-	Unstored bool
+	State PromptState `json:"state"` // succeeded, failed, interrupted (or cancelled)
+	Text  string      `json:"text"`  // the last answer if succeeded; otherwise what ended it
 }
 
 // TaskClientID is the client id of a child's task prompt: one per call.
@@ -170,66 +169,6 @@ func (t *txw) depth(s Session) (int, error) {
 	return d, nil
 }
 
-// AwaitChild waits until the child's task turn has ended and returns how.
-// It reads the database first, so a child that ended before (in an earlier
-// instance, say) hands its stored result at once; otherwise it follows the
-// child's committed events, and the in-memory settlement of its job for an
-// end that storage refused. ctx ending stops the wait.
-func (x *Execution) AwaitChild(ctx context.Context, c Child) (ChildResult, error) {
-	inst := x.inst
-	for {
-		sub := inst.Subscribe(c.ID, 64)
-		watch := inst.jobs.watch(c.PromptID)
-		res, ended, err := x.childResult(ctx, c)
-		if err != nil || ended {
-			sub.Close()
-			inst.jobs.unwatch(c.PromptID, watch)
-			return res, err
-		}
-		res, ended, err = x.awaitChildEvent(ctx, sub, watch)
-		sub.Close()
-		inst.jobs.unwatch(c.PromptID, watch)
-		if err != nil || ended {
-			return res, err
-		}
-	}
-}
-
-// awaitChildEvent waits for a terminal of the child (then the caller reads
-// again), the subscription closing (it fell behind, or the instance
-// stopped: read again), an end settled in memory only, or ctx.
-func (x *Execution) awaitChildEvent(ctx context.Context, sub *Subscription, watch *jobWatch) (ChildResult, bool, error) {
-	for {
-		select {
-		case ev, ok := <-sub.C:
-			if !ok || ev.IsTerminal() {
-				if !ok && x.inst.isClosed() {
-					return ChildResult{}, false, ErrClosed
-				}
-				return ChildResult{}, false, nil
-			}
-		case <-watch.done:
-			if watch.out.Unstored {
-				return watch.out, true, nil
-			}
-			return ChildResult{}, false, nil
-		case <-ctx.Done():
-			return ChildResult{}, false, context.Cause(ctx)
-		}
-	}
-}
-
-func (x *Execution) childResult(ctx context.Context, c Child) (ChildResult, bool, error) {
-	var res ChildResult
-	var ended bool
-	err := x.Read(ctx, func(tx storage.Tx) error {
-		var err error
-		res, ended, err = readChildResult(tx, c.ID, c.PromptID)
-		return err
-	})
-	return res, ended, err
-}
-
 // readChildResult reads how the child's prompt ended, if it has.
 func readChildResult(tx storage.Tx, childID, promptID string) (ChildResult, bool, error) {
 	var state, outcome string
@@ -274,7 +213,7 @@ func readChildResult(tx storage.Tx, childID, promptID string) (ChildResult, bool
 // is released in this same transaction, so the tree never is without one,
 // and every wake handler re-arms while any claim remains (DESIGN §4).
 func (t *txw) endJobs(sessionID string, end turnEnd) error {
-	if err := t.endForegroundJobs(sessionID); err != nil {
+	if err := t.endForegroundJobs(sessionID, end); err != nil {
 		return err
 	}
 	var parentID, callID string
@@ -288,11 +227,13 @@ func (t *txw) endJobs(sessionID string, end turnEnd) error {
 	if _, err := t.append(parentID, event.JobEnded, event.Job{ChildID: sessionID, CallID: callID, Background: background}); err != nil {
 		return err
 	}
-	if !background {
-		return nil
-	}
 	res, _, err := readChildResult(t.Tx, sessionID, end.promptID)
 	if err != nil {
+		return err
+	}
+	if !background {
+		// The parent's call waits on its task blocker (taskwait.go).
+		_, err := t.resolveTask(parentID, callID, res, true)
 		return err
 	}
 	var turn int
@@ -304,24 +245,44 @@ func (t *txw) endJobs(sessionID string, end turnEnd) error {
 }
 
 // endForegroundJobs ends the running foreground jobs of a session whose turn
-// ends.
-func (t *txw) endForegroundJobs(parentID string) error {
-	rows, err := t.Query(`SELECT j.child_id, j.call_id FROM jobs j WHERE j.parent_id = ? AND j.state = ?
-		AND COALESCE((SELECT json_extract(tc.arguments, '$.background') FROM tool_calls tc WHERE tc.id = j.call_id), 0) != 1`, parentID, string(JobRunning))
+// ends, and in the same transaction interrupts those children whose task
+// turn is parked (it runs nowhere, so nothing else would): no call waits
+// for them any more. A child that holds a claim is interrupted after the
+// commit (interruptChildren) or released by the sweep.
+func (t *txw) endForegroundJobs(parentID string, end turnEnd) error {
+	rows, err := t.Query(`SELECT j.child_id, j.call_id, COALESCE(p.id, ''), EXISTS (SELECT 1 FROM claims c WHERE c.session_id = j.child_id)
+		FROM jobs j LEFT JOIN prompts p ON p.session_id = j.child_id AND p.client_id = 'task-' || j.call_id AND p.state = ?
+		WHERE j.parent_id = ? AND j.state = ?
+		AND COALESCE((SELECT json_extract(tc.arguments, '$.background') FROM tool_calls tc WHERE tc.id = j.call_id), 0) != 1`,
+		string(PromptRunning), parentID, string(JobRunning))
 	if err != nil {
 		return fmt.Errorf("end foreground jobs: %w", err)
 	}
-	var jobs []event.Job
+	type fg struct {
+		job      event.Job
+		promptID string
+		claimed  bool
+	}
+	var jobs []fg
 	for rows.Next() {
-		var j event.Job
-		if err := rows.Scan(&j.ChildID, &j.CallID); err != nil {
+		var j fg
+		if err := rows.Scan(&j.job.ChildID, &j.job.CallID, &j.promptID, &j.claimed); err != nil {
 			return err
 		}
 		jobs = append(jobs, j)
 	}
+	reason := event.ReasonOrphaned
+	if end.typ == event.ExecutionInterrupted {
+		reason = event.ReasonUser
+	}
 	for _, j := range jobs {
-		if _, err := t.append(parentID, event.JobEnded, j); err != nil {
+		if _, err := t.append(parentID, event.JobEnded, j.job); err != nil {
 			return err
+		}
+		if j.promptID != "" && !j.claimed {
+			if err := t.interruptTurn(j.job.ChildID, "", j.promptID, reason, event.CutInterrupted); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -344,9 +305,10 @@ func (t *txw) admitNotice(sessionID, clientID, text string) error {
 	return err
 }
 
-// afterChildTurn starts the parent's next turn here once a child's turn
-// ended, if the parent has a claim with no execution (a notice was just
-// admitted) and none runs here. The caller holds claimMu.
+// afterChildTurn starts the parent here once a child's turn ended, if the
+// parent has a claim with no execution and none runs here: a notice was
+// just admitted (its turn starts), or the parent's waiting call was
+// resolved (its turn continues, cause resolution). The caller holds claimMu.
 func (inst *Instance) afterChildTurn(ctx context.Context, childID string) {
 	if !strings.Contains(childID, ".") {
 		return // a root: child ids are {root}.{n}
@@ -358,7 +320,7 @@ func (inst *Instance) afterChildTurn(ctx context.Context, childID string) {
 	}); err != nil || parentID == "" {
 		return // the wake-up starts it
 	}
-	inst.startLocked(ctx, parentID, event.CausePrompt)
+	inst.startLocked(ctx, parentID, event.CauseResolution)
 }
 
 // interruptChildren interrupts the session's children that still hold a
@@ -428,8 +390,19 @@ func readChildren(tx storage.Tx, parentID string) ([]ChildInfo, error) {
 	return out, nil
 }
 
-// InterruptChild interrupts a child of x's session for the user: its parent
-// turn is being interrupted.
-func (x *Execution) InterruptChild(ctx context.Context, childID string) (bool, error) {
-	return x.inst.Interrupt(ctx, childID, event.ReasonUser)
+// turnEndState is the state a finishing execution's record gives its
+// prompt, or "" when the record does not end the turn (a shutdown, a
+// scheduled retry).
+func turnEndState(cause error, out Outcome, storageEnd bool) PromptState {
+	switch {
+	case errors.Is(cause, ErrShutdown):
+		return ""
+	case errors.Is(cause, ErrInterrupted) || errors.Is(cause, ErrSuperseded):
+		return PromptInterrupted
+	case storageEnd || out.Kind == Failed:
+		return PromptFailed
+	case cause == nil && out.Kind == Succeeded:
+		return PromptSucceeded
+	}
+	return ""
 }

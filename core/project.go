@@ -128,6 +128,11 @@ func project(tx storage.Tx, ev event.Event) error {
 		if err = ev.Decode(&d); err == nil {
 			_, err = tx.Exec(`UPDATE jobs SET state = ? WHERE child_id = ?`, string(JobEnded), d.ChildID)
 		}
+	case event.TaskResolved, event.TaskCancelled:
+		var d event.Resolution
+		if err = ev.Decode(&d); err == nil {
+			err = projectResolution(tx, ev, d)
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("project %s seq %d: %w", ev.Type, ev.Seq, err)

@@ -117,6 +117,10 @@ func (inst *Instance) Recover(ctx context.Context, sessionID string, decide func
 		p = nil
 	}
 	inst.launch(p)
+	if d.Action == Release || d.Action == Abort || d.Action == Settle || d.Abort {
+		// A child's turn ended: its parent may go on now (job.go).
+		inst.afterChildTurn(ctx, sessionID)
+	}
 	return d, nil
 }
 

@@ -452,6 +452,8 @@ var payloads = map[event.Type]any{
 	event.StepParked:           event.Parked{},
 	event.QuestionAnswered:     event.Resolution{},
 	event.QuestionCancelled:    event.Resolution{},
+	event.TaskResolved:         event.Resolution{},
+	event.TaskCancelled:        event.Resolution{},
 	event.TextDelta:            event.Delta{},
 }
 

@@ -29,6 +29,13 @@ const (
 	JobStarted Type = "session.job.started@1"
 	JobEnded   Type = "session.job.ended@1"
 
+	// A foreground task call waits for its child as a blocker of kind
+	// KindTask (DESIGN §10): TaskResolved is written in the child's turn
+	// terminal transaction, carrying how the turn ended; TaskCancelled when
+	// the parent's turn is interrupted while it waits.
+	TaskResolved  Type = "session.task.resolved@1"
+	TaskCancelled Type = "session.task.cancelled@1"
+
 	// Steps: one model request each. started is written before the request;
 	// checkpoints carry the text streamed since the previous one; completed
 	// records the whole answer (progress); cut marks a step whose stream
@@ -295,6 +302,7 @@ type (
 // Blocker kinds.
 const (
 	KindQuestion = "question"
+	KindTask     = "task" // a foreground sub-agent: resolved by its turn's end, never by a reply
 )
 
 // Why a blocker was cancelled.

@@ -29,6 +29,16 @@ func (t *turn) settleStep(ctx context.Context, st state, step *stepRow) (out cor
 			waiting = waiting || pending
 			continue
 		}
+		if args, fg := t.foregroundTask(st, c); fg {
+			b, parks, ok := t.startForeground(ctx, c, args) // task.go
+			if !ok {
+				return stopped, true
+			}
+			if parks {
+				park = append(park, b)
+			}
+			continue
+		}
 		if bt, ok := t.blocking(st, c); ok && (c.phase == event.PhaseCalled || c.phase == event.PhaseAuthorizing) {
 			asks, err := bt.Ask(json.RawMessage(c.arguments))
 			if err != nil {

@@ -6,21 +6,71 @@ import (
 	"fmt"
 
 	"github.com/revenantrt/revenant/core"
+	"github.com/revenantrt/revenant/core/event"
 	"github.com/revenantrt/revenant/core/tool"
 )
 
-// taskBody turns a task call into a tool body bound to this execution: it
-// starts (or re-attaches to) the call's child and, in the foreground, waits
-// for the child's task turn to end and returns its answer. It runs through
-// execute like any idempotent tool: executing is recorded first, so a
-// resumed call re-runs it and re-attaches instead of spawning again.
+// A task call starts (or re-attaches to) its child session (core/job.go).
+// In the background it settles at once with the child's id. In the
+// foreground it is a durable waiting call (DESIGN §10): it parks on a task
+// blocker with the step's other blockers, the child's turn terminal
+// resolves it, and the continuation settles the call with the child's
+// answer through the task@1 adapter (core/taskwait.go). Nothing waits for
+// the child in memory, so a kill anywhere loses nothing.
+
+// foregroundTask reports whether c is a foreground call of a task tool the
+// session was offered, with its arguments. Arguments that cannot be read
+// are the task body's to refuse, as a tool error.
+func (t *turn) foregroundTask(st state, c callRow) (tool.TaskArgs, bool) {
+	tl, known := t.r.tools.Lookup(c.name)
+	sa, ok := tl.(tool.Subagent)
+	if !known || !ok || !st.offered(c.name) {
+		return tool.TaskArgs{}, false
+	}
+	args, err := sa.ParseTask([]byte(c.arguments))
+	if err != nil || args.Background {
+		return tool.TaskArgs{}, false
+	}
+	return args, true
+}
+
+// startForeground starts (or re-attaches to) a foreground call's child and
+// returns the blocker the call parks on. A child that cannot be made (the
+// depth limit) settles the call as a tool error instead: park is false. ok
+// is false when the execution must stop.
+func (t *turn) startForeground(ctx context.Context, c callRow, args tool.TaskArgs) (b event.Blocker, park, ok bool) {
+	if ctx.Err() != nil {
+		return b, false, false
+	}
+	child, err := t.x.StartChild(ctx, core.ChildSpec{CallID: c.id, Prompt: args.Prompt, MaxDepth: t.r.cfg.taskDepth})
+	if err != nil {
+		var ce *core.Error
+		if errors.As(err, &ce) { // the model's mistake: a tool error
+			return b, false, t.settled(ctx, event.Settled{CallID: c.id, Outcome: event.OutcomeError, Output: ce.Msg}) == nil
+		}
+		t.x.Log().Warn("start sub-agent", "call", c.id, "err", err)
+		return b, false, false
+	}
+	b, err = core.TaskBlocker(c.id, child)
+	if err != nil {
+		t.x.Log().Warn("park task call", "call", c.id, "err", err)
+		return b, false, false
+	}
+	return b, true, true
+}
+
+// taskBody turns a background task call into a tool body bound to this
+// execution: it starts (or re-attaches to) the call's child and returns at
+// once. It runs through execute like any idempotent tool: executing is
+// recorded first, so a resumed call re-runs it and re-attaches instead of
+// spawning again.
 func (t *turn) taskBody(sa tool.Subagent) tool.Tool {
 	return tool.Func{Name: sa.Spec().Name, IsIdempotent: true, Limit: sa.Limits(), Run: func(ctx context.Context, c tool.Call) (string, error) {
 		args, err := sa.ParseTask(c.Arguments)
 		if err != nil {
 			return "", err
 		}
-		child, err := t.x.StartChild(ctx, core.ChildSpec{CallID: c.ID, Prompt: args.Prompt, Background: args.Background, MaxDepth: t.r.cfg.taskDepth})
+		child, err := t.x.StartChild(ctx, core.ChildSpec{CallID: c.ID, Prompt: args.Prompt, Background: true, MaxDepth: t.r.cfg.taskDepth})
 		if err != nil {
 			var ce *core.Error
 			if errors.As(err, &ce) {
@@ -28,31 +78,6 @@ func (t *turn) taskBody(sa tool.Subagent) tool.Tool {
 			}
 			return "", err
 		}
-		if args.Background {
-			return fmt.Sprintf("Started background sub-agent %s. Its answer will arrive as a new message when it finishes.", child.ID), nil
-		}
-		res, err := t.x.AwaitChild(ctx, child)
-		if err != nil {
-			t.stopChild(ctx, child)
-			return "", err
-		}
-		if res.State != core.PromptSucceeded {
-			return "", fmt.Errorf("sub-agent %s: %s", child.ID, res.Text)
-		}
-		return res.Text, nil
+		return fmt.Sprintf("Started background sub-agent %s. Its answer will arrive as a new message when it finishes.", child.ID), nil
 	}}
-}
-
-// stopChild interrupts a foreground child whose parent's turn is being
-// interrupted (DESIGN §10). A stop for any other reason (shutdown, a kill,
-// the wall limit) leaves the child: a shutdown keeps its claim for the next
-// boot, where the re-run call re-attaches.
-func (t *turn) stopChild(ctx context.Context, child core.Child) {
-	cause := context.Cause(ctx)
-	if !errors.Is(cause, core.ErrInterrupted) && !errors.Is(cause, core.ErrSuperseded) {
-		return
-	}
-	if _, err := t.x.InterruptChild(context.WithoutCancel(ctx), child.ID); err != nil {
-		t.x.Log().Warn("interrupt foreground child", "child", child.ID, "err", err)
-	}
 }

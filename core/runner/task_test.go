@@ -20,6 +20,7 @@ import (
 	"github.com/revenantrt/revenant/core/tool"
 	"github.com/revenantrt/revenant/internal/faultvfs"
 	"github.com/revenantrt/revenant/internal/treetest"
+	"github.com/revenantrt/revenant/recovery"
 )
 
 // countingModel is the offline model counting requests per (prompt, step)
@@ -176,6 +177,7 @@ func TestForegroundTaskKilledAtEveryCommit(t *testing.T) {
 				_, _ = n.Inst.Admit(ctx, "root", core.PromptInput{ClientID: "p1", Text: fgPrompt})
 				<-n.Kill.Died()
 				n.Crash()
+				parked := pendingTask(tr, "root")
 
 				n2 := tr.Boot(taskRunner(t, tr, m, runner.NewConfig()))
 				_, err := n2.Inst.Admit(ctx, "root", core.PromptInput{ClientID: "p1", Text: fgPrompt})
@@ -192,11 +194,27 @@ func TestForegroundTaskKilledAtEveryCommit(t *testing.T) {
 				require.Len(t, sets, 1, "the parent got exactly one result")
 				assert.Equal(t, "You said: hello child", sets[0].Output)
 				assert.Len(t, treetest.OfType(evs, event.JobStarted), 1)
+				assert.Equal(t, 1, startedWith(t, evs, event.CauseResolution), "the parent continued once from the child's end")
+				resumed := treetest.OfType(evs, event.ExecutionResumed)
+				assert.LessOrEqual(t, len(resumed), 1)
+				if parked {
+					assert.Empty(t, resumed, "a parent parked on its child spends no resume")
+				}
 				assert.Empty(t, m.Violations())
 				noClaims(t, tr)
 			})
 		}
 	}
+}
+
+// pendingTask reports whether the session waits on a task blocker.
+func pendingTask(tr *treetest.Tree, sid string) bool {
+	var n int
+	tr.Read(func(tx storage.Tx) error {
+		_, err := storage.QueryRow(tx, `SELECT count(*) FROM blockers WHERE session_id = ? AND kind = 'task' AND state = 'pending'`, []any{sid}, &n)
+		return err
+	})
+	return n > 0
 }
 
 // A task from a session at the depth limit fails with a clear tool error and
@@ -317,21 +335,40 @@ func TestBackgroundNoticeSurvivesFullDiskWindow(t *testing.T) {
 	}
 }
 
-// A foreground parent waiting for a child whose end storage refuses for
-// the whole settlement window is woken by the job's in-memory settlement
-// and settles its call instead of hanging.
-func TestForegroundWaiterWokenWhenChildEndIsNotStored(t *testing.T) {
+// A foreground child whose end storage refuses for the whole settlement
+// window: nothing hangs (the parent is parked, no goroutine waits), the
+// tree turns read-only, and once storage returns the sweep writes the
+// child's failed{storage}, which resolves the parent's call: the parent
+// gets that failure as its one result and ends its turn.
+func TestForegroundChildEndStoredLateResolvesParent(t *testing.T) {
 	tr := treetest.New(t)
 	fault := tr.Faults()
 	fill := tool.Func{Name: "fill", Run: func(context.Context, tool.Call) (string, error) {
 		fault.FailFor(time.Hour, faultvfs.Full)
 		return "full", nil
 	}}
-	n := tr.Boot(taskRunner(t, tr, offline.New(nil, offline.Options{}), runner.NewConfig(), fill))
+	m := &countingModel{inner: offline.New(nil, offline.Options{}), tr: tr}
+	n := tr.Boot(taskRunner(t, tr, m, runner.NewConfig(), fill))
 	sid := n.NewSession("root")
-	n.Admit(sid, "/task /tool fill {}")
+	pid := n.Admit(sid, "/task /tool fill {}")
 	n.IdleDriving() // returns: neither the child nor the parent hangs
 	assert.True(t, n.Inst.ReadOnly())
+	assert.Equal(t, "running", tr.PromptState(pid), "the parent still waits")
+	assert.False(t, tr.Claim(sid).Exists, "the parent is parked, not running")
+
+	tr.Clock.Advance(2 * time.Hour) // storage is back
+	_, err := recovery.Wake(ctx, n.Inst)
+	require.NoError(t, err)
+	n.Idle()
+
+	assert.Equal(t, "succeeded", tr.PromptState(pid))
+	sets := settlements(t, tr.Events(sid))
+	require.Len(t, sets, 1, "the parent got exactly one result")
+	assert.Equal(t, event.OutcomeError, sets[0].Outcome)
+	assert.Contains(t, sets[0].Output, "sub-agent root.1: The sub-agent's turn failed (storage)")
+	assert.Equal(t, 1, startedWith(t, tr.Events(sid), event.CauseResolution))
+	assert.Empty(t, m.Violations())
+	noClaims(t, tr)
 }
 
 // startSleepingChild boots a tree whose root's foreground child sleeps in
@@ -357,6 +394,14 @@ func startSleepingChild(t *testing.T, tr *treetest.Tree) *treetest.Node {
 func TestInterruptingParentInterruptsForegroundChild(t *testing.T) {
 	tr := treetest.New(t)
 	n := startSleepingChild(t, tr)
+	// The parent waits durably: parked on its child, holding no claim.
+	snap, err := n.Inst.Snapshot(ctx, "root", 0, 50)
+	require.NoError(t, err)
+	assert.Equal(t, core.StatusWaiting, snap.Status)
+	require.Len(t, snap.Blockers, 1)
+	assert.Equal(t, event.KindTask, snap.Blockers[0].Kind)
+	assert.False(t, tr.Claim("root").Exists)
+
 	did, err := n.Inst.Interrupt(ctx, "root", event.ReasonUser)
 	require.NoError(t, err)
 	require.True(t, did)
@@ -370,17 +415,19 @@ func TestInterruptingParentInterruptsForegroundChild(t *testing.T) {
 	noClaims(t, tr)
 }
 
-// A child claim that no live job names (its parent's turn ended while the
-// child's execution was dead) is released by the sweep, not resumed: the
-// child's turn ends aborted and nothing of it runs again.
+// A child claim that no live job and no waiting parent call names (the
+// instance died right after committing its parent's interrupt, before it
+// interrupted the running child) is released by the sweep, not resumed:
+// the child's turn ends aborted and nothing of it runs again.
 func TestStaleChildClaimReleasedNotResumed(t *testing.T) {
 	tr := treetest.New(t)
 	n := startSleepingChild(t, tr)
+	n.Kill.KillAt(1, true) // the root's interrupt commits, then the instance dies
+	_, _ = n.Inst.Interrupt(ctx, "root", event.ReasonUser)
+	<-n.Kill.Died()
 	n.Crash()
+	require.True(t, tr.Claim("root.1").Exists, "the child's claim was left behind")
 
-	// Budget 0: the sweep aborts the root's turn (its claim is older), which
-	// ends the foreground job; the child's claim then has no live job.
-	tr.Cfg = tr.Cfg.WithResumeBudget(0)
 	n2 := tr.Boot(taskRunner(t, tr, offline.New(tr.Clock, offline.Options{}), runner.NewConfig()))
 	n2.Idle()
 	assert.Equal(t, 1, n2.Report.Count(core.Release), "the child's claim released: %+v", n2.Report)
@@ -393,4 +440,120 @@ func TestStaleChildClaimReleasedNotResumed(t *testing.T) {
 	assert.Equal(t, core.OrphanMessage, f.Message)
 	assert.Equal(t, map[string]string{"root.1": "ended"}, jobStates(tr))
 	noClaims(t, tr)
+}
+
+const askChild = "/task /ask which colour?"
+
+// askingChild boots a tree whose root's foreground child parks on a
+// question, and returns once both are parked, with the question.
+func askingChild(t *testing.T, tr *treetest.Tree, m model.Model) (*treetest.Node, core.Blocker) {
+	n := tr.Boot(taskRunner(t, tr, m, runner.NewConfig(), tool.QuestionTool()))
+	n.NewSession("root")
+	n.Admit("root", askChild)
+	n.Idle()
+	qs := questions(t, n, "root")
+	require.Len(t, qs, 1, "the child's question is listed on the root")
+	require.Equal(t, "root.1", qs[0].SessionID)
+	require.True(t, pendingTask(tr, "root"))
+	return n, qs[0]
+}
+
+// A child that asks a question, with the instance killed right after the
+// reply commits (the child's claim taken, its continuation not started):
+// the next boot's sweep continues the child, since a live job and its
+// parent's waiting call name it; the child ends once and the parent gets
+// exactly one result, with no model step requested twice.
+func TestChildQuestionSurvivesKillAfterReply(t *testing.T) {
+	tr := treetest.New(t)
+	m := &countingModel{inner: offline.New(nil, offline.Options{}), tr: tr}
+	n, q := askingChild(t, tr, m)
+	n.Kill.KillAt(1, true)
+	_, _ = n.Inst.Reply(ctx, "root", q.ID, core.Reply{Kind: event.KindQuestion, ResponseID: "r1", Answers: [][]string{{"green"}}})
+	<-n.Kill.Died()
+	n.Crash()
+	require.True(t, tr.Claim("root.1").Exists, "the reply's claim")
+	require.Empty(t, startedWith(t, tr.Events("root.1"), event.CauseResolution), "killed before the continuation started")
+
+	n2 := tr.Boot(taskRunner(t, tr, m, runner.NewConfig(), tool.QuestionTool()))
+	n2.Idle()
+	assert.Zero(t, n2.Report.Count(core.Release), "the child was not released as an orphan: %+v", n2.Report)
+	child := tr.Events("root.1")
+	terms := treetest.Terminals(child)
+	require.Len(t, terms, 1, "the child's turn ended once")
+	assert.Equal(t, event.ExecutionSucceeded, terms[0].Type)
+	assert.Len(t, treetest.OfType(child, event.QuestionAnswered), 1)
+	evs := tr.Events("root")
+	sets := settlements(t, evs)
+	require.Len(t, sets, 1, "the parent got exactly one result")
+	assert.Equal(t, event.OutcomeOK, sets[0].Outcome)
+	assert.Contains(t, sets[0].Output, `"which colour?" → "green"`)
+	require.Len(t, treetest.Terminals(evs), 1)
+	assert.Equal(t, event.ExecutionSucceeded, treetest.Terminals(evs)[0].Type)
+	assert.Empty(t, m.Violations())
+	noClaims(t, tr)
+}
+
+// Interrupting a parent parked on a child that is itself parked on a
+// question interrupts the child in the same transaction (nothing else
+// would: it runs nowhere): both turns end interrupted, the question is
+// cancelled and refuses a later reply, and nothing runs after, on this
+// instance or, with a kill right after the interrupt commits, on the next.
+func TestInterruptingParentParkedOnChild(t *testing.T) {
+	for _, kill := range []bool{false, true} {
+		t.Run(fmt.Sprintf("kill=%v", kill), func(t *testing.T) {
+			tr := treetest.New(t)
+			m := &countingModel{inner: offline.New(nil, offline.Options{}), tr: tr}
+			n, q := askingChild(t, tr, m)
+			if kill {
+				n.Kill.KillAt(1, true)
+			}
+			did, err := n.Inst.Interrupt(ctx, "root", event.ReasonUser)
+			if kill {
+				<-n.Kill.Died()
+				n.Crash()
+				n = tr.Boot(taskRunner(t, tr, m, runner.NewConfig(), tool.QuestionTool()))
+			} else {
+				require.NoError(t, err)
+				require.True(t, did)
+			}
+			n.Idle()
+			for _, sid := range []string{"root", "root.1"} {
+				evs := tr.Events(sid)
+				terms := treetest.Terminals(evs)
+				require.Len(t, terms, 1, sid)
+				assert.Equal(t, event.ExecutionInterrupted, terms[0].Type, sid)
+				for _, e := range evs {
+					if e.Seq > terms[0].Seq {
+						assert.Contains(t, []event.Type{event.JobEnded}, e.Type, "%s: nothing runs after the interrupt", sid)
+					}
+				}
+			}
+			assert.Len(t, treetest.OfType(tr.Events("root.1"), event.QuestionCancelled), 1)
+			assert.Len(t, treetest.OfType(tr.Events("root"), event.TaskCancelled), 1)
+			assert.Empty(t, questions(t, n, "root"))
+			_, err = n.Inst.Reply(ctx, "root", q.ID, core.Reply{Kind: event.KindQuestion, ResponseID: "late", Answers: [][]string{{"green"}}})
+			assert.ErrorIs(t, err, core.ErrConflict, "the cancelled question takes no reply")
+			assert.Equal(t, map[string]string{"root.1": "ended"}, jobStates(tr))
+			assert.Empty(t, m.Violations())
+			noClaims(t, tr)
+		})
+	}
+}
+
+// A task blocker is resolved by its child's turn only: a client's reply is
+// refused (409 on the generic path, 404 on the questions route) and writes
+// nothing.
+func TestTaskBlockerTakesNoReply(t *testing.T) {
+	tr := treetest.New(t)
+	n := startSleepingChild(t, tr)
+	bs, err := n.Inst.Blockers(ctx, "root", event.KindTask)
+	require.NoError(t, err)
+	require.Len(t, bs, 1)
+	before := len(tr.Events("root"))
+	_, err = n.Inst.Reply(ctx, "root", bs[0].ID, core.Reply{ResponseID: "r", Answers: [][]string{{"x"}}})
+	assert.ErrorIs(t, err, core.ErrConflict)
+	_, err = n.Inst.Reply(ctx, "root", bs[0].ID, core.Reply{Kind: event.KindQuestion, ResponseID: "r", Answers: [][]string{{"x"}}})
+	assert.ErrorIs(t, err, core.ErrNotFound)
+	assert.Len(t, tr.Events("root"), before, "nothing written")
+	assert.True(t, pendingTask(tr, "root"))
 }

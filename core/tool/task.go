@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/revenantrt/revenant/core/model"
 )
@@ -25,10 +24,6 @@ type TaskArgs struct {
 	Prompt     string `json:"prompt"`
 	Background bool   `json:"background"`
 }
-
-// TaskTimeout bounds how long a foreground task call waits for its child in
-// one execution; a resumed call re-attaches and waits again.
-const TaskTimeout = time.Hour
 
 type task struct{}
 
@@ -51,7 +46,9 @@ func (task) Idempotent() bool { return true }
 
 func (task) Resources(json.RawMessage) ([]string, error) { return []string{"tool:task"}, nil }
 
-func (task) Limits() Limits { return Limits{Timeout: TaskTimeout} }
+// Limits: the defaults. A foreground call parks instead of waiting in its
+// body, and a background one only starts its child.
+func (task) Limits() Limits { return Limits{} }
 
 func (task) Execute(context.Context, Call) (string, error) { return "", errTaskByRunner }
 
