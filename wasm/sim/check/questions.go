@@ -60,7 +60,8 @@ type question struct {
 // continued the turn from their resolution.
 type park struct {
 	e         *rec
-	ids       []string
+	ids       []string // its questions
+	tasks     []string // its task blockers (tasks.go)
 	continued *rec
 	broken    bool // a violation of whileParked was reported: one per park
 }
@@ -84,6 +85,16 @@ func (ck *checker) parked(sid string, e *rec, tr *turn) {
 	}
 	p := &park{e: e}
 	for _, b := range e.p.Blockers {
+		if b.Kind == event.KindTask {
+			if w := ck.sub.waits[b.ID]; w != nil {
+				ck.fail(sid, e, RuleTaskResult, "task blocker %s is parked on again (first #%d)", b.ID, w.park.e.Seq)
+				continue
+			}
+			ck.sub.waits[b.ID] = &taskWait{id: b.ID, session: sid, call: b.CallID, prompt: tr.id, park: p}
+			ck.asking[b.CallID] = true // its settlement from the child's end is progress, as an answer's is
+			p.tasks = append(p.tasks, b.ID)
+			continue
+		}
 		if q := ck.questions[b.ID]; q != nil {
 			ck.fail(sid, e, RuleQuestionOnce, "question %s is asked again (first #%d)", b.ID, q.asked.Seq)
 			continue
@@ -91,6 +102,7 @@ func (ck *checker) parked(sid string, e *rec, tr *turn) {
 		ck.questions[b.ID] = &question{id: b.ID, session: sid, prompt: tr.id, step: e.p.StepID, asked: e, park: p}
 		ck.asking[b.CallID] = true
 		p.ids = append(p.ids, b.ID)
+		ck.res.Questions++
 	}
 	tr.parked, tr.resumes = p, 0 // a parked turn consumes no budget (§6.3)
 }
@@ -137,7 +149,7 @@ func (ck *checker) resolve(sid string, e *rec, l *Ledger) {
 // only its questions' resolutions and its end may come.
 func (ck *checker) whileParked(sid string, e *rec, tr *turn) {
 	p := tr.parked
-	if p == nil || p.continued != nil || p.broken || resolution(e) {
+	if p == nil || p.continued != nil || p.broken || resolution(e) || taskResolution(e) {
 		return
 	}
 	fail := func(format string, args ...any) {
@@ -154,6 +166,12 @@ func (ck *checker) whileParked(sid string, e *rec, tr *turn) {
 			q := ck.questions[id]
 			if q.resolved == nil || q.resolved.Type != event.QuestionAnswered {
 				fail("the parked turn of %s continues while question %s is not answered", tr.id, id)
+				return
+			}
+		}
+		for _, id := range p.tasks {
+			if w := ck.sub.waits[id]; w.resolved == nil || w.resolved.Type != event.TaskResolved {
+				fail("the parked turn of %s continues while its sub-agent (task blocker %s) has not ended", tr.id, id)
 				return
 			}
 		}
@@ -202,7 +220,12 @@ func (ck *checker) endedParked(sid string, tr *turn) {
 				return // visibly waiting
 			}
 		}
-		ck.fail(sid, p.e, RuleContinuation, "every question of the park of %s is answered, but the turn never continued", tr.id)
+		for _, id := range p.tasks {
+			if w := ck.sub.waits[id]; w.resolved == nil || w.resolved.Type != event.TaskResolved {
+				return // waiting for its sub-agent (judged in tasks.go)
+			}
+		}
+		ck.fail(sid, p.e, RuleContinuation, "every blocker of the park of %s is resolved, but the turn never continued", tr.id)
 	}
 }
 
@@ -227,7 +250,7 @@ func (ck *checker) questionsOf(prompt string) []*question {
 }
 
 // waiting reports whether tr is visibly waiting: parked, not continued,
-// with a question pending.
+// with a question pending, or a sub-agent whose turn visibly waits.
 func (ck *checker) waiting(tr *turn) bool {
 	if tr.parked == nil || tr.parked.continued != nil || tr.end != nil {
 		return false
@@ -235,6 +258,17 @@ func (ck *checker) waiting(tr *turn) bool {
 	for _, id := range tr.parked.ids {
 		if ck.questions[id].resolved == nil {
 			return true
+		}
+	}
+	for _, id := range tr.parked.tasks {
+		w := ck.sub.waits[id]
+		if w.resolved != nil {
+			continue
+		}
+		if j := ck.sub.byCall[w.call]; j != nil {
+			if child := ck.taskTurn(j); child != nil && child != tr && ck.waiting(child) {
+				return true
+			}
 		}
 	}
 	return false
