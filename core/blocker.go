@@ -279,6 +279,12 @@ func (inst *Instance) Reply(ctx context.Context, sessionID, blockerID string, r 
 	if err != nil {
 		return Resolution{}, err
 	}
+	var ended string // a session whose turn the reply ended
+	defer func() {
+		if ended != "" {
+			inst.interruptChildren(ctx, ended) // job.go: its running foreground children
+		}
+	}()
 	inst.claimMu.Lock()
 	defer inst.claimMu.Unlock()
 	// Wake rule 1, as in Admit: armed in the transaction that may take the
@@ -298,10 +304,10 @@ func (inst *Instance) Reply(ctx context.Context, sessionID, blockerID string, r 
 		return nil
 	}
 	var res Resolution
-	var startHere bool
+	var startHere, endTurn bool
 	var owner string
 	err = w.run(ctx, func(t *txw) error {
-		res, startHere, owner = Resolution{}, false, ""
+		res, startHere, endTurn, owner = Resolution{}, false, false, ""
 		b, found, err := readBlocker(t, blockerID)
 		if err != nil {
 			return err
@@ -331,6 +337,7 @@ func (inst *Instance) Reply(ctx context.Context, sessionID, blockerID string, r 
 			return err
 		}
 		if v.EndTurn {
+			endTurn = true
 			if err := t.cancelBlockers(b.SessionID, `step_id = ?2`, event.CancelSibling, b.StepID); err != nil {
 				return err
 			}
@@ -369,6 +376,9 @@ func (inst *Instance) Reply(ctx context.Context, sessionID, blockerID string, r 
 	}
 	if startHere {
 		inst.startLocked(ctx, owner, event.CauseResolution)
+	}
+	if endTurn {
+		ended = owner
 	}
 	return res, nil
 }

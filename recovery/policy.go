@@ -25,8 +25,9 @@ func (p Policy) Decide(c core.ClaimState, now int64) core.Decision {
 	case c.RunningHere:
 		return core.Decision{Action: core.Skip}
 	case c.ParentID != "" && !c.JobLive:
-		// A child runs only for a live job of its parent; anything else is
-		// an orphan and must not be resumed.
+		// A child runs only while a live job or a waiting call of its parent
+		// names it (a child continuing from its own question's reply
+		// included); anything else is an orphan and must not be resumed.
 		return core.Decision{Action: core.Release}
 	case c.ParentID == "" && p.MaxClaimAge > 0 && now-c.ClaimedAt > p.MaxClaimAge:
 		return core.Decision{Action: core.Abort, Message: fmt.Sprintf("The turn was abandoned: its claim is older than %d ms.", p.MaxClaimAge)}

@@ -557,3 +557,178 @@ func TestTaskBlockerTakesNoReply(t *testing.T) {
 	assert.Len(t, tr.Events("root"), before, "nothing written")
 	assert.True(t, pendingTask(tr, "root"))
 }
+
+// rootScript answers the root's prompt "go" with the script and every
+// other prompt (the child's) with the offline model.
+type rootScript struct {
+	script  *scriptModel
+	offline model.Model
+}
+
+func (m rootScript) Name() string { return "root-script" }
+
+func (m rootScript) Stream(ctx context.Context, req model.Request) (model.Stream, error) {
+	for _, msg := range req.Messages {
+		if msg.Role == model.RoleUser && !msg.Notice {
+			if msg.Text == "go" {
+				return m.script.Stream(ctx, req)
+			}
+			break
+		}
+	}
+	return m.offline.Stream(ctx, req)
+}
+
+// A child whose turn ends before its parent's step parks (the parent's
+// other call of that step was still running): the child's terminal finds
+// no blocker to resolve, so the park itself finds the child's stored end,
+// resolves the task blocker and continues the turn at once, with the
+// child's answer as the call's result and the child run once.
+func TestForegroundChildEndingBeforeThePark(t *testing.T) {
+	tr := treetest.New(t)
+	gate := make(chan struct{})
+	slow := tool.Func{Name: "slow", Run: func(ctx context.Context, _ tool.Call) (string, error) {
+		select {
+		case <-gate:
+			return "slow done", nil
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
+	}}
+	script := &scriptModel{steps: func(k int) scriptStep {
+		if k == 1 {
+			return scriptStep{chunks: []model.Chunk{
+				{ToolCall: &model.ToolCallDelta{Index: 0, ID: "call_0", Name: "task", Arguments: `{"prompt":"hello child"}`}},
+				{ToolCall: &model.ToolCallDelta{Index: 1, ID: "call_1", Name: "slow", Arguments: `{}`}},
+				{Finish: model.FinishToolCalls},
+			}}
+		}
+		return scriptStep{chunks: text("both ", "done")}
+	}}
+	n := tr.Boot(taskRunner(t, tr, rootScript{script: script, offline: offline.New(nil, offline.Options{})}, runner.NewConfig(), slow))
+	sid := n.NewSession("root")
+	sub := n.Inst.Subscribe("root.1", 1024)
+	pid := n.Admit(sid, "go")
+	for ev := range sub.C {
+		if ev.IsTerminal() {
+			break
+		}
+	}
+	sub.Close()
+	require.False(t, pendingTask(tr, sid), "the child ended before the parent parked")
+	close(gate)
+	n.Idle()
+
+	assert.Equal(t, "succeeded", tr.PromptState(pid))
+	evs := tr.Events(sid)
+	sets := settlements(t, evs)
+	require.Len(t, sets, 2)
+	byCall := map[string]string{}
+	for _, s := range sets {
+		byCall[s.Output] = s.Outcome
+	}
+	assert.Equal(t, event.OutcomeOK, byCall["You said: hello child"], "the child's answer is the call's result: %+v", sets)
+	assert.Len(t, treetest.OfType(evs, event.TaskResolved), 1)
+	assert.Equal(t, 1, startedWith(t, evs, event.CauseResolution))
+	assert.Len(t, treetest.Terminals(tr.Events("root.1")), 1, "the child ran once")
+	assert.Equal(t, 1, script.Requests(1))
+	noClaims(t, tr)
+}
+
+// askAndTask is a root script whose first step asks a question and starts a
+// foreground child (sleeping an hour on the fake clock) at once.
+func askAndTask(tr *treetest.Tree) rootScript {
+	return rootScript{offline: offline.New(tr.Clock, offline.Options{}), script: &scriptModel{steps: func(k int) scriptStep {
+		if k == 1 {
+			return scriptStep{chunks: []model.Chunk{
+				{ToolCall: &model.ToolCallDelta{Index: 0, ID: "call_0", Name: "task", Arguments: `{"prompt":"/sleep 1h"}`}},
+				{ToolCall: &model.ToolCallDelta{Index: 1, ID: "call_1", Name: tool.QuestionName, Arguments: colourQuestion}},
+				{Finish: model.FinishToolCalls},
+			}}
+		}
+		return scriptStep{chunks: text("done")}
+	}}}
+}
+
+// Cancelling a question of a step that also waits for a running child ends
+// the parent's turn like an interrupt: the task blocker is cancelled with
+// it and the child is interrupted; nothing stays claimed.
+func TestQuestionCancelInterruptsRunningChild(t *testing.T) {
+	tr := treetest.New(t)
+	n := tr.Boot(taskRunner(t, tr, askAndTask(tr), runner.NewConfig(), tool.QuestionTool()))
+	n.NewSession("root")
+	rootSub := n.Inst.Subscribe("root", 1024)
+	n.Admit("root", "go")
+	for ev := range rootSub.C { // the parent's park commits after the child started
+		if ev.Type == event.StepParked {
+			break
+		}
+	}
+	rootSub.Close()
+	qs := questions(t, n, "root")
+	require.Len(t, qs, 1)
+	q := qs[0]
+	_, err := n.Inst.Reply(ctx, "root", q.ID, core.Reply{Kind: event.KindQuestion, ResponseID: "r", Cancel: true})
+	require.NoError(t, err)
+	n.Idle()
+	for _, sid := range []string{"root", "root.1"} {
+		terms := treetest.Terminals(tr.Events(sid))
+		require.Len(t, terms, 1, sid)
+		assert.Equal(t, event.ExecutionInterrupted, terms[0].Type, sid)
+	}
+	assert.Len(t, treetest.OfType(tr.Events("root"), event.TaskCancelled), 1)
+	noClaims(t, tr)
+}
+
+// A user's interrupt of the child itself resolves its parent's waiting
+// call: the parent continues (cause resolution) with a tool error saying
+// the sub-agent's turn was interrupted, and ends its turn.
+func TestInterruptingChildResolvesParent(t *testing.T) {
+	tr := treetest.New(t)
+	n := startSleepingChild(t, tr)
+	did, err := n.Inst.Interrupt(ctx, "root.1", event.ReasonUser)
+	require.NoError(t, err)
+	require.True(t, did)
+	n.Idle()
+	evs := tr.Events("root")
+	terms := treetest.Terminals(evs)
+	require.Len(t, terms, 1)
+	assert.Equal(t, event.ExecutionSucceeded, terms[0].Type)
+	sets := settlements(t, evs)
+	require.Len(t, sets, 1)
+	assert.Equal(t, event.OutcomeError, sets[0].Outcome)
+	assert.Equal(t, "sub-agent root.1: The sub-agent's turn ended interrupted.", sets[0].Output)
+	assert.Equal(t, 1, startedWith(t, evs, event.CauseResolution))
+	noClaims(t, tr)
+}
+
+// A graceful stop while the parent waits for its running child records no
+// cancellation: the child keeps its claim (shutdown), the parent stays
+// parked; the next boot resumes the child, whose end continues the parent.
+func TestForegroundTaskSurvivesGracefulStop(t *testing.T) {
+	tr := treetest.New(t)
+	n := tr.Boot(taskRunner(t, tr, offline.New(tr.Clock, offline.Options{}), runner.NewConfig()))
+	n.NewSession("root")
+	n.Admit("root", "/task /sleep 30s")
+	tr.Clock.BlockUntil(3) // the child sleeps in its step: wall, idle and sleep timers
+	require.NoError(t, n.Inst.Close(ctx))
+	assert.Empty(t, treetest.OfType(tr.Events("root"), event.TaskCancelled))
+	assert.True(t, pendingTask(tr, "root"))
+	assert.True(t, tr.Claim("root.1").Exists, "the child keeps its claim")
+	assert.False(t, tr.Claim("root").Exists)
+
+	n2 := tr.Boot(taskRunner(t, tr, offline.New(tr.Clock, offline.Options{}), runner.NewConfig()))
+	assert.Equal(t, 1, n2.Report.Count(core.Resume), "the child resumed: %+v", n2.Report)
+	tr.Clock.BlockUntil(3)
+	tr.Clock.Advance(30 * time.Second) // the child's /sleep
+	n2.Idle()
+	evs := tr.Events("root")
+	terms := treetest.Terminals(evs)
+	require.Len(t, terms, 1)
+	assert.Equal(t, event.ExecutionSucceeded, terms[0].Type)
+	sets := settlements(t, evs)
+	require.Len(t, sets, 1)
+	assert.Equal(t, "OK.", sets[0].Output)
+	assert.Empty(t, treetest.OfType(evs, event.ExecutionResumed), "the parked parent spent no resume")
+	noClaims(t, tr)
+}
