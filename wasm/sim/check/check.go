@@ -91,6 +91,11 @@ type Result struct {
 	// resolved so (Cancelled by a reply, a sibling's cancel or an
 	// interrupt); Continued the parks continued from their answers.
 	Questions, Answered, Cancelled, Continued int
+	// Children counts the sub-agents (Background of them in the
+	// background); Notices the background notices admitted; TaskResults
+	// the foreground calls resolved by their child's end; Orphaned the
+	// children whose job ended before their turn did (parent interrupted).
+	Children, Background, Notices, TaskResults, Orphaned int
 
 	Violations []Violation
 }

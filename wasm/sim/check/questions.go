@@ -149,12 +149,16 @@ func (ck *checker) resolve(sid string, e *rec, l *Ledger) {
 // only its questions' resolutions and its end may come.
 func (ck *checker) whileParked(sid string, e *rec, tr *turn) {
 	p := tr.parked
-	if p == nil || p.continued != nil || p.broken || resolution(e) || taskResolution(e) {
+	if p == nil || p.continued != nil || resolution(e) || taskResolution(e) {
 		return
 	}
+	// One report per park; its rightful continuation is still recognised
+	// after it, so the budget rule does not report that one again.
 	fail := func(format string, args ...any) {
+		if !p.broken {
+			ck.fail(sid, e, RuleContinuation, format, args...)
+		}
 		p.broken = true
-		ck.fail(sid, e, RuleContinuation, format, args...)
 	}
 	switch e.Type {
 	case event.ExecutionStarted:

@@ -88,6 +88,9 @@ func (ck *checker) taskEvent(sid string, e *rec) bool {
 			return true
 		}
 		j := &job{parent: sid, child: e.p.ChildID, call: e.p.CallID, background: e.p.Background, started: e}
+		if j.background {
+			ck.res.Background++
+		}
 		ck.sub.jobs[j.child], ck.sub.byCall[j.call] = j, j
 		return true
 	case event.JobEnded:
@@ -147,6 +150,7 @@ func (ck *checker) resolveTask(sid string, e *rec) {
 
 // subagentRules judges the tree's sub-agents once every log was read.
 func (ck *checker) subagentRules() {
+	ck.res.Children, ck.res.Notices = len(ck.sub.childIDs), len(ck.sub.notices)
 	for _, child := range ck.sub.childIDs {
 		ck.child(child)
 	}
@@ -242,6 +246,9 @@ func (ck *checker) jobRules(j *job) {
 		return
 	}
 	childEnd := child != nil && child.end != nil && child.end.gseq <= j.ended.gseq
+	if !childEnd {
+		ck.res.Orphaned++
+	}
 	if j.background {
 		if !childEnd {
 			ck.fail(j.parent, j.ended, RuleJobSettled, "the background job of child %s ends before its child's turn did", j.child)
@@ -278,6 +285,7 @@ func (ck *checker) waitRules(w *taskWait) {
 	if r := w.resolved; r != nil {
 		switch r.Type {
 		case event.TaskResolved:
+			ck.res.TaskResults++
 			if child == nil || child.end == nil || r.gseq < child.end.gseq {
 				ck.fail(w.session, r, RuleTaskResult, "task blocker %s is resolved before child %s's turn ended", w.id, j.child)
 			}
