@@ -26,7 +26,12 @@
 // answers, repeat a response_id, race a reply with an interrupt, or put
 // the question off past more kills (questions.go); the nemesis now and
 // then kills right after a reply's commit, from a small reserve of the
-// kill budget kept for replies. The simulator is every webhook's receiver:
+// kill budget kept for replies. Prompts with /task start sub-agents
+// (workload.go, tasking): foreground and background children of the root,
+// children that call a ledger tool or sleep, a child that starts its own
+// child, two children in one turn; the kills, zombies and full disks land
+// in them as anywhere, and package check judges each child, job, notice and
+// task result. The simulator is every webhook's receiver:
 // it records each delivery with its Idempotency-Key in the ledger and
 // answers in virtual time, now and then with a failure.
 //

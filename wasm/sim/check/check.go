@@ -429,7 +429,11 @@ func (ck *checker) session(sid string, log []rec) {
 		if progress(*e) || ck.answeredSettlement(e) {
 			tr.resumes = 0
 		}
-		ck.whileParked(sid, e, tr)
+		var prev *rec
+		if i > 0 {
+			prev = &log[i-1]
+		}
+		ck.whileParked(sid, e, prev, tr)
 		switch e.Type {
 		case event.StepParked:
 			ck.parked(sid, e, tr)

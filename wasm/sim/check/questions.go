@@ -1,8 +1,10 @@
 package check
 
 import (
+	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/revenantrt/revenant/core/event"
 )
@@ -146,8 +148,10 @@ func (ck *checker) resolve(sid string, e *rec, l *Ledger) {
 }
 
 // whileParked judges an event of a parked turn that has not continued:
-// only its questions' resolutions and its end may come.
-func (ck *checker) whileParked(sid string, e *rec, tr *turn) {
+// only its questions' resolutions and its end may come. prev is the event
+// before e in the session's log (nil for the first): a start right after a
+// notice's admission is named so, its likely cause.
+func (ck *checker) whileParked(sid string, e, prev *rec, tr *turn) {
 	p := tr.parked
 	if p == nil || p.continued != nil || resolution(e) || taskResolution(e) {
 		return
@@ -162,20 +166,24 @@ func (ck *checker) whileParked(sid string, e *rec, tr *turn) {
 	}
 	switch e.Type {
 	case event.ExecutionStarted:
+		after := ""
+		if prev != nil && prev.Type == event.PromptAdmitted && strings.HasPrefix(prev.p.ClientID, noticeClient) {
+			after = fmt.Sprintf(", right after notice %s was admitted (#%d)", prev.p.ClientID, prev.Seq)
+		}
 		if e.p.Cause != event.CauseResolution {
-			fail("the parked turn of %s starts an execution (cause %q) without the resolution of its questions", tr.id, e.p.Cause)
+			fail("the parked turn of %s starts an execution (cause %q) without the resolution of its questions%s", tr.id, e.p.Cause, after)
 			return
 		}
 		for _, id := range p.ids {
 			q := ck.questions[id]
 			if q.resolved == nil || q.resolved.Type != event.QuestionAnswered {
-				fail("the parked turn of %s continues while question %s is not answered", tr.id, id)
+				fail("the parked turn of %s continues while question %s is not answered%s", tr.id, id, after)
 				return
 			}
 		}
 		for _, id := range p.tasks {
 			if w := ck.sub.waits[id]; w.resolved == nil || w.resolved.Type != event.TaskResolved {
-				fail("the parked turn of %s continues while its sub-agent (task blocker %s) has not ended", tr.id, id)
+				fail("the parked turn of %s continues while its sub-agent (task blocker %s) has not ended%s", tr.id, id, after)
 				return
 			}
 		}

@@ -23,7 +23,7 @@ import (
 const knownNoticeBug = "core bug found by the simulator (seed 1, sessions 20, session 1): a background child's " +
 	"notice takes its parent's claim while the parent's turn is parked (core/job.go admitNotice skips the parked " +
 	"check Admit makes), and afterChildTurn then starts the parked turn with cause resolution before its blocker " +
-	"is resolved; remove this skip once core is fixed"
+	"(a foreground child, or a question) is resolved; remove this skip once core is fixed"
 
 // The real core, judged by the checker: a background child that ends while
 // its parent's turn is parked (on a foreground child waiting for an answer)
