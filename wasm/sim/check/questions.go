@@ -156,10 +156,11 @@ func (ck *checker) whileParked(sid string, e, prev *rec, tr *turn) {
 	if p == nil || p.continued != nil || resolution(e) || taskResolution(e) {
 		return
 	}
-	// One report per park; its rightful continuation is still recognised
-	// after it, so the budget rule does not report that one again.
+	// One report per park, but one per execution started too soon; the
+	// rightful continuation is still recognised after them, so the budget
+	// rule does not report that one again.
 	fail := func(format string, args ...any) {
-		if !p.broken {
+		if !p.broken || e.Type == event.ExecutionStarted {
 			ck.fail(sid, e, RuleContinuation, format, args...)
 		}
 		p.broken = true
