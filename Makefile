@@ -25,8 +25,9 @@ build: guest
 
 # The core compiled to a wasip1 reactor for one tree. Its files build only
 # for wasip1, so ./... on the host skips them; cross vets them.
+# The flags are internal/guestbuild.Flags (tests build the same guest).
 guest:
-	GOOS=wasip1 GOARCH=wasm $(GO) build -buildmode=c-shared -o bin/revenant.wasm ./wasm/guest
+	GOOS=wasip1 GOARCH=wasm $(GO) build -buildmode=c-shared -trimpath -ldflags='-s -w' -o bin/revenant.wasm ./wasm/guest
 
 test: unit js fuzz
 
@@ -54,6 +55,8 @@ fuzz:
 		$(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZTIME) ./core/api/; \
 	done
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./wasm/abi/
+	$(GO) test -run '^$$' -fuzz '^FuzzMatch$$' -fuzztime $(FUZZTIME) ./core/permission/
+	$(GO) test -run '^$$' -fuzz '^FuzzDecide$$' -fuzztime $(FUZZTIME) ./core/permission/
 
 check: fmt vet tidy cross
 
@@ -80,7 +83,7 @@ cross:
 	GOOS=js GOARCH=wasm $(GO) vet -tags revenant_testroutes ./durableobject/... ./worker/...
 
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./core/... ./recovery/ ./host/... ./wasm/runtime/
+	$(GO) test -run '^$$' -bench . -benchmem ./core/... ./recovery/ ./host/... ./wasm/runtime/ ./wasm/guestdb/
 
 # The local server: offline model, embedded SQLite under data/, loopback.
 # REVENANT_ADDR, REVENANT_DATA and REVENANT_TOKENS are read from the

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/revenantrt/revenant/core/permission"
 	"github.com/revenantrt/revenant/core/settings"
 	"github.com/revenantrt/revenant/core/tool"
 	"github.com/revenantrt/revenant/tools/web"
@@ -31,14 +32,14 @@ const (
 	MaxResponseBytes = 1 << 30
 )
 
-// Decision is a permission decision.
-type Decision string
+// Decision is a permission decision (package core/permission's).
+type Decision = permission.Decision
 
 // Decisions.
 const (
-	Allow Decision = "allow"
-	Ask   Decision = "ask"
-	Deny  Decision = "deny"
+	Allow = permission.Allow
+	Ask   = permission.Ask
+	Deny  = permission.Deny
 )
 
 // Config is a parsed REVENANT_CONFIG file. The zero Config is what an
@@ -62,12 +63,10 @@ type Config struct {
 }
 
 // Rule is a permission rule: calls of Action touching a resource matching
-// the Resource pattern are decided by Decision.
-type Rule struct {
-	Action   string
-	Resource string
-	Decision Decision
-}
+// the Resource pattern are decided by Decision. Both are glob patterns of
+// package core/permission ('*' for any run of characters); a file's rules
+// are never Exact.
+type Rule = permission.Rule
 
 // SessionDefaults are defaults for new sessions.
 type SessionDefaults struct {
@@ -274,10 +273,16 @@ func (d *decoder) permissions(key string, raw json.RawMessage) []Rule {
 		}
 		var r Rule
 		if raw, k, ok := o.required(d, "action"); ok {
-			r.Action, _ = d.nonEmpty(k, raw)
+			if s, ok := d.str(k, raw); ok {
+				d.check(k, permission.ValidateAction(s))
+				r.Action = s
+			}
 		}
 		if raw, k, ok := o.required(d, "resource"); ok {
-			r.Resource, _ = d.nonEmpty(k, raw)
+			if s, ok := d.str(k, raw); ok {
+				d.check(k, permission.ValidateResource(s))
+				r.Resource = s
+			}
 		}
 		if raw, k, ok := o.required(d, "decision"); ok {
 			r.Decision = d.decision(k, raw)
@@ -453,6 +458,13 @@ func (o *object) required(d *decoder, name string) (json.RawMessage, string, boo
 		d.fail(k, "required")
 	}
 	return raw, k, ok
+}
+
+// check reports err, if any, as the problem with key.
+func (d *decoder) check(key string, err error) {
+	if err != nil {
+		d.fail(key, "%s", err.Error())
+	}
 }
 
 func (d *decoder) str(key string, raw json.RawMessage) (string, bool) {

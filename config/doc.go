@@ -14,5 +14,6 @@
 // Config is formatted or marshalled, so a Config may be logged.
 //
 // The package imports tools/web (to build webhook tools and the egress
-// policy), core/tool and core/settings, and nothing else of revenant.
+// policy), core/tool, core/settings and core/permission (whose rule types
+// and pattern syntax `permissions` uses), and nothing else of revenant.
 package config

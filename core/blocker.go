@@ -63,6 +63,9 @@ type Reply struct {
 	// Child is how a task blocker's sub-agent turn ended: written by the
 	// child's turn terminal (taskwait.go), never by a client.
 	Child *ChildResult `json:"child,omitempty"`
+	// Decision is a permission reply: ReplyOnce, ReplyAlways or
+	// ReplyReject (permissionwait.go).
+	Decision string `json:"reply,omitempty"`
 }
 
 // Resolution is how a blocker was resolved: what a reply is answered with,
@@ -102,6 +105,10 @@ type Verdict struct {
 	// EndTurn: the reply ends the turn like a user interrupt, cancelling
 	// the step's other blockers (a cancelled question, a plain reject).
 	EndTurn bool
+	// SaveAlways: an always reply to a permission request saves its rules
+	// and approves the step's other requests they now cover, in the same
+	// transaction (permissionwait.go).
+	SaveAlways bool
 }
 
 // Continuation is what a call whose blockers are all resolved does next.
@@ -153,8 +160,11 @@ func AdapterFor(name string) (Adapter, bool) {
 // resolutionStates maps each answered / cancelled event type to the state
 // it projects, for every kind.
 var resolutionStates = map[event.Type]string{
-	event.QuestionAnswered:  BlockerAnswered,
-	event.QuestionCancelled: BlockerCancelled,
+	event.QuestionAnswered:    BlockerAnswered,
+	event.QuestionCancelled:   BlockerCancelled,
+	event.PermissionApproved:  BlockerApproved,
+	event.PermissionRejected:  BlockerRejected,
+	event.PermissionCancelled: BlockerCancelled,
 }
 
 // BlockerID is the deterministic id of a call's blocker: a resumed or
@@ -335,6 +345,16 @@ func (inst *Instance) Reply(ctx context.Context, sessionID, blockerID string, r 
 		if _, err := t.append(b.SessionID, v.Event, event.Resolution{BlockerID: b.ID, CallID: b.CallID, StepID: b.StepID,
 			ResponseID: r.ResponseID, Reply: body, Reason: reasonFor(v)}); err != nil {
 			return err
+		}
+		if v.SaveAlways {
+			if err := t.saveAlways(b); err != nil {
+				return err
+			}
+		}
+		if v.EndTurn && b.Kind == event.KindPermission {
+			if err := t.declineCall(b); err != nil {
+				return err
+			}
 		}
 		if v.EndTurn {
 			endTurn = true

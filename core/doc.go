@@ -32,8 +32,10 @@
 //     resolves the step's last blocker takes the claim and arms the wake-up
 //     in its own transaction. Each blocker kind plugs in a versioned Adapter
 //     (question@1 in question.go) that judges replies and makes the call's
-//     continuation. Only a reply or a user's interrupt cancels a blocker,
-//     never a stop, an eviction or a kill.
+//     continuation. A foreground sub-agent is a blocker too (task@1 in
+//     taskwait.go), resolved by the child's turn terminal, never by a reply.
+//     Only a reply or a user's interrupt cancels a blocker, never a stop, an
+//     eviction or a kill.
 //
 // Every statement on the claims table is a named operation of claim.go, and
 // the states the projections store are the constants of state.go.

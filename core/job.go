@@ -204,14 +204,18 @@ func readChildResult(tx storage.Tx, childID, promptID string) (ChildResult, bool
 //   - if the session is a child whose task turn this is, its job ends in the
 //     parent's log and, for a background child, its completion notice is
 //     admitted to the parent's queue under NoticeClientID (first admission
-//     wins) with the parent's claim.
+//     wins) with the parent's claim; for a foreground child, the parent's
+//     waiting call is resolved with the child's result (taskwait.go), with
+//     the parent's claim if that was its step's last blocker.
 //
-// Being in the terminal's transaction, the notice is delivered exactly when
-// the terminal is stored: a storage outage delays both (write schedule,
-// then settlement schedule), a kill before leaves both to the resumed
-// child. The parent's claim needs no wake-up of its own: the child's claim
-// is released in this same transaction, so the tree never is without one,
-// and every wake handler re-arms while any claim remains (DESIGN §4).
+// Being in the terminal's transaction, the notice or the resolution is
+// delivered exactly when the terminal is stored: a storage outage delays
+// both (write schedule, then settlement schedule), a kill before leaves
+// both to the resumed child. The parent's claim needs no wake-up of its
+// own: the child's claim is released in this same transaction, so the tree
+// never is without one, and every wake handler re-arms while any claim
+// remains (DESIGN §4); where the child held none (an interrupt of a parked
+// child) the interrupt armed one first (armForParent).
 func (t *txw) endJobs(sessionID string, end turnEnd) error {
 	if err := t.endForegroundJobs(sessionID, end); err != nil {
 		return err
@@ -289,7 +293,8 @@ func (t *txw) endForegroundJobs(parentID string, end turnEnd) error {
 }
 
 // admitNotice admits a notice prompt to a session's queue unless one with
-// the same client id is there already, taking the session's claim.
+// the same client id is there already, taking the session's claim unless
+// its turn is parked.
 func (t *txw) admitNotice(sessionID, clientID, text string) error {
 	in := PromptInput{ClientID: clientID, Text: text, Mode: event.ModeQueue}
 	hash := bodyHash(in)
@@ -299,6 +304,12 @@ func (t *txw) admitNotice(sessionID, clientID, text string) error {
 		return err
 	}
 	if _, err := t.append(sessionID, event.PromptAdmitted, event.Admitted{PromptID: t.id(), ClientID: clientID, Text: text, Mode: in.Mode, BodyHash: hash}); err != nil {
+		return err
+	}
+	// A parked turn is not promoted past its blockers, as in Admit: the
+	// notice waits in the queue, unclaimed, until that turn ends.
+	waiting, err := t.parked(sessionID)
+	if err != nil || waiting {
 		return err
 	}
 	_, err = t.claims().take(sessionID, t.now())

@@ -11,7 +11,7 @@ import (
 // ProjectionTables are the tables derived from the event log. Everything
 // else in the database (tree, claims, schema_migrations, events itself) is
 // bookkeeping that no event describes.
-var ProjectionTables = []string{"sessions", "prompts", "messages", "jobs", "steps", "tool_calls", "kv", "blockers"}
+var ProjectionTables = []string{"sessions", "prompts", "messages", "jobs", "steps", "tool_calls", "kv", "blockers", "permission_rules"}
 
 // project applies one event to the projections, inside its append
 // transaction. It must be deterministic: Rebuild replays it.
@@ -118,7 +118,13 @@ func project(tx storage.Tx, ev event.Event) error {
 		if err = ev.Decode(&d); err == nil {
 			err = projectParked(tx, ev, d)
 		}
-	case event.QuestionAnswered, event.QuestionCancelled:
+	case event.PermissionRuleSaved:
+		var d event.RuleSaved
+		if err = ev.Decode(&d); err == nil {
+			_, err = tx.Exec(`INSERT INTO permission_rules (id, session_id, blocker_id, action, resource, decision, exact, saved_seq, saved_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+				d.RuleID, ev.SessionID, d.BlockerID, d.Action, d.Resource, d.Decision, d.Exact, ev.Seq, ev.At)
+		}
+	case event.QuestionAnswered, event.QuestionCancelled, event.PermissionApproved, event.PermissionRejected, event.PermissionCancelled:
 		var d event.Resolution
 		if err = ev.Decode(&d); err == nil {
 			err = projectResolution(tx, ev, d)

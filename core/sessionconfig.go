@@ -6,6 +6,8 @@ import (
 	"errors"
 	"io"
 	"strings"
+
+	"github.com/revenantrt/revenant/core/permission"
 )
 
 // SessionConfig is the per-session configuration given at create time and
@@ -18,6 +20,11 @@ type SessionConfig struct {
 	// Tools restricts the tools offered to the model to these names; nil
 	// offers every configured tool, an empty list none.
 	Tools *[]string `json:"tools,omitempty"`
+	// Permissions are the session's own permission rules (package
+	// core/permission), applied after the server's configured rules: they
+	// may allow what those ask about, or ask about or deny what they allow,
+	// but never lift a configured deny. At most permission.MaxRules.
+	Permissions []permission.Rule `json:"permissions,omitempty"`
 }
 
 // ParseSessionConfig decodes a stored or submitted configuration strictly:
@@ -33,8 +40,13 @@ func ParseSessionConfig(raw json.RawMessage) (SessionConfig, error) {
 		var typeErr *json.UnmarshalTypeError
 		if errors.As(err, &typeErr) {
 			want := "a string"
-			if typeErr.Field == "tools" || strings.HasPrefix(typeErr.Field, "tools.") {
+			switch {
+			case typeErr.Field == "tools" || strings.HasPrefix(typeErr.Field, "tools."):
 				want = "an array of tool names"
+			case typeErr.Field == "permissions":
+				want = `an array of rules {"action", "resource", "decision"}`
+			case typeErr.Field == "permissions.exact":
+				want = "true or false"
 			}
 			if typeErr.Field == "" {
 				return c, invalid("config must be a JSON object")
@@ -46,5 +58,19 @@ func ParseSessionConfig(raw json.RawMessage) (SessionConfig, error) {
 	if err := dec.Decode(&struct{}{}); err != io.EOF {
 		return c, invalid("session config: trailing data")
 	}
+	if err := permission.ValidateRules(c.Permissions); err != nil {
+		return c, invalid("config field \"permissions%s", quoteField(err))
+	}
 	return c, nil
+}
+
+// quoteField turns ValidateRules' `[1].decision: must be …` into
+// `[1].decision": must be …`, closing the quoted field name.
+func quoteField(err error) string {
+	msg := err.Error()
+	if !strings.HasPrefix(msg, "[") {
+		return "\": " + msg // a problem with the whole list
+	}
+	field, rest, _ := strings.Cut(msg, ": ")
+	return field + "\": " + rest
 }

@@ -34,6 +34,8 @@ type setup struct {
 	provider string // "offline" or the base URL
 	tools    []string
 	egress   string
+	// The operator's permission rules, for a guest's boot configuration.
+	rules []config.Rule
 
 	// What a guest needs (-guest): the host-side tools (the guest has its
 	// own kv tools), the offline model's pace, or the provider.
@@ -51,9 +53,6 @@ func buildSetup(getenv func(string) string, clock core.Clock, wordDelay time.Dur
 		if conf, err = config.Load(path); err != nil {
 			return setup{}, err
 		}
-	}
-	if err := checkPermissions(conf, log); err != nil {
-		return setup{}, err
 	}
 	configs, err := conf.Settings.Configs()
 	if err != nil {
@@ -104,31 +103,7 @@ func buildSetup(getenv func(string) string, clock core.Clock, wordDelay time.Dur
 		m = offline.New(clock, offline.Options{WordDelay: wordDelay})
 		s.provider, s.model = "offline", "offline (word delay "+wordDelay.String()+")"
 	}
-	s.driver, err = runner.New(m, registry, configs.Runner)
+	s.rules = conf.Permissions
+	s.driver, err = runner.New(m, registry, configs.Runner.WithPermissions(conf.Permissions))
 	return s, err
-}
-
-// checkPermissions refuses rules this build cannot enforce where ignoring
-// them would allow what the operator denied. Permission checks arrive with
-// durable waits; until then every call of a configured tool is allowed.
-func checkPermissions(conf config.Config, log *slog.Logger) error {
-	for i, r := range conf.Permissions {
-		if r.Decision == config.Deny {
-			return fmt.Errorf("%s: permissions[%d] denies %s on %s, but this build does not enforce permission rules yet; remove the rule rather than rely on it",
-				config.EnvVar, i, r.Action, r.Resource)
-		}
-	}
-	asks := len(conf.Permissions)
-	for _, w := range conf.WebhookTools {
-		switch config.Decision(w.Permission) {
-		case config.Deny:
-			return fmt.Errorf("%s: webhook tool %s has permission deny, but this build does not enforce permissions yet; remove the tool instead", config.EnvVar, w.Name)
-		case config.Ask:
-			asks++
-		}
-	}
-	if asks > 0 {
-		log.Warn("permission rules are not enforced in this build: every tool call is allowed without asking", "rules", asks)
-	}
-	return nil
 }

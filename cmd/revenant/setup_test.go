@@ -50,3 +50,21 @@ func TestBadSettingRefusedAtStart(t *testing.T) {
 	require.ErrorContains(t, err, "settings.step_cap: must be at least 1; leave the key out for the default")
 	require.ErrorContains(t, err, "settings.stream_idel: unknown key (did you mean stream_idle?)")
 }
+
+// REVENANT_CONFIG's permission rules and each webhook's permission reach
+// the in-process runner and, unchanged, a guest's boot configuration.
+func TestPermissionsReachBothModes(t *testing.T) {
+	path := writeConfig(t, `{"permissions": [{"action": "http_request", "resource": "*", "decision": "deny"}],
+		"webhook_tools": [{"name": "deploy", "description": "d", "url": "https://example.com/h",
+		"secret": "0123456789abcdef0123", "permission": "deny"}]}`)
+	run, err := buildSetup(env(map[string]string{config.EnvVar: path}), host.RealClock{}, time.Millisecond, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	boot, err := guestBoot(run, "")
+	require.NoError(t, err)
+	require.Equal(t, []config.Rule{{Action: "http_request", Resource: "*", Decision: config.Deny}}, boot.Permissions)
+	perms := map[string]string{}
+	for _, d := range boot.Tools {
+		perms[d.Name] = d.Permission
+	}
+	require.Equal(t, map[string]string{"http_request": "", "deploy": "deny"}, perms)
+}

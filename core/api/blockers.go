@@ -49,6 +49,7 @@ type resolutionBody struct {
 }
 
 type replyBody struct {
+	Reply   string     `json:"reply,omitempty"` // a permission's: once, always, reject
 	Answers [][]string `json:"answers,omitempty"`
 	Cancel  bool       `json:"cancel,omitempty"`
 	Message string     `json:"message,omitempty"`
@@ -58,7 +59,7 @@ func resolutionOf(r core.Resolution) resolutionBody {
 	body := resolutionBody{ID: r.BlockerID, Kind: r.Kind, SessionID: r.SessionID, State: r.State, ResponseID: r.ResponseID,
 		Reason: r.Reason, ResolvedAt: r.ResolvedAt, Duplicate: r.Duplicate}
 	if r.ResponseID != "" {
-		body.Reply = &replyBody{Answers: r.Reply.Answers, Cancel: r.Reply.Cancel, Message: r.Reply.Message}
+		body.Reply = &replyBody{Reply: r.Reply.Decision, Answers: r.Reply.Answers, Cancel: r.Reply.Cancel, Message: r.Reply.Message}
 	}
 	return body
 }

@@ -130,7 +130,8 @@ func decodeStrict(body []byte, v any, f fields, emptyOK bool) error {
 type fields map[string]fields
 
 // fieldsOf reads the json names of a struct type's fields, recursively
-// for fields that are structs themselves.
+// for fields that are structs or lists of structs (each element checked
+// against the struct's fields; config.permissions).
 func fieldsOf(t reflect.Type) fields {
 	f := fields{}
 	for i := range t.NumField() {
@@ -142,9 +143,12 @@ func fieldsOf(t reflect.Type) fields {
 		if name == "" {
 			name = sf.Name
 		}
-		if sf.Type.Kind() == reflect.Struct {
-			f[name] = fieldsOf(sf.Type)
-		} else {
+		switch ft := sf.Type; {
+		case ft.Kind() == reflect.Struct:
+			f[name] = fieldsOf(ft)
+		case ft.Kind() == reflect.Slice && ft.Elem().Kind() == reflect.Struct:
+			f[name] = fieldsOf(ft.Elem())
+		default:
 			f[name] = nil
 		}
 	}
@@ -191,7 +195,7 @@ func checkMembers(dec *json.Decoder, f fields, at string) error {
 		}
 	case json.Delim('['):
 		for dec.More() {
-			if err := checkMembers(dec, nil, at); err != nil {
+			if err := checkMembers(dec, f, at); err != nil { // f: a list's element fields
 				return err
 			}
 		}

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 
 	"github.com/revenantrt/revenant/core"
 )
@@ -241,14 +242,15 @@ func Unrouted(w http.ResponseWriter, r *http.Request) {
 }
 
 // routeTable matches every documented route (Routes), to tell a request's
-// path apart from no route at all.
-var routeTable = func() *http.ServeMux {
+// path apart from no route at all. It is built at the first miss, not at
+// package init: that took a millisecond of every wasm guest's start.
+var routeTable = sync.OnceValue(func() *http.ServeMux {
 	mux := http.NewServeMux()
 	for _, rt := range Routes {
 		mux.HandleFunc(rt.Method+" "+rt.Pattern, func(http.ResponseWriter, *http.Request) {})
 	}
 	return mux
-}()
+})
 
 // allowedMethods lists the methods the request's path is served with.
 func allowedMethods(r *http.Request) []string {
@@ -256,7 +258,7 @@ func allowedMethods(r *http.Request) []string {
 	for _, m := range []string{"GET", "POST", "DELETE"} {
 		probe := r.Clone(r.Context())
 		probe.Method = m
-		if _, p := routeTable.Handler(probe); p != "" {
+		if _, p := routeTable().Handler(probe); p != "" {
 			out = append(out, m)
 		}
 	}

@@ -454,6 +454,10 @@ var payloads = map[event.Type]any{
 	event.QuestionCancelled:    event.Resolution{},
 	event.TaskResolved:         event.Resolution{},
 	event.TaskCancelled:        event.Resolution{},
+	event.PermissionApproved:   event.Resolution{},
+	event.PermissionRejected:   event.Resolution{},
+	event.PermissionCancelled:  event.Resolution{},
+	event.PermissionRuleSaved:  event.RuleSaved{},
 	event.TextDelta:            event.Delta{},
 }
 

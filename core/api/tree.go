@@ -56,8 +56,8 @@ func NewTreeHandler(deps TreeDeps, cfg Config) (*TreeHandler, error) {
 		"POST /v1/sessions/{id}/prompt":            h.prompt,
 		"POST /v1/sessions/{id}/interrupt":         h.interrupt,
 		"GET /v1/sessions/{id}/events":             h.events,
-		"GET /v1/sessions/{id}/permissions":        h.pending("permissions"),
-		"POST /v1/sessions/{id}/permissions/{rid}": h.reply("permission"),
+		"GET /v1/sessions/{id}/permissions":        h.permissions,
+		"POST /v1/sessions/{id}/permissions/{rid}": h.approve,
 		"GET /v1/sessions/{id}/questions":          h.questions,
 		"POST /v1/sessions/{id}/questions/{qid}":   h.answer,
 	}
@@ -144,37 +144,6 @@ func (h *TreeHandler) interrupt(w http.ResponseWriter, r *http.Request, t *Tree)
 	}
 	writeJSON(w, http.StatusOK, map[string]bool{"interrupted": did})
 	return nil
-}
-
-// pending lists pending permission requests, which this build does not
-// have yet: the list is truthfully empty for every existing session (a
-// child id is checked against its tree, not only its root).
-func (h *TreeHandler) pending(kind string) treeFunc {
-	return func(w http.ResponseWriter, r *http.Request, t *Tree) error {
-		if _, err := t.Instance.Session(r.Context(), r.PathValue("id")); err != nil {
-			return err
-		}
-		writeJSON(w, http.StatusOK, map[string]any{kind: []any{}})
-		return nil
-	}
-}
-
-// reply answers a permission request. With none in this build, every
-// well-formed reply names an unknown request: 404.
-func (h *TreeHandler) reply(kind string) treeFunc {
-	return func(w http.ResponseWriter, r *http.Request, t *Tree) error {
-		if _, err := t.Instance.Session(r.Context(), r.PathValue("id")); err != nil {
-			return err
-		}
-		body, err := readBody(r, h.cfg.maxBody)
-		if err != nil {
-			return err
-		}
-		if _, err := DecodeReply(body, kind); err != nil {
-			return err
-		}
-		return fail(ErrNotFound, "no pending "+kind+" "+r.PathValue("rid")+r.PathValue("qid"))
-	}
 }
 
 func intParam(r *http.Request, name string, def, min, max int) (int, error) {

@@ -65,6 +65,18 @@ const (
 	StepParked        Type = "session.step.parked@1"
 	QuestionAnswered  Type = "session.question.answered@1"
 	QuestionCancelled Type = "session.question.cancelled@1"
+	// A permission request (kind permission, listed by StepParked like a
+	// question: there is no separate "asked" event) is resolved by exactly
+	// one of PermissionApproved (a once or always reply, or another
+	// request's always reply that now covers it: Reason ApprovedAlways),
+	// PermissionRejected (a reject reply, with or without a message) and
+	// PermissionCancelled (an interrupt, or a sibling's reject or cancel).
+	// PermissionRuleSaved records one rule an always reply saved for the
+	// tree, apart from the decision itself.
+	PermissionApproved  Type = "session.permission.approved@1"
+	PermissionRejected  Type = "session.permission.rejected@1"
+	PermissionCancelled Type = "session.permission.cancelled@1"
+	PermissionRuleSaved Type = "session.permission.rule_saved@1"
 )
 
 // Ephemeral event types: published to live subscribers only, never stored.
@@ -250,7 +262,7 @@ type (
 	}
 	Settled struct {
 		CallID  string `json:"call_id"`
-		Outcome string `json:"outcome"` // ok, error, interrupted
+		Outcome string `json:"outcome"` // ok, error, interrupted, declined
 		Output  string `json:"output"`
 		// Ran is true when the tool body returned: progress. Settlements made
 		// by recovery (an interrupted non-idempotent call) are not.
@@ -288,7 +300,18 @@ type (
 		StepID     string          `json:"step_id"`
 		ResponseID string          `json:"response_id,omitempty"`
 		Reply      json.RawMessage `json:"reply,omitempty"`
-		Reason     string          `json:"reason,omitempty"` // cancelled: CancelReply, CancelInterrupt, CancelSibling
+		Reason     string          `json:"reason,omitempty"` // cancelled: CancelReply, CancelInterrupt, CancelSibling; approved: ApprovedAlways
+	}
+	// RuleSaved is session.permission.rule_saved@1: a permission rule the
+	// tree keeps (package core/permission's Rule), saved by an always reply
+	// to BlockerID. RuleID is the blocker's id and the rule's ordinal.
+	RuleSaved struct {
+		RuleID    string `json:"rule_id"`
+		BlockerID string `json:"blocker_id"`
+		Action    string `json:"action"`
+		Resource  string `json:"resource"`
+		Decision  string `json:"decision"`
+		Exact     bool   `json:"exact,omitempty"`
 	}
 	Retry struct {
 		ExecutionID string `json:"execution_id"`
@@ -301,9 +324,14 @@ type (
 
 // Blocker kinds.
 const (
-	KindQuestion = "question"
-	KindTask     = "task" // a foreground sub-agent: resolved by its turn's end, never by a reply
+	KindQuestion   = "question"
+	KindPermission = "permission"
+	KindTask       = "task" // a foreground sub-agent: resolved by its turn's end, never by a reply
 )
+
+// ApprovedAlways is the Reason of a permission request approved by another
+// request's always reply (it has no response_id of its own).
+const ApprovedAlways = "always"
 
 // Why a blocker was cancelled.
 const (
@@ -323,6 +351,9 @@ const (
 	OutcomeOK          = "ok"
 	OutcomeError       = "error"
 	OutcomeInterrupted = "interrupted"
+	// OutcomeDeclined: the call never ran, refused by a permission rule
+	// (deny) or by the person asked (a reject reply).
+	OutcomeDeclined = "declined"
 )
 
 // Phase is a tool call's phase in the tool_calls projection (DESIGN §7):

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/revenantrt/revenant/core"
+	"github.com/revenantrt/revenant/core/permission"
 	"github.com/revenantrt/revenant/core/retry"
 )
 
@@ -23,6 +24,7 @@ type Config struct {
 	retryInitial    time.Duration
 	retryMax        time.Duration
 	contextBytes    int
+	permissions     []permission.Rule
 	taskDepth       int
 }
 
@@ -104,6 +106,15 @@ func (c Config) WithTaskDepth(n int) Config { c.taskDepth = n; return c }
 // none.
 func (c Config) WithSystemPrompt(s string) Config { c.system = s; return c }
 
+// WithPermissions sets the operator's permission rules (REVENANT_CONFIG
+// `permissions`, in file order), the base layer every session's calls are
+// decided by before the session's own rules and the tree's saved `always`
+// rules (core/permission). Default none: each tool's default decides.
+func (c Config) WithPermissions(rules []permission.Rule) Config {
+	c.permissions = append([]permission.Rule(nil), rules...)
+	return c
+}
+
 // providerPolicy is the provider retry schedule (core/retry): its waits
 // are durable retry.scheduled events, so only its delays and count are used.
 func (c Config) providerPolicy() retry.Policy {
@@ -122,6 +133,11 @@ func (c Config) validate() error {
 		return fmt.Errorf("task depth %d must be at least 0", c.taskDepth)
 	case c.retries < 0 || c.retryInitial <= 0 || c.retryMax < c.retryInitial:
 		return fmt.Errorf("retries must be at least 0 and delays positive, initial at most max")
+	}
+	for i, r := range c.permissions {
+		if err := r.Validate(); err != nil {
+			return fmt.Errorf("permission rule %d: %w", i, err)
+		}
 	}
 	return c.providerPolicy().Validate()
 }

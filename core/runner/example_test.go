@@ -28,6 +28,9 @@ func ExampleNew() {
 		Description:  "Upper-cases a text.",
 		Schema:       json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}`),
 		IsIdempotent: true, // same key, same effect: safe to run again after a crash
+		// A tool that declares no default permission asks a person before
+		// each call (unless a rule says otherwise); this one needs no approval.
+		DefaultPermission: "allow",
 		Run: func(ctx context.Context, call tool.Call) (string, error) {
 			var args struct{ Text string }
 			if err := json.Unmarshal(call.Arguments, &args); err != nil {

@@ -24,7 +24,7 @@ func TestNoToolBodyRunsAfterInterruptCommits(t *testing.T) {
 	var interruptDone atomic.Bool
 	var ranAfter atomic.Bool
 	var started atomic.Int32
-	act := tool.Func{Name: "act", Run: func(ctx context.Context, c tool.Call) (string, error) {
+	act := tool.Func{DefaultPermission: "allow", Name: "act", Run: func(ctx context.Context, c tool.Call) (string, error) {
 		started.Add(1)
 		<-ctx.Done() // a body that honours cancellation, slowly
 		if interruptDone.Load() {

@@ -80,7 +80,7 @@ func seqOf(evs []event.Event, typ event.Type) int64 {
 func TestKnownToolResultSurvivesShutdown(t *testing.T) {
 	tr := treetest.New(t)
 	bodies := newBodyLog()
-	charge := tool.Func{Name: "charge", Run: func(ctx context.Context, c tool.Call) (string, error) {
+	charge := tool.Func{DefaultPermission: "allow", Name: "charge", Run: func(ctx context.Context, c tool.Call) (string, error) {
 		bodies.enter(c)
 		<-ctx.Done()                 // the shutdown arrives while the effect is under way
 		return "charged 42 EUR", nil // and the effect completed all the same
@@ -119,7 +119,7 @@ func TestKnownToolResultSurvivesShutdown(t *testing.T) {
 func TestToolStoppedByShutdownIsRerunIfIdempotent(t *testing.T) {
 	tr := treetest.New(t)
 	bodies := newBodyLog()
-	fetch := tool.Func{Name: "fetch", IsIdempotent: true, Run: func(ctx context.Context, c tool.Call) (string, error) {
+	fetch := tool.Func{DefaultPermission: "allow", Name: "fetch", IsIdempotent: true, Run: func(ctx context.Context, c tool.Call) (string, error) {
 		if bodies.enter(c) == 1 {
 			<-ctx.Done()
 			return "", ctx.Err()
@@ -152,7 +152,7 @@ func TestToolStoppedByShutdownIsRerunIfIdempotent(t *testing.T) {
 func TestKnownToolResultSettledBeforeUserInterrupt(t *testing.T) {
 	tr := treetest.New(t)
 	bodies := newBodyLog()
-	charge := tool.Func{Name: "charge", Run: func(ctx context.Context, c tool.Call) (string, error) {
+	charge := tool.Func{DefaultPermission: "allow", Name: "charge", Run: func(ctx context.Context, c tool.Call) (string, error) {
 		bodies.enter(c)
 		<-ctx.Done()
 		return "charged 42 EUR", nil
@@ -183,7 +183,7 @@ func TestToolResultAfterDirectInterruptIsNotSettled(t *testing.T) {
 	tr := treetest.New(t)
 	bodies := newBodyLog()
 	release := make(chan struct{})
-	charge := tool.Func{Name: "charge", Run: func(ctx context.Context, c tool.Call) (string, error) {
+	charge := tool.Func{DefaultPermission: "allow", Name: "charge", Run: func(ctx context.Context, c tool.Call) (string, error) {
 		bodies.enter(c)
 		<-release // ignores cancellation
 		return "charged 42 EUR", nil

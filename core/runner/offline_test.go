@@ -16,7 +16,7 @@ import (
 )
 
 // echoTool returns its arguments.
-var echoTool = tool.Func{Name: "echo", IsIdempotent: true, Run: func(_ context.Context, c tool.Call) (string, error) {
+var echoTool = tool.Func{DefaultPermission: "allow", Name: "echo", IsIdempotent: true, Run: func(_ context.Context, c tool.Call) (string, error) {
 	return string(c.Arguments), nil
 }}
 

@@ -22,12 +22,28 @@ func (t *turn) settleStep(ctx context.Context, st state, step *stepRow) (out cor
 	waiting := false
 	for _, c := range st.unsettled {
 		if c.phase == event.PhaseWaiting {
-			ok, pending := t.continueCall(ctx, st, step, c)
+			ok, pending, ask := t.continueCall(ctx, st, step, c)
 			if !ok {
 				return stopped, true
 			}
+			if ask != nil {
+				park = append(park, *ask)
+			}
 			waiting = waiting || pending
 			continue
+		}
+		if tl, ok := t.authorizable(st, c); ok {
+			switch g, ask := t.authorizeCall(ctx, st, c, tl, 0, nil); g {
+			case gateStop:
+				return stopped, true
+			case gateSettled:
+				continue
+			case gateAsk:
+				if _, blocking := tl.(tool.Blocking); !blocking { // asking before a question asks nothing new
+					park = append(park, *ask)
+					continue
+				}
+			}
 		}
 		if args, fg := t.foregroundTask(st, c); fg {
 			b, parks, ok := t.startForeground(ctx, c, args) // task.go
@@ -97,7 +113,7 @@ func prefixOf(kind string) string {
 // through the adapter recorded on its blockers: the model is not asked
 // again, and the result is what the live path would have produced. pending
 // reports that a blocker of the call still waits (another reply is due).
-func (t *turn) continueCall(ctx context.Context, st state, step *stepRow, c callRow) (ok, pending bool) {
+func (t *turn) continueCall(ctx context.Context, st state, step *stepRow, c callRow) (ok, pending bool, ask *event.Blocker) {
 	var bs []core.ResolvedBlocker
 	err := t.x.Read(ctx, func(tx storage.Tx) error {
 		var err error
@@ -106,32 +122,49 @@ func (t *turn) continueCall(ctx context.Context, st state, step *stepRow, c call
 	})
 	if err != nil {
 		t.x.Log().Warn("read blockers", "call", c.id, "err", err)
-		return false, false
+		return false, false, nil
 	}
 	if pending {
-		return true, true
+		return true, true, nil
 	}
 	if len(bs) == 0 {
-		return t.settled(ctx, event.Settled{CallID: c.id, Outcome: event.OutcomeError, Output: "The call waited on nothing."}) == nil, false
+		return t.settled(ctx, event.Settled{CallID: c.id, Outcome: event.OutcomeError, Output: "The call waited on nothing."}) == nil, false, nil
 	}
 	ad, known := core.AdapterFor(bs[0].Adapter)
 	if !known {
 		return t.settled(ctx, event.Settled{CallID: c.id, Outcome: event.OutcomeError,
-			Output: fmt.Sprintf("The call's answer cannot be read by this build (adapter %s).", bs[0].Adapter)}) == nil, false
+			Output: fmt.Sprintf("The call's answer cannot be read by this build (adapter %s).", bs[0].Adapter)}) == nil, false, nil
 	}
 	cont := ad.Continue(bs)
 	if cont.Run {
 		tl, _ := t.r.tools.Lookup(c.name)
-		if tl == nil {
-			return t.settled(ctx, event.Settled{CallID: c.id, Outcome: event.OutcomeError, Output: fmt.Sprintf("There is no tool named %q.", c.name)}) == nil, false
+		if tl == nil || !st.offered(c.name) {
+			return t.settled(ctx, event.Settled{CallID: c.id, Outcome: event.OutcomeError, Output: fmt.Sprintf("There is no tool named %q.", c.name)}) == nil, false, nil
 		}
-		key := IdempotencyKey(st.rootID, t.x.SessionID(), step.id, c.index)
-		if err := t.append(ctx, false, event.ToolExecuting, event.Executing{CallID: c.id, IdempotencyKey: key}); err != nil {
-			return false, false
+		switch g, ask := t.reauthorize(ctx, st, c, tl, bs[len(bs)-1]); g {
+		case gateStop:
+			return false, false, nil
+		case gateSettled:
+			return true, false, nil
+		case gateAsk:
+			return true, false, ask
 		}
-		return t.execute(ctx, tl, c, key), false
+		return t.run(ctx, st, step, c, tl), false, nil
 	}
 	// The person's answer is progress: it will not be asked again.
 	_, err = t.x.Append(ctx, true, core.NewEvent{Type: event.ToolSettled, Payload: event.Settled{CallID: c.id, Outcome: cont.Outcome, Output: cont.Output}})
-	return err == nil, false
+	return err == nil, false, nil
+}
+
+// authorizable returns the call's tool if the call is in its authorizing
+// phase (called or authorizing) and the session was offered the tool.
+func (t *turn) authorizable(st state, c callRow) (tool.Tool, bool) {
+	if c.phase != event.PhaseCalled && c.phase != event.PhaseAuthorizing {
+		return nil, false
+	}
+	tl, known := t.r.tools.Lookup(c.name)
+	if !known || !st.offered(c.name) {
+		return nil, false
+	}
+	return tl, true
 }

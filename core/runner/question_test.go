@@ -724,3 +724,44 @@ func TestReplyThroughStorageFaults(t *testing.T) {
 		})
 	}
 }
+
+// A turn ended by a cancelled question leaves the question call without a
+// result. The next turn's request still answers every tool call of the
+// transcript (providers refuse an assistant tool call with no tool message
+// after it), telling the model the call never settled.
+func TestCancelledCallHasAResultInTheNextRequest(t *testing.T) {
+	c := newAskRun(t)
+	n := c.boot(t)
+	n.NewSession(c.sid)
+	_, err := c.admit(n, "p1", "paint it")
+	require.NoError(t, err)
+	n.Idle()
+	asked := questions(t, n, c.sid)
+	require.Len(t, asked, 1)
+	_, err = n.Inst.Reply(ctx, c.sid, asked[0].ID, core.Reply{Kind: event.KindQuestion, ResponseID: "r1", Cancel: true})
+	require.NoError(t, err)
+	n.Idle()
+
+	_, err = c.admit(n, "p2", "try again")
+	require.NoError(t, err)
+	n.Idle()
+
+	c.m.mu.Lock()
+	msgs := c.m.lastReq.Messages
+	c.m.mu.Unlock()
+	results := map[string]string{}
+	var calls []model.ToolCall
+	for _, m := range msgs {
+		calls = append(calls, m.ToolCalls...)
+		if m.Role == model.RoleTool {
+			results[m.ToolCallID] = m.Text
+		}
+	}
+	require.Len(t, calls, 2, "the first turn's answer called two tools")
+	for _, call := range calls {
+		assert.Contains(t, results, call.ID, "call %s (%s) has a tool message", call.ID, call.Name)
+		if call.Name == tool.QuestionName {
+			assert.Equal(t, runner.NoResult, results[call.ID])
+		}
+	}
+}

@@ -196,7 +196,7 @@ func TestKVToolsCommitWithSettlement(t *testing.T) {
 // elided with a marker, newest kept.
 func TestOldestToolOutputsElided(t *testing.T) {
 	tr := treetest.New(t)
-	big := tool.Func{Name: "big", IsIdempotent: true, Limit: tool.Limits{OutputCap: 1 << 20}, Run: func(_ context.Context, c tool.Call) (string, error) {
+	big := tool.Func{DefaultPermission: "allow", Name: "big", IsIdempotent: true, Limit: tool.Limits{OutputCap: 1 << 20}, Run: func(_ context.Context, c tool.Call) (string, error) {
 		return strings.Repeat("z", 3000), nil
 	}}
 	m := &scriptModel{steps: func(k int) scriptStep {

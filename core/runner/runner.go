@@ -11,6 +11,7 @@ import (
 	"github.com/revenantrt/revenant/core"
 	"github.com/revenantrt/revenant/core/event"
 	"github.com/revenantrt/revenant/core/model"
+	"github.com/revenantrt/revenant/core/permission"
 	"github.com/revenantrt/revenant/core/storage"
 	"github.com/revenantrt/revenant/core/tool"
 )
@@ -88,13 +89,16 @@ func (t *turn) append(ctx context.Context, progress bool, typ event.Type, payloa
 
 // state is what the database says about the turn.
 type state struct {
-	rootID    string
-	tools     *[]string // the session's tool restriction, if any
-	retries   int       // consecutive provider retries of the current step
-	requests  int       // model requests (step rows) started in this turn
-	steps     int       // steps of this turn: requests, less those retried after a provider failure
-	last      *stepRow
-	unsettled []callRow // calls of the last step not yet settled, in order
+	rootID string
+	tools  *[]string // the session's tool restriction, if any
+	// The session's own permission rules and the tree's saved always rules
+	// (the operator's are the runner's configuration).
+	permissions, saved []permission.Rule
+	retries            int // consecutive provider retries of the current step
+	requests           int // model requests (step rows) started in this turn
+	steps              int // steps of this turn: requests, less those retried after a provider failure
+	last               *stepRow
+	unsettled          []callRow // calls of the last step not yet settled, in order
 }
 
 // offered reports whether the session may call the named tool.
@@ -134,7 +138,10 @@ func (t *turn) load(ctx context.Context) (state, error) {
 		if err != nil {
 			return err
 		}
-		st.tools = cfg.Tools
+		st.tools, st.permissions = cfg.Tools, cfg.Permissions
+		if st.saved, err = core.SavedRules(tx); err != nil {
+			return err
+		}
 		// A request retried after a provider failure is the same step
 		// (DESIGN §6.6, §12): only the cap leaves those out; step indexes
 		// keep counting requests.

@@ -240,7 +240,7 @@ func TestToolKillingInstanceAbortsAfterBudget(t *testing.T) {
 	var mu sync.Mutex
 	var current *treetest.Node
 	var booted chan struct{}
-	killer := tool.Func{Name: "killer", IsIdempotent: true, Run: func(context.Context, tool.Call) (string, error) {
+	killer := tool.Func{DefaultPermission: "allow", Name: "killer", IsIdempotent: true, Run: func(context.Context, tool.Call) (string, error) {
 		mu.Lock()
 		ready := booted
 		mu.Unlock()
@@ -351,10 +351,10 @@ func TestToolLimits(t *testing.T) {
 	tr := treetest.New(t)
 	release, entered := make(chan struct{}), make(chan struct{})
 	defer close(release)
-	big := tool.Func{Name: "big", Limit: tool.Limits{OutputCap: 10}, Run: func(context.Context, tool.Call) (string, error) {
+	big := tool.Func{DefaultPermission: "allow", Name: "big", Limit: tool.Limits{OutputCap: 10}, Run: func(context.Context, tool.Call) (string, error) {
 		return strings.Repeat("y", 100), nil
 	}}
-	stuck := tool.Func{Name: "stuck", Limit: tool.Limits{Timeout: time.Minute}, Run: func(context.Context, tool.Call) (string, error) {
+	stuck := tool.Func{DefaultPermission: "allow", Name: "stuck", Limit: tool.Limits{Timeout: time.Minute}, Run: func(context.Context, tool.Call) (string, error) {
 		close(entered) // its wall-limit timer is already set
 		<-release
 		return "too late", nil

@@ -126,7 +126,7 @@ func newLedger() *ledger {
 // tool returns a ledger tool. An idempotent one applies its effect once per
 // key however often it runs; a non-idempotent one applies it every time.
 func (l *ledger) tool(name string, idempotent bool) tool.Tool {
-	return tool.Func{Name: name, IsIdempotent: idempotent, Run: func(ctx context.Context, c tool.Call) (string, error) {
+	return tool.Func{DefaultPermission: "allow", Name: name, IsIdempotent: idempotent, Run: func(ctx context.Context, c tool.Call) (string, error) {
 		l.mu.Lock()
 		defer l.mu.Unlock()
 		l.executions[name]++

@@ -308,9 +308,15 @@ func (t *turn) request(ctx context.Context) (model.Request, error) {
 			}
 			req.Messages = append(req.Messages, m)
 			for _, c := range calls {
-				if res, ok := results[c.CallID]; ok {
-					req.Messages = append(req.Messages, res)
+				res, ok := results[c.CallID]
+				if !ok {
+					// A call of an ended turn that never settled (its turn was
+					// interrupted, or a reply cancelled it while it waited).
+					// Providers refuse a tool call without a result, and the
+					// model should know it did not complete.
+					res = model.Message{Role: model.RoleTool, Text: NoResult, ToolCallID: c.CallID, Name: c.Name}
 				}
+				req.Messages = append(req.Messages, res)
 			}
 		default: // user prompts and continuation notices
 			req.Messages = append(req.Messages, model.Message{Role: model.RoleUser, Text: r.text, Notice: r.role == event.RoleNotice})

@@ -43,12 +43,12 @@ func TestScriptedTurnUnderFullDiskWindows(t *testing.T) {
 			tr := treetest.New(t)
 			fault := tr.Faults()
 			var fills, echoes atomic.Int32
-			fill := tool.Func{Name: "fill", Run: func(context.Context, tool.Call) (string, error) {
+			fill := tool.Func{DefaultPermission: "allow", Name: "fill", Run: func(context.Context, tool.Call) (string, error) {
 				fills.Add(1)
 				fault.FailFor(tc.outage, faultvfs.Full)
 				return "the disk is full now", nil
 			}}
-			echo := tool.Func{Name: "echo", IsIdempotent: true, Run: func(_ context.Context, c tool.Call) (string, error) {
+			echo := tool.Func{DefaultPermission: "allow", Name: "echo", IsIdempotent: true, Run: func(_ context.Context, c tool.Call) (string, error) {
 				echoes.Add(1)
 				return string(c.Arguments), nil
 			}}

@@ -70,7 +70,7 @@ func (t *turn) taskBody(sa tool.Subagent) tool.Tool {
 		if err != nil {
 			return "", err
 		}
-		child, err := t.x.StartChild(ctx, core.ChildSpec{CallID: c.ID, Prompt: args.Prompt, Background: true, MaxDepth: t.r.cfg.taskDepth})
+		child, err := t.x.StartChild(ctx, core.ChildSpec{CallID: c.ID, Prompt: args.Prompt, Background: args.Background, MaxDepth: t.r.cfg.taskDepth})
 		if err != nil {
 			var ce *core.Error
 			if errors.As(err, &ce) {

@@ -202,9 +202,19 @@ func TestForegroundTaskKilledAtEveryCommit(t *testing.T) {
 				}
 				assert.Empty(t, m.Violations())
 				noClaims(t, tr)
+				rebuildEquals(t, tr)
 			})
 		}
 	}
+}
+
+// rebuildEquals checks that the projections (jobs and task blockers among
+// them) rebuilt from the log equal the stored ones. The tree must be idle.
+func rebuildEquals(t *testing.T, tr *treetest.Tree) {
+	t.Helper()
+	before := dumpTables(t, tr)
+	tr.Read(core.Rebuild)
+	require.Equal(t, before, dumpTables(t, tr), "projections rebuilt from the log")
 }
 
 // pendingTask reports whether the session waits on a task blocker.
@@ -283,7 +293,7 @@ func TestBackgroundNoticeSurvivesFullDiskWindow(t *testing.T) {
 			fault := tr.Faults()
 			gate := make(chan struct{})
 			var once sync.Once
-			fill := tool.Func{Name: "fill", Run: func(ctx context.Context, _ tool.Call) (string, error) {
+			fill := tool.Func{DefaultPermission: "allow", Name: "fill", Run: func(ctx context.Context, _ tool.Call) (string, error) {
 				select {
 				case <-gate:
 				case <-ctx.Done():
@@ -343,7 +353,7 @@ func TestBackgroundNoticeSurvivesFullDiskWindow(t *testing.T) {
 func TestForegroundChildEndStoredLateResolvesParent(t *testing.T) {
 	tr := treetest.New(t)
 	fault := tr.Faults()
-	fill := tool.Func{Name: "fill", Run: func(context.Context, tool.Call) (string, error) {
+	fill := tool.Func{DefaultPermission: "allow", Name: "fill", Run: func(context.Context, tool.Call) (string, error) {
 		fault.FailFor(time.Hour, faultvfs.Full)
 		return "full", nil
 	}}
@@ -458,39 +468,64 @@ func askingChild(t *testing.T, tr *treetest.Tree, m model.Model) (*treetest.Node
 	return n, qs[0]
 }
 
-// A child that asks a question, with the instance killed right after the
-// reply commits (the child's claim taken, its continuation not started):
-// the next boot's sweep continues the child, since a live job and its
-// parent's waiting call name it; the child ends once and the parent gets
-// exactly one result, with no model step requested twice.
+// A child that asks a question, with the instance killed at every commit
+// from the reply to the end (commit01/after=true: right after the reply
+// commits, the child's claim taken and its continuation not started): the
+// next boot's sweep continues the child, since a live job and its parent's
+// waiting call name it, never releasing it as an orphan; the reply sent
+// again is the same reply; the child ends once and the parent gets exactly
+// one result, with no model step of either requested twice.
 func TestChildQuestionSurvivesKillAfterReply(t *testing.T) {
-	tr := treetest.New(t)
-	m := &countingModel{inner: offline.New(nil, offline.Options{}), tr: tr}
-	n, q := askingChild(t, tr, m)
-	n.Kill.KillAt(1, true)
-	_, _ = n.Inst.Reply(ctx, "root", q.ID, core.Reply{Kind: event.KindQuestion, ResponseID: "r1", Answers: [][]string{{"green"}}})
-	<-n.Kill.Died()
-	n.Crash()
-	require.True(t, tr.Claim("root.1").Exists, "the reply's claim")
-	require.Empty(t, startedWith(t, tr.Events("root.1"), event.CauseResolution), "killed before the continuation started")
+	reply := core.Reply{Kind: event.KindQuestion, ResponseID: "r1", Answers: [][]string{{"green"}}}
+	clean := treetest.New(t)
+	n, q := askingChild(t, clean, offline.New(nil, offline.Options{}))
+	base := n.Kill.Commits()
+	_, err := n.Inst.Reply(ctx, "root", q.ID, reply)
+	require.NoError(t, err)
+	n.Idle()
+	commits := n.Kill.Commits() - base
+	require.Greater(t, commits, 5)
 
-	n2 := tr.Boot(taskRunner(t, tr, m, runner.NewConfig(), tool.QuestionTool()))
-	n2.Idle()
-	assert.Zero(t, n2.Report.Count(core.Release), "the child was not released as an orphan: %+v", n2.Report)
-	child := tr.Events("root.1")
-	terms := treetest.Terminals(child)
-	require.Len(t, terms, 1, "the child's turn ended once")
-	assert.Equal(t, event.ExecutionSucceeded, terms[0].Type)
-	assert.Len(t, treetest.OfType(child, event.QuestionAnswered), 1)
-	evs := tr.Events("root")
-	sets := settlements(t, evs)
-	require.Len(t, sets, 1, "the parent got exactly one result")
-	assert.Equal(t, event.OutcomeOK, sets[0].Outcome)
-	assert.Contains(t, sets[0].Output, `"which colour?" → "green"`)
-	require.Len(t, treetest.Terminals(evs), 1)
-	assert.Equal(t, event.ExecutionSucceeded, treetest.Terminals(evs)[0].Type)
-	assert.Empty(t, m.Violations())
-	noClaims(t, tr)
+	for i := 1; i <= commits; i++ {
+		for _, after := range []bool{false, true} {
+			t.Run(fmt.Sprintf("commit%02d/after=%v", i, after), func(t *testing.T) {
+				tr := treetest.New(t)
+				m := &countingModel{inner: offline.New(nil, offline.Options{}), tr: tr}
+				n, q := askingChild(t, tr, m)
+				n.Kill.KillAt(i, after)
+				_, _ = n.Inst.Reply(ctx, "root", q.ID, reply)
+				<-n.Kill.Died()
+				n.Crash()
+				if i == 1 && after {
+					require.True(t, tr.Claim("root.1").Exists, "the reply's claim")
+					require.Empty(t, startedWith(t, tr.Events("root.1"), event.CauseResolution), "killed before the continuation started")
+				}
+
+				n2 := tr.Boot(taskRunner(t, tr, m, runner.NewConfig(), tool.QuestionTool()))
+				assert.Zero(t, n2.Report.Count(core.Release), "the child was not released as an orphan: %+v", n2.Report)
+				_, err := n2.Inst.Reply(ctx, "root", q.ID, reply) // the client retries its reply
+				require.NoError(t, err)
+				n2.Idle()
+
+				child := tr.Events("root.1")
+				terms := treetest.Terminals(child)
+				require.Len(t, terms, 1, "the child's turn ended once")
+				assert.Equal(t, event.ExecutionSucceeded, terms[0].Type)
+				assert.Len(t, treetest.OfType(child, event.QuestionAnswered), 1)
+				evs := tr.Events("root")
+				sets := settlements(t, evs)
+				require.Len(t, sets, 1, "the parent got exactly one result")
+				assert.Equal(t, event.OutcomeOK, sets[0].Outcome)
+				assert.Contains(t, sets[0].Output, `"which colour?" → "green"`)
+				require.Len(t, treetest.Terminals(evs), 1)
+				assert.Equal(t, event.ExecutionSucceeded, treetest.Terminals(evs)[0].Type)
+				assert.Equal(t, 1, startedWith(t, evs, event.CauseResolution), "the parent continued once from the child's end")
+				assert.Empty(t, m.Violations())
+				noClaims(t, tr)
+				rebuildEquals(t, tr)
+			})
+		}
+	}
 }
 
 // Interrupting a parent parked on a child that is itself parked on a
@@ -536,6 +571,7 @@ func TestInterruptingParentParkedOnChild(t *testing.T) {
 			assert.Equal(t, map[string]string{"root.1": "ended"}, jobStates(tr))
 			assert.Empty(t, m.Violations())
 			noClaims(t, tr)
+			rebuildEquals(t, tr)
 		})
 	}
 }
@@ -587,7 +623,7 @@ func (m rootScript) Stream(ctx context.Context, req model.Request) (model.Stream
 func TestForegroundChildEndingBeforeThePark(t *testing.T) {
 	tr := treetest.New(t)
 	gate := make(chan struct{})
-	slow := tool.Func{Name: "slow", Run: func(ctx context.Context, _ tool.Call) (string, error) {
+	slow := tool.Func{DefaultPermission: "allow", Name: "slow", Run: func(ctx context.Context, _ tool.Call) (string, error) {
 		select {
 		case <-gate:
 			return "slow done", nil
@@ -681,25 +717,36 @@ func TestQuestionCancelInterruptsRunningChild(t *testing.T) {
 }
 
 // A user's interrupt of the child itself resolves its parent's waiting
-// call: the parent continues (cause resolution) with a tool error saying
-// the sub-agent's turn was interrupted, and ends its turn.
+// call: the parent continues here (cause resolution) with a tool error
+// saying the sub-agent's turn was interrupted, and ends its turn. Once
+// for a running child (its execution records the interrupt) and once for
+// a child parked on its own question (the interrupt is committed directly).
 func TestInterruptingChildResolvesParent(t *testing.T) {
-	tr := treetest.New(t)
-	n := startSleepingChild(t, tr)
-	did, err := n.Inst.Interrupt(ctx, "root.1", event.ReasonUser)
-	require.NoError(t, err)
-	require.True(t, did)
-	n.Idle()
-	evs := tr.Events("root")
-	terms := treetest.Terminals(evs)
-	require.Len(t, terms, 1)
-	assert.Equal(t, event.ExecutionSucceeded, terms[0].Type)
-	sets := settlements(t, evs)
-	require.Len(t, sets, 1)
-	assert.Equal(t, event.OutcomeError, sets[0].Outcome)
-	assert.Equal(t, "sub-agent root.1: The sub-agent's turn ended interrupted.", sets[0].Output)
-	assert.Equal(t, 1, startedWith(t, evs, event.CauseResolution))
-	noClaims(t, tr)
+	for _, parked := range []bool{false, true} {
+		t.Run(fmt.Sprintf("parked=%v", parked), func(t *testing.T) {
+			tr := treetest.New(t)
+			var n *treetest.Node
+			if parked {
+				n, _ = askingChild(t, tr, offline.New(nil, offline.Options{}))
+			} else {
+				n = startSleepingChild(t, tr)
+			}
+			did, err := n.Inst.Interrupt(ctx, "root.1", event.ReasonUser)
+			require.NoError(t, err)
+			require.True(t, did)
+			n.Idle()
+			evs := tr.Events("root")
+			terms := treetest.Terminals(evs)
+			require.Len(t, terms, 1)
+			assert.Equal(t, event.ExecutionSucceeded, terms[0].Type)
+			sets := settlements(t, evs)
+			require.Len(t, sets, 1)
+			assert.Equal(t, event.OutcomeError, sets[0].Outcome)
+			assert.Equal(t, "sub-agent root.1: The sub-agent's turn ended interrupted.", sets[0].Output)
+			assert.Equal(t, 1, startedWith(t, evs, event.CauseResolution))
+			noClaims(t, tr)
+		})
+	}
 }
 
 // A graceful stop while the parent waits for its running child records no
@@ -712,10 +759,10 @@ func TestForegroundTaskSurvivesGracefulStop(t *testing.T) {
 	n.Admit("root", "/task /sleep 30s")
 	tr.Clock.BlockUntil(3) // the child sleeps in its step: wall, idle and sleep timers
 	require.NoError(t, n.Inst.Close(ctx))
-	assert.Empty(t, treetest.OfType(tr.Events("root"), event.TaskCancelled))
-	assert.True(t, pendingTask(tr, "root"))
-	assert.True(t, tr.Claim("root.1").Exists, "the child keeps its claim")
-	assert.False(t, tr.Claim("root").Exists)
+	require.Empty(t, treetest.OfType(tr.Events("root"), event.TaskCancelled))
+	require.True(t, pendingTask(tr, "root"))
+	require.True(t, tr.Claim("root.1").Exists, "the child keeps its claim")
+	require.False(t, tr.Claim("root").Exists)
 
 	n2 := tr.Boot(taskRunner(t, tr, offline.New(tr.Clock, offline.Options{}), runner.NewConfig()))
 	assert.Equal(t, 1, n2.Report.Count(core.Resume), "the child resumed: %+v", n2.Report)
@@ -731,4 +778,44 @@ func TestForegroundTaskSurvivesGracefulStop(t *testing.T) {
 	assert.Equal(t, "OK.", sets[0].Output)
 	assert.Empty(t, treetest.OfType(evs, event.ExecutionResumed), "the parked parent spent no resume")
 	noClaims(t, tr)
+}
+
+// A background child's notice that arrives while its parent is parked (on
+// a foreground child asking a question) waits in the parent's queue,
+// unclaimed, as any prompt admitted while parked: the parked turn is not
+// started again for it. Once the question is answered the parent's turn
+// continues and ends, and then the notice's turn runs.
+func TestBackgroundNoticeWaitsWhileParentParked(t *testing.T) {
+	tr := treetest.New(t)
+	m := &countingModel{inner: offline.New(tr.Clock, offline.Options{}), tr: tr}
+	n := tr.Boot(taskRunner(t, tr, m, runner.NewConfig(), tool.QuestionTool()))
+	sid := n.NewSession("root")
+	sub := n.Inst.Subscribe("root.2", 1024)
+	pid := n.Admit(sid, "/task --background /sleep 30s\n/task /ask which colour?")
+	for ev := range sub.C { // the foreground child parks on its question
+		if ev.Type == event.StepParked {
+			break
+		}
+	}
+	sub.Close()
+	tr.Clock.BlockUntil(3) // the background child sleeps: wall, idle and sleep timers
+	tr.Clock.Advance(30 * time.Second)
+	n.Idle()
+
+	notice := core.NoticeClientID("root.1", 1)
+	require.Equal(t, "queued", prompts(tr, sid)[notice], "the notice waits behind the parked turn")
+	assert.False(t, tr.Claim(sid).Exists, "a parked parent holds no claim")
+	assert.Zero(t, startedWith(t, tr.Events(sid), event.CauseResolution), "the parked turn was not started for the notice")
+
+	qs := questions(t, n, sid)
+	require.Len(t, qs, 1)
+	_, err := n.Inst.Reply(ctx, sid, qs[0].ID, core.Reply{Kind: event.KindQuestion, ResponseID: "r", Answers: [][]string{{"red"}}})
+	require.NoError(t, err)
+	n.Idle()
+	assert.Equal(t, "succeeded", tr.PromptState(pid))
+	assert.Equal(t, "succeeded", prompts(tr, sid)[notice])
+	assert.Equal(t, 1, startedWith(t, tr.Events(sid), event.CauseResolution))
+	assert.Empty(t, m.Violations())
+	noClaims(t, tr)
+	rebuildEquals(t, tr)
 }

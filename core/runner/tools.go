@@ -16,6 +16,11 @@ import (
 // was executing when its execution died.
 const UnknownOutcome = "The outcome of this call is unknown: the run was interrupted while it was executing, and it may or may not have taken effect. It was not run again."
 
+// NoResult is what the model is told, in a later turn's request, about a
+// call of an earlier turn that never settled: the turn ended (an interrupt,
+// a cancelled question, a rejected permission) before it had a result.
+const NoResult = "This call has no result: its turn ended (interrupted or cancelled) before the call settled."
+
 var errToolTimeout = errors.New("tool call timed out")
 
 // settle moves one call of the last step to settled. It reports false when
@@ -40,12 +45,24 @@ func (t *turn) settle(ctx context.Context, st state, step *stepRow, c callRow) b
 	case c.phase == event.PhaseExecuting:
 		return t.execute(ctx, tl, c, c.key)
 	}
-	// called (or authorizing): authorization runs here before any side
-	// effect; with no permission rules yet every known tool is allowed.
+	// called (or authorizing): settleStep has authorized the call
+	// (authorize.go) before any side effect.
+	return t.run(ctx, st, step, c, tl)
+}
+
+// run runs an authorized call: in the tree's transaction for an in-tree
+// tool, otherwise written executing, with its key, before the body starts.
+func (t *turn) run(ctx context.Context, st state, step *stepRow, c callRow, tl tool.Tool) bool {
 	if ctx.Err() != nil {
 		return false
 	}
 	key := IdempotencyKey(st.rootID, t.x.SessionID(), step.id, c.index)
+	if sa, ok := tl.(tool.Subagent); ok { // an approved task call (settle wraps its own)
+		tl = t.taskBody(sa)
+	}
+	if it, ok := tl.(tool.InTree); ok {
+		return t.settleInTree(ctx, it, c, key)
+	}
 	if err := t.append(ctx, false, event.ToolExecuting, event.Executing{CallID: c.id, IdempotencyKey: key}); err != nil {
 		return false
 	}

@@ -55,7 +55,7 @@ func webhookTurn(t *testing.T, idempotent bool) (*treetest.Tree, *receiver, stri
 	require.NoError(t, err)
 	port, _ := strconv.Atoi(u.Port())
 	policy := web.NewEgress().WithPorts(port).WithAllowCIDRs(netip.MustParsePrefix("127.0.0.1/32"))
-	hook, err := web.NewWebhook(web.WebhookSpec{Name: "notify", URL: srv.URL, Idempotent: idempotent, Secret: web.NewSecret(secret)}, policy)
+	hook, err := web.NewWebhook(web.WebhookSpec{Name: "notify", Permission: "allow", URL: srv.URL, Idempotent: idempotent, Secret: web.NewSecret(secret)}, policy)
 	require.NoError(t, err)
 
 	tr := treetest.New(t)

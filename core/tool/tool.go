@@ -86,6 +86,10 @@ type Func struct {
 	Schema            json.RawMessage
 	IsIdempotent      bool
 	Limit             Limits
+	// DefaultPermission is the tool's default permission decision,
+	// "allow", "ask" or "deny" (core/permission); empty asks, as for any
+	// tool that declares none. Rules may override it.
+	DefaultPermission string
 	Run               func(ctx context.Context, call Call) (string, error)
 }
 
@@ -106,6 +110,9 @@ func (f Func) Resources(json.RawMessage) ([]string, error) { return []string{"to
 
 // Limits implements Tool.
 func (f Func) Limits() Limits { return f.Limit }
+
+// Permission is the tool's declared default decision (see the field).
+func (f Func) Permission() string { return f.DefaultPermission }
 
 // Execute implements Tool.
 func (f Func) Execute(ctx context.Context, call Call) (string, error) { return f.Run(ctx, call) }

@@ -14,6 +14,13 @@ import (
 // Package is the guest's import path, relative to the module root.
 const Package = "./wasm/guest"
 
+// Flags are the go build flags of every guest build, the Makefile's guest
+// target's too: a reactor (c-shared), without file paths, symbol table
+// and DWARF (-trimpath, -s -w), which the guest never reads: its runtime
+// symbolizes from pclntab. Stripping keeps the name section out, so a
+// wazero trap prints function indexes instead of names.
+var Flags = []string{"-buildmode=c-shared", "-trimpath", "-ldflags=-s -w"}
+
 var (
 	once sync.Once
 	path string
@@ -74,7 +81,8 @@ func build() ([]byte, string, error) {
 	if _, err := os.Stat(gobin); err != nil {
 		gobin = "go"
 	}
-	cmd := exec.Command(gobin, "build", "-buildmode=c-shared", "-o", tmp.Name(), Package)
+	args := append(append([]string{"build"}, Flags...), "-o", tmp.Name(), Package)
+	cmd := exec.Command(gobin, args...)
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {

@@ -78,8 +78,16 @@ func (t *HTTPRequest) Spec() model.ToolSpec {
 // Idempotent implements tool.Tool: false, whatever the method.
 func (t *HTTPRequest) Idempotent() bool { return false }
 
-// Resources implements tool.Tool: "http:" and the URL's host, lowercased.
+// Resources implements tool.Tool: HTTPRequestResources.
 func (t *HTTPRequest) Resources(args json.RawMessage) ([]string, error) {
+	return HTTPRequestResources(args)
+}
+
+// HTTPRequestResources is the http_request tool's resources for args:
+// "http:" and the URL's host, lowercased. A process that only declares the
+// tool and sends its calls elsewhere (the wasm guest) uses it instead of
+// an HTTPRequest, whose client would link net/http's transport and TLS.
+func HTTPRequestResources(args json.RawMessage) ([]string, error) {
 	a, err := parseHTTPArgs(args)
 	if err != nil {
 		return nil, err

@@ -12,8 +12,9 @@ import (
 const (
 	Major = 1
 	// Minor 1 added ExportIdle and ExportDiagSQL; 2 added EgressRequest.Epoch;
-	// 3 added EgressEnd's code and BootConfig's page sizes.
-	Minor = 3
+	// 3 added EgressEnd's code and BootConfig's page sizes; 4 added
+	// BootConfig's permission configuration.
+	Minor = 4
 )
 
 // PackVersion packs a version the way revenant_abi_version returns it:

@@ -1,6 +1,8 @@
 package abi_test
 
 import (
+	"unsafe"
+
 	"fmt"
 	"net/http"
 	"os"
@@ -9,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/revenantrt/revenant/core/permission"
 	"github.com/revenantrt/revenant/core/settings"
 	"github.com/revenantrt/revenant/wasm/abi"
 )
@@ -355,4 +358,42 @@ func TestSpecNamesVersionAndEveryFunction(t *testing.T) {
 	} {
 		require.Contains(t, doc, "| `"+name+"` |", "a row for %s", name)
 	}
+}
+
+// The permission configuration (1.4) follows the page sizes and goes only
+// to a guest of 1.4 or later; it round-trips, and a count that does not
+// match the tools is malformed.
+func TestBootConfigPermissionsOnlyForANewerGuest(t *testing.T) {
+	cfg := abi.BootConfig{TreeID: "t", Settings: settings.Settings{SessionPageSize: 7, MessagePageSize: 8},
+		Tools:       []abi.ToolDecl{{Kind: abi.ToolWebhook, Name: "deploy", Permission: "deny"}, {Kind: abi.ToolHTTPRequest, Name: "http_request"}},
+		Permissions: []permission.Rule{{Action: "kv_put", Resource: "kv:secret*", Decision: permission.Ask}, {Action: "t", Resource: "a*b", Decision: permission.Allow, Exact: true}}}
+	old := cfg.EncodeFor(abi.MinorPermissions - 1)
+	cur := cfg.EncodeFor(abi.MinorPermissions)
+	require.Equal(t, old, cur[:len(old)], "the 1.3 fields are unchanged")
+	got, err := abi.DecodeBootConfig(cur)
+	require.NoError(t, err)
+	require.Equal(t, cfg, got)
+	got, err = abi.DecodeBootConfig(old)
+	require.NoError(t, err)
+	require.Nil(t, got.Permissions)
+	require.Empty(t, got.Tools[0].Permission, "an older host's tools ask")
+	_, err = abi.DecodeBootConfig(append(old, 1, 0, 0))
+	require.ErrorIs(t, err, abi.ErrMalformed, "one tool permission for two tools")
+}
+
+// Names hands out one string per column name across results, up to its
+// bound, and decodes the same rows as DecodeRows.
+func TestDecodeRowsNames(t *testing.T) {
+	b, err := abi.Rows{Columns: []string{"session_id", "seq"}, Values: [][]any{{"s", int64(7)}, {nil, int64(300)}}}.Encode()
+	require.NoError(t, err)
+	var names abi.Names
+	first, err := abi.DecodeRowsNames(b, &names)
+	require.NoError(t, err)
+	plain, err := abi.DecodeRows(b)
+	require.NoError(t, err)
+	require.Equal(t, plain, first)
+	again, err := abi.DecodeRowsNames(b, &names)
+	require.NoError(t, err)
+	require.Same(t, unsafe.StringData(first.Columns[0]), unsafe.StringData(again.Columns[0]), "interned")
+	require.NotSame(t, unsafe.StringData(plain.Columns[0]), unsafe.StringData(first.Columns[0]))
 }

@@ -1,11 +1,13 @@
 package abi
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 	"net/http"
 	"time"
 
+	"github.com/revenantrt/revenant/core/permission"
 	"github.com/revenantrt/revenant/core/settings"
 )
 
@@ -285,7 +287,18 @@ type Statement struct {
 
 // Encode returns the wire form, or an error for an unsupported argument.
 func (s Statement) Encode() ([]byte, error) {
-	var e Encoder
+	// Sized up front: one allocation per statement (the guest encodes one
+	// per SQL call, and allocation is dear in wasm).
+	size := len(s.Query) + binary.MaxVarintLen64*(2+len(s.Args))
+	for _, a := range s.Args {
+		switch x := a.(type) {
+		case string:
+			size += len(x)
+		case []byte:
+			size += len(x)
+		}
+	}
+	e := Encoder{b: make([]byte, 0, size)}
 	e.String(s.Query)
 	e.Uvarint(uint64(len(s.Args)))
 	for i, a := range s.Args {
@@ -392,26 +405,65 @@ func (r Rows) Encode() ([]byte, error) {
 	return e.Bytes(), nil
 }
 
-// DecodeRows reads Rows.
-func DecodeRows(b []byte) (Rows, error) {
-	d := NewDecoder(b)
+// Names interns column names across results: a decoder of many results of
+// the same statements (the guest's) allocates each name once. The zero
+// value is ready; it is not safe for concurrent use.
+type Names struct{ m map[string]string }
+
+// maxNames bounds a Names: names past it are allocated per result.
+const maxNames = 1024
+
+func (n *Names) intern(b []byte) string {
+	if n == nil {
+		return string(b)
+	}
+	if s, ok := n.m[string(b)]; ok {
+		return s
+	}
+	s := string(b)
+	if n.m == nil {
+		n.m = map[string]string{}
+	}
+	if len(n.m) < maxNames {
+		n.m[s] = s
+	}
+	return s
+}
+
+// DecodeRows reads Rows. Its cells share one backing array, and the rows
+// one slice: three allocations per result besides its strings and large
+// integers, whatever its size (the guest decodes one per query).
+func DecodeRows(b []byte) (Rows, error) { return DecodeRowsNames(b, nil) }
+
+// DecodeRowsNames is DecodeRows taking column names from names (nil: none).
+func DecodeRowsNames(b []byte, names *Names) (Rows, error) {
+	d := Decoder{b: b}
 	var r Rows
 	nc := d.Count()
 	r.Columns = make([]string, 0, nc)
 	for range nc {
-		r.Columns = append(r.Columns, d.String())
+		r.Columns = append(r.Columns, names.intern(d.raw()))
 	}
 	nr := d.Count()
-	if nc == 0 && nr > 0 {
+	switch {
+	case nc == 0 && nr > 0:
 		d.fail("%d rows without columns", nr)
+	case nr > 0 && uint64(nr)*uint64(nc) > uint64(len(d.b)):
+		// Every value takes at least its tag byte.
+		d.fail("%d rows of %d columns past the buffer", nr, nc)
 	}
-	for range nr {
+	if d.err != nil || nr == 0 {
+		return r, d.Finish()
+	}
+	cells := make([]any, nr*nc)
+	r.Values = make([][]any, 0, nr)
+	for i := range nr {
+		row := cells[i*nc : (i+1)*nc : (i+1)*nc]
+		for j := range row {
+			row[j] = decodeValue(&d)
+		}
 		if d.err != nil {
 			break
-		}
-		row := make([]any, nc)
-		for i := range row {
-			row[i] = decodeValue(d)
 		}
 		r.Values = append(r.Values, row)
 	}
@@ -475,7 +527,17 @@ type BootConfig struct {
 	// give none. Default none.
 	SystemPrompt string
 	API          APIConfig
+	// Permissions are the operator's permission rules (REVENANT_CONFIG
+	// `permissions`, runner.WithPermissions), sent since 1.4 with each
+	// tool's ToolDecl.Permission: a guest of 1.4 enforces the same
+	// permission configuration as the host's own trees.
+	Permissions []permission.Rule
 }
+
+// MinorPermissions is the minor version that added the permission
+// configuration (ToolDecl.Permission, BootConfig.Permissions) at
+// BootConfig's end, after the page sizes.
+const MinorPermissions = 4
 
 // MinorPageSizes is the minor version that added the page sizes
 // (Settings.SessionPageSize, MessagePageSize) at BootConfig's end: a host
@@ -503,6 +565,9 @@ type ToolDecl struct {
 	Timeout     time.Duration
 	OutputCap   int
 	MaxBytes    int64 // ToolHTTPRequest: the policy's body cap, for the tool's description of limits
+	// Permission is the tool's configured default decision (a webhook's
+	// `permission`: "allow", "ask", "deny"); empty asks. Since 1.4.
+	Permission string
 }
 
 // APIConfig configures the guest's API handler beyond its Settings.
@@ -605,6 +670,19 @@ func (c BootConfig) EncodeFor(guestMinor uint16) []byte {
 		e.Varint(int64(s.SessionPageSize))
 		e.Varint(int64(s.MessagePageSize))
 	}
+	if guestMinor >= MinorPermissions {
+		e.Uvarint(uint64(len(c.Tools)))
+		for _, t := range c.Tools {
+			e.String(t.Permission)
+		}
+		e.Uvarint(uint64(len(c.Permissions)))
+		for _, r := range c.Permissions {
+			e.String(r.Action)
+			e.String(r.Resource)
+			e.String(string(r.Decision))
+			e.Bool(r.Exact)
+		}
+	}
 	return e.Bytes()
 }
 
@@ -645,5 +723,27 @@ func DecodeBootConfig(b []byte) (BootConfig, error) {
 	if d.err == nil && len(d.b) > 0 {
 		s.SessionPageSize, s.MessagePageSize = int(d.Varint()), int(d.Varint())
 	}
+	if d.err == nil && len(d.b) > 0 {
+		decodePermissions(d, &c)
+	}
 	return c, d.Finish()
+}
+
+// decodePermissions reads the 1.4 permission configuration: one permission
+// per declared tool, then the rules.
+func decodePermissions(d *Decoder, c *BootConfig) {
+	if n := d.Count(); n != len(c.Tools) {
+		d.fail("%d tool permissions for %d tools", n, len(c.Tools))
+		return
+	}
+	for i := range c.Tools {
+		c.Tools[i].Permission = d.String()
+	}
+	m := d.Count()
+	for range m {
+		if d.err != nil {
+			return
+		}
+		c.Permissions = append(c.Permissions, permission.Rule{Action: d.String(), Resource: d.String(), Decision: permission.Decision(d.String()), Exact: d.Bool()})
+	}
 }

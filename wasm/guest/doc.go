@@ -4,7 +4,7 @@
 // instance (core.Instance + recovery + the turn runner + the API handler),
 // driven entirely through the ABI of package wasm/abi (docs/abi.md).
 //
-//	GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o revenant.wasm ./wasm/guest
+//	GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -trimpath -ldflags='-s -w' -o revenant.wasm ./wasm/guest
 //
 // The host calls _initialize once, then revenant_boot, then any export.
 // Everything slow is split in two: the guest starts it through an import

@@ -268,8 +268,10 @@ func (b *egressBody) Close() error {
 // the guest knows its declaration, the host its URL, secret and policy.
 type proxyTool struct {
 	decl abi.ToolDecl
-	meta tool.Tool // http_request: the real tool, for Resources
-	es   *egresses
+	// resources, if set, is the kind's own resource function (http_request:
+	// web.HTTPRequestResources); otherwise the tool's name is its resource.
+	resources func(json.RawMessage) ([]string, error)
+	es        *egresses
 }
 
 func (t *proxyTool) Spec() model.ToolSpec {
@@ -282,9 +284,13 @@ func (t *proxyTool) Spec() model.ToolSpec {
 
 func (t *proxyTool) Idempotent() bool { return t.decl.Idempotent }
 
+// Permission is the tool's configured default decision, as the host
+// declared it (since ABI 1.4; empty, from an older host, asks).
+func (t *proxyTool) Permission() string { return t.decl.Permission }
+
 func (t *proxyTool) Resources(args json.RawMessage) ([]string, error) {
-	if t.meta != nil {
-		return t.meta.Resources(args)
+	if t.resources != nil {
+		return t.resources(args)
 	}
 	return []string{"tool:" + t.decl.Name}, nil
 }
@@ -317,11 +323,9 @@ func newProxyTool(d abi.ToolDecl, es *egresses) (tool.Tool, error) {
 	switch d.Kind {
 	case abi.ToolWebhook:
 	case abi.ToolHTTPRequest:
-		policy := web.NewEgress().WithMaxResponseBytes(d.MaxBytes)
-		if d.Timeout > 0 {
-			policy = policy.WithTimeout(d.Timeout)
-		}
-		t.meta = web.NewHTTPRequest(policy)
+		// The host performs the request under its policy; the guest needs
+		// only the resources (web.NewHTTPRequest would link an HTTP client).
+		t.resources = web.HTTPRequestResources
 	default:
 		return nil, fmt.Errorf("tool %s: unknown kind %q", d.Name, d.Kind)
 	}

@@ -73,13 +73,3 @@ func bytesPtr(b []byte) (unsafe.Pointer, uint32) {
 	}
 	return unsafe.Pointer(unsafe.SliceData(b)), uint32(len(b))
 }
-
-// takeResult copies an import's pending result of n bytes.
-func takeResult(n uint32) []byte {
-	if n == 0 {
-		return nil
-	}
-	b := make([]byte, n)
-	hostResult(unsafe.Pointer(unsafe.SliceData(b)))
-	return b
-}

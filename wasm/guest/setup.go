@@ -86,7 +86,7 @@ func (gg *guest) coreSetup() (core.Config, core.Driver, error) {
 	if err != nil {
 		return cfg, nil, err
 	}
-	rc := gg.configs.Runner
+	rc := gg.configs.Runner.WithPermissions(gg.cfg.Permissions)
 	if gg.cfg.SystemPrompt != "" {
 		rc = rc.WithSystemPrompt(gg.cfg.SystemPrompt)
 	}

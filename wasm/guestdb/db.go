@@ -8,6 +8,7 @@ import (
 
 	"github.com/revenantrt/revenant/core/event"
 	"github.com/revenantrt/revenant/core/storage"
+	"github.com/revenantrt/revenant/wasm/abi"
 )
 
 // DB is storage.DB over the SQL imports. The host owns the connection; the
@@ -29,6 +30,7 @@ type DB struct {
 	pending   []event.Event
 	uncertain []event.Event     // of the last transaction, whose COMMIT was reported failed
 	onEmit    func(event.Event) // called after commit, mu held
+	names     abi.Names         // column names of results, under mu
 }
 
 var _ storage.DB = (*DB)(nil)
@@ -65,7 +67,7 @@ func (d *DB) Tx(ctx context.Context, fn func(storage.Tx) error) (err error) {
 	if err := d.settle(); err != nil {
 		return err
 	}
-	if err := fn(tx{d.sql}); err != nil {
+	if err := fn(tx{d.sql, &d.names}); err != nil {
 		return err
 	}
 	if err := status(d.sql.Commit()); err != nil {
@@ -90,7 +92,7 @@ func (d *DB) settle() error {
 	if len(d.uncertain) == 0 {
 		return nil
 	}
-	rows, err := tx{d.sql}.Query(`SELECT 1 FROM events WHERE id = ?`, d.uncertain[0].ID)
+	rows, err := tx{d.sql, &d.names}.Query(`SELECT 1 FROM events WHERE id = ?`, d.uncertain[0].ID)
 	if err != nil {
 		return fmt.Errorf("look for a commit reported failed: %w", err)
 	}
@@ -137,7 +139,7 @@ func (d *DB) SelectOnes(n int) error {
 		return fmt.Errorf("begin: %w", err)
 	}
 	for range n {
-		rows, err := tx{d.sql}.Query("SELECT 1")
+		rows, err := tx{d.sql, &d.names}.Query("SELECT 1")
 		if err != nil {
 			d.rollback()
 			return err

@@ -13,7 +13,8 @@ import (
 // take, otherwise abi.ResultOK and its payload, or abi.ResultError and an
 // encoded abi.SQLError. A statement is an encoded abi.Statement. In the
 // guest the calls are the wasm imports; natively, the runtime's import
-// bodies over a host connection.
+// bodies over a host connection. A result is valid until the next call
+// (the guest reuses its buffer): DB reads each before making another.
 type SQL interface {
 	Begin() []byte
 	Exec(stmt []byte) []byte
@@ -55,8 +56,12 @@ func status(res []byte) error {
 }
 
 // tx is storage.Tx over the imports: each statement crosses in its wire
-// form and its answer comes back decoded.
-type tx struct{ sql SQL }
+// form and its answer comes back decoded, its column names interned in the
+// DB's names (its mutex held).
+type tx struct {
+	sql   SQL
+	names *abi.Names
+}
 
 func (t tx) Exec(query string, args ...any) (int64, error) {
 	b, err := abi.Statement{Query: query, Args: args}.Encode()
@@ -81,7 +86,7 @@ func (t tx) Query(query string, args ...any) (*storage.Rows, error) {
 	if err != nil {
 		return nil, err
 	}
-	rows, err := abi.DecodeRows(res)
+	rows, err := abi.DecodeRowsNames(res, t.names)
 	if err != nil {
 		return nil, err
 	}

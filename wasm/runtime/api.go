@@ -16,6 +16,15 @@ type CompileOptions struct {
 	// CacheDir keeps compiled code on disk between processes; "" keeps it
 	// in memory for the life of the Module.
 	CacheDir string
+	// Interruptible makes a guest stoppable anywhere (wazero's
+	// close-on-context-done: a check at every loop header and function
+	// entry), for a host running a guest it does not trust to call it.
+	// It makes guest code several times slower: Go's wasm output loops in
+	// every function, and each check leaves the compiled code. Without it
+	// the watchdog and Close stop a guest at its next revenant import, and
+	// a call that returns past its watchdog fails with ErrWatchdog all the
+	// same; only a guest looping without ever calling the host runs on.
+	Interruptible bool
 }
 
 // Options configure one guest instance.
@@ -35,7 +44,8 @@ type Options struct {
 	Interpose func(Site) error
 	// Watchdog bounds the wall-clock time of one guest call (a guest in an
 	// endless loop); past it the instance is closed and the call returns an
-	// error wrapping ErrWatchdog. Zero: DefaultWatchdog; negative: none
+	// error wrapping ErrWatchdog: at the guest's next import, or as the
+	// call returns (CompileOptions.Interruptible: at once). Zero: DefaultWatchdog; negative: none
 	// (a simulator that wants no wall clock anywhere).
 	Watchdog time.Duration
 	// Log receives the guest's logs (the log import) and the runtime's.

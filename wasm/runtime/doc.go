@@ -29,7 +29,14 @@
 //     through the egress-end export once the running export returns,
 //     within the same call.
 //   - A kill is wazero's documented exit from a host function:
-//     CloseWithExitCode, then panic(sys.NewExitError(…)).
+//     CloseWithExitCode, then panic(sys.NewExitError(…)). The watchdog and
+//     Close stop a guest the same way at its next revenant import, and a
+//     call that returns past its watchdog fails (CompileOptions.
+//     Interruptible: wazero stops it anywhere, for slower guest code).
+//   - Instantiation is cheap by construction: Compile merges Go's data
+//     segments into one (dataseg.go), and on Linux a guest's memory is a
+//     reserved mapping grown in place, on huge pages (memory_linux.go),
+//     unmapped only once no call can run.
 //
 // The package imports core/storage (the Conn's rows and error codes) and
 // wasm/abi (and through it core/settings, the boot configuration's knobs);

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/revenantrt/revenant/internal/guestbuild"
 	"github.com/revenantrt/revenant/wasm/abi"
 	"github.com/revenantrt/revenant/wasm/runtime"
 )
@@ -205,5 +206,61 @@ func TestTrapAndWatchdogReplaceTheGuest(t *testing.T) {
 	require.NoError(t, e.drive(600_000))
 	snap := e.snapshot()
 	require.Equal(t, "idle", snap.Status, "%+v", snap)
+	require.Equal(t, map[string]int{"session.execution.succeeded@1": 1}, e.terminals())
+}
+
+// With CompileOptions.Interruptible, wazero stops the guest anywhere; the
+// watchdog fails the call the same way.
+func TestInterruptibleWatchdog(t *testing.T) {
+	m, err := runtime.Compile(context.Background(), guestbuild.Must(t), runtime.CompileOptions{CacheDir: guestbuild.CacheDir(), Interruptible: true})
+	require.NoError(t, err)
+	t.Cleanup(func() { m.Close(context.Background()) })
+	e := newEnv(t, 5, offlineConfig())
+	f := &flaky{services: e.s}
+	g, err := m.Instantiate(context.Background(), runtime.Options{Conn: e.conn, Services: f, Watchdog: 200 * time.Millisecond})
+	require.NoError(t, err)
+	t.Cleanup(func() { g.Close(context.Background()) })
+	e.g = g
+	require.NoError(t, g.Boot(context.Background(), e.cfg))
+	e.createAndPrompt("stall me")
+	f.stall = time.Second
+	require.ErrorIs(t, g.Wake(context.Background()), runtime.ErrWatchdog)
+	require.True(t, g.Closed())
+	require.False(t, e.conn.InTx())
+}
+
+// Close from another goroutine while a call runs in the guest (here: in
+// its sql_commit import): the call fails with ErrGuestClosed, the guest's
+// memory stays mapped until it returned (it is unmapped then, not while
+// guest code may run), and a fresh guest finishes the turn.
+func TestCloseDuringCall(t *testing.T) {
+	e := newEnv(t, 12, offlineConfig())
+	armed, closed := false, false
+	interpose := func(s runtime.Site) error {
+		if !armed || closed || s.Import != abi.ImportSQLCommit || s.After {
+			return nil
+		}
+		closed = true
+		done := make(chan struct{})
+		g := e.g
+		go func() {
+			defer close(done)
+			require.NoError(t, g.Close(context.Background()))
+		}()
+		<-done
+		return nil
+	}
+	require.NoError(t, e.boot(runtime.Options{Interpose: interpose}))
+	e.createAndPrompt("close me")
+	armed = true
+	err := e.drive(120_000)
+	require.ErrorIs(t, err, runtime.ErrGuestClosed)
+	require.True(t, closed)
+	require.True(t, e.g.Closed())
+	require.False(t, e.conn.InTx())
+
+	clear(e.s.timers)
+	require.NoError(t, e.boot(runtime.Options{}))
+	require.NoError(t, e.drive(600_000))
 	require.Equal(t, map[string]int{"session.execution.succeeded@1": 1}, e.terminals())
 }

@@ -37,6 +37,7 @@ const (
 type Guest struct {
 	m    *Module
 	mod  api.Module
+	mem  *reservedMemory // the module's memory; released once no call can run
 	opts Options
 	log  *slog.Logger
 	fns  map[string]api.Function
@@ -128,12 +129,33 @@ func (g *Guest) Boot(ctx context.Context, cfg BootConfig) error {
 			cfg.HostMajor, cfg.HostMinor = abi.UnpackVersion(g.opts.HostVersion)
 		}
 	}
+	if err := checkPermissionsFit(cfg, g.guestMinor); err != nil {
+		return err
+	}
 	// The 1.3 fields go only to a guest that announced 1.3: an older
 	// decoder refuses trailing bytes.
 	if err := g.callData(ctx, abi.ExportBoot, nil, cfg.EncodeFor(g.guestMinor)); err != nil {
 		return err
 	}
 	g.booted, g.peerMinor = true, min(g.guestMinor, cfg.HostMinor)
+	return nil
+}
+
+// checkPermissionsFit refuses a permission configuration a guest older
+// than ABI 1.4 would not receive: it would run what the operator denied or
+// asked about. (A tool configured "allow" only asks there, which is safe.)
+func checkPermissionsFit(cfg BootConfig, guestMinor uint16) error {
+	if guestMinor >= abi.MinorPermissions {
+		return nil
+	}
+	if len(cfg.Permissions) > 0 {
+		return fmt.Errorf("boot: the guest speaks ABI 1.%d, which does not carry permission rules (1.%d does); rebuild the guest", guestMinor, abi.MinorPermissions)
+	}
+	for _, t := range cfg.Tools {
+		if t.Permission == "deny" {
+			return fmt.Errorf("boot: the guest speaks ABI 1.%d, which does not carry tool %s's deny (1.%d does); rebuild the guest", guestMinor, t.Name, abi.MinorPermissions)
+		}
+	}
 	return nil
 }
 
@@ -272,6 +294,7 @@ func (g *Guest) Close(ctx context.Context) error {
 			g.broken = ErrGuestClosed
 		}
 		g.rollback()
+		g.mem.release() // no call runs, and none will start
 		g.mu.Unlock()
 	}
 	return err
@@ -372,7 +395,7 @@ func (g *Guest) callContext(ctx context.Context) (context.Context, context.Cance
 func (g *Guest) run(ctx context.Context, export string, params []uint64) error {
 	g.failMsg, g.killed = "", nil
 	res, err := g.fn(export).Call(ctx, params...)
-	if err != nil {
+	if err = overran(ctx, err); err != nil {
 		return g.failed(export, err)
 	}
 	status := abi.Status(int32(res[0]))
@@ -381,6 +404,9 @@ func (g *Guest) run(ctx context.Context, export string, params []uint64) error {
 			return g.failed(export, fmt.Errorf("never quiescent after %d pumps: %w", maxPumps, ErrWatchdog))
 		}
 		if res, err = g.fn(abi.ExportPump).Call(ctx); err != nil {
+			return g.failed(export, err)
+		}
+		if err = overran(ctx, nil); err != nil {
 			return g.failed(export, err)
 		}
 		status = abi.Status(int32(res[0]))
@@ -396,6 +422,16 @@ func (g *Guest) run(ctx context.Context, export string, params []uint64) error {
 		return fmt.Errorf("%s: %w", export, ErrNotBooted)
 	}
 	return g.failed(export, fmt.Errorf("unknown status %d", status))
+}
+
+// overran is a call's error, or for a call that returned past its
+// watchdog one wrapping ErrWatchdog: a call past the bound is a trap
+// (docs/abi.md), though the guest reached no import to stop at.
+func overran(ctx context.Context, err error) error {
+	if err == nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return fmt.Errorf("returned past its watchdog: %w", ErrWatchdog)
+	}
+	return err
 }
 
 // failed closes the guest after a call died and says why.
@@ -420,6 +456,7 @@ func (g *Guest) failed(export string, err error) error {
 	if !g.mod.IsClosed() {
 		_ = g.mod.CloseWithExitCode(context.Background(), exitClosed)
 	}
+	g.mem.release() // the call returned: no guest code runs any more
 	g.log.Warn("wasm guest failed; it must be replaced", "export", export, "err", err, "stderr", g.stderr.String())
 	return fmt.Errorf("%s: %w: %w%s", export, kind, err, g.stderr.tail())
 }

@@ -33,6 +33,7 @@ func instantiateImports(ctx context.Context, r wazero.Runtime) error {
 	for _, h := range hostFns {
 		h := h
 		b.NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(func(ctx context.Context, mod api.Module, stack []uint64) {
+			interrupted(ctx, mod)
 			h.fn(guestFrom(ctx), ctx, mod, stack)
 		}), h.params, h.results).Export(h.name)
 	}
@@ -257,6 +258,28 @@ func (g *Guest) read(mod api.Module, ptr, n uint64) []byte {
 func (g *Guest) setResult(res []byte) uint64 {
 	g.result = res
 	return uint64(len(res))
+}
+
+// interrupted stops the guest at an import once the call's context is done
+// (its watchdog fired, or the caller cancelled it), as wazero's
+// close-on-context-done would at a loop: the module closes with the exit
+// code wazero uses, so the call fails the same way (Guest.failed). A guest
+// closed from another goroutine (Guest.Close) stops here too, before the
+// import does anything.
+func interrupted(ctx context.Context, mod api.Module) {
+	if mod.IsClosed() {
+		panic(sys.NewExitError(exitClosed))
+	}
+	err := ctx.Err()
+	if err == nil {
+		return
+	}
+	code := sys.ExitCodeContextCanceled
+	if errors.Is(err, context.DeadlineExceeded) {
+		code = sys.ExitCodeDeadlineExceeded
+	}
+	_ = mod.CloseWithExitCode(ctx, code)
+	panic(sys.NewExitError(code))
 }
 
 // interpose lets Options.Interpose kill the guest at this site: the module

@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	goruntime "runtime"
 	"sync/atomic"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 	"github.com/tetratelabs/wazero/sys"
 
@@ -37,9 +39,11 @@ func Compile(ctx context.Context, wasm []byte, opts CompileOptions) (*Module, er
 	} else {
 		cache = wazero.NewCompilationCache()
 	}
-	// Close-on-context-done is what makes the watchdog (and Close from
-	// another goroutine) able to stop a guest stuck in a loop.
-	cfg := wazero.NewRuntimeConfig().WithCompilationCache(cache).WithCloseOnContextDone(true)
+	// Close-on-context-done stops a guest stuck in a loop anywhere, at the
+	// price of a call out of the compiled code at every loop header: Go's
+	// wasm code runs 7-18 times slower with it (docs/RATIONALE.md, "A lean
+	// guest"). Without it the imports stop the guest (interrupted).
+	cfg := wazero.NewRuntimeConfig().WithCompilationCache(cache).WithCloseOnContextDone(opts.Interruptible)
 	r := wazero.NewRuntimeWithConfig(ctx, cfg)
 	if _, err := wasi_snapshot_preview1.Instantiate(ctx, r); err != nil {
 		r.Close(ctx)
@@ -49,7 +53,9 @@ func Compile(ctx context.Context, wasm []byte, opts CompileOptions) (*Module, er
 		r.Close(ctx)
 		return nil, fmt.Errorf("compile guest: imports: %w", err)
 	}
-	compiled, err := r.CompileModule(ctx, wasm)
+	// One data segment instead of Go's tens of thousands: the same memory,
+	// for less than half the cost of each instantiation (dataseg.go).
+	compiled, err := r.CompileModule(ctx, coalesceData(wasm))
 	if err != nil {
 		r.Close(ctx)
 		return nil, fmt.Errorf("compile guest: %w", err)
@@ -94,19 +100,28 @@ func (m *Module) Instantiate(ctx context.Context, opts Options) (*Guest, error) 
 		WithOsyield(func() {}).
 		WithRandSource(randReader{s})
 	cctx := context.WithValue(ctx, guestKey{}, g)
+	alloc, mem := newMemoryAllocator()
+	if alloc != nil {
+		cctx = experimental.WithMemoryAllocator(cctx, alloc)
+	}
 	mod, err := m.r.InstantiateModule(cctx, m.compiled, cfg)
 	if err != nil {
+		mem.release()
 		return nil, fmt.Errorf("instantiate guest: %w%s", err, g.stderr.tail())
 	}
-	g.mod = mod
+	g.mod, g.mem = mod, mem
+	// A guest dropped without Close still gives its memory back.
+	goruntime.AddCleanup(g, (*reservedMemory).release, mem)
 	res, err := g.fn(abi.ExportVersion).Call(cctx)
 	if err != nil {
 		mod.Close(ctx)
+		mem.release()
 		return nil, fmt.Errorf("instantiate guest: read ABI version: %w", err)
 	}
 	major, minor := abi.UnpackVersion(uint32(res[0]))
 	if major != abi.Major {
 		mod.Close(ctx)
+		mem.release()
 		return nil, fmt.Errorf("instantiate guest: guest ABI %d.%d, host %d.%d: %w", major, minor, abi.Major, abi.Minor, ErrVersion)
 	}
 	g.guestMinor = minor

@@ -26,7 +26,10 @@
 // answers, repeat a response_id, race a reply with an interrupt, or put
 // the question off past more kills (questions.go); the nemesis now and
 // then kills right after a reply's commit, from a small reserve of the
-// kill budget kept for replies. Prompts with /task start sub-agents
+// kill budget kept for replies. Calls of the ahook tool ask for permission
+// first (its default is ask); the same clients list the pending requests
+// and approve them once or always, or reject them, plainly or with a
+// message. Prompts with /task start sub-agents
 // (workload.go, tasking): foreground and background children of the root,
 // children that call a ledger tool or sleep, a child that starts its own
 // child, two children in one turn; the kills, zombies and full disks land

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"strings"
 
 	"github.com/revenantrt/revenant/wasm/abi"
 	"github.com/revenantrt/revenant/wasm/runtime"
@@ -48,7 +49,8 @@ const maxQuietListings = 20
 type replySpec struct {
 	question   string
 	responseID string
-	cancel     bool
+	cancel     bool // a cancel, or a permission's reject
+	perm       bool // a reply to a permission request
 	body       []byte
 	ledger     int // index in Ledger.Replies
 }
@@ -56,7 +58,8 @@ type replySpec struct {
 // asker is the client side of a tree's questions.
 type asker struct {
 	rng      *rand.Rand
-	asks     int            // prompts with /ask sent
+	asks     int            // prompts with /ask (or a call that asks for permission) sent
+	permAsks int            // prompts with a call that asks for permission sent
 	putOff   map[string]int // question → times put off
 	handled  map[string]bool
 	minted   int   // response ids
@@ -109,15 +112,20 @@ type listed struct {
 // questions new to the client.
 func (t *tree) onListing(r *request) {
 	var body struct {
-		Questions []listed `json:"questions"`
+		Questions   []listed `json:"questions"`
+		Permissions []listed `json:"permissions"`
 	}
 	if err := json.Unmarshal(r.body, &body); err != nil {
-		t.failf("questions: 200 with body %q: %v", r.body, err)
+		t.failf("%s: 200 with body %q: %v", listRoute(r.a.perms), r.body, err)
 		return
 	}
 	ls := check.Listing{Session: t.id, At: t.now, Sent: r.sent, Answered: t.commitPos(), IDs: []string{}}
+	pending := body.Questions
+	if r.a.perms {
+		ls.Kind, pending = "permission", body.Permissions
+	}
 	fresh := false
-	for _, q := range body.Questions {
+	for _, q := range pending {
 		ls.IDs = append(ls.IDs, q.ID)
 		if !t.ask.handled[q.ID] {
 			fresh = true
@@ -177,7 +185,23 @@ func (t *tree) newReply(q listed, cancel bool) *replySpec {
 	a.minted++
 	r := &replySpec{question: q.ID, responseID: fmt.Sprintf("%s-r%d", t.id, a.minted), cancel: cancel, ledger: -1}
 	body := map[string]any{"response_id": r.responseID}
-	if cancel {
+	if strings.HasPrefix(q.ID, "p-") {
+		// A permission request: a cancel is a plain reject (the turn ends);
+		// otherwise once, always, or a reject with a message (only the call
+		// fails, the turn goes on).
+		r.perm = true
+		switch {
+		case cancel:
+			body["reply"] = "reject"
+		case a.rng.IntN(3) == 0:
+			body["reply"], body["message"] = "reject", fmt.Sprintf("not now (%d)", a.minted)
+			r.cancel = true
+		case a.rng.IntN(2) == 0:
+			body["reply"] = "always"
+		default:
+			body["reply"] = "once"
+		}
+	} else if cancel {
 		body["cancel"] = true
 	} else {
 		answers := [][]string{}
@@ -243,6 +267,18 @@ func (t *tree) listAfterBoot() {
 	if t.ask.asks > 0 && t.created {
 		t.addAction(action{at: t.now, kind: actList})
 	}
+	if t.ask.permAsks > 0 && t.created {
+		t.addAction(action{at: t.now, kind: actList, perms: true})
+	}
+}
+
+// listRoute is the path segment of a list of questions or of permission
+// requests.
+func listRoute(perms bool) string {
+	if perms {
+		return "permissions"
+	}
+	return "questions"
 }
 
 // listWhenQuiet lists the questions once more when the tree went quiet
@@ -255,6 +291,9 @@ func (t *tree) listWhenQuiet() bool {
 	}
 	a.quiet++
 	t.addAction(action{at: t.now + clientRetry, kind: actList})
+	if a.permAsks > 0 {
+		t.addAction(action{at: t.now + clientRetry, kind: actList, perms: true})
+	}
 	return true
 }
 

@@ -145,8 +145,9 @@ func newTree(mod *runtime.Module, cfg Config, index int, dir string) *tree {
 		TreeID: t.id,
 		Model:  abi.ModelConfig{Kind: abi.ModelOffline, WordDelay: 40 * time.Millisecond},
 		Tools: []abi.ToolDecl{
-			{Kind: abi.ToolWebhook, Name: toolHook, Description: "records a delivery; not idempotent", Timeout: 20 * time.Second},
-			{Kind: abi.ToolWebhook, Name: toolIHook, Description: "records a delivery; deduplicates by key", Idempotent: true, Timeout: 20 * time.Second},
+			{Kind: abi.ToolWebhook, Name: toolHook, Description: "records a delivery; not idempotent", Timeout: 20 * time.Second, Permission: "allow"},
+			{Kind: abi.ToolWebhook, Name: toolIHook, Description: "records a delivery; deduplicates by key", Idempotent: true, Timeout: 20 * time.Second, Permission: "allow"},
+			{Kind: abi.ToolWebhook, Name: toolAHook, Description: "records a delivery once approved; not idempotent", Timeout: 20 * time.Second, Permission: "ask"},
 		},
 		Settings: settings.Settings{ResumeBudget: max(cfg.ResumeBudget, 0)},
 	}
@@ -591,12 +592,15 @@ func (t *tree) send(ctx context.Context, a action) {
 	case actInterrupt:
 		req = runtime.Request{Method: http.MethodPost, Path: "/v1/sessions/" + t.id + "/interrupt", Body: []byte(`{}`)}
 	case actList:
-		req = runtime.Request{Method: http.MethodGet, Path: "/v1/sessions/" + t.id + "/questions"}
+		req = runtime.Request{Method: http.MethodGet, Path: "/v1/sessions/" + t.id + "/" + listRoute(a.perms)}
 	case actReply:
-		req = runtime.Request{Method: http.MethodPost, Path: "/v1/sessions/" + t.id + "/questions/" + a.reply.question, Body: a.reply.body}
+		req = runtime.Request{Method: http.MethodPost, Path: "/v1/sessions/" + t.id + "/" + listRoute(a.reply.perm) + "/" + a.reply.question, Body: a.reply.body}
 	}
 	if a.ask {
 		t.ask.asks++
+	}
+	if a.perms && a.kind == actPrompt {
+		t.ask.permAsks++
 	}
 	req.Header = http.Header{"Content-Type": {"application/json"}}
 	t.resend(ctx, &request{a: a, req: req})

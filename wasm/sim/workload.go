@@ -15,9 +15,13 @@ import (
 const (
 	toolHook  = "hook"
 	toolIHook = "ihook"
+	// toolAHook is hook's twin that asks for permission before each call
+	// (its configured default is ask): its calls park until a client
+	// approves or rejects them (questions.go).
+	toolAHook = "ahook"
 )
 
-var ledgerTools = map[string]bool{toolHook: false, toolIHook: true}
+var ledgerTools = map[string]bool{toolHook: false, toolIHook: true, toolAHook: false}
 
 // actionKind is what a client does.
 type actionKind int
@@ -39,6 +43,7 @@ type action struct {
 	clientID string
 	tries    int        // earlier attempts answered 5xx
 	ask      bool       // a prompt whose turn asks a question
+	perms    bool       // a prompt whose call asks for permission; a list of permission requests
 	reply    *replySpec // actReply
 }
 
@@ -66,7 +71,7 @@ func (w *workload) batch(from int64, n int) []action {
 		// goes quiet): the prompt may wait in the queue for a while first.
 		if a.ask {
 			for _, after := range []int64{1_000, 3_000, 7_000, 15_000, 31_000} {
-				out = append(out, action{at: at + after + int64(w.rng.IntN(1_000)), kind: actList})
+				out = append(out, action{at: at + after + int64(w.rng.IntN(1_000)), kind: actList, perms: a.perms})
 			}
 		}
 		// Interrupts land mostly within the first seconds of a turn, while
@@ -104,10 +109,17 @@ func (w *workload) prompt(at int64) action {
 		lines = append(lines, fmt.Sprintf("/tool %s %s", name, args))
 	}
 	switch r := w.rng.IntN(31); {
+	case r < 4 && n%2 == 0:
+		tool(toolAHook)
+		a.ask, a.perms = true, true
 	case r < 4:
 		tool(toolHook)
 	case r < 8:
 		tool(toolIHook)
+	case r < 11 && n%2 == 0: // a call that runs, then one that asks first
+		tool(toolIHook)
+		tool(toolAHook)
+		a.ask, a.perms = true, true
 	case r < 11:
 		tool(toolIHook)
 		tool(toolHook)

@@ -38,7 +38,8 @@ type Config struct {
 	APIKey string
 	// Model is the model name sent when a request names none. Required.
 	Model string
-	// Client sends the requests. Nil means http.DefaultClient.
+	// Client sends the requests. Nil means http.DefaultClient, except in
+	// the wasip1 guest, which has no network of its own and must pass one.
 	Client Doer
 	// MaxRetryAfter caps the wait a provider asks for. Zero means
 	// DefaultMaxRetryAfter.
@@ -125,7 +126,10 @@ func New(cfg Config) (*Model, error) {
 		headers:       http.Header{},
 	}
 	if m.client == nil {
-		m.client = http.DefaultClient
+		m.client = defaultClient()
+	}
+	if m.client == nil {
+		return nil, errors.New("openai: no client: this platform has no default HTTP client")
 	}
 	if m.maxRetryAfter == 0 {
 		m.maxRetryAfter = DefaultMaxRetryAfter

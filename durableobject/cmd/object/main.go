@@ -62,7 +62,7 @@ const SettingsVar = "REVENANT_SETTINGS"
 type program struct {
 	configs       settings.Configs
 	maxRetryAfter time.Duration
-	tools         config.Config // REVENANT_TOOLS: webhook tools and the egress policy
+	tools         config.Config // REVENANT_TOOLS: webhook tools, permission rules and the egress policy
 }
 
 func load() (*program, error) {
@@ -114,7 +114,9 @@ func (p *program) setup(clock core.Clock) (core.Config, core.Driver, error) {
 	if err != nil {
 		return cfg, nil, err
 	}
-	driver, err := runner.New(m, registry, p.configs.Runner)
+	// Permission rules and each webhook's permission are enforced by the
+	// runner, as on the local server.
+	driver, err := runner.New(m, registry, p.configs.Runner.WithPermissions(p.tools.Permissions))
 	return cfg, driver, err
 }
 

@@ -24,7 +24,7 @@ const ToolsVar = "REVENANT_TOOLS"
 
 // toolsSections are the REVENANT_CONFIG sections ToolsVar may hold; the
 // settings are REVENANT_SETTINGS'.
-var toolsSections = []string{"webhook_tools", "egress"}
+var toolsSections = []string{"webhook_tools", "permissions", "egress"}
 
 // parseTools reads raw (ToolsVar's value) with config/, each webhook's
 // secret_env looked up with getenv. Errors name the key and never quote a
@@ -84,13 +84,6 @@ func parseTools(raw string, getenv func(string) string) (config.Config, error) {
 	c, err := config.Parse(data)
 	if err != nil {
 		return config.Config{}, fmt.Errorf("%s: %w", ToolsVar, err)
-	}
-	for _, w := range c.WebhookTools {
-		if config.Decision(w.Permission) == config.Deny {
-			// As the local server: permissions are not enforced yet, so a
-			// denied tool would run; refuse it rather than rely on it.
-			return config.Config{}, fmt.Errorf("%s: webhook tool %s has permission deny, but this build does not enforce permissions yet; remove the tool instead", ToolsVar, w.Name)
-		}
 	}
 	return c, nil
 }

@@ -47,13 +47,13 @@ func TestParseToolsRefuses(t *testing.T) {
 	}
 	for raw, msg := range map[string]string{
 		`[]`:                                   "REVENANT_TOOLS: not a JSON object",
-		`{"settings":{}}`:                      "REVENANT_TOOLS: settings: unknown key (allowed: webhook_tools, egress; settings go in REVENANT_SETTINGS)",
+		`{"settings":{}}`:                      "REVENANT_TOOLS: settings: unknown key (allowed: webhook_tools, permissions, egress; settings go in REVENANT_SETTINGS)",
 		hook(`,"secret":"` + hookSecret + `"`): "REVENANT_TOOLS: webhook_tools[0].secret: give the Worker secret's name as secret_env instead",
 		hook(``):                               "REVENANT_TOOLS: webhook_tools[0].secret_env: required",
 		hook(`,"secret_env":"MISSING"`):        "REVENANT_TOOLS: webhook_tools[0].secret_env: the Worker secret MISSING is not set (wrangler secret put MISSING)",
 		hook(`,"secret_env":"SHORT"`):          "webhook_tools[0].secret: must be at least 16 bytes",
-		hook(`,"secret_env":"LEDGER_SECRET","permission":"deny"`): "webhook tool ledger has permission deny",
-		`{"egress":{"ports":[0]}}`:                                "egress.ports[0]: must be 1–65535",
+		`{"permissions":[{"action":"t","resource":"*","decision":"no"}]}`: `permissions[0].decision: must be "allow", "ask" or "deny"`,
+		`{"egress":{"ports":[0]}}`:                                        "egress.ports[0]: must be 1–65535",
 	} {
 		_, err := parseTools(raw, secrets)
 		require.Error(t, err, raw)

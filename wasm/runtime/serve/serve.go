@@ -70,6 +70,9 @@ func Declare(tools []tool.Tool) []abi.ToolDecl {
 		if _, ok := t.(*web.HTTPRequest); ok {
 			d.Kind = abi.ToolHTTPRequest
 		}
+		if p, ok := t.(interface{ Permission() string }); ok { // a webhook's configured decision
+			d.Permission = p.Permission()
+		}
 		out = append(out, d)
 	}
 	return out

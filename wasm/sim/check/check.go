@@ -125,7 +125,7 @@ func Tree(path string, ledger *Ledger, opts Options) (Result, error) {
 		return Result{}, fmt.Errorf("check %s: %w", opts.Label, err)
 	}
 	ck := &checker{opts: opts, h: h, calls: map[string]*call{}, turns: map[string]*turn{}, queued: map[string]int{},
-		questions: map[string]*question{}, asking: map[string]bool{}, roots: map[string]string{}, waitingIn: map[string]bool{}, ledger: ledger,
+		questions: map[string]*question{}, asking: map[string]bool{}, permCalls: map[string][]string{}, roots: map[string]string{}, waitingIn: map[string]bool{}, ledger: ledger,
 		sub: newSubagents(), res: Result{Ends: map[string]int{}}}
 	for _, sid := range h.order {
 		ck.session(sid, h.logs[sid])
@@ -134,6 +134,7 @@ func Tree(path string, ledger *Ledger, opts Options) (Result, error) {
 	ck.quiescence()
 	ck.effects(ledger)
 	ck.replies(ledger)
+	ck.approvals()
 	ck.observed(ledger)
 	ck.emits(ledger)
 	diffs, err := rebuildDiffs(db)
@@ -292,7 +293,8 @@ type checker struct {
 	// each session to its root; waitingIn are the sessions whose open
 	// turn is parked with a question pending at quiescence.
 	questions map[string]*question
-	asking    map[string]bool // calls that asked a question
+	asking    map[string]bool     // calls that asked a question
+	permCalls map[string][]string // calls that asked for permission → their request ids
 	roots     map[string]string
 	waitingIn map[string]bool
 	ledger    *Ledger

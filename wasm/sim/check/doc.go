@@ -35,6 +35,10 @@
 //     resolution) once, only after every question of its park is
 //     answered; a turn waiting for an answer, and the prompts queued
 //     behind it, are visibly waiting, not lost, and hold no claim;
+//     permission requests are judged by the same rules (approved, rejected
+//     or cancelled instead of answered or cancelled), and a call that asked
+//     for permission is executing, so reaches its receiver, only after an
+//     approval of it committed (body-after-approval);
 //   - sub-agents: a task call has at most one child (a re-run call
 //     re-attaches) and the child runs at most one turn for it; a
 //     background child's notice is admitted to its parent exactly once,

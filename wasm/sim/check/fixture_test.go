@@ -37,7 +37,7 @@ type receivers struct {
 
 func (r *receivers) tools() []tool.Tool {
 	mk := func(name string, idem bool) tool.Tool {
-		return tool.Func{Name: name, IsIdempotent: idem, Run: func(ctx context.Context, c tool.Call) (string, error) {
+		return tool.Func{DefaultPermission: "allow", Name: name, IsIdempotent: idem, Run: func(ctx context.Context, c tool.Call) (string, error) {
 			var args struct{ Block bool }
 			_ = json.Unmarshal(c.Arguments, &args)
 			r.mu.Lock()

@@ -18,12 +18,18 @@ const (
 	RuleQuestionByClient Rule = "question-resolved-by-client"
 	RuleQuestionListed   Rule = "question-listed-until-resolved"
 	RuleContinuation     Rule = "continuation-after-resolution"
+	// RuleApproval: a call that asked for permission becomes executing (and
+	// so reaches its receiver) only after an approval of it committed.
+	RuleApproval Rule = "body-after-approval"
 )
 
 // Listing is a list of pending questions the API answered 200. Sent and
 // Answered are the tree's commit positions (highest events.gseq) when the
 // request was last sent and when its answer ended (0: not known).
 type Listing struct {
+	// Kind is the list's: "" for GET …/questions, "permission" for GET
+	// …/permissions (its ids start "p-").
+	Kind     string   `json:"kind,omitempty"`
 	Session  string   `json:"session"`
 	At       int64    `json:"at"`
 	Sent     int64    `json:"sent"`
@@ -71,13 +77,72 @@ type park struct {
 // answeredSettlement reports whether e settles a call that asked a
 // question, from its committed answers: progress, as core counts it (the
 // person's answer will not be asked again), though no tool body ran.
+//
+// A call that asked for permission is different: an approved one runs its
+// body, whose settlement is progress as any body's (by Ran), while one
+// settled without running after its executing record died (outcome
+// unknown) is not; only a rejected one, settled declined from the reply,
+// is the person's answer.
 func (ck *checker) answeredSettlement(e *rec) bool {
-	return e.Type == event.ToolSettled && ck.asking[e.p.CallID]
+	if e.Type != event.ToolSettled || !ck.asking[e.p.CallID] {
+		return false
+	}
+	if ck.permCalls[e.p.CallID] != nil {
+		return e.p.Outcome == event.OutcomeDeclined
+	}
+	return true
 }
 
-// resolution reports whether e resolves a question.
+// resolution reports whether e resolves a question or a permission
+// request (the rules of questions apply to both kinds of blocker).
 func resolution(e *rec) bool {
-	return e.Type == event.QuestionAnswered || e.Type == event.QuestionCancelled
+	switch e.Type {
+	case event.QuestionAnswered, event.QuestionCancelled, event.PermissionApproved, event.PermissionRejected, event.PermissionCancelled:
+		return true
+	}
+	return false
+}
+
+// proceeds reports whether a resolution lets its call continue (an answer,
+// an approval, a reject with a message) rather than ending the turn.
+func proceeds(r *rec) bool {
+	return r != nil && (r.Type == event.QuestionAnswered || r.Type == event.PermissionApproved || r.Type == event.PermissionRejected)
+}
+
+// endsByReply reports whether a resolution is a client's reply that ends
+// the turn and cancels its siblings: a cancelled question, a rejected
+// permission request (a reject with a message does not, but the log does
+// not tell them apart, so either counts).
+func endsByReply(r *rec) bool {
+	return r != nil && ((r.Type == event.QuestionCancelled && r.p.Reason == event.CancelReply) || r.Type == event.PermissionRejected)
+}
+
+// kindOf is a blocker id's listing kind.
+func kindOf(id string) string {
+	if strings.HasPrefix(id, "p-") {
+		return "permission"
+	}
+	return ""
+}
+
+// approvals judges the calls that asked for permission: each executing
+// record follows a committed approval of one of the call's requests.
+func (ck *checker) approvals() {
+	for _, callID := range slices.Sorted(maps.Keys(ck.permCalls)) {
+		c := ck.calls[callID]
+		if c == nil || c.executing == nil {
+			continue
+		}
+		ok := false
+		for _, id := range ck.permCalls[callID] {
+			if r := ck.questions[id].resolved; r != nil && r.Type == event.PermissionApproved && r.gseq > 0 && r.gseq < c.executing.gseq {
+				ok = true
+			}
+		}
+		if !ok {
+			ck.fail(c.session, c.executing, RuleApproval, "call %s is executing without a committed approval of its permission request", callID)
+		}
+	}
 }
 
 // parked records the questions of a park; each id is asked once.
@@ -103,6 +168,9 @@ func (ck *checker) parked(sid string, e *rec, tr *turn) {
 		}
 		ck.questions[b.ID] = &question{id: b.ID, session: sid, prompt: tr.id, step: e.p.StepID, asked: e, park: p}
 		ck.asking[b.CallID] = true
+		if kindOf(b.ID) == "permission" {
+			ck.permCalls[b.CallID] = append(ck.permCalls[b.CallID], b.ID)
+		}
 		p.ids = append(p.ids, b.ID)
 		ck.res.Questions++
 	}
@@ -112,9 +180,10 @@ func (ck *checker) parked(sid string, e *rec, tr *turn) {
 // resolve records a question's resolution: the first one only, and by a
 // client's reply or the user's interrupt only.
 func (ck *checker) resolve(sid string, e *rec, l *Ledger) {
-	if e.Type == event.QuestionAnswered {
+	switch e.Type {
+	case event.QuestionAnswered, event.PermissionApproved:
 		ck.res.Answered++
-	} else {
+	default:
 		ck.res.Cancelled++
 	}
 	q := ck.questions[e.p.BlockerID]
@@ -130,8 +199,11 @@ func (ck *checker) resolve(sid string, e *rec, l *Ledger) {
 	if e.p.Reason == event.CancelInterrupt || e.p.Reason == event.CancelSibling {
 		return // judged with the turn's end (endedParked)
 	}
-	cancel := e.Type == event.QuestionCancelled
-	if cancel && e.p.Reason != event.CancelReply {
+	if e.Type == event.PermissionApproved && e.p.Reason == event.ApprovedAlways && e.p.ResponseID == "" {
+		return // approved by another request's always reply, in its transaction
+	}
+	cancel := e.Type == event.QuestionCancelled || e.Type == event.PermissionRejected
+	if e.Type == event.PermissionCancelled || (e.Type == event.QuestionCancelled && e.p.Reason != event.CancelReply) {
 		ck.fail(sid, e, RuleQuestionByClient, "question %s is cancelled for %q: only a reply, a sibling's cancel or the user's interrupt cancels one", q.id, e.p.Reason)
 		return
 	}
@@ -156,6 +228,9 @@ func (ck *checker) whileParked(sid string, e, prev *rec, tr *turn) {
 	if p == nil || p.continued != nil || resolution(e) || taskResolution(e) {
 		return
 	}
+	if e.Type == event.ToolSettled && e.p.Outcome == event.OutcomeDeclined && ck.permCalls[e.p.CallID] != nil {
+		return // a plain reject settles its call declined in the reply's transaction
+	}
 	// One report per park, but one per execution started too soon; the
 	// rightful continuation is still recognised after them, so the budget
 	// rule does not report that one again.
@@ -177,7 +252,7 @@ func (ck *checker) whileParked(sid string, e, prev *rec, tr *turn) {
 		}
 		for _, id := range p.ids {
 			q := ck.questions[id]
-			if q.resolved == nil || q.resolved.Type != event.QuestionAnswered {
+			if !proceeds(q.resolved) {
 				fail("the parked turn of %s continues while question %s is not answered%s", tr.id, id, after)
 				return
 			}
@@ -229,7 +304,7 @@ func (ck *checker) endedParked(sid string, tr *turn) {
 	}
 	if p := tr.parked; p != nil && p.continued == nil && tr.end == nil {
 		for _, id := range p.ids {
-			if q := ck.questions[id]; q.resolved == nil || q.resolved.Type != event.QuestionAnswered {
+			if q := ck.questions[id]; !proceeds(q.resolved) {
 				return // visibly waiting
 			}
 		}
@@ -244,7 +319,7 @@ func (ck *checker) endedParked(sid string, tr *turn) {
 
 func (ck *checker) cancelledByReply(p *park) bool {
 	for _, id := range p.ids {
-		if r := ck.questions[id].resolved; r != nil && r.Type == event.QuestionCancelled && r.p.Reason == event.CancelReply {
+		if endsByReply(ck.questions[id].resolved) {
 			return true
 		}
 	}
@@ -309,7 +384,7 @@ func (ck *checker) replies(l *Ledger) {
 		}
 		for _, id := range slices.Sorted(maps.Keys(ck.questions)) {
 			q := ck.questions[id]
-			if listed[id] || !committedBy(q.asked, ls.Sent) || (q.resolved != nil && committedBy(q.resolved, ls.Answered)) {
+			if kindOf(id) != ls.Kind || listed[id] || !committedBy(q.asked, ls.Sent) || (q.resolved != nil && committedBy(q.resolved, ls.Answered)) {
 				continue
 			}
 			if q.session != ls.Session && ck.root(q.session) != ls.Session {

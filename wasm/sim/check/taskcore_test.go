@@ -17,21 +17,15 @@ import (
 	"github.com/revenantrt/revenant/wasm/sim/check"
 )
 
-// knownNoticeBug says why TestNoticeToParkedParentKeepsItParked is
-// skipped: what the simulator found in core (wasm/sim's campaigns report
-// it as continuation-after-resolution on a task blocker).
-const knownNoticeBug = "core bug found by the simulator (seed 1, sessions 20, session 1): a background child's " +
-	"notice takes its parent's claim while the parent's turn is parked (core/job.go admitNotice skips the parked " +
-	"check Admit makes), and afterChildTurn then starts the parked turn with cause resolution before its blocker " +
-	"(a foreground child, or a question) is resolved; remove this skip once core is fixed"
-
-// The real core, judged by the checker: a background child that ends while
+// The real core, judged by the checker (the simulator found this one:
+// core once took the parked parent's claim for the notice and started the
+// parked turn, cause resolution, before its blocker was resolved): a
+// background child that ends while
 // its parent's turn is parked (on a foreground child waiting for an answer)
 // admits its notice to the parent's queue without promoting it past the
 // park (DESIGN §9: prompts admitted while parked are queued): the parked
 // turn continues only from its child's end.
 func TestNoticeToParkedParentKeepsItParked(t *testing.T) {
-	t.Skip(knownNoticeBug)
 	judgeNoticeToParkedParent(t)
 }
 
@@ -40,7 +34,7 @@ func TestNoticeToParkedParentKeepsItParked(t *testing.T) {
 func noticeToParkedParent(t *testing.T) (string, *check.Ledger) {
 	tr := treetest.New(t)
 	entered, release := make(chan string, 1), make(chan struct{})
-	gate := tool.Func{Name: "gate", Run: func(ctx context.Context, c tool.Call) (string, error) {
+	gate := tool.Func{DefaultPermission: "allow", Name: "gate", Run: func(ctx context.Context, c tool.Call) (string, error) {
 		entered <- c.ID
 		select {
 		case <-release:

@@ -1,0 +1,122 @@
+package permission
+
+// Policy is the rules that apply to one session's calls, by layer (see the
+// package doc for the precedence). The zero Policy decides every call by
+// the tool's default.
+type Policy struct {
+	// Config is REVENANT_CONFIG's `permissions`, in file order.
+	Config []Rule
+	// Session is the session's own `permissions`, from its config at
+	// creation.
+	Session []Rule
+	// Saved is the tree's `always` rules, oldest first.
+	Saved []Rule
+}
+
+// Verdict is the decision on one call and what decided it.
+type Verdict struct {
+	Decision Decision
+	// Resource is the resource whose decision is the call's (the first of
+	// the strictest); "" for a call with no resources.
+	Resource string
+	// Rule is the rule that decided Resource; for FromDefault it is the
+	// tool's default written as a rule (Action the tool, Resource "*").
+	Rule   Rule
+	Source Source
+}
+
+// Decide decides a call of action touching resources, def being the tool's
+// default (Default). Each resource is decided on its own and the strictest
+// decision wins, the first such resource naming the rule.
+func (p Policy) Decide(action string, def Decision, resources []string) Verdict {
+	if len(resources) == 0 {
+		resources = []string{""}
+	}
+	var out Verdict
+	for i, res := range resources {
+		v := p.decideOne(action, def, res)
+		if i == 0 || v.Decision.strictness() > out.Decision.strictness() {
+			out = v
+		}
+	}
+	return out
+}
+
+// Pending lists the resources of a call that the policy still asks about
+// (neither allowed nor denied), in order and without repeats: what an
+// approval must cover.
+func (p Policy) Pending(action string, def Decision, resources []string) []string {
+	if len(resources) == 0 {
+		resources = []string{""}
+	}
+	var out []string
+	seen := map[string]bool{}
+	for _, res := range resources {
+		if !seen[res] && p.decideOne(action, def, res).Decision == Ask {
+			out = append(out, res)
+		}
+		seen[res] = true
+	}
+	return out
+}
+
+func (p Policy) decideOne(action string, def Decision, resource string) Verdict {
+	if !def.Valid() {
+		def = Ask
+	}
+	base := Verdict{Decision: def, Resource: resource, Rule: Rule{Action: action, Resource: "*", Decision: def}, Source: FromDefault}
+	if r, ok := last(p.Config, action, resource); ok {
+		base = Verdict{Decision: r.Decision, Resource: resource, Rule: r, Source: FromConfig}
+	}
+	if base.Decision == Deny {
+		return base // the operator's deny is final
+	}
+	if r, ok := last(p.Saved, action, resource); ok {
+		return Verdict{Decision: r.Decision, Resource: resource, Rule: r, Source: FromSaved}
+	}
+	if r, ok := last(p.Session, action, resource); ok {
+		return Verdict{Decision: r.Decision, Resource: resource, Rule: r, Source: FromSession}
+	}
+	return base
+}
+
+// last is the last rule of rules matching the call.
+func last(rules []Rule, action, resource string) (Rule, bool) {
+	for i := len(rules) - 1; i >= 0; i-- {
+		if rules[i].Matches(action, resource) {
+			return rules[i], true
+		}
+	}
+	return Rule{}, false
+}
+
+// Default is a tool's default decision: declared if the tool declares a
+// valid one (a webhook's configured `permission`), Allow for a tool whose
+// whole effect stays in the tree (inTree: kv_get, kv_put) and for the
+// built-in question, task and http_request tools (http_request's egress
+// policy guards it; rules can make it ask), and Ask for any other tool.
+func Default(name string, inTree bool, declared Decision) Decision {
+	switch {
+	case declared.Valid():
+		return declared
+	case inTree:
+		return Allow
+	}
+	switch name {
+	case "question", "task", "http_request":
+		return Allow
+	}
+	return Ask
+}
+
+// AlwaysRules are the rules an `always` reply to a request about action
+// saves: allow action on exactly each resource the request asked about
+// (Exact rules, so a '*' in a resource such as a kv key covers nothing
+// more), never a wider pattern.
+func AlwaysRules(action string, resources []string) []Rule {
+	out := make([]Rule, 0, len(resources))
+	for _, res := range resources {
+		out = append(out, Rule{Action: action, Resource: res, Decision: Allow, Exact: true})
+	}
+	return out
+}

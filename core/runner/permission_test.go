@@ -1,0 +1,698 @@
+package runner_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/revenantrt/revenant/core"
+	"github.com/revenantrt/revenant/core/event"
+	"github.com/revenantrt/revenant/core/model"
+	"github.com/revenantrt/revenant/core/model/offline"
+	"github.com/revenantrt/revenant/core/permission"
+	"github.com/revenantrt/revenant/core/runner"
+	"github.com/revenantrt/revenant/core/storage"
+	"github.com/revenantrt/revenant/core/tool"
+	"github.com/revenantrt/revenant/internal/treetest"
+)
+
+// deployTool touches "target:<target>" (or what resolve makes of the
+// target, to re-resolve a call differently after a restart). It declares
+// no default permission, so it asks unless a rule decides. Every body run
+// is counted in the ledger.
+type deployTool struct {
+	l          *ledger
+	idempotent bool
+	mu         sync.Mutex
+	resolve    func(target string) string
+}
+
+func (d *deployTool) Spec() model.ToolSpec {
+	return model.ToolSpec{Name: "deploy", Description: "Deploy to a target.", Schema: json.RawMessage(`{"type":"object"}`)}
+}
+func (d *deployTool) Idempotent() bool    { return d.idempotent }
+func (d *deployTool) Limits() tool.Limits { return tool.Limits{} }
+
+func (d *deployTool) Resources(args json.RawMessage) ([]string, error) {
+	var a struct{ Target string }
+	if err := json.Unmarshal(args, &a); err != nil || a.Target == "" {
+		return nil, errors.New("target is required")
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.resolve != nil {
+		return []string{d.resolve(a.Target)}, nil
+	}
+	return []string{"target:" + a.Target}, nil
+}
+
+func (d *deployTool) Execute(ctx context.Context, c tool.Call) (string, error) {
+	d.l.mu.Lock()
+	defer d.l.mu.Unlock()
+	d.l.executions["deploy"]++
+	if !d.idempotent || d.l.effects[c.IdempotencyKey] == 0 {
+		d.l.effects[c.IdempotencyKey]++
+	}
+	return "deployed", nil
+}
+
+// deployModel calls deploy on the target named by the turn's prompt ("deploy
+// staging" → {"target":"staging"}; "deploy a b" → two calls in one step) and
+// answers in text once the calls have results. It keeps the last request.
+type deployModel struct {
+	mu       sync.Mutex
+	requests int
+	lastReq  model.Request
+}
+
+func (m *deployModel) Name() string { return "deploy-script" }
+
+func (m *deployModel) Stream(_ context.Context, req model.Request) (model.Stream, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.requests++
+	m.lastReq = req
+	var last model.Message
+	for _, msg := range req.Messages {
+		if !msg.Notice {
+			last = msg
+		}
+	}
+	if last.Role != model.RoleUser {
+		return &scriptStream{s: scriptStep{chunks: text("done")}}, nil
+	}
+	var chunks []model.Chunk
+	for i, target := range strings.Fields(strings.TrimPrefix(last.Text, "deploy ")) {
+		chunks = append(chunks, model.Chunk{ToolCall: &model.ToolCallDelta{Index: i, ID: fmt.Sprintf("call_%d", i), Name: "deploy",
+			Arguments: fmt.Sprintf(`{"target":%q}`, target)}})
+	}
+	return &scriptStream{s: scriptStep{chunks: append(chunks, model.Chunk{Finish: model.FinishToolCalls})}}, nil
+}
+
+func (m *deployModel) toolResults() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []string
+	for _, msg := range m.lastReq.Messages {
+		if msg.Role == model.RoleTool {
+			out = append(out, msg.Text)
+		}
+	}
+	return out
+}
+
+// permRun is one tree with the deploy tool and model.
+type permRun struct {
+	tr  *treetest.Tree
+	m   *deployModel
+	l   *ledger
+	d   *deployTool
+	cfg runner.Config
+	sid string
+}
+
+func newPermRun(t *testing.T, idempotent bool) *permRun {
+	l := newLedger()
+	return &permRun{tr: treetest.New(t), m: &deployModel{}, l: l, d: &deployTool{l: l, idempotent: idempotent}, cfg: runner.NewConfig(), sid: "s"}
+}
+
+func (c *permRun) boot(t *testing.T) *treetest.Node {
+	return c.tr.Boot(newRunner(t, c.m, c.cfg, c.d, tool.KVGet(), tool.KVPut()))
+}
+
+func (c *permRun) admit(t *testing.T, n *treetest.Node, clientID, text string) string {
+	t.Helper()
+	a, err := n.Inst.Admit(ctx, c.sid, core.PromptInput{ClientID: clientID, Text: text})
+	require.NoError(t, err)
+	return a.PromptID
+}
+
+func permissions(t *testing.T, n *treetest.Node, sid string) []core.Blocker {
+	t.Helper()
+	bs, err := n.Inst.Blockers(ctx, sid, event.KindPermission)
+	require.NoError(t, err)
+	return bs
+}
+
+func permReply(id, decision, message string) core.Reply {
+	return core.Reply{Kind: event.KindPermission, ResponseID: id, Decision: decision, Message: message}
+}
+
+// callSettlements are the settlements of one call.
+func callSettlements(t *testing.T, evs []event.Event, callID string) []event.Settled {
+	var out []event.Settled
+	for _, s := range settlements(t, evs) {
+		if s.CallID == callID {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func savedRules(t *testing.T, tr *treetest.Tree) []permission.Rule {
+	var rules []permission.Rule
+	tr.Read(func(tx storage.Tx) error {
+		var err error
+		rules, err = core.SavedRules(tx)
+		return err
+	})
+	return rules
+}
+
+// A call that must ask parks with a permission request; the instance is
+// torn down with the database kept; a fresh one boots; the same request id
+// is listed and answerable, and each reply does what it promises.
+func TestPermissionOutlivesTheInstance(t *testing.T) {
+	for _, mode := range []string{"once", "reject", "reject-message", "always"} {
+		t.Run(mode, func(t *testing.T) {
+			c := newPermRun(t, false)
+			n := c.boot(t)
+			n.NewSession(c.sid)
+			pid := c.admit(t, n, "p1", "deploy staging")
+			n.Idle()
+
+			asked := permissions(t, n, c.sid)
+			require.Len(t, asked, 1)
+			p := asked[0]
+			assert.Equal(t, "p-"+p.CallID+"-0", p.ID)
+			var req core.PermissionRequest
+			require.NoError(t, json.Unmarshal(p.Request, &req))
+			assert.Equal(t, "deploy", req.Action)
+			assert.Equal(t, []string{"target:staging"}, req.Resources)
+			assert.JSONEq(t, `{"target":"staging"}`, string(req.Arguments))
+			assert.Equal(t, core.StatusWaiting, snapshotStatus(t, n, c.sid))
+			assert.False(t, c.tr.Claim(c.sid).Exists)
+			assert.Zero(t, c.l.count("deploy"), "nothing runs before the approval")
+			assert.Empty(t, treetest.OfType(c.tr.Events(c.sid), event.ToolExecuting))
+
+			n.Crash()
+			n2 := c.boot(t)
+			again := permissions(t, n2, c.sid)
+			require.Len(t, again, 1)
+			assert.Equal(t, p.ID, again[0].ID, "the same request id after a restart")
+			assert.Zero(t, c.l.count("deploy"), "a restart runs nothing")
+
+			var reply core.Reply
+			switch mode {
+			case "once":
+				reply = permReply("r1", core.ReplyOnce, "")
+			case "always":
+				reply = permReply("r1", core.ReplyAlways, "")
+			case "reject":
+				reply = permReply("r1", core.ReplyReject, "")
+			case "reject-message":
+				reply = permReply("r1", core.ReplyReject, "not on a Friday")
+			}
+			res, err := n2.Inst.Reply(ctx, c.sid, p.ID, reply)
+			require.NoError(t, err)
+			n2.Idle()
+			evs := c.tr.Events(c.sid)
+			settled := callSettlements(t, evs, p.CallID)
+			require.Len(t, settled, 1, "the call settles once")
+			assert.Empty(t, permissions(t, n2, c.sid))
+
+			switch mode {
+			case "once", "always":
+				assert.Equal(t, core.BlockerApproved, res.State)
+				assert.Equal(t, 1, c.l.count("deploy"), "the body ran once")
+				assert.Equal(t, event.OutcomeOK, settled[0].Outcome)
+				assert.Greater(t, seqOf(evs, event.ToolSettled), seqOf(evs, event.ToolExecuting), "executing is written before the body")
+				assert.Greater(t, seqOf(evs, event.ToolExecuting), seqOf(evs, event.PermissionApproved), "and after the approval")
+				assert.Equal(t, "succeeded", c.tr.PromptState(pid))
+				assert.Equal(t, 1, startedWith(t, evs, event.CauseResolution))
+			case "reject":
+				assert.Equal(t, core.BlockerRejected, res.State)
+				assert.Zero(t, c.l.count("deploy"), "a rejected call never runs")
+				assert.Equal(t, event.OutcomeDeclined, settled[0].Outcome)
+				assert.Equal(t, "interrupted", c.tr.PromptState(pid), "a plain reject ends the turn")
+				terms := treetest.Terminals(evs)
+				require.Len(t, terms, 1)
+				var in event.Interrupted
+				require.NoError(t, terms[0].Decode(&in))
+				assert.Equal(t, event.ReasonUser, in.Reason)
+				assert.Zero(t, startedWith(t, evs, event.CauseResolution))
+			case "reject-message":
+				assert.Equal(t, core.BlockerRejected, res.State)
+				assert.Zero(t, c.l.count("deploy"))
+				assert.Equal(t, event.OutcomeDeclined, settled[0].Outcome)
+				assert.Equal(t, "succeeded", c.tr.PromptState(pid), "the turn continues")
+				assert.Equal(t, []string{core.DeclinedByUser + " The user said: not on a Friday"}, c.m.toolResults(), "the model reads the feedback")
+			}
+
+			if mode != "always" {
+				assert.Empty(t, savedRules(t, c.tr), "only always saves a rule")
+				return
+			}
+			assert.Equal(t, []permission.Rule{{Action: "deploy", Resource: "target:staging", Decision: permission.Allow, Exact: true}}, savedRules(t, c.tr))
+			// The saved rule survives another restart and covers the same
+			// resource: a later call does not ask; another resource does.
+			n2.Crash()
+			n3 := c.boot(t)
+			parkedBefore := len(treetest.OfType(c.tr.Events(c.sid), event.StepParked))
+			p2 := c.admit(t, n3, "p2", "deploy staging")
+			n3.Idle()
+			assert.Equal(t, "succeeded", c.tr.PromptState(p2))
+			assert.Equal(t, 2, c.l.count("deploy"), "the always rule allowed the second call")
+			assert.Len(t, treetest.OfType(c.tr.Events(c.sid), event.StepParked), parkedBefore, "no new request")
+			c.admit(t, n3, "p3", "deploy production")
+			n3.Idle()
+			other := permissions(t, n3, c.sid)
+			require.Len(t, other, 1, "another resource asks")
+			assert.Equal(t, 2, c.l.count("deploy"))
+		})
+	}
+}
+
+// Kill before and after every commit from the admission through the ask,
+// the approval, the call's executing and its settlement to the turn's end;
+// the client retries its admission and its reply (same ids) on a fresh
+// instance. The body runs at most once (non-idempotent tool), exactly once
+// when the kill came before executing or the tool is idempotent; the
+// request is approved exactly once and never resolved by the kill.
+func TestPermissionKilledAtEveryCommit(t *testing.T) {
+	for _, idempotent := range []bool{false, true} {
+		t.Run(fmt.Sprintf("idempotent=%v", idempotent), func(t *testing.T) {
+			approve := func(n *treetest.Node, sid string) error {
+				bs, err := n.Inst.Blockers(ctx, sid, event.KindPermission)
+				if err != nil || len(bs) == 0 {
+					return err
+				}
+				_, err = n.Inst.Reply(ctx, sid, bs[0].ID, permReply("r1", core.ReplyOnce, ""))
+				return err
+			}
+			clean := newPermRun(t, idempotent)
+			n := clean.boot(t)
+			n.NewSession(clean.sid)
+			base := n.Kill.Commits()
+			clean.admit(t, n, "p1", "deploy staging")
+			n.Idle()
+			require.NoError(t, approve(n, clean.sid))
+			n.Idle()
+			commits := n.Kill.Commits() - base
+			require.Equal(t, 1, clean.l.count("deploy"))
+
+			for i := 1; i <= commits; i++ {
+				for _, after := range []bool{false, true} {
+					t.Run(fmt.Sprintf("commit%02d/after=%v", i, after), func(t *testing.T) {
+						c := newPermRun(t, idempotent)
+						n := c.boot(t)
+						n.NewSession(c.sid)
+						n.Kill.KillAt(i, after)
+						_, _ = n.Inst.Admit(ctx, c.sid, core.PromptInput{ClientID: "p1", Text: "deploy staging"})
+						n.Idle()
+						var rid string
+						if !dead(n) {
+							bs := permissions(t, n, c.sid)
+							require.Len(t, bs, 1)
+							rid = bs[0].ID
+							_ = approve(n, c.sid) // may die inside the reply
+							n.Idle()
+						}
+						require.True(t, dead(n), "commit %d is within the run", i)
+						n.Crash()
+						evs := c.tr.Events(c.sid)
+						executingBeforeKill := len(treetest.OfType(evs, event.ToolExecuting)) > 0
+						assert.Empty(t, treetest.OfType(evs, event.PermissionRejected), "a kill never rejects")
+						assert.Empty(t, treetest.OfType(evs, event.PermissionCancelled), "a kill never cancels")
+						if len(treetest.OfType(evs, event.PermissionApproved)) == 0 {
+							assert.Zero(t, c.l.count("deploy"), "no body without a committed approval")
+						}
+
+						n2 := c.boot(t)
+						c.admit(t, n2, "p1", "deploy staging")
+						n2.Idle()
+						if rid == "" {
+							bs := permissions(t, n2, c.sid)
+							require.Len(t, bs, 1, "the fresh instance asked")
+							rid = bs[0].ID
+						}
+						res, err := n2.Inst.Reply(ctx, c.sid, rid, permReply("r1", core.ReplyOnce, ""))
+						require.NoError(t, err, "the client's retried reply is the original outcome or the first")
+						assert.Equal(t, core.BlockerApproved, res.State)
+						n2.Idle()
+
+						evs = c.tr.Events(c.sid)
+						terms := treetest.Terminals(evs)
+						require.Len(t, terms, 1, "one terminal")
+						assert.Equal(t, event.ExecutionSucceeded, terms[0].Type)
+						assert.Len(t, treetest.OfType(evs, event.StepParked), 1, "asked once")
+						assert.Len(t, treetest.OfType(evs, event.PermissionApproved), 1, "approved once")
+						assert.Equal(t, "p-"+strings.TrimSuffix(strings.TrimPrefix(rid, "p-"), "-0")+"-0", rid)
+						callID := strings.TrimSuffix(strings.TrimPrefix(rid, "p-"), "-0")
+						s := callSettlements(t, evs, callID)
+						require.Len(t, s, 1, "settled once")
+						runs := c.l.count("deploy")
+						switch {
+						case idempotent:
+							assert.GreaterOrEqual(t, runs, 1)
+							assert.Equal(t, event.OutcomeOK, s[0].Outcome)
+							for key, n := range c.l.effects {
+								assert.Equal(t, 1, n, "one effect for key %s", key)
+							}
+						case executingBeforeKill:
+							assert.LessOrEqual(t, runs, 1, "a non-idempotent body runs at most once")
+						default:
+							assert.Equal(t, 1, runs, "killed before executing: the body runs exactly once")
+							assert.Equal(t, event.OutcomeOK, s[0].Outcome)
+						}
+						assert.Empty(t, permissions(t, n2, c.sid))
+						assert.False(t, c.tr.Claim(c.sid).Exists)
+					})
+				}
+			}
+			t.Logf("ask, approve, execute: %d commits, %d crash runs", commits, 2*commits)
+		})
+	}
+}
+
+// An approval covers the resources it was asked about, nothing else: a
+// call approved, killed before its body, and re-resolved by the next
+// instance to another resource asks again (the next ordinal), and only
+// that approval lets it run.
+func TestPermissionReResolvedResourceAsksAgain(t *testing.T) {
+	c := newPermRun(t, false)
+	n := c.boot(t)
+	n.NewSession(c.sid)
+	pid := c.admit(t, n, "p1", "deploy staging")
+	n.Idle()
+	p := permissions(t, n, c.sid)[0]
+	n.Kill.KillAt(1, true) // the reply commits, then the process dies
+	_, _ = n.Inst.Reply(ctx, c.sid, p.ID, permReply("r1", core.ReplyOnce, ""))
+	n.Idle()
+	require.True(t, dead(n))
+	n.Crash()
+	require.Len(t, treetest.OfType(c.tr.Events(c.sid), event.PermissionApproved), 1, "the approval is durable")
+	require.Empty(t, treetest.OfType(c.tr.Events(c.sid), event.ToolExecuting))
+	require.Zero(t, c.l.count("deploy"))
+
+	c.d.mu.Lock()
+	c.d.resolve = func(target string) string { return "target:" + target + "-eu" }
+	c.d.mu.Unlock()
+	n2 := c.boot(t)
+	n2.Idle()
+	assert.Zero(t, c.l.count("deploy"), "the approval of target:staging does not cover target:staging-eu")
+	asked := permissions(t, n2, c.sid)
+	require.Len(t, asked, 1, "asked afresh")
+	assert.Equal(t, "p-"+p.CallID+"-1", asked[0].ID, "with the next ordinal")
+	var req core.PermissionRequest
+	require.NoError(t, json.Unmarshal(asked[0].Request, &req))
+	assert.Equal(t, []string{"target:staging-eu"}, req.Resources)
+
+	_, err := n2.Inst.Reply(ctx, c.sid, asked[0].ID, permReply("r2", core.ReplyOnce, ""))
+	require.NoError(t, err)
+	n2.Idle()
+	assert.Equal(t, 1, c.l.count("deploy"))
+	assert.Equal(t, "succeeded", c.tr.PromptState(pid))
+}
+
+// An always reply approves the step's other pending requests it now
+// covers, in its own transaction; a request for another resource stays
+// pending, and the turn continues once it is resolved.
+func TestPermissionAlwaysApprovesCoveredSiblings(t *testing.T) {
+	c := newPermRun(t, false)
+	n := c.boot(t)
+	n.NewSession(c.sid)
+	pid := c.admit(t, n, "p1", "deploy staging staging production")
+	n.Idle()
+	asked := permissions(t, n, c.sid)
+	require.Len(t, asked, 3, "three calls, three requests, one park")
+	require.Len(t, treetest.OfType(c.tr.Events(c.sid), event.StepParked), 1)
+
+	_, err := n.Inst.Reply(ctx, c.sid, asked[0].ID, permReply("r1", core.ReplyAlways, ""))
+	require.NoError(t, err)
+	n.Idle()
+	left := permissions(t, n, c.sid)
+	require.Len(t, left, 1, "the second staging request was approved by the always rule")
+	assert.Equal(t, asked[2].ID, left[0].ID)
+	assert.Zero(t, c.l.count("deploy"), "nothing runs while a blocker of the step is pending")
+	_, err = n.Inst.Reply(ctx, c.sid, asked[1].ID, permReply("r9", core.ReplyReject, ""))
+	var conflict *core.ReplyConflict
+	require.ErrorAs(t, err, &conflict, "a reply to the covered request is a conflict")
+	assert.Equal(t, event.ApprovedAlways, conflict.Winner.Reason)
+
+	_, err = n.Inst.Reply(ctx, c.sid, left[0].ID, permReply("r2", core.ReplyOnce, ""))
+	require.NoError(t, err)
+	n.Idle()
+	assert.Equal(t, 3, c.l.count("deploy"))
+	assert.Equal(t, "succeeded", c.tr.PromptState(pid))
+}
+
+// Rules decide before anything runs: a configured deny declines the call
+// (the model reads why) and a session's allow cannot lift it; a session's
+// allow lets a call run without asking; a kv rule that asks parks an
+// in-tree tool, whose approved effect commits with its settlement.
+func TestPermissionRules(t *testing.T) {
+	c := newPermRun(t, false)
+	c.cfg = runner.NewConfig().WithPermissions([]permission.Rule{{Action: "deploy", Resource: "target:prod*", Decision: permission.Deny}})
+	n := c.boot(t)
+	_, err := n.Inst.CreateSession(ctx, core.NewSession{ID: c.sid, Principal: "p", Config: json.RawMessage(`{"permissions":[
+		{"action":"deploy","resource":"*","decision":"allow"}]}`)})
+	require.NoError(t, err)
+	pid := c.admit(t, n, "p1", "deploy production")
+	n.Idle()
+	assert.Zero(t, c.l.count("deploy"))
+	assert.Equal(t, "succeeded", c.tr.PromptState(pid), "a declined call is the model's to handle")
+	s := settlements(t, c.tr.Events(c.sid))
+	require.Len(t, s, 1)
+	assert.Equal(t, event.OutcomeDeclined, s[0].Outcome)
+	assert.Contains(t, s[0].Output, "declined by a permission rule")
+	assert.Empty(t, permissions(t, n, c.sid))
+
+	c.admit(t, n, "p2", "deploy staging")
+	n.Idle()
+	assert.Equal(t, 1, c.l.count("deploy"), "the session's allow runs it without asking")
+	assert.Empty(t, permissions(t, n, c.sid))
+}
+
+// The offline model drives permissions with a /tool call whose rule asks;
+// the projections (blockers and saved rules among them) rebuilt from the
+// log equal the stored ones after a randomized history of asks answered
+// once, always, reject and reject with a message, interrupts and crashes.
+func TestPermissionProjectionsEqualTheirRebuild(t *testing.T) {
+	for seed := uint64(1); seed <= 3; seed++ {
+		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(seed, 0))
+			tr := treetest.New(t)
+			reg, err := tool.NewRegistry(tool.Defaults()...)
+			require.NoError(t, err)
+			cfg := runner.NewConfig().WithPermissions([]permission.Rule{{Action: "kv_put", Resource: "kv:secret*", Decision: permission.Ask}})
+			r, err := runner.New(offline.New(nil, offline.Options{}), reg, cfg)
+			require.NoError(t, err)
+			n := tr.Boot(r)
+			sessions := []string{n.NewSession("s0")}
+			texts := []string{
+				`/tool kv_put {"key":"secret-1","value":"v"}`,
+				`/tool kv_put {"key":"secret-2","value":"v"}`,
+				`/tool kv_put {"key":"open","value":"v"}`,
+				"/tool kv_put {\"key\":\"secret-1\",\"value\":\"w\"}\n/ask sure?",
+			}
+			replies := []core.Reply{
+				permReply("", core.ReplyOnce, ""), permReply("", core.ReplyAlways, ""),
+				permReply("", core.ReplyReject, ""), permReply("", core.ReplyReject, "use another key"),
+			}
+			for step := range 50 {
+				sid := sessions[rng.IntN(len(sessions))]
+				switch op := rng.IntN(10); {
+				case op == 0:
+					sessions = append(sessions, n.NewSession(fmt.Sprintf("s%d", step+1)))
+				case op <= 3:
+					_, err := n.Inst.Admit(ctx, sid, core.PromptInput{Text: texts[rng.IntN(len(texts))]})
+					require.NoError(t, err)
+				case op <= 7:
+					bs, err := n.Inst.Blockers(ctx, sid, "")
+					require.NoError(t, err)
+					if len(bs) == 0 {
+						continue
+					}
+					reply := core.Reply{Answers: [][]string{{"yes"}}}
+					if bs[0].Kind == event.KindPermission {
+						reply = replies[rng.IntN(len(replies))]
+					}
+					reply.ResponseID = fmt.Sprint("r", step)
+					_, err = n.Inst.Reply(ctx, sid, bs[0].ID, reply)
+					require.NoError(t, err)
+				case op == 8:
+					_, err := n.Inst.Interrupt(ctx, sid, event.ReasonUser)
+					require.NoError(t, err)
+				default:
+					n.Idle()
+					n.Crash()
+					n = tr.Boot(r)
+				}
+				n.Idle()
+			}
+			n.Idle()
+			n.Crash()
+
+			before := dumpTables(t, tr)
+			tr.Read(core.Rebuild)
+			require.Equal(t, before, dumpTables(t, tr))
+			states := map[string]int{}
+			for _, row := range before["blockers"] {
+				states[fmt.Sprint(row[6], "/", row[9])]++ // kind / state
+			}
+			t.Logf("blockers by kind and state: %v; saved rules: %d", states, len(before["permission_rules"]))
+			assert.Positive(t, states["permission/approved"]+states["permission/rejected"], "the history resolved permission requests")
+		})
+	}
+}
+
+// Two different replies race: exactly one wins, the other is a conflict
+// naming the winner, and the body runs only if the approval won.
+func TestPermissionRepliesRace(t *testing.T) {
+	wins := map[string]int{}
+	for i := range 6 {
+		t.Run(fmt.Sprint("run", i), func(t *testing.T) {
+			c := newPermRun(t, false)
+			n := c.boot(t)
+			n.NewSession(c.sid)
+			c.admit(t, n, "p1", "deploy staging")
+			n.Idle()
+			p := permissions(t, n, c.sid)[0]
+			replies := []core.Reply{permReply("a", core.ReplyOnce, ""), permReply("b", core.ReplyReject, "")}
+			errs := make(chan error, 2)
+			for _, r := range replies {
+				go func() {
+					_, err := n.Inst.Reply(ctx, c.sid, p.ID, r)
+					errs <- err
+				}()
+			}
+			var lost []*core.ReplyConflict
+			for range replies {
+				var conflict *core.ReplyConflict
+				if err := <-errs; errors.As(err, &conflict) {
+					lost = append(lost, conflict)
+				} else {
+					require.NoError(t, err)
+				}
+			}
+			require.Len(t, lost, 1, "exactly one reply wins")
+			n.Idle()
+			evs := c.tr.Events(c.sid)
+			approved, rejected := len(treetest.OfType(evs, event.PermissionApproved)), len(treetest.OfType(evs, event.PermissionRejected))
+			require.Equal(t, 1, approved+rejected)
+			if approved == 1 {
+				assert.Equal(t, "a", lost[0].Winner.ResponseID)
+				assert.Equal(t, 1, c.l.count("deploy"))
+				wins["once"]++
+			} else {
+				assert.Equal(t, "b", lost[0].Winner.ResponseID)
+				assert.Zero(t, c.l.count("deploy"))
+				wins["reject"]++
+			}
+			assert.Len(t, treetest.Terminals(evs), 1)
+		})
+	}
+	t.Logf("winners: %v", wins)
+}
+
+// A reply races an interrupt of the waiting session: one of them resolves
+// the request, never both; if the interrupt won, the body never runs and
+// the reply is refused with the interrupt's cancellation as the winner.
+func TestPermissionReplyRacesInterrupt(t *testing.T) {
+	for _, order := range []string{"reply-first", "interrupt-first", "race", "race", "race", "race"} {
+		t.Run(order, func(t *testing.T) {
+			c := newPermRun(t, false)
+			n := c.boot(t)
+			n.NewSession(c.sid)
+			c.admit(t, n, "p1", "deploy staging")
+			n.Idle()
+			p := permissions(t, n, c.sid)[0]
+			replied := make(chan error, 1)
+			doReply := func() {
+				_, err := n.Inst.Reply(ctx, c.sid, p.ID, permReply("r", core.ReplyOnce, ""))
+				replied <- err
+			}
+			switch order {
+			case "reply-first":
+				doReply()
+			case "race":
+				go doReply()
+			}
+			_, err := n.Inst.Interrupt(ctx, c.sid, event.ReasonUser)
+			require.NoError(t, err)
+			if order == "interrupt-first" {
+				doReply()
+			}
+			rerr := <-replied
+			n.Idle()
+			evs := c.tr.Events(c.sid)
+			approved, cancelled := len(treetest.OfType(evs, event.PermissionApproved)), len(treetest.OfType(evs, event.PermissionCancelled))
+			require.Equal(t, 1, approved+cancelled, "resolved exactly once")
+			if cancelled == 1 {
+				var conflict *core.ReplyConflict
+				require.ErrorAs(t, rerr, &conflict)
+				assert.Equal(t, event.CancelInterrupt, conflict.Winner.Reason)
+				assert.Zero(t, c.l.count("deploy"), "no body after the interrupt won")
+			} else {
+				require.NoError(t, rerr)
+				assert.NotEqual(t, "interrupt-first", order)
+				assert.LessOrEqual(t, c.l.count("deploy"), 1)
+			}
+			assert.Len(t, treetest.Terminals(evs), 1)
+			assert.False(t, c.tr.Claim(c.sid).Exists)
+		})
+	}
+}
+
+// A reject with a message fails only its call: the step's other request
+// stays pending, and once it is approved the turn continues with both
+// results. A plain reject cancels the step's other requests and ends the
+// turn: nothing runs.
+func TestPermissionRejectScope(t *testing.T) {
+	t.Run("with a message", func(t *testing.T) {
+		c := newPermRun(t, false)
+		n := c.boot(t)
+		n.NewSession(c.sid)
+		pid := c.admit(t, n, "p1", "deploy a b")
+		n.Idle()
+		asked := permissions(t, n, c.sid)
+		require.Len(t, asked, 2)
+		_, err := n.Inst.Reply(ctx, c.sid, asked[0].ID, permReply("r1", core.ReplyReject, "not a"))
+		require.NoError(t, err)
+		n.Idle()
+		left := permissions(t, n, c.sid)
+		require.Len(t, left, 1, "the other request stays pending")
+		assert.Equal(t, asked[1].ID, left[0].ID)
+		assert.Equal(t, "running", c.tr.PromptState(pid), "still parked")
+		_, err = n.Inst.Reply(ctx, c.sid, left[0].ID, permReply("r2", core.ReplyOnce, ""))
+		require.NoError(t, err)
+		n.Idle()
+		assert.Equal(t, "succeeded", c.tr.PromptState(pid))
+		assert.Equal(t, 1, c.l.count("deploy"), "only the approved call ran")
+		assert.Equal(t, []string{core.DeclinedByUser + " The user said: not a", "deployed"}, c.m.toolResults())
+	})
+	t.Run("plain", func(t *testing.T) {
+		c := newPermRun(t, false)
+		n := c.boot(t)
+		n.NewSession(c.sid)
+		pid := c.admit(t, n, "p1", "deploy a b")
+		n.Idle()
+		asked := permissions(t, n, c.sid)
+		require.Len(t, asked, 2)
+		_, err := n.Inst.Reply(ctx, c.sid, asked[0].ID, permReply("r1", core.ReplyReject, ""))
+		require.NoError(t, err)
+		n.Idle()
+		assert.Empty(t, permissions(t, n, c.sid))
+		evs := c.tr.Events(c.sid)
+		cancelled := treetest.OfType(evs, event.PermissionCancelled)
+		require.Len(t, cancelled, 1, "the sibling is cancelled")
+		var r event.Resolution
+		require.NoError(t, cancelled[0].Decode(&r))
+		assert.Equal(t, asked[1].ID, r.BlockerID)
+		assert.Equal(t, event.CancelSibling, r.Reason)
+		assert.Equal(t, "interrupted", c.tr.PromptState(pid))
+		assert.Zero(t, c.l.count("deploy"))
+		_, err = n.Inst.Reply(ctx, c.sid, asked[1].ID, permReply("r2", core.ReplyOnce, ""))
+		var conflict *core.ReplyConflict
+		require.ErrorAs(t, err, &conflict, "a cancelled request cannot be approved")
+	})
+}
