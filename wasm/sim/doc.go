@@ -29,7 +29,12 @@
 // kill budget kept for replies. Calls of the ahook tool ask for permission
 // first (its default is ask); the same clients list the pending requests
 // and approve them once or always, or reject them, plainly or with a
-// message. The simulator is every webhook's receiver:
+// message. Prompts with /task start sub-agents
+// (workload.go, tasking): foreground and background children of the root,
+// children that call a ledger tool or sleep, a child that starts its own
+// child, two children in one turn; the kills, zombies and full disks land
+// in them as anywhere, and package check judges each child, job, notice and
+// task result. The simulator is every webhook's receiver:
 // it records each delivery with its Idempotency-Key in the ledger and
 // answers in virtual time, now and then with a failure.
 //

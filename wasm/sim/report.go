@@ -15,6 +15,7 @@ func (r *Result) Print(w io.Writer) {
 	var boots, kills, zombies, zombieCalls, diskFulls, failedWrites, lateIOErrs, steps, prompts, resumes, calls, deliveries, applied, events int
 	var latencies []int64
 	var questions, answered, cancelled, continued, listings, replyKills, commitKills int
+	var children, background, notices, taskResults, orphaned int
 	replies := map[string]int{}
 	ends := map[string]int{}
 	byTool := map[string]int{}
@@ -47,6 +48,11 @@ func (r *Result) Print(w io.Writer) {
 		cancelled += s.Check.Cancelled
 		continued += s.Check.Continued
 		listings += len(s.Ledger.Listings)
+		children += s.Check.Children
+		background += s.Check.Background
+		notices += s.Check.Notices
+		taskResults += s.Check.TaskResults
+		orphaned += s.Check.Orphaned
 		replyKills += s.ReplyKills
 		commitKills += s.ReplyCommitKills
 		for _, r := range s.Ledger.Replies {
@@ -66,6 +72,8 @@ func (r *Result) Print(w io.Writer) {
 	fmt.Fprintf(w, "tool calls %d; deliveries %d (%s), %d applied\n", calls, deliveries, counts(byTool), applied)
 	fmt.Fprintf(w, "questions %d (answered %d, cancelled %d, continued %d); listings %d; replies by status: %s; kills in a reply %d, right after its commit %d\n",
 		questions, answered, cancelled, continued, listings, counts(replies), replyKills, commitKills)
+	fmt.Fprintf(w, "sub-agents %d (background %d); background notices %d; foreground calls resolved by their child %d; jobs ended before their child (parent ended) %d\n",
+		children, background, notices, taskResults, orphaned)
 	notes := map[string]Note{}
 	for _, s := range r.Sessions {
 		for k, n := range s.Notes {

@@ -67,6 +67,23 @@ func TestSmallCampaignKeepsTheInvariants(t *testing.T) {
 	assert.Positive(t, conflicts, "replies refused 409")
 	assert.Positive(t, commitKills, "kills right after a reply's commit")
 
+	// Sub-agents run in the foreground and the background: foreground
+	// calls get their child's result, background children's notices
+	// arrive, and some parents end before their child.
+	var children, background, notices, taskResults, orphaned int
+	for _, s := range res.Sessions {
+		children += s.Check.Children
+		background += s.Check.Background
+		notices += s.Check.Notices
+		taskResults += s.Check.TaskResults
+		orphaned += s.Check.Orphaned
+	}
+	assert.Positive(t, children-background, "foreground children")
+	assert.Positive(t, background, "background children")
+	assert.Positive(t, notices, "background notices")
+	assert.Positive(t, taskResults, "foreground calls resolved by their child")
+	assert.Positive(t, orphaned, "jobs ended with their parent's turn, before their child")
+
 	// Permission requests are asked, approved (once or always) and
 	// rejected (plainly or with a message), and approved calls reach their
 	// receiver: the checker's body-after-approval rule judged them.

@@ -51,7 +51,8 @@ type action struct {
 // are written in the offline model's directives (docs/offline-model.md):
 // tool calls against the ledger tools, /sleep for turns that span virtual
 // time, /fail for model failures, /ask for questions that park the turn
-// until a client replies (questions.go), plain words; some replace the
+// until a client replies (questions.go), /task for sub-agents in the
+// foreground and the background (tasking), plain words; some replace the
 // running turn, some queue behind it, and interrupts land in between.
 type workload struct {
 	rng     *rand.Rand
@@ -107,7 +108,7 @@ func (w *workload) prompt(at int64) action {
 		args, _ := json.Marshal(map[string]any{"n": n, "line": len(lines)})
 		lines = append(lines, fmt.Sprintf("/tool %s %s", name, args))
 	}
-	switch r := w.rng.IntN(25); {
+	switch r := w.rng.IntN(31); {
 	case r < 4 && n%2 == 0:
 		tool(toolAHook)
 		a.ask, a.perms = true, true
@@ -133,9 +134,11 @@ func (w *workload) prompt(at int64) action {
 		kv, _ := json.Marshal(map[string]string{"key": fmt.Sprintf("k%d", w.rng.IntN(4)), "value": fmt.Sprint(n)})
 		lines = append(lines, "/tool kv_put "+string(kv))
 	case r < 20:
-	default:
+	case r < 25:
 		a.ask = true
 		lines = append(lines, w.asking(n, r-20)...)
+	default:
+		lines = append(lines, w.tasking(n, r-25)...)
 	}
 	lines = append(lines, words(w.rng, n))
 	a.text = strings.Join(lines, "\n")
@@ -168,6 +171,36 @@ func (w *workload) asking(n, kind int) []string {
 		return []string{q(1), q(2)}
 	}
 	return []string{q(1), fmt.Sprintf("/sleep %ds", 1+w.rng.IntN(5))}
+}
+
+// tasking is the directives of a prompt that starts sub-agents (DESIGN
+// §10; docs/offline-model.md, /task): a foreground child that echoes, one
+// that calls a ledger tool, a background child that calls the
+// non-idempotent one, a background child that sleeps (its notice comes
+// while later turns run, or during a kill), a foreground child that starts
+// a foreground child of its own (depth 2), and two children in one turn (a
+// background one, then a foreground one that sleeps). A child's prompt is
+// the rest of its line, so it holds one directive at most, and asks
+// nothing.
+func (w *workload) tasking(n, kind int) []string {
+	tool := func(name string, line int) string {
+		args, _ := json.Marshal(map[string]any{"n": n, "line": line, "child": true})
+		return fmt.Sprintf("/tool %s %s", name, args)
+	}
+	say := words(w.rng, n)
+	switch kind {
+	case 0:
+		return []string{"/task " + say}
+	case 1:
+		return []string{"/task " + tool(toolIHook, 0)}
+	case 2:
+		return []string{"/task --background " + tool(toolHook, 0)}
+	case 3:
+		return []string{fmt.Sprintf("/task --background /sleep %ds", 1+w.rng.IntN(10))}
+	case 4:
+		return []string{"/task /task " + say}
+	}
+	return []string{"/task --background " + say, fmt.Sprintf("/task /sleep %ds", 1+w.rng.IntN(5))}
 }
 
 var vocabulary = strings.Fields("the quick brown fox jumps over a lazy dog while agents resume turns after every eviction")

@@ -35,13 +35,15 @@ const (
 	RuleWakeArmed   Rule = "claim-has-wake-up"
 	RuleClaimed     Rule = "open-prompt-has-claim"
 	RuleBootResumes Rule = "boot-resumes-every-claim"
-	// The rules of durable questions are in questions.go.
+	// The rules of durable questions are in questions.go, those of
+	// sub-agents in tasks.go.
 )
 
 // Rules lists every rule, in the order summaries print them.
 var Rules = []Rule{RuleEnds, RuleQuiescence, RuleAfterInterrupt, RuleBudget, RuleEffects,
 	RuleSeqs, RuleProjections, RuleNotices, RuleSteps, RuleZombie, RuleSettled, RuleWakeArmed, RuleClaimed, RuleBootResumes,
-	RuleEmits, RuleQuestionOnce, RuleQuestionByClient, RuleQuestionListed, RuleContinuation}
+	RuleEmits, RuleQuestionOnce, RuleQuestionByClient, RuleQuestionListed, RuleContinuation,
+	RuleChildOnce, RuleNoticeOnce, RuleJobSettled, RuleOrphanChild, RuleTaskResult}
 
 // Violation is one broken invariant, tied to the first event that shows it
 // when there is one.
@@ -89,6 +91,11 @@ type Result struct {
 	// resolved so (Cancelled by a reply, a sibling's cancel or an
 	// interrupt); Continued the parks continued from their answers.
 	Questions, Answered, Cancelled, Continued int
+	// Children counts the sub-agents (Background of them in the
+	// background); Notices the background notices admitted; TaskResults
+	// the foreground calls resolved by their child's end; Orphaned the
+	// children whose job ended before their turn did (parent interrupted).
+	Children, Background, Notices, TaskResults, Orphaned int
 
 	Violations []Violation
 }
@@ -119,10 +126,11 @@ func Tree(path string, ledger *Ledger, opts Options) (Result, error) {
 	}
 	ck := &checker{opts: opts, h: h, calls: map[string]*call{}, turns: map[string]*turn{}, queued: map[string]int{},
 		questions: map[string]*question{}, asking: map[string]bool{}, permCalls: map[string][]string{}, roots: map[string]string{}, waitingIn: map[string]bool{}, ledger: ledger,
-		res: Result{Ends: map[string]int{}}}
+		sub: newSubagents(), res: Result{Ends: map[string]int{}}}
 	for _, sid := range h.order {
 		ck.session(sid, h.logs[sid])
 	}
+	ck.subagentRules()
 	ck.quiescence()
 	ck.effects(ledger)
 	ck.replies(ledger)
@@ -190,10 +198,18 @@ type payload struct {
 	// A park's blockers; a resolution's blocker and response.
 	Blockers []struct {
 		ID     string `json:"id"`
+		Kind   string `json:"kind"`
 		CallID string `json:"call_id"`
 	} `json:"blockers"`
 	BlockerID  string `json:"blocker_id"`
 	ResponseID string `json:"response_id"`
+	// Sub-agents: a child's parent, a job's child, a prompt's client id,
+	// a settlement's output.
+	ParentID   string `json:"parent_id"`
+	ChildID    string `json:"child_id"`
+	Background bool   `json:"background"`
+	ClientID   string `json:"client_id"`
+	Output     string `json:"output"`
 }
 
 func load(db conn) (*history, error) {
@@ -282,6 +298,7 @@ type checker struct {
 	roots     map[string]string
 	waitingIn map[string]bool
 	ledger    *Ledger
+	sub       subagents // tasks.go
 }
 
 func (ck *checker) fail(session string, at *rec, rule Rule, format string, args ...any) {
@@ -350,6 +367,10 @@ func (ck *checker) session(sid string, log []rec) {
 		if e.Type == event.SessionCreated {
 			ck.roots[sid] = e.p.RootID
 		}
+		ck.noteSubagent(sid, e)
+		if ck.taskEvent(sid, e) {
+			continue
+		}
 		if e.Type == event.PromptAdmitted {
 			if ck.turns[e.p.PromptID] != nil {
 				ck.fail(sid, e, RuleEnds, "prompt %s admitted twice", e.p.PromptID)
@@ -367,9 +388,11 @@ func (ck *checker) session(sid string, log []rec) {
 		case event.ExecutionStarted:
 			execPrompt[e.p.ExecutionID] = e.p.PromptID
 		}
+		// Judged whatever turn it names, or none.
 		if resolution(e) {
-			// Judged whatever turn it names, or none.
 			ck.resolve(sid, e, ck.ledger)
+		} else if taskResolution(e) {
+			ck.resolveTask(sid, e)
 		}
 		pid := owner(e)
 		if pid == "" {
@@ -408,11 +431,14 @@ func (ck *checker) session(sid string, log []rec) {
 		if progress(*e) || ck.answeredSettlement(e) {
 			tr.resumes = 0
 		}
-		ck.whileParked(sid, e, tr)
+		var prev *rec
+		if i > 0 {
+			prev = &log[i-1]
+		}
+		ck.whileParked(sid, e, prev, tr)
 		switch e.Type {
 		case event.StepParked:
 			ck.parked(sid, e, tr)
-			ck.res.Questions += len(e.p.Blockers)
 		case event.ExecutionStarted:
 			if e.p.Cause == event.CauseResolution && tr.parked != nil && tr.parked.continued == e {
 				ck.res.Continued++

@@ -39,6 +39,15 @@
 //     or cancelled instead of answered or cancelled), and a call that asked
 //     for permission is executing, so reaches its receiver, only after an
 //     approval of it committed (body-after-approval);
+//   - sub-agents: a task call has at most one child (a re-run call
+//     re-attaches) and the child runs at most one turn for it; a
+//     background child's notice is admitted to its parent exactly once,
+//     with its turn's end; every job ends once and has ended at
+//     quiescence; no child claim is left without a live job or waiting
+//     call naming it, and no child is resumed after its job ended; a
+//     foreground call's task blocker is resolved once, by its child's end
+//     (or cancelled by the parent's interrupt), and a call settled ok
+//     carries the child's final answer;
 //   - every durable event reaches the host's emit exactly once, in commit
 //     order, a commit reported failed that was durable (a late IOERR)
 //     included; only an instance that died before emitting its last

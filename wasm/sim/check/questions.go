@@ -1,6 +1,7 @@
 package check
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -67,7 +68,8 @@ type question struct {
 // continued the turn from their resolution.
 type park struct {
 	e         *rec
-	ids       []string
+	ids       []string // its questions
+	tasks     []string // its task blockers (tasks.go)
 	continued *rec
 	broken    bool // a violation of whileParked was reported: one per park
 }
@@ -150,6 +152,16 @@ func (ck *checker) parked(sid string, e *rec, tr *turn) {
 	}
 	p := &park{e: e}
 	for _, b := range e.p.Blockers {
+		if b.Kind == event.KindTask {
+			if w := ck.sub.waits[b.ID]; w != nil {
+				ck.fail(sid, e, RuleTaskResult, "task blocker %s is parked on again (first #%d)", b.ID, w.park.e.Seq)
+				continue
+			}
+			ck.sub.waits[b.ID] = &taskWait{id: b.ID, session: sid, call: b.CallID, prompt: tr.id, park: p}
+			ck.asking[b.CallID] = true // its settlement from the child's end is progress, as an answer's is
+			p.tasks = append(p.tasks, b.ID)
+			continue
+		}
 		if q := ck.questions[b.ID]; q != nil {
 			ck.fail(sid, e, RuleQuestionOnce, "question %s is asked again (first #%d)", b.ID, q.asked.Seq)
 			continue
@@ -160,6 +172,7 @@ func (ck *checker) parked(sid string, e *rec, tr *turn) {
 			ck.permCalls[b.CallID] = append(ck.permCalls[b.CallID], b.ID)
 		}
 		p.ids = append(p.ids, b.ID)
+		ck.res.Questions++
 	}
 	tr.parked, tr.resumes = p, 0 // a parked turn consumes no budget (§6.3)
 }
@@ -207,29 +220,46 @@ func (ck *checker) resolve(sid string, e *rec, l *Ledger) {
 }
 
 // whileParked judges an event of a parked turn that has not continued:
-// only its questions' resolutions and its end may come.
-func (ck *checker) whileParked(sid string, e *rec, tr *turn) {
+// only its questions' resolutions and its end may come. prev is the event
+// before e in the session's log (nil for the first): a start right after a
+// notice's admission is named so, its likely cause.
+func (ck *checker) whileParked(sid string, e, prev *rec, tr *turn) {
 	p := tr.parked
-	if p == nil || p.continued != nil || p.broken || resolution(e) {
+	if p == nil || p.continued != nil || resolution(e) || taskResolution(e) {
 		return
 	}
 	if e.Type == event.ToolSettled && e.p.Outcome == event.OutcomeDeclined && ck.permCalls[e.p.CallID] != nil {
 		return // a plain reject settles its call declined in the reply's transaction
 	}
+	// One report per park, but one per execution started too soon; the
+	// rightful continuation is still recognised after them, so the budget
+	// rule does not report that one again.
 	fail := func(format string, args ...any) {
+		if !p.broken || e.Type == event.ExecutionStarted {
+			ck.fail(sid, e, RuleContinuation, format, args...)
+		}
 		p.broken = true
-		ck.fail(sid, e, RuleContinuation, format, args...)
 	}
 	switch e.Type {
 	case event.ExecutionStarted:
+		after := ""
+		if prev != nil && prev.Type == event.PromptAdmitted && strings.HasPrefix(prev.p.ClientID, noticeClient) {
+			after = fmt.Sprintf(", right after notice %s was admitted (#%d)", prev.p.ClientID, prev.Seq)
+		}
 		if e.p.Cause != event.CauseResolution {
-			fail("the parked turn of %s starts an execution (cause %q) without the resolution of its questions", tr.id, e.p.Cause)
+			fail("the parked turn of %s starts an execution (cause %q) without the resolution of its questions%s", tr.id, e.p.Cause, after)
 			return
 		}
 		for _, id := range p.ids {
 			q := ck.questions[id]
 			if !proceeds(q.resolved) {
-				fail("the parked turn of %s continues while question %s is not answered", tr.id, id)
+				fail("the parked turn of %s continues while question %s is not answered%s", tr.id, id, after)
+				return
+			}
+		}
+		for _, id := range p.tasks {
+			if w := ck.sub.waits[id]; w.resolved == nil || w.resolved.Type != event.TaskResolved {
+				fail("the parked turn of %s continues while its sub-agent (task blocker %s) has not ended%s", tr.id, id, after)
 				return
 			}
 		}
@@ -278,7 +308,12 @@ func (ck *checker) endedParked(sid string, tr *turn) {
 				return // visibly waiting
 			}
 		}
-		ck.fail(sid, p.e, RuleContinuation, "every question of the park of %s is answered, but the turn never continued", tr.id)
+		for _, id := range p.tasks {
+			if w := ck.sub.waits[id]; w.resolved == nil || w.resolved.Type != event.TaskResolved {
+				return // waiting for its sub-agent (judged in tasks.go)
+			}
+		}
+		ck.fail(sid, p.e, RuleContinuation, "every blocker of the park of %s is resolved, but the turn never continued", tr.id)
 	}
 }
 
@@ -303,7 +338,7 @@ func (ck *checker) questionsOf(prompt string) []*question {
 }
 
 // waiting reports whether tr is visibly waiting: parked, not continued,
-// with a question pending.
+// with a question pending, or a sub-agent whose turn visibly waits.
 func (ck *checker) waiting(tr *turn) bool {
 	if tr.parked == nil || tr.parked.continued != nil || tr.end != nil {
 		return false
@@ -311,6 +346,17 @@ func (ck *checker) waiting(tr *turn) bool {
 	for _, id := range tr.parked.ids {
 		if ck.questions[id].resolved == nil {
 			return true
+		}
+	}
+	for _, id := range tr.parked.tasks {
+		w := ck.sub.waits[id]
+		if w.resolved != nil {
+			continue
+		}
+		if j := ck.sub.byCall[w.call]; j != nil {
+			if child := ck.taskTurn(j); child != nil && child != tr && ck.waiting(child) {
+				return true
+			}
 		}
 	}
 	return false

@@ -1,0 +1,96 @@
+package check_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/ncruces/go-sqlite3"
+	"github.com/stretchr/testify/require"
+
+	"github.com/revenantrt/revenant/core/event"
+	"github.com/revenantrt/revenant/core/model/offline"
+	"github.com/revenantrt/revenant/core/runner"
+	"github.com/revenantrt/revenant/core/storage"
+	"github.com/revenantrt/revenant/core/tool"
+	"github.com/revenantrt/revenant/internal/treetest"
+	"github.com/revenantrt/revenant/wasm/sim/check"
+)
+
+// The sub-agent fixture's root session; its children are p.1, p.2, ….
+const taskRoot = "p"
+
+// taskFixture writes a tree whose sub-agents go every way the task rules
+// look at: a foreground child that echoes (p.1); a background child that
+// calls a ledger tool, whose notice is admitted to the parent and runs
+// (p.2); a foreground child that itself starts a foreground child (p.3,
+// p.4); a foreground child killed inside its tool body and resumed by the
+// sweep, its parent continuing from its end (p.5); and a parent interrupted
+// while its foreground child's body runs, which interrupts the child
+// (p.6). The ledger has every delivery.
+func taskFixture(t *testing.T) (string, *check.Ledger) {
+	t.Helper()
+	tr := treetest.New(t)
+	gseq := func() int64 {
+		var n int64
+		tr.Read(func(tx storage.Tx) error {
+			_, err := storage.QueryRow(tx, `SELECT COALESCE(MAX(gseq), 0) FROM events`, nil, &n)
+			return err
+		})
+		return n
+	}
+	rc := &receivers{clock: tr.Clock, gseq: gseq, entered: make(chan string, 1), ledger: check.Ledger{Tools: map[string]bool{"hook": false, "ihook": true}}}
+	reg, err := tool.NewRegistry(append(rc.tools(), tool.Task())...)
+	require.NoError(t, err)
+	r, err := runner.New(offline.New(tr.Clock, offline.Options{}), reg, runner.NewConfig())
+	require.NoError(t, err)
+	block := func(on bool) {
+		rc.mu.Lock()
+		rc.blocking = on
+		rc.mu.Unlock()
+	}
+
+	n := tr.Boot(r)
+	p := n.NewSession(taskRoot)
+	n.Admit(p, "/task hello child\nfirst")
+	n.Idle()
+	n.Admit(p, "/task --background /tool ihook {\"n\":1}\nsecond")
+	n.Idle()
+	n.Admit(p, "/task /task nested words\nthird")
+	n.Idle()
+
+	// Killed in the child's body; the sweep resumes the child (its job is
+	// live) and the parent continues from the child's end.
+	block(true)
+	n.Admit(p, "/task /tool ihook {\"n\":2,\"block\":true}\nfourth")
+	<-rc.entered
+	n.Crash()
+	n.Idle()
+	block(false)
+	n = tr.Boot(r)
+	n.Idle()
+
+	// The parent interrupted while its child's body runs.
+	block(true)
+	n.Admit(p, "/task /tool hook {\"n\":3,\"block\":true}\nfifth")
+	<-rc.entered
+	sent := gseq()
+	did, err := n.Inst.Interrupt(context.Background(), p, event.ReasonUser)
+	require.NoError(t, err)
+	require.True(t, did)
+	rc.mu.Lock()
+	rc.ledger.Interrupts = append(rc.ledger.Interrupts, check.Interrupt{Session: p, At: tr.Clock.Now(), Sent: sent, Answered: gseq()})
+	rc.mu.Unlock()
+	n.Idle()
+	block(false)
+	n.Crash()
+
+	c, err := sqlite3.Open(tr.Path)
+	require.NoError(t, err)
+	require.NoError(t, c.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`))
+	require.NoError(t, c.Close())
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	l := rc.ledger
+	l.Deliveries = append([]check.Delivery(nil), l.Deliveries...)
+	return tr.Path, &l
+}
