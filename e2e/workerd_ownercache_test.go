@@ -12,8 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/revenantrt/revenant/core/storage"
-	"github.com/revenantrt/revenant/sqlitedb"
+	"github.com/ncruces/go-sqlite3"
 )
 
 // TestWorkerdStaleOwnerCache is the case the front's owner cache
@@ -76,27 +75,22 @@ func TestWorkerdStaleOwnerCache(t *testing.T) {
 	}
 }
 
-// tablesOf lists the tables and indexes of the SQLite file at path.
+// tablesOf lists the tables and indexes of the SQLite file at path, read
+// with SQLite itself (read-only), not with revenant's storage code: e2e is
+// black-box.
 func tablesOf(t *testing.T, path string) []string {
 	t.Helper()
-	db, err := sqlitedb.Open(path, sqlitedb.Options{})
+	conn, err := sqlite3.OpenFlags(path, sqlite3.OPEN_READONLY)
 	require.NoError(t, err)
-	defer db.Close()
+	defer conn.Close()
+	stmt, _, err := conn.Prepare(`SELECT name FROM sqlite_master`)
+	require.NoError(t, err)
+	defer stmt.Close()
 	var names []string
-	require.NoError(t, db.Tx(t.Context(), func(tx storage.Tx) error {
-		rows, err := tx.Query(`SELECT name FROM sqlite_master`)
-		if err != nil {
-			return err
-		}
-		for rows.Next() {
-			var n string
-			if err := rows.Scan(&n); err != nil {
-				return err
-			}
-			names = append(names, n)
-		}
-		return nil
-	}))
+	for stmt.Step() {
+		names = append(names, stmt.ColumnText(0))
+	}
+	require.NoError(t, stmt.Err())
 	return names
 }
 
