@@ -25,6 +25,10 @@ type conn struct {
 	// has ended, so it may read on the connection.
 	onBegin  func()
 	onCommit func(changes int64)
+	// onTried, when set, hears of every COMMIT once it returned, whether
+	// it succeeded or was reported failed (a late IOERR may have made it
+	// durable all the same).
+	onTried func()
 }
 
 var _ runtime.Conn = (*conn)(nil)
@@ -43,6 +47,15 @@ func openConn(path, vfs string) (*conn, error) {
 }
 
 func (c *conn) close() error { return c.Close() }
+
+// Commit is sqlitedb's, then tells onTried.
+func (c *conn) Commit() error {
+	err := c.Conn.Commit()
+	if c.onTried != nil {
+		c.onTried()
+	}
+	return err
+}
 
 func (c *conn) began() {
 	if c.onBegin != nil {

@@ -73,6 +73,7 @@ type tree struct {
 	diskFulls int             // windows of a full disk
 
 	ledger   check.Ledger
+	logged   int64         // the commit position after the last COMMIT any guest tried (guest.tried)
 	obs      *sqlite3.Conn // read-only, the simulator's own: reads the commit position (commitPos)
 	moments                // what the host watches between transactions (moments.go)
 	failures []string
@@ -874,7 +875,24 @@ func (g *guest) Emit(ev runtime.Emitted) {
 
 // watch makes the guest's connection report its transactions.
 func (g *guest) watch() {
-	g.conn.onBegin, g.conn.onCommit = g.began, g.committed
+	g.conn.onBegin, g.conn.onCommit, g.conn.onTried = g.began, g.committed, g.tried
+}
+
+// tried hears of every COMMIT of the guest's once it returned, reported
+// failed or not: events that appeared in the log since the last one are
+// the guest's (the simulation of a tree is sequential), which the ledger
+// records for the checker (check.Emits.Commits). The log is read on the
+// simulator's own connection, which sees committed rows only: a COMMIT
+// that failed before it was durable may leave the transaction open.
+func (g *guest) tried() {
+	t := g.t
+	pos := t.commitPos()
+	if pos <= t.logged {
+		return
+	}
+	e := t.ledger.Emits
+	e.Commits = append(e.Commits, check.Commit{Boot: g.boot, From: t.logged, To: pos})
+	t.logged = pos
 }
 
 func (g *guest) began() {

@@ -10,7 +10,10 @@ import (
 // durable all the same (a late IOERR) included. An instance that dies
 // between a commit and its emit never emits those events (the host
 // catches up from the log), so only what an instance committed before its
-// last emit is owed.
+// last emit is owed. A commit reported failed is emitted at the start of
+// its instance's next transaction: an instance closed before one (a zombie
+// retired once idle) never emits it, so where the ledger says which
+// instance committed what, a commit is owed by its own instance only.
 const RuleEmits Rule = "emit-once-in-order"
 
 // Emits are the durable events the host received through emit, and where
@@ -24,6 +27,19 @@ type Emits struct {
 	// Events are the durable events received (live deltas left out), in
 	// the order they arrived.
 	Events []Emitted `json:"events,omitempty"`
+	// Commits say which instance committed which events: each commit
+	// attempt that made the log grow, a commit reported failed included
+	// (nil: unknown, and every event after an instance's start counts as
+	// its own).
+	Commits []Commit `json:"commits,omitempty"`
+}
+
+// Commit is one commit of an instance's that made the log grow: the
+// events with From < gseq <= To.
+type Commit struct {
+	Boot int   `json:"boot"`
+	From int64 `json:"from"`
+	To   int64 `json:"to"`
 }
 
 // Emitted is one durable event as an instance emitted it.
@@ -38,9 +54,13 @@ type Emitted struct {
 // emits checks RuleEmits. Each emitted event must be in the log as emitted,
 // and emitted once; each instance's emits must follow the commit order; and
 // every stored event an instance committed before its last emit must have
-// been emitted (by it, or by a superseded instance that committed it in
-// between). Events committed after an instance's last emit may be missing:
-// it may have died before emitting them.
+// been emitted. Events committed after an instance's last emit may be
+// missing: it may have died before emitting them. Without Commits, every
+// event after an instance's start counts as its own (or as one a
+// superseded instance committed and emitted in between); with them, an
+// event another instance committed is that instance's to emit: a zombie's
+// COMMIT reported failed (a late IOERR), closed before its next
+// transaction, is never emitted, and its successor never saw it.
 func (ck *checker) emits(l *Ledger) {
 	if l.Emits == nil {
 		return
@@ -77,12 +97,21 @@ func (ck *checker) emits(l *Ledger) {
 		}
 		last[em.Boot] = max(last[em.Boot], e.gseq)
 	}
+	by := map[int64]int{} // gseq → boot that committed it, where known
+	for _, c := range l.Emits.Commits {
+		for g := c.From + 1; g <= c.To; g++ {
+			by[g] = c.Boot
+		}
+	}
 	for _, boot := range slices.Sorted(maps.Keys(last)) {
 		upto := last[boot]
 		for g := l.Emits.From[boot] + 1; g < upto; g++ {
 			e := byGseq[g]
 			if e == nil {
 				continue
+			}
+			if b, ok := by[g]; ok && b != boot {
+				continue // another instance's commit: owed by it, judged in its turn
 			}
 			if _, ok := emitted[e.ID]; !ok {
 				ck.fail(e.SessionID, e, RuleEmits, "durable (gseq %d) but never reached emit, though boot %d, started at gseq %d, emitted gseq %d after it",

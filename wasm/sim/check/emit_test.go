@@ -112,3 +112,34 @@ func TestBrokenEmitsAreCaught(t *testing.T) {
 		})
 	}
 }
+
+// A superseded instance whose COMMIT was reported failed but was durable (a
+// late IOERR) emits those events only at the start of its next
+// transaction; closed before one (a zombie retired once idle), it never
+// does. Its successor, started before that commit, owes none of them: the
+// commits' attribution says whose they are (seed 2, session 168, of the
+// default campaign). Without it the event counts as the successor's.
+func TestAZombiesUnsettledCommitIsNotItsSuccessorsToEmit(t *testing.T) {
+	path, clean := fixture(t)
+	all := logged(t, path)
+	n := int64(len(all))
+	const k = 3 // boot 1 emitted gseq 1…3, then committed gseq 4 reported failed, and was closed
+	emits := func(commits []check.Commit) *check.Emits {
+		e := &check.Emits{From: map[int]int64{1: 0, 2: k}, Commits: commits}
+		e.Events = append(e.Events, all[:k]...)
+		for _, ev := range all[k+1:] {
+			ev.Boot = 2
+			e.Events = append(e.Events, ev)
+		}
+		return e
+	}
+	zombies := []check.Commit{{Boot: 1, From: 0, To: k + 1}, {Boot: 2, From: k + 1, To: n}}
+	assert.Empty(t, emitViolations(t, path, *clean, emits(zombies)), "gseq %d is boot 1's, which never ran another transaction", k+1)
+
+	successors := []check.Commit{{Boot: 1, From: 0, To: k}, {Boot: 2, From: k, To: n}}
+	for name, e := range map[string]*check.Emits{"committed by the successor": emits(successors), "no attribution": emits(nil)} {
+		vs := emitViolations(t, path, *clean, e)
+		require.Len(t, vs, 1, name)
+		assert.Contains(t, vs[0], "never reached emit", name)
+	}
+}
