@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/revenantrt/revenant/core"
 	"github.com/revenantrt/revenant/core/event"
 	"github.com/revenantrt/revenant/core/model/offline"
 	"github.com/revenantrt/revenant/core/permission"
@@ -36,4 +37,23 @@ func TestReviewApprovedForegroundTaskWaitsForChild(t *testing.T) {
 	require.Len(t, sets, 1)
 	assert.Equal(t, event.OutcomeOK, sets[0].Outcome)
 	assert.Equal(t, "You said: hello child", sets[0].Output, "the parent's call settles with the child's answer")
+}
+
+// Review: cancelling a sub-agent's question ends the child's turn, which
+// resolves the parent's waiting task call and takes the parent's claim in
+// the reply's transaction. The parent should go on here at once, as after
+// Interrupt (afterChildTurn), not only at the next wake-up.
+func TestReviewCancelledChildQuestionContinuesParentHere(t *testing.T) {
+	tr := treetest.New(t)
+	n, q := askingChild(t, tr, offline.New(nil, offline.Options{}))
+	_, err := n.Inst.Reply(ctx, "root", q.ID, core.Reply{Kind: event.KindQuestion, ResponseID: "r1", Cancel: true})
+	require.NoError(t, err)
+	n.Idle()
+
+	require.Len(t, treetest.Terminals(tr.Events("root.1")), 1, "the child's turn ended")
+	assert.Len(t, treetest.Terminals(tr.Events("root")), 1, "the parent went on and ended without waiting for a wake-up")
+	assert.False(t, tr.Claim("root").Exists, "no parent claim left waiting for the sweep")
+	// Not stranded: a wake-up is armed, so the sweep goes on with it up to
+	// the wake interval (10 s by default) later.
+	assert.NotZero(t, tr.Wake.At(), "a wake-up is armed for the parent's claim")
 }
