@@ -2,6 +2,7 @@ package runner_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -56,4 +57,40 @@ func TestReviewCancelledChildQuestionContinuesParentHere(t *testing.T) {
 	// Not stranded: a wake-up is armed, so the sweep goes on with it up to
 	// the wake interval (10 s by default) later.
 	assert.NotZero(t, tr.Wake.At(), "a wake-up is armed for the parent's claim")
+}
+
+// Review: whether a task call is in the background is read twice, by Go
+// (tool.ParseTask: encoding/json, keys matched case-insensitively, the last
+// duplicate wins) and by SQL (json_extract(arguments, '$.background'):
+// exact key, first duplicate) in core/job.go. Arguments the two read
+// differently make a background child that the parent's turn end treats as
+// a foreground job: its completion notice never reaches the parent.
+func TestReviewBackgroundReadTheSameByGoAndSQL(t *testing.T) {
+	for name, args := range map[string]string{
+		"lowercase": `{"prompt":"/sleep 30s","background":true}`,
+		"Titlecase": `{"prompt":"/sleep 30s","Background":true}`,
+		"duplicate": `{"prompt":"/sleep 30s","background":false,"background":true}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			tr := treetest.New(t)
+			m := &countingModel{inner: offline.New(tr.Clock, offline.Options{}), tr: tr}
+			n := tr.Boot(taskRunner(t, tr, m, runner.NewConfig()))
+			sid := n.NewSession("root")
+			sub := n.Inst.Subscribe(sid, 1024)
+			pid := n.Admit(sid, "/tool task "+args)
+			for ev := range sub.C { // the parent's turn ends while the child sleeps
+				if ev.Type == event.ExecutionSucceeded {
+					break
+				}
+			}
+			sub.Close()
+			require.Equal(t, "succeeded", tr.PromptState(pid))
+			tr.Clock.BlockUntil(3) // the child sleeps: wall, idle and sleep timers
+			tr.Clock.Advance(30 * time.Second)
+			n.Idle()
+
+			require.Len(t, treetest.Terminals(tr.Events("root.1")), 1, "the child's turn ended")
+			assert.Equal(t, "succeeded", prompts(tr, sid)[core.NoticeClientID("root.1", 1)], "the background child's notice reached the parent")
+		})
+	}
 }
