@@ -293,6 +293,12 @@ func (inst *Instance) Reply(ctx context.Context, sessionID, blockerID string, r 
 	defer func() {
 		if ended != "" {
 			inst.interruptChildren(ctx, ended) // job.go: its running foreground children
+			// A child's ended turn resolved its parent's waiting call and
+			// took the parent's claim (taskwait.go): go on here, as after
+			// Interrupt, rather than at the next wake-up.
+			inst.claimMu.Lock()
+			inst.afterChildTurn(ctx, ended)
+			inst.claimMu.Unlock()
 		}
 	}()
 	inst.claimMu.Lock()

@@ -15,10 +15,10 @@ import (
 	"github.com/revenantrt/revenant/internal/treetest"
 )
 
-// Review: a foreground task call that an operator rule makes ask, once
+// A foreground task call that an operator rule makes ask, once
 // approved, must still wait for its child and settle with the child's
 // answer (DESIGN §10), not be run as a background body.
-func TestReviewApprovedForegroundTaskWaitsForChild(t *testing.T) {
+func TestApprovedForegroundTaskWaitsForChild(t *testing.T) {
 	tr := treetest.New(t)
 	m := &countingModel{inner: offline.New(nil, offline.Options{}), tr: tr}
 	cfg := runner.NewConfig().WithPermissions([]permission.Rule{{Action: "task", Resource: "*", Decision: permission.Ask}})
@@ -40,11 +40,11 @@ func TestReviewApprovedForegroundTaskWaitsForChild(t *testing.T) {
 	assert.Equal(t, "You said: hello child", sets[0].Output, "the parent's call settles with the child's answer")
 }
 
-// Review: cancelling a sub-agent's question ends the child's turn, which
+// Cancelling a sub-agent's question ends the child's turn, which
 // resolves the parent's waiting task call and takes the parent's claim in
-// the reply's transaction. The parent should go on here at once, as after
+// the reply's transaction. The parent goes on here at once, as after
 // Interrupt (afterChildTurn), not only at the next wake-up.
-func TestReviewCancelledChildQuestionContinuesParentHere(t *testing.T) {
+func TestCancelledChildQuestionContinuesParentHere(t *testing.T) {
 	tr := treetest.New(t)
 	n, q := askingChild(t, tr, offline.New(nil, offline.Options{}))
 	_, err := n.Inst.Reply(ctx, "root", q.ID, core.Reply{Kind: event.KindQuestion, ResponseID: "r1", Cancel: true})
@@ -59,13 +59,13 @@ func TestReviewCancelledChildQuestionContinuesParentHere(t *testing.T) {
 	assert.NotZero(t, tr.Wake.At(), "a wake-up is armed for the parent's claim")
 }
 
-// Review: whether a task call is in the background is read twice, by Go
-// (tool.ParseTask: encoding/json, keys matched case-insensitively, the last
-// duplicate wins) and by SQL (json_extract(arguments, '$.background'):
-// exact key, first duplicate) in core/job.go. Arguments the two read
-// differently make a background child that the parent's turn end treats as
-// a foreground job: its completion notice never reaches the parent.
-func TestReviewBackgroundReadTheSameByGoAndSQL(t *testing.T) {
+// Whether a task call is in the background is decided once, when its child
+// starts (session.job.started@1 carries it, the jobs row keeps it), never
+// re-read from the call's arguments: argument spellings that two JSON
+// readers take differently (a Titlecase key, a duplicate key) must not make
+// a background child that the parent's turn end treats as a foreground job,
+// whose completion notice would never reach the parent.
+func TestTaskBackgroundReadOnce(t *testing.T) {
 	for name, args := range map[string]string{
 		"lowercase": `{"prompt":"/sleep 30s","background":true}`,
 		"Titlecase": `{"prompt":"/sleep 30s","Background":true}`,

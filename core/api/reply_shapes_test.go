@@ -11,8 +11,8 @@ import (
 	"github.com/revenantrt/revenant/core/api"
 )
 
-// Review: odd reply shapes answer a typed 4xx, never a 500.
-func TestReviewOddReplyShapes(t *testing.T) {
+// Odd reply shapes answer a typed 4xx, never a 500.
+func TestOddReplyShapesAnswer4xx(t *testing.T) {
 	tokens, err := api.ParseTokens("alice:secret-a")
 	require.NoError(t, err)
 	f := newFixture(t, offlineRunner(t), tokens)
