@@ -1,6 +1,7 @@
 package runner_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -38,6 +39,72 @@ func TestApprovedForegroundTaskWaitsForChild(t *testing.T) {
 	require.Len(t, sets, 1)
 	assert.Equal(t, event.OutcomeOK, sets[0].Outcome)
 	assert.Equal(t, "You said: hello child", sets[0].Output, "the parent's call settles with the child's answer")
+}
+
+// The approved foreground task call killed before and after each commit
+// from the approval on (the child's start, the park on its task blocker,
+// the child's turn, the parent's continuation): after a reboot and the
+// client's retried reply there is one child, the parent's call settles
+// once with the child's answer, through task blocker t-{call}-1 (the
+// ordinal after the approving permission request p-{call}-0).
+func TestApprovedForegroundTaskKilledAtEveryCommit(t *testing.T) {
+	cfg := runner.NewConfig().WithPermissions([]permission.Rule{{Action: "task", Resource: "*", Decision: permission.Ask}})
+	asked := func(t *testing.T, tr *treetest.Tree, m *countingModel) (*treetest.Node, core.Blocker) {
+		n := tr.Boot(taskRunner(t, tr, m, cfg))
+		n.NewSession("root")
+		n.Admit("root", fgPrompt)
+		n.Idle()
+		bs := permissions(t, n, "root")
+		require.Len(t, bs, 1)
+		return n, bs[0]
+	}
+	clean := treetest.New(t)
+	n, p := asked(t, clean, &countingModel{inner: offline.New(nil, offline.Options{}), tr: clean})
+	base := n.Kill.Commits()
+	_, err := n.Inst.Reply(ctx, "root", p.ID, permReply("r1", "once", ""))
+	require.NoError(t, err)
+	n.Idle()
+	commits := n.Kill.Commits() - base
+	require.Greater(t, commits, 5)
+
+	for i := 1; i <= commits; i++ {
+		for _, after := range []bool{false, true} {
+			t.Run(fmt.Sprintf("commit%02d/after=%v", i, after), func(t *testing.T) {
+				tr := treetest.New(t)
+				m := &countingModel{inner: offline.New(nil, offline.Options{}), tr: tr}
+				n, p := asked(t, tr, m)
+				n.Kill.KillAt(i, after)
+				_, _ = n.Inst.Reply(ctx, "root", p.ID, permReply("r1", "once", ""))
+				<-n.Kill.Died()
+				n.Crash()
+
+				n2 := tr.Boot(taskRunner(t, tr, m, cfg))
+				_, err := n2.Inst.Reply(ctx, "root", p.ID, permReply("r1", "once", "")) // the client retries
+				require.NoError(t, err)
+				n2.Idle()
+
+				assert.Equal(t, []string{"root", "root.1"}, sessionsOf(tr), "one child, re-attached")
+				require.Len(t, treetest.Terminals(tr.Events("root.1")), 1, "the child's turn ended once")
+				evs := tr.Events("root")
+				terms := treetest.Terminals(evs)
+				require.Len(t, terms, 1)
+				assert.Equal(t, event.ExecutionSucceeded, terms[0].Type)
+				sets := settlements(t, evs)
+				require.Len(t, sets, 1, "the parent got exactly one result")
+				assert.Equal(t, "You said: hello child", sets[0].Output)
+				var ids []string
+				for _, ev := range treetest.OfType(evs, event.TaskResolved) {
+					var r event.Resolution
+					require.NoError(t, ev.Decode(&r))
+					ids = append(ids, r.BlockerID)
+				}
+				assert.Equal(t, []string{core.BlockerID("t", sets[0].CallID, 1)}, ids, "one task blocker, resolved once, id stable across the kill")
+				assert.Empty(t, m.Violations())
+				noClaims(t, tr)
+				rebuildEquals(t, tr)
+			})
+		}
+	}
 }
 
 // Cancelling a sub-agent's question ends the child's turn, which
