@@ -1,6 +1,7 @@
 package runner_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
@@ -10,9 +11,11 @@ import (
 
 	"github.com/revenantrt/revenant/core"
 	"github.com/revenantrt/revenant/core/event"
+	"github.com/revenantrt/revenant/core/model"
 	"github.com/revenantrt/revenant/core/model/offline"
 	"github.com/revenantrt/revenant/core/permission"
 	"github.com/revenantrt/revenant/core/runner"
+	"github.com/revenantrt/revenant/core/tool"
 	"github.com/revenantrt/revenant/internal/treetest"
 )
 
@@ -126,27 +129,48 @@ func TestCancelledChildQuestionContinuesParentHere(t *testing.T) {
 	assert.NotZero(t, tr.Wake.At(), "a wake-up is armed for the parent's claim")
 }
 
-// Whether a task call is in the background is decided once, when its child
-// starts (session.job.started@1 carries it, the jobs row keeps it), never
-// re-read from the call's arguments: argument spellings that two JSON
-// readers take differently (a Titlecase key, a duplicate key) must not make
-// a background child that the parent's turn end treats as a foreground job,
-// whose completion notice would never reach the parent.
+// delegate is an embedder's sub-agent tool with its own argument names:
+// {"job": PROMPT, "later": BOOL}.
+type delegate struct{ tool.Subagent }
+
+func (delegate) Spec() model.ToolSpec {
+	return model.ToolSpec{Name: "delegate", Description: "sub-agent", Schema: json.RawMessage(`{"type":"object"}`)}
+}
+
+// Permission: it runs unasked, as the built-in task tool does.
+func (delegate) Permission() string { return "allow" }
+
+func (delegate) ParseTask(args json.RawMessage) (tool.TaskArgs, error) {
+	var a struct {
+		Job   string `json:"job"`
+		Later bool   `json:"later"`
+	}
+	err := json.Unmarshal(args, &a)
+	return tool.TaskArgs{Prompt: a.Job, Background: a.Later}, err
+}
+
+// Whether a task call is in the background is decided once, by the tool's
+// ParseTask when its child starts (session.job.started@1 carries it, the
+// jobs row keeps it), never re-read from the call's arguments: a sub-agent
+// tool whose arguments say it otherwise than {"background": true} (here an
+// embedder's; before, also a Titlecase or duplicate key that Go and SQLite
+// read differently) must not make a background child that the parent's
+// turn end treats as a foreground job, whose completion notice would never
+// reach the parent.
 func TestTaskBackgroundReadOnce(t *testing.T) {
-	for name, args := range map[string]string{
-		"lowercase": `{"prompt":"/sleep 30s","background":true}`,
-		"Titlecase": `{"prompt":"/sleep 30s","Background":true}`,
-		"duplicate": `{"prompt":"/sleep 30s","background":false,"background":true}`,
+	for name, call := range map[string]string{
+		"task":     `task {"prompt":"/sleep 30s","background":true}`,
+		"delegate": `delegate {"job":"/sleep 30s","later":true}`,
 	} {
 		t.Run(name, func(t *testing.T) {
 			tr := treetest.New(t)
 			m := &countingModel{inner: offline.New(tr.Clock, offline.Options{}), tr: tr}
-			n := tr.Boot(taskRunner(t, tr, m, runner.NewConfig()))
+			n := tr.Boot(taskRunner(t, tr, m, runner.NewConfig(), delegate{tool.Task()}))
 			sid := n.NewSession("root")
 			sub := n.Inst.Subscribe(sid, 1024)
-			pid := n.Admit(sid, "/tool task "+args)
+			pid := n.Admit(sid, "/tool "+call)
 			for ev := range sub.C { // the parent's turn ends while the child sleeps
-				if ev.Type == event.ExecutionSucceeded {
+				if ev.IsTerminal() || ev.Type == event.StepParked {
 					break
 				}
 			}
@@ -158,6 +182,32 @@ func TestTaskBackgroundReadOnce(t *testing.T) {
 
 			require.Len(t, treetest.Terminals(tr.Events("root.1")), 1, "the child's turn ended")
 			assert.Equal(t, "succeeded", prompts(tr, sid)[core.NoticeClientID("root.1", 1)], "the background child's notice reached the parent")
+		})
+	}
+}
+
+// Arguments that Go's decoder and SQLite's json_extract read differently
+// (a Titlecase key, a duplicate key) are refused by the task tool as a tool
+// error the model can correct: no child starts.
+func TestTaskAmbiguousArgumentsRefused(t *testing.T) {
+	for name, args := range map[string]string{
+		"Titlecase": `{"prompt":"hello child","Background":true}`,
+		"duplicate": `{"prompt":"hello child","background":false,"background":true}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			tr := treetest.New(t)
+			m := &countingModel{inner: offline.New(nil, offline.Options{}), tr: tr}
+			n := tr.Boot(taskRunner(t, tr, m, runner.NewConfig()))
+			sid := n.NewSession("root")
+			pid := n.Admit(sid, "/tool task "+args)
+			n.Idle()
+
+			assert.Equal(t, "succeeded", tr.PromptState(pid))
+			assert.Equal(t, []string{"root"}, sessionsOf(tr), "no child started")
+			sets := settlements(t, tr.Events(sid))
+			require.Len(t, sets, 1)
+			assert.Equal(t, event.OutcomeError, sets[0].Outcome)
+			assert.Contains(t, sets[0].Output, "task: ")
 		})
 	}
 }
