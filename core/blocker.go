@@ -293,6 +293,12 @@ func (inst *Instance) Reply(ctx context.Context, sessionID, blockerID string, r 
 	defer func() {
 		if ended != "" {
 			inst.interruptChildren(ctx, ended) // job.go: its running foreground children
+			// A child's ended turn resolved its parent's waiting call and
+			// took the parent's claim (taskwait.go): go on here, as after
+			// Interrupt, rather than at the next wake-up.
+			inst.claimMu.Lock()
+			inst.afterChildTurn(ctx, ended)
+			inst.claimMu.Unlock()
 		}
 	}()
 	inst.claimMu.Lock()
@@ -423,11 +429,12 @@ func (t *txw) parked(sessionID string) (bool, error) {
 	return waiting, err
 }
 
-// CallBlockers reads a waiting call's blockers in ordinal order, with the
+// CallBlockers reads a waiting call's blockers in ordinal order (then the
+// order they were asked in), with the
 // winning replies of those resolved, for the driver's continuation; pending
 // reports whether one still waits.
 func CallBlockers(tx storage.Tx, callID string) (bs []ResolvedBlocker, pending bool, err error) {
-	rows, err := tx.Query(`SELECT id FROM blockers WHERE call_id = ? ORDER BY ordinal`, callID)
+	rows, err := tx.Query(`SELECT id FROM blockers WHERE call_id = ? ORDER BY ordinal, created_seq, id`, callID)
 	if err != nil {
 		return nil, false, err
 	}

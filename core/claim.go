@@ -223,7 +223,7 @@ const claimQuery = `SELECT c.session_id, COALESCE(s.parent_id, ''), COALESCE(c.e
 	COALESCE((SELECT p.id FROM prompts p WHERE p.session_id = c.session_id AND p.state = ?), ''),
 	c.claimed_at, c.resume_attempts, c.retry_at,
 	EXISTS (SELECT 1 FROM jobs j WHERE j.child_id = c.session_id AND j.state = ?)
-		OR EXISTS (SELECT 1 FROM blockers b WHERE b.kind = 'task' AND b.state = 'pending' AND json_extract(b.request, '$.child_id') = c.session_id)
+		OR EXISTS (SELECT 1 FROM blockers b WHERE b.child_id = c.session_id AND b.state = 'pending')
 	FROM claims c LEFT JOIN sessions s ON s.id = c.session_id`
 
 func scanClaim(rows *storage.Rows) (ClaimState, error) {

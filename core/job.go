@@ -207,7 +207,7 @@ func (t *txw) endJobs(sessionID string, end turnEnd) error {
 	}
 	var parentID, callID string
 	var background bool
-	found, err := storage.QueryRow(t, `SELECT j.parent_id, j.call_id, COALESCE((SELECT json_extract(tc.arguments, '$.background') FROM tool_calls tc WHERE tc.id = j.call_id), 0) = 1
+	found, err := storage.QueryRow(t, `SELECT j.parent_id, j.call_id, j.background
 		FROM jobs j JOIN prompts p ON p.session_id = j.child_id AND p.client_id = 'task-' || j.call_id
 		WHERE j.child_id = ? AND j.state = ? AND p.id = ?`, []any{sessionID, string(JobRunning), end.promptID}, &parentID, &callID, &background)
 	if err != nil || !found {
@@ -242,7 +242,7 @@ func (t *txw) endForegroundJobs(parentID string, end turnEnd) error {
 	rows, err := t.Query(`SELECT j.child_id, j.call_id, COALESCE(p.id, ''), EXISTS (SELECT 1 FROM claims c WHERE c.session_id = j.child_id)
 		FROM jobs j LEFT JOIN prompts p ON p.session_id = j.child_id AND p.client_id = 'task-' || j.call_id AND p.state = ?
 		WHERE j.parent_id = ? AND j.state = ?
-		AND COALESCE((SELECT json_extract(tc.arguments, '$.background') FROM tool_calls tc WHERE tc.id = j.call_id), 0) != 1`,
+		AND j.background = 0`,
 		string(PromptRunning), parentID, string(JobRunning))
 	if err != nil {
 		return fmt.Errorf("end foreground jobs: %w", err)
@@ -363,7 +363,7 @@ type ChildInfo struct {
 
 // readChildren lists a session's children in creation order.
 func readChildren(tx storage.Tx, parentID string) ([]ChildInfo, error) {
-	rows, err := tx.Query(`SELECT j.child_id, j.call_id, COALESCE((SELECT json_extract(tc.arguments, '$.background') FROM tool_calls tc WHERE tc.id = j.call_id), 0) = 1,
+	rows, err := tx.Query(`SELECT j.child_id, j.call_id, j.background,
 		j.state, EXISTS (SELECT 1 FROM claims c WHERE c.session_id = j.child_id), s.turns
 		FROM jobs j JOIN sessions s ON s.id = j.child_id WHERE j.parent_id = ? ORDER BY s.created_at, j.child_id`, parentID)
 	if err != nil {

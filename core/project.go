@@ -68,7 +68,7 @@ func project(tx storage.Tx, ev event.Event) error {
 	case event.JobStarted:
 		var d event.Job
 		if err = ev.Decode(&d); err == nil {
-			_, err = tx.Exec(`INSERT INTO jobs (child_id, parent_id, call_id, state) VALUES (?, ?, ?, ?)`, d.ChildID, ev.SessionID, d.CallID, string(JobRunning))
+			_, err = tx.Exec(`INSERT INTO jobs (child_id, parent_id, call_id, state, background) VALUES (?, ?, ?, ?, ?)`, d.ChildID, ev.SessionID, d.CallID, string(JobRunning), d.Background)
 		}
 	case event.StepStarted:
 		var d event.StepBegun
@@ -195,13 +195,31 @@ func projectToolSettled(tx storage.Tx, ev event.Event, d event.Settled) error {
 	return err
 }
 
+// blockerChild is the child a task blocker waits for (nil for other
+// kinds): kept in its own column so the claim query reads no JSON.
+func blockerChild(b event.Blocker) (any, error) {
+	if b.Kind != event.KindTask {
+		return nil, nil
+	}
+	var req TaskRequest
+	if err := json.Unmarshal(b.Request, &req); err != nil {
+		return nil, fmt.Errorf("read task request %s: %w", b.ID, err)
+	}
+	return req.ChildID, nil
+}
+
 // projectParked inserts the step's blockers, pending, and puts their calls
 // in the waiting phase.
 func projectParked(tx storage.Tx, ev event.Event, d event.Parked) error {
 	for _, b := range d.Blockers {
-		if _, err := tx.Exec(`INSERT INTO blockers (id, session_id, root_id, prompt_id, step_id, call_id, kind, adapter, ordinal, state, request, created_seq, created_at)
-			SELECT ?, ?, root_id, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? FROM sessions WHERE id = ?`,
-			b.ID, ev.SessionID, d.PromptID, d.StepID, b.CallID, b.Kind, b.Adapter, b.Ordinal, BlockerPending, string(b.Request), ev.Seq, ev.At, ev.SessionID); err != nil {
+		childID, err := blockerChild(b)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(`INSERT INTO blockers (id, session_id, root_id, prompt_id, step_id, call_id, kind, adapter, ordinal, state, request, created_seq, created_at, child_id)
+			SELECT ?, ?, root_id, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? FROM sessions WHERE id = ?`,
+			b.ID, ev.SessionID, d.PromptID, d.StepID, b.CallID, b.Kind, b.Adapter, b.Ordinal, BlockerPending, string(b.Request), ev.Seq, ev.At,
+			childID, ev.SessionID); err != nil {
 			return err
 		}
 		if _, err := tx.Exec(`UPDATE tool_calls SET phase = ? WHERE id = ?`, string(event.PhaseWaiting), b.CallID); err != nil {

@@ -28,13 +28,16 @@ type TaskRequest struct {
 }
 
 // TaskBlocker is the blocker a foreground task call parks on: its id is
-// deterministic from the minted call id, so a re-run call parks the same.
-func TaskBlocker(callID string, c Child) (event.Blocker, error) {
+// deterministic from the minted call id and the ordinal, so a re-run call
+// parks the same. ordinal is 0, or the next after the permission request
+// the call was approved by: a call's blockers are ordered by ordinal, and
+// its continuation is the last one's adapter (task@1, not permission@1).
+func TaskBlocker(callID string, ordinal int, c Child) (event.Blocker, error) {
 	req, err := json.Marshal(TaskRequest{ChildID: c.ID, PromptID: c.PromptID})
 	if err != nil {
 		return event.Blocker{}, fmt.Errorf("encode task request: %w", err)
 	}
-	return event.Blocker{ID: BlockerID("t", callID, 0), Kind: event.KindTask, CallID: callID, Adapter: TaskAdapter, Request: req}, nil
+	return event.Blocker{ID: BlockerID("t", callID, ordinal), Kind: event.KindTask, CallID: callID, Ordinal: ordinal, Adapter: TaskAdapter, Request: req}, nil
 }
 
 // taskV1 is the task@1 adapter.
@@ -80,8 +83,15 @@ func (taskV1) Continue(resolved []ResolvedBlocker) Continuation {
 // terminal), and every wake handler re-arms while any claim remains
 // (DESIGN §4); an interrupt of a parked child arms before its transaction.
 func (t *txw) resolveTask(parentID, callID string, res ChildResult, claim bool) (resolved bool, err error) {
-	b, found, err := readBlocker(t, BlockerID("t", callID, 0))
-	if err != nil || !found || b.State != BlockerPending || b.SessionID != parentID {
+	// The call's pending task blocker, whatever its ordinal (TaskBlocker).
+	var id string
+	found, err := storage.QueryRow(t, `SELECT id FROM blockers WHERE call_id = ? AND session_id = ? AND kind = ? AND state = 'pending'`,
+		[]any{callID, parentID, event.KindTask}, &id)
+	if err != nil || !found {
+		return false, err
+	}
+	b, found, err := readBlocker(t, id)
+	if err != nil || !found {
 		return false, err
 	}
 	reply, err := encodeReply(Reply{Child: &res})

@@ -46,7 +46,7 @@ func (t *turn) settleStep(ctx context.Context, st state, step *stepRow) (out cor
 			}
 		}
 		if args, fg := t.foregroundTask(st, c); fg {
-			b, parks, ok := t.startForeground(ctx, c, args) // task.go
+			b, parks, ok := t.startForeground(ctx, c, args, 0) // task.go
 			if !ok {
 				return stopped, true
 			}
@@ -110,9 +110,11 @@ func prefixOf(kind string) string {
 }
 
 // continueCall continues a waiting call from its committed resolution,
-// through the adapter recorded on its blockers: the model is not asked
-// again, and the result is what the live path would have produced. pending
-// reports that a blocker of the call still waits (another reply is due).
+// through the adapter recorded on its last blocker (a call approved by a
+// permission may then wait on its sub-agent: the task blocker comes next):
+// the model is not asked again, and the result is what the live path would
+// have produced. pending reports that a blocker of the call still waits
+// (another reply is due).
 func (t *turn) continueCall(ctx context.Context, st state, step *stepRow, c callRow) (ok, pending bool, ask *event.Blocker) {
 	var bs []core.ResolvedBlocker
 	err := t.x.Read(ctx, func(tx storage.Tx) error {
@@ -130,6 +132,7 @@ func (t *turn) continueCall(ctx context.Context, st state, step *stepRow, c call
 	if len(bs) == 0 {
 		return t.settled(ctx, event.Settled{CallID: c.id, Outcome: event.OutcomeError, Output: "The call waited on nothing."}) == nil, false, nil
 	}
+	bs = lastRound(bs)
 	ad, known := core.AdapterFor(bs[0].Adapter)
 	if !known {
 		return t.settled(ctx, event.Settled{CallID: c.id, Outcome: event.OutcomeError,
@@ -149,11 +152,32 @@ func (t *turn) continueCall(ctx context.Context, st state, step *stepRow, c call
 		case gateAsk:
 			return true, false, ask
 		}
+		if args, fg := t.foregroundTask(st, c); fg {
+			// Approved, a foreground task call waits for its child as it
+			// would have unasked: on a task blocker, the next ordinal.
+			b, parks, ok := t.startForeground(ctx, c, args, bs[len(bs)-1].Ordinal+1) // task.go
+			if !ok || !parks {
+				return ok, false, nil
+			}
+			return true, false, &b
+		}
 		return t.run(ctx, st, step, c, tl), false, nil
 	}
 	// The person's answer is progress: it will not be asked again.
 	_, err = t.x.Append(ctx, true, core.NewEvent{Type: event.ToolSettled, Payload: event.Settled{CallID: c.id, Outcome: cont.Outcome, Output: cont.Output}})
 	return err == nil, false, nil
+}
+
+// lastRound keeps the trailing blockers that share the last one's adapter:
+// the call's latest wait, which decides its continuation. Earlier ones are
+// history (the permission request a task call was approved by).
+func lastRound(bs []core.ResolvedBlocker) []core.ResolvedBlocker {
+	last := bs[len(bs)-1].Adapter
+	i := len(bs) - 1
+	for i > 0 && bs[i-1].Adapter == last {
+		i--
+	}
+	return bs[i:]
 }
 
 // authorizable returns the call's tool if the call is in its authorizing

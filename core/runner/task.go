@@ -35,10 +35,11 @@ func (t *turn) foregroundTask(st state, c callRow) (tool.TaskArgs, bool) {
 }
 
 // startForeground starts (or re-attaches to) a foreground call's child and
-// returns the blocker the call parks on. A child that cannot be made (the
+// returns the blocker the call parks on, with the given ordinal (0, or the
+// next after the permission request that approved the call). A child that cannot be made (the
 // depth limit) settles the call as a tool error instead: park is false. ok
 // is false when the execution must stop.
-func (t *turn) startForeground(ctx context.Context, c callRow, args tool.TaskArgs) (b event.Blocker, park, ok bool) {
+func (t *turn) startForeground(ctx context.Context, c callRow, args tool.TaskArgs, ordinal int) (b event.Blocker, park, ok bool) {
 	if ctx.Err() != nil {
 		return b, false, false
 	}
@@ -51,7 +52,7 @@ func (t *turn) startForeground(ctx context.Context, c callRow, args tool.TaskArg
 		t.x.Log().Warn("start sub-agent", "call", c.id, "err", err)
 		return b, false, false
 	}
-	b, err = core.TaskBlocker(c.id, child)
+	b, err = core.TaskBlocker(c.id, ordinal, child)
 	if err != nil {
 		t.x.Log().Warn("park task call", "call", c.id, "err", err)
 		return b, false, false

@@ -57,7 +57,7 @@ func (t *turn) run(ctx context.Context, st state, step *stepRow, c callRow, tl t
 		return false
 	}
 	key := IdempotencyKey(st.rootID, t.x.SessionID(), step.id, c.index)
-	if sa, ok := tl.(tool.Subagent); ok { // an approved task call (settle wraps its own)
+	if sa, ok := tl.(tool.Subagent); ok { // an approved background task call (settle wraps its own; a foreground one parks, park.go)
 		tl = t.taskBody(sa)
 	}
 	if it, ok := tl.(tool.InTree); ok {

@@ -1,10 +1,13 @@
 package tool
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/revenantrt/revenant/core/model"
@@ -52,13 +55,63 @@ func (task) Limits() Limits { return Limits{} }
 
 func (task) Execute(context.Context, Call) (string, error) { return "", errTaskByRunner }
 
+// ParseTask reads a call's arguments strictly: a JSON object with exactly
+// the keys "prompt" and, optionally, "background", each once. Go's decoder
+// alone would take "Background" for "background" and the last of two
+// duplicates, so two readers could see two different calls; a strict
+// reading leaves one, and the model a clear error to correct.
 func (task) ParseTask(args json.RawMessage) (TaskArgs, error) {
 	var a TaskArgs
-	if err := json.Unmarshal(args, &a); err != nil {
-		return a, fmt.Errorf("task: arguments must be a JSON object with a prompt: %v", err)
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(args, &fields); err != nil || fields == nil {
+		return a, fmt.Errorf(`task: arguments must be a JSON object {"prompt": "...", "background": false}`)
+	}
+	if err := uniqueKeys(args); err != nil {
+		return a, err
+	}
+	for _, k := range slices.Sorted(maps.Keys(fields)) { // one error, the same every time
+		v := fields[k]
+		var err error
+		switch k {
+		case "prompt":
+			err = json.Unmarshal(v, &a.Prompt)
+		case "background":
+			err = json.Unmarshal(v, &a.Background)
+		default:
+			return a, fmt.Errorf(`task: unknown argument %q: the arguments are "prompt" and "background"`, k)
+		}
+		if err != nil || string(v) == "null" {
+			return a, fmt.Errorf("task: argument %q has the wrong type: %s", k, v)
+		}
 	}
 	if strings.TrimSpace(a.Prompt) == "" {
 		return a, errors.New("task: the prompt is empty")
 	}
 	return a, nil
+}
+
+// uniqueKeys refuses an object that names one key twice (exactly as
+// written: an unknown spelling is refused by ParseTask).
+func uniqueKeys(args json.RawMessage) error {
+	dec := json.NewDecoder(bytes.NewReader(args))
+	if _, err := dec.Token(); err != nil { // {
+		return fmt.Errorf("task: read arguments: %w", err)
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return fmt.Errorf("task: read arguments: %w", err)
+		}
+		k, _ := tok.(string)
+		if seen[k] {
+			return fmt.Errorf("task: argument %q is given twice", k)
+		}
+		seen[k] = true
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return fmt.Errorf("task: read arguments: %w", err)
+		}
+	}
+	return nil
 }
