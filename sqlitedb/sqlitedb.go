@@ -270,6 +270,9 @@ func (t tx) stmt(query string, args []any) (*sqlite3.Stmt, error) {
 		if err != nil {
 			return nil, mapErr(err)
 		}
+		if s == nil { // only white space or comments: SQLite prepares nothing
+			return nil, fmt.Errorf("prepare: no statement in %q", query)
+		}
 		if tail != "" {
 			s.Close()
 			return nil, fmt.Errorf("prepare: more than one statement in %q", query)

@@ -88,6 +88,24 @@ func TestTwoStatementsRefused(t *testing.T) {
 	exec(t, db, `INSERT INTO v VALUES (1)`)
 }
 
+// SQL with no statement in it (white space, comments) is an error, not a
+// panic: SQLite prepares nothing for it.
+func TestEmptyStatementRefused(t *testing.T) {
+	db, _ := newDB(t)
+	for _, q := range []string{"", "  \n", "-- only a comment\n", "/* nothing */"} {
+		err := db.Tx(ctx, func(tx storage.Tx) error {
+			_, err := tx.Exec(q)
+			return err
+		})
+		assert.ErrorContains(t, err, "no statement", "Exec(%q)", q)
+		err = db.Tx(ctx, func(tx storage.Tx) error {
+			_, err := tx.Query(q)
+			return err
+		})
+		assert.ErrorContains(t, err, "no statement", "Query(%q)", q)
+	}
+}
+
 // foreign_keys is on: a dangling reference is SQLITE_CONSTRAINT_FOREIGNKEY.
 func TestForeignKeysEnforced(t *testing.T) {
 	db, _ := newDB(t)
