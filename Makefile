@@ -8,7 +8,7 @@
 #   make run     build and start the local server on 127.0.0.1:8787 (data/)
 #   make guest   build the wasip1 guest, bin/revenant.wasm (docs/abi.md)
 #   make simulate  the seeded eviction simulator's default campaign
-#   make fuzz    the request-decoder and Host/Origin-check fuzz targets, FUZZTIME each (part of test)
+#   make fuzz    the decoder, Host/Origin-check and permission fuzz targets, FUZZTIME inputs each (part of test)
 
 GO      ?= go
 GOFMT   ?= $(shell $(GO) env GOROOT)/bin/gofmt
@@ -45,18 +45,22 @@ js:
 		PATH="$$PATH:$$($(GO) env GOROOT)/lib/wasm" GOOS=js GOARCH=wasm $(GO) test -count=1 ./durableobject/...; \
 	else echo "js: no node on PATH: the Durable Object host's js/wasm tests are skipped"; fi
 
-# Each fuzz target runs for a fixed short time; go test -fuzz takes one
-# target at a time.
-FUZZTIME ?= 5s
+# Each fuzz target runs a fixed number of inputs; go test -fuzz takes one
+# target at a time. A count, not a duration: Go 1.26's fuzz coordinator can
+# report a spurious "context deadline exceeded" when a -fuzztime duration
+# ends while a worker is mid-input (golang/go#75804, fixed in Go 1.27).
+# FUZZ_TIMEOUT bounds a target that would hang.
+FUZZTIME ?= 50000x
+FUZZ_TIMEOUT ?= 5m
 FUZZ_TARGETS = FuzzDecodePrompt FuzzDecodeCreate FuzzDecodeReply FuzzRequestSource
 fuzz:
 	@set -e; for f in $(FUZZ_TARGETS); do \
-		echo "$(GO) test -run '^$$' -fuzz '^$$f$$' -fuzztime $(FUZZTIME) ./core/api/"; \
-		$(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZTIME) ./core/api/; \
+		echo "$(GO) test -run '^$$' -fuzz '^$$f$$' -fuzztime $(FUZZTIME) -timeout $(FUZZ_TIMEOUT) ./core/api/"; \
+		$(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZTIME) -timeout $(FUZZ_TIMEOUT) ./core/api/; \
 	done
-	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./wasm/abi/
-	$(GO) test -run '^$$' -fuzz '^FuzzMatch$$' -fuzztime $(FUZZTIME) ./core/permission/
-	$(GO) test -run '^$$' -fuzz '^FuzzDecide$$' -fuzztime $(FUZZTIME) ./core/permission/
+	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) -timeout $(FUZZ_TIMEOUT) ./wasm/abi/
+	$(GO) test -run '^$$' -fuzz '^FuzzMatch$$' -fuzztime $(FUZZTIME) -timeout $(FUZZ_TIMEOUT) ./core/permission/
+	$(GO) test -run '^$$' -fuzz '^FuzzDecide$$' -fuzztime $(FUZZTIME) -timeout $(FUZZ_TIMEOUT) ./core/permission/
 
 check: fmt vet tidy cross
 
