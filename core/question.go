@@ -28,6 +28,8 @@ func (questionV1) Judge(request json.RawMessage, r Reply) (Verdict, error) {
 	switch {
 	case r.Cancel && r.Answers != nil:
 		return Verdict{}, invalid("reply: give either answers or cancel, not both")
+	case len(r.Message) > MaxReplyMessage:
+		return Verdict{}, invalid("reply: message is longer than %d bytes", MaxReplyMessage)
 	case r.Cancel:
 		return Verdict{State: BlockerCancelled, Event: event.QuestionCancelled, EndTurn: true}, nil
 	}

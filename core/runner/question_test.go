@@ -765,3 +765,25 @@ func TestCancelledCallHasAResultInTheNextRequest(t *testing.T) {
 		}
 	}
 }
+
+// A reply's message is bounded like a permission reply's: a longer one is
+// refused as invalid, and the question stays pending.
+func TestQuestionReplyMessageIsBounded(t *testing.T) {
+	c := newAskRun(t)
+	n := c.boot(t)
+	n.NewSession(c.sid)
+	_, err := c.admit(n, "p1", "paint it")
+	require.NoError(t, err)
+	n.Idle()
+	asked := questions(t, n, c.sid)
+	require.Len(t, asked, 1)
+	long := strings.Repeat("m", core.MaxReplyMessage+1)
+	for _, r := range []core.Reply{
+		{Kind: event.KindQuestion, ResponseID: "r1", Cancel: true, Message: long},
+		{Kind: event.KindQuestion, ResponseID: "r2", Answers: [][]string{{"green"}}, Message: long},
+	} {
+		_, err = n.Inst.Reply(ctx, c.sid, asked[0].ID, r)
+		assert.ErrorIs(t, err, core.ErrInvalid)
+	}
+	assert.Len(t, questions(t, n, c.sid), 1, "still pending")
+}
