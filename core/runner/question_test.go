@@ -473,9 +473,7 @@ func TestQuestionProjectionsEqualTheirRebuild(t *testing.T) {
 			n.Idle()
 			n.Crash()
 
-			before := dumpTables(t, tr)
-			tr.Read(core.Rebuild)
-			require.Equal(t, before, dumpTables(t, tr))
+			before := rebuildEquals(t, tr)
 			states := map[string]int{}
 			for _, row := range before["blockers"] {
 				states[fmt.Sprint(row[9])]++ // the state column
@@ -484,6 +482,16 @@ func TestQuestionProjectionsEqualTheirRebuild(t *testing.T) {
 			require.NotEmpty(t, before["blockers"])
 		})
 	}
+}
+
+// rebuildEquals checks that the projections rebuilt from the log equal the
+// stored ones, and returns the stored ones. The tree must be idle.
+func rebuildEquals(t *testing.T, tr *treetest.Tree) map[string][][]any {
+	t.Helper()
+	before := dumpTables(t, tr)
+	tr.Read(core.Rebuild)
+	require.Equal(t, before, dumpTables(t, tr), "projections rebuilt from the log")
+	return before
 }
 
 // dumpTables reads every projection table whole, ordered.

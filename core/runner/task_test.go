@@ -208,15 +208,6 @@ func TestForegroundTaskKilledAtEveryCommit(t *testing.T) {
 	}
 }
 
-// rebuildEquals checks that the projections (jobs and task blockers among
-// them) rebuilt from the log equal the stored ones. The tree must be idle.
-func rebuildEquals(t *testing.T, tr *treetest.Tree) {
-	t.Helper()
-	before := dumpTables(t, tr)
-	tr.Read(core.Rebuild)
-	require.Equal(t, before, dumpTables(t, tr), "projections rebuilt from the log")
-}
-
 // pendingTask reports whether the session waits on a task blocker.
 func pendingTask(tr *treetest.Tree, sid string) bool {
 	var n int
