@@ -83,14 +83,7 @@ func TestPermissionOverHTTP(t *testing.T) {
 
 	path := "/v1/sessions/" + id + "/permissions/" + p.ID
 	before := alice.cursor(id)
-	bad := []struct {
-		name   string
-		c      *client
-		path   string
-		body   string
-		status int
-		typ    api.ErrorType
-	}{
+	bad := []badReply{
 		{"unknown request id", alice, "/v1/sessions/" + id + "/permissions/p-nope-0", `{"reply":"once","response_id":"r"}`, 404, api.ErrNotFound},
 		{"a request of another tree", alice, "/v1/sessions/" + other + "/permissions/" + p.ID, `{"reply":"once","response_id":"r"}`, 404, api.ErrNotFound},
 		{"another principal", bob, path, `{"reply":"once","response_id":"r"}`, 404, api.ErrNotFound},
@@ -101,11 +94,7 @@ func TestPermissionOverHTTP(t *testing.T) {
 		{"answers", alice, path, `{"reply":"once","answers":[["x"]],"response_id":"r"}`, 400, api.ErrInvalidRequest},
 		{"a message with once", alice, path, `{"reply":"once","message":"fine","response_id":"r"}`, 400, api.ErrInvalidRequest},
 	}
-	for _, b := range bad {
-		status, typ := b.c.errorType("POST", b.path, b.body)
-		assert.Equal(t, b.status, status, b.name)
-		assert.Equal(t, b.typ, typ, b.name)
-	}
+	assertRefused(t, bad)
 	assert.Equal(t, before, alice.cursor(id), "nothing written for a bad reply")
 	assert.Len(t, alice.listPermissions(id), 1, "still pending")
 

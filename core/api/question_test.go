@@ -105,14 +105,7 @@ func TestQuestionOverHTTP(t *testing.T) {
 
 	path := "/v1/sessions/" + id + "/questions/" + q.ID
 	before := alice.cursor(id)
-	bad := []struct {
-		name   string
-		c      *client
-		path   string
-		body   string
-		status int
-		typ    api.ErrorType
-	}{
+	bad := []badReply{
 		{"unknown question id", alice, "/v1/sessions/" + id + "/questions/q-nope-0", `{"answers":[["red"]],"response_id":"r"}`, 404, api.ErrNotFound},
 		{"a question of another tree", alice, "/v1/sessions/" + other + "/questions/" + q.ID, `{"answers":[["red"]],"response_id":"r"}`, 404, api.ErrNotFound},
 		{"another principal", bob, path, `{"answers":[["red"]],"response_id":"r"}`, 404, api.ErrNotFound},
@@ -125,11 +118,7 @@ func TestQuestionOverHTTP(t *testing.T) {
 		{"blank response_id", alice, path, `{"answers":[["red"]],"response_id":" "}`, 400, api.ErrInvalidRequest},
 		{"answers and cancel", alice, path, `{"answers":[["red"]],"cancel":true,"response_id":"r"}`, 400, api.ErrInvalidRequest},
 	}
-	for _, b := range bad {
-		status, typ := b.c.errorType("POST", b.path, b.body)
-		assert.Equal(t, b.status, status, b.name)
-		assert.Equal(t, b.typ, typ, b.name)
-	}
+	assertRefused(t, bad)
 	assert.Equal(t, before, alice.cursor(id), "nothing written for a bad reply")
 	assert.Len(t, alice.listQuestions(id), 1, "still pending")
 
@@ -199,4 +188,24 @@ func TestChildQuestionAnsweredOnRootPath(t *testing.T) {
 func jsonString(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
+}
+
+// badReply is a reply that must be refused with status and an error of typ.
+type badReply struct {
+	name   string
+	c      *client
+	path   string
+	body   string
+	status int
+	typ    api.ErrorType
+}
+
+// assertRefused posts each bad reply and checks how it is refused.
+func assertRefused(t *testing.T, bad []badReply) {
+	t.Helper()
+	for _, b := range bad {
+		status, typ := b.c.errorType("POST", b.path, b.body)
+		assert.Equal(t, b.status, status, b.name)
+		assert.Equal(t, b.typ, typ, b.name)
+	}
 }
