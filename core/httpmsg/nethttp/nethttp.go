@@ -1,0 +1,126 @@
+// Package nethttp adapts net/http to httpmsg at the edge of a host that has
+// net/http (the local server, tests): Handler serves an httpmsg.Handler as
+// an http.Handler, Request converts a received request, and Client sends an
+// httpmsg request with an *http.Client.
+//
+// Portable packages (core/..., tools/web, the wasm guest) never import this
+// package: its whole point is that only a host's main program links
+// net/http.
+package nethttp
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/revenantrt/revenant/core/httpmsg"
+)
+
+// Handler serves h as an http.Handler. The writer h gets implements
+// httpmsg.Flusher when w implements http.Flusher.
+func Handler(h httpmsg.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.ServeHTTP(Writer(w), Request(r))
+	})
+}
+
+// Request returns r as an httpmsg request, sharing r's URL, header map and
+// body (no copies), with r's context.
+func Request(r *http.Request) *httpmsg.Request {
+	m := &httpmsg.Request{
+		Method:        r.Method,
+		URL:           r.URL,
+		Host:          r.Host,
+		Header:        httpmsg.Header(r.Header),
+		Body:          r.Body,
+		ContentLength: r.ContentLength,
+		RemoteAddr:    r.RemoteAddr,
+	}
+	if m.Header == nil {
+		m.Header = httpmsg.Header{}
+	}
+	if m.Body == nil {
+		m.Body = httpmsg.NoBody
+	}
+	return m.WithContext(r.Context())
+}
+
+// Writer returns w as an httpmsg.ResponseWriter whose Header is w's header
+// map; it is an httpmsg.Flusher when w is an http.Flusher.
+func Writer(w http.ResponseWriter) httpmsg.ResponseWriter {
+	if f, ok := w.(http.Flusher); ok {
+		return flushWriter{writer{w}, f}
+	}
+	return writer{w}
+}
+
+type writer struct{ w http.ResponseWriter }
+
+func (w writer) Header() httpmsg.Header      { return httpmsg.Header(w.w.Header()) }
+func (w writer) WriteHeader(status int)      { w.w.WriteHeader(status) }
+func (w writer) Write(b []byte) (int, error) { return w.w.Write(b) }
+func (w writer) Unwrap() http.ResponseWriter { return w.w }
+
+type flushWriter struct {
+	writer
+	f http.Flusher
+}
+
+func (w flushWriter) Flush() { w.f.Flush() }
+
+// Client returns c as an httpmsg.Doer that does not follow redirects (a
+// copy of c whose CheckRedirect answers the first response, whatever c's
+// did). Nil c means http.DefaultClient.
+func Client(c *http.Client) httpmsg.Doer {
+	if c == nil {
+		c = http.DefaultClient
+	}
+	cc := *c
+	cc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	return client{&cc}
+}
+
+type client struct{ c *http.Client }
+
+func (c client) Do(req *httpmsg.Request) (*httpmsg.Response, error) {
+	hreq, err := Outgoing(req)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.c.Do(hreq)
+	if err != nil {
+		return nil, err
+	}
+	return &httpmsg.Response{StatusCode: resp.StatusCode, Header: httpmsg.Header(resp.Header), Body: resp.Body, Request: req}, nil
+}
+
+// Outgoing returns req as an *http.Request to send (sharing its header map
+// and body).
+func Outgoing(req *httpmsg.Request) (*http.Request, error) {
+	if req.URL == nil {
+		if req.Body != nil {
+			_ = req.Body.Close()
+		}
+		return nil, errors.New("send request: no URL")
+	}
+	body := req.Body
+	if body == httpmsg.NoBody {
+		body = http.NoBody
+	}
+	hreq, err := http.NewRequestWithContext(req.Context(), req.Method, req.URL.String(), body)
+	if err != nil {
+		if req.Body != nil {
+			_ = req.Body.Close()
+		}
+		return nil, err
+	}
+	if req.Header != nil {
+		hreq.Header = http.Header(req.Header)
+	}
+	if req.Host != "" {
+		hreq.Host = req.Host
+	}
+	if req.ContentLength > 0 || req.ContentLength == 0 && (req.Body == nil || req.Body == httpmsg.NoBody) {
+		hreq.ContentLength = req.ContentLength
+	}
+	return hreq, nil
+}

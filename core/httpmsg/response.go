@@ -1,0 +1,53 @@
+package httpmsg
+
+import "io"
+
+// Response is an HTTP response a Doer received.
+type Response struct {
+	StatusCode int
+	Header     Header
+	// Body is the response's body, never nil; the caller closes it.
+	Body io.ReadCloser
+	// Request is the request this response answers.
+	Request *Request
+}
+
+// Doer sends one request and returns the response as it came: it does not
+// follow redirects (a caller that wants them follows Location itself, so
+// every hop passes its own checks). It closes req.Body, even on error. An
+// error means no response (a transport failure or the context's end); a
+// 4xx or 5xx is a Response, not an error.
+type Doer interface {
+	Do(req *Request) (*Response, error)
+}
+
+// DoerFunc adapts a function to Doer.
+type DoerFunc func(*Request) (*Response, error)
+
+// Do calls f(req).
+func (f DoerFunc) Do(req *Request) (*Response, error) { return f(req) }
+
+// ResponseWriter is what a Handler writes its answer to, as net/http's:
+// set Header before WriteHeader; Write without WriteHeader means 200.
+type ResponseWriter interface {
+	Header() Header
+	WriteHeader(status int)
+	Write(b []byte) (int, error)
+}
+
+// Flusher is implemented by a ResponseWriter that can send what was
+// written so far before the handler returns (an event stream needs it).
+type Flusher interface {
+	Flush()
+}
+
+// Handler answers a request.
+type Handler interface {
+	ServeHTTP(w ResponseWriter, r *Request)
+}
+
+// HandlerFunc adapts a function to Handler.
+type HandlerFunc func(ResponseWriter, *Request)
+
+// ServeHTTP calls f(w, r).
+func (f HandlerFunc) ServeHTTP(w ResponseWriter, r *Request) { f(w, r) }
