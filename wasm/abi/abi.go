@@ -2,9 +2,10 @@ package abi
 
 import (
 	"fmt"
-	"net/http"
 	"slices"
 	"time"
+
+	"github.com/revenantrt/revenant/core/httpmsg"
 )
 
 // Version of the ABI. A host and a guest talk only if their major versions
@@ -170,8 +171,8 @@ func (c EndCode) String() string {
 	return fmt.Sprintf("code(%d)", uint8(c))
 }
 
-// Header encodes an http.Header with its keys sorted, so encodings repeat.
-func encodeHeader(e *Encoder, h http.Header) {
+// encodeHeader encodes a header with its keys sorted, so encodings repeat.
+func encodeHeader(e *Encoder, h httpmsg.Header) {
 	keys := make([]string, 0, len(h))
 	for k := range h {
 		keys = append(keys, k)
@@ -189,12 +190,12 @@ func encodeHeader(e *Encoder, h http.Header) {
 
 // decodeHeader reads a header as encodeHeader writes it: keys in strictly
 // increasing byte order, so each key once and each header one encoding.
-func decodeHeader(d *Decoder) http.Header {
+func decodeHeader(d *Decoder) httpmsg.Header {
 	n := d.Count()
 	if n == 0 {
-		return http.Header{}
+		return httpmsg.Header{}
 	}
-	h := make(http.Header, n)
+	h := make(httpmsg.Header, n)
 	prev := ""
 	for i := range n {
 		k := d.String()

@@ -4,20 +4,20 @@ import (
 	"unsafe"
 
 	"fmt"
-	"net/http"
 	"os"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/revenantrt/revenant/core/httpmsg"
 	"github.com/revenantrt/revenant/core/permission"
 	"github.com/revenantrt/revenant/core/settings"
 	"github.com/revenantrt/revenant/wasm/abi"
 )
 
 func TestRoundTrips(t *testing.T) {
-	h := http.Header{"B": {"2", "3"}, "A": {"1"}}
+	h := httpmsg.Header{"B": {"2", "3"}, "A": {"1"}}
 	req := abi.Request{Method: "POST", Path: "/v1/sessions/x/prompt", RawQuery: "a=1", Header: h, Body: []byte(`{"text":"hi"}`)}
 	gotReq, err := abi.DecodeRequest(req.Encode())
 	require.NoError(t, err)
@@ -33,7 +33,7 @@ func TestRoundTrips(t *testing.T) {
 		require.Equal(t, p, got)
 	}
 
-	er := abi.EgressRequest{Kind: abi.EgressTool, Target: "hook", Method: "POST", URL: "tool:hook", Header: http.Header{}, Body: []byte{0, 1}}
+	er := abi.EgressRequest{Kind: abi.EgressTool, Target: "hook", Method: "POST", URL: "tool:hook", Header: httpmsg.Header{}, Body: []byte{0, 1}}
 	gotER, err := abi.DecodeEgressRequest(er.Encode())
 	require.NoError(t, err)
 	require.Equal(t, er, gotER)
@@ -177,7 +177,7 @@ func TestEgressEndCode(t *testing.T) {
 }
 
 func TestEncodingIsDeterministic(t *testing.T) {
-	h := http.Header{}
+	h := httpmsg.Header{}
 	for _, k := range []string{"Z", "A", "M", "B", "Y"} {
 		h.Set(k, k)
 	}
@@ -220,7 +220,7 @@ func TestDecodeRejectsUnsortedOrRepeatedHeaderKeys(t *testing.T) {
 	}
 	got, err := abi.DecodeEgressResponse(header("A", "B", "a"))
 	require.NoError(t, err, "sorted byte-wise")
-	require.Equal(t, http.Header{"A": {"v"}, "B": {"v"}, "a": {"v"}}, got.Header)
+	require.Equal(t, httpmsg.Header{"A": {"v"}, "B": {"v"}, "a": {"v"}}, got.Header)
 	for _, keys := range [][]string{{"B", "A"}, {"A", "A"}, {"A", "C", "B"}, {"a", "B"}, {"", ""}} {
 		_, err := abi.DecodeEgressResponse(header(keys...))
 		require.ErrorIs(t, err, abi.ErrMalformed, "keys %q", keys)
@@ -243,7 +243,7 @@ func TestDecodeRejectsUnsortedOrRepeatedHeaderKeys(t *testing.T) {
 // the guest sends it: a request without it decodes as before, and one with
 // it round-trips, epoch 0 ("no epoch yet") included.
 func TestEgressRequestEpoch(t *testing.T) {
-	base := abi.EgressRequest{Kind: abi.EgressModel, Method: "POST", URL: "http://m/v1/chat/completions", Header: http.Header{}, Body: []byte("{}")}
+	base := abi.EgressRequest{Kind: abi.EgressModel, Method: "POST", URL: "http://m/v1/chat/completions", Header: httpmsg.Header{}, Body: []byte("{}")}
 	got, err := abi.DecodeEgressRequest(base.Encode())
 	require.NoError(t, err)
 	require.Equal(t, base, got)
@@ -287,7 +287,7 @@ func FuzzDecode(f *testing.F) {
 	f.Add(abi.Emitted{ID: "e", Seq: 1}.Encode())
 	f.Add(abi.EgressRequest{Kind: abi.EgressTool, Target: "t", Epoch: 7, HasEpoch: true}.Encode())
 	f.Add(abi.EgressEnd{Code: abi.EndFenced, Message: "fenced"}.EncodeFor(abi.MinorEgressEndCode))
-	f.Add(abi.EgressResponse{Status: 200, Header: http.Header{"A": {"1"}, "B": {"2", "3"}}}.Encode())
+	f.Add(abi.EgressResponse{Status: 200, Header: httpmsg.Header{"A": {"1"}, "B": {"2", "3"}}}.Encode())
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if r, err := abi.DecodeRequest(data); err == nil {
 			r2, err := abi.DecodeRequest(r.Encode())

@@ -4,9 +4,9 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
-	"net/http"
 	"time"
 
+	"github.com/revenantrt/revenant/core/httpmsg"
 	"github.com/revenantrt/revenant/core/permission"
 	"github.com/revenantrt/revenant/core/settings"
 )
@@ -16,7 +16,7 @@ type Request struct {
 	Method   string
 	Path     string // escaped path, such as /v1/sessions/abc/events
 	RawQuery string
-	Header   http.Header
+	Header   httpmsg.Header
 	Body     []byte
 }
 
@@ -42,9 +42,9 @@ func DecodeRequest(b []byte) (Request, error) {
 // head, body chunks, an end. An event stream sends a chunk per flush.
 type ResponsePart struct {
 	Kind   PartKind
-	Status int         // PartHead
-	Header http.Header // PartHead
-	Body   []byte      // PartBody
+	Status int            // PartHead
+	Header httpmsg.Header // PartHead
+	Body   []byte         // PartBody
 }
 
 // Encode returns the wire form.
@@ -89,7 +89,7 @@ type EgressRequest struct {
 	Target string // EgressTool: the tool's name
 	Method string
 	URL    string
-	Header http.Header
+	Header httpmsg.Header
 	Body   []byte
 	// Epoch (since ABI 1.2, MinorEgressEpoch) is the epoch the guest's
 	// instance holds as it starts the request, or NoEpoch while it has
@@ -149,7 +149,7 @@ func DecodeEgressRequest(b []byte) (EgressRequest, error) {
 // EgressResponse is the head of an egress answer.
 type EgressResponse struct {
 	Status int
-	Header http.Header
+	Header httpmsg.Header
 }
 
 // Encode returns the wire form.

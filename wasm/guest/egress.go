@@ -13,6 +13,7 @@ import (
 	"sync"
 
 	"github.com/revenantrt/revenant/core"
+	"github.com/revenantrt/revenant/core/httpmsg"
 	"github.com/revenantrt/revenant/core/model"
 	"github.com/revenantrt/revenant/core/tool"
 	"github.com/revenantrt/revenant/tools/web"
@@ -193,7 +194,7 @@ func (d doer) Do(req *http.Request) (*http.Response, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	e := d.es.start(abi.EgressRequest{Kind: d.kind, Target: d.target, Method: req.Method, URL: req.URL.String(), Header: req.Header, Body: body})
+	e := d.es.start(abi.EgressRequest{Kind: d.kind, Target: d.target, Method: req.Method, URL: req.URL.String(), Header: httpmsg.Header(req.Header), Body: body})
 	stop := context.AfterFunc(ctx, func() { d.es.cancel(e) })
 	for {
 		e.mu.Lock()
@@ -201,7 +202,7 @@ func (d doer) Do(req *http.Request) (*http.Response, error) {
 		e.mu.Unlock()
 		if head != nil {
 			return &http.Response{Status: fmt.Sprintf("%d %s", head.Status, http.StatusText(head.Status)), StatusCode: head.Status,
-				Header: head.Header, Body: &egressBody{es: d.es, e: e, ctx: ctx, stop: stop}, Request: req, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1}, nil
+				Header: http.Header(head.Header), Body: &egressBody{es: d.es, e: e, ctx: ctx, stop: stop}, Request: req, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1}, nil
 		}
 		if ended {
 			stop()

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"sync"
 
+	"github.com/revenantrt/revenant/core/httpmsg"
 	"github.com/revenantrt/revenant/wasm/abi"
 )
 
@@ -49,7 +50,7 @@ func (g *guest) serve(id uint64, in abi.Request) {
 			w.end()
 			return
 		}
-		r.Header = in.Header
+		r.Header = http.Header(in.Header)
 		if r.Header == nil {
 			r.Header = http.Header{}
 		}
@@ -90,7 +91,7 @@ func (w *responseWriter) WriteHeader(code int) {
 		return
 	}
 	w.wrote = true
-	respond(w.id, abi.ResponsePart{Kind: abi.PartHead, Status: code, Header: w.header.Clone()})
+	respond(w.id, abi.ResponsePart{Kind: abi.PartHead, Status: code, Header: httpmsg.Header(w.header.Clone())})
 }
 
 func (w *responseWriter) Write(b []byte) (int, error) {

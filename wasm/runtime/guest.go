@@ -15,6 +15,7 @@ import (
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/sys"
 
+	"github.com/revenantrt/revenant/core/httpmsg"
 	"github.com/revenantrt/revenant/core/permission"
 	"github.com/revenantrt/revenant/wasm/abi"
 )
@@ -182,7 +183,7 @@ func permissionName(p string) string {
 func (g *Guest) Request(ctx context.Context, id uint64, req Request) error {
 	g.mu.Lock()
 	defer g.unlock()
-	b := abi.Request{Method: req.Method, Path: req.Path, RawQuery: req.RawQuery, Header: req.Header, Body: req.Body}.Encode()
+	b := abi.Request{Method: req.Method, Path: req.Path, RawQuery: req.RawQuery, Header: httpmsg.Header(req.Header), Body: req.Body}.Encode()
 	return g.callData(ctx, abi.ExportRequest, []uint64{id}, b)
 }
 
@@ -214,7 +215,7 @@ func (g *Guest) Timer(ctx context.Context, id uint64) error {
 func (g *Guest) EgressResponse(ctx context.Context, id uint64, status int, header http.Header) error {
 	g.mu.Lock()
 	defer g.unlock()
-	return g.callData(ctx, abi.ExportEgressResponse, []uint64{id}, abi.EgressResponse{Status: status, Header: header}.Encode())
+	return g.callData(ctx, abi.ExportEgressResponse, []uint64{id}, abi.EgressResponse{Status: status, Header: httpmsg.Header(header)}.Encode())
 }
 
 // EgressChunk delivers the next bytes of egress id's body.

@@ -122,7 +122,7 @@ func (s *services) Respond(id uint64, part runtime.ResponsePart) {
 	}
 	switch part.Kind {
 	case abi.PartHead:
-		r.status, r.header = part.Status, part.Header
+		r.status, r.header = part.Status, http.Header(part.Header)
 	case abi.PartBody:
 		r.body.Write(part.Body)
 	case abi.PartEnd:

@@ -548,7 +548,7 @@ func (t *Tree) modelRequest(ctx context.Context, req abi.EgressRequest) (*http.R
 	if err != nil {
 		return nil, err
 	}
-	hreq.Header = req.Header.Clone()
+	hreq.Header = http.Header(req.Header.Clone())
 	if t.cfg.Model.APIKey != "" {
 		hreq.Header.Set("Authorization", "Bearer "+t.cfg.Model.APIKey)
 	}
