@@ -55,6 +55,10 @@ var rules = []rule{
 		why: "sqlitedb is a leaf: host/ and wasm/ both use it, so it can tie neither to the other"},
 	{from: "tools/...", only: []string{"core/...", "tools/..."},
 		why: "the tools implement core's tool contract for every host; no host may be reached from them"},
+	{from: "tools/web", never: []string{"net/http"},
+		why: "the web tools speak core/httpmsg; only tools/web/webnet, for hosts with sockets, links net/http's client and TLS"},
+	{from: "core/model/...", never: []string{"net/http"},
+		why: "the model providers run in the wasm guest and the Durable Object, whose egress is the host's: net/http would only add weight"},
 	{from: "config/...", only: []string{"core/...", "tools/...", "config/..."},
 		why: "REVENANT_CONFIG is parsed into core's and the tools' types, for any host"},
 	{from: "host/...", never: []string{"wasm/...", "cmd/...", "durableobject/...", "worker/..."},
@@ -118,8 +122,10 @@ func match(pat, p string) bool {
 }
 
 // isStd reports whether a pattern names a standard library package (the
-// only one the rules name is syscall/js).
-func isStd(pat string) bool { return strings.HasPrefix(pat, "syscall/") }
+// rules name syscall/js and net/http).
+func isStd(pat string) bool {
+	return strings.HasPrefix(pat, "syscall/") || strings.HasPrefix(pat, "net/")
+}
 
 func matchAny(pats []string, p string) bool {
 	return slices.ContainsFunc(pats, func(pat string) bool { return match(pat, p) })
