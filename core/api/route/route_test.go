@@ -247,8 +247,8 @@ func TestBadPatternsPanic(t *testing.T) {
 		assert.Panics(t, func() { sm.HandleFunc(pair[1], func(http.ResponseWriter, *http.Request) {}) }, "ServeMux: %v", pair)
 	}
 	for _, pair := range [][2]string{
-		{"GET /a/{x}", "POST /{y}/b"}, // another method
-		{"GET /a/{x}", "GET /a/b"},    // more specific
+		{"GET /a/{x}", "POST /{y}/b"},  // another method
+		{"GET /a/{x}", "GET /a/b"},     // more specific
 		{"GET /a/{x}", "GET /a/{x}/b"}, // another length
 	} {
 		m, sm := &route.Mux{}, http.NewServeMux()
