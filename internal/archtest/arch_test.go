@@ -124,7 +124,9 @@ func match(pat, p string) bool {
 
 // isStd reports whether a pattern names a standard library package (the
 // rules name syscall/js and net/http).
-func isStd(pat string) bool { return strings.HasPrefix(pat, "syscall/") || strings.HasPrefix(pat, "net/") }
+func isStd(pat string) bool {
+	return strings.HasPrefix(pat, "syscall/") || strings.HasPrefix(pat, "net/")
+}
 
 func matchAny(pats []string, p string) bool {
 	return slices.ContainsFunc(pats, func(pat string) bool { return match(pat, p) })
