@@ -86,8 +86,10 @@ func NewGuestHandler(h *Host, auth api.Authenticator, cfg api.Config, log *slog.
 }
 
 // ServeHTTP implements http.Handler. The Host and Origin checks of the
-// handler's configuration come first, as in process (api.Directory.Admit).
-// Unknown routes are 404, other methods 405 (api.Unrouted).
+// handler's configuration come first, as in process (api.Directory.Admit);
+// unknown routes are 404, other methods 405 (api.Unrouted). The API's
+// checks read the request as httpmsg (nethttp); a guest gets it as it
+// came.
 func (g *GuestHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	mw, m := nethttp.Writer(w), nethttp.Request(r)
 	if !g.dir.Admit(mw, m) {

@@ -153,9 +153,10 @@ func (d *Directory) checkSource(w httpmsg.ResponseWriter, r *httpmsg.Request) (d
 }
 
 // Admit applies the checks that come before routing: the Host and Origin
-// checks of h's configuration, then a clean path (ServeMux would answer an
-// unclean one, //v1/sessions or /v1/sessions/x/.., with a redirect and an
-// HTML body; it is 404 here, in JSON like every answer). False means it
+// checks of h's configuration, then a clean path (an unclean one,
+// //v1/sessions or /v1/sessions/x/.., is 404 with a message that says
+// why, in JSON like every answer: net/http's ServeMux redirected it, and
+// the router matches no route for it). False means it
 // has answered (an error, or a CORS preflight) and the request must go no
 // further. Every host's composition calls it first (Handler, Directory,
 // host.GuestHandler), so all answer alike.
@@ -171,12 +172,11 @@ func (d *Directory) Admit(w httpmsg.ResponseWriter, r *httpmsg.Request) bool {
 	return !done
 }
 
-// cleanPath reports whether p is in the form ServeMux routes without a
-// redirect: what path.Clean leaves as it is, except a trailing slash
-// (which ServeMux routes, and the API answers 404 as no route).
+// cleanPath reports whether p is clean: what path.Clean leaves as it is,
+// except a trailing slash (routed, and answered 404 as no route).
 func cleanPath(p string) bool {
 	if p == "" || p[0] != '/' {
-		return true // "*" of OPTIONS *, or a form ServeMux does not clean
+		return true // "*" of OPTIONS *, or a form no router cleans
 	}
 	trimmed := strings.TrimSuffix(p, "/")
 	if trimmed == "" {
