@@ -214,7 +214,7 @@ func (m *Mux) Handler(r *httpmsg.Request) (httpmsg.Handler, string) {
 }
 
 // ServeHTTP sets r's path values and serves it with its route's handler,
-// or Fallback when no route takes it.
+// or Fallback when no route takes it (or its route has no handler).
 func (m *Mux) ServeHTTP(w httpmsg.ResponseWriter, r *httpmsg.Request) {
 	match, ok := m.Match(r.Method, r.URL.EscapedPath())
 	switch {
