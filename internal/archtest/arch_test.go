@@ -49,10 +49,9 @@ type rule struct {
 var rules = []rule{
 	{from: "core/...", only: []string{"core/..."}, never: platform,
 		why: "core is the innermost layer and platform-free: it builds for linux/amd64, js/wasm and wasip1/wasm and imports no host package"},
-	// The exceptions: the adapter itself, the conformance suites (testify
-	// imports net/http; no binary links them), and openai until it moves
-	// to httpmsg.Doer (branch egress17).
-	{from: "core/...", except: []string{"core/httpmsg/nethttp", "core/hosttest", "core/storage/storagetest", "core/model/openai"}, never: []string{"net/http"},
+	// The exceptions: the adapter itself and the conformance suites
+	// (testify imports net/http; no binary links them).
+	{from: "core/...", except: []string{"core/httpmsg/nethttp", "core/hosttest", "core/storage/storagetest"}, never: []string{"net/http"},
 		why: "the wasm guest and the Durable Object link core, and net/http costs them ~520 KB of gzip: core speaks core/httpmsg, and hosts that have net/http adapt it with httpmsg/nethttp"},
 	{from: "recovery/...", only: []string{"core/...", "recovery/..."}, never: platform,
 		why: "recovery is policy over core: adapters → recovery → core, never back"},
