@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -87,7 +86,7 @@ func Open(ctx context.Context, host Host, cfg Config, driver Driver) (*Instance,
 	}
 	log := host.Log
 	if log == nil {
-		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+		log = slog.New(slog.DiscardHandler)
 	}
 	if err := schema.Migrate(ctx, host.DB, host.Clock.Now()); err != nil {
 		return nil, fmt.Errorf("open instance: %w", err)
