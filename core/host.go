@@ -2,9 +2,9 @@ package core
 
 import (
 	"context"
-	"log/slog"
 	"time"
 
+	"github.com/revenantrt/revenant/core/logs"
 	"github.com/revenantrt/revenant/core/storage"
 )
 
@@ -15,7 +15,7 @@ type Host struct {
 	Wake  Waker
 	IDs   IDSource
 	// Log receives structured logs; nil discards them.
-	Log *slog.Logger
+	Log *logs.Logger
 }
 
 // Clock gives time in integer milliseconds since the Unix epoch and timers.
