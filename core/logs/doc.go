@@ -4,9 +4,8 @@
 //
 // Why: importing log/slog links its default handler (slog's init installs
 // one that writes through package log), so slog's text and JSON
-// formatting, package log, and, through slog.AnyValue's time.Time case,
-// time's parsing and formatting are in every binary that imports it,
-// whichever handler it uses: about 58 KB of the guest's gzip size
+// formatting and package log are in every binary that imports it,
+// whichever handler it uses: about 56 KB of the guest's gzip size
 // (docs/RATIONALE.md, "A lean guest"). The guest hands each record to its
 // host as one line of text and needs none of it.
 //
