@@ -14,7 +14,8 @@ type Host struct {
 	Clock Clock
 	Wake  Waker
 	IDs   IDSource
-	// Log receives structured logs; nil discards them.
+	// Log receives structured logs; nil discards them. It is a *slog.Logger
+	// on every platform but the wasip1 guest (package logs).
 	Log *logs.Logger
 }
 
