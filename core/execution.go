@@ -5,10 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"sync"
 
 	"github.com/revenantrt/revenant/core/event"
+	"github.com/revenantrt/revenant/core/logs"
 	"github.com/revenantrt/revenant/core/retry"
 	"github.com/revenantrt/revenant/core/storage"
 )
@@ -156,7 +156,7 @@ func (x *Execution) Read(ctx context.Context, fn func(storage.Tx) error) error {
 }
 
 // Log is the instance's logger with the execution's ids.
-func (x *Execution) Log() *slog.Logger {
+func (x *Execution) Log() *logs.Logger {
 	return x.inst.log.With("session", x.sessionID, "execution", x.id, "prompt", x.promptID)
 }
 

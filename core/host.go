@@ -2,9 +2,9 @@ package core
 
 import (
 	"context"
-	"log/slog"
 	"time"
 
+	"github.com/revenantrt/revenant/core/logs"
 	"github.com/revenantrt/revenant/core/storage"
 )
 
@@ -14,8 +14,9 @@ type Host struct {
 	Clock Clock
 	Wake  Waker
 	IDs   IDSource
-	// Log receives structured logs; nil discards them.
-	Log *slog.Logger
+	// Log receives structured logs; nil discards them. It is a *slog.Logger
+	// on every platform but the wasip1 guest (package logs).
+	Log *logs.Logger
 }
 
 // Clock gives time in integer milliseconds since the Unix epoch and timers.

@@ -5,12 +5,11 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"sync"
 	"sync/atomic"
 
 	"github.com/revenantrt/revenant/core/event"
+	"github.com/revenantrt/revenant/core/logs"
 	"github.com/revenantrt/revenant/core/schema"
 	"github.com/revenantrt/revenant/core/storage"
 )
@@ -22,7 +21,7 @@ type Instance struct {
 	host   Host
 	cfg    Config
 	driver Driver
-	log    *slog.Logger
+	log    *logs.Logger
 	// epoch is the epoch this instance took, or 0 while it has none: it
 	// booted read-only because storage refused the boot's write, and takes
 	// one before its first write (ensureEpoch, under epochMu).
@@ -87,7 +86,7 @@ func Open(ctx context.Context, host Host, cfg Config, driver Driver) (*Instance,
 	}
 	log := host.Log
 	if log == nil {
-		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+		log = logs.Discard()
 	}
 	if err := schema.Migrate(ctx, host.DB, host.Clock.Now()); err != nil {
 		return nil, fmt.Errorf("open instance: %w", err)

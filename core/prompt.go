@@ -2,12 +2,12 @@ package core
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
 
+	"github.com/revenantrt/revenant/core/digest"
 	"github.com/revenantrt/revenant/core/event"
 	"github.com/revenantrt/revenant/core/storage"
 )
@@ -138,7 +138,7 @@ func (t *txw) admissionByClient(sessionID, clientID, hash string, a *Admission) 
 }
 
 func bodyHash(in PromptInput) string {
-	h := sha256.New()
+	h := digest.New()
 	h.Write([]byte(in.Mode))
 	h.Write([]byte{0})
 	h.Write([]byte(in.Text))

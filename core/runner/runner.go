@@ -2,13 +2,13 @@ package runner
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strconv"
 
 	"github.com/revenantrt/revenant/core"
+	"github.com/revenantrt/revenant/core/digest"
 	"github.com/revenantrt/revenant/core/event"
 	"github.com/revenantrt/revenant/core/model"
 	"github.com/revenantrt/revenant/core/permission"
@@ -182,7 +182,7 @@ func (t *turn) load(ctx context.Context) (state, error) {
 // IdempotencyKey derives a call's key from tree, session, step and call
 // index (DESIGN §2), so every re-execution of the call presents the same key.
 func IdempotencyKey(rootID, sessionID, stepID string, index int) string {
-	h := sha256.New()
+	h := digest.New()
 	for _, part := range []string{rootID, sessionID, stepID, strconv.Itoa(index)} {
 		h.Write([]byte(part))
 		h.Write([]byte{0})

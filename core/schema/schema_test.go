@@ -241,6 +241,25 @@ func TestMigrationsNumberedContiguously(t *testing.T) {
 	assert.Equal(t, ms[len(ms)-1].Version, schema.Latest())
 }
 
+// Migrations lists exactly the files of migrations/, each with its file's
+// text: a file added without its line in the table would never be applied.
+func TestMigrationsListEveryFile(t *testing.T) {
+	entries, err := os.ReadDir("migrations")
+	require.NoError(t, err)
+	var files []string
+	for _, e := range entries {
+		files = append(files, e.Name())
+	}
+	var listed []string
+	for _, m := range schema.Migrations() {
+		listed = append(listed, m.Name)
+		body, err := os.ReadFile(filepath.Join("migrations", m.Name))
+		require.NoError(t, err)
+		assert.Equal(t, string(body), m.SQL, "migration %s", m.Name)
+	}
+	assert.Equal(t, files, listed, "core/schema/schema.go's migrations table and the migrations directory")
+}
+
 // scriptDB hands Migrate a ScriptTx, as a Durable Object's DB does. Its
 // ExecScript runs the script statement by statement on the underlying
 // transaction (local SQLite's Exec takes one statement), failing at

@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"runtime"
 	"runtime/metrics"
 	"sync"
@@ -15,6 +14,7 @@ import (
 	"github.com/revenantrt/revenant/core"
 	"github.com/revenantrt/revenant/core/api"
 	"github.com/revenantrt/revenant/core/event"
+	"github.com/revenantrt/revenant/core/logs"
 	"github.com/revenantrt/revenant/core/retry"
 	"github.com/revenantrt/revenant/core/settings"
 	"github.com/revenantrt/revenant/recovery"
@@ -29,7 +29,7 @@ func main() {}
 type guest struct {
 	cfg     abi.BootConfig
 	configs settings.Configs // cfg.Settings, mapped
-	log     *slog.Logger
+	log     *logs.Logger
 	db      *db
 	clock   *clock
 	es      *egresses

@@ -6,13 +6,13 @@ import (
 	"context"
 	"encoding/base32"
 	"fmt"
-	"log/slog"
 	"strings"
 	"sync"
 	"time"
 	"unsafe"
 
 	"github.com/revenantrt/revenant/core"
+	"github.com/revenantrt/revenant/core/logs"
 )
 
 // clock is core.Clock over the clock and timer imports: AfterFunc sets a
@@ -83,16 +83,16 @@ func (waker) Arm(_ context.Context, at int64) error {
 // a time (the host stamps its own), so logs repeat with the inputs.
 type logHandler struct {
 	attrs string
-	level slog.Level
+	level logs.Level
 }
 
-func (h logHandler) Enabled(_ context.Context, l slog.Level) bool { return l >= h.level }
+func (h logHandler) Enabled(_ context.Context, l logs.Level) bool { return l >= h.level }
 
-func (h logHandler) Handle(_ context.Context, r slog.Record) error {
+func (h logHandler) Handle(_ context.Context, r logs.Record) error {
 	var b strings.Builder
 	b.WriteString(r.Message)
 	b.WriteString(h.attrs)
-	r.Attrs(func(a slog.Attr) bool {
+	r.Attrs(func(a logs.Attr) bool {
 		fmt.Fprintf(&b, " %s=%v", a.Key, a.Value)
 		return true
 	})
@@ -102,7 +102,7 @@ func (h logHandler) Handle(_ context.Context, r slog.Record) error {
 	return nil
 }
 
-func (h logHandler) WithAttrs(as []slog.Attr) slog.Handler {
+func (h logHandler) WithAttrs(as []logs.Attr) logs.Handler {
 	var b strings.Builder
 	b.WriteString(h.attrs)
 	for _, a := range as {
@@ -111,4 +111,4 @@ func (h logHandler) WithAttrs(as []slog.Attr) slog.Handler {
 	return logHandler{attrs: b.String(), level: h.level}
 }
 
-func (h logHandler) WithGroup(string) slog.Handler { return h }
+func (h logHandler) WithGroup(string) logs.Handler { return h }

@@ -4,10 +4,10 @@ package main
 
 import (
 	"fmt"
-	"log/slog"
 
 	"github.com/revenantrt/revenant/core"
 	"github.com/revenantrt/revenant/core/api"
+	"github.com/revenantrt/revenant/core/logs"
 	"github.com/revenantrt/revenant/core/model"
 	"github.com/revenantrt/revenant/core/model/offline"
 	"github.com/revenantrt/revenant/core/model/openai"
@@ -32,7 +32,7 @@ func newGuest(cfg abi.BootConfig) (*guest, error) {
 		reqs:    requests{cancel: map[uint64]func(){}},
 		watched: map[string]bool{},
 	}
-	gg.log = slog.New(logHandler{level: slog.LevelDebug}).With("tree", cfg.TreeID)
+	gg.log = logs.New(logHandler{level: logs.LevelDebug}).With("tree", cfg.TreeID)
 	gg.db = newDB(gg.onCommit)
 	if cfg.HostMinor >= abi.MinorEgressEpoch {
 		gg.es.epoch = func() int64 {
@@ -110,5 +110,5 @@ func (gg *guest) apiSetup() (*api.Handler, error) {
 	}
 	cfg := gg.configs.API.WithSessionDefaults(core.SessionConfig{SystemPrompt: a.SystemPrompt, Model: a.ModelName, Tools: a.Tools})
 	tr := newTrees(gg)
-	return api.New(api.Deps{Trees: tr, Auth: auth, Clock: gg.clock, IDs: tr, Log: gg.log}, cfg)
+	return api.New(api.Deps{Trees: tr, Auth: auth, Clock: gg.clock, IDs: tr, Log: apiLog(gg.log)}, cfg)
 }

@@ -1,0 +1,25 @@
+// Package logs is the logger core and the packages linked into the wasm
+// guest take: log/slog's Logger everywhere but the wasip1 guest, where it
+// is a small logger of the same shape.
+//
+// Why: importing log/slog links its default handler (slog's init installs
+// one that writes through package log), so slog's text and JSON
+// formatting and package log are in every binary that imports it,
+// whichever handler it uses: about 56 KB of the guest's gzip size
+// (docs/RATIONALE.md, "A lean guest"). The guest hands each record to its
+// host as one line of text and needs none of it.
+//
+// So on wasip1 Logger, Handler, Record, Attr, Value and Level are this
+// package's own (lite.go), and everywhere else they are aliases of
+// log/slog's (slog.go): native hosts keep passing a *slog.Logger as
+// core.Host.Log, unchanged. Code that must build for both uses only what
+// both have: the Logger methods Debug, Info, Warn, Error, Log, With,
+// Enabled and Handler; New, Discard, String, StringValue, GroupValue;
+// Record's Level, Message and Attrs; Attr's Key and Value; Value's String
+// and Resolve; LogValuer. The lite Logger keeps slog's rules for key-value
+// arguments ("!BADKEY" for a value without a key) and resolves LogValuers
+// before a handler sees them, so a secret's redaction holds in the guest.
+//
+// No package linked into the guest may import log/slog; it imports only
+// context, fmt and strconv.
+package logs
