@@ -5,13 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
 
 	"github.com/revenantrt/revenant/core"
+	"github.com/revenantrt/revenant/core/logs"
 )
 
 // DirectoryDeps are the directory's collaborators; all but Log required.
@@ -19,7 +18,7 @@ type DirectoryDeps struct {
 	Index Index
 	Auth  Authenticator
 	IDs   core.IDSource
-	Log   *slog.Logger // nil discards
+	Log   *logs.Logger // nil discards
 }
 
 // Directory serves what is about many trees: GET /healthz, POST and GET
@@ -32,7 +31,7 @@ type DirectoryDeps struct {
 type Directory struct {
 	deps    DirectoryDeps
 	cfg     Config
-	log     *slog.Logger
+	log     *logs.Logger
 	origins map[string]bool // canonical allowed origins
 	mux     *http.ServeMux
 }
@@ -89,7 +88,7 @@ func (d *Directory) ServeRoute(w http.ResponseWriter, r *http.Request) {
 
 // handle adapts a route's function: its error is the answer, and a panic
 // is a 500 that the log explains.
-func handle(log *slog.Logger, pattern string, fn func(http.ResponseWriter, *http.Request) error) http.HandlerFunc {
+func handle(log *logs.Logger, pattern string, fn func(http.ResponseWriter, *http.Request) error) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		defer func() {
 			if p := recover(); p != nil {
@@ -265,9 +264,9 @@ func allowedMethods(r *http.Request) []string {
 	return out
 }
 
-func orDiscard(log *slog.Logger) *slog.Logger {
+func orDiscard(log *logs.Logger) *logs.Logger {
 	if log == nil {
-		return slog.New(slog.NewTextHandler(io.Discard, nil))
+		return logs.Discard()
 	}
 	return log
 }

@@ -3,10 +3,10 @@ package api
 import (
 	"encoding/json"
 	"errors"
-	"log/slog"
 	"net/http"
 
 	"github.com/revenantrt/revenant/core"
+	"github.com/revenantrt/revenant/core/logs"
 	"github.com/revenantrt/revenant/core/storage"
 )
 
@@ -147,7 +147,7 @@ func WriteError(w http.ResponseWriter, err error) {
 }
 
 // writeError is WriteError with the detail of an internal error logged.
-func writeError(log *slog.Logger, w http.ResponseWriter, err error) {
+func writeError(log *logs.Logger, w http.ResponseWriter, err error) {
 	if Internal(err) {
 		log.Error("request failed", "err", err)
 	}

@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"strings"
 	"time"
 
 	"github.com/revenantrt/revenant/core"
+	"github.com/revenantrt/revenant/core/logs"
 )
 
 // Deps are the composed handler's collaborators; all but Log required.
@@ -18,7 +18,7 @@ type Deps struct {
 	Auth  Authenticator
 	Clock core.Clock
 	IDs   core.IDSource
-	Log   *slog.Logger // nil discards
+	Log   *logs.Logger // nil discards
 }
 
 // Config is the handler's immutable configuration.

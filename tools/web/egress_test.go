@@ -242,7 +242,7 @@ func TestClientCapsBody(t *testing.T) {
 	require.Len(t, b, 101)
 }
 
-// TestImports: the package imports core/tool and core/model and nothing
+// TestImports: the package imports core/tool, core/model and core/logs and nothing
 // else of revenant, and depends on no host package (doc.go).
 func TestImports(t *testing.T) {
 	if testing.Short() {
@@ -252,7 +252,7 @@ func TestImports(t *testing.T) {
 	out, err := exec.Command("go", "list", "-f", `{{join .Imports " "}}`, ".").Output()
 	require.NoError(t, err)
 	for _, p := range strings.Fields(string(out)) {
-		if strings.HasPrefix(p, module) && p != module+"core/tool" && p != module+"core/model" {
+		if strings.HasPrefix(p, module) && p != module+"core/tool" && p != module+"core/model" && p != module+"core/logs" {
 			t.Errorf("tools/web imports %s", p)
 		}
 	}
