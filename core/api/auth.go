@@ -1,12 +1,12 @@
 package api
 
 import (
-	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
 	"fmt"
 	"strings"
 
+	"github.com/revenantrt/revenant/core/digest"
 	"github.com/revenantrt/revenant/core/httpmsg"
 )
 
@@ -36,7 +36,7 @@ type Tokens struct {
 }
 
 type tokenEntry struct {
-	hash      [sha256.Size]byte
+	hash      [digest.Size]byte
 	principal string
 }
 
@@ -60,12 +60,12 @@ func ParseTokens(spec string) (*Tokens, error) {
 		e.principal = principal
 		if hexHash, hashed := strings.CutPrefix(secret, "sha256:"); hashed {
 			b, err := hex.DecodeString(hexHash)
-			if err != nil || len(b) != sha256.Size {
+			if err != nil || len(b) != digest.Size {
 				return nil, fmt.Errorf("REVENANT_TOKENS: principal %q: sha256: needs 64 hex digits", principal)
 			}
 			copy(e.hash[:], b)
 		} else {
-			e.hash = sha256.Sum256([]byte(secret))
+			e.hash = digest.Sum256([]byte(secret))
 		}
 		for _, other := range t.entries {
 			if other.hash == e.hash && other.principal != e.principal {
@@ -89,7 +89,7 @@ func (t *Tokens) Authenticate(r *httpmsg.Request, queryToken bool) (string, erro
 	if !ok || token == "" {
 		return "", fail(ErrUnauthorized, "a bearer token is required")
 	}
-	sum := sha256.Sum256([]byte(token))
+	sum := digest.Sum256([]byte(token))
 	principal, found := "", 0
 	for _, e := range t.entries {
 		if subtle.ConstantTimeCompare(sum[:], e.hash[:]) == 1 {

@@ -5,14 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"strings"
 	"sync"
 
 	"github.com/revenantrt/revenant/core"
 	"github.com/revenantrt/revenant/core/api/route"
 	"github.com/revenantrt/revenant/core/httpmsg"
+	"github.com/revenantrt/revenant/core/logs"
 )
 
 // DirectoryDeps are the directory's collaborators; all but Log required.
@@ -20,7 +19,7 @@ type DirectoryDeps struct {
 	Index Index
 	Auth  Authenticator
 	IDs   core.IDSource
-	Log   *slog.Logger // nil discards
+	Log   *logs.Logger // nil discards
 }
 
 // Directory serves what is about many trees: GET /healthz, POST and GET
@@ -33,7 +32,7 @@ type DirectoryDeps struct {
 type Directory struct {
 	deps    DirectoryDeps
 	cfg     Config
-	log     *slog.Logger
+	log     *logs.Logger
 	origins map[string]bool // canonical allowed origins
 	mux     *route.Mux
 }
@@ -86,7 +85,7 @@ func (d *Directory) ServeRoute(w httpmsg.ResponseWriter, r *httpmsg.Request) {
 
 // handle adapts a route's function: its error is the answer, and a panic
 // is a 500 that the log explains.
-func handle(log *slog.Logger, pattern string, fn func(httpmsg.ResponseWriter, *httpmsg.Request) error) httpmsg.HandlerFunc {
+func handle(log *logs.Logger, pattern string, fn func(httpmsg.ResponseWriter, *httpmsg.Request) error) httpmsg.HandlerFunc {
 	return func(w httpmsg.ResponseWriter, r *httpmsg.Request) {
 		defer func() {
 			if p := recover(); p != nil {
@@ -260,9 +259,9 @@ func allowedMethods(r *httpmsg.Request) []string {
 	return out
 }
 
-func orDiscard(log *slog.Logger) *slog.Logger {
+func orDiscard(log *logs.Logger) *logs.Logger {
 	if log == nil {
-		return slog.New(slog.NewTextHandler(io.Discard, nil))
+		return logs.Discard()
 	}
 	return log
 }

@@ -3,10 +3,10 @@ package api
 import (
 	"encoding/json"
 	"errors"
-	"log/slog"
 
 	"github.com/revenantrt/revenant/core"
 	"github.com/revenantrt/revenant/core/httpmsg"
+	"github.com/revenantrt/revenant/core/logs"
 	"github.com/revenantrt/revenant/core/storage"
 )
 
@@ -147,7 +147,7 @@ func WriteError(w httpmsg.ResponseWriter, err error) {
 }
 
 // writeError is WriteError with the detail of an internal error logged.
-func writeError(log *slog.Logger, w httpmsg.ResponseWriter, err error) {
+func writeError(log *logs.Logger, w httpmsg.ResponseWriter, err error) {
 	if Internal(err) {
 		log.Error("request failed", "err", err)
 	}

@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"strings"
 	"time"
 
 	"github.com/revenantrt/revenant/core"
 	"github.com/revenantrt/revenant/core/api/route"
 	"github.com/revenantrt/revenant/core/httpmsg"
+	"github.com/revenantrt/revenant/core/logs"
 )
 
 // Deps are the composed handler's collaborators; all but Log required.
@@ -19,7 +19,7 @@ type Deps struct {
 	Auth  Authenticator
 	Clock core.Clock
 	IDs   core.IDSource
-	Log   *slog.Logger // nil discards
+	Log   *logs.Logger // nil discards
 }
 
 // Config is the handler's immutable configuration.

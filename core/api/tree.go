@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"strconv"
 	"sync"
 
@@ -13,12 +12,13 @@ import (
 	"github.com/revenantrt/revenant/core/api/route"
 	"github.com/revenantrt/revenant/core/event"
 	"github.com/revenantrt/revenant/core/httpmsg"
+	"github.com/revenantrt/revenant/core/logs"
 )
 
 // TreeDeps are the per-tree handler's collaborators; Clock is required.
 type TreeDeps struct {
 	Clock core.Clock   // heartbeats of event streams
-	Log   *slog.Logger // nil discards
+	Log   *logs.Logger // nil discards
 }
 
 // TreeHandler serves the routes of one tree: every /v1/sessions/{id}/…
@@ -30,7 +30,7 @@ type TreeDeps struct {
 type TreeHandler struct {
 	deps   TreeDeps
 	cfg    Config
-	log    *slog.Logger
+	log    *logs.Logger
 	mux    *route.Mux // matches tree routes; ServeTree runs them
 	routes map[string]treeFunc
 

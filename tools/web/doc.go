@@ -66,7 +66,8 @@
 // that specification's libraries or Verify, and refuse a captured delivery
 // replayed later.
 //
-// The package imports core/tool and core/model (the tool contract) and
+// The package imports core/tool and core/model (the tool contract), core/logs
+// (its Secret redacts itself in logs, the guest's too) and
 // core/httpmsg, nothing else of revenant, and not net/http; a test enforces
 // it. It is not part of core, so it may use the real network and clock.
 package web

@@ -3,7 +3,8 @@ package web
 import (
 	"fmt"
 	"io"
-	"log/slog"
+
+	"github.com/revenantrt/revenant/core/logs"
 )
 
 // Secret is a credential, such as a webhook's signing key, that never
@@ -52,5 +53,5 @@ func (s *Secret) UnmarshalText(b []byte) error {
 	return nil
 }
 
-// LogValue implements slog.LogValuer.
-func (Secret) LogValue() slog.Value { return slog.StringValue(redacted) }
+// LogValue implements logs.LogValuer.
+func (Secret) LogValue() logs.Value { return logs.StringValue(redacted) }

@@ -110,5 +110,5 @@ func (gg *guest) apiSetup() (*api.Handler, error) {
 	}
 	cfg := gg.configs.API.WithSessionDefaults(core.SessionConfig{SystemPrompt: a.SystemPrompt, Model: a.ModelName, Tools: a.Tools})
 	tr := newTrees(gg)
-	return api.New(api.Deps{Trees: tr, Auth: auth, Clock: gg.clock, IDs: tr, Log: apiLog(gg.log)}, cfg)
+	return api.New(api.Deps{Trees: tr, Auth: auth, Clock: gg.clock, IDs: tr, Log: gg.log}, cfg)
 }

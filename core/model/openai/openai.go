@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"mime"
 	"net/url"
 	"slices"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"github.com/revenantrt/revenant/core/httpmsg"
+	"github.com/revenantrt/revenant/core/logs"
 	"github.com/revenantrt/revenant/core/model"
 )
 
@@ -78,11 +78,11 @@ func (c Config) String() string {
 func (c Config) Format(f fmt.State, _ rune) { io.WriteString(f, c.String()) }
 
 // LogValue logs the configuration with the key redacted.
-func (c Config) LogValue() slog.Value {
-	return slog.GroupValue(
-		slog.String("base_url", c.BaseURL),
-		slog.String("model", c.Model),
-		slog.String("api_key", redactedKey(c.APIKey)),
+func (c Config) LogValue() logs.Value {
+	return logs.GroupValue(
+		logs.String("base_url", c.BaseURL),
+		logs.String("model", c.Model),
+		logs.String("api_key", redactedKey(c.APIKey)),
 	)
 }
 
@@ -195,8 +195,8 @@ func (m Model) String() string {
 func (m Model) Format(f fmt.State, _ rune) { io.WriteString(f, m.String()) }
 
 // LogValue logs the provider without its key.
-func (m Model) LogValue() slog.Value {
-	return slog.GroupValue(slog.String("endpoint", m.endpoint), slog.String("model", m.name))
+func (m Model) LogValue() logs.Value {
+	return logs.GroupValue(logs.String("endpoint", m.endpoint), logs.String("model", m.name))
 }
 
 // Stream implements model.Model. It sends the request and returns once the
