@@ -2,7 +2,6 @@ package web
 
 import (
 	"fmt"
-	"net"
 	"net/netip"
 )
 
@@ -143,31 +142,6 @@ func embeddedIPv4(addr netip.Addr) (netip.Addr, string, bool) {
 		return netip.AddrFrom4([4]byte(b[2:6])), "6to4", true
 	}
 	return netip.Addr{}, "", false
-}
-
-// interfaceAddrs lists this host's addresses, read afresh at every check
-// so an address gained since start-up (DHCP, a VPN) is refused too. It only
-// runs for an address that is otherwise public, so a denied private
-// address costs no system call.
-func interfaceAddrs() ([]netip.Addr, error) {
-	list, err := net.InterfaceAddrs()
-	if err != nil {
-		return nil, fmt.Errorf("list this host's addresses: %w", err)
-	}
-	out := make([]netip.Addr, 0, len(list))
-	for _, a := range list {
-		var ip net.IP
-		switch a := a.(type) {
-		case *net.IPNet:
-			ip = a.IP
-		case *net.IPAddr:
-			ip = a.IP
-		}
-		if addr, ok := netip.AddrFromSlice(ip); ok {
-			out = append(out, addr.Unmap())
-		}
-	}
-	return out, nil
 }
 
 // addrForms are the addresses a socket to addr may reach: addr itself, the
