@@ -333,9 +333,6 @@ func (e Egress) CheckURL(u *url.URL) error {
 	return nil
 }
 
-// loopbackNames are the addresses a ".localhost" name stands for.
-var loopbackNames = []netip.Addr{netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("::1")}
-
 // checkUnresolvedName applies the name rules of WithTransport to host, a
 // normalized name that is not a standard IP literal: the platform resolves
 // it, so only what the name itself says can be checked.
@@ -349,7 +346,7 @@ func (e Egress) checkUnresolvedName(host string) error {
 		}
 	}
 	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
-		for _, a := range loopbackNames {
+		for _, a := range tables().loopbackNames {
 			if e.denial(a) != "" {
 				return fmt.Errorf("%w: %s is a loopback name", ErrDenied, host)
 			}
