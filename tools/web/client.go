@@ -5,11 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/netip"
 	"strconv"
-	"syscall"
-	"time"
+	"strings"
 
 	"github.com/revenantrt/revenant/core/httpmsg"
 )
@@ -77,77 +75,91 @@ func (c checkedClient) Do(req *httpmsg.Request) (*httpmsg.Response, error) {
 	return resp, nil
 }
 
-// DialContext connects to address ("host:port") as the policy allows, for
-// a client that dials from this process (WithDialing): it resolves the
-// host once, refuses it if any of its addresses is refused, and dials only
-// the checked addresses, so the address connected to is the address
-// checked; the socket's address is checked once more just before connect.
+// DialTargets is the policy's decision on a connection to address
+// ("host:port", as an HTTP client dials it) from this process: the dialer
+// of tools/web/webnet asks it before each connection and dials only what
+// it returns. It lives here, over net/netip, so that the rules stay with
+// the policy and this package needs no package net.
+//
+// An IP literal is checked. A name is resolved once, with the policy's
+// resolver (WithResolver) or else with fallback, and refused if any of its
+// addresses is refused; the checked addresses are returned in the
+// resolver's order, so the address connected to is the address checked,
+// with no second lookup for DNS to change the answer in. The dialer checks
+// each socket's address once more (CheckAddr) just before connect.
+//
 // The policy's trusted destination (a webhook's configured host and port)
-// is dialed as configured.
-func (e Egress) DialContext(ctx context.Context, network, address string) (net.Conn, error) {
-	host, portText, err := net.SplitHostPort(address)
+// returns trusted and no addresses: the dialer connects to address as
+// configured, unchecked. Errors wrap ErrDenied for a refusal.
+func (e Egress) DialTargets(ctx context.Context, address string, fallback Resolver) (addrs []netip.AddrPort, trusted bool, err error) {
+	host, port, err := splitHostPort(address)
 	if err != nil {
-		return nil, err
+		return nil, false, err
+	}
+	if e.isTrusted(host, int(port)) {
+		return nil, true, nil
+	}
+	if ip, err := netip.ParseAddr(host); err == nil {
+		if err := e.CheckAddr(ip); err != nil {
+			return nil, false, err
+		}
+		return []netip.AddrPort{netip.AddrPortFrom(ip, port)}, false, nil
+	}
+	r := e.resolver
+	if r == nil {
+		r = fallback
+	}
+	if r == nil {
+		return nil, false, fmt.Errorf("resolve %s: no resolver", host)
+	}
+	ips, err := r.LookupNetIP(ctx, "ip", host)
+	if err != nil {
+		return nil, false, fmt.Errorf("resolve %s: %w", host, err)
+	}
+	if len(ips) == 0 {
+		return nil, false, fmt.Errorf("resolve %s: no addresses", host)
+	}
+	for _, a := range ips {
+		if kind := e.denial(a); kind != "" {
+			return nil, false, fmt.Errorf("%w: %s resolves to %s, %s", ErrDenied, host, a, kind)
+		}
+		addrs = append(addrs, netip.AddrPortFrom(a, port))
+	}
+	return addrs, false, nil
+}
+
+// splitHostPort splits "host:port" or "[host]:port" as net.SplitHostPort
+// does, without package net: a host with a colon (IPv6) must be in
+// brackets.
+func splitHostPort(address string) (string, uint16, error) {
+	var host, portText string
+	if rest, ok := strings.CutPrefix(address, "["); ok {
+		h, p, ok := strings.Cut(rest, "]")
+		if !ok {
+			return "", 0, fmt.Errorf("split %q: missing ']'", address)
+		}
+		if portText, ok = strings.CutPrefix(p, ":"); !ok {
+			return "", 0, fmt.Errorf("split %q: missing port", address)
+		}
+		host = h
+	} else {
+		i := strings.LastIndexByte(address, ':')
+		if i < 0 {
+			return "", 0, fmt.Errorf("split %q: missing port", address)
+		}
+		host, portText = address[:i], address[i+1:]
+		if strings.ContainsRune(host, ':') {
+			return "", 0, fmt.Errorf("split %q: too many colons", address)
+		}
+	}
+	if strings.ContainsAny(host, "[]") {
+		return "", 0, fmt.Errorf("split %q: unexpected bracket", address)
 	}
 	port, err := strconv.ParseUint(portText, 10, 16)
 	if err != nil {
-		return nil, fmt.Errorf("bad port in %q", address)
+		return "", 0, fmt.Errorf("bad port in %q", address)
 	}
-	if e.isTrusted(host, int(port)) {
-		// The operator's own webhook destination: dialed as configured.
-		dial := e.dial
-		if dial == nil {
-			dial = (&net.Dialer{Timeout: 10 * time.Second}).DialContext
-		}
-		return dial(ctx, network, address)
-	}
-	var addrs []netip.Addr
-	if ip, err := netip.ParseAddr(host); err == nil {
-		if err := e.CheckAddr(ip); err != nil {
-			return nil, err
-		}
-		addrs = []netip.Addr{ip}
-	} else {
-		addrs, err = e.resolve().LookupNetIP(ctx, "ip", host)
-		if err != nil {
-			return nil, fmt.Errorf("resolve %s: %w", host, err)
-		}
-		if len(addrs) == 0 {
-			return nil, fmt.Errorf("resolve %s: no addresses", host)
-		}
-		for _, a := range addrs {
-			if kind := e.denial(a); kind != "" {
-				return nil, fmt.Errorf("%w: %s resolves to %s, %s", ErrDenied, host, a, kind)
-			}
-		}
-	}
-	dial := e.dial
-	if dial == nil {
-		d := &net.Dialer{Timeout: 10 * time.Second, Control: e.control}
-		dial = d.DialContext
-	}
-	var errs []error
-	for _, a := range addrs {
-		conn, err := dial(ctx, network, netip.AddrPortFrom(a, uint16(port)).String())
-		if err == nil {
-			return conn, nil
-		}
-		errs = append(errs, err)
-		if ctx.Err() != nil {
-			break
-		}
-	}
-	return nil, errors.Join(errs...)
-}
-
-// control checks the address the socket is about to connect to once more,
-// in case anything between dialContext and the socket resolved again.
-func (e Egress) control(_, address string, _ syscall.RawConn) error {
-	ap, err := netip.ParseAddrPort(address)
-	if err != nil {
-		return fmt.Errorf("%w: cannot check address %q", ErrDenied, address)
-	}
-	return e.CheckAddr(ap.Addr())
+	return host, uint16(port), nil
 }
 
 // cappedBody returns the first max bytes of a body, then ErrTooLarge if

@@ -9,17 +9,20 @@
 //     address it resolves to is checked, and only a checked address is
 //     dialed, so there is no gap between check and use for DNS to change the
 //     answer in; the dialer's Control hook checks the socket's address once
-//     more just before connect (Egress.DialContext).
+//     more just before connect (Egress.DialTargets, tools/web/webnet).
 //
 // The package speaks core/httpmsg, not net/http: a client is an
 // httpmsg.Doer, which does one round trip, and the http_request tool
 // follows redirects itself with net/http's rules (redirect.go), each hop
-// checked. It links no HTTP client: a host with sockets gives its policy
-// one with tools/web/webnet.Dialing (net/http, dialing through
-// Egress.DialContext); a platform with its own fetch gives one with
-// Egress.WithTransport; a policy with neither sends nothing (ErrNoClient).
-// So the wasm guest, which only declares http_request, and the Durable
-// Object, which sends through fetch, link neither net/http nor TLS.
+// checked. It links no HTTP client and no package net (it speaks
+// net/netip): a host with sockets gives its policy one with
+// tools/web/webnet.Dialing (net/http, dialing only what
+// Egress.DialTargets allows, resolving with net.DefaultResolver, and the
+// host's interface addresses as its own); a platform with its own fetch
+// gives one with Egress.WithTransport; a policy with neither sends nothing
+// (ErrNoClient). So the wasm guest, which only declares http_request, and
+// the Durable Object, which sends through fetch, link neither net/http,
+// TLS nor package net.
 //
 // The address rules refuse every block the IANA IPv4 and IPv6
 // Special-Purpose Address Registries mark not globally reachable (loopback,
@@ -28,8 +31,9 @@
 // with the registries' exceptions), multicast, every IPv6 address outside
 // global unicast 2000::/3, IPv6 forms that embed a refused IPv4 address
 // (mapped, compatible, NAT64, 6to4), and this host's own addresses, read
-// from its interfaces at each check: a service bound to 0.0.0.0 answers on
-// a public address of the host too. A CIDR of the policy that names an
+// at each check from the list the policy carries (Egress.WithLocalAddrs;
+// webnet.Dialing reads the interfaces): a service bound to 0.0.0.0 answers
+// on a public address of the host too. A CIDR of the policy that names an
 // address allows it.
 //
 // A webhook's configured URL is the operator's destination, not the

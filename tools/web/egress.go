@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/netip"
 	"net/url"
 	"slices"
@@ -33,8 +32,10 @@ var ErrDenied = errors.New("egress denied")
 // MaxResponseBytes.
 var ErrTooLarge = errors.New("response too large")
 
-// Resolver looks up a host name's addresses. *net.Resolver implements it;
-// tests use a fake one to map a name to any address without real DNS.
+// Resolver looks up a host name's addresses. *net.Resolver implements it
+// (tools/web/webnet dials with net.DefaultResolver unless the policy has
+// its own); tests use a fake one to map a name to any address without
+// real DNS. It speaks net/netip so that this package needs no package net.
 type Resolver interface {
 	LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
 }
@@ -56,13 +57,12 @@ type Egress struct {
 	// resolves and connects (WithTransport).
 	transport httpmsg.Doer
 	// dialing, when set, builds the client that sends a tool's requests
-	// from this process, connecting through the tool's policy's
-	// DialContext (WithDialing; tools/web/webnet). Neither set: nothing
+	// from this process, dialing only what the tool's policy's
+	// DialTargets allows (WithDialing; tools/web/webnet). Neither set: nothing
 	// can be sent (Client fails every request).
 	dialing func(Egress) httpmsg.Doer
-	dial    func(ctx context.Context, network, addr string) (net.Conn, error) // tests only
-	// localAddrs lists this host's addresses; nil reads the interfaces.
-	// Tests replace it.
+	// localAddrs lists this host's addresses (WithLocalAddrs); nil: none
+	// are known, and no address is refused for being this host's.
 	localAddrs func() ([]netip.Addr, error)
 	// trusted is the one destination (host and port) an operator configured
 	// for a webhook: its client may reach it whatever the policy says.
@@ -134,12 +134,31 @@ func (e Egress) WithTimeout(d time.Duration) Egress {
 	return e
 }
 
-// WithResolver resolves host names with r instead of net.DefaultResolver.
-// Every address r returns is checked before it is dialed.
+// WithResolver resolves host names with r instead of the dialer's default
+// (net.DefaultResolver, in tools/web/webnet). Every address r returns is
+// checked before it is dialed.
 func (e Egress) WithResolver(r Resolver) Egress {
 	e.resolver = r
 	return e
 }
+
+// WithLocalAddrs sets how this host's own addresses are listed: the
+// address rules refuse each of them, because a service bound to 0.0.0.0
+// answers on a public address of the host too. list runs at each check of
+// an otherwise public address, so an address gained since start-up (DHCP,
+// a VPN) is refused as well; when it fails, every public address is
+// refused, since none can be told apart from the host's own.
+// tools/web/webnet.Dialing sets it from the host's interfaces. Unset (nil),
+// no address is refused as the host's own: right where this process sends
+// nothing itself (the wasm guest) or where the platform's fetch sends from
+// elsewhere (WithTransport in a Durable Object).
+func (e Egress) WithLocalAddrs(list func() ([]netip.Addr, error)) Egress {
+	e.localAddrs = list
+	return e
+}
+
+// LocalAddrs is the list set with WithLocalAddrs, or nil.
+func (e Egress) LocalAddrs() func() ([]netip.Addr, error) { return e.localAddrs }
 
 // WithTransport sends requests through d instead of dialing from this
 // process, for a platform whose own HTTP client resolves names and
@@ -181,11 +200,14 @@ func (e Egress) Transport() httpmsg.Doer { return e.transport }
 
 // WithDialing sends requests from this process: client(p) builds the
 // client of each tool, p being that tool's own policy (a webhook's trusts
-// its configured destination), and must connect only through
-// p.DialContext, with no proxy and no redirects followed.
+// its configured destination), and must connect only to what
+// p.DialTargets allows, checking each socket's address with CheckAddr
+// before connect, with no proxy and no redirects followed.
 // tools/web/webnet.Dialing is the one for hosts with sockets and net/http;
-// this package links no HTTP client itself, so that a binary that sends
-// nothing (the wasm guest) carries none. It replaces WithTransport's.
+// it also sets the host's own addresses (WithLocalAddrs) and resolves
+// with net.DefaultResolver unless the policy has a resolver. This package links no HTTP client and no package net itself,
+// so that a binary that sends nothing (the wasm guest) carries neither. It
+// replaces WithTransport's.
 func (e Egress) WithDialing(client func(p Egress) httpmsg.Doer) Egress {
 	e.dialing, e.transport = client, nil
 	return e
@@ -245,13 +267,6 @@ func (e Egress) String() string {
 	}
 	return fmt.Sprintf("schemes %s; ports %s; hosts %s; private ranges allowed: %s; max response %d bytes; timeout %s",
 		strings.Join(e.Schemes(), ", "), joinInts(e.Ports()), hosts, cidrs, e.MaxResponseBytes(), e.Timeout())
-}
-
-func (e Egress) resolve() Resolver {
-	if e.resolver == nil {
-		return net.DefaultResolver
-	}
-	return e.resolver
 }
 
 // destination is a host and port.
@@ -318,9 +333,6 @@ func (e Egress) CheckURL(u *url.URL) error {
 	return nil
 }
 
-// loopbackNames are the addresses a ".localhost" name stands for.
-var loopbackNames = []netip.Addr{netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("::1")}
-
 // checkUnresolvedName applies the name rules of WithTransport to host, a
 // normalized name that is not a standard IP literal: the platform resolves
 // it, so only what the name itself says can be checked.
@@ -334,7 +346,7 @@ func (e Egress) checkUnresolvedName(host string) error {
 		}
 	}
 	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
-		for _, a := range loopbackNames {
+		for _, a := range tables().loopbackNames {
 			if e.denial(a) != "" {
 				return fmt.Errorf("%w: %s is a loopback name", ErrDenied, host)
 			}
@@ -396,16 +408,16 @@ func (e Egress) denial(addr netip.Addr) string {
 	return e.hostDenial(addr)
 }
 
-// hostDenial refuses this host's own addresses: a service bound to 0.0.0.0
-// answers on every one of them, public ones included. When the host's
-// addresses cannot be listed, nothing public can be told apart from them,
-// so the address is refused.
+// hostDenial refuses this host's own addresses (WithLocalAddrs): a service
+// bound to 0.0.0.0 answers on every one of them, public ones included.
+// When the host's addresses cannot be listed, nothing public can be told
+// apart from them, so the address is refused. A policy with no list
+// refuses none.
 func (e Egress) hostDenial(addr netip.Addr) string {
-	list := e.localAddrs
-	if list == nil {
-		list = interfaceAddrs
+	if e.localAddrs == nil {
+		return ""
 	}
-	own, err := list()
+	own, err := e.localAddrs()
 	if err != nil {
 		return fmt.Sprintf("not checkable against this host's addresses (%v)", err)
 	}

@@ -28,6 +28,12 @@ import (
 // a host with sockets builds it.
 func dialing() web.Egress { return webnet.Dialing(web.NewEgress()) }
 
+// dialingThrough is dialing with dial connecting in place of the real
+// dialer: it receives the checked "ip:port" the real one would connect to.
+func dialingThrough(dial webnet.DialFunc) web.Egress {
+	return webnet.DialingThrough(web.NewEgress(), dial)
+}
+
 // get sends a GET for rawURL with c.
 func get(t *testing.T, c httpmsg.Doer, rawURL string) (*httpmsg.Response, error) {
 	t.Helper()
@@ -220,7 +226,7 @@ func TestDialChecksEveryResolvedAddress(t *testing.T) {
 		"mixed.test": addrs("93.184.216.34", "10.0.0.5"),
 		"lan.test":   addrs("10.1.2.3"),
 	}
-	p := dialing().WithResolver(res).WithDial(dial)
+	p := dialingThrough(dial).WithResolver(res)
 
 	_, err := get(t, web.Client(p), "http://mixed.test/")
 	require.ErrorIs(t, err, web.ErrDenied)
@@ -258,7 +264,7 @@ func TestClientCapsBody(t *testing.T) {
 
 // TestImports: the package imports core/tool, core/model, core/httpmsg and core/logs
 // and nothing else of revenant, and depends on no host package (doc.go)
-// and not on net/http (webnet holds the net/http side).
+// and not on net/http or net (webnet holds the side with sockets).
 func TestImports(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs go list")
@@ -274,8 +280,8 @@ func TestImports(t *testing.T) {
 	out, err = exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", ".").Output()
 	require.NoError(t, err)
 	for _, p := range strings.Fields(string(out)) {
-		if p == "net/http" {
-			t.Errorf("tools/web depends on net/http")
+		if p == "net/http" || p == "net" {
+			t.Errorf("tools/web depends on %s", p)
 		}
 		for _, host := range []string{"github.com/ncruces", "github.com/tetratelabs", "github.com/syumai", module + "host"} {
 			if p == host || strings.HasPrefix(p, host+"/") {
@@ -294,4 +300,25 @@ func TestNoClientSendsNothing(t *testing.T) {
 	require.NoError(t, err)
 	_, err = hook.Execute(context.Background(), httpCall(t, map[string]any{}))
 	require.ErrorIs(t, err, web.ErrNoClient)
+}
+
+// TestSplitHostPort: the dialer's split, written without package net,
+// agrees with net.SplitHostPort on what it accepts and what it returns.
+func TestSplitHostPort(t *testing.T) {
+	for _, addr := range []string{
+		"example.com:443", "93.184.216.34:80", "[2001:db8::1]:443", "[fe80::1%eth0]:80", "[::1]:8080",
+		"example.com", "example.com:", "example.com:http", "example.com:65536", "example.com:-1",
+		"::1:80", "[::1]", "[::1]80", "[::1:80", "::1]:80", "a[b]:80", "[a]b]:80", ":80", "[]:80", "h:0",
+	} {
+		host, port, err := web.SplitHostPort(addr)
+		wantHost, wantPort, wantErr := net.SplitHostPort(addr)
+		n, convErr := strconv.ParseUint(wantPort, 10, 16)
+		if wantErr != nil || convErr != nil {
+			require.Error(t, err, addr)
+			continue
+		}
+		require.NoError(t, err, addr)
+		require.Equal(t, wantHost, host, addr)
+		require.Equal(t, uint16(n), port, addr)
+	}
 }

@@ -68,7 +68,7 @@ func TestHTTPRequestAllowed(t *testing.T) {
 func TestHTTPRequestDenied(t *testing.T) {
 	srv := newServer(t, func(w http.ResponseWriter, r *http.Request) {})
 	res := fakeResolver{"internal.test": addrs("10.0.0.5"), "metadata.test": addrs("169.254.169.254")}
-	p := dialing().WithPorts(80, srv.port).WithResolver(res).WithDial(noDial(t))
+	p := dialingThrough(noDial(t)).WithPorts(80, srv.port).WithResolver(res)
 	h := web.NewHTTPRequest(p)
 	for _, tc := range []struct{ url, want string }{
 		{srv.URL + "/", "egress denied: 127.0.0.1 is a loopback address"},
@@ -105,7 +105,7 @@ func TestHTTPRequestAllowListed(t *testing.T) {
 		return (&net.Dialer{}).DialContext(ctx, network, srv.Listener.Addr().String())
 	}
 	res := fakeResolver{"internal.test": addrs("10.0.0.5")}
-	p := dialing().WithResolver(res).WithDial(redirectDial).
+	p := dialingThrough(redirectDial).WithResolver(res).
 		WithAllowCIDRs(netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("169.254.169.254/32"))
 	h := web.NewHTTPRequest(p)
 	for _, u := range []string{"http://10.0.0.1/", "http://internal.test/", "http://169.254.169.254/"} {

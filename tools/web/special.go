@@ -2,8 +2,8 @@ package web
 
 import (
 	"fmt"
-	"net"
 	"net/netip"
+	"sync"
 )
 
 // The address rules follow the IANA IPv4 and IPv6 Special-Purpose Address
@@ -11,9 +11,9 @@ import (
 // https://www.iana.org/assignments/iana-ipv6-special-registry; RFC 6890 and
 // the RFCs each entry names), as they stood in 2025: every block whose
 // "Globally Reachable" is False or N/A is refused, and the blocks marked True
-// inside a refused one are carved out again (reachable, below). Two blocks
-// the registry marks True are refused all the same (ORCHIDv2 and DRIP, see
-// refused). Multicast (its own registry), site-local, IPv4-translated
+// inside a refused one are carved out again (reachableBlocks, below). Two
+// blocks the registry marks True are refused all the same (ORCHIDv2 and
+// DRIP, see refusedBlocks). Multicast (its own registry), site-local, IPv4-translated
 // addresses and every IPv6 address outside global unicast 2000::/3 are
 // refused too: none of them is a public service on the Internet.
 
@@ -23,73 +23,107 @@ type special struct {
 	kind   string
 }
 
-// refused are the blocks a request may not reach unless an allow rule names
-// them. IPv4-mapped addresses (::ffff:0:0/96, not globally reachable as
-// such) are judged by the IPv4 address they map to, since that is what a
-// socket connects to; NAT64 64:ff9b::/96 (globally reachable) and 6to4
-// 2002::/16 (N/A) by the IPv4 address they embed (embeddedIPv4).
-var refused = []special{
-	// IPv4 registry.
-	{netip.MustParsePrefix("0.0.0.0/8"), "an unspecified address"}, // "this network", RFC 791
-	{netip.MustParsePrefix("10.0.0.0/8"), "a private address"},
-	{netip.MustParsePrefix("100.64.0.0/10"), "a carrier-grade NAT address"},
-	{netip.MustParsePrefix("127.0.0.0/8"), "a loopback address"},
-	{netip.MustParsePrefix("169.254.0.0/16"), "a link-local address"},
-	{netip.MustParsePrefix("172.16.0.0/12"), "a private address"},
-	{netip.MustParsePrefix("192.0.0.0/24"), "a reserved address"}, // IETF protocol assignments, DS-Lite, NAT64 discovery
-	{netip.MustParsePrefix("192.0.2.0/24"), "a documentation address"},
-	{netip.MustParsePrefix("192.88.99.0/24"), "a deprecated 6to4 relay address"}, // RFC 7526
-	{netip.MustParsePrefix("192.168.0.0/16"), "a private address"},
-	{netip.MustParsePrefix("198.18.0.0/15"), "a benchmarking address"},
-	{netip.MustParsePrefix("198.51.100.0/24"), "a documentation address"},
-	{netip.MustParsePrefix("203.0.113.0/24"), "a documentation address"},
-	{netip.MustParsePrefix("224.0.0.0/4"), "a multicast address"},
-	{netip.MustParsePrefix("240.0.0.0/4"), "a reserved address"}, // and 255.255.255.255, limited broadcast
-
-	// IPv6 registry.
-	{netip.MustParsePrefix("::/128"), "an unspecified address"},
-	{netip.MustParsePrefix("::1/128"), "a loopback address"},
-	{netip.MustParsePrefix("::ffff:0:0:0/96"), "an IPv4-translated address"}, // RFC 2765's SIIT form, not routed
-	{netip.MustParsePrefix("64:ff9b:1::/48"), "a local-use NAT64 address"},   // RFC 8215
-	{netip.MustParsePrefix("100::/64"), "a discard-only address"},
-	{netip.MustParsePrefix("100:0:0:1::/64"), "a reserved address"}, // dummy prefix, RFC 9780
-	{netip.MustParsePrefix("2001::/32"), "a Teredo address"},
-	{netip.MustParsePrefix("2001:2::/48"), "a benchmarking address"},
-	{netip.MustParsePrefix("2001:10::/28"), "a deprecated ORCHID address"},
-	// ORCHIDv2 (RFC 7343) and DRIP entity tags (RFC 9374) are marked
-	// globally reachable, but they are cryptographic host identifiers, not
-	// locators: nothing on the Internet routes to them, and only a HIP
-	// stack on this host or its network could answer one. Refused.
-	{netip.MustParsePrefix("2001:20::/28"), "an ORCHIDv2 identifier"},
-	{netip.MustParsePrefix("2001:30::/28"), "a DRIP entity tag"},
-	{netip.MustParsePrefix("2001::/23"), "a reserved address"}, // IETF protocol assignments
-	{netip.MustParsePrefix("2001:db8::/32"), "a documentation address"},
-	{netip.MustParsePrefix("3fff::/20"), "a documentation address"}, // RFC 9637
-	{netip.MustParsePrefix("5f00::/16"), "a reserved address"},      // SRv6 SIDs, RFC 9602
-	{netip.MustParsePrefix("fc00::/7"), "a private address"},
-	{netip.MustParsePrefix("fe80::/10"), "a link-local address"},
-	{netip.MustParsePrefix("fec0::/10"), "a private address"}, // site-local, deprecated
-	{netip.MustParsePrefix("ff00::/8"), "a multicast address"},
-}
-
-// reachable are the registry's globally reachable entries inside a refused
-// block; they are allowed.
-var reachable = []netip.Prefix{
-	netip.MustParsePrefix("192.0.0.9/32"),    // Port Control Protocol anycast, RFC 7723
-	netip.MustParsePrefix("192.0.0.10/32"),   // TURN anycast, RFC 8155
-	netip.MustParsePrefix("2001:1::1/128"),   // Port Control Protocol anycast, RFC 7723
-	netip.MustParsePrefix("2001:1::2/128"),   // TURN anycast, RFC 8155
-	netip.MustParsePrefix("2001:1::3/128"),   // DNS-SD SRP anycast, RFC 9665
-	netip.MustParsePrefix("2001:3::/32"),     // AMT, RFC 7450
-	netip.MustParsePrefix("2001:4:112::/48"), // AS112-v6, RFC 7535
+// addrTables are the address rules' tables. They are built on first use,
+// not at package init: the wasm guest links this package to declare
+// http_request but never checks an address, and building them at init
+// cost it ~17 KB of code and some fifty parses at every boot.
+type addrTables struct {
+	refused   []special
+	reachable []netip.Prefix
+	// globalUnicast is 2000::/3; compatible, nat64 and sixToFour the IPv6
+	// forms that embed an IPv4 address (embeddedIPv4).
+	globalUnicast, compatible, nat64, sixToFour netip.Prefix
+	// loopbackNames are the addresses a ".localhost" name stands for.
+	loopbackNames []netip.Addr
 }
 
 var (
-	globalUnicast = netip.MustParsePrefix("2000::/3")
-	compatible    = netip.MustParsePrefix("::/96")
-	nat64         = netip.MustParsePrefix("64:ff9b::/96")
-	sixToFour     = netip.MustParsePrefix("2002::/16")
+	tablesOnce  sync.Once
+	tablesBuilt *addrTables
 )
+
+// tables returns the address rules' tables, building them once.
+func tables() *addrTables {
+	tablesOnce.Do(func() { tablesBuilt = buildTables() })
+	return tablesBuilt
+}
+
+func buildTables() *addrTables {
+	return &addrTables{
+		refused:       refusedBlocks(),
+		reachable:     reachableBlocks(),
+		globalUnicast: netip.MustParsePrefix("2000::/3"),
+		compatible:    netip.MustParsePrefix("::/96"),
+		nat64:         netip.MustParsePrefix("64:ff9b::/96"),
+		sixToFour:     netip.MustParsePrefix("2002::/16"),
+		loopbackNames: []netip.Addr{netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("::1")},
+	}
+}
+
+// refusedBlocks are the blocks a request may not reach unless an allow
+// rule names them. IPv4-mapped addresses (::ffff:0:0/96, not globally reachable as
+// such) are judged by the IPv4 address they map to, since that is what a
+// socket connects to; NAT64 64:ff9b::/96 (globally reachable) and 6to4
+// 2002::/16 (N/A) by the IPv4 address they embed (embeddedIPv4).
+func refusedBlocks() []special {
+	return []special{
+		// IPv4 registry.
+		{netip.MustParsePrefix("0.0.0.0/8"), "an unspecified address"}, // "this network", RFC 791
+		{netip.MustParsePrefix("10.0.0.0/8"), "a private address"},
+		{netip.MustParsePrefix("100.64.0.0/10"), "a carrier-grade NAT address"},
+		{netip.MustParsePrefix("127.0.0.0/8"), "a loopback address"},
+		{netip.MustParsePrefix("169.254.0.0/16"), "a link-local address"},
+		{netip.MustParsePrefix("172.16.0.0/12"), "a private address"},
+		{netip.MustParsePrefix("192.0.0.0/24"), "a reserved address"}, // IETF protocol assignments, DS-Lite, NAT64 discovery
+		{netip.MustParsePrefix("192.0.2.0/24"), "a documentation address"},
+		{netip.MustParsePrefix("192.88.99.0/24"), "a deprecated 6to4 relay address"}, // RFC 7526
+		{netip.MustParsePrefix("192.168.0.0/16"), "a private address"},
+		{netip.MustParsePrefix("198.18.0.0/15"), "a benchmarking address"},
+		{netip.MustParsePrefix("198.51.100.0/24"), "a documentation address"},
+		{netip.MustParsePrefix("203.0.113.0/24"), "a documentation address"},
+		{netip.MustParsePrefix("224.0.0.0/4"), "a multicast address"},
+		{netip.MustParsePrefix("240.0.0.0/4"), "a reserved address"}, // and 255.255.255.255, limited broadcast
+
+		// IPv6 registry.
+		{netip.MustParsePrefix("::/128"), "an unspecified address"},
+		{netip.MustParsePrefix("::1/128"), "a loopback address"},
+		{netip.MustParsePrefix("::ffff:0:0:0/96"), "an IPv4-translated address"}, // RFC 2765's SIIT form, not routed
+		{netip.MustParsePrefix("64:ff9b:1::/48"), "a local-use NAT64 address"},   // RFC 8215
+		{netip.MustParsePrefix("100::/64"), "a discard-only address"},
+		{netip.MustParsePrefix("100:0:0:1::/64"), "a reserved address"}, // dummy prefix, RFC 9780
+		{netip.MustParsePrefix("2001::/32"), "a Teredo address"},
+		{netip.MustParsePrefix("2001:2::/48"), "a benchmarking address"},
+		{netip.MustParsePrefix("2001:10::/28"), "a deprecated ORCHID address"},
+		// ORCHIDv2 (RFC 7343) and DRIP entity tags (RFC 9374) are marked
+		// globally reachable, but they are cryptographic host identifiers, not
+		// locators: nothing on the Internet routes to them, and only a HIP
+		// stack on this host or its network could answer one. Refused.
+		{netip.MustParsePrefix("2001:20::/28"), "an ORCHIDv2 identifier"},
+		{netip.MustParsePrefix("2001:30::/28"), "a DRIP entity tag"},
+		{netip.MustParsePrefix("2001::/23"), "a reserved address"}, // IETF protocol assignments
+		{netip.MustParsePrefix("2001:db8::/32"), "a documentation address"},
+		{netip.MustParsePrefix("3fff::/20"), "a documentation address"}, // RFC 9637
+		{netip.MustParsePrefix("5f00::/16"), "a reserved address"},      // SRv6 SIDs, RFC 9602
+		{netip.MustParsePrefix("fc00::/7"), "a private address"},
+		{netip.MustParsePrefix("fe80::/10"), "a link-local address"},
+		{netip.MustParsePrefix("fec0::/10"), "a private address"}, // site-local, deprecated
+		{netip.MustParsePrefix("ff00::/8"), "a multicast address"},
+	}
+}
+
+// reachableBlocks are the registry's globally reachable entries inside a
+// refused block; they are allowed.
+func reachableBlocks() []netip.Prefix {
+	return []netip.Prefix{
+		netip.MustParsePrefix("192.0.0.9/32"),    // Port Control Protocol anycast, RFC 7723
+		netip.MustParsePrefix("192.0.0.10/32"),   // TURN anycast, RFC 8155
+		netip.MustParsePrefix("2001:1::1/128"),   // Port Control Protocol anycast, RFC 7723
+		netip.MustParsePrefix("2001:1::2/128"),   // TURN anycast, RFC 8155
+		netip.MustParsePrefix("2001:1::3/128"),   // DNS-SD SRP anycast, RFC 9665
+		netip.MustParsePrefix("2001:3::/32"),     // AMT, RFC 7450
+		netip.MustParsePrefix("2001:4:112::/48"), // AS112-v6, RFC 7535
+	}
+}
 
 // classify names the kind of a refused address, or returns "" for a
 // globally reachable one. It knows nothing of this host's own addresses
@@ -99,12 +133,13 @@ func classify(addr netip.Addr) string {
 	if addr.Is4In6() {
 		return classify(addr.Unmap())
 	}
-	for _, p := range reachable {
+	t := tables()
+	for _, p := range t.reachable {
 		if p.Contains(addr) {
 			return ""
 		}
 	}
-	for _, r := range refused {
+	for _, r := range t.refused {
 		if r.prefix.Contains(addr) {
 			return r.kind
 		}
@@ -115,7 +150,7 @@ func classify(addr netip.Addr) string {
 		}
 		return ""
 	}
-	if addr.Is6() && !globalUnicast.Contains(addr) {
+	if addr.Is6() && !t.globalUnicast.Contains(addr) {
 		// Everything else outside 2000::/3 is reserved by the IETF and
 		// unallocated: no public service lives there.
 		return "a reserved address"
@@ -133,41 +168,16 @@ func embeddedIPv4(addr netip.Addr) (netip.Addr, string, bool) {
 	if !addr.Is6() || addr.Is4In6() {
 		return netip.Addr{}, "", false
 	}
-	b := addr.As16()
+	b, t := addr.As16(), tables()
 	switch {
-	case compatible.Contains(addr):
+	case t.compatible.Contains(addr):
 		return netip.AddrFrom4([4]byte(b[12:16])), "IPv4-compatible", true
-	case nat64.Contains(addr):
+	case t.nat64.Contains(addr):
 		return netip.AddrFrom4([4]byte(b[12:16])), "NAT64", true
-	case sixToFour.Contains(addr):
+	case t.sixToFour.Contains(addr):
 		return netip.AddrFrom4([4]byte(b[2:6])), "6to4", true
 	}
 	return netip.Addr{}, "", false
-}
-
-// interfaceAddrs lists this host's addresses, read afresh at every check
-// so an address gained since start-up (DHCP, a VPN) is refused too. It only
-// runs for an address that is otherwise public, so a denied private
-// address costs no system call.
-func interfaceAddrs() ([]netip.Addr, error) {
-	list, err := net.InterfaceAddrs()
-	if err != nil {
-		return nil, fmt.Errorf("list this host's addresses: %w", err)
-	}
-	out := make([]netip.Addr, 0, len(list))
-	for _, a := range list {
-		var ip net.IP
-		switch a := a.(type) {
-		case *net.IPNet:
-			ip = a.IP
-		case *net.IPAddr:
-			ip = a.IP
-		}
-		if addr, ok := netip.AddrFromSlice(ip); ok {
-			out = append(out, addr.Unmap())
-		}
-	}
-	return out, nil
 }
 
 // addrForms are the addresses a socket to addr may reach: addr itself, the

@@ -3,16 +3,13 @@ package web_test
 import (
 	"context"
 	"errors"
-	"net"
-	"net/http"
-	"net/http/httptest"
 	"net/netip"
-	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/revenantrt/revenant/tools/web"
+	"github.com/revenantrt/revenant/tools/web/webnet"
 )
 
 // registryEntry is one entry of the IANA IPv4 or IPv6 Special-Purpose
@@ -212,79 +209,11 @@ func TestHostAddressesRefused(t *testing.T) {
 
 	// A name that resolves to one is refused when it is dialed.
 	res := fakeResolver{"self.test": addrs("93.184.216.34")}
-	_, err := web.NewHTTPRequest(p.WithResolver(res).WithDial(noDial(t))).Execute(context.Background(), httpCall(t, map[string]any{"url": "http://self.test/"}))
+	_, err := web.NewHTTPRequest(webnet.DialingThrough(p.WithResolver(res), noDial(t))).Execute(context.Background(), httpCall(t, map[string]any{"url": "http://self.test/"}))
 	require.ErrorContains(t, err, "egress denied: self.test resolves to 93.184.216.34, an address of this host")
 
 	broken := p.WithLocalAddrs(func() ([]netip.Addr, error) { return nil, errors.New("no netlink") })
 	require.EqualError(t, broken.CheckAddr(netip.MustParseAddr("8.8.8.8")),
 		"egress denied: 8.8.8.8 is not checkable against this host's addresses (no netlink)")
 	require.EqualError(t, broken.CheckAddr(netip.MustParseAddr("10.0.0.1")), "egress denied: 10.0.0.1 is a private address")
-}
-
-// ownAddr is one of this machine's non-loopback, non-link-local addresses,
-// IPv4 preferred.
-func ownAddr(t *testing.T) netip.Addr {
-	t.Helper()
-	list, err := net.InterfaceAddrs()
-	require.NoError(t, err)
-	var found netip.Addr
-	for _, a := range list {
-		n, ok := a.(*net.IPNet)
-		if !ok {
-			continue
-		}
-		addr, ok := netip.AddrFromSlice(n.IP)
-		addr = addr.Unmap()
-		if !ok || addr.IsLoopback() || addr.IsLinkLocalUnicast() || addr.IsMulticast() {
-			continue
-		}
-		if addr.Is4() {
-			return addr
-		}
-		if !found.IsValid() {
-			found = addr
-		}
-	}
-	if !found.IsValid() {
-		t.Skip("this machine has no non-loopback address")
-	}
-	return found
-}
-
-// TestOwnInterfaceAddressRefused: a server listening on this machine's own
-// non-loopback address (as one bound to 0.0.0.0 does) is refused by
-// http_request and by the dialer's last check before connect, so no packet
-// is sent; the real interface list is what names the address as this
-// host's.
-func TestOwnInterfaceAddressRefused(t *testing.T) {
-	addr := ownAddr(t)
-	require.Equal(t, "an address of this host", dialing().HostDenial(addr))
-
-	l, err := net.Listen("tcp", netip.AddrPortFrom(addr, 0).String())
-	require.NoError(t, err)
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		t.Errorf("the server on this host's address %s was reached", addr)
-	}))
-	srv.Listener.Close()
-	srv.Listener = l
-	srv.Start()
-	defer srv.Close()
-	port := l.Addr().(*net.TCPAddr).AddrPort().Port()
-	target := netip.AddrPortFrom(addr, port).String()
-
-	p := dialing().WithPorts(int(port))
-	_, err = web.NewHTTPRequest(p).Execute(context.Background(), httpCall(t, map[string]any{"url": "http://" + target + "/"}))
-	require.ErrorIs(t, err, web.ErrDenied)
-
-	res := fakeResolver{"self.test": []netip.Addr{addr}}
-	_, err = web.NewHTTPRequest(p.WithResolver(res)).Execute(context.Background(), httpCall(t, map[string]any{"url": "http://self.test:" + strconv.Itoa(int(port)) + "/"}))
-	require.ErrorIs(t, err, web.ErrDenied)
-
-	// The dialer's Control hook refuses the socket before connect, whatever
-	// a resolver answered between the check and the dial.
-	conn, err := (&net.Dialer{Control: p.Control}).Dial("tcp", target)
-	if conn != nil {
-		conn.Close()
-	}
-	require.ErrorIs(t, err, web.ErrDenied)
 }

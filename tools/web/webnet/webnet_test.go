@@ -2,6 +2,7 @@ package webnet_test
 
 import (
 	"context"
+	"errors"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -9,6 +10,7 @@ import (
 	"net/url"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -55,4 +57,118 @@ func (r resolver) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, 
 		return []netip.Addr{a}, nil
 	}
 	return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
+}
+
+// ownAddr is one of this machine's non-loopback, non-link-local addresses,
+// IPv4 preferred.
+func ownAddr(t *testing.T) netip.Addr {
+	t.Helper()
+	list, err := net.InterfaceAddrs()
+	require.NoError(t, err)
+	var found netip.Addr
+	for _, a := range list {
+		n, ok := a.(*net.IPNet)
+		if !ok {
+			continue
+		}
+		addr, ok := netip.AddrFromSlice(n.IP)
+		addr = addr.Unmap()
+		if !ok || addr.IsLoopback() || addr.IsLinkLocalUnicast() || addr.IsMulticast() {
+			continue
+		}
+		if addr.Is4() {
+			return addr
+		}
+		if !found.IsValid() {
+			found = addr
+		}
+	}
+	if !found.IsValid() {
+		t.Skip("this machine has no non-loopback address")
+	}
+	return found
+}
+
+// TestOwnInterfaceAddressRefused: a policy built by Dialing refuses a
+// server listening on this machine's own non-loopback address (as one
+// bound to 0.0.0.0 does), as a URL, as a name resolving to it and in the
+// dialer's last check before connect, so no packet is sent: Dialing is
+// what gives the policy the real interface list. Without it (the guest's
+// and the Durable Object's policy) no address is this host's.
+func TestOwnInterfaceAddressRefused(t *testing.T) {
+	addr := ownAddr(t)
+	l, err := net.Listen("tcp", netip.AddrPortFrom(addr, 0).String())
+	require.NoError(t, err)
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		t.Errorf("the server on this host's address %s was reached", addr)
+	}))
+	srv.Listener.Close()
+	srv.Listener = l
+	srv.Start()
+	defer srv.Close()
+	port := l.Addr().(*net.TCPAddr).AddrPort().Port()
+	target := netip.AddrPortFrom(addr, port).String()
+
+	require.Nil(t, web.NewEgress().LocalAddrs(), "a policy without Dialing knows no own address")
+	p := webnet.Dialing(web.NewEgress().WithPorts(int(port)))
+	require.NotNil(t, p.LocalAddrs())
+	own, err := p.LocalAddrs()()
+	require.NoError(t, err)
+	require.Contains(t, own, addr, "Dialing lists this host's interface addresses")
+	if web.NewEgress().CheckAddr(addr) == nil {
+		// A public address (on a machine whose own is, say, a documentation
+		// address, another rule refuses it first).
+		require.EqualError(t, p.CheckAddr(addr), "egress denied: "+addr.String()+" is an address of this host")
+	}
+
+	send := func(p web.Egress, rawURL string) error {
+		req, err := httpmsg.NewRequest(context.Background(), httpmsg.MethodGet, rawURL, nil)
+		require.NoError(t, err)
+		resp, err := web.Client(p).Do(req)
+		if resp != nil {
+			resp.Body.Close()
+		}
+		return err
+	}
+	require.ErrorIs(t, send(p, "http://"+target+"/"), web.ErrDenied)
+	res := resolver{"self.test": addr}
+	err = send(p.WithResolver(res), "http://self.test:"+strconv.Itoa(int(port))+"/")
+	require.ErrorIs(t, err, web.ErrDenied)
+	require.ErrorContains(t, err, "self.test resolves to "+addr.String())
+
+	// The dialer's Control hook refuses the socket before connect, whatever
+	// a resolver answered between the check and the dial.
+	conn, err := (&net.Dialer{Control: webnet.Control(p)}).Dial("tcp", target)
+	if conn != nil {
+		conn.Close()
+	}
+	require.ErrorIs(t, err, web.ErrDenied)
+}
+
+// TestDialingKeepsSettings: Dialing keeps a list of own addresses and a
+// resolver set before it, and one set after it replaces its own.
+func TestDialingKeepsSettings(t *testing.T) {
+	a := netip.MustParseAddr("93.184.216.34")
+	own := func() ([]netip.Addr, error) { return []netip.Addr{a}, nil }
+	none := func() ([]netip.Addr, error) { return nil, nil }
+	require.Error(t, webnet.Dialing(web.NewEgress().WithLocalAddrs(own)).CheckAddr(a))
+	require.NoError(t, webnet.Dialing(web.NewEgress()).WithLocalAddrs(none).CheckAddr(a))
+
+	// The resolver is the policy's, set before or after Dialing.
+	var dialed []string
+	dial := func(_ context.Context, _, addr string) (net.Conn, error) {
+		dialed = append(dialed, addr)
+		return nil, errors.New("test: not connecting")
+	}
+	res := resolver{"svc.test": a}
+	for _, p := range []web.Egress{
+		webnet.DialingThrough(web.NewEgress().WithResolver(res), dial),
+		webnet.DialingThrough(web.NewEgress(), dial).WithResolver(res),
+	} {
+		req, err := httpmsg.NewRequest(context.Background(), httpmsg.MethodGet, "http://svc.test/", nil)
+		require.NoError(t, err)
+		_, err = web.Client(p.WithLocalAddrs(none).WithTimeout(time.Minute)).Do(req)
+		require.ErrorContains(t, err, "test: not connecting")
+	}
+	require.Equal(t, []string{"93.184.216.34:80", "93.184.216.34:80"}, dialed)
 }
