@@ -622,9 +622,16 @@ func TestSSEParsing(t *testing.T) {
 }
 
 func TestNonStreamedAnswer(t *testing.T) {
-	// A server that ignores "stream": true answers with one completion.
+	// A server that ignores "stream": true answers with one completion,
+	// whatever the case and parameters of its media type.
+	for _, ct := range []string{"application/json", "Application/JSON ; charset=utf-8"} {
+		t.Run(ct, func(t *testing.T) { testNonStreamedAnswer(t, ct) })
+	}
+}
+
+func testNonStreamedAnswer(t *testing.T, contentType string) {
 	f := newFake(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
-		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Type", contentType)
 		io.WriteString(w, js(map[string]any{
 			"choices": []any{map[string]any{"index": 0, "finish_reason": "tool_calls", "message": map[string]any{
 				"role": "assistant", "content": "Looking.",
