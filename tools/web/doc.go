@@ -20,9 +20,11 @@
 // Egress.DialTargets allows, resolving with net.DefaultResolver, and the
 // host's interface addresses as its own); a platform with its own fetch
 // gives one with Egress.WithTransport; a policy with neither sends nothing
-// (ErrNoClient). So the wasm guest, which only declares http_request, and
-// the Durable Object, which sends through fetch, link neither net/http,
-// TLS nor package net.
+// (ErrNoClient). So the Durable Object, which sends through fetch, links
+// neither net/http, TLS nor package net. The wasm guest, which only
+// declares http_request, links none of this package: it parses the tool's
+// arguments for their resources with tools/web/httpargs, which this
+// package parses them with too.
 //
 // The address rules refuse every block the IANA IPv4 and IPv6
 // Special-Purpose Address Registries mark not globally reachable (loopback,
@@ -71,7 +73,7 @@
 // replayed later.
 //
 // The package imports core/tool and core/model (the tool contract), core/logs
-// (its Secret redacts itself in logs, the guest's too) and
-// core/httpmsg, nothing else of revenant, and not net/http; a test enforces
+// (its Secret redacts itself in logs), core/httpmsg and
+// tools/web/httpargs, nothing else of revenant, and not net/http; a test enforces
 // it. It is not part of core, so it may use the real network and clock.
 package web

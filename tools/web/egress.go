@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/revenantrt/revenant/core/httpmsg"
+	"github.com/revenantrt/revenant/tools/web/httpargs"
 )
 
 // Defaults of an Egress policy.
@@ -103,7 +104,7 @@ func (e Egress) WithPorts(ports ...int) Egress {
 func (e Egress) WithHosts(hosts ...string) Egress {
 	e.hosts = nil
 	for _, h := range hosts {
-		e.hosts = append(e.hosts, normalizeHost(h))
+		e.hosts = append(e.hosts, httpargs.NormalizeHost(h))
 	}
 	return e
 }
@@ -288,13 +289,13 @@ func (e Egress) trusting(u *url.URL) (Egress, error) {
 	if err != nil {
 		return e, fmt.Errorf("%w: %v", ErrDenied, err)
 	}
-	e.trusted = &destination{host: normalizeHost(u.Hostname()), port: port}
+	e.trusted = &destination{host: httpargs.NormalizeHost(u.Hostname()), port: port}
 	return e, nil
 }
 
 // isTrusted reports whether host:port is the policy's trusted destination.
 func (e Egress) isTrusted(host string, port int) bool {
-	return e.trusted != nil && e.trusted.host == normalizeHost(host) && e.trusted.port == port
+	return e.trusted != nil && e.trusted.host == httpargs.NormalizeHost(host) && e.trusted.port == port
 }
 
 // CheckURL reports whether u may be requested: its scheme, port and host
@@ -304,7 +305,7 @@ func (e Egress) isTrusted(host string, port int) bool {
 // ErrDenied.
 func (e Egress) CheckURL(u *url.URL) error {
 	scheme := strings.ToLower(u.Scheme)
-	host := normalizeHost(u.Hostname())
+	host := httpargs.NormalizeHost(u.Hostname())
 	if port, err := urlPort(u, scheme); err == nil && (scheme == "https" || scheme == "http") && e.isTrusted(host, port) {
 		return nil
 	}
@@ -455,12 +456,6 @@ func (e Egress) hostAllowed(host string) bool {
 		}
 	}
 	return false
-}
-
-// normalizeHost lowercases a host and drops a trailing dot, so that
-// "API.Example.com." and "api.example.com" are one host.
-func normalizeHost(h string) string {
-	return strings.TrimSuffix(strings.ToLower(h), ".")
 }
 
 func urlPort(u *url.URL, scheme string) (int, error) {

@@ -262,8 +262,8 @@ func TestClientCapsBody(t *testing.T) {
 	require.Len(t, b, 101)
 }
 
-// TestImports: the package imports core/tool, core/model, core/httpmsg and core/logs
-// and nothing else of revenant, and depends on no host package (doc.go)
+// TestImports: the package imports core/tool, core/model, core/httpmsg, core/logs
+// and tools/web/httpargs and nothing else of revenant, and depends on no host package (doc.go)
 // and not on net/http or net (webnet holds the side with sockets).
 func TestImports(t *testing.T) {
 	if testing.Short() {
@@ -273,7 +273,7 @@ func TestImports(t *testing.T) {
 	out, err := exec.Command("go", "list", "-f", `{{join .Imports " "}}`, ".").Output()
 	require.NoError(t, err)
 	for _, p := range strings.Fields(string(out)) {
-		if strings.HasPrefix(p, module) && p != module+"core/tool" && p != module+"core/model" && p != module+"core/httpmsg" && p != module+"core/logs" {
+		if strings.HasPrefix(p, module) && p != module+"core/tool" && p != module+"core/model" && p != module+"core/httpmsg" && p != module+"core/logs" && p != module+"tools/web/httpargs" {
 			t.Errorf("tools/web imports %s", p)
 		}
 	}

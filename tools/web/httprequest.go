@@ -1,7 +1,6 @@
 package web
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,6 +15,7 @@ import (
 	"github.com/revenantrt/revenant/core/httpmsg"
 	"github.com/revenantrt/revenant/core/model"
 	"github.com/revenantrt/revenant/core/tool"
+	"github.com/revenantrt/revenant/tools/web/httpargs"
 )
 
 // HTTPRequestName is the name of the http_request tool.
@@ -79,21 +79,10 @@ func (t *HTTPRequest) Spec() model.ToolSpec {
 // Idempotent implements tool.Tool: false, whatever the method.
 func (t *HTTPRequest) Idempotent() bool { return false }
 
-// Resources implements tool.Tool: HTTPRequestResources.
+// Resources implements tool.Tool: "http:" and the URL's host
+// (httpargs.Resources, which the wasm guest uses alone).
 func (t *HTTPRequest) Resources(args json.RawMessage) ([]string, error) {
-	return HTTPRequestResources(args)
-}
-
-// HTTPRequestResources is the http_request tool's resources for args:
-// "http:" and the URL's host, lowercased. A process that only declares the
-// tool and sends its calls elsewhere (the wasm guest) uses it instead of
-// an HTTPRequest, which needs a policy that can send.
-func HTTPRequestResources(args json.RawMessage) ([]string, error) {
-	a, err := parseHTTPArgs(args)
-	if err != nil {
-		return nil, err
-	}
-	return []string{"http:" + normalizeHost(a.url.Hostname())}, nil
+	return httpargs.Resources(args)
 }
 
 // Limits implements tool.Tool: the policy's timeout plus a second's grace;
@@ -104,26 +93,26 @@ func (t *HTTPRequest) Limits() tool.Limits {
 
 // Execute implements tool.Tool.
 func (t *HTTPRequest) Execute(ctx context.Context, call tool.Call) (string, error) {
-	a, err := parseHTTPArgs(call.Arguments)
+	a, err := httpargs.Parse(call.Arguments)
 	if err != nil {
 		return "", err
 	}
-	label := a.method + " " + a.url.Redacted()
-	if err := t.policy.CheckURL(a.url); err != nil {
+	label := a.Method + " " + a.URL.Redacted()
+	if err := t.policy.CheckURL(a.URL); err != nil {
 		return "", fmt.Errorf("%s: %w", label, err)
 	}
 	var body io.Reader
-	if a.body != "" {
-		body = strings.NewReader(a.body)
+	if a.Body != "" {
+		body = strings.NewReader(a.Body)
 	}
 	timeout := t.policy.Timeout()
 	ctx, cancel := context.WithTimeoutCause(ctx, timeout, ErrTimeout)
 	defer cancel()
-	req, err := httpmsg.NewRequest(ctx, a.method, a.url.String(), body)
+	req, err := httpmsg.NewRequest(ctx, a.Method, a.URL.String(), body)
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", label, err)
 	}
-	for k, v := range a.headers {
+	for k, v := range a.Headers {
 		req.Header.Set(k, v)
 	}
 	if req.Header.Get("User-Agent") == "" {
@@ -131,7 +120,7 @@ func (t *HTTPRequest) Execute(ctx context.Context, call tool.Call) (string, erro
 	}
 	setIdempotencyKey(req.Header, call.IdempotencyKey)
 
-	resp, final, redirected, err := follow(t.policy, t.client, req, a.body)
+	resp, final, redirected, err := follow(t.policy, t.client, req, a.Body)
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", label, requestError(ctx, timeout, redirected, err))
 	}
@@ -220,86 +209,4 @@ func trimPartialRune(b []byte) []byte {
 		}
 	}
 	return b
-}
-
-type httpArgs struct {
-	method  string
-	url     *url.URL
-	headers map[string]string
-	body    string
-}
-
-// Headers the model may not set: the client writes them itself.
-var reservedHeaders = map[string]bool{"Host": true, "Content-Length": true, "Transfer-Encoding": true}
-
-func parseHTTPArgs(raw json.RawMessage) (httpArgs, error) {
-	var in struct {
-		Method  string            `json:"method"`
-		URL     string            `json:"url"`
-		Headers map[string]string `json:"headers"`
-		Body    string            `json:"body"`
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&in); err != nil {
-		return httpArgs{}, fmt.Errorf("invalid arguments: %s", strings.TrimPrefix(err.Error(), "json: "))
-	}
-	a := httpArgs{method: strings.ToUpper(in.Method), headers: in.Headers, body: in.Body}
-	switch a.method {
-	case "":
-		a.method = httpmsg.MethodGet
-	case httpmsg.MethodGet, httpmsg.MethodHead, httpmsg.MethodPost, httpmsg.MethodPut, httpmsg.MethodPatch, httpmsg.MethodDelete:
-	default:
-		return httpArgs{}, fmt.Errorf("invalid arguments: method %q is not one of GET, HEAD, POST, PUT, PATCH, DELETE", in.Method)
-	}
-	u, err := url.Parse(in.URL)
-	if err != nil || !u.IsAbs() || u.Host == "" {
-		return httpArgs{}, fmt.Errorf("invalid arguments: url %q is not an absolute http or https URL", in.URL)
-	}
-	a.url = u
-	for k, v := range in.Headers {
-		if !validHeaderName(k) {
-			return httpArgs{}, fmt.Errorf("invalid arguments: header name %q is not a valid HTTP field name", k)
-		}
-		if reservedHeaders[httpmsg.CanonicalKey(k)] {
-			return httpArgs{}, fmt.Errorf("invalid arguments: header %s cannot be set", k)
-		}
-		if !validHeaderValue(v) {
-			return httpArgs{}, fmt.Errorf("invalid arguments: the value of header %s holds a control character (a line break, NUL, ...)", k)
-		}
-	}
-	if a.method == httpmsg.MethodHead && a.body != "" {
-		return httpArgs{}, errors.New("invalid arguments: a HEAD request has no body")
-	}
-	return a, nil
-}
-
-// validHeaderName reports whether name is an RFC 9110 token, as net/http
-// requires of a header's name before it sends one.
-func validHeaderName(name string) bool {
-	return name != "" && tokenOnly(name)
-}
-
-// tokenOnly reports whether s holds token characters only.
-func tokenOnly(s string) bool {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c <= ' ' || c >= 0x7f || strings.IndexByte(`"(),/:;<=>?@[\]{}`, c) >= 0 {
-			return false
-		}
-	}
-	return true
-}
-
-// validHeaderValue reports whether v may be sent as a header value, as
-// net/http checks it: no control character but horizontal tab, so no CR,
-// LF or NUL that could end the field and start another (header injection)
-// whatever client sends it.
-func validHeaderValue(v string) bool {
-	for i := 0; i < len(v); i++ {
-		if c := v[i]; c < ' ' && c != '\t' || c == 0x7f {
-			return false
-		}
-	}
-	return true
 }

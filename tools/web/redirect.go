@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/revenantrt/revenant/core/httpmsg"
+	"github.com/revenantrt/revenant/tools/web/httpargs"
 )
 
 // An httpmsg.Doer does one round trip, so the http_request tool follows
@@ -149,7 +150,7 @@ func hopHeader(initial httpmsg.Header, strip, noBody bool) httpmsg.Header {
 // decides. Names compare without case and trailing dot; anything that is
 // not a plain name (an IPv6 literal, a zone) must match exactly.
 func sameSite(first, next *url.URL) bool {
-	parent, sub := normalizeHost(first.Hostname()), normalizeHost(next.Hostname())
+	parent, sub := httpargs.NormalizeHost(first.Hostname()), httpargs.NormalizeHost(next.Hostname())
 	if sub == parent {
 		return true
 	}

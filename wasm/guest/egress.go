@@ -15,7 +15,7 @@ import (
 	"github.com/revenantrt/revenant/core/httpmsg"
 	"github.com/revenantrt/revenant/core/model"
 	"github.com/revenantrt/revenant/core/tool"
-	"github.com/revenantrt/revenant/tools/web"
+	"github.com/revenantrt/revenant/tools/web/httpargs"
 	"github.com/revenantrt/revenant/wasm/abi"
 )
 
@@ -277,7 +277,7 @@ func (b *egressBody) Close() error {
 type proxyTool struct {
 	decl abi.ToolDecl
 	// resources, if set, is the kind's own resource function (http_request:
-	// web.HTTPRequestResources); otherwise the tool's name is its resource.
+	// httpargs.Resources); otherwise the tool's name is its resource.
 	resources func(json.RawMessage) ([]string, error)
 	es        *egresses
 }
@@ -333,7 +333,7 @@ func newProxyTool(d abi.ToolDecl, es *egresses) (tool.Tool, error) {
 	case abi.ToolHTTPRequest:
 		// The host performs the request under its policy; the guest needs
 		// only the resources.
-		t.resources = web.HTTPRequestResources
+		t.resources = httpargs.Resources
 	default:
 		return nil, fmt.Errorf("tool %s: unknown kind %q", d.Name, d.Kind)
 	}

@@ -1,0 +1,55 @@
+package runtime_test
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/revenantrt/revenant/wasm/abi"
+	"github.com/revenantrt/revenant/wasm/runtime"
+)
+
+// The guest decides an http_request call's permission itself, from the
+// call's arguments alone (tools/web/httpargs): a call to
+// API.Example.com:8443 asks for "http:api.example.com" and parks the turn
+// before the host is asked to send anything.
+func TestGuestHTTPRequestResources(t *testing.T) {
+	cfg := openaiConfig()
+	cfg.Tools = []abi.ToolDecl{{Kind: abi.ToolHTTPRequest, Name: "http_request", Schema: []byte(`{"type":"object"}`), Permission: "ask"}}
+	e := newEnv(t, 4, cfg)
+	require.NoError(t, e.boot(runtime.Options{}))
+	var started []runtime.EgressRequest
+	var ids []uint64
+	e.s.onEgress = func(id uint64, req runtime.EgressRequest) {
+		ids = append(ids, id)
+		started = append(started, req)
+	}
+	e.createAndPrompt("fetch it")
+	require.Len(t, started, 1)
+	require.Equal(t, abi.EgressModel, started[0].Kind)
+	args, err := json.Marshal(`{"method":"post","url":"https://API.Example.com.:8443/x","body":"b"}`)
+	require.NoError(t, err)
+	e.answer(ids[0],
+		`data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c1","type":"function","function":{"name":"http_request","arguments":`+string(args)+`}}]}}]}`,
+		`data: {"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}`,
+		`data: [DONE]`)
+
+	require.Len(t, started, 1, "an asked call is not sent")
+	parked := e.s.emitted("session.step.parked@1")
+	require.Len(t, parked, 1, "the call waits for a person")
+	var data struct {
+		Blockers []struct {
+			Kind    string `json:"kind"`
+			Request struct {
+				Action    string   `json:"action"`
+				Resources []string `json:"resources"`
+			} `json:"request"`
+		} `json:"blockers"`
+	}
+	require.NoError(t, json.Unmarshal(parked[0].Data, &data), string(parked[0].Data))
+	require.Len(t, data.Blockers, 1, string(parked[0].Data))
+	require.Equal(t, "permission", data.Blockers[0].Kind)
+	require.Equal(t, "http_request", data.Blockers[0].Request.Action)
+	require.Equal(t, []string{"http:api.example.com"}, data.Blockers[0].Request.Resources)
+}
