@@ -227,10 +227,11 @@ func BenchmarkSQLRoundTrip(b *testing.B) {
 
 // guestGzipCeiling is the most the guest's .wasm (internal/guestbuild's
 // build, the Makefile's bin/revenant.wasm) may weigh gzipped at
-// gzip.BestCompression, in bytes: 2.06 MiB when it was set, with room for
-// a feature or two. Raise it only knowingly (docs/RATIONALE.md, "A lean
-// guest", says what the bytes are).
-const guestGzipCeiling = 2_300_000
+// gzip.BestCompression, in bytes: issue 17's goal, 1.5 MiB. It measured
+// 1,547,890 when set (1.48 MiB). Raise it only knowingly: docs/RATIONALE.md,
+// "A lean guest", says what the bytes are, and internal/archtest keeps the
+// heavy packages (net/http, net, crypto's FIPS module, log/slog) out.
+const guestGzipCeiling = 1_572_864
 
 func gzipSize(b []byte) int {
 	var buf bytes.Buffer
@@ -254,7 +255,7 @@ func TestGuestSize(t *testing.T) {
 	wasm := guestbuild.Must(t)
 	gz := gzipSize(wasm)
 	t.Logf("guest .wasm: %d bytes raw, %d bytes gzip (ceiling %d)", len(wasm), gz, guestGzipCeiling)
-	require.LessOrEqual(t, gz, guestGzipCeiling, "the guest grew past its ceiling: what links net/http's client, crypto/tls or text/template?")
+	require.LessOrEqual(t, gz, guestGzipCeiling, "the guest grew past 1.5 MiB gzip: what new package does it link? (go list -deps, docs/RATIONALE.md)")
 }
 
 // nativeInstance is core in process over sqlitedb with one idle session.
