@@ -78,11 +78,13 @@ type SessionDefaults struct {
 }
 
 // EgressPolicy is the egress policy to build http_request and the webhook
-// tools with.
+// tools with. It sends nothing until the host says how: a host with
+// sockets passes it to tools/web/webnet.Dialing, a platform with its own
+// fetch to Egress.WithTransport.
 func (c Config) EgressPolicy() web.Egress { return c.Egress }
 
 // Tools builds the webhook tools under policy, normally c.EgressPolicy()
-// (a caller may add a resolver). Each is a *web.Webhook, which also carries
+// with the host's way of sending (a caller may add a resolver). Each is a *web.Webhook, which also carries
 // its configured Permission.
 func (c Config) Tools(policy web.Egress) ([]tool.Tool, error) {
 	out := make([]tool.Tool, 0, len(c.WebhookTools))

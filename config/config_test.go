@@ -23,6 +23,7 @@ import (
 	"github.com/revenantrt/revenant/core/settings"
 	"github.com/revenantrt/revenant/core/tool"
 	"github.com/revenantrt/revenant/tools/web"
+	"github.com/revenantrt/revenant/tools/web/webnet"
 )
 
 // exampleConfig is docs/config.example.json, which the README shows; the
@@ -377,7 +378,8 @@ func TestWebhookFromConfig(t *testing.T) {
 		"egress": {"ports": [%d]}
 	}`, srv.URL+"/notify", port))
 	require.NoError(t, err)
-	tools, err := c.Tools(c.EgressPolicy())
+	policy := webnet.Dialing(c.EgressPolicy())
+	tools, err := c.Tools(policy)
 	require.NoError(t, err)
 	out, err := tools[0].Execute(context.Background(), tool.Call{ID: "c1", Arguments: json.RawMessage(`{"text":"hi"}`), IdempotencyKey: "k1"})
 	require.NoError(t, err)
@@ -391,7 +393,7 @@ func TestWebhookFromConfig(t *testing.T) {
 
 	// The trust is the webhook's alone.
 	call, _ := json.Marshal(map[string]any{"url": srv.URL + "/notify"})
-	_, err = web.NewHTTPRequest(c.EgressPolicy()).Execute(context.Background(), tool.Call{ID: "c2", Arguments: call, IdempotencyKey: "k2"})
+	_, err = web.NewHTTPRequest(policy).Execute(context.Background(), tool.Call{ID: "c2", Arguments: call, IdempotencyKey: "k2"})
 	require.ErrorIs(t, err, web.ErrDenied)
 }
 

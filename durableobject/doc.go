@@ -23,8 +23,8 @@
 // (both through api.Directory over the one tree); every other
 // /v1/sessions/{id}/… route is api.TreeHandler's, once the principal owns
 // the tree (else 404). Egress (the model, and http_request and webhook
-// tools under tools/web's policy, Egress.WithTransport) is Fetch, a
-// RoundTripper over the Workers fetch with an AbortController per request.
+// tools under tools/web's policy, Egress.WithTransport) is Fetch, an
+// httpmsg.Doer over the Workers fetch with an AbortController per request.
 //
 // Invariants (DESIGN §13):
 //   - One Go instance per object: package state is per object. The shim

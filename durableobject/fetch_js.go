@@ -7,13 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"sync"
 	"syscall/js"
+
+	"github.com/revenantrt/revenant/core/httpmsg"
 )
 
-// Fetch is the object's egress: an http.RoundTripper over the Workers
-// fetch, with an AbortController per request so that the request's
+// Fetch is the object's egress: an httpmsg.Doer over the Workers fetch, with an AbortController per request so that the request's
 // context (an interrupt, the runner's stream-idle and step-wall limits, a
 // closing instance) aborts the fetch and the body stream it returned.
 //
@@ -29,19 +29,27 @@ import (
 // The request body is read whole before the fetch (model requests and
 // tool calls are small and bounded by the runner); the response body
 // streams chunk by chunk (server-sent events). Redirects are not followed
-// by fetch ("manual"): http.Client follows them, through CheckRedirect.
+// ("manual"), as a Doer never follows them: a 3xx comes back as it is, and
+// the http_request tool follows it itself after checking the next URL
+// against its egress policy (tools/web).
 type Fetch struct{}
 
-var _ http.RoundTripper = Fetch{}
+var _ httpmsg.Doer = Fetch{}
 
 var (
 	jsFetch           = js.Global().Get("fetch")
 	jsAbortController = js.Global().Get("AbortController")
 )
 
-// RoundTrip implements http.RoundTripper.
-func (Fetch) RoundTrip(req *http.Request) (*http.Response, error) {
+// Do implements httpmsg.Doer.
+func (Fetch) Do(req *httpmsg.Request) (*httpmsg.Response, error) {
 	ctx := req.Context()
+	if req.URL == nil {
+		if req.Body != nil {
+			_ = req.Body.Close()
+		}
+		return nil, errors.New("fetch: the request has no URL")
+	}
 	var body []byte
 	if req.Body != nil {
 		b, err := io.ReadAll(req.Body)
@@ -74,16 +82,7 @@ func (Fetch) RoundTrip(req *http.Request) (*http.Response, error) {
 		stop()
 		return nil, fmt.Errorf("fetch %s: %w", req.URL.Redacted(), err)
 	}
-	resp := &http.Response{
-		Status:        fmt.Sprintf("%d %s", res.Get("status").Int(), res.Get("statusText").String()),
-		StatusCode:    res.Get("status").Int(),
-		Proto:         "HTTP/1.1",
-		ProtoMajor:    1,
-		ProtoMinor:    1,
-		Header:        http.Header{},
-		ContentLength: -1,
-		Request:       req,
-	}
+	resp := &httpmsg.Response{StatusCode: res.Get("status").Int(), Header: httpmsg.Header{}, Request: req}
 	entries := js.Global().Get("Array").Call("from", res.Get("headers").Call("entries"))
 	for i := range entries.Length() {
 		kv := entries.Index(i)
@@ -93,7 +92,7 @@ func (Fetch) RoundTrip(req *http.Request) (*http.Response, error) {
 		resp.Body = &fetchBody{ctx: ctx, reader: b.Call("getReader"), abort: func() { ac.Call("abort") }, stop: stop}
 	} else {
 		stop()
-		resp.Body = http.NoBody
+		resp.Body = httpmsg.NoBody
 	}
 	return resp, nil
 }

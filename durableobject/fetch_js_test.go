@@ -5,21 +5,24 @@ package durableobject
 import (
 	"context"
 	"io"
-	"net/http"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/revenantrt/revenant/core/httpmsg"
 )
 
 // Under Node, fetch answers data: URLs without a network: enough to check
 // the transport's conversions and its cancellation (the workerd e2e
 // streams a model through it).
 func TestFetchRoundTrip(t *testing.T) {
-	c := &http.Client{Transport: Fetch{}}
-	resp, err := c.Get("data:text/plain,hello%20fetch")
+	req, err := httpmsg.NewRequest(context.Background(), httpmsg.MethodGet, "data:text/plain,hello%20fetch", nil)
+	require.NoError(t, err)
+	resp, err := Fetch{}.Do(req)
 	require.NoError(t, err)
 	defer resp.Body.Close()
-	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Equal(t, httpmsg.StatusOK, resp.StatusCode)
+	require.Same(t, req, resp.Request)
 	require.Equal(t, "text/plain", resp.Header.Get("Content-Type"))
 	b, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)
@@ -29,8 +32,8 @@ func TestFetchRoundTrip(t *testing.T) {
 func TestFetchCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "data:text/plain,never", nil)
+	req, err := httpmsg.NewRequest(ctx, httpmsg.MethodGet, "data:text/plain,never", nil)
 	require.NoError(t, err)
-	_, err = Fetch{}.RoundTrip(req)
+	_, err = Fetch{}.Do(req)
 	require.ErrorIs(t, err, context.Canceled)
 }

@@ -5,12 +5,13 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"fmt"
-	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 
 	"github.com/revenantrt/revenant/core/api"
+	"github.com/revenantrt/revenant/core/api/route"
+	"github.com/revenantrt/revenant/core/httpmsg"
 )
 
 // Headers the front sets on every request it forwards to a tree's object,
@@ -52,7 +53,7 @@ type Decision struct {
 type Front struct {
 	auth  api.Authenticator
 	admit *api.Directory // only its Admit: the Host, Origin and clean-path checks every host applies
-	mux   *http.ServeMux // api.Routes, to name a request's route
+	mux   *route.Mux     // api.Routes, to name a request's route
 }
 
 // New returns the front for REVENANT_TOKENS (tokens). With none it serves
@@ -73,18 +74,18 @@ func New(tokens string) (*Front, error) {
 	if err != nil {
 		return nil, err
 	}
-	f := &Front{auth: auth, admit: admit, mux: http.NewServeMux()}
+	f := &Front{auth: auth, admit: admit, mux: &route.Mux{}}
 	for _, rt := range append(api.Routes[:len(api.Routes):len(api.Routes)], testRoutes...) {
-		f.mux.HandleFunc(rt.Method+" "+rt.Pattern, func(http.ResponseWriter, *http.Request) {})
+		f.mux.HandleFunc(rt.Method+" "+rt.Pattern, nil)
 	}
 	return f, nil
 }
 
 // Decide applies, in order, the Host/Origin/path checks, the route, the
-// caller's token and the id's form (a list: its limit and cursor). When it refuses (or serves /healthz)
-// it writes the answer to w and returns Kind Answered; nothing has touched
-// an object then.
-func (f *Front) Decide(w http.ResponseWriter, r *http.Request) Decision {
+// caller's token and the id's form (a list: its limit and cursor). When it
+// refuses (or serves /healthz) it writes the answer to w and returns Kind
+// Answered; nothing has touched an object then.
+func (f *Front) Decide(w httpmsg.ResponseWriter, r *httpmsg.Request) Decision {
 	if !f.admit.Admit(w, r) {
 		return Decision{}
 	}
@@ -96,7 +97,7 @@ func (f *Front) Decide(w http.ResponseWriter, r *http.Request) Decision {
 	route := routeOf(pattern)
 	if route.Pattern == "/healthz" {
 		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusOK)
+		w.WriteHeader(httpmsg.StatusOK)
 		_, _ = w.Write([]byte(`{"ok":true}` + "\n"))
 		return Decision{}
 	}
@@ -107,7 +108,7 @@ func (f *Front) Decide(w http.ResponseWriter, r *http.Request) Decision {
 	}
 	d := Decision{Principal: principal}
 	switch {
-	case route.Pattern == "/v1/sessions" && r.Method == http.MethodPost:
+	case route.Pattern == "/v1/sessions" && r.Method == httpmsg.MethodPost:
 		d.Kind = Create
 		return d
 	case route.Pattern == "/v1/sessions":
@@ -126,7 +127,7 @@ func (f *Front) Decide(w http.ResponseWriter, r *http.Request) Decision {
 		return Decision{}
 	}
 	d.Root, d.URL, d.Kind = root, forwardURL(r.URL), Forward
-	if r.Method == http.MethodDelete {
+	if r.Method == httpmsg.MethodDelete {
 		if root != id {
 			api.WriteError(w, &api.Error{Type: api.ErrInvalidRequest, Message: "only a root session can be deleted; it deletes its whole tree"})
 			return Decision{}
@@ -136,8 +137,8 @@ func (f *Front) Decide(w http.ResponseWriter, r *http.Request) Decision {
 	return d
 }
 
-// pathID is the {id} of a /v1/sessions/{id}… path, unescaped as ServeMux
-// matches it ("" if it cannot be unescaped: no valid id).
+// pathID is the {id} of a /v1/sessions/{id}… path, unescaped as the
+// router matches it ("" if it cannot be unescaped: no valid id).
 func pathID(u *url.URL) string {
 	segs := strings.SplitN(u.EscapedPath(), "/", 5) // "", "v1", "sessions", id, rest
 	if len(segs) < 4 {

@@ -1,11 +1,12 @@
 package worker
 
 import (
+	"context"
 	"log/slog"
-	"net/http"
 	"syscall/js"
 
 	"github.com/revenantrt/revenant/core/api"
+	"github.com/revenantrt/revenant/core/httpmsg"
 )
 
 // internalError is the answer of an entry point that panicked or of a
@@ -38,7 +39,7 @@ func entry(name string, fn func([]js.Value) any) js.Func {
 		defer func() {
 			if p := recover(); p != nil {
 				slog.Error("front: entry point panicked", "entry", name, "panic", p)
-				out = answerObject(http.StatusInternalServerError, jsonHeader(), internalError)
+				out = answerObject(httpmsg.StatusInternalServerError, jsonHeader(), internalError)
 			}
 		}()
 		return fn(args)
@@ -65,18 +66,18 @@ func pageJS(directory string) any {
 	body, err := ListAnswer([]byte(directory))
 	if err != nil {
 		slog.Error("front: list", "err", err)
-		return answerObject(http.StatusInternalServerError, jsonHeader(), internalError)
+		return answerObject(httpmsg.StatusInternalServerError, jsonHeader(), internalError)
 	}
-	return answerObject(http.StatusOK, jsonHeader(), body)
+	return answerObject(httpmsg.StatusOK, jsonHeader(), body)
 }
 
 // decideJS is Decide for a JS request (method, url, [[name, value], …]):
 // {kind, principal, root, url} when it goes on, an answer when the front
 // has answered.
 func (f *Front) decideJS(method, rawURL string, headers js.Value) any {
-	r, err := http.NewRequest(method, rawURL, nil)
+	r, err := httpmsg.NewRequest(context.Background(), method, rawURL, nil)
 	if err != nil {
-		return answerObject(http.StatusBadRequest, jsonHeader(), []byte(`{"error":{"type":"invalid_request","message":"bad request URL"}}`))
+		return answerObject(httpmsg.StatusBadRequest, jsonHeader(), []byte(`{"error":{"type":"invalid_request","message":"bad request URL"}}`))
 	}
 	for i, n := 0, headers.Length(); i < n; i++ {
 		kv := headers.Index(i)
@@ -93,9 +94,9 @@ func (f *Front) decideJS(method, rawURL string, headers js.Value) any {
 	return map[string]any{"kind": int(d.Kind), "principal": d.Principal, "root": d.Root, "url": d.URL}
 }
 
-func jsonHeader() http.Header { return http.Header{"Content-Type": {"application/json"}} }
+func jsonHeader() httpmsg.Header { return httpmsg.Header{"Content-Type": {"application/json"}} }
 
-func answerObject(status int, h http.Header, body []byte) any {
+func answerObject(status int, h httpmsg.Header, body []byte) any {
 	hs := []any{}
 	for k, vs := range h {
 		for _, v := range vs {
@@ -107,14 +108,14 @@ func answerObject(status int, h http.Header, body []byte) any {
 
 // recorder keeps the answer Decide wrote.
 type recorder struct {
-	header http.Header
+	header httpmsg.Header
 	status int
 	body   []byte
 }
 
-func (w *recorder) Header() http.Header {
+func (w *recorder) Header() httpmsg.Header {
 	if w.header == nil {
-		w.header = http.Header{}
+		w.header = httpmsg.Header{}
 	}
 	return w.header
 }
@@ -125,7 +126,7 @@ func (w *recorder) Write(b []byte) (int, error) {
 }
 func (w *recorder) statusOr200() int {
 	if w.status == 0 {
-		return http.StatusOK
+		return httpmsg.StatusOK
 	}
 	return w.status
 }

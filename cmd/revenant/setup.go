@@ -3,10 +3,12 @@ package main
 import (
 	"fmt"
 	"log/slog"
+	"net/http"
 	"time"
 
 	"github.com/revenantrt/revenant/config"
 	"github.com/revenantrt/revenant/core"
+	"github.com/revenantrt/revenant/core/httpmsg/nethttp"
 	"github.com/revenantrt/revenant/core/model"
 	"github.com/revenantrt/revenant/core/model/offline"
 	"github.com/revenantrt/revenant/core/model/openai"
@@ -14,6 +16,7 @@ import (
 	"github.com/revenantrt/revenant/core/settings"
 	"github.com/revenantrt/revenant/core/tool"
 	"github.com/revenantrt/revenant/tools/web"
+	"github.com/revenantrt/revenant/tools/web/webnet"
 )
 
 // defaultOpenAIBaseURL is used when OPENAI_API_KEY is set without
@@ -58,7 +61,9 @@ func buildSetup(getenv func(string) string, clock core.Clock, wordDelay time.Dur
 	if err != nil {
 		return setup{}, fmt.Errorf("%s: settings: %w", config.EnvVar, err)
 	}
-	policy := conf.EgressPolicy()
+	// The tools' requests are dialed from this process, each address
+	// checked (webnet); in -guest mode these are the host's tools too.
+	policy := webnet.Dialing(conf.EgressPolicy())
 	webhooks, err := conf.Tools(policy)
 	if err != nil {
 		return setup{}, err
@@ -91,7 +96,8 @@ func buildSetup(getenv func(string) string, clock core.Clock, wordDelay time.Dur
 		}
 		// The provider's URL is the operator's, not the model's: it is not
 		// subject to the tools' egress policy.
-		m, err = openai.New(openai.Config{BaseURL: base, APIKey: key, Model: name, MaxRetryAfter: conf.Settings.MaxRetryAfter})
+		m, err = openai.New(openai.Config{BaseURL: base, APIKey: key, Model: name, MaxRetryAfter: conf.Settings.MaxRetryAfter,
+			Client: nethttp.Client(http.DefaultClient)})
 		if err != nil {
 			return setup{}, err
 		}

@@ -5,11 +5,11 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"slices"
 	"strings"
 
 	"github.com/revenantrt/revenant/config"
+	"github.com/revenantrt/revenant/core/httpmsg"
 	"github.com/revenantrt/revenant/core/tool"
 	"github.com/revenantrt/revenant/tools/web"
 )
@@ -91,7 +91,7 @@ func parseTools(raw string, getenv func(string) string) (config.Config, error) {
 // webTools builds http_request and the webhook tools of c under its
 // egress policy, every request sent by rt (the Workers fetch) after the
 // policy's checks (tools/web.Egress.WithTransport).
-func webTools(c config.Config, rt http.RoundTripper) ([]tool.Tool, error) {
+func webTools(c config.Config, rt httpmsg.Doer) ([]tool.Tool, error) {
 	policy := c.EgressPolicy().WithTransport(rt)
 	webhooks, err := c.Tools(policy)
 	if err != nil {

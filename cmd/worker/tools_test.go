@@ -4,12 +4,12 @@ package main
 
 import (
 	"fmt"
-	"net/http"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/revenantrt/revenant/durableobject"
 	"github.com/revenantrt/revenant/tools/web"
 )
 
@@ -26,7 +26,7 @@ func TestParseTools(t *testing.T) {
 	assert.Equal(t, hookSecret, c.WebhookTools[0].Secret.Reveal())
 	assert.NotContains(t, fmt.Sprintf("%v %+v", c, c), hookSecret, "the secret never prints")
 
-	tools, err := webTools(c, http.DefaultTransport)
+	tools, err := webTools(c, durableobject.Fetch{})
 	require.NoError(t, err)
 	var names []string
 	for _, tl := range tools {

@@ -4,7 +4,6 @@ package main
 
 import (
 	"fmt"
-	"net/http"
 	"os"
 	"strings"
 	"syscall/js"
@@ -120,7 +119,7 @@ func (p *program) model(clock core.Clock) (model.Model, error) {
 			base = "https://api.openai.com/v1"
 		}
 		m, err := openai.New(openai.Config{BaseURL: base, Model: name, APIKey: os.Getenv("OPENAI_API_KEY"),
-			Client: &http.Client{Transport: durableobject.Fetch{}}, MaxRetryAfter: p.maxRetryAfter})
+			Client: durableobject.Fetch{}, MaxRetryAfter: p.maxRetryAfter})
 		if err != nil {
 			return nil, fmt.Errorf("model (OPENAI_BASE_URL, REVENANT_MODEL): %w", err)
 		}

@@ -3,7 +3,6 @@ package runner_test
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/revenantrt/revenant/core"
 	"github.com/revenantrt/revenant/core/event"
+	"github.com/revenantrt/revenant/core/httpmsg"
 	"github.com/revenantrt/revenant/core/model"
 	"github.com/revenantrt/revenant/core/model/openai"
 	"github.com/revenantrt/revenant/core/runner"
@@ -244,7 +244,7 @@ func TestStorageFailureCutsOpenStep(t *testing.T) {
 func TestFencedModelRequestStopsAtOnce(t *testing.T) {
 	tr := treetest.New(t)
 	m, err := openai.New(openai.Config{BaseURL: "http://127.0.0.1:1", Model: "m",
-		Client: doerFunc(func(*http.Request) (*http.Response, error) {
+		Client: httpmsg.DoerFunc(func(*httpmsg.Request) (*httpmsg.Response, error) {
 			return nil, fmt.Errorf("egress ended: %w", core.ErrFenced)
 		})})
 	require.NoError(t, err)
@@ -260,7 +260,3 @@ func TestFencedModelRequestStopsAtOnce(t *testing.T) {
 	assert.Equal(t, "running", tr.PromptState(pid))
 	assert.True(t, tr.Claim(sid).Exists, "the claim is left to the instance that owns the tree")
 }
-
-type doerFunc func(*http.Request) (*http.Response, error)
-
-func (f doerFunc) Do(r *http.Request) (*http.Response, error) { return f(r) }

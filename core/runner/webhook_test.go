@@ -18,6 +18,7 @@ import (
 	"github.com/revenantrt/revenant/core/runner"
 	"github.com/revenantrt/revenant/internal/treetest"
 	"github.com/revenantrt/revenant/tools/web"
+	"github.com/revenantrt/revenant/tools/web/webnet"
 )
 
 // receiver is a webhook endpoint on loopback that records what it got.
@@ -54,7 +55,7 @@ func webhookTurn(t *testing.T, idempotent bool) (*treetest.Tree, *receiver, stri
 	u, err := url.Parse(srv.URL)
 	require.NoError(t, err)
 	port, _ := strconv.Atoi(u.Port())
-	policy := web.NewEgress().WithPorts(port).WithAllowCIDRs(netip.MustParsePrefix("127.0.0.1/32"))
+	policy := webnet.Dialing(web.NewEgress()).WithPorts(port).WithAllowCIDRs(netip.MustParsePrefix("127.0.0.1/32"))
 	hook, err := web.NewWebhook(web.WebhookSpec{Name: "notify", Permission: "allow", URL: srv.URL, Idempotent: idempotent, Secret: web.NewSecret(secret)}, policy)
 	require.NoError(t, err)
 

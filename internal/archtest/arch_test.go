@@ -49,12 +49,20 @@ type rule struct {
 var rules = []rule{
 	{from: "core/...", only: []string{"core/..."}, never: platform,
 		why: "core is the innermost layer and platform-free: it builds for linux/amd64, js/wasm and wasip1/wasm and imports no host package"},
+	// The exceptions: the adapter itself and the conformance suites
+	// (testify imports net/http; no binary links them).
+	{from: "core/...", except: []string{"core/httpmsg/nethttp", "core/hosttest", "core/storage/storagetest"}, never: []string{"net/http"},
+		why: "the wasm guest and the Durable Object link core, and net/http costs them ~520 KB of gzip: core speaks core/httpmsg, and hosts that have net/http adapt it with httpmsg/nethttp"},
 	{from: "recovery/...", only: []string{"core/...", "recovery/..."}, never: platform,
 		why: "recovery is policy over core: adapters → recovery → core, never back"},
 	{from: "sqlitedb/...", only: []string{"core/storage"},
 		why: "sqlitedb is a leaf: host/ and wasm/ both use it, so it can tie neither to the other"},
 	{from: "tools/...", only: []string{"core/...", "tools/..."},
 		why: "the tools implement core's tool contract for every host; no host may be reached from them"},
+	{from: "tools/web", never: []string{"net/http"},
+		why: "the web tools speak core/httpmsg; only tools/web/webnet, for hosts with sockets, links net/http's client and TLS"},
+	{from: "core/model/...", never: []string{"net/http"},
+		why: "the model providers run in the wasm guest and the Durable Object, whose egress is the host's: net/http would only add weight"},
 	{from: "config/...", only: []string{"core/...", "tools/...", "config/..."},
 		why: "REVENANT_CONFIG is parsed into core's and the tools' types, for any host"},
 	{from: "host/...", never: []string{"wasm/...", "cmd/...", "durableobject/...", "worker/..."},
@@ -118,8 +126,10 @@ func match(pat, p string) bool {
 }
 
 // isStd reports whether a pattern names a standard library package (the
-// only one the rules name is syscall/js).
-func isStd(pat string) bool { return strings.HasPrefix(pat, "syscall/") }
+// rules name syscall/js and net/http).
+func isStd(pat string) bool {
+	return strings.HasPrefix(pat, "syscall/") || strings.HasPrefix(pat, "net/")
+}
 
 func matchAny(pats []string, p string) bool {
 	return slices.ContainsFunc(pats, func(pat string) bool { return match(pat, p) })

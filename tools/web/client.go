@@ -6,79 +6,85 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"net/netip"
 	"strconv"
 	"syscall"
 	"time"
+
+	"github.com/revenantrt/revenant/core/httpmsg"
 )
 
-// Client returns an HTTP client that enforces the policy: scheme, port and
-// host allow-lists before each request and each redirect (at most
-// MaxRedirects), the address rules on every connection it dials, the
-// response body cap (reading past it fails with ErrTooLarge) and the
-// timeout. It uses no proxy. Each call builds its own transport and
-// connection pool; keep the client for reuse.
-//
-// With a policy's transport (WithTransport) nothing is dialed here: each
-// request, the first and every redirect, is checked with CheckURL and
-// then handed to that transport; the cap and the timeout apply the same.
-func Client(policy Egress) *http.Client {
-	var base http.RoundTripper
-	if policy.transport != nil {
-		base = checkedTransport{policy: policy, base: policy.transport}
-	} else {
-		base = dialTransport(policy)
+// Client returns the policy's client: it checks each request's URL with
+// CheckURL before sending it, sends it with the policy's transport
+// (WithTransport) or its own dialing client (WithDialing, which checks
+// every address it connects to), caps the response body (reading past
+// MaxResponseBytes fails with ErrTooLarge) and bounds the exchange, body
+// included, by Timeout. It does one round trip, as every httpmsg.Doer: the
+// http_request tool follows redirects itself, each checked again. A
+// policy with neither a transport nor dialing sends nothing: every request
+// fails. Each call builds its own client (and with dialing, its own
+// connection pool); keep it for reuse.
+func Client(policy Egress) httpmsg.Doer {
+	var send httpmsg.Doer
+	switch {
+	case policy.transport != nil:
+		send = policy.transport
+	case policy.dialing != nil:
+		send = policy.dialing(policy)
 	}
-	return &http.Client{
-		Transport:     capTransport{base: base, max: policy.MaxResponseBytes()},
-		CheckRedirect: policy.checkRedirect,
-		Timeout:       policy.Timeout(),
-	}
+	return checkedClient{policy: policy, send: send}
 }
 
-// dialTransport dials from this process, checking every address.
-func dialTransport(policy Egress) *http.Transport {
-	return &http.Transport{
-		Proxy:                 nil, // a proxy would dial for us, past the address check
-		DialContext:           policy.dialContext,
-		ForceAttemptHTTP2:     true,
-		MaxIdleConns:          16,
-		IdleConnTimeout:       90 * time.Second,
-		TLSHandshakeTimeout:   10 * time.Second,
-		ExpectContinueTimeout: time.Second,
-	}
-}
+// ErrNoClient is returned for every request of a policy that has no way to
+// send one: neither WithTransport nor WithDialing was given it.
+var ErrNoClient = errors.New("no HTTP client: the egress policy neither dials (WithDialing, tools/web/webnet) nor has a platform transport (WithTransport)")
 
-// checkedTransport checks each request's URL before an embedder's
-// transport sends it; with no dial of ours, this is where the check
-// happens for the first request too (http.Client checks only redirects).
-type checkedTransport struct {
+// checkedClient is Client's Doer.
+type checkedClient struct {
 	policy Egress
-	base   http.RoundTripper
+	send   httpmsg.Doer
 }
 
-func (t checkedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if err := t.policy.CheckURL(req.URL); err != nil {
+func (c checkedClient) Do(req *httpmsg.Request) (*httpmsg.Response, error) {
+	fail := func(err error) (*httpmsg.Response, error) {
 		if req.Body != nil {
-			_ = req.Body.Close() // a RoundTripper closes the body, even on error
+			_ = req.Body.Close() // a Doer closes the body, even on error
 		}
 		return nil, err
 	}
-	return t.base.RoundTrip(req)
-}
-
-func (e Egress) checkRedirect(req *http.Request, via []*http.Request) error {
-	if len(via) > MaxRedirects {
-		return fmt.Errorf("too many redirects (more than %d)", MaxRedirects)
+	if req.URL == nil {
+		return fail(errors.New("send request: no URL"))
 	}
-	return e.CheckURL(req.URL)
+	if err := c.policy.CheckURL(req.URL); err != nil {
+		return fail(err)
+	}
+	if c.send == nil {
+		return fail(ErrNoClient)
+	}
+	ctx, cancel := context.WithTimeout(req.Context(), c.policy.Timeout())
+	resp, err := c.send.Do(req.WithContext(ctx))
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	max := c.policy.MaxResponseBytes()
+	body := resp.Body
+	if body == nil {
+		body = httpmsg.NoBody
+	}
+	resp.Body = &cappedBody{rc: body, left: max, max: max, done: cancel}
+	resp.Request = req
+	return resp, nil
 }
 
-// dialContext resolves the host once, refuses it if any of its addresses is
-// refused, and dials only the checked addresses, so the address connected
-// to is the address checked.
-func (e Egress) dialContext(ctx context.Context, network, address string) (net.Conn, error) {
+// DialContext connects to address ("host:port") as the policy allows, for
+// a client that dials from this process (WithDialing): it resolves the
+// host once, refuses it if any of its addresses is refused, and dials only
+// the checked addresses, so the address connected to is the address
+// checked; the socket's address is checked once more just before connect.
+// The policy's trusted destination (a webhook's configured host and port)
+// is dialed as configured.
+func (e Egress) DialContext(ctx context.Context, network, address string) (net.Conn, error) {
 	host, portText, err := net.SplitHostPort(address)
 	if err != nil {
 		return nil, err
@@ -144,27 +150,13 @@ func (e Egress) control(_, address string, _ syscall.RawConn) error {
 	return e.CheckAddr(ap.Addr())
 }
 
-// capTransport caps every response body.
-type capTransport struct {
-	base http.RoundTripper
-	max  int64
-}
-
-func (t capTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	resp, err := t.base.RoundTrip(req)
-	if err != nil {
-		return nil, err
-	}
-	resp.Body = &cappedBody{rc: resp.Body, left: t.max, max: t.max}
-	return resp, nil
-}
-
 // cappedBody returns the first max bytes of a body, then ErrTooLarge if
 // there is more; the transport has already undone any compression, so the
-// cap is on what the reader gets.
+// cap is on what the reader gets. Close also releases the client's timeout.
 type cappedBody struct {
 	rc        io.ReadCloser
 	left, max int64
+	done      context.CancelFunc
 }
 
 func (b *cappedBody) Read(p []byte) (int, error) {
@@ -187,4 +179,8 @@ func (b *cappedBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
-func (b *cappedBody) Close() error { return b.rc.Close() }
+func (b *cappedBody) Close() error {
+	err := b.rc.Close()
+	b.done()
+	return err
+}

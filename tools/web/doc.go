@@ -9,7 +9,17 @@
 //     address it resolves to is checked, and only a checked address is
 //     dialed, so there is no gap between check and use for DNS to change the
 //     answer in; the dialer's Control hook checks the socket's address once
-//     more just before connect.
+//     more just before connect (Egress.DialContext).
+//
+// The package speaks core/httpmsg, not net/http: a client is an
+// httpmsg.Doer, which does one round trip, and the http_request tool
+// follows redirects itself with net/http's rules (redirect.go), each hop
+// checked. It links no HTTP client: a host with sockets gives its policy
+// one with tools/web/webnet.Dialing (net/http, dialing through
+// Egress.DialContext); a platform with its own fetch gives one with
+// Egress.WithTransport; a policy with neither sends nothing (ErrNoClient).
+// So the wasm guest, which only declares http_request, and the Durable
+// Object, which sends through fetch, link neither net/http nor TLS.
 //
 // The address rules refuse every block the IANA IPv4 and IPv6
 // Special-Purpose Address Registries mark not globally reachable (loopback,
@@ -57,6 +67,6 @@
 // replayed later.
 //
 // The package imports core/tool and core/model (the tool contract) and
-// nothing else of revenant; a test enforces it. It is not part of core, so
-// it may use the real network and clock.
+// core/httpmsg, nothing else of revenant, and not net/http; a test enforces
+// it. It is not part of core, so it may use the real network and clock.
 package web

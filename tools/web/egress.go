@@ -5,13 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"net/netip"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/revenantrt/revenant/core/httpmsg"
 )
 
 // Defaults of an Egress policy.
@@ -51,10 +52,15 @@ type Egress struct {
 	maxBytes int64
 	timeout  time.Duration
 	resolver Resolver
-	// transport, when set, sends every request instead of this process
-	// dialing: the platform's fetch resolves and connects (WithTransport).
-	transport http.RoundTripper
-	dial      func(ctx context.Context, network, addr string) (net.Conn, error) // tests only
+	// transport, when set, sends every request: the platform's fetch
+	// resolves and connects (WithTransport).
+	transport httpmsg.Doer
+	// dialing, when set, builds the client that sends a tool's requests
+	// from this process, connecting through the tool's policy's
+	// DialContext (WithDialing; tools/web/webnet). Neither set: nothing
+	// can be sent (Client fails every request).
+	dialing func(Egress) httpmsg.Doer
+	dial    func(ctx context.Context, network, addr string) (net.Conn, error) // tests only
 	// localAddrs lists this host's addresses; nil reads the interfaces.
 	// Tests replace it.
 	localAddrs func() ([]netip.Addr, error)
@@ -135,15 +141,15 @@ func (e Egress) WithResolver(r Resolver) Egress {
 	return e
 }
 
-// WithTransport sends requests through rt instead of dialing from this
+// WithTransport sends requests through d instead of dialing from this
 // process, for a platform whose own HTTP client resolves names and
 // connects (a Durable Object's fetch, where Go cannot resolve DNS or open
 // sockets). Every check that does not need a resolved address still runs,
-// in Client's transport, before rt sees a request: CheckURL on the first
-// request and on each redirect (schemes, ports, host allow-list, an IP
-// literal's address), plus the name rules below; the response cap and the
-// timeout; http_request's Idempotency-Key and a webhook's signed headers.
-// A refused request never reaches rt.
+// in Client, before d sees a request: CheckURL on the first request and on
+// each redirect the http_request tool follows (schemes, ports, host
+// allow-list, an IP literal's address), plus the name rules below; the
+// response cap and the timeout; http_request's Idempotency-Key and a
+// webhook's signed headers. A refused request never reaches d.
 //
 // What cannot run: the addresses a name resolves to are the platform's
 // business, so they are not checked. With a transport a host name is
@@ -162,16 +168,28 @@ func (e Egress) WithResolver(r Resolver) Egress {
 // to a private or loopback address does reach it there: restrict the
 // names with WithHosts where that matters.
 //
-// rt must neither follow redirects (Client does, checking each) nor use
-// a proxy, and must honour the request's context. Nil restores dialing.
-func (e Egress) WithTransport(rt http.RoundTripper) Egress {
-	e.transport = rt
+// d does one round trip (an httpmsg.Doer never follows redirects: the
+// http_request tool does, checking each), uses no proxy and honours the
+// request's context. It replaces WithDialing's client; nil sends nothing.
+func (e Egress) WithTransport(d httpmsg.Doer) Egress {
+	e.transport, e.dialing = d, nil
 	return e
 }
 
-// Transport is the transport set with WithTransport, or nil: requests are
-// dialed from this process.
-func (e Egress) Transport() http.RoundTripper { return e.transport }
+// Transport is the transport set with WithTransport, or nil.
+func (e Egress) Transport() httpmsg.Doer { return e.transport }
+
+// WithDialing sends requests from this process: client(p) builds the
+// client of each tool, p being that tool's own policy (a webhook's trusts
+// its configured destination), and must connect only through
+// p.DialContext, with no proxy and no redirects followed.
+// tools/web/webnet.Dialing is the one for hosts with sockets and net/http;
+// this package links no HTTP client itself, so that a binary that sends
+// nothing (the wasm guest) carries none. It replaces WithTransport's.
+func (e Egress) WithDialing(client func(p Egress) httpmsg.Doer) Egress {
+	e.dialing, e.transport = client, nil
+	return e
+}
 
 // Schemes are the allowed schemes.
 func (e Egress) Schemes() []string {

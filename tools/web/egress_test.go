@@ -19,8 +19,22 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/revenantrt/revenant/core/httpmsg"
 	"github.com/revenantrt/revenant/tools/web"
+	"github.com/revenantrt/revenant/tools/web/webnet"
 )
+
+// dialing is the default policy with requests dialed from this process, as
+// a host with sockets builds it.
+func dialing() web.Egress { return webnet.Dialing(web.NewEgress()) }
+
+// get sends a GET for rawURL with c.
+func get(t *testing.T, c httpmsg.Doer, rawURL string) (*httpmsg.Response, error) {
+	t.Helper()
+	req, err := httpmsg.NewRequest(context.Background(), httpmsg.MethodGet, rawURL, nil)
+	require.NoError(t, err)
+	return c.Do(req)
+}
 
 // fakeResolver maps host names to addresses without DNS.
 type fakeResolver map[string][]netip.Addr
@@ -84,7 +98,7 @@ func (s *testServer) bodies() []string {
 
 // allowing is a policy that lets requests reach s: its port, and 127.0.0.1.
 func (s *testServer) allowing() web.Egress {
-	return web.NewEgress().WithPorts(80, 443, s.port).WithAllowCIDRs(loopback)
+	return dialing().WithPorts(80, 443, s.port).WithAllowCIDRs(loopback)
 }
 
 // noDial fails the test if anything is dialed.
@@ -124,18 +138,18 @@ func TestCheckAddr(t *testing.T) {
 	} {
 		t.Run(tc.addr, func(t *testing.T) {
 			addr := netip.MustParseAddr(tc.addr)
-			err := web.NewEgress().CheckAddr(addr)
+			err := dialing().CheckAddr(addr)
 			require.ErrorIs(t, err, web.ErrDenied)
 			require.EqualError(t, err, fmt.Sprintf("egress denied: %s is %s", addr, tc.kind))
 		})
 	}
 	for _, public := range []string{"8.8.8.8", "1.1.1.1", "172.32.0.1", "100.128.0.1", "2606:4700:4700::1111", "::ffff:8.8.8.8", "64:ff9b::808:808"} {
-		require.NoError(t, web.NewEgress().CheckAddr(netip.MustParseAddr(public)), public)
+		require.NoError(t, dialing().CheckAddr(netip.MustParseAddr(public)), public)
 	}
 }
 
 func TestAllowCIDRs(t *testing.T) {
-	p := web.NewEgress().WithAllowCIDRs(netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("127.0.0.1/32"))
+	p := dialing().WithAllowCIDRs(netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("127.0.0.1/32"))
 	for _, ok := range []string{"10.0.0.1", "10.255.0.9", "127.0.0.1", "::ffff:127.0.0.1", "::ffff:10.1.2.3", "64:ff9b::a00:1"} {
 		require.NoError(t, p.CheckAddr(netip.MustParseAddr(ok)), ok)
 	}
@@ -150,7 +164,7 @@ func TestCheckURL(t *testing.T) {
 		require.NoError(t, err)
 		return p.CheckURL(u)
 	}
-	def := web.NewEgress()
+	def := dialing()
 	require.NoError(t, check(def, "https://example.com/x"))
 	require.NoError(t, check(def, "http://example.com:80/x"))
 	require.NoError(t, check(def, "http://example.com:443/x"))
@@ -172,7 +186,7 @@ func TestCheckURL(t *testing.T) {
 }
 
 func TestEgressDefaults(t *testing.T) {
-	p := web.NewEgress()
+	p := dialing()
 	require.Equal(t, []string{"https", "http"}, p.Schemes())
 	require.Equal(t, []int{443, 80}, p.Ports())
 	require.Empty(t, p.Hosts())
@@ -206,14 +220,14 @@ func TestDialChecksEveryResolvedAddress(t *testing.T) {
 		"mixed.test": addrs("93.184.216.34", "10.0.0.5"),
 		"lan.test":   addrs("10.1.2.3"),
 	}
-	p := web.NewEgress().WithResolver(res).WithDial(dial)
+	p := dialing().WithResolver(res).WithDial(dial)
 
-	_, err := web.Client(p).Get("http://mixed.test/")
+	_, err := get(t, web.Client(p), "http://mixed.test/")
 	require.ErrorIs(t, err, web.ErrDenied)
 	require.ErrorContains(t, err, "egress denied: mixed.test resolves to 10.0.0.5, a private address")
 	require.Empty(t, dialed)
 
-	resp, err := web.Client(p.WithAllowCIDRs(netip.MustParsePrefix("10.0.0.0/8"))).Get("http://lan.test/")
+	resp, err := get(t, web.Client(p.WithAllowCIDRs(netip.MustParsePrefix("10.0.0.0/8"))), "http://lan.test/")
 	require.NoError(t, err)
 	b, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)
@@ -227,14 +241,14 @@ func TestClientCapsBody(t *testing.T) {
 	srv := newServer(t, func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.WriteString(w, strings.Repeat("x", 101))
 	})
-	resp, err := web.Client(srv.allowing().WithMaxResponseBytes(100)).Get(srv.URL)
+	resp, err := get(t, web.Client(srv.allowing().WithMaxResponseBytes(100)), srv.URL)
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	require.ErrorIs(t, err, web.ErrTooLarge)
 	require.Len(t, b, 100)
 
-	resp2, err := web.Client(srv.allowing().WithMaxResponseBytes(101)).Get(srv.URL)
+	resp2, err := get(t, web.Client(srv.allowing().WithMaxResponseBytes(101)), srv.URL)
 	require.NoError(t, err)
 	defer resp2.Body.Close()
 	b, err = io.ReadAll(resp2.Body)
@@ -242,8 +256,9 @@ func TestClientCapsBody(t *testing.T) {
 	require.Len(t, b, 101)
 }
 
-// TestImports: the package imports core/tool and core/model and nothing
-// else of revenant, and depends on no host package (doc.go).
+// TestImports: the package imports core/tool, core/model and core/httpmsg
+// and nothing else of revenant, and depends on no host package (doc.go)
+// and not on net/http (webnet holds the net/http side).
 func TestImports(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs go list")
@@ -252,17 +267,31 @@ func TestImports(t *testing.T) {
 	out, err := exec.Command("go", "list", "-f", `{{join .Imports " "}}`, ".").Output()
 	require.NoError(t, err)
 	for _, p := range strings.Fields(string(out)) {
-		if strings.HasPrefix(p, module) && p != module+"core/tool" && p != module+"core/model" {
+		if strings.HasPrefix(p, module) && p != module+"core/tool" && p != module+"core/model" && p != module+"core/httpmsg" {
 			t.Errorf("tools/web imports %s", p)
 		}
 	}
 	out, err = exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", ".").Output()
 	require.NoError(t, err)
 	for _, p := range strings.Fields(string(out)) {
+		if p == "net/http" {
+			t.Errorf("tools/web depends on net/http")
+		}
 		for _, host := range []string{"github.com/ncruces", "github.com/tetratelabs", "github.com/syumai", module + "host"} {
 			if p == host || strings.HasPrefix(p, host+"/") {
 				t.Errorf("tools/web depends on host package %s", p)
 			}
 		}
 	}
+}
+
+// TestNoClientSendsNothing: a policy that can neither dial nor hand
+// requests to a platform's transport fails every request, allowed or not.
+func TestNoClientSendsNothing(t *testing.T) {
+	_, err := web.NewHTTPRequest(web.NewEgress()).Execute(context.Background(), httpCall(t, map[string]any{"url": "https://example.com/"}))
+	require.ErrorIs(t, err, web.ErrNoClient)
+	hook, err := web.NewWebhook(web.WebhookSpec{Name: "n", URL: "https://hooks.example.com/", Secret: web.NewSecret("0123456789abcdef")}, web.NewEgress())
+	require.NoError(t, err)
+	_, err = hook.Execute(context.Background(), httpCall(t, map[string]any{}))
+	require.ErrorIs(t, err, web.ErrNoClient)
 }

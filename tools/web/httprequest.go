@@ -7,12 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
 
+	"github.com/revenantrt/revenant/core/httpmsg"
 	"github.com/revenantrt/revenant/core/model"
 	"github.com/revenantrt/revenant/core/tool"
 )
@@ -54,7 +55,7 @@ var httpRequestSchema = json.RawMessage(`{"type":"object",` +
 // replacing one the model set.
 type HTTPRequest struct {
 	policy Egress
-	client *http.Client
+	client httpmsg.Doer
 }
 
 var _ tool.Tool = (*HTTPRequest)(nil)
@@ -86,7 +87,7 @@ func (t *HTTPRequest) Resources(args json.RawMessage) ([]string, error) {
 // HTTPRequestResources is the http_request tool's resources for args:
 // "http:" and the URL's host, lowercased. A process that only declares the
 // tool and sends its calls elsewhere (the wasm guest) uses it instead of
-// an HTTPRequest, whose client would link net/http's transport and TLS.
+// an HTTPRequest, which needs a policy that can send.
 func HTTPRequestResources(args json.RawMessage) ([]string, error) {
 	a, err := parseHTTPArgs(args)
 	if err != nil {
@@ -118,7 +119,7 @@ func (t *HTTPRequest) Execute(ctx context.Context, call tool.Call) (string, erro
 	timeout := t.policy.Timeout()
 	ctx, cancel := context.WithTimeoutCause(ctx, timeout, ErrTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, a.method, a.url.String(), body)
+	req, err := httpmsg.NewRequest(ctx, a.method, a.url.String(), body)
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", label, err)
 	}
@@ -128,9 +129,9 @@ func (t *HTTPRequest) Execute(ctx context.Context, call tool.Call) (string, erro
 	if req.Header.Get("User-Agent") == "" {
 		req.Header.Set("User-Agent", userAgent)
 	}
-	setIdempotencyKey(req, call.IdempotencyKey)
+	setIdempotencyKey(req.Header, call.IdempotencyKey)
 
-	resp, redirected, err := do(t.client, req, true)
+	resp, final, redirected, err := follow(t.policy, t.client, req, a.body)
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", label, requestError(ctx, timeout, redirected, err))
 	}
@@ -142,38 +143,30 @@ func (t *HTTPRequest) Execute(ctx context.Context, call tool.Call) (string, erro
 	}
 
 	var out strings.Builder
-	fmt.Fprintf(&out, "HTTP %s\n", resp.Status)
+	fmt.Fprintf(&out, "HTTP %s\n", status(resp.StatusCode))
 	if ct := resp.Header.Get("Content-Type"); ct != "" {
 		fmt.Fprintf(&out, "Content-Type: %s\n", ct)
 	}
 	if redirected != nil {
-		fmt.Fprintf(&out, "Final-URL: %s\n", resp.Request.URL.Redacted())
+		fmt.Fprintf(&out, "Final-URL: %s\n", final.Redacted())
 	}
 	out.WriteString("\n")
 	out.WriteString(bodyText(data, truncated, t.policy.MaxResponseBytes()))
 	return out.String(), nil
 }
 
-// do sends req with a per-call copy of client that remembers the last
-// redirect target, so errors can say where a redirect led. The timeout comes
-// from req's context. Without follow, redirects are returned, not followed.
-func do(client *http.Client, req *http.Request, follow bool) (*http.Response, *url.URL, error) {
-	c := *client
-	c.Timeout = 0
-	var last *url.URL
-	c.CheckRedirect = func(r *http.Request, via []*http.Request) error {
-		if !follow {
-			return http.ErrUseLastResponse
-		}
-		last = r.URL
-		return client.CheckRedirect(r, via)
+// status is a status line's code and reason phrase, as net/http prints
+// them ("404 Not Found"); the code alone when it has no phrase.
+func status(code int) string {
+	if text := httpmsg.StatusText(code); text != "" {
+		return strconv.Itoa(code) + " " + text
 	}
-	resp, err := c.Do(req)
-	return resp, last, err
+	return strconv.Itoa(code)
 }
 
 // requestError turns a client error into what the model is told: the
-// reason, without net/http's wrapping, with the redirect that led there.
+// reason, without net/http's wrapping (a host's client may add it), with
+// the redirect that led there.
 func requestError(ctx context.Context, timeout time.Duration, redirected *url.URL, err error) error {
 	var ue *url.Error
 	if errors.As(err, &ue) {
@@ -188,12 +181,12 @@ func requestError(ctx context.Context, timeout time.Duration, redirected *url.UR
 	return err
 }
 
-func setIdempotencyKey(req *http.Request, key string) {
+func setIdempotencyKey(h httpmsg.Header, key string) {
 	if key == "" {
-		req.Header.Del("Idempotency-Key")
+		h.Del(IdempotencyKeyHeader)
 		return
 	}
-	req.Header.Set("Idempotency-Key", key)
+	h.Set(IdempotencyKeyHeader, key)
 }
 
 // bodyText is a response body as the model sees it.
@@ -236,7 +229,7 @@ type httpArgs struct {
 	body    string
 }
 
-// Headers the model may not set: net/http writes them itself.
+// Headers the model may not set: the client writes them itself.
 var reservedHeaders = map[string]bool{"Host": true, "Content-Length": true, "Transfer-Encoding": true}
 
 func parseHTTPArgs(raw json.RawMessage) (httpArgs, error) {
@@ -254,8 +247,8 @@ func parseHTTPArgs(raw json.RawMessage) (httpArgs, error) {
 	a := httpArgs{method: strings.ToUpper(in.Method), headers: in.Headers, body: in.Body}
 	switch a.method {
 	case "":
-		a.method = http.MethodGet
-	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
+		a.method = httpmsg.MethodGet
+	case httpmsg.MethodGet, httpmsg.MethodHead, httpmsg.MethodPost, httpmsg.MethodPut, httpmsg.MethodPatch, httpmsg.MethodDelete:
 	default:
 		return httpArgs{}, fmt.Errorf("invalid arguments: method %q is not one of GET, HEAD, POST, PUT, PATCH, DELETE", in.Method)
 	}
@@ -264,13 +257,49 @@ func parseHTTPArgs(raw json.RawMessage) (httpArgs, error) {
 		return httpArgs{}, fmt.Errorf("invalid arguments: url %q is not an absolute http or https URL", in.URL)
 	}
 	a.url = u
-	for k := range in.Headers {
-		if reservedHeaders[http.CanonicalHeaderKey(k)] {
+	for k, v := range in.Headers {
+		if !validHeaderName(k) {
+			return httpArgs{}, fmt.Errorf("invalid arguments: header name %q is not a valid HTTP field name", k)
+		}
+		if reservedHeaders[httpmsg.CanonicalKey(k)] {
 			return httpArgs{}, fmt.Errorf("invalid arguments: header %s cannot be set", k)
 		}
+		if !validHeaderValue(v) {
+			return httpArgs{}, fmt.Errorf("invalid arguments: the value of header %s holds a control character (a line break, NUL, ...)", k)
+		}
 	}
-	if a.method == http.MethodHead && a.body != "" {
+	if a.method == httpmsg.MethodHead && a.body != "" {
 		return httpArgs{}, errors.New("invalid arguments: a HEAD request has no body")
 	}
 	return a, nil
+}
+
+// validHeaderName reports whether name is an RFC 9110 token, as net/http
+// requires of a header's name before it sends one.
+func validHeaderName(name string) bool {
+	return name != "" && tokenOnly(name)
+}
+
+// tokenOnly reports whether s holds token characters only.
+func tokenOnly(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c <= ' ' || c >= 0x7f || strings.IndexByte(`"(),/:;<=>?@[\]{}`, c) >= 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// validHeaderValue reports whether v may be sent as a header value, as
+// net/http checks it: no control character but horizontal tab, so no CR,
+// LF or NUL that could end the field and start another (header injection)
+// whatever client sends it.
+func validHeaderValue(v string) bool {
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; c < ' ' && c != '\t' || c == 0x7f {
+			return false
+		}
+	}
+	return true
 }

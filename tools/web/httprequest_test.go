@@ -68,7 +68,7 @@ func TestHTTPRequestAllowed(t *testing.T) {
 func TestHTTPRequestDenied(t *testing.T) {
 	srv := newServer(t, func(w http.ResponseWriter, r *http.Request) {})
 	res := fakeResolver{"internal.test": addrs("10.0.0.5"), "metadata.test": addrs("169.254.169.254")}
-	p := web.NewEgress().WithPorts(80, srv.port).WithResolver(res).WithDial(noDial(t))
+	p := dialing().WithPorts(80, srv.port).WithResolver(res).WithDial(noDial(t))
 	h := web.NewHTTPRequest(p)
 	for _, tc := range []struct{ url, want string }{
 		{srv.URL + "/", "egress denied: 127.0.0.1 is a loopback address"},
@@ -105,7 +105,7 @@ func TestHTTPRequestAllowListed(t *testing.T) {
 		return (&net.Dialer{}).DialContext(ctx, network, srv.Listener.Addr().String())
 	}
 	res := fakeResolver{"internal.test": addrs("10.0.0.5")}
-	p := web.NewEgress().WithResolver(res).WithDial(redirectDial).
+	p := dialing().WithResolver(res).WithDial(redirectDial).
 		WithAllowCIDRs(netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("169.254.169.254/32"))
 	h := web.NewHTTPRequest(p)
 	for _, u := range []string{"http://10.0.0.1/", "http://internal.test/", "http://169.254.169.254/"} {
@@ -277,7 +277,7 @@ func TestHTTPRequestTimeout(t *testing.T) {
 }
 
 func TestHTTPRequestContract(t *testing.T) {
-	h := web.NewHTTPRequest(web.NewEgress())
+	h := web.NewHTTPRequest(dialing())
 	spec := h.Spec()
 	require.Equal(t, "http_request", spec.Name)
 	require.True(t, json.Valid(spec.Schema))
@@ -289,11 +289,16 @@ func TestHTTPRequestContract(t *testing.T) {
 	require.Equal(t, []string{"http:api.example.com"}, res)
 
 	for args, want := range map[string]string{
-		`{"url":"https://example.com","method":"TRACE"}`:           `invalid arguments: method "TRACE" is not one of GET, HEAD, POST, PUT, PATCH, DELETE`,
-		`{"url":"/relative"}`:                                      `invalid arguments: url "/relative" is not an absolute http or https URL`,
-		`{"url":"https://example.com","verb":"GET"}`:               `invalid arguments: unknown field "verb"`,
-		`{"url":"https://example.com","headers":{"host":"x"}}`:     `invalid arguments: header host cannot be set`,
-		`{"url":"https://example.com","method":"HEAD","body":"x"}`: `invalid arguments: a HEAD request has no body`,
+		`{"url":"https://example.com","method":"TRACE"}`:                       `invalid arguments: method "TRACE" is not one of GET, HEAD, POST, PUT, PATCH, DELETE`,
+		`{"url":"/relative"}`:                                                  `invalid arguments: url "/relative" is not an absolute http or https URL`,
+		`{"url":"https://example.com","verb":"GET"}`:                           `invalid arguments: unknown field "verb"`,
+		`{"url":"https://example.com","headers":{"host":"x"}}`:                 `invalid arguments: header host cannot be set`,
+		`{"url":"https://example.com","method":"HEAD","body":"x"}`:             `invalid arguments: a HEAD request has no body`,
+		`{"url":"https://example.com","headers":{"X-A":"a\r\nX-Injected: 1"}}`: `invalid arguments: the value of header X-A holds a control character`,
+		`{"url":"https://example.com","headers":{"X-A":"a\u0000b"}}`:           `invalid arguments: the value of header X-A holds a control character`,
+		`{"url":"https://example.com","headers":{"X-A\r\nX-B":"v"}}`:           `invalid arguments: header name "X-A\r\nX-B" is not a valid HTTP field name`,
+		`{"url":"https://example.com","headers":{"X A":"v"}}`:                  `invalid arguments: header name "X A" is not a valid HTTP field name`,
+		`{"url":"https://example.com\r\nX-B: 1"}`:                              `invalid arguments: url`,
 		`[1]`: `invalid arguments: cannot unmarshal array into Go value of type struct`,
 	} {
 		_, err := h.Execute(context.Background(), tool.Call{Arguments: json.RawMessage(args)})

@@ -116,7 +116,7 @@ func noHostAddrs() ([]netip.Addr, error) { return nil, nil }
 // Globally Reachable is False or N/A is refused, at its first and last
 // address; the entries marked True inside a refused block are allowed.
 func TestSpecialPurposeRegistry(t *testing.T) {
-	p := web.NewEgress().WithLocalAddrs(noHostAddrs)
+	p := dialing().WithLocalAddrs(noHostAddrs)
 	check := func(t *testing.T, addr netip.Addr, allowed bool) {
 		t.Helper()
 		err := p.CheckAddr(addr)
@@ -150,7 +150,7 @@ func TestSpecialPurposeRegistry(t *testing.T) {
 // addresses stay allowed, right up to the blocks' edges; every IPv6 address
 // outside global unicast 2000::/3 is refused.
 func TestSpecialPurposeNeighbours(t *testing.T) {
-	p := web.NewEgress().WithLocalAddrs(noHostAddrs)
+	p := dialing().WithLocalAddrs(noHostAddrs)
 	for _, public := range []string{
 		"1.0.0.0", "9.255.255.255", "11.0.0.0", "100.63.255.255", "100.128.0.0", "126.255.255.255", "128.0.0.0",
 		"172.15.255.255", "172.32.0.0", "191.255.255.255", "192.0.1.0", "192.0.3.0", "192.88.98.255", "192.88.100.0",
@@ -178,7 +178,7 @@ func TestSpecialPurposeNeighbours(t *testing.T) {
 // TestSpecialPurposeReported: the ranges of the report (issue 11, item 10)
 // are refused with their names, and an allow rule still opens each.
 func TestSpecialPurposeReported(t *testing.T) {
-	p := web.NewEgress().WithLocalAddrs(noHostAddrs)
+	p := dialing().WithLocalAddrs(noHostAddrs)
 	for _, c := range []struct{ addr, kind string }{
 		{"192.0.2.1", "a documentation address"},
 		{"198.51.100.7", "a documentation address"},
@@ -203,7 +203,7 @@ func TestSpecialPurposeReported(t *testing.T) {
 // refused rather than waved through.
 func TestHostAddressesRefused(t *testing.T) {
 	own := func() ([]netip.Addr, error) { return addrs("93.184.216.34", "2606:2800:220:1::1"), nil }
-	p := web.NewEgress().WithLocalAddrs(own)
+	p := dialing().WithLocalAddrs(own)
 	for _, a := range []string{"93.184.216.34", "::ffff:93.184.216.34", "64:ff9b::5db8:d822", "2606:2800:220:1::1"} {
 		require.EqualError(t, p.CheckAddr(netip.MustParseAddr(a)), "egress denied: "+a+" is an address of this host")
 	}
@@ -258,7 +258,7 @@ func ownAddr(t *testing.T) netip.Addr {
 // host's.
 func TestOwnInterfaceAddressRefused(t *testing.T) {
 	addr := ownAddr(t)
-	require.Equal(t, "an address of this host", web.NewEgress().HostDenial(addr))
+	require.Equal(t, "an address of this host", dialing().HostDenial(addr))
 
 	l, err := net.Listen("tcp", netip.AddrPortFrom(addr, 0).String())
 	require.NoError(t, err)
@@ -272,7 +272,7 @@ func TestOwnInterfaceAddressRefused(t *testing.T) {
 	port := l.Addr().(*net.TCPAddr).AddrPort().Port()
 	target := netip.AddrPortFrom(addr, port).String()
 
-	p := web.NewEgress().WithPorts(int(port))
+	p := dialing().WithPorts(int(port))
 	_, err = web.NewHTTPRequest(p).Execute(context.Background(), httpCall(t, map[string]any{"url": "http://" + target + "/"}))
 	require.ErrorIs(t, err, web.ErrDenied)
 

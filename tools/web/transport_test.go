@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"net/http"
 	"net/netip"
 	"net/url"
 	"strings"
@@ -15,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/revenantrt/revenant/core/httpmsg"
 	"github.com/revenantrt/revenant/core/tool"
 	"github.com/revenantrt/revenant/tools/web"
 )
@@ -22,14 +22,14 @@ import (
 // fakeTransport stands in for a platform's fetch: it records each request
 // (and its body) and answers with respond.
 type fakeTransport struct {
-	respond func(*http.Request) (*http.Response, error)
+	respond func(*httpmsg.Request) (*httpmsg.Response, error)
 
 	mu     sync.Mutex
-	reqs   []*http.Request
+	reqs   []*httpmsg.Request
 	bodies []string
 }
 
-func (f *fakeTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+func (f *fakeTransport) Do(req *httpmsg.Request) (*httpmsg.Response, error) {
 	var body []byte
 	if req.Body != nil {
 		body, _ = io.ReadAll(req.Body)
@@ -52,21 +52,17 @@ func (f *fakeTransport) urls() []string {
 	return out
 }
 
-func answer(status int, header http.Header, body string) func(*http.Request) (*http.Response, error) {
-	return func(req *http.Request) (*http.Response, error) {
-		h := http.Header{}
-		for k, v := range header {
-			h[k] = v
-		}
-		return &http.Response{StatusCode: status, Status: http.StatusText(status), Header: h,
-			Body: io.NopCloser(strings.NewReader(body)), Request: req, ContentLength: -1}, nil
+func answer(status int, header httpmsg.Header, body string) func(*httpmsg.Request) (*httpmsg.Response, error) {
+	return func(req *httpmsg.Request) (*httpmsg.Response, error) {
+		return &httpmsg.Response{StatusCode: status, Header: header.Clone(),
+			Body: io.NopCloser(strings.NewReader(body)), Request: req}, nil
 	}
 }
 
 // noLocalAddrs makes the own-address rule deterministic: this host has none.
 func noLocalAddrs() ([]netip.Addr, error) { return nil, nil }
 
-func fetchPolicy(rt http.RoundTripper) web.Egress {
+func fetchPolicy(rt httpmsg.Doer) web.Egress {
 	return web.NewEgress().WithTransport(rt).WithLocalAddrs(noLocalAddrs)
 }
 
@@ -105,9 +101,9 @@ func TestTransportRefusedNeverSent(t *testing.T) {
 	}
 	assert.Empty(t, rt.urls(), "no refused request reached the transport")
 
-	// The client alone checks the first request too (http.Client checks
-	// only redirects), so a caller that skips CheckURL is still refused.
-	_, err := web.Client(fetchPolicy(rt)).Get("http://localhost/")
+	// The client alone checks the request too, so a caller that skips
+	// CheckURL is still refused.
+	_, err := get(t, web.Client(fetchPolicy(rt)), "http://localhost/")
 	require.ErrorIs(t, err, web.ErrDenied)
 	assert.Empty(t, rt.urls())
 }
@@ -157,16 +153,16 @@ func TestTransportLoopbackNameAllowed(t *testing.T) {
 // with the call's Idempotency-Key (replacing the model's), the method and
 // the body; the answer is the tool's output.
 func TestTransportSendsWithHeaders(t *testing.T) {
-	rt := &fakeTransport{respond: answer(201, http.Header{"Content-Type": {"text/plain"}}, "created")}
+	rt := &fakeTransport{respond: answer(201, httpmsg.Header{"Content-Type": {"text/plain"}}, "created")}
 	h := web.NewHTTPRequest(fetchPolicy(rt))
 	out, err := h.Execute(context.Background(), fetchCall(t, map[string]any{
 		"method": "POST", "url": "https://api.example.com/items", "body": `{"a":1}`,
 		"headers": map[string]string{"Idempotency-Key": "the-model's", "X-Trace": "t"}}))
 	require.NoError(t, err)
-	assert.Equal(t, "HTTP Created\nContent-Type: text/plain\n\ncreated", out)
+	assert.Equal(t, "HTTP 201 Created\nContent-Type: text/plain\n\ncreated", out)
 	require.Equal(t, []string{"https://api.example.com/items"}, rt.urls())
 	req := rt.reqs[0]
-	assert.Equal(t, http.MethodPost, req.Method)
+	assert.Equal(t, httpmsg.MethodPost, req.Method)
 	assert.Equal(t, "key-1", req.Header.Get("Idempotency-Key"))
 	assert.Equal(t, "t", req.Header.Get("X-Trace"))
 	assert.Equal(t, "revenant", req.Header.Get("User-Agent"))
@@ -178,7 +174,7 @@ func TestTransportSendsWithHeaders(t *testing.T) {
 // and the output names where it led.
 func TestTransportRedirectsRechecked(t *testing.T) {
 	for _, target := range []string{"http://127.0.0.1/admin", "http://localhost:80/", "http://0x7f000001/", "ftp://api.example.com/"} {
-		rt := &fakeTransport{respond: answer(302, http.Header{"Location": {target}}, "")}
+		rt := &fakeTransport{respond: answer(302, httpmsg.Header{"Location": {target}}, "")}
 		_, err := web.NewHTTPRequest(fetchPolicy(rt)).Execute(context.Background(), fetchCall(t, map[string]any{"url": "https://api.example.com/go"}))
 		require.ErrorIs(t, err, web.ErrDenied, target)
 		assert.Contains(t, err.Error(), "redirected to")
@@ -186,15 +182,15 @@ func TestTransportRedirectsRechecked(t *testing.T) {
 	}
 
 	rt := &fakeTransport{}
-	rt.respond = func(req *http.Request) (*http.Response, error) {
+	rt.respond = func(req *httpmsg.Request) (*httpmsg.Response, error) {
 		if req.URL.Path == "/go" {
-			return answer(302, http.Header{"Location": {"https://cdn.example.com/there"}}, "")(req)
+			return answer(302, httpmsg.Header{"Location": {"https://cdn.example.com/there"}}, "")(req)
 		}
 		return answer(200, nil, "arrived")(req)
 	}
 	out, err := web.NewHTTPRequest(fetchPolicy(rt)).Execute(context.Background(), fetchCall(t, map[string]any{"url": "https://api.example.com/go"}))
 	require.NoError(t, err)
-	assert.Equal(t, "HTTP OK\nFinal-URL: https://cdn.example.com/there\n\narrived", out)
+	assert.Equal(t, "HTTP 200 OK\nFinal-URL: https://cdn.example.com/there\n\narrived", out)
 	assert.Equal(t, []string{"https://api.example.com/go", "https://cdn.example.com/there"}, rt.urls())
 }
 
@@ -206,7 +202,7 @@ func TestTransportCapsAndTimeout(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, out, "xxxxxxxxxx\n[response truncated: the body is larger than 10 bytes; the first 10 are shown]")
 
-	hang := &fakeTransport{respond: func(req *http.Request) (*http.Response, error) {
+	hang := &fakeTransport{respond: func(req *httpmsg.Request) (*httpmsg.Response, error) {
 		<-req.Context().Done() // a transport honours the request's context
 		return nil, req.Context().Err()
 	}}
@@ -239,7 +235,7 @@ func TestTransportWebhook(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, web.Verify(key, req.Header, []byte(rt.bodies[0]), time.Now()))
 
-	redirect := &fakeTransport{respond: answer(307, http.Header{"Location": {"http://127.0.0.1:9999/elsewhere"}}, "")}
+	redirect := &fakeTransport{respond: answer(307, httpmsg.Header{"Location": {"http://127.0.0.1:9999/elsewhere"}}, "")}
 	hook, err = web.NewWebhook(web.WebhookSpec{Name: "ledger", Description: "d", URL: "http://127.0.0.1:9999/hook", Secret: web.NewSecret(secret)}, fetchPolicy(redirect))
 	require.NoError(t, err)
 	_, err = hook.Execute(context.Background(), call)

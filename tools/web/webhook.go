@@ -10,13 +10,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
 
+	"github.com/revenantrt/revenant/core/httpmsg"
 	"github.com/revenantrt/revenant/core/model"
 	"github.com/revenantrt/revenant/core/tool"
 )
@@ -105,7 +105,7 @@ type Webhook struct {
 	key     []byte // from spec.Secret; never printed (Format)
 	url     *url.URL
 	policy  Egress
-	client  *http.Client
+	client  httpmsg.Doer
 	timeout time.Duration
 	now     func() time.Time // the send time; tests replace it
 }
@@ -197,7 +197,7 @@ func (w *Webhook) Execute(ctx context.Context, call tool.Call) (string, error) {
 	}
 	ctx, cancel := context.WithTimeoutCause(ctx, w.timeout, ErrTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.url.String(), bytes.NewReader(body))
+	req, err := httpmsg.NewRequest(ctx, httpmsg.MethodPost, w.url.String(), bytes.NewReader(body))
 	if err != nil {
 		return "", fmt.Errorf("webhook %s: %w", w.spec.Name, err)
 	}
@@ -210,9 +210,11 @@ func (w *Webhook) Execute(ctx context.Context, call tool.Call) (string, error) {
 	if call.ID != "" {
 		req.Header.Set(CallIDHeader, call.ID)
 	}
-	setIdempotencyKey(req, call.IdempotencyKey)
+	setIdempotencyKey(req.Header, call.IdempotencyKey)
 
-	resp, _, err := do(w.client, req, false)
+	// One round trip: a redirect is an answer (an error below), never
+	// followed, so the signed body goes to the configured URL or nowhere.
+	resp, err := w.client.Do(req)
 	if err != nil {
 		return "", fmt.Errorf("webhook %s: %w", w.spec.Name, requestError(ctx, w.timeout, nil, err))
 	}
@@ -220,13 +222,13 @@ func (w *Webhook) Execute(ctx context.Context, call tool.Call) (string, error) {
 	data, err := io.ReadAll(resp.Body)
 	truncated := errors.Is(err, ErrTooLarge)
 	if err != nil && !truncated {
-		return "", fmt.Errorf("webhook %s: %s, then reading the body failed: %w", w.spec.Name, resp.Status, requestError(ctx, w.timeout, nil, err))
+		return "", fmt.Errorf("webhook %s: %s, then reading the body failed: %w", w.spec.Name, status(resp.StatusCode), requestError(ctx, w.timeout, nil, err))
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return "", fmt.Errorf("webhook %s: %s%s", w.spec.Name, resp.Status, excerpt(data, truncated))
+		return "", fmt.Errorf("webhook %s: %s%s", w.spec.Name, status(resp.StatusCode), excerpt(data, truncated))
 	}
 	if len(data) == 0 {
-		return fmt.Sprintf("The webhook answered %s with an empty body.", resp.Status), nil
+		return fmt.Sprintf("The webhook answered %s with an empty body.", status(resp.StatusCode)), nil
 	}
 	return bodyText(data, truncated, w.policy.MaxResponseBytes()), nil
 }
@@ -291,10 +293,12 @@ func signature(key []byte, id string, unix int64, body []byte) []byte {
 // present, the timestamp is within Tolerance of now, and one of the
 // space-separated "v1," signatures in webhook-signature is the HMAC under
 // key, compared in constant time. The receiver still deduplicates by
-// webhook-id: a delivery re-sent after a crash verifies too. The error
-// wraps ErrUnverified.
-func Verify(key []byte, header http.Header, body []byte, now time.Time) error {
-	id, stamp, sigs := header.Get(IDHeader), header.Get(TimestampHeader), header.Get(SignatureHeader)
+// webhook-id: a delivery re-sent after a crash verifies too. header is the
+// delivery's: an http.Header or an httpmsg.Header is accepted as it is. The
+// error wraps ErrUnverified.
+func Verify(key []byte, header map[string][]string, body []byte, now time.Time) error {
+	h := httpmsg.Header(header)
+	id, stamp, sigs := h.Get(IDHeader), h.Get(TimestampHeader), h.Get(SignatureHeader)
 	if id == "" || stamp == "" || sigs == "" {
 		return fmt.Errorf("%w: missing %s, %s or %s", ErrUnverified, IDHeader, TimestampHeader, SignatureHeader)
 	}

@@ -237,7 +237,7 @@ func TestStandardWebhooksVector(t *testing.T) {
 // is what makes the runner settle it as an unknown outcome instead of
 // calling it again (the runner's test covers that part).
 func TestWebhookNotIdempotent(t *testing.T) {
-	hook, err := web.NewWebhook(hookSpec("https://hooks.example.com/deploy"), web.NewEgress())
+	hook, err := web.NewWebhook(hookSpec("https://hooks.example.com/deploy"), dialing())
 	require.NoError(t, err)
 	require.False(t, hook.Idempotent())
 }
@@ -245,7 +245,7 @@ func TestWebhookNotIdempotent(t *testing.T) {
 func TestWebhookContract(t *testing.T) {
 	spec := hookSpec("https://hooks.example.com/deploy")
 	spec.Timeout = 5 * time.Second
-	hook, err := web.NewWebhook(spec, web.NewEgress())
+	hook, err := web.NewWebhook(spec, dialing())
 	require.NoError(t, err)
 	s := hook.Spec()
 	require.Equal(t, "deploy", s.Name)
@@ -258,7 +258,7 @@ func TestWebhookContract(t *testing.T) {
 	require.Equal(t, []string{"tool:deploy"}, res)
 
 	spec.Parameters = nil
-	hook, err = web.NewWebhook(spec, web.NewEgress())
+	hook, err = web.NewWebhook(spec, dialing())
 	require.NoError(t, err)
 	require.JSONEq(t, `{"type":"object"}`, string(hook.Spec().Schema))
 
@@ -274,7 +274,7 @@ func TestWebhookContract(t *testing.T) {
 	} {
 		s := hookSpec("https://hooks.example.com/deploy")
 		bad.edit(&s)
-		_, err := web.NewWebhook(s, web.NewEgress())
+		_, err := web.NewWebhook(s, dialing())
 		require.EqualError(t, err, bad.want)
 	}
 }
@@ -288,20 +288,20 @@ func TestWebhookEgress(t *testing.T) {
 	// The configured URL is the operator's, not the model's: the webhook's
 	// own client reaches it even on a loopback or private address and an
 	// unlisted port, with no policy allowance...
-	hook, err := web.NewWebhook(hookSpec(srv.URL+"/hook"), web.NewEgress())
+	hook, err := web.NewWebhook(hookSpec(srv.URL+"/hook"), dialing())
 	require.NoError(t, err)
 	out, err := hook.Execute(context.Background(), hookCall("k"))
 	require.NoError(t, err)
 	require.Equal(t, "ok", out)
 	// ...and that trust does not leak: http_request under the same policy
 	// is still refused the same address.
-	_, err = web.NewHTTPRequest(web.NewEgress()).Execute(context.Background(), httpCall(t, map[string]any{"url": srv.URL + "/hook"}))
+	_, err = web.NewHTTPRequest(dialing()).Execute(context.Background(), httpCall(t, map[string]any{"url": srv.URL + "/hook"}))
 	require.ErrorIs(t, err, web.ErrDenied)
 
 	// A configured host name is trusted as a name: it is dialed as
 	// configured, whatever it resolves to.
 	res := fakeResolver{"hooks.internal.test": addrs("10.0.0.5")}
-	_, err = web.NewWebhook(hookSpec("http://hooks.internal.test/hook"), web.NewEgress().WithResolver(res))
+	_, err = web.NewWebhook(hookSpec("http://hooks.internal.test/hook"), dialing().WithResolver(res))
 	require.NoError(t, err)
 
 	// Redirects are not followed: the signed body goes to the configured URL
@@ -400,7 +400,7 @@ func TestVerifyRefusals(t *testing.T) {
 // as its name and URL.
 func TestSecretsNeverPrint(t *testing.T) {
 	spec := hookSpec("https://hooks.example.com/deploy")
-	hook, err := web.NewWebhook(spec, web.NewEgress())
+	hook, err := web.NewWebhook(spec, dialing())
 	require.NoError(t, err)
 	nested := struct {
 		Specs []web.WebhookSpec

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"strings"
 	"sync"
 
@@ -173,14 +172,18 @@ func (e *egress) wait(ctx context.Context) error {
 	}
 }
 
-// doer is an openai.Doer (and the tools' transport) over egress.
+// doer is an httpmsg.Doer over egress: the model's client, and how a
+// proxied tool's call reaches the host. The host sends the request (one
+// round trip: it follows no redirect for the model).
 type doer struct {
 	es     *egresses
 	kind   abi.EgressKind
 	target string
 }
 
-func (d doer) Do(req *http.Request) (*http.Response, error) {
+var _ httpmsg.Doer = doer{}
+
+func (d doer) Do(req *httpmsg.Request) (*httpmsg.Response, error) {
 	var body []byte
 	if req.Body != nil {
 		b, err := io.ReadAll(req.Body)
@@ -194,15 +197,19 @@ func (d doer) Do(req *http.Request) (*http.Response, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	e := d.es.start(abi.EgressRequest{Kind: d.kind, Target: d.target, Method: req.Method, URL: req.URL.String(), Header: httpmsg.Header(req.Header), Body: body})
+	e := d.es.start(abi.EgressRequest{Kind: d.kind, Target: d.target, Method: req.Method, URL: req.URL.String(), Header: req.Header, Body: body})
 	stop := context.AfterFunc(ctx, func() { d.es.cancel(e) })
 	for {
 		e.mu.Lock()
 		head, ended, endErr := e.head, e.ended, e.err
 		e.mu.Unlock()
 		if head != nil {
-			return &http.Response{Status: fmt.Sprintf("%d %s", head.Status, http.StatusText(head.Status)), StatusCode: head.Status,
-				Header: http.Header(head.Header), Body: &egressBody{es: d.es, e: e, ctx: ctx, stop: stop}, Request: req, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1}, nil
+			header := head.Header
+			if header == nil {
+				header = httpmsg.Header{}
+			}
+			return &httpmsg.Response{StatusCode: head.Status, Header: header,
+				Body: &egressBody{es: d.es, e: e, ctx: ctx, stop: stop}, Request: req}, nil
 		}
 		if ended {
 			stop()
@@ -302,7 +309,7 @@ func (t *proxyTool) Limits() tool.Limits {
 
 func (t *proxyTool) Execute(ctx context.Context, call tool.Call) (string, error) {
 	body := abi.ToolCall{ID: call.ID, Name: call.Name, Arguments: call.Arguments, IdempotencyKey: call.IdempotencyKey, SessionID: call.SessionID}.Encode()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "tool:"+t.decl.Name, strings.NewReader(string(body)))
+	req, err := httpmsg.NewRequest(ctx, httpmsg.MethodPost, "tool:"+t.decl.Name, strings.NewReader(string(body)))
 	if err != nil {
 		return "", err
 	}
@@ -325,7 +332,7 @@ func newProxyTool(d abi.ToolDecl, es *egresses) (tool.Tool, error) {
 	case abi.ToolWebhook:
 	case abi.ToolHTTPRequest:
 		// The host performs the request under its policy; the guest needs
-		// only the resources (web.NewHTTPRequest would link an HTTP client).
+		// only the resources.
 		t.resources = web.HTTPRequestResources
 	default:
 		return nil, fmt.Errorf("tool %s: unknown kind %q", d.Name, d.Kind)

@@ -36,7 +36,11 @@
 //   - No clocks and no sleeps: the only waits are on the network, and they
 //     end when the context given to Stream or Recv ends, or on Close.
 //
-// It imports only the standard library and core/model. The HTTP client is
-// injected (Config.Client), so hosts without sockets (js/wasm, wasip1)
-// route requests through their own egress.
+// It imports only the standard library, core/httpmsg and core/model, and
+// never net/http (whose client and TLS would weigh on the wasm guest and the
+// Durable Object). The HTTP client is injected (Config.Client, an
+// httpmsg.Doer, required): hosts without sockets (js/wasm, wasip1) route
+// requests through their own egress, hosts with net/http pass
+// nethttp.Client(...). A Doer does one round trip: redirects are not
+// followed, and a 3xx answer is a permanent error.
 package openai

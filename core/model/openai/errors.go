@@ -6,12 +6,12 @@ import (
 	"errors"
 	"io"
 	"math"
-	"net/http"
 	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
 
+	"github.com/revenantrt/revenant/core/httpmsg"
 	"github.com/revenantrt/revenant/core/model"
 )
 
@@ -24,12 +24,12 @@ const (
 
 // retryableStatus reports whether an HTTP status says "try again later".
 func retryableStatus(code int) bool {
-	return code == http.StatusRequestTimeout || code == http.StatusTooManyRequests || (code >= 500 && code <= 599)
+	return code == httpmsg.StatusRequestTimeout || code == httpmsg.StatusTooManyRequests || (code >= 500 && code <= 599)
 }
 
 // statusError turns a non-2xx response into a *model.Error carrying the
 // provider's message and, when retryable, its Retry-After hint.
-func (m *Model) statusError(resp *http.Response) *model.Error {
+func (m *Model) statusError(resp *httpmsg.Response) *model.Error {
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 	e := &model.Error{Status: resp.StatusCode, Retryable: retryableStatus(resp.StatusCode)}
 	if e.Retryable {
@@ -37,7 +37,7 @@ func (m *Model) statusError(resp *http.Response) *model.Error {
 	}
 	msg := providerMessage(body)
 	if msg == "" {
-		msg = http.StatusText(resp.StatusCode)
+		msg = httpmsg.StatusText(resp.StatusCode)
 	}
 	if msg == "" {
 		msg = "HTTP " + strconv.Itoa(resp.StatusCode)
@@ -50,7 +50,7 @@ func (m *Model) statusError(resp *http.Response) *model.Error {
 // retry-after-ms, else a delta-seconds Retry-After, capped at limit. An
 // HTTP-date Retry-After, or anything unparsable, is no hint (0): reading a
 // date would need the current time.
-func retryAfter(h http.Header, limit time.Duration) time.Duration {
+func retryAfter(h httpmsg.Header, limit time.Duration) time.Duration {
 	if v := strings.TrimSpace(h.Get("Retry-After-Ms")); v != "" {
 		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms >= 0 && !math.IsInf(ms, 0) {
 			return capped(ms/1000, limit)

@@ -9,20 +9,19 @@ import (
 	"io"
 	"log/slog"
 	"mime"
-	"net/http"
 	"net/url"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/revenantrt/revenant/core/httpmsg"
 	"github.com/revenantrt/revenant/core/model"
 )
 
-// Doer sends HTTP requests. *http.Client satisfies it; hosts inject their
-// own to route model traffic through their egress.
-type Doer interface {
-	Do(*http.Request) (*http.Response, error)
-}
+// Doer sends one HTTP request: httpmsg.Doer. A host injects its own
+// (Config.Client) to route model traffic through its egress; a host with
+// net/http passes nethttp.Client(c) (core/httpmsg/nethttp).
+type Doer = httpmsg.Doer
 
 // DefaultMaxRetryAfter is the default cap on a provider's Retry-After.
 const DefaultMaxRetryAfter = 60 * time.Second
@@ -38,8 +37,12 @@ type Config struct {
 	APIKey string
 	// Model is the model name sent when a request names none. Required.
 	Model string
-	// Client sends the requests. Nil means http.DefaultClient, except in
-	// the wasip1 guest, which has no network of its own and must pass one.
+	// Client sends the requests. Required: this package has no network of
+	// its own, so that it links no HTTP client into a binary that does not
+	// need one (the wasm guest, the Durable Object). A host with net/http
+	// passes nethttp.Client(http.DefaultClient) or its own client.
+	// Redirects are not followed (a Doer never does): the endpoint is the
+	// configured one, and a 3xx answer is a permanent error.
 	Client Doer
 	// MaxRetryAfter caps the wait a provider asks for. Zero means
 	// DefaultMaxRetryAfter.
@@ -100,7 +103,7 @@ type Model struct {
 	key           string
 	client        Doer
 	maxRetryAfter time.Duration
-	headers       http.Header
+	headers       httpmsg.Header
 }
 
 var _ model.Model = (*Model)(nil)
@@ -123,13 +126,7 @@ func New(cfg Config) (*Model, error) {
 		key:           cfg.APIKey,
 		client:        cfg.Client,
 		maxRetryAfter: cfg.MaxRetryAfter,
-		headers:       http.Header{},
-	}
-	if m.client == nil {
-		m.client = defaultClient()
-	}
-	if m.client == nil {
-		return nil, errors.New("openai: no client: this platform has no default HTTP client")
+		headers:       httpmsg.Header{},
 	}
 	if m.maxRetryAfter == 0 {
 		m.maxRetryAfter = DefaultMaxRetryAfter
@@ -145,6 +142,9 @@ func New(cfg Config) (*Model, error) {
 			return nil, fmt.Errorf("openai: the value of header %q contains a line break or NUL", name)
 		}
 		m.headers.Set(name, value)
+	}
+	if m.client == nil {
+		return nil, errors.New("openai: no client configured (Config.Client; a host with net/http passes nethttp.Client(http.DefaultClient))")
 	}
 	return m, nil
 }
@@ -214,7 +214,7 @@ func (m *Model) Stream(ctx context.Context, req model.Request) (model.Stream, er
 	if err != nil {
 		return nil, err
 	}
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, m.endpoint, bytes.NewReader(body))
+	hreq, err := httpmsg.NewRequest(ctx, httpmsg.MethodPost, m.endpoint, bytes.NewReader(body))
 	if err != nil {
 		return nil, fmt.Errorf("openai: build request: %s", m.redact(err.Error()))
 	}
@@ -247,7 +247,7 @@ func (m *Model) Stream(ctx context.Context, req model.Request) (model.Stream, er
 	return newStream(ctx, resp.Body, m.redact), nil
 }
 
-func mediaType(h http.Header) string {
+func mediaType(h httpmsg.Header) string {
 	mt, _, err := mime.ParseMediaType(h.Get("Content-Type"))
 	if err != nil {
 		return ""

@@ -19,6 +19,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/revenantrt/revenant/core/httpmsg"
+	"github.com/revenantrt/revenant/core/httpmsg/nethttp"
 	"github.com/revenantrt/revenant/core/model"
 	"github.com/revenantrt/revenant/core/model/openai"
 )
@@ -125,7 +127,7 @@ func usageChunk(in, out int) string {
 
 func newModel(t *testing.T, f *fake, edit ...func(*openai.Config)) *openai.Model {
 	t.Helper()
-	cfg := openai.Config{BaseURL: f.srv.URL + "/v1", APIKey: testKey, Model: "gpt-test", Client: f.srv.Client()}
+	cfg := openai.Config{BaseURL: f.srv.URL + "/v1", APIKey: testKey, Model: "gpt-test", Client: nethttp.Client(f.srv.Client())}
 	for _, e := range edit {
 		e(&cfg)
 	}
@@ -209,7 +211,7 @@ func modelError(t *testing.T, err error) *model.Error {
 }
 
 func TestName(t *testing.T) {
-	m, err := openai.New(openai.Config{BaseURL: "https://api.openai.com/v1", Model: "gpt-4o-mini"})
+	m, err := openai.New(openai.Config{BaseURL: "https://api.openai.com/v1", Model: "gpt-4o-mini", Client: nethttp.Client(nil)})
 	require.NoError(t, err)
 	assert.Equal(t, "gpt-4o-mini", m.Name())
 }
@@ -665,7 +667,7 @@ type readSignal struct {
 	reading chan struct{}
 }
 
-func (d *readSignal) Do(r *http.Request) (*http.Response, error) {
+func (d *readSignal) Do(r *httpmsg.Request) (*httpmsg.Response, error) {
 	resp, err := d.client.Do(r)
 	if err == nil {
 		resp.Body = &signalBody{ReadCloser: resp.Body, reading: d.reading}
@@ -691,7 +693,7 @@ func (b *signalBody) Read(p []byte) (int, error) {
 func blockedRecv(t *testing.T, streamCtx, recvCtx context.Context) (model.Stream, <-chan error) {
 	t.Helper()
 	f := stalled(t)
-	sig := &readSignal{client: f.srv.Client(), reading: make(chan struct{}, 1)}
+	sig := &readSignal{client: nethttp.Client(f.srv.Client()), reading: make(chan struct{}, 1)}
 	m := newModel(t, f, func(c *openai.Config) { c.Client = sig })
 	s, err := m.Stream(streamCtx, ask("?"))
 	require.NoError(t, err)
@@ -856,6 +858,7 @@ func TestNewRejectsBadConfig(t *testing.T) {
 		want string
 	}{
 		{"empty base URL", openai.Config{Model: "m"}, "base URL"},
+		{"no client", openai.Config{BaseURL: "https://example.com/v1", Model: "m"}, "no client configured"},
 		{"no scheme", openai.Config{BaseURL: "api.openai.com/v1", Model: "m"}, "absolute http or https"},
 		{"relative", openai.Config{BaseURL: "/v1", Model: "m"}, "absolute http or https"},
 		{"other scheme", openai.Config{BaseURL: "ftp://example.com/v1", Model: "m"}, "absolute http or https"},
@@ -877,12 +880,28 @@ func TestNewRejectsBadConfig(t *testing.T) {
 	}
 }
 
+// TestRedirectNotFollowed: a Doer does one round trip, so a provider's
+// redirect is an answer: a permanent error, and nothing is sent to where it
+// points (the key stays with the configured endpoint).
+func TestRedirectNotFollowed(t *testing.T) {
+	elsewhere := newFake(t, serve(textChunk("hi")))
+	f := newFake(t, func(w http.ResponseWriter, r *http.Request, _ int) {
+		http.Redirect(w, r, elsewhere.srv.URL+"/v1/chat/completions", http.StatusTemporaryRedirect)
+	})
+	_, err := newModel(t, f).Stream(t.Context(), ask("?"))
+	e := modelError(t, err)
+	assert.Equal(t, http.StatusTemporaryRedirect, e.Status)
+	assert.False(t, e.Retryable)
+	assert.Len(t, f.requests(), 1)
+	assert.Empty(t, elsewhere.requests())
+}
+
 func TestTransportErrors(t *testing.T) {
 	t.Run("connection refused", func(t *testing.T) {
 		srv := httptest.NewServer(http.NotFoundHandler())
 		url := srv.URL
 		srv.Close()
-		m, err := openai.New(openai.Config{BaseURL: url, APIKey: testKey, Model: "m"})
+		m, err := openai.New(openai.Config{BaseURL: url, APIKey: testKey, Model: "m", Client: nethttp.Client(nil)})
 		require.NoError(t, err)
 		_, err = m.Stream(t.Context(), ask("?"))
 		e := modelError(t, err)
@@ -890,7 +909,7 @@ func TestTransportErrors(t *testing.T) {
 		assert.Zero(t, e.Status)
 	})
 	t.Run("context ended before", func(t *testing.T) {
-		m, err := openai.New(openai.Config{BaseURL: "http://127.0.0.1:1", Model: "m", Client: doerFunc(func(*http.Request) (*http.Response, error) {
+		m, err := openai.New(openai.Config{BaseURL: "http://127.0.0.1:1", Model: "m", Client: doerFunc(func(*httpmsg.Request) (*httpmsg.Response, error) {
 			t.Error("no request may be sent")
 			return nil, errors.New("unreachable")
 		})})
@@ -902,7 +921,7 @@ func TestTransportErrors(t *testing.T) {
 	})
 	t.Run("context ended during", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
-		m, err := openai.New(openai.Config{BaseURL: "http://127.0.0.1:1", Model: "m", Client: doerFunc(func(r *http.Request) (*http.Response, error) {
+		m, err := openai.New(openai.Config{BaseURL: "http://127.0.0.1:1", Model: "m", Client: doerFunc(func(r *httpmsg.Request) (*httpmsg.Response, error) {
 			cancel()
 			return nil, fmt.Errorf("dial: %w", r.Context().Err())
 		})})
@@ -913,9 +932,7 @@ func TestTransportErrors(t *testing.T) {
 	})
 }
 
-type doerFunc func(*http.Request) (*http.Response, error)
-
-func (f doerFunc) Do(r *http.Request) (*http.Response, error) { return f(r) }
+type doerFunc = httpmsg.DoerFunc
 
 func TestAPIKeyNeverLeaks(t *testing.T) {
 	echo := "Incorrect API key provided: " + testKey + "."
@@ -949,7 +966,7 @@ func TestAPIKeyNeverLeaks(t *testing.T) {
 		errs = append(errs, err)
 	}
 	// A transport error that quotes the request's header.
-	leaky, err := openai.New(openai.Config{BaseURL: f.srv.URL, APIKey: testKey, Model: "m", Client: doerFunc(func(r *http.Request) (*http.Response, error) {
+	leaky, err := openai.New(openai.Config{BaseURL: f.srv.URL, APIKey: testKey, Model: "m", Client: doerFunc(func(r *httpmsg.Request) (*httpmsg.Response, error) {
 		return nil, errors.New("proxy refused " + r.Header.Get("Authorization"))
 	})})
 	require.NoError(t, err)
@@ -1002,17 +1019,17 @@ func (b *failingBody) Close() error { return nil }
 // redacted, and so does that of the cause model.Error unwraps to.
 func TestTransportErrorsKeepTheirCause(t *testing.T) {
 	fenced := errors.New("fenced by " + testKey)
-	respond := func(contentType, body string) func(*http.Request) (*http.Response, error) {
-		return func(r *http.Request) (*http.Response, error) {
-			return &http.Response{StatusCode: http.StatusOK, Header: http.Header{"Content-Type": {contentType}},
+	respond := func(contentType, body string) func(*httpmsg.Request) (*httpmsg.Response, error) {
+		return func(r *httpmsg.Request) (*httpmsg.Response, error) {
+			return &httpmsg.Response{StatusCode: http.StatusOK, Header: httpmsg.Header{"Content-Type": {contentType}},
 				Body: &failingBody{data: []byte(body), err: fmt.Errorf("egress ended: %w", fenced)}, Request: r}, nil
 		}
 	}
 	for _, tc := range []struct {
 		name string
-		do   func(*http.Request) (*http.Response, error)
+		do   func(*httpmsg.Request) (*httpmsg.Response, error)
 	}{
-		{"request", func(*http.Request) (*http.Response, error) { return nil, fmt.Errorf("egress: %w", fenced) }},
+		{"request", func(*httpmsg.Request) (*httpmsg.Response, error) { return nil, fmt.Errorf("egress: %w", fenced) }},
 		{"stream", respond("text/event-stream", "data: "+js(map[string]any{"choices": []any{map[string]any{"index": 0, "delta": map[string]any{"content": "hi"}}}})+"\n\n")},
 		{"answer", respond("application/json", `{"choices": [`)},
 	} {

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/revenantrt/revenant/core/api"
+	"github.com/revenantrt/revenant/core/httpmsg"
+	"github.com/revenantrt/revenant/core/httpmsg/nethttp"
 	"github.com/revenantrt/revenant/core/tool"
 	"github.com/revenantrt/revenant/tools/web"
 	"github.com/revenantrt/revenant/wasm/abi"
@@ -33,7 +35,9 @@ type Config struct {
 	// Model is the provider's side that stays on the host: the key, and
 	// the client that carries EgressModel requests (nil: a plain
 	// http.Client; the provider's URL is the operator's, not subject to the
-	// tools' egress policy).
+	// tools' egress policy). Redirects are not followed, whatever the
+	// client's CheckRedirect: a 3xx goes back to the guest as the answer,
+	// as on every host (the provider's Doer does one round trip).
 	Model ModelEgress
 	// Tools are the host's real tools (webhooks with their secrets,
 	// http_request with the egress policy), run for EgressTool requests.
@@ -494,7 +498,7 @@ func (t *Tree) runEgress(ctx context.Context, gen int, id uint64, req abi.Egress
 		}
 		defer resp.Body.Close()
 		if !deliver(func(g *runtime.Guest) error {
-			return g.EgressResponse(context.Background(), id, resp.StatusCode, resp.Header)
+			return g.EgressResponse(context.Background(), id, resp.StatusCode, http.Header(resp.Header))
 		}) {
 			return
 		}
@@ -537,26 +541,25 @@ func (t *Tree) runEgress(ctx context.Context, gen int, id uint64, req abi.Egress
 }
 
 // modelRequest sends an EgressModel request to the configured provider,
-// adding its key; any other URL is refused.
-func (t *Tree) modelRequest(ctx context.Context, req abi.EgressRequest) (*http.Response, error) {
+// adding its key; any other URL is refused, and a redirect is the answer
+// (never followed, so the key goes nowhere else).
+func (t *Tree) modelRequest(ctx context.Context, req abi.EgressRequest) (*httpmsg.Response, error) {
 	mc := t.cfg.Boot.Model
 	want := strings.TrimRight(mc.BaseURL, "/") + "/chat/completions"
 	if mc.Kind != abi.ModelOpenAI || req.URL != want {
 		return nil, fmt.Errorf("egress: %s is not the configured model endpoint: %w", req.URL, web.ErrDenied)
 	}
-	hreq, err := http.NewRequestWithContext(ctx, req.Method, req.URL, bytes.NewReader(req.Body))
+	hreq, err := httpmsg.NewRequest(ctx, req.Method, req.URL, bytes.NewReader(req.Body))
 	if err != nil {
 		return nil, err
 	}
-	hreq.Header = http.Header(req.Header.Clone())
+	if req.Header != nil {
+		hreq.Header = req.Header.Clone()
+	}
 	if t.cfg.Model.APIKey != "" {
 		hreq.Header.Set("Authorization", "Bearer "+t.cfg.Model.APIKey)
 	}
-	client := t.cfg.Model.Client
-	if client == nil {
-		client = http.DefaultClient
-	}
-	resp, err := client.Do(hreq)
+	resp, err := nethttp.Client(t.cfg.Model.Client).Do(hreq)
 	if err != nil {
 		return nil, &transportError{t.redact(err)}
 	}

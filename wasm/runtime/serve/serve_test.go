@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -184,6 +185,27 @@ func TestServeModelEgress(t *testing.T) {
 	}
 	require.NoError(t, json.NewDecoder(resp.Body).Decode(&snap))
 	require.Equal(t, "Hello from the provider", snap.Messages[len(snap.Messages)-1].Text)
+}
+
+// TestServeModelEgressNoRedirect: a provider's redirect is the guest
+// model's answer (a permanent error), never followed: the key is not sent
+// where it points, even on the same host name.
+func TestServeModelEgressNoRedirect(t *testing.T) {
+	var elsewhere atomic.Int32
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { elsewhere.Add(1) }))
+	defer other.Close()
+	provider := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, other.URL+r.URL.Path, http.StatusFound)
+	}))
+	defer provider.Close()
+	srv := startTree(t, serve.Config{
+		Boot:  runtime.BootConfig{Model: abi.ModelConfig{Kind: abi.ModelOpenAI, BaseURL: provider.URL + "/v1", Name: "m"}},
+		Model: serve.ModelEgress{APIKey: "sk-test"},
+	})
+	require.Equal(t, 201, post(t, srv.URL+"/v1/sessions", `{}`).StatusCode)
+	require.Equal(t, 202, post(t, srv.URL+"/v1/sessions/tree1/prompt", `{"text":"hi"}`).StatusCode)
+	waitFor(t, srv, "session.execution.failed@1")
+	require.Zero(t, elsewhere.Load(), "the redirect was not followed")
 }
 
 func mustJSON(v any) string {

@@ -1,0 +1,184 @@
+package web
+
+import (
+	"fmt"
+	"io"
+	"net/url"
+	"strings"
+
+	"github.com/revenantrt/revenant/core/httpmsg"
+)
+
+// An httpmsg.Doer does one round trip, so the http_request tool follows
+// redirects itself, here, with the rules net/http's client applies, so
+// that what a server sees is what it saw when the tool was built on
+// net/http:
+//
+//   - 301, 302, 303, 307 and 308 with a Location are followed; any other
+//     answer, and a 3xx without Location, is the final answer.
+//   - 301, 302 and 303 drop the body and its headers (Content-Type,
+//     Content-Encoding, Content-Language, Content-Location) and turn any
+//     method but GET and HEAD into GET; 307 and 308 keep the method and
+//     send the same body again. Once a hop dropped the body it stays
+//     dropped.
+//   - Each hop carries the first request's headers, except that
+//     Authorization, Cookie, Cookie2, WWW-Authenticate, Proxy-Authorization
+//     and Proxy-Authenticate are dropped from the first hop to a host that
+//     is neither the first request's host nor a subdomain of it, and from
+//     every hop after that. A Referer names the previous URL (without
+//     user info), unless the request set its own, and none is sent from
+//     https to http.
+//   - At most MaxRedirects are followed; the next one is an error.
+//   - Every hop's URL is checked with the policy's CheckURL before it is
+//     sent (and the client checks it again, and its address when it
+//     dials): a redirect to a refused place is an error, never a request.
+
+// hop is where a redirect leads: the next request's method and URL, and
+// whether it carries the body again.
+type hop struct {
+	method   string
+	url      *url.URL
+	withBody bool
+}
+
+// follow sends first through c, then follows the redirects of the answers
+// as the rules above say. It returns the final answer and its URL, and the
+// last redirect target it followed or refused (nil: none), for messages.
+// body is first's body, kept to send again on 307 and 308.
+func follow(policy Egress, c httpmsg.Doer, first *httpmsg.Request, body string) (resp *httpmsg.Response, final, redirected *url.URL, err error) {
+	ctx := first.Context()
+	initial := first.Header.Clone()
+	cur := first
+	withBody := body != ""
+	strip := false
+	for n := 0; ; n++ {
+		resp, err = c.Do(cur)
+		if err != nil {
+			return nil, nil, redirected, err
+		}
+		next, ok, err := nextHop(resp, cur)
+		if err != nil {
+			drainClose(resp.Body)
+			return nil, nil, redirected, err
+		}
+		if !ok {
+			return resp, cur.URL, redirected, nil
+		}
+		drainClose(resp.Body)
+		redirected = next.url
+		if n+1 > MaxRedirects {
+			return nil, nil, redirected, fmt.Errorf("too many redirects (more than %d)", MaxRedirects)
+		}
+		if err := policy.CheckURL(next.url); err != nil {
+			return nil, nil, redirected, err
+		}
+		withBody = withBody && next.withBody
+		if !strip && !sameSite(first.URL, next.url) {
+			strip = true
+		}
+		var rd io.Reader
+		if withBody {
+			rd = strings.NewReader(body)
+		}
+		req, err := httpmsg.NewRequest(ctx, next.method, next.url.String(), rd)
+		if err != nil {
+			return nil, nil, redirected, err
+		}
+		req.Header = hopHeader(initial, strip, !withBody)
+		if ref := referer(cur.URL, next.url, req.Header.Get("Referer")); ref != "" {
+			req.Header.Set("Referer", ref)
+		}
+		cur = req
+	}
+}
+
+// nextHop is where resp, the answer to req, redirects: ok false when it is
+// not a redirect to follow; an error when its Location cannot be read.
+func nextHop(resp *httpmsg.Response, req *httpmsg.Request) (hop, bool, error) {
+	next := hop{method: req.Method}
+	switch resp.StatusCode {
+	case httpmsg.StatusMovedPermanently, httpmsg.StatusFound, httpmsg.StatusSeeOther:
+		if next.method != httpmsg.MethodGet && next.method != httpmsg.MethodHead {
+			next.method = httpmsg.MethodGet
+		}
+	case httpmsg.StatusTemporaryRedirect, httpmsg.StatusPermanentRedirect:
+		next.withBody = true
+	default:
+		return hop{}, false, nil
+	}
+	loc := resp.Header.Get("Location")
+	if loc == "" {
+		return hop{}, false, nil // a 3xx without Location is an answer
+	}
+	u, err := req.URL.Parse(loc)
+	if err != nil {
+		return hop{}, false, fmt.Errorf("failed to parse Location header %q: %v", loc, err)
+	}
+	next.url = u
+	return next, true, nil
+}
+
+// sensitiveHeaders are not sent on to another site.
+var sensitiveHeaders = []string{"Authorization", "Www-Authenticate", "Cookie", "Cookie2", "Proxy-Authorization", "Proxy-Authenticate"}
+
+// bodyHeaders describe a body, and go when a redirect drops it.
+var bodyHeaders = []string{"Content-Encoding", "Content-Language", "Content-Location", "Content-Type"}
+
+// hopHeader is the header of a redirect hop: the first request's, without
+// the sensitive ones (strip) and those of a dropped body (noBody).
+func hopHeader(initial httpmsg.Header, strip, noBody bool) httpmsg.Header {
+	h := initial.Clone()
+	if h == nil {
+		h = httpmsg.Header{}
+	}
+	if strip {
+		for _, k := range sensitiveHeaders {
+			h.Del(k)
+		}
+	}
+	if noBody {
+		for _, k := range bodyHeaders {
+			h.Del(k)
+		}
+	}
+	return h
+}
+
+// sameSite reports whether credentials of a request to first may go to
+// next: the same host or a subdomain of it (ports aside), as net/http
+// decides. Names compare without case and trailing dot; anything that is
+// not a plain name (an IPv6 literal, a zone) must match exactly.
+func sameSite(first, next *url.URL) bool {
+	parent, sub := normalizeHost(first.Hostname()), normalizeHost(next.Hostname())
+	if sub == parent {
+		return true
+	}
+	if strings.ContainsAny(sub, ":%") || parent == "" {
+		return false
+	}
+	return strings.HasSuffix(sub, "."+parent)
+}
+
+// referer is the Referer of a hop from prev to next: the request's own
+// (explicit), else prev without user info; none from https to http.
+func referer(prev, next *url.URL, explicit string) string {
+	if prev.Scheme == "https" && next.Scheme == "http" {
+		return ""
+	}
+	if explicit != "" {
+		return explicit
+	}
+	r := *prev
+	r.User = nil
+	return r.String()
+}
+
+// drainClose closes a body we will not use, reading a little first so a
+// small answer's connection can be reused.
+func drainClose(b io.ReadCloser) {
+	if b == nil {
+		return
+	}
+	_, _ = io.CopyN(io.Discard, b, 2<<10)
+	_ = b.Close()
+}

@@ -1,0 +1,180 @@
+package web_test
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/revenantrt/revenant/core/httpmsg"
+	"github.com/revenantrt/revenant/tools/web"
+)
+
+// routes answers a request by its URL (without query) from a table; an
+// unknown URL is a 200 "end".
+func routes(table map[string]func(*httpmsg.Request) (*httpmsg.Response, error)) func(*httpmsg.Request) (*httpmsg.Response, error) {
+	return func(req *httpmsg.Request) (*httpmsg.Response, error) {
+		u := *req.URL
+		u.RawQuery = ""
+		if f, ok := table[u.String()]; ok {
+			return f(req)
+		}
+		return answer(200, nil, "end")(req)
+	}
+}
+
+func redirectTo(status int, loc string) func(*httpmsg.Request) (*httpmsg.Response, error) {
+	return answer(status, httpmsg.Header{"Location": {loc}}, "moved")
+}
+
+// TestRedirectHopLimit: MaxRedirects are followed; the next redirect is an
+// error and its target is never sent.
+func TestRedirectHopLimit(t *testing.T) {
+	chain := func(n int) *fakeTransport {
+		rt := &fakeTransport{}
+		rt.respond = func(req *httpmsg.Request) (*httpmsg.Response, error) {
+			k, err := strconv.Atoi(strings.TrimPrefix(req.URL.Path, "/"))
+			if err != nil || k >= n {
+				return answer(200, nil, "end of chain")(req)
+			}
+			return redirectTo(302, fmt.Sprintf("/%d", k+1))(req)
+		}
+		return rt
+	}
+	rt := chain(web.MaxRedirects)
+	out, err := web.NewHTTPRequest(fetchPolicy(rt)).Execute(context.Background(), fetchCall(t, map[string]any{"url": "https://api.example.com/0"}))
+	require.NoError(t, err)
+	assert.Contains(t, out, "Final-URL: https://api.example.com/5\n")
+	assert.Len(t, rt.urls(), web.MaxRedirects+1)
+
+	rt = chain(web.MaxRedirects + 1)
+	_, err = web.NewHTTPRequest(fetchPolicy(rt)).Execute(context.Background(), fetchCall(t, map[string]any{"url": "https://api.example.com/0"}))
+	require.EqualError(t, err, "GET https://api.example.com/0: redirected to https://api.example.com/6: too many redirects (more than 5)")
+	assert.Len(t, rt.urls(), web.MaxRedirects+1, "the sixth redirect's target is not sent")
+	assert.NotContains(t, rt.urls(), "https://api.example.com/6")
+}
+
+// TestRedirectEachHopChecked: a refused target deep in a chain is refused
+// there, before it is sent; the hops before it were sent.
+func TestRedirectEachHopChecked(t *testing.T) {
+	for _, target := range []string{
+		"http://169.254.169.254/latest/meta-data/", "http://localhost/", "https://api.example.com:8443/",
+		"https://evil.example.org/", "http://[::1]/", "file:///etc/passwd",
+	} {
+		rt := &fakeTransport{respond: routes(map[string]func(*httpmsg.Request) (*httpmsg.Response, error){
+			"https://api.example.com/a": redirectTo(301, "https://cdn.example.com/b"),
+			"https://cdn.example.com/b": redirectTo(307, target),
+		})}
+		policy := fetchPolicy(rt).WithHosts("*.example.com", "localhost", "169.254.169.254", "::1")
+		_, err := web.NewHTTPRequest(policy).Execute(context.Background(), fetchCall(t, map[string]any{"url": "https://api.example.com/a"}))
+		require.ErrorIs(t, err, web.ErrDenied, target)
+		assert.Contains(t, err.Error(), "redirected to ", target)
+		assert.Equal(t, []string{"https://api.example.com/a", "https://cdn.example.com/b"}, rt.urls(), target)
+	}
+}
+
+// TestRedirectMethodAndBody: 301, 302 and 303 turn a POST into a GET
+// without body or body headers; 307 and 308 send the same method and body
+// again; HEAD stays HEAD; once a hop dropped the body it stays dropped.
+func TestRedirectMethodAndBody(t *testing.T) {
+	for _, tc := range []struct {
+		status           int
+		method           string
+		wantMethod       string
+		wantBody, wantCT string
+	}{
+		{303, "POST", "GET", "", ""},
+		{302, "POST", "GET", "", ""},
+		{301, "PUT", "GET", "", ""},
+		{303, "DELETE", "GET", "", ""},
+		{301, "HEAD", "HEAD", "", ""},
+		{307, "POST", "POST", `{"a":1}`, "application/json"},
+		{308, "PATCH", "PATCH", `{"a":1}`, "application/json"},
+	} {
+		t.Run(fmt.Sprintf("%d %s", tc.status, tc.method), func(t *testing.T) {
+			rt := &fakeTransport{respond: routes(map[string]func(*httpmsg.Request) (*httpmsg.Response, error){
+				"https://api.example.com/a": redirectTo(tc.status, "/b"),
+			})}
+			args := map[string]any{"method": tc.method, "url": "https://api.example.com/a",
+				"headers": map[string]string{"Content-Type": "application/json", "X-Trace": "t"}}
+			if tc.method != "HEAD" {
+				args["body"] = `{"a":1}`
+			}
+			_, err := web.NewHTTPRequest(fetchPolicy(rt)).Execute(context.Background(), fetchCall(t, args))
+			require.NoError(t, err)
+			require.Equal(t, []string{"https://api.example.com/a", "https://api.example.com/b"}, rt.urls())
+			hop := rt.reqs[1]
+			assert.Equal(t, tc.wantMethod, hop.Method)
+			assert.Equal(t, tc.wantBody, rt.bodies[1])
+			assert.Equal(t, int64(len(tc.wantBody)), hop.ContentLength)
+			assert.Equal(t, tc.wantCT, hop.Header.Get("Content-Type"))
+			assert.Equal(t, "t", hop.Header.Get("X-Trace"), "other headers go on")
+			assert.Equal(t, "key-1", hop.Header.Get("Idempotency-Key"))
+		})
+	}
+
+	// 303 then 307: the body dropped at the first hop is not sent again.
+	rt := &fakeTransport{respond: routes(map[string]func(*httpmsg.Request) (*httpmsg.Response, error){
+		"https://api.example.com/a": redirectTo(303, "/b"),
+		"https://api.example.com/b": redirectTo(307, "/c"),
+	})}
+	_, err := web.NewHTTPRequest(fetchPolicy(rt)).Execute(context.Background(), fetchCall(t, map[string]any{"method": "POST", "url": "https://api.example.com/a", "body": "x"}))
+	require.NoError(t, err)
+	require.Len(t, rt.reqs, 3)
+	assert.Equal(t, "GET", rt.reqs[2].Method)
+	assert.Equal(t, "", rt.bodies[2])
+}
+
+// TestRedirectCredentialsStayOnSite: Authorization, Cookie and the other
+// credentials go on to the same host and its subdomains, never to another
+// host, nor to any hop after one went elsewhere, even back home.
+func TestRedirectCredentialsStayOnSite(t *testing.T) {
+	rt := &fakeTransport{respond: routes(map[string]func(*httpmsg.Request) (*httpmsg.Response, error){
+		"https://example.com/a":          redirectTo(302, "https://EXAMPLE.com:443/b"),
+		"https://EXAMPLE.com:443/b":      redirectTo(307, "https://api.example.com/c"),
+		"https://api.example.com/c":      redirectTo(308, "https://notexample.com/d"),
+		"https://notexample.com/d":       redirectTo(302, "https://example.com/e"),
+		"https://example.com/e":          answer(200, nil, "home"),
+		"https://unrelated.example.org/": answer(200, nil, "never"),
+	})}
+	creds := map[string]string{"Authorization": "Bearer s3cr3t", "Cookie": "session=s3cr3t", "Proxy-Authorization": "Basic s3cr3t", "X-Keep": "k"}
+	_, err := web.NewHTTPRequest(fetchPolicy(rt)).Execute(context.Background(), fetchCall(t, map[string]any{"url": "https://example.com/a", "headers": creds}))
+	require.NoError(t, err)
+	require.Equal(t, []string{"https://example.com/a", "https://EXAMPLE.com:443/b", "https://api.example.com/c", "https://notexample.com/d", "https://example.com/e"}, rt.urls())
+	for i, wantCreds := range []bool{true, true, true, false, false} {
+		h := rt.reqs[i].Header
+		for _, k := range []string{"Authorization", "Cookie", "Proxy-Authorization"} {
+			if wantCreds {
+				assert.Equal(t, creds[k], h.Get(k), "hop %d %s", i, k)
+			} else {
+				assert.Empty(t, h.Values(k), "hop %d (%s) must not get %s", i, rt.reqs[i].URL, k)
+			}
+		}
+		assert.Equal(t, "k", h.Get("X-Keep"), "hop %d", i)
+		assert.Equal(t, "key-1", h.Get("Idempotency-Key"), "hop %d", i)
+	}
+	for _, b := range rt.bodies {
+		assert.NotContains(t, b, "s3cr3t")
+	}
+}
+
+// TestRedirectReferer: a hop names the previous URL (without its user
+// info) as Referer, unless it goes from https to http; a 3xx without
+// Location is the answer.
+func TestRedirectReferer(t *testing.T) {
+	rt := &fakeTransport{respond: routes(map[string]func(*httpmsg.Request) (*httpmsg.Response, error){
+		"https://user:pw@api.example.com/a": redirectTo(302, "https://api.example.com/b"),
+		"https://api.example.com/b":         redirectTo(302, "http://api.example.com/c"),
+		"http://api.example.com/c":          answer(302, nil, "no location"),
+	})}
+	out, err := web.NewHTTPRequest(fetchPolicy(rt)).Execute(context.Background(), fetchCall(t, map[string]any{"url": "https://user:pw@api.example.com/a?q=1"}))
+	require.NoError(t, err)
+	assert.True(t, strings.HasPrefix(out, "HTTP 302 Found\nFinal-URL: http://api.example.com/c\n"), out)
+	require.Len(t, rt.reqs, 3)
+	assert.Equal(t, "https://api.example.com/a?q=1", rt.reqs[1].Header.Get("Referer"))
+	assert.Empty(t, rt.reqs[2].Header.Values("Referer"), "none from https to http")
+}
