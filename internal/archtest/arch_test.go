@@ -63,6 +63,8 @@ var rules = []rule{
 		why: "the web tools speak core/httpmsg; only tools/web/webnet, for hosts with sockets, links net/http's client and TLS"},
 	{from: "core/model/...", never: []string{"net/http"},
 		why: "the model providers run in the wasm guest and the Durable Object, whose egress is the host's: net/http would only add weight"},
+	{from: "cmd/worker", never: []string{"net/http"}, future: true, // js/wasm only
+		why: "the Cloudflare Worker's one wasm module (the front and the Tree objects) must fit the free plan's 3 MB: net/http adds ~410 KB of gzip"},
 	{from: "config/...", only: []string{"core/...", "tools/...", "config/..."},
 		why: "REVENANT_CONFIG is parsed into core's and the tools' types, for any host"},
 	{from: "host/...", never: []string{"wasm/...", "cmd/...", "durableobject/...", "worker/..."},
