@@ -36,13 +36,14 @@ test: unit js fuzz
 unit:
 	$(GO) test -count=1 -timeout 13m ./...
 
-# The Durable Object host's Go tests under Node (go_js_wasm_exec), where
-# node is installed; skipped otherwise. (The workerd e2e in ./e2e/ runs in
-# unit when node_modules holds the pinned wrangler: .ci/run runs npm ci.)
+# The Worker's Go tests under Node (go_js_wasm_exec): the Durable Object
+# host and cmd/worker, where node is installed; skipped otherwise. (The
+# workerd e2e in ./e2e/ runs in unit when node_modules holds the pinned
+# wrangler: .ci/run runs npm ci.)
 js:
 	@if command -v node >/dev/null 2>&1; then \
-		echo "GOOS=js GOARCH=wasm $(GO) test -count=1 ./durableobject/..."; \
-		PATH="$$PATH:$$($(GO) env GOROOT)/lib/wasm" GOOS=js GOARCH=wasm $(GO) test -count=1 ./durableobject/...; \
+		echo "GOOS=js GOARCH=wasm $(GO) test -count=1 ./durableobject/... ./cmd/worker"; \
+		PATH="$$PATH:$$($(GO) env GOROOT)/lib/wasm" GOOS=js GOARCH=wasm $(GO) test -count=1 ./durableobject/... ./cmd/worker; \
 	else echo "js: no node on PATH: the Durable Object host's js/wasm tests are skipped"; fi
 
 # Each fuzz target runs a fixed number of inputs; go test -fuzz takes one
@@ -84,8 +85,8 @@ cross:
 		CGO_ENABLED=0 GOOS=$${t%/*} GOARCH=$${t#*/} $(GO) build $(PORTABLE); \
 	done
 	GOOS=wasip1 GOARCH=wasm $(GO) vet ./wasm/guest ./wasm/abi
-	GOOS=js GOARCH=wasm $(GO) vet ./durableobject/... ./worker/...
-	GOOS=js GOARCH=wasm $(GO) vet -tags revenant_testroutes ./durableobject/... ./worker/...
+	GOOS=js GOARCH=wasm $(GO) vet ./durableobject/... ./worker/... ./cmd/worker
+	GOOS=js GOARCH=wasm $(GO) vet -tags revenant_testroutes ./durableobject/... ./worker/... ./cmd/worker
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./core/... ./recovery/ ./host/... ./wasm/runtime/ ./wasm/guestdb/
@@ -109,21 +110,18 @@ run-guest: guest
 simulate: guest
 	SEED=$(SEED) SESSIONS=$(SESSIONS) KILLS=$(KILLS) $(GO) run ./cmd/revenant simulate -guest bin/revenant.wasm
 
-# The Cloudflare Worker's two Go programs: the Durable Object host
-# (durableobject/) and Go's wasm_exec.js into build/do/, where
-# durableobject/shim.js imports them; the front (worker/) and syumai's
-# generated entry into build/worker/, where worker/entry.mjs imports them.
-# wrangler.toml's build command runs this target.
-# BUILD= puts the outputs elsewhere and DO_TAGS= adds build tags to both
-# programs (the e2e tests build revenant_testroutes into a tree of their own).
+# The Cloudflare Worker's one Go program (cmd/worker: the front's role and
+# the Tree objects') and Go's wasm_exec.js into build/, where
+# durableobject/shim.js imports them (worker/entry.mjs takes the module from
+# it). wrangler.toml's build command runs this target.
+# BUILD= puts the outputs elsewhere and DO_TAGS= adds build tags (the e2e
+# tests build revenant_testroutes into a tree of their own).
 BUILD ?= build
 DO_TAGS ?=
 do-build:
-	mkdir -p $(BUILD)/do
-	cp "$$($(GO) env GOROOT)/lib/wasm/wasm_exec.js" $(BUILD)/do/wasm_exec.js
-	GOOS=js GOARCH=wasm $(GO) build -trimpath -ldflags="-s -w" -tags '$(DO_TAGS)' -o $(BUILD)/do/revenant.wasm ./durableobject/cmd/object
-	$(GO) run github.com/syumai/workers/cmd/workers-assets-gen -mode=go -o $(BUILD)/worker
-	GOOS=js GOARCH=wasm $(GO) build -trimpath -ldflags="-s -w" -tags '$(DO_TAGS)' -o $(BUILD)/worker/app.wasm ./worker/cmd/front
+	mkdir -p $(BUILD)
+	cp "$$($(GO) env GOROOT)/lib/wasm/wasm_exec.js" $(BUILD)/wasm_exec.js
+	GOOS=js GOARCH=wasm $(GO) build -trimpath -ldflags="-s -w" -tags '$(DO_TAGS)' -o $(BUILD)/revenant.wasm ./cmd/worker
 
 # wrangler dev on loopback with no network calls of wrangler's own, state
 # under .wrangler/ (PLATFORM.md). DO_PORT= picks the port (8787).

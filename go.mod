@@ -5,7 +5,6 @@ go 1.26.0
 require (
 	github.com/ncruces/go-sqlite3 v0.37.0
 	github.com/stretchr/testify v1.12.1
-	github.com/syumai/workers v0.33.0
 	github.com/tetratelabs/wazero v1.12.0
 	go.yaml.in/yaml/v3 v3.0.5
 )

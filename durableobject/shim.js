@@ -1,6 +1,6 @@
 // revenant's Durable Object host, JS side: a thin class that starts one Go
-// instance per object (build/do/revenant.wasm, durableobject/cmd/object)
-// and forwards its events to Go; worker/entry.mjs exports it beside the
+// instance per object (build/revenant.wasm, cmd/worker, in its "tree"
+// role) and forwards its events to Go; worker/entry.mjs exports it beside the
 // front Worker (worker/). Everything the tree
 // does is in Go; this file only keeps the platform's rules (DESIGN §13):
 //   - the boot runs inside blockConcurrencyWhile, before any request or
@@ -12,13 +12,13 @@
 //     ctx.id.name);
 //   - alarm() never throws (a thrown alarm is retried a few times, then lost).
 import { DurableObject } from "cloudflare:workers";
-import "../build/do/wasm_exec.js"; // Go's, copied at build time (make do-build)
-import goModule from "../build/do/revenant.wasm";
+import "../build/wasm_exec.js"; // Go's, copied at build time (make do-build)
+import goModule from "../build/revenant.wasm";
 import { sqlExec, sqlQuery, sqlScript } from "./sql.mjs";
 
 const TREE_KEY = "revenant:tree"; // the object's tree id in ctx.storage
 const TREE_HEADER = "x-revenant-tree"; // set by the front for the object
-const BRIDGES = "__revenantBridges"; // see durableobject/cmd/object
+const BRIDGES = "__revenantBridges"; // see cmd/worker
 const ROLLBACK = "rollback";
 
 // Tree ids as the local host accepts them (host.ValidTreeID): they reach
@@ -58,6 +58,7 @@ async function startGo(env) {
   globalThis[BRIDGES] ??= {};
   globalThis[BRIDGES][key] = bridge;
   const go = new Go();
+  go.argv = ["revenant", "tree"]; // the role (cmd/worker)
   go.env = goEnv(env, key);
   const instance = await WebAssembly.instantiate(goModule, go.importObject);
   // go.exited turns true as the program ends; the run() promise settles
@@ -228,6 +229,10 @@ export class Tree extends DurableObject {
 function json(status, body) {
   return new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json" } });
 }
+
+// goModule is the Worker's one Go program; worker/entry.mjs starts the
+// front's instance from it too.
+export { goModule };
 
 function notFound() {
   return json(404, { error: { type: "not_found", message: "no such session" } });

@@ -14,13 +14,22 @@ import (
 )
 
 // paidPlanLimit is the Workers script size limit after compression on the
-// paid plan (the free plan's is 3 MB: the lean-guest issue's goal).
-const paidPlanLimit = 10 << 20
+// paid plan; freePlanLimit the free plan's (the lean-guest issue's goal).
+const (
+	paidPlanLimit = 10 << 20
+	freePlanLimit = 3 << 20
+)
+
+// bundleCeiling holds the bundle's size where it is: the total gzip -9 of
+// the dry run's files measured once the front and the objects were one
+// module (cmd/worker) linking no net/http, 1,962,283 bytes, plus 64 KiB.
+// Lower it when a cut lands; raise it only with a reason in the commit.
+const bundleCeiling = 1_962_283 + 64<<10
 
 // TestWranglerDryRunBundle bundles the Worker as `wrangler deploy` would,
 // without an account (`--dry-run --outdir`), and holds the bundle under
-// the paid plan's compressed limit. It logs every file's raw and gzip -9
-// size, so the figures are in every CI log.
+// its ceiling (and the plans' compressed limits). It logs every file's
+// raw and gzip -9 size, so the figures are in every CI log.
 func TestWranglerDryRunBundle(t *testing.T) {
 	root := requireWrangler(t)
 	main := buildObject(t, root, t.TempDir(), "")
@@ -48,9 +57,12 @@ func TestWranglerDryRunBundle(t *testing.T) {
 		t.Logf("bundle: %-40s raw %9d  gzip -9 %9d", rel, raw, gz)
 		return nil
 	}))
-	t.Logf("bundle: total gzip -9 %d bytes (%.2f MB); paid plan limit %d", total, float64(total)/(1<<20), paidPlanLimit)
-	require.Equal(t, 2, wasm, "the front's and the object's wasm programs")
+	t.Logf("bundle: total gzip -9 %d bytes (%.2f MiB); ceiling %d; free plan %d, paid plan %d",
+		total, float64(total)/(1<<20), bundleCeiling, freePlanLimit, paidPlanLimit)
+	require.Equal(t, 1, wasm, "one wasm module serves the front and the objects (cmd/worker)")
 	require.Less(t, total, int64(paidPlanLimit), "the bundle fits the paid plan")
+	require.Less(t, total, int64(freePlanLimit), "the bundle fits the free plan")
+	require.LessOrEqual(t, total, int64(bundleCeiling), "the bundle grew past its ceiling")
 }
 
 // sizes returns a file's size and its size after gzip at level 9.

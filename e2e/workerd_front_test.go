@@ -182,6 +182,17 @@ func TestWorkerdFront(t *testing.T) {
 		alice.do("GET", "/v1/sessions?limit=1", nil, http.StatusOK, &page)
 		assert.Len(t, page.Sessions, 1)
 		assert.NotEmpty(t, page.NextCursor, "alice has more than one tree: a next page")
+		var next struct {
+			Sessions []struct{ ID string } `json:"sessions"`
+		}
+		alice.do("GET", "/v1/sessions?limit=1&cursor="+page.NextCursor, nil, http.StatusOK, &next)
+		require.Len(t, next.Sessions, 1)
+		assert.NotEqual(t, page.Sessions[0].ID, next.Sessions[0].ID, "the cursor moves on")
+		for _, q := range []string{"limit=0", "cursor=nope"} {
+			code, body := frontRaw(t, alice, "GET", "/v1/sessions?"+q)
+			assert.Equal(t, http.StatusBadRequest, code, q)
+			assert.Contains(t, body, `"type":"invalid_request"`, q)
+		}
 	})
 
 	t.Run("access_token works only on events", func(t *testing.T) {

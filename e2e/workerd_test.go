@@ -20,7 +20,7 @@ import (
 // The Durable Object host under local workerd (wrangler dev), killed with
 // SIGKILL like the local server. Skipped where node, npx or the pinned
 // wrangler (npm ci) is missing. Runs serially: workerd is heavy and the
-// build directory (build/do) is shared.
+// build directory (build/) is shared.
 
 // workerd is one `wrangler dev` process group serving on a loopback port,
 // with its state under a directory that survives restarts.
@@ -62,10 +62,10 @@ func requireWrangler(t *testing.T) string {
 // buildObject does what `make do-build` does (wrangler.toml's [build]),
 // once, so restarts do not rebuild, into a tree of its own under dir: a
 // copy of the Worker's JS modules (worker/entry.mjs, worker/directory.mjs,
-// durableobject/shim.js) beside dir/build, where make puts both wasm
-// programs, the object's built with tags (the test routes' build:
-// revenant_testroutes). The project's build/ is left alone. It returns the
-// entry module's path.
+// durableobject/shim.js) beside dir/build, where make puts the Worker's
+// one wasm program (cmd/worker: the front and the Tree objects), built
+// with tags (the test routes' build: revenant_testroutes). The project's
+// build/ is left alone. It returns the entry module's path.
 func buildObject(t *testing.T, root, dir, tags string) string {
 	t.Helper()
 	for _, f := range []string{"worker/entry.mjs", "worker/directory.mjs", "durableobject/shim.js", "durableobject/sql.mjs"} {

@@ -12,12 +12,14 @@
 //     loopback Hosts are answered, as by the local server), and the id's
 //     form: every "."-separated part 1–64 of [A-Za-z0-9_-]
 //     (host.ValidTreeID's rule), so nothing else reaches idFromName;
-//   - the session directory: create mints the root id (as host.RandomIDs),
-//     creates the tree in idFromName(root), and records it in the caller's
-//     Directory (idFromName("principal:"+p)); a tree it could not record is
-//     deleted again and the answer is 503. List reads the caller's
-//     Directory (the local server's page shape and cursor). Delete checks
-//     the owner, deletes in the object, then the row;
+//   - the session directory: create mints the root id (as host.RandomIDs);
+//     entry.mjs creates the tree in idFromName(root) and records it in the
+//     caller's Directory (idFromName("principal:"+p)); a tree it could not
+//     record is deleted again and the answer is 503. List: Decide checks
+//     the limit and cursor and names the Directory's page
+//     (DirectoryListPath); ListAnswer shapes its rows into the local
+//     server's page and cursor. Delete checks the owner, deletes in the
+//     object, then the row;
 //   - forwarding: every /v1/sessions/{id}/… route goes, after the owner
 //     check (the caller's Directory has the root; otherwise 404 and the
 //     tree's object is never touched), to the root's object with the same
@@ -26,12 +28,13 @@
 //     copies dropped). The object's answer is passed through as its JS
 //     stream: an event stream is never buffered.
 //
-// It runs twice per isolate (worker/entry.mjs; docs/RATIONALE.md): the hot
-// session routes call Decide through decide on one long-lived instance and
-// forward in JS; create, list and delete run on syumai/workers' per-request
-// instance (Serve's handler), which does the I/O from Go.
+// It runs as one long-lived Go instance per isolate (Serve; the "front"
+// role of cmd/worker, the same wasm module as the Tree objects'): Go
+// decides, synchronously and with no I/O, and worker/entry.mjs does the
+// fetches (docs/RATIONALE.md, "Why is the front one Go instance per
+// isolate, without syumai/workers?").
 //
-// It imports core/api (not core's runtime state), syumai/workers and
-// syscall/js (in _js.go files only); never host/, durableobject/, wasm/ or
-// ncruces. front.go builds everywhere and is tested natively.
+// It imports core/api (not core's runtime state) and syscall/js (in _js.go
+// files only); never host/, durableobject/, wasm/, ncruces or syumai.
+// front.go and list.go build everywhere and are tested natively.
 package worker

@@ -3,35 +3,33 @@
 // (worker/directory.mjs).
 //
 // The front's logic is Go: worker.Front decides every request (Host,
-// Origin and path checks, route, bearer token, id form) before any object
-// is touched. It runs in two ways (docs/RATIONALE.md, "Why the front's hot
-// session routes skip syumai's per-request Go instance"):
-//   - create and the session routes (/v1/sessions/{id}/…: snapshot,
-//     prompt, interrupt, events, …) ask one long-lived Go instance per
-//     isolate, synchronously and with no I/O in Go (decide; create checks
-//     the body and mints the id), and this file does the I/O: the owner
-//     check (cached once positive), the tree's object, the directory. The
-//     object's answer (an event stream included) is returned as it is,
-//     unbuffered;
-//   - list and delete go to syumai's generated entry, which starts a new
-//     Go instance per request and does the I/O from Go.
-// REVENANT_FRONT = "syumai" sends every request through syumai's entry
-// (the figures of the note compare the two).
-import { Tree } from "../durableobject/shim.js"; // evaluates Go's wasm_exec.js first
-import syumai from "../build/worker/worker.mjs"; // generated (make do-build); its wasm_exec.js, a superset of Go's, is evaluated last and is the Go both use
-import frontModule from "../build/worker/app.wasm";
+// Origin and path checks, route, bearer token, id form, a list's limit and
+// cursor) before any object is touched. It runs in one long-lived Go
+// instance per isolate (docs/RATIONALE.md, "Why is the front one Go
+// instance per isolate, without syumai/workers?"), of the same
+// WebAssembly.Module as the Tree objects' (build/revenant.wasm, cmd/worker)
+// in its "front" role. Its entry points are synchronous and do no I/O
+// (decide; create checks the body and mints the id; page shapes a list);
+// this file does the I/O they decide on: the owner check (cached once
+// positive), the tree's object, the directory. The object's answer (an
+// event stream included) is returned as it is, unbuffered.
+import { Tree, goModule } from "../durableobject/shim.js"; // evaluates Go's wasm_exec.js first
 import { Directory } from "./directory.mjs";
 
 export { Tree, Directory };
 
 const CREATE = 1; // worker.Create
+const LIST = 2; // worker.List
 const DELETE = 3; // worker.Delete
 const FORWARD = 4; // worker.Forward
 const TREE_HEADER = "x-revenant-tree";
 const PRINCIPAL_HEADER = "x-revenant-principal";
 const MAX_BODY = 1 << 20; // api.DefaultMaxBody: a larger create is refused by Go unread past this
 
-let logic; // the isolate's long-lived front instance's binding, once started
+const BRIDGES = "__revenantBridges"; // cmd/worker's bridgesVar
+
+let logic; // the isolate's long-lived front instance ({go, bridge}), once started
+let nextFront = 0; // names each start's bridge
 
 // owned remembers "principal\nroot" pairs the caller's directory
 // confirmed, so a session's later requests skip the directory's round
@@ -49,19 +47,30 @@ function ownerCache(env) {
   return env.REVENANT_OWNER_CACHE ?? "on";
 }
 
-// frontLogic starts the long-lived instance on first use. Everything here
-// is synchronous (no promise crosses requests): main runs until it blocks
-// in workers.Serve, having set binding.decide and binding.create. null:
-// the program ended (REVENANT_TOKENS malformed; its log says why).
+// frontLogic starts the long-lived instance on first use: the Worker's Go
+// program (the same module as the Tree objects') in its "front" role,
+// given only the token list. Everything here is synchronous (no promise
+// crosses requests): main runs until it blocks in worker.Serve, having set
+// decide, create and page on the bridge. null: the program ended
+// (REVENANT_TOKENS malformed; its log says why).
 function frontLogic(env) {
-  if (logic && !logic.go.exited) return logic.binding;
+  if (logic && !logic.go.exited) return logic.bridge;
+  const key = `front${nextFront++}`;
+  const bridge = {};
+  globalThis[BRIDGES] ??= {};
+  globalThis[BRIDGES][key] = bridge;
   const go = new Go();
-  const binding = {};
-  const instance = new WebAssembly.Instance(frontModule, { ...go.importObject, workers: { ready: () => {} } });
-  go.run(instance, { env, ctx: undefined, binding, connect: undefined }).catch((e) => console.error("revenant front:", e));
-  if (go.exited || typeof binding.decide !== "function") return null;
-  logic = { go, binding };
-  return binding;
+  go.argv = ["revenant", "front"];
+  go.env = { REVENANT_BRIDGE: key, REVENANT_TOKENS: env.REVENANT_TOKENS ?? "" };
+  try {
+    const instance = new WebAssembly.Instance(goModule, go.importObject);
+    go.run(instance).catch((e) => console.error("revenant front:", e));
+  } finally {
+    delete globalThis[BRIDGES][key];
+  }
+  if (go.exited || typeof bridge.decide !== "function") return null;
+  logic = { go, bridge };
+  return bridge;
 }
 
 function json(status, body) {
@@ -98,31 +107,41 @@ async function owns(env, d) {
   const key = d.principal + "\n" + d.root;
   const mode = ownerCache(env);
   if (mode !== "off" && owned.has(key)) return true;
+  const mine = await directoryOwns(env, d);
+  if (mine && mode !== "off") {
+    if (owned.size >= OWNED_MAX) owned.clear();
+    owned.add(key);
+  }
+  return mine;
+}
+
+// directoryOwns asks the caller's directory whether it has the tree
+// (undefined: the directory did not answer).
+async function directoryOwns(env, d) {
   const res = await directoryFetch(env, d.principal, "GET", "/trees/" + d.root);
   await res.body?.cancel();
   if (res.status === 404) return false;
   if (res.status !== 200) return undefined;
-  if (mode !== "off") {
-    if (owned.size >= OWNED_MAX) owned.clear();
-    owned.add(key);
-  }
   return true;
 }
+
+const notFound = () => json(404, { error: { type: "not_found", message: "no such session" } });
+const directoryUnavailable = () =>
+  json(503, { error: { type: "unavailable", message: "the session directory did not answer; try again" } });
 
 // forward does the owner check, then sends the request to the tree's
 // object with the front's headers; the answer (an event stream included)
 // passes through as it is.
 async function forward(request, env, d) {
   const mine = await owns(env, d);
-  if (mine === false) return json(404, { error: { type: "not_found", message: "no such session" } });
-  if (mine === undefined) return json(503, { error: { type: "unavailable", message: "the session directory did not answer; try again" } });
+  if (mine === false) return notFound();
+  if (mine === undefined) return directoryUnavailable();
   const body = request.method === "GET" || request.method === "HEAD" ? undefined : request.body;
   return treeFetch(env, d.root, d.principal, request.method, d.url, request.headers, body);
 }
 
-// create is the syumai path's create (worker/serve_js.go) with the I/O in
-// JS: Go checks the body and mints the root id; the tree is created in
-// its object, then recorded in the caller's directory. A tree that could
+// create: Go checks the body and mints the root id; the tree is created
+// in its object, then recorded in the caller's directory. A tree that could
 // not be recorded is deleted again (best effort) and the answer is 503.
 async function create(request, env, d, front) {
   const length = Number(request.headers.get("content-length") ?? 0);
@@ -155,22 +174,61 @@ async function create(request, env, d, front) {
   return res;
 }
 
-export default {
-  async fetch(request, env, ctx) {
-    if (env.REVENANT_FRONT !== "syumai") {
-      const front = frontLogic(env);
-      if (!front) return json(500, { error: { type: "internal", message: "the front did not start; see the Worker's log" } });
-      const d = front.decide(request.method, request.url, [...request.headers]);
-      if (d.status !== undefined) return answer(d);
-      try {
-        if (d.kind === FORWARD) return await forward(request, env, d);
-        if (d.kind === CREATE) return await create(request, env, d, front);
-      } catch (e) {
-        console.error("revenant front: object fetch failed", e);
-        return unavailable();
-      }
-      if (d.kind === DELETE && ownerCache(env) !== "stale") owned.delete(d.principal + "\n" + d.root);
+// list asks the caller's directory for the page Go decided on (d.url:
+// limit and cursor checked) and lets Go shape the answer from its rows.
+async function list(env, d, front) {
+  const res = await directoryFetch(env, d.principal, "GET", d.url);
+  if (res.status !== 200) {
+    await res.body?.cancel();
+    return directoryUnavailable();
+  }
+  return answer(front.page(await res.text()));
+}
+
+// remove deletes the tree in its object, then its directory row; the
+// object's answer goes back. The owner is asked of the directory itself,
+// not the cache (a delete is neither hot nor latency-bound). A crash
+// between the two leaves a row whose object answers 404, and deleting it
+// again removes the row.
+async function remove(request, env, d) {
+  const mine = await directoryOwns(env, d);
+  if (mine === false) return notFound();
+  if (mine === undefined) return directoryUnavailable();
+  const res = await treeFetch(env, d.root, d.principal, "DELETE", d.url, request.headers, undefined);
+  if (res.status === 204 || res.status === 404) {
+    const del = await directoryFetch(env, d.principal, "DELETE", "/trees/" + d.root);
+    await del.body?.cancel();
+    if (del.status !== 204) {
+      await res.body?.cancel();
+      return directoryUnavailable();
     }
-    return syumai.fetch(request, env, ctx);
+  }
+  if (ownerCache(env) !== "stale") owned.delete(d.principal + "\n" + d.root);
+  return res;
+}
+
+export default {
+  async fetch(request, env) {
+    const front = frontLogic(env);
+    if (!front) return json(500, { error: { type: "internal", message: "the front did not start; see the Worker's log" } });
+    const d = front.decide(request.method, request.url, [...request.headers]);
+    if (d.status !== undefined) return answer(d);
+    try {
+      switch (d.kind) {
+        case FORWARD:
+          return await forward(request, env, d);
+        case CREATE:
+          return await create(request, env, d, front);
+        case LIST:
+          return await list(env, d, front);
+        case DELETE:
+          return await remove(request, env, d);
+      }
+    } catch (e) {
+      console.error("revenant front: object fetch failed", e);
+      return unavailable();
+    }
+    console.error("revenant front: unknown decision", d.kind);
+    return json(500, { error: { type: "internal", message: "internal error" } });
   },
 };

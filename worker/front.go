@@ -42,13 +42,14 @@ type Decision struct {
 	Principal string
 	Root      string // the tree (Delete, Forward): the id's part before the first "."
 	// URL is the path and query to forward (Forward, Delete): the request's,
-	// without access_token.
+	// without access_token. For List, the caller's Directory's
+	// (DirectoryListPath).
 	URL string
 }
 
 // Front is the front Worker's logic, with no I/O: the checks that come
-// before any object is touched. The js/wasm entry (serve_js.go) does the
-// I/O it decides on.
+// before any object is touched. worker/entry.mjs does the I/O it decides
+// on (serve_js.go is the bridge).
 type Front struct {
 	auth  api.Authenticator
 	admit *api.Directory // only its Admit: the Host, Origin and clean-path checks every host applies
@@ -81,9 +82,9 @@ func New(tokens string) (*Front, error) {
 }
 
 // Decide applies, in order, the Host/Origin/path checks, the route, the
-// caller's token and the id's form. When it refuses (or serves /healthz)
-// it writes the answer to w and returns Kind Answered; nothing has touched
-// an object then.
+// caller's token and the id's form (a list: its limit and cursor). When it
+// refuses (or serves /healthz) it writes the answer to w and returns Kind
+// Answered; nothing has touched an object then.
 func (f *Front) Decide(w httpmsg.ResponseWriter, r *httpmsg.Request) Decision {
 	if !f.admit.Admit(w, r) {
 		return Decision{}
@@ -111,7 +112,12 @@ func (f *Front) Decide(w httpmsg.ResponseWriter, r *httpmsg.Request) Decision {
 		d.Kind = Create
 		return d
 	case route.Pattern == "/v1/sessions":
-		d.Kind = List
+		limit, after, err := ParseListQuery(r.URL.Query())
+		if err != nil {
+			api.WriteError(w, err)
+			return Decision{}
+		}
+		d.Kind, d.URL = List, DirectoryListPath(limit, after)
 		return d
 	}
 	id := pathID(r.URL)
@@ -256,7 +262,7 @@ func ParseListQuery(q url.Values) (limit int, after *ListCursor, err error) {
 }
 
 // noIndex is the index of the Directory New keeps for Admit alone: the
-// front's directory is the Directory objects (serve_js.go), and Admit
+// front's directory is the Directory objects (directory.mjs), and Admit
 // never consults an index.
 type noIndex struct{ api.Index }
 

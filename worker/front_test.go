@@ -48,7 +48,7 @@ func TestDecideRoutes(t *testing.T) {
 		root, url      string
 	}{
 		{"POST", "/v1/sessions", worker.Create, "", ""},
-		{"GET", "/v1/sessions?limit=2", worker.List, "", ""},
+		{"GET", "/v1/sessions?limit=2", worker.List, "", "/trees?limit=2"},
 		{"GET", "/v1/sessions/abc", worker.Forward, "abc", "/v1/sessions/abc"},
 		{"GET", "/v1/sessions/abc.def_1-2?limit=2", worker.Forward, "abc", "/v1/sessions/abc.def_1-2?limit=2"},
 		{"GET", "/v1/sessions/abc/events?after=3&access_token=s3cret", worker.Forward, "abc", "/v1/sessions/abc/events?after=3"},

@@ -70,6 +70,8 @@ var rules = []rule{
 		why: "the guest declares tools and its host sends their requests: tools/web's webhook signing links crypto/hmac and crypto/sha256, whose FIPS module keeps AES, SHA-3, SHA-512 and a DRBG (~54 KB of gzip), and net/http ~520 KB; it needs only tools/web/httpargs"},
 	{from: "core/model/...", never: []string{"net/http"},
 		why: "the model providers run in the wasm guest and the Durable Object, whose egress is the host's: net/http would only add weight"},
+	{from: "cmd/worker", never: []string{"net/http"}, future: true, // js/wasm only
+		why: "the Cloudflare Worker's one wasm module (the front and the Tree objects) must fit the free plan's 3 MB: net/http adds ~410 KB of gzip"},
 	{from: "config/...", only: []string{"core/...", "tools/...", "config/..."},
 		why: "REVENANT_CONFIG is parsed into core's and the tools' types, for any host"},
 	{from: "host/...", never: []string{"wasm/...", "cmd/...", "durableobject/...", "worker/..."},

@@ -1,8 +1,5 @@
 //go:build js && wasm
 
-// Command object is the Go program of revenant's Durable Object: one
-// instance per object, started by durableobject/shim.js, which passes the
-// object's bridge key and the Worker's vars in the environment.
 package main
 
 import (
@@ -23,17 +20,10 @@ import (
 	"github.com/revenantrt/revenant/durableobject"
 )
 
-// bridgesVar is the global under which the shim parks each object's bridge
-// for the moment its Go program starts; REVENANT_BRIDGE names the entry.
-const bridgesVar = "__revenantBridges"
-
-func main() {
-	key := os.Getenv("REVENANT_BRIDGE")
-	bridge := js.Global().Get(bridgesVar).Get(key)
-	if key == "" || bridge.Type() != js.TypeObject {
-		fmt.Fprintln(os.Stderr, "revenant: no bridge: start this program from durableobject/shim.js")
-		os.Exit(2)
-	}
+// serveTree is the tree role: one Durable Object's tree behind bridge
+// (durableobject.Serve), configured from the Worker's vars. It never
+// returns.
+func serveTree(bridge js.Value) {
 	p, err := load()
 	if err != nil {
 		// The object cannot serve without its configuration: the boot
