@@ -36,8 +36,7 @@ func TestWranglerDryRunBundle(t *testing.T) {
 	out := t.TempDir()
 	cmd := exec.Command("npx", "wrangler", "deploy", "--dry-run", "--outdir", out, "-c", testConfig(t, root, main))
 	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "CLOUDFLARE_CF_FETCH_ENABLED=false", "WRANGLER_SEND_METRICS=false",
-		"WRANGLER_SEND_ERROR_REPORTS=false", "CI=1", "NO_COLOR=1")
+	cmd.Env = wranglerEnv(t.TempDir())
 	b, err := cmd.CombinedOutput()
 	require.NoError(t, err, "wrangler deploy --dry-run: %s", b)
 	require.Contains(t, string(b), "--dry-run: exiting now.", "wrangler bundled without deploying")

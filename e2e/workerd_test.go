@@ -28,6 +28,7 @@ type workerd struct {
 	root   string // the module root
 	config string // a wrangler.toml without the [build] step
 	state  string // --persist-to
+	tmp    string // TMPDIR: wrangler's and workerd's scratch files, removed with the test
 	port   int
 	vars   []string          // --var NAME:value
 	tap    func(line string) // when set, hears every output line as it arrives (benchmarks)
@@ -116,6 +117,15 @@ func freePort(t *testing.T) int {
 	return port
 }
 
+// wranglerEnv is the environment wrangler runs in: offline, no metrics, no
+// colour, and its scratch files under tmp (miniflare leaves a directory in
+// TMPDIR per start that a SIGKILL never removes; under the test's own
+// directory they go with it).
+func wranglerEnv(tmp string) []string {
+	return append(os.Environ(), "CLOUDFLARE_CF_FETCH_ENABLED=false", "WRANGLER_SEND_METRICS=false",
+		"WRANGLER_SEND_ERROR_REPORTS=false", "CI=1", "NO_COLOR=1", "TMPDIR="+tmp)
+}
+
 func startWorkerd(t *testing.T) *workerd {
 	return startWorkerdWith(t, "", "REVENANT_OFFLINE_WORD_DELAY:"+workerdWordDelay)
 }
@@ -126,7 +136,7 @@ func startWorkerdWith(t *testing.T, tags string, vars ...string) *workerd {
 	t.Helper()
 	root := requireWrangler(t)
 	main := buildObject(t, root, t.TempDir(), tags)
-	w := &workerd{root: root, config: testConfig(t, root, main), state: t.TempDir(), port: freePort(t), vars: vars}
+	w := &workerd{root: root, config: testConfig(t, root, main), state: t.TempDir(), tmp: t.TempDir(), port: freePort(t), vars: vars}
 	t.Cleanup(func() { w.kill(t) })
 	w.start(t)
 	return w
@@ -142,8 +152,7 @@ func (w *workerd) start(t *testing.T) {
 		cmd.Args = append(cmd.Args, "--var", v)
 	}
 	cmd.Dir = w.root
-	cmd.Env = append(os.Environ(), "CLOUDFLARE_CF_FETCH_ENABLED=false", "WRANGLER_SEND_METRICS=false",
-		"WRANGLER_SEND_ERROR_REPORTS=false", "CI=1", "NO_COLOR=1")
+	cmd.Env = wranglerEnv(w.tmp)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	out, err := cmd.StdoutPipe()
 	require.NoError(t, err)
