@@ -66,11 +66,11 @@ var rules = []rule{
 		why: "the web tools speak core/httpmsg and net/netip; only tools/web/webnet, for hosts with sockets, links net/http's client and TLS and package net's dialer, resolver and interface list (~200 KB of gzip in the wasm guest)"},
 	{from: "tools/web/httpargs", only: []string{"core/httpmsg"}, never: []string{"crypto/...", "net/http", "net"},
 		why: "the wasm guest parses http_request's arguments with it alone: it must stay free of the signing, address rules and sockets of tools/web"},
-	{from: "wasm/guest", goos: "wasip1", never: []string{"tools/web", "tools/web/webnet", "crypto/hmac", "crypto/sha256", "net/http", "net"},
-		why: "the guest declares tools and its host sends their requests: tools/web's webhook signing links crypto/hmac and crypto/sha256, whose FIPS module keeps AES, SHA-3, SHA-512 and a DRBG (~54 KB of gzip), and net/http ~520 KB; it needs only tools/web/httpargs"},
+	{from: "wasm/guest", goos: "wasip1", never: []string{"tools/web", "tools/web/webnet", "crypto/hmac", "crypto/sha256", "crypto/internal/fips140", "net/http", "net", "log/slog", "log", "mime"},
+		why: "every package in the guest's 1.5 MiB is paid for at each boot (docs/RATIONALE.md, \"A lean guest\"): the guest declares tools and its host sends their requests (tools/web's webhook signing links crypto's FIPS module: AES, SHA-3, SHA-512, a DRBG, ~54 KB of gzip; net/http ~520 KB; it needs only tools/web/httpargs), core hashes with core/digest, logs through core/logs (log/slog ~56 KB) and reads a media type without mime (~26 KB)"},
 	{from: "core/model/...", never: []string{"net/http"},
 		why: "the model providers run in the wasm guest and the Durable Object, whose egress is the host's: net/http would only add weight"},
-	{from: "cmd/worker", never: []string{"net/http"}, future: true, // js/wasm only
+	{from: "cmd/worker", goos: "js", never: []string{"net/http", "net", "mime"},
 		why: "the Cloudflare Worker's one wasm module (the front and the Tree objects) must fit the free plan's 3 MB: net/http adds ~410 KB of gzip"},
 	{from: "config/...", only: []string{"core/...", "tools/...", "config/..."},
 		why: "REVENANT_CONFIG is parsed into core's and the tools' types, for any host"},
@@ -135,9 +135,18 @@ func match(pat, p string) bool {
 }
 
 // isStd reports whether a pattern names a standard library package (the
-// rules name syscall/js, net, net/http and crypto's).
+// rules name syscall/js, net, net/http, crypto's, log, log/slog and mime).
 func isStd(pat string) bool {
-	return pat == "net" || strings.HasPrefix(pat, "syscall/") || strings.HasPrefix(pat, "net/") || strings.HasPrefix(pat, "crypto/")
+	switch pat {
+	case "net", "log", "mime":
+		return true
+	}
+	for _, prefix := range []string{"syscall/", "net/", "crypto/", "log/"} {
+		if strings.HasPrefix(pat, prefix) {
+			return true
+		}
+	}
+	return false
 }
 
 func matchAny(pats []string, p string) bool {
