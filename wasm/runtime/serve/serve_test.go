@@ -168,12 +168,7 @@ func TestServeModelEgress(t *testing.T) {
 		fmt.Fprint(w, "data: {\"choices\":[{\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n")
 	}))
 	defer provider.Close()
-	srv := startTree(t, serve.Config{
-		Boot:  runtime.BootConfig{Model: abi.ModelConfig{Kind: abi.ModelOpenAI, BaseURL: provider.URL + "/v1", Name: "m"}},
-		Model: serve.ModelEgress{APIKey: "sk-test"},
-	})
-	require.Equal(t, 201, post(t, srv.URL+"/v1/sessions", `{}`).StatusCode)
-	require.Equal(t, 202, post(t, srv.URL+"/v1/sessions/tree1/prompt", `{"text":"hi"}`).StatusCode)
+	srv := promptThroughProvider(t, provider.URL)
 	waitFor(t, srv, "session.execution.succeeded@1")
 	require.Equal(t, "Bearer sk-test", auth, "the host adds the key")
 
@@ -198,14 +193,23 @@ func TestServeModelEgressNoRedirect(t *testing.T) {
 		http.Redirect(w, r, other.URL+r.URL.Path, http.StatusFound)
 	}))
 	defer provider.Close()
+	srv := promptThroughProvider(t, provider.URL)
+	waitFor(t, srv, "session.execution.failed@1")
+	require.Zero(t, elsewhere.Load(), "the redirect was not followed")
+}
+
+// promptThroughProvider serves a tree whose model is the OpenAI-compatible
+// provider at baseURL (key sk-test, added by the host), creates its
+// session and sends it one prompt.
+func promptThroughProvider(t *testing.T, baseURL string) *httptest.Server {
+	t.Helper()
 	srv := startTree(t, serve.Config{
-		Boot:  runtime.BootConfig{Model: abi.ModelConfig{Kind: abi.ModelOpenAI, BaseURL: provider.URL + "/v1", Name: "m"}},
+		Boot:  runtime.BootConfig{Model: abi.ModelConfig{Kind: abi.ModelOpenAI, BaseURL: baseURL + "/v1", Name: "m"}},
 		Model: serve.ModelEgress{APIKey: "sk-test"},
 	})
 	require.Equal(t, 201, post(t, srv.URL+"/v1/sessions", `{}`).StatusCode)
 	require.Equal(t, 202, post(t, srv.URL+"/v1/sessions/tree1/prompt", `{"text":"hi"}`).StatusCode)
-	waitFor(t, srv, "session.execution.failed@1")
-	require.Zero(t, elsewhere.Load(), "the redirect was not followed")
+	return srv
 }
 
 func mustJSON(v any) string {
