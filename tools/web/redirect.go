@@ -50,7 +50,10 @@ func follow(policy Egress, c httpmsg.Doer, first *httpmsg.Request, body string) 
 	ctx := first.Context()
 	initial := first.Header.Clone()
 	cur := first
-	withBody := body != ""
+	// keepBody: no hop so far dropped the body (301, 302 and 303 do), so
+	// the body, if any, and its headers go on; an empty body's headers too,
+	// as net/http's client sends them on 307 and 308.
+	keepBody := true
 	strip := false
 	for n := 0; ; n++ {
 		resp, err = c.Do(cur)
@@ -73,19 +76,19 @@ func follow(policy Egress, c httpmsg.Doer, first *httpmsg.Request, body string) 
 		if err := policy.CheckURL(next.url); err != nil {
 			return nil, nil, redirected, err
 		}
-		withBody = withBody && next.withBody
+		keepBody = keepBody && next.withBody
 		if !strip && !sameSite(first.URL, next.url) {
 			strip = true
 		}
 		var rd io.Reader
-		if withBody {
+		if keepBody && body != "" {
 			rd = strings.NewReader(body)
 		}
 		req, err := httpmsg.NewRequest(ctx, next.method, next.url.String(), rd)
 		if err != nil {
 			return nil, nil, redirected, err
 		}
-		req.Header = hopHeader(initial, strip, !withBody)
+		req.Header = hopHeader(initial, strip, !keepBody)
 		if ref := referer(cur.URL, next.url, req.Header.Get("Referer")); ref != "" {
 			req.Header.Set("Referer", ref)
 		}

@@ -117,6 +117,19 @@ func TestRedirectMethodAndBody(t *testing.T) {
 		})
 	}
 
+	// 307 with an empty body: the method and the body's headers go on, as
+	// net/http's client sends them.
+	rt0 := &fakeTransport{respond: routes(map[string]func(*httpmsg.Request) (*httpmsg.Response, error){
+		"https://api.example.com/a": redirectTo(307, "/b"),
+	})}
+	_, err0 := web.NewHTTPRequest(fetchPolicy(rt0)).Execute(context.Background(), fetchCall(t, map[string]any{
+		"method": "POST", "url": "https://api.example.com/a", "headers": map[string]string{"Content-Type": "text/plain"}, "body": ""}))
+	require.NoError(t, err0)
+	require.Len(t, rt0.reqs, 2)
+	assert.Equal(t, "POST", rt0.reqs[1].Method)
+	assert.Equal(t, "text/plain", rt0.reqs[1].Header.Get("Content-Type"))
+	assert.Equal(t, "", rt0.bodies[1])
+
 	// 303 then 307: the body dropped at the first hop is not sent again.
 	rt := &fakeTransport{respond: routes(map[string]func(*httpmsg.Request) (*httpmsg.Response, error){
 		"https://api.example.com/a": redirectTo(303, "/b"),
