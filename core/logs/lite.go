@@ -73,8 +73,15 @@ func liteAnyValue(v any) liteValue {
 // maxResolve bounds LogValue chains, as slog does.
 const maxResolve = 100
 
-// Resolve calls LogValue until the value is not a LogValuer.
-func (v liteValue) Resolve() liteValue {
+// Resolve calls LogValue until the value is not a LogValuer. A LogValue
+// that panics (a nil pointer to a value-receiver LogValuer, say) gives a
+// value saying so, as slog does: a log call never takes the guest down.
+func (v liteValue) Resolve() (resolved liteValue) {
+	defer func() {
+		if p := recover(); p != nil {
+			resolved = liteStringValue(fmt.Sprintf("LogValue panicked\n%v", p))
+		}
+	}()
 	for range maxResolve {
 		lv, ok := v.any.(liteValuer)
 		if !ok {

@@ -82,6 +82,16 @@ func TestLiteLoggerResolvesLogValuers(t *testing.T) {
 	assert.NotContains(t, line, "sk-")
 }
 
+// A LogValue that panics is logged as such, as slog does, not a panic of
+// the log call: a nil *secret has a value-receiver LogValue.
+func TestLiteLoggerSurvivesAPanickingLogValue(t *testing.T) {
+	var got []liteRecord
+	l := liteNew(recorder{min: liteDebug, records: &got})
+	require.NotPanics(t, func() { l.Info("x", "k", (*secret)(nil)) })
+	require.Len(t, got, 1)
+	assert.Contains(t, lines(got)[0], "k=LogValue panicked")
+}
+
 // Levels and values print as slog prints them, so the guest's log lines
 // read as a native host's.
 func TestLiteFormatsAsSlog(t *testing.T) {
