@@ -28,6 +28,10 @@ type Request struct {
 	ContentLength int64
 	// RemoteAddr is the peer's address when the host knows it.
 	RemoteAddr string
+	// GetBody, when set, returns a fresh copy of the body, so a client may
+	// send the request again (net/http does after a reused connection
+	// closed under it). NewRequest sets it for the body types it sizes.
+	GetBody func() (io.ReadCloser, error)
 
 	ctx        context.Context
 	pathValues map[string]string
@@ -56,10 +60,16 @@ func NewRequest(ctx context.Context, method, rawURL string, body io.Reader) (*Re
 		r.Body = NoBody
 	case *bytes.Reader:
 		r.ContentLength = int64(b.Len())
+		snapshot := *b
+		r.GetBody = func() (io.ReadCloser, error) { c := snapshot; return io.NopCloser(&c), nil }
 	case *bytes.Buffer:
 		r.ContentLength = int64(b.Len())
+		buf := b.Bytes()
+		r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(buf)), nil }
 	case *strings.Reader:
 		r.ContentLength = int64(b.Len())
+		snapshot := *b
+		r.GetBody = func() (io.ReadCloser, error) { c := snapshot; return io.NopCloser(&c), nil }
 	default:
 		r.ContentLength = -1
 	}

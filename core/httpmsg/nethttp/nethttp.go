@@ -122,5 +122,11 @@ func Outgoing(req *httpmsg.Request) (*http.Request, error) {
 	if req.ContentLength > 0 || req.ContentLength == 0 && (req.Body == nil || req.Body == httpmsg.NoBody) {
 		hreq.ContentLength = req.ContentLength
 	}
+	if req.GetBody != nil {
+		// net/http sends a request again on a new connection when a reused
+		// one closed before answering (and the request is idempotent or
+		// carries an Idempotency-Key), but only with a way to reread the body.
+		hreq.GetBody = req.GetBody
+	}
 	return hreq, nil
 }

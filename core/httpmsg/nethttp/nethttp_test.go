@@ -1,8 +1,11 @@
 package nethttp_test
 
 import (
+	"bufio"
 	"context"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -61,4 +64,66 @@ func TestClientDoesNotFollowRedirects(t *testing.T) {
 	_ = resp.Body.Close()
 	assert.Equal(t, "h:body", string(b))
 	assert.Same(t, req, resp.Request)
+}
+
+// TestClientResendsAfterAReusedConnectionCloses: a request with a body sent
+// through the adapter can be sent again, as net/http does when the pooled
+// connection it reused closes before answering (here: the server reads the
+// second request on its first connection and hangs up). Without GetBody
+// passed through, net/http cannot reread the body and the call fails (EOF).
+func TestClientResendsAfterAReusedConnectionCloses(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	var conns []net.Conn
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for n := 0; ; n++ {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conns = append(conns, c)
+			go serveOneThenHangUp(c, n == 0)
+		}
+	}()
+	t.Cleanup(func() {
+		_ = ln.Close()
+		<-done
+		for _, c := range conns {
+			_ = c.Close()
+		}
+	})
+	c := nethttp.Client(&http.Client{Transport: &http.Transport{}})
+	for i := range 2 {
+		req, err := httpmsg.NewRequest(context.Background(), "POST", "http://"+ln.Addr().String()+"/", strings.NewReader("body"))
+		require.NoError(t, err)
+		req.Header.Set("Idempotency-Key", "k")
+		resp, err := c.Do(req)
+		require.NoError(t, err, "request %d", i)
+		b, _ := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		assert.Equal(t, "got body", string(b), "request %d", i)
+	}
+}
+
+// serveOneThenHangUp answers requests on c; with hangUp, it answers the
+// first and closes c once it has read the second.
+func serveOneThenHangUp(c net.Conn, hangUp bool) {
+	defer c.Close()
+	r := bufio.NewReader(c)
+	for n := 0; ; n++ {
+		req, err := http.ReadRequest(r)
+		if err != nil {
+			return
+		}
+		b, _ := io.ReadAll(req.Body)
+		if hangUp && n == 1 {
+			return
+		}
+		body := "got " + string(b)
+		if _, err := fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s", len(body), body); err != nil {
+			return
+		}
+	}
 }
