@@ -42,6 +42,7 @@ const (
 	MaxQuestions   = 10
 	MaxChoices     = 20
 	MaxQuestionLen = 4 << 10
+	MaxChoiceLen   = 1 << 10 // a choice is a short answer, shown as a button or list item
 )
 
 // Question is one question of a question call.
@@ -84,6 +85,9 @@ func ParseQuestions(args json.RawMessage) (QuestionRequest, error) {
 		for _, c := range q.Choices {
 			if strings.TrimSpace(c) == "" || seen[c] {
 				return req, fmt.Errorf("question %d offers an empty or repeated choice", i+1)
+			}
+			if len(c) > MaxChoiceLen {
+				return req, fmt.Errorf("question %d offers a choice longer than %d bytes", i+1, MaxChoiceLen)
 			}
 			seen[c] = true
 		}
