@@ -6,9 +6,10 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net/http"
 	"sync"
 	"syscall/js"
+
+	"github.com/revenantrt/revenant/core/httpmsg"
 )
 
 var (
@@ -22,14 +23,14 @@ var (
 // ArrayBuffer (or undefined). Reading the body in JS keeps Go from
 // pulling a ReadableStream chunk by chunk; API bodies are small (capped
 // by the handler).
-func newRequest(ctx context.Context, method, url string, headers, body js.Value) (*http.Request, error) {
+func newRequest(ctx context.Context, method, url string, headers, body js.Value) (*httpmsg.Request, error) {
 	var b []byte
 	if body.Type() == js.TypeObject {
 		u := jsUint8Array.New(body)
 		b = make([]byte, u.Get("length").Int())
 		js.CopyBytesToGo(b, u)
 	}
-	r, err := http.NewRequestWithContext(ctx, method, url, bytes.NewReader(b))
+	r, err := httpmsg.NewRequest(ctx, method, url, bytes.NewReader(b))
 	if err != nil {
 		return nil, fmt.Errorf("build request: %w", err)
 	}
@@ -49,7 +50,7 @@ func newRequest(ctx context.Context, method, url string, headers, body js.Value)
 // goes away makes the stream's writes fail, which cancels the request's
 // context (the SSE handler ends) and stops further writes.
 type responseWriter struct {
-	header  http.Header
+	header  httpmsg.Header
 	status  int
 	buf     bytes.Buffer
 	respond func(js.Value) // settles the fetch Promise; called once
@@ -62,10 +63,10 @@ type responseWriter struct {
 }
 
 func newResponseWriter(respond func(js.Value), cancel context.CancelFunc) *responseWriter {
-	return &responseWriter{header: http.Header{}, respond: respond, cancel: cancel}
+	return &responseWriter{header: httpmsg.Header{}, respond: respond, cancel: cancel}
 }
 
-func (w *responseWriter) Header() http.Header { return w.header }
+func (w *responseWriter) Header() httpmsg.Header { return w.header }
 
 func (w *responseWriter) WriteHeader(status int) {
 	if w.status == 0 {
@@ -74,7 +75,7 @@ func (w *responseWriter) WriteHeader(status int) {
 }
 
 func (w *responseWriter) Write(p []byte) (int, error) {
-	w.WriteHeader(http.StatusOK)
+	w.WriteHeader(httpmsg.StatusOK)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if !w.streaming() {
@@ -99,7 +100,7 @@ func (w *responseWriter) send(p []byte) {
 // Flush starts streaming: the Response is sent now, with what was
 // written so far as its first chunk.
 func (w *responseWriter) Flush() {
-	w.WriteHeader(http.StatusOK)
+	w.WriteHeader(httpmsg.StatusOK)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.streaming() {
@@ -126,7 +127,7 @@ func (w *responseWriter) streaming() bool { return w.writer.Truthy() }
 
 // finish ends the answer once the handler returned.
 func (w *responseWriter) finish() {
-	w.WriteHeader(http.StatusOK)
+	w.WriteHeader(httpmsg.StatusOK)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.streaming() {

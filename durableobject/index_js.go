@@ -5,10 +5,10 @@ package durableobject
 import (
 	"context"
 	"fmt"
-	"net/http"
 
 	"github.com/revenantrt/revenant/core"
 	"github.com/revenantrt/revenant/core/api"
+	"github.com/revenantrt/revenant/core/httpmsg"
 )
 
 // index is the api.Index of the object's one tree (api.OneTree), for
@@ -71,7 +71,7 @@ const (
 // front).
 type frontPrincipal struct{}
 
-func (frontPrincipal) Authenticate(r *http.Request, _ bool) (string, error) {
+func (frontPrincipal) Authenticate(r *httpmsg.Request, _ bool) (string, error) {
 	if p := r.Header.Get(PrincipalHeader); p != "" {
 		return p, nil
 	}

@@ -2,8 +2,8 @@
 
 package durableobject
 
-import "net/http"
+import "github.com/revenantrt/revenant/core/httpmsg"
 
 // testRoute serves nothing: the test-only routes are in a build with the
 // revenant_testroutes tag only (testroutes_js.go).
-func testRoute(*Object, http.ResponseWriter, *http.Request) bool { return false }
+func testRoute(*Object, httpmsg.ResponseWriter, *httpmsg.Request) bool { return false }

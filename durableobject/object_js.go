@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"os"
 	"sync"
 	"syscall/js"
@@ -15,6 +14,8 @@ import (
 
 	"github.com/revenantrt/revenant/core"
 	"github.com/revenantrt/revenant/core/api"
+	"github.com/revenantrt/revenant/core/api/route"
+	"github.com/revenantrt/revenant/core/httpmsg"
 	"github.com/revenantrt/revenant/core/retry"
 	"github.com/revenantrt/revenant/recovery"
 )
@@ -52,7 +53,7 @@ type Object struct {
 	inst   *core.Instance
 	dir    *api.Directory   // create and delete of the one tree
 	tree   *api.TreeHandler // every /v1/sessions/{id}/… route
-	routes *http.ServeMux   // the tree's routes (api.Route.Tree), to tell them apart
+	routes *route.Mux       // the tree's routes (api.Route.Tree), to tell them apart
 
 	mu            sync.Mutex
 	deleted       bool
@@ -159,10 +160,10 @@ func (o *Object) opened(inst *core.Instance) error {
 		return fmt.Errorf("new api tree handler: %w", err)
 	}
 	o.dir, o.tree = dir, tree
-	o.routes = http.NewServeMux()
+	o.routes = &route.Mux{}
 	for _, rt := range api.Routes {
 		if rt.Tree() {
-			o.routes.HandleFunc(rt.Method+" "+rt.Pattern, func(http.ResponseWriter, *http.Request) {})
+			o.routes.HandleFunc(rt.Method+" "+rt.Pattern, nil)
 		}
 	}
 	return nil
@@ -174,7 +175,7 @@ func (o *Object) opened(inst *core.Instance) error {
 // (POST /v1/sessions creating the tree, DELETE of the root) with the
 // directory of the one tree. The front did the Host, Origin and token
 // checks; a request for another tree is 404.
-func (o *Object) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (o *Object) ServeHTTP(w httpmsg.ResponseWriter, r *httpmsg.Request) {
 	if r.Header.Get(TreeHeader) != o.treeID {
 		api.WriteError(w, &api.Error{Type: api.ErrNotFound, Message: "no such session"})
 		return
@@ -311,8 +312,8 @@ func (w *responseWriter) fail() {
 		return
 	}
 	w.mu.Unlock()
-	w.header = http.Header{"Content-Type": {"application/json"}}
-	w.status = http.StatusInternalServerError
+	w.header = httpmsg.Header{"Content-Type": {"application/json"}}
+	w.status = httpmsg.StatusInternalServerError
 	w.buf.Reset()
 	w.buf.WriteString(`{"error":{"type":"internal","message":"internal error"}}`)
 	w.finish()
@@ -320,7 +321,7 @@ func (w *responseWriter) fail() {
 
 // serve is ServeHTTP behind the test-only routes, which exist only in a
 // build with the revenant_testroutes tag (testroutes_js.go).
-func (o *Object) serve(w http.ResponseWriter, r *http.Request) {
+func (o *Object) serve(w httpmsg.ResponseWriter, r *httpmsg.Request) {
 	if testRoute(o, w, r) {
 		return
 	}

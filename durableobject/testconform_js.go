@@ -5,12 +5,12 @@ package durableobject
 import (
 	"context"
 	"encoding/json"
-	"net/http"
 	"slices"
 	"strings"
 	"sync"
 
 	"github.com/revenantrt/revenant/core/conform"
+	"github.com/revenantrt/revenant/core/httpmsg"
 	"github.com/revenantrt/revenant/core/storage"
 	"github.com/revenantrt/revenant/core/storage/storagetest"
 )
@@ -63,14 +63,16 @@ type ConformTest struct {
 // serveConform answers the suite's results on the object's DB, or with
 // ?broken=no-rollback on a DB that commits what a failed fn wrote (the
 // suite must catch it: the e2e test checks it can fail in workerd).
-func serveConform(o *Object, w http.ResponseWriter, r *http.Request) {
+func serveConform(o *Object, w httpmsg.ResponseWriter, r *httpmsg.Request) {
 	var db storage.DB = o.db
 	switch b := r.URL.Query().Get("broken"); b {
 	case "":
 	case "no-rollback":
 		db = noRollback{o.db}
 	default:
-		http.Error(w, "unknown broken="+b, http.StatusBadRequest)
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.WriteHeader(httpmsg.StatusBadRequest)
+		_, _ = w.Write([]byte("unknown broken=" + b + "\n"))
 		return
 	}
 	res := RunConform(db)

@@ -3,8 +3,9 @@
 package durableobject
 
 import (
-	"net/http"
 	"strings"
+
+	"github.com/revenantrt/revenant/core/httpmsg"
 )
 
 // Test-only routes, compiled in with the revenant_testroutes tag only
@@ -19,8 +20,8 @@ import (
 //	                                   runs it on a DB that never rolls back
 const testRoutePrefix = "/test/"
 
-func testRoute(o *Object, w http.ResponseWriter, r *http.Request) bool {
-	if r.Method != http.MethodPost || !strings.HasPrefix(r.URL.Path, "/v1/sessions/") {
+func testRoute(o *Object, w httpmsg.ResponseWriter, r *httpmsg.Request) bool {
+	if r.Method != httpmsg.MethodPost || !strings.HasPrefix(r.URL.Path, "/v1/sessions/") {
 		return false
 	}
 	rest := strings.TrimPrefix(r.URL.Path, "/v1/sessions/")

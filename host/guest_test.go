@@ -17,6 +17,7 @@ import (
 
 	"github.com/revenantrt/revenant/core/api"
 	"github.com/revenantrt/revenant/core/fakehost"
+	"github.com/revenantrt/revenant/core/httpmsg/nethttp"
 	"github.com/revenantrt/revenant/core/storage"
 	"github.com/revenantrt/revenant/host"
 	"github.com/revenantrt/revenant/internal/guestbuild"
@@ -65,7 +66,7 @@ func apiServerWith(t *testing.T, h *host.Host, guest bool, cfg api.Config) strin
 		a, err := api.New(api.Deps{Trees: h, Auth: auth, Clock: host.RealClock{}, IDs: &fakehost.IDs{Prefix: "api"}}, cfg)
 		require.NoError(t, err)
 		t.Cleanup(a.Close)
-		handler = a
+		handler = nethttp.Handler(a)
 	}
 	srv := httptest.NewServer(handler)
 	t.Cleanup(srv.Close)

@@ -11,6 +11,9 @@ import (
 	"strings"
 
 	"github.com/revenantrt/revenant/core/api"
+	"github.com/revenantrt/revenant/core/api/route"
+	"github.com/revenantrt/revenant/core/httpmsg"
+	"github.com/revenantrt/revenant/core/httpmsg/nethttp"
 )
 
 // GuestHandler serves the public API (docs/api.md) of a host whose trees
@@ -35,7 +38,10 @@ type GuestHandler struct {
 	auth api.Authenticator
 	dir  *api.Directory
 	log  *slog.Logger
-	mux  *http.ServeMux
+	// routes names each request's route; serve holds, per pattern, what
+	// serves it (the guest's tree, the host's create, the directory).
+	routes *route.Mux
+	serve  map[string]func(w http.ResponseWriter, r *http.Request, m *httpmsg.Request)
 
 	closing context.Context // cancelled by Close: forwarded requests end
 	close   context.CancelFunc
@@ -60,31 +66,42 @@ func NewGuestHandler(h *Host, auth api.Authenticator, cfg api.Config, log *slog.
 	if err != nil {
 		return nil, fmt.Errorf("new guest handler: %w", err)
 	}
-	g := &GuestHandler{h: h, auth: auth, dir: dir, log: log, mux: http.NewServeMux()}
+	g := &GuestHandler{h: h, auth: auth, dir: dir, log: log, routes: &route.Mux{}, serve: map[string]func(http.ResponseWriter, *http.Request, *httpmsg.Request){}}
 	g.closing, g.close = context.WithCancel(context.Background())
-	g.mux.HandleFunc("/", api.Unrouted) // unknown routes (404), other methods (405)
 	for _, rt := range api.Routes {
-		var fn http.HandlerFunc
+		pattern := rt.Method + " " + rt.Pattern
 		switch {
 		case rt.Method == http.MethodPost && rt.Pattern == "/v1/sessions":
-			fn = g.create
+			g.serve[pattern] = g.create
 		case rt.Tree():
-			fn = g.tree(rt.QueryToken())
+			g.serve[pattern] = g.tree(rt.QueryToken())
 		default:
-			fn = dir.ServeRoute
+			g.serve[pattern] = func(w http.ResponseWriter, _ *http.Request, m *httpmsg.Request) {
+				dir.ServeRoute(nethttp.Writer(w), m)
+			}
 		}
-		g.mux.HandleFunc(rt.Method+" "+rt.Pattern, fn)
+		g.routes.HandleFunc(pattern, nil)
 	}
 	return g, nil
 }
 
 // ServeHTTP implements http.Handler. The Host and Origin checks of the
-// handler's configuration come first, as in process (api.Directory.Admit).
+// handler's configuration come first, as in process (api.Directory.Admit);
+// unknown routes are 404, other methods 405 (api.Unrouted). The API's
+// checks read the request as httpmsg (nethttp); a guest gets it as it
+// came.
 func (g *GuestHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if !g.dir.Admit(w, r) {
+	mw, m := nethttp.Writer(w), nethttp.Request(r)
+	if !g.dir.Admit(mw, m) {
 		return
 	}
-	g.mux.ServeHTTP(w, r)
+	match, ok := g.routes.Match(m.Method, m.URL.EscapedPath())
+	if !ok {
+		api.Unrouted(mw, m)
+		return
+	}
+	match.SetPathValues(m)
+	g.serve[match.Pattern](w, r, m)
 }
 
 // Close ends every forwarded request (event streams); the server calls it
@@ -93,13 +110,14 @@ func (g *GuestHandler) Close() { g.close() }
 
 // tree serves a route of one tree: once the directory has found, from the
 // index, that the caller owns the tree, the tree's guest serves it.
-func (g *GuestHandler) tree(queryToken bool) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		if _, err := g.dir.Authorize(r, queryToken); err != nil {
+// r is the request, m the same as the API reads it (path values set).
+func (g *GuestHandler) tree(queryToken bool) func(http.ResponseWriter, *http.Request, *httpmsg.Request) {
+	return func(w http.ResponseWriter, r *http.Request, m *httpmsg.Request) {
+		if _, err := g.dir.Authorize(m, queryToken); err != nil {
 			g.fail(w, err)
 			return
 		}
-		rootID, _, _ := strings.Cut(r.PathValue("id"), ".")
+		rootID, _, _ := strings.Cut(m.PathValue("id"), ".")
 		gi, release, err := g.h.acquire(r.Context(), rootID)
 		if err != nil {
 			g.fail(w, err)
@@ -117,8 +135,8 @@ func (g *GuestHandler) tree(queryToken bool) http.HandlerFunc {
 // create serves POST /v1/sessions: a new tree whose guest creates the root
 // session from the request. Whatever the guest answers is the answer; the
 // tree becomes visible only if that is 201, and is removed otherwise.
-func (g *GuestHandler) create(w http.ResponseWriter, r *http.Request) {
-	principal, err := g.auth.Authenticate(r, false)
+func (g *GuestHandler) create(w http.ResponseWriter, r *http.Request, m *httpmsg.Request) {
+	principal, err := g.auth.Authenticate(m, false)
 	if err != nil {
 		g.fail(w, err)
 		return
@@ -154,7 +172,7 @@ func (g *GuestHandler) fail(w http.ResponseWriter, err error) {
 	if api.Internal(err) {
 		g.log.Error("request failed", "err", err)
 	}
-	api.WriteError(w, err)
+	api.WriteError(nethttp.Writer(w), err)
 }
 
 // treeInfo reads the tree's index row: found only once the tree is ready.

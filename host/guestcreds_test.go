@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/revenantrt/revenant/core/api"
+	"github.com/revenantrt/revenant/core/httpmsg/nethttp"
 )
 
 // A forwarded request carries only the stand-in of its token, and the
@@ -32,11 +33,11 @@ func TestGuestSeesOnlyTokenStandIns(t *testing.T) {
 		assert.NotContains(t, fwd.URL.RawQuery, c.token)
 		assert.Equal(t, "3", fwd.URL.Query().Get("after"))
 
-		p, err := guest.Authenticate(fwd, false)
+		p, err := guest.Authenticate(nethttp.Request(fwd), false)
 		require.NoError(t, err, c.principal)
 		assert.Equal(t, c.principal, p)
 		fwd.Header.Del("Authorization")
-		p, err = guest.Authenticate(fwd, true)
+		p, err = guest.Authenticate(nethttp.Request(fwd), true)
 		require.NoError(t, err, c.principal)
 		assert.Equal(t, c.principal, p)
 
@@ -44,9 +45,9 @@ func TestGuestSeesOnlyTokenStandIns(t *testing.T) {
 		standIn := strings.TrimPrefix(guestCredentials(r).Header.Get("Authorization"), "Bearer ")
 		hr := httptest.NewRequest("GET", "/v1/sessions", nil)
 		hr.Header.Set("Authorization", "Bearer "+standIn)
-		_, err = host.Authenticate(hr, false)
+		_, err = host.Authenticate(nethttp.Request(hr), false)
 		assert.Error(t, err)
-		_, err = guest.Authenticate(r, false)
+		_, err = guest.Authenticate(nethttp.Request(r), false)
 		assert.Error(t, err)
 	}
 }

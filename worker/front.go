@@ -5,12 +5,13 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"fmt"
-	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 
 	"github.com/revenantrt/revenant/core/api"
+	"github.com/revenantrt/revenant/core/api/route"
+	"github.com/revenantrt/revenant/core/httpmsg"
 )
 
 // Headers the front sets on every request it forwards to a tree's object,
@@ -51,7 +52,7 @@ type Decision struct {
 type Front struct {
 	auth  api.Authenticator
 	admit *api.Directory // only its Admit: the Host, Origin and clean-path checks every host applies
-	mux   *http.ServeMux // api.Routes, to name a request's route
+	mux   *route.Mux     // api.Routes, to name a request's route
 }
 
 // New returns the front for REVENANT_TOKENS (tokens). With none it serves
@@ -72,9 +73,9 @@ func New(tokens string) (*Front, error) {
 	if err != nil {
 		return nil, err
 	}
-	f := &Front{auth: auth, admit: admit, mux: http.NewServeMux()}
+	f := &Front{auth: auth, admit: admit, mux: &route.Mux{}}
 	for _, rt := range append(api.Routes[:len(api.Routes):len(api.Routes)], testRoutes...) {
-		f.mux.HandleFunc(rt.Method+" "+rt.Pattern, func(http.ResponseWriter, *http.Request) {})
+		f.mux.HandleFunc(rt.Method+" "+rt.Pattern, nil)
 	}
 	return f, nil
 }
@@ -83,7 +84,7 @@ func New(tokens string) (*Front, error) {
 // caller's token and the id's form. When it refuses (or serves /healthz)
 // it writes the answer to w and returns Kind Answered; nothing has touched
 // an object then.
-func (f *Front) Decide(w http.ResponseWriter, r *http.Request) Decision {
+func (f *Front) Decide(w httpmsg.ResponseWriter, r *httpmsg.Request) Decision {
 	if !f.admit.Admit(w, r) {
 		return Decision{}
 	}
@@ -95,7 +96,7 @@ func (f *Front) Decide(w http.ResponseWriter, r *http.Request) Decision {
 	route := routeOf(pattern)
 	if route.Pattern == "/healthz" {
 		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusOK)
+		w.WriteHeader(httpmsg.StatusOK)
 		_, _ = w.Write([]byte(`{"ok":true}` + "\n"))
 		return Decision{}
 	}
@@ -106,7 +107,7 @@ func (f *Front) Decide(w http.ResponseWriter, r *http.Request) Decision {
 	}
 	d := Decision{Principal: principal}
 	switch {
-	case route.Pattern == "/v1/sessions" && r.Method == http.MethodPost:
+	case route.Pattern == "/v1/sessions" && r.Method == httpmsg.MethodPost:
 		d.Kind = Create
 		return d
 	case route.Pattern == "/v1/sessions":
@@ -120,7 +121,7 @@ func (f *Front) Decide(w http.ResponseWriter, r *http.Request) Decision {
 		return Decision{}
 	}
 	d.Root, d.URL, d.Kind = root, forwardURL(r.URL), Forward
-	if r.Method == http.MethodDelete {
+	if r.Method == httpmsg.MethodDelete {
 		if root != id {
 			api.WriteError(w, &api.Error{Type: api.ErrInvalidRequest, Message: "only a root session can be deleted; it deletes its whole tree"})
 			return Decision{}
@@ -130,8 +131,8 @@ func (f *Front) Decide(w http.ResponseWriter, r *http.Request) Decision {
 	return d
 }
 
-// pathID is the {id} of a /v1/sessions/{id}… path, unescaped as ServeMux
-// matches it ("" if it cannot be unescaped: no valid id).
+// pathID is the {id} of a /v1/sessions/{id}… path, unescaped as the
+// router matches it ("" if it cannot be unescaped: no valid id).
 func pathID(u *url.URL) string {
 	segs := strings.SplitN(u.EscapedPath(), "/", 5) // "", "v1", "sessions", id, rest
 	if len(segs) < 4 {

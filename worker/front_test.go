@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/revenantrt/revenant/core/httpmsg/nethttp"
 	"github.com/revenantrt/revenant/worker"
 )
 
@@ -21,7 +22,7 @@ func decide(t *testing.T, f *worker.Front, method, target string, header http.He
 		r.Header[k] = vs
 	}
 	w := httptest.NewRecorder()
-	return f.Decide(w, r), w
+	return f.Decide(nethttp.Writer(w), nethttp.Request(r)), w
 }
 
 func TestDecideRefusesBadIDsBeforeAnyObject(t *testing.T) {
@@ -94,7 +95,7 @@ func TestDecideWithoutTokensAnswersOnlyLoopback(t *testing.T) {
 	r := httptest.NewRequest(http.MethodGet, "/v1/sessions", nil)
 	r.Host = "revenant.example.workers.dev"
 	w := httptest.NewRecorder()
-	assert.Equal(t, worker.Answered, f.Decide(w, r).Kind)
+	assert.Equal(t, worker.Answered, f.Decide(nethttp.Writer(w), nethttp.Request(r)).Kind)
 	assert.Equal(t, http.StatusForbidden, w.Code)
 	assert.Contains(t, w.Body.String(), "forbidden_host")
 }

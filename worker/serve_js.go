@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,6 +14,8 @@ import (
 	"time"
 
 	"github.com/revenantrt/revenant/core/api"
+	"github.com/revenantrt/revenant/core/httpmsg"
+	"github.com/revenantrt/revenant/core/httpmsg/nethttp"
 	"github.com/syumai/workers"
 	"github.com/syumai/workers/cloudflare"
 )
@@ -73,7 +76,7 @@ func createJS(body js.Value) any {
 // {kind, principal, root, url} when it goes on, {status, headers, body}
 // when the front has answered.
 func (f *Front) decideJS(method, rawURL string, headers js.Value) any {
-	r, err := http.NewRequest(method, rawURL, nil)
+	r, err := httpmsg.NewRequest(context.Background(), method, rawURL, nil)
 	if err != nil {
 		return answerObject(http.StatusBadRequest, nil, []byte(`{"error":{"type":"invalid_request","message":"bad request URL"}}`))
 	}
@@ -92,7 +95,7 @@ func (f *Front) decideJS(method, rawURL string, headers js.Value) any {
 	return map[string]any{"kind": int(d.Kind), "principal": d.Principal, "root": d.Root, "url": d.URL}
 }
 
-func answerObject(status int, h http.Header, body []byte) any {
+func answerObject(status int, h httpmsg.Header, body []byte) any {
 	hs := []any{}
 	for k, vs := range h {
 		for _, v := range vs {
@@ -104,14 +107,14 @@ func answerObject(status int, h http.Header, body []byte) any {
 
 // recorder keeps the answer Decide wrote.
 type recorder struct {
-	header http.Header
+	header httpmsg.Header
 	status int
 	body   []byte
 }
 
-func (w *recorder) Header() http.Header {
+func (w *recorder) Header() httpmsg.Header {
 	if w.header == nil {
-		w.header = http.Header{}
+		w.header = httpmsg.Header{}
 	}
 	return w.header
 }
@@ -134,13 +137,13 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer func() {
 		if p := recover(); p != nil {
 			slog.Error("front: handler panicked", "panic", p)
-			api.WriteError(w, &api.Error{Type: api.ErrInternal, Message: "internal error"})
+			api.WriteError(nethttp.Writer(w), &api.Error{Type: api.ErrInternal, Message: "internal error"})
 		}
 	}()
 	if r.Host == "" {
 		r.Host = r.URL.Host
 	}
-	d := s.front.Decide(w, r)
+	d := s.front.Decide(nethttp.Writer(w), nethttp.Request(r))
 	var err error
 	switch d.Kind {
 	case Answered:
@@ -158,7 +161,7 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if api.Internal(err) {
 			slog.Error("front: request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 		}
-		api.WriteError(w, err)
+		api.WriteError(nethttp.Writer(w), err)
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/revenantrt/revenant/core/api"
+	"github.com/revenantrt/revenant/core/httpmsg/nethttp"
 	"github.com/revenantrt/revenant/host"
 )
 
@@ -120,8 +121,12 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if cfg.guest != "" {
 		handler, err = host.NewGuestHandler(trees, auth, apiCfg, log)
 	} else {
-		handler, err = api.New(api.Deps{Trees: trees, Auth: auth, Clock: clock, IDs: host.RandomIDs{}, Log: log},
+		var a *api.Handler
+		a, err = api.New(api.Deps{Trees: trees, Auth: auth, Clock: clock, IDs: host.RandomIDs{}, Log: log},
 			apiCfg.WithSessionDefaults(run.defaults))
+		if err == nil {
+			handler = netHandler{nethttp.Handler(a), a.Close}
+		}
 	}
 	if err != nil {
 		return errors.Join(err, trees.Close(context.Background()))
@@ -217,3 +222,12 @@ func redactURL(raw string) string {
 	}
 	return u.Redacted()
 }
+
+// netHandler serves an httpmsg handler (core/api's) on net/http, with the
+// handler's Close.
+type netHandler struct {
+	http.Handler
+	close func()
+}
+
+func (h netHandler) Close() { h.close() }

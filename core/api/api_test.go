@@ -16,6 +16,7 @@ import (
 	"github.com/revenantrt/revenant/core"
 	"github.com/revenantrt/revenant/core/api"
 	"github.com/revenantrt/revenant/core/fakehost"
+	"github.com/revenantrt/revenant/core/httpmsg/nethttp"
 	"github.com/revenantrt/revenant/internal/treetest"
 )
 
@@ -40,7 +41,7 @@ func newFixture(t testing.TB, d core.Driver, auth api.Authenticator) *fixture {
 	h, err := api.New(api.Deps{Trees: f.trees, Auth: auth, Clock: f.clock, IDs: &fakehost.IDs{Prefix: "root"}}, api.NewConfig().WithMaxBody(4096))
 	require.NoError(t, err)
 	f.h = h
-	f.srv = httptest.NewServer(h)
+	f.srv = httptest.NewServer(nethttp.Handler(h))
 	t.Cleanup(func() { h.Close(); f.srv.Close() })
 	return f
 }
@@ -271,7 +272,7 @@ func TestTokensStoredHashed(t *testing.T) {
 	require.NoError(t, err)
 	r := httptest.NewRequest("GET", "/", nil)
 	r.Header.Set("Authorization", "Bearer secret")
-	p, err := hashed.Authenticate(r, false)
+	p, err := hashed.Authenticate(nethttp.Request(r), false)
 	require.NoError(t, err)
 	assert.Equal(t, "alice", p)
 }
@@ -317,7 +318,7 @@ func TestSessionDefaultsFillMissingFields(t *testing.T) {
 	h, err := api.New(api.Deps{Trees: trees, Auth: api.Anonymous{}, Clock: fakehost.NewClock(treetest.Start), IDs: &fakehost.IDs{Prefix: "r"}},
 		api.NewConfig().WithSessionDefaults(core.SessionConfig{SystemPrompt: "be brief", Model: "small", Tools: &tools}))
 	require.NoError(t, err)
-	srv := httptest.NewServer(h)
+	srv := httptest.NewServer(nethttp.Handler(h))
 	defer srv.Close()
 	defer h.Close()
 	c := &client{t: t, srv: srv}

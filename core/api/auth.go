@@ -5,8 +5,9 @@ import (
 	"crypto/subtle"
 	"encoding/hex"
 	"fmt"
-	"net/http"
 	"strings"
+
+	"github.com/revenantrt/revenant/core/httpmsg"
 )
 
 // Authenticator names the principal a request acts for.
@@ -14,7 +15,7 @@ type Authenticator interface {
 	// Authenticate returns the request's principal, or an error (answered
 	// 401). queryToken allows ?access_token= (the event stream only:
 	// EventSource cannot send headers).
-	Authenticate(r *http.Request, queryToken bool) (string, error)
+	Authenticate(r *httpmsg.Request, queryToken bool) (string, error)
 }
 
 // Anonymous serves one principal to every request. The local server uses it
@@ -25,7 +26,7 @@ type Anonymous struct{}
 const AnonymousPrincipal = "anonymous"
 
 // Authenticate implements Authenticator.
-func (Anonymous) Authenticate(*http.Request, bool) (string, error) { return AnonymousPrincipal, nil }
+func (Anonymous) Authenticate(*httpmsg.Request, bool) (string, error) { return AnonymousPrincipal, nil }
 
 // Tokens maps bearer tokens to principals. Only SHA-256 hashes of the
 // tokens are kept, and a presented token is compared with every hash in
@@ -80,7 +81,7 @@ func ParseTokens(spec string) (*Tokens, error) {
 }
 
 // Authenticate implements Authenticator.
-func (t *Tokens) Authenticate(r *http.Request, queryToken bool) (string, error) {
+func (t *Tokens) Authenticate(r *httpmsg.Request, queryToken bool) (string, error) {
 	token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	if !ok && queryToken {
 		token, ok = r.URL.Query().Get("access_token"), r.URL.Query().Has("access_token")

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/revenantrt/revenant/core/httpmsg/nethttp"
 	"github.com/revenantrt/revenant/core/model/offline"
 	"github.com/revenantrt/revenant/core/runner"
 	"github.com/revenantrt/revenant/core/tool"
@@ -91,7 +92,7 @@ func BenchmarkSnapshotInProcess(b *testing.B) {
 	req := httptest.NewRequest("GET", "/v1/sessions/"+id, nil)
 	for b.Loop() {
 		w := httptest.NewRecorder()
-		f.h.ServeHTTP(w, req)
+		nethttp.Handler(f.h).ServeHTTP(w, req)
 		if w.Code != http.StatusOK {
 			b.Fatalf("snapshot: %d %s", w.Code, w.Body)
 		}

@@ -4,10 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"net/http"
 
 	"github.com/revenantrt/revenant/core"
 	"github.com/revenantrt/revenant/core/event"
+	"github.com/revenantrt/revenant/core/httpmsg"
 )
 
 // blockerBody is one pending blocker in a snapshot or a list; request is
@@ -72,17 +72,17 @@ type conflictBody struct {
 
 // questions lists the pending questions of a session, and of its whole
 // tree on a root's path.
-func (h *TreeHandler) questions(w http.ResponseWriter, r *http.Request, t *Tree) error {
+func (h *TreeHandler) questions(w httpmsg.ResponseWriter, r *httpmsg.Request, t *Tree) error {
 	bs, err := t.Instance.Blockers(r.Context(), r.PathValue("id"), event.KindQuestion)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"questions": blockerBodies(bs)})
+	writeJSON(w, httpmsg.StatusOK, map[string]any{"questions": blockerBodies(bs)})
 	return nil
 }
 
 // answer replies to a question: first response wins (core.Instance.Reply).
-func (h *TreeHandler) answer(w http.ResponseWriter, r *http.Request, t *Tree) error {
+func (h *TreeHandler) answer(w httpmsg.ResponseWriter, r *httpmsg.Request, t *Tree) error {
 	body, err := readBody(r, h.cfg.maxBody)
 	if err != nil {
 		return err
@@ -104,19 +104,19 @@ func (h *TreeHandler) answer(w http.ResponseWriter, r *http.Request, t *Tree) er
 
 // writeResolution answers a reply: the resolution (200), a conflict with
 // its winner (409), or err.
-func writeResolution(w http.ResponseWriter, res core.Resolution, err error, what string) error {
+func writeResolution(w httpmsg.ResponseWriter, res core.Resolution, err error, what string) error {
 	var conflict *core.ReplyConflict
 	if errors.As(err, &conflict) {
 		var cb conflictBody
 		cb.Error.Type, cb.Error.Message = ErrConflict, "the "+what+" was already resolved by another reply or an interrupt; see winner"
 		cb.Winner = resolutionOf(conflict.Winner)
-		writeJSON(w, http.StatusConflict, cb)
+		writeJSON(w, httpmsg.StatusConflict, cb)
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, resolutionOf(res))
+	writeJSON(w, httpmsg.StatusOK, resolutionOf(res))
 	return nil
 }
 

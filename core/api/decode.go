@@ -6,13 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"reflect"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/revenantrt/revenant/core"
 	"github.com/revenantrt/revenant/core/event"
+	"github.com/revenantrt/revenant/core/httpmsg"
 )
 
 // CreateRequest is the body of POST /v1/sessions (optional).
@@ -307,7 +307,7 @@ func DecodeReply(body []byte, kind string) (ReplyRequest, error) {
 }
 
 // readBody reads at most limit bytes; more is payload_too_large.
-func readBody(r *http.Request, limit int64) ([]byte, error) {
+func readBody(r *httpmsg.Request, limit int64) ([]byte, error) {
 	body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
 	if err != nil {
 		return nil, fail(ErrInvalidRequest, "could not read the request body")

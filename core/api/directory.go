@@ -7,11 +7,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http"
 	"strings"
 	"sync"
 
 	"github.com/revenantrt/revenant/core"
+	"github.com/revenantrt/revenant/core/api/route"
+	"github.com/revenantrt/revenant/core/httpmsg"
 )
 
 // DirectoryDeps are the directory's collaborators; all but Log required.
@@ -34,7 +35,7 @@ type Directory struct {
 	cfg     Config
 	log     *slog.Logger
 	origins map[string]bool // canonical allowed origins
-	mux     *http.ServeMux
+	mux     *route.Mux
 }
 
 // NewDirectory returns the directory over deps.Index.
@@ -45,7 +46,7 @@ func NewDirectory(deps DirectoryDeps, cfg Config) (*Directory, error) {
 	if err := cfg.checkPageSizes(); err != nil {
 		return nil, fmt.Errorf("new api directory: %w", err)
 	}
-	d := &Directory{deps: deps, cfg: cfg, log: orDiscard(deps.Log), origins: map[string]bool{}, mux: http.NewServeMux()}
+	d := &Directory{deps: deps, cfg: cfg, log: orDiscard(deps.Log), origins: map[string]bool{}, mux: &route.Mux{Fallback: httpmsg.HandlerFunc(Unrouted)}}
 	for _, o := range cfg.origins {
 		canonical, err := CanonicalOrigin(o)
 		if err != nil {
@@ -60,8 +61,8 @@ func NewDirectory(deps DirectoryDeps, cfg Config) (*Directory, error) {
 }
 
 // routes are the directory's own routes.
-func (d *Directory) routes() map[Route]func(http.ResponseWriter, *http.Request) error {
-	return map[Route]func(http.ResponseWriter, *http.Request) error{
+func (d *Directory) routes() map[Route]func(httpmsg.ResponseWriter, *httpmsg.Request) error {
+	return map[Route]func(httpmsg.ResponseWriter, *httpmsg.Request) error{
 		{"GET", "/healthz"}:             d.health,
 		{"POST", "/v1/sessions"}:        d.create,
 		{"GET", "/v1/sessions"}:         d.list,
@@ -70,7 +71,7 @@ func (d *Directory) routes() map[Route]func(http.ResponseWriter, *http.Request) 
 }
 
 // ServeHTTP serves the directory's routes after Admit (ServeRoute).
-func (d *Directory) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (d *Directory) ServeHTTP(w httpmsg.ResponseWriter, r *httpmsg.Request) {
 	if d.Admit(w, r) {
 		d.ServeRoute(w, r)
 	}
@@ -79,18 +80,14 @@ func (d *Directory) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // ServeRoute serves a request that has been admitted: a directory route,
 // or, for any other, the answer to no route (Unrouted). A host that
 // serves the per-tree routes elsewhere routes them before it gets here.
-func (d *Directory) ServeRoute(w http.ResponseWriter, r *http.Request) {
-	if _, pattern := d.mux.Handler(r); pattern == "" {
-		Unrouted(w, r)
-		return
-	}
+func (d *Directory) ServeRoute(w httpmsg.ResponseWriter, r *httpmsg.Request) {
 	d.mux.ServeHTTP(w, r)
 }
 
 // handle adapts a route's function: its error is the answer, and a panic
 // is a 500 that the log explains.
-func handle(log *slog.Logger, pattern string, fn func(http.ResponseWriter, *http.Request) error) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+func handle(log *slog.Logger, pattern string, fn func(httpmsg.ResponseWriter, *httpmsg.Request) error) httpmsg.HandlerFunc {
+	return func(w httpmsg.ResponseWriter, r *httpmsg.Request) {
 		defer func() {
 			if p := recover(); p != nil {
 				log.Error("handler panicked", "route", pattern, "panic", p)
@@ -108,7 +105,7 @@ func handle(log *slog.Logger, pattern string, fn func(http.ResponseWriter, *http
 // the path ({id}). Another principal's tree is ErrNotFound, as a missing
 // one; nothing is booted either way. queryToken allows ?access_token= (the
 // event stream; Route.QueryToken).
-func (d *Directory) Authorize(r *http.Request, queryToken bool) (TreeInfo, error) {
+func (d *Directory) Authorize(r *httpmsg.Request, queryToken bool) (TreeInfo, error) {
 	principal, err := d.deps.Auth.Authenticate(r, queryToken)
 	if err != nil {
 		return TreeInfo{}, err
@@ -123,12 +120,12 @@ func (d *Directory) Authorize(r *http.Request, queryToken bool) (TreeInfo, error
 	return owner, nil
 }
 
-func (d *Directory) health(w http.ResponseWriter, r *http.Request) error {
-	writeJSON(w, http.StatusOK, map[string]bool{"ok": true})
+func (d *Directory) health(w httpmsg.ResponseWriter, r *httpmsg.Request) error {
+	writeJSON(w, httpmsg.StatusOK, map[string]bool{"ok": true})
 	return nil
 }
 
-func (d *Directory) create(w http.ResponseWriter, r *http.Request) error {
+func (d *Directory) create(w httpmsg.ResponseWriter, r *httpmsg.Request) error {
 	principal, err := d.deps.Auth.Authenticate(r, false)
 	if err != nil {
 		return err
@@ -153,7 +150,7 @@ func (d *Directory) create(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusCreated, map[string]string{"id": id})
+	writeJSON(w, httpmsg.StatusCreated, map[string]string{"id": id})
 	return nil
 }
 
@@ -183,7 +180,7 @@ type SessionItem struct {
 	CreatedAt int64  `json:"created_at"`
 }
 
-func (d *Directory) list(w http.ResponseWriter, r *http.Request) error {
+func (d *Directory) list(w httpmsg.ResponseWriter, r *httpmsg.Request) error {
 	principal, err := d.deps.Auth.Authenticate(r, false)
 	if err != nil {
 		return err
@@ -200,13 +197,13 @@ func (d *Directory) list(w http.ResponseWriter, r *http.Request) error {
 	for _, t := range trees {
 		items = append(items, SessionItem{ID: t.RootID, CreatedAt: t.CreatedAt})
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"sessions": items, "next_cursor": next})
+	writeJSON(w, httpmsg.StatusOK, map[string]any{"sessions": items, "next_cursor": next})
 	return nil
 }
 
 // delete deletes a root session's tree. It needs no instance: the index
 // stops the tree if it runs, and a tree that does not run is not booted.
-func (d *Directory) delete(w http.ResponseWriter, r *http.Request) error {
+func (d *Directory) delete(w httpmsg.ResponseWriter, r *httpmsg.Request) error {
 	if _, err := d.Authorize(r, false); err != nil {
 		return err
 	}
@@ -218,14 +215,14 @@ func (d *Directory) delete(w http.ResponseWriter, r *http.Request) error {
 	if err := d.deps.Index.Delete(context.WithoutCancel(r.Context()), id); err != nil {
 		return err
 	}
-	w.WriteHeader(http.StatusNoContent)
+	w.WriteHeader(httpmsg.StatusNoContent)
 	return nil
 }
 
 // Unrouted answers a request that no route takes, as every host does: 405
 // with Allow when its path is served with other methods, 404 otherwise,
 // both with the JSON error body.
-func Unrouted(w http.ResponseWriter, r *http.Request) {
+func Unrouted(w httpmsg.ResponseWriter, r *httpmsg.Request) {
 	allowed := allowedMethods(r)
 	for _, m := range allowed {
 		if m == r.Method {
@@ -244,21 +241,19 @@ func Unrouted(w http.ResponseWriter, r *http.Request) {
 // routeTable matches every documented route (Routes), to tell a request's
 // path apart from no route at all. It is built at the first miss, not at
 // package init: that took a millisecond of every wasm guest's start.
-var routeTable = sync.OnceValue(func() *http.ServeMux {
-	mux := http.NewServeMux()
+var routeTable = sync.OnceValue(func() *route.Mux {
+	mux := &route.Mux{}
 	for _, rt := range Routes {
-		mux.HandleFunc(rt.Method+" "+rt.Pattern, func(http.ResponseWriter, *http.Request) {})
+		mux.HandleFunc(rt.Method+" "+rt.Pattern, nil)
 	}
 	return mux
 })
 
 // allowedMethods lists the methods the request's path is served with.
-func allowedMethods(r *http.Request) []string {
+func allowedMethods(r *httpmsg.Request) []string {
 	var out []string
 	for _, m := range []string{"GET", "POST", "DELETE"} {
-		probe := r.Clone(r.Context())
-		probe.Method = m
-		if _, p := routeTable().Handler(probe); p != "" {
+		if _, ok := routeTable().Match(m, r.URL.EscapedPath()); ok {
 			out = append(out, m)
 		}
 	}

@@ -30,5 +30,8 @@
 //     events and deltas, each durable event exactly once, in seq order.
 //
 // It imports core and the standard library only, so it builds for js/wasm
-// and wasip1/wasm like the rest of core.
+// and wasip1/wasm like the rest of core; and not net/http, whose linking
+// alone costs a wasm binary about 520 KB of gzip: handlers speak
+// core/httpmsg and route with core/api/route, and a host that has net/http
+// serves them through httpmsg/nethttp.
 package api

@@ -4,9 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
-	"net/http"
 
 	"github.com/revenantrt/revenant/core"
+	"github.com/revenantrt/revenant/core/httpmsg"
 	"github.com/revenantrt/revenant/core/storage"
 )
 
@@ -31,18 +31,18 @@ const (
 
 // Statuses maps every error type to its HTTP status.
 var Statuses = map[ErrorType]int{
-	ErrInvalidJSON:      http.StatusBadRequest,
-	ErrInvalidRequest:   http.StatusBadRequest,
-	ErrUnauthorized:     http.StatusUnauthorized,
-	ErrForbiddenHost:    http.StatusForbidden,
-	ErrForbiddenOrigin:  http.StatusForbidden,
-	ErrNotFound:         http.StatusNotFound,
-	ErrMethodNotAllowed: http.StatusMethodNotAllowed,
-	ErrConflict:         http.StatusConflict,
-	ErrPayloadTooLarge:  http.StatusRequestEntityTooLarge,
-	ErrUnavailable:      http.StatusServiceUnavailable,
-	ErrReadOnly:         http.StatusServiceUnavailable,
-	ErrInternal:         http.StatusInternalServerError,
+	ErrInvalidJSON:      httpmsg.StatusBadRequest,
+	ErrInvalidRequest:   httpmsg.StatusBadRequest,
+	ErrUnauthorized:     httpmsg.StatusUnauthorized,
+	ErrForbiddenHost:    httpmsg.StatusForbidden,
+	ErrForbiddenOrigin:  httpmsg.StatusForbidden,
+	ErrNotFound:         httpmsg.StatusNotFound,
+	ErrMethodNotAllowed: httpmsg.StatusMethodNotAllowed,
+	ErrConflict:         httpmsg.StatusConflict,
+	ErrPayloadTooLarge:  httpmsg.StatusRequestEntityTooLarge,
+	ErrUnavailable:      httpmsg.StatusServiceUnavailable,
+	ErrReadOnly:         httpmsg.StatusServiceUnavailable,
+	ErrInternal:         httpmsg.StatusInternalServerError,
 }
 
 // Error is an API error: its type (which has one status) and the message
@@ -136,7 +136,7 @@ func StatusOf(err error) int { return Statuses[ErrorOf(err).Type] }
 // WriteError answers err: the status of its type, WWW-Authenticate on a
 // 401, and the body {"error":{"type","message"}} (ErrorOf). It logs
 // nothing; a caller with a log writes Internal errors there first.
-func WriteError(w http.ResponseWriter, err error) {
+func WriteError(w httpmsg.ResponseWriter, err error) {
 	e := ErrorOf(err)
 	if e.Type == ErrUnauthorized {
 		w.Header().Set("WWW-Authenticate", "Bearer")
@@ -147,14 +147,14 @@ func WriteError(w http.ResponseWriter, err error) {
 }
 
 // writeError is WriteError with the detail of an internal error logged.
-func writeError(log *slog.Logger, w http.ResponseWriter, err error) {
+func writeError(log *slog.Logger, w httpmsg.ResponseWriter, err error) {
 	if Internal(err) {
 		log.Error("request failed", "err", err)
 	}
 	WriteError(w, err)
 }
 
-func writeJSON(w http.ResponseWriter, status int, v any) {
+func writeJSON(w httpmsg.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(v)

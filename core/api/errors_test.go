@@ -12,6 +12,7 @@ import (
 
 	"github.com/revenantrt/revenant/core"
 	"github.com/revenantrt/revenant/core/api"
+	"github.com/revenantrt/revenant/core/httpmsg/nethttp"
 )
 
 // Errors are answered by code: the sentinel or coded type decides the
@@ -90,7 +91,7 @@ func TestDecodeErrorKinds(t *testing.T) {
 // WriteError is the one writer of error answers, for hosts too.
 func TestWriteError(t *testing.T) {
 	w := httptest.NewRecorder()
-	api.WriteError(w, fmt.Errorf("auth: %w", &api.Error{Type: api.ErrUnauthorized, Message: "a bearer token is required"}))
+	api.WriteError(nethttp.Writer(w), fmt.Errorf("auth: %w", &api.Error{Type: api.ErrUnauthorized, Message: "a bearer token is required"}))
 	assert.Equal(t, http.StatusUnauthorized, w.Code)
 	assert.Equal(t, "Bearer", w.Header().Get("WWW-Authenticate"))
 	assert.Equal(t, "application/json", w.Header().Get("Content-Type"))

@@ -11,6 +11,7 @@ import (
 
 	"github.com/revenantrt/revenant/core/api"
 	"github.com/revenantrt/revenant/core/fakehost"
+	"github.com/revenantrt/revenant/core/httpmsg/nethttp"
 	"github.com/revenantrt/revenant/internal/treetest"
 )
 
@@ -82,7 +83,7 @@ func FuzzRequestSource(f *testing.F) {
 		}
 		r.Header.Set("Access-Control-Request-Method", "GET")
 		w := httptest.NewRecorder()
-		h.ServeHTTP(w, r)
+		nethttp.Handler(h).ServeHTTP(w, r)
 		if w.Code == http.StatusForbidden {
 			var e api.ErrorBody
 			if err := json.Unmarshal(w.Body.Bytes(), &e); err != nil || (e.Error.Type != api.ErrForbiddenHost && e.Error.Type != api.ErrForbiddenOrigin) {

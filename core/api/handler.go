@@ -5,11 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"strings"
 	"time"
 
 	"github.com/revenantrt/revenant/core"
+	"github.com/revenantrt/revenant/core/api/route"
+	"github.com/revenantrt/revenant/core/httpmsg"
 )
 
 // Deps are the composed handler's collaborators; all but Log required.
@@ -102,7 +103,7 @@ type Handler struct {
 	dir   *Directory
 	tree  *TreeHandler
 	trees Trees
-	mux   *http.ServeMux
+	mux   *route.Mux
 }
 
 // Route is one documented route.
@@ -128,13 +129,13 @@ var Routes = []Route{
 // Tree reports whether the route is one tree's (TreeHandler's): every
 // /v1/sessions/{id} route but DELETE, which is the directory's.
 func (rt Route) Tree() bool {
-	return strings.HasPrefix(rt.Pattern, "/v1/sessions/{id}") && rt.Method != http.MethodDelete
+	return strings.HasPrefix(rt.Pattern, "/v1/sessions/{id}") && rt.Method != httpmsg.MethodDelete
 }
 
 // QueryToken reports whether the route takes its bearer token from
 // ?access_token= too: the event stream (EventSource cannot send headers).
 func (rt Route) QueryToken() bool {
-	return rt.Method == http.MethodGet && strings.HasSuffix(rt.Pattern, "/events")
+	return rt.Method == httpmsg.MethodGet && strings.HasSuffix(rt.Pattern, "/events")
 }
 
 // New returns the composed handler.
@@ -150,7 +151,7 @@ func New(deps Deps, cfg Config) (*Handler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("new api handler: %w", err)
 	}
-	h := &Handler{dir: dir, tree: tree, trees: deps.Trees, mux: http.NewServeMux()}
+	h := &Handler{dir: dir, tree: tree, trees: deps.Trees, mux: &route.Mux{Fallback: httpmsg.HandlerFunc(Unrouted)}}
 	for _, rt := range Routes {
 		pattern := rt.Method + " " + rt.Pattern
 		if fn := tree.routes[pattern]; fn != nil {
@@ -162,22 +163,18 @@ func New(deps Deps, cfg Config) (*Handler, error) {
 	return h, nil
 }
 
-// ServeHTTP implements http.Handler. The Host and Origin checks come first
-// (Admit); then unknown paths are 404 and known paths with another method
-// 405, both with the JSON error body.
-func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+// ServeHTTP implements httpmsg.Handler. The Host and Origin checks come
+// first (Admit); then unknown paths are 404 and known paths with another
+// method 405, both with the JSON error body (Unrouted).
+func (h *Handler) ServeHTTP(w httpmsg.ResponseWriter, r *httpmsg.Request) {
 	if !h.Admit(w, r) {
-		return
-	}
-	if _, pattern := h.mux.Handler(r); pattern == "" {
-		Unrouted(w, r)
 		return
 	}
 	h.mux.ServeHTTP(w, r)
 }
 
 // Admit applies the checks that come before routing (Directory.Admit).
-func (h *Handler) Admit(w http.ResponseWriter, r *http.Request) bool { return h.dir.Admit(w, r) }
+func (h *Handler) Admit(w httpmsg.ResponseWriter, r *httpmsg.Request) bool { return h.dir.Admit(w, r) }
 
 // Close ends every open event stream; the host calls it before shutdown.
 func (h *Handler) Close() { h.tree.Close() }
@@ -185,9 +182,9 @@ func (h *Handler) Close() { h.tree.Close() }
 // serveTree serves a tree route: the directory authorizes the caller from
 // the index, and only then is the tree booted (Trees.Get) and handed to
 // the per-tree handler.
-func (h *Handler) serveTree(rt Route, fn treeFunc) http.HandlerFunc {
+func (h *Handler) serveTree(rt Route, fn treeFunc) httpmsg.HandlerFunc {
 	pattern := rt.Method + " " + rt.Pattern
-	return func(w http.ResponseWriter, r *http.Request) {
+	return func(w httpmsg.ResponseWriter, r *httpmsg.Request) {
 		t, err := h.boot(r, rt.QueryToken())
 		if err != nil {
 			writeError(h.tree.log, w, err)
@@ -203,7 +200,7 @@ func (h *Handler) serveTree(rt Route, fn treeFunc) http.HandlerFunc {
 // resumes turns and spends on the model), which another principal must
 // never be able to cause. Any failure to find it, or another owner, is
 // 404.
-func (h *Handler) boot(r *http.Request, queryToken bool) (*Tree, error) {
+func (h *Handler) boot(r *httpmsg.Request, queryToken bool) (*Tree, error) {
 	owner, err := h.dir.Authorize(r, queryToken)
 	if err != nil {
 		return nil, err

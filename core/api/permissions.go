@@ -2,26 +2,26 @@ package api
 
 import (
 	"context"
-	"net/http"
 
 	"github.com/revenantrt/revenant/core"
 	"github.com/revenantrt/revenant/core/event"
+	"github.com/revenantrt/revenant/core/httpmsg"
 )
 
 // permissions lists the pending permission requests of a session, and of
 // its whole tree on a root's path.
-func (h *TreeHandler) permissions(w http.ResponseWriter, r *http.Request, t *Tree) error {
+func (h *TreeHandler) permissions(w httpmsg.ResponseWriter, r *httpmsg.Request, t *Tree) error {
 	bs, err := t.Instance.Blockers(r.Context(), r.PathValue("id"), event.KindPermission)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"permissions": blockerBodies(bs)})
+	writeJSON(w, httpmsg.StatusOK, map[string]any{"permissions": blockerBodies(bs)})
 	return nil
 }
 
 // approve replies to a permission request (once, always or reject): first
 // response wins (core.Instance.Reply), as for questions.
-func (h *TreeHandler) approve(w http.ResponseWriter, r *http.Request, t *Tree) error {
+func (h *TreeHandler) approve(w httpmsg.ResponseWriter, r *httpmsg.Request, t *Tree) error {
 	body, err := readBody(r, h.cfg.maxBody)
 	if err != nil {
 		return err

@@ -2,11 +2,12 @@ package api
 
 import (
 	"fmt"
-	"net/http"
 	"net/netip"
 	"net/url"
 	"path"
 	"strings"
+
+	"github.com/revenantrt/revenant/core/httpmsg"
 )
 
 // A browser is a confused deputy: any web page can make it send requests
@@ -128,7 +129,7 @@ func validPort(p string) bool {
 // checkSource applies the Host and Origin checks (see above). For an
 // allowed origin it adds the CORS headers a browser needs to read the
 // answer, and answers a preflight itself (done).
-func (d *Directory) checkSource(w http.ResponseWriter, r *http.Request) (done bool, err error) {
+func (d *Directory) checkSource(w httpmsg.ResponseWriter, r *httpmsg.Request) (done bool, err error) {
 	if d.cfg.loopbackOnly && !LoopbackHost(r.Host) {
 		return false, fail(ErrForbiddenHost, "this server has no tokens, so it answers only requests addressed to a loopback name or address (localhost, 127.0.0.1, [::1]), not the Host this request names")
 	}
@@ -141,24 +142,25 @@ func (d *Directory) checkSource(w http.ResponseWriter, r *http.Request) (done bo
 	}
 	w.Header().Set("Access-Control-Allow-Origin", origin[0])
 	w.Header().Set("Vary", "Origin")
-	if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
+	if r.Method == httpmsg.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
 		w.Header().Set("Access-Control-Allow-Methods", "GET, POST, DELETE")
 		w.Header().Set("Access-Control-Allow-Headers", "Authorization, Content-Type, Last-Event-ID")
 		w.Header().Set("Access-Control-Max-Age", preflightMaxAge)
-		w.WriteHeader(http.StatusNoContent)
+		w.WriteHeader(httpmsg.StatusNoContent)
 		return true, nil
 	}
 	return false, nil
 }
 
 // Admit applies the checks that come before routing: the Host and Origin
-// checks of h's configuration, then a clean path (ServeMux would answer an
-// unclean one, //v1/sessions or /v1/sessions/x/.., with a redirect and an
-// HTML body; it is 404 here, in JSON like every answer). False means it
+// checks of h's configuration, then a clean path (an unclean one,
+// //v1/sessions or /v1/sessions/x/.., is 404 with a message that says
+// why, in JSON like every answer: net/http's ServeMux redirected it, and
+// the router matches no route for it). False means it
 // has answered (an error, or a CORS preflight) and the request must go no
 // further. Every host's composition calls it first (Handler, Directory,
 // host.GuestHandler), so all answer alike.
-func (d *Directory) Admit(w http.ResponseWriter, r *http.Request) bool {
+func (d *Directory) Admit(w httpmsg.ResponseWriter, r *httpmsg.Request) bool {
 	done, err := d.checkSource(w, r)
 	if err == nil && !done && !cleanPath(r.URL.Path) {
 		err = fail(ErrNotFound, "no route "+r.URL.Path+" (a path has no empty, . or .. segments)")
@@ -170,12 +172,11 @@ func (d *Directory) Admit(w http.ResponseWriter, r *http.Request) bool {
 	return !done
 }
 
-// cleanPath reports whether p is in the form ServeMux routes without a
-// redirect: what path.Clean leaves as it is, except a trailing slash
-// (which ServeMux routes, and the API answers 404 as no route).
+// cleanPath reports whether p is clean: what path.Clean leaves as it is,
+// except a trailing slash (routed, and answered 404 as no route).
 func cleanPath(p string) bool {
 	if p == "" || p[0] != '/' {
-		return true // "*" of OPTIONS *, or a form ServeMux does not clean
+		return true // "*" of OPTIONS *, or a form no router cleans
 	}
 	trimmed := strings.TrimSuffix(p, "/")
 	if trimmed == "" {

@@ -12,6 +12,8 @@ import (
 
 	"github.com/revenantrt/revenant/core/api"
 	"github.com/revenantrt/revenant/core/fakehost"
+	"github.com/revenantrt/revenant/core/httpmsg"
+	"github.com/revenantrt/revenant/core/httpmsg/nethttp"
 	"github.com/revenantrt/revenant/internal/treetest"
 )
 
@@ -30,7 +32,7 @@ func sourceHandler(t *testing.T, auth api.Authenticator, loopbackOnly bool) (*ap
 
 // serve sends one request straight to the handler: host is the Host header
 // ("" as HTTP/1.0 may send), origin the Origin header if not "".
-func serve(h http.Handler, method, path, host, origin, body string, header ...string) *httptest.ResponseRecorder {
+func serve(h httpmsg.Handler, method, path, host, origin, body string, header ...string) *httptest.ResponseRecorder {
 	r := httptest.NewRequest(method, path, strings.NewReader(body))
 	r.Host = host
 	if origin != "" {
@@ -40,7 +42,7 @@ func serve(h http.Handler, method, path, host, origin, body string, header ...st
 		r.Header.Set(header[i], header[i+1])
 	}
 	w := httptest.NewRecorder()
-	h.ServeHTTP(w, r)
+	nethttp.Handler(h).ServeHTTP(w, r)
 	return w
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/revenantrt/revenant/core"
 	"github.com/revenantrt/revenant/core/api"
 	"github.com/revenantrt/revenant/core/fakehost"
+	"github.com/revenantrt/revenant/core/httpmsg/nethttp"
 	"github.com/revenantrt/revenant/internal/treetest"
 )
 
@@ -30,7 +31,7 @@ func TestTreeHandlerServesOneTree(t *testing.T) {
 	tree := api.Tree{RootID: "t1", Principal: "alice", Instance: node.Inst}
 	serve := func(method, path, body string) *httptest.ResponseRecorder {
 		w := httptest.NewRecorder()
-		h.ServeTree(w, httptest.NewRequest(method, path, strings.NewReader(body)), tree)
+		h.ServeTree(nethttp.Writer(w), nethttp.Request(httptest.NewRequest(method, path, strings.NewReader(body))), tree)
 		return w
 	}
 
@@ -84,7 +85,7 @@ func TestDirectoryNeedsOnlyAnIndex(t *testing.T) {
 		r := httptest.NewRequest(method, path, strings.NewReader(body))
 		r.Header.Set("Authorization", "Bearer "+token)
 		w := httptest.NewRecorder()
-		d.ServeHTTP(w, r)
+		nethttp.Handler(d).ServeHTTP(w, r)
 		return w
 	}
 	w := do("POST", "/v1/sessions", "secret-a", `{}`)

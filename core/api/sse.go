@@ -3,11 +3,11 @@ package api
 import (
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"strings"
 
 	"github.com/revenantrt/revenant/core"
 	"github.com/revenantrt/revenant/core/event"
+	"github.com/revenantrt/revenant/core/httpmsg"
 )
 
 // subscriptionBuffer is how many events a stream may fall behind before its
@@ -22,7 +22,7 @@ const subscriptionBuffer = 1024
 // gap or falls behind, and follows the tree to its next instance when the
 // one it subscribed to stops. Deltas carry no id. A ":" heartbeat comment is
 // sent every heartbeat interval.
-func (h *TreeHandler) events(w http.ResponseWriter, r *http.Request, t *Tree) error {
+func (h *TreeHandler) events(w httpmsg.ResponseWriter, r *httpmsg.Request, t *Tree) error {
 	inst, id := t.Instance, r.PathValue("id")
 	cursor := r.URL.Query().Get("after")
 	if last := r.Header.Get("Last-Event-ID"); last != "" {
@@ -35,14 +35,14 @@ func (h *TreeHandler) events(w http.ResponseWriter, r *http.Request, t *Tree) er
 	if _, err := inst.Session(r.Context(), id); err != nil {
 		return err
 	}
-	if r.Method == http.MethodHead {
+	if r.Method == httpmsg.MethodHead {
 		// The headers a GET would send, and no stream: a HEAD has no body.
 		w.Header().Set("Content-Type", "text/event-stream")
 		w.Header().Set("Cache-Control", "no-cache")
-		w.WriteHeader(http.StatusOK)
+		w.WriteHeader(httpmsg.StatusOK)
 		return nil
 	}
-	flusher, ok := w.(http.Flusher)
+	flusher, ok := w.(httpmsg.Flusher)
 	if !ok {
 		return fail(ErrInternal, "streaming is not supported by this server")
 	}
@@ -53,7 +53,7 @@ func (h *TreeHandler) events(w http.ResponseWriter, r *http.Request, t *Tree) er
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.Header().Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
+	w.WriteHeader(httpmsg.StatusOK)
 	if err := s.catchUp(r); err != nil {
 		h.log.Warn("event stream: read log", "session", id, "err", err)
 		return nil
@@ -110,7 +110,7 @@ func (h *TreeHandler) events(w http.ResponseWriter, r *http.Request, t *Tree) er
 }
 
 type stream struct {
-	w     http.ResponseWriter
+	w     httpmsg.ResponseWriter
 	flush func()
 	inst  *core.Instance
 	id    string
@@ -122,7 +122,7 @@ const catchUpPage = 500
 
 // catchUp sends every durable event after last from the log, a page at a
 // time.
-func (s *stream) catchUp(r *http.Request) error {
+func (s *stream) catchUp(r *httpmsg.Request) error {
 	for {
 		evs, err := s.inst.Events(r.Context(), s.id, s.last, catchUpPage)
 		if err != nil {
@@ -141,7 +141,7 @@ func (s *stream) catchUp(r *http.Request) error {
 }
 
 // live sends one event from the subscription.
-func (s *stream) live(r *http.Request, ev event.Event) error {
+func (s *stream) live(r *httpmsg.Request, ev event.Event) error {
 	switch {
 	case ev.IsEphemeral():
 		if err := s.send(ev); err != nil {

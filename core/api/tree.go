@@ -6,14 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
-	"net/url"
 	"strconv"
-	"strings"
 	"sync"
 
 	"github.com/revenantrt/revenant/core"
+	"github.com/revenantrt/revenant/core/api/route"
 	"github.com/revenantrt/revenant/core/event"
+	"github.com/revenantrt/revenant/core/httpmsg"
 )
 
 // TreeDeps are the per-tree handler's collaborators; Clock is required.
@@ -32,7 +31,7 @@ type TreeHandler struct {
 	deps   TreeDeps
 	cfg    Config
 	log    *slog.Logger
-	mux    *http.ServeMux // matches tree routes; ServeTree runs them
+	mux    *route.Mux // matches tree routes; ServeTree runs them
 	routes map[string]treeFunc
 
 	closing chan struct{}
@@ -40,7 +39,7 @@ type TreeHandler struct {
 }
 
 // treeFunc serves one tree route; its error is the answer.
-type treeFunc func(w http.ResponseWriter, r *http.Request, t *Tree) error
+type treeFunc func(w httpmsg.ResponseWriter, r *httpmsg.Request, t *Tree) error
 
 // NewTreeHandler returns the per-tree handler.
 func NewTreeHandler(deps TreeDeps, cfg Config) (*TreeHandler, error) {
@@ -50,7 +49,7 @@ func NewTreeHandler(deps TreeDeps, cfg Config) (*TreeHandler, error) {
 	if err := cfg.checkPageSizes(); err != nil {
 		return nil, fmt.Errorf("new api tree handler: %w", err)
 	}
-	h := &TreeHandler{deps: deps, cfg: cfg, log: orDiscard(deps.Log), mux: http.NewServeMux(), closing: make(chan struct{})}
+	h := &TreeHandler{deps: deps, cfg: cfg, log: orDiscard(deps.Log), mux: &route.Mux{}, closing: make(chan struct{})}
 	h.routes = map[string]treeFunc{
 		"GET /v1/sessions/{id}":                    h.snapshot,
 		"POST /v1/sessions/{id}/prompt":            h.prompt,
@@ -62,7 +61,7 @@ func NewTreeHandler(deps TreeDeps, cfg Config) (*TreeHandler, error) {
 		"POST /v1/sessions/{id}/questions/{qid}":   h.answer,
 	}
 	for pattern := range h.routes {
-		h.mux.HandleFunc(pattern, func(http.ResponseWriter, *http.Request) {})
+		h.mux.HandleFunc(pattern, nil)
 	}
 	return h, nil
 }
@@ -70,24 +69,22 @@ func NewTreeHandler(deps TreeDeps, cfg Config) (*TreeHandler, error) {
 // ServeTree serves r, a request for one of t's routes, for t.Principal.
 // A session of another tree is 404 (no such session); a request that is
 // not a tree route is answered as no route (Unrouted).
-func (h *TreeHandler) ServeTree(w http.ResponseWriter, r *http.Request, t Tree) {
-	_, pattern := h.mux.Handler(r)
-	fn := h.routes[pattern]
-	if fn == nil {
+func (h *TreeHandler) ServeTree(w httpmsg.ResponseWriter, r *httpmsg.Request, t Tree) {
+	match, ok := h.mux.Match(r.Method, r.URL.EscapedPath())
+	fn := h.routes[match.Pattern]
+	if !ok || fn == nil {
 		Unrouted(w, r)
 		return
 	}
-	if err := setPathValues(r, pattern); err != nil {
-		WriteError(w, fail(ErrNotFound, "no route "+r.URL.Path))
-		return
-	}
-	h.run(w, r, pattern, fn, &t)
+	// Matched, not dispatched, so that the route is handed its Tree.
+	match.SetPathValues(r)
+	h.run(w, r, match.Pattern, fn, &t)
 }
 
 // run serves one tree route for t: a session outside the tree is 404, the
 // route's error is the answer, a panic a logged 500.
-func (h *TreeHandler) run(w http.ResponseWriter, r *http.Request, pattern string, fn treeFunc, t *Tree) {
-	handle(h.log, pattern, func(w http.ResponseWriter, r *http.Request) error {
+func (h *TreeHandler) run(w httpmsg.ResponseWriter, r *httpmsg.Request, pattern string, fn treeFunc, t *Tree) {
+	handle(h.log, pattern, func(w httpmsg.ResponseWriter, r *httpmsg.Request) error {
 		if root(r.PathValue("id")) != t.RootID {
 			return fail(ErrNotFound, "no such session")
 		}
@@ -95,31 +92,10 @@ func (h *TreeHandler) run(w http.ResponseWriter, r *http.Request, pattern string
 	})(w, r)
 }
 
-// setPathValues sets r's path values ({id}, {rid}, {qid}) from pattern,
-// as ServeMux would have on dispatch (ServeTree matches, but does not
-// dispatch, so that it can hand the route its Tree).
-func setPathValues(r *http.Request, pattern string) error {
-	_, p, _ := strings.Cut(pattern, " ")
-	want, got := strings.Split(p, "/"), strings.Split(r.URL.EscapedPath(), "/")
-	if len(want) != len(got) {
-		return errors.New("path does not match its route")
-	}
-	for i, seg := range want {
-		if name, ok := strings.CutPrefix(seg, "{"); ok {
-			v, err := url.PathUnescape(got[i])
-			if err != nil {
-				return err
-			}
-			r.SetPathValue(strings.TrimSuffix(name, "}"), v)
-		}
-	}
-	return nil
-}
-
 // Close ends every open event stream; the host calls it before shutdown.
 func (h *TreeHandler) Close() { h.once.Do(func() { close(h.closing) }) }
 
-func (h *TreeHandler) prompt(w http.ResponseWriter, r *http.Request, t *Tree) error {
+func (h *TreeHandler) prompt(w httpmsg.ResponseWriter, r *httpmsg.Request, t *Tree) error {
 	body, err := readBody(r, h.cfg.maxBody)
 	if err != nil {
 		return err
@@ -132,21 +108,21 @@ func (h *TreeHandler) prompt(w http.ResponseWriter, r *http.Request, t *Tree) er
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusAccepted, map[string]any{"prompt_id": a.PromptID, "duplicate": a.Duplicate})
+	writeJSON(w, httpmsg.StatusAccepted, map[string]any{"prompt_id": a.PromptID, "duplicate": a.Duplicate})
 	return nil
 }
 
-func (h *TreeHandler) interrupt(w http.ResponseWriter, r *http.Request, t *Tree) error {
+func (h *TreeHandler) interrupt(w httpmsg.ResponseWriter, r *httpmsg.Request, t *Tree) error {
 	// The interrupt must commit even if the client goes away mid-call.
 	did, err := t.Instance.Interrupt(context.WithoutCancel(r.Context()), r.PathValue("id"), event.ReasonUser)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]bool{"interrupted": did})
+	writeJSON(w, httpmsg.StatusOK, map[string]bool{"interrupted": did})
 	return nil
 }
 
-func intParam(r *http.Request, name string, def, min, max int) (int, error) {
+func intParam(r *httpmsg.Request, name string, def, min, max int) (int, error) {
 	raw := r.URL.Query().Get(name)
 	if raw == "" {
 		return def, nil
@@ -224,7 +200,7 @@ type messageBody struct {
 	Partial    bool            `json:"partial,omitempty"`
 }
 
-func (h *TreeHandler) snapshot(w http.ResponseWriter, r *http.Request, t *Tree) error {
+func (h *TreeHandler) snapshot(w httpmsg.ResponseWriter, r *httpmsg.Request, t *Tree) error {
 	limit, err := intParam(r, "limit", h.cfg.messageLimit, 1, MaxMessageLimit)
 	if err != nil {
 		return err
@@ -257,6 +233,6 @@ func (h *TreeHandler) snapshot(w http.ResponseWriter, r *http.Request, t *Tree) 
 		first := snap.Messages[0].Seq
 		body.MessagesBefore = &first
 	}
-	writeJSON(w, http.StatusOK, body)
+	writeJSON(w, httpmsg.StatusOK, body)
 	return nil
 }

@@ -5,7 +5,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"net/http"
 	"net/url"
 	"sync"
 
@@ -36,8 +35,10 @@ func (g *guest) serve(id uint64, in abi.Request) {
 	} else {
 		u.Path = in.Path
 	}
-	r, err := http.NewRequestWithContext(ctx, in.Method, u.String(), bytes.NewReader(in.Body))
-	w := &responseWriter{id: id, header: http.Header{}}
+	// Parsed back from its text, as net/http's NewRequest did: a method
+	// that is not a token, or a URL that does not parse, is a 400.
+	r, err := httpmsg.NewRequest(ctx, in.Method, u.String(), bytes.NewReader(in.Body))
+	w := &responseWriter{id: id, header: httpmsg.Header{}}
 	go func() {
 		defer func() {
 			g.reqs.mu.Lock()
@@ -46,16 +47,14 @@ func (g *guest) serve(id uint64, in abi.Request) {
 			cancel()
 		}()
 		if err != nil {
-			w.WriteHeader(http.StatusBadRequest)
+			w.WriteHeader(httpmsg.StatusBadRequest)
 			w.end()
 			return
 		}
-		r.Header = http.Header(in.Header)
-		if r.Header == nil {
-			r.Header = http.Header{}
+		if in.Header != nil {
+			r.Header = in.Header
 		}
 		r.URL.RawPath = u.RawPath
-		r.RequestURI = u.RequestURI()
 		r.Host = "guest"
 		g.handler.ServeHTTP(w, r)
 		w.end()
@@ -76,7 +75,7 @@ func (g *guest) cancelRequest(id uint64) {
 // and at the end.
 type responseWriter struct {
 	id     uint64
-	header http.Header
+	header httpmsg.Header
 	wrote  bool
 	buf    []byte
 }
@@ -84,19 +83,19 @@ type responseWriter struct {
 // flushAt bounds how much body is buffered before it goes out anyway.
 const flushAt = 64 << 10
 
-func (w *responseWriter) Header() http.Header { return w.header }
+func (w *responseWriter) Header() httpmsg.Header { return w.header }
 
 func (w *responseWriter) WriteHeader(code int) {
 	if w.wrote {
 		return
 	}
 	w.wrote = true
-	respond(w.id, abi.ResponsePart{Kind: abi.PartHead, Status: code, Header: httpmsg.Header(w.header.Clone())})
+	respond(w.id, abi.ResponsePart{Kind: abi.PartHead, Status: code, Header: w.header.Clone()})
 }
 
 func (w *responseWriter) Write(b []byte) (int, error) {
 	if !w.wrote {
-		w.WriteHeader(http.StatusOK)
+		w.WriteHeader(httpmsg.StatusOK)
 	}
 	w.buf = append(w.buf, b...)
 	if len(w.buf) >= flushAt {
@@ -107,7 +106,7 @@ func (w *responseWriter) Write(b []byte) (int, error) {
 
 func (w *responseWriter) Flush() {
 	if !w.wrote {
-		w.WriteHeader(http.StatusOK)
+		w.WriteHeader(httpmsg.StatusOK)
 	}
 	if len(w.buf) > 0 {
 		respond(w.id, abi.ResponsePart{Kind: abi.PartBody, Body: w.buf})

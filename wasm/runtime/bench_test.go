@@ -19,6 +19,7 @@ import (
 	"github.com/revenantrt/revenant/core"
 	"github.com/revenantrt/revenant/core/api"
 	"github.com/revenantrt/revenant/core/fakehost"
+	"github.com/revenantrt/revenant/core/httpmsg/nethttp"
 	"github.com/revenantrt/revenant/core/model/offline"
 	"github.com/revenantrt/revenant/core/runner"
 	"github.com/revenantrt/revenant/core/storage"
@@ -279,7 +280,7 @@ func nativeHandler(b *testing.B) http.Handler {
 	inst, _ := nativeInstance(b)
 	h, err := api.New(api.Deps{Trees: oneTree{inst}, Auth: api.Anonymous{}, Clock: inst.Clock(), IDs: seqIDs{n: new(int)}}, api.NewConfig())
 	require.NoError(b, err)
-	return h
+	return nethttp.Handler(h)
 }
 
 type noWake struct{}
