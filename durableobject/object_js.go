@@ -305,9 +305,7 @@ func (o *Object) swept(what string, err error) {
 func (w *responseWriter) fail() {
 	w.mu.Lock()
 	if w.streaming() {
-		if !w.closed {
-			w.writer.Call("abort", jsError.New("internal error")).Call("catch", w.broken)
-		}
+		w.end(true)
 		w.mu.Unlock()
 		return
 	}
