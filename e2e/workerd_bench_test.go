@@ -683,7 +683,11 @@ func profileTurn(t *testing.T, root, main, modelURL string, n int) {
 	require.NoError(t, os.WriteFile(entry, src, 0o644))
 	tap := &lineTap{}
 	target := benchTarget{name: "profiled", config: testConfig(t, root, entry), tap: tap, vars: func(bool) []string {
-		return append(benchVars(), "PROF_TURN:on", "OPENAI_BASE_URL:"+modelURL, "REVENANT_MODEL:fake")
+		vs := append(benchVars(), "OPENAI_BASE_URL:"+modelURL, "REVENANT_MODEL:fake")
+		if os.Getenv("REVENANT_BENCH_MARKS") == "off" { // the figures alone, without the marks' cost
+			return vs
+		}
+		return append(vs, "PROF_TURN:on")
 	}}
 	w := startBench(t, target, false)
 	defer w.kill(t)
@@ -697,7 +701,7 @@ func profileTurn(t *testing.T, root, main, modelURL string, n int) {
 		pid := s.prompt(sid, text)
 		a := time.Since(t0)
 		end := st.until("the turn's end", endOf(pid))
-		require.Equal(t, typeSucceeded, end.Type)
+		require.Equal(t, typeSucceeded, end.Type, "%s", end.Data)
 		return a, time.Since(t0)
 	}
 	turn("warm up")
@@ -710,6 +714,11 @@ func profileTurn(t *testing.T, root, main, modelURL string, n int) {
 	for i := range n {
 		a, e := turn(fmt.Sprintf("warm prompt %d", i))
 		admitted, ended = append(admitted, a), append(ended, e)
+	}
+	if os.Getenv("REVENANT_BENCH_MARKS") == "off" {
+		fmt.Printf("turn figures without marks: %d turns; 202 p50 %.1f p90 %.1f; end p50 %.1f p90 %.1f\n", n,
+			percentile(admitted, 50), percentile(admitted, 90), percentile(ended, 50), percentile(ended, 90))
+		return
 	}
 	// The marks of the last turn may still be on their way: a snapshot's
 	// request mark comes after them.
