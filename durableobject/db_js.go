@@ -31,6 +31,11 @@ type DB struct {
 	exec, script, query js.Value
 
 	mu sync.Mutex // one transaction at a time: transactionSync would nest them as savepoints
+	// run is the current transaction's body, under mu; callback, made once,
+	// is what transactionSync calls: a js.Func per transaction cost a
+	// registration, a JS wrapper and a finalizer each time.
+	run      func() (rollback bool)
+	callback js.Func
 }
 
 var (
@@ -41,8 +46,11 @@ var (
 // NewDB returns the DB over sql (ctx.storage.sql) with the shim's
 // helpers: helpers.txSync and sql.mjs's sqlExec, sqlScript and sqlQuery.
 func NewDB(sql, helpers js.Value) *DB {
-	return &DB{sql: sql, txSync: helpers.Get("txSync"),
+	d := &DB{sql: sql, txSync: helpers.Get("txSync"),
 		exec: helpers.Get("sqlExec"), script: helpers.Get("sqlScript"), query: helpers.Get("sqlQuery")}
+	// Never released: the DB lives as long as the object's program.
+	d.callback = js.FuncOf(func(js.Value, []js.Value) any { return d.run() })
+	return d
 }
 
 // rolledBack is txSync's answer when the callback asked for a rollback.
@@ -58,7 +66,7 @@ func (d *DB) Tx(ctx context.Context, fn func(storage.Tx) error) error {
 	}
 	var fnErr error
 	var fnPanic any
-	cb := js.FuncOf(func(js.Value, []js.Value) (rollback any) {
+	d.run = func() (rollback bool) {
 		defer func() {
 			if p := recover(); p != nil {
 				fnPanic, rollback = p, true
@@ -66,9 +74,9 @@ func (d *DB) Tx(ctx context.Context, fn func(storage.Tx) error) error {
 		}()
 		fnErr = fn(tx{d})
 		return fnErr != nil
-	})
-	defer cb.Release()
-	res := d.txSync.Invoke(cb)
+	}
+	res := d.txSync.Invoke(d.callback)
+	d.run = nil
 	switch {
 	case fnPanic != nil:
 		panic(fnPanic) // rolled back; the entry point's recover answers it

@@ -46,20 +46,19 @@ func newRequest(ctx context.Context, method, url string, headers, body js.Value)
 // responseWriter turns a Go handler's answer into a JS Response. An
 // answer that never flushes is sent whole when the handler returns; the
 // first Flush (SSE) sends the status and headers at once and streams
-// every later write through a TransformStream, unbuffered. A client that
-// goes away makes the stream's writes fail, which cancels the request's
-// context (the SSE handler ends) and stops further writes.
+// every later flushed write through a TransformStream (stream_js.go has
+// how chunks are coalesced). A client that goes away makes the stream's
+// writes fail, which cancels the request's context (the SSE handler ends)
+// and stops further writes.
 type responseWriter struct {
 	header  httpmsg.Header
 	status  int
-	buf     bytes.Buffer
+	buf     bytes.Buffer   // the whole answer, or once streaming what is not sent yet
 	respond func(js.Value) // settles the fetch Promise; called once
 	cancel  context.CancelFunc
 
-	mu     sync.Mutex
-	writer js.Value // the stream's writer once streaming
-	closed bool     // the client went away
-	broken js.Func  // handles a failed write: the client went away
+	mu sync.Mutex
+	stream
 }
 
 func newResponseWriter(respond func(js.Value), cancel context.CancelFunc) *responseWriter {
@@ -74,6 +73,7 @@ func (w *responseWriter) WriteHeader(status int) {
 	}
 }
 
+// Write buffers p; once streaming, Flush sends it.
 func (w *responseWriter) Write(p []byte) (int, error) {
 	w.WriteHeader(httpmsg.StatusOK)
 	w.mu.Lock()
@@ -84,38 +84,26 @@ func (w *responseWriter) Write(p []byte) (int, error) {
 	if w.closed {
 		return 0, context.Canceled
 	}
-	w.send(p)
+	w.buf.Write(p)
+	if w.buf.Len() >= maxUnflushed {
+		w.push()
+	}
 	return len(p), nil
 }
 
-// send writes one chunk to the stream. The write's promise is not
-// awaited (Write must not wait on the event loop); its failure is
-// handled, never left unhandled.
-func (w *responseWriter) send(p []byte) {
-	u := jsUint8Array.New(len(p))
-	js.CopyBytesToJS(u, p)
-	w.writer.Call("write", u).Call("catch", w.broken)
-}
-
 // Flush starts streaming: the Response is sent now, with what was
-// written so far as its first chunk.
+// written so far as its first chunk. Once streaming, it sends what was
+// written since (sendSoon).
 func (w *responseWriter) Flush() {
 	w.WriteHeader(httpmsg.StatusOK)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.streaming() {
+		w.sendSoon()
 		return
 	}
-	w.broken = js.FuncOf(func(js.Value, []js.Value) any {
-		w.mu.Lock()
-		w.closed = true
-		w.mu.Unlock()
-		w.cancel()
-		return nil
-	})
 	ts := jsTransformStream.New()
-	w.writer = ts.Get("writable").Call("getWriter")
-	w.writer.Get("closed").Call("catch", w.broken)
+	w.open(ts.Get("writable").Call("getWriter"))
 	if w.buf.Len() > 0 {
 		w.send(w.buf.Bytes())
 		w.buf.Reset()
@@ -123,18 +111,14 @@ func (w *responseWriter) Flush() {
 	w.respond(jsResponse.New(ts.Get("readable"), w.init()))
 }
 
-func (w *responseWriter) streaming() bool { return w.writer.Truthy() }
-
 // finish ends the answer once the handler returned.
 func (w *responseWriter) finish() {
 	w.WriteHeader(httpmsg.StatusOK)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.streaming() {
-		if !w.closed {
-			w.writer.Call("close").Call("catch", w.broken)
-		}
-		return // w.broken stays: a rejection may still arrive
+		w.end(false)
+		return
 	}
 	body := js.Null()
 	if w.buf.Len() > 0 && bodyAllowed(w.status) {

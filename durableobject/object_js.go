@@ -133,12 +133,13 @@ func (o *Object) boot(args []js.Value) (any, error) {
 // committed: a turn that never gets past the wait is resumed by the alarm.
 func (o *Object) afterAnswer(d core.Driver) core.Driver {
 	return core.DriverFunc(func(ctx context.Context, x *core.Execution) core.Outcome {
-		if sync := o.bridge.Get("storage").Get("sync"); sync.Type() == js.TypeFunction {
-			if _, err := await(o.bridge.Get("storage").Call("sync")); err != nil {
+		storage := o.bridge.Get("storage")
+		if storage.Get("sync").Type() == js.TypeFunction {
+			if _, err := await(storage.Call("sync")); err != nil {
 				o.log.Warn("storage sync before a turn failed", "err", err)
 			}
 		}
-		time.Sleep(time.Millisecond)
+		nextTask()
 		return d.Run(ctx, x)
 	})
 }
@@ -305,9 +306,7 @@ func (o *Object) swept(what string, err error) {
 func (w *responseWriter) fail() {
 	w.mu.Lock()
 	if w.streaming() {
-		if !w.closed {
-			w.writer.Call("abort", jsError.New("internal error")).Call("catch", w.broken)
-		}
+		w.end(true)
 		w.mu.Unlock()
 		return
 	}

@@ -95,3 +95,14 @@ func arg0(args []js.Value) js.Value {
 	}
 	return args[0]
 }
+
+// nextTask waits, from a goroutine, until the event loop has run a timer
+// of zero delay: every microtask queued before it (an answer's promise
+// chain) and every goroutine that could run have run by then.
+func nextTask() {
+	done := make(chan struct{})
+	f := js.FuncOf(func(js.Value, []js.Value) any { close(done); return nil })
+	defer f.Release()
+	js.Global().Get("setTimeout").Invoke(f, 0) // this = undefined: workerd refuses globalThis
+	<-done
+}

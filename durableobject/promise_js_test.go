@@ -113,3 +113,81 @@ func TestResponseNoContent(t *testing.T) {
 	assert.Equal(t, 204, resp.Get("status").Int())
 	assert.True(t, resp.Get("body").IsNull())
 }
+
+// readChunk reads one chunk of a stream's reader as text ("" at its end).
+func readChunk(t *testing.T, reader js.Value) string {
+	t.Helper()
+	chunk, err := await(reader.Call("read"))
+	require.NoError(t, err)
+	if chunk.Get("done").Bool() {
+		return ""
+	}
+	b := make([]byte, chunk.Get("value").Get("length").Int())
+	js.CopyBytesToGo(b, chunk.Get("value"))
+	return string(b)
+}
+
+// An event flushed while the stream is idle leaves at once; events
+// flushed while the client has not taken the last chunk leave together,
+// as one chunk, once it has; and an event's lines are one chunk.
+func TestResponseCoalescesWhileStreamBusy(t *testing.T) {
+	got := make(chan js.Value, 1)
+	w := newResponseWriter(func(v js.Value) { got <- v }, func() {})
+	_, _ = io.WriteString(w, ": ok\n\n")
+	w.Flush()
+	reader := (<-got).Get("body").Call("getReader")
+	assert.Equal(t, ": ok\n\n", readChunk(t, reader))
+
+	_, _ = io.WriteString(w, "id: 1\n")
+	_, _ = io.WriteString(w, "event: one\n\n")
+	w.Flush()
+	assert.Equal(t, "id: 1\nevent: one\n\n", readChunk(t, reader), "an idle stream: sent at once, one chunk")
+
+	// Nobody reads now: "two" goes out, "three" and "four" wait for it.
+	for _, e := range []string{"two", "three", "four"} {
+		_, _ = io.WriteString(w, "event: "+e+"\n\n")
+		w.Flush()
+		waitIdle() // the goroutine that sends runs
+	}
+	assert.Equal(t, "event: two\n\n", readChunk(t, reader))
+	assert.Equal(t, "event: three\n\nevent: four\n\n", readChunk(t, reader), "flushed while busy: one chunk")
+	w.finish()
+	assert.Equal(t, "", readChunk(t, reader), "closed after the last chunk")
+	streamsMu.Lock()
+	defer streamsMu.Unlock()
+	assert.Empty(t, streams, "an ended stream is forgotten")
+}
+
+// What waits for the stream when the handler ends still goes out, before
+// the end; a handler that panics mid-stream errors the stream.
+func TestResponseFinishSendsWhatWaits(t *testing.T) {
+	got := make(chan js.Value, 1)
+	w := newResponseWriter(func(v js.Value) { got <- v }, func() {})
+	_, _ = io.WriteString(w, "a\n\n")
+	w.Flush()
+	reader := (<-got).Get("body").Call("getReader")
+	_, _ = io.WriteString(w, "b\n\n")
+	w.Flush()
+	waitIdle()
+	_, _ = io.WriteString(w, "c\n\n")
+	w.finish()
+	rest := ""
+	for s := readChunk(t, reader); s != ""; s = readChunk(t, reader) {
+		rest += s
+	}
+	assert.Equal(t, "a\n\nb\n\nc\n\n", rest)
+
+	w = newResponseWriter(func(v js.Value) { got <- v }, func() {})
+	w.Flush()
+	reader = (<-got).Get("body").Call("getReader")
+	w.fail()
+	_, err := await(reader.Call("read"))
+	assert.Error(t, err, "a failed handler errors its stream")
+	streamsMu.Lock()
+	defer streamsMu.Unlock()
+	assert.Empty(t, streams)
+}
+
+// waitIdle lets every goroutine that can run, run, and the JS promises
+// settled so far deliver, by waiting on a timer of zero delay.
+func waitIdle() { nextTask() }

@@ -69,10 +69,10 @@ func TestWorkerdBench(t *testing.T) {
 	t.Cleanup(provider.Close)
 	main := buildObject(t, root, t.TempDir(), "")
 
-	only := os.Getenv("REVENANT_BENCH_ONLY") // a comma list of revenant, plainjs, profile; empty: the first two
+	only := os.Getenv("REVENANT_BENCH_ONLY") // a comma list of revenant, plainjs, profile, turnprofile; empty: the first two
 	runs := func(name string) bool {
 		if only == "" {
-			return name != "profile" || os.Getenv("REVENANT_BENCH_PROFILE") == "1"
+			return !strings.HasSuffix(name, "profile") || os.Getenv("REVENANT_BENCH_PROFILE") == "1"
 		}
 		return slices.Contains(strings.Split(only, ","), name)
 	}
@@ -90,6 +90,9 @@ func TestWorkerdBench(t *testing.T) {
 	}
 	if runs("profile") {
 		t.Run("profile", func(t *testing.T) { results = append(results, profileCold(t, root, main, samples)...) })
+	}
+	if runs("turnprofile") {
+		t.Run("turn profile", func(t *testing.T) { profileTurn(t, root, main, provider.URL+"/v1", samples) })
 	}
 	report(t, results, samples)
 }
@@ -236,7 +239,7 @@ func revenantTarget(t *testing.T, root, main, modelURL string) benchTarget {
 		vars: func(paced bool) []string {
 			// REVENANT_BENCH_SPARE=on: a new object takes the isolate's
 			// spare Go program (durableobject/shim.js, REVENANT_SPARE).
-			var vs []string
+			vs := benchVars()
 			if os.Getenv("REVENANT_BENCH_SPARE") == "on" {
 				vs = append(vs, "REVENANT_SPARE:on")
 			}
@@ -335,6 +338,15 @@ func plainTarget(t *testing.T, root, modelURL string) benchTarget {
 			require.Equal(t, 2, m.requests(sid+" "+benchText), "the plain object asks the model again")
 		},
 	}
+}
+
+// benchVars is REVENANT_BENCH_VARS, a comma list of NAME:value Worker
+// vars given to revenant's object (experiments: GOGC:200, say).
+func benchVars() []string {
+	if v := os.Getenv("REVENANT_BENCH_VARS"); v != "" {
+		return strings.Split(v, ",")
+	}
+	return nil
 }
 
 // absoluteMain copies a wrangler config into a temporary directory with
@@ -655,4 +667,120 @@ func profileCold(t *testing.T, root, main string, n int) []benchResult {
 	t.Logf("sql.exec / transactionSync calls (cumulative per object): after boot %v / %v; after create %v / %v",
 		slices.Max(execs[0]), slices.Max(txs[0]), slices.Max(execs[1]), slices.Max(txs[1]))
 	return out
+}
+
+// profileTurn splits revenant's warm turn (prompt → the turn's end on an
+// open stream, the fake model at zero delay) by the turn marks of
+// testdata/revenantprof (PROF_TURN): every transactionSync, storage.sync,
+// alarm call, the model's fetch and its body's chunks, and each chunk
+// written to an event stream. It prints, for each mark in a turn's order,
+// its p50 arrival after the prompt was sent, and one whole turn's marks.
+func profileTurn(t *testing.T, root, main, modelURL string, n int) {
+	src, err := os.ReadFile(filepath.Join(root, "e2e", "testdata", "revenantprof", "index.js"))
+	require.NoError(t, err)
+	entry := filepath.Join(filepath.Dir(filepath.Dir(main)), "e2e", "testdata", "revenantprof", "index.js")
+	require.NoError(t, os.MkdirAll(filepath.Dir(entry), 0o755))
+	require.NoError(t, os.WriteFile(entry, src, 0o644))
+	tap := &lineTap{}
+	target := benchTarget{name: "profiled", config: testConfig(t, root, entry), tap: tap, vars: func(bool) []string {
+		vs := append(benchVars(), "OPENAI_BASE_URL:"+modelURL, "REVENANT_MODEL:fake")
+		if os.Getenv("REVENANT_BENCH_MARKS") == "off" { // the figures alone, without the marks' cost
+			return vs
+		}
+		return append(vs, "PROF_TURN:on")
+	}}
+	w := startBench(t, target, false)
+	defer w.kill(t)
+	c := &benchClient{t: t, url: "http://127.0.0.1:" + strconv.Itoa(w.port)}
+	s := c.server()
+	sid := c.create()
+	st := s.follow(sid, s.snapshot(sid).Cursor)
+	defer st.close()
+	turn := func(text string) (time.Duration, time.Duration) {
+		t0 := time.Now()
+		pid := s.prompt(sid, text)
+		a := time.Since(t0)
+		end := st.until("the turn's end", endOf(pid))
+		require.Equal(t, typeSucceeded, end.Type, "%s", end.Data)
+		return a, time.Since(t0)
+	}
+	turn("warm up")
+	type mark struct {
+		key string
+		at  time.Duration // after the object saw the prompt's request
+		ms  int64         // the object's Date.now()
+	}
+	var admitted, ended []time.Duration
+	for i := range n {
+		a, e := turn(fmt.Sprintf("warm prompt %d", i))
+		admitted, ended = append(admitted, a), append(ended, e)
+	}
+	if os.Getenv("REVENANT_BENCH_MARKS") == "off" {
+		fmt.Printf("turn figures without marks: %d turns; 202 p50 %.1f p90 %.1f; end p50 %.1f p90 %.1f\n", n,
+			percentile(admitted, 50), percentile(admitted, 90), percentile(ended, 50), percentile(ended, 90))
+		return
+	}
+	// The marks of the last turn may still be on their way: a snapshot's
+	// request mark comes after them.
+	from := tap.len()
+	s.snapshot(sid)
+	tap.waitFor(t, from, "turnprof ", "req GET")
+	tap.mu.Lock()
+	var all []mark
+	for _, l := range tap.lines {
+		text, ok := strings.CutPrefix(strings.TrimSpace(l.text), "turnprof ")
+		if !ok {
+			continue
+		}
+		stamp, what, _ := strings.Cut(text, " ")
+		ms, err := strconv.ParseInt(stamp, 10, 64)
+		require.NoError(t, err, l.text)
+		all = append(all, mark{key: what, ms: ms})
+	}
+	tap.mu.Unlock()
+	// Split by the prompts' requests (stable: marks of one event keep
+	// their order); the first window is the warm-up turn.
+	slices.SortStableFunc(all, func(a, b mark) int { return int(a.ms - b.ms) })
+	var turns [][]mark
+	for _, m := range all {
+		if m.key == "req POST prompt" {
+			turns = append(turns, nil)
+		}
+		if len(turns) > 0 {
+			turns[len(turns)-1] = append(turns[len(turns)-1], m)
+		}
+	}
+	require.Len(t, turns, n+1, "one window per prompt")
+	turns = turns[1:]
+	for i, ms := range turns {
+		seen := map[string]int{}
+		for j := range ms {
+			key := ms[j].key
+			if f := strings.Fields(key); len(f) > 0 && (f[0] == "tx+" || f[0] == "tx-") {
+				key = f[0] + " " + strings.Join(f[2:], " ") // the tx number grows per turn
+			}
+			seen[key]++
+			ms[j].key = fmt.Sprintf("%s #%d", key, seen[key])
+			ms[j].at = time.Duration(ms[j].ms-ms[0].ms) * time.Millisecond
+		}
+		turns[i] = ms
+	}
+	// For each mark, in the order of the median turn: its p50 arrival.
+	at := map[string][]time.Duration{}
+	for _, ms := range turns {
+		for _, m := range ms {
+			at[m.key] = append(at[m.key], m.at)
+		}
+	}
+	mid := slices.IndexFunc(ended, func(d time.Duration) bool { return float64(d.Microseconds())/1000 == percentile(ended, 50) })
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "\nturn profile: %d turns; prompt → 202 p50 %.1f ms, → turn end p50 %.1f ms\n", n, percentile(admitted, 50), percentile(ended, 50))
+	fmt.Fprintf(&b, "object's clock (Date.now, moves between events), ms after the prompt's request reached the object\n")
+	fmt.Fprintf(&b, "%-48s | %5s | %8s | %8s | %s\n", "mark (in the median turn's order)", "turns", "p50 ms", "p90 ms", "median turn ms")
+	for _, m := range turns[mid] {
+		fmt.Fprintf(&b, "%-48s | %5d | %8.1f | %8.1f | %8.1f\n", m.key, len(at[m.key]), percentile(at[m.key], 50), percentile(at[m.key], 90), float64(m.at.Microseconds())/1000)
+	}
+	fmt.Fprintf(&b, "median turn: 202 at %.1f ms, end on the stream at %.1f ms\n", float64(admitted[mid].Microseconds())/1000, float64(ended[mid].Microseconds())/1000)
+	t.Log(b.String())
+	fmt.Print(b.String())
 }

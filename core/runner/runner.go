@@ -39,7 +39,9 @@ func New(m model.Model, tools tool.Registry, cfg Config) (*Runner, error) {
 var stopped = core.Outcome{Kind: core.Stopped}
 
 // Run implements core.Driver: one loop iteration per durable move, each
-// decided from what the database says now.
+// decided from what the database says now (a step that completed without
+// tool calls ends the turn at once: step decides what reading it back
+// would).
 func (r *Runner) Run(ctx context.Context, x *core.Execution) core.Outcome {
 	t := &turn{r: r, x: x}
 	for {

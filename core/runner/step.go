@@ -20,10 +20,22 @@ import (
 // with the turn's outcome when the turn must end here.
 func (t *turn) step(ctx context.Context, st state, index int) (core.Outcome, bool) {
 	stepID := t.x.NewID()
-	if err := t.append(ctx, false, event.StepStarted, event.StepBegun{StepID: stepID, ExecutionID: t.x.ID(), PromptID: t.x.PromptID(), Index: index}); err != nil {
+	// The step is recorded started in the transaction that reads the
+	// transcript its request is built from: one transaction, not two. On
+	// success some attempt's fn ran to its end, and tr is its read: a rerun
+	// that finds that commit stored (a late IOERR) runs no fn.
+	var tr transcript
+	_, err := t.x.AppendFunc(ctx, false, func(tx storage.Tx) ([]core.NewEvent, error) {
+		var err error
+		if tr, err = t.readTranscript(tx); err != nil {
+			return nil, fmt.Errorf("read transcript: %w", err)
+		}
+		return []core.NewEvent{{Type: event.StepStarted, Payload: event.StepBegun{StepID: stepID, ExecutionID: t.x.ID(), PromptID: t.x.PromptID(), Index: index}}}, nil
+	})
+	if err != nil {
 		return stopped, true
 	}
-	req, err := t.request(ctx)
+	req, err := t.buildRequest(tr)
 	if err != nil {
 		t.x.Log().Warn("build request", "err", err)
 		return stopped, true
@@ -62,6 +74,11 @@ func (t *turn) step(ctx context.Context, st state, index int) (core.Outcome, boo
 	// A recorded complete stream is progress: it will never be requested again.
 	if err := t.append(ctx, true, event.StepCompleted, rec); err != nil {
 		return stopped, true
+	}
+	if len(calls) == 0 && ctx.Err() == nil {
+		// What the next iteration would read back and decide (Run: a
+		// completed step that called no tool ends the turn), without the read.
+		return core.Outcome{Kind: core.Succeeded}, true
 	}
 	return core.Outcome{}, false
 }
@@ -249,38 +266,43 @@ func (s *streaming) toolCalls(newID func() string) []event.ToolCall {
 	return out
 }
 
-// request builds the model request from the session's transcript. Tool
-// results are placed right after the assistant message that asked for them,
-// as providers require, even if a continuation notice came in between.
-func (t *turn) request(ctx context.Context) (model.Request, error) {
-	req := model.Request{Model: t.r.model.Name(), System: t.r.cfg.system, Tools: t.r.tools.Specs()}
-	type row struct {
-		role, text, calls, callID, name string
+// transcript is what a model request is built from: the session's config
+// and its messages in order.
+type transcript struct {
+	rawConfig string
+	rows      []transcriptRow
+}
+
+type transcriptRow struct {
+	role, text, calls, callID, name string
+}
+
+func (t *turn) readTranscript(tx storage.Tx) (transcript, error) {
+	var tr transcript
+	if _, err := storage.QueryRow(tx, `SELECT config FROM sessions WHERE id = ?`, []any{t.x.SessionID()}, &tr.rawConfig); err != nil {
+		return tr, err
 	}
-	var rows []row
-	var rawConfig string
-	err := t.x.Read(ctx, func(tx storage.Tx) error {
-		if _, err := storage.QueryRow(tx, `SELECT config FROM sessions WHERE id = ?`, []any{t.x.SessionID()}, &rawConfig); err != nil {
-			return err
-		}
-		res, err := tx.Query(`SELECT role, text, COALESCE(tool_calls, ''), COALESCE(tool_call_id, ''), COALESCE(name, '') FROM messages WHERE session_id = ? ORDER BY seq`, t.x.SessionID())
-		if err != nil {
-			return err
-		}
-		rows = rows[:0]
-		for res.Next() {
-			var r row
-			if err := res.Scan(&r.role, &r.text, &r.calls, &r.callID, &r.name); err != nil {
-				return err
-			}
-			rows = append(rows, r)
-		}
-		return nil
-	})
+	res, err := tx.Query(`SELECT role, text, COALESCE(tool_calls, ''), COALESCE(tool_call_id, ''), COALESCE(name, '') FROM messages WHERE session_id = ? ORDER BY seq`, t.x.SessionID())
 	if err != nil {
-		return req, fmt.Errorf("read transcript: %w", err)
+		return tr, err
 	}
-	cfg, err := core.ParseSessionConfig(json.RawMessage(rawConfig))
+	for res.Next() {
+		var r transcriptRow
+		if err := res.Scan(&r.role, &r.text, &r.calls, &r.callID, &r.name); err != nil {
+			return tr, err
+		}
+		tr.rows = append(tr.rows, r)
+	}
+	return tr, nil
+}
+
+// buildRequest makes the model request of a transcript. Tool results are
+// placed right after the assistant message that asked for them, as
+// providers require, even if a continuation notice came in between.
+func (t *turn) buildRequest(tr transcript) (model.Request, error) {
+	req := model.Request{Model: t.r.model.Name(), System: t.r.cfg.system, Tools: t.r.tools.Specs()}
+	rows := tr.rows
+	cfg, err := core.ParseSessionConfig(json.RawMessage(tr.rawConfig))
 	if err != nil {
 		return req, err
 	}

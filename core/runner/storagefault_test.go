@@ -120,3 +120,37 @@ func assertNoDuplicates(t *testing.T, evs []event.Event) {
 		}
 	}
 }
+
+// The step after a tool call is recorded started in the transaction that
+// reads the transcript its request is built from. When that commit is
+// reported failed although durable (a late IOERR), its rerun finds the
+// step stored and runs nothing: the request is then built from a read of
+// its own, so the model still sees the tool's result and the turn goes on
+// (the non-idempotent tool is not asked again).
+func TestLateFailedStepStartStillBuildsFromTheTranscript(t *testing.T) {
+	tr := treetest.New(t)
+	fault := tr.Faults()
+	var fills atomic.Int32
+	fill := tool.Func{DefaultPermission: "allow", Name: "fill", Run: func(context.Context, tool.Call) (string, error) {
+		fills.Add(1)
+		// The settlement of this call, then the next step's start.
+		fault.FailLateCommits(2, faultvfs.IOErrFsync)
+		return "filled", nil
+	}}
+	n := tr.Boot(newRunner(t, offline.New(tr.Clock, offline.Options{}), runner.NewConfig(), fill))
+	sid := n.NewSession("s")
+	pid := n.Admit(sid, "/tool fill {}\nall done")
+	n.IdleDriving()
+
+	assert.Equal(t, 2, fault.LateCommits(), "both commits were reported failed")
+	evs := tr.Events(sid)
+	assertNoDuplicates(t, evs)
+	assert.Equal(t, "succeeded", tr.PromptState(pid))
+	assert.Equal(t, int32(1), fills.Load(), "the tool ran once")
+	done := treetest.OfType(evs, event.StepCompleted)
+	require.Len(t, done, 2)
+	var last event.StepDone
+	require.NoError(t, done[1].Decode(&last))
+	assert.Equal(t, "Tool fill returned: filled\nYou said: all done", last.Text, "the request carried the tool's result")
+	assert.Empty(t, last.ToolCalls)
+}

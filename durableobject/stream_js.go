@@ -1,0 +1,159 @@
+//go:build js && wasm
+
+package durableobject
+
+import (
+	"sync"
+	"syscall/js"
+)
+
+// A streamed answer (SSE) goes to the client through a TransformStream
+// and, on workerd, through the front Worker and the runtime's own pumps:
+// every chunk costs the isolate time, and a turn streams a dozen events
+// or more. So chunks are coalesced, without holding any back while the
+// stream is idle:
+//   - writes are buffered until Flush, so an event's lines are one chunk;
+//   - a Flush sends from a goroutine of its own (sendSoon), which runs
+//     once the handler's goroutine blocks: every event it had ready (the
+//     events of one commit) leaves as one chunk;
+//   - while the stream has not taken the last chunk (writer.desiredSize
+//     ≤ 0), what is flushed waits for writer.ready and then leaves as one
+//     chunk.
+//
+// The promises' callbacks are two package-level functions bound to the
+// stream's id (Function.prototype.bind), not a js.Func per stream: a
+// stream's promises may settle after its answer ended, so a per-stream
+// function could never be released (one leaked per streamed answer).
+
+// maxUnflushed bounds what Write buffers between Flushes.
+const maxUnflushed = 32 << 10
+
+// stream is a responseWriter's streaming state, under its mu.
+type stream struct {
+	writer  js.Value // the stream's writer once streaming
+	id      int      // its key in streams
+	broken  js.Value // streamBroken bound to id
+	ready   js.Value // streamReady bound to id
+	closed  bool     // the client went away
+	ended   bool     // closed or aborted by this side
+	queued  bool     // a sendSoon goroutine is on its way
+	waiting bool     // flushed bytes wait for writer.ready
+}
+
+var (
+	streamsMu  sync.Mutex
+	streams    = map[int]*responseWriter{}
+	lastStream int
+
+	// streamBroken: a write, the stream or ready failed: the client
+	// went away.
+	streamBroken = js.FuncOf(func(_ js.Value, args []js.Value) any {
+		if w := streamOf(args); w != nil {
+			w.gone()
+		}
+		return nil
+	})
+	// streamReady: the stream took its chunks: send what waited.
+	streamReady = js.FuncOf(func(_ js.Value, args []js.Value) any {
+		if w := streamOf(args); w != nil {
+			w.mu.Lock()
+			w.waiting = false
+			w.push()
+			w.mu.Unlock()
+		}
+		return nil
+	})
+)
+
+// streamOf is the writer whose id a bound callback got first.
+func streamOf(args []js.Value) *responseWriter {
+	if len(args) == 0 || args[0].Type() != js.TypeNumber {
+		return nil
+	}
+	streamsMu.Lock()
+	defer streamsMu.Unlock()
+	return streams[args[0].Int()]
+}
+
+// open makes w a stream on writer. Under w.mu.
+func (w *responseWriter) open(writer js.Value) {
+	streamsMu.Lock()
+	lastStream++
+	w.id = lastStream
+	streams[w.id] = w
+	streamsMu.Unlock()
+	w.writer = writer
+	w.broken = streamBroken.Call("bind", js.Null(), w.id)
+	w.ready = streamReady.Call("bind", js.Null(), w.id)
+	w.writer.Get("closed").Call("catch", w.broken)
+}
+
+func (w *responseWriter) streaming() bool { return w.writer.Truthy() }
+
+// sendSoon sends what was flushed once the handler's goroutine blocks.
+// Under w.mu.
+func (w *responseWriter) sendSoon() {
+	if w.queued || w.buf.Len() == 0 {
+		return
+	}
+	w.queued = true
+	go func() {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		w.queued = false
+		w.push()
+	}()
+}
+
+// push sends the buffered bytes as one chunk if the stream took the last
+// one, else once it does (writer.ready). Under w.mu.
+func (w *responseWriter) push() {
+	if w.closed || w.ended || w.waiting || w.buf.Len() == 0 {
+		return
+	}
+	if d := w.writer.Get("desiredSize"); d.Type() == js.TypeNumber && d.Float() > 0 {
+		w.send(w.buf.Bytes())
+		w.buf.Reset()
+		return
+	}
+	w.waiting = true
+	w.writer.Get("ready").Call("then", w.ready, w.broken)
+}
+
+// send writes one chunk. The write's promise is not awaited (Write must
+// not wait on the event loop); its failure is handled, never left
+// unhandled. Under w.mu.
+func (w *responseWriter) send(p []byte) {
+	u := jsUint8Array.New(len(p))
+	js.CopyBytesToJS(u, p)
+	w.writer.Call("write", u).Call("catch", w.broken)
+}
+
+// gone marks the client gone and cancels the request's context.
+func (w *responseWriter) gone() {
+	w.mu.Lock()
+	w.closed = true
+	w.mu.Unlock()
+	w.cancel()
+}
+
+// end closes the stream after what is buffered (abort: errors it
+// instead) and forgets it. Under w.mu.
+func (w *responseWriter) end(abort bool) {
+	if !w.closed && !w.ended {
+		switch {
+		case abort:
+			w.writer.Call("abort", jsError.New("internal error")).Call("catch", w.broken)
+		default:
+			if w.buf.Len() > 0 {
+				w.send(w.buf.Bytes()) // queued after any chunk still waiting
+				w.buf.Reset()
+			}
+			w.writer.Call("close").Call("catch", w.broken)
+		}
+	}
+	w.ended = true
+	streamsMu.Lock()
+	delete(streams, w.id)
+	streamsMu.Unlock()
+}
