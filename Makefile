@@ -8,7 +8,7 @@
 #   make run     build and start the local server on 127.0.0.1:8787 (data/)
 #   make guest   build the wasip1 guest, bin/revenant.wasm (docs/abi.md)
 #   make simulate  the seeded eviction simulator's default campaign
-#   make fuzz    the decoder, Host/Origin-check, router and permission fuzz targets, FUZZTIME inputs each (part of test)
+#   make fuzz    the decoder, Host/Origin-check, router, header and permission fuzz targets, FUZZTIME inputs each (part of test)
 
 GO      ?= go
 GOFMT   ?= $(shell $(GO) env GOROOT)/bin/gofmt
@@ -60,6 +60,7 @@ fuzz:
 		$(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZTIME) -timeout $(FUZZ_TIMEOUT) ./core/api/; \
 	done
 	$(GO) test -run '^$$' -fuzz '^FuzzMuxRoutesAsServeMux$$' -fuzztime $(FUZZTIME) -timeout $(FUZZ_TIMEOUT) ./core/api/route/
+	$(GO) test -run '^$$' -fuzz '^FuzzCanonicalKey$$' -fuzztime $(FUZZTIME) -timeout $(FUZZ_TIMEOUT) ./core/httpmsg/
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) -timeout $(FUZZ_TIMEOUT) ./wasm/abi/
 	$(GO) test -run '^$$' -fuzz '^FuzzMatch$$' -fuzztime $(FUZZTIME) -timeout $(FUZZ_TIMEOUT) ./core/permission/
 	$(GO) test -run '^$$' -fuzz '^FuzzDecide$$' -fuzztime $(FUZZTIME) -timeout $(FUZZ_TIMEOUT) ./core/permission/
