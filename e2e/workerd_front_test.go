@@ -260,3 +260,28 @@ func frontWalkThrough(t *testing.T, s *server) {
 	code, body := frontRaw(t, s, "GET", "/v1/sessions/"+sid)
 	assert.Equal(t, http.StatusNotFound, code, "%s", body)
 }
+
+// TestWorkerdMalformedTokens: a REVENANT_TOKENS that does not parse (the
+// second entry has no token) serves nobody: every request, /healthz
+// included, is a 500 that says the front did not start, no tree object is
+// created, and the Worker's log names the bad entry by position without
+// printing any token.
+func TestWorkerdMalformedTokens(t *testing.T) {
+	w := startWorkerdWith(t, "", "REVENANT_TOKENS:alice:secret-token-1,secret-entry-2")
+	alice := w.as(t, "secret-token-1")
+	before := w.treeFiles(t)
+	for _, rq := range []struct{ method, path string }{
+		{"GET", "/healthz"},
+		{"GET", "/v1/sessions"},
+		{"POST", "/v1/sessions"},
+		{"GET", "/v1/sessions/abc"},
+	} {
+		code, body := frontRaw(t, alice, rq.method, rq.path)
+		assert.Equal(t, http.StatusInternalServerError, code, "%s %s", rq.method, rq.path)
+		assert.JSONEq(t, `{"error":{"type":"internal","message":"the front did not start; see the Worker's log"}}`, body, "%s %s", rq.method, rq.path)
+	}
+	assert.Equal(t, before, w.treeFiles(t), "no tree object was created")
+	w.waitLog(t, "REVENANT_TOKENS: entry 2 (counting from 1, comma-separated) is not principal:token", waitTimeout)
+	assert.NotContains(t, w.logs.String(), "secret-token-1", "the log never prints a token")
+	assert.NotContains(t, w.logs.String(), "secret-entry-2", "the log never prints a token")
+}
