@@ -210,7 +210,7 @@ func startBench(t *testing.T, target benchTarget, paced bool) *workerd {
 	t.Helper()
 	wd, err := os.Getwd()
 	require.NoError(t, err)
-	w := &workerd{root: filepath.Dir(wd), config: target.config, state: t.TempDir(), port: freePort(t)}
+	w := &workerd{root: filepath.Dir(wd), config: target.config, state: t.TempDir(), tmp: t.TempDir(), port: freePort(t)}
 	t.Cleanup(func() { w.kill(t) })
 	w.startRun(t, target, paced)
 	return w

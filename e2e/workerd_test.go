@@ -152,6 +152,9 @@ func (w *workerd) start(t *testing.T) {
 		cmd.Args = append(cmd.Args, "--var", v)
 	}
 	cmd.Dir = w.root
+	if w.tmp == "" {
+		w.tmp = t.TempDir() // kept for restarts: the scratch files go with the test
+	}
 	cmd.Env = wranglerEnv(w.tmp)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	out, err := cmd.StdoutPipe()
