@@ -82,12 +82,15 @@ func LoopbackHost(hostport string) bool {
 	if !ok {
 		return false
 	}
+	bracketed := strings.HasPrefix(hostport, "[")
 	name = strings.TrimSuffix(strings.ToLower(name), ".")
-	if name == "localhost" {
+	if name == "localhost" && !bracketed {
 		return true
 	}
 	addr, err := netip.ParseAddr(name)
-	return err == nil && addr.Zone() == "" && addr.Unmap().IsLoopback()
+	// Brackets hold an IPv6 address only (RFC 3986's IP-literal): "[127.0.0.1]"
+	// is no host a client would send, and net/url refuses it.
+	return err == nil && addr.Zone() == "" && addr.Unmap().IsLoopback() && (addr.Is6() || !bracketed)
 }
 
 // hostName splits the port off a Host header: "name", "name:port",
