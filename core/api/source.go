@@ -82,15 +82,23 @@ func LoopbackHost(hostport string) bool {
 	if !ok {
 		return false
 	}
-	bracketed := strings.HasPrefix(hostport, "[")
+	if strings.Contains(name, ":") {
+		// An IPv6 address, in brackets or bare: taken as it is written
+		// (no trailing dot), as net/url reads it.
+		addr, err := netip.ParseAddr(name)
+		return err == nil && addr.Is6() && addr.Zone() == "" && addr.Unmap().IsLoopback()
+	}
+	if strings.HasPrefix(hostport, "[") {
+		// Brackets hold an IPv6 address only (RFC 3986's IP-literal):
+		// "[127.0.0.1]" is no Host a client sends, and net/url refuses it.
+		return false
+	}
 	name = strings.TrimSuffix(strings.ToLower(name), ".")
-	if name == "localhost" && !bracketed {
+	if name == "localhost" {
 		return true
 	}
 	addr, err := netip.ParseAddr(name)
-	// Brackets hold an IPv6 address only (RFC 3986's IP-literal): "[127.0.0.1]"
-	// is no host a client would send, and net/url refuses it.
-	return err == nil && addr.Zone() == "" && addr.Unmap().IsLoopback() && (addr.Is6() || !bracketed)
+	return err == nil && addr.Zone() == "" && addr.Unmap().IsLoopback()
 }
 
 // hostName splits the port off a Host header: "name", "name:port",
