@@ -61,32 +61,16 @@ func percentiles(b *testing.B, ds []time.Duration) {
 
 // BenchmarkInstantiateBoot: a fresh guest on an existing tree, from
 // Instantiate (the Go runtime's _initialize) to a finished boot sweep.
-func BenchmarkInstantiateBoot(b *testing.B) {
-	e := benchEnv(b, runtime.Options{})
-	m := compiled(b)
-	ctx := context.Background()
-	var ds []time.Duration
-	cpu0 := cpuTime()
-	for b.Loop() {
-		start := time.Now()
-		g, err := m.Instantiate(ctx, runtime.Options{Conn: e.conn, Services: e.s})
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := g.Boot(ctx, e.cfg); err != nil {
-			b.Fatal(err)
-		}
-		ds = append(ds, time.Since(start))
-		g.Close(ctx)
-	}
-	b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/float64(b.N), "cpu-µs/op")
-	percentiles(b, ds)
-}
+func BenchmarkInstantiateBoot(b *testing.B) { benchInstantiate(b, true) }
 
 // BenchmarkInstantiate: BenchmarkInstantiateBoot's first part, Instantiate
 // alone (wazero's instantiation, the Go runtime's _initialize and package
 // inits); the rest is the boot.
-func BenchmarkInstantiate(b *testing.B) {
+func BenchmarkInstantiate(b *testing.B) { benchInstantiate(b, false) }
+
+// benchInstantiate times a guest's instantiation on an existing tree, with
+// its boot when boot is set, and reports CPU per op and percentiles.
+func benchInstantiate(b *testing.B, boot bool) {
 	e := benchEnv(b, runtime.Options{})
 	m := compiled(b)
 	ctx := context.Background()
@@ -97,6 +81,11 @@ func BenchmarkInstantiate(b *testing.B) {
 		g, err := m.Instantiate(ctx, runtime.Options{Conn: e.conn, Services: e.s})
 		if err != nil {
 			b.Fatal(err)
+		}
+		if boot {
+			if err := g.Boot(ctx, e.cfg); err != nil {
+				b.Fatal(err)
+			}
 		}
 		ds = append(ds, time.Since(start))
 		g.Close(ctx)
