@@ -68,6 +68,19 @@ func (c *askRun) admit(n *treetest.Node, clientID, text string) (string, error) 
 	return a.PromptID, err
 }
 
+// parked creates the session and admits "paint it", whose turn parks on
+// one question: the prompt's id and that question.
+func (c *askRun) parked(t *testing.T, n *treetest.Node) (string, core.Blocker) {
+	t.Helper()
+	n.NewSession(c.sid)
+	pid, err := c.admit(n, "p1", "paint it")
+	require.NoError(t, err)
+	n.Idle()
+	asked := questions(t, n, c.sid)
+	require.Len(t, asked, 1)
+	return pid, asked[0]
+}
+
 // questions lists the session's pending questions through the instance.
 func questions(t *testing.T, n *treetest.Node, sid string) []core.Blocker {
 	t.Helper()
@@ -284,11 +297,7 @@ func TestQuestionKilledAtEveryCommit(t *testing.T) {
 func TestQuestionRepliesRace(t *testing.T) {
 	c := newAskRun(t)
 	n := c.boot(t)
-	n.NewSession(c.sid)
-	_, err := c.admit(n, "p1", "paint it")
-	require.NoError(t, err)
-	n.Idle()
-	q := questions(t, n, c.sid)[0]
+	_, q := c.parked(t, n)
 
 	replies := []core.Reply{
 		{Kind: event.KindQuestion, ResponseID: "a", Answers: [][]string{{"red"}}},
@@ -358,11 +367,7 @@ func TestQuestionReplyRacesInterrupt(t *testing.T) {
 		t.Run(fmt.Sprintf("%s%d", order, i), func(t *testing.T) {
 			c := newAskRun(t)
 			n := c.boot(t)
-			n.NewSession(c.sid)
-			_, err := c.admit(n, "p1", "paint it")
-			require.NoError(t, err)
-			n.Idle()
-			q := questions(t, n, c.sid)[0]
+			_, q := c.parked(t, n)
 
 			replied := make(chan error, 1)
 			doReply := func() {
@@ -514,11 +519,7 @@ func dumpTables(t *testing.T, tr *treetest.Tree) map[string][][]any {
 func TestQuestionSurvivesShutdownAndKill(t *testing.T) {
 	c := newAskRun(t)
 	n := c.boot(t)
-	n.NewSession(c.sid)
-	pid, err := c.admit(n, "p1", "paint it")
-	require.NoError(t, err)
-	n.Idle()
-	q := questions(t, n, c.sid)[0]
+	pid, q := c.parked(t, n)
 
 	require.NoError(t, n.Inst.Close(ctx))
 	n2 := c.boot(t)
@@ -534,7 +535,7 @@ func TestQuestionSurvivesShutdownAndKill(t *testing.T) {
 	assert.Empty(t, treetest.Terminals(evs))
 	assert.Equal(t, "running", c.tr.PromptState(pid))
 
-	_, err = n3.Inst.Reply(ctx, c.sid, q.ID, core.Reply{ResponseID: "r1", Answers: [][]string{{"red"}}})
+	_, err := n3.Inst.Reply(ctx, c.sid, q.ID, core.Reply{ResponseID: "r1", Answers: [][]string{{"red"}}})
 	require.NoError(t, err)
 	n3.Idle()
 	assert.Equal(t, "succeeded", c.tr.PromptState(pid))
@@ -704,18 +705,17 @@ func TestReplyThroughStorageFaults(t *testing.T) {
 			c := newAskRun(t)
 			f := c.tr.Faults()
 			n := c.boot(t)
-			n.NewSession(c.sid)
-			pid, err := c.admit(n, "p1", "paint it")
-			require.NoError(t, err)
-			n.Idle()
-			q := questions(t, n, c.sid)[0]
+			pid, q := c.parked(t, n)
 
 			if fault == "late-ioerr" {
 				f.FailLateCommits(1, faultvfs.IOErrFsync)
 			} else {
 				f.FailFor(10*time.Second, faultvfs.Full)
 			}
-			var res core.Resolution
+			var (
+				res core.Resolution
+				err error
+			)
 			waits := c.tr.Drive(func() {
 				res, err = n.Inst.Reply(ctx, c.sid, q.ID, core.Reply{ResponseID: "r1", Answers: [][]string{{"red"}}})
 			})
@@ -740,13 +740,8 @@ func TestReplyThroughStorageFaults(t *testing.T) {
 func TestCancelledCallHasAResultInTheNextRequest(t *testing.T) {
 	c := newAskRun(t)
 	n := c.boot(t)
-	n.NewSession(c.sid)
-	_, err := c.admit(n, "p1", "paint it")
-	require.NoError(t, err)
-	n.Idle()
-	asked := questions(t, n, c.sid)
-	require.Len(t, asked, 1)
-	_, err = n.Inst.Reply(ctx, c.sid, asked[0].ID, core.Reply{Kind: event.KindQuestion, ResponseID: "r1", Cancel: true})
+	_, q := c.parked(t, n)
+	_, err := n.Inst.Reply(ctx, c.sid, q.ID, core.Reply{Kind: event.KindQuestion, ResponseID: "r1", Cancel: true})
 	require.NoError(t, err)
 	n.Idle()
 
@@ -779,18 +774,13 @@ func TestCancelledCallHasAResultInTheNextRequest(t *testing.T) {
 func TestQuestionReplyMessageIsBounded(t *testing.T) {
 	c := newAskRun(t)
 	n := c.boot(t)
-	n.NewSession(c.sid)
-	_, err := c.admit(n, "p1", "paint it")
-	require.NoError(t, err)
-	n.Idle()
-	asked := questions(t, n, c.sid)
-	require.Len(t, asked, 1)
+	_, q := c.parked(t, n)
 	long := strings.Repeat("m", core.MaxReplyMessage+1)
 	for _, r := range []core.Reply{
 		{Kind: event.KindQuestion, ResponseID: "r1", Cancel: true, Message: long},
 		{Kind: event.KindQuestion, ResponseID: "r2", Answers: [][]string{{"green"}}, Message: long},
 	} {
-		_, err = n.Inst.Reply(ctx, c.sid, asked[0].ID, r)
+		_, err := n.Inst.Reply(ctx, c.sid, q.ID, r)
 		assert.ErrorIs(t, err, core.ErrInvalid)
 	}
 	assert.Len(t, questions(t, n, c.sid), 1, "still pending")
