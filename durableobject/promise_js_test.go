@@ -191,3 +191,45 @@ func TestResponseFinishSendsWhatWaits(t *testing.T) {
 // waitIdle lets every goroutine that can run, run, and the JS promises
 // settled so far deliver, by waiting on a timer of zero delay.
 func waitIdle() { nextTask() }
+
+// A stream whose reader went away unnoticed (wrangler dev does not pass a
+// client's disconnect on) can keep desiredSize at 0 with ready already
+// resolved. What waited for ready is sent once it resolves, and ready is
+// not asked again in a loop: that loop of microtasks never yielded the
+// isolate, and every object and the front stopped answering.
+func TestResponseSendsOnceWhenReadyButFull(t *testing.T) {
+	fake := js.Global().Call("eval", `(() => {
+		const w = { desiredSize: 0, readies: 0, chunks: [], closed: new Promise(() => {}),
+			write(c) { w.chunks.push(new TextDecoder().decode(c)); return Promise.resolve(); },
+			close() { return Promise.resolve(); } };
+		// Past 100 asks, a ready that never settles: a spinning writer stops
+		// here instead of hanging the test.
+		Object.defineProperty(w, "ready", { get() { w.readies++; return w.readies > 100 ? new Promise(() => {}) : Promise.resolve(); } });
+		return w;
+	})()`)
+	chunks := func() []string {
+		var out []string
+		for i := range fake.Get("chunks").Length() {
+			out = append(out, fake.Get("chunks").Index(i).String())
+		}
+		return out
+	}
+	w := newResponseWriter(func(js.Value) {}, func() {})
+	w.mu.Lock()
+	w.open(fake)
+	w.mu.Unlock()
+
+	_, _ = io.WriteString(w, "event: one\n\n")
+	w.Flush()
+	waitIdle()
+	assert.Equal(t, []string{"event: one\n\n"}, chunks(), "sent once ready resolved")
+	assert.Equal(t, 1, fake.Get("readies").Int(), "ready asked once per wait")
+
+	_, _ = io.WriteString(w, "event: two\n\n")
+	w.Flush()
+	waitIdle()
+	assert.Equal(t, []string{"event: one\n\n", "event: two\n\n"}, chunks())
+	assert.Equal(t, 2, fake.Get("readies").Int())
+	w.finish()
+}
+

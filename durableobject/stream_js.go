@@ -53,12 +53,21 @@ var (
 		}
 		return nil
 	})
-	// streamReady: the stream took its chunks: send what waited.
+	// streamReady: the stream took its chunks: send what waited, as one
+	// chunk, whatever desiredSize says now. Checking it again (push) could
+	// spin: a stream whose reader went away unnoticed (wrangler dev does
+	// not pass a client's disconnect on) keeps desiredSize at 0 with ready
+	// already resolved, and ready.then → push → ready.then … is a
+	// microtask loop that never yields the isolate: every object and the
+	// front stopped answering (TestWorkerdStaleStreams).
 	streamReady = js.FuncOf(func(_ js.Value, args []js.Value) any {
 		if w := streamOf(args); w != nil {
 			w.mu.Lock()
 			w.waiting = false
-			w.push()
+			if !w.closed && !w.ended && w.buf.Len() > 0 {
+				w.send(w.buf.Bytes())
+				w.buf.Reset()
+			}
 			w.mu.Unlock()
 		}
 		return nil

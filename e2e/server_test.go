@@ -75,6 +75,15 @@ func (b *logBuffer) seen(text string) (bool, <-chan struct{}) {
 	return false, b.changed
 }
 
+// tail is the last n lines.
+func (b *logBuffer) tail(n int) string {
+	lines := strings.SplitAfter(b.String(), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "")
+}
+
 func (b *logBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()

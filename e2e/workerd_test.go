@@ -137,7 +137,12 @@ func startWorkerdWith(t *testing.T, tags string, vars ...string) *workerd {
 	root := requireWrangler(t)
 	main := buildObject(t, root, t.TempDir(), tags)
 	w := &workerd{root: root, config: testConfig(t, root, main), state: t.TempDir(), tmp: t.TempDir(), port: freePort(t), vars: vars}
-	t.Cleanup(func() { w.kill(t) })
+	t.Cleanup(func() {
+		w.kill(t)
+		if t.Failed() && w.logs != nil {
+			t.Logf("wrangler's output since its last start:\n%s", w.logs.tail(200))
+		}
+	})
 	w.start(t)
 	return w
 }
@@ -382,4 +387,24 @@ func workerdKillAfterInterrupt(t *testing.T, w *workerd) {
 	ta := sum.requireEnd(t, a, typeInterrupted, "user")
 	require.Empty(t, ta.resumes, "an interrupted turn never resumes:%s", describe(sum.log))
 	require.Len(t, ta.starts, 1)
+}
+
+// An event stream whose client went away, then more events for it: under
+// wrangler dev the disconnect does not reach the object, so its stream
+// stays open with nowhere to go. Every later request is still answered,
+// on that tree and elsewhere: a writer that kept asking such a stream
+// whether it was ready once spun forever and stopped the whole isolate.
+func TestWorkerdStaleStreams(t *testing.T) {
+	w := startWorkerdWith(t, "", "REVENANT_TOKENS:"+frontTokens, "REVENANT_OFFLINE_WORD_DELAY:"+workerdWordDelay)
+	s := w.as(t, "a-token")
+	sid, other := s.create(), s.create()
+	for i := range 20 {
+		for _, text := range []string{"read live, then left", "after the client left"} {
+			p := s.prompt(sid, fmt.Sprintf("turn %d: %s", i, text))
+			st := s.follow(sid, 0)
+			st.until("the turn's end", endOf(p))
+			st.close() // the client leaves; the object is not told
+		}
+		s.snapshot(other)
+	}
 }
