@@ -5,6 +5,7 @@ package durableobject
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"syscall/js"
@@ -81,15 +82,24 @@ func (w *responseWriter) Write(p []byte) (int, error) {
 	if !w.streaming() {
 		return w.buf.Write(p)
 	}
-	if w.closed {
+	if w.closed || w.ended {
 		return 0, context.Canceled
 	}
 	w.buf.Write(p)
+	if w.waiting && w.buf.Len() > maxBacklog {
+		w.buf.Reset()
+		w.end(false)
+		w.cancel()
+		return 0, errBacklog
+	}
 	if w.buf.Len() >= maxUnflushed {
 		w.push()
 	}
 	return len(p), nil
 }
+
+// errBacklog ends a stream whose client stopped taking its chunks.
+var errBacklog = errors.New("durableobject: the client is not reading the stream")
 
 // Flush starts streaming: the Response is sent now, with what was
 // written so far as its first chunk. Once streaming, it sends what was

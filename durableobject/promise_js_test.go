@@ -6,6 +6,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"strings"
 	"syscall/js"
 	"testing"
 
@@ -233,3 +234,41 @@ func TestResponseSendsOnceWhenReadyButFull(t *testing.T) {
 	w.finish()
 }
 
+// A client that stops taking the stream's chunks does not make the object
+// hold every later event: past maxBacklog waiting bytes the stream ends
+// (closed, the request's context cancelled, later writes refused), and
+// the client catches up from the log when it reconnects.
+func TestResponseEndsStreamPastBacklog(t *testing.T) {
+	fake := js.Global().Call("eval", `(() => {
+		const w = { desiredSize: 0, writes: 0, closes: 0, closed: new Promise(() => {}),
+			ready: new Promise(() => {}), // the client never takes a chunk
+			write() { w.writes++; return new Promise(() => {}); },
+			close() { w.closes++; return new Promise(() => {}); } };
+		return w;
+	})()`)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	w := newResponseWriter(func(js.Value) {}, cancel)
+	w.mu.Lock()
+	w.open(fake)
+	w.mu.Unlock()
+
+	event := "data: " + strings.Repeat("x", 1000) + "\n\n"
+	var err error
+	n := 0
+	for ; err == nil && n < 2*maxBacklog/len(event); n++ {
+		_, err = io.WriteString(w, event)
+		w.Flush()
+		waitIdle()
+	}
+	require.ErrorIs(t, err, errBacklog, "the stream ends once maxBacklog bytes wait")
+	assert.Less(t, n, maxBacklog/len(event)+4, "ended just past the backlog")
+	assert.Error(t, ctx.Err(), "the handler's context is cancelled")
+	assert.Equal(t, 1, fake.Get("closes").Int(), "the stream is closed")
+	_, err = io.WriteString(w, event)
+	assert.Error(t, err, "later writes are refused")
+	w.finish()
+	streamsMu.Lock()
+	defer streamsMu.Unlock()
+	assert.Empty(t, streams)
+}

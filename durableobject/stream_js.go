@@ -25,8 +25,15 @@ import (
 // stream's promises may settle after its answer ended, so a per-stream
 // function could never be released (one leaked per streamed answer).
 
-// maxUnflushed bounds what Write buffers between Flushes.
+// maxUnflushed is what Write buffers between Flushes before it sends
+// (or, while the stream is busy, queues) a chunk of its own.
 const maxUnflushed = 32 << 10
+
+// maxBacklog bounds what waits for a stream that does not take its
+// chunks (a client that stopped reading): past it the stream ends, and
+// the client, reconnecting with Last-Event-ID, catches up from the log
+// instead of the object holding every event for it.
+const maxBacklog = 1 << 20
 
 // stream is a responseWriter's streaming state, under its mu.
 type stream struct {
