@@ -29,6 +29,10 @@ const (
 // ErrDenied is wrapped by every refusal of the egress policy.
 var ErrDenied = errors.New("egress denied")
 
+// ErrNotPermitted is wrapped by the error of a redirect the session's
+// permission rules do not allow outright (tool.Call.Permit).
+var ErrNotPermitted = errors.New("redirect not permitted")
+
 // ErrTooLarge is returned while reading a response body past the policy's
 // MaxResponseBytes.
 var ErrTooLarge = errors.New("response too large")

@@ -120,7 +120,7 @@ func (t *HTTPRequest) Execute(ctx context.Context, call tool.Call) (string, erro
 	}
 	setIdempotencyKey(req.Header, call.IdempotencyKey)
 
-	resp, final, redirected, err := follow(t.policy, t.client, req, a.Body)
+	resp, final, redirected, err := follow(t.policy, t.client, req, a.Body, call.Permit)
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", label, requestError(ctx, timeout, redirected, err))
 	}
