@@ -11,6 +11,13 @@
 //     answer in; the dialer's Control hook checks the socket's address once
 //     more just before connect (Egress.DialTargets, tools/web/webnet).
 //
+// The permission rules decide the first URL's host before the call runs
+// (httpargs.Resources); a redirect to another host is put to them too,
+// through the call's tool.Call.Permit, and refused unless they allow it
+// outright (redirect.go). A host that runs the tool without the session's
+// rules (the Worker, for the guest) gives no Permit, and then only the
+// egress policy checks redirects.
+//
 // The package speaks core/httpmsg, not net/http: a client is an
 // httpmsg.Doer, which does one round trip, and the http_request tool
 // follows redirects itself with net/http's rules (redirect.go), each hop
