@@ -147,6 +147,9 @@ func (e Egress) WithResolver(r Resolver) Egress {
 	return e
 }
 
+// Resolver is the resolver set with WithResolver, or nil.
+func (e Egress) Resolver() Resolver { return e.resolver }
+
 // WithLocalAddrs sets how this host's own addresses are listed: the
 // address rules refuse each of them, because a service bound to 0.0.0.0
 // answers on a public address of the host too. list runs at each check of
