@@ -72,7 +72,11 @@
 // the header can deduplicate. A webhook tool declares what its
 // configuration says; an idempotent one is re-sent after a crash with the
 // same key (also its webhook-id) and the same body, stamped and signed
-// afresh with the send time.
+// afresh with the send time. The HTTP client keeps to the same rule: only
+// an idempotent webhook's request is marked httpmsg.Request.Replayable, so
+// only it may be resent by net/http when a kept-alive connection closes
+// before the answer; any other request then fails, and the runner settles
+// the call as that error, never sending it again.
 //
 // Webhook requests are signed as the Standard Webhooks specification says
 // (webhook-id, webhook-timestamp, webhook-signature), so a receiver can use
