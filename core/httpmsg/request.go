@@ -28,10 +28,15 @@ type Request struct {
 	ContentLength int64
 	// RemoteAddr is the peer's address when the host knows it.
 	RemoteAddr string
-	// GetBody, when set, returns a fresh copy of the body, so a client may
-	// send the request again (net/http does after a reused connection
-	// closed under it). NewRequest sets it for the body types it sizes.
+	// GetBody, when set, returns a fresh copy of the body. NewRequest sets
+	// it for the body types it sizes.
 	GetBody func() (io.ReadCloser, error)
+	// Replayable says the receiver deduplicates the request (an
+	// idempotent webhook, by its key), so a client may send it again, with
+	// GetBody, after a connection failed under it when it cannot know
+	// whether the request arrived (net/http does, for a reused
+	// connection). Unset, a client never sends it twice.
+	Replayable bool
 
 	ctx        context.Context
 	pathValues map[string]string

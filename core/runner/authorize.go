@@ -123,3 +123,24 @@ func (t *turn) reauthorize(ctx context.Context, st state, c callRow, tl tool.Too
 	}
 	return t.authorizeCall(ctx, st, c, tl, last.Ordinal+1, req.Resources)
 }
+
+// permit is a running call's tool.Call.Permit under the session's policy:
+// a resource the call reaches beyond those it declared must be allowed
+// outright. A deny is refused, and so is an ask, since a running call
+// cannot park to ask a person; its approval, if any, covered only the
+// declared resources.
+func (t *turn) permit(st state, tl tool.Tool) func(...string) error {
+	policy := t.policy(st)
+	policy.Session, policy.Saved = slices.Clone(policy.Session), slices.Clone(policy.Saved) // the body runs on while the turn goes on
+	name, def := tl.Spec().Name, toolDefault(tl)
+	return func(resources ...string) error {
+		v := policy.Decide(name, def, resources)
+		switch v.Decision {
+		case permission.Allow:
+			return nil
+		case permission.Deny:
+			return fmt.Errorf("%s is declined by a permission rule (%s %q: deny)", v.Resource, v.Source, v.Rule.Resource)
+		}
+		return fmt.Errorf("%s would need approval by a permission rule (%s %q: %s), which a running call cannot ask for", v.Resource, v.Source, v.Rule.Resource, v.Decision)
+	}
+}

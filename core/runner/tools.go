@@ -43,7 +43,7 @@ func (t *turn) settle(ctx context.Context, st state, step *stepRow, c callRow) b
 		// Written before a body that may have run: never run it twice.
 		return t.settled(ctx, event.Settled{CallID: c.id, Outcome: event.OutcomeInterrupted, Output: UnknownOutcome}) == nil
 	case c.phase == event.PhaseExecuting:
-		return t.execute(ctx, tl, c, c.key)
+		return t.execute(ctx, tl, c, c.key, t.permit(st, tl))
 	}
 	// called (or authorizing): settleStep has authorized the call
 	// (authorize.go) before any side effect.
@@ -66,7 +66,7 @@ func (t *turn) run(ctx context.Context, st state, step *stepRow, c callRow, tl t
 	if err := t.append(ctx, false, event.ToolExecuting, event.Executing{CallID: c.id, IdempotencyKey: key}); err != nil {
 		return false
 	}
-	return t.execute(ctx, tl, c, key)
+	return t.execute(ctx, tl, c, key, t.permit(st, tl))
 }
 
 // settleInTree runs a tool whose effect lives in the tree's database inside
@@ -118,7 +118,9 @@ func (t *turn) settled(ctx context.Context, s event.Settled) error {
 // model to repeat its effect. That settlement lands before the stop's
 // record, which waits for execute, or not at all: an interrupt committed
 // past its grace period has released the claim, and the fence refuses it.
-func (t *turn) execute(ctx context.Context, tl tool.Tool, c callRow, key string) bool {
+//
+// permit is the body's tool.Call.Permit (authorize.go's permit).
+func (t *turn) execute(ctx context.Context, tl tool.Tool, c callRow, key string, permit func(...string) error) bool {
 	if ctx.Err() != nil {
 		return false // the call stays executing; recovery decides
 	}
@@ -142,7 +144,7 @@ func (t *turn) execute(ctx context.Context, tl tool.Tool, c callRow, key string)
 				done <- bodyResult{err: fmt.Errorf("tool panicked: %v", p)}
 			}
 		}()
-		out, err := tl.Execute(callCtx, tool.Call{ID: c.id, Name: c.name, Arguments: json.RawMessage(c.arguments), IdempotencyKey: key, SessionID: t.x.SessionID()})
+		out, err := tl.Execute(callCtx, tool.Call{ID: c.id, Name: c.name, Arguments: json.RawMessage(c.arguments), IdempotencyKey: key, SessionID: t.x.SessionID(), Permit: permit})
 		done <- bodyResult{out, err}
 	}()
 

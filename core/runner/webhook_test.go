@@ -108,3 +108,61 @@ func TestIdempotentWebhookKeyStableAcrossKill(t *testing.T) {
 	assert.Equal(t, e.IdempotencyKey, keys[0], "the key recorded before the kill is the key sent after it")
 	assert.Equal(t, "succeeded", tr.PromptState(promptID(t, tr, sid)))
 }
+
+// A non-idempotent webhook whose receiver reads the delivery and hangs up
+// on the kept-alive connection without answering is delivered once: the
+// call settles as an error (a known result, Ran), and neither the HTTP
+// client nor a restarted runner sends it again.
+func TestNonIdempotentWebhookHungUpOnIsDeliveredOnce(t *testing.T) {
+	var mu sync.Mutex
+	var keys []string
+	first := ""
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		keys = append(keys, r.Header.Get(web.IdempotencyKeyHeader))
+		hangUp := len(keys) == 2 && r.RemoteAddr == first
+		if first == "" {
+			first = r.RemoteAddr
+		}
+		mu.Unlock()
+		if hangUp {
+			if c, _, err := http.NewResponseController(w).Hijack(); assert.NoError(t, err) {
+				_ = c.Close()
+			}
+			return
+		}
+		w.Write([]byte("ok"))
+	}))
+	t.Cleanup(srv.Close)
+	u, err := url.Parse(srv.URL)
+	require.NoError(t, err)
+	port, _ := strconv.Atoi(u.Port())
+	policy := webnet.Dialing(web.NewEgress()).WithPorts(port)
+	hook, err := web.NewWebhook(web.WebhookSpec{Name: "notify", Permission: "allow", URL: srv.URL, Secret: web.NewSecret("a-very-secret-webhook-key")}, policy)
+	require.NoError(t, err)
+
+	m := &scriptModel{steps: func(k int) scriptStep {
+		if k <= 2 {
+			return scriptStep{chunks: toolCall("notify", `{"n":1}`)}
+		}
+		return scriptStep{chunks: text("sent")}
+	}}
+	tr := treetest.New(t)
+	n := tr.Boot(newRunner(t, m, runner.NewConfig(), hook))
+	sid := n.NewSession("s")
+	n.Admit(sid, "notify twice")
+	n.Idle()
+	n.Crash()
+	tr.Boot(newRunner(t, m, runner.NewConfig(), hook)).Idle()
+
+	s := settlements(t, tr.Events(sid))
+	require.Len(t, s, 2)
+	assert.Equal(t, event.OutcomeOK, s[0].Outcome)
+	assert.Equal(t, event.OutcomeError, s[1].Outcome)
+	assert.True(t, s[1].Ran)
+	assert.Contains(t, s[1].Output, "the connection closed before an answer")
+	mu.Lock()
+	defer mu.Unlock()
+	require.Len(t, keys, 2, "each call delivered once")
+	assert.NotEqual(t, keys[0], keys[1])
+}

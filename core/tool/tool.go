@@ -41,6 +41,13 @@ type Call struct {
 	Arguments      json.RawMessage
 	IdempotencyKey string // stable across re-executions of the same call
 	SessionID      string
+	// Permit, when set, decides resources the call reaches as it runs
+	// beyond those Resources declared (http_request's redirect to another
+	// host) by the session's permission policy: nil when every one is
+	// allowed outright, an error naming the resource and the rule when
+	// one is denied or would need asking (a running call cannot stop to
+	// ask). The runner sets it; nil checks nothing more.
+	Permit func(resources ...string) error
 }
 
 // Registry is an immutable set of tools by name.

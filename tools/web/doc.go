@@ -11,6 +11,13 @@
 //     answer in; the dialer's Control hook checks the socket's address once
 //     more just before connect (Egress.DialTargets, tools/web/webnet).
 //
+// The permission rules decide the first URL's host before the call runs
+// (httpargs.Resources); a redirect to another host is put to them too,
+// through the call's tool.Call.Permit, and refused unless they allow it
+// outright (redirect.go). A host that runs the tool without the session's
+// rules (the Worker, for the guest) gives no Permit, and then only the
+// egress policy checks redirects.
+//
 // The package speaks core/httpmsg, not net/http: a client is an
 // httpmsg.Doer, which does one round trip, and the http_request tool
 // follows redirects itself with net/http's rules (redirect.go), each hop
@@ -65,7 +72,11 @@
 // the header can deduplicate. A webhook tool declares what its
 // configuration says; an idempotent one is re-sent after a crash with the
 // same key (also its webhook-id) and the same body, stamped and signed
-// afresh with the send time.
+// afresh with the send time. The HTTP client keeps to the same rule: only
+// an idempotent webhook's request is marked httpmsg.Request.Replayable, so
+// only it may be resent by net/http when a kept-alive connection closes
+// before the answer; any other request then fails, and the runner settles
+// the call as that error, never sending it again.
 //
 // Webhook requests are signed as the Standard Webhooks specification says
 // (webhook-id, webhook-timestamp, webhook-signature), so a receiver can use

@@ -29,6 +29,10 @@ const (
 // ErrDenied is wrapped by every refusal of the egress policy.
 var ErrDenied = errors.New("egress denied")
 
+// ErrNotPermitted is wrapped by the error of a redirect the session's
+// permission rules do not allow outright (tool.Call.Permit).
+var ErrNotPermitted = errors.New("redirect not permitted")
+
 // ErrTooLarge is returned while reading a response body past the policy's
 // MaxResponseBytes.
 var ErrTooLarge = errors.New("response too large")
@@ -142,6 +146,9 @@ func (e Egress) WithResolver(r Resolver) Egress {
 	e.resolver = r
 	return e
 }
+
+// Resolver is the resolver set with WithResolver, or nil.
+func (e Egress) Resolver() Resolver { return e.resolver }
 
 // WithLocalAddrs sets how this host's own addresses are listed: the
 // address rules refuse each of them, because a service bound to 0.0.0.0

@@ -120,7 +120,7 @@ func (t *HTTPRequest) Execute(ctx context.Context, call tool.Call) (string, erro
 	}
 	setIdempotencyKey(req.Header, call.IdempotencyKey)
 
-	resp, final, redirected, err := follow(t.policy, t.client, req, a.Body)
+	resp, final, redirected, err := follow(t.policy, t.client, req, a.Body, call.Permit)
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", label, requestError(ctx, timeout, redirected, err))
 	}
@@ -163,6 +163,10 @@ func requestError(ctx context.Context, timeout time.Duration, redirected *url.UR
 	}
 	if errors.Is(context.Cause(ctx), ErrTimeout) {
 		err = fmt.Errorf("%w after %s", ErrTimeout, timeout)
+	} else if errors.Is(err, io.EOF) { // from sending: io.ReadAll returns no EOF
+		// The server may have acted on the request before it hung up; it
+		// is not sent again (unless it is a replayable, deduplicated one).
+		err = fmt.Errorf("the connection closed before an answer, so the request may or may not have arrived: %w", err)
 	}
 	if redirected != nil {
 		err = fmt.Errorf("redirected to %s: %w", redirected.Redacted(), err)

@@ -33,6 +33,11 @@ import (
 //   - Every hop's URL is checked with the policy's CheckURL before it is
 //     sent (and the client checks it again, and its address when it
 //     dials): a redirect to a refused place is an error, never a request.
+//   - A hop to another host is also put to the session's permission rules
+//     (tool.Call.Permit, with the hop's httpargs.Resource): the call's own
+//     host was decided before it ran, the hop's was not. A hop the rules
+//     deny, or would ask a person about (a running call cannot stop to
+//     ask), is an error naming the host and the rule, never a request.
 
 // hop is where a redirect leads: the next request's method and URL, and
 // whether it carries the body again.
@@ -45,8 +50,9 @@ type hop struct {
 // follow sends first through c, then follows the redirects of the answers
 // as the rules above say. It returns the final answer and its URL, and the
 // last redirect target it followed or refused (nil: none), for messages.
-// body is first's body, kept to send again on 307 and 308.
-func follow(policy Egress, c httpmsg.Doer, first *httpmsg.Request, body string) (resp *httpmsg.Response, final, redirected *url.URL, err error) {
+// body is first's body, kept to send again on 307 and 308; permit is the
+// call's tool.Call.Permit (nil: no rules to ask).
+func follow(policy Egress, c httpmsg.Doer, first *httpmsg.Request, body string, permit func(...string) error) (resp *httpmsg.Response, final, redirected *url.URL, err error) {
 	ctx := first.Context()
 	initial := first.Header.Clone()
 	cur := first
@@ -76,6 +82,9 @@ func follow(policy Egress, c httpmsg.Doer, first *httpmsg.Request, body string) 
 		if err := policy.CheckURL(next.url); err != nil {
 			return nil, nil, redirected, err
 		}
+		if err := permitHop(permit, first.URL, next.url); err != nil {
+			return nil, nil, redirected, err
+		}
 		keepBody = keepBody && next.withBody
 		if !strip && !sameSite(first.URL, next.url) {
 			strip = true
@@ -94,6 +103,20 @@ func follow(policy Egress, c httpmsg.Doer, first *httpmsg.Request, body string) 
 		}
 		cur = req
 	}
+}
+
+// permitHop asks permit about a hop to next, unless it goes to the first
+// request's host, which the rules decided before the call ran (an approval
+// of the call covers it).
+func permitHop(permit func(...string) error, first, next *url.URL) error {
+	res := httpargs.Resource(next)
+	if permit == nil || res == httpargs.Resource(first) {
+		return nil
+	}
+	if err := permit(res); err != nil {
+		return fmt.Errorf("%w: %w", ErrNotPermitted, err)
+	}
+	return nil
 }
 
 // nextHop is where resp, the answer to req, redirects: ok false when it is

@@ -191,3 +191,36 @@ func TestRedirectReferer(t *testing.T) {
 	assert.Equal(t, "https://api.example.com/a?q=1", rt.reqs[1].Header.Get("Referer"))
 	assert.Empty(t, rt.reqs[2].Header.Values("Referer"), "none from https to http")
 }
+
+// TestRedirectPermitted: a hop to another host is put to the call's Permit
+// (the session's permission rules) with its resource; a refused one is an
+// error naming the host and the rule, and never sent. Hops back to the
+// call's own host, decided before it ran, are not asked about; without a
+// Permit, nothing is.
+func TestRedirectPermitted(t *testing.T) {
+	rt := &fakeTransport{respond: routes(map[string]func(*httpmsg.Request) (*httpmsg.Response, error){
+		"https://a.example.com/go":     redirectTo(302, "https://A.example.com./again"),
+		"https://A.example.com./again": redirectTo(307, "https://b.example.com/there"),
+		"https://b.example.com/there":  redirectTo(302, "https://c.example.com/end"),
+	})}
+	var asked []string
+	call := fetchCall(t, map[string]any{"url": "https://a.example.com/go"})
+	call.Permit = func(res ...string) error {
+		asked = append(asked, res...)
+		if res[0] == "http:c.example.com" {
+			return fmt.Errorf(`%s is declined by a permission rule (config "*": deny)`, res[0])
+		}
+		return nil
+	}
+	_, err := web.NewHTTPRequest(fetchPolicy(rt)).Execute(context.Background(), call)
+	require.ErrorIs(t, err, web.ErrNotPermitted)
+	assert.Equal(t, `GET https://a.example.com/go: redirected to https://c.example.com/end: redirect not permitted: http:c.example.com is declined by a permission rule (config "*": deny)`, err.Error())
+	assert.Equal(t, []string{"http:b.example.com", "http:c.example.com"}, asked, "the call's own host is not asked about")
+	assert.Equal(t, []string{"https://a.example.com/go", "https://A.example.com./again", "https://b.example.com/there"}, rt.urls(), "the refused hop is never sent")
+
+	rt.reqs = nil
+	call.Permit = nil
+	out, err := web.NewHTTPRequest(fetchPolicy(rt)).Execute(context.Background(), call)
+	require.NoError(t, err)
+	assert.Contains(t, out, "Final-URL: https://c.example.com/end")
+}

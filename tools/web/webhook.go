@@ -211,6 +211,10 @@ func (w *Webhook) Execute(ctx context.Context, call tool.Call) (string, error) {
 		req.Header.Set(CallIDHeader, call.ID)
 	}
 	setIdempotencyKey(req.Header, call.IdempotencyKey)
+	// Only an idempotent webhook's receiver deduplicates by key, so only
+	// it may have a delivery sent twice by a client that cannot tell
+	// whether a failed connection delivered it (httpmsg.Request.Replayable).
+	req.Replayable = w.spec.Idempotent
 
 	// One round trip: a redirect is an answer (an error below), never
 	// followed, so the signed body goes to the configured URL or nowhere.

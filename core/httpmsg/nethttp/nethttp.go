@@ -6,10 +6,29 @@
 // Portable packages (core/..., tools/web, the wasm guest) never import this
 // package: its whole point is that only a host's main program links
 // net/http.
+//
+// # Resends
+//
+// net/http's Transport sends a request again on a new connection when a
+// reused (pooled) one failed before the first byte of the answer, if it
+// deems the request replayable: a GET, HEAD, OPTIONS or TRACE, or any
+// request with an Idempotency-Key header, whose body it can reread. By
+// then the server may have received and acted on the request, so that
+// resend can deliver it twice, and revenant's tools send every request
+// with an Idempotency-Key. The rule here: a request is handed to net/http
+// as replayable only when its sender marked it so (httpmsg.Request's
+// Replayable, with GetBody: an idempotent webhook, whose receiver
+// deduplicates by key). Every other request is handed over with no GetBody
+// and a body that is never nil (an empty one when it has none), which net/http
+// never replays; it still retries one it knows it wrote nothing of. The
+// empty body changes nothing on the wire for GET, HEAD, DELETE or OPTIONS
+// (the transport sees it is empty and sends none); a POST, PUT or PATCH
+// without a body goes as an empty chunked body instead of Content-Length: 0.
 package nethttp
 
 import (
 	"errors"
+	"io"
 	"net/http"
 
 	"github.com/revenantrt/revenant/core/httpmsg"
@@ -102,9 +121,15 @@ func Outgoing(req *httpmsg.Request) (*http.Request, error) {
 		}
 		return nil, errors.New("send request: no URL")
 	}
+	replay := req.Replayable && req.GetBody != nil
 	body := req.Body
-	if body == httpmsg.NoBody {
+	switch {
+	case replay && body == httpmsg.NoBody:
 		body = http.NoBody
+	case !replay && (body == nil || body == httpmsg.NoBody):
+		// A nil or http.NoBody body makes a request replayable to net/http
+		// whatever GetBody is (see the package doc).
+		body = emptyBody{}
 	}
 	hreq, err := http.NewRequestWithContext(req.Context(), req.Method, req.URL.String(), body)
 	if err != nil {
@@ -122,11 +147,17 @@ func Outgoing(req *httpmsg.Request) (*http.Request, error) {
 	if req.ContentLength > 0 || req.ContentLength == 0 && (req.Body == nil || req.Body == httpmsg.NoBody) {
 		hreq.ContentLength = req.ContentLength
 	}
-	if req.GetBody != nil {
-		// net/http sends a request again on a new connection when a reused
-		// one closed before answering (and the request is idempotent or
-		// carries an Idempotency-Key), but only with a way to reread the body.
+	// Only a request marked replayable may be sent twice (package doc).
+	hreq.GetBody = nil
+	if replay {
 		hreq.GetBody = req.GetBody
 	}
 	return hreq, nil
 }
+
+// emptyBody is the body of a request without one that must not be
+// replayed: net/http replays a request whose body is nil or http.NoBody.
+type emptyBody struct{}
+
+func (emptyBody) Read([]byte) (int, error) { return 0, io.EOF }
+func (emptyBody) Close() error             { return nil }

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -66,50 +67,57 @@ func TestClientDoesNotFollowRedirects(t *testing.T) {
 	assert.Same(t, req, resp.Request)
 }
 
-// TestClientResendsAfterAReusedConnectionCloses: a request with a body sent
-// through the adapter can be sent again, as net/http does when the pooled
-// connection it reused closes before answering (here: the server reads the
-// second request on its first connection and hangs up). Without GetBody
-// passed through, net/http cannot reread the body and the call fails (EOF).
-func TestClientResendsAfterAReusedConnectionCloses(t *testing.T) {
+// hangUpServer answers the first request on its first connection, then
+// reads the second there and closes it without answering; requests on
+// later connections are answered. got lists every request it read, as
+// "METHOD body".
+type hangUpServer struct {
+	ln   net.Listener
+	mu   sync.Mutex
+	got  []string
+	done chan struct{}
+}
+
+func newHangUpServer(t *testing.T) *hangUpServer {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
+	s := &hangUpServer{ln: ln, done: make(chan struct{})}
 	var conns []net.Conn
-	done := make(chan struct{})
+	var wg sync.WaitGroup
 	go func() {
-		defer close(done)
+		defer close(s.done)
 		for n := 0; ; n++ {
 			c, err := ln.Accept()
 			if err != nil {
 				return
 			}
 			conns = append(conns, c)
-			go serveOneThenHangUp(c, n == 0)
+			wg.Add(1)
+			go func() { defer wg.Done(); s.serve(c, n == 0) }()
 		}
 	}()
 	t.Cleanup(func() {
 		_ = ln.Close()
-		<-done
+		<-s.done
 		for _, c := range conns {
 			_ = c.Close()
 		}
+		wg.Wait()
 	})
-	c := nethttp.Client(&http.Client{Transport: &http.Transport{}})
-	for i := range 2 {
-		req, err := httpmsg.NewRequest(context.Background(), "POST", "http://"+ln.Addr().String()+"/", strings.NewReader("body"))
-		require.NoError(t, err)
-		req.Header.Set("Idempotency-Key", "k")
-		resp, err := c.Do(req)
-		require.NoError(t, err, "request %d", i)
-		b, _ := io.ReadAll(resp.Body)
-		_ = resp.Body.Close()
-		assert.Equal(t, "got body", string(b), "request %d", i)
-	}
+	return s
 }
 
-// serveOneThenHangUp answers requests on c; with hangUp, it answers the
-// first and closes c once it has read the second.
-func serveOneThenHangUp(c net.Conn, hangUp bool) {
+func (s *hangUpServer) url() string { return "http://" + s.ln.Addr().String() + "/" }
+
+func (s *hangUpServer) requests() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.got...)
+}
+
+// serve answers requests on c; with hangUp, it answers the first and
+// closes c once it has read the second.
+func (s *hangUpServer) serve(c net.Conn, hangUp bool) {
 	defer c.Close()
 	r := bufio.NewReader(c)
 	for n := 0; ; n++ {
@@ -118,6 +126,9 @@ func serveOneThenHangUp(c net.Conn, hangUp bool) {
 			return
 		}
 		b, _ := io.ReadAll(req.Body)
+		s.mu.Lock()
+		s.got = append(s.got, req.Method+" "+string(b))
+		s.mu.Unlock()
 		if hangUp && n == 1 {
 			return
 		}
@@ -126,4 +137,69 @@ func serveOneThenHangUp(c net.Conn, hangUp bool) {
 			return
 		}
 	}
+}
+
+// sendTwice sends two requests made by mk through one client (so the
+// second reuses the first's connection) and returns the second's error.
+func sendTwice(t *testing.T, srv *hangUpServer, mk func() *httpmsg.Request) error {
+	t.Helper()
+	c := nethttp.Client(&http.Client{Transport: &http.Transport{}})
+	var last error
+	for i := range 2 {
+		resp, err := c.Do(mk())
+		if err == nil {
+			_, _ = io.ReadAll(resp.Body)
+			_ = resp.Body.Close()
+		}
+		if i == 0 {
+			require.NoError(t, err, "the first request is answered")
+		}
+		last = err
+	}
+	return last
+}
+
+// TestClientNeverResendsARequestNotMarkedReplayable: net/http resends a
+// request with an Idempotency-Key (or a GET) when the reused connection it
+// went on closes before answering, though the server read it. The adapter
+// hands it over so that it does not: the server reads the second request
+// once and the call fails, with a body or without, POST or GET.
+func TestClientNeverResendsARequestNotMarkedReplayable(t *testing.T) {
+	for _, tc := range []struct{ method, body string }{{"POST", "body"}, {"POST", ""}, {"GET", ""}} {
+		t.Run(tc.method+"/"+map[bool]string{true: "body", false: "empty"}[tc.body != ""], func(t *testing.T) {
+			srv := newHangUpServer(t)
+			n := 0
+			err := sendTwice(t, srv, func() *httpmsg.Request {
+				n++
+				var body io.Reader
+				if tc.body != "" {
+					body = strings.NewReader(tc.body)
+				}
+				req, err := httpmsg.NewRequest(context.Background(), tc.method, srv.url(), body)
+				require.NoError(t, err)
+				require.True(t, tc.body == "" || req.GetBody != nil, "NewRequest can reread the body")
+				req.Header.Set("Idempotency-Key", fmt.Sprint("k", n))
+				return req
+			})
+			require.Error(t, err, "the second request's connection closed unanswered")
+			want := tc.method + " " + tc.body
+			assert.Equal(t, []string{want, want}, srv.requests(), "each request read once: the second is not sent again")
+		})
+	}
+}
+
+// TestClientResendsAReplayableRequest: a request marked Replayable (an
+// idempotent webhook: the receiver deduplicates by key) is sent again on a
+// new connection, as net/http does, and that answer is the call's.
+func TestClientResendsAReplayableRequest(t *testing.T) {
+	srv := newHangUpServer(t)
+	err := sendTwice(t, srv, func() *httpmsg.Request {
+		req, err := httpmsg.NewRequest(context.Background(), "POST", srv.url(), strings.NewReader("body"))
+		require.NoError(t, err)
+		req.Header.Set("Idempotency-Key", "k")
+		req.Replayable = true
+		return req
+	})
+	require.NoError(t, err, "the second request is sent again and answered")
+	assert.Equal(t, []string{"POST body", "POST body", "POST body"}, srv.requests(), "the second request read twice")
 }

@@ -90,7 +90,14 @@ func Resources(raw json.RawMessage) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	return []string{"http:" + NormalizeHost(a.URL.Hostname())}, nil
+	return []string{Resource(a.URL)}, nil
+}
+
+// Resource is the permission resource of a request to u: "http:" and its
+// host, normalized (NormalizeHost). tools/web asks the session's policy
+// about each redirect's Resource too.
+func Resource(u *url.URL) string {
+	return "http:" + NormalizeHost(u.Hostname())
 }
 
 // NormalizeHost lowercases a host and drops a trailing dot, so that

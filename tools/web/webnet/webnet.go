@@ -25,7 +25,8 @@ type DialFunc func(ctx context.Context, network, address string) (net.Conn, erro
 // and with this host's interface addresses as the addresses the policy
 // refuses as its own (web.Egress.WithLocalAddrs), unless p already has a
 // list: the policy a host with sockets builds its web tools with. Names
-// resolve with net.DefaultResolver unless p has a resolver.
+// resolve with net.DefaultResolver unless p has a resolver; either way a
+// lookup's error does not name the DNS server asked (Quiet).
 func Dialing(p web.Egress) web.Egress { return dialing(p, nil) }
 
 // DialingThrough is Dialing with dial connecting in place of the real
@@ -38,6 +39,11 @@ func dialing(p web.Egress, hook DialFunc) web.Egress {
 	if p.LocalAddrs() == nil {
 		p = p.WithLocalAddrs(InterfaceAddrs)
 	}
+	r := p.Resolver()
+	if r == nil {
+		r = net.DefaultResolver
+	}
+	p = p.WithResolver(Quiet(r))
 	return p.WithDialing(func(q web.Egress) httpmsg.Doer { return transport(dialContext(q, hook)) })
 }
 
@@ -78,13 +84,15 @@ func dialContext(p web.Egress, hook DialFunc) DialFunc {
 		plain = (&net.Dialer{Timeout: dialTimeout}).DialContext
 	}
 	return func(ctx context.Context, network, address string) (net.Conn, error) {
-		addrs, trusted, err := p.DialTargets(ctx, address, net.DefaultResolver)
+		addrs, trusted, err := p.DialTargets(ctx, address, Quiet(net.DefaultResolver))
 		if err != nil {
 			return nil, err
 		}
 		if trusted {
-			// The operator's own webhook destination: dialed as configured.
-			return plain(ctx, network, address)
+			// The operator's own webhook destination: dialed as configured
+			// (the dialer resolves a name itself).
+			conn, err := plain(ctx, network, address)
+			return conn, withoutServer(err)
 		}
 		var errs []error
 		for _, a := range addrs {
@@ -136,4 +144,38 @@ func InterfaceAddrs() ([]netip.Addr, error) {
 		}
 	}
 	return out, nil
+}
+
+// Quiet returns r with the DNS server's address dropped from its errors:
+// "lookup a.example on 10.0.0.53:53: no such host" reads "lookup
+// a.example: no such host". The error reaches the model, which has no
+// business knowing the host's internal resolver.
+func Quiet(r web.Resolver) web.Resolver { return quietResolver{r} }
+
+type quietResolver struct{ r web.Resolver }
+
+func (q quietResolver) LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error) {
+	addrs, err := q.r.LookupNetIP(ctx, network, host)
+	return addrs, withoutServer(err)
+}
+
+// withoutServer is err without the DNS server's address, for a
+// *net.DNSError alone or under a dial's *net.OpError (copies: a lookup's
+// error may be shared by the callers it answered).
+func withoutServer(err error) error {
+	switch e := err.(type) {
+	case *net.DNSError:
+		if e.Server != "" {
+			c := *e
+			c.Server = ""
+			return &c
+		}
+	case *net.OpError:
+		if inner := withoutServer(e.Err); inner != e.Err {
+			c := *e
+			c.Err = inner
+			return &c
+		}
+	}
+	return err
 }
