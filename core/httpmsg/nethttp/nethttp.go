@@ -18,12 +18,15 @@
 // with an Idempotency-Key. The rule here: a request is handed to net/http
 // as replayable only when its sender marked it so (httpmsg.Request's
 // Replayable, with GetBody: an idempotent webhook, whose receiver
-// deduplicates by key). Every other request is handed over with no GetBody
-// and a body that is never nil (an empty one when it has none), which net/http
-// never replays; it still retries one it knows it wrote nothing of. The
-// empty body changes nothing on the wire for GET, HEAD, DELETE or OPTIONS
-// (the transport sees it is empty and sends none); a POST, PUT or PATCH
-// without a body goes as an empty chunked body instead of Content-Length: 0.
+// deduplicates by key). Every other request is handed over with no GetBody,
+// and, when it has no body but net/http would replay it (a GET, HEAD,
+// OPTIONS or TRACE, or a request with an idempotency key), with an empty
+// body that is not nil, which net/http never replays; it still retries
+// one it knows it wrote nothing of. The empty body changes nothing on the
+// wire for GET, HEAD or OPTIONS (the transport sees it is empty and sends
+// none); a POST, PUT or PATCH with an idempotency key and no body goes as
+// an empty chunked body instead of Content-Length: 0 (one without a key
+// keeps Content-Length: 0: net/http never replays it).
 package nethttp
 
 import (
@@ -127,9 +130,15 @@ func Outgoing(req *httpmsg.Request) (*http.Request, error) {
 	case replay && body == httpmsg.NoBody:
 		body = http.NoBody
 	case !replay && (body == nil || body == httpmsg.NoBody):
-		// A nil or http.NoBody body makes a request replayable to net/http
-		// whatever GetBody is (see the package doc).
-		body = emptyBody{}
+		if safeMethod(req.Method) || idempotencyKeyed(req.Header) {
+			// Without a body, net/http replays a GET, HEAD, OPTIONS or TRACE,
+			// and any request with an idempotency key (see the package doc).
+			body = emptyBody{}
+		} else {
+			// A POST, PUT, … without a key is never replayed: no body at
+			// all keeps its Content-Length: 0 (an emptyBody goes chunked).
+			body = nil
+		}
 	}
 	hreq, err := http.NewRequestWithContext(req.Context(), req.Method, req.URL.String(), body)
 	if err != nil {
@@ -153,6 +162,20 @@ func Outgoing(req *httpmsg.Request) (*http.Request, error) {
 		hreq.GetBody = req.GetBody
 	}
 	return hreq, nil
+}
+
+// safeMethod: the methods net/http deems replayable.
+func safeMethod(m string) bool {
+	switch m {
+	case "", "GET", "HEAD", "OPTIONS", "TRACE":
+		return true
+	}
+	return false
+}
+
+// idempotencyKeyed: the headers that make any method replayable to net/http.
+func idempotencyKeyed(h httpmsg.Header) bool {
+	return len(h.Values("Idempotency-Key")) > 0 || len(h.Values("X-Idempotency-Key")) > 0
 }
 
 // emptyBody is the body of a request without one that must not be

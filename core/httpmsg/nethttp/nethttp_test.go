@@ -203,3 +203,22 @@ func TestClientResendsAReplayableRequest(t *testing.T) {
 	require.NoError(t, err, "the second request is sent again and answered")
 	assert.Equal(t, []string{"POST body", "POST body", "POST body"}, srv.requests(), "the second request read twice")
 }
+
+// A POST without a body or an idempotency key keeps its Content-Length: 0
+// (net/http never replays it, so it needs no stand-in body, which would
+// go chunked); one with a key goes with an empty body that is not
+// replayed.
+func TestOutgoingBodylessPost(t *testing.T) {
+	req, err := httpmsg.NewRequest(context.Background(), "POST", "http://127.0.0.1/", nil)
+	require.NoError(t, err)
+	hreq, err := nethttp.Outgoing(req)
+	require.NoError(t, err)
+	assert.Nil(t, hreq.Body, "no body: Content-Length: 0 on the wire")
+	assert.Nil(t, hreq.GetBody)
+
+	req.Header.Set("Idempotency-Key", "k")
+	hreq, err = nethttp.Outgoing(req)
+	require.NoError(t, err)
+	assert.NotNil(t, hreq.Body, "a keyed request without a body must not look replayable")
+	assert.Nil(t, hreq.GetBody)
+}
