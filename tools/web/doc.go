@@ -15,7 +15,7 @@
 // (httpargs.Resources); a redirect to another host is put to them too,
 // through the call's tool.Call.Permit, and refused unless they allow it
 // outright (redirect.go). A host that runs the tool without the session's
-// rules (the Worker, for the guest) gives no Permit, and then only the
+// rules (wasm/runtime/serve, for a wasip1 guest) gives no Permit, and then only the
 // egress policy checks redirects.
 //
 // The package speaks core/httpmsg, not net/http: a client is an
