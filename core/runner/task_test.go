@@ -459,6 +459,21 @@ func askingChild(t *testing.T, tr *treetest.Tree, m model.Model) (*treetest.Node
 	return n, qs[0]
 }
 
+// A child parked on its question is "waiting" in its parent's list of
+// children, as its own snapshot says: both derive the status the same way.
+func TestChildWaitingOnQuestionIsWaitingInParentSnapshot(t *testing.T) {
+	tr := treetest.New(t)
+	n, _ := askingChild(t, tr, offline.New(nil, offline.Options{}))
+	child, err := n.Inst.Snapshot(ctx, "root.1", 0, 10)
+	require.NoError(t, err)
+	assert.Equal(t, core.StatusWaiting, child.Status)
+	root, err := n.Inst.Snapshot(ctx, "root", 0, 10)
+	require.NoError(t, err)
+	require.Len(t, root.Children, 1)
+	assert.Equal(t, core.JobRunning, root.Children[0].Job)
+	assert.Equal(t, core.StatusWaiting, root.Children[0].Status, "the parent lists its child as the child's own snapshot does")
+}
+
 // A child that asks a question, with the instance killed at every commit
 // from the reply to the end (commit01/after=true: right after the reply
 // commits, the child's claim taken and its continuation not started): the
