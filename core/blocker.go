@@ -264,7 +264,7 @@ func notFound(kind, id string) error {
 	if kind == "" {
 		kind = "blocker"
 	}
-	return &Error{Code: ErrNotFound, Msg: fmt.Sprintf("no pending %s %s in this session", kind, id)}
+	return &Error{Code: ErrNotFound, Msg: fmt.Sprintf("no pending %s %s in this session", kind, Clip(id))}
 }
 
 // Reply resolves a blocker, first response wins (DESIGN §9). sessionID is

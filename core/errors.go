@@ -3,6 +3,7 @@ package core
 import (
 	"errors"
 	"fmt"
+	"unicode/utf8"
 )
 
 // Sentinel errors. Callers match them with errors.Is.
@@ -47,4 +48,22 @@ func (e *Error) Unwrap() error { return e.Code }
 // invalid is the caller's mistake, explained by msg.
 func invalid(format string, args ...any) error {
 	return &Error{Code: ErrInvalid, Msg: fmt.Sprintf(format, args...)}
+}
+
+// EchoLimit is how many bytes of a value the client sent an error message
+// repeats back (Clip).
+const EchoLimit = 64
+
+// Clip is a value from the request as an error message repeats it: whole up
+// to EchoLimit bytes, else its first EchoLimit bytes (cut at a character
+// boundary) and "…". A 60 KB id in a path is named, not sent back whole.
+func Clip(s string) string {
+	if len(s) <= EchoLimit {
+		return s
+	}
+	cut := EchoLimit
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }

@@ -357,14 +357,15 @@ type ChildInfo struct {
 	CallID     string
 	Background bool
 	Job        JobState // running while its parent's call (or notice) waits for it
-	Status     string   // busy or idle
+	Status     string   // busy, waiting or idle, as sessionStatus derives it
 	Turns      int
 }
 
 // readChildren lists a session's children in creation order.
 func readChildren(tx storage.Tx, parentID string) ([]ChildInfo, error) {
 	rows, err := tx.Query(`SELECT j.child_id, j.call_id, j.background,
-		j.state, EXISTS (SELECT 1 FROM claims c WHERE c.session_id = j.child_id), s.turns
+		j.state, EXISTS (SELECT 1 FROM claims c WHERE c.session_id = j.child_id),
+		EXISTS (SELECT 1 FROM blockers b WHERE b.session_id = j.child_id AND b.state = 'pending'), s.turns
 		FROM jobs j JOIN sessions s ON s.id = j.child_id WHERE j.parent_id = ? ORDER BY s.created_at, j.child_id`, parentID)
 	if err != nil {
 		return nil, fmt.Errorf("read children: %w", err)
@@ -373,14 +374,11 @@ func readChildren(tx storage.Tx, parentID string) ([]ChildInfo, error) {
 	for rows.Next() {
 		var c ChildInfo
 		var state string
-		var busy bool
-		if err := rows.Scan(&c.ID, &c.CallID, &c.Background, &state, &busy, &c.Turns); err != nil {
+		var claimed, blocked bool
+		if err := rows.Scan(&c.ID, &c.CallID, &c.Background, &state, &claimed, &blocked, &c.Turns); err != nil {
 			return nil, err
 		}
-		c.Job, c.Status = JobState(state), StatusIdle
-		if busy {
-			c.Status = StatusBusy
-		}
+		c.Job, c.Status = JobState(state), sessionStatus(claimed, blocked)
 		out = append(out, c)
 	}
 	return out, nil

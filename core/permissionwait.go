@@ -77,7 +77,7 @@ func (permissionV1) Judge(_ json.RawMessage, r Reply) (Verdict, error) {
 	case "":
 		return Verdict{}, invalid(`reply: "reply" is required: "once", "always" or "reject"`)
 	}
-	return Verdict{}, invalid(`reply: "reply" must be "once", "always" or "reject", not %q`, r.Decision)
+	return Verdict{}, invalid(`reply: "reply" must be "once", "always" or "reject", not %q`, Clip(r.Decision))
 }
 
 // DeclinedByUser is the start of what the model reads about a call the

@@ -43,7 +43,7 @@ func (inst *Instance) Admit(ctx context.Context, sessionID string, in PromptInpu
 		return Admission{}, invalid("admit prompt: empty text")
 	}
 	if in.Mode != event.ModeQueue && in.Mode != event.ModeReplace {
-		return Admission{}, invalid("admit prompt: mode %q", in.Mode)
+		return Admission{}, invalid("admit prompt: mode %q", Clip(in.Mode))
 	}
 	hash := bodyHash(in)
 	if in.ClientID != "" {
@@ -131,7 +131,7 @@ func (t *txw) admissionByClient(sessionID, clientID, hash string, a *Admission) 
 		return false, err
 	}
 	if stored != hash {
-		return false, &Error{Code: ErrConflict, Msg: fmt.Sprintf("prompt id %q was already used with a different body", clientID)}
+		return false, &Error{Code: ErrConflict, Msg: fmt.Sprintf("prompt id %q was already used with a different body", Clip(clientID))}
 	}
 	*a = Admission{PromptID: id, Duplicate: true}
 	return true, nil

@@ -61,13 +61,13 @@ func checkAnswers(req tool.QuestionRequest, answers [][]string) error {
 		for _, s := range a {
 			switch {
 			case len(q.Choices) > 0 && !slices.Contains(q.Choices, s):
-				return invalid("reply: %q is not a choice of question %s", s, n)
+				return invalid("reply: %q is not a choice of question %s", Clip(s), n)
 			case strings.TrimSpace(s) == "":
 				return invalid("reply: answer %s is empty", n)
 			case len(s) > MaxAnswerLen:
 				return invalid("reply: answer %s is longer than %d bytes", n, MaxAnswerLen)
 			case seen[s]:
-				return invalid("reply: answer %s repeats %q", n, s)
+				return invalid("reply: answer %s repeats %q", n, Clip(s))
 			}
 			seen[s] = true
 		}

@@ -55,7 +55,7 @@ func (inst *Instance) CreateSession(ctx context.Context, ns NewSession) (Session
 			return err
 		}
 		if exists {
-			return &Error{Code: ErrConflict, Msg: "create session " + id + ": already exists"}
+			return &Error{Code: ErrConflict, Msg: "create session " + Clip(id) + ": already exists"}
 		}
 		root, principal := id, ns.Principal
 		if ns.ParentID != "" {

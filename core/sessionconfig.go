@@ -51,7 +51,7 @@ func ParseSessionConfig(raw json.RawMessage) (SessionConfig, error) {
 			if typeErr.Field == "" {
 				return c, invalid("config must be a JSON object")
 			}
-			return c, invalid("config field %q must be %s", typeErr.Field, want)
+			return c, invalid("config field %q must be %s", Clip(typeErr.Field), want)
 		}
 		return c, invalid("config: %s", strings.TrimPrefix(err.Error(), "json: "))
 	}

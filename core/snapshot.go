@@ -87,14 +87,7 @@ func (inst *Instance) Snapshot(ctx context.Context, sessionID string, before int
 		if snap.Blockers, err = pendingBlockers(tx, `session_id = ?`, sessionID); err != nil {
 			return err
 		}
-		switch {
-		case snap.Claim != nil:
-			snap.Status = StatusBusy
-		case len(snap.Blockers) > 0:
-			snap.Status = StatusWaiting
-		default:
-			snap.Status = StatusIdle
-		}
+		snap.Status = sessionStatus(snap.Claim != nil, len(snap.Blockers) > 0)
 		if snap.Messages, snap.MoreBefore, err = readMessages(tx, sessionID, before, limit); err != nil {
 			return err
 		}
@@ -185,4 +178,19 @@ func (inst *Instance) Sessions(ctx context.Context) ([]Session, error) {
 		return nil
 	})
 	return out, err
+}
+
+// sessionStatus derives a session's status, never stored: busy while it has a
+// claim, waiting while it has none but a blocker of its own is pending (a turn
+// parked on a question), idle otherwise. A session's snapshot and its parent's
+// list of children both use it, so the two never disagree.
+func sessionStatus(claimed, blocked bool) string {
+	switch {
+	case claimed:
+		return StatusBusy
+	case blocked:
+		return StatusWaiting
+	default:
+		return StatusIdle
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/revenantrt/revenant/core"
 	"github.com/revenantrt/revenant/core/api"
 	"github.com/revenantrt/revenant/core/api/route"
 	"github.com/revenantrt/revenant/core/httpmsg"
@@ -236,19 +237,14 @@ func (c ListCursor) Encode() string {
 // api.MaxListLimit; a cursor this front returned). A nil cursor is the
 // first page.
 func ParseListQuery(q url.Values) (limit int, after *ListCursor, err error) {
-	limit = api.DefaultListLimit
-	if s := q.Get("limit"); q.Has("limit") {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 || n > api.MaxListLimit {
-			return 0, nil, &api.Error{Type: api.ErrInvalidRequest, Message: fmt.Sprintf("limit must be an integer from 1 to %d", api.MaxListLimit)}
-		}
-		limit = n
+	if limit, err = api.IntParam(q.Get("limit"), "limit", api.DefaultListLimit, 1, api.MaxListLimit); err != nil {
+		return 0, nil, err
 	}
 	s := q.Get("cursor")
 	if s == "" {
 		return limit, nil, nil
 	}
-	bad := &api.Error{Type: api.ErrInvalidRequest, Message: fmt.Sprintf("cursor %q is not one this server returned", s)}
+	bad := &api.Error{Type: api.ErrInvalidRequest, Message: fmt.Sprintf("cursor %q is not one this server returned", core.Clip(s))}
 	raw, err := base64.RawURLEncoding.DecodeString(s)
 	if err != nil {
 		return 0, nil, bad

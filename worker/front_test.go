@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/revenantrt/revenant/core/api"
 	"github.com/revenantrt/revenant/core/httpmsg/nethttp"
 	"github.com/revenantrt/revenant/worker"
 )
@@ -140,6 +141,19 @@ func TestListQuery(t *testing.T) {
 		_, _, err := worker.ParseListQuery(q)
 		assert.Error(t, err, q)
 	}
+}
+
+// The front reads limit as the local server does (api.IntParam): an empty
+// limit is the default, and a bad one is refused in the same words.
+func TestListQueryLimitAsLocal(t *testing.T) {
+	limit, _, err := worker.ParseListQuery(url.Values{"limit": {""}})
+	require.NoError(t, err)
+	assert.Equal(t, api.DefaultListLimit, limit)
+
+	_, _, err = worker.ParseListQuery(url.Values{"limit": {"x"}})
+	e := api.ErrorOf(err)
+	assert.Equal(t, api.ErrInvalidRequest, e.Type)
+	assert.Equal(t, "limit must be a whole number from 1 to 200", e.Message)
 }
 
 func TestNewRootIDIsValid(t *testing.T) {

@@ -448,3 +448,23 @@ func assertNoPieceOf(t *testing.T, text, secret string) {
 		assert.NotContains(t, text, secret[i:i+4], "the error prints part of the token")
 	}
 }
+
+// An optional prompt field given null is the same as absent (docs/api.md,
+// Conventions): mode null is a queue prompt, id null no key; a required
+// one given null is refused as empty.
+func TestPromptNullOptionalFieldsAreAbsent(t *testing.T) {
+	f := newFixture(t, treetest.NewDriver(16), nil)
+	c := f.client(t, "")
+	id := c.create()
+	p := "/v1/sessions/" + id + "/prompt"
+	var a struct {
+		PromptID  string `json:"prompt_id"`
+		Duplicate bool
+	}
+	require.Equal(t, http.StatusAccepted, c.do("POST", p, `{"text":"a","mode":null}`, &a))
+	require.Equal(t, http.StatusAccepted, c.do("POST", p, `{"text":"a","id":null}`, &a))
+	assert.False(t, a.Duplicate, "a null id is no key")
+	status, typ := c.errorType("POST", p, `{"text":null}`)
+	assert.Equal(t, http.StatusBadRequest, status)
+	assert.Equal(t, api.ErrInvalidRequest, typ)
+}

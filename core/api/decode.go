@@ -114,7 +114,7 @@ func decodeStrict(body []byte, v any, f fields, emptyOK bool) error {
 		case errors.As(err, &typeErr) && typeErr.Field == "":
 			return decodeFail(ProblemNotObject, "", "the request body must be a JSON object")
 		case errors.As(err, &typeErr):
-			return decodeFail(ProblemWrongType, typeErr.Field, fmt.Sprintf("field %q must be %s", typeErr.Field, jsonType(typeErr.Type.Kind().String())))
+			return decodeFail(ProblemWrongType, typeErr.Field, fmt.Sprintf("field %q must be %s", core.Clip(typeErr.Field), jsonType(typeErr.Type.Kind().String())))
 		}
 		return decodeFail(ProblemSyntax, "", "the request body is not a JSON object: "+err.Error())
 	}
@@ -182,12 +182,12 @@ func checkMembers(dec *json.Decoder, f fields, at string) error {
 				return decodeFail(ProblemSyntax, at, "the request body is not valid JSON")
 			}
 			if seen[name] {
-				return decodeFail(ProblemDuplicate, join(at, name), fmt.Sprintf("%sfield %q is given twice; each field may be given once", prefix(at), name))
+				return decodeFail(ProblemDuplicate, join(at, name), fmt.Sprintf("%sfield %q is given twice; each field may be given once", prefix(at), core.Clip(name)))
 			}
 			seen[name] = true
 			sub, known := f[name]
 			if f != nil && !known {
-				return decodeFail(ProblemUnknownField, join(at, name), fmt.Sprintf("%sunknown field %q%s", prefix(at), name, caseHint(f, name)))
+				return decodeFail(ProblemUnknownField, join(at, name), fmt.Sprintf("%sunknown field %q%s", prefix(at), core.Clip(name), caseHint(f, name)))
 			}
 			if err := checkMembers(dec, sub, join(at, name)); err != nil {
 				return err

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -13,6 +15,7 @@ import (
 	"github.com/revenantrt/revenant/core"
 	"github.com/revenantrt/revenant/core/api"
 	"github.com/revenantrt/revenant/core/httpmsg/nethttp"
+	"github.com/revenantrt/revenant/internal/treetest"
 )
 
 // Errors are answered by code: the sentinel or coded type decides the
@@ -96,4 +99,42 @@ func TestWriteError(t *testing.T) {
 	assert.Equal(t, "Bearer", w.Header().Get("WWW-Authenticate"))
 	assert.Equal(t, "application/json", w.Header().Get("Content-Type"))
 	assert.Equal(t, `{"error":{"type":"unauthorized","message":"a bearer token is required"}}`+"\n", w.Body.String())
+}
+
+// An error names a value the client sent without sending a huge one back
+// whole: a 60 KB question id in the path or a long field name comes back
+// as its first core.EchoLimit bytes and "…"; a message that quotes a value
+// some other way (a long config field, through the JSON decoder) is cut.
+func TestErrorsClipEchoedValues(t *testing.T) {
+	f := newFixture(t, treetest.NewDriver(16), nil)
+	c := f.client(t, "")
+	id := c.create()
+	clipped := strings.Repeat("q", core.EchoLimit) + "…"
+	p := "/v1/sessions/" + id + "/prompt"
+	for _, r := range []struct {
+		method, path, body string
+		named              bool // the message names the value, clipped
+	}{
+		{"POST", "/v1/sessions/" + id + "/questions/" + strings.Repeat("q", 60<<10), `{"answers":[["a"]],"response_id":"r"}`, true},
+		{"POST", p, `{"text":"a","` + strings.Repeat("q", 3000) + `":1}`, true},
+		{"POST", p, `{"text":"a","mode":"` + strings.Repeat("q", 3000) + `"}`, false},
+		{"POST", "/v1/sessions", `{"config":{"` + strings.Repeat("q", 3000) + `":1}}`, false},
+	} {
+		var e api.ErrorBody
+		status := c.do(r.method, r.path, r.body, &e)
+		assert.GreaterOrEqual(t, status, 400)
+		assert.Less(t, len(e.Error.Message), 1100, "%s %.60s: %.200s", r.method, r.path, e.Error.Message)
+		if r.named {
+			assert.Contains(t, e.Error.Message, clipped, "the value is named, clipped")
+		}
+	}
+}
+
+func TestClipCutsAtACharacter(t *testing.T) {
+	assert.Equal(t, "short", core.Clip("short"))
+	exact := strings.Repeat("a", core.EchoLimit)
+	assert.Equal(t, exact, core.Clip(exact))
+	got := core.Clip("a" + strings.Repeat("é", 40)) // 81 bytes; byte 64 is inside an é
+	assert.True(t, utf8.ValidString(got), got)
+	assert.Equal(t, "a"+strings.Repeat("é", 31)+"…", got)
 }

@@ -24,6 +24,9 @@ type memTrees struct {
 	n      int
 	fail   error          // returned by Get when set
 	gets   map[string]int // Get calls by tree: each would boot a tree not running
+	// prepare, when set, is called with each new tree before its instance
+	// boots (to fail its storage on demand, say).
+	prepare func(*treetest.Tree)
 }
 
 type memTree struct {
@@ -44,6 +47,9 @@ func (m *memTrees) Create(_ context.Context, rootID, principal string, init func
 	}
 	m.n++
 	tr := treetest.New(m.t)
+	if m.prepare != nil {
+		m.prepare(tr)
+	}
 	mt := &memTree{info: api.TreeInfo{RootID: rootID, Principal: principal, CreatedAt: int64(m.n)}, tree: tr, node: tr.Boot(m.driver)}
 	if err := init(mt.node.Inst); err != nil {
 		mt.node.Crash()

@@ -22,13 +22,21 @@ const subscriptionBuffer = 1024
 // gap or falls behind, and follows the tree to its next instance when the
 // one it subscribed to stops. Deltas carry no id. A ":" heartbeat comment is
 // sent every heartbeat interval.
+// streamHeaders sets the headers of an event stream, for a GET and a HEAD
+// alike: no proxy may cache or buffer it.
+func streamHeaders(w httpmsg.ResponseWriter) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.Header().Set("X-Accel-Buffering", "no")
+}
+
 func (h *TreeHandler) events(w httpmsg.ResponseWriter, r *httpmsg.Request, t *Tree) error {
 	inst, id := t.Instance, r.PathValue("id")
-	cursor := r.URL.Query().Get("after")
+	cursor, name := r.URL.Query().Get("after"), "after"
 	if last := r.Header.Get("Last-Event-ID"); last != "" {
-		cursor = last
+		cursor, name = last, "Last-Event-ID" // the error names where the bad value came from
 	}
-	after, err := int64Param(cursor, "after")
+	after, err := int64Param(cursor, name)
 	if err != nil {
 		return err
 	}
@@ -37,8 +45,7 @@ func (h *TreeHandler) events(w httpmsg.ResponseWriter, r *httpmsg.Request, t *Tr
 	}
 	if r.Method == httpmsg.MethodHead {
 		// The headers a GET would send, and no stream: a HEAD has no body.
-		w.Header().Set("Content-Type", "text/event-stream")
-		w.Header().Set("Cache-Control", "no-cache")
+		streamHeaders(w)
 		w.WriteHeader(httpmsg.StatusOK)
 		return nil
 	}
@@ -50,9 +57,7 @@ func (h *TreeHandler) events(w httpmsg.ResponseWriter, r *httpmsg.Request, t *Tr
 	sub := inst.Subscribe(id, subscriptionBuffer)
 	defer func() { sub.Close() }()
 
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
-	w.Header().Set("X-Accel-Buffering", "no")
+	streamHeaders(w)
 	w.WriteHeader(httpmsg.StatusOK)
 	if err := s.catchUp(r); err != nil {
 		h.log.Warn("event stream: read log", "session", id, "err", err)

@@ -13,10 +13,12 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/revenantrt/revenant/core/api"
 	"github.com/revenantrt/revenant/core/event"
 	"github.com/revenantrt/revenant/core/model"
 	"github.com/revenantrt/revenant/core/runner"
 	"github.com/revenantrt/revenant/core/tool"
+	"github.com/revenantrt/revenant/internal/treetest"
 )
 
 // feedModel streams whatever the test feeds it until the feed is closed.
@@ -208,4 +210,45 @@ func TestStreamSurvivesInstanceRestartAndSnapshotShowsPartialText(t *testing.T) 
 		types = append(types, fr.event)
 	}
 	assert.Contains(t, types, string(event.ExecutionSucceeded), "events of the new instance reached the stream")
+}
+
+// A HEAD on the event stream sends the headers a GET would, no proxy
+// buffering included, and no body.
+func TestEventsHeadSendsStreamHeaders(t *testing.T) {
+	f := newFixture(t, treetest.NewDriver(1), nil)
+	id := f.client(t, "").create()
+	req, err := http.NewRequest("HEAD", f.srv.URL+"/v1/sessions/"+id+"/events", nil)
+	require.NoError(t, err)
+	resp, err := f.srv.Client().Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Equal(t, "text/event-stream", resp.Header.Get("Content-Type"))
+	assert.Equal(t, "no-cache", resp.Header.Get("Cache-Control"))
+	assert.Equal(t, "no", resp.Header.Get("X-Accel-Buffering"))
+}
+
+// A bad cursor is refused naming where it came from: Last-Event-ID (which
+// wins over ?after=) or after.
+func TestEventsBadCursorNamesItsSource(t *testing.T) {
+	f := newFixture(t, treetest.NewDriver(1), nil)
+	id := f.client(t, "").create()
+	for _, c := range []struct{ after, last, want string }{
+		{"", "x", "Last-Event-ID must be a whole number of at least 0"},
+		{"1", "-1", "Last-Event-ID must be a whole number of at least 0"},
+		{"x", "", "after must be a whole number of at least 0"},
+	} {
+		req, err := http.NewRequest("GET", f.srv.URL+"/v1/sessions/"+id+"/events?after="+c.after, nil)
+		require.NoError(t, err)
+		if c.last != "" {
+			req.Header.Set("Last-Event-ID", c.last)
+		}
+		resp, err := f.srv.Client().Do(req)
+		require.NoError(t, err)
+		var e api.ErrorBody
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(&e))
+		resp.Body.Close()
+		assert.Equal(t, http.StatusBadRequest, resp.StatusCode)
+		assert.Equal(t, c.want, e.Error.Message)
+	}
 }

@@ -123,7 +123,15 @@ func (h *TreeHandler) interrupt(w httpmsg.ResponseWriter, r *httpmsg.Request, t 
 }
 
 func intParam(r *httpmsg.Request, name string, def, min, max int) (int, error) {
-	raw := r.URL.Query().Get(name)
+	return IntParam(r.URL.Query().Get(name), name, def, min, max)
+}
+
+// IntParam reads a whole-number query parameter named name from raw, its
+// value: def when raw is empty (absent or given empty, as for every query
+// parameter), else a whole number from min to max, or an invalid_request
+// error naming it. The local server and the Worker front both read limit
+// with it, so the two answer the same query the same way.
+func IntParam(raw, name string, def, min, max int) (int, error) {
 	if raw == "" {
 		return def, nil
 	}

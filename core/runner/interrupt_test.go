@@ -18,14 +18,23 @@ import (
 
 // An interrupt that arrives right after a call's `executing` commit is
 // answered only after the tool body, if it started at all, has stopped: no
-// body runs after the interrupt is committed (DESIGN §6.4).
+// body runs after the interrupt is committed (DESIGN §6.4). A body that
+// starts with no executing record (nothing would start the interrupt)
+// fails the test at once instead of hanging it.
 func TestNoToolBodyRunsAfterInterruptCommits(t *testing.T) {
 	tr := treetest.New(t)
 	var interruptDone atomic.Bool
 	var ranAfter atomic.Bool
 	var started atomic.Int32
+	var recorded atomic.Bool // the call's executing record was committed
+	unrecorded := make(chan struct{})
+	var unrecordedOnce sync.Once
 	act := tool.Func{DefaultPermission: "allow", Name: "act", Run: func(ctx context.Context, c tool.Call) (string, error) {
 		started.Add(1)
+		if !recorded.Load() {
+			unrecordedOnce.Do(func() { close(unrecorded) })
+			return "unrecorded", nil
+		}
 		<-ctx.Done() // a body that honours cancellation, slowly
 		if interruptDone.Load() {
 			ranAfter.Store(true)
@@ -37,6 +46,7 @@ func TestNoToolBodyRunsAfterInterruptCommits(t *testing.T) {
 	answered := make(chan struct{})
 	tr.Cfg = tr.Cfg.WithCommitHook(func(_ storage.Tx, ev event.Event) error {
 		if ev.Type == event.ToolExecuting {
+			recorded.Store(true)
 			once.Do(func() {
 				go func() {
 					_, err := n.Inst.Interrupt(context.Background(), "s", event.ReasonUser)
@@ -52,7 +62,11 @@ func TestNoToolBodyRunsAfterInterruptCommits(t *testing.T) {
 	n = tr.Boot(newRunner(t, m, runner.NewConfig(), act))
 	sid := n.NewSession("s")
 	pid := n.Admit(sid, "act now")
-	<-answered
+	select {
+	case <-answered:
+	case <-unrecorded:
+		require.FailNow(t, "the non-idempotent body ran without its executing record")
+	}
 	n.Idle()
 	assert.False(t, ranAfter.Load(), "the body ran on after the interrupt was answered")
 	assert.LessOrEqual(t, started.Load(), int32(1))

@@ -115,6 +115,13 @@ type received struct {
 // it; both false/empty mean the execution was stopped.
 func (s *streaming) run(ctx context.Context, req model.Request) (done bool, failure string) {
 	cfg, clock := s.t.r.cfg, s.t.x.Clock()
+	if ctx.Err() != nil {
+		// Stopped (an abandoned or superseded instance, a shutdown) after
+		// the step-start commit: a request now is wasted money and races
+		// the owner's own request for the same step; the fence covers
+		// writes only.
+		return false, ""
+	}
 	streamCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stream, err := s.t.r.model.Stream(streamCtx, req)
