@@ -4,6 +4,13 @@
 // *http.Request into a guest request and streams the response back (an
 // event stream flushes each event).
 //
+// The guest's runner decides each tool call before it asks the host to run
+// it; what the call reaches as it runs (an http_request redirect to another
+// host) the host puts to the operator's permission rules (Boot.Permissions)
+// and the tool's default, through tool.Call.Permit. The session's own rules
+// and its saved always rules live in the guest's database and are not
+// consulted there (permit.go).
+//
 // A Tree is safe for concurrent use; it serializes guest calls. A guest
 // that dies is replaced by a fresh one, booted on the same connection, at
 // the next use. Guest calls run with a context of their own: a client that

@@ -41,6 +41,8 @@ type Config struct {
 	Model ModelEgress
 	// Tools are the host's real tools (webhooks with their secrets,
 	// http_request with the egress policy), run for EgressTool requests.
+	// What a call reaches as it runs (an http_request redirect to another
+	// host) is put to Boot.Permissions, the operator's rules (permit.go).
 	Tools []tool.Tool
 	// ArmWake is told each time the guest arms the tree's wake-up (at, ms;
 	// every arm, even one later than an earlier armed time) or clears it
@@ -566,7 +568,8 @@ func (t *Tree) modelRequest(ctx context.Context, req abi.EgressRequest) (*httpms
 	return resp, nil
 }
 
-// toolRequest runs the HTTP side of a tool with the host's real tool.
+// toolRequest runs the HTTP side of a tool with the host's real tool, its
+// Permit under the operator's rules (permit.go).
 func (t *Tree) toolRequest(ctx context.Context, req abi.EgressRequest) (string, error) {
 	call, err := abi.DecodeToolCall(req.Body)
 	if err != nil {
@@ -574,7 +577,8 @@ func (t *Tree) toolRequest(ctx context.Context, req abi.EgressRequest) (string, 
 	}
 	for _, tl := range t.cfg.Tools {
 		if tl.Spec().Name == req.Target {
-			return tl.Execute(ctx, tool.Call{ID: call.ID, Name: call.Name, Arguments: call.Arguments, IdempotencyKey: call.IdempotencyKey, SessionID: call.SessionID})
+			return tl.Execute(ctx, tool.Call{ID: call.ID, Name: call.Name, Arguments: call.Arguments, IdempotencyKey: call.IdempotencyKey, SessionID: call.SessionID,
+				Permit: t.permit(tl)})
 		}
 	}
 	return "", fmt.Errorf("egress: no tool %q on this host", req.Target)

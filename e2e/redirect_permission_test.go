@@ -1,0 +1,146 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// redirectHost is an HTTP server on one loopback address that records the
+// paths it was asked for (its ledger), redirecting the paths in to.
+type redirectHost struct {
+	*httptest.Server
+	mu  sync.Mutex
+	got []string
+}
+
+func newRedirectHost(t *testing.T, ip string, to map[string]string) *redirectHost {
+	t.Helper()
+	ln, err := net.Listen("tcp", ip+":0")
+	require.NoError(t, err)
+	h := &redirectHost{}
+	h.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.mu.Lock()
+		h.got = append(h.got, r.URL.Path)
+		h.mu.Unlock()
+		if loc, ok := to[r.URL.Path]; ok {
+			http.Redirect(w, r, loc, http.StatusFound)
+			return
+		}
+		_, _ = io.WriteString(w, "reached "+ip)
+	}))
+	_ = h.Server.Listener.Close()
+	h.Server.Listener = ln
+	h.Start()
+	t.Cleanup(h.Close)
+	return h
+}
+
+func (h *redirectHost) paths() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]string(nil), h.got...)
+}
+
+func (h *redirectHost) port() int {
+	return int(netip.MustParseAddrPort(h.Listener.Addr().String()).Port())
+}
+
+// fetchingProvider is an OpenAI-compatible provider that calls
+// http_request on urls in turn: a request with k tool results gets a call
+// to urls[k], and text once every URL was fetched.
+func fetchingProvider(urls []string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Messages []struct {
+				Role string `json:"role"`
+			} `json:"messages"`
+		}
+		if json.NewDecoder(r.Body).Decode(&req) != nil {
+			http.Error(w, `{"error":{"message":"bad request"}}`, http.StatusBadRequest)
+			return
+		}
+		k := 0
+		for _, m := range req.Messages {
+			if m.Role == "tool" {
+				k++
+			}
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		send := func(chunk string) { fmt.Fprintf(w, "data: %s\n\n", chunk) }
+		if k < len(urls) {
+			args := quote(fmt.Sprintf(`{"url":%q}`, urls[k]))
+			send(fmt.Sprintf(`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_%d","type":"function","function":{"name":"http_request","arguments":%s}}]}}]}`, k, args))
+			send(`{"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}`)
+		} else {
+			send(`{"choices":[{"index":0,"delta":{"content":"done"}}]}`)
+			send(`{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`)
+		}
+		send("[DONE]")
+	}
+}
+
+// TestRedirectObeysOperatorPermissions is the review's repro on the local
+// server, in process and with trees as WebAssembly guests: the operator's
+// permissions deny http_request everywhere but 127.0.0.2 and 127.0.0.4,
+// and the egress policy allows 127.0.0.2 to .4. A GET to 127.0.0.2 that
+// redirects to 127.0.0.3 is refused at the redirect, naming the rule, and
+// 127.0.0.3 sees nothing; one that redirects to 127.0.0.4 is followed.
+func TestRedirectObeysOperatorPermissions(t *testing.T) {
+	eachMode(t, testRedirectObeysOperatorPermissions)
+}
+
+func testRedirectObeysOperatorPermissions(t *testing.T) {
+	denied := newRedirectHost(t, "127.0.0.3", nil)
+	allowed := newRedirectHost(t, "127.0.0.4", nil)
+	first := newRedirectHost(t, "127.0.0.2", map[string]string{"/to-denied": denied.URL + "/secret", "/to-allowed": allowed.URL + "/open"})
+	provider := httptest.NewServer(fetchingProvider([]string{first.URL + "/to-denied", first.URL + "/to-allowed"}))
+	defer provider.Close()
+
+	dir := t.TempDir()
+	conf := fmt.Sprintf(`{
+  "permissions": [
+    {"action": "http_request", "resource": "*", "decision": "deny"},
+    {"action": "http_request", "resource": "http:127.0.0.2", "decision": "allow"},
+    {"action": "http_request", "resource": "http:127.0.0.4", "decision": "allow"}
+  ],
+  "egress": {"schemes": ["http"], "ports": [%d, %d, %d], "allow_cidrs": ["127.0.0.2/32", "127.0.0.3/32", "127.0.0.4/32"]}
+}`, first.port(), denied.port(), allowed.port())
+	path := filepath.Join(dir, "config.json")
+	require.NoError(t, os.WriteFile(path, []byte(conf), 0o600))
+	s := startWith(t, filepath.Join(dir, "data"), "REVENANT_CONFIG="+path,
+		"OPENAI_BASE_URL="+provider.URL+"/v1", "OPENAI_API_KEY=sk-test", "REVENANT_MODEL=fake-model")
+	sid := s.create()
+	pid := s.prompt(sid, "fetch them")
+	sum := s.settle(sid, pid)
+	sum.requireEnd(t, pid, typeSucceeded, "")
+
+	type settled struct{ Outcome, Output string }
+	var got []settled
+	for _, e := range s.readLog(sid, s.snapshot(sid).Cursor) {
+		if e.Type == typeToolSettled {
+			var p settled
+			require.NoError(t, json.Unmarshal(e.Data, &p))
+			got = append(got, p)
+		}
+	}
+	require.Len(t, got, 2)
+	assert.Equal(t, "error", got[0].Outcome, got[0].Output)
+	assert.Contains(t, got[0].Output, `redirect not permitted: http:127.0.0.3 is declined by a permission rule (config "*": deny)`)
+	assert.Empty(t, denied.paths(), "nothing reached the denied host")
+	assert.Equal(t, "ok", got[1].Outcome, got[1].Output)
+	assert.Contains(t, got[1].Output, "reached 127.0.0.4")
+	assert.Equal(t, []string{"/open"}, allowed.paths())
+	assert.Equal(t, []string{"/to-denied", "/to-allowed"}, first.paths())
+}

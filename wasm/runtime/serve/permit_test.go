@@ -1,0 +1,177 @@
+package serve_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/revenantrt/revenant/core/permission"
+	"github.com/revenantrt/revenant/core/tool"
+	"github.com/revenantrt/revenant/tools/web"
+	"github.com/revenantrt/revenant/tools/web/webnet"
+	"github.com/revenantrt/revenant/wasm/abi"
+	"github.com/revenantrt/revenant/wasm/runtime"
+	"github.com/revenantrt/revenant/wasm/runtime/serve"
+)
+
+// ledgerServer is an HTTP server on one loopback address that records the
+// paths it was asked for, redirecting the paths in to.
+type ledgerServer struct {
+	*httptest.Server
+	mu  sync.Mutex
+	got []string
+}
+
+func newLedgerServer(t *testing.T, ip string, to map[string]string) *ledgerServer {
+	t.Helper()
+	ln, err := net.Listen("tcp", ip+":0")
+	require.NoError(t, err)
+	s := &ledgerServer{}
+	s.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		s.got = append(s.got, r.URL.Path)
+		s.mu.Unlock()
+		if loc, ok := to[r.URL.Path]; ok {
+			http.Redirect(w, r, loc, http.StatusFound)
+			return
+		}
+		_, _ = io.WriteString(w, "reached "+ip)
+	}))
+	_ = s.Server.Listener.Close()
+	s.Server.Listener = ln
+	s.Start()
+	t.Cleanup(s.Close)
+	return s
+}
+
+func (s *ledgerServer) paths() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.got...)
+}
+
+func (s *ledgerServer) port() int {
+	return int(netip.MustParseAddrPort(s.Listener.Addr().String()).Port())
+}
+
+// scriptedProvider is an OpenAI-compatible provider that answers its n-th
+// request with a call of http_request to urls[n], then with text.
+func scriptedProvider(t *testing.T, urls []string) *httptest.Server {
+	t.Helper()
+	var mu sync.Mutex
+	n := 0
+	p := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		mu.Lock()
+		k := n
+		n++
+		mu.Unlock()
+		w.Header().Set("Content-Type", "text/event-stream")
+		if k < len(urls) {
+			args := mustJSON(map[string]string{"url": urls[k]})
+			call := map[string]any{"index": 0, "id": fmt.Sprintf("c%d", k), "type": "function",
+				"function": map[string]any{"name": web.HTTPRequestName, "arguments": args}}
+			fmt.Fprintf(w, "data: %s\n\n", mustJSON(map[string]any{"choices": []any{map[string]any{"index": 0, "delta": map[string]any{"tool_calls": []any{call}}}}}))
+			fmt.Fprint(w, "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\ndata: [DONE]\n\n")
+			return
+		}
+		fmt.Fprintf(w, "data: %s\n\n", mustJSON(map[string]any{"choices": []any{map[string]any{"delta": map[string]any{"content": "done"}}}}))
+		fmt.Fprint(w, "data: {\"choices\":[{\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n")
+	}))
+	t.Cleanup(p.Close)
+	return p
+}
+
+type settlement struct {
+	Outcome string `json:"outcome"`
+	Output  string `json:"output"`
+}
+
+// settlements reads the session's event stream until the execution
+// succeeded and returns its tool settlements in order.
+func settlements(t *testing.T, srv *httptest.Server) []settlement {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	resp := openEvents(ctx, t, srv)
+	defer resp.Body.Close()
+	var out []settlement
+	var name string
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if v, ok := strings.CutPrefix(line, "event: "); ok {
+			name = v
+			if name == "session.execution.succeeded@1" {
+				return out
+			}
+			require.NotEqual(t, "session.execution.failed@1", name)
+			continue
+		}
+		if v, ok := strings.CutPrefix(line, "data: "); ok && name == "session.tool.settled@1" {
+			var env struct{ Data settlement }
+			require.NoError(t, json.Unmarshal([]byte(v), &env), v)
+			out = append(out, env.Data)
+		}
+	}
+	t.Fatalf("stream ended before the execution succeeded (%v)", sc.Err())
+	return nil
+}
+
+// TestGuestRedirectObeysOperatorPermissions is the review's repro in guest
+// mode: the operator denies http_request everywhere but 127.0.0.2 and
+// 127.0.0.4, and the egress policy allows 127.0.0.2 to .5. The guest's
+// runner allows a GET to 127.0.0.2; its redirect to 127.0.0.3 is refused
+// by the host, naming the host and the rule, and 127.0.0.3 sees nothing;
+// a redirect to 127.0.0.4 is followed; one to 127.0.0.5, which the rules
+// ask about, is refused (a running call cannot ask).
+func TestGuestRedirectObeysOperatorPermissions(t *testing.T) {
+	denied := newLedgerServer(t, "127.0.0.3", nil)
+	allowed := newLedgerServer(t, "127.0.0.4", nil)
+	asking := fmt.Sprintf("http://127.0.0.5:%d/ask", denied.port()) // refused before any dial: nothing listens
+	first := newLedgerServer(t, "127.0.0.2", map[string]string{"/to-denied": denied.URL + "/secret", "/to-allowed": allowed.URL + "/open", "/to-asking": asking})
+	policy := webnet.Dialing(web.NewEgress()).WithPorts(first.port(), denied.port(), allowed.port()).
+		WithAllowCIDRs(netip.MustParsePrefix("127.0.0.2/32"), netip.MustParsePrefix("127.0.0.3/32"), netip.MustParsePrefix("127.0.0.4/32"), netip.MustParsePrefix("127.0.0.5/32"))
+	tools := []tool.Tool{web.NewHTTPRequest(policy)}
+	provider := scriptedProvider(t, []string{first.URL + "/to-denied", first.URL + "/to-allowed", first.URL + "/to-asking"})
+
+	srv := startTree(t, serve.Config{
+		Boot: runtime.BootConfig{Model: abi.ModelConfig{Kind: abi.ModelOpenAI, BaseURL: provider.URL + "/v1", Name: "m"},
+			Tools: serve.Declare(tools),
+			Permissions: []permission.Rule{
+				{Action: web.HTTPRequestName, Resource: "*", Decision: permission.Deny},
+				{Action: web.HTTPRequestName, Resource: "http:127.0.0.2", Decision: permission.Allow},
+				{Action: web.HTTPRequestName, Resource: "http:127.0.0.4", Decision: permission.Allow},
+				{Action: web.HTTPRequestName, Resource: "http:127.0.0.5", Decision: permission.Ask},
+			}},
+		Tools: tools,
+	})
+	require.Equal(t, 201, post(t, srv.URL+"/v1/sessions", `{}`).StatusCode)
+	require.Equal(t, 202, post(t, srv.URL+"/v1/sessions/tree1/prompt", `{"text":"fetch them"}`).StatusCode)
+
+	s := settlements(t, srv)
+	require.Len(t, s, 3)
+	assert.Equal(t, "error", s[0].Outcome, s[0].Output)
+	assert.Contains(t, s[0].Output, `redirect not permitted: http:127.0.0.3 is declined by a permission rule (config "*": deny)`)
+	assert.Empty(t, denied.paths(), "nothing reached the denied host")
+	assert.Equal(t, "ok", s[1].Outcome, s[1].Output)
+	assert.Contains(t, s[1].Output, "reached 127.0.0.4")
+	assert.Equal(t, []string{"/open"}, allowed.paths())
+	assert.Equal(t, "error", s[2].Outcome, s[2].Output)
+	assert.Contains(t, s[2].Output, `redirect not permitted: http:127.0.0.5 would need approval by a permission rule (config "http:127.0.0.5": ask), which a running call cannot ask for`)
+	assert.Equal(t, []string{"/to-denied", "/to-allowed", "/to-asking"}, first.paths())
+}
