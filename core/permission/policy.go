@@ -1,5 +1,7 @@
 package permission
 
+import "fmt"
+
 // Policy is the rules that apply to one session's calls, by layer (see the
 // package doc for the precedence). The zero Policy decides every call by
 // the tool's default.
@@ -40,6 +42,21 @@ func (p Policy) Decide(action string, def Decision, resources []string) Verdict 
 		}
 	}
 	return out
+}
+
+// Permit decides the resources a running call of action reaches beyond
+// those it declared (tool.Call.Permit): each must be allowed outright. A
+// deny is refused, and so is an ask, since a running call cannot park to
+// ask a person. The error names the resource and the rule.
+func (p Policy) Permit(action string, def Decision, resources ...string) error {
+	v := p.Decide(action, def, resources)
+	switch v.Decision {
+	case Allow:
+		return nil
+	case Deny:
+		return fmt.Errorf("%s is declined by a permission rule (%s %q: deny)", v.Resource, v.Source, v.Rule.Resource)
+	}
+	return fmt.Errorf("%s would need approval by a permission rule (%s %q: %s), which a running call cannot ask for", v.Resource, v.Source, v.Rule.Resource, v.Decision)
 }
 
 // Pending lists the resources of a call that the policy still asks about

@@ -133,14 +133,5 @@ func (t *turn) permit(st state, tl tool.Tool) func(...string) error {
 	policy := t.policy(st)
 	policy.Session, policy.Saved = slices.Clone(policy.Session), slices.Clone(policy.Saved) // the body runs on while the turn goes on
 	name, def := tl.Spec().Name, toolDefault(tl)
-	return func(resources ...string) error {
-		v := policy.Decide(name, def, resources)
-		switch v.Decision {
-		case permission.Allow:
-			return nil
-		case permission.Deny:
-			return fmt.Errorf("%s is declined by a permission rule (%s %q: deny)", v.Resource, v.Source, v.Rule.Resource)
-		}
-		return fmt.Errorf("%s would need approval by a permission rule (%s %q: %s), which a running call cannot ask for", v.Resource, v.Source, v.Rule.Resource, v.Decision)
-	}
+	return func(resources ...string) error { return policy.Permit(name, def, resources...) }
 }

@@ -14,9 +14,10 @@
 // The permission rules decide the first URL's host before the call runs
 // (httpargs.Resources); a redirect to another host is put to them too,
 // through the call's tool.Call.Permit, and refused unless they allow it
-// outright (redirect.go). A host that runs the tool without the session's
-// rules (wasm/runtime/serve, for a wasip1 guest) gives no Permit, and then only the
-// egress policy checks redirects.
+// outright (redirect.go). A host that runs the tool for a wasip1 guest
+// (wasm/runtime/serve) holds only the operator's rules: its Permit decides
+// by those and the tool's default. Without a Permit only the egress policy
+// checks redirects.
 //
 // The package speaks core/httpmsg, not net/http: a client is an
 // httpmsg.Doer, which does one round trip, and the http_request tool

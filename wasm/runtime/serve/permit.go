@@ -1,8 +1,6 @@
 package serve
 
 import (
-	"fmt"
-
 	"github.com/revenantrt/revenant/core/permission"
 	"github.com/revenantrt/revenant/core/tool"
 )
@@ -21,16 +19,7 @@ import (
 func (t *Tree) permit(tl tool.Tool) func(...string) error {
 	policy := permission.Policy{Config: t.cfg.Boot.Permissions}
 	name, def := tl.Spec().Name, toolDefault(tl)
-	return func(resources ...string) error {
-		v := policy.Decide(name, def, resources)
-		switch v.Decision {
-		case permission.Allow:
-			return nil
-		case permission.Deny:
-			return fmt.Errorf("%s is declined by a permission rule (%s %q: deny)", v.Resource, v.Source, v.Rule.Resource)
-		}
-		return fmt.Errorf("%s would need approval by a permission rule (%s %q: %s), which a running call cannot ask for", v.Resource, v.Source, v.Rule.Resource, v.Decision)
-	}
+	return func(resources ...string) error { return policy.Permit(name, def, resources...) }
 }
 
 // toolDefault is a host tool's default decision (permission.Default): a
