@@ -34,5 +34,9 @@
 // tree (kv_get, kv_put, question, task) and for http_request (its egress
 // policy guards it; add rules to ask), and ask for any other tool.
 //
+// What a call reaches only as it runs (an http_request redirect to another
+// host) is put to Policy.Permit, which has no one to ask: only an allow
+// lets it through.
+//
 // The package is a leaf: it imports nothing of revenant.
 package permission
