@@ -34,11 +34,15 @@ type fixture struct {
 }
 
 func newFixture(t testing.TB, d core.Driver, auth api.Authenticator) *fixture {
+	return newFixtureWith(t, d, auth, api.NewConfig().WithMaxBody(4096))
+}
+
+func newFixtureWith(t testing.TB, d core.Driver, auth api.Authenticator, cfg api.Config) *fixture {
 	if auth == nil {
 		auth = api.Anonymous{}
 	}
 	f := &fixture{trees: newMemTrees(t, d), clock: fakehost.NewClock(treetest.Start)}
-	h, err := api.New(api.Deps{Trees: f.trees, Auth: auth, Clock: f.clock, IDs: &fakehost.IDs{Prefix: "root"}}, api.NewConfig().WithMaxBody(4096))
+	h, err := api.New(api.Deps{Trees: f.trees, Auth: auth, Clock: f.clock, IDs: &fakehost.IDs{Prefix: "root"}}, cfg)
 	require.NoError(t, err)
 	f.h = h
 	f.srv = httptest.NewServer(nethttp.Handler(h))

@@ -31,6 +31,7 @@ type Config struct {
 	defaults     core.SessionConfig
 	loopbackOnly bool
 	origins      []string
+	streamLimit  int
 }
 
 // Defaults.
@@ -41,11 +42,13 @@ const (
 	MaxMessageLimit     = 500
 	DefaultListLimit    = 50
 	MaxListLimit        = 200
+	DefaultStreamLimit  = 64
 )
 
 // NewConfig returns the defaults.
 func NewConfig() Config {
-	return Config{maxBody: DefaultMaxBody, heartbeat: DefaultHeartbeat, messageLimit: DefaultMessageLimit, listLimit: DefaultListLimit}
+	return Config{maxBody: DefaultMaxBody, heartbeat: DefaultHeartbeat, messageLimit: DefaultMessageLimit, listLimit: DefaultListLimit,
+		streamLimit: DefaultStreamLimit}
 }
 
 // WithMaxBody caps request bodies (bytes); larger ones are 413. Default 1 MiB.
@@ -53,6 +56,9 @@ func NewConfig() Config {
 // list page of zero would never advance, and a larger one than documented
 // would break clients that size buffers by the docs.
 func (c Config) checkPageSizes() error {
+	if c.streamLimit < 1 {
+		return fmt.Errorf("event stream limit %d must be at least 1", c.streamLimit)
+	}
 	if c.listLimit < 1 || c.listLimit > MaxListLimit || c.messageLimit < 1 || c.messageLimit > MaxMessageLimit {
 		return fmt.Errorf("page sizes %d and %d must be 1 to %d and 1 to %d", c.listLimit, c.messageLimit, MaxListLimit, MaxMessageLimit)
 	}
@@ -60,6 +66,13 @@ func (c Config) checkPageSizes() error {
 }
 
 func (c Config) WithMaxBody(n int64) Config { c.maxBody = n; return c }
+
+// WithStreamLimit caps the event streams open at once on one session tree
+// (its sessions together); one more is 429 too_many_requests. Each open
+// stream holds a subscription, a connection and buffers, so a client that
+// opens them without end would otherwise exhaust the host. Default 64;
+// New refuses less than 1.
+func (c Config) WithStreamLimit(n int) Config { c.streamLimit = n; return c }
 
 // WithHeartbeat sets the interval of ":" comments on idle event streams.
 // Default 15 s.

@@ -53,6 +53,11 @@ func (h *TreeHandler) events(w httpmsg.ResponseWriter, r *httpmsg.Request, t *Tr
 	if !ok {
 		return fail(ErrInternal, "streaming is not supported by this server")
 	}
+	release, err := h.openStream(t.RootID)
+	if err != nil {
+		return err
+	}
+	defer release()
 	s := &stream{w: w, flush: flusher.Flush, inst: inst, id: id, last: after}
 	sub := inst.Subscribe(id, subscriptionBuffer)
 	defer func() { sub.Close() }()
@@ -112,6 +117,24 @@ func (h *TreeHandler) events(w httpmsg.ResponseWriter, r *httpmsg.Request, t *Tr
 			return nil
 		}
 	}
+}
+
+// openStream counts one more event stream on tree root, refused past the
+// limit; release uncounts it.
+func (h *TreeHandler) openStream(root string) (release func(), err error) {
+	h.streamsMu.Lock()
+	defer h.streamsMu.Unlock()
+	if h.streams[root] >= h.cfg.streamLimit {
+		return nil, fail(ErrTooManyRequests, fmt.Sprintf("this session tree already has %d event streams open, the most it serves; close one and retry", h.cfg.streamLimit))
+	}
+	h.streams[root]++
+	return func() {
+		h.streamsMu.Lock()
+		defer h.streamsMu.Unlock()
+		if h.streams[root]--; h.streams[root] == 0 {
+			delete(h.streams, root)
+		}
+	}, nil
 }
 
 type stream struct {

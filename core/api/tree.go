@@ -36,6 +36,9 @@ type TreeHandler struct {
 
 	closing chan struct{}
 	once    sync.Once
+
+	streamsMu sync.Mutex
+	streams   map[string]int // open event streams by root id (Config.streamLimit)
 }
 
 // treeFunc serves one tree route; its error is the answer.
@@ -49,7 +52,8 @@ func NewTreeHandler(deps TreeDeps, cfg Config) (*TreeHandler, error) {
 	if err := cfg.checkPageSizes(); err != nil {
 		return nil, fmt.Errorf("new api tree handler: %w", err)
 	}
-	h := &TreeHandler{deps: deps, cfg: cfg, log: orDiscard(deps.Log), mux: &route.Mux{}, closing: make(chan struct{})}
+	h := &TreeHandler{deps: deps, cfg: cfg, log: orDiscard(deps.Log), mux: &route.Mux{}, closing: make(chan struct{}),
+		streams: map[string]int{}}
 	h.routes = map[string]treeFunc{
 		"GET /v1/sessions/{id}":                    h.snapshot,
 		"POST /v1/sessions/{id}/prompt":            h.prompt,
