@@ -3,59 +3,17 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
-	"net/netip"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/revenantrt/revenant/internal/redirecthost"
 )
-
-// redirectHost is an HTTP server on one loopback address that records the
-// paths it was asked for (its ledger), redirecting the paths in to.
-type redirectHost struct {
-	*httptest.Server
-	mu  sync.Mutex
-	got []string
-}
-
-func newRedirectHost(t *testing.T, ip string, to map[string]string) *redirectHost {
-	t.Helper()
-	ln, err := net.Listen("tcp", ip+":0")
-	require.NoError(t, err)
-	h := &redirectHost{}
-	h.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h.mu.Lock()
-		h.got = append(h.got, r.URL.Path)
-		h.mu.Unlock()
-		if loc, ok := to[r.URL.Path]; ok {
-			http.Redirect(w, r, loc, http.StatusFound)
-			return
-		}
-		_, _ = io.WriteString(w, "reached "+ip)
-	}))
-	_ = h.Server.Listener.Close()
-	h.Server.Listener = ln
-	h.Start()
-	t.Cleanup(h.Close)
-	return h
-}
-
-func (h *redirectHost) paths() []string {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return append([]string(nil), h.got...)
-}
-
-func (h *redirectHost) port() int {
-	return int(netip.MustParseAddrPort(h.Listener.Addr().String()).Port())
-}
 
 // fetchingProvider is an OpenAI-compatible provider that calls
 // http_request on urls in turn: a request with k tool results gets a call
@@ -102,9 +60,9 @@ func TestRedirectObeysOperatorPermissions(t *testing.T) {
 }
 
 func testRedirectObeysOperatorPermissions(t *testing.T) {
-	denied := newRedirectHost(t, "127.0.0.3", nil)
-	allowed := newRedirectHost(t, "127.0.0.4", nil)
-	first := newRedirectHost(t, "127.0.0.2", map[string]string{"/to-denied": denied.URL + "/secret", "/to-allowed": allowed.URL + "/open"})
+	denied := redirecthost.New(t, "127.0.0.3", nil)
+	allowed := redirecthost.New(t, "127.0.0.4", nil)
+	first := redirecthost.New(t, "127.0.0.2", map[string]string{"/to-denied": denied.URL + "/secret", "/to-allowed": allowed.URL + "/open"})
 	provider := httptest.NewServer(fetchingProvider([]string{first.URL + "/to-denied", first.URL + "/to-allowed"}))
 	defer provider.Close()
 
@@ -116,7 +74,7 @@ func testRedirectObeysOperatorPermissions(t *testing.T) {
     {"action": "http_request", "resource": "http:127.0.0.4", "decision": "allow"}
   ],
   "egress": {"schemes": ["http"], "ports": [%d, %d, %d], "allow_cidrs": ["127.0.0.2/32", "127.0.0.3/32", "127.0.0.4/32"]}
-}`, first.port(), denied.port(), allowed.port())
+}`, first.Port(), denied.Port(), allowed.Port())
 	path := filepath.Join(dir, "config.json")
 	require.NoError(t, os.WriteFile(path, []byte(conf), 0o600))
 	s := startWith(t, filepath.Join(dir, "data"), "REVENANT_CONFIG="+path,
@@ -138,9 +96,9 @@ func testRedirectObeysOperatorPermissions(t *testing.T) {
 	require.Len(t, got, 2)
 	assert.Equal(t, "error", got[0].Outcome, got[0].Output)
 	assert.Contains(t, got[0].Output, `redirect not permitted: http:127.0.0.3 is declined by a permission rule (config "*": deny)`)
-	assert.Empty(t, denied.paths(), "nothing reached the denied host")
+	assert.Empty(t, denied.Paths(), "nothing reached the denied host")
 	assert.Equal(t, "ok", got[1].Outcome, got[1].Output)
 	assert.Contains(t, got[1].Output, "reached 127.0.0.4")
-	assert.Equal(t, []string{"/open"}, allowed.paths())
-	assert.Equal(t, []string{"/to-denied", "/to-allowed"}, first.paths())
+	assert.Equal(t, []string{"/open"}, allowed.Paths())
+	assert.Equal(t, []string{"/to-denied", "/to-allowed"}, first.Paths())
 }

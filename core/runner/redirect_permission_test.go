@@ -2,16 +2,13 @@ package runner_test
 
 import (
 	"fmt"
-	"io"
-	"net"
-	"net/http"
-	"net/http/httptest"
 	"net/netip"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/revenantrt/revenant/internal/redirecthost"
 
 	"github.com/revenantrt/revenant/core/event"
 	"github.com/revenantrt/revenant/core/permission"
@@ -21,45 +18,6 @@ import (
 	"github.com/revenantrt/revenant/tools/web/webnet"
 )
 
-// hostServer is an HTTP server on one loopback address that records the
-// paths it was asked for (its ledger), redirecting the paths in to.
-type hostServer struct {
-	*httptest.Server
-	mu  sync.Mutex
-	got []string
-}
-
-func newHostServer(t *testing.T, ip string, to map[string]string) *hostServer {
-	ln, err := net.Listen("tcp", ip+":0")
-	require.NoError(t, err)
-	s := &hostServer{}
-	s.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.mu.Lock()
-		s.got = append(s.got, r.URL.Path)
-		s.mu.Unlock()
-		if loc, ok := to[r.URL.Path]; ok {
-			http.Redirect(w, r, loc, http.StatusFound)
-			return
-		}
-		_, _ = io.WriteString(w, "reached "+ip)
-	}))
-	_ = s.Server.Listener.Close()
-	s.Server.Listener = ln
-	s.Start()
-	t.Cleanup(s.Close)
-	return s
-}
-
-func (s *hostServer) paths() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]string(nil), s.got...)
-}
-
-func (s *hostServer) port() int {
-	return int(netip.MustParseAddrPort(s.Listener.Addr().String()).Port())
-}
-
 // TestHTTPRequestRedirectObeysPermissionRules: the operator denies
 // http_request everywhere but 127.0.0.2 and 127.0.0.4, all three allowed by
 // the egress policy. A GET to 127.0.0.3 is declined before it runs; a GET
@@ -68,11 +26,11 @@ func (s *hostServer) port() int {
 // redirects to 127.0.0.4 is followed; one that redirects to 127.0.0.5,
 // which the rules ask about, is refused too (a running call cannot ask).
 func TestHTTPRequestRedirectObeysPermissionRules(t *testing.T) {
-	denied := newHostServer(t, "127.0.0.3", nil)
-	allowed := newHostServer(t, "127.0.0.4", nil)
-	asking := fmt.Sprintf("http://127.0.0.5:%d/ask", denied.port()) // refused before any dial: nothing listens
-	first := newHostServer(t, "127.0.0.2", map[string]string{"/to-denied": denied.URL + "/secret", "/to-allowed": allowed.URL + "/open", "/to-asking": asking})
-	policy := webnet.Dialing(web.NewEgress()).WithPorts(first.port(), denied.port(), allowed.port()).
+	denied := redirecthost.New(t, "127.0.0.3", nil)
+	allowed := redirecthost.New(t, "127.0.0.4", nil)
+	asking := fmt.Sprintf("http://127.0.0.5:%d/ask", denied.Port()) // refused before any dial: nothing listens
+	first := redirecthost.New(t, "127.0.0.2", map[string]string{"/to-denied": denied.URL + "/secret", "/to-allowed": allowed.URL + "/open", "/to-asking": asking})
+	policy := webnet.Dialing(web.NewEgress()).WithPorts(first.Port(), denied.Port(), allowed.Port()).
 		WithAllowCIDRs(netip.MustParsePrefix("127.0.0.2/32"), netip.MustParsePrefix("127.0.0.3/32"), netip.MustParsePrefix("127.0.0.4/32"), netip.MustParsePrefix("127.0.0.5/32"))
 	cfg := runner.NewConfig().WithPermissions([]permission.Rule{
 		{Action: web.HTTPRequestName, Resource: "*", Decision: permission.Deny},
@@ -100,9 +58,9 @@ func TestHTTPRequestRedirectObeysPermissionRules(t *testing.T) {
 	assert.Contains(t, s[1].Output, `redirect not permitted: http:127.0.0.3 is declined by a permission rule (config "*": deny)`)
 	assert.Equal(t, event.OutcomeOK, s[2].Outcome, s[2].Output)
 	assert.Contains(t, s[2].Output, "reached 127.0.0.4")
-	assert.Empty(t, denied.paths(), "nothing reached the denied host")
-	assert.Equal(t, []string{"/open"}, allowed.paths())
+	assert.Empty(t, denied.Paths(), "nothing reached the denied host")
+	assert.Equal(t, []string{"/open"}, allowed.Paths())
 	assert.Equal(t, event.OutcomeError, s[3].Outcome, s[3].Output)
 	assert.Contains(t, s[3].Output, `redirect not permitted: http:127.0.0.5 would need approval by a permission rule (config "http:127.0.0.5": ask), which a running call cannot ask for`)
-	assert.Equal(t, []string{"/to-denied", "/to-allowed", "/to-asking"}, first.paths())
+	assert.Equal(t, []string{"/to-denied", "/to-allowed", "/to-asking"}, first.Paths())
 }

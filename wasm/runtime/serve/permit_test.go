@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -18,6 +17,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/revenantrt/revenant/internal/redirecthost"
+
 	"github.com/revenantrt/revenant/core/permission"
 	"github.com/revenantrt/revenant/core/tool"
 	"github.com/revenantrt/revenant/tools/web"
@@ -26,46 +27,6 @@ import (
 	"github.com/revenantrt/revenant/wasm/runtime"
 	"github.com/revenantrt/revenant/wasm/runtime/serve"
 )
-
-// ledgerServer is an HTTP server on one loopback address that records the
-// paths it was asked for, redirecting the paths in to.
-type ledgerServer struct {
-	*httptest.Server
-	mu  sync.Mutex
-	got []string
-}
-
-func newLedgerServer(t *testing.T, ip string, to map[string]string) *ledgerServer {
-	t.Helper()
-	ln, err := net.Listen("tcp", ip+":0")
-	require.NoError(t, err)
-	s := &ledgerServer{}
-	s.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.mu.Lock()
-		s.got = append(s.got, r.URL.Path)
-		s.mu.Unlock()
-		if loc, ok := to[r.URL.Path]; ok {
-			http.Redirect(w, r, loc, http.StatusFound)
-			return
-		}
-		_, _ = io.WriteString(w, "reached "+ip)
-	}))
-	_ = s.Server.Listener.Close()
-	s.Server.Listener = ln
-	s.Start()
-	t.Cleanup(s.Close)
-	return s
-}
-
-func (s *ledgerServer) paths() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]string(nil), s.got...)
-}
-
-func (s *ledgerServer) port() int {
-	return int(netip.MustParseAddrPort(s.Listener.Addr().String()).Port())
-}
 
 // scriptedProvider is an OpenAI-compatible provider that answers its n-th
 // request with a call of http_request to urls[n], then with text.
@@ -140,11 +101,11 @@ func settlements(t *testing.T, srv *httptest.Server) []settlement {
 // a redirect to 127.0.0.4 is followed; one to 127.0.0.5, which the rules
 // ask about, is refused (a running call cannot ask).
 func TestGuestRedirectObeysOperatorPermissions(t *testing.T) {
-	denied := newLedgerServer(t, "127.0.0.3", nil)
-	allowed := newLedgerServer(t, "127.0.0.4", nil)
-	asking := fmt.Sprintf("http://127.0.0.5:%d/ask", denied.port()) // refused before any dial: nothing listens
-	first := newLedgerServer(t, "127.0.0.2", map[string]string{"/to-denied": denied.URL + "/secret", "/to-allowed": allowed.URL + "/open", "/to-asking": asking})
-	policy := webnet.Dialing(web.NewEgress()).WithPorts(first.port(), denied.port(), allowed.port()).
+	denied := redirecthost.New(t, "127.0.0.3", nil)
+	allowed := redirecthost.New(t, "127.0.0.4", nil)
+	asking := fmt.Sprintf("http://127.0.0.5:%d/ask", denied.Port()) // refused before any dial: nothing listens
+	first := redirecthost.New(t, "127.0.0.2", map[string]string{"/to-denied": denied.URL + "/secret", "/to-allowed": allowed.URL + "/open", "/to-asking": asking})
+	policy := webnet.Dialing(web.NewEgress()).WithPorts(first.Port(), denied.Port(), allowed.Port()).
 		WithAllowCIDRs(netip.MustParsePrefix("127.0.0.2/32"), netip.MustParsePrefix("127.0.0.3/32"), netip.MustParsePrefix("127.0.0.4/32"), netip.MustParsePrefix("127.0.0.5/32"))
 	tools := []tool.Tool{web.NewHTTPRequest(policy)}
 	provider := scriptedProvider(t, []string{first.URL + "/to-denied", first.URL + "/to-allowed", first.URL + "/to-asking"})
@@ -167,11 +128,11 @@ func TestGuestRedirectObeysOperatorPermissions(t *testing.T) {
 	require.Len(t, s, 3)
 	assert.Equal(t, "error", s[0].Outcome, s[0].Output)
 	assert.Contains(t, s[0].Output, `redirect not permitted: http:127.0.0.3 is declined by a permission rule (config "*": deny)`)
-	assert.Empty(t, denied.paths(), "nothing reached the denied host")
+	assert.Empty(t, denied.Paths(), "nothing reached the denied host")
 	assert.Equal(t, "ok", s[1].Outcome, s[1].Output)
 	assert.Contains(t, s[1].Output, "reached 127.0.0.4")
-	assert.Equal(t, []string{"/open"}, allowed.paths())
+	assert.Equal(t, []string{"/open"}, allowed.Paths())
 	assert.Equal(t, "error", s[2].Outcome, s[2].Output)
 	assert.Contains(t, s[2].Output, `redirect not permitted: http:127.0.0.5 would need approval by a permission rule (config "http:127.0.0.5": ask), which a running call cannot ask for`)
-	assert.Equal(t, []string{"/to-denied", "/to-allowed", "/to-asking"}, first.paths())
+	assert.Equal(t, []string{"/to-denied", "/to-allowed", "/to-asking"}, first.Paths())
 }
