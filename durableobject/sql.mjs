@@ -22,31 +22,55 @@ export function sqlScript(sql, script) {
 
 const encoder = new TextEncoder();
 
-// sqlQuery runs query and returns its columns and rows as one byte array,
-// little-endian: u32 column count, each name as a string; u32 row count,
-// then each value as a tag byte and its data: 0 null, 1 a number
+// sqlQuery runs query and writes its columns and rows into one byte
+// array, little-endian: u32 column count, each name as a string; u32 row
+// count, then each value as a tag byte and its data: 0 null, 1 a number
 // (float64), 2 a string (u32 byte length, UTF-8), 3 a blob (u32 length,
 // bytes). Booleans read as 1 and 0. Any other value throws.
+//
+// It returns the answer's length, a number: the answer is the first bytes
+// of sqlQuery.buffer(sql), one buffer per database reused by every query
+// (a new Uint8Array and DataView per query, and a JS object for Go to hold
+// with its finalizer, cost more than the rows of most of them). A buffer
+// is replaced only to grow, so a caller that knows the last buffer's
+// length asks for the new one only when an answer is longer than that. It
+// keeps the size of the largest answer so far. Per database, not per
+// module: the objects of one isolate share this module.
 export function sqlQuery(sql, query, ...args) {
   const cursor = sql.exec(query, ...args);
-  const rows = cursor.raw().toArray();
-  const out = new Writer();
+  const out = writerOf(sql);
+  out.n = 0;
   const cols = cursor.columnNames;
   out.u32(cols.length);
-  for (const c of cols) out.bytes(encoder.encode(c));
-  out.u32(rows.length);
-  for (const row of rows) {
+  for (const c of cols) out.string(c);
+  const at = out.n;
+  out.u32(0); // the row count, written once known
+  let rows = 0;
+  for (const row of cursor.raw()) {
+    rows++;
     for (const v of row) {
       if (v === null || v === undefined) out.u8(0);
       else if (typeof v === "number") out.u8(1), out.f64(v);
+      else if (typeof v === "string") out.u8(2), out.string(v);
       else if (typeof v === "boolean") out.u8(1), out.f64(v ? 1 : 0);
-      else if (typeof v === "string") out.u8(2), out.bytes(encoder.encode(v));
       else if (v instanceof ArrayBuffer) out.u8(3), out.bytes(new Uint8Array(v));
       else if (ArrayBuffer.isView(v)) out.u8(3), out.bytes(new Uint8Array(v.buffer, v.byteOffset, v.byteLength));
       else throw new Error(`unsupported SQL value of JS type ${typeof v}`);
     }
   }
-  return out.done();
+  out.view.setUint32(at, rows, true);
+  return out.n;
+}
+
+// buffer is the array sqlQuery's answers on sql are written to.
+sqlQuery.buffer = (sql) => writerOf(sql).buf;
+
+const writers = new WeakMap(); // ctx.storage.sql → its Writer
+
+function writerOf(sql) {
+  let w = writers.get(sql);
+  if (!w) writers.set(sql, (w = new Writer()));
+  return w;
 }
 
 class Writer {
@@ -83,7 +107,12 @@ class Writer {
     this.buf.set(b, this.n);
     this.n += b.length;
   }
-  done() {
-    return this.buf.subarray(0, this.n);
+  // string writes s as UTF-8 (u32 length, bytes) straight into the
+  // buffer: at most 3 bytes per UTF-16 unit.
+  string(s) {
+    this.room(4 + 3 * s.length);
+    const { written } = encoder.encodeInto(s, this.buf.subarray(this.n + 4));
+    this.view.setUint32(this.n, written, true);
+    this.n += 4 + written;
   }
 }
