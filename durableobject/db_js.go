@@ -29,11 +29,9 @@ type DB struct {
 	txSync js.Value
 	// sql.mjs's sqlExec, sqlScript and sqlQuery, and sqlQuery.buffer.
 	exec, script, query, buffer js.Value
-	// answers is sqlQuery's buffer as last fetched and answersLen its
-	// length: the buffer only grows, so an answer longer than answersLen
-	// is in a new one (call).
-	answers    js.Value
-	answersLen int
+	// answers is sqlQuery's buffer as last fetched; sqlQuery says when it
+	// wrote into a new one (call).
+	answers js.Value
 	// queries holds each statement's text as a JS string, made once: core's
 	// statements are constants, and a string passed to JS is copied and
 	// given a finalizer on every call. Bounded by maxQueries.
@@ -145,9 +143,9 @@ func (t tx) call(jsArgs []any) (b []byte, err error) {
 	defer recoverSQL(&err)
 	d := t.d
 	n := d.query.Invoke(jsArgs...).Int()
-	if n > d.answersLen {
+	if n < 0 { // -1-n: the answer is in a new buffer
+		n = -1 - n
 		d.answers = d.buffer.Invoke(d.sql)
-		d.answersLen = d.answers.Length()
 	}
 	b = make([]byte, n)
 	js.CopyBytesToGo(b, d.answers)

@@ -189,12 +189,13 @@ func TestDecodeRowsRefusesBadInput(t *testing.T) {
 }
 
 // sqlQuery reuses one buffer per database and replaces it only to grow:
-// a longer answer after a short one, a short one after it, and another
-// database of the same module (the objects of one isolate share sql.mjs)
-// growing its own buffer in between all read back their own rows.
+// a longer answer after a short one, a short one after it, an answer that
+// grew the buffer while shorter than the old one, and another database of
+// the same module (the objects of one isolate share sql.mjs) growing its
+// own buffer in between all read back their own rows.
 func TestQueryAnswersSurviveBufferGrowthAndOtherDatabases(t *testing.T) {
 	long := strings.Repeat("x", 5000)
-	script := `{"short": [["a", 1]], "long": [["` + long + `", 2], ["` + long + `", 3]]}`
+	script := `{"short": [["a", 1]], "medium": [["` + strings.Repeat("m", 90) + `"]], "long": [["` + long + `", 2], ["` + long + `", 3]]}`
 	h := helpers(t, txSyncStandIn.Invoke(js.Global().Get("JSON").Call("parse", `{"committed":0,"rolledBack":0}`)))
 	one, other := NewDB(fakeSQL(t, script), h), NewDB(fakeSQL(t, script), h)
 	query := func(db *DB, q string) [][]any {
@@ -207,6 +208,10 @@ func TestQueryAnswersSurviveBufferGrowthAndOtherDatabases(t *testing.T) {
 		return rows.Values
 	}
 	short, longRows := [][]any{{"a", int64(1)}}, [][]any{{long, int64(2)}, {long, int64(3)}}
+	assert.Equal(t, short, query(one, "short"))
+	// Room for a string's longest UTF-8 (3 bytes a unit) grows the first
+	// buffer (256 bytes) although the answer is shorter than it.
+	assert.Equal(t, [][]any{{strings.Repeat("m", 90)}}, query(one, "medium"), "a new buffer for a short answer")
 	assert.Equal(t, short, query(one, "short"))
 	assert.Equal(t, short, query(other, "short"))
 	assert.Equal(t, longRows, query(other, "long"), "grows the other database's buffer")

@@ -28,12 +28,14 @@ const encoder = new TextEncoder();
 // (float64), 2 a string (u32 byte length, UTF-8), 3 a blob (u32 length,
 // bytes). Booleans read as 1 and 0. Any other value throws.
 //
-// It returns the answer's length, a number: the answer is the first bytes
-// of sqlQuery.buffer(sql), one buffer per database reused by every query
-// (a new Uint8Array and DataView per query, and a JS object for Go to hold
-// with its finalizer, cost more than the rows of most of them). A buffer
-// is replaced only to grow, so a caller that knows the last buffer's
-// length asks for the new one only when an answer is longer than that. It
+// It returns the answer's length n, a number: the answer is the first n
+// bytes of sqlQuery.buffer(sql), one buffer per database reused by every
+// query (a new Uint8Array and DataView per query, and a JS object for Go
+// to hold with its finalizer, cost more than the rows of most of them).
+// When the buffer was replaced (to grow) since an answer last said so, it
+// returns -1-n instead: the caller must fetch the buffer again. Growing
+// reserves room for a string's longest UTF-8, so a buffer can be replaced
+// by an answer shorter than the old one: only this flag tells. The buffer
 // keeps the size of the largest answer so far. Per database, not per
 // module: the objects of one isolate share this module.
 export function sqlQuery(sql, query, ...args) {
@@ -59,7 +61,9 @@ export function sqlQuery(sql, query, ...args) {
     }
   }
   out.view.setUint32(at, rows, true);
-  return out.n;
+  if (!out.replaced) return out.n;
+  out.replaced = false;
+  return -1 - out.n;
 }
 
 // buffer is the array sqlQuery's answers on sql are written to.
@@ -83,6 +87,7 @@ class Writer {
     if (this.buf) buf.set(this.buf.subarray(0, this.n));
     this.buf = buf;
     this.view = new DataView(buf.buffer);
+    this.replaced = true; // until sqlQuery has said so
   }
   room(k) {
     if (this.n + k > this.buf.length) this.grow(Math.max(this.buf.length * 2, this.n + k));
