@@ -68,24 +68,10 @@ func (inst *Instance) Admit(ctx context.Context, sessionID string, in PromptInpu
 	// where the host can), under the claim lock, so a wake that fires in
 	// between waits for the commit and then sees the claim.
 	w, arm := inst.claimingWrite(ctx)
-	// The turn of a prompt that takes the claim starts in the admission's
-	// transaction (one commit instead of two; DESIGN §6.1 and §6.2 both
-	// hold: the claim, the wake-up and the execution commit together) when
-	// nothing here would stop startLocked from starting it, checked before
-	// each attempt as startLocked's write did. A rerun that finds an
-	// earlier attempt stored (a late IOERR) waited without the claim lock
-	// since that commit, and a sweep may have resumed the execution it
-	// started: that execution is left to the sweep, never launched here too.
-	arm0, startable, attempt, ranIn := w.before, false, 0, 0
-	w.before = func(n int) error {
-		startable, attempt = !inst.isClosed() && inst.runningExecution(sessionID) == nil, n
-		return arm0(n)
-	}
 	var a Admission
 	var startHere bool
-	var p *plan
 	err := w.run(ctx, func(t *txw) error {
-		a, startHere, p, ranIn = Admission{}, false, nil, attempt
+		a, startHere = Admission{}, false
 		if err := t.requireSession(sessionID); err != nil {
 			return err
 		}
@@ -113,19 +99,12 @@ func (inst *Instance) Admit(ctx context.Context, sessionID string, in PromptInpu
 			return err
 		}
 		startHere = taken
-		if taken && startable {
-			p, err = t.beginExecution(sessionID, event.CausePrompt)
-		}
-		return err
+		return nil
 	})
 	if err != nil {
 		return Admission{}, fmt.Errorf("admit prompt: %w", err)
 	}
-	switch {
-	case p != nil && ranIn == attempt:
-		inst.launch(p)
-	case p != nil: // stored by an earlier attempt: the sweep's (above)
-	case startHere:
+	if startHere {
 		inst.startLocked(ctx, sessionID, event.CausePrompt)
 	}
 	return a, nil

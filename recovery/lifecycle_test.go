@@ -16,35 +16,30 @@ import (
 
 var ctx = context.Background()
 
-// 1. A prompt admitted and then killed before its turn ran a step runs
-// after the next boot with no client request (DESIGN §15, "prompt outside
-// the claim"). The admission of a prompt to an idle session commits its
-// claim, the wake-up and the start of its execution together, so the kill
-// right after that commit is the earliest one that leaves anything.
-func TestPromptAdmittedThenKilledRunsAfterBoot(t *testing.T) {
+// 1. A prompt answered 202 and then killed before its execution started runs
+// after the next boot, with no attempt counted.
+func TestPromptAdmittedThenKilledBeforeStartRunsAfterBootWithoutAttempt(t *testing.T) {
 	tr := treetest.New(t)
 	d := treetest.NewDriver(4)
 	n := tr.Boot(d)
 	sid := n.NewSession("s")
-	n.Kill.KillAt(1, true) // the admission's commit is durable, then the process dies
-	_, err := n.Inst.Admit(ctx, sid, core.PromptInput{Text: "hello"})
-	require.Error(t, err, "the process died before it could answer")
+	// The admission is commit 1 from here; die just before commit 2, the
+	// execution start. Admit still succeeds: its answer was already due.
+	n.Kill.KillAt(2, false)
+	pid := n.Admit(sid, "hello")
 	<-n.Kill.Died()
 	n.Crash()
-	admitted := treetest.OfType(tr.Events(sid), event.PromptAdmitted)
-	require.Len(t, admitted, 1)
-	var a event.Admitted
-	require.NoError(t, admitted[0].Decode(&a))
-	c := tr.Claim(sid)
-	require.True(t, c.Exists, "the claim was written with the admission")
-	require.Len(t, treetest.OfType(tr.Events(sid), event.ExecutionStarted), 1, "the turn started in the admission's commit")
-	assert.NotEmpty(t, c.ExecutionID)
+	assert.Empty(t, treetest.OfType(tr.Events(sid), event.ExecutionStarted), "nothing started before the kill")
+	require.True(t, tr.Claim(sid).Exists, "the claim was written with the admission")
 
 	n2 := tr.Boot(d)
+	assert.Equal(t, 1, n2.Report.Count(core.Start))
 	n2.Idle()
-	assert.Equal(t, "succeeded", tr.PromptState(a.PromptID))
+	evs := tr.Events(sid)
+	assert.Empty(t, treetest.OfType(evs, event.ExecutionResumed), "no attempt counted")
+	assert.Equal(t, "succeeded", tr.PromptState(pid))
 	assert.False(t, tr.Claim(sid).Exists)
-	assert.Len(t, treetest.Terminals(tr.Events(sid)), 1)
+	assert.Equal(t, 1, d.Runs())
 }
 
 // 2. The claim exists while an execution runs and survives a teardown with no
@@ -269,9 +264,9 @@ func TestSweepSkipsRunningHereAndNeverStartsTwo(t *testing.T) {
 	running := n.NewSession("running")
 	n.Admit(running, "hold")
 	<-d.Started
-	// A second session whose turn started with its admission and dies
-	// with the instance.
+	// A second session whose claim never started (killed before the start).
 	dead := n.NewSession("dead")
+	n.Kill.KillAt(2, false)
 	n.Admit(dead, "hold")
 	n.Crash()
 

@@ -68,9 +68,8 @@ func webhookTurn(t *testing.T, idempotent bool) (*treetest.Tree, *receiver, stri
 	}}
 	n := tr.Boot(newRunner(t, m, runner.NewConfig(), hook))
 	sid := n.NewSession("s")
-	// Commits: admission (with the turn's start), step.started,
-	// step.completed, executing.
-	n.Kill.KillAt(4, true)
+	// Commits: admission, start, step.started, step.completed, executing.
+	n.Kill.KillAt(5, true)
 	n.Admit(sid, "notify them")
 	<-n.Kill.Died()
 	n.Crash()

@@ -56,12 +56,11 @@ func TestWakeWhoseSweepFailsLeavesTheWakeupArmed(t *testing.T) {
 // the guest's timers) is still running when the wake call returns; the
 // host has used up the wake-up by then. The call must leave a wake-up
 // armed, or a kill or an eviction before the sweep ends strands the claim
-// (DESIGN §4 rule 2). Here the claim's execution runs nowhere: its
-// admission's commit (which also started the turn) was durable but
-// reported failed (a late IOERR), and the rerun that found it stored
-// leaves the execution to the sweep; the disk is full by then, so the
-// sweep's resume waits for it. Each delivery while that sweep waits arms
-// again.
+// (DESIGN §4 rule 2). Here the claim has no execution: its admission's
+// commit was durable but reported failed (a late IOERR), the disk was full
+// by the time the rerun found it stored, and the turn's start gave up; the
+// sweep's start then waits for the full disk. Each delivery while that
+// sweep waits arms again.
 func TestWakeWhoseSweepWaitsForStorageLeavesTheWakeupArmed(t *testing.T) {
 	e, f := newFaultEnv(t, 4, offlineConfig())
 	require.NoError(t, e.boot(runtime.Options{}))
@@ -74,12 +73,12 @@ func TestWakeWhoseSweepWaitsForStorageLeavesTheWakeupArmed(t *testing.T) {
 	require.NoError(t, e.g.Request(context.Background(), id, runtime.Request{Method: "POST", Path: "/v1/sessions/" + treeID + "/prompt",
 		Header: http.Header{"Content-Type": {"application/json"}}, Body: []byte(`{"text":"late admission","id":"p1"}`)}))
 	f.FailFor(10*time.Minute, faultvfs.Full)
-	e.fireTimers(60_000) // the rerun finds the admission stored
+	e.fireTimers(60_000) // the rerun finds the admission stored; its start gives up
 	require.Equal(t, 1, f.LateCommits())
 	require.Equal(t, 202, e.s.responses[id].status, e.s.responses[id].body.String())
 	snap := e.snapshot()
 	require.NotNil(t, snap.Claim, "the admission claimed the session")
-	require.NotEmpty(t, snap.Claim.ExecutionID, "the admission started the turn")
+	require.Empty(t, snap.Claim.ExecutionID, "the rerun started no execution")
 
 	for delivery := range 3 {
 		e.s.wake = 0 // delivered: used up
