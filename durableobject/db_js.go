@@ -27,8 +27,15 @@ type DB struct {
 	// when it committed, the string "rollback" when rolled back as asked,
 	// or the error transactionSync threw (never throws itself).
 	txSync js.Value
-	// sql.mjs's sqlExec, sqlScript and sqlQuery.
-	exec, script, query js.Value
+	// sql.mjs's sqlExec, sqlScript and sqlQuery, and sqlQuery.buffer.
+	exec, script, query, buffer js.Value
+	// answers is sqlQuery's buffer as last fetched; sqlQuery says when it
+	// wrote into a new one (call).
+	answers js.Value
+	// queries holds each statement's text as a JS string, made once: core's
+	// statements are constants, and a string passed to JS is copied and
+	// given a finalizer on every call. Bounded by maxQueries.
+	queries map[string]js.Value
 
 	mu sync.Mutex // one transaction at a time: transactionSync would nest them as savepoints
 	// run is the current transaction's body, under mu; callback, made once,
@@ -47,7 +54,9 @@ var (
 // helpers: helpers.txSync and sql.mjs's sqlExec, sqlScript and sqlQuery.
 func NewDB(sql, helpers js.Value) *DB {
 	d := &DB{sql: sql, txSync: helpers.Get("txSync"),
-		exec: helpers.Get("sqlExec"), script: helpers.Get("sqlScript"), query: helpers.Get("sqlQuery")}
+		exec: helpers.Get("sqlExec"), script: helpers.Get("sqlScript"), query: helpers.Get("sqlQuery"),
+		queries: map[string]js.Value{}}
+	d.buffer = d.query.Get("buffer")
 	// Never released: the DB lives as long as the object's program.
 	d.callback = js.FuncOf(func(js.Value, []js.Value) any { return d.run() })
 	return d
@@ -132,17 +141,33 @@ func (t tx) Query(query string, args ...any) (rows *storage.Rows, err error) {
 // call runs sqlQuery and copies its answer into Go.
 func (t tx) call(jsArgs []any) (b []byte, err error) {
 	defer recoverSQL(&err)
-	u := t.d.query.Invoke(jsArgs...)
-	b = make([]byte, u.Get("length").Int())
-	js.CopyBytesToGo(b, u)
+	d := t.d
+	n := d.query.Invoke(jsArgs...).Int()
+	if n < 0 { // -1-n: the answer is in a new buffer
+		n = -1 - n
+		d.answers = d.buffer.Invoke(d.sql)
+	}
+	b = make([]byte, n)
+	js.CopyBytesToGo(b, d.answers)
 	return b, nil
 }
 
-// args is the helpers' arguments: sql, query, then each argument
-// converted (toJS).
+// maxQueries bounds DB.queries (a statement built at run time would add
+// one per variant): statements beyond it are passed as Go strings.
+const maxQueries = 512
+
+// args is the helpers' arguments: sql, query (as a JS string made once),
+// then each argument converted (toJS).
 func (t tx) args(query string, args []any) ([]any, error) {
+	q, ok := t.d.queries[query]
+	if !ok {
+		q = js.ValueOf(query)
+		if len(t.d.queries) < maxQueries {
+			t.d.queries[query] = q
+		}
+	}
 	out := make([]any, 2, len(args)+2)
-	out[0], out[1] = t.d.sql, query
+	out[0], out[1] = t.d.sql, q
 	for i, a := range args {
 		v, err := toJS(a)
 		if err != nil {

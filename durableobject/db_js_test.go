@@ -43,7 +43,7 @@ func fakeSQL(t *testing.T, script string) js.Value {
 			if (typeof a === "string") throw new Error(a);
 			const rows = a || [];
 			return { columnNames: rows.length ? rows[0].map((_, i) => "c" + i) : [],
-				raw() { return { toArray() { return rows; } }; }, toArray() { return rows; } };
+				raw() { return { toArray() { return rows; }, [Symbol.iterator]() { return rows[Symbol.iterator](); } }; }, toArray() { return rows; } };
 		} };`).Invoke(js.Global().Get("JSON").Call("parse", script))
 }
 
@@ -159,7 +159,7 @@ func TestPanicInTxRollsBackAndRepanics(t *testing.T) {
 // with duplicate column names kept apart.
 func TestQueryCarriesEveryValueKind(t *testing.T) {
 	sql := jsFunc(nil, `return { exec() { const rows = [[new Uint8Array([1, 2, 255]).buffer, true, "é✓ x", -0.5, 2 ** 53, null, ""]];
-		return { columnNames: ["a", "a", "c", "d", "e", "f", "g"], raw() { return { toArray() { return rows; } }; } }; } };`).Invoke()
+		return { columnNames: ["a", "a", "c", "d", "e", "f", "g"], raw() { return rows[Symbol.iterator](); } }; } };`).Invoke()
 	state := js.Global().Get("JSON").Call("parse", `{"committed":0,"rolledBack":0}`)
 	db := NewDB(sql, helpers(t, txSyncStandIn.Invoke(state)))
 	var rows *storage.Rows
@@ -186,4 +186,37 @@ func TestDecodeRowsRefusesBadInput(t *testing.T) {
 	bad[13] = 9
 	_, err = decodeRows(bad)
 	assert.ErrorContains(t, err, "value tag 9")
+}
+
+// sqlQuery reuses one buffer per database and replaces it only to grow:
+// a longer answer after a short one, a short one after it, an answer that
+// grew the buffer while shorter than the old one, and another database of
+// the same module (the objects of one isolate share sql.mjs) growing its
+// own buffer in between all read back their own rows.
+func TestQueryAnswersSurviveBufferGrowthAndOtherDatabases(t *testing.T) {
+	long := strings.Repeat("x", 5000)
+	script := `{"short": [["a", 1]], "medium": [["` + strings.Repeat("m", 90) + `"]], "long": [["` + long + `", 2], ["` + long + `", 3]]}`
+	h := helpers(t, txSyncStandIn.Invoke(js.Global().Get("JSON").Call("parse", `{"committed":0,"rolledBack":0}`)))
+	one, other := NewDB(fakeSQL(t, script), h), NewDB(fakeSQL(t, script), h)
+	query := func(db *DB, q string) [][]any {
+		var rows *storage.Rows
+		require.NoError(t, db.Tx(context.Background(), func(tx storage.Tx) error {
+			var err error
+			rows, err = tx.Query(q)
+			return err
+		}))
+		return rows.Values
+	}
+	short, longRows := [][]any{{"a", int64(1)}}, [][]any{{long, int64(2)}, {long, int64(3)}}
+	assert.Equal(t, short, query(one, "short"))
+	// Room for a string's longest UTF-8 (3 bytes a unit) grows the first
+	// buffer (256 bytes) although the answer is shorter than it.
+	assert.Equal(t, [][]any{{strings.Repeat("m", 90)}}, query(one, "medium"), "a new buffer for a short answer")
+	assert.Equal(t, short, query(one, "short"))
+	assert.Equal(t, short, query(other, "short"))
+	assert.Equal(t, longRows, query(other, "long"), "grows the other database's buffer")
+	assert.Equal(t, short, query(one, "short"), "one's buffer is its own")
+	assert.Equal(t, longRows, query(one, "long"))
+	assert.Equal(t, short, query(one, "short"))
+	assert.Equal(t, longRows, query(one, "long"), "the grown buffer is reused")
 }

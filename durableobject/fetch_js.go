@@ -64,13 +64,7 @@ func (Fetch) Do(req *httpmsg.Request) (*httpmsg.Response, error) {
 	init.Set("method", req.Method)
 	init.Set("redirect", "manual")
 	init.Set("signal", ac.Get("signal"))
-	hs := js.Global().Get("Array").New()
-	for k, vs := range req.Header {
-		for _, v := range vs {
-			hs.Call("push", []any{k, v})
-		}
-	}
-	init.Set("headers", hs)
+	init.Set("headers", headersToJS(req.Header))
 	if len(body) > 0 {
 		u := jsUint8Array.New(len(body))
 		js.CopyBytesToJS(u, body)
@@ -83,10 +77,10 @@ func (Fetch) Do(req *httpmsg.Request) (*httpmsg.Response, error) {
 		return nil, fmt.Errorf("fetch %s: %w", req.URL.Redacted(), err)
 	}
 	resp := &httpmsg.Response{StatusCode: res.Get("status").Int(), Header: httpmsg.Header{}, Request: req}
-	entries := js.Global().Get("Array").Call("from", res.Get("headers").Call("entries"))
-	for i := range entries.Length() {
-		kv := entries.Index(i)
-		resp.Header.Add(kv.Index(0).String(), kv.Index(1).String())
+	if err := headersFromJS(resp.Header, js.Global().Get("Array").Call("from", res.Get("headers").Call("entries"))); err != nil {
+		stop()
+		ac.Call("abort") // the body is never read
+		return nil, fmt.Errorf("fetch %s: %w", req.URL.Redacted(), err)
 	}
 	if b := res.Get("body"); b.Truthy() {
 		resp.Body = &fetchBody{ctx: ctx, reader: b.Call("getReader"), abort: func() { ac.Call("abort") }, stop: stop}

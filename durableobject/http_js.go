@@ -35,9 +35,8 @@ func newRequest(ctx context.Context, method, url string, headers, body js.Value)
 	if err != nil {
 		return nil, fmt.Errorf("build request: %w", err)
 	}
-	for i := range headers.Length() {
-		kv := headers.Index(i)
-		r.Header.Add(kv.Index(0).String(), kv.Index(1).String())
+	if err := headersFromJS(r.Header, headers); err != nil {
+		return nil, fmt.Errorf("build request: %w", err)
 	}
 	r.ContentLength = int64(len(b))
 	r.RemoteAddr = "127.0.0.1:0" // the front Worker is the only caller
@@ -141,15 +140,9 @@ func (w *responseWriter) finish() {
 
 // init is the Response's init: status and headers.
 func (w *responseWriter) init() js.Value {
-	hs := js.Global().Get("Array").New()
-	for k, vs := range w.header {
-		for _, v := range vs {
-			hs.Call("push", []any{k, v})
-		}
-	}
 	init := jsObject.New()
 	init.Set("status", w.status)
-	init.Set("headers", hs)
+	init.Set("headers", headersToJS(w.header))
 	return init
 }
 

@@ -22,31 +22,59 @@ export function sqlScript(sql, script) {
 
 const encoder = new TextEncoder();
 
-// sqlQuery runs query and returns its columns and rows as one byte array,
-// little-endian: u32 column count, each name as a string; u32 row count,
-// then each value as a tag byte and its data: 0 null, 1 a number
+// sqlQuery runs query and writes its columns and rows into one byte
+// array, little-endian: u32 column count, each name as a string; u32 row
+// count, then each value as a tag byte and its data: 0 null, 1 a number
 // (float64), 2 a string (u32 byte length, UTF-8), 3 a blob (u32 length,
 // bytes). Booleans read as 1 and 0. Any other value throws.
+//
+// It returns the answer's length n, a number: the answer is the first n
+// bytes of sqlQuery.buffer(sql), one buffer per database reused by every
+// query (a new Uint8Array and DataView per query, and a JS object for Go
+// to hold with its finalizer, cost more than the rows of most of them).
+// When the buffer was replaced (to grow) since an answer last said so, it
+// returns -1-n instead: the caller must fetch the buffer again. Growing
+// reserves room for a string's longest UTF-8, so a buffer can be replaced
+// by an answer shorter than the old one: only this flag tells. The buffer
+// keeps the size of the largest answer so far. Per database, not per
+// module: the objects of one isolate share this module.
 export function sqlQuery(sql, query, ...args) {
   const cursor = sql.exec(query, ...args);
-  const rows = cursor.raw().toArray();
-  const out = new Writer();
+  const out = writerOf(sql);
+  out.n = 0;
   const cols = cursor.columnNames;
   out.u32(cols.length);
-  for (const c of cols) out.bytes(encoder.encode(c));
-  out.u32(rows.length);
-  for (const row of rows) {
+  for (const c of cols) out.string(c);
+  const at = out.n;
+  out.u32(0); // the row count, written once known
+  let rows = 0;
+  for (const row of cursor.raw()) {
+    rows++;
     for (const v of row) {
       if (v === null || v === undefined) out.u8(0);
       else if (typeof v === "number") out.u8(1), out.f64(v);
+      else if (typeof v === "string") out.u8(2), out.string(v);
       else if (typeof v === "boolean") out.u8(1), out.f64(v ? 1 : 0);
-      else if (typeof v === "string") out.u8(2), out.bytes(encoder.encode(v));
       else if (v instanceof ArrayBuffer) out.u8(3), out.bytes(new Uint8Array(v));
       else if (ArrayBuffer.isView(v)) out.u8(3), out.bytes(new Uint8Array(v.buffer, v.byteOffset, v.byteLength));
       else throw new Error(`unsupported SQL value of JS type ${typeof v}`);
     }
   }
-  return out.done();
+  out.view.setUint32(at, rows, true);
+  if (!out.replaced) return out.n;
+  out.replaced = false;
+  return -1 - out.n;
+}
+
+// buffer is the array sqlQuery's answers on sql are written to.
+sqlQuery.buffer = (sql) => writerOf(sql).buf;
+
+const writers = new WeakMap(); // ctx.storage.sql → its Writer
+
+function writerOf(sql) {
+  let w = writers.get(sql);
+  if (!w) writers.set(sql, (w = new Writer()));
+  return w;
 }
 
 class Writer {
@@ -59,6 +87,7 @@ class Writer {
     if (this.buf) buf.set(this.buf.subarray(0, this.n));
     this.buf = buf;
     this.view = new DataView(buf.buffer);
+    this.replaced = true; // until sqlQuery has said so
   }
   room(k) {
     if (this.n + k > this.buf.length) this.grow(Math.max(this.buf.length * 2, this.n + k));
@@ -83,7 +112,12 @@ class Writer {
     this.buf.set(b, this.n);
     this.n += b.length;
   }
-  done() {
-    return this.buf.subarray(0, this.n);
+  // string writes s as UTF-8 (u32 length, bytes) straight into the
+  // buffer: at most 3 bytes per UTF-16 unit.
+  string(s) {
+    this.room(4 + 3 * s.length);
+    const { written } = encoder.encodeInto(s, this.buf.subarray(this.n + 4));
+    this.view.setUint32(this.n, written, true);
+    this.n += 4 + written;
   }
 }
