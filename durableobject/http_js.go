@@ -84,11 +84,11 @@ func (w *responseWriter) Write(p []byte) (int, error) {
 	if w.closed || w.ended {
 		return 0, context.Canceled
 	}
+	if w.unacked == 0 && w.buf.Len() == 0 {
+		w.took = now() // caught up until now
+	}
 	w.buf.Write(p)
-	if w.waiting && w.buf.Len() > maxBacklog {
-		w.buf.Reset()
-		w.end(false)
-		w.cancel()
+	if w.abandonIfStalled() {
 		return 0, errBacklog
 	}
 	if w.buf.Len() >= maxUnflushed {

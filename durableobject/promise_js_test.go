@@ -6,9 +6,11 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"syscall/js"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -234,41 +236,111 @@ func TestResponseSendsOnceWhenReadyButFull(t *testing.T) {
 	w.finish()
 }
 
-// A client that stops taking the stream's chunks does not make the object
-// hold every later event: past maxBacklog waiting bytes the stream ends
-// (closed, the request's context cancelled, later writes refused), and
-// the client catches up from the log when it reconnects.
-func TestResponseEndsStreamPastBacklog(t *testing.T) {
-	fake := js.Global().Call("eval", `(() => {
-		const w = { desiredSize: 0, writes: 0, closes: 0, closed: new Promise(() => {}),
-			ready: new Promise(() => {}), // the client never takes a chunk
-			write() { w.writes++; return new Promise(() => {}); },
-			close() { w.closes++; return new Promise(() => {}); } };
+// fakeWriter is a stream writer stand-in (JS) with the given behaviour:
+// desiredSize, whether ready resolves ("now" or "never"), and whether
+// writes settle ("settle" or "never"). It records what was written and
+// whether it was closed or aborted.
+func fakeWriter(desiredSize int, ready, writes string) js.Value {
+	return js.Global().Call("eval", `(() => {
+		const never = () => new Promise(() => {});
+		const w = { desiredSize: `+strconv.Itoa(desiredSize)+`, bytes: 0, closes: 0, aborts: 0, closed: never(),
+			write(c) { w.bytes += c.length; return "`+writes+`" === "settle" ? Promise.resolve() : never(); },
+			close() { w.closes++; return never(); },
+			abort() { w.aborts++; return Promise.resolve(); } };
+		Object.defineProperty(w, "ready", { get() { return "`+ready+`" === "now" ? Promise.resolve() : never(); } });
 		return w;
 	})()`)
+}
+
+// frozenClock sets the backlog rule's clock to a fixed time the test
+// moves (Date.now does not move during synchronous JS either).
+func frozenClock(t *testing.T) *time.Time {
+	at := time.Unix(1_800_000_000, 0)
+	old := now
+	now = func() time.Time { return at }
+	t.Cleanup(func() { now = old })
+	return &at
+}
+
+// streamOn makes a streaming responseWriter on writer whose cancel is
+// observable.
+func streamOn(t *testing.T, writer js.Value) (*responseWriter, context.Context) {
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	t.Cleanup(cancel)
 	w := newResponseWriter(func(js.Value) {}, cancel)
 	w.mu.Lock()
-	w.open(fake)
+	w.open(writer)
 	w.mu.Unlock()
+	return w, ctx
+}
 
-	event := "data: " + strings.Repeat("x", 1000) + "\n\n"
-	var err error
+var kiloEvent = "data: " + strings.Repeat(".", 1000) + "\n\n" // an event of about 1 KB
+
+// A healthy stream's backlog passes maxBacklog within one synchronous
+// burst (a catch-up page written before JS can take a chunk): it is not
+// ended for that; everything is delivered once JS runs.
+func TestResponseBurstPastBacklogKeepsStream(t *testing.T) {
+	frozenClock(t)
+	fake := fakeWriter(0, "now", "settle")
+	w, ctx := streamOn(t, fake)
 	n := 0
-	for ; err == nil && n < 2*maxBacklog/len(event); n++ {
-		_, err = io.WriteString(w, event)
-		w.Flush()
-		waitIdle()
+	for n < 2*maxBacklog {
+		k, err := io.WriteString(w, kiloEvent)
+		require.NoError(t, err, "a burst is no stall")
+		n += k
 	}
-	require.ErrorIs(t, err, errBacklog, "the stream ends once maxBacklog bytes wait")
-	assert.Less(t, n, maxBacklog/len(event)+4, "ended just past the backlog")
+	w.Flush()
+	waitIdle()
+	waitIdle()
+	assert.NoError(t, ctx.Err())
+	assert.Equal(t, n, fake.Get("bytes").Int(), "every byte delivered")
+	assert.Zero(t, fake.Get("aborts").Int())
+	w.finish()
+}
+
+// A client that stops reading (ready never resolves) does not make the
+// object hold every later event: once the backlog is past maxBacklog and
+// nothing was taken for backlogPatience, the stream is aborted, the
+// handler's context cancelled and later writes refused.
+func TestResponseAbortsStreamWhenClientStopsReading(t *testing.T) {
+	clock := frozenClock(t)
+	fake := fakeWriter(0, "never", "never")
+	w, ctx := streamOn(t, fake)
+	for n := 0; n < 2*maxBacklog; n += len(kiloEvent) {
+		_, err := io.WriteString(w, kiloEvent)
+		require.NoError(t, err, "not yet stalled for backlogPatience")
+		w.Flush()
+	}
+	waitIdle()
+	*clock = clock.Add(backlogPatience)
+	_, err := io.WriteString(w, kiloEvent)
+	require.ErrorIs(t, err, errBacklog)
 	assert.Error(t, ctx.Err(), "the handler's context is cancelled")
-	assert.Equal(t, 1, fake.Get("closes").Int(), "the stream is closed")
-	_, err = io.WriteString(w, event)
+	assert.Equal(t, 1, fake.Get("aborts").Int(), "the stream is aborted (a close would queue behind writes that never settle)")
+	_, err = io.WriteString(w, kiloEvent)
 	assert.Error(t, err, "later writes are refused")
 	w.finish()
 	streamsMu.Lock()
 	defer streamsMu.Unlock()
 	assert.Empty(t, streams)
+}
+
+// The stale stream of wrangler dev (ready resolved, desiredSize 0, writes
+// that never settle): what is sent piles up unread in JS, so it counts as
+// backlog too, and the stream is aborted by the same rule.
+func TestResponseAbortsStaleStream(t *testing.T) {
+	clock := frozenClock(t)
+	fake := fakeWriter(0, "now", "never")
+	w, ctx := streamOn(t, fake)
+	var err error
+	for n := 0; err == nil && n < 4*maxBacklog; n += len(kiloEvent) {
+		_, err = io.WriteString(w, kiloEvent)
+		w.Flush()
+		waitIdle()
+		*clock = clock.Add(backlogPatience / 100)
+	}
+	require.Error(t, ctx.Err(), "the stream was given up")
+	assert.Equal(t, 1, fake.Get("aborts").Int())
+	assert.LessOrEqual(t, fake.Get("bytes").Int(), maxBacklog+len(kiloEvent), "no more than the backlog was queued in JS")
+	w.finish()
 }

@@ -5,6 +5,7 @@ package durableobject
 import (
 	"sync"
 	"syscall/js"
+	"time"
 )
 
 // A streamed answer (SSE) goes to the client through a TransformStream
@@ -29,11 +30,22 @@ import (
 // (or, while the stream is busy, queues) a chunk of its own.
 const maxUnflushed = 32 << 10
 
-// maxBacklog bounds what waits for a stream that does not take its
-// chunks (a client that stopped reading): past it the stream ends, and
-// the client, reconnecting with Last-Event-ID, catches up from the log
-// instead of the object holding every event for it.
-const maxBacklog = 1 << 20
+// A client that stops reading must not make the object hold every later
+// event for it. The backlog is what was sent and not yet taken (write
+// promises not settled) plus what waits to be sent; past maxBacklog, and
+// with nothing taken for backlogPatience, the stream is aborted and the
+// client, reconnecting with Last-Event-ID, catches up from the log. Both
+// conditions, because a healthy stream's backlog passes maxBacklog
+// within one synchronous burst (a catch-up page of the log is written
+// before JS can take a chunk; Date.now does not move meanwhile), and a
+// slow but reading client keeps taking chunks.
+const (
+	maxBacklog      = 1 << 20
+	backlogPatience = 10 * time.Second
+)
+
+// now is the clock the backlog rule reads (a test sets it).
+var now = time.Now
 
 // stream is a responseWriter's streaming state, under its mu.
 type stream struct {
@@ -45,6 +57,11 @@ type stream struct {
 	ended   bool     // closed or aborted by this side
 	queued  bool     // a sendSoon goroutine is on its way
 	waiting bool     // flushed bytes wait for writer.ready
+	// unacked is what was sent and not yet taken (its write promise not
+	// settled); took is when the stream last took a chunk, or was last
+	// caught up (the backlog rule).
+	unacked int
+	took    time.Time
 }
 
 var (
@@ -60,6 +77,16 @@ var (
 		}
 		return nil
 	})
+	// streamWritten: a chunk of n bytes was taken.
+	streamWritten = js.FuncOf(func(_ js.Value, args []js.Value) any {
+		if w := streamOf(args); w != nil && len(args) > 1 {
+			w.mu.Lock()
+			w.unacked -= args[1].Int()
+			w.took = now()
+			w.mu.Unlock()
+		}
+		return nil
+	})
 	// streamReady: the stream took its chunks: send what waited, as one
 	// chunk, whatever desiredSize says now. Checking it again (push) could
 	// spin: a stream whose reader went away unnoticed (wrangler dev does
@@ -71,7 +98,7 @@ var (
 		if w := streamOf(args); w != nil {
 			w.mu.Lock()
 			w.waiting = false
-			if !w.closed && !w.ended && w.buf.Len() > 0 {
+			if !w.closed && !w.ended && w.buf.Len() > 0 && !w.abandonIfStalled() {
 				w.send(w.buf.Bytes())
 				w.buf.Reset()
 			}
@@ -137,12 +164,29 @@ func (w *responseWriter) push() {
 }
 
 // send writes one chunk. The write's promise is not awaited (Write must
-// not wait on the event loop); its failure is handled, never left
-// unhandled. Under w.mu.
+// not wait on the event loop); its settling is counted (streamWritten)
+// and its failure handled, never left unhandled. Under w.mu.
 func (w *responseWriter) send(p []byte) {
 	u := jsUint8Array.New(len(p))
 	js.CopyBytesToJS(u, p)
-	w.writer.Call("write", u).Call("catch", w.broken)
+	if w.unacked == 0 {
+		w.took = now() // caught up until now
+	}
+	w.unacked += len(p)
+	w.writer.Call("write", u).Call("then", streamWritten.Call("bind", js.Null(), w.id, len(p)), w.broken)
+}
+
+// abandonIfStalled aborts the stream when its client stopped reading (the
+// backlog rule above): it reports whether it did, having cancelled the
+// request's context. Under w.mu.
+func (w *responseWriter) abandonIfStalled() bool {
+	if w.unacked+w.buf.Len() <= maxBacklog || now().Sub(w.took) < backlogPatience {
+		return false
+	}
+	w.buf.Reset()
+	w.end(true)
+	w.cancel()
+	return true
 }
 
 // gone marks the client gone and cancels the request's context.
