@@ -240,33 +240,46 @@ func TestOutgoingBodylessPost(t *testing.T) {
 // TestClientSendsAKeyedBodylessRequestWithContentLength0: on the wire, a
 // POST, PUT or PATCH with an idempotency key and no body goes with
 // Content-Length: 0 (not chunked: some servers answer 411) and the server
-// gets its key, once.
+// gets its key, once, over HTTP/1 and HTTP/2 (which lowercases every
+// header name anyway).
 func TestClientSendsAKeyedBodylessRequestWithContentLength0(t *testing.T) {
 	type seen struct {
-		te   []string
-		cl   int64
-		keys []string
-		xkey []string
+		proto int
+		te    []string
+		cl    int64
+		keys  []string
+		xkey  []string
 	}
-	got := make(chan seen, 1)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got <- seen{r.TransferEncoding, r.ContentLength, r.Header.Values("Idempotency-Key"), r.Header.Values("X-Idempotency-Key")}
-	}))
-	defer srv.Close()
-	c := nethttp.Client(srv.Client())
-	for _, method := range []string{"POST", "PUT", "PATCH"} {
-		req, err := httpmsg.NewRequest(context.Background(), method, srv.URL+"/", nil)
-		require.NoError(t, err)
-		req.Header.Set("Idempotency-Key", "k-"+method)
-		req.Header.Set("X-Idempotency-Key", "x-"+method)
-		resp, err := c.Do(req)
-		require.NoError(t, err)
-		_ = resp.Body.Close()
-		s := <-got
-		assert.Empty(t, s.te, method+": not chunked")
-		assert.Equal(t, int64(0), s.cl, method+": Content-Length: 0")
-		assert.Equal(t, []string{"k-" + method}, s.keys, method+": the key arrives, once")
-		assert.Equal(t, []string{"x-" + method}, s.xkey, method)
+	for _, h2 := range []bool{false, true} {
+		t.Run(map[bool]string{false: "HTTP/1", true: "HTTP/2"}[h2], func(t *testing.T) {
+			got := make(chan seen, 1)
+			srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				got <- seen{r.ProtoMajor, r.TransferEncoding, r.ContentLength, r.Header.Values("Idempotency-Key"), r.Header.Values("X-Idempotency-Key")}
+			}))
+			if h2 {
+				srv.EnableHTTP2 = true
+				srv.StartTLS()
+			} else {
+				srv.Start()
+			}
+			defer srv.Close()
+			c := nethttp.Client(srv.Client())
+			for _, method := range []string{"POST", "PUT", "PATCH"} {
+				req, err := httpmsg.NewRequest(context.Background(), method, srv.URL+"/", nil)
+				require.NoError(t, err)
+				req.Header.Set("Idempotency-Key", "k-"+method)
+				req.Header.Set("X-Idempotency-Key", "x-"+method)
+				resp, err := c.Do(req)
+				require.NoError(t, err)
+				_ = resp.Body.Close()
+				s := <-got
+				assert.Equal(t, map[bool]int{false: 1, true: 2}[h2], s.proto)
+				assert.Empty(t, s.te, method+": not chunked")
+				assert.Equal(t, int64(0), s.cl, method+": Content-Length: 0")
+				assert.Equal(t, []string{"k-" + method}, s.keys, method+": the key arrives, once")
+				assert.Equal(t, []string{"x-" + method}, s.xkey, method)
+			}
+		})
 	}
 }
 
