@@ -231,10 +231,10 @@ func Unrouted(w httpmsg.ResponseWriter, r *httpmsg.Request) {
 	}
 	if len(allowed) > 0 {
 		w.Header().Set("Allow", strings.Join(allowed, ", "))
-		WriteError(w, fail(ErrMethodNotAllowed, r.Method+" is not allowed on "+r.URL.Path))
+		WriteError(w, fail(ErrMethodNotAllowed, core.Clip(r.Method)+" is not allowed on "+core.Clip(r.URL.Path)))
 		return
 	}
-	WriteError(w, fail(ErrNotFound, "no route "+r.URL.Path))
+	WriteError(w, fail(ErrNotFound, "no route "+core.Clip(r.URL.Path)))
 }
 
 // routeTable matches every documented route (Routes), to tell a request's

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/revenantrt/revenant/core"
 	"github.com/revenantrt/revenant/core/api"
 	"github.com/revenantrt/revenant/core/fakehost"
 	"github.com/revenantrt/revenant/internal/treetest"
@@ -117,4 +118,32 @@ func TestRoutingAsBefore(t *testing.T) {
 	raw, err := os.ReadFile(golden)
 	require.NoError(t, err)
 	assert.Equal(t, strings.Split(strings.TrimSuffix(string(raw), "\n"), "\n"), got)
+}
+
+// An error message repeats at most core.EchoLimit bytes of a request
+// value (docs/api.md): a long path that matches no route, a long unclean
+// path, a long method, and a long path a method is not allowed on.
+func TestRoutingErrorsClipTheRequestValues(t *testing.T) {
+	trees := newMemTrees(t, treetest.NewDriver(4))
+	d, err := api.NewDirectory(api.DirectoryDeps{Index: indexOnly{trees}, Auth: api.Anonymous{}, IDs: &fakehost.IDs{Prefix: "d"}}, api.NewConfig())
+	require.NoError(t, err)
+	long := strings.Repeat("a", 3*core.EchoLimit)
+	clipped := strings.Repeat("a", core.EchoLimit) + "…"
+	for _, tc := range []struct {
+		method, target string
+		code           int
+		want           string
+	}{
+		{"GET", "/v1/" + long, 404, "no route /v1/" + clipped[:core.EchoLimit-len("/v1/")] + "…"},
+		{"GET", "//v1/" + long, 404, "no route //v1/" + clipped[:core.EchoLimit-len("//v1/")] + "… (a path has no empty, . or .. segments)"},
+		{strings.ToUpper(long), "/v1/sessions", 405, strings.ToUpper(clipped) + " is not allowed on /v1/sessions"},
+		{"PUT", "/v1/sessions/" + long, 405, "PUT is not allowed on /v1/sessions/" + clipped[:core.EchoLimit-len("/v1/sessions/")] + "…"},
+	} {
+		w := httptest.NewRecorder()
+		asHTTP(d).ServeHTTP(w, httptest.NewRequest(tc.method, tc.target, nil))
+		var e api.ErrorBody
+		require.NoError(t, json.Unmarshal(w.Body.Bytes(), &e), w.Body.String())
+		assert.Equal(t, tc.code, w.Code, tc.target)
+		assert.Equal(t, tc.want, e.Error.Message)
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"path"
 	"strings"
 
+	"github.com/revenantrt/revenant/core"
 	"github.com/revenantrt/revenant/core/httpmsg"
 )
 
@@ -174,7 +175,7 @@ func (d *Directory) checkSource(w httpmsg.ResponseWriter, r *httpmsg.Request) (d
 func (d *Directory) Admit(w httpmsg.ResponseWriter, r *httpmsg.Request) bool {
 	done, err := d.checkSource(w, r)
 	if err == nil && !done && !cleanPath(r.URL.Path) {
-		err = fail(ErrNotFound, "no route "+r.URL.Path+" (a path has no empty, . or .. segments)")
+		err = fail(ErrNotFound, "no route "+core.Clip(r.URL.Path)+" (a path has no empty, . or .. segments)")
 	}
 	if err != nil {
 		WriteError(w, err)

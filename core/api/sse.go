@@ -14,14 +14,6 @@ import (
 // subscription is dropped and it catches up from the log instead.
 const subscriptionBuffer = 1024
 
-// events serves the session's events as Server-Sent Events: the durable
-// events after the cursor (?after= or Last-Event-ID, which wins), then live
-// events and deltas. Durable events carry `id: <seq>` and are sent exactly
-// once and in order: the stream subscribes before it reads the log, skips
-// what it already sent, and re-reads the log whenever live delivery shows a
-// gap or falls behind, and follows the tree to its next instance when the
-// one it subscribed to stops. Deltas carry no id. A ":" heartbeat comment is
-// sent every heartbeat interval.
 // streamHeaders sets the headers of an event stream, for a GET and a HEAD
 // alike: no proxy may cache or buffer it.
 func streamHeaders(w httpmsg.ResponseWriter) {
@@ -30,6 +22,14 @@ func streamHeaders(w httpmsg.ResponseWriter) {
 	w.Header().Set("X-Accel-Buffering", "no")
 }
 
+// events serves the session's events as Server-Sent Events: the durable
+// events after the cursor (?after= or Last-Event-ID, which wins), then live
+// events and deltas. Durable events carry `id: <seq>` and are sent exactly
+// once and in order: the stream subscribes before it reads the log, skips
+// what it already sent, and re-reads the log whenever live delivery shows a
+// gap or falls behind, and follows the tree to its next instance when the
+// one it subscribed to stops. Deltas carry no id. A ":" heartbeat comment is
+// sent every heartbeat interval.
 func (h *TreeHandler) events(w httpmsg.ResponseWriter, r *httpmsg.Request, t *Tree) error {
 	inst, id := t.Instance, r.PathValue("id")
 	cursor, name := r.URL.Query().Get("after"), "after"

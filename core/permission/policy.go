@@ -47,16 +47,22 @@ func (p Policy) Decide(action string, def Decision, resources []string) Verdict 
 // Permit decides the resources a running call of action reaches beyond
 // those it declared (tool.Call.Permit): each must be allowed outright. A
 // deny is refused, and so is an ask, since a running call cannot park to
-// ask a person. The error names the resource and the rule.
+// ask a person. The error names the resource and the rule, or the tool's
+// default when no rule decided.
 func (p Policy) Permit(action string, def Decision, resources ...string) error {
 	v := p.Decide(action, def, resources)
-	switch v.Decision {
-	case Allow:
+	if v.Decision == Allow {
 		return nil
-	case Deny:
-		return fmt.Errorf("%s is declined by a permission rule (%s %q: deny)", v.Resource, v.Source, v.Rule.Resource)
 	}
-	return fmt.Errorf("%s would need approval by a permission rule (%s %q: %s), which a running call cannot ask for", v.Resource, v.Source, v.Rule.Resource, v.Decision)
+	// by names what decided: a rule, or, with none, the tool's default.
+	by := fmt.Sprintf("a permission rule (%s %q: %s)", v.Source, v.Rule.Resource, v.Decision)
+	if v.Source == FromDefault {
+		by = fmt.Sprintf("the tool's default (%s)", v.Decision)
+	}
+	if v.Decision == Deny {
+		return fmt.Errorf("%s is declined by %s", v.Resource, by)
+	}
+	return fmt.Errorf("%s would need approval by %s, which a running call cannot ask for", v.Resource, by)
 }
 
 // Pending lists the resources of a call that the policy still asks about

@@ -166,3 +166,24 @@ func lastMatch(rules []permission.Rule, action, resource string) (permission.Rul
 	}
 	return out, found
 }
+
+// Permit's refusal names what decided: the rule that matched, or, when
+// none did, the tool's default (not a rule "*" that nobody wrote).
+func TestPermitNamesWhatDecided(t *testing.T) {
+	var none permission.Policy
+	assert.NoError(t, none.Permit("hook", permission.Allow, "x"))
+	err := none.Permit("hook", permission.Deny, "x")
+	require.Error(t, err)
+	assert.Equal(t, `x is declined by the tool's default (deny)`, err.Error())
+	err = none.Permit("hook", permission.Ask, "x")
+	require.Error(t, err)
+	assert.Equal(t, `x would need approval by the tool's default (ask), which a running call cannot ask for`, err.Error())
+
+	ruled := permission.Policy{Config: []permission.Rule{rule("hook", "x", permission.Deny), rule("hook", "y", permission.Ask)}}
+	err = ruled.Permit("hook", permission.Allow, "x")
+	require.Error(t, err)
+	assert.Equal(t, `x is declined by a permission rule (config "x": deny)`, err.Error())
+	err = ruled.Permit("hook", permission.Allow, "y")
+	require.Error(t, err)
+	assert.Equal(t, `y would need approval by a permission rule (config "y": ask), which a running call cannot ask for`, err.Error())
+}

@@ -9,30 +9,47 @@
 //
 // # Resends
 //
-// net/http's Transport sends a request again on a new connection when a
-// reused (pooled) one failed before the first byte of the answer, if it
-// deems the request replayable: a GET, HEAD, OPTIONS or TRACE, or any
-// request with an Idempotency-Key header, whose body it can reread. By
-// then the server may have received and acted on the request, so that
-// resend can deliver it twice, and revenant's tools send every request
-// with an Idempotency-Key. The rule here: a request is handed to net/http
-// as replayable only when its sender marked it so (httpmsg.Request's
-// Replayable, with GetBody: an idempotent webhook, whose receiver
-// deduplicates by key). Every other request is handed over with no GetBody,
-// and, when it has no body but net/http would replay it (a GET, HEAD,
-// OPTIONS or TRACE, or a request with an idempotency key), with an empty
-// body that is not nil, which net/http never replays; it still retries
-// one it knows it wrote nothing of. The empty body changes nothing on the
-// wire for GET, HEAD or OPTIONS (the transport sees it is empty and sends
-// none); a POST, PUT or PATCH with an idempotency key and no body goes as
-// an empty chunked body instead of Content-Length: 0 (one without a key
-// keeps Content-Length: 0: net/http never replays it).
+// net/http's Transport (HTTP/1) sends a request again on a new connection
+// when a reused (pooled) one failed before the first byte of the answer,
+// if it deems the request replayable: a GET, HEAD, OPTIONS or TRACE, or a
+// request whose header map has an "Idempotency-Key" or
+// "X-Idempotency-Key" entry (that exact map key), whose body is nil or it
+// can reread. By then the server may have received and acted on the
+// request, so that resend can deliver it twice, and revenant's tools send
+// every request with an Idempotency-Key. The rule here: a request is
+// handed to net/http as replayable only when its sender marked it so
+// (httpmsg.Request's Replayable, with GetBody: an idempotent webhook,
+// whose receiver deduplicates by key). Every other request is handed over
+// with no GetBody, and when it has no body:
+//
+//   - a POST, PUT, PATCH, DELETE, … goes with a nil body (Content-Length: 0
+//     where the method has one), and its idempotency key is moved to the
+//     lower-case map key ("idempotency-key"), which net/http's check does
+//     not see but HTTP/1 writes as it is (header names are
+//     case-insensitive, so the server gets the key). net/http then never
+//     resends it after writing any of it, and still retries it on a new
+//     connection when the write failed with nothing written.
+//   - a GET, HEAD, OPTIONS or TRACE, which net/http replays whatever its
+//     header, goes with an empty body that is not nil, which net/http never
+//     replays. That changes nothing on the wire (the transport sees it is
+//     empty and sends none), but net/http cannot rewind it, so such a
+//     request also loses the retry when nothing of it was written: the
+//     call fails instead.
+//
+// HTTP/2 (net/http's bundled transport) does not use that check at all:
+// it sends a request again, whatever its method or header, only on the
+// errors by which the protocol says the server did not process it (the
+// connection was unusable, a GOAWAY, a stream refused, or a stream reset
+// by the peer with PROTOCOL_ERROR), and with a non-nil body only if it
+// can reread it or wrote none of it; it lowercases every header name, so
+// the moved key goes as any other.
 package nethttp
 
 import (
 	"errors"
 	"io"
 	"net/http"
+	"strings"
 
 	"github.com/revenantrt/revenant/core/httpmsg"
 )
@@ -115,8 +132,8 @@ func (c client) Do(req *httpmsg.Request) (*httpmsg.Response, error) {
 	return &httpmsg.Response{StatusCode: resp.StatusCode, Header: httpmsg.Header(resp.Header), Body: resp.Body, Request: req}, nil
 }
 
-// Outgoing returns req as an *http.Request to send (sharing its header map
-// and body).
+// Outgoing returns req as an *http.Request to send (sharing its body, and
+// its header map unless it moves an idempotency key: see the package doc).
 func Outgoing(req *httpmsg.Request) (*http.Request, error) {
 	if req.URL == nil {
 		if req.Body != nil {
@@ -126,19 +143,21 @@ func Outgoing(req *httpmsg.Request) (*http.Request, error) {
 	}
 	replay := req.Replayable && req.GetBody != nil
 	body := req.Body
+	bodyless := body == nil || body == httpmsg.NoBody
+	header := http.Header(req.Header)
 	switch {
 	case replay && body == httpmsg.NoBody:
 		body = http.NoBody
-	case !replay && (body == nil || body == httpmsg.NoBody):
-		if safeMethod(req.Method) || idempotencyKeyed(req.Header) {
-			// Without a body, net/http replays a GET, HEAD, OPTIONS or TRACE,
-			// and any request with an idempotency key (see the package doc).
-			body = emptyBody{}
-		} else {
-			// A POST, PUT, … without a key is never replayed: no body at
-			// all keeps its Content-Length: 0 (an emptyBody goes chunked).
-			body = nil
-		}
+	case !replay && bodyless && safeMethod(req.Method):
+		// net/http replays a GET, HEAD, OPTIONS or TRACE without a body
+		// (see the package doc).
+		body = emptyBody{}
+	case !replay && bodyless:
+		// No body at all keeps Content-Length: 0 and the retry of a
+		// request none of which was written; hiding the key keeps net/http
+		// from resending it after it was written (see the package doc).
+		body = nil
+		header = hideIdempotencyKey(header)
 	}
 	hreq, err := http.NewRequestWithContext(req.Context(), req.Method, req.URL.String(), body)
 	if err != nil {
@@ -147,8 +166,8 @@ func Outgoing(req *httpmsg.Request) (*http.Request, error) {
 		}
 		return nil, err
 	}
-	if req.Header != nil {
-		hreq.Header = http.Header(req.Header)
+	if header != nil {
+		hreq.Header = header
 	}
 	if req.Host != "" {
 		hreq.Host = req.Host
@@ -173,9 +192,28 @@ func safeMethod(m string) bool {
 	return false
 }
 
-// idempotencyKeyed: the headers that make any method replayable to net/http.
-func idempotencyKeyed(h httpmsg.Header) bool {
-	return len(h.Values("Idempotency-Key")) > 0 || len(h.Values("X-Idempotency-Key")) > 0
+// replayKeys are the header map keys that make any method replayable to
+// net/http's HTTP/1 transport: it looks them up exactly as spelled here.
+var replayKeys = [...]string{"Idempotency-Key", "X-Idempotency-Key"}
+
+// hideIdempotencyKey returns h, or when h has one of replayKeys, a copy of
+// h with each moved to its lower-case spelling (appended to any values
+// already there). The copy leaves the caller's header map as it was.
+func hideIdempotencyKey(h http.Header) http.Header {
+	out, copied := h, false
+	for _, k := range replayKeys {
+		vs, ok := h[k]
+		if !ok {
+			continue
+		}
+		if !copied {
+			out, copied = h.Clone(), true
+		}
+		lower := strings.ToLower(k)
+		delete(out, k)
+		out[lower] = append(out[lower], vs...)
+	}
+	return out
 }
 
 // emptyBody is the body of a request without one that must not be

@@ -3,6 +3,7 @@ package nethttp_test
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -10,6 +11,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -204,10 +206,10 @@ func TestClientResendsAReplayableRequest(t *testing.T) {
 	assert.Equal(t, []string{"POST body", "POST body", "POST body"}, srv.requests(), "the second request read twice")
 }
 
-// A POST without a body or an idempotency key keeps its Content-Length: 0
-// (net/http never replays it, so it needs no stand-in body, which would
-// go chunked); one with a key goes with an empty body that is not
-// replayed.
+// A request without a body and not marked replayable goes with no body
+// (Content-Length: 0 on the wire) whether it has an idempotency key or
+// not; a key is moved where net/http's replay check does not look, on a
+// copy of the header. A GET gets a stand-in body that is not replayed.
 func TestOutgoingBodylessPost(t *testing.T) {
 	req, err := httpmsg.NewRequest(context.Background(), "POST", "http://127.0.0.1/", nil)
 	require.NoError(t, err)
@@ -217,8 +219,124 @@ func TestOutgoingBodylessPost(t *testing.T) {
 	assert.Nil(t, hreq.GetBody)
 
 	req.Header.Set("Idempotency-Key", "k")
+	req.Header.Set("X-Idempotency-Key", "x")
 	hreq, err = nethttp.Outgoing(req)
 	require.NoError(t, err)
-	assert.NotNil(t, hreq.Body, "a keyed request without a body must not look replayable")
+	assert.Nil(t, hreq.Body, "a keyed request without a body keeps Content-Length: 0")
 	assert.Nil(t, hreq.GetBody)
+	assert.Equal(t, http.Header{"idempotency-key": {"k"}, "x-idempotency-key": {"x"}}, hreq.Header,
+		"the keys are out of net/http's exact-key replay check")
+	assert.Equal(t, "k", req.Header.Get("Idempotency-Key"), "the caller's header is left as it was")
+
+	get, err := httpmsg.NewRequest(context.Background(), "GET", "http://127.0.0.1/", nil)
+	require.NoError(t, err)
+	get.Header.Set("Idempotency-Key", "k")
+	hreq, err = nethttp.Outgoing(get)
+	require.NoError(t, err)
+	assert.NotNil(t, hreq.Body, "net/http replays a GET with no body whatever its header")
+	assert.Equal(t, "k", hreq.Header.Get("Idempotency-Key"))
+}
+
+// TestClientSendsAKeyedBodylessRequestWithContentLength0: on the wire, a
+// POST, PUT or PATCH with an idempotency key and no body goes with
+// Content-Length: 0 (not chunked: some servers answer 411) and the server
+// gets its key, once, over HTTP/1 and HTTP/2 (which lowercases every
+// header name anyway).
+func TestClientSendsAKeyedBodylessRequestWithContentLength0(t *testing.T) {
+	type seen struct {
+		proto int
+		te    []string
+		cl    int64
+		keys  []string
+		xkey  []string
+	}
+	for _, h2 := range []bool{false, true} {
+		t.Run(map[bool]string{false: "HTTP/1", true: "HTTP/2"}[h2], func(t *testing.T) {
+			got := make(chan seen, 1)
+			srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				got <- seen{r.ProtoMajor, r.TransferEncoding, r.ContentLength, r.Header.Values("Idempotency-Key"), r.Header.Values("X-Idempotency-Key")}
+			}))
+			if h2 {
+				srv.EnableHTTP2 = true
+				srv.StartTLS()
+			} else {
+				srv.Start()
+			}
+			defer srv.Close()
+			c := nethttp.Client(srv.Client())
+			for _, method := range []string{"POST", "PUT", "PATCH"} {
+				req, err := httpmsg.NewRequest(context.Background(), method, srv.URL+"/", nil)
+				require.NoError(t, err)
+				req.Header.Set("Idempotency-Key", "k-"+method)
+				req.Header.Set("X-Idempotency-Key", "x-"+method)
+				resp, err := c.Do(req)
+				require.NoError(t, err)
+				_ = resp.Body.Close()
+				s := <-got
+				assert.Equal(t, map[bool]int{false: 1, true: 2}[h2], s.proto)
+				assert.Empty(t, s.te, method+": not chunked")
+				assert.Equal(t, int64(0), s.cl, method+": Content-Length: 0")
+				assert.Equal(t, []string{"k-" + method}, s.keys, method+": the key arrives, once")
+				assert.Equal(t, []string{"x-" + method}, s.xkey, method)
+			}
+		})
+	}
+}
+
+// failSecondWrite is a connection whose second write fails having written
+// nothing (its counter is shared by every connection of a transport).
+type failSecondWrite struct {
+	net.Conn
+	writes *atomic.Int32
+}
+
+func (c failSecondWrite) Write(p []byte) (int, error) {
+	if c.writes.Add(1) == 2 {
+		return 0, errors.New("write failed, nothing written")
+	}
+	return c.Conn.Write(p)
+}
+
+// TestClientRetriesARequestNothingOfWhichWasWritten: when writing a
+// request on a reused connection fails with nothing of it written,
+// net/http sends it on a new connection; a body-less request with an
+// idempotency key, not marked replayable, keeps that retry: the second
+// call succeeds and the server reads each request once.
+func TestClientRetriesARequestNothingOfWhichWasWritten(t *testing.T) {
+	for _, method := range []string{"POST", "PUT", "DELETE"} {
+		t.Run(method, func(t *testing.T) {
+			var mu sync.Mutex
+			var keys []string
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				mu.Lock()
+				keys = append(keys, r.Header.Get("Idempotency-Key"))
+				mu.Unlock()
+				_, _ = io.WriteString(w, "ok")
+			}))
+			defer srv.Close()
+			var writes atomic.Int32
+			tr := &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+				c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+				if err != nil {
+					return nil, err
+				}
+				return failSecondWrite{c, &writes}, nil
+			}}
+			defer tr.CloseIdleConnections()
+			c := nethttp.Client(&http.Client{Transport: tr})
+			for i := range 2 {
+				req, err := httpmsg.NewRequest(context.Background(), method, srv.URL+"/", nil)
+				require.NoError(t, err)
+				req.Header.Set("Idempotency-Key", fmt.Sprint("k", i))
+				resp, err := c.Do(req)
+				require.NoError(t, err, "request %d: a write that wrote nothing is retried", i)
+				_, _ = io.ReadAll(resp.Body)
+				_ = resp.Body.Close()
+			}
+			assert.Equal(t, int32(3), writes.Load(), "the second request's first write failed")
+			mu.Lock()
+			defer mu.Unlock()
+			assert.Equal(t, []string{"k0", "k1"}, keys, "each request read once")
+		})
+	}
 }

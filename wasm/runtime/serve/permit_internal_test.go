@@ -22,11 +22,11 @@ func TestPermitToolDefaults(t *testing.T) {
 
 	err := tr.permit(tool.Func{Name: "hook", DefaultPermission: "deny"})("x")
 	require.Error(t, err)
-	assert.Equal(t, `x is declined by a permission rule (default "*": deny)`, err.Error())
+	assert.Equal(t, `x is declined by the tool's default (deny)`, err.Error())
 
 	err = tr.permit(tool.Func{Name: "hook"})("x")
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), `x would need approval by a permission rule (default "*": ask)`)
+	assert.Contains(t, err.Error(), `x would need approval by the tool's default (ask)`)
 
 	tr.cfg.Boot.Permissions = []permission.Rule{{Action: "hook", Resource: "x", Decision: permission.Allow}}
 	assert.NoError(t, tr.permit(tool.Func{Name: "hook"})("x"), "the operator's rule overrides the default")
