@@ -54,15 +54,21 @@ func (p Policy) Permit(action string, def Decision, resources ...string) error {
 	if v.Decision == Allow {
 		return nil
 	}
-	// by names what decided: a rule, or, with none, the tool's default.
-	by := fmt.Sprintf("a permission rule (%s %q: %s)", v.Source, v.Rule.Resource, v.Decision)
-	if v.Source == FromDefault {
-		by = fmt.Sprintf("the tool's default (%s)", v.Decision)
-	}
+	by := v.DecidedBy()
 	if v.Decision == Deny {
 		return fmt.Errorf("%s is declined by %s", v.Resource, by)
 	}
 	return fmt.Errorf("%s would need approval by %s, which a running call cannot ask for", v.Resource, by)
+}
+
+// DecidedBy names what decided the verdict, for a message: a rule
+// ("a permission rule (config \"*\": deny)"), or, with none, the tool's
+// default ("the tool's default (deny)").
+func (v Verdict) DecidedBy() string {
+	if v.Source == FromDefault {
+		return fmt.Sprintf("the tool's default (%s)", v.Decision)
+	}
+	return fmt.Sprintf("a permission rule (%s %q: %s)", v.Source, v.Rule.Resource, v.Decision)
 }
 
 // Pending lists the resources of a call that the policy still asks about

@@ -87,8 +87,7 @@ func (t *turn) authorizeCall(ctx context.Context, st state, c callRow, tl tool.T
 	case permission.Allow:
 		return gateRun, nil
 	case permission.Deny:
-		v := a.verdict
-		out := fmt.Sprintf("The %s call was declined by a permission rule (%s %q: deny) and did not run.", c.name, v.Source, v.Rule.Resource)
+		out := fmt.Sprintf("The %s call was declined by %s and did not run.", c.name, a.verdict.DecidedBy())
 		return t.settledGate(ctx, event.Settled{CallID: c.id, Outcome: event.OutcomeDeclined, Output: out})
 	}
 	ask := slices.DeleteFunc(slices.Clone(a.pending), func(r string) bool { return slices.Contains(approved, r) })

@@ -463,7 +463,7 @@ func TestPermissionRules(t *testing.T) {
 	s := settlements(t, c.tr.Events(c.sid))
 	require.Len(t, s, 1)
 	assert.Equal(t, event.OutcomeDeclined, s[0].Outcome)
-	assert.Contains(t, s[0].Output, "declined by a permission rule")
+	assert.Equal(t, `The deploy call was declined by a permission rule (config "target:prod*": deny) and did not run.`, s[0].Output)
 	assert.Empty(t, permissions(t, n, c.sid))
 
 	c.admit(t, n, "p2", "deploy staging")
