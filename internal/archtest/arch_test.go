@@ -84,8 +84,8 @@ var rules = []rule{
 		why: "the front Worker is an adapter of its own: adapters → recovery → core"},
 	{from: "internal/...", never: []string{"cmd/...", "e2e/..."},
 		why: "test harnesses serve the packages they test; the server and e2e are not harnesses"},
-	{from: "e2e/...", only: []string{"internal/guestbuild"}, tests: true,
-		why: "e2e is black-box: it builds the server and the guest and talks HTTP; only the guest build helper is shared"},
+	{from: "e2e/...", only: []string{"internal/guestbuild", "internal/redirecthost"}, tests: true,
+		why: "e2e is black-box: it builds the server and the guest and talks HTTP; only the guest build helper and a test HTTP server are shared"},
 }
 
 // pkg is one package of a go list run.
