@@ -394,11 +394,14 @@ func workerdKillAfterInterrupt(t *testing.T, w *workerd) {
 // stays open with nowhere to go. Every later request is still answered,
 // on that tree and elsewhere: a writer that kept asking such a stream
 // whether it was ready once spun forever and stopped the whole isolate.
+// And more streams than a tree serves at once (64) are opened this way:
+// each new one ends the oldest, so the ones left behind never fill the
+// tree's places.
 func TestWorkerdStaleStreams(t *testing.T) {
 	w := startWorkerdWith(t, "", "REVENANT_TOKENS:"+frontTokens, "REVENANT_OFFLINE_WORD_DELAY:"+workerdWordDelay)
 	s := w.as(t, "a-token")
 	sid, other := s.create(), s.create()
-	for i := range 20 {
+	for i := range 35 { // 70 streams on one tree
 		for _, text := range []string{"read live, then left", "after the client left"} {
 			p := s.prompt(sid, fmt.Sprintf("turn %d: %s", i, text))
 			st := s.follow(sid, 0)

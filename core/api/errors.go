@@ -25,7 +25,6 @@ const (
 	ErrMethodNotAllowed ErrorType = "method_not_allowed"
 	ErrConflict         ErrorType = "conflict"
 	ErrPayloadTooLarge  ErrorType = "payload_too_large"
-	ErrTooManyRequests  ErrorType = "too_many_requests"
 	ErrUnavailable      ErrorType = "unavailable"
 	ErrReadOnly         ErrorType = "read_only"
 	ErrInternal         ErrorType = "internal"
@@ -42,7 +41,6 @@ var Statuses = map[ErrorType]int{
 	ErrMethodNotAllowed: httpmsg.StatusMethodNotAllowed,
 	ErrConflict:         httpmsg.StatusConflict,
 	ErrPayloadTooLarge:  httpmsg.StatusRequestEntityTooLarge,
-	ErrTooManyRequests:  httpmsg.StatusTooManyRequests,
 	ErrUnavailable:      httpmsg.StatusServiceUnavailable,
 	ErrReadOnly:         httpmsg.StatusServiceUnavailable,
 	ErrInternal:         httpmsg.StatusInternalServerError,

@@ -68,7 +68,7 @@ func (c Config) checkPageSizes() error {
 func (c Config) WithMaxBody(n int64) Config { c.maxBody = n; return c }
 
 // WithStreamLimit caps the event streams open at once on one session tree
-// (its sessions together); one more is 429 too_many_requests. Each open
+// (its sessions together); opening one more ends the oldest. Each open
 // stream holds a subscription, a connection and buffers, so a client that
 // opens them without end would otherwise exhaust the host. Default 64;
 // New refuses less than 1.

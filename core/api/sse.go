@@ -3,6 +3,7 @@ package api
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/revenantrt/revenant/core"
@@ -53,10 +54,7 @@ func (h *TreeHandler) events(w httpmsg.ResponseWriter, r *httpmsg.Request, t *Tr
 	if !ok {
 		return fail(ErrInternal, "streaming is not supported by this server")
 	}
-	release, err := h.openStream(t.RootID)
-	if err != nil {
-		return err
-	}
+	evicted, release := h.openStream(t.RootID)
 	defer release()
 	s := &stream{w: w, flush: flusher.Flush, inst: inst, id: id, last: after}
 	sub := inst.Subscribe(id, subscriptionBuffer)
@@ -115,26 +113,38 @@ func (h *TreeHandler) events(w httpmsg.ResponseWriter, r *httpmsg.Request, t *Tr
 			return nil
 		case <-h.closing:
 			return nil
+		case <-evicted:
+			return nil // a newer stream of the tree took its place
 		}
 	}
 }
 
-// openStream counts one more event stream on tree root, refused past the
-// limit; release uncounts it.
-func (h *TreeHandler) openStream(root string) (release func(), err error) {
+// openStream registers one more event stream on tree root. Past the
+// tree's limit the oldest stream is ended to make room (evicted closes):
+// a stream's end is routine (its client reconnects with Last-Event-ID),
+// and a client that left without its host noticing (wrangler dev does not
+// pass a disconnect on to a Durable Object) would otherwise hold its place
+// for good. release unregisters it.
+func (h *TreeHandler) openStream(root string) (evicted <-chan struct{}, release func()) {
 	h.streamsMu.Lock()
 	defer h.streamsMu.Unlock()
-	if h.streams[root] >= h.cfg.streamLimit {
-		return nil, fail(ErrTooManyRequests, fmt.Sprintf("this session tree already has %d event streams open, the most it serves; close one and retry", h.cfg.streamLimit))
+	open := h.streams[root]
+	if len(open) >= h.cfg.streamLimit {
+		close(open[0])
+		open = open[1:]
 	}
-	h.streams[root]++
-	return func() {
+	mine := make(chan struct{})
+	h.streams[root] = append(open, mine)
+	return mine, func() {
 		h.streamsMu.Lock()
 		defer h.streamsMu.Unlock()
-		if h.streams[root]--; h.streams[root] == 0 {
+		open := slices.DeleteFunc(h.streams[root], func(c chan struct{}) bool { return c == mine })
+		if len(open) == 0 {
 			delete(h.streams, root)
+			return
 		}
-	}, nil
+		h.streams[root] = open
+	}
 }
 
 type stream struct {

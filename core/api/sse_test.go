@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -251,4 +252,29 @@ func TestEventsBadCursorNamesItsSource(t *testing.T) {
 		assert.Equal(t, http.StatusBadRequest, resp.StatusCode)
 		assert.Equal(t, c.want, e.Error.Message)
 	}
+}
+
+// Past the tree's stream limit, a new stream ends the oldest: its client
+// reads to the end of its body, and the new stream serves.
+func TestEventsPastTheLimitEndsTheOldest(t *testing.T) {
+	f := newFixtureWith(t, treetest.NewDriver(1), nil, api.NewConfig().WithStreamLimit(1))
+	id := f.client(t, "").create()
+	// A deadline for a failing test only: the oldest stream never ends
+	// without the limit.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	open := func() *http.Response {
+		req, err := http.NewRequestWithContext(ctx, "GET", f.srv.URL+"/v1/sessions/"+id+"/events", nil)
+		require.NoError(t, err)
+		resp, err := f.srv.Client().Do(req)
+		require.NoError(t, err)
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		t.Cleanup(func() { resp.Body.Close() })
+		return resp
+	}
+	oldest := open()
+	newest := open()
+	_, err := io.ReadAll(oldest.Body)
+	require.NoError(t, err, "the oldest stream ended cleanly")
+	assert.Equal(t, 200, newest.StatusCode)
 }

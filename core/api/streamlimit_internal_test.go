@@ -9,26 +9,36 @@ import (
 	"github.com/revenantrt/revenant/core/fakehost"
 )
 
-// The stream limit is per tree, and a released stream frees its place.
-// (Through HTTP, a release waits on the server noticing the client left;
-// docs_test's TestOpenAPIBodies drives the refusal end to end.)
-func TestStreamLimitPerTree(t *testing.T) {
+// closed reports whether c is closed, without waiting.
+func closed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
+
+// The stream limit is per tree: one stream more ends the tree's oldest,
+// and a released stream frees its place.
+func TestStreamLimitEndsTheOldest(t *testing.T) {
 	h, err := NewTreeHandler(TreeDeps{Clock: fakehost.NewClock(0)}, NewConfig().WithStreamLimit(2))
 	require.NoError(t, err)
-	first, err := h.openStream("a")
-	require.NoError(t, err)
-	_, err = h.openStream("a")
-	require.NoError(t, err)
-	_, err = h.openStream("a")
-	require.ErrorIs(t, err, ErrTooManyRequests, "a third stream on tree a")
-	_, err = h.openStream("b")
-	require.NoError(t, err, "tree b has its own limit")
+	first, _ := h.openStream("a")
+	second, releaseSecond := h.openStream("a")
+	other, _ := h.openStream("b")
+	assert.False(t, closed(first) || closed(second) || closed(other), "within the limit")
 
-	first()
-	_, err = h.openStream("a")
-	assert.NoError(t, err, "a released stream frees its place")
-	_, err = h.openStream("a")
-	assert.ErrorIs(t, err, ErrTooManyRequests)
+	third, _ := h.openStream("a")
+	assert.True(t, closed(first), "a third stream on tree a ends its oldest")
+	assert.False(t, closed(second) || closed(third) || closed(other), "the others stay, tree b's too")
+
+	releaseSecond()
+	fourth, _ := h.openStream("a")
+	assert.False(t, closed(third) || closed(fourth), "a released stream freed its place")
+	fifth, _ := h.openStream("a")
+	assert.True(t, closed(third), "then the oldest open one ends")
+	assert.False(t, closed(fourth) || closed(fifth))
 
 	_, err = NewTreeHandler(TreeDeps{Clock: fakehost.NewClock(0)}, NewConfig().WithStreamLimit(0))
 	assert.Error(t, err, "a limit under 1 is refused")

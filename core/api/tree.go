@@ -38,7 +38,7 @@ type TreeHandler struct {
 	once    sync.Once
 
 	streamsMu sync.Mutex
-	streams   map[string]int // open event streams by root id (Config.streamLimit)
+	streams   map[string][]chan struct{} // open event streams by root id, oldest first (Config.streamLimit)
 }
 
 // treeFunc serves one tree route; its error is the answer.
@@ -53,7 +53,7 @@ func NewTreeHandler(deps TreeDeps, cfg Config) (*TreeHandler, error) {
 		return nil, fmt.Errorf("new api tree handler: %w", err)
 	}
 	h := &TreeHandler{deps: deps, cfg: cfg, log: orDiscard(deps.Log), mux: &route.Mux{}, closing: make(chan struct{}),
-		streams: map[string]int{}}
+		streams: map[string][]chan struct{}{}}
 	h.routes = map[string]treeFunc{
 		"GET /v1/sessions/{id}":                    h.snapshot,
 		"POST /v1/sessions/{id}/prompt":            h.prompt,
