@@ -99,11 +99,5 @@ func TestStreamKillingInstanceAbortsAfterBudget(t *testing.T) {
 	n.Idle()
 	assert.Equal(t, budget+2, boots, "the first run, the budget's resumes, then the next resume aborts")
 	assert.Len(t, treetest.OfType(tr.Events(sid), event.TextCheckpoint), budget+1, "every run checkpointed before it was killed")
-	fails := treetest.OfType(tr.Events(sid), event.ExecutionFailed)
-	require.Len(t, fails, 1)
-	var f event.Failed
-	require.NoError(t, fails[0].Decode(&f))
-	assert.Equal(t, event.FailAborted, f.Type)
-	assert.Equal(t, "failed", tr.PromptState(pid))
-	assert.False(t, tr.Claim(sid).Exists)
+	requireAborted(t, tr, sid, pid)
 }

@@ -278,6 +278,14 @@ func TestToolKillingInstanceAbortsAfterBudget(t *testing.T) {
 	}
 	n.Idle()
 	assert.Equal(t, core.DefaultResumeBudget+2, boots, "the first run, 10 resumes, then the 11th count aborts")
+	requireAborted(t, tr, sid, pid)
+	assert.Equal(t, 1, m.Requests(1), "the step was requested once")
+}
+
+// requireAborted checks that prompt pid's turn on session sid failed
+// "aborted" (its resume budget ran out), once, and left no claim.
+func requireAborted(t *testing.T, tr *treetest.Tree, sid, pid string) {
+	t.Helper()
 	fails := treetest.OfType(tr.Events(sid), event.ExecutionFailed)
 	require.Len(t, fails, 1)
 	var f event.Failed
@@ -285,7 +293,6 @@ func TestToolKillingInstanceAbortsAfterBudget(t *testing.T) {
 	assert.Equal(t, event.FailAborted, f.Type)
 	assert.Equal(t, "failed", tr.PromptState(pid))
 	assert.False(t, tr.Claim(sid).Exists)
-	assert.Equal(t, 1, m.Requests(1), "the step was requested once")
 }
 
 // The step cap ends a turn that never stops calling tools.
