@@ -2,7 +2,6 @@ package runner_test
 
 import (
 	"fmt"
-	"net/netip"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -26,19 +25,16 @@ import (
 // redirects to 127.0.0.4 is followed; one that redirects to 127.0.0.5,
 // which the rules ask about, is refused too (a running call cannot ask).
 func TestHTTPRequestRedirectObeysPermissionRules(t *testing.T) {
-	denied := redirecthost.New(t, "127.0.0.3", nil)
-	allowed := redirecthost.New(t, "127.0.0.4", nil)
-	asking := fmt.Sprintf("http://127.0.0.5:%d/ask", denied.Port()) // refused before any dial: nothing listens
-	first := redirecthost.New(t, "127.0.0.2", map[string]string{"/to-denied": denied.URL + "/secret", "/to-allowed": allowed.URL + "/open", "/to-asking": asking})
-	policy := webnet.Dialing(web.NewEgress()).WithPorts(first.Port(), denied.Port(), allowed.Port()).
-		WithAllowCIDRs(netip.MustParsePrefix("127.0.0.2/32"), netip.MustParsePrefix("127.0.0.3/32"), netip.MustParsePrefix("127.0.0.4/32"), netip.MustParsePrefix("127.0.0.5/32"))
+	cast := redirecthost.NewCast(t)
+	first, denied, allowed := cast.First, cast.Denied, cast.Allowed
+	policy := webnet.Dialing(web.NewEgress()).WithPorts(cast.Ports()...).WithAllowCIDRs(cast.CIDRs()...)
 	cfg := runner.NewConfig().WithPermissions([]permission.Rule{
 		{Action: web.HTTPRequestName, Resource: "*", Decision: permission.Deny},
 		{Action: web.HTTPRequestName, Resource: "http:127.0.0.2", Decision: permission.Allow},
 		{Action: web.HTTPRequestName, Resource: "http:127.0.0.4", Decision: permission.Allow},
 		{Action: web.HTTPRequestName, Resource: "http:127.0.0.5", Decision: permission.Ask},
 	})
-	urls := []string{denied.URL + "/direct", first.URL + "/to-denied", first.URL + "/to-allowed", first.URL + "/to-asking"}
+	urls := append([]string{denied.URL + "/direct"}, cast.URLs()...)
 	m := &scriptModel{steps: func(k int) scriptStep {
 		if k <= len(urls) {
 			return scriptStep{chunks: toolCall(web.HTTPRequestName, fmt.Sprintf(`{"url":%q}`, urls[k-1]))}

@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"net/netip"
 	"strings"
 	"sync"
 	"testing"
@@ -101,14 +100,11 @@ func settlements(t *testing.T, srv *httptest.Server) []settlement {
 // a redirect to 127.0.0.4 is followed; one to 127.0.0.5, which the rules
 // ask about, is refused (a running call cannot ask).
 func TestGuestRedirectObeysOperatorPermissions(t *testing.T) {
-	denied := redirecthost.New(t, "127.0.0.3", nil)
-	allowed := redirecthost.New(t, "127.0.0.4", nil)
-	asking := fmt.Sprintf("http://127.0.0.5:%d/ask", denied.Port()) // refused before any dial: nothing listens
-	first := redirecthost.New(t, "127.0.0.2", map[string]string{"/to-denied": denied.URL + "/secret", "/to-allowed": allowed.URL + "/open", "/to-asking": asking})
-	policy := webnet.Dialing(web.NewEgress()).WithPorts(first.Port(), denied.Port(), allowed.Port()).
-		WithAllowCIDRs(netip.MustParsePrefix("127.0.0.2/32"), netip.MustParsePrefix("127.0.0.3/32"), netip.MustParsePrefix("127.0.0.4/32"), netip.MustParsePrefix("127.0.0.5/32"))
+	cast := redirecthost.NewCast(t)
+	first, denied, allowed := cast.First, cast.Denied, cast.Allowed
+	policy := webnet.Dialing(web.NewEgress()).WithPorts(cast.Ports()...).WithAllowCIDRs(cast.CIDRs()...)
 	tools := []tool.Tool{web.NewHTTPRequest(policy)}
-	provider := scriptedProvider(t, []string{first.URL + "/to-denied", first.URL + "/to-allowed", first.URL + "/to-asking"})
+	provider := scriptedProvider(t, cast.URLs())
 
 	srv := startTree(t, serve.Config{
 		Boot: runtime.BootConfig{Model: abi.ModelConfig{Kind: abi.ModelOpenAI, BaseURL: provider.URL + "/v1", Name: "m"},
