@@ -34,7 +34,7 @@ func TestWranglerDryRunBundle(t *testing.T) {
 	root := requireWrangler(t)
 	main := buildObject(t, root, t.TempDir(), "")
 	out := t.TempDir()
-	cmd := exec.Command("npx", "wrangler", "deploy", "--dry-run", "--outdir", out, "-c", testConfig(t, root, main))
+	cmd := exec.Command(wranglerBin(root), "deploy", "--dry-run", "--outdir", out, "-c", testConfig(t, root, main))
 	cmd.Dir = root
 	cmd.Env = wranglerEnv(t.TempDir())
 	b, err := cmd.CombinedOutput()
