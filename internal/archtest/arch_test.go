@@ -70,8 +70,8 @@ var rules = []rule{
 		why: "every package in the guest's 1.5 MiB is paid for at each boot (docs/RATIONALE.md, \"A lean guest\"): the guest declares tools and its host sends their requests (tools/web's webhook signing links crypto's FIPS module: AES, SHA-3, SHA-512, a DRBG, ~54 KB of gzip; net/http ~520 KB; it needs only tools/web/httpargs), core hashes with core/digest, logs through core/logs (log/slog ~56 KB) and reads a media type without mime (~26 KB)"},
 	{from: "core/model/...", never: []string{"net/http"},
 		why: "the model providers run in the wasm guest and the Durable Object, whose egress is the host's: net/http would only add weight"},
-	{from: "cmd/worker", goos: "js", never: []string{"net/http", "net", "mime"},
-		why: "the Cloudflare Worker's one wasm module (the front and the Tree objects) must fit the free plan's 3 MB: net/http adds ~410 KB of gzip"},
+	{from: "cmd/worker", goos: "js", never: []string{"net/http", "net", "mime", "regexp"},
+		why: "the Cloudflare Worker's one wasm module (the front and the Tree objects) must fit the free plan's 3 MB and starts on every new object: net/http adds ~410 KB of gzip; regexp ~114 KB, and a package-level regexp compiles at every Go start (about 30 ms of a fresh isolate's first start)"},
 	{from: "config/...", only: []string{"core/...", "tools/...", "config/..."},
 		why: "REVENANT_CONFIG is parsed into core's and the tools' types, for any host"},
 	{from: "host/...", never: []string{"wasm/...", "cmd/...", "durableobject/...", "worker/..."},
@@ -135,10 +135,10 @@ func match(pat, p string) bool {
 }
 
 // isStd reports whether a pattern names a standard library package (the
-// rules name syscall/js, net, net/http, crypto's, log, log/slog and mime).
+// rules name syscall/js, net, net/http, crypto's, log, log/slog, mime and regexp).
 func isStd(pat string) bool {
 	switch pat {
-	case "net", "log", "mime":
+	case "net", "log", "mime", "regexp":
 		return true
 	}
 	for _, prefix := range []string{"syscall/", "net/", "crypto/", "log/"} {
