@@ -276,16 +276,23 @@ func TestPermissionOutlivesTheInstance(t *testing.T) {
 // the client retries its admission and its reply (same ids) on a fresh
 // instance. The body runs at most once (non-idempotent tool), exactly once
 // when the kill came before executing or the tool is idempotent; the
-// request is approved exactly once and never resolved by the kill.
+// request is approved exactly once and never resolved by the kill. An
+// always reply's rule is saved with the approval, whatever the kill: the
+// next call it covers runs without asking.
 func TestPermissionKilledAtEveryCommit(t *testing.T) {
-	for _, idempotent := range []bool{false, true} {
-		t.Run(fmt.Sprintf("idempotent=%v", idempotent), func(t *testing.T) {
+	type variant struct {
+		idempotent bool
+		decision   string
+	}
+	for _, v := range []variant{{false, core.ReplyOnce}, {true, core.ReplyOnce}, {false, core.ReplyAlways}} {
+		idempotent, decision := v.idempotent, v.decision
+		t.Run(fmt.Sprintf("idempotent=%v/%s", idempotent, decision), func(t *testing.T) {
 			approve := func(n *treetest.Node, sid string) error {
 				bs, err := n.Inst.Blockers(ctx, sid, event.KindPermission)
 				if err != nil || len(bs) == 0 {
 					return err
 				}
-				_, err = n.Inst.Reply(ctx, sid, bs[0].ID, permReply("r1", core.ReplyOnce, ""))
+				_, err = n.Inst.Reply(ctx, sid, bs[0].ID, permReply("r1", decision, ""))
 				return err
 			}
 			clean := newPermRun(t, idempotent)
@@ -334,7 +341,7 @@ func TestPermissionKilledAtEveryCommit(t *testing.T) {
 							require.Len(t, bs, 1, "the fresh instance asked")
 							rid = bs[0].ID
 						}
-						res, err := n2.Inst.Reply(ctx, c.sid, rid, permReply("r1", core.ReplyOnce, ""))
+						res, err := n2.Inst.Reply(ctx, c.sid, rid, permReply("r1", decision, ""))
 						require.NoError(t, err, "the client's retried reply is the original outcome or the first")
 						assert.Equal(t, core.BlockerApproved, res.State)
 						n2.Idle()
@@ -365,6 +372,16 @@ func TestPermissionKilledAtEveryCommit(t *testing.T) {
 						}
 						assert.Empty(t, permissions(t, n2, c.sid))
 						assert.False(t, c.tr.Claim(c.sid).Exists)
+						if decision != core.ReplyAlways {
+							return
+						}
+						assert.Equal(t, 1, len(treetest.OfType(evs, event.PermissionRuleSaved)), "the always rule saved once")
+						before := c.l.count("deploy")
+						next := c.admit(t, n2, "p2", "deploy staging")
+						n2.Idle()
+						assert.Equal(t, "succeeded", c.tr.PromptState(next))
+						assert.Equal(t, 1, len(treetest.OfType(c.tr.Events(c.sid), event.StepParked)), "the saved rule approved the next call")
+						assert.Equal(t, before+1, c.l.count("deploy"))
 					})
 				}
 			}
@@ -442,6 +459,26 @@ func TestPermissionAlwaysApprovesCoveredSiblings(t *testing.T) {
 	require.NoError(t, err)
 	n.Idle()
 	assert.Equal(t, 3, c.l.count("deploy"))
+	assert.Equal(t, "succeeded", c.tr.PromptState(pid))
+}
+
+// An always reply that covers every other pending request of the step
+// approves them in its transaction, and the step goes on: the turn does
+// not stay parked on requests nobody is asked any more.
+func TestPermissionAlwaysCoveringEverySiblingResumesTheStep(t *testing.T) {
+	c := newPermRun(t, false)
+	n := c.boot(t)
+	n.NewSession(c.sid)
+	pid := c.admit(t, n, "p1", "deploy staging staging")
+	n.Idle()
+	asked := permissions(t, n, c.sid)
+	require.Len(t, asked, 2)
+
+	_, err := n.Inst.Reply(ctx, c.sid, asked[0].ID, permReply("r1", core.ReplyAlways, ""))
+	require.NoError(t, err)
+	n.Idle()
+	assert.Empty(t, permissions(t, n, c.sid), "the always rule approved the sibling")
+	assert.Equal(t, 2, c.l.count("deploy"))
 	assert.Equal(t, "succeeded", c.tr.PromptState(pid))
 }
 
