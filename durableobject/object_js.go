@@ -95,6 +95,7 @@ func (o *Object) boot(args []js.Value) (any, error) {
 	if len(args) < 2 || args[0].Type() != js.TypeString {
 		return nil, errors.New("want (treeID, alarmAt)")
 	}
+	testBootDelay() // test builds only: a slow boot on demand
 	o.treeID = args[0].String()
 	var at int64
 	if args[1].Type() == js.TypeNumber {
