@@ -4,6 +4,9 @@ package durableobject
 
 import (
 	"context"
+	"errors"
+	"io"
+	"log/slog"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -92,4 +95,43 @@ func TestAlarmClearRefusesLaterArms(t *testing.T) {
 	a.delivered() // an alarm handler that started before the delete
 	arm(t, a, 1000)
 	assert.Equal(t, []string{"set 5000", "delete"}, calls())
+}
+
+// sweepObject is an Object with only what swept needs: the Alarm over a
+// stand-in storage and a quiet log.
+func sweepObject(t *testing.T) (*Object, func() []string) {
+	t.Helper()
+	a, calls := newAlarmStandIn(t, 0)
+	return &Object{alarm: a, log: slog.New(slog.NewTextHandler(io.Discard, nil))}, calls
+}
+
+// A failed wake counts once on the wake schedule (1 s doubling), even
+// when its sweep and its last re-arm both failed: counted twice, the
+// delay grew 4x per alarm.
+func TestWakeFailureCountsOnce(t *testing.T) {
+	o, calls := sweepObject(t)
+	sweepErr, rearmErr := errors.New("sweep: disk I/O"), errors.New("rearm: disk I/O")
+	for wake := 1; wake <= 3; wake++ {
+		o.alarm.delivered()
+		o.swept("alarm", sweepErr)
+		o.rearmFailed(sweepErr, rearmErr)
+		assert.Equal(t, wake, o.sweepFailures, "wake %d", wake)
+	}
+	assert.Len(t, calls(), 3, "one retry alarm per wake")
+	o.alarm.delivered()
+	o.swept("alarm", nil)
+	o.rearmFailed(nil, rearmErr) // the sweep worked, the re-arm did not: this wake's one failure
+	assert.Equal(t, 1, o.sweepFailures)
+	assert.Len(t, calls(), 4, "the failed re-arm arms a retry")
+}
+
+// A deleted tree's sweeps fail (its tables are gone) and have nothing to
+// retry: swept arms nothing, even before the Alarm was cleared.
+func TestSweptArmsNothingOnceDeleted(t *testing.T) {
+	o, calls := sweepObject(t)
+	o.deleted = true
+	o.swept("alarm", errors.New("rearm: no such table: claims"))
+	o.rearmFailed(nil, errors.New("rearm: no such table: claims"))
+	assert.Empty(t, calls())
+	assert.Zero(t, o.sweepFailures)
 }

@@ -282,19 +282,26 @@ func (o *Object) wake([]js.Value) (any, error) {
 		return nil, nil
 	}
 	at, err := o.inst.Rearm(ctx)
-	if err != nil && sweepErr == nil {
-		// One failed wake counts once: a sweep that failed already
-		// counted and armed its retry, which stays (Arm keeps an earlier
-		// alarm).
-		o.swept("alarm", err)
-	} else if err != nil {
-		o.log.Warn("alarm re-arm failed; the sweep's retry alarm stands", "err", err)
+	if err != nil {
+		o.rearmFailed(sweepErr, err)
 	}
 	// Alarms are rare (a claim, a retry, a crash): one line each says
 	// what the wake-up did, and e2e tests wait on it.
 	o.log.Info("alarm handled", "idle", o.inst.Idle(), "resumed", rep.Count(core.Resume), "started", rep.Count(core.Start),
 		"decisions", len(rep.Decisions), "rearmed_at", at)
 	return nil, nil
+}
+
+// rearmFailed ends a wake whose last re-arm failed with err after its
+// sweep ended with sweepErr. One failed wake counts once on the wake
+// schedule: a sweep that failed already counted and armed its retry,
+// which stays (Arm keeps an earlier alarm).
+func (o *Object) rearmFailed(sweepErr, err error) {
+	if sweepErr == nil {
+		o.swept("alarm", err)
+		return
+	}
+	o.log.Warn("alarm re-arm failed; the sweep's retry alarm stands", "err", err)
 }
 
 // swept ends a sweep. One that failed could not tell whether work
