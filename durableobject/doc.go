@@ -13,7 +13,11 @@
 //   - the tree's wake-up: the object's alarm (ctx.storage.setAlarm). The
 //     alarm handler sweeps, holds the object while the turns it resumed run
 //     (bounded), and re-arms as its last act (DESIGN §4 rule 2). It never
-//     throws: a thrown alarm is retried a few times and then lost.
+//     throws: a thrown alarm is retried a few times and then lost. A failed
+//     sweep re-arms on the wake schedule (retry.Wake), one step per failed
+//     wake. The tree's delete deletes the alarm for good: the Alarm arms
+//     nothing afterwards, and a handler the delete met mid-hold neither
+//     sweeps nor re-arms, so the deleted object's storage stays empty.
 //
 // What it serves (the contract with the front Worker): requests carry
 // x-revenant-tree (the root id the object holds) and x-revenant-principal

@@ -7,3 +7,7 @@ import "github.com/revenantrt/revenant/core/httpmsg"
 // testRoute serves nothing: the test-only routes are in a build with the
 // revenant_testroutes tag only (testroutes_js.go).
 func testRoute(*Object, httpmsg.ResponseWriter, *httpmsg.Request) bool { return false }
+
+// testBootDelay does nothing: the boot delay is a test build's
+// (testroutes_js.go).
+func testBootDelay() {}

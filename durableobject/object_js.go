@@ -95,6 +95,7 @@ func (o *Object) boot(args []js.Value) (any, error) {
 	if len(args) < 2 || args[0].Type() != js.TypeString {
 		return nil, errors.New("want (treeID, alarmAt)")
 	}
+	testBootDelay() // test builds only: a slow boot on demand
 	o.treeID = args[0].String()
 	var at int64
 	if args[1].Type() == js.TypeNumber {
@@ -259,21 +260,30 @@ func (o *Object) fetch(args []js.Value) (any, error) {
 
 // wake is the alarm handler (DESIGN §4 rule 2): sweep, hold the object
 // while the turns run (bounded), then re-arm as the last act. It never
-// fails: a failed sweep re-arms on the wake schedule instead.
+// fails: a failed sweep re-arms on the wake schedule instead. A tree
+// deleted before or during the handler (its delete stops the turns, which
+// ends the hold) is not swept or re-armed: its storage is gone.
 func (o *Object) wake([]js.Value) (any, error) {
-	if o.alarm == nil || o.inst == nil {
-		return nil, nil // never booted: an alarm left from a deleted tree
+	if o.alarm == nil || o.inst == nil || o.isDeleted() {
+		return nil, nil // never booted, or deleted: nothing to wake for
 	}
 	o.alarm.delivered()
 	ctx := context.Background()
-	rep, err := recovery.Wake(ctx, o.inst)
-	o.swept("alarm", err)
+	rep, sweepErr := recovery.Wake(ctx, o.inst)
+	o.swept("alarm", sweepErr)
+	// The hold starts: a line says whether turns run (a test deletes the
+	// tree while one holds).
+	o.log.Info("alarm swept", "running", !o.inst.Idle(), "resumed", rep.Count(core.Resume), "started", rep.Count(core.Start))
 	hold, cancel := context.WithTimeout(ctx, o.opts.AlarmHold)
 	_ = o.inst.WaitIdle(hold) // past the hold the re-armed alarm continues
 	cancel()
+	if o.isDeleted() {
+		o.log.Info("alarm handled", "idle", o.inst.Idle(), "deleted", true)
+		return nil, nil
+	}
 	at, err := o.inst.Rearm(ctx)
 	if err != nil {
-		o.swept("alarm", err)
+		o.rearmFailed(sweepErr, err)
 	}
 	// Alarms are rare (a claim, a retry, a crash): one line each says
 	// what the wake-up did, and e2e tests wait on it.
@@ -282,12 +292,26 @@ func (o *Object) wake([]js.Value) (any, error) {
 	return nil, nil
 }
 
+// rearmFailed ends a wake whose last re-arm failed with err after its
+// sweep ended with sweepErr. One failed wake counts once on the wake
+// schedule: a sweep that failed already counted and armed its retry,
+// which stays (Arm keeps an earlier alarm).
+func (o *Object) rearmFailed(sweepErr, err error) {
+	if sweepErr == nil {
+		o.swept("alarm", err)
+		return
+	}
+	o.log.Warn("alarm re-arm failed; the sweep's retry alarm stands", "err", err)
+}
+
 // swept ends a sweep. One that failed could not tell whether work
 // remains, and the alarm that started it is used up: re-arm on the wake
 // schedule (1 s doubling to 1 min) so no claim is left without a wake-up.
+// A deleted tree has nothing to retry (its failures are the missing
+// tables): nothing is counted or armed.
 func (o *Object) swept(what string, err error) {
 	o.mu.Lock()
-	if err == nil {
+	if err == nil || o.deleted {
 		o.sweepFailures = 0
 		o.mu.Unlock()
 		return

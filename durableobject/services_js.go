@@ -40,12 +40,16 @@ func (IDs) NewID() string { return strings.ToLower(rand.Text()) }
 // remembers the alarm it set, since reading it back (getAlarm) is async
 // and core arms from code that must not wait; the shim tells it the
 // stored alarm at boot and that one was delivered when the alarm handler
-// starts (a delivered wake-up is used up, DESIGN §4).
+// starts (a delivered wake-up is used up, DESIGN §4). Once the tree is
+// deleted (clear) it arms nothing more: a wake-up still running when the
+// delete came (an alarm handler holding for a turn the delete stopped)
+// cannot bring an alarm back to the deleted object.
 type Alarm struct {
 	storage js.Value // ctx.storage
 
-	mu sync.Mutex
-	at int64 // the alarm set, ms; 0: none
+	mu      sync.Mutex
+	at      int64 // the alarm set, ms; 0: none
+	cleared bool  // the tree was deleted: Arm does nothing
 }
 
 var _ core.Waker = (*Alarm)(nil)
@@ -55,12 +59,13 @@ var _ core.Waker = (*Alarm)(nil)
 func NewAlarm(storage js.Value, at int64) *Alarm { return &Alarm{storage: storage, at: at} }
 
 // Arm implements core.Waker: an alarm already set no later than at stays,
-// otherwise the alarm moves to at. setAlarm's promise is not awaited: the
+// otherwise the alarm moves to at; after clear nothing is set (a deleted
+// tree has nothing to wake for). setAlarm's promise is not awaited: the
 // object's output gate holds every response until the write is durable.
 func (a *Alarm) Arm(_ context.Context, at int64) (err error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.at != 0 && a.at <= at {
+	if a.cleared || (a.at != 0 && a.at <= at) {
 		return nil
 	}
 	defer func() {
@@ -81,11 +86,13 @@ func (a *Alarm) delivered() {
 	a.mu.Unlock()
 }
 
-// clear deletes the alarm (the tree was deleted).
+// clear deletes the alarm for good (the tree was deleted): later Arms do
+// nothing. A setAlarm of an earlier Arm still in flight is ordered before
+// this deleteAlarm by the storage, so it cannot outlive it.
 func (a *Alarm) clear() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.at = 0
+	a.at, a.cleared = 0, true
 	a.storage.Call("deleteAlarm").Call("catch", logRejection)
 }
 

@@ -3,7 +3,9 @@
 package durableobject
 
 import (
+	"os"
 	"strings"
+	"time"
 
 	"github.com/revenantrt/revenant/core/httpmsg"
 )
@@ -18,6 +20,8 @@ import (
 //	POST /v1/sessions/{id}/test/conform  storagetest's suite on this object's
 //	                                   DB (testconform_js.go); ?broken=no-rollback
 //	                                   runs it on a DB that never rolls back
+//
+// and the var REVENANT_TEST_BOOT_DELAY slows every boot (testBootDelay).
 const testRoutePrefix = "/test/"
 
 func testRoute(o *Object, w httpmsg.ResponseWriter, r *httpmsg.Request) bool {
@@ -41,4 +45,14 @@ func testRoute(o *Object, w httpmsg.ResponseWriter, r *httpmsg.Request) bool {
 		return true
 	}
 	return false
+}
+
+// testBootDelay makes the object's boot slow by the var
+// REVENANT_TEST_BOOT_DELAY (a Go duration; unset: none), so a test can send
+// a request or meet an alarm while the boot runs: the shim must hold both
+// until the boot is done (blockConcurrencyWhile), never serve them unbooted.
+func testBootDelay() {
+	if d, err := time.ParseDuration(os.Getenv("REVENANT_TEST_BOOT_DELAY")); err == nil && d > 0 {
+		time.Sleep(d)
+	}
 }
