@@ -258,6 +258,7 @@ async function readBody(request, max) {
     chunks.push(part);
     n += part.byteLength;
     if (n > max) {
+      // Not awaited: the answer need not wait for the client's side.
       reader.cancel("revenant: the request body is over the limit").catch(() => {});
       break;
     }
@@ -277,8 +278,8 @@ function json(status, body) {
 }
 
 // goModule is the Worker's one Go program; worker/entry.mjs starts the
-// front's instance from it too.
-export { goModule };
+// front's instance from it too, and reads a create's body with readBody.
+export { goModule, readBody };
 
 function notFound() {
   return json(404, { error: { type: "not_found", message: "no such session" } });

@@ -13,7 +13,7 @@
 // this file does the I/O they decide on: the owner check (cached once
 // positive), the tree's object, the directory. The object's answer (an
 // event stream included) is returned as it is, unbuffered.
-import { Tree, goModule } from "../durableobject/shim.js"; // evaluates Go's wasm_exec.js first
+import { Tree, goModule, readBody } from "../durableobject/shim.js"; // evaluates Go's wasm_exec.js first
 import { Directory } from "./directory.mjs";
 
 export { Tree, Directory };
@@ -78,10 +78,8 @@ function json(status, body) {
   return Response.json(body, { status });
 }
 
-// answer is Go's answer object as a Response (a 204, a preflight's, has
-// no body).
 function answer(d) {
-  return new Response(d.body === "" ? null : d.body, { status: d.status, headers: d.headers });
+  return new Response(d.body, { status: d.status, headers: d.headers });
 }
 
 // withHeaders adds the decision's headers (the CORS headers of an allowed
@@ -101,40 +99,14 @@ function withHeaders(res, pairs) {
 // prevent. A body that declares a larger Content-Length is refused
 // unread (decision.tooLarge).
 
-// drop gives up the rest of a body past the cap, unread. (Under wrangler
-// dev a client still sending it may see the answer cut short or turned
-// into wrangler's 503: workerd as the client's server closes the
-// connection with the unread upload, which resets it. A deployed Worker
-// sits behind Cloudflare's edge.)
+// drop gives up the rest of a body past the cap, unread, as readBody
+// (durableobject/shim.js) does. Under wrangler dev a client still sending
+// it may see the answer cut short or turned into wrangler's 503: workerd,
+// the client's server there, closes the connection with the upload
+// unread, which resets it. A deployed Worker sits behind Cloudflare's
+// edge.
 function drop(reader) {
   reader.cancel("revenant: the request body is over the limit").catch(() => {});
-}
-
-// readCapped reads a body (a ReadableStream or null) into one Uint8Array of
-// at most max + 1 bytes; the rest is dropped.
-async function readCapped(body, max) {
-  if (!body) return new Uint8Array(0);
-  const reader = body.getReader();
-  const chunks = [];
-  let n = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    const part = value.byteLength > max + 1 - n ? value.subarray(0, max + 1 - n) : value;
-    chunks.push(part);
-    n += part.byteLength;
-    if (n > max) {
-      drop(reader);
-      break;
-    }
-  }
-  const out = new Uint8Array(n);
-  let at = 0;
-  for (const c of chunks) {
-    out.set(c, at);
-    at += c.byteLength;
-  }
-  return out;
 }
 
 // capped passes a body of undeclared length (chunked) on as a stream that
@@ -238,7 +210,7 @@ async function forward(request, env, d) {
 // again (best effort) and the answer is 503.
 async function create(request, env, d, front) {
   if (d.tooLarge) return refuseTooLarge(request, d);
-  const body = await readCapped(request.body, d.maxBody);
+  const body = new Uint8Array(await readBody(request, d.maxBody));
   const c = front.create(body); // over the cap: refused before Go copies it
   if (c.status !== undefined) return answer(c);
   const res = await treeFetch(env, c.root, d.principal, "POST", "/v1/sessions", request.headers, body);
