@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"io/fs"
 	"net/http"
@@ -102,7 +103,7 @@ func frontStatus(t *testing.T, s *server, method, path string, header ...string)
 
 func TestWorkerdFront(t *testing.T) {
 	w := startWorkerdWith(t, "", "REVENANT_TOKENS:"+frontTokens, "REVENANT_OFFLINE_WORD_DELAY:"+workerdWordDelay,
-		"REVENANT_ALLOWED_ORIGINS:"+frontOrigin)
+		"REVENANT_ALLOWED_ORIGINS:"+frontOrigin, fmt.Sprintf(`REVENANT_SETTINGS:{"max_body":%d}`, maxBody))
 	alice, bob, nobody := w.as(t, "a-token"), w.as(t, "b-token"), w.as(t, "")
 
 	t.Run("no token is 401", func(t *testing.T) {

@@ -23,8 +23,10 @@ import (
 // frontOrigin is the browser origin TestWorkerdFront allows.
 const frontOrigin = "https://console.example"
 
-// maxBody is the API's default body limit (api.DefaultMaxBody).
-const maxBody = 1 << 20
+// maxBody is the body limit TestWorkerdFront sets (REVENANT_SETTINGS'
+// max_body): not the default 1 MiB, so that a body between the two shows
+// the front and the Tree object both read the setting.
+const maxBody = 2 << 20
 
 // tooLargeBody is the API's 413 for a body over maxBody, word for word.
 var tooLargeBody = fmt.Sprintf(`{"error":{"type":"payload_too_large","message":"the request body is larger than %d bytes"}}`, maxBody)
