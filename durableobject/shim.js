@@ -20,6 +20,7 @@ const TREE_KEY = "revenant:tree"; // the object's tree id in ctx.storage
 const TREE_HEADER = "x-revenant-tree"; // set by the front for the object
 const BRIDGES = "__revenantBridges"; // see cmd/worker
 const ROLLBACK = "rollback";
+const MAX_BODY = 1 << 20; // api.DefaultMaxBody
 
 // Tree ids as the local host accepts them (host.ValidTreeID): they reach
 // idFromName, so nothing else may.
@@ -169,9 +170,10 @@ export class Tree extends DurableObject {
     if (!this.booted) {
       const creating = request.method === "POST" && new URL(request.url).pathname === "/v1/sessions";
       if (!creating || !id || !TREE_ID.test(id)) {
-        // The body is consumed all the same: a body left unread after the
-        // answer leaves the client's connection hanging in wrangler dev.
-        await request.arrayBuffer();
+        // The body is consumed all the same (up to the cap): a body left
+        // unread after the answer leaves the client's connection hanging
+        // in wrangler dev.
+        await readBody(request, this.bodyLimit());
         return notFound();
       }
       // Store the id first: a boot killed midway is finished by the next one.
@@ -181,10 +183,10 @@ export class Tree extends DurableObject {
         await this.boot(id);
       });
     } else if (id && id !== this.treeId) {
-      await request.arrayBuffer();
+      await readBody(request, this.bodyLimit());
       return notFound();
     }
-    const body = request.method === "GET" || request.method === "HEAD" ? undefined : await request.arrayBuffer();
+    const body = request.method === "GET" || request.method === "HEAD" ? undefined : await readBody(request, this.bodyLimit());
     try {
       // A panic that escaped Go ends the program and leaves its Promise
       // unsettled: the program's end answers instead.
@@ -199,6 +201,20 @@ export class Tree extends DurableObject {
       this.abortIfExited();
       return json(500, { error: { type: "internal", message: "internal error" } });
     }
+  }
+
+  // bodyLimit is the API's body cap for this object: REVENANT_SETTINGS'
+  // max_body, else 1 MiB (Go checks the var; with a malformed one the
+  // program never starts).
+  bodyLimit() {
+    if (this.maxBody === undefined) {
+      this.maxBody = MAX_BODY;
+      try {
+        const n = JSON.parse(this.env.REVENANT_SETTINGS || "{}")?.max_body;
+        if (typeof n === "number" && n > 0) this.maxBody = n;
+      } catch {} // Go reports it
+    }
+    return this.maxBody;
   }
 
   // giveUp answers response (the 500 of a handler that panicked, whole)
@@ -226,13 +242,44 @@ export class Tree extends DurableObject {
   }
 }
 
+// readBody reads a request's body into an ArrayBuffer of at most max + 1
+// bytes and cancels the rest unread: Go's handler reads no more (one byte
+// over is its 413), and neither the isolate nor Go's memory, which never
+// shrinks, holds a larger body.
+async function readBody(request, max) {
+  if (!request.body) return new ArrayBuffer(0);
+  const reader = request.body.getReader();
+  const chunks = [];
+  let n = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    const part = value.byteLength > max + 1 - n ? value.subarray(0, max + 1 - n) : value;
+    chunks.push(part);
+    n += part.byteLength;
+    if (n > max) {
+      // Not awaited: the answer need not wait for the client's side.
+      reader.cancel("revenant: the request body is over the limit").catch(() => {});
+      break;
+    }
+  }
+  if (chunks.length === 1 && chunks[0].byteLength === chunks[0].buffer.byteLength) return chunks[0].buffer;
+  const out = new Uint8Array(n);
+  let at = 0;
+  for (const c of chunks) {
+    out.set(c, at);
+    at += c.byteLength;
+  }
+  return out.buffer;
+}
+
 function json(status, body) {
   return new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json" } });
 }
 
 // goModule is the Worker's one Go program; worker/entry.mjs starts the
-// front's instance from it too.
-export { goModule };
+// front's instance from it too, and reads a create's body with readBody.
+export { goModule, readBody };
 
 function notFound() {
   return json(404, { error: { type: "not_found", message: "no such session" } });

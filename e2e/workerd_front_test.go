@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"io/fs"
 	"net/http"
@@ -101,7 +102,8 @@ func frontStatus(t *testing.T, s *server, method, path string, header ...string)
 }
 
 func TestWorkerdFront(t *testing.T) {
-	w := startWorkerdWith(t, "", "REVENANT_TOKENS:"+frontTokens, "REVENANT_OFFLINE_WORD_DELAY:"+workerdWordDelay)
+	w := startWorkerdWith(t, "", "REVENANT_TOKENS:"+frontTokens, "REVENANT_OFFLINE_WORD_DELAY:"+workerdWordDelay,
+		"REVENANT_ALLOWED_ORIGINS:"+frontOrigin, fmt.Sprintf(`REVENANT_SETTINGS:{"max_body":%d}`, maxBody))
 	alice, bob, nobody := w.as(t, "a-token"), w.as(t, "b-token"), w.as(t, "")
 
 	t.Run("no token is 401", func(t *testing.T) {
@@ -216,6 +218,9 @@ func TestWorkerdFront(t *testing.T) {
 		assert.Contains(t, alice.listed(), sid)
 	})
 
+	t.Run("bodies over the limit", func(t *testing.T) { frontBodyLimits(t, alice, "a-token") })
+	t.Run("browser origins", func(t *testing.T) { frontOrigins(t, alice) })
+	t.Run("list's created_at", func(t *testing.T) { frontCreatedAt(t, alice) })
 	t.Run("README walk-through", func(t *testing.T) { frontWalkThrough(t, alice) })
 }
 

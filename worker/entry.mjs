@@ -13,7 +13,7 @@
 // this file does the I/O they decide on: the owner check (cached once
 // positive), the tree's object, the directory. The object's answer (an
 // event stream included) is returned as it is, unbuffered.
-import { Tree, goModule } from "../durableobject/shim.js"; // evaluates Go's wasm_exec.js first
+import { Tree, goModule, readBody } from "../durableobject/shim.js"; // evaluates Go's wasm_exec.js first
 import { Directory } from "./directory.mjs";
 
 export { Tree, Directory };
@@ -24,7 +24,6 @@ const DELETE = 3; // worker.Delete
 const FORWARD = 4; // worker.Forward
 const TREE_HEADER = "x-revenant-tree";
 const PRINCIPAL_HEADER = "x-revenant-principal";
-const MAX_BODY = 1 << 20; // api.DefaultMaxBody: a larger create is refused by Go unread past this
 
 const BRIDGES = "__revenantBridges"; // cmd/worker's bridgesVar
 
@@ -49,10 +48,11 @@ function ownerCache(env) {
 
 // frontLogic starts the long-lived instance on first use: the Worker's Go
 // program (the same module as the Tree objects') in its "front" role,
-// given only the token list. Everything here is synchronous (no promise
-// crosses requests): main runs until it blocks in worker.Serve, having set
-// decide, create and page on the bridge. null: the program ended
-// (REVENANT_TOKENS malformed; its log says why).
+// given the token list, the allowed browser origins and the settings (for
+// the body cap). Everything here is synchronous (no promise crosses
+// requests): main runs until it blocks in worker.Serve, having set
+// decide, create and page on the bridge. null: the program ended (one of
+// those malformed; its log says why).
 function frontLogic(env) {
   if (logic && !logic.go.exited) return logic.bridge;
   const key = `front${nextFront++}`;
@@ -61,7 +61,8 @@ function frontLogic(env) {
   globalThis[BRIDGES][key] = bridge;
   const go = new Go();
   go.argv = ["revenant", "front"];
-  go.env = { REVENANT_BRIDGE: key, REVENANT_TOKENS: env.REVENANT_TOKENS ?? "" };
+  go.env = { REVENANT_BRIDGE: key };
+  for (const name of ["REVENANT_TOKENS", "REVENANT_ALLOWED_ORIGINS", "REVENANT_SETTINGS"]) go.env[name] = env[name] ?? "";
   try {
     const instance = new WebAssembly.Instance(goModule, go.importObject);
     go.run(instance).catch((e) => console.error("revenant front:", e));
@@ -79,6 +80,68 @@ function json(status, body) {
 
 function answer(d) {
   return new Response(d.body, { status: d.status, headers: d.headers });
+}
+
+// withHeaders adds the decision's headers (the CORS headers of an allowed
+// Origin, as the local server sets them before any handler) to an answer,
+// an object's streamed one included: its body passes on as it is.
+function withHeaders(res, pairs) {
+  if (!pairs?.length) return res;
+  const out = new Response(res.body, res);
+  for (const [name, value] of pairs) out.headers.set(name, value);
+  return out;
+}
+
+// Request bodies are capped at the decision's maxBody (the API's max_body,
+// 1 MiB by default), and never read past one byte over it: the API's
+// handlers read the same way, and a body held whole in the isolate (and
+// again in Go's memory, which never shrinks) is what the cap exists to
+// prevent. A body that declares a larger Content-Length is refused
+// unread (decision.tooLarge).
+
+// drop gives up the rest of a body past the cap, unread, as readBody
+// (durableobject/shim.js) does. Under wrangler dev a client still sending
+// it may see the answer cut short or turned into wrangler's 503: workerd,
+// the client's server there, closes the connection with the upload
+// unread, which resets it. A deployed Worker sits behind Cloudflare's
+// edge.
+function drop(reader) {
+  reader.cancel("revenant: the request body is over the limit").catch(() => {});
+}
+
+// capped passes a body of undeclared length (chunked) on as a stream that
+// ends after max + 1 bytes, dropping the rest: the object's handler sees
+// one byte too many and answers the API's 413. A declared length (at most
+// max, or decide refused it) is the platform's to hold to.
+function capped(request, max) {
+  const body = request.body;
+  if (!body || request.headers.has("content-length")) return body;
+  const reader = body.getReader();
+  let n = 0;
+  let cut = false;
+  return new ReadableStream({
+    async pull(controller) {
+      const { done, value } = await reader.read();
+      if (done) return controller.close();
+      if (value.byteLength <= max - n) {
+        n += value.byteLength;
+        return controller.enqueue(value);
+      }
+      controller.enqueue(value.subarray(0, max + 1 - n));
+      controller.close();
+      cut = true;
+      drop(reader);
+    },
+    cancel() {
+      if (!cut) drop(reader); // the object stopped reading: the rest goes too
+    },
+  });
+}
+
+// refuseTooLarge answers a body declared over the cap; the body is dropped.
+function refuseTooLarge(request, d) {
+  if (request.body) drop(request.body.getReader());
+  return answer(d.tooLarge);
 }
 
 const unavailable = () => json(503, { error: { type: "unavailable", message: "the session's object did not answer; try again" } });
@@ -136,23 +199,23 @@ async function forward(request, env, d) {
   const mine = await owns(env, d);
   if (mine === false) return notFound();
   if (mine === undefined) return directoryUnavailable();
-  const body = request.method === "GET" || request.method === "HEAD" ? undefined : request.body;
+  if (d.tooLarge) return refuseTooLarge(request, d);
+  const body = request.method === "GET" || request.method === "HEAD" ? undefined : capped(request, d.maxBody);
   return treeFetch(env, d.root, d.principal, request.method, d.url, request.headers, body);
 }
 
 // create: Go checks the body and mints the root id; the tree is created
-// in its object, then recorded in the caller's directory. A tree that could
-// not be recorded is deleted again (best effort) and the answer is 503.
+// in its object, then recorded in the caller's directory with the
+// session's own created_at. A tree that could not be recorded is deleted
+// again (best effort) and the answer is 503.
 async function create(request, env, d, front) {
-  const length = Number(request.headers.get("content-length") ?? 0);
-  // A declared length over the limit is refused unread (Go sees one byte
-  // too many); an undeclared one is read whole (the platform caps it).
-  const body = length > MAX_BODY ? new Uint8Array(MAX_BODY + 1) : new Uint8Array(await request.arrayBuffer());
-  const c = front.create(body);
+  if (d.tooLarge) return refuseTooLarge(request, d);
+  const body = new Uint8Array(await readBody(request, d.maxBody));
+  const c = front.create(body); // over the cap: refused before Go copies it
   if (c.status !== undefined) return answer(c);
   const res = await treeFetch(env, c.root, d.principal, "POST", "/v1/sessions", request.headers, body);
   if (res.status !== 201) return res;
-  const q = new URLSearchParams({ principal: d.principal, created_at: String(Date.now()) });
+  const q = new URLSearchParams({ principal: d.principal, created_at: String(await createdAt(env, c.root, d.principal)) });
   let put;
   try {
     put = await directoryFetch(env, d.principal, "PUT", "/trees/" + c.root + "?" + q);
@@ -172,6 +235,26 @@ async function create(request, env, d, front) {
   }
   if (ownerCache(env) !== "off") owned.add(d.principal + "\n" + c.root);
   return res;
+}
+
+// createdAt is when the object created tree root, as its snapshot says,
+// so the list and the session agree (the create's 201 carries only the
+// id). Should the object not answer, the front's clock stands in, and
+// the list's time is then off by the round trip.
+async function createdAt(env, root, principal) {
+  try {
+    const res = await treeFetch(env, root, principal, "GET", "/v1/sessions/" + root + "?limit=1", undefined, undefined);
+    if (res.status === 200) {
+      const at = (await res.json()).created_at;
+      if (Number.isSafeInteger(at)) return at;
+    } else {
+      await res.body?.cancel();
+    }
+    console.error("revenant front: the new tree's snapshot had no created_at", root, res.status);
+  } catch (e) {
+    console.error("revenant front: reading the new tree's created_at failed", root, e);
+  }
+  return Date.now();
 }
 
 // list asks the caller's directory for the page Go decided on (d.url:
@@ -213,22 +296,27 @@ export default {
     if (!front) return json(500, { error: { type: "internal", message: "the front did not start; see the Worker's log" } });
     const d = front.decide(request.method, request.url, [...request.headers]);
     if (d.status !== undefined) return answer(d);
-    try {
-      switch (d.kind) {
-        case FORWARD:
-          return await forward(request, env, d);
-        case CREATE:
-          return await create(request, env, d, front);
-        case LIST:
-          return await list(env, d, front);
-        case DELETE:
-          return await remove(request, env, d);
-      }
-    } catch (e) {
-      console.error("revenant front: object fetch failed", e);
-      return unavailable();
-    }
-    console.error("revenant front: unknown decision", d.kind);
-    return json(500, { error: { type: "internal", message: "internal error" } });
+    return withHeaders(await serve(request, env, d, front), d.headers);
   },
 };
+
+// serve does what the front decided (d).
+async function serve(request, env, d, front) {
+  try {
+    switch (d.kind) {
+      case FORWARD:
+        return await forward(request, env, d);
+      case CREATE:
+        return await create(request, env, d, front);
+      case LIST:
+        return await list(env, d, front);
+      case DELETE:
+        return await remove(request, env, d);
+    }
+  } catch (e) {
+    console.error("revenant front: object fetch failed", e);
+    return unavailable();
+  }
+  console.error("revenant front: unknown decision", d.kind);
+  return json(500, { error: { type: "internal", message: "internal error" } });
+}

@@ -46,36 +46,59 @@ type Decision struct {
 	// without access_token. For List, the caller's Directory's
 	// (DirectoryListPath).
 	URL string
+	// TooLarge: a POST whose declared Content-Length is over the cap. The
+	// answer is f.TooLarge(), given where the local server reads the body
+	// (after the owner check for a tree's route); the body is never read.
+	TooLarge bool
 }
 
 // Front is the front Worker's logic, with no I/O: the checks that come
 // before any object is touched. worker/entry.mjs does the I/O it decides
 // on (serve_js.go is the bridge).
 type Front struct {
-	auth  api.Authenticator
-	admit *api.Directory // only its Admit: the Host, Origin and clean-path checks every host applies
-	mux   *route.Mux     // api.Routes, to name a request's route
+	auth    api.Authenticator
+	admit   *api.Directory // only its Admit: the Host, Origin and clean-path checks every host applies
+	mux     *route.Mux     // api.Routes, to name a request's route
+	maxBody int64
 }
 
-// New returns the front for REVENANT_TOKENS (tokens). With none it serves
-// the one anonymous principal and, like the local server, answers only
-// requests addressed to a loopback Host (wrangler dev): a deployed front
-// without tokens refuses every request rather than serve everyone.
-func New(tokens string) (*Front, error) {
+// Options configure the front from the Worker's vars and secrets.
+type Options struct {
+	// Tokens is REVENANT_TOKENS. With none the front serves the one
+	// anonymous principal and, like the local server, answers only
+	// requests addressed to a loopback Host (wrangler dev): a deployed
+	// front without tokens refuses every request rather than serve
+	// everyone.
+	Tokens string
+	// AllowedOrigins are the browser origins whose pages may call the API
+	// (REVENANT_ALLOWED_ORIGINS, read with api.ParseOrigins): they get the
+	// local server's CORS answers. None: a request with an Origin is 403.
+	AllowedOrigins []string
+	// MaxBody caps request bodies (bytes), the trees' max_body setting;
+	// zero is api.DefaultMaxBody.
+	MaxBody int64
+}
+
+// New returns the front for o.
+func New(o Options) (*Front, error) {
 	var auth api.Authenticator = api.Anonymous{}
-	if strings.TrimSpace(tokens) != "" {
-		t, err := api.ParseTokens(tokens)
+	if strings.TrimSpace(o.Tokens) != "" {
+		t, err := api.ParseTokens(o.Tokens)
 		if err != nil {
 			return nil, err
 		}
 		auth = t
 	}
-	cfg := api.NewConfig().WithLoopbackOnly(auth == api.Anonymous{})
+	cfg := api.NewConfig().WithLoopbackOnly(auth == api.Anonymous{}).WithAllowedOrigins(o.AllowedOrigins...)
 	admit, err := api.NewDirectory(api.DirectoryDeps{Index: noIndex{}, Auth: auth, IDs: randomIDs{}}, cfg)
 	if err != nil {
 		return nil, err
 	}
-	f := &Front{auth: auth, admit: admit, mux: &route.Mux{}}
+	maxBody := o.MaxBody
+	if maxBody <= 0 {
+		maxBody = api.DefaultMaxBody
+	}
+	f := &Front{auth: auth, admit: admit, mux: &route.Mux{}, maxBody: maxBody}
 	for _, rt := range append(api.Routes[:len(api.Routes):len(api.Routes)], testRoutes...) {
 		f.mux.HandleFunc(rt.Method+" "+rt.Pattern, nil)
 	}
@@ -107,7 +130,7 @@ func (f *Front) Decide(w httpmsg.ResponseWriter, r *httpmsg.Request) Decision {
 		api.WriteError(w, err)
 		return Decision{}
 	}
-	d := Decision{Principal: principal}
+	d := Decision{Principal: principal, TooLarge: r.Method == httpmsg.MethodPost && declaredLength(r) > f.maxBody}
 	switch {
 	case route.Pattern == "/v1/sessions" && r.Method == httpmsg.MethodPost:
 		d.Kind = Create
@@ -136,6 +159,19 @@ func (f *Front) Decide(w httpmsg.ResponseWriter, r *httpmsg.Request) Decision {
 		d.Kind = Delete
 	}
 	return d
+}
+
+// declaredLength is the request's Content-Length, -1 if it has none (or
+// one that does not parse: the platform refused such a request already).
+func declaredLength(r *httpmsg.Request) int64 {
+	if r.ContentLength > 0 {
+		return r.ContentLength
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(r.Header.Get("Content-Length")), 10, 64)
+	if err != nil {
+		return -1
+	}
+	return n
 }
 
 // pathID is the {id} of a /v1/sessions/{id}… path, unescaped as the
@@ -205,11 +241,22 @@ func forwardURL(u *url.URL) string {
 	return out + "?" + q.Encode()
 }
 
-// CheckCreate refuses a create's body before any object exists: over
-// api.DefaultMaxBody (413), or not a create the API accepts (400).
-func CheckCreate(body []byte) error {
-	if len(body) > api.DefaultMaxBody {
-		return &api.Error{Type: api.ErrPayloadTooLarge, Message: fmt.Sprintf("request body is over %d bytes", api.DefaultMaxBody)}
+// MaxBody is the request body cap (bytes): entry.mjs reads no more than
+// one byte past it, and a body over it is TooLarge.
+func (f *Front) MaxBody() int64 { return f.maxBody }
+
+// TooLarge is the API's refusal of a body over the cap, in the words of
+// the local server's (core/api reads at most the cap and one byte; a test
+// holds the two answers equal).
+func (f *Front) TooLarge() error {
+	return &api.Error{Type: api.ErrPayloadTooLarge, Message: fmt.Sprintf("the request body is larger than %d bytes", f.maxBody)}
+}
+
+// CheckCreate refuses a create's body before any object exists: over the
+// cap (413), or not a create the API accepts (400).
+func (f *Front) CheckCreate(body []byte) error {
+	if int64(len(body)) > f.maxBody {
+		return f.TooLarge()
 	}
 	_, err := api.DecodeCreate(body)
 	return err

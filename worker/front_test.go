@@ -27,7 +27,7 @@ func decide(t *testing.T, f *worker.Front, method, target string, header http.He
 }
 
 func TestDecideRefusesBadIDsBeforeAnyObject(t *testing.T) {
-	f, err := worker.New("")
+	f, err := worker.New(worker.Options{})
 	require.NoError(t, err)
 	for _, target := range []string{
 		"/v1/sessions/bad..id", "/v1/sessions/%00", "/v1/sessions/a.", "/v1/sessions/.a",
@@ -41,7 +41,7 @@ func TestDecideRefusesBadIDsBeforeAnyObject(t *testing.T) {
 }
 
 func TestDecideRoutes(t *testing.T) {
-	f, err := worker.New("")
+	f, err := worker.New(worker.Options{})
 	require.NoError(t, err)
 	cases := []struct {
 		method, target string
@@ -67,7 +67,7 @@ func TestDecideRoutes(t *testing.T) {
 }
 
 func TestDecideAnswers(t *testing.T) {
-	f, err := worker.New("")
+	f, err := worker.New(worker.Options{})
 	require.NoError(t, err)
 	cases := []struct {
 		method, target string
@@ -91,7 +91,7 @@ func TestDecideAnswers(t *testing.T) {
 }
 
 func TestDecideWithoutTokensAnswersOnlyLoopback(t *testing.T) {
-	f, err := worker.New("")
+	f, err := worker.New(worker.Options{})
 	require.NoError(t, err)
 	r := httptest.NewRequest(http.MethodGet, "/v1/sessions", nil)
 	r.Host = "revenant.example.workers.dev"
@@ -102,7 +102,7 @@ func TestDecideWithoutTokensAnswersOnlyLoopback(t *testing.T) {
 }
 
 func TestDecideTokens(t *testing.T) {
-	f, err := worker.New("alice:a-token,bob:b-token")
+	f, err := worker.New(worker.Options{Tokens: "alice:a-token,bob:b-token"})
 	require.NoError(t, err)
 	d, w := decide(t, f, "GET", "/v1/sessions/abc", nil)
 	assert.Equal(t, worker.Answered, d.Kind)
@@ -121,7 +121,7 @@ func TestDecideTokens(t *testing.T) {
 	assert.Equal(t, "alice", d.Principal)
 	assert.Equal(t, "/v1/sessions/abc/events", d.URL)
 
-	_, err = worker.New("alice")
+	_, err = worker.New(worker.Options{Tokens: "alice"})
 	assert.Error(t, err)
 }
 
@@ -163,3 +163,91 @@ func TestNewRootIDIsValid(t *testing.T) {
 	assert.Equal(t, id, root)
 	assert.Len(t, id, 26)
 }
+
+// An allowed origin gets the local server's CORS answers from the front:
+// its preflight is answered by Decide, and an admitted request carries the
+// headers every answer to it must have; another origin is 403.
+func TestDecideAllowedOrigins(t *testing.T) {
+	const console = "https://console.example"
+	f, err := worker.New(worker.Options{AllowedOrigins: []string{console}})
+	require.NoError(t, err)
+
+	d, w := decide(t, f, http.MethodOptions, "/v1/sessions/abc/prompt",
+		http.Header{"Origin": {console}, "Access-Control-Request-Method": {"POST"}})
+	assert.Equal(t, worker.Answered, d.Kind)
+	assert.Equal(t, http.StatusNoContent, w.Code)
+	assert.Equal(t, console, w.Header().Get("Access-Control-Allow-Origin"))
+	assert.Equal(t, "GET, POST, DELETE", w.Header().Get("Access-Control-Allow-Methods"))
+	assert.Equal(t, "Authorization, Content-Type, Last-Event-ID", w.Header().Get("Access-Control-Allow-Headers"))
+
+	d, w = decide(t, f, http.MethodGet, "/v1/sessions/abc", http.Header{"Origin": {console}})
+	assert.Equal(t, worker.Forward, d.Kind)
+	assert.Equal(t, console, w.Header().Get("Access-Control-Allow-Origin"), "the headers the forwarded answer gets")
+	assert.Equal(t, "Origin", w.Header().Get("Vary"))
+
+	d, w = decide(t, f, http.MethodGet, "/v1/sessions/abc", http.Header{"Origin": {"https://evil.example"}})
+	assert.Equal(t, worker.Answered, d.Kind)
+	assert.Equal(t, http.StatusForbidden, w.Code)
+	assert.Contains(t, w.Body.String(), `"type":"forbidden_origin"`)
+}
+
+// A POST declaring a body over the cap is marked TooLarge (its body is
+// never read); one at the cap is not. Other methods' bodies are ignored,
+// as the local server ignores them.
+func TestDecideTooLarge(t *testing.T) {
+	f, err := worker.New(worker.Options{MaxBody: 100})
+	require.NoError(t, err)
+	for _, c := range []struct {
+		method, target, length string
+		want                   bool
+	}{
+		{"POST", "/v1/sessions", "101", true},
+		{"POST", "/v1/sessions/abc/prompt", "101", true},
+		{"POST", "/v1/sessions/abc/prompt", "100", false},
+		{"POST", "/v1/sessions/abc/prompt", "", false},
+		{"DELETE", "/v1/sessions/abc", "101", false},
+	} {
+		h := http.Header{}
+		if c.length != "" {
+			h.Set("Content-Length", c.length)
+		}
+		d, _ := decide(t, f, c.method, c.target, h)
+		assert.NotEqual(t, worker.Answered, d.Kind, c)
+		assert.Equal(t, c.want, d.TooLarge, c)
+	}
+}
+
+// The front's 413 is the API's own, word for word, for the default cap
+// and a configured one; a create at the cap is checked as usual.
+func TestTooLargeAsLocal(t *testing.T) {
+	for _, limit := range []int64{0, 2048} {
+		f, err := worker.New(worker.Options{MaxBody: limit})
+		require.NoError(t, err)
+		cfg := api.NewConfig()
+		if limit != 0 {
+			cfg = cfg.WithMaxBody(limit)
+		}
+		dir, err := api.NewDirectory(api.DirectoryDeps{Index: noIndex{}, Auth: api.Anonymous{}, IDs: fixedID{}}, cfg)
+		require.NoError(t, err)
+		r := httptest.NewRequest(http.MethodPost, "/v1/sessions", strings.NewReader(strings.Repeat(" ", int(f.MaxBody())+1)))
+		r.Host = "127.0.0.1"
+		local := httptest.NewRecorder()
+		dir.ServeHTTP(nethttp.Writer(local), nethttp.Request(r))
+		require.Equal(t, http.StatusRequestEntityTooLarge, local.Code)
+
+		front := httptest.NewRecorder()
+		api.WriteError(nethttp.Writer(front), f.TooLarge())
+		assert.Equal(t, local.Code, front.Code)
+		assert.Equal(t, local.Body.String(), front.Body.String())
+
+		assert.Equal(t, f.TooLarge(), f.CheckCreate(make([]byte, f.MaxBody()+1)))
+		atCap := append([]byte("{}"), []byte(strings.Repeat(" ", int(f.MaxBody())-2))...)
+		assert.NoError(t, f.CheckCreate(atCap), "a body at the cap is read")
+	}
+}
+
+type noIndex struct{ api.Index }
+
+type fixedID struct{}
+
+func (fixedID) NewID() string { return "abc" }

@@ -13,7 +13,7 @@ import (
 )
 
 func TestDecideListAsksTheDirectoryForThePage(t *testing.T) {
-	f, err := worker.New("")
+	f, err := worker.New(worker.Options{})
 	require.NoError(t, err)
 	d, w := decide(t, f, "GET", "/v1/sessions", nil)
 	assert.Equal(t, worker.List, d.Kind)
@@ -27,7 +27,7 @@ func TestDecideListAsksTheDirectoryForThePage(t *testing.T) {
 }
 
 func TestDecideRefusesABadListQueryBeforeTheDirectory(t *testing.T) {
-	f, err := worker.New("alice:a-token")
+	f, err := worker.New(worker.Options{Tokens: "alice:a-token"})
 	require.NoError(t, err)
 	for _, q := range []string{"limit=0", "limit=201", "limit=x", "cursor=!!", "cursor=" + worker.ListCursor{ID: "a/b"}.Encode()} {
 		d, w := decide(t, f, "GET", "/v1/sessions?"+q, http.Header{"Authorization": {"Bearer a-token"}})

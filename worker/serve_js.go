@@ -19,14 +19,20 @@ var internalError = []byte(`{"error":{"type":"internal","message":"internal erro
 // they decide on. An answer object is {status, headers: [[name, value],
 // …], body}.
 //
-//	decide(method, url, [[name, value], …]) → {kind, principal, root, url} | answer
+//	decide(method, url, [[name, value], …]) → decision | answer
 //	create(body: Uint8Array) → {root} | answer   (the body checked, the root id minted)
 //	page(directoryBody: string) → answer        (the list's 200 from the Directory's page)
+//
+// A decision is {kind, principal, root, url, maxBody, headers, tooLarge}:
+// maxBody is the body cap (entry.mjs reads at most one byte past it);
+// headers are [[name, value], …] every answer to the request carries (the
+// CORS headers of an allowed Origin); tooLarge, when set, is the 413 answer
+// for a declared Content-Length over the cap.
 func Serve(bridge js.Value, f *Front) {
 	bridge.Set("decide", entry("decide", func(args []js.Value) any {
 		return f.decideJS(args[0].String(), args[1].String(), args[2])
 	}))
-	bridge.Set("create", entry("create", func(args []js.Value) any { return createJS(args[0]) }))
+	bridge.Set("create", entry("create", func(args []js.Value) any { return f.createJS(args[0]) }))
 	bridge.Set("page", entry("page", func(args []js.Value) any { return pageJS(args[0].String()) }))
 	select {}
 }
@@ -46,19 +52,29 @@ func entry(name string, fn func([]js.Value) any) js.Func {
 	})
 }
 
-// createJS checks a create's body (a Uint8Array; the request's whole body)
-// and mints the tree's root id: {root} when the create goes on, an answer
-// when it is refused. entry.mjs does the I/O (the tree's object, then the
-// caller's directory).
-func createJS(body js.Value) any {
-	b := make([]byte, body.Get("length").Int())
+// createJS checks a create's body (a Uint8Array: the request's body, read
+// up to one byte past the cap) and mints the tree's root id: {root} when
+// the create goes on, an answer when it is refused. A body over the cap is
+// refused before a byte of it is copied into Go. entry.mjs does the I/O
+// (the tree's object, then the caller's directory).
+func (f *Front) createJS(body js.Value) any {
+	n := int64(body.Get("length").Int())
+	if n > f.maxBody {
+		return errorAnswer(f.TooLarge())
+	}
+	b := make([]byte, n)
 	js.CopyBytesToGo(b, body)
-	if err := CheckCreate(b); err != nil {
-		var rec recorder
-		api.WriteError(&rec, err)
-		return answerObject(rec.statusOr200(), rec.header, rec.body)
+	if err := f.CheckCreate(b); err != nil {
+		return errorAnswer(err)
 	}
 	return map[string]any{"root": NewRootID()}
+}
+
+// errorAnswer is the API's answer for err, as an answer object.
+func errorAnswer(err error) any {
+	var rec recorder
+	api.WriteError(&rec, err)
+	return answerObject(rec.statusOr200(), rec.header, rec.body)
 }
 
 // pageJS is ListAnswer for the Directory's page, as an answer.
@@ -91,19 +107,29 @@ func (f *Front) decideJS(method, rawURL string, headers js.Value) any {
 	if d.Kind == Answered {
 		return answerObject(rec.statusOr200(), rec.header, rec.body)
 	}
-	return map[string]any{"kind": int(d.Kind), "principal": d.Principal, "root": d.Root, "url": d.URL}
+	out := map[string]any{"kind": int(d.Kind), "principal": d.Principal, "root": d.Root, "url": d.URL,
+		"maxBody": f.maxBody, "headers": headerPairs(rec.header)}
+	if d.TooLarge {
+		out["tooLarge"] = errorAnswer(f.TooLarge())
+	}
+	return out
 }
 
 func jsonHeader() httpmsg.Header { return httpmsg.Header{"Content-Type": {"application/json"}} }
 
 func answerObject(status int, h httpmsg.Header, body []byte) any {
+	return map[string]any{"status": status, "headers": headerPairs(h), "body": string(body)}
+}
+
+// headerPairs is h as [[name, value], …].
+func headerPairs(h httpmsg.Header) []any {
 	hs := []any{}
 	for k, vs := range h {
 		for _, v := range vs {
 			hs = append(hs, []any{k, v})
 		}
 	}
-	return map[string]any{"status": status, "headers": hs, "body": string(body)}
+	return hs
 }
 
 // recorder keeps the answer Decide wrote.

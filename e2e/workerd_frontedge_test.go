@@ -1,0 +1,211 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The front's edges, run inside TestWorkerdFront's wrangler: request
+// bodies over the API's limit, browser origins (REVENANT_ALLOWED_ORIGINS),
+// and the list's created_at.
+
+// frontOrigin is the browser origin TestWorkerdFront allows.
+const frontOrigin = "https://console.example"
+
+// maxBody is the body limit TestWorkerdFront sets (REVENANT_SETTINGS'
+// max_body): not the default 1 MiB, so that a body between the two shows
+// the front and the Tree object both read the setting.
+const maxBody = 2 << 20
+
+// tooLargeBody is the API's 413 for a body over maxBody, word for word.
+var tooLargeBody = fmt.Sprintf(`{"error":{"type":"payload_too_large","message":"the request body is larger than %d bytes"}}`, maxBody)
+
+// rawPost sends a POST over a connection of its own, speaking HTTP/1.1
+// itself so that it can hold a body back: the headers (Content-Length:
+// declare, or chunked when declare < 0), then body (one chunk), then, if
+// finish, the end of a chunked body. Without finish the rest of the body
+// never comes: only a server that answers without it answers at all. It
+// returns the answer's status and body.
+func rawPost(t *testing.T, s *server, token, path string, declare int64, body []byte, finish bool) (int, string) {
+	t.Helper()
+	u, err := url.Parse(s.url)
+	require.NoError(t, err)
+	conn, err := net.Dial("tcp", u.Host)
+	require.NoError(t, err)
+	defer conn.Close()
+	require.NoError(t, conn.SetDeadline(time.Now().Add(waitTimeout)))
+	var req bytes.Buffer
+	fmt.Fprintf(&req, "POST %s HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\n", path, u.Host, token)
+	if declare >= 0 {
+		fmt.Fprintf(&req, "Content-Length: %d\r\n\r\n", declare)
+		req.Write(body)
+	} else {
+		fmt.Fprintf(&req, "Transfer-Encoding: chunked\r\n\r\n%x\r\n%s\r\n", len(body), body)
+		if finish {
+			req.WriteString("0\r\n\r\n")
+		}
+	}
+	_, err = conn.Write(req.Bytes())
+	require.NoError(t, err)
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	require.NoError(t, err, "the answer (none: the server waited for the body's end)")
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, string(b)
+}
+
+// padded is prefix followed by spaces, n bytes in all.
+func padded(prefix string, n int) []byte {
+	return append([]byte(prefix), bytes.Repeat([]byte(" "), n-len(prefix))...)
+}
+
+// frontBodyLimits: a body over the limit is refused 413, the API's own
+// answer, having read no more than one byte past the limit: the client
+// holds the rest of the body back, so only a server that stops reading
+// answers. A declared length over the limit is refused unread (no byte
+// sent); a chunked body is read to one byte over the limit, by the front
+// (a create) or the tree's object (a prompt). A body of exactly the limit
+// is served, declared or chunked.
+func frontBodyLimits(t *testing.T, s *server, token string) {
+	sid := s.create()
+	prompt := "/v1/sessions/" + sid + "/prompt"
+	for _, path := range []string{"/v1/sessions", prompt} {
+		code, body := rawPost(t, s, token, path, 64<<20, nil, false)
+		assert.Equal(t, http.StatusRequestEntityTooLarge, code, "%s: 64 MiB declared, none sent", path)
+		assert.JSONEq(t, tooLargeBody, body, path)
+
+		code, body = rawPost(t, s, token, path, -1, padded("", maxBody+1), false)
+		assert.Equal(t, http.StatusRequestEntityTooLarge, code, "%s: chunked, one byte over the limit sent, the rest held back", path)
+		assert.JSONEq(t, tooLargeBody, body, path)
+	}
+	assert.Empty(t, s.snapshot(sid).Prompts, "no prompt was admitted")
+
+	for _, declare := range []int64{maxBody, -1} {
+		code, body := rawPost(t, s, token, "/v1/sessions", declare, padded(`{"config":null}`, maxBody), true)
+		assert.Equal(t, http.StatusCreated, code, "a create of exactly the limit (declared: %v): %s", declare >= 0, body)
+		code, body = rawPost(t, s, token, prompt, declare, padded(fmt.Sprintf(`{"text":"at the limit","id":"limit%d"}`, declare), maxBody), true)
+		assert.Equal(t, http.StatusAccepted, code, "a prompt of exactly the limit (declared: %v): %s", declare >= 0, body)
+	}
+}
+
+// withOrigin sends a request with no body from a browser page at origin
+// (extra headers as NAME, value pairs); the caller closes the answer.
+func withOrigin(t *testing.T, s *server, method, path, origin string, header ...string) *http.Response {
+	t.Helper()
+	req, err := http.NewRequest(method, s.url+path, nil)
+	require.NoError(t, err)
+	req.Header.Set("Origin", origin)
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := s.client.Do(req)
+	require.NoError(t, err)
+	return resp
+}
+
+// corsHeaders are the headers a CORS answer is judged by.
+var corsHeaders = []string{"Access-Control-Allow-Origin", "Access-Control-Allow-Methods", "Access-Control-Allow-Headers", "Access-Control-Max-Age", "Vary"}
+
+// frontOrigins: with REVENANT_ALLOWED_ORIGINS set, a preflight is answered
+// as the local server answers it (set the same way), answers to that
+// origin carry its CORS headers (a streamed one passed through from the
+// object included), and another origin is 403 forbidden_origin.
+func frontOrigins(t *testing.T, front *server) {
+	t.Run(modeInProcess, func(t *testing.T) { frontOriginsVsLocal(t, front) }) // the local server runs in process
+}
+
+func frontOriginsVsLocal(t *testing.T, front *server) {
+	local := startWith(t, t.TempDir(), "REVENANT_TOKENS=alice:a-token", "REVENANT_ALLOWED_ORIGINS="+frontOrigin)
+	local.client = &http.Client{Transport: bearer("a-token")}
+	sid := front.create()
+
+	preflight := []string{"Access-Control-Request-Method", "POST", "Access-Control-Request-Headers", "authorization,content-type"}
+	var answers [2]*http.Response
+	for i, s := range []*server{local, front} {
+		resp := withOrigin(t, s, http.MethodOptions, "/v1/sessions/"+sid+"/prompt", frontOrigin, preflight...)
+		b, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Empty(t, b)
+		answers[i] = resp
+	}
+	assert.Equal(t, http.StatusNoContent, answers[1].StatusCode, "the front's preflight")
+	assert.Equal(t, answers[0].StatusCode, answers[1].StatusCode, "the local server's and the front's preflight")
+	for _, h := range corsHeaders {
+		assert.NotEmpty(t, answers[1].Header.Get(h), h)
+		assert.Equal(t, answers[0].Header.Get(h), answers[1].Header.Get(h), h)
+	}
+
+	for _, rq := range []struct {
+		method, path string
+		status       int
+	}{
+		{"GET", "/v1/sessions/" + sid, http.StatusOK},
+		{"GET", "/v1/sessions", http.StatusOK},
+		{"POST", "/v1/sessions", http.StatusCreated},
+		{"GET", "/v1/sessions/nosuchtree", http.StatusNotFound},
+	} {
+		resp := withOrigin(t, front, rq.method, rq.path, frontOrigin)
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		assert.Equal(t, rq.status, resp.StatusCode, "%s %s", rq.method, rq.path)
+		assert.Equal(t, frontOrigin, resp.Header.Get("Access-Control-Allow-Origin"), "%s %s", rq.method, rq.path)
+		assert.Equal(t, "Origin", resp.Header.Get("Vary"), "%s %s", rq.method, rq.path)
+	}
+
+	resp := withOrigin(t, front, "GET", "/v1/sessions/"+sid+"/events?after=0", frontOrigin)
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Equal(t, frontOrigin, resp.Header.Get("Access-Control-Allow-Origin"), "the event stream")
+	assert.True(t, strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream"))
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() && !strings.Contains(sc.Text(), typeCreated) {
+	}
+	assert.Contains(t, sc.Text(), typeCreated, "the stream flows")
+	resp.Body.Close()
+
+	for _, method := range []string{"GET", "OPTIONS"} {
+		resp := withOrigin(t, front, method, "/v1/sessions/"+sid, "https://other.example", preflight...)
+		b, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Equal(t, http.StatusForbidden, resp.StatusCode, method)
+		assert.Contains(t, string(b), `"type":"forbidden_origin"`, method)
+		assert.Empty(t, resp.Header.Get("Access-Control-Allow-Origin"), method)
+	}
+}
+
+// frontCreatedAt: the list's created_at is the session's own.
+func frontCreatedAt(t *testing.T, s *server) {
+	sid := s.create()
+	var sn struct {
+		CreatedAt int64 `json:"created_at"`
+	}
+	s.do("GET", "/v1/sessions/"+sid, nil, http.StatusOK, &sn)
+	require.NotZero(t, sn.CreatedAt)
+	var list struct {
+		Sessions []struct {
+			ID        string `json:"id"`
+			CreatedAt int64  `json:"created_at"`
+		} `json:"sessions"`
+	}
+	s.do("GET", "/v1/sessions?limit=200", nil, http.StatusOK, &list)
+	for _, x := range list.Sessions {
+		if x.ID == sid {
+			assert.Equal(t, sn.CreatedAt, x.CreatedAt, "the list's created_at and the snapshot's")
+			return
+		}
+	}
+	t.Fatalf("%s is not in the list", sid)
+}
