@@ -5,6 +5,7 @@ package durableobject
 import (
 	"context"
 	"fmt"
+	"strconv"
 
 	"github.com/revenantrt/revenant/core"
 	"github.com/revenantrt/revenant/core/api"
@@ -27,6 +28,7 @@ func (o *Object) index() index {
 		ID:       o.treeID,
 		Instance: func() *core.Instance { return o.inst },
 		Deleted:  o.isDeleted,
+		Created:  o.created,
 	}}
 }
 
@@ -65,6 +67,42 @@ const (
 	TreeHeader      = "x-revenant-tree"
 	PrincipalHeader = "x-revenant-principal"
 )
+
+// CreatedAtHeader is on the object's 201 to a create, for the front only
+// (which removes it): the root session's created_at, which the front
+// records in the principal's directory so the list says what the
+// session's snapshot says. The API's 201 body carries only the id.
+const CreatedAtHeader = "x-revenant-created-at"
+
+// created keeps the new root session's created_at for the create's
+// answer (createdWriter); the API's Index calls it once the session
+// exists, before the 201 is written.
+func (o *Object) created(rootID string) {
+	s, err := o.inst.Session(context.Background(), rootID)
+	if err != nil {
+		o.log.Warn("read the new tree's created_at", "err", err) // the front's clock stands in
+		return
+	}
+	o.mu.Lock()
+	o.createdAt = s.CreatedAt
+	o.mu.Unlock()
+}
+
+// createdWriter adds CreatedAtHeader to a create's 201.
+type createdWriter struct {
+	httpmsg.ResponseWriter
+	o *Object
+}
+
+func (w createdWriter) WriteHeader(code int) {
+	w.o.mu.Lock()
+	at := w.o.createdAt
+	w.o.mu.Unlock()
+	if code == httpmsg.StatusCreated && at != 0 {
+		w.Header().Set(CreatedAtHeader, strconv.FormatInt(at, 10))
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
 
 // frontPrincipal is the directory's api.Authenticator: the principal the
 // front named. A request without one is 401 (it did not come through the

@@ -58,6 +58,7 @@ type Object struct {
 	mu            sync.Mutex
 	deleted       bool
 	ownerSeen     string // the tree's owner once read (owner)
+	createdAt     int64  // the root session's created_at once created here (created)
 	sweepFailures int    // consecutive failed sweeps, under mu
 }
 
@@ -183,6 +184,9 @@ func (o *Object) ServeHTTP(w httpmsg.ResponseWriter, r *httpmsg.Request) {
 		return
 	}
 	if _, pattern := o.routes.Handler(r); pattern == "" {
+		if r.Method == "POST" {
+			w = createdWriter{ResponseWriter: w, o: o} // a create's 201 names its created_at
+		}
 		o.dir.ServeRoute(w, r)
 		return
 	}

@@ -3,6 +3,7 @@ package e2e
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -37,14 +38,41 @@ var tooLargeBody = fmt.Sprintf(`{"error":{"type":"payload_too_large","message":"
 // finish, the end of a chunked body. Without finish the rest of the body
 // never comes: only a server that answers without it answers at all. It
 // returns the answer's status and body.
+//
+// An exchange with no answer within rawPostWait is tried once more on a
+// new connection: about one run in ten, wrangler dev's proxy left one
+// unanswered (seen once in eleven runs of TestWorkerdFront), while a
+// server that waits for the body's end never answers either attempt.
 func rawPost(t *testing.T, s *server, token, path string, declare int64, body []byte, finish bool) (int, string) {
 	t.Helper()
+	for attempt := 1; ; attempt++ {
+		code, answer, err := rawPostOnce(s, token, path, declare, body, finish)
+		if err == nil {
+			return code, answer
+		}
+		if attempt == 2 {
+			require.NoError(t, err, "the answer (none: the server waited for the body's end)")
+		}
+		t.Logf("POST %s: %v; once more", path, err)
+	}
+}
+
+// rawPostWait bounds one rawPost exchange.
+const rawPostWait = 10 * time.Second
+
+func rawPostOnce(s *server, token, path string, declare int64, body []byte, finish bool) (int, string, error) {
 	u, err := url.Parse(s.url)
-	require.NoError(t, err)
+	if err != nil {
+		return 0, "", err
+	}
 	conn, err := net.Dial("tcp", u.Host)
-	require.NoError(t, err)
+	if err != nil {
+		return 0, "", err
+	}
 	defer conn.Close()
-	require.NoError(t, conn.SetDeadline(time.Now().Add(waitTimeout)))
+	if err := conn.SetDeadline(time.Now().Add(rawPostWait)); err != nil {
+		return 0, "", err
+	}
 	var req bytes.Buffer
 	fmt.Fprintf(&req, "POST %s HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\n", path, u.Host, token)
 	if declare >= 0 {
@@ -56,14 +84,19 @@ func rawPost(t *testing.T, s *server, token, path string, declare int64, body []
 			req.WriteString("0\r\n\r\n")
 		}
 	}
-	_, err = conn.Write(req.Bytes())
-	require.NoError(t, err)
+	if _, err := conn.Write(req.Bytes()); err != nil {
+		return 0, "", fmt.Errorf("send: %w", err)
+	}
 	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
-	require.NoError(t, err, "the answer (none: the server waited for the body's end)")
+	if err != nil {
+		return 0, "", fmt.Errorf("read the answer: %w", err)
+	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	return resp.StatusCode, string(b)
+	if err != nil {
+		return 0, "", fmt.Errorf("read the answer's body: %w", err)
+	}
+	return resp.StatusCode, string(b), nil
 }
 
 // padded is prefix followed by spaces, n bytes in all.
@@ -188,7 +221,16 @@ func frontOriginsVsLocal(t *testing.T, front *server) {
 
 // frontCreatedAt: the list's created_at is the session's own.
 func frontCreatedAt(t *testing.T, s *server) {
-	sid := s.create()
+	req, err := http.NewRequest("POST", s.url+"/v1/sessions", strings.NewReader("{}"))
+	require.NoError(t, err)
+	resp, err := s.client.Do(req)
+	require.NoError(t, err)
+	var created struct{ ID string }
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&created))
+	require.NoError(t, resp.Body.Close())
+	require.Equal(t, http.StatusCreated, resp.StatusCode)
+	assert.Empty(t, resp.Header.Get("X-Revenant-Created-At"), "the object's created_at header is the front's only")
+	sid := created.ID
 	var sn struct {
 		CreatedAt int64 `json:"created_at"`
 	}

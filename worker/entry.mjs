@@ -24,6 +24,7 @@ const DELETE = 3; // worker.Delete
 const FORWARD = 4; // worker.Forward
 const TREE_HEADER = "x-revenant-tree";
 const PRINCIPAL_HEADER = "x-revenant-principal";
+const CREATED_AT_HEADER = "x-revenant-created-at"; // durableobject.CreatedAtHeader
 
 const BRIDGES = "__revenantBridges"; // cmd/worker's bridgesVar
 
@@ -206,8 +207,9 @@ async function forward(request, env, d) {
 
 // create: Go checks the body and mints the root id; the tree is created
 // in its object, then recorded in the caller's directory with the
-// session's own created_at. A tree that could not be recorded is deleted
-// again (best effort) and the answer is 503.
+// session's own created_at (the object's 201 names it). A tree that
+// could not be recorded is deleted again (best effort) and the answer is
+// 503.
 async function create(request, env, d, front) {
   if (d.tooLarge) return refuseTooLarge(request, d);
   const body = new Uint8Array(await readBody(request, d.maxBody));
@@ -215,7 +217,8 @@ async function create(request, env, d, front) {
   if (c.status !== undefined) return answer(c);
   const res = await treeFetch(env, c.root, d.principal, "POST", "/v1/sessions", request.headers, body);
   if (res.status !== 201) return res;
-  const q = new URLSearchParams({ principal: d.principal, created_at: String(await createdAt(env, c.root, d.principal)) });
+  const created = createdAt(res, c.root);
+  const q = new URLSearchParams({ principal: d.principal, created_at: String(created.at) });
   let put;
   try {
     put = await directoryFetch(env, d.principal, "PUT", "/trees/" + c.root + "?" + q);
@@ -230,31 +233,25 @@ async function create(request, env, d, front) {
     } catch (e) {
       console.error("revenant front: deleting an unrecorded tree failed", c.root, e);
     }
-    await res.body?.cancel();
+    await created.answer.body?.cancel();
     return json(503, { error: { type: "unavailable", message: "the session could not be recorded; try again" } });
   }
   if (ownerCache(env) !== "off") owned.add(d.principal + "\n" + c.root);
-  return res;
+  return created.answer;
 }
 
-// createdAt is when the object created tree root, as its snapshot says,
-// so the list and the session agree (the create's 201 carries only the
-// id). Should the object not answer, the front's clock stands in, and
-// the list's time is then off by the round trip.
-async function createdAt(env, root, principal) {
-  try {
-    const res = await treeFetch(env, root, principal, "GET", "/v1/sessions/" + root + "?limit=1", undefined, undefined);
-    if (res.status === 200) {
-      const at = (await res.json()).created_at;
-      if (Number.isSafeInteger(at)) return at;
-    } else {
-      await res.body?.cancel();
-    }
-    console.error("revenant front: the new tree's snapshot had no created_at", root, res.status);
-  } catch (e) {
-    console.error("revenant front: reading the new tree's created_at failed", root, e);
-  }
-  return Date.now();
+// createdAt is the new session's created_at from the object's 201
+// (durableobject.CreatedAtHeader), so the list and the session agree; the
+// header is for the front only and is removed from the answer. A 201
+// without it (never, from this Worker's object) is logged and the front's
+// clock stands in.
+function createdAt(res, root) {
+  const answer = new Response(res.body, res);
+  const at = Number(answer.headers.get(CREATED_AT_HEADER));
+  answer.headers.delete(CREATED_AT_HEADER);
+  if (Number.isSafeInteger(at) && at > 0) return { answer, at };
+  console.error("revenant front: the new tree's 201 had no created_at", root);
+  return { answer, at: Date.now() };
 }
 
 // list asks the caller's directory for the page Go decided on (d.url:
