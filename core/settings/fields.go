@@ -7,6 +7,7 @@ const (
 	nameRetryInitial    = "retry_initial"
 	nameSessionPageSize = "session_page_size"
 	nameMessagePageSize = "message_page_size"
+	nameMaxBody         = "max_body"
 )
 
 // Field is one setting as a configuration file names it, pointing into a
@@ -44,7 +45,7 @@ func (s *Settings) Fields() []Field {
 		{Name: "context_bytes", Int: &s.ContextBytes},
 		{Name: "max_retry_after", Duration: &s.MaxRetryAfter},
 		{Name: "heartbeat", Duration: &s.Heartbeat},
-		{Name: "max_body", Int64: &s.MaxBody},
+		{Name: nameMaxBody, Int64: &s.MaxBody},
 		{Name: nameSessionPageSize, Int: &s.SessionPageSize},
 		{Name: nameMessagePageSize, Int: &s.MessagePageSize},
 	}

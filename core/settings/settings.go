@@ -68,8 +68,8 @@ type Settings struct {
 	// Heartbeat is the interval of comments on idle event streams
 	// (api.WithHeartbeat). Default 15 s.
 	Heartbeat time.Duration
-	// MaxBody caps request bodies, in bytes (api.WithMaxBody). Default
-	// 1 MiB.
+	// MaxBody caps request bodies, in bytes (api.WithMaxBody), at most
+	// MaxMaxBody. Default 1 MiB.
 	MaxBody int64
 	// SessionPageSize is how many sessions GET /v1/sessions lists when
 	// the request gives no limit, at most api.MaxListLimit
@@ -157,6 +157,12 @@ type FieldError struct {
 
 func (e *FieldError) Error() string { return e.Field + ": " + e.Msg }
 
+// MaxMaxBody is the largest max_body: a body is held whole in memory (and,
+// on Cloudflare, in the isolate and again in Go's memory) before it is
+// decoded, and a cap near the int64 limit would overflow the one byte past
+// it that a reader takes to see a body over the cap.
+const MaxMaxBody = 1 << 30
+
 // Validate reports every invalid field, each as a *FieldError (joined:
 // errors.As finds the first; Unwrap() []error lists them all), or nil.
 func (s Settings) Validate() error {
@@ -175,6 +181,9 @@ func (s Settings) Validate() error {
 		case f.Duration != nil && *f.Duration < 0:
 			bad(f.Name, "%s is negative", *f.Duration)
 		}
+	}
+	if s.MaxBody > MaxMaxBody {
+		bad(nameMaxBody, "%d is above the largest allowed, %d (1 GiB)", s.MaxBody, MaxMaxBody)
 	}
 	if s.SessionPageSize > api.MaxListLimit {
 		bad(nameSessionPageSize, "%d is above the most a request may ask for, %d", s.SessionPageSize, api.MaxListLimit)

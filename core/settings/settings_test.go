@@ -81,6 +81,10 @@ func TestValidate(t *testing.T) {
 	_, err = s.Configs()
 	require.Error(t, err, "Configs validates")
 	require.NoError(t, settings.Settings{SessionPageSize: api.MaxListLimit, MessagePageSize: api.MaxMessageLimit}.Validate())
+
+	require.NoError(t, settings.Settings{MaxBody: settings.MaxMaxBody}.Validate())
+	err = settings.Settings{MaxBody: settings.MaxMaxBody + 1}.Validate()
+	require.EqualError(t, err, "max_body: 1073741825 is above the largest allowed, 1073741824 (1 GiB)")
 }
 
 // Fields names every field of Settings exactly once, in order: a reader
