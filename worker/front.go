@@ -4,7 +4,9 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
+	"errors"
 	"fmt"
+	"math"
 	"net/url"
 	"strconv"
 	"strings"
@@ -46,7 +48,8 @@ type Decision struct {
 	// without access_token. For List, the caller's Directory's
 	// (DirectoryListPath).
 	URL string
-	// TooLarge: a POST whose declared Content-Length is over the cap. The
+	// TooLarge: a request to a route that reads a body (api.Route.ReadsBody)
+	// whose declared Content-Length is over the cap. The
 	// answer is f.TooLarge(), given where the local server reads the body
 	// (after the owner check for a tree's route); the body is never read.
 	TooLarge bool
@@ -130,7 +133,7 @@ func (f *Front) Decide(w httpmsg.ResponseWriter, r *httpmsg.Request) Decision {
 		api.WriteError(w, err)
 		return Decision{}
 	}
-	d := Decision{Principal: principal, TooLarge: r.Method == httpmsg.MethodPost && declaredLength(r) > f.maxBody}
+	d := Decision{Principal: principal, TooLarge: route.ReadsBody() && declaredLength(r) > f.maxBody}
 	switch {
 	case route.Pattern == "/v1/sessions" && r.Method == httpmsg.MethodPost:
 		d.Kind = Create
@@ -168,6 +171,9 @@ func declaredLength(r *httpmsg.Request) int64 {
 		return r.ContentLength
 	}
 	n, err := strconv.ParseInt(strings.TrimSpace(r.Header.Get("Content-Length")), 10, 64)
+	if errors.Is(err, strconv.ErrRange) && n > 0 {
+		return math.MaxInt64 // digits past int64: over any cap
+	}
 	if err != nil {
 		return -1
 	}

@@ -206,6 +206,11 @@ func TestDecideTooLarge(t *testing.T) {
 		{"POST", "/v1/sessions/abc/prompt", "100", false},
 		{"POST", "/v1/sessions/abc/prompt", "", false},
 		{"DELETE", "/v1/sessions/abc", "101", false},
+		{"POST", "/v1/sessions/abc/interrupt", "101", false}, // its handler reads no body
+		{"POST", "/v1/sessions/abc/permissions/p-x-0", "101", true},
+		{"POST", "/v1/sessions/abc/prompt", "9223372036854775807", true},
+		{"POST", "/v1/sessions/abc/prompt", "9223372036854775808", true},     // past int64
+		{"POST", "/v1/sessions/abc/prompt", "99999999999999999999999", true}, // far past it
 	} {
 		h := http.Header{}
 		if c.length != "" {

@@ -145,6 +145,14 @@ func (rt Route) Tree() bool {
 	return strings.HasPrefix(rt.Pattern, "/v1/sessions/{id}") && rt.Method != httpmsg.MethodDelete
 }
 
+// ReadsBody reports whether the route's handler reads a request body, and
+// so refuses one over max_body (413): every POST but interrupt, which
+// takes none. The Cloudflare front refuses a declared length over the cap
+// unread on these routes only (worker.Front.Decide).
+func (rt Route) ReadsBody() bool {
+	return rt.Method == httpmsg.MethodPost && rt.Pattern != "/v1/sessions/{id}/interrupt"
+}
+
 // QueryToken reports whether the route takes its bearer token from
 // ?access_token= too: the event stream (EventSource cannot send headers).
 func (rt Route) QueryToken() bool {
