@@ -43,11 +43,28 @@ let nextBridge = 0;
 let spare = null;
 let sparingSince = 0; // Date.now() when a spare's start was scheduled; 0: none pending
 const SPARE_RETRY_MS = 10_000; // a start pending this long is taken for lost (its object went away)
-// goEnv is the Worker's vars and secrets (strings) as a Go program's
-// environment: Go reads its settings, provider and secrets with os.Getenv.
+// JSON_VARS hold JSON. wrangler.toml may give one as a table
+// (REVENANT_SETTINGS = { max_body = 2097152 }), which reaches env as an
+// object rather than a string: Go reads it as its JSON text.
+const JSON_VARS = ["REVENANT_SETTINGS", "REVENANT_TOOLS"];
+
+// varText is var name of env as Go reads it: a string as it is, a JSON var
+// given as a table as JSON, anything else (a binding) undefined.
+function varText(env, name) {
+  const v = env[name];
+  if (typeof v === "string") return v;
+  if (v !== null && typeof v === "object" && JSON_VARS.includes(name)) return JSON.stringify(v);
+  return undefined;
+}
+
+// goEnv is the Worker's vars and secrets as a Go program's environment: Go
+// reads its settings, provider and secrets with os.Getenv.
 function goEnv(env, key) {
   const out = { REVENANT_BRIDGE: key };
-  for (const [k, v] of Object.entries(env)) if (typeof v === "string") out[k] = v;
+  for (const k of Object.keys(env)) {
+    const v = varText(env, k);
+    if (v !== undefined) out[k] = v;
+  }
   return out;
 }
 
@@ -210,7 +227,7 @@ export class Tree extends DurableObject {
     if (this.maxBody === undefined) {
       this.maxBody = MAX_BODY;
       try {
-        const n = JSON.parse(this.env.REVENANT_SETTINGS || "{}")?.max_body;
+        const n = JSON.parse(varText(this.env, "REVENANT_SETTINGS") || "{}")?.max_body;
         if (typeof n === "number" && n > 0) this.maxBody = n;
       } catch {} // Go reports it
     }
@@ -279,7 +296,7 @@ function json(status, body) {
 
 // goModule is the Worker's one Go program; worker/entry.mjs starts the
 // front's instance from it too, and reads a create's body with readBody.
-export { goModule, readBody };
+export { goModule, readBody, varText };
 
 function notFound() {
   return json(404, { error: { type: "not_found", message: "no such session" } });

@@ -102,8 +102,10 @@ func frontStatus(t *testing.T, s *server, method, path string, header ...string)
 }
 
 func TestWorkerdFront(t *testing.T) {
-	w := startWorkerdWith(t, "", "REVENANT_TOKENS:"+frontTokens, "REVENANT_OFFLINE_WORD_DELAY:"+workerdWordDelay,
-		"REVENANT_ALLOWED_ORIGINS:"+frontOrigin, fmt.Sprintf(`REVENANT_SETTINGS:{"max_body":%d}`, maxBody))
+	// The settings as a TOML table (an object in env, not a string): the
+	// front and the objects both read max_body from it (the body limits).
+	w := startWorkerdTOML(t, "", fmt.Sprintf("REVENANT_SETTINGS = { max_body = %d }", maxBody),
+		"REVENANT_TOKENS:"+frontTokens, "REVENANT_OFFLINE_WORD_DELAY:"+workerdWordDelay, "REVENANT_ALLOWED_ORIGINS:"+frontOrigin)
 	alice, bob, nobody := w.as(t, "a-token"), w.as(t, "b-token"), w.as(t, "")
 
 	t.Run("no token is 401", func(t *testing.T) {

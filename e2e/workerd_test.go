@@ -139,9 +139,25 @@ func startWorkerd(t *testing.T) *workerd {
 // with vars (NAME:value) set.
 func startWorkerdWith(t *testing.T, tags string, vars ...string) *workerd {
 	t.Helper()
+	return startWorkerdTOML(t, tags, "", vars...)
+}
+
+// startWorkerdTOML is startWorkerdWith with tomlVars (lines such as
+// `NAME = { key = 1 }`) added to the config's [vars] table: a var given
+// as a TOML table reaches the Worker as an object, which --var cannot give.
+func startWorkerdTOML(t *testing.T, tags, tomlVars string, vars ...string) *workerd {
+	t.Helper()
 	root := requireWrangler(t)
 	main := buildObject(t, root, t.TempDir(), tags)
-	w := &workerd{root: root, config: testConfig(t, root, main), state: t.TempDir(), tmp: t.TempDir(), port: freePort(t), vars: vars}
+	config := testConfig(t, root, main)
+	if tomlVars != "" {
+		b, err := os.ReadFile(config)
+		require.NoError(t, err)
+		last := strings.LastIndex(string(b), "\n[")
+		require.True(t, strings.HasPrefix(string(b[last+1:]), "[vars]"), "wrangler.toml ends with its [vars] table")
+		require.NoError(t, os.WriteFile(config, append(b, []byte("\n"+tomlVars+"\n")...), 0o644))
+	}
+	w := &workerd{root: root, config: config, state: t.TempDir(), tmp: t.TempDir(), port: freePort(t), vars: vars}
 	t.Cleanup(func() {
 		w.kill(t)
 		if t.Failed() && w.logs != nil {

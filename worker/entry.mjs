@@ -13,7 +13,7 @@
 // this file does the I/O they decide on: the owner check (cached once
 // positive), the tree's object, the directory. The object's answer (an
 // event stream included) is returned as it is, unbuffered.
-import { Tree, goModule, readBody } from "../durableobject/shim.js"; // evaluates Go's wasm_exec.js first
+import { Tree, goModule, readBody, varText } from "../durableobject/shim.js"; // evaluates Go's wasm_exec.js first
 import { Directory } from "./directory.mjs";
 
 export { Tree, Directory };
@@ -63,7 +63,7 @@ function frontLogic(env) {
   const go = new Go();
   go.argv = ["revenant", "front"];
   go.env = { REVENANT_BRIDGE: key };
-  for (const name of ["REVENANT_TOKENS", "REVENANT_ALLOWED_ORIGINS", "REVENANT_SETTINGS"]) go.env[name] = env[name] ?? "";
+  for (const name of ["REVENANT_TOKENS", "REVENANT_ALLOWED_ORIGINS", "REVENANT_SETTINGS"]) go.env[name] = varText(env, name) ?? "";
   try {
     const instance = new WebAssembly.Instance(goModule, go.importObject);
     go.run(instance).catch((e) => console.error("revenant front:", e));
