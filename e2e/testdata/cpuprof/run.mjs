@@ -4,8 +4,8 @@
 // turn's time go") has what it found. Build an object without -s -w (so
 // Go's function names stay), then, from the repository root:
 //
-//	make do-build BUILD=/tmp/prof/build   # then rebuild the object without -ldflags:
-//	GOOS=js GOARCH=wasm go build -trimpath -o /tmp/prof/build/do/revenant.wasm ./durableobject/cmd/object
+//	make do-build BUILD=/tmp/prof/build   # then rebuild the Worker's program without -ldflags:
+//	GOOS=js GOARCH=wasm go build -trimpath -o /tmp/prof/build/revenant.wasm ./cmd/worker
 //	(copy worker/*.mjs, durableobject/shim.js and sql.mjs under /tmp/prof as e2e's buildObject does,
 //	 and a wrangler.toml without [build] whose main is /tmp/prof/worker/entry.mjs)
 //	CONFIG=/tmp/prof/wrangler.toml N=40 node e2e/testdata/cpuprof/run.mjs
@@ -46,7 +46,7 @@ const args = ["wrangler", "dev", "-c", CONFIG, "--ip", "127.0.0.1", "--port", St
   "--persist-to", STATE, "--show-interactive-dev-session=false",
   "--var", `OPENAI_BASE_URL:http://127.0.0.1:${model.address().port}/v1`, "--var", "REVENANT_MODEL:fake"];
 const env = { ...process.env, CLOUDFLARE_CF_FETCH_ENABLED: "false", WRANGLER_SEND_METRICS: "false", WRANGLER_SEND_ERROR_REPORTS: "false", CI: "1", NO_COLOR: "1" };
-const w = spawn("npx", args, { detached: true, env }); // its own process group
+const w = spawn("node_modules/.bin/wrangler", args.slice(1), { detached: true, env }); // its own process group; not npx (its own start)
 let out = "";
 w.stdout.on("data", (d) => (out += d));
 w.stderr.on("data", (d) => (out += d));
