@@ -298,10 +298,17 @@ func (t tx) Exec(query string, args ...any) (int64, error) {
 		return 0, err
 	}
 	defer done(s)
+	before := t.db.conn.TotalChanges()
 	for s.Step() {
 	}
 	if err := s.Err(); err != nil {
 		return 0, mapErr(err)
+	}
+	// SQLite's changes() is the last INSERT, UPDATE or DELETE's count, so
+	// after any other statement (CREATE, a pragma) it is a stale one: a
+	// statement that changed nothing left the total where it was.
+	if t.db.conn.TotalChanges() == before {
+		return 0, nil
 	}
 	return t.db.conn.Changes(), nil
 }

@@ -264,3 +264,26 @@ func TestClassificationOfRealFailures(t *testing.T) {
 	assert.ErrorIs(t, ioWrite, sqlite3.IOERR_WRITE)
 	assert.Equal(t, "late", queryOne(t, db, `SELECT group_concat(who) FROM v WHERE who != 'holder'`), "only the late commit stored a row")
 }
+
+// Exec reports the rows its own statement changed: a statement that
+// changes none (DDL, a pragma, a DELETE matching nothing) reports 0, not
+// the count SQLite's changes() keeps from the last INSERT, UPDATE or
+// DELETE.
+func TestExecCountsOnlyItsOwnChanges(t *testing.T) {
+	db, _ := newDB(t)
+	exec(t, db, `CREATE TABLE v (a)`)
+	require.NoError(t, db.Tx(ctx, func(tx storage.Tx) error {
+		n, err := tx.Exec(`INSERT INTO v VALUES (1), (2), (3)`)
+		require.NoError(t, err)
+		assert.Equal(t, int64(3), n)
+		for _, q := range []string{`CREATE TABLE w (b)`, `CREATE INDEX v_a ON v (a)`, `DELETE FROM v WHERE a > 9`, `PRAGMA user_version = 7`} {
+			n, err := tx.Exec(q)
+			require.NoError(t, err, q)
+			assert.Zero(t, n, q)
+		}
+		n, err = tx.Exec(`UPDATE v SET a = a + 10 WHERE a < 3`)
+		require.NoError(t, err)
+		assert.Equal(t, int64(2), n)
+		return nil
+	}))
+}
