@@ -32,7 +32,8 @@ func jsFunc(params []string, body string) js.Value {
 }
 
 // fakeSQL answers exec(query) from script[query]: an array of rows, or a
-// string to throw as an Error. "SELECT changes()" answers 1.
+// string to throw as an Error. "SELECT changes()" answers 1. A cursor's
+// rowsWritten is script["written " + query] (undefined when not given).
 func fakeSQL(t *testing.T, script string) js.Value {
 	t.Helper()
 	return jsFunc([]string{"script"}, `
@@ -42,7 +43,7 @@ func fakeSQL(t *testing.T, script string) js.Value {
 			const a = q === "SELECT changes()" ? [[1]] : script[q];
 			if (typeof a === "string") throw new Error(a);
 			const rows = a || [];
-			return { columnNames: rows.length ? rows[0].map((_, i) => "c" + i) : [],
+			return { columnNames: rows.length ? rows[0].map((_, i) => "c" + i) : [], rowsWritten: script["written " + q],
 				raw() { return { toArray() { return rows; }, [Symbol.iterator]() { return rows[Symbol.iterator](); } }; }, toArray() { return rows; } };
 		} };`).Invoke(js.Global().Get("JSON").Call("parse", script))
 }
@@ -98,6 +99,31 @@ func TestBlobsRoundTripAsArrayBuffers(t *testing.T) {
 	assert.Equal(t, []byte{0, 1, 255}, v)
 	assert.Equal(t, 42, call.Index(2).Int())
 	assert.True(t, call.Index(4).IsNull())
+}
+
+// A statement whose cursor wrote no row changed none: Exec answers 0
+// without asking changes(), whose count may be an earlier statement's. One
+// that wrote rows answers changes(), not rowsWritten (which counts index
+// rows too).
+func TestExecCountsFromChangesUnlessNothingWasWritten(t *testing.T) {
+	db, sql, _ := newTestDB(t, `{"written NOOP": 0, "written INS": 3}`)
+	var noop, ins int64
+	require.NoError(t, db.Tx(context.Background(), func(tx storage.Tx) error {
+		var err error
+		if noop, err = tx.Exec("NOOP"); err != nil {
+			return err
+		}
+		ins, err = tx.Exec("INS")
+		return err
+	}))
+	assert.Zero(t, noop)
+	assert.Equal(t, int64(1), ins, "changes(), not the 3 rows written")
+	var queries []string
+	log := sql.Get("log")
+	for i := range log.Length() {
+		queries = append(queries, log.Index(i).Index(0).String())
+	}
+	assert.Equal(t, []string{"NOOP", "INS", "SELECT changes()"}, queries)
 }
 
 func TestIntegersBeyondJSPrecisionAreRefused(t *testing.T) {

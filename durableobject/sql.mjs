@@ -9,9 +9,16 @@
 // Go, and Go's tests evaluate this file under Node against a stand-in.
 
 // sqlExec runs query and returns the rows it changed, read with SQLite's
-// changes() (the cursor's rowsWritten also counts index rows).
+// changes(): the cursor's rowsWritten counts index rows too (3 for an
+// INSERT that changes() counts 1). But workerd counts every change that
+// changes() counts in rowsWritten as well (its SQLite patch adds to it
+// wherever the change count grows), so a statement that wrote nothing
+// changed nothing: it answers 0 without the second call, and without
+// changes()'s stale count from an earlier statement (after a pragma, say).
 export function sqlExec(sql, query, ...args) {
-  sql.exec(query, ...args).toArray();
+  const cursor = sql.exec(query, ...args);
+  cursor.toArray();
+  if (cursor.rowsWritten === 0) return 0;
   return sql.exec("SELECT changes()").raw().toArray()[0][0];
 }
 
