@@ -135,6 +135,19 @@ func (c *permRun) admit(t *testing.T, n *treetest.Node, clientID, text string) s
 	return a.PromptID
 }
 
+// parked boots c's instance with its session, admits text as p1 and
+// waits until the turn parks, asking want permission requests.
+func (c *permRun) parked(t *testing.T, text string, want int) (n *treetest.Node, promptID string, asked []core.Blocker) {
+	t.Helper()
+	n = c.boot(t)
+	n.NewSession(c.sid)
+	promptID = c.admit(t, n, "p1", text)
+	n.Idle()
+	asked = permissions(t, n, c.sid)
+	require.Len(t, asked, want)
+	return n, promptID, asked
+}
+
 func permissions(t *testing.T, n *treetest.Node, sid string) []core.Blocker {
 	t.Helper()
 	bs, err := n.Inst.Blockers(ctx, sid, event.KindPermission)
@@ -467,12 +480,7 @@ func TestPermissionAlwaysApprovesCoveredSiblings(t *testing.T) {
 // not stay parked on requests nobody is asked any more.
 func TestPermissionAlwaysCoveringEverySiblingResumesTheStep(t *testing.T) {
 	c := newPermRun(t, false)
-	n := c.boot(t)
-	n.NewSession(c.sid)
-	pid := c.admit(t, n, "p1", "deploy staging staging")
-	n.Idle()
-	asked := permissions(t, n, c.sid)
-	require.Len(t, asked, 2)
+	n, pid, asked := c.parked(t, "deploy staging staging", 2)
 
 	_, err := n.Inst.Reply(ctx, c.sid, asked[0].ID, permReply("r1", core.ReplyAlways, ""))
 	require.NoError(t, err)
@@ -685,12 +693,7 @@ func TestPermissionReplyRacesInterrupt(t *testing.T) {
 func TestPermissionRejectScope(t *testing.T) {
 	t.Run("with a message", func(t *testing.T) {
 		c := newPermRun(t, false)
-		n := c.boot(t)
-		n.NewSession(c.sid)
-		pid := c.admit(t, n, "p1", "deploy a b")
-		n.Idle()
-		asked := permissions(t, n, c.sid)
-		require.Len(t, asked, 2)
+		n, pid, asked := c.parked(t, "deploy a b", 2)
 		_, err := n.Inst.Reply(ctx, c.sid, asked[0].ID, permReply("r1", core.ReplyReject, "not a"))
 		require.NoError(t, err)
 		n.Idle()
@@ -707,12 +710,7 @@ func TestPermissionRejectScope(t *testing.T) {
 	})
 	t.Run("plain", func(t *testing.T) {
 		c := newPermRun(t, false)
-		n := c.boot(t)
-		n.NewSession(c.sid)
-		pid := c.admit(t, n, "p1", "deploy a b")
-		n.Idle()
-		asked := permissions(t, n, c.sid)
-		require.Len(t, asked, 2)
+		n, pid, asked := c.parked(t, "deploy a b", 2)
 		_, err := n.Inst.Reply(ctx, c.sid, asked[0].ID, permReply("r1", core.ReplyReject, ""))
 		require.NoError(t, err)
 		n.Idle()
