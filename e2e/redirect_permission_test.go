@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/revenantrt/revenant/internal/redirecthost"
@@ -60,10 +59,8 @@ func TestRedirectObeysOperatorPermissions(t *testing.T) {
 }
 
 func testRedirectObeysOperatorPermissions(t *testing.T) {
-	denied := redirecthost.New(t, "127.0.0.3", nil)
-	allowed := redirecthost.New(t, "127.0.0.4", nil)
-	first := redirecthost.New(t, "127.0.0.2", map[string]string{"/to-denied": denied.URL + "/secret", "/to-allowed": allowed.URL + "/open"})
-	provider := httptest.NewServer(fetchingProvider([]string{first.URL + "/to-denied", first.URL + "/to-allowed"}))
+	cast := redirecthost.NewCast(t)
+	provider := httptest.NewServer(fetchingProvider(cast.URLs()[:2])) // to Denied, to Allowed
 	defer provider.Close()
 
 	dir := t.TempDir()
@@ -74,7 +71,7 @@ func testRedirectObeysOperatorPermissions(t *testing.T) {
     {"action": "http_request", "resource": "http:127.0.0.4", "decision": "allow"}
   ],
   "egress": {"schemes": ["http"], "ports": [%d, %d, %d], "allow_cidrs": ["127.0.0.2/32", "127.0.0.3/32", "127.0.0.4/32"]}
-}`, first.Port(), denied.Port(), allowed.Port())
+}`, cast.First.Port(), cast.Denied.Port(), cast.Allowed.Port())
 	path := filepath.Join(dir, "config.json")
 	require.NoError(t, os.WriteFile(path, []byte(conf), 0o600))
 	s := startWith(t, filepath.Join(dir, "data"), "REVENANT_CONFIG="+path,
@@ -84,21 +81,14 @@ func testRedirectObeysOperatorPermissions(t *testing.T) {
 	sum := s.settle(sid, pid)
 	sum.requireEnd(t, pid, typeSucceeded, "")
 
-	type settled struct{ Outcome, Output string }
-	var got []settled
+	var got []redirecthost.Settled
 	for _, e := range s.readLog(sid, s.snapshot(sid).Cursor) {
 		if e.Type == typeToolSettled {
-			var p settled
+			var p redirecthost.Settled
 			require.NoError(t, json.Unmarshal(e.Data, &p))
 			got = append(got, p)
 		}
 	}
 	require.Len(t, got, 2)
-	assert.Equal(t, "error", got[0].Outcome, got[0].Output)
-	assert.Contains(t, got[0].Output, `redirect not permitted: http:127.0.0.3 is declined by a permission rule (config "*": deny)`)
-	assert.Empty(t, denied.Paths(), "nothing reached the denied host")
-	assert.Equal(t, "ok", got[1].Outcome, got[1].Output)
-	assert.Contains(t, got[1].Output, "reached 127.0.0.4")
-	assert.Equal(t, []string{"/open"}, allowed.Paths())
-	assert.Equal(t, []string{"/to-denied", "/to-allowed"}, first.Paths())
+	cast.Check(t, got)
 }

@@ -26,7 +26,6 @@ import (
 // which the rules ask about, is refused too (a running call cannot ask).
 func TestHTTPRequestRedirectObeysPermissionRules(t *testing.T) {
 	cast := redirecthost.NewCast(t)
-	first, denied, allowed := cast.First, cast.Denied, cast.Allowed
 	policy := webnet.Dialing(web.NewEgress()).WithPorts(cast.Ports()...).WithAllowCIDRs(cast.CIDRs()...)
 	cfg := runner.NewConfig().WithPermissions([]permission.Rule{
 		{Action: web.HTTPRequestName, Resource: "*", Decision: permission.Deny},
@@ -34,7 +33,7 @@ func TestHTTPRequestRedirectObeysPermissionRules(t *testing.T) {
 		{Action: web.HTTPRequestName, Resource: "http:127.0.0.4", Decision: permission.Allow},
 		{Action: web.HTTPRequestName, Resource: "http:127.0.0.5", Decision: permission.Ask},
 	})
-	urls := append([]string{denied.URL + "/direct"}, cast.URLs()...)
+	urls := append([]string{cast.Denied.URL + "/direct"}, cast.URLs()...)
 	m := &scriptModel{steps: func(k int) scriptStep {
 		if k <= len(urls) {
 			return scriptStep{chunks: toolCall(web.HTTPRequestName, fmt.Sprintf(`{"url":%q}`, urls[k-1]))}
@@ -50,13 +49,9 @@ func TestHTTPRequestRedirectObeysPermissionRules(t *testing.T) {
 	s := settlements(t, tr.Events(sid))
 	require.Len(t, s, 4)
 	assert.Equal(t, event.OutcomeDeclined, s[0].Outcome, "a direct request to the denied host does not run")
-	assert.Equal(t, event.OutcomeError, s[1].Outcome, s[1].Output)
-	assert.Contains(t, s[1].Output, `redirect not permitted: http:127.0.0.3 is declined by a permission rule (config "*": deny)`)
-	assert.Equal(t, event.OutcomeOK, s[2].Outcome, s[2].Output)
-	assert.Contains(t, s[2].Output, "reached 127.0.0.4")
-	assert.Empty(t, denied.Paths(), "nothing reached the denied host")
-	assert.Equal(t, []string{"/open"}, allowed.Paths())
-	assert.Equal(t, event.OutcomeError, s[3].Outcome, s[3].Output)
-	assert.Contains(t, s[3].Output, `redirect not permitted: http:127.0.0.5 would need approval by a permission rule (config "http:127.0.0.5": ask), which a running call cannot ask for`)
-	assert.Equal(t, []string{"/to-denied", "/to-allowed", "/to-asking"}, first.Paths())
+	var redirected []redirecthost.Settled
+	for _, x := range s[1:] {
+		redirected = append(redirected, redirecthost.Settled{Outcome: x.Outcome, Output: x.Output})
+	}
+	cast.Check(t, redirected)
 }

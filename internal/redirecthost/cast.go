@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"net/netip"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // Cast is the redirect-permission tests' hosts: First, on 127.0.0.2,
@@ -42,4 +45,38 @@ func (c Cast) CIDRs() []netip.Prefix {
 // to Denied, to Allowed, to Asking.
 func (c Cast) URLs() []string {
 	return []string{c.First.URL + "/to-denied", c.First.URL + "/to-allowed", c.First.URL + "/to-asking"}
+}
+
+// Settled is an http_request call's settlement as the tests read it (the
+// tool.settled event's outcome and output).
+type Settled struct {
+	Outcome string `json:"outcome"`
+	Output  string `json:"output"`
+}
+
+// Refusals are the errors a redirect off First gets under the tests'
+// rules, by the hop's host: the deny, and the ask a running call cannot put.
+const (
+	DeniedRefusal = `redirect not permitted: http:127.0.0.3 is declined by a permission rule (config "*": deny)`
+	AskingRefusal = `redirect not permitted: http:127.0.0.5 would need approval by a permission rule (config "http:127.0.0.5": ask), which a running call cannot ask for`
+)
+
+// Check holds the settlements of calls that fetched the first len(got) of
+// URLs, in order, to the tests' rules: the redirect to Denied refused
+// before any request reached it, the one to Allowed followed, the one to
+// Asking refused; and First's ledger lists exactly the fetched paths.
+func (c Cast) Check(t testing.TB, got []Settled) {
+	t.Helper()
+	require.NotEmpty(t, got)
+	require.LessOrEqual(t, len(got), 3)
+	want := []Settled{{"error", DeniedRefusal}, {"ok", "reached 127.0.0.4"}, {"error", AskingRefusal}}
+	for i, s := range got {
+		assert.Equal(t, want[i].Outcome, s.Outcome, "call %d: %s", i, s.Output)
+		assert.Contains(t, s.Output, want[i].Output, "call %d", i)
+	}
+	assert.Empty(t, c.Denied.Paths(), "nothing reached the denied host")
+	if len(got) > 1 {
+		assert.Equal(t, []string{"/open"}, c.Allowed.Paths())
+	}
+	assert.Equal(t, []string{"/to-denied", "/to-allowed", "/to-asking"}[:len(got)], c.First.Paths())
 }
