@@ -18,22 +18,6 @@ import (
 // others wait for a person, as permission blockers parked with the step,
 // and continue through core's permission@1 adapter.
 
-// permissioned is a tool that declares its own default decision: a webhook
-// (its configured `permission`), a tool.Func.
-type permissioned interface {
-	Permission() string
-}
-
-// toolDefault is a tool's default decision (permission.Default).
-func toolDefault(tl tool.Tool) permission.Decision {
-	var declared permission.Decision
-	if p, ok := tl.(permissioned); ok {
-		declared = permission.Decision(p.Permission())
-	}
-	_, inTree := tl.(tool.InTree)
-	return permission.Default(tl.Spec().Name, inTree, declared)
-}
-
 // policy is the rules the session's calls are decided by: the operator's,
 // the session's own, and the tree's saved always rules, as loaded.
 func (t *turn) policy(st state) permission.Policy {
@@ -55,7 +39,7 @@ func authorize(policy permission.Policy, tl tool.Tool, args json.RawMessage) (au
 	if err != nil {
 		return authorization{}, err
 	}
-	def := toolDefault(tl)
+	def := tool.DefaultDecision(tl)
 	a := authorization{verdict: policy.Decide(name, def, resources)}
 	if a.verdict.Decision == permission.Ask {
 		a.pending = policy.Pending(name, def, resources)
@@ -131,6 +115,6 @@ func (t *turn) reauthorize(ctx context.Context, st state, c callRow, tl tool.Too
 func (t *turn) permit(st state, tl tool.Tool) func(...string) error {
 	policy := t.policy(st)
 	policy.Session, policy.Saved = slices.Clone(policy.Session), slices.Clone(policy.Saved) // the body runs on while the turn goes on
-	name, def := tl.Spec().Name, toolDefault(tl)
+	name, def := tl.Spec().Name, tool.DefaultDecision(tl)
 	return func(resources ...string) error { return policy.Permit(name, def, resources...) }
 }

@@ -18,17 +18,6 @@ import (
 // permit is the tool.Call.Permit the host gives a guest's call of tl.
 func (t *Tree) permit(tl tool.Tool) func(...string) error {
 	policy := permission.Policy{Config: t.cfg.Boot.Permissions}
-	name, def := tl.Spec().Name, toolDefault(tl)
+	name, def := tl.Spec().Name, tool.DefaultDecision(tl)
 	return func(resources ...string) error { return policy.Permit(name, def, resources...) }
-}
-
-// toolDefault is a host tool's default decision (permission.Default): a
-// webhook's configured permission, or its name's. Host tools never run in
-// the tree's database.
-func toolDefault(tl tool.Tool) permission.Decision {
-	var declared permission.Decision
-	if p, ok := tl.(interface{ Permission() string }); ok {
-		declared = permission.Decision(p.Permission())
-	}
-	return permission.Default(tl.Spec().Name, false, declared)
 }
