@@ -57,11 +57,15 @@ const EchoLimit = 64
 // Clip is a value from the request as an error message repeats it: whole up
 // to EchoLimit bytes, else its first EchoLimit bytes (cut at a character
 // boundary) and "…". A 60 KB id in a path is named, not sent back whole.
-func Clip(s string) string {
-	if len(s) <= EchoLimit {
+func Clip(s string) string { return ClipTo(s, EchoLimit) }
+
+// ClipTo is s whole up to n bytes, else its first n bytes or fewer (cut at
+// a character boundary) and "…".
+func ClipTo(s string, n int) string {
+	if len(s) <= n {
 		return s
 	}
-	cut := EchoLimit
+	cut := n
 	for cut > 0 && !utf8.RuneStart(s[cut]) {
 		cut--
 	}

@@ -3,7 +3,6 @@ package api
 import (
 	"encoding/json"
 	"errors"
-	"unicode/utf8"
 
 	"github.com/revenantrt/revenant/core"
 	"github.com/revenantrt/revenant/core/httpmsg"
@@ -143,7 +142,7 @@ func WriteError(w httpmsg.ResponseWriter, err error) {
 		w.Header().Set("WWW-Authenticate", "Bearer")
 	}
 	var body ErrorBody
-	body.Error.Type, body.Error.Message = e.Type, clipMessage(e.Message)
+	body.Error.Type, body.Error.Message = e.Type, core.ClipTo(e.Message, maxMessage)
 	writeJSON(w, Statuses[e.Type], body)
 }
 
@@ -151,17 +150,6 @@ func WriteError(w httpmsg.ResponseWriter, err error) {
 // clipped where they are quoted (core.Clip); this catches one quoted whole
 // by a message not written here (a JSON decoder's, a rule validator's).
 const maxMessage = 1024
-
-func clipMessage(msg string) string {
-	if len(msg) <= maxMessage {
-		return msg
-	}
-	cut := maxMessage
-	for cut > 0 && !utf8.RuneStart(msg[cut]) {
-		cut--
-	}
-	return msg[:cut] + "…"
-}
 
 // writeError is WriteError with the detail of an internal error logged.
 func writeError(log *logs.Logger, w httpmsg.ResponseWriter, err error) {

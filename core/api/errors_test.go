@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -137,4 +138,14 @@ func TestClipCutsAtACharacter(t *testing.T) {
 	got := core.Clip("a" + strings.Repeat("é", 40)) // 81 bytes; byte 64 is inside an é
 	assert.True(t, utf8.ValidString(got), got)
 	assert.Equal(t, "a"+strings.Repeat("é", 31)+"…", got)
+}
+
+// A message quoting a client's value whole (a decoder's, say) is cut to
+// 1 KiB when sent.
+func TestWriteErrorClipsALongMessage(t *testing.T) {
+	w := httptest.NewRecorder()
+	api.WriteError(nethttp.Writer(w), &api.Error{Type: api.ErrInvalidRequest, Message: strings.Repeat("x", 5000)})
+	var body api.ErrorBody
+	require.NoError(t, json.Unmarshal(w.Body.Bytes(), &body))
+	assert.Equal(t, strings.Repeat("x", 1024)+"…", body.Error.Message)
 }
