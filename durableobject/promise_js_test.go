@@ -278,9 +278,10 @@ var kiloEvent = "data: " + strings.Repeat(".", 1000) + "\n\n" // an event of abo
 
 // A healthy stream's backlog passes maxBacklog within one synchronous
 // burst (a catch-up page written before JS can take a chunk): it is not
-// ended for that; everything is delivered once JS runs.
+// ended for that; everything is delivered once JS runs, and a stream that
+// took every chunk has no backlog however long it then stays quiet.
 func TestResponseBurstPastBacklogKeepsStream(t *testing.T) {
-	frozenClock(t)
+	clock := frozenClock(t)
 	fake := fakeWriter(0, "now", "settle")
 	w, ctx := streamOn(t, fake)
 	n := 0
@@ -295,6 +296,11 @@ func TestResponseBurstPastBacklogKeepsStream(t *testing.T) {
 	assert.NoError(t, ctx.Err())
 	assert.Equal(t, n, fake.Get("bytes").Int(), "every byte delivered")
 	assert.Zero(t, fake.Get("aborts").Int())
+	*clock = clock.Add(2 * backlogPatience)
+	for range 2 * maxBacklog / len(kiloEvent) {
+		_, err := io.WriteString(w, kiloEvent)
+		require.NoError(t, err, "a quiet stream that took everything is no stall")
+	}
 	w.finish()
 }
 

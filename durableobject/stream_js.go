@@ -21,10 +21,11 @@ import (
 //     ≤ 0), what is flushed waits for writer.ready and then leaves as one
 //     chunk.
 //
-// The promises' callbacks are two package-level functions bound to the
-// stream's id (Function.prototype.bind), not a js.Func per stream: a
-// stream's promises may settle after its answer ended, so a per-stream
-// function could never be released (one leaked per streamed answer).
+// The promises' callbacks are package-level functions bound to the
+// stream's id (Function.prototype.bind) once per stream, not a js.Func per
+// stream: a stream's promises may settle after its answer ended, so a
+// per-stream function could never be released (one leaked per streamed
+// answer).
 
 // maxUnflushed is what Write buffers between Flushes before it sends
 // (or, while the stream is busy, queues) a chunk of its own.
@@ -58,10 +59,13 @@ type stream struct {
 	queued  bool     // a sendSoon goroutine is on its way
 	waiting bool     // flushed bytes wait for writer.ready
 	// unacked is what was sent and not yet taken (its write promise not
-	// settled); took is when the stream last took a chunk, or was last
-	// caught up (the backlog rule).
+	// settled), sent the sizes of those chunks, oldest first (a stream
+	// settles its writes in order); took is when the stream last took a
+	// chunk, or was last caught up (the backlog rule).
 	unacked int
+	sent    []int
 	took    time.Time
+	written js.Value // streamWritten bound to id
 }
 
 var (
@@ -77,11 +81,14 @@ var (
 		}
 		return nil
 	})
-	// streamWritten: a chunk of n bytes was taken.
+	// streamWritten: the oldest chunk sent was taken.
 	streamWritten = js.FuncOf(func(_ js.Value, args []js.Value) any {
-		if w := streamOf(args); w != nil && len(args) > 1 {
+		if w := streamOf(args); w != nil {
 			w.mu.Lock()
-			w.unacked -= args[1].Int()
+			if len(w.sent) > 0 {
+				w.unacked -= w.sent[0]
+				w.sent = w.sent[1:]
+			}
 			w.took = now()
 			w.mu.Unlock()
 		}
@@ -128,6 +135,7 @@ func (w *responseWriter) open(writer js.Value) {
 	w.writer = writer
 	w.broken = streamBroken.Call("bind", js.Null(), w.id)
 	w.ready = streamReady.Call("bind", js.Null(), w.id)
+	w.written = streamWritten.Call("bind", js.Null(), w.id)
 	w.writer.Get("closed").Call("catch", w.broken)
 }
 
@@ -173,7 +181,8 @@ func (w *responseWriter) send(p []byte) {
 		w.took = now() // caught up until now
 	}
 	w.unacked += len(p)
-	w.writer.Call("write", u).Call("then", streamWritten.Call("bind", js.Null(), w.id, len(p)), w.broken)
+	w.sent = append(w.sent, len(p))
+	w.writer.Call("write", u).Call("then", w.written, w.broken)
 }
 
 // abandonIfStalled aborts the stream when its client stopped reading (the
