@@ -97,6 +97,19 @@ func TestAlarmClearRefusesLaterArms(t *testing.T) {
 	assert.Equal(t, []string{"set 5000", "delete"}, calls())
 }
 
+// A delete that failed after clear restores the alarm: it is set at
+// once (the stopped turns' claims need their wake-up), and Arm works
+// again afterwards.
+func TestAlarmRestoreAfterAFailedDelete(t *testing.T) {
+	a, calls := newAlarmStandIn(t, 0)
+	arm(t, a, 5000)
+	a.clear()
+	a.restore(7000)
+	arm(t, a, 6000)
+	arm(t, a, 8000)
+	assert.Equal(t, []string{"set 5000", "delete", "set 7000", "set 6000"}, calls())
+}
+
 // sweepObject is an Object with only what swept needs: the Alarm over a
 // stand-in storage and a quiet log.
 func sweepObject(t *testing.T) (*Object, func() []string) {

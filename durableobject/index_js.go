@@ -4,12 +4,14 @@ package durableobject
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 
 	"github.com/revenantrt/revenant/core"
 	"github.com/revenantrt/revenant/core/api"
 	"github.com/revenantrt/revenant/core/httpmsg"
+	"github.com/revenantrt/revenant/core/retry"
 )
 
 // index is the api.Index of the object's one tree (api.OneTree), for
@@ -35,6 +37,12 @@ func (o *Object) index() index {
 // Delete stops the tree's executions, deletes the object's whole storage
 // (ctx.storage.deleteAll: every table and the stored tree id) and its
 // alarm. The object then serves nothing for the tree.
+//
+// A deleteAll that fails leaves the tree in storage, its turns stopped
+// but still claimed, while this object has closed its instance: the
+// alarm is set again (no claim without a wake-up, DESIGN §4) and the
+// object gives itself up, so the next event (that alarm, or the client's
+// retry, told 503) gets a fresh object that boots the tree as it is.
 func (t index) Delete(ctx context.Context, rootID string) error {
 	if _, err := t.Owner(ctx, rootID); err != nil {
 		return err
@@ -47,10 +55,22 @@ func (t index) Delete(ctx context.Context, rootID string) error {
 	t.o.mu.Unlock()
 	t.o.tree.Close() // end the tree's event streams
 	t.o.alarm.clear()
-	if _, err := await(t.o.bridge.Get("storage").Call("deleteAll")); err != nil {
-		return fmt.Errorf("delete tree %s: delete storage: %w", rootID, err)
+	if err := t.o.deleteStorage(); err != nil {
+		t.o.alarm.restore(t.o.clock.Now() + retry.Wake().Delay(0).Milliseconds())
+		t.o.giveUp("the tree's storage could not be deleted")
+		return fmt.Errorf("delete tree %s: delete storage: %w: %w", rootID, core.ErrStorageUnavailable, err)
 	}
 	return nil
+}
+
+// deleteStorage deletes the object's whole storage; a test build can make
+// it fail once (testroutes_js.go).
+func (o *Object) deleteStorage() error {
+	if o.failNextDelete.Swap(false) {
+		return errors.New("revenant test route: deleteAll failed")
+	}
+	_, err := await(o.bridge.Get("storage").Call("deleteAll"))
+	return err
 }
 
 func (o *Object) isDeleted() bool {

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall/js"
 	"time"
 
@@ -60,6 +61,8 @@ type Object struct {
 	ownerSeen     string // the tree's owner once read (owner)
 	createdAt     int64  // the root session's created_at once created here (created)
 	sweepFailures int    // consecutive failed sweeps, under mu
+
+	failNextDelete atomic.Bool // set by a test build's route only: the next deleteAll fails
 }
 
 // Serve runs the object behind bridge, the shim's per-object JS object.
@@ -253,13 +256,22 @@ func (o *Object) fetch(args []js.Value) (any, error) {
 			// The panic may have left the program's state half-changed:
 			// the shim gives the object up once this answer is out, and
 			// the next event gets a fresh one on the same storage.
-			o.bridge.Set("panicked", true)
+			o.giveUp("a request panicked")
 			w.fail()
 			return
 		}
 		w.finish()
 	}()
 	return <-answer, nil
+}
+
+// giveUp tells the shim to give this object up (ctx.abort) once the
+// current answer is out, and at its next event if that comes first: its
+// memory no longer matches the storage (a handler panicked midway, a
+// delete failed after closing the tree), and a fresh object boots from
+// the storage alone.
+func (o *Object) giveUp(reason string) {
+	o.bridge.Set("giveUp", reason)
 }
 
 // wake is the alarm handler (DESIGN §4 rule 2): sweep, hold the object

@@ -96,6 +96,17 @@ func (a *Alarm) clear() {
 	a.storage.Call("deleteAlarm").Call("catch", logRejection)
 }
 
+// restore undoes clear for a delete that failed, the tree still in
+// storage: the alarm is set for at, and Arm works again.
+func (a *Alarm) restore(at int64) {
+	a.mu.Lock()
+	a.cleared = false
+	a.mu.Unlock()
+	if err := a.Arm(context.Background(), at); err != nil {
+		js.Global().Get("console").Call("error", "revenant: restore the alarm:", err.Error())
+	}
+}
+
 // logRejection reports a storage promise that failed where nobody awaits
 // it; the next wake-up or request retries what it was for.
 var logRejection = js.FuncOf(func(_ js.Value, args []js.Value) any {

@@ -175,14 +175,17 @@ export class Tree extends DurableObject {
     startSpare(this.env);
   }
 
-  // abortIfExited gives the object up when its Go program has ended: the
-  // next event gets a fresh object (and Go instance) on the same storage.
-  abortIfExited() {
+  // abortIfSpent gives the object up when its Go program has ended, or
+  // Go asked to be given up (bridge.giveUp: its memory no longer matches
+  // the storage) and the event that asked has been answered: the next
+  // event gets a fresh object (and Go instance) on the same storage.
+  abortIfSpent() {
     if (this.program?.exited || this.goRuntime?.exited) this.ctx.abort("revenant: the Go program exited");
+    if (this.go?.giveUp) this.ctx.abort("revenant: " + this.go.giveUp);
   }
 
   async fetch(request) {
-    this.abortIfExited();
+    this.abortIfSpent();
     const id = request.headers.get(TREE_HEADER);
     if (!this.booted) {
       const creating = request.method === "POST" && new URL(request.url).pathname === "/v1/sessions";
@@ -211,11 +214,11 @@ export class Tree extends DurableObject {
         throw new Error("the Go program exited");
       });
       const response = await Promise.race([this.go.fetch(request.method, request.url, [...request.headers], body), ended]);
-      if (this.go.panicked) return await this.giveUp(response);
+      if (this.go.giveUp) return await this.giveUp(response);
       return response;
     } catch (e) {
       console.error("revenant: fetch failed:", e);
-      this.abortIfExited();
+      this.abortIfSpent();
       return json(500, { error: { type: "internal", message: "internal error" } });
     }
   }
@@ -234,23 +237,26 @@ export class Tree extends DurableObject {
     return this.maxBody;
   }
 
-  // giveUp answers response (the 500 of a handler that panicked, whole)
-  // and then aborts the object: the panic may have left Go's state
-  // half-changed, so the next event gets a fresh object and Go program on
-  // the same storage.
+  // giveUp answers response (the 500 of a handler that panicked, the 503
+  // of a failed delete; whole) and then aborts the object: Go's memory no
+  // longer matches the storage, so the next event gets a fresh object and
+  // Go program on the same storage.
   async giveUp(response) {
     const body = await response.arrayBuffer();
+    const reason = "revenant: " + this.go.giveUp;
     setTimeout(() => {
       try {
-        this.ctx.abort("revenant: a request panicked");
+        this.ctx.abort(reason);
       } catch {} // abort throws by design
     }, 0);
     return new Response(body, response);
   }
 
   async alarm() {
+    // Outside the try: an object given up throws here, and the alarm is
+    // retried on a fresh object (the one rule that beats "never throw").
+    this.abortIfSpent();
     try {
-      this.abortIfExited();
       if (!this.booted) return; // a tree never created, or deleted
       await this.go.alarm();
     } catch (e) {

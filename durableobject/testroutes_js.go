@@ -17,6 +17,7 @@ import (
 //	POST /v1/sessions/{id}/test/abort  ctx.abort(): the object is evicted
 //	                                   at once, mid-turn if one runs
 //	POST /v1/sessions/{id}/test/panic  a Go panic in the request's handler
+//	POST /v1/sessions/{id}/test/fail-delete  the object's next deleteAll fails
 //	POST /v1/sessions/{id}/test/conform  storagetest's suite on this object's
 //	                                   DB (testconform_js.go); ?broken=no-rollback
 //	                                   runs it on a DB that never rolls back
@@ -40,6 +41,10 @@ func testRoute(o *Object, w httpmsg.ResponseWriter, r *httpmsg.Request) bool {
 		panic("unreachable: ctx.abort returned") // abort throws into Go as a panic
 	case "panic":
 		panic("revenant test route: panic")
+	case "fail-delete":
+		o.failNextDelete.Store(true)
+		w.WriteHeader(httpmsg.StatusNoContent)
+		return true
 	case "conform":
 		serveConform(o, w, r)
 		return true

@@ -342,6 +342,27 @@ func TestWorkerdEvictAndPanic(t *testing.T) {
 		sum.requireEnd(t, a, typeSucceeded, "")
 		assert.GreaterOrEqual(t, strings.Count(w.logs.String(), `msg="tree booted" tree=`+sid), 2, "a fresh object booted the tree again")
 	})
+	t.Run("failed delete", func(t *testing.T) {
+		// A delete whose deleteAll fails after the turn was stopped: 503,
+		// and with no further client request the tree lives on, its turn
+		// resumed by the alarm on a fresh object; deleting again works.
+		s, sid, a := toolTurn(t, w, "fail-delete", "the tool's settlement", isType(typeToolSettled))
+		code, body := s.raw(http.MethodPost, "/v1/sessions/"+sid+"/test/fail-delete")
+		require.Equal(t, http.StatusNoContent, code, "%s", body)
+		code, body = s.raw(http.MethodDelete, "/v1/sessions/"+sid)
+		assert.Equal(t, http.StatusServiceUnavailable, code, "%s", body)
+		assert.Contains(t, body, `"type":"unavailable"`)
+		w.waitLog(t, `msg="tree booted" tree=`+sid+` resumed=1`, 30*time.Second)
+		w.waitLog(t, `msg="alarm handled" tree=`+sid+` idle=true resumed=`, 30*time.Second)
+		sum := s.settle(sid, a)
+		ta := sum.requireEnd(t, a, typeSucceeded, "")
+		require.Len(t, ta.resumes, 1, "resumed once, by the alarm:%s", describe(sum.log))
+		assert.Equal(t, 1, m.requests("fail-delete", "user"))
+		assert.Contains(t, s.listed(), sid, "still listed")
+		s.do(http.MethodDelete, "/v1/sessions/"+sid, nil, http.StatusNoContent, nil)
+		code, _ = s.raw(http.MethodGet, "/v1/sessions/"+sid)
+		assert.Equal(t, http.StatusNotFound, code, "deleted the second time")
+	})
 }
 
 // raw sends a request with no body and returns the status and body.
