@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/revenantrt/revenant/internal/redirecthost"
@@ -91,4 +92,64 @@ func testRedirectObeysOperatorPermissions(t *testing.T) {
 	}
 	require.Len(t, got, 2)
 	cast.Check(t, got)
+}
+
+// TestRedirectObeysSessionPermissions: a session's own `permissions` (its
+// create config) decide an http_request redirect in both modes alike. The
+// operator asks about every host but 127.0.0.2 and 127.0.0.3, which it
+// allows; the session denies 127.0.0.3 and allows 127.0.0.4. The redirect
+// to 127.0.0.3 is refused, naming the session's rule, and 127.0.0.3 sees
+// nothing; the one to 127.0.0.4, which only the session allows, is
+// followed. With trees as WebAssembly guests the host decides the hops,
+// by the rules the guest sends with the call.
+func TestRedirectObeysSessionPermissions(t *testing.T) {
+	eachMode(t, testRedirectObeysSessionPermissions)
+}
+
+func testRedirectObeysSessionPermissions(t *testing.T) {
+	cast := redirecthost.NewCast(t)
+	provider := httptest.NewServer(fetchingProvider(cast.URLs()[:2])) // to Denied, to Allowed
+	defer provider.Close()
+
+	dir := t.TempDir()
+	conf := fmt.Sprintf(`{
+  "permissions": [
+    {"action": "http_request", "resource": "*", "decision": "ask"},
+    {"action": "http_request", "resource": "http:127.0.0.2", "decision": "allow"},
+    {"action": "http_request", "resource": "http:127.0.0.3", "decision": "allow"}
+  ],
+  "egress": {"schemes": ["http"], "ports": [%d, %d, %d], "allow_cidrs": ["127.0.0.2/32", "127.0.0.3/32", "127.0.0.4/32"]}
+}`, cast.First.Port(), cast.Denied.Port(), cast.Allowed.Port())
+	path := filepath.Join(dir, "config.json")
+	require.NoError(t, os.WriteFile(path, []byte(conf), 0o600))
+	s := startWith(t, filepath.Join(dir, "data"), "REVENANT_CONFIG="+path,
+		"OPENAI_BASE_URL="+provider.URL+"/v1", "OPENAI_API_KEY=sk-test", "REVENANT_MODEL=fake-model")
+	var created struct {
+		ID string `json:"id"`
+	}
+	s.do("POST", "/v1/sessions", map[string]any{"config": map[string]any{"permissions": []map[string]string{
+		{"action": "http_request", "resource": "http:127.0.0.3", "decision": "deny"},
+		{"action": "http_request", "resource": "http:127.0.0.4", "decision": "allow"},
+	}}}, http.StatusCreated, &created)
+	sid := created.ID
+	pid := s.prompt(sid, "fetch them")
+	sum := s.settle(sid, pid)
+	sum.requireEnd(t, pid, typeSucceeded, "")
+
+	var got []redirecthost.Settled
+	for _, e := range s.readLog(sid, s.snapshot(sid).Cursor) {
+		if e.Type == typeToolSettled {
+			var p redirecthost.Settled
+			require.NoError(t, json.Unmarshal(e.Data, &p))
+			got = append(got, p)
+		}
+	}
+	require.Len(t, got, 2)
+	assert.Equal(t, "error", got[0].Outcome)
+	assert.Contains(t, got[0].Output, `redirect not permitted: http:127.0.0.3 is declined by a permission rule (session "http:127.0.0.3": deny)`)
+	assert.Equal(t, "ok", got[1].Outcome, got[1].Output)
+	assert.Contains(t, got[1].Output, "reached 127.0.0.4")
+	assert.Empty(t, cast.Denied.Paths(), "nothing reached the host the session denies")
+	assert.Equal(t, []string{"/open"}, cast.Allowed.Paths())
+	assert.Equal(t, []string{"/to-denied", "/to-allowed"}, cast.First.Paths())
 }

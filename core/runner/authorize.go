@@ -107,14 +107,22 @@ func (t *turn) reauthorize(ctx context.Context, st state, c callRow, tl tool.Too
 	return t.authorizeCall(ctx, st, c, tl, last.Ordinal+1, req.Resources)
 }
 
-// permit is a running call's tool.Call.Permit under the session's policy:
-// a resource the call reaches beyond those it declared must be allowed
-// outright. A deny is refused, and so is an ask, since a running call
-// cannot park to ask a person; its approval, if any, covered only the
-// declared resources.
-func (t *turn) permit(st state, tl tool.Tool) func(...string) error {
+// running is the policy a call's body runs under: one snapshot of the
+// session's policy, its session and saved rules cloned, since the body
+// runs on while the turn goes on. The body's tool.Call gets both its
+// Permit (permit) and, for a proxy that runs the body elsewhere, the
+// rules behind it from this one snapshot, so the two cannot disagree.
+func (t *turn) running(st state) permission.Policy {
 	policy := t.policy(st)
-	policy.Session, policy.Saved = slices.Clone(policy.Session), slices.Clone(policy.Saved) // the body runs on while the turn goes on
+	policy.Session, policy.Saved = slices.Clone(policy.Session), slices.Clone(policy.Saved)
+	return policy
+}
+
+// permit is a running call's tool.Call.Permit under policy: a resource the
+// call reaches beyond those it declared must be allowed outright. A deny
+// is refused, and so is an ask, since a running call cannot park to ask a
+// person; its approval, if any, covered only the declared resources.
+func permit(policy permission.Policy, tl tool.Tool) func(...string) error {
 	name, def := tl.Spec().Name, tool.DefaultDecision(tl)
 	return func(resources ...string) error { return policy.Permit(name, def, resources...) }
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/revenantrt/revenant/core"
 	"github.com/revenantrt/revenant/core/event"
+	"github.com/revenantrt/revenant/core/permission"
 	"github.com/revenantrt/revenant/core/storage"
 	"github.com/revenantrt/revenant/core/tool"
 )
@@ -43,7 +44,7 @@ func (t *turn) settle(ctx context.Context, st state, step *stepRow, c callRow) b
 		// Written before a body that may have run: never run it twice.
 		return t.settled(ctx, event.Settled{CallID: c.id, Outcome: event.OutcomeInterrupted, Output: UnknownOutcome}) == nil
 	case c.phase == event.PhaseExecuting:
-		return t.execute(ctx, tl, c, c.key, t.permit(st, tl))
+		return t.execute(ctx, tl, c, c.key, t.running(st))
 	}
 	// called (or authorizing): settleStep has authorized the call
 	// (authorize.go) before any side effect.
@@ -66,7 +67,7 @@ func (t *turn) run(ctx context.Context, st state, step *stepRow, c callRow, tl t
 	if err := t.append(ctx, false, event.ToolExecuting, event.Executing{CallID: c.id, IdempotencyKey: key}); err != nil {
 		return false
 	}
-	return t.execute(ctx, tl, c, key, t.permit(st, tl))
+	return t.execute(ctx, tl, c, key, t.running(st))
 }
 
 // settleInTree runs a tool whose effect lives in the tree's database inside
@@ -119,8 +120,9 @@ func (t *turn) settled(ctx context.Context, s event.Settled) error {
 // record, which waits for execute, or not at all: an interrupt committed
 // past its grace period has released the claim, and the fence refuses it.
 //
-// permit is the body's tool.Call.Permit (authorize.go's permit).
-func (t *turn) execute(ctx context.Context, tl tool.Tool, c callRow, key string, permit func(...string) error) bool {
+// policy is the snapshot the body runs under (authorize.go's running): its
+// tool.Call's Permit and the rules behind it.
+func (t *turn) execute(ctx context.Context, tl tool.Tool, c callRow, key string, policy permission.Policy) bool {
 	if ctx.Err() != nil {
 		return false // the call stays executing; recovery decides
 	}
@@ -144,7 +146,8 @@ func (t *turn) execute(ctx context.Context, tl tool.Tool, c callRow, key string,
 				done <- bodyResult{err: fmt.Errorf("tool panicked: %v", p)}
 			}
 		}()
-		out, err := tl.Execute(callCtx, tool.Call{ID: c.id, Name: c.name, Arguments: json.RawMessage(c.arguments), IdempotencyKey: key, SessionID: t.x.SessionID(), Permit: permit})
+		out, err := tl.Execute(callCtx, tool.Call{ID: c.id, Name: c.name, Arguments: json.RawMessage(c.arguments), IdempotencyKey: key, SessionID: t.x.SessionID(),
+			Permit: permit(policy, tl), SessionRules: policy.Session, SavedRules: policy.Saved})
 		done <- bodyResult{out, err}
 	}()
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/revenantrt/revenant/core/model"
+	"github.com/revenantrt/revenant/core/permission"
 )
 
 // Tool is one callable tool.
@@ -48,6 +49,15 @@ type Call struct {
 	// one is denied or would need asking (a running call cannot stop to
 	// ask). The runner sets it; nil checks nothing more.
 	Permit func(resources ...string) error
+	// SessionRules and SavedRules are the session's own permission rules
+	// and the tree's saved always rules behind Permit, from the same
+	// snapshot (the operator's rules are not here: every process that runs
+	// tools has them from its configuration). Permit stays the check in
+	// this process; these are for a proxy whose body runs in another
+	// process (a wasm guest's tool, run by its host), so that process can
+	// decide by the whole policy as Permit would. Read only: the runner
+	// shares them with Permit.
+	SessionRules, SavedRules []permission.Rule
 }
 
 // Registry is an immutable set of tools by name.

@@ -15,9 +15,9 @@
 // (httpargs.Resources); a redirect to another host is put to them too,
 // through the call's tool.Call.Permit, and refused unless they allow it
 // outright (redirect.go). A host that runs the tool for a wasip1 guest
-// (wasm/runtime/serve) holds only the operator's rules: its Permit decides
-// by those and the tool's default. Without a Permit only the egress policy
-// checks redirects.
+// (wasm/runtime/serve) gives a Permit over the same whole policy: its
+// operator's rules and the session's and saved rules the guest sends with
+// the call. Without a Permit only the egress policy checks redirects.
 //
 // The package speaks core/httpmsg, not net/http: a client is an
 // httpmsg.Doer, which does one round trip, and the http_request tool

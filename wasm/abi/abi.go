@@ -14,8 +14,10 @@ const (
 	Major = 1
 	// Minor 1 added ExportIdle and ExportDiagSQL; 2 added EgressRequest.Epoch;
 	// 3 added EgressEnd's code and BootConfig's page sizes; 4 added
-	// BootConfig's permission configuration.
-	Minor = 4
+	// BootConfig's permission configuration; 5 added ToolCall's session
+	// and saved rules, so the host decides a running call's redirects by
+	// the session's whole policy.
+	Minor = 5
 )
 
 // PackVersion packs a version the way revenant_abi_version returns it:

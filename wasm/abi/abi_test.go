@@ -308,7 +308,11 @@ func FuzzDecode(f *testing.F) {
 			// One encoding per header: what decodes re-encodes to itself.
 			require.Equal(t, data, r.Encode())
 		}
-		_, _ = abi.DecodeToolCall(data)
+		if c, err := abi.DecodeToolCall(data); err == nil {
+			c2, err := abi.DecodeToolCall(c.Encode())
+			require.NoError(t, err)
+			require.Equal(t, c.Encode(), c2.Encode())
+		}
 		if e, err := abi.DecodeEmitted(data); err == nil {
 			require.Equal(t, data, e.Encode())
 		}
@@ -396,4 +400,38 @@ func TestDecodeRowsNames(t *testing.T) {
 	require.NoError(t, err)
 	require.Same(t, unsafe.StringData(first.Columns[0]), unsafe.StringData(again.Columns[0]), "interned")
 	require.NotSame(t, unsafe.StringData(plain.Columns[0]), unsafe.StringData(first.Columns[0]))
+}
+
+// ToolCall's rules (1.5) follow the session id and go only to a host of
+// 1.5 or later: they round-trip, a 1.4 message (no tail) still decodes,
+// to no rules, and a tail with one list of the two is malformed.
+func TestToolCallRulesOnlyForANewerHost(t *testing.T) {
+	call := abi.ToolCall{ID: "c", Name: "http_request", Arguments: []byte(`{"url":"http://a.example"}`), IdempotencyKey: "k", SessionID: "s",
+		SessionRules: []permission.Rule{{Action: "http_request", Resource: "http:b.example", Decision: permission.Deny}},
+		SavedRules:   []permission.Rule{{Action: "http_request", Resource: "http:c.example", Decision: permission.Allow, Exact: true}}}
+	cur := call.EncodeFor(abi.MinorToolCallRules)
+	require.Equal(t, cur, call.Encode(), "this version sends the rules")
+	got, err := abi.DecodeToolCall(cur)
+	require.NoError(t, err)
+	require.Equal(t, call, got)
+
+	old := call.EncodeFor(abi.MinorToolCallRules - 1)
+	require.Equal(t, old, cur[:len(old)], "the 1.4 fields are unchanged")
+	got, err = abi.DecodeToolCall(old)
+	require.NoError(t, err)
+	want := call
+	want.SessionRules, want.SavedRules = nil, nil
+	require.Equal(t, want, got, "an older guest's call carries no rules")
+
+	none := abi.ToolCall{ID: "c", Name: "n"}
+	got, err = abi.DecodeToolCall(none.Encode())
+	require.NoError(t, err)
+	require.Equal(t, none, got, "empty lists decode as none")
+
+	_, err = abi.DecodeToolCall(append(old, 0))
+	require.ErrorIs(t, err, abi.ErrMalformed, "the session's rules without the saved ones")
+	_, err = abi.DecodeToolCall(append(old, 1, 0, 0))
+	require.ErrorIs(t, err, abi.ErrMalformed, "a truncated rule")
+	_, err = abi.DecodeToolCall(append(cur, 0))
+	require.ErrorIs(t, err, abi.ErrMalformed, "trailing bytes after the rules")
 }

@@ -224,24 +224,77 @@ type ToolCall struct {
 	Arguments      []byte
 	IdempotencyKey string
 	SessionID      string
+	// SessionRules and SavedRules (since ABI 1.5, MinorToolCallRules) are
+	// the session's own permission rules and the tree's saved always rules
+	// the guest decided the call by (tool.Call's). With the operator's,
+	// which the host has from its configuration, they are the policy the
+	// host decides what the running call reaches by (an http_request
+	// redirect), as the runner does in process. A call from an older guest
+	// carries none.
+	SessionRules []permission.Rule
+	SavedRules   []permission.Rule
 }
 
-// Encode returns the wire form.
-func (c ToolCall) Encode() []byte {
+// MinorToolCallRules is the minor version that added ToolCall's rules at
+// its end: a guest sends them only to a host whose BootConfig announces
+// at least this (EncodeFor), since an older host's decoder refuses
+// trailing bytes.
+const MinorToolCallRules = 5
+
+// Encode returns the wire form for a host of this package's version.
+func (c ToolCall) Encode() []byte { return c.EncodeFor(Minor) }
+
+// EncodeFor returns the wire form for a host that announced ABI minor
+// version hostMinor: without the rules for a host older than 1.5.
+func (c ToolCall) EncodeFor(hostMinor uint16) []byte {
 	var e Encoder
 	e.String(c.ID)
 	e.String(c.Name)
 	e.Blob(c.Arguments)
 	e.String(c.IdempotencyKey)
 	e.String(c.SessionID)
+	if hostMinor >= MinorToolCallRules {
+		encodeRules(&e, c.SessionRules)
+		encodeRules(&e, c.SavedRules)
+	}
 	return e.Bytes()
 }
 
-// DecodeToolCall reads a ToolCall.
+// DecodeToolCall reads a ToolCall, with its rules if bytes follow the
+// session id (both lists, or the message is malformed).
 func DecodeToolCall(b []byte) (ToolCall, error) {
 	d := NewDecoder(b)
 	c := ToolCall{ID: d.String(), Name: d.String(), Arguments: d.Blob(), IdempotencyKey: d.String(), SessionID: d.String()}
+	if d.err == nil && len(d.b) > 0 {
+		c.SessionRules = decodeRules(d)
+		c.SavedRules = decodeRules(d)
+	}
 	return c, d.Finish()
+}
+
+// encodeRules writes permission rules: uvarint count, per rule action,
+// resource and decision strings and the exact bool.
+func encodeRules(e *Encoder, rules []permission.Rule) {
+	e.Uvarint(uint64(len(rules)))
+	for _, r := range rules {
+		e.String(r.Action)
+		e.String(r.Resource)
+		e.String(string(r.Decision))
+		e.Bool(r.Exact)
+	}
+}
+
+// decodeRules reads what encodeRules writes (nil for none).
+func decodeRules(d *Decoder) []permission.Rule {
+	var rules []permission.Rule
+	n := d.Count()
+	for range n {
+		if d.err != nil {
+			return rules
+		}
+		rules = append(rules, permission.Rule{Action: d.String(), Resource: d.String(), Decision: permission.Decision(d.String()), Exact: d.Bool()})
+	}
+	return rules
 }
 
 // Emitted is an event leaving the guest (the emit import): a durable event,
@@ -675,13 +728,7 @@ func (c BootConfig) EncodeFor(guestMinor uint16) []byte {
 		for _, t := range c.Tools {
 			e.String(t.Permission)
 		}
-		e.Uvarint(uint64(len(c.Permissions)))
-		for _, r := range c.Permissions {
-			e.String(r.Action)
-			e.String(r.Resource)
-			e.String(string(r.Decision))
-			e.Bool(r.Exact)
-		}
+		encodeRules(&e, c.Permissions)
 	}
 	return e.Bytes()
 }
@@ -739,11 +786,5 @@ func decodePermissions(d *Decoder, c *BootConfig) {
 	for i := range c.Tools {
 		c.Tools[i].Permission = d.String()
 	}
-	m := d.Count()
-	for range m {
-		if d.err != nil {
-			return
-		}
-		c.Permissions = append(c.Permissions, permission.Rule{Action: d.String(), Resource: d.String(), Decision: permission.Decision(d.String()), Exact: d.Bool()})
-	}
+	c.Permissions = decodeRules(d)
 }

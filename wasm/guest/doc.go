@@ -18,6 +18,10 @@
 // that announced 1.2 or later), so the host, which owns egress, refuses a
 // superseded instance's (DESIGN §15, zombie egress); an instance that
 // booted read-only sends abi.NoEpoch until its first write takes one.
+// Every tool call carries the session's own and the tree's saved
+// permission rules (ABI 1.5, to a host that announced 1.5 or later), so
+// the host decides what the call reaches as it runs (an http_request
+// redirect) by the same policy the guest's runner decided the call by.
 //
 // # No export blocks on I/O: the quiescence rule
 //

@@ -280,6 +280,9 @@ type proxyTool struct {
 	// httpargs.Resources); otherwise the tool's name is its resource.
 	resources func(json.RawMessage) ([]string, error)
 	es        *egresses
+	// hostMinor is the host's ABI minor version: the call's rules go only
+	// to a host of 1.5 or later, whose decoder takes them.
+	hostMinor uint16
 }
 
 func (t *proxyTool) Spec() model.ToolSpec {
@@ -307,8 +310,13 @@ func (t *proxyTool) Limits() tool.Limits {
 	return tool.Limits{Timeout: t.decl.Timeout, OutputCap: t.decl.OutputCap}
 }
 
+// Execute asks the host to run the call. It sends the session's and the
+// saved rules behind the call's Permit, so the host decides what the call
+// reaches as it runs (an http_request redirect) by the same policy the
+// guest's runner decided the call by.
 func (t *proxyTool) Execute(ctx context.Context, call tool.Call) (string, error) {
-	body := abi.ToolCall{ID: call.ID, Name: call.Name, Arguments: call.Arguments, IdempotencyKey: call.IdempotencyKey, SessionID: call.SessionID}.Encode()
+	body := abi.ToolCall{ID: call.ID, Name: call.Name, Arguments: call.Arguments, IdempotencyKey: call.IdempotencyKey, SessionID: call.SessionID,
+		SessionRules: call.SessionRules, SavedRules: call.SavedRules}.EncodeFor(t.hostMinor)
 	req, err := httpmsg.NewRequest(ctx, httpmsg.MethodPost, "tool:"+t.decl.Name, strings.NewReader(string(body)))
 	if err != nil {
 		return "", err
@@ -325,9 +333,10 @@ func (t *proxyTool) Execute(ctx context.Context, call tool.Call) (string, error)
 	return string(out), nil
 }
 
-// newProxyTool builds the guest side of a declared tool.
-func newProxyTool(d abi.ToolDecl, es *egresses) (tool.Tool, error) {
-	t := &proxyTool{decl: d, es: es}
+// newProxyTool builds the guest side of a declared tool, for a host of
+// ABI minor version hostMinor.
+func newProxyTool(d abi.ToolDecl, es *egresses, hostMinor uint16) (tool.Tool, error) {
+	t := &proxyTool{decl: d, es: es, hostMinor: hostMinor}
 	switch d.Kind {
 	case abi.ToolWebhook:
 	case abi.ToolHTTPRequest:

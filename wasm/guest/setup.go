@@ -76,7 +76,7 @@ func (gg *guest) coreSetup() (core.Config, core.Driver, error) {
 
 	all := tool.Defaults()
 	for _, d := range gg.cfg.Tools {
-		t, err := newProxyTool(d, gg.es)
+		t, err := newProxyTool(d, gg.es, gg.cfg.HostMinor)
 		if err != nil {
 			return cfg, nil, err
 		}

@@ -6,10 +6,10 @@
 //
 // The guest's runner decides each tool call before it asks the host to run
 // it; what the call reaches as it runs (an http_request redirect to another
-// host) the host puts to the operator's permission rules (Boot.Permissions)
-// and the tool's default, through tool.Call.Permit. The session's own rules
-// and its saved always rules live in the guest's database and are not
-// consulted there (permit.go).
+// host) the host decides through tool.Call.Permit by the same whole policy:
+// the operator's permission rules (Boot.Permissions) and the tool's
+// default, with the session's own rules and its saved always rules, which
+// live in the guest's database and arrive with the call (permit.go).
 //
 // A Tree is safe for concurrent use; it serializes guest calls. A guest
 // that dies is replaced by a fresh one, booted on the same connection, at

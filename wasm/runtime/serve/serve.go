@@ -569,7 +569,8 @@ func (t *Tree) modelRequest(ctx context.Context, req abi.EgressRequest) (*httpms
 }
 
 // toolRequest runs the HTTP side of a tool with the host's real tool, its
-// Permit under the operator's rules (permit.go).
+// Permit under the operator's rules and the session's and saved rules the
+// call carries (permit.go).
 func (t *Tree) toolRequest(ctx context.Context, req abi.EgressRequest) (string, error) {
 	call, err := abi.DecodeToolCall(req.Body)
 	if err != nil {
@@ -578,7 +579,7 @@ func (t *Tree) toolRequest(ctx context.Context, req abi.EgressRequest) (string, 
 	for _, tl := range t.cfg.Tools {
 		if tl.Spec().Name == req.Target {
 			return tl.Execute(ctx, tool.Call{ID: call.ID, Name: call.Name, Arguments: call.Arguments, IdempotencyKey: call.IdempotencyKey, SessionID: call.SessionID,
-				Permit: t.permit(tl)})
+				Permit: t.permit(tl, call), SessionRules: call.SessionRules, SavedRules: call.SavedRules})
 		}
 	}
 	return "", fmt.Errorf("egress: no tool %q on this host", req.Target)
