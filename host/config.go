@@ -62,6 +62,9 @@ type hooks struct {
 	boot func(id string)
 	// delivered is called when a wake-up delivery has settled its row.
 	delivered func(id string, err error)
+	// deleteIndex, when it returns an error, fails a delete's index write
+	// with it.
+	deleteIndex func(id string) error
 }
 
 func (c Config) withDefaults() (Config, error) {

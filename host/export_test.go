@@ -7,6 +7,13 @@ func WithHooks(cfg Config, boot func(id string), delivered func(id string, err e
 	return cfg
 }
 
+// WithDeleteFault returns cfg whose deletes fail their index write with
+// what fail returns (nil: the write goes ahead).
+func WithDeleteFault(cfg Config, fail func(id string) error) Config {
+	cfg.hooks.deleteIndex = fail
+	return cfg
+}
+
 // Crash stops the host the way SIGKILL would: timers and background work
 // stop, every tree database is closed without a shutdown record (so no
 // execution writes again) and its instance abandoned, and the index is

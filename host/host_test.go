@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -453,6 +454,46 @@ func TestDeleteEvictedTreeWithWakeup(t *testing.T) {
 	_, _, err := h.Get(ctx, "t")
 	require.ErrorIs(t, err, api.ErrTreeNotFound)
 	assert.Equal(t, []string{"t"}, e.bootedIDs(), "Delete did not boot it")
+}
+
+// A delete whose index write fails deletes nothing: the tree stays, and
+// its wake-up (row and timer) stays armed, so the execution the delete
+// stopped is resumed by the wake-up with no request. Deleting again
+// deletes it.
+func TestFailedDeleteKeepsTheTreeAndItsWakeup(t *testing.T) {
+	e := newEnv(t)
+	injected := errors.New("injected: the index could not be written")
+	var failing atomic.Bool
+	failing.Store(true)
+	h := e.open(host.WithDeleteFault(e.config(), func(string) error {
+		if failing.Load() {
+			return injected
+		}
+		return nil
+	}))
+	inst := e.tree(h, "t")
+	p := admit(t, inst, "t", "hold")
+	e.d.next(t)
+
+	require.ErrorIs(t, h.Delete(ctx, "t"), injected)
+	assert.Contains(t, e.wakeups(), "t", "the wake-up's row")
+	require.Equal(t, 1, e.clock.Pending(), "the wake-up's timer")
+	assert.True(t, exists(e.treePath("t")))
+
+	e.d.Release()
+	e.clock.Advance(time.Minute)
+	x := e.d.next(t) // resumed by the wake-up, with no request
+	assert.Equal(t, p, x.PromptID())
+	require.Equal(t, "t", e.nextDelivery().id)
+	inst2, _, err := h.Get(ctx, "t")
+	require.NoError(t, err)
+	idle(t, inst2)
+	assert.Equal(t, "succeeded", e.promptState("t", p))
+
+	failing.Store(false)
+	require.NoError(t, h.Delete(ctx, "t"))
+	assert.NotContains(t, e.wakeups(), "t")
+	assert.False(t, exists(e.treePath("t")))
 }
 
 func TestOpenValidatesConfig(t *testing.T) {

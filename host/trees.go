@@ -178,9 +178,11 @@ func (h *Host) List(ctx context.Context, principal, cursor string, limit int) ([
 	return trees, next, nil
 }
 
-// Delete implements api.Trees: it closes the tree's instance, forgets its
-// wake-up, removes its index rows and then its files (database, -wal,
-// -shm). An unknown tree is api.ErrTreeNotFound.
+// Delete implements api.Trees: it closes the tree's instance, removes its
+// index rows (its wake-up's with them), forgets the wake-up's timer, then
+// removes its files (database, -wal, -shm). An unknown tree is
+// api.ErrTreeNotFound; an index that could not be written deletes nothing
+// (delete).
 func (h *Host) Delete(ctx context.Context, rootID string) error {
 	if !ValidTreeID(rootID) {
 		return fmt.Errorf("delete tree %q: %w", rootID, api.ErrTreeNotFound)
@@ -210,17 +212,24 @@ func (h *Host) Delete(ctx context.Context, rootID string) error {
 			}
 		}
 	}
-	err := h.delete(ctx, e)
+	kept, err := h.delete(ctx, e)
 	h.mu.Lock()
 	delete(h.trees, rootID)
-	delete(h.wakers, rootID)
+	if !kept {
+		delete(h.wakers, rootID)
+	}
 	close(e.busy)
 	e.busy = nil
 	h.mu.Unlock()
 	return err
 }
 
-func (h *Host) delete(ctx context.Context, e *entry) error {
+// A failed write of the index deletes nothing: the tree stays (kept), and
+// so does its wake-up, row and timer, for the executions the close
+// stopped with their claims (DESIGN §4: no claim without a wake-up). Its
+// timer, if it fires meanwhile, waits for the delete to end and then boots
+// the tree, or finds it gone.
+func (h *Host) delete(ctx context.Context, e *entry) (kept bool, err error) {
 	var errs []error
 	if e.run != nil {
 		// Errors here are the instance's own (executions slow to stop); the
@@ -229,23 +238,34 @@ func (h *Host) delete(ctx context.Context, e *entry) error {
 			h.log.Warn("delete tree: close instance", "tree", e.id, "err", err)
 		}
 	}
+	found, err := h.deleteIndex(context.WithoutCancel(ctx), e.id)
+	if err != nil {
+		return true, fmt.Errorf("delete tree %s: %w", e.id, err)
+	}
 	h.mu.Lock()
 	w := h.wakers[e.id]
 	h.mu.Unlock()
 	if w != nil {
 		w.retire()
 	}
-	found, err := h.index.deleteTree(context.WithoutCancel(ctx), e.id)
-	if err != nil {
-		return fmt.Errorf("delete tree %s: %w", e.id, err)
-	}
 	if err := h.removeFiles(e.id); err != nil {
 		errs = append(errs, fmt.Errorf("delete tree %s: %w", e.id, err))
 	}
 	if !found && len(errs) == 0 {
-		return fmt.Errorf("delete tree %s: %w", e.id, api.ErrTreeNotFound)
+		return false, fmt.Errorf("delete tree %s: %w", e.id, api.ErrTreeNotFound)
 	}
-	return errors.Join(errs...)
+	return false, errors.Join(errs...)
+}
+
+// deleteIndex removes the tree's index rows (index.deleteTree); a test can
+// make it fail.
+func (h *Host) deleteIndex(ctx context.Context, id string) (bool, error) {
+	if f := h.cfg.hooks.deleteIndex; f != nil {
+		if err := f(id); err != nil {
+			return false, err
+		}
+	}
+	return h.index.deleteTree(ctx, id)
 }
 
 // removeFiles removes the tree's database and its WAL and shared-memory
