@@ -224,7 +224,8 @@ func (h *Host) Delete(ctx context.Context, rootID string) error {
 	return err
 }
 
-// A failed write of the index deletes nothing: the tree stays (kept), and
+// delete does Delete's work on e, whose busy the caller holds. A failed
+// write of the index deletes nothing: the tree stays (kept), and
 // so does its wake-up, row and timer, for the executions the close
 // stopped with their claims (DESIGN §4: no claim without a wake-up). Its
 // timer, if it fires meanwhile, waits for the delete to end and then boots
