@@ -125,10 +125,13 @@ func Tree(path string, ledger *Ledger, opts Options) (Result, error) {
 		return Result{}, fmt.Errorf("check %s: %w", opts.Label, err)
 	}
 	ck := &checker{opts: opts, h: h, calls: map[string]*call{}, turns: map[string]*turn{}, queued: map[string]int{},
-		questions: map[string]*question{}, asking: map[string]bool{}, permCalls: map[string][]string{}, roots: map[string]string{}, waitingIn: map[string]bool{}, ledger: ledger,
+		questions: map[string]*question{}, asking: map[string]bool{}, permCalls: map[string][]string{}, roots: map[string]string{}, waitingIn: map[string]bool{}, orders: map[string]sessionOrder{}, ledger: ledger,
 		sub: newSubagents(), res: Result{Ends: map[string]int{}}}
 	for _, sid := range h.order {
 		ck.session(sid, h.logs[sid])
+	}
+	for _, sid := range h.order {
+		ck.settle(sid)
 	}
 	ck.subagentRules()
 	ck.quiescence()
@@ -297,6 +300,7 @@ type checker struct {
 	permCalls map[string][]string // calls that asked for permission → their request ids
 	roots     map[string]string
 	waitingIn map[string]bool
+	orders    map[string]sessionOrder // session → its prompts' order (settle)
 	ledger    *Ledger
 	sub       subagents // tasks.go
 }
@@ -604,6 +608,20 @@ func (ck *checker) session(sid string, log []rec) {
 		}
 	}
 
+	ck.orders[sid] = sessionOrder{admitted: order, started: startOrder}
+}
+
+// sessionOrder is a session's prompts in admission order and its turns in
+// start order, kept by session for settle.
+type sessionOrder struct{ admitted, started []string }
+
+// settle judges how a session's prompts stand at quiescence: ended, or
+// visibly waiting (with the prompts queued behind), and started in
+// admission order. It runs once every session's log was read: a turn
+// waiting on a sub-agent waits only while its child's turn does, and the
+// child's log comes after its parent's.
+func (ck *checker) settle(sid string) {
+	order, startOrder := ck.orders[sid].admitted, ck.orders[sid].started
 	var fifo []string
 	for _, pid := range order {
 		tr := ck.turns[pid]
