@@ -59,6 +59,7 @@ type replySpec struct {
 	cancel     bool   // a cancel, or a permission's reject
 	perm       bool   // a reply to a permission request
 	path       string // the session whose path it goes to ("": the root's)
+	always     bool   // a permission's always reply: the client then calls the tool again (afterAlways)
 	body       []byte
 	ledger     int // index in Ledger.Replies
 }
@@ -241,7 +242,7 @@ func (t *tree) newReply(q listed, cancel bool, path string) *replySpec {
 			body["reply"], body["message"] = "reject", fmt.Sprintf("not now (%d)", a.minted)
 			r.cancel = true
 		case a.rng.IntN(2) == 0:
-			body["reply"] = "always"
+			body["reply"], r.always = "always", true
 		default:
 			body["reply"] = "once"
 		}
@@ -272,6 +273,11 @@ func (t *tree) addReply(at int64, r *replySpec) {
 	t.ledger.Replies = append(t.ledger.Replies, check.Reply{Session: t.pathOf(r.path), Question: r.question, ResponseID: r.responseID,
 		Cancel: r.cancel, Body: string(r.body)})
 	t.addAction(action{at: at, kind: actReply, reply: r})
+	if r.always {
+		// Once: a repeat of this reply is a copy made after this call.
+		r.always = false
+		t.addAction(t.work.afterAlways(at + 4_000 + int64(t.ask.rng.IntN(10_000))))
+	}
 }
 
 func (t *tree) addAction(a action) {

@@ -226,6 +226,28 @@ func (w *workload) tasking(a *action, n, kind int) []string {
 	return []string{"/task /task " + ask}
 }
 
+// afterAlways is the prompt a client sends after it approved ahook always:
+// the same tool again, called by the root, a foreground child or a
+// background child. The tree's saved rule covers it (DESIGN §9: later
+// calls of the tool on the same resource do not ask), so it must run
+// without asking; it is polled for like any prompt that asks, in case it
+// does (check.RuleAlways then reports it).
+func (w *workload) afterAlways(at int64) action {
+	w.prompts++
+	n := w.prompts
+	a := action{at: at, kind: actPrompt, clientID: fmt.Sprintf("c%d", n), ask: true, perms: true}
+	args, _ := json.Marshal(map[string]any{"n": n, "line": 0, "again": true})
+	call := fmt.Sprintf("/tool %s %s", toolAHook, args)
+	switch w.rng.IntN(3) {
+	case 1:
+		call = "/task " + call
+	case 2:
+		call = "/task --background " + call
+	}
+	a.text = call + "\n" + words(w.rng, n)
+	return a
+}
+
 var vocabulary = strings.Fields("the quick brown fox jumps over a lazy dog while agents resume turns after every eviction")
 
 func words(rng *rand.Rand, n int) string {
