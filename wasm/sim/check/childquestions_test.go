@@ -94,6 +94,8 @@ func TestBrokenChildQuestionHistoriesAreCaught(t *testing.T) {
 				fmt.Sprintf(`UPDATE events SET gseq = -(SELECT gseq FROM events WHERE session_id = 'a.2' AND seq = %s - 1) WHERE session_id = 'a.2' AND seq = %s`, stepDone, ruleSaved),
 				fmt.Sprintf(`UPDATE events SET gseq = (SELECT MAX(gseq) + 1 FROM events) WHERE session_id = 'a.2' AND seq = %s - 1`, stepDone),
 			}},
+		{name: "a child left waiting on its question after its job ended", want: check.RuleOrphanChild, detail: "waits for an answer at quiescence, but its job ended",
+			sql: []string{appendEvent(askRoot, event.JobEnded, fmt.Sprintf(`json_object('child_id', 'a.5', 'call_id', %s)`, callOf("a.5")))}},
 		{name: "a parent waiting on a child claimed", want: check.RuleQuiescence, detail: "waits for an answer",
 			sql: []string{`INSERT INTO claims (session_id, claimed_at) VALUES ('a', 0)`}},
 	}

@@ -206,6 +206,17 @@ func (ck *checker) child(sid string) {
 			}
 		}
 	}
+	// Nor is one left waiting: a foreground job ends before its child only
+	// with its parent's turn, which interrupts the child's parked turn in
+	// that transaction, or has the child's claim released by the sweep.
+	// A child parked on its question with no job left waits for nobody.
+	if tr := ck.taskTurn(j); j.ended != nil && tr != nil && tr.end == nil && !ck.h.claims[sid] {
+		how := "is not ended"
+		if ck.waiting(tr) {
+			how = "waits for an answer"
+		}
+		ck.fail(sid, j.ended, RuleOrphanChild, "child %s's task turn %s at quiescence, but its job ended (%s #%d): nothing waits for it", sid, how, j.parent, j.ended.Seq)
+	}
 	if ck.h.claims[sid] && (j.ended != nil || ck.liveless(j)) {
 		ck.fail(sid, nil, RuleOrphanChild, "child %s is claimed at quiescence, but no live job or waiting call names it", sid)
 	}
