@@ -96,6 +96,12 @@ func TestBrokenChildQuestionHistoriesAreCaught(t *testing.T) {
 			}},
 		{name: "a child left waiting on its question after its job ended", want: check.RuleOrphanChild, detail: "waits for an answer at quiescence, but its job ended",
 			sql: []string{appendEvent(askRoot, event.JobEnded, fmt.Sprintf(`json_object('child_id', 'a.5', 'call_id', %s)`, callOf("a.5")))}},
+		{name: "a child continued from its reply after its job ended", want: check.RuleOrphanChild, detail: "continued from a resolution after its job ended",
+			sql: []string{
+				appendEvent(askRoot, event.JobEnded, fmt.Sprintf(`json_object('child_id', 'a.5', 'call_id', %s)`, callOf("a.5"))),
+				answer("a.5", ids.waiting, "r9"),
+				appendEvent("a.5", event.ExecutionStarted, fmt.Sprintf(`json_object('execution_id', 'x9', 'prompt_id', %s, 'cause', 'resolution')`, waitingPrompt)),
+			}, ledger: sent(ids.waiting, "r9")},
 		{name: "a parent waiting on a child claimed", want: check.RuleQuiescence, detail: "waits for an answer",
 			sql: []string{`INSERT INTO claims (session_id, claimed_at) VALUES ('a', 0)`}},
 	}
