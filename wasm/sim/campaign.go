@@ -52,6 +52,10 @@ type SessionResult struct {
 	// ReplyKills are the kills made while a reply to a question ran;
 	// ReplyCommitKills those right after one of its commits.
 	ReplyKills, ReplyCommitKills int
+	// Abandoned are the questions and permission requests the client
+	// never replied to: left waiting at quiescence, with their turns (and
+	// the parents waiting on an asking child).
+	Abandoned int
 }
 
 // Result is a whole campaign.
@@ -153,7 +157,7 @@ func runSession(ctx context.Context, mod *runtime.Module, cfg Config, i int, dir
 	t.run(ctx)
 	r := SessionResult{Index: i, Path: t.path, Ledger: t.ledger, Boots: t.boots, Kills: t.kills, Zombies: t.zombieCount,
 		ZombieCalls: t.zombieCalls, DiskFulls: t.diskFulls, Steps: t.steps, Virtual: time.Duration(t.now-start) * time.Millisecond, Hist: t.hist, Failures: t.failures, Notes: t.notes,
-		ResumeLatencies: t.latencies, ReplyKills: t.ask.replyKills, ReplyCommitKills: t.ask.commitKills}
+		ResumeLatencies: t.latencies, ReplyKills: t.ask.replyKills, ReplyCommitKills: t.ask.commitKills, Abandoned: t.ask.abandoned}
 	if t.fault != nil {
 		r.FailedWrites = t.fault.Failed()
 		r.LateIOErrs = t.fault.LateCommits()

@@ -34,7 +34,18 @@
 // children that call a ledger tool or sleep, a child that starts its own
 // child, two children in one turn; the kills, zombies and full disks land
 // in them as anywhere, and package check judges each child, job, notice and
-// task result. The simulator is every webhook's receiver:
+// task result. Children ask too: a foreground child parks on its question
+// while its parent's turn waits on it, a background child asks after its
+// parent went on, a child's ahook call asks for permission, and a child's
+// own child asks (two waits in a chain). The root's lists are tree-wide, so
+// the same clients find the children's questions and requests there and
+// reply with the same plans, on the root's path or the child's (now and
+// then listing the child's own, or racing a reply with an interrupt of the
+// child); after an always approval the client calls ahook again, from the
+// root or a child, which must not ask. Late in a tree's life (its kill
+// budget spent) a client sometimes never replies, so trees end with turns,
+// and parents of asking children, visibly waiting.
+// The simulator is every webhook's receiver:
 // it records each delivery with its Idempotency-Key in the ledger and
 // answers in virtual time, now and then with a failure.
 //

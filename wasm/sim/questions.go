@@ -33,6 +33,13 @@ const (
 	planLater         // not now: at a later listing
 )
 
+// abandonShare is the share of the questions listed after the kill budget
+// is spent that the client never replies to (1 in abandonShare): they
+// wait at quiescence, with their turns, the prompts queued behind them and
+// the parents waiting on an asking child, which the checker must find
+// visibly waiting and nothing else.
+const abandonShare = 4
+
 // plans weighs the plans: mostly answers, so most parked turns continue.
 var plans = []replyPlan{planAnswer, planAnswer, planAnswer, planCancel, planRace, planRace,
 	planRepeat, planRaceInterrupt, planLater, planLater}
@@ -49,8 +56,10 @@ const maxQuietListings = 20
 type replySpec struct {
 	question   string
 	responseID string
-	cancel     bool // a cancel, or a permission's reject
-	perm       bool // a reply to a permission request
+	cancel     bool   // a cancel, or a permission's reject
+	perm       bool   // a reply to a permission request
+	path       string // the session whose path it goes to ("": the root's)
+	always     bool   // a permission's always reply: the client then calls the tool again (afterAlways)
 	body       []byte
 	ledger     int // index in Ledger.Replies
 }
@@ -65,6 +74,8 @@ type asker struct {
 	minted   int   // response ids
 	quietPos int64 // commit position of the last listing that found nothing new (-1: none)
 	quiet    int   // listings made because the tree went quiet
+	// abandoned counts the questions the client never replies to.
+	abandoned int
 	// replyKills are the kills while a reply request ran; commitKills
 	// those right after one of its commits (the reply's own, mostly).
 	replyKills, commitKills int
@@ -99,8 +110,11 @@ func (t *tree) spentOnReply(p *plan) {
 
 // listed is a pending question as GET …/questions shows it.
 type listed struct {
-	ID      string `json:"id"`
-	Request struct {
+	ID string `json:"id"`
+	// SessionID is the session that asked: a child's on the root's
+	// tree-wide list.
+	SessionID string `json:"session_id"`
+	Request   struct {
 		Questions []struct {
 			Choices  []string `json:"choices"`
 			Multiple bool     `json:"multiple"`
@@ -119,7 +133,7 @@ func (t *tree) onListing(r *request) {
 		t.failf("%s: 200 with body %q: %v", listRoute(r.a.perms), r.body, err)
 		return
 	}
-	ls := check.Listing{Session: t.id, At: t.now, Sent: r.sent, Answered: t.commitPos(), IDs: []string{}}
+	ls := check.Listing{Session: t.pathOf(r.a.session), At: t.now, Sent: r.sent, Answered: t.commitPos(), IDs: []string{}}
 	pending := body.Questions
 	if r.a.perms {
 		ls.Kind, pending = "permission", body.Permissions
@@ -133,9 +147,18 @@ func (t *tree) onListing(r *request) {
 		}
 	}
 	t.ledger.Listings = append(t.ledger.Listings, ls)
-	if !fresh {
+	if !fresh && r.a.session == "" {
 		t.ask.quietPos = ls.Answered
 	}
+}
+
+// pathOf is the session a client request's path names: a child's, or the
+// tree's root.
+func (t *tree) pathOf(session string) string {
+	if session == "" {
+		return t.id
+	}
+	return session
 }
 
 // planReply schedules the client's reply to a question new to it.
@@ -150,23 +173,45 @@ func (t *tree) planReply(q listed) {
 		p = planAnswer
 	}
 	a.handled[q.ID] = true
+	if t.kills >= t.killBudget && a.rng.IntN(abandonShare) == 0 {
+		// Late in the tree's life, a client that walked away.
+		a.abandoned++
+		return
+	}
 	at := t.now + int64(a.rng.IntN(3000))
+	// A child's question is listed on the root's path; its client replies
+	// there or on the child's own path (both are accepted), races the
+	// reply with an interrupt of the root or of the child, and now and
+	// then lists the child's own pending ones too.
+	child := q.SessionID != "" && q.SessionID != t.id
+	var path, target string
+	if child {
+		if a.rng.IntN(2) == 0 {
+			path = q.SessionID
+		}
+		if a.rng.IntN(2) == 0 {
+			target = q.SessionID
+		}
+		if a.rng.IntN(3) == 0 {
+			t.addAction(action{at: at + int64(a.rng.IntN(2000)), kind: actList, perms: kindOf(q.ID) == "permission", session: q.SessionID})
+		}
+	}
 	switch p {
 	case planAnswer:
-		t.addReply(at, t.newReply(q, false))
+		t.addReply(at, t.newReply(q, false, path))
 	case planCancel:
-		t.addReply(at, t.newReply(q, true))
+		t.addReply(at, t.newReply(q, true, path))
 	case planRace:
-		t.addReply(at, t.newReply(q, false))
-		t.addReply(at, t.newReply(q, false))
+		t.addReply(at, t.newReply(q, false, path))
+		t.addReply(at, t.newReply(q, false, path))
 	case planRepeat:
-		r := t.newReply(q, a.rng.IntN(4) == 0)
+		r := t.newReply(q, a.rng.IntN(4) == 0, path)
 		t.addReply(at, r)
 		again := *r
 		t.addReply(at+int64(a.rng.IntN(2)*a.rng.IntN(2000)), &again)
 	case planRaceInterrupt:
-		r := t.newReply(q, a.rng.IntN(3) == 0)
-		in := action{at: at, kind: actInterrupt}
+		r := t.newReply(q, a.rng.IntN(3) == 0, path)
+		in := action{at: at, kind: actInterrupt, session: target}
 		if a.rng.IntN(2) == 0 {
 			t.addAction(in)
 			t.addReply(at, r)
@@ -179,13 +224,13 @@ func (t *tree) planReply(q listed) {
 
 // newReply mints a reply with a response id of its own: an answer that
 // fits the question (a choice where choices are offered, else free text)
-// or a cancel.
-func (t *tree) newReply(q listed, cancel bool) *replySpec {
+// or a cancel, sent on the path of session path ("": the root's).
+func (t *tree) newReply(q listed, cancel bool, path string) *replySpec {
 	a := t.ask
 	a.minted++
-	r := &replySpec{question: q.ID, responseID: fmt.Sprintf("%s-r%d", t.id, a.minted), cancel: cancel, ledger: -1}
+	r := &replySpec{question: q.ID, responseID: fmt.Sprintf("%s-r%d", t.id, a.minted), cancel: cancel, path: path, ledger: -1}
 	body := map[string]any{"response_id": r.responseID}
-	if strings.HasPrefix(q.ID, "p-") {
+	if kindOf(q.ID) == "permission" {
 		// A permission request: a cancel is a plain reject (the turn ends);
 		// otherwise once, always, or a reject with a message (only the call
 		// fails, the turn goes on).
@@ -197,7 +242,7 @@ func (t *tree) newReply(q listed, cancel bool) *replySpec {
 			body["reply"], body["message"] = "reject", fmt.Sprintf("not now (%d)", a.minted)
 			r.cancel = true
 		case a.rng.IntN(2) == 0:
-			body["reply"] = "always"
+			body["reply"], r.always = "always", true
 		default:
 			body["reply"] = "once"
 		}
@@ -225,9 +270,14 @@ func (t *tree) newReply(q listed, cancel bool) *replySpec {
 // until answered). A repeat of an earlier reply gets an entry of its own.
 func (t *tree) addReply(at int64, r *replySpec) {
 	r.ledger = len(t.ledger.Replies)
-	t.ledger.Replies = append(t.ledger.Replies, check.Reply{Session: t.id, Question: r.question, ResponseID: r.responseID,
+	t.ledger.Replies = append(t.ledger.Replies, check.Reply{Session: t.pathOf(r.path), Question: r.question, ResponseID: r.responseID,
 		Cancel: r.cancel, Body: string(r.body)})
 	t.addAction(action{at: at, kind: actReply, reply: r})
+	if r.always {
+		// Once: a repeat of this reply is a copy made after this call.
+		r.always = false
+		t.addAction(t.work.afterAlways(at + 4_000 + int64(t.ask.rng.IntN(10_000))))
+	}
 }
 
 func (t *tree) addAction(a action) {
@@ -270,6 +320,15 @@ func (t *tree) listAfterBoot() {
 	if t.ask.permAsks > 0 && t.created {
 		t.addAction(action{at: t.now, kind: actList, perms: true})
 	}
+}
+
+// kindOf is a blocker id's kind as the lists name it: "permission" for a
+// permission request (p-…), "" for a question.
+func kindOf(id string) string {
+	if strings.HasPrefix(id, "p-") {
+		return "permission"
+	}
+	return ""
 }
 
 // listRoute is the path segment of a list of questions or of permission

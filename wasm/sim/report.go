@@ -16,6 +16,7 @@ func (r *Result) Print(w io.Writer) {
 	var latencies []int64
 	var questions, answered, cancelled, continued, listings, replyKills, commitKills int
 	var children, background, notices, taskResults, orphaned int
+	var childQuestions, childAnswered, waitingOnChild, alwaysRules, abandoned int
 	replies := map[string]int{}
 	ends := map[string]int{}
 	byTool := map[string]int{}
@@ -53,6 +54,11 @@ func (r *Result) Print(w io.Writer) {
 		notices += s.Check.Notices
 		taskResults += s.Check.TaskResults
 		orphaned += s.Check.Orphaned
+		childQuestions += s.Check.ChildQuestions
+		childAnswered += s.Check.ChildAnswered
+		waitingOnChild += s.Check.WaitingOnChild
+		alwaysRules += s.Check.AlwaysRules
+		abandoned += s.Abandoned
 		replyKills += s.ReplyKills
 		commitKills += s.ReplyCommitKills
 		for _, r := range s.Ledger.Replies {
@@ -74,6 +80,8 @@ func (r *Result) Print(w io.Writer) {
 		questions, answered, cancelled, continued, listings, counts(replies), replyKills, commitKills)
 	fmt.Fprintf(w, "sub-agents %d (background %d); background notices %d; foreground calls resolved by their child %d; jobs ended before their child (parent ended) %d\n",
 		children, background, notices, taskResults, orphaned)
+	fmt.Fprintf(w, "children's questions and permission requests %d (answered or approved %d); never replied to %d; turns left waiting on a child that waits for an answer %d; always rules saved %d\n",
+		childQuestions, childAnswered, abandoned, waitingOnChild, alwaysRules)
 	notes := map[string]Note{}
 	for _, s := range r.Sessions {
 		for k, n := range s.Notes {

@@ -84,6 +84,23 @@ func TestSmallCampaignKeepsTheInvariants(t *testing.T) {
 	assert.Positive(t, taskResults, "foreground calls resolved by their child")
 	assert.Positive(t, orphaned, "jobs ended with their parent's turn, before their child")
 
+	// Children ask too: their questions and permission requests are
+	// listed on the root's path (tree-wide), answered there or on the
+	// child's, and their parents wait on them.
+	var childQuestions, childAnswered, childReplies int
+	for _, s := range res.Sessions {
+		childQuestions += s.Check.ChildQuestions
+		childAnswered += s.Check.ChildAnswered
+		for _, r := range s.Ledger.Replies {
+			if strings.Contains(r.Session, ".") && r.Status == http.StatusOK {
+				childReplies++
+			}
+		}
+	}
+	assert.Positive(t, childQuestions, "questions and permission requests of children")
+	assert.Positive(t, childAnswered, "children's questions answered or approved")
+	assert.Positive(t, childReplies, "replies on a child's path answered 200")
+
 	// Permission requests are asked, approved (once or always) and
 	// rejected (plainly or with a message), and approved calls reach their
 	// receiver: the checker's body-after-approval rule judged them.

@@ -591,11 +591,11 @@ func (t *tree) send(ctx context.Context, a action) {
 		body, _ := json.Marshal(map[string]string{"text": a.text, "id": a.clientID, "mode": a.mode})
 		req = runtime.Request{Method: http.MethodPost, Path: "/v1/sessions/" + t.id + "/prompt", Body: body}
 	case actInterrupt:
-		req = runtime.Request{Method: http.MethodPost, Path: "/v1/sessions/" + t.id + "/interrupt", Body: []byte(`{}`)}
+		req = runtime.Request{Method: http.MethodPost, Path: "/v1/sessions/" + t.pathOf(a.session) + "/interrupt", Body: []byte(`{}`)}
 	case actList:
-		req = runtime.Request{Method: http.MethodGet, Path: "/v1/sessions/" + t.id + "/" + listRoute(a.perms)}
+		req = runtime.Request{Method: http.MethodGet, Path: "/v1/sessions/" + t.pathOf(a.session) + "/" + listRoute(a.perms)}
 	case actReply:
-		req = runtime.Request{Method: http.MethodPost, Path: "/v1/sessions/" + t.id + "/" + listRoute(a.reply.perm) + "/" + a.reply.question, Body: a.reply.body}
+		req = runtime.Request{Method: http.MethodPost, Path: "/v1/sessions/" + t.pathOf(a.reply.path) + "/" + listRoute(a.reply.perm) + "/" + a.reply.question, Body: a.reply.body}
 	}
 	if a.ask {
 		t.ask.asks++
@@ -673,7 +673,7 @@ func (t *tree) done(r *request) {
 		if r.status == http.StatusOK {
 			// Answered only after the interrupt committed: whatever was
 			// admitted before the request has ended by now.
-			t.ledger.Interrupts = append(t.ledger.Interrupts, check.Interrupt{Session: t.id, At: t.now, Sent: r.sent, Answered: t.commitPos()})
+			t.ledger.Interrupts = append(t.ledger.Interrupts, check.Interrupt{Session: t.pathOf(r.a.session), At: t.now, Sent: r.sent, Answered: t.commitPos()})
 			return
 		}
 	case actList:

@@ -41,6 +41,7 @@ type action struct {
 	text     string
 	mode     string // "" or "replace"
 	clientID string
+	session  string     // the session whose path it goes to ("": the root's); a child's for some lists, replies and interrupts
 	tries    int        // earlier attempts answered 5xx
 	ask      bool       // a prompt whose turn asks a question
 	perms    bool       // a prompt whose call asks for permission; a list of permission requests
@@ -108,7 +109,7 @@ func (w *workload) prompt(at int64) action {
 		args, _ := json.Marshal(map[string]any{"n": n, "line": len(lines)})
 		lines = append(lines, fmt.Sprintf("/tool %s %s", name, args))
 	}
-	switch r := w.rng.IntN(31); {
+	switch r := w.rng.IntN(35); {
 	case r < 4 && n%2 == 0:
 		tool(toolAHook)
 		a.ask, a.perms = true, true
@@ -138,7 +139,7 @@ func (w *workload) prompt(at int64) action {
 		a.ask = true
 		lines = append(lines, w.asking(n, r-20)...)
 	default:
-		lines = append(lines, w.tasking(n, r-25)...)
+		lines = append(lines, w.tasking(&a, n, r-25)...)
 	}
 	lines = append(lines, words(w.rng, n))
 	a.text = strings.Join(lines, "\n")
@@ -179,15 +180,22 @@ func (w *workload) asking(n, kind int) []string {
 // non-idempotent one, a background child that sleeps (its notice comes
 // while later turns run, or during a kill), a foreground child that starts
 // a foreground child of its own (depth 2), and two children in one turn (a
-// background one, then a foreground one that sleeps). A child's prompt is
-// the rest of its line, so it holds one directive at most, and asks
-// nothing.
-func (w *workload) tasking(n, kind int) []string {
+// background one, then a foreground one that sleeps).
+//
+// And children that ask (DESIGN §9–§10), which a's client then polls for
+// (the root's lists are tree-wide): a foreground child whose question
+// parks it while its parent's turn waits on it, a background child that
+// asks after its parent's turn went on, a child whose call of ahook asks
+// for permission (in the foreground or the background), and a foreground
+// child whose own foreground child asks (a chain of two waits). A child's
+// prompt is the rest of its line, so it holds one directive at most.
+func (w *workload) tasking(a *action, n, kind int) []string {
 	tool := func(name string, line int) string {
 		args, _ := json.Marshal(map[string]any{"n": n, "line": line, "child": true})
 		return fmt.Sprintf("/tool %s %s", name, args)
 	}
 	say := words(w.rng, n)
+	ask := fmt.Sprintf("/ask question %d.1: which colour, child?", n)
 	switch kind {
 	case 0:
 		return []string{"/task " + say}
@@ -199,8 +207,45 @@ func (w *workload) tasking(n, kind int) []string {
 		return []string{fmt.Sprintf("/task --background /sleep %ds", 1+w.rng.IntN(10))}
 	case 4:
 		return []string{"/task /task " + say}
+	case 5:
+		return []string{"/task --background " + say, fmt.Sprintf("/task /sleep %ds", 1+w.rng.IntN(5))}
+	case 6:
+		a.ask = true
+		return []string{"/task " + ask}
+	case 7:
+		a.ask = true
+		return []string{"/task --background " + ask}
+	case 8:
+		a.ask, a.perms = true, true
+		if n%2 == 0 {
+			return []string{"/task " + tool(toolAHook, 0)}
+		}
+		return []string{"/task --background " + tool(toolAHook, 0)}
 	}
-	return []string{"/task --background " + say, fmt.Sprintf("/task /sleep %ds", 1+w.rng.IntN(5))}
+	a.ask = true
+	return []string{"/task /task " + ask}
+}
+
+// afterAlways is the prompt a client sends after it approved ahook always:
+// the same tool again, called by the root, a foreground child or a
+// background child. The tree's saved rule covers it (DESIGN §9: later
+// calls of the tool on the same resource do not ask), so it must run
+// without asking; it is polled for like any prompt that asks, in case it
+// does (check.RuleAlways then reports it).
+func (w *workload) afterAlways(at int64) action {
+	w.prompts++
+	n := w.prompts
+	a := action{at: at, kind: actPrompt, clientID: fmt.Sprintf("c%d", n), ask: true, perms: true}
+	args, _ := json.Marshal(map[string]any{"n": n, "line": 0, "again": true})
+	call := fmt.Sprintf("/tool %s %s", toolAHook, args)
+	switch w.rng.IntN(3) {
+	case 1:
+		call = "/task " + call
+	case 2:
+		call = "/task --background " + call
+	}
+	a.text = call + "\n" + words(w.rng, n)
+	return a
 }
 
 var vocabulary = strings.Fields("the quick brown fox jumps over a lazy dog while agents resume turns after every eviction")

@@ -43,7 +43,7 @@ const (
 var Rules = []Rule{RuleEnds, RuleQuiescence, RuleAfterInterrupt, RuleBudget, RuleEffects,
 	RuleSeqs, RuleProjections, RuleNotices, RuleSteps, RuleZombie, RuleSettled, RuleWakeArmed, RuleClaimed, RuleBootResumes,
 	RuleEmits, RuleQuestionOnce, RuleQuestionByClient, RuleQuestionListed, RuleContinuation,
-	RuleChildOnce, RuleNoticeOnce, RuleJobSettled, RuleOrphanChild, RuleTaskResult}
+	RuleApproval, RuleAlways, RuleChildOnce, RuleNoticeOnce, RuleJobSettled, RuleOrphanChild, RuleTaskResult}
 
 // Violation is one broken invariant, tied to the first event that shows it
 // when there is one.
@@ -96,6 +96,11 @@ type Result struct {
 	// the foreground calls resolved by their child's end; Orphaned the
 	// children whose job ended before their turn did (parent interrupted).
 	Children, Background, Notices, TaskResults, Orphaned int
+	// ChildQuestions counts the questions and permission requests children
+	// asked (ChildAnswered of them answered or approved); WaitingOnChild
+	// the turns left waiting at quiescence on a sub-agent that waits for
+	// an answer; AlwaysRules the rules always replies saved.
+	ChildQuestions, ChildAnswered, WaitingOnChild, AlwaysRules int
 
 	Violations []Violation
 }
@@ -125,16 +130,20 @@ func Tree(path string, ledger *Ledger, opts Options) (Result, error) {
 		return Result{}, fmt.Errorf("check %s: %w", opts.Label, err)
 	}
 	ck := &checker{opts: opts, h: h, calls: map[string]*call{}, turns: map[string]*turn{}, queued: map[string]int{},
-		questions: map[string]*question{}, asking: map[string]bool{}, permCalls: map[string][]string{}, roots: map[string]string{}, waitingIn: map[string]bool{}, ledger: ledger,
+		questions: map[string]*question{}, asking: map[string]bool{}, permCalls: map[string][]string{}, roots: map[string]string{}, waitingIn: map[string]bool{}, orders: map[string]sessionOrder{}, ledger: ledger,
 		sub: newSubagents(), res: Result{Ends: map[string]int{}}}
 	for _, sid := range h.order {
 		ck.session(sid, h.logs[sid])
+	}
+	for _, sid := range h.order {
+		ck.settle(sid)
 	}
 	ck.subagentRules()
 	ck.quiescence()
 	ck.effects(ledger)
 	ck.replies(ledger)
 	ck.approvals()
+	ck.alwaysRules()
 	ck.observed(ledger)
 	ck.emits(ledger)
 	diffs, err := rebuildDiffs(db)
@@ -197,12 +206,18 @@ type payload struct {
 	RootID      string           `json:"root_id"`
 	// A park's blockers; a resolution's blocker and response.
 	Blockers []struct {
-		ID     string `json:"id"`
-		Kind   string `json:"kind"`
-		CallID string `json:"call_id"`
+		ID      string          `json:"id"`
+		Kind    string          `json:"kind"`
+		CallID  string          `json:"call_id"`
+		Request json.RawMessage `json:"request"`
 	} `json:"blockers"`
-	BlockerID  string `json:"blocker_id"`
-	ResponseID string `json:"response_id"`
+	BlockerID  string          `json:"blocker_id"`
+	ResponseID string          `json:"response_id"`
+	Reply      json.RawMessage `json:"reply"`
+	// A rule an always reply saved (always.go).
+	Action   string `json:"action"`
+	Resource string `json:"resource"`
+	Exact    bool   `json:"exact"`
 	// Sub-agents: a child's parent, a job's child, a prompt's client id,
 	// a settlement's output.
 	ParentID   string `json:"parent_id"`
@@ -256,6 +271,7 @@ func load(db conn) (*history, error) {
 type call struct {
 	id, session, prompt, name string
 	completedSeq              int64
+	completed                 *rec   // the step.completed that asked for it
 	key                       string // from its executing record
 	executing                 *rec
 	settled                   *rec
@@ -297,6 +313,8 @@ type checker struct {
 	permCalls map[string][]string // calls that asked for permission → their request ids
 	roots     map[string]string
 	waitingIn map[string]bool
+	orders    map[string]sessionOrder // session → its prompts' order (settle)
+	saved     []*rec                  // the tree's permission.rule_saved records, in log order (always.go)
 	ledger    *Ledger
 	sub       subagents // tasks.go
 }
@@ -368,6 +386,10 @@ func (ck *checker) session(sid string, log []rec) {
 			ck.roots[sid] = e.p.RootID
 		}
 		ck.noteSubagent(sid, e)
+		if e.Type == event.PermissionRuleSaved {
+			ck.saved = append(ck.saved, e) // of no turn: judged in always.go
+			continue
+		}
 		if ck.taskEvent(sid, e) {
 			continue
 		}
@@ -548,7 +570,7 @@ func (ck *checker) session(sid string, log []rec) {
 					ck.fail(sid, e, RuleEffects, "call id %s was minted twice", c.CallID)
 					continue
 				}
-				ck.calls[c.CallID] = &call{id: c.CallID, session: sid, prompt: pid, name: c.Name, completedSeq: e.Seq}
+				ck.calls[c.CallID] = &call{id: c.CallID, session: sid, prompt: pid, name: c.Name, completedSeq: e.Seq, completed: e}
 				tr.calls = append(tr.calls, ck.calls[c.CallID])
 				ck.res.Calls++
 			}
@@ -604,6 +626,20 @@ func (ck *checker) session(sid string, log []rec) {
 		}
 	}
 
+	ck.orders[sid] = sessionOrder{admitted: order, started: startOrder}
+}
+
+// sessionOrder is a session's prompts in admission order and its turns in
+// start order, kept by session for settle.
+type sessionOrder struct{ admitted, started []string }
+
+// settle judges how a session's prompts stand at quiescence: ended, or
+// visibly waiting (with the prompts queued behind), and started in
+// admission order. It runs once every session's log was read: a turn
+// waiting on a sub-agent waits only while its child's turn does, and the
+// child's log comes after its parent's.
+func (ck *checker) settle(sid string) {
+	order, startOrder := ck.orders[sid].admitted, ck.orders[sid].started
 	var fifo []string
 	for _, pid := range order {
 		tr := ck.turns[pid]
@@ -612,6 +648,9 @@ func (ck *checker) session(sid string, log []rec) {
 			// Visibly waiting for an answer, and so is every prompt
 			// queued behind it.
 			ck.waitingIn[sid] = true
+			if ck.waitingOnChild(tr) {
+				ck.res.WaitingOnChild++
+			}
 		}
 		if tr.end == nil {
 			if ck.waitingIn[sid] {

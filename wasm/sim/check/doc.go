@@ -38,7 +38,11 @@
 //     permission requests are judged by the same rules (approved, rejected
 //     or cancelled instead of answered or cancelled), and a call that asked
 //     for permission is executing, so reaches its receiver, only after an
-//     approval of it committed (body-after-approval);
+//     approval of it committed (body-after-approval); an always reply
+//     saves an exact rule for each resource it was asked about, and a call
+//     whose step completed after that does not ask for them again
+//     (always-rule-kept); the questions and requests of children are
+//     judged as the root's, listed on the root's path too;
 //   - sub-agents: a task call has at most one child (a re-run call
 //     re-attaches) and the child runs at most one turn for it; a
 //     background child's notice is admitted to its parent exactly once,
@@ -47,7 +51,12 @@
 //     call naming it, and no child is resumed after its job ended; a
 //     foreground call's task blocker is resolved once, by its child's end
 //     (or cancelled by the parent's interrupt), and a call settled ok
-//     carries the child's final answer;
+//     carries the child's final answer; a child whose job ended is neither
+//     continued from a reply nor left waiting for an answer; a turn
+//     parked on a child that waits for an answer is visibly waiting (so
+//     are the prompts queued behind it), judged once every session's log
+//     was read, and only while that question is pending in the log: once
+//     it is resolved, the chain must finish;
 //   - every durable event reaches the host's emit exactly once, in commit
 //     order, a commit reported failed that was durable (a late IOERR)
 //     included; only an instance that died before emitting its last

@@ -1,6 +1,7 @@
 package check
 
 import (
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -59,9 +60,14 @@ type Reply struct {
 // question is what the log says about one question.
 type question struct {
 	id, session, prompt, step string
-	asked                     *rec // the session.step.parked@1 that asked it
-	resolved                  *rec // its first resolution
-	park                      *park
+	call                      string
+	// action and resources are what a permission request asks about
+	// (always.go).
+	action    string
+	resources []string
+	asked     *rec // the session.step.parked@1 that asked it
+	resolved  *rec // its first resolution
+	park      *park
 }
 
 // park is one session.step.parked@1: its questions and the execution that
@@ -166,13 +172,25 @@ func (ck *checker) parked(sid string, e *rec, tr *turn) {
 			ck.fail(sid, e, RuleQuestionOnce, "question %s is asked again (first #%d)", b.ID, q.asked.Seq)
 			continue
 		}
-		ck.questions[b.ID] = &question{id: b.ID, session: sid, prompt: tr.id, step: e.p.StepID, asked: e, park: p}
+		q := &question{id: b.ID, session: sid, prompt: tr.id, step: e.p.StepID, call: b.CallID, asked: e, park: p}
+		ck.questions[b.ID] = q
 		ck.asking[b.CallID] = true
 		if kindOf(b.ID) == "permission" {
 			ck.permCalls[b.CallID] = append(ck.permCalls[b.CallID], b.ID)
+			var req struct {
+				Action    string   `json:"action"`
+				Resources []string `json:"resources"`
+			}
+			if err := json.Unmarshal(b.Request, &req); err != nil {
+				ck.fail(sid, e, RuleProjections, "permission request %s does not decode: %v", b.ID, err)
+			}
+			q.action, q.resources = req.Action, req.Resources
 		}
 		p.ids = append(p.ids, b.ID)
 		ck.res.Questions++
+		if ck.sub.parents[sid] != "" {
+			ck.res.ChildQuestions++
+		}
 	}
 	tr.parked, tr.resumes = p, 0 // a parked turn consumes no budget (§6.3)
 }
@@ -196,6 +214,9 @@ func (ck *checker) resolve(sid string, e *rec, l *Ledger) {
 		return
 	}
 	q.resolved = e
+	if (e.Type == event.QuestionAnswered || e.Type == event.PermissionApproved) && ck.sub.parents[sid] != "" {
+		ck.res.ChildAnswered++
+	}
 	if e.p.Reason == event.CancelInterrupt || e.p.Reason == event.CancelSibling {
 		return // judged with the turn's end (endedParked)
 	}
@@ -360,6 +381,21 @@ func (ck *checker) waiting(tr *turn) bool {
 		}
 	}
 	return false
+}
+
+// waitingOnChild reports whether tr waits, visibly, only through a
+// sub-agent: parked on a task blocker whose child's turn waits for an
+// answer, with none of its own questions pending.
+func (ck *checker) waitingOnChild(tr *turn) bool {
+	if !ck.waiting(tr) {
+		return false
+	}
+	for _, id := range tr.parked.ids {
+		if ck.questions[id].resolved == nil {
+			return false
+		}
+	}
+	return true
 }
 
 // replies judges what the API answered: a listing shows exactly the

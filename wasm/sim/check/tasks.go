@@ -1,6 +1,7 @@
 package check
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -63,7 +64,7 @@ type subagents struct {
 	parents  map[string]string    // child → parent (session.created)
 	tasks    map[string][]*rec    // child → its task prompts' admissions
 	notices  []*rec               // notice prompts' admissions, in log order
-	resumed  map[string][]*rec    // child → its execution.resumed records
+	resumed  map[string][]*rec    // child → its execution.resumed records, and its executions continuing from a resolution
 	childIDs []string             // children in the order their creation was met
 }
 
@@ -127,6 +128,10 @@ func (ck *checker) noteSubagent(sid string, e *rec) {
 		}
 	case event.ExecutionResumed:
 		ck.sub.resumed[sid] = append(ck.sub.resumed[sid], e)
+	case event.ExecutionStarted:
+		if e.p.Cause == event.CauseResolution {
+			ck.sub.resumed[sid] = append(ck.sub.resumed[sid], e)
+		}
 	}
 }
 
@@ -197,14 +202,31 @@ func (ck *checker) child(sid string) {
 		ck.fail(sid, nil, RuleChildOnce, "child %s runs %d turns for %d task call(s): %v", sid, len(turns), len(tasks), turns)
 	}
 	// No orphan runs: once its job ended, nothing waits for the child, so
-	// the sweep must release it, never resume it.
+	// the sweep must release it, never resume it, and a reply to its
+	// question must not continue it (its park was interrupted with the
+	// job's end).
 	if j.ended != nil {
 		for _, r := range ck.sub.resumed[sid] {
 			if r.gseq > j.ended.gseq {
-				ck.fail(sid, r, RuleOrphanChild, "child %s is resumed (attempt %d) after its job ended (%s #%d)", sid, r.p.Attempt, j.parent, j.ended.Seq)
+				how := fmt.Sprintf("resumed (attempt %d)", r.p.Attempt)
+				if r.Type == event.ExecutionStarted {
+					how = "continued from a resolution"
+				}
+				ck.fail(sid, r, RuleOrphanChild, "child %s is %s after its job ended (%s #%d)", sid, how, j.parent, j.ended.Seq)
 				break
 			}
 		}
+	}
+	// Nor is one left waiting: a foreground job ends before its child only
+	// with its parent's turn, which interrupts the child's parked turn in
+	// that transaction, or has the child's claim released by the sweep.
+	// A child parked on its question with no job left waits for nobody.
+	if tr := ck.taskTurn(j); j.ended != nil && tr != nil && tr.end == nil && !ck.h.claims[sid] {
+		how := "is not ended"
+		if ck.waiting(tr) {
+			how = "waits for an answer"
+		}
+		ck.fail(sid, j.ended, RuleOrphanChild, "child %s's task turn %s at quiescence, but its job ended (%s #%d): nothing waits for it", sid, how, j.parent, j.ended.Seq)
 	}
 	if ck.h.claims[sid] && (j.ended != nil || ck.liveless(j)) {
 		ck.fail(sid, nil, RuleOrphanChild, "child %s is claimed at quiescence, but no live job or waiting call names it", sid)
