@@ -18,6 +18,9 @@ import (
 //	                                   at once, mid-turn if one runs
 //	POST /v1/sessions/{id}/test/panic  a Go panic in the request's handler
 //	POST /v1/sessions/{id}/test/fail-delete  the object's next deleteAll fails
+//	POST /v1/sessions/{id}/test/delete-tree  the tree deleted in the object
+//	                                   alone, its directory row kept (a front
+//	                                   killed between the two)
 //	POST /v1/sessions/{id}/test/conform  storagetest's suite on this object's
 //	                                   DB (testconform_js.go); ?broken=no-rollback
 //	                                   runs it on a DB that never rolls back
@@ -43,6 +46,12 @@ func testRoute(o *Object, w httpmsg.ResponseWriter, r *httpmsg.Request) bool {
 		panic("revenant test route: panic")
 	case "fail-delete":
 		o.failNextDelete.Store(true)
+		w.WriteHeader(httpmsg.StatusNoContent)
+		return true
+	case "delete-tree":
+		if err := o.index().Delete(r.Context(), o.treeID); err != nil {
+			panic(err)
+		}
 		w.WriteHeader(httpmsg.StatusNoContent)
 		return true
 	case "conform":

@@ -342,6 +342,23 @@ func TestWorkerdEvictAndPanic(t *testing.T) {
 		sum.requireEnd(t, a, typeSucceeded, "")
 		assert.GreaterOrEqual(t, strings.Count(w.logs.String(), `msg="tree booted" tree=`+sid), 2, "a fresh object booted the tree again")
 	})
+	t.Run("delete cut before the directory row", func(t *testing.T) {
+		// The front deletes the tree in its object, then the directory
+		// row; killed between the two, the session stays listed while
+		// its routes answer 404. Deleting it again completes the delete:
+		// 204, and the list agrees.
+		s := w.client(t)
+		sid := s.create()
+		code, body := s.raw(http.MethodPost, "/v1/sessions/"+sid+"/test/delete-tree")
+		require.Equal(t, http.StatusNoContent, code, "%s", body)
+		require.Contains(t, s.listed(), sid, "the row is still there")
+		code, _ = s.raw(http.MethodGet, "/v1/sessions/"+sid)
+		require.Equal(t, http.StatusNotFound, code, "the tree is gone")
+		s.do(http.MethodDelete, "/v1/sessions/"+sid, nil, http.StatusNoContent, nil)
+		assert.NotContains(t, s.listed(), sid)
+		code, _ = s.raw(http.MethodDelete, "/v1/sessions/"+sid)
+		assert.Equal(t, http.StatusNotFound, code, "a session deleted and unlisted is not found")
+	})
 	t.Run("failed delete", func(t *testing.T) {
 		// A delete whose deleteAll fails after the turn was stopped: 503,
 		// and with no further client request the tree lives on, its turn

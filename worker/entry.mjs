@@ -268,19 +268,24 @@ async function list(env, d, front) {
 // remove deletes the tree in its object, then its directory row; the
 // object's answer goes back. The owner is asked of the directory itself,
 // not the cache (a delete is neither hot nor latency-bound). A crash
-// between the two leaves a row whose object answers 404, and deleting it
-// again removes the row.
+// between the two leaves a listed row whose object answers 404 (its tree
+// is gone): deleting it again removes the row and answers 204, since the
+// delete is then complete.
 async function remove(request, env, d) {
   const mine = await directoryOwns(env, d);
   if (mine === false) return notFound();
   if (mine === undefined) return directoryUnavailable();
-  const res = await treeFetch(env, d.root, d.principal, "DELETE", d.url, request.headers, undefined);
+  let res = await treeFetch(env, d.root, d.principal, "DELETE", d.url, request.headers, undefined);
   if (res.status === 204 || res.status === 404) {
     const del = await directoryFetch(env, d.principal, "DELETE", "/trees/" + d.root);
     await del.body?.cancel();
     if (del.status !== 204) {
       await res.body?.cancel();
       return directoryUnavailable();
+    }
+    if (res.status === 404) {
+      await res.body?.cancel();
+      res = new Response(null, { status: 204 });
     }
   }
   if (ownerCache(env) !== "stale") owned.delete(d.principal + "\n" + d.root);
