@@ -304,6 +304,7 @@ func TestWorkerdSIGKILL(t *testing.T) {
 		{"mid stream", workerdKillMidStream},
 		{"after a tool call", workerdKillAfterTool},
 		{"after an interrupt", workerdKillAfterInterrupt},
+		{"after the object's first alarm", workerdKillAfterAnAlarm},
 	}
 	for r := range rounds {
 		for _, sc := range scenarios {
@@ -312,6 +313,29 @@ func TestWorkerdSIGKILL(t *testing.T) {
 			}
 		}
 	}
+}
+
+// workerdKillAfterAnAlarm: killed in a later turn of an object whose
+// alarm has already fired once. A delivered alarm is used up: the next
+// claim must set a new one, or nothing wakes the object after the kill
+// (every other scenario kills before a tree's first alarm).
+func workerdKillAfterAnAlarm(t *testing.T, w *workerd) {
+	s := w.client(t)
+	sid := s.create()
+	first := s.prompt(sid, "before the alarm")
+	s.settle(sid, first).requireEnd(t, first, typeSucceeded, "")
+	w.waitLog(t, `msg="alarm handled" tree=`+sid+` idle=true resumed=`, 30*time.Second)
+
+	st := s.follow(sid, 0)
+	a := s.prompt(sid, "/sleep 2s\nafter the alarm")
+	st.until("the sleeping step", forPrompt(typeStepStarted, a))
+	st.close()
+	w.restart(t)
+	w.resumedByAlarm(t, sid)
+
+	sum := s.settle(sid, a)
+	ta := sum.requireEnd(t, a, typeSucceeded, "")
+	require.Len(t, ta.resumes, 1, "resumed once, by the alarm:%s", describe(sum.log))
 }
 
 // workerdKillSleeping: killed while the model sleeps before answering.
