@@ -62,7 +62,8 @@ type Object struct {
 	createdAt     int64  // the root session's created_at once created here (created)
 	sweepFailures int    // consecutive failed sweeps, under mu
 
-	failNextDelete atomic.Bool // set by a test build's route only: the next deleteAll fails
+	failNextDelete atomic.Bool  // set by a test build's route only: the next deleteAll fails
+	foreignRefused atomic.Int64 // requests refused for naming another principal (ServeHTTP)
 }
 
 // Serve runs the object behind bridge, the shim's per-object JS object.
@@ -200,6 +201,12 @@ func (o *Object) ServeHTTP(w httpmsg.ResponseWriter, r *httpmsg.Request) {
 	}
 	owner, err := o.owner(r.Context())
 	if err == nil && owner != principal {
+		// The front checks ownership before it forwards: a request that
+		// gets here for another principal's tree means the front (or its
+		// owner cache) let one through. This check keeps it out; the line
+		// says the front needs looking at.
+		o.log.Warn("a request for another principal's tree reached the object", "principal", principal, "method", r.Method, "path", r.URL.Path)
+		o.foreignRefused.Add(1)
 		err = &api.Error{Type: api.ErrNotFound, Message: "no such session"}
 	}
 	if err != nil {

@@ -3,10 +3,14 @@
 package durableobject
 
 import (
+	"context"
+	"encoding/json"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
+	"github.com/revenantrt/revenant/core/api"
 	"github.com/revenantrt/revenant/core/httpmsg"
 )
 
@@ -17,6 +21,12 @@ import (
 //	POST /v1/sessions/{id}/test/abort  ctx.abort(): the object is evicted
 //	                                   at once, mid-turn if one runs
 //	POST /v1/sessions/{id}/test/panic  a Go panic in the request's handler
+//	POST /v1/sessions/{id}/test/as?principal=P  every tree route sent to
+//	                                   the object as principal P, as a front
+//	                                   that let it through would; answers each
+//	                                   route's status (testAs)
+//	POST /v1/sessions/{id}/test/foreign  how many requests the object refused
+//	                                   for naming another principal
 //	POST /v1/sessions/{id}/test/fail-delete  the object's next deleteAll fails
 //	POST /v1/sessions/{id}/test/delete-tree  the tree deleted in the object
 //	                                   alone, its directory row kept (a front
@@ -44,6 +54,13 @@ func testRoute(o *Object, w httpmsg.ResponseWriter, r *httpmsg.Request) bool {
 		panic("unreachable: ctx.abort returned") // abort throws into Go as a panic
 	case "panic":
 		panic("revenant test route: panic")
+	case "as":
+		testAs(o, w, r)
+		return true
+	case "foreign":
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]int64{"refused": o.foreignRefused.Load()})
+		return true
 	case "fail-delete":
 		o.failNextDelete.Store(true)
 		w.WriteHeader(httpmsg.StatusNoContent)
@@ -70,3 +87,57 @@ func testBootDelay() {
 		time.Sleep(d)
 	}
 }
+
+// testAs sends every tree route (api.Routes) to the object's ServeHTTP as
+// the principal the query names, with the front's headers, and answers a
+// JSON object of each route's status: the object's own owner check, which
+// a front that let a request through would meet, for each route alike.
+// An answer that starts (an event stream) is read no further.
+func testAs(o *Object, w httpmsg.ResponseWriter, r *httpmsg.Request) {
+	principal := r.URL.Query().Get("principal")
+	out := map[string]int{}
+	for _, rt := range api.Routes {
+		if !rt.Tree() {
+			continue
+		}
+		path := strings.NewReplacer("{id}", o.treeID, "{rid}", "x", "{qid}", "x").Replace(rt.Pattern)
+		ctx, cancel := context.WithCancel(r.Context())
+		req, err := httpmsg.NewRequest(ctx, rt.Method, "https://object"+path, strings.NewReader("{}"))
+		if err != nil {
+			cancel()
+			panic(err)
+		}
+		req.Header.Set(TreeHeader, o.treeID)
+		req.Header.Set(PrincipalHeader, principal)
+		req.Header.Set("Content-Type", "application/json")
+		rec := &statusRecorder{header: httpmsg.Header{}, status: make(chan int, 1)}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			o.ServeHTTP(rec, req)
+			rec.WriteHeader(httpmsg.StatusOK)
+		}()
+		out[rt.Method+" "+rt.Pattern] = <-rec.status
+		cancel() // an event stream ends with its context
+		<-done
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(out)
+}
+
+// statusRecorder keeps a response's first status and drops its body.
+type statusRecorder struct {
+	header httpmsg.Header
+	once   sync.Once
+	status chan int
+}
+
+func (s *statusRecorder) Header() httpmsg.Header { return s.header }
+func (s *statusRecorder) WriteHeader(code int) {
+	s.once.Do(func() { s.status <- code })
+}
+func (s *statusRecorder) Write(b []byte) (int, error) {
+	s.WriteHeader(httpmsg.StatusOK)
+	return len(b), nil
+}
+func (s *statusRecorder) Flush() {}

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"io/fs"
@@ -101,10 +102,21 @@ func frontStatus(t *testing.T, s *server, method, path string, header ...string)
 	return resp.StatusCode
 }
 
+// foreignRefused is how many requests the object of tree sid refused for
+// naming another principal (test route foreign), asked as its owner.
+func foreignRefused(t *testing.T, owner *server, sid string) int {
+	t.Helper()
+	code, body := frontRaw(t, owner, "POST", "/v1/sessions/"+sid+"/test/foreign")
+	require.Equal(t, http.StatusOK, code, "%s", body)
+	var out struct{ Refused int }
+	require.NoError(t, json.Unmarshal([]byte(body), &out))
+	return out.Refused
+}
+
 func TestWorkerdFront(t *testing.T) {
 	// The settings as a TOML table (an object in env, not a string): the
 	// front and the objects both read max_body from it (the body limits).
-	w := startWorkerdTOML(t, "", fmt.Sprintf("REVENANT_SETTINGS = { max_body = %d }", maxBody),
+	w := startWorkerdTOML(t, "revenant_testroutes", fmt.Sprintf("REVENANT_SETTINGS = { max_body = %d }", maxBody),
 		"REVENANT_TOKENS:"+frontTokens, "REVENANT_OFFLINE_WORD_DELAY:"+workerdWordDelay, "REVENANT_ALLOWED_ORIGINS:"+frontOrigin)
 	alice, bob, nobody := w.as(t, "a-token"), w.as(t, "b-token"), w.as(t, "")
 
@@ -169,6 +181,33 @@ func TestWorkerdFront(t *testing.T) {
 		assert.Equal(t, sid, sn.ID, "alice's session is intact")
 		assert.Empty(t, sn.Prompts, "bob's prompts were never admitted")
 		assert.Contains(t, alice.listed(), sid, "bob's delete removed nothing")
+		// The front refused bob itself, its owner cache (which holds
+		// alice's pair since her create) included: none of bob's requests
+		// reached the object, whose own check would have counted it.
+		assert.Zero(t, foreignRefused(t, alice, sid), "bob's requests never reached alice's object")
+	})
+
+	t.Run("the object refuses another principal by itself", func(t *testing.T) {
+		// As a front that let a request through would send it: every
+		// tree route, with the principal header bob's (test route as).
+		sid := alice.create()
+		statuses := func(principal string) map[string]int {
+			code, body := frontRaw(t, alice, "POST", "/v1/sessions/"+sid+"/test/as?principal="+principal)
+			require.Equal(t, http.StatusOK, code, "%s", body)
+			var out map[string]int
+			require.NoError(t, json.Unmarshal([]byte(body), &out))
+			require.Len(t, out, 8, "every tree route: %s", body)
+			return out
+		}
+		for route, code := range statuses("bob") {
+			assert.Equal(t, http.StatusNotFound, code, "bob: %s", route)
+		}
+		assert.Equal(t, 8, foreignRefused(t, alice, sid), "the object's own check refused each")
+		for route, code := range statuses("alice") {
+			if strings.HasPrefix(route, "GET ") {
+				assert.Equal(t, http.StatusOK, code, "alice: %s", route)
+			}
+		}
 	})
 
 	t.Run("list shows only the caller's trees", func(t *testing.T) {
