@@ -918,12 +918,20 @@ func (g *guest) watch() {
 // appeared (noteEpoch). The log is read on the simulator's own
 // connection, which sees committed rows only: a COMMIT that failed before
 // it was durable may leave the transaction open.
-func (g *guest) tried() {
+//
+// A zombie's COMMIT reported failed that still left events in the log is
+// a commit past the fence like any other if a newer boot owns the epoch;
+// committed never hears of it (it hears of commits reported done only).
+// One that left no event goes unseen.
+func (g *guest) tried(err error) {
 	t := g.t
-	t.noteEpoch(g)
+	owner := t.noteEpoch(g)
 	pos := t.commitPos()
 	if pos <= t.logged {
 		return
+	}
+	if err != nil && g.zombie && owner > g.boot {
+		g.pastFence(owner, "a transaction reported failed but durable")
 	}
 	e := t.ledger.Emits
 	e.Commits = append(e.Commits, check.Commit{Boot: g.boot, From: t.logged, To: pos})
@@ -969,13 +977,18 @@ func (g *guest) committed(changes int64) {
 	if !g.zombie || owner <= g.boot {
 		return
 	}
-	what := fmt.Sprintf("a transaction of %d row changes", changes)
+	g.pastFence(owner, fmt.Sprintf("a transaction of %d row changes", changes))
+}
+
+// pastFence records a commit of zombie g's after boot owner took the
+// tree's epoch, with the events it wrote, for the checker to report.
+func (g *guest) pastFence(owner int, what string) {
 	if rows, err := g.conn.Query(`SELECT type, seq, session_id FROM events WHERE gseq > ? ORDER BY gseq`, []any{g.from}); err == nil {
 		for _, r := range rows.Values {
 			what += fmt.Sprintf(", %v #%v of %v", r[0], r[1], r[2])
 		}
 	}
-	t.ledger.ZombieCommits = append(t.ledger.ZombieCommits, check.ZombieCommit{At: t.now, Boot: g.boot, Latest: owner, What: what})
+	g.t.ledger.ZombieCommits = append(g.t.ledger.ZombieCommits, check.ZombieCommit{At: g.t.now, Boot: g.boot, Latest: owner, What: what})
 }
 
 // maxGseq is the highest events.gseq c sees (0 if none, or unreadable).

@@ -145,11 +145,11 @@ func TestEpochTakenByALateIOErrCommitIsItsGuests(t *testing.T) {
 	fault := faultvfs.New(func() int64 { return 0 })
 	vfs := "sim-late-epoch-" + t.Name()
 	faultvfs.Register(vfs, fault)
-	defer faultvfs.Unregister(vfs)
+	t.Cleanup(func() { faultvfs.Unregister(vfs) }) // after every connection closed
 	tr, c1 := newZombieTree(t, vfs)
 	c2, err := openConn(tr.path, vfs)
 	require.NoError(t, err)
-	defer c2.close()
+	t.Cleanup(func() { _ = c2.close() })
 	tr.owners[1], tr.boots = 1, 2 // epoch 1 is boot 1's
 	g2 := &guest{t: tr, boot: 2, conn: c1}
 	g2.watch()
@@ -192,4 +192,33 @@ func TestEpochTakenByALateIOErrCommitIsItsGuests(t *testing.T) {
 	require.Len(t, tr.ledger.ZombieCommits, 1)
 	require.Equal(t, 2, tr.ledger.ZombieCommits[0].Boot)
 	require.Equal(t, 3, tr.ledger.ZombieCommits[0].Latest)
+}
+
+// A zombie's commit past the fence that is durable but reported failed (a
+// late IOERR) is caught by the events it left: the connection's commit
+// hook hears only of commits reported done.
+func TestZombieCommitReportedFailedIsCaught(t *testing.T) {
+	fault := faultvfs.New(func() int64 { return 0 })
+	vfs := "sim-late-zombie-" + t.Name()
+	faultvfs.Register(vfs, fault)
+	t.Cleanup(func() { faultvfs.Unregister(vfs) }) // after every connection closed
+	tr, c := newZombieTree(t, vfs)
+	tr.owners[1], tr.owners[2], tr.boots = 1, 2, 2 // boot 2 took epoch 2
+	_, err := c.Exec(`UPDATE tree SET epoch = 2`, nil)
+	require.NoError(t, err)
+	g := &guest{t: tr, boot: 1, conn: c, zombie: true}
+	g.watch()
+
+	fault.FailLateCommits(1, faultvfs.IOErrFsync)
+	require.NoError(t, c.Begin())
+	_, err = c.Exec(`INSERT INTO events VALUES ('s', 1, 'session.step.started@1', 1)`, nil)
+	require.NoError(t, err)
+	require.Error(t, c.Commit())
+	require.NoError(t, c.Rollback())
+	require.Equal(t, 1, fault.LateCommits())
+	require.Len(t, tr.ledger.ZombieCommits, 1)
+	z := tr.ledger.ZombieCommits[0]
+	require.Equal(t, 1, z.Boot)
+	require.Equal(t, 2, z.Latest)
+	require.Contains(t, z.What, "reported failed but durable, session.step.started@1 #1 of s")
 }
