@@ -26,9 +26,9 @@ type conn struct {
 	onBegin  func()
 	onCommit func(changes int64)
 	// onTried, when set, hears of every COMMIT once it returned, whether
-	// it succeeded or was reported failed (a late IOERR may have made it
-	// durable all the same).
-	onTried func()
+	// it succeeded or was reported failed (err: a late IOERR may have made
+	// it durable all the same).
+	onTried func(err error)
 }
 
 var _ runtime.Conn = (*conn)(nil)
@@ -52,7 +52,7 @@ func (c *conn) close() error { return c.Close() }
 func (c *conn) Commit() error {
 	err := c.Conn.Commit()
 	if c.onTried != nil {
-		c.onTried()
+		c.onTried(err)
 	}
 	return err
 }

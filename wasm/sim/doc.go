@@ -18,6 +18,13 @@
 // tree goes quiet first (a session is extended with more work a few times
 // to spend it; the report counts the kills actually made).
 //
+// A zombie's commit is judged at its connection: it is past the fence if a
+// newer boot owns the tree's epoch by then. An epoch belongs to the guest
+// whose COMMIT made it durable, reported failed (a late IOERR) or not, as
+// read after every COMMIT on the simulator's own connection; a guest that
+// booted read-only owns none until its first accepted write takes one, so
+// an older guest holding the epoch meanwhile is no zombie yet.
+//
 // The client behaves like a careful one: every prompt carries an id, a
 // request the dead guest never answered is sent again to its successor,
 // and a 5xx is retried later. Prompts with /ask park their turn on a

@@ -47,7 +47,9 @@ type tree struct {
 	// write. A zombie's commit is past the fence only if a newer boot owns
 	// the tree's epoch by then: an older guest that takes the epoch while
 	// its successor is still read-only fences that successor instead
-	// (core takes a late epoch only if none was taken since boot).
+	// (core takes a late epoch only if none was taken since boot). An
+	// epoch is credited after the COMMIT that made it durable, reported
+	// failed or not (noteEpoch), never to a guest that merely read it.
 	owners map[int64]int
 
 	work     *workload
@@ -472,7 +474,9 @@ func (t *tree) bootGuest(ctx context.Context) bool {
 		before := t.beforeBoot()
 		err = g.g.Boot(ctx, t.boot)
 		if err == nil {
-			t.noteEpoch(g)
+			// No noteEpoch here: a boot that took its epoch was credited
+			// at its COMMIT (tried), and one that booted read-only took
+			// none: the epoch it reads is an older guest's.
 			t.afterBoot(g, before)
 			t.listAfterBoot()
 			break
@@ -739,17 +743,8 @@ func (t *tree) readEpoch(c *conn) int64 {
 // answers with it, since virtual time stands still within a guest call.
 // 0 means it could not be read (noted).
 func (t *tree) commitPos() int64 {
-	if t.obs == nil {
-		abs, err := filepath.Abs(t.path)
-		if err == nil {
-			u := url.URL{Scheme: "file", Path: abs, RawQuery: "mode=ro"}
-			t.obs, err = sqlite3.OpenFlags(u.String(), sqlite3.OPEN_READONLY|sqlite3.OPEN_URI)
-		}
-		if err != nil {
-			t.obs = nil
-			t.notef("commit position unreadable", "open: %v", err)
-			return 0
-		}
+	if !t.openObs("commit position unreadable") {
+		return 0
 	}
 	s, _, err := t.obs.Prepare(`SELECT COALESCE(MAX(gseq), 0) FROM events`)
 	if err != nil {
@@ -762,6 +757,44 @@ func (t *tree) commitPos() int64 {
 		return 0
 	}
 	return s.ColumnInt64(0)
+}
+
+// openObs opens the simulator's own read-only connection (t.obs) if it is
+// not open yet; false means it could not, noted as what.
+func (t *tree) openObs(what string) bool {
+	if t.obs != nil {
+		return true
+	}
+	abs, err := filepath.Abs(t.path)
+	if err == nil {
+		u := url.URL{Scheme: "file", Path: abs, RawQuery: "mode=ro"}
+		t.obs, err = sqlite3.OpenFlags(u.String(), sqlite3.OPEN_READONLY|sqlite3.OPEN_URI)
+	}
+	if err != nil {
+		t.obs = nil
+		t.notef(what, "open: %v", err)
+		return false
+	}
+	return true
+}
+
+// committedEpoch is the tree's committed epoch, read on the simulator's
+// own connection like commitPos; false means it could not be read (noted).
+func (t *tree) committedEpoch() (int64, bool) {
+	if !t.openObs("epoch unreadable") {
+		return 0, false
+	}
+	s, _, err := t.obs.Prepare(`SELECT epoch FROM tree`)
+	if err != nil {
+		t.notef("epoch unreadable", "prepare: %v", err)
+		return 0, false
+	}
+	defer s.Close()
+	if !s.Step() {
+		t.notef("epoch unreadable", "step: %v", s.Err())
+		return 0, false
+	}
+	return s.ColumnInt64(0), true
 }
 
 // Services, one per guest.
@@ -881,14 +914,24 @@ func (g *guest) watch() {
 // tried hears of every COMMIT of the guest's once it returned, reported
 // failed or not: events that appeared in the log since the last one are
 // the guest's (the simulation of a tree is sequential), which the ledger
-// records for the checker (check.Emits.Commits). The log is read on the
-// simulator's own connection, which sees committed rows only: a COMMIT
-// that failed before it was durable may leave the transaction open.
-func (g *guest) tried() {
+// records for the checker (check.Emits.Commits), and so is an epoch that
+// appeared (noteEpoch). The log is read on the simulator's own
+// connection, which sees committed rows only: a COMMIT that failed before
+// it was durable may leave the transaction open.
+//
+// A zombie's COMMIT reported failed that still left events in the log is
+// a commit past the fence like any other if a newer boot owns the epoch;
+// committed never hears of it (it hears of commits reported done only).
+// One that left no event goes unseen.
+func (g *guest) tried(err error) {
 	t := g.t
+	owner := t.noteEpoch(g)
 	pos := t.commitPos()
 	if pos <= t.logged {
 		return
+	}
+	if err != nil && g.zombie && owner > g.boot {
+		g.pastFence(owner, "a transaction reported failed but durable")
 	}
 	e := t.ledger.Emits
 	e.Commits = append(e.Commits, check.Commit{Boot: g.boot, From: t.logged, To: pos})
@@ -901,11 +944,19 @@ func (g *guest) began() {
 	}
 }
 
-// noteEpoch reads the tree's epoch on g's connection after g booted or
-// committed; an epoch nobody owned yet was taken by g just now (the
-// simulation of a tree is sequential). It returns the epoch's owner.
+// noteEpoch reads the tree's committed epoch after a COMMIT of g's; an
+// epoch nobody owned yet was taken by g just now (the simulation of a tree
+// is sequential). It runs after every COMMIT, even one reported failed: a
+// late IOERR makes the epoch g's all the same (core keeps an epoch marked
+// with its own token), and the retry that finds it writes nothing, so no
+// later commit of g's would credit it. Crediting it instead to the next
+// guest that read it (a successor booted read-only) turned g's legal
+// commits into zombie commits. It returns the epoch's owner.
 func (t *tree) noteEpoch(g *guest) int {
-	epoch := t.readEpoch(g.conn)
+	epoch, ok := t.committedEpoch()
+	if !ok {
+		return 0
+	}
 	if _, ok := t.owners[epoch]; !ok {
 		t.owners[epoch] = g.boot
 	}
@@ -926,13 +977,18 @@ func (g *guest) committed(changes int64) {
 	if !g.zombie || owner <= g.boot {
 		return
 	}
-	what := fmt.Sprintf("a transaction of %d row changes", changes)
+	g.pastFence(owner, fmt.Sprintf("a transaction of %d row changes", changes))
+}
+
+// pastFence records a commit of zombie g's after boot owner took the
+// tree's epoch, with the events it wrote, for the checker to report.
+func (g *guest) pastFence(owner int, what string) {
 	if rows, err := g.conn.Query(`SELECT type, seq, session_id FROM events WHERE gseq > ? ORDER BY gseq`, []any{g.from}); err == nil {
 		for _, r := range rows.Values {
 			what += fmt.Sprintf(", %v #%v of %v", r[0], r[1], r[2])
 		}
 	}
-	t.ledger.ZombieCommits = append(t.ledger.ZombieCommits, check.ZombieCommit{At: t.now, Boot: g.boot, Latest: owner, What: what})
+	g.t.ledger.ZombieCommits = append(g.t.ledger.ZombieCommits, check.ZombieCommit{At: g.t.now, Boot: g.boot, Latest: owner, What: what})
 }
 
 // maxGseq is the highest events.gseq c sees (0 if none, or unreadable).
