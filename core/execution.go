@@ -301,6 +301,9 @@ func (t *txw) scheduleRetry(x *Execution, out Outcome) error {
 // child whose turn had ended, a reply that came while this execution still
 // held the claim) is not parked: the turn continues at once with cause
 // resolution, here if startNext, else by the next sweep.
+//
+// A child whose job ended while the step ran is interrupted instead
+// (endedJobReason, job.go): nothing would interrupt it once parked.
 func (t *txw) park(x *Execution, p *event.Parked, startNext bool) (*plan, error) {
 	if p != nil {
 		if _, err := t.append(x.sessionID, event.StepParked, *p); err != nil {
@@ -309,6 +312,16 @@ func (t *txw) park(x *Execution, p *event.Parked, startNext bool) (*plan, error)
 		if err := t.resolveEndedTasks(x.sessionID, p); err != nil { // taskwait.go
 			return nil, err
 		}
+	}
+	// A child whose job ended while this step ran (its parent's turn was
+	// interrupted after the step completed) is not waited for any more:
+	// its turn ends here, as the parent's terminal ends a child parked
+	// before it (job.go), rather than wait or continue for nobody.
+	if reason, ended, err := t.endedJobReason(x.sessionID, x.promptID); err != nil || ended {
+		if err != nil {
+			return nil, err
+		}
+		return nil, t.interruptTurn(x.sessionID, x.id, x.promptID, reason, event.CutStopped)
 	}
 	waiting, err := t.parked(x.sessionID)
 	if err != nil {

@@ -277,6 +277,32 @@ func (t *txw) endForegroundJobs(parentID string, end turnEnd) error {
 	return nil
 }
 
+// endedJobReason reports whether the session's turn promptID is a child's
+// task turn whose job has ended, and the reason its end gives the turn:
+// event.ReasonUser when its parent's turn was interrupted, as
+// endForegroundJobs gives it, else event.ReasonOrphaned. A job ends before
+// its child's turn only with the parent's turn (a foreground job): nothing
+// waits for the child any more.
+func (t *txw) endedJobReason(sessionID, promptID string) (string, bool, error) {
+	var state, parentState string
+	found, err := storage.QueryRow(t, `SELECT j.state, COALESCE(pp.state, '')
+		FROM jobs j JOIN prompts p ON p.session_id = j.child_id AND p.client_id = 'task-' || j.call_id
+		LEFT JOIN tool_calls c ON c.id = j.call_id
+		LEFT JOIN steps s ON s.id = c.step_id
+		LEFT JOIN prompts pp ON pp.id = s.prompt_id
+		WHERE j.child_id = ? AND p.id = ?`, []any{sessionID, promptID}, &state, &parentState)
+	if err != nil {
+		return "", false, fmt.Errorf("read job of %s: %w", sessionID, err)
+	}
+	if !found || JobState(state) != JobEnded {
+		return "", false, nil
+	}
+	if PromptState(parentState) == PromptInterrupted {
+		return event.ReasonUser, true, nil
+	}
+	return event.ReasonOrphaned, true, nil
+}
+
 // admitNotice admits a notice prompt to a session's queue unless one with
 // the same client id is there already, taking the session's claim unless
 // its turn is parked.
