@@ -83,7 +83,7 @@ func (Fetch) Do(req *httpmsg.Request) (*httpmsg.Response, error) {
 		return nil, fmt.Errorf("fetch %s: %w", req.URL.Redacted(), err)
 	}
 	if b := res.Get("body"); b.Truthy() {
-		resp.Body = &fetchBody{ctx: ctx, reader: b.Call("getReader"), abort: func() { ac.Call("abort") }, stop: stop}
+		resp.Body = newFetchBody(ctx, b.Call("getReader"), func() { ac.Call("abort") }, stop)
 	} else {
 		stop()
 		resp.Body = httpmsg.NoBody
@@ -91,18 +91,117 @@ func (Fetch) Do(req *httpmsg.Request) (*httpmsg.Response, error) {
 	return resp, nil
 }
 
-// fetchBody reads a fetch response's ReadableStream from a goroutine.
+// A model's answer streams hundreds of chunks, so a body's Read is on
+// the per-chunk path: it starts the stream's read and waits for its
+// settlement without a goroutine or a js.Func of its own. The settlement
+// goes to two package-level functions bound to the body's id once per
+// body (as a stream's callbacks are, stream_js.go), so nothing is ever
+// released: a settlement arriving after Close finds no body under its id
+// and does nothing.
+var (
+	bodiesMu   sync.Mutex
+	bodies     = map[int]*fetchBody{}
+	lastBodyID int
+
+	// bodyRead: a read settled with {done, value}.
+	bodyRead = js.FuncOf(func(_ js.Value, args []js.Value) any {
+		if b := bodyOf(args); b != nil {
+			r := arg1(args)
+			if r.Get("done").Bool() {
+				b.settle(readResult{done: true})
+				return nil
+			}
+			v := r.Get("value")
+			chunk := make([]byte, v.Get("length").Int())
+			js.CopyBytesToGo(chunk, v)
+			b.settle(readResult{chunk: chunk})
+		}
+		return nil
+	})
+	// bodyFailed: a read was rejected (an abort, a broken connection).
+	bodyFailed = js.FuncOf(func(_ js.Value, args []js.Value) any {
+		if b := bodyOf(args); b != nil {
+			b.settle(readResult{err: errors.New(jsText(arg1(args)))})
+		}
+		return nil
+	})
+)
+
+// bodyOf is the body whose id a bound callback got first.
+func bodyOf(args []js.Value) *fetchBody {
+	if len(args) == 0 || args[0].Type() != js.TypeNumber {
+		return nil
+	}
+	bodiesMu.Lock()
+	defer bodiesMu.Unlock()
+	return bodies[args[0].Int()]
+}
+
+func arg1(args []js.Value) js.Value {
+	if len(args) < 2 {
+		return js.Undefined()
+	}
+	return args[1]
+}
+
+// readResult is one settled read of a body's stream.
+type readResult struct {
+	chunk []byte
+	done  bool
+	err   error
+}
+
+// fetchBody reads a fetch response's ReadableStream. At most one read of
+// the stream is out at a time (Read holds mu while it waits).
 type fetchBody struct {
 	ctx    context.Context
 	reader js.Value
 	abort  func()
 	stop   func() bool
 
+	id       int
+	onRead   js.Value        // bodyRead bound to id
+	onFail   js.Value        // bodyFailed bound to id
+	settled  chan readResult // the read out, once settled; one at most
+	closing  chan struct{}   // closed by Close: ends a Read that waits
+	closeOne sync.Once
+
 	mu     sync.Mutex
 	buf    []byte
 	done   bool
 	err    error
 	closed bool
+}
+
+// newFetchBody registers a body for reader's settlements.
+func newFetchBody(ctx context.Context, reader js.Value, abort func(), stop func() bool) *fetchBody {
+	b := &fetchBody{ctx: ctx, reader: reader, abort: abort, stop: stop,
+		settled: make(chan readResult, 1), closing: make(chan struct{})}
+	bodiesMu.Lock()
+	lastBodyID++
+	b.id = lastBodyID
+	bodies[b.id] = b
+	bodiesMu.Unlock()
+	b.onRead = bodyRead.Call("bind", js.Null(), b.id)
+	b.onFail = bodyFailed.Call("bind", js.Null(), b.id)
+	return b
+}
+
+// settle hands a read's settlement to the Read waiting for it. It never
+// blocks: only one read is out at a time, and a Read that gave up (ctx,
+// Close) reads no more.
+func (b *fetchBody) settle(r readResult) {
+	select {
+	case b.settled <- r:
+	default:
+	}
+}
+
+// forget unregisters the body: later settlements do nothing.
+func (b *fetchBody) forget() {
+	bodiesMu.Lock()
+	delete(bodies, b.id)
+	bodiesMu.Unlock()
 }
 
 func (b *fetchBody) Read(p []byte) (int, error) {
@@ -118,17 +217,17 @@ func (b *fetchBody) Read(p []byte) (int, error) {
 		if b.err != nil {
 			return 0, b.err
 		}
-		chunk, err := awaitCtx(b.ctx, b.reader.Call("read"))
-		switch {
-		case err != nil:
-			b.err = err
-		case chunk.Get("done").Bool():
-			b.done = true
-		default:
-			v := chunk.Get("value")
-			buf := make([]byte, v.Get("length").Int())
-			js.CopyBytesToGo(buf, v)
-			b.buf = buf
+		b.reader.Call("read").Call("then", b.onRead, b.onFail)
+		select {
+		case r := <-b.settled:
+			b.buf, b.done, b.err = r.chunk, r.done, r.err
+		case <-b.ctx.Done():
+			b.err = context.Cause(b.ctx) // the abort signal rejects the read too
+		case <-b.closing:
+			b.err = errors.New("read on closed body")
+		}
+		if b.done || b.err != nil {
+			b.forget() // the stream settles no more reads of ours
 		}
 	}
 	n := copy(p, b.buf)
@@ -136,29 +235,45 @@ func (b *fetchBody) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-// Close releases the stream: an unfinished body's fetch is aborted, which
-// also ends a Read waiting on it.
+// Close releases the stream: an unfinished body's fetch is aborted, and a
+// Read waiting on it ends.
 func (b *fetchBody) Close() error {
 	b.abort() // a no-op once the body has ended
 	b.stop()
+	b.closeOne.Do(func() { close(b.closing) })
 	b.mu.Lock()
 	b.closed = true
 	b.mu.Unlock()
+	b.forget()
 	return nil
 }
 
 // awaitCtx is await that gives up when ctx ends (the abort signal then
-// rejects the promise too).
+// rejects the promise too). It waits without a goroutine of its own: the
+// callbacks release themselves when the promise settles, even after
+// awaitCtx gave up.
 func awaitCtx(ctx context.Context, p js.Value) (js.Value, error) {
 	type result struct {
 		v   js.Value
 		err error
 	}
 	ch := make(chan result, 1)
-	go func() {
-		v, err := await(p)
-		ch <- result{v, err}
-	}()
+	var onOK, onErr js.Func
+	release := func() {
+		onOK.Release()
+		onErr.Release()
+	}
+	onOK = js.FuncOf(func(_ js.Value, args []js.Value) any {
+		release()
+		ch <- result{v: arg0(args)}
+		return nil
+	})
+	onErr = js.FuncOf(func(_ js.Value, args []js.Value) any {
+		release()
+		ch <- result{err: errors.New(jsText(arg0(args)))}
+		return nil
+	})
+	p.Call("then", onOK, onErr)
 	select {
 	case r := <-ch:
 		return r.v, r.err

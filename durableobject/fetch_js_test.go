@@ -5,8 +5,11 @@ package durableobject
 import (
 	"context"
 	"io"
+	"syscall/js"
 	"testing"
+	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/revenantrt/revenant/core/httpmsg"
@@ -36,4 +39,192 @@ func TestFetchCancelled(t *testing.T) {
 	require.NoError(t, err)
 	_, err = Fetch{}.Do(req)
 	require.ErrorIs(t, err, context.Canceled)
+}
+
+// fakeReader is a stream reader whose reads the test settles: each read
+// pushes its {res, rej} on reads.
+func fakeReader() js.Value {
+	return js.Global().Call("eval", `(() => {
+		const r = { reads: [], read() { return new Promise((res, rej) => r.reads.push({ res, rej })); } };
+		return r;
+	})()`)
+}
+
+// settleRead resolves read i of r with text (done when text is nil).
+func settleRead(r js.Value, i int, text *string) {
+	if text == nil {
+		r.Get("reads").Index(i).Get("res").Invoke(js.Global().Call("eval", `({ done: true })`))
+		return
+	}
+	chunk := jsObject.New()
+	chunk.Set("done", false)
+	chunk.Set("value", js.Global().Get("TextEncoder").New().Call("encode", *text))
+	r.Get("reads").Index(i).Get("res").Invoke(chunk)
+}
+
+// testBody is a fetchBody over reader, counting its aborts.
+func testBody(ctx context.Context, reader js.Value) (*fetchBody, *int) {
+	aborts := 0
+	return newFetchBody(ctx, reader, func() { aborts++ }, func() bool { return true }), &aborts
+}
+
+// readAsync runs one Read of b in a goroutine and waits until it asked
+// the stream (nextTask: every goroutine that could run has run).
+func readAsync(b *fetchBody) <-chan readOutcome {
+	out := make(chan readOutcome, 1)
+	go func() {
+		p := make([]byte, 64)
+		n, err := b.Read(p)
+		out <- readOutcome{string(p[:n]), err}
+	}()
+	nextTask()
+	return out
+}
+
+type readOutcome struct {
+	text string
+	err  error
+}
+
+// registered reports whether b still takes settlements.
+func registered(b *fetchBody) bool {
+	bodiesMu.Lock()
+	defer bodiesMu.Unlock()
+	return bodies[b.id] == b
+}
+
+// A body's reads come back in order, one stream read at a time, then EOF;
+// an ended body is forgotten.
+func TestFetchBodyReadsChunksInOrder(t *testing.T) {
+	r := fakeReader()
+	b, aborts := testBody(context.Background(), r)
+	for i, want := range []string{"data: one\n\n", "data: two\n\n"} {
+		got := readAsync(b)
+		require.Equal(t, i+1, r.Get("reads").Length(), "one read out")
+		settleRead(r, i, &want)
+		o := <-got
+		require.NoError(t, o.err)
+		assert.Equal(t, want, o.text)
+	}
+	got := readAsync(b)
+	settleRead(r, 2, nil)
+	o := <-got
+	assert.ErrorIs(t, o.err, io.EOF)
+	assert.False(t, registered(b), "an ended body takes no settlements")
+	require.NoError(t, b.Close())
+	assert.Equal(t, 1, *aborts, "Close aborts (a no-op on an ended fetch)")
+}
+
+// A rejected read is the body's error, and stays it.
+func TestFetchBodyRejectedRead(t *testing.T) {
+	r := fakeReader()
+	b, _ := testBody(context.Background(), r)
+	got := readAsync(b)
+	r.Get("reads").Index(0).Get("rej").Invoke(jsError.New("network lost"))
+	o := <-got
+	require.Error(t, o.err)
+	assert.Contains(t, o.err.Error(), "network lost")
+	_, err := b.Read(make([]byte, 8))
+	assert.Equal(t, o.err, err)
+	assert.Equal(t, 1, r.Get("reads").Length(), "no read after the error")
+}
+
+// waitRead is a Read's outcome; the deadline only keeps a broken build
+// from hanging the test binary (a Read that never ends fails).
+func waitRead(t *testing.T, got <-chan readOutcome) readOutcome {
+	t.Helper()
+	select {
+	case o := <-got:
+		return o
+	case <-time.After(30 * time.Second):
+		t.Fatal("the Read did not end")
+		return readOutcome{}
+	}
+}
+
+// Close ends a Read waiting on the stream and aborts the fetch; the
+// read's settlement arriving afterwards does nothing (no callback of a
+// released js.Func, no data read after Close).
+func TestFetchBodyCloseEndsPendingRead(t *testing.T) {
+	r := fakeReader()
+	b, aborts := testBody(context.Background(), r)
+	released := countReleasedCalls(t)
+	got := readAsync(b)
+	closed := make(chan error, 1)
+	go func() { closed <- b.Close() }()
+	o := waitRead(t, got)
+	require.NoError(t, <-closed)
+	assert.Error(t, o.err)
+	assert.Equal(t, 1, *aborts)
+	assert.False(t, registered(b))
+
+	late := "late"
+	settleRead(r, 0, &late)
+	nextTask() // the settlement's callback ran
+	n, err := b.Read(make([]byte, 8))
+	assert.Zero(t, n)
+	assert.Error(t, err)
+	assert.Zero(t, released(), "no call to a released js.Func")
+}
+
+// The request's context ends a Read waiting on the stream, with its
+// cause; a settlement arriving afterwards does nothing.
+func TestFetchBodyContextEndsPendingRead(t *testing.T) {
+	released := countReleasedCalls(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	r := fakeReader()
+	b, _ := testBody(ctx, r)
+	got := readAsync(b)
+	cancel()
+	o := waitRead(t, got)
+	assert.ErrorIs(t, o.err, context.Canceled)
+	late := "late"
+	settleRead(r, 0, &late)
+	nextTask()
+	_, err := b.Read(make([]byte, 8))
+	assert.ErrorIs(t, err, context.Canceled, "the error stays")
+	assert.Equal(t, 1, r.Get("reads").Length())
+	require.NoError(t, b.Close())
+	assert.Zero(t, released(), "no call to a released js.Func")
+}
+
+// awaitCtx gives up when its context ends, and the promise settling
+// afterwards calls no released js.Func (which would end the program).
+func TestAwaitCtxGivesUpThenSettles(t *testing.T) {
+	released := countReleasedCalls(t)
+	d := js.Global().Call("eval", `(() => { const d = {}; d.p = new Promise((res) => (d.res = res)); return d; })()`)
+	ctx, cancel := context.WithCancel(context.Background())
+	got := make(chan error, 1)
+	go func() {
+		_, err := awaitCtx(ctx, d.Get("p"))
+		got <- err
+	}()
+	nextTask()
+	cancel()
+	require.ErrorIs(t, <-got, context.Canceled)
+	d.Get("res").Invoke("late")
+	nextTask() // the settlement's callback ran, and the program goes on
+	v, err := awaitCtx(context.Background(), js.Global().Get("Promise").Call("resolve", 7))
+	require.NoError(t, err)
+	assert.Equal(t, 7, v.Int())
+	assert.Zero(t, released(), "no call to a released js.Func")
+}
+
+// countReleasedCalls counts, from now until the test ends, the calls to a
+// released js.Func: syscall/js logs them on console.error ("call to
+// released function") rather than failing.
+func countReleasedCalls(t *testing.T) func() int {
+	console := js.Global().Get("console")
+	orig := console.Get("error")
+	c := js.Global().Call("eval", `(() => {
+		const c = { n: 0 };
+		c.wrap = (orig) => function (...args) {
+			if (String(args[0]).includes("released function")) c.n++;
+			return orig.apply(this, args);
+		};
+		return c;
+	})()`)
+	console.Set("error", c.Call("wrap", orig))
+	t.Cleanup(func() { console.Set("error", orig) })
+	return func() int { return c.Get("n").Int() }
 }

@@ -50,14 +50,15 @@ var now = time.Now
 
 // stream is a responseWriter's streaming state, under its mu.
 type stream struct {
-	writer  js.Value // the stream's writer once streaming
-	id      int      // its key in streams
-	broken  js.Value // streamBroken bound to id
-	ready   js.Value // streamReady bound to id
-	closed  bool     // the client went away
-	ended   bool     // closed or aborted by this side
-	queued  bool     // a sendSoon goroutine is on its way
-	waiting bool     // flushed bytes wait for writer.ready
+	writer  js.Value      // the stream's writer once streaming
+	id      int           // its key in streams
+	broken  js.Value      // streamBroken bound to id
+	ready   js.Value      // streamReady bound to id
+	closed  bool          // the client went away
+	ended   bool          // closed or aborted by this side
+	queued  bool          // the sender was woken and has not run yet
+	kick    chan struct{} // wakes the sender (sendSoon); closed by end
+	waiting bool          // flushed bytes wait for writer.ready
 	// unacked is what was sent and not yet taken (its write promise not
 	// settled), sent the sizes of those chunks, oldest first (a stream
 	// settles its writes in order); took is when the stream last took a
@@ -137,23 +138,33 @@ func (w *responseWriter) open(writer js.Value) {
 	w.ready = streamReady.Call("bind", js.Null(), w.id)
 	w.written = streamWritten.Call("bind", js.Null(), w.id)
 	w.writer.Get("closed").Call("catch", w.broken)
+	w.kick = make(chan struct{}, 1)
+	go w.sender(w.kick)
 }
 
 func (w *responseWriter) streaming() bool { return w.writer.Truthy() }
 
-// sendSoon sends what was flushed once the handler's goroutine blocks.
-// Under w.mu.
+// sendSoon sends what was flushed once the handler's goroutine blocks:
+// it wakes the stream's sender, which runs only then. Under w.mu.
 func (w *responseWriter) sendSoon() {
-	if w.queued || w.buf.Len() == 0 {
+	if w.queued || w.ended || w.buf.Len() == 0 {
 		return
 	}
 	w.queued = true
-	go func() {
+	w.kick <- struct{}{} // never blocks: queued says the one slot is free
+}
+
+// sender is a stream's goroutine that sends what was flushed, one per
+// stream rather than one per Flush: a new goroutine per streamed event
+// (and its stack growing into the JS calls) was a visible part of each
+// chunk's cost. It ends when the stream does (end closes kick).
+func (w *responseWriter) sender(kick <-chan struct{}) {
+	for range kick {
 		w.mu.Lock()
-		defer w.mu.Unlock()
 		w.queued = false
 		w.push()
-	}()
+		w.mu.Unlock()
+	}
 }
 
 // push sends the buffered bytes as one chunk if the stream took the last
@@ -220,6 +231,9 @@ func (w *responseWriter) end(abort bool) {
 			}
 			w.writer.Call("close").Call("catch", w.broken)
 		}
+	}
+	if !w.ended && w.kick != nil {
+		close(w.kick) // the sender ends
 	}
 	w.ended = true
 	streamsMu.Lock()

@@ -1,7 +1,6 @@
 package api
 
 import (
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -152,7 +151,8 @@ type stream struct {
 	flush func()
 	inst  *core.Instance
 	id    string
-	last  int64 // seq of the last durable event sent
+	last  int64  // seq of the last durable event sent
+	frame []byte // send's buffer
 }
 
 // catchUpPage bounds how many events one read of the log holds in memory.
@@ -198,19 +198,27 @@ func (s *stream) live(r *httpmsg.Request, ev event.Event) error {
 	return nil
 }
 
+// maxKeptFrame is the largest frame buffer a stream keeps between events.
+const maxKeptFrame = 64 << 10
+
+// send writes ev's frame in one Write, from one buffer the stream reuses
+// (appendFrame: a delta's frame is the per-chunk cost of an answer).
 func (s *stream) send(ev event.Event) error {
-	data, err := json.Marshal(ev)
+	frame, err := appendFrame(s.frame[:0], ev)
 	if err != nil {
 		return err
 	}
+	s.frame = frame
+	if cap(frame) > maxKeptFrame {
+		s.frame = nil // one large event does not hold its buffer for the stream's life
+	}
+	if _, err := s.w.Write(frame); err != nil {
+		return err
+	}
 	if !ev.IsEphemeral() {
-		if _, err := fmt.Fprintf(s.w, "id: %d\n", ev.Seq); err != nil {
-			return err
-		}
 		s.last = ev.Seq
 	}
-	_, err = fmt.Fprintf(s.w, "event: %s\ndata: %s\n\n", ev.Type, data)
-	return err
+	return nil
 }
 
 // root is the tree of a session id: the part before the first '.'.

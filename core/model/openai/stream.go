@@ -135,6 +135,17 @@ func (s *stream) handle(data []byte) error {
 	if len(data) == 0 {
 		return nil
 	}
+	if text, ok := textDelta(data); ok {
+		if text != "" {
+			s.pending = append(s.pending, model.Chunk{Text: text})
+		}
+		return nil
+	}
+	return s.decode(data)
+}
+
+// decode decodes one event's data in full into pending chunks.
+func (s *stream) decode(data []byte) error {
 	var p payload
 	if err := json.Unmarshal(data, &p); err != nil {
 		return &model.Error{Msg: s.redact("decode stream event: " + err.Error())}

@@ -10,6 +10,16 @@
 //	 and a wrangler.toml without [build] whose main is /tmp/prof/worker/entry.mjs)
 //	CONFIG=/tmp/prof/wrangler.toml N=40 node e2e/testdata/cpuprof/run.mjs
 //
+// It also prints the CPU time (user + system, from /proc) each process
+// of wrangler's group took per profiled turn: unlike the profile's
+// samples, which are wall time, that does not grow when other work on a
+// busy machine holds the core.
+//
+// PROFILE=off runs the same turns without the profiler (the CPU figures only).
+//
+// WORDS=200 makes the fake model's answer that many words (its usual
+// answer repeated), one streamed chunk each: the per-chunk path's share.
+//
 // It starts its own fake OpenAI-compatible model and wrangler dev (its
 // own process group, killed at the end) on loopback ports, runs 5 turns
 // to warm up and N profiled, and prints self time per kind (Go in the
@@ -25,6 +35,8 @@ const N = Number(process.env.N ?? 40);
 const CONFIG = process.env.CONFIG;
 const PORT = Number(process.env.PORT ?? 8899);
 const INSPECTOR = Number(process.env.INSPECTOR ?? 9333);
+const PROFILE = process.env.PROFILE !== "off"; // off: the CPU figures only, without the profiler's own cost
+const WORDS = Number(process.env.WORDS ?? 0); // 0: the answer as it is (7 chunks for these prompts)
 const STATE = fs.mkdtempSync("/tmp/cpuprof-");
 if (!CONFIG) throw new Error("CONFIG: a wrangler.toml without [build]");
 
@@ -34,7 +46,10 @@ const model = http.createServer((req, res) => {
   req.on("end", () => {
     const text = JSON.parse(b).messages.filter((m) => m.role === "user").at(-1).content;
     res.writeHead(200, { "content-type": "text/event-stream" });
-    for (const w of ("You said: " + text).split(/(?<= )/)) {
+    let words = ("You said: " + text + (WORDS > 0 ? " " : "")).split(/(?<= )/);
+    while (WORDS > 0 && words.length < WORDS) words = words.concat(words);
+    if (WORDS > 0) words = words.slice(0, WORDS);
+    for (const w of words) {
       res.write(`data: {"choices":[{"index":0,"delta":{"content":${JSON.stringify(w)}}}]}\n\n`);
     }
     res.end('data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n');
@@ -61,6 +76,26 @@ const deadline = Date.now() + 60_000; // wrangler is an external process: poll i
 while (!out.includes("Ready on")) {
   if (Date.now() > deadline) throw new Error("wrangler did not start:\n" + out);
   await new Promise((r) => setTimeout(r, 100));
+}
+
+// groupCPU reads the CPU time in ms (user + system) of each live process
+// in process group pgid, keyed "name pid".
+function groupCPU(pgid) {
+  const tick = 1000 / 100; // USER_HZ is 100 on Linux
+  const out = new Map();
+  for (const pid of fs.readdirSync("/proc").filter((d) => /^\d+$/.test(d))) {
+    let stat;
+    try {
+      stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
+    } catch {
+      continue; // ended since the listing
+    }
+    const name = stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"));
+    const f = stat.slice(stat.lastIndexOf(")") + 2).split(" "); // f[0] is field 3 (state)
+    if (Number(f[2]) !== pgid) continue;
+    out.set(`${name} ${pid}`, (Number(f[11]) + Number(f[12])) * tick);
+  }
+  return out;
 }
 
 const base = `http://127.0.0.1:${PORT}`;
@@ -114,7 +149,9 @@ await cdp("Profiler.enable");
 await cdp("Profiler.setSamplingInterval", { interval: 100 });
 await cdp("Profiler.start");
 const times = [];
+const cpu0 = groupCPU(w.pid);
 for (let i = 0; i < N; i++) times.push(await turn("warm prompt " + i));
+const cpu1 = groupCPU(w.pid);
 const { result } = await cdp("Profiler.stop");
 fs.writeFileSync(STATE + "/turns.cpuprofile", JSON.stringify(result.profile)); // opens in Chrome DevTools
 stop();
@@ -139,6 +176,8 @@ prof.samples.forEach((s, i) => {
 });
 const show = (m, k) =>
   [...m].sort((a, b) => b[1] - a[1]).slice(0, k).forEach(([name, us]) => console.log(`${(us / 1000 / N).toFixed(2).padStart(8)} ms/turn  ${name}`));
+console.log("CPU (user + system) by process:");
+for (const [key, t] of cpu1) console.log(`${((t - (cpu0.get(key) ?? 0)) / N).toFixed(2).padStart(8)} ms/turn  ${key}`);
 console.log("self time by kind:");
 show(byKind, 10);
 console.log("self time by function:");
