@@ -61,27 +61,39 @@ func TestRedirectObeysOperatorPermissions(t *testing.T) {
 
 func testRedirectObeysOperatorPermissions(t *testing.T) {
 	cast := redirecthost.NewCast(t)
-	provider := httptest.NewServer(fetchingProvider(cast.URLs()[:2])) // to Denied, to Allowed
-	defer provider.Close()
-
-	dir := t.TempDir()
-	conf := fmt.Sprintf(`{
-  "permissions": [
+	s := startRedirecting(t, cast, `
     {"action": "http_request", "resource": "*", "decision": "deny"},
     {"action": "http_request", "resource": "http:127.0.0.2", "decision": "allow"},
-    {"action": "http_request", "resource": "http:127.0.0.4", "decision": "allow"}
+    {"action": "http_request", "resource": "http:127.0.0.4", "decision": "allow"}`)
+	cast.Check(t, fetchBoth(t, s, s.create()))
+}
+
+// startRedirecting starts a server whose model calls http_request on
+// cast's first two URLs (to Denied, to Allowed), one per step, under the
+// operator's permissions (JSON rules, comma-separated) and an egress
+// policy that lets the tool reach cast's three hosts.
+func startRedirecting(t *testing.T, cast redirecthost.Cast, permissions string) *server {
+	t.Helper()
+	provider := httptest.NewServer(fetchingProvider(cast.URLs()[:2]))
+	t.Cleanup(provider.Close)
+	dir := t.TempDir()
+	conf := fmt.Sprintf(`{
+  "permissions": [%s
   ],
   "egress": {"schemes": ["http"], "ports": [%d, %d, %d], "allow_cidrs": ["127.0.0.2/32", "127.0.0.3/32", "127.0.0.4/32"]}
-}`, cast.First.Port(), cast.Denied.Port(), cast.Allowed.Port())
+}`, permissions, cast.First.Port(), cast.Denied.Port(), cast.Allowed.Port())
 	path := filepath.Join(dir, "config.json")
 	require.NoError(t, os.WriteFile(path, []byte(conf), 0o600))
-	s := startWith(t, filepath.Join(dir, "data"), "REVENANT_CONFIG="+path,
+	return startWith(t, filepath.Join(dir, "data"), "REVENANT_CONFIG="+path,
 		"OPENAI_BASE_URL="+provider.URL+"/v1", "OPENAI_API_KEY=sk-test", "REVENANT_MODEL=fake-model")
-	sid := s.create()
-	pid := s.prompt(sid, "fetch them")
-	sum := s.settle(sid, pid)
-	sum.requireEnd(t, pid, typeSucceeded, "")
+}
 
+// fetchBoth runs session sid's turn of two http_request calls to its end
+// and returns the two calls' settlements, in order.
+func fetchBoth(t *testing.T, s *server, sid string) []redirecthost.Settled {
+	t.Helper()
+	pid := s.prompt(sid, "fetch them")
+	s.settle(sid, pid).requireEnd(t, pid, typeSucceeded, "")
 	var got []redirecthost.Settled
 	for _, e := range s.readLog(sid, s.snapshot(sid).Cursor) {
 		if e.Type == typeToolSettled {
@@ -91,7 +103,7 @@ func testRedirectObeysOperatorPermissions(t *testing.T) {
 		}
 	}
 	require.Len(t, got, 2)
-	cast.Check(t, got)
+	return got
 }
 
 // TestRedirectObeysSessionPermissions: a session's own `permissions` (its
@@ -108,22 +120,10 @@ func TestRedirectObeysSessionPermissions(t *testing.T) {
 
 func testRedirectObeysSessionPermissions(t *testing.T) {
 	cast := redirecthost.NewCast(t)
-	provider := httptest.NewServer(fetchingProvider(cast.URLs()[:2])) // to Denied, to Allowed
-	defer provider.Close()
-
-	dir := t.TempDir()
-	conf := fmt.Sprintf(`{
-  "permissions": [
+	s := startRedirecting(t, cast, `
     {"action": "http_request", "resource": "*", "decision": "ask"},
     {"action": "http_request", "resource": "http:127.0.0.2", "decision": "allow"},
-    {"action": "http_request", "resource": "http:127.0.0.3", "decision": "allow"}
-  ],
-  "egress": {"schemes": ["http"], "ports": [%d, %d, %d], "allow_cidrs": ["127.0.0.2/32", "127.0.0.3/32", "127.0.0.4/32"]}
-}`, cast.First.Port(), cast.Denied.Port(), cast.Allowed.Port())
-	path := filepath.Join(dir, "config.json")
-	require.NoError(t, os.WriteFile(path, []byte(conf), 0o600))
-	s := startWith(t, filepath.Join(dir, "data"), "REVENANT_CONFIG="+path,
-		"OPENAI_BASE_URL="+provider.URL+"/v1", "OPENAI_API_KEY=sk-test", "REVENANT_MODEL=fake-model")
+    {"action": "http_request", "resource": "http:127.0.0.3", "decision": "allow"}`)
 	var created struct {
 		ID string `json:"id"`
 	}
@@ -131,20 +131,7 @@ func testRedirectObeysSessionPermissions(t *testing.T) {
 		{"action": "http_request", "resource": "http:127.0.0.3", "decision": "deny"},
 		{"action": "http_request", "resource": "http:127.0.0.4", "decision": "allow"},
 	}}}, http.StatusCreated, &created)
-	sid := created.ID
-	pid := s.prompt(sid, "fetch them")
-	sum := s.settle(sid, pid)
-	sum.requireEnd(t, pid, typeSucceeded, "")
-
-	var got []redirecthost.Settled
-	for _, e := range s.readLog(sid, s.snapshot(sid).Cursor) {
-		if e.Type == typeToolSettled {
-			var p redirecthost.Settled
-			require.NoError(t, json.Unmarshal(e.Data, &p))
-			got = append(got, p)
-		}
-	}
-	require.Len(t, got, 2)
+	got := fetchBoth(t, s, created.ID)
 	assert.Equal(t, "error", got[0].Outcome)
 	assert.Contains(t, got[0].Output, `redirect not permitted: http:127.0.0.3 is declined by a permission rule (session "http:127.0.0.3": deny)`)
 	assert.Equal(t, "ok", got[1].Outcome, got[1].Output)

@@ -53,13 +53,7 @@ func TestBrokenChildQuestionHistoriesAreCaught(t *testing.T) {
 			l.Replies = append(l.Replies, check.Reply{Session: askRoot, Question: qid, ResponseID: responseID})
 		}
 	}
-	cases := []struct {
-		name   string
-		sql    []string
-		ledger func(l *check.Ledger)
-		want   check.Rule
-		detail string
-	}{
+	cases := []tamperCase{
 		{name: "a child's answered question never resumes the child", want: check.RuleContinuation, detail: "never continued",
 			sql: []string{answer("a.5", ids.waiting, "r9")}, ledger: sent(ids.waiting, "r9")},
 		{name: "a child answered and ended, its parent never given the result", want: check.RuleTaskResult, detail: "never got its result",
@@ -105,25 +99,5 @@ func TestBrokenChildQuestionHistoriesAreCaught(t *testing.T) {
 		{name: "a parent waiting on a child claimed", want: check.RuleQuiescence, detail: "waits for an answer",
 			sql: []string{`INSERT INTO claims (session_id, claimed_at) VALUES ('a', 0)`}},
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			p := copyTree(t, path)
-			tamper(t, p, c.sql...)
-			l := *clean
-			l.Replies = append([]check.Reply(nil), clean.Replies...)
-			l.Listings = append([]check.Listing(nil), clean.Listings...)
-			if c.ledger != nil {
-				c.ledger(&l)
-			}
-			res, err := check.Tree(p, &l, check.Options{Label: "seed 7 tree 9"})
-			require.NoError(t, err)
-			var found bool
-			var all []string
-			for _, v := range res.Violations {
-				all = append(all, v.String())
-				found = found || (v.Rule == c.want && strings.Contains(v.Detail, c.detail))
-			}
-			require.True(t, found, "want a %s violation with %q, got:\n%s", c.want, c.detail, strings.Join(all, "\n"))
-		})
-	}
+	requireCaught(t, path, clean, "seed 7 tree 9", cases)
 }

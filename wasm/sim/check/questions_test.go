@@ -47,13 +47,7 @@ func TestBrokenQuestionHistoriesAreCaught(t *testing.T) {
 	require.Greater(t, continued, answeredSeq)
 	waitingPrompt := fmt.Sprintf(`'%s'`, queryText(t, path, fmt.Sprintf(`SELECT json_extract(data, '$.prompt_id') FROM events WHERE session_id = 'q' AND type = '%s' AND json_extract(data, '$.blockers[0].id') = '%s'`, event.StepParked, qs.waiting)))
 	lastGseq := queryInt(t, path, `SELECT MAX(gseq) FROM events`)
-	cases := []struct {
-		name   string
-		sql    []string
-		ledger func(l *check.Ledger)
-		want   check.Rule
-		detail string
-	}{
+	cases := []tamperCase{
 		{name: "question answered twice", want: check.RuleQuestionOnce, detail: "resolved again",
 			sql: []string{appendEvent("q", event.QuestionAnswered, fmt.Sprintf(`json_object('blocker_id', '%s', 'response_id', 'r2')`, qs.answered))}},
 		{name: "question answered after the interrupt cancelled it", want: check.RuleQuestionOnce, detail: "resolved again",
@@ -105,27 +99,7 @@ func TestBrokenQuestionHistoriesAreCaught(t *testing.T) {
 		{name: "claimed while waiting for an answer", want: check.RuleQuiescence, detail: "waits for an answer",
 			sql: []string{`INSERT INTO claims (session_id, claimed_at) VALUES ('q', 0)`}},
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			p := copyTree(t, path)
-			tamper(t, p, c.sql...)
-			l := *clean
-			l.Replies = append([]check.Reply(nil), clean.Replies...)
-			l.Listings = append([]check.Listing(nil), clean.Listings...)
-			if c.ledger != nil {
-				c.ledger(&l)
-			}
-			res, err := check.Tree(p, &l, check.Options{Label: "seed 7 tree 3"})
-			require.NoError(t, err)
-			var found bool
-			var all []string
-			for _, v := range res.Violations {
-				all = append(all, v.String())
-				found = found || (v.Rule == c.want && strings.Contains(v.Detail, c.detail))
-			}
-			require.True(t, found, "want a %s violation with %q, got:\n%s", c.want, c.detail, strings.Join(all, "\n"))
-		})
-	}
+	requireCaught(t, path, clean, "seed 7 tree 3", cases)
 }
 
 // queryText reads one text value from a tree file.
@@ -139,4 +113,43 @@ func queryText(t *testing.T, path, query string) string {
 	defer st.Close()
 	require.True(t, st.Step(), query)
 	return st.ColumnText(0)
+}
+
+// tamperCase is one broken history of a question fixture: the clean tree
+// tampered by sql, its ledger changed by ledger, and the violation the
+// checker must report (its rule, a part of its detail).
+type tamperCase struct {
+	name   string
+	sql    []string
+	ledger func(l *check.Ledger)
+	want   check.Rule
+	detail string
+}
+
+// requireCaught checks each case on its own copy of the clean tree at path
+// and of its ledger (replies and listings copied, so a case's changes stay
+// its own): the checker reports the case's violation.
+func requireCaught(t *testing.T, path string, clean *check.Ledger, label string, cases []tamperCase) {
+	t.Helper()
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := copyTree(t, path)
+			tamper(t, p, c.sql...)
+			l := *clean
+			l.Replies = append([]check.Reply(nil), clean.Replies...)
+			l.Listings = append([]check.Listing(nil), clean.Listings...)
+			if c.ledger != nil {
+				c.ledger(&l)
+			}
+			res, err := check.Tree(p, &l, check.Options{Label: label})
+			require.NoError(t, err)
+			var found bool
+			var all []string
+			for _, v := range res.Violations {
+				all = append(all, v.String())
+				found = found || (v.Rule == c.want && strings.Contains(v.Detail, c.detail))
+			}
+			require.True(t, found, "want a %s violation with %q, got:\n%s", c.want, c.detail, strings.Join(all, "\n"))
+		})
+	}
 }
