@@ -57,11 +57,19 @@ function varText(env, name) {
   return undefined;
 }
 
+// FRONT_ONLY are the secrets only the front reads: a tree's Go program
+// never sees them (it trusts the principal the front set), so nothing a
+// tree does, a panic's dump included, can show them.
+const FRONT_ONLY = ["REVENANT_TOKENS"];
+
 // goEnv is the Worker's vars and secrets as a Go program's environment: Go
-// reads its settings, provider and secrets with os.Getenv.
+// reads its settings, provider and secrets with os.Getenv. Every other
+// secret is given, since a webhook names its signing secret's var
+// (REVENANT_TOOLS' secret_env) freely.
 function goEnv(env, key) {
   const out = { REVENANT_BRIDGE: key };
   for (const k of Object.keys(env)) {
+    if (FRONT_ONLY.includes(k)) continue;
     const v = varText(env, k);
     if (v !== undefined) out[k] = v;
   }

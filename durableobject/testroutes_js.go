@@ -31,6 +31,8 @@ import (
 //	POST /v1/sessions/{id}/test/delete-tree  the tree deleted in the object
 //	                                   alone, its directory row kept (a front
 //	                                   killed between the two)
+//	POST /v1/sessions/{id}/test/env?name=N  whether the tree's Go program
+//	                                   has the var or secret N (never its value)
 //	POST /v1/sessions/{id}/test/conform  storagetest's suite on this object's
 //	                                   DB (testconform_js.go); ?broken=no-rollback
 //	                                   runs it on a DB that never rolls back
@@ -70,6 +72,11 @@ func testRoute(o *Object, w httpmsg.ResponseWriter, r *httpmsg.Request) bool {
 			panic(err)
 		}
 		w.WriteHeader(httpmsg.StatusNoContent)
+		return true
+	case "env":
+		_, set := os.LookupEnv(r.URL.Query().Get("name"))
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]bool{"set": set})
 		return true
 	case "conform":
 		serveConform(o, w, r)

@@ -120,6 +120,18 @@ func TestWorkerdFront(t *testing.T) {
 		"REVENANT_TOKENS:"+frontTokens, "REVENANT_OFFLINE_WORD_DELAY:"+workerdWordDelay, "REVENANT_ALLOWED_ORIGINS:"+frontOrigin)
 	alice, bob, nobody := w.as(t, "a-token"), w.as(t, "b-token"), w.as(t, "")
 
+	// The bearer tokens are the front's alone: a tree's Go program, which
+	// trusts the principal the front sets, never has them (the shim keeps
+	// them out of its environment), while it has the vars it reads.
+	t.Run("a tree never sees the tokens", func(t *testing.T) {
+		sid := alice.create()
+		for name, want := range map[string]bool{"REVENANT_TOKENS": false, "REVENANT_OFFLINE_WORD_DELAY": true} {
+			code, body := frontRaw(t, alice, "POST", "/v1/sessions/"+sid+"/test/env?name="+name)
+			require.Equal(t, http.StatusOK, code, "%s", body)
+			assert.JSONEq(t, fmt.Sprintf(`{"set":%t}`, want), body, name)
+		}
+	})
+
 	t.Run("no token is 401", func(t *testing.T) {
 		sid := alice.create()
 		for _, rq := range []struct{ method, path string }{

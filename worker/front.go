@@ -63,6 +63,8 @@ type Front struct {
 	admit   *api.Directory // only its Admit: the Host, Origin and clean-path checks every host applies
 	mux     *route.Mux     // api.Routes, to name a request's route
 	maxBody int64
+	// listLimit is a list page's size when the request gives no limit.
+	listLimit int
 }
 
 // Options configure the front from the Worker's vars and secrets.
@@ -80,6 +82,10 @@ type Options struct {
 	// MaxBody caps request bodies (bytes), the trees' max_body setting;
 	// zero is api.DefaultMaxBody.
 	MaxBody int64
+	// ListLimit is how many sessions a list page holds when the request
+	// names no limit, the trees' session_page_size setting; zero is
+	// api.DefaultListLimit.
+	ListLimit int
 }
 
 // New returns the front for o.
@@ -101,7 +107,11 @@ func New(o Options) (*Front, error) {
 	if maxBody <= 0 {
 		maxBody = api.DefaultMaxBody
 	}
-	f := &Front{auth: auth, admit: admit, mux: &route.Mux{}, maxBody: maxBody}
+	listLimit := o.ListLimit
+	if listLimit <= 0 {
+		listLimit = api.DefaultListLimit
+	}
+	f := &Front{auth: auth, admit: admit, mux: &route.Mux{}, maxBody: maxBody, listLimit: listLimit}
 	for _, rt := range append(api.Routes[:len(api.Routes):len(api.Routes)], testRoutes...) {
 		f.mux.HandleFunc(rt.Method+" "+rt.Pattern, nil)
 	}
@@ -139,7 +149,7 @@ func (f *Front) Decide(w httpmsg.ResponseWriter, r *httpmsg.Request) Decision {
 		d.Kind = Create
 		return d
 	case route.Pattern == "/v1/sessions":
-		limit, after, err := ParseListQuery(r.URL.Query())
+		limit, after, err := ParseListQuery(r.URL.Query(), f.listLimit)
 		if err != nil {
 			api.WriteError(w, err)
 			return Decision{}
@@ -286,11 +296,11 @@ func (c ListCursor) Encode() string {
 }
 
 // ParseListQuery reads GET /v1/sessions' limit and cursor as the local
-// server does (a missing limit is api.DefaultListLimit; 1 to
-// api.MaxListLimit; a cursor this front returned). A nil cursor is the
-// first page.
-func ParseListQuery(q url.Values) (limit int, after *ListCursor, err error) {
-	if limit, err = api.IntParam(q.Get("limit"), "limit", api.DefaultListLimit, 1, api.MaxListLimit); err != nil {
+// server does (a missing limit is defaultLimit, the session_page_size
+// setting; 1 to api.MaxListLimit; a cursor this front returned). A nil
+// cursor is the first page.
+func ParseListQuery(q url.Values, defaultLimit int) (limit int, after *ListCursor, err error) {
+	if limit, err = api.IntParam(q.Get("limit"), "limit", defaultLimit, 1, api.MaxListLimit); err != nil {
 		return 0, nil, err
 	}
 	s := q.Get("cursor")

@@ -126,31 +126,49 @@ func TestDecideTokens(t *testing.T) {
 }
 
 func TestListQuery(t *testing.T) {
-	limit, after, err := worker.ParseListQuery(url.Values{})
+	limit, after, err := worker.ParseListQuery(url.Values{}, api.DefaultListLimit)
 	require.NoError(t, err)
 	assert.Equal(t, 50, limit)
 	assert.Nil(t, after)
 
 	c := worker.ListCursor{CreatedAt: 1700000000123, ID: "abc"}
-	limit, after, err = worker.ParseListQuery(url.Values{"limit": {"2"}, "cursor": {c.Encode()}})
+	limit, after, err = worker.ParseListQuery(url.Values{"limit": {"2"}, "cursor": {c.Encode()}}, api.DefaultListLimit)
 	require.NoError(t, err)
 	assert.Equal(t, 2, limit)
 	assert.Equal(t, &c, after)
 
 	for _, q := range []url.Values{{"limit": {"0"}}, {"limit": {"201"}}, {"limit": {"x"}}, {"cursor": {"!!"}}, {"cursor": {worker.ListCursor{ID: "a/b"}.Encode()}}} {
-		_, _, err := worker.ParseListQuery(q)
+		_, _, err := worker.ParseListQuery(q, api.DefaultListLimit)
 		assert.Error(t, err, q)
 	}
+}
+
+// A list without a limit gets the session_page_size setting the front was
+// given (REVENANT_SETTINGS), as on the local server; an explicit limit wins.
+func TestDecideListUsesTheConfiguredPageSize(t *testing.T) {
+	f, err := worker.New(worker.Options{Tokens: "alice:a-token", ListLimit: 7})
+	require.NoError(t, err)
+	auth := http.Header{"Authorization": {"Bearer a-token"}}
+	d, _ := decide(t, f, "GET", "/v1/sessions", auth)
+	assert.Equal(t, worker.List, d.Kind)
+	assert.Equal(t, worker.DirectoryListPath(7, nil), d.URL)
+	d, _ = decide(t, f, "GET", "/v1/sessions?limit=3", auth)
+	assert.Equal(t, worker.DirectoryListPath(3, nil), d.URL)
+
+	f, err = worker.New(worker.Options{Tokens: "alice:a-token"})
+	require.NoError(t, err)
+	d, _ = decide(t, f, "GET", "/v1/sessions", auth)
+	assert.Equal(t, worker.DirectoryListPath(api.DefaultListLimit, nil), d.URL)
 }
 
 // The front reads limit as the local server does (api.IntParam): an empty
 // limit is the default, and a bad one is refused in the same words.
 func TestListQueryLimitAsLocal(t *testing.T) {
-	limit, _, err := worker.ParseListQuery(url.Values{"limit": {""}})
+	limit, _, err := worker.ParseListQuery(url.Values{"limit": {""}}, api.DefaultListLimit)
 	require.NoError(t, err)
 	assert.Equal(t, api.DefaultListLimit, limit)
 
-	_, _, err = worker.ParseListQuery(url.Values{"limit": {"x"}})
+	_, _, err = worker.ParseListQuery(url.Values{"limit": {"x"}}, api.DefaultListLimit)
 	e := api.ErrorOf(err)
 	assert.Equal(t, api.ErrInvalidRequest, e.Type)
 	assert.Equal(t, "limit must be a whole number from 1 to 200", e.Message)

@@ -68,7 +68,7 @@ func TestListCursorRoundTrip(t *testing.T) {
 		Next string `json:"next_cursor"`
 	}
 	require.NoError(t, json.Unmarshal(body, &page))
-	limit, after, err := worker.ParseListQuery(url.Values{"cursor": {page.Next}, "limit": {"1"}})
+	limit, after, err := worker.ParseListQuery(url.Values{"cursor": {page.Next}, "limit": {"1"}}, 50)
 	require.NoError(t, err)
 	assert.Equal(t, "/trees?after_at=1700000000999&after_id=z9&limit=1", worker.DirectoryListPath(limit, after))
 }

@@ -19,10 +19,6 @@ import (
 	"github.com/revenantrt/revenant/tools/web/webnet"
 )
 
-// defaultOpenAIBaseURL is used when OPENAI_API_KEY is set without
-// OPENAI_BASE_URL.
-const defaultOpenAIBaseURL = "https://api.openai.com/v1"
-
 // setup is what the server runs turns with, built from the environment
 // and REVENANT_CONFIG.
 type setup struct {
@@ -82,18 +78,16 @@ func buildSetup(getenv func(string) string, clock core.Clock, wordDelay time.Dur
 	}
 
 	var m model.Model
-	base, key, name := getenv("OPENAI_BASE_URL"), getenv("OPENAI_API_KEY"), getenv("REVENANT_MODEL")
-	if base == "" && key != "" {
-		base = defaultOpenAIBaseURL
+	key := getenv("OPENAI_API_KEY")
+	provider, err := config.ChooseProvider(getenv("OPENAI_BASE_URL"), key, getenv("REVENANT_MODEL"), conf.SessionDefaults.Model)
+	if err != nil {
+		return setup{}, err
 	}
-	switch {
-	case base != "":
-		if name == "" {
-			name = conf.SessionDefaults.Model
-		}
-		if name == "" {
-			return setup{}, fmt.Errorf("REVENANT_MODEL is required with a provider (%s)", base)
-		}
+	if provider.Offline() {
+		m = offline.New(clock, offline.Options{WordDelay: wordDelay})
+		s.provider, s.model = "offline", "offline (word delay "+wordDelay.String()+")"
+	} else {
+		base, name := provider.BaseURL, provider.Model
 		// The provider's URL is the operator's, not the model's: it is not
 		// subject to the tools' egress policy.
 		m, err = openai.New(openai.Config{BaseURL: base, APIKey: key, Model: name, MaxRetryAfter: conf.Settings.MaxRetryAfter,
@@ -103,11 +97,6 @@ func buildSetup(getenv func(string) string, clock core.Clock, wordDelay time.Dur
 		}
 		s.provider, s.model = base, name
 		s.baseURL, s.apiKey, s.modelName = base, key, name
-	case name != "":
-		return setup{}, fmt.Errorf("REVENANT_MODEL is set but no provider: set OPENAI_BASE_URL (or OPENAI_API_KEY for OpenAI)")
-	default:
-		m = offline.New(clock, offline.Options{WordDelay: wordDelay})
-		s.provider, s.model = "offline", "offline (word delay "+wordDelay.String()+")"
 	}
 	s.rules = conf.Permissions
 	s.driver, err = runner.New(m, registry, configs.Runner.WithPermissions(conf.Permissions))

@@ -35,9 +35,9 @@ func serveFront(bridge js.Value) {
 
 // frontOptions reads the front's configuration: its bearer tokens from
 // the REVENANT_TOKENS secret, the allowed browser origins from
-// REVENANT_ALLOWED_ORIGINS, and the body cap from REVENANT_SETTINGS'
+// REVENANT_ALLOWED_ORIGINS, and from REVENANT_SETTINGS the body cap,
 // max_body (the trees' own cap, so the front refuses exactly what the
-// object would).
+// object would), and a list page's size, session_page_size.
 func frontOptions(getenv func(string) string) (worker.Options, error) {
 	origins, err := api.ParseOrigins(getenv(OriginsVar))
 	if err != nil {
@@ -47,5 +47,5 @@ func frontOptions(getenv func(string) string) (worker.Options, error) {
 	if err != nil {
 		return worker.Options{}, err
 	}
-	return worker.Options{Tokens: getenv("REVENANT_TOKENS"), AllowedOrigins: origins, MaxBody: s.MaxBody}, nil
+	return worker.Options{Tokens: getenv("REVENANT_TOKENS"), AllowedOrigins: origins, MaxBody: s.MaxBody, ListLimit: s.SessionPageSize}, nil
 }

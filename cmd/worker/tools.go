@@ -60,6 +60,10 @@ func parseTools(raw string, getenv func(string) string) (config.Config, error) {
 			if err := json.Unmarshal(nameRaw, &name); err != nil || name == "" {
 				return config.Config{}, fmt.Errorf("%s: %s.secret_env: must be a Worker secret's name", ToolsVar, key)
 			}
+			if name == "REVENANT_TOKENS" {
+				// durableobject/shim.js keeps the front's tokens from every tree.
+				return config.Config{}, fmt.Errorf("%s: %s.secret_env: REVENANT_TOKENS holds the API's bearer tokens and is never given to a tree; give the webhook a secret of its own", ToolsVar, key)
+			}
 			secret := getenv(name)
 			if secret == "" {
 				return config.Config{}, fmt.Errorf("%s: %s.secret_env: the Worker secret %s is not set (wrangler secret put %s)", ToolsVar, key, name, name)

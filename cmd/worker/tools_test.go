@@ -41,17 +41,18 @@ func TestParseTools(t *testing.T) {
 }
 
 func TestParseToolsRefuses(t *testing.T) {
-	secrets := env(map[string]string{"LEDGER_SECRET": hookSecret, "SHORT": "short"})
+	secrets := env(map[string]string{"LEDGER_SECRET": hookSecret, "SHORT": "short", "REVENANT_TOKENS": "alice:" + hookSecret})
 	hook := func(extra string) string {
 		return `{"webhook_tools":[{"name":"ledger","description":"d","url":"https://example.com/h"` + extra + `}]}`
 	}
 	for raw, msg := range map[string]string{
-		`[]`:                                   "REVENANT_TOOLS: not a JSON object",
-		`{"settings":{}}`:                      "REVENANT_TOOLS: settings: unknown key (allowed: webhook_tools, permissions, egress; settings go in REVENANT_SETTINGS)",
-		hook(`,"secret":"` + hookSecret + `"`): "REVENANT_TOOLS: webhook_tools[0].secret: give the Worker secret's name as secret_env instead",
-		hook(``):                               "REVENANT_TOOLS: webhook_tools[0].secret_env: required",
-		hook(`,"secret_env":"MISSING"`):        "REVENANT_TOOLS: webhook_tools[0].secret_env: the Worker secret MISSING is not set (wrangler secret put MISSING)",
-		hook(`,"secret_env":"SHORT"`):          "webhook_tools[0].secret: must be at least 16 bytes",
+		`[]`:                                    "REVENANT_TOOLS: not a JSON object",
+		`{"settings":{}}`:                       "REVENANT_TOOLS: settings: unknown key (allowed: webhook_tools, permissions, egress; settings go in REVENANT_SETTINGS)",
+		hook(`,"secret":"` + hookSecret + `"`):  "REVENANT_TOOLS: webhook_tools[0].secret: give the Worker secret's name as secret_env instead",
+		hook(``):                                "REVENANT_TOOLS: webhook_tools[0].secret_env: required",
+		hook(`,"secret_env":"MISSING"`):         "REVENANT_TOOLS: webhook_tools[0].secret_env: the Worker secret MISSING is not set (wrangler secret put MISSING)",
+		hook(`,"secret_env":"SHORT"`):           "webhook_tools[0].secret: must be at least 16 bytes",
+		hook(`,"secret_env":"REVENANT_TOKENS"`): "webhook_tools[0].secret_env: REVENANT_TOKENS holds the API's bearer tokens and is never given to a tree",
 		`{"permissions":[{"action":"t","resource":"*","decision":"no"}]}`: `permissions[0].decision: must be "allow", "ask" or "deny"`,
 		`{"egress":{"ports":[0]}}`:                                        "egress.ports[0]: must be 1–65535",
 	} {

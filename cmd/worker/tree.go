@@ -109,16 +109,19 @@ func (p *program) setup(clock core.Clock) (core.Config, core.Driver, error) {
 	return cfg, driver, err
 }
 
-// model is the OpenAI-compatible provider when OPENAI_BASE_URL or
-// REVENANT_MODEL is set (its key from the OPENAI_API_KEY secret, its
-// requests through the Workers fetch), the offline model otherwise.
+// model is the provider config.ChooseProvider picks from OPENAI_BASE_URL,
+// the OPENAI_API_KEY secret and REVENANT_MODEL, the rule the local server
+// applies (its requests through the Workers fetch), the offline model when
+// none of them is set. A choice that is an error (a model without a
+// provider, a provider without a model) fails the boot with its reason.
 func (p *program) model(clock core.Clock) (model.Model, error) {
-	base, name := os.Getenv("OPENAI_BASE_URL"), os.Getenv("REVENANT_MODEL")
-	if base != "" || name != "" {
-		if base == "" {
-			base = "https://api.openai.com/v1"
-		}
-		m, err := openai.New(openai.Config{BaseURL: base, Model: name, APIKey: os.Getenv("OPENAI_API_KEY"),
+	key := os.Getenv("OPENAI_API_KEY")
+	provider, err := config.ChooseProvider(os.Getenv("OPENAI_BASE_URL"), key, os.Getenv("REVENANT_MODEL"), "")
+	if err != nil {
+		return nil, err
+	}
+	if !provider.Offline() {
+		m, err := openai.New(openai.Config{BaseURL: provider.BaseURL, Model: provider.Model, APIKey: key,
 			Client: durableobject.Fetch{}, MaxRetryAfter: p.maxRetryAfter})
 		if err != nil {
 			return nil, fmt.Errorf("model (OPENAI_BASE_URL, REVENANT_MODEL): %w", err)

@@ -1,0 +1,49 @@
+//go:build js && wasm
+
+package main
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/revenantrt/revenant/core/model/offline"
+	"github.com/revenantrt/revenant/core/model/openai"
+)
+
+// The provider variables mean what they mean on the local server
+// (config.ChooseProvider): the key secret alone is OpenAI, never a quiet
+// fall back to the offline model, and a model without a provider, or a
+// provider without a model, fails the boot with the reason.
+func TestTreeModelFollowsTheLocalRule(t *testing.T) {
+	p := &program{}
+	set := func(base, key, name string) {
+		t.Setenv("OPENAI_BASE_URL", base)
+		t.Setenv("OPENAI_API_KEY", key)
+		t.Setenv("REVENANT_MODEL", name)
+	}
+
+	set("", "", "")
+	m, err := p.model(nil)
+	require.NoError(t, err)
+	assert.IsType(t, &offline.Model{}, m, "nothing configured: the offline model")
+
+	set("", "sk-test", "gpt-test")
+	m, err = p.model(nil)
+	require.NoError(t, err)
+	assert.IsType(t, &openai.Model{}, m, "the key alone means OpenAI")
+
+	set("", "sk-test", "")
+	_, err = p.model(nil)
+	assert.ErrorContains(t, err, "REVENANT_MODEL is required")
+
+	set("", "", "gpt-test")
+	_, err = p.model(nil)
+	assert.ErrorContains(t, err, "no provider")
+
+	set("http://127.0.0.1:9/v1", "", "m")
+	m, err = p.model(nil)
+	require.NoError(t, err)
+	assert.IsType(t, &openai.Model{}, m)
+}
