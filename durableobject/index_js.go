@@ -89,10 +89,9 @@ const (
 )
 
 // CreatedAtHeader is on the object's 201 to a create, for the front only
-// (which removes it): the root session's created_at, which the front
-// records in the principal's directory so the list says what the
-// session's snapshot says. The API's 201 body carries only the id.
-const CreatedAtHeader = "x-revenant-created-at"
+// (which removes it): api.CreatedAtHeader, which the front records in the
+// principal's directory.
+const CreatedAtHeader = api.CreatedAtHeader
 
 // created keeps the new root session's created_at for the create's
 // answer (createdWriter); the API's Index calls it once the session

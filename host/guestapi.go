@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/revenantrt/revenant/core/api"
@@ -143,18 +144,22 @@ func (g *GuestHandler) create(w http.ResponseWriter, r *http.Request, m *httpmsg
 	}
 	id := g.h.cfg.IDs.NewID()
 	var resp *recorder
-	_, err = g.h.createTree(r.Context(), id, principal, func(e *entry) error {
+	_, err = g.h.createTree(r.Context(), id, principal, func(e *entry) (int64, error) {
 		gi, ok := e.run.(*guestInstance)
 		if !ok {
-			return errGuestTrees
+			return 0, errGuestTrees
 		}
 		resp = &recorder{header: http.Header{}}
 		// As in process, the create finishes even if the client goes away.
 		gi.tree.ServeHTTP(resp, guestCredentials(r.WithContext(context.WithoutCancel(r.Context()))))
+		// The guest names its root session's created_at for the index
+		// only (the list says what the session says); never the client's.
+		at, _ := strconv.ParseInt(resp.header.Get(api.CreatedAtHeader), 10, 64)
+		resp.header.Del(api.CreatedAtHeader)
 		if resp.status != http.StatusCreated {
-			return errCreateRefused
+			return 0, errCreateRefused
 		}
-		return nil
+		return max(at, 0), nil
 	})
 	if resp != nil && (err == nil || errors.Is(err, errCreateRefused)) {
 		resp.writeTo(w)

@@ -113,10 +113,12 @@ func (ix *index) deleteTree(ctx context.Context, id string) (bool, error) {
 	return n == 1, err
 }
 
-// markReady makes a created tree visible once its root session exists.
-func (ix *index) markReady(ctx context.Context, id string) error {
+// markReady makes a created tree visible once its root session exists,
+// with the root's created_at when known (nonzero), so the list says what
+// the session says.
+func (ix *index) markReady(ctx context.Context, id string, createdAt int64) error {
 	return ix.db.Tx(ctx, func(tx storage.Tx) error {
-		_, err := tx.Exec(`UPDATE trees SET ready = 1 WHERE id = ?`, id)
+		_, err := tx.Exec(`UPDATE trees SET ready = 1, created_at = CASE WHEN ? > 0 THEN ? ELSE created_at END WHERE id = ?`, createdAt, createdAt, id)
 		return err
 	})
 }

@@ -46,11 +46,19 @@ func (h *Host) Create(ctx context.Context, rootID, principal string, init func(*
 	if h.cfg.Guest != nil {
 		return nil, errGuestTrees
 	}
-	e, err := h.createTree(ctx, rootID, principal, func(e *entry) error {
+	e, err := h.createTree(ctx, rootID, principal, func(e *entry) (int64, error) {
 		if init == nil {
-			return nil
+			return 0, nil
 		}
-		return init(e.inst)
+		if err := init(e.inst); err != nil {
+			return 0, err
+		}
+		// The list says what the root's snapshot says (markReady).
+		s, err := e.inst.Session(ctx, rootID)
+		if err != nil {
+			return 0, nil // no root session (an init that made none): the index's own time stands
+		}
+		return s.CreatedAt, nil
 	})
 	if err != nil {
 		return nil, err
@@ -59,8 +67,10 @@ func (h *Host) Create(ctx context.Context, rootID, principal string, init func(*
 }
 
 // createTree is Create for any backend: init runs on the new tree's entry
-// while it is still invisible.
-func (h *Host) createTree(ctx context.Context, rootID, principal string, init func(*entry) error) (*entry, error) {
+// while it is still invisible, and returns the root session's created_at
+// (0: unknown), which the index then records in place of its own clock's,
+// so the list and the session agree.
+func (h *Host) createTree(ctx context.Context, rootID, principal string, init func(*entry) (int64, error)) (*entry, error) {
 	if !ValidTreeID(rootID) {
 		return nil, fmt.Errorf("create tree %q: %w", rootID, ErrInvalidTreeID)
 	}
@@ -87,7 +97,7 @@ func (h *Host) createTree(ctx context.Context, rootID, principal string, init fu
 	return e, nil
 }
 
-func (h *Host) create(ctx context.Context, e *entry, principal string, init func(*entry) error) error {
+func (h *Host) create(ctx context.Context, e *entry, principal string, init func(*entry) (int64, error)) error {
 	info := api.TreeInfo{RootID: e.id, Principal: principal, CreatedAt: h.cfg.Clock.Now()}
 	ok, err := h.index.insertTree(ctx, info)
 	if err != nil {
@@ -104,12 +114,16 @@ func (h *Host) create(ctx context.Context, e *entry, principal string, init func
 	if _, err := h.boot(ctx, e, &info); err != nil {
 		return errors.Join(err, h.dropRow(ctx, e.id), h.removeFiles(e.id))
 	}
+	var createdAt int64
 	if init != nil {
-		if err := init(e); err != nil {
+		if createdAt, err = init(e); err != nil {
 			return errors.Join(err, closeEntry(ctx, e), h.dropRow(ctx, e.id), h.removeFiles(e.id))
 		}
 	}
-	if err := h.index.markReady(ctx, e.id); err != nil {
+	if createdAt != 0 {
+		e.info.CreatedAt = createdAt
+	}
+	if err := h.index.markReady(ctx, e.id, createdAt); err != nil {
 		return errors.Join(fmt.Errorf("create tree %s: %w", e.id, err), closeEntry(ctx, e), h.dropRow(ctx, e.id), h.removeFiles(e.id))
 	}
 	return nil

@@ -27,10 +27,16 @@ type PromptRequest struct {
 	Mode string `json:"mode,omitempty"`
 }
 
-// Limits on request content.
+// Limits on request content. A session's config is stored in one event,
+// and a Durable Object refuses a value over 2 MB (JSON escapes some
+// characters six-fold), so its text is bounded as a prompt's is.
 const (
-	MaxPromptIDLen = 128
-	MaxPromptText  = 256 << 10
+	MaxPromptIDLen    = 128
+	MaxPromptText     = 256 << 10
+	MaxSystemPrompt   = MaxPromptText // config.system_prompt, bytes
+	MaxModelName      = 256           // config.model, bytes
+	MaxConfigTools    = 256           // config.tools, names
+	MaxConfigToolName = 64            // a name in config.tools, bytes (the tool-name rule's bound)
 )
 
 // DecodeError is what the strict decoder found wrong with a request body:
@@ -240,13 +246,39 @@ func DecodeCreate(body []byte) (CreateRequest, error) {
 		return req, err
 	}
 	if len(req.Config) > 0 && !bytes.Equal(bytes.TrimSpace(req.Config), []byte("null")) {
-		if _, err := core.ParseSessionConfig(req.Config); err != nil {
+		c, err := core.ParseSessionConfig(req.Config)
+		if err != nil {
 			return req, fail(ErrInvalidRequest, clientMessage(err))
+		}
+		if err := checkConfigLimits(c); err != nil {
+			return req, err
 		}
 	} else {
 		req.Config = nil
 	}
 	return req, nil
+}
+
+// checkConfigLimits bounds what a create may store in its config (the
+// stored config is parsed without them, so no session already created
+// stops working).
+func checkConfigLimits(c core.SessionConfig) error {
+	switch {
+	case len(c.SystemPrompt) > MaxSystemPrompt:
+		return fail(ErrPayloadTooLarge, fmt.Sprintf("config.system_prompt is longer than %d bytes", MaxSystemPrompt))
+	case len(c.Model) > MaxModelName:
+		return fail(ErrInvalidRequest, fmt.Sprintf("config.model is longer than %d bytes", MaxModelName))
+	case c.Tools != nil && len(*c.Tools) > MaxConfigTools:
+		return fail(ErrInvalidRequest, fmt.Sprintf("config.tools names more than %d tools", MaxConfigTools))
+	}
+	if c.Tools != nil {
+		for i, name := range *c.Tools {
+			if name == "" || len(name) > MaxConfigToolName {
+				return fail(ErrInvalidRequest, fmt.Sprintf("config.tools[%d] must be a tool name of 1 to %d bytes", i, MaxConfigToolName))
+			}
+		}
+	}
+	return nil
 }
 
 // DecodePrompt parses and validates a prompt body.

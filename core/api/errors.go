@@ -101,6 +101,10 @@ func ErrorOf(err error) *Error {
 		return &Error{Type: ErrReadOnly, Message: "the session is read-only: its storage is full or failing, so it cannot save anything; reading it still works"}
 	case errors.Is(err, core.ErrFenced), errors.Is(err, core.ErrClosed), errors.Is(err, storage.ErrClosed):
 		return &Error{Type: ErrUnavailable, Message: "the session's host is restarting; try again"}
+	case storage.CodeOf(err).Primary() == storage.CodeTooBig:
+		// A value over what the storage takes (a Durable Object's 2 MB):
+		// the request's content, never worth a retry.
+		return &Error{Type: ErrPayloadTooLarge, Message: "the request's content is too large to store"}
 	case errors.Is(err, core.ErrStorageUnavailable), storage.IsTransient(err):
 		return &Error{Type: ErrUnavailable, Message: "the session's storage is temporarily unavailable (full, busy or failing); try again"}
 	}

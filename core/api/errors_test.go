@@ -16,6 +16,7 @@ import (
 	"github.com/revenantrt/revenant/core"
 	"github.com/revenantrt/revenant/core/api"
 	"github.com/revenantrt/revenant/core/httpmsg/nethttp"
+	"github.com/revenantrt/revenant/core/storage"
 	"github.com/revenantrt/revenant/internal/treetest"
 )
 
@@ -148,4 +149,58 @@ func TestWriteErrorClipsALongMessage(t *testing.T) {
 	var body api.ErrorBody
 	require.NoError(t, json.Unmarshal(w.Body.Bytes(), &body))
 	assert.Equal(t, strings.Repeat("x", 1024)+"…", body.Error.Message)
+}
+
+// A create's config is bounded as a prompt's text is: what one event can
+// hold on every host. Each bound refuses one byte or name over it.
+func TestDecodeCreateConfigLimits(t *testing.T) {
+	config := func(c map[string]any) []byte {
+		b, err := json.Marshal(map[string]any{"config": c})
+		require.NoError(t, err)
+		return b
+	}
+	names := func(n int, name string) []string {
+		out := make([]string, n)
+		for i := range out {
+			out[i] = name
+		}
+		return out
+	}
+	for _, ok := range []map[string]any{
+		{"system_prompt": strings.Repeat("<", api.MaxSystemPrompt)},
+		{"model": strings.Repeat("m", api.MaxModelName)},
+		{"tools": names(api.MaxConfigTools, strings.Repeat("t", api.MaxConfigToolName))},
+		{"tools": []string{}},
+	} {
+		_, err := api.DecodeCreate(config(ok))
+		assert.NoError(t, err)
+	}
+	for _, c := range []struct {
+		config map[string]any
+		typ    api.ErrorType
+		msg    string
+	}{
+		{map[string]any{"system_prompt": strings.Repeat("<", api.MaxSystemPrompt+1)}, api.ErrPayloadTooLarge, "config.system_prompt is longer than 262144 bytes"},
+		{map[string]any{"model": strings.Repeat("m", api.MaxModelName+1)}, api.ErrInvalidRequest, "config.model is longer than 256 bytes"},
+		{map[string]any{"tools": names(api.MaxConfigTools+1, "t")}, api.ErrInvalidRequest, "config.tools names more than 256 tools"},
+		{map[string]any{"tools": []string{"kv_get", strings.Repeat("t", api.MaxConfigToolName+1)}}, api.ErrInvalidRequest, "config.tools[1] must be a tool name of 1 to 64 bytes"},
+		{map[string]any{"tools": []string{""}}, api.ErrInvalidRequest, "config.tools[0] must be a tool name of 1 to 64 bytes"},
+	} {
+		_, err := api.DecodeCreate(config(c.config))
+		e := api.ErrorOf(err)
+		assert.Equal(t, c.typ, e.Type, c.msg)
+		assert.Equal(t, c.msg, e.Message)
+	}
+}
+
+// A value the storage refuses as too big (a Durable Object's 2 MB, SQLite's
+// SQLITE_TOOBIG) is the request's content: 413, not a 500.
+func TestTooBigToStoreIs413(t *testing.T) {
+	err := fmt.Errorf("create session: append session.created@1: %w", &storage.Error{Code: storage.CodeTooBig, Msg: "string or blob too big"})
+	e := api.ErrorOf(err)
+	assert.Equal(t, api.ErrPayloadTooLarge, e.Type)
+	assert.False(t, api.Internal(err))
+	w := httptest.NewRecorder()
+	api.WriteError(nethttp.Writer(w), err)
+	assert.Equal(t, http.StatusRequestEntityTooLarge, w.Code)
 }

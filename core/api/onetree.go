@@ -29,6 +29,13 @@ type OneTree struct {
 	Created func(rootID string)
 }
 
+// CreatedAtHeader is on a one-tree host's 201 to a create, for the host in
+// front of it only (the local host of a wasm guest, the front Worker of a
+// Durable Object), which removes it: the root session's created_at, which
+// that host records in its index so the session list says what the
+// session's snapshot says. The API's 201 body carries only the id.
+const CreatedAtHeader = "X-Revenant-Created-At"
+
 // NewID implements IDSource: the one tree's id.
 func (t OneTree) NewID() string { return t.ID }
 

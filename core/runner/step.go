@@ -130,6 +130,11 @@ func (s *streaming) run(ctx context.Context, req model.Request) (done bool, fail
 			return false, ""
 		}
 		s.modelErr = err
+		// The event says what a session's reader may know; the cause (a
+		// transport's text names the provider's address) is the log's.
+		if cause := errors.Unwrap(err); cause != nil {
+			s.t.x.Log().Warn("model request failed", "err", err, "cause", cause)
+		}
 		return false, "The model request failed: " + err.Error()
 	}
 	defer stream.Close()

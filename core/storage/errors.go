@@ -26,6 +26,7 @@ const (
 	CodeCorrupt    Code = 11
 	CodeFull       Code = 13
 	CodeCantOpen   Code = 14
+	CodeTooBig     Code = 18
 	CodeConstraint Code = 19
 )
 

@@ -75,7 +75,7 @@ func TestHTTPRequestDenied(t *testing.T) {
 		{"http://10.0.0.1/", "egress denied: 10.0.0.1 is a private address"},
 		{"http://169.254.169.254/latest/meta-data/", "egress denied: 169.254.169.254 is a link-local address"},
 		{"http://[::1]/", "egress denied: ::1 is a loopback address"},
-		{"http://[::ffff:127.0.0.1]:" + strconv.Itoa(srv.port) + "/", "egress denied: ::ffff:127.0.0.1 is a loopback address"},
+		{"http://[::ffff:127.0.0.1]:" + strconv.Itoa(srv.port) + "/", "egress denied: 127.0.0.1 is a loopback address"},
 		{"http://0.0.0.0/", "egress denied: 0.0.0.0 is an unspecified address"},
 		{"http://internal.test/", "egress denied: internal.test resolves to 10.0.0.5, a private address"},
 		{"http://metadata.test/computeMetadata/v1/", "egress denied: metadata.test resolves to 169.254.169.254, a link-local address"},

@@ -40,6 +40,7 @@ type guest struct {
 	mu            sync.Mutex
 	watched       map[string]bool
 	deleted       bool
+	createdAt     int64 // the root session's created_at once created here (created)
 	sweepFailures int // consecutive failed sweeps (boot or wake), under mu
 	// A wake handler's sweep may wait for storage (on the guest's timers)
 	// past the wake call that started it: sweeping says it has not

@@ -5,9 +5,11 @@ package main
 import (
 	"context"
 	"fmt"
+	"strconv"
 
 	"github.com/revenantrt/revenant/core"
 	"github.com/revenantrt/revenant/core/api"
+	"github.com/revenantrt/revenant/core/httpmsg"
 	"github.com/revenantrt/revenant/core/storage"
 )
 
@@ -28,8 +30,43 @@ func newTrees(gg *guest) trees {
 		ID:       gg.cfg.TreeID,
 		Instance: func() *core.Instance { return gg.inst },
 		Deleted:  func() bool { return gg.deleted },
-		Created:  gg.watch,
+		Created:  gg.created,
 	}}
+}
+
+// created runs once the root session exists: its created_at goes on the
+// create's 201 (createdWriter), and its live deltas to the emit import.
+func (gg *guest) created(rootID string) {
+	if s, err := gg.inst.Session(context.Background(), rootID); err == nil {
+		gg.mu.Lock()
+		gg.createdAt = s.CreatedAt
+		gg.mu.Unlock()
+	} else {
+		gg.log.Warn("read the new tree's created_at", "err", err) // the host's clock stands in
+	}
+	gg.watch(rootID)
+}
+
+// createdWriter adds api.CreatedAtHeader to a create's 201, for the host,
+// which records it in its index and removes it from the answer.
+type createdWriter struct {
+	httpmsg.ResponseWriter
+	g *guest
+}
+
+func (w createdWriter) WriteHeader(code int) {
+	w.g.mu.Lock()
+	at := w.g.createdAt
+	w.g.mu.Unlock()
+	if code == httpmsg.StatusCreated && at != 0 {
+		w.Header().Set(api.CreatedAtHeader, strconv.FormatInt(at, 10))
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w createdWriter) Write(b []byte) (int, error) {
+	w.WriteHeader(httpmsg.StatusOK) // the first status wins: a Write after a 201 adds nothing
+	return w.ResponseWriter.Write(b)
 }
 
 // Delete stops the tree's executions and deletes every row of its

@@ -174,11 +174,16 @@ func (f *flaky) Now() int64 {
 	return f.services.Now()
 }
 
+// testWatchdog is the watchdog of the tests that provoke it: long enough
+// that a boot on a loaded machine (a CI runner busy with other suites)
+// never meets it, so only the stalled host call does.
+const testWatchdog = time.Second
+
 func TestTrapAndWatchdogReplaceTheGuest(t *testing.T) {
 	e := newEnv(t, 5, offlineConfig())
 	f := &flaky{services: e.s}
 	boot := func() {
-		g, err := compiled(t).Instantiate(context.Background(), runtime.Options{Conn: e.conn, Services: f, Watchdog: 200 * time.Millisecond})
+		g, err := compiled(t).Instantiate(context.Background(), runtime.Options{Conn: e.conn, Services: f, Watchdog: testWatchdog})
 		require.NoError(t, err)
 		t.Cleanup(func() { g.Close(context.Background()) })
 		e.g = g
@@ -195,7 +200,7 @@ func TestTrapAndWatchdogReplaceTheGuest(t *testing.T) {
 
 	clear(e.s.timers)
 	boot()
-	f.stall = time.Second
+	f.stall = 3 * testWatchdog
 	err = e.g.Wake(context.Background())
 	require.ErrorIs(t, err, runtime.ErrWatchdog)
 	require.True(t, e.g.Closed())
@@ -217,13 +222,13 @@ func TestInterruptibleWatchdog(t *testing.T) {
 	t.Cleanup(func() { m.Close(context.Background()) })
 	e := newEnv(t, 5, offlineConfig())
 	f := &flaky{services: e.s}
-	g, err := m.Instantiate(context.Background(), runtime.Options{Conn: e.conn, Services: f, Watchdog: 200 * time.Millisecond})
+	g, err := m.Instantiate(context.Background(), runtime.Options{Conn: e.conn, Services: f, Watchdog: testWatchdog})
 	require.NoError(t, err)
 	t.Cleanup(func() { g.Close(context.Background()) })
 	e.g = g
 	require.NoError(t, g.Boot(context.Background(), e.cfg))
 	e.createAndPrompt("stall me")
-	f.stall = time.Second
+	f.stall = 3 * testWatchdog
 	require.ErrorIs(t, g.Wake(context.Background()), runtime.ErrWatchdog)
 	require.True(t, g.Closed())
 	require.False(t, e.conn.InTx())

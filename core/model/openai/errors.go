@@ -2,6 +2,7 @@ package openai
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -184,6 +185,20 @@ func truncate(s string) string {
 // (a fenced egress is core.ErrFenced), its own text redacted too.
 func transportError(msg string, err error, redact func(string) string) *model.Error {
 	return &model.Error{Retryable: true, Msg: redact(msg + ": " + err.Error()), Err: redactedError{err, redact}}
+}
+
+// sendError is transportError for a request that got no answer. Its
+// message reaches the session's events, and so every reader of the
+// session: it does not quote the transport's text, which names the
+// provider's URL (an internal host, a user name) and address. The cause,
+// redacted, stays in Err, which the runner logs for the operator.
+func sendError(err error, redact func(string) string) *model.Error {
+	msg := "send request: the provider could not be reached"
+	var timeout interface{ Timeout() bool }
+	if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &timeout) && timeout.Timeout()) {
+		msg += " (timed out)"
+	}
+	return &model.Error{Retryable: true, Msg: msg, Err: redactedError{err, redact}}
 }
 
 // redactedError is a cause whose text is redacted, should anything print it.

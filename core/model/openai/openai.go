@@ -233,7 +233,7 @@ func (m *Model) Stream(ctx context.Context, req model.Request) (model.Stream, er
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return nil, transportError("send request", err, m.redact)
+		return nil, sendError(err, m.redact)
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		defer resp.Body.Close()

@@ -914,6 +914,12 @@ func TestTransportErrors(t *testing.T) {
 		e := modelError(t, err)
 		assert.True(t, e.Retryable)
 		assert.Zero(t, e.Status)
+		// What the session's events show names neither the provider's
+		// URL nor its address; the cause, for the log, does.
+		host := strings.TrimPrefix(url, "http://")
+		assert.Equal(t, "send request: the provider could not be reached", e.Msg)
+		assert.NotContains(t, e.Error(), host)
+		assert.Contains(t, e.Err.Error(), host)
 	})
 	t.Run("context ended before", func(t *testing.T) {
 		m, err := openai.New(openai.Config{BaseURL: "http://127.0.0.1:1", Model: "m", Client: doerFunc(func(*httpmsg.Request) (*httpmsg.Response, error) {

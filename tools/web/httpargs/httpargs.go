@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/netip"
 	"net/url"
 	"strings"
 
@@ -102,9 +103,16 @@ func Resource(u *url.URL) string {
 
 // NormalizeHost lowercases a host and drops a trailing dot, so that
 // "API.Example.com." and "api.example.com" are one host: in a resource,
-// and in tools/web's allow-lists, which must agree with it.
+// and in tools/web's allow-lists, which must agree with it. An IP literal
+// is written one way, IPv4 in IPv6 as IPv4: "::ffff:127.0.0.1" and
+// "0:0:0:0:0:ffff:7f00:1" are "127.0.0.1", so a permission rule naming an
+// address cannot be passed by spelling it otherwise.
 func NormalizeHost(h string) string {
-	return strings.TrimSuffix(strings.ToLower(h), ".")
+	h = strings.TrimSuffix(strings.ToLower(h), ".")
+	if a, err := netip.ParseAddr(h); err == nil {
+		return a.Unmap().String()
+	}
+	return h
 }
 
 // validHeaderName reports whether name is an RFC 9110 token, as net/http

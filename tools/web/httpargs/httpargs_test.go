@@ -79,6 +79,12 @@ func TestResources(t *testing.T) {
 		"https://user:pw@example.com/":     "http:example.com",
 		"http://[2001:DB8::1]:8080/":       "http:2001:db8::1",
 		"https://93.184.216.34/index.html": "http:93.184.216.34",
+		// One address, one resource, however it is written: a rule naming
+		// 127.0.0.1 is not passed by its IPv4-mapped IPv6 spellings.
+		"http://[::ffff:127.0.0.1]:18791/":      "http:127.0.0.1",
+		"http://[0:0:0:0:0:ffff:7f00:1]:18791/": "http:127.0.0.1",
+		"http://[2001:0db8:0000:0000::0001]/":   "http:2001:db8::1",
+		"http://[0:0:0:0:0:0:0:1]/":             "http:::1",
 	} {
 		res, err := httpargs.Resources(json.RawMessage(`{"url":"` + url + `"}`))
 		require.NoError(t, err, url)
