@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"strconv"
 
 	"github.com/revenantrt/revenant/core"
@@ -130,7 +131,12 @@ type frontPrincipal struct{}
 
 func (frontPrincipal) Authenticate(r *httpmsg.Request, _ bool) (string, error) {
 	if p := r.Header.Get(PrincipalHeader); p != "" {
-		return p, nil
+		// The front percent-encodes it (worker/entry.mjs): a principal may
+		// be any text, a header value only bytes.
+		if principal, err := url.PathUnescape(p); err == nil && principal != "" {
+			return principal, nil
+		}
+		return "", &api.Error{Type: api.ErrUnauthorized, Message: "malformed principal: the object serves only the front Worker"}
 	}
 	return "", &api.Error{Type: api.ErrUnauthorized, Message: "no principal: the object serves only the front Worker"}
 }

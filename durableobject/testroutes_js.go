@@ -5,6 +5,7 @@ package durableobject
 import (
 	"context"
 	"encoding/json"
+	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -115,7 +116,7 @@ func testAs(o *Object, w httpmsg.ResponseWriter, r *httpmsg.Request) {
 			panic(err)
 		}
 		req.Header.Set(TreeHeader, o.treeID)
-		req.Header.Set(PrincipalHeader, principal)
+		req.Header.Set(PrincipalHeader, url.PathEscape(principal)) // as the front sends it
 		req.Header.Set("Content-Type", "application/json")
 		rec := &statusRecorder{header: httpmsg.Header{}, status: make(chan int, 1)}
 		done := make(chan struct{})

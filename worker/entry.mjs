@@ -155,7 +155,9 @@ function treeFetch(env, root, principal, method, path, clientHeaders, body) {
   headers.delete("authorization");
   headers.delete("content-length");
   headers.set(TREE_HEADER, root);
-  headers.set(PRINCIPAL_HEADER, principal);
+  // Percent-encoded: a principal may be any text REVENANT_TOKENS names,
+  // and a header value is bytes (workerd passes non-ASCII only by a quirk).
+  headers.set(PRINCIPAL_HEADER, encodeURIComponent(principal));
   const stub = env.TREES.get(env.TREES.idFromName(root));
   return stub.fetch(new Request("https://object" + path, { method, headers, body }));
 }
