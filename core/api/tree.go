@@ -146,13 +146,22 @@ func IntParam(raw, name string, def, min, max int) (int, error) {
 	return n, nil
 }
 
+// MaxCursor is the largest cursor (before, after, Last-Event-ID) a
+// request may give: 2^53-1, the largest integer a JS number holds exactly.
+// A Durable Object's SQL cannot take a larger one, so every host refuses it
+// alike rather than answer 500 or an empty stream on one of them; sequence
+// numbers never come near it.
+const MaxCursor = 1<<53 - 1
+
+// int64Param reads a cursor named name from raw: 0 when raw is empty, else
+// a whole number from 0 to MaxCursor, or an invalid_request error naming it.
 func int64Param(raw, name string) (int64, error) {
 	if raw == "" {
 		return 0, nil
 	}
 	n, err := strconv.ParseInt(raw, 10, 64)
-	if err != nil || n < 0 {
-		return 0, fail(ErrInvalidRequest, name+" must be a whole number of at least 0")
+	if err != nil || n < 0 || n > MaxCursor {
+		return 0, fail(ErrInvalidRequest, name+" must be a whole number from 0 to "+strconv.FormatInt(MaxCursor, 10))
 	}
 	return n, nil
 }
