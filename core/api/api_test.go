@@ -506,3 +506,18 @@ func TestCursorsUpToMaxCursor(t *testing.T) {
 	assert.Equal(t, "before must be a whole number from 0 to 9007199254740991", e.Error.Message)
 	assert.EqualValues(t, 1<<53-1, api.MaxCursor)
 }
+
+// An unknown session of the caller's own tree is 404 whatever the body: on
+// every route that reads one, the session is looked up first (docs/api.md).
+func TestUnknownSessionIsNotFoundWhateverTheBody(t *testing.T) {
+	f := newFixture(t, treetest.NewDriver(1), nil)
+	alice := f.client(t, "")
+	child := "/v1/sessions/" + alice.create() + ".99"
+	for _, path := range []string{child + "/prompt", child + "/permissions/x", child + "/questions/x"} {
+		for _, body := range []string{`{}`, `{"text":`, ``, `{"colour":1}`, `{"text":"` + strings.Repeat("a", 5000) + `"}`} {
+			status, typ := alice.errorType("POST", path, body)
+			assert.Equal(t, http.StatusNotFound, status, "%s with %.20s", path, body)
+			assert.Equal(t, api.ErrNotFound, typ, "%s with %.20s", path, body)
+		}
+	}
+}

@@ -99,8 +99,19 @@ func (h *TreeHandler) run(w httpmsg.ResponseWriter, r *httpmsg.Request, pattern 
 // Close ends every open event stream; the host calls it before shutdown.
 func (h *TreeHandler) Close() { h.once.Do(func() { close(h.closing) }) }
 
+// sessionBody reads the body of a request to a session's route once the
+// session is found: an unknown session is 404 whatever the body (too
+// large, malformed or incomplete), as it is for a route with no body.
+// The route's own write finds the session again, in its transaction.
+func (h *TreeHandler) sessionBody(r *httpmsg.Request, t *Tree) ([]byte, error) {
+	if _, err := t.Instance.Session(r.Context(), r.PathValue("id")); err != nil {
+		return nil, err
+	}
+	return readBody(r, h.cfg.maxBody)
+}
+
 func (h *TreeHandler) prompt(w httpmsg.ResponseWriter, r *httpmsg.Request, t *Tree) error {
-	body, err := readBody(r, h.cfg.maxBody)
+	body, err := h.sessionBody(r, t)
 	if err != nil {
 		return err
 	}
