@@ -214,10 +214,13 @@ type claimBody struct {
 	RetryAt        int64  `json:"retry_at,omitempty"`
 }
 
+// promptBody is a prompt not yet ended; its text is cut to
+// core.PromptTextPreview bytes, and text_truncated says it was.
 type promptBody struct {
-	ID    string `json:"id"`
-	State string `json:"state"`
-	Text  string `json:"text"`
+	ID            string `json:"id"`
+	State         string `json:"state"`
+	Text          string `json:"text"`
+	TextTruncated bool   `json:"text_truncated,omitempty"`
 }
 
 type messageBody struct {
@@ -256,7 +259,7 @@ func (h *TreeHandler) snapshot(w httpmsg.ResponseWriter, r *httpmsg.Request, t *
 		body.Claim = &claimBody{ExecutionID: c.ExecutionID, ClaimedAt: c.ClaimedAt, ResumeAttempts: c.ResumeAttempts, RetryAt: c.RetryAt}
 	}
 	for _, p := range snap.Prompts {
-		body.Prompts = append(body.Prompts, promptBody(p))
+		body.Prompts = append(body.Prompts, promptBody{ID: p.ID, State: p.State, Text: p.Text, TextTruncated: p.Truncated})
 	}
 	for _, m := range snap.Messages {
 		body.Messages = append(body.Messages, messageBody(m))
