@@ -136,26 +136,37 @@ func (inst *Instance) EventPage(ctx context.Context, sessionID string, after int
 	return evs, more, err
 }
 
-// readEventPage is EventPage in a transaction. It reads the page's sizes
-// first, so that no data past the budget is read into memory, then the
-// page.
+// readEventPage is EventPage in a transaction. It reads the sizes of the
+// events first, which octet_length takes from each row's header without
+// reading its data, then the page. The sizes are read in windows that
+// grow (sizeWindow, then four times as many each time) until the page is
+// full: a page of a few large events visits a few rows, not limit of them.
 func readEventPage(tx storage.Tx, sessionID string, after int64, limit, maxBytes int) ([]event.Event, bool, error) {
-	rows, err := tx.Query(`SELECT seq, length(CAST(data AS BLOB)) FROM events WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?`, sessionID, after, limit+1)
-	if err != nil {
-		return nil, false, fmt.Errorf("read events of %s: %w", sessionID, err)
-	}
-	n, total, more, last := 0, 0, false, after
-	for rows.Next() {
-		var seq int64
-		var size int
-		if err := rows.Scan(&seq, &size); err != nil {
-			return nil, false, err
+	n, total, last := 0, 0, after
+	more, full := false, false
+	for window := sizeWindow; !full; window *= 4 {
+		want := min(window, limit+1-n)
+		rows, err := tx.Query(`SELECT seq, octet_length(data) FROM events WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?`, sessionID, last, want)
+		if err != nil {
+			return nil, false, fmt.Errorf("read events of %s: %w", sessionID, err)
 		}
-		if n == limit || (n > 0 && total+size > maxBytes) {
-			more = true
-			break
+		got := 0
+		for rows.Next() {
+			var seq int64
+			var size int
+			if err := rows.Scan(&seq, &size); err != nil {
+				return nil, false, err
+			}
+			got++
+			if n == limit || (n > 0 && total+size > maxBytes) {
+				more, full = true, true
+				break
+			}
+			n, total, last = n+1, total+size, seq
 		}
-		n, total, last = n+1, total+size, seq
+		if got < want {
+			full = true // the log ends
+		}
 	}
 	if n == 0 {
 		return nil, false, nil
@@ -163,6 +174,9 @@ func readEventPage(tx storage.Tx, sessionID string, after int64, limit, maxBytes
 	evs, err := readEvents(tx, sessionID, `seq > ? AND seq <= ? ORDER BY seq`, after, last)
 	return evs, more, err
 }
+
+// sizeWindow is how many events' sizes readEventPage reads first.
+const sizeWindow = 4
 
 // ReadEvents reads a session's log inside a transaction.
 func ReadEvents(tx storage.Tx, sessionID string, after int64, limit int) ([]event.Event, error) {

@@ -129,7 +129,7 @@ func (inst *Instance) Snapshot(ctx context.Context, sessionID string, before int
 // PromptTextPreview. SQL cuts it first, to as many characters (each one
 // to four bytes), so that no whole text is read into memory.
 func readPrompts(tx storage.Tx, sessionID string) ([]PromptInfo, error) {
-	rows, err := tx.Query(`SELECT id, state, substr(text, 1, ?4), length(text) > ?4 FROM prompts
+	rows, err := tx.Query(`SELECT id, state, substr(text, 1, ?4), octet_length(text) > ?4 FROM prompts
 		WHERE session_id = ?1 AND state IN (?2, ?3) ORDER BY admitted_seq`,
 		sessionID, string(PromptQueued), string(PromptRunning), PromptTextPreview)
 	if err != nil {
@@ -170,16 +170,26 @@ const transcript = `SELECT id, seq, COALESCE(prompt_id, '') AS prompt_id, role, 
 	FROM steps s JOIN events e ON e.session_id = s.session_id AND e.seq = s.started_seq
 	WHERE s.session_id = ?1 AND s.state = ?4 AND s.started_seq < ?2 AND s.started_seq >= ?3`
 
+// transcriptSizes is transcript's seq, id and size: the bytes of text
+// and tool_calls, which octet_length reads from each row's header, not
+// from its text.
+const transcriptSizes = `SELECT seq, id, octet_length(text) + COALESCE(octet_length(tool_calls), 0) AS size
+	FROM messages WHERE session_id = ?1 AND seq < ?2 AND seq >= ?3
+	UNION ALL
+	SELECT s.started_seq, s.id, octet_length(s.text)
+	FROM steps s JOIN events e ON e.session_id = s.session_id AND e.seq = s.started_seq
+	WHERE s.session_id = ?1 AND s.state = ?4 AND s.started_seq < ?2 AND s.started_seq >= ?3`
+
 // readMessages reads the newest messages with seq < before (0: the
 // newest), at most limit and as many as fit maxBytes of text (one at
 // least), oldest first; more says older ones exist. It reads the page's
-// sizes first, so that no text past the budget is read into memory, then
-// the page, in the same transaction.
+// sizes first (transcriptSizes: no text is read), then the page, in the
+// same transaction.
 func readMessages(tx storage.Tx, sessionID string, before int64, limit, maxBytes int) ([]Message, bool, error) {
 	if before <= 0 {
 		before = 1 << 62
 	}
-	rows, err := tx.Query(`SELECT seq, length(CAST(text AS BLOB)) + length(CAST(tool_calls AS BLOB)) FROM (`+transcript+`)
+	rows, err := tx.Query(`SELECT seq, size FROM (`+transcriptSizes+`)
 		ORDER BY seq DESC, id DESC LIMIT ?5`, sessionID, before, 0, string(StepStarted), limit+1)
 	if err != nil {
 		return nil, false, err

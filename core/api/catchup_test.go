@@ -104,11 +104,11 @@ func TestEventCatchUpIsPagedInBytes(t *testing.T) {
 	defer w.mu.Unlock()
 	total := 0
 	for _, p := range w.pages {
-		assert.Less(t, p, 1<<20, "one page of the catch-up is far below the log's %d bytes", w.body.Len())
+		assert.Less(t, p, 3<<19, "a page of the catch-up is about 1 MiB, not the log's %d bytes", w.body.Len())
 		total += p
 	}
 	assert.Greater(t, total, 3<<20, "the whole log was sent")
-	require.Greater(t, len(w.pages), 5)
+	require.GreaterOrEqual(t, len(w.pages), 3)
 	var between []int
 	for i := 1; i < len(w.pages); i++ {
 		between = append(between, i)

@@ -166,7 +166,7 @@ type stream struct {
 // 256 KiB) is read, sent and flushed a page at a time, never held whole.
 const (
 	catchUpPage  = 500
-	catchUpBytes = 256 << 10
+	catchUpBytes = 1 << 20
 )
 
 // catchUp sends every durable event after last from the log, a page at a
