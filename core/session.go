@@ -123,12 +123,73 @@ func (inst *Instance) Events(ctx context.Context, sessionID string, after int64,
 	return out, err
 }
 
+// EventPage returns the events of a session with seq > after, in order: at
+// most limit of them, and as many as fit maxBytes of data (one at least,
+// whatever its size); more says later ones exist. A reader that pages
+// through a log of large events (a prompt's text is up to 256 KiB) holds
+// one page at a time.
+func (inst *Instance) EventPage(ctx context.Context, sessionID string, after int64, limit, maxBytes int) (evs []event.Event, more bool, err error) {
+	err = inst.host.DB.Tx(ctx, func(tx storage.Tx) error {
+		evs, more, err = readEventPage(tx, sessionID, after, limit, maxBytes)
+		return err
+	})
+	return evs, more, err
+}
+
+// readEventPage is EventPage in a transaction. It reads the sizes of the
+// events first, which octet_length takes from each row's header without
+// reading its data, then the page. The sizes are read in windows that
+// grow (sizeWindow, then four times as many each time) until the page is
+// full: a page of a few large events visits a few rows, not limit of them.
+func readEventPage(tx storage.Tx, sessionID string, after int64, limit, maxBytes int) ([]event.Event, bool, error) {
+	n, total, last := 0, 0, after
+	more, full := false, false
+	for window := sizeWindow; !full; window *= 4 {
+		want := min(window, limit+1-n)
+		rows, err := tx.Query(`SELECT seq, octet_length(data) FROM events WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?`, sessionID, last, want)
+		if err != nil {
+			return nil, false, fmt.Errorf("read events of %s: %w", sessionID, err)
+		}
+		got := 0
+		for rows.Next() {
+			var seq int64
+			var size int
+			if err := rows.Scan(&seq, &size); err != nil {
+				return nil, false, err
+			}
+			got++
+			if n == limit || (n > 0 && total+size > maxBytes) {
+				more, full = true, true
+				break
+			}
+			n, total, last = n+1, total+size, seq
+		}
+		if got < want {
+			full = true // the log ends
+		}
+	}
+	if n == 0 {
+		return nil, false, nil
+	}
+	evs, err := readEvents(tx, sessionID, `seq > ? AND seq <= ? ORDER BY seq`, after, last)
+	return evs, more, err
+}
+
+// sizeWindow is how many events' sizes readEventPage reads first.
+const sizeWindow = 4
+
 // ReadEvents reads a session's log inside a transaction.
 func ReadEvents(tx storage.Tx, sessionID string, after int64, limit int) ([]event.Event, error) {
 	if limit <= 0 {
 		limit = -1
 	}
-	rows, err := tx.Query(`SELECT id, seq, type, at, data FROM events WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?`, sessionID, after, limit)
+	return readEvents(tx, sessionID, `seq > ? ORDER BY seq LIMIT ?`, after, limit)
+}
+
+// readEvents reads the session's events matching where (which may order
+// and limit them too), its arguments after the session's id.
+func readEvents(tx storage.Tx, sessionID, where string, args ...any) ([]event.Event, error) {
+	rows, err := tx.Query(`SELECT id, seq, type, at, data FROM events WHERE session_id = ? AND `+where, append([]any{sessionID}, args...)...)
 	if err != nil {
 		return nil, fmt.Errorf("read events of %s: %w", sessionID, err)
 	}

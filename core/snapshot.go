@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"unicode/utf8"
 
 	"github.com/revenantrt/revenant/core/storage"
 )
@@ -65,11 +66,28 @@ type Message struct {
 type PromptInfo struct {
 	ID    string
 	State string
-	Text  string
+	// Text is the prompt's text, cut to PromptTextPreview bytes; Truncated
+	// says it was cut.
+	Text      string
+	Truncated bool
 }
 
+// PromptTextPreview is the most of a prompt's text a snapshot carries,
+// bytes of UTF-8 cut at a character boundary. A session may queue many
+// prompts of up to 256 KiB each, and a snapshot must stay small whatever
+// it holds (a Durable Object's isolate has 128 MB): the whole text is in
+// the prompt's session.prompt.admitted@1 event and, once its turn starts,
+// its user message.
+const PromptTextPreview = 1 << 10
+
+// MessagePageBytes bounds the text (text and tool_calls) of a snapshot's
+// page of messages: the page stops before the message that would take it
+// past this, but holds one message at least, whatever its size.
+const MessagePageBytes = 1 << 20
+
 // Snapshot reads a session's state. Messages are the newest limit ones with
-// seq < before (before 0: the newest), returned oldest first.
+// seq < before (before 0: the newest), as many as fit MessagePageBytes,
+// returned oldest first.
 func (inst *Instance) Snapshot(ctx context.Context, sessionID string, before int64, limit int) (Snapshot, error) {
 	var snap Snapshot
 	err := inst.host.DB.Tx(ctx, func(tx storage.Tx) error {
@@ -88,24 +106,14 @@ func (inst *Instance) Snapshot(ctx context.Context, sessionID string, before int
 			return err
 		}
 		snap.Status = sessionStatus(snap.Claim != nil, len(snap.Blockers) > 0)
-		if snap.Messages, snap.MoreBefore, err = readMessages(tx, sessionID, before, limit); err != nil {
+		if snap.Messages, snap.MoreBefore, err = readMessages(tx, sessionID, before, limit, MessagePageBytes); err != nil {
 			return err
 		}
 		if snap.Children, err = readChildren(tx, sessionID); err != nil {
 			return err
 		}
-		rows, err := tx.Query(`SELECT id, state, text FROM prompts WHERE session_id = ? AND state IN (?, ?) ORDER BY admitted_seq`, sessionID, string(PromptQueued), string(PromptRunning))
-		if err != nil {
-			return err
-		}
-		for rows.Next() {
-			var p PromptInfo
-			if err := rows.Scan(&p.ID, &p.State, &p.Text); err != nil {
-				return err
-			}
-			snap.Prompts = append(snap.Prompts, p)
-		}
-		return nil
+		snap.Prompts, err = readPrompts(tx, sessionID)
+		return err
 	})
 	if err != nil {
 		return Snapshot{}, fmt.Errorf("snapshot of %s: %w", sessionID, err)
@@ -117,23 +125,99 @@ func (inst *Instance) Snapshot(ctx context.Context, sessionID string, before int
 	return snap, nil
 }
 
-func readMessages(tx storage.Tx, sessionID string, before int64, limit int) ([]Message, bool, error) {
+// readPrompts reads a session's prompts not yet ended, each text cut to
+// PromptTextPreview. SQL cuts it first, to as many characters (each one
+// to four bytes), so that no whole text is read into memory.
+func readPrompts(tx storage.Tx, sessionID string) ([]PromptInfo, error) {
+	rows, err := tx.Query(`SELECT id, state, substr(text, 1, ?4), octet_length(text) > ?4 FROM prompts
+		WHERE session_id = ?1 AND state IN (?2, ?3) ORDER BY admitted_seq`,
+		sessionID, string(PromptQueued), string(PromptRunning), PromptTextPreview)
+	if err != nil {
+		return nil, err
+	}
+	var out []PromptInfo
+	for rows.Next() {
+		var p PromptInfo
+		if err := rows.Scan(&p.ID, &p.State, &p.Text, &p.Truncated); err != nil {
+			return nil, err
+		}
+		if len(p.Text) > PromptTextPreview {
+			p.Text, p.Truncated = cutUTF8(p.Text, PromptTextPreview), true
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// cutUTF8 is s cut to at most n bytes, at a character boundary.
+func cutUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// transcript is a session's messages with seq < ?2 and seq >= ?3: the
+// messages table and the answer of each step still streaming.
+const transcript = `SELECT id, seq, COALESCE(prompt_id, '') AS prompt_id, role, text, COALESCE(tool_calls, '') AS tool_calls,
+		COALESCE(tool_call_id, '') AS tool_call_id, created_at, 0 AS partial
+	FROM messages WHERE session_id = ?1 AND seq < ?2 AND seq >= ?3
+	UNION ALL
+	SELECT s.id, s.started_seq, s.prompt_id, 'assistant', s.text, '', '', e.at, 1
+	FROM steps s JOIN events e ON e.session_id = s.session_id AND e.seq = s.started_seq
+	WHERE s.session_id = ?1 AND s.state = ?4 AND s.started_seq < ?2 AND s.started_seq >= ?3`
+
+// transcriptSizes is transcript's seq, id and size: the bytes of text
+// and tool_calls, which octet_length reads from each row's header, not
+// from its text.
+const transcriptSizes = `SELECT seq, id, octet_length(text) + COALESCE(octet_length(tool_calls), 0) AS size
+	FROM messages WHERE session_id = ?1 AND seq < ?2 AND seq >= ?3
+	UNION ALL
+	SELECT s.started_seq, s.id, octet_length(s.text)
+	FROM steps s JOIN events e ON e.session_id = s.session_id AND e.seq = s.started_seq
+	WHERE s.session_id = ?1 AND s.state = ?4 AND s.started_seq < ?2 AND s.started_seq >= ?3`
+
+// readMessages reads the newest messages with seq < before (0: the
+// newest), at most limit and as many as fit maxBytes of text (one at
+// least), oldest first; more says older ones exist. It reads the page's
+// sizes first (transcriptSizes: no text is read), then the page, in the
+// same transaction.
+func readMessages(tx storage.Tx, sessionID string, before int64, limit, maxBytes int) ([]Message, bool, error) {
 	if before <= 0 {
 		before = 1 << 62
 	}
-	rows, err := tx.Query(`SELECT id, seq, prompt_id, role, text, tool_calls, tool_call_id, created_at, partial FROM (
-			SELECT id, seq, COALESCE(prompt_id, '') AS prompt_id, role, text, COALESCE(tool_calls, '') AS tool_calls,
-				COALESCE(tool_call_id, '') AS tool_call_id, created_at, 0 AS partial
-			FROM messages WHERE session_id = ?1 AND seq < ?2
-			UNION ALL
-			SELECT s.id, s.started_seq, s.prompt_id, 'assistant', s.text, '', '', e.at, 1
-			FROM steps s JOIN events e ON e.session_id = s.session_id AND e.seq = s.started_seq
-			WHERE s.session_id = ?1 AND s.state = ?4 AND s.started_seq < ?2)
-		ORDER BY seq DESC, id DESC LIMIT ?3`, sessionID, before, limit+1, string(StepStarted))
+	rows, err := tx.Query(`SELECT seq, size FROM (`+transcriptSizes+`)
+		ORDER BY seq DESC, id DESC LIMIT ?5`, sessionID, before, 0, string(StepStarted), limit+1)
 	if err != nil {
 		return nil, false, err
 	}
-	var out []Message
+	n, total, more, from := 0, 0, false, int64(0)
+	for rows.Next() {
+		var seq int64
+		var size int
+		if err := rows.Scan(&seq, &size); err != nil {
+			return nil, false, err
+		}
+		if n == limit || (n > 0 && total+size > maxBytes) {
+			more = true
+			break
+		}
+		n, total, from = n+1, total+size, seq
+	}
+	if n == 0 {
+		return nil, false, nil
+	}
+	// The same order and limit pick the same n rows: the oldest of them
+	// has seq from (ties on seq are ordered by id).
+	rows, err = tx.Query(`SELECT id, seq, prompt_id, role, text, tool_calls, tool_call_id, created_at, partial FROM (`+transcript+`)
+		ORDER BY seq DESC, id DESC LIMIT ?5`, sessionID, before, from, string(StepStarted), n)
+	if err != nil {
+		return nil, false, err
+	}
+	out := make([]Message, 0, n)
 	for rows.Next() {
 		var m Message
 		var calls string
@@ -144,10 +228,6 @@ func readMessages(tx storage.Tx, sessionID string, before int64, limit int) ([]M
 			m.ToolCalls = json.RawMessage(calls)
 		}
 		out = append(out, m)
-	}
-	more := len(out) > limit
-	if more {
-		out = out[:limit]
 	}
 	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
 		out[i], out[j] = out[j], out[i]

@@ -3,6 +3,7 @@
 package durableobject
 
 import (
+	"context"
 	"sync"
 	"syscall/js"
 	"time"
@@ -67,6 +68,9 @@ type stream struct {
 	sent    []int
 	took    time.Time
 	written js.Value // streamWritten bound to id
+	// progress, when a Drain waits, is closed (and cleared) when a chunk
+	// is taken or the stream ends (signal).
+	progress chan struct{}
 }
 
 var (
@@ -91,6 +95,7 @@ var (
 				w.sent = w.sent[1:]
 			}
 			w.took = now()
+			w.signal()
 			w.mu.Unlock()
 		}
 		return nil
@@ -213,8 +218,62 @@ func (w *responseWriter) abandonIfStalled() bool {
 func (w *responseWriter) gone() {
 	w.mu.Lock()
 	w.closed = true
+	w.signal()
 	w.mu.Unlock()
 	w.cancel()
+}
+
+// signal wakes a Drain that waits. Under w.mu.
+func (w *responseWriter) signal() {
+	if w.progress != nil {
+		close(w.progress)
+		w.progress = nil
+	}
+}
+
+// Drain waits until the client took every chunk flushed so far
+// (httpmsg.Drainer): an event stream's catch-up reads its next page of
+// the log only then, so the object holds a page of it, never the whole
+// log. Waiting blocks the handler's goroutine, which lets the isolate run
+// the stream. It gives up, as the backlog rule does, once nothing was
+// taken for backlogPatience: with the backlog past maxBacklog the stream
+// is aborted (errBacklog); under it Drain returns, and the writes that
+// follow meet the rule in Write.
+func (w *responseWriter) Drain(ctx context.Context) error {
+	for {
+		w.mu.Lock()
+		switch {
+		case w.closed || w.ended:
+			w.mu.Unlock()
+			return context.Canceled
+		case !w.streaming() || w.unacked+w.buf.Len() == 0:
+			w.mu.Unlock()
+			return nil
+		}
+		wait := backlogPatience - now().Sub(w.took)
+		if wait <= 0 {
+			stalled := w.abandonIfStalled()
+			w.mu.Unlock()
+			if stalled {
+				return errBacklog
+			}
+			return nil
+		}
+		if w.progress == nil {
+			w.progress = make(chan struct{})
+		}
+		progress := w.progress
+		w.mu.Unlock()
+		timer := time.NewTimer(wait)
+		select {
+		case <-progress:
+		case <-timer.C:
+		case <-ctx.Done():
+			timer.Stop()
+			return ctx.Err()
+		}
+		timer.Stop()
+	}
 }
 
 // end closes the stream after what is buffered (abort: errors it
@@ -236,6 +295,7 @@ func (w *responseWriter) end(abort bool) {
 		close(w.kick) // the sender ends
 	}
 	w.ended = true
+	w.signal()
 	streamsMu.Lock()
 	delete(streams, w.id)
 	streamsMu.Unlock()

@@ -193,6 +193,8 @@ func TestErrorRows(t *testing.T) {
 		{"bad limit", alice, "GET", "/v1/sessions?limit=0", ``, 400, api.ErrInvalidRequest},
 		{"bad before", alice, "GET", "/v1/sessions/" + id + "?before=x", ``, 400, api.ErrInvalidRequest},
 		{"bad after", alice, "GET", "/v1/sessions/" + id + "/events?after=-1", ``, 400, api.ErrInvalidRequest},
+		{"before past 2^53-1", alice, "GET", "/v1/sessions/" + id + "?before=9007199254740992", ``, 400, api.ErrInvalidRequest},
+		{"after past 2^53-1", alice, "GET", "/v1/sessions/" + id + "/events?after=9007199254740993", ``, 400, api.ErrInvalidRequest},
 		{"delete child", alice, "DELETE", "/v1/sessions/" + id + ".1", ``, 400, api.ErrInvalidRequest},
 		{"reply without response_id", alice, "POST", "/v1/sessions/" + id + "/permissions/r1", `{"reply":"once"}`, 400, api.ErrInvalidRequest},
 		{"question reply with both", alice, "POST", "/v1/sessions/" + id + "/questions/q1", `{"answers":[],"cancel":true,"response_id":"x"}`, 400, api.ErrInvalidRequest},
@@ -487,5 +489,35 @@ func TestRouteReadsBodyAsTheHandlers(t *testing.T) {
 		path := strings.NewReplacer("{id}", id, "{rid}", "p-nope-0", "{qid}", "q-nope-0").Replace(rt.Pattern)
 		status := c.do(rt.Method, path, big, nil)
 		assert.Equal(t, rt.ReadsBody(), status == http.StatusRequestEntityTooLarge, "%s %s answered %d", rt.Method, rt.Pattern, status)
+	}
+}
+
+// A cursor is a whole number from 0 to 2^53-1 (api.MaxCursor), the most a
+// Durable Object's SQL takes: the largest is served on every host, one
+// more is 400 naming the parameter.
+func TestCursorsUpToMaxCursor(t *testing.T) {
+	f := newFixture(t, treetest.NewDriver(1), nil)
+	alice := f.client(t, "")
+	id := alice.create()
+	var snap struct{ Messages []json.RawMessage }
+	require.Equal(t, http.StatusOK, alice.do("GET", "/v1/sessions/"+id+"?before=9007199254740991", "", &snap))
+	var e api.ErrorBody
+	require.Equal(t, http.StatusBadRequest, alice.do("GET", "/v1/sessions/"+id+"?before=9007199254740992", "", &e))
+	assert.Equal(t, "before must be a whole number from 0 to 9007199254740991", e.Error.Message)
+	assert.EqualValues(t, 1<<53-1, api.MaxCursor)
+}
+
+// An unknown session of the caller's own tree is 404 whatever the body: on
+// every route that reads one, the session is looked up first (docs/api.md).
+func TestUnknownSessionIsNotFoundWhateverTheBody(t *testing.T) {
+	f := newFixture(t, treetest.NewDriver(1), nil)
+	alice := f.client(t, "")
+	child := "/v1/sessions/" + alice.create() + ".99"
+	for _, path := range []string{child + "/prompt", child + "/permissions/x", child + "/questions/x"} {
+		for _, body := range []string{`{}`, `{"text":`, ``, `{"colour":1}`, `{"text":"` + strings.Repeat("a", 5000) + `"}`} {
+			status, typ := alice.errorType("POST", path, body)
+			assert.Equal(t, http.StatusNotFound, status, "%s with %.20s", path, body)
+			assert.Equal(t, api.ErrNotFound, typ, "%s with %.20s", path, body)
+		}
 	}
 }

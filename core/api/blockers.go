@@ -83,7 +83,7 @@ func (h *TreeHandler) questions(w httpmsg.ResponseWriter, r *httpmsg.Request, t 
 
 // answer replies to a question: first response wins (core.Instance.Reply).
 func (h *TreeHandler) answer(w httpmsg.ResponseWriter, r *httpmsg.Request, t *Tree) error {
-	body, err := readBody(r, h.cfg.maxBody)
+	body, err := h.sessionBody(r, t)
 	if err != nil {
 		return err
 	}

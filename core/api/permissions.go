@@ -22,7 +22,7 @@ func (h *TreeHandler) permissions(w httpmsg.ResponseWriter, r *httpmsg.Request, 
 // approve replies to a permission request (once, always or reject): first
 // response wins (core.Instance.Reply), as for questions.
 func (h *TreeHandler) approve(w httpmsg.ResponseWriter, r *httpmsg.Request, t *Tree) error {
-	body, err := readBody(r, h.cfg.maxBody)
+	body, err := h.sessionBody(r, t)
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -56,6 +57,9 @@ func (h *TreeHandler) events(w httpmsg.ResponseWriter, r *httpmsg.Request, t *Tr
 	evicted, release := h.openStream(t.RootID)
 	defer release()
 	s := &stream{w: w, flush: flusher.Flush, inst: inst, id: id, last: after}
+	if d, ok := w.(httpmsg.Drainer); ok {
+		s.drain = d.Drain
+	}
 	sub := inst.Subscribe(id, subscriptionBuffer)
 	defer func() { sub.Close() }()
 
@@ -149,20 +153,28 @@ func (h *TreeHandler) openStream(root string) (evicted <-chan struct{}, release 
 type stream struct {
 	w     httpmsg.ResponseWriter
 	flush func()
+	drain func(context.Context) error // the writer's Drain, if it has one (httpmsg.Drainer)
 	inst  *core.Instance
 	id    string
 	last  int64  // seq of the last durable event sent
 	frame []byte // send's buffer
 }
 
-// catchUpPage bounds how many events one read of the log holds in memory.
-const catchUpPage = 500
+// catchUpPage and catchUpBytes bound one read of the log: at most
+// catchUpPage events, with no more than catchUpBytes of data (one event at
+// least, whatever its size). A log of large events (prompts of up to
+// 256 KiB) is read, sent and flushed a page at a time, never held whole.
+const (
+	catchUpPage  = 500
+	catchUpBytes = 1 << 20
+)
 
 // catchUp sends every durable event after last from the log, a page at a
-// time.
+// time: each page is flushed, and, on a writer that can say so
+// (httpmsg.Drainer), taken by the client before the next is read.
 func (s *stream) catchUp(r *httpmsg.Request) error {
 	for {
-		evs, err := s.inst.Events(r.Context(), s.id, s.last, catchUpPage)
+		evs, more, err := s.inst.EventPage(r.Context(), s.id, s.last, catchUpPage, catchUpBytes)
 		if err != nil {
 			return err
 		}
@@ -172,8 +184,13 @@ func (s *stream) catchUp(r *httpmsg.Request) error {
 			}
 		}
 		s.flush()
-		if len(evs) < catchUpPage {
+		if !more {
 			return nil
+		}
+		if s.drain != nil {
+			if err := s.drain(r.Context()); err != nil {
+				return err
+			}
 		}
 	}
 }

@@ -235,9 +235,11 @@ func TestEventsBadCursorNamesItsSource(t *testing.T) {
 	f := newFixture(t, treetest.NewDriver(1), nil)
 	id := f.client(t, "").create()
 	for _, c := range []struct{ after, last, want string }{
-		{"", "x", "Last-Event-ID must be a whole number of at least 0"},
-		{"1", "-1", "Last-Event-ID must be a whole number of at least 0"},
-		{"x", "", "after must be a whole number of at least 0"},
+		{"", "x", "Last-Event-ID must be a whole number from 0 to 9007199254740991"},
+		{"1", "-1", "Last-Event-ID must be a whole number from 0 to 9007199254740991"},
+		{"x", "", "after must be a whole number from 0 to 9007199254740991"},
+		{"9007199254740992", "", "after must be a whole number from 0 to 9007199254740991"},
+		{"", "9007199254740993", "Last-Event-ID must be a whole number from 0 to 9007199254740991"},
 	} {
 		req, err := http.NewRequest("GET", f.srv.URL+"/v1/sessions/"+id+"/events?after="+c.after, nil)
 		require.NoError(t, err)

@@ -99,8 +99,19 @@ func (h *TreeHandler) run(w httpmsg.ResponseWriter, r *httpmsg.Request, pattern 
 // Close ends every open event stream; the host calls it before shutdown.
 func (h *TreeHandler) Close() { h.once.Do(func() { close(h.closing) }) }
 
+// sessionBody reads the body of a request to a session's route once the
+// session is found: an unknown session is 404 whatever the body (too
+// large, malformed or incomplete), as it is for a route with no body.
+// The route's own write finds the session again, in its transaction.
+func (h *TreeHandler) sessionBody(r *httpmsg.Request, t *Tree) ([]byte, error) {
+	if _, err := t.Instance.Session(r.Context(), r.PathValue("id")); err != nil {
+		return nil, err
+	}
+	return readBody(r, h.cfg.maxBody)
+}
+
 func (h *TreeHandler) prompt(w httpmsg.ResponseWriter, r *httpmsg.Request, t *Tree) error {
-	body, err := readBody(r, h.cfg.maxBody)
+	body, err := h.sessionBody(r, t)
 	if err != nil {
 		return err
 	}
@@ -146,13 +157,22 @@ func IntParam(raw, name string, def, min, max int) (int, error) {
 	return n, nil
 }
 
+// MaxCursor is the largest cursor (before, after, Last-Event-ID) a
+// request may give: 2^53-1, the largest integer a JS number holds exactly.
+// A Durable Object's SQL cannot take a larger one, so every host refuses it
+// alike rather than answer 500 or an empty stream on one of them; sequence
+// numbers never come near it.
+const MaxCursor = 1<<53 - 1
+
+// int64Param reads a cursor named name from raw: 0 when raw is empty, else
+// a whole number from 0 to MaxCursor, or an invalid_request error naming it.
 func int64Param(raw, name string) (int64, error) {
 	if raw == "" {
 		return 0, nil
 	}
 	n, err := strconv.ParseInt(raw, 10, 64)
-	if err != nil || n < 0 {
-		return 0, fail(ErrInvalidRequest, name+" must be a whole number of at least 0")
+	if err != nil || n < 0 || n > MaxCursor {
+		return 0, fail(ErrInvalidRequest, name+" must be a whole number from 0 to "+strconv.FormatInt(MaxCursor, 10))
 	}
 	return n, nil
 }
@@ -194,10 +214,13 @@ type claimBody struct {
 	RetryAt        int64  `json:"retry_at,omitempty"`
 }
 
+// promptBody is a prompt not yet ended; its text is cut to
+// core.PromptTextPreview bytes, and text_truncated says it was.
 type promptBody struct {
-	ID    string `json:"id"`
-	State string `json:"state"`
-	Text  string `json:"text"`
+	ID            string `json:"id"`
+	State         string `json:"state"`
+	Text          string `json:"text"`
+	TextTruncated bool   `json:"text_truncated,omitempty"`
 }
 
 type messageBody struct {
@@ -236,7 +259,7 @@ func (h *TreeHandler) snapshot(w httpmsg.ResponseWriter, r *httpmsg.Request, t *
 		body.Claim = &claimBody{ExecutionID: c.ExecutionID, ClaimedAt: c.ClaimedAt, ResumeAttempts: c.ResumeAttempts, RetryAt: c.RetryAt}
 	}
 	for _, p := range snap.Prompts {
-		body.Prompts = append(body.Prompts, promptBody(p))
+		body.Prompts = append(body.Prompts, promptBody{ID: p.ID, State: p.State, Text: p.Text, TextTruncated: p.Truncated})
 	}
 	for _, m := range snap.Messages {
 		body.Messages = append(body.Messages, messageBody(m))

@@ -1,6 +1,9 @@
 package httpmsg
 
-import "io"
+import (
+	"context"
+	"io"
+)
 
 // Response is an HTTP response a Doer received.
 type Response struct {
@@ -39,6 +42,18 @@ type ResponseWriter interface {
 // written so far before the handler returns (an event stream needs it).
 type Flusher interface {
 	Flush()
+}
+
+// Drainer is implemented by a ResponseWriter whose Flush only starts
+// sending what was written (a Durable Object's stream: its chunks leave
+// when the isolate's event loop runs, after the handler blocks). Drain
+// waits until the client took everything flushed, so that a handler that
+// writes much in pages (an event stream's catch-up) holds one page at a
+// time rather than all of it. It fails once the client went away or
+// stopped reading, or when ctx ends. A writer whose Flush returns once
+// the bytes are sent on (net/http's) needs none.
+type Drainer interface {
+	Drain(ctx context.Context) error
 }
 
 // Handler answers a request.
