@@ -159,8 +159,9 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		log.Info("recovery done", "trees_booted", st.BootedAtOpen)
 	}()
 
-	// No WriteTimeout: event streams are long-lived responses.
-	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute, IdleTimeout: 2 * time.Minute}
+	// No WriteTimeout: event streams are long-lived responses. Each write
+	// has its own deadline instead (writeStall).
+	srv := &http.Server{Handler: stallLimit(handler, writeStall), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute, IdleTimeout: 2 * time.Minute}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	select {
