@@ -43,8 +43,8 @@ var indexMigrations = [][]string{
 
 type index struct{ db *sqlitedb.DB }
 
-func openIndex(ctx context.Context, path string) (*index, error) {
-	db, err := sqlitedb.Open(path, sqlitedb.Options{})
+func openIndex(ctx context.Context, path string, vfs string) (*index, error) {
+	db, err := sqlitedb.Open(path, sqlitedb.Options{VFS: vfs})
 	if err != nil {
 		return nil, fmt.Errorf("open index: %w", err)
 	}
