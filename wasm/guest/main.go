@@ -41,7 +41,7 @@ type guest struct {
 	watched       map[string]bool
 	deleted       bool
 	createdAt     int64 // the root session's created_at once created here (created)
-	sweepFailures int // consecutive failed sweeps (boot or wake), under mu
+	sweepFailures int   // consecutive failed sweeps (boot or wake), under mu
 	// A wake handler's sweep may wait for storage (on the guest's timers)
 	// past the wake call that started it: sweeping says it has not
 	// returned yet, guarded that a wake-up was armed for it since the last
