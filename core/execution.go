@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
 
 	"github.com/revenantrt/revenant/core/event"
@@ -90,6 +91,11 @@ type Execution struct {
 	// (its write schedule spent): the turn then ends failed{type:"storage"},
 	// and later writes of the execution fail at once with the same error.
 	lost error
+	// cuts are the step cuts the driver appended that storage refused (by
+	// step id): what it received of a stream it stopped. The turn's
+	// terminal writes them for those steps, not the checkpointed text, so
+	// a turn that fails on storage keeps everything received (docs/api.md).
+	cuts map[string]event.Cut
 }
 
 // storageLost returns the storage failure that ended one of x's writes.
@@ -179,7 +185,33 @@ type NewEvent struct {
 // Append fails the same way at once, and when the driver returns the turn
 // ends failed{type:"storage"} as soon as storage takes that write.
 func (x *Execution) Append(ctx context.Context, progress bool, evs ...NewEvent) ([]event.Event, error) {
-	return x.AppendFunc(ctx, progress, func(storage.Tx) ([]NewEvent, error) { return evs, nil })
+	out, err := x.AppendFunc(ctx, progress, func(storage.Tx) ([]NewEvent, error) { return evs, nil })
+	if err != nil && isStorageFailure(err) {
+		x.keepCuts(evs)
+	}
+	return out, err
+}
+
+// keepCuts remembers the step cuts among evs, which storage refused, for
+// the turn's terminal to write (Execution.cuts).
+func (x *Execution) keepCuts(evs []NewEvent) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	for _, e := range evs {
+		if c, ok := e.Payload.(event.Cut); ok && e.Type == event.StepCut {
+			if x.cuts == nil {
+				x.cuts = map[string]event.Cut{}
+			}
+			x.cuts[c.StepID] = c
+		}
+	}
+}
+
+// keptCuts returns the step cuts storage refused (keepCuts).
+func (x *Execution) keptCuts() map[string]event.Cut {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return maps.Clone(x.cuts)
 }
 
 // AppendFunc is Append with the events computed inside the fenced
@@ -348,6 +380,9 @@ type turnEnd struct {
 	// event.CutStopped when the turn's execution was stopped here,
 	// event.CutInterrupted when it died.
 	cut string
+	// kept are cuts the stopped execution appended that storage refused,
+	// by step id: written for those steps instead of their checkpoint.
+	kept map[string]event.Cut
 }
 
 // appendEnd appends a turn's terminal, first cutting the turn's steps still
@@ -357,7 +392,7 @@ type turnEnd struct {
 // transaction's own write, not the stopped execution's, so nothing of that
 // execution lands after an interrupt (DESIGN §6.4).
 func (t *txw) appendEnd(sessionID string, end turnEnd) error {
-	if err := t.cutOpenSteps(sessionID, end.promptID, end.cut); err != nil {
+	if err := t.cutOpenStepsKeeping(sessionID, end.promptID, end.cut, end.kept); err != nil {
 		return err
 	}
 	if _, err := t.append(sessionID, end.typ, end.payload); err != nil {
@@ -370,6 +405,12 @@ func (t *txw) appendEnd(sessionID string, end turnEnd) error {
 // session.step.cut@1, keeping the text they checkpointed, as the runner
 // cuts a stream it stopped or one a dead execution left.
 func (t *txw) cutOpenSteps(sessionID, promptID, reason string) error {
+	return t.cutOpenStepsKeeping(sessionID, promptID, reason, nil)
+}
+
+// cutOpenStepsKeeping is cutOpenSteps writing, for a step in kept, the cut
+// its execution made (everything it received) instead of the checkpoint.
+func (t *txw) cutOpenStepsKeeping(sessionID, promptID, reason string, kept map[string]event.Cut) error {
 	rows, err := t.Query(`SELECT id, text FROM steps WHERE prompt_id = ? AND state = ? ORDER BY idx`, promptID, string(StepStarted))
 	if err != nil {
 		return fmt.Errorf("cut open steps: %w", err)
@@ -379,6 +420,9 @@ func (t *txw) cutOpenSteps(sessionID, promptID, reason string) error {
 		c := event.Cut{Reason: reason}
 		if err := rows.Scan(&c.StepID, &c.Text); err != nil {
 			return fmt.Errorf("cut open steps: %w", err)
+		}
+		if k, ok := kept[c.StepID]; ok && len(k.Text) >= len(c.Text) {
+			c = k
 		}
 		cuts = append(cuts, c)
 	}
@@ -637,7 +681,7 @@ func (inst *Instance) failStorage(ctx context.Context, x *Execution, lost error,
 // end is a terminal of x's turn, written while x runs here (or has just
 // stopped): a step it leaves open was stopped, not abandoned by a death.
 func (x *Execution) end(typ event.Type, payload any) turnEnd {
-	return turnEnd{promptID: x.promptID, typ: typ, payload: payload, cut: event.CutStopped}
+	return turnEnd{promptID: x.promptID, typ: typ, payload: payload, cut: event.CutStopped, kept: x.keptCuts()}
 }
 
 func reasonOf(cause error) string {

@@ -65,6 +65,9 @@ type hooks struct {
 	// deleteIndex, when it returns an error, fails a delete's index write
 	// with it.
 	deleteIndex func(id string) error
+	// vfs names the SQLite VFS every database is opened through (a
+	// fault-injecting one); empty: the OS VFS.
+	vfs string
 }
 
 func (c Config) withDefaults() (Config, error) {

@@ -14,6 +14,13 @@ func WithDeleteFault(cfg Config, fail func(id string) error) Config {
 	return cfg
 }
 
+// WithVFS returns cfg whose databases (the index and every tree's) are
+// opened through the registered SQLite VFS vfs (internal/faultvfs).
+func WithVFS(cfg Config, vfs string) Config {
+	cfg.hooks.vfs = vfs
+	return cfg
+}
+
 // Crash stops the host the way SIGKILL would: timers and background work
 // stop, every tree database is closed without a shutdown record (so no
 // execution writes again) and its instance abandoned, and the index is

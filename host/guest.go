@@ -19,9 +19,10 @@ type GuestRuntime interface {
 	// which the host owns and closes: it outlives the guest. arm is the
 	// guest's wake_arm, called with the time each time the guest arms (0: the
 	// guest cleared it, deleting its tree); the host stores the wake-up
-	// and delivers it with GuestTree.Wake. The runtime delivers none
-	// itself. On error nothing runs.
-	StartTree(ctx context.Context, id string, conn *sqlitedb.Conn, arm func(at int64), log *slog.Logger) (GuestTree, error)
+	// and delivers it with GuestTree.Wake, or returns why it could not
+	// (the guest's write then fails and is retried, as in process). The
+	// runtime delivers none itself. On error nothing runs.
+	StartTree(ctx context.Context, id string, conn *sqlitedb.Conn, arm func(at int64) error, log *slog.Logger) (GuestTree, error)
 	// Close releases what the trees share (the compiled module), after
 	// every tree was closed.
 	Close(ctx context.Context) error
@@ -63,20 +64,19 @@ func (b guestBackend) close(ctx context.Context) error {
 
 // storeWake is the guest's wake_arm: the row is stored durably (waker.Arm)
 // before the import returns, so before the guest commits the claim it
-// arms for (DESIGN §4 rule 1). If it cannot be stored, the guest must not
-// go on: the panic fails the guest's call, the runtime rolls back its
-// transaction and the next use boots a fresh guest, which re-arms from
-// durable state (rule 3). A clear (0) is the guest deleting its tree; the
-// host's Delete removes the row itself. The waker's timer delivers the
-// wake-up (the runtime has none), so each is delivered once.
-func storeWake(w *waker) func(at int64) {
-	return func(at int64) {
+// arms for (DESIGN §4 rule 1). If it cannot be stored, the error goes back
+// to the guest (wake_arm_checked answers its storage code): core's write
+// fails that attempt before its transaction and retries it, arming again,
+// on the write schedule, exactly as waker.Arm's error does in process. A
+// clear (0) is the guest deleting its tree; the host's Delete removes the
+// row itself. The waker's timer delivers the wake-up (the runtime has
+// none), so each is delivered once.
+func storeWake(w *waker) func(at int64) error {
+	return func(at int64) error {
 		if at == 0 {
-			return
+			return nil
 		}
-		if err := w.Arm(context.Background(), at); err != nil {
-			panic(fmt.Errorf("store the guest's wake-up: %w", err))
-		}
+		return w.Arm(context.Background(), at)
 	}
 }
 

@@ -11,7 +11,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/revenantrt/revenant/core/storage"
 	"github.com/revenantrt/revenant/host"
+	"github.com/revenantrt/revenant/internal/faultvfs"
 	"github.com/revenantrt/revenant/sqlitedb"
 )
 
@@ -20,15 +22,15 @@ import (
 type fakeRuntime struct {
 	mu     sync.Mutex
 	trees  map[string]*fakeTree
-	arms   map[string]func(at int64)
+	arms   map[string]func(at int64) error
 	closes int
 }
 
 func newFakeRuntime() *fakeRuntime {
-	return &fakeRuntime{trees: map[string]*fakeTree{}, arms: map[string]func(int64){}}
+	return &fakeRuntime{trees: map[string]*fakeTree{}, arms: map[string]func(int64) error{}}
 }
 
-func (r *fakeRuntime) StartTree(_ context.Context, id string, _ *sqlitedb.Conn, arm func(at int64), _ *slog.Logger) (host.GuestTree, error) {
+func (r *fakeRuntime) StartTree(_ context.Context, id string, _ *sqlitedb.Conn, arm func(at int64) error, _ *slog.Logger) (host.GuestTree, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	t := &fakeTree{}
@@ -43,7 +45,7 @@ func (r *fakeRuntime) Close(context.Context) error {
 	return nil
 }
 
-func (r *fakeRuntime) tree(id string) (*fakeTree, func(at int64)) {
+func (r *fakeRuntime) tree(id string) (*fakeTree, func(at int64) error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.trees[id], r.arms[id]
@@ -55,11 +57,13 @@ func (r *fakeRuntime) closed() int {
 	return r.closes
 }
 
-// fakeTree counts the wake-ups delivered to it; it re-arms nothing.
+// fakeTree counts the wake-ups delivered to it; it re-arms nothing unless
+// onWake, run as a wake's last act, does.
 type fakeTree struct {
 	mu     sync.Mutex
 	wakes  int
 	closed bool
+	onWake func()
 }
 
 func (t *fakeTree) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
@@ -68,8 +72,12 @@ func (t *fakeTree) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
 
 func (t *fakeTree) Wake(context.Context) error {
 	t.mu.Lock()
-	defer t.mu.Unlock()
 	t.wakes++
+	f := t.onWake
+	t.mu.Unlock()
+	if f != nil {
+		f()
+	}
 	return nil
 }
 
@@ -126,7 +134,7 @@ func TestHostDeliversGuestWakeUps(t *testing.T) {
 	assert.Empty(t, e.wakeups(), "nothing re-armed during the boot: the row is used up")
 
 	at := e.clock.Now() + 1000
-	arm(at)
+	require.NoError(t, arm(at))
 	assert.Equal(t, map[string]int64{"t1": at}, e.wakeups(), "stored before the arm returns")
 	e.clock.Advance(time.Second)
 	d := e.nextDelivery()
@@ -139,4 +147,53 @@ func TestHostDeliversGuestWakeUps(t *testing.T) {
 	require.NoError(t, h.Close(ctx))
 	_, closed := tree.counts()
 	assert.True(t, closed)
+}
+
+// A guest's wake_arm that the host cannot store is an error the guest
+// hears, not a trap; and a wake handler whose re-arm (its last act) was
+// refused, although its call succeeded, is a failed delivery: the
+// used-up row stays and the host retries the delivery from memory, as in
+// process (DESIGN §4 rule 2).
+func TestGuestWakeArmRefusedByStorage(t *testing.T) {
+	e := newEnv(t)
+	fault := faultvfs.New(e.clock.Now)
+	faultvfs.Register("host-wake-arm", fault)
+	t.Cleanup(func() { faultvfs.Unregister("host-wake-arm") })
+	h := e.open(host.WithVFS(e.config(), "host-wake-arm"))
+	admit(t, e.tree(h, "t1"), "t1", "hold")
+	e.d.next(t)
+	require.NoError(t, h.Close(ctx))
+
+	rt := newFakeRuntime()
+	cfg := host.WithVFS(e.config(), "host-wake-arm")
+	cfg.Driver, cfg.Guest = nil, rt
+	h = e.open(cfg)
+	require.Equal(t, "t1", e.nextDelivery().id)
+	tree, arm := rt.tree("t1")
+	at := e.clock.Now() + 1000
+	require.NoError(t, arm(at))
+
+	fault.FailFor(time.Hour, faultvfs.Full)
+	err := arm(at - 500)
+	require.Error(t, err, "an arm storage refused is reported")
+	assert.True(t, storage.IsTransient(err), "as the storage failure it is: %v", err)
+	assert.Equal(t, map[string]int64{"t1": at}, e.wakeups(), "the stored row is unchanged")
+
+	tree.mu.Lock()
+	tree.onWake = func() { _ = arm(e.clock.Now() + 1000) }
+	tree.mu.Unlock()
+	e.clock.Advance(time.Second)
+	d := e.nextDelivery()
+	require.Equal(t, "t1", d.id)
+	require.Error(t, d.err, "the handler's refused re-arm fails the delivery")
+	assert.Equal(t, map[string]int64{"t1": at}, e.wakeups(), "the used-up row stays for a crash")
+
+	fault.Heal()
+	e.clock.Advance(time.Minute)
+	d = e.nextDelivery()
+	require.NoError(t, d.err, "retried from memory")
+	assert.Contains(t, e.wakeups(), "t1", "re-armed by the handler")
+	wakes, _ := tree.counts()
+	assert.GreaterOrEqual(t, wakes, 2)
+	require.NoError(t, h.Close(ctx))
 }

@@ -88,7 +88,7 @@ func open(ctx context.Context, cfg Config) (*Host, error) {
 	if err := os.MkdirAll(treesDir, 0o700); err != nil {
 		return nil, fmt.Errorf("open host: %w", err)
 	}
-	ix, err := openIndex(ctx, filepath.Join(cfg.DataDir, "index.db"))
+	ix, err := openIndex(ctx, filepath.Join(cfg.DataDir, "index.db"), cfg.hooks.vfs)
 	if err != nil {
 		return nil, fmt.Errorf("open host: %w", err)
 	}
@@ -387,7 +387,7 @@ func (h *Host) boot(ctx context.Context, e *entry, info *api.TreeInfo) (sweepErr
 		h.cfg.hooks.boot(e.id)
 	}
 	log := h.log.With("tree", e.id)
-	db, err := sqlitedb.Open(h.treePath(e.id), sqlitedb.Options{})
+	db, err := sqlitedb.Open(h.treePath(e.id), sqlitedb.Options{VFS: h.cfg.hooks.vfs})
 	if err != nil {
 		h.bootFailures.Add(1)
 		return nil, fmt.Errorf("boot tree %s: %w", e.id, err)

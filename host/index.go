@@ -43,34 +43,69 @@ var indexMigrations = [][]string{
 
 type index struct{ db *sqlitedb.DB }
 
-func openIndex(ctx context.Context, path string) (*index, error) {
-	db, err := sqlitedb.Open(path, sqlitedb.Options{})
+// openIndex opens the index and brings its schema to indexVersion. An index
+// already at that version is only read, so a full disk does not stop the
+// server from starting and serving reads (docs/RATIONALE.md, "Why does a
+// full disk make the tree read-only rather than failing the boot?"); only
+// an index that must be created or migrated needs storage to take a write.
+func openIndex(ctx context.Context, path string, vfs string) (*index, error) {
+	db, err := sqlitedb.Open(path, sqlitedb.Options{VFS: vfs})
 	if err != nil {
-		return nil, fmt.Errorf("open index: %w", err)
+		return nil, fmt.Errorf("open index: %w", refused(err))
 	}
+	var v int64
 	err = db.Tx(ctx, func(tx storage.Tx) error {
-		var v int64
-		if _, err := storage.QueryRow(tx, `PRAGMA user_version`, nil, &v); err != nil {
-			return err
-		}
-		if v > indexVersion {
-			return fmt.Errorf("index schema version %d is newer than this build's %d", v, indexVersion)
-		}
-		for ; v < indexVersion; v++ {
-			for _, q := range indexMigrations[v] {
-				if _, err := tx.Exec(q); err != nil {
-					return err
-				}
-			}
-		}
-		_, err := tx.Exec(fmt.Sprintf(`PRAGMA user_version = %d`, indexVersion))
+		var err error
+		v, err = indexSchema(tx)
 		return err
 	})
+	if err == nil && v < indexVersion {
+		err = db.Tx(ctx, func(tx storage.Tx) error {
+			// Read again inside the write: another process may have
+			// migrated it meanwhile.
+			v, err := indexSchema(tx)
+			if err != nil {
+				return err
+			}
+			for ; v < indexVersion; v++ {
+				for _, q := range indexMigrations[v] {
+					if _, err := tx.Exec(q); err != nil {
+						return err
+					}
+				}
+			}
+			_, err = tx.Exec(fmt.Sprintf(`PRAGMA user_version = %d`, indexVersion))
+			return err
+		})
+		err = refused(err)
+	}
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open index: %w", err)
 	}
 	return &index{db: db}, nil
+}
+
+// refused says what a transient failure to create or migrate the index
+// means: with no index at its version the host cannot serve even reads.
+func refused(err error) error {
+	if err != nil && storage.IsTransient(err) {
+		return fmt.Errorf("storage refused the write that creates or migrates it (is the disk full?): %w", err)
+	}
+	return err
+}
+
+// indexSchema reads the index's schema version and refuses one newer than
+// this build's.
+func indexSchema(tx storage.Tx) (int64, error) {
+	var v int64
+	if _, err := storage.QueryRow(tx, `PRAGMA user_version`, nil, &v); err != nil {
+		return 0, err
+	}
+	if v > indexVersion {
+		return 0, fmt.Errorf("index schema version %d is newer than this build's %d", v, indexVersion)
+	}
+	return v, nil
 }
 
 func (ix *index) close() error { return ix.db.Close() }

@@ -34,6 +34,7 @@ type waker struct {
 	gen        uint64 // identifies the current timer; a stale one does nothing
 	delivering bool   // a delivery runs; the row's time is used up
 	rearmed    bool   // Arm was called during the current delivery
+	armErr     error  // an Arm during the current delivery could not store its row
 	again      bool   // the timer fired during the current delivery
 	failures   int    // consecutive failed deliveries
 	retired    bool   // the tree was deleted
@@ -68,7 +69,17 @@ func (w *waker) Arm(ctx context.Context, at int64) error {
 	}
 	if row != w.row {
 		if err := w.h.index.setWakeup(ctx, w.id, row); err != nil {
-			return fmt.Errorf("arm wake-up of tree %s: %w", w.id, err)
+			err = fmt.Errorf("arm wake-up of tree %s: %w", w.id, err)
+			// The caller must not count on it (its claim must not commit),
+			// but this process still fires it: a handler that re-arms as
+			// its last act and cannot store the row still wants its retry.
+			// A delivery in which it happened counts as failed, so its
+			// used-up row is kept, not deleted (DESIGN §4 rule 2).
+			if w.delivering {
+				w.armErr = err
+			}
+			w.scheduleLocked(at)
+			return err
 		}
 		w.row = row
 	}
@@ -150,6 +161,11 @@ func (w *waker) deliverLoop() {
 	for {
 		err := h.deliver(h.bgCtx, w.id)
 		w.mu.Lock()
+		if err == nil && w.armErr != nil && !w.rearmed {
+			// The handler's re-arm was refused: as a failed delivery.
+			err = w.armErr
+		}
+		w.armErr = nil
 		switch {
 		case w.retired || errors.Is(err, api.ErrTreeNotFound):
 			// The tree is gone: so is any reason to wake it.

@@ -203,7 +203,9 @@ func TestAbortCutsOpenStepKeepingCheckpoint(t *testing.T) {
 
 // A turn that ends failed{type:"storage"} while its step streams (the
 // checkpoint that lost storage was the step's last write) has that step
-// cut in the failure's transaction, keeping what was checkpointed before.
+// cut in the failure's transaction, keeping everything the step received:
+// it was stopped cleanly, so the text of the checkpoint storage refused is
+// kept too (docs/api.md).
 func TestStorageFailureCutsOpenStep(t *testing.T) {
 	tr := treetest.New(t)
 	fault := tr.Faults()
@@ -220,10 +222,12 @@ func TestStorageFailureCutsOpenStep(t *testing.T) {
 	waitEvent(t, sub, event.TextCheckpoint)
 
 	fault.FailFor(90*time.Second, faultvfs.Full) // past the write window
-	feed <- model.Chunk{Text: strings.Repeat("l", runner.DefaultCheckpointBytes)}
+	refused := strings.Repeat("l", runner.DefaultCheckpointBytes)
+	feed <- model.Chunk{Text: refused}
 	n.IdleDriving()
 
 	require.Equal(t, "failed", tr.PromptState(pid))
+	kept += refused
 	assertNoPartial(t, n, sid, kept)
 	evs := tr.Events(sid)
 	terms := treetest.Terminals(evs)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/revenantrt/revenant/core"
 	"github.com/revenantrt/revenant/core/event"
+	"github.com/revenantrt/revenant/core/model"
 	"github.com/revenantrt/revenant/core/model/offline"
 	"github.com/revenantrt/revenant/core/retry"
 	"github.com/revenantrt/revenant/core/runner"
@@ -153,4 +154,84 @@ func TestLateFailedStepStartStillBuildsFromTheTranscript(t *testing.T) {
 	require.NoError(t, done[1].Decode(&last))
 	assert.Equal(t, "Tool fill returned: filled\nYou said: all done", last.Text, "the request carried the tool's result")
 	assert.Empty(t, last.ToolCalls)
+}
+
+// fillingModel streams "alpha ", then, once saved is closed (the test
+// saw "alpha " checkpointed), fills the disk for outage and streams
+// "beta ", then stalls until cancelled.
+type fillingModel struct {
+	fault  *faultvfs.Fault
+	outage time.Duration
+	saved  chan struct{}
+}
+
+func (m fillingModel) Name() string { return "filling" }
+
+func (m fillingModel) Stream(context.Context, model.Request) (model.Stream, error) {
+	return &fillingStream{m: m}, nil
+}
+
+type fillingStream struct {
+	m fillingModel
+	i int
+}
+
+func (s *fillingStream) Recv(ctx context.Context) (model.Chunk, error) {
+	s.i++
+	switch s.i {
+	case 1:
+		return model.Chunk{Text: "alpha "}, nil
+	case 2:
+		select {
+		case <-s.m.saved:
+		case <-ctx.Done():
+			return model.Chunk{}, ctx.Err()
+		}
+		s.m.fault.FailFor(s.m.outage, faultvfs.Full)
+		return model.Chunk{Text: "beta "}, nil
+	}
+	<-ctx.Done()
+	return model.Chunk{}, ctx.Err()
+}
+
+func (s *fillingStream) Close() error { return nil }
+
+// A step whose checkpoint exhausts the write window mid-stream ends the
+// turn failed{type:"storage"}, and its cut keeps everything received, not
+// only what was checkpointed before the disk filled (docs/api.md: a
+// cleanly stopped step keeps everything it received).
+func TestStreamCutByStorageKeepsTheTextReceived(t *testing.T) {
+	tr := treetest.New(t)
+	m := fillingModel{fault: tr.Faults(), outage: 90 * time.Second, saved: make(chan struct{})}
+	n := tr.Boot(newRunner(t, m, runner.NewConfig().WithCheckpoints(time.Hour, 1)))
+	sid := n.NewSession("s")
+	sub := n.Inst.Subscribe(sid, 64)
+	defer sub.Close()
+	go func() {
+		for ev := range sub.C {
+			if ev.Type == event.TextCheckpoint {
+				close(m.saved)
+				return
+			}
+		}
+	}()
+	pid := n.Admit(sid, "go")
+	require.NotEmpty(t, n.IdleDriving(), "the outage was met")
+
+	evs := tr.Events(sid)
+	terms := treetest.Terminals(evs)
+	require.Len(t, terms, 1)
+	var f event.Failed
+	require.NoError(t, terms[0].Decode(&f))
+	assert.Equal(t, event.FailStorage, f.Type)
+	assert.Equal(t, "failed", tr.PromptState(pid))
+
+	cps := treetest.OfType(evs, event.TextCheckpoint)
+	require.Len(t, cps, 1, "the first chunk was checkpointed before the disk filled")
+	cuts := treetest.OfType(evs, event.StepCut)
+	require.Len(t, cuts, 1)
+	var c event.Cut
+	require.NoError(t, cuts[0].Decode(&c))
+	assert.Equal(t, "alpha beta ", c.Text, "everything received, not only the checkpoint")
+	assert.Equal(t, event.CutStopped, c.Reason)
 }

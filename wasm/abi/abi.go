@@ -16,9 +16,16 @@ const (
 	// 3 added EgressEnd's code and BootConfig's page sizes; 4 added
 	// BootConfig's permission configuration; 5 added ToolCall's session
 	// and saved rules, so the host decides a running call's redirects by
-	// the session's whole policy.
-	Minor = 5
+	// the session's whole policy; 6 added ImportWakeArmChecked, so a
+	// wake-up the host cannot store fails the guest's write instead of
+	// trapping the guest.
+	Minor = 6
 )
+
+// MinorWakeArmChecked is the minor version that added ImportWakeArmChecked.
+// A guest of this version imports it, so it needs a host of this version
+// or later.
+const MinorWakeArmChecked = 6
 
 // PackVersion packs a version the way revenant_abi_version returns it:
 // major in the high 16 bits, minor in the low 16.

@@ -358,7 +358,7 @@ func TestSpecNamesVersionAndEveryFunction(t *testing.T) {
 		abi.ImportSQLRollback, abi.ImportResult, abi.ImportClockNow, abi.ImportTimerSet,
 		abi.ImportTimerClear, abi.ImportWakeArm, abi.ImportWakeClear, abi.ImportEgressStart,
 		abi.ImportEgressCancel, abi.ImportEmit, abi.ImportRespond, abi.ImportRandom, abi.ImportLog,
-		abi.ImportPhase, abi.ImportFail,
+		abi.ImportPhase, abi.ImportFail, abi.ImportWakeArmChecked,
 	} {
 		require.Contains(t, doc, "| `"+name+"` |", "a row for %s", name)
 	}

@@ -37,7 +37,7 @@ const (
 	ImportClockNow     = "clock_now"     // () -> i64 ms
 	ImportTimerSet     = "timer_set"     // (id i64, at i64 ms)
 	ImportTimerClear   = "timer_clear"   // (id i64)
-	ImportWakeArm      = "wake_arm"      // (at i64 ms)
+	ImportWakeArm      = "wake_arm"      // (at i64 ms); a failure to store it traps the guest
 	ImportWakeClear    = "wake_clear"    // ()
 	ImportEgressStart  = "egress_start"  // (id i64, ptr, len EgressRequest)
 	ImportEgressCancel = "egress_cancel" // (id i64)
@@ -47,4 +47,7 @@ const (
 	ImportLog          = "log"           // (level i32 slog.Level, ptr, len text)
 	ImportPhase        = "phase"         // (phase i32)
 	ImportFail         = "fail"          // (ptr, len) the failing export's message
+
+	// Since 1.6 (MinorWakeArmChecked).
+	ImportWakeArmChecked = "wake_arm_checked" // (at i64 ms) -> i32 0 stored, else an SQLite result code
 )

@@ -74,7 +74,7 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 
 // StartTree implements host.GuestRuntime: a serve.Tree on conn, whose
 // every wake-up arm goes to arm and which delivers none itself.
-func (r *Runtime) StartTree(ctx context.Context, id string, conn *sqlitedb.Conn, arm func(at int64), log *slog.Logger) (host.GuestTree, error) {
+func (r *Runtime) StartTree(ctx context.Context, id string, conn *sqlitedb.Conn, arm func(at int64) error, log *slog.Logger) (host.GuestTree, error) {
 	boot := r.cfg.Boot
 	boot.TreeID = id
 	t, err := serve.Start(ctx, serve.Config{Module: r.mod, Conn: conn, Boot: boot, Model: r.cfg.Model, Tools: r.cfg.Tools,

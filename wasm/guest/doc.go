@@ -8,7 +8,7 @@
 //
 // The host calls _initialize once, then revenant_boot, then any export.
 // Everything slow is split in two: the guest starts it through an import
-// (egress_start, timer_set, wake_arm) and the host answers later through an
+// (egress_start, timer_set, wake_arm_checked) and the host answers later through an
 // export (revenant_egress_*, revenant_timer, revenant_wake). Durable events
 // leave through emit after their commit, live deltas as they happen, API
 // responses through respond (an event stream a chunk per flush). Secrets

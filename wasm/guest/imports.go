@@ -35,8 +35,11 @@ func hostTimerSet(id uint64, at int64)
 //go:wasmimport revenant timer_clear
 func hostTimerClear(id uint64)
 
-//go:wasmimport revenant wake_arm
-func hostWakeArm(at int64)
+// hostWakeArm answers 0 once the host stored the wake-up, or the SQLite
+// result code of the failure that kept it from storing it (ABI 1.6).
+//
+//go:wasmimport revenant wake_arm_checked
+func hostWakeArm(at int64) int32
 
 //go:wasmimport revenant wake_clear
 func hostWakeClear()

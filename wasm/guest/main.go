@@ -41,7 +41,7 @@ type guest struct {
 	watched       map[string]bool
 	deleted       bool
 	createdAt     int64 // the root session's created_at once created here (created)
-	sweepFailures int // consecutive failed sweeps (boot or wake), under mu
+	sweepFailures int   // consecutive failed sweeps (boot or wake), under mu
 	// A wake handler's sweep may wait for storage (on the guest's timers)
 	// past the wake call that started it: sweeping says it has not
 	// returned yet, guarded that a wake-up was armed for it since the last
@@ -443,7 +443,11 @@ func (gg *guest) guardSweep(status abi.Status) abi.Status {
 	d := retry.Wake().Delay(gg.guards)
 	gg.guards++
 	gg.mu.Unlock()
-	hostWakeArm(hostClockNow() + d.Milliseconds())
+	if err := armWake(hostClockNow() + d.Milliseconds()); err != nil {
+		// The host keeps an unstored wake-up in memory and retries its
+		// delivery; the sweep's own writes fail and retry meanwhile.
+		gg.log.Warn("arm the sweep's guard wake-up", "err", err)
+	}
 	return status
 }
 
@@ -462,5 +466,9 @@ func (gg *guest) swept(what string, err error) {
 	d := retry.Wake().Delay(gg.sweepFailures - 1)
 	gg.mu.Unlock()
 	gg.log.Warn(what+" sweep failed; the wake-up retries it", "err", err, "in", d)
-	hostWakeArm(hostClockNow() + d.Milliseconds())
+	if err := armWake(hostClockNow() + d.Milliseconds()); err != nil {
+		// The host keeps an unstored wake-up in memory and counts the
+		// delivery failed, so it retries it (host/wake.go).
+		gg.log.Warn("arm the sweep's retry wake-up", "err", err)
+	}
 }

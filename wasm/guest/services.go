@@ -13,6 +13,7 @@ import (
 
 	"github.com/revenantrt/revenant/core"
 	"github.com/revenantrt/revenant/core/logs"
+	"github.com/revenantrt/revenant/core/storage"
 )
 
 // clock is core.Clock over the clock and timer imports: AfterFunc sets a
@@ -74,8 +75,16 @@ func (ids) NewID() string {
 // waker is core.Waker over the wake-up imports.
 type waker struct{}
 
-func (waker) Arm(_ context.Context, at int64) error {
-	hostWakeArm(at)
+func (waker) Arm(_ context.Context, at int64) error { return armWake(at) }
+
+// armWake asks the host to store the tree's wake-up. A failure carries the
+// host's storage code, so core classifies it like any storage failure: a
+// transient one fails the attempt of the write that armed, before its
+// transaction, and the write schedule retries it (DESIGN §4 rule 1, §8).
+func armWake(at int64) error {
+	if code := hostWakeArm(at); code != 0 {
+		return &storage.Error{Code: storage.Code(code), Msg: "the host could not store the tree's wake-up"}
+	}
 	return nil
 }
 

@@ -114,8 +114,11 @@ type Services interface {
 	ClearTimer(id uint64)
 	// ArmWake makes sure the tree's wake-up fires no later than at (ms):
 	// an earlier armed time stays. The host then calls Guest.Wake, or boots
-	// a fresh guest if none runs. ClearWake forgets it.
-	ArmWake(at int64)
+	// a fresh guest if none runs. ClearWake forgets it. An error means the
+	// wake-up was not stored: the guest's wake_arm_checked answers its
+	// storage code (its write is then retried like any storage failure);
+	// the older wake_arm import traps the guest.
+	ArmWake(at int64) error
 	ClearWake()
 	// StartEgress starts an outbound request; the host answers later with
 	// Guest.EgressResponse, EgressChunk… and exactly one EgressEnd, unless

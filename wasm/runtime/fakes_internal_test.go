@@ -20,7 +20,7 @@ type nopServices struct{}
 func (nopServices) Now() int64                        { return 1_700_000_000_000 }
 func (nopServices) SetTimer(uint64, int64)            {}
 func (nopServices) ClearTimer(uint64)                 {}
-func (nopServices) ArmWake(int64)                     {}
+func (nopServices) ArmWake(int64) error               { return nil }
 func (nopServices) ClearWake()                        {}
 func (nopServices) StartEgress(uint64, EgressRequest) {}
 func (nopServices) CancelEgress(uint64)               {}

@@ -83,11 +83,12 @@ func (s *services) ClearTimer(id uint64) {
 	fmt.Fprintf(&s.log, "timer_clear %d\n", id)
 }
 
-func (s *services) ArmWake(at int64) {
+func (s *services) ArmWake(at int64) error {
 	if s.wake == 0 || at < s.wake {
 		s.wake = at
 	}
 	fmt.Fprintf(&s.log, "wake_arm %d\n", at)
+	return nil
 }
 
 func (s *services) ClearWake() { s.wake = 0 }

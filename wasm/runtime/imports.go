@@ -97,8 +97,19 @@ var hostFns = []hostFn{
 	}},
 	{abi.ImportWakeArm, []api.ValueType{i64}, nil, func(g *Guest, ctx context.Context, mod api.Module, stack []uint64) {
 		g.interpose(ctx, mod, abi.ImportWakeArm, false)
-		g.opts.Services.ArmWake(int64(stack[0]))
+		if err := g.opts.Services.ArmWake(int64(stack[0])); err != nil {
+			// A guest older than 1.6 cannot hear of the failure and must
+			// not commit the claim the wake-up was armed for: the trap
+			// fails its call, and its transaction is rolled back.
+			panic(fmt.Errorf("store the guest's wake-up: %w", err))
+		}
 		g.interpose(ctx, mod, abi.ImportWakeArm, true)
+	}},
+	{abi.ImportWakeArmChecked, []api.ValueType{i64}, []api.ValueType{i32}, func(g *Guest, ctx context.Context, mod api.Module, stack []uint64) {
+		g.interpose(ctx, mod, abi.ImportWakeArmChecked, false)
+		code := wakeArmCode(g.opts.Services.ArmWake(int64(stack[0])))
+		g.interpose(ctx, mod, abi.ImportWakeArmChecked, true)
+		stack[0] = api.EncodeI32(code)
 	}},
 	{abi.ImportWakeClear, nil, nil, func(g *Guest, ctx context.Context, mod api.Module, stack []uint64) {
 		g.interpose(ctx, mod, abi.ImportWakeClear, false)

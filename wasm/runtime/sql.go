@@ -49,6 +49,19 @@ func decodeStatement(b []byte) abi.Statement {
 	return st
 }
 
+// wakeArmCode is wake_arm_checked's answer for err: 0 when the wake-up
+// was stored, its storage code when storage refused it (the guest retries
+// a transient one like any storage failure), SQLITE_ERROR otherwise.
+func wakeArmCode(err error) int32 {
+	if err == nil {
+		return 0
+	}
+	if c := storage.CodeOf(err); c != 0 {
+		return int32(c)
+	}
+	return int32(storage.CodeError)
+}
+
 // sqlResult is an SQL import's result: ok (nil: success, nothing to take),
 // or for err the error tag and an SQLError carrying its extended code, so
 // the guest classifies it by code.

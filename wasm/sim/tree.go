@@ -822,15 +822,16 @@ func (g *guest) ClearTimer(id uint64) {
 
 // ArmWake implements runtime.Services. Only the serving guest owns the
 // tree's wake-up; a zombie's arming goes nowhere.
-func (g *guest) ArmWake(at int64) {
+func (g *guest) ArmWake(at int64) error {
 	t := g.t
 	if g.zombie || g.dead {
-		return
+		return nil
 	}
 	if t.wake == 0 || at < t.wake {
 		t.seq++
 		t.wake, t.wakeSeq = at, t.seq
 	}
+	return nil
 }
 
 // ClearWake implements runtime.Services.

@@ -50,9 +50,10 @@ type Config struct {
 	// the wake-up (host/, durably) delivers it with Tree.Wake, or starts a
 	// new Tree when none runs, so one component owns delivery. It runs
 	// inside the guest's call, before the guest goes on: a host that cannot
-	// store the wake-up may panic, which fails the call and kills the guest
-	// (its open transaction is rolled back).
-	ArmWake func(at int64)
+	// store the wake-up returns the error, which the guest hears as a
+	// storage failure of the write it armed for (wake_arm_checked), so
+	// that write does not commit and is retried.
+	ArmWake func(at int64) error
 	// Watchdog is runtime.Options.Watchdog.
 	Watchdog time.Duration
 	// Log receives the driver's and the guest's logs; nil discards them.
@@ -441,9 +442,11 @@ func (s *services) ClearTimer(id uint64) {
 // wake-up: even one later than an earlier armed time, since a host that
 // uses up a delivered wake-up (DESIGN §4 rule 2) must see the handler's
 // re-arm.
-func (s *services) ArmWake(at int64) { s.t.cfg.ArmWake(at) }
+func (s *services) ArmWake(at int64) error { return s.t.cfg.ArmWake(at) }
 
-func (s *services) ClearWake() { s.t.cfg.ArmWake(0) }
+// ClearWake tells the host the tree is gone; the host's Delete removes
+// the wake-up itself, so nothing is stored here that could fail.
+func (s *services) ClearWake() { _ = s.t.cfg.ArmWake(0) }
 
 func (s *services) StartEgress(id uint64, req runtime.EgressRequest) {
 	ctx, cancel := context.WithCancel(context.Background())

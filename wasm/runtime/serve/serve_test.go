@@ -93,7 +93,7 @@ func startTreeWatched(t *testing.T, cfg serve.Config) (*httptest.Server, *watche
 	t.Cleanup(func() { db.Close() })
 	cfg.Module, cfg.Conn = m, db.Conn()
 	if cfg.ArmWake == nil {
-		cfg.ArmWake = func(int64) {} // no host: the tests deliver no wake-up
+		cfg.ArmWake = func(int64) error { return nil } // no host: the tests deliver no wake-up
 	}
 	cfg.Boot.TreeID = "tree1"
 	tree, err := serve.Start(ctx, cfg)
@@ -273,12 +273,13 @@ func TestServeDeliversNoWakeUp(t *testing.T) {
 	arms := 0
 	boot := offline()
 	boot.Settings.WakeInterval = time.Millisecond // re-armed by every wake while the claim lasts
-	srv, w := startTreeWatched(t, serve.Config{Boot: boot, ArmWake: func(at int64) {
+	srv, w := startTreeWatched(t, serve.Config{Boot: boot, ArmWake: func(at int64) error {
 		mu.Lock()
 		defer mu.Unlock()
 		if at != 0 {
 			arms++
 		}
+		return nil
 	}})
 	require.Equal(t, 201, post(t, srv.URL+"/v1/sessions", `{}`).StatusCode)
 	require.Equal(t, 202, post(t, srv.URL+"/v1/sessions/tree1/prompt", `{"text":"/sleep 100ms\nslow"}`).StatusCode)

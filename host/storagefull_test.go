@@ -1,0 +1,101 @@
+package host_test
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/revenantrt/revenant/host"
+	"github.com/revenantrt/revenant/internal/faultvfs"
+)
+
+// A server started on a full disk serves reads and refuses writes with
+// 503 read_only, in both modes; the first write storage takes again makes
+// the tree writable (docs/api.md, Storage failures). Opening an index that
+// is already at its schema version writes nothing.
+func TestStartOnFullDiskServesReadOnly(t *testing.T) {
+	for _, guest := range []bool{false, true} {
+		name := "inprocess"
+		if guest {
+			name = "guest"
+		}
+		t.Run(name, func(t *testing.T) {
+			e := newEnv(t)
+			fault := faultvfs.New(e.clock.Now)
+			vfs := "host-full-" + strings.ReplaceAll(t.Name(), "/", "-")
+			faultvfs.Register(vfs, fault)
+			t.Cleanup(func() { faultvfs.Unregister(vfs) })
+			config := func() host.Config {
+				cfg := e.config()
+				if guest {
+					cfg = e.guestConfig()
+				}
+				return host.WithVFS(cfg, vfs)
+			}
+
+			h := e.open(config())
+			base := apiServer(t, h, guest)
+			id := create(t, base)
+			require.NoError(t, h.Close(ctx))
+
+			fault.FailFor(time.Hour, faultvfs.Full)
+			h = e.open(config())
+			base = apiServer(t, h, guest)
+
+			a := call(t, base, "GET", "/v1/sessions/"+id, "alice-token", "")
+			require.Equal(t, http.StatusOK, a.Status, a.raw)
+			assert.Equal(t, true, a.Body["read_only"], a.raw)
+			a = call(t, base, "GET", "/v1/sessions", "alice-token", "")
+			require.Equal(t, http.StatusOK, a.Status, a.raw)
+			a = call(t, base, "POST", "/v1/sessions/"+id+"/prompt", "alice-token", `{"text":"hi","id":"p1"}`)
+			assert.Equal(t, http.StatusServiceUnavailable, a.Status, a.raw)
+			assert.Equal(t, "read_only", a.Type, a.raw)
+			assert.Positive(t, fault.Failed(), "storage was asked to write and refused")
+
+			fault.Heal()
+			a = call(t, base, "POST", "/v1/sessions/"+id+"/prompt", "alice-token", `{"text":"hi","id":"p1"}`)
+			assert.Equal(t, http.StatusAccepted, a.Status, a.raw)
+		})
+	}
+}
+
+// An index that cannot be created because storage refuses the write fails
+// Open with a message that says so.
+func TestNewIndexOnFullDiskFailsClearly(t *testing.T) {
+	e := newEnv(t)
+	fault := faultvfs.New(e.clock.Now)
+	vfs := "host-full-new-index"
+	faultvfs.Register(vfs, fault)
+	t.Cleanup(func() { faultvfs.Unregister(vfs) })
+	fault.FailFor(time.Hour, faultvfs.Full)
+	_, err := host.Open(ctx, host.WithVFS(e.config(), vfs))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "storage refused the write that creates or migrates it")
+}
+
+// A prompt whose wake-up the host cannot store at first is retried on the
+// write schedule and admitted once storage takes it: in guest mode the
+// refused wake_arm is a storage error the guest retries, as in process
+// (core's claimingWrite), never a trap ("the tree's instance stopped").
+// (The guest's retry waits run on real timers: 100 ms, then 200 ms.)
+func TestGuestPromptWhoseWakeArmIsRefusedIsRetried(t *testing.T) {
+	e := newEnv(t)
+	fault := faultvfs.New(e.clock.Now)
+	faultvfs.Register("host-guest-arm", fault)
+	t.Cleanup(func() { faultvfs.Unregister("host-guest-arm") })
+	h := e.open(host.WithVFS(e.guestConfig(), "host-guest-arm"))
+	base := apiServer(t, h, true)
+	id := create(t, base)
+
+	fault.FailNext(2, faultvfs.Full)
+	a := call(t, base, "POST", "/v1/sessions/"+id+"/prompt", "alice-token", `{"text":"hi","id":"p1"}`)
+	assert.Equal(t, http.StatusAccepted, a.Status, a.raw)
+	assert.Equal(t, 2, fault.Failed(), "storage refused two writes")
+	a = call(t, base, "GET", "/v1/sessions/"+id, "alice-token", "")
+	require.Equal(t, http.StatusOK, a.Status, a.raw)
+	assert.Nil(t, a.Body["read_only"], a.raw)
+}
