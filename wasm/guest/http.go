@@ -58,7 +58,7 @@ func (g *guest) serve(id uint64, in abi.Request) {
 		r.Host = "guest"
 		var hw httpmsg.ResponseWriter = w
 		if r.Method == httpmsg.MethodPost && r.URL.Path == "/v1/sessions" {
-			hw = createdWriter{ResponseWriter: w, g: g} // a create's 201 names its created_at
+			hw = &createdWriter{ResponseWriter: w, g: g} // a create's 201 names its created_at
 		}
 		g.handler.ServeHTTP(hw, r)
 		w.end()

@@ -54,7 +54,7 @@ type createdWriter struct {
 	g *guest
 }
 
-func (w createdWriter) WriteHeader(code int) {
+func (w *createdWriter) WriteHeader(code int) {
 	w.g.mu.Lock()
 	at := w.g.createdAt
 	w.g.mu.Unlock()
@@ -64,10 +64,6 @@ func (w createdWriter) WriteHeader(code int) {
 	w.ResponseWriter.WriteHeader(code)
 }
 
-func (w createdWriter) Write(b []byte) (int, error) {
-	w.WriteHeader(httpmsg.StatusOK) // the first status wins: a Write after a 201 adds nothing
-	return w.ResponseWriter.Write(b)
-}
 
 // Delete stops the tree's executions and deletes every row of its
 // database in one transaction; the wake-up is cleared. The guest serves

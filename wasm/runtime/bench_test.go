@@ -216,11 +216,16 @@ func BenchmarkSQLRoundTrip(b *testing.B) {
 
 // guestGzipCeiling is the most the guest's .wasm (internal/guestbuild's
 // build, the Makefile's bin/revenant.wasm) may weigh gzipped at
-// gzip.BestCompression, in bytes: issue 17's goal, 1.5 MiB. It measured
-// 1,547,890 when set (1.48 MiB). Raise it only knowingly: docs/RATIONALE.md,
-// "A lean guest", says what the bytes are, and internal/archtest keeps the
-// heavy packages (net/http, net, crypto's FIPS module, log/slog) out.
-const guestGzipCeiling = 1_572_864
+// gzip.BestCompression, in bytes. It was issue 17's goal, 1.5 MiB
+// (1,572,864; 1,547,890 measured when set), and was raised knowingly to
+// 1,600,000 when byte-bounded reads of the snapshot and event pages, one
+// spelling per IP literal in permission resources (net/netip's
+// formatting), a create's config bounds and the checked wake-up import
+// took the guest about 10 KB past it (docs/RATIONALE.md, "A lean guest",
+// says what the bytes are). Raise it only knowingly; internal/archtest
+// keeps the heavy packages (net/http, net, crypto's FIPS module, log/slog)
+// out.
+const guestGzipCeiling = 1_600_000
 
 func gzipSize(b []byte) int {
 	var buf bytes.Buffer
@@ -244,7 +249,7 @@ func TestGuestSize(t *testing.T) {
 	wasm := guestbuild.Must(t)
 	gz := gzipSize(wasm)
 	t.Logf("guest .wasm: %d bytes raw, %d bytes gzip (ceiling %d)", len(wasm), gz, guestGzipCeiling)
-	require.LessOrEqual(t, gz, guestGzipCeiling, "the guest grew past 1.5 MiB gzip: what new package does it link? (go list -deps, docs/RATIONALE.md)")
+	require.LessOrEqual(t, gz, guestGzipCeiling, "the guest grew past its gzip ceiling: what new package does it link? (go list -deps, docs/RATIONALE.md)")
 }
 
 // nativeInstance is core in process over sqlitedb with one idle session.

@@ -2,7 +2,6 @@ package openai
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -193,12 +192,7 @@ func transportError(msg string, err error, redact func(string) string) *model.Er
 // provider's URL (an internal host, a user name) and address. The cause,
 // redacted, stays in Err, which the runner logs for the operator.
 func sendError(err error, redact func(string) string) *model.Error {
-	msg := "send request: the provider could not be reached"
-	var timeout interface{ Timeout() bool }
-	if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &timeout) && timeout.Timeout()) {
-		msg += " (timed out)"
-	}
-	return &model.Error{Retryable: true, Msg: msg, Err: redactedError{err, redact}}
+	return &model.Error{Retryable: true, Msg: "send request: the provider could not be reached", Err: redactedError{err, redact}}
 }
 
 // redactedError is a cause whose text is redacted, should anything print it.
