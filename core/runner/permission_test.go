@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -463,6 +464,18 @@ func TestPermissionAlwaysApprovesCoveredSiblings(t *testing.T) {
 	require.Len(t, left, 1, "the second staging request was approved by the always rule")
 	assert.Equal(t, asked[2].ID, left[0].ID)
 	assert.Zero(t, c.l.count("deploy"), "nothing runs while a blocker of the step is pending")
+	// Each approval names its own blocker's call and step: the projection
+	// goes by blocker id, but the event is what a client reads.
+	approvals := treetest.OfType(c.tr.Events(c.sid), event.PermissionApproved)
+	require.Len(t, approvals, 2, "the reply's own and the covered sibling's")
+	for _, e := range approvals {
+		var r event.Resolution
+		require.NoError(t, e.Decode(&r))
+		i := slices.IndexFunc(asked, func(b core.Blocker) bool { return b.ID == r.BlockerID })
+		require.GreaterOrEqual(t, i, 0, r.BlockerID)
+		assert.Equal(t, asked[i].CallID, r.CallID, "approval of %s", r.BlockerID)
+		assert.Equal(t, asked[i].StepID, r.StepID, "approval of %s", r.BlockerID)
+	}
 	_, err = n.Inst.Reply(ctx, c.sid, asked[1].ID, permReply("r9", core.ReplyReject, ""))
 	var conflict *core.ReplyConflict
 	require.ErrorAs(t, err, &conflict, "a reply to the covered request is a conflict")
