@@ -64,7 +64,6 @@ func (w *createdWriter) WriteHeader(code int) {
 	w.ResponseWriter.WriteHeader(code)
 }
 
-
 // Delete stops the tree's executions and deletes every row of its
 // database in one transaction; the wake-up is cleared. The guest serves
 // nothing for the tree afterwards: the host drops the database file.
