@@ -48,7 +48,9 @@ func (inst *Instance) Admit(ctx context.Context, sessionID string, in PromptInpu
 	hash := bodyHash(in)
 	if in.ClientID != "" {
 		// A retried replace must not interrupt the turn its first admission
-		// started, so duplicates are answered before anything else.
+		// started, so duplicates are answered before anything else. A retry
+		// racing its first delivery can miss it here: the interrupt looks
+		// again under the claim lock (replacing).
 		if a, found, err := inst.findAdmission(ctx, sessionID, in.ClientID, hash); err != nil || found {
 			return a, err
 		}
@@ -57,7 +59,11 @@ func (inst *Instance) Admit(ctx context.Context, sessionID string, in PromptInpu
 		// Committed before the admission: if the process dies in between, the
 		// client got no answer and retries with the same id, which then
 		// interrupts nothing and admits. Not cancelled with the caller.
-		if _, err := inst.Interrupt(context.WithoutCancel(ctx), sessionID, event.ReasonSuperseded); err != nil {
+		rp := &replacing{clientID: in.ClientID, hash: hash}
+		if _, err := inst.interrupt(context.WithoutCancel(ctx), sessionID, event.ReasonSuperseded, rp); err != nil {
+			if errors.Is(err, errAdmitted) {
+				return rp.admitted, nil
+			}
 			return Admission{}, fmt.Errorf("admit prompt: replace: %w", err)
 		}
 	}
