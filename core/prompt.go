@@ -87,6 +87,11 @@ func (inst *Instance) Admit(ctx context.Context, sessionID string, in PromptInpu
 				return err
 			}
 		}
+		// After the duplicate check: a retry of an admitted prompt gets its
+		// 202 however full the queue is.
+		if err := t.queueRoom(sessionID, inst.cfg.queueCap); err != nil {
+			return err
+		}
 		a.PromptID = t.id()
 		if _, err := t.append(sessionID, event.PromptAdmitted, event.Admitted{PromptID: a.PromptID, ClientID: in.ClientID, Text: in.Text, Mode: in.Mode, BodyHash: hash}); err != nil {
 			return err
@@ -141,6 +146,20 @@ func (t *txw) admissionByClient(sessionID, clientID, hash string, a *Admission) 
 	}
 	*a = Admission{PromptID: id, Duplicate: true}
 	return true, nil
+}
+
+// queueRoom is ErrQueueFull when the session holds limit prompts or more
+// that have not ended (queued, or running their turn, parked included).
+func (t *txw) queueRoom(sessionID string, limit int) error {
+	var n int
+	if _, err := storage.QueryRow(t, `SELECT count(*) FROM prompts WHERE session_id = ? AND state IN (?, ?)`,
+		[]any{sessionID, string(PromptQueued), string(PromptRunning)}, &n); err != nil {
+		return fmt.Errorf("count prompts: %w", err)
+	}
+	if n >= limit {
+		return &Error{Code: ErrQueueFull, Msg: fmt.Sprintf("the session already holds %d prompts that have not ended (queued or running), the most it takes; send this one again once a turn has ended", n)}
+	}
+	return nil
 }
 
 func bodyHash(in PromptInput) string {
