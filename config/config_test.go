@@ -253,6 +253,7 @@ func TestRejects(t *testing.T) {
 		{"settings unknown", `{"settings": {"step_capp": 3}}`, []string{"settings.step_capp: unknown key (did you mean step_cap?)"}},
 		{"settings not an object", `{"settings": []}`, []string{"settings: must be an object"}},
 		{"settings zero count", `{"settings": {"step_cap": 0}}`, []string{"settings.step_cap: must be at least 1; leave the key out for the default"}},
+		{"settings zero queue cap", `{"settings": {"queue_cap": 0}}`, []string{"settings.queue_cap: must be at least 1; leave the key out for the default"}},
 		{"settings negative none", `{"settings": {"resume_budget": -1}}`, []string{"settings.resume_budget: must be 0 or more"}},
 		{"settings count type", `{"settings": {"max_body": "1MB"}}`, []string{"settings.max_body: must be an integer"}},
 		{"settings count range", `{"settings": {"context_bytes": 4294967296}}`, []string{"settings.context_bytes: must be at most 2147483647"}},
@@ -303,6 +304,16 @@ func TestSettingsZeroIsNone(t *testing.T) {
 	c, err := config.Parse([]byte(`{"settings": {"resume_budget": 0, "model_retries": 0, "max_body": 4096, "retry_initial": "2m"}}`))
 	require.NoError(t, err, "with no retries, the delays do not matter")
 	require.Equal(t, settings.Settings{ResumeBudget: settings.None, ModelRetries: settings.None, MaxBody: 4096, RetryInitial: 2 * time.Minute}, c.Settings)
+}
+
+// queue_cap reaches the settings and core's config.
+func TestSettingsQueueCap(t *testing.T) {
+	c, err := config.Parse([]byte(`{"settings": {"queue_cap": 7}}`))
+	require.NoError(t, err)
+	require.Equal(t, settings.Settings{QueueCap: 7}, c.Settings)
+	cfgs, err := c.Settings.Configs()
+	require.NoError(t, err)
+	require.Equal(t, 7, cfgs.Core.QueueCap())
 }
 
 func TestLoad(t *testing.T) {

@@ -169,6 +169,12 @@ type ClaimState struct {
 	Attempts    int   // resume_attempts
 	RetryAt     int64 // 0 unless sleeping on a scheduled retry
 	JobLive     bool  // a running job row or a waiting parent call names this (child) session
+	// OwnTurn: the claim's turn (its running prompt, else its oldest queued
+	// one) is the session's own, not a task call's: its prompt is not the
+	// one a job row of its parent names (client id task-{call}), so a
+	// client sent it (or it is a notice of the session's own background
+	// child). False when the claim has no prompt at all.
+	OwnTurn     bool
 	RunningHere bool
 }
 
@@ -192,7 +198,7 @@ func (inst *Instance) Claims(ctx context.Context) ([]ClaimState, error) {
 // list reads every claim's state, oldest claim first. RunningHere is left
 // to the caller: the database cannot know it.
 func (c claimTable) list() ([]ClaimState, error) {
-	rows, err := c.tx.Query(claimQuery+` ORDER BY c.claimed_at, c.session_id`, string(PromptRunning), string(JobRunning))
+	rows, err := c.tx.Query(claimQuery+` ORDER BY c.claimed_at, c.session_id`, claimQueryArgs()...)
 	if err != nil {
 		return nil, err
 	}
@@ -209,7 +215,7 @@ func (c claimTable) list() ([]ClaimState, error) {
 
 // state reads one session's claim state; found is false without a claim.
 func (c claimTable) state(sessionID string) (cs ClaimState, found bool, err error) {
-	rows, err := c.tx.Query(claimQuery+` WHERE c.session_id = ?`, string(PromptRunning), string(JobRunning), sessionID)
+	rows, err := c.tx.Query(claimQuery+` WHERE c.session_id = ?`, append(claimQueryArgs(), sessionID)...)
 	if err != nil || !rows.Next() {
 		return cs, false, err
 	}
@@ -217,19 +223,28 @@ func (c claimTable) state(sessionID string) (cs ClaimState, found bool, err erro
 	return cs, err == nil, err
 }
 
-// claimQuery reads ClaimState rows; its parameters are PromptRunning and
-// JobRunning, then those of any WHERE appended.
+// claimQuery reads ClaimState rows; its parameters are claimQueryArgs,
+// then those of any WHERE appended.
 const claimQuery = `SELECT c.session_id, COALESCE(s.parent_id, ''), COALESCE(c.execution_id, ''),
 	COALESCE((SELECT p.id FROM prompts p WHERE p.session_id = c.session_id AND p.state = ?), ''),
 	c.claimed_at, c.resume_attempts, c.retry_at,
 	EXISTS (SELECT 1 FROM jobs j WHERE j.child_id = c.session_id AND j.state = ?)
-		OR EXISTS (SELECT 1 FROM blockers b WHERE b.child_id = c.session_id AND b.state = 'pending')
+		OR EXISTS (SELECT 1 FROM blockers b WHERE b.child_id = c.session_id AND b.state = 'pending'),
+	COALESCE((SELECT NOT EXISTS (SELECT 1 FROM jobs j WHERE j.child_id = t.session_id AND t.client_id = 'task-' || j.call_id)
+		FROM prompts t WHERE t.session_id = c.session_id AND t.state IN (?, ?)
+		ORDER BY t.state = ? DESC, t.admitted_seq LIMIT 1), 0)
 	FROM claims c LEFT JOIN sessions s ON s.id = c.session_id`
+
+// claimQueryArgs are claimQuery's own parameters: the running prompt, the
+// live job, and the claim's turn (running first, else oldest queued).
+func claimQueryArgs() []any {
+	return []any{string(PromptRunning), string(JobRunning), string(PromptRunning), string(PromptQueued), string(PromptRunning)}
+}
 
 func scanClaim(rows *storage.Rows) (ClaimState, error) {
 	var c ClaimState
 	var retry sql.NullInt64
-	err := rows.Scan(&c.SessionID, &c.ParentID, &c.ExecutionID, &c.PromptID, &c.ClaimedAt, &c.Attempts, &retry, &c.JobLive)
+	err := rows.Scan(&c.SessionID, &c.ParentID, &c.ExecutionID, &c.PromptID, &c.ClaimedAt, &c.Attempts, &retry, &c.JobLive, &c.OwnTurn)
 	c.RetryAt = retry.Int64
 	return c, err
 }

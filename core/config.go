@@ -16,6 +16,7 @@ type Config struct {
 	maxClaimAge    time.Duration
 	wakeInterval   time.Duration
 	interruptGrace time.Duration
+	queueCap       int
 	commitHooks    []CommitHook
 	retryObserver  func(retry.Wait)
 }
@@ -29,6 +30,7 @@ const (
 	DefaultResumeBudget   = 10
 	DefaultWakeInterval   = 10 * time.Second
 	DefaultInterruptGrace = 5 * time.Second
+	DefaultQueueCap       = 100
 )
 
 // NewConfig returns the default configuration.
@@ -37,6 +39,7 @@ func NewConfig() Config {
 		resumeBudget:   DefaultResumeBudget,
 		wakeInterval:   DefaultWakeInterval,
 		interruptGrace: DefaultInterruptGrace,
+		queueCap:       DefaultQueueCap,
 	}
 }
 
@@ -58,6 +61,12 @@ func (c Config) WithWakeInterval(d time.Duration) Config { c.wakeInterval = d; r
 // directly. Default 5 s.
 func (c Config) WithInterruptGrace(d time.Duration) Config { c.interruptGrace = d; return c }
 
+// WithQueueCap sets how many prompts a session may hold that have not
+// ended (queued, or running their turn); Admit refuses a prompt past it
+// with ErrQueueFull. A task call's prompt and a background child's notice
+// are always admitted. Default 100.
+func (c Config) WithQueueCap(n int) Config { c.queueCap = n; return c }
+
 // WithCommitHook adds a hook run inside every append transaction.
 func (c Config) WithCommitHook(h CommitHook) Config {
 	c.commitHooks = append(append([]CommitHook(nil), c.commitHooks...), h)
@@ -77,6 +86,9 @@ func (c Config) ResumeBudget() int { return c.resumeBudget }
 // MaxClaimAge is the configured maximum claim age (0: off).
 func (c Config) MaxClaimAge() time.Duration { return c.maxClaimAge }
 
+// QueueCap is the configured cap on a session's prompts not ended.
+func (c Config) QueueCap() int { return c.queueCap }
+
 func (c Config) validate() error {
 	switch {
 	case c.resumeBudget < 0:
@@ -87,6 +99,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("wake interval %v must be positive", c.wakeInterval)
 	case c.interruptGrace < 0:
 		return fmt.Errorf("interrupt grace %v is negative", c.interruptGrace)
+	case c.queueCap <= 0:
+		return fmt.Errorf("queue cap %d must be positive", c.queueCap)
 	}
 	return nil
 }

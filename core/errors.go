@@ -15,6 +15,9 @@ var (
 	ErrNotFound = errors.New("not found")
 	// ErrConflict: an idempotency key was reused with a different body.
 	ErrConflict = errors.New("conflict")
+	// ErrQueueFull: the session holds as many prompts not ended (queued or
+	// running) as it may (Config.WithQueueCap); nothing was admitted.
+	ErrQueueFull = errors.New("queue full")
 	// ErrInvalid: the request is malformed (empty text, unknown mode, …).
 	ErrInvalid = errors.New("invalid request")
 	// ErrClosed: the instance was closed.

@@ -21,6 +21,59 @@ import (
 // stops the execution's writes. Otherwise (evicted, or only queued) the
 // interrupt is committed directly.
 func (inst *Instance) Interrupt(ctx context.Context, sessionID, reason string) (did bool, err error) {
+	return inst.interrupt(ctx, sessionID, reason, nil)
+}
+
+// replacing is the prompt a replace interrupt makes room for (Admit). A
+// client's retry can race its first delivery: both miss each other's row
+// in Admit's first look, one is admitted and starts its turn, and the
+// other's interrupt would then stop the very prompt it answers as its own.
+// So its client id is looked up again under the claim lock in the step
+// that interrupts (before cancelling an execution, and in the transaction
+// that commits an interrupt): once it is admitted, the interrupt stops
+// nothing and ends with errAdmitted, admitted holding the first admission,
+// or with ErrConflict if that admission had another body.
+type replacing struct {
+	clientID, hash string
+	admitted       Admission
+}
+
+// errAdmitted: the replacing prompt's client id was admitted meanwhile.
+var errAdmitted = errors.New("the replacing prompt was admitted meanwhile")
+
+// admittedMeanwhile looks up the replacing prompt's client id. The caller
+// holds claimMu, so nothing is admitted between the look and what the
+// caller does next under the lock.
+func (inst *Instance) admittedMeanwhile(ctx context.Context, sessionID string, rp *replacing) error {
+	if rp == nil || rp.clientID == "" {
+		return nil
+	}
+	err := inst.host.DB.Tx(ctx, func(tx storage.Tx) error {
+		return (&txw{Tx: tx}).checkReplacing(sessionID, rp)
+	})
+	if err != nil && !errors.Is(err, errAdmitted) {
+		return fmt.Errorf("interrupt session %s: %w", sessionID, err)
+	}
+	return err
+}
+
+// checkReplacing is errAdmitted (or ErrConflict) if rp's client id has an
+// admission in the session.
+func (t *txw) checkReplacing(sessionID string, rp *replacing) error {
+	if rp == nil || rp.clientID == "" {
+		return nil
+	}
+	found, err := t.admissionByClient(sessionID, rp.clientID, rp.hash, &rp.admitted)
+	if err != nil {
+		return err
+	}
+	if found {
+		return errAdmitted
+	}
+	return nil
+}
+
+func (inst *Instance) interrupt(ctx context.Context, sessionID, reason string, rp *replacing) (did bool, err error) {
 	defer func() {
 		if did && err == nil {
 			// Its foreground children's jobs ended with the turn (job.go).
@@ -43,12 +96,16 @@ func (inst *Instance) Interrupt(ctx context.Context, sessionID, reason string) (
 		inst.claimMu.Lock()
 		x := inst.runningExecution(sessionID)
 		if x == nil {
-			did, err := inst.interruptDirect(ctx, sessionID, reason, nil)
+			did, err := inst.interruptDirect(ctx, sessionID, reason, nil, rp)
 			inst.claimMu.Unlock()
 			if errors.Is(err, errRunningChanged) {
 				continue // an execution started here while storage was waited for
 			}
 			return did, err
+		}
+		if err := inst.admittedMeanwhile(ctx, sessionID, rp); err != nil {
+			inst.claimMu.Unlock()
+			return false, err
 		}
 		x.cancel(cause)
 		inst.claimMu.Unlock()
@@ -67,7 +124,7 @@ func (inst *Instance) Interrupt(ctx context.Context, sessionID, reason string) (
 		case <-graceUp:
 			inst.claimMu.Lock()
 			if inst.runningExecution(sessionID) == x {
-				did, err := inst.interruptDirect(ctx, sessionID, reason, x)
+				did, err := inst.interruptDirect(ctx, sessionID, reason, x, rp)
 				if errors.Is(err, errRunningChanged) {
 					inst.claimMu.Unlock()
 					// x ended (and maybe handed over) during a wait for
@@ -123,7 +180,9 @@ var errRunningChanged = errors.New("the session's execution here changed")
 // A wait for storage lets go of the claim lock, so each attempt checks that
 // the execution running here is still x (nil: none); otherwise it fails
 // with errRunningChanged, writing nothing, and the caller starts over.
-func (inst *Instance) interruptDirect(ctx context.Context, sessionID, reason string, x *Execution) (bool, error) {
+// With rp set, an attempt that finds rp's client id admitted writes
+// nothing and ends with errAdmitted (or ErrConflict).
+func (inst *Instance) interruptDirect(ctx context.Context, sessionID, reason string, x *Execution, rp *replacing) (bool, error) {
 	var did bool
 	executionID := ""
 	if x != nil {
@@ -145,6 +204,9 @@ func (inst *Instance) interruptDirect(ctx context.Context, sessionID, reason str
 			return errRunningChanged
 		}
 		if err := t.requireSession(sessionID); err != nil {
+			return err
+		}
+		if err := t.checkReplacing(sessionID, rp); err != nil {
 			return err
 		}
 		var promptID string
@@ -171,7 +233,7 @@ func (inst *Instance) interruptDirect(ctx context.Context, sessionID, reason str
 		}
 		return t.interruptTurn(sessionID, executionID, promptID, reason, cut)
 	})
-	if errors.Is(err, errRunningChanged) {
+	if errors.Is(err, errRunningChanged) || errors.Is(err, errAdmitted) {
 		return false, err
 	}
 	if err != nil {

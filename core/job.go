@@ -346,14 +346,18 @@ func (inst *Instance) afterChildTurn(ctx context.Context, childID string) {
 }
 
 // interruptChildren interrupts the session's children that still hold a
-// claim while their (foreground) job has ended: their parent's turn was
-// interrupted. Their jobs ended in the parent's interrupt, so a kill before
-// this leaves them to the sweep, which releases them.
+// claim for their task turn while their (foreground) job has ended: their
+// parent's turn was interrupted. Their jobs ended in the parent's
+// interrupt, so a kill before this leaves them to the sweep, which releases
+// them. A child whose task turn ended long ago and that runs a prompt a
+// client sent it is left alone: that turn is no parent's.
 func (inst *Instance) interruptChildren(ctx context.Context, parentID string) {
 	var children []string
 	err := inst.host.DB.Tx(ctx, func(tx storage.Tx) error {
 		children = children[:0]
-		rows, err := tx.Query(`SELECT j.child_id FROM jobs j JOIN claims c ON c.session_id = j.child_id WHERE j.parent_id = ? AND j.state = ?`, parentID, string(JobEnded))
+		rows, err := tx.Query(`SELECT j.child_id FROM jobs j JOIN claims c ON c.session_id = j.child_id
+			JOIN prompts p ON p.session_id = j.child_id AND p.client_id = 'task-' || j.call_id
+			WHERE j.parent_id = ? AND j.state = ? AND p.state IN (?, ?)`, parentID, string(JobEnded), string(PromptRunning), string(PromptQueued))
 		if err != nil {
 			return err
 		}

@@ -48,7 +48,9 @@ func (inst *Instance) Admit(ctx context.Context, sessionID string, in PromptInpu
 	hash := bodyHash(in)
 	if in.ClientID != "" {
 		// A retried replace must not interrupt the turn its first admission
-		// started, so duplicates are answered before anything else.
+		// started, so duplicates are answered before anything else. A retry
+		// racing its first delivery can miss it here: the interrupt looks
+		// again under the claim lock (replacing).
 		if a, found, err := inst.findAdmission(ctx, sessionID, in.ClientID, hash); err != nil || found {
 			return a, err
 		}
@@ -57,7 +59,11 @@ func (inst *Instance) Admit(ctx context.Context, sessionID string, in PromptInpu
 		// Committed before the admission: if the process dies in between, the
 		// client got no answer and retries with the same id, which then
 		// interrupts nothing and admits. Not cancelled with the caller.
-		if _, err := inst.Interrupt(context.WithoutCancel(ctx), sessionID, event.ReasonSuperseded); err != nil {
+		rp := &replacing{clientID: in.ClientID, hash: hash}
+		if _, err := inst.interrupt(context.WithoutCancel(ctx), sessionID, event.ReasonSuperseded, rp); err != nil {
+			if errors.Is(err, errAdmitted) {
+				return rp.admitted, nil
+			}
 			return Admission{}, fmt.Errorf("admit prompt: replace: %w", err)
 		}
 	}
@@ -80,6 +86,11 @@ func (inst *Instance) Admit(ctx context.Context, sessionID string, in PromptInpu
 			if err != nil || found {
 				return err
 			}
+		}
+		// After the duplicate check: a retry of an admitted prompt gets its
+		// 202 however full the queue is.
+		if err := t.queueRoom(sessionID, inst.cfg.queueCap); err != nil {
+			return err
 		}
 		a.PromptID = t.id()
 		if _, err := t.append(sessionID, event.PromptAdmitted, event.Admitted{PromptID: a.PromptID, ClientID: in.ClientID, Text: in.Text, Mode: in.Mode, BodyHash: hash}); err != nil {
@@ -135,6 +146,20 @@ func (t *txw) admissionByClient(sessionID, clientID, hash string, a *Admission) 
 	}
 	*a = Admission{PromptID: id, Duplicate: true}
 	return true, nil
+}
+
+// queueRoom is ErrQueueFull when the session holds limit prompts or more
+// that have not ended (queued, or running their turn, parked included).
+func (t *txw) queueRoom(sessionID string, limit int) error {
+	var n int
+	if _, err := storage.QueryRow(t, `SELECT count(*) FROM prompts WHERE session_id = ? AND state IN (?, ?)`,
+		[]any{sessionID, string(PromptQueued), string(PromptRunning)}, &n); err != nil {
+		return fmt.Errorf("count prompts: %w", err)
+	}
+	if n >= limit {
+		return &Error{Code: ErrQueueFull, Msg: fmt.Sprintf("the session already holds %d prompts that have not ended (queued or running), the most it takes; send this one again once a turn has ended", n)}
+	}
+	return nil
 }
 
 func bodyHash(in PromptInput) string {

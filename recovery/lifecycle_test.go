@@ -411,28 +411,29 @@ func TestProgressResetsResumeCount(t *testing.T) {
 	n.Crash()
 }
 
-// 11. Child claims not named by a live job are released by the sweep and
-// never resumed; a child named by a live job resumes on its own budget.
+// 11. A child's task turn no live job names is released by the sweep and
+// never resumed, its queued prompts cancelled; a child's task turn named by
+// a live job resumes on its own budget.
 func TestOrphanChildClaimsReleasedNotResumed(t *testing.T) {
 	tr := treetest.New(t)
 	d := treetest.NewDriver(16)
 	n := tr.Boot(d)
 	root := n.NewSession("root")
-	_, err := n.Inst.CreateSession(ctx, core.NewSession{ID: "root.1", ParentID: root})
-	require.NoError(t, err)
-	_, err = n.Inst.CreateSession(ctx, core.NewSession{ID: "root.2", ParentID: root})
-	require.NoError(t, err)
 
 	n.Admit(root, "hold")
 	rx := <-d.Started
-	// The parent's turn records a job for root.1 only.
-	_, err = rx.Append(ctx, false, core.NewEvent{Type: event.JobStarted, Payload: event.Job{ChildID: "root.1", CallID: "call-1"}})
+	// The parent's turn starts two task children; root.2's job then ends
+	// (its parent no longer waits for it) while its task turn runs on.
+	live, err := rx.StartChild(ctx, core.ChildSpec{CallID: "call-1", Prompt: "hold", MaxDepth: 3})
 	require.NoError(t, err)
-	n.Admit("root.1", "hold")
 	<-d.Started
-	orphaned := n.Admit("root.2", "hold")
+	orphan, err := rx.StartChild(ctx, core.ChildSpec{CallID: "call-2", Prompt: "hold", MaxDepth: 3})
+	require.NoError(t, err)
 	<-d.Started
-	queuedOrphan := n.Admit("root.2", "queued behind")
+	require.Equal(t, "root.2", orphan.ID)
+	_, err = rx.Append(ctx, false, core.NewEvent{Type: event.JobEnded, Payload: event.Job{ChildID: orphan.ID, CallID: "call-2"}})
+	require.NoError(t, err)
+	queuedOrphan := n.Admit(orphan.ID, "queued behind")
 	n.Crash()
 
 	d.Release()
@@ -442,24 +443,104 @@ func TestOrphanChildClaimsReleasedNotResumed(t *testing.T) {
 	for _, dec := range n2.Report.Decisions {
 		byID[dec.SessionID] = dec.Action
 	}
-	assert.Equal(t, core.Release, byID["root.2"])
-	assert.Equal(t, core.Resume, byID["root.1"])
+	assert.Equal(t, core.Release, byID[orphan.ID])
+	assert.Equal(t, core.Resume, byID[live.ID])
 	assert.Equal(t, core.Resume, byID[root])
-	assert.False(t, tr.Claim("root.2").Exists)
-	assert.Empty(t, treetest.OfType(tr.Events("root.2"), event.ExecutionResumed), "the orphan was never resumed")
-	assert.Len(t, treetest.OfType(tr.Events("root.2"), event.ExecutionStarted), 1)
-	assert.Len(t, treetest.Terminals(tr.Events("root.1")), 1)
+	assert.False(t, tr.Claim(orphan.ID).Exists)
+	assert.Empty(t, treetest.OfType(tr.Events(orphan.ID), event.ExecutionResumed), "the orphan was never resumed")
+	assert.Len(t, treetest.OfType(tr.Events(orphan.ID), event.ExecutionStarted), 1)
+	assert.Len(t, treetest.Terminals(tr.Events(live.ID)), 1)
 	// The orphan's admitted prompts end with the release: none is left
 	// running, and a later prompt starts its own turn, not the old one.
-	assert.Equal(t, "failed", tr.PromptState(orphaned))
+	assert.Equal(t, "failed", tr.PromptState(orphan.PromptID))
 	assert.Equal(t, "cancelled", tr.PromptState(queuedOrphan))
 	for len(d.Started) > 0 { // the resumed executions' starts
 		<-d.Started
 	}
-	later := n2.Admit("root.2", "later")
+	later := n2.Admit(orphan.ID, "later")
 	x := <-d.Started
 	assert.Equal(t, later, x.PromptID())
 	n2.Idle()
+}
+
+// 11b. A prompt a client sends a child (after its task turn ended, so no
+// live job names it) is the child's own turn: a kill or a graceful restart
+// resumes it on the child's own budget, and the prompt queued behind it
+// runs next (docs/api.md: a 202 survives a kill).
+func TestClientPromptToChildSurvivesRestart(t *testing.T) {
+	for _, graceful := range []bool{false, true} {
+		name := "kill"
+		if graceful {
+			name = "graceful"
+		}
+		t.Run(name, func(t *testing.T) {
+			tr := treetest.New(t)
+			d := treetest.NewDriver(16)
+			n := tr.Boot(d)
+			root := n.NewSession("root")
+			n.Admit(root, "hold")
+			rx := <-d.Started
+			child, err := rx.StartChild(ctx, core.ChildSpec{CallID: "call-1", Prompt: "done at once", MaxDepth: 3})
+			require.NoError(t, err)
+			<-d.Started // the task turn, which answers at once
+
+			own := n.Admit(child.ID, "hold mine")
+			x := <-d.Started // after the task turn's end, which ended its job
+			require.Equal(t, own, x.PromptID())
+			require.Equal(t, "succeeded", tr.PromptState(child.PromptID))
+			next := n.Admit(child.ID, "then this")
+			if graceful {
+				require.NoError(t, n.Inst.Close(ctx))
+			}
+			n.Crash()
+			require.True(t, tr.Claim(child.ID).Exists)
+
+			d.Release()
+			n2 := tr.Boot(d)
+			n2.Idle()
+			var dec core.Decision
+			for _, sd := range n2.Report.Decisions {
+				if sd.SessionID == child.ID {
+					dec = sd.Decision
+				}
+			}
+			assert.Equal(t, core.Decision{Action: core.Resume, Attempt: 1}, dec, "resumed on the child's own budget")
+			assert.Equal(t, "succeeded", tr.PromptState(own))
+			assert.Equal(t, "succeeded", tr.PromptState(next))
+			assert.False(t, tr.Claim(child.ID).Exists)
+			assert.Len(t, treetest.OfType(tr.Events(child.ID), event.ExecutionResumed), 1)
+		})
+	}
+}
+
+// 11c. Interrupting a parent stops its children's task turns, not a turn a
+// client sent a child after its task turn had ended.
+func TestParentInterruptLeavesChildsOwnTurn(t *testing.T) {
+	tr := treetest.New(t)
+	d := treetest.NewDriver(16)
+	n := tr.Boot(d)
+	root := n.NewSession("root")
+	n.Admit(root, "hold")
+	rx := <-d.Started
+	done, err := rx.StartChild(ctx, core.ChildSpec{CallID: "call-1", Prompt: "done at once", MaxDepth: 3})
+	require.NoError(t, err)
+	<-d.Started // done's task turn, which answers at once
+	own := n.Admit(done.ID, "hold mine")
+	ox := <-d.Started // after done's task turn ended
+	require.Equal(t, own, ox.PromptID())
+	task, err := rx.StartChild(ctx, core.ChildSpec{CallID: "call-2", Prompt: "hold task", MaxDepth: 3})
+	require.NoError(t, err)
+	<-d.Started
+
+	did, err := n.Inst.Interrupt(ctx, root, event.ReasonUser)
+	require.NoError(t, err)
+	require.True(t, did)
+	assert.Equal(t, "interrupted", tr.PromptState(task.PromptID), "the task child running for the parent's turn is stopped")
+	assert.Equal(t, "running", tr.PromptState(own), "the client's own turn on the other child goes on")
+	assert.True(t, n.Inst.RunningHere(done.ID))
+	d.Release()
+	n.Idle()
+	assert.Equal(t, "succeeded", tr.PromptState(own))
 }
 
 // 14. resume_attempts starts at zero for every new claim and every new turn.

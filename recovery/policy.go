@@ -24,10 +24,13 @@ func (p Policy) Decide(c core.ClaimState, now int64) core.Decision {
 	switch {
 	case c.RunningHere:
 		return core.Decision{Action: core.Skip}
-	case c.ParentID != "" && !c.JobLive:
-		// A child runs only while a live job or a waiting call of its parent
-		// names it (a child continuing from its own question's reply
-		// included); anything else is an orphan and must not be resumed.
+	case c.ParentID != "" && !c.JobLive && !c.OwnTurn:
+		// A child's task turn runs only while a live job or a waiting call
+		// of its parent names it (a child continuing from its own
+		// question's reply included); anything else is an orphan and must
+		// not be resumed (DESIGN §10). A turn of the child's own (a prompt
+		// a client sent it) is no parent's to orphan: it is recovered like
+		// a root's, on the child's own budget.
 		return core.Decision{Action: core.Release}
 	case c.ParentID == "" && p.MaxClaimAge > 0 && now-c.ClaimedAt > p.MaxClaimAge:
 		return core.Decision{Action: core.Abort, Message: fmt.Sprintf("The turn was abandoned: its claim is older than %d ms.", p.MaxClaimAge)}

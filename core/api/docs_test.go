@@ -593,11 +593,16 @@ func backticked(s string) []string {
 // scriptDriver runs a turn that writes every kind of transcript entry: a
 // step that calls a tool, the tool's settlement (with a kv_put), progress,
 // a text delta, and a second step left streaming, so the snapshot shows a
-// partial answer. It then holds until the execution is cancelled. Other
-// prompts are answered at once.
+// partial answer. It then holds until the execution is cancelled. A
+// prompt "hold" holds at once until cancelled; other prompts are answered
+// at once.
 type scriptDriver struct{ held chan struct{} }
 
 func (s *scriptDriver) Run(ctx context.Context, x *core.Execution) core.Outcome {
+	if x.Prompt() == "hold" {
+		<-ctx.Done()
+		return core.Outcome{Kind: core.Stopped}
+	}
 	if x.Prompt() != "script" {
 		return treetest.Answer(ctx, x)
 	}
@@ -840,6 +845,19 @@ func errorBodies(t *testing.T, d *openAPI, f *fixture, alice caller, id string) 
 	require.Equal(t, 202, status, compact(body))
 	status, body = alice.send("POST", p+"/prompt", `{"text":"two","id":"same"}`)
 	expect("conflict", prompt, "POST", status, body, api.ErrConflict)
+
+	// queue_full needs a session at its cap: one prompt, held running.
+	f.trees.prepare = func(tr *treetest.Tree) { tr.Cfg = tr.Cfg.WithQueueCap(1) }
+	status, body = alice.send("POST", "/v1/sessions", "")
+	f.trees.prepare = nil
+	require.Equal(t, 201, status, compact(body))
+	capped := "/v1/sessions/" + body.(map[string]any)["id"].(string)
+	status, body = alice.send("POST", capped+"/prompt", `{"text":"hold"}`)
+	require.Equal(t, 202, status, compact(body))
+	status, body = alice.send("POST", capped+"/prompt", `{"text":"one more"}`)
+	expect("queue full", prompt, "POST", status, body, api.ErrQueueFull)
+	status, body = alice.send("POST", capped+"/interrupt", "")
+	require.Equal(t, 200, status, compact(body))
 
 	// forbidden_host needs a server without tokens that checks Host.
 	h, _ := sourceHandler(t, api.Anonymous{}, true)

@@ -24,6 +24,7 @@ const (
 	ErrMethodNotAllowed ErrorType = "method_not_allowed"
 	ErrConflict         ErrorType = "conflict"
 	ErrPayloadTooLarge  ErrorType = "payload_too_large"
+	ErrQueueFull        ErrorType = "queue_full"
 	ErrUnavailable      ErrorType = "unavailable"
 	ErrReadOnly         ErrorType = "read_only"
 	ErrInternal         ErrorType = "internal"
@@ -40,6 +41,7 @@ var Statuses = map[ErrorType]int{
 	ErrMethodNotAllowed: httpmsg.StatusMethodNotAllowed,
 	ErrConflict:         httpmsg.StatusConflict,
 	ErrPayloadTooLarge:  httpmsg.StatusRequestEntityTooLarge,
+	ErrQueueFull:        httpmsg.StatusTooManyRequests,
 	ErrUnavailable:      httpmsg.StatusServiceUnavailable,
 	ErrReadOnly:         httpmsg.StatusServiceUnavailable,
 	ErrInternal:         httpmsg.StatusInternalServerError,
@@ -96,6 +98,8 @@ func ErrorOf(err error) *Error {
 		return &Error{Type: ErrConflict, Message: clientMessage(err)}
 	case errors.Is(err, core.ErrInvalid):
 		return &Error{Type: ErrInvalidRequest, Message: clientMessage(err)}
+	case errors.Is(err, core.ErrQueueFull):
+		return &Error{Type: ErrQueueFull, Message: clientMessage(err)}
 	case errors.Is(err, core.ErrReadOnly):
 		// Before ErrClosed: a read-only tree's refusal is not a restart.
 		return &Error{Type: ErrReadOnly, Message: "the session is read-only: its storage is full or failing, so it cannot save anything; reading it still works"}

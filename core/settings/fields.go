@@ -32,6 +32,7 @@ func (s *Settings) Fields() []Field {
 		{Name: "max_claim_age", Duration: &s.MaxClaimAge},
 		{Name: "wake_interval", Duration: &s.WakeInterval},
 		{Name: "interrupt_grace", Duration: &s.InterruptGrace},
+		{Name: "queue_cap", Int: &s.QueueCap},
 		{Name: "step_cap", Int: &s.StepCap},
 		{Name: "stream_idle", Duration: &s.StreamIdle},
 		{Name: "step_wall", Duration: &s.StepWall},

@@ -31,6 +31,10 @@ type Settings struct {
 	// InterruptGrace is how long an interrupt waits for the running
 	// execution to record it (core.WithInterruptGrace). Default 5 s.
 	InterruptGrace time.Duration
+	// QueueCap is how many prompts a session may hold that have not ended
+	// (queued or running); a client's prompt past it is refused, 429
+	// queue_full (core.WithQueueCap). Default core.DefaultQueueCap (100).
+	QueueCap int
 
 	// StepCap is the cap on model steps per turn (runner.WithStepCap).
 	// Default 100.
@@ -104,7 +108,8 @@ func (s Settings) core() core.Config {
 		WithResumeBudget(count(or(s.ResumeBudget, core.DefaultResumeBudget))).
 		WithMaxClaimAge(s.MaxClaimAge). // its default, zero, is "no limit"
 		WithWakeInterval(or(s.WakeInterval, core.DefaultWakeInterval)).
-		WithInterruptGrace(or(s.InterruptGrace, core.DefaultInterruptGrace))
+		WithInterruptGrace(or(s.InterruptGrace, core.DefaultInterruptGrace)).
+		WithQueueCap(or(s.QueueCap, core.DefaultQueueCap))
 }
 
 func (s Settings) runner() runner.Config {

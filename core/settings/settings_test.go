@@ -26,7 +26,7 @@ func TestZeroIsDefaults(t *testing.T) {
 // Every field reaches its builder's With method.
 func TestFieldsMapOntoBuilders(t *testing.T) {
 	s := settings.Settings{
-		ResumeBudget: 3, MaxClaimAge: time.Hour, WakeInterval: 2 * time.Second, InterruptGrace: time.Second,
+		ResumeBudget: 3, MaxClaimAge: time.Hour, WakeInterval: 2 * time.Second, InterruptGrace: time.Second, QueueCap: 4,
 		StepCap: 7, StreamIdle: 5 * time.Second, StepWall: time.Minute, ToolTimeout: 30 * time.Second, ToolOutputCap: 100,
 		CheckpointEvery: 3 * time.Second, CheckpointBytes: 64, ModelRetries: 2, RetryInitial: 2 * time.Second,
 		RetryMax: 4 * time.Second, ContextBytes: 1000, MaxRetryAfter: time.Second,
@@ -35,7 +35,7 @@ func TestFieldsMapOntoBuilders(t *testing.T) {
 	c, err := s.Configs()
 	require.NoError(t, err)
 	require.Equal(t, core.NewConfig().WithResumeBudget(3).WithMaxClaimAge(time.Hour).WithWakeInterval(2*time.Second).
-		WithInterruptGrace(time.Second), c.Core)
+		WithInterruptGrace(time.Second).WithQueueCap(4), c.Core)
 	require.Equal(t, runner.NewConfig().WithStepCap(7).WithStreamIdle(5*time.Second).WithStepWall(time.Minute).
 		WithToolTimeout(30*time.Second).WithOutputCap(100).WithCheckpoints(3*time.Second, 64).
 		WithRetries(2, 2*time.Second, 4*time.Second).WithContextBytes(1000), c.Runner)

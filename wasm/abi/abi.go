@@ -18,8 +18,8 @@ const (
 	// and saved rules, so the host decides a running call's redirects by
 	// the session's whole policy; 6 added ImportWakeArmChecked, so a
 	// wake-up the host cannot store fails the guest's write instead of
-	// trapping the guest.
-	Minor = 6
+	// trapping the guest; 7 added BootConfig's queue cap.
+	Minor = 7
 )
 
 // MinorWakeArmChecked is the minor version that added ImportWakeArmChecked.

@@ -385,6 +385,27 @@ func TestBootConfigPermissionsOnlyForANewerGuest(t *testing.T) {
 	require.ErrorIs(t, err, abi.ErrMalformed, "one tool permission for two tools")
 }
 
+// The queue cap (1.7) follows the permission configuration and goes only
+// to a guest of 1.7 or later; an older guest decodes the 1.6 layout and
+// keeps its default cap.
+func TestBootConfigQueueCapOnlyForANewerGuest(t *testing.T) {
+	cfg := abi.BootConfig{TreeID: "t", Settings: settings.Settings{QueueCap: 7, SessionPageSize: 8},
+		Tools: []abi.ToolDecl{{Kind: abi.ToolHTTPRequest, Name: "http_request", Permission: "allow"}}}
+	old := cfg.EncodeFor(abi.MinorQueueCap - 1)
+	cur := cfg.EncodeFor(abi.MinorQueueCap)
+	require.Equal(t, old, cur[:len(old)], "the 1.6 fields are unchanged")
+	got, err := abi.DecodeBootConfig(cur)
+	require.NoError(t, err)
+	require.Equal(t, cfg, got)
+	got, err = abi.DecodeBootConfig(old)
+	require.NoError(t, err)
+	want := cfg
+	want.Settings.QueueCap = 0
+	require.Equal(t, want, got)
+	_, err = abi.DecodeBootConfig(append(cur, 0))
+	require.ErrorIs(t, err, abi.ErrMalformed, "a byte past the queue cap")
+}
+
 // Names hands out one string per column name across results, up to its
 // bound, and decodes the same rows as DecodeRows.
 func TestDecodeRowsNames(t *testing.T) {

@@ -587,6 +587,12 @@ type BootConfig struct {
 	Permissions []permission.Rule
 }
 
+// MinorQueueCap is the minor version that added the queue cap
+// (Settings.QueueCap) at BootConfig's end, after the permission
+// configuration: a host sends it only to a guest that announces at least
+// this (EncodeFor); an older guest keeps the default cap.
+const MinorQueueCap = 7
+
 // MinorPermissions is the minor version that added the permission
 // configuration (ToolDecl.Permission, BootConfig.Permissions) at
 // BootConfig's end, after the page sizes.
@@ -730,6 +736,9 @@ func (c BootConfig) EncodeFor(guestMinor uint16) []byte {
 		}
 		encodeRules(&e, c.Permissions)
 	}
+	if guestMinor >= MinorQueueCap {
+		e.Varint(int64(s.QueueCap))
+	}
 	return e.Bytes()
 }
 
@@ -772,6 +781,9 @@ func DecodeBootConfig(b []byte) (BootConfig, error) {
 	}
 	if d.err == nil && len(d.b) > 0 {
 		decodePermissions(d, &c)
+	}
+	if d.err == nil && len(d.b) > 0 {
+		s.QueueCap = int(d.Varint())
 	}
 	return c, d.Finish()
 }

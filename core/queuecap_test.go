@@ -1,0 +1,120 @@
+package core_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/revenantrt/revenant/core"
+	"github.com/revenantrt/revenant/core/event"
+	"github.com/revenantrt/revenant/internal/treetest"
+)
+
+// A session holds at most the queue cap of prompts not ended (running and
+// queued): one more is refused with ErrQueueFull and admits nothing, while
+// a retry of an admitted prompt still answers its duplicate. A turn's end
+// makes room, and a replace is admitted however full the queue was.
+func TestQueueCapRefusesPromptsPastIt(t *testing.T) {
+	ctx := context.Background()
+	tr := treetest.New(t)
+	tr.Cfg = tr.Cfg.WithQueueCap(2)
+	d := treetest.NewDriver(8)
+	n := tr.Boot(d)
+	sid := n.NewSession("s")
+
+	running, err := n.Inst.Admit(ctx, sid, core.PromptInput{ClientID: "a", Text: "hold"})
+	require.NoError(t, err)
+	<-d.Started
+	queued, err := n.Inst.Admit(ctx, sid, core.PromptInput{ClientID: "b", Text: "hold too"})
+	require.NoError(t, err)
+
+	_, err = n.Inst.Admit(ctx, sid, core.PromptInput{ClientID: "c", Text: "one more"})
+	require.ErrorIs(t, err, core.ErrQueueFull)
+	var ce *core.Error
+	require.ErrorAs(t, err, &ce)
+	assert.Contains(t, ce.Msg, "2 prompts")
+	_, err = n.Inst.Admit(ctx, sid, core.PromptInput{Text: "no id"})
+	require.ErrorIs(t, err, core.ErrQueueFull)
+	assert.Len(t, treetest.OfType(tr.Events(sid), event.PromptAdmitted), 2, "nothing admitted past the cap")
+
+	for _, in := range []core.PromptInput{{ClientID: "a", Text: "hold"}, {ClientID: "b", Text: "hold too"}} {
+		dup, err := n.Inst.Admit(ctx, sid, in)
+		require.NoError(t, err, "a retry of %s answers its admission", in.ClientID)
+		assert.True(t, dup.Duplicate)
+	}
+	assert.Equal(t, running.PromptID, must(n.Inst.Admit(ctx, sid, core.PromptInput{ClientID: "a", Text: "hold"})).PromptID)
+	_, err = n.Inst.Admit(ctx, sid, core.PromptInput{ClientID: "b", Text: "another body"})
+	require.ErrorIs(t, err, core.ErrConflict, "a reused id with another body is still a conflict")
+
+	// The running turn ends: its successor runs, and one more fits.
+	d.Release()
+	n.Idle()
+	assert.Equal(t, "succeeded", tr.PromptState(queued.PromptID))
+	third, err := n.Inst.Admit(ctx, sid, core.PromptInput{ClientID: "c", Text: "hold three"})
+	require.NoError(t, err, "room again")
+	n.Idle()
+	assert.Equal(t, "succeeded", tr.PromptState(third.PromptID))
+}
+
+// A replace empties the queue before it is admitted: a full queue does not
+// refuse it.
+func TestQueueCapAdmitsReplace(t *testing.T) {
+	ctx := context.Background()
+	tr := treetest.New(t)
+	tr.Cfg = tr.Cfg.WithQueueCap(1)
+	d := treetest.NewDriver(8)
+	n := tr.Boot(d)
+	sid := n.NewSession("s")
+	first := n.Admit(sid, "hold")
+	<-d.Started
+	_, err := n.Inst.Admit(ctx, sid, core.PromptInput{Text: "queued"})
+	require.ErrorIs(t, err, core.ErrQueueFull)
+
+	r, err := n.Inst.Admit(ctx, sid, core.PromptInput{Text: "instead", Mode: event.ModeReplace})
+	require.NoError(t, err)
+	n.Idle()
+	assert.Equal(t, "interrupted", tr.PromptState(first))
+	assert.Equal(t, "succeeded", tr.PromptState(r.PromptID))
+}
+
+// A background child's completion notice is admitted to its parent's
+// queue however full it is: it must never be lost.
+func TestQueueCapAdmitsNotices(t *testing.T) {
+	ctx := context.Background()
+	tr := treetest.New(t)
+	tr.Cfg = tr.Cfg.WithQueueCap(1)
+	d := treetest.NewDriver(8)
+	n := tr.Boot(d)
+	root := n.NewSession("root")
+	sub := n.Inst.Subscribe(root, 64)
+	defer sub.Close()
+	n.Admit(root, "hold")
+	rx := <-d.Started
+	_, err := rx.StartChild(ctx, core.ChildSpec{CallID: "call-1", Prompt: "answer at once", Background: true, MaxDepth: 3})
+	require.NoError(t, err)
+	<-d.Started // the child's turn
+
+	var notice string
+	for notice == "" {
+		ev, ok := <-sub.C
+		require.True(t, ok, "the subscription fell behind")
+		var a event.Admitted
+		if ev.Type == event.PromptAdmitted && ev.Decode(&a) == nil && a.ClientID == core.NoticeClientID(root+".1", 1) {
+			notice = a.PromptID
+		}
+	}
+	assert.Equal(t, "queued", tr.PromptState(notice), "admitted behind the running turn, past the cap")
+	d.Release()
+	<-d.Started // the notice's turn
+	n.Idle()
+	assert.Equal(t, "succeeded", tr.PromptState(notice))
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
