@@ -119,6 +119,7 @@ func startWith(t *testing.T, dir string, extraEnv ...string) *server {
 	stderr, err := cmd.StderrPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
+	trackGroup(cmd.Process.Pid)
 	s := &server{t: t, dir: dir, env: extraEnv, pid: cmd.Process.Pid, cmd: cmd, logs: &logBuffer{}, drained: make(chan struct{}),
 		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}}
 	t.Cleanup(func() {
@@ -193,6 +194,7 @@ func (s *server) halt(sig syscall.Signal) error {
 	}
 	s.waitErr = s.cmd.Wait()
 	s.waited = true
+	untrackGroup(s.pid) // its only process is reaped: the group is gone
 	s.client.CloseIdleConnections()
 	return s.waitErr
 }

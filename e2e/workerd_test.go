@@ -187,6 +187,7 @@ func (w *workerd) start(t *testing.T) {
 	require.NoError(t, err)
 	cmd.Stderr = cmd.Stdout
 	require.NoError(t, cmd.Start())
+	trackGroup(cmd.Process.Pid)
 	w.cmd, w.done, w.logs = cmd, make(chan struct{}), &logBuffer{} // this run's output only
 	logs, done, tap := w.logs, w.done, w.tap
 	lines := make(chan struct{})
@@ -262,6 +263,7 @@ func (w *workerd) kill(t *testing.T) {
 			return
 		}
 	}
+	untrackGroup(pgid)
 }
 
 // restart is a SIGKILL of the whole group and a start on the same state.
