@@ -160,25 +160,30 @@ func cutUTF8(s string, n int) string {
 	return s[:n]
 }
 
-// transcript is a session's messages with seq < ?2 and seq >= ?3: the
-// messages table and the answer of each step still streaming.
-const transcript = `SELECT id, seq, COALESCE(prompt_id, '') AS prompt_id, role, text, COALESCE(tool_calls, '') AS tool_calls,
-		COALESCE(tool_call_id, '') AS tool_call_id, created_at, 0 AS partial
+// transcriptOf is a session's messages with seq < ?2 and seq >= ?3, each
+// as msgCols selects it: the messages table's rows, and as stepCols
+// selects it, the answer of each step still streaming (s, joined with its
+// started event e). transcript and transcriptSizes select the same rows.
+func transcriptOf(msgCols, stepCols string) string {
+	return `SELECT ` + msgCols + `
 	FROM messages WHERE session_id = ?1 AND seq < ?2 AND seq >= ?3
 	UNION ALL
-	SELECT s.id, s.started_seq, s.prompt_id, 'assistant', s.text, '', '', e.at, 1
+	SELECT ` + stepCols + `
 	FROM steps s JOIN events e ON e.session_id = s.session_id AND e.seq = s.started_seq
 	WHERE s.session_id = ?1 AND s.state = ?4 AND s.started_seq < ?2 AND s.started_seq >= ?3`
+}
 
-// transcriptSizes is transcript's seq, id and size: the bytes of text
-// and tool_calls, which octet_length reads from each row's header, not
-// from its text.
-const transcriptSizes = `SELECT seq, id, octet_length(text) + COALESCE(octet_length(tool_calls), 0) AS size
-	FROM messages WHERE session_id = ?1 AND seq < ?2 AND seq >= ?3
-	UNION ALL
-	SELECT s.started_seq, s.id, octet_length(s.text)
-	FROM steps s JOIN events e ON e.session_id = s.session_id AND e.seq = s.started_seq
-	WHERE s.session_id = ?1 AND s.state = ?4 AND s.started_seq < ?2 AND s.started_seq >= ?3`
+var (
+	// transcript is the messages themselves.
+	transcript = transcriptOf(`id, seq, COALESCE(prompt_id, '') AS prompt_id, role, text, COALESCE(tool_calls, '') AS tool_calls,
+		COALESCE(tool_call_id, '') AS tool_call_id, created_at, 0 AS partial`,
+		`s.id, s.started_seq, s.prompt_id, 'assistant', s.text, '', '', e.at, 1`)
+	// transcriptSizes is their seq, id and size: the bytes of text and
+	// tool_calls, which octet_length reads from each row's header, not
+	// from its text.
+	transcriptSizes = transcriptOf(`seq, id, octet_length(text) + COALESCE(octet_length(tool_calls), 0) AS size`,
+		`s.started_seq, s.id, octet_length(s.text)`)
+)
 
 // readMessages reads the newest messages with seq < before (0: the
 // newest), at most limit and as many as fit maxBytes of text (one at
