@@ -142,10 +142,10 @@ func (inst *Instance) EventPage(ctx context.Context, sessionID string, after int
 // grow (sizeWindow, then four times as many each time) until the page is
 // full: a page of a few large events visits a few rows, not limit of them.
 func readEventPage(tx storage.Tx, sessionID string, after int64, limit, maxBytes int) ([]event.Event, bool, error) {
-	n, total, last := 0, 0, after
-	more, full := false, false
+	page := pageBudget{limit: limit, maxBytes: maxBytes}
+	last, more, full := after, false, false
 	for window := sizeWindow; !full; window *= 4 {
-		want := min(window, limit+1-n)
+		want := min(window, limit+1-page.n)
 		rows, err := tx.Query(`SELECT seq, octet_length(data) FROM events WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?`, sessionID, last, want)
 		if err != nil {
 			return nil, false, fmt.Errorf("read events of %s: %w", sessionID, err)
@@ -158,17 +158,17 @@ func readEventPage(tx storage.Tx, sessionID string, after int64, limit, maxBytes
 				return nil, false, err
 			}
 			got++
-			if n == limit || (n > 0 && total+size > maxBytes) {
+			if !page.take(size) {
 				more, full = true, true
 				break
 			}
-			n, total, last = n+1, total+size, seq
+			last = seq
 		}
 		if got < want {
 			full = true // the log ends
 		}
 	}
-	if n == 0 {
+	if page.n == 0 {
 		return nil, false, nil
 	}
 	evs, err := readEvents(tx, sessionID, `seq > ? AND seq <= ? ORDER BY seq`, after, last)
@@ -177,6 +177,24 @@ func readEventPage(tx storage.Tx, sessionID string, after int64, limit, maxBytes
 
 // sizeWindow is how many events' sizes readEventPage reads first.
 const sizeWindow = 4
+
+// pageBudget is the rule of a page bounded in rows and bytes (an event
+// page, a snapshot's messages): rows taken in order fit while the page
+// holds fewer than limit and their data stays within maxBytes; the first
+// one fits whatever its size, so a page is never empty while rows remain.
+type pageBudget struct {
+	limit, maxBytes int
+	n, total        int // rows taken, and their bytes
+}
+
+// take reports whether a row of size bytes fits, counting it if it does.
+func (b *pageBudget) take(size int) bool {
+	if b.n == b.limit || (b.n > 0 && b.total+size > b.maxBytes) {
+		return false
+	}
+	b.n, b.total = b.n+1, b.total+size
+	return true
+}
 
 // ReadEvents reads a session's log inside a transaction.
 func ReadEvents(tx storage.Tx, sessionID string, after int64, limit int) ([]event.Event, error) {

@@ -199,19 +199,21 @@ func readMessages(tx storage.Tx, sessionID string, before int64, limit, maxBytes
 	if err != nil {
 		return nil, false, err
 	}
-	n, total, more, from := 0, 0, false, int64(0)
+	page := pageBudget{limit: limit, maxBytes: maxBytes}
+	more, from := false, int64(0)
 	for rows.Next() {
 		var seq int64
 		var size int
 		if err := rows.Scan(&seq, &size); err != nil {
 			return nil, false, err
 		}
-		if n == limit || (n > 0 && total+size > maxBytes) {
+		if !page.take(size) {
 			more = true
 			break
 		}
-		n, total, from = n+1, total+size, seq
+		from = seq
 	}
+	n := page.n
 	if n == 0 {
 		return nil, false, nil
 	}
