@@ -4,7 +4,10 @@
 // instance (core.Instance + recovery + the turn runner + the API handler),
 // driven entirely through the ABI of package wasm/abi (docs/abi.md).
 //
-//	GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -trimpath -ldflags='-s -w' -o revenant.wasm ./wasm/guest
+//	GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -trimpath \
+//		-gcflags='github.com/revenantrt/revenant/core/...=-l' -ldflags='-s -w' -o revenant.wasm ./wasm/guest
+//
+// (make guest; internal/guestbuild.Flags says why the -gcflags).
 //
 // The host calls _initialize once, then revenant_boot, then any export.
 // Everything slow is split in two: the guest starts it through an import
