@@ -355,7 +355,7 @@ func (inst *Instance) Reply(ctx context.Context, sessionID, blockerID string, r 
 				return err
 			}
 			// No execution runs a parked turn: its last one ended with the park.
-			if err := t.interruptTurn(b.SessionID, "", b.PromptID, event.ReasonUser, event.CutInterrupted); err != nil {
+			if err := t.interruptTurn(b.SessionID, interruption("", b.PromptID, event.ReasonUser, event.CutInterrupted, nil), event.ReasonUser); err != nil {
 				return err
 			}
 		} else {

@@ -19,8 +19,11 @@ import (
 var (
 	ErrInterrupted = errors.New("interrupted by the user")
 	ErrSuperseded  = errors.New("superseded by a replacing prompt")
-	ErrShutdown    = errors.New("host shutting down")
-	errAbandoned   = errors.New("instance abandoned")
+	// errTaskEnded stops a child's task turn whose job ended with its
+	// parent's turn (interruptTask): an interrupt of that turn alone.
+	errTaskEnded = fmt.Errorf("%w: its parent's turn ended", ErrInterrupted)
+	ErrShutdown  = errors.New("host shutting down")
+	errAbandoned = errors.New("instance abandoned")
 )
 
 // Driver runs the work of a turn. The turn runner (model steps and tools) is
@@ -353,7 +356,7 @@ func (t *txw) park(x *Execution, p *event.Parked, startNext bool) (*plan, error)
 		if err != nil {
 			return nil, err
 		}
-		return nil, t.interruptTurn(x.sessionID, x.id, x.promptID, reason, event.CutStopped)
+		return t.endTaskTurn(x.sessionID, interruption(x.id, x.promptID, reason, event.CutStopped, x.keptCuts()), reason, startNext)
 	}
 	waiting, err := t.parked(x.sessionID)
 	if err != nil {
@@ -576,8 +579,10 @@ func (inst *Instance) finish(x *Execution, out Outcome) *Execution {
 		switch {
 		case errors.Is(cause, ErrShutdown):
 			_, err = t.append(x.sessionID, event.ExecutionInterrupted, event.Interrupted{ExecutionID: x.id, PromptID: x.promptID, Reason: event.ReasonShutdown})
+		case errors.Is(cause, errTaskEnded):
+			next, err = t.endTaskTurn(x.sessionID, x.end(event.ExecutionInterrupted, event.Interrupted{ExecutionID: x.id, PromptID: x.promptID, Reason: event.ReasonUser}), event.ReasonUser, startNext)
 		case interrupted:
-			err = t.interruptTurn(x.sessionID, x.id, x.promptID, reasonOf(cause), event.CutStopped)
+			err = t.interruptTurn(x.sessionID, x.end(event.ExecutionInterrupted, event.Interrupted{ExecutionID: x.id, PromptID: x.promptID, Reason: reasonOf(cause)}), reasonOf(cause))
 		case out.Kind == Succeeded:
 			next, err = t.endTurn(x.sessionID, x.end(event.ExecutionSucceeded, event.Succeeded{ExecutionID: x.id, PromptID: x.promptID}), startNext)
 		case out.Kind == Failed:

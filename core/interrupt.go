@@ -21,7 +21,16 @@ import (
 // stops the execution's writes. Otherwise (evicted, or only queued) the
 // interrupt is committed directly.
 func (inst *Instance) Interrupt(ctx context.Context, sessionID, reason string) (did bool, err error) {
-	return inst.interrupt(ctx, sessionID, reason, nil)
+	return inst.interrupt(ctx, sessionID, reason, nil, false)
+}
+
+// interruptTask stops a child's task turn whose job ended with its
+// parent's turn (interruptChildren), with reason event.ReasonUser, and
+// nothing else: the prompts a client sent the child stay queued, and the
+// next of them starts (endTaskTurn). It reports whether there was a turn to
+// stop.
+func (inst *Instance) interruptTask(ctx context.Context, childID string) (bool, error) {
+	return inst.interrupt(ctx, childID, event.ReasonUser, nil, true)
 }
 
 // replacing is the prompt a replace interrupt makes room for (Admit). A
@@ -73,21 +82,27 @@ func (t *txw) checkReplacing(sessionID string, rp *replacing) error {
 	return nil
 }
 
-func (inst *Instance) interrupt(ctx context.Context, sessionID, reason string, rp *replacing) (did bool, err error) {
+func (inst *Instance) interrupt(ctx context.Context, sessionID, reason string, rp *replacing, taskOnly bool) (did bool, err error) {
 	defer func() {
 		if did && err == nil {
 			// Its foreground children's jobs ended with the turn (job.go).
 			inst.interruptChildren(ctx, sessionID)
-			// A child's end resolved its parent's waiting call (taskwait.go).
 			inst.claimMu.Lock()
+			if taskOnly {
+				// The child's own queued prompt, if any, holds the claim now.
+				inst.startLocked(ctx, sessionID, event.CausePrompt)
+			}
+			// A child's end resolved its parent's waiting call (taskwait.go).
 			inst.afterChildTurn(ctx, sessionID)
 			inst.claimMu.Unlock()
 		}
 	}()
 	cause := ErrInterrupted
-	switch reason {
-	case event.ReasonUser:
-	case event.ReasonSuperseded:
+	switch {
+	case taskOnly:
+		cause = errTaskEnded
+	case reason == event.ReasonUser:
+	case reason == event.ReasonSuperseded:
 		cause = ErrSuperseded
 	default:
 		return false, invalid("interrupt: reason %q", reason)
@@ -96,7 +111,7 @@ func (inst *Instance) interrupt(ctx context.Context, sessionID, reason string, r
 		inst.claimMu.Lock()
 		x := inst.runningExecution(sessionID)
 		if x == nil {
-			did, err := inst.interruptDirect(ctx, sessionID, reason, nil, rp)
+			did, err := inst.interruptDirect(ctx, sessionID, reason, nil, rp, taskOnly)
 			inst.claimMu.Unlock()
 			if errors.Is(err, errRunningChanged) {
 				continue // an execution started here while storage was waited for
@@ -124,7 +139,7 @@ func (inst *Instance) interrupt(ctx context.Context, sessionID, reason string, r
 		case <-graceUp:
 			inst.claimMu.Lock()
 			if inst.runningExecution(sessionID) == x {
-				did, err := inst.interruptDirect(ctx, sessionID, reason, x, rp)
+				did, err := inst.interruptDirect(ctx, sessionID, reason, x, rp, taskOnly)
 				if errors.Is(err, errRunningChanged) {
 					inst.claimMu.Unlock()
 					// x ended (and maybe handed over) during a wait for
@@ -181,8 +196,10 @@ var errRunningChanged = errors.New("the session's execution here changed")
 // the execution running here is still x (nil: none); otherwise it fails
 // with errRunningChanged, writing nothing, and the caller starts over.
 // With rp set, an attempt that finds rp's client id admitted writes
-// nothing and ends with errAdmitted (or ErrConflict).
-func (inst *Instance) interruptDirect(ctx context.Context, sessionID, reason string, x *Execution, rp *replacing) (bool, error) {
+// nothing and ends with errAdmitted (or ErrConflict). With taskOnly it ends
+// a child's task turn and leaves the prompts a client sent the child
+// queued, with the claim (endTaskTurn).
+func (inst *Instance) interruptDirect(ctx context.Context, sessionID, reason string, x *Execution, rp *replacing, taskOnly bool) (bool, error) {
 	var did bool
 	executionID := ""
 	if x != nil {
@@ -196,7 +213,7 @@ func (inst *Instance) interruptDirect(ctx context.Context, sessionID, reason str
 	var changed bool
 	w.before = func(int) error {
 		changed = inst.runningExecution(sessionID) != x
-		return inst.armForParent(ctx, sessionID)
+		return inst.armBeforeInterrupt(ctx)
 	}
 	err := w.run(ctx, func(t *txw) error {
 		did = false
@@ -231,7 +248,16 @@ func (inst *Instance) interruptDirect(ctx context.Context, sessionID, reason str
 		if x != nil {
 			cut = event.CutStopped
 		}
-		return t.interruptTurn(sessionID, executionID, promptID, reason, cut)
+		var kept map[string]event.Cut
+		if x != nil {
+			kept = x.keptCuts() // the text a refused cut of x's held
+		}
+		end := interruption(executionID, promptID, reason, cut, kept)
+		if taskOnly {
+			_, err := t.endTaskTurn(sessionID, end, reason, false)
+			return err
+		}
+		return t.interruptTurn(sessionID, end, reason)
 	})
 	if errors.Is(err, errRunningChanged) || errors.Is(err, errAdmitted) {
 		return false, err
@@ -245,25 +271,47 @@ func (inst *Instance) interruptDirect(ctx context.Context, sessionID, reason str
 	return did, nil
 }
 
-// interruptTurn records the interrupt of the running prompt (if any),
-// cutting its open steps with reason cut and cancelling its pending
-// blockers, cancels every queued prompt and releases the claim, in one
+// interruption is the terminal of an interrupted turn: promptID's, stopped
+// (or found dead) in executionID, its open steps cut with reason cut, or
+// with the text of kept where storage refused the stopped execution's own
+// cut (keptCuts).
+func interruption(executionID, promptID, reason, cut string, kept map[string]event.Cut) turnEnd {
+	return turnEnd{promptID: promptID, typ: event.ExecutionInterrupted, cut: cut, kept: kept,
+		payload: event.Interrupted{ExecutionID: executionID, PromptID: promptID, Reason: reason}}
+}
+
+// interruptTurn records end, the interrupt of the running prompt (none if
+// end.promptID is empty), cancelling its pending blockers, then cancels
+// every queued prompt with reason and releases the claim, in one
 // transaction.
-func (t *txw) interruptTurn(sessionID, executionID, promptID, reason, cut string) error {
-	if promptID != "" {
-		if err := t.cancelBlockers(sessionID, `prompt_id = ?2`, event.CancelInterrupt, promptID); err != nil {
-			return err
-		}
-		end := turnEnd{promptID: promptID, typ: event.ExecutionInterrupted, cut: cut,
-			payload: event.Interrupted{ExecutionID: executionID, PromptID: promptID, Reason: reason}}
-		if err := t.appendEnd(sessionID, end); err != nil {
-			return err
-		}
+func (t *txw) interruptTurn(sessionID string, end turnEnd, reason string) error {
+	if err := t.endRunning(sessionID, end); err != nil {
+		return err
 	}
 	rows, err := t.Query(`SELECT id FROM prompts WHERE session_id = ? AND state = ? ORDER BY admitted_seq`, sessionID, string(PromptQueued))
 	if err != nil {
 		return fmt.Errorf("cancel queued prompts: %w", err)
 	}
+	if err := t.cancelPrompts(sessionID, rows, reason); err != nil {
+		return err
+	}
+	return t.claims().release(sessionID)
+}
+
+// endRunning records end unless it names no prompt, cancelling the
+// prompt's pending blockers first.
+func (t *txw) endRunning(sessionID string, end turnEnd) error {
+	if end.promptID == "" {
+		return nil
+	}
+	if err := t.cancelBlockers(sessionID, `prompt_id = ?2`, event.CancelInterrupt, end.promptID); err != nil {
+		return err
+	}
+	return t.appendEnd(sessionID, end)
+}
+
+// cancelPrompts cancels the prompts whose ids rows lists, with reason.
+func (t *txw) cancelPrompts(sessionID string, rows *storage.Rows, reason string) error {
 	for rows.Next() {
 		var id string
 		if err := rows.Scan(&id); err != nil {
@@ -273,5 +321,5 @@ func (t *txw) interruptTurn(sessionID, executionID, promptID, reason, cut string
 			return err
 		}
 	}
-	return t.claims().release(sessionID)
+	return nil
 }

@@ -200,7 +200,7 @@ func readChildResult(tx storage.Tx, childID, promptID string) (ChildResult, bool
 // own: the child's claim is released in this same transaction, so the tree
 // never is without one, and every wake handler re-arms while any claim
 // remains (DESIGN §4); where the child held none (an interrupt of a parked
-// child) the interrupt armed one first (armForParent).
+// child) the interrupt armed one first (armBeforeInterrupt).
 func (t *txw) endJobs(sessionID string, end turnEnd) error {
 	if err := t.endForegroundJobs(sessionID, end); err != nil {
 		return err
@@ -269,12 +269,51 @@ func (t *txw) endForegroundJobs(parentID string, end turnEnd) error {
 			return err
 		}
 		if j.promptID != "" && !j.claimed {
-			if err := t.interruptTurn(j.job.ChildID, "", j.promptID, reason, event.CutInterrupted); err != nil {
+			end := interruption("", j.promptID, reason, event.CutInterrupted, nil)
+			if _, err := t.endTaskTurn(j.job.ChildID, end, reason, false); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+// endTaskTurn ends a child's task turn that no call waits for any more,
+// with end, its terminal (none if end.promptID is empty: the turn had not
+// started): the job ended with its parent's turn (end is an interruption),
+// or no live job names the turn after a kill (end fails it, aborted). The
+// turn's pending blockers and the child's queued task prompts are
+// cancelled with reason. Prompts a client sent the child are its own, no
+// parent's: they keep their places, and the claim goes on to the oldest of
+// them, taken if the child held none (it was parked: the caller's write
+// armed a wake-up, or holds a claim of the tree's) and started here if
+// startNext; with none queued the claim is released.
+func (t *txw) endTaskTurn(sessionID string, end turnEnd, reason string, startNext bool) (*plan, error) {
+	if err := t.endRunning(sessionID, end); err != nil {
+		return nil, err
+	}
+	rows, err := t.Query(`SELECT p.id FROM prompts p JOIN jobs j ON j.child_id = p.session_id AND p.client_id = 'task-' || j.call_id
+		WHERE p.session_id = ? AND p.state = ? ORDER BY p.admitted_seq`, sessionID, string(PromptQueued))
+	if err != nil {
+		return nil, fmt.Errorf("cancel queued task prompts: %w", err)
+	}
+	if err := t.cancelPrompts(sessionID, rows, reason); err != nil {
+		return nil, err
+	}
+	if startNext {
+		return t.beginExecution(sessionID, event.CausePrompt)
+	}
+	var queued bool
+	if _, err := storage.QueryRow(t, `SELECT EXISTS (SELECT 1 FROM prompts WHERE session_id = ? AND state = ?)`, []any{sessionID, string(PromptQueued)}, &queued); err != nil {
+		return nil, fmt.Errorf("end task turn: %w", err)
+	}
+	if !queued {
+		return nil, t.claims().release(sessionID)
+	}
+	if _, err := t.claims().take(sessionID, t.now()); err != nil {
+		return nil, err
+	}
+	return nil, t.claims().retake(sessionID, t.now())
 }
 
 // endedJobReason reports whether the session's turn promptID is a child's
@@ -345,28 +384,35 @@ func (inst *Instance) afterChildTurn(ctx context.Context, childID string) {
 	inst.startLocked(ctx, parentID, event.CauseResolution)
 }
 
-// interruptChildren interrupts the session's children that still hold a
-// claim for their task turn while their (foreground) job has ended: their
-// parent's turn was interrupted. Their jobs ended in the parent's
-// interrupt, so a kill before this leaves them to the sweep, which releases
-// them. A child whose task turn ended long ago and that runs a prompt a
-// client sent it is left alone: that turn is no parent's.
+// interruptChildren, after its parent's interrupt committed, stops the
+// task turns of the session's children that still hold a claim for them
+// (their foreground jobs ended with the parent's turn), and starts the turn
+// of a child whose parked task turn that commit ended and that holds a
+// claim for a prompt a client sent it (endTaskTurn). A kill before this
+// leaves both to the sweep: it ends the task turns (orphanTurn) and starts
+// the rest. A child running a turn of its own is left alone: that turn is
+// no parent's.
 func (inst *Instance) interruptChildren(ctx context.Context, parentID string) {
-	var children []string
+	type child struct {
+		id   string
+		task bool // its task turn is running or queued
+	}
+	var children []child
 	err := inst.host.DB.Tx(ctx, func(tx storage.Tx) error {
 		children = children[:0]
-		rows, err := tx.Query(`SELECT j.child_id FROM jobs j JOIN claims c ON c.session_id = j.child_id
-			JOIN prompts p ON p.session_id = j.child_id AND p.client_id = 'task-' || j.call_id
-			WHERE j.parent_id = ? AND j.state = ? AND p.state IN (?, ?)`, parentID, string(JobEnded), string(PromptRunning), string(PromptQueued))
+		rows, err := tx.Query(`SELECT j.child_id, EXISTS (SELECT 1 FROM prompts p
+				WHERE p.session_id = j.child_id AND p.client_id = 'task-' || j.call_id AND p.state IN (?, ?))
+			FROM jobs j JOIN claims c ON c.session_id = j.child_id
+			WHERE j.parent_id = ? AND j.state = ?`, string(PromptRunning), string(PromptQueued), parentID, string(JobEnded))
 		if err != nil {
 			return err
 		}
 		for rows.Next() {
-			var id string
-			if err := rows.Scan(&id); err != nil {
+			var c child
+			if err := rows.Scan(&c.id, &c.task); err != nil {
 				return err
 			}
-			children = append(children, id)
+			children = append(children, c)
 		}
 		return nil
 	})
@@ -374,9 +420,15 @@ func (inst *Instance) interruptChildren(ctx context.Context, parentID string) {
 		inst.log.Warn("list children to interrupt; the sweep releases them", "session", parentID, "err", err)
 		return
 	}
-	for _, id := range children {
-		if _, err := inst.Interrupt(ctx, id, event.ReasonUser); err != nil {
-			inst.log.Warn("interrupt child; the sweep releases it", "session", parentID, "child", id, "err", err)
+	for _, c := range children {
+		if !c.task {
+			inst.claimMu.Lock()
+			inst.startLocked(ctx, c.id, event.CausePrompt) // nothing if it runs already
+			inst.claimMu.Unlock()
+			continue
+		}
+		if _, err := inst.interruptTask(ctx, c.id); err != nil {
+			inst.log.Warn("interrupt child; the sweep releases it", "session", parentID, "child", c.id, "err", err)
 		}
 	}
 }

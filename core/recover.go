@@ -140,7 +140,7 @@ func (t *txw) apply(c ClaimState, d Decision) (*plan, error) {
 		}
 		return t.beginExecution(c.SessionID, cause)
 	case Release:
-		return nil, t.orphanTurn(c)
+		return t.orphanTurn(c)
 	case Abort:
 		return t.abortTurn(c, d.Message)
 	case Resume:
@@ -195,19 +195,18 @@ func (t *txw) abortTurn(c ClaimState, message string) (*plan, error) {
 // longer waits for it.
 const OrphanMessage = "The sub-agent's turn was abandoned: no running job of its parent waits for it."
 
-// orphanTurn releases a child's claim that no live job names, ending its
-// running turn (failed, aborted) and cancelling its queued prompts in the
-// same transaction, so no admitted prompt is left without an end and a
-// later prompt cannot revive the old turn.
-func (t *txw) orphanTurn(c ClaimState) error {
+// orphanTurn ends a child's task turn that no live job names: its running
+// turn fails (aborted) and its queued task prompts are cancelled, so no
+// task prompt is left without an end and none can revive the old turn.
+// Prompts a client sent the child keep their places: the claim goes on to
+// the oldest of them, started in this same transaction (endTaskTurn).
+func (t *txw) orphanTurn(c ClaimState) (*plan, error) {
+	var end turnEnd
 	if c.PromptID != "" {
-		end := turnEnd{promptID: c.PromptID, typ: event.ExecutionFailed, cut: event.CutInterrupted,
+		end = turnEnd{promptID: c.PromptID, typ: event.ExecutionFailed, cut: event.CutInterrupted,
 			payload: event.Failed{ExecutionID: c.ExecutionID, PromptID: c.PromptID, Type: event.FailAborted, Message: OrphanMessage}}
-		if err := t.appendEnd(c.SessionID, end); err != nil {
-			return err
-		}
 	}
-	return t.interruptTurn(c.SessionID, "", "", event.ReasonOrphaned, "")
+	return t.endTaskTurn(c.SessionID, end, event.ReasonOrphaned, true)
 }
 
 // Rearm arms the wake-up from durable state while any claim remains: at the

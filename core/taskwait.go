@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 
 	"github.com/revenantrt/revenant/core/event"
 	"github.com/revenantrt/revenant/core/storage"
@@ -145,14 +144,15 @@ func (t *txw) resolveEndedTasks(sessionID string, p *event.Parked) error {
 	return nil
 }
 
-// armForParent arms the wake-up before a transaction that may end a child's
-// turn without the child holding a claim (an interrupt of a parked child):
-// its end may take the parent's claim (resolveTask), and on a host that
-// cannot arm inside the transaction, wake rule 1 wants the wake-up armed
-// first, under the claim lock the caller holds. A spurious wake-up is
+// armBeforeInterrupt arms the wake-up before an interrupt's transaction on a
+// host that cannot arm inside one: the interrupt may end a child's turn
+// that held no claim (a parked child), and that end may take a claim for
+// someone else: the parent's (resolveTask), or the child's own, for a
+// prompt a client sent it (endTaskTurn). Wake rule 1 wants the wake-up
+// armed first, under the claim lock the caller holds. A spurious wake-up is
 // harmless.
-func (inst *Instance) armForParent(ctx context.Context, sessionID string) error {
-	if _, inTx := inst.host.Wake.(TxWaker); inTx || !strings.Contains(sessionID, ".") {
+func (inst *Instance) armBeforeInterrupt(ctx context.Context) error {
+	if _, inTx := inst.host.Wake.(TxWaker); inTx {
 		return nil
 	}
 	if err := inst.host.Wake.Arm(ctx, inst.host.Clock.Now()+inst.cfg.wakeInterval.Milliseconds()); err != nil {

@@ -2,6 +2,7 @@ package recovery_test
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -411,9 +412,10 @@ func TestProgressResetsResumeCount(t *testing.T) {
 	n.Crash()
 }
 
-// 11. A child's task turn no live job names is released by the sweep and
-// never resumed, its queued prompts cancelled; a child's task turn named by
-// a live job resumes on its own budget.
+// 11. A child's task turn no live job names is ended by the sweep (failed,
+// aborted) and never resumed; a prompt a client queued behind it is the
+// child's own and runs next; a child's task turn named by a live job
+// resumes on its own budget.
 func TestOrphanChildClaimsReleasedNotResumed(t *testing.T) {
 	tr := treetest.New(t)
 	d := treetest.NewDriver(16)
@@ -448,12 +450,17 @@ func TestOrphanChildClaimsReleasedNotResumed(t *testing.T) {
 	assert.Equal(t, core.Resume, byID[root])
 	assert.False(t, tr.Claim(orphan.ID).Exists)
 	assert.Empty(t, treetest.OfType(tr.Events(orphan.ID), event.ExecutionResumed), "the orphan was never resumed")
-	assert.Len(t, treetest.OfType(tr.Events(orphan.ID), event.ExecutionStarted), 1)
+	starts := treetest.OfType(tr.Events(orphan.ID), event.ExecutionStarted)
+	require.Len(t, starts, 2, "the task turn, then the client's own")
 	assert.Len(t, treetest.Terminals(tr.Events(live.ID)), 1)
-	// The orphan's admitted prompts end with the release: none is left
-	// running, and a later prompt starts its own turn, not the old one.
+	// The task turn ends with the sweep's decision and the client's prompt
+	// runs as a new turn, not the old one's continuation.
 	assert.Equal(t, "failed", tr.PromptState(orphan.PromptID))
-	assert.Equal(t, "cancelled", tr.PromptState(queuedOrphan))
+	assert.Equal(t, "succeeded", tr.PromptState(queuedOrphan))
+	var second event.Started
+	require.NoError(t, json.Unmarshal(starts[1].Data, &second))
+	assert.Equal(t, queuedOrphan, second.PromptID)
+	assert.True(t, second.TurnStart)
 	for len(d.Started) > 0 { // the resumed executions' starts
 		<-d.Started
 	}

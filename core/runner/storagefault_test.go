@@ -235,3 +235,80 @@ func TestStreamCutByStorageKeepsTheTextReceived(t *testing.T) {
 	assert.Equal(t, "alpha beta ", c.Text, "everything received, not only the checkpoint")
 	assert.Equal(t, event.CutStopped, c.Reason)
 }
+
+// The same cut when the user interrupts the turn and the disk fills as it
+// stops, past the write window: storage refuses the step's own cut, and
+// the interrupt may answer that storage is unavailable, but the stopped
+// execution's record of the interrupt lands on the settlement schedule once
+// storage returns and keeps everything the step received (nothing of it
+// was checkpointed).
+func TestInterruptDuringOutageKeepsTheTextReceived(t *testing.T) {
+	tr := treetest.New(t)
+	m := fillOnStopModel{fault: tr.Faults(), outage: 90 * time.Second, full: make(chan struct{})}
+	n := tr.Boot(newRunner(t, m, runner.NewConfig().WithCheckpoints(time.Hour, 100)))
+	sid := n.NewSession("s")
+	sub := n.Inst.Subscribe(sid, 64)
+	defer sub.Close()
+	pid := n.Admit(sid, "go")
+	for ev := range sub.C {
+		if ev.Type == event.TextDelta && strings.Contains(string(ev.Data), "beta") {
+			break
+		}
+	}
+	interrupted := make(chan error, 1)
+	go func() {
+		_, err := n.Inst.Interrupt(ctx, sid, event.ReasonUser)
+		interrupted <- err
+	}()
+	<-m.full // the stream saw the interrupt and the disk is full
+	n.IdleDriving()
+	if err := <-interrupted; err != nil {
+		require.ErrorIs(t, err, core.ErrStorageUnavailable)
+	}
+
+	assert.Equal(t, "interrupted", tr.PromptState(pid))
+	evs := tr.Events(sid)
+	assert.Empty(t, treetest.OfType(evs, event.TextCheckpoint))
+	cuts := treetest.OfType(evs, event.StepCut)
+	require.Len(t, cuts, 1)
+	var c event.Cut
+	require.NoError(t, cuts[0].Decode(&c))
+	assert.Equal(t, "alpha beta ", c.Text, "everything received")
+}
+
+// fillOnStopModel streams "alpha " and "beta ", then waits to be stopped,
+// fills the disk for outage, closes full and ends.
+type fillOnStopModel struct {
+	fault  *faultvfs.Fault
+	outage time.Duration
+	full   chan struct{}
+}
+
+func (m fillOnStopModel) Name() string { return "fill-on-stop" }
+
+func (m fillOnStopModel) Stream(context.Context, model.Request) (model.Stream, error) {
+	return &fillOnStopStream{m: m}, nil
+}
+
+type fillOnStopStream struct {
+	m fillOnStopModel
+	i int
+}
+
+func (s *fillOnStopStream) Recv(ctx context.Context) (model.Chunk, error) {
+	s.i++
+	switch s.i {
+	case 1:
+		return model.Chunk{Text: "alpha "}, nil
+	case 2:
+		return model.Chunk{Text: "beta "}, nil
+	}
+	<-ctx.Done()
+	if s.i == 3 {
+		s.m.fault.FailFor(s.m.outage, faultvfs.Full)
+		close(s.m.full)
+	}
+	return model.Chunk{}, ctx.Err()
+}
+
+func (s *fillOnStopStream) Close() error { return nil }
