@@ -88,11 +88,17 @@ func openIndex(ctx context.Context, path string, vfs string) (*index, error) {
 
 // refused says what a transient failure to create or migrate the index
 // means: with no index at its version the host cannot serve even reads.
+// A locked database most likely means another server runs on the same
+// data directory; a full one, a full disk.
 func refused(err error) error {
-	if err != nil && storage.IsTransient(err) {
-		return fmt.Errorf("storage refused the write that creates or migrates it (is the disk full?): %w", err)
+	if err == nil || !storage.IsTransient(err) {
+		return err
 	}
-	return err
+	why := storage.Describe(err)
+	if storage.CodeOf(err).Primary() == storage.CodeBusy {
+		why += ": is another server using this data directory?"
+	}
+	return fmt.Errorf("storage refused the write that creates or migrates it (%s): %w", why, err)
 }
 
 // indexSchema reads the index's schema version and refuses one newer than

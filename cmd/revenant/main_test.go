@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"io"
+	"os"
 	"strings"
 	"testing"
 
@@ -76,4 +77,24 @@ func TestBadAllowedOriginRefusedAtStart(t *testing.T) {
 	err := serve(context.Background(), []string{"-data", t.TempDir()}, env(map[string]string{"REVENANT_ALLOWED_ORIGINS": "https://console.example/app"}), io.Discard)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "REVENANT_ALLOWED_ORIGINS")
+}
+
+// A second server on a data directory another one holds stops at start-up
+// with a message naming the holder, before it opens anything there; the
+// directory is free again once the first lets go.
+func TestDataDirectoryInUseRefusedAtStart(t *testing.T) {
+	dir := t.TempDir()
+	release, err := lockDataDir(dir)
+	require.NoError(t, err)
+	err = serve(context.Background(), []string{"-data", dir, "-addr", "127.0.0.1:0"}, env(nil), io.Discard)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "is in use by another revenant server (pid ")
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	require.Len(t, entries, 1, "nothing but the lock file: the host was not opened")
+
+	release()
+	again, err := lockDataDir(dir)
+	require.NoError(t, err)
+	again()
 }

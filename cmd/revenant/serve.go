@@ -104,6 +104,11 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
+	unlock, err := lockDataDir(cfg.data)
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	defer unlock()
 	hc := host.Config{DataDir: cfg.data, Core: run.configs.Core, Driver: run.driver, Clock: clock, IDs: host.RandomIDs{}, Log: log}
 	if cfg.guest != "" {
 		if hc.Guest, err = guestRuntime(ctx, cfg.guest, cfg.wasmCache, cfg.data, run, cfg.tokens, log); err != nil {
