@@ -284,6 +284,8 @@ func TestWorkerdFront(t *testing.T) {
 		}
 		assert.Equal(t, http.StatusNotFound, frontStatus(t, nobody, "GET", "/v1/sessions/"+sid+"/events?access_token=b-token&after=0"),
 			"bob's token on the stream of alice's session")
+		// The scheme's name is case-insensitive (RFC 9110 §11.1).
+		assert.Equal(t, http.StatusOK, frontStatus(t, nobody, "GET", "/v1/sessions/"+sid, "Authorization", "bearer a-token"))
 		assert.Contains(t, alice.listed(), sid)
 	})
 
