@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -283,6 +284,8 @@ func TestWorkerdFront(t *testing.T) {
 		}
 		assert.Equal(t, http.StatusNotFound, frontStatus(t, nobody, "GET", "/v1/sessions/"+sid+"/events?access_token=b-token&after=0"),
 			"bob's token on the stream of alice's session")
+		// The scheme's name is case-insensitive (RFC 9110 §11.1).
+		assert.Equal(t, http.StatusOK, frontStatus(t, nobody, "GET", "/v1/sessions/"+sid, "Authorization", "bearer a-token"))
 		assert.Contains(t, alice.listed(), sid)
 	})
 
@@ -327,10 +330,20 @@ func frontWalkThrough(t *testing.T, s *server) {
 	st.until("the interrupt", forPrompt(typeInterrupted, b))
 	st.close()
 
+	// A cursor past the session's last event is refused by the object, as
+	// locally: a stream from it would never send a stored event.
+	past := strconv.FormatInt(s.snapshot(sid).Cursor+1, 10)
+	code, body := frontRaw(t, s, "GET", "/v1/sessions/"+sid+"/events?after="+past)
+	assert.Equal(t, http.StatusBadRequest, code, "%s", body)
+	assert.Contains(t, body, "after "+past+" is past the session's last event")
+	code, body = frontRaw(t, s, "GET", "/v1/sessions/"+sid+"/events", "Last-Event-ID", past)
+	assert.Equal(t, http.StatusBadRequest, code, "%s", body)
+	assert.Contains(t, body, "Last-Event-ID "+past+" is past the session's last event")
+
 	assert.Contains(t, s.listed(), sid)
 	s.do("DELETE", "/v1/sessions/"+sid, nil, http.StatusNoContent, nil)
 	assert.False(t, slices.Contains(s.listed(), sid), "deleted trees leave the list")
-	code, body := frontRaw(t, s, "GET", "/v1/sessions/"+sid)
+	code, body = frontRaw(t, s, "GET", "/v1/sessions/"+sid)
 	assert.Equal(t, http.StatusNotFound, code, "%s", body)
 }
 

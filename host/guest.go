@@ -2,10 +2,13 @@ package host
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 
+	"github.com/revenantrt/revenant/core/api"
+	"github.com/revenantrt/revenant/core/storage"
 	"github.com/revenantrt/revenant/sqlitedb"
 )
 
@@ -71,12 +74,22 @@ func (b guestBackend) close(ctx context.Context) error {
 // clear (0) is the guest deleting its tree; the host's Delete removes the
 // row itself. The waker's timer delivers the wake-up (the runtime has
 // none), so each is delivered once.
+//
+// A deleted tree's arm (api.ErrTreeNotFound, the waker retired) reaches the
+// guest as its storage closed (storage.ErrClosed), which is what its SQL
+// imports meet on the deleted tree's closed connection: the request that
+// armed answers 503 like any request a delete cut short, and its retry
+// finds the tree gone (404), not a 500 for an unknown storage failure.
 func storeWake(w *waker) func(at int64) error {
 	return func(at int64) error {
 		if at == 0 {
 			return nil
 		}
-		return w.Arm(context.Background(), at)
+		err := w.Arm(context.Background(), at)
+		if errors.Is(err, api.ErrTreeNotFound) {
+			return fmt.Errorf("%w: %w", err, storage.ErrClosed)
+		}
+		return err
 	}
 }
 

@@ -263,7 +263,7 @@ func hexSHA256(s string) string {
 func guestCredentials(r *http.Request) *http.Request {
 	out := r.Clone(r.Context())
 	out.Header.Del("Origin")
-	if token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
+	if token, ok := api.BearerToken(r.Header.Get("Authorization")); ok {
 		out.Header.Set("Authorization", "Bearer "+hexSHA256(token))
 	}
 	if q := r.URL.Query(); q.Has("access_token") {

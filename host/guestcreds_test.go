@@ -41,6 +41,16 @@ func TestGuestSeesOnlyTokenStandIns(t *testing.T) {
 		require.NoError(t, err, c.principal)
 		assert.Equal(t, c.principal, p)
 
+		// Any case of the scheme's name (RFC 9110 §11.1) is forwarded as
+		// the stand-in, never as the raw token.
+		lower := r.Clone(r.Context())
+		lower.Header.Set("Authorization", "bearer "+c.token)
+		fwd = guestCredentials(lower)
+		assert.NotContains(t, fwd.Header.Get("Authorization"), c.token)
+		p, err = guest.Authenticate(nethttp.Request(fwd), false)
+		require.NoError(t, err, c.principal)
+		assert.Equal(t, c.principal, p)
+
 		// The stand-in is no credential for the host, nor the raw token for the guest.
 		standIn := strings.TrimPrefix(guestCredentials(r).Header.Get("Authorization"), "Bearer ")
 		hr := httptest.NewRequest("GET", "/v1/sessions", nil)

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/revenantrt/revenant/core/api"
 	"github.com/revenantrt/revenant/core/storage"
 	"github.com/revenantrt/revenant/host"
 	"github.com/revenantrt/revenant/internal/faultvfs"
@@ -195,5 +196,33 @@ func TestGuestWakeArmRefusedByStorage(t *testing.T) {
 	assert.Contains(t, e.wakeups(), "t1", "re-armed by the handler")
 	wakes, _ := tree.counts()
 	assert.GreaterOrEqual(t, wakes, 2)
+	require.NoError(t, h.Close(ctx))
+}
+
+// A guest that arms the wake-up of a tree deleted under it (a request
+// racing the DELETE) is told its storage is closed, as its SQL imports are
+// on the deleted tree's closed connection: wake_arm_checked answers
+// "database closed", not SQLITE_ERROR, and the guest's request ends 503,
+// not 500 (wasm/runtime TestPromptWhoseWakeArmFindsStorageClosed). Nothing
+// is stored for the gone tree.
+func TestGuestWakeArmOfADeletedTree(t *testing.T) {
+	e := newEnv(t)
+	h := e.open(e.config())
+	admit(t, e.tree(h, "t1"), "t1", "hold")
+	e.d.next(t)
+	require.NoError(t, h.Close(ctx))
+
+	rt := newFakeRuntime()
+	cfg := e.config()
+	cfg.Driver, cfg.Guest = nil, rt
+	h = e.open(cfg)
+	require.Equal(t, "t1", e.nextDelivery().id)
+	_, arm := rt.tree("t1")
+	require.NoError(t, h.Delete(ctx, "t1"))
+
+	err := arm(e.clock.Now() + 1000)
+	require.ErrorIs(t, err, storage.ErrClosed)
+	assert.ErrorIs(t, err, api.ErrTreeNotFound)
+	assert.Empty(t, e.wakeups(), "nothing stored for the gone tree")
 	require.NoError(t, h.Close(ctx))
 }

@@ -111,6 +111,10 @@ func TestDecideTokens(t *testing.T) {
 	d, _ = decide(t, f, "GET", "/v1/sessions/abc", http.Header{"Authorization": {"Bearer b-token"}})
 	assert.Equal(t, worker.Forward, d.Kind)
 	assert.Equal(t, "bob", d.Principal)
+	// The scheme's name is case-insensitive (RFC 9110 §11.1).
+	d, _ = decide(t, f, "GET", "/v1/sessions/abc", http.Header{"Authorization": {"bearer b-token"}})
+	assert.Equal(t, worker.Forward, d.Kind)
+	assert.Equal(t, "bob", d.Principal)
 
 	// ?access_token= only on the event stream, as on the local server.
 	d, w = decide(t, f, "GET", "/v1/sessions/abc?access_token=a-token", nil)

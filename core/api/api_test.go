@@ -283,6 +283,26 @@ func TestTokensStoredHashed(t *testing.T) {
 	assert.Equal(t, "alice", p)
 }
 
+// The Bearer scheme's name is case-insensitive (RFC 9110 §11.1); other
+// schemes, and the scheme without a token, are no credential.
+func TestBearerSchemeAnyCase(t *testing.T) {
+	tokens, err := api.ParseTokens("alice:secret")
+	require.NoError(t, err)
+	for _, h := range []string{"Bearer secret", "bearer secret", "BEARER secret", "bEaReR  secret"} {
+		r := httptest.NewRequest("GET", "/", nil)
+		r.Header.Set("Authorization", h)
+		p, err := tokens.Authenticate(nethttp.Request(r), false)
+		require.NoError(t, err, h)
+		assert.Equal(t, "alice", p, h)
+	}
+	for _, h := range []string{"Basic secret", "Bearersecret", "bearer", "Bearer ", "Bearer secret2"} {
+		r := httptest.NewRequest("GET", "/", nil)
+		r.Header.Set("Authorization", h)
+		_, err := tokens.Authenticate(nethttp.Request(r), false)
+		assert.ErrorIs(t, err, api.ErrUnauthorized, h)
+	}
+}
+
 // 405 names the allowed methods and 401 the scheme, as HTTP requires.
 func TestErrorHeaders(t *testing.T) {
 	tokens, err := api.ParseTokens("alice:secret-a")

@@ -80,9 +80,21 @@ func ParseTokens(spec string) (*Tokens, error) {
 	return t, nil
 }
 
+// BearerToken reads the token of an Authorization header value of the
+// Bearer scheme: ok is false for any other scheme. The scheme's name is
+// case-insensitive (RFC 9110 §11.1: "bearer" and "BEARER" are "Bearer"),
+// and one or more spaces separate it from the token.
+func BearerToken(header string) (token string, ok bool) {
+	scheme, rest, found := strings.Cut(header, " ")
+	if !found || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	return strings.TrimLeft(rest, " "), true
+}
+
 // Authenticate implements Authenticator.
 func (t *Tokens) Authenticate(r *httpmsg.Request, queryToken bool) (string, error) {
-	token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	token, ok := BearerToken(r.Header.Get("Authorization"))
 	if !ok && queryToken {
 		token, ok = r.URL.Query().Get("access_token"), r.URL.Query().Has("access_token")
 	}

@@ -28,8 +28,8 @@ type PromptRequest struct {
 }
 
 // Limits on request content. A session's config is stored in one event,
-// and a Durable Object refuses a value over 2 MB (JSON escapes some
-// characters six-fold), so its text is bounded as a prompt's is.
+// and a Durable Object refuses a value over 2 MB, so besides each field's
+// bound the config as a whole is bounded as it is stored (MaxStoredConfig).
 const (
 	MaxPromptIDLen    = 128
 	MaxPromptText     = 256 << 10
@@ -37,6 +37,16 @@ const (
 	MaxModelName      = 256           // config.model, bytes
 	MaxConfigTools    = 256           // config.tools, names
 	MaxConfigToolName = 64            // a name in config.tools, bytes (the tool-name rule's bound)
+	// MaxStoredConfig bounds a session's config as stored: the bytes of
+	// its JSON as session.created holds it, the server's defaults filled
+	// in. The fields' own bounds do not bound their sum, and that JSON
+	// writes each <, > and & in six bytes (\u003c), so a create within
+	// every field's bound could reach 3.2 MB and be refused by a Durable
+	// Object (2 MB a value) after doing work. 1600 KiB still takes any one
+	// field at its bound, whatever its characters (a system_prompt of
+	// 256 KiB of '<' is 1.5 MiB stored, as a prompt's text can be), and
+	// leaves the event over 350 KB of room under 2 MB.
+	MaxStoredConfig = 1600 << 10
 )
 
 // DecodeError is what the strict decoder found wrong with a request body:
@@ -278,7 +288,21 @@ func checkConfigLimits(c core.SessionConfig) error {
 			}
 		}
 	}
-	return nil
+	stored, err := json.Marshal(c)
+	if err != nil {
+		return fail(ErrInvalidRequest, "config cannot be stored: "+err.Error())
+	}
+	return checkStoredConfig(stored, "config")
+}
+
+// checkStoredConfig refuses a config whose stored JSON is over
+// MaxStoredConfig (payload_too_large); what names the config in the message.
+func checkStoredConfig(stored []byte, what string) error {
+	if len(stored) <= MaxStoredConfig {
+		return nil
+	}
+	return fail(ErrPayloadTooLarge, fmt.Sprintf("%s is %d bytes as stored, over the limit of %d bytes (1600 KiB); the stored JSON writes each <, > and & in six bytes",
+		what, len(stored), MaxStoredConfig))
 }
 
 // DecodePrompt parses and validates a prompt body.

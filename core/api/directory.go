@@ -154,7 +154,8 @@ func (d *Directory) create(w httpmsg.ResponseWriter, r *httpmsg.Request) error {
 }
 
 // withDefaults fills the fields a create request left out from the
-// configured defaults; the stored config is the result.
+// configured defaults; the stored config is the result, bounded as the
+// request's own was (MaxStoredConfig): defaults may add to it.
 func (d *Directory) withDefaults(raw json.RawMessage) (json.RawMessage, error) {
 	c, err := core.ParseSessionConfig(raw)
 	if err != nil {
@@ -170,7 +171,14 @@ func (d *Directory) withDefaults(raw json.RawMessage) (json.RawMessage, error) {
 	if c.Tools == nil {
 		c.Tools = def.Tools
 	}
-	return json.Marshal(c)
+	stored, err := json.Marshal(c)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkStoredConfig(stored, "config with the server's defaults"); err != nil {
+		return nil, err
+	}
+	return stored, nil
 }
 
 // SessionItem is one entry of the session list.

@@ -24,7 +24,8 @@ func streamHeaders(w httpmsg.ResponseWriter) {
 }
 
 // events serves the session's events as Server-Sent Events: the durable
-// events after the cursor (?after= or Last-Event-ID, which wins), then live
+// events after the cursor (?after= or Last-Event-ID, which wins; one past
+// the session's last event is refused, checkCursor), then live
 // events and deltas. Durable events carry `id: <seq>` and are sent exactly
 // once and in order: the stream subscribes before it reads the log, skips
 // what it already sent, and re-reads the log whenever live delivery shows a
@@ -42,6 +43,9 @@ func (h *TreeHandler) events(w httpmsg.ResponseWriter, r *httpmsg.Request, t *Tr
 		return err
 	}
 	if _, err := inst.Session(r.Context(), id); err != nil {
+		return err
+	}
+	if err := checkCursor(r.Context(), inst, id, after, name); err != nil {
 		return err
 	}
 	if r.Method == httpmsg.MethodHead {
@@ -120,6 +124,26 @@ func (h *TreeHandler) events(w httpmsg.ResponseWriter, r *httpmsg.Request, t *Tr
 			return nil // a newer stream of the tree took its place
 		}
 	}
+}
+
+// checkCursor refuses a cursor past the session's last event: the stream
+// skips every event up to it, and seqs are never reused, so it would look
+// alive and never send a stored event. A cursor names an event the client
+// received, which exists. The check reads the event at the cursor (one
+// row, wherever the log is long); nothing at it or after it means none
+// was ever stored.
+func checkCursor(ctx context.Context, inst *core.Instance, id string, after int64, name string) error {
+	if after == 0 {
+		return nil
+	}
+	evs, _, err := inst.EventPage(ctx, id, after-1, 1, 1)
+	if err != nil {
+		return err
+	}
+	if len(evs) == 0 {
+		return fail(ErrInvalidRequest, fmt.Sprintf("%s %d is past the session's last event: the session has no event %d; give the id of the last event received, or 0 for the whole log", name, after, after))
+	}
+	return nil
 }
 
 // openStream registers one more event stream on tree root. Past the

@@ -280,3 +280,44 @@ func TestEventsPastTheLimitEndsTheOldest(t *testing.T) {
 	require.NoError(t, err, "the oldest stream ended cleanly")
 	assert.Equal(t, 200, newest.StatusCode)
 }
+
+// A cursor past the session's last event is refused: the stream would skip
+// every event up to it (seqs are never reused), looking alive and sending
+// nothing stored. The last event's seq itself is a cursor like any other.
+func TestEventsCursorPastTheLogRefused(t *testing.T) {
+	f := newFixture(t, treetest.NewDriver(1), nil)
+	id := f.client(t, "").create() // its log: session.created, seq 1
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	do := func(method, after, last string) *http.Response {
+		req, err := http.NewRequestWithContext(ctx, method, f.srv.URL+"/v1/sessions/"+id+"/events?after="+after, nil)
+		require.NoError(t, err)
+		if last != "" {
+			req.Header.Set("Last-Event-ID", last)
+		}
+		resp, err := f.srv.Client().Do(req)
+		require.NoError(t, err)
+		t.Cleanup(func() { resp.Body.Close() })
+		return resp
+	}
+	for _, c := range []struct{ method, after, last, want string }{
+		{"GET", "2", "", "after 2 is past the session's last event: the session has no event 2; give the id of the last event received, or 0 for the whole log"},
+		{"GET", "", "9000", "Last-Event-ID 9000 is past the session's last event: the session has no event 9000; give the id of the last event received, or 0 for the whole log"},
+		{"GET", "1", "2", "Last-Event-ID 2 is past the session's last event: the session has no event 2; give the id of the last event received, or 0 for the whole log"},
+		{"HEAD", "2", "", ""},
+	} {
+		resp := do(c.method, c.after, c.last)
+		require.Equal(t, http.StatusBadRequest, resp.StatusCode, c)
+		if c.want != "" {
+			var e api.ErrorBody
+			require.NoError(t, json.NewDecoder(resp.Body).Decode(&e))
+			assert.Equal(t, api.ErrInvalidRequest, e.Error.Type)
+			assert.Equal(t, c.want, e.Error.Message)
+		}
+	}
+	for _, after := range []string{"0", "1"} {
+		resp := do("GET", after, "")
+		assert.Equal(t, http.StatusOK, resp.StatusCode, after)
+		assert.Equal(t, "text/event-stream", resp.Header.Get("Content-Type"))
+	}
+}

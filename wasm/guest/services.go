@@ -14,6 +14,7 @@ import (
 	"github.com/revenantrt/revenant/core"
 	"github.com/revenantrt/revenant/core/logs"
 	"github.com/revenantrt/revenant/core/storage"
+	"github.com/revenantrt/revenant/wasm/abi"
 )
 
 // clock is core.Clock over the clock and timer imports: AfterFunc sets a
@@ -81,11 +82,17 @@ func (waker) Arm(_ context.Context, at int64) error { return armWake(at) }
 // host's storage code, so core classifies it like any storage failure: a
 // transient one fails the attempt of the write that armed, before its
 // transaction, and the write schedule retries it (DESIGN §4 rule 1, §8).
+// "Database closed" (the tree was deleted, or its host is stopping) is
+// storage.ErrClosed, as in an SQL result (guestdb).
 func armWake(at int64) error {
-	if code := hostWakeArm(at); code != 0 {
+	switch code := hostWakeArm(at); int64(code) {
+	case 0:
+		return nil
+	case abi.SQLCodeClosed:
+		return fmt.Errorf("the host could not store the tree's wake-up: %w", storage.ErrClosed)
+	default:
 		return &storage.Error{Code: storage.Code(code), Msg: "the host could not store the tree's wake-up"}
 	}
-	return nil
 }
 
 // logHandler sends records to the log import as one line of text, without

@@ -116,8 +116,11 @@ type Services interface {
 	// an earlier armed time stays. The host then calls Guest.Wake, or boots
 	// a fresh guest if none runs. ClearWake forgets it. An error means the
 	// wake-up was not stored: the guest's wake_arm_checked answers its
-	// storage code (its write is then retried like any storage failure);
-	// the older wake_arm import traps the guest.
+	// storage code (its write is then retried like any storage failure),
+	// or "database closed" for an error wrapping storage.ErrClosed (the
+	// tree was deleted or its host is stopping), as the SQL imports answer
+	// on the tree's closed connection; the older wake_arm import traps the
+	// guest.
 	ArmWake(at int64) error
 	ClearWake()
 	// StartEgress starts an outbound request; the host answers later with

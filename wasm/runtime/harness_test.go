@@ -46,6 +46,8 @@ type services struct {
 	rng    *rand.ChaCha8
 	timers map[uint64]int64
 	wake   int64
+	// armErr, if set, is ArmWake's answer: the wake-up is not stored.
+	armErr error
 	egress map[uint64]runtime.EgressRequest
 	// onEgress, if set, is told about each started egress.
 	onEgress func(id uint64, req runtime.EgressRequest)
@@ -84,6 +86,10 @@ func (s *services) ClearTimer(id uint64) {
 }
 
 func (s *services) ArmWake(at int64) error {
+	if s.armErr != nil {
+		fmt.Fprintf(&s.log, "wake_arm %d refused\n", at)
+		return s.armErr
+	}
 	if s.wake == 0 || at < s.wake {
 		s.wake = at
 	}

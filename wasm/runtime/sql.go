@@ -51,10 +51,16 @@ func decodeStatement(b []byte) abi.Statement {
 
 // wakeArmCode is wake_arm_checked's answer for err: 0 when the wake-up
 // was stored, its storage code when storage refused it (the guest retries
-// a transient one like any storage failure), SQLITE_ERROR otherwise.
+// a transient one like any storage failure), abi.SQLCodeClosed when the
+// tree's storage is closed (storage.ErrClosed: the tree was deleted, or
+// the host is stopping), which the SQL imports answer on the tree's closed
+// connection too, and SQLITE_ERROR otherwise.
 func wakeArmCode(err error) int32 {
-	if err == nil {
+	switch {
+	case err == nil:
 		return 0
+	case errors.Is(err, storage.ErrClosed):
+		return int32(abi.SQLCodeClosed)
 	}
 	if c := storage.CodeOf(err); c != 0 {
 		return int32(c)
