@@ -449,14 +449,26 @@ func (t *txw) endTurn(sessionID string, end turnEnd, startNext bool) (*plan, err
 	if startNext {
 		return t.beginExecution(sessionID, event.CausePrompt)
 	}
+	return nil, t.claimForQueue(sessionID, true)
+}
+
+// claimForQueue keeps the session's claim for its next queued prompt, with
+// no execution yet (taking it first unless held), or releases it when
+// nothing is queued.
+func (t *txw) claimForQueue(sessionID string, held bool) error {
 	var queued bool
 	if _, err := storage.QueryRow(t, `SELECT EXISTS (SELECT 1 FROM prompts WHERE session_id = ? AND state = ?)`, []any{sessionID, string(PromptQueued)}, &queued); err != nil {
-		return nil, fmt.Errorf("end turn: %w", err)
+		return fmt.Errorf("end turn: %w", err)
 	}
 	if !queued {
-		return nil, t.claims().release(sessionID)
+		return t.claims().release(sessionID)
 	}
-	return nil, t.claims().retake(sessionID, t.now())
+	if !held {
+		if _, err := t.claims().take(sessionID, t.now()); err != nil {
+			return err
+		}
+	}
+	return t.claims().retake(sessionID, t.now())
 }
 
 // launch registers a planned execution as running here and starts its

@@ -303,17 +303,8 @@ func (t *txw) endTaskTurn(sessionID string, end turnEnd, reason string, startNex
 	if startNext {
 		return t.beginExecution(sessionID, event.CausePrompt)
 	}
-	var queued bool
-	if _, err := storage.QueryRow(t, `SELECT EXISTS (SELECT 1 FROM prompts WHERE session_id = ? AND state = ?)`, []any{sessionID, string(PromptQueued)}, &queued); err != nil {
-		return nil, fmt.Errorf("end task turn: %w", err)
-	}
-	if !queued {
-		return nil, t.claims().release(sessionID)
-	}
-	if _, err := t.claims().take(sessionID, t.now()); err != nil {
-		return nil, err
-	}
-	return nil, t.claims().retake(sessionID, t.now())
+	// A parked child held no claim.
+	return nil, t.claimForQueue(sessionID, false)
 }
 
 // endedJobReason reports whether the session's turn promptID is a child's

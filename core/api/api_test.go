@@ -303,6 +303,18 @@ func TestBearerSchemeAnyCase(t *testing.T) {
 	}
 }
 
+// Two Authorization headers are refused, whichever is valid: the local
+// server answers as the Cloudflare front does (which joins them).
+func TestTwoAuthorizationHeadersRefused(t *testing.T) {
+	tokens, err := api.ParseTokens("alice:secret")
+	require.NoError(t, err)
+	r := httptest.NewRequest("GET", "/", nil)
+	r.Header.Add("Authorization", "Bearer secret")
+	r.Header.Add("Authorization", "Bearer other")
+	_, err = tokens.Authenticate(nethttp.Request(r), false)
+	assert.ErrorIs(t, err, api.ErrUnauthorized)
+}
+
 // 405 names the allowed methods and 401 the scheme, as HTTP requires.
 func TestErrorHeaders(t *testing.T) {
 	tokens, err := api.ParseTokens("alice:secret-a")

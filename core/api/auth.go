@@ -94,6 +94,11 @@ func BearerToken(header string) (token string, ok bool) {
 
 // Authenticate implements Authenticator.
 func (t *Tokens) Authenticate(r *httpmsg.Request, queryToken bool) (string, error) {
+	if len(r.Header.Values("Authorization")) > 1 {
+		// Which one would count is a guess (Cloudflare joins them into
+		// one value, which then fails): refuse rather than pick.
+		return "", fail(ErrUnauthorized, "more than one Authorization header")
+	}
 	token, ok := BearerToken(r.Header.Get("Authorization"))
 	if !ok && queryToken {
 		token, ok = r.URL.Query().Get("access_token"), r.URL.Query().Has("access_token")

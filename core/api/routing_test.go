@@ -120,6 +120,26 @@ func TestRoutingAsBefore(t *testing.T) {
 	assert.Equal(t, strings.Split(strings.TrimSuffix(string(raw), "\n"), "\n"), got)
 }
 
+// A query string that does not parse is 400 before anything else reads
+// it, on every route: its bad pairs are not silently dropped.
+func TestMalformedQueryRefused(t *testing.T) {
+	trees := newMemTrees(t, treetest.NewDriver(4))
+	d, err := api.NewDirectory(api.DirectoryDeps{Index: indexOnly{trees}, Auth: api.Anonymous{}, IDs: &fakehost.IDs{Prefix: "d"}}, api.NewConfig())
+	require.NoError(t, err)
+	for _, target := range []string{"/v1/sessions?limit=%zz", "/v1/sessions?cursor=a;b", "/v1/sessions/x/events?after=%"} {
+		w := httptest.NewRecorder()
+		asHTTP(d).ServeHTTP(w, httptest.NewRequest("GET", target, nil))
+		var e api.ErrorBody
+		require.NoError(t, json.Unmarshal(w.Body.Bytes(), &e), w.Body.String())
+		assert.Equal(t, 400, w.Code, target)
+		assert.Equal(t, "invalid_request", string(e.Error.Type), target)
+		assert.Contains(t, e.Error.Message, "the query string does not parse", target)
+	}
+	w := httptest.NewRecorder()
+	asHTTP(d).ServeHTTP(w, httptest.NewRequest("GET", "/v1/sessions?limit=5", nil))
+	assert.Equal(t, 200, w.Code, w.Body.String())
+}
+
 // An error message repeats at most core.EchoLimit bytes of a request
 // value (docs/api.md): a long path that matches no route, a long unclean
 // path, a long method, and a long path a method is not allowed on.

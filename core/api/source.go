@@ -165,7 +165,8 @@ func (d *Directory) checkSource(w httpmsg.ResponseWriter, r *httpmsg.Request) (d
 }
 
 // Admit applies the checks that come before routing: the Host and Origin
-// checks of h's configuration, then a clean path (an unclean one,
+// checks of h's configuration, a query string that parses (else 400), then
+// a clean path (an unclean one,
 // //v1/sessions or /v1/sessions/x/.., is 404 with a message that says
 // why, in JSON like every answer: net/http's ServeMux redirected it, and
 // the router matches no route for it). False means it
@@ -176,6 +177,14 @@ func (d *Directory) Admit(w httpmsg.ResponseWriter, r *httpmsg.Request) bool {
 	done, err := d.checkSource(w, r)
 	if err == nil && !done && !cleanPath(r.URL.Path) {
 		err = fail(ErrNotFound, "no route "+core.Clip(r.URL.Path)+" (a path has no empty, . or .. segments)")
+	}
+	if err == nil && !done {
+		// A parameter that does not decode would otherwise be dropped
+		// unseen (url.Values keeps the pairs that parse): ?limit=%zz would
+		// list with the default limit.
+		if _, qerr := url.ParseQuery(r.URL.RawQuery); qerr != nil {
+			err = fail(ErrInvalidRequest, "the query string does not parse: "+core.Clip(qerr.Error()))
+		}
 	}
 	if err != nil {
 		WriteError(w, err)
