@@ -98,6 +98,13 @@ func (r *Result) Print(w io.Writer) {
 	}
 	r.Hist.Print(w)
 	fmt.Fprintf(w, "history: %s\n", r.Hash)
+	if len(r.Violations) > 0 {
+		byRule := map[string]int{}
+		for _, v := range r.Violations {
+			byRule[string(v.Rule)]++
+		}
+		fmt.Fprintf(w, "violations by rule: %s\n", counts(byRule))
+	}
 	const shown = 20
 	for i, v := range r.Violations {
 		if i == shown {
