@@ -162,7 +162,7 @@ func runSession(ctx context.Context, mod *runtime.Module, cfg Config, i int, dir
 		r.FailedWrites = t.fault.Failed()
 		r.LateIOErrs = t.fault.LateCommits()
 	}
-	cr, err := check.Tree(t.path, &t.ledger, check.Options{Label: label(cfg.Seed, i), Budget: cfg.ResumeBudget})
+	cr, err := check.Tree(t.path, &t.ledger, check.Options{Label: label(cfg.Seed, i), Budget: t.ledger.Budget})
 	if err != nil {
 		r.Failures = append(r.Failures, fmt.Sprintf("check: %v", err))
 	}

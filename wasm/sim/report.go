@@ -20,7 +20,12 @@ func (r *Result) Print(w io.Writer) {
 	replies := map[string]int{}
 	ends := map[string]int{}
 	byTool := map[string]int{}
+	var small, smallAborted int
 	for _, s := range r.Sessions {
+		if b := s.Ledger.Budget; b > 0 && b < 3 && r.Config.ResumeBudget == 0 {
+			small++
+			smallAborted += s.Check.Ends["failed:aborted"]
+		}
 		boots += s.Boots
 		kills += s.Kills
 		zombies += s.Zombies
@@ -68,6 +73,9 @@ func (r *Result) Print(w io.Writer) {
 	c := r.Config
 	fmt.Fprintf(w, "simulate: seed %d, %d sessions, kill budget %d, zombie share %.2f, disk-full share %.2f, wall %s\n",
 		c.Seed, c.Sessions, c.Kills, c.Zombies, c.DiskFull, r.Wall.Round(1e7))
+	if small > 0 {
+		fmt.Fprintf(w, "resume budgets: %d sessions with a small one (1 or 2), their turns aborted for it %d\n", small, smallAborted)
+	}
 	fmt.Fprintf(w, "kills %d, boots %d, driver steps %d; zombies %d, given %d inputs after their successor booted\n",
 		kills, boots, steps, zombies, zombieCalls)
 	fmt.Fprintf(w, "disk-full windows %d, writes failed in them %d, late IOERRs (commits durable but reported failed) %d\n", diskFulls, failedWrites, lateIOErrs)

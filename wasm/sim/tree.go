@@ -133,6 +133,7 @@ func newTree(mod *runtime.Module, cfg Config, index int, dir string) *tree {
 		seen:       map[runtime.Phase][]string{}, hist: Histogram{},
 		ledger: check.Ledger{Tools: ledgerTools, Emits: &check.Emits{From: map[int]int64{}}},
 	}
+	t.ledger.Budget = cfg.budgetFor(index)
 	if rng.Float64() < cfg.Zombies {
 		t.zombieLeft = 1 + rng.IntN(2)
 	}
@@ -152,7 +153,7 @@ func newTree(mod *runtime.Module, cfg Config, index int, dir string) *tree {
 			{Kind: abi.ToolWebhook, Name: toolIHook, Description: "records a delivery; deduplicates by key", Idempotent: true, Timeout: 20 * time.Second, Permission: "allow"},
 			{Kind: abi.ToolWebhook, Name: toolAHook, Description: "records a delivery once approved; not idempotent", Timeout: 20 * time.Second, Permission: "ask"},
 		},
-		Settings: settings.Settings{ResumeBudget: max(cfg.ResumeBudget, 0)},
+		Settings: settings.Settings{ResumeBudget: t.ledger.Budget},
 	}
 	return t
 }

@@ -74,7 +74,8 @@ func (v Violation) String() string {
 type Options struct {
 	// Label names the tree in violations (a seed and session, a path).
 	Label string
-	// Budget is the resume budget the tree ran with; 0 means core's default.
+	// Budget is the resume budget the tree ran with; 0 means the ledger's
+	// (Ledger.Budget), or core's default.
 	Budget int
 }
 
@@ -110,14 +111,17 @@ type Result struct {
 // database is opened read-only. An error means the tree could not be read;
 // broken invariants are Result.Violations.
 func Tree(path string, ledger *Ledger, opts Options) (Result, error) {
+	if ledger == nil {
+		ledger = &Ledger{}
+	}
+	if opts.Budget <= 0 {
+		opts.Budget = ledger.Budget
+	}
 	if opts.Budget <= 0 {
 		opts.Budget = core.DefaultResumeBudget
 	}
 	if opts.Label == "" {
 		opts.Label = path
-	}
-	if ledger == nil {
-		ledger = &Ledger{}
 	}
 	c, err := openReadOnly(path)
 	if err != nil {
