@@ -12,7 +12,7 @@ import (
 // before it come the first violations (with seed, session and first bad
 // event), the history hash and the kill-site histogram.
 func (r *Result) Print(w io.Writer) {
-	var boots, kills, zombies, zombieCalls, diskFulls, failedWrites, lateIOErrs, steps, prompts, resumes, calls, deliveries, applied, events int
+	var boots, kills, zombies, midCall, zombieCalls, diskFulls, failedWrites, lateIOErrs, steps, prompts, resumes, calls, deliveries, applied, events int
 	var latencies []int64
 	var questions, answered, cancelled, continued, listings, replyKills, commitKills int
 	var children, background, notices, taskResults, orphaned int
@@ -30,6 +30,7 @@ func (r *Result) Print(w io.Writer) {
 		kills += s.Kills
 		zombies += s.Zombies
 		zombieCalls += s.ZombieCalls
+		midCall += s.MidCall
 		diskFulls += s.DiskFulls
 		failedWrites += s.FailedWrites
 		lateIOErrs += s.LateIOErrs
@@ -76,8 +77,8 @@ func (r *Result) Print(w io.Writer) {
 	if small > 0 {
 		fmt.Fprintf(w, "resume budgets: %d sessions with a small one (1 or 2), their turns aborted for it %d\n", small, smallAborted)
 	}
-	fmt.Fprintf(w, "kills %d, boots %d, driver steps %d; zombies %d, given %d inputs after their successor booted\n",
-		kills, boots, steps, zombies, zombieCalls)
+	fmt.Fprintf(w, "kills %d, boots %d, driver steps %d; zombies %d (%d superseded at an egress start), given %d inputs after their successor booted\n",
+		kills, boots, steps, zombies, midCall, zombieCalls)
 	fmt.Fprintf(w, "disk-full windows %d, writes failed in them %d, late IOERRs (commits durable but reported failed) %d\n", diskFulls, failedWrites, lateIOErrs)
 	fmt.Fprintf(w, "events %d, prompts %d (%s), resumes %d\n", events, prompts, counts(ends), resumes)
 	p50, p99, most := percentiles(latencies)

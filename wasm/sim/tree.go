@@ -66,7 +66,10 @@ type tree struct {
 	kills       int
 	zombieLeft  int
 	zombieCount int
-	zombieCalls int // inputs delivered to zombies after their successor booted
+	zombieCalls int  // inputs delivered to zombies after their successor booted
+	midCall     int  // zombies abandoned at an egress start, their successor booted within the call (maybeSupersede)
+	booting     bool // a guest's Boot call runs
+	ctx         context.Context
 	seen        map[runtime.Phase][]string
 	hist        Histogram
 
@@ -220,6 +223,7 @@ func (t *tree) lateIOErr(rng *rand.Rand, from, until int64) {
 // client action done, the kill budget spent or the workload extended as far
 // as it goes.
 func (t *tree) run(ctx context.Context) {
+	t.ctx = ctx
 	defer t.closeAll(ctx)
 	if !t.bootGuest(ctx) {
 		return
@@ -459,6 +463,15 @@ func (t *tree) instantiate(ctx context.Context) (*guest, error) {
 // itself be killed), then resends what the dead guest never answered. It
 // reports false, and marks the tree broken, when the tree cannot go on.
 func (t *tree) bootGuest(ctx context.Context) bool {
+	if !t.bootOnly(ctx) {
+		return false
+	}
+	t.resendLost(ctx)
+	return true
+}
+
+// bootOnly is bootGuest without the resends.
+func (t *tree) bootOnly(ctx context.Context) bool {
 	for attempt := 0; ; attempt++ {
 		if attempt == 50 {
 			t.failf("no guest booted after %d attempts", attempt)
@@ -473,7 +486,9 @@ func (t *tree) bootGuest(ctx context.Context) bool {
 		}
 		t.cur = g
 		before := t.beforeBoot()
+		t.booting = true
 		err = g.g.Boot(ctx, t.boot)
+		t.booting = false
 		if err == nil {
 			// No noteEpoch here: a boot that took its epoch was credited
 			// at its COMMIT (tried), and one that booted read-only took
@@ -491,7 +506,6 @@ func (t *tree) bootGuest(ctx context.Context) bool {
 			t.now += min(int64(500)<<min(attempt, 6), 30_000)
 		}
 	}
-	t.resendLost(ctx)
 	return true
 }
 
@@ -566,6 +580,13 @@ func (t *tree) maybeZombie(ctx context.Context) {
 	if t.zombieLeft == 0 || g == nil || (len(g.timers) == 0 && len(g.egress) == 0) || t.rng.IntN(20) != 0 {
 		return
 	}
+	t.abandon(g)
+	t.bootGuest(ctx)
+}
+
+// abandon makes the serving guest g a zombie: it keeps its timers and
+// egress, and the requests it was serving are the client's to send again.
+func (t *tree) abandon(g *guest) {
 	t.zombieLeft--
 	t.zombieCount++
 	g.zombie = true
@@ -580,7 +601,37 @@ func (t *tree) maybeZombie(ctx context.Context) {
 		}
 	}
 	t.diedAt = t.now
-	t.bootGuest(ctx)
+}
+
+// maybeSupersede is the nemesis at a serving guest's egress_start, before
+// the request goes out: now and then it abandons the guest right there and
+// boots its successor within that call, as a second host that took the
+// tree over between the guest's last write (the executing record, the
+// step started) and its request would. The runtime's epoch check on egress
+// (DESIGN §2, §15 zombie egress) must then refuse the request; one that
+// gets past it reaches the receiver, which records it as a zombie's
+// egress (StartEgress). Zombies abandoned between calls never get here:
+// their successor's boot happens before their next input, so core's write
+// fence stops them at the write before any request. Trees whose disk
+// fills are left out (a boot failing there waits in virtual time, which
+// must stand still within a call), and so is a guest inside a transaction
+// (its successor's boot could not write), and a guest within its Boot call:
+// wasm/runtime delivers the end of an egress fenced there encoded for ABI
+// 1.0 (Guest.peerMinor is set only once the boot export returned), which
+// the guest cannot read, so that boot fails.
+func (t *tree) maybeSupersede(g *guest, s runtime.Site) bool {
+	if s.Import != abi.ImportEgressStart || s.After || s.Phase != runtime.PhaseServe || t.zombieLeft == 0 || t.fault != nil || t.booting || g != t.cur || g.conn.InTx() {
+		return false
+	}
+	if t.rng.IntN(2) != 0 {
+		return false
+	}
+	t.abandon(g)
+	t.midCall++
+	// The resends wait for the client's retry (lostAt): sent now, they
+	// would run inside the zombie's call.
+	t.bootOnly(t.ctx)
+	return true
 }
 
 // retire closes a zombie once it has nothing left to do or its time is up.
@@ -1028,6 +1079,10 @@ func (g *guest) interpose(s runtime.Site) error {
 	c := t.hist[k]
 	c.Seen++
 	t.noteSeen(s)
+	if t.maybeSupersede(g, s) {
+		t.hist[k] = c
+		return nil
+	}
 	if g.plan == nil && t.mayKill(nil) {
 		g.plan = newPlan(t.rng, t.seen, false)
 	}
