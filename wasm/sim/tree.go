@@ -73,9 +73,11 @@ type tree struct {
 	seen        map[runtime.Phase][]string
 	hist        Histogram
 
-	fault     *faultvfs.Fault // nil: the disk never fills
-	vfs       string          // the fault's VFS name
-	diskFulls int             // windows of a full disk
+	fault      *faultvfs.Fault // nil: the disk never fills
+	vfs        string          // the fault's VFS name
+	diskFulls  int             // windows of a full disk
+	stuck      []stuckWindow   // windows in which the user interrupts a stuck turn (watchStuck)
+	failedSeen int             // the fault's failed writes when watchStuck last looked
 
 	ledger   check.Ledger
 	logged   int64         // the commit position after the last COMMIT any guest tried (guest.tried)
@@ -195,6 +197,16 @@ func (t *tree) fillDisk(rng *rand.Rand) {
 		// then, and a host that cannot create it never runs the tree.
 		from := max(prompts[rng.IntN(len(prompts))]-1-int64(rng.IntN(500)), start+1)
 		length := int64(600 + rng.IntN(40_000))
+		// In half the windows the user interrupts a turn stuck on the
+		// full disk (watchStuck). Those windows open a moment after two
+		// prompts arrived together, so the first one's turn runs into
+		// them with the second queued behind it, and outlast the write
+		// schedule (30 s).
+		if rng.IntN(2) == 0 {
+			from = stuckFrom(rng, prompts)
+			length = 31_000 + int64(rng.IntN(10_000))
+			t.stuck = append(t.stuck, stuckWindow{from: from, until: from + length})
+		}
 		code := faultvfs.Full
 		if rng.IntN(3) == 0 {
 			code = faultvfs.IOErrWrite
@@ -202,6 +214,57 @@ func (t *tree) fillDisk(rng *rand.Rand) {
 		t.fault.FailBetween(from, from+length, code)
 		t.diskFulls++
 		t.lateIOErr(rng, from, from+length)
+	}
+}
+
+// stuckWindow is a disk-full window in which the user interrupts a turn
+// stuck on the full disk; seen once a write failed in it.
+type stuckWindow struct {
+	from, until int64
+	seen        bool
+}
+
+// stuckFrom is when a stuck window opens: just after the second of two
+// prompts that arrive within 300 ms of each other (or, if none do, a
+// moment after any prompt).
+func stuckFrom(rng *rand.Rand, prompts []int64) int64 {
+	var pairs []int64
+	for i := 1; i < len(prompts); i++ {
+		if prompts[i]-prompts[i-1] <= 300 {
+			pairs = append(pairs, prompts[i])
+		}
+	}
+	if len(pairs) == 0 {
+		return prompts[rng.IntN(len(prompts))] + 300 + int64(rng.IntN(2_500))
+	}
+	return pairs[rng.IntN(len(pairs))] + 50 + int64(rng.IntN(400))
+}
+
+// watchStuck is the user of a stuck window: once a write failed in it
+// (the turn running then meets the full disk), it interrupts 30.5, 34 and
+// 40.5 s later, as the turn shows no progress. By then the turn has given
+// its write up (the write schedule lasts 30 s) and waits in the storage
+// failure that ends it, with the claim lock let go, trying again 1, 2, 4,
+// 8 s apart: the interrupt cancels an execution that then ends another
+// way, once the window closes, within the interrupt's grace (5 s), and
+// starts the next queued turn. An interrupt answered 200 must have stopped
+// that one too (check.RuleAfterInterrupt).
+func (t *tree) watchStuck() {
+	if len(t.stuck) == 0 || t.fault.Failed() == t.failedSeen {
+		return
+	}
+	t.failedSeen = t.fault.Failed()
+	for i := range t.stuck {
+		w := &t.stuck[i]
+		if w.seen || t.now < w.from || t.now >= w.until {
+			continue
+		}
+		w.seen = true
+		for _, after := range []int64{30_500, 34_000, 40_500} {
+			if t.now+after < w.until+5_000 {
+				t.addAction(action{at: t.now + after, kind: actInterrupt})
+			}
+		}
 	}
 }
 
@@ -268,6 +331,7 @@ func (t *tree) run(ctx context.Context) {
 		}
 		t.maybeZombie(ctx)
 		deliver(ctx)
+		t.watchStuck()
 	}
 }
 
