@@ -33,7 +33,10 @@ type SessionResult struct {
 	// ZombieCalls are inputs (timers, egress answers) delivered to zombies
 	// after their successor booted: each a chance to commit past the fence.
 	ZombieCalls int
-	Steps       int
+	// MidCall are the zombies abandoned at an egress start, their
+	// successor booted within that call (maybeSupersede).
+	MidCall int
+	Steps   int
 	// DiskFulls are the tree's windows of a full disk; FailedWrites the
 	// writes that failed in them; LateIOErrs the commits reported failed
 	// around them after they were durable.
@@ -156,13 +159,13 @@ func runSession(ctx context.Context, mod *runtime.Module, cfg Config, i int, dir
 	t := newTree(mod, cfg, i, dir)
 	t.run(ctx)
 	r := SessionResult{Index: i, Path: t.path, Ledger: t.ledger, Boots: t.boots, Kills: t.kills, Zombies: t.zombieCount,
-		ZombieCalls: t.zombieCalls, DiskFulls: t.diskFulls, Steps: t.steps, Virtual: time.Duration(t.now-start) * time.Millisecond, Hist: t.hist, Failures: t.failures, Notes: t.notes,
+		ZombieCalls: t.zombieCalls, MidCall: t.midCall, DiskFulls: t.diskFulls, Steps: t.steps, Virtual: time.Duration(t.now-start) * time.Millisecond, Hist: t.hist, Failures: t.failures, Notes: t.notes,
 		ResumeLatencies: t.latencies, ReplyKills: t.ask.replyKills, ReplyCommitKills: t.ask.commitKills, Abandoned: t.ask.abandoned}
 	if t.fault != nil {
 		r.FailedWrites = t.fault.Failed()
 		r.LateIOErrs = t.fault.LateCommits()
 	}
-	cr, err := check.Tree(t.path, &t.ledger, check.Options{Label: label(cfg.Seed, i), Budget: cfg.ResumeBudget})
+	cr, err := check.Tree(t.path, &t.ledger, check.Options{Label: label(cfg.Seed, i), Budget: t.ledger.Budget})
 	if err != nil {
 		r.Failures = append(r.Failures, fmt.Sprintf("check: %v", err))
 	}

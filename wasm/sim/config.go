@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"time"
 )
 
@@ -21,8 +22,16 @@ type Config struct {
 	// removed afterwards. With Keep the files stay.
 	Dir  string
 	Keep bool
-	// ResumeBudget is the guests' resume budget; 0 means core's default.
+	// ResumeBudget is the guests' resume budget; 0 means core's default
+	// (or, for the SmallBudget share of trees, a small one).
 	ResumeBudget int
+	// SmallBudget is the share (0…1) of sessions that run with a resume
+	// budget of 1 or 2 instead of the default (when ResumeBudget is 0): at
+	// the default (10) no turn of a campaign reaches the budget, so the
+	// rules of a budget reached (the count past it aborts at once, a
+	// resume within it is never given up, each turn counts from 0) would
+	// go unexercised.
+	SmallBudget float64
 	// Zombies is the share (0…1) of sessions that get a zombie: an
 	// instance abandoned mid-turn that keeps running on its own connection
 	// after its successor booted.
@@ -47,11 +56,12 @@ const (
 	DefaultKills    = 2100
 	DefaultZombies  = 0.5
 	DefaultDiskFull = 0.25
+	DefaultSmall    = 0.2
 )
 
 // DefaultConfig is the default campaign for a seed.
 func DefaultConfig(seed uint64) Config {
-	return Config{Seed: seed, Sessions: DefaultSessions, Kills: DefaultKills, Zombies: DefaultZombies, DiskFull: DefaultDiskFull}
+	return Config{Seed: seed, Sessions: DefaultSessions, Kills: DefaultKills, Zombies: DefaultZombies, DiskFull: DefaultDiskFull, SmallBudget: DefaultSmall}
 }
 
 func (c Config) validate() error {
@@ -64,6 +74,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("zombie share %v must be within 0…1", c.Zombies)
 	case c.DiskFull < 0 || c.DiskFull > 1:
 		return fmt.Errorf("disk-full share %v must be within 0…1", c.DiskFull)
+	case c.SmallBudget < 0 || c.SmallBudget > 1:
+		return fmt.Errorf("small-budget share %v must be within 0…1", c.SmallBudget)
 	case c.ResumeBudget < 0:
 		return fmt.Errorf("resume budget %d must not be negative", c.ResumeBudget)
 	}
@@ -77,6 +89,19 @@ func (c Config) killsFor(i int) int {
 		n++
 	}
 	return n
+}
+
+// budgetFor is session i's resume budget (0: core's default). The draw
+// has a generator of its own, so it changes nothing else the tree draws.
+func (c Config) budgetFor(i int) int {
+	if c.ResumeBudget > 0 || c.SmallBudget == 0 {
+		return c.ResumeBudget
+	}
+	rng := rand.New(rand.NewPCG(c.Seed^0x5851f42d4c957f2d, uint64(i)))
+	if rng.Float64() >= c.SmallBudget {
+		return 0
+	}
+	return 1 + rng.IntN(2)
 }
 
 // Virtual time of every tree starts here (2026-01-01T00:00:00Z), so

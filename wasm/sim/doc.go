@@ -18,6 +18,15 @@
 // tree goes quiet first (a session is extended with more work a few times
 // to spend it; the report counts the kills actually made).
 //
+// The nemesis also supersedes a serving guest at an egress_start, before
+// the request goes out (maybeSupersede): it boots the successor within
+// that call, as a second host that took the tree over between the guest's
+// last write and its request would. A zombie abandoned between calls never
+// gets that far (its next write meets core's fence first), so only this
+// reaches the runtime's epoch check on egress, which must refuse the
+// request; one that gets past it reaches the receiver and is a zombie's
+// egress (check.RuleZombie).
+//
 // A zombie's commit is judged at its connection: it is past the fence if a
 // newer boot owns the tree's epoch by then. An epoch belongs to the guest
 // whose COMMIT made it durable, reported failed (a late IOERR) or not, as
@@ -25,9 +34,25 @@
 // booted read-only owns none until its first accepted write takes one, so
 // an older guest holding the epoch meanwhile is no zombie yet.
 //
+// A share of the trees (Config.SmallBudget) runs with a resume budget of 1
+// or 2 instead of the default 10, which no turn of a campaign reaches: so
+// budgets are exhausted and the rules of a budget reached are judged (the
+// count past it aborts at once, a resume within it is never given up, each
+// turn counts its own). The ledger records each tree's budget for the
+// checker (and for -check of kept trees).
+//
 // The client behaves like a careful one: every prompt carries an id, a
 // request the dead guest never answered is sent again to its successor,
-// and a 5xx is retried later. Prompts with /ask park their turn on a
+// and a 5xx is retried later. In half of the disk-full windows (made
+// longer than the 30 s write schedule) the user interrupts a turn stuck on
+// the full disk, 30.5, 34 and 40.5 s after the window's first failed
+// write (watchStuck): the turn has given up its write by then and waits
+// in the storage failure that ends it, so the interrupt meets a turn that
+// ends another way once the disk recovers and starts the next prompt,
+// which an interrupt answered 200 must have stopped too. Some prompts ask
+// for long answers (40 to 160 words, seconds of streaming), so text
+// checkpoints are written and kills and interrupts cut steps that kept
+// some (check.RuleCutKeeps). Prompts with /ask park their turn on a
 // question; the clients list the pending questions (polling, after every
 // boot, and when the tree goes quiet) and answer, cancel, race two
 // answers, repeat a response_id, race a reply with an interrupt, or put

@@ -12,7 +12,7 @@ import (
 // before it come the first violations (with seed, session and first bad
 // event), the history hash and the kill-site histogram.
 func (r *Result) Print(w io.Writer) {
-	var boots, kills, zombies, zombieCalls, diskFulls, failedWrites, lateIOErrs, steps, prompts, resumes, calls, deliveries, applied, events int
+	var boots, kills, zombies, midCall, zombieCalls, diskFulls, failedWrites, lateIOErrs, steps, prompts, resumes, calls, deliveries, applied, events int
 	var latencies []int64
 	var questions, answered, cancelled, continued, listings, replyKills, commitKills int
 	var children, background, notices, taskResults, orphaned int
@@ -20,11 +20,17 @@ func (r *Result) Print(w io.Writer) {
 	replies := map[string]int{}
 	ends := map[string]int{}
 	byTool := map[string]int{}
+	var small, smallAborted int
 	for _, s := range r.Sessions {
+		if b := s.Ledger.Budget; b > 0 && b < 3 && r.Config.ResumeBudget == 0 {
+			small++
+			smallAborted += s.Check.Ends["failed:aborted"]
+		}
 		boots += s.Boots
 		kills += s.Kills
 		zombies += s.Zombies
 		zombieCalls += s.ZombieCalls
+		midCall += s.MidCall
 		diskFulls += s.DiskFulls
 		failedWrites += s.FailedWrites
 		lateIOErrs += s.LateIOErrs
@@ -68,8 +74,11 @@ func (r *Result) Print(w io.Writer) {
 	c := r.Config
 	fmt.Fprintf(w, "simulate: seed %d, %d sessions, kill budget %d, zombie share %.2f, disk-full share %.2f, wall %s\n",
 		c.Seed, c.Sessions, c.Kills, c.Zombies, c.DiskFull, r.Wall.Round(1e7))
-	fmt.Fprintf(w, "kills %d, boots %d, driver steps %d; zombies %d, given %d inputs after their successor booted\n",
-		kills, boots, steps, zombies, zombieCalls)
+	if small > 0 {
+		fmt.Fprintf(w, "resume budgets: %d sessions with a small one (1 or 2), their turns aborted for it %d\n", small, smallAborted)
+	}
+	fmt.Fprintf(w, "kills %d, boots %d, driver steps %d; zombies %d (%d superseded at an egress start), given %d inputs after their successor booted\n",
+		kills, boots, steps, zombies, midCall, zombieCalls)
 	fmt.Fprintf(w, "disk-full windows %d, writes failed in them %d, late IOERRs (commits durable but reported failed) %d\n", diskFulls, failedWrites, lateIOErrs)
 	fmt.Fprintf(w, "events %d, prompts %d (%s), resumes %d\n", events, prompts, counts(ends), resumes)
 	p50, p99, most := percentiles(latencies)
@@ -98,6 +107,13 @@ func (r *Result) Print(w io.Writer) {
 	}
 	r.Hist.Print(w)
 	fmt.Fprintf(w, "history: %s\n", r.Hash)
+	if len(r.Violations) > 0 {
+		byRule := map[string]int{}
+		for _, v := range r.Violations {
+			byRule[string(v.Rule)]++
+		}
+		fmt.Fprintf(w, "violations by rule: %s\n", counts(byRule))
+	}
 	const shown = 20
 	for i, v := range r.Violations {
 		if i == shown {

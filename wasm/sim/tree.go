@@ -66,13 +66,18 @@ type tree struct {
 	kills       int
 	zombieLeft  int
 	zombieCount int
-	zombieCalls int // inputs delivered to zombies after their successor booted
+	zombieCalls int  // inputs delivered to zombies after their successor booted
+	midCall     int  // zombies abandoned at an egress start, their successor booted within the call (maybeSupersede)
+	booting     bool // a guest's Boot call runs
+	ctx         context.Context
 	seen        map[runtime.Phase][]string
 	hist        Histogram
 
-	fault     *faultvfs.Fault // nil: the disk never fills
-	vfs       string          // the fault's VFS name
-	diskFulls int             // windows of a full disk
+	fault      *faultvfs.Fault // nil: the disk never fills
+	vfs        string          // the fault's VFS name
+	diskFulls  int             // windows of a full disk
+	stuck      []stuckWindow   // windows in which the user interrupts a stuck turn (watchStuck)
+	failedSeen int             // the fault's failed writes when watchStuck last looked
 
 	ledger   check.Ledger
 	logged   int64         // the commit position after the last COMMIT any guest tried (guest.tried)
@@ -133,6 +138,7 @@ func newTree(mod *runtime.Module, cfg Config, index int, dir string) *tree {
 		seen:       map[runtime.Phase][]string{}, hist: Histogram{},
 		ledger: check.Ledger{Tools: ledgerTools, Emits: &check.Emits{From: map[int]int64{}}},
 	}
+	t.ledger.Budget = cfg.budgetFor(index)
 	if rng.Float64() < cfg.Zombies {
 		t.zombieLeft = 1 + rng.IntN(2)
 	}
@@ -152,7 +158,7 @@ func newTree(mod *runtime.Module, cfg Config, index int, dir string) *tree {
 			{Kind: abi.ToolWebhook, Name: toolIHook, Description: "records a delivery; deduplicates by key", Idempotent: true, Timeout: 20 * time.Second, Permission: "allow"},
 			{Kind: abi.ToolWebhook, Name: toolAHook, Description: "records a delivery once approved; not idempotent", Timeout: 20 * time.Second, Permission: "ask"},
 		},
-		Settings: settings.Settings{ResumeBudget: max(cfg.ResumeBudget, 0)},
+		Settings: settings.Settings{ResumeBudget: t.ledger.Budget},
 	}
 	return t
 }
@@ -191,6 +197,16 @@ func (t *tree) fillDisk(rng *rand.Rand) {
 		// then, and a host that cannot create it never runs the tree.
 		from := max(prompts[rng.IntN(len(prompts))]-1-int64(rng.IntN(500)), start+1)
 		length := int64(600 + rng.IntN(40_000))
+		// In half the windows the user interrupts a turn stuck on the
+		// full disk (watchStuck). Those windows open a moment after two
+		// prompts arrived together, so the first one's turn runs into
+		// them with the second queued behind it, and outlast the write
+		// schedule (30 s).
+		if rng.IntN(2) == 0 {
+			from = stuckFrom(rng, prompts)
+			length = 31_000 + int64(rng.IntN(10_000))
+			t.stuck = append(t.stuck, stuckWindow{from: from, until: from + length})
+		}
 		code := faultvfs.Full
 		if rng.IntN(3) == 0 {
 			code = faultvfs.IOErrWrite
@@ -198,6 +214,57 @@ func (t *tree) fillDisk(rng *rand.Rand) {
 		t.fault.FailBetween(from, from+length, code)
 		t.diskFulls++
 		t.lateIOErr(rng, from, from+length)
+	}
+}
+
+// stuckWindow is a disk-full window in which the user interrupts a turn
+// stuck on the full disk; seen once a write failed in it.
+type stuckWindow struct {
+	from, until int64
+	seen        bool
+}
+
+// stuckFrom is when a stuck window opens: just after the second of two
+// prompts that arrive within 300 ms of each other (or, if none do, a
+// moment after any prompt).
+func stuckFrom(rng *rand.Rand, prompts []int64) int64 {
+	var pairs []int64
+	for i := 1; i < len(prompts); i++ {
+		if prompts[i]-prompts[i-1] <= 300 {
+			pairs = append(pairs, prompts[i])
+		}
+	}
+	if len(pairs) == 0 {
+		return prompts[rng.IntN(len(prompts))] + 300 + int64(rng.IntN(2_500))
+	}
+	return pairs[rng.IntN(len(pairs))] + 50 + int64(rng.IntN(400))
+}
+
+// watchStuck is the user of a stuck window: once a write failed in it
+// (the turn running then meets the full disk), it interrupts 30.5, 34 and
+// 40.5 s later, as the turn shows no progress. By then the turn has given
+// its write up (the write schedule lasts 30 s) and waits in the storage
+// failure that ends it, with the claim lock let go, trying again 1, 2, 4,
+// 8 s apart: the interrupt cancels an execution that then ends another
+// way, once the window closes, within the interrupt's grace (5 s), and
+// starts the next queued turn. An interrupt answered 200 must have stopped
+// that one too (check.RuleAfterInterrupt).
+func (t *tree) watchStuck() {
+	if len(t.stuck) == 0 || t.fault.Failed() == t.failedSeen {
+		return
+	}
+	t.failedSeen = t.fault.Failed()
+	for i := range t.stuck {
+		w := &t.stuck[i]
+		if w.seen || t.now < w.from || t.now >= w.until {
+			continue
+		}
+		w.seen = true
+		for _, after := range []int64{30_500, 34_000, 40_500} {
+			if t.now+after < w.until+5_000 {
+				t.addAction(action{at: t.now + after, kind: actInterrupt})
+			}
+		}
 	}
 }
 
@@ -219,6 +286,7 @@ func (t *tree) lateIOErr(rng *rand.Rand, from, until int64) {
 // client action done, the kill budget spent or the workload extended as far
 // as it goes.
 func (t *tree) run(ctx context.Context) {
+	t.ctx = ctx
 	defer t.closeAll(ctx)
 	if !t.bootGuest(ctx) {
 		return
@@ -263,6 +331,7 @@ func (t *tree) run(ctx context.Context) {
 		}
 		t.maybeZombie(ctx)
 		deliver(ctx)
+		t.watchStuck()
 	}
 }
 
@@ -458,6 +527,15 @@ func (t *tree) instantiate(ctx context.Context) (*guest, error) {
 // itself be killed), then resends what the dead guest never answered. It
 // reports false, and marks the tree broken, when the tree cannot go on.
 func (t *tree) bootGuest(ctx context.Context) bool {
+	if !t.bootOnly(ctx) {
+		return false
+	}
+	t.resendLost(ctx)
+	return true
+}
+
+// bootOnly is bootGuest without the resends.
+func (t *tree) bootOnly(ctx context.Context) bool {
 	for attempt := 0; ; attempt++ {
 		if attempt == 50 {
 			t.failf("no guest booted after %d attempts", attempt)
@@ -472,7 +550,9 @@ func (t *tree) bootGuest(ctx context.Context) bool {
 		}
 		t.cur = g
 		before := t.beforeBoot()
+		t.booting = true
 		err = g.g.Boot(ctx, t.boot)
+		t.booting = false
 		if err == nil {
 			// No noteEpoch here: a boot that took its epoch was credited
 			// at its COMMIT (tried), and one that booted read-only took
@@ -490,7 +570,6 @@ func (t *tree) bootGuest(ctx context.Context) bool {
 			t.now += min(int64(500)<<min(attempt, 6), 30_000)
 		}
 	}
-	t.resendLost(ctx)
 	return true
 }
 
@@ -565,6 +644,13 @@ func (t *tree) maybeZombie(ctx context.Context) {
 	if t.zombieLeft == 0 || g == nil || (len(g.timers) == 0 && len(g.egress) == 0) || t.rng.IntN(20) != 0 {
 		return
 	}
+	t.abandon(g)
+	t.bootGuest(ctx)
+}
+
+// abandon makes the serving guest g a zombie: it keeps its timers and
+// egress, and the requests it was serving are the client's to send again.
+func (t *tree) abandon(g *guest) {
 	t.zombieLeft--
 	t.zombieCount++
 	g.zombie = true
@@ -579,7 +665,37 @@ func (t *tree) maybeZombie(ctx context.Context) {
 		}
 	}
 	t.diedAt = t.now
-	t.bootGuest(ctx)
+}
+
+// maybeSupersede is the nemesis at a serving guest's egress_start, before
+// the request goes out: now and then it abandons the guest right there and
+// boots its successor within that call, as a second host that took the
+// tree over between the guest's last write (the executing record, the
+// step started) and its request would. The runtime's epoch check on egress
+// (DESIGN §2, §15 zombie egress) must then refuse the request; one that
+// gets past it reaches the receiver, which records it as a zombie's
+// egress (StartEgress). Zombies abandoned between calls never get here:
+// their successor's boot happens before their next input, so core's write
+// fence stops them at the write before any request. Trees whose disk
+// fills are left out (a boot failing there waits in virtual time, which
+// must stand still within a call), and so is a guest inside a transaction
+// (its successor's boot could not write), and a guest within its Boot call:
+// wasm/runtime delivers the end of an egress fenced there encoded for ABI
+// 1.0 (Guest.peerMinor is set only once the boot export returned), which
+// the guest cannot read, so that boot fails.
+func (t *tree) maybeSupersede(g *guest, s runtime.Site) bool {
+	if s.Import != abi.ImportEgressStart || s.After || s.Phase != runtime.PhaseServe || t.zombieLeft == 0 || t.fault != nil || t.booting || g != t.cur || g.conn.InTx() {
+		return false
+	}
+	if t.rng.IntN(2) != 0 {
+		return false
+	}
+	t.abandon(g)
+	t.midCall++
+	// The resends wait for the client's retry (lostAt): sent now, they
+	// would run inside the zombie's call.
+	t.bootOnly(t.ctx)
+	return true
 }
 
 // retire closes a zombie once it has nothing left to do or its time is up.
@@ -1027,6 +1143,10 @@ func (g *guest) interpose(s runtime.Site) error {
 	c := t.hist[k]
 	c.Seen++
 	t.noteSeen(s)
+	if t.maybeSupersede(g, s) {
+		t.hist[k] = c
+		return nil
+	}
 	if g.plan == nil && t.mayKill(nil) {
 		g.plan = newPlan(t.rng, t.seen, false)
 	}

@@ -134,7 +134,13 @@ func (w *workload) prompt(at int64) action {
 	case r < 17:
 		kv, _ := json.Marshal(map[string]string{"key": fmt.Sprintf("k%d", w.rng.IntN(4)), "value": fmt.Sprint(n)})
 		lines = append(lines, "/tool kv_put "+string(kv))
+	case r < 19:
 	case r < 20:
+		// A long answer: it streams for seconds (40 ms a word), so text
+		// checkpoints are written while it does and a kill or an
+		// interrupt mid-stream cuts a step that kept some
+		// (check.RuleCutKeeps).
+		lines = append(lines, longWords(w.rng, n))
 	case r < 25:
 		a.ask = true
 		lines = append(lines, w.asking(n, r-20)...)
@@ -254,6 +260,17 @@ func words(rng *rand.Rand, n int) string {
 	k := 2 + rng.IntN(10)
 	ws := make([]string, 0, k+1)
 	ws = append(ws, fmt.Sprintf("prompt %d:", n))
+	for range k {
+		ws = append(ws, vocabulary[rng.IntN(len(vocabulary))])
+	}
+	return strings.Join(ws, " ")
+}
+
+// longWords is a line of 40 to 160 words.
+func longWords(rng *rand.Rand, n int) string {
+	k := 40 + rng.IntN(120)
+	ws := make([]string, 0, k+1)
+	ws = append(ws, fmt.Sprintf("long %d:", n))
 	for range k {
 		ws = append(ws, vocabulary[rng.IntN(len(vocabulary))])
 	}

@@ -30,6 +30,7 @@ const (
 	RuleSteps          Rule = "step-never-rerequested"
 	RuleZombie         Rule = "zombie-never-commits"
 	RuleSettled        Rule = "calls-settled-before-next-step"
+	RuleCutKeeps       Rule = "cut-keeps-checkpoint"
 	// The rules of moments (moment.go): seen by the host while the tree
 	// ran, reported through Ledger.Observed.
 	RuleWakeArmed   Rule = "claim-has-wake-up"
@@ -41,7 +42,7 @@ const (
 
 // Rules lists every rule, in the order summaries print them.
 var Rules = []Rule{RuleEnds, RuleQuiescence, RuleAfterInterrupt, RuleBudget, RuleEffects,
-	RuleSeqs, RuleProjections, RuleNotices, RuleSteps, RuleZombie, RuleSettled, RuleWakeArmed, RuleClaimed, RuleBootResumes,
+	RuleSeqs, RuleProjections, RuleNotices, RuleSteps, RuleZombie, RuleSettled, RuleCutKeeps, RuleWakeArmed, RuleClaimed, RuleBootResumes,
 	RuleEmits, RuleQuestionOnce, RuleQuestionByClient, RuleQuestionListed, RuleContinuation,
 	RuleApproval, RuleAlways, RuleChildOnce, RuleNoticeOnce, RuleJobSettled, RuleOrphanChild, RuleTaskResult}
 
@@ -74,7 +75,8 @@ func (v Violation) String() string {
 type Options struct {
 	// Label names the tree in violations (a seed and session, a path).
 	Label string
-	// Budget is the resume budget the tree ran with; 0 means core's default.
+	// Budget is the resume budget the tree ran with; 0 means the ledger's
+	// (Ledger.Budget), or core's default.
 	Budget int
 }
 
@@ -110,14 +112,17 @@ type Result struct {
 // database is opened read-only. An error means the tree could not be read;
 // broken invariants are Result.Violations.
 func Tree(path string, ledger *Ledger, opts Options) (Result, error) {
+	if ledger == nil {
+		ledger = &Ledger{}
+	}
+	if opts.Budget <= 0 {
+		opts.Budget = ledger.Budget
+	}
 	if opts.Budget <= 0 {
 		opts.Budget = core.DefaultResumeBudget
 	}
 	if opts.Label == "" {
 		opts.Label = path
-	}
-	if ledger == nil {
-		ledger = &Ledger{}
 	}
 	c, err := openReadOnly(path)
 	if err != nil {
@@ -198,6 +203,7 @@ type payload struct {
 	Kind        string           `json:"type"`
 	Role        string           `json:"role"`
 	Text        string           `json:"text"`
+	Offset      int              `json:"offset"`
 	Index       int              `json:"index"`
 	ToolCalls   []event.ToolCall `json:"tool_calls"`
 	Outcome     string           `json:"outcome"`
@@ -292,8 +298,10 @@ type turn struct {
 	final     *rec // a step recorded complete without tool calls
 	completed map[string]bool
 	cut       map[string]bool
-	calls     []*call // of its completed steps, in order
-	parked    *park   // its latest park (questions.go)
+	// checkpointed is each step's text as its checkpoints kept it.
+	checkpointed map[string]string
+	calls        []*call // of its completed steps, in order
+	parked       *park   // its latest park (questions.go)
 }
 
 type checker struct {
@@ -398,7 +406,7 @@ func (ck *checker) session(sid string, log []rec) {
 				ck.fail(sid, e, RuleEnds, "prompt %s admitted twice", e.p.PromptID)
 				continue
 			}
-			ck.turns[e.p.PromptID] = &turn{id: e.p.PromptID, admitted: *e, completed: map[string]bool{}, cut: map[string]bool{}}
+			ck.turns[e.p.PromptID] = &turn{id: e.p.PromptID, admitted: *e, completed: map[string]bool{}, cut: map[string]bool{}, checkpointed: map[string]string{}}
 			ck.res.Prompts++
 			order = append(order, e.p.PromptID)
 			ck.admitted = append(ck.admitted, e.p.PromptID)
@@ -557,6 +565,7 @@ func (ck *checker) session(sid string, log []rec) {
 			case stepPrompt[e.p.StepID] == "":
 				ck.fail(sid, e, RuleSteps, "step %s never started", e.p.StepID)
 			}
+			ck.keepsCheckpoint(sid, e, tr)
 			if e.Type == event.StepCut {
 				tr.cut[e.p.StepID] = true
 				break
@@ -574,6 +583,8 @@ func (ck *checker) session(sid string, log []rec) {
 				tr.calls = append(tr.calls, ck.calls[c.CallID])
 				ck.res.Calls++
 			}
+		case event.TextCheckpoint:
+			ck.checkpoint(sid, e, tr)
 		case event.ToolExecuting:
 			c := ck.calls[e.p.CallID]
 			if c == nil {

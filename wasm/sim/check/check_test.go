@@ -58,6 +58,8 @@ func TestBrokenHistoriesAreCaught(t *testing.T) {
 	firstAdmitted := queryInt(t, path, fmt.Sprintf(`SELECT gseq FROM events WHERE session_id = 's' AND seq = %s`, sq("s", event.PromptAdmitted, 1)))
 	firstSettled := queryInt(t, path, `SELECT `+sq("s", event.ToolSettled, 1))
 	secondStep := queryInt(t, path, `SELECT `+sq("s", event.StepStarted, 2))
+	firstStep := queryInt(t, path, `SELECT `+sq("s", event.StepStarted, 1))
+	firstStepID := field("s", event.StepStarted, 1, "step_id")
 	executingOf := func(callID string) int64 {
 		return queryInt(t, path, fmt.Sprintf(`SELECT gseq FROM events WHERE type = '%s' AND json_extract(data, '$.call_id') = '%s' ORDER BY gseq LIMIT 1`,
 			event.ToolExecuting, callID))
@@ -160,6 +162,15 @@ func TestBrokenHistoriesAreCaught(t *testing.T) {
 			budget: 1,
 			sql: []string{fmt.Sprintf(`UPDATE events SET type = '%s', data = json_object('prompt_id', %s, 'type', 'aborted') WHERE session_id = 's' AND seq = %s + 1`,
 				event.ExecutionFailed, field("s", event.ExecutionResumed, 1, "prompt_id"), sq("s", event.ExecutionResumed, 1))}},
+		// A checkpoint of the first step that its completion does not
+		// begin with, and the same step cut after a death keeping nothing
+		// of it (a cut that drops the checkpoint).
+		{name: "completion does not begin with the checkpoint", want: check.RuleCutKeeps, detail: "does not begin with its checkpointed",
+			sql: withCheckpoint(firstStep, firstStepID)},
+		{name: "cut drops the checkpoint", want: check.RuleCutKeeps, detail: "cut after its execution died keeping 0 bytes",
+			sql: append(withCheckpoint(firstStep, firstStepID),
+				fmt.Sprintf(`UPDATE events SET type = '%s', data = json_object('step_id', %s, 'text', '', 'reason', 'interrupted') WHERE session_id = 's' AND seq = %s`,
+					event.StepCut, firstStepID, sq("s", event.StepCompleted, 1)))},
 		{name: "moment seen by the host", want: check.RuleWakeArmed, detail: "no wake-up",
 			ledger: func(l *check.Ledger) {
 				l.Observed = append(l.Observed, check.Observation{At: 1, Boot: 2, Rule: check.RuleWakeArmed, Session: "s", Detail: "claimed with no wake-up armed"})
@@ -194,6 +205,19 @@ func TestBrokenHistoriesAreCaught(t *testing.T) {
 			assert.Equal(t, "seed 7 tree 3", found.Tree)
 			assert.Contains(t, found.String(), string(c.want))
 		})
+	}
+}
+
+// withCheckpoint is SQL inserting a text checkpoint of step stepID (as
+// SQL) right after the event at seq in session s, moving the later events
+// up by one.
+func withCheckpoint(seq int64, stepID string) []string {
+	return []string{
+		fmt.Sprintf(`UPDATE events SET seq = seq + 1000 WHERE session_id = 's' AND seq > %d`, seq),
+		`UPDATE events SET seq = seq - 999 WHERE session_id = 's' AND seq > 1000`,
+		fmt.Sprintf(`INSERT INTO events (session_id, seq, id, type, at, data, gseq)
+			SELECT 's', %[1]d + 1, 'tampered-checkpoint', '%[2]s', at, json_object('step_id', %[3]s, 'offset', 0, 'text', 'Never said '), (SELECT MAX(gseq) + 1 FROM events)
+			FROM events WHERE session_id = 's' AND seq = %[1]d`, seq, event.TextCheckpoint, stepID),
 	}
 }
 

@@ -22,6 +22,10 @@
 //   - the continuation notice is delivered once per resume, never
 //     otherwise;
 //   - a step recorded complete is never requested again;
+//   - text checkpoints follow each other without gaps, and a step cut
+//     after its execution died keeps exactly what they kept; one its own
+//     execution cut, or one recorded complete, begins with it
+//     (cut-keeps-checkpoint);
 //   - a zombie never commits (or starts egress) after its successor took a
 //     newer epoch: neither a write the ledger saw nor a step write of an
 //     execution already replaced;

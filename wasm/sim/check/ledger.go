@@ -39,6 +39,9 @@ type Ledger struct {
 	// not (Status 0: the instance died first). A question may be resolved
 	// only by one of them, or by the user's interrupt.
 	Replies []Reply `json:"replies,omitempty"`
+	// Budget is the resume budget the tree ran with (0: core's default),
+	// for a check that is given none (Options.Budget 0).
+	Budget int `json:"budget,omitempty"`
 }
 
 // Delivery is one request that reached a tool's receiver.
