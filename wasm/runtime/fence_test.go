@@ -196,3 +196,36 @@ func TestZombieFenceIsDeterministic(t *testing.T) {
 	require.Equal(t, x, y)
 	require.Contains(t, x, "fenced: a newer instance owns this tree")
 }
+
+// An egress that a booting guest's sweep starts (it resumes a turn) and
+// the fence refuses, because another host took the tree over meanwhile,
+// has its end delivered within the Boot call, in the layout both sides
+// speak: the boot succeeds and the guest knows itself superseded. (The
+// end once went out in ABI 1.0's layout, which a 1.3+ guest refused as
+// malformed, failing the boot.)
+func TestEgressFencedDuringBootGetsItsEnd(t *testing.T) {
+	a := newEnv(t, 6, openaiConfig())
+	require.NoError(t, a.boot(runtime.Options{}))
+	a.createAndPrompt("hi") // its model request is out, never answered: A dies here
+
+	logs := &bytes.Buffer{}
+	c := a.sibling(7)
+	d := a.sibling(8)
+	var dBoot error
+	err := c.boot(runtime.Options{
+		Log: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{ReplaceAttr: dropTime})),
+		Interpose: func(s runtime.Site) error {
+			// C's first call is its Boot: the resumed turn's request starts
+			// within it (after the sweep, in phase serve).
+			if s.Import == abi.ImportEgressStart && !s.After && d.g == nil {
+				dBoot = d.boot(runtime.Options{}) // D takes the tree over inside C's boot
+			}
+			return nil
+		},
+	})
+	require.NotNil(t, d.g, "C's boot resumed the turn and started its egress")
+	require.NoError(t, dBoot)
+	require.NoError(t, err, logs.String())
+	require.Empty(t, c.s.egress, "the superseded guest's request never went out")
+	require.Contains(t, logs.String(), "egress fenced: this instance is superseded", logs.String())
+}

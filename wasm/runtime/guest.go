@@ -46,8 +46,8 @@ type Guest struct {
 	fns  map[string]api.Function
 
 	// guestMinor is the minor ABI version the guest announced; peerMinor,
-	// set at Boot, the lower of it and the host's announced one: what both
-	// sides speak (abi.EgressEnd's layout depends on it).
+	// set as Boot starts, the lower of it and the host's announced one:
+	// what both sides speak (abi.EgressEnd's layout depends on it).
 	guestMinor uint16
 
 	mu        sync.Mutex // serializes calls; guards the fields below
@@ -138,12 +138,16 @@ func (g *Guest) Boot(ctx context.Context, cfg BootConfig) error {
 	if err := checkPermissionsFit(cfg, g.guestMinor); err != nil {
 		return err
 	}
+	// What both sides speak is known before the boot, and must be: an
+	// egress the boot's sweep starts and the fence refuses has its end
+	// delivered within this same call (endFenced), in the peer's layout.
+	g.peerMinor = min(g.guestMinor, cfg.HostMinor)
 	// The 1.3 fields go only to a guest that announced 1.3: an older
 	// decoder refuses trailing bytes.
 	if err := g.callData(ctx, abi.ExportBoot, nil, cfg.EncodeFor(g.guestMinor)); err != nil {
 		return err
 	}
-	g.booted, g.peerMinor = true, min(g.guestMinor, cfg.HostMinor)
+	g.booted = true
 	return nil
 }
 
