@@ -22,6 +22,10 @@ import (
 //	POST /v1/sessions/{id}/test/abort  ctx.abort(): the object is evicted
 //	                                   at once, mid-turn if one runs
 //	POST /v1/sessions/{id}/test/panic  a Go panic in the request's handler
+//	POST /v1/sessions/{id}/test/exit   204, then a panic escapes Go on a
+//	                                   goroutine of its own: the program ends
+//	                                   between events, the object not aborted
+//	                                   (the next event must give it up)
 //	POST /v1/sessions/{id}/test/as?principal=P  every tree route sent to
 //	                                   the object as principal P, as a front
 //	                                   that let it through would; answers each
@@ -57,6 +61,15 @@ func testRoute(o *Object, w httpmsg.ResponseWriter, r *httpmsg.Request) bool {
 		panic("unreachable: ctx.abort returned") // abort throws into Go as a panic
 	case "panic":
 		panic("revenant test route: panic")
+	case "exit":
+		o.log.Warn("test route: the Go program exits after this answer")
+		w.WriteHeader(httpmsg.StatusNoContent)
+		// After the answer is out (a timer is a later JS task than the
+		// shim's handling of this answer): a panic in the handler itself
+		// would end the program mid-request, which the shim's fetch
+		// answers and aborts at once.
+		time.AfterFunc(testExitDelay, func() { panic("revenant test route: exit") })
+		return true
 	case "as":
 		testAs(o, w, r)
 		return true
@@ -85,6 +98,9 @@ func testRoute(o *Object, w httpmsg.ResponseWriter, r *httpmsg.Request) bool {
 	}
 	return false
 }
+
+// testExitDelay is how long the exit route's program outlives its answer.
+const testExitDelay = 50 * time.Millisecond
 
 // testBootDelay makes the object's boot slow by the var
 // REVENANT_TEST_BOOT_DELAY (a Go duration; unset: none), so a test can send

@@ -342,6 +342,27 @@ func TestWorkerdEvictAndPanic(t *testing.T) {
 		sum.requireEnd(t, a, typeSucceeded, "")
 		assert.GreaterOrEqual(t, strings.Count(w.logs.String(), `msg="tree booted" tree=`+sid), 2, "a fresh object booted the tree again")
 	})
+	t.Run("Go exited between events", func(t *testing.T) {
+		// The Go program ends mid turn with no request in flight (a panic
+		// escaped a goroutine of its own), and no client request follows:
+		// the alarm meets the spent object, which must give itself up so
+		// workerd retries the alarm on a fresh object, which resumes the
+		// turn. An alarm that called the ended program instead (its error
+		// caught, as the shim catches every other) would be spent, and the
+		// turn would wait for a client request that never comes. (Where
+		// the abort sits, in the try or before it, workerd does not show:
+		// ctx.abort ends the handler's execution, which no catch sees.)
+		s, sid, a := toolTurn(t, w, "exit-between-events", "the tool's settlement", isType(typeToolSettled))
+		code, body := s.raw(http.MethodPost, "/v1/sessions/"+sid+"/test/exit")
+		require.Equal(t, http.StatusNoContent, code, "%s", body)
+		w.waitLog(t, "panic: revenant test route: exit", 30*time.Second)
+		w.waitLog(t, `msg="tree booted" tree=`+sid+` resumed=1`, 30*time.Second)
+		w.waitLog(t, `msg="alarm handled" tree=`+sid+` idle=true resumed=`, 30*time.Second)
+		sum := s.settle(sid, a)
+		ta := sum.requireEnd(t, a, typeSucceeded, "")
+		require.Len(t, ta.resumes, 1, "resumed once, by the alarm:%s", describe(sum.log))
+		assert.Equal(t, 1, m.requests("exit-between-events", "user"), "the tool-call step is not requested again")
+	})
 	t.Run("delete cut before the directory row", func(t *testing.T) {
 		// The front deletes the tree in its object, then the directory
 		// row; killed between the two, the session stays listed while

@@ -215,6 +215,23 @@ func TestWorkerdFront(t *testing.T) {
 		assert.Zero(t, foreignRefused(t, alice, sid), "bob's requests never reached alice's object")
 	})
 
+	// The front sets the principal header itself, over any the client
+	// sent: bob on his own tree, naming alice (raw, or percent-encoded as
+	// the front encodes it), is served as bob. A front that kept the
+	// client's header would pass alice to bob's object, which refuses
+	// (and counts) a request for another principal's tree.
+	t.Run("a client's principal header is replaced", func(t *testing.T) {
+		sid := bob.create()
+		for _, forged := range []string{"alice", "zo%C3%AB"} {
+			code, body := frontRaw(t, bob, "GET", "/v1/sessions/"+sid, "X-Revenant-Principal", forged)
+			require.Equal(t, http.StatusOK, code, "bob with principal header %q: %s", forged, body)
+			var sn struct{ ID string }
+			require.NoError(t, json.Unmarshal([]byte(body), &sn))
+			assert.Equal(t, sid, sn.ID, "bob's own session")
+		}
+		assert.Zero(t, foreignRefused(t, bob, sid), "the object saw bob, not the principal the client named")
+	})
+
 	t.Run("the object refuses another principal by itself", func(t *testing.T) {
 		// As a front that let a request through would send it: every
 		// tree route, with the principal header bob's (test route as).
