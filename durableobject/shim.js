@@ -261,8 +261,11 @@ export class Tree extends DurableObject {
   }
 
   async alarm() {
-    // Outside the try: an object given up throws here, and the alarm is
-    // retried on a fresh object (the one rule that beats "never throw").
+    // An object given up ends here and the alarm is retried on a fresh
+    // object (the one exception to "never throw"). On workerd ctx.abort
+    // stops the handler outright, so no catch could swallow it; it stays
+    // outside the try so that holds on any runtime
+    // (TestWorkerdEvictAndPanic/Go_exited_between_events).
     this.abortIfSpent();
     try {
       if (!this.booted) return; // a tree never created, or deleted
