@@ -682,6 +682,70 @@ func TestForegroundChildEndingBeforeThePark(t *testing.T) {
 	noClaims(t, tr)
 }
 
+// A resumed turn that parks on a step whose blockers are all resolved at
+// commit (its foreground child ended before the crash) continues at once,
+// and the continuation starts with a fresh budget: the park's transaction
+// resets resume_attempts, so a kill right after it resumes at attempt 1,
+// not at the count from before the park (DESIGN §6.3, §15 "budget carried
+// over").
+func TestParkContinuingAfterResumeResetsAttempts(t *testing.T) {
+	tr := treetest.New(t)
+	slow := tool.Func{DefaultPermission: "allow", Name: "slow", Run: func(ctx context.Context, _ tool.Call) (string, error) {
+		<-ctx.Done() // runs until the crash; not idempotent, so the resume settles it unknown
+		return "", ctx.Err()
+	}}
+	script := &scriptModel{steps: func(k int) scriptStep {
+		if k == 1 {
+			return scriptStep{chunks: []model.Chunk{
+				{ToolCall: &model.ToolCallDelta{Index: 0, ID: "call_0", Name: "task", Arguments: `{"prompt":"hello child"}`}},
+				{ToolCall: &model.ToolCallDelta{Index: 1, ID: "call_1", Name: "slow", Arguments: `{}`}},
+				{Finish: model.FinishToolCalls},
+			}}
+		}
+		return scriptStep{stall: true}
+	}}
+	root := rootScript{script: script, offline: offline.New(nil, offline.Options{})}
+	n := tr.Boot(taskRunner(t, tr, root, runner.NewConfig(), slow))
+	sid := n.NewSession("root")
+	sub := n.Inst.Subscribe("root.1", 1024)
+	n.Admit(sid, "go")
+	for ev := range sub.C {
+		if ev.IsTerminal() {
+			break
+		}
+	}
+	sub.Close()
+	require.False(t, pendingTask(tr, sid), "the child ended before the parent parked")
+	n.Crash()
+
+	// Resume (attempt 1), then die right after the third commit: the
+	// sweep's resume, the recovery settlement of slow, and the park that
+	// finds the child's end and starts the continuation.
+	host, _, kdb := tr.Host()
+	inst, _, err := recovery.BootWith(ctx, host, tr.Cfg, taskRunner(t, tr, root, runner.NewConfig(), slow), func(*core.Instance) error {
+		kdb.KillAt(3, true)
+		return nil
+	})
+	require.NoError(t, err)
+	<-kdb.Died()
+	inst.Abandon()
+	evs := tr.Events(sid)
+	require.Len(t, treetest.OfType(evs, event.ExecutionResumed), 1)
+	var last event.Started
+	require.Equal(t, event.ExecutionStarted, evs[len(evs)-1].Type, "died right after the park continued")
+	require.NoError(t, evs[len(evs)-1].Decode(&last))
+	require.Equal(t, event.CauseResolution, last.Cause)
+	assert.Zero(t, tr.Claim(sid).Attempts, "the park reset the resume count")
+
+	n3 := tr.Boot(taskRunner(t, tr, root, runner.NewConfig(), slow))
+	resumed := treetest.OfType(tr.Events(sid), event.ExecutionResumed)
+	require.Len(t, resumed, 2)
+	var r event.Resumed
+	require.NoError(t, resumed[1].Decode(&r))
+	assert.Equal(t, 1, r.Attempt, "the continuation's budget starts afresh")
+	n3.Crash()
+}
+
 // askAndTask is a root script whose first step asks a question and starts a
 // foreground child (sleeping an hour on the fake clock) at once.
 func askAndTask(tr *treetest.Tree) rootScript {
