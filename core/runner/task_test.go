@@ -791,6 +791,53 @@ func TestQuestionCancelInterruptsRunningChild(t *testing.T) {
 	noClaims(t, tr)
 }
 
+// A foreground child that ends while a sibling blocker of the same step
+// (a question) is still pending resolves its task blocker only: the parent
+// takes no claim and starts no execution until the question is answered,
+// then continues once (DESIGN §9: a step continues when all its blockers
+// are resolved).
+func TestChildEndingWhileSiblingQuestionPendingWaits(t *testing.T) {
+	tr := treetest.New(t)
+	n := tr.Boot(taskRunner(t, tr, askAndTask(tr), runner.NewConfig(), tool.QuestionTool()))
+	n.NewSession("root")
+	childSub := n.Inst.Subscribe("root.1", 1024)
+	defer childSub.Close()
+	rootSub := n.Inst.Subscribe("root", 1024)
+	pid := n.Admit("root", "go")
+	for ev := range rootSub.C {
+		if ev.Type == event.StepParked {
+			break
+		}
+	}
+	rootSub.Close()
+	tr.Clock.BlockUntil(3) // the child sleeps in its step: wall, idle and sleep timers
+	tr.Clock.Advance(time.Hour)
+	for ev := range childSub.C {
+		if ev.IsTerminal() {
+			break
+		}
+	}
+	n.Idle()
+
+	evs := tr.Events("root")
+	require.Len(t, treetest.OfType(evs, event.TaskResolved), 1, "the child's end resolved its blocker")
+	require.False(t, pendingTask(tr, "root"))
+	qs := questions(t, n, "root")
+	require.Len(t, qs, 1, "the question is still pending")
+	assert.False(t, tr.Claim("root").Exists, "the parent holds no claim while a sibling blocker is pending")
+	assert.Zero(t, startedWith(t, evs, event.CauseResolution), "and starts no execution")
+	assert.Empty(t, settlements(t, evs), "no call of the step settled yet")
+
+	_, err := n.Inst.Reply(ctx, "root", qs[0].ID, core.Reply{Kind: event.KindQuestion, ResponseID: "r1", Answers: [][]string{{"green"}}})
+	require.NoError(t, err)
+	n.Idle()
+	evs = tr.Events("root")
+	assert.Equal(t, "succeeded", tr.PromptState(pid))
+	assert.Equal(t, 1, startedWith(t, evs, event.CauseResolution), "the answer continues the turn once")
+	assert.Len(t, settlements(t, evs), 2)
+	noClaims(t, tr)
+}
+
 // A user's interrupt of the child itself resolves its parent's waiting
 // call: the parent continues here (cause resolution) with a tool error
 // saying the sub-agent's turn was interrupted, and ends its turn. Once
