@@ -599,3 +599,37 @@ func TestClaimOlderThanMaxAgeIsAborted(t *testing.T) {
 	assert.Equal(t, "failed", tr.PromptState(pid))
 	assert.Empty(t, treetest.OfType(tr.Events(sid), event.ExecutionResumed))
 }
+
+// The maximum claim age is a duration, compared with claim ages in ms: with
+// WithMaxClaimAge(time.Minute) a claim 30 s old resumes and one 2 min old
+// is aborted (DESIGN §6.5; PolicyOf converts the config to ms).
+func TestMaxClaimAgeIsMeasuredInTheClaimsUnit(t *testing.T) {
+	for _, tc := range []struct {
+		age     time.Duration
+		aborted bool
+	}{{30 * time.Second, false}, {2 * time.Minute, true}} {
+		t.Run(tc.age.String(), func(t *testing.T) {
+			tr := treetest.New(t)
+			tr.Cfg = tr.Cfg.WithMaxClaimAge(time.Minute)
+			d := treetest.NewDriver(4)
+			n := tr.Boot(d)
+			sid := n.NewSession("s")
+			pid := n.Admit(sid, "hold")
+			<-d.Started
+			n.Crash()
+			tr.Clock.Advance(tc.age)
+			d.Release()
+			n2 := tr.Boot(d)
+			n2.Idle()
+			if tc.aborted {
+				assert.Equal(t, 1, n2.Report.Count(core.Abort))
+				assert.Equal(t, "failed", tr.PromptState(pid))
+				assert.Empty(t, treetest.OfType(tr.Events(sid), event.ExecutionResumed))
+				return
+			}
+			assert.Zero(t, n2.Report.Count(core.Abort), "a claim younger than the maximum age is not aborted")
+			assert.Len(t, treetest.OfType(tr.Events(sid), event.ExecutionResumed), 1, "it is resumed")
+			assert.Equal(t, "succeeded", tr.PromptState(pid))
+		})
+	}
+}

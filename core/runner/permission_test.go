@@ -444,6 +444,47 @@ func TestPermissionReResolvedResourceAsksAgain(t *testing.T) {
 	assert.Equal(t, "succeeded", c.tr.PromptState(pid))
 }
 
+// A re-resolved call is decided by its latest request: the first
+// request's approval is history, so rejecting the fresh one (p-…-1) with
+// feedback declines the call and its body never runs (Continue reads the
+// last resolved blocker; a plain reject ends the turn without asking it).
+func TestPermissionReResolvedRejectDeclines(t *testing.T) {
+	c := newPermRun(t, false)
+	n := c.boot(t)
+	n.NewSession(c.sid)
+	pid := c.admit(t, n, "p1", "deploy staging")
+	n.Idle()
+	p := permissions(t, n, c.sid)[0]
+	n.Kill.KillAt(1, true) // the reply commits, then the process dies
+	_, _ = n.Inst.Reply(ctx, c.sid, p.ID, permReply("r1", core.ReplyOnce, ""))
+	n.Idle()
+	require.True(t, dead(n))
+	n.Crash()
+
+	c.d.mu.Lock()
+	c.d.resolve = func(target string) string { return "target:" + target + "-eu" }
+	c.d.mu.Unlock()
+	n2 := c.boot(t)
+	n2.Idle()
+	asked := permissions(t, n2, c.sid)
+	require.Len(t, asked, 1, "asked afresh")
+	require.Equal(t, "p-"+p.CallID+"-1", asked[0].ID)
+
+	// With a message the turn continues, so the call's continuation is
+	// decided from its resolved requests rather than by ending the turn.
+	_, err := n2.Inst.Reply(ctx, c.sid, asked[0].ID, permReply("r2", core.ReplyReject, "not the eu one"))
+	require.NoError(t, err)
+	n2.Idle()
+	assert.Zero(t, c.l.count("deploy"), "the latest request was rejected: the body never runs")
+	evs := c.tr.Events(c.sid)
+	assert.Empty(t, treetest.OfType(evs, event.ToolExecuting))
+	settled := callSettlements(t, evs, p.CallID)
+	require.Len(t, settled, 1, "the call settles once")
+	assert.Equal(t, event.OutcomeDeclined, settled[0].Outcome)
+	assert.Equal(t, []string{core.DeclinedByUser + " The user said: not the eu one"}, c.m.toolResults(), "the model reads the latest reply")
+	assert.Equal(t, "succeeded", c.tr.PromptState(pid))
+}
+
 // An always reply approves the step's other pending requests it now
 // covers, in its own transaction; a request for another resource stays
 // pending, and the turn continues once it is resolved.

@@ -88,6 +88,45 @@ func TestRetryScheduledSurvivesKillWithoutCountingResume(t *testing.T) {
 	assert.Equal(t, event.CauseRetry, last.Cause)
 }
 
+// Rearm arms for the earliest thing due: a claim sleeping on a retry wakes
+// at its retry time, every other claim no later than one wake interval from
+// now. With a retry 10 min away and an ordinary claim the wake-up is one
+// interval away; with the retry due sooner than the interval, at the retry
+// (DESIGN §4 rule 3).
+func TestRearmArmsTheEarlierOfRetryAndInterval(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		after time.Duration
+		retry bool // the wake-up is at the retry, not one interval away
+	}{{"retry-later", 10 * time.Minute, false}, {"retry-sooner", 3 * time.Second, true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			require.Less(t, 3*time.Second, core.DefaultWakeInterval)
+			tr := treetest.New(t)
+			m := &failingModel{fails: 1, err: &model.Error{Status: 429, Retryable: true, RetryAfter: tc.after, Msg: "slow down"},
+				scriptModel: scriptModel{steps: func(int) scriptStep { return scriptStep{stall: true} }}}
+			n := tr.Boot(newRunner(t, m, runner.NewConfig()))
+			sleepy := n.NewSession("sleepy")
+			n.Admit(sleepy, "hello")
+			n.Idle()
+			require.Len(t, treetest.OfType(tr.Events(sleepy), event.RetryScheduled), 1, "the first turn sleeps on a retry")
+			retryAt := int64(treetest.Start) + tc.after.Milliseconds()
+
+			busy := n.NewSession("busy")
+			n.Admit(busy, "hello") // its model call stalls: an ordinary claim
+			require.True(t, tr.Claim(busy).Exists)
+			at, err := n.Inst.Rearm(ctx)
+			require.NoError(t, err)
+			want := tr.Clock.Now() + core.DefaultWakeInterval.Milliseconds()
+			if tc.retry {
+				want = retryAt
+			}
+			assert.Equal(t, want, at)
+			assert.Equal(t, want, tr.Wake.At())
+			n.Crash()
+		})
+	}
+}
+
 // Retries are bounded: past the configured count the turn fails.
 func TestRetriesExhaustedFailTheTurn(t *testing.T) {
 	tr := treetest.New(t)

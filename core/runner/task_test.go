@@ -682,6 +682,70 @@ func TestForegroundChildEndingBeforeThePark(t *testing.T) {
 	noClaims(t, tr)
 }
 
+// A resumed turn that parks on a step whose blockers are all resolved at
+// commit (its foreground child ended before the crash) continues at once,
+// and the continuation starts with a fresh budget: the park's transaction
+// resets resume_attempts, so a kill right after it resumes at attempt 1,
+// not at the count from before the park (DESIGN §6.3, §15 "budget carried
+// over").
+func TestParkContinuingAfterResumeResetsAttempts(t *testing.T) {
+	tr := treetest.New(t)
+	slow := tool.Func{DefaultPermission: "allow", Name: "slow", Run: func(ctx context.Context, _ tool.Call) (string, error) {
+		<-ctx.Done() // runs until the crash; not idempotent, so the resume settles it unknown
+		return "", ctx.Err()
+	}}
+	script := &scriptModel{steps: func(k int) scriptStep {
+		if k == 1 {
+			return scriptStep{chunks: []model.Chunk{
+				{ToolCall: &model.ToolCallDelta{Index: 0, ID: "call_0", Name: "task", Arguments: `{"prompt":"hello child"}`}},
+				{ToolCall: &model.ToolCallDelta{Index: 1, ID: "call_1", Name: "slow", Arguments: `{}`}},
+				{Finish: model.FinishToolCalls},
+			}}
+		}
+		return scriptStep{stall: true}
+	}}
+	root := rootScript{script: script, offline: offline.New(nil, offline.Options{})}
+	n := tr.Boot(taskRunner(t, tr, root, runner.NewConfig(), slow))
+	sid := n.NewSession("root")
+	sub := n.Inst.Subscribe("root.1", 1024)
+	n.Admit(sid, "go")
+	for ev := range sub.C {
+		if ev.IsTerminal() {
+			break
+		}
+	}
+	sub.Close()
+	require.False(t, pendingTask(tr, sid), "the child ended before the parent parked")
+	n.Crash()
+
+	// Resume (attempt 1), then die right after the third commit: the
+	// sweep's resume, the recovery settlement of slow, and the park that
+	// finds the child's end and starts the continuation.
+	host, _, kdb := tr.Host()
+	inst, _, err := recovery.BootWith(ctx, host, tr.Cfg, taskRunner(t, tr, root, runner.NewConfig(), slow), func(*core.Instance) error {
+		kdb.KillAt(3, true)
+		return nil
+	})
+	require.NoError(t, err)
+	<-kdb.Died()
+	inst.Abandon()
+	evs := tr.Events(sid)
+	require.Len(t, treetest.OfType(evs, event.ExecutionResumed), 1)
+	var last event.Started
+	require.Equal(t, event.ExecutionStarted, evs[len(evs)-1].Type, "died right after the park continued")
+	require.NoError(t, evs[len(evs)-1].Decode(&last))
+	require.Equal(t, event.CauseResolution, last.Cause)
+	assert.Zero(t, tr.Claim(sid).Attempts, "the park reset the resume count")
+
+	n3 := tr.Boot(taskRunner(t, tr, root, runner.NewConfig(), slow))
+	resumed := treetest.OfType(tr.Events(sid), event.ExecutionResumed)
+	require.Len(t, resumed, 2)
+	var r event.Resumed
+	require.NoError(t, resumed[1].Decode(&r))
+	assert.Equal(t, 1, r.Attempt, "the continuation's budget starts afresh")
+	n3.Crash()
+}
+
 // askAndTask is a root script whose first step asks a question and starts a
 // foreground child (sleeping an hour on the fake clock) at once.
 func askAndTask(tr *treetest.Tree) rootScript {
@@ -724,6 +788,53 @@ func TestQuestionCancelInterruptsRunningChild(t *testing.T) {
 		assert.Equal(t, event.ExecutionInterrupted, terms[0].Type, sid)
 	}
 	assert.Len(t, treetest.OfType(tr.Events("root"), event.TaskCancelled), 1)
+	noClaims(t, tr)
+}
+
+// A foreground child that ends while a sibling blocker of the same step
+// (a question) is still pending resolves its task blocker only: the parent
+// takes no claim and starts no execution until the question is answered,
+// then continues once (DESIGN §9: a step continues when all its blockers
+// are resolved).
+func TestChildEndingWhileSiblingQuestionPendingWaits(t *testing.T) {
+	tr := treetest.New(t)
+	n := tr.Boot(taskRunner(t, tr, askAndTask(tr), runner.NewConfig(), tool.QuestionTool()))
+	n.NewSession("root")
+	childSub := n.Inst.Subscribe("root.1", 1024)
+	defer childSub.Close()
+	rootSub := n.Inst.Subscribe("root", 1024)
+	pid := n.Admit("root", "go")
+	for ev := range rootSub.C {
+		if ev.Type == event.StepParked {
+			break
+		}
+	}
+	rootSub.Close()
+	tr.Clock.BlockUntil(3) // the child sleeps in its step: wall, idle and sleep timers
+	tr.Clock.Advance(time.Hour)
+	for ev := range childSub.C {
+		if ev.IsTerminal() {
+			break
+		}
+	}
+	n.Idle()
+
+	evs := tr.Events("root")
+	require.Len(t, treetest.OfType(evs, event.TaskResolved), 1, "the child's end resolved its blocker")
+	require.False(t, pendingTask(tr, "root"))
+	qs := questions(t, n, "root")
+	require.Len(t, qs, 1, "the question is still pending")
+	assert.False(t, tr.Claim("root").Exists, "the parent holds no claim while a sibling blocker is pending")
+	assert.Zero(t, startedWith(t, evs, event.CauseResolution), "and starts no execution")
+	assert.Empty(t, settlements(t, evs), "no call of the step settled yet")
+
+	_, err := n.Inst.Reply(ctx, "root", qs[0].ID, core.Reply{Kind: event.KindQuestion, ResponseID: "r1", Answers: [][]string{{"green"}}})
+	require.NoError(t, err)
+	n.Idle()
+	evs = tr.Events("root")
+	assert.Equal(t, "succeeded", tr.PromptState(pid))
+	assert.Equal(t, 1, startedWith(t, evs, event.CauseResolution), "the answer continues the turn once")
+	assert.Len(t, settlements(t, evs), 2)
 	noClaims(t, tr)
 }
 
