@@ -11,7 +11,9 @@ import (
 // This file holds every statement on the claims table (DESIGN §2 Claim,
 // §6), so the claim's life can be read in one place:
 //
-//	take          prompt admitted: claimed if not already, no execution yet
+//	take          claimed if not already, no execution yet: a prompt
+//	              admitted, a reply or a child's end resolving a parked
+//	              turn, a parked child's task turn ended for its own prompt
 //	startTurn     a new turn's first execution: the claim taken afresh
 //	attach        a continuing turn's next execution (a resume, a retry come due)
 //	retake        a turn ended, a queued prompt waits: held afresh, no execution

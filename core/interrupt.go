@@ -21,16 +21,17 @@ import (
 // stops the execution's writes. Otherwise (evicted, or only queued) the
 // interrupt is committed directly.
 func (inst *Instance) Interrupt(ctx context.Context, sessionID, reason string) (did bool, err error) {
-	return inst.interrupt(ctx, sessionID, reason, nil, false)
+	return inst.interrupt(ctx, sessionID, reason, nil, "")
 }
 
-// interruptTask stops a child's task turn whose job ended with its
-// parent's turn (interruptChildren), with reason event.ReasonUser, and
-// nothing else: the prompts a client sent the child stay queued, and the
-// next of them starts (endTaskTurn). It reports whether there was a turn to
-// stop.
-func (inst *Instance) interruptTask(ctx context.Context, childID string) (bool, error) {
-	return inst.interrupt(ctx, childID, event.ReasonUser, nil, true)
+// interruptTask stops a child's task turn, taskPromptID's, whose job ended
+// with its parent's turn (interruptChildren), with reason
+// event.ReasonUser, and nothing else: the prompts a client sent the child
+// stay queued, and the next of them starts (endTaskTurn). A turn of the
+// child's own is never stopped, even one that the task turn's end started
+// while the interrupt waited. It reports whether there was a turn to stop.
+func (inst *Instance) interruptTask(ctx context.Context, childID, taskPromptID string) (bool, error) {
+	return inst.interrupt(ctx, childID, event.ReasonUser, nil, taskPromptID)
 }
 
 // replacing is the prompt a replace interrupt makes room for (Admit). A
@@ -82,7 +83,9 @@ func (t *txw) checkReplacing(sessionID string, rp *replacing) error {
 	return nil
 }
 
-func (inst *Instance) interrupt(ctx context.Context, sessionID, reason string, rp *replacing, taskOnly bool) (did bool, err error) {
+// With taskPrompt set (interruptTask) it stops that task turn only.
+func (inst *Instance) interrupt(ctx context.Context, sessionID, reason string, rp *replacing, taskPrompt string) (did bool, err error) {
+	taskOnly := taskPrompt != ""
 	defer func() {
 		if did && err == nil {
 			// Its foreground children's jobs ended with the turn (job.go).
@@ -111,12 +114,18 @@ func (inst *Instance) interrupt(ctx context.Context, sessionID, reason string, r
 		inst.claimMu.Lock()
 		x := inst.runningExecution(sessionID)
 		if x == nil {
-			did, err := inst.interruptDirect(ctx, sessionID, reason, nil, rp, taskOnly)
+			did, err := inst.interruptDirect(ctx, sessionID, reason, nil, rp, taskPrompt)
 			inst.claimMu.Unlock()
 			if errors.Is(err, errRunningChanged) {
 				continue // an execution started here while storage was waited for
 			}
 			return did, err
+		}
+		if taskOnly && x.promptID != taskPrompt {
+			// The task turn ended meanwhile (maybe starting the child's own
+			// queued prompt, which x now runs): nothing of the task is left.
+			inst.claimMu.Unlock()
+			return false, nil
 		}
 		if err := inst.admittedMeanwhile(ctx, sessionID, rp); err != nil {
 			inst.claimMu.Unlock()
@@ -139,7 +148,7 @@ func (inst *Instance) interrupt(ctx context.Context, sessionID, reason string, r
 		case <-graceUp:
 			inst.claimMu.Lock()
 			if inst.runningExecution(sessionID) == x {
-				did, err := inst.interruptDirect(ctx, sessionID, reason, x, rp, taskOnly)
+				did, err := inst.interruptDirect(ctx, sessionID, reason, x, rp, taskPrompt)
 				if errors.Is(err, errRunningChanged) {
 					inst.claimMu.Unlock()
 					// x ended (and maybe handed over) during a wait for
@@ -196,10 +205,11 @@ var errRunningChanged = errors.New("the session's execution here changed")
 // the execution running here is still x (nil: none); otherwise it fails
 // with errRunningChanged, writing nothing, and the caller starts over.
 // With rp set, an attempt that finds rp's client id admitted writes
-// nothing and ends with errAdmitted (or ErrConflict). With taskOnly it ends
-// a child's task turn and leaves the prompts a client sent the child
-// queued, with the claim (endTaskTurn).
-func (inst *Instance) interruptDirect(ctx context.Context, sessionID, reason string, x *Execution, rp *replacing, taskOnly bool) (bool, error) {
+// nothing and ends with errAdmitted (or ErrConflict). With taskPrompt set
+// it ends that task turn of a child, running or still queued, and nothing
+// else, leaving the prompts a client sent the child queued, with the claim
+// (endTaskTurn); a task turn already ended leaves nothing to do.
+func (inst *Instance) interruptDirect(ctx context.Context, sessionID, reason string, x *Execution, rp *replacing, taskPrompt string) (bool, error) {
 	var did bool
 	executionID := ""
 	if x != nil {
@@ -230,6 +240,19 @@ func (inst *Instance) interruptDirect(ctx context.Context, sessionID, reason str
 		if _, err := storage.QueryRow(t, `SELECT id FROM prompts WHERE session_id = ? AND state = ?`, []any{sessionID, string(PromptRunning)}, &promptID); err != nil {
 			return err
 		}
+		if taskPrompt != "" {
+			var taskState string
+			if _, err := storage.QueryRow(t, `SELECT state FROM prompts WHERE id = ? AND session_id = ?`, []any{taskPrompt, sessionID}, &taskState); err != nil {
+				return err
+			}
+			switch PromptState(taskState) {
+			case PromptRunning:
+			case PromptQueued:
+				promptID = "" // not started: nothing runs (a task prompt is a child's first)
+			default:
+				return nil // ended meanwhile; what runs now is the child's own
+			}
+		}
 		claimed, err := t.claims().held(sessionID)
 		if err != nil {
 			return err
@@ -253,7 +276,7 @@ func (inst *Instance) interruptDirect(ctx context.Context, sessionID, reason str
 			kept = x.keptCuts() // the text a refused cut of x's held
 		}
 		end := interruption(executionID, promptID, reason, cut, kept)
-		if taskOnly {
+		if taskPrompt != "" {
 			_, err := t.endTaskTurn(sessionID, end, reason, false)
 			return err
 		}
@@ -265,9 +288,12 @@ func (inst *Instance) interruptDirect(ctx context.Context, sessionID, reason str
 	if err != nil {
 		return false, fmt.Errorf("interrupt session %s: %w", sessionID, err)
 	}
-	// The session has no claim now: a storage failure owed to its turn is
-	// moot, and no sweep would ever visit it to write or forget it.
-	inst.forgetOwed(sessionID)
+	// The turn a storage failure was owed to has ended: the failure is
+	// moot (the session holds no claim now, or, after a task turn's end,
+	// one for the next turn), and no sweep would write or forget it.
+	if did {
+		inst.forgetOwed(sessionID)
+	}
 	return did, nil
 }
 

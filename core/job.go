@@ -234,10 +234,11 @@ func (t *txw) endJobs(sessionID string, end turnEnd) error {
 }
 
 // endForegroundJobs ends the running foreground jobs of a session whose turn
-// ends, and in the same transaction interrupts those children whose task
-// turn is parked (it runs nowhere, so nothing else would): no call waits
-// for them any more. A child that holds a claim is interrupted after the
-// commit (interruptChildren) or released by the sweep.
+// ends, and in the same transaction ends the task turns of those children
+// that are parked (they run nowhere, so nothing else would): no call waits
+// for them any more (endTaskTurn, which may give the child's claim to a
+// prompt a client sent it). A child that holds a claim has its task turn
+// stopped after the commit (interruptChildren) or ended by the sweep.
 func (t *txw) endForegroundJobs(parentID string, end turnEnd) error {
 	rows, err := t.Query(`SELECT j.child_id, j.call_id, COALESCE(p.id, ''), EXISTS (SELECT 1 FROM claims c WHERE c.session_id = j.child_id)
 		FROM jobs j LEFT JOIN prompts p ON p.session_id = j.child_id AND p.client_id = 'task-' || j.call_id AND p.state = ?
@@ -386,13 +387,13 @@ func (inst *Instance) afterChildTurn(ctx context.Context, childID string) {
 func (inst *Instance) interruptChildren(ctx context.Context, parentID string) {
 	type child struct {
 		id   string
-		task bool // its task turn is running or queued
+		task string // its task prompt, if running or queued
 	}
 	var children []child
 	err := inst.host.DB.Tx(ctx, func(tx storage.Tx) error {
 		children = children[:0]
-		rows, err := tx.Query(`SELECT j.child_id, EXISTS (SELECT 1 FROM prompts p
-				WHERE p.session_id = j.child_id AND p.client_id = 'task-' || j.call_id AND p.state IN (?, ?))
+		rows, err := tx.Query(`SELECT j.child_id, COALESCE((SELECT p.id FROM prompts p
+				WHERE p.session_id = j.child_id AND p.client_id = 'task-' || j.call_id AND p.state IN (?, ?)), '')
 			FROM jobs j JOIN claims c ON c.session_id = j.child_id
 			WHERE j.parent_id = ? AND j.state = ?`, string(PromptRunning), string(PromptQueued), parentID, string(JobEnded))
 		if err != nil {
@@ -412,13 +413,13 @@ func (inst *Instance) interruptChildren(ctx context.Context, parentID string) {
 		return
 	}
 	for _, c := range children {
-		if !c.task {
+		if c.task == "" {
 			inst.claimMu.Lock()
 			inst.startLocked(ctx, c.id, event.CausePrompt) // nothing if it runs already
 			inst.claimMu.Unlock()
 			continue
 		}
-		if _, err := inst.interruptTask(ctx, c.id); err != nil {
+		if _, err := inst.interruptTask(ctx, c.id, c.task); err != nil {
 			inst.log.Warn("interrupt child; the sweep releases it", "session", parentID, "child", c.id, "err", err)
 		}
 	}

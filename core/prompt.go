@@ -60,7 +60,7 @@ func (inst *Instance) Admit(ctx context.Context, sessionID string, in PromptInpu
 		// client got no answer and retries with the same id, which then
 		// interrupts nothing and admits. Not cancelled with the caller.
 		rp := &replacing{clientID: in.ClientID, hash: hash}
-		if _, err := inst.interrupt(context.WithoutCancel(ctx), sessionID, event.ReasonSuperseded, rp, false); err != nil {
+		if _, err := inst.interrupt(context.WithoutCancel(ctx), sessionID, event.ReasonSuperseded, rp, ""); err != nil {
 			if errors.Is(err, errAdmitted) {
 				return rp.admitted, nil
 			}

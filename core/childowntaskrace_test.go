@@ -1,0 +1,56 @@
+package core_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/revenantrt/revenant/core"
+	"github.com/revenantrt/revenant/core/event"
+	"github.com/revenantrt/revenant/core/model/offline"
+	"github.com/revenantrt/revenant/core/runner"
+	"github.com/revenantrt/revenant/core/tool"
+	"github.com/revenantrt/revenant/internal/treetest"
+)
+
+// A parent's interrupt that lands while the child's task turn is ending
+// (answered, its end not yet recorded) stops nothing of the child's own:
+// the prompt a client sent the child, which that end starts next, runs on
+// (interruptTask names the task prompt it may stop).
+func TestParentInterruptSparesChildsOwnNextTurn(t *testing.T) {
+	tr := treetest.New(t)
+	reg, err := tool.NewRegistry(tool.Task())
+	require.NoError(t, err)
+	r, err := runner.New(offline.New(tr.Clock, offline.Options{}), reg, runner.NewConfig())
+	require.NoError(t, err)
+	var inst *core.Instance
+	var own string
+	done := make(chan error, 1)
+	defer core.SetFinishingHook(func(x *core.Execution) {
+		if x.SessionID() != "root.1" || x.PromptID() == own {
+			return
+		}
+		a, err := inst.Admit(context.Background(), "root.1", core.PromptInput{Text: "/sleep 1h"})
+		require.NoError(t, err)
+		own = a.PromptID
+		go func() {
+			_, err := inst.Interrupt(context.Background(), "root", event.ReasonUser)
+			done <- err
+		}()
+		<-x.Cancelled()
+	})()
+	n := tr.Boot(r)
+	inst = n.Inst
+	n.NewSession("root")
+	n.Admit("root", "/task hi")
+	require.NoError(t, <-done)
+	assert.Equal(t, "running", tr.PromptState(own), "the child's own prompt runs on")
+	assert.True(t, n.Inst.RunningHere("root.1"))
+	did, err := n.Inst.Interrupt(ctx, "root.1", event.ReasonUser) // the client's own interrupt
+	require.NoError(t, err)
+	require.True(t, did)
+	n.Idle()
+	assert.Equal(t, "interrupted", tr.PromptState(own))
+}
