@@ -86,7 +86,11 @@ func TestDataDirectoryInUseRefusedAtStart(t *testing.T) {
 	dir := t.TempDir()
 	release, err := lockDataDir(dir)
 	require.NoError(t, err)
-	err = serve(context.Background(), []string{"-data", dir, "-addr", "127.0.0.1:0"}, env(nil), io.Discard)
+	// Already cancelled: a serve that took no lock would open the host and
+	// return at once instead of serving, so this fails rather than hangs.
+	stopped, cancel := context.WithCancel(context.Background())
+	cancel()
+	err = serve(stopped, []string{"-data", dir, "-addr", "127.0.0.1:0"}, env(nil), io.Discard)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "is in use by another revenant server (pid ")
 	entries, err := os.ReadDir(dir)
