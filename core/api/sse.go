@@ -24,8 +24,8 @@ func streamHeaders(w httpmsg.ResponseWriter) {
 }
 
 // events serves the session's events as Server-Sent Events: the durable
-// events after the cursor (?after= or Last-Event-ID, which wins; one past
-// the session's last event is refused, checkCursor), then live
+// events after the cursor (?after= or Last-Event-ID, which wins; a cursor
+// past the session's last event is refused, checkCursor), then live
 // events and deltas. Durable events carry `id: <seq>` and are sent exactly
 // once and in order: the stream subscribes before it reads the log, skips
 // what it already sent, and re-reads the log whenever live delivery shows a

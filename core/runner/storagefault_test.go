@@ -156,13 +156,16 @@ func TestLateFailedStepStartStillBuildsFromTheTranscript(t *testing.T) {
 	assert.Empty(t, last.ToolCalls)
 }
 
-// fillingModel streams "alpha ", then, once saved is closed (the test
-// saw "alpha " checkpointed), fills the disk for outage and streams
-// "beta ", then stalls until cancelled.
+// fillingModel streams "alpha " and "beta ", and fills the disk for
+// outage at one of two moments. With saved set, before "beta ": once saved
+// is closed (the test saw "alpha " checkpointed). With full set, once the
+// stream is stopped after "beta ", closing full; either way it then stalls
+// until cancelled.
 type fillingModel struct {
 	fault  *faultvfs.Fault
 	outage time.Duration
 	saved  chan struct{}
+	full   chan struct{}
 }
 
 func (m fillingModel) Name() string { return "filling" }
@@ -182,15 +185,21 @@ func (s *fillingStream) Recv(ctx context.Context) (model.Chunk, error) {
 	case 1:
 		return model.Chunk{Text: "alpha "}, nil
 	case 2:
-		select {
-		case <-s.m.saved:
-		case <-ctx.Done():
-			return model.Chunk{}, ctx.Err()
+		if s.m.saved != nil {
+			select {
+			case <-s.m.saved:
+			case <-ctx.Done():
+				return model.Chunk{}, ctx.Err()
+			}
+			s.m.fault.FailFor(s.m.outage, faultvfs.Full)
 		}
-		s.m.fault.FailFor(s.m.outage, faultvfs.Full)
 		return model.Chunk{Text: "beta "}, nil
 	}
 	<-ctx.Done()
+	if s.i == 3 && s.m.full != nil {
+		s.m.fault.FailFor(s.m.outage, faultvfs.Full)
+		close(s.m.full)
+	}
 	return model.Chunk{}, ctx.Err()
 }
 
@@ -244,7 +253,7 @@ func TestStreamCutByStorageKeepsTheTextReceived(t *testing.T) {
 // was checkpointed).
 func TestInterruptDuringOutageKeepsTheTextReceived(t *testing.T) {
 	tr := treetest.New(t)
-	m := fillOnStopModel{fault: tr.Faults(), outage: 90 * time.Second, full: make(chan struct{})}
+	m := fillingModel{fault: tr.Faults(), outage: 90 * time.Second, full: make(chan struct{})}
 	n := tr.Boot(newRunner(t, m, runner.NewConfig().WithCheckpoints(time.Hour, 100)))
 	sid := n.NewSession("s")
 	sub := n.Inst.Subscribe(sid, 64)
@@ -275,40 +284,3 @@ func TestInterruptDuringOutageKeepsTheTextReceived(t *testing.T) {
 	require.NoError(t, cuts[0].Decode(&c))
 	assert.Equal(t, "alpha beta ", c.Text, "everything received")
 }
-
-// fillOnStopModel streams "alpha " and "beta ", then waits to be stopped,
-// fills the disk for outage, closes full and ends.
-type fillOnStopModel struct {
-	fault  *faultvfs.Fault
-	outage time.Duration
-	full   chan struct{}
-}
-
-func (m fillOnStopModel) Name() string { return "fill-on-stop" }
-
-func (m fillOnStopModel) Stream(context.Context, model.Request) (model.Stream, error) {
-	return &fillOnStopStream{m: m}, nil
-}
-
-type fillOnStopStream struct {
-	m fillOnStopModel
-	i int
-}
-
-func (s *fillOnStopStream) Recv(ctx context.Context) (model.Chunk, error) {
-	s.i++
-	switch s.i {
-	case 1:
-		return model.Chunk{Text: "alpha "}, nil
-	case 2:
-		return model.Chunk{Text: "beta "}, nil
-	}
-	<-ctx.Done()
-	if s.i == 3 {
-		s.m.fault.FailFor(s.m.outage, faultvfs.Full)
-		close(s.m.full)
-	}
-	return model.Chunk{}, ctx.Err()
-}
-
-func (s *fillOnStopStream) Close() error { return nil }

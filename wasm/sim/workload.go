@@ -256,21 +256,19 @@ func (w *workload) afterAlways(at int64) action {
 
 var vocabulary = strings.Fields("the quick brown fox jumps over a lazy dog while agents resume turns after every eviction")
 
-func words(rng *rand.Rand, n int) string {
-	k := 2 + rng.IntN(10)
-	ws := make([]string, 0, k+1)
-	ws = append(ws, fmt.Sprintf("prompt %d:", n))
-	for range k {
-		ws = append(ws, vocabulary[rng.IntN(len(vocabulary))])
-	}
-	return strings.Join(ws, " ")
-}
+// words is a prompt's line of 2 to 11 words.
+func words(rng *rand.Rand, n int) string { return wordLine(rng, fmt.Sprintf("prompt %d:", n), 2, 10) }
 
 // longWords is a line of 40 to 160 words.
 func longWords(rng *rand.Rand, n int) string {
-	k := 40 + rng.IntN(120)
+	return wordLine(rng, fmt.Sprintf("long %d:", n), 40, 120)
+}
+
+// wordLine is label and then least+rng.IntN(spread) words of the vocabulary.
+func wordLine(rng *rand.Rand, label string, least, spread int) string {
+	k := least + rng.IntN(spread)
 	ws := make([]string, 0, k+1)
-	ws = append(ws, fmt.Sprintf("long %d:", n))
+	ws = append(ws, label)
 	for range k {
 		ws = append(ws, vocabulary[rng.IntN(len(vocabulary))])
 	}
