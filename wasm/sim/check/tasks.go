@@ -194,7 +194,7 @@ func (ck *checker) child(sid string) {
 	}
 	var turns []string
 	for _, pid := range ck.admitted {
-		if tr := ck.turns[pid]; tr.admitted.SessionID == sid && tr.started {
+		if tr := ck.turns[pid]; tr.admitted.SessionID == sid && tr.started && !ck.ownPrompt(tr) {
 			turns = append(turns, pid)
 		}
 	}
@@ -204,9 +204,14 @@ func (ck *checker) child(sid string) {
 	// No orphan runs: once its job ended, nothing waits for the child, so
 	// the sweep must release it, never resume it, and a reply to its
 	// question must not continue it (its park was interrupted with the
-	// job's end).
+	// job's end). A turn of a prompt a client sent the child is the
+	// child's own: it resumes and continues like a root's
+	// (RuleChildOwnPrompt).
 	if j.ended != nil {
 		for _, r := range ck.sub.resumed[sid] {
+			if tr := ck.turns[r.p.PromptID]; tr != nil && ck.ownPrompt(tr) {
+				continue
+			}
 			if r.gseq > j.ended.gseq {
 				how := fmt.Sprintf("resumed (attempt %d)", r.p.Attempt)
 				if r.Type == event.ExecutionStarted {
