@@ -53,7 +53,8 @@ type tree struct {
 	owners map[int64]int
 
 	work     *workload
-	ask      *asker // the clients of its questions (questions.go)
+	ask      *asker     // the clients of its questions (questions.go)
+	children childSends // its clients' prompts to children (childprompt.go)
 	actions  []action
 	created  bool
 	reqs     map[uint64]*request
@@ -705,8 +706,14 @@ func (t *tree) send(ctx context.Context, a action) {
 	case actCreate:
 		req = runtime.Request{Method: http.MethodPost, Path: "/v1/sessions", Body: []byte(`{}`)}
 	case actPrompt:
+		if a.child != pickNone && a.session == "" {
+			var ok bool
+			if a, ok = t.toChild(a); !ok {
+				return
+			}
+		}
 		body, _ := json.Marshal(map[string]string{"text": a.text, "id": a.clientID, "mode": a.mode})
-		req = runtime.Request{Method: http.MethodPost, Path: "/v1/sessions/" + t.id + "/prompt", Body: body}
+		req = runtime.Request{Method: http.MethodPost, Path: "/v1/sessions/" + t.pathOf(a.session) + "/prompt", Body: body}
 	case actInterrupt:
 		req = runtime.Request{Method: http.MethodPost, Path: "/v1/sessions/" + t.pathOf(a.session) + "/interrupt", Body: []byte(`{}`)}
 	case actList:
@@ -737,6 +744,9 @@ func (t *tree) resend(ctx context.Context, r *request) {
 	r.to, r.status, r.body = g, 0, nil
 	if r.a.kind != actCreate && r.a.kind != actPrompt {
 		r.sent = t.commitPos()
+	}
+	if r.a.kind == actInterrupt {
+		t.ledger.InterruptsSent = append(t.ledger.InterruptsSent, check.Interrupt{Session: t.pathOf(r.a.session), At: t.now, Sent: r.sent})
 	}
 	t.reqs[id] = r
 	if r.a.kind != actReply {
