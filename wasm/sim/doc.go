@@ -91,6 +91,18 @@
 // orphan them. The ledger records every interrupt sent, so the checker
 // can tell the child's own interrupt from its parent's
 // (check.RuleChildOwnPrompt).
+//
+// A share of the trees (Config.Scripted) runs the guest's
+// OpenAI-compatible provider against a scripted model the simulator
+// answers (script.go) instead of the offline model, which asks for one
+// tool call per step. The scripted model reads the same directives, and a
+// directive line that begins with "+" joins the step before, so half of
+// these trees' prompts ask for several calls in one step: a foreground
+// child beside a question (the child ends while the question is pending,
+// or asks too), two webhook calls, a call that asks for permission beside
+// a question, two foreground children, a background child beside a
+// question (workload.multiStep). Its answers are a pure function of the
+// request, so a resumed execution gets the same answer.
 // The simulator is every webhook's receiver:
 // it records each delivery with its Idempotency-Key in the ledger and
 // answers in virtual time, now and then with a failure.

@@ -80,7 +80,8 @@ const (
 // running turn, some queue behind it, and interrupts land in between.
 type workload struct {
 	rng     *rand.Rand
-	prompts int // minted so far, for client ids and tool arguments
+	prompts int  // minted so far, for client ids and tool arguments
+	multi   bool // the tree runs the scripted model: half its prompts ask for several calls in a step (multiStep)
 }
 
 func (w *workload) batch(from int64, n int) []action {
@@ -144,6 +145,8 @@ func (w *workload) prompt(at int64) action {
 		lines = append(lines, fmt.Sprintf("/tool %s %s", name, args))
 	}
 	switch r := w.rng.IntN(35); {
+	case w.multi && r%2 == 0:
+		lines = append(lines, w.multiStep(&a, n)...)
 	case r < 4 && n%2 == 0:
 		tool(toolAHook)
 		a.ask, a.perms = true, true
