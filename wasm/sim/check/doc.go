@@ -61,6 +61,12 @@
 //     are the prompts queued behind it), judged once every session's log
 //     was read, and only while that question is pending in the log: once
 //     it is resolved, the chain must finish;
+//   - a prompt a client sent to a child is the child's own: it is not
+//     counted as a task turn and resumes like a root's; its parent's
+//     interrupt, its task turn's end and the sweep never end it, only an
+//     interrupt of the child itself (or a reply that ends the child's
+//     turn, cancelling its queue as an interrupt would), and it fails
+//     aborted only past its own budget (child-own-prompt-kept);
 //   - every durable event reaches the host's emit exactly once, in commit
 //     order, a commit reported failed that was durable (a late IOERR)
 //     included; only an instance that died before emitting its last
