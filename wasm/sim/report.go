@@ -18,7 +18,7 @@ func (r *Result) Print(w io.Writer) {
 	var children, background, notices, taskResults, orphaned int
 	var childQuestions, childAnswered, waitingOnChild, alwaysRules, abandoned int
 	var kids childSends
-	var kidPrompts, kidOK int
+	var kidPrompts, kidOK, multi, scripted int
 	replies := map[string]int{}
 	ends := map[string]int{}
 	byTool := map[string]int{}
@@ -76,6 +76,10 @@ func (r *Result) Print(w io.Writer) {
 		kids.childInterrupts += cs.childInterrupts
 		kidPrompts += s.Check.ChildPrompts
 		kidOK += s.Check.ChildPromptsOK
+		multi += s.Check.MultiCallSteps
+		if s.Scripted {
+			scripted++
+		}
 		replyKills += s.ReplyKills
 		commitKills += s.ReplyCommitKills
 		for _, r := range s.Ledger.Replies {
@@ -104,6 +108,7 @@ func (r *Result) Print(w io.Writer) {
 		childQuestions, childAnswered, abandoned, waitingOnChild, alwaysRules)
 	fmt.Fprintf(w, "clients' own prompts to children %d (sent while its task turn ran %d, while it was parked %d, otherwise %d; no child to send to %d); followed by an interrupt of the parent %d, of the child %d; succeeded %d\n",
 		kidPrompts, kids.task, kids.parked, kids.idle, kids.dropped, kids.parentInterrupts, kids.childInterrupts, kidOK)
+	fmt.Fprintf(w, "sessions on the scripted model %d; steps with several tool calls %d\n", scripted, multi)
 	notes := map[string]Note{}
 	for _, s := range r.Sessions {
 		for k, n := range s.Notes {

@@ -106,6 +106,9 @@ type Result struct {
 	// ChildPrompts counts the prompts clients sent to children (their
 	// own, RuleChildOwnPrompt); ChildPromptsOK those that succeeded.
 	ChildPrompts, ChildPromptsOK int
+	// MultiCallSteps counts the steps recorded complete with more than one
+	// tool call.
+	MultiCallSteps int
 
 	Violations []Violation
 }
@@ -581,6 +584,9 @@ func (ck *checker) session(sid string, log []rec) {
 			tr.completed[e.p.StepID] = true
 			if len(e.p.ToolCalls) == 0 {
 				tr.final = e
+			}
+			if len(e.p.ToolCalls) > 1 {
+				ck.res.MultiCallSteps++
 			}
 			for _, c := range e.p.ToolCalls {
 				if ck.calls[c.CallID] != nil {
