@@ -173,7 +173,11 @@ func directive(line string) (name, args string, ok bool) {
 //   - two webhook calls, one idempotent;
 //   - a call that asks for permission beside a question;
 //   - two foreground children;
-//   - a background child beside a question.
+//   - a background child beside a question;
+//   - a foreground child beside a webhook call, with or without a
+//     question too: the child may end before the webhook answers, so
+//     before the step parks, whose park must then resolve the ended
+//     task at once (with the question pending, without continuing).
 func (w *workload) multiStep(a *action, n int) []string {
 	tool := func(name string, i int) string {
 		args, _ := json.Marshal(map[string]any{"n": n, "line": i, "multi": true})
@@ -183,7 +187,7 @@ func (w *workload) multiStep(a *action, n int) []string {
 	say := words(w.rng, n)
 	childAsk := fmt.Sprintf("/ask question %d.9: which colour, child?", n)
 	a.tasks = true
-	switch w.rng.IntN(8) {
+	switch w.rng.IntN(10) {
 	case 0, 1:
 		a.ask = true
 		return []string{"/task " + say, "+" + ask(1)}
@@ -201,6 +205,11 @@ func (w *workload) multiStep(a *action, n int) []string {
 		return []string{tool(toolAHook, 0), "+" + ask(1)}
 	case 6:
 		return []string{"/task " + say, "+/task " + tool(toolIHook, 0)}
+	case 7:
+		return []string{"/task " + say, "+" + tool(toolIHook, 0)}
+	case 8:
+		a.ask = true
+		return []string{"/task " + say, "+" + tool(toolIHook, 0), "+" + ask(1)}
 	}
 	a.ask = true
 	return []string{"/task --background " + say, "+" + ask(1)}
