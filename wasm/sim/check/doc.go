@@ -55,7 +55,8 @@
 //     call naming it, and no child is resumed after its job ended; a
 //     foreground call's task blocker is resolved once, by its child's end
 //     (or cancelled by the parent's interrupt), and a call settled ok
-//     carries the child's final answer; a child whose job ended is neither
+//     carries the child's final answer; a child that ended before its
+//     parent's step parked is resolved by that park's own commit; a child whose job ended is neither
 //     continued from a reply nor left waiting for an answer; a turn
 //     parked on a child that waits for an answer is visibly waiting (so
 //     are the prompts queued behind it), judged once every session's log
