@@ -33,7 +33,7 @@ func cacheDir(t *testing.T) string {
 // invariant.
 func TestSmallCampaignKeepsTheInvariants(t *testing.T) {
 	wasm := guestbuild.Must(t)
-	cfg := sim.Config{Seed: 1, Sessions: 10, Kills: 100, Zombies: 0.5, DiskFull: 0.3, Scripted: 0.3, Dir: t.TempDir(), CacheDir: cacheDir(t)}
+	cfg := sim.Config{Seed: 1, Sessions: 10, Kills: 100, Zombies: 0.5, DiskFull: 0.3, Scripted: 0.5, Dir: t.TempDir(), CacheDir: cacheDir(t)}
 	res, err := sim.Run(context.Background(), cfg, wasm)
 	require.NoError(t, err)
 	var out bytes.Buffer
