@@ -59,6 +59,11 @@ type SessionResult struct {
 	// never replied to: left waiting at quiescence, with their turns (and
 	// the parents waiting on an asking child).
 	Abandoned int
+	// ChildSends counts the clients' prompts to children by the state of
+	// the child they went to, and the interrupts that followed them.
+	ChildSends childSends
+	// Scripted: the tree ran the scripted model (script.go).
+	Scripted bool
 }
 
 // Result is a whole campaign.
@@ -160,7 +165,7 @@ func runSession(ctx context.Context, mod *runtime.Module, cfg Config, i int, dir
 	t.run(ctx)
 	r := SessionResult{Index: i, Path: t.path, Ledger: t.ledger, Boots: t.boots, Kills: t.kills, Zombies: t.zombieCount,
 		ZombieCalls: t.zombieCalls, MidCall: t.midCall, DiskFulls: t.diskFulls, Steps: t.steps, Virtual: time.Duration(t.now-start) * time.Millisecond, Hist: t.hist, Failures: t.failures, Notes: t.notes,
-		ResumeLatencies: t.latencies, ReplyKills: t.ask.replyKills, ReplyCommitKills: t.ask.commitKills, Abandoned: t.ask.abandoned}
+		ResumeLatencies: t.latencies, ReplyKills: t.ask.replyKills, ReplyCommitKills: t.ask.commitKills, Abandoned: t.ask.abandoned, ChildSends: t.children, Scripted: t.work.multi}
 	if t.fault != nil {
 		r.FailedWrites = t.fault.Failed()
 		r.LateIOErrs = t.fault.LateCommits()

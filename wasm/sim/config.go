@@ -40,6 +40,10 @@ type Config struct {
 	// windows of virtual time (internal/faultvfs): every write fails with
 	// SQLITE_FULL or an IOERR while a window is open.
 	DiskFull float64
+	// Scripted is the share (0…1) of sessions that run the scripted model
+	// (script.go) instead of the offline one: their steps may ask for
+	// several tool calls at once.
+	Scripted float64
 	// CacheDir keeps the guest's compiled code between runs ("" memory).
 	CacheDir string
 	// Progress, when not nil, hears how a campaign is going (sessions
@@ -57,11 +61,12 @@ const (
 	DefaultZombies  = 0.5
 	DefaultDiskFull = 0.25
 	DefaultSmall    = 0.2
+	DefaultScripted = 0.15
 )
 
 // DefaultConfig is the default campaign for a seed.
 func DefaultConfig(seed uint64) Config {
-	return Config{Seed: seed, Sessions: DefaultSessions, Kills: DefaultKills, Zombies: DefaultZombies, DiskFull: DefaultDiskFull, SmallBudget: DefaultSmall}
+	return Config{Seed: seed, Sessions: DefaultSessions, Kills: DefaultKills, Zombies: DefaultZombies, DiskFull: DefaultDiskFull, SmallBudget: DefaultSmall, Scripted: DefaultScripted}
 }
 
 func (c Config) validate() error {
@@ -74,6 +79,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("zombie share %v must be within 0…1", c.Zombies)
 	case c.DiskFull < 0 || c.DiskFull > 1:
 		return fmt.Errorf("disk-full share %v must be within 0…1", c.DiskFull)
+	case c.Scripted < 0 || c.Scripted > 1:
+		return fmt.Errorf("scripted-model share %v must be within 0…1", c.Scripted)
 	case c.SmallBudget < 0 || c.SmallBudget > 1:
 		return fmt.Errorf("small-budget share %v must be within 0…1", c.SmallBudget)
 	case c.ResumeBudget < 0:

@@ -77,6 +77,32 @@
 // root or a child, which must not ask. Late in a tree's life (its kill
 // budget spent) a client sometimes never replies, so trees end with turns,
 // and parents of asking children, visibly waiting.
+//
+// Clients also send children prompts of their own (childprompt.go,
+// workload.childPrompt): a moment after a prompt that starts sub-agents,
+// straight to the newest child that runs its task turn, or is parked, or
+// to any (read from the tree's sessions, as a client reads the snapshot's
+// children). Such a prompt queues behind the task turn and then runs a
+// turn of its own: words, a sleep, a ledger tool call, or a question of
+// its own. Most are followed a moment later by an interrupt of the
+// child's parent, which must stop only the task turn, some by an
+// interrupt of the child itself, which may end them; kills land in them as
+// anywhere, and the sweep must resume them like a root's turns, never
+// orphan them. The ledger records every interrupt sent, so the checker
+// can tell the child's own interrupt from its parent's
+// (check.RuleChildOwnPrompt).
+//
+// A share of the trees (Config.Scripted) runs the guest's
+// OpenAI-compatible provider against a scripted model the simulator
+// answers (script.go) instead of the offline model, which asks for one
+// tool call per step. The scripted model reads the same directives, and a
+// directive line that begins with "+" joins the step before, so half of
+// these trees' prompts ask for several calls in one step: a foreground
+// child beside a question (the child ends while the question is pending,
+// or asks too), two webhook calls, a call that asks for permission beside
+// a question, two foreground children, a background child beside a
+// question (workload.multiStep). Its answers are a pure function of the
+// request, so a resumed execution gets the same answer.
 // The simulator is every webhook's receiver:
 // it records each delivery with its Idempotency-Key in the ledger and
 // answers in virtual time, now and then with a failure.

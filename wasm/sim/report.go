@@ -17,6 +17,8 @@ func (r *Result) Print(w io.Writer) {
 	var questions, answered, cancelled, continued, listings, replyKills, commitKills int
 	var children, background, notices, taskResults, orphaned int
 	var childQuestions, childAnswered, waitingOnChild, alwaysRules, abandoned int
+	var kids childSends
+	var kidPrompts, kidOK, multi, scripted int
 	replies := map[string]int{}
 	ends := map[string]int{}
 	byTool := map[string]int{}
@@ -65,6 +67,19 @@ func (r *Result) Print(w io.Writer) {
 		waitingOnChild += s.Check.WaitingOnChild
 		alwaysRules += s.Check.AlwaysRules
 		abandoned += s.Abandoned
+		cs := s.ChildSends
+		kids.task += cs.task
+		kids.parked += cs.parked
+		kids.idle += cs.idle
+		kids.dropped += cs.dropped
+		kids.parentInterrupts += cs.parentInterrupts
+		kids.childInterrupts += cs.childInterrupts
+		kidPrompts += s.Check.ChildPrompts
+		kidOK += s.Check.ChildPromptsOK
+		multi += s.Check.MultiCallSteps
+		if s.Scripted {
+			scripted++
+		}
 		replyKills += s.ReplyKills
 		commitKills += s.ReplyCommitKills
 		for _, r := range s.Ledger.Replies {
@@ -91,6 +106,9 @@ func (r *Result) Print(w io.Writer) {
 		children, background, notices, taskResults, orphaned)
 	fmt.Fprintf(w, "children's questions and permission requests %d (answered or approved %d); never replied to %d; turns left waiting on a child that waits for an answer %d; always rules saved %d\n",
 		childQuestions, childAnswered, abandoned, waitingOnChild, alwaysRules)
+	fmt.Fprintf(w, "clients' own prompts to children %d (sent while its task turn ran %d, while it was parked %d, otherwise %d; no child to send to %d); followed by an interrupt of the parent %d, of the child %d; succeeded %d\n",
+		kidPrompts, kids.task, kids.parked, kids.idle, kids.dropped, kids.parentInterrupts, kids.childInterrupts, kidOK)
+	fmt.Fprintf(w, "sessions on the scripted model %d; steps with several tool calls %d\n", scripted, multi)
 	notes := map[string]Note{}
 	for _, s := range r.Sessions {
 		for k, n := range s.Notes {

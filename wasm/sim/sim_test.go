@@ -33,7 +33,7 @@ func cacheDir(t *testing.T) string {
 // invariant.
 func TestSmallCampaignKeepsTheInvariants(t *testing.T) {
 	wasm := guestbuild.Must(t)
-	cfg := sim.Config{Seed: 1, Sessions: 10, Kills: 100, Zombies: 0.5, DiskFull: 0.3, Dir: t.TempDir(), CacheDir: cacheDir(t)}
+	cfg := sim.Config{Seed: 1, Sessions: 10, Kills: 100, Zombies: 0.5, DiskFull: 0.3, Scripted: 0.5, Dir: t.TempDir(), CacheDir: cacheDir(t)}
 	res, err := sim.Run(context.Background(), cfg, wasm)
 	require.NoError(t, err)
 	var out bytes.Buffer
@@ -100,6 +100,17 @@ func TestSmallCampaignKeepsTheInvariants(t *testing.T) {
 	assert.Positive(t, childQuestions, "questions and permission requests of children")
 	assert.Positive(t, childAnswered, "children's questions answered or approved")
 	assert.Positive(t, childReplies, "replies on a child's path answered 200")
+
+	// Clients send children prompts of their own (judged by
+	// child-own-prompt-kept), and the scripted model's steps ask for
+	// several calls.
+	var childPrompts, multi int
+	for _, s := range res.Sessions {
+		childPrompts += s.Check.ChildPrompts
+		multi += s.Check.MultiCallSteps
+	}
+	assert.Positive(t, childPrompts, "prompts clients sent children")
+	assert.Positive(t, multi, "steps with several tool calls")
 
 	// Permission requests are asked, approved (once or always) and
 	// rejected (plainly or with a message), and approved calls reach their

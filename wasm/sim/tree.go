@@ -53,7 +53,8 @@ type tree struct {
 	owners map[int64]int
 
 	work     *workload
-	ask      *asker // the clients of its questions (questions.go)
+	ask      *asker     // the clients of its questions (questions.go)
+	children childSends // its clients' prompts to children (childprompt.go)
 	actions  []action
 	created  bool
 	reqs     map[uint64]*request
@@ -112,6 +113,7 @@ type due struct {
 type reply struct {
 	due
 	status int
+	ctype  string // the answer's Content-Type ("": text/plain)
 	body   []byte
 	errMsg string
 }
@@ -143,7 +145,7 @@ func newTree(mod *runtime.Module, cfg Config, index int, dir string) *tree {
 	}
 	// The workload has a generator of its own, so building it first
 	// changes nothing the tree's generator draws.
-	t.work = &workload{rng: rand.New(rand.NewPCG(cfg.Seed^0x9e3779b97f4a7c15, uint64(index)))}
+	t.work = &workload{rng: rand.New(rand.NewPCG(cfg.Seed^0x9e3779b97f4a7c15, uint64(index))), multi: cfg.scriptedFor(index)}
 	t.actions = append([]action{{at: start, kind: actCreate}}, t.work.batch(start, 3+t.killBudget/3)...)
 	t.ask = newAsker(cfg.Seed, index, t.killBudget)
 	if rng.Float64() < cfg.DiskFull {
@@ -158,6 +160,9 @@ func newTree(mod *runtime.Module, cfg Config, index int, dir string) *tree {
 			{Kind: abi.ToolWebhook, Name: toolAHook, Description: "records a delivery once approved; not idempotent", Timeout: 20 * time.Second, Permission: "ask"},
 		},
 		Settings: settings.Settings{ResumeBudget: t.ledger.Budget},
+	}
+	if t.work.multi {
+		t.boot.Model = abi.ModelConfig{Kind: abi.ModelOpenAI, BaseURL: scriptedBase, Name: "scripted"}
 	}
 	return t
 }
@@ -458,7 +463,11 @@ func (t *tree) answer(ctx context.Context, g *guest, id uint64, r *reply) {
 		return
 	}
 	if !t.call(ctx, g, func() error {
-		return g.g.EgressResponse(ctx, id, r.status, http.Header{"Content-Type": {"text/plain"}})
+		ctype := r.ctype
+		if ctype == "" {
+			ctype = "text/plain"
+		}
+		return g.g.EgressResponse(ctx, id, r.status, http.Header{"Content-Type": {ctype}})
 	}) {
 		return
 	}
@@ -705,8 +714,14 @@ func (t *tree) send(ctx context.Context, a action) {
 	case actCreate:
 		req = runtime.Request{Method: http.MethodPost, Path: "/v1/sessions", Body: []byte(`{}`)}
 	case actPrompt:
+		if a.child != pickNone && a.session == "" {
+			var ok bool
+			if a, ok = t.toChild(a); !ok {
+				return
+			}
+		}
 		body, _ := json.Marshal(map[string]string{"text": a.text, "id": a.clientID, "mode": a.mode})
-		req = runtime.Request{Method: http.MethodPost, Path: "/v1/sessions/" + t.id + "/prompt", Body: body}
+		req = runtime.Request{Method: http.MethodPost, Path: "/v1/sessions/" + t.pathOf(a.session) + "/prompt", Body: body}
 	case actInterrupt:
 		req = runtime.Request{Method: http.MethodPost, Path: "/v1/sessions/" + t.pathOf(a.session) + "/interrupt", Body: []byte(`{}`)}
 	case actList:
@@ -737,6 +752,9 @@ func (t *tree) resend(ctx context.Context, r *request) {
 	r.to, r.status, r.body = g, 0, nil
 	if r.a.kind != actCreate && r.a.kind != actPrompt {
 		r.sent = t.commitPos()
+	}
+	if r.a.kind == actInterrupt {
+		t.ledger.InterruptsSent = append(t.ledger.InterruptsSent, check.Interrupt{Session: t.pathOf(r.a.session), At: t.now, Sent: r.sent})
 	}
 	t.reqs[id] = r
 	if r.a.kind != actReply {
@@ -974,6 +992,16 @@ func (g *guest) StartEgress(id uint64, req runtime.EgressRequest) {
 	t.seq++
 	r := &reply{due: due{at: t.now + 20 + int64(t.rng.IntN(3000)), seq: t.seq}, status: http.StatusOK}
 	g.egress[id] = r
+	if req.Kind == abi.EgressModel && t.work.multi {
+		body, err := scriptedAnswer(req.Body)
+		if err != nil {
+			r.errMsg = err.Error()
+			t.failf("boot %d: egress %d: %v", g.boot, id, err)
+			return
+		}
+		r.ctype, r.body = "application/json", body
+		return
+	}
 	if req.Kind != abi.EgressTool {
 		r.errMsg = "the simulator answers tool requests only"
 		return

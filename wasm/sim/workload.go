@@ -46,7 +46,30 @@ type action struct {
 	ask      bool       // a prompt whose turn asks a question
 	perms    bool       // a prompt whose call asks for permission; a list of permission requests
 	reply    *replySpec // actReply
+	tasks    bool       // a prompt that starts sub-agents (tasking)
+	// A prompt a client sends straight to a child (childPrompt): child is
+	// the state of the child it prefers, picked when it is first sent
+	// (session is empty until then); waits counts the times it waited
+	// for such a child; follow, if set, is an interrupt that follows it
+	// that many ms after it is first sent, of the child's parent, or of
+	// the child itself with followChild.
+	child       childPick
+	waits       int
+	follow      int64
+	followChild bool
 }
+
+// childPick is the state of the child a client's prompt to a child
+// prefers: one running its task turn, one parked (on its question, a
+// permission request, or its own child), or any.
+type childPick int
+
+const (
+	pickNone childPick = iota
+	pickTask
+	pickParked
+	pickAny
+)
 
 // workload builds a session's client actions from its generator. Prompts
 // are written in the offline model's directives (docs/offline-model.md):
@@ -57,7 +80,8 @@ type action struct {
 // running turn, some queue behind it, and interrupts land in between.
 type workload struct {
 	rng     *rand.Rand
-	prompts int // minted so far, for client ids and tool arguments
+	prompts int  // minted so far, for client ids and tool arguments
+	multi   bool // the tree runs the scripted model: half its prompts ask for several calls in a step (multiStep)
 }
 
 func (w *workload) batch(from int64, n int) []action {
@@ -67,6 +91,17 @@ func (w *workload) batch(from int64, n int) []action {
 		at += w.gap()
 		a := w.prompt(at)
 		out = append(out, a)
+		// Now and then a client sends the children of a prompt that
+		// starts sub-agents a prompt of its own (childPrompt).
+		if a.tasks && w.rng.IntN(2) == 0 {
+			c := w.childPrompt(at + 200 + int64(w.rng.IntN(3_000)))
+			out = append(out, c)
+			if c.ask {
+				for _, after := range []int64{1_000, 3_000, 7_000, 15_000, 31_000} {
+					out = append(out, action{at: c.at + after + int64(w.rng.IntN(1_000)), kind: actList})
+				}
+			}
+		}
 		// The client of a prompt that asks polls for its question, less
 		// and less often (and lists again after boots and when the tree
 		// goes quiet): the prompt may wait in the queue for a while first.
@@ -110,6 +145,8 @@ func (w *workload) prompt(at int64) action {
 		lines = append(lines, fmt.Sprintf("/tool %s %s", name, args))
 	}
 	switch r := w.rng.IntN(35); {
+	case w.multi && r%2 == 0:
+		lines = append(lines, w.multiStep(&a, n)...)
 	case r < 4 && n%2 == 0:
 		tool(toolAHook)
 		a.ask, a.perms = true, true
@@ -145,6 +182,7 @@ func (w *workload) prompt(at int64) action {
 		a.ask = true
 		lines = append(lines, w.asking(n, r-20)...)
 	default:
+		a.tasks = true
 		lines = append(lines, w.tasking(&a, n, r-25)...)
 	}
 	lines = append(lines, words(w.rng, n))
@@ -230,6 +268,47 @@ func (w *workload) tasking(a *action, n, kind int) []string {
 	}
 	a.ask = true
 	return []string{"/task /task " + ask}
+}
+
+// childPrompt is a prompt a client sends straight to a child of the tree
+// (POST /v1/sessions/{root}.{n}/prompt), a moment after a prompt that
+// starts sub-agents: to a child running its task turn, a parked one, or
+// any (the child is picked when the prompt is sent: tree.pickChild). It
+// is the child's own (docs/api.md, Sub-agents): it queues behind a task
+// turn still running or parked and then runs a turn of its own: words, a
+// sleep (a kill or an interrupt lands in it), a ledger tool, or a
+// question of its own. Often its parent is interrupted a moment later,
+// which must end only the task turn; sometimes the child itself is, which
+// may end it (check.RuleChildOwnPrompt).
+func (w *workload) childPrompt(at int64) action {
+	w.prompts++
+	n := w.prompts
+	a := action{at: at, kind: actPrompt, clientID: fmt.Sprintf("c%d", n), child: childPick(1 + w.rng.IntN(3))}
+	tool := func(name string) string {
+		args, _ := json.Marshal(map[string]any{"n": n, "line": 0, "own": true})
+		return fmt.Sprintf("/tool %s %s", name, args)
+	}
+	var lines []string
+	switch w.rng.IntN(6) {
+	case 0:
+	case 1, 2:
+		lines = append(lines, fmt.Sprintf("/sleep %ds", 1+w.rng.IntN(6)))
+	case 3:
+		lines = append(lines, tool(toolIHook))
+	case 4:
+		lines = append(lines, tool(toolHook), fmt.Sprintf("/sleep %ds", 1+w.rng.IntN(4)))
+	default:
+		a.ask = true
+		lines = append(lines, fmt.Sprintf("/ask question %d.1: which colour, own?", n))
+	}
+	a.text = strings.Join(append(lines, words(w.rng, n)), "\n")
+	switch w.rng.IntN(6) {
+	case 0, 1, 2:
+		a.follow = 100 + int64(w.rng.IntN(3_000))
+	case 3:
+		a.follow, a.followChild = 100+int64(w.rng.IntN(3_000)), true
+	}
+	return a
 }
 
 // afterAlways is the prompt a client sends after it approved ahook always:

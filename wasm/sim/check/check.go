@@ -44,7 +44,7 @@ const (
 var Rules = []Rule{RuleEnds, RuleQuiescence, RuleAfterInterrupt, RuleBudget, RuleEffects,
 	RuleSeqs, RuleProjections, RuleNotices, RuleSteps, RuleZombie, RuleSettled, RuleCutKeeps, RuleWakeArmed, RuleClaimed, RuleBootResumes,
 	RuleEmits, RuleQuestionOnce, RuleQuestionByClient, RuleQuestionListed, RuleContinuation,
-	RuleApproval, RuleAlways, RuleChildOnce, RuleNoticeOnce, RuleJobSettled, RuleOrphanChild, RuleTaskResult}
+	RuleApproval, RuleAlways, RuleChildOnce, RuleNoticeOnce, RuleJobSettled, RuleOrphanChild, RuleTaskResult, RuleChildOwnPrompt}
 
 // Violation is one broken invariant, tied to the first event that shows it
 // when there is one.
@@ -103,6 +103,12 @@ type Result struct {
 	// the turns left waiting at quiescence on a sub-agent that waits for
 	// an answer; AlwaysRules the rules always replies saved.
 	ChildQuestions, ChildAnswered, WaitingOnChild, AlwaysRules int
+	// ChildPrompts counts the prompts clients sent to children (their
+	// own, RuleChildOwnPrompt); ChildPromptsOK those that succeeded.
+	ChildPrompts, ChildPromptsOK int
+	// MultiCallSteps counts the steps recorded complete with more than one
+	// tool call.
+	MultiCallSteps int
 
 	Violations []Violation
 }
@@ -144,6 +150,7 @@ func Tree(path string, ledger *Ledger, opts Options) (Result, error) {
 		ck.settle(sid)
 	}
 	ck.subagentRules()
+	ck.childOwnPrompts()
 	ck.quiescence()
 	ck.effects(ledger)
 	ck.replies(ledger)
@@ -200,6 +207,7 @@ type payload struct {
 	TurnStart   bool             `json:"turn_start"`
 	Attempt     int              `json:"attempt"`
 	Reason      string           `json:"reason"`
+	Message     string           `json:"message"`
 	Kind        string           `json:"type"`
 	Role        string           `json:"role"`
 	Text        string           `json:"text"`
@@ -285,19 +293,22 @@ type call struct {
 
 // turn is what the log says about one admitted prompt.
 type turn struct {
-	id        string
-	admitted  rec
-	end       *rec
-	started   bool
-	resumes   int // resumes counted since the turn's last progress
-	pending   *rec
-	retrying  bool // a retry.scheduled since the turn's last execution started
-	notices   int
-	aborting  *rec // a count past the budget, whose abort must follow at once
-	steps     int
-	final     *rec // a step recorded complete without tool calls
-	completed map[string]bool
-	cut       map[string]bool
+	id       string
+	admitted rec
+	end      *rec
+	started  bool
+	resumes  int // resumes counted since the turn's last progress
+	pending  *rec
+	retrying bool // a retry.scheduled since the turn's last execution started
+	notices  int
+	aborting *rec // a count past the budget, whose abort must follow at once
+	// budgetAbort: the turn ended failed{aborted} right after a count
+	// past the budget (aborting), not for any other reason.
+	budgetAbort bool
+	steps       int
+	final       *rec // a step recorded complete without tool calls
+	completed   map[string]bool
+	cut         map[string]bool
 	// checkpointed is each step's text as its checkpoints kept it.
 	checkpointed map[string]string
 	calls        []*call // of its completed steps, in order
@@ -574,6 +585,9 @@ func (ck *checker) session(sid string, log []rec) {
 			if len(e.p.ToolCalls) == 0 {
 				tr.final = e
 			}
+			if len(e.p.ToolCalls) > 1 {
+				ck.res.MultiCallSteps++
+			}
 			for _, c := range e.p.ToolCalls {
 				if ck.calls[c.CallID] != nil {
 					ck.fail(sid, e, RuleEffects, "call id %s was minted twice", c.CallID)
@@ -619,6 +633,7 @@ func (ck *checker) session(sid string, log []rec) {
 			}
 			ck.endRules(sid, e, tr)
 			tr.end = e
+			tr.budgetAbort = tr.aborting != nil && e.Type == event.ExecutionFailed && e.p.Kind == event.FailAborted
 			tr.aborting = nil
 			ck.res.Ends[endName(*e)]++
 			if e.Type == event.PromptCancelled {

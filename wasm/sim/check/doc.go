@@ -55,12 +55,19 @@
 //     call naming it, and no child is resumed after its job ended; a
 //     foreground call's task blocker is resolved once, by its child's end
 //     (or cancelled by the parent's interrupt), and a call settled ok
-//     carries the child's final answer; a child whose job ended is neither
+//     carries the child's final answer; a child that ended before its
+//     parent's step parked is resolved by that park's own commit; a child whose job ended is neither
 //     continued from a reply nor left waiting for an answer; a turn
 //     parked on a child that waits for an answer is visibly waiting (so
 //     are the prompts queued behind it), judged once every session's log
 //     was read, and only while that question is pending in the log: once
 //     it is resolved, the chain must finish;
+//   - a prompt a client sent to a child is the child's own: it is not
+//     counted as a task turn and resumes like a root's; its parent's
+//     interrupt, its task turn's end and the sweep never end it, only an
+//     interrupt of the child itself (or a reply that ends the child's
+//     turn, cancelling its queue as an interrupt would), and it fails
+//     aborted only past its own budget (child-own-prompt-kept);
 //   - every durable event reaches the host's emit exactly once, in commit
 //     order, a commit reported failed that was durable (a late IOERR)
 //     included; only an instance that died before emitting its last

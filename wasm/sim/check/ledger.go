@@ -19,6 +19,12 @@ type Ledger struct {
 	// prompt of the session admitted before the request was sent must have
 	// ended by the answer, or a kill after it could revive the turn.
 	Interrupts []Interrupt `json:"interrupts,omitempty"`
+	// InterruptsSent are the interrupt requests the clients sent, one
+	// entry per send (a resend or a retry after a 5xx included), answered
+	// or not: At is when it was sent, Sent the commit position then. Only
+	// an interrupt of a child itself may end a prompt a client sent that
+	// child (RuleChildOwnPrompt).
+	InterruptsSent []Interrupt `json:"interrupts_sent,omitempty"`
 	// Tools names every tool whose effects the ledger records, with whether
 	// its receiver deduplicates by Idempotency-Key. A call of such a tool
 	// that settled ok must have reached its receiver.

@@ -29,8 +29,10 @@ const (
 	// job naming it, and no child is resumed after its job ended.
 	RuleOrphanChild Rule = "no-orphan-child"
 	// RuleTaskResult: a parent's task call gets exactly one result: its
-	// task blocker is resolved at most once, by its child's turn end, and
-	// a foreground call settled ok carries its child's final answer.
+	// task blocker is resolved at most once, by its child's turn end (or,
+	// for a child that ended before the parent's step parked, by that
+	// park's commit), and a foreground call settled ok carries its
+	// child's final answer.
 	RuleTaskResult Rule = "task-call-one-result"
 )
 
@@ -194,7 +196,7 @@ func (ck *checker) child(sid string) {
 	}
 	var turns []string
 	for _, pid := range ck.admitted {
-		if tr := ck.turns[pid]; tr.admitted.SessionID == sid && tr.started {
+		if tr := ck.turns[pid]; tr.admitted.SessionID == sid && tr.started && !ck.ownPrompt(tr) {
 			turns = append(turns, pid)
 		}
 	}
@@ -204,9 +206,14 @@ func (ck *checker) child(sid string) {
 	// No orphan runs: once its job ended, nothing waits for the child, so
 	// the sweep must release it, never resume it, and a reply to its
 	// question must not continue it (its park was interrupted with the
-	// job's end).
+	// job's end). A turn of a prompt a client sent the child is the
+	// child's own: it resumes and continues like a root's
+	// (RuleChildOwnPrompt).
 	if j.ended != nil {
 		for _, r := range ck.sub.resumed[sid] {
+			if tr := ck.turns[r.p.PromptID]; tr != nil && ck.ownPrompt(tr) {
+				continue
+			}
 			if r.gseq > j.ended.gseq {
 				how := fmt.Sprintf("resumed (attempt %d)", r.p.Attempt)
 				if r.Type == event.ExecutionStarted {
@@ -284,6 +291,21 @@ func (ck *checker) jobRules(j *job) {
 	}
 }
 
+// commitOf is the commit that wrote the event at gseq, as the ledger
+// records commits: the events in (from, to]. ok is false when it does
+// not know.
+func (ck *checker) commitOf(gseq int64) (from, to int64, ok bool) {
+	if ck.ledger.Emits == nil || gseq <= 0 {
+		return 0, 0, false
+	}
+	for _, c := range ck.ledger.Emits.Commits {
+		if c.From < gseq && gseq <= c.To {
+			return c.From, c.To, true
+		}
+	}
+	return 0, 0, false
+}
+
 // promptOfCall is the prompt whose step made call ("" if none).
 func (ck *checker) promptOfCall(call string) string {
 	if c := ck.calls[call]; c != nil {
@@ -319,6 +341,17 @@ func (ck *checker) waitRules(w *taskWait) {
 		}
 	} else if child != nil && child.end != nil && (parent == nil || parent.end == nil) {
 		ck.fail(w.session, w.park.e, RuleTaskResult, "child %s's turn ended %s, but the parent's call %s never got its result", j.child, endName(*child.end), w.call)
+	}
+	// A child whose turn ended before its parent's step parked found no
+	// blocker to resolve then: the park resolves it in its own
+	// transaction, whatever else the step waits for (resolveEndedTasks).
+	// Left to a later boot's sweep, the parent would wait for nothing
+	// until one comes. Judged where the ledger knows the commits.
+	if child != nil && child.end != nil && child.end.gseq > 0 && child.end.gseq < w.park.e.gseq {
+		if from, to, ok := ck.commitOf(w.park.e.gseq); ok && (w.resolved == nil || w.resolved.gseq <= from || w.resolved.gseq > to) {
+			ck.fail(w.session, w.park.e, RuleTaskResult, "child %s's turn ended %s (gseq %d) before the park of task blocker %s committed, but that park did not resolve it",
+				j.child, endName(*child.end), child.end.gseq, w.id)
+		}
 	}
 	c := ck.calls[w.call]
 	if c == nil || c.settled == nil {
