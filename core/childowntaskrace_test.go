@@ -3,6 +3,7 @@ package core_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -28,6 +29,8 @@ func TestParentInterruptSparesChildsOwnNextTurn(t *testing.T) {
 	var inst *core.Instance
 	var own string
 	done := make(chan error, 1)
+	ictx, cancel := context.WithCancel(context.Background())
+	defer cancel() // frees the parent's interrupt if the test failed while it hung
 	defer core.SetFinishingHook(func(x *core.Execution) {
 		if x.SessionID() != "root.1" || x.PromptID() == own {
 			return
@@ -36,7 +39,7 @@ func TestParentInterruptSparesChildsOwnNextTurn(t *testing.T) {
 		require.NoError(t, err)
 		own = a.PromptID
 		go func() {
-			_, err := inst.Interrupt(context.Background(), "root", event.ReasonUser)
+			_, err := inst.Interrupt(ictx, "root", event.ReasonUser)
 			done <- err
 		}()
 		<-x.Cancelled()
@@ -45,11 +48,18 @@ func TestParentInterruptSparesChildsOwnNextTurn(t *testing.T) {
 	inst = n.Inst
 	n.NewSession("root")
 	n.Admit("root", "/task hi")
-	require.NoError(t, <-done)
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(30 * time.Second): // only to fail instead of hanging
+		t.Fatal("the parent's interrupt never returned: it waits for the child's task execution, which never finished")
+	}
 	assert.Equal(t, "running", tr.PromptState(own), "the child's own prompt runs on")
 	assert.True(t, n.Inst.RunningHere("root.1"))
-	did, err := n.Inst.Interrupt(ctx, "root.1", event.ReasonUser) // the client's own interrupt
-	require.NoError(t, err)
+	octx, ocancel := context.WithTimeout(ctx, 30*time.Second) // only to fail instead of hanging
+	defer ocancel()
+	did, err := n.Inst.Interrupt(octx, "root.1", event.ReasonUser) // the client's own interrupt
+	require.NoError(t, err, "the client's own interrupt of the child")
 	require.True(t, did)
 	n.Idle()
 	assert.Equal(t, "interrupted", tr.PromptState(own))

@@ -99,3 +99,27 @@ func TestQueuedTurnsNeverLookIdleInBetween(t *testing.T) {
 	defer mu.Unlock()
 	assert.Empty(t, violations)
 }
+
+// Queued prompts run in admission order (docs/api.md: a queue prompt joins
+// the end of the queue): three admitted behind a running turn start one
+// after another, oldest first, each once.
+func TestQueuedPromptsRunInAdmissionOrder(t *testing.T) {
+	tr := treetest.New(t)
+	d := treetest.NewDriver(8)
+	n := tr.Boot(d)
+	sid := n.NewSession("s")
+	n.Admit(sid, "hold")
+	<-d.Started
+	want := []string{"first", "second", "third"}
+	for _, text := range want {
+		n.Admit(sid, text)
+	}
+	d.Release()
+	var got []string
+	for range want {
+		got = append(got, (<-d.Started).Prompt())
+	}
+	n.Idle()
+	assert.Equal(t, want, got, "the queue runs oldest first")
+	assert.Equal(t, len(want)+1, d.Runs())
+}

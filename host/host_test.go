@@ -104,6 +104,34 @@ func TestCreateTakenIDOfUnloadedTree(t *testing.T) {
 	require.NoError(t, err, "the tree's file was left alone")
 }
 
+// The list pages by (created_at, id), newest first: trees created at the
+// same instant are ordered by id, and a cursor inside such a tie goes on
+// with the rest of it. Listed one a page, three trees created together
+// (and one older) each appear exactly once.
+func TestListPagesThroughTreesCreatedAtOneInstant(t *testing.T) {
+	e := newEnv(t)
+	h := e.open(e.config())
+	e.tree(h, "old")
+	e.clock.Advance(time.Millisecond)
+	for _, id := range []string{"y", "x", "z"} {
+		e.tree(h, id)
+	}
+
+	var got []string
+	cursor := ""
+	for pages := 0; ; pages++ {
+		require.Less(t, pages, 10, "the pages never end")
+		page, next, err := h.List(ctx, "alice", cursor, 1)
+		require.NoError(t, err)
+		got = append(got, rootIDs(page)...)
+		if next == "" {
+			break
+		}
+		cursor = next
+	}
+	assert.Equal(t, []string{"x", "y", "z", "old"}, got, "every tree once, newest first, a tie by id")
+}
+
 func rootIDs(trees []api.TreeInfo) []string {
 	out := []string{}
 	for _, t := range trees {

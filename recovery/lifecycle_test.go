@@ -600,6 +600,53 @@ func TestClaimOlderThanMaxAgeIsAborted(t *testing.T) {
 	assert.Empty(t, treetest.OfType(tr.Events(sid), event.ExecutionResumed))
 }
 
+// A claim that never started its turn is for the oldest queued prompt: the
+// server died between an admission and its turn's start, a second prompt
+// was admitted behind it, and the server stayed down past the maximum claim
+// age. The sweep aborts the first prompt, the one the claim was for, and
+// the second runs as the next turn.
+func TestClaimOlderThanMaxAgeAbortsItsOldestQueuedPrompt(t *testing.T) {
+	tr := treetest.New(t)
+	tr.Cfg = tr.Cfg.WithMaxClaimAge(time.Minute)
+	d := treetest.NewDriver(4)
+	n := tr.Boot(d)
+	sid := n.NewSession("s")
+	n.Kill.KillAt(2, false) // the admission commits; its turn's start does not
+	first := n.Admit(sid, "first")
+	<-n.Kill.Died()
+	n.Crash()
+
+	// An instance that has not swept yet admits a second prompt behind the
+	// claim, which still names no execution.
+	host, _, kdb := tr.Host()
+	inst, err := core.Open(ctx, host, tr.Cfg, d)
+	require.NoError(t, err)
+	a, err := inst.Admit(ctx, sid, core.PromptInput{Text: "second"})
+	require.NoError(t, err)
+	second := a.PromptID
+	kdb.Kill()
+	inst.Abandon()
+	require.Equal(t, "queued", tr.PromptState(first))
+	require.Equal(t, "queued", tr.PromptState(second))
+	c := tr.Claim(sid)
+	require.True(t, c.Exists)
+	require.Empty(t, c.ExecutionID, "the claim never started a turn")
+
+	tr.Clock.Advance(time.Minute + time.Second)
+	n2 := tr.Boot(d)
+	n2.Idle()
+	assert.Equal(t, 1, n2.Report.Count(core.Abort))
+	assert.Equal(t, "failed", tr.PromptState(first), "the claim's turn, the oldest prompt's, is aborted")
+	assert.Equal(t, "succeeded", tr.PromptState(second), "the next prompt runs")
+	terms := treetest.Terminals(tr.Events(sid))
+	require.Len(t, terms, 2)
+	var f event.Failed
+	require.NoError(t, terms[0].Decode(&f))
+	assert.Equal(t, first, f.PromptID)
+	assert.Equal(t, event.FailAborted, f.Type)
+	assert.False(t, tr.Claim(sid).Exists)
+}
+
 // The maximum claim age is a duration, compared with claim ages in ms: with
 // WithMaxClaimAge(time.Minute) a claim 30 s old resumes and one 2 min old
 // is aborted (DESIGN §6.5; PolicyOf converts the config to ms).

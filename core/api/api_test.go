@@ -507,6 +507,38 @@ func TestPromptNullOptionalFieldsAreAbsent(t *testing.T) {
 	assert.Equal(t, api.ErrInvalidRequest, typ)
 }
 
+// A prompt's id names its body, text and mode (docs/api.md, Idempotency):
+// an absent mode is queue, so a retry that spells it out is the same
+// prompt, answered duplicate with the first prompt id; the same id and text
+// with another mode is another body, 409 conflict, and admits nothing.
+func TestPromptRetryBodyIsTextAndMode(t *testing.T) {
+	f := newFixture(t, treetest.NewDriver(16), nil)
+	c := f.client(t, "")
+	id := c.create()
+	p := "/v1/sessions/" + id + "/prompt"
+	type admission struct {
+		PromptID  string `json:"prompt_id"`
+		Duplicate bool
+	}
+	var first admission
+	require.Equal(t, http.StatusAccepted, c.do("POST", p, `{"id":"a","text":"hi"}`, &first))
+	require.False(t, first.Duplicate)
+	for _, body := range []string{`{"id":"a","text":"hi","mode":"queue"}`, `{"id":"a","text":"hi","mode":null}`} {
+		var again admission
+		require.Equal(t, http.StatusAccepted, c.do("POST", p, body, &again), body)
+		assert.True(t, again.Duplicate, "an absent mode is queue: %s", body)
+		assert.Equal(t, first.PromptID, again.PromptID, body)
+	}
+
+	require.Equal(t, http.StatusAccepted, c.do("POST", p, `{"id":"b","text":"hi","mode":"queue"}`, nil))
+	status, typ := c.errorType("POST", p, `{"id":"b","text":"hi","mode":"replace"}`)
+	assert.Equal(t, http.StatusConflict, status, "the same id and text with another mode is another body")
+	assert.Equal(t, api.ErrConflict, typ)
+	status, typ = c.errorType("POST", p, `{"id":"a","text":"hi","mode":"replace"}`)
+	assert.Equal(t, http.StatusConflict, status)
+	assert.Equal(t, api.ErrConflict, typ)
+}
+
 // ReadsBody names exactly the routes that answer 413 to a body over
 // max_body (the Cloudflare front refuses a declared one on these only).
 func TestRouteReadsBodyAsTheHandlers(t *testing.T) {

@@ -1,8 +1,10 @@
 package runner_test
 
 import (
+	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -71,20 +73,41 @@ func TestInterruptingParentKeepsParkedChildsOwnQueuedPrompt(t *testing.T) {
 
 // interruptRoot interrupts "root" and waits until the tree is idle; with
 // kill, the instance dies right after the interrupt commits and the next
-// boot finishes the work.
+// boot finishes the work. Its waits are bounded by a generous real-time
+// limit, only to fail instead of hanging (an interrupt waiting for an
+// execution that never says it is done).
 func interruptRoot(t *testing.T, tr *treetest.Tree, n *treetest.Node, kill bool) {
 	t.Helper()
 	if kill {
 		n.Kill.KillAt(1, true)
 	}
-	did, err := n.Inst.Interrupt(ctx, "root", event.ReasonUser)
+	type result struct {
+		did bool
+		err error
+	}
+	ictx, cancel := context.WithCancel(ctx)
+	t.Cleanup(cancel) // frees the interrupt if the test failed while it hung
+	interrupted := make(chan result, 1)
+	go func() {
+		did, err := n.Inst.Interrupt(ictx, "root", event.ReasonUser)
+		interrupted <- result{did, err}
+	}()
 	if kill {
-		<-n.Kill.Died()
+		select {
+		case <-n.Kill.Died():
+		case <-time.After(30 * time.Second): // only to fail instead of hanging
+			t.Fatal("the parent's interrupt never committed")
+		}
 		n.Crash()
 		n = tr.Boot(taskRunner(t, tr, offline.New(tr.Clock, offline.Options{}), runner.NewConfig(), tool.QuestionTool()))
 	} else {
-		require.NoError(t, err)
-		require.True(t, did)
+		select {
+		case r := <-interrupted:
+			require.NoError(t, r.err)
+			require.True(t, r.did)
+		case <-time.After(30 * time.Second): // only to fail instead of hanging
+			t.Fatal("the parent's interrupt never returned: it waits for a child's execution that never finished")
+		}
 	}
 	n.Idle()
 }

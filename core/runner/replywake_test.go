@@ -10,6 +10,7 @@ import (
 
 	"github.com/revenantrt/revenant/core"
 	"github.com/revenantrt/revenant/core/event"
+	"github.com/revenantrt/revenant/core/model/offline"
 	"github.com/revenantrt/revenant/core/runner"
 	"github.com/revenantrt/revenant/core/tool"
 	"github.com/revenantrt/revenant/internal/treetest"
@@ -92,4 +93,51 @@ func TestReplyWakeBetweenArmAndClaimCommitEndsRearmed(t *testing.T) {
 	assert.Equal(t, "succeeded", tr.PromptState(pid))
 	assert.False(t, tr.Claim(sid).Exists)
 	assert.Equal(t, 1, startedWith(t, tr.Events(sid), event.CauseResolution))
+}
+
+// Wake rule 1 (DESIGN §4) for an interrupt: interrupting a child parked on
+// its question ends its task turn, and that commit resolves the parked
+// parent's waiting call with the parent's claim (resolveTask), though the
+// child held none. So the interrupt arms the wake-up before its commit: a
+// kill right after the commit leaves the parent's claim covered by a
+// wake-up, and delivering it runs the parent's continuation to its end.
+func TestInterruptOfParkedChildArmsBeforeParentClaimCommits(t *testing.T) {
+	tr := treetest.New(t)
+	n, _ := askingChild(t, tr, offline.New(nil, offline.Options{}))
+	require.False(t, tr.Claim("root").Exists, "the parent is parked, holding no claim")
+	require.False(t, tr.Claim("root.1").Exists, "the child is parked, holding no claim")
+	tr.Wake.Take() // earlier wake-ups are used up: only the interrupt's can cover the claim
+
+	var mu sync.Mutex
+	var claimedAtArm []bool // whether the parent's claim existed at each arm
+	tr.Wake.OnArm(func(int64) {
+		c := tr.Claim("root").Exists
+		mu.Lock()
+		claimedAtArm = append(claimedAtArm, c)
+		mu.Unlock()
+	})
+	n.Kill.KillAt(1, true) // the interrupt commits, then the instance dies
+	_, _ = n.Inst.Interrupt(ctx, "root.1", event.ReasonUser)
+	<-n.Kill.Died()
+	n.Crash()
+	tr.Wake.OnArm(nil)
+
+	require.True(t, tr.Claim("root").Exists, "the interrupt's commit gave the parent a claim")
+	mu.Lock()
+	arms := append([]bool(nil), claimedAtArm...)
+	mu.Unlock()
+	require.NotEmpty(t, arms, "the interrupt armed no wake-up")
+	assert.False(t, arms[0], "the wake-up was armed before the claim committed")
+	require.NotZero(t, tr.Wake.At(), "the parent's claim has a wake-up")
+
+	// Delivering it boots an instance that continues the parent.
+	require.True(t, tr.Wake.Take())
+	n2 := tr.Boot(taskRunner(t, tr, offline.New(nil, offline.Options{}), runner.NewConfig(), tool.QuestionTool()))
+	n2.Idle()
+	evs := tr.Events("root")
+	terms := treetest.Terminals(evs)
+	require.Len(t, terms, 1)
+	assert.Equal(t, event.ExecutionSucceeded, terms[0].Type)
+	assert.Equal(t, 1, startedWith(t, evs, event.CauseResolution))
+	noClaims(t, tr)
 }

@@ -587,6 +587,77 @@ func TestInterruptingParentParkedOnChild(t *testing.T) {
 	}
 }
 
+// The reason a parked child's task turn ends with its parent's turn says
+// why (endForegroundJobs, as endedJobReason for a running child):
+// interrupted{reason:"user"} when the user interrupted the parent,
+// interrupted{reason:"orphaned"} when the parent's turn ended another way, here failed (aborted: its claim outlived the maximum age
+// while the server was down), with its step still running a slow call
+// beside the task.
+func TestParkedChildsTaskTurnEndsWithItsParentsReason(t *testing.T) {
+	childEnd := func(t *testing.T, tr *treetest.Tree) event.Interrupted {
+		t.Helper()
+		terms := treetest.Terminals(tr.Events("root.1"))
+		require.Len(t, terms, 1)
+		require.Equal(t, event.ExecutionInterrupted, terms[0].Type)
+		var in event.Interrupted
+		require.NoError(t, terms[0].Decode(&in))
+		assert.Len(t, treetest.OfType(tr.Events("root.1"), event.QuestionCancelled), 1)
+		return in
+	}
+	t.Run("parent interrupted", func(t *testing.T) {
+		tr := treetest.New(t)
+		n, _ := askingChild(t, tr, offline.New(nil, offline.Options{}))
+		did, err := n.Inst.Interrupt(ctx, "root", event.ReasonUser)
+		require.NoError(t, err)
+		require.True(t, did)
+		n.Idle()
+		assert.Equal(t, event.ReasonUser, childEnd(t, tr).Reason)
+	})
+	t.Run("parent failed", func(t *testing.T) {
+		tr := treetest.New(t)
+		tr.Cfg = tr.Cfg.WithMaxClaimAge(time.Minute)
+		slow := tool.Func{DefaultPermission: "allow", Name: "slow", Run: func(ctx context.Context, _ tool.Call) (string, error) {
+			<-ctx.Done() // runs until the crash
+			return "", ctx.Err()
+		}}
+		root := rootScript{offline: offline.New(nil, offline.Options{}), script: &scriptModel{steps: func(k int) scriptStep {
+			if k == 1 {
+				return scriptStep{chunks: []model.Chunk{
+					{ToolCall: &model.ToolCallDelta{Index: 0, ID: "call_0", Name: "task", Arguments: `{"prompt":"/ask which colour?"}`}},
+					{ToolCall: &model.ToolCallDelta{Index: 1, ID: "call_1", Name: "slow", Arguments: `{}`}},
+					{Finish: model.FinishToolCalls},
+				}}
+			}
+			return scriptStep{chunks: text("done")}
+		}}}
+		boot := func() *treetest.Node {
+			return tr.Boot(taskRunner(t, tr, root, runner.NewConfig(), slow, tool.QuestionTool()))
+		}
+		n := boot()
+		n.NewSession("root")
+		sub := n.Inst.Subscribe("root.1", 1024)
+		pid := n.Admit("root", "go")
+		for ev := range sub.C {
+			if ev.Type == event.StepParked {
+				break
+			}
+		}
+		sub.Close()
+		require.True(t, tr.Claim("root").Exists, "the parent still runs its slow call")
+		require.False(t, tr.Claim("root.1").Exists, "the child is parked on its question")
+		n.Crash()
+
+		tr.Clock.Advance(2 * time.Minute)
+		n2 := boot()
+		n2.Idle()
+		require.Equal(t, 1, n2.Report.Count(core.Abort), "%+v", n2.Report)
+		assert.Equal(t, "failed", tr.PromptState(pid))
+		assert.Equal(t, event.ReasonOrphaned, childEnd(t, tr).Reason)
+		assert.Equal(t, map[string]string{"root.1": "ended"}, jobStates(tr))
+		noClaims(t, tr)
+	})
+}
+
 // A task blocker is resolved by its child's turn only: a client's reply is
 // refused (409 on the generic path, 404 on the questions route) and writes
 // nothing.
