@@ -119,7 +119,7 @@ func (w createdWriter) WriteHeader(code int) {
 	at := w.o.createdAt
 	w.o.mu.Unlock()
 	if code == httpmsg.StatusCreated && at != 0 {
-		w.Header().Set(CreatedAtHeader, strconv.FormatInt(at, 10))
+		w.Header().Set(CreatedAtHeader, strconv.FormatInt(testCreatedAt(at), 10))
 	}
 	w.ResponseWriter.WriteHeader(code)
 }

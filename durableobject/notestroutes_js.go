@@ -11,3 +11,6 @@ func testRoute(*Object, httpmsg.ResponseWriter, *httpmsg.Request) bool { return 
 // testBootDelay does nothing: the boot delay is a test build's
 // (testroutes_js.go).
 func testBootDelay() {}
+
+// testCreatedAt is at: the session's own created_at (testroutes_js.go).
+func testCreatedAt(at int64) int64 { return at }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -42,7 +43,9 @@ import (
 //	                                   DB (testconform_js.go); ?broken=no-rollback
 //	                                   runs it on a DB that never rolls back
 //
-// and the var REVENANT_TEST_BOOT_DELAY slows every boot (testBootDelay).
+// and the var REVENANT_TEST_BOOT_DELAY slows every boot (testBootDelay),
+// and the var REVENANT_TEST_CREATED_AT (ms) is the created_at every
+// create's 201 names for the front's directory (testCreatedAt).
 const testRoutePrefix = "/test/"
 
 func testRoute(o *Object, w httpmsg.ResponseWriter, r *httpmsg.Request) bool {
@@ -165,3 +168,15 @@ func (s *statusRecorder) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 func (s *statusRecorder) Flush() {}
+
+// testCreatedAt is the created_at a create's 201 names (at, the new
+// session's own), or the var REVENANT_TEST_CREATED_AT (ms) when set: the
+// front records every tree with that one time in the caller's directory,
+// so a test can list trees whose created_at ties (the directory's cursor
+// breaks ties by root id).
+func testCreatedAt(at int64) int64 {
+	if v, err := strconv.ParseInt(os.Getenv("REVENANT_TEST_CREATED_AT"), 10, 64); err == nil && v > 0 {
+		return v
+	}
+	return at
+}

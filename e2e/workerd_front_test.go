@@ -388,3 +388,39 @@ func TestWorkerdMalformedTokens(t *testing.T) {
 	assert.NotContains(t, w.logs.String(), "secret-token-1", "the log never prints a token")
 	assert.NotContains(t, w.logs.String(), "secret-entry-2", "the log never prints a token")
 }
+
+// TestWorkerdListPagesThroughTies: the Directory pages by (created_at
+// DESC, root_id), so trees recorded with one created_at (a burst of
+// creates within a millisecond) each appear once across pages of one,
+// in root id order: a cursor that skipped past its created_at would
+// lose every tree but the first of the tie. The test build's
+// REVENANT_TEST_CREATED_AT records every tree with one time.
+func TestWorkerdListPagesThroughTies(t *testing.T) {
+	const tie = 1767225600000
+	w := startWorkerdWith(t, "revenant_testroutes", "REVENANT_TOKENS:"+frontTokens, "REVENANT_TEST_CREATED_AT:"+strconv.Itoa(tie))
+	alice := w.as(t, "a-token")
+	created := []string{alice.create(), alice.create(), alice.create()}
+	slices.Sort(created)
+
+	var seen []string
+	cursor := ""
+	for range len(created) + 1 {
+		var page struct {
+			Sessions []struct {
+				ID        string `json:"id"`
+				CreatedAt int64  `json:"created_at"`
+			} `json:"sessions"`
+			NextCursor string `json:"next_cursor"`
+		}
+		alice.do("GET", "/v1/sessions?limit=1"+cursor, nil, http.StatusOK, &page)
+		for _, s := range page.Sessions {
+			assert.Equal(t, int64(tie), s.CreatedAt, s.ID)
+			seen = append(seen, s.ID)
+		}
+		if page.NextCursor == "" {
+			break
+		}
+		cursor = "&cursor=" + page.NextCursor
+	}
+	assert.Equal(t, created, seen, "every tree of the tie once, by root id")
+}

@@ -19,6 +19,11 @@ type moments struct {
 	// it.
 	diedAt    int64
 	latencies []int64 // virtual ms, one per claim a boot resumed or started
+	// delivering is true while the tree's wake-up is being delivered (the
+	// wake handler, or the boot that stands in for it): the wake-up is
+	// taken out of t.wake meanwhile, but it is not used up until the
+	// delivery ran to its end (deliverWake), so claims are not without one.
+	delivering bool
 }
 
 // bootMark is the tree as a boot began.
@@ -76,7 +81,13 @@ func (t *tree) died(g *guest) {
 }
 
 // checkCommit: after every commit of a live instance, every queued or
-// running prompt's session is claimed (DESIGN §6.1, §6.3).
+// running prompt's session is claimed (DESIGN §6.1, §6.3), and a claimed
+// tree has its wake-up armed (§4 rule 1: armed before or in the claim's
+// transaction; rule 2: a wake handler re-arms as its last act). The
+// guest may die right after any commit, and then only the wake-up boots
+// the tree again: a client's resend, which boots it sooner here, would
+// hide the lost wake-up. While the wake-up is being delivered, it still
+// counts as armed (delivering).
 func (t *tree) checkCommit(g *guest) {
 	p := t.probeOf()
 	if p == nil {
@@ -90,6 +101,9 @@ func (t *tree) checkCommit(g *guest) {
 	for _, o := range obs {
 		o.Detail += " after a commit"
 		t.observe(g.boot, o)
+	}
+	if t.wake == 0 && !t.delivering {
+		t.claimsWithoutWake(g.boot, "the session is claimed with no wake-up armed after a commit")
 	}
 }
 

@@ -1,0 +1,151 @@
+//go:build js && wasm
+
+package durableobject
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall/js"
+	"testing"
+	"time"
+
+	"github.com/ncruces/go-sqlite3/vfs"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/revenantrt/revenant/core"
+	"github.com/revenantrt/revenant/core/fakehost"
+	"github.com/revenantrt/revenant/recovery"
+	"github.com/revenantrt/revenant/sqlitedb"
+)
+
+// The alarm handler's last act on a real instance (a SQLite file opened
+// by sqlitedb, which runs under Node too) and an Alarm over a stand-in
+// storage whose setAlarm can be made to throw once.
+
+// lockFreeVFS is the OS VFS with file locks that always succeed: SQLite's
+// OS VFS has none on js/wasm (every lock fails), nor the shared memory
+// WAL's index needs. One connection in exclusive locking mode needs
+// neither: SQLite then keeps the index in the connection's own memory.
+const lockFreeVFS = "revenant-test-lockfree"
+
+func init() { vfs.Register(lockFreeVFS, lockFree{vfs.Find("os").(vfs.VFSFilename)}) }
+
+type lockFree struct{ vfs.VFSFilename }
+
+func (v lockFree) OpenFilename(name *vfs.Filename, flags vfs.OpenFlag) (vfs.File, vfs.OpenFlag, error) {
+	f, got, err := v.VFSFilename.OpenFilename(name, flags)
+	if err != nil {
+		return nil, got, err
+	}
+	return lockFreeFile{f}, got, nil
+}
+
+type lockFreeFile struct{ vfs.File }
+
+func (lockFreeFile) Lock(vfs.LockLevel) error         { return nil }
+func (lockFreeFile) Unlock(vfs.LockLevel) error       { return nil }
+func (lockFreeFile) CheckReservedLock() (bool, error) { return false, nil }
+
+// retryDriver answers every turn "retry in a second" (a provider's 429),
+// and before the turn numbered failArmAt answers, makes the storage's
+// next setAlarm throw: that turn's Arm(RetryAt) fails, which core only
+// logs.
+type retryDriver struct {
+	clock     *fakehost.Clock
+	storage   js.Value
+	failArmAt int
+
+	mu   sync.Mutex
+	runs int
+}
+
+func (d *retryDriver) Run(_ context.Context, x *core.Execution) core.Outcome {
+	d.mu.Lock()
+	d.runs++
+	n := d.runs
+	d.mu.Unlock()
+	if n == d.failArmAt {
+		d.storage.Set("failNext", true)
+	}
+	return core.Outcome{Kind: core.RetryLater, RetryAt: d.clock.Now() + 1000, Attempt: n, Message: "429 Too Many Requests"}
+}
+
+func (d *retryDriver) count() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.runs
+}
+
+// DESIGN §4 wake rule 2: the alarm handler, as its last act, re-arms
+// from durable state while any claim or pending work remains, whether or
+// not a turn still runs there. Here the alarm resumes a turn sleeping on
+// a provider retry; the provider answers 429 again and the turn's
+// Arm(RetryAt) fails (a warning only); the object goes idle with the
+// claim sleeping until the new RetryAt. Only the handler's last re-arm
+// sets the wake-up for it: skipped because the object is idle, the alarm
+// left is the one the sweep armed while the turn ran (a wake interval
+// out), and the retry is late by most of that.
+func TestWakeRearmsAnIdleObjectThatStillHoldsAClaim(t *testing.T) {
+	storage := jsFunc(nil, `
+		const s = { calls: [], failNext: false,
+			setAlarm(at) {
+				if (s.failNext) { s.failNext = false; s.calls.push("fail " + at); throw new Error("setAlarm: storage unavailable"); }
+				s.calls.push("set " + at); return Promise.resolve(); },
+			deleteAlarm() { s.calls.push("delete"); return Promise.resolve(); } };
+		return s;`).Invoke()
+	calls := func() []string {
+		arr := storage.Get("calls")
+		out := []string{}
+		for i := range arr.Length() {
+			out = append(out, arr.Index(i).String())
+		}
+		return out
+	}
+
+	db, err := sqlitedb.Open("file:"+filepath.Join(t.TempDir(), "tree.db")+"?vfs="+lockFreeVFS+"&_pragma=locking_mode(exclusive)", sqlitedb.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { db.Close() })
+	clock := fakehost.NewClock(1767225600000)
+	driver := &retryDriver{clock: clock, storage: storage, failArmAt: 2}
+	alarm := NewAlarm(storage, 0)
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	host := core.Host{DB: db, Clock: clock, Wake: alarm, IDs: &fakehost.IDs{Prefix: "id"}, Log: quiet}
+	inst, _, err := recovery.Boot(context.Background(), host, core.NewConfig(), driver)
+	require.NoError(t, err)
+	t.Cleanup(inst.Abandon)
+	o := &Object{opts: Options{AlarmHold: time.Minute}, log: quiet, alarm: alarm, inst: inst}
+
+	ctx := context.Background()
+	s, err := inst.CreateSession(ctx, core.NewSession{ID: "root", Principal: "tester"})
+	require.NoError(t, err)
+	_, err = inst.Admit(ctx, s.ID, core.PromptInput{Text: "hello"})
+	require.NoError(t, err)
+	wait, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	require.NoError(t, inst.WaitIdle(wait))
+	require.Equal(t, 1, driver.count())
+	first := clock.Now() + 1000
+	require.Equal(t, "set "+itoa(first), calls()[len(calls())-1], "the first retry armed its wake-up")
+
+	// The retry's alarm fires: the handler resumes the turn, which is
+	// answered 429 again and cannot arm for its next try.
+	clock.Set(first)
+	before := len(calls())
+	_, err = o.wake(nil)
+	require.NoError(t, err)
+	require.Equal(t, 2, driver.count(), "the alarm resumed the sleeping turn")
+	require.True(t, inst.Idle())
+	second := first + 1000
+	after := calls()[before:]
+	require.Contains(t, after, "fail "+itoa(second), "the resumed turn's own Arm(RetryAt) failed")
+	assert.Equal(t, "set "+itoa(second), after[len(after)-1],
+		"the handler's last act arms the wake-up for the retry the idle object's claim sleeps on")
+	assert.Equal(t, second, alarm.at)
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
