@@ -98,6 +98,13 @@ func interruptRoot(t *testing.T, tr *treetest.Tree, n *treetest.Node, kill bool)
 		case <-time.After(30 * time.Second): // only to fail instead of hanging
 			t.Fatal("the parent's interrupt never committed")
 		}
+		// The killed interrupt returns (with the kill's error) before the
+		// node is crashed, as it would in a process that died.
+		select {
+		case <-interrupted:
+		case <-time.After(30 * time.Second): // only to fail instead of hanging
+			t.Fatal("the parent's interrupt never returned after its kill")
+		}
 		n.Crash()
 		n = tr.Boot(taskRunner(t, tr, offline.New(tr.Clock, offline.Options{}), runner.NewConfig(), tool.QuestionTool()))
 	} else {

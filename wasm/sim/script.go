@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
+
+	"github.com/revenantrt/revenant/core/event"
 )
 
 // The scripted model: a share of the trees (Config.Scripted) runs the
@@ -29,9 +31,6 @@ import (
 // nothing is ever sent there.
 const scriptedBase = "https://model.sim.invalid/v1"
 
-// continuationNotice begins the notice core adds before a resumed
-// execution's messages (core/event.ContinuationNotice): not a prompt.
-const continuationNotice = "The previous run was interrupted."
 
 type scriptCall struct {
 	Index    int    `json:"index"`
@@ -59,7 +58,7 @@ func scriptedAnswer(body []byte) ([]byte, error) {
 	}
 	prompt := -1
 	for i, m := range req.Messages {
-		if m.Role == "user" && m.Content != nil && !strings.HasPrefix(*m.Content, continuationNotice) {
+		if m.Role == "user" && m.Content != nil && *m.Content != event.ContinuationNotice {
 			prompt = i
 		}
 	}

@@ -126,6 +126,9 @@ type request struct {
 	body   []byte
 	to     *guest
 	sent   int64 // the tree's commit position when it was last sent
+	// sentEntry is this send's entry in the ledger's InterruptsSent, plus
+	// one (0: none): its answer's commit position is written there.
+	sentEntry int
 }
 
 func newTree(mod *runtime.Module, cfg Config, index int, dir string) *tree {
@@ -757,6 +760,7 @@ func (t *tree) resend(ctx context.Context, r *request) {
 	}
 	if r.a.kind == actInterrupt {
 		t.ledger.InterruptsSent = append(t.ledger.InterruptsSent, check.Interrupt{Session: t.pathOf(r.a.session), At: t.now, Sent: r.sent})
+		r.sentEntry = len(t.ledger.InterruptsSent)
 	}
 	t.reqs[id] = r
 	if r.a.kind != actReply {
@@ -787,6 +791,9 @@ func (t *tree) respond(id uint64, part runtime.ResponsePart) {
 }
 
 func (t *tree) done(r *request) {
+	if r.sentEntry > 0 {
+		t.ledger.InterruptsSent[r.sentEntry-1].Answered = t.commitPos()
+	}
 	switch r.a.kind {
 	case actCreate:
 		// A create resent after a kill finds the tree already there.

@@ -452,7 +452,7 @@ func (ck *checker) session(sid string, log []rec) {
 		}
 		if tr.end != nil {
 			rule := RuleEnds
-			if r := tr.end.p.Reason; r == event.ReasonUser || r == event.ReasonSuperseded {
+			if stoppedForGood(tr.end) {
 				rule = RuleAfterInterrupt
 			}
 			ck.fail(sid, e, rule, "written for prompt %s after its end #%d %s", pid, tr.end.Seq, endName(*tr.end))
@@ -776,7 +776,7 @@ func (ck *checker) effects(l *Ledger) {
 				c.id, d.Tool, d.Gseq, c.executing.gseq)
 		}
 		if tr := ck.turns[c.prompt]; tr != nil && tr.end != nil &&
-			(tr.end.p.Reason == event.ReasonUser || tr.end.p.Reason == event.ReasonSuperseded) &&
+			stoppedForGood(tr.end) &&
 			(d.At > tr.end.At || committedBy(tr.end, d.Gseq)) {
 			ck.fail(c.session, tr.end, RuleAfterInterrupt, "call %s reached %s at %d (commit position %d), after the interrupt committed at %d (gseq %d)",
 				c.id, d.Tool, d.At, d.Gseq, tr.end.At, tr.end.gseq)
@@ -847,4 +847,20 @@ func allIdempotent(ds []Delivery) bool {
 		}
 	}
 	return true
+}
+
+// stoppedForGood reports whether e is a turn's end by an interruption that
+// stops it for good: the user's interrupt, a replace prompt (superseded),
+// or, for a sub-agent's task turn, its parent's turn ending without
+// waiting for it (orphaned). Nothing of the turn may reach the world
+// after it commits. (A shutdown is no end: the turn resumes.)
+func stoppedForGood(e *rec) bool {
+	if e == nil || e.Type != event.ExecutionInterrupted {
+		return false
+	}
+	switch e.p.Reason {
+	case event.ReasonUser, event.ReasonSuperseded, event.ReasonOrphaned:
+		return true
+	}
+	return false
 }

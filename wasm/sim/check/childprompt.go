@@ -20,13 +20,27 @@ import (
 const RuleChildOwnPrompt Rule = "child-own-prompt-kept"
 
 // ownPrompt reports whether tr is a prompt a client sent to a child: a
-// child session's prompt that is neither its task prompt nor a notice.
+// child session's prompt with a client id of the simulator's clients
+// (clientPrompt). Named positively, so that a stray prompt in a child (no
+// client id, or one core made up) still counts as a task turn to judge.
 func (ck *checker) ownPrompt(tr *turn) bool {
-	if ck.sub.parents[tr.admitted.SessionID] == "" {
+	return ck.sub.parents[tr.admitted.SessionID] != "" && clientPrompt(tr.admitted.p.ClientID)
+}
+
+// clientPrompt reports whether id is a client id the simulator's clients
+// give their prompts: "c" and a number (wasm/sim's workload). Core's own
+// prompts are "task-…" and "notice-…".
+func clientPrompt(id string) bool {
+	n, ok := strings.CutPrefix(id, "c")
+	if !ok || n == "" {
 		return false
 	}
-	id := tr.admitted.p.ClientID
-	return !strings.HasPrefix(id, taskClient) && !strings.HasPrefix(id, noticeClient)
+	for _, r := range n {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // childOwnPrompts judges how every prompt a client sent a child ended.
@@ -51,7 +65,7 @@ func (ck *checker) childOwnPrompts() {
 					pid, tr.admitted.p.ClientID, sid, e.p.Message)
 			}
 		case e.Type == event.ExecutionInterrupted || e.Type == event.PromptCancelled:
-			if e.p.Reason == event.ReasonUser && (ck.interruptedBefore(sid, e) || ck.endedByOwnReply(tr) || ck.cancelledWithReplyEnd(sid, e)) {
+			if e.p.Reason == event.ReasonUser && (ck.interruptedBefore(sid, tr, e) || ck.endedByOwnReply(tr) || ck.cancelledWithReplyEnd(sid, e)) {
 				continue
 			}
 			ck.fail(sid, e, RuleChildOwnPrompt, "prompt %s (client id %s), which a client sent child %s, ends %s, but no interrupt was sent to the child before it, nor did a reply to the child's question end its turn",
@@ -60,11 +74,20 @@ func (ck *checker) childOwnPrompts() {
 	}
 }
 
-// interruptedBefore reports whether a client sent an interrupt to session
-// sid before e committed.
-func (ck *checker) interruptedBefore(sid string, e *rec) bool {
+// interruptedBefore reports whether an interrupt a client sent to session
+// sid may have committed between tr's admission and e, tr's end: sent
+// before e committed, and not answered before tr was admitted (an
+// interrupt answered earlier committed earlier, and cannot have ended a
+// prompt admitted after it). An interrupt never answered (its instance
+// was killed) is bounded by its send alone. A position of 0 is unknown.
+func (ck *checker) interruptedBefore(sid string, tr *turn, e *rec) bool {
 	for _, in := range ck.ledger.InterruptsSent {
-		if in.Session == sid && (in.Sent == 0 || e.gseq == 0 || in.Sent < e.gseq) {
+		if in.Session != sid {
+			continue
+		}
+		sentBefore := in.Sent == 0 || e.gseq == 0 || in.Sent < e.gseq
+		answeredAfter := in.Answered == 0 || tr.admitted.gseq == 0 || in.Answered >= tr.admitted.gseq
+		if sentBefore && answeredAfter {
 			return true
 		}
 	}

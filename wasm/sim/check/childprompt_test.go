@@ -25,6 +25,9 @@ func TestChildOwnPromptEnds(t *testing.T) {
 		appendEvent("p.1", event.ExecutionStarted, `json_object('execution_id', 'x9', 'prompt_id', 'own', 'cause', 'prompt', 'turn_start', json('true'))`),
 	}
 	childInterrupt := []check.Interrupt{{Session: "p.1", Sent: 1}}
+	// Answered at commit position 2, long before the prompt's admission
+	// (the fixture's log is longer): it cannot have ended the prompt.
+	earlierChildInterrupt := []check.Interrupt{{Session: "p.1", Sent: 1, Answered: 2}}
 	rootInterrupt := []check.Interrupt{{Session: "p", Sent: 1}}
 	cases := []struct {
 		name       string
@@ -38,6 +41,8 @@ func TestChildOwnPromptEnds(t *testing.T) {
 			sql: own(appendEvent("p.1", event.PromptCancelled, `json_object('prompt_id', 'own', 'reason', 'user')`))},
 		{name: "the child's interrupt ends its turn", interrupts: childInterrupt, sql: own(append(started,
 			appendEvent("p.1", event.ExecutionInterrupted, `json_object('execution_id', 'x9', 'prompt_id', 'own', 'reason', 'user')`))...)},
+		{name: "the child's interrupt was answered before the prompt came", interrupts: earlierChildInterrupt, bad: "ends cancelled:user",
+			sql: own(appendEvent("p.1", event.PromptCancelled, `json_object('prompt_id', 'own', 'reason', 'user')`))},
 		{name: "only the parent was interrupted", interrupts: rootInterrupt, bad: "ends cancelled:user",
 			sql: own(appendEvent("p.1", event.PromptCancelled, `json_object('prompt_id', 'own', 'reason', 'user')`))},
 		{name: "the task turn's end cancels it", bad: "ends cancelled:orphaned",

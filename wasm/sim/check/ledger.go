@@ -21,7 +21,9 @@ type Ledger struct {
 	Interrupts []Interrupt `json:"interrupts,omitempty"`
 	// InterruptsSent are the interrupt requests the clients sent, one
 	// entry per send (a resend or a retry after a 5xx included), answered
-	// or not: At is when it was sent, Sent the commit position then. Only
+	// or not: At is when it was sent, Sent the commit position then,
+	// Answered the commit position when its answer came (0: none came,
+	// its instance was killed first). Only
 	// an interrupt of a child itself may end a prompt a client sent that
 	// child (RuleChildOwnPrompt).
 	InterruptsSent []Interrupt `json:"interrupts_sent,omitempty"`
@@ -74,7 +76,7 @@ type Delivery struct {
 // sent and when its answer ended (0: not known).
 type Interrupt struct {
 	Session  string `json:"session"`
-	At       int64  `json:"at"` // virtual ms of the answer
+	At       int64  `json:"at"` // virtual ms of the answer (InterruptsSent: of the send)
 	Sent     int64  `json:"sent"`
 	Answered int64  `json:"answered"`
 }

@@ -289,6 +289,9 @@ func (ck *checker) whileParked(sid string, e, prev *rec, tr *turn) {
 		if e.Type == event.ExecutionInterrupted && (e.p.Reason == event.ReasonUser || e.p.Reason == event.ReasonSuperseded) {
 			return
 		}
+		if e.Type == event.ExecutionInterrupted && e.p.Reason == event.ReasonOrphaned && ck.sub.parents[tr.admitted.SessionID] != "" {
+			return // a sub-agent's task turn whose parent's turn ended without it
+		}
 		if e.Type == event.ExecutionFailed && e.p.Kind == event.FailAborted {
 			return // a claim older than the configured maximum age
 		}
@@ -302,8 +305,9 @@ func (ck *checker) whileParked(sid string, e, prev *rec, tr *turn) {
 // an interrupt or as a sibling belongs to a turn the user ended, and an
 // answered park continued.
 func (ck *checker) endedParked(sid string, tr *turn) {
-	userEnd := tr.end != nil && tr.end.Type == event.ExecutionInterrupted &&
-		(tr.end.p.Reason == event.ReasonUser || tr.end.p.Reason == event.ReasonSuperseded)
+	// A sub-agent's task turn ended orphaned (its parent's turn ended
+	// without it) cancels its blockers as an interrupt does.
+	userEnd := stoppedForGood(tr.end) && (tr.end.p.Reason != event.ReasonOrphaned || ck.sub.parents[sid] != "")
 	for _, q := range ck.questionsOf(tr.id) {
 		r := q.resolved
 		if r == nil {

@@ -58,9 +58,10 @@ func TestBrokenTaskHistoriesAreCaught(t *testing.T) {
 			sql: []string{appendEvent("p", event.JobStarted, fmt.Sprintf(`json_object('child_id', 'p.7', 'call_id', %s)`, callOf("p.1")))}},
 		{name: "a child runs a second turn for its one call", want: check.RuleChildOnce, detail: "runs 2 turns for 1 task call",
 			sql: []string{
-				// A turn of the child's own (a prompt a client sent it)
-				// is no task turn: this one is a stray notice's.
-				appendEvent("p.1", event.PromptAdmitted, `json_object('prompt_id', 'again', 'client_id', 'notice-p.1-1', 'text', 'hello child', 'mode', 'queue')`),
+				// A turn of the child's own (a prompt a client sent it,
+				// client id c<n>) is no task turn; this stray one, with no
+				// client id, is counted as one.
+				appendEvent("p.1", event.PromptAdmitted, `json_object('prompt_id', 'again', 'text', 'hello child', 'mode', 'queue')`),
 				appendEvent("p.1", event.ExecutionStarted, `json_object('execution_id', 'x2', 'prompt_id', 'again', 'cause', 'prompt', 'turn_start', json('true'))`),
 				appendEvent("p.1", event.ExecutionSucceeded, `json_object('execution_id', 'x2', 'prompt_id', 'again')`),
 			}},
