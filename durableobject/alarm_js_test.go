@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"syscall/js"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -27,15 +28,18 @@ func newAlarmStandIn(t *testing.T, at int64) (*Alarm, func() []string) {
 		return { calls,
 			setAlarm(at) { calls.push("set " + at); return Promise.resolve(); },
 			deleteAlarm() { calls.push("delete"); return Promise.resolve(); } };`).Invoke()
-	calls := func() []string {
-		arr := storage.Get("calls")
-		out := []string{}
-		for i := range arr.Length() {
-			out = append(out, arr.Index(i).String())
-		}
-		return out
+	return NewAlarm(storage, at), func() []string { return recordedCalls(storage) }
+}
+
+// recordedCalls is a stand-in storage's calls so far (its JS array
+// "calls"), in order.
+func recordedCalls(storage js.Value) []string {
+	arr := storage.Get("calls")
+	out := []string{}
+	for i := range arr.Length() {
+		out = append(out, arr.Index(i).String())
 	}
-	return NewAlarm(storage, at), calls
+	return out
 }
 
 func arm(t *testing.T, a *Alarm, at int64) {

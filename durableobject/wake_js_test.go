@@ -98,14 +98,7 @@ func TestWakeRearmsAnIdleObjectThatStillHoldsAClaim(t *testing.T) {
 				s.calls.push("set " + at); return Promise.resolve(); },
 			deleteAlarm() { s.calls.push("delete"); return Promise.resolve(); } };
 		return s;`).Invoke()
-	calls := func() []string {
-		arr := storage.Get("calls")
-		out := []string{}
-		for i := range arr.Length() {
-			out = append(out, arr.Index(i).String())
-		}
-		return out
-	}
+	calls := func() []string { return recordedCalls(storage) }
 
 	db, err := sqlitedb.Open("file:"+filepath.Join(t.TempDir(), "tree.db")+"?vfs="+lockFreeVFS+"&_pragma=locking_mode(exclusive)", sqlitedb.Options{})
 	require.NoError(t, err)
