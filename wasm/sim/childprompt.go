@@ -109,26 +109,90 @@ func (t *tree) pickChild(want childPick) (id, parent string, state childPick) {
 // dies right after it, which the simulator checks after every commit
 // (checkCommit). Replies and interrupts raced with them come while the
 // tree is busy, when a wake-up is still armed, so they never met it.
+//
+// The children come two ways: the client of a question of such a child
+// decides, one time in quietPlanShare, not to reply but to interrupt the
+// child once the tree went quiet (wanted); and a child still parked there
+// (its question put off, or abandoned) is interrupted one time in
+// quietChildShare.
 type quietChild struct {
-	rng  *rand.Rand
-	seen map[string]bool // children already considered, interrupted or not
+	rng    *rand.Rand
+	seen   map[string]bool // children already considered, interrupted or not
+	wanted map[string]bool // children whose question's client waits for quiescence to interrupt them
 }
 
-// quietChildShare is the share of such children interrupted (1 in it),
-// once each: the others stay parked for a reply, or, abandoned, to the
-// end, where the checker finds them visibly waiting.
+// quietPlanShare is the share (1 in it) of the questions of a child its
+// parent waits on that the client leaves for an interrupt at quiescence.
+const quietPlanShare = 3
+
+// quietChildShare is the share of the other children parked at
+// quiescence interrupted (1 in it), once each: the rest stay parked for a
+// reply, or, abandoned, to the end, where the checker finds them visibly
+// waiting.
 const quietChildShare = 2
 
 func newQuietChild(seed uint64, index int) quietChild {
-	return quietChild{rng: rand.New(rand.NewPCG(seed^0x85ebca6b27d4eb2f, uint64(index))), seen: map[string]bool{}}
+	return quietChild{rng: rand.New(rand.NewPCG(seed^0x85ebca6b27d4eb2f, uint64(index))), seen: map[string]bool{}, wanted: map[string]bool{}}
 }
 
-// interruptQuietChild schedules, at quiescence, an interrupt of the
-// newest child not yet considered that is parked while its parent waits
-// on its task, one time in quietChildShare. It reports whether it did.
-func (t *tree) interruptQuietChild() bool {
-	if !t.created || !t.openObs("parked children unreadable") {
+// planQuietInterrupt decides whether the client of a question of child
+// leaves it for an interrupt of the child at quiescence (only a child its
+// parent's turn waits on): it reports whether it does.
+func (t *tree) planQuietInterrupt(child string) bool {
+	if t.quiet.seen[child] {
+		return false // interrupted already (or left to a reply): replied to as ever
+	}
+	if t.quiet.wanted[child] {
+		return true // another question of the child's while it waits: the same client
+	}
+	if t.quiet.rng.IntN(quietPlanShare) != 0 {
 		return false
+	}
+	for _, c := range t.parkedWaitedOn() {
+		if c == child {
+			t.quiet.wanted[child] = true
+			return true
+		}
+	}
+	return false
+}
+
+// interruptQuietChild schedules, at quiescence, an interrupt of a child
+// parked while its parent waits on its task: a wanted one, or else the
+// newest not yet considered, one time in quietChildShare. It reports
+// whether it did.
+func (t *tree) interruptQuietChild() bool {
+	var id string
+	for _, c := range t.parkedWaitedOn() {
+		if t.quiet.seen[c] {
+			continue
+		}
+		if t.quiet.wanted[c] {
+			id = c
+			break
+		}
+		if id == "" {
+			id = c
+		}
+	}
+	if id == "" {
+		return false
+	}
+	t.quiet.seen[id] = true
+	if !t.quiet.wanted[id] && t.quiet.rng.IntN(quietChildShare) != 0 {
+		return false
+	}
+	t.children.quietInterrupts++
+	t.addAction(action{at: t.now + clientRetry + int64(t.quiet.rng.IntN(4_000)), kind: actInterrupt, session: id})
+	return true
+}
+
+// parkedWaitedOn reads, on the simulator's own connection, the children
+// parked (with a pending blocker of their own) while their parent has a
+// pending task blocker naming them, newest first.
+func (t *tree) parkedWaitedOn() []string {
+	if !t.created || !t.openObs("parked children unreadable") {
+		return nil
 	}
 	s, _, err := t.obs.Prepare(`SELECT c.id FROM sessions c
 		WHERE c.parent_id IS NOT NULL
@@ -138,27 +202,15 @@ func (t *tree) interruptQuietChild() bool {
 		ORDER BY c.created_at DESC, c.id DESC`)
 	if err != nil {
 		t.notef("parked children unreadable", "prepare: %v", err)
-		return false
+		return nil
 	}
-	var id string
+	defer s.Close()
+	var ids []string
 	for s.Step() {
-		if c := s.ColumnText(0); !t.quiet.seen[c] {
-			id = c
-			break
-		}
+		ids = append(ids, s.ColumnText(0))
 	}
 	if err := s.Err(); err != nil {
 		t.notef("parked children unreadable", "step: %v", err)
 	}
-	s.Close()
-	if id == "" {
-		return false
-	}
-	t.quiet.seen[id] = true
-	if t.quiet.rng.IntN(quietChildShare) != 0 {
-		return false
-	}
-	t.children.quietInterrupts++
-	t.addAction(action{at: t.now + clientRetry + int64(t.quiet.rng.IntN(4_000)), kind: actInterrupt, session: id})
-	return true
+	return ids
 }
