@@ -107,8 +107,9 @@ func (t *tree) pickChild(want childPick) (id, parent string, state childPick) {
 // task blocker, which hands the parent a claim: only a wake-up armed
 // before that commit (DESIGN §4 rule 1) boots the tree again if the guest
 // dies right after it, which the simulator checks after every commit
-// (checkCommit). Replies and interrupts raced with them come while the
-// tree is busy, when a wake-up is still armed, so they never met it.
+// (checkCommit). Replies, and the interrupts raced with them, mostly come
+// while the tree is busy, with a wake-up still armed, so they rarely met
+// it.
 //
 // The children come two ways: the client of a question of such a child
 // decides, one time in quietPlanShare, not to reply but to interrupt the
