@@ -1,5 +1,7 @@
 package sim
 
+import "math/rand/v2"
+
 // childSends counts a tree's prompts to children (workload.childPrompt).
 type childSends struct {
 	// task, parked and idle count them by the state of the child they
@@ -8,6 +10,9 @@ type childSends struct {
 	// parentInterrupts and childInterrupts count the interrupts that
 	// followed them.
 	parentInterrupts, childInterrupts int
+	// quietInterrupts counts the interrupts of a parked child whose
+	// parent waits on it, sent when the tree went quiet (quietChild).
+	quietInterrupts int
 }
 
 // childWaits is how often a prompt to a child waits, a second each time,
@@ -91,4 +96,122 @@ func (t *tree) pickChild(want childPick) (id, parent string, state childPick) {
 		t.notef("children unreadable", "step: %v", err)
 	}
 	return id, parent, state
+}
+
+// quietChild is the client that, when its tree goes quiet, interrupts a
+// child parked (on a question, a permission request or a child of its
+// own) while its parent's turn waits on that child's task, instead of
+// replying. Quiet means the tree's wake-up is used up: every session
+// parked or idle, no claim, the last wake-up delivered, nothing due. The
+// interrupt ends the child's turn, and its commit resolves the parent's
+// task blocker, which hands the parent a claim: only a wake-up armed
+// before that commit (DESIGN §4 rule 1) boots the tree again if the guest
+// dies right after it, which the simulator checks after every commit
+// (checkCommit). Replies, and the interrupts raced with them, mostly come
+// while the tree is busy, with a wake-up still armed, so they rarely met
+// it.
+//
+// The children come two ways: the client of a question of such a child
+// decides, one time in quietPlanShare, not to reply but to interrupt the
+// child once the tree went quiet (wanted); and a child still parked there
+// (its question put off, or abandoned) is interrupted one time in
+// quietChildShare.
+type quietChild struct {
+	rng    *rand.Rand
+	seen   map[string]bool // children already considered, interrupted or not
+	wanted map[string]bool // children whose question's client waits for quiescence to interrupt them
+}
+
+// quietPlanShare is the share (1 in it) of the questions of a child its
+// parent waits on that the client leaves for an interrupt at quiescence.
+const quietPlanShare = 3
+
+// quietChildShare is the share of the other children parked at
+// quiescence interrupted (1 in it), once each: the rest stay parked for a
+// reply, or, abandoned, to the end, where the checker finds them visibly
+// waiting.
+const quietChildShare = 2
+
+func newQuietChild(seed uint64, index int) quietChild {
+	return quietChild{rng: rand.New(rand.NewPCG(seed^0x85ebca6b27d4eb2f, uint64(index))), seen: map[string]bool{}, wanted: map[string]bool{}}
+}
+
+// planQuietInterrupt decides whether the client of a question of child
+// leaves it for an interrupt of the child at quiescence (only a child its
+// parent's turn waits on): it reports whether it does.
+func (t *tree) planQuietInterrupt(child string) bool {
+	if t.quiet.seen[child] {
+		return false // interrupted already (or left to a reply): replied to as ever
+	}
+	if t.quiet.wanted[child] {
+		return true // another question of the child's while it waits: the same client
+	}
+	if t.quiet.rng.IntN(quietPlanShare) != 0 {
+		return false
+	}
+	for _, c := range t.parkedWaitedOn() {
+		if c == child {
+			t.quiet.wanted[child] = true
+			return true
+		}
+	}
+	return false
+}
+
+// interruptQuietChild schedules, at quiescence, an interrupt of a child
+// parked while its parent waits on its task: a wanted one, or else the
+// newest not yet considered, one time in quietChildShare. It reports
+// whether it did.
+func (t *tree) interruptQuietChild() bool {
+	var id string
+	for _, c := range t.parkedWaitedOn() {
+		if t.quiet.seen[c] {
+			continue
+		}
+		if t.quiet.wanted[c] {
+			id = c
+			break
+		}
+		if id == "" {
+			id = c
+		}
+	}
+	if id == "" {
+		return false
+	}
+	t.quiet.seen[id] = true
+	if !t.quiet.wanted[id] && t.quiet.rng.IntN(quietChildShare) != 0 {
+		return false
+	}
+	t.children.quietInterrupts++
+	t.addAction(action{at: t.now + clientRetry + int64(t.quiet.rng.IntN(4_000)), kind: actInterrupt, session: id})
+	return true
+}
+
+// parkedWaitedOn reads, on the simulator's own connection, the children
+// parked (with a pending blocker of their own) while their parent has a
+// pending task blocker naming them, newest first.
+func (t *tree) parkedWaitedOn() []string {
+	if !t.created || !t.openObs("parked children unreadable") {
+		return nil
+	}
+	s, _, err := t.obs.Prepare(`SELECT c.id FROM sessions c
+		WHERE c.parent_id IS NOT NULL
+		AND EXISTS (SELECT 1 FROM blockers b WHERE b.session_id = c.id AND b.state = 'pending')
+		AND EXISTS (SELECT 1 FROM blockers tb WHERE tb.session_id = c.parent_id AND tb.kind = 'task'
+			AND tb.state = 'pending' AND json_extract(tb.request, '$.child_id') = c.id)
+		ORDER BY c.created_at DESC, c.id DESC`)
+	if err != nil {
+		t.notef("parked children unreadable", "prepare: %v", err)
+		return nil
+	}
+	defer s.Close()
+	var ids []string
+	for s.Step() {
+		ids = append(ids, s.ColumnText(0))
+	}
+	if err := s.Err(); err != nil {
+		t.notef("parked children unreadable", "step: %v", err)
+	}
+	return ids
 }

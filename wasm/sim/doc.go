@@ -78,6 +78,18 @@
 // budget spent) a client sometimes never replies, so trees end with turns,
 // and parents of asking children, visibly waiting.
 //
+// Some clients interrupt an asking child instead of replying, once the
+// tree went quiet (childprompt.go, quietChild): one in three questions of
+// a child its parent's turn waits on gets no reply, and one in two
+// children still parked so at quiescence (a question put off or
+// abandoned) is interrupted too. Quiet, the tree's wake-up is used up
+// (every session parked or idle, no claim, the last wake-up delivered); the
+// interrupt's commit ends the child's turn and resolves the parent's task
+// blocker, which hands the parent a claim, so only a wake-up armed before
+// that commit would boot the tree after a kill (claim-has-wake-up, judged
+// after every commit). Interrupts raced with replies mostly come while the
+// tree is busy, with a wake-up still armed, and rarely met that state.
+//
 // Clients also send children prompts of their own (childprompt.go,
 // workload.childPrompt): a moment after a prompt that starts sub-agents,
 // straight to the newest child that runs its task turn, or is parked, or

@@ -164,6 +164,12 @@ func (t *tree) pathOf(session string) string {
 // planReply schedules the client's reply to a question new to it.
 func (t *tree) planReply(q listed) {
 	a := t.ask
+	if q.SessionID != "" && q.SessionID != t.id && t.planQuietInterrupt(q.SessionID) {
+		// The client interrupts the child once the tree went quiet
+		// instead of replying (quietChild).
+		a.handled[q.ID] = true
+		return
+	}
 	p := plans[a.rng.IntN(len(plans))]
 	if p == planLater && a.putOff[q.ID] < maxPutOff {
 		a.putOff[q.ID]++

@@ -74,6 +74,7 @@ func (r *Result) Print(w io.Writer) {
 		kids.dropped += cs.dropped
 		kids.parentInterrupts += cs.parentInterrupts
 		kids.childInterrupts += cs.childInterrupts
+		kids.quietInterrupts += cs.quietInterrupts
 		kidPrompts += s.Check.ChildPrompts
 		kidOK += s.Check.ChildPromptsOK
 		multi += s.Check.MultiCallSteps
@@ -108,6 +109,7 @@ func (r *Result) Print(w io.Writer) {
 		childQuestions, childAnswered, abandoned, waitingOnChild, alwaysRules)
 	fmt.Fprintf(w, "clients' own prompts to children %d (sent while its task turn ran %d, while it was parked %d, otherwise %d; no child to send to %d); followed by an interrupt of the parent %d, of the child %d; succeeded %d\n",
 		kidPrompts, kids.task, kids.parked, kids.idle, kids.dropped, kids.parentInterrupts, kids.childInterrupts, kidOK)
+	fmt.Fprintf(w, "interrupts of a parked child whose parent waits on it, when the tree went quiet %d\n", kids.quietInterrupts)
 	fmt.Fprintf(w, "sessions on the scripted model %d; steps with several tool calls %d\n", scripted, multi)
 	notes := map[string]Note{}
 	for _, s := range r.Sessions {

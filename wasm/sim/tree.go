@@ -55,6 +55,7 @@ type tree struct {
 	work     *workload
 	ask      *asker     // the clients of its questions (questions.go)
 	children childSends // its clients' prompts to children (childprompt.go)
+	quiet    quietChild // its client that interrupts a parked child at quiescence (childprompt.go)
 	actions  []action
 	created  bool
 	reqs     map[uint64]*request
@@ -151,6 +152,7 @@ func newTree(mod *runtime.Module, cfg Config, index int, dir string) *tree {
 	t.work = &workload{rng: rand.New(rand.NewPCG(cfg.Seed^0x9e3779b97f4a7c15, uint64(index))), multi: cfg.scriptedFor(index)}
 	t.actions = append([]action{{at: start, kind: actCreate}}, t.work.batch(start, 3+t.killBudget/3)...)
 	t.ask = newAsker(cfg.Seed, index, t.killBudget)
+	t.quiet = newQuietChild(cfg.Seed, index)
 	if rng.Float64() < cfg.DiskFull {
 		t.fillDisk(rng)
 	}
@@ -320,7 +322,7 @@ func (t *tree) run(ctx context.Context) {
 			// client calls, so a claim left now is stranded (and the more
 			// prompts below would hide it).
 			t.checkStranded()
-			if t.listWhenQuiet() {
+			if t.interruptQuietChild() || t.listWhenQuiet() {
 				continue
 			}
 			// Spend what is left of the kill budget on more prompts, a few
