@@ -96,8 +96,8 @@
 // to any (read from the tree's sessions, as a client reads the snapshot's
 // children). Such a prompt queues behind the task turn and then runs a
 // turn of its own: words, a sleep, a ledger tool call, or a question of
-// its own. Most are followed a moment later by an interrupt of the
-// child's parent, which must stop only the task turn, some by an
+// its own. Half are followed a moment later by an interrupt of the
+// child's parent, which must stop only the task turn, one in six by an
 // interrupt of the child itself, which may end them; kills land in them as
 // anywhere, and the sweep must resume them like a root's turns, never
 // orphan them. The ledger records every interrupt sent, so the checker
@@ -107,7 +107,9 @@
 // A share of the trees (Config.Scripted) runs the guest's
 // OpenAI-compatible provider against a scripted model the simulator
 // answers (script.go) instead of the offline model, which asks for one
-// tool call per step. The scripted model reads the same directives, and a
+// tool call per step. The scripted model reads the same tool directives
+// (/tool, /ask, /task; /sleep and /fail are words to it, so its trees have
+// no long turns and no provider failures), and a
 // directive line that begins with "+" joins the step before, so half of
 // these trees' prompts ask for several calls in one step: a foreground
 // child beside a question (the child ends while the question is pending,
