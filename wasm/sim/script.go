@@ -31,7 +31,6 @@ import (
 // nothing is ever sent there.
 const scriptedBase = "https://model.sim.invalid/v1"
 
-
 type scriptCall struct {
 	Index    int    `json:"index"`
 	ID       string `json:"id"`
