@@ -637,11 +637,7 @@ func TestParkedChildsTaskTurnEndsWithItsParentsReason(t *testing.T) {
 		n.NewSession("root")
 		sub := n.Inst.Subscribe("root.1", 1024)
 		pid := n.Admit("root", "go")
-		for ev := range sub.C {
-			if ev.Type == event.StepParked {
-				break
-			}
-		}
+		untilParked(sub)
 		sub.Close()
 		require.True(t, tr.Claim("root").Exists, "the parent still runs its slow call")
 		require.False(t, tr.Claim("root.1").Exists, "the child is parked on its question")
@@ -841,11 +837,7 @@ func TestQuestionCancelInterruptsRunningChild(t *testing.T) {
 	n.NewSession("root")
 	rootSub := n.Inst.Subscribe("root", 1024)
 	n.Admit("root", "go")
-	for ev := range rootSub.C { // the parent's park commits after the child started
-		if ev.Type == event.StepParked {
-			break
-		}
-	}
+	untilParked(rootSub) // the parent's park commits after the child started
 	rootSub.Close()
 	qs := questions(t, n, "root")
 	require.Len(t, qs, 1)
@@ -875,11 +867,7 @@ func TestChildEndingWhileSiblingQuestionPendingWaits(t *testing.T) {
 	defer childSub.Close()
 	rootSub := n.Inst.Subscribe("root", 1024)
 	pid := n.Admit("root", "go")
-	for ev := range rootSub.C {
-		if ev.Type == event.StepParked {
-			break
-		}
-	}
+	untilParked(rootSub)
 	rootSub.Close()
 	tr.Clock.BlockUntil(3) // the child sleeps in its step: wall, idle and sleep timers
 	tr.Clock.Advance(time.Hour)
@@ -985,11 +973,7 @@ func TestBackgroundNoticeWaitsWhileParentParked(t *testing.T) {
 	sid := n.NewSession("root")
 	sub := n.Inst.Subscribe("root.2", 1024)
 	pid := n.Admit(sid, "/task --background /sleep 30s\n/task /ask which colour?")
-	for ev := range sub.C { // the foreground child parks on its question
-		if ev.Type == event.StepParked {
-			break
-		}
-	}
+	untilParked(sub) // the foreground child parks on its question
 	sub.Close()
 	tr.Clock.BlockUntil(3) // the background child sleeps: wall, idle and sleep timers
 	tr.Clock.Advance(30 * time.Second)
@@ -1011,4 +995,13 @@ func TestBackgroundNoticeWaitsWhileParentParked(t *testing.T) {
 	assert.Empty(t, m.Violations())
 	noClaims(t, tr)
 	rebuildEquals(t, tr)
+}
+
+// untilParked reads sub until a step of its session parks.
+func untilParked(sub *core.Subscription) {
+	for ev := range sub.C {
+		if ev.Type == event.StepParked {
+			return
+		}
+	}
 }
