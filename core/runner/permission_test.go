@@ -404,11 +404,13 @@ func TestPermissionKilledAtEveryCommit(t *testing.T) {
 	}
 }
 
-// An approval covers the resources it was asked about, nothing else: a
-// call approved, killed before its body, and re-resolved by the next
-// instance to another resource asks again (the next ordinal), and only
-// that approval lets it run.
-func TestPermissionReResolvedResourceAsksAgain(t *testing.T) {
+// approveThenReResolve runs "deploy staging" to its permission request,
+// approves it once with a kill right after the reply commits (so the
+// call's body never ran), then boots the next instance with the call's
+// resource re-resolved to target:staging-eu, idle. It returns the run, the
+// prompt, the first request and the new node.
+func approveThenReResolve(t *testing.T) (*permRun, string, core.Blocker, *treetest.Node) {
+	t.Helper()
 	c := newPermRun(t, false)
 	n := c.boot(t)
 	n.NewSession(c.sid)
@@ -429,6 +431,15 @@ func TestPermissionReResolvedResourceAsksAgain(t *testing.T) {
 	c.d.mu.Unlock()
 	n2 := c.boot(t)
 	n2.Idle()
+	return c, pid, p, n2
+}
+
+// An approval covers the resources it was asked about, nothing else: a
+// call approved, killed before its body, and re-resolved by the next
+// instance to another resource asks again (the next ordinal), and only
+// that approval lets it run.
+func TestPermissionReResolvedResourceAsksAgain(t *testing.T) {
+	c, pid, p, n2 := approveThenReResolve(t)
 	assert.Zero(t, c.l.count("deploy"), "the approval of target:staging does not cover target:staging-eu")
 	asked := permissions(t, n2, c.sid)
 	require.Len(t, asked, 1, "asked afresh")
@@ -449,23 +460,7 @@ func TestPermissionReResolvedResourceAsksAgain(t *testing.T) {
 // feedback declines the call and its body never runs (Continue reads the
 // last resolved blocker; a plain reject ends the turn without asking it).
 func TestPermissionReResolvedRejectDeclines(t *testing.T) {
-	c := newPermRun(t, false)
-	n := c.boot(t)
-	n.NewSession(c.sid)
-	pid := c.admit(t, n, "p1", "deploy staging")
-	n.Idle()
-	p := permissions(t, n, c.sid)[0]
-	n.Kill.KillAt(1, true) // the reply commits, then the process dies
-	_, _ = n.Inst.Reply(ctx, c.sid, p.ID, permReply("r1", core.ReplyOnce, ""))
-	n.Idle()
-	require.True(t, dead(n))
-	n.Crash()
-
-	c.d.mu.Lock()
-	c.d.resolve = func(target string) string { return "target:" + target + "-eu" }
-	c.d.mu.Unlock()
-	n2 := c.boot(t)
-	n2.Idle()
+	c, pid, p, n2 := approveThenReResolve(t)
 	asked := permissions(t, n2, c.sid)
 	require.Len(t, asked, 1, "asked afresh")
 	require.Equal(t, "p-"+p.CallID+"-1", asked[0].ID)
