@@ -38,13 +38,16 @@ let nextFront = 0; // names each start's bridge
 // pair reaches a deleted tree's object, which answers 404 without writing
 // or booting a tree (its storage is gone: durableobject/shim.js), the
 // answer the directory would give. REVENANT_OWNER_CACHE: "off" asks the
-// directory every time; "stale" (tests only) never forgets, to reach that
-// case from one isolate.
+// directory every time; "stale" never forgets, to reach that case from
+// one isolate, and only the tests' build honours it (the front's
+// testBuild): elsewhere it is "on".
 const owned = new Set();
 const OWNED_MAX = 10000; // pairs kept before the set starts over
 
 function ownerCache(env) {
-  return env.REVENANT_OWNER_CACHE ?? "on";
+  const mode = env.REVENANT_OWNER_CACHE ?? "on";
+  if (mode === "stale" && !logic?.bridge.testBuild) return "on";
+  return mode;
 }
 
 // frontLogic starts the long-lived instance on first use: the Worker's Go

@@ -23,6 +23,8 @@ var internalError = []byte(`{"error":{"type":"internal","message":"internal erro
 //	create(body: Uint8Array) → {root} | answer   (the body checked, the root id minted)
 //	page(directoryBody: string) → answer        (the list's 200 from the Directory's page)
 //
+// testBuild is true only in the e2e tests' build (revenant_testroutes).
+//
 // A decision is {kind, principal, root, url, maxBody, headers, tooLarge}:
 // maxBody is the body cap (entry.mjs reads at most one byte past it);
 // headers are [[name, value], …] every answer to the request carries (the
@@ -34,6 +36,7 @@ func Serve(bridge js.Value, f *Front) {
 	}))
 	bridge.Set("create", entry("create", func(args []js.Value) any { return f.createJS(args[0]) }))
 	bridge.Set("page", entry("page", func(args []js.Value) any { return pageJS(args[0].String()) }))
+	bridge.Set("testBuild", testBuild)
 	select {}
 }
 

@@ -8,3 +8,7 @@ import "github.com/revenantrt/revenant/core/api"
 // test-only routes (durableobject/testroutes_js.go: abort, panic) to the
 // tree's object after the usual checks.
 var testRoutes = []api.Route{{Method: "POST", Pattern: "/v1/sessions/{id}/test/{what}"}}
+
+// testBuild lets entry.mjs honour test-only settings
+// (REVENANT_OWNER_CACHE=stale).
+const testBuild = true

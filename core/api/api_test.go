@@ -326,7 +326,7 @@ func TestErrorHeaders(t *testing.T) {
 	require.NoError(t, err)
 	resp.Body.Close()
 	assert.Equal(t, 405, resp.StatusCode)
-	assert.Equal(t, "GET, POST", resp.Header.Get("Allow"))
+	assert.Equal(t, "GET, HEAD, POST", resp.Header.Get("Allow"))
 	resp, err = f.srv.Client().Get(f.srv.URL + "/v1/sessions")
 	require.NoError(t, err)
 	resp.Body.Close()

@@ -262,6 +262,9 @@ func allowedMethods(r *httpmsg.Request) []string {
 	for _, m := range []string{"GET", "POST", "DELETE"} {
 		if _, ok := routeTable().Match(m, r.URL.EscapedPath()); ok {
 			out = append(out, m)
+			if m == "GET" {
+				out = append(out, "HEAD") // every GET route answers HEAD too
+			}
 		}
 	}
 	return out
