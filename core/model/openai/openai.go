@@ -48,7 +48,9 @@ type Config struct {
 	MaxRetryAfter time.Duration
 	// Headers are extra request headers, such as OpenRouter's HTTP-Referer
 	// and X-Title. An Authorization header here is used when APIKey is
-	// empty. Values are treated as secrets when printed.
+	// empty. Values are treated as secrets: hidden when the Config is
+	// printed, and redacted from errors (those of 8 bytes or more, and the
+	// credential after a scheme such as "Bearer ").
 	Headers map[string]string
 }
 
