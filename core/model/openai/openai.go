@@ -48,7 +48,9 @@ type Config struct {
 	MaxRetryAfter time.Duration
 	// Headers are extra request headers, such as OpenRouter's HTTP-Referer
 	// and X-Title. An Authorization header here is used when APIKey is
-	// empty. Values are treated as secrets when printed.
+	// empty. Values are treated as secrets: hidden when the Config is
+	// printed, and redacted from errors (those of 8 bytes or more, and the
+	// credential after a scheme such as "Bearer ").
 	Headers map[string]string
 }
 
@@ -103,6 +105,9 @@ type Model struct {
 	client        Doer
 	maxRetryAfter time.Duration
 	headers       httpmsg.Header
+	// secrets are what redact removes, longest first: the key and the
+	// extra headers' values (secretsOf).
+	secrets []string
 }
 
 var _ model.Model = (*Model)(nil)
@@ -142,6 +147,7 @@ func New(cfg Config) (*Model, error) {
 		}
 		m.headers.Set(name, value)
 	}
+	m.secrets = secretsOf(cfg)
 	if m.client == nil {
 		return nil, errors.New("openai: no client configured (Config.Client; a host with net/http passes nethttp.Client(http.DefaultClient))")
 	}
@@ -256,12 +262,47 @@ func mediaType(h httpmsg.Header) string {
 	return strings.ToLower(strings.TrimSpace(mt))
 }
 
-// redact removes the key from a text about to leave the package.
+// redact removes the key and the extra headers' values from a text about
+// to leave the package.
 func (m *Model) redact(s string) string {
-	if m.key == "" {
-		return s
+	for _, secret := range m.secrets {
+		s = strings.ReplaceAll(s, secret, redacted)
 	}
-	return strings.ReplaceAll(s, m.key, redacted)
+	return s
+}
+
+// minHeaderSecret is the shortest header value (or credential after its
+// scheme) redacted: shorter ones ("1", "en") are not secrets, and hiding
+// every occurrence of them would garble the provider's messages.
+const minHeaderSecret = 8
+
+// secretsOf lists what a model's texts must not show, longest first so
+// that a value containing another is removed whole: the key, and each
+// extra header's value (Config.Headers are treated as secrets: an
+// Authorization header stands in for the key when there is none) with, for
+// a value with a scheme ("Bearer sk-…"), the credential after it too,
+// which is what a provider quotes back.
+func secretsOf(cfg Config) []string {
+	var out []string
+	if cfg.APIKey != "" {
+		out = append(out, cfg.APIKey)
+	}
+	for _, v := range cfg.Headers {
+		v = strings.TrimSpace(v)
+		if len(v) >= minHeaderSecret {
+			out = append(out, v)
+		}
+		if i := strings.LastIndexByte(v, ' '); i >= 0 && len(v)-i-1 >= minHeaderSecret {
+			out = append(out, v[i+1:])
+		}
+	}
+	slices.SortFunc(out, func(a, b string) int {
+		if d := len(b) - len(a); d != 0 {
+			return d
+		}
+		return strings.Compare(a, b)
+	})
+	return slices.Compact(out)
 }
 
 // The request body, as the chat completions API takes it.

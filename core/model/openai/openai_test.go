@@ -947,6 +947,31 @@ func TestTransportErrors(t *testing.T) {
 
 type doerFunc = httpmsg.DoerFunc
 
+// TestHeaderSecretsNeverLeak: a library user who authenticates with a
+// header of Config.Headers instead of the key (no APIKey) is redacted as
+// the key is, the whole value and the credential after its scheme, when
+// the provider quotes either back; short values are left alone.
+func TestHeaderSecretsNeverLeak(t *testing.T) {
+	const token = "hdr-token-0123456789-SECRET"
+	const other = "x-other-secret-value"
+	f := newFake(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		w.WriteHeader(http.StatusUnauthorized)
+		msg := "bad credential " + token + " in " + r.Header.Get("Authorization") + "; also " + r.Header.Get("X-Other") + " (" + r.Header.Get("X-Lang") + ")"
+		io.WriteString(w, js(map[string]any{"error": map[string]any{"message": msg}}))
+	})
+	m := newModel(t, f, func(c *openai.Config) {
+		c.APIKey = ""
+		c.Headers = map[string]string{"Authorization": "Bearer " + token, "X-Other": other, "X-Lang": "en"}
+	})
+	_, err := m.Stream(t.Context(), ask("?"))
+	require.Error(t, err)
+	for _, s := range []string{err.Error(), fmt.Sprintf("%#v", err)} {
+		assert.NotContains(t, s, token)
+		assert.NotContains(t, s, other)
+	}
+	assert.Contains(t, err.Error(), "bad credential [redacted] in [redacted]; also [redacted] (en)")
+}
+
 func TestAPIKeyNeverLeaks(t *testing.T) {
 	echo := "Incorrect API key provided: " + testKey + "."
 	f := newFake(t, func(w http.ResponseWriter, _ *http.Request, n int) {
