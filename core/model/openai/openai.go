@@ -284,25 +284,32 @@ const minHeaderSecret = 8
 // which is what a provider quotes back.
 func secretsOf(cfg Config) []string {
 	var out []string
+	add := func(v string) {
+		if slices.Contains(out, v) {
+			return
+		}
+		// Insertion by length, longest first: a handful of values, and
+		// slices.SortFunc would add 7 KB to the wasm guest's gzip.
+		i := len(out)
+		out = append(out, v)
+		for ; i > 0 && len(out[i-1]) < len(v); i-- {
+			out[i] = out[i-1]
+		}
+		out[i] = v
+	}
 	if cfg.APIKey != "" {
-		out = append(out, cfg.APIKey)
+		add(cfg.APIKey)
 	}
 	for _, v := range cfg.Headers {
 		v = strings.TrimSpace(v)
 		if len(v) >= minHeaderSecret {
-			out = append(out, v)
+			add(v)
 		}
 		if i := strings.LastIndexByte(v, ' '); i >= 0 && len(v)-i-1 >= minHeaderSecret {
-			out = append(out, v[i+1:])
+			add(v[i+1:])
 		}
 	}
-	slices.SortFunc(out, func(a, b string) int {
-		if d := len(b) - len(a); d != 0 {
-			return d
-		}
-		return strings.Compare(a, b)
-	})
-	return slices.Compact(out)
+	return out
 }
 
 // The request body, as the chat completions API takes it.
