@@ -84,6 +84,9 @@ type hooks struct {
 	// deleteIndex, when it returns an error, fails a delete's index write
 	// with it.
 	deleteIndex func(id string) error
+	// released is called with the tree id when a request stops using the
+	// tree (the context of a Get ended, a guest's request returned).
+	released func(id string)
 	// vfs names the SQLite VFS every database is opened through (a
 	// fault-injecting one); empty: the OS VFS.
 	vfs string

@@ -176,12 +176,7 @@ func (h *Host) Get(ctx context.Context, rootID string) (*core.Instance, api.Tree
 		}
 		e.inflight++
 		h.mu.Unlock()
-		context.AfterFunc(ctx, func() {
-			h.mu.Lock()
-			e.inflight--
-			e.lastUsed = h.cfg.Clock.Now()
-			h.mu.Unlock()
-		})
+		context.AfterFunc(ctx, func() { h.release(e) })
 		return e.inst, e.info, nil
 	}
 }
