@@ -51,8 +51,9 @@
 //     claims kept) and never remove a wake-up row.
 //   - Eviction closes only a tree that nothing uses: owned by no operation
 //     (boot, eviction, delete), serving no request (entry.inflight: a
-//     guest's request, or an in-process Get whose context is not done yet,
-//     event streams included) and running no execution (instance.idle).
+//     guest's request, an in-process Get whose context is not done yet,
+//     event streams included, or a wake-up being delivered to it) and
+//     running no execution (instance.idle).
 //     The idle eviction closes such a tree once it is unused for
 //     IdleTimeout; the cap closes one at once (below).
 //   - At most Config.MaxOpenTrees trees are in the host's table (open, or

@@ -62,8 +62,9 @@ type entry struct {
 	info     api.TreeInfo
 	lastUsed int64
 	// inflight counts the requests using the tree: a guest's (GuestHandler,
-	// acquire), or the contexts of in-process Gets still live (Get).
-	// Eviction closes only a tree with none.
+	// acquire), the contexts of in-process Gets still live (Get), and a
+	// wake-up being delivered to the running instance (deliver). Eviction
+	// closes only a tree with none.
 	inflight int
 }
 
