@@ -4,7 +4,9 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -336,3 +338,50 @@ func rootIDsOf(t *testing.T, h *host.Host) []string {
 	require.NoError(t, err)
 	return rootIDs(trees)
 }
+
+// Concurrent opens at the cap never leave more trees open than the cap:
+// each either opens its tree (closing another) or is refused with
+// ErrTooManyOpen, and none hangs.
+func TestCapHoldsUnderConcurrentOpens(t *testing.T) {
+	e := newEnv(t)
+	const most, trees, workers = 3, 8, 8
+	h := e.open(withCap(e.config(), most, nil))
+	for i := range trees {
+		e.tree(h, treeName(i))
+	}
+	stop := make(chan struct{})
+	watched := make(chan int)
+	go func() {
+		seen := 0
+		for {
+			select {
+			case <-stop:
+				watched <- seen
+				return
+			default:
+			}
+			seen = max(seen, h.Stats().Instances)
+		}
+	}()
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for i := range 40 {
+				rctx, cancel := context.WithCancel(ctx)
+				_, _, err := h.Get(rctx, treeName((w+i)%trees))
+				if err != nil {
+					assert.ErrorIs(t, err, host.ErrTooManyOpen)
+				}
+				cancel()
+			}
+		})
+	}
+	wg.Wait()
+	close(stop)
+	assert.LessOrEqual(t, <-watched, most)
+	st := h.Stats()
+	assert.LessOrEqual(t, st.Instances, most)
+	assert.Positive(t, st.CapEvictions)
+}
+
+func treeName(i int) string { return "t" + strconv.Itoa(i) }

@@ -165,7 +165,7 @@ func (h *Host) Recovered() <-chan struct{} { return h.recovered }
 
 // Stats is a snapshot of the host's counters.
 type Stats struct {
-	Instances    int   // trees with an open instance now
+	Instances    int   // trees with an open instance now, not being booted, closed or deleted
 	Wakeups      int   // trees with a wake-up row, as this host knows them
 	BootedAtOpen int   // trees Open booted: those with a wake-up row
 	Boots        int64 // instances booted since Open, by any path
@@ -180,7 +180,9 @@ func (h *Host) Stats() Stats {
 	h.mu.Lock()
 	s := Stats{BootedAtOpen: h.bootedAtOpen}
 	for _, e := range h.trees {
-		if e.run != nil {
+		// A busy entry's run belongs to the operation that owns it (a boot
+		// sets it without h.mu): not read here.
+		if e.busy == nil && e.run != nil {
 			s.Instances++
 		}
 	}
