@@ -384,3 +384,43 @@ func TestCapHoldsUnderConcurrentOpens(t *testing.T) {
 }
 
 func treeName(i int) string { return "t" + strconv.Itoa(i) }
+
+// A wake-up whose tree cannot be opened because every open tree is in use
+// is refused like any open, keeps its row and is retried with backoff;
+// once room can be made, the retry boots the tree and its turn resumes.
+func TestCapRefusedWakeupRetries(t *testing.T) {
+	e := newEnv(t)
+	e.core = e.core.WithWakeInterval(time.Hour)
+	released := make(chan string, 16)
+	h := e.open(withCap(e.config(), 1, released))
+	c := e.tree(h, "claimed")
+	pid := admit(t, c, "claimed", "die once")
+	e.d.next(t)
+	idle(t, c)
+	e.clock.Advance(time.Millisecond)
+	e.tree(h, "other") // closes claimed
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	_, _, err := h.Get(rctx, "other") // in use until cancel
+	require.NoError(t, err)
+
+	e.clock.Set(treeStart(time.Hour))
+	d := e.nextDelivery()
+	assert.Equal(t, "claimed", d.id)
+	require.ErrorIs(t, d.err, host.ErrTooManyOpen)
+	assert.Equal(t, treeStart(time.Hour), e.wakeups()["claimed"], "the refused wake-up keeps its row")
+	assert.True(t, e.isOpen("other"))
+
+	cancel()
+	waitReleased(t, released, "other")
+	e.clock.Advance(time.Minute) // past the retry's backoff
+	x := e.d.next(t)
+	assert.Equal(t, pid, x.PromptID())
+	assert.Equal(t, event.CauseResume, x.Cause())
+	require.NoError(t, e.nextDelivery().err)
+	inst, _, err := h.Get(ctx, "claimed")
+	require.NoError(t, err)
+	idle(t, inst)
+	assert.Equal(t, "succeeded", e.promptState("claimed", pid))
+	assert.False(t, e.isOpen("other"))
+}
