@@ -42,7 +42,9 @@ func BenchmarkRestart10000Trees100Claimed(b *testing.B) {
 	const total, claimed = 10000, 100
 	dir := b.TempDir()
 	d := holdDriver{started: make(chan string, claimed)}
-	cfg := host.Config{DataDir: dir, Driver: d, ManualEviction: true,
+	// Every claimed tree holds a running execution, so all of them (and
+	// the template) must fit under the cap on open trees.
+	cfg := host.Config{DataDir: dir, Driver: d, ManualEviction: true, MaxOpenTrees: claimed + 1,
 		// Every op resumes every claim once more: never run out of budget.
 		Core: core.NewConfig().WithResumeBudget(1 << 30)}
 

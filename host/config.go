@@ -18,6 +18,19 @@ const (
 	DefaultIdleTimeout = 5 * time.Minute
 	// BootConcurrency is how many trees Open boots at once.
 	BootConcurrency = 4
+	// DefaultMaxOpenTrees is how many trees may have an open instance at
+	// once. Each open tree holds its database (3 file handles: the file,
+	// its -wal and -shm) and its instance: a few hundred KB in process,
+	// about 7 MB as a guest (its wasm memory). 64 bounds that to about
+	// 450 MB and 192 file handles, well within a small machine and the
+	// usual 1024-handle limit, while staying above how many turns a local
+	// server runs at once (a running turn keeps its tree open; idle trees
+	// are closed to make room).
+	DefaultMaxOpenTrees = 64
+	// CapRetryAfter is the Retry-After sent with ErrTooManyOpen: turns,
+	// requests and event streams that keep trees open usually end within
+	// seconds.
+	CapRetryAfter = 5 * time.Second
 )
 
 // Config configures a Host. Zero fields take the documented defaults; Open
@@ -42,6 +55,12 @@ type Config struct {
 	// IdleTimeout closes an instance with no running execution this long
 	// after its last use (Create or Get). Zero: DefaultIdleTimeout.
 	IdleTimeout time.Duration
+	// MaxOpenTrees caps the trees with an open instance. Opening one more
+	// (Create, Get, a guest's request, a wake-up's boot) first closes the
+	// least recently used tree that eviction may close now (EvictIdle's
+	// rules, without the wait for IdleTimeout); if none may be closed, it
+	// fails with ErrTooManyOpen. Zero: DefaultMaxOpenTrees.
+	MaxOpenTrees int
 	// ManualEviction switches the eviction loop off; EvictIdle still steps
 	// it by hand. The loop otherwise runs every IdleTimeout/2 on Clock.
 	ManualEviction bool
@@ -65,6 +84,9 @@ type hooks struct {
 	// deleteIndex, when it returns an error, fails a delete's index write
 	// with it.
 	deleteIndex func(id string) error
+	// released is called with the tree id when a request stops using the
+	// tree (the context of a Get ended, a guest's request returned).
+	released func(id string)
 	// vfs names the SQLite VFS every database is opened through (a
 	// fault-injecting one); empty: the OS VFS.
 	vfs string
@@ -82,6 +104,12 @@ func (c Config) withDefaults() (Config, error) {
 		c.IdleTimeout = DefaultIdleTimeout
 	case c.IdleTimeout < 0:
 		return c, fmt.Errorf("idle timeout %v is negative", c.IdleTimeout)
+	}
+	switch {
+	case c.MaxOpenTrees == 0:
+		c.MaxOpenTrees = DefaultMaxOpenTrees
+	case c.MaxOpenTrees < 0:
+		return c, fmt.Errorf("max open trees %d is negative", c.MaxOpenTrees)
 	}
 	if c.Clock == nil {
 		c.Clock = RealClock{}

@@ -1,7 +1,7 @@
 // Package host runs many trees on one machine, the way Cloudflare runs many
 // Durable Objects: one SQLite file per tree, at most one instance per
-// active tree, a durable wake-up per tree, and idle eviction. The local
-// server (cmd/revenant) and the simulator use it.
+// active tree, a durable wake-up per tree, idle eviction and a cap on open
+// trees. The local server (cmd/revenant) and the simulator use it.
 //
 // Two backends run the instances (backend, instance.go):
 //   - in process (the default): a core.Instance per tree; Host implements
@@ -49,6 +49,23 @@
 //     with backoff. Boot never waits on executions.
 //   - Eviction and Close are graceful (core.Instance.Close: shutdown recorded,
 //     claims kept) and never remove a wake-up row.
+//   - Eviction closes only a tree that nothing uses: owned by no operation
+//     (boot, eviction, delete), serving no request (entry.inflight: a
+//     guest's request, an in-process Get whose context is not done yet,
+//     event streams included, or a wake-up being delivered to it) and
+//     running no execution (instance.idle).
+//     The idle eviction closes such a tree once it is unused for
+//     IdleTimeout; the cap closes one at once (below).
+//   - At most Config.MaxOpenTrees trees are in the host's table (open, or
+//     being booted, closed or deleted). Opening one more — Create, Get, a
+//     guest's request, a wake-up's boot; never a use of a tree already
+//     open — first closes the least recently used tree that eviction may
+//     close (makeRoom), whatever its idle time, and looks again; if none
+//     may be closed it fails at once with ErrTooManyOpen (503 unavailable,
+//     Retry-After), never waiting. A wake-up refused so keeps its row and
+//     retries with backoff, so a claim's turn still resumes; a tree closed
+//     for the cap keeps its wake-up like any evicted one. Default 64: an
+//     open tree holds 3 file handles and, as a guest, about 7 MB.
 //   - A tree id is 1–64 ASCII letters, digits, '-' or '_' (ValidTreeID) before
 //     it ever becomes a path.
 //
@@ -58,11 +75,13 @@
 // and timers come from Config.Clock; the eviction loop can be off and
 // stepped with EvictIdle); touch the schema or rows of a tree's database.
 //
-// Limits: in process, eviction cannot see live subscriptions (core does not
-// expose them), so an instance watched by an event stream but otherwise
-// unused is evicted after IdleTimeout like any other; a guest serving a
-// request (an event stream too) is not evicted. Otherwise a guest tree is
-// evicted as an in-process one is, once no execution runs in it (the
-// revenant_idle export, ABI 1.1); a guest older than 1.1 counts as busy
-// while its wake-up is armed.
+// Limits: in process, eviction sees a request only through the context
+// its Get was given (core/api gives the request's): a caller that keeps
+// using the instance after that context ends, or passes one that never
+// ends (context.Background, which holds nothing), is not seen. A guest
+// serving a request (an event stream too) is not evicted. Otherwise a
+// guest tree is evicted as an in-process one is, once no execution runs in
+// it (the revenant_idle export, ABI 1.1); a guest older than 1.1 counts as
+// busy while its wake-up is armed. The cap counts trees, not bytes: a
+// tree whose instance grew large counts as one.
 package host

@@ -1,9 +1,25 @@
 package host
 
 import (
+	"cmp"
 	"context"
+	"slices"
 	"time"
+
+	"github.com/revenantrt/revenant/core/api"
 )
+
+// ErrTooManyOpen is returned when opening a tree (Create, Get, a guest's
+// request, a wake-up's boot) would pass Config.MaxOpenTrees and no open
+// tree may be closed now: every one runs an execution, serves a request
+// or an event stream, or is being booted, closed or deleted. The API
+// answers it 503 unavailable with Retry-After (CapRetryAfter); a wake-up
+// delivery refused by it keeps its row and retries with backoff.
+var ErrTooManyOpen error = &api.Error{
+	Type:       api.ErrUnavailable,
+	Message:    "the server has as many sessions open as it may, and every one is in use; try again shortly",
+	RetryAfter: CapRetryAfter,
+}
 
 // scheduleEviction arms the eviction loop's next step, every half idle
 // timeout, on the host clock, unless ManualEviction switched it off.
@@ -25,22 +41,30 @@ func (h *Host) scheduleEviction() {
 	})
 }
 
-// EvictIdle closes every instance that has no running execution and has not
-// been used (Create, Get) for IdleTimeout by the host clock, and
-// reports how many it closed. The close is graceful (core.Instance.Close).
-// Wake-up rows stay: a tree with a claim boots again when its wake-up fires.
-// The eviction loop calls it; tests call it by hand.
+// candidate is an open tree eviction may close, as it was when chosen.
+type candidate struct {
+	e        *entry
+	lastUsed int64
+}
+
+// closable reports whether eviction may consider e at all: open, owned
+// by no operation, serving no request. The instance's own idle check
+// (no execution runs) comes after, outside h.mu. The caller holds h.mu.
+func closable(e *entry) bool { return e.busy == nil && e.run != nil && e.inflight == 0 }
+
+// EvictIdle closes every instance that has no running execution, serves
+// no request, and has not been used (Create, Get) for IdleTimeout by the
+// host clock, and reports how many it closed. The close is graceful
+// (core.Instance.Close). Wake-up rows stay: a tree with a claim boots
+// again when its wake-up fires. The eviction loop calls it; tests call it
+// by hand.
 func (h *Host) EvictIdle(ctx context.Context) int {
 	timeout := h.cfg.IdleTimeout.Milliseconds()
 	now := h.cfg.Clock.Now()
-	type candidate struct {
-		e        *entry
-		lastUsed int64
-	}
 	var cands []candidate
 	h.mu.Lock()
 	for _, e := range h.trees {
-		if e.busy == nil && e.run != nil && now-e.lastUsed >= timeout {
+		if closable(e) && now-e.lastUsed >= timeout {
 			cands = append(cands, candidate{e, e.lastUsed})
 		}
 	}
@@ -48,29 +72,71 @@ func (h *Host) EvictIdle(ctx context.Context) int {
 
 	n := 0
 	for _, c := range cands {
-		if !c.e.run.idle() {
-			continue
+		if h.evict(ctx, c) {
+			h.evictions.Add(1)
+			h.log.Debug("evicted idle tree", "tree", c.e.id)
+			n++
 		}
-		h.mu.Lock()
-		if h.closed.Load() || h.trees[c.e.id] != c.e || c.e.busy != nil || c.e.lastUsed != c.lastUsed || c.e.inflight != 0 {
-			h.mu.Unlock()
-			continue // closing, or used or taken over since
-		}
-		c.e.busy = make(chan struct{})
-		h.mu.Unlock()
-		// An execution that started since the check is stopped by Close
-		// with shutdown, keeping its claim and so its wake-up row.
-		if err := closeEntry(ctx, c.e); err != nil {
-			h.log.Warn("evict idle tree", "tree", c.e.id, "err", err)
-		}
-		h.mu.Lock()
-		delete(h.trees, c.e.id)
-		close(c.e.busy)
-		c.e.busy = nil
-		h.mu.Unlock()
-		h.evictions.Add(1)
-		h.log.Debug("evicted idle tree", "tree", c.e.id)
-		n++
 	}
 	return n
+}
+
+// evict closes c's tree if it is still as it was when chosen (not used,
+// taken over or given a request since) and no execution runs in it, and
+// reports whether it did. Its wake-up row and timer stay.
+func (h *Host) evict(ctx context.Context, c candidate) bool {
+	if !c.e.run.idle() {
+		return false
+	}
+	h.mu.Lock()
+	if h.closed.Load() || h.trees[c.e.id] != c.e || !closable(c.e) || c.e.lastUsed != c.lastUsed {
+		h.mu.Unlock()
+		return false // closing, or used or taken over since
+	}
+	c.e.busy = make(chan struct{})
+	h.mu.Unlock()
+	// An execution that started since the check is stopped by Close
+	// with shutdown, keeping its claim and so its wake-up row.
+	if err := closeEntry(ctx, c.e); err != nil {
+		h.log.Warn("evict tree", "tree", c.e.id, "err", err)
+	}
+	h.mu.Lock()
+	delete(h.trees, c.e.id)
+	close(c.e.busy)
+	c.e.busy = nil
+	h.mu.Unlock()
+	return true
+}
+
+// makeRoom is called, without h.mu, by an opener that found the host at
+// its cap (Config.MaxOpenTrees): it closes the least recently used tree
+// that eviction may close now, whatever its idle time, and returns nil
+// once there is room, for the caller to look again (another opener may
+// take the room first). With none to close it is ErrTooManyOpen: it never
+// waits for a tree to become idle. The close is bounded as the eviction
+// loop's is (the host's background context), not by the opener's.
+func (h *Host) makeRoom() error {
+	h.mu.Lock()
+	if len(h.trees) < h.cfg.MaxOpenTrees {
+		h.mu.Unlock()
+		return nil
+	}
+	var cands []candidate
+	for _, e := range h.trees {
+		if closable(e) {
+			cands = append(cands, candidate{e, e.lastUsed})
+		}
+	}
+	h.mu.Unlock()
+	slices.SortFunc(cands, func(a, b candidate) int { return cmp.Compare(a.lastUsed, b.lastUsed) })
+	for _, c := range cands {
+		if h.evict(h.bgCtx, c) {
+			h.capEvictions.Add(1)
+			h.log.Debug("closed the least recently used tree for the cap on open trees", "tree", c.e.id)
+			return nil
+		}
+	}
+	h.capRefusals.Add(1)
+	h.log.Info("open tree refused: at the cap of open trees, none idle", "max_open_trees", h.cfg.MaxOpenTrees)
+	return ErrTooManyOpen
 }

@@ -7,6 +7,14 @@ func WithHooks(cfg Config, boot func(id string), delivered func(id string, err e
 	return cfg
 }
 
+// WithReleaseHook returns cfg whose host calls released with the tree id
+// each time a request stops using the tree (a Get's context ended, a
+// guest's request returned).
+func WithReleaseHook(cfg Config, released func(id string)) Config {
+	cfg.hooks.released = released
+	return cfg
+}
+
 // WithDeleteFault returns cfg whose deletes fail their index write with
 // what fail returns (nil: the write goes ahead).
 func WithDeleteFault(cfg Config, fail func(id string) error) Config {

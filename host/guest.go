@@ -160,12 +160,18 @@ func (h *Host) acquire(ctx context.Context, id string) (*guestInstance, func(), 
 		}
 		e.inflight++
 		h.mu.Unlock()
-		release := func() {
-			h.mu.Lock()
-			e.inflight--
-			e.lastUsed = h.cfg.Clock.Now()
-			h.mu.Unlock()
-		}
-		return g, release, nil
+		return g, func() { h.release(e) }, nil
+	}
+}
+
+// release ends a request's use of e (Get's context, acquire): the tree
+// counts as used now, and eviction may close it once no other uses it.
+func (h *Host) release(e *entry) {
+	h.mu.Lock()
+	e.inflight--
+	e.lastUsed = h.cfg.Clock.Now()
+	h.mu.Unlock()
+	if f := h.cfg.hooks.released; f != nil {
+		f(e.id)
 	}
 }

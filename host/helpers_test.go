@@ -2,6 +2,7 @@ package host_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/revenantrt/revenant/core"
+	"github.com/revenantrt/revenant/core/event"
 	"github.com/revenantrt/revenant/core/fakehost"
 	"github.com/revenantrt/revenant/core/storage"
 	"github.com/revenantrt/revenant/host"
@@ -27,6 +29,8 @@ var ctx = context.Background()
 //	hold      wait until cancelled (then stop without a record) or Release
 //	die once  stop without a record on its first run (as if the instance
 //	          died), answer on the next
+//	park once park on one question (questionID) on its first run, answer
+//	          on the next
 //	anything  answer at once
 //
 // Every Run is announced on started before it does anything.
@@ -69,9 +73,20 @@ func (d *driver) Run(ctx context.Context, x *core.Execution) core.Outcome {
 		if n == 1 {
 			return core.Outcome{Kind: core.Stopped}
 		}
+	case "park once":
+		if n == 1 {
+			return core.Outcome{Kind: core.Parked, Park: &event.Parked{
+				StepID: x.ID() + ".step", ExecutionID: x.ID(), PromptID: x.PromptID(),
+				Blockers: []event.Blocker{{ID: questionID(x.PromptID()), Kind: event.KindQuestion, CallID: x.ID() + ".call",
+					Adapter: "question@1", Request: json.RawMessage(`{"questions":[{"question":"which?"}]}`)}},
+			}}
+		}
 	}
 	return treetest.Answer(ctx, x)
 }
+
+// questionID is the id of the question a "park once" turn parks on.
+func questionID(promptID string) string { return "q-" + promptID }
 
 // next waits (bounded in real time, only to fail instead of hanging) for the
 // next execution to start.

@@ -46,6 +46,7 @@ type Host struct {
 	bootedAtOpen int
 
 	boots, bootFailures, evictions atomic.Int64
+	capEvictions, capRefusals      atomic.Int64
 }
 
 // entry is a tree known to be active here. While busy is non-nil an
@@ -60,7 +61,11 @@ type entry struct {
 	db       *sqlitedb.DB
 	info     api.TreeInfo
 	lastUsed int64
-	inflight int // requests a guest is serving (GuestHandler); eviction waits for none
+	// inflight counts the requests using the tree: a guest's (GuestHandler,
+	// acquire), the contexts of in-process Gets still live (Get), and a
+	// wake-up being delivered to the running instance (deliver). Eviction
+	// closes only a tree with none.
+	inflight int
 }
 
 var _ api.Trees = (*Host)(nil)
@@ -160,12 +165,14 @@ func (h *Host) Recovered() <-chan struct{} { return h.recovered }
 
 // Stats is a snapshot of the host's counters.
 type Stats struct {
-	Instances    int   // trees with an open instance now
+	Instances    int   // trees with an open instance now, not being booted, closed or deleted
 	Wakeups      int   // trees with a wake-up row, as this host knows them
 	BootedAtOpen int   // trees Open booted: those with a wake-up row
 	Boots        int64 // instances booted since Open, by any path
 	BootFailures int64 // boots that failed since Open
 	Evictions    int64 // idle instances closed since Open
+	CapEvictions int64 // instances closed since Open to make room under MaxOpenTrees
+	CapRefusals  int64 // opens refused since Open with ErrTooManyOpen
 }
 
 // Stats returns the host's counters.
@@ -173,7 +180,9 @@ func (h *Host) Stats() Stats {
 	h.mu.Lock()
 	s := Stats{BootedAtOpen: h.bootedAtOpen}
 	for _, e := range h.trees {
-		if e.run != nil {
+		// A busy entry's run belongs to the operation that owns it (a boot
+		// sets it without h.mu): not read here.
+		if e.busy == nil && e.run != nil {
 			s.Instances++
 		}
 	}
@@ -188,6 +197,7 @@ func (h *Host) Stats() Stats {
 		}
 	}
 	s.Boots, s.BootFailures, s.Evictions = h.boots.Load(), h.bootFailures.Load(), h.evictions.Load()
+	s.CapEvictions, s.CapRefusals = h.capEvictions.Load(), h.capRefusals.Load()
 	return s
 }
 
@@ -307,7 +317,9 @@ func (h *Host) treePath(id string) string { return filepath.Join(h.treesDir, id+
 // activate returns the tree's running entry, booting it if needed; at most
 // one boot per tree runs at a time and concurrent callers share it. touch
 // marks the tree used. booted reports that this call booted the tree and
-// its boot sweep and re-arm succeeded.
+// its boot sweep and re-arm succeeded. A boot that would pass
+// MaxOpenTrees first closes another tree (makeRoom), or fails with
+// ErrTooManyOpen.
 func (h *Host) activate(ctx context.Context, id string, touch bool) (e *entry, booted bool, err error) {
 	for {
 		h.mu.Lock()
@@ -316,6 +328,13 @@ func (h *Host) activate(ctx context.Context, id string, touch bool) (e *entry, b
 			return nil, false, ErrClosed
 		}
 		e = h.trees[id]
+		if e == nil && len(h.trees) >= h.cfg.MaxOpenTrees {
+			h.mu.Unlock()
+			if err := h.makeRoom(); err != nil {
+				return nil, false, err
+			}
+			continue
+		}
 		if e == nil {
 			e = &entry{id: id, busy: make(chan struct{})}
 			h.trees[id] = e

@@ -74,18 +74,28 @@ func (h *Host) createTree(ctx context.Context, rootID, principal string, init fu
 	if !ValidTreeID(rootID) {
 		return nil, fmt.Errorf("create tree %q: %w", rootID, ErrInvalidTreeID)
 	}
-	h.mu.Lock()
-	if h.closed.Load() {
+	var e *entry
+	for e == nil {
+		h.mu.Lock()
+		if h.closed.Load() {
+			h.mu.Unlock()
+			return nil, ErrClosed
+		}
+		if h.trees[rootID] != nil {
+			h.mu.Unlock()
+			return nil, fmt.Errorf("create tree %s: %w", rootID, api.ErrTreeExists)
+		}
+		if len(h.trees) >= h.cfg.MaxOpenTrees {
+			h.mu.Unlock()
+			if err := h.makeRoom(); err != nil {
+				return nil, fmt.Errorf("create tree %s: %w", rootID, err)
+			}
+			continue
+		}
+		e = &entry{id: rootID, busy: make(chan struct{})}
+		h.trees[rootID] = e
 		h.mu.Unlock()
-		return nil, ErrClosed
 	}
-	if h.trees[rootID] != nil {
-		h.mu.Unlock()
-		return nil, fmt.Errorf("create tree %s: %w", rootID, api.ErrTreeExists)
-	}
-	e := &entry{id: rootID, busy: make(chan struct{})}
-	h.trees[rootID] = e
-	h.mu.Unlock()
 
 	err := h.create(context.WithoutCancel(ctx), e, principal, init)
 	// A Get that waited on a failed Create looks again: the failure (an id
@@ -137,7 +147,13 @@ func (h *Host) dropRow(ctx context.Context, id string) error {
 }
 
 // Get implements api.Trees. An id that is not a valid tree id, or has no
-// index row, is api.ErrTreeNotFound; no file is created for it.
+// index row, is api.ErrTreeNotFound; no file is created for it. The tree
+// counts as in use until ctx is done (core/api passes the request's
+// context: a request in flight, an event stream), and eviction, idle or
+// for the cap on open trees, leaves a tree in use open. A context that is
+// never done (context.Background) holds nothing. A tree that is not open
+// while the host is at Config.MaxOpenTrees is ErrTooManyOpen when no open
+// tree may be closed to make room.
 func (h *Host) Get(ctx context.Context, rootID string) (*core.Instance, api.TreeInfo, error) {
 	if h.cfg.Guest != nil {
 		return nil, api.TreeInfo{}, errGuestTrees
@@ -145,11 +161,24 @@ func (h *Host) Get(ctx context.Context, rootID string) (*core.Instance, api.Tree
 	if !ValidTreeID(rootID) {
 		return nil, api.TreeInfo{}, fmt.Errorf("get tree %q: %w", rootID, api.ErrTreeNotFound)
 	}
-	e, _, err := h.activate(ctx, rootID, true)
-	if err != nil {
-		return nil, api.TreeInfo{}, err
+	for {
+		e, _, err := h.activate(ctx, rootID, true)
+		if err != nil {
+			return nil, api.TreeInfo{}, err
+		}
+		if ctx.Done() == nil {
+			return e.inst, e.info, nil // a context that never ends holds nothing
+		}
+		h.mu.Lock()
+		if h.trees[rootID] != e || e.busy != nil {
+			h.mu.Unlock()
+			continue // evicted or deleted since: look again
+		}
+		e.inflight++
+		h.mu.Unlock()
+		context.AfterFunc(ctx, func() { h.release(e) })
+		return e.inst, e.info, nil
 	}
-	return e.inst, e.info, nil
 }
 
 // Owner implements api.Trees from the index alone: it never boots the

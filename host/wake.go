@@ -206,17 +206,32 @@ func (w *waker) deliverLoop() {
 
 // deliver runs the wake handler for the tree: the wake-up of its running
 // instance (recovery.Wake in process), or a boot (which sweeps and re-arms)
-// when it has none.
+// when it has none. The running instance counts as in use while it is
+// woken, so no eviction closes it under the sweep; a delivery does not
+// count as a use of the tree otherwise (lastUsed stays).
 func (h *Host) deliver(ctx context.Context, id string) error {
-	e, booted, err := h.activate(ctx, id, false)
-	if err != nil {
-		return err
-	}
-	if booted {
+	for {
+		e, booted, err := h.activate(ctx, id, false)
+		if err != nil {
+			return err
+		}
+		if booted {
+			return nil
+		}
+		h.mu.Lock()
+		if h.trees[id] != e || e.busy != nil {
+			h.mu.Unlock()
+			continue // evicted or deleted since: look again
+		}
+		e.inflight++
+		h.mu.Unlock()
+		err = e.run.wake(ctx)
+		h.mu.Lock()
+		e.inflight--
+		h.mu.Unlock()
+		if err != nil {
+			return fmt.Errorf("wake tree %s: %w", id, err)
+		}
 		return nil
 	}
-	if err := e.run.wake(ctx); err != nil {
-		return fmt.Errorf("wake tree %s: %w", id, err)
-	}
-	return nil
 }

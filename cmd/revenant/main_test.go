@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/revenantrt/revenant/host"
 )
 
 // env is a getenv over a map.
@@ -34,7 +36,7 @@ func TestStartupErrorPrintsNoToken(t *testing.T) {
 // server.
 func TestHelpPrintsUsage(t *testing.T) {
 	commands := []string{"serve", "simulate", "version", "help"}
-	serveFlags := []string{"-addr", "-data", "-guest", "-debug", "REVENANT_TOKENS", "REVENANT_ALLOWED_ORIGINS"}
+	serveFlags := []string{"-addr", "-data", "-guest", "-max-open-trees", "-debug", "REVENANT_TOKENS", "REVENANT_ALLOWED_ORIGINS", "REVENANT_MAX_OPEN_TREES"}
 	cases := []struct {
 		args []string
 		want []string
@@ -101,4 +103,40 @@ func TestDataDirectoryInUseRefusedAtStart(t *testing.T) {
 	again, err := lockDataDir(dir)
 	require.NoError(t, err)
 	again()
+}
+
+// The cap on open trees comes from REVENANT_MAX_OPEN_TREES or
+// -max-open-trees (which wins), host.DefaultMaxOpenTrees without either;
+// anything but a whole number of 1 or more stops the server at start-up,
+// naming where it came from.
+func TestMaxOpenTrees(t *testing.T) {
+	for _, tc := range []struct {
+		env  string
+		args []string
+		want int
+	}{
+		{"", nil, host.DefaultMaxOpenTrees},
+		{"8", nil, 8},
+		{"8", []string{"-max-open-trees", "3"}, 3},
+		{"", []string{"-max-open-trees=500"}, 500},
+	} {
+		c, done, err := parseServe(tc.args, env(map[string]string{"REVENANT_MAX_OPEN_TREES": tc.env}), io.Discard)
+		require.NoError(t, err, "%q %v", tc.env, tc.args)
+		require.False(t, done)
+		assert.Equal(t, tc.want, c.maxOpen, "%q %v", tc.env, tc.args)
+	}
+	for _, tc := range []struct {
+		env  string
+		args []string
+		name string
+	}{
+		{"0", nil, "REVENANT_MAX_OPEN_TREES"},
+		{"-1", nil, "REVENANT_MAX_OPEN_TREES"},
+		{"lots", nil, "REVENANT_MAX_OPEN_TREES"},
+		{"", []string{"-max-open-trees", "0"}, "-max-open-trees"},
+	} {
+		_, _, err := parseServe(tc.args, env(map[string]string{"REVENANT_MAX_OPEN_TREES": tc.env}), io.Discard)
+		require.Error(t, err, "%q %v", tc.env, tc.args)
+		assert.Contains(t, err.Error(), tc.name)
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/revenantrt/revenant/core/api"
@@ -35,6 +36,7 @@ type serveConfig struct {
 	logLevel  slog.Level
 	guest     string // the guest .wasm: trees run as WebAssembly guests
 	wasmCache string // wazero's compilation cache; "": <data>/wasm-cache
+	maxOpen   int    // host.Config.MaxOpenTrees
 }
 
 // serveAbout is the paragraph of serve's usage: what it reads from the
@@ -49,6 +51,7 @@ const serveAbout = `Serves the HTTP API (docs/api.md). Configuration from the en
   REVENANT_CONFIG          JSON file: webhook_tools, permissions, egress, session_defaults,
                            settings (resume budget, step cap, watchdogs, page sizes, …)
   OPENAI_BASE_URL, OPENAI_API_KEY, REVENANT_MODEL   the model provider (default: offline)
+  REVENANT_MAX_OPEN_TREES  how many trees may be open at once (-max-open-trees)
   REVENANT_GUEST, REVENANT_WASM_CACHE               as -guest and -wasm-cache`
 
 // parseServe reads serve's configuration; done reports that it printed the
@@ -62,15 +65,25 @@ func parseServe(args []string, getenv func(string) string, stdout io.Writer) (c 
 	if c.data == "" {
 		c.data = defaultData
 	}
+	c.maxOpen = host.DefaultMaxOpenTrees
+	if v := getenv("REVENANT_MAX_OPEN_TREES"); v != "" {
+		if c.maxOpen, err = strconv.Atoi(v); err != nil || c.maxOpen < 1 {
+			return c, false, fmt.Errorf("REVENANT_MAX_OPEN_TREES: %q is not a whole number of 1 or more", v)
+		}
+	}
 	fs := newFlagSet("serve", " [flags]", serveAbout)
 	fs.StringVar(&c.addr, "addr", c.addr, "listen address (REVENANT_ADDR)")
 	fs.StringVar(&c.data, "data", c.data, "data directory (REVENANT_DATA)")
 	fs.DurationVar(&c.wordDelay, "offline-word-delay", defaultWordDelay, "delay between words of the offline model")
 	fs.StringVar(&c.guest, "guest", c.guest, "run every tree as a WebAssembly guest of this .wasm (built by make guest: bin/revenant.wasm) on wazero, instead of in this process (REVENANT_GUEST)")
 	fs.StringVar(&c.wasmCache, "wasm-cache", c.wasmCache, "with -guest: directory of the compiled guest code, kept between runs (REVENANT_WASM_CACHE; default <data>/wasm-cache)")
+	fs.IntVar(&c.maxOpen, "max-open-trees", c.maxOpen, "how many trees may be open at once: opening one more closes the least recently used idle tree, or is refused 503 if none is idle (REVENANT_MAX_OPEN_TREES)")
 	debug := fs.Bool("debug", false, "log at debug level")
 	if done, err := parseFlags(fs, args, stdout); done || err != nil {
 		return c, done, err
+	}
+	if c.maxOpen < 1 {
+		return c, false, fmt.Errorf("-max-open-trees: %d is not 1 or more", c.maxOpen)
 	}
 	if *debug {
 		c.logLevel = slog.LevelDebug
@@ -109,7 +122,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return fmt.Errorf("serve: %w", err)
 	}
 	defer unlock()
-	hc := host.Config{DataDir: cfg.data, Core: run.configs.Core, Driver: run.driver, Clock: clock, IDs: host.RandomIDs{}, Log: log}
+	hc := host.Config{DataDir: cfg.data, Core: run.configs.Core, Driver: run.driver, MaxOpenTrees: cfg.maxOpen, Clock: clock, IDs: host.RandomIDs{}, Log: log}
 	if cfg.guest != "" {
 		if hc.Guest, err = guestRuntime(ctx, cfg.guest, cfg.wasmCache, cfg.data, run, cfg.tokens, log); err != nil {
 			return fmt.Errorf("serve: %w", err)

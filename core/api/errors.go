@@ -3,6 +3,8 @@ package api
 import (
 	"encoding/json"
 	"errors"
+	"strconv"
+	"time"
 
 	"github.com/revenantrt/revenant/core"
 	"github.com/revenantrt/revenant/core/httpmsg"
@@ -53,6 +55,11 @@ var Statuses = map[ErrorType]int{
 type Error struct {
 	Type    ErrorType
 	Message string
+	// RetryAfter, when positive, is sent as a Retry-After header (whole
+	// seconds, rounded up): how long the client should wait before it
+	// tries again. A host sets it on a refusal it expects to clear (a local
+	// server at its cap of open trees).
+	RetryAfter time.Duration
 }
 
 func (e *Error) Error() string { return string(e.Type) + ": " + e.Message }
@@ -142,12 +149,15 @@ func clientMessage(err error) string {
 func StatusOf(err error) int { return Statuses[ErrorOf(err).Type] }
 
 // WriteError answers err: the status of its type, WWW-Authenticate on a
-// 401, and the body {"error":{"type","message"}} (ErrorOf). It logs
+// 401, Retry-After when the error names one (Error.RetryAfter), and the body {"error":{"type","message"}} (ErrorOf). It logs
 // nothing; a caller with a log writes Internal errors there first.
 func WriteError(w httpmsg.ResponseWriter, err error) {
 	e := ErrorOf(err)
 	if e.Type == ErrUnauthorized {
 		w.Header().Set("WWW-Authenticate", "Bearer")
+	}
+	if e.RetryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.FormatInt(int64((e.RetryAfter+time.Second-1)/time.Second), 10))
 	}
 	var body ErrorBody
 	body.Error.Type, body.Error.Message = e.Type, core.ClipTo(e.Message, maxMessage)

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
@@ -101,6 +102,12 @@ func TestWriteError(t *testing.T) {
 	assert.Equal(t, "Bearer", w.Header().Get("WWW-Authenticate"))
 	assert.Equal(t, "application/json", w.Header().Get("Content-Type"))
 	assert.Equal(t, `{"error":{"type":"unauthorized","message":"a bearer token is required"}}`+"\n", w.Body.String())
+	assert.Empty(t, w.Header().Get("Retry-After"))
+
+	w = httptest.NewRecorder()
+	api.WriteError(nethttp.Writer(w), fmt.Errorf("open: %w", &api.Error{Type: api.ErrUnavailable, Message: "busy", RetryAfter: 1500 * time.Millisecond}))
+	assert.Equal(t, http.StatusServiceUnavailable, w.Code)
+	assert.Equal(t, "2", w.Header().Get("Retry-After"), "whole seconds, rounded up")
 }
 
 // An error names a value the client sent without sending a huge one back
