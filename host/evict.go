@@ -43,8 +43,8 @@ func (h *Host) scheduleEviction() {
 
 // candidate is an open tree eviction may close, as it was when chosen.
 type candidate struct {
-	e        *entry
-	lastUsed int64
+	e       *entry
+	lastUse uint64
 }
 
 // closable reports whether eviction may consider e at all: open, owned
@@ -65,7 +65,7 @@ func (h *Host) EvictIdle(ctx context.Context) int {
 	h.mu.Lock()
 	for _, e := range h.trees {
 		if closable(e) && now-e.lastUsed >= timeout {
-			cands = append(cands, candidate{e, e.lastUsed})
+			cands = append(cands, candidate{e, e.lastUse})
 		}
 	}
 	h.mu.Unlock()
@@ -89,7 +89,7 @@ func (h *Host) evict(ctx context.Context, c candidate) bool {
 		return false
 	}
 	h.mu.Lock()
-	if h.closed.Load() || h.trees[c.e.id] != c.e || !closable(c.e) || c.e.lastUsed != c.lastUsed {
+	if h.closed.Load() || h.trees[c.e.id] != c.e || !closable(c.e) || c.e.lastUse != c.lastUse {
 		h.mu.Unlock()
 		return false // closing, or used or taken over since
 	}
@@ -124,11 +124,11 @@ func (h *Host) makeRoom() error {
 	var cands []candidate
 	for _, e := range h.trees {
 		if closable(e) {
-			cands = append(cands, candidate{e, e.lastUsed})
+			cands = append(cands, candidate{e, e.lastUse})
 		}
 	}
 	h.mu.Unlock()
-	slices.SortFunc(cands, func(a, b candidate) int { return cmp.Compare(a.lastUsed, b.lastUsed) })
+	slices.SortFunc(cands, func(a, b candidate) int { return cmp.Compare(a.lastUse, b.lastUse) })
 	for _, c := range cands {
 		if h.evict(h.bgCtx, c) {
 			h.capEvictions.Add(1)

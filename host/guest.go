@@ -169,7 +169,7 @@ func (h *Host) acquire(ctx context.Context, id string) (*guestInstance, func(), 
 func (h *Host) release(e *entry) {
 	h.mu.Lock()
 	e.inflight--
-	e.lastUsed = h.cfg.Clock.Now()
+	h.used(e)
 	h.mu.Unlock()
 	if f := h.cfg.hooks.released; f != nil {
 		f(e.id)

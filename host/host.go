@@ -39,6 +39,7 @@ type Host struct {
 
 	mu        sync.Mutex // guards the fields below; never held while calling core or doing I/O
 	trees     map[string]*entry
+	uses      uint64 // counts uses of trees: the order of entry.lastUse
 	wakers    map[string]*waker
 	evictStop func() bool
 
@@ -61,6 +62,10 @@ type entry struct {
 	db       *sqlitedb.DB
 	info     api.TreeInfo
 	lastUsed int64
+	// lastUse orders uses as lastUsed cannot (two in one millisecond): the
+	// host's use count at this tree's latest (used); the cap closes the
+	// lowest first.
+	lastUse uint64
 	// inflight counts the requests using the tree: a guest's (GuestHandler,
 	// acquire), the contexts of in-process Gets still live (Get), and a
 	// wake-up being delivered to the running instance (deliver). Eviction
@@ -361,11 +366,17 @@ func (h *Host) activate(ctx context.Context, id string, touch bool) (e *entry, b
 			continue
 		}
 		if touch {
-			e.lastUsed = h.cfg.Clock.Now()
+			h.used(e)
 		}
 		h.mu.Unlock()
 		return e, false, nil
 	}
+}
+
+// used marks e used now. The caller holds h.mu.
+func (h *Host) used(e *entry) {
+	h.uses++
+	e.lastUsed, e.lastUse = h.cfg.Clock.Now(), h.uses
 }
 
 // finishBoot publishes the outcome of the boot that holds e.busy. With
@@ -380,7 +391,7 @@ func (h *Host) finishBoot(e *entry, err error, share bool) {
 		}
 		delete(h.trees, e.id)
 	} else {
-		e.lastUsed = h.cfg.Clock.Now()
+		h.used(e)
 	}
 	close(e.busy)
 	e.busy = nil
