@@ -78,7 +78,9 @@ func (t *turn) authorizeCall(ctx context.Context, st state, c callRow, tl tool.T
 	if len(ask) == 0 {
 		return gateRun, nil // an approval of this call covers every resource still asked about
 	}
-	req, err := json.Marshal(core.PermissionRequest{Action: c.name, Resources: ask, Arguments: json.RawMessage(c.arguments),
+	policy, def := t.policy(st), tool.DefaultDecision(tl)
+	final := slices.DeleteFunc(slices.Clone(ask), func(r string) bool { return !policy.FinalAsk(c.name, def, r) })
+	req, err := json.Marshal(core.PermissionRequest{Action: c.name, Resources: ask, Final: final, Arguments: json.RawMessage(c.arguments),
 		Rule: a.verdict.Rule, Source: string(a.verdict.Source)})
 	if err != nil {
 		t.x.Log().Warn("encode permission request", "call", c.id, "err", err)
