@@ -157,7 +157,16 @@ func (g *Guest) Boot(ctx context.Context, cfg BootConfig) error {
 // asking), so only a configuration where every tool is "allow" and no
 // rule exists means the same there: anything else (a rule, a tool set to
 // "deny" or "ask", or unset, which asks) it would run unasked.
+//
+// No ABI version carries a rule's Final flag: a guest would decide a final
+// ask as a plain one, which a session's rules lift, so any final rule is
+// refused whatever the guest's version.
 func checkPermissionsFit(cfg BootConfig, guestMinor uint16) error {
+	for i, r := range cfg.Permissions {
+		if r.Final {
+			return fmt.Errorf("boot: permission rule %d is final, which no ABI version carries to a guest: %w", i, ErrVersion)
+		}
+	}
 	if guestMinor >= abi.MinorPermissions {
 		return nil
 	}

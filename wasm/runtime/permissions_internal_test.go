@@ -36,6 +36,15 @@ func TestOlderGuestRefusedWithPermissions(t *testing.T) {
 	require.NoError(t, checkPermissionsFit(rules, abi.MinorPermissions))
 }
 
+// A final rule is refused for every guest: the boot configuration cannot
+// say it is final, and a guest would let a session's rules lift its ask.
+func TestFinalRuleRefusedForEveryGuest(t *testing.T) {
+	final := BootConfig{Permissions: []permission.Rule{{Action: "t", Resource: "*", Decision: permission.Ask, Final: true}}}
+	err := checkPermissionsFit(final, abi.Minor)
+	require.ErrorIs(t, err, ErrVersion)
+	require.ErrorContains(t, err, "permission rule 0 is final")
+}
+
 // Boot itself refuses: the old guest is never called, so it stays
 // unbooted and writes nothing (no migration, no epoch).
 func TestOlderGuestBootRefusedBeforeCallingIt(t *testing.T) {
