@@ -119,7 +119,7 @@ func (v Verdict) final() bool { return v.Source == FromConfig && v.Rule.Final }
 // touching resource by a final rule, so that no overlay rule lifts the ask:
 // an `always` reply to it approves that one call and must save no rule
 // for resource.
-func (p Policy) FinalAsk(action string, def Decision, resource string) bool {
+func (p Policy) FinalAsk(action, resource string) bool {
 	r, ok := last(p.Config, action, resource)
 	return ok && r.Final && r.Decision == Ask
 }

@@ -122,7 +122,7 @@ func TestFinalAskIsNotLifted(t *testing.T) {
 
 	plain := permission.Policy{Config: []permission.Rule{ask}, Session: allowAll}
 	assert.Equal(t, permission.Allow, plain.Decide("deploy_staging", permission.Ask, nil).Decision, "a plain ask is liftable, as before")
-	assert.False(t, plain.FinalAsk("deploy_staging", permission.Ask, ""))
+	assert.False(t, plain.FinalAsk("deploy_staging", ""))
 	plain = permission.Policy{Config: []permission.Rule{ask}, Saved: saved}
 	assert.Equal(t, permission.Allow, plain.Decide("deploy_staging", permission.Ask, nil).Decision)
 
@@ -136,7 +136,7 @@ func TestFinalAskIsNotLifted(t *testing.T) {
 		assert.Equal(t, permission.FromConfig, v.Source, name)
 		assert.Equal(t, final, v.Rule, name)
 		assert.Equal(t, []string{""}, p.Pending("deploy_staging", permission.Ask, nil), name)
-		assert.True(t, p.FinalAsk("deploy_staging", permission.Ask, ""), name)
+		assert.True(t, p.FinalAsk("deploy_staging", ""), name)
 		assert.Error(t, p.Permit("deploy_staging", permission.Ask, ""), name)
 	}
 	// The overlay may still tighten a final ask to a deny.
@@ -148,7 +148,7 @@ func TestFinalAskIsNotLifted(t *testing.T) {
 	// the rule that decided, not every rule of the action.
 	p = permission.Policy{Config: []permission.Rule{final, rule("deploy_staging", "safe", permission.Allow)}, Session: allowAll}
 	assert.Equal(t, permission.Allow, p.Decide("deploy_staging", permission.Ask, []string{"safe"}).Decision)
-	assert.False(t, p.FinalAsk("deploy_staging", permission.Ask, "safe"))
+	assert.False(t, p.FinalAsk("deploy_staging", "safe"))
 }
 
 func TestDefault(t *testing.T) {
@@ -197,7 +197,7 @@ func FuzzDecide(f *testing.F) {
 			}
 		}
 		if want == permission.Ask {
-			require.Equal(t, final, p.FinalAsk("t", def, resource), "an ask is final exactly when a final rule decided it")
+			require.Equal(t, final, p.FinalAsk("t", resource), "an ask is final exactly when a final rule decided it")
 		}
 		v := p.Decide("t", def, []string{resource})
 		require.Equal(t, want, v.Decision)
