@@ -17,14 +17,10 @@ import (
 const policyTools = `{"allowed_models": ["gpt-4o-mini"],
  "permissions": [{"action": "kv_put", "resource": "*", "decision": "ask", "final": true}]}`
 
-// TestOperatorPolicy runs the probe's scenarios against the local server
-// (in process: -guest refuses this configuration at start, a unit test of
-// cmd/revenant shows it).
+// TestOperatorPolicy runs the probe's scenarios against the local server,
+// in process and with guests (ABI 1.8 carries the policy to them).
 func TestOperatorPolicy(t *testing.T) {
 	eachMode(t, func(t *testing.T) {
-		if modeOf(t) == modeGuest {
-			t.Skip("a guest's boot configuration carries neither allowed_models nor final: -guest refuses them (cmd/revenant TestAllowedModelsAndFinalRulesAtStart)")
-		}
 		dir := t.TempDir()
 		path := filepath.Join(dir, "config.json")
 		require.NoError(t, os.WriteFile(path, []byte(policyTools), 0o600))

@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/revenantrt/revenant/config"
 	"github.com/revenantrt/revenant/host"
 	"github.com/revenantrt/revenant/wasm/abi"
 	"github.com/revenantrt/revenant/wasm/backend"
@@ -45,18 +44,7 @@ func guestRuntime(ctx context.Context, path, cacheDir, dataDir string, run setup
 // same settings, model and tools the in-process server runs with, and the
 // API tokens as stand-ins (never the tokens themselves).
 func guestBoot(run setup, tokens string) (runtime.BootConfig, error) {
-	// The boot configuration (ABI 1.7) carries neither: a guest would
-	// quietly allow any model and lift a final ask. Refuse, rather than
-	// serve with less than the operator configured.
-	if run.models != nil {
-		return runtime.BootConfig{}, fmt.Errorf("-guest: %s's allowed_models is not carried to a guest yet; run without -guest to enforce it", config.EnvVar)
-	}
-	for i, r := range run.rules {
-		if r.Final {
-			return runtime.BootConfig{}, fmt.Errorf("-guest: %s's permissions[%d] is final, which is not carried to a guest yet; run without -guest to enforce it", config.EnvVar, i)
-		}
-	}
-	boot := runtime.BootConfig{Tools: wasmserve.Declare(run.hostTools), Settings: run.settings, Permissions: run.rules}
+	boot := runtime.BootConfig{Tools: wasmserve.Declare(run.hostTools), Settings: run.settings, Permissions: run.rules, AllowedModels: run.models}
 	if run.baseURL == "" {
 		boot.Model = abi.ModelConfig{Kind: abi.ModelOffline, WordDelay: run.wordDelay}
 	} else {
