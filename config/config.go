@@ -55,6 +55,11 @@ type Config struct {
 	// SessionDefaults apply to a new session where its own configuration
 	// is silent.
 	SessionDefaults SessionDefaults
+	// AllowedModels are the provider models a session may name (its
+	// config's `model`), in file order; nil allows any. Parse has checked
+	// that SessionDefaults.Model, if set, is one; the host checks the
+	// provider's default model (REVENANT_MODEL) with CheckDefaultModel.
+	AllowedModels []string
 	// Settings are the trees' knobs (resume budget, watchdogs, page
 	// sizes, …), the same type every host configures; Parse has validated
 	// them.
@@ -64,7 +69,8 @@ type Config struct {
 // Rule is a permission rule: calls of Action touching a resource matching
 // the Resource pattern are decided by Decision. Both are glob patterns of
 // package core/permission ('*' for any run of characters); a file's rules
-// are never Exact.
+// are never Exact. A Final ask (`"final": true`) is one no session rule
+// and no `always` reply can lift, as a deny always is.
 type Rule = permission.Rule
 
 // SessionDefaults are defaults for new sessions.
@@ -74,6 +80,23 @@ type SessionDefaults struct {
 	// Tools names the tools offered by default; nil offers every tool, an
 	// empty list none.
 	Tools *[]string
+}
+
+// CheckDefaultModel checks the model a host asks for when a session names
+// none (REVENANT_MODEL, else the session defaults' model) against
+// AllowedModels: a server whose default a client could not name itself
+// is misconfigured. The empty name (the offline model) always passes.
+func (c Config) CheckDefaultModel(name string) error {
+	if name == "" || c.AllowsModel(name) {
+		return nil
+	}
+	return fmt.Errorf("the default model %q is not in allowed_models (%s)", name, strings.Join(c.AllowedModels, ", "))
+}
+
+// AllowsModel reports whether a session may name the model: any when
+// AllowedModels is nil.
+func (c Config) AllowsModel(name string) bool {
+	return c.AllowedModels == nil || slices.Contains(c.AllowedModels, name)
 }
 
 // EgressPolicy is the egress policy to build http_request and the webhook
@@ -196,7 +219,7 @@ func (d *decoder) fail(key, format string, args ...any) {
 
 func (d *decoder) config(data []byte) Config {
 	var c Config
-	o := d.object("", data, "webhook_tools", "permissions", "egress", "session_defaults", "settings")
+	o := d.object("", data, "webhook_tools", "permissions", "egress", "session_defaults", "allowed_models", "settings")
 	if o == nil {
 		return c
 	}
@@ -212,8 +235,14 @@ func (d *decoder) config(data []byte) Config {
 	if raw, key, ok := o.field("egress"); ok {
 		c.Egress = d.egress(key, raw)
 	}
+	if raw, key, ok := o.field("allowed_models"); ok {
+		c.AllowedModels = d.allowedModels(key, raw)
+	}
 	if raw, key, ok := o.field("session_defaults"); ok {
 		c.SessionDefaults = d.sessionDefaults(key, raw)
+		if m := c.SessionDefaults.Model; m != "" && !c.AllowsModel(m) {
+			d.fail(member(key, "model"), "%q is not in allowed_models; a client could not name the default itself", m)
+		}
 	}
 	if raw, key, ok := o.field("settings"); ok {
 		c.Settings = d.settings(key, raw)
@@ -284,7 +313,7 @@ func (d *decoder) permissions(key string, raw json.RawMessage) []Rule {
 	var rules []Rule
 	items, _ := d.array(key, raw)
 	for i, item := range items {
-		o := d.object(index(key, i), item, "action", "resource", "decision")
+		o := d.object(index(key, i), item, "action", "resource", "decision", "final")
 		if o == nil {
 			continue
 		}
@@ -303,6 +332,12 @@ func (d *decoder) permissions(key string, raw json.RawMessage) []Rule {
 		}
 		if raw, k, ok := o.required(d, "decision"); ok {
 			r.Decision = d.decision(k, raw)
+		}
+		if raw, k, ok := o.field("final"); ok {
+			r.Final, _ = d.boolean(k, raw)
+			if r.Final && r.Decision == Allow {
+				d.fail(k, `only an "ask" or "deny" rule can be final (final keeps a session's rules and always replies from lifting it)`)
+			}
 		}
 		rules = append(rules, r)
 	}
@@ -384,6 +419,26 @@ func (d *decoder) egress(key string, raw json.RawMessage) web.Egress {
 		p = p.WithTimeout(d.duration(k, raw))
 	}
 	return p
+}
+
+// allowedModels reads the allow-list of models: a non-empty list of
+// distinct, non-empty names.
+func (d *decoder) allowedModels(key string, raw json.RawMessage) []string {
+	models := []string{}
+	firstKey := map[string]string{} // name → where it was first given
+	for i, item := range d.nonEmptyArray(key, raw) {
+		k := index(key, i)
+		name, ok := d.nonEmpty(k, item)
+		switch {
+		case !ok:
+		case firstKey[name] != "":
+			d.fail(k, "%q is given twice (also %s)", name, firstKey[name])
+		default:
+			firstKey[name] = k
+			models = append(models, name)
+		}
+	}
+	return models
 }
 
 func (d *decoder) sessionDefaults(key string, raw json.RawMessage) SessionDefaults {

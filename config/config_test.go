@@ -71,7 +71,7 @@ const exampleConfig = `{
   "permissions": [
     {"action": "http_request", "resource": "*", "decision": "ask"},
     {"action": "http_request", "resource": "http:*.example.com", "decision": "allow"},
-    {"action": "deploy_staging", "resource": "*", "decision": "ask"}
+    {"action": "deploy_staging", "resource": "*", "decision": "ask", "final": true}
   ],
   "egress": {
     "schemes": ["https", "http"],
@@ -80,6 +80,7 @@ const exampleConfig = `{
     "max_response_bytes": 1048576,
     "timeout": "30s"
   },
+  "allowed_models": ["gpt-4o-mini", "gpt-4o"],
   "session_defaults": {
     "system_prompt": "You are a careful operations assistant. Ask before changing anything.",
     "model": "gpt-4o-mini",
@@ -125,8 +126,9 @@ func TestExample(t *testing.T) {
 	require.Equal(t, []config.Rule{
 		{Action: "http_request", Resource: "*", Decision: config.Ask},
 		{Action: "http_request", Resource: "http:*.example.com", Decision: config.Allow},
-		{Action: "deploy_staging", Resource: "*", Decision: config.Ask},
+		{Action: "deploy_staging", Resource: "*", Decision: config.Ask, Final: true},
 	}, c.Permissions)
+	require.Equal(t, []string{"gpt-4o-mini", "gpt-4o"}, c.AllowedModels)
 
 	p := c.EgressPolicy()
 	require.Equal(t, []string{"https", "http"}, p.Schemes())
@@ -181,6 +183,34 @@ func TestDefaults(t *testing.T) {
 	c, err = config.Parse([]byte(`{"session_defaults": {"model": "m"}}`))
 	require.NoError(t, err)
 	require.Nil(t, c.SessionDefaults.Tools, "no list offers every tool")
+	require.Nil(t, c.AllowedModels, "no list allows any model")
+	require.True(t, c.AllowsModel("o1-pro-expensive"))
+	require.NoError(t, c.CheckDefaultModel("o1-pro-expensive"))
+}
+
+func TestAllowedModels(t *testing.T) {
+	c, err := config.Parse([]byte(`{"allowed_models": ["gpt-4o-mini", "gpt-4o"], "session_defaults": {"model": "gpt-4o"}}`))
+	require.NoError(t, err)
+	require.Equal(t, []string{"gpt-4o-mini", "gpt-4o"}, c.AllowedModels)
+	require.True(t, c.AllowsModel("gpt-4o-mini"))
+	require.False(t, c.AllowsModel("o1-pro-expensive"))
+	require.False(t, c.AllowsModel(""), "a session names a model or takes the default, which is checked on its own")
+	require.NoError(t, c.CheckDefaultModel("gpt-4o"))
+	require.NoError(t, c.CheckDefaultModel(""), "the offline model names none")
+	require.EqualError(t, c.CheckDefaultModel("o1-pro-expensive"), `the default model "o1-pro-expensive" is not in allowed_models (gpt-4o-mini, gpt-4o)`)
+}
+
+func TestFinalRule(t *testing.T) {
+	c, err := config.Parse([]byte(`{"permissions": [
+		{"action": "deploy_staging", "resource": "*", "decision": "ask", "final": true},
+		{"action": "deploy_prod", "resource": "*", "decision": "deny", "final": true},
+		{"action": "kv_put", "resource": "*", "decision": "ask", "final": false}]}`))
+	require.NoError(t, err)
+	require.Equal(t, []config.Rule{
+		{Action: "deploy_staging", Resource: "*", Decision: config.Ask, Final: true},
+		{Action: "deploy_prod", Resource: "*", Decision: config.Deny, Final: true},
+		{Action: "kv_put", Resource: "*", Decision: config.Ask},
+	}, c.Permissions)
 }
 
 func TestRejects(t *testing.T) {
@@ -232,6 +262,12 @@ func TestRejects(t *testing.T) {
 		{"rule shape", `{"permissions": [{"resource": "", "decison": "allow"}]}`, []string{"permissions[0].decison: unknown key (did you mean decision?)", "permissions[0].action: required", "permissions[0].resource: must be 1 to 1024 bytes, not blank", "permissions[0].decision: required"}},
 		{"rule action pattern", `{"permissions": [{"action": "http request", "resource": "*", "decision": "ask"}]}`, []string{"permissions[0].action: must be a tool name, with '*' for any run of characters"}},
 		{"rule resource control", `{"permissions": [{"action": "t*", "resource": "a\nb", "decision": "ask"}]}`, []string{"permissions[0].resource: must not contain control characters"}},
+		{"rule final allow", `{"permissions": [{"action": "t", "resource": "a", "decision": "allow", "final": true}]}`, []string{`permissions[0].final: only an "ask" or "deny" rule can be final`}},
+		{"rule final type", `{"permissions": [{"action": "t", "resource": "a", "decision": "ask", "final": "yes"}]}`, []string{"permissions[0].final: must be true or false"}},
+		{"allowed_models empty", `{"allowed_models": []}`, []string{"allowed_models: must not be empty; leave the key out for the default"}},
+		{"allowed_models not a list", `{"allowed_models": "gpt-4o"}`, []string{"allowed_models: must be an array"}},
+		{"allowed_models items", `{"allowed_models": ["a", "", 5, "a"]}`, []string{"allowed_models[1]: must not be empty", "allowed_models[2]: must be a string", `allowed_models[3]: "a" is given twice (also allowed_models[0])`}},
+		{"default model not allowed", `{"allowed_models": ["a"], "session_defaults": {"model": "b"}}`, []string{`session_defaults.model: "b" is not in allowed_models`}},
 		{"rule exact", `{"permissions": [{"action": "t", "resource": "a", "decision": "ask", "exact": true}]}`, []string{"permissions[0].exact: unknown key"}},
 		{"egress unknown", `{"egress": {"port": [80]}}`, []string{"egress.port: unknown key (did you mean ports?)"}},
 		{"port zero", `{"egress": {"ports": [0]}}`, []string{"egress.ports[0]: must be 1–65535"}},

@@ -1,6 +1,7 @@
 // Package config reads the REVENANT_CONFIG file: webhook tools, permission
-// rules, the egress policy, defaults for new sessions (DESIGN §11) and the
-// trees' settings (core/settings). The
+// rules (an operator's ask may be final), the egress policy, the models a
+// session may name, defaults for new sessions (DESIGN §11) and the trees'
+// settings (core/settings). The
 // format is documented by a complete example, docs/config.example.json,
 // which a test keeps valid.
 //

@@ -37,13 +37,22 @@ const MaxReplyMessage = 16 << 10
 
 // PermissionRequest is what a permission blocker asks (its request JSON):
 // may Action run with Arguments, touching Resources (those the rules ask
-// about; an approval covers exactly these), as Rule decided?
+// about; an approval covers exactly these), as Rule decided? Final are
+// those of Resources an operator's final rule asks about: an `always`
+// reply approves them for this call only and saves no rule for them.
 type PermissionRequest struct {
 	Action    string          `json:"action"`
 	Resources []string        `json:"resources"`
+	Final     []string        `json:"final,omitempty"`
 	Arguments json.RawMessage `json:"arguments"`
 	Rule      permission.Rule `json:"rule"`
 	Source    string          `json:"source"`
+}
+
+// saveable are the resources an `always` reply to the request saves a
+// rule for: those no final rule asks about.
+func (r PermissionRequest) saveable() []string {
+	return slices.DeleteFunc(slices.Clone(r.Resources), func(res string) bool { return slices.Contains(r.Final, res) })
 }
 
 // permissionV1 is the permission@1 adapter: an approved request lets its
@@ -124,13 +133,15 @@ func SavedRules(tx storage.Tx) ([]permission.Rule, error) {
 // the other pending permission requests of b's step that the tree's saved
 // rules now cover entirely. Saved rules are exact allows, the last layer
 // of the policy, and a request was only asked because no configured deny
-// applied, so covered means allowed.
+// applied, so covered means allowed, except for a resource a final rule
+// asks about: no rule is saved for one, and a request with one is never
+// approved by another's reply.
 func (t *txw) saveAlways(b blockerRow) error {
 	var req PermissionRequest
 	if err := json.Unmarshal(b.Request, &req); err != nil {
 		return fmt.Errorf("read permission request %s: %w", b.ID, err)
 	}
-	for i, r := range permission.AlwaysRules(req.Action, req.Resources) {
+	for i, r := range permission.AlwaysRules(req.Action, req.saveable()) {
 		if _, err := t.append(b.SessionID, event.PermissionRuleSaved, event.RuleSaved{
 			RuleID: fmt.Sprintf("%s-%d", b.ID, i), BlockerID: b.ID, Action: r.Action, Resource: r.Resource, Decision: string(r.Decision), Exact: r.Exact}); err != nil {
 			return err
@@ -150,7 +161,7 @@ func (t *txw) saveAlways(b blockerRow) error {
 		if err := json.Unmarshal(o.Request, &oreq); err != nil {
 			return fmt.Errorf("read permission request %s: %w", o.ID, err)
 		}
-		if !slices.ContainsFunc(oreq.Resources, func(res string) bool {
+		if len(oreq.Final) == 0 && !slices.ContainsFunc(oreq.Resources, func(res string) bool {
 			return policy.Decide(oreq.Action, permission.Ask, []string{res}).Decision != permission.Allow
 		}) {
 			if _, err := t.append(o.SessionID, event.PermissionApproved, event.Resolution{BlockerID: o.ID, CallID: o.CallID, StepID: o.StepID,

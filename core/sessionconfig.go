@@ -45,7 +45,7 @@ func ParseSessionConfig(raw json.RawMessage) (SessionConfig, error) {
 				want = "an array of tool names"
 			case typeErr.Field == "permissions":
 				want = `an array of rules {"action", "resource", "decision"}`
-			case typeErr.Field == "permissions.exact":
+			case typeErr.Field == "permissions.exact" || typeErr.Field == "permissions.final":
 				want = "true or false"
 			}
 			if typeErr.Field == "" {
@@ -60,6 +60,11 @@ func ParseSessionConfig(raw json.RawMessage) (SessionConfig, error) {
 	}
 	if err := permission.ValidateRules(c.Permissions); err != nil {
 		return c, invalid("config field \"permissions%s", quoteField(err))
+	}
+	for i, r := range c.Permissions {
+		if r.Final {
+			return c, invalid("config field \"permissions[%d].final\": only the server's rules can be final", i)
+		}
 	}
 	return c, nil
 }

@@ -38,6 +38,10 @@ func TestSessionConfigPermissions(t *testing.T) {
 		{`{"permissions":[{"action":"t","resource":"*","decision":"allow"},{"resource":"*","decision":"allow"}]}`, `config field "permissions[1].action": must be 1 to 64 characters`},
 		{`{"permissions":[{"action":"a b","resource":"*","decision":"allow"}]}`, `config field "permissions[0].action": must be a tool name`},
 		{`{"permissions":[{"action":"t","resource":"","decision":"deny"}]}`, `config field "permissions[0].resource": must be 1 to 1024 bytes, not blank`},
+		// Only the operator's rules can be final: a client's would mean nothing
+		// in the overlay, and is refused rather than ignored.
+		{`{"permissions":[{"action":"t","resource":"*","decision":"allow"},{"action":"t","resource":"*","decision":"ask","final":true}]}`, `config field "permissions[1].final": only the server's rules can be final`},
+		{`{"permissions":[{"action":"t","resource":"*","decision":"ask","final":"yes"}]}`, `config field "permissions.final" must be true or false`},
 	}
 	for _, b := range bad {
 		_, err := core.ParseSessionConfig(json.RawMessage(b.body))

@@ -44,7 +44,7 @@ func guestRuntime(ctx context.Context, path, cacheDir, dataDir string, run setup
 // same settings, model and tools the in-process server runs with, and the
 // API tokens as stand-ins (never the tokens themselves).
 func guestBoot(run setup, tokens string) (runtime.BootConfig, error) {
-	boot := runtime.BootConfig{Tools: wasmserve.Declare(run.hostTools), Settings: run.settings, Permissions: run.rules}
+	boot := runtime.BootConfig{Tools: wasmserve.Declare(run.hostTools), Settings: run.settings, Permissions: run.rules, AllowedModels: run.models}
 	if run.baseURL == "" {
 		boot.Model = abi.ModelConfig{Kind: abi.ModelOffline, WordDelay: run.wordDelay}
 	} else {

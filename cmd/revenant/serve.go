@@ -141,7 +141,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	} else {
 		var a *api.Handler
 		a, err = api.New(api.Deps{Trees: trees, Auth: auth, Clock: clock, IDs: host.RandomIDs{}, Log: log},
-			apiCfg.WithSessionDefaults(run.defaults))
+			apiCfg.WithSessionDefaults(run.defaults).WithAllowedModels(run.models))
 		if err == nil {
 			handler = netHandler{nethttp.Handler(a), a.Close}
 		}

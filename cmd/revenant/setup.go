@@ -35,6 +35,8 @@ type setup struct {
 	egress   string
 	// The operator's permission rules, for a guest's boot configuration.
 	rules []config.Rule
+	// models are REVENANT_CONFIG's allowed_models (nil: any), for the API.
+	models []string
 
 	// What a guest needs (-guest): the host-side tools (the guest has its
 	// own kv tools), the offline model's pace, or the provider.
@@ -83,6 +85,11 @@ func buildSetup(getenv func(string) string, clock core.Clock, wordDelay time.Dur
 	if err != nil {
 		return setup{}, err
 	}
+	// The default model is checked here, where it is known: a session
+	// naming none asks for it.
+	if err := conf.CheckDefaultModel(provider.Model); err != nil {
+		return setup{}, fmt.Errorf("%s: %w", config.EnvVar, err)
+	}
 	if provider.Offline() {
 		m = offline.New(clock, offline.Options{WordDelay: wordDelay})
 		s.provider, s.model = "offline", "offline (word delay "+wordDelay.String()+")"
@@ -98,7 +105,7 @@ func buildSetup(getenv func(string) string, clock core.Clock, wordDelay time.Dur
 		s.provider, s.model = base, name
 		s.baseURL, s.apiKey, s.modelName = base, key, name
 	}
-	s.rules = conf.Permissions
-	s.driver, err = runner.New(m, registry, configs.Runner.WithPermissions(conf.Permissions))
+	s.rules, s.models = conf.Permissions, conf.AllowedModels
+	s.driver, err = runner.New(m, registry, configs.Runner.WithPermissions(conf.Permissions).WithAllowedModels(conf.AllowedModels))
 	return s, err
 }

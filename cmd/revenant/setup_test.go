@@ -68,3 +68,34 @@ func TestPermissionsReachBothModes(t *testing.T) {
 	}
 	require.Equal(t, map[string]string{"http_request": "", "deploy": "deny"}, perms)
 }
+
+// allowed_models: the provider's default model must be one (REVENANT_MODEL,
+// else the session defaults'), and the list and a rule's final flag reach
+// a guest's boot configuration as the in-process runner's and API's.
+func TestAllowedModelsAndFinalRulesReachBothModes(t *testing.T) {
+	path := writeConfig(t, `{"allowed_models": ["gpt-4o-mini", "gpt-4o"], "session_defaults": {"model": "gpt-4o-mini"}}`)
+	provider := map[string]string{config.EnvVar: path, "OPENAI_BASE_URL": "http://127.0.0.1:1/v1"}
+	run, err := buildSetup(env(provider), host.RealClock{}, time.Millisecond, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	require.Equal(t, []string{"gpt-4o-mini", "gpt-4o"}, run.models)
+	require.Equal(t, "gpt-4o-mini", run.modelName, "the session defaults' model, which is allowed")
+	boot, err := guestBoot(run, "")
+	require.NoError(t, err)
+	require.Equal(t, []string{"gpt-4o-mini", "gpt-4o"}, boot.AllowedModels)
+
+	provider["REVENANT_MODEL"] = "o1-pro-expensive"
+	_, err = buildSetup(env(provider), host.RealClock{}, time.Millisecond, slog.New(slog.DiscardHandler))
+	require.EqualError(t, err, config.EnvVar+`: the default model "o1-pro-expensive" is not in allowed_models (gpt-4o-mini, gpt-4o)`)
+
+	offline := writeConfig(t, `{"allowed_models": ["gpt-4o"]}`)
+	_, err = buildSetup(env(map[string]string{config.EnvVar: offline}), host.RealClock{}, time.Millisecond, slog.New(slog.DiscardHandler))
+	require.NoError(t, err, "the offline model names no model")
+
+	final := writeConfig(t, `{"permissions": [{"action": "deploy", "resource": "*", "decision": "ask", "final": true}]}`)
+	run, err = buildSetup(env(map[string]string{config.EnvVar: final}), host.RealClock{}, time.Millisecond, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	boot, err = guestBoot(run, "")
+	require.NoError(t, err)
+	require.Equal(t, []config.Rule{{Action: "deploy", Resource: "*", Decision: config.Ask, Final: true}}, boot.Permissions)
+	require.Nil(t, boot.AllowedModels, "no list: any model")
+}

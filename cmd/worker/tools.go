@@ -15,8 +15,9 @@ import (
 )
 
 // ToolsVar names the Worker var holding the tools' configuration: a JSON
-// object with the "webhook_tools" and "egress" sections of a
-// REVENANT_CONFIG file, read by config/ (every key, its checks), except
+// object with the "webhook_tools", "permissions", "egress" and
+// "allowed_models" sections of a REVENANT_CONFIG file, read by config/
+// (every key, its checks), except
 // that a webhook names its signing secret by the Worker secret holding it,
 // "secret_env": "NAME" (wrangler secret put NAME), instead of giving it
 // inline: a var is plain text in wrangler.toml and the dashboard.
@@ -24,7 +25,7 @@ const ToolsVar = "REVENANT_TOOLS"
 
 // toolsSections are the REVENANT_CONFIG sections ToolsVar may hold; the
 // settings are REVENANT_SETTINGS'.
-var toolsSections = []string{"webhook_tools", "permissions", "egress"}
+var toolsSections = []string{"webhook_tools", "permissions", "egress", "allowed_models"}
 
 // parseTools reads raw (ToolsVar's value) with config/, each webhook's
 // secret_env looked up with getenv. Errors name the key and never quote a

@@ -40,6 +40,19 @@ func TestParseTools(t *testing.T) {
 	assert.Empty(t, empty.WebhookTools)
 }
 
+// The operator's model allow-list and final rules reach the object from
+// REVENANT_TOOLS through the same config/ code as the local server's file;
+// the default model (REVENANT_MODEL) must be in the list.
+func TestParseToolsModelsAndFinalRules(t *testing.T) {
+	c, err := parseTools(`{"allowed_models":["gpt-4o-mini"],
+	 "permissions":[{"action":"deploy_staging","resource":"*","decision":"ask","final":true}]}`, env(nil))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"gpt-4o-mini"}, c.AllowedModels)
+	assert.True(t, c.Permissions[0].Final)
+	assert.NoError(t, c.CheckDefaultModel("gpt-4o-mini"))
+	assert.Error(t, c.CheckDefaultModel("o1-pro-expensive"))
+}
+
 func TestParseToolsRefuses(t *testing.T) {
 	secrets := env(map[string]string{"LEDGER_SECRET": hookSecret, "SHORT": "short", "REVENANT_TOKENS": "alice:" + hookSecret})
 	hook := func(extra string) string {
@@ -47,7 +60,7 @@ func TestParseToolsRefuses(t *testing.T) {
 	}
 	for raw, msg := range map[string]string{
 		`[]`:                                    "REVENANT_TOOLS: not a JSON object",
-		`{"settings":{}}`:                       "REVENANT_TOOLS: settings: unknown key (allowed: webhook_tools, permissions, egress; settings go in REVENANT_SETTINGS)",
+		`{"settings":{}}`:                       "REVENANT_TOOLS: settings: unknown key (allowed: webhook_tools, permissions, egress, allowed_models; settings go in REVENANT_SETTINGS)",
 		hook(`,"secret":"` + hookSecret + `"`):  "REVENANT_TOOLS: webhook_tools[0].secret: give the Worker secret's name as secret_env instead",
 		hook(``):                                "REVENANT_TOOLS: webhook_tools[0].secret_env: required",
 		hook(`,"secret_env":"MISSING"`):         "REVENANT_TOOLS: webhook_tools[0].secret_env: the Worker secret MISSING is not set (wrangler secret put MISSING)",
@@ -55,6 +68,7 @@ func TestParseToolsRefuses(t *testing.T) {
 		hook(`,"secret_env":"REVENANT_TOKENS"`): "webhook_tools[0].secret_env: REVENANT_TOKENS holds the API's bearer tokens and is never given to a tree",
 		`{"permissions":[{"action":"t","resource":"*","decision":"no"}]}`: `permissions[0].decision: must be "allow", "ask" or "deny"`,
 		`{"egress":{"ports":[0]}}`:                                        "egress.ports[0]: must be 1–65535",
+		`{"allowed_models":[]}`:                                           "allowed_models: must not be empty",
 	} {
 		_, err := parseTools(raw, secrets)
 		require.Error(t, err, raw)

@@ -51,7 +51,7 @@ const SettingsVar = "REVENANT_SETTINGS"
 type program struct {
 	configs       settings.Configs
 	maxRetryAfter time.Duration
-	tools         config.Config // REVENANT_TOOLS: webhook tools, permission rules and the egress policy
+	tools         config.Config // REVENANT_TOOLS: webhook tools, permission rules, the egress policy, allowed models
 }
 
 func load() (*program, error) {
@@ -70,6 +70,9 @@ func load() (*program, error) {
 	if err != nil {
 		return nil, err
 	}
+	// A create naming a model outside allowed_models is refused by the
+	// object's API, as on the local server.
+	configs.API = configs.API.WithAllowedModels(tools.AllowedModels)
 	return &program{configs: configs, maxRetryAfter: s.MaxRetryAfter, tools: tools}, nil
 }
 
@@ -103,9 +106,9 @@ func (p *program) setup(clock core.Clock) (core.Config, core.Driver, error) {
 	if err != nil {
 		return cfg, nil, err
 	}
-	// Permission rules and each webhook's permission are enforced by the
-	// runner, as on the local server.
-	driver, err := runner.New(m, registry, p.configs.Runner.WithPermissions(p.tools.Permissions))
+	// Permission rules, each webhook's permission and the allowed models
+	// are enforced by the runner, as on the local server.
+	driver, err := runner.New(m, registry, p.configs.Runner.WithPermissions(p.tools.Permissions).WithAllowedModels(p.tools.AllowedModels))
 	return cfg, driver, err
 }
 
@@ -119,6 +122,9 @@ func (p *program) model(clock core.Clock) (model.Model, error) {
 	provider, err := config.ChooseProvider(os.Getenv("OPENAI_BASE_URL"), key, os.Getenv("REVENANT_MODEL"), "")
 	if err != nil {
 		return nil, err
+	}
+	if err := p.tools.CheckDefaultModel(provider.Model); err != nil {
+		return nil, fmt.Errorf("REVENANT_MODEL and %s: %w", ToolsVar, err)
 	}
 	if !provider.Offline() {
 		m, err := openai.New(openai.Config{BaseURL: provider.BaseURL, Model: provider.Model, APIKey: key,

@@ -47,3 +47,23 @@ func TestTreeModelFollowsTheLocalRule(t *testing.T) {
 	require.NoError(t, err)
 	assert.IsType(t, &openai.Model{}, m)
 }
+
+// REVENANT_TOOLS' allowed_models reaches the object's API configuration
+// (a create naming another model is refused there, by core/api), and
+// REVENANT_MODEL must be one of them or the boot fails with the reason.
+func TestTreeAllowedModels(t *testing.T) {
+	t.Setenv(SettingsVar, "")
+	t.Setenv(ToolsVar, `{"allowed_models":["gpt-4o-mini"]}`)
+	p, err := load()
+	require.NoError(t, err)
+	assert.Equal(t, []string{"gpt-4o-mini"}, p.tools.AllowedModels)
+
+	t.Setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+	t.Setenv("OPENAI_API_KEY", "")
+	t.Setenv("REVENANT_MODEL", "gpt-4o-mini")
+	_, err = p.model(nil)
+	require.NoError(t, err)
+	t.Setenv("REVENANT_MODEL", "o1-pro-expensive")
+	_, err = p.model(nil)
+	assert.ErrorContains(t, err, `REVENANT_MODEL and REVENANT_TOOLS: the default model "o1-pro-expensive" is not in allowed_models (gpt-4o-mini)`)
+}

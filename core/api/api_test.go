@@ -370,6 +370,53 @@ func TestSessionDefaultsFillMissingFields(t *testing.T) {
 	assert.Equal(t, tools, *snap.Config.Tools)
 }
 
+// With an allow-list, a create naming another model is refused 400 naming
+// the field (the probe's "o1-pro-expensive" never reaches the provider);
+// an allowed model and the default are created; a default outside the list
+// is a configuration error at start.
+func TestAllowedModelsOnCreate(t *testing.T) {
+	d := treetest.NewDriver(4)
+	trees := newMemTrees(t, d)
+	deps := api.Deps{Trees: trees, Auth: api.Anonymous{}, Clock: fakehost.NewClock(treetest.Start), IDs: &fakehost.IDs{Prefix: "r"}}
+	allowed := api.NewConfig().WithAllowedModels([]string{"small", "large"})
+	h, err := api.New(deps, allowed.WithSessionDefaults(core.SessionConfig{Model: "small"}))
+	require.NoError(t, err)
+	srv := httptest.NewServer(nethttp.Handler(h))
+	defer srv.Close()
+	defer h.Close()
+	c := &client{t: t, srv: srv}
+
+	var e api.ErrorBody
+	require.Equal(t, 400, c.do("POST", "/v1/sessions", `{"config":{"model":"o1-pro-expensive"}}`, &e))
+	assert.Equal(t, api.ErrInvalidRequest, e.Error.Type)
+	assert.Equal(t, `config field "model": "o1-pro-expensive" is not allowed on this server (allowed: small, large)`, e.Error.Message)
+	var list struct{ Sessions []json.RawMessage }
+	require.Equal(t, 200, c.do("GET", "/v1/sessions", "", &list))
+	assert.Empty(t, list.Sessions, "nothing was created")
+
+	for body, want := range map[string]string{`{"config":{"model":"large"}}`: "large", `{}`: "small"} {
+		var out struct{ ID string }
+		require.Equal(t, 201, c.do("POST", "/v1/sessions", body, &out), body)
+		var snap struct{ Config core.SessionConfig }
+		require.Equal(t, 200, c.do("GET", "/v1/sessions/"+out.ID, "", &snap))
+		assert.Equal(t, want, snap.Config.Model, body)
+	}
+
+	_, err = api.New(deps, allowed.WithSessionDefaults(core.SessionConfig{Model: "o1-pro-expensive"}))
+	assert.ErrorContains(t, err, `the session defaults' model "o1-pro-expensive" is not among the allowed models`)
+	_, err = api.New(deps, api.NewConfig().WithSessionDefaults(core.SessionConfig{Model: "anything"}))
+	assert.NoError(t, err, "no list allows any model")
+}
+
+// A client's own rule cannot be final: only the operator's rules are.
+func TestSessionRuleCannotBeFinal(t *testing.T) {
+	f := newFixture(t, treetest.NewDriver(4), nil)
+	c := f.client(t, "")
+	var e api.ErrorBody
+	require.Equal(t, 400, c.do("POST", "/v1/sessions", `{"config":{"permissions":[{"action":"*","resource":"*","decision":"ask","final":true}]}}`, &e))
+	assert.Equal(t, `config field "permissions[0].final": only the server's rules can be final`, e.Error.Message)
+}
+
 // One token may not name two principals: it would let one act as the other.
 func TestSharedTokenRefused(t *testing.T) {
 	_, err := api.ParseTokens("alice:same-token,bob:same-token")

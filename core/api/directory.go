@@ -42,6 +42,9 @@ func NewDirectory(deps DirectoryDeps, cfg Config) (*Directory, error) {
 	if deps.Index == nil || deps.Auth == nil || deps.IDs == nil {
 		return nil, errors.New("new api directory: Index, Auth and IDs are required")
 	}
+	if err := cfg.checkModels(); err != nil {
+		return nil, fmt.Errorf("new api directory: %w", err)
+	}
 	if err := cfg.checkPageSizes(); err != nil {
 		return nil, fmt.Errorf("new api directory: %w", err)
 	}
@@ -164,6 +167,10 @@ func (d *Directory) withDefaults(raw json.RawMessage) (json.RawMessage, error) {
 	def := d.cfg.defaults
 	if c.SystemPrompt == "" {
 		c.SystemPrompt = def.SystemPrompt
+	}
+	if c.Model != "" && !d.cfg.allowsModel(c.Model) {
+		return nil, fail(ErrInvalidRequest, fmt.Sprintf("config field \"model\": %q is not allowed on this server (allowed: %s)",
+			core.Clip(c.Model), strings.Join(d.cfg.models, ", ")))
 	}
 	if c.Model == "" {
 		c.Model = def.Model

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -29,6 +30,7 @@ type Config struct {
 	messageLimit int
 	listLimit    int
 	defaults     core.SessionConfig
+	models       []string // nil: any
 	loopbackOnly bool
 	origins      []string
 	streamLimit  int
@@ -90,6 +92,28 @@ func (c Config) WithPageSizes(sessions, messages int) Config {
 // WithSessionDefaults sets what a new session's config takes for the
 // fields its create request leaves out. Default: none.
 func (c Config) WithSessionDefaults(d core.SessionConfig) Config { c.defaults = d; return c }
+
+// WithAllowedModels sets the models a create may name in its config's
+// `model`; another is refused 400 invalid_request naming the field. The
+// session defaults' model, if any, must be one (New refuses it otherwise).
+// Default nil: any model. The runner refuses the rest (a stored session's
+// model no longer allowed) at its next model request.
+func (c Config) WithAllowedModels(names []string) Config {
+	c.models = slices.Clone(names)
+	return c
+}
+
+// checkModels refuses a default model a client could not name itself.
+func (c Config) checkModels() error {
+	if m := c.defaults.Model; m != "" && !c.allowsModel(m) {
+		return fmt.Errorf("the session defaults' model %q is not among the allowed models", m)
+	}
+	return nil
+}
+
+func (c Config) allowsModel(name string) bool {
+	return c.models == nil || slices.Contains(c.models, name)
+}
 
 // WithLoopbackOnly(true) refuses (403 forbidden_host) a request whose Host
 // header names anything but a loopback name or address: the defence

@@ -136,6 +136,10 @@ const (
 	FailStorage   = "storage"    // writes could not be saved
 	FailModel     = "model"      // the model provider failed for good
 	FailDriver    = "driver"     // the driver reported a failure
+	// FailModelNotAllowed: the session's model is not among the server's
+	// allowed models (a session stored before the operator narrowed them);
+	// no model request was made.
+	FailModelNotAllowed = "model_not_allowed"
 )
 
 // Execution start causes.

@@ -20,8 +20,12 @@
 // creation), then the rules saved by `always` replies in the order they
 // were saved. Within a layer the last matching rule wins. A base-layer deny
 // is final: neither a session's rules nor an `always` reply can lift what
-// the operator denied. Otherwise a matching overlay rule wins over the base
-// layer.
+// the operator denied. So is a base-layer ask decided by a rule marked
+// final (`"final": true`, an operator's rule only): an overlay rule may
+// make such a call a deny, never an allow, and an `always` reply to it
+// approves that one call and saves no rule. Otherwise a matching overlay
+// rule wins over the base layer. A tool's own default ask is not final;
+// the operator makes it so with a final rule for the tool.
 //
 // A call touching several resources is decided resource by resource, and
 // the strictest decision wins (deny over ask over allow); the Verdict names

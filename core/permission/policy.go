@@ -100,13 +100,28 @@ func (p Policy) decideOne(action string, def Decision, resource string) Verdict 
 	if base.Decision == Deny {
 		return base // the operator's deny is final
 	}
-	if r, ok := last(p.Saved, action, resource); ok {
-		return Verdict{Decision: r.Decision, Resource: resource, Rule: r, Source: FromSaved}
+	over, ok := Verdict{}, false
+	if r, found := last(p.Saved, action, resource); found {
+		over, ok = Verdict{Decision: r.Decision, Resource: resource, Rule: r, Source: FromSaved}, true
+	} else if r, found := last(p.Session, action, resource); found {
+		over, ok = Verdict{Decision: r.Decision, Resource: resource, Rule: r, Source: FromSession}, true
 	}
-	if r, ok := last(p.Session, action, resource); ok {
-		return Verdict{Decision: r.Decision, Resource: resource, Rule: r, Source: FromSession}
+	if !ok || (base.final() && over.Decision.strictness() < base.Decision.strictness()) {
+		return base // no overlay rule, or one that would lift a final rule
 	}
-	return base
+	return over
+}
+
+// final reports whether the verdict is a final base-layer rule's.
+func (v Verdict) final() bool { return v.Source == FromConfig && v.Rule.Final }
+
+// FinalAsk reports whether the base layer asks about a call of action
+// touching resource by a final rule, so that no overlay rule lifts the ask:
+// an `always` reply to it approves that one call and must save no rule
+// for resource.
+func (p Policy) FinalAsk(action, resource string) bool {
+	r, ok := last(p.Config, action, resource)
+	return ok && r.Final && r.Decision == Ask
 }
 
 // last is the last rule of rules matching the call.

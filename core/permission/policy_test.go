@@ -111,6 +111,46 @@ func TestAlwaysRulesAreExact(t *testing.T) {
 	assert.Equal(t, permission.Ask, p.Decide("kv_get", permission.Ask, []string{"kv:*"}).Decision)
 }
 
+// The probe's case: a session's allow-everything rule and an always rule
+// lift a plain ask, but not a final one; the session may still deny.
+func TestFinalAskIsNotLifted(t *testing.T) {
+	ask := rule("deploy_staging", "*", permission.Ask)
+	final := ask
+	final.Final = true
+	allowAll := []permission.Rule{rule("*", "*", permission.Allow)}
+	saved := permission.AlwaysRules("deploy_staging", []string{""})
+
+	plain := permission.Policy{Config: []permission.Rule{ask}, Session: allowAll}
+	assert.Equal(t, permission.Allow, plain.Decide("deploy_staging", permission.Ask, nil).Decision, "a plain ask is liftable, as before")
+	assert.False(t, plain.FinalAsk("deploy_staging", ""))
+	plain = permission.Policy{Config: []permission.Rule{ask}, Saved: saved}
+	assert.Equal(t, permission.Allow, plain.Decide("deploy_staging", permission.Ask, nil).Decision)
+
+	for name, p := range map[string]permission.Policy{
+		"session": {Config: []permission.Rule{final}, Session: allowAll},
+		"saved":   {Config: []permission.Rule{final}, Saved: saved},
+		"both":    {Config: []permission.Rule{final}, Session: allowAll, Saved: saved},
+	} {
+		v := p.Decide("deploy_staging", permission.Ask, nil)
+		assert.Equal(t, permission.Ask, v.Decision, name)
+		assert.Equal(t, permission.FromConfig, v.Source, name)
+		assert.Equal(t, final, v.Rule, name)
+		assert.Equal(t, []string{""}, p.Pending("deploy_staging", permission.Ask, nil), name)
+		assert.True(t, p.FinalAsk("deploy_staging", ""), name)
+		assert.Error(t, p.Permit("deploy_staging", permission.Ask, ""), name)
+	}
+	// The overlay may still tighten a final ask to a deny.
+	p := permission.Policy{Config: []permission.Rule{final}, Session: []permission.Rule{rule("deploy_staging", "*", permission.Deny)}}
+	v := p.Decide("deploy_staging", permission.Ask, nil)
+	assert.Equal(t, permission.Deny, v.Decision)
+	assert.Equal(t, permission.FromSession, v.Source)
+	// A later operator rule decides the base layer as before: final marks
+	// the rule that decided, not every rule of the action.
+	p = permission.Policy{Config: []permission.Rule{final, rule("deploy_staging", "safe", permission.Allow)}, Session: allowAll}
+	assert.Equal(t, permission.Allow, p.Decide("deploy_staging", permission.Ask, []string{"safe"}).Decision)
+	assert.False(t, p.FinalAsk("deploy_staging", "safe"))
+}
+
 func TestDefault(t *testing.T) {
 	assert.Equal(t, permission.Deny, permission.Default("deploy", false, permission.Deny))
 	assert.Equal(t, permission.Allow, permission.Default("create_ticket", false, permission.Allow))
@@ -135,20 +175,29 @@ func FuzzDecide(f *testing.F) {
 		for i := 0; i+3 < len(data) && i < 60; i += 4 {
 			r := permission.Rule{Action: actions[int(data[i])%len(actions)], Resource: resources[int(data[i+1])%len(resources)],
 				Decision: decisions[int(data[i+2])%len(decisions)]}
-			layers[int(data[i+3])%3] = append(layers[int(data[i+3])%3], r)
+			layer := int(data[i+3]) % 3
+			// The high bit of the layer byte marks an operator's ask or deny final.
+			r.Final = layer == 0 && r.Decision != permission.Allow && data[i+3]&0x80 != 0
+			layers[layer] = append(layers[layer], r)
 		}
 		p := permission.Policy{Config: layers[0], Session: layers[1], Saved: layers[2]}
 		resource := []string{"a", "b", "ab", "c"}[int(res)%4]
 		def := decisions[int(res/4)%3]
 
-		want := def
+		want, final := def, false
 		if r, ok := lastMatch(p.Config, "t", resource); ok {
-			want = r.Decision
+			want, final = r.Decision, r.Final
 		}
 		if want != permission.Deny {
-			if r, ok := lastMatch(append(append([]permission.Rule{}, p.Session...), p.Saved...), "t", resource); ok {
+			// A final ask may only be made stricter by the overlay.
+			strictness := map[permission.Decision]int{permission.Allow: 0, permission.Ask: 1, permission.Deny: 2}
+			if r, ok := lastMatch(append(append([]permission.Rule{}, p.Session...), p.Saved...), "t", resource); ok &&
+				(!final || strictness[r.Decision] >= strictness[want]) {
 				want = r.Decision
 			}
+		}
+		if want == permission.Ask {
+			require.Equal(t, final, p.FinalAsk("t", resource), "an ask is final exactly when a final rule decided it")
 		}
 		v := p.Decide("t", def, []string{resource})
 		require.Equal(t, want, v.Decision)

@@ -55,11 +55,16 @@ const (
 // Resource, to a Decision. Both patterns use the package's glob syntax,
 // except that an Exact rule's Resource is the one resource it covers,
 // compared literally ('*' included): what an `always` reply saves.
+//
+// A Final rule is the operator's (Policy.Config only) and asks or denies:
+// when it decides the base layer, no overlay rule may make the call less
+// strict (see the package doc). A deny is final without it.
 type Rule struct {
 	Action   string   `json:"action"`
 	Resource string   `json:"resource"`
 	Decision Decision `json:"decision"`
 	Exact    bool     `json:"exact,omitempty"`
+	Final    bool     `json:"final,omitempty"`
 }
 
 // Matches reports whether the rule covers a call of action touching
@@ -82,6 +87,9 @@ func (r Rule) Validate() error {
 	}
 	if !r.Decision.Valid() {
 		return errors.New(`decision: must be "allow", "ask" or "deny"`)
+	}
+	if r.Final && r.Decision == Allow {
+		return errors.New(`final: only an "ask" or "deny" rule can be final (final keeps a session's rules and always replies from lifting it)`)
 	}
 	return nil
 }

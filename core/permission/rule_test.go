@@ -75,6 +75,8 @@ func TestRuleValidate(t *testing.T) {
 	ok := permission.Rule{Action: "http_request", Resource: "http:*.example.com", Decision: permission.Ask}
 	require.NoError(t, ok.Validate())
 	require.NoError(t, permission.Rule{Action: "*", Resource: "*", Decision: permission.Deny}.Validate())
+	require.NoError(t, permission.Rule{Action: "*", Resource: "*", Decision: permission.Ask, Final: true}.Validate())
+	require.NoError(t, permission.Rule{Action: "*", Resource: "*", Decision: permission.Deny, Final: true}.Validate())
 	bad := []struct {
 		rule permission.Rule
 		msg  string
@@ -87,6 +89,7 @@ func TestRuleValidate(t *testing.T) {
 		{permission.Rule{Action: "x", Resource: "\xff", Decision: "allow"}, "resource: must be valid UTF-8"},
 		{permission.Rule{Action: "x", Resource: "*", Decision: "maybe"}, `decision: must be "allow", "ask" or "deny"`},
 		{permission.Rule{Action: "x", Resource: "*"}, `decision: must be`},
+		{permission.Rule{Action: "x", Resource: "*", Decision: "allow", Final: true}, `final: only an "ask" or "deny" rule can be final`},
 	}
 	for _, b := range bad {
 		err := b.rule.Validate()

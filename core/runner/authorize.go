@@ -62,7 +62,8 @@ const (
 // resources asks again with the next). approved are the resources an
 // earlier approval of this call covers.
 func (t *turn) authorizeCall(ctx context.Context, st state, c callRow, tl tool.Tool, ordinal int, approved []string) (gate, *event.Blocker) {
-	a, err := authorize(t.policy(st), tl, json.RawMessage(c.arguments))
+	policy := t.policy(st)
+	a, err := authorize(policy, tl, json.RawMessage(c.arguments))
 	if err != nil {
 		out := fmt.Sprintf("The %s call did not run: its arguments do not say what it would touch: %v.", c.name, err)
 		return t.settledGate(ctx, event.Settled{CallID: c.id, Outcome: event.OutcomeError, Output: out})
@@ -78,7 +79,8 @@ func (t *turn) authorizeCall(ctx context.Context, st state, c callRow, tl tool.T
 	if len(ask) == 0 {
 		return gateRun, nil // an approval of this call covers every resource still asked about
 	}
-	req, err := json.Marshal(core.PermissionRequest{Action: c.name, Resources: ask, Arguments: json.RawMessage(c.arguments),
+	final := slices.DeleteFunc(slices.Clone(ask), func(r string) bool { return !policy.FinalAsk(c.name, r) })
+	req, err := json.Marshal(core.PermissionRequest{Action: c.name, Resources: ask, Final: final, Arguments: json.RawMessage(c.arguments),
 		Rule: a.verdict.Rule, Source: string(a.verdict.Source)})
 	if err != nil {
 		t.x.Log().Warn("encode permission request", "call", c.id, "err", err)

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/revenantrt/revenant/core"
@@ -25,6 +26,7 @@ type Config struct {
 	retryMax        time.Duration
 	contextBytes    int
 	permissions     []permission.Rule
+	allowedModels   []string // nil: any
 	taskDepth       int
 }
 
@@ -113,6 +115,22 @@ func (c Config) WithSystemPrompt(s string) Config { c.system = s; return c }
 func (c Config) WithPermissions(rules []permission.Rule) Config {
 	c.permissions = append([]permission.Rule(nil), rules...)
 	return c
+}
+
+// WithAllowedModels sets the models a session's config may name: a turn
+// of a session naming another fails with failed{type:"model_not_allowed"}
+// before its next model request. A session naming none uses the runner's
+// model, which the host checks against the same list. Default nil: any
+// model.
+func (c Config) WithAllowedModels(names []string) Config {
+	c.allowedModels = slices.Clone(names)
+	return c
+}
+
+// allowsModel reports whether a session's model may be requested; the
+// empty name is the runner's own model.
+func (c Config) allowsModel(name string) bool {
+	return name == "" || c.allowedModels == nil || slices.Contains(c.allowedModels, name)
 }
 
 // providerPolicy is the provider retry schedule (core/retry): its waits

@@ -778,3 +778,66 @@ func TestPermissionRejectScope(t *testing.T) {
 		require.ErrorAs(t, err, &conflict, "a cancelled request cannot be approved")
 	})
 }
+
+// The security probe's case: the operator asks about deploy, and a session
+// created with an allow-everything rule runs it unasked, unless the
+// operator's ask is final. A final ask asks anyway; an always reply to it
+// approves that call only (no rule saved, its pending sibling still asks),
+// and the next call asks again.
+func TestPermissionFinalAsk(t *testing.T) {
+	allowAll := json.RawMessage(`{"permissions":[{"action":"*","resource":"*","decision":"allow"}]}`)
+	ask := permission.Rule{Action: "deploy", Resource: "*", Decision: permission.Ask}
+
+	t.Run("not final", func(t *testing.T) {
+		c := newPermRun(t, false)
+		c.cfg = runner.NewConfig().WithPermissions([]permission.Rule{ask})
+		n := c.boot(t)
+		_, err := n.Inst.CreateSession(ctx, core.NewSession{ID: c.sid, Principal: "p", Config: allowAll})
+		require.NoError(t, err)
+		pid := c.admit(t, n, "p1", "deploy staging")
+		n.Idle()
+		assert.Empty(t, permissions(t, n, c.sid), "the session's rule lifts a plain ask, as documented")
+		assert.Equal(t, 1, c.l.count("deploy"))
+		assert.Equal(t, "succeeded", c.tr.PromptState(pid))
+	})
+
+	t.Run("final", func(t *testing.T) {
+		c := newPermRun(t, false)
+		final := ask
+		final.Final = true
+		c.cfg = runner.NewConfig().WithPermissions([]permission.Rule{final})
+		n := c.boot(t)
+		_, err := n.Inst.CreateSession(ctx, core.NewSession{ID: c.sid, Principal: "p", Config: allowAll})
+		require.NoError(t, err)
+		pid := c.admit(t, n, "p1", "deploy staging staging")
+		n.Idle()
+		asked := permissions(t, n, c.sid)
+		require.Len(t, asked, 2, "the final ask asks despite the session's allow")
+		assert.Zero(t, c.l.count("deploy"))
+		var req core.PermissionRequest
+		require.NoError(t, json.Unmarshal(asked[0].Request, &req))
+		assert.Equal(t, []string{"target:staging"}, req.Resources)
+		assert.Equal(t, []string{"target:staging"}, req.Final, "the request says an always reply covers this call only")
+		assert.Equal(t, final, req.Rule)
+
+		res, err := n.Inst.Reply(ctx, c.sid, asked[0].ID, permReply("r1", core.ReplyAlways, ""))
+		require.NoError(t, err)
+		assert.Equal(t, core.BlockerApproved, res.State)
+		n.Idle()
+		assert.Empty(t, savedRules(t, c.tr), "no rule is saved that a final ask would ignore")
+		assert.Empty(t, treetest.OfType(c.tr.Events(c.sid), event.PermissionRuleSaved))
+		left := permissions(t, n, c.sid)
+		require.Len(t, left, 1, "the sibling for the same target still asks")
+		assert.Equal(t, asked[1].ID, left[0].ID)
+		_, err = n.Inst.Reply(ctx, c.sid, left[0].ID, permReply("r2", core.ReplyOnce, ""))
+		require.NoError(t, err)
+		n.Idle()
+		assert.Equal(t, 2, c.l.count("deploy"))
+		assert.Equal(t, "succeeded", c.tr.PromptState(pid))
+
+		c.admit(t, n, "p2", "deploy staging")
+		n.Idle()
+		require.Len(t, permissions(t, n, c.sid), 1, "the next call asks again")
+		assert.Equal(t, 2, c.l.count("deploy"))
+	})
+}

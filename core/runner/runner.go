@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/revenantrt/revenant/core"
 	"github.com/revenantrt/revenant/core/digest"
@@ -67,6 +68,13 @@ func (r *Runner) Run(ctx context.Context, x *core.Execution) core.Outcome {
 			}
 		case last != nil && last.state == core.StepCompleted && !last.calledTools:
 			return core.Outcome{Kind: core.Succeeded}
+		case !r.cfg.allowsModel(st.model):
+			// Checked before every model request, not only at creation: a
+			// session stored before the operator narrowed the list must not
+			// spend on a model that is no longer allowed.
+			return core.Outcome{Kind: core.Failed, FailType: event.FailModelNotAllowed,
+				Message: fmt.Sprintf("The session's model %q is not allowed on this server (allowed: %s); no model request was made.",
+					core.Clip(st.model), strings.Join(r.cfg.allowedModels, ", "))}
 		case st.steps >= r.cfg.stepCap:
 			return core.Outcome{Kind: core.Failed, FailType: event.FailStepLimit,
 				Message: fmt.Sprintf("The turn reached its limit of %d model steps.", r.cfg.stepCap)}
@@ -92,6 +100,7 @@ func (t *turn) append(ctx context.Context, progress bool, typ event.Type, payloa
 // state is what the database says about the turn.
 type state struct {
 	rootID string
+	model  string    // the session's model; empty for the runner's
 	tools  *[]string // the session's tool restriction, if any
 	// The session's own permission rules and the tree's saved always rules
 	// (the operator's are the runner's configuration).
@@ -140,7 +149,7 @@ func (t *turn) load(ctx context.Context) (state, error) {
 		if err != nil {
 			return err
 		}
-		st.tools, st.permissions = cfg.Tools, cfg.Permissions
+		st.model, st.tools, st.permissions = cfg.Model, cfg.Tools, cfg.Permissions
 		if st.saved, err = core.SavedRules(tx); err != nil {
 			return err
 		}

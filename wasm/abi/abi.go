@@ -18,8 +18,9 @@ const (
 	// and saved rules, so the host decides a running call's redirects by
 	// the session's whole policy; 6 added ImportWakeArmChecked, so a
 	// wake-up the host cannot store fails the guest's write instead of
-	// trapping the guest; 7 added BootConfig's queue cap.
-	Minor = 7
+	// trapping the guest; 7 added BootConfig's queue cap; 8 added
+	// BootConfig's operator policy (final rules, allowed models).
+	Minor = 8
 )
 
 // MinorWakeArmChecked is the minor version that added ImportWakeArmChecked.

@@ -406,6 +406,38 @@ func TestBootConfigQueueCapOnlyForANewerGuest(t *testing.T) {
 	require.ErrorIs(t, err, abi.ErrMalformed, "a byte past the queue cap")
 }
 
+// The operator's policy (1.8) follows the queue cap and goes only to a
+// guest of 1.8 or later: each rule's final flag, then the allowed models
+// (nil for any, which stays nil). An older guest decodes the 1.7 layout,
+// without them; a flag count that does not match the rules is malformed.
+func TestBootConfigOperatorPolicyOnlyForANewerGuest(t *testing.T) {
+	cfg := abi.BootConfig{TreeID: "t", Settings: settings.Settings{QueueCap: 7},
+		Permissions: []permission.Rule{{Action: "deploy", Resource: "*", Decision: permission.Ask, Final: true},
+			{Action: "kv_put", Resource: "*", Decision: permission.Ask}},
+		AllowedModels: []string{"gpt-4o-mini", "gpt-4o"}}
+	old := cfg.EncodeFor(abi.MinorOperatorPolicy - 1)
+	cur := cfg.EncodeFor(abi.MinorOperatorPolicy)
+	require.Equal(t, old, cur[:len(old)], "the 1.7 fields are unchanged")
+	got, err := abi.DecodeBootConfig(cur)
+	require.NoError(t, err)
+	require.Equal(t, cfg, got)
+	got, err = abi.DecodeBootConfig(old)
+	require.NoError(t, err)
+	require.False(t, got.Permissions[0].Final, "an older host sends no final flag")
+	require.Nil(t, got.AllowedModels)
+
+	anyModel := cfg
+	anyModel.AllowedModels = nil
+	got, err = abi.DecodeBootConfig(anyModel.Encode())
+	require.NoError(t, err)
+	require.Nil(t, got.AllowedModels, "no list stays no list: any model")
+
+	_, err = abi.DecodeBootConfig(append(old, 1, 1, 0))
+	require.ErrorIs(t, err, abi.ErrMalformed, "one final flag for two rules")
+	_, err = abi.DecodeBootConfig(append(cur, 0))
+	require.ErrorIs(t, err, abi.ErrMalformed, "a byte past the allowed models")
+}
+
 // Names hands out one string per column name across results, up to its
 // bound, and decodes the same rows as DecodeRows.
 func TestDecodeRowsNames(t *testing.T) {

@@ -583,9 +583,22 @@ type BootConfig struct {
 	// Permissions are the operator's permission rules (REVENANT_CONFIG
 	// `permissions`, runner.WithPermissions), sent since 1.4 with each
 	// tool's ToolDecl.Permission: a guest of 1.4 enforces the same
-	// permission configuration as the host's own trees.
+	// permission configuration as the host's own trees. A rule's Final
+	// flag is sent since 1.8 (MinorOperatorPolicy).
 	Permissions []permission.Rule
+	// AllowedModels are the models a session may name
+	// (runner.WithAllowedModels, api.Config.WithAllowedModels); nil allows
+	// any. Since 1.8 (MinorOperatorPolicy).
+	AllowedModels []string
 }
+
+// MinorOperatorPolicy is the minor version that added the operator's
+// policy at BootConfig's end, after the queue cap: each permission rule's
+// Final flag and the allowed models. A host sends it only to a guest that
+// announces at least this (EncodeFor), and refuses to boot an older guest
+// with a final rule or an allow-list (wasm/runtime), which it would not
+// enforce.
+const MinorOperatorPolicy = 8
 
 // MinorQueueCap is the minor version that added the queue cap
 // (Settings.QueueCap) at BootConfig's end, after the permission
@@ -739,6 +752,19 @@ func (c BootConfig) EncodeFor(guestMinor uint16) []byte {
 	if guestMinor >= MinorQueueCap {
 		e.Varint(int64(s.QueueCap))
 	}
+	if guestMinor >= MinorOperatorPolicy {
+		e.Uvarint(uint64(len(c.Permissions)))
+		for _, r := range c.Permissions {
+			e.Bool(r.Final)
+		}
+		e.Bool(c.AllowedModels != nil)
+		if c.AllowedModels != nil {
+			e.Uvarint(uint64(len(c.AllowedModels)))
+			for _, m := range c.AllowedModels {
+				e.String(m)
+			}
+		}
+	}
 	return e.Bytes()
 }
 
@@ -785,7 +811,30 @@ func DecodeBootConfig(b []byte) (BootConfig, error) {
 	if d.err == nil && len(d.b) > 0 {
 		s.QueueCap = int(d.Varint())
 	}
+	if d.err == nil && len(d.b) > 0 {
+		decodeOperatorPolicy(d, &c)
+	}
 	return c, d.Finish()
+}
+
+// decodeOperatorPolicy reads the 1.8 operator policy: one final flag per
+// permission rule, then the allowed models (absent for any).
+func decodeOperatorPolicy(d *Decoder, c *BootConfig) {
+	if n := d.Count(); n != len(c.Permissions) {
+		d.fail("%d final flags for %d permission rules", n, len(c.Permissions))
+		return
+	}
+	for i := range c.Permissions {
+		c.Permissions[i].Final = d.Bool()
+	}
+	if d.Bool() {
+		n := d.Count()
+		models := make([]string, 0, n)
+		for range n {
+			models = append(models, d.String())
+		}
+		c.AllowedModels = models
+	}
 }
 
 // decodePermissions reads the 1.4 permission configuration: one permission

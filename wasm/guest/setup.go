@@ -86,7 +86,7 @@ func (gg *guest) coreSetup() (core.Config, core.Driver, error) {
 	if err != nil {
 		return cfg, nil, err
 	}
-	rc := gg.configs.Runner.WithPermissions(gg.cfg.Permissions)
+	rc := gg.configs.Runner.WithPermissions(gg.cfg.Permissions).WithAllowedModels(gg.cfg.AllowedModels)
 	if gg.cfg.SystemPrompt != "" {
 		rc = rc.WithSystemPrompt(gg.cfg.SystemPrompt)
 	}
@@ -108,7 +108,8 @@ func (gg *guest) apiSetup() (*api.Handler, error) {
 		}
 		auth = t
 	}
-	cfg := gg.configs.API.WithSessionDefaults(core.SessionConfig{SystemPrompt: a.SystemPrompt, Model: a.ModelName, Tools: a.Tools})
+	cfg := gg.configs.API.WithSessionDefaults(core.SessionConfig{SystemPrompt: a.SystemPrompt, Model: a.ModelName, Tools: a.Tools}).
+		WithAllowedModels(gg.cfg.AllowedModels)
 	tr := newTrees(gg)
 	return api.New(api.Deps{Trees: tr, Auth: auth, Clock: gg.clock, IDs: tr, Log: gg.log}, cfg)
 }

@@ -157,7 +157,21 @@ func (g *Guest) Boot(ctx context.Context, cfg BootConfig) error {
 // asking), so only a configuration where every tool is "allow" and no
 // rule exists means the same there: anything else (a rule, a tool set to
 // "deny" or "ask", or unset, which asks) it would run unasked.
+//
+// The operator's policy of 1.8 is refused the same way: a guest older than
+// that would decide a final ask as a plain one, which a session's rules
+// lift, and would let a session name any model.
 func checkPermissionsFit(cfg BootConfig, guestMinor uint16) error {
+	if guestMinor < abi.MinorOperatorPolicy {
+		for i, r := range cfg.Permissions {
+			if r.Final {
+				return fmt.Errorf("boot: the guest speaks ABI 1.%d, which does not carry permission rule %d's final flag (1.%d does); rebuild the guest: %w", guestMinor, i, abi.MinorOperatorPolicy, ErrVersion)
+			}
+		}
+		if cfg.AllowedModels != nil {
+			return fmt.Errorf("boot: the guest speaks ABI 1.%d, which does not carry the allowed models (1.%d does); rebuild the guest: %w", guestMinor, abi.MinorOperatorPolicy, ErrVersion)
+		}
+	}
 	if guestMinor >= abi.MinorPermissions {
 		return nil
 	}

@@ -36,6 +36,25 @@ func TestOlderGuestRefusedWithPermissions(t *testing.T) {
 	require.NoError(t, checkPermissionsFit(rules, abi.MinorPermissions))
 }
 
+// A guest older than 1.8 would not receive the operator's policy: a final
+// rule (its ask a session's rules would lift) or an allow-list of models
+// (any model would do) refuses its boot; a 1.8 guest takes both.
+func TestOlderGuestRefusedWithOperatorPolicy(t *testing.T) {
+	old := uint16(abi.MinorOperatorPolicy - 1)
+	final := BootConfig{Permissions: []permission.Rule{{Action: "t", Resource: "*", Decision: permission.Ask, Final: true}}}
+	err := checkPermissionsFit(final, old)
+	require.ErrorIs(t, err, ErrVersion)
+	require.ErrorContains(t, err, "does not carry permission rule 0's final flag")
+	models := BootConfig{AllowedModels: []string{"m"}}
+	err = checkPermissionsFit(models, old)
+	require.ErrorIs(t, err, ErrVersion)
+	require.ErrorContains(t, err, "does not carry the allowed models")
+	require.NoError(t, checkPermissionsFit(final, abi.MinorOperatorPolicy))
+	require.NoError(t, checkPermissionsFit(models, abi.MinorOperatorPolicy))
+	require.NoError(t, checkPermissionsFit(BootConfig{Permissions: []permission.Rule{{Action: "t", Resource: "*", Decision: permission.Ask}}}, old),
+		"a plain rule is 1.4's")
+}
+
 // Boot itself refuses: the old guest is never called, so it stays
 // unbooted and writes nothing (no migration, no epoch).
 func TestOlderGuestBootRefusedBeforeCallingIt(t *testing.T) {
