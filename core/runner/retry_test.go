@@ -252,6 +252,73 @@ func TestProviderRetriesDoNotCountAgainstStepCap(t *testing.T) {
 	assert.Equal(t, 1, l.count("act"))
 }
 
+// stepFailModel fails the first fails[k] requests of step k (the scripted
+// model's step: one more than the tool results in the request) with err,
+// then answers.
+type stepFailModel struct {
+	scriptModel
+	fails map[int]int
+	err   error
+}
+
+func (m *stepFailModel) Stream(ctx context.Context, req model.Request) (model.Stream, error) {
+	k := 1
+	for _, msg := range req.Messages {
+		if msg.Role == model.RoleTool {
+			k++
+		}
+	}
+	m.mu.Lock()
+	if m.fails[k] > 0 {
+		m.fails[k]--
+		m.mu.Unlock()
+		return nil, m.err
+	}
+	m.mu.Unlock()
+	return m.scriptModel.Stream(ctx, req)
+}
+
+// The retry budget is per step: a completed step gives the turn's next
+// step the full budget again (docs/RATIONALE.md: "the retries of one step
+// are counted"). With two retries allowed, step 1 spends both and
+// completes with a tool call; step 2 then fails twice more and still gets
+// both its retries, counted from 1, and the turn succeeds.
+func TestCompletedStepRestoresTheRetryBudget(t *testing.T) {
+	tr := treetest.New(t)
+	l := newLedger()
+	m := &stepFailModel{fails: map[int]int{1: 2, 2: 2}, err: &model.Error{Status: 503, Retryable: true, Msg: "overloaded"},
+		scriptModel: scriptModel{steps: func(k int) scriptStep {
+			if k == 1 {
+				return scriptStep{chunks: toolCall("act", `{}`)}
+			}
+			return scriptStep{chunks: text("done")}
+		}}}
+	cfg := runner.NewConfig().WithRetries(2, time.Second, time.Minute)
+	n := tr.Boot(newRunner(t, m, cfg, l.tool("act", true)))
+	sid := n.NewSession("s")
+	pid := n.Admit(sid, "hello")
+	n.Idle()
+	for i := range 4 {
+		require.Equal(t, "running", tr.PromptState(pid), "before retry %d", i+1)
+		tr.Clock.Set(tr.Wake.At())
+		require.True(t, tr.Wake.Take(), "retry %d is scheduled", i+1)
+		_, err := recovery.Wake(context.Background(), n.Inst)
+		require.NoError(t, err)
+		n.Idle()
+	}
+	evs := tr.Events(sid)
+	assert.Empty(t, treetest.OfType(evs, event.ExecutionFailed), "step 2 was not refused for step 1's retries")
+	assert.Equal(t, "succeeded", tr.PromptState(pid))
+	var attempts []int
+	for _, e := range treetest.OfType(evs, event.RetryScheduled) {
+		var r event.Retry
+		require.NoError(t, e.Decode(&r))
+		attempts = append(attempts, r.Attempt)
+	}
+	assert.Equal(t, []int{1, 2, 1, 2}, attempts, "step 2's retries count from 1")
+	assert.Equal(t, 1, l.count("act"))
+}
+
 // kv_put's effect commits with its settlement and kv_get reads it back.
 func TestKVToolsCommitWithSettlement(t *testing.T) {
 	tr := treetest.New(t)
