@@ -65,14 +65,30 @@ type frame struct {
 // follow reads frames from an event stream into out until a turn terminal.
 // ready is closed once the response headers arrived: the handler flushes
 // them only after it subscribed, so nothing committed later can be missed.
+// A stream that does not start (an error, a status other than 200) is
+// reported and closes out without closing ready: wait with streaming.
+// follow runs on its own goroutine, so it never stops the test itself.
 func follow(t *testing.T, url string, header http.Header, ready chan<- struct{}, out chan<- frame) {
 	req, err := http.NewRequest("GET", url, nil)
-	require.NoError(t, err)
+	if err != nil {
+		t.Errorf("follow %s: %v", url, err)
+		close(out)
+		return
+	}
 	req.Header = header
 	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
+	if err != nil {
+		t.Errorf("follow %s: %v", url, err)
+		close(out)
+		return
+	}
 	defer resp.Body.Close()
-	require.Equal(t, 200, resp.StatusCode)
+	if resp.StatusCode != 200 {
+		body, _ := io.ReadAll(resp.Body)
+		t.Errorf("follow %s: status %d, want 200: %s", url, resp.StatusCode, body)
+		close(out)
+		return
+	}
 	close(ready)
 	r := bufio.NewReader(resp.Body)
 	var f frame
@@ -103,6 +119,17 @@ func follow(t *testing.T, url string, header http.Header, ready chan<- struct{},
 	}
 }
 
+// streaming waits until follow's stream started (ready closed), failing
+// the test at once if it did not (out closed first).
+func streaming(t *testing.T, ready <-chan struct{}, out <-chan frame) {
+	t.Helper()
+	select {
+	case <-ready:
+	case <-out:
+		t.Fatal("the event stream did not start (see the error above)")
+	}
+}
+
 // Convergence: a client that hydrates from the snapshot and follows the
 // stream from its cursor ends with the same durable events, each exactly
 // once, as a client that reads the stream from 0, while a turn streams.
@@ -123,8 +150,8 @@ func TestSnapshotThenStreamConvergesWithStreamFromZero(t *testing.T) {
 	readyA, readyB := make(chan struct{}), make(chan struct{})
 	go follow(t, f.srv.URL+"/v1/sessions/"+id+"/events?after="+strconv.FormatInt(snap.Cursor, 10), http.Header{}, readyA, hydrated)
 	go follow(t, f.srv.URL+"/v1/sessions/"+id+"/events", http.Header{"Last-Event-Id": {"0"}}, readyB, full)
-	<-readyA
-	<-readyB
+	streaming(t, readyA, hydrated) // from the snapshot's cursor: the last event's seq is a valid cursor
+	streaming(t, readyB, full)
 	for i := range 5 {
 		feed <- "late" + strconv.Itoa(i) + " "
 	}
@@ -166,7 +193,7 @@ func TestStreamSurvivesInstanceRestartAndSnapshotShowsPartialText(t *testing.T) 
 	id := c.create()
 	frames, ready := make(chan frame, 256), make(chan struct{})
 	go follow(t, f.srv.URL+"/v1/sessions/"+id+"/events", http.Header{}, ready, frames)
-	<-ready
+	streaming(t, ready, frames)
 
 	// The instance stops (graceful, as idle eviction does) and a new one
 	// boots over the same file; the stream must find it.
