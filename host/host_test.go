@@ -366,6 +366,35 @@ func TestIdleEvictionClosesIdleInstancesAndKeepsClaimedWakeups(t *testing.T) {
 	idle(t, running)
 }
 
+// Idle eviction leaves a tree open while a request uses it (a Get whose
+// context is not done: an API request in flight, an event stream),
+// however long ago the tree was last used: the instance is idle (no
+// execution runs), so the request is all that keeps it. Once the request
+// ends, the tree is used then and closes IdleTimeout later.
+func TestIdleEvictionSparesTreeWithRequestInFlight(t *testing.T) {
+	e := newEnv(t)
+	released := make(chan string, 16)
+	h := e.open(host.WithReleaseHook(e.config(), func(id string) { released <- id }))
+	e.tree(h, "a")
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	_, _, err := h.Get(rctx, "a")
+	require.NoError(t, err)
+
+	e.clock.Advance(time.Hour) // far past IdleTimeout, the request still held
+	assert.Zero(t, h.EvictIdle(ctx), "a tree serving a request is not evicted")
+	assert.True(t, e.isOpen("a"))
+	assert.Equal(t, 1, h.Stats().Instances)
+	assert.Zero(t, h.Stats().Evictions)
+
+	cancel()
+	waitReleased(t, released, "a")
+	assert.Zero(t, h.EvictIdle(ctx), "the request's end is a use")
+	e.clock.Advance(time.Minute)
+	assert.Equal(t, 1, h.EvictIdle(ctx))
+	assert.False(t, e.isOpen("a"))
+}
+
 // The eviction loop runs on the host clock: no sleeps, no real time.
 func TestEvictionLoopRunsOnTheClock(t *testing.T) {
 	e := newEnv(t)

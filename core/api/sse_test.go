@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -63,17 +64,34 @@ type frame struct {
 }
 
 // follow reads frames from an event stream into out until a turn terminal.
-// ready is closed once the response headers arrived: the handler flushes
-// them only after it subscribed, so nothing committed later can be missed.
-func follow(t *testing.T, url string, header http.Header, ready chan<- struct{}, out chan<- frame) {
+// started gets nil once the response headers arrived (the handler flushes
+// them only after it subscribed, so nothing committed later can be
+// missed), or why the stream did not start (an error, a status other than
+// 200), then out is closed: follow runs on its own goroutine, where a
+// test must not stop, so the test checks it with streaming.
+func follow(url string, header http.Header, started chan<- error, out chan<- frame) {
+	fail := func(err error) {
+		started <- fmt.Errorf("follow %s: %w", url, err)
+		close(out)
+	}
 	req, err := http.NewRequest("GET", url, nil)
-	require.NoError(t, err)
+	if err != nil {
+		fail(err)
+		return
+	}
 	req.Header = header
 	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
+	if err != nil {
+		fail(err)
+		return
+	}
 	defer resp.Body.Close()
-	require.Equal(t, 200, resp.StatusCode)
-	close(ready)
+	if resp.StatusCode != 200 {
+		body, _ := io.ReadAll(resp.Body)
+		fail(fmt.Errorf("status %d, want 200: %s", resp.StatusCode, body))
+		return
+	}
+	started <- nil
 	r := bufio.NewReader(resp.Body)
 	var f frame
 	for {
@@ -103,6 +121,13 @@ func follow(t *testing.T, url string, header http.Header, ready chan<- struct{},
 	}
 }
 
+// streaming waits until follow's stream started, failing the test with
+// the reason if it did not.
+func streaming(t *testing.T, started <-chan error) {
+	t.Helper()
+	require.NoError(t, <-started, "the event stream did not start")
+}
+
 // Convergence: a client that hydrates from the snapshot and follows the
 // stream from its cursor ends with the same durable events, each exactly
 // once, as a client that reads the stream from 0, while a turn streams.
@@ -120,11 +145,11 @@ func TestSnapshotThenStreamConvergesWithStreamFromZero(t *testing.T) {
 	require.Equal(t, 200, c.do("GET", "/v1/sessions/"+id, "", &snap))
 	require.Greater(t, snap.Cursor, int64(0))
 	hydrated, full := make(chan frame, 256), make(chan frame, 256)
-	readyA, readyB := make(chan struct{}), make(chan struct{})
-	go follow(t, f.srv.URL+"/v1/sessions/"+id+"/events?after="+strconv.FormatInt(snap.Cursor, 10), http.Header{}, readyA, hydrated)
-	go follow(t, f.srv.URL+"/v1/sessions/"+id+"/events", http.Header{"Last-Event-Id": {"0"}}, readyB, full)
-	<-readyA
-	<-readyB
+	readyA, readyB := make(chan error, 1), make(chan error, 1)
+	go follow(f.srv.URL+"/v1/sessions/"+id+"/events?after="+strconv.FormatInt(snap.Cursor, 10), http.Header{}, readyA, hydrated)
+	go follow(f.srv.URL+"/v1/sessions/"+id+"/events", http.Header{"Last-Event-Id": {"0"}}, readyB, full)
+	streaming(t, readyA) // from the snapshot's cursor: the last event's seq is a valid cursor
+	streaming(t, readyB)
 	for i := range 5 {
 		feed <- "late" + strconv.Itoa(i) + " "
 	}
@@ -164,9 +189,9 @@ func TestStreamSurvivesInstanceRestartAndSnapshotShowsPartialText(t *testing.T) 
 	f := newFixture(t, r, nil)
 	c := f.client(t, "")
 	id := c.create()
-	frames, ready := make(chan frame, 256), make(chan struct{})
-	go follow(t, f.srv.URL+"/v1/sessions/"+id+"/events", http.Header{}, ready, frames)
-	<-ready
+	frames, ready := make(chan frame, 256), make(chan error, 1)
+	go follow(f.srv.URL+"/v1/sessions/"+id+"/events", http.Header{}, ready, frames)
+	streaming(t, ready)
 
 	// The instance stops (graceful, as idle eviction does) and a new one
 	// boots over the same file; the stream must find it.

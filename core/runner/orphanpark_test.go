@@ -177,7 +177,18 @@ func TestChildParkAfterParentInterruptIsInterrupted(t *testing.T) {
 				assert.Equal(t, event.ExecutionInterrupted, terms[0].Type, sid)
 			}
 			assert.Zero(t, startedWith(t, child, event.CauseResolution), "the child is not continued after its job ended")
-			assert.Len(t, treetest.OfType(child, event.QuestionCancelled), 1)
+			cancelled := treetest.OfType(child, event.QuestionCancelled)
+			require.Len(t, cancelled, 1)
+			var res event.Resolution
+			require.NoError(t, cancelled[0].Decode(&res))
+			assert.Equal(t, event.CancelInterrupt, res.Reason, "the question is cancelled by the interrupt")
+			// The parent's interrupt ended the job: the child's turn ends
+			// for the user's reason, as its parent's did, not as an orphan.
+			for _, sid := range []string{"root", "root.1"} {
+				var in event.Interrupted
+				require.NoError(t, treetest.Terminals(tr.Events(sid))[0].Decode(&in))
+				assert.Equal(t, event.ReasonUser, in.Reason, sid)
+			}
 			assert.Equal(t, map[string]string{"root.1": "ended"}, jobStates(tr))
 			noClaims(t, tr)
 			rebuildEquals(t, tr)

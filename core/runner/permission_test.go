@@ -66,7 +66,8 @@ func (d *deployTool) Execute(ctx context.Context, c tool.Call) (string, error) {
 }
 
 // deployModel calls deploy on the target named by the turn's prompt ("deploy
-// staging" → {"target":"staging"}; "deploy a b" → two calls in one step) and
+// staging" → {"target":"staging"}; "deploy a b" → two calls in one step;
+// "deploy rollback:a" → a call of the tool named rollback on target a) and
 // answers in text once the calls have results. It keeps the last request.
 type deployModel struct {
 	mu       sync.Mutex
@@ -92,7 +93,11 @@ func (m *deployModel) Stream(_ context.Context, req model.Request) (model.Stream
 	}
 	var chunks []model.Chunk
 	for i, target := range strings.Fields(strings.TrimPrefix(last.Text, "deploy ")) {
-		chunks = append(chunks, model.Chunk{ToolCall: &model.ToolCallDelta{Index: i, ID: fmt.Sprintf("call_%d", i), Name: "deploy",
+		name := "deploy"
+		if n, t, ok := strings.Cut(target, ":"); ok {
+			name, target = n, t
+		}
+		chunks = append(chunks, model.Chunk{ToolCall: &model.ToolCallDelta{Index: i, ID: fmt.Sprintf("call_%d", i), Name: name,
 			Arguments: fmt.Sprintf(`{"target":%q}`, target)}})
 	}
 	return &scriptStream{s: scriptStep{chunks: append(chunks, model.Chunk{Finish: model.FinishToolCalls})}}, nil
@@ -521,6 +526,62 @@ func TestPermissionAlwaysApprovesCoveredSiblings(t *testing.T) {
 	require.NoError(t, err)
 	n.Idle()
 	assert.Equal(t, 3, c.l.count("deploy"))
+	assert.Equal(t, "succeeded", c.tr.PromptState(pid))
+}
+
+// namedDeploy is the deploy tool under another name: the same resources
+// (target:<target>), so two tools ask about one resource. Its bodies are
+// counted under its name.
+type namedDeploy struct {
+	*deployTool
+	name string
+}
+
+func (d namedDeploy) Spec() model.ToolSpec {
+	return model.ToolSpec{Name: d.name, Description: "Act on a target.", Schema: json.RawMessage(`{"type":"object"}`)}
+}
+
+func (d namedDeploy) Execute(ctx context.Context, c tool.Call) (string, error) {
+	d.l.mu.Lock()
+	defer d.l.mu.Unlock()
+	d.l.executions[d.name]++
+	return d.name + " done", nil
+}
+
+// An always reply saves rules for its own request's action: a sibling of
+// the step asking about the same resource for another tool (another
+// action) is not covered and stays pending.
+func TestPermissionAlwaysLeavesSiblingOfAnotherActionPending(t *testing.T) {
+	c := newPermRun(t, false)
+	n := c.tr.Boot(newRunner(t, c.m, c.cfg, c.d, namedDeploy{c.d, "rollback"}))
+	n.NewSession(c.sid)
+	pid := c.admit(t, n, "p1", "deploy staging rollback:staging")
+	n.Idle()
+	asked := permissions(t, n, c.sid)
+	require.Len(t, asked, 2, "two calls, two requests")
+	var reqs [2]core.PermissionRequest
+	for i := range asked {
+		require.NoError(t, json.Unmarshal(asked[i].Request, &reqs[i]))
+		assert.Equal(t, []string{"target:staging"}, reqs[i].Resources, "both ask about one resource")
+	}
+	require.Equal(t, "deploy", reqs[0].Action)
+	require.Equal(t, "rollback", reqs[1].Action)
+
+	_, err := n.Inst.Reply(ctx, c.sid, asked[0].ID, permReply("r1", core.ReplyAlways, ""))
+	require.NoError(t, err)
+	n.Idle()
+	left := permissions(t, n, c.sid)
+	require.Len(t, left, 1, "deploy's always rule does not cover rollback")
+	assert.Equal(t, asked[1].ID, left[0].ID)
+	assert.Len(t, treetest.OfType(c.tr.Events(c.sid), event.PermissionApproved), 1, "only the reply's own request is approved")
+	assert.Zero(t, c.l.count("deploy")+c.l.count("rollback"), "nothing runs while a blocker of the step is pending")
+	assert.Equal(t, []permission.Rule{{Action: "deploy", Resource: "target:staging", Decision: permission.Allow, Exact: true}}, savedRules(t, c.tr))
+
+	_, err = n.Inst.Reply(ctx, c.sid, left[0].ID, permReply("r2", core.ReplyOnce, ""))
+	require.NoError(t, err)
+	n.Idle()
+	assert.Equal(t, 1, c.l.count("deploy"))
+	assert.Equal(t, 1, c.l.count("rollback"))
 	assert.Equal(t, "succeeded", c.tr.PromptState(pid))
 }
 

@@ -127,6 +127,65 @@ func TestRearmArmsTheEarlierOfRetryAndInterval(t *testing.T) {
 	}
 }
 
+// queuedFailModel fails its requests in order with errs, one each, then
+// answers.
+type queuedFailModel struct {
+	scriptModel
+	errs []error
+}
+
+func (m *queuedFailModel) Stream(ctx context.Context, req model.Request) (model.Stream, error) {
+	m.mu.Lock()
+	if len(m.errs) > 0 {
+		err := m.errs[0]
+		m.errs = m.errs[1:]
+		m.mu.Unlock()
+		return nil, err
+	}
+	m.mu.Unlock()
+	return m.scriptModel.Stream(ctx, req)
+}
+
+// With only claims sleeping on retries, the wake-up is armed for the
+// earliest retry, not the latest: two turns sleeping until T2 and then
+// until T1 < T2 wake at T1, and after T1's retry ran, no later than T2
+// (DESIGN §4 rule 3).
+func TestRearmArmsTheEarliestOfSeveralRetries(t *testing.T) {
+	tr := treetest.New(t)
+	later := &model.Error{Status: 429, Retryable: true, RetryAfter: 20 * time.Second, Msg: "slow down"}
+	sooner := &model.Error{Status: 429, Retryable: true, RetryAfter: 5 * time.Second, Msg: "slow down"}
+	m := &queuedFailModel{errs: []error{later, sooner},
+		scriptModel: scriptModel{steps: func(int) scriptStep { return scriptStep{chunks: text("done")} }}}
+	n := tr.Boot(newRunner(t, m, runner.NewConfig()))
+	a := n.NewSession("a")
+	pa := n.Admit(a, "hello")
+	n.Idle()
+	b := n.NewSession("b")
+	pb := n.Admit(b, "hello")
+	n.Idle()
+	require.Len(t, treetest.OfType(tr.Events(a), event.RetryScheduled), 1, "a sleeps on a retry")
+	require.Len(t, treetest.OfType(tr.Events(b), event.RetryScheduled), 1, "b sleeps on a retry")
+	t1 := int64(treetest.Start) + sooner.RetryAfter.Milliseconds()
+	t2 := int64(treetest.Start) + later.RetryAfter.Milliseconds()
+
+	at, err := n.Inst.Rearm(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, t1, at, "Rearm arms the earlier retry (b's), not the later (a's)")
+	assert.Equal(t, t1, tr.Wake.At())
+
+	tr.Clock.Set(t1)
+	require.True(t, tr.Wake.Take())
+	rep, err := recovery.Wake(context.Background(), n.Inst)
+	require.NoError(t, err)
+	assert.Equal(t, 1, rep.Count(core.Start), "only b's retry is due")
+	n.Idle()
+	assert.Equal(t, "succeeded", tr.PromptState(pb))
+	assert.Equal(t, "running", tr.PromptState(pa), "a still sleeps")
+	assert.NotZero(t, tr.Wake.At(), "a's retry still needs a wake-up")
+	assert.LessOrEqual(t, tr.Wake.At(), t2, "armed no later than a's retry")
+	n.Crash()
+}
+
 // Retries are bounded: past the configured count the turn fails.
 func TestRetriesExhaustedFailTheTurn(t *testing.T) {
 	tr := treetest.New(t)
@@ -190,6 +249,73 @@ func TestProviderRetriesDoNotCountAgainstStepCap(t *testing.T) {
 	evs := tr.Events(sid)
 	assert.Len(t, treetest.OfType(evs, event.RetryScheduled), 3)
 	assert.Len(t, treetest.OfType(evs, event.StepStarted), 5, "three failed requests, then two steps")
+	assert.Equal(t, 1, l.count("act"))
+}
+
+// stepFailModel fails the first fails[k] requests of step k (the scripted
+// model's step: one more than the tool results in the request) with err,
+// then answers.
+type stepFailModel struct {
+	scriptModel
+	fails map[int]int
+	err   error
+}
+
+func (m *stepFailModel) Stream(ctx context.Context, req model.Request) (model.Stream, error) {
+	k := 1
+	for _, msg := range req.Messages {
+		if msg.Role == model.RoleTool {
+			k++
+		}
+	}
+	m.mu.Lock()
+	if m.fails[k] > 0 {
+		m.fails[k]--
+		m.mu.Unlock()
+		return nil, m.err
+	}
+	m.mu.Unlock()
+	return m.scriptModel.Stream(ctx, req)
+}
+
+// The retry budget is per step: a completed step gives the turn's next
+// step the full budget again (docs/RATIONALE.md: "the retries of one step
+// are counted"). With two retries allowed, step 1 spends both and
+// completes with a tool call; step 2 then fails twice more and still gets
+// both its retries, counted from 1, and the turn succeeds.
+func TestCompletedStepRestoresTheRetryBudget(t *testing.T) {
+	tr := treetest.New(t)
+	l := newLedger()
+	m := &stepFailModel{fails: map[int]int{1: 2, 2: 2}, err: &model.Error{Status: 503, Retryable: true, Msg: "overloaded"},
+		scriptModel: scriptModel{steps: func(k int) scriptStep {
+			if k == 1 {
+				return scriptStep{chunks: toolCall("act", `{}`)}
+			}
+			return scriptStep{chunks: text("done")}
+		}}}
+	cfg := runner.NewConfig().WithRetries(2, time.Second, time.Minute)
+	n := tr.Boot(newRunner(t, m, cfg, l.tool("act", true)))
+	sid := n.NewSession("s")
+	pid := n.Admit(sid, "hello")
+	n.Idle()
+	for i := range 4 {
+		require.Equal(t, "running", tr.PromptState(pid), "before retry %d", i+1)
+		tr.Clock.Set(tr.Wake.At())
+		require.True(t, tr.Wake.Take(), "retry %d is scheduled", i+1)
+		_, err := recovery.Wake(context.Background(), n.Inst)
+		require.NoError(t, err)
+		n.Idle()
+	}
+	evs := tr.Events(sid)
+	assert.Empty(t, treetest.OfType(evs, event.ExecutionFailed), "step 2 was not refused for step 1's retries")
+	assert.Equal(t, "succeeded", tr.PromptState(pid))
+	var attempts []int
+	for _, e := range treetest.OfType(evs, event.RetryScheduled) {
+		var r event.Retry
+		require.NoError(t, e.Decode(&r))
+		attempts = append(attempts, r.Attempt)
+	}
+	assert.Equal(t, []int{1, 2, 1, 2}, attempts, "step 2's retries count from 1")
 	assert.Equal(t, 1, l.count("act"))
 }
 

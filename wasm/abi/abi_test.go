@@ -5,9 +5,11 @@ import (
 
 	"fmt"
 	"os"
+	"runtime"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/revenantrt/revenant/core/httpmsg"
@@ -202,6 +204,34 @@ func TestDecodeRejectsMalformed(t *testing.T) {
 	// A huge count with a short buffer fails without allocating for it.
 	_, err = abi.DecodeRows([]byte{0xff, 0xff, 0xff, 0xff, 0x0f})
 	require.ErrorIs(t, err, abi.ErrMalformed)
+}
+
+// A count is bounded by the bytes left, not only by maxCount: each element
+// takes at least one byte, so a count of 2^24-1 with one byte left fails
+// "past the buffer" at once, and a decoder that preallocates by the count
+// (a statement's arguments) allocates nothing large for it.
+func TestCountPastTheBytesLeftFailsWithoutAllocating(t *testing.T) {
+	const huge = 1<<24 - 1
+	var e abi.Encoder
+	e.Uvarint(huge)
+	e.Byte(0)
+	d := abi.NewDecoder(e.Bytes())
+	require.Zero(t, d.Count())
+	require.ErrorIs(t, d.Err(), abi.ErrMalformed)
+	require.ErrorContains(t, d.Err(), "past the buffer")
+
+	var s abi.Encoder
+	s.String("SELECT ?")
+	s.Uvarint(huge)
+	s.Byte(0)
+	msg := s.Bytes()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err := abi.DecodeStatement(msg)
+	runtime.ReadMemStats(&after)
+	require.ErrorIs(t, err, abi.ErrMalformed)
+	assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(1<<20), "bytes allocated decoding a %d-byte statement", len(msg))
+	assert.ErrorContains(t, err, "past the buffer")
 }
 
 // Header keys travel sorted, each once (docs/abi.md §5), so a header has
