@@ -424,3 +424,43 @@ func TestCapRefusedWakeupRetries(t *testing.T) {
 	assert.Equal(t, "succeeded", e.promptState("claimed", pid))
 	assert.False(t, e.isOpen("other"))
 }
+
+// A wake-up delivered to an open tree holds it in use while the sweep
+// runs: making room for another tree at the cap does not close it under
+// the sweep (the opener is refused instead), and the delivery succeeds.
+func TestCapSparesTreeWhileItsWakeupSweeps(t *testing.T) {
+	e := newEnv(t)
+	e.core = e.core.WithWakeInterval(time.Hour)
+	sweeping, resume := make(chan struct{}), make(chan struct{})
+	cfg := host.WithWakingHook(withCap(e.config(), 1, nil), func(id string) {
+		close(sweeping)
+		<-resume
+	})
+	h := e.open(cfg)
+	var once sync.Once
+	release := func() { once.Do(func() { close(resume) }) }
+	t.Cleanup(release) // before the host's Close, which waits for the delivery
+	c := e.tree(h, "claimed")
+	pid := admit(t, c, "claimed", "die once")
+	e.d.next(t)
+	idle(t, c) // the claim stays, no execution runs: the instance is idle
+
+	e.clock.Set(treeStart(time.Hour))
+	select {
+	case <-sweeping:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the wake-up was not delivered")
+	}
+	_, err := h.Create(ctx, "other", "alice", nil)
+	require.ErrorIs(t, err, host.ErrTooManyOpen, "the tree being swept is in use")
+	assert.True(t, e.isOpen("claimed"))
+	assert.Zero(t, h.Stats().CapEvictions)
+
+	release()
+	x := e.d.next(t)
+	assert.Equal(t, pid, x.PromptID())
+	assert.Equal(t, event.CauseResume, x.Cause())
+	require.NoError(t, e.nextDelivery().err)
+	idle(t, c)
+	assert.Equal(t, "succeeded", e.promptState("claimed", pid))
+}

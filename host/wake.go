@@ -225,6 +225,9 @@ func (h *Host) deliver(ctx context.Context, id string) error {
 		}
 		e.inflight++
 		h.mu.Unlock()
+		if f := h.cfg.hooks.waking; f != nil {
+			f(id)
+		}
 		err = e.run.wake(ctx)
 		h.mu.Lock()
 		e.inflight--
