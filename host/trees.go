@@ -169,13 +169,9 @@ func (h *Host) Get(ctx context.Context, rootID string) (*core.Instance, api.Tree
 		if ctx.Done() == nil {
 			return e.inst, e.info, nil // a context that never ends holds nothing
 		}
-		h.mu.Lock()
-		if h.trees[rootID] != e || e.busy != nil {
-			h.mu.Unlock()
+		if !h.hold(e) {
 			continue // evicted or deleted since: look again
 		}
-		e.inflight++
-		h.mu.Unlock()
 		context.AfterFunc(ctx, func() { h.release(e) })
 		return e.inst, e.info, nil
 	}
