@@ -3,6 +3,7 @@ package host_test
 import (
 	"context"
 	"io"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
@@ -464,3 +465,44 @@ func TestCapSparesTreeWhileItsWakeupSweeps(t *testing.T) {
 	idle(t, c)
 	assert.Equal(t, "succeeded", e.promptState("claimed", pid))
 }
+
+// During a flood of refusals at the cap the host logs one Info line per
+// host.CapRefusalLogEvery (by the host clock), not one per request.
+func TestCapRefusalsLogSparingly(t *testing.T) {
+	e := newEnv(t)
+	e.core = e.core.WithWakeInterval(time.Hour)
+	var mu sync.Mutex
+	var buf strings.Builder
+	cfg := withCap(e.config(), 1, nil)
+	cfg.Log = slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return buf.Write(p)
+	}), &slog.HandlerOptions{Level: slog.LevelInfo}))
+	h := e.open(cfg)
+	a := e.tree(h, "a")
+	admit(t, a, "a", "hold")
+	e.d.next(t)
+	infoLines := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return strings.Count(buf.String(), "open tree refused")
+	}
+
+	for range 3 {
+		_, err := h.Create(ctx, "b", "alice", nil)
+		require.ErrorIs(t, err, host.ErrTooManyOpen)
+	}
+	assert.Equal(t, 1, infoLines(), "one line for the first refusal, none for the next")
+	e.clock.Advance(host.CapRefusalLogEvery)
+	_, err := h.Create(ctx, "b", "alice", nil)
+	require.ErrorIs(t, err, host.ErrTooManyOpen)
+	assert.Equal(t, 2, infoLines(), "the next span's first refusal is logged")
+	assert.Equal(t, int64(4), h.Stats().CapRefusals)
+	e.d.Release()
+	idle(t, a)
+}
+
+type writerFunc func(p []byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }

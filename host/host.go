@@ -42,6 +42,10 @@ type Host struct {
 	uses      uint64 // counts uses of trees: the order of entry.lastUse
 	wakers    map[string]*waker
 	evictStop func() bool
+	// refusalLoggedAt is when (host clock) a cap refusal was last logged
+	// at Info, if refusalLogged: one line per CapRefusalLogEvery.
+	refusalLoggedAt int64
+	refusalLogged   bool
 
 	recovered    chan struct{} // closed when Open's boots have all run
 	bootedAtOpen int
