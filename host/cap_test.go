@@ -506,3 +506,42 @@ func TestCapRefusalsLogSparingly(t *testing.T) {
 type writerFunc func(p []byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// A tree being deleted while it is not open takes no room under the cap:
+// a concurrent open neither closes an idle tree nor is refused for it.
+func TestCapDeleteOfClosedTreeTakesNoRoom(t *testing.T) {
+	e := newEnv(t)
+	deleting, resume := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	release := func() { once.Do(func() { close(resume) }) }
+	cfg := host.WithDeleteFault(withCap(e.config(), 2, nil), func(id string) error {
+		if id == "gone" {
+			close(deleting)
+			<-resume
+		}
+		return nil
+	})
+	h := e.open(cfg)
+	t.Cleanup(release)
+	e.tree(h, "gone")
+	e.clock.Advance(time.Minute) // the idle timeout
+	require.Equal(t, 1, h.EvictIdle(ctx))
+	e.tree(h, "a")
+	require.False(t, e.isOpen("gone"))
+
+	done := make(chan error, 1)
+	go func() { done <- h.Delete(ctx, "gone") }()
+	select {
+	case <-deleting:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the delete did not start")
+	}
+	e.tree(h, "b")
+	assert.Zero(t, h.Stats().CapEvictions, "no tree was closed for the delete's entry")
+	assert.True(t, e.isOpen("a"))
+	assert.True(t, e.isOpen("b"))
+
+	release()
+	require.NoError(t, <-done)
+	assert.ElementsMatch(t, []string{"a", "b"}, rootIDsOf(t, h))
+}

@@ -118,7 +118,7 @@ func (h *Host) evict(ctx context.Context, c candidate) bool {
 // loop's is (the host's background context), not by the opener's.
 func (h *Host) makeRoom() error {
 	h.mu.Lock()
-	if len(h.trees) < h.cfg.MaxOpenTrees {
+	if !h.full() {
 		h.mu.Unlock()
 		return nil
 	}
