@@ -545,3 +545,50 @@ func TestCapDeleteOfClosedTreeTakesNoRoom(t *testing.T) {
 	require.NoError(t, <-done)
 	assert.ElementsMatch(t, []string{"a", "b"}, rootIDsOf(t, h))
 }
+
+// At the cap, a create with a bad body or a model not allowed is 400 in
+// both modes, as below it: the request is checked before a tree is opened
+// for it, so it is neither refused 503 while every tree is in use nor
+// closes an idle tree for nothing.
+func TestCapBadCreateIsInvalidNotUnavailable(t *testing.T) {
+	for _, guest := range []bool{false, true} {
+		t.Run(map[bool]string{false: "inprocess", true: "guest"}[guest], func(t *testing.T) {
+			e := newEnv(t)
+			cfg := e.config()
+			if guest {
+				cfg = e.guestConfig()
+			}
+			released := make(chan string, 64)
+			h := e.open(withCap(cfg, 1, released))
+			base := apiServerWith(t, h, guest, api.NewConfig().WithAllowedModels([]string{"offline"}))
+			a := create(t, base)
+			bad := []string{`{"nope":1}`, `not json`, `{"config":{"model":"gpt-other"}}`}
+
+			// a is idle: a bad create closes nothing.
+			for _, body := range bad {
+				got := call(t, base, "POST", "/v1/sessions", "alice-token", body)
+				assert.Equal(t, http.StatusBadRequest, got.Status, "%s: %s", body, got.raw)
+			}
+			assert.True(t, e.isOpen(a))
+
+			// a is in use (an event stream): a bad create is still 400.
+			sctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			req, err := http.NewRequestWithContext(sctx, "GET", base+"/v1/sessions/"+a+"/events?access_token=alice-token", nil)
+			require.NoError(t, err)
+			stream, err := http.DefaultClient.Do(req)
+			require.NoError(t, err)
+			defer stream.Body.Close()
+			require.Equal(t, http.StatusOK, stream.StatusCode)
+			for _, body := range bad {
+				got := call(t, base, "POST", "/v1/sessions", "alice-token", body)
+				assert.Equal(t, http.StatusBadRequest, got.Status, "%s: %s", body, got.raw)
+				assert.NotEqual(t, string(api.ErrUnavailable), got.Type, body)
+			}
+			st := h.Stats()
+			assert.Zero(t, st.CapEvictions)
+			assert.Zero(t, st.CapRefusals)
+			assert.Equal(t, []string{a}, rootIDsOf(t, h))
+		})
+	}
+}

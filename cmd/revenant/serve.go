@@ -141,7 +141,9 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		Close()
 	}
 	if cfg.guest != "" {
-		handler, err = host.NewGuestHandler(trees, auth, apiCfg, log)
+		// The host checks a create as its guests will (their boot has the
+		// same defaults and allowed models) before it opens a tree for it.
+		handler, err = host.NewGuestHandler(trees, auth, apiCfg.WithSessionDefaults(run.defaults).WithAllowedModels(run.models), log)
 	} else {
 		var a *api.Handler
 		a, err = api.New(api.Deps{Trees: trees, Auth: auth, Clock: clock, IDs: host.RandomIDs{}, Log: log},
