@@ -130,12 +130,14 @@ func SavedRules(tx storage.Tx) ([]permission.Rule, error) {
 }
 
 // saveAlways records the rules an `always` reply to b saves, then approves
-// the other pending permission requests of b's step that the tree's saved
-// rules now cover entirely. Saved rules are exact allows, the last layer
-// of the policy, and a request was only asked because no configured deny
-// applied, so covered means allowed, except for a resource a final rule
-// asks about: no rule is saved for one, and a request with one is never
-// approved by another's reply.
+// the other pending permission requests of b's step that the policy now
+// allows entirely: the whole policy the runner would decide them by now
+// (the operator's rules, a final one included, the session's, the tree's
+// saved ones), not the saved rules alone, so a rule saved before the
+// operator made a rule final approves nothing that rule asks about, even
+// in a request stored before requests named their final resources. A
+// request that names a final resource is never approved by another's
+// reply, whatever the rules say now.
 func (t *txw) saveAlways(b blockerRow) error {
 	var req PermissionRequest
 	if err := json.Unmarshal(b.Request, &req); err != nil {
@@ -151,7 +153,19 @@ func (t *txw) saveAlways(b blockerRow) error {
 	if err != nil {
 		return err
 	}
-	policy := permission.Policy{Saved: saved}
+	sess, err := readSession(t, b.SessionID)
+	if err != nil {
+		return err
+	}
+	scfg, err := ParseSessionConfig(sess.Config)
+	if err != nil {
+		return err
+	}
+	var base []permission.Rule
+	if o, ok := t.w.inst.driver.(OperatorRules); ok {
+		base = o.OperatorPermissions()
+	}
+	policy := permission.Policy{Config: base, Session: scfg.Permissions, Saved: saved}
 	others, err := pendingBlockers(t, `step_id = ? AND kind = ? AND id != ?`, b.StepID, event.KindPermission, b.ID)
 	if err != nil {
 		return err
@@ -171,6 +185,14 @@ func (t *txw) saveAlways(b blockerRow) error {
 		}
 	}
 	return nil
+}
+
+// OperatorRules is a Driver that decides calls by the operator's
+// permission rules (runner.Runner): an `always` reply approves another
+// request only if they, with the session's and the saved rules, allow it.
+// A driver without them is judged by the session's and saved rules alone.
+type OperatorRules interface {
+	OperatorPermissions() []permission.Rule
 }
 
 // declineCall settles the call of a rejected request as declined, in the

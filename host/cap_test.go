@@ -3,6 +3,7 @@ package host_test
 import (
 	"context"
 	"io"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
@@ -423,4 +424,171 @@ func TestCapRefusedWakeupRetries(t *testing.T) {
 	idle(t, inst)
 	assert.Equal(t, "succeeded", e.promptState("claimed", pid))
 	assert.False(t, e.isOpen("other"))
+}
+
+// A wake-up delivered to an open tree holds it in use while the sweep
+// runs: making room for another tree at the cap does not close it under
+// the sweep (the opener is refused instead), and the delivery succeeds.
+func TestCapSparesTreeWhileItsWakeupSweeps(t *testing.T) {
+	e := newEnv(t)
+	e.core = e.core.WithWakeInterval(time.Hour)
+	sweeping, resume := make(chan struct{}), make(chan struct{})
+	cfg := host.WithWakingHook(withCap(e.config(), 1, nil), func(id string) {
+		close(sweeping)
+		<-resume
+	})
+	h := e.open(cfg)
+	var once sync.Once
+	release := func() { once.Do(func() { close(resume) }) }
+	t.Cleanup(release) // before the host's Close, which waits for the delivery
+	c := e.tree(h, "claimed")
+	pid := admit(t, c, "claimed", "die once")
+	e.d.next(t)
+	idle(t, c) // the claim stays, no execution runs: the instance is idle
+
+	e.clock.Set(treeStart(time.Hour))
+	select {
+	case <-sweeping:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the wake-up was not delivered")
+	}
+	_, err := h.Create(ctx, "other", "alice", nil)
+	require.ErrorIs(t, err, host.ErrTooManyOpen, "the tree being swept is in use")
+	assert.True(t, e.isOpen("claimed"))
+	assert.Zero(t, h.Stats().CapEvictions)
+
+	release()
+	x := e.d.next(t)
+	assert.Equal(t, pid, x.PromptID())
+	assert.Equal(t, event.CauseResume, x.Cause())
+	require.NoError(t, e.nextDelivery().err)
+	idle(t, c)
+	assert.Equal(t, "succeeded", e.promptState("claimed", pid))
+}
+
+// During a flood of refusals at the cap the host logs one Info line per
+// host.CapRefusalLogEvery (by the host clock), not one per request.
+func TestCapRefusalsLogSparingly(t *testing.T) {
+	e := newEnv(t)
+	e.core = e.core.WithWakeInterval(time.Hour)
+	var mu sync.Mutex
+	var buf strings.Builder
+	cfg := withCap(e.config(), 1, nil)
+	cfg.Log = slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return buf.Write(p)
+	}), &slog.HandlerOptions{Level: slog.LevelInfo}))
+	h := e.open(cfg)
+	a := e.tree(h, "a")
+	admit(t, a, "a", "hold")
+	e.d.next(t)
+	infoLines := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return strings.Count(buf.String(), "open tree refused")
+	}
+
+	for range 3 {
+		_, err := h.Create(ctx, "b", "alice", nil)
+		require.ErrorIs(t, err, host.ErrTooManyOpen)
+	}
+	assert.Equal(t, 1, infoLines(), "one line for the first refusal, none for the next")
+	e.clock.Advance(host.CapRefusalLogEvery)
+	_, err := h.Create(ctx, "b", "alice", nil)
+	require.ErrorIs(t, err, host.ErrTooManyOpen)
+	assert.Equal(t, 2, infoLines(), "the next span's first refusal is logged")
+	assert.Equal(t, int64(4), h.Stats().CapRefusals)
+	e.d.Release()
+	idle(t, a)
+}
+
+type writerFunc func(p []byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// A tree being deleted while it is not open takes no room under the cap:
+// a concurrent open neither closes an idle tree nor is refused for it.
+func TestCapDeleteOfClosedTreeTakesNoRoom(t *testing.T) {
+	e := newEnv(t)
+	deleting, resume := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	release := func() { once.Do(func() { close(resume) }) }
+	cfg := host.WithDeleteFault(withCap(e.config(), 2, nil), func(id string) error {
+		if id == "gone" {
+			close(deleting)
+			<-resume
+		}
+		return nil
+	})
+	h := e.open(cfg)
+	t.Cleanup(release)
+	e.tree(h, "gone")
+	e.clock.Advance(time.Minute) // the idle timeout
+	require.Equal(t, 1, h.EvictIdle(ctx))
+	e.tree(h, "a")
+	require.False(t, e.isOpen("gone"))
+
+	done := make(chan error, 1)
+	go func() { done <- h.Delete(ctx, "gone") }()
+	select {
+	case <-deleting:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the delete did not start")
+	}
+	e.tree(h, "b")
+	assert.Zero(t, h.Stats().CapEvictions, "no tree was closed for the delete's entry")
+	assert.True(t, e.isOpen("a"))
+	assert.True(t, e.isOpen("b"))
+
+	release()
+	require.NoError(t, <-done)
+	assert.ElementsMatch(t, []string{"a", "b"}, rootIDsOf(t, h))
+}
+
+// At the cap, a create with a bad body or a model not allowed is 400 in
+// both modes, as below it: the request is checked before a tree is opened
+// for it, so it is neither refused 503 while every tree is in use nor
+// closes an idle tree for nothing.
+func TestCapBadCreateIsInvalidNotUnavailable(t *testing.T) {
+	for _, guest := range []bool{false, true} {
+		t.Run(map[bool]string{false: "inprocess", true: "guest"}[guest], func(t *testing.T) {
+			e := newEnv(t)
+			cfg := e.config()
+			if guest {
+				cfg = e.guestConfig()
+			}
+			released := make(chan string, 64)
+			h := e.open(withCap(cfg, 1, released))
+			base := apiServerWith(t, h, guest, api.NewConfig().WithAllowedModels([]string{"offline"}))
+			a := create(t, base)
+			bad := []string{`{"nope":1}`, `not json`, `{"config":{"model":"gpt-other"}}`}
+
+			// a is idle: a bad create closes nothing.
+			for _, body := range bad {
+				got := call(t, base, "POST", "/v1/sessions", "alice-token", body)
+				assert.Equal(t, http.StatusBadRequest, got.Status, "%s: %s", body, got.raw)
+			}
+			assert.True(t, e.isOpen(a))
+
+			// a is in use (an event stream): a bad create is still 400.
+			sctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			req, err := http.NewRequestWithContext(sctx, "GET", base+"/v1/sessions/"+a+"/events?access_token=alice-token", nil)
+			require.NoError(t, err)
+			stream, err := http.DefaultClient.Do(req)
+			require.NoError(t, err)
+			defer stream.Body.Close()
+			require.Equal(t, http.StatusOK, stream.StatusCode)
+			for _, body := range bad {
+				got := call(t, base, "POST", "/v1/sessions", "alice-token", body)
+				assert.Equal(t, http.StatusBadRequest, got.Status, "%s: %s", body, got.raw)
+				assert.NotEqual(t, string(api.ErrUnavailable), got.Type, body)
+			}
+			st := h.Stats()
+			assert.Zero(t, st.CapEvictions)
+			assert.Zero(t, st.CapRefusals)
+			assert.Equal(t, []string{a}, rootIDsOf(t, h))
+		})
+	}
 }

@@ -81,6 +81,9 @@ type hooks struct {
 	boot func(id string)
 	// delivered is called when a wake-up delivery has settled its row.
 	delivered func(id string, err error)
+	// waking is called when a wake-up delivery is about to wake the tree's
+	// running instance (the sweep), the tree already held in use.
+	waking func(id string)
 	// deleteIndex, when it returns an error, fails a delete's index write
 	// with it.
 	deleteIndex func(id string) error

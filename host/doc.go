@@ -57,7 +57,9 @@
 //     The idle eviction closes such a tree once it is unused for
 //     IdleTimeout; the cap closes one at once (below).
 //   - At most Config.MaxOpenTrees trees are in the host's table (open, or
-//     being booted, closed or deleted). Opening one more — Create, Get, a
+//     being booted, closed or deleted), not counting those a delete found
+//     not open (they hold no instance, and never cost an open tree its
+//     place). Opening one more — Create, Get, a
 //     guest's request, a wake-up's boot; never a use of a tree already
 //     open — first closes the least recently used tree that eviction may
 //     close (makeRoom), whatever its idle time, and looks again; if none

@@ -3,6 +3,7 @@ package host
 import (
 	"cmp"
 	"context"
+	"log/slog"
 	"slices"
 	"time"
 
@@ -117,7 +118,7 @@ func (h *Host) evict(ctx context.Context, c candidate) bool {
 // loop's is (the host's background context), not by the opener's.
 func (h *Host) makeRoom() error {
 	h.mu.Lock()
-	if len(h.trees) < h.cfg.MaxOpenTrees {
+	if !h.full() {
 		h.mu.Unlock()
 		return nil
 	}
@@ -136,7 +137,20 @@ func (h *Host) makeRoom() error {
 			return nil
 		}
 	}
-	h.capRefusals.Add(1)
-	h.log.Info("open tree refused: at the cap of open trees, none idle", "max_open_trees", h.cfg.MaxOpenTrees)
+	n := h.capRefusals.Add(1)
+	h.mu.Lock()
+	now := h.cfg.Clock.Now()
+	level := slog.LevelDebug
+	if !h.refusalLogged || now-h.refusalLoggedAt >= CapRefusalLogEvery.Milliseconds() {
+		h.refusalLogged, h.refusalLoggedAt, level = true, now, slog.LevelInfo
+	}
+	h.mu.Unlock()
+	h.log.Log(h.bgCtx, level, "open tree refused: at the cap of open trees, none idle", "max_open_trees", h.cfg.MaxOpenTrees, "refusals", n)
 	return ErrTooManyOpen
 }
+
+// CapRefusalLogEvery spaces the Info lines of refusals at the cap: during
+// a flood each request is refused, and only the first in each such span
+// (by the host clock) is logged at Info, the others at Debug; each line
+// carries the count of refusals so far.
+const CapRefusalLogEvery = 10 * time.Second

@@ -15,6 +15,13 @@ func WithReleaseHook(cfg Config, released func(id string)) Config {
 	return cfg
 }
 
+// WithWakingHook returns cfg whose host calls waking with the tree id
+// when a wake-up delivery is about to sweep the tree's running instance.
+func WithWakingHook(cfg Config, waking func(id string)) Config {
+	cfg.hooks.waking = waking
+	return cfg
+}
+
 // WithDeleteFault returns cfg whose deletes fail their index write with
 // what fail returns (nil: the write goes ahead).
 func WithDeleteFault(cfg Config, fail func(id string) error) Config {

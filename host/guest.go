@@ -148,20 +148,31 @@ func (h *Host) acquire(ctx context.Context, id string) (*guestInstance, func(), 
 		if err != nil {
 			return nil, nil, err
 		}
-		h.mu.Lock()
-		if h.trees[id] != e || e.busy != nil {
-			h.mu.Unlock()
+		if !h.hold(e) {
 			continue // evicted or deleted since: look again
 		}
-		g, ok := e.run.(*guestInstance)
+		g, ok := e.run.(*guestInstance) // held: nothing closes or replaces it
 		if !ok {
-			h.mu.Unlock()
+			h.release(e)
 			return nil, nil, fmt.Errorf("tree %s: not a guest", id)
 		}
-		e.inflight++
-		h.mu.Unlock()
 		return g, func() { h.release(e) }, nil
 	}
+}
+
+// hold counts e in use (eviction, idle or for the cap, leaves it open)
+// if it is still its tree's entry and no operation (a close, a delete)
+// owns it, and reports whether it did; the caller looks again if not, and
+// ends the use with release (or inflight-- for a wake-up, which is no use
+// of the tree).
+func (h *Host) hold(e *entry) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.trees[e.id] != e || e.busy != nil {
+		return false
+	}
+	e.inflight++
+	return true
 }
 
 // release ends a request's use of e (Get's context, acquire): the tree

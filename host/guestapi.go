@@ -1,11 +1,13 @@
 package host
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -50,8 +52,10 @@ type GuestHandler struct {
 
 // NewGuestHandler returns the API handler of h, which must run trees as
 // guests. auth must name the principals the guests' tokens name; cfg
-// configures what the host answers itself (list pages); the guests'
-// handlers are configured by wasm/backend.Config.Boot.API. The Host and Origin
+// configures what the host answers itself (list pages) and how it checks a
+// create before opening a tree for it (session defaults, allowed models:
+// those the guests are booted with); the guests' handlers are configured
+// by wasm/backend.Config.Boot.API. The Host and Origin
 // checks (api.Config.WithLoopbackOnly, WithAllowedOrigins) are the host's,
 // from cfg.
 func NewGuestHandler(h *Host, auth api.Authenticator, cfg api.Config, log *slog.Logger) (*GuestHandler, error) {
@@ -134,7 +138,9 @@ func (g *GuestHandler) tree(queryToken bool) func(http.ResponseWriter, *http.Req
 }
 
 // create serves POST /v1/sessions: a new tree whose guest creates the root
-// session from the request. Whatever the guest answers is the answer; the
+// session from the request, once the host has checked it as the guest
+// will (Directory.CheckCreate: cfg's allowed models and session defaults
+// must be the guests'). Whatever the guest answers is the answer; the
 // tree becomes visible only if that is 201, and is removed otherwise.
 func (g *GuestHandler) create(w http.ResponseWriter, r *http.Request, m *httpmsg.Request) {
 	principal, err := g.auth.Authenticate(m, false)
@@ -142,6 +148,14 @@ func (g *GuestHandler) create(w http.ResponseWriter, r *http.Request, m *httpmsg
 		g.fail(w, err)
 		return
 	}
+	// The request is checked before a tree is opened for it: a bad one is
+	// 400 as in process, not 503 at the cap, and closes no idle tree.
+	body, err := g.dir.CheckCreate(m)
+	if err != nil {
+		g.fail(w, err)
+		return
+	}
+	r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
 	id := g.h.cfg.IDs.NewID()
 	var resp *recorder
 	_, err = g.h.createTree(r.Context(), id, principal, func(e *entry) (int64, error) {

@@ -37,11 +37,18 @@ type Host struct {
 
 	closed atomic.Bool // set under mu; read anywhere (also by wakers)
 
-	mu        sync.Mutex // guards the fields below; never held while calling core or doing I/O
-	trees     map[string]*entry
-	uses      uint64 // counts uses of trees: the order of entry.lastUse
+	mu    sync.Mutex // guards the fields below; never held while calling core or doing I/O
+	trees map[string]*entry
+	uses  uint64 // counts uses of trees: the order of entry.lastUse
+	// unopened counts the entries of trees a Delete found not open: they
+	// hold no instance and do not count toward MaxOpenTrees (full).
+	unopened  int
 	wakers    map[string]*waker
 	evictStop func() bool
+	// refusalLoggedAt is when (host clock) a cap refusal was last logged
+	// at Info, if refusalLogged: one line per CapRefusalLogEvery.
+	refusalLoggedAt int64
+	refusalLogged   bool
 
 	recovered    chan struct{} // closed when Open's boots have all run
 	bootedAtOpen int
@@ -333,7 +340,7 @@ func (h *Host) activate(ctx context.Context, id string, touch bool) (e *entry, b
 			return nil, false, ErrClosed
 		}
 		e = h.trees[id]
-		if e == nil && len(h.trees) >= h.cfg.MaxOpenTrees {
+		if e == nil && h.full() {
 			h.mu.Unlock()
 			if err := h.makeRoom(); err != nil {
 				return nil, false, err
@@ -372,6 +379,10 @@ func (h *Host) activate(ctx context.Context, id string, touch bool) (e *entry, b
 		return e, false, nil
 	}
 }
+
+// full reports whether opening one more tree would pass MaxOpenTrees.
+// The caller holds h.mu.
+func (h *Host) full() bool { return len(h.trees)-h.unopened >= h.cfg.MaxOpenTrees }
 
 // used marks e used now. The caller holds h.mu.
 func (h *Host) used(e *entry) {

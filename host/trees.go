@@ -85,7 +85,7 @@ func (h *Host) createTree(ctx context.Context, rootID, principal string, init fu
 			h.mu.Unlock()
 			return nil, fmt.Errorf("create tree %s: %w", rootID, api.ErrTreeExists)
 		}
-		if len(h.trees) >= h.cfg.MaxOpenTrees {
+		if h.full() {
 			h.mu.Unlock()
 			if err := h.makeRoom(); err != nil {
 				return nil, fmt.Errorf("create tree %s: %w", rootID, err)
@@ -169,13 +169,9 @@ func (h *Host) Get(ctx context.Context, rootID string) (*core.Instance, api.Tree
 		if ctx.Done() == nil {
 			return e.inst, e.info, nil // a context that never ends holds nothing
 		}
-		h.mu.Lock()
-		if h.trees[rootID] != e || e.busy != nil {
-			h.mu.Unlock()
+		if !h.hold(e) {
 			continue // evicted or deleted since: look again
 		}
-		e.inflight++
-		h.mu.Unlock()
 		context.AfterFunc(ctx, func() { h.release(e) })
 		return e.inst, e.info, nil
 	}
@@ -231,6 +227,7 @@ func (h *Host) Delete(ctx context.Context, rootID string) error {
 		return fmt.Errorf("delete tree %q: %w", rootID, api.ErrTreeNotFound)
 	}
 	var e *entry
+	unopened := false
 	for e == nil {
 		h.mu.Lock()
 		if h.closed.Load() {
@@ -240,8 +237,12 @@ func (h *Host) Delete(ctx context.Context, rootID string) error {
 		cur := h.trees[rootID]
 		switch {
 		case cur == nil:
+			// A tree that is not open: the entry only keeps others out
+			// while it goes, and takes no room under the cap.
 			e = &entry{id: rootID, busy: make(chan struct{})}
 			h.trees[rootID] = e
+			h.unopened++
+			unopened = true
 		case cur.busy == nil:
 			e = cur
 			e.busy = make(chan struct{})
@@ -258,6 +259,9 @@ func (h *Host) Delete(ctx context.Context, rootID string) error {
 	kept, err := h.delete(ctx, e)
 	h.mu.Lock()
 	delete(h.trees, rootID)
+	if unopened {
+		h.unopened--
+	}
 	if !kept {
 		delete(h.wakers, rootID)
 	}

@@ -218,13 +218,12 @@ func (h *Host) deliver(ctx context.Context, id string) error {
 		if booted {
 			return nil
 		}
-		h.mu.Lock()
-		if h.trees[id] != e || e.busy != nil {
-			h.mu.Unlock()
+		if !h.hold(e) {
 			continue // evicted or deleted since: look again
 		}
-		e.inflight++
-		h.mu.Unlock()
+		if f := h.cfg.hooks.waking; f != nil {
+			f(id)
+		}
 		err = e.run.wake(ctx)
 		h.mu.Lock()
 		e.inflight--

@@ -108,7 +108,7 @@ func TestDataDirectoryInUseRefusedAtStart(t *testing.T) {
 // The cap on open trees comes from REVENANT_MAX_OPEN_TREES or
 // -max-open-trees (which wins), host.DefaultMaxOpenTrees without either;
 // anything but a whole number of 1 or more stops the server at start-up,
-// naming where it came from.
+// naming where it came from (the variable only when no flag is given).
 func TestMaxOpenTrees(t *testing.T) {
 	for _, tc := range []struct {
 		env  string
@@ -119,6 +119,7 @@ func TestMaxOpenTrees(t *testing.T) {
 		{"8", nil, 8},
 		{"8", []string{"-max-open-trees", "3"}, 3},
 		{"", []string{"-max-open-trees=500"}, 500},
+		{"lots", []string{"-max-open-trees", "3"}, 3}, // the flag wins: the variable is not read
 	} {
 		c, done, err := parseServe(tc.args, env(map[string]string{"REVENANT_MAX_OPEN_TREES": tc.env}), io.Discard)
 		require.NoError(t, err, "%q %v", tc.env, tc.args)

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -65,25 +66,28 @@ func parseServe(args []string, getenv func(string) string, stdout io.Writer) (c 
 	if c.data == "" {
 		c.data = defaultData
 	}
-	c.maxOpen = host.DefaultMaxOpenTrees
-	if v := getenv("REVENANT_MAX_OPEN_TREES"); v != "" {
-		if c.maxOpen, err = strconv.Atoi(v); err != nil || c.maxOpen < 1 {
-			return c, false, fmt.Errorf("REVENANT_MAX_OPEN_TREES: %q is not a whole number of 1 or more", v)
-		}
-	}
 	fs := newFlagSet("serve", " [flags]", serveAbout)
 	fs.StringVar(&c.addr, "addr", c.addr, "listen address (REVENANT_ADDR)")
 	fs.StringVar(&c.data, "data", c.data, "data directory (REVENANT_DATA)")
 	fs.DurationVar(&c.wordDelay, "offline-word-delay", defaultWordDelay, "delay between words of the offline model")
 	fs.StringVar(&c.guest, "guest", c.guest, "run every tree as a WebAssembly guest of this .wasm (built by make guest: bin/revenant.wasm) on wazero, instead of in this process (REVENANT_GUEST)")
 	fs.StringVar(&c.wasmCache, "wasm-cache", c.wasmCache, "with -guest: directory of the compiled guest code, kept between runs (REVENANT_WASM_CACHE; default <data>/wasm-cache)")
-	fs.IntVar(&c.maxOpen, "max-open-trees", c.maxOpen, "how many trees may be open at once: opening one more closes the least recently used idle tree, or is refused 503 if none is idle (REVENANT_MAX_OPEN_TREES)")
+	fs.IntVar(&c.maxOpen, "max-open-trees", host.DefaultMaxOpenTrees, "how many trees may be open at once: opening one more closes the least recently used idle tree, or is refused 503 if none is idle (REVENANT_MAX_OPEN_TREES)")
 	debug := fs.Bool("debug", false, "log at debug level")
 	if done, err := parseFlags(fs, args, stdout); done || err != nil {
 		return c, done, err
 	}
-	if c.maxOpen < 1 {
-		return c, false, fmt.Errorf("-max-open-trees: %d is not 1 or more", c.maxOpen)
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == "max-open-trees" })
+	switch v := getenv("REVENANT_MAX_OPEN_TREES"); {
+	case given: // the flag wins: the variable is not read
+		if c.maxOpen < 1 {
+			return c, false, fmt.Errorf("-max-open-trees: %d is not 1 or more", c.maxOpen)
+		}
+	case v != "":
+		if c.maxOpen, err = strconv.Atoi(v); err != nil || c.maxOpen < 1 {
+			return c, false, fmt.Errorf("REVENANT_MAX_OPEN_TREES: %q is not a whole number of 1 or more", v)
+		}
 	}
 	if *debug {
 		c.logLevel = slog.LevelDebug
@@ -137,7 +141,9 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		Close()
 	}
 	if cfg.guest != "" {
-		handler, err = host.NewGuestHandler(trees, auth, apiCfg, log)
+		// The host checks a create as its guests will (their boot has the
+		// same defaults and allowed models) before it opens a tree for it.
+		handler, err = host.NewGuestHandler(trees, auth, apiCfg.WithSessionDefaults(run.defaults).WithAllowedModels(run.models), log)
 	} else {
 		var a *api.Handler
 		a, err = api.New(api.Deps{Trees: trees, Auth: auth, Clock: clock, IDs: host.RandomIDs{}, Log: log},

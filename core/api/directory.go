@@ -156,6 +156,26 @@ func (d *Directory) create(w httpmsg.ResponseWriter, r *httpmsg.Request) error {
 	return nil
 }
 
+// CheckCreate reads a create request's body and checks it as the create
+// route does (DecodeCreate, the allowed models, the stored config's bound
+// with the defaults), creating nothing, and returns the body. A host whose
+// trees create their own root session (guest mode) refuses a bad create
+// with it before it opens a tree for one.
+func (d *Directory) CheckCreate(r *httpmsg.Request) ([]byte, error) {
+	body, err := readBody(r, d.cfg.maxBody)
+	if err != nil {
+		return nil, err
+	}
+	req, err := DecodeCreate(body)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := d.withDefaults(req.Config); err != nil {
+		return nil, err
+	}
+	return body, nil
+}
+
 // withDefaults fills the fields a create request left out from the
 // configured defaults; the stored config is the result, bounded as the
 // request's own was (MaxStoredConfig): defaults may add to it.

@@ -902,3 +902,62 @@ func TestPermissionFinalAsk(t *testing.T) {
 		assert.Equal(t, 2, c.l.count("deploy"))
 	})
 }
+
+// An always reply judges the step's other requests by the whole policy as
+// the runner would decide them now, not by the saved rules alone: an allow
+// saved before the operator made a rule final does not let another reply
+// approve a request that rule asks about, whether the request names its
+// final resource or was stored before requests did. A sibling the new rule
+// covers, and no final rule asks about, is still approved.
+func TestPermissionAlwaysKeepsFinalSiblingsPending(t *testing.T) {
+	for _, stripFinal := range []bool{false, true} {
+		t.Run(fmt.Sprint("request without final field: ", stripFinal), func(t *testing.T) {
+			c := newPermRun(t, false)
+			n := c.boot(t)
+			n.NewSession(c.sid)
+			c.admit(t, n, "p1", "deploy production")
+			n.Idle()
+			first := permissions(t, n, c.sid)
+			require.Len(t, first, 1)
+			_, err := n.Inst.Reply(ctx, c.sid, first[0].ID, permReply("r1", core.ReplyAlways, ""))
+			require.NoError(t, err)
+			n.Idle()
+			require.Equal(t, 1, c.l.count("deploy"))
+			require.Len(t, savedRules(t, c.tr), 1, "an allow for target:production, saved before the rule was final")
+			n.Crash()
+
+			// The operator now asks about production by a final rule.
+			c.cfg = runner.NewConfig().WithPermissions([]permission.Rule{
+				{Action: "deploy", Resource: "target:production", Decision: permission.Ask, Final: true}})
+			n = c.boot(t)
+			pid := c.admit(t, n, "p2", "deploy staging staging production")
+			n.Idle()
+			asked := permissions(t, n, c.sid)
+			require.Len(t, asked, 3, "the final rule asks despite the saved allow")
+			var req core.PermissionRequest
+			require.NoError(t, json.Unmarshal(asked[2].Request, &req))
+			require.Equal(t, []string{"target:production"}, req.Final)
+			if stripFinal {
+				// As a request stored before requests named their final resources.
+				require.NoError(t, n.Kill.Tx(ctx, func(tx storage.Tx) error {
+					_, err := tx.Exec(`UPDATE blockers SET request = json_remove(request, '$.final') WHERE id = ?`, asked[2].ID)
+					return err
+				}))
+			}
+
+			_, err = n.Inst.Reply(ctx, c.sid, asked[0].ID, permReply("r2", core.ReplyAlways, ""))
+			require.NoError(t, err)
+			n.Idle()
+			left := permissions(t, n, c.sid)
+			require.Len(t, left, 1, "the staging sibling was approved, the final production one was not")
+			assert.Equal(t, asked[2].ID, left[0].ID)
+			assert.Equal(t, 1, c.l.count("deploy"), "nothing runs while a request of the step is pending")
+
+			_, err = n.Inst.Reply(ctx, c.sid, left[0].ID, permReply("r3", core.ReplyOnce, ""))
+			require.NoError(t, err)
+			n.Idle()
+			assert.Equal(t, 4, c.l.count("deploy"))
+			assert.Equal(t, "succeeded", c.tr.PromptState(pid))
+		})
+	}
+}

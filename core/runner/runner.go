@@ -24,7 +24,15 @@ type Runner struct {
 	cfg   Config
 }
 
-var _ core.Driver = (*Runner)(nil)
+var (
+	_ core.Driver        = (*Runner)(nil)
+	_ core.OperatorRules = (*Runner)(nil)
+)
+
+// OperatorPermissions implements core.OperatorRules: the operator's rules
+// (Config.WithPermissions), by which core judges the requests an `always`
+// reply may approve with it.
+func (r *Runner) OperatorPermissions() []permission.Rule { return r.cfg.permissions }
 
 // New returns a runner, or an error for an invalid configuration.
 func New(m model.Model, tools tool.Registry, cfg Config) (*Runner, error) {

@@ -49,7 +49,8 @@ type Runtime struct {
 
 var _ host.GuestRuntime = (*Runtime)(nil)
 
-// New compiles cfg.Wasm (or reads it from cfg.CacheDir).
+// New compiles cfg.Wasm (or reads it from cfg.CacheDir), and refuses a
+// guest whose ABI version cannot carry cfg.Boot (runtime.Module.CheckBoot).
 func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	if len(cfg.Wasm) == 0 {
 		return nil, errors.New("guest: no wasm module")
@@ -67,6 +68,11 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	mod, err := runtime.Compile(ctx, cfg.Wasm, runtime.CompileOptions{CacheDir: cfg.CacheDir})
 	if err != nil {
 		return nil, fmt.Errorf("guest: %w", err)
+	}
+	// A guest too old for the configuration would fail every tree's boot
+	// (500 on every request, wake-ups retried for ever): refuse now.
+	if err := mod.CheckBoot(ctx, cfg.Boot); err != nil {
+		return nil, errors.Join(fmt.Errorf("guest: %w", err), mod.Close(ctx))
 	}
 	log.Info("guest module ready", "bytes", len(cfg.Wasm), "cache", cfg.CacheDir, "took", time.Since(start).Round(time.Millisecond))
 	return &Runtime{cfg: cfg, mod: mod}, nil

@@ -36,6 +36,10 @@ type Module struct {
 	// guests are the instances whose memory is not yet released, weakly:
 	// Close closes them, and a dropped one's cleanup forgets it.
 	guests map[weak.Pointer[Guest]]*reservedMemory
+
+	probeMu sync.Mutex // guards the fields below (GuestMinor)
+	probed  bool       // minor was read
+	minor   uint16     // the ABI minor version the guests announce
 }
 
 // Compile compiles the guest's .wasm and prepares the host modules (WASI and

@@ -91,3 +91,29 @@ func (c *countingConn) Query(q string, a []any) (*storage.Rows, error) {
 	c.calls++
 	return c.cannedConn.Query(q, a)
 }
+
+// The module reads its guests' ABI version once, from a probe instance
+// that touches no database, so a server refuses at start-up a guest too
+// old for its configuration (a final rule, allowed models) instead of
+// failing every tree's boot; a guest that speaks 1.8 passes.
+func TestModuleCheckBootRefusesOlderGuestAtStart(t *testing.T) {
+	ctx := context.Background()
+	m, err := Compile(ctx, guestbuild.Must(t), CompileOptions{CacheDir: guestbuild.CacheDir()})
+	require.NoError(t, err)
+	defer m.Close(ctx)
+	final := BootConfig{Permissions: []permission.Rule{{Action: "t", Resource: "*", Decision: permission.Ask, Final: true}}}
+	models := BootConfig{AllowedModels: []string{"m"}}
+	require.NoError(t, m.CheckBoot(ctx, final))
+	require.NoError(t, m.CheckBoot(ctx, models))
+	minor, err := m.GuestMinor(ctx)
+	require.NoError(t, err)
+	require.Equal(t, uint16(abi.Minor), minor)
+
+	m.minor = abi.MinorOperatorPolicy - 1 // as an older guest announces
+	err = m.CheckBoot(ctx, final)
+	require.ErrorIs(t, err, ErrVersion)
+	require.ErrorContains(t, err, "cannot enforce the server's configuration")
+	require.ErrorContains(t, err, "final flag")
+	require.ErrorIs(t, m.CheckBoot(ctx, models), ErrVersion)
+	require.NoError(t, m.CheckBoot(ctx, BootConfig{}))
+}
