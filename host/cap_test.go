@@ -245,48 +245,34 @@ func TestCapClosedParkedTreeAnswersAfterReopening(t *testing.T) {
 // unavailable with Retry-After; once the stream ends the create closes
 // that tree, which reads back intact when asked for again.
 func TestCapOverHTTP(t *testing.T) {
-	for _, guest := range []bool{false, true} {
-		t.Run(map[bool]string{false: "inprocess", true: "guest"}[guest], func(t *testing.T) {
-			e := newEnv(t)
-			cfg := e.config()
-			if guest {
-				cfg = e.guestConfig()
-			}
-			released := make(chan string, 64)
-			h := e.open(withCap(cfg, 1, released))
-			base := apiServer(t, h, guest)
-			a := create(t, base)
+	inBothModes(t, func(t *testing.T, e *env, cfg host.Config, guest bool) {
+		released := make(chan string, 64)
+		h := e.open(withCap(cfg, 1, released))
+		base := apiServer(t, h, guest)
+		a := create(t, base)
 
-			sctx, cancel := context.WithCancel(ctx)
-			defer cancel()
-			req, err := http.NewRequestWithContext(sctx, "GET", base+"/v1/sessions/"+a+"/events?access_token=alice-token", nil)
-			require.NoError(t, err)
-			stream, err := http.DefaultClient.Do(req)
-			require.NoError(t, err)
-			defer stream.Body.Close()
-			require.Equal(t, http.StatusOK, stream.StatusCode)
+		endStream := openStream(t, base, a)
+		defer endStream()
 
-			resp := post(t, base+"/v1/sessions", "alice-token")
-			assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
-			assert.Equal(t, "5", resp.Header.Get("Retry-After"))
-			refused := call(t, base, "POST", "/v1/sessions", "alice-token", `{}`)
-			assert.Equal(t, string(api.ErrUnavailable), refused.Type)
-			assert.True(t, e.isOpen(a), "the watched tree stays open")
+		resp := post(t, base+"/v1/sessions", "alice-token")
+		assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+		assert.Equal(t, "5", resp.Header.Get("Retry-After"))
+		refused := call(t, base, "POST", "/v1/sessions", "alice-token", `{}`)
+		assert.Equal(t, string(api.ErrUnavailable), refused.Type)
+		assert.True(t, e.isOpen(a), "the watched tree stays open")
 
-			cancel()
-			stream.Body.Close()
-			waitReleased(t, released, a)
-			b := create(t, base)
-			assert.False(t, e.isOpen(a))
-			got := call(t, base, "GET", "/v1/sessions/"+a, "alice-token", "")
-			require.Equal(t, http.StatusOK, got.Status)
-			assert.Equal(t, a, got.Body["id"])
-			assert.False(t, e.isOpen(b))
-			st := h.Stats()
-			assert.Equal(t, int64(2), st.CapEvictions)
-			assert.Equal(t, int64(2), st.CapRefusals)
-		})
-	}
+		endStream()
+		waitReleased(t, released, a)
+		b := create(t, base)
+		assert.False(t, e.isOpen(a))
+		got := call(t, base, "GET", "/v1/sessions/"+a, "alice-token", "")
+		require.Equal(t, http.StatusOK, got.Status)
+		assert.Equal(t, a, got.Body["id"])
+		assert.False(t, e.isOpen(b))
+		st := h.Stats()
+		assert.Equal(t, int64(2), st.CapEvictions)
+		assert.Equal(t, int64(2), st.CapRefusals)
+	})
 }
 
 // A turn parked on a question in a guest tree closed for the cap goes on
@@ -551,44 +537,31 @@ func TestCapDeleteOfClosedTreeTakesNoRoom(t *testing.T) {
 // for it, so it is neither refused 503 while every tree is in use nor
 // closes an idle tree for nothing.
 func TestCapBadCreateIsInvalidNotUnavailable(t *testing.T) {
-	for _, guest := range []bool{false, true} {
-		t.Run(map[bool]string{false: "inprocess", true: "guest"}[guest], func(t *testing.T) {
-			e := newEnv(t)
-			cfg := e.config()
-			if guest {
-				cfg = e.guestConfig()
-			}
-			released := make(chan string, 64)
-			h := e.open(withCap(cfg, 1, released))
-			base := apiServerWith(t, h, guest, api.NewConfig().WithAllowedModels([]string{"offline"}))
-			a := create(t, base)
-			bad := []string{`{"nope":1}`, `not json`, `{"config":{"model":"gpt-other"}}`}
+	inBothModes(t, func(t *testing.T, e *env, cfg host.Config, guest bool) {
+		released := make(chan string, 64)
+		h := e.open(withCap(cfg, 1, released))
+		base := apiServerWith(t, h, guest, api.NewConfig().WithAllowedModels([]string{"offline"}))
+		a := create(t, base)
+		bad := []string{`{"nope":1}`, `not json`, `{"config":{"model":"gpt-other"}}`}
 
-			// a is idle: a bad create closes nothing.
-			for _, body := range bad {
-				got := call(t, base, "POST", "/v1/sessions", "alice-token", body)
-				assert.Equal(t, http.StatusBadRequest, got.Status, "%s: %s", body, got.raw)
-			}
-			assert.True(t, e.isOpen(a))
+		// a is idle: a bad create closes nothing.
+		for _, body := range bad {
+			got := call(t, base, "POST", "/v1/sessions", "alice-token", body)
+			assert.Equal(t, http.StatusBadRequest, got.Status, "%s: %s", body, got.raw)
+		}
+		assert.True(t, e.isOpen(a))
 
-			// a is in use (an event stream): a bad create is still 400.
-			sctx, cancel := context.WithCancel(ctx)
-			defer cancel()
-			req, err := http.NewRequestWithContext(sctx, "GET", base+"/v1/sessions/"+a+"/events?access_token=alice-token", nil)
-			require.NoError(t, err)
-			stream, err := http.DefaultClient.Do(req)
-			require.NoError(t, err)
-			defer stream.Body.Close()
-			require.Equal(t, http.StatusOK, stream.StatusCode)
-			for _, body := range bad {
-				got := call(t, base, "POST", "/v1/sessions", "alice-token", body)
-				assert.Equal(t, http.StatusBadRequest, got.Status, "%s: %s", body, got.raw)
-				assert.NotEqual(t, string(api.ErrUnavailable), got.Type, body)
-			}
-			st := h.Stats()
-			assert.Zero(t, st.CapEvictions)
-			assert.Zero(t, st.CapRefusals)
-			assert.Equal(t, []string{a}, rootIDsOf(t, h))
-		})
-	}
+		// a is in use (an event stream): a bad create is still 400.
+		endStream := openStream(t, base, a)
+		defer endStream()
+		for _, body := range bad {
+			got := call(t, base, "POST", "/v1/sessions", "alice-token", body)
+			assert.Equal(t, http.StatusBadRequest, got.Status, "%s: %s", body, got.raw)
+			assert.NotEqual(t, string(api.ErrUnavailable), got.Type, body)
+		}
+		st := h.Stats()
+		assert.Zero(t, st.CapEvictions)
+		assert.Zero(t, st.CapRefusals)
+		assert.Equal(t, []string{a}, rootIDsOf(t, h))
+	})
 }

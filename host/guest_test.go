@@ -206,6 +206,45 @@ func follow(t *testing.T, base, id, typ string) {
 	t.Fatalf("stream ended before %s: %v", typ, sc.Err())
 }
 
+// inBothModes runs f as a subtest in process and as a guest, each with a
+// fresh env and that mode's host configuration.
+func inBothModes(t *testing.T, f func(t *testing.T, e *env, cfg host.Config, guest bool)) {
+	for _, guest := range []bool{false, true} {
+		t.Run(map[bool]string{false: "inprocess", true: "guest"}[guest], func(t *testing.T) {
+			e := newEnv(t)
+			cfg := e.config()
+			if guest {
+				cfg = e.guestConfig()
+			}
+			f(t, e, cfg, guest)
+		})
+	}
+}
+
+// openStream opens session id's event stream as alice and returns what
+// ends it (its request cancelled, its body closed); calling that again does
+// nothing.
+func openStream(t *testing.T, base, id string) (end func()) {
+	t.Helper()
+	sctx, cancel := context.WithCancel(ctx)
+	req, err := http.NewRequestWithContext(sctx, "GET", base+"/v1/sessions/"+id+"/events?access_token=alice-token", nil)
+	require.NoError(t, err)
+	stream, err := http.DefaultClient.Do(req)
+	if err != nil {
+		cancel()
+		require.NoError(t, err)
+	}
+	if stream.StatusCode != http.StatusOK {
+		cancel()
+		stream.Body.Close()
+		require.Equal(t, http.StatusOK, stream.StatusCode)
+	}
+	return func() {
+		cancel()
+		stream.Body.Close()
+	}
+}
+
 func create(t *testing.T, base string) string {
 	t.Helper()
 	a := call(t, base, "POST", "/v1/sessions", "alice-token", `{}`)
@@ -323,14 +362,8 @@ func TestGuestTreeEvictedAfterItsLastTurn(t *testing.T) {
 	follow(t, base, done, "session.execution.succeeded@1")
 	p = call(t, base, "POST", "/v1/sessions/"+running+"/prompt", "alice-token", `{"text":"/sleep 30s\nslow"}`)
 	require.Equal(t, http.StatusAccepted, p.Status)
-	sctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	req, err := http.NewRequestWithContext(sctx, "GET", base+"/v1/sessions/"+watched+"/events?access_token=alice-token", nil)
-	require.NoError(t, err)
-	stream, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	defer stream.Body.Close()
-	require.Equal(t, http.StatusOK, stream.StatusCode)
+	endStream := openStream(t, base, watched)
+	defer endStream()
 
 	quiet(1) // all but the stream
 	rows := e.wakeups()
@@ -341,8 +374,7 @@ func TestGuestTreeEvictedAfterItsLastTurn(t *testing.T) {
 	assert.Contains(t, e.wakeups(), done, "eviction keeps the wake-up row")
 	assert.Equal(t, 2, h.Stats().Instances)
 
-	cancel()
-	stream.Body.Close()
+	endStream()
 	quiet(0)
 	e.clock.Advance(time.Minute)
 	assert.Equal(t, 1, h.EvictIdle(ctx), "the watched tree, once its stream closed")
@@ -354,43 +386,36 @@ func TestGuestTreeEvictedAfterItsLastTurn(t *testing.T) {
 // boot nothing, in process as in guest mode: its epoch and its events stay
 // as they were (the owner is read from the index before any boot).
 func TestForeignRequestsNeverBootATree(t *testing.T) {
-	for _, guest := range []bool{false, true} {
-		t.Run(map[bool]string{false: "inprocess", true: "guest"}[guest], func(t *testing.T) {
-			e := newEnv(t)
-			cfg := e.config()
-			if guest {
-				cfg = e.guestConfig()
-			}
-			h := e.open(cfg)
-			base := apiServer(t, h, guest)
-			created := call(t, base, "POST", "/v1/sessions", "alice-token", `{}`)
-			require.Equal(t, http.StatusCreated, created.Status)
-			id := created.Body["id"].(string)
-			e.clock.Advance(time.Hour)
-			require.Equal(t, 1, h.EvictIdle(ctx))
-			epoch, events := e.epochAndEvents(id)
-			booted := e.bootedIDs()
+	inBothModes(t, func(t *testing.T, e *env, cfg host.Config, guest bool) {
+		h := e.open(cfg)
+		base := apiServer(t, h, guest)
+		created := call(t, base, "POST", "/v1/sessions", "alice-token", `{}`)
+		require.Equal(t, http.StatusCreated, created.Status)
+		id := created.Body["id"].(string)
+		e.clock.Advance(time.Hour)
+		require.Equal(t, 1, h.EvictIdle(ctx))
+		epoch, events := e.epochAndEvents(id)
+		booted := e.bootedIDs()
 
-			s := "/v1/sessions/" + id
-			for _, rq := range []struct{ method, path, body string }{
-				{"GET", s, ""},
-				{"POST", s + "/prompt", `{"text":"hi"}`},
-				{"POST", s + "/interrupt", ""},
-				{"GET", s + "/events", ""},
-				{"GET", s + "/questions", ""},
-				{"POST", s + "/permissions/r1", `{"reply":"once","response_id":"x"}`},
-				{"DELETE", s, ""},
-			} {
-				a := call(t, base, rq.method, rq.path, "bob-token", rq.body)
-				assert.Equal(t, http.StatusNotFound, a.Status, "%s %s", rq.method, rq.path)
-				assert.Equal(t, string(api.ErrNotFound), a.Type, "%s %s", rq.method, rq.path)
-			}
-			assert.Equal(t, booted, e.bootedIDs(), "bob's requests booted a tree")
-			gotEpoch, gotEvents := e.epochAndEvents(id)
-			assert.Equal(t, epoch, gotEpoch)
-			assert.Equal(t, events, gotEvents)
-		})
-	}
+		s := "/v1/sessions/" + id
+		for _, rq := range []struct{ method, path, body string }{
+			{"GET", s, ""},
+			{"POST", s + "/prompt", `{"text":"hi"}`},
+			{"POST", s + "/interrupt", ""},
+			{"GET", s + "/events", ""},
+			{"GET", s + "/questions", ""},
+			{"POST", s + "/permissions/r1", `{"reply":"once","response_id":"x"}`},
+			{"DELETE", s, ""},
+		} {
+			a := call(t, base, rq.method, rq.path, "bob-token", rq.body)
+			assert.Equal(t, http.StatusNotFound, a.Status, "%s %s", rq.method, rq.path)
+			assert.Equal(t, string(api.ErrNotFound), a.Type, "%s %s", rq.method, rq.path)
+		}
+		assert.Equal(t, booted, e.bootedIDs(), "bob's requests booted a tree")
+		gotEpoch, gotEvents := e.epochAndEvents(id)
+		assert.Equal(t, epoch, gotEpoch)
+		assert.Equal(t, events, gotEvents)
+	})
 }
 
 // epochAndEvents reads a tree's epoch and its number of events.
