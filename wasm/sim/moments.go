@@ -2,6 +2,7 @@ package sim
 
 import (
 	"slices"
+	"time"
 
 	"github.com/revenantrt/revenant/wasm/sim/check"
 )
@@ -25,6 +26,10 @@ type moments struct {
 	// delivery ran to its end (deliverWake), so claims are not without one.
 	delivering bool
 }
+
+// wakeInterval is the guests' wake interval (settings.WakeInterval,
+// which the simulator leaves at its default).
+const wakeInterval = 10 * time.Second
 
 // bootMark is the tree as a boot began.
 type bootMark struct {
@@ -116,6 +121,27 @@ func (t *tree) checkWakeArmed(g *guest, when string) {
 	}
 }
 
+// checkWakeDue: with the serving guest at rest (after each of its calls
+// and boots), the wake-up armed is due no later than the earliest retry
+// of a claim sleeping on one, and no later than one wake interval from
+// now while a claim is not sleeping (check.RuleWakeDue). Only the wake-up
+// brings a sleeping claim back: armed later, the retry runs late, and a
+// kill meanwhile keeps it late.
+func (t *tree) checkWakeDue(g *guest) {
+	p := t.probeOf()
+	if p == nil || !t.created {
+		return
+	}
+	obs, err := p.WakeDue(t.wake, t.now, wakeInterval.Milliseconds())
+	if err != nil {
+		t.probeFailed("wake due", err)
+		return
+	}
+	for _, o := range obs {
+		t.observe(g.boot, o)
+	}
+}
+
 // checkStranded: at quiescence nothing is due, so no wake-up is armed: a
 // claim left now waits for a client that may never call.
 func (t *tree) checkStranded() {
@@ -168,6 +194,7 @@ func (t *tree) beforeBoot() bootMark {
 // took up.
 func (t *tree) afterBoot(g *guest, m bootMark) {
 	t.checkWakeArmed(g, "after a boot")
+	t.checkWakeDue(g)
 	p := t.probeOf()
 	if p == nil {
 		return
