@@ -4,6 +4,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/revenantrt/revenant/wasm/runtime"
 	"github.com/revenantrt/revenant/wasm/sim/check"
 )
 
@@ -127,9 +128,13 @@ func (t *tree) checkWakeArmed(g *guest, when string) {
 // now while a claim is not sleeping (check.RuleWakeDue). Only the wake-up
 // brings a sleeping claim back: armed later, the retry runs late, and a
 // kill meanwhile keeps it late.
+//
+// Trees whose disk fails are not judged: a sweep or a write that storage
+// stops re-arms on the storage schedule instead (1, 2, 4… s), later than a
+// retry that cannot run before storage is back anyway.
 func (t *tree) checkWakeDue(g *guest) {
 	p := t.probeOf()
-	if p == nil || !t.created {
+	if p == nil || !t.created || t.fault != nil {
 		return
 	}
 	obs, err := p.WakeDue(t.wake, t.now, wakeInterval.Milliseconds())
@@ -138,6 +143,36 @@ func (t *tree) checkWakeDue(g *guest) {
 		return
 	}
 	for _, o := range obs {
+		t.observe(g.boot, o)
+	}
+}
+
+// checkSweepArm: once a sweep ended (the guest announced it serves
+// again), its last arm, the wake handler's re-arm from durable state
+// (DESIGN §4 rules 2 and 3), covers the claims left: no later than the
+// earliest retry of a claim sleeping on one, nor than one wake interval
+// while a claim is not sleeping (check.RuleWakeDue). The host keeps an
+// earlier wake-up armed, and the sweep arms each sleeping claim's retry on
+// its own, which hides a re-arm that is late from the wake-up; a host
+// whose wake-up is the re-arm alone (a sweep stopped by storage) runs the
+// retry late.
+func (t *tree) checkSweepArm(g *guest) {
+	if g.sweepArm == 0 || g.dead || g.g.Phase() == runtime.PhaseSweep {
+		return
+	}
+	at := g.sweepArm
+	g.sweepArm = 0
+	p := t.probeOf()
+	if p == nil || !t.created || t.fault != nil { // as in checkWakeDue
+		return
+	}
+	obs, err := p.WakeDue(at, t.now, wakeInterval.Milliseconds())
+	if err != nil {
+		t.probeFailed("wake due", err)
+		return
+	}
+	for _, o := range obs {
+		o.Detail = "the sweep's last arm (its re-arm): " + o.Detail
 		t.observe(g.boot, o)
 	}
 }
@@ -195,6 +230,7 @@ func (t *tree) beforeBoot() bootMark {
 func (t *tree) afterBoot(g *guest, m bootMark) {
 	t.checkWakeArmed(g, "after a boot")
 	t.checkWakeDue(g)
+	t.checkSweepArm(g)
 	p := t.probeOf()
 	if p == nil {
 		return

@@ -109,6 +109,11 @@ type guest struct {
 	from   int64 // a zombie's commit position when its transaction began
 	retire int64 // virtual time a zombie is closed at
 	dead   bool
+	// sweepArm is the latest wake-up time the guest armed in its sweep
+	// phase (0: none since the last was judged): the wake handler's
+	// re-arm, its last act (checkSweepArm).
+	sweepArm int64
+	phase    runtime.Phase // at its latest host call (interpose)
 }
 
 type due struct {
@@ -513,6 +518,7 @@ func (t *tree) call(ctx context.Context, g *guest, f func() error) bool {
 	if err == nil {
 		if g == t.cur {
 			t.checkWakeDue(g)
+			t.checkSweepArm(g)
 		}
 		return true
 	}
@@ -988,6 +994,9 @@ func (g *guest) ArmWake(at int64) error {
 	if g.zombie || g.dead {
 		return nil
 	}
+	if g.phase == runtime.PhaseSweep {
+		g.sweepArm = at
+	}
 	if t.wake == 0 || at < t.wake {
 		t.seq++
 		t.wake, t.wakeSeq = at, t.seq
@@ -1194,6 +1203,7 @@ func (g *guest) Random(p []byte) {
 // interpose is the nemesis at every host call of this guest.
 func (g *guest) interpose(s runtime.Site) error {
 	t := g.t
+	g.phase = s.Phase
 	if g.zombie {
 		return nil
 	}
