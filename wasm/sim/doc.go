@@ -132,8 +132,14 @@
 // host side judges, with the guest at rest after each of its calls and
 // boots, that the wake-up armed is due no later than the earliest
 // sleeping claim's retry_at, and within one wake interval while a claim
-// is not sleeping (check.RuleWakeDue); the checker judges the log's
-// retries (check.RuleRetryNotEarly, RuleRetryBudget, RuleRetryDelay).
+// is not sleeping (check.RuleWakeDue), and judges the same of a sweep's
+// last arm once the sweep ended: the wake handler's re-arm from durable
+// state, which the host's wake-up hides (an earlier arm stays, and the
+// sweep arms each sleeping claim's retry on its own). Trees whose disk
+// fails are left out of the first, sweeps that met a storage fault out of
+// the second: those re-arm on the storage schedule. The checker judges
+// the log's retries (check.RuleRetryNotEarly, RuleRetryBudget,
+// RuleRetryDelay).
 // The simulator is every webhook's receiver:
 // it records each delivery with its Idempotency-Key in the ledger and
 // answers in virtual time, now and then with a failure.

@@ -163,7 +163,9 @@ func (t *tree) checkSweepArm(g *guest) {
 	at := g.sweepArm
 	g.sweepArm = 0
 	p := t.probeOf()
-	if p == nil || !t.created || t.fault != nil { // as in checkWakeDue
+	if p == nil || !t.created || t.diskFaults() != g.sweepFaults {
+		// Storage failed in the sweep: it re-armed on the storage
+		// schedule after its re-arm (as in checkWakeDue).
 		return
 	}
 	obs, err := p.WakeDue(at, t.now, wakeInterval.Milliseconds())
@@ -175,6 +177,15 @@ func (t *tree) checkSweepArm(g *guest) {
 		o.Detail = "the sweep's last arm (its re-arm): " + o.Detail
 		t.observe(g.boot, o)
 	}
+}
+
+// diskFaults counts the writes the tree's disk failed and the commits it
+// reported failed though durable (0 for a disk that never fails).
+func (t *tree) diskFaults() int {
+	if t.fault == nil {
+		return 0
+	}
+	return t.fault.Failed() + t.fault.LateCommits()
 }
 
 // checkStranded: at quiescence nothing is due, so no wake-up is armed: a

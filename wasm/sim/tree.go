@@ -114,6 +114,9 @@ type guest struct {
 	// re-arm, its last act (checkSweepArm).
 	sweepArm int64
 	phase    runtime.Phase // at its latest host call (interpose)
+	// sweepFaults is the disk's failed writes and late IOERRs when its
+	// latest sweep began (checkSweepArm).
+	sweepFaults int
 }
 
 type due struct {
@@ -1203,6 +1206,9 @@ func (g *guest) Random(p []byte) {
 // interpose is the nemesis at every host call of this guest.
 func (g *guest) interpose(s runtime.Site) error {
 	t := g.t
+	if s.Phase == runtime.PhaseSweep && g.phase != runtime.PhaseSweep {
+		g.sweepFaults = t.diskFaults()
+	}
 	g.phase = s.Phase
 	if g.zombie {
 		return nil

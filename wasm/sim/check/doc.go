@@ -78,8 +78,9 @@
 //     provider fails only retryably; elsewhere those that say they gave
 //     up); a retry is scheduled no further ahead than the longest wait
 //     allowed, the schedule's or the provider's capped Retry-After
-//     (retry-delay-bounded); with the instance at rest, the wake-up armed
-//     is due no later than the earliest retry_at of a sleeping claim and
+//     (retry-delay-bounded); with the instance at rest, the wake-up armed,
+//     and the last arm of a sweep that ended (the handler's re-arm), are
+//     due no later than the earliest retry_at of a sleeping claim and
 //     within one wake interval while a claim is not sleeping
 //     (wake-before-due, seen by the host through a Probe);
 //   - every durable event reaches the host's emit exactly once, in commit
