@@ -31,12 +31,13 @@ import (
 
 // Retry settings of the trees that run the scripted model: a small budget
 // (retryBudgetMax at most), so steps that fail past it are common, and
-// short delays, so retries fit the workload's time.
+// delays of up to 20 s, longer than the wake interval (10 s), so sweeps run
+// while claims sleep and their re-arm must cover the earliest retry.
 const (
 	retryBudgetMax = 3
-	retryInitial   = 500 * time.Millisecond
-	retryMax       = 4 * time.Second
-	maxRetryAfter  = 5 * time.Second
+	retryInitial   = time.Second
+	retryMax       = 8 * time.Second
+	maxRetryAfter  = 20 * time.Second
 )
 
 // retriesFor is tree i's provider retry budget, drawn on a generator of
@@ -124,10 +125,10 @@ func (t *tree) providerFailure(r *reply, body []byte) bool {
 	switch rng.IntN(5) {
 	case 0:
 		r.status, r.body = http.StatusTooManyRequests, errBody("rate limited (simulated)")
-		r.header = http.Header{"Retry-After": {strconv.Itoa(1 + rng.IntN(4))}}
+		r.header = http.Header{"Retry-After": {strconv.Itoa(1 + rng.IntN(15))}}
 	case 1:
 		r.status, r.body = http.StatusTooManyRequests, errBody("rate limited (simulated)")
-		r.header = http.Header{"Retry-After-Ms": {strconv.Itoa(200 + rng.IntN(3800))}}
+		r.header = http.Header{"Retry-After-Ms": {strconv.Itoa(200 + rng.IntN(9800))}}
 	case 2:
 		r.status, r.body = http.StatusServiceUnavailable, errBody("overloaded (simulated)")
 	case 3:
