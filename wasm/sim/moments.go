@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"fmt"
 	"slices"
 	"time"
 
@@ -26,6 +27,10 @@ type moments struct {
 	// taken out of t.wake meanwhile, but it is not used up until the
 	// delivery ran to its end (deliverWake), so claims are not without one.
 	delivering bool
+	// hotAt is the instant of the latest wake-up delivery, hotN how many
+	// there were at it (hotWake).
+	hotAt int64
+	hotN  int
 }
 
 // wakeInterval is the guests' wake interval (settings.WakeInterval,
@@ -186,6 +191,34 @@ func (t *tree) diskFaults() int {
 		return 0
 	}
 	return t.fault.Failed() + t.fault.LateCommits()
+}
+
+// hotWakes is how many deliveries of the wake-up at one virtual instant
+// make a hot loop (RuleWakeLoop).
+const hotWakes = 200
+
+// hotWake runs after each delivery of the wake-up: one re-armed at or
+// before now is delivered again at once, and virtual time stands still
+// meanwhile. A handler that keeps doing so (a sweep that cannot make
+// progress, re-armed in the past) spins: the host would deliver it
+// back to back. After hotWakes deliveries at one instant it is reported
+// (check.RuleWakeLoop) and pushed a second ahead, as a host that takes
+// time per delivery would see, so the tree goes on.
+func (t *tree) hotWake() {
+	if t.now != t.hotAt {
+		t.hotAt, t.hotN = t.now, 0
+	}
+	t.hotN++
+	if t.hotN < hotWakes || t.wake == 0 || t.wake > t.now {
+		return
+	}
+	boot := 0
+	if t.cur != nil {
+		boot = t.cur.boot
+	}
+	t.observe(boot, check.Observation{Rule: check.RuleWakeLoop,
+		Detail: fmt.Sprintf("the wake-up was delivered %d times at one instant and is armed at or before it again: the handler re-arms in the past while nothing progresses", hotWakes)})
+	t.wake, t.hotN = t.now+1000, 0
 }
 
 // checkStranded: at quiescence nothing is due, so no wake-up is armed: a

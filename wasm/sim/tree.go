@@ -465,6 +465,7 @@ func sortedIDs[V any](m map[uint64]V) []uint64 {
 func (t *tree) deliverWake(ctx context.Context) {
 	at, seq := t.wake, t.wakeSeq
 	t.wake = 0
+	defer t.hotWake()
 	t.delivering = true
 	defer func() { t.delivering = false }()
 	g := t.cur

@@ -82,7 +82,10 @@
 //     and the last arm of a sweep that ended (the handler's re-arm), are
 //     due no later than the earliest retry_at of a sleeping claim and
 //     within one wake interval while a claim is not sleeping
-//     (wake-before-due, seen by the host through a Probe);
+//     (wake-before-due, seen by the host through a Probe); and the
+//     wake-up is not delivered again and again at one instant, re-armed
+//     in the past while nothing progresses (wake-not-hot, seen by the
+//     host);
 //   - every durable event reaches the host's emit exactly once, in commit
 //     order, a commit reported failed that was durable (a late IOERR)
 //     included; only an instance that died before emitting its last

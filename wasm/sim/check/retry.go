@@ -21,6 +21,9 @@ const (
 	RuleRetryBudget   Rule = "retry-budget"
 	RuleRetryDelay    Rule = "retry-delay-bounded"
 	RuleWakeDue       Rule = "wake-before-due"
+	// RuleWakeLoop: the wake-up is not re-armed at or before the instant
+	// of its delivery again and again (a hot loop), seen by the host.
+	RuleWakeLoop Rule = "wake-not-hot"
 )
 
 // The defaults of the provider retry settings (settings.ModelRetries,
