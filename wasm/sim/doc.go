@@ -122,7 +122,8 @@
 // steps are answered with 1 to 3 retryable failures first (a 429 with
 // Retry-After or retry-after-ms, a 503, a 500, a broken connection), some
 // with one more than the tree's retry budget (1 to 3 retries, delays of
-// 0.5 to 4 s, Retry-After capped at 5 s), so turns sleep on scheduled
+// 1 to 8 s, Retry-After of up to 15 s, capped at 20 s: longer than the
+// wake interval, so sweeps run while claims sleep), so turns sleep on scheduled
 // retries (claims with retry_at) that only the wake-up brings back, and
 // turns fail type model. How often a step fails is drawn from the seed
 // and the step (its prompt and the steps answered before it); the
@@ -137,7 +138,9 @@
 // state, which the host's wake-up hides (an earlier arm stays, and the
 // sweep arms each sleeping claim's retry on its own). Trees whose disk
 // fails are left out of the first, sweeps that met a storage fault out of
-// the second: those re-arm on the storage schedule. The checker judges
+// the second: those re-arm on the storage schedule. A wake-up delivered
+// again and again at one instant, re-armed in the past while nothing
+// progresses, is a hot loop (check.RuleWakeLoop; hotWake). The checker judges
 // the log's retries (check.RuleRetryNotEarly, RuleRetryBudget,
 // RuleRetryDelay).
 // The simulator is every webhook's receiver:
