@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/revenantrt/revenant/wasm/runtime"
@@ -216,8 +217,15 @@ func (t *tree) hotWake() {
 	if t.cur != nil {
 		boot = t.cur.boot
 	}
+	why := ""
+	if p := t.probeOf(); p != nil {
+		if due, err := p.RetriesDue(t.now); err == nil && len(due) > 0 {
+			why = fmt.Sprintf("; claims sleeping on a retry already due: %s", strings.Join(due, ", "))
+		}
+	}
 	t.observe(boot, check.Observation{Rule: check.RuleWakeLoop,
-		Detail: fmt.Sprintf("the wake-up was delivered %d times at one instant and is armed at or before it again: the handler re-arms in the past while nothing progresses", hotWakes)})
+		Detail: fmt.Sprintf("the wake-up was delivered %d times at one instant and is armed at or before it again (%d ms before it), the disk failing: %v%s",
+			hotWakes, t.now-t.wake, t.fault != nil && t.fault.Failing(), why)})
 	t.wake, t.hotN = t.now+1000, 0
 }
 

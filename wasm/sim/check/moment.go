@@ -107,6 +107,16 @@ func (p *Probe) WakeDue(wake, now, interval int64) ([]Observation, error) {
 	return out, err
 }
 
+// RetriesDue lists the claims sleeping on a retry due by now (ms), as
+// "session (retry_at)".
+func (p *Probe) RetriesDue(now int64) ([]string, error) {
+	var out []string
+	err := p.rows(`SELECT session_id, retry_at FROM claims WHERE retry_at IS NOT NULL AND retry_at <= ?1 ORDER BY session_id`, []any{now}, func(s *sqlite3.Stmt) {
+		out = append(out, fmt.Sprintf("%s (%d)", s.ColumnText(0), s.ColumnInt64(1)))
+	})
+	return out, err
+}
+
 // Gseq is the tree's commit position: the highest events.gseq committed.
 func (p *Probe) Gseq() (int64, error) {
 	var n int64
