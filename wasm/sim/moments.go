@@ -30,8 +30,9 @@ type moments struct {
 	delivering bool
 	// hotAt is the instant of the latest wake-up delivery, hotN how many
 	// there were at it (hotWake).
-	hotAt int64
-	hotN  int
+	hotAt   int64
+	hotN    int
+	hotSeen bool
 }
 
 // wakeInterval is the guests' wake interval (settings.WakeInterval,
@@ -210,9 +211,15 @@ func (t *tree) hotWake() {
 		t.hotAt, t.hotN = t.now, 0
 	}
 	t.hotN++
+	at := t.wake
 	if t.hotN < hotWakes || t.wake == 0 || t.wake > t.now {
 		return
 	}
+	t.wake, t.hotN = t.now+1000, 0
+	if t.hotSeen {
+		return // reported once per tree, at its first loop
+	}
+	t.hotSeen = true
 	boot := 0
 	if t.cur != nil {
 		boot = t.cur.boot
@@ -225,8 +232,7 @@ func (t *tree) hotWake() {
 	}
 	t.observe(boot, check.Observation{Rule: check.RuleWakeLoop,
 		Detail: fmt.Sprintf("the wake-up was delivered %d times at one instant and is armed at or before it again (%d ms before it), the disk failing: %v%s",
-			hotWakes, t.now-t.wake, t.fault != nil && t.fault.Failing(), why)})
-	t.wake, t.hotN = t.now+1000, 0
+			hotWakes, t.now-at, t.fault != nil && t.fault.Failing(), why)})
 }
 
 // checkStranded: at quiescence nothing is due, so no wake-up is armed: a
