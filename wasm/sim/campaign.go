@@ -64,6 +64,9 @@ type SessionResult struct {
 	ChildSends childSends
 	// Scripted: the tree ran the scripted model (script.go).
 	Scripted bool
+	// ProviderFails counts the failures its scripted model answered
+	// (provider.go).
+	ProviderFails int
 }
 
 // Result is a whole campaign.
@@ -165,7 +168,8 @@ func runSession(ctx context.Context, mod *runtime.Module, cfg Config, i int, dir
 	t.run(ctx)
 	r := SessionResult{Index: i, Path: t.path, Ledger: t.ledger, Boots: t.boots, Kills: t.kills, Zombies: t.zombieCount,
 		ZombieCalls: t.zombieCalls, MidCall: t.midCall, DiskFulls: t.diskFulls, Steps: t.steps, Virtual: time.Duration(t.now-start) * time.Millisecond, Hist: t.hist, Failures: t.failures, Notes: t.notes,
-		ResumeLatencies: t.latencies, ReplyKills: t.ask.replyKills, ReplyCommitKills: t.ask.commitKills, Abandoned: t.ask.abandoned, ChildSends: t.children, Scripted: t.work.multi}
+		ResumeLatencies: t.latencies, ReplyKills: t.ask.replyKills, ReplyCommitKills: t.ask.commitKills, Abandoned: t.ask.abandoned, ChildSends: t.children, Scripted: t.work.multi,
+		ProviderFails: t.providerFails}
 	if t.fault != nil {
 		r.FailedWrites = t.fault.Failed()
 		r.LateIOErrs = t.fault.LateCommits()

@@ -109,7 +109,7 @@
 // answers (script.go) instead of the offline model, which asks for one
 // tool call per step. The scripted model reads the same tool directives
 // (/tool, /ask, /task; /sleep and /fail are words to it, so its trees have
-// no long turns and no provider failures), and a
+// no long turns), and a
 // directive line that begins with "+" joins the step before, so half of
 // these trees' prompts ask for several calls in one step: a foreground
 // child beside a question (the child ends while the question is pending,
@@ -117,6 +117,32 @@
 // a question, two foreground children, a background child beside a
 // question (workload.multiStep). Its answers are a pure function of the
 // request, so a resumed execution gets the same answer.
+//
+// The scripted model also fails as a provider does (provider.go): some
+// steps are answered with 1 to 3 retryable failures first (a 429 with
+// Retry-After or retry-after-ms, a 503, a 500, a broken connection), some
+// with one more than the tree's retry budget (1 to 3 retries, delays of
+// 1 to 8 s, Retry-After of up to 15 s, capped at 20 s: longer than the
+// wake interval, so sweeps run while claims sleep), so turns sleep on scheduled
+// retries (claims with retry_at) that only the wake-up brings back, and
+// turns fail type model. How often a step fails is drawn from the seed
+// and the step (its prompt and the steps answered before it); the
+// simulator counts each step's requests, so the n-th request of a step
+// gets the n-th answer whichever instance sends it: a retried request is
+// the same request, and the retry count it continues is durable too. The
+// host side judges, with the guest at rest after each of its calls and
+// boots, that the wake-up armed is due no later than the earliest
+// sleeping claim's retry_at, and within one wake interval while a claim
+// is not sleeping (check.RuleWakeDue), and judges the same of a sweep's
+// last arm once the sweep ended: the wake handler's re-arm from durable
+// state, which the host's wake-up hides (an earlier arm stays, and the
+// sweep arms each sleeping claim's retry on its own). Trees whose disk
+// fails are left out of the first, sweeps that met a storage fault out of
+// the second: those re-arm on the storage schedule. A wake-up delivered
+// again and again at one instant, re-armed in the past while nothing
+// progresses, is a hot loop (check.RuleWakeLoop; hotWake). The checker judges
+// the log's retries (check.RuleRetryNotEarly, RuleRetryBudget,
+// RuleRetryDelay).
 // The simulator is every webhook's receiver:
 // it records each delivery with its Idempotency-Key in the ledger and
 // answers in virtual time, now and then with a failure.

@@ -1,8 +1,12 @@
 package sim
 
 import (
+	"fmt"
 	"slices"
+	"strings"
+	"time"
 
+	"github.com/revenantrt/revenant/wasm/runtime"
 	"github.com/revenantrt/revenant/wasm/sim/check"
 )
 
@@ -24,7 +28,16 @@ type moments struct {
 	// taken out of t.wake meanwhile, but it is not used up until the
 	// delivery ran to its end (deliverWake), so claims are not without one.
 	delivering bool
+	// hotAt is the instant of the latest wake-up delivery, hotN how many
+	// there were at it (hotWake).
+	hotAt   int64
+	hotN    int
+	hotSeen bool
 }
+
+// wakeInterval is the guests' wake interval (settings.WakeInterval,
+// which the simulator leaves at its default).
+const wakeInterval = 10 * time.Second
 
 // bootMark is the tree as a boot began.
 type bootMark struct {
@@ -116,6 +129,112 @@ func (t *tree) checkWakeArmed(g *guest, when string) {
 	}
 }
 
+// checkWakeDue: with the serving guest at rest (after each of its calls
+// and boots), the wake-up armed is due no later than the earliest retry
+// of a claim sleeping on one, and no later than one wake interval from
+// now while a claim is not sleeping (check.RuleWakeDue). Only the wake-up
+// brings a sleeping claim back: armed later, the retry runs late, and a
+// kill meanwhile keeps it late.
+//
+// Trees whose disk fails are not judged: a sweep or a write that storage
+// stops re-arms on the storage schedule instead (1, 2, 4… s), later than a
+// retry that cannot run before storage is back anyway.
+func (t *tree) checkWakeDue(g *guest) {
+	p := t.probeOf()
+	if p == nil || !t.created || t.fault != nil {
+		return
+	}
+	obs, err := p.WakeDue(t.wake, t.now, wakeInterval.Milliseconds())
+	if err != nil {
+		t.probeFailed("wake due", err)
+		return
+	}
+	for _, o := range obs {
+		t.observe(g.boot, o)
+	}
+}
+
+// checkSweepArm: once a sweep ended (the guest announced it serves
+// again), its last arm, the wake handler's re-arm from durable state
+// (DESIGN §4 rules 2 and 3), covers the claims left: no later than the
+// earliest retry of a claim sleeping on one, nor than one wake interval
+// while a claim is not sleeping (check.RuleWakeDue). The host keeps an
+// earlier wake-up armed, and the sweep arms each sleeping claim's retry on
+// its own, which hides a re-arm that is late from the wake-up; a host
+// whose wake-up is the re-arm alone (a sweep stopped by storage) runs the
+// retry late.
+func (t *tree) checkSweepArm(g *guest) {
+	if g.sweepArm == 0 || g.dead || g.g.Phase() == runtime.PhaseSweep {
+		return
+	}
+	at := g.sweepArm
+	g.sweepArm = 0
+	p := t.probeOf()
+	if p == nil || !t.created || t.diskFaults() != g.sweepFaults {
+		// Storage failed in the sweep: it re-armed on the storage
+		// schedule after its re-arm (as in checkWakeDue).
+		return
+	}
+	obs, err := p.WakeDue(at, t.now, wakeInterval.Milliseconds())
+	if err != nil {
+		t.probeFailed("wake due", err)
+		return
+	}
+	for _, o := range obs {
+		o.Detail = "the sweep's last arm (its re-arm): " + o.Detail
+		t.observe(g.boot, o)
+	}
+}
+
+// diskFaults counts the writes the tree's disk failed and the commits it
+// reported failed though durable (0 for a disk that never fails).
+func (t *tree) diskFaults() int {
+	if t.fault == nil {
+		return 0
+	}
+	return t.fault.Failed() + t.fault.LateCommits()
+}
+
+// hotWakes is how many deliveries of the wake-up at one virtual instant
+// make a hot loop (RuleWakeLoop).
+const hotWakes = 200
+
+// hotWake runs after each delivery of the wake-up: one re-armed at or
+// before now is delivered again at once, and virtual time stands still
+// meanwhile. A handler that keeps doing so (a sweep that cannot make
+// progress, re-armed in the past) spins: the host would deliver it
+// back to back. After hotWakes deliveries at one instant it is reported
+// (check.RuleWakeLoop) and pushed a second ahead, as a host that takes
+// time per delivery would see, so the tree goes on.
+func (t *tree) hotWake() {
+	if t.now != t.hotAt {
+		t.hotAt, t.hotN = t.now, 0
+	}
+	t.hotN++
+	at := t.wake
+	if t.hotN < hotWakes || t.wake == 0 || t.wake > t.now {
+		return
+	}
+	t.wake, t.hotN = t.now+1000, 0
+	if t.hotSeen {
+		return // reported once per tree, at its first loop
+	}
+	t.hotSeen = true
+	boot := 0
+	if t.cur != nil {
+		boot = t.cur.boot
+	}
+	why := ""
+	if p := t.probeOf(); p != nil {
+		if due, err := p.RetriesDue(t.now); err == nil && len(due) > 0 {
+			why = fmt.Sprintf("; claims sleeping on a retry already due: %s", strings.Join(due, ", "))
+		}
+	}
+	t.observe(boot, check.Observation{Rule: check.RuleWakeLoop,
+		Detail: fmt.Sprintf("the wake-up was delivered %d times at one instant and is armed at or before it again (%d ms before it), the disk failing: %v%s",
+			hotWakes, t.now-at, t.fault != nil && t.fault.Failing(), why)})
+}
+
 // checkStranded: at quiescence nothing is due, so no wake-up is armed: a
 // claim left now waits for a client that may never call.
 func (t *tree) checkStranded() {
@@ -168,6 +287,8 @@ func (t *tree) beforeBoot() bootMark {
 // took up.
 func (t *tree) afterBoot(g *guest, m bootMark) {
 	t.checkWakeArmed(g, "after a boot")
+	t.checkWakeDue(g)
+	t.checkSweepArm(g)
 	p := t.probeOf()
 	if p == nil {
 		return

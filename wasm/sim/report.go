@@ -18,7 +18,7 @@ func (r *Result) Print(w io.Writer) {
 	var children, background, notices, taskResults, orphaned int
 	var childQuestions, childAnswered, waitingOnChild, alwaysRules, abandoned int
 	var kids childSends
-	var kidPrompts, kidOK, multi, scripted int
+	var kidPrompts, kidOK, multi, scripted, providerFails, retries, gaveUp int
 	replies := map[string]int{}
 	ends := map[string]int{}
 	byTool := map[string]int{}
@@ -81,6 +81,9 @@ func (r *Result) Print(w io.Writer) {
 		if s.Scripted {
 			scripted++
 		}
+		providerFails += s.ProviderFails
+		retries += s.Check.Retries
+		gaveUp += s.Check.RetriesGaveUp
 		replyKills += s.ReplyKills
 		commitKills += s.ReplyCommitKills
 		for _, r := range s.Ledger.Replies {
@@ -111,6 +114,7 @@ func (r *Result) Print(w io.Writer) {
 		kidPrompts, kids.task, kids.parked, kids.idle, kids.dropped, kids.parentInterrupts, kids.childInterrupts, kidOK)
 	fmt.Fprintf(w, "interrupts of a parked child whose parent waits on it, when the tree went quiet %d\n", kids.quietInterrupts)
 	fmt.Fprintf(w, "sessions on the scripted model %d; steps with several tool calls %d\n", scripted, multi)
+	fmt.Fprintf(w, "provider failures answered %d; retries scheduled %d; turns that gave up retrying (failed model) %d\n", providerFails, retries, gaveUp)
 	notes := map[string]Note{}
 	for _, s := range r.Sessions {
 		for k, n := range s.Notes {

@@ -112,6 +112,19 @@ func TestSmallCampaignKeepsTheInvariants(t *testing.T) {
 	assert.Positive(t, childPrompts, "prompts clients sent children")
 	assert.Positive(t, multi, "steps with several tool calls")
 
+	// The scripted model fails retryably: turns sleep on scheduled
+	// retries (judged by retry-not-early, retry-budget and
+	// wake-before-due), and some give up once their step's budget is spent.
+	var providerFails, retries, gaveUp int
+	for _, s := range res.Sessions {
+		providerFails += s.ProviderFails
+		retries += s.Check.Retries
+		gaveUp += s.Check.RetriesGaveUp
+	}
+	assert.Positive(t, providerFails, "provider failures answered")
+	assert.Positive(t, retries, "retries scheduled")
+	assert.Positive(t, gaveUp, "turns that failed model once their retries were spent")
+
 	// Permission requests are asked, approved (once or always) and
 	// rejected (plainly or with a message), and approved calls reach their
 	// receiver: the checker's body-after-approval rule judged them.

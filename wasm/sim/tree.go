@@ -29,6 +29,7 @@ import (
 // receivers and its nemesis. Everything happens on one goroutine.
 type tree struct {
 	index int
+	seed  uint64 // the campaign's
 	rng   *rand.Rand
 	mod   *runtime.Module
 	boot  runtime.BootConfig
@@ -87,6 +88,11 @@ type tree struct {
 	failures []string
 	notes    map[string]Note
 	steps    int
+
+	// asked counts the scripted model's requests per step (providerKey),
+	// providerFails the failures it answered (provider.go).
+	asked         map[string]int
+	providerFails int
 }
 
 // guest is one instance of the guest module with its own connection.
@@ -103,6 +109,14 @@ type guest struct {
 	from   int64 // a zombie's commit position when its transaction began
 	retire int64 // virtual time a zombie is closed at
 	dead   bool
+	// sweepArm is the latest wake-up time the guest armed in its sweep
+	// phase (0: none since the last was judged): the wake handler's
+	// re-arm, its last act (checkSweepArm).
+	sweepArm int64
+	phase    runtime.Phase // at its latest host call (interpose)
+	// sweepFaults is the disk's failed writes and late IOERRs when its
+	// latest sweep began (checkSweepArm).
+	sweepFaults int
 }
 
 type due struct {
@@ -114,7 +128,8 @@ type due struct {
 type reply struct {
 	due
 	status int
-	ctype  string // the answer's Content-Type ("": text/plain)
+	ctype  string      // the answer's Content-Type ("": text/plain)
+	header http.Header // more of the answer's header (a Retry-After)
 	body   []byte
 	errMsg string
 }
@@ -135,7 +150,7 @@ type request struct {
 func newTree(mod *runtime.Module, cfg Config, index int, dir string) *tree {
 	rng := rand.New(rand.NewPCG(cfg.Seed, uint64(index)))
 	t := &tree{
-		index: index, rng: rng, mod: mod, now: start,
+		index: index, seed: cfg.Seed, rng: rng, mod: mod, now: start,
 		id:     fmt.Sprintf("tree%04d", index),
 		path:   filepath.Join(dir, fmt.Sprintf("tree%04d.db", index)),
 		owners: map[int64]int{}, reqs: map[uint64]*request{},
@@ -168,6 +183,11 @@ func newTree(mod *runtime.Module, cfg Config, index int, dir string) *tree {
 	}
 	if t.work.multi {
 		t.boot.Model = abi.ModelConfig{Kind: abi.ModelOpenAI, BaseURL: scriptedBase, Name: "scripted"}
+		// Its provider fails now and then (provider.go), against a small
+		// retry budget with short delays.
+		t.ledger.Retry = retryPolicy(cfg.retriesFor(index))
+		t.boot.Settings.ModelRetries = t.ledger.Retry.Retries
+		t.boot.Settings.RetryInitial, t.boot.Settings.RetryMax, t.boot.Settings.MaxRetryAfter = retryInitial, retryMax, maxRetryAfter
 	}
 	return t
 }
@@ -445,6 +465,7 @@ func sortedIDs[V any](m map[uint64]V) []uint64 {
 func (t *tree) deliverWake(ctx context.Context) {
 	at, seq := t.wake, t.wakeSeq
 	t.wake = 0
+	defer t.hotWake()
 	t.delivering = true
 	defer func() { t.delivering = false }()
 	g := t.cur
@@ -474,7 +495,11 @@ func (t *tree) answer(ctx context.Context, g *guest, id uint64, r *reply) {
 		if ctype == "" {
 			ctype = "text/plain"
 		}
-		return g.g.EgressResponse(ctx, id, r.status, http.Header{"Content-Type": {ctype}})
+		h := http.Header{"Content-Type": {ctype}}
+		for k, v := range r.header {
+			h[k] = v
+		}
+		return g.g.EgressResponse(ctx, id, r.status, h)
 	}) {
 		return
 	}
@@ -495,6 +520,10 @@ func (t *tree) call(ctx context.Context, g *guest, f func() error) bool {
 	}
 	err := f()
 	if err == nil {
+		if g == t.cur {
+			t.checkWakeDue(g)
+			t.checkSweepArm(g)
+		}
 		return true
 	}
 	var ge *runtime.GuestError
@@ -969,6 +998,9 @@ func (g *guest) ArmWake(at int64) error {
 	if g.zombie || g.dead {
 		return nil
 	}
+	if g.phase == runtime.PhaseSweep {
+		g.sweepArm = at
+	}
 	if t.wake == 0 || at < t.wake {
 		t.seq++
 		t.wake, t.wakeSeq = at, t.seq
@@ -1004,6 +1036,9 @@ func (g *guest) StartEgress(id uint64, req runtime.EgressRequest) {
 	r := &reply{due: due{at: t.now + 20 + int64(t.rng.IntN(3000)), seq: t.seq}, status: http.StatusOK}
 	g.egress[id] = r
 	if req.Kind == abi.EgressModel && t.work.multi {
+		if t.providerFailure(r, req.Body) {
+			return
+		}
 		body, err := scriptedAnswer(req.Body)
 		if err != nil {
 			r.errMsg = err.Error()
@@ -1172,6 +1207,10 @@ func (g *guest) Random(p []byte) {
 // interpose is the nemesis at every host call of this guest.
 func (g *guest) interpose(s runtime.Site) error {
 	t := g.t
+	if s.Phase == runtime.PhaseSweep && g.phase != runtime.PhaseSweep {
+		g.sweepFaults = t.diskFaults()
+	}
+	g.phase = s.Phase
 	if g.zombie {
 		return nil
 	}

@@ -44,7 +44,8 @@ const (
 var Rules = []Rule{RuleEnds, RuleQuiescence, RuleAfterInterrupt, RuleBudget, RuleEffects,
 	RuleSeqs, RuleProjections, RuleNotices, RuleSteps, RuleZombie, RuleSettled, RuleCutKeeps, RuleWakeArmed, RuleClaimed, RuleBootResumes,
 	RuleEmits, RuleQuestionOnce, RuleQuestionByClient, RuleQuestionListed, RuleContinuation,
-	RuleApproval, RuleAlways, RuleChildOnce, RuleNoticeOnce, RuleJobSettled, RuleOrphanChild, RuleTaskResult, RuleChildOwnPrompt}
+	RuleApproval, RuleAlways, RuleChildOnce, RuleNoticeOnce, RuleJobSettled, RuleOrphanChild, RuleTaskResult, RuleChildOwnPrompt,
+	RuleWakeDue, RuleWakeLoop, RuleRetryNotEarly, RuleRetryBudget, RuleRetryDelay}
 
 // Violation is one broken invariant, tied to the first event that shows it
 // when there is one.
@@ -109,6 +110,9 @@ type Result struct {
 	// MultiCallSteps counts the steps recorded complete with more than one
 	// tool call.
 	MultiCallSteps int
+	// Retries counts the provider retries scheduled; RetriesGaveUp the
+	// turns that failed model once their step's retries were spent.
+	Retries, RetriesGaveUp int
 
 	Violations []Violation
 }
@@ -206,6 +210,7 @@ type payload struct {
 	Cause       string           `json:"cause"`
 	TurnStart   bool             `json:"turn_start"`
 	Attempt     int              `json:"attempt"`
+	RetryAt     int64            `json:"at"` // a retry's due time
 	Reason      string           `json:"reason"`
 	Message     string           `json:"message"`
 	Kind        string           `json:"type"`
@@ -313,6 +318,11 @@ type turn struct {
 	checkpointed map[string]string
 	calls        []*call // of its completed steps, in order
 	parked       *park   // its latest park (questions.go)
+	// stepRetries counts the retries scheduled since the turn's last
+	// step recorded complete; retry is the latest not yet started
+	// (retry.go).
+	stepRetries int
+	retry       *rec
 }
 
 type checker struct {
@@ -484,6 +494,9 @@ func (ck *checker) session(sid string, log []rec) {
 			if e.p.Cause == event.CauseResolution && tr.parked != nil && tr.parked.continued == e {
 				ck.res.Continued++
 			}
+			if e.p.Cause == event.CauseRetry {
+				ck.retryStarted(sid, e, tr)
+			}
 			if tr.pending != nil {
 				if e.p.Cause != event.CauseResume {
 					ck.fail(sid, e, RuleBudget, "resume #%d is followed by a %s start, not a resumed execution", tr.pending.Seq, e.p.Cause)
@@ -541,6 +554,7 @@ func (ck *checker) session(sid string, log []rec) {
 			}
 		case event.RetryScheduled:
 			tr.retrying = true
+			ck.retryScheduled(sid, e, tr)
 		case event.MessageAdded:
 			if e.p.Role != event.RoleNotice {
 				break
@@ -582,6 +596,7 @@ func (ck *checker) session(sid string, log []rec) {
 				break
 			}
 			tr.completed[e.p.StepID] = true
+			tr.stepRetries = 0
 			if len(e.p.ToolCalls) == 0 {
 				tr.final = e
 			}
@@ -632,6 +647,7 @@ func (ck *checker) session(sid string, log []rec) {
 				break // keeps the claim: the turn resumes
 			}
 			ck.endRules(sid, e, tr)
+			ck.failedModel(sid, e, tr)
 			tr.end = e
 			tr.budgetAbort = tr.aborting != nil && e.Type == event.ExecutionFailed && e.p.Kind == event.FailAborted
 			tr.aborting = nil

@@ -68,6 +68,24 @@
 //     interrupt of the child itself (or a reply that ends the child's
 //     turn, cancelling its queue as an interrupt would), and it fails
 //     aborted only past its own budget (child-own-prompt-kept);
+//   - provider retries (retry.go): an execution with cause retry never
+//     starts before the time its session.retry.scheduled@1 named
+//     (retry-not-early); each step's retries are numbered from 1 (a step
+//     recorded complete starts the count again), never past the tree's
+//     retry budget, and a turn fails model for retries only once its step
+//     was retried the full budget (retry-budget: in a tree whose ledger
+//     names a retry policy every model failure counts, since its
+//     provider fails only retryably; elsewhere those that say they gave
+//     up); a retry is scheduled no further ahead than the longest wait
+//     allowed, the schedule's or the provider's capped Retry-After
+//     (retry-delay-bounded); with the instance at rest, the wake-up armed,
+//     and the last arm of a sweep that ended (the handler's re-arm), are
+//     due no later than the earliest retry_at of a sleeping claim and
+//     within one wake interval while a claim is not sleeping
+//     (wake-before-due, seen by the host through a Probe); and the
+//     wake-up is not delivered again and again at one instant, re-armed
+//     in the past while nothing progresses (wake-not-hot, seen by the
+//     host);
 //   - every durable event reaches the host's emit exactly once, in commit
 //     order, a commit reported failed that was durable (a late IOERR)
 //     included; only an instance that died before emitting its last

@@ -50,6 +50,21 @@ type Ledger struct {
 	// Budget is the resume budget the tree ran with (0: core's default),
 	// for a check that is given none (Options.Budget 0).
 	Budget int `json:"budget,omitempty"`
+	// Retry is the provider retry settings the tree ran with (nil: the
+	// defaults), for the rules of provider retries (retry.go).
+	Retry *RetryPolicy `json:"retry,omitempty"`
+}
+
+// RetryPolicy is a tree's provider retry settings, as the checker needs
+// them.
+type RetryPolicy struct {
+	// Retries is how often one step's retryable failure is retried
+	// (settings.ModelRetries; 0: the default, 6).
+	Retries int `json:"retries"`
+	// MaxDelay bounds the wait before a retry, in ms: the longer of the
+	// schedule's longest delay and the cap on a provider's Retry-After
+	// (0: the defaults', 60 s).
+	MaxDelay int64 `json:"max_delay"`
 }
 
 // Delivery is one request that reached a tool's receiver.

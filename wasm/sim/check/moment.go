@@ -82,6 +82,41 @@ func (p *Probe) Claimed() ([]string, error) {
 	return out, err
 }
 
+// WakeDue lists every claim the tree's wake-up, armed at wake (ms; 0:
+// none, which RuleWakeArmed judges), would bring back late at virtual
+// time now, with the guest at rest: a claim sleeping on a provider retry
+// due before the wake-up (DESIGN §4: the earliest retry is armed), or a
+// claim not sleeping while the wake-up is more than one wake interval
+// (ms) away.
+func (p *Probe) WakeDue(wake, now, interval int64) ([]Observation, error) {
+	var out []Observation
+	if wake == 0 {
+		return nil, nil
+	}
+	err := p.rows(`SELECT session_id, retry_at IS NOT NULL, COALESCE(retry_at, 0) FROM claims ORDER BY session_id`, nil, func(s *sqlite3.Stmt) {
+		sid, sleeping, at := s.ColumnText(0), s.ColumnBool(1), s.ColumnInt64(2)
+		switch {
+		case sleeping && wake > at:
+			out = append(out, Observation{Rule: RuleWakeDue, Session: sid,
+				Detail: fmt.Sprintf("the wake-up is armed at %d, %d ms after the claim's retry is due (retry_at %d)", wake, wake-at, at)})
+		case !sleeping && wake > now+interval:
+			out = append(out, Observation{Rule: RuleWakeDue, Session: sid,
+				Detail: fmt.Sprintf("the wake-up is armed %d ms ahead, more than the wake interval (%d ms), with the session claimed and not sleeping", wake-now, interval)})
+		}
+	})
+	return out, err
+}
+
+// RetriesDue lists the claims sleeping on a retry due by now (ms), as
+// "session (retry_at)".
+func (p *Probe) RetriesDue(now int64) ([]string, error) {
+	var out []string
+	err := p.rows(`SELECT session_id, retry_at FROM claims WHERE retry_at IS NOT NULL AND retry_at <= ?1 ORDER BY session_id`, []any{now}, func(s *sqlite3.Stmt) {
+		out = append(out, fmt.Sprintf("%s (%d)", s.ColumnText(0), s.ColumnInt64(1)))
+	})
+	return out, err
+}
+
 // Gseq is the tree's commit position: the highest events.gseq committed.
 func (p *Probe) Gseq() (int64, error) {
 	var n int64

@@ -76,3 +76,34 @@ func TestProbeSeesAClaimTheBootLeft(t *testing.T) {
 	assert.Empty(t, unswept)
 	assert.Equal(t, []string{"s"}, swept)
 }
+
+// A wake-up armed after a sleeping claim's retry is due, or more than one
+// wake interval away while a claim is not sleeping, is seen; one armed at
+// the earliest retry (and within the interval) is not.
+func TestProbeSeesAWakeUpLaterThanARetry(t *testing.T) {
+	path, _ := fixture(t)
+	p := copyTree(t, path)
+	tamper(t, p, `INSERT INTO claims (session_id, execution_id, claimed_at, retry_at) VALUES ('s', 'x1', 0, 5000), ('u', 'x2', 0, 3000)`)
+	pr := probe(t, p)
+	got, err := pr.WakeDue(3000, 1000, 10_000)
+	require.NoError(t, err)
+	assert.Empty(t, got, "armed at the earliest retry")
+	got, err = pr.WakeDue(0, 1000, 10_000)
+	require.NoError(t, err)
+	assert.Empty(t, got, "none armed is claim-has-wake-up's to judge")
+	got, err = pr.WakeDue(5000, 1000, 10_000)
+	require.NoError(t, err)
+	require.Len(t, got, 1, "armed at the latest retry")
+	assert.Equal(t, check.RuleWakeDue, got[0].Rule)
+	assert.Equal(t, "u", got[0].Session)
+	assert.Contains(t, got[0].Detail, "after the claim's retry is due")
+
+	tamper(t, p, `UPDATE claims SET retry_at = NULL WHERE session_id = 'u'`)
+	got, err = probe(t, p).WakeDue(5000, 1000, 10_000)
+	require.NoError(t, err)
+	assert.Empty(t, got, "within the interval, at the retry")
+	got, err = probe(t, p).WakeDue(4000, 1000, 2_000)
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+	assert.Contains(t, got[0].Detail, "more than the wake interval")
+}
