@@ -154,10 +154,11 @@ func (c claimTable) info(sessionID string) (*ClaimInfo, error) {
 	return &ci, nil
 }
 
-// wakes reads what the wake-up must cover: how many claims are not sleeping
-// on a retry, and the earliest retry time, if any.
-func (c claimTable) wakes(others *int, earliestRetry *sql.NullInt64) error {
-	_, err := storage.QueryRow(c.tx, `SELECT count(*) FILTER (WHERE retry_at IS NULL), MIN(retry_at) FROM claims`, nil, others, earliestRetry)
+// wakes reads what the wake-up must cover at now: how many claims are not
+// sleeping on a retry still ahead (none scheduled, or one already due that
+// no sweep has started), and the earliest retry time ahead, if any.
+func (c claimTable) wakes(now int64, others *int, earliestRetry *sql.NullInt64) error {
+	_, err := storage.QueryRow(c.tx, `SELECT count(*) FILTER (WHERE retry_at IS NULL OR retry_at <= ?1), MIN(retry_at) FILTER (WHERE retry_at > ?1) FROM claims`, []any{now}, others, earliestRetry)
 	return err
 }
 

@@ -111,7 +111,7 @@ func TestClaimReadsForRecoveryFenceAndWakeUp(t *testing.T) {
 	tx(func(c claimTable) {
 		var others int
 		var retry sql.NullInt64
-		require.NoError(t, c.wakes(&others, &retry))
+		require.NoError(t, c.wakes(0, &others, &retry))
 		assert.Zero(t, others)
 		assert.False(t, retry.Valid)
 
@@ -138,9 +138,12 @@ func TestClaimReadsForRecoveryFenceAndWakeUp(t *testing.T) {
 		require.NoError(t, err)
 		assert.False(t, found)
 
-		require.NoError(t, c.wakes(&others, &retry))
+		require.NoError(t, c.wakes(699, &others, &retry))
 		assert.Equal(t, 2, others, "claims not sleeping on a retry")
 		assert.Equal(t, int64(700), retry.Int64)
+		require.NoError(t, c.wakes(700, &others, &retry))
+		assert.Equal(t, 3, others, "a retry due and not started counts with the claims not sleeping")
+		assert.False(t, retry.Valid, "no retry ahead")
 
 		epoch, execID, held, err := c.fence("old")
 		require.NoError(t, err)

@@ -210,24 +210,30 @@ func (t *txw) orphanTurn(c ClaimState) (*plan, error) {
 }
 
 // Rearm arms the wake-up from durable state while any claim remains: at the
-// earliest scheduled retry, and no later than one wake interval from now
-// for every other claim. It holds the claim lock, so a claim committing
-// concurrently is either seen here or arms for itself afterwards (DESIGN §4
-// rules 2 and 3). It reports the time armed, or 0 when nothing is pending.
+// earliest scheduled retry still ahead, and no later than one wake interval
+// from now for every other claim. A retry already due counts as such an
+// other claim: the sweep before this re-arm would have started it, so it
+// is due only when that sweep could not (its storage failing), and arming
+// it in the past would deliver the wake-up again at once, over and over,
+// ahead of the host's backoff for a failed sweep. It holds the claim lock,
+// so a claim committing concurrently is either seen here or arms for
+// itself afterwards (DESIGN §4 rules 2 and 3). It reports the time armed,
+// or 0 when nothing is pending.
 func (inst *Instance) Rearm(ctx context.Context) (int64, error) {
 	inst.claimMu.Lock()
 	defer inst.claimMu.Unlock()
 	var others int
 	var retry sql.NullInt64
+	now := inst.host.Clock.Now()
 	err := inst.host.DB.Tx(ctx, func(tx storage.Tx) error {
-		return claimTable{tx}.wakes(&others, &retry)
+		return claimTable{tx}.wakes(now, &others, &retry)
 	})
 	if err != nil {
 		return 0, fmt.Errorf("rearm: %w", err)
 	}
 	var at int64
 	if others > 0 {
-		at = inst.host.Clock.Now() + inst.cfg.wakeInterval.Milliseconds()
+		at = now + inst.cfg.wakeInterval.Milliseconds()
 	}
 	if retry.Valid && (at == 0 || retry.Int64 < at) {
 		at = retry.Int64

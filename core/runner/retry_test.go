@@ -186,6 +186,41 @@ func TestRearmArmsTheEarliestOfSeveralRetries(t *testing.T) {
 	n.Crash()
 }
 
+// A retry already due that no sweep started (its sweep met a failing
+// disk) is re-armed one wake interval ahead, like a claim not sleeping,
+// never at its own time in the past: that would deliver the wake-up again
+// at once, over and over, ahead of the host's backoff for a failed sweep
+// (the simulator's wake-not-hot, seed 2). A retry still ahead is armed at
+// its time.
+func TestRearmNeverArmsADueRetryInThePast(t *testing.T) {
+	tr := treetest.New(t)
+	wait := &model.Error{Status: 429, Retryable: true, RetryAfter: 5 * time.Second, Msg: "slow down"}
+	m := &queuedFailModel{errs: []error{wait},
+		scriptModel: scriptModel{steps: func(int) scriptStep { return scriptStep{chunks: text("done")} }}}
+	n := tr.Boot(newRunner(t, m, runner.NewConfig()))
+	a := n.NewSession("a")
+	pa := n.Admit(a, "hello")
+	n.Idle()
+	due := int64(treetest.Start) + wait.RetryAfter.Milliseconds()
+
+	at, err := n.Inst.Rearm(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, due, at, "a retry ahead is armed at its time")
+
+	tr.Clock.Set(due + 3000) // the wake-up came; its sweep could not start the retry
+	require.True(t, tr.Wake.Take())
+	at, err = n.Inst.Rearm(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, due+3000+core.DefaultWakeInterval.Milliseconds(), at, "a due retry is re-armed one interval ahead, not in the past")
+
+	rep, err := recovery.Wake(context.Background(), n.Inst)
+	require.NoError(t, err)
+	assert.Equal(t, 1, rep.Count(core.Start), "the next sweep starts it")
+	n.Idle()
+	assert.Equal(t, "succeeded", tr.PromptState(pa))
+	n.Crash()
+}
+
 // Retries are bounded: past the configured count the turn fails.
 func TestRetriesExhaustedFailTheTurn(t *testing.T) {
 	tr := treetest.New(t)
