@@ -81,8 +81,9 @@ type hooks struct {
 	boot func(id string)
 	// delivered is called when a wake-up delivery has settled its row.
 	delivered func(id string, err error)
-	// waking is called when a wake-up delivery is about to wake the tree's
-	// running instance (the sweep), the tree already held in use.
+	// waking is called as a wake-up delivery wakes the tree's running
+	// instance, just before the sweep and as part of the same call, so the
+	// tree is held in use exactly as long as for the sweep.
 	waking func(id string)
 	// deleteIndex, when it returns an error, fails a delete's index write
 	// with it.

@@ -221,10 +221,13 @@ func (h *Host) deliver(ctx context.Context, id string) error {
 		if !h.hold(e) {
 			continue // evicted or deleted since: look again
 		}
+		wake := e.run.wake
 		if f := h.cfg.hooks.waking; f != nil {
-			f(id)
+			// The hook is part of the wake, so a test blocked in it sees
+			// the tree held exactly as the sweep does.
+			wake = func(ctx context.Context) error { f(id); return e.run.wake(ctx) }
 		}
-		err = e.run.wake(ctx)
+		err = wake(ctx)
 		h.mu.Lock()
 		e.inflight--
 		h.mu.Unlock()

@@ -438,7 +438,7 @@ func TestBootConfigQueueCapOnlyForANewerGuest(t *testing.T) {
 
 // The operator's policy (1.8) follows the queue cap and goes only to a
 // guest of 1.8 or later: each rule's final flag, then the allowed models
-// (nil for any, which stays nil). An older guest decodes the 1.7 layout,
+// (nil for any, which stays nil; an empty list, no model, stays empty). An older guest decodes the 1.7 layout,
 // without them; a flag count that does not match the rules is malformed.
 func TestBootConfigOperatorPolicyOnlyForANewerGuest(t *testing.T) {
 	cfg := abi.BootConfig{TreeID: "t", Settings: settings.Settings{QueueCap: 7},
@@ -461,6 +461,12 @@ func TestBootConfigOperatorPolicyOnlyForANewerGuest(t *testing.T) {
 	got, err = abi.DecodeBootConfig(anyModel.Encode())
 	require.NoError(t, err)
 	require.Nil(t, got.AllowedModels, "no list stays no list: any model")
+	noModel := cfg
+	noModel.AllowedModels = []string{}
+	got, err = abi.DecodeBootConfig(noModel.Encode())
+	require.NoError(t, err)
+	require.NotNil(t, got.AllowedModels, "an empty list stays a list: no model, not any")
+	require.Empty(t, got.AllowedModels)
 
 	_, err = abi.DecodeBootConfig(append(old, 1, 1, 0))
 	require.ErrorIs(t, err, abi.ErrMalformed, "one final flag for two rules")
