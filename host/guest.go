@@ -159,30 +159,3 @@ func (h *Host) acquire(ctx context.Context, id string) (*guestInstance, func(), 
 		return g, func() { h.release(e) }, nil
 	}
 }
-
-// hold counts e in use (eviction, idle or for the cap, leaves it open)
-// if it is still its tree's entry and no operation (a close, a delete)
-// owns it, and reports whether it did; the caller looks again if not, and
-// ends the use with release (or inflight-- for a wake-up, which is no use
-// of the tree).
-func (h *Host) hold(e *entry) bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.trees[e.id] != e || e.busy != nil {
-		return false
-	}
-	e.inflight++
-	return true
-}
-
-// release ends a request's use of e (Get's context, acquire): the tree
-// counts as used now, and eviction may close it once no other uses it.
-func (h *Host) release(e *entry) {
-	h.mu.Lock()
-	e.inflight--
-	h.used(e)
-	h.mu.Unlock()
-	if f := h.cfg.hooks.released; f != nil {
-		f(e.id)
-	}
-}
