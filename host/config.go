@@ -91,6 +91,10 @@ type hooks struct {
 	// released is called with the tree id when a request stops using the
 	// tree (the context of a Get ended, a guest's request returned).
 	released func(id string)
+	// closing is called with the tree id as an operation that owns the
+	// tree's entry (an eviction, a delete, the host's Close) starts to
+	// close its instance.
+	closing func(id string)
 	// vfs names the SQLite VFS every database is opened through (a
 	// fault-injecting one); empty: the OS VFS.
 	vfs string

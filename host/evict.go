@@ -98,7 +98,7 @@ func (h *Host) evict(ctx context.Context, c candidate) bool {
 	h.mu.Unlock()
 	// An execution that started since the check is stopped by Close
 	// with shutdown, keeping its claim and so its wake-up row.
-	if err := closeEntry(ctx, c.e); err != nil {
+	if err := h.closeEntry(ctx, c.e); err != nil {
 		h.log.Warn("evict tree", "tree", c.e.id, "err", err)
 	}
 	h.mu.Lock()

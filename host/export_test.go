@@ -15,6 +15,26 @@ func WithReleaseHook(cfg Config, released func(id string)) Config {
 	return cfg
 }
 
+// WithClosingHook returns cfg whose host calls closing with the tree id as
+// an eviction, a delete or Close starts to close the tree's instance.
+func WithClosingHook(cfg Config, closing func(id string)) Config {
+	cfg.hooks.closing = closing
+	return cfg
+}
+
+// TryHold counts tree id in use as a request does (Get, a guest's
+// request), if it is open and no operation owns it, and reports whether it
+// did; release ends that use.
+func (h *Host) TryHold(id string) (held bool, release func()) {
+	h.mu.Lock()
+	e := h.trees[id]
+	h.mu.Unlock()
+	if e == nil || !h.hold(e) {
+		return false, func() {}
+	}
+	return true, func() { h.release(e) }
+}
+
 // WithWakingHook returns cfg whose host calls waking with the tree id
 // when a wake-up delivery is about to sweep the tree's running instance.
 func WithWakingHook(cfg Config, waking func(id string)) Config {

@@ -261,7 +261,7 @@ func (h *Host) Close(ctx context.Context) error {
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			if err := closeEntry(ctx, e); err != nil {
+			if err := h.closeEntry(ctx, e); err != nil {
 				mu.Lock()
 				errs = append(errs, err)
 				mu.Unlock()
@@ -481,8 +481,12 @@ func (h *Host) boot(ctx context.Context, e *entry, info *api.TreeInfo) (sweepErr
 
 // closeEntry closes a tree's instance gracefully, then its database. ctx
 // bounds the wait for executions to stop; the database is closed anyway,
-// which stops any straggler's writes.
-func closeEntry(ctx context.Context, e *entry) error {
+// which stops any straggler's writes. The caller owns e (e.busy is set,
+// so hold refuses it), or e was never published, or the host is closing.
+func (h *Host) closeEntry(ctx context.Context, e *entry) error {
+	if f := h.cfg.hooks.closing; f != nil {
+		f(e.id)
+	}
 	err := e.run.close(ctx)
 	if cerr := e.db.Close(); cerr != nil {
 		err = errors.Join(err, cerr)

@@ -395,6 +395,38 @@ func TestIdleEvictionSparesTreeWithRequestInFlight(t *testing.T) {
 	assert.False(t, e.isOpen("a"))
 }
 
+// No request can start to use a tree while an operation closes it (an
+// idle eviction, a close for the cap, a delete): a Get that found the
+// entry before the close began must look again and boot the tree afresh,
+// never be handed an instance being closed under it.
+func TestNoRequestHoldsATreeBeingClosed(t *testing.T) {
+	e := newEnv(t)
+	var h *host.Host
+	heldWhileClosing := map[string]bool{}
+	h = e.open(host.WithClosingHook(withCap(e.config(), 2, nil), func(id string) {
+		held, release := h.TryHold(id)
+		release()
+		heldWhileClosing[id] = held
+	}))
+	for _, id := range []string{"idle", "lru", "gone", "third"} {
+		e.tree(h, id)
+		held, release := h.TryHold(id)
+		assert.True(t, held, "an open tree no operation owns can be used")
+		release()
+		e.clock.Advance(time.Millisecond)
+		if id == "idle" {
+			e.clock.Advance(time.Minute)
+			require.Equal(t, 1, h.EvictIdle(ctx))
+		}
+	}
+	require.Contains(t, heldWhileClosing, "lru", "the fourth tree closed the least recently used for the cap")
+	require.NoError(t, h.Delete(ctx, "gone"))
+	for _, id := range []string{"idle", "lru", "gone"} {
+		require.Contains(t, heldWhileClosing, id)
+		assert.False(t, heldWhileClosing[id], "tree %s was held while it closed", id)
+	}
+}
+
 // The eviction loop runs on the host clock: no sleeps, no real time.
 func TestEvictionLoopRunsOnTheClock(t *testing.T) {
 	e := newEnv(t)

@@ -127,14 +127,14 @@ func (h *Host) create(ctx context.Context, e *entry, principal string, init func
 	var createdAt int64
 	if init != nil {
 		if createdAt, err = init(e); err != nil {
-			return errors.Join(err, closeEntry(ctx, e), h.dropRow(ctx, e.id), h.removeFiles(e.id))
+			return errors.Join(err, h.closeEntry(ctx, e), h.dropRow(ctx, e.id), h.removeFiles(e.id))
 		}
 	}
 	if createdAt != 0 {
 		e.info.CreatedAt = createdAt
 	}
 	if err := h.index.markReady(ctx, e.id, createdAt); err != nil {
-		return errors.Join(fmt.Errorf("create tree %s: %w", e.id, err), closeEntry(ctx, e), h.dropRow(ctx, e.id), h.removeFiles(e.id))
+		return errors.Join(fmt.Errorf("create tree %s: %w", e.id, err), h.closeEntry(ctx, e), h.dropRow(ctx, e.id), h.removeFiles(e.id))
 	}
 	return nil
 }
@@ -282,7 +282,7 @@ func (h *Host) delete(ctx context.Context, e *entry) (kept bool, err error) {
 	if e.run != nil {
 		// Errors here are the instance's own (executions slow to stop); the
 		// tree is going away regardless.
-		if err := closeEntry(ctx, e); err != nil {
+		if err := h.closeEntry(ctx, e); err != nil {
 			h.log.Warn("delete tree: close instance", "tree", e.id, "err", err)
 		}
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"strings"
@@ -139,5 +140,23 @@ func TestMaxOpenTrees(t *testing.T) {
 		_, _, err := parseServe(tc.args, env(map[string]string{"REVENANT_MAX_OPEN_TREES": tc.env}), io.Discard)
 		require.Error(t, err, "%q %v", tc.env, tc.args)
 		assert.Contains(t, err.Error(), tc.name)
+	}
+}
+
+// -h shows the cap in force: the variable's number when it sets one.
+func TestMaxOpenTreesUsageShowsTheVariable(t *testing.T) {
+	for env0, want := range map[string]string{"12": "(default 12)", "": fmt.Sprintf("(default %d)", host.DefaultMaxOpenTrees), "lots": fmt.Sprintf("(default %d)", host.DefaultMaxOpenTrees)} {
+		var out strings.Builder
+		_, done, err := parseServe([]string{"-h"}, env(map[string]string{"REVENANT_MAX_OPEN_TREES": env0}), &out)
+		require.NoError(t, err)
+		require.True(t, done)
+		usage := out.String()
+		i := strings.Index(usage, "  -max-open-trees int")
+		require.GreaterOrEqual(t, i, 0, usage)
+		next := strings.Index(usage[i+1:], "\n  -")
+		if next < 0 {
+			next = len(usage) - i - 1
+		}
+		assert.Contains(t, usage[i:i+1+next], want, "REVENANT_MAX_OPEN_TREES=%q", env0)
 	}
 }

@@ -72,22 +72,30 @@ func parseServe(args []string, getenv func(string) string, stdout io.Writer) (c 
 	fs.DurationVar(&c.wordDelay, "offline-word-delay", defaultWordDelay, "delay between words of the offline model")
 	fs.StringVar(&c.guest, "guest", c.guest, "run every tree as a WebAssembly guest of this .wasm (built by make guest: bin/revenant.wasm) on wazero, instead of in this process (REVENANT_GUEST)")
 	fs.StringVar(&c.wasmCache, "wasm-cache", c.wasmCache, "with -guest: directory of the compiled guest code, kept between runs (REVENANT_WASM_CACHE; default <data>/wasm-cache)")
-	fs.IntVar(&c.maxOpen, "max-open-trees", host.DefaultMaxOpenTrees, "how many trees may be open at once: opening one more closes the least recently used idle tree, or is refused 503 if none is idle (REVENANT_MAX_OPEN_TREES)")
+	// A valid REVENANT_MAX_OPEN_TREES is the flag's default, so -h shows
+	// the number in force; an invalid one is refused below unless the flag
+	// overrides it.
+	envMaxOpen := getenv("REVENANT_MAX_OPEN_TREES")
+	defaultMaxOpen, envMaxOpenBad := host.DefaultMaxOpenTrees, false
+	if n, err := strconv.Atoi(envMaxOpen); err == nil && n >= 1 {
+		defaultMaxOpen = n
+	} else if envMaxOpen != "" {
+		envMaxOpenBad = true
+	}
+	fs.IntVar(&c.maxOpen, "max-open-trees", defaultMaxOpen, "how many trees may be open at once: opening one more closes the least recently used idle tree, or is refused 503 if none is idle (REVENANT_MAX_OPEN_TREES)")
 	debug := fs.Bool("debug", false, "log at debug level")
 	if done, err := parseFlags(fs, args, stdout); done || err != nil {
 		return c, done, err
 	}
 	given := false
 	fs.Visit(func(f *flag.Flag) { given = given || f.Name == "max-open-trees" })
-	switch v := getenv("REVENANT_MAX_OPEN_TREES"); {
-	case given: // the flag wins: the variable is not read
+	switch {
+	case given: // the flag wins: the variable is not checked
 		if c.maxOpen < 1 {
 			return c, false, fmt.Errorf("-max-open-trees: %d is not 1 or more", c.maxOpen)
 		}
-	case v != "":
-		if c.maxOpen, err = strconv.Atoi(v); err != nil || c.maxOpen < 1 {
-			return c, false, fmt.Errorf("REVENANT_MAX_OPEN_TREES: %q is not a whole number of 1 or more", v)
-		}
+	case envMaxOpenBad:
+		return c, false, fmt.Errorf("REVENANT_MAX_OPEN_TREES: %q is not a whole number of 1 or more", envMaxOpen)
 	}
 	if *debug {
 		c.logLevel = slog.LevelDebug

@@ -57,10 +57,17 @@ type Error struct {
 	Message string
 	// RetryAfter, when positive, is sent as a Retry-After header (whole
 	// seconds, rounded up): how long the client should wait before it
-	// tries again. A host sets it on a refusal it expects to clear (a local
-	// server at its cap of open trees).
+	// tries again. It is set on a refusal expected to clear: a session at
+	// its queue cap (QueueFullRetryAfter), a local server at its cap of
+	// open trees.
 	RetryAfter time.Duration
 }
+
+// QueueFullRetryAfter is the Retry-After of a 429 queue_full. Room comes
+// when a turn ends, which no one can foretell; five seconds keeps a client
+// that honours the header from hammering a full queue without making it
+// wait long once a short turn has ended.
+const QueueFullRetryAfter = 5 * time.Second
 
 func (e *Error) Error() string { return string(e.Type) + ": " + e.Message }
 
@@ -106,7 +113,7 @@ func ErrorOf(err error) *Error {
 	case errors.Is(err, core.ErrInvalid):
 		return &Error{Type: ErrInvalidRequest, Message: clientMessage(err)}
 	case errors.Is(err, core.ErrQueueFull):
-		return &Error{Type: ErrQueueFull, Message: clientMessage(err)}
+		return &Error{Type: ErrQueueFull, Message: clientMessage(err), RetryAfter: QueueFullRetryAfter}
 	case errors.Is(err, core.ErrReadOnly):
 		// Before ErrClosed: a read-only tree's refusal is not a restart.
 		return &Error{Type: ErrReadOnly, Message: "the session is read-only: its storage is full or failing, so it cannot save anything; reading it still works"}

@@ -108,6 +108,12 @@ func TestWriteError(t *testing.T) {
 	api.WriteError(nethttp.Writer(w), fmt.Errorf("open: %w", &api.Error{Type: api.ErrUnavailable, Message: "busy", RetryAfter: 1500 * time.Millisecond}))
 	assert.Equal(t, http.StatusServiceUnavailable, w.Code)
 	assert.Equal(t, "2", w.Header().Get("Retry-After"), "whole seconds, rounded up")
+
+	// A full queue clears when a turn ends: the client is told when to try again.
+	w = httptest.NewRecorder()
+	api.WriteError(nethttp.Writer(w), fmt.Errorf("admit: %w", &core.Error{Code: core.ErrQueueFull, Msg: "full"}))
+	assert.Equal(t, http.StatusTooManyRequests, w.Code)
+	assert.Equal(t, "5", w.Header().Get("Retry-After"))
 }
 
 // An error names a value the client sent without sending a huge one back

@@ -88,6 +88,29 @@ func TestRetryScheduledSurvivesKillWithoutCountingResume(t *testing.T) {
 	assert.Equal(t, event.CauseRetry, last.Cause)
 }
 
+// A Retry-After with a part of a millisecond is waited in full: the retry
+// is scheduled at the next whole ms (the host clock's unit), never before
+// the wait the provider asked for has passed.
+func TestRetryWaitRoundsUpToTheMillisecond(t *testing.T) {
+	for _, after := range []time.Duration{500 * time.Microsecond, 8007*time.Millisecond + 999999} {
+		tr := treetest.New(t)
+		m := &failingModel{fails: 1, err: &model.Error{Status: 429, Retryable: true, RetryAfter: after, Msg: "slow down"},
+			scriptModel: scriptModel{steps: func(int) scriptStep { return scriptStep{stall: true} }}}
+		n := tr.Boot(newRunner(t, m, runner.NewConfig()))
+		sid := n.NewSession("s")
+		n.Admit(sid, "hello")
+		n.Idle()
+		retries := treetest.OfType(tr.Events(sid), event.RetryScheduled)
+		require.Len(t, retries, 1)
+		var r event.Retry
+		require.NoError(t, retries[0].Decode(&r))
+		want := int64(treetest.Start) + int64((after+time.Millisecond-1)/time.Millisecond)
+		assert.Equal(t, want, r.At, "Retry-After %s", after)
+		assert.GreaterOrEqual(t, time.Duration(r.At-int64(treetest.Start))*time.Millisecond, after)
+		n.Crash()
+	}
+}
+
 // Rearm arms for the earliest thing due: a claim sleeping on a retry wakes
 // at its retry time, every other claim no later than one wake interval from
 // now. With a retry 10 min away and an ordinary claim the wake-up is one

@@ -60,7 +60,7 @@ func (t *turn) step(ctx context.Context, st state, index int) (core.Outcome, boo
 			return stopped, true
 		}
 		if model.IsRetryable(s.modelErr) && t.r.cfg.providerPolicy().Allows(st.retries) {
-			return core.Outcome{Kind: core.RetryLater, RetryAt: t.x.Clock().Now() + t.r.retryDelay(s.modelErr, st.retries).Milliseconds(),
+			return core.Outcome{Kind: core.RetryLater, RetryAt: t.x.Clock().Now() + t.r.retryDelayMs(s.modelErr, st.retries),
 				Attempt: st.retries + 1, Message: failure}, true
 		}
 		if model.IsRetryable(s.modelErr) {
@@ -81,6 +81,13 @@ func (t *turn) step(ctx context.Context, st state, index int) (core.Outcome, boo
 		return core.Outcome{Kind: core.Succeeded}, true
 	}
 	return core.Outcome{}, false
+}
+
+// retryDelayMs is retryDelay in whole milliseconds, rounded up: the host
+// clock counts ms, and a wait the provider asked for is never shortened.
+func (r *Runner) retryDelayMs(err error, n int) int64 {
+	d := r.retryDelay(err, n)
+	return int64((d + time.Millisecond - 1) / time.Millisecond)
 }
 
 // retryDelay is how long to wait before retry n+1 of a step: the provider's

@@ -142,7 +142,9 @@
 // again and again at one instant, re-armed in the past while nothing
 // progresses, is a hot loop (check.RuleWakeLoop; hotWake). The checker judges
 // the log's retries (check.RuleRetryNotEarly, RuleRetryBudget,
-// RuleRetryDelay).
+// RuleRetryDelay, RuleRetryHint: each failure of the scripted provider
+// carries a mark in its message, and the ledger records the wait it asked
+// for; provider.go).
 // The simulator is every webhook's receiver:
 // it records each delivery with its Idempotency-Key in the ledger and
 // answers in virtual time, now and then with a failure.

@@ -118,17 +118,27 @@ func (t *tree) providerFailure(r *reply, body []byte) bool {
 	t.providerFails++
 	rng := stepRng(t.seed, key, uint64(attempt)+1)
 	r.ctype = "application/json"
+	// The mark names this failure in the message, which the retry's event
+	// quotes, so the checker can find the wait it asked for.
+	mark := fmt.Sprintf("[failure %d]", t.providerFails)
 	errBody := func(msg string) []byte {
-		b, _ := json.Marshal(map[string]any{"error": map[string]string{"message": msg, "type": "server_error"}})
+		b, _ := json.Marshal(map[string]any{"error": map[string]string{"message": msg + " " + mark, "type": "server_error"}})
 		return b
+	}
+	hint := func(wait time.Duration) {
+		t.ledger.Hints = append(t.ledger.Hints, check.Hint{Mark: mark, Answered: r.at, Wait: wait.Milliseconds()})
 	}
 	switch rng.IntN(5) {
 	case 0:
+		secs := 1 + rng.IntN(15)
 		r.status, r.body = http.StatusTooManyRequests, errBody("rate limited (simulated)")
-		r.header = http.Header{"Retry-After": {strconv.Itoa(1 + rng.IntN(15))}}
+		r.header = http.Header{"Retry-After": {strconv.Itoa(secs)}}
+		hint(time.Duration(secs) * time.Second)
 	case 1:
+		ms := 200 + rng.IntN(9800)
 		r.status, r.body = http.StatusTooManyRequests, errBody("rate limited (simulated)")
-		r.header = http.Header{"Retry-After-Ms": {strconv.Itoa(200 + rng.IntN(9800))}}
+		r.header = http.Header{"Retry-After-Ms": {strconv.Itoa(ms)}}
+		hint(time.Duration(ms) * time.Millisecond)
 	case 2:
 		r.status, r.body = http.StatusServiceUnavailable, errBody("overloaded (simulated)")
 	case 3:

@@ -53,12 +53,12 @@ func (m *Model) statusError(resp *httpmsg.Response) *model.Error {
 func retryAfter(h httpmsg.Header, limit time.Duration) time.Duration {
 	if v := strings.TrimSpace(h.Get("Retry-After-Ms")); v != "" {
 		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms >= 0 && !math.IsInf(ms, 0) {
-			return capped(ms/1000, limit)
+			return capped(ms*float64(time.Millisecond), limit)
 		}
 	}
 	if v := strings.TrimSpace(h.Get("Retry-After")); v != "" {
 		if s, err := strconv.ParseUint(v, 10, 64); err == nil {
-			return capped(float64(s), limit)
+			return capped(float64(s)*float64(time.Second), limit)
 		} else if errors.Is(err, strconv.ErrRange) {
 			return limit // all digits, too many of them
 		}
@@ -66,11 +66,15 @@ func retryAfter(h httpmsg.Header, limit time.Duration) time.Duration {
 	return 0
 }
 
-func capped(seconds float64, limit time.Duration) time.Duration {
-	if seconds >= limit.Seconds() {
+// capped is a wait of nanos nanoseconds, rounded up (a wait the provider
+// asked for is never shortened), at most limit. The arithmetic is in
+// nanoseconds, where whole milliseconds and seconds are exact: seconds as
+// a float would turn 8008 ms into 8007.999999 ms.
+func capped(nanos float64, limit time.Duration) time.Duration {
+	if nanos >= float64(limit) {
 		return limit
 	}
-	return time.Duration(seconds * float64(time.Second))
+	return time.Duration(math.Ceil(nanos))
 }
 
 // errorBody is the error shapes seen from OpenAI-compatible servers:

@@ -458,6 +458,10 @@ func TestRetryAfter(t *testing.T) {
 		{name: "above a configured cap", status: 503, header: map[string]string{"Retry-After": "45"}, max: 30 * time.Second, want: 30 * time.Second},
 		{name: "huge", status: 429, header: map[string]string{"Retry-After": "99999999999999999999999"}, want: openai.DefaultMaxRetryAfter},
 		{name: "milliseconds", status: 429, header: map[string]string{"Retry-After-Ms": "1500", "Retry-After": "2"}, want: 1500 * time.Millisecond},
+		// 8.008 is not exact in binary: seconds as a float lost a nanosecond,
+		// and the wait, counted in whole ms, came 1 ms short.
+		{name: "milliseconds kept whole", status: 429, header: map[string]string{"Retry-After-Ms": "8008"}, want: 8008 * time.Millisecond},
+		{name: "fractional milliseconds", status: 429, header: map[string]string{"Retry-After-Ms": "0.5"}, want: 500 * time.Microsecond},
 		{name: "HTTP date is no hint", status: 429, header: map[string]string{"Retry-After": "Wed, 21 Oct 2015 07:28:00 GMT"}},
 		{name: "negative is no hint", status: 429, header: map[string]string{"Retry-After": "-5"}},
 		{name: "none", status: 502},

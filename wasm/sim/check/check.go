@@ -45,7 +45,7 @@ var Rules = []Rule{RuleEnds, RuleQuiescence, RuleAfterInterrupt, RuleBudget, Rul
 	RuleSeqs, RuleProjections, RuleNotices, RuleSteps, RuleZombie, RuleSettled, RuleCutKeeps, RuleWakeArmed, RuleClaimed, RuleBootResumes,
 	RuleEmits, RuleQuestionOnce, RuleQuestionByClient, RuleQuestionListed, RuleContinuation,
 	RuleApproval, RuleAlways, RuleChildOnce, RuleNoticeOnce, RuleJobSettled, RuleOrphanChild, RuleTaskResult, RuleChildOwnPrompt,
-	RuleWakeDue, RuleWakeLoop, RuleRetryNotEarly, RuleRetryBudget, RuleRetryDelay}
+	RuleWakeDue, RuleWakeLoop, RuleRetryNotEarly, RuleRetryBudget, RuleRetryDelay, RuleRetryHint}
 
 // Violation is one broken invariant, tied to the first event that shows it
 // when there is one.

@@ -78,7 +78,10 @@
 //     provider fails only retryably; elsewhere those that say they gave
 //     up); a retry is scheduled no further ahead than the longest wait
 //     allowed, the schedule's or the provider's capped Retry-After
-//     (retry-delay-bounded); with the instance at rest, the wake-up armed,
+//     (retry-delay-bounded), and no sooner than the wait a provider's
+//     failure asked for (Retry-After, retry-after-ms) after it was
+//     answered, the failure found by the mark its message carries, which
+//     the retry's reason quotes (retry-honours-hint); with the instance at rest, the wake-up armed,
 //     and the last arm of a sweep that ended (the handler's re-arm), are
 //     due no later than the earliest retry_at of a sleeping claim and
 //     within one wake interval while a claim is not sleeping

@@ -53,6 +53,21 @@ type Ledger struct {
 	// Retry is the provider retry settings the tree ran with (nil: the
 	// defaults), for the rules of provider retries (retry.go).
 	Retry *RetryPolicy `json:"retry,omitempty"`
+	// Hints are the provider failures that asked for a wait (a 429 with
+	// Retry-After or retry-after-ms): a retry of one must not come sooner
+	// (RuleRetryHint).
+	Hints []Hint `json:"hints,omitempty"`
+}
+
+// Hint is one provider failure that named a wait. Its error message
+// carries Mark, which the turn's session.retry.scheduled@1 quotes in its
+// reason, so the checker knows which failure a retry answers.
+type Hint struct {
+	Mark string `json:"mark"`
+	// Answered is when the failure was answered (ms; the retry's delay
+	// counts from no earlier), Wait the wait it asked for (ms).
+	Answered int64 `json:"answered"`
+	Wait     int64 `json:"wait"`
 }
 
 // RetryPolicy is a tree's provider retry settings, as the checker needs

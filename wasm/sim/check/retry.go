@@ -20,7 +20,11 @@ const (
 	RuleRetryNotEarly Rule = "retry-not-early"
 	RuleRetryBudget   Rule = "retry-budget"
 	RuleRetryDelay    Rule = "retry-delay-bounded"
-	RuleWakeDue       Rule = "wake-before-due"
+	// RuleRetryHint: a retry of a provider failure that asked for a wait
+	// (Retry-After, retry-after-ms) is scheduled no sooner than that wait
+	// after the failure was answered (capped by MaxDelay).
+	RuleRetryHint Rule = "retry-honours-hint"
+	RuleWakeDue   Rule = "wake-before-due"
 	// RuleWakeLoop: the wake-up is not re-armed at or before the instant
 	// of its delivery again and again (a hot loop), seen by the host.
 	RuleWakeLoop Rule = "wake-not-hot"
@@ -66,6 +70,23 @@ func (ck *checker) retryScheduled(sid string, e *rec, tr *turn) {
 		ck.fail(sid, e, RuleRetryDelay, "the retry is scheduled at %d, %d ms after it was recorded: longer than any wait allowed (%d ms)",
 			e.p.RetryAt, wait, p.MaxDelay)
 	}
+	if h, ok := ck.hintOf(e.p.Reason); ok {
+		if due := h.Answered + min(h.Wait, p.MaxDelay); e.p.RetryAt < due {
+			ck.fail(sid, e, RuleRetryHint, "the retry is scheduled at %d, %d ms before the wait the provider asked for ended (%d ms from %d, failure %s)",
+				e.p.RetryAt, due-e.p.RetryAt, h.Wait, h.Answered, h.Mark)
+		}
+	}
+}
+
+// hintOf finds the provider failure a retry's reason quotes, among those
+// that asked for a wait.
+func (ck *checker) hintOf(reason string) (Hint, bool) {
+	for _, h := range ck.ledger.Hints {
+		if strings.Contains(reason, h.Mark) {
+			return h, true
+		}
+	}
+	return Hint{}, false
 }
 
 // retryStarted judges an execution started with cause retry: not before

@@ -22,9 +22,12 @@ import (
 )
 
 // flakyModel fails the requests whose numbers (from 1) are in fail with a
-// retryable 429 asking for 2 s, and passes the others to the offline model.
+// retryable 429 asking for 2 s, marked as the simulator marks its
+// failures and recorded in the ledger's hints, and passes the others to
+// the offline model.
 type flakyModel struct {
 	model.Model
+	rc   *receivers
 	mu   sync.Mutex
 	n    int
 	fail map[int]bool
@@ -33,10 +36,14 @@ type flakyModel struct {
 func (m *flakyModel) Stream(ctx context.Context, req model.Request) (model.Stream, error) {
 	m.mu.Lock()
 	m.n++
-	fail := m.fail[m.n]
+	fail, n := m.fail[m.n], m.n
 	m.mu.Unlock()
 	if fail {
-		return nil, &model.Error{Status: 429, Retryable: true, RetryAfter: 2 * time.Second, Msg: "slow down"}
+		mark := fmt.Sprintf("[failure %d]", n)
+		m.rc.mu.Lock()
+		m.rc.ledger.Hints = append(m.rc.ledger.Hints, check.Hint{Mark: mark, Answered: m.rc.clock.Now(), Wait: 2000})
+		m.rc.mu.Unlock()
+		return nil, &model.Error{Status: 429, Retryable: true, RetryAfter: 2 * time.Second, Msg: "slow down " + mark}
 	}
 	return m.Model.Stream(ctx, req)
 }
@@ -52,7 +59,7 @@ func retryFixture(t *testing.T) (string, *check.Ledger) {
 		ledger: check.Ledger{Tools: map[string]bool{"hook": false, "ihook": true}, Retry: &check.RetryPolicy{Retries: 2, MaxDelay: 4000}}}
 	reg, err := tool.NewRegistry(rc.tools()...)
 	require.NoError(t, err)
-	m := &flakyModel{Model: offline.New(tr.Clock, offline.Options{}), fail: map[int]bool{1: true, 3: true, 4: true, 6: true, 7: true, 8: true}}
+	m := &flakyModel{Model: offline.New(tr.Clock, offline.Options{}), rc: rc, fail: map[int]bool{1: true, 3: true, 4: true, 6: true, 7: true, 8: true}}
 	r, err := runner.New(m, reg, runner.NewConfig().WithRetries(2, time.Second, 4*time.Second))
 	require.NoError(t, err)
 
@@ -118,6 +125,8 @@ func TestBrokenRetriesAreCaught(t *testing.T) {
 			ledger: func(l *check.Ledger) { l.Retry = &check.RetryPolicy{Retries: 1, MaxDelay: 4000} }},
 		{name: "gave up before the budget was spent", want: check.RuleRetryBudget, detail: "before the budget of 3",
 			ledger: func(l *check.Ledger) { l.Retry = &check.RetryPolicy{Retries: 3, MaxDelay: 4000} }},
+		{name: "retry scheduled before the provider's wait ended", want: check.RuleRetryHint, detail: "1 ms before the wait the provider asked for ended",
+			sql: []string{`UPDATE events SET data = json_set(data, '$.at', json_extract(data, '$.at') - 1) WHERE ` + nth("r", event.RetryScheduled, "", 1)}},
 		{name: "retry scheduled past any allowed wait", want: check.RuleRetryDelay, detail: "longer than any wait",
 			sql: []string{`UPDATE events SET data = json_set(data, '$.at', json_extract(data, '$.at') + 3600000) WHERE ` + nth("g", event.RetryScheduled, "", 1)}},
 	}
