@@ -211,6 +211,40 @@ func TestCapClosedTreeWithClaimResumesByItsWakeup(t *testing.T) {
 	assert.Equal(t, int64(2), h.Stats().CapEvictions)
 }
 
+// A tree only its wake-up opened was not used by any client: at the cap
+// it is closed before a tree a client used, even one used before the
+// wake-up came.
+func TestCapClosesTreeOnlyAWakeupOpenedFirst(t *testing.T) {
+	e := newEnv(t)
+	e.core = e.core.WithWakeInterval(time.Hour)
+	h := e.open(withCap(e.config(), 2, nil))
+	c := e.tree(h, "claimed")
+	admit(t, c, "claimed", "die once")
+	e.d.next(t)
+	idle(t, c)
+	e.clock.Advance(time.Millisecond)
+	e.tree(h, "used")
+	e.clock.Advance(time.Millisecond)
+	e.tree(h, "other") // closes claimed
+	require.False(t, e.isOpen("claimed"))
+	e.clock.Advance(time.Millisecond)
+	_, _, err := h.Get(ctx, "used")
+	require.NoError(t, err)
+
+	e.clock.Set(treeStart(time.Hour))
+	e.d.next(t) // booted by the wake-up (closing other), resumed by its sweep
+	require.NoError(t, e.nextDelivery().err)
+	require.False(t, e.isOpen("other"))
+	inst := h.OpenInstance("claimed")
+	require.NotNil(t, inst)
+	idle(t, inst)
+
+	e.clock.Advance(time.Millisecond)
+	e.tree(h, "new")
+	assert.False(t, e.isOpen("claimed"), "the tree no client used is closed for room")
+	assert.True(t, e.isOpen("used"), "the tree a client used stays")
+}
+
 // A tree closed for the cap while its turn is parked on a question is
 // answered after it is opened again, and the turn goes on from there.
 func TestCapClosedParkedTreeAnswersAfterReopening(t *testing.T) {

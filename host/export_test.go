@@ -1,5 +1,7 @@
 package host
 
+import "github.com/revenantrt/revenant/core"
+
 // WithHooks returns cfg with test hooks: boot is called with a tree id just
 // before its file is opened, delivered when a wake-up delivery has settled.
 func WithHooks(cfg Config, boot func(id string), delivered func(id string, err error)) Config {
@@ -33,6 +35,17 @@ func (h *Host) TryHold(id string) (held bool, release func()) {
 		return false, func() {}
 	}
 	return true, func() { h.release(e) }
+}
+
+// OpenInstance is tree id's running instance, or nil when it is not open;
+// unlike Get it neither boots the tree nor counts as a use.
+func (h *Host) OpenInstance(id string) *core.Instance {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if e := h.trees[id]; e != nil && e.busy == nil {
+		return e.inst
+	}
+	return nil
 }
 
 // WithWakingHook returns cfg whose host calls waking with the tree id

@@ -354,7 +354,7 @@ func (h *Host) activate(ctx context.Context, id string, touch bool) (e *entry, b
 			// The boot is shared: one caller's cancellation must not fail it
 			// for the others (it is bounded by the database's busy timeout).
 			sweepErr, err := h.boot(context.WithoutCancel(ctx), e, nil)
-			h.finishBoot(e, err, true)
+			h.finishBoot(e, err, true, touch)
 			if err != nil {
 				return nil, false, err
 			}
@@ -419,8 +419,10 @@ func (h *Host) release(e *entry) {
 
 // finishBoot publishes the outcome of the boot that holds e.busy. With
 // share, callers waiting on it get the same error; otherwise they look
-// again (and boot for themselves).
-func (h *Host) finishBoot(e *entry, err error, share bool) {
+// again (and boot for themselves). touch marks the tree used: not for a
+// wake-up's boot, so a tree only its timer opened is the first an idle
+// eviction or the cap closes.
+func (h *Host) finishBoot(e *entry, err error, share, touch bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if err != nil {
@@ -428,7 +430,7 @@ func (h *Host) finishBoot(e *entry, err error, share bool) {
 			e.failed = err
 		}
 		delete(h.trees, e.id)
-	} else {
+	} else if touch {
 		h.used(e)
 	}
 	close(e.busy)

@@ -100,7 +100,7 @@ func (h *Host) createTree(ctx context.Context, rootID, principal string, init fu
 	err := h.create(context.WithoutCancel(ctx), e, principal, init)
 	// A Get that waited on a failed Create looks again: the failure (an id
 	// taken by a tree not running here, say) is not its answer.
-	h.finishBoot(e, err, false)
+	h.finishBoot(e, err, false, true)
 	if err != nil {
 		return nil, err
 	}

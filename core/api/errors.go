@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"strconv"
@@ -125,6 +126,11 @@ func ErrorOf(err error) *Error {
 		return &Error{Type: ErrPayloadTooLarge, Message: "the request's content is too large to store"}
 	case errors.Is(err, core.ErrStorageUnavailable), storage.IsTransient(err):
 		return &Error{Type: ErrUnavailable, Message: "the session's storage is temporarily unavailable (full, busy or failing); try again"}
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		// The request's context ended first: its client went away (which
+		// reads no answer), or the host is stopping. Routine, not the
+		// server's fault, so not internal and not logged as an error.
+		return &Error{Type: ErrUnavailable, Message: "the request ended before it was served (cancelled, or the server is stopping); try again"}
 	}
 	return &Error{Type: ErrInternal, Message: "internal error"}
 }

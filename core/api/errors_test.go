@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -114,6 +115,18 @@ func TestWriteError(t *testing.T) {
 	api.WriteError(nethttp.Writer(w), fmt.Errorf("admit: %w", &core.Error{Code: core.ErrQueueFull, Msg: "full"}))
 	assert.Equal(t, http.StatusTooManyRequests, w.Code)
 	assert.Equal(t, "5", w.Header().Get("Retry-After"))
+}
+
+// A request whose context ended before it was served (its client went
+// away, the server is stopping) is not the server's failure: 503, and not
+// internal, so it is not logged as an error.
+func TestCancelledRequestIsNotInternal(t *testing.T) {
+	for _, cause := range []error{context.Canceled, context.DeadlineExceeded} {
+		err := fmt.Errorf("owner of tree x: %w", cause)
+		assert.False(t, api.Internal(err), "%v", cause)
+		assert.Equal(t, api.ErrUnavailable, api.ErrorOf(err).Type, "%v", cause)
+		assert.Equal(t, http.StatusServiceUnavailable, api.StatusOf(err))
+	}
 }
 
 // An error names a value the client sent without sending a huge one back
