@@ -594,6 +594,17 @@ func (d *decoder) nonEmptyArray(key string, raw json.RawMessage) []json.RawMessa
 
 // duration reads a Go duration string, positive and at most MaxTimeout.
 func (d *decoder) duration(key string, raw json.RawMessage) time.Duration {
+	return d.durationUpTo(key, raw, MaxTimeout)
+}
+
+// positiveDuration reads a Go duration string that is more than zero.
+func (d *decoder) positiveDuration(key string, raw json.RawMessage) time.Duration {
+	return d.durationUpTo(key, raw, 0)
+}
+
+// durationUpTo reads a Go duration string, more than zero and, unless
+// most is 0, at most most.
+func (d *decoder) durationUpTo(key string, raw json.RawMessage, most time.Duration) time.Duration {
 	s, ok := d.str(key, raw)
 	if !ok {
 		return 0
@@ -602,8 +613,10 @@ func (d *decoder) duration(key string, raw json.RawMessage) time.Duration {
 	switch {
 	case err != nil:
 		d.fail(key, `must be a duration such as "30s" or "2m"`)
-	case v <= 0 || v > MaxTimeout:
-		d.fail(key, "must be more than 0 and at most %s", MaxTimeout)
+	case most > 0 && (v <= 0 || v > most):
+		d.fail(key, "must be more than 0 and at most %s", most)
+	case v <= 0:
+		d.fail(key, "must be more than 0; leave the key out for the default")
 	}
 	return v
 }

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
-	"time"
 
 	"github.com/revenantrt/revenant/core/settings"
 )
@@ -52,22 +51,6 @@ func (d *decoder) settings(key string, raw json.RawMessage) settings.Settings {
 		}
 	}
 	return s
-}
-
-// positiveDuration reads a Go duration string that is more than zero.
-func (d *decoder) positiveDuration(key string, raw json.RawMessage) time.Duration {
-	s, ok := d.str(key, raw)
-	if !ok {
-		return 0
-	}
-	v, err := time.ParseDuration(s)
-	switch {
-	case err != nil:
-		d.fail(key, `must be a duration such as "30s" or "2m"`)
-	case v <= 0:
-		d.fail(key, "must be more than 0; leave the key out for the default")
-	}
-	return v
 }
 
 // count reads an integer from 1 to max, or 0 where zero is allowed, which

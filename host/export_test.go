@@ -1,6 +1,11 @@
 package host
 
-import "github.com/revenantrt/revenant/core"
+import (
+	"context"
+	"fmt"
+
+	"github.com/revenantrt/revenant/core"
+)
 
 // WithHooks returns cfg with test hooks: boot is called with a tree id just
 // before its file is opened, delivered when a wake-up delivery has settled.
@@ -99,7 +104,20 @@ func (h *Host) Crash() {
 	h.mu.Unlock()
 	for _, e := range open {
 		e.db.Close()
-		e.run.abandon()
+		abandon(e.run)
 	}
 	h.index.close()
+}
+
+// abandon drops an instance the way a crash would: no shutdown record (the
+// database is closed first, so a guest's shutdown cannot write anything).
+func abandon(run instance) {
+	switch r := run.(type) {
+	case nativeInstance:
+		r.inst.Abandon()
+	case *guestInstance:
+		_ = r.tree.Close(context.Background())
+	default:
+		panic(fmt.Sprintf("abandon: unknown instance %T", run))
+	}
 }

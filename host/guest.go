@@ -122,10 +122,6 @@ func (g *guestInstance) idle() bool {
 
 func (g *guestInstance) close(ctx context.Context) error { return g.tree.Close(ctx) }
 
-// abandon closes the guest after the host closed its database: its
-// shutdown cannot write anything.
-func (g *guestInstance) abandon() { _ = g.tree.Close(context.Background()) }
-
 // inDelivery reports whether the wake-up is being delivered.
 func (w *waker) inDelivery() bool {
 	w.mu.Lock()

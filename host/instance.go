@@ -38,9 +38,6 @@ type instance interface {
 	// ctx bounds the wait for executions to stop. The database stays open:
 	// the host closes it.
 	close(ctx context.Context) error
-	// abandon drops the instance the way a crash would: no shutdown record
-	// (the host has closed the database first). Tests only.
-	abandon()
 }
 
 // native is the in-process backend: recovery.Boot on this process's
@@ -69,7 +66,6 @@ func (n nativeInstance) wake(ctx context.Context) error {
 
 func (n nativeInstance) idle() bool                      { return n.inst.Idle() }
 func (n nativeInstance) close(ctx context.Context) error { return n.inst.Close(ctx) }
-func (n nativeInstance) abandon()                        { n.inst.Abandon() }
 
 // errGuestTrees is what the in-process api.Trees methods answer on a host
 // whose trees run as guests: it has no core.Instance to hand out, and
