@@ -754,3 +754,34 @@ func TestUnfinishedCreateNeverVisible(t *testing.T) {
 	_, err = os.Stat(filepath.Join(e.dir, "trees", "ghost.db"))
 	assert.True(t, os.IsNotExist(err), "its file was removed")
 }
+
+// A principal's list pages never show another principal's trees, on the
+// first page or after a cursor.
+func TestListPagesKeepToThePrincipal(t *testing.T) {
+	e := newEnv(t)
+	h := e.open(e.config())
+	for _, id := range []string{"a1", "b1", "a2", "b2", "a3"} {
+		owner := "alice"
+		if id[0] == 'b' {
+			owner = "bob"
+		}
+		inst, err := h.Create(ctx, id, owner, nil)
+		require.NoError(t, err)
+		_, err = inst.CreateSession(ctx, core.NewSession{ID: id, Principal: owner})
+		require.NoError(t, err)
+		e.clock.Advance(time.Millisecond)
+	}
+	var got []string
+	cursor := ""
+	for pages := 0; ; pages++ {
+		require.Less(t, pages, 10)
+		page, next, err := h.List(ctx, "alice", cursor, 1)
+		require.NoError(t, err)
+		got = append(got, rootIDs(page)...)
+		if next == "" {
+			break
+		}
+		cursor = next
+	}
+	require.Equal(t, []string{"a3", "a2", "a1"}, got)
+}

@@ -99,3 +99,48 @@ func TestGuestPromptWhoseWakeArmIsRefusedIsRetried(t *testing.T) {
 	require.Equal(t, http.StatusOK, a.Status, a.raw)
 	assert.Nil(t, a.Body["read_only"], a.raw)
 }
+
+// A wake-up delivery that fails does not leave its tree counted in use:
+// once its turn ends and it sits idle, idle eviction closes it.
+func TestFailedWakeupDeliveryLeavesTreeClosable(t *testing.T) {
+	e := newEnv(t)
+	fault := faultvfs.New(e.clock.Now)
+	faultvfs.Register("host-wake-leak", fault)
+	t.Cleanup(func() { faultvfs.Unregister("host-wake-leak") })
+	h := e.open(host.WithVFS(e.config(), "host-wake-leak"))
+	inst := e.tree(h, "t")
+	admit(t, inst, "t", "hold")
+	e.d.next(t)
+
+	fault.FailFor(time.Hour, faultvfs.Full)
+	e.clock.Advance(10 * time.Second)
+	d := e.nextDelivery()
+	require.Error(t, d.err, "the delivery failed")
+	fault.Heal()
+
+	e.d.Release()
+	idle(t, inst)
+	e.clock.Advance(2 * time.Minute)
+	assert.Equal(t, 1, h.EvictIdle(ctx), "the idle tree is closed")
+}
+
+// A guest's prompt whose first wake-up store the host refuses is admitted
+// only once a store succeeded: the wake-up row exists when the 202 is
+// answered (DESIGN §4: no claim without a wake-up). Refusing one write
+// shows it; refusing two (the test above) lets a retry re-arm anyway.
+func TestGuestPromptAdmittedOnlyWithItsWakeupStored(t *testing.T) {
+	e := newEnv(t)
+	fault := faultvfs.New(e.clock.Now)
+	faultvfs.Register("host-guest-arm1", fault)
+	t.Cleanup(func() { faultvfs.Unregister("host-guest-arm1") })
+	h := e.open(host.WithVFS(e.guestConfig(), "host-guest-arm1"))
+	base := apiServer(t, h, true)
+	id := create(t, base)
+	require.Zero(t, e.wakeups()[id], "no wake-up before the prompt")
+
+	fault.FailNext(1, faultvfs.Full)
+	a := call(t, base, "POST", "/v1/sessions/"+id+"/prompt", "alice-token", `{"text":"hi","id":"p1"}`)
+	assert.Equal(t, http.StatusAccepted, a.Status, a.raw)
+	assert.Equal(t, 1, fault.Failed())
+	assert.NotZero(t, e.wakeups()[id], "the claim committed with its wake-up stored")
+}

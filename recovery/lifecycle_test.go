@@ -680,3 +680,17 @@ func TestMaxClaimAgeIsMeasuredInTheClaimsUnit(t *testing.T) {
 		})
 	}
 }
+
+// The claim-age limit bounds roots only (DESIGN §6): a child's turn, a
+// live job's task turn or its own, is resumed on its budget however old
+// its claim, and only an old root claim is aborted.
+func TestClaimAgeAbortsRootsOnly(t *testing.T) {
+	p := recovery.Policy{Budget: 3, MaxClaimAge: 1000}
+	now := int64(10_000)
+	root := core.ClaimState{SessionID: "r", ExecutionID: "x", ClaimedAt: 0}
+	assert.Equal(t, core.Abort, p.Decide(root, now).Action, "an old root claim is aborted")
+	task := core.ClaimState{SessionID: "r.1", ParentID: "r", ExecutionID: "x", ClaimedAt: 0, JobLive: true}
+	assert.Equal(t, core.Resume, p.Decide(task, now).Action, "a live job's child is resumed however old its claim")
+	own := core.ClaimState{SessionID: "r.2", ParentID: "r", ExecutionID: "x", ClaimedAt: 0, OwnTurn: true}
+	assert.Equal(t, core.Resume, p.Decide(own, now).Action, "a child's own turn is resumed however old its claim")
+}

@@ -961,3 +961,39 @@ func TestPermissionAlwaysKeepsFinalSiblingsPending(t *testing.T) {
 		})
 	}
 }
+
+// An always reply approves the other pending requests of its own step
+// only: a request another session of the tree parked on (here a sub-agent
+// a client prompted) for the same action and resource stays pending until
+// its own reply.
+func TestPermissionAlwaysKeepsToItsStep(t *testing.T) {
+	c := newPermRun(t, false)
+	n := c.boot(t)
+	n.NewSession(c.sid)
+	_, err := n.Inst.CreateSession(ctx, core.NewSession{ID: c.sid + ".1", ParentID: c.sid})
+	require.NoError(t, err)
+	c.admit(t, n, "p1", "deploy staging")
+	_, err = n.Inst.Admit(ctx, c.sid+".1", core.PromptInput{ClientID: "c1", Text: "deploy staging"})
+	require.NoError(t, err)
+	n.Idle()
+	mine, err := n.Inst.Blockers(ctx, c.sid, event.KindPermission)
+	require.NoError(t, err)
+	require.Len(t, mine, 2, "the root's request and the child's")
+	var rootReq, childReq core.Blocker
+	for _, b := range mine {
+		if b.SessionID == c.sid {
+			rootReq = b
+		} else {
+			childReq = b
+		}
+	}
+	require.NotEmpty(t, rootReq.ID)
+	require.NotEmpty(t, childReq.ID)
+
+	_, err = n.Inst.Reply(ctx, c.sid, rootReq.ID, permReply("r1", core.ReplyAlways, ""))
+	require.NoError(t, err)
+	n.Idle()
+	left := permissions(t, n, c.sid+".1")
+	require.Len(t, left, 1, "the child's request waits for its own reply")
+	assert.Equal(t, childReq.ID, left[0].ID)
+}

@@ -18,6 +18,39 @@ var txCases = []testCase{
 	{"rolls back when fn panics", rollsBackOnPanic},
 	{"a cancelled context runs nothing", cancelledRunsNothing},
 	{"a failed transaction leaves the DB usable", usableAfterFailures},
+	{"Exec reports the rows it changed", execCountsChangedRows},
+}
+
+// execCountsChangedRows: Exec's count is the rows the statement inserted,
+// updated or deleted (SQLite's changes()), never index entries or rows a
+// statement matched and left alone. Core decides on it (a claim is taken
+// when exactly one row changed), and a host's count that included index
+// writes (a Durable Object cursor's rowsWritten) would say 3 for one row.
+func execCountsChangedRows(t conform.T, newDB NewDB) {
+	db := newDB(t)
+	exec(t, db, `CREATE TABLE c (id INTEGER PRIMARY KEY, k TEXT NOT NULL, n INTEGER NOT NULL)`)
+	exec(t, db, `CREATE INDEX c_k ON c (k)`)
+	exec(t, db, `CREATE INDEX c_n ON c (n)`)
+	require.NoError(t, db.Tx(bg, func(tx storage.Tx) error {
+		for _, c := range []struct {
+			query string
+			want  int64
+		}{
+			{`INSERT INTO c (k, n) VALUES ('a', 1)`, 1},
+			{`INSERT INTO c (k, n) VALUES ('b', 2), ('c', 3)`, 2},
+			{`UPDATE c SET k = k || 'x', n = n + 10 WHERE n >= 2`, 2},
+			{`UPDATE c SET n = 0 WHERE k = 'none'`, 0},
+			{`INSERT OR IGNORE INTO c (id, k, n) VALUES (1, 'dup', 0)`, 0},
+			{`DELETE FROM c WHERE k = 'a'`, 1},
+		} {
+			n, err := tx.Exec(c.query)
+			if err != nil {
+				return err
+			}
+			assert.Equal(t, c.want, n, "%s", c.query)
+		}
+		return nil
+	}))
 }
 
 func commitsOnNil(t conform.T, newDB NewDB) {
