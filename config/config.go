@@ -766,6 +766,14 @@ func syntaxMessage(data []byte, err error) string {
 	}
 	// Offset counts the offending byte.
 	before := data[:min(int(se.Offset), len(data))]
+	if int(se.Offset) >= len(data) && strings.Contains(se.Error(), "unexpected end") {
+		// No offending byte: the text stops inside a value. Point at its
+		// last character (not at a column 0 after a final newline).
+		before = bytes.TrimRight(before, " \t\r\n")
+		line := bytes.Count(before, []byte("\n")) + 1
+		col := len(before) - bytes.LastIndexByte(before, '\n') - 1
+		return fmt.Sprintf("invalid JSON: the text ends early, after line %d, column %d (truncated?): %s", line, col, se.Error())
+	}
 	line := bytes.Count(before, []byte("\n")) + 1
 	col := len(before) - bytes.LastIndexByte(before, '\n') - 1
 	return fmt.Sprintf("invalid JSON at line %d, column %d: %s", line, col, se.Error())

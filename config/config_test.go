@@ -223,6 +223,7 @@ func TestRejects(t *testing.T) {
 	}{
 		{"empty file", "  \n", []string{"the file is empty; write {} for the defaults"}},
 		{"syntax", "{\n  \"egress\": {\"ports\": [80,]}\n}", []string{"invalid JSON at line 2, column 27: invalid character ']' looking for beginning of value"}},
+		{"truncated", "{\n  \"egress\": {\n", []string{"invalid JSON: the text ends early, after line 2, column 13 (truncated?): unexpected end of JSON input"}},
 		{"not an object", `[]`, []string{"the file must hold a JSON object"}},
 		{"unknown top-level key", `{"webhook_tool": []}`, []string{"webhook_tool: unknown key (did you mean webhook_tools?)"}},
 		{"unknown far from any key", `{"extras": 1}`, []string{"extras: unknown key"}},

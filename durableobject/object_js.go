@@ -113,7 +113,9 @@ func (o *Object) boot(args []js.Value) (any, error) {
 	o.log = o.log.With("tree", o.treeID)
 	cfg, driver, err := o.opts.Setup(o.clock)
 	if err != nil {
-		return nil, fmt.Errorf("set up tree %s: %w", o.treeID, err)
+		// The Worker's vars and secrets, not the storage: every boot fails
+		// alike until they change, and the shim answers so (setupError).
+		return nil, setupError{fmt.Errorf("set up tree %s: %w", o.treeID, err)}
 	}
 	driver = o.afterAnswer(driver)
 	host := core.Host{DB: o.db, Clock: o.clock, Wake: o.alarm, IDs: IDs{}, Log: o.log}
@@ -126,6 +128,13 @@ func (o *Object) boot(args []js.Value) (any, error) {
 		"decisions", len(rep.Decisions), "epoch", inst.Epoch())
 	return nil, nil
 }
+
+// setupError is a boot that failed in Options.Setup: the object's
+// configuration is wrong, so retrying cannot help. Its rejection carries
+// revenantSetup: true for the shim (newPromise).
+type setupError struct{ error }
+
+func (e setupError) Unwrap() error { return e.error }
 
 // afterAnswer runs d's turns once the request that admitted them has had
 // its answer let go. Go on js/wasm returns to the event loop only when no

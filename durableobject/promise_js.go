@@ -43,7 +43,11 @@ func newPromise(work func() (any, error)) js.Value {
 			defer executor.Release()
 			v, err := catch(work)
 			if err != nil {
-				reject.Invoke(jsError.New(err.Error()))
+				e := jsError.New(err.Error())
+				if errors.As(err, new(setupError)) {
+					e.Set("revenantSetup", true) // durableobject/shim.js: not worth a retry
+				}
+				reject.Invoke(e)
 				return
 			}
 			resolve.Invoke(v)

@@ -10,7 +10,11 @@
 //     the next event gets a fresh one, with its data intact;
 //   - the object stores its own tree id (an alarm-woken object has no
 //     ctx.id.name);
-//   - alarm() never throws (a thrown alarm is retried a few times, then lost).
+//   - alarm() never throws (a thrown alarm is retried a few times, then lost);
+//   - a boot that failed for the Worker's configuration (Go's setup: a
+//     var or secret missing or malformed) is answered 500 on every request,
+//     not thrown: the front would answer a throw 503 "try again", and no
+//     retry can help until the vars change.
 import { DurableObject } from "cloudflare:workers";
 import "../build/wasm_exec.js"; // Go's, copied at build time (make do-build)
 import goModule from "../build/revenant.wasm";
@@ -178,7 +182,14 @@ export class Tree extends DurableObject {
   async boot(id) {
     this.go ??= await this.start();
     this.treeId = id;
-    await this.go.boot(id, await this.ctx.storage.getAlarm());
+    try {
+      await this.go.boot(id, await this.ctx.storage.getAlarm());
+    } catch (e) {
+      if (!e?.revenantSetup) throw e;
+      this.setupFailed = true; // every boot of this object would fail alike
+      console.error("revenant: the tree's object did not start: its configuration is invalid:", e.message);
+      return;
+    }
     this.booted = true;
     startSpare(this.env);
   }
@@ -195,7 +206,7 @@ export class Tree extends DurableObject {
   async fetch(request) {
     this.abortIfSpent();
     const id = request.headers.get(TREE_HEADER);
-    if (!this.booted) {
+    if (!this.booted && !this.setupFailed) {
       const creating = request.method === "POST" && new URL(request.url).pathname === "/v1/sessions";
       if (!creating || !id || !TREE_ID.test(id)) {
         // The body is consumed all the same (up to the cap): a body left
@@ -206,13 +217,17 @@ export class Tree extends DurableObject {
       }
       // Store the id first: a boot killed midway is finished by the next one.
       await this.ctx.blockConcurrencyWhile(async () => {
-        if (this.booted) return;
+        if (this.booted || this.setupFailed) return;
         await this.ctx.storage.put(TREE_KEY, id);
         await this.boot(id);
       });
     } else if (id && id !== this.treeId) {
       await readBody(request, this.bodyLimit());
       return notFound();
+    }
+    if (this.setupFailed) {
+      await readBody(request, this.bodyLimit());
+      return misconfigured();
     }
     const body = request.method === "GET" || request.method === "HEAD" ? undefined : await readBody(request, this.bodyLimit());
     try {
@@ -267,6 +282,9 @@ export class Tree extends DurableObject {
     // outside the try so that holds on any runtime
     // (TestWorkerdEvictAndPanic/Go_exited_between_events).
     this.abortIfSpent();
+    // As when a boot threw: the alarm is retried on a fresh object, which
+    // boots with the vars of its time.
+    if (this.setupFailed) this.ctx.abort("revenant: the tree's configuration is invalid (see the log)");
     try {
       if (!this.booted) return; // a tree never created, or deleted
       await this.go.alarm();
@@ -314,6 +332,14 @@ function json(status, body) {
 // goModule is the Worker's one Go program; worker/entry.mjs starts the
 // front's instance from it too, and reads a create's body with readBody.
 export { goModule, readBody, varText };
+
+// misconfigured answers every request to an object whose boot failed for
+// the Worker's configuration (the reason is in the log): a 500, as the
+// front answers its own ("the front did not start"), not a 503 that asks
+// for a retry.
+function misconfigured() {
+  return json(500, { error: { type: "internal", message: "the session's object did not start: its configuration is invalid; see the Worker's log" } });
+}
 
 function notFound() {
   return json(404, { error: { type: "not_found", message: "no such session" } });

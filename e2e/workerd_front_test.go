@@ -389,6 +389,39 @@ func TestWorkerdMalformedTokens(t *testing.T) {
 	assert.NotContains(t, w.logs.String(), "secret-entry-2", "the log never prints a token")
 }
 
+// readmeTools is README's REVENANT_TOOLS example: a webhook whose signing
+// secret is the Worker secret TICKETS_SECRET.
+const readmeTools = `{"webhook_tools":[{"name":"create_ticket","description":"Open a ticket.","url":"https://tickets.example.com/hook","secret_env":"TICKETS_SECRET"}]}`
+
+// TestWorkerdMisconfiguredObject: with README's REVENANT_TOOLS and no
+// TICKETS_SECRET every tree object's boot fails for its configuration. A
+// create is then a 500 that says so, every time, not a 503 asking for a
+// retry that cannot help; the front itself serves; the log names the
+// secret and where to set it. A tree created before the vars changed
+// answers the same once its object boots again (the shim's constructor).
+func TestWorkerdMisconfiguredObject(t *testing.T) {
+	const misconfigured = `{"error":{"type":"internal","message":"the session's object did not start: its configuration is invalid; see the Worker's log"}}`
+	w := startWorkerd(t)
+	s := w.client(t)
+	sid := s.create()
+
+	w.vars = append(w.vars, "REVENANT_TOOLS:"+readmeTools)
+	w.restart(t)
+	code, body := frontRaw(t, s, "GET", "/v1/sessions/"+sid)
+	assert.Equal(t, http.StatusInternalServerError, code, "%s", body)
+	assert.JSONEq(t, misconfigured, body, "an existing tree")
+	for i := range 2 {
+		code, body := frontRaw(t, s, "POST", "/v1/sessions")
+		assert.Equal(t, http.StatusInternalServerError, code, "create %d: %s", i, body)
+		assert.JSONEq(t, misconfigured, body, "create %d", i)
+	}
+	code, body = frontRaw(t, s, "GET", "/healthz")
+	assert.Equal(t, http.StatusOK, code, "%s", body)
+	code, body = frontRaw(t, s, "GET", "/v1/sessions")
+	assert.Equal(t, http.StatusOK, code, "%s", body)
+	w.waitLog(t, "the Worker secret TICKETS_SECRET is not set (wrangler secret put TICKETS_SECRET; for make dev, a line TICKETS_SECRET=… in .dev.vars)", waitTimeout)
+}
+
 // TestWorkerdListPagesThroughTies: the Directory pages by (created_at
 // DESC, root_id), so trees recorded with one created_at (a burst of
 // creates within a millisecond) each appear once across pages of one,

@@ -132,6 +132,18 @@ func TestListPagesThroughTreesCreatedAtOneInstant(t *testing.T) {
 	assert.Equal(t, []string{"x", "y", "z", "old"}, got, "every tree once, newest first, a tie by id")
 }
 
+// A cursor this server did not return is invalid, said as the Cloudflare
+// front says it (worker.ParseListQuery), with no internal prefix.
+func TestListRefusesAForeignCursor(t *testing.T) {
+	e := newEnv(t)
+	h := e.open(e.config())
+	_, _, err := h.List(ctx, "alice", "bogus", 1)
+	require.ErrorIs(t, err, core.ErrInvalid)
+	var ce *core.Error
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, `cursor "bogus" is not one this server returned`, ce.Msg)
+}
+
 func rootIDs(trees []api.TreeInfo) []string {
 	out := []string{}
 	for _, t := range trees {

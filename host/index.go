@@ -278,7 +278,7 @@ func decodeCursor(s string) (*listCursor, error) {
 	if s == "" {
 		return nil, nil
 	}
-	bad := &core.Error{Code: core.ErrInvalid, Msg: fmt.Sprintf("list trees: cursor %q is not one this server returned", core.Clip(s))}
+	bad := &core.Error{Code: core.ErrInvalid, Msg: fmt.Sprintf("cursor %q is not one this server returned", core.Clip(s))}
 	raw, err := base64.RawURLEncoding.DecodeString(s)
 	if err != nil {
 		return nil, bad

@@ -145,6 +145,11 @@ func TestListQuery(t *testing.T) {
 		_, _, err := worker.ParseListQuery(q, api.DefaultListLimit)
 		assert.Error(t, err, q)
 	}
+	// Said as the local server says it (host.List).
+	_, _, err = worker.ParseListQuery(url.Values{"cursor": {"bogus"}}, api.DefaultListLimit)
+	var ae *api.Error
+	require.ErrorAs(t, err, &ae)
+	assert.Equal(t, `cursor "bogus" is not one this server returned`, ae.Message)
 }
 
 // A list without a limit gets the session_page_size setting the front was

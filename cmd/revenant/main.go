@@ -15,8 +15,21 @@ import (
 // version is set by the build (-ldflags "-X main.version=…").
 var version = "dev"
 
-// errUsage marks a command-line mistake: exit code 2.
+// errUsage marks a command-line mistake: exit code 2. Such errors are
+// usageErrors, which match it with errors.Is but print only their message.
 var errUsage = errors.New("usage")
+
+// usageError is a command-line mistake: its message, and errors.Is(err,
+// errUsage).
+type usageError struct{ msg string }
+
+func (e usageError) Error() string        { return e.msg }
+func (e usageError) Is(target error) bool { return target == errUsage }
+
+// usagef is a usageError whose message is formatted as by fmt.Sprintf.
+func usagef(format string, args ...any) error {
+	return usageError{fmt.Sprintf(format, args...)}
+}
 
 // commands are the subcommands, in the order help lists them.
 var commands = []struct{ name, summary string }{
@@ -61,7 +74,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	case "help":
 		return help(ctx, args, stdout)
 	}
-	return fmt.Errorf("unknown command %q (want %s; revenant help lists them): %w", cmd, commandNames(), errUsage)
+	return usagef("unknown command %q (want %s; revenant help lists them)", cmd, commandNames())
 }
 
 // help prints the commands and the default command's flags, or with one
@@ -78,9 +91,9 @@ func help(ctx context.Context, args []string, stdout io.Writer) error {
 				return run(ctx, []string{args[0], "-h"}, stdout)
 			}
 		}
-		return fmt.Errorf("help: unknown command %q (want %s): %w", args[0], commandNames(), errUsage)
+		return usagef("help: unknown command %q (want %s)", args[0], commandNames())
 	default:
-		return fmt.Errorf("help: give at most one command: %w", errUsage)
+		return usagef("help: give at most one command")
 	}
 	fmt.Fprintln(stdout, "revenant: durable AI-agent sessions.")
 	fmt.Fprintln(stdout, "\nusage: revenant [command] [flags]")
@@ -141,10 +154,10 @@ func parseFlags(fs *flag.FlagSet, args []string, stdout io.Writer) (done bool, e
 			fs.Usage()
 			return true, nil
 		}
-		return false, fmt.Errorf("%s: %v (revenant %s -h lists the flags): %w", fs.Name(), err, fs.Name(), errUsage)
+		return false, usagef("%s: %v (revenant %s -h lists the flags)", fs.Name(), err, fs.Name())
 	}
 	if fs.NArg() > 0 {
-		return false, fmt.Errorf("%s: unexpected argument %q: %w", fs.Name(), fs.Arg(0), errUsage)
+		return false, usagef("%s: unexpected argument %q", fs.Name(), fs.Arg(0))
 	}
 	return false, nil
 }

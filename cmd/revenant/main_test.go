@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"strings"
 	"testing"
@@ -64,11 +65,12 @@ func TestHelpPrintsUsage(t *testing.T) {
 
 // Command-line mistakes are usage errors (exit 2) that say where help is.
 func TestUsageErrors(t *testing.T) {
-	for _, args := range [][]string{{"nope"}, {"serve", "-nope"}, {"serve", "extra"}, {"simulate", "-nope"}, {"help", "nope"}, {"version", "extra"}} {
+	for _, args := range [][]string{{"nope"}, {"serve", "-nope"}, {"serve", "extra"}, {"simulate", "-nope"}, {"help", "nope"}, {"help", "a", "b"}, {"version", "extra"}, {"-offline-word-delay", "abc"}} {
 		var out strings.Builder
 		err := run(context.Background(), args, &out)
 		require.ErrorIs(t, err, errUsage, "%v", args)
 		assert.Empty(t, out.String(), "%v: errors go to stderr, from main", args)
+		assert.NotContains(t, err.Error(), "usage", "%v: the message is the mistake, not its marker", args)
 	}
 	err := run(context.Background(), []string{"nope"}, io.Discard)
 	assert.Contains(t, err.Error(), "revenant help")
@@ -159,4 +161,41 @@ func TestMaxOpenTreesUsageShowsTheVariable(t *testing.T) {
 		}
 		assert.Contains(t, usage[i:i+1+next], want, "REVENANT_MAX_OPEN_TREES=%q", env0)
 	}
+}
+
+// A negative -offline-word-delay is refused at start-up, naming the flag.
+func TestNegativeWordDelayRefused(t *testing.T) {
+	_, _, err := parseServe([]string{"-offline-word-delay", "-1s"}, env(nil), io.Discard)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "-offline-word-delay: -1s is negative")
+	c, _, err := parseServe([]string{"-offline-word-delay", "0"}, env(nil), io.Discard)
+	require.NoError(t, err)
+	assert.Zero(t, c.wordDelay)
+}
+
+// A listen address that is not host:port is refused for its form, from
+// the variable or the flag, before the loopback rule (which would blame
+// the missing tokens) judges it.
+func TestMalformedAddrRefusedForItsForm(t *testing.T) {
+	for _, tc := range []struct {
+		env  string
+		args []string
+	}{{"nonsense", nil}, {"", []string{"-addr", "nonsense"}}, {"127.0.0.1:", nil}, {"", []string{"-addr", "127.0.0.1"}}} {
+		err := serve(context.Background(), append([]string{"-data", t.TempDir()}, tc.args...), env(map[string]string{"REVENANT_ADDR": tc.env}), io.Discard)
+		require.Error(t, err, "%q %v", tc.env, tc.args)
+		assert.Contains(t, err.Error(), "is not host:port", "%q %v", tc.env, tc.args)
+		assert.NotContains(t, err.Error(), "REVENANT_TOKENS", "%q %v", tc.env, tc.args)
+	}
+}
+
+// A listen address another process holds stops the server at start-up
+// with the system's reason and where to choose another address.
+func TestAddrInUseSaysWhereToChangeIt(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	err = serve(context.Background(), []string{"-data", t.TempDir(), "-addr", ln.Addr().String()}, env(nil), io.Discard)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "address already in use")
+	assert.Contains(t, err.Error(), "(set REVENANT_ADDR or -addr)")
 }

@@ -50,7 +50,8 @@ const serveAbout = `Serves the HTTP API (docs/api.md). Configuration from the en
   REVENANT_ALLOWED_ORIGINS comma-separated browser origins allowed to call the API
                            (default none: a request with an Origin header is refused)
   REVENANT_CONFIG          JSON file: webhook_tools, permissions, egress, session_defaults,
-                           settings (resume budget, step cap, watchdogs, page sizes, …)
+                           allowed_models, settings (resume budget, step cap, watchdogs,
+                           page sizes, …)
   OPENAI_BASE_URL, OPENAI_API_KEY, REVENANT_MODEL   the model provider (default: offline)
   REVENANT_MAX_OPEN_TREES  how many trees may be open at once (-max-open-trees)
   REVENANT_GUEST, REVENANT_WASM_CACHE               as -guest and -wasm-cache`
@@ -96,6 +97,12 @@ func parseServe(args []string, getenv func(string) string, stdout io.Writer) (c 
 		}
 	case envMaxOpenBad:
 		return c, false, fmt.Errorf("REVENANT_MAX_OPEN_TREES: %q is not a whole number of 1 or more", envMaxOpen)
+	}
+	if c.wordDelay < 0 {
+		return c, false, fmt.Errorf("-offline-word-delay: %v is negative (want 0 or more, e.g. 30ms)", c.wordDelay)
+	}
+	if err := checkAddr(c.addr); err != nil {
+		return c, false, err
 	}
 	if *debug {
 		c.logLevel = slog.LevelDebug
@@ -165,7 +172,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	ln, err := net.Listen("tcp", cfg.addr)
 	if err != nil {
-		return errors.Join(fmt.Errorf("serve: %w", err), trees.Close(context.Background()))
+		return errors.Join(fmt.Errorf("serve: %w (set REVENANT_ADDR or -addr)", err), trees.Close(context.Background()))
 	}
 	log.Info("revenant serving", "addr", "http://"+ln.Addr().String(), "data", cfg.data, "version", version)
 	if run.provider == "offline" {
@@ -232,6 +239,15 @@ func apiConfig(cfg serveConfig, base api.Config) (api.Config, error) {
 		return api.Config{}, fmt.Errorf("REVENANT_ALLOWED_ORIGINS: %w", err)
 	}
 	return base.WithAllowedOrigins(origins...).WithLoopbackOnly(cfg.tokens == ""), nil
+}
+
+// checkAddr refuses a listen address that is not host:port, before
+// anything else judges it (the loopback rule would blame missing tokens).
+func checkAddr(addr string) error {
+	if _, port, err := net.SplitHostPort(addr); err != nil || port == "" {
+		return fmt.Errorf("listen address %q is not host:port, e.g. %s (REVENANT_ADDR or -addr)", addr, defaultAddr)
+	}
+	return nil
 }
 
 // loopbackOnly reports whether addr can only be reached from this machine.

@@ -39,7 +39,7 @@ func simulate(ctx context.Context, args []string, getenv func(string) string, st
 		if s := getenv(v.name); s != "" {
 			n, err := strconv.Atoi(s)
 			if err != nil {
-				return fmt.Errorf("simulate: %s=%q is not a number: %w", v.name, s, errUsage)
+				return usagef("simulate: %s=%q is not a number", v.name, s)
 			}
 			*v.dst = n
 		}
@@ -47,7 +47,7 @@ func simulate(ctx context.Context, args []string, getenv func(string) string, st
 	if s := getenv("SEED"); s != "" {
 		n, err := strconv.ParseUint(s, 10, 64)
 		if err != nil {
-			return fmt.Errorf("simulate: SEED=%q is not a number: %w", s, errUsage)
+			return usagef("simulate: SEED=%q is not a number", s)
 		}
 		cfg.Seed = n
 	}

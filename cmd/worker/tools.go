@@ -67,7 +67,7 @@ func parseTools(raw string, getenv func(string) string) (config.Config, error) {
 			}
 			secret := getenv(name)
 			if secret == "" {
-				return config.Config{}, fmt.Errorf("%s: %s.secret_env: the Worker secret %s is not set (wrangler secret put %s)", ToolsVar, key, name, name)
+				return config.Config{}, fmt.Errorf("%s: %s.secret_env: the Worker secret %s is not set (wrangler secret put %s; for make dev, a line %s=… in .dev.vars)", ToolsVar, key, name, name, name)
 			}
 			delete(item, "secret_env")
 			b, err := json.Marshal(secret)

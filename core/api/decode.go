@@ -362,16 +362,27 @@ func DecodeReply(body []byte, kind string) (ReplyRequest, error) {
 	return req, nil
 }
 
-// readBody reads at most limit bytes; more is payload_too_large.
+// readBody reads at most limit bytes; more is payload_too_large. A
+// declared length over limit is refused unread, at once, as the
+// Cloudflare front does (worker.Front.Decide): a client that declares more
+// than it sends would otherwise hold the request until the server's read
+// timeout.
 func readBody(r *httpmsg.Request, limit int64) ([]byte, error) {
+	if r.ContentLength > limit {
+		return nil, tooLarge(limit)
+	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
 	if err != nil {
 		return nil, fail(ErrInvalidRequest, "could not read the request body")
 	}
 	if int64(len(body)) > limit {
-		return nil, fail(ErrPayloadTooLarge, fmt.Sprintf("the request body is larger than %d bytes", limit))
+		return nil, tooLarge(limit)
 	}
 	return body, nil
+}
+
+func tooLarge(limit int64) error {
+	return fail(ErrPayloadTooLarge, fmt.Sprintf("the request body is larger than %d bytes", limit))
 }
 
 // jsonType names a Go kind the way a JSON client thinks of it.

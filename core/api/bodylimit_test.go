@@ -1,0 +1,48 @@
+package api_test
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/revenantrt/revenant/core/api"
+	"github.com/revenantrt/revenant/internal/treetest"
+)
+
+// A declared Content-Length over max_body is refused 413 at once, unread,
+// on a create and on a tree's route, as the Cloudflare front refuses it:
+// the client here declares far more than it sends, so a server that read
+// the body would wait for bytes that never come.
+func TestDeclaredLengthOverTheCapIs413Unread(t *testing.T) {
+	f := newFixture(t, treetest.NewDriver(4), nil) // max_body 4096
+	id := f.client(t, "").create()
+	for _, path := range []string{"/v1/sessions", "/v1/sessions/" + id + "/prompt"} {
+		conn, err := net.Dial("tcp", f.srv.Listener.Addr().String())
+		require.NoError(t, err)
+		// Closed before the server (cleanups run last first), even when a
+		// check below fails: the server's Close waits for this connection.
+		t.Cleanup(func() { conn.Close() })
+		// A bound on a wrong answer's wait (the server would read until the
+		// client closes), not a wait for the right one.
+		require.NoError(t, conn.SetDeadline(time.Now().Add(10*time.Second)))
+		_, err = fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 2000000\r\n\r\n{}", path)
+		require.NoError(t, err)
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		require.NoError(t, err, path)
+		var body strings.Builder
+		_, err = bufio.NewReader(resp.Body).WriteTo(&body)
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Equal(t, http.StatusRequestEntityTooLarge, resp.StatusCode, path)
+		assert.Contains(t, body.String(), string(api.ErrPayloadTooLarge), path)
+		assert.Contains(t, body.String(), "the request body is larger than 4096 bytes", path)
+	}
+	assert.Len(t, f.trees.trees, 1, "the refused create made no tree")
+}
