@@ -3,6 +3,7 @@ package core_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -97,12 +98,17 @@ func TestQueueCapAdmitsNotices(t *testing.T) {
 	<-d.Started // the child's turn
 
 	var notice string
+	deadline := time.After(10 * time.Second) // bounds a failure only
 	for notice == "" {
-		ev, ok := <-sub.C
-		require.True(t, ok, "the subscription fell behind")
-		var a event.Admitted
-		if ev.Type == event.PromptAdmitted && ev.Decode(&a) == nil && a.ClientID == core.NoticeClientID(root+".1", 1) {
-			notice = a.PromptID
+		select {
+		case ev, ok := <-sub.C:
+			require.True(t, ok, "the subscription fell behind")
+			var a event.Admitted
+			if ev.Type == event.PromptAdmitted && ev.Decode(&a) == nil && a.ClientID == core.NoticeClientID(root+".1", 1) {
+				notice = a.PromptID
+			}
+		case <-deadline:
+			t.Fatal("no notice admitted under the child's id for its first turn")
 		}
 	}
 	assert.Equal(t, "queued", tr.PromptState(notice), "admitted behind the running turn, past the cap")

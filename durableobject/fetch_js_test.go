@@ -228,3 +228,28 @@ func countReleasedCalls(t *testing.T) func() int {
 	t.Cleanup(func() { console.Set("error", orig) })
 	return func() int { return c.Get("n").Int() }
 }
+
+// The transport never follows a redirect itself: fetch is asked for
+// redirect "manual", and a 3xx comes back as it is, Location included,
+// for the http_request tool to check and follow hop by hop.
+func TestFetchNeverFollowsRedirects(t *testing.T) {
+	real := jsFetch
+	defer func() { jsFetch = real }()
+	stub := js.Global().Call("eval", `(() => {
+		const f = (url, init) => {
+			f.redirect = init.redirect;
+			if (init.redirect !== "manual") return Promise.resolve(new Response("followed", { status: 200 }));
+			return Promise.resolve(new Response(null, { status: 302, headers: { location: "http://10.0.0.1/" } }));
+		};
+		return f;
+	})()`)
+	jsFetch = stub
+	req, err := httpmsg.NewRequest(context.Background(), httpmsg.MethodGet, "https://example.com/", nil)
+	require.NoError(t, err)
+	resp, err := Fetch{}.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, "manual", stub.Get("redirect").String())
+	require.Equal(t, httpmsg.StatusFound, resp.StatusCode)
+	require.Equal(t, "http://10.0.0.1/", resp.Header.Get("Location"))
+}

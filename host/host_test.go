@@ -117,19 +117,25 @@ func TestListPagesThroughTreesCreatedAtOneInstant(t *testing.T) {
 		e.tree(h, id)
 	}
 
+	assert.Equal(t, []string{"x", "y", "z", "old"}, listAllByOnes(t, h, "alice"), "every tree once, newest first, a tie by id")
+}
+
+// listAllByOnes lists every tree of principal, a page of one at a time,
+// following the cursors to the end.
+func listAllByOnes(t *testing.T, h *host.Host, principal string) []string {
+	t.Helper()
 	var got []string
 	cursor := ""
 	for pages := 0; ; pages++ {
 		require.Less(t, pages, 10, "the pages never end")
-		page, next, err := h.List(ctx, "alice", cursor, 1)
+		page, next, err := h.List(ctx, principal, cursor, 1)
 		require.NoError(t, err)
 		got = append(got, rootIDs(page)...)
 		if next == "" {
-			break
+			return got
 		}
 		cursor = next
 	}
-	assert.Equal(t, []string{"x", "y", "z", "old"}, got, "every tree once, newest first, a tie by id")
 }
 
 // A cursor this server did not return is invalid, said as the Cloudflare
@@ -783,17 +789,6 @@ func TestListPagesKeepToThePrincipal(t *testing.T) {
 		require.NoError(t, err)
 		e.clock.Advance(time.Millisecond)
 	}
-	var got []string
-	cursor := ""
-	for pages := 0; ; pages++ {
-		require.Less(t, pages, 10)
-		page, next, err := h.List(ctx, "alice", cursor, 1)
-		require.NoError(t, err)
-		got = append(got, rootIDs(page)...)
-		if next == "" {
-			break
-		}
-		cursor = next
-	}
-	require.Equal(t, []string{"a3", "a2", "a1"}, got)
+	assert.Equal(t, []string{"a3", "a2", "a1"}, listAllByOnes(t, h, "alice"))
+	assert.Equal(t, []string{"b2", "b1"}, listAllByOnes(t, h, "bob"))
 }

@@ -224,3 +224,24 @@ func TestRedirectPermitted(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, out, "Final-URL: https://c.example.com/end")
 }
+
+// A hop to a subdomain of the call's host is another host: the session's
+// rules decide it (a rule may allow example.com and deny
+// internal.example.com). Sending credentials on to a subdomain is a
+// different question (sameSite), and does not stand in for a permission.
+func TestRedirectToSubdomainIsPermitted(t *testing.T) {
+	rt := &fakeTransport{respond: routes(map[string]func(*httpmsg.Request) (*httpmsg.Response, error){
+		"https://example.com/go":             redirectTo(302, "https://internal.example.com/admin"),
+		"https://internal.example.com/admin": answer(200, nil, "secret"),
+	})}
+	var asked []string
+	call := fetchCall(t, map[string]any{"url": "https://example.com/go"})
+	call.Permit = func(res ...string) error {
+		asked = append(asked, res...)
+		return fmt.Errorf(`%s is declined by a permission rule (session %q: deny)`, res[0], res[0])
+	}
+	_, err := web.NewHTTPRequest(fetchPolicy(rt)).Execute(context.Background(), call)
+	require.ErrorIs(t, err, web.ErrNotPermitted)
+	assert.Equal(t, []string{"http:internal.example.com"}, asked)
+	assert.Equal(t, []string{"https://example.com/go"}, rt.urls(), "the refused hop is never sent")
+}
