@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/revenantrt/revenant/core"
 	"github.com/revenantrt/revenant/core/api"
 	"github.com/revenantrt/revenant/core/httpmsg"
 	"github.com/revenantrt/revenant/core/httpmsg/nethttp"
@@ -102,6 +103,8 @@ type Tree struct {
 	timers  map[uint64]*time.Timer
 	egress  map[uint64]context.CancelFunc
 
+	// clock times the backlog rule of event streams (stream.go).
+	clock core.Clock
 	// request delivers a request to the guest (tests replace it).
 	request func(g *runtime.Guest, id uint64, req runtime.Request) error
 }
@@ -119,7 +122,7 @@ func Start(ctx context.Context, cfg Config) (*Tree, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	t := &Tree{cfg: cfg, log: log.With("tree", cfg.Boot.TreeID), reqs: map[uint64]*stream{},
-		timers: map[uint64]*time.Timer{}, egress: map[uint64]context.CancelFunc{}}
+		timers: map[uint64]*time.Timer{}, egress: map[uint64]context.CancelFunc{}, clock: realClock{}}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if _, err := t.guestLocked(ctx); err != nil {
@@ -250,8 +253,9 @@ func (t *Tree) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, api.ErrInvalidRequest, "read body")
 		return
 	}
-	s := &stream{notify: make(chan struct{}, 1)}
 	var id uint64
+	s := newStream(t.clock, func() { t.cancel(id) })
+	defer s.close()
 	refused := false
 	err = t.do(0, func(g *runtime.Guest) error {
 		t.nextReq++
@@ -284,26 +288,28 @@ func (t *Tree) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	flusher, _ := w.(http.Flusher)
 	wroteHead := false
 	for {
-		parts, done := s.take()
-		for _, p := range parts {
-			switch p.Kind {
-			case abi.PartHead:
-				for k, v := range p.Header {
-					w.Header()[k] = v
-				}
-				w.WriteHeader(p.Status)
-				wroteHead = true
-			case abi.PartBody:
-				if _, err := w.Write(p.Body); err != nil {
-					t.cancel(id)
-					return
-				}
-				if flusher != nil {
-					flusher.Flush()
-				}
+		p, ok, done := s.next()
+		switch {
+		case ok && p.Kind == abi.PartHead:
+			for k, v := range p.Header {
+				w.Header()[k] = v
 			}
-		}
-		if done {
+			w.WriteHeader(p.Status)
+			wroteHead = true
+		case ok && p.Kind == abi.PartBody:
+			if _, err := w.Write(p.Body); err != nil {
+				t.cancel(id)
+				return
+			}
+			if flusher != nil {
+				flusher.Flush()
+			}
+			s.wrote(len(p.Body))
+		case ok:
+		case done:
+			// The guest ended the response, or the backlog rule cut it
+			// (and cancels the guest's request): either way the client
+			// sees its end.
 			if !wroteHead {
 				typ, msg := s.failure()
 				if typ == "" {
@@ -312,12 +318,13 @@ func (t *Tree) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				writeError(w, typ, msg)
 			}
 			return
-		}
-		select {
-		case <-s.notify:
-		case <-r.Context().Done():
-			t.cancel(id)
-			return
+		default:
+			select {
+			case <-s.notify:
+			case <-r.Context().Done():
+				t.cancel(id)
+				return
+			}
 		}
 	}
 }
@@ -349,63 +356,6 @@ func writeError(w http.ResponseWriter, typ api.ErrorType, msg string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(api.Statuses[typ])
 	_ = json.NewEncoder(w).Encode(body)
-}
-
-// stream queues one response's parts; the guest's Respond never blocks.
-type stream struct {
-	mu      sync.Mutex
-	parts   []abi.ResponsePart
-	ended   bool
-	errType api.ErrorType // why it ended without a head, if not a stopped guest
-	errMsg  string
-	notify  chan struct{}
-}
-
-func (s *stream) push(p abi.ResponsePart) {
-	s.mu.Lock()
-	s.parts = append(s.parts, p)
-	if p.Kind == abi.PartEnd {
-		s.ended = true
-	}
-	s.mu.Unlock()
-	s.signal()
-}
-
-func (s *stream) abort() {
-	s.mu.Lock()
-	s.ended = true
-	s.mu.Unlock()
-	s.signal()
-}
-
-// fail ends the stream with an error the client is answered with, unless
-// a head was sent.
-func (s *stream) fail(typ api.ErrorType, msg string) {
-	s.mu.Lock()
-	s.ended, s.errType, s.errMsg = true, typ, msg
-	s.mu.Unlock()
-	s.signal()
-}
-
-func (s *stream) failure() (api.ErrorType, string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.errType, s.errMsg
-}
-
-func (s *stream) signal() {
-	select {
-	case s.notify <- struct{}{}:
-	default:
-	}
-}
-
-func (s *stream) take() ([]abi.ResponsePart, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	p := s.parts
-	s.parts = nil
-	return p, s.ended
 }
 
 // services is runtime.Services in real time for one guest generation. Its
