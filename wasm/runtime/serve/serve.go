@@ -105,6 +105,8 @@ type Tree struct {
 
 	// clock times the backlog rule of event streams (stream.go).
 	clock core.Clock
+	// cutHook runs after the backlog rule cut a stream (tests).
+	cutHook func()
 	// request delivers a request to the guest (tests replace it).
 	request func(g *runtime.Guest, id uint64, req runtime.Request) error
 }
@@ -121,6 +123,7 @@ func Start(ctx context.Context, cfg Config) (*Tree, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	cfg.Boot.Drain = true // ServeHTTP answers the guest's drain parts
 	t := &Tree{cfg: cfg, log: log.With("tree", cfg.Boot.TreeID), reqs: map[uint64]*stream{},
 		timers: map[uint64]*time.Timer{}, egress: map[uint64]context.CancelFunc{}, clock: realClock{}}
 	t.mu.Lock()
@@ -254,12 +257,23 @@ func (t *Tree) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var id uint64
-	s := newStream(t.clock, func() { t.cancel(id) })
+	var gen int
+	t.mu.Lock()
+	clock, cutHook := t.clock, t.cutHook
+	t.mu.Unlock()
+	cut := func() {
+		t.log.Info("event stream ended: its client stopped reading", "waiting_over", maxBacklog, "nothing_taken_for", backlogPatience)
+		t.cancel(id)
+		if cutHook != nil {
+			cutHook()
+		}
+	}
+	s := newStream(clock, cut, func(timer uint64) { t.fire(gen, id, timer) })
 	defer s.close()
 	refused := false
 	err = t.do(0, func(g *runtime.Guest) error {
 		t.nextReq++
-		id = t.nextReq
+		id, gen = t.nextReq, t.gen
 		t.reqs[id] = s
 		req := runtime.Request{Method: r.Method, Path: r.URL.EscapedPath(), RawQuery: r.URL.RawQuery, Header: r.Header, Body: body}
 		var err error
@@ -305,6 +319,12 @@ func (t *Tree) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				flusher.Flush()
 			}
 			s.wrote(len(p.Body))
+		case ok && p.Kind == abi.PartDrain:
+			// The client took everything before it: the guest's
+			// catch-up reads its next page.
+			if s.drained(p.Timer) {
+				t.fire(gen, id, p.Timer)
+			}
 		case ok:
 		case done:
 			// The guest ended the response, or the backlog rule cut it
@@ -326,6 +346,23 @@ func (t *Tree) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		}
+	}
+}
+
+// fire delivers the timer that request id's drain part names, if the
+// request still lives in the guest of generation gen that sent it: the
+// answer to the part (docs/abi.md §3, Drain). A guest that died took the
+// request with it; nothing is booted to answer.
+func (t *Tree) fire(gen int, id, timer uint64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	g := t.g
+	if t.closed || gen != t.gen || g == nil || g.Closed() || t.reqs[id] == nil {
+		return
+	}
+	if err := g.Timer(context.Background(), timer); err != nil && g.Closed() {
+		t.log.Warn("guest failed; the next use boots a fresh one", "err", err)
+		t.resetLocked()
 	}
 }
 

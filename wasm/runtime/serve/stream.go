@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"slices"
 	"sync"
 	"time"
 
@@ -11,8 +12,18 @@ import (
 
 // A client that stops reading must not make the host hold every later part
 // for it: the guest's Respond never blocks, so what the guest sends waits
-// here until the HTTP writer writes it. The rule is the Durable Object's
-// (durableobject/stream_js.go). The backlog is the body bytes the guest
+// here until the HTTP writer writes it. Two things bound it.
+//
+// The guest drains (BootConfig.Drain, docs/abi.md §3): after each page of
+// an event stream's catch-up it sends a drain part and reads the next page
+// only once the writer has written everything before that part and fired
+// the timer it names. So the catch-up waits for the client page by page,
+// as on the other hosts, and the host holds about a page (at most 1 MiB of
+// event data), not the log.
+//
+// The backlog rule is the Durable Object's (durableobject/stream_js.go),
+// for what the guest sends without draining (live events, a guest older
+// than ABI 1.9, which sends the whole catch-up at once). The backlog is the body bytes the guest
 // sent that the writer has not finished writing (the part it is writing
 // included); past maxBacklog, with no write finished for backlogPatience,
 // the stream is cut: its parts are dropped, the response ends, and the
@@ -20,7 +31,10 @@ import (
 // and catches up from the log. Both conditions, because a healthy stream's
 // backlog passes maxBacklog at once (the guest sends a catch-up page, or
 // more, in one call, faster than any connection takes it), and a slow but
-// reading client keeps finishing writes.
+// reading client keeps finishing writes. A drain part that waits with
+// nothing taken for backlogPatience is answered all the same (as the
+// Durable Object's Drain gives up): what the guest sends next meets the
+// rule.
 const (
 	maxBacklog      = 1 << 20
 	backlogPatience = 10 * time.Second
@@ -41,21 +55,27 @@ type stream struct {
 	// the stream: it cancels the guest's request (not from inside Respond,
 	// which runs in a guest call).
 	cut func()
+	// answer fires the timer a drain part names (the guest's Drain
+	// returns).
+	answer func(timer uint64)
 
 	mu      sync.Mutex
 	parts   []abi.ResponsePart // waiting for the writer, oldest first
 	backlog int                // body bytes in parts and in the part being written
 	took    int64              // ms: when a write last finished, or the backlog was last empty
 	stop    func() bool        // the backlog timer, while one is armed
-	ended   bool
-	dropped bool          // cut by the backlog rule
-	errType api.ErrorType // why it ended without a head, if not a stopped guest
-	errMsg  string
-	notify  chan struct{}
+	// draining: a drain part waits for its answer, timer its timer.
+	draining bool
+	timer    uint64
+	ended    bool
+	dropped  bool          // cut by the backlog rule
+	errType  api.ErrorType // why it ended without a head, if not a stopped guest
+	errMsg   string
+	notify   chan struct{}
 }
 
-func newStream(clock core.Clock, cut func()) *stream {
-	return &stream{clock: clock, cut: cut, notify: make(chan struct{}, 1)}
+func newStream(clock core.Clock, cut func(), answer func(timer uint64)) *stream {
+	return &stream{clock: clock, cut: cut, answer: answer, notify: make(chan struct{}, 1)}
 }
 
 func (s *stream) push(p abi.ResponsePart) {
@@ -69,8 +89,11 @@ func (s *stream) push(p abi.ResponsePart) {
 	}
 	s.parts = append(s.parts, p)
 	s.backlog += len(p.Body)
-	if p.Kind == abi.PartEnd {
+	switch p.Kind {
+	case abi.PartEnd:
 		s.ended = true
+	case abi.PartDrain:
+		s.draining, s.timer = true, p.Timer
 	}
 	s.enforceLocked()
 	s.mu.Unlock()
@@ -78,11 +101,13 @@ func (s *stream) push(p abi.ResponsePart) {
 }
 
 // enforceLocked applies the backlog rule: it cuts a stream past maxBacklog
-// whose writer finished nothing for backlogPatience, or arms a timer for
-// when it would be due, since nothing else may come to check (the guest
-// may send nothing more, and the writer waits in a write). Under s.mu.
+// whose writer finished nothing for backlogPatience, or answers a drain
+// part that waited that long, or arms a timer for when either would be
+// due, since nothing else may come to check (the guest may send nothing
+// more, and the writer waits in a write). Under s.mu.
 func (s *stream) enforceLocked() {
-	if s.backlog <= maxBacklog || s.dropped {
+	over := s.backlog > maxBacklog
+	if s.dropped || !over && !s.draining {
 		return
 	}
 	wait := backlogPatience - time.Duration(s.clock.Now()-s.took)*time.Millisecond
@@ -92,8 +117,17 @@ func (s *stream) enforceLocked() {
 		}
 		return
 	}
+	if !over {
+		// The client took nothing for the patience while a drain part
+		// waits: answer it, and let what the guest sends next meet the
+		// rule.
+		s.parts = slices.DeleteFunc(s.parts, func(p abi.ResponsePart) bool { return p.Kind == abi.PartDrain })
+		s.draining = false
+		go s.answer(s.timer)
+		return
+	}
 	// The client stopped reading: drop what waits for it and end.
-	s.parts, s.backlog, s.ended, s.dropped = nil, 0, true, true
+	s.parts, s.backlog, s.ended, s.dropped, s.draining = nil, 0, true, true, false
 	s.stopTimerLocked()
 	if s.cut != nil {
 		go s.cut()
@@ -136,9 +170,26 @@ func (s *stream) wrote(n int) {
 	}
 	s.backlog -= n
 	s.took = s.clock.Now()
+	if s.backlog <= maxBacklog && !s.draining {
+		s.stopTimerLocked()
+	}
+}
+
+// drained tells the stream the writer reached the drain part naming
+// timer: everything before it was written. It reports whether the part
+// still waits for its answer (it was not answered early), which the
+// caller then gives.
+func (s *stream) drained(timer uint64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.draining || s.timer != timer {
+		return false
+	}
+	s.draining = false
 	if s.backlog <= maxBacklog {
 		s.stopTimerLocked()
 	}
+	return true
 }
 
 // close stops the backlog timer once the writer is done with the stream.

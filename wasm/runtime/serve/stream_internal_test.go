@@ -22,7 +22,7 @@ func chunk() abi.ResponsePart {
 func TestStreamBacklogCut(t *testing.T) {
 	clock := fakehost.NewClock(1_700_000_000_000)
 	cut := make(chan struct{}, 1)
-	s := newStream(clock, func() { cut <- struct{}{} })
+	s := newStream(clock, func() { cut <- struct{}{} }, nil)
 	s.push(abi.ResponsePart{Kind: abi.PartHead, Status: 200})
 	for range 3 * maxBacklog / (64 << 10) {
 		s.push(chunk())
@@ -54,7 +54,7 @@ func TestStreamBacklogCut(t *testing.T) {
 func TestStreamBacklogCutOnPush(t *testing.T) {
 	clock := fakehost.NewClock(1_700_000_000_000)
 	cut := make(chan struct{}, 1)
-	s := newStream(clock, func() { cut <- struct{}{} })
+	s := newStream(clock, func() { cut <- struct{}{} }, nil)
 	s.push(chunk())
 	clock.Advance(backlogPatience) // no timer yet: the backlog is small
 	for range maxBacklog / (64 << 10) {
@@ -73,7 +73,7 @@ func TestStreamBacklogCutOnPush(t *testing.T) {
 // backlog and however long it takes; every byte reaches it.
 func TestStreamSlowReaderNotCut(t *testing.T) {
 	clock := fakehost.NewClock(1_700_000_000_000)
-	s := newStream(clock, func() { t.Error("a reading client's stream was cut") })
+	s := newStream(clock, func() { t.Error("a reading client's stream was cut") }, nil)
 	s.push(abi.ResponsePart{Kind: abi.PartHead, Status: 200})
 	n := 4 * maxBacklog / (64 << 10)
 	for range n {
@@ -95,4 +95,70 @@ func TestStreamSlowReaderNotCut(t *testing.T) {
 	require.Zero(t, s.buffered())
 	s.close()
 	require.Zero(t, clock.Pending(), "no timer is left")
+}
+
+// A drain part is answered when the writer reaches it: everything before
+// it was written. Its timer is then stopped.
+func TestStreamDrainAnsweredWhenWritten(t *testing.T) {
+	clock := fakehost.NewClock(1_700_000_000_000)
+	s := newStream(clock, func() { t.Error("cut") }, func(uint64) { t.Error("answered early") })
+	s.push(abi.ResponsePart{Kind: abi.PartHead, Status: 200})
+	for range 8 {
+		s.push(chunk())
+	}
+	s.push(abi.ResponsePart{Kind: abi.PartDrain, Timer: 7})
+	require.Equal(t, 1, clock.Pending(), "a drain waits: its patience is timed")
+	for {
+		p, ok, _ := s.next()
+		require.True(t, ok)
+		if p.Kind == abi.PartDrain {
+			require.Equal(t, uint64(7), p.Timer)
+			require.True(t, s.drained(p.Timer), "the writer answers it")
+			break
+		}
+		s.wrote(len(p.Body))
+	}
+	require.False(t, s.drained(7), "once")
+	require.Zero(t, clock.Pending(), "the timer is stopped")
+}
+
+// A drain part whose client takes nothing for the patience is answered all
+// the same (the guest's catch-up goes on), and is then skipped by the
+// writer; what the guest sends next past maxBacklog cuts the stream at
+// once.
+func TestStreamDrainAnsweredEarly(t *testing.T) {
+	clock := fakehost.NewClock(1_700_000_000_000)
+	cut := make(chan struct{}, 1)
+	answered := make(chan uint64, 1)
+	s := newStream(clock, func() { cut <- struct{}{} }, func(timer uint64) { answered <- timer })
+	s.push(abi.ResponsePart{Kind: abi.PartHead, Status: 200})
+	for range 8 {
+		s.push(chunk())
+	}
+	s.push(abi.ResponsePart{Kind: abi.PartDrain, Timer: 7})
+	clock.BlockUntil(1)
+	clock.Advance(backlogPatience)
+	select {
+	case timer := <-answered:
+		require.Equal(t, uint64(7), timer)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the drain was not answered")
+	}
+	require.False(t, s.drained(7), "answered already")
+	s.mu.Lock()
+	for _, p := range s.parts {
+		require.NotEqual(t, abi.PartDrain, p.Kind, "the answered part is gone")
+	}
+	s.mu.Unlock()
+	require.Empty(t, cut)
+
+	for range maxBacklog / (64 << 10) {
+		s.push(chunk()) // the next page
+	}
+	select {
+	case <-cut:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the stalled stream was not cut")
+	}
+	require.Zero(t, s.buffered())
 }
