@@ -23,9 +23,9 @@ import (
 //
 // The backlog rule is the Durable Object's (durableobject/stream_js.go),
 // for what the guest sends without draining (live events, a guest older
-// than ABI 1.9, which sends the whole catch-up at once). The backlog is the body bytes the guest
-// sent that the writer has not finished writing (the part it is writing
-// included); past maxBacklog, with no write finished for backlogPatience,
+// than ABI 1.9, which sends the whole catch-up at once). The backlog is
+// the body bytes the guest sent that the writer has not finished writing
+// (the part it is writing included); past maxBacklog, with no write finished for backlogPatience,
 // the stream is cut: its parts are dropped, the response ends, and the
 // guest's request is cancelled. The client reconnects with Last-Event-ID
 // and catches up from the log. Both conditions, because a healthy stream's
