@@ -19,8 +19,10 @@ const (
 	// the session's whole policy; 6 added ImportWakeArmChecked, so a
 	// wake-up the host cannot store fails the guest's write instead of
 	// trapping the guest; 7 added BootConfig's queue cap; 8 added
-	// BootConfig's operator policy (final rules, allowed models).
-	Minor = 8
+	// BootConfig's operator policy (final rules, allowed models); 9 added
+	// PartDrain and BootConfig.Drain, so an event
+	// stream's catch-up waits for its client page by page.
+	Minor = 9
 )
 
 // MinorWakeArmChecked is the minor version that added ImportWakeArmChecked.
@@ -125,6 +127,10 @@ const (
 	PartHead PartKind = 1 // Status and Header; exactly once, first
 	PartBody PartKind = 2 // Body bytes, in order
 	PartEnd  PartKind = 3 // the response is complete; nothing follows
+	// PartDrain (since 1.9, MinorDrain, only to a host that set
+	// BootConfig.Drain) asks the host to fire timer Timer (ExportTimer)
+	// once the client took every body part sent before it.
+	PartDrain PartKind = 4
 )
 
 // EgressKind says who an egress request is for, so the host can apply the

@@ -29,6 +29,7 @@ func TestRoundTrips(t *testing.T) {
 		{Kind: abi.PartHead, Status: 202, Header: h},
 		{Kind: abi.PartBody, Body: []byte("data")},
 		{Kind: abi.PartEnd},
+		{Kind: abi.PartDrain, Timer: 300},
 	} {
 		got, err := abi.DecodeResponsePart(p.Encode())
 		require.NoError(t, err)
@@ -470,8 +471,26 @@ func TestBootConfigOperatorPolicyOnlyForANewerGuest(t *testing.T) {
 
 	_, err = abi.DecodeBootConfig(append(old, 1, 1, 0))
 	require.ErrorIs(t, err, abi.ErrMalformed, "one final flag for two rules")
+	_, err = abi.DecodeBootConfig(append(cur, 0, 0))
+	require.ErrorIs(t, err, abi.ErrMalformed, "a byte past the allowed models and the 1.9 drain flag")
+}
+
+// The drain flag (1.9) follows the operator's policy and goes only to a
+// guest of 1.9 or later; an older guest decodes the 1.8 layout, and never
+// drains.
+func TestBootConfigDrainOnlyForANewerGuest(t *testing.T) {
+	cfg := abi.BootConfig{TreeID: "t", Drain: true, AllowedModels: []string{"m"}}
+	old := cfg.EncodeFor(abi.MinorDrain - 1)
+	cur := cfg.EncodeFor(abi.MinorDrain)
+	require.Equal(t, old, cur[:len(old)], "the 1.8 fields are unchanged")
+	got, err := abi.DecodeBootConfig(cur)
+	require.NoError(t, err)
+	require.Equal(t, cfg, got)
+	got, err = abi.DecodeBootConfig(old)
+	require.NoError(t, err)
+	require.False(t, got.Drain, "an older host acknowledges no drain")
 	_, err = abi.DecodeBootConfig(append(cur, 0))
-	require.ErrorIs(t, err, abi.ErrMalformed, "a byte past the allowed models")
+	require.ErrorIs(t, err, abi.ErrMalformed, "a byte past the drain flag")
 }
 
 // Names hands out one string per column name across results, up to its

@@ -45,6 +45,7 @@ type ResponsePart struct {
 	Status int            // PartHead
 	Header httpmsg.Header // PartHead
 	Body   []byte         // PartBody
+	Timer  uint64         // PartDrain: the timer the host fires once the client took the parts before it
 }
 
 // Encode returns the wire form.
@@ -57,6 +58,8 @@ func (p ResponsePart) Encode() []byte {
 		encodeHeader(&e, p.Header)
 	case PartBody:
 		e.Blob(p.Body)
+	case PartDrain:
+		e.Uvarint(p.Timer)
 	}
 	return e.Bytes()
 }
@@ -74,6 +77,8 @@ func DecodeResponsePart(b []byte) (ResponsePart, error) {
 		}
 	case PartBody:
 		p.Body = d.Blob()
+	case PartDrain:
+		p.Timer = d.Uvarint()
 	case PartEnd:
 	default:
 		d.fail("part kind %d", p.Kind)
@@ -590,7 +595,21 @@ type BootConfig struct {
 	// (runner.WithAllowedModels, api.Config.WithAllowedModels); nil allows
 	// any. Since 1.8 (MinorOperatorPolicy).
 	AllowedModels []string
+	// Drain says the host answers a PartDrain by firing its timer
+	// (ExportTimer) once the client took what was sent before it:
+	// the guest's response writer then drains (httpmsg.Drainer), so an
+	// event stream's catch-up sends its next page of the log only when the
+	// client took the last, as on the other hosts. Without it the guest
+	// never waits (a host that buffers a response whole, a simulator).
+	// Since 1.9 (MinorDrain).
+	Drain bool
 }
+
+// MinorDrain is the minor version that added PartDrain and
+// BootConfig.Drain, at BootConfig's end after the
+// operator policy. A host sends Drain only to a guest that announces at
+// least this (EncodeFor).
+const MinorDrain = 9
 
 // MinorOperatorPolicy is the minor version that added the operator's
 // policy at BootConfig's end, after the queue cap: each permission rule's
@@ -765,6 +784,9 @@ func (c BootConfig) EncodeFor(guestMinor uint16) []byte {
 			}
 		}
 	}
+	if guestMinor >= MinorDrain {
+		e.Bool(c.Drain)
+	}
 	return e.Bytes()
 }
 
@@ -813,6 +835,9 @@ func DecodeBootConfig(b []byte) (BootConfig, error) {
 	}
 	if d.err == nil && len(d.b) > 0 {
 		decodeOperatorPolicy(d, &c)
+	}
+	if d.err == nil && len(d.b) > 0 {
+		c.Drain = d.Bool()
 	}
 	return c, d.Finish()
 }

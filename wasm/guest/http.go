@@ -39,6 +39,9 @@ func (g *guest) serve(id uint64, in abi.Request) {
 	// that is not a token, or a URL that does not parse, is a 400.
 	r, err := httpmsg.NewRequest(ctx, in.Method, u.String(), bytes.NewReader(in.Body))
 	w := &responseWriter{id: id, header: httpmsg.Header{}}
+	if g.cfg.Drain {
+		w.clock = g.clock
+	}
 	go func() {
 		defer func() {
 			g.reqs.mu.Lock()
@@ -82,6 +85,7 @@ type responseWriter struct {
 	header httpmsg.Header
 	wrote  bool
 	buf    []byte
+	clock  *clock // set when the host answers drain parts (BootConfig.Drain)
 }
 
 // flushAt bounds how much body is buffered before it goes out anyway.
@@ -115,6 +119,28 @@ func (w *responseWriter) Flush() {
 	if len(w.buf) > 0 {
 		respond(w.id, abi.ResponsePart{Kind: abi.PartBody, Body: w.buf})
 		w.buf = nil
+	}
+}
+
+// Drain waits until the host says the client took everything flushed so
+// far (httpmsg.Drainer; docs/abi.md §3, Drain): an event stream's catch-up
+// reads its next page of the log only then, so the host holds a page of
+// it, never the whole log. The host answers the drain part by firing the
+// timer it names. For a host that answers none it returns at once.
+func (w *responseWriter) Drain(ctx context.Context) error {
+	if w.clock == nil {
+		return nil
+	}
+	w.Flush()
+	done := make(chan struct{})
+	id := w.clock.register(func() { close(done) })
+	respond(w.id, abi.ResponsePart{Kind: abi.PartDrain, Timer: id})
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		w.clock.forget(id)
+		return ctx.Err()
 	}
 }
 

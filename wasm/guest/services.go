@@ -50,6 +50,25 @@ func (c *clock) AfterFunc(d time.Duration, f func()) func() bool {
 	}
 }
 
+// register gives f a timer id, which fire runs, without setting a host
+// timer: the host fires it on an event of its own (a drain part's answer).
+func (c *clock) register(f func()) uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.next++
+	c.timers[c.next] = f
+	return c.next
+}
+
+// forget drops timer id, reporting whether it was pending.
+func (c *clock) forget(id uint64) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, pending := c.timers[id]
+	delete(c.timers, id)
+	return pending
+}
+
 // fire runs timer id's function, once; a stopped or unknown id is ignored.
 func (c *clock) fire(id uint64) {
 	c.mu.Lock()

@@ -4,6 +4,17 @@
 // *http.Request into a guest request and streams the response back (an
 // event stream flushes each event).
 //
+// The guest's response writer never blocks, so what it sends waits in the
+// Tree until the client takes it (stream.go). The guest boots with
+// BootConfig.Drain: an event stream's catch-up sends a page of the log and
+// waits until the client took it before it reads the next (docs/abi.md §3,
+// Drain), so a client that stops reading has about a page held for it,
+// never the log. What the guest sends without waiting (live events) meets
+// the Durable Object's backlog rule: a stream with more than 1 MiB waiting
+// and nothing taken for 10 s is ended, what waited dropped, and the
+// guest's request cancelled; its client reconnects with Last-Event-ID. A
+// slow client that keeps taking bytes is never ended.
+//
 // The guest's runner decides each tool call before it asks the host to run
 // it; what the call reaches as it runs (an http_request redirect to another
 // host) the host decides through tool.Call.Permit by the same whole policy:

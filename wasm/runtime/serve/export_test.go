@@ -1,6 +1,9 @@
 package serve
 
-import "github.com/revenantrt/revenant/wasm/runtime"
+import (
+	"github.com/revenantrt/revenant/core"
+	"github.com/revenantrt/revenant/wasm/runtime"
+)
 
 // SetRequest replaces how the tree delivers requests to its guest (nil:
 // Guest.Request).
@@ -30,3 +33,29 @@ func Guest(t *Tree) *runtime.Guest {
 	defer t.mu.Unlock()
 	return t.g
 }
+
+// SetClock replaces the clock of the event streams' backlog rule for the
+// requests that follow, and sets a function run after the rule cut a
+// stream.
+func SetClock(t *Tree, c core.Clock, cut func()) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.clock, t.cutHook = c, cut
+}
+
+// Backlog is the bytes the tree's streams hold for their clients.
+func Backlog(t *Tree) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := 0
+	for _, s := range t.reqs {
+		n += s.buffered()
+	}
+	return n
+}
+
+// Backlog rule figures.
+const (
+	MaxBacklog      = maxBacklog
+	BacklogPatience = backlogPatience
+)

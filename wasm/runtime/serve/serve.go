@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/revenantrt/revenant/core"
 	"github.com/revenantrt/revenant/core/api"
 	"github.com/revenantrt/revenant/core/httpmsg"
 	"github.com/revenantrt/revenant/core/httpmsg/nethttp"
@@ -102,6 +103,10 @@ type Tree struct {
 	timers  map[uint64]*time.Timer
 	egress  map[uint64]context.CancelFunc
 
+	// clock times the backlog rule of event streams (stream.go).
+	clock core.Clock
+	// cutHook runs after the backlog rule cut a stream (tests).
+	cutHook func()
 	// request delivers a request to the guest (tests replace it).
 	request func(g *runtime.Guest, id uint64, req runtime.Request) error
 }
@@ -118,8 +123,9 @@ func Start(ctx context.Context, cfg Config) (*Tree, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	cfg.Boot.Drain = true // ServeHTTP answers the guest's drain parts
 	t := &Tree{cfg: cfg, log: log.With("tree", cfg.Boot.TreeID), reqs: map[uint64]*stream{},
-		timers: map[uint64]*time.Timer{}, egress: map[uint64]context.CancelFunc{}}
+		timers: map[uint64]*time.Timer{}, egress: map[uint64]context.CancelFunc{}, clock: realClock{}}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if _, err := t.guestLocked(ctx); err != nil {
@@ -250,12 +256,24 @@ func (t *Tree) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, api.ErrInvalidRequest, "read body")
 		return
 	}
-	s := &stream{notify: make(chan struct{}, 1)}
 	var id uint64
+	var gen int
+	t.mu.Lock()
+	clock, cutHook := t.clock, t.cutHook
+	t.mu.Unlock()
+	cut := func() {
+		t.log.Info("event stream ended: its client stopped reading", "waiting_over", maxBacklog, "nothing_taken_for", backlogPatience)
+		t.cancel(id)
+		if cutHook != nil {
+			cutHook()
+		}
+	}
+	s := newStream(clock, cut, func(timer uint64) { t.fire(gen, id, timer) })
+	defer s.close()
 	refused := false
 	err = t.do(0, func(g *runtime.Guest) error {
 		t.nextReq++
-		id = t.nextReq
+		id, gen = t.nextReq, t.gen
 		t.reqs[id] = s
 		req := runtime.Request{Method: r.Method, Path: r.URL.EscapedPath(), RawQuery: r.URL.RawQuery, Header: r.Header, Body: body}
 		var err error
@@ -284,26 +302,34 @@ func (t *Tree) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	flusher, _ := w.(http.Flusher)
 	wroteHead := false
 	for {
-		parts, done := s.take()
-		for _, p := range parts {
-			switch p.Kind {
-			case abi.PartHead:
-				for k, v := range p.Header {
-					w.Header()[k] = v
-				}
-				w.WriteHeader(p.Status)
-				wroteHead = true
-			case abi.PartBody:
-				if _, err := w.Write(p.Body); err != nil {
-					t.cancel(id)
-					return
-				}
-				if flusher != nil {
-					flusher.Flush()
-				}
+		p, ok, done := s.next()
+		switch {
+		case ok && p.Kind == abi.PartHead:
+			for k, v := range p.Header {
+				w.Header()[k] = v
 			}
-		}
-		if done {
+			w.WriteHeader(p.Status)
+			wroteHead = true
+		case ok && p.Kind == abi.PartBody:
+			if _, err := w.Write(p.Body); err != nil {
+				t.cancel(id)
+				return
+			}
+			if flusher != nil {
+				flusher.Flush()
+			}
+			s.wrote(len(p.Body))
+		case ok && p.Kind == abi.PartDrain:
+			// The client took everything before it: the guest's
+			// catch-up reads its next page.
+			if s.drained(p.Timer) {
+				t.fire(gen, id, p.Timer)
+			}
+		case ok:
+		case done:
+			// The guest ended the response, or the backlog rule cut it
+			// (and cancels the guest's request): either way the client
+			// sees its end.
 			if !wroteHead {
 				typ, msg := s.failure()
 				if typ == "" {
@@ -312,13 +338,31 @@ func (t *Tree) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				writeError(w, typ, msg)
 			}
 			return
+		default:
+			select {
+			case <-s.notify:
+			case <-r.Context().Done():
+				t.cancel(id)
+				return
+			}
 		}
-		select {
-		case <-s.notify:
-		case <-r.Context().Done():
-			t.cancel(id)
-			return
-		}
+	}
+}
+
+// fire delivers the timer that request id's drain part names, if the
+// request still lives in the guest of generation gen that sent it: the
+// answer to the part (docs/abi.md §3, Drain). A guest that died took the
+// request with it; nothing is booted to answer.
+func (t *Tree) fire(gen int, id, timer uint64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	g := t.g
+	if t.closed || gen != t.gen || g == nil || g.Closed() || t.reqs[id] == nil {
+		return
+	}
+	if err := g.Timer(context.Background(), timer); err != nil && g.Closed() {
+		t.log.Warn("guest failed; the next use boots a fresh one", "err", err)
+		t.resetLocked()
 	}
 }
 
@@ -349,63 +393,6 @@ func writeError(w http.ResponseWriter, typ api.ErrorType, msg string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(api.Statuses[typ])
 	_ = json.NewEncoder(w).Encode(body)
-}
-
-// stream queues one response's parts; the guest's Respond never blocks.
-type stream struct {
-	mu      sync.Mutex
-	parts   []abi.ResponsePart
-	ended   bool
-	errType api.ErrorType // why it ended without a head, if not a stopped guest
-	errMsg  string
-	notify  chan struct{}
-}
-
-func (s *stream) push(p abi.ResponsePart) {
-	s.mu.Lock()
-	s.parts = append(s.parts, p)
-	if p.Kind == abi.PartEnd {
-		s.ended = true
-	}
-	s.mu.Unlock()
-	s.signal()
-}
-
-func (s *stream) abort() {
-	s.mu.Lock()
-	s.ended = true
-	s.mu.Unlock()
-	s.signal()
-}
-
-// fail ends the stream with an error the client is answered with, unless
-// a head was sent.
-func (s *stream) fail(typ api.ErrorType, msg string) {
-	s.mu.Lock()
-	s.ended, s.errType, s.errMsg = true, typ, msg
-	s.mu.Unlock()
-	s.signal()
-}
-
-func (s *stream) failure() (api.ErrorType, string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.errType, s.errMsg
-}
-
-func (s *stream) signal() {
-	select {
-	case s.notify <- struct{}{}:
-	default:
-	}
-}
-
-func (s *stream) take() ([]abi.ResponsePart, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	p := s.parts
-	s.parts = nil
-	return p, s.ended
 }
 
 // services is runtime.Services in real time for one guest generation. Its

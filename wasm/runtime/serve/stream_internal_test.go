@@ -1,0 +1,164 @@
+package serve
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/revenantrt/revenant/core/fakehost"
+	"github.com/revenantrt/revenant/wasm/abi"
+)
+
+// chunk is one 64 KiB body part, as the guest's writer sends them.
+func chunk() abi.ResponsePart {
+	return abi.ResponsePart{Kind: abi.PartBody, Body: make([]byte, 64<<10)}
+}
+
+// A stream whose writer takes nothing is cut once more than maxBacklog
+// waits and nothing was taken for backlogPatience: its parts are dropped,
+// it ends, the guest's request is cancelled, and what the guest sends
+// later is not kept.
+func TestStreamBacklogCut(t *testing.T) {
+	clock := fakehost.NewClock(1_700_000_000_000)
+	cut := make(chan struct{}, 1)
+	s := newStream(clock, func() { cut <- struct{}{} }, nil)
+	s.push(abi.ResponsePart{Kind: abi.PartHead, Status: 200})
+	for range 3 * maxBacklog / (64 << 10) {
+		s.push(chunk())
+	}
+	require.Equal(t, 3*maxBacklog, s.buffered())
+
+	clock.BlockUntil(1) // the backlog timer
+	clock.Advance(backlogPatience - time.Millisecond)
+	require.Empty(t, cut, "not yet due")
+	clock.Advance(time.Millisecond)
+	select {
+	case <-cut:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the stalled stream was not cut")
+	}
+	require.Zero(t, s.buffered())
+	s.mu.Lock()
+	require.Nil(t, s.parts, "the parts are dropped")
+	s.mu.Unlock()
+	_, ok, done := s.next()
+	require.False(t, ok)
+	require.True(t, done, "the stream ends")
+	s.push(chunk())
+	require.Zero(t, s.buffered(), "nothing is kept after the cut")
+}
+
+// The rule is also applied as parts arrive: a part pushed once the
+// patience ran out cuts at once.
+func TestStreamBacklogCutOnPush(t *testing.T) {
+	clock := fakehost.NewClock(1_700_000_000_000)
+	cut := make(chan struct{}, 1)
+	s := newStream(clock, func() { cut <- struct{}{} }, nil)
+	s.push(chunk())
+	clock.Advance(backlogPatience) // no timer yet: the backlog is small
+	for range maxBacklog / (64 << 10) {
+		s.push(chunk())
+	}
+	select {
+	case <-cut:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the stalled stream was not cut")
+	}
+	_, _, done := s.next()
+	require.True(t, done)
+}
+
+// A slow client that keeps taking parts is never cut, however large its
+// backlog and however long it takes; every byte reaches it.
+func TestStreamSlowReaderNotCut(t *testing.T) {
+	clock := fakehost.NewClock(1_700_000_000_000)
+	s := newStream(clock, func() { t.Error("a reading client's stream was cut") }, nil)
+	s.push(abi.ResponsePart{Kind: abi.PartHead, Status: 200})
+	n := 4 * maxBacklog / (64 << 10)
+	for range n {
+		s.push(chunk())
+	}
+	s.push(abi.ResponsePart{Kind: abi.PartEnd})
+	got := 0
+	for {
+		p, ok, done := s.next()
+		if done {
+			break
+		}
+		require.True(t, ok)
+		clock.Advance(backlogPatience - time.Second) // each write takes long
+		s.wrote(len(p.Body))
+		got += len(p.Body)
+	}
+	require.Equal(t, n*(64<<10), got, "every part was written")
+	require.Zero(t, s.buffered())
+	s.close()
+	require.Zero(t, clock.Pending(), "no timer is left")
+}
+
+// A drain part is answered when the writer reaches it: everything before
+// it was written. Its timer is then stopped.
+func TestStreamDrainAnsweredWhenWritten(t *testing.T) {
+	clock := fakehost.NewClock(1_700_000_000_000)
+	s := newStream(clock, func() { t.Error("cut") }, func(uint64) { t.Error("answered early") })
+	s.push(abi.ResponsePart{Kind: abi.PartHead, Status: 200})
+	for range 8 {
+		s.push(chunk())
+	}
+	s.push(abi.ResponsePart{Kind: abi.PartDrain, Timer: 7})
+	require.Equal(t, 1, clock.Pending(), "a drain waits: its patience is timed")
+	for {
+		p, ok, _ := s.next()
+		require.True(t, ok)
+		if p.Kind == abi.PartDrain {
+			require.Equal(t, uint64(7), p.Timer)
+			require.True(t, s.drained(p.Timer), "the writer answers it")
+			break
+		}
+		s.wrote(len(p.Body))
+	}
+	require.False(t, s.drained(7), "once")
+	require.Zero(t, clock.Pending(), "the timer is stopped")
+}
+
+// A drain part whose client takes nothing for the patience is answered all
+// the same (the guest's catch-up goes on), and is then skipped by the
+// writer; what the guest sends next past maxBacklog cuts the stream at
+// once.
+func TestStreamDrainAnsweredEarly(t *testing.T) {
+	clock := fakehost.NewClock(1_700_000_000_000)
+	cut := make(chan struct{}, 1)
+	answered := make(chan uint64, 1)
+	s := newStream(clock, func() { cut <- struct{}{} }, func(timer uint64) { answered <- timer })
+	s.push(abi.ResponsePart{Kind: abi.PartHead, Status: 200})
+	for range 8 {
+		s.push(chunk())
+	}
+	s.push(abi.ResponsePart{Kind: abi.PartDrain, Timer: 7})
+	clock.BlockUntil(1)
+	clock.Advance(backlogPatience)
+	select {
+	case timer := <-answered:
+		require.Equal(t, uint64(7), timer)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the drain was not answered")
+	}
+	require.False(t, s.drained(7), "answered already")
+	s.mu.Lock()
+	for _, p := range s.parts {
+		require.NotEqual(t, abi.PartDrain, p.Kind, "the answered part is gone")
+	}
+	s.mu.Unlock()
+	require.Empty(t, cut)
+
+	for range maxBacklog / (64 << 10) {
+		s.push(chunk()) // the next page
+	}
+	select {
+	case <-cut:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the stalled stream was not cut")
+	}
+	require.Zero(t, s.buffered())
+}
