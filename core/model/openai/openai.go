@@ -64,7 +64,7 @@ func (c Config) String() string {
 		for name := range c.Headers {
 			names = append(names, name)
 		}
-		slices.Sort(names)
+		httpmsg.SortStrings(names)
 		fmt.Fprintf(&b, ", Headers: %s", strings.Join(names, ", "))
 	}
 	if c.MaxRetryAfter != 0 {
