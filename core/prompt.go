@@ -2,7 +2,6 @@ package core
 
 import (
 	"context"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -167,7 +166,7 @@ func bodyHash(in PromptInput) string {
 	h.Write([]byte(in.Mode))
 	h.Write([]byte{0})
 	h.Write([]byte(in.Text))
-	return hex.EncodeToString(h.Sum(nil))
+	return digest.Hex(h.Sum(nil))
 }
 
 // startLocked starts the session's next turn here (or continues its

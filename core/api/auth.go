@@ -2,7 +2,6 @@ package api
 
 import (
 	"crypto/subtle"
-	"encoding/hex"
 	"fmt"
 	"strings"
 
@@ -59,11 +58,11 @@ func ParseTokens(spec string) (*Tokens, error) {
 		var e tokenEntry
 		e.principal = principal
 		if hexHash, hashed := strings.CutPrefix(secret, "sha256:"); hashed {
-			b, err := hex.DecodeString(hexHash)
-			if err != nil || len(b) != digest.Size {
+			sum, ok := digest.ParseHex(hexHash)
+			if !ok {
 				return nil, fmt.Errorf("REVENANT_TOKENS: principal %q: sha256: needs 64 hex digits", principal)
 			}
-			copy(e.hash[:], b)
+			e.hash = sum
 		} else {
 			e.hash = digest.Sum256([]byte(secret))
 		}

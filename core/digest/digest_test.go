@@ -87,3 +87,38 @@ func BenchmarkSum256(b *testing.B) {
 		digest.Sum256(data)
 	}
 }
+
+// Hex and ParseHex agree with encoding/hex: lower case out, either case
+// in, and ParseHex fails wherever DecodeString fails or gives a length
+// other than Size.
+func TestHexIsEncodingHex(t *testing.T) {
+	for _, data := range []string{"", "abc", strings.Repeat("\x00\xff\x10\x9a", 40)} {
+		sum := sha256.Sum256([]byte(data))
+		require.Equal(t, hex.EncodeToString(sum[:]), digest.Hex(sum[:]))
+		require.Equal(t, hex.EncodeToString([]byte(data)), digest.Hex([]byte(data)))
+	}
+	sum := sha256.Sum256([]byte("x"))
+	good := hex.EncodeToString(sum[:])
+	for _, s := range []string{
+		good, strings.ToUpper(good), good[:63], good + "0", good[:62], good + "00", "",
+		good[:10] + "g" + good[11:], good[:10] + "G" + good[11:], good[:63] + " ", good[:10] + "\xff" + good[11:],
+		strings.Repeat("0", 64), strings.Repeat("fF", 32), strings.Repeat("/", 64), strings.Repeat(":", 64), strings.Repeat("@", 64), strings.Repeat("`", 64),
+	} {
+		want, err := hex.DecodeString(s)
+		wantOK := err == nil && len(want) == digest.Size
+		got, ok := digest.ParseHex(s)
+		require.Equal(t, wantOK, ok, s)
+		if ok {
+			require.Equal(t, want, got[:], s)
+		}
+	}
+	for c := range 256 {
+		s := strings.Repeat("a", 63) + string(byte(c))
+		want, err := hex.DecodeString(s)
+		got, ok := digest.ParseHex(s)
+		require.Equal(t, err == nil, ok, c)
+		if ok {
+			require.Equal(t, want, got[:], c)
+		}
+	}
+}

@@ -1,9 +1,6 @@
 package httpmsg
 
-import (
-	"slices"
-	"sort"
-)
+import "slices"
 
 // Header is a message's header fields, keyed by canonical name
 // (CanonicalKey), like http.Header: a plain conversion turns one into the
@@ -51,8 +48,38 @@ func (h Header) Keys() []string {
 	for k := range h {
 		keys = append(keys, k)
 	}
-	sort.Strings(keys)
+	SortStrings(keys)
 	return keys
+}
+
+// SortStrings sorts s in place, as slices.Sort does. It is a heap sort
+// written out because slices.Sort's instantiation for strings costs the
+// wasm guest about 7 KB gzip; its callers' lists (header names and the
+// like) can come from a client or a model, so it stays O(n log n).
+func SortStrings(s []string) {
+	down := func(i, n int) {
+		for {
+			c := 2*i + 1
+			if c >= n {
+				return
+			}
+			if c+1 < n && s[c+1] > s[c] {
+				c++
+			}
+			if s[i] >= s[c] {
+				return
+			}
+			s[i], s[c] = s[c], s[i]
+			i = c
+		}
+	}
+	for i := len(s)/2 - 1; i >= 0; i-- {
+		down(i, len(s))
+	}
+	for n := len(s) - 1; n > 0; n-- {
+		s[0], s[n] = s[n], s[0]
+		down(0, n)
+	}
 }
 
 // CanonicalKey returns key in the canonical form net/http uses: the first

@@ -3,6 +3,8 @@ package httpmsg_test
 import (
 	"context"
 	"net/http"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -49,6 +51,26 @@ func TestHeaderIsHTTPHeader(t *testing.T) {
 	c.Del("X-A")
 	assert.Equal(t, []string{"1", "2"}, h.Values("x-a"), "a clone is deep")
 	assert.Equal(t, []string{"Content-Type", "X-A"}, h.Keys())
+}
+
+func TestSortStrings(t *testing.T) {
+	for _, s := range [][]string{
+		nil, {"a"}, {"b", "a"}, {"a", "a", ""},
+		strings.Fields("X-B Content-Type x-a X-A b a c b a Accept 0 Z z y Y"),
+	} {
+		want := slices.Clone(s)
+		slices.Sort(want)
+		httpmsg.SortStrings(s)
+		assert.Equal(t, want, s)
+	}
+	s := make([]string, 1000)
+	for i := range s {
+		s[i] = strconv.Itoa(i * 7919 % 1000)
+	}
+	want := slices.Clone(s)
+	slices.Sort(want)
+	httpmsg.SortStrings(s)
+	assert.Equal(t, want, s)
 }
 
 func TestNewRequest(t *testing.T) {

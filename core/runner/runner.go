@@ -2,7 +2,6 @@ package runner
 
 import (
 	"context"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -206,5 +205,5 @@ func IdempotencyKey(rootID, sessionID, stepID string, index int) string {
 		h.Write([]byte(part))
 		h.Write([]byte{0})
 	}
-	return "rvn_" + hex.EncodeToString(h.Sum(nil))[:40]
+	return "rvn_" + digest.Hex(h.Sum(nil))[:40]
 }

@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
-	"slices"
 	"strings"
 
 	"github.com/revenantrt/revenant/core/model"
@@ -69,7 +67,28 @@ func (task) ParseTask(args json.RawMessage) (TaskArgs, error) {
 	if err := uniqueKeys(args); err != nil {
 		return a, err
 	}
-	for _, k := range slices.Sorted(maps.Keys(fields)) { // one error, the same every time
+	// One error, the same every time: the keys are read in sorted order,
+	// and every key but these two is an error, so of the unknown keys only
+	// the least is read (found without sorting the model's keys).
+	var keys []string
+	for _, k := range []string{"background", "prompt"} {
+		if _, ok := fields[k]; ok {
+			keys = append(keys, k)
+		}
+	}
+	unknown, hasUnknown := "", false
+	for k := range fields {
+		if k != "background" && k != "prompt" && (!hasUnknown || k < unknown) {
+			unknown, hasUnknown = k, true
+		}
+	}
+	if hasUnknown {
+		keys = append(keys, unknown)
+		for i := len(keys) - 1; i > 0 && keys[i-1] > keys[i]; i-- {
+			keys[i-1], keys[i] = keys[i], keys[i-1]
+		}
+	}
+	for _, k := range keys {
 		v := fields[k]
 		var err error
 		switch k {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sort"
 	"time"
 
 	"github.com/revenantrt/revenant/core/model"
@@ -91,9 +90,15 @@ func (r Registry) Lookup(name string) (Tool, bool) {
 func (r Registry) Specs() []model.ToolSpec {
 	out := make([]model.ToolSpec, 0, len(r.byName))
 	for _, t := range r.byName {
-		out = append(out, t.Spec())
+		// Insertion by name: a handful of tools, and sort.Slice would
+		// link the sort package's reflective sort into the wasm guest.
+		s, i := t.Spec(), len(out)
+		out = append(out, s)
+		for ; i > 0 && out[i-1].Name > s.Name; i-- {
+			out[i] = out[i-1]
+		}
+		out[i] = s
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
 }
 

@@ -2,7 +2,6 @@ package abi
 
 import (
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/revenantrt/revenant/core/httpmsg"
@@ -189,11 +188,7 @@ func (c EndCode) String() string {
 
 // encodeHeader encodes a header with its keys sorted, so encodings repeat.
 func encodeHeader(e *Encoder, h httpmsg.Header) {
-	keys := make([]string, 0, len(h))
-	for k := range h {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
+	keys := h.Keys()
 	e.Uvarint(uint64(len(keys)))
 	for _, k := range keys {
 		e.String(k)

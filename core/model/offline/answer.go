@@ -113,7 +113,17 @@ func finish(steps []step, reason string, in int) []step {
 func inputTokens(msgs []model.Message) int {
 	n := 0
 	for _, m := range msgs {
-		n += len(strings.Fields(m.Text))
+		// len(strings.Fields(m.Text)), without the slice (and the guest
+		// without strings.Fields): a word starts at each non-space rune
+		// after a space or the start.
+		prevSpace := true
+		for _, r := range m.Text {
+			space := unicode.IsSpace(r)
+			if prevSpace && !space {
+				n++
+			}
+			prevSpace = space
+		}
 	}
 	return n
 }

@@ -1,0 +1,32 @@
+package api
+
+import (
+	"path"
+	"strings"
+	"testing"
+)
+
+// cleanPath agrees with its definition, path.Clean leaving the path
+// (without one trailing slash) as it is, on every path of up to six
+// characters over '/', '.' and 'a'.
+func TestCleanPathIsPathClean(t *testing.T) {
+	want := func(p string) bool {
+		if p == "" || p[0] != '/' {
+			return true
+		}
+		trimmed := strings.TrimSuffix(p, "/")
+		return trimmed == "" || path.Clean(trimmed) == trimmed
+	}
+	var walk func(p string)
+	walk = func(p string) {
+		if got := cleanPath(p); got != want(p) {
+			t.Errorf("cleanPath(%q) = %v, path.Clean says %v", p, got, want(p))
+		}
+		if len(p) < 6 {
+			for _, c := range "/.a" {
+				walk(p + string(c))
+			}
+		}
+	}
+	walk("")
+}
