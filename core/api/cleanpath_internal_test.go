@@ -4,6 +4,8 @@ import (
 	"path"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
 )
 
 // cleanPath agrees with its definition, path.Clean leaving the path
@@ -19,9 +21,7 @@ func TestCleanPathIsPathClean(t *testing.T) {
 	}
 	var walk func(p string)
 	walk = func(p string) {
-		if got := cleanPath(p); got != want(p) {
-			t.Errorf("cleanPath(%q) = %v, path.Clean says %v", p, got, want(p))
-		}
+		assert.Equal(t, want(p), cleanPath(p), "cleanPath(%q) against path.Clean", p)
 		if len(p) < 6 {
 			for _, c := range "/.a" {
 				walk(p + string(c))

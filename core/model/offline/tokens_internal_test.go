@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+
 	"github.com/revenantrt/revenant/core/model"
 )
 
@@ -18,13 +20,9 @@ func TestInputTokensIsFields(t *testing.T) {
 	want := 0
 	for _, s := range texts {
 		one := []model.Message{{Text: s}}
-		if got := inputTokens(one); got != len(strings.Fields(s)) {
-			t.Errorf("inputTokens(%q) = %d, strings.Fields has %d", s, got, len(strings.Fields(s)))
-		}
+		assert.Equal(t, len(strings.Fields(s)), inputTokens(one), "inputTokens(%q)", s)
 		msgs = append(msgs, model.Message{Text: s})
 		want += len(strings.Fields(s))
 	}
-	if got := inputTokens(msgs); got != want {
-		t.Errorf("inputTokens of all = %d, want %d", got, want)
-	}
+	assert.Equal(t, want, inputTokens(msgs), "all of them")
 }

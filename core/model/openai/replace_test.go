@@ -3,6 +3,8 @@ package openai
 import (
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
 )
 
 // replaceAll is strings.ReplaceAll for every non-empty old: here every
@@ -12,9 +14,7 @@ func TestReplaceAllIsStrings(t *testing.T) {
 	var walk func(s string)
 	walk = func(s string) {
 		for _, old := range olds {
-			if got, want := replaceAll(s, old, "[x]"), strings.ReplaceAll(s, old, "[x]"); got != want {
-				t.Errorf("replaceAll(%q, %q) = %q, want %q", s, old, got, want)
-			}
+			assert.Equal(t, strings.ReplaceAll(s, old, "[x]"), replaceAll(s, old, "[x]"), "replaceAll(%q, %q)", s, old)
 		}
 		if len(s) < 7 {
 			walk(s + "a")
