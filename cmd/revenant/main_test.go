@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -194,8 +195,10 @@ func TestAddrInUseSaysWhereToChangeIt(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	defer ln.Close()
-	err = serve(context.Background(), []string{"-data", t.TempDir(), "-addr", ln.Addr().String()}, env(nil), io.Discard)
+	data := filepath.Join(t.TempDir(), "data")
+	err = serve(context.Background(), []string{"-data", data, "-addr", ln.Addr().String()}, env(nil), io.Discard)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "address already in use")
 	assert.Contains(t, err.Error(), "(set REVENANT_ADDR or -addr)")
+	assert.NoDirExists(t, data, "nothing is created before the server can listen")
 }

@@ -136,6 +136,19 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
+	// Listen before anything touches the data directory, so a taken port
+	// stops the server with nothing created; connections wait in the
+	// backlog until the host is open.
+	ln, err := net.Listen("tcp", cfg.addr)
+	if err != nil {
+		return fmt.Errorf("serve: %w (set REVENANT_ADDR or -addr)", err)
+	}
+	serving := false
+	defer func() {
+		if !serving {
+			ln.Close()
+		}
+	}()
 	unlock, err := lockDataDir(cfg.data)
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
@@ -170,10 +183,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return errors.Join(err, trees.Close(context.Background()))
 	}
-	ln, err := net.Listen("tcp", cfg.addr)
-	if err != nil {
-		return errors.Join(fmt.Errorf("serve: %w (set REVENANT_ADDR or -addr)", err), trees.Close(context.Background()))
-	}
+	serving = true
 	log.Info("revenant serving", "addr", "http://"+ln.Addr().String(), "data", cfg.data, "version", version)
 	if run.provider == "offline" {
 		log.Info("model", "name", run.model, "note", "no provider configured: answers come from the offline model (docs/offline-model.md)")
