@@ -70,7 +70,11 @@ func (h *TreeHandler) events(w httpmsg.ResponseWriter, r *httpmsg.Request, t *Tr
 	streamHeaders(w)
 	w.WriteHeader(httpmsg.StatusOK)
 	if err := s.catchUp(r); err != nil {
-		h.log.Warn("event stream: read log", "session", id, "err", err)
+		// A catch-up cut short because the client went away, or its host
+		// ended the stream (a backlog cut), is routine: not worth a warning.
+		if r.Context().Err() == nil {
+			h.log.Warn("event stream: read log", "session", id, "err", err)
+		}
 		return nil
 	}
 	beat := make(chan struct{}, 1)

@@ -274,6 +274,9 @@ func (m *Model) redact(s string) string {
 // replaceAll is strings.ReplaceAll for an old that is not empty (every
 // secret is), written out: strings.Replace cost the wasm guest 2 KB gzip.
 func replaceAll(s, old, repl string) string {
+	if old == "" {
+		return s // strings.ReplaceAll would insert repl between runes; no secret is empty
+	}
 	i := strings.Index(s, old)
 	if i < 0 {
 		return s

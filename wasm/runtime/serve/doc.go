@@ -13,7 +13,8 @@
 // the Durable Object's backlog rule: a stream with more than 1 MiB waiting
 // and nothing taken for 10 s is ended, what waited dropped, and the
 // guest's request cancelled; its client reconnects with Last-Event-ID. A
-// slow client that keeps taking bytes is never ended.
+// slow client that finishes a write (a part, up to 64 KiB) at least every
+// 10 s is never ended this way.
 //
 // The guest's runner decides each tool call before it asks the host to run
 // it; what the call reaches as it runs (an http_request redirect to another
