@@ -764,17 +764,18 @@ func syntaxMessage(data []byte, err error) string {
 	if !errors.As(err, &se) {
 		return "invalid JSON: " + strings.TrimPrefix(err.Error(), "json: ")
 	}
-	// Offset counts the offending byte.
+	// Offset counts the offending byte. With none (the text stops inside
+	// a value) point at its last character, not at a column 0 after a
+	// final newline.
 	before := data[:min(int(se.Offset), len(data))]
-	if int(se.Offset) >= len(data) && strings.Contains(se.Error(), "unexpected end") {
-		// No offending byte: the text stops inside a value. Point at its
-		// last character (not at a column 0 after a final newline).
+	truncated := int(se.Offset) >= len(data) && strings.Contains(se.Error(), "unexpected end")
+	if truncated {
 		before = bytes.TrimRight(before, " \t\r\n")
-		line := bytes.Count(before, []byte("\n")) + 1
-		col := len(before) - bytes.LastIndexByte(before, '\n') - 1
-		return fmt.Sprintf("invalid JSON: the text ends early, after line %d, column %d (truncated?): %s", line, col, se.Error())
 	}
 	line := bytes.Count(before, []byte("\n")) + 1
 	col := len(before) - bytes.LastIndexByte(before, '\n') - 1
+	if truncated {
+		return fmt.Sprintf("invalid JSON: the text ends early, after line %d, column %d (truncated?): %s", line, col, se.Error())
+	}
 	return fmt.Sprintf("invalid JSON at line %d, column %d: %s", line, col, se.Error())
 }

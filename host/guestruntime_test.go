@@ -157,9 +157,7 @@ func TestHostDeliversGuestWakeUps(t *testing.T) {
 // process (DESIGN §4 rule 2).
 func TestGuestWakeArmRefusedByStorage(t *testing.T) {
 	e := newEnv(t)
-	fault := faultvfs.New(e.clock.Now)
-	faultvfs.Register("host-wake-arm", fault)
-	t.Cleanup(func() { faultvfs.Unregister("host-wake-arm") })
+	fault := e.faultVFS(t, "host-wake-arm")
 	h := e.open(host.WithVFS(e.config(), "host-wake-arm"))
 	admit(t, e.tree(h, "t1"), "t1", "hold")
 	e.d.next(t)

@@ -17,6 +17,7 @@ import (
 	"github.com/revenantrt/revenant/core/fakehost"
 	"github.com/revenantrt/revenant/core/storage"
 	"github.com/revenantrt/revenant/host"
+	"github.com/revenantrt/revenant/internal/faultvfs"
 	"github.com/revenantrt/revenant/internal/treetest"
 	"github.com/revenantrt/revenant/sqlitedb"
 )
@@ -206,6 +207,16 @@ func idle(t *testing.T, inst *core.Instance) {
 	c, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	require.NoError(t, inst.WaitIdle(c))
+}
+
+// faultVFS registers, for the test's life, a fault-injecting SQLite VFS
+// named name on the env's clock (host.WithVFS opens databases through it).
+func (e *env) faultVFS(t *testing.T, name string) *faultvfs.Fault {
+	t.Helper()
+	fault := faultvfs.New(e.clock.Now)
+	faultvfs.Register(name, fault)
+	t.Cleanup(func() { faultvfs.Unregister(name) })
+	return fault
 }
 
 func (e *env) treePath(id string) string { return filepath.Join(e.dir, "trees", id+".db") }

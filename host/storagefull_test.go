@@ -25,10 +25,8 @@ func TestStartOnFullDiskServesReadOnly(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			e := newEnv(t)
-			fault := faultvfs.New(e.clock.Now)
 			vfs := "host-full-" + strings.ReplaceAll(t.Name(), "/", "-")
-			faultvfs.Register(vfs, fault)
-			t.Cleanup(func() { faultvfs.Unregister(vfs) })
+			fault := e.faultVFS(t, vfs)
 			config := func() host.Config {
 				cfg := e.config()
 				if guest {
@@ -67,10 +65,8 @@ func TestStartOnFullDiskServesReadOnly(t *testing.T) {
 // Open with a message that says so.
 func TestNewIndexOnFullDiskFailsClearly(t *testing.T) {
 	e := newEnv(t)
-	fault := faultvfs.New(e.clock.Now)
 	vfs := "host-full-new-index"
-	faultvfs.Register(vfs, fault)
-	t.Cleanup(func() { faultvfs.Unregister(vfs) })
+	fault := e.faultVFS(t, vfs)
 	fault.FailFor(time.Hour, faultvfs.Full)
 	_, err := host.Open(ctx, host.WithVFS(e.config(), vfs))
 	require.Error(t, err)
@@ -84,9 +80,7 @@ func TestNewIndexOnFullDiskFailsClearly(t *testing.T) {
 // (The guest's retry waits run on real timers: 100 ms, then 200 ms.)
 func TestGuestPromptWhoseWakeArmIsRefusedIsRetried(t *testing.T) {
 	e := newEnv(t)
-	fault := faultvfs.New(e.clock.Now)
-	faultvfs.Register("host-guest-arm", fault)
-	t.Cleanup(func() { faultvfs.Unregister("host-guest-arm") })
+	fault := e.faultVFS(t, "host-guest-arm")
 	h := e.open(host.WithVFS(e.guestConfig(), "host-guest-arm"))
 	base := apiServer(t, h, true)
 	id := create(t, base)
@@ -104,9 +98,7 @@ func TestGuestPromptWhoseWakeArmIsRefusedIsRetried(t *testing.T) {
 // once its turn ends and it sits idle, idle eviction closes it.
 func TestFailedWakeupDeliveryLeavesTreeClosable(t *testing.T) {
 	e := newEnv(t)
-	fault := faultvfs.New(e.clock.Now)
-	faultvfs.Register("host-wake-leak", fault)
-	t.Cleanup(func() { faultvfs.Unregister("host-wake-leak") })
+	fault := e.faultVFS(t, "host-wake-leak")
 	h := e.open(host.WithVFS(e.config(), "host-wake-leak"))
 	inst := e.tree(h, "t")
 	admit(t, inst, "t", "hold")
@@ -130,9 +122,7 @@ func TestFailedWakeupDeliveryLeavesTreeClosable(t *testing.T) {
 // shows it; refusing two (the test above) lets a retry re-arm anyway.
 func TestGuestPromptAdmittedOnlyWithItsWakeupStored(t *testing.T) {
 	e := newEnv(t)
-	fault := faultvfs.New(e.clock.Now)
-	faultvfs.Register("host-guest-arm1", fault)
-	t.Cleanup(func() { faultvfs.Unregister("host-guest-arm1") })
+	fault := e.faultVFS(t, "host-guest-arm1")
 	h := e.open(host.WithVFS(e.guestConfig(), "host-guest-arm1"))
 	base := apiServer(t, h, true)
 	id := create(t, base)

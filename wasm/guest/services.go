@@ -31,17 +31,10 @@ var _ core.Clock = (*clock)(nil)
 func (c *clock) Now() int64 { return hostClockNow() }
 
 func (c *clock) AfterFunc(d time.Duration, f func()) func() bool {
-	c.mu.Lock()
-	c.next++
-	id := c.next
-	c.timers[id] = f
-	c.mu.Unlock()
+	id := c.register(f)
 	hostTimerSet(id, hostClockNow()+max(d.Milliseconds(), 0))
 	return func() bool {
-		c.mu.Lock()
-		_, pending := c.timers[id]
-		delete(c.timers, id)
-		c.mu.Unlock()
+		pending := c.forget(id)
 		if pending {
 			hostTimerClear(id)
 		}
@@ -49,8 +42,9 @@ func (c *clock) AfterFunc(d time.Duration, f func()) func() bool {
 	}
 }
 
-// register gives f a timer id, which fire runs, without setting a host
-// timer: the host fires it on an event of its own (a drain part's answer).
+// register gives f a timer id, which fire runs. It sets no host timer:
+// AfterFunc sets one, and a drain part's answer fires the id on an event
+// of the host's own.
 func (c *clock) register(f func()) uint64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -59,3 +59,10 @@ const (
 	MaxBacklog      = maxBacklog
 	BacklogPatience = backlogPatience
 )
+
+// buffered is the stream's backlog in bytes.
+func (s *stream) buffered() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.backlog
+}

@@ -189,11 +189,20 @@ func (t *Tree) do(gen int, f func(g *runtime.Guest) error) error {
 	// Guest calls get a context of their own: a client that goes away must
 	// not cut a guest call short (that would kill the guest).
 	err = f(g)
-	if err != nil && g.Closed() {
-		t.log.Warn("guest failed; the next use boots a fresh one", "err", err)
-		t.resetLocked()
-	}
+	t.dropIfDeadLocked(g, err)
 	return err
+}
+
+// dropIfDeadLocked forgets g if the call that returned err left it closed
+// (it failed), so the next use boots a fresh guest, and reports whether it
+// did. Under t.mu.
+func (t *Tree) dropIfDeadLocked(g *runtime.Guest, err error) bool {
+	if err == nil || !g.Closed() {
+		return false
+	}
+	t.log.Warn("guest failed; the next use boots a fresh one", "err", err)
+	t.resetLocked()
+	return true
 }
 
 // Wake delivers the tree's wake-up.
@@ -217,9 +226,7 @@ func (t *Tree) Idle(ctx context.Context) (bool, error) {
 		return false, nil
 	}
 	idle, err := t.g.Idle(ctx)
-	if err != nil && t.g.Closed() {
-		t.log.Warn("guest failed; the next use boots a fresh one", "err", err)
-		t.resetLocked()
+	if t.dropIfDeadLocked(t.g, err) {
 		return true, nil // nothing runs in a dead guest
 	}
 	return idle, err
@@ -360,10 +367,7 @@ func (t *Tree) fire(gen int, id, timer uint64) {
 	if t.closed || gen != t.gen || g == nil || g.Closed() || t.reqs[id] == nil {
 		return
 	}
-	if err := g.Timer(context.Background(), timer); err != nil && g.Closed() {
-		t.log.Warn("guest failed; the next use boots a fresh one", "err", err)
-		t.resetLocked()
-	}
+	t.dropIfDeadLocked(g, g.Timer(context.Background(), timer))
 }
 
 // cancel tells the live guest that request id's client went away. Without
@@ -380,10 +384,7 @@ func (t *Tree) cancel(id uint64) {
 	if t.closed || g == nil || g.Closed() {
 		return
 	}
-	if err := g.CancelRequest(context.Background(), id); err != nil && g.Closed() {
-		t.log.Warn("guest failed; the next use boots a fresh one", "err", err)
-		t.resetLocked()
-	}
+	t.dropIfDeadLocked(g, g.CancelRequest(context.Background(), id))
 }
 
 // writeError answers an error the API's way (core/api's ErrorBody).

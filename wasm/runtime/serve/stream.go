@@ -40,7 +40,9 @@ const (
 	backlogPatience = 10 * time.Second
 )
 
-// realClock is the system clock, for the backlog rule.
+// realClock is the system clock, for the backlog rule: host.RealClock's
+// twin, since host sits above this package and core may not read real
+// time (its noclock test).
 type realClock struct{}
 
 func (realClock) Now() int64 { return time.Now().UnixMilli() }
@@ -204,13 +206,6 @@ func (s *stream) stopTimerLocked() {
 		s.stop()
 		s.stop = nil
 	}
-}
-
-// buffered is the stream's backlog in bytes (tests).
-func (s *stream) buffered() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.backlog
 }
 
 func (s *stream) abort() {
