@@ -19,6 +19,7 @@ import { DurableObject } from "cloudflare:workers";
 import "../build/wasm_exec.js"; // Go's, copied at build time (make do-build)
 import goModule from "../build/revenant.wasm";
 import { sqlExec, sqlQuery, sqlScript } from "./sql.mjs";
+import { readBody } from "./body.mjs";
 
 const TREE_KEY = "revenant:tree"; // the object's tree id in ctx.storage
 const TREE_HEADER = "x-revenant-tree"; // set by the front for the object
@@ -294,44 +295,13 @@ export class Tree extends DurableObject {
   }
 }
 
-// readBody reads a request's body into an ArrayBuffer of at most max + 1
-// bytes and cancels the rest unread: Go's handler reads no more (one byte
-// over is its 413), and neither the isolate nor Go's memory, which never
-// shrinks, holds a larger body.
-async function readBody(request, max) {
-  if (!request.body) return new ArrayBuffer(0);
-  const reader = request.body.getReader();
-  const chunks = [];
-  let n = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    const part = value.byteLength > max + 1 - n ? value.subarray(0, max + 1 - n) : value;
-    chunks.push(part);
-    n += part.byteLength;
-    if (n > max) {
-      // Not awaited: the answer need not wait for the client's side.
-      reader.cancel("revenant: the request body is over the limit").catch(() => {});
-      break;
-    }
-  }
-  if (chunks.length === 1 && chunks[0].byteLength === chunks[0].buffer.byteLength) return chunks[0].buffer;
-  const out = new Uint8Array(n);
-  let at = 0;
-  for (const c of chunks) {
-    out.set(c, at);
-    at += c.byteLength;
-  }
-  return out.buffer;
-}
-
 function json(status, body) {
   return new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json" } });
 }
 
 // goModule is the Worker's one Go program; worker/entry.mjs starts the
-// front's instance from it too, and reads a create's body with readBody.
-export { goModule, readBody, varText };
+// front's instance from it too.
+export { goModule, varText };
 
 // misconfigured answers every request to an object whose boot failed for
 // the Worker's configuration (the reason is in the log): a 500, as the

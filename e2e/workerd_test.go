@@ -67,14 +67,25 @@ func wranglerBin(root string) string {
 
 // buildObject does what `make do-build` does (wrangler.toml's [build]),
 // once, so restarts do not rebuild, into a tree of its own under dir: a
-// copy of the Worker's JS modules (worker/entry.mjs, worker/directory.mjs,
-// durableobject/shim.js) beside dir/build, where make puts the Worker's
+// copy of the Worker's JS modules (worker/*.mjs, durableobject/*.js and
+// *.mjs) beside dir/build, where make puts the Worker's
 // one wasm program (cmd/worker: the front and the Tree objects), built
 // with tags (the test routes' build: revenant_testroutes). The project's
 // build/ is left alone. It returns the entry module's path.
 func buildObject(t *testing.T, root, dir, tags string) string {
 	t.Helper()
-	for _, f := range []string{"worker/entry.mjs", "worker/directory.mjs", "durableobject/shim.js", "durableobject/sql.mjs"} {
+	var modules []string
+	for _, pattern := range []string{"worker/*.mjs", "durableobject/*.js", "durableobject/*.mjs"} {
+		found, err := filepath.Glob(filepath.Join(root, pattern))
+		require.NoError(t, err)
+		for _, f := range found {
+			rel, err := filepath.Rel(root, f)
+			require.NoError(t, err)
+			modules = append(modules, rel)
+		}
+	}
+	require.Contains(t, modules, filepath.Join("worker", "entry.mjs"))
+	for _, f := range modules {
 		b, err := os.ReadFile(filepath.Join(root, f))
 		require.NoError(t, err)
 		require.NoError(t, os.MkdirAll(filepath.Join(dir, filepath.Dir(f)), 0o755))

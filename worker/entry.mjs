@@ -13,7 +13,8 @@
 // this file does the I/O they decide on: the owner check (cached once
 // positive), the tree's object, the directory. The object's answer (an
 // event stream included) is returned as it is, unbuffered.
-import { Tree, goModule, readBody, varText } from "../durableobject/shim.js"; // evaluates Go's wasm_exec.js first
+import { Tree, goModule, varText } from "../durableobject/shim.js"; // evaluates Go's wasm_exec.js first
+import { capped, drop, readBody } from "../durableobject/body.mjs";
 import { Directory } from "./directory.mjs";
 
 export { Tree, Directory };
@@ -97,50 +98,9 @@ function withHeaders(res, pairs) {
 }
 
 // Request bodies are capped at the decision's maxBody (the API's max_body,
-// 1 MiB by default), and never read past one byte over it: the API's
-// handlers read the same way, and a body held whole in the isolate (and
-// again in Go's memory, which never shrinks) is what the cap exists to
-// prevent. A body that declares a larger Content-Length is refused
-// unread (decision.tooLarge).
-
-// drop gives up the rest of a body past the cap, unread, as readBody
-// (durableobject/shim.js) does. Under wrangler dev a client still sending
-// it may see the answer cut short or turned into wrangler's 503: workerd,
-// the client's server there, closes the connection with the upload
-// unread, which resets it. A deployed Worker sits behind Cloudflare's
-// edge.
-function drop(reader) {
-  reader.cancel("revenant: the request body is over the limit").catch(() => {});
-}
-
-// capped passes a body of undeclared length (chunked) on as a stream that
-// ends after max + 1 bytes, dropping the rest: the object's handler sees
-// one byte too many and answers the API's 413. A declared length (at most
-// max, or decide refused it) is the platform's to hold to.
-function capped(request, max) {
-  const body = request.body;
-  if (!body || request.headers.has("content-length")) return body;
-  const reader = body.getReader();
-  let n = 0;
-  let cut = false;
-  return new ReadableStream({
-    async pull(controller) {
-      const { done, value } = await reader.read();
-      if (done) return controller.close();
-      if (value.byteLength <= max - n) {
-        n += value.byteLength;
-        return controller.enqueue(value);
-      }
-      controller.enqueue(value.subarray(0, max + 1 - n));
-      controller.close();
-      cut = true;
-      drop(reader);
-    },
-    cancel() {
-      if (!cut) drop(reader); // the object stopped reading: the rest goes too
-    },
-  });
-}
+// 1 MiB by default) and never read past one byte over it
+// (durableobject/body.mjs). A body that declares a larger Content-Length
+// is refused unread (decision.tooLarge).
 
 // refuseTooLarge answers a body declared over the cap; the body is dropped.
 function refuseTooLarge(request, d) {
