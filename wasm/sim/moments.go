@@ -42,7 +42,7 @@ const wakeInterval = 10 * time.Second
 // bootMark is the tree as a boot began.
 type bootMark struct {
 	gseq   int64
-	failed int // writes failed by the full disk so far
+	faults int // the disk's faults so far (diskFaults)
 }
 
 // probeOf opens the tree's probe on first use.
@@ -273,18 +273,17 @@ func (t *tree) beforeBoot() bootMark {
 		}
 		m.gseq = n
 	}
-	if t.fault != nil {
-		m.failed = t.fault.Failed()
-	}
+	m.faults = t.diskFaults()
 	return m
 }
 
 // afterBoot: a boot that returned has swept every claim before serving
 // (DESIGN §6.5: resumed, started or ended each one not sleeping on a
-// retry) and re-armed the wake-up (§4 rule 3). A sweep that met the full
-// disk stops and leaves the rest to the next wake-up, as designed, so its
-// boot is not judged. It measures the resume latency of the claims it
-// took up.
+// retry) and re-armed the wake-up (§4 rule 3). A sweep that met a disk
+// fault (a write the full disk failed, or a commit reported failed though
+// it was stored) stops and leaves the rest to the next wake-up, as
+// designed, so its boot is not judged. It measures the resume latency of
+// the claims it took up.
 func (t *tree) afterBoot(g *guest, m bootMark) {
 	t.checkWakeArmed(g, "after a boot")
 	t.checkWakeDue(g)
@@ -298,9 +297,9 @@ func (t *tree) afterBoot(g *guest, m bootMark) {
 		t.probeFailed("unswept", err)
 		return
 	}
-	if t.fault != nil && t.fault.Failed() > m.failed {
+	if t.diskFaults() > m.faults {
 		if len(unswept) > 0 {
-			t.notef("boot left claims to the next wake-up: its sweep met the full disk", "boot %d: %s", g.boot, unswept[0].Detail)
+			t.notef("boot left claims to the next wake-up: its sweep met a disk fault", "boot %d: %s", g.boot, unswept[0].Detail)
 		}
 		unswept = nil
 	}
