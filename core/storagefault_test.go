@@ -419,3 +419,43 @@ func assertContiguous(t *testing.T, evs []event.Event) {
 		ids[ev.ID] = true
 	}
 }
+
+// A sweep that meets storage refusing its writes stops at the first claim
+// it cannot write: every other claim would meet the same refusal, each
+// after waiting out a write schedule of its own (30 s, with a boot waiting
+// on them all), and the wake-up's re-arm brings the next try. Once storage
+// is back, that wake-up resumes them all.
+func TestSweepStopsAtStorageThatTakesNoWrites(t *testing.T) {
+	tr, f, d, n := faultTree(t, 8)
+	sids := []string{n.NewSession("a"), n.NewSession("b"), n.NewSession("c")}
+	for _, sid := range sids {
+		n.Admit(sid, "hold")
+		<-d.Started
+	}
+	n.Crash()
+
+	host, _, kdb := tr.Host()
+	inst, err := core.Open(ctx, host, tr.Cfg, d) // not swept yet
+	require.NoError(t, err)
+	t.Cleanup(func() { kdb.Kill(); inst.Abandon() })
+	f.FailFor(time.Hour, faultvfs.Full)
+	start := tr.Clock.Now()
+	var sweepErr error
+	tr.Drive(func() { _, sweepErr = recovery.Sweep(ctx, inst) })
+	require.ErrorIs(t, sweepErr, core.ErrStorageUnavailable)
+	assert.Equal(t, 1, strings.Count(sweepErr.Error(), "recover session"), "the sweep stopped at the first claim: %v", sweepErr)
+	assert.Equal(t, retry.WriteWindow.Milliseconds(), tr.Clock.Now()-start, "one write schedule waited out, not one per claim")
+	for _, sid := range sids {
+		assert.True(t, tr.Claim(sid).Exists)
+	}
+
+	f.Heal()
+	d.Release()
+	rep, err := recovery.Wake(ctx, inst)
+	require.NoError(t, err)
+	assert.Equal(t, 3, rep.Count(core.Resume))
+	require.NoError(t, inst.WaitIdle(ctx))
+	for _, sid := range sids {
+		assert.False(t, tr.Claim(sid).Exists, "session %s's turn ended", sid)
+	}
+}

@@ -907,11 +907,13 @@ func TestPermissionFinalAsk(t *testing.T) {
 // the runner would decide them now, not by the saved rules alone: an allow
 // saved before the operator made a rule final does not let another reply
 // approve a request that rule asks about, whether the request names its
-// final resource or was stored before requests did. A sibling the new rule
-// covers, and no final rule asks about, is still approved.
+// final resource or was stored before requests did. A request that names
+// a final resource stays pending even once the operator lifted the rule:
+// another's reply never approves it, whatever the rules say now. A sibling
+// the new rule covers, and no final rule asks about, is still approved.
 func TestPermissionAlwaysKeepsFinalSiblingsPending(t *testing.T) {
-	for _, stripFinal := range []bool{false, true} {
-		t.Run(fmt.Sprint("request without final field: ", stripFinal), func(t *testing.T) {
+	for _, variant := range []string{"as asked", "request without final field", "final rule lifted since"} {
+		t.Run(variant, func(t *testing.T) {
 			c := newPermRun(t, false)
 			n := c.boot(t)
 			n.NewSession(c.sid)
@@ -937,12 +939,20 @@ func TestPermissionAlwaysKeepsFinalSiblingsPending(t *testing.T) {
 			var req core.PermissionRequest
 			require.NoError(t, json.Unmarshal(asked[2].Request, &req))
 			require.Equal(t, []string{"target:production"}, req.Final)
-			if stripFinal {
+			switch variant {
+			case "request without final field":
 				// As a request stored before requests named their final resources.
 				require.NoError(t, n.Kill.Tx(ctx, func(tx storage.Tx) error {
 					_, err := tx.Exec(`UPDATE blockers SET request = json_remove(request, '$.final') WHERE id = ?`, asked[2].ID)
 					return err
 				}))
+			case "final rule lifted since":
+				// The saved allow now covers production too; the request
+				// still names it final.
+				n.Crash()
+				c.cfg = runner.NewConfig()
+				n = c.boot(t)
+				require.Len(t, permissions(t, n, c.sid), 3)
 			}
 
 			_, err = n.Inst.Reply(ctx, c.sid, asked[0].ID, permReply("r2", core.ReplyAlways, ""))

@@ -1,0 +1,59 @@
+package core
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/revenantrt/revenant/core/event"
+)
+
+// The question adapter judges a reply itself, whatever checked it before:
+// a Go program embedding core calls Reply with no HTTP decoding in front.
+// Each answer list fits its question (choices offered, one unless
+// multiple, no repeats, no blanks, bounded), and a reply is answers or a
+// cancel, never both.
+func TestQuestionRepliesAreJudged(t *testing.T) {
+	request := json.RawMessage(`{"questions":[
+		{"question":"Which colours?","choices":["red","green","blue"],"multiple":true},
+		{"question":"Which size?","choices":["S","M"]},
+		{"question":"Anything else?"}]}`)
+	valid := [][]string{{"red", "green"}, {"M"}, {"no"}}
+	with := func(i int, a []string) [][]string {
+		out := append([][]string(nil), valid...)
+		out[i] = a
+		return out
+	}
+	refused := map[string]Reply{
+		"answers and cancel":              {Answers: valid, Cancel: true},
+		"one list short":                  {Answers: valid[:2]},
+		"an empty list":                   {Answers: with(1, nil)},
+		"a choice not offered":            {Answers: with(0, []string{"red", "pink"})},
+		"two answers to a single choice":  {Answers: with(1, []string{"S", "M"})},
+		"a choice repeated":               {Answers: with(0, []string{"red", "red"})},
+		"a choice repeated among others":  {Answers: with(0, []string{"red", "green", "red"})},
+		"a blank free-text answer":        {Answers: with(2, []string{"  "})},
+		"two free-text answers":           {Answers: with(2, []string{"a", "b"})},
+		"a free-text answer over the cap": {Answers: with(2, []string{strings.Repeat("x", MaxAnswerLen+1)})},
+		"a message over the cap":          {Answers: valid, Message: strings.Repeat("m", MaxReplyMessage+1)},
+	}
+	for name, r := range refused {
+		t.Run(name, func(t *testing.T) {
+			_, err := questionV1{}.Judge(request, r)
+			assert.ErrorIs(t, err, ErrInvalid)
+		})
+	}
+
+	v, err := questionV1{}.Judge(request, Reply{Answers: valid})
+	require.NoError(t, err)
+	assert.Equal(t, BlockerAnswered, v.State)
+	v, err = questionV1{}.Judge(request, Reply{Answers: with(0, []string{"blue", "red", "green"})})
+	require.NoError(t, err, "every choice once, in any order")
+	assert.Equal(t, BlockerAnswered, v.State)
+	v, err = questionV1{}.Judge(request, Reply{Cancel: true})
+	require.NoError(t, err)
+	assert.Equal(t, Verdict{State: BlockerCancelled, Event: event.QuestionCancelled, EndTurn: true}, v)
+}
