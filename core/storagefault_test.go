@@ -291,11 +291,15 @@ func TestPermanentQuotaMakesTheTreeReadOnly(t *testing.T) {
 	assert.ErrorIs(t, admitErr, core.ErrReadOnly)
 	assert.ErrorIs(t, admitErr, storage.CodeFull)
 	assert.Empty(t, refused, "a read-only tree tries once and does not wait")
-	_, err = n.Inst.Interrupt(ctx, sid, event.ReasonUser)
+	// Driven, so that a read-only tree that waited would fail here rather
+	// than hang on the fake clock.
+	refused = tr.Drive(func() { _, err = n.Inst.Interrupt(ctx, sid, event.ReasonUser) })
 	assert.ErrorIs(t, err, core.ErrReadOnly)
+	assert.Empty(t, refused)
 
-	_, err = recovery.Wake(ctx, n.Inst)
+	refused = tr.Drive(func() { _, err = recovery.Wake(ctx, n.Inst) })
 	assert.ErrorIs(t, err, core.ErrReadOnly, "the sweep cannot write either")
+	assert.Empty(t, refused)
 	assert.True(t, tr.Claim(sid).Exists)
 	assert.NotZero(t, tr.Wake.At(), "the wake-up stays armed while the claim does")
 
