@@ -991,11 +991,20 @@ func (g *guest) ClearTimer(id uint64) {
 	}
 }
 
-// ArmWake implements runtime.Services. Only the serving guest owns the
-// tree's wake-up; a zombie's arming goes nowhere.
+// ArmWake implements runtime.Services. The serving guest owns the tree's
+// wake-up, and a zombie's arming goes nowhere once a newer boot owns the
+// tree's epoch, as its writes and egress do (fenced). Until then (its
+// successor booted read-only and has written nothing yet) the zombie is
+// still the tree's writer, whose claims are real, and so is its arming,
+// as a Durable Object's alarm is storage that any instance whose writes
+// are accepted sets. The wake-up is delivered to the serving guest, whose
+// sweep takes the epoch over.
 func (g *guest) ArmWake(at int64) error {
 	t := g.t
-	if g.zombie || g.dead {
+	if g.dead {
+		return nil
+	}
+	if owner := t.owners[t.readEpoch(g.conn)]; g.zombie && owner > g.boot {
 		return nil
 	}
 	if g.phase == runtime.PhaseSweep {
