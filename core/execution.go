@@ -296,6 +296,19 @@ func (t *txw) beginExecution(sessionID, cause string) (*plan, error) {
 	if turnStart {
 		p.cause = event.CausePrompt
 	}
+	// A child's task turn goes on only while its job is live. A reply (or a
+	// resolution) hands the child its claim in one transaction and starts
+	// it in another; a parent's interrupt can commit in between (a storage
+	// wait lets go of the claim lock) and end the job, leaving the child's
+	// turn to interruptChildren, which finds nothing running yet. Ended
+	// here, as the sweep would end it, the turn never asks the model again
+	// for nobody, and the claim goes on to a prompt of the child's own.
+	if reason, ended, err := t.endedJobReason(sessionID, p.promptID); err != nil || ended {
+		if err != nil {
+			return nil, err
+		}
+		return t.endTaskTurn(sessionID, interruption("", p.promptID, reason, event.CutInterrupted, nil), reason, true)
+	}
 	p.id = t.id()
 	if _, err := t.append(sessionID, event.ExecutionStarted, event.Started{ExecutionID: p.id, PromptID: p.promptID, Cause: p.cause, TurnStart: turnStart}); err != nil {
 		return nil, err

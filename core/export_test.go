@@ -1,5 +1,7 @@
 package core
 
+import "context"
+
 // SetFinishingHook makes f run in every execution's finish after it read
 // how the execution ended and before it takes the claim lock; the
 // returned func removes it. Set it before the instance runs anything.
@@ -11,3 +13,11 @@ func SetFinishingHook(f func(*Execution)) (remove func()) {
 // Cancelled is closed once x's context is cancelled (an interrupt, a
 // shutdown).
 func (x *Execution) Cancelled() <-chan struct{} { return x.ctx.Done() }
+
+// StartForTest starts the session's claimed turn as a reply's caller does
+// once its transaction took the claim (startLocked, under the claim lock).
+func (inst *Instance) StartForTest(ctx context.Context, sessionID, cause string) {
+	inst.claimMu.Lock()
+	defer inst.claimMu.Unlock()
+	inst.startLocked(ctx, sessionID, cause)
+}
