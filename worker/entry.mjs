@@ -80,7 +80,7 @@ function frontLogic(env) {
 }
 
 function json(status, body) {
-  return Response.json(body, { status });
+  return Response.json(body, { status, headers: { "x-content-type-options": "nosniff" } });
 }
 
 function answer(d) {

@@ -190,8 +190,12 @@ func writeError(log *logs.Logger, w httpmsg.ResponseWriter, err error) {
 	WriteError(w, err)
 }
 
+// writeJSON writes every JSON answer, errors included. nosniff keeps a
+// browser from reading one as anything but JSON, whatever text of the
+// request it quotes.
 func writeJSON(w httpmsg.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(status)
 	// What json.NewEncoder(w).Encode(v) writes (nothing if v does not
 	// marshal), without the Encoder: its indenting cost the guest 2 KB gzip.

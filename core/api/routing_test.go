@@ -170,3 +170,17 @@ func TestRoutingErrorsClipTheRequestValues(t *testing.T) {
 		assert.Equal(t, tc.want, e.Error.Message)
 	}
 }
+
+// Every JSON answer, an error quoting the request's path included, tells
+// a browser not to read it as anything but JSON.
+func TestJSONAnswersAreNosniff(t *testing.T) {
+	trees := newMemTrees(t, treetest.NewDriver(4))
+	d, err := api.NewDirectory(api.DirectoryDeps{Index: indexOnly{trees}, Auth: api.Anonymous{}, IDs: &fakehost.IDs{Prefix: "d"}}, api.NewConfig())
+	require.NoError(t, err)
+	for _, target := range []string{"/healthz", "/v1/sessions", "/<script>alert(1)</script>"} {
+		w := httptest.NewRecorder()
+		asHTTP(d).ServeHTTP(w, httptest.NewRequest("GET", target, nil))
+		assert.Equal(t, "application/json", w.Header().Get("Content-Type"), target)
+		assert.Equal(t, "nosniff", w.Header().Get("X-Content-Type-Options"), target)
+	}
+}
