@@ -110,6 +110,13 @@ func (inst *Instance) interrupt(ctx context.Context, sessionID, reason string, r
 	default:
 		return false, invalid("interrupt: reason %q", reason)
 	}
+	// stopped: an execution this interrupt cancelled ended with its turn
+	// interrupted. That alone does not answer the interrupt: the turn may
+	// have been interrupted before (an earlier interrupt, its execution
+	// still finishing here) and the execution's end may have started the
+	// next turn, admitted before this interrupt. So the loop looks again
+	// until nothing admitted before it runs or waits.
+	var stopped bool
 	for {
 		inst.claimMu.Lock()
 		x := inst.runningExecution(sessionID)
@@ -119,17 +126,17 @@ func (inst *Instance) interrupt(ctx context.Context, sessionID, reason string, r
 			if errors.Is(err, errRunningChanged) {
 				continue // an execution started here while storage was waited for
 			}
-			return did, err
+			return did || stopped, err
 		}
 		if taskOnly && x.promptID != taskPrompt {
 			// The task turn ended meanwhile (maybe starting the child's own
 			// queued prompt, which x now runs): nothing of the task is left.
 			inst.claimMu.Unlock()
-			return false, nil
+			return stopped, nil
 		}
 		if err := inst.admittedMeanwhile(ctx, sessionID, rp); err != nil {
 			inst.claimMu.Unlock()
-			return false, err
+			return stopped, err
 		}
 		x.cancel(cause)
 		inst.claimMu.Unlock()
@@ -141,10 +148,8 @@ func (inst *Instance) interrupt(ctx context.Context, sessionID, reason string, r
 			stop()
 			// The execution recorded the interrupt, or ended another way just
 			// before it saw the cancel (and maybe started the next turn): look
-			// again until the interrupt is committed or nothing is left.
-			if inst.interruptRecorded(ctx, x.promptID) {
-				return true, nil
-			}
+			// again until nothing is left.
+			stopped = stopped || inst.interruptRecorded(ctx, x.promptID)
 		case <-graceUp:
 			inst.claimMu.Lock()
 			if inst.runningExecution(sessionID) == x {
@@ -153,9 +158,7 @@ func (inst *Instance) interrupt(ctx context.Context, sessionID, reason string, r
 					inst.claimMu.Unlock()
 					// x ended (and maybe handed over) during a wait for
 					// storage, perhaps recording the interrupt itself.
-					if inst.interruptRecorded(ctx, x.promptID) {
-						return true, nil
-					}
+					stopped = stopped || inst.interruptRecorded(ctx, x.promptID)
 					continue
 				}
 				if err == nil {
@@ -164,14 +167,12 @@ func (inst *Instance) interrupt(ctx context.Context, sessionID, reason string, r
 					inst.unregister(x)
 				}
 				inst.claimMu.Unlock()
-				return did, err
+				return did || stopped, err
 			}
 			inst.claimMu.Unlock()
 			// x ended while the grace timer fired: it may have recorded the
-			// interrupt itself.
-			if inst.interruptRecorded(ctx, x.promptID) {
-				return true, nil
-			}
+			// interrupt itself, and may have started the next turn.
+			stopped = stopped || inst.interruptRecorded(ctx, x.promptID)
 		case <-ctx.Done():
 			stop()
 			return false, fmt.Errorf("interrupt: %w", ctx.Err())
