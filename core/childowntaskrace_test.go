@@ -64,3 +64,41 @@ func TestParentInterruptSparesChildsOwnNextTurn(t *testing.T) {
 	n.Idle()
 	assert.Equal(t, "interrupted", tr.PromptState(own))
 }
+
+// A parent's interrupt whose child's task turn ignores the cancel (a tool
+// body that does) ends that turn directly once the grace period is up; the
+// prompt a client sent the child, queued behind it, then holds the claim
+// and starts at once, not at the next wake-up.
+func TestParentInterruptPastGraceStartsChildsOwnPrompt(t *testing.T) {
+	tr := treetest.New(t)
+	d := treetest.NewDriver(16)
+	n := tr.Boot(d)
+	root := n.NewSession("root")
+	n.Admit(root, "hold")
+	rx := <-d.Started
+	child, err := rx.StartChild(ctx, core.ChildSpec{CallID: "call-1", Prompt: "stubborn task", MaxDepth: 3})
+	require.NoError(t, err)
+	cx := <-d.Started // the child's task turn, deaf to cancels
+	own := n.Admit(child.ID, "hold mine")
+
+	done := make(chan error, 1)
+	go func() {
+		_, err := n.Inst.Interrupt(ctx, root, event.ReasonUser)
+		done <- err
+	}()
+	<-cx.Cancelled()       // the parent's turn ended; its interrupt stops the child's task turn
+	tr.Clock.BlockUntil(1) // that interrupt's grace timer
+	tr.Clock.Advance(core.DefaultInterruptGrace)
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(30 * time.Second): // only to fail instead of hanging
+		t.Fatal("the parent's interrupt never returned")
+	}
+	assert.Equal(t, "interrupted", tr.PromptState(child.PromptID), "the task turn ended past the grace")
+	assert.Equal(t, "running", tr.PromptState(own), "the child's own prompt started with the interrupt, not at a wake-up")
+	assert.True(t, n.Inst.RunningHere(child.ID))
+	d.Release()
+	n.Idle()
+	assert.Equal(t, "succeeded", tr.PromptState(own))
+}
