@@ -74,3 +74,42 @@ func TestNoToolBodyRunsAfterInterruptCommits(t *testing.T) {
 	evs := tr.Events(sid)
 	assert.Equal(t, event.ExecutionInterrupted, evs[len(evs)-1].Type, "nothing after the interrupt")
 }
+
+// Stricter than the test above: once the execution is cancelled, no tool
+// body starts at all, even one whose executing record has committed. The
+// interrupt here cancels the execution right after that commit, before
+// the body would start; a body that ignored its context would otherwise
+// act after the user's interrupt.
+func TestNoToolBodyStartsOnceCancelled(t *testing.T) {
+	tr := treetest.New(t)
+	var started atomic.Int32
+	act := tool.Func{DefaultPermission: "allow", Name: "act", Run: func(ctx context.Context, c tool.Call) (string, error) {
+		started.Add(1)
+		return "acted", nil // deaf to its context, as a careless body is
+	}}
+	var once sync.Once
+	var n *treetest.Node
+	answered := make(chan struct{})
+	tr.Cfg = tr.Cfg.WithCommitHook(func(_ storage.Tx, ev event.Event) error {
+		if ev.Type == event.ToolExecuting {
+			once.Do(func() {
+				pending := tr.Clock.Pending()
+				go func() {
+					_, err := n.Inst.Interrupt(context.Background(), "s", event.ReasonUser)
+					assert.NoError(t, err)
+					close(answered)
+				}()
+				tr.Clock.BlockUntil(pending + 1) // the interrupt cancelled the execution and set its grace timer
+			})
+		}
+		return nil
+	})
+	m := &scriptModel{steps: func(int) scriptStep { return scriptStep{chunks: toolCall("act", `{}`)} }}
+	n = tr.Boot(newRunner(t, m, runner.NewConfig(), act))
+	sid := n.NewSession("s")
+	pid := n.Admit(sid, "act now")
+	<-answered
+	n.Idle()
+	assert.Zero(t, started.Load(), "a tool body started after its execution was cancelled")
+	require.Equal(t, "interrupted", tr.PromptState(pid))
+}

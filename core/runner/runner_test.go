@@ -352,6 +352,37 @@ func TestMintedCallIDsKeepCallsApart(t *testing.T) {
 	assert.Equal(t, msgs[1].ToolCalls[1].ID, msgs[3].ToolCallID)
 }
 
+// Every call of a step has its own idempotency key (the call's index in
+// the step is part of it): two calls of one tool in one answer are two
+// effects, never one that a receiver deduplicating by key would keep.
+func TestCallsOfOneStepHaveTheirOwnKeys(t *testing.T) {
+	tr := treetest.New(t)
+	l := newLedger()
+	m := &scriptModel{steps: func(k int) scriptStep {
+		if k == 1 {
+			return scriptStep{chunks: []model.Chunk{
+				{ToolCall: &model.ToolCallDelta{Index: 0, ID: "c0", Name: "a", Arguments: `{"n":1}`}},
+				{ToolCall: &model.ToolCallDelta{Index: 1, ID: "c1", Name: "a", Arguments: `{"n":2}`}},
+				{Finish: model.FinishToolCalls},
+			}}
+		}
+		return scriptStep{chunks: text("ok")}
+	}}
+	n := tr.Boot(newRunner(t, m, runner.NewConfig(), l.tool("a", true)))
+	sid := n.NewSession("s")
+	n.Admit(sid, "two calls of one tool")
+	n.Idle()
+	assert.Equal(t, 2, l.count("a"))
+	assert.Len(t, l.effects, 2, "two calls, two keys, two effects")
+	keys := map[string]bool{}
+	for _, e := range treetest.OfType(tr.Events(sid), event.ToolExecuting) {
+		var x event.Executing
+		require.NoError(t, e.Decode(&x))
+		keys[x.IdempotencyKey] = true
+	}
+	assert.Len(t, keys, 2, "each call recorded with its own key")
+}
+
 // Tool limits: output is capped with a marker, and a body that ignores
 // cancellation past its wall limit is abandoned and settled as timed out.
 func TestToolLimits(t *testing.T) {
