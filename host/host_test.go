@@ -792,3 +792,34 @@ func TestListPagesKeepToThePrincipal(t *testing.T) {
 	assert.Equal(t, []string{"a3", "a2", "a1"}, listAllByOnes(t, h, "alice"))
 	assert.Equal(t, []string{"b2", "b1"}, listAllByOnes(t, h, "bob"))
 }
+
+// A wake-up timer that fires while a delivery of the tree runs is not lost:
+// it is delivered right after that delivery ends, with no more time
+// passing (a claim committed during a sweep is served at its time, not one
+// wake interval later).
+func TestTimerFiringDuringADeliveryIsDeliveredNext(t *testing.T) {
+	e := newEnv(t)
+	inWake, resume := make(chan struct{}), make(chan struct{})
+	var wakes atomic.Int32
+	cfg := host.WithWakingHook(e.config(), func(string) {
+		if wakes.Add(1) == 1 {
+			close(inWake)
+			<-resume
+		}
+	})
+	h := e.open(cfg)
+	inst := e.tree(h, "t")
+	admit(t, inst, "t", "hold")
+	e.d.next(t)
+	e.clock.Advance(10 * time.Second) // the wake-up: its delivery sweeps the running tree
+	<-inWake
+	admit(t, inst, "t", "second") // arms a wake-up, one interval ahead
+	e.clock.Advance(10 * time.Second)
+	// That timer has fired, inside the first delivery: no timer is left for it.
+	close(resume)
+	require.NoError(t, e.nextDelivery().err)
+	require.NoError(t, e.nextDelivery().err, "the timer that fired during the first delivery is delivered next")
+	assert.Equal(t, int32(2), wakes.Load())
+	e.d.Release()
+	idle(t, inst)
+}
