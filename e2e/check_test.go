@@ -73,7 +73,8 @@ func checkLog(t *testing.T, log []ev, accepted []string) summary {
 //     cancellation, never both, never two terminals;
 //   - nothing of a prompt's turn happens after its end: no event naming the
 //     prompt, its executions, its steps or their tool calls (so no
-//     execution.started and no execution.resumed after an interrupt);
+//     execution.started and no execution.resumed after an interrupt), but
+//     a sub-agent's job.ended, which its child's end records;
 //   - a cancelled prompt never started; every other prompt started its turn
 //     exactly once, in admission order, and turns never overlap;
 //   - a resumed execution is counted (execution.resumed) before it starts,
@@ -100,6 +101,12 @@ func audit(log []ev, accepted []string) (summary, []string) {
 	execPrompt := map[string]string{} // execution id → prompt id
 	owner := func(e ev) string {
 		switch {
+		case e.Type == typeJobEnded:
+			// The child's end records it, in the child's transaction: after
+			// an interrupt of the parent it follows the parent's end, since
+			// the running child is stopped once that end committed
+			// (docs/api.md, Sub-agents). It is the child's act, not the turn's.
+			return ""
 		case e.P.PromptID != "":
 			return e.P.PromptID
 		case e.P.StepID != "":
