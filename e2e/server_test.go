@@ -75,6 +75,17 @@ func (b *logBuffer) seen(text string) (bool, <-chan struct{}) {
 	return false, b.changed
 }
 
+// count is how many times the log holds text, with a channel closed at
+// the next line.
+func (b *logBuffer) count(text string) (int, <-chan struct{}) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.changed == nil {
+		b.changed = make(chan struct{})
+	}
+	return strings.Count(b.buf.String(), text), b.changed
+}
+
 // tail is the last n lines.
 func (b *logBuffer) tail(n int) string {
 	lines := strings.SplitAfter(b.String(), "\n")

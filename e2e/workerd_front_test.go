@@ -422,6 +422,37 @@ func TestWorkerdMisconfiguredObject(t *testing.T) {
 	w.waitLog(t, "the Worker secret TICKETS_SECRET is not set (wrangler secret put TICKETS_SECRET; for make dev, a line TICKETS_SECRET=… in .dev.vars)", waitTimeout)
 }
 
+// TestWorkerdMisconfigurationKeepsTheAlarm: a turn cut by a kill whose
+// object then wakes under a misconfigured deploy is not lost. The alarm's
+// object cannot boot, so the alarm fails (the object aborts) and workerd
+// retries it on fresh objects instead of counting it delivered; once the
+// configuration is mended, the next start's alarm finishes the turn with
+// no client request.
+func TestWorkerdMisconfigurationKeepsTheAlarm(t *testing.T) {
+	const reason = "the Worker secret TICKETS_SECRET is not set"
+	w := startWorkerd(t)
+	s := w.client(t)
+	sid := s.create()
+	st := s.follow(sid, 0)
+	a := s.prompt(sid, "/sleep 2s\nI outlast a bad deploy.")
+	st.until("the sleeping step", forPrompt(typeStepStarted, a))
+	st.close()
+
+	good := w.vars
+	w.vars = append(append([]string(nil), good...), "REVENANT_TOOLS:"+readmeTools)
+	w.restart(t) // killed mid-turn; deployed without the secret its tools need
+	// No request: the alarm alone constructs the object, and again for
+	// each retry of the alarm it could not handle.
+	w.waitLogTimes(t, reason, 2, time.Minute)
+
+	w.vars = good
+	w.restart(t)
+	w.resumedByAlarm(t, sid)
+	sum := s.settle(sid, a)
+	ta := sum.requireEnd(t, a, typeSucceeded, "")
+	require.Len(t, ta.resumes, 1, "resumed once, by the alarm of the mended deploy:%s", describe(sum.log))
+}
+
 // TestWorkerdListPagesThroughTies: the Directory pages by (created_at
 // DESC, root_id), so trees recorded with one created_at (a burst of
 // creates within a millisecond) each appear once across pages of one,

@@ -250,6 +250,26 @@ func (w *workerd) waitLog(t *testing.T, text string, limit time.Duration) {
 	}
 }
 
+// waitLogTimes is waitLog for text seen n times in this run's output.
+func (w *workerd) waitLogTimes(t *testing.T, text string, n int, limit time.Duration) {
+	t.Helper()
+	deadline := time.NewTimer(limit)
+	defer deadline.Stop()
+	for {
+		seen, changed := w.logs.count(text)
+		if seen >= n {
+			return
+		}
+		select {
+		case <-changed:
+		case <-w.done:
+			t.Fatalf("wrangler exited after %d of %d %q:\n%s", seen, n, text, w.logs)
+		case <-deadline.C:
+			t.Fatalf("%q seen %d times, not %d, within %v:\n%s", text, seen, n, limit, w.logs)
+		}
+	}
+}
+
 // kill SIGKILLs the whole process group (wrangler, its cli, esbuild and
 // both workerd processes) and waits until none of it is left. Only the
 // group this test started.
