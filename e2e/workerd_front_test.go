@@ -466,25 +466,34 @@ func TestWorkerdListPagesThroughTies(t *testing.T) {
 	created := []string{alice.create(), alice.create(), alice.create()}
 	slices.Sort(created)
 
+	type page struct {
+		Sessions []struct {
+			ID        string `json:"id"`
+			CreatedAt int64  `json:"created_at"`
+		} `json:"sessions"`
+		NextCursor string `json:"next_cursor"`
+	}
 	var seen []string
-	cursor := ""
+	cursor, pages := "", 0
 	for range len(created) + 1 {
-		var page struct {
-			Sessions []struct {
-				ID        string `json:"id"`
-				CreatedAt int64  `json:"created_at"`
-			} `json:"sessions"`
-			NextCursor string `json:"next_cursor"`
-		}
-		alice.do("GET", "/v1/sessions?limit=1"+cursor, nil, http.StatusOK, &page)
-		for _, s := range page.Sessions {
+		var p page
+		alice.do("GET", "/v1/sessions?limit=1"+cursor, nil, http.StatusOK, &p)
+		pages++
+		for _, s := range p.Sessions {
 			assert.Equal(t, int64(tie), s.CreatedAt, s.ID)
 			seen = append(seen, s.ID)
 		}
-		if page.NextCursor == "" {
+		if p.NextCursor == "" {
 			break
 		}
-		cursor = "&cursor=" + page.NextCursor
+		cursor = "&cursor=" + p.NextCursor
 	}
 	assert.Equal(t, created, seen, "every tree of the tie once, by root id")
+	assert.Equal(t, len(created), pages, "the page holding the last tree has no cursor (docs/api.md: next_cursor is empty on the last page)")
+
+	// A last page exactly full has no cursor either.
+	var all page
+	alice.do("GET", "/v1/sessions?limit=3", nil, http.StatusOK, &all)
+	assert.Len(t, all.Sessions, 3)
+	assert.Empty(t, all.NextCursor, "three trees, a page of three: nothing after it")
 }
