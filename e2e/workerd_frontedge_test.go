@@ -3,6 +3,7 @@ package e2e
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -173,7 +174,12 @@ func frontBodyLimits(t *testing.T, s *server, token string) {
 // (extra headers as NAME, value pairs); the caller closes the answer.
 func withOrigin(t *testing.T, s *server, method, path, origin string, header ...string) *http.Response {
 	t.Helper()
-	req, err := http.NewRequest(method, s.url+path, nil)
+	// A deadline, so an answer the front buffered instead of passing
+	// through (an event stream never ends) fails here instead of hanging
+	// the run until go test's timeout.
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	t.Cleanup(cancel)
+	req, err := http.NewRequestWithContext(ctx, method, s.url+path, nil)
 	require.NoError(t, err)
 	req.Header.Set("Origin", origin)
 	for i := 0; i+1 < len(header); i += 2 {
