@@ -377,13 +377,17 @@ func (inst *Instance) afterChildTurn(ctx context.Context, childID string) {
 }
 
 // interruptChildren, after its parent's interrupt committed, stops the
-// task turns of the session's children that still hold a claim for them
+// task turns of the session's descendants that still hold a claim for them
 // (their foreground jobs ended with the parent's turn), and starts the turn
-// of a child whose parked task turn that commit ended and that holds a
-// claim for a prompt a client sent it (endTaskTurn). A kill before this
-// leaves both to the sweep: it ends the task turns (orphanTurn) and starts
-// the rest. A child running a turn of its own is left alone: that turn is
-// no parent's.
+// of a descendant whose parked task turn that commit ended and that holds a
+// claim for a prompt a client sent it (endTaskTurn). Descendants, not only
+// children: a parked child's task turn ends inside the parent's commit
+// (endForegroundJobs), and with it the job of a grandchild still at work,
+// whose turn must stop too; the walk goes down through ended jobs only, so
+// a descendant whose own parent still waits for it is left to that parent.
+// A kill before this leaves all of it to the sweep: it ends the task turns
+// (orphanTurn) and starts the rest. A descendant running a turn of its own
+// is left alone: that turn is no parent's.
 func (inst *Instance) interruptChildren(ctx context.Context, parentID string) {
 	type child struct {
 		id   string
@@ -392,10 +396,14 @@ func (inst *Instance) interruptChildren(ctx context.Context, parentID string) {
 	var children []child
 	err := inst.host.DB.Tx(ctx, func(tx storage.Tx) error {
 		children = children[:0]
-		rows, err := tx.Query(`SELECT j.child_id, COALESCE((SELECT p.id FROM prompts p
-				WHERE p.session_id = j.child_id AND p.client_id = 'task-' || j.call_id AND p.state IN (?, ?)), '')
-			FROM jobs j JOIN claims c ON c.session_id = j.child_id
-			WHERE j.parent_id = ? AND j.state = ?`, string(PromptRunning), string(PromptQueued), parentID, string(JobEnded))
+		rows, err := tx.Query(`WITH RECURSIVE ended(id, depth) AS (
+				SELECT child_id, 1 FROM jobs WHERE parent_id = ?1 AND state = ?2
+				UNION
+				SELECT j.child_id, e.depth + 1 FROM jobs j JOIN ended e ON j.parent_id = e.id WHERE j.state = ?2)
+			SELECT j.child_id, COALESCE((SELECT p.id FROM prompts p
+				WHERE p.session_id = j.child_id AND p.client_id = 'task-' || j.call_id AND p.state IN (?3, ?4)), '')
+			FROM ended e JOIN jobs j ON j.child_id = e.id JOIN claims c ON c.session_id = j.child_id
+			ORDER BY e.depth, j.child_id`, parentID, string(JobEnded), string(PromptRunning), string(PromptQueued))
 		if err != nil {
 			return err
 		}

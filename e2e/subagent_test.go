@@ -26,6 +26,7 @@ func TestSubagentAcrossSIGKILL(t *testing.T) {
 	eachMode(t, func(t *testing.T) {
 		t.Run("KilledWhileTheChildStreams", subagentKilledMidChild)
 		t.Run("InterruptedThenKilled", subagentInterruptedThenKilled)
+		t.Run("InterruptStopsAGrandchild", subagentInterruptStopsGrandchild)
 	})
 }
 
@@ -129,4 +130,33 @@ func subagentInterruptedThenKilled(t *testing.T) {
 	tc := csum.requireEnd(t, task, typeInterrupted, "user")
 	assert.Len(t, tc.starts, 1, "the interrupted child never started again; log:%s", describe(csum.log))
 	assert.Empty(t, tc.resumes, "nor was it resumed")
+}
+
+// subagentInterruptStopsGrandchild: the root waits on a child that waits
+// on a grandchild streaming its answer; the root's interrupt stops the
+// grandchild before it answers 200, and after a kill and a restart
+// nothing of the grandchild's task turn happens after its end.
+func subagentInterruptStopsGrandchild(t *testing.T) {
+	s := start(t, t.TempDir())
+	sid := s.create()
+	grandchild := sid + ".2"
+	a := s.prompt(sid, "/task /task "+childWords())
+	untilChildRuns(s, sid, "the child's own job to start", isType(typeJobStarted))
+	gst := s.follow(grandchild, 0)
+	gst.until("the grandchild's answer to stream", nDeltas(5))
+	gst.close()
+	require.True(t, s.interrupt(sid), "the root's turn is interrupted")
+	gsn := s.snapshot(grandchild)
+	assert.Nil(t, gsn.Claim, "the grandchild's turn ended before the interrupt answered")
+	s.kill()
+
+	s = s.restart()
+	sum := s.settle(sid, a)
+	sum.requireEnd(t, a, typeInterrupted, "user")
+	gsum := s.settle(grandchild)
+	task := taskPrompt(gsum)
+	require.NotEmpty(t, task, "the grandchild's task prompt; log:%s", describe(gsum.log))
+	gt := gsum.requireEnd(t, task, typeInterrupted, "user")
+	assert.Less(t, gt.end.Seq, gsn.Cursor+1, "ended by the time the interrupt answered; log:%s", describe(gsum.log))
+	assert.Empty(t, gt.resumes, "never resumed")
 }
