@@ -69,8 +69,12 @@ func TestResponseStreamsAfterFlush(t *testing.T) {
 	resp := <-got
 	require.Equal(t, 200, resp.Get("status").Int())
 	reader := resp.Get("body").Call("getReader")
-	chunk, err := await(reader.Call("read"))
-	require.NoError(t, err)
+	// A deadline: a first chunk held back would wait for a write that
+	// never comes, and hang the package until go test's timeout.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	chunk, err := awaitCtx(ctx, reader.Call("read"))
+	require.NoError(t, err, "the first chunk, written before the Flush, is sent by it")
 	b := make([]byte, chunk.Get("value").Get("length").Int())
 	js.CopyBytesToGo(b, chunk.Get("value"))
 	assert.Equal(t, "event: one\n\n", string(b), "sent before the handler ended")
