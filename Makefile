@@ -22,6 +22,7 @@ all: build
 
 build: guest
 	$(GO) build ./...
+	$(GO) build -o bin/revenant ./cmd/revenant
 
 # The core compiled to a wasip1 reactor for one tree. Its files build only
 # for wasip1, so ./... on the host skips them; cross vets them.
