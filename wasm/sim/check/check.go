@@ -311,6 +311,7 @@ type turn struct {
 	// past the budget (aborting), not for any other reason.
 	budgetAbort bool
 	steps       int
+	work        *rec // its latest step.started or tool.executing: new work, never a stop's
 	final       *rec // a step recorded complete without tool calls
 	completed   map[string]bool
 	cut         map[string]bool
@@ -578,6 +579,7 @@ func (ck *checker) session(sid string, log []rec) {
 			}
 			ck.settledBefore(sid, e, tr, "step "+e.p.StepID+" starts")
 			tr.steps++
+			tr.work = e
 			if e.p.ExecutionID != current {
 				ck.fail(sid, e, RuleZombie, "execution %s starts a step after execution %s replaced it", e.p.ExecutionID, current)
 			}
@@ -631,6 +633,7 @@ func (ck *checker) session(sid string, log []rec) {
 			if c.executing == nil {
 				c.executing, c.key = e, e.p.Key
 			}
+			tr.work = e
 		case event.ToolSettled:
 			c := ck.calls[e.p.CallID]
 			if c == nil {
@@ -841,11 +844,45 @@ func (ck *checker) effects(l *Ledger) {
 				}
 				ck.fail(in.Session, tr.end, RuleAfterInterrupt, "an interrupt answered 200 at %d (commit position %d) when prompt %s, admitted before it was sent, had not ended: it %s",
 					in.At, in.Answered, pid, end)
+				continue
+			}
+			if tr.end.Type == event.ExecutionInterrupted && tr.end.p.Reason == event.ReasonUser && tr.end.gseq > in.Sent {
+				ck.descendantsStopped(in, pid)
 			}
 		}
 	}
 	for _, z := range l.ZombieCommits {
 		ck.fail("", nil, RuleZombie, "boot %d went past the fence with %s at %d, after boot %d took over", z.Boot, z.What, z.At, z.Latest)
+	}
+}
+
+// descendantsStopped: an interrupt that stopped turn prompt answers 200
+// only once the task turns of its foreground children have stopped, and
+// theirs in turn (a grandchild at work for a child parked on it): their
+// jobs ended with the turn, so nothing waits for them any more. Stopped
+// means no new work after the answer: no step started, no tool body
+// announced, no success. A stop written after it (an interrupted or
+// failed end, a cut) is not work: another interrupt racing this one may
+// be the one waiting for it, and storage may hold it back.
+func (ck *checker) descendantsStopped(in Interrupt, prompt string) {
+	for _, child := range slices.Sorted(maps.Keys(ck.sub.jobs)) {
+		j := ck.sub.jobs[child]
+		if j.background || ck.promptOfCall(j.call) != prompt {
+			continue
+		}
+		tr := ck.taskTurn(j)
+		if tr == nil {
+			continue
+		}
+		switch {
+		case tr.work != nil && committedAfter(tr.work, in.Answered):
+			ck.fail(j.child, tr.work, RuleAfterInterrupt, "an interrupt of %s answered 200 at %d (commit position %d), and the task turn %s of its descendant %s went on: %s at gseq %d",
+				in.Session, in.At, in.Answered, tr.id, j.child, tr.work.Type, tr.work.gseq)
+		case tr.end != nil && tr.end.Type == event.ExecutionSucceeded && committedAfter(tr.end, in.Answered):
+			ck.fail(j.child, tr.end, RuleAfterInterrupt, "an interrupt of %s answered 200 at %d (commit position %d), and the task turn %s of its descendant %s succeeded after it (gseq %d)",
+				in.Session, in.At, in.Answered, tr.id, j.child, tr.end.gseq)
+		}
+		ck.descendantsStopped(in, tr.id)
 	}
 }
 

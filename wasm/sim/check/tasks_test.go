@@ -91,6 +91,11 @@ func TestBrokenTaskHistoriesAreCaught(t *testing.T) {
 		{name: "a child resumed after its job ended", want: check.RuleOrphanChild, detail: "resumed (attempt 1) after its job ended",
 			sql: []string{fmt.Sprintf(`UPDATE events SET type = '%s', data = json_set(data, '$.attempt', 1) WHERE session_id = 'p.6' AND seq = %s`,
 				event.ExecutionResumed, lastOf("p.6", event.ExecutionInterrupted))}},
+		{name: "a child going on after its parent's interrupt answered", want: check.RuleAfterInterrupt, detail: "succeeded after it",
+			sql: []string{
+				fmt.Sprintf(`UPDATE events SET type = '%s' WHERE session_id = 'p.6' AND seq = %s`, event.ExecutionSucceeded, lastOf("p.6", event.ExecutionInterrupted)),
+				moveLast("p.6", event.ExecutionSucceeded),
+			}},
 		{name: "a task blocker resolved twice", want: check.RuleTaskResult, detail: "resolved again",
 			sql: []string{appendEvent("p", event.TaskResolved, fmt.Sprintf(`json_object('blocker_id', 't-' || %[1]s || '-0', 'call_id', %[1]s)`, callOf("p.1")))}},
 		{name: "a task blocker resolved before its child ended", want: check.RuleTaskResult, detail: "resolved before child p.1's turn ended",
