@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"net/url"
 	"os"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -33,6 +34,8 @@ import (
 //	                                   route's status (testAs)
 //	POST /v1/sessions/{id}/test/foreign  how many requests the object refused
 //	                                   for naming another principal
+//	POST /v1/sessions/{id}/test/headers  the names of the headers the object
+//	                                   received with this request
 //	POST /v1/sessions/{id}/test/fail-delete  the object's next deleteAll fails
 //	POST /v1/sessions/{id}/test/delete-tree  the tree deleted in the object
 //	                                   alone, its directory row kept (a front
@@ -79,6 +82,17 @@ func testRoute(o *Object, w httpmsg.ResponseWriter, r *httpmsg.Request) bool {
 	case "foreign":
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(map[string]int64{"refused": o.foreignRefused.Load()})
+		return true
+	case "headers":
+		// The names of the headers the object received (never their
+		// values): what the front passes on from the client.
+		names := make([]string, 0, len(r.Header))
+		for name := range r.Header {
+			names = append(names, strings.ToLower(name))
+		}
+		sort.Strings(names)
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string][]string{"headers": names})
 		return true
 	case "fail-delete":
 		o.failNextDelete.Store(true)

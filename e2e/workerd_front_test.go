@@ -497,3 +497,21 @@ func TestWorkerdListPagesThroughTies(t *testing.T) {
 	assert.Len(t, all.Sessions, 3)
 	assert.Empty(t, all.NextCursor, "three trees, a page of three: nothing after it")
 }
+
+// TestWorkerdObjectSeesNoCredentials: the front answers for the client's
+// bearer token and passes the tree's object only who the caller is; the
+// token itself never reaches the object (nor its logs), whatever route.
+// The test build's /test/headers answers the header names the object
+// received.
+func TestWorkerdObjectSeesNoCredentials(t *testing.T) {
+	w := startWorkerdWith(t, "revenant_testroutes", "REVENANT_TOKENS:"+frontTokens)
+	alice := w.as(t, "a-token")
+	sid := alice.create()
+	var got struct {
+		Headers []string `json:"headers"`
+	}
+	alice.do("POST", "/v1/sessions/"+sid+"/test/headers", nil, http.StatusOK, &got)
+	require.NotEmpty(t, got.Headers)
+	assert.NotContains(t, got.Headers, "authorization", "the client's bearer token stays at the front")
+	assert.Contains(t, got.Headers, "x-revenant-principal", "the front names the caller instead")
+}
