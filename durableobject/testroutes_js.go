@@ -28,6 +28,8 @@ import (
 //	                                   goroutine of its own: the program ends
 //	                                   between events, the object not aborted
 //	                                   (the next event must give it up)
+//	POST /v1/sessions/{id}/test/exit-now  the program ends while this
+//	                                   request waits, unanswered
 //	POST /v1/sessions/{id}/test/as?principal=P  every tree route sent to
 //	                                   the object as principal P, as a front
 //	                                   that let it through would; answers each
@@ -75,6 +77,13 @@ func testRoute(o *Object, w httpmsg.ResponseWriter, r *httpmsg.Request) bool {
 		// would end the program mid-request, which the shim's fetch
 		// answers and aborts at once.
 		time.AfterFunc(testExitDelay, func() { panic("revenant test route: exit") })
+		return true
+	case "exit-now":
+		// The program ends while this request waits for its answer: the
+		// shim must answer it from the program's end, not wait forever.
+		o.log.Warn("test route: the Go program exits during this request")
+		go func() { panic("revenant test route: exit during a request") }()
+		<-r.Context().Done()
 		return true
 	case "as":
 		testAs(o, w, r)

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
@@ -363,6 +364,22 @@ func TestWorkerdEvictAndPanic(t *testing.T) {
 		require.Len(t, ta.resumes, 1, "resumed once, by the alarm:%s", describe(sum.log))
 		assert.Equal(t, 1, m.requests("exit-between-events", "user"), "the tool-call step is not requested again")
 	})
+	t.Run("Go exited during a request", func(t *testing.T) {
+		// The program ends while a request waits for its answer: the
+		// shim answers that request from the program's end instead of
+		// waiting forever and gives the object up (the abort reaches the
+		// front as a failed object fetch: 503), and the next request is
+		// served by a fresh object with the data intact.
+		s := w.client(t)
+		sid := s.create()
+		a := s.prompt(sid, "before the exit")
+		s.settle(sid, a).requireEnd(t, a, typeSucceeded, "")
+		code, body := s.raw(http.MethodPost, "/v1/sessions/"+sid+"/test/exit-now")
+		assert.GreaterOrEqual(t, code, 500, "the request the program left fails, and is answered: %s", body)
+		sn := s.snapshot(sid)
+		assert.Equal(t, sid, sn.ID, "a fresh object serves the tree")
+		s.settle(sid, a).requireEnd(t, a, typeSucceeded, "")
+	})
 	t.Run("delete cut before the directory row", func(t *testing.T) {
 		// The front deletes the tree in its object, then the directory
 		// row; killed between the two, the session stays listed while
@@ -403,9 +420,13 @@ func TestWorkerdEvictAndPanic(t *testing.T) {
 	})
 }
 
-// raw sends a request with no body and returns the status and body.
+// raw sends a request with no body and returns the status and body. It
+// fails at a deadline: a request the object never answers must not hang
+// the run.
 func (s *server) raw(method, path string) (int, string) {
-	req, err := http.NewRequest(method, s.url+path, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, method, s.url+path, nil)
 	require.NoError(s.t, err)
 	resp, err := s.client.Do(req)
 	require.NoError(s.t, err)
