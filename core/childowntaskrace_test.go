@@ -22,10 +22,7 @@ import (
 // (interruptTask names the task prompt it may stop).
 func TestParentInterruptSparesChildsOwnNextTurn(t *testing.T) {
 	tr := treetest.New(t)
-	reg, err := tool.NewRegistry(tool.Task())
-	require.NoError(t, err)
-	r, err := runner.New(offline.New(tr.Clock, offline.Options{}), reg, runner.NewConfig())
-	require.NoError(t, err)
+	r := offlineTaskRunner(t, tr)
 	var inst *core.Instance
 	var own string
 	done := make(chan error, 1)
@@ -101,4 +98,16 @@ func TestParentInterruptPastGraceStartsChildsOwnPrompt(t *testing.T) {
 	d.Release()
 	n.Idle()
 	assert.Equal(t, "succeeded", tr.PromptState(own))
+}
+
+// offlineTaskRunner is the turn runner with the offline model on tr's
+// clock and the task tool alone: sub-agents driven by prompt text
+// ("/task /sleep 1h").
+func offlineTaskRunner(t *testing.T, tr *treetest.Tree) *runner.Runner {
+	t.Helper()
+	reg, err := tool.NewRegistry(tool.Task())
+	require.NoError(t, err)
+	r, err := runner.New(offline.New(tr.Clock, offline.Options{}), reg, runner.NewConfig())
+	require.NoError(t, err)
+	return r
 }

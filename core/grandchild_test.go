@@ -9,9 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/revenantrt/revenant/core/event"
-	"github.com/revenantrt/revenant/core/model/offline"
-	"github.com/revenantrt/revenant/core/runner"
-	"github.com/revenantrt/revenant/core/tool"
 	"github.com/revenantrt/revenant/internal/treetest"
 )
 
@@ -23,10 +20,7 @@ import (
 // calling tools and the model after the 200).
 func TestInterruptStopsAGrandchildUnderAParkedChild(t *testing.T) {
 	tr := treetest.New(t)
-	reg, err := tool.NewRegistry(tool.Task())
-	require.NoError(t, err)
-	r, err := runner.New(offline.New(tr.Clock, offline.Options{}), reg, runner.NewConfig())
-	require.NoError(t, err)
+	r := offlineTaskRunner(t, tr)
 	n := tr.Boot(r)
 	n.NewSession("root")
 	pid := n.Admit("root", "/task /task /sleep 1h")

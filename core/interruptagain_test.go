@@ -11,9 +11,6 @@ import (
 
 	"github.com/revenantrt/revenant/core"
 	"github.com/revenantrt/revenant/core/event"
-	"github.com/revenantrt/revenant/core/model/offline"
-	"github.com/revenantrt/revenant/core/runner"
-	"github.com/revenantrt/revenant/core/tool"
 	"github.com/revenantrt/revenant/internal/treetest"
 )
 
@@ -24,10 +21,7 @@ import (
 // interrupt's to stop; the interrupted task turn alone does not answer it.
 func TestInterruptLooksPastAnEarlierInterruptsEnd(t *testing.T) {
 	tr := treetest.New(t)
-	reg, err := tool.NewRegistry(tool.Task())
-	require.NoError(t, err)
-	r, err := runner.New(offline.New(tr.Clock, offline.Options{}), reg, runner.NewConfig())
-	require.NoError(t, err)
+	r := offlineTaskRunner(t, tr)
 
 	type answer struct {
 		did bool
