@@ -2,6 +2,9 @@ package core_test
 
 import (
 	"context"
+	"errors"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -9,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/revenantrt/revenant/core/event"
+	"github.com/revenantrt/revenant/core/storage"
 	"github.com/revenantrt/revenant/internal/treetest"
 )
 
@@ -41,6 +45,107 @@ func TestInterruptStopsAGrandchildUnderAParkedChild(t *testing.T) {
 	require.NoError(t, terms[0].Decode(&in))
 	assert.Equal(t, event.ExecutionInterrupted, terms[0].Type)
 	assert.Equal(t, event.ReasonUser, in.Reason, "interrupted as its ancestor was")
+	n.Idle()
+	assert.False(t, tr.Claim("root.2").Exists, "no claim is left on the grandchild")
+}
+
+// failListing wraps a tree's database and fails, as told, the query that
+// lists an interrupted turn's descendants (interruptChildren).
+type failListing struct {
+	storage.DB
+	mu    sync.Mutex
+	times int   // how many listings still fail
+	err   error // what they fail with
+}
+
+func (f *failListing) failNext(times int, err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.times, f.err = times, err
+}
+
+func (f *failListing) Tx(ctx context.Context, fn func(storage.Tx) error) error {
+	return f.DB.Tx(ctx, func(tx storage.Tx) error { return fn(&failListingTx{Tx: tx, f: f}) })
+}
+
+type failListingTx struct {
+	storage.Tx
+	f *failListing
+}
+
+func (t *failListingTx) Query(query string, args ...any) (*storage.Rows, error) {
+	if strings.Contains(query, "WITH RECURSIVE ended") {
+		t.f.mu.Lock()
+		defer t.f.mu.Unlock()
+		if t.f.times > 0 {
+			t.f.times--
+			return nil, t.f.err
+		}
+	}
+	return t.Tx.Query(query, args...)
+}
+
+// bootWithListingFaults boots the offline task runner over a tree whose
+// listing of descendants can be failed, with root's grandchild asleep in
+// its step under a parked child.
+func bootWithListingFaults(t *testing.T) (*treetest.Tree, *treetest.Node, *failListing, string) {
+	tr := treetest.New(t)
+	faults := &failListing{}
+	tr.WrapDB = func(db storage.DB) storage.DB { faults.DB = db; return faults }
+	n := tr.Boot(offlineTaskRunner(t, tr))
+	n.NewSession("root")
+	pid := n.Admit("root", "/task /task /sleep 1h")
+	tr.Clock.BlockUntil(3) // the grandchild sleeps in its step
+	require.True(t, n.Inst.RunningHere("root.2"), "the grandchild runs")
+	return tr, n, faults, pid
+}
+
+// A storage blip when the interrupt lists the descendants to stop is
+// waited out: the grandchild is stopped before the interrupt answers, as
+// nothing else would stop an execution running here.
+func TestInterruptListingDescendantsWaitsOutAStorageBlip(t *testing.T) {
+	tr, n, faults, pid := bootWithListingFaults(t)
+	faults.failNext(2, &storage.Error{Code: storage.CodeBusy, Msg: "injected"})
+
+	var did bool
+	var err error
+	waits := tr.Drive(func() { did, err = n.Inst.Interrupt(context.Background(), "root", event.ReasonUser) })
+	require.NoError(t, err)
+	require.True(t, did)
+	assert.NotEmpty(t, waits, "the listing waited for storage")
+	assert.Equal(t, "interrupted", tr.PromptState(pid))
+	assert.False(t, n.Inst.RunningHere("root.2"), "the grandchild is stopped before the interrupt answers")
+	terms := treetest.Terminals(tr.Events("root.2"))
+	require.Len(t, terms, 1, "the grandchild's task turn ended")
+	assert.Equal(t, event.ExecutionInterrupted, terms[0].Type)
+}
+
+// An interrupt that finds the turn already ended still stops what that
+// turn left at work below it, before it answers: here the first
+// interrupt could not list the descendants at all (a failure that is not
+// waited out), and a second one, with nothing left to interrupt on the
+// root, stops the grandchild. The same holds when the second arrives
+// while the first is still stopping them.
+func TestInterruptWithNothingToStopStillStopsDescendants(t *testing.T) {
+	tr, n, faults, pid := bootWithListingFaults(t)
+	faults.failNext(1, errors.New("injected: not a storage failure"))
+
+	did, err := n.Inst.Interrupt(context.Background(), "root", event.ReasonUser)
+	require.NoError(t, err)
+	require.True(t, did)
+	assert.Equal(t, "interrupted", tr.PromptState(pid))
+	require.True(t, n.Inst.RunningHere("root.2"), "the first interrupt could not reach the grandchild")
+
+	did, err = n.Inst.Interrupt(context.Background(), "root", event.ReasonUser)
+	require.NoError(t, err)
+	assert.False(t, did, "the root had nothing left to interrupt")
+	assert.False(t, n.Inst.RunningHere("root.2"), "the grandchild is stopped before the second interrupt answers")
+	terms := treetest.Terminals(tr.Events("root.2"))
+	require.Len(t, terms, 1, "the grandchild's task turn ended")
+	var in event.Interrupted
+	require.NoError(t, terms[0].Decode(&in))
+	assert.Equal(t, event.ExecutionInterrupted, terms[0].Type)
+	assert.Equal(t, event.ReasonUser, in.Reason)
 	n.Idle()
 	assert.False(t, tr.Claim("root.2").Exists, "no claim is left on the grandchild")
 }

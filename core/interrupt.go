@@ -19,7 +19,9 @@ import (
 // once stopped, so no model request or tool body starts after the commit;
 // past the grace period the interrupt is committed directly and the fence
 // stops the execution's writes. Otherwise (evicted, or only queued) the
-// interrupt is committed directly.
+// interrupt is committed directly. Either way, and also when there was
+// nothing to interrupt, it returns only after stopping the task turns of
+// descendants whose jobs an ended turn of the session ended (job.go).
 func (inst *Instance) Interrupt(ctx context.Context, sessionID, reason string) (did bool, err error) {
 	return inst.interrupt(ctx, sessionID, reason, nil, "")
 }
@@ -87,18 +89,29 @@ func (t *txw) checkReplacing(sessionID string, rp *replacing) error {
 func (inst *Instance) interrupt(ctx context.Context, sessionID, reason string, rp *replacing, taskPrompt string) (did bool, err error) {
 	taskOnly := taskPrompt != ""
 	defer func() {
-		if did && err == nil {
-			// Its foreground children's jobs ended with the turn (job.go).
-			inst.interruptChildren(ctx, sessionID)
-			inst.claimMu.Lock()
-			if taskOnly {
-				// The child's own queued prompt, if any, holds the claim now.
-				inst.startLocked(ctx, sessionID, event.CausePrompt)
-			}
-			// A child's end resolved its parent's waiting call (taskwait.go).
-			inst.afterChildTurn(ctx, sessionID)
-			inst.claimMu.Unlock()
+		if err != nil {
+			return
 		}
+		if !did {
+			if !taskOnly {
+				// Nothing was left to stop here, but what ended the turn (an
+				// earlier interrupt, a reply, a replace) may not have
+				// stopped its descendants yet: this answer too comes only
+				// once nothing of that turn's work goes on below.
+				inst.interruptChildren(ctx, sessionID)
+			}
+			return
+		}
+		// Its foreground children's jobs ended with the turn (job.go).
+		inst.interruptChildren(ctx, sessionID)
+		inst.claimMu.Lock()
+		if taskOnly {
+			// The child's own queued prompt, if any, holds the claim now.
+			inst.startLocked(ctx, sessionID, event.CausePrompt)
+		}
+		// A child's end resolved its parent's waiting call (taskwait.go).
+		inst.afterChildTurn(ctx, sessionID)
+		inst.claimMu.Unlock()
 	}()
 	cause := ErrInterrupted
 	switch {

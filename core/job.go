@@ -394,7 +394,10 @@ func (inst *Instance) interruptChildren(ctx context.Context, parentID string) {
 		task string // its task prompt, if running or queued
 	}
 	var children []child
-	err := inst.host.DB.Tx(ctx, func(tx storage.Tx) error {
+	// On the write schedule, though it only reads: a storage blip here
+	// would leave a descendant at work after its ancestor's interrupt
+	// answered, and nothing else stops an execution running here.
+	err := inst.newWrite().run(ctx, func(tx *txw) error {
 		children = children[:0]
 		rows, err := tx.Query(`WITH RECURSIVE ended(id, depth) AS (
 				SELECT child_id, 1 FROM jobs WHERE parent_id = ?1 AND state = ?2

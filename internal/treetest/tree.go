@@ -30,9 +30,12 @@ type Tree struct {
 	Cfg   core.Config
 	// DB are the options of every instance's connection (Host, Boot); Faults
 	// sets its VFS. Read always uses a plain connection.
-	DB    sqlitedb.Options
-	boots int
-	waits chan retry.Wait
+	DB sqlitedb.Options
+	// WrapDB, if set, wraps the database of every instance booted from now
+	// on, inside the kill wrapper: a test fails chosen statements.
+	WrapDB func(storage.DB) storage.DB
+	boots  int
+	waits  chan retry.Wait
 }
 
 // New makes an empty tree in a temporary directory.
@@ -62,7 +65,11 @@ func (tr *Tree) Host() (core.Host, *sqlitedb.DB, *fakehost.KillDB) {
 	db, err := sqlitedb.Open(tr.Path, tr.DB)
 	require.NoError(tr.T, err)
 	tr.T.Cleanup(func() { db.Close() })
-	kdb := fakehost.NewKillDB(db)
+	var inner storage.DB = db
+	if tr.WrapDB != nil {
+		inner = tr.WrapDB(inner)
+	}
+	kdb := fakehost.NewKillDB(inner)
 	return core.Host{DB: kdb, Clock: tr.Clock, Wake: tr.Wake, IDs: tr.IDs}, db, kdb
 }
 

@@ -846,9 +846,10 @@ func (ck *checker) effects(l *Ledger) {
 					in.At, in.Answered, pid, end)
 				continue
 			}
-			if tr.end.Type == event.ExecutionInterrupted && tr.end.p.Reason == event.ReasonUser && tr.end.gseq > in.Sent {
-				ck.descendantsStopped(in, pid)
-			}
+			// Whatever ended the turn, and whether or not this interrupt
+			// found anything left to stop, its answer comes only once the
+			// turn's work below it has stopped.
+			ck.descendantsStopped(in, pid)
 		}
 	}
 	for _, z := range l.ZombieCommits {
@@ -856,10 +857,13 @@ func (ck *checker) effects(l *Ledger) {
 	}
 }
 
-// descendantsStopped: an interrupt that stopped turn prompt answers 200
-// only once the task turns of its foreground children have stopped, and
-// theirs in turn (a grandchild at work for a child parked on it): their
-// jobs ended with the turn, so nothing waits for them any more. Stopped
+// descendantsStopped: an interrupt answers 200 only once the task turns
+// of the foreground children of turn prompt, which ended by then, have
+// stopped, and theirs in turn (a grandchild at work for a child parked on
+// it): their jobs ended with the turn, so nothing waits for them any more.
+// That holds for the turn this interrupt stopped, and as well for one an
+// earlier interrupt, a reply or a failure ended, whose descendants that
+// end may not have stopped yet (the interrupt then answers false). Stopped
 // means no new work after the answer: no step started, no tool body
 // announced, no success. A stop written after it (an interrupted or
 // failed end, a cut) is not work: another interrupt racing this one may

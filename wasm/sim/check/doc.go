@@ -9,9 +9,10 @@
 //   - nothing of a turn is written, and no tool effect starts, after its
 //     interrupt commits (placed by commit position, not only by time); an
 //     interrupt answered 200 has ended every prompt admitted before it,
-//     and the task turns of the foreground descendants of the turn it
-//     stopped (children, and a grandchild under a parked child) do no new
-//     work after that answer: no step, no tool body, no success;
+//     and the task turns of the foreground descendants of those turns
+//     (children, and a grandchild under a parked child), whether this
+//     interrupt or something before it ended them, do no new work after
+//     that answer: no step, no tool body, no success;
 //   - resume attempts are counted one by one and never run past the
 //     budget: the count past it fails the turn at once, and an open turn
 //     goes on only through a counted resume or its scheduled retry;

@@ -51,6 +51,7 @@ func TestBrokenTaskHistoriesAreCaught(t *testing.T) {
 	cases := []struct {
 		name   string
 		sql    []string
+		ledger func(*check.Ledger) // changes the clean ledger, if set
 		want   check.Rule
 		detail string
 	}{
@@ -96,6 +97,18 @@ func TestBrokenTaskHistoriesAreCaught(t *testing.T) {
 				fmt.Sprintf(`UPDATE events SET type = '%s' WHERE session_id = 'p.6' AND seq = %s`, event.ExecutionSucceeded, lastOf("p.6", event.ExecutionInterrupted)),
 				moveLast("p.6", event.ExecutionSucceeded),
 			}},
+		{name: "a child going on after a later interrupt found nothing to stop", want: check.RuleAfterInterrupt, detail: "succeeded after it",
+			sql: []string{
+				fmt.Sprintf(`UPDATE events SET type = '%s' WHERE session_id = 'p.6' AND seq = %s`, event.ExecutionSucceeded, lastOf("p.6", event.ExecutionInterrupted)),
+				moveLast("p.6", event.ExecutionSucceeded),
+			},
+			// The interrupt that stopped the parent's turn went unanswered
+			// (a kill); a second one, sent after that turn had ended,
+			// answered at once.
+			ledger: func(l *check.Ledger) {
+				first := l.Interrupts[0]
+				l.Interrupts = []check.Interrupt{{Session: first.Session, At: first.At, Sent: first.Answered, Answered: first.Answered}}
+			}},
 		{name: "a task blocker resolved twice", want: check.RuleTaskResult, detail: "resolved again",
 			sql: []string{appendEvent("p", event.TaskResolved, fmt.Sprintf(`json_object('blocker_id', 't-' || %[1]s || '-0', 'call_id', %[1]s)`, callOf("p.1")))}},
 		{name: "a task blocker resolved before its child ended", want: check.RuleTaskResult, detail: "resolved before child p.1's turn ended",
@@ -115,6 +128,9 @@ func TestBrokenTaskHistoriesAreCaught(t *testing.T) {
 			p := copyTree(t, path)
 			tamper(t, p, c.sql...)
 			l := *clean
+			if c.ledger != nil {
+				c.ledger(&l)
+			}
 			res, err := check.Tree(p, &l, check.Options{Label: "seed 7 tree 5"})
 			require.NoError(t, err)
 			var found bool
