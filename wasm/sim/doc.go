@@ -49,7 +49,10 @@
 // write (watchStuck): the turn has given up its write by then and waits
 // in the storage failure that ends it, so the interrupt meets a turn that
 // ends another way once the disk recovers and starts the next prompt,
-// which an interrupt answered 200 must have stopped too. Some prompts ask
+// which an interrupt answered 200 must have stopped too. One interrupt in
+// three is sent again 1 to 300 ms later by an impatient client, so the
+// second may find the turn ended while the first still stops its
+// sub-agents (and must answer only after them). Some prompts ask
 // for long answers (40 to 160 words, seconds of streaming), so text
 // checkpoints are written and kills and interrupts cut steps that kept
 // some (check.RuleCutKeeps). Prompts with /ask park their turn on a

@@ -57,6 +57,7 @@ type tree struct {
 	ask      *asker     // the clients of its questions (questions.go)
 	children childSends // its clients' prompts to children (childprompt.go)
 	quiet    quietChild // its client that interrupts a parked child at quiescence (childprompt.go)
+	echoes   *rand.Rand // decides which interrupts an impatient client sends twice
 	actions  []action
 	created  bool
 	reqs     map[uint64]*request
@@ -168,6 +169,7 @@ func newTree(mod *runtime.Module, cfg Config, index int, dir string) *tree {
 	t.actions = append([]action{{at: start, kind: actCreate}}, t.work.batch(start, 3+t.killBudget/3)...)
 	t.ask = newAsker(cfg.Seed, index, t.killBudget)
 	t.quiet = newQuietChild(cfg.Seed, index)
+	t.echoes = rand.New(rand.NewPCG(cfg.Seed^0xc2b2ae3d27d4eb4f, uint64(index)))
 	if rng.Float64() < cfg.DiskFull {
 		t.fillDisk(rng)
 	}
@@ -760,6 +762,12 @@ func (t *tree) send(ctx context.Context, a action) {
 		req = runtime.Request{Method: http.MethodPost, Path: "/v1/sessions/" + t.pathOf(a.session) + "/prompt", Body: body}
 	case actInterrupt:
 		req = runtime.Request{Method: http.MethodPost, Path: "/v1/sessions/" + t.pathOf(a.session) + "/interrupt", Body: []byte(`{}`)}
+		if !a.echo && a.tries == 0 && t.echoes.IntN(3) == 0 {
+			// An impatient client interrupts again before the first
+			// answer: the second may find the turn ended while the first
+			// still stops its sub-agents, and must not answer before them.
+			t.addAction(action{at: t.now + 1 + int64(t.echoes.IntN(300)), kind: actInterrupt, session: a.session, echo: true})
+		}
 	case actList:
 		req = runtime.Request{Method: http.MethodGet, Path: "/v1/sessions/" + t.pathOf(a.session) + "/" + listRoute(a.perms)}
 	case actReply:

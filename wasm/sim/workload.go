@@ -57,6 +57,8 @@ type action struct {
 	waits       int
 	follow      int64
 	followChild bool
+	// echo marks an interrupt sent again by an impatient client (echoes).
+	echo bool
 }
 
 // childPick is the state of the child a client's prompt to a child

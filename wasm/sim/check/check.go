@@ -794,9 +794,12 @@ func (ck *checker) effects(l *Ledger) {
 			ck.fail(c.session, c.executing, RuleEffects, "call %s reached %s at commit position %d, before its executing record (gseq %d) committed",
 				c.id, d.Tool, d.Gseq, c.executing.gseq)
 		}
+		// By commit position where the delivery's is known: an end's time
+		// is when its write began, and a write that waited for storage
+		// (or for a zombie's lock) commits later than that.
 		if tr := ck.turns[c.prompt]; tr != nil && tr.end != nil &&
 			stoppedForGood(tr.end) &&
-			(d.At > tr.end.At || committedBy(tr.end, d.Gseq)) {
+			(committedBy(tr.end, d.Gseq) || d.Gseq == 0 && d.At > tr.end.At) {
 			ck.fail(c.session, tr.end, RuleAfterInterrupt, "call %s reached %s at %d (commit position %d), after the interrupt committed at %d (gseq %d)",
 				c.id, d.Tool, d.At, d.Gseq, tr.end.At, tr.end.gseq)
 		}
