@@ -103,3 +103,32 @@ func BenchmarkRawInsert(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkInterruptIdleTreeWithManySubagents is an interrupt of an idle
+// root whose past turns ran many sub-agents (3,000 ended jobs, children
+// and grandchildren): what is left to stop below it is looked for from
+// the few claims upwards, not by walking every ended job down.
+func BenchmarkInterruptIdleTreeWithManySubagents(b *testing.B) {
+	tr := treetest.New(b)
+	n := tr.Boot(treetest.NewDriver(1))
+	n.NewSession("root")
+	tr.Read(func(tx storage.Tx) error {
+		for i := range 1_000 {
+			child := fmt.Sprintf("root.%d", 3*i+1)
+			rows := [][2]string{{child, "root"}, {fmt.Sprintf("root.%d", 3*i+2), child}, {fmt.Sprintf("root.%d", 3*i+3), child}}
+			for _, r := range rows {
+				if _, err := tx.Exec(`INSERT INTO jobs (child_id, parent_id, call_id, state) VALUES (?, ?, ?, 'ended')`, r[0], r[1], "call-"+r[0]); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	b.ReportAllocs()
+	for b.Loop() {
+		did, err := n.Inst.Interrupt(ctx, "root", event.ReasonUser)
+		if err != nil || did {
+			b.Fatalf("interrupt of an idle root: %v, %v", did, err)
+		}
+	}
+}

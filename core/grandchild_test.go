@@ -74,7 +74,7 @@ type failListingTx struct {
 }
 
 func (t *failListingTx) Query(query string, args ...any) (*storage.Rows, error) {
-	if strings.Contains(query, "WITH RECURSIVE ended") {
+	if strings.Contains(query, "WITH RECURSIVE up") {
 		t.f.mu.Lock()
 		defer t.f.mu.Unlock()
 		if t.f.times > 0 {

@@ -399,14 +399,19 @@ func (inst *Instance) interruptChildren(ctx context.Context, parentID string) {
 	// answered, and nothing else stops an execution running here.
 	err := inst.newWrite().run(ctx, func(tx *txw) error {
 		children = children[:0]
-		rows, err := tx.Query(`WITH RECURSIVE ended(id, depth) AS (
-				SELECT child_id, 1 FROM jobs WHERE parent_id = ?1 AND state = ?2
+		// Upwards from each claim, through ended jobs, to parentID: the
+		// claims are few, while a long-lived tree's ended jobs are many
+		// (and a Durable Object pays for every row read), and an
+		// interrupt with nothing to stop runs this too.
+		rows, err := tx.Query(`WITH RECURSIVE up(id, above, depth) AS (
+				SELECT c.session_id, j.parent_id, 1 FROM claims c CROSS JOIN jobs j ON j.child_id = c.session_id WHERE j.state = ?2
 				UNION
-				SELECT j.child_id, e.depth + 1 FROM jobs j JOIN ended e ON j.parent_id = e.id WHERE j.state = ?2)
+				SELECT u.id, j.parent_id, u.depth + 1 FROM up u JOIN jobs j ON j.child_id = u.above WHERE j.state = ?2)
 			SELECT j.child_id, COALESCE((SELECT p.id FROM prompts p
 				WHERE p.session_id = j.child_id AND p.client_id = 'task-' || j.call_id AND p.state IN (?3, ?4)), '')
-			FROM ended e JOIN jobs j ON j.child_id = e.id JOIN claims c ON c.session_id = j.child_id
-			ORDER BY e.depth, j.child_id`, parentID, string(JobEnded), string(PromptRunning), string(PromptQueued))
+			FROM up u JOIN jobs j ON j.child_id = u.id
+			WHERE u.above = ?1
+			ORDER BY u.depth, j.child_id`, parentID, string(JobEnded), string(PromptRunning), string(PromptQueued))
 		if err != nil {
 			return err
 		}
