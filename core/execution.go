@@ -150,14 +150,7 @@ func (x *Execution) Read(ctx context.Context, fn func(storage.Tx) error) error {
 	if err := x.storageLost(); err != nil {
 		return err
 	}
-	inst := x.inst
-	policy := retry.Write()
-	if inst.ReadOnly() {
-		policy = retry.Policy{Name: policy.Name}
-	}
-	loop := retry.Loop{Policy: policy, Clock: inst.host.Clock, Retryable: storage.IsTransient, Stop: inst.stopping,
-		Waiting: (&write{inst: inst}).waiting}
-	err := inst.storageFailure(loop.Run(ctx, func(int) error { return inst.host.DB.Tx(context.WithoutCancel(ctx), fn) }))
+	err := x.inst.read(ctx, fn)
 	if isStorageFailure(err) {
 		x.loseStorage(err)
 	}

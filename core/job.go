@@ -394,10 +394,10 @@ func (inst *Instance) interruptChildren(ctx context.Context, parentID string) {
 		task string // its task prompt, if running or queued
 	}
 	var children []child
-	// On the write schedule, though it only reads: a storage blip here
-	// would leave a descendant at work after its ancestor's interrupt
-	// answered, and nothing else stops an execution running here.
-	err := inst.newWrite().run(ctx, func(tx *txw) error {
+	// Retried: a storage blip here would leave a descendant at work after
+	// its ancestor's interrupt answered, and nothing else stops an
+	// execution running here.
+	err := inst.read(ctx, func(tx storage.Tx) error {
 		children = children[:0]
 		// Upwards from each claim, through ended jobs, to parentID: the
 		// claims are few, while a long-lived tree's ended jobs are many

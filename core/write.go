@@ -247,6 +247,21 @@ func (w *write) waiting(wt retry.Wait) func() {
 	return nil
 }
 
+// read runs fn in a transaction for reading, a transient storage failure
+// retried on the write schedule (tried once on a read-only instance); fn
+// may run more than once, and ctx ending stops the waiting. Unlike a write
+// it takes no epoch and does not mark the tree writable again: a read that
+// succeeds says nothing of whether storage takes writes.
+func (inst *Instance) read(ctx context.Context, fn func(storage.Tx) error) error {
+	policy := retry.Write()
+	if inst.ReadOnly() {
+		policy = retry.Policy{Name: policy.Name}
+	}
+	loop := retry.Loop{Policy: policy, Clock: inst.host.Clock, Retryable: storage.IsTransient, Stop: inst.stopping,
+		Waiting: (&write{inst: inst}).waiting}
+	return inst.storageFailure(loop.Run(ctx, func(int) error { return inst.host.DB.Tx(context.WithoutCancel(ctx), fn) }))
+}
+
 // storageFailure turns the retry loop's giving up into core's errors:
 // ErrStorageUnavailable when the schedule was spent, ErrReadOnly when a
 // read-only instance's one try failed, ErrClosed when the instance stopped
