@@ -321,8 +321,10 @@ func (w *workerd) client(t *testing.T) *server {
 // TestWorkerdSIGKILL kills wrangler dev's whole process group at points of
 // a turn, restarts it on the same state and, with no client request,
 // checks that the object's alarm finished the turn exactly once and that
-// nothing done before the kill was done again. WORKERD_KILL_ROUNDS repeats
-// the scenarios (make e2e-workerd: 3 rounds, 12 kills).
+// nothing done before the kill was done again, and that nothing the user
+// interrupted before the kill, sub-agents included, ran again.
+// WORKERD_KILL_ROUNDS repeats the scenarios (make e2e-workerd: 3 rounds,
+// 18 kills).
 func TestWorkerdSIGKILL(t *testing.T) {
 	w := startWorkerd(t)
 	rounds := 1
@@ -337,6 +339,7 @@ func TestWorkerdSIGKILL(t *testing.T) {
 		{"mid stream", workerdKillMidStream},
 		{"after a tool call", workerdKillAfterTool},
 		{"after an interrupt", workerdKillAfterInterrupt},
+		{"after an interrupt that stopped a grandchild", workerdKillAfterGrandchildInterrupt},
 		{"after the object's first alarm", workerdKillAfterAnAlarm},
 	}
 	for r := range rounds {
@@ -465,6 +468,38 @@ func workerdKillAfterInterrupt(t *testing.T, w *workerd) {
 	ta := sum.requireEnd(t, a, typeInterrupted, "user")
 	require.Empty(t, ta.resumes, "an interrupted turn never resumes:%s", describe(sum.log))
 	require.Len(t, ta.starts, 1)
+}
+
+// workerdKillAfterGrandchildInterrupt: a root waits on a child that waits
+// on a grandchild streaming its answer, all in the tree's one object. The
+// root's interrupt stops the grandchild before it answers 200; after a
+// kill and a restart (the object woken by its alarm, if at all, with no
+// client request but reads) nothing of the grandchild's task turn happens
+// after its end.
+func workerdKillAfterGrandchildInterrupt(t *testing.T, w *workerd) {
+	s := w.client(t)
+	sid := s.create()
+	grandchild := sid + ".2"
+	a := s.prompt(sid, "/task /task "+childWords())
+	untilChildRuns(s, sid, "the child's own job to start", isType(typeJobStarted))
+	gst := s.follow(grandchild, 0)
+	gst.until("the grandchild's answer to stream", nDeltas(5))
+	gst.close()
+	require.True(t, s.interrupt(sid), "the root's turn is interrupted")
+	gsn := s.snapshot(grandchild)
+	require.Nil(t, gsn.Claim, "the grandchild's turn ended before the interrupt answered")
+
+	w.restart(t)
+
+	sum := s.settle(sid, a)
+	sum.requireEnd(t, a, typeInterrupted, "user")
+	gsum := s.settle(grandchild)
+	task := taskPrompt(gsum)
+	require.NotEmpty(t, task, "the grandchild's task prompt; log:%s", describe(gsum.log))
+	gt := gsum.requireEnd(t, task, typeInterrupted, "user")
+	require.Less(t, gt.end.Seq, gsn.Cursor+1, "ended by the time the interrupt answered; log:%s", describe(gsum.log))
+	require.Empty(t, gt.resumes, "never resumed")
+	require.Len(t, gt.starts, 1, "never started again")
 }
 
 // An event stream whose client went away, then more events for it: under
