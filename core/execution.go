@@ -286,8 +286,16 @@ func (t *txw) beginExecution(sessionID, cause string) (*plan, error) {
 		return nil, fmt.Errorf("begin execution: %w", err)
 	}
 	turnStart := PromptState(state) == PromptQueued
-	if turnStart {
+	switch {
+	case turnStart:
 		p.cause = event.CausePrompt
+	case p.cause == event.CausePrompt:
+		// A caller that starts whatever is next (a prompt's admission, an
+		// interrupt's sweep of descendants) met a running turn whose
+		// claim names no execution: it was parked and then resolved, and
+		// the reply's own start did not run (its storage failing, or a
+		// kill). It goes on as the reply would have started it.
+		p.cause = event.CauseResolution
 	}
 	// A child's task turn goes on only while its job is live. A reply (or a
 	// resolution) hands the child its claim in one transaction and starts

@@ -1,0 +1,69 @@
+package core_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/revenantrt/revenant/core"
+	"github.com/revenantrt/revenant/core/event"
+	"github.com/revenantrt/revenant/core/model/offline"
+	"github.com/revenantrt/revenant/core/runner"
+	"github.com/revenantrt/revenant/core/tool"
+	"github.com/revenantrt/revenant/internal/treetest"
+)
+
+// A reply commits the resolution and the claim, then starts the turn in
+// another transaction. When that start never runs (a kill here; a full
+// disk in simulator seed 154) and something that starts "whatever is
+// next" comes first (an interrupt's sweep of the descendants under ended
+// jobs, here and in the seed), the parked turn goes on with cause
+// resolution, as the reply would have started it: no resume is counted
+// because none happened, and the log says why the turn went on.
+func TestResolvedTurnStartedByAnInterruptsSweepGoesOnAsAResolution(t *testing.T) {
+	tr := treetest.New(t)
+	newRunner := func() *runner.Runner {
+		reg, err := tool.NewRegistry(tool.Task(), tool.QuestionTool())
+		require.NoError(t, err)
+		r, err := runner.New(offline.New(tr.Clock, offline.Options{}), reg, runner.NewConfig())
+		require.NoError(t, err)
+		return r
+	}
+	n := tr.Boot(newRunner())
+	n.NewSession("root")
+	n.Admit("root", "/task --background hello")
+	n.Idle() // the child's task turn, its notice and the root's turn for it
+	own := n.Admit("root.1", "/ask which colour?")
+	n.Idle()
+	qs, err := n.Inst.Blockers(ctx, "root.1", event.KindQuestion)
+	require.NoError(t, err)
+	require.Len(t, qs, 1)
+
+	// The reply commits, taking the child's claim; its start never runs.
+	n.Kill.KillAt(1, true)
+	_, _ = n.Inst.Reply(ctx, "root.1", qs[0].ID, core.Reply{Kind: event.KindQuestion, ResponseID: "r1", Answers: [][]string{{"green"}}})
+	<-n.Kill.Died()
+	n.Crash()
+	require.True(t, tr.Claim("root.1").Exists, "the reply's claim")
+	require.Equal(t, "running", tr.PromptState(own), "the parked turn, answered")
+
+	host, _, kdb := tr.Host()
+	second, err := core.Open(ctx, host, tr.Cfg, newRunner()) // no sweep
+	require.NoError(t, err)
+	t.Cleanup(func() { kdb.Kill(); second.Abandon() })
+	did, err := second.Interrupt(ctx, "root", event.ReasonUser)
+	require.NoError(t, err)
+	require.False(t, did, "the root is idle")
+	require.NoError(t, second.WaitIdle(ctx))
+
+	assert.Equal(t, "succeeded", tr.PromptState(own), "the child's own turn went on, not stopped: no parent waits for it")
+	var causes []string
+	for _, e := range treetest.OfType(tr.Events("root.1"), event.ExecutionStarted) {
+		var s event.Started
+		require.NoError(t, e.Decode(&s))
+		causes = append(causes, s.Cause)
+	}
+	assert.Equal(t, []string{event.CausePrompt, event.CausePrompt, event.CauseResolution}, causes,
+		"the task turn's start, the own turn's start, its continuation after the answer")
+}
