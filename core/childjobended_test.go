@@ -8,9 +8,7 @@ import (
 
 	"github.com/revenantrt/revenant/core"
 	"github.com/revenantrt/revenant/core/event"
-	"github.com/revenantrt/revenant/core/model/offline"
 	"github.com/revenantrt/revenant/core/runner"
-	"github.com/revenantrt/revenant/core/tool"
 	"github.com/revenantrt/revenant/internal/treetest"
 )
 
@@ -25,28 +23,14 @@ import (
 // the simulator found the interleaving with storage waits).
 func TestChildStartAfterItsJobEndedEndsItsTurn(t *testing.T) {
 	tr := treetest.New(t)
-	newRunner := func() *runner.Runner {
-		reg, err := tool.NewRegistry(tool.Task(), tool.QuestionTool())
-		require.NoError(t, err)
-		r, err := runner.New(offline.New(tr.Clock, offline.Options{}), reg, runner.NewConfig())
-		require.NoError(t, err)
-		return r
-	}
+	newRunner := func() *runner.Runner { return offlineTaskRunner(t, tr) }
 	n := tr.Boot(newRunner())
 	n.NewSession("root")
 	pid := n.Admit("root", "/task /ask which colour?")
 	n.Idle()
-	qs, err := n.Inst.Blockers(ctx, "root", event.KindQuestion)
-	require.NoError(t, err)
-	require.Len(t, qs, 1)
-	require.Equal(t, "root.1", qs[0].SessionID)
 
 	// The reply commits, taking the child's claim; its start never runs.
-	n.Kill.KillAt(1, true)
-	_, _ = n.Inst.Reply(ctx, "root", qs[0].ID, core.Reply{Kind: event.KindQuestion, ResponseID: "r1", Answers: [][]string{{"green"}}})
-	<-n.Kill.Died()
-	n.Crash()
-	require.True(t, tr.Claim("root.1").Exists, "the reply's claim")
+	replyAndDie(t, tr, n, "root.1")
 
 	// The parent's interrupt commits, ending the job; its instance dies
 	// before interruptChildren.
@@ -79,12 +63,7 @@ func TestChildStartAfterItsJobEndedEndsItsTurn(t *testing.T) {
 		assert.NotEqual(t, event.CauseResolution, s.Cause, "the child's turn went on after its job ended: %+v", s)
 	}
 	assert.Len(t, treetest.OfType(evs, event.StepStarted), 1, "no model step after the question's")
-	terms := treetest.Terminals(evs)
-	require.Len(t, terms, 1)
-	var in event.Interrupted
-	require.NoError(t, terms[0].Decode(&in))
-	assert.Equal(t, event.ExecutionInterrupted, terms[0].Type)
-	assert.Equal(t, event.ReasonUser, in.Reason, "ended as its parent's turn was")
+	requireTaskTurnInterruptedByUser(t, tr, "root.1")
 	assert.Equal(t, "interrupted", tr.PromptState(admitted.PromptID))
 	assert.False(t, tr.Claim("root.1").Exists)
 }

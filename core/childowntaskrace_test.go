@@ -10,9 +10,6 @@ import (
 
 	"github.com/revenantrt/revenant/core"
 	"github.com/revenantrt/revenant/core/event"
-	"github.com/revenantrt/revenant/core/model/offline"
-	"github.com/revenantrt/revenant/core/runner"
-	"github.com/revenantrt/revenant/core/tool"
 	"github.com/revenantrt/revenant/internal/treetest"
 )
 
@@ -98,16 +95,4 @@ func TestParentInterruptPastGraceStartsChildsOwnPrompt(t *testing.T) {
 	d.Release()
 	n.Idle()
 	assert.Equal(t, "succeeded", tr.PromptState(own))
-}
-
-// offlineTaskRunner is the turn runner with the offline model on tr's
-// clock and the task tool alone: sub-agents driven by prompt text
-// ("/task /sleep 1h").
-func offlineTaskRunner(t *testing.T, tr *treetest.Tree) *runner.Runner {
-	t.Helper()
-	reg, err := tool.NewRegistry(tool.Task())
-	require.NoError(t, err)
-	r, err := runner.New(offline.New(tr.Clock, offline.Options{}), reg, runner.NewConfig())
-	require.NoError(t, err)
-	return r
 }

@@ -39,12 +39,7 @@ func TestInterruptStopsAGrandchildUnderAParkedChild(t *testing.T) {
 	require.True(t, did)
 	assert.Equal(t, "interrupted", tr.PromptState(pid))
 	assert.False(t, n.Inst.RunningHere("root.2"), "the grandchild is stopped before the interrupt answers")
-	terms := treetest.Terminals(tr.Events("root.2"))
-	require.Len(t, terms, 1, "the grandchild's task turn ended")
-	var in event.Interrupted
-	require.NoError(t, terms[0].Decode(&in))
-	assert.Equal(t, event.ExecutionInterrupted, terms[0].Type)
-	assert.Equal(t, event.ReasonUser, in.Reason, "interrupted as its ancestor was")
+	requireTaskTurnInterruptedByUser(t, tr, "root.2")
 	n.Idle()
 	assert.False(t, tr.Claim("root.2").Exists, "no claim is left on the grandchild")
 }
@@ -115,9 +110,7 @@ func TestInterruptListingDescendantsWaitsOutAStorageBlip(t *testing.T) {
 	assert.NotEmpty(t, waits, "the listing waited for storage")
 	assert.Equal(t, "interrupted", tr.PromptState(pid))
 	assert.False(t, n.Inst.RunningHere("root.2"), "the grandchild is stopped before the interrupt answers")
-	terms := treetest.Terminals(tr.Events("root.2"))
-	require.Len(t, terms, 1, "the grandchild's task turn ended")
-	assert.Equal(t, event.ExecutionInterrupted, terms[0].Type)
+	requireTaskTurnInterruptedByUser(t, tr, "root.2")
 }
 
 // An interrupt that finds the turn already ended still stops what that
@@ -140,12 +133,7 @@ func TestInterruptWithNothingToStopStillStopsDescendants(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, did, "the root had nothing left to interrupt")
 	assert.False(t, n.Inst.RunningHere("root.2"), "the grandchild is stopped before the second interrupt answers")
-	terms := treetest.Terminals(tr.Events("root.2"))
-	require.Len(t, terms, 1, "the grandchild's task turn ended")
-	var in event.Interrupted
-	require.NoError(t, terms[0].Decode(&in))
-	assert.Equal(t, event.ExecutionInterrupted, terms[0].Type)
-	assert.Equal(t, event.ReasonUser, in.Reason)
+	requireTaskTurnInterruptedByUser(t, tr, "root.2")
 	n.Idle()
 	assert.False(t, tr.Claim("root.2").Exists, "no claim is left on the grandchild")
 }

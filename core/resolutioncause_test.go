@@ -8,9 +8,6 @@ import (
 
 	"github.com/revenantrt/revenant/core"
 	"github.com/revenantrt/revenant/core/event"
-	"github.com/revenantrt/revenant/core/model/offline"
-	"github.com/revenantrt/revenant/core/runner"
-	"github.com/revenantrt/revenant/core/tool"
 	"github.com/revenantrt/revenant/internal/treetest"
 )
 
@@ -23,33 +20,19 @@ import (
 // because none happened, and the log says why the turn went on.
 func TestResolvedTurnStartedByAnInterruptsSweepGoesOnAsAResolution(t *testing.T) {
 	tr := treetest.New(t)
-	newRunner := func() *runner.Runner {
-		reg, err := tool.NewRegistry(tool.Task(), tool.QuestionTool())
-		require.NoError(t, err)
-		r, err := runner.New(offline.New(tr.Clock, offline.Options{}), reg, runner.NewConfig())
-		require.NoError(t, err)
-		return r
-	}
-	n := tr.Boot(newRunner())
+	n := tr.Boot(offlineTaskRunner(t, tr))
 	n.NewSession("root")
 	n.Admit("root", "/task --background hello")
 	n.Idle() // the child's task turn, its notice and the root's turn for it
 	own := n.Admit("root.1", "/ask which colour?")
 	n.Idle()
-	qs, err := n.Inst.Blockers(ctx, "root.1", event.KindQuestion)
-	require.NoError(t, err)
-	require.Len(t, qs, 1)
 
 	// The reply commits, taking the child's claim; its start never runs.
-	n.Kill.KillAt(1, true)
-	_, _ = n.Inst.Reply(ctx, "root.1", qs[0].ID, core.Reply{Kind: event.KindQuestion, ResponseID: "r1", Answers: [][]string{{"green"}}})
-	<-n.Kill.Died()
-	n.Crash()
-	require.True(t, tr.Claim("root.1").Exists, "the reply's claim")
+	replyAndDie(t, tr, n, "root.1")
 	require.Equal(t, "running", tr.PromptState(own), "the parked turn, answered")
 
 	host, _, kdb := tr.Host()
-	second, err := core.Open(ctx, host, tr.Cfg, newRunner()) // no sweep
+	second, err := core.Open(ctx, host, tr.Cfg, offlineTaskRunner(t, tr)) // no sweep
 	require.NoError(t, err)
 	t.Cleanup(func() { kdb.Kill(); second.Abandon() })
 	did, err := second.Interrupt(ctx, "root", event.ReasonUser)

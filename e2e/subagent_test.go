@@ -138,25 +138,48 @@ func subagentInterruptedThenKilled(t *testing.T) {
 // nothing of the grandchild's task turn happens after its end.
 func subagentInterruptStopsGrandchild(t *testing.T) {
 	s := start(t, t.TempDir())
+	g := interruptOverGrandchild(t, s)
+	s.kill()
+	g.requireStoppedForGood(t, s.restart())
+}
+
+// grandchildInterrupt is a root's turn interrupted while a grandchild
+// streamed for a child parked on it.
+type grandchildInterrupt struct {
+	root, prompt, grandchild string
+	answered                 snap // the grandchild's snapshot right after the 200
+}
+
+// interruptOverGrandchild starts a root's turn whose child's own task
+// call runs a grandchild, waits until the grandchild streams, interrupts
+// the root and checks the grandchild's claim is gone by the answer.
+func interruptOverGrandchild(t *testing.T, s *server) grandchildInterrupt {
+	t.Helper()
 	sid := s.create()
-	grandchild := sid + ".2"
-	a := s.prompt(sid, "/task /task "+childWords())
+	g := grandchildInterrupt{root: sid, grandchild: sid + ".2"}
+	g.prompt = s.prompt(sid, "/task /task "+childWords())
 	untilChildRuns(s, sid, "the child's own job to start", isType(typeJobStarted))
-	gst := s.follow(grandchild, 0)
+	gst := s.follow(g.grandchild, 0)
 	gst.until("the grandchild's answer to stream", nDeltas(5))
 	gst.close()
 	require.True(t, s.interrupt(sid), "the root's turn is interrupted")
-	gsn := s.snapshot(grandchild)
-	assert.Nil(t, gsn.Claim, "the grandchild's turn ended before the interrupt answered")
-	s.kill()
+	g.answered = s.snapshot(g.grandchild)
+	require.Nil(t, g.answered.Claim, "the grandchild's turn ended before the interrupt answered")
+	return g
+}
 
-	s = s.restart()
-	sum := s.settle(sid, a)
-	sum.requireEnd(t, a, typeInterrupted, "user")
-	gsum := s.settle(grandchild)
+// requireStoppedForGood checks, on a server restarted after a kill, that
+// the root's turn and the grandchild's task turn ended interrupted{user},
+// the grandchild's by the interrupt's answer, and that it never started
+// again.
+func (g grandchildInterrupt) requireStoppedForGood(t *testing.T, s *server) {
+	t.Helper()
+	s.settle(g.root, g.prompt).requireEnd(t, g.prompt, typeInterrupted, "user")
+	gsum := s.settle(g.grandchild)
 	task := taskPrompt(gsum)
 	require.NotEmpty(t, task, "the grandchild's task prompt; log:%s", describe(gsum.log))
 	gt := gsum.requireEnd(t, task, typeInterrupted, "user")
-	assert.Less(t, gt.end.Seq, gsn.Cursor+1, "ended by the time the interrupt answered; log:%s", describe(gsum.log))
-	assert.Empty(t, gt.resumes, "never resumed")
+	require.Less(t, gt.end.Seq, g.answered.Cursor+1, "ended by the time the interrupt answered; log:%s", describe(gsum.log))
+	require.Empty(t, gt.resumes, "never resumed")
+	require.Len(t, gt.starts, 1, "never started again")
 }

@@ -478,28 +478,9 @@ func workerdKillAfterInterrupt(t *testing.T, w *workerd) {
 // after its end.
 func workerdKillAfterGrandchildInterrupt(t *testing.T, w *workerd) {
 	s := w.client(t)
-	sid := s.create()
-	grandchild := sid + ".2"
-	a := s.prompt(sid, "/task /task "+childWords())
-	untilChildRuns(s, sid, "the child's own job to start", isType(typeJobStarted))
-	gst := s.follow(grandchild, 0)
-	gst.until("the grandchild's answer to stream", nDeltas(5))
-	gst.close()
-	require.True(t, s.interrupt(sid), "the root's turn is interrupted")
-	gsn := s.snapshot(grandchild)
-	require.Nil(t, gsn.Claim, "the grandchild's turn ended before the interrupt answered")
-
+	g := interruptOverGrandchild(t, s)
 	w.restart(t)
-
-	sum := s.settle(sid, a)
-	sum.requireEnd(t, a, typeInterrupted, "user")
-	gsum := s.settle(grandchild)
-	task := taskPrompt(gsum)
-	require.NotEmpty(t, task, "the grandchild's task prompt; log:%s", describe(gsum.log))
-	gt := gsum.requireEnd(t, task, typeInterrupted, "user")
-	require.Less(t, gt.end.Seq, gsn.Cursor+1, "ended by the time the interrupt answered; log:%s", describe(gsum.log))
-	require.Empty(t, gt.resumes, "never resumed")
-	require.Len(t, gt.starts, 1, "never started again")
+	g.requireStoppedForGood(t, s)
 }
 
 // An event stream whose client went away, then more events for it: under
