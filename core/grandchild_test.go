@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/revenantrt/revenant/core"
 	"github.com/revenantrt/revenant/core/event"
 	"github.com/revenantrt/revenant/core/storage"
 	"github.com/revenantrt/revenant/internal/treetest"
@@ -136,4 +137,46 @@ func TestInterruptWithNothingToStopStillStopsDescendants(t *testing.T) {
 	requireTaskTurnInterruptedByUser(t, tr, "root.2")
 	n.Idle()
 	assert.False(t, tr.Claim("root.2").Exists, "no claim is left on the grandchild")
+}
+
+// A background sub-agent is not stopped by its ancestors' interrupts,
+// even below a foreground child whose task turn ended: the walk to the
+// descendants to stop goes through ended jobs only, and a background
+// child's job runs until its own task turn ends.
+func TestInterruptLeavesABackgroundGrandchildAtWork(t *testing.T) {
+	tr := treetest.New(t)
+	n := tr.Boot(offlineTaskRunner(t, tr))
+	n.NewSession("root")
+	sub := n.Inst.Subscribe("root", 64)
+	defer sub.Close()
+	pid := n.Admit("root", "/task /task --background /sleep 1h")
+	waitFor(t, sub, event.ExecutionSucceeded) // the child started the grandchild and ended; so did the root
+	tr.Clock.BlockUntil(3)                    // the grandchild sleeps in its step
+	require.Equal(t, "succeeded", tr.PromptState(pid))
+	require.True(t, n.Inst.RunningHere("root.2"), "the background grandchild runs")
+
+	did, err := n.Inst.Interrupt(ctx, "root", event.ReasonUser)
+	require.NoError(t, err)
+	assert.False(t, did, "the root is idle")
+	assert.True(t, n.Inst.RunningHere("root.2"), "the background grandchild still runs")
+	assert.Empty(t, treetest.Terminals(tr.Events("root.2")), "its task turn goes on")
+}
+
+// waitFor reads sub until an event of type typ (bounded by a generous
+// real-time limit, only to fail instead of hanging).
+func waitFor(t *testing.T, sub *core.Subscription, typ event.Type) {
+	t.Helper()
+	limit := time.NewTimer(30 * time.Second)
+	defer limit.Stop()
+	for {
+		select {
+		case e, ok := <-sub.C:
+			require.True(t, ok, "the subscription closed before %s", typ)
+			if e.Type == typ {
+				return
+			}
+		case <-limit.C:
+			t.Fatalf("no %s within 30 s", typ)
+		}
+	}
 }
