@@ -28,10 +28,12 @@ func TestInterruptStopsAGrandchildUnderAParkedChild(t *testing.T) {
 	r := offlineTaskRunner(t, tr)
 	n := tr.Boot(r)
 	n.NewSession("root")
+	child := n.Inst.Subscribe("root.1", 64)
+	defer child.Close()
 	pid := n.Admit("root", "/task /task /sleep 1h")
-	tr.Clock.BlockUntil(3) // the grandchild sleeps in its step: wall, idle and sleep timers
+	waitFor(t, child, event.StepParked) // the child is parked on its task call
+	tr.Clock.BlockUntil(3)              // the grandchild sleeps in its step: wall, idle and sleep timers
 	require.True(t, n.Inst.RunningHere("root.2"), "the grandchild runs")
-	require.False(t, n.Inst.RunningHere("root.1"), "the child is parked on its task call")
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // only to fail instead of hanging
 	defer cancel()
@@ -45,32 +47,37 @@ func TestInterruptStopsAGrandchildUnderAParkedChild(t *testing.T) {
 	assert.False(t, tr.Claim("root.2").Exists, "no claim is left on the grandchild")
 }
 
-// failListing wraps a tree's database and fails, as told, the query that
-// lists an interrupted turn's descendants (interruptChildren).
-type failListing struct {
+// failQuery wraps a tree's database and fails, as told, the queries that
+// match: a storage fault at one chosen read.
+type failQuery struct {
 	storage.DB
+	match func(query string) bool
 	mu    sync.Mutex
-	times int   // how many listings still fail
+	times int   // how many matching queries still fail
 	err   error // what they fail with
 }
 
-func (f *failListing) failNext(times int, err error) {
+// listing matches the query that lists an interrupted turn's descendants
+// to stop (interruptChildren).
+func listing(query string) bool { return strings.Contains(query, "WITH RECURSIVE up") }
+
+func (f *failQuery) failNext(times int, err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.times, f.err = times, err
 }
 
-func (f *failListing) Tx(ctx context.Context, fn func(storage.Tx) error) error {
-	return f.DB.Tx(ctx, func(tx storage.Tx) error { return fn(&failListingTx{Tx: tx, f: f}) })
+func (f *failQuery) Tx(ctx context.Context, fn func(storage.Tx) error) error {
+	return f.DB.Tx(ctx, func(tx storage.Tx) error { return fn(&failQueryTx{Tx: tx, f: f}) })
 }
 
-type failListingTx struct {
+type failQueryTx struct {
 	storage.Tx
-	f *failListing
+	f *failQuery
 }
 
-func (t *failListingTx) Query(query string, args ...any) (*storage.Rows, error) {
-	if strings.Contains(query, "WITH RECURSIVE up") {
+func (t *failQueryTx) Query(query string, args ...any) (*storage.Rows, error) {
+	if t.f.match(query) {
 		t.f.mu.Lock()
 		defer t.f.mu.Unlock()
 		if t.f.times > 0 {
@@ -81,14 +88,20 @@ func (t *failListingTx) Query(query string, args ...any) (*storage.Rows, error) 
 	return t.Tx.Query(query, args...)
 }
 
-// bootWithListingFaults boots the offline task runner over a tree whose
-// listing of descendants can be failed, with root's grandchild asleep in
-// its step under a parked child.
-func bootWithListingFaults(t *testing.T) (*treetest.Tree, *treetest.Node, *failListing, string) {
+// bootWithFaults boots the offline task runner over a tree whose queries
+// that match can be failed.
+func bootWithFaults(t *testing.T, match func(string) bool) (*treetest.Tree, *treetest.Node, *failQuery) {
 	tr := treetest.New(t)
-	faults := &failListing{}
+	faults := &failQuery{match: match}
 	tr.WrapDB = func(db storage.DB) storage.DB { faults.DB = db; return faults }
-	n := tr.Boot(offlineTaskRunner(t, tr))
+	return tr, tr.Boot(offlineTaskRunner(t, tr)), faults
+}
+
+// bootWithListingFaults boots over a tree whose listing of descendants
+// can be failed, with root's grandchild asleep in its step under a parked
+// child.
+func bootWithListingFaults(t *testing.T) (*treetest.Tree, *treetest.Node, *failQuery, string) {
+	tr, n, faults := bootWithFaults(t, listing)
 	n.NewSession("root")
 	pid := n.Admit("root", "/task /task /sleep 1h")
 	tr.Clock.BlockUntil(3) // the grandchild sleeps in its step
@@ -179,4 +192,24 @@ func waitFor(t *testing.T, sub *core.Subscription, typ event.Type) {
 			t.Fatalf("no %s within 30 s", typ)
 		}
 	}
+}
+
+// An interrupt that stopped a running turn says so, though storage
+// failed for a moment when it looked at how the turn ended.
+func TestInterruptReportsWhatItStoppedThroughAStorageBlip(t *testing.T) {
+	tr, n, faults := bootWithFaults(t, func(q string) bool { return q == `SELECT state FROM prompts WHERE id = ?` })
+	n.NewSession("root")
+	pid := n.Admit("root", "/sleep 1h")
+	tr.Clock.BlockUntil(3) // the turn sleeps in its step
+	faults.failNext(1, &storage.Error{Code: storage.CodeBusy, Msg: "injected"})
+
+	var did bool
+	var err error
+	tr.Drive(func() { did, err = n.Inst.Interrupt(ctx, "root", event.ReasonUser) })
+	require.NoError(t, err)
+	assert.True(t, did, "the interrupt stopped the running turn")
+	assert.Equal(t, "interrupted", tr.PromptState(pid))
+	faults.mu.Lock()
+	defer faults.mu.Unlock()
+	assert.Zero(t, faults.times, "the injected failure was met")
 }

@@ -200,9 +200,11 @@ func (inst *Instance) runningExecution(sessionID string) *Execution {
 }
 
 // interruptRecorded reports whether the prompt's turn ended interrupted.
+// Retried: a storage blip here would make an interrupt that stopped a
+// turn answer that there was nothing to interrupt.
 func (inst *Instance) interruptRecorded(ctx context.Context, promptID string) bool {
 	var state string
-	err := inst.host.DB.Tx(ctx, func(tx storage.Tx) error {
+	err := inst.read(ctx, func(tx storage.Tx) error {
 		_, err := storage.QueryRow(tx, `SELECT state FROM prompts WHERE id = ?`, []any{promptID}, &state)
 		return err
 	})
