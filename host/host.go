@@ -137,6 +137,7 @@ func open(ctx context.Context, cfg Config) (*Host, error) {
 			h.log.Warn("remove unfinished tree", "tree", id, "err", err)
 		}
 	}
+	h.removeDeletedFiles(ctx)
 
 	// Every row is delivered now: booting re-arms from durable state (DESIGN
 	// §4 rule 3), and the row is used up only once that has happened.

@@ -823,3 +823,38 @@ func TestTimerFiringDuringADeliveryIsDeliveredNext(t *testing.T) {
 	e.d.Release()
 	idle(t, inst)
 }
+
+// A Delete that dies after committing the removal of its index rows and
+// before removing the tree's files leaves them behind, and a second
+// Delete answers not found before it reaches them. The next Open removes
+// them: the files of a tree the index does not know. A file that is no
+// tree's is left alone, and so is every tree the index knows.
+func TestOpenRemovesTheFilesACutDeleteLeft(t *testing.T) {
+	e := newEnv(t)
+	h := e.open(e.config())
+	e.tree(h, "gone")
+	e.tree(h, "kept")
+	require.NoError(t, h.Close(ctx))
+	// The cut delete: its index rows removed, its files still there.
+	read(t, filepath.Join(e.dir, "index.db"), func(tx storage.Tx) error {
+		if _, err := tx.Exec(`DELETE FROM trees WHERE id = 'gone'`); err != nil {
+			return err
+		}
+		_, err := tx.Exec(`DELETE FROM wakeups WHERE tree_id = 'gone'`)
+		return err
+	})
+	require.True(t, exists(e.treePath("gone")))
+	stray := filepath.Join(e.dir, "trees", "notes.txt")
+	require.NoError(t, os.WriteFile(stray, []byte("mine"), 0o600))
+
+	h = e.open(e.config())
+	for _, suffix := range []string{"", "-wal", "-shm", "-journal"} {
+		assert.False(t, exists(e.treePath("gone")+suffix), "the deleted tree's file %q", suffix)
+	}
+	assert.True(t, exists(e.treePath("kept")), "a tree the index knows keeps its file")
+	assert.True(t, exists(stray), "a file that is no tree's is left alone")
+	_, _, err := h.Get(ctx, "kept")
+	require.NoError(t, err)
+	_, _, err = h.Get(ctx, "gone")
+	require.ErrorIs(t, err, api.ErrTreeNotFound)
+}

@@ -139,6 +139,16 @@ func (ix *index) tree(ctx context.Context, id string) (api.TreeInfo, bool, error
 	return info, found, err
 }
 
+// known reports whether the index has a row for the tree, ready or not.
+func (ix *index) known(ctx context.Context, id string) (bool, error) {
+	var found bool
+	err := ix.db.Tx(ctx, func(tx storage.Tx) error {
+		_, err := storage.QueryRow(tx, `SELECT EXISTS (SELECT 1 FROM trees WHERE id = ?)`, []any{id}, &found)
+		return err
+	})
+	return found, err
+}
+
 // deleteTree removes the tree's rows (its wake-up too); false if there was
 // no tree row.
 func (ix *index) deleteTree(ctx context.Context, id string) (bool, error) {

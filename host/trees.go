@@ -5,7 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/revenantrt/revenant/core"
 	"github.com/revenantrt/revenant/core/api"
@@ -318,10 +322,52 @@ func (h *Host) deleteIndex(ctx context.Context, id string) (bool, error) {
 
 // removeFiles removes the tree's database and its WAL and shared-memory
 // files; missing ones are fine.
+// treeFileSuffixes are what a tree's id is followed by in the names of
+// its files: the database and SQLite's companions.
+var treeFileSuffixes = []string{".db", ".db-wal", ".db-shm", ".db-journal"}
+
+// removeDeletedFiles removes, at Open, the files of trees the index has no
+// row for. A create writes its row before any file, so these are left by
+// a Delete that died between committing the row's removal and removing
+// the files: the tree is gone for the API (a second Delete answers 404
+// before it reaches the files), and nothing else would ever remove them.
+// Names that are no tree's are left alone.
+func (h *Host) removeDeletedFiles(ctx context.Context) {
+	entries, err := os.ReadDir(h.treesDir)
+	if err != nil {
+		h.log.Warn("list tree files", "err", err)
+		return
+	}
+	ids := map[string]bool{}
+	for _, de := range entries {
+		for _, suffix := range treeFileSuffixes {
+			if id, ok := strings.CutSuffix(de.Name(), suffix); ok && ValidTreeID(id) {
+				ids[id] = true
+				break
+			}
+		}
+	}
+	for _, id := range slices.Sorted(maps.Keys(ids)) {
+		known, err := h.index.known(ctx, id)
+		if err != nil {
+			h.log.Warn("look up a tree file's tree", "tree", id, "err", err)
+			return
+		}
+		if known {
+			continue
+		}
+		if err := h.removeFiles(id); err != nil {
+			h.log.Warn("remove the files of a deleted tree", "tree", id, "err", err)
+			continue
+		}
+		h.log.Info("removed the files a cut delete left", "tree", id)
+	}
+}
+
 func (h *Host) removeFiles(id string) error {
 	var errs []error
-	p := h.treePath(id)
-	for _, f := range []string{p, p + "-wal", p + "-shm", p + "-journal"} {
+	for _, suffix := range treeFileSuffixes {
+		f := filepath.Join(h.treesDir, id+suffix)
 		if err := os.Remove(f); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			errs = append(errs, err)
 		}
