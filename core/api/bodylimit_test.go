@@ -62,3 +62,18 @@ func TestBodyOfExactlyTheCapIsTaken(t *testing.T) {
 	assert.Equal(t, http.StatusAccepted, c.do("POST", "/v1/sessions/"+id+"/prompt", body(4096), nil), "a body of exactly max_body")
 	assert.Equal(t, http.StatusRequestEntityTooLarge, c.do("POST", "/v1/sessions/"+id+"/prompt", body(4097), nil), "a byte more")
 }
+
+// A prompt of whitespace only is refused by the decoder, before the
+// instance is asked, with the message that names the field (core's own
+// refusal would say "admit prompt: empty text").
+func TestBlankPromptRefusedByTheDecoder(t *testing.T) {
+	f := newFixture(t, treetest.NewDriver(1), nil)
+	c := f.client(t, "")
+	id := c.create()
+	for _, text := range []string{"", " ", " \n\t "} {
+		var e api.ErrorBody
+		require.Equal(t, http.StatusBadRequest, c.do("POST", "/v1/sessions/"+id+"/prompt", `{"text":"`+strings.NewReplacer("\n", `\n`, "\t", `\t`).Replace(text)+`"}`, &e), "%q", text)
+		assert.Equal(t, api.ErrInvalidRequest, e.Error.Type, "%q", text)
+		assert.Equal(t, "text must not be empty", e.Error.Message, "%q", text)
+	}
+}
