@@ -463,3 +463,35 @@ func TestSweepStopsAtStorageThatTakesNoWrites(t *testing.T) {
 		assert.False(t, tr.Claim(sid).Exists, "session %s's turn ended", sid)
 	}
 }
+
+// A wake-up whose sweep meets storage that takes no writes still re-arms
+// as its last act (DESIGN §4 rule 2): the delivered wake-up is used up, and
+// without the re-arm the claims would wait for the next boot. Once storage
+// heals, the armed wake-up's sweep resumes them.
+func TestWakeWhoseSweepFailsStillRearms(t *testing.T) {
+	tr, f, d, n := faultTree(t, 4)
+	sid := n.NewSession("a")
+	n.Admit(sid, "hold")
+	<-d.Started
+	n.Crash()
+
+	host, _, kdb := tr.Host()
+	inst, err := core.Open(ctx, host, tr.Cfg, d) // not swept yet
+	require.NoError(t, err)
+	t.Cleanup(func() { kdb.Kill(); inst.Abandon() })
+	tr.Wake.Take() // the wake-up being delivered
+	f.FailFor(time.Hour, faultvfs.Full)
+	var wakeErr error
+	tr.Drive(func() { _, wakeErr = recovery.Wake(ctx, inst) })
+	require.ErrorIs(t, wakeErr, core.ErrStorageUnavailable)
+	assert.True(t, tr.Claim(sid).Exists)
+	assert.NotZero(t, tr.Wake.At(), "the failed sweep's handler re-armed the wake-up")
+
+	f.Heal()
+	d.Release()
+	rep, err := recovery.Wake(ctx, inst)
+	require.NoError(t, err)
+	assert.Equal(t, 1, rep.Count(core.Resume))
+	require.NoError(t, inst.WaitIdle(ctx))
+	assert.False(t, tr.Claim(sid).Exists)
+}

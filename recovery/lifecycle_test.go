@@ -694,3 +694,13 @@ func TestClaimAgeAbortsRootsOnly(t *testing.T) {
 	own := core.ClaimState{SessionID: "r.2", ParentID: "r", ExecutionID: "x", ClaimedAt: 0, OwnTurn: true}
 	assert.Equal(t, core.Resume, p.Decide(own, now).Action, "a child's own turn is resumed however old its claim")
 }
+
+// The claim-age limit aborts a root whose claim is older than the maximum
+// age (DESIGN §6 rule 5): a claim exactly that old is resumed, one a
+// millisecond older is aborted.
+func TestClaimExactlyMaxAgeOldIsResumed(t *testing.T) {
+	p := recovery.Policy{Budget: 3, MaxClaimAge: 1000}
+	c := core.ClaimState{SessionID: "r", ExecutionID: "x", ClaimedAt: 9_000}
+	assert.Equal(t, core.Resume, p.Decide(c, 10_000).Action, "a claim exactly the maximum age old is not older than it")
+	assert.Equal(t, core.Abort, p.Decide(c, 10_001).Action, "a millisecond more is")
+}

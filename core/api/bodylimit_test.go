@@ -46,3 +46,34 @@ func TestDeclaredLengthOverTheCapIs413Unread(t *testing.T) {
 	}
 	assert.Len(t, f.trees.trees, 1, "the refused create made no tree")
 }
+
+// max_body is the largest body taken: a prompt whose body, declared in
+// Content-Length, is exactly max_body bytes is admitted; a byte more is
+// 413.
+func TestBodyOfExactlyTheCapIsTaken(t *testing.T) {
+	f := newFixture(t, treetest.NewDriver(4), nil) // max_body 4096
+	c := f.client(t, "")
+	id := c.create()
+	body := func(n int) string {
+		const frame = `{"text":""}`
+		return `{"text":"` + strings.Repeat("a", n-len(frame)) + `"}`
+	}
+	require.Len(t, body(4096), 4096)
+	assert.Equal(t, http.StatusAccepted, c.do("POST", "/v1/sessions/"+id+"/prompt", body(4096), nil), "a body of exactly max_body")
+	assert.Equal(t, http.StatusRequestEntityTooLarge, c.do("POST", "/v1/sessions/"+id+"/prompt", body(4097), nil), "a byte more")
+}
+
+// A prompt of whitespace only is refused by the decoder, before the
+// instance is asked, with the message that names the field (core's own
+// refusal would say "admit prompt: empty text").
+func TestBlankPromptRefusedByTheDecoder(t *testing.T) {
+	f := newFixture(t, treetest.NewDriver(1), nil)
+	c := f.client(t, "")
+	id := c.create()
+	for _, text := range []string{"", " ", " \n\t "} {
+		var e api.ErrorBody
+		require.Equal(t, http.StatusBadRequest, c.do("POST", "/v1/sessions/"+id+"/prompt", `{"text":"`+strings.NewReplacer("\n", `\n`, "\t", `\t`).Replace(text)+`"}`, &e), "%q", text)
+		assert.Equal(t, api.ErrInvalidRequest, e.Error.Type, "%q", text)
+		assert.Equal(t, "text must not be empty", e.Error.Message, "%q", text)
+	}
+}

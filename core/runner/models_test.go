@@ -88,3 +88,25 @@ func TestModelNotAllowedAfterAPark(t *testing.T) {
 	assert.Equal(t, "failed", c.tr.PromptState(pid))
 	assert.Equal(t, event.FailModelNotAllowed, failure(t, c.tr, c.sid).Type)
 }
+
+// A session's config overrides the runner's model and system prompt in
+// every request its turns make; a session that names neither is asked
+// with the runner's own.
+func TestSessionConfigModelAndSystemPromptAreRequested(t *testing.T) {
+	tr := treetest.New(t)
+	m := &scriptModel{steps: func(int) scriptStep { return scriptStep{chunks: text("done")} }}
+	n := tr.Boot(newRunner(t, m, runner.NewConfig()))
+	_, err := n.Inst.CreateSession(ctx, core.NewSession{ID: "s", Principal: "p", Config: json.RawMessage(`{"model":"gpt-4o-mini","system_prompt":"Be brief."}`)})
+	require.NoError(t, err)
+	_, err = n.Inst.Admit(ctx, "s", core.PromptInput{ClientID: "p1", Text: "hello"})
+	require.NoError(t, err)
+	n.Idle()
+	assert.Equal(t, "gpt-4o-mini", m.lastReq.Model, "the session's model is requested")
+	assert.Equal(t, "Be brief.", m.lastReq.System, "with the session's system prompt")
+
+	n.NewSession("plain")
+	_, err = n.Inst.Admit(ctx, "plain", core.PromptInput{ClientID: "p1", Text: "hello"})
+	require.NoError(t, err)
+	n.Idle()
+	assert.Equal(t, "script", m.lastReq.Model, "a session naming no model is asked with the runner's")
+}

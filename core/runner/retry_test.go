@@ -444,6 +444,43 @@ func TestOldestToolOutputsElided(t *testing.T) {
 	assert.Equal(t, "succeeded", tr.PromptState(promptID(t, tr, sid)))
 }
 
+// An output shorter than the elision marker is never elided: replacing it
+// would lengthen the request and lose the output for nothing, so elision
+// passes over it to the next older output that is longer.
+func TestToolOutputShorterThanTheMarkerKept(t *testing.T) {
+	tr := treetest.New(t)
+	tiny := tool.Func{DefaultPermission: "allow", Name: "tiny", IsIdempotent: true, Run: func(_ context.Context, c tool.Call) (string, error) {
+		return "ok", nil
+	}}
+	big := tool.Func{DefaultPermission: "allow", Name: "big", IsIdempotent: true, Limit: tool.Limits{OutputCap: 1 << 20}, Run: func(_ context.Context, c tool.Call) (string, error) {
+		return strings.Repeat("z", 3000), nil
+	}}
+	m := &scriptModel{steps: func(k int) scriptStep {
+		switch {
+		case k == 1:
+			return scriptStep{chunks: toolCall("tiny", `{}`)}
+		case k <= 4:
+			return scriptStep{chunks: toolCall("big", fmt.Sprintf(`{"n":%d}`, k))}
+		}
+		return scriptStep{chunks: text("done")}
+	}}
+	n := tr.Boot(newRunner(t, m, runner.NewConfig().WithContextBytes(7000), tiny, big))
+	sid := n.NewSession("s")
+	n.Admit(sid, "fill the context")
+	n.Idle()
+	var tools []string
+	for _, msg := range m.lastReq.Messages {
+		if msg.Role == model.RoleTool {
+			tools = append(tools, msg.Text)
+		}
+	}
+	require.Len(t, tools, 4)
+	assert.Equal(t, "ok", tools[0], "an output shorter than the marker is kept")
+	assert.Equal(t, fmt.Sprintf(runner.ElidedMarker, 3000), tools[1], "the oldest longer output is elided in its place")
+	assert.Len(t, tools[3], 3000, "the newest is kept")
+	assert.Equal(t, "succeeded", tr.PromptState(promptID(t, tr, sid)))
+}
+
 // The kv store is tree-wide: its rebuild from the log must replay writes of
 // different sessions in the order they committed.
 func TestKVRebuildFollowsCommitOrderAcrossSessions(t *testing.T) {
