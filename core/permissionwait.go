@@ -107,8 +107,12 @@ func (permissionV1) Continue(resolved []ResolvedBlocker) Continuation {
 		}
 		return Continuation{Outcome: event.OutcomeDeclined, Output: out}
 	}
-	return Continuation{Outcome: event.OutcomeError, Output: "The permission request was cancelled; the call did not run."}
+	return Continuation{Outcome: event.OutcomeError, Output: PermissionCancelledOutput}
 }
+
+// PermissionCancelledOutput is what the model reads about a call whose
+// permission request was cancelled: it never ran.
+const PermissionCancelledOutput = "The permission request was cancelled; the call did not run."
 
 // SavedRules reads the tree's saved `always` rules, oldest first.
 func SavedRules(tx storage.Tx) ([]permission.Rule, error) {

@@ -290,6 +290,9 @@ func (s *streaming) toolCalls(newID func() string) []event.ToolCall {
 type transcript struct {
 	rawConfig string
 	rows      []transcriptRow
+	// notRun holds what the model is told about calls of ended turns that
+	// have no result but provably never ran (see unsettledOutputs).
+	notRun map[string]string
 }
 
 type transcriptRow struct {
@@ -312,7 +315,68 @@ func (t *turn) readTranscript(tx storage.Tx) (transcript, error) {
 		}
 		tr.rows = append(tr.rows, r)
 	}
-	return tr, nil
+	tr.notRun, err = unsettledOutputs(tx, tr.rows)
+	return tr, err
+}
+
+// unsettledOutputs finds, for the calls of the transcript that have no
+// result (their turn ended first), those that never ran, and what the
+// model is told of each: a call still waiting for permission, or not yet
+// authorized, had no side effect, and the model may ask for it again. A
+// call that was executing, or waited on a question or a sub-agent (which
+// may have done work), keeps NoResult. Only the few unanswered calls are
+// looked up, by their ids.
+func unsettledOutputs(tx storage.Tx, rows []transcriptRow) (map[string]string, error) {
+	answered := map[string]bool{}
+	for _, r := range rows {
+		if r.role == event.RoleTool {
+			answered[r.callID] = true
+		}
+	}
+	var out map[string]string
+	for _, r := range rows {
+		if r.role != event.RoleAssistant || r.calls == "" {
+			continue
+		}
+		var calls []event.ToolCall
+		if err := json.Unmarshal([]byte(r.calls), &calls); err != nil {
+			return nil, fmt.Errorf("decode tool calls: %w", err)
+		}
+		for _, c := range calls {
+			if answered[c.CallID] {
+				continue
+			}
+			var phase string
+			var permission, other bool
+			found, err := storage.QueryRow(tx, `SELECT tc.phase,
+				EXISTS (SELECT 1 FROM blockers b WHERE b.step_id = tc.step_id AND b.call_id = tc.id AND b.kind = ?2),
+				EXISTS (SELECT 1 FROM blockers b WHERE b.step_id = tc.step_id AND b.call_id = tc.id AND b.kind != ?2)
+				FROM tool_calls tc WHERE tc.id = ?1`, []any{c.CallID, event.KindPermission}, &phase, &permission, &other)
+			if err != nil {
+				return nil, fmt.Errorf("read unsettled call %s: %w", c.CallID, err)
+			}
+			if !found || other {
+				continue
+			}
+			switch event.Phase(phase) {
+			case event.PhaseWaiting:
+				if permission {
+					out = setOutput(out, c.CallID, core.PermissionCancelledOutput)
+				}
+			case event.PhaseCalled, event.PhaseAuthorizing:
+				out = setOutput(out, c.CallID, NotRun)
+			}
+		}
+	}
+	return out, nil
+}
+
+func setOutput(m map[string]string, callID, text string) map[string]string {
+	if m == nil {
+		m = map[string]string{}
+	}
+	m[callID] = text
+	return m
 }
 
 // buildRequest makes the model request of a transcript. Tool results are
@@ -354,8 +418,13 @@ func (t *turn) buildRequest(tr transcript) (model.Request, error) {
 					// A call of an ended turn that never settled (its turn was
 					// interrupted, or a reply cancelled it while it waited).
 					// Providers refuse a tool call without a result, and the
-					// model should know it did not complete.
-					res = model.Message{Role: model.RoleTool, Text: NoResult, ToolCallID: c.CallID, Name: c.Name}
+					// model should know it did not complete, and whether it
+					// ran if that is known.
+					text, known := tr.notRun[c.CallID]
+					if !known {
+						text = NoResult
+					}
+					res = model.Message{Role: model.RoleTool, Text: text, ToolCallID: c.CallID, Name: c.Name}
 				}
 				req.Messages = append(req.Messages, res)
 			}

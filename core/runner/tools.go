@@ -18,9 +18,14 @@ import (
 const UnknownOutcome = "The outcome of this call is unknown: the run was interrupted while it was executing, and it may or may not have taken effect. It was not run again."
 
 // NoResult is what the model is told, in a later turn's request, about a
-// call of an earlier turn that never settled: the turn ended (an interrupt,
-// a cancelled question, a rejected permission) before it had a result.
+// call of an earlier turn that never settled and may have run: the turn
+// ended (an interrupt, a cancelled question, a rejected permission) while
+// it executed, or waited on a question or a sub-agent.
 const NoResult = "This call has no result: its turn ended (interrupted or cancelled) before the call settled."
+
+// NotRun is what the model is told about a call of an earlier turn that
+// ended before the call was authorized: it never ran.
+const NotRun = "This call did not run: its turn ended (interrupted or cancelled) before the call started."
 
 var errToolTimeout = errors.New("tool call timed out")
 
