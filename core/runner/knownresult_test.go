@@ -199,6 +199,21 @@ func TestToolResultAfterDirectInterruptIsNotSettled(t *testing.T) {
 	pid := n.Admit(sid, "pay")
 	<-bodies.entered
 
+	interruptPastGrace(t, tr, n, sid)
+	require.Equal(t, "interrupted", tr.PromptState(pid))
+	before := tr.Events(sid)
+
+	close(release)
+	<-runReturned // the runner tried to settle and gave up
+	assert.Equal(t, before, tr.Events(sid), "nothing written after the interrupt")
+	assert.Empty(t, settlements(t, before))
+}
+
+// interruptPastGrace interrupts sid while one of its tool bodies ignores
+// the cancellation: the interrupt waits out its grace period on the fake
+// clock and commits without the body.
+func interruptPastGrace(t *testing.T, tr *treetest.Tree, n *treetest.Node, sid string) {
+	t.Helper()
 	done := make(chan error, 1)
 	go func() {
 		_, err := n.Inst.Interrupt(ctx, sid, event.ReasonUser)
@@ -207,11 +222,4 @@ func TestToolResultAfterDirectInterruptIsNotSettled(t *testing.T) {
 	tr.Clock.BlockUntil(2) // the tool's wall limit and the interrupt's grace timer
 	tr.Clock.Advance(core.DefaultInterruptGrace)
 	require.NoError(t, <-done)
-	require.Equal(t, "interrupted", tr.PromptState(pid))
-	before := tr.Events(sid)
-
-	close(release)
-	<-runReturned // the runner tried to settle and gave up
-	assert.Equal(t, before, tr.Events(sid), "nothing written after the interrupt")
-	assert.Empty(t, settlements(t, before))
 }

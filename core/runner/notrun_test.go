@@ -8,7 +8,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/revenantrt/revenant/core"
-	"github.com/revenantrt/revenant/core/event"
 	"github.com/revenantrt/revenant/core/model"
 	"github.com/revenantrt/revenant/core/runner"
 	"github.com/revenantrt/revenant/core/tool"
@@ -62,14 +61,7 @@ func TestCallsCutByAnInterruptAreToldApart(t *testing.T) {
 	pid := n.Admit(sid, "pay and note")
 	<-bodies.entered
 
-	done := make(chan error, 1)
-	go func() {
-		_, err := n.Inst.Interrupt(ctx, sid, event.ReasonUser)
-		done <- err
-	}()
-	tr.Clock.BlockUntil(2) // the tool's wall limit and the interrupt's grace timer
-	tr.Clock.Advance(core.DefaultInterruptGrace)
-	require.NoError(t, <-done)
+	interruptPastGrace(t, tr, n, sid)
 	require.Equal(t, "interrupted", tr.PromptState(pid))
 
 	n.Admit(sid, "what happened?")
