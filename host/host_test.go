@@ -844,8 +844,16 @@ func TestOpenRemovesTheFilesACutDeleteLeft(t *testing.T) {
 		return err
 	})
 	require.True(t, exists(e.treePath("gone")))
+	// A kill leaves SQLite's companions beside the database (a clean close
+	// removed them): put them back as a kill would have left them.
+	for _, suffix := range []string{"-wal", "-shm", "-journal"} {
+		require.NoError(t, os.WriteFile(e.treePath("gone")+suffix, []byte("left by a kill"), 0o600))
+	}
 	stray := filepath.Join(e.dir, "trees", "notes.txt")
 	require.NoError(t, os.WriteFile(stray, []byte("mine"), 0o600))
+	// A database whose name is no tree id: an operator's copy, say.
+	copied := filepath.Join(e.dir, "trees", "Backup of kept.db")
+	require.NoError(t, os.WriteFile(copied, []byte("mine"), 0o600))
 
 	h = e.open(e.config())
 	for _, suffix := range []string{"", "-wal", "-shm", "-journal"} {
@@ -853,6 +861,7 @@ func TestOpenRemovesTheFilesACutDeleteLeft(t *testing.T) {
 	}
 	assert.True(t, exists(e.treePath("kept")), "a tree the index knows keeps its file")
 	assert.True(t, exists(stray), "a file that is no tree's is left alone")
+	assert.True(t, exists(copied), "a database named for no tree id is left alone")
 	_, _, err := h.Get(ctx, "kept")
 	require.NoError(t, err)
 	_, _, err = h.Get(ctx, "gone")
