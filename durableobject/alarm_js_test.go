@@ -7,8 +7,11 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"strconv"
+	"strings"
 	"syscall/js"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -128,11 +131,18 @@ func sweepObject(t *testing.T) (*Object, func() []string) {
 func TestWakeFailureCountsOnce(t *testing.T) {
 	o, calls := sweepObject(t)
 	sweepErr, rearmErr := errors.New("sweep: disk I/O"), errors.New("rearm: disk I/O")
-	for wake := 1; wake <= 3; wake++ {
+	for wake, delay := range []int64{1000, 2000, 4000} { // ms: 1 s, doubling
 		o.alarm.delivered()
+		before := time.Now().UnixMilli()
 		o.swept("alarm", sweepErr)
 		o.rearmFailed(sweepErr, rearmErr)
-		assert.Equal(t, wake, o.sweepFailures, "wake %d", wake)
+		after := time.Now().UnixMilli()
+		assert.Equal(t, wake+1, o.sweepFailures, "wake %d", wake+1)
+		set := calls()
+		require.Len(t, set, wake+1)
+		at, err := strconv.ParseInt(strings.TrimPrefix(set[wake], "set "), 10, 64)
+		require.NoError(t, err, set[wake])
+		assert.True(t, before+delay <= at && at <= after+delay, "wake %d armed %d ms after it, want %d", wake+1, at-before, delay)
 	}
 	assert.Len(t, calls(), 3, "one retry alarm per wake")
 	o.alarm.delivered()
