@@ -142,11 +142,5 @@ func TestApprovedTaskCutByAnInterruptIsNotToldItDidNotRun(t *testing.T) {
 	m.mu.Lock()
 	req := m.lastRoot
 	m.mu.Unlock()
-	var results []string
-	for _, msg := range req.Messages {
-		if msg.Role == model.RoleTool {
-			results = append(results, msg.Text)
-		}
-	}
-	assert.Equal(t, []string{runner.NoResult}, results)
+	assert.Equal(t, []string{runner.NoResult}, toolTexts(req))
 }

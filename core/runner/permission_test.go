@@ -106,13 +106,7 @@ func (m *deployModel) Stream(_ context.Context, req model.Request) (model.Stream
 func (m *deployModel) toolResults() []string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var out []string
-	for _, msg := range m.lastReq.Messages {
-		if msg.Role == model.RoleTool {
-			out = append(out, msg.Text)
-		}
-	}
-	return out
+	return toolTexts(m.lastReq)
 }
 
 // permRun is one tree with the deploy tool and model.

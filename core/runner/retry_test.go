@@ -432,12 +432,7 @@ func TestOldestToolOutputsElided(t *testing.T) {
 	sid := n.NewSession("s")
 	n.Admit(sid, "fill the context")
 	n.Idle()
-	var tools []string
-	for _, msg := range m.lastReq.Messages {
-		if msg.Role == model.RoleTool {
-			tools = append(tools, msg.Text)
-		}
-	}
+	tools := toolTexts(m.lastReq)
 	require.Len(t, tools, 3)
 	assert.Equal(t, fmt.Sprintf(runner.ElidedMarker, 3000), tools[0], "the oldest output is elided")
 	assert.Len(t, tools[2], 3000, "the newest is kept")
@@ -468,12 +463,7 @@ func TestToolOutputShorterThanTheMarkerKept(t *testing.T) {
 	sid := n.NewSession("s")
 	n.Admit(sid, "fill the context")
 	n.Idle()
-	var tools []string
-	for _, msg := range m.lastReq.Messages {
-		if msg.Role == model.RoleTool {
-			tools = append(tools, msg.Text)
-		}
-	}
+	tools := toolTexts(m.lastReq)
 	require.Len(t, tools, 4)
 	assert.Equal(t, "ok", tools[0], "an output shorter than the marker is kept")
 	assert.Equal(t, fmt.Sprintf(runner.ElidedMarker, 3000), tools[1], "the oldest longer output is elided in its place")

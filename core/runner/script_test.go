@@ -156,3 +156,14 @@ var _ core.Driver = (*runner.Runner)(nil)
 func chunkText(s string) model.Chunk { return model.Chunk{Text: s} }
 
 func chunkStop() model.Chunk { return model.Chunk{Finish: model.FinishStop} }
+
+// toolTexts is the text of every tool result in req, in order.
+func toolTexts(req model.Request) []string {
+	var out []string
+	for _, msg := range req.Messages {
+		if msg.Role == model.RoleTool {
+			out = append(out, msg.Text)
+		}
+	}
+	return out
+}
