@@ -99,6 +99,10 @@ type Execution struct {
 	// terminal writes them for those steps, not the checkpointed text, so
 	// a turn that fails on storage keeps everything received (docs/api.md).
 	cuts map[string]event.Cut
+
+	// failed: finish recorded the turn's end as failed (read by drain,
+	// after finish, on the same goroutine).
+	failed bool
 }
 
 // storageLost returns the storage failure that ended one of x's writes.
@@ -544,7 +548,14 @@ func (inst *Instance) drain(x *Execution) {
 		log := inst.log.With("session", x.sessionID, "execution", x.id, "prompt", x.promptID)
 		log.Debug("execution running", "cause", x.cause, "attempt", x.attempt)
 		out := inst.runDriver(x)
-		x = inst.finish(x, out)
+		next := inst.finish(x, out)
+		if x.failed {
+			// job.go: nothing waits for its children any more. Before the
+			// session's next turn runs, so that turn's children are not
+			// taken for this one's.
+			inst.interruptChildren(context.WithoutCancel(x.ctx), x.sessionID)
+		}
+		x = next
 	}
 }
 
@@ -606,7 +617,11 @@ func (inst *Instance) finish(x *Execution, out Outcome) *Execution {
 		case errors.Is(cause, ErrShutdown):
 			_, err = t.append(x.sessionID, event.ExecutionInterrupted, event.Interrupted{ExecutionID: x.id, PromptID: x.promptID, Reason: event.ReasonShutdown})
 		case errors.Is(cause, errTaskEnded):
-			next, err = t.endTaskTurn(x.sessionID, x.end(event.ExecutionInterrupted, event.Interrupted{ExecutionID: x.id, PromptID: x.promptID, Reason: event.ReasonUser}), event.ReasonUser, startNext)
+			reason, rerr := t.taskEndReason(x.sessionID, x.promptID)
+			if rerr != nil {
+				return rerr
+			}
+			next, err = t.endTaskTurn(x.sessionID, x.end(event.ExecutionInterrupted, event.Interrupted{ExecutionID: x.id, PromptID: x.promptID, Reason: reason}), reason, startNext)
 		case interrupted:
 			err = t.interruptTurn(x.sessionID, x.end(event.ExecutionInterrupted, event.Interrupted{ExecutionID: x.id, PromptID: x.promptID, Reason: reasonOf(cause)}), reasonOf(cause))
 		case out.Kind == Succeeded:
@@ -660,6 +675,10 @@ func (inst *Instance) finish(x *Execution, out Outcome) *Execution {
 		// A child's end may have admitted its parent's notice or resolved
 		// its parent's waiting call: the parent goes on here (job.go).
 		inst.afterChildTurn(ctx, x.sessionID)
+		// A failed turn ended the jobs of foreground children it had not
+		// parked on yet; one running here must be stopped, as after an
+		// interrupt, once the claim lock is let go (drain).
+		x.failed = ended == PromptFailed
 	}
 	if err != nil {
 		level := inst.log.Warn

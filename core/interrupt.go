@@ -27,8 +27,9 @@ func (inst *Instance) Interrupt(ctx context.Context, sessionID, reason string) (
 }
 
 // interruptTask stops a child's task turn, taskPromptID's, whose job ended
-// with its parent's turn (interruptChildren), with reason
-// event.ReasonUser, and nothing else: the prompts a client sent the child
+// with its parent's turn (interruptChildren), with reason event.ReasonUser
+// if that turn was interrupted and event.ReasonOrphaned if it failed
+// (taskEndReason), and nothing else: the prompts a client sent the child
 // stay queued, and the next of them starts (endTaskTurn). A turn of the
 // child's own is never stopped, even one that the task turn's end started
 // while the interrupt waited. It reports whether there was a turn to stop.
@@ -291,11 +292,15 @@ func (inst *Instance) interruptDirect(ctx context.Context, sessionID, reason str
 		if x != nil {
 			kept = x.keptCuts() // the text a refused cut of x's held
 		}
-		end := interruption(executionID, promptID, reason, cut, kept)
 		if taskPrompt != "" {
-			_, err := t.endTaskTurn(sessionID, end, reason, false)
+			taskReason, err := t.taskEndReason(sessionID, promptID)
+			if err != nil {
+				return err
+			}
+			_, err = t.endTaskTurn(sessionID, interruption(executionID, promptID, taskReason, cut, kept), taskReason, false)
 			return err
 		}
+		end := interruption(executionID, promptID, reason, cut, kept)
 		return t.interruptTurn(sessionID, end, reason)
 	})
 	if errors.Is(err, errRunningChanged) || errors.Is(err, errAdmitted) {

@@ -334,6 +334,17 @@ func (t *txw) endedJobReason(sessionID, promptID string) (string, bool, error) {
 	return event.ReasonOrphaned, true, nil
 }
 
+// taskEndReason is the reason a task turn stopped because its job ended
+// (interruptTask) ends with: event.ReasonUser when its parent's turn was
+// interrupted, event.ReasonOrphaned when it ended otherwise (endedJobReason).
+func (t *txw) taskEndReason(sessionID, promptID string) (string, error) {
+	reason, ended, err := t.endedJobReason(sessionID, promptID)
+	if err != nil || !ended {
+		return event.ReasonUser, err
+	}
+	return reason, nil
+}
+
 // admitNotice admits a notice prompt to a session's queue unless one with
 // the same client id is there already, taking the session's claim unless
 // its turn is parked.
@@ -376,9 +387,10 @@ func (inst *Instance) afterChildTurn(ctx context.Context, childID string) {
 	inst.startLocked(ctx, parentID, event.CauseResolution)
 }
 
-// interruptChildren, after its parent's interrupt committed, stops the
-// task turns of the session's descendants that still hold a claim for them
-// (their foreground jobs ended with the parent's turn), and starts the turn
+// interruptChildren, after its parent's interrupt (or failed turn)
+// committed, stops the task turns of the session's descendants that still
+// hold a claim for them (their foreground jobs ended with the parent's
+// turn), and starts the turn
 // of a descendant whose parked task turn that commit ended and that holds a
 // claim for a prompt a client sent it (endTaskTurn). Descendants, not only
 // children: a parked child's task turn ends inside the parent's commit
