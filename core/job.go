@@ -390,13 +390,13 @@ func (inst *Instance) afterChildTurn(ctx context.Context, childID string) {
 // interruptChildren, after its parent's interrupt (or failed turn)
 // committed, stops the task turns of the session's descendants that still
 // hold a claim for them (their foreground jobs ended with the parent's
-// turn), and starts the turn
-// of a descendant whose parked task turn that commit ended and that holds a
-// claim for a prompt a client sent it (endTaskTurn). Descendants, not only
-// children: a parked child's task turn ends inside the parent's commit
-// (endForegroundJobs), and with it the job of a grandchild still at work,
-// whose turn must stop too; the walk goes down through ended jobs only, so
-// a descendant whose own parent still waits for it is left to that parent.
+// turn), and starts the turn of a descendant whose parked task turn that
+// commit ended and that holds a claim for a prompt a client sent it
+// (endTaskTurn). Descendants, not only children: a parked child's task
+// turn ends inside the parent's commit (endForegroundJobs), and with it
+// the job of a grandchild still at work, whose turn must stop too; the
+// walk goes down through ended jobs only, so a descendant whose own parent
+// still waits for it is left to that parent.
 // A kill before this leaves all of it to the sweep: it ends the task turns
 // (orphanTurn) and starts the rest. A descendant running a turn of its own
 // is left alone: that turn is no parent's.
