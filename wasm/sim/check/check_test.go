@@ -148,6 +148,11 @@ func TestBrokenHistoriesAreCaught(t *testing.T) {
 			}},
 		{name: "settlement of a call no step asked for", want: check.RuleEffects, detail: "no completed step asked for it",
 			sql: []string{`UPDATE events SET data = json_set(data, '$.call_id', 'ghost') WHERE session_id = 's' AND seq = ` + sq("s", event.ToolSettled, 1)}},
+		{name: "executing record of a call no step asked for", want: check.RuleEffects, detail: "no completed step asked for it",
+			sql: []string{`UPDATE events SET data = json_set(data, '$.call_id', 'ghost') WHERE session_id = 's' AND seq = ` + sq("s", event.ToolExecuting, 1)}},
+		{name: "a one-event log that does not start with its creation", want: check.RuleSeqs, detail: "the log starts with",
+			sql: []string{fmt.Sprintf(`INSERT INTO events (session_id, seq, id, type, at, data, gseq)
+				SELECT 'lonely', 1, 'tampered-lonely', '%s', MAX(at), json_object('what', 'x'), MAX(gseq) + 1 FROM events`, event.Progress)}},
 		{name: "settled ok without its effect", want: check.RuleEffects, detail: "never saw it",
 			ledger: func(l *check.Ledger) { l.Deliveries = l.Deliveries[1:] }},
 		{name: "projection differs from the log", want: check.RuleProjections, detail: "rebuilt from the log",
