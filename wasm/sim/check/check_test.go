@@ -148,6 +148,15 @@ func TestBrokenHistoriesAreCaught(t *testing.T) {
 			}},
 		{name: "settlement of a call no step asked for", want: check.RuleEffects, detail: "no completed step asked for it",
 			sql: []string{`UPDATE events SET data = json_set(data, '$.call_id', 'ghost') WHERE session_id = 's' AND seq = ` + sq("s", event.ToolSettled, 1)}},
+		{name: "two calls under one idempotency key", want: check.RuleEffects, detail: "share idempotency key",
+			ledger: func(l *check.Ledger) {
+				for i := 1; i < len(l.Deliveries); i++ {
+					if d := &l.Deliveries[i]; d.Tool == l.Deliveries[0].Tool && d.CallID != l.Deliveries[0].CallID {
+						d.Key = l.Deliveries[0].Key
+						return // (with none, the case fails for want of the violation)
+					}
+				}
+			}},
 		{name: "executing record of a call no step asked for", want: check.RuleEffects, detail: "no completed step asked for it",
 			sql: []string{`UPDATE events SET data = json_set(data, '$.call_id', 'ghost') WHERE session_id = 's' AND seq = ` + sq("s", event.ToolExecuting, 1)}},
 		{name: "a one-event log that does not start with its creation", want: check.RuleSeqs, detail: "the log starts with",
