@@ -101,3 +101,27 @@ func (questionV1) Continue(resolved []ResolvedBlocker) Continuation {
 	}
 	return Continuation{Outcome: event.OutcomeOK, Output: b.String()}
 }
+
+// CancelledQuestionOutput is what a later turn's model reads about a
+// question call whose question was cancelled rather than answered. Its
+// turn ended with the cancellation, so no continuation gave the call a
+// result; without this the model would read only that the call has no
+// result, and a message the user sent with the cancel would never reach
+// it. reason is the cancellation's (event.CancelReply, CancelSibling,
+// CancelInterrupt); reply is the cancelling reply as stored (empty for an
+// interrupt's).
+func CancelledQuestionOutput(reason string, reply json.RawMessage) string {
+	switch reason {
+	case event.CancelReply:
+		out := "The user cancelled this question instead of answering it, which ended the turn."
+		var r Reply
+		if json.Unmarshal(reply, &r) == nil && r.Message != "" {
+			out += "\nThe user added: " + r.Message
+		}
+		return out
+	case event.CancelSibling:
+		return "This question was not answered: the user's reply to another request of the same step ended the turn."
+	default:
+		return "This question was not answered: its turn ended (interrupted or replaced) while it waited for the user."
+	}
+}

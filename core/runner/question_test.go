@@ -736,7 +736,7 @@ func TestReplyThroughStorageFaults(t *testing.T) {
 // A turn ended by a cancelled question leaves the question call without a
 // result. The next turn's request still answers every tool call of the
 // transcript (providers refuse an assistant tool call with no tool message
-// after it), telling the model the call never settled.
+// after it), telling the model the question was cancelled.
 func TestCancelledCallHasAResultInTheNextRequest(t *testing.T) {
 	c := newAskRun(t)
 	n := c.boot(t)
@@ -764,7 +764,7 @@ func TestCancelledCallHasAResultInTheNextRequest(t *testing.T) {
 	for _, call := range calls {
 		assert.Contains(t, results, call.ID, "call %s (%s) has a tool message", call.ID, call.Name)
 		if call.Name == tool.QuestionName {
-			assert.Equal(t, runner.NoResult, results[call.ID])
+			assert.Equal(t, "The user cancelled this question instead of answering it, which ended the turn.", results[call.ID])
 		}
 	}
 }

@@ -290,9 +290,10 @@ func (s *streaming) toolCalls(newID func() string) []event.ToolCall {
 type transcript struct {
 	rawConfig string
 	rows      []transcriptRow
-	// notRun holds what the model is told about calls of ended turns that
-	// have no result but provably never ran (see unsettledOutputs).
-	notRun map[string]string
+	// unsettled holds what the model is told about calls of ended turns
+	// that have no result but are known to have never run, or whose
+	// question was cancelled (see unsettledOutputs).
+	unsettled map[string]string
 }
 
 type transcriptRow struct {
@@ -315,17 +316,18 @@ func (t *turn) readTranscript(tx storage.Tx) (transcript, error) {
 		}
 		tr.rows = append(tr.rows, r)
 	}
-	tr.notRun, err = unsettledOutputs(tx, tr.rows)
+	tr.unsettled, err = unsettledOutputs(tx, tr.rows)
 	return tr, err
 }
 
 // unsettledOutputs finds, for the calls of the transcript that have no
 // result (their turn ended first), those that never ran, and what the
 // model is told of each: a call still waiting for permission, or not yet
-// authorized, had no side effect, and the model may ask for it again. A
-// call that was executing, or waited on a question or a sub-agent (which
-// may have done work), keeps NoResult. Only the few unanswered calls are
-// looked up, by their ids.
+// authorized, had no side effect, and the model may ask for it again; a
+// question call whose question was cancelled is told how and by whom. A
+// call that was executing, or waited on a sub-agent or an answered
+// question (which may have done work), keeps NoResult. Only the few
+// unanswered calls are looked up, by their ids.
 func unsettledOutputs(tx storage.Tx, rows []transcriptRow) (map[string]string, error) {
 	answered := map[string]bool{}
 	for _, r := range rows {
@@ -355,7 +357,19 @@ func unsettledOutputs(tx storage.Tx, rows []transcriptRow) (map[string]string, e
 			if err != nil {
 				return nil, fmt.Errorf("read unsettled call %s: %w", c.CallID, err)
 			}
-			if !found || other {
+			if !found {
+				continue
+			}
+			if other {
+				if event.Phase(phase) == event.PhaseWaiting {
+					text, err := cancelledQuestionOutput(tx, c.CallID)
+					if err != nil {
+						return nil, err
+					}
+					if text != "" {
+						out = setOutput(out, c.CallID, text)
+					}
+				}
 				continue
 			}
 			switch event.Phase(phase) {
@@ -369,6 +383,24 @@ func unsettledOutputs(tx storage.Tx, rows []transcriptRow) (map[string]string, e
 		}
 	}
 	return out, nil
+}
+
+// cancelledQuestionOutput is the text for a waiting call whose question
+// was cancelled (core.CancelledQuestionOutput), or "" when the call waits
+// on something else: an answered question whose continuation was cut, or
+// a sub-agent, may have done work and keeps NoResult.
+func cancelledQuestionOutput(tx storage.Tx, callID string) (string, error) {
+	var reason, reply string
+	found, err := storage.QueryRow(tx, `SELECT COALESCE(reason, ''), COALESCE(reply, '') FROM blockers
+		WHERE step_id = (SELECT step_id FROM tool_calls WHERE id = ?1) AND state = 'cancelled'
+		AND call_id = ?1 AND kind = ?2`, []any{callID, event.KindQuestion}, &reason, &reply)
+	if err != nil {
+		return "", fmt.Errorf("read cancelled question of call %s: %w", callID, err)
+	}
+	if !found {
+		return "", nil
+	}
+	return core.CancelledQuestionOutput(reason, json.RawMessage(reply)), nil
 }
 
 func setOutput(m map[string]string, callID, text string) map[string]string {
@@ -419,8 +451,8 @@ func (t *turn) buildRequest(tr transcript) (model.Request, error) {
 					// interrupted, or a reply cancelled it while it waited).
 					// Providers refuse a tool call without a result, and the
 					// model should know it did not complete, and whether it
-					// ran if that is known.
-					text, known := tr.notRun[c.CallID]
+					// ran, or how its question ended, if that is known.
+					text, known := tr.unsettled[c.CallID]
 					if !known {
 						text = NoResult
 					}
