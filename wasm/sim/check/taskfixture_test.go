@@ -24,9 +24,11 @@ const taskRoot = "p"
 // calls a ledger tool, whose notice is admitted to the parent and runs
 // (p.2); a foreground child that itself starts a foreground child (p.3,
 // p.4); a foreground child killed inside its tool body and resumed by the
-// sweep, its parent continuing from its end (p.5); and a parent interrupted
+// sweep, its parent continuing from its end (p.5); a parent interrupted
 // while its foreground child's body runs, which interrupts the child
-// (p.6). The ledger has every delivery.
+// (p.6); and a background child whose parent is interrupted while the
+// child's body runs, killed there and resumed after the interrupt
+// answered (p.7). The ledger has every delivery.
 func taskFixture(t *testing.T) (string, *check.Ledger) {
 	t.Helper()
 	tr := treetest.New(t)
@@ -82,6 +84,27 @@ func taskFixture(t *testing.T) (string, *check.Ledger) {
 	rc.mu.Unlock()
 	n.Idle()
 	block(false)
+	n.Crash()
+	n = tr.Boot(r)
+	n.Idle()
+
+	// A background child at work when its parent is interrupted goes on:
+	// the interrupt stops foreground descendants only. Killed in its body
+	// after the interrupt answered, it is resumed by the sweep and ends.
+	block(true)
+	n.Admit(p, "/task --background /tool ihook {\"n\":4,\"block\":true}\nsixth")
+	<-rc.entered
+	sent = gseq()
+	_, err = n.Inst.Interrupt(context.Background(), p, event.ReasonUser)
+	require.NoError(t, err)
+	rc.mu.Lock()
+	rc.ledger.Interrupts = append(rc.ledger.Interrupts, check.Interrupt{Session: p, At: tr.Clock.Now(), Sent: sent, Answered: gseq()})
+	rc.mu.Unlock()
+	n.Crash()
+	n.Idle()
+	block(false)
+	n = tr.Boot(r)
+	n.Idle()
 	n.Crash()
 
 	c, err := sqlite3.Open(tr.Path)

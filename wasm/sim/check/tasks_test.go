@@ -23,9 +23,9 @@ func TestCleanTaskHistoryHasNoViolations(t *testing.T) {
 		all = append(all, v.String())
 	}
 	assert.Empty(t, all)
-	assert.Equal(t, 7, res.Sessions, "the root and six children")
+	assert.Equal(t, 8, res.Sessions, "the root and seven children")
 	assert.Zero(t, res.Questions, "a task blocker is no question")
-	assert.Equal(t, 1, res.Resumes, "the child killed in its body")
+	assert.Equal(t, 2, res.Resumes, "the two children killed in their bodies")
 }
 
 // callOf is SQL for the call id of a child's job.
@@ -56,7 +56,7 @@ func TestBrokenTaskHistoriesAreCaught(t *testing.T) {
 		detail string
 	}{
 		{name: "a re-run call spawns a second child", want: check.RuleChildOnce, detail: "records a second job",
-			sql: []string{appendEvent("p", event.JobStarted, fmt.Sprintf(`json_object('child_id', 'p.7', 'call_id', %s)`, callOf("p.1")))}},
+			sql: []string{appendEvent("p", event.JobStarted, fmt.Sprintf(`json_object('child_id', 'p.9', 'call_id', %s)`, callOf("p.1")))}},
 		{name: "a child runs a second turn for its one call", want: check.RuleChildOnce, detail: "runs 2 turns for 1 task call",
 			sql: []string{
 				// A turn of the child's own (a prompt a client sent it,
