@@ -102,26 +102,43 @@ func (questionV1) Continue(resolved []ResolvedBlocker) Continuation {
 	return Continuation{Outcome: event.OutcomeOK, Output: b.String()}
 }
 
-// CancelledQuestionOutput is what a later turn's model reads about a
-// question call whose question was cancelled rather than answered. Its
-// turn ended with the cancellation, so no continuation gave the call a
-// result; without this the model would read only that the call has no
-// result, and a message the user sent with the cancel would never reach
-// it. reason is the cancellation's (event.CancelReply, CancelSibling,
-// CancelInterrupt); reply is the cancelling reply as stored (empty for an
-// interrupt's).
-func CancelledQuestionOutput(reason string, reply json.RawMessage) string {
-	switch reason {
-	case event.CancelReply:
+// UnsettledQuestionOutput is what a later turn's model reads about a
+// question call of an ended turn that never got a result: the turn ended
+// with the question cancelled, or with it answered but before the
+// continuation that would have settled it (a sibling's plain reject, or an
+// interrupt, while another blocker of the step was pending). An answered
+// question reads as its continuation would have (the answers, and the
+// reply's message); a cancelled one says how it ended and passes on the
+// message a user sent with the cancel. Without this the model read only
+// that the call had no result, and the user's words never reached it.
+// state, reason, request and reply are the blocker's as stored (reply is
+// empty for an interrupt's cancellation). ok is false for a state it does
+// not know (a pending question: its turn did not end).
+func UnsettledQuestionOutput(adapter, state, reason string, request, reply json.RawMessage) (text string, ok bool) {
+	var r Reply
+	if len(reply) > 0 {
+		if err := json.Unmarshal(reply, &r); err != nil {
+			return "", false
+		}
+	}
+	switch {
+	case state == BlockerAnswered:
+		ad, found := AdapterFor(adapter)
+		if !found {
+			return "", false
+		}
+		return ad.Continue([]ResolvedBlocker{{Blocker: Blocker{Adapter: adapter, State: state, Request: request}, Reply: r}}).Output, true
+	case state != BlockerCancelled:
+		return "", false
+	case reason == event.CancelReply:
 		out := "The user cancelled this question instead of answering it, which ended the turn."
-		var r Reply
-		if json.Unmarshal(reply, &r) == nil && r.Message != "" {
+		if r.Message != "" {
 			out += "\nThe user added: " + r.Message
 		}
-		return out
-	case event.CancelSibling:
-		return "This question was not answered: the user's reply to another request of the same step ended the turn."
+		return out, true
+	case reason == event.CancelSibling:
+		return "This question was not answered: the user's reply to another request of the same step ended the turn.", true
 	default:
-		return "This question was not answered: its turn ended (interrupted or replaced) while it waited for the user."
+		return "This question was not answered: its turn ended (interrupted or replaced) while it waited for the user.", true
 	}
 }

@@ -16,9 +16,11 @@ import (
 )
 
 // A cancelled question ends its turn with no continuation, so its call
-// never gets a result. The next turn's model is told how the question
-// ended, and reads the message a user sent with the cancel; before, it
-// read only that the call had no result, and the message was lost.
+// never gets a result; so does an answered one whose step's turn ended
+// (a sibling's plain reject, an interrupt) before every blocker of the
+// step was resolved. The next turn's model is told the answers, or how the
+// question ended and the message a user sent with the cancel; before, it
+// read only that the call had no result, and the user's words were lost.
 
 // cancelRun is one tree whose first step asks the calls of first (each a
 // question of one choice, or "deploy", which asks permission) and then
@@ -80,7 +82,7 @@ func (c *cancelRun) nextTurnSees(t *testing.T) []string {
 	return toolTexts(c.m.lastReq)
 }
 
-func TestCancelledQuestionsAreToldHowTheyEnded(t *testing.T) {
+func TestUnsettledQuestionsAreToldHowTheyEnded(t *testing.T) {
 	t.Run("cancel with a message, and its sibling", func(t *testing.T) {
 		c := newCancelRun(t, "a", "b")
 		a := c.blocker(t, event.KindQuestion, "a")
@@ -130,6 +132,37 @@ func TestCancelledQuestionsAreToldHowTheyEnded(t *testing.T) {
 
 		assert.Equal(t, []string{
 			"This question was not answered: its turn ended (interrupted or replaced) while it waited for the user.",
+		}, c.nextTurnSees(t))
+	})
+	t.Run("answered, then a permission's plain reject", func(t *testing.T) {
+		c := newCancelRun(t, "a", "deploy")
+		a := c.blocker(t, event.KindQuestion, "a")
+		d := c.blocker(t, event.KindPermission, "deploy")
+		_, err := c.n.Inst.Reply(ctx, "s", a.ID, core.Reply{Kind: event.KindQuestion, ResponseID: "r1", Answers: [][]string{{"green"}},
+			Message: "A bright one."})
+		require.NoError(t, err)
+		_, err = c.n.Inst.Reply(ctx, "s", d.ID, permReply("r2", core.ReplyReject, ""))
+		require.NoError(t, err)
+		c.n.Idle()
+
+		assert.Equal(t, []string{
+			"The user answered:\n\"Which colour for a?\" → \"green\"\nThe user added: A bright one.",
+			core.DeclinedByUser,
+		}, c.nextTurnSees(t))
+	})
+	t.Run("answered, then an interrupt", func(t *testing.T) {
+		c := newCancelRun(t, "a", "b")
+		b := c.blocker(t, event.KindQuestion, "b")
+		_, err := c.n.Inst.Reply(ctx, "s", b.ID, core.Reply{Kind: event.KindQuestion, ResponseID: "r1", Answers: [][]string{{"red"}}})
+		require.NoError(t, err)
+		did, err := c.n.Inst.Interrupt(ctx, "s", event.ReasonUser)
+		require.NoError(t, err)
+		require.True(t, did)
+		c.n.Idle()
+
+		assert.Equal(t, []string{
+			"This question was not answered: its turn ended (interrupted or replaced) while it waited for the user.",
+			"The user answered:\n\"Which colour for b?\" → \"red\"",
 		}, c.nextTurnSees(t))
 	})
 }

@@ -292,7 +292,7 @@ type transcript struct {
 	rows      []transcriptRow
 	// unsettled holds what the model is told about calls of ended turns
 	// that have no result but are known to have never run, or whose
-	// question was cancelled (see unsettledOutputs).
+	// question was answered or cancelled (see unsettledOutputs).
 	unsettled map[string]string
 }
 
@@ -324,10 +324,10 @@ func (t *turn) readTranscript(tx storage.Tx) (transcript, error) {
 // result (their turn ended first), those that never ran, and what the
 // model is told of each: a call still waiting for permission, or not yet
 // authorized, had no side effect, and the model may ask for it again; a
-// question call whose question was cancelled is told how and by whom. A
-// call that was executing, or waited on a sub-agent or an answered
-// question (which may have done work), keeps NoResult. Only the few
-// unanswered calls are looked up, by their ids.
+// question call is told the answers it got, or how its question was
+// cancelled. A call that was executing, or waited on a sub-agent (which
+// may have done work), keeps NoResult. Only the few unanswered calls are
+// looked up, by their ids.
 func unsettledOutputs(tx storage.Tx, rows []transcriptRow) (map[string]string, error) {
 	answered := map[string]bool{}
 	for _, r := range rows {
@@ -362,7 +362,7 @@ func unsettledOutputs(tx storage.Tx, rows []transcriptRow) (map[string]string, e
 			}
 			if other {
 				if event.Phase(phase) == event.PhaseWaiting {
-					text, err := cancelledQuestionOutput(tx, c.CallID)
+					text, err := questionOutput(tx, c.CallID)
 					if err != nil {
 						return nil, err
 					}
@@ -385,22 +385,23 @@ func unsettledOutputs(tx storage.Tx, rows []transcriptRow) (map[string]string, e
 	return out, nil
 }
 
-// cancelledQuestionOutput is the text for a waiting call whose question
-// was cancelled (core.CancelledQuestionOutput), or "" when the call waits
-// on something else: an answered question whose continuation was cut, or
-// a sub-agent, may have done work and keeps NoResult.
-func cancelledQuestionOutput(tx storage.Tx, callID string) (string, error) {
-	var reason, reply string
-	found, err := storage.QueryRow(tx, `SELECT COALESCE(reason, ''), COALESCE(reply, '') FROM blockers
-		WHERE step_id = (SELECT step_id FROM tool_calls WHERE id = ?1) AND state = 'cancelled'
-		AND call_id = ?1 AND kind = ?2`, []any{callID, event.KindQuestion}, &reason, &reply)
+// questionOutput is the text for a waiting call whose question was
+// answered or cancelled before its turn ended
+// (core.UnsettledQuestionOutput), or "" when the call waits on something
+// else: a sub-agent may have done work, and keeps NoResult.
+func questionOutput(tx storage.Tx, callID string) (string, error) {
+	var adapter, state, reason, request, reply string
+	found, err := storage.QueryRow(tx, `SELECT adapter, state, COALESCE(reason, ''), request, COALESCE(reply, '') FROM blockers
+		WHERE step_id = (SELECT step_id FROM tool_calls WHERE id = ?1) AND call_id = ?1 AND kind = ?2`,
+		[]any{callID, event.KindQuestion}, &adapter, &state, &reason, &request, &reply)
 	if err != nil {
-		return "", fmt.Errorf("read cancelled question of call %s: %w", callID, err)
+		return "", fmt.Errorf("read the question of call %s: %w", callID, err)
 	}
 	if !found {
 		return "", nil
 	}
-	return core.CancelledQuestionOutput(reason, json.RawMessage(reply)), nil
+	text, _ := core.UnsettledQuestionOutput(adapter, state, reason, json.RawMessage(request), json.RawMessage(reply))
+	return text, nil
 }
 
 func setOutput(m map[string]string, callID, text string) map[string]string {

@@ -20,7 +20,7 @@ const UnknownOutcome = "The outcome of this call is unknown: the run was interru
 // NoResult is what the model is told, in a later turn's request, about a
 // call of an earlier turn that never settled and may have run: the turn
 // ended (an interrupt, a cancelled question, a rejected permission) while
-// it executed, or waited on a sub-agent or an answered question.
+// it executed, or waited on a sub-agent.
 const NoResult = "This call has no result: its turn ended (interrupted or cancelled) before the call settled."
 
 // NotRun is what the model is told about a call of an earlier turn that
