@@ -114,6 +114,22 @@ func (permissionV1) Continue(resolved []ResolvedBlocker) Continuation {
 // permission request was cancelled: it never ran.
 const PermissionCancelledOutput = "The permission request was cancelled; the call did not run."
 
+// UnsettledPermissionOutput is what a later turn's model reads about a
+// call of an ended turn whose permission request was rejected or
+// cancelled, the turn ending before the call's continuation: a reject
+// with a message (which leaves the turn going) followed by an interrupt
+// or another call's plain reject reads as the continuation would have
+// read it, the person's message included; anything else as cancelled.
+// reply is the blocker's stored reply (empty for an interrupt's
+// cancellation).
+func UnsettledPermissionOutput(state string, reply json.RawMessage) string {
+	var r Reply
+	if state != BlockerRejected || json.Unmarshal(reply, &r) != nil {
+		return PermissionCancelledOutput
+	}
+	return permissionV1{}.Continue([]ResolvedBlocker{{Blocker: Blocker{State: state}, Reply: r}}).Output
+}
+
 // SavedRules reads the tree's saved `always` rules, oldest first.
 func SavedRules(tx storage.Tx) ([]permission.Rule, error) {
 	rows, err := tx.Query(`SELECT action, resource, decision, exact FROM permission_rules ORDER BY saved_at, id`)

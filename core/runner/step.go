@@ -349,59 +349,55 @@ func unsettledOutputs(tx storage.Tx, rows []transcriptRow) (map[string]string, e
 				continue
 			}
 			var phase string
-			var permission, other bool
-			found, err := storage.QueryRow(tx, `SELECT tc.phase,
-				EXISTS (SELECT 1 FROM blockers b WHERE b.step_id = tc.step_id AND b.call_id = tc.id AND b.kind = ?2),
-				EXISTS (SELECT 1 FROM blockers b WHERE b.step_id = tc.step_id AND b.call_id = tc.id AND b.kind != ?2)
-				FROM tool_calls tc WHERE tc.id = ?1`, []any{c.CallID, event.KindPermission}, &phase, &permission, &other)
+			found, err := storage.QueryRow(tx, `SELECT phase FROM tool_calls WHERE id = ?`, []any{c.CallID}, &phase)
 			if err != nil {
 				return nil, fmt.Errorf("read unsettled call %s: %w", c.CallID, err)
 			}
-			if !found {
-				continue
-			}
-			if other {
-				if event.Phase(phase) == event.PhaseWaiting {
-					text, err := questionOutput(tx, c.CallID)
-					if err != nil {
-						return nil, err
-					}
-					if text != "" {
-						out = setOutput(out, c.CallID, text)
-					}
+			text := ""
+			switch {
+			case !found:
+			case event.Phase(phase) == event.PhaseWaiting:
+				if text, err = waitOutput(tx, c.CallID); err != nil {
+					return nil, err
 				}
-				continue
+			case event.Phase(phase) == event.PhaseCalled, event.Phase(phase) == event.PhaseAuthorizing:
+				text = NotRun
 			}
-			switch event.Phase(phase) {
-			case event.PhaseWaiting:
-				if permission {
-					out = setOutput(out, c.CallID, core.PermissionCancelledOutput)
-				}
-			case event.PhaseCalled, event.PhaseAuthorizing:
-				out = setOutput(out, c.CallID, NotRun)
+			if text != "" {
+				out = setOutput(out, c.CallID, text)
 			}
 		}
 	}
 	return out, nil
 }
 
-// questionOutput is the text for a waiting call whose question was
-// answered or cancelled before its turn ended
-// (core.UnsettledQuestionOutput), or "" when the call waits on something
-// else: a sub-agent may have done work, and keeps NoResult.
-func questionOutput(tx storage.Tx, callID string) (string, error) {
-	var adapter, state, reason, request, reply string
-	found, err := storage.QueryRow(tx, `SELECT adapter, state, COALESCE(reason, ''), request, COALESCE(reply, '') FROM blockers
-		WHERE step_id = (SELECT step_id FROM tool_calls WHERE id = ?1) AND call_id = ?1 AND kind = ?2`,
-		[]any{callID, event.KindQuestion}, &adapter, &state, &reason, &request, &reply)
+// waitOutput is the text for a waiting call of an ended turn, from the
+// latest blocker it waited on (a re-resolved call asks afresh, so earlier
+// ones are history): a question's answers or how it was cancelled
+// (core.UnsettledQuestionOutput); for a permission request, that the call
+// did not run, declined with the person's message after a reject with
+// one (core.UnsettledPermissionOutput). "" for a call that waited on a
+// sub-agent, which may have done work: it keeps NoResult.
+func waitOutput(tx storage.Tx, callID string) (string, error) {
+	var kind, adapter, state, reason, request, reply string
+	found, err := storage.QueryRow(tx, `SELECT kind, adapter, state, COALESCE(reason, ''), request, COALESCE(reply, '') FROM blockers
+		WHERE step_id = (SELECT step_id FROM tool_calls WHERE id = ?1) AND call_id = ?1
+		ORDER BY ordinal DESC LIMIT 1`, []any{callID}, &kind, &adapter, &state, &reason, &request, &reply)
 	if err != nil {
-		return "", fmt.Errorf("read the question of call %s: %w", callID, err)
+		return "", fmt.Errorf("read the blocker of call %s: %w", callID, err)
 	}
-	if !found {
+	switch {
+	case !found:
 		return "", nil
+	case kind == event.KindQuestion:
+		text, _ := core.UnsettledQuestionOutput(adapter, state, reason, json.RawMessage(request), json.RawMessage(reply))
+		return text, nil
+	case kind == event.KindPermission && state == core.BlockerApproved:
+		return NotRun, nil // approved, but the turn ended before it ran
+	case kind == event.KindPermission:
+		return core.UnsettledPermissionOutput(state, json.RawMessage(reply)), nil
 	}
-	text, _ := core.UnsettledQuestionOutput(adapter, state, reason, json.RawMessage(request), json.RawMessage(reply))
-	return text, nil
+	return "", nil
 }
 
 func setOutput(m map[string]string, callID, text string) map[string]string {

@@ -15,12 +15,14 @@ import (
 	"github.com/revenantrt/revenant/internal/treetest"
 )
 
-// A cancelled question ends its turn with no continuation, so its call
-// never gets a result; so does an answered one whose step's turn ended
-// (a sibling's plain reject, an interrupt) before every blocker of the
-// step was resolved. The next turn's model is told the answers, or how the
-// question ended and the message a user sent with the cancel; before, it
-// read only that the call had no result, and the user's words were lost.
+// A step that waits on blockers (questions, permission requests) ends
+// without a continuation when a reply or an interrupt ends its turn, so
+// its waiting calls never get a result. The next turn's model is told
+// what the person said: a question's answers, or how it was cancelled
+// and the message sent with the cancel; a rejected call's message; that an
+// approved call did not run. Before, it read only that those calls had no
+// result (or that a request was cancelled that had been approved), and
+// the user's words were lost.
 
 // cancelRun is one tree whose first step asks the calls of first (each a
 // question of one choice, or "deploy", which asks permission) and then
@@ -82,7 +84,7 @@ func (c *cancelRun) nextTurnSees(t *testing.T) []string {
 	return toolTexts(c.m.lastReq)
 }
 
-func TestUnsettledQuestionsAreToldHowTheyEnded(t *testing.T) {
+func TestBlockedCallsOfAnEndedTurnAreToldHowTheyEnded(t *testing.T) {
 	t.Run("cancel with a message, and its sibling", func(t *testing.T) {
 		c := newCancelRun(t, "a", "b")
 		a := c.blocker(t, event.KindQuestion, "a")
@@ -163,6 +165,37 @@ func TestUnsettledQuestionsAreToldHowTheyEnded(t *testing.T) {
 		assert.Equal(t, []string{
 			"This question was not answered: its turn ended (interrupted or replaced) while it waited for the user.",
 			"The user answered:\n\"Which colour for b?\" → \"red\"",
+		}, c.nextTurnSees(t))
+	})
+	t.Run("approved, then a question's cancel", func(t *testing.T) {
+		c := newCancelRun(t, "deploy", "a")
+		a := c.blocker(t, event.KindQuestion, "a")
+		d := c.blocker(t, event.KindPermission, "deploy")
+		_, err := c.n.Inst.Reply(ctx, "s", d.ID, permReply("r1", core.ReplyOnce, ""))
+		require.NoError(t, err)
+		_, err = c.n.Inst.Reply(ctx, "s", a.ID, core.Reply{Kind: event.KindQuestion, ResponseID: "r2", Cancel: true})
+		require.NoError(t, err)
+		c.n.Idle()
+
+		assert.Equal(t, []string{
+			runner.NotRun,
+			"The user cancelled this question instead of answering it, which ended the turn.",
+		}, c.nextTurnSees(t))
+	})
+	t.Run("rejected with a message, then an interrupt", func(t *testing.T) {
+		c := newCancelRun(t, "deploy", "a")
+		c.blocker(t, event.KindQuestion, "a")
+		d := c.blocker(t, event.KindPermission, "deploy")
+		_, err := c.n.Inst.Reply(ctx, "s", d.ID, permReply("r1", core.ReplyReject, "Not on a Friday."))
+		require.NoError(t, err)
+		did, err := c.n.Inst.Interrupt(ctx, "s", event.ReasonUser)
+		require.NoError(t, err)
+		require.True(t, did)
+		c.n.Idle()
+
+		assert.Equal(t, []string{
+			core.DeclinedByUser + " The user said: Not on a Friday.",
+			"This question was not answered: its turn ended (interrupted or replaced) while it waited for the user.",
 		}, c.nextTurnSees(t))
 	})
 }
