@@ -56,4 +56,12 @@ func TestQuestionRepliesAreJudged(t *testing.T) {
 	v, err = questionV1{}.Judge(request, Reply{Cancel: true})
 	require.NoError(t, err)
 	assert.Equal(t, Verdict{State: BlockerCancelled, Event: event.QuestionCancelled, EndTurn: true}, v)
+
+	// One choice offered is still a choice: nothing else is an answer.
+	one := json.RawMessage(`{"questions":[{"question":"Go ahead?","choices":["yes"]}]}`)
+	_, err = questionV1{}.Judge(one, Reply{Answers: [][]string{{"no"}}})
+	assert.ErrorIs(t, err, ErrInvalid, "an answer that is not the one choice offered")
+	v, err = questionV1{}.Judge(one, Reply{Answers: [][]string{{"yes"}}})
+	require.NoError(t, err)
+	assert.Equal(t, BlockerAnswered, v.State)
 }
