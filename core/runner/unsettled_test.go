@@ -25,7 +25,7 @@ import (
 // the user's words were lost.
 
 // cancelRun is one tree whose first step asks the calls of first (each a
-// question of one choice, or "deploy", which asks permission) and then
+// question naming the call, or "deploy", which asks permission) and then
 // answers in text.
 type cancelRun struct {
 	tr *treetest.Tree
@@ -84,118 +84,71 @@ func (c *cancelRun) nextTurnSees(t *testing.T) []string {
 	return toolTexts(c.m.lastReq)
 }
 
+// reply replies r to the pending blocker of kind of the call named name.
+func (c *cancelRun) reply(t *testing.T, kind, name string, r core.Reply) {
+	t.Helper()
+	r.Kind = kind
+	_, err := c.n.Inst.Reply(ctx, "s", c.blocker(t, kind, name).ID, r)
+	require.NoError(t, err)
+}
+
+func (c *cancelRun) interrupt(t *testing.T) {
+	t.Helper()
+	did, err := c.n.Inst.Interrupt(ctx, "s", event.ReasonUser)
+	require.NoError(t, err)
+	require.True(t, did)
+}
+
+// What the next turn's model reads about a question of an ended turn.
+const (
+	cancelledByUser  = "The user cancelled this question instead of answering it, which ended the turn."
+	endedBySibling   = "This question was not answered: the user's reply to another request of the same step ended the turn."
+	endedByInterrupt = "This question was not answered: its turn ended (interrupted or replaced) while it waited for the user."
+)
+
 func TestBlockedCallsOfAnEndedTurnAreToldHowTheyEnded(t *testing.T) {
-	t.Run("cancel with a message, and its sibling", func(t *testing.T) {
-		c := newCancelRun(t, "a", "b")
-		a := c.blocker(t, event.KindQuestion, "a")
-		c.blocker(t, event.KindQuestion, "b")
-		_, err := c.n.Inst.Reply(ctx, "s", a.ID, core.Reply{Kind: event.KindQuestion, ResponseID: "r1", Cancel: true,
-			Message: "Never mind, I will pick one myself."})
-		require.NoError(t, err)
-		c.n.Idle()
-
-		assert.Equal(t, []string{
-			"The user cancelled this question instead of answering it, which ended the turn.\n" +
-				"The user added: Never mind, I will pick one myself.",
-			"This question was not answered: the user's reply to another request of the same step ended the turn.",
-		}, c.nextTurnSees(t))
-	})
-	t.Run("cancel without a message", func(t *testing.T) {
-		c := newCancelRun(t, "a")
-		a := c.blocker(t, event.KindQuestion, "a")
-		_, err := c.n.Inst.Reply(ctx, "s", a.ID, core.Reply{Kind: event.KindQuestion, ResponseID: "r1", Cancel: true})
-		require.NoError(t, err)
-		c.n.Idle()
-
-		assert.Equal(t, []string{
-			"The user cancelled this question instead of answering it, which ended the turn.",
-		}, c.nextTurnSees(t))
-	})
-	t.Run("a permission's plain reject", func(t *testing.T) {
-		c := newCancelRun(t, "deploy", "a")
-		c.blocker(t, event.KindQuestion, "a")
-		d := c.blocker(t, event.KindPermission, "deploy")
-		_, err := c.n.Inst.Reply(ctx, "s", d.ID, permReply("r1", core.ReplyReject, ""))
-		require.NoError(t, err)
-		c.n.Idle()
-
-		assert.Equal(t, []string{
-			core.DeclinedByUser,
-			"This question was not answered: the user's reply to another request of the same step ended the turn.",
-		}, c.nextTurnSees(t))
-	})
-	t.Run("an interrupt", func(t *testing.T) {
-		c := newCancelRun(t, "a")
-		c.blocker(t, event.KindQuestion, "a")
-		did, err := c.n.Inst.Interrupt(ctx, "s", event.ReasonUser)
-		require.NoError(t, err)
-		require.True(t, did)
-		c.n.Idle()
-
-		assert.Equal(t, []string{
-			"This question was not answered: its turn ended (interrupted or replaced) while it waited for the user.",
-		}, c.nextTurnSees(t))
-	})
-	t.Run("answered, then a permission's plain reject", func(t *testing.T) {
-		c := newCancelRun(t, "a", "deploy")
-		a := c.blocker(t, event.KindQuestion, "a")
-		d := c.blocker(t, event.KindPermission, "deploy")
-		_, err := c.n.Inst.Reply(ctx, "s", a.ID, core.Reply{Kind: event.KindQuestion, ResponseID: "r1", Answers: [][]string{{"green"}},
-			Message: "A bright one."})
-		require.NoError(t, err)
-		_, err = c.n.Inst.Reply(ctx, "s", d.ID, permReply("r2", core.ReplyReject, ""))
-		require.NoError(t, err)
-		c.n.Idle()
-
-		assert.Equal(t, []string{
-			"The user answered:\n\"Which colour for a?\" → \"green\"\nThe user added: A bright one.",
-			core.DeclinedByUser,
-		}, c.nextTurnSees(t))
-	})
-	t.Run("answered, then an interrupt", func(t *testing.T) {
-		c := newCancelRun(t, "a", "b")
-		b := c.blocker(t, event.KindQuestion, "b")
-		_, err := c.n.Inst.Reply(ctx, "s", b.ID, core.Reply{Kind: event.KindQuestion, ResponseID: "r1", Answers: [][]string{{"red"}}})
-		require.NoError(t, err)
-		did, err := c.n.Inst.Interrupt(ctx, "s", event.ReasonUser)
-		require.NoError(t, err)
-		require.True(t, did)
-		c.n.Idle()
-
-		assert.Equal(t, []string{
-			"This question was not answered: its turn ended (interrupted or replaced) while it waited for the user.",
-			"The user answered:\n\"Which colour for b?\" → \"red\"",
-		}, c.nextTurnSees(t))
-	})
-	t.Run("approved, then a question's cancel", func(t *testing.T) {
-		c := newCancelRun(t, "deploy", "a")
-		a := c.blocker(t, event.KindQuestion, "a")
-		d := c.blocker(t, event.KindPermission, "deploy")
-		_, err := c.n.Inst.Reply(ctx, "s", d.ID, permReply("r1", core.ReplyOnce, ""))
-		require.NoError(t, err)
-		_, err = c.n.Inst.Reply(ctx, "s", a.ID, core.Reply{Kind: event.KindQuestion, ResponseID: "r2", Cancel: true})
-		require.NoError(t, err)
-		c.n.Idle()
-
-		assert.Equal(t, []string{
-			runner.NotRun,
-			"The user cancelled this question instead of answering it, which ended the turn.",
-		}, c.nextTurnSees(t))
-	})
-	t.Run("rejected with a message, then an interrupt", func(t *testing.T) {
-		c := newCancelRun(t, "deploy", "a")
-		c.blocker(t, event.KindQuestion, "a")
-		d := c.blocker(t, event.KindPermission, "deploy")
-		_, err := c.n.Inst.Reply(ctx, "s", d.ID, permReply("r1", core.ReplyReject, "Not on a Friday."))
-		require.NoError(t, err)
-		did, err := c.n.Inst.Interrupt(ctx, "s", event.ReasonUser)
-		require.NoError(t, err)
-		require.True(t, did)
-		c.n.Idle()
-
-		assert.Equal(t, []string{
-			core.DeclinedByUser + " The user said: Not on a Friday.",
-			"This question was not answered: its turn ended (interrupted or replaced) while it waited for the user.",
-		}, c.nextTurnSees(t))
-	})
+	question, permission := event.KindQuestion, event.KindPermission
+	cases := []struct {
+		name  string
+		calls []string // the first step's calls
+		end   func(t *testing.T, c *cancelRun)
+		want  []string // the tool results the next turn's model reads, in call order
+	}{
+		{"a cancel with a message, and its sibling", []string{"a", "b"}, func(t *testing.T, c *cancelRun) {
+			c.reply(t, question, "a", core.Reply{ResponseID: "r1", Cancel: true, Message: "Never mind, I will pick one myself."})
+		}, []string{cancelledByUser + "\nThe user added: Never mind, I will pick one myself.", endedBySibling}},
+		{"a cancel without a message", []string{"a"}, func(t *testing.T, c *cancelRun) {
+			c.reply(t, question, "a", core.Reply{ResponseID: "r1", Cancel: true})
+		}, []string{cancelledByUser}},
+		{"a permission's plain reject", []string{"deploy", "a"}, func(t *testing.T, c *cancelRun) {
+			c.reply(t, permission, "deploy", permReply("r1", core.ReplyReject, ""))
+		}, []string{core.DeclinedByUser, endedBySibling}},
+		{"an interrupt", []string{"a"}, func(t *testing.T, c *cancelRun) {
+			c.interrupt(t)
+		}, []string{endedByInterrupt}},
+		{"answered, then a permission's plain reject", []string{"a", "deploy"}, func(t *testing.T, c *cancelRun) {
+			c.reply(t, question, "a", core.Reply{ResponseID: "r1", Answers: [][]string{{"green"}}, Message: "A bright one."})
+			c.reply(t, permission, "deploy", permReply("r2", core.ReplyReject, ""))
+		}, []string{"The user answered:\n\"Which colour for a?\" → \"green\"\nThe user added: A bright one.", core.DeclinedByUser}},
+		{"answered, then an interrupt", []string{"a", "b"}, func(t *testing.T, c *cancelRun) {
+			c.reply(t, question, "b", core.Reply{ResponseID: "r1", Answers: [][]string{{"red"}}})
+			c.interrupt(t)
+		}, []string{endedByInterrupt, "The user answered:\n\"Which colour for b?\" → \"red\""}},
+		{"approved, then a question's cancel", []string{"deploy", "a"}, func(t *testing.T, c *cancelRun) {
+			c.reply(t, permission, "deploy", permReply("r1", core.ReplyOnce, ""))
+			c.reply(t, question, "a", core.Reply{ResponseID: "r2", Cancel: true})
+		}, []string{runner.NotRun, cancelledByUser}},
+		{"rejected with a message, then an interrupt", []string{"deploy", "a"}, func(t *testing.T, c *cancelRun) {
+			c.reply(t, permission, "deploy", permReply("r1", core.ReplyReject, "Not on a Friday."))
+			c.interrupt(t)
+		}, []string{core.DeclinedByUser + " The user said: Not on a Friday.", endedByInterrupt}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newCancelRun(t, tc.calls...)
+			tc.end(t, c)
+			c.n.Idle()
+			assert.Equal(t, tc.want, c.nextTurnSees(t))
+		})
+	}
 }
