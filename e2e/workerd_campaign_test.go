@@ -380,6 +380,24 @@ func TestWorkerdEvictAndPanic(t *testing.T) {
 		assert.Equal(t, sid, sn.ID, "a fresh object serves the tree")
 		s.settle(sid, a).requireEnd(t, a, typeSucceeded, "")
 	})
+	t.Run("Go exited between events, then a read", func(t *testing.T) {
+		// The program ends after an idle tree's answer; the next event is
+		// a client's read. The object it reaches is spent and gives itself
+		// up with the read in hand; the front sends the read once more, to
+		// a fresh object, so the client sees the snapshot, not a 503.
+		s := w.client(t)
+		sid := s.create()
+		a := s.prompt(sid, "before the exit")
+		s.settle(sid, a).requireEnd(t, a, typeSucceeded, "")
+		const exited, resent = "panic: revenant test route: exit", "a read's object fetch failed; sending it again"
+		exits, resends := strings.Count(w.logs.String(), exited), strings.Count(w.logs.String(), resent)
+		code, body := s.raw(http.MethodPost, "/v1/sessions/"+sid+"/test/exit")
+		require.Equal(t, http.StatusNoContent, code, "%s", body)
+		w.waitLogTimes(t, exited, exits+1, 30*time.Second)
+		code, body = s.raw(http.MethodGet, "/v1/sessions/"+sid)
+		assert.Equal(t, http.StatusOK, code, "the read is answered by a fresh object: %s", body)
+		w.waitLogTimes(t, resent, resends+1, 30*time.Second)
+	})
 	t.Run("delete cut before the directory row", func(t *testing.T) {
 		// The front deletes the tree in its object, then the directory
 		// row; killed between the two, the session stays listed while

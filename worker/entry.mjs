@@ -166,8 +166,21 @@ async function forward(request, env, d) {
   if (mine === false) return notFound();
   if (mine === undefined) return directoryUnavailable();
   if (d.tooLarge) return refuseTooLarge(request, d);
-  const body = request.method === "GET" || request.method === "HEAD" ? undefined : capped(request, d.maxBody);
-  return treeFetch(env, d.root, d.principal, request.method, d.url, request.headers, body);
+  if (request.method !== "GET" && request.method !== "HEAD") {
+    return treeFetch(env, d.root, d.principal, request.method, d.url, request.headers, capped(request, d.maxBody));
+  }
+  // A read may be sent twice. The object it reached may have been given
+  // up with the read in hand: an object whose Go program ended, or that
+  // answered a panic's 500 a moment before, aborts on its next event, and
+  // that event fails. A second send (a new stub) reaches a fresh object on
+  // the same storage. Once only, and never for an overloaded object.
+  try {
+    return await treeFetch(env, d.root, d.principal, request.method, d.url, request.headers, undefined);
+  } catch (e) {
+    if (e?.overloaded) throw e;
+    console.warn("revenant front: a read's object fetch failed; sending it again", String(e));
+    return await treeFetch(env, d.root, d.principal, request.method, d.url, request.headers, undefined);
+  }
 }
 
 // create: Go checks the body and mints the root id; the tree is created
