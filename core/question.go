@@ -112,8 +112,9 @@ func (questionV1) Continue(resolved []ResolvedBlocker) Continuation {
 // message a user sent with the cancel. Without this the model read only
 // that the call had no result, and the user's words never reached it.
 // state, reason, request and reply are the blocker's as stored (reply is
-// empty for an interrupt's cancellation). ok is false for a state it does
-// not know (a pending question: its turn did not end).
+// empty for an interrupt's cancellation). ok is false when it knows
+// nothing better than that the call has no result: a pending question (its
+// turn did not end), an adapter this build lacks, a reply it cannot read.
 func UnsettledQuestionOutput(adapter, state, reason string, request, reply json.RawMessage) (text string, ok bool) {
 	var r Reply
 	if len(reply) > 0 {

@@ -291,8 +291,8 @@ type transcript struct {
 	rawConfig string
 	rows      []transcriptRow
 	// unsettled holds what the model is told about calls of ended turns
-	// that have no result but are known to have never run, or whose
-	// question was answered or cancelled (see unsettledOutputs).
+	// that have no result but of which more is known: that they never
+	// ran, or what the person they waited on decided (unsettledOutputs).
 	unsettled map[string]string
 }
 
@@ -321,13 +321,12 @@ func (t *turn) readTranscript(tx storage.Tx) (transcript, error) {
 }
 
 // unsettledOutputs finds, for the calls of the transcript that have no
-// result (their turn ended first), those that never ran, and what the
-// model is told of each: a call still waiting for permission, or not yet
-// authorized, had no side effect, and the model may ask for it again; a
-// question call is told the answers it got, or how its question was
-// cancelled. A call that was executing, or waited on a sub-agent (which
-// may have done work), keeps NoResult. Only the few unanswered calls are
-// looked up, by their ids.
+// result (their turn ended first), those of which more is known than
+// that, and what the model is told of each: a call not yet authorized
+// never ran, and the model may ask for it again; a call that waited on a
+// person reads as what the person decided (waitOutput). A call that was
+// executing, or waited on a sub-agent (which may have done work), keeps
+// NoResult. Only the few unanswered calls are looked up, by their ids.
 func unsettledOutputs(tx storage.Tx, rows []transcriptRow) (map[string]string, error) {
 	answered := map[string]bool{}
 	for _, r := range rows {
