@@ -1,7 +1,9 @@
 package runner_test
 
 import (
+	"context"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -28,9 +30,29 @@ import (
 // question naming the call, or "deploy", which asks permission) and then
 // answers in text.
 type cancelRun struct {
-	tr *treetest.Tree
-	m  *scriptModel
-	n  *treetest.Node
+	tr   *treetest.Tree
+	m    *scriptModel
+	n    *treetest.Node
+	gate *gatedDriver
+}
+
+// gatedDriver is the runner behind a gate: while held, an execution the
+// instance starts (the continuation a reply claims) is announced on
+// started and does nothing until it is cancelled, so an interrupt lands
+// between a reply's commit and its continuation's first write.
+type gatedDriver struct {
+	inner   core.Driver
+	held    atomic.Bool
+	started chan struct{}
+}
+
+func (g *gatedDriver) Run(ctx context.Context, x *core.Execution) core.Outcome {
+	if !g.held.Load() {
+		return g.inner.Run(ctx, x)
+	}
+	g.started <- struct{}{}
+	<-ctx.Done()
+	return core.Outcome{Kind: core.Stopped}
 }
 
 func newCancelRun(t *testing.T, first ...string) *cancelRun {
@@ -51,7 +73,8 @@ func newCancelRun(t *testing.T, first ...string) *cancelRun {
 		return scriptStep{chunks: append(chunks, model.Chunk{Finish: model.FinishToolCalls})}
 	}}
 	d := &deployTool{l: newLedger()}
-	c.n = c.tr.Boot(newRunner(t, c.m, runner.NewConfig(), d, tool.QuestionTool()))
+	c.gate = &gatedDriver{inner: newRunner(t, c.m, runner.NewConfig(), d, tool.QuestionTool()), started: make(chan struct{}, 1)}
+	c.n = c.tr.Boot(c.gate)
 	c.n.NewSession("s")
 	c.n.Admit("s", "ask")
 	c.n.Idle()
@@ -90,6 +113,20 @@ func (c *cancelRun) reply(t *testing.T, kind, name string, r core.Reply) {
 	r.Kind = kind
 	_, err := c.n.Inst.Reply(ctx, "s", c.blocker(t, kind, name).ID, r)
 	require.NoError(t, err)
+}
+
+// interruptBeforeContinuing makes the reply r (the last one its step
+// waits on) claim a continuation that does not run, interrupts the turn
+// while it holds the claim, and opens the gate again.
+func (c *cancelRun) interruptBeforeContinuing(t *testing.T, kind, name string, r core.Reply) {
+	t.Helper()
+	c.gate.held.Store(true)
+	c.reply(t, kind, name, r)
+	<-c.gate.started
+	c.interrupt(t)
+	c.n.Idle()
+	c.gate.held.Store(false)
+	require.Empty(t, treetest.OfType(c.tr.Events("s"), event.ToolSettled), "the continuation wrote before the interrupt")
 }
 
 func (c *cancelRun) interrupt(t *testing.T) {
@@ -142,6 +179,12 @@ func TestBlockedCallsOfAnEndedTurnAreToldHowTheyEnded(t *testing.T) {
 			c.reply(t, permission, "deploy", permReply("r1", core.ReplyReject, "Not on a Friday."))
 			c.interrupt(t)
 		}, []string{core.DeclinedByUser + " The user said: Not on a Friday.", endedByInterrupt}},
+		{"answered, then an interrupt before the continuation wrote", []string{"a"}, func(t *testing.T, c *cancelRun) {
+			c.interruptBeforeContinuing(t, question, "a", core.Reply{ResponseID: "r1", Answers: [][]string{{"green"}}})
+		}, []string{"The user answered:\n\"Which colour for a?\" → \"green\""}},
+		{"approved, then an interrupt before the continuation wrote", []string{"deploy"}, func(t *testing.T, c *cancelRun) {
+			c.interruptBeforeContinuing(t, permission, "deploy", permReply("r1", core.ReplyOnce, ""))
+		}, []string{runner.NotRun}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
