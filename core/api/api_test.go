@@ -418,6 +418,32 @@ func TestSessionRuleCannotBeFinal(t *testing.T) {
 }
 
 // One token may not name two principals: it would let one act as the other.
+// An empty token never names a principal: not in the header, not in
+// ?access_token=, and an entry that is the hash of an empty token is
+// refused when the tokens are read, so no principal can be entered with
+// no token at all.
+func TestEmptyTokenRefused(t *testing.T) {
+	const emptyHash = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+	_, err := api.ParseTokens("alice:sha256:" + emptyHash)
+	require.ErrorContains(t, err, `principal "alice": sha256: is the hash of an empty token`)
+	_, err = api.ParseTokens("alice:sha256:" + strings.ToUpper(emptyHash))
+	require.Error(t, err)
+
+	tokens, err := api.ParseTokens("alice:secret")
+	require.NoError(t, err)
+	bearer := httptest.NewRequest("GET", "/", nil)
+	bearer.Header.Set("Authorization", "Bearer ")
+	for _, r := range []*http.Request{
+		bearer,
+		httptest.NewRequest("GET", "/?access_token=", nil),
+		httptest.NewRequest("GET", "/?access_token", nil),
+	} {
+		_, err := tokens.Authenticate(nethttp.Request(r), true)
+		require.ErrorIs(t, err, api.ErrUnauthorized, r.URL.String())
+		assert.ErrorContains(t, err, "a bearer token is required", r.URL.String())
+	}
+}
+
 func TestSharedTokenRefused(t *testing.T) {
 	_, err := api.ParseTokens("alice:same-token,bob:same-token")
 	require.Error(t, err)

@@ -39,6 +39,9 @@ type tokenEntry struct {
 	principal string
 }
 
+// emptyTokenHash is the SHA-256 of the empty string.
+var emptyTokenHash = digest.Sum256(nil)
+
 // ParseTokens reads REVENANT_TOKENS: comma-separated principal:token pairs,
 // where token is either the secret itself or "sha256:" and its hex hash.
 // Its errors name a malformed entry by its position only: the entry may be
@@ -61,6 +64,11 @@ func ParseTokens(spec string) (*Tokens, error) {
 			sum, ok := digest.ParseHex(hexHash)
 			if !ok {
 				return nil, fmt.Errorf("REVENANT_TOKENS: principal %q: sha256: needs 64 hex digits", principal)
+			}
+			if sum == emptyTokenHash {
+				// An empty token is never accepted (Authenticate): the entry
+				// would let its principal in with no token at all if it were.
+				return nil, fmt.Errorf("REVENANT_TOKENS: principal %q: sha256: is the hash of an empty token", principal)
 			}
 			e.hash = sum
 		} else {

@@ -122,6 +122,27 @@ func TestWebhookSendsSignedRequest(t *testing.T) {
 	require.ErrorIs(t, web.Verify([]byte(secret), r.Header, append(body, ' '), sent), web.ErrUnverified)
 }
 
+// TestWebhookEmptyArgumentsSendAnEmptyObject: a model may call a tool
+// that takes no parameters with no arguments at all; the receiver gets
+// "{}" (JSON, as every delivery is), and the signature covers those bytes.
+func TestWebhookEmptyArgumentsSendAnEmptyObject(t *testing.T) {
+	srv := newServer(t, func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "ok") })
+	hook, err := web.NewWebhook(hookSpec(srv.URL), srv.allowing())
+	require.NoError(t, err)
+	for _, args := range []string{"", " \n"} {
+		call := hookCall("key-" + strconv.Itoa(len(args)))
+		call.Arguments = json.RawMessage(args)
+		_, err := hook.Execute(context.Background(), call)
+		require.NoError(t, err, "arguments %q", args)
+	}
+	for i, body := range srv.bodies() {
+		require.Equal(t, "{}", body)
+		r := srv.requests()[i]
+		require.NoError(t, web.Verify([]byte(secret), r.Header, []byte(body), time.Now()))
+	}
+	require.Len(t, srv.bodies(), 2)
+}
+
 // TestWebhookReplayRefused: a captured delivery cannot be replayed. Sent
 // again as it is, it is stale once the tolerance has passed; with a fresh
 // timestamp, its signature no longer matches; with another id (to slip past
