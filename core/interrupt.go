@@ -358,13 +358,23 @@ func (t *txw) endRunning(sessionID string, end turnEnd) error {
 }
 
 // cancelPrompts cancels the prompts whose ids rows lists, with reason.
+// A child's task prompt cancelled before its turn started ends its job
+// (endJobOf): otherwise the parent's call would wait for it for good, or
+// its notice never come.
 func (t *txw) cancelPrompts(sessionID string, rows *storage.Rows, reason string) error {
+	var ids []string
 	for rows.Next() {
 		var id string
 		if err := rows.Scan(&id); err != nil {
 			return err
 		}
+		ids = append(ids, id)
+	}
+	for _, id := range ids {
 		if _, err := t.append(sessionID, event.PromptCancelled, event.Cancelled{PromptID: id, Reason: reason}); err != nil {
+			return err
+		}
+		if err := t.endJobOf(sessionID, id); err != nil {
 			return err
 		}
 	}

@@ -205,18 +205,30 @@ func (t *txw) endJobs(sessionID string, end turnEnd) error {
 	if err := t.endForegroundJobs(sessionID, end); err != nil {
 		return err
 	}
+	return t.endJobOf(sessionID, end.promptID)
+}
+
+// endJobOf ends the running job whose task prompt is the session's
+// promptID, now ended: by its turn's terminal (endJobs), or cancelled
+// before its turn started (cancelPrompts: an interrupt or a replacing
+// prompt sent to the child while its task prompt still waited in the
+// queue, which ends no turn). The parent's waiting call is resolved, or
+// its notice admitted, as endJobs says. Nothing if no running job names
+// the prompt: not a task prompt, or its job already ended (the parent's
+// turn ended it, endForegroundJobs).
+func (t *txw) endJobOf(sessionID, promptID string) error {
 	var parentID, callID string
 	var background bool
 	found, err := storage.QueryRow(t, `SELECT j.parent_id, j.call_id, j.background
 		FROM jobs j JOIN prompts p ON p.session_id = j.child_id AND p.client_id = 'task-' || j.call_id
-		WHERE j.child_id = ? AND j.state = ? AND p.id = ?`, []any{sessionID, string(JobRunning), end.promptID}, &parentID, &callID, &background)
+		WHERE j.child_id = ? AND j.state = ? AND p.id = ?`, []any{sessionID, string(JobRunning), promptID}, &parentID, &callID, &background)
 	if err != nil || !found {
 		return err
 	}
 	if _, err := t.append(parentID, event.JobEnded, event.Job{ChildID: sessionID, CallID: callID, Background: background}); err != nil {
 		return err
 	}
-	res, _, err := readChildResult(t.Tx, sessionID, end.promptID)
+	res, _, err := readChildResult(t.Tx, sessionID, promptID)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,94 @@
+package core_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/revenantrt/revenant/core"
+	"github.com/revenantrt/revenant/core/event"
+	"github.com/revenantrt/revenant/internal/treetest"
+)
+
+// spawnAndDie is a driver whose root turn starts one child and is killed
+// right after the child's commit: the child holds its claim and its task
+// prompt, still queued; its turn never starts.
+type spawnAndDie struct {
+	kill       func()
+	background bool
+}
+
+func (d spawnAndDie) Run(ctx context.Context, x *core.Execution) core.Outcome {
+	if strings.Contains(x.SessionID(), ".") {
+		<-ctx.Done() // a child's turn (none starts here: the kill comes first)
+		return core.Outcome{Kind: core.Stopped}
+	}
+	d.kill()
+	_, _ = x.StartChild(ctx, core.ChildSpec{CallID: "call_task", Prompt: "look around", Background: d.background, MaxDepth: core.DefaultTaskDepth})
+	return core.Outcome{Kind: core.Stopped}
+}
+
+// A child whose task prompt still waits in its queue (its start was cut
+// by a kill, and no sweep has run yet) is interrupted by its user. The
+// interrupt cancels the task prompt, which ends no turn, so before, the
+// child's job stayed running for good: a foreground parent would wait on
+// it forever and a background one never got its notice (the simulator's
+// seeds 425 and 434: job-settled, background-notice-once). The job now
+// ends with the cancel, in the same transaction, and the parent gets the
+// notice a background child's end brings.
+func TestCancelledQueuedTaskPromptEndsItsJob(t *testing.T) {
+	for _, background := range []bool{true, false} {
+		name := "foreground"
+		if background {
+			name = "background"
+		}
+		t.Run(name, func(t *testing.T) {
+			tr := treetest.New(t)
+			var n *treetest.Node
+			n = tr.Boot(spawnAndDie{kill: func() { n.Kill.KillAt(1, true) }, background: background})
+			n.NewSession("root")
+			n.Admit("root", "start a child")
+			<-n.Kill.Died()
+			n.Crash()
+			require.True(t, tr.Claim("root.1").Exists, "the child's claim")
+			admitted := treetest.OfType(tr.Events("root.1"), event.PromptAdmitted)
+			require.Len(t, admitted, 1)
+			var task event.Admitted
+			require.NoError(t, admitted[0].Decode(&task))
+			require.Equal(t, "queued", tr.PromptState(task.PromptID), "the task prompt never started")
+
+			host, _, kdb := tr.Host()
+			inst, err := core.Open(ctx, host, tr.Cfg, treetest.NewDriver(4)) // no sweep: the child's start is still owed
+			require.NoError(t, err)
+			t.Cleanup(func() { kdb.Kill(); inst.Abandon() })
+			did, err := inst.Interrupt(ctx, "root.1", event.ReasonUser)
+			require.NoError(t, err)
+			require.True(t, did)
+
+			assert.Equal(t, "cancelled", tr.PromptState(task.PromptID))
+			assert.False(t, tr.Claim("root.1").Exists)
+			ended := treetest.OfType(tr.Events("root"), event.JobEnded)
+			require.Len(t, ended, 1, "the child's job ended with its task prompt's cancel")
+			var job event.Job
+			require.NoError(t, ended[0].Decode(&job))
+			assert.Equal(t, event.Job{ChildID: "root.1", CallID: "call_task", Background: background}, job)
+
+			var notices []string
+			for _, e := range treetest.OfType(tr.Events("root"), event.PromptAdmitted) {
+				var a event.Admitted
+				require.NoError(t, e.Decode(&a))
+				if strings.HasPrefix(a.ClientID, "notice-") {
+					notices = append(notices, a.Text)
+				}
+			}
+			if background {
+				assert.Equal(t, []string{"The background sub-agent root.1 finished (cancelled):\nThe sub-agent's turn ended cancelled."}, notices)
+			} else {
+				assert.Empty(t, notices, "a foreground child's end resolves its parent's call instead")
+			}
+		})
+	}
+}
