@@ -43,11 +43,8 @@ func TestChildStartAfterItsJobEndedEndsItsTurn(t *testing.T) {
 	second.Abandon()
 	require.Equal(t, "interrupted", tr.PromptState(pid), "the parent's turn")
 	require.True(t, tr.Claim("root.1").Exists, "the child still holds the reply's claim")
-	task := treetest.OfType(tr.Events("root.1"), event.PromptAdmitted)
-	require.Len(t, task, 1)
-	var admitted event.Admitted
-	require.NoError(t, task[0].Decode(&admitted))
-	require.Equal(t, "running", tr.PromptState(admitted.PromptID), "the child's task turn, parked and answered")
+	task := taskPromptID(t, tr, "root.1")
+	require.Equal(t, "running", tr.PromptState(task), "the child's task turn, parked and answered")
 
 	host, _, kdb = tr.Host()
 	third, err := core.Open(ctx, host, tr.Cfg, newRunner()) // no sweep
@@ -64,6 +61,6 @@ func TestChildStartAfterItsJobEndedEndsItsTurn(t *testing.T) {
 	}
 	assert.Len(t, treetest.OfType(evs, event.StepStarted), 1, "no model step after the question's")
 	requireTaskTurnInterruptedByUser(t, tr, "root.1")
-	assert.Equal(t, "interrupted", tr.PromptState(admitted.PromptID))
+	assert.Equal(t, "interrupted", tr.PromptState(task))
 	assert.False(t, tr.Claim("root.1").Exists)
 }

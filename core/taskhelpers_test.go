@@ -52,3 +52,13 @@ func requireTaskTurnInterruptedByUser(t *testing.T, tr *treetest.Tree, sessionID
 	assert.Equal(t, event.ExecutionInterrupted, terms[0].Type)
 	assert.Equal(t, event.ReasonUser, in.Reason, "interrupted as its ancestor was")
 }
+
+// taskPromptID is the id of the child's task prompt, its one admission so far.
+func taskPromptID(t *testing.T, tr *treetest.Tree, childID string) string {
+	t.Helper()
+	admitted := treetest.OfType(tr.Events(childID), event.PromptAdmitted)
+	require.Len(t, admitted, 1)
+	var a event.Admitted
+	require.NoError(t, admitted[0].Decode(&a))
+	return a.PromptID
+}
