@@ -193,6 +193,8 @@ func TestErrorRows(t *testing.T) {
 		{"bad limit", alice, "GET", "/v1/sessions?limit=0", ``, 400, api.ErrInvalidRequest},
 		{"bad before", alice, "GET", "/v1/sessions/" + id + "?before=x", ``, 400, api.ErrInvalidRequest},
 		{"bad after", alice, "GET", "/v1/sessions/" + id + "/events?after=-1", ``, 400, api.ErrInvalidRequest},
+		{"signed limit", alice, "GET", "/v1/sessions?limit=%2B5", ``, 400, api.ErrInvalidRequest},
+		{"signed before", alice, "GET", "/v1/sessions/" + id + "?before=%2B3", ``, 400, api.ErrInvalidRequest},
 		{"before past 2^53-1", alice, "GET", "/v1/sessions/" + id + "?before=9007199254740992", ``, 400, api.ErrInvalidRequest},
 		{"after past 2^53-1", alice, "GET", "/v1/sessions/" + id + "/events?after=9007199254740993", ``, 400, api.ErrInvalidRequest},
 		{"delete child", alice, "DELETE", "/v1/sessions/" + id + ".1", ``, 400, api.ErrInvalidRequest},
