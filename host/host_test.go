@@ -148,6 +148,10 @@ func TestListRefusesAForeignCursor(t *testing.T) {
 	var ce *core.Error
 	require.ErrorAs(t, err, &ce)
 	assert.Equal(t, `cursor "bogus" is not one this server returned`, ce.Msg)
+
+	// Text that decodes to a place but is not a cursor's form: "-5:x".
+	_, _, err = h.List(ctx, "alice", "LTU6eA", 1)
+	require.ErrorIs(t, err, core.ErrInvalid)
 }
 
 func rootIDs(trees []api.TreeInfo) []string {

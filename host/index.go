@@ -2,12 +2,8 @@ package host
 
 import (
 	"context"
-	"encoding/base64"
 	"fmt"
-	"strconv"
-	"strings"
 
-	"github.com/revenantrt/revenant/core"
 	"github.com/revenantrt/revenant/core/api"
 	"github.com/revenantrt/revenant/core/storage"
 	"github.com/revenantrt/revenant/sqlitedb"
@@ -197,7 +193,7 @@ func (ix *index) unready(ctx context.Context) ([]string, error) {
 }
 
 // list is one page of a principal's trees, newest first, after the cursor.
-func (ix *index) list(ctx context.Context, principal string, after *listCursor, limit int) ([]api.TreeInfo, bool, error) {
+func (ix *index) list(ctx context.Context, principal string, after *api.ListCursor, limit int) ([]api.TreeInfo, bool, error) {
 	var out []api.TreeInfo
 	err := ix.db.Tx(ctx, func(tx storage.Tx) error {
 		var rows *storage.Rows
@@ -208,7 +204,7 @@ func (ix *index) list(ctx context.Context, principal string, after *listCursor, 
 		} else {
 			rows, err = tx.Query(`SELECT id, principal, created_at FROM trees WHERE principal = ? AND ready = 1
 				AND (created_at < ? OR (created_at = ? AND id > ?))
-				ORDER BY created_at DESC, id LIMIT ?`, principal, after.createdAt, after.createdAt, after.id, limit+1)
+				ORDER BY created_at DESC, id LIMIT ?`, principal, after.CreatedAt, after.CreatedAt, after.ID, limit+1)
 		}
 		if err != nil {
 			return err
@@ -271,35 +267,4 @@ func (ix *index) wakeups(ctx context.Context) ([]wakeupRow, error) {
 		return nil
 	})
 	return out, err
-}
-
-// listCursor is where a page of List ends: the last tree's created_at and
-// id. It travels as an opaque URL-safe string.
-type listCursor struct {
-	createdAt int64
-	id        string
-}
-
-func (c listCursor) encode() string {
-	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(c.createdAt, 10) + ":" + c.id))
-}
-
-func decodeCursor(s string) (*listCursor, error) {
-	if s == "" {
-		return nil, nil
-	}
-	bad := &core.Error{Code: core.ErrInvalid, Msg: fmt.Sprintf("cursor %q is not one this server returned", core.Clip(s))}
-	raw, err := base64.RawURLEncoding.DecodeString(s)
-	if err != nil {
-		return nil, bad
-	}
-	at, id, ok := strings.Cut(string(raw), ":")
-	if !ok || !ValidTreeID(id) {
-		return nil, bad
-	}
-	n, err := strconv.ParseInt(at, 10, 64)
-	if err != nil {
-		return nil, bad
-	}
-	return &listCursor{createdAt: n, id: id}, nil
 }

@@ -199,9 +199,13 @@ func (h *Host) Owner(ctx context.Context, rootID string) (api.TreeInfo, error) {
 // return is an error wrapping core.ErrInvalid. limit <= 0 means
 // DefaultListLimit.
 func (h *Host) List(ctx context.Context, principal, cursor string, limit int) ([]api.TreeInfo, string, error) {
-	after, err := decodeCursor(cursor)
-	if err != nil {
-		return nil, "", err
+	var after *api.ListCursor
+	if cursor != "" {
+		c, ok := api.ParseListCursor(cursor, ValidTreeID)
+		if !ok {
+			return nil, "", &core.Error{Code: core.ErrInvalid, Msg: fmt.Sprintf("cursor %q is not one this server returned", core.Clip(cursor))}
+		}
+		after = &c
 	}
 	if limit <= 0 {
 		limit = DefaultListLimit
@@ -216,7 +220,7 @@ func (h *Host) List(ctx context.Context, principal, cursor string, limit int) ([
 	next := ""
 	if more {
 		last := trees[len(trees)-1]
-		next = listCursor{createdAt: last.CreatedAt, id: last.RootID}.encode()
+		next = api.ListCursor{CreatedAt: last.CreatedAt, ID: last.RootID}.Encode()
 	}
 	return trees, next, nil
 }

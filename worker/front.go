@@ -3,7 +3,6 @@ package worker
 import (
 	"context"
 	"crypto/rand"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"math"
@@ -283,24 +282,11 @@ func (f *Front) CheckCreate(body []byte) error {
 // (host.RandomIDs): 128 random bits, 26 lowercase base32 characters.
 func NewRootID() string { return strings.ToLower(rand.Text()) }
 
-// ListCursor is where a page of the session list ends: the last tree's
-// created_at and id, travelling as opaque URL-safe text (the local
-// server's format).
-type ListCursor struct {
-	CreatedAt int64
-	ID        string
-}
-
-// Encode returns the cursor's text.
-func (c ListCursor) Encode() string {
-	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(c.CreatedAt, 10) + ":" + c.ID))
-}
-
 // ParseListQuery reads GET /v1/sessions' limit and cursor as the local
 // server does (a missing limit is defaultLimit, the session_page_size
 // setting; 1 to api.MaxListLimit; a cursor this front returned). A nil
 // cursor is the first page.
-func ParseListQuery(q url.Values, defaultLimit int) (limit int, after *ListCursor, err error) {
+func ParseListQuery(q url.Values, defaultLimit int) (limit int, after *api.ListCursor, err error) {
 	if limit, err = api.IntParam(q.Get("limit"), "limit", defaultLimit, 1, api.MaxListLimit); err != nil {
 		return 0, nil, err
 	}
@@ -308,17 +294,11 @@ func ParseListQuery(q url.Values, defaultLimit int) (limit int, after *ListCurso
 	if s == "" {
 		return limit, nil, nil
 	}
-	bad := &api.Error{Type: api.ErrInvalidRequest, Message: fmt.Sprintf("cursor %q is not one this server returned", core.Clip(s))}
-	raw, err := base64.RawURLEncoding.DecodeString(s)
-	if err != nil {
-		return 0, nil, bad
+	c, ok := api.ParseListCursor(s, validPart)
+	if !ok {
+		return 0, nil, &api.Error{Type: api.ErrInvalidRequest, Message: fmt.Sprintf("cursor %q is not one this server returned", core.Clip(s))}
 	}
-	at, id, ok := strings.Cut(string(raw), ":")
-	n, err := strconv.ParseInt(at, 10, 64)
-	if !ok || !validPart(id) || err != nil {
-		return 0, nil, bad
-	}
-	return limit, &ListCursor{CreatedAt: n, ID: id}, nil
+	return limit, &c, nil
 }
 
 // noIndex is the index of the Directory New keeps for Admit alone: the

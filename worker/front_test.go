@@ -157,13 +157,13 @@ func TestListQuery(t *testing.T) {
 	assert.Equal(t, 50, limit)
 	assert.Nil(t, after)
 
-	c := worker.ListCursor{CreatedAt: 1700000000123, ID: "abc"}
+	c := api.ListCursor{CreatedAt: 1700000000123, ID: "abc"}
 	limit, after, err = worker.ParseListQuery(url.Values{"limit": {"2"}, "cursor": {c.Encode()}}, api.DefaultListLimit)
 	require.NoError(t, err)
 	assert.Equal(t, 2, limit)
 	assert.Equal(t, &c, after)
 
-	for _, q := range []url.Values{{"limit": {"0"}}, {"limit": {"201"}}, {"limit": {"x"}}, {"cursor": {"!!"}}, {"cursor": {worker.ListCursor{ID: "a/b"}.Encode()}}} {
+	for _, q := range []url.Values{{"limit": {"0"}}, {"limit": {"201"}}, {"limit": {"x"}}, {"cursor": {"!!"}}, {"cursor": {api.ListCursor{ID: "a/b"}.Encode()}}, {"cursor": {"LTU6eA"}}, {"limit": {"+5"}}} {
 		_, _, err := worker.ParseListQuery(q, api.DefaultListLimit)
 		assert.Error(t, err, q)
 	}

@@ -13,7 +13,7 @@ import (
 // DirectoryListPath is the caller's Directory request (worker/directory.mjs,
 // GET /trees) for a page of limit trees after cursor after (nil: the first
 // page).
-func DirectoryListPath(limit int, after *ListCursor) string {
+func DirectoryListPath(limit int, after *api.ListCursor) string {
 	q := url.Values{"limit": {strconv.Itoa(limit)}}
 	if after != nil {
 		q.Set("after_at", strconv.FormatInt(after.CreatedAt, 10))
@@ -46,7 +46,7 @@ func ListAnswer(directory []byte) ([]byte, error) {
 	next := ""
 	if page.More && len(items) > 0 {
 		last := items[len(items)-1]
-		next = ListCursor{CreatedAt: last.CreatedAt, ID: last.ID}.Encode()
+		next = api.ListCursor{CreatedAt: last.CreatedAt, ID: last.ID}.Encode()
 	}
 	var b bytes.Buffer
 	if err := json.NewEncoder(&b).Encode(map[string]any{"sessions": items, "next_cursor": next}); err != nil {

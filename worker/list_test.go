@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/revenantrt/revenant/core/api"
 	"github.com/revenantrt/revenant/worker"
 )
 
@@ -20,7 +21,7 @@ func TestDecideListAsksTheDirectoryForThePage(t *testing.T) {
 	assert.Equal(t, "/trees?limit=50", d.URL, "the local server's default limit")
 	assert.Zero(t, w.Body.Len())
 
-	c := worker.ListCursor{CreatedAt: 1700000000123, ID: "abc"}
+	c := api.ListCursor{CreatedAt: 1700000000123, ID: "abc"}
 	d, _ = decide(t, f, "GET", "/v1/sessions?limit=2&cursor="+c.Encode(), nil)
 	assert.Equal(t, worker.List, d.Kind)
 	assert.Equal(t, "/trees?after_at=1700000000123&after_id=abc&limit=2", d.URL)
@@ -29,7 +30,7 @@ func TestDecideListAsksTheDirectoryForThePage(t *testing.T) {
 func TestDecideRefusesABadListQueryBeforeTheDirectory(t *testing.T) {
 	f, err := worker.New(worker.Options{Tokens: "alice:a-token"})
 	require.NoError(t, err)
-	for _, q := range []string{"limit=0", "limit=201", "limit=x", "cursor=!!", "cursor=" + worker.ListCursor{ID: "a/b"}.Encode()} {
+	for _, q := range []string{"limit=0", "limit=201", "limit=x", "cursor=!!", "cursor=" + api.ListCursor{ID: "a/b"}.Encode()} {
 		d, w := decide(t, f, "GET", "/v1/sessions?"+q, http.Header{"Authorization": {"Bearer a-token"}})
 		assert.Equal(t, worker.Answered, d.Kind, q)
 		assert.Equal(t, http.StatusBadRequest, w.Code, q)
@@ -44,7 +45,7 @@ func TestDecideRefusesABadListQueryBeforeTheDirectory(t *testing.T) {
 func TestListAnswerIsTheLocalServersPage(t *testing.T) {
 	body, err := worker.ListAnswer([]byte(`{"trees":[{"root_id":"b","created_at":20},{"root_id":"a","created_at":10}],"more":true}`))
 	require.NoError(t, err)
-	next := worker.ListCursor{CreatedAt: 10, ID: "a"}.Encode()
+	next := api.ListCursor{CreatedAt: 10, ID: "a"}.Encode()
 	assert.Equal(t, `{"next_cursor":"`+next+`","sessions":[{"id":"b","created_at":20},{"id":"a","created_at":10}]}`+"\n", string(body))
 
 	body, err = worker.ListAnswer([]byte(`{"trees":[{"root_id":"a","created_at":10}],"more":false}`))

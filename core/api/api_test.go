@@ -193,6 +193,8 @@ func TestErrorRows(t *testing.T) {
 		{"bad limit", alice, "GET", "/v1/sessions?limit=0", ``, 400, api.ErrInvalidRequest},
 		{"bad before", alice, "GET", "/v1/sessions/" + id + "?before=x", ``, 400, api.ErrInvalidRequest},
 		{"bad after", alice, "GET", "/v1/sessions/" + id + "/events?after=-1", ``, 400, api.ErrInvalidRequest},
+		{"signed limit", alice, "GET", "/v1/sessions?limit=%2B5", ``, 400, api.ErrInvalidRequest},
+		{"signed before", alice, "GET", "/v1/sessions/" + id + "?before=%2B3", ``, 400, api.ErrInvalidRequest},
 		{"before past 2^53-1", alice, "GET", "/v1/sessions/" + id + "?before=9007199254740992", ``, 400, api.ErrInvalidRequest},
 		{"after past 2^53-1", alice, "GET", "/v1/sessions/" + id + "/events?after=9007199254740993", ``, 400, api.ErrInvalidRequest},
 		{"delete child", alice, "DELETE", "/v1/sessions/" + id + ".1", ``, 400, api.ErrInvalidRequest},
@@ -266,6 +268,38 @@ func TestAccessTokenOnlyForEvents(t *testing.T) {
 	line, err := bufio.NewReader(resp.Body).ReadString('\n')
 	require.NoError(t, err)
 	assert.Equal(t, "id: 1\n", line)
+}
+
+// ?access_token= stands in only for a missing Authorization header: a
+// request that sends one, of any scheme or form, is judged by the header.
+func TestAccessTokenOnlyWithoutAuthorizationHeader(t *testing.T) {
+	tokens, err := api.ParseTokens("alice:secret-a,bob:secret-b")
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		authorization []string // nil: no header
+		query         string
+		principal     string // "": 401
+	}{
+		{nil, "?access_token=secret-a", "alice"},
+		{[]string{"Bearer secret-b"}, "?access_token=secret-a", "bob"},
+		{[]string{"Bearer"}, "?access_token=secret-a", ""},
+		{[]string{"Bearer "}, "?access_token=secret-a", ""},
+		{[]string{""}, "?access_token=secret-a", ""},
+		{[]string{"Basic YWxpY2U6c2VjcmV0LWE="}, "?access_token=secret-a", ""},
+		{[]string{"Bearer wrong"}, "?access_token=secret-a", ""},
+	} {
+		r := httptest.NewRequest("GET", "/v1/sessions/x/events"+tc.query, nil)
+		if tc.authorization != nil {
+			r.Header["Authorization"] = tc.authorization
+		}
+		principal, err := tokens.Authenticate(nethttp.Request(r), true)
+		if tc.principal == "" {
+			assert.ErrorIs(t, err, api.ErrUnauthorized, "%q", tc.authorization)
+			continue
+		}
+		require.NoError(t, err, "%q", tc.authorization)
+		assert.Equal(t, tc.principal, principal, "%q", tc.authorization)
+	}
 }
 
 func TestTokensStoredHashed(t *testing.T) {

@@ -106,8 +106,14 @@ func (t *Tokens) Authenticate(r *httpmsg.Request, queryToken bool) (string, erro
 		// one value, which then fails): refuse rather than pick.
 		return "", fail(ErrUnauthorized, "more than one Authorization header")
 	}
-	token, ok := BearerToken(r.Header.Get("Authorization"))
-	if !ok && queryToken {
+	// A request that sends an Authorization header is judged by it alone,
+	// whatever its scheme or form ("Bearer" with no token, "Basic …"): the
+	// query's token stands in only for a header the client could not send.
+	header, sent := r.Header["Authorization"]
+	token, ok := "", false
+	if sent {
+		token, ok = BearerToken(header[0])
+	} else if queryToken {
 		token, ok = r.URL.Query().Get("access_token"), r.URL.Query().Has("access_token")
 	}
 	if !ok || token == "" {

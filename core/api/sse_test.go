@@ -265,6 +265,9 @@ func TestEventsBadCursorNamesItsSource(t *testing.T) {
 		{"x", "", "after must be a whole number from 0 to 9007199254740991"},
 		{"9007199254740992", "", "after must be a whole number from 0 to 9007199254740991"},
 		{"", "9007199254740993", "Last-Event-ID must be a whole number from 0 to 9007199254740991"},
+		{"%2B1", "", "after must be a whole number from 0 to 9007199254740991"},
+		{"", "+1", "Last-Event-ID must be a whole number from 0 to 9007199254740991"},
+		{"1e0", "", "after must be a whole number from 0 to 9007199254740991"},
 	} {
 		// A deadline for a failing test only: a cursor wrongly taken as
 		// valid opens a stream that never ends by itself.

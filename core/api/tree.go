@@ -150,11 +150,28 @@ func IntParam(raw, name string, def, min, max int) (int, error) {
 	if raw == "" {
 		return def, nil
 	}
-	n, err := strconv.Atoi(raw)
-	if err != nil || n < min || n > max {
+	n, ok := wholeNumber(raw)
+	if !ok || n < int64(min) || n > int64(max) {
 		return 0, fail(ErrInvalidRequest, name+" must be a whole number from "+strconv.Itoa(min)+" to "+strconv.Itoa(max))
 	}
-	return n, nil
+	return int(n), nil
+}
+
+// wholeNumber reads raw as decimal digits alone. strconv's parsers also
+// take a sign ("+5", "-0"), which a query would otherwise accept in one
+// place and refuse in another (a "+" in a query is a space unless sent as
+// %2B); a number too large for int64 is not one either.
+func wholeNumber(raw string) (int64, bool) {
+	if raw == "" {
+		return 0, false
+	}
+	for i := 0; i < len(raw); i++ {
+		if raw[i] < '0' || raw[i] > '9' {
+			return 0, false
+		}
+	}
+	n, err := strconv.ParseInt(raw, 10, 64)
+	return n, err == nil
 }
 
 // MaxCursor is the largest cursor (before, after, Last-Event-ID) a
@@ -170,8 +187,8 @@ func int64Param(raw, name string) (int64, error) {
 	if raw == "" {
 		return 0, nil
 	}
-	n, err := strconv.ParseInt(raw, 10, 64)
-	if err != nil || n < 0 || n > MaxCursor {
+	n, ok := wholeNumber(raw)
+	if !ok || n > MaxCursor {
 		return 0, fail(ErrInvalidRequest, name+" must be a whole number from 0 to "+strconv.FormatInt(MaxCursor, 10))
 	}
 	return n, nil

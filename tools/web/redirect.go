@@ -26,9 +26,14 @@ import (
 //     Authorization, Cookie, Cookie2, WWW-Authenticate, Proxy-Authorization
 //     and Proxy-Authenticate are dropped from the first hop to a host that
 //     is neither the first request's host nor a subdomain of it, and from
-//     every hop after that. A Referer names the previous URL (without
-//     user info), unless the request set its own, and none is sent from
-//     https to http.
+//     every hop after that.
+//   - A Referer names where the hop came from, as browsers' default
+//     policy (strict-origin-when-cross-origin) has it, not as net/http
+//     does: the previous URL, without user info and fragment, to the same
+//     origin; only its origin (scheme, host and port) to another, so a
+//     query that carried a secret never reaches a server it redirected
+//     to; none from https to http. A Referer the request set itself goes
+//     on unchanged, as any other header it set.
 //   - At most MaxRedirects are followed; the next one is an error.
 //   - Every hop's URL is checked with the policy's CheckURL before it is
 //     sent (and the client checks it again, and its address when it
@@ -187,7 +192,9 @@ func sameSite(first, next *url.URL) bool {
 }
 
 // referer is the Referer of a hop from prev to next: the request's own
-// (explicit), else prev without user info; none from https to http.
+// (explicit); else prev without user info and fragment when next is of
+// the same origin, prev's origin alone when it is not; none from https to
+// http.
 func referer(prev, next *url.URL, explicit string) string {
 	if prev.Scheme == "https" && next.Scheme == "http" {
 		return ""
@@ -196,8 +203,33 @@ func referer(prev, next *url.URL, explicit string) string {
 		return explicit
 	}
 	r := *prev
-	r.User = nil
+	r.User, r.Fragment, r.RawFragment = nil, "", ""
+	if !sameOrigin(prev, next) {
+		r.Path, r.RawPath, r.RawQuery, r.ForceQuery = "/", "", "", false
+	}
 	return r.String()
+}
+
+// sameOrigin reports whether a and b have the same scheme, host and port
+// (a default port counts as given): an origin, as browsers compare them.
+func sameOrigin(a, b *url.URL) bool {
+	return strings.EqualFold(a.Scheme, b.Scheme) &&
+		httpargs.NormalizeHost(a.Hostname()) == httpargs.NormalizeHost(b.Hostname()) &&
+		portOf(a) == portOf(b)
+}
+
+// portOf is u's port, or its scheme's default.
+func portOf(u *url.URL) string {
+	if p := u.Port(); p != "" {
+		return p
+	}
+	switch strings.ToLower(u.Scheme) {
+	case "https":
+		return "443"
+	case "http":
+		return "80"
+	}
+	return ""
 }
 
 // drainClose closes a body we will not use, reading a little first so a

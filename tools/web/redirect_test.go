@@ -175,21 +175,39 @@ func TestRedirectCredentialsStayOnSite(t *testing.T) {
 	}
 }
 
-// TestRedirectReferer: a hop names the previous URL (without its user
-// info) as Referer, unless it goes from https to http; a 3xx without
+// TestRedirectReferer: a hop names where it came from, as browsers'
+// default policy does: the previous URL (without user info and fragment)
+// to the same origin, only its origin to another (another host, or the
+// same host on another port), nothing from https to http; a 3xx without
 // Location is the answer.
 func TestRedirectReferer(t *testing.T) {
 	rt := &fakeTransport{respond: routes(map[string]func(*httpmsg.Request) (*httpmsg.Response, error){
-		"https://user:pw@api.example.com/a": redirectTo(302, "https://api.example.com/b"),
-		"https://api.example.com/b":         redirectTo(302, "http://api.example.com/c"),
-		"http://api.example.com/c":          answer(302, nil, "no location"),
+		"https://user:pw@api.example.com/a#frag": redirectTo(302, "https://API.example.com:443/b?token=s3cr3t"),
+		"https://API.example.com:443/b":          redirectTo(302, "https://other.example.net/c?k=v"),
+		"https://other.example.net/c":            redirectTo(302, "https://other.example.net:80/d"),
+		"https://other.example.net:80/d":         redirectTo(302, "http://api.example.com/e"),
+		"http://api.example.com/e":               answer(302, nil, "no location"),
 	})}
-	out, err := web.NewHTTPRequest(fetchPolicy(rt)).Execute(context.Background(), fetchCall(t, map[string]any{"url": "https://user:pw@api.example.com/a?q=1"}))
+	out, err := web.NewHTTPRequest(fetchPolicy(rt)).Execute(context.Background(), fetchCall(t, map[string]any{"url": "https://user:pw@api.example.com/a?q=1#frag"}))
 	require.NoError(t, err)
-	assert.True(t, strings.HasPrefix(out, "HTTP 302 Found\nFinal-URL: http://api.example.com/c\n"), out)
-	require.Len(t, rt.reqs, 3)
-	assert.Equal(t, "https://api.example.com/a?q=1", rt.reqs[1].Header.Get("Referer"))
-	assert.Empty(t, rt.reqs[2].Header.Values("Referer"), "none from https to http")
+	assert.True(t, strings.HasPrefix(out, "HTTP 302 Found\nFinal-URL: http://api.example.com/e\n"), out)
+	require.Len(t, rt.reqs, 5)
+	assert.Empty(t, rt.reqs[0].Header.Values("Referer"), "the first request has none of its own")
+	assert.Equal(t, "https://api.example.com/a?q=1", rt.reqs[1].Header.Get("Referer"), "same origin: the whole URL")
+	assert.Equal(t, "https://API.example.com:443/", rt.reqs[2].Header.Get("Referer"), "another host: the origin alone, not the query's secret")
+	assert.Equal(t, "https://other.example.net/", rt.reqs[3].Header.Get("Referer"), "another port: the origin alone")
+	assert.Empty(t, rt.reqs[4].Header.Values("Referer"), "none from https to http")
+
+	// A Referer the request set itself goes on unchanged.
+	rt = &fakeTransport{respond: routes(map[string]func(*httpmsg.Request) (*httpmsg.Response, error){
+		"https://api.example.com/a": redirectTo(302, "https://other.example.net/b"),
+	})}
+	_, err = web.NewHTTPRequest(fetchPolicy(rt)).Execute(context.Background(), fetchCall(t, map[string]any{
+		"url": "https://api.example.com/a?q=1", "headers": map[string]any{"Referer": "https://mine.example/"},
+	}))
+	require.NoError(t, err)
+	require.Len(t, rt.reqs, 2)
+	assert.Equal(t, "https://mine.example/", rt.reqs[1].Header.Get("Referer"))
 }
 
 // TestRedirectPermitted: a hop to another host is put to the call's Permit
