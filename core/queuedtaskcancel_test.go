@@ -2,7 +2,9 @@ package core_test
 
 import (
 	"context"
+	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -10,6 +12,7 @@ import (
 
 	"github.com/revenantrt/revenant/core"
 	"github.com/revenantrt/revenant/core/event"
+	"github.com/revenantrt/revenant/core/storage"
 	"github.com/revenantrt/revenant/internal/treetest"
 )
 
@@ -84,4 +87,52 @@ func TestCancelledQueuedTaskPromptEndsItsJob(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The same cancel, with the foreground parent already parked on its
+// task call: the child's start failed after its commit (a full disk, here
+// one failed transaction), so its task prompt waits in its queue with its
+// claim while the parent's step parks with no claim of its own, and
+// nothing but the child's turn end would ever resume it. The user's
+// interrupt of the child must resolve the parent's waiting call and take
+// its claim, so the parent's turn goes on to its end.
+func TestCancelledQueuedTaskPromptResumesItsParkedParent(t *testing.T) {
+	tr := treetest.New(t)
+	var failed atomic.Bool
+	tr.Cfg = tr.Cfg.WithCommitHook(func(_ storage.Tx, ev event.Event) error {
+		if ev.SessionID == "root.1" && ev.Type == event.ExecutionStarted && failed.CompareAndSwap(false, true) {
+			return errors.New("the child's start failed")
+		}
+		return nil
+	})
+	n := tr.Boot(offlineTaskRunner(t, tr))
+	n.NewSession("root")
+	parentPrompt := n.Admit("root", "/task look around")
+	n.Idle()
+	require.True(t, failed.Load(), "the child's start was tried and failed")
+	task := taskPromptID(t, tr, "root.1")
+	require.Equal(t, "queued", tr.PromptState(task), "the task prompt never started")
+	require.True(t, tr.Claim("root.1").Exists, "the child's claim, left to a wake-up")
+	require.False(t, tr.Claim("root").Exists, "the parent parked: no claim")
+	waits, err := n.Inst.Blockers(ctx, "root", event.KindTask)
+	require.NoError(t, err)
+	require.Len(t, waits, 1, "the parent's call waits on its child")
+
+	did, err := n.Inst.Interrupt(ctx, "root.1", event.ReasonUser)
+	require.NoError(t, err)
+	require.True(t, did)
+	n.Idle()
+
+	assert.Equal(t, "cancelled", tr.PromptState(task))
+	assert.Len(t, treetest.OfType(tr.Events("root"), event.JobEnded), 1)
+	resolved := treetest.OfType(tr.Events("root"), event.TaskResolved)
+	require.Len(t, resolved, 1, "the parent's waiting call resolved")
+	var settled []string
+	for _, e := range treetest.OfType(tr.Events("root"), event.ToolSettled) {
+		settled = append(settled, string(e.Data))
+	}
+	require.Len(t, settled, 1)
+	assert.Contains(t, settled[0], "sub-agent root.1: The sub-agent's turn ended cancelled.")
+	assert.Equal(t, "succeeded", tr.PromptState(parentPrompt), "the parent's turn went on to its end")
+	assert.False(t, tr.Claim("root").Exists)
 }
