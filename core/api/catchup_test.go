@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -96,7 +97,11 @@ func TestEventCatchUpIsPagedInBytes(t *testing.T) {
 		defer close(served)
 		f.h.ServeHTTP(w, r)
 	}()
-	<-w.done
+	select {
+	case <-w.done:
+	case <-time.After(30 * time.Second): // only to fail instead of hanging
+		t.Fatal("the catch-up never sent the log's last event")
+	}
 	cancel()
 	<-served
 

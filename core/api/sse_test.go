@@ -68,13 +68,17 @@ type frame struct {
 // them only after it subscribed, so nothing committed later can be
 // missed), or why the stream did not start (an error, a status other than
 // 200), then out is closed: follow runs on its own goroutine, where a
-// test must not stop, so the test checks it with streaming.
+// test must not stop, so the test checks it with streaming. A stream that
+// never brings its terminal is cut after followLimit, closing out, so a
+// test that waits for frames fails instead of hanging.
 func follow(url string, header http.Header, started chan<- error, out chan<- frame) {
 	fail := func(err error) {
 		started <- fmt.Errorf("follow %s: %w", url, err)
 		close(out)
 	}
-	req, err := http.NewRequest("GET", url, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), followLimit)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, "GET", url, nil)
 	if err != nil {
 		fail(err)
 		return
@@ -120,6 +124,10 @@ func follow(url string, header http.Header, started chan<- error, out chan<- fra
 		}
 	}
 }
+
+// followLimit is how long follow reads a stream at most: far past what
+// any test here needs, only to fail instead of hanging.
+const followLimit = 30 * time.Second
 
 // streaming waits until follow's stream started, failing the test with
 // the reason if it did not.
@@ -218,12 +226,14 @@ func TestStreamSurvivesInstanceRestartAndSnapshotShowsPartialText(t *testing.T) 
 			Partial bool
 		}
 	}
-	for {
-		fr := <-frames
+	checkpointed := false
+	for fr := range frames {
 		if fr.event == string(event.TextCheckpoint) {
+			checkpointed = true
 			break
 		}
 	}
+	require.True(t, checkpointed, "the step's checkpoint reached the stream")
 	require.Equal(t, 200, c.do("GET", "/v1/sessions/"+id, "", &snap))
 	require.NotEmpty(t, snap.Messages)
 	last := snap.Messages[len(snap.Messages)-1]
