@@ -136,3 +136,39 @@ func TestCancelledQueuedTaskPromptResumesItsParkedParent(t *testing.T) {
 	assert.Equal(t, "succeeded", tr.PromptState(parentPrompt), "the parent's turn went on to its end")
 	assert.False(t, tr.Claim("root").Exists)
 }
+
+// The parent's own interrupt, with the foreground child's task prompt
+// still queued (its start cut by a kill, no sweep yet): the job ends with
+// the parent's turn, and the task prompt is cancelled as the user's, so
+// the child never runs a turn no call waits for and its claim goes. The
+// job ends once: cancelling the prompt finds it ended already.
+func TestParentInterruptCancelsItsChildsQueuedTaskPrompt(t *testing.T) {
+	tr := treetest.New(t)
+	var n *treetest.Node
+	n = tr.Boot(spawnAndDie{kill: func() { n.Kill.KillAt(1, true) }})
+	n.NewSession("root")
+	n.Admit("root", "start a child")
+	<-n.Kill.Died()
+	n.Crash()
+	task := taskPromptID(t, tr, "root.1")
+	require.Equal(t, "queued", tr.PromptState(task))
+
+	host, _, kdb := tr.Host()
+	inst, err := core.Open(ctx, host, tr.Cfg, treetest.NewDriver(4)) // no sweep
+	require.NoError(t, err)
+	t.Cleanup(func() { kdb.Kill(); inst.Abandon() })
+	did, err := inst.Interrupt(ctx, "root", event.ReasonUser)
+	require.NoError(t, err)
+	require.True(t, did)
+	require.NoError(t, inst.WaitIdle(ctx))
+
+	assert.Equal(t, "cancelled", tr.PromptState(task))
+	cancelled := treetest.OfType(tr.Events("root.1"), event.PromptCancelled)
+	require.Len(t, cancelled, 1)
+	var c event.Cancelled
+	require.NoError(t, cancelled[0].Decode(&c))
+	assert.Equal(t, event.Cancelled{PromptID: task, Reason: event.ReasonUser}, c)
+	assert.Empty(t, treetest.OfType(tr.Events("root.1"), event.ExecutionStarted), "the child ran no turn")
+	assert.False(t, tr.Claim("root.1").Exists)
+	assert.Len(t, treetest.OfType(tr.Events("root"), event.JobEnded), 1, "the job ended once")
+}
