@@ -172,3 +172,41 @@ func TestParentInterruptCancelsItsChildsQueuedTaskPrompt(t *testing.T) {
 	assert.False(t, tr.Claim("root.1").Exists)
 	assert.Len(t, treetest.OfType(tr.Events("root"), event.JobEnded), 1, "the job ended once")
 }
+
+// The same interrupt killed right after its commit, before it stopped the
+// child: the next boot's sweep finds the child's claim with no live job
+// and ends it as an orphan, its queued task prompt cancelled{orphaned}
+// (the sweep cannot know why the job ended; docs/api.md), and the child
+// runs nothing.
+func TestSweepCancelsAnOrphansQueuedTaskPrompt(t *testing.T) {
+	tr := treetest.New(t)
+	var n *treetest.Node
+	n = tr.Boot(spawnAndDie{kill: func() { n.Kill.KillAt(1, true) }})
+	n.NewSession("root")
+	n.Admit("root", "start a child")
+	<-n.Kill.Died()
+	n.Crash()
+	task := taskPromptID(t, tr, "root.1")
+
+	host, _, kdb := tr.Host()
+	inst, err := core.Open(ctx, host, tr.Cfg, treetest.NewDriver(4)) // no sweep
+	require.NoError(t, err)
+	kdb.KillAt(1, true) // dies with the interrupt's commit
+	_, _ = inst.Interrupt(ctx, "root", event.ReasonUser)
+	<-kdb.Died()
+	inst.Abandon()
+	require.Equal(t, "queued", tr.PromptState(task), "the interrupt's commit left the child to its descendants' stop")
+	require.Len(t, treetest.OfType(tr.Events("root"), event.JobEnded), 1)
+
+	third := tr.Boot(treetest.NewDriver(4))
+	third.Idle()
+	assert.Equal(t, "cancelled", tr.PromptState(task))
+	cancelled := treetest.OfType(tr.Events("root.1"), event.PromptCancelled)
+	require.Len(t, cancelled, 1)
+	var c event.Cancelled
+	require.NoError(t, cancelled[0].Decode(&c))
+	assert.Equal(t, event.Cancelled{PromptID: task, Reason: event.ReasonOrphaned}, c)
+	assert.Empty(t, treetest.OfType(tr.Events("root.1"), event.ExecutionStarted), "the child ran no turn")
+	assert.False(t, tr.Claim("root.1").Exists)
+	assert.Len(t, treetest.OfType(tr.Events("root"), event.JobEnded), 1, "the job ended once")
+}
