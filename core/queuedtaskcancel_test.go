@@ -3,6 +3,7 @@ package core_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -135,4 +136,101 @@ func TestCancelledQueuedTaskPromptResumesItsParkedParent(t *testing.T) {
 	assert.Contains(t, settled[0], "sub-agent root.1: The sub-agent's turn ended cancelled.")
 	assert.Equal(t, "succeeded", tr.PromptState(parentPrompt), "the parent's turn went on to its end")
 	assert.False(t, tr.Claim("root").Exists)
+}
+
+// The parent's own interrupt, with the foreground child's task prompt
+// still queued (its start cut by a kill, no sweep yet): the job ends with
+// the parent's turn, and the task prompt is cancelled as the user's, so
+// the child never runs a turn no call waits for and its claim goes. The
+// job ends once: cancelling the prompt finds it ended already.
+func TestParentInterruptCancelsItsChildsQueuedTaskPrompt(t *testing.T) {
+	tr := treetest.New(t)
+	var n *treetest.Node
+	n = tr.Boot(spawnAndDie{kill: func() { n.Kill.KillAt(1, true) }})
+	n.NewSession("root")
+	n.Admit("root", "start a child")
+	<-n.Kill.Died()
+	n.Crash()
+	task := taskPromptID(t, tr, "root.1")
+	require.Equal(t, "queued", tr.PromptState(task))
+
+	host, _, kdb := tr.Host()
+	inst, err := core.Open(ctx, host, tr.Cfg, treetest.NewDriver(4)) // no sweep
+	require.NoError(t, err)
+	t.Cleanup(func() { kdb.Kill(); inst.Abandon() })
+	did, err := inst.Interrupt(ctx, "root", event.ReasonUser)
+	require.NoError(t, err)
+	require.True(t, did)
+	require.NoError(t, inst.WaitIdle(ctx))
+
+	assert.Equal(t, "cancelled", tr.PromptState(task))
+	cancelled := treetest.OfType(tr.Events("root.1"), event.PromptCancelled)
+	require.Len(t, cancelled, 1)
+	var c event.Cancelled
+	require.NoError(t, cancelled[0].Decode(&c))
+	assert.Equal(t, event.Cancelled{PromptID: task, Reason: event.ReasonUser}, c)
+	assert.Empty(t, treetest.OfType(tr.Events("root.1"), event.ExecutionStarted), "the child ran no turn")
+	assert.False(t, tr.Claim("root.1").Exists)
+	assert.Len(t, treetest.OfType(tr.Events("root"), event.JobEnded), 1, "the job ended once")
+}
+
+// The same interrupt killed right after its commit, before it stopped the
+// child: the next boot's sweep finds the child's claim with no live job
+// and ends it as an orphan, its queued task prompt cancelled{orphaned}
+// (the sweep cannot know why the job ended; docs/api.md), and the child
+// runs no task turn. A prompt a client sent the child meanwhile, queued
+// behind the task prompt, is the child's own: it keeps its place and runs
+// (the claim is judged by its oldest prompt, the task's, not by this one).
+func TestSweepCancelsAnOrphansQueuedTaskPrompt(t *testing.T) {
+	for _, own := range []bool{false, true} {
+		t.Run(fmt.Sprintf("own prompt queued %v", own), func(t *testing.T) {
+			tr := treetest.New(t)
+			var n *treetest.Node
+			n = tr.Boot(spawnAndDie{kill: func() { n.Kill.KillAt(1, true) }})
+			n.NewSession("root")
+			n.Admit("root", "start a child")
+			<-n.Kill.Died()
+			n.Crash()
+			task := taskPromptID(t, tr, "root.1")
+
+			host, _, kdb := tr.Host()
+			inst, err := core.Open(ctx, host, tr.Cfg, treetest.NewDriver(4)) // no sweep
+			require.NoError(t, err)
+			var ownID string
+			if own {
+				a, err := inst.Admit(ctx, "root.1", core.PromptInput{Text: "mine"})
+				require.NoError(t, err)
+				ownID = a.PromptID
+			}
+			kdb.KillAt(1, true) // dies with the interrupt's commit
+			_, _ = inst.Interrupt(ctx, "root", event.ReasonUser)
+			<-kdb.Died()
+			inst.Abandon()
+			require.Equal(t, "queued", tr.PromptState(task), "the interrupt's commit left the child to its descendants' stop")
+			require.Len(t, treetest.OfType(tr.Events("root"), event.JobEnded), 1)
+
+			third := tr.Boot(treetest.NewDriver(4))
+			third.Idle()
+			assert.Equal(t, "cancelled", tr.PromptState(task))
+			cancelled := treetest.OfType(tr.Events("root.1"), event.PromptCancelled)
+			require.Len(t, cancelled, 1)
+			var c event.Cancelled
+			require.NoError(t, cancelled[0].Decode(&c))
+			assert.Equal(t, event.Cancelled{PromptID: task, Reason: event.ReasonOrphaned}, c)
+			var started []string
+			for _, e := range treetest.OfType(tr.Events("root.1"), event.ExecutionStarted) {
+				var s event.Started
+				require.NoError(t, e.Decode(&s))
+				started = append(started, s.PromptID)
+			}
+			if own {
+				assert.Equal(t, []string{ownID}, started, "only the child's own prompt ran")
+				assert.Equal(t, "succeeded", tr.PromptState(ownID))
+			} else {
+				assert.Empty(t, started, "the child ran no turn")
+			}
+			assert.False(t, tr.Claim("root.1").Exists)
+			assert.Len(t, treetest.OfType(tr.Events("root"), event.JobEnded), 1, "the job ended once")
+		})
+	}
 }

@@ -50,3 +50,29 @@ func TestResolvedTurnStartedByAnInterruptsSweepGoesOnAsAResolution(t *testing.T)
 	assert.Equal(t, []string{event.CausePrompt, event.CausePrompt, event.CauseResolution}, causes,
 		"the task turn's start, the own turn's start, its continuation after the answer")
 }
+
+// The same start owed by a reply, made by the next boot's sweep instead
+// (recovery's Start of a claim with a running prompt and no execution):
+// cause resolution, no resume counted, and the continuation runs once.
+func TestResolvedTurnStartedByTheBootSweepGoesOnAsAResolution(t *testing.T) {
+	tr := treetest.New(t)
+	n := tr.Boot(offlineTaskRunner(t, tr))
+	n.NewSession("root")
+	pid := n.Admit("root", "/ask which colour?")
+	n.Idle()
+	replyAndDie(t, tr, n, "root")
+
+	second := tr.Boot(offlineTaskRunner(t, tr))
+	second.Idle()
+
+	assert.Equal(t, "succeeded", tr.PromptState(pid))
+	evs := tr.Events("root")
+	assert.Empty(t, treetest.OfType(evs, event.ExecutionResumed), "nothing died mid-execution: no resume")
+	var causes []string
+	for _, e := range treetest.OfType(evs, event.ExecutionStarted) {
+		var s event.Started
+		require.NoError(t, e.Decode(&s))
+		causes = append(causes, s.Cause)
+	}
+	assert.Equal(t, []string{event.CausePrompt, event.CauseResolution}, causes, "the turn's start, its continuation after the answer")
+}
