@@ -146,6 +146,10 @@ func TestDecideTokens(t *testing.T) {
 	assert.Equal(t, worker.Forward, d.Kind)
 	assert.Equal(t, "alice", d.Principal)
 	assert.Equal(t, "/v1/sessions/abc/events", d.URL)
+	// ... and only for a request with no Authorization header at all.
+	d, w = decide(t, f, "GET", "/v1/sessions/abc/events?access_token=a-token", http.Header{"Authorization": {"Bearer"}})
+	assert.Equal(t, worker.Answered, d.Kind)
+	assert.Equal(t, http.StatusUnauthorized, w.Code)
 
 	_, err = worker.New(worker.Options{Tokens: "alice"})
 	assert.Error(t, err)
