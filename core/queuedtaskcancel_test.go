@@ -31,6 +31,25 @@ func (d spawnAndDie) Run(ctx context.Context, x *core.Execution) core.Outcome {
 	return core.Outcome{Kind: core.Stopped}
 }
 
+// childStartCut runs a root turn that starts one child, the instance
+// killed right after the child's commit (spawnAndDie), and returns the
+// tree and the child's task prompt: queued, with the child's claim, no
+// sweep run yet.
+func childStartCut(t *testing.T, background bool) (*treetest.Tree, string) {
+	t.Helper()
+	tr := treetest.New(t)
+	var n *treetest.Node
+	n = tr.Boot(spawnAndDie{kill: func() { n.Kill.KillAt(1, true) }, background: background})
+	n.NewSession("root")
+	n.Admit("root", "start a child")
+	<-n.Kill.Died()
+	n.Crash()
+	require.True(t, tr.Claim("root.1").Exists, "the child's claim")
+	task := taskPromptID(t, tr, "root.1")
+	require.Equal(t, "queued", tr.PromptState(task), "the task prompt never started")
+	return tr, task
+}
+
 // A child whose task prompt still waits in its queue (its start was cut
 // by a kill, and no sweep has run yet) is interrupted by its user. The
 // interrupt cancels the task prompt, which ends no turn, so before, the
@@ -46,16 +65,7 @@ func TestCancelledQueuedTaskPromptEndsItsJob(t *testing.T) {
 			name = "background"
 		}
 		t.Run(name, func(t *testing.T) {
-			tr := treetest.New(t)
-			var n *treetest.Node
-			n = tr.Boot(spawnAndDie{kill: func() { n.Kill.KillAt(1, true) }, background: background})
-			n.NewSession("root")
-			n.Admit("root", "start a child")
-			<-n.Kill.Died()
-			n.Crash()
-			require.True(t, tr.Claim("root.1").Exists, "the child's claim")
-			task := taskPromptID(t, tr, "root.1")
-			require.Equal(t, "queued", tr.PromptState(task), "the task prompt never started")
+			tr, task := childStartCut(t, background)
 
 			host, _, kdb := tr.Host()
 			inst, err := core.Open(ctx, host, tr.Cfg, treetest.NewDriver(4)) // no sweep: the child's start is still owed
@@ -144,15 +154,7 @@ func TestCancelledQueuedTaskPromptResumesItsParkedParent(t *testing.T) {
 // the child never runs a turn no call waits for and its claim goes. The
 // job ends once: cancelling the prompt finds it ended already.
 func TestParentInterruptCancelsItsChildsQueuedTaskPrompt(t *testing.T) {
-	tr := treetest.New(t)
-	var n *treetest.Node
-	n = tr.Boot(spawnAndDie{kill: func() { n.Kill.KillAt(1, true) }})
-	n.NewSession("root")
-	n.Admit("root", "start a child")
-	<-n.Kill.Died()
-	n.Crash()
-	task := taskPromptID(t, tr, "root.1")
-	require.Equal(t, "queued", tr.PromptState(task))
+	tr, task := childStartCut(t, false)
 
 	host, _, kdb := tr.Host()
 	inst, err := core.Open(ctx, host, tr.Cfg, treetest.NewDriver(4)) // no sweep
@@ -184,14 +186,7 @@ func TestParentInterruptCancelsItsChildsQueuedTaskPrompt(t *testing.T) {
 func TestSweepCancelsAnOrphansQueuedTaskPrompt(t *testing.T) {
 	for _, own := range []bool{false, true} {
 		t.Run(fmt.Sprintf("own prompt queued %v", own), func(t *testing.T) {
-			tr := treetest.New(t)
-			var n *treetest.Node
-			n = tr.Boot(spawnAndDie{kill: func() { n.Kill.KillAt(1, true) }})
-			n.NewSession("root")
-			n.Admit("root", "start a child")
-			<-n.Kill.Died()
-			n.Crash()
-			task := taskPromptID(t, tr, "root.1")
+			tr, task := childStartCut(t, false)
 
 			host, _, kdb := tr.Host()
 			inst, err := core.Open(ctx, host, tr.Cfg, treetest.NewDriver(4)) // no sweep
