@@ -109,9 +109,9 @@ func (t *Tokens) Authenticate(r *httpmsg.Request, queryToken bool) (string, erro
 	// A request that sends an Authorization header is judged by it alone,
 	// whatever its scheme or form ("Bearer" with no token, "Basic …"): the
 	// query's token stands in only for a header the client could not send.
-	header, sent := r.Header["Authorization"]
+	header := r.Header.Values("Authorization")
 	token, ok := "", false
-	if sent {
+	if len(header) > 0 {
 		token, ok = BearerToken(header[0])
 	} else if queryToken {
 		token, ok = r.URL.Query().Get("access_token"), r.URL.Query().Has("access_token")
