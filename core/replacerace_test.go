@@ -128,3 +128,59 @@ func TestReplaceRetryDoesNotInterruptItsFirstDelivery(t *testing.T) {
 		})
 	}
 }
+
+// The same race for a queued prompt: a retry whose first look missed its
+// first delivery (admitted meanwhile) must find it in the transaction that
+// would admit it, and answer as its duplicate, or as a conflict if its
+// body differs, never admit the prompt twice.
+func TestQueuedRetryRacingItsFirstDeliveryIsItsDuplicate(t *testing.T) {
+	for _, conflict := range []bool{false, true} {
+		t.Run(map[bool]string{false: "same body", true: "other body"}[conflict], func(t *testing.T) {
+			tr := treetest.New(t)
+			host, _, _ := tr.Host()
+			p := &pauseDB{DB: host.DB, paused: make(chan struct{}), resume: make(chan struct{})}
+			host.DB = p
+			d := replaceDriver{started: make(chan string, 4)}
+			inst, _, err := recovery.Boot(context.Background(), host, tr.Cfg, d)
+			require.NoError(t, err)
+			t.Cleanup(inst.Abandon)
+			_, err = inst.CreateSession(context.Background(), core.NewSession{ID: "s", Principal: "p"})
+			require.NoError(t, err)
+
+			retryText := "hold it"
+			if conflict {
+				retryText = "hold that"
+			}
+			type result struct {
+				a   core.Admission
+				err error
+			}
+			retried := make(chan result, 1)
+			go func() {
+				ctx := context.WithValue(context.Background(), pauseKey{}, true)
+				a, err := inst.Admit(ctx, "s", core.PromptInput{ClientID: "X", Text: retryText})
+				retried <- result{a, err}
+			}()
+			<-p.paused // the retry looked for "X" and found nothing
+
+			first, err := inst.Admit(context.Background(), "s", core.PromptInput{ClientID: "X", Text: "hold it"})
+			require.NoError(t, err)
+			require.Equal(t, first.PromptID, <-d.started)
+			close(p.resume)
+
+			var r result
+			select {
+			case r = <-retried:
+			case <-time.After(30 * time.Second): // only to fail instead of hanging
+				t.Fatal("the retry never answered")
+			}
+			if conflict {
+				require.ErrorIs(t, r.err, core.ErrConflict)
+			} else {
+				require.NoError(t, r.err)
+				assert.Equal(t, core.Admission{PromptID: first.PromptID, Duplicate: true}, r.a)
+			}
+			assert.Len(t, treetest.OfType(tr.Events("s"), event.PromptAdmitted), 1, "admitted once")
+		})
+	}
+}

@@ -70,3 +70,78 @@ func TestTurnEndingWhileClosingKeepsClaimForQueuedPrompt(t *testing.T) {
 	assert.Empty(t, treetest.OfType(tr.Events(sid), event.ExecutionResumed), "no resume was counted")
 	assert.False(t, tr.Claim(sid).Exists)
 }
+
+// parkOnEndedChild is a driver whose root turn starts a foreground child,
+// waits until the child's turn has ended (its terminal published), then
+// parks on the child's task blocker, already resolvable; the child and the
+// root's continuation answer at once.
+type parkOnEndedChild struct{ inst **core.Instance }
+
+func (d parkOnEndedChild) Run(ctx context.Context, x *core.Execution) core.Outcome {
+	if x.SessionID() != "root" || x.Cause() == event.CauseResolution {
+		return treetest.Answer(ctx, x)
+	}
+	sub := (*d.inst).Subscribe("root.1", 64)
+	defer sub.Close()
+	c, err := x.StartChild(ctx, core.ChildSpec{CallID: "call_task", Prompt: "look", MaxDepth: core.DefaultTaskDepth})
+	if err != nil {
+		return core.Outcome{Kind: core.Stopped}
+	}
+	for ended := false; !ended; {
+		select {
+		case ev := <-sub.C:
+			ended = ev.IsTerminal()
+		case <-time.After(30 * time.Second): // only to fail instead of hanging
+			return core.Outcome{Kind: core.Stopped}
+		}
+	}
+	b, err := core.TaskBlocker("call_task", 0, c)
+	if err != nil {
+		return core.Outcome{Kind: core.Stopped}
+	}
+	return core.Outcome{Kind: core.Parked, Park: &event.Parked{StepID: x.ID() + ".step", ExecutionID: x.ID(), PromptID: x.PromptID(), Blockers: []event.Blocker{b}}}
+}
+
+// A step that parks while the instance is stopping, on a child whose turn
+// has already ended, is resolved by its own park (resolveEndedTasks): the
+// turn is owed its continuation, which a stopping instance does not
+// start, so it must keep the claim, without an execution, for the next
+// boot to continue it (cause resolution), not release it as a parked
+// turn's would be: nothing would ever continue the turn.
+func TestParkWhileClosingOnAnEndedChildKeepsTheClaim(t *testing.T) {
+	tr := treetest.New(t)
+	closed := make(chan error, 1)
+	var inst *core.Instance
+	defer core.SetFinishingHook(func(x *core.Execution) {
+		if x.SessionID() != "root" || x.Cause() != event.CausePrompt {
+			return
+		}
+		go func() { closed <- inst.Close(context.Background()) }()
+		<-x.Cancelled() // Close has marked the instance closed
+	})()
+	n := tr.Boot(parkOnEndedChild{inst: &inst})
+	inst = n.Inst
+	n.NewSession("root")
+	pid := n.Admit("root", "start a child")
+	select {
+	case err := <-closed:
+		require.NoError(t, err)
+	case <-time.After(30 * time.Second): // only to fail instead of hanging
+		t.Fatal("Close never returned")
+	}
+	require.Len(t, treetest.OfType(tr.Events("root"), event.TaskResolved), 1, "the park found its child ended")
+	c := tr.Claim("root")
+	require.True(t, c.Exists, "the resolved turn keeps the claim")
+	assert.Empty(t, c.ExecutionID, "held afresh, without an execution")
+
+	n2 := tr.Boot(parkOnEndedChild{inst: &inst})
+	n2.Idle()
+	assert.Equal(t, "succeeded", tr.PromptState(pid), "the next boot continued the turn")
+	var causes []string
+	for _, e := range treetest.OfType(tr.Events("root"), event.ExecutionStarted) {
+		var s event.Started
+		require.NoError(t, e.Decode(&s))
+		causes = append(causes, s.Cause)
+	}
+	assert.Equal(t, []string{event.CausePrompt, event.CauseResolution}, causes)
+}
