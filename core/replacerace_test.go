@@ -58,6 +58,23 @@ func (d replaceDriver) Run(ctx context.Context, x *core.Execution) core.Outcome 
 	return core.Outcome{Kind: core.Stopped}
 }
 
+// pausedTree boots a tree whose database pauses the request marked with
+// pauseKey (pauseDB), on replaceDriver, with one session "s".
+func pausedTree(t *testing.T) (*treetest.Tree, *pauseDB, replaceDriver, *core.Instance) {
+	t.Helper()
+	tr := treetest.New(t)
+	host, _, _ := tr.Host()
+	p := &pauseDB{DB: host.DB, paused: make(chan struct{}), resume: make(chan struct{})}
+	host.DB = p
+	d := replaceDriver{started: make(chan string, 4)}
+	inst, _, err := recovery.Boot(context.Background(), host, tr.Cfg, d)
+	require.NoError(t, err)
+	t.Cleanup(inst.Abandon)
+	_, err = inst.CreateSession(context.Background(), core.NewSession{ID: "s", Principal: "p"})
+	require.NoError(t, err)
+	return tr, p, d, inst
+}
+
 // A client's retry of a replace prompt races its first delivery: the
 // retry's first look for its id runs before the first delivery is
 // admitted, its interrupt after that delivery's turn started (running
@@ -75,16 +92,7 @@ func TestReplaceRetryDoesNotInterruptItsFirstDelivery(t *testing.T) {
 		{name: "other body", text: "hold it", retryText: "hold that", conflict: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			tr := treetest.New(t)
-			host, _, _ := tr.Host()
-			p := &pauseDB{DB: host.DB, paused: make(chan struct{}), resume: make(chan struct{})}
-			host.DB = p
-			d := replaceDriver{started: make(chan string, 4)}
-			inst, _, err := recovery.Boot(context.Background(), host, tr.Cfg, d)
-			require.NoError(t, err)
-			t.Cleanup(inst.Abandon)
-			_, err = inst.CreateSession(context.Background(), core.NewSession{ID: "s", Principal: "p"})
-			require.NoError(t, err)
+			tr, p, d, inst := pausedTree(t)
 
 			type result struct {
 				a   core.Admission
@@ -136,16 +144,7 @@ func TestReplaceRetryDoesNotInterruptItsFirstDelivery(t *testing.T) {
 func TestQueuedRetryRacingItsFirstDeliveryIsItsDuplicate(t *testing.T) {
 	for _, conflict := range []bool{false, true} {
 		t.Run(map[bool]string{false: "same body", true: "other body"}[conflict], func(t *testing.T) {
-			tr := treetest.New(t)
-			host, _, _ := tr.Host()
-			p := &pauseDB{DB: host.DB, paused: make(chan struct{}), resume: make(chan struct{})}
-			host.DB = p
-			d := replaceDriver{started: make(chan string, 4)}
-			inst, _, err := recovery.Boot(context.Background(), host, tr.Cfg, d)
-			require.NoError(t, err)
-			t.Cleanup(inst.Abandon)
-			_, err = inst.CreateSession(context.Background(), core.NewSession{ID: "s", Principal: "p"})
-			require.NoError(t, err)
+			tr, p, d, inst := pausedTree(t)
 
 			retryText := "hold it"
 			if conflict {

@@ -41,12 +41,7 @@ func TestResolvedTurnStartedByAnInterruptsSweepGoesOnAsAResolution(t *testing.T)
 	require.NoError(t, second.WaitIdle(ctx))
 
 	assert.Equal(t, "succeeded", tr.PromptState(own), "the child's own turn went on, not stopped: no parent waits for it")
-	var causes []string
-	for _, e := range treetest.OfType(tr.Events("root.1"), event.ExecutionStarted) {
-		var s event.Started
-		require.NoError(t, e.Decode(&s))
-		causes = append(causes, s.Cause)
-	}
+	causes := startCauses(t, tr.Events("root.1"))
 	assert.Equal(t, []string{event.CausePrompt, event.CausePrompt, event.CauseResolution}, causes,
 		"the task turn's start, the own turn's start, its continuation after the answer")
 }
@@ -68,11 +63,6 @@ func TestResolvedTurnStartedByTheBootSweepGoesOnAsAResolution(t *testing.T) {
 	assert.Equal(t, "succeeded", tr.PromptState(pid))
 	evs := tr.Events("root")
 	assert.Empty(t, treetest.OfType(evs, event.ExecutionResumed), "nothing died mid-execution: no resume")
-	var causes []string
-	for _, e := range treetest.OfType(evs, event.ExecutionStarted) {
-		var s event.Started
-		require.NoError(t, e.Decode(&s))
-		causes = append(causes, s.Cause)
-	}
+	causes := startCauses(t, evs)
 	assert.Equal(t, []string{event.CausePrompt, event.CauseResolution}, causes, "the turn's start, its continuation after the answer")
 }

@@ -137,11 +137,6 @@ func TestParkWhileClosingOnAnEndedChildKeepsTheClaim(t *testing.T) {
 	n2 := tr.Boot(parkOnEndedChild{inst: &inst})
 	n2.Idle()
 	assert.Equal(t, "succeeded", tr.PromptState(pid), "the next boot continued the turn")
-	var causes []string
-	for _, e := range treetest.OfType(tr.Events("root"), event.ExecutionStarted) {
-		var s event.Started
-		require.NoError(t, e.Decode(&s))
-		causes = append(causes, s.Cause)
-	}
+	causes := startCauses(t, tr.Events("root"))
 	assert.Equal(t, []string{event.CausePrompt, event.CauseResolution}, causes)
 }

@@ -62,3 +62,15 @@ func taskPromptID(t *testing.T, tr *treetest.Tree, childID string) string {
 	require.NoError(t, admitted[0].Decode(&a))
 	return a.PromptID
 }
+
+// startCauses lists the causes of the execution.started events in evs.
+func startCauses(t *testing.T, evs []event.Event) []string {
+	t.Helper()
+	var causes []string
+	for _, e := range treetest.OfType(evs, event.ExecutionStarted) {
+		var s event.Started
+		require.NoError(t, e.Decode(&s))
+		causes = append(causes, s.Cause)
+	}
+	return causes
+}
