@@ -188,10 +188,13 @@ func TestGuestAPIAnswersAsInProcess(t *testing.T) {
 }
 
 // follow reads the session's event stream (after seq 0) until an event
-// of type typ.
+// of type typ; a stream that never brings it fails the test after 30 s
+// instead of hanging it.
 func follow(t *testing.T, base, id, typ string) {
 	t.Helper()
-	req, err := http.NewRequest("GET", base+"/v1/sessions/"+id+"/events?after=0&access_token=alice-token", nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, "GET", base+"/v1/sessions/"+id+"/events?after=0&access_token=alice-token", nil)
 	require.NoError(t, err)
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
