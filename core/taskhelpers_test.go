@@ -74,3 +74,13 @@ func startCauses(t *testing.T, evs []event.Event) []string {
 	}
 	return causes
 }
+
+// onlyCancel is the one prompt.cancelled event in evs, decoded.
+func onlyCancel(t *testing.T, evs []event.Event) event.Cancelled {
+	t.Helper()
+	cancelled := treetest.OfType(evs, event.PromptCancelled)
+	require.Len(t, cancelled, 1)
+	var c event.Cancelled
+	require.NoError(t, cancelled[0].Decode(&c))
+	return c
+}

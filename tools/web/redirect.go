@@ -212,24 +212,12 @@ func referer(prev, next *url.URL, explicit string) string {
 
 // sameOrigin reports whether a and b have the same scheme, host and port
 // (a default port counts as given): an origin, as browsers compare them.
+// url.Parse lowercases schemes; a port urlPort cannot read is no match.
 func sameOrigin(a, b *url.URL) bool {
-	return strings.EqualFold(a.Scheme, b.Scheme) &&
-		httpargs.NormalizeHost(a.Hostname()) == httpargs.NormalizeHost(b.Hostname()) &&
-		portOf(a) == portOf(b)
-}
-
-// portOf is u's port, or its scheme's default.
-func portOf(u *url.URL) string {
-	if p := u.Port(); p != "" {
-		return p
-	}
-	switch strings.ToLower(u.Scheme) {
-	case "https":
-		return "443"
-	case "http":
-		return "80"
-	}
-	return ""
+	pa, errA := urlPort(a, a.Scheme)
+	pb, errB := urlPort(b, b.Scheme)
+	return a.Scheme == b.Scheme && errA == nil && errB == nil && pa == pb &&
+		httpargs.NormalizeHost(a.Hostname()) == httpargs.NormalizeHost(b.Hostname())
 }
 
 // drainClose closes a body we will not use, reading a little first so a
