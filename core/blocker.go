@@ -303,9 +303,9 @@ func (inst *Instance) Reply(ctx context.Context, sessionID, blockerID string, r 
 	}()
 	inst.claimMu.Lock()
 	defer inst.claimMu.Unlock()
-	// Wake rule 1, as in Admit: armed in the transaction that may take the
-	// claim where the host allows it, else before it under the claim lock.
-	w, arm := inst.claimingWrite(ctx)
+	// Wake rule 1, as in Admit: armed before the transaction that may take
+	// the claim, under the claim lock.
+	w := inst.claimingWrite(ctx)
 	var res Resolution
 	var startHere, endTurn bool
 	var owner string
@@ -366,9 +366,6 @@ func (inst *Instance) Reply(ctx context.Context, sessionID, blockerID string, r 
 			if !left {
 				taken, err := t.claims().take(b.SessionID, t.now())
 				if err != nil {
-					return err
-				}
-				if err := arm.inTx(t); err != nil {
 					return err
 				}
 				startHere = taken
