@@ -2,6 +2,7 @@ package core_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -65,6 +66,9 @@ func createSession(tr *treetest.Tree, n *treetest.Node, id string) ([]retry.Wait
 func TestAppendWaitsOutATenSecondFullDisk(t *testing.T) {
 	tr, f, _, n := faultTree(t, 1)
 	f.FailFor(10*time.Second, faultvfs.Full)
+	var last int
+	_, err := fmt.Sscanf(tr.IDs.NewID(), "id-%d", &last)
+	require.NoError(t, err)
 
 	waits, err := createSession(tr, n, "s")
 	require.NoError(t, err)
@@ -72,6 +76,7 @@ func TestAppendWaitsOutATenSecondFullDisk(t *testing.T) {
 	evs := tr.Events("s")
 	require.Len(t, evs, 1, "one row")
 	assert.Equal(t, int64(1), evs[0].Seq, "one seq")
+	assert.Equal(t, fmt.Sprintf("id-%d", last+1), evs[0].ID, "the id minted for the first attempt, reused by every rerun")
 	assert.Equal(t, event.SessionCreated, evs[0].Type)
 	assert.Equal(t, int64(treetest.Start), evs[0].At, "the timestamp was fixed before the first attempt")
 	assert.Equal(t, 1, count(tr, `SELECT count(*) FROM events`))
@@ -248,6 +253,8 @@ func TestTerminalStoredByItsLastAttemptIsNotReplaced(t *testing.T) {
 		return out
 	}))
 	sid := n.NewSession("s")
+	sub := n.Inst.Subscribe(sid, 64)
+	defer sub.Close()
 	first := n.Admit(sid, "first")
 	require.Equal(t, "first", <-started)
 	second := n.Admit(sid, "second")
@@ -268,6 +275,16 @@ func TestTerminalStoredByItsLastAttemptIsNotReplaced(t *testing.T) {
 	assert.Empty(t, treetest.OfType(evs, event.ExecutionResumed), "the second turn was started, not resumed by a sweep")
 	assert.False(t, tr.Claim(sid).Exists)
 	assert.False(t, n.Inst.ReadOnly())
+
+	var published []int64
+	for len(sub.C) > 0 {
+		published = append(published, (<-sub.C).Seq)
+	}
+	var stored []int64
+	for _, ev := range evs[1:] { // all but session.created, written before the subscription
+		stored = append(stored, ev.Seq)
+	}
+	assert.Equal(t, stored, published, "live subscribers heard every event once, the late-committed terminal too")
 }
 
 // A graceful stop while the terminal waits on the settlement schedule ends
