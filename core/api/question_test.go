@@ -173,6 +173,13 @@ func TestChildQuestionAnsweredOnRootPath(t *testing.T) {
 	require.Equal(t, http.StatusOK, c.do("GET", "/v1/sessions/"+id, "", &rootSnap))
 	assert.Empty(t, rootSnap.Blockers, "a snapshot lists the session's own blockers")
 
+	// A sibling's path does not reach it: only the asking session's and the root's do.
+	sibling := id + ".2"
+	_, err = f.trees.tree(id).node.Inst.CreateSession(context.Background(), core.NewSession{ID: sibling, ParentID: id})
+	require.NoError(t, err)
+	assertRefused(t, []badReply{{name: "on a sibling's path", c: c, path: "/v1/sessions/" + sibling + "/questions/" + onRoot[0].ID,
+		body: `{"answers":[["yes"]],"response_id":"r0"}`, status: http.StatusNotFound, typ: api.ErrNotFound}})
+
 	var won resolutionBody
 	require.Equal(t, http.StatusOK, c.do("POST", "/v1/sessions/"+id+"/questions/"+onRoot[0].ID, `{"answers":[["yes"]],"response_id":"r1"}`, &won))
 	f.trees.tree(id).node.Idle()
