@@ -168,6 +168,11 @@ func TestQuestionOutlivesTheInstance(t *testing.T) {
 				assert.Equal(t, core.BlockerCancelled, res.State)
 				assert.Equal(t, "interrupted", c.tr.PromptState(pid))
 				assert.Equal(t, "cancelled", c.tr.PromptState(queued), "the cancel ends the turn like an interrupt")
+				cancels := treetest.OfType(evs, event.PromptCancelled)
+				require.Len(t, cancels, 1)
+				var cancelled event.Cancelled
+				require.NoError(t, cancels[0].Decode(&cancelled))
+				assert.Equal(t, event.Cancelled{PromptID: queued, Reason: event.ReasonUser}, cancelled, "cancelled by the user, as by an interrupt")
 				assert.Zero(t, startedWith(t, evs, event.CauseResolution))
 				assert.Equal(t, 0, c.m.Requests(3), "no continuation")
 				assert.Len(t, treetest.OfType(evs, event.QuestionCancelled), 1)
