@@ -203,9 +203,14 @@ func scanBlocker(rows *storage.Rows) (Blocker, error) {
 	return b, err
 }
 
-// pendingBlockers reads the pending blockers matching where, oldest first.
+// pendingBlockers reads the pending blockers matching where, oldest first:
+// in the tree's commit order (gseq) of the parks that asked them, since a
+// tree-wide list spans sessions whose seqs are each their own; then in the
+// order the step asked them.
 func pendingBlockers(tx storage.Tx, where string, args ...any) ([]Blocker, error) {
-	rows, err := tx.Query(`SELECT `+blockerColumns+` FROM blockers WHERE state = 'pending' AND `+where+` ORDER BY created_seq, session_id, call_id, ordinal`, args...)
+	rows, err := tx.Query(`SELECT `+blockerColumns+` FROM blockers WHERE state = 'pending' AND `+where+`
+		ORDER BY (SELECT gseq FROM events e WHERE e.session_id = blockers.session_id AND e.seq = blockers.created_seq),
+		created_seq, session_id, call_id, ordinal`, args...)
 	if err != nil {
 		return nil, err
 	}
