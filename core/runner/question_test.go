@@ -343,6 +343,8 @@ func TestQuestionRepliesRace(t *testing.T) {
 	if won[0].ResponseID == "b" {
 		winner = replies[1]
 	}
+	assert.Equal(t, winner, won[0].Reply, "the resolution carries the winning reply as it was sent")
+	assert.Equal(t, winner, lost[0].Winner.Reply)
 	again, err := n.Inst.Reply(ctx, c.sid, q.ID, winner)
 	require.NoError(t, err, "the winner's retry is the original outcome")
 	assert.True(t, again.Duplicate)
