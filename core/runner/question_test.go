@@ -297,6 +297,30 @@ func TestQuestionKilledAtEveryCommit(t *testing.T) {
 	t.Logf("ask, park, reply and continue: %d commits, %d crash runs", commits, 2*commits)
 }
 
+// A reply's response_id is its idempotency key, checked by core itself (a
+// Go program calls Reply with no HTTP decoding in front): missing, blank or
+// too long, the reply is invalid and nothing is written.
+func TestReplyNeedsAResponseID(t *testing.T) {
+	c := newAskRun(t)
+	n := c.boot(t)
+	_, q := c.parked(t, n)
+	before := len(c.tr.Events(c.sid))
+	for name, id := range map[string]string{
+		"missing":  "",
+		"blank":    " \t ",
+		"too long": strings.Repeat("r", core.MaxResponseIDLen+1),
+	} {
+		_, err := n.Inst.Reply(ctx, c.sid, q.ID, core.Reply{Kind: event.KindQuestion, ResponseID: id, Answers: [][]string{{"red"}}})
+		assert.ErrorIs(t, err, core.ErrInvalid, name)
+	}
+	assert.Equal(t, before, len(c.tr.Events(c.sid)), "nothing written")
+	assert.Len(t, questions(t, n, c.sid), 1, "the question still waits")
+
+	_, err := n.Inst.Reply(ctx, c.sid, q.ID, core.Reply{Kind: event.KindQuestion, ResponseID: strings.Repeat("r", core.MaxResponseIDLen), Answers: [][]string{{"red"}}})
+	require.NoError(t, err, "a response_id of the most bytes allowed")
+	n.Idle()
+}
+
 // Two different replies race: exactly one wins, the other is a conflict
 // that names the winner; the winner's own retry is the same 200.
 func TestQuestionRepliesRace(t *testing.T) {
