@@ -203,9 +203,14 @@ func scanBlocker(rows *storage.Rows) (Blocker, error) {
 	return b, err
 }
 
-// pendingBlockers reads the pending blockers matching where, oldest first.
+// pendingBlockers reads the pending blockers matching where, oldest first:
+// in the tree's commit order (gseq) of the parks that asked them, since a
+// tree-wide list spans sessions whose seqs are each their own; then in the
+// order the step asked them.
 func pendingBlockers(tx storage.Tx, where string, args ...any) ([]Blocker, error) {
-	rows, err := tx.Query(`SELECT `+blockerColumns+` FROM blockers WHERE state = 'pending' AND `+where+` ORDER BY created_seq, session_id, call_id, ordinal`, args...)
+	rows, err := tx.Query(`SELECT `+blockerColumns+` FROM blockers WHERE state = 'pending' AND `+where+`
+		ORDER BY (SELECT gseq FROM events e WHERE e.session_id = blockers.session_id AND e.seq = blockers.created_seq),
+		created_seq, session_id, call_id, ordinal`, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -303,9 +308,9 @@ func (inst *Instance) Reply(ctx context.Context, sessionID, blockerID string, r 
 	}()
 	inst.claimMu.Lock()
 	defer inst.claimMu.Unlock()
-	// Wake rule 1, as in Admit: armed in the transaction that may take the
-	// claim where the host allows it, else before it under the claim lock.
-	w, arm := inst.claimingWrite(ctx)
+	// Wake rule 1, as in Admit: armed before the transaction that may take
+	// the claim, under the claim lock.
+	w := inst.claimingWrite(ctx)
 	var res Resolution
 	var startHere, endTurn bool
 	var owner string
@@ -366,9 +371,6 @@ func (inst *Instance) Reply(ctx context.Context, sessionID, blockerID string, r 
 			if !left {
 				taken, err := t.claims().take(b.SessionID, t.now())
 				if err != nil {
-					return err
-				}
-				if err := arm.inTx(t); err != nil {
 					return err
 				}
 				startHere = taken

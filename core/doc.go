@@ -11,7 +11,7 @@
 // Invariants (DESIGN §4–§6, each closing a race of §15):
 //   - Work becomes runnable and its claim is written in one transaction; the
 //     wake-up is armed before that transaction while the tree's claim lock is
-//     held, or inside it where the host can (TxWaker).
+//     held (neither host's wake-up commits with the tree's SQL).
 //   - Every write of an execution checks, in its transaction, that the claim
 //     still names the execution and that this instance's epoch is current;
 //     otherwise it fails with ErrFenced and the execution stops.

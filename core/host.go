@@ -36,15 +36,6 @@ type Waker interface {
 	Arm(ctx context.Context, at int64) error
 }
 
-// TxWaker is an optional Waker capability: arming inside a storage
-// transaction so the wake-up commits with the claim (DESIGN §4 rule 1).
-// No host implements it today: the Durable Object's alarm and the local
-// host's wake index live outside the tree's SQL transaction, so core arms
-// just before each attempt of the transaction, under the claim lock.
-type TxWaker interface {
-	ArmTx(tx storage.Tx, at int64) error
-}
-
 // IDSource mints unique ids. Hosts use random ids; tests and the simulator
 // use seeded ones so histories repeat.
 type IDSource interface {

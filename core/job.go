@@ -74,7 +74,7 @@ func (x *Execution) StartChild(ctx context.Context, spec ChildSpec) (Child, erro
 	inst.claimMu.Lock()
 	defer inst.claimMu.Unlock()
 	// Wake rule 1, as in Admit: the child's claim commits with a wake-up armed.
-	w, arm := inst.claimingWrite(ctx)
+	w := inst.claimingWrite(ctx)
 	w.fence = &fence{sessionID: x.sessionID, executionID: x.id}
 	var c Child
 	err := w.run(ctx, func(t *txw) error {
@@ -83,10 +83,7 @@ func (x *Execution) StartChild(ctx context.Context, spec ChildSpec) (Child, erro
 		if err != nil || found {
 			return err
 		}
-		if err := t.createChild(x.sessionID, spec, &c); err != nil {
-			return err
-		}
-		return arm.inTx(t)
+		return t.createChild(x.sessionID, spec, &c)
 	})
 	if err != nil {
 		return Child{}, fmt.Errorf("start child: %w", err)

@@ -137,3 +137,45 @@ func TestSnapshotMessagesAreBoundedInBytes(t *testing.T) {
 	}
 	assert.Equal(t, 8, seen)
 }
+
+// A message's tool_calls count toward its page's budget as its text does:
+// an assistant answer that is a large tool call and no text does not ride
+// along on a page that has no room for it.
+func TestMessagePagesCountToolCalls(t *testing.T) {
+	tr := treetest.New(t)
+	n := tr.Boot(offlineTaskRunner(t, tr))
+	id := n.NewSession("s")
+	n.Admit(id, `/tool nosuch {"pad":"`+strings.Repeat("x", 3000)+`"}`)
+	n.Idle()
+	all, more, err := n.Inst.MessagePage(ctx, id, 0, 500, 1<<30)
+	require.NoError(t, err)
+	require.False(t, more)
+	require.Len(t, all, 4, "the prompt, the tool call, its result, the answer")
+	require.Empty(t, all[1].Text)
+	require.Greater(t, len(all[1].ToolCalls), 3000)
+
+	const budget = 1000
+	var pages [][]core.Message
+	for before := int64(0); ; {
+		page, more, err := n.Inst.MessagePage(ctx, id, before, 500, budget)
+		require.NoError(t, err)
+		pages = append([][]core.Message{page}, pages...)
+		if !more {
+			break
+		}
+		before = page[0].Seq
+	}
+	var got []core.Message
+	for _, page := range pages {
+		got = append(got, page...)
+		size := 0
+		for _, m := range page {
+			size += len(m.Text) + len(m.ToolCalls)
+		}
+		if len(page) > 1 {
+			assert.LessOrEqual(t, size, budget, "a page of %d messages", len(page))
+		}
+	}
+	assert.Len(t, pages, 3, "the prompt alone, the tool call alone, the result with the answer")
+	assert.Equal(t, all, got, "every message once, in order")
+}

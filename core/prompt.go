@@ -69,10 +69,10 @@ func (inst *Instance) Admit(ctx context.Context, sessionID string, in PromptInpu
 
 	inst.claimMu.Lock()
 	defer inst.claimMu.Unlock()
-	// Wake rule 1: the wake-up is armed before the claim commits (or with it,
-	// where the host can), under the claim lock, so a wake that fires in
-	// between waits for the commit and then sees the claim.
-	w, arm := inst.claimingWrite(ctx)
+	// Wake rule 1: the wake-up is armed before the claim commits, under the
+	// claim lock, so a wake that fires in between waits for the commit and
+	// then sees the claim.
+	w := inst.claimingWrite(ctx)
 	var a Admission
 	var startHere bool
 	err := w.run(ctx, func(t *txw) error {
@@ -103,9 +103,6 @@ func (inst *Instance) Admit(ctx context.Context, sessionID string, in PromptInpu
 		}
 		taken, err := t.claims().take(sessionID, t.now())
 		if err != nil {
-			return err
-		}
-		if err := arm.inTx(t); err != nil {
 			return err
 		}
 		startHere = taken

@@ -44,6 +44,11 @@ func TestReplaceCancelsTheQueueAsSuperseded(t *testing.T) {
 			require.NoError(t, ints[0].Decode(&in))
 			assert.Equal(t, reason, in.Reason)
 			assert.Equal(t, event.Cancelled{PromptID: queued, Reason: reason}, onlyCancel(t, evs))
+			turns := 1 // the interrupted turn; a cancelled prompt never ran one
+			if reason == event.ReasonSuperseded {
+				turns = 2 // and the replacing prompt's
+			}
+			assert.Equal(t, turns, sessionRow(t, tr, sid).Turns)
 		})
 	}
 }

@@ -91,3 +91,36 @@ func TestSnapshotIsOneViewAtItsCursor(t *testing.T) {
 	assert.Equal(t, admitted, listed, "the snapshot's open prompts are the log's at its cursor")
 	d.Release()
 }
+
+// A snapshot's claim says whether its execution runs in this instance: a
+// claim a crashed instance left runs nowhere until a sweep starts it here.
+func TestSnapshotClaimSaysWhetherItRunsHere(t *testing.T) {
+	tr := treetest.New(t)
+	d := treetest.NewDriver(4)
+	n1 := tr.Boot(d)
+	sid := n1.NewSession("s")
+	n1.Admit(sid, "hold")
+	<-d.Started
+	snap, err := n1.Inst.Snapshot(ctx, sid, 0, 10)
+	require.NoError(t, err)
+	require.NotNil(t, snap.Claim)
+	assert.True(t, snap.Claim.RunningHere, "the turn runs in the instance that started it")
+	n1.Crash()
+
+	inst := openUnswept(t, tr, d)
+	snap, err = inst.Snapshot(ctx, sid, 0, 10)
+	require.NoError(t, err)
+	require.NotNil(t, snap.Claim, "the crashed turn's claim stays")
+	assert.Equal(t, core.StatusBusy, snap.Status)
+	assert.False(t, snap.Claim.RunningHere, "no sweep has started it here yet")
+
+	_, err = inst.Recover(ctx, sid, func(core.ClaimState) core.Decision { return core.Decision{Action: core.Start} })
+	require.NoError(t, err)
+	<-d.Started
+	snap, err = inst.Snapshot(ctx, sid, 0, 10)
+	require.NoError(t, err)
+	require.NotNil(t, snap.Claim)
+	assert.True(t, snap.Claim.RunningHere, "the sweep started it here")
+	d.Release()
+	require.NoError(t, inst.WaitIdle(ctx))
+}

@@ -1,6 +1,8 @@
 package core_test
 
 import (
+	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -64,6 +66,9 @@ func createSession(tr *treetest.Tree, n *treetest.Node, id string) ([]retry.Wait
 func TestAppendWaitsOutATenSecondFullDisk(t *testing.T) {
 	tr, f, _, n := faultTree(t, 1)
 	f.FailFor(10*time.Second, faultvfs.Full)
+	var last int
+	_, err := fmt.Sscanf(tr.IDs.NewID(), "id-%d", &last)
+	require.NoError(t, err)
 
 	waits, err := createSession(tr, n, "s")
 	require.NoError(t, err)
@@ -71,6 +76,7 @@ func TestAppendWaitsOutATenSecondFullDisk(t *testing.T) {
 	evs := tr.Events("s")
 	require.Len(t, evs, 1, "one row")
 	assert.Equal(t, int64(1), evs[0].Seq, "one seq")
+	assert.Equal(t, fmt.Sprintf("id-%d", last+1), evs[0].ID, "the id minted for the first attempt, reused by every rerun")
 	assert.Equal(t, event.SessionCreated, evs[0].Type)
 	assert.Equal(t, int64(treetest.Start), evs[0].At, "the timestamp was fixed before the first attempt")
 	assert.Equal(t, 1, count(tr, `SELECT count(*) FROM events`))
@@ -219,6 +225,66 @@ func TestTurnLosingStorageForNinetySecondsEndsFailedStorage(t *testing.T) {
 	assert.Empty(t, rep.Decisions, "nothing to resume")
 	assert.Equal(t, 1, d.Runs())
 	assert.Equal(t, "ok", tr.IntegrityCheck())
+}
+
+// A turn's terminal whose every attempt on the write schedule was refused,
+// the last one only after it had committed (a late IOERR), stands: the
+// failed{type:"storage"} that would replace it finds it stored and writes
+// nothing, and the queued turn that terminal started runs here at once, a
+// start and not a resume.
+func TestTerminalStoredByItsLastAttemptIsNotReplaced(t *testing.T) {
+	tr := treetest.New(t)
+	f := tr.Faults()
+	window := retry.WriteWindow.Milliseconds()
+	secondQueued := make(chan struct{})
+	started := make(chan string, 2)
+	n := tr.Boot(core.DriverFunc(func(ctx context.Context, x *core.Execution) core.Outcome {
+		started <- x.Prompt()
+		if x.Prompt() != "first" {
+			return treetest.Answer(ctx, x)
+		}
+		<-secondQueued
+		out := treetest.Answer(ctx, x)
+		// The answer is stored; the terminal meets a full disk for its whole
+		// write window, and its last attempt commits and reports failed.
+		now := tr.Clock.Now()
+		f.FailBetween(now, now+window, faultvfs.Full)
+		f.FailLateCommits(1, faultvfs.IOErrWrite)
+		return out
+	}))
+	sid := n.NewSession("s")
+	sub := n.Inst.Subscribe(sid, 64)
+	defer sub.Close()
+	first := n.Admit(sid, "first")
+	require.Equal(t, "first", <-started)
+	second := n.Admit(sid, "second")
+	close(secondQueued)
+	waits := n.IdleDriving()
+
+	assert.Equal(t, map[string]int{"write": 19}, policies(waits), "the terminal spent its write window, and nothing waited after it")
+	assert.Equal(t, 1, f.LateCommits(), "its last attempt committed late")
+	evs := tr.Events(sid)
+	assertContiguous(t, evs)
+	terms := treetest.Terminals(evs)
+	require.Len(t, terms, 2, "one terminal per turn, no failed{storage} added")
+	assert.Equal(t, event.ExecutionSucceeded, terms[0].Type)
+	assert.Equal(t, event.ExecutionSucceeded, terms[1].Type)
+	assert.Equal(t, "succeeded", tr.PromptState(first))
+	assert.Equal(t, "succeeded", tr.PromptState(second), "the queued turn ran here")
+	assert.Len(t, treetest.OfType(evs, event.ExecutionStarted), 2)
+	assert.Empty(t, treetest.OfType(evs, event.ExecutionResumed), "the second turn was started, not resumed by a sweep")
+	assert.False(t, tr.Claim(sid).Exists)
+	assert.False(t, n.Inst.ReadOnly())
+
+	var published []int64
+	for len(sub.C) > 0 {
+		published = append(published, (<-sub.C).Seq)
+	}
+	var stored []int64
+	for _, ev := range evs[1:] { // all but session.created, written before the subscription
+		stored = append(stored, ev.Seq)
+	}
+	assert.Equal(t, stored, published, "live subscribers heard every event once, the late-committed terminal too")
 }
 
 // A graceful stop while the terminal waits on the settlement schedule ends

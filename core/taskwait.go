@@ -107,15 +107,8 @@ func (t *txw) resolveTask(parentID, callID string, res ChildResult, claim bool) 
 	if _, err := storage.QueryRow(t, `SELECT EXISTS (SELECT 1 FROM blockers WHERE step_id = ? AND state = 'pending')`, []any{b.StepID}, &left); err != nil || left {
 		return true, err
 	}
-	if _, err := t.claims().take(parentID, t.now()); err != nil {
-		return true, err
-	}
-	if tw, ok := t.w.inst.host.Wake.(TxWaker); ok {
-		if err := tw.ArmTx(t.Tx, t.now()+t.w.inst.cfg.wakeInterval.Milliseconds()); err != nil {
-			return true, fmt.Errorf("arm wake-up: %w", err)
-		}
-	}
-	return true, nil
+	_, err = t.claims().take(parentID, t.now())
+	return true, err
 }
 
 // resolveEndedTasks resolves, right after a step's park was appended, its
@@ -144,17 +137,13 @@ func (t *txw) resolveEndedTasks(sessionID string, p *event.Parked) error {
 	return nil
 }
 
-// armBeforeInterrupt arms the wake-up before an interrupt's transaction on a
-// host that cannot arm inside one: the interrupt may end a child's turn
-// that held no claim (a parked child), and that end may take a claim for
-// someone else: the parent's (resolveTask), or the child's own, for a
-// prompt a client sent it (endTaskTurn). Wake rule 1 wants the wake-up
-// armed first, under the claim lock the caller holds. A spurious wake-up is
-// harmless.
+// armBeforeInterrupt arms the wake-up before an interrupt's transaction: the
+// interrupt may end a child's turn that held no claim (a parked child), and
+// that end may take a claim for someone else: the parent's (resolveTask),
+// or the child's own, for a prompt a client sent it (endTaskTurn). Wake
+// rule 1 wants the wake-up armed first, under the claim lock the caller
+// holds. A spurious wake-up is harmless.
 func (inst *Instance) armBeforeInterrupt(ctx context.Context) error {
-	if _, inTx := inst.host.Wake.(TxWaker); inTx {
-		return nil
-	}
 	if err := inst.host.Wake.Arm(ctx, inst.host.Clock.Now()+inst.cfg.wakeInterval.Milliseconds()); err != nil {
 		return fmt.Errorf("arm wake-up: %w", err)
 	}

@@ -73,45 +73,21 @@ func (inst *Instance) newWrite() *write {
 }
 
 // claimingWrite is a write, under the claim lock the caller holds, that may
-// take a claim. It keeps wake rule 1 (DESIGN §4): the wake-up is armed in
-// the transaction where the host can (arm.inTx), otherwise before every
-// attempt: a wait for storage lets go of the claim lock, and a wake may
-// use the wake-up up meanwhile, so each attempt arms again.
-func (inst *Instance) claimingWrite(ctx context.Context) (*write, *wakeArm) {
-	a := &wakeArm{}
-	a.txWaker, a.armInTx = inst.host.Wake.(TxWaker)
+// take a claim. It keeps wake rule 1 (DESIGN §4): neither host's wake-up
+// (the Durable Object's alarm, the local host's wake index) commits with
+// the tree's SQL, so it is armed just before the transaction, under the
+// claim lock, and again before every rerun: a wait for storage lets go of
+// the claim lock, and a wake may use the wake-up up meanwhile.
+func (inst *Instance) claimingWrite(ctx context.Context) *write {
 	w := inst.newWrite()
 	w.locked = true
 	w.before = func(int) error {
-		a.at = inst.host.Clock.Now() + inst.cfg.wakeInterval.Milliseconds()
-		if a.armInTx {
-			return nil
-		}
-		if err := inst.host.Wake.Arm(ctx, a.at); err != nil {
+		if err := inst.host.Wake.Arm(ctx, inst.host.Clock.Now()+inst.cfg.wakeInterval.Milliseconds()); err != nil {
 			return fmt.Errorf("arm wake-up: %w", err)
 		}
 		return nil
 	}
-	return w, a
-}
-
-// wakeArm is a claimingWrite's wake-up.
-type wakeArm struct {
-	txWaker TxWaker
-	armInTx bool
-	at      int64 // the wake-up time of the current attempt
-}
-
-// inTx arms the wake-up inside the transaction that takes a claim, where
-// the host can; elsewhere it was armed before the attempt.
-func (a *wakeArm) inTx(t *txw) error {
-	if !a.armInTx {
-		return nil
-	}
-	if err := a.txWaker.ArmTx(t.Tx, a.at); err != nil {
-		return fmt.Errorf("arm wake-up: %w", err)
-	}
-	return nil
+	return w
 }
 
 // run executes fn in one transaction on the write schedule, checking the

@@ -150,6 +150,50 @@ func TestHostDeliversGuestWakeUps(t *testing.T) {
 	assert.True(t, closed)
 }
 
+// An arm earlier than the tree's wake-up moves it earlier, row and timer:
+// the wake is delivered at the earlier time, not the later one. An earlier
+// arm that storage refuses is still fired by this process at its time
+// (the stored row keeps the later one, for a restart).
+func TestGuestWakeArmEarlierIsDeliveredEarlier(t *testing.T) {
+	e := newEnv(t)
+	fault := e.faultVFS(t, "host-wake-earlier")
+	cfg := host.WithVFS(e.config(), "host-wake-earlier")
+	h := e.open(cfg)
+	admit(t, e.tree(h, "t1"), "t1", "hold")
+	e.d.next(t)
+	require.NoError(t, h.Close(ctx))
+
+	rt := newFakeRuntime()
+	cfg.Driver, cfg.Guest = nil, rt
+	h = e.open(cfg)
+	require.Equal(t, "t1", e.nextDelivery().id)
+	tree, arm := rt.tree("t1")
+
+	later := e.clock.Now() + time.Hour.Milliseconds()
+	require.NoError(t, arm(later))
+	require.NoError(t, arm(e.clock.Now()+1000))
+	assert.Equal(t, map[string]int64{"t1": e.clock.Now() + 1000}, e.wakeups())
+	e.clock.Advance(time.Second)
+	d := e.nextDelivery()
+	require.Equal(t, "t1", d.id)
+	require.NoError(t, d.err)
+	wakes, _ := tree.counts()
+	assert.Equal(t, 1, wakes, "delivered at the earlier time")
+
+	later = e.clock.Now() + time.Hour.Milliseconds()
+	require.NoError(t, arm(later))
+	fault.FailFor(time.Hour, faultvfs.Full)
+	require.Error(t, arm(e.clock.Now()+1000))
+	assert.Equal(t, map[string]int64{"t1": later}, e.wakeups(), "the row keeps the later time")
+	e.clock.Advance(time.Second)
+	d = e.nextDelivery()
+	require.Equal(t, "t1", d.id, "the refused earlier arm still fired here")
+	wakes, _ = tree.counts()
+	assert.Equal(t, 2, wakes)
+	fault.Heal()
+	require.NoError(t, h.Close(ctx))
+}
+
 // A guest's wake_arm that the host cannot store is an error the guest
 // hears, not a trap; and a wake handler whose re-arm (its last act) was
 // refused, although its call succeeded, is a failed delivery: the
@@ -188,9 +232,9 @@ func TestGuestWakeArmRefusedByStorage(t *testing.T) {
 	assert.Equal(t, map[string]int64{"t1": at}, e.wakeups(), "the used-up row stays for a crash")
 
 	fault.Heal()
-	e.clock.Advance(time.Minute)
+	e.clock.Advance(time.Second) // the wake schedule's first delay
 	d = e.nextDelivery()
-	require.NoError(t, d.err, "retried from memory")
+	require.NoError(t, d.err, "retried from memory, a second later")
 	assert.Contains(t, e.wakeups(), "t1", "re-armed by the handler")
 	wakes, _ := tree.counts()
 	assert.GreaterOrEqual(t, wakes, 2)

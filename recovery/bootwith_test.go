@@ -56,9 +56,21 @@ func TestBootWithFailingOpenedSweepsNothing(t *testing.T) {
 
 	host, _, _ := tr.Host()
 	boom := errors.New("handler setup failed")
-	inst, rep, err := recovery.BootWith(ctx, host, tr.Cfg, d, func(*core.Instance) error { return boom })
+	var opened *core.Instance
+	var watch *core.Subscription
+	inst, rep, err := recovery.BootWith(ctx, host, tr.Cfg, d, func(inst *core.Instance) error {
+		opened, watch = inst, inst.Subscribe(sid, 1) // as the guest's watches
+		return boom
+	})
 	require.ErrorIs(t, err, boom)
 	assert.Nil(t, inst)
 	assert.Empty(t, rep.Decisions)
 	assert.Zero(t, tr.Claim(sid).Attempts, "nothing was resumed")
+	assert.True(t, opened.Closed(), "the instance the host step refused is closed")
+	select {
+	case _, open := <-watch.C:
+		assert.False(t, open, "and what the step opened on it ends")
+	default:
+		t.Error("a subscription the step opened is still open")
+	}
 }

@@ -3,6 +3,7 @@ package recovery_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 
 	"github.com/revenantrt/revenant/core"
 	"github.com/revenantrt/revenant/core/event"
+	"github.com/revenantrt/revenant/core/storage"
 	"github.com/revenantrt/revenant/internal/treetest"
 	"github.com/revenantrt/revenant/recovery"
 )
@@ -703,4 +705,41 @@ func TestClaimExactlyMaxAgeOldIsResumed(t *testing.T) {
 	c := core.ClaimState{SessionID: "r", ExecutionID: "x", ClaimedAt: 9_000}
 	assert.Equal(t, core.Resume, p.Decide(c, 10_000).Action, "a claim exactly the maximum age old is not older than it")
 	assert.Equal(t, core.Abort, p.Decide(c, 10_001).Action, "a millisecond more is")
+}
+
+// A sweep that cannot recover one session goes on to the others: a failure
+// of one claim (here a commit hook refusing its resume) is not storage
+// refusing every write, and must not strand the claims after it until the
+// next wake-up.
+func TestSweepGoesOnPastOneSessionsFailure(t *testing.T) {
+	tr := treetest.New(t)
+	d := treetest.NewDriver(8)
+	n := tr.Boot(d)
+	first, second := n.NewSession("a"), n.NewSession("b")
+	n.Admit(first, "hold") // the older claim: swept first
+	<-d.Started
+	n.Admit(second, "hold")
+	<-d.Started
+	n.Crash()
+
+	refused := errors.New("refused for this test")
+	tr.Cfg = tr.Cfg.WithCommitHook(func(_ storage.Tx, ev event.Event) error {
+		if ev.SessionID == first {
+			return refused
+		}
+		return nil
+	})
+	host, _, _ := tr.Host()
+	inst, err := core.Open(ctx, host, tr.Cfg, d)
+	require.NoError(t, err)
+	t.Cleanup(inst.Abandon)
+	rep, err := recovery.Sweep(ctx, inst)
+	require.ErrorIs(t, err, refused, "the failure is reported")
+	require.Len(t, rep.Decisions, 1)
+	assert.Equal(t, second, rep.Decisions[0].SessionID, "and the next claim was swept all the same")
+	assert.Equal(t, core.Resume, rep.Decisions[0].Action)
+	x := <-d.Started
+	assert.Equal(t, second, x.SessionID())
+	d.Release()
+	require.NoError(t, inst.WaitIdle(ctx))
 }

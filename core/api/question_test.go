@@ -173,6 +173,13 @@ func TestChildQuestionAnsweredOnRootPath(t *testing.T) {
 	require.Equal(t, http.StatusOK, c.do("GET", "/v1/sessions/"+id, "", &rootSnap))
 	assert.Empty(t, rootSnap.Blockers, "a snapshot lists the session's own blockers")
 
+	// A sibling's path does not reach it: only the asking session's and the root's do.
+	sibling := id + ".2"
+	_, err = f.trees.tree(id).node.Inst.CreateSession(context.Background(), core.NewSession{ID: sibling, ParentID: id})
+	require.NoError(t, err)
+	assertRefused(t, []badReply{{name: "on a sibling's path", c: c, path: "/v1/sessions/" + sibling + "/questions/" + onRoot[0].ID,
+		body: `{"answers":[["yes"]],"response_id":"r0"}`, status: http.StatusNotFound, typ: api.ErrNotFound}})
+
 	var won resolutionBody
 	require.Equal(t, http.StatusOK, c.do("POST", "/v1/sessions/"+id+"/questions/"+onRoot[0].ID, `{"answers":[["yes"]],"response_id":"r1"}`, &won))
 	f.trees.tree(id).node.Idle()
@@ -183,6 +190,31 @@ func TestChildQuestionAnsweredOnRootPath(t *testing.T) {
 	require.Equal(t, http.StatusOK, c.do("GET", "/v1/sessions/"+child, "", &snap))
 	assert.Equal(t, "idle", snap.Status)
 	assert.Equal(t, 1, snap.Turns)
+}
+
+// A root lists its tree's questions oldest first across its sessions: by
+// when each was asked, not by the asking session's own event count.
+func TestTreeQuestionsAreListedOldestFirst(t *testing.T) {
+	f := newFixture(t, offlineRunner(t), nil)
+	c := f.client(t, "")
+	id := c.create()
+	node := f.trees.tree(id).node
+	busy, quiet := id+".1", id+".2"
+	for _, child := range []string{busy, quiet} {
+		_, err := node.Inst.CreateSession(context.Background(), core.NewSession{ID: child, ParentID: id})
+		require.NoError(t, err)
+	}
+	// The busy child's log grows first, then it asks; the quiet one asks
+	// after it, at a lower seq of its own.
+	for _, p := range []struct{ session, text string }{{busy, "hello"}, {busy, "hello again"}, {busy, "/ask first?"}, {quiet, "/ask second?"}} {
+		require.Equal(t, http.StatusAccepted, c.do("POST", "/v1/sessions/"+p.session+"/prompt", `{"text":`+jsonString(p.text)+`}`, nil))
+		node.Idle()
+	}
+	require.Greater(t, c.cursor(busy), c.cursor(quiet), "the first question was asked at the higher seq")
+
+	listed := c.listQuestions(id)
+	require.Len(t, listed, 2)
+	assert.Equal(t, []string{busy, quiet}, []string{listed[0].SessionID, listed[1].SessionID}, "the first asked is listed first")
 }
 
 func jsonString(s string) string {

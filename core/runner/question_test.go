@@ -168,6 +168,11 @@ func TestQuestionOutlivesTheInstance(t *testing.T) {
 				assert.Equal(t, core.BlockerCancelled, res.State)
 				assert.Equal(t, "interrupted", c.tr.PromptState(pid))
 				assert.Equal(t, "cancelled", c.tr.PromptState(queued), "the cancel ends the turn like an interrupt")
+				cancels := treetest.OfType(evs, event.PromptCancelled)
+				require.Len(t, cancels, 1)
+				var cancelled event.Cancelled
+				require.NoError(t, cancels[0].Decode(&cancelled))
+				assert.Equal(t, event.Cancelled{PromptID: queued, Reason: event.ReasonUser}, cancelled, "cancelled by the user, as by an interrupt")
 				assert.Zero(t, startedWith(t, evs, event.CauseResolution))
 				assert.Equal(t, 0, c.m.Requests(3), "no continuation")
 				assert.Len(t, treetest.OfType(evs, event.QuestionCancelled), 1)
@@ -292,6 +297,30 @@ func TestQuestionKilledAtEveryCommit(t *testing.T) {
 	t.Logf("ask, park, reply and continue: %d commits, %d crash runs", commits, 2*commits)
 }
 
+// A reply's response_id is its idempotency key, checked by core itself (a
+// Go program calls Reply with no HTTP decoding in front): missing, blank or
+// too long, the reply is invalid and nothing is written.
+func TestReplyNeedsAResponseID(t *testing.T) {
+	c := newAskRun(t)
+	n := c.boot(t)
+	_, q := c.parked(t, n)
+	before := len(c.tr.Events(c.sid))
+	for name, id := range map[string]string{
+		"missing":  "",
+		"blank":    " \t ",
+		"too long": strings.Repeat("r", core.MaxResponseIDLen+1),
+	} {
+		_, err := n.Inst.Reply(ctx, c.sid, q.ID, core.Reply{Kind: event.KindQuestion, ResponseID: id, Answers: [][]string{{"red"}}})
+		assert.ErrorIs(t, err, core.ErrInvalid, name)
+	}
+	assert.Equal(t, before, len(c.tr.Events(c.sid)), "nothing written")
+	assert.Len(t, questions(t, n, c.sid), 1, "the question still waits")
+
+	_, err := n.Inst.Reply(ctx, c.sid, q.ID, core.Reply{Kind: event.KindQuestion, ResponseID: strings.Repeat("r", core.MaxResponseIDLen), Answers: [][]string{{"red"}}})
+	require.NoError(t, err, "a response_id of the most bytes allowed")
+	n.Idle()
+}
+
 // Two different replies race: exactly one wins, the other is a conflict
 // that names the winner; the winner's own retry is the same 200.
 func TestQuestionRepliesRace(t *testing.T) {
@@ -338,6 +367,8 @@ func TestQuestionRepliesRace(t *testing.T) {
 	if won[0].ResponseID == "b" {
 		winner = replies[1]
 	}
+	assert.Equal(t, winner, won[0].Reply, "the resolution carries the winning reply as it was sent")
+	assert.Equal(t, winner, lost[0].Winner.Reply)
 	again, err := n.Inst.Reply(ctx, c.sid, q.ID, winner)
 	require.NoError(t, err, "the winner's retry is the original outcome")
 	assert.True(t, again.Duplicate)

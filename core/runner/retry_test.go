@@ -2,6 +2,7 @@ package runner_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -492,4 +493,51 @@ func TestKVRebuildFollowsCommitOrderAcrossSessions(t *testing.T) {
 	require.Equal(t, "second", read())
 	tr.Read(core.Rebuild)
 	assert.Equal(t, "second", read(), "the rebuild reproduces the live store")
+}
+
+// pairPut is an in-tree tool whose one call writes two keys: an embedder's
+// tool may put several, and each is applied with the settlement.
+type pairPut struct{ tool.InTree }
+
+func (pairPut) Spec() model.ToolSpec {
+	return model.ToolSpec{Name: "pair_put", Schema: json.RawMessage(`{"type":"object"}`)}
+}
+
+func (pairPut) Resources(json.RawMessage) ([]string, error) { return []string{"kv:left", "kv:right"}, nil }
+
+func (pairPut) RunInTree(tool.Store, tool.Call) (string, []event.KVPut, error) {
+	return "stored both", []event.KVPut{{Key: "left", Value: "1"}, {Key: "right", Value: "2"}}, nil
+}
+
+// Every put of an in-tree call lands in the store with its settlement, and
+// a rebuild reproduces them all.
+func TestInTreeCallAppliesEveryPut(t *testing.T) {
+	tr := treetest.New(t)
+	n := tr.Boot(newRunner(t, offline.New(tr.Clock, offline.Options{}), runner.NewConfig(), pairPut{tool.KVPut()}))
+	sid := n.NewSession("s")
+	pid := n.Admit(sid, "/tool pair_put {}")
+	n.Idle()
+	require.Equal(t, "succeeded", tr.PromptState(pid))
+	read := func() map[string]string {
+		out := map[string]string{}
+		tr.Read(func(tx storage.Tx) error {
+			rows, err := tx.Query(`SELECT key, value FROM kv`)
+			if err != nil {
+				return err
+			}
+			for rows.Next() {
+				var k, v string
+				if err := rows.Scan(&k, &v); err != nil {
+					return err
+				}
+				out[k] = v
+			}
+			return nil
+		})
+		return out
+	}
+	want := map[string]string{"left": "1", "right": "2"}
+	assert.Equal(t, want, read())
+	tr.Read(core.Rebuild)
+	assert.Equal(t, want, read(), "the rebuild reproduces both")
 }
