@@ -97,6 +97,27 @@ func (t *fakeTree) counts() (wakes int, closed bool) {
 	return t.wakes, t.closed
 }
 
+// guestTreeWithClaim leaves tree t1 a claim on a host opened with cfg (its
+// turn held), then opens the host again over cfg with a fake guest
+// runtime: Open boots t1 as a guest, which delivers the row. It returns
+// that host, t1's fake tree and the arm the host gave it.
+func (e *env) guestTreeWithClaim(t *testing.T, cfg host.Config) (*host.Host, *fakeTree, func(at int64) error) {
+	t.Helper()
+	h := e.open(cfg)
+	admit(t, e.tree(h, "t1"), "t1", "hold")
+	e.d.next(t)
+	require.Contains(t, e.wakeups(), "t1", "the claim armed the wake-up")
+	require.NoError(t, h.Close(ctx)) // claims and the wake-up row stay
+
+	rt := newFakeRuntime()
+	cfg.Driver, cfg.Guest = nil, rt
+	h = e.open(cfg)
+	require.Equal(t, "t1", e.nextDelivery().id, "Open booted the tree: the row was delivered")
+	tree, arm := rt.tree("t1")
+	require.NotNil(t, tree, "booted as a guest")
+	return h, tree, arm
+}
+
 // The host owns a guest runtime it is given: an Open that fails closes it,
 // and so does Close.
 func TestHostClosesItsGuestRuntime(t *testing.T) {
@@ -119,19 +140,7 @@ func TestHostClosesItsGuestRuntime(t *testing.T) {
 // (the runtime delivers none). Boot at Open is a delivery too.
 func TestHostDeliversGuestWakeUps(t *testing.T) {
 	e := newEnv(t)
-	h := e.open(e.config())
-	admit(t, e.tree(h, "t1"), "t1", "hold")
-	e.d.next(t)
-	require.Contains(t, e.wakeups(), "t1", "the claim armed the wake-up")
-	require.NoError(t, h.Close(ctx)) // claims and the wake-up row stay
-
-	rt := newFakeRuntime()
-	cfg := e.config()
-	cfg.Driver, cfg.Guest = nil, rt
-	h = e.open(cfg)
-	require.Equal(t, "t1", e.nextDelivery().id, "Open booted the tree: the row was delivered")
-	tree, arm := rt.tree("t1")
-	require.NotNil(t, tree, "booted as a guest")
+	h, tree, arm := e.guestTreeWithClaim(t, e.config())
 	assert.Empty(t, e.wakeups(), "nothing re-armed during the boot: the row is used up")
 
 	at := e.clock.Now() + 1000
@@ -157,17 +166,7 @@ func TestHostDeliversGuestWakeUps(t *testing.T) {
 func TestGuestWakeArmEarlierIsDeliveredEarlier(t *testing.T) {
 	e := newEnv(t)
 	fault := e.faultVFS(t, "host-wake-earlier")
-	cfg := host.WithVFS(e.config(), "host-wake-earlier")
-	h := e.open(cfg)
-	admit(t, e.tree(h, "t1"), "t1", "hold")
-	e.d.next(t)
-	require.NoError(t, h.Close(ctx))
-
-	rt := newFakeRuntime()
-	cfg.Driver, cfg.Guest = nil, rt
-	h = e.open(cfg)
-	require.Equal(t, "t1", e.nextDelivery().id)
-	tree, arm := rt.tree("t1")
+	h, tree, arm := e.guestTreeWithClaim(t, host.WithVFS(e.config(), "host-wake-earlier"))
 
 	later := e.clock.Now() + time.Hour.Milliseconds()
 	require.NoError(t, arm(later))
@@ -202,17 +201,7 @@ func TestGuestWakeArmEarlierIsDeliveredEarlier(t *testing.T) {
 func TestGuestWakeArmRefusedByStorage(t *testing.T) {
 	e := newEnv(t)
 	fault := e.faultVFS(t, "host-wake-arm")
-	h := e.open(host.WithVFS(e.config(), "host-wake-arm"))
-	admit(t, e.tree(h, "t1"), "t1", "hold")
-	e.d.next(t)
-	require.NoError(t, h.Close(ctx))
-
-	rt := newFakeRuntime()
-	cfg := host.WithVFS(e.config(), "host-wake-arm")
-	cfg.Driver, cfg.Guest = nil, rt
-	h = e.open(cfg)
-	require.Equal(t, "t1", e.nextDelivery().id)
-	tree, arm := rt.tree("t1")
+	h, tree, arm := e.guestTreeWithClaim(t, host.WithVFS(e.config(), "host-wake-arm"))
 	at := e.clock.Now() + 1000
 	require.NoError(t, arm(at))
 
@@ -249,17 +238,7 @@ func TestGuestWakeArmRefusedByStorage(t *testing.T) {
 // is stored for the gone tree.
 func TestGuestWakeArmOfADeletedTree(t *testing.T) {
 	e := newEnv(t)
-	h := e.open(e.config())
-	admit(t, e.tree(h, "t1"), "t1", "hold")
-	e.d.next(t)
-	require.NoError(t, h.Close(ctx))
-
-	rt := newFakeRuntime()
-	cfg := e.config()
-	cfg.Driver, cfg.Guest = nil, rt
-	h = e.open(cfg)
-	require.Equal(t, "t1", e.nextDelivery().id)
-	_, arm := rt.tree("t1")
+	h, _, arm := e.guestTreeWithClaim(t, e.config())
 	require.NoError(t, h.Delete(ctx, "t1"))
 
 	err := arm(e.clock.Now() + 1000)

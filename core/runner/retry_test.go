@@ -503,7 +503,9 @@ func (pairPut) Spec() model.ToolSpec {
 	return model.ToolSpec{Name: "pair_put", Schema: json.RawMessage(`{"type":"object"}`)}
 }
 
-func (pairPut) Resources(json.RawMessage) ([]string, error) { return []string{"kv:left", "kv:right"}, nil }
+func (pairPut) Resources(json.RawMessage) ([]string, error) {
+	return []string{"kv:left", "kv:right"}, nil
+}
 
 func (pairPut) RunInTree(tool.Store, tool.Call) (string, []event.KVPut, error) {
 	return "stored both", []event.KVPut{{Key: "left", Value: "1"}, {Key: "right", Value: "2"}}, nil
