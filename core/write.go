@@ -77,7 +77,7 @@ func (inst *Instance) newWrite() *write {
 // (the Durable Object's alarm, the local host's wake index) commits with
 // the tree's SQL, so it is armed just before the transaction, under the
 // claim lock, and again before every rerun: a wait for storage lets go of
-// the claim lock, and a wake may use the wake-up up meanwhile.
+// the claim lock, and a wake may use the wake-up meanwhile.
 func (inst *Instance) claimingWrite(ctx context.Context) *write {
 	w := inst.newWrite()
 	w.locked = true
