@@ -105,9 +105,18 @@ func TestSlowSubscriberIsClosedNotBlocking(t *testing.T) {
 	sub := n.Inst.Subscribe(sid, 1)
 	n.Admit(sid, "a")
 	n.Idle()
-	got := 0
-	for range sub.C {
-		got++
+	// Everything was published before Idle returned: read without waiting,
+	// so a subscriber left open fails here instead of hanging.
+	got, open := 0, true
+	for open {
+		select {
+		case _, open = <-sub.C:
+			if open {
+				got++
+			}
+		default:
+			t.Fatalf("after %d events the subscriber that fell behind is still open", got)
+		}
 	}
 	assert.Equal(t, 1, got, "one buffered event, then closed")
 }
