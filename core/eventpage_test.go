@@ -1,6 +1,7 @@
 package core_test
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
@@ -14,13 +15,17 @@ import (
 // budget, one event at least; more says whether the log goes on.
 func TestEventPagesAreBoundedInBytes(t *testing.T) {
 	tr := treetest.New(t)
-	n := tr.Boot(treetest.NewDriver(8))
+	n := tr.Boot(treetest.NewDriver(32))
 	id := n.NewSession("s")
 	for _, c := range "abcd" {
 		n.Admit(id, strings.Repeat(string(c), 10<<10))
 	}
+	for i := range 20 { // and a log longer than a hundred events
+		n.Admit(id, "short "+strconv.Itoa(i))
+	}
 	n.Idle()
 	all := tr.Events(id)
+	require.Greater(t, len(all), 100)
 	for _, c := range []struct{ limit, budget int }{{500, 1 << 30}, {500, 1}, {500, 15 << 10}, {500, 40 << 10}, {3, 1 << 30}, {2, 15 << 10}} {
 		var got []int64
 		after := int64(0)

@@ -105,9 +105,18 @@ func TestSlowSubscriberIsClosedNotBlocking(t *testing.T) {
 	sub := n.Inst.Subscribe(sid, 1)
 	n.Admit(sid, "a")
 	n.Idle()
-	got := 0
-	for range sub.C {
-		got++
+	// Everything was published before Idle returned: read without waiting,
+	// so a subscriber left open fails here instead of hanging.
+	got, open := 0, true
+	for open {
+		select {
+		case _, open = <-sub.C:
+			if open {
+				got++
+			}
+		default:
+			t.Fatalf("after %d events the subscriber that fell behind is still open", got)
+		}
 	}
 	assert.Equal(t, 1, got, "one buffered event, then closed")
 }
@@ -154,6 +163,25 @@ func TestAdmissionRejectsBadInput(t *testing.T) {
 	_, err = n.Inst.CreateSession(ctx, core.NewSession{Config: json.RawMessage(`{`)})
 	assert.ErrorIs(t, err, core.ErrInvalid)
 	assert.Len(t, tr.Events(sid), 1)
+}
+
+// A child joins its parent's tree and principal, whatever principal its
+// creator names: a tree belongs to one principal (DESIGN §11), so a child
+// cannot be made someone else's.
+func TestChildTakesItsParentsTreeAndPrincipal(t *testing.T) {
+	tr := treetest.New(t)
+	n := tr.Boot(treetest.NewDriver(1))
+	_, err := n.Inst.CreateSession(ctx, core.NewSession{ID: "root", Principal: "alice"})
+	require.NoError(t, err)
+	child, err := n.Inst.CreateSession(ctx, core.NewSession{ID: "root.1", ParentID: "root", Principal: "mallory"})
+	require.NoError(t, err)
+	grandchild, err := n.Inst.CreateSession(ctx, core.NewSession{ID: "root.2", ParentID: "root.1"})
+	require.NoError(t, err)
+	for _, s := range []core.Session{child, grandchild} {
+		assert.Equal(t, "root", s.RootID, s.ID)
+		assert.Equal(t, "alice", s.Principal, s.ID)
+	}
+	assert.Equal(t, "root.1", grandchild.ParentID)
 }
 
 // Claim bookkeeping (starts, resumes, continuation notices, shutdown stops)
@@ -239,4 +267,41 @@ func TestCloseWithEndedContextEndsSubscriptions(t *testing.T) {
 		_, open := <-sub.C
 		assert.False(t, open)
 	}
+}
+
+// A subscription asked of an instance that has stopped is ended at once:
+// its follower must look for the tree's next instance, not wait on this one.
+func TestSubscribeToAStoppedInstanceEndsAtOnce(t *testing.T) {
+	tr := treetest.New(t)
+	n := tr.Boot(treetest.NewDriver(4))
+	sid := n.NewSession("s")
+	require.NoError(t, n.Inst.Close(ctx))
+	sub := n.Inst.Subscribe(sid, 4)
+	select {
+	case _, open := <-sub.C:
+		assert.False(t, open)
+	default:
+		t.Fatal("a subscription to a stopped instance is open")
+	}
+}
+
+// An abandoned instance (a crash, in process) writes nothing more, even
+// before another instance boots and fences it: whatever its goroutines
+// still try is refused with ErrClosed.
+func TestAbandonedInstanceWritesNothing(t *testing.T) {
+	tr := treetest.New(t)
+	n := tr.Boot(treetest.NewDriver(4))
+	sid := n.NewSession("s")
+	n.Inst.Abandon()
+	_, err := n.Inst.CreateSession(ctx, core.NewSession{ID: "other", Principal: "tester"})
+	assert.ErrorIs(t, err, core.ErrClosed)
+	_, err = n.Inst.Admit(ctx, sid, core.PromptInput{Text: "after the crash"})
+	assert.ErrorIs(t, err, core.ErrClosed)
+	assert.Len(t, tr.Events(sid), 1, "only session.created")
+	var sessions int
+	tr.Read(func(tx storage.Tx) error {
+		_, err := storage.QueryRow(tx, `SELECT count(*) FROM sessions`, nil, &sessions)
+		return err
+	})
+	assert.Equal(t, 1, sessions)
 }

@@ -2,6 +2,7 @@ package core_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -180,6 +181,42 @@ func TestPermanentFailureIsNotRetried(t *testing.T) {
 	_, err := n.Inst.CreateSession(ctx, core.NewSession{ID: "s", Principal: "tester"})
 	assert.ErrorIs(t, err, core.ErrConflict)
 	assert.Zero(t, tr.Clock.Pending(), "no wait was set")
+}
+
+// refuseEpoch is a storage.DB whose transactions fail with err at the
+// statement that takes a new epoch.
+type refuseEpoch struct {
+	storage.DB
+	err error
+}
+
+func (d refuseEpoch) Tx(ctx context.Context, fn func(storage.Tx) error) error {
+	return d.DB.Tx(ctx, func(tx storage.Tx) error { return fn(refuseEpochTx{tx, d.err}) })
+}
+
+type refuseEpochTx struct {
+	storage.Tx
+	err error
+}
+
+func (t refuseEpochTx) Exec(query string, args ...any) (int64, error) {
+	if strings.HasPrefix(query, "UPDATE tree SET epoch") {
+		return 0, t.err
+	}
+	return t.Tx.Exec(query, args...)
+}
+
+// Only storage that is unavailable for now (DESIGN §8) lets a boot serve
+// read-only: an epoch write refused for another reason (a permission, a
+// corrupt file) fails the boot with that error.
+func TestBootFailsOnAPermanentEpochFailure(t *testing.T) {
+	tr := treetest.New(t)
+	host, _, _ := tr.Host()
+	denied := errors.New("attempt to write a readonly database")
+	host.DB = refuseEpoch{DB: host.DB, err: denied}
+	inst, err := core.Open(ctx, host, tr.Cfg, treetest.NewDriver(1))
+	require.ErrorIs(t, err, denied)
+	assert.Nil(t, inst)
 }
 
 // A turn whose storage goes away for 90 s — longer than the write window —
