@@ -3,6 +3,7 @@ package api_test
 import (
 	"bufio"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -61,6 +62,33 @@ func TestBodyOfExactlyTheCapIsTaken(t *testing.T) {
 	require.Len(t, body(4096), 4096)
 	assert.Equal(t, http.StatusAccepted, c.do("POST", "/v1/sessions/"+id+"/prompt", body(4096), nil), "a body of exactly max_body")
 	assert.Equal(t, http.StatusRequestEntityTooLarge, c.do("POST", "/v1/sessions/"+id+"/prompt", body(4097), nil), "a byte more")
+
+	// The same without a declared length (sent chunked): the cap is on
+	// what is read, not only on what is declared.
+	chunked := func(b string) int {
+		req, err := http.NewRequest("POST", f.srv.URL+"/v1/sessions/"+id+"/prompt", io.NopCloser(strings.NewReader(b)))
+		require.NoError(t, err)
+		req.ContentLength = -1 // unknown: the client sends it chunked
+		resp, err := f.srv.Client().Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	assert.Equal(t, http.StatusAccepted, chunked(body(4096)), "max_body, chunked")
+	assert.Equal(t, http.StatusRequestEntityTooLarge, chunked(body(4097)), "a byte more, chunked")
+}
+
+// A prompt's own bounds, judged by the decoder whatever the server's body
+// cap: its text up to MaxPromptText bytes (payload_too_large past it), its
+// id up to MaxPromptIDLen (invalid_request past it).
+func TestDecodePromptLimits(t *testing.T) {
+	prompt := func(text, id string) []byte { return []byte(`{"text":"` + text + `","id":"` + id + `"}`) }
+	_, err := api.DecodePrompt(prompt(strings.Repeat("a", api.MaxPromptText), strings.Repeat("i", api.MaxPromptIDLen)))
+	require.NoError(t, err)
+	_, err = api.DecodePrompt(prompt(strings.Repeat("a", api.MaxPromptText+1), "x"))
+	assert.ErrorIs(t, err, api.ErrPayloadTooLarge)
+	_, err = api.DecodePrompt(prompt("a", strings.Repeat("i", api.MaxPromptIDLen+1)))
+	assert.ErrorIs(t, err, api.ErrInvalidRequest)
 }
 
 // A prompt of whitespace only is refused by the decoder, before the
