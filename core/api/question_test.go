@@ -29,11 +29,12 @@ func offlineRunner(t *testing.T) core.Driver {
 }
 
 type questionBody struct {
-	ID        string `json:"id"`
-	Kind      string `json:"kind"`
-	SessionID string `json:"session_id"`
-	CallID    string `json:"call_id"`
-	Request   struct {
+	ID         string `json:"id"`
+	Kind       string `json:"kind"`
+	SessionID  string `json:"session_id"`
+	CallID     string `json:"call_id"`
+	CreatedSeq int64  `json:"created_seq"`
+	Request    struct {
 		Questions []struct {
 			Question string   `json:"question"`
 			Choices  []string `json:"choices"`
@@ -48,6 +49,7 @@ type resolutionBody struct {
 	Duplicate  bool   `json:"duplicate"`
 	Reply      struct {
 		Answers [][]string `json:"answers"`
+		Message string     `json:"message"`
 	} `json:"reply"`
 }
 
@@ -102,6 +104,7 @@ func TestQuestionOverHTTP(t *testing.T) {
 	require.NoError(t, parked[0].Decode(&p))
 	require.Len(t, p.Blockers, 1)
 	assert.Equal(t, q.ID, p.Blockers[0].ID)
+	assert.Equal(t, parked[0].Seq, q.CreatedSeq, "created_seq is the parked event's seq")
 
 	path := "/v1/sessions/" + id + "/questions/" + q.ID
 	before := alice.cursor(id)
@@ -123,12 +126,13 @@ func TestQuestionOverHTTP(t *testing.T) {
 	assert.Len(t, alice.listQuestions(id), 1, "still pending")
 
 	var won resolutionBody
-	require.Equal(t, http.StatusOK, alice.do("POST", path, `{"answers":["green"],"response_id":"r1"}`, &won))
+	require.Equal(t, http.StatusOK, alice.do("POST", path, `{"answers":["green"],"message":"brighter","response_id":"r1"}`, &won))
 	assert.Equal(t, "answered", won.State)
 	assert.Equal(t, [][]string{{"green"}}, won.Reply.Answers, "a string is an answer of one")
+	assert.Equal(t, "brighter", won.Reply.Message)
 	assert.False(t, won.Duplicate)
 	var again resolutionBody
-	require.Equal(t, http.StatusOK, alice.do("POST", path, `{"answers":["green"],"response_id":"r1"}`, &again))
+	require.Equal(t, http.StatusOK, alice.do("POST", path, `{"answers":["green"],"message":"brighter","response_id":"r1"}`, &again))
 	assert.True(t, again.Duplicate, "the same response_id again is the original outcome")
 	var conflict struct {
 		Error  struct{ Type api.ErrorType }
