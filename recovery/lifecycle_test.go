@@ -718,6 +718,7 @@ func TestSweepGoesOnPastOneSessionsFailure(t *testing.T) {
 	first, second := n.NewSession("a"), n.NewSession("b")
 	n.Admit(first, "hold") // the older claim: swept first
 	<-d.Started
+	tr.Clock.Advance(time.Second)
 	n.Admit(second, "hold")
 	<-d.Started
 	n.Crash()
