@@ -58,6 +58,26 @@ func (d replaceDriver) Run(ctx context.Context, x *core.Execution) core.Outcome 
 	return core.Outcome{Kind: core.Stopped}
 }
 
+// retryResult is what a retried admission answered.
+type retryResult struct {
+	a   core.Admission
+	err error
+}
+
+// pausedRetry admits in to session "s" with the request marked for p, and
+// returns once it has paused: it looked for its client id and found
+// nothing. Its answer comes on the channel after p.resume is closed.
+func pausedRetry(inst *core.Instance, p *pauseDB, in core.PromptInput) <-chan retryResult {
+	retried := make(chan retryResult, 1)
+	go func() {
+		ctx := context.WithValue(context.Background(), pauseKey{}, true)
+		a, err := inst.Admit(ctx, "s", in)
+		retried <- retryResult{a, err}
+	}()
+	<-p.paused
+	return retried
+}
+
 // pausedTree boots a tree whose database pauses the request marked with
 // pauseKey (pauseDB), on replaceDriver, with one session "s".
 func pausedTree(t *testing.T) (*treetest.Tree, *pauseDB, replaceDriver, *core.Instance) {
@@ -94,17 +114,7 @@ func TestReplaceRetryDoesNotInterruptItsFirstDelivery(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			tr, p, d, inst := pausedTree(t)
 
-			type result struct {
-				a   core.Admission
-				err error
-			}
-			retried := make(chan result, 1)
-			go func() {
-				ctx := context.WithValue(context.Background(), pauseKey{}, true)
-				a, err := inst.Admit(ctx, "s", core.PromptInput{ClientID: "X", Text: tc.retryText, Mode: event.ModeReplace})
-				retried <- result{a, err}
-			}()
-			<-p.paused // the retry looked for "X" and found nothing
+			retried := pausedRetry(inst, p, core.PromptInput{ClientID: "X", Text: tc.retryText, Mode: event.ModeReplace})
 
 			first, err := inst.Admit(context.Background(), "s", core.PromptInput{ClientID: "X", Text: tc.text, Mode: event.ModeReplace})
 			require.NoError(t, err)
@@ -116,7 +126,7 @@ func TestReplaceRetryDoesNotInterruptItsFirstDelivery(t *testing.T) {
 			}
 			close(p.resume)
 
-			var r result
+			var r retryResult
 			select {
 			case r = <-retried:
 			case <-ctx.Done():
@@ -150,24 +160,14 @@ func TestQueuedRetryRacingItsFirstDeliveryIsItsDuplicate(t *testing.T) {
 			if conflict {
 				retryText = "hold that"
 			}
-			type result struct {
-				a   core.Admission
-				err error
-			}
-			retried := make(chan result, 1)
-			go func() {
-				ctx := context.WithValue(context.Background(), pauseKey{}, true)
-				a, err := inst.Admit(ctx, "s", core.PromptInput{ClientID: "X", Text: retryText})
-				retried <- result{a, err}
-			}()
-			<-p.paused // the retry looked for "X" and found nothing
+			retried := pausedRetry(inst, p, core.PromptInput{ClientID: "X", Text: retryText})
 
 			first, err := inst.Admit(context.Background(), "s", core.PromptInput{ClientID: "X", Text: "hold it"})
 			require.NoError(t, err)
 			require.Equal(t, first.PromptID, <-d.started)
 			close(p.resume)
 
-			var r result
+			var r retryResult
 			select {
 			case r = <-retried:
 			case <-time.After(30 * time.Second): // only to fail instead of hanging
