@@ -674,6 +674,17 @@ func TestBootFailureKeepsWakeupAndRetries(t *testing.T) {
 	require.Error(t, d.err)
 	assert.Equal(t, int64(2), h2.Stats().BootFailures)
 	assert.Contains(t, e.wakeups(), "bad")
+
+	// Each failure in a row doubles the wait: the next retry's timer is
+	// still pending a millisecond before Delay(1), and fires at it.
+	pending := e.clock.Pending()
+	e.clock.Advance(retry.Wake().Delay(1) - time.Millisecond)
+	assert.Equal(t, pending, e.clock.Pending(), "no retry before the backed-off delay")
+	e.clock.Advance(time.Millisecond)
+	d = e.nextDelivery()
+	assert.Equal(t, "bad", d.id)
+	require.Error(t, d.err)
+	assert.Equal(t, int64(3), h2.Stats().BootFailures)
 	_, _, err := h2.Get(ctx, "bad")
 	require.Error(t, err)
 	e.d.Release()
