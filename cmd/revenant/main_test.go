@@ -80,7 +80,11 @@ func TestUsageErrors(t *testing.T) {
 // An allowed origin that is not scheme://host[:port] stops the server at
 // start-up, naming the variable.
 func TestBadAllowedOriginRefusedAtStart(t *testing.T) {
-	err := serve(context.Background(), []string{"-data", t.TempDir()}, env(map[string]string{"REVENANT_ALLOWED_ORIGINS": "https://console.example/app"}), io.Discard)
+	// Already cancelled: a serve that accepted the origin would return at
+	// once instead of serving, so this fails rather than hangs.
+	stopped, cancel := context.WithCancel(context.Background())
+	cancel()
+	err := serve(stopped, []string{"-data", t.TempDir(), "-addr", "127.0.0.1:0"}, env(map[string]string{"REVENANT_ALLOWED_ORIGINS": "https://console.example/app"}), io.Discard)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "REVENANT_ALLOWED_ORIGINS")
 }
