@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -12,9 +14,12 @@ import (
 	"github.com/revenantrt/revenant/core"
 	"github.com/revenantrt/revenant/core/api"
 	"github.com/revenantrt/revenant/core/event"
+	"github.com/revenantrt/revenant/core/httpmsg/nethttp"
 	"github.com/revenantrt/revenant/core/model/offline"
+	"github.com/revenantrt/revenant/core/retry"
 	"github.com/revenantrt/revenant/core/runner"
 	"github.com/revenantrt/revenant/core/tool"
+	"github.com/revenantrt/revenant/internal/faultvfs"
 	"github.com/revenantrt/revenant/internal/treetest"
 )
 
@@ -244,4 +249,66 @@ func assertRefused(t *testing.T, bad []badReply) {
 		assert.Equal(t, b.status, status, b.name)
 		assert.Equal(t, b.typ, typ, b.name)
 	}
+}
+
+// A reply (an answer, a permission) commits even if the client
+// disconnects while it waits: the request's context is cancelled while the
+// reply's write, which met a full disk, waits to retry, and the reply still
+// lands once storage recovers, and the turn goes on with it.
+func TestReplyCommitsAfterClientDisconnects(t *testing.T) {
+	for _, tc := range []struct {
+		name, config, prompt, kind, reply string
+		resolved                          event.Type
+	}{
+		{"answer", `{}`, choicePrompt, "questions", `{"answers":[["green"]],"response_id":"r1"}`, event.QuestionAnswered},
+		{"permission", `{"config":{"permissions":[{"action":"kv_put","resource":"kv:*","decision":"ask"}]}}`,
+			`/tool kv_put {"key":"k","value":"42"}`, "permissions", `{"reply":"once","response_id":"r1"}`, event.PermissionApproved},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, offlineRunner(t), nil)
+			var fault *faultvfs.Fault
+			f.trees.prepare = func(tr *treetest.Tree) { fault = tr.Faults() }
+			c := f.client(t, "")
+			var created struct{ ID string }
+			require.Equal(t, http.StatusCreated, c.do("POST", "/v1/sessions", tc.config, &created))
+			id := created.ID
+			require.Equal(t, http.StatusAccepted, c.do("POST", "/v1/sessions/"+id+"/prompt", `{"text":`+jsonString(tc.prompt)+`}`, nil))
+			tree := f.trees.tree(id)
+			tree.node.Idle()
+			pending := c.listBlockers(id, tc.kind)
+			require.Len(t, pending, 1)
+
+			fault.FailNext(1, faultvfs.Full)
+			client, hangUp := context.WithCancel(context.Background())
+			defer hangUp()
+			req := httptest.NewRequest("POST", "/v1/sessions/"+id+"/"+tc.kind+"/"+pending[0],
+				strings.NewReader(tc.reply)).WithContext(client)
+			rec := httptest.NewRecorder()
+			waits := tree.tree.DriveEach(func() { nethttp.Handler(f.h).ServeHTTP(rec, req) }, func(retry.Wait) { hangUp() })
+			require.NotEmpty(t, waits, "the reply's write waited for storage")
+
+			tree.node.Idle()
+			assert.Empty(t, c.listBlockers(id, tc.kind), "resolved: %s", rec.Body)
+			assert.Len(t, treetest.OfType(tree.tree.Events(id), tc.resolved), 1)
+			var done struct {
+				Status string
+				Turns  int
+			}
+			require.Equal(t, http.StatusOK, c.do("GET", "/v1/sessions/"+id, "", &done))
+			assert.Equal(t, "idle", done.Status)
+			assert.Equal(t, 1, done.Turns, "the turn went on with the reply and ended")
+		})
+	}
+}
+
+// listBlockers is the ids GET …/questions or …/permissions (kind) lists.
+func (c *client) listBlockers(id, kind string) []string {
+	c.t.Helper()
+	var out map[string][]struct{ ID string }
+	require.Equal(c.t, http.StatusOK, c.do("GET", "/v1/sessions/"+id+"/"+kind, "", &out))
+	var ids []string
+	for _, b := range out[kind] {
+		ids = append(ids, b.ID)
+	}
+	return ids
 }
