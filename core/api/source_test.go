@@ -131,6 +131,25 @@ func TestForeignOriginRefused(t *testing.T) {
 	assert.Equal(t, http.StatusNoContent, w.Code)
 	assert.Contains(t, w.Header().Get("Access-Control-Allow-Methods"), "POST")
 	assert.Contains(t, w.Header().Get("Access-Control-Allow-Headers"), "Authorization")
+
+	// An origin's host in another case is the same origin.
+	w = serve(h, "GET", "/v1/sessions", "localhost:8787", "HTTPS://Console.Example", "")
+	assert.Equal(t, http.StatusOK, w.Code, w.Body.String())
+	// Two Origin headers are no origin a browser sends, an allowed one
+	// first or not.
+	two := httptest.NewRequest("GET", "/v1/sessions", nil)
+	two.Host = "localhost:8787"
+	two.Header.Add("Origin", console)
+	two.Header.Add("Origin", "https://evil.example")
+	w = httptest.NewRecorder()
+	nethttp.Handler(h).ServeHTTP(w, two)
+	assert.Equal(t, http.StatusForbidden, w.Code)
+	assert.Empty(t, w.Header().Get("Access-Control-Allow-Origin"))
+	// An OPTIONS without Access-Control-Request-Method is no preflight: it
+	// is routed, and no route takes OPTIONS.
+	w = serve(h, "OPTIONS", "/v1/sessions", "localhost:8787", console, "")
+	assert.Equal(t, http.StatusMethodNotAllowed, w.Code)
+	assert.Empty(t, w.Header().Get("Access-Control-Allow-Methods"))
 }
 
 // Allowed origins are written as operators write them and compared as
