@@ -182,3 +182,14 @@ func TestCanonicalOrigin(t *testing.T) {
 }
 
 func jsonDecode(s string, v any) error { return json.Unmarshal([]byte(s), v) }
+
+// The directory compares the allowed origins as NewDirectory
+// canonicalized them, however a library user wrote them.
+func TestDirectoryAllowsOriginsAsCanonicalized(t *testing.T) {
+	d, err := api.NewDirectory(api.DirectoryDeps{Index: newMemTrees(t, treetest.NewDriver(1)), Auth: api.Anonymous{}, IDs: &fakehost.IDs{}},
+		api.NewConfig().WithLoopbackOnly(true).WithAllowedOrigins("HTTPS://Console.Example:443/"))
+	require.NoError(t, err)
+	w := serve(d, "GET", "/v1/sessions", "localhost:8787", console, "")
+	assert.Equal(t, http.StatusOK, w.Code, w.Body.String())
+	assert.Equal(t, console, w.Header().Get("Access-Control-Allow-Origin"))
+}
