@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -695,4 +696,46 @@ func TestUnknownSessionIsNotFoundWhateverTheBody(t *testing.T) {
 			assert.Equal(t, api.ErrNotFound, typ, "%s with %.20s", path, body)
 		}
 	}
+}
+
+// The configured page sizes (WithPageSizes) are what a list and a snapshot
+// return when the request names no limit; a list's next_cursor pages on
+// to the end, and a snapshot's messages_before says older messages exist.
+func TestConfiguredPageSizesAreTheDefaultLimits(t *testing.T) {
+	f := newFixtureWith(t, offlineRunner(t), nil, api.NewConfig().WithPageSizes(2, 3))
+	c := f.client(t, "")
+	ids := map[string]bool{}
+	for range 3 {
+		ids[c.create()] = true
+	}
+	type page struct {
+		Sessions   []struct{ ID string }
+		NextCursor string `json:"next_cursor"`
+	}
+	var first, second page
+	require.Equal(t, http.StatusOK, c.do("GET", "/v1/sessions", "", &first))
+	require.Len(t, first.Sessions, 2, "the configured list page")
+	require.NotEmpty(t, first.NextCursor)
+	require.Equal(t, http.StatusOK, c.do("GET", "/v1/sessions?cursor="+url.QueryEscape(first.NextCursor), "", &second))
+	require.Len(t, second.Sessions, 1)
+	assert.Empty(t, second.NextCursor, "the last page")
+	listed := map[string]bool{}
+	for _, s := range append(first.Sessions, second.Sessions...) {
+		listed[s.ID] = true
+	}
+	assert.Equal(t, ids, listed, "every session once")
+
+	id := first.Sessions[0].ID
+	for _, text := range []string{"one", "two"} {
+		require.Equal(t, http.StatusAccepted, c.do("POST", "/v1/sessions/"+id+"/prompt", `{"text":"`+text+`"}`, nil))
+		f.trees.tree(id).node.Idle()
+	}
+	var snap struct {
+		Messages       []struct{ Seq int64 }
+		MessagesBefore *int64 `json:"messages_before"`
+	}
+	require.Equal(t, http.StatusOK, c.do("GET", "/v1/sessions/"+id, "", &snap))
+	require.Len(t, snap.Messages, 3, "the configured message page: the newest three of four")
+	require.NotNil(t, snap.MessagesBefore)
+	assert.Equal(t, snap.Messages[0].Seq, *snap.MessagesBefore)
 }

@@ -102,7 +102,12 @@ func (m *memTrees) List(_ context.Context, principal, cursor string, limit int) 
 			all = append(all, mt.info)
 		}
 	}
-	sort.Slice(all, func(i, j int) bool { return all[i].CreatedAt > all[j].CreatedAt })
+	sort.Slice(all, func(i, j int) bool { // newest first, as host.List: by id among trees of one instant
+		if all[i].CreatedAt != all[j].CreatedAt {
+			return all[i].CreatedAt > all[j].CreatedAt
+		}
+		return all[i].RootID > all[j].RootID
+	})
 	start := 0
 	if cursor != "" {
 		fmt.Sscan(cursor, &start)
