@@ -56,7 +56,7 @@ func TestSnapshotIsBoundedInBytes(t *testing.T) {
 	require.NotNil(t, snap.Prompts[1].TextTruncated)
 	assert.True(t, *snap.Prompts[1].TextTruncated)
 
-	seen := 0
+	seen, last := 0, int64(api.MaxCursor)
 	for {
 		size := 0
 		for _, m := range snap.Messages {
@@ -67,7 +67,9 @@ func TestSnapshotIsBoundedInBytes(t *testing.T) {
 		if snap.MessagesBefore == nil {
 			break
 		}
-		before := strconv.FormatInt(*snap.MessagesBefore, 10)
+		require.Less(t, *snap.MessagesBefore, last, "each page goes further back")
+		last = *snap.MessagesBefore
+		before := strconv.FormatInt(last, 10)
 		snap = snapshot{}
 		require.Equal(t, http.StatusOK, alice.do("GET", "/v1/sessions/"+id+"?limit=500&before="+before, "", &snap))
 	}
