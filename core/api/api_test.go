@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -738,4 +739,9 @@ func TestConfiguredPageSizesAreTheDefaultLimits(t *testing.T) {
 	require.Len(t, snap.Messages, 3, "the configured message page: the newest three of four")
 	require.NotNil(t, snap.MessagesBefore)
 	assert.Equal(t, snap.Messages[0].Seq, *snap.MessagesBefore)
+	before := *snap.MessagesBefore
+	snap.Messages, snap.MessagesBefore = nil, nil
+	require.Equal(t, http.StatusOK, c.do("GET", fmt.Sprintf("/v1/sessions/%s?before=%d", id, before), "", &snap))
+	assert.Len(t, snap.Messages, 1, "the oldest")
+	assert.Nil(t, snap.MessagesBefore, "nothing older")
 }
