@@ -418,9 +418,11 @@ func TestAllowedModelsOnCreate(t *testing.T) {
 	d := treetest.NewDriver(4)
 	trees := newMemTrees(t, d)
 	deps := api.Deps{Trees: trees, Auth: api.Anonymous{}, Clock: fakehost.NewClock(treetest.Start), IDs: &fakehost.IDs{Prefix: "r"}}
-	allowed := api.NewConfig().WithAllowedModels([]string{"small", "large"})
+	names := []string{"small", "large"}
+	allowed := api.NewConfig().WithAllowedModels(names)
 	h, err := api.New(deps, allowed.WithSessionDefaults(core.SessionConfig{Model: "small"}))
 	require.NoError(t, err)
+	names[1] = "o1-pro-expensive" // the configuration keeps its own copy
 	srv := httptest.NewServer(nethttp.Handler(h))
 	defer srv.Close()
 	defer h.Close()
@@ -446,6 +448,8 @@ func TestAllowedModelsOnCreate(t *testing.T) {
 	assert.ErrorContains(t, err, `the session defaults' model "o1-pro-expensive" is not among the allowed models`)
 	_, err = api.New(deps, api.NewConfig().WithSessionDefaults(core.SessionConfig{Model: "anything"}))
 	assert.NoError(t, err, "no list allows any model")
+	_, err = api.New(deps, api.NewConfig().WithAllowedModels([]string{}).WithSessionDefaults(core.SessionConfig{Model: "anything"}))
+	assert.Error(t, err, "an empty list allows none")
 }
 
 // A client's own rule cannot be final: only the operator's rules are.
