@@ -96,8 +96,9 @@ func (c Config) WithSessionDefaults(d core.SessionConfig) Config { c.defaults = 
 // WithAllowedModels sets the models a create may name in its config's
 // `model`; another is refused 400 invalid_request naming the field. The
 // session defaults' model, if any, must be one (New refuses it otherwise).
-// Default nil: any model; an empty list allows none. The runner refuses the rest (a stored session's
-// model no longer allowed) at its next model request.
+// Default nil: any model; an empty list allows none. The runner refuses
+// the rest (a stored session's model no longer allowed) at its next model
+// request.
 func (c Config) WithAllowedModels(names []string) Config {
 	c.models = slices.Clone(names)
 	return c
