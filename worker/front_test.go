@@ -77,6 +77,8 @@ func TestDecideRoutes(t *testing.T) {
 		{"GET", "/v1/sessions/abc/events?after=3&access_token=s3cret", worker.Forward, "abc", "/v1/sessions/abc/events?after=3"},
 		{"POST", "/v1/sessions/abc/prompt", worker.Forward, "abc", "/v1/sessions/abc/prompt"},
 		{"DELETE", "/v1/sessions/abc", worker.Delete, "abc", "/v1/sessions/abc"},
+		// The id as the router matches it, unescaped; forwarded as sent.
+		{"GET", "/v1/sessions/%61bc.%31", worker.Forward, "abc", "/v1/sessions/%61bc.%31"},
 	}
 	for _, c := range cases {
 		d, w := decide(t, f, c.method, c.target, nil)
@@ -106,6 +108,8 @@ func TestDecideAnswers(t *testing.T) {
 		d, w := decide(t, f, c.method, c.target, nil)
 		assert.Equal(t, worker.Answered, d.Kind, c.target)
 		assert.Equal(t, c.status, w.Code, c.target)
+		assert.Equal(t, "application/json", w.Header().Get("Content-Type"), c.target)
+		assert.Equal(t, "nosniff", w.Header().Get("X-Content-Type-Options"), c.target)
 		if c.typ != "" {
 			assert.Contains(t, w.Body.String(), `"type":"`+c.typ+`"`, c.target)
 		}
