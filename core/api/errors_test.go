@@ -39,6 +39,8 @@ func TestErrorOfMapsByCode(t *testing.T) {
 		{"tree not found", fmt.Errorf("get tree x: %w", api.ErrTreeNotFound), api.ErrNotFound, "no such session"},
 		{"read-only before closed", errors.Join(core.ErrReadOnly, core.ErrClosed), api.ErrReadOnly, "the session is read-only: its storage is full or failing, so it cannot save anything; reading it still works"},
 		{"api error as it is", fmt.Errorf("x: %w", &api.Error{Type: api.ErrPayloadTooLarge, Message: "too big"}), api.ErrPayloadTooLarge, "too big"},
+		{"transient storage failure", fmt.Errorf("read: %w", &storage.Error{Code: storage.CodeBusy}), api.ErrUnavailable,
+			"the session's storage is temporarily unavailable (full, busy or failing); try again"},
 		{"unknown is internal", errors.New("disk on fire"), api.ErrInternal, "internal error"},
 	}
 	for _, c := range cases {

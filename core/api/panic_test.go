@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"bytes"
+	"errors"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -35,6 +36,33 @@ func TestRoutePanicIsALoggedInternalError(t *testing.T) {
 	assert.Contains(t, log.String(), "handler panicked")
 	assert.Contains(t, log.String(), "/v1/sessions/{id}")
 	assert.Contains(t, log.String(), "nil pointer")
+}
+
+// An error the API did not raise itself is answered 500 internal with no
+// detail, and the detail is logged; a client's mistake is not logged.
+func TestInternalErrorsAreLogged(t *testing.T) {
+	var log bytes.Buffer
+	trees := newMemTrees(t, treetest.NewDriver(1))
+	h, err := api.New(api.Deps{Trees: trees, Auth: api.Anonymous{}, Clock: fakehost.NewClock(0), IDs: &fakehost.IDs{},
+		Log: logs.New(slog.NewTextHandler(&log, nil))}, api.NewConfig())
+	require.NoError(t, err)
+	t.Cleanup(h.Close)
+	serve := func(path string) *httptest.ResponseRecorder {
+		w := httptest.NewRecorder()
+		nethttp.Handler(h).ServeHTTP(w, httptest.NewRequest("GET", path, nil))
+		return w
+	}
+
+	w := serve("/v1/sessions/nope")
+	assert.Equal(t, http.StatusNotFound, w.Code)
+	assert.Empty(t, log.String(), "a client's mistake is not the server's to log")
+
+	trees.fail = errors.New("disk on fire")
+	w = serve("/v1/sessions/nope")
+	assert.Equal(t, http.StatusInternalServerError, w.Code)
+	assert.NotContains(t, w.Body.String(), "disk on fire")
+	assert.Contains(t, log.String(), "request failed")
+	assert.Contains(t, log.String(), "disk on fire")
 }
 
 // NewDirectory refuses page sizes outside the API's bounds, as New does:
