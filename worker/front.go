@@ -68,7 +68,7 @@ type Front struct {
 
 // Options configure the front from the Worker's vars and secrets.
 type Options struct {
-	// Tokens is REVENANT_TOKENS. With none the front serves the one
+	// Tokens is REVENANT_TOKENS. Empty, the front serves the one
 	// anonymous principal and, like the local server, answers only
 	// requests addressed to a loopback Host (wrangler dev): a deployed
 	// front without tokens refuses every request rather than serve
@@ -90,7 +90,10 @@ type Options struct {
 // New returns the front for o.
 func New(o Options) (*Front, error) {
 	var auth api.Authenticator = api.Anonymous{}
-	if strings.TrimSpace(o.Tokens) != "" {
+	if o.Tokens != "" {
+		// Set but blank (" ") is refused, as the local server refuses it:
+		// a secret holding no token is a mistake, not a wish to serve
+		// anonymously.
 		t, err := api.ParseTokens(o.Tokens)
 		if err != nil {
 			return nil, err

@@ -128,6 +128,10 @@ func TestDecideWithoutTokensAnswersOnlyLoopback(t *testing.T) {
 }
 
 func TestDecideTokens(t *testing.T) {
+	for _, blank := range []string{" ", " , "} {
+		_, err := worker.New(worker.Options{Tokens: blank})
+		assert.ErrorContains(t, err, "REVENANT_TOKENS: no tokens", "set but blank is refused, as the local server refuses it: %q", blank)
+	}
 	f, err := worker.New(worker.Options{Tokens: "alice:a-token,bob:b-token"})
 	require.NoError(t, err)
 	d, w := decide(t, f, "GET", "/v1/sessions/abc", nil)
