@@ -223,6 +223,29 @@ func TestNewRootIDIsValid(t *testing.T) {
 	assert.True(t, ok)
 	assert.Equal(t, id, root)
 	assert.Len(t, id, 26)
+	assert.Equal(t, strings.ToLower(id), id, "lowercase, as host.RandomIDs writes them")
+	assert.NotEqual(t, id, worker.NewRootID())
+}
+
+// The front refuses a create's body the API would refuse before any
+// object exists, with the API's answer.
+func TestCheckCreateIsTheAPIsDecode(t *testing.T) {
+	f, err := worker.New(worker.Options{})
+	require.NoError(t, err)
+	for body, typ := range map[string]api.ErrorType{
+		`not json`:                  api.ErrInvalidJSON,
+		`{"bogus":1}`:               api.ErrInvalidRequest,
+		`{"config":{"model":5}}`:    api.ErrInvalidRequest,
+		`{"config":{"tools":"kv"}}`: api.ErrInvalidRequest,
+	} {
+		err := f.CheckCreate([]byte(body))
+		assert.ErrorIs(t, err, typ, body)
+		_, want := api.DecodeCreate([]byte(body))
+		assert.Equal(t, api.ErrorOf(want), api.ErrorOf(err), body)
+	}
+	for _, body := range []string{``, `{}`, `{"config":{"model":"m","tools":[]}}`} {
+		assert.NoError(t, f.CheckCreate([]byte(body)), body)
+	}
 }
 
 // An allowed origin gets the local server's CORS answers from the front:
