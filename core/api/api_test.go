@@ -408,6 +408,13 @@ func TestSessionDefaultsFillMissingFields(t *testing.T) {
 	assert.Equal(t, "large", snap.Config.Model, "the request wins")
 	require.NotNil(t, snap.Config.Tools)
 	assert.Equal(t, tools, *snap.Config.Tools)
+
+	// An empty list is the request's own choice (no tools), not a gap to fill.
+	require.Equal(t, 201, c.do("POST", "/v1/sessions", `{"config":{"tools":[]}}`, &out))
+	snap.Config = core.SessionConfig{}
+	require.Equal(t, 200, c.do("GET", "/v1/sessions/"+out.ID, "", &snap))
+	require.NotNil(t, snap.Config.Tools)
+	assert.Empty(t, *snap.Config.Tools)
 }
 
 // With an allow-list, a create naming another model is refused 400 naming

@@ -62,7 +62,7 @@ func TestForeignHostRefusedWithoutTokens(t *testing.T) {
 	for _, host := range []string{
 		"rebind.attacker.example:8787", "rebind.attacker.example", "localhost.attacker.example", "127.0.0.1.nip.io",
 		"0.0.0.0:8787", "10.0.0.1", "[fe80::1]:8787", "[::1%25lo]:8787", "[::1", "[::1]x", "localhost:99999",
-		"localhost:80a", "localhost..", "2130706433", "127.1", "[::2]",
+		"localhost:80a", "localhost..", "2130706433", "127.1", "[::2]", "[::1]:99999", "[::1]:80a", "[::1]8787",
 	} {
 		for _, rq := range []struct{ method, path, body string }{
 			{"GET", "/v1/sessions", ""}, {"POST", "/v1/sessions", "{}"}, {"GET", "/healthz", ""}, {"GET", "/nope", ""},
