@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -222,4 +223,61 @@ func interruptPastGrace(t *testing.T, tr *treetest.Tree, n *treetest.Node, sid s
 	tr.Clock.BlockUntil(2) // the tool's wall limit and the interrupt's grace timer
 	tr.Clock.Advance(core.DefaultInterruptGrace)
 	require.NoError(t, <-done)
+}
+
+// A body that ignores a shutdown's cancellation until its time limit has
+// passed gives no result either: the call stays executing, and on resume a
+// tool that is not idempotent is settled as of unknown outcome, never run
+// again and never reported as merely timed out.
+func TestToolPastItsLimitAfterShutdownIsUnknown(t *testing.T) {
+	tr := treetest.New(t)
+	bodies := newBodyLog()
+	cancelled, release := make(chan struct{}), make(chan struct{})
+	charge := tool.Func{DefaultPermission: "allow", Name: "charge", Limit: tool.Limits{Timeout: time.Minute}, Run: func(ctx context.Context, c tool.Call) (string, error) {
+		bodies.enter(c)
+		<-ctx.Done()
+		close(cancelled)
+		<-release // deaf to the cancellation
+		return "charged 42 EUR", nil
+	}}
+	defer close(release)
+	m := oneToolThenAnswer("charge")
+	n := tr.Boot(newRunner(t, m, runner.NewConfig(), charge))
+	sid := n.NewSession("s")
+	pid := n.Admit(sid, "pay")
+	<-bodies.entered
+	closed := make(chan error, 1)
+	go func() { closed <- n.Inst.Close(ctx) }()
+	<-cancelled
+	tr.Clock.Advance(time.Minute) // the body's limit passes while it runs on
+	require.NoError(t, <-closed)
+	n.Crash()
+	assert.Empty(t, settlements(t, tr.Events(sid)), "no result to settle")
+
+	n2 := tr.Boot(newRunner(t, m, runner.NewConfig(), charge))
+	n2.Idle()
+	require.Equal(t, "succeeded", tr.PromptState(pid))
+	assert.Len(t, bodies.runs(), 1, "the body ran once")
+	s := settlements(t, tr.Events(sid))
+	require.Len(t, s, 1)
+	assert.Equal(t, event.OutcomeInterrupted, s[0].Outcome)
+	assert.Equal(t, runner.UnknownOutcome, s[0].Output)
+}
+
+// A body that panics is a tool error the model reads; the turn goes on.
+func TestToolPanicIsItsError(t *testing.T) {
+	tr := treetest.New(t)
+	boom := tool.Func{DefaultPermission: "allow", Name: "boom", Run: func(context.Context, tool.Call) (string, error) {
+		panic("the floor gave way")
+	}}
+	m := oneToolThenAnswer("boom")
+	n := tr.Boot(newRunner(t, m, runner.NewConfig(), boom))
+	sid := n.NewSession("s")
+	pid := n.Admit(sid, "try")
+	n.Idle()
+	require.Equal(t, "succeeded", tr.PromptState(pid))
+	s := settlements(t, tr.Events(sid))
+	require.Len(t, s, 1)
+	assert.Equal(t, event.OutcomeError, s[0].Outcome)
+	assert.Equal(t, "tool panicked: the floor gave way", s[0].Output)
 }

@@ -407,6 +407,9 @@ func TestKVToolsCommitWithSettlement(t *testing.T) {
 	assert.Equal(t, "green", outs[1].Output)
 	assert.Equal(t, event.OutcomeError, outs[2].Outcome)
 	assert.Contains(t, outs[2].Output, `no value is stored under "missing"`)
+	for i, s := range outs {
+		assert.True(t, s.Ran, "settlement %d: the body ran, its error is its result", i)
+	}
 	assert.Empty(t, treetest.OfType(tr.Events(sid), event.ToolExecuting), "in-tree tools need no executing phase")
 	var value string
 	tr.Read(func(tx storage.Tx) error {
