@@ -95,6 +95,7 @@ func TestKnownToolResultSurvivesShutdown(t *testing.T) {
 	n.Crash()
 	settledAt, stoppedAt := seqOf(tr.Events(sid), event.ToolSettled), seqOf(tr.Events(sid), event.ExecutionInterrupted)
 	assert.True(t, settledAt > 0 && settledAt < stoppedAt, "settled (#%d) before the shutdown record (#%d)", settledAt, stoppedAt)
+	assert.Zero(t, m.Requests(2), "the stopping execution asked the model nothing more")
 
 	n2 := tr.Boot(newRunner(t, m, runner.NewConfig(), charge))
 	n2.Idle()
