@@ -282,3 +282,26 @@ func TestToolPanicIsItsError(t *testing.T) {
 	assert.Equal(t, event.OutcomeError, s[0].Outcome)
 	assert.Equal(t, "tool panicked: the floor gave way", s[0].Output)
 }
+
+// A body's output is kept whole up to the tool's cap and cut past it, at
+// a character's start, with a line that says so.
+func TestToolOutputIsCutAtTheCap(t *testing.T) {
+	for out, want := range map[string]string{
+		"abcd":      "abcd",
+		"aéé":       "aé\n[output truncated: 3 of 5 bytes shown]",
+		"abcde":     "abcd\n[output truncated: 4 of 5 bytes shown]",
+		"a\u00e9bc": "a\u00e9b\n[output truncated: 4 of 5 bytes shown]",
+	} {
+		tr := treetest.New(t)
+		say := tool.Func{DefaultPermission: "allow", Name: "say", Limit: tool.Limits{OutputCap: 4}, Run: func(context.Context, tool.Call) (string, error) {
+			return out, nil
+		}}
+		n := tr.Boot(newRunner(t, oneToolThenAnswer("say"), runner.NewConfig(), say))
+		sid := n.NewSession("s")
+		n.Admit(sid, "speak")
+		n.Idle()
+		s := settlements(t, tr.Events(sid))
+		require.Len(t, s, 1)
+		assert.Equal(t, want, s[0].Output, out)
+	}
+}
