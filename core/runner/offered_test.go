@@ -2,6 +2,7 @@ package runner_test
 
 import (
 	"encoding/json"
+	"errors"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -59,4 +60,29 @@ func TestToolNotOfferedDoesNotRun(t *testing.T) {
 			assert.Len(t, treetest.Terminals(evs), 1)
 		})
 	}
+}
+
+// unreadable is a tool whose arguments never say what it would touch.
+type unreadable struct{ tool.Func }
+
+func (unreadable) Resources(json.RawMessage) ([]string, error) {
+	return nil, errors.New("no target named")
+}
+
+// A call whose arguments do not say what it would touch is not
+// authorized, so it does not run: the model reads why.
+func TestCallWithUnreadableResourcesDoesNotRun(t *testing.T) {
+	tr := treetest.New(t)
+	led := newLedger()
+	deploy := unreadable{led.tool("deploy", true).(tool.Func)}
+	n := tr.Boot(newRunner(t, oneToolThenAnswer("deploy"), runner.NewConfig(), deploy))
+	sid := n.NewSession("s")
+	pid := n.Admit(sid, "deploy it")
+	n.Idle()
+	require.Equal(t, "succeeded", tr.PromptState(pid))
+	assert.Zero(t, led.count("deploy"), "not run")
+	s := settlements(t, tr.Events(sid))
+	require.Len(t, s, 1)
+	assert.Equal(t, event.OutcomeError, s[0].Outcome)
+	assert.Equal(t, "The deploy call did not run: its arguments do not say what it would touch: no target named.", s[0].Output)
 }
