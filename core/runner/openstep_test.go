@@ -150,12 +150,7 @@ func streamThenCrash(t *testing.T, tr *treetest.Tree, kept string) (string, stri
 
 func waitEvent(t *testing.T, sub *core.Subscription, typ event.Type) {
 	t.Helper()
-	for ev := range sub.C {
-		if ev.Type == typ {
-			return
-		}
-	}
-	t.Fatalf("subscription closed before %s", typ)
+	awaitEvent(t, sub, func(ev event.Event) bool { return ev.Type == typ })
 }
 
 // Recovery that fails a turn with failed{type:"aborted"}, at the resume

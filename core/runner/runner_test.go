@@ -147,13 +147,7 @@ func TestKilledStreamKeepsLastCheckpoint(t *testing.T) {
 	sub := n.Inst.Subscribe(sid, 256)
 	n.Admit(sid, "write a lot")
 	waitFor := func(typ event.Type, text string) event.Event {
-		for ev := range sub.C {
-			if ev.Type == typ && strings.Contains(string(ev.Data), text) {
-				return ev
-			}
-		}
-		t.Fatalf("subscription closed before %s", typ)
-		return event.Event{}
+		return awaitEvent(t, sub, func(ev event.Event) bool { return ev.Type == typ && strings.Contains(string(ev.Data), text) })
 	}
 	waitFor(event.StepStarted, "")
 

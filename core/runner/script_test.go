@@ -6,10 +6,12 @@ import (
 	"io"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/revenantrt/revenant/core"
+	"github.com/revenantrt/revenant/core/event"
 	"github.com/revenantrt/revenant/core/model"
 	"github.com/revenantrt/revenant/core/runner"
 	"github.com/revenantrt/revenant/core/tool"
@@ -166,4 +168,26 @@ func toolTexts(req model.Request) []string {
 		}
 	}
 	return out
+}
+
+// awaitEvent reads sub until an event matches and returns it. A test whose
+// event never comes fails after 30 s instead of hanging to the package's
+// deadline; a subscription closed first fails it at once.
+func awaitEvent(t testing.TB, sub *core.Subscription, match func(event.Event) bool) event.Event {
+	t.Helper()
+	limit := time.NewTimer(30 * time.Second)
+	defer limit.Stop()
+	for {
+		select {
+		case ev, ok := <-sub.C:
+			if !ok {
+				t.Fatal("the subscription closed before the awaited event")
+			}
+			if match(ev) {
+				return ev
+			}
+		case <-limit.C:
+			t.Fatal("the awaited event did not come within 30 s")
+		}
+	}
 }

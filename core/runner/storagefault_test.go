@@ -259,11 +259,9 @@ func TestInterruptDuringOutageKeepsTheTextReceived(t *testing.T) {
 	sub := n.Inst.Subscribe(sid, 64)
 	defer sub.Close()
 	pid := n.Admit(sid, "go")
-	for ev := range sub.C {
-		if ev.Type == event.TextDelta && strings.Contains(string(ev.Data), "beta") {
-			break
-		}
-	}
+	awaitEvent(t, sub, func(ev event.Event) bool {
+		return ev.Type == event.TextDelta && strings.Contains(string(ev.Data), "beta")
+	})
 	interrupted := make(chan error, 1)
 	go func() {
 		_, err := n.Inst.Interrupt(ctx, sid, event.ReasonUser)

@@ -169,11 +169,8 @@ func TestTaskBackgroundReadOnce(t *testing.T) {
 			sid := n.NewSession("root")
 			sub := n.Inst.Subscribe(sid, 1024)
 			pid := n.Admit(sid, "/tool "+call)
-			for ev := range sub.C { // the parent's turn ends while the child sleeps
-				if ev.IsTerminal() || ev.Type == event.StepParked {
-					break
-				}
-			}
+			// The parent's turn ends while the child sleeps.
+			awaitEvent(t, sub, func(ev event.Event) bool { return ev.IsTerminal() || ev.Type == event.StepParked })
 			sub.Close()
 			require.Equal(t, "succeeded", tr.PromptState(pid))
 			tr.Clock.BlockUntil(3) // the child sleeps: wall, idle and sleep timers

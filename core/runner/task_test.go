@@ -303,11 +303,7 @@ func TestBackgroundNoticeSurvivesFullDiskWindow(t *testing.T) {
 			sid := n.NewSession("root")
 			sub := n.Inst.Subscribe(sid, 1024)
 			pid := n.Admit(sid, "/task --background /tool fill {}")
-			for ev := range sub.C { // the parent's first turn ends at once
-				if ev.IsTerminal() {
-					break
-				}
-			}
+			awaitEvent(t, sub, event.Event.IsTerminal) // the parent's first turn ends at once
 			sub.Close()
 			assert.Equal(t, "succeeded", tr.PromptState(pid), "the background call did not hold the parent")
 			assert.Equal(t, map[string]string{"root.1": "running"}, jobStates(tr))
@@ -386,13 +382,8 @@ func startSleepingChild(t *testing.T, tr *treetest.Tree) *treetest.Node {
 	sub := n.Inst.Subscribe("root.1", 1024)
 	defer sub.Close()
 	n.Admit("root", "/task /sleep 1h")
-	for ev := range sub.C {
-		if ev.Type == event.StepStarted {
-			return n
-		}
-	}
-	t.Fatal("the child never started a step")
-	return nil
+	awaitEvent(t, sub, func(ev event.Event) bool { return ev.Type == event.StepStarted })
+	return n
 }
 
 // Interrupting the parent interrupts its foreground child: both turns end
@@ -637,7 +628,7 @@ func TestParkedChildsTaskTurnEndsWithItsParentsReason(t *testing.T) {
 		n.NewSession("root")
 		sub := n.Inst.Subscribe("root.1", 1024)
 		pid := n.Admit("root", "go")
-		untilParked(sub)
+		untilParked(t, sub)
 		sub.Close()
 		require.True(t, tr.Claim("root").Exists, "the parent still runs its slow call")
 		require.False(t, tr.Claim("root.1").Exists, "the child is parked on its question")
@@ -723,11 +714,7 @@ func TestForegroundChildEndingBeforeThePark(t *testing.T) {
 	sid := n.NewSession("root")
 	sub := n.Inst.Subscribe("root.1", 1024)
 	pid := n.Admit(sid, "go")
-	for ev := range sub.C {
-		if ev.IsTerminal() {
-			break
-		}
-	}
+	awaitEvent(t, sub, event.Event.IsTerminal)
 	sub.Close()
 	require.False(t, pendingTask(tr, sid), "the child ended before the parent parked")
 	close(gate)
@@ -776,11 +763,7 @@ func TestParkContinuingAfterResumeResetsAttempts(t *testing.T) {
 	sid := n.NewSession("root")
 	sub := n.Inst.Subscribe("root.1", 1024)
 	n.Admit(sid, "go")
-	for ev := range sub.C {
-		if ev.IsTerminal() {
-			break
-		}
-	}
+	awaitEvent(t, sub, event.Event.IsTerminal)
 	sub.Close()
 	require.False(t, pendingTask(tr, sid), "the child ended before the parent parked")
 	n.Crash()
@@ -837,7 +820,7 @@ func TestQuestionCancelInterruptsRunningChild(t *testing.T) {
 	n.NewSession("root")
 	rootSub := n.Inst.Subscribe("root", 1024)
 	n.Admit("root", "go")
-	untilParked(rootSub) // the parent's park commits after the child started
+	untilParked(t, rootSub) // the parent's park commits after the child started
 	rootSub.Close()
 	qs := questions(t, n, "root")
 	require.Len(t, qs, 1)
@@ -867,7 +850,7 @@ func TestChildEndingWhileSiblingQuestionPendingWaits(t *testing.T) {
 	defer childSub.Close()
 	rootSub := n.Inst.Subscribe("root", 1024)
 	pid := n.Admit("root", "go")
-	untilParked(rootSub)
+	untilParked(t, rootSub)
 	rootSub.Close()
 	tr.Clock.BlockUntil(3) // the child sleeps in its step: wall, idle and sleep timers
 	tr.Clock.Advance(time.Hour)
@@ -973,7 +956,7 @@ func TestBackgroundNoticeWaitsWhileParentParked(t *testing.T) {
 	sid := n.NewSession("root")
 	sub := n.Inst.Subscribe("root.2", 1024)
 	pid := n.Admit(sid, "/task --background /sleep 30s\n/task /ask which colour?")
-	untilParked(sub) // the foreground child parks on its question
+	untilParked(t, sub) // the foreground child parks on its question
 	sub.Close()
 	tr.Clock.BlockUntil(3) // the background child sleeps: wall, idle and sleep timers
 	tr.Clock.Advance(30 * time.Second)
@@ -998,10 +981,7 @@ func TestBackgroundNoticeWaitsWhileParentParked(t *testing.T) {
 }
 
 // untilParked reads sub until a step of its session parks.
-func untilParked(sub *core.Subscription) {
-	for ev := range sub.C {
-		if ev.Type == event.StepParked {
-			return
-		}
-	}
+func untilParked(t testing.TB, sub *core.Subscription) {
+	t.Helper()
+	awaitEvent(t, sub, func(ev event.Event) bool { return ev.Type == event.StepParked })
 }
