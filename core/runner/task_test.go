@@ -213,6 +213,73 @@ func TestForegroundTaskKilledAtEveryCommit(t *testing.T) {
 	}
 }
 
+// The background crash test: kill before and after each commit of a
+// parent turn that starts one background child, of the child's turn, and
+// of the parent's turn for the child's notice; boot over the same file and
+// check: one child, its turn ended once, the parent's call settled once as
+// started (a call cut between its executing record and the child's
+// creation is run again with its key, never settled as of unknown
+// outcome), one notice admitted and answered, every turn ended once.
+func TestBackgroundTaskKilledAtEveryCommit(t *testing.T) {
+	const bgPrompt = "/task --background hello child"
+	clean := treetest.New(t)
+	cm := &countingModel{inner: offline.New(nil, offline.Options{}), tr: clean}
+	n := clean.Boot(taskRunner(t, clean, cm, runner.NewConfig()))
+	n.NewSession("root")
+	base := n.Kill.Commits()
+	_, err := n.Inst.Admit(ctx, "root", core.PromptInput{ClientID: "p1", Text: bgPrompt})
+	require.NoError(t, err)
+	n.Idle()
+	commits := n.Kill.Commits() - base
+	require.Greater(t, commits, 10)
+
+	for i := 1; i <= commits; i++ {
+		for _, after := range []bool{false, true} {
+			t.Run(fmt.Sprintf("commit%02d/after=%v", i, after), func(t *testing.T) {
+				tr := treetest.New(t)
+				m := &countingModel{inner: offline.New(nil, offline.Options{}), tr: tr}
+				n := tr.Boot(taskRunner(t, tr, m, runner.NewConfig()))
+				n.NewSession("root")
+				n.Kill.KillAt(i, after)
+				_, _ = n.Inst.Admit(ctx, "root", core.PromptInput{ClientID: "p1", Text: bgPrompt})
+				// The child runs beside its parent, so a run may commit fewer
+				// times than the clean one did: then nothing dies, and the
+				// boot below finds the work done.
+				idle := make(chan error, 1)
+				go func() { idle <- n.Inst.WaitIdle(context.Background()) }()
+				select {
+				case <-n.Kill.Died():
+				case <-idle:
+				}
+				n.Crash()
+
+				n2 := tr.Boot(taskRunner(t, tr, m, runner.NewConfig()))
+				_, err := n2.Inst.Admit(ctx, "root", core.PromptInput{ClientID: "p1", Text: bgPrompt})
+				require.NoError(t, err)
+				n2.Idle()
+
+				assert.Equal(t, []string{"root", "root.1"}, sessionsOf(tr), "one child, re-attached")
+				require.Len(t, treetest.Terminals(tr.Events("root.1")), 1, "the child's turn ended once")
+				evs := tr.Events("root")
+				sets := settlements(t, evs)
+				require.Len(t, sets, 1, "the parent's call settled once")
+				assert.Equal(t, event.OutcomeOK, sets[0].Outcome, sets[0].Output)
+				assert.Contains(t, sets[0].Output, "Started background sub-agent root.1")
+				ps := prompts(tr, "root")
+				assert.Len(t, ps, 2, "the task prompt and one notice: %v", ps)
+				assert.Equal(t, "succeeded", ps[core.NoticeClientID("root.1", 1)], "%v", ps)
+				for _, term := range treetest.Terminals(evs) {
+					assert.Equal(t, event.ExecutionSucceeded, term.Type)
+				}
+				assert.Len(t, treetest.OfType(evs, event.JobStarted), 1)
+				assert.Empty(t, m.Violations())
+				noClaims(t, tr)
+				rebuildEquals(t, tr)
+			})
+		}
+	}
+}
+
 // pendingTask reports whether the session waits on a task blocker.
 func pendingTask(tr *treetest.Tree, sid string) bool {
 	var n int
