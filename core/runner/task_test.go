@@ -153,19 +153,21 @@ func TestForegroundTaskHandsChildAnswerToParent(t *testing.T) {
 	assert.Equal(t, 1, snap.Children[0].Turns)
 }
 
-// The foreground crash test: count the commits of a clean parent turn with
-// one foreground child, then kill before and after each commit (of the
-// parent's turn, the child's turn and the parent's resumption), boot over
-// the same file, and check: one child, its turn ended once, the parent's
-// call settled once with the child's answer, the parent's turn ended once,
-// no model step of either requested after it was recorded.
-func TestForegroundTaskKilledAtEveryCommit(t *testing.T) {
+// killTaskTurnAtEveryCommit counts the commits of a clean run of prompt on
+// the root "root" of a tree with the task runner (more than ten), then, for
+// every commit and each side of it, kills a fresh tree there, boots it again
+// over the same file, re-admits the prompt (the client retries), waits for
+// idle and calls check; parked reports whether the root waited on its child
+// when it died. A child that runs beside its parent may make a run commit
+// fewer times than the clean one: then nothing dies, and the boot finds the
+// work done.
+func killTaskTurnAtEveryCommit(t *testing.T, prompt string, check func(t *testing.T, tr *treetest.Tree, m *countingModel, parked bool)) {
 	clean := treetest.New(t)
 	cm := &countingModel{inner: offline.New(nil, offline.Options{}), tr: clean}
 	n := clean.Boot(taskRunner(t, clean, cm, runner.NewConfig()))
 	n.NewSession("root")
 	base := n.Kill.Commits()
-	_, err := n.Inst.Admit(ctx, "root", core.PromptInput{ClientID: "p1", Text: fgPrompt})
+	_, err := n.Inst.Admit(ctx, "root", core.PromptInput{ClientID: "p1", Text: prompt})
 	require.NoError(t, err)
 	n.Idle()
 	commits := n.Kill.Commits() - base
@@ -179,32 +181,21 @@ func TestForegroundTaskKilledAtEveryCommit(t *testing.T) {
 				n := tr.Boot(taskRunner(t, tr, m, runner.NewConfig()))
 				n.NewSession("root")
 				n.Kill.KillAt(i, after)
-				_, _ = n.Inst.Admit(ctx, "root", core.PromptInput{ClientID: "p1", Text: fgPrompt})
-				<-n.Kill.Died()
+				_, _ = n.Inst.Admit(ctx, "root", core.PromptInput{ClientID: "p1", Text: prompt})
+				idle := make(chan error, 1)
+				go func() { idle <- n.Inst.WaitIdle(context.Background()) }()
+				select {
+				case <-n.Kill.Died():
+				case <-idle:
+				}
 				n.Crash()
 				parked := pendingTask(tr, "root")
 
 				n2 := tr.Boot(taskRunner(t, tr, m, runner.NewConfig()))
-				_, err := n2.Inst.Admit(ctx, "root", core.PromptInput{ClientID: "p1", Text: fgPrompt})
+				_, err := n2.Inst.Admit(ctx, "root", core.PromptInput{ClientID: "p1", Text: prompt})
 				require.NoError(t, err)
 				n2.Idle()
-
-				assert.Equal(t, []string{"root", "root.1"}, sessionsOf(tr), "one child, re-attached")
-				require.Len(t, treetest.Terminals(tr.Events("root.1")), 1, "the child's turn ended once")
-				evs := tr.Events("root")
-				terms := treetest.Terminals(evs)
-				require.Len(t, terms, 1)
-				assert.Equal(t, event.ExecutionSucceeded, terms[0].Type)
-				sets := settlements(t, evs)
-				require.Len(t, sets, 1, "the parent got exactly one result")
-				assert.Equal(t, "You said: hello child", sets[0].Output)
-				assert.Len(t, treetest.OfType(evs, event.JobStarted), 1)
-				assert.Equal(t, 1, startedWith(t, evs, event.CauseResolution), "the parent continued once from the child's end")
-				resumed := treetest.OfType(evs, event.ExecutionResumed)
-				assert.LessOrEqual(t, len(resumed), 1)
-				if parked {
-					assert.Empty(t, resumed, "a parent parked on its child spends no resume")
-				}
+				check(t, tr, m, parked)
 				assert.Empty(t, m.Violations())
 				noClaims(t, tr)
 				rebuildEquals(t, tr)
@@ -213,71 +204,56 @@ func TestForegroundTaskKilledAtEveryCommit(t *testing.T) {
 	}
 }
 
-// The background crash test: kill before and after each commit of a
-// parent turn that starts one background child, of the child's turn, and
-// of the parent's turn for the child's notice; boot over the same file and
-// check: one child, its turn ended once, the parent's call settled once as
-// started (a call cut between its executing record and the child's
-// creation is run again with its key, never settled as of unknown
-// outcome), one notice admitted and answered, every turn ended once.
-func TestBackgroundTaskKilledAtEveryCommit(t *testing.T) {
-	const bgPrompt = "/task --background hello child"
-	clean := treetest.New(t)
-	cm := &countingModel{inner: offline.New(nil, offline.Options{}), tr: clean}
-	n := clean.Boot(taskRunner(t, clean, cm, runner.NewConfig()))
-	n.NewSession("root")
-	base := n.Kill.Commits()
-	_, err := n.Inst.Admit(ctx, "root", core.PromptInput{ClientID: "p1", Text: bgPrompt})
-	require.NoError(t, err)
-	n.Idle()
-	commits := n.Kill.Commits() - base
-	require.Greater(t, commits, 10)
-
-	for i := 1; i <= commits; i++ {
-		for _, after := range []bool{false, true} {
-			t.Run(fmt.Sprintf("commit%02d/after=%v", i, after), func(t *testing.T) {
-				tr := treetest.New(t)
-				m := &countingModel{inner: offline.New(nil, offline.Options{}), tr: tr}
-				n := tr.Boot(taskRunner(t, tr, m, runner.NewConfig()))
-				n.NewSession("root")
-				n.Kill.KillAt(i, after)
-				_, _ = n.Inst.Admit(ctx, "root", core.PromptInput{ClientID: "p1", Text: bgPrompt})
-				// The child runs beside its parent, so a run may commit fewer
-				// times than the clean one did: then nothing dies, and the
-				// boot below finds the work done.
-				idle := make(chan error, 1)
-				go func() { idle <- n.Inst.WaitIdle(context.Background()) }()
-				select {
-				case <-n.Kill.Died():
-				case <-idle:
-				}
-				n.Crash()
-
-				n2 := tr.Boot(taskRunner(t, tr, m, runner.NewConfig()))
-				_, err := n2.Inst.Admit(ctx, "root", core.PromptInput{ClientID: "p1", Text: bgPrompt})
-				require.NoError(t, err)
-				n2.Idle()
-
-				assert.Equal(t, []string{"root", "root.1"}, sessionsOf(tr), "one child, re-attached")
-				require.Len(t, treetest.Terminals(tr.Events("root.1")), 1, "the child's turn ended once")
-				evs := tr.Events("root")
-				sets := settlements(t, evs)
-				require.Len(t, sets, 1, "the parent's call settled once")
-				assert.Equal(t, event.OutcomeOK, sets[0].Outcome, sets[0].Output)
-				assert.Contains(t, sets[0].Output, "Started background sub-agent root.1")
-				ps := prompts(tr, "root")
-				assert.Len(t, ps, 2, "the task prompt and one notice: %v", ps)
-				assert.Equal(t, "succeeded", ps[core.NoticeClientID("root.1", 1)], "%v", ps)
-				for _, term := range treetest.Terminals(evs) {
-					assert.Equal(t, event.ExecutionSucceeded, term.Type)
-				}
-				assert.Len(t, treetest.OfType(evs, event.JobStarted), 1)
-				assert.Empty(t, m.Violations())
-				noClaims(t, tr)
-				rebuildEquals(t, tr)
-			})
+// The foreground crash test: kill before and after each commit (of the
+// parent's turn, the child's turn and the parent's resumption) and check:
+// one child, its turn ended once, the parent's call settled once with the
+// child's answer, the parent's turn ended once, no model step of either
+// requested after it was recorded.
+func TestForegroundTaskKilledAtEveryCommit(t *testing.T) {
+	killTaskTurnAtEveryCommit(t, fgPrompt, func(t *testing.T, tr *treetest.Tree, m *countingModel, parked bool) {
+		assert.Equal(t, []string{"root", "root.1"}, sessionsOf(tr), "one child, re-attached")
+		require.Len(t, treetest.Terminals(tr.Events("root.1")), 1, "the child's turn ended once")
+		evs := tr.Events("root")
+		terms := treetest.Terminals(evs)
+		require.Len(t, terms, 1)
+		assert.Equal(t, event.ExecutionSucceeded, terms[0].Type)
+		sets := settlements(t, evs)
+		require.Len(t, sets, 1, "the parent got exactly one result")
+		assert.Equal(t, "You said: hello child", sets[0].Output)
+		assert.Len(t, treetest.OfType(evs, event.JobStarted), 1)
+		assert.Equal(t, 1, startedWith(t, evs, event.CauseResolution), "the parent continued once from the child's end")
+		resumed := treetest.OfType(evs, event.ExecutionResumed)
+		assert.LessOrEqual(t, len(resumed), 1)
+		if parked {
+			assert.Empty(t, resumed, "a parent parked on its child spends no resume")
 		}
-	}
+	})
+}
+
+// The background crash test: kill before and after each commit of a parent
+// turn that starts one background child, of the child's turn, and of the
+// parent's turn for the child's notice, and check: one child, its turn
+// ended once, the parent's call settled once as started (a call cut between
+// its executing record and the child's creation is run again with its key,
+// never settled as of unknown outcome), one notice admitted and answered,
+// every turn ended once.
+func TestBackgroundTaskKilledAtEveryCommit(t *testing.T) {
+	killTaskTurnAtEveryCommit(t, "/task --background hello child", func(t *testing.T, tr *treetest.Tree, m *countingModel, _ bool) {
+		assert.Equal(t, []string{"root", "root.1"}, sessionsOf(tr), "one child, re-attached")
+		require.Len(t, treetest.Terminals(tr.Events("root.1")), 1, "the child's turn ended once")
+		evs := tr.Events("root")
+		sets := settlements(t, evs)
+		require.Len(t, sets, 1, "the parent's call settled once")
+		assert.Equal(t, event.OutcomeOK, sets[0].Outcome, sets[0].Output)
+		assert.Contains(t, sets[0].Output, "Started background sub-agent root.1")
+		ps := prompts(tr, "root")
+		assert.Len(t, ps, 2, "the task prompt and one notice: %v", ps)
+		assert.Equal(t, "succeeded", ps[core.NoticeClientID("root.1", 1)], "%v", ps)
+		for _, term := range treetest.Terminals(evs) {
+			assert.Equal(t, event.ExecutionSucceeded, term.Type)
+		}
+		assert.Len(t, treetest.OfType(evs, event.JobStarted), 1)
+	})
 }
 
 // pendingTask reports whether the session waits on a task blocker.
