@@ -211,15 +211,7 @@ func killTaskTurnAtEveryCommit(t *testing.T, prompt string, check func(t *testin
 // requested after it was recorded.
 func TestForegroundTaskKilledAtEveryCommit(t *testing.T) {
 	killTaskTurnAtEveryCommit(t, fgPrompt, func(t *testing.T, tr *treetest.Tree, m *countingModel, parked bool) {
-		assert.Equal(t, []string{"root", "root.1"}, sessionsOf(tr), "one child, re-attached")
-		require.Len(t, treetest.Terminals(tr.Events("root.1")), 1, "the child's turn ended once")
-		evs := tr.Events("root")
-		terms := treetest.Terminals(evs)
-		require.Len(t, terms, 1)
-		assert.Equal(t, event.ExecutionSucceeded, terms[0].Type)
-		sets := settlements(t, evs)
-		require.Len(t, sets, 1, "the parent got exactly one result")
-		assert.Equal(t, "You said: hello child", sets[0].Output)
+		evs := childAnsweredOnce(t, tr)
 		assert.Len(t, treetest.OfType(evs, event.JobStarted), 1)
 		assert.Equal(t, 1, startedWith(t, evs, event.CauseResolution), "the parent continued once from the child's end")
 		resumed := treetest.OfType(evs, event.ExecutionResumed)
@@ -254,6 +246,24 @@ func TestBackgroundTaskKilledAtEveryCommit(t *testing.T) {
 		}
 		assert.Len(t, treetest.OfType(evs, event.JobStarted), 1)
 	})
+}
+
+// childAnsweredOnce checks a tree after fgPrompt's turn survived a kill:
+// one child ("root.1", re-attached), whose turn ended once, and a root
+// whose turn succeeded once with exactly one result, the child's answer.
+// It returns the root's events.
+func childAnsweredOnce(t *testing.T, tr *treetest.Tree) []event.Event {
+	t.Helper()
+	assert.Equal(t, []string{"root", "root.1"}, sessionsOf(tr), "one child, re-attached")
+	require.Len(t, treetest.Terminals(tr.Events("root.1")), 1, "the child's turn ended once")
+	evs := tr.Events("root")
+	terms := treetest.Terminals(evs)
+	require.Len(t, terms, 1)
+	assert.Equal(t, event.ExecutionSucceeded, terms[0].Type)
+	sets := settlements(t, evs)
+	require.Len(t, sets, 1, "the parent got exactly one result")
+	assert.Equal(t, "You said: hello child", sets[0].Output)
+	return evs
 }
 
 // pendingTask reports whether the session waits on a task blocker.
