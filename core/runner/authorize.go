@@ -98,15 +98,25 @@ func (t *turn) settledGate(ctx context.Context, s event.Settled) (gate, *event.B
 }
 
 // reauthorize is the check an approved call passes before its body runs:
-// the approval covers the resources it was asked about, and only those. A
-// call whose resources now differ (its tool re-resolved them otherwise)
-// asks afresh, with the next ordinal; one the rules now deny is declined.
-func (t *turn) reauthorize(ctx context.Context, st state, c callRow, tl tool.Tool, last core.ResolvedBlocker) (gate, *event.Blocker) {
-	var req core.PermissionRequest
-	if err := json.Unmarshal(last.Request, &req); err != nil {
-		return t.settledGate(ctx, event.Settled{CallID: c.id, Outcome: event.OutcomeError, Output: "The call's permission record could not be read; it did not run."})
+// each approval of the call (round, its permission requests in order, the
+// last approved) covers the resources it was asked about, and only those.
+// A call whose resources now differ (its tool re-resolved them otherwise)
+// asks afresh about the ones no approval covers, with the next ordinal;
+// one the rules now deny is declined. The approvals add up: a re-ask
+// lists only what is new, so approving it lets the call run rather than
+// asking again about what an earlier request approved.
+func (t *turn) reauthorize(ctx context.Context, st state, c callRow, tl tool.Tool, round []core.ResolvedBlocker) (gate, *event.Blocker) {
+	var approved []string
+	for _, b := range round {
+		var req core.PermissionRequest
+		if err := json.Unmarshal(b.Request, &req); err != nil {
+			return t.settledGate(ctx, event.Settled{CallID: c.id, Outcome: event.OutcomeError, Output: "The call's permission record could not be read; it did not run."})
+		}
+		if b.Reply.Decision == core.ReplyOnce || b.Reply.Decision == core.ReplyAlways {
+			approved = append(approved, req.Resources...)
+		}
 	}
-	return t.authorizeCall(ctx, st, c, tl, last.Ordinal+1, req.Resources)
+	return t.authorizeCall(ctx, st, c, tl, round[len(round)-1].Ordinal+1, approved)
 }
 
 // running is the policy a call's body runs under: one snapshot of the

@@ -144,7 +144,7 @@ func (t *turn) continueCall(ctx context.Context, st state, step *stepRow, c call
 		if tl == nil || !st.offered(c.name) {
 			return t.settled(ctx, event.Settled{CallID: c.id, Outcome: event.OutcomeError, Output: fmt.Sprintf("There is no tool named %q.", c.name)}) == nil, false, nil
 		}
-		switch g, ask := t.reauthorize(ctx, st, c, tl, bs[len(bs)-1]); g {
+		switch g, ask := t.reauthorize(ctx, st, c, tl, bs); g {
 		case gateStop:
 			return false, false, nil
 		case gateSettled:

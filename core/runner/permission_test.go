@@ -23,6 +23,7 @@ import (
 	"github.com/revenantrt/revenant/core/storage"
 	"github.com/revenantrt/revenant/core/tool"
 	"github.com/revenantrt/revenant/internal/treetest"
+	"github.com/revenantrt/revenant/recovery"
 )
 
 // deployTool touches "target:<target>" (or what resolve makes of the
@@ -33,7 +34,7 @@ type deployTool struct {
 	l          *ledger
 	idempotent bool
 	mu         sync.Mutex
-	resolve    func(target string) string
+	resolve    func(target string) []string
 }
 
 func (d *deployTool) Spec() model.ToolSpec {
@@ -50,7 +51,7 @@ func (d *deployTool) Resources(args json.RawMessage) ([]string, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.resolve != nil {
-		return []string{d.resolve(a.Target)}, nil
+		return d.resolve(a.Target), nil
 	}
 	return []string{"target:" + a.Target}, nil
 }
@@ -409,8 +410,16 @@ func TestPermissionKilledAtEveryCommit(t *testing.T) {
 // resource re-resolved to target:staging-eu, idle. It returns the run, the
 // prompt, the first request and the new node.
 func approveThenReResolve(t *testing.T) (*permRun, string, core.Blocker, *treetest.Node) {
+	return approveThenResolveAs(t, nil, func(target string) []string { return []string{"target:" + target + "-eu"} })
+}
+
+// approveThenResolveAs is approveThenReResolve with the call's resources
+// resolved by first (nil: the tool's own) before the kill and by then
+// after it.
+func approveThenResolveAs(t *testing.T, first, then func(target string) []string) (*permRun, string, core.Blocker, *treetest.Node) {
 	t.Helper()
 	c := newPermRun(t, false)
+	c.d.resolve = first
 	n := c.boot(t)
 	n.NewSession(c.sid)
 	pid := c.admit(t, n, "p1", "deploy staging")
@@ -426,7 +435,7 @@ func approveThenReResolve(t *testing.T) (*permRun, string, core.Blocker, *treete
 	require.Zero(t, c.l.count("deploy"))
 
 	c.d.mu.Lock()
-	c.d.resolve = func(target string) string { return "target:" + target + "-eu" }
+	c.d.resolve = then
 	c.d.mu.Unlock()
 	n2 := c.boot(t)
 	n2.Idle()
@@ -452,6 +461,68 @@ func TestPermissionReResolvedResourceAsksAgain(t *testing.T) {
 	n2.Idle()
 	assert.Equal(t, 1, c.l.count("deploy"))
 	assert.Equal(t, "succeeded", c.tr.PromptState(pid))
+}
+
+// A re-ask names only what the approval does not cover: a call approved
+// for two resources and re-resolved to one of them plus a new one asks
+// about the new one alone, and one more approval lets it run.
+func TestPermissionReAskListsOnlyTheUnapprovedResources(t *testing.T) {
+	c, pid, p, n2 := approveThenResolveAs(t,
+		func(target string) []string { return []string{"target:" + target, "db:" + target} },
+		func(target string) []string { return []string{"target:" + target, "target:" + target + "-eu"} })
+	var first core.PermissionRequest
+	require.NoError(t, json.Unmarshal(p.Request, &first))
+	require.Equal(t, []string{"target:staging", "db:staging"}, first.Resources)
+
+	asked := permissions(t, n2, c.sid)
+	require.Len(t, asked, 1, "asked afresh")
+	var req core.PermissionRequest
+	require.NoError(t, json.Unmarshal(asked[0].Request, &req))
+	assert.Equal(t, []string{"target:staging-eu"}, req.Resources, "target:staging was approved already")
+	assert.Zero(t, c.l.count("deploy"))
+
+	_, err := n2.Inst.Reply(ctx, c.sid, asked[0].ID, permReply("r2", core.ReplyOnce, ""))
+	require.NoError(t, err)
+	n2.Idle()
+	assert.Empty(t, permissions(t, n2, c.sid), "both approvals cover the call")
+	assert.Equal(t, 1, c.l.count("deploy"))
+	assert.Equal(t, "succeeded", c.tr.PromptState(pid))
+}
+
+// A person's reject is progress (DESIGN §6.3): the continuation that
+// settles the call declined resets the resume count, so an instance that
+// dies right after that settlement resumes the turn at attempt 1, not
+// with the count the continuation had reached before it.
+func TestPermissionRejectSettledIsProgress(t *testing.T) {
+	c := newPermRun(t, false)
+	n, _, asked := c.parked(t, "deploy staging", 1)
+	n.Kill.KillAt(2, true) // the reply, then the continuation's start
+	_, _ = n.Inst.Reply(ctx, c.sid, asked[0].ID, permReply("r1", core.ReplyReject, "not today"))
+	n.Idle()
+	require.True(t, dead(n))
+	n.Crash()
+	evs := c.tr.Events(c.sid)
+	require.Equal(t, event.ExecutionStarted, evs[len(evs)-1].Type, "died right after the continuation started")
+	require.Empty(t, callSettlements(t, evs, asked[0].CallID))
+
+	// The next instance resumes the continuation (attempt 1) and dies
+	// right after it settles the call: the sweep's resume, the settlement.
+	host, _, kdb := c.tr.Host()
+	inst, _, err := recovery.BootWith(ctx, host, c.tr.Cfg, newRunner(t, c.m, c.cfg, c.d, tool.KVGet(), tool.KVPut()), func(*core.Instance) error {
+		kdb.KillAt(2, true)
+		return nil
+	})
+	require.NoError(t, err)
+	<-kdb.Died()
+	inst.Abandon()
+	evs = c.tr.Events(c.sid)
+	require.Len(t, treetest.OfType(evs, event.ExecutionResumed), 1)
+	require.Equal(t, event.ToolSettled, evs[len(evs)-1].Type, "died right after the settlement")
+	settled := callSettlements(t, evs, asked[0].CallID)
+	require.Len(t, settled, 1)
+	assert.Equal(t, event.OutcomeDeclined, settled[0].Outcome)
+	assert.Zero(t, c.tr.Claim(c.sid).Attempts, "the settlement reset the resume count")
+	assert.Zero(t, c.l.count("deploy"))
 }
 
 // A re-resolved call is decided by its latest request: the first
