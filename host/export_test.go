@@ -60,6 +60,32 @@ func WithWakingHook(cfg Config, waking func(id string)) Config {
 	return cfg
 }
 
+// WithFoundHook returns cfg whose host calls found with the tree id when
+// a wake-up delivery has found the tree's instance running, before it
+// holds the tree.
+func WithFoundHook(cfg Config, found func(id string)) Config {
+	cfg.hooks.found = found
+	return cfg
+}
+
+// EvictAfter chooses open tree id as EvictIdle chooses its candidates,
+// runs between, then evicts that candidate as EvictIdle would, and reports
+// whether the tree closed.
+func (h *Host) EvictAfter(ctx context.Context, id string, between func()) bool {
+	h.mu.Lock()
+	e := h.trees[id]
+	var c candidate
+	if e != nil {
+		c = candidate{e, e.lastUse}
+	}
+	h.mu.Unlock()
+	if e == nil {
+		return false
+	}
+	between()
+	return h.evict(ctx, c)
+}
+
 // WithDeleteFault returns cfg whose deletes fail their index write with
 // what fail returns (nil: the write goes ahead).
 func WithDeleteFault(cfg Config, fail func(id string) error) Config {

@@ -449,6 +449,59 @@ func TestNoRequestHoldsATreeBeingClosed(t *testing.T) {
 	}
 }
 
+// An eviction closes a tree only if it is as it was when the eviction
+// chose it: a tree used in between (a request that came and went while
+// EvictIdle went through its candidates) is not idle any more and stays
+// open, whatever its state under the lock at the close.
+func TestEvictionSparesATreeUsedSinceItWasChosen(t *testing.T) {
+	e := newEnv(t)
+	h := e.open(e.config())
+	e.tree(h, "unused")
+	e.tree(h, "used")
+	e.clock.Advance(time.Minute)
+
+	assert.True(t, h.EvictAfter(ctx, "unused", func() {}), "chosen and unused since: closed")
+	assert.False(t, e.isOpen("unused"))
+	closed := h.EvictAfter(ctx, "used", func() {
+		held, release := h.TryHold("used")
+		require.True(t, held)
+		release()
+	})
+	assert.False(t, closed, "used since it was chosen")
+	assert.True(t, e.isOpen("used"))
+	assert.Zero(t, h.EvictIdle(ctx), "its use was just now")
+	e.clock.Advance(time.Minute)
+	assert.Equal(t, 1, h.EvictIdle(ctx))
+}
+
+// A wake-up delivery that finds the tree running and then loses it to an
+// eviction before it can hold it looks again and boots the tree, so the
+// wake-up is delivered: the claimed turn resumes.
+func TestWakeupOfATreeEvictedUnderItBootsIt(t *testing.T) {
+	e := newEnv(t)
+	e.core = e.core.WithWakeInterval(time.Hour)
+	var h *host.Host
+	var once sync.Once
+	h = e.open(host.WithFoundHook(e.config(), func(id string) {
+		once.Do(func() { assert.Equal(t, 1, h.EvictIdle(ctx), "evicted before the delivery holds it") })
+	}))
+	inst := e.tree(h, "t")
+	pid := admit(t, inst, "t", "die once")
+	e.d.next(t)
+	idle(t, inst) // the claim stays, no execution runs: the instance is idle
+
+	e.clock.Set(treeStart(time.Hour))
+	x := e.d.next(t) // booted by the delivery's second look, resumed by its sweep
+	assert.Equal(t, pid, x.PromptID())
+	assert.Equal(t, event.CauseResume, x.Cause())
+	require.NoError(t, e.nextDelivery().err)
+	assert.Equal(t, []string{"t", "t"}, e.bootedIDs())
+	inst2, _, err := h.Get(ctx, "t")
+	require.NoError(t, err)
+	idle(t, inst2)
+	assert.Equal(t, "succeeded", e.promptState("t", pid))
+}
+
 // The eviction loop runs on the host clock: no sleeps, no real time.
 func TestEvictionLoopRunsOnTheClock(t *testing.T) {
 	e := newEnv(t)

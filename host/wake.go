@@ -218,6 +218,9 @@ func (h *Host) deliver(ctx context.Context, id string) error {
 		if booted {
 			return nil
 		}
+		if f := h.cfg.hooks.found; f != nil {
+			f(id)
+		}
 		if !h.hold(e) {
 			continue // evicted or deleted since: look again
 		}
