@@ -743,6 +743,54 @@ func TestBootFailureKeepsWakeupAndRetries(t *testing.T) {
 	e.d.Release()
 }
 
+// The wake-up backoff counts failures in a row: once a delivery succeeds,
+// the next failure is retried after the first delay again, not after a
+// delay grown by failures that were followed by a success.
+func TestWakeupBackoffRestartsAfterADelivery(t *testing.T) {
+	e := newEnv(t)
+	e.core = e.core.WithWakeInterval(time.Hour) // only the retries fire
+	h := e.open(e.config())
+	first := admit(t, e.tree(h, "t"), "t", "die once")
+	e.d.next(t)
+	h.Crash()
+	path := e.treePath("t")
+	good, err := os.ReadFile(path)
+	require.NoError(t, err)
+	garbage := []byte(strings.Repeat("not a database ", 400))
+	require.NoError(t, os.WriteFile(path, garbage, 0o600))
+
+	h2 := e.open(e.config())
+	require.Error(t, e.nextDelivery().err, "the boot at Open fails")
+	e.clock.Advance(retry.Wake().Delay(0))
+	require.Error(t, e.nextDelivery().err, "two failures in a row")
+	require.NoError(t, os.WriteFile(path, good, 0o600))
+	e.clock.Advance(retry.Wake().Delay(1))
+	assert.Equal(t, first, e.d.next(t).PromptID(), "resumed by the third delivery")
+	require.NoError(t, e.nextDelivery().err)
+	inst, _, err := h2.Get(ctx, "t")
+	require.NoError(t, err)
+	idle(t, inst)
+	require.Equal(t, "succeeded", e.promptState("t", first))
+
+	// A new claim on the evicted tree, whose file then breaks: its
+	// wake-up fails, and the retry comes after the first delay.
+	admitted := e.clock.Now()
+	admit(t, inst, "t", "die once")
+	e.d.next(t)
+	idle(t, inst)
+	e.clock.Advance(time.Minute)
+	require.Equal(t, 1, h2.EvictIdle(ctx))
+	require.NoError(t, os.WriteFile(path, garbage, 0o600))
+	e.clock.Set(admitted + time.Hour.Milliseconds())
+	require.Error(t, e.nextDelivery().err, "the wake-up of the new claim fails")
+	pending := e.clock.Pending()
+	e.clock.Advance(retry.Wake().Delay(0) - time.Millisecond)
+	assert.Equal(t, pending, e.clock.Pending(), "no retry before the first delay")
+	e.clock.Advance(time.Millisecond)
+	require.Error(t, e.nextDelivery().err, "retried after the first delay, not a grown one")
+	assert.Contains(t, e.wakeups(), "t", "the claim's wake-up stays")
+}
+
 // The default clock, ids and the real turn runner with the offline model.
 func TestRealRunnerWithDefaults(t *testing.T) {
 	dir := t.TempDir()
