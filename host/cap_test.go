@@ -564,6 +564,12 @@ func TestCapDeleteOfClosedTreeTakesNoRoom(t *testing.T) {
 	release()
 	require.NoError(t, <-done)
 	assert.ElementsMatch(t, []string{"a", "b"}, rootIDsOf(t, h))
+
+	// Its entry gone with it, the cap counts the open trees again: a third
+	// closes the least recently used.
+	e.tree(h, "c")
+	assert.Equal(t, int64(1), h.Stats().CapEvictions)
+	assert.Equal(t, 2, h.Stats().Instances)
 }
 
 // At the cap, a create with a bad body or a model not allowed is 400 in

@@ -85,9 +85,9 @@ type hooks struct {
 	// instance, just before the sweep and as part of the same call, so the
 	// tree is held in use exactly as long as for the sweep.
 	waking func(id string)
-	// found is called as a wake-up delivery has found the tree's instance
-	// running, before it holds the tree: the window in which an eviction
-	// may close it.
+	// found is called as a Get or a wake-up delivery has found the tree's
+	// instance running, before it holds the tree: the window in which an
+	// eviction may close it.
 	found func(id string)
 	// deleteIndex, when it returns an error, fails a delete's index write
 	// with it.

@@ -60,9 +60,9 @@ func WithWakingHook(cfg Config, waking func(id string)) Config {
 	return cfg
 }
 
-// WithFoundHook returns cfg whose host calls found with the tree id when
-// a wake-up delivery has found the tree's instance running, before it
-// holds the tree.
+// WithFoundHook returns cfg whose host calls found with the tree id when a
+// Get (with a context that ends) or a wake-up delivery has found the
+// tree's instance running, before it holds the tree.
 func WithFoundHook(cfg Config, found func(id string)) Config {
 	cfg.hooks.found = found
 	return cfg
@@ -85,6 +85,9 @@ func (h *Host) EvictAfter(ctx context.Context, id string, between func()) bool {
 	between()
 	return h.evict(ctx, c)
 }
+
+// IndexVersion is the index schema version this build writes.
+const IndexVersion = indexVersion
 
 // WithDeleteFault returns cfg whose deletes fail their index write with
 // what fail returns (nil: the write goes ahead).

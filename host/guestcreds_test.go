@@ -61,3 +61,14 @@ func TestGuestSeesOnlyTokenStandIns(t *testing.T) {
 		assert.Error(t, err)
 	}
 }
+
+// A token spec the host would refuse is refused for the guests too, with
+// the same error, rather than rewritten into a spec nobody checked.
+func TestHashTokensRefusesWhatParseTokensRefuses(t *testing.T) {
+	for _, spec := range []string{"no-colon", "alice:", ":secret", "alice:tok,bob:tok", "alice:sha256:nothex"} {
+		_, want := api.ParseTokens(spec)
+		require.Error(t, want, spec)
+		_, err := HashTokens(spec)
+		assert.EqualError(t, err, want.Error(), spec)
+	}
+}

@@ -62,15 +62,25 @@ func TestStartOnFullDiskServesReadOnly(t *testing.T) {
 }
 
 // An index that cannot be created because storage refuses the write fails
-// Open with a message that says so.
-func TestNewIndexOnFullDiskFailsClearly(t *testing.T) {
-	e := newEnv(t)
-	vfs := "host-full-new-index"
-	fault := e.faultVFS(t, vfs)
-	fault.FailFor(time.Hour, faultvfs.Full)
-	_, err := host.Open(ctx, host.WithVFS(e.config(), vfs))
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "storage refused the write that creates or migrates it")
+// Open with a message that says so, and, when the database is locked, asks
+// whether another server uses the data directory (the likeliest cause).
+func TestNewIndexRefusedByStorageFailsClearly(t *testing.T) {
+	for name, code := range map[string]faultvfs.Code{"full": faultvfs.Full, "busy": faultvfs.Busy} {
+		t.Run(name, func(t *testing.T) {
+			e := newEnv(t)
+			vfs := "host-" + name + "-new-index"
+			fault := e.faultVFS(t, vfs)
+			fault.FailFor(time.Hour, code)
+			_, err := host.Open(ctx, host.WithVFS(e.config(), vfs))
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), "storage refused the write that creates or migrates it")
+			if code == faultvfs.Full {
+				assert.NotContains(t, err.Error(), "another server")
+			} else {
+				assert.Contains(t, err.Error(), "is another server using this data directory?")
+			}
+		})
+	}
 }
 
 // A prompt whose wake-up the host cannot store at first is retried on the

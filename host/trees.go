@@ -173,6 +173,9 @@ func (h *Host) Get(ctx context.Context, rootID string) (*core.Instance, api.Tree
 		if ctx.Done() == nil {
 			return e.inst, e.info, nil // a context that never ends holds nothing
 		}
+		if f := h.cfg.hooks.found; f != nil {
+			f(rootID)
+		}
 		if !h.hold(e) {
 			continue // evicted or deleted since: look again
 		}

@@ -17,6 +17,8 @@ type Code = sqlite3.ExtendedErrorCode
 const (
 	// Full is SQLITE_FULL: the disk (or the host's quota) is full.
 	Full = Code(sqlite3.FULL)
+	// Busy is SQLITE_BUSY: another connection holds the lock.
+	Busy = Code(sqlite3.BUSY)
 	// IOErrWrite is SQLITE_IOERR_WRITE: the device failed a write.
 	IOErrWrite = sqlite3.IOERR_WRITE
 	// IOErrFsync is SQLITE_IOERR_FSYNC: the device failed a flush.
