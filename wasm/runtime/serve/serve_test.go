@@ -255,7 +255,9 @@ func TestServeIdle(t *testing.T) {
 
 	// An event stream is a request in flight until its client goes away.
 	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel() // on a failure too: the server's Close waits for the stream
 	resp := openEvents(ctx, t, srv)
+	defer resp.Body.Close()
 	require.Equal(t, 200, resp.StatusCode)
 	require.False(t, idle(t, w.tree), "an event stream is open")
 	cancel()
