@@ -2,6 +2,7 @@ package serve_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -10,6 +11,9 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/revenantrt/revenant/core/api"
+	"github.com/revenantrt/revenant/core/storage"
 
 	"github.com/revenantrt/revenant/wasm/abi"
 	"github.com/revenantrt/revenant/wasm/runtime"
@@ -115,4 +119,50 @@ func TestServeGuestDeathCancelsItsModelCall(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the dead guest's model call goes on")
 	}
+}
+
+// A guest that dies as it is handed a request has answered nothing: the
+// client is told the instance stopped (503 unavailable, try again), not
+// that the server failed.
+func TestServeGuestDeadBeforeAnsweringIsUnavailable(t *testing.T) {
+	srv, w := startTreeWatched(t, serve.Config{Boot: offline()})
+	serve.SetRequest(w.tree, func(g *runtime.Guest, _ uint64, _ runtime.Request) error {
+		_ = g.Close(context.Background())
+		return errors.New("trap")
+	})
+	resp := get(t, srv.URL+"/v1/sessions/tree1")
+	require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+	var body api.ErrorBody
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&body))
+	require.Equal(t, api.ErrUnavailable, body.Error.Type)
+}
+
+// Close is graceful: a turn running in the guest records that it was
+// stopped by a shutdown (interrupted{shutdown}, its claim kept for the
+// next boot), as an in-process instance's Close does.
+func TestServeCloseRecordsTheShutdown(t *testing.T) {
+	srv, w := startTreeWatched(t, serve.Config{Boot: offline()})
+	require.Equal(t, 201, post(t, srv.URL+"/v1/sessions", `{}`).StatusCode)
+	require.Equal(t, 202, post(t, srv.URL+"/v1/sessions/tree1/prompt", `{"text":"/sleep 30s\nslow"}`).StatusCode)
+	w.quiet(t)
+	require.False(t, idle(t, w.tree), "the turn sleeps in the guest")
+
+	require.NoError(t, w.tree.Close(context.Background()))
+	var reasons []string
+	require.NoError(t, w.db.Tx(context.Background(), func(tx storage.Tx) error {
+		rows, err := tx.Query(`SELECT data FROM events WHERE session_id = 'tree1' AND type = 'session.execution.interrupted@1'`)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var data string
+			if err := rows.Scan(&data); err != nil {
+				return err
+			}
+			reasons = append(reasons, data)
+		}
+		return nil
+	}))
+	require.Len(t, reasons, 1)
+	require.Contains(t, reasons[0], `"shutdown"`)
 }

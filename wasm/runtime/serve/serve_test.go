@@ -39,6 +39,7 @@ func startTree(t *testing.T, cfg serve.Config) *httptest.Server {
 // watched counts the requests the tree's server is handling.
 type watched struct {
 	tree     *serve.Tree
+	db       *sqlitedb.DB // the tree's database
 	mu       sync.Mutex
 	active   int
 	finished chan struct{} // signalled after each request's handler returned
@@ -98,7 +99,7 @@ func startTreeWatched(t *testing.T, cfg serve.Config) (*httptest.Server, *watche
 	cfg.Boot.TreeID = "tree1"
 	tree, err := serve.Start(ctx, cfg)
 	require.NoError(t, err)
-	w := &watched{tree: tree, finished: make(chan struct{}, 1)}
+	w := &watched{tree: tree, db: db, finished: make(chan struct{}, 1)}
 	srv := httptest.NewServer(w)
 	t.Cleanup(func() {
 		srv.Close()
