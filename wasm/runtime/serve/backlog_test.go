@@ -159,7 +159,11 @@ func TestServeStalledStreamBounded(t *testing.T) {
 	defer cancel()
 	w := newGatedWriter()
 	done := serveStream(ctx, wt.tree, w, "")
-	<-w.asked // the guest's request call returned: what it sent waits here
+	select {
+	case <-w.asked: // the guest's request call returned: what it sent waits here
+	case <-done:
+		t.Fatal("the stream ended before its first write")
+	}
 	held := serve.Backlog(wt.tree)
 	require.Greater(t, held, 0)
 	require.LessOrEqual(t, held, serve.MaxBacklog+serve.MaxBacklog/4, "about a page of the %d-byte log is held", size)
@@ -226,7 +230,11 @@ func TestServeSlowStreamNotCut(t *testing.T) {
 	done := serveStream(ctx, wt.tree, w, "")
 	most := 0
 	for {
-		<-w.asked
+		select {
+		case <-w.asked:
+		case <-done: // fails rather than waiting for a write that never comes
+			t.Fatalf("the stream ended before the log did: %d bytes written", len(w.written()))
+		}
 		most = max(most, serve.Backlog(wt.tree))
 		clock.Advance(serve.BacklogPatience - time.Second) // each write is slow
 		w.gate <- struct{}{}

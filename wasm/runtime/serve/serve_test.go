@@ -39,6 +39,7 @@ func startTree(t *testing.T, cfg serve.Config) *httptest.Server {
 // watched counts the requests the tree's server is handling.
 type watched struct {
 	tree     *serve.Tree
+	db       *sqlitedb.DB // the tree's database
 	mu       sync.Mutex
 	active   int
 	finished chan struct{} // signalled after each request's handler returned
@@ -98,7 +99,7 @@ func startTreeWatched(t *testing.T, cfg serve.Config) (*httptest.Server, *watche
 	cfg.Boot.TreeID = "tree1"
 	tree, err := serve.Start(ctx, cfg)
 	require.NoError(t, err)
-	w := &watched{tree: tree, finished: make(chan struct{}, 1)}
+	w := &watched{tree: tree, db: db, finished: make(chan struct{}, 1)}
 	srv := httptest.NewServer(w)
 	t.Cleanup(func() {
 		srv.Close()
@@ -255,7 +256,9 @@ func TestServeIdle(t *testing.T) {
 
 	// An event stream is a request in flight until its client goes away.
 	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel() // on a failure too: the server's Close waits for the stream
 	resp := openEvents(ctx, t, srv)
+	defer resp.Body.Close()
 	require.Equal(t, 200, resp.StatusCode)
 	require.False(t, idle(t, w.tree), "an event stream is open")
 	cancel()
