@@ -10,8 +10,10 @@ import (
 
 	"github.com/revenantrt/revenant/core"
 	"github.com/revenantrt/revenant/core/api"
+	"github.com/revenantrt/revenant/core/model/offline"
 	"github.com/revenantrt/revenant/core/runner"
 	"github.com/revenantrt/revenant/core/settings"
+	"github.com/revenantrt/revenant/core/tool"
 )
 
 // The zero Settings is every builder's defaults.
@@ -56,6 +58,9 @@ func TestNoneIsZero(t *testing.T) {
 	require.NoError(t, err, "with no retries, the delays do not matter")
 	require.Equal(t, 0, c.Core.ResumeBudget())
 	require.Equal(t, runner.NewConfig().WithRetries(0, time.Hour, runner.DefaultRetryMax), c.Runner)
+	// Configs's builders are valid: the runner takes this one too.
+	_, err = runner.New(offline.New(nil, offline.Options{}), tool.Registry{}, c.Runner)
+	require.NoError(t, err)
 }
 
 // Validate names every bad field at once, by its file name.
