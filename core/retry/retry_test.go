@@ -3,6 +3,7 @@ package retry_test
 import (
 	"context"
 	"errors"
+	"math"
 	"testing"
 	"time"
 
@@ -37,17 +38,27 @@ func TestPolicyDelays(t *testing.T) {
 	assert.Equal(t, ms(1000, 2000, 4000, 8000), delays(retry.Provider(6, time.Second, time.Minute), 4))
 	huge := retry.Policy{Initial: time.Second, Max: 1 << 62}
 	assert.Equal(t, time.Duration(1<<62), huge.Delay(200), "doubling never overflows past Max")
+	// A cap at the largest duration: one more doubling past it would wrap
+	// around to a negative wait.
+	uncapped := retry.Policy{Initial: time.Second, Max: math.MaxInt64}
+	assert.Equal(t, time.Duration(math.MaxInt64), uncapped.Delay(200), "doubling never overflows")
+	assert.Equal(t, []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 16 * time.Second,
+		32 * time.Second, time.Minute, time.Minute}, delays(retry.Wake(), 8), "the wake re-arm: 1 s doubling to 1 min")
 
-	for _, p := range []retry.Policy{retry.Write(), retry.Settlement(), retry.Provider(6, time.Second, time.Minute), {}} {
+	for _, p := range []retry.Policy{retry.Write(), retry.Settlement(), retry.Provider(6, time.Second, time.Minute), retry.Wake(), {},
+		{Name: "flat", Initial: time.Second, Max: time.Second, Retries: 3}} {
 		assert.NoError(t, p.Validate(), p.Name)
 	}
 	assert.Error(t, retry.Policy{Name: "bad", Initial: time.Second, Max: time.Millisecond, Window: time.Minute}.Validate())
 	assert.Error(t, retry.Policy{Name: "bad", Retries: -1}.Validate())
+	assert.Error(t, retry.Policy{Name: "bad", Window: -time.Second}.Validate())
+	assert.Error(t, retry.Policy{Name: "bad", Max: time.Second, Retries: 1}.Validate(), "no initial delay: retries would spin")
 
 	p := retry.Provider(2, time.Second, time.Minute)
 	assert.True(t, p.Allows(0))
 	assert.True(t, p.Allows(1))
 	assert.False(t, p.Allows(2), "two retries, then no more")
+	assert.False(t, retry.Provider(0, time.Second, time.Minute).Allows(0), "model_retries none: a provider policy of no retries")
 	assert.False(t, retry.Policy{}.Allows(0), "the zero policy never retries")
 }
 
@@ -151,6 +162,62 @@ func TestLoopReturnsPermanentFailuresAtOnce(t *testing.T) {
 	assert.Zero(t, clock.Pending())
 }
 
+// A policy limited by count alone (no window) makes exactly its retries,
+// and the clock's time plays no part in when it stops.
+func TestLoopStopsAfterItsRetryCount(t *testing.T) {
+	clock := fakehost.NewClock(start)
+	p := retry.Policy{Name: "count", Initial: time.Second, Max: 4 * time.Second, Retries: 2}
+	calls := 0
+	err, waits := driveLoop(t, clock, retry.Loop{Policy: p}, func(int) error { calls++; return errFlaky })
+	var re *retry.Error
+	require.ErrorAs(t, err, &re)
+	assert.ErrorIs(t, err, retry.ErrExhausted)
+	assert.Equal(t, 3, calls, "the first attempt and two retries")
+	assert.Equal(t, 3, re.Attempts)
+	require.Len(t, waits, 2)
+	assert.Equal(t, []time.Duration{time.Second, 2 * time.Second}, []time.Duration{waits[0].Delay, waits[1].Delay})
+}
+
+// Each wait the Waiting hook hears of numbers its retry from 1 and carries
+// the wait actually taken: the last one cut to the window, not the
+// schedule's uncut delay.
+func TestWaitsReportTheRetryNumberAndTheCutDelay(t *testing.T) {
+	clock := fakehost.NewClock(start)
+	err, waits := driveLoop(t, clock, retry.Loop{Policy: retry.Write()}, func(int) error { return errFlaky })
+	require.ErrorIs(t, err, retry.ErrExhausted)
+	require.Len(t, waits, 19)
+	for i, w := range waits {
+		assert.Equal(t, i+1, w.Retry)
+	}
+	last := waits[len(waits)-1]
+	assert.Equal(t, 900*time.Millisecond, last.Delay, "the last wait is cut to the window")
+	assert.Equal(t, int64(start)+retry.WriteWindow.Milliseconds(), last.Until)
+}
+
+// Giving up during a wait counts only the attempts made: the retry being
+// waited for never ran.
+func TestLoopCutShortCountsTheAttemptsMade(t *testing.T) {
+	clock := fakehost.NewClock(start)
+	stop := make(chan struct{})
+	calls := 0
+	l := retry.Loop{Policy: retry.Settlement(), Clock: clock, Stop: stop,
+		Waiting: func(w retry.Wait) func() {
+			if w.Retry == 2 {
+				close(stop)
+			} else {
+				clock.Set(w.Until)
+			}
+			return nil
+		}}
+	err := l.Run(ctx, func(int) error { calls++; return errFlaky })
+	var re *retry.Error
+	require.ErrorAs(t, err, &re)
+	assert.ErrorIs(t, err, retry.ErrStopped)
+	assert.Equal(t, 2, calls)
+	assert.Equal(t, 2, re.Attempts)
+	assert.Equal(t, time.Second, re.Elapsed)
+}
+
 func TestLoopWaitEndsOnStopAndOnContext(t *testing.T) {
 	t.Run("stop", func(t *testing.T) {
 		clock := fakehost.NewClock(start)
@@ -172,5 +239,6 @@ func TestLoopWaitEndsOnStopAndOnContext(t *testing.T) {
 		err := l.Run(cctx, func(int) error { return errFlaky })
 		assert.ErrorIs(t, err, context.Canceled)
 		assert.True(t, resumed, "the resume hook runs however the wait ended")
+		assert.Zero(t, clock.Pending(), "the timer was stopped")
 	})
 }

@@ -149,8 +149,12 @@ func (c Config) validate() error {
 		return fmt.Errorf("output cap, checkpoint bytes and context bytes must be positive")
 	case c.taskDepth < 0:
 		return fmt.Errorf("task depth %d must be at least 0", c.taskDepth)
-	case c.retries < 0 || c.retryInitial <= 0 || c.retryMax < c.retryInitial:
-		return fmt.Errorf("retries must be at least 0 and delays positive, initial at most max")
+	case c.retries < 0:
+		return fmt.Errorf("retries %d must be at least 0", c.retries)
+	case c.retries > 0 && (c.retryInitial <= 0 || c.retryMax < c.retryInitial):
+		// With no retries the delays are never waited (core/settings maps
+		// model_retries 0 to none and leaves them as the file gave them).
+		return fmt.Errorf("retry delays must be positive, initial at most max")
 	}
 	for i, r := range c.permissions {
 		if err := r.Validate(); err != nil {

@@ -280,6 +280,17 @@ func TestRetriesExhaustedFailTheTurn(t *testing.T) {
 	assert.Equal(t, "failed", tr.PromptState(pid))
 }
 
+// With no retries the delays are never waited, so a runner takes them in
+// any order (a file may say model_retries 0 and keep a retry_initial above
+// the default retry_max); with retries, initial must be at most max.
+func TestNoRetriesTakeAnyDelays(t *testing.T) {
+	m := offline.New(nil, offline.Options{})
+	_, err := runner.New(m, tool.Registry{}, runner.NewConfig().WithRetries(0, time.Hour, time.Minute))
+	require.NoError(t, err)
+	_, err = runner.New(m, tool.Registry{}, runner.NewConfig().WithRetries(1, time.Hour, time.Minute))
+	require.ErrorContains(t, err, "initial at most max")
+}
+
 // A request retried after a provider failure is the same step: retries do
 // not count against the step cap (DESIGN §6.6, §12). With a cap of 2, three
 // 429s before the first step and a final answer as the second step still

@@ -10,8 +10,10 @@ import (
 
 	"github.com/revenantrt/revenant/core"
 	"github.com/revenantrt/revenant/core/api"
+	"github.com/revenantrt/revenant/core/model/offline"
 	"github.com/revenantrt/revenant/core/runner"
 	"github.com/revenantrt/revenant/core/settings"
+	"github.com/revenantrt/revenant/core/tool"
 )
 
 // The zero Settings is every builder's defaults.
@@ -56,6 +58,9 @@ func TestNoneIsZero(t *testing.T) {
 	require.NoError(t, err, "with no retries, the delays do not matter")
 	require.Equal(t, 0, c.Core.ResumeBudget())
 	require.Equal(t, runner.NewConfig().WithRetries(0, time.Hour, runner.DefaultRetryMax), c.Runner)
+	// Configs's builders are valid: the runner takes this one too.
+	_, err = runner.New(offline.New(nil, offline.Options{}), tool.Registry{}, c.Runner)
+	require.NoError(t, err)
 }
 
 // Validate names every bad field at once, by its file name.
@@ -83,6 +88,8 @@ func TestValidate(t *testing.T) {
 	require.NoError(t, settings.Settings{SessionPageSize: api.MaxListLimit, MessagePageSize: api.MaxMessageLimit}.Validate())
 
 	require.NoError(t, settings.Settings{MaxBody: settings.MaxMaxBody}.Validate())
+	require.NoError(t, settings.Settings{RetryInitial: 5 * time.Second, RetryMax: 5 * time.Second}.Validate(),
+		"a flat backoff: initial may equal max, as the runner allows")
 	err = settings.Settings{MaxBody: settings.MaxMaxBody + 1}.Validate()
 	require.EqualError(t, err, "max_body: 1073741825 is above the largest allowed, 1073741824 (1 GiB)")
 }
@@ -112,4 +119,24 @@ func TestFieldsCoverSettings(t *testing.T) {
 		require.False(t, names[f.Name], "%s named twice", f.Name)
 		names[f.Name] = true
 	}
+}
+
+// The names are the configuration file's keys (README, docs/abi.md), and
+// only the two counts where zero means something take None: a renamed key
+// would refuse every file that sets it, and None on another count would
+// pass -1 on to a builder.
+func TestFieldNamesAreTheFileKeys(t *testing.T) {
+	var s settings.Settings
+	var names, none []string
+	for _, f := range s.Fields() {
+		names = append(names, f.Name)
+		if f.NoneAllowed {
+			none = append(none, f.Name)
+		}
+	}
+	require.Equal(t, []string{"resume_budget", "max_claim_age", "wake_interval", "interrupt_grace", "queue_cap",
+		"step_cap", "stream_idle", "step_wall", "tool_timeout", "tool_output_cap", "checkpoint_every", "checkpoint_bytes",
+		"model_retries", "retry_initial", "retry_max", "context_bytes", "max_retry_after",
+		"heartbeat", "max_body", "session_page_size", "message_page_size"}, names)
+	require.Equal(t, []string{"resume_budget", "model_retries"}, none)
 }
