@@ -166,3 +166,31 @@ func TestServeCloseRecordsTheShutdown(t *testing.T) {
 	require.Len(t, reasons, 1)
 	require.Contains(t, reasons[0], `"shutdown"`)
 }
+
+// An interrupt cuts the turn's model call on the host too: the guest
+// cancels its egress and the provider sees its request cancelled, rather
+// than streaming on to nobody.
+func TestServeInterruptCancelsTheModelCall(t *testing.T) {
+	asked, cut := make(chan struct{}, 8), make(chan struct{}, 8)
+	provider := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		w.(http.Flusher).Flush()
+		asked <- struct{}{}
+		<-r.Context().Done()
+		cut <- struct{}{}
+	}))
+	t.Cleanup(provider.Close) // after the tree's Close
+	srv := promptThroughProvider(t, provider.URL)
+	select {
+	case <-asked:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the model was not called")
+	}
+	require.Equal(t, 200, post(t, srv.URL+"/v1/sessions/tree1/interrupt", ``).StatusCode)
+	select {
+	case <-cut:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the interrupted turn's model call goes on")
+	}
+}

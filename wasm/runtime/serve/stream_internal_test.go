@@ -162,3 +162,49 @@ func TestStreamDrainAnsweredEarly(t *testing.T) {
 	}
 	require.Zero(t, s.buffered())
 }
+
+// The limit is exact: a backlog of maxBacklog bytes is within it (no
+// patience is timed, nothing is cut), one byte more is over it.
+func TestStreamBacklogLimitIsExact(t *testing.T) {
+	clock := fakehost.NewClock(1_700_000_000_000)
+	cut := make(chan struct{}, 1)
+	s := newStream(clock, func() { cut <- struct{}{} }, nil)
+	for range maxBacklog / (64 << 10) {
+		s.push(chunk())
+	}
+	require.Equal(t, maxBacklog, s.buffered())
+	require.Zero(t, clock.Pending(), "at the limit: nothing timed")
+	clock.Advance(2 * backlogPatience)
+	require.Empty(t, cut)
+
+	s.push(abi.ResponsePart{Kind: abi.PartBody, Body: []byte{'x'}})
+	select {
+	case <-cut: // the patience ran out long ago: cut at once
+	case <-time.After(30 * time.Second):
+		t.Fatal("one byte over the limit, the stalled stream was not cut")
+	}
+}
+
+// The writer's drain part answers only the drain the stream waits on: one
+// answered early (its client took nothing for the patience) and then
+// reached by the writer, after the guest sent the next, is not taken for
+// the next, which would then never be answered.
+func TestStreamStaleDrainAnswersNothing(t *testing.T) {
+	clock := fakehost.NewClock(1_700_000_000_000)
+	answered := make(chan uint64, 2)
+	s := newStream(clock, func() { t.Error("cut") }, func(timer uint64) { answered <- timer })
+	s.push(abi.ResponsePart{Kind: abi.PartHead, Status: 200})
+	s.push(abi.ResponsePart{Kind: abi.PartDrain, Timer: 7})
+	clock.BlockUntil(1)
+	clock.Advance(backlogPatience)
+	select {
+	case timer := <-answered:
+		require.Equal(t, uint64(7), timer)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the drain was not answered")
+	}
+	s.push(abi.ResponsePart{Kind: abi.PartDrain, Timer: 8}) // the guest's next page ends in its next drain
+
+	require.False(t, s.drained(7), "a writer late with 7 answers nothing")
+	require.True(t, s.drained(8), "8 is still waited on")
+}
