@@ -12,6 +12,7 @@ import (
 
 	"github.com/revenantrt/revenant/tools/web"
 	"github.com/revenantrt/revenant/wasm/abi"
+	"github.com/revenantrt/revenant/wasm/runtime"
 )
 
 // An egress end's code comes from what the error is, never its text.
@@ -51,4 +52,19 @@ func TestRedactKeepsTheCode(t *testing.T) {
 	require.Equal(t, abi.EndTimeout, end.Code)
 	require.NotContains(t, end.Message, "sk-secret")
 	require.Contains(t, end.Message, "[redacted]")
+}
+
+// The key goes to the configured endpoint only: a model egress to any
+// other URL, even another path under the provider's base URL, is refused
+// (denied) before a request is made.
+func TestModelEgressOnlyToTheEndpoint(t *testing.T) {
+	tr := &Tree{cfg: Config{Boot: runtime.BootConfig{Model: abi.ModelConfig{Kind: abi.ModelOpenAI, BaseURL: "http://127.0.0.1:1/v1/"}},
+		Model: ModelEgress{APIKey: "sk-secret"}}}
+	for _, url := range []string{"http://127.0.0.1:1/v1/models", "http://127.0.0.1:1/v1/chat/completions/x", "http://127.0.0.1:1/v2/chat/completions", "http://127.0.0.1:2/v1/chat/completions"} {
+		_, err := tr.modelRequest(context.Background(), abi.EgressRequest{Kind: abi.EgressModel, Method: "POST", URL: url})
+		require.ErrorIs(t, err, web.ErrDenied, url)
+	}
+	tr.cfg.Boot.Model.Kind = abi.ModelOffline
+	_, err := tr.modelRequest(context.Background(), abi.EgressRequest{Kind: abi.EgressModel, Method: "POST", URL: "http://127.0.0.1:1/v1/chat/completions"})
+	require.ErrorIs(t, err, web.ErrDenied, "no provider is configured")
 }

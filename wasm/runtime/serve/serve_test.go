@@ -108,9 +108,14 @@ func startTreeWatched(t *testing.T, cfg serve.Config) (*httptest.Server, *watche
 	return srv, w
 }
 
+// client bounds every plain request of these tests, so a response that
+// never comes fails the test instead of hanging it (event streams have
+// their own contexts).
+var client = &http.Client{Timeout: 30 * time.Second}
+
 func post(t *testing.T, url, body string) *http.Response {
 	t.Helper()
-	resp, err := http.Post(url, "application/json", strings.NewReader(body))
+	resp, err := client.Post(url, "application/json", strings.NewReader(body))
 	require.NoError(t, err)
 	t.Cleanup(func() { resp.Body.Close() })
 	return resp
@@ -173,7 +178,7 @@ func TestServeModelEgress(t *testing.T) {
 	waitFor(t, srv, "session.execution.succeeded@1")
 	require.Equal(t, "Bearer sk-test", auth, "the host adds the key")
 
-	resp, err := http.Get(srv.URL + "/v1/sessions/tree1")
+	resp, err := client.Get(srv.URL + "/v1/sessions/tree1")
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	var snap struct {
@@ -224,7 +229,7 @@ func offline() runtime.BootConfig {
 
 func get(t *testing.T, url string) *http.Response {
 	t.Helper()
-	resp, err := http.Get(url)
+	resp, err := client.Get(url)
 	require.NoError(t, err)
 	t.Cleanup(func() { resp.Body.Close() })
 	return resp
