@@ -789,13 +789,20 @@ func TestRequestBody(t *testing.T) {
 			{Role: model.RoleAssistant, Text: "Checking.", ToolCalls: []model.ToolCall{{ID: "c1", Name: "kv_get", Arguments: `{"key":"a"}`}}},
 			{Role: model.RoleTool, ToolCallID: "c1", Name: "kv_get", Text: "42"},
 			{Role: model.RoleUser, Text: "The previous run was interrupted.", Notice: true},
-			{Role: model.RoleAssistant, ToolCalls: []model.ToolCall{{ID: "c2", Name: "ping"}}},
+			// A notice is a user message whatever its role.
+			{Text: "Resuming.", Notice: true},
+			// Blank arguments are no arguments.
+			{Role: model.RoleAssistant, ToolCalls: []model.ToolCall{{ID: "c2", Name: "ping"}, {ID: "c3", Name: "ping", Arguments: " \n"}}},
 			{Role: model.RoleTool, ToolCallID: "c2", Name: "ping", Text: "pong"},
+			{Role: model.RoleTool, ToolCallID: "c3", Name: "ping", Text: "pong"},
+			// Content is null only beside tool calls: an empty answer is "".
+			{Role: model.RoleAssistant},
 			{Role: model.RoleAssistant, Text: "a is 42."},
 		},
 		Tools: []model.ToolSpec{
 			{Name: "kv_get", Description: "Read a key.", Schema: schema},
 			{Name: "ping"},
+			{Name: "noop", Schema: json.RawMessage(" \n")}, // a blank schema is no schema
 		},
 	})
 	collect(t, m, ask("no tools"))
@@ -813,15 +820,20 @@ func TestRequestBody(t *testing.T) {
 				{"id": "c1", "type": "function", "function": {"name": "kv_get", "arguments": "{\"key\":\"a\"}"}}]},
 			{"role": "tool", "tool_call_id": "c1", "content": "42"},
 			{"role": "user", "content": "The previous run was interrupted."},
+			{"role": "user", "content": "Resuming."},
 			{"role": "assistant", "content": null, "tool_calls": [
-				{"id": "c2", "type": "function", "function": {"name": "ping", "arguments": "{}"}}]},
+				{"id": "c2", "type": "function", "function": {"name": "ping", "arguments": "{}"}},
+				{"id": "c3", "type": "function", "function": {"name": "ping", "arguments": "{}"}}]},
 			{"role": "tool", "tool_call_id": "c2", "content": "pong"},
+			{"role": "tool", "tool_call_id": "c3", "content": "pong"},
+			{"role": "assistant", "content": ""},
 			{"role": "assistant", "content": "a is 42."}
 		],
 		"tools": [
 			{"type": "function", "function": {"name": "kv_get", "description": "Read a key.",
 				"parameters": {"type":"object","properties":{"key":{"type":"string"}},"required":["key"]}}},
-			{"type": "function", "function": {"name": "ping", "parameters": {"type":"object","properties":{}}}}
+			{"type": "function", "function": {"name": "ping", "parameters": {"type":"object","properties":{}}}},
+			{"type": "function", "function": {"name": "noop", "parameters": {"type":"object","properties":{}}}}
 		]
 	}`, string(reqs[0].body))
 	assert.JSONEq(t, `{
@@ -958,22 +970,24 @@ type doerFunc = httpmsg.DoerFunc
 func TestHeaderSecretsNeverLeak(t *testing.T) {
 	const token = "hdr-token-0123456789-SECRET"
 	const other = "x-other-secret-value"
+	const pin = "pin-8byt" // the shortest value redacted: 8 bytes
 	f := newFake(t, func(w http.ResponseWriter, r *http.Request, n int) {
 		w.WriteHeader(http.StatusUnauthorized)
-		msg := "bad credential " + token + " in " + r.Header.Get("Authorization") + "; also " + r.Header.Get("X-Other") + " (" + r.Header.Get("X-Lang") + ")"
+		msg := "bad credential " + token + " in " + r.Header.Get("Authorization") + "; also " + r.Header.Get("X-Other") + ", " + r.Header.Get("X-Pin") + " (" + r.Header.Get("X-Lang") + ")"
 		io.WriteString(w, js(map[string]any{"error": map[string]any{"message": msg}}))
 	})
 	m := newModel(t, f, func(c *openai.Config) {
 		c.APIKey = ""
-		c.Headers = map[string]string{"Authorization": "Bearer " + token, "X-Other": other, "X-Lang": "en"}
+		c.Headers = map[string]string{"Authorization": "Bearer " + token, "X-Other": other, "X-Pin": pin, "X-Lang": "en"}
 	})
 	_, err := m.Stream(t.Context(), ask("?"))
 	require.Error(t, err)
 	for _, s := range []string{err.Error(), fmt.Sprintf("%#v", err)} {
 		assert.NotContains(t, s, token)
 		assert.NotContains(t, s, other)
+		assert.NotContains(t, s, pin)
 	}
-	assert.Contains(t, err.Error(), "bad credential [redacted] in [redacted]; also [redacted] (en)")
+	assert.Contains(t, err.Error(), "bad credential [redacted] in [redacted]; also [redacted], [redacted] (en)")
 }
 
 func TestAPIKeyNeverLeaks(t *testing.T) {
