@@ -465,6 +465,12 @@ func TestRetryAfter(t *testing.T) {
 		{name: "HTTP date is no hint", status: 429, header: map[string]string{"Retry-After": "Wed, 21 Oct 2015 07:28:00 GMT"}},
 		{name: "negative is no hint", status: 429, header: map[string]string{"Retry-After": "-5"}},
 		{name: "none", status: 502},
+		// 408 is retryable like 429 and 5xx.
+		{name: "request timeout", status: 408, header: map[string]string{"Retry-After": "4"}, want: 4 * time.Second},
+		// A zero retry-after-ms is a hint (retry now), not a missing one.
+		{name: "zero milliseconds", status: 429, header: map[string]string{"Retry-After-Ms": "0", "Retry-After": "3"}, want: 0},
+		// 1.5 ns: a wait the provider asked for is rounded up, never down.
+		{name: "sub-nanosecond rounded up", status: 429, header: map[string]string{"Retry-After-Ms": "0.0000015"}, want: 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFake(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
@@ -522,6 +528,9 @@ func TestPermanentErrors(t *testing.T) {
 		{422, `{"detail":"field required"}`, "field required"},
 		{401, `<html><body>401 Unauthorized</body></html>`, "Unauthorized"},
 		{403, `{"error":"model not allowed"}`, "model not allowed"},
+		{400, `{"errors":[{"code":5007,"message":"No such model"}],"success":false}`, "No such model"},
+		// A FastAPI validation error: the detail is a list, quoted as JSON.
+		{422, `{"detail":[{"loc":["body","model"],"msg":"field required"}]}`, `[{"loc":["body","model"],"msg":"field required"}]`},
 	} {
 		t.Run(fmt.Sprint(tc.status), func(t *testing.T) {
 			f := newFake(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
@@ -552,6 +561,16 @@ func TestLongErrorMessageTruncated(t *testing.T) {
 	assert.True(t, strings.HasPrefix(long, strings.TrimSuffix(e.Msg, "…")))
 }
 
+func TestErrorMessageAtTheLimitKeptWhole(t *testing.T) {
+	exact := strings.Repeat("x", 500)
+	f := newFake(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
+		w.WriteHeader(http.StatusBadRequest)
+		io.WriteString(w, js(map[string]any{"error": map[string]any{"message": exact}}))
+	})
+	_, err := newModel(t, f).Stream(t.Context(), ask("?"))
+	assert.Equal(t, exact, modelError(t, err).Msg)
+}
+
 func TestErrorInsideStream(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
@@ -564,6 +583,13 @@ func TestErrorInsideStream(t *testing.T) {
 		{"server_error type", map[string]any{"message": "oops", "type": "server_error"}, 0, true},
 		{"invalid request", map[string]any{"message": "context too long", "code": "context_length_exceeded", "type": "invalid_request_error"}, 0, false},
 		{"400", map[string]any{"message": "bad", "code": 400}, 400, false},
+		{"rate_limit_exceeded code", map[string]any{"message": "slow down", "code": "rate_limit_exceeded"}, 0, true},
+		{"rate_limit_error type", map[string]any{"message": "slow down", "type": "rate_limit_error"}, 0, true},
+		{"overloaded code", map[string]any{"message": "busy", "code": "overloaded"}, 0, true},
+		// A code that is no HTTP status is not one.
+		{"code out of range", map[string]any{"message": "odd", "code": 1001}, 0, false},
+		// No message: a stand-in that names the code.
+		{"no message", map[string]any{"code": "server_error"}, 0, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFake(t, serve(textChunk("So"), js(map[string]any{"error": tc.err})))
@@ -575,7 +601,11 @@ func TestErrorInsideStream(t *testing.T) {
 			e := modelError(t, err)
 			assert.Equal(t, tc.retryable, e.Retryable)
 			assert.Equal(t, tc.status, e.Status)
-			assert.Equal(t, tc.err["message"], e.Msg)
+			if msg, ok := tc.err["message"]; ok {
+				assert.Equal(t, msg, e.Msg)
+			} else {
+				assert.Equal(t, "the provider reported an error in the stream (code "+tc.err["code"].(string)+")", e.Msg)
+			}
 		})
 	}
 }
