@@ -370,6 +370,33 @@ func TestMissingIndex(t *testing.T) {
 		},
 		want:  []int{0, 1},
 		calls: []model.ToolCall{{Name: "kv_get", Arguments: `{}`}, {Name: "kv_put", Arguments: `{}`}},
+	}, {
+		// A new call's name comes after its id: the latest call has no
+		// name yet, so the name continues it.
+		name: "name after the id",
+		events: []string{
+			callChunk(call(-1, "x", "kv_get", `{}`)),
+			callChunk(call(-1, "y", "", "")),
+			callChunk(call(-1, "", "kv_put", `{}`)),
+		},
+		want:  []int{0, 1, 1},
+		calls: []model.ToolCall{{ID: "x", Name: "kv_get", Arguments: `{}`}, {ID: "y", Name: "kv_put", Arguments: `{}`}},
+	}, {
+		// Back at index 0 after 1: a new call still goes past every index
+		// seen.
+		name: "after an index went back",
+		events: []string{
+			callChunk(call(0, "a", "kv_get", `{"key":`)),
+			callChunk(call(1, "b", "kv_put", `{}`)),
+			callChunk(call(0, "", "", `"a"}`)),
+			callChunk(call(-1, "c", "ping", `{}`)),
+		},
+		want: []int{0, 1, 0, 2},
+		calls: []model.ToolCall{
+			{ID: "a", Name: "kv_get", Arguments: `{"key":"a"}`},
+			{ID: "b", Name: "kv_put", Arguments: `{}`},
+			{ID: "c", Name: "ping", Arguments: `{}`},
+		},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFake(t, serve(append(tc.events, finishChunk("tool_calls"))...))
