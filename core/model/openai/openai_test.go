@@ -663,7 +663,8 @@ func TestUsageAccounting(t *testing.T) {
 
 func TestSSEParsing(t *testing.T) {
 	// Comments, other fields, CRLF, a data line without a space, data over
-	// two lines, and a last [DONE] without a line ending.
+	// two lines, an event with empty data, and a last [DONE] padded with a
+	// space and without a line ending.
 	f := newFake(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
 		w.Header().Set("Content-Type", "text/event-stream; charset=utf-8")
 		io.WriteString(w, ": OPENROUTER PROCESSING\n\n")
@@ -671,11 +672,12 @@ func TestSSEParsing(t *testing.T) {
 		io.WriteString(w, "event: message\r\nid: 1\r\ndata:"+textChunk("one")+"\r\n\r\n")
 		io.WriteString(w, "data: {\"choices\":[{\"index\":0,\n")
 		io.WriteString(w, "data: \"delta\":{\"content\":\" two\"}}]}\n\n")
+		io.WriteString(w, "data:\n\n")
 		io.WriteString(w, "data: "+js(map[string]any{"choices": []any{
 			map[string]any{"index": 1, "delta": map[string]any{"content": "other choice"}},
 		}})+"\n\n")
 		io.WriteString(w, "data: "+finishChunk("stop")+"\n\n")
-		io.WriteString(w, "data: [DONE]")
+		io.WriteString(w, "data: [DONE] ")
 	})
 	a := assemble(collect(t, newModel(t, f), ask("?")))
 	assert.Equal(t, "one two", a.text)
@@ -800,8 +802,10 @@ func TestStalledStreamRecvContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	s, errs := blockedRecv(t, t.Context(), ctx)
 	cancel() // the runner's watchdog
-	assert.ErrorIs(t, waitErr(t, errs), context.Canceled)
-	_, err := s.Recv(t.Context())
+	err := waitErr(t, errs)
+	assert.ErrorIs(t, err, context.Canceled)
+	assert.False(t, model.IsRetryable(err), "the caller ended it: no provider failure")
+	_, err = s.Recv(t.Context())
 	assert.ErrorIs(t, err, context.Canceled, "an error is final")
 }
 
@@ -809,7 +813,9 @@ func TestStalledStreamStreamContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	_, errs := blockedRecv(t, ctx, t.Context())
 	cancel()
-	assert.ErrorIs(t, waitErr(t, errs), context.Canceled)
+	err := waitErr(t, errs)
+	assert.ErrorIs(t, err, context.Canceled)
+	assert.False(t, model.IsRetryable(err), "the caller ended it: no provider failure")
 }
 
 func TestCloseUnblocksRecv(t *testing.T) {
@@ -819,6 +825,7 @@ func TestCloseUnblocksRecv(t *testing.T) {
 	require.Error(t, err)
 	assert.NotErrorIs(t, err, io.EOF)
 	assert.Contains(t, err.Error(), "closed")
+	assert.False(t, model.IsRetryable(err), "the caller closed it: no provider failure")
 	_, err = s.Recv(t.Context())
 	assert.Error(t, err)
 }

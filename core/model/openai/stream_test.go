@@ -1,9 +1,11 @@
 package openai_test
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -25,12 +27,105 @@ func answering(t *testing.T, status int, contentType string, body io.ReadCloser)
 	return m
 }
 
+// trackedBody is a response body that records whether it was closed.
+type trackedBody struct {
+	io.Reader
+	closed atomic.Bool
+}
+
+func (b *trackedBody) Close() error {
+	b.closed.Store(true)
+	return nil
+}
+
 func events(evs ...string) string {
 	var b strings.Builder
 	for _, e := range evs {
 		b.WriteString("data: " + e + "\n\n")
 	}
 	return b.String()
+}
+
+// Every response body is closed once the model is done with it, so the
+// connection under it is released: an error answer, a non-streamed answer,
+// and a stream that failed (before the caller's Close).
+func TestResponseBodiesAreClosed(t *testing.T) {
+	t.Run("error answer", func(t *testing.T) {
+		body := &trackedBody{Reader: strings.NewReader(`{"error":{"message":"bad"}}`)}
+		_, err := answering(t, http.StatusBadRequest, "application/json", body).Stream(t.Context(), ask("?"))
+		require.Error(t, err)
+		assert.True(t, body.closed.Load())
+	})
+	t.Run("non-streamed answer", func(t *testing.T) {
+		body := &trackedBody{Reader: strings.NewReader(js(map[string]any{"choices": []any{map[string]any{"index": 0, "finish_reason": "stop", "message": map[string]any{"content": "hi"}}}}))}
+		s, err := answering(t, http.StatusOK, "application/json", body).Stream(t.Context(), ask("?"))
+		require.NoError(t, err)
+		_, err = recvAll(t, s)
+		require.ErrorIs(t, err, io.EOF)
+		require.NoError(t, s.Close())
+		assert.True(t, body.closed.Load())
+	})
+	t.Run("failed stream", func(t *testing.T) {
+		body := &trackedBody{Reader: strings.NewReader(events(textChunk("So"), js(map[string]any{"error": map[string]any{"message": "bad", "code": 400}})))}
+		s, err := answering(t, http.StatusOK, "text/event-stream", body).Stream(t.Context(), ask("?"))
+		require.NoError(t, err)
+		_, err = recvAll(t, s)
+		require.Error(t, err)
+		assert.True(t, body.closed.Load(), "closed by the failure, before the caller's Close")
+		s.Close()
+	})
+}
+
+// A non-streamed answer is buffered whole; Close and an ended context
+// still stop Recv from handing out what is left of it.
+func TestBufferedChunksStopAtCloseAndContextEnd(t *testing.T) {
+	completion := func(t *testing.T) model.Stream {
+		body := io.NopCloser(strings.NewReader(js(map[string]any{"choices": []any{map[string]any{"index": 0, "finish_reason": "stop", "message": map[string]any{"content": "hi"}}}})))
+		s, err := answering(t, http.StatusOK, "application/json", body).Stream(t.Context(), ask("?"))
+		require.NoError(t, err)
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	t.Run("closed", func(t *testing.T) {
+		s := completion(t)
+		require.NoError(t, s.Close())
+		_, err := s.Recv(t.Context())
+		require.Error(t, err)
+		assert.NotErrorIs(t, err, io.EOF)
+		assert.Contains(t, err.Error(), "closed")
+	})
+	t.Run("context ended", func(t *testing.T) {
+		s := completion(t)
+		ctx, cancel := context.WithCancel(t.Context())
+		cancel()
+		_, err := s.Recv(ctx)
+		assert.ErrorIs(t, err, context.Canceled)
+	})
+}
+
+// cancelingBody ends a context when it is read, then yields its data: the
+// context ends while Recv reads, and the read succeeds anyway.
+type cancelingBody struct {
+	io.Reader
+	cancel context.CancelFunc
+}
+
+func (b *cancelingBody) Read(p []byte) (int, error) {
+	b.cancel()
+	return b.Reader.Read(p)
+}
+
+func (b *cancelingBody) Close() error { return nil }
+
+func TestContextEndedDuringASuccessfulReadWins(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	body := &cancelingBody{Reader: strings.NewReader(events(textChunk("late"))), cancel: cancel}
+	s, err := answering(t, http.StatusOK, "text/event-stream", body).Stream(t.Context(), ask("?"))
+	require.NoError(t, err)
+	defer s.Close()
+	c, err := s.Recv(ctx)
+	assert.ErrorIs(t, err, context.Canceled)
+	assert.Zero(t, c)
 }
 
 func TestBodyCutAfterFinishReason(t *testing.T) {
