@@ -370,6 +370,33 @@ func TestMissingIndex(t *testing.T) {
 		},
 		want:  []int{0, 1},
 		calls: []model.ToolCall{{Name: "kv_get", Arguments: `{}`}, {Name: "kv_put", Arguments: `{}`}},
+	}, {
+		// A new call's name comes after its id: the latest call has no
+		// name yet, so the name continues it.
+		name: "name after the id",
+		events: []string{
+			callChunk(call(-1, "x", "kv_get", `{}`)),
+			callChunk(call(-1, "y", "", "")),
+			callChunk(call(-1, "", "kv_put", `{}`)),
+		},
+		want:  []int{0, 1, 1},
+		calls: []model.ToolCall{{ID: "x", Name: "kv_get", Arguments: `{}`}, {ID: "y", Name: "kv_put", Arguments: `{}`}},
+	}, {
+		// Back at index 0 after 1: a new call still goes past every index
+		// seen.
+		name: "after an index went back",
+		events: []string{
+			callChunk(call(0, "a", "kv_get", `{"key":`)),
+			callChunk(call(1, "b", "kv_put", `{}`)),
+			callChunk(call(0, "", "", `"a"}`)),
+			callChunk(call(-1, "c", "ping", `{}`)),
+		},
+		want: []int{0, 1, 0, 2},
+		calls: []model.ToolCall{
+			{ID: "a", Name: "kv_get", Arguments: `{"key":"a"}`},
+			{ID: "b", Name: "kv_put", Arguments: `{}`},
+			{ID: "c", Name: "ping", Arguments: `{}`},
+		},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFake(t, serve(append(tc.events, finishChunk("tool_calls"))...))
@@ -465,6 +492,12 @@ func TestRetryAfter(t *testing.T) {
 		{name: "HTTP date is no hint", status: 429, header: map[string]string{"Retry-After": "Wed, 21 Oct 2015 07:28:00 GMT"}},
 		{name: "negative is no hint", status: 429, header: map[string]string{"Retry-After": "-5"}},
 		{name: "none", status: 502},
+		// 408 is retryable like 429 and 5xx.
+		{name: "request timeout", status: 408, header: map[string]string{"Retry-After": "4"}, want: 4 * time.Second},
+		// A zero retry-after-ms is a hint (retry now), not a missing one.
+		{name: "zero milliseconds", status: 429, header: map[string]string{"Retry-After-Ms": "0", "Retry-After": "3"}, want: 0},
+		// 1.5 ns: a wait the provider asked for is rounded up, never down.
+		{name: "sub-nanosecond rounded up", status: 429, header: map[string]string{"Retry-After-Ms": "0.0000015"}, want: 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFake(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
@@ -522,6 +555,9 @@ func TestPermanentErrors(t *testing.T) {
 		{422, `{"detail":"field required"}`, "field required"},
 		{401, `<html><body>401 Unauthorized</body></html>`, "Unauthorized"},
 		{403, `{"error":"model not allowed"}`, "model not allowed"},
+		{400, `{"errors":[{"code":5007,"message":"No such model"}],"success":false}`, "No such model"},
+		// A FastAPI validation error: the detail is a list, quoted as JSON.
+		{422, `{"detail":[{"loc":["body","model"],"msg":"field required"}]}`, `[{"loc":["body","model"],"msg":"field required"}]`},
 	} {
 		t.Run(fmt.Sprint(tc.status), func(t *testing.T) {
 			f := newFake(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
@@ -552,6 +588,16 @@ func TestLongErrorMessageTruncated(t *testing.T) {
 	assert.True(t, strings.HasPrefix(long, strings.TrimSuffix(e.Msg, "…")))
 }
 
+func TestErrorMessageAtTheLimitKeptWhole(t *testing.T) {
+	exact := strings.Repeat("x", 500)
+	f := newFake(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
+		w.WriteHeader(http.StatusBadRequest)
+		io.WriteString(w, js(map[string]any{"error": map[string]any{"message": exact}}))
+	})
+	_, err := newModel(t, f).Stream(t.Context(), ask("?"))
+	assert.Equal(t, exact, modelError(t, err).Msg)
+}
+
 func TestErrorInsideStream(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
@@ -564,6 +610,13 @@ func TestErrorInsideStream(t *testing.T) {
 		{"server_error type", map[string]any{"message": "oops", "type": "server_error"}, 0, true},
 		{"invalid request", map[string]any{"message": "context too long", "code": "context_length_exceeded", "type": "invalid_request_error"}, 0, false},
 		{"400", map[string]any{"message": "bad", "code": 400}, 400, false},
+		{"rate_limit_exceeded code", map[string]any{"message": "slow down", "code": "rate_limit_exceeded"}, 0, true},
+		{"rate_limit_error type", map[string]any{"message": "slow down", "type": "rate_limit_error"}, 0, true},
+		{"overloaded code", map[string]any{"message": "busy", "code": "overloaded"}, 0, true},
+		// A code that is no HTTP status is not one.
+		{"code out of range", map[string]any{"message": "odd", "code": 1001}, 0, false},
+		// No message: a stand-in that names the code.
+		{"no message", map[string]any{"code": "server_error"}, 0, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFake(t, serve(textChunk("So"), js(map[string]any{"error": tc.err})))
@@ -575,7 +628,11 @@ func TestErrorInsideStream(t *testing.T) {
 			e := modelError(t, err)
 			assert.Equal(t, tc.retryable, e.Retryable)
 			assert.Equal(t, tc.status, e.Status)
-			assert.Equal(t, tc.err["message"], e.Msg)
+			if msg, ok := tc.err["message"]; ok {
+				assert.Equal(t, msg, e.Msg)
+			} else {
+				assert.Equal(t, "the provider reported an error in the stream (code "+tc.err["code"].(string)+")", e.Msg)
+			}
 		})
 	}
 }
@@ -606,7 +663,8 @@ func TestUsageAccounting(t *testing.T) {
 
 func TestSSEParsing(t *testing.T) {
 	// Comments, other fields, CRLF, a data line without a space, data over
-	// two lines, and a last [DONE] without a line ending.
+	// two lines, an event with empty data, and a last [DONE] padded with a
+	// space and without a line ending.
 	f := newFake(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
 		w.Header().Set("Content-Type", "text/event-stream; charset=utf-8")
 		io.WriteString(w, ": OPENROUTER PROCESSING\n\n")
@@ -614,11 +672,12 @@ func TestSSEParsing(t *testing.T) {
 		io.WriteString(w, "event: message\r\nid: 1\r\ndata:"+textChunk("one")+"\r\n\r\n")
 		io.WriteString(w, "data: {\"choices\":[{\"index\":0,\n")
 		io.WriteString(w, "data: \"delta\":{\"content\":\" two\"}}]}\n\n")
+		io.WriteString(w, "data:\n\n")
 		io.WriteString(w, "data: "+js(map[string]any{"choices": []any{
 			map[string]any{"index": 1, "delta": map[string]any{"content": "other choice"}},
 		}})+"\n\n")
 		io.WriteString(w, "data: "+finishChunk("stop")+"\n\n")
-		io.WriteString(w, "data: [DONE]")
+		io.WriteString(w, "data: [DONE] ")
 	})
 	a := assemble(collect(t, newModel(t, f), ask("?")))
 	assert.Equal(t, "one two", a.text)
@@ -743,8 +802,10 @@ func TestStalledStreamRecvContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	s, errs := blockedRecv(t, t.Context(), ctx)
 	cancel() // the runner's watchdog
-	assert.ErrorIs(t, waitErr(t, errs), context.Canceled)
-	_, err := s.Recv(t.Context())
+	err := waitErr(t, errs)
+	assert.ErrorIs(t, err, context.Canceled)
+	assert.False(t, model.IsRetryable(err), "the caller ended it: no provider failure")
+	_, err = s.Recv(t.Context())
 	assert.ErrorIs(t, err, context.Canceled, "an error is final")
 }
 
@@ -752,7 +813,9 @@ func TestStalledStreamStreamContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	_, errs := blockedRecv(t, ctx, t.Context())
 	cancel()
-	assert.ErrorIs(t, waitErr(t, errs), context.Canceled)
+	err := waitErr(t, errs)
+	assert.ErrorIs(t, err, context.Canceled)
+	assert.False(t, model.IsRetryable(err), "the caller ended it: no provider failure")
 }
 
 func TestCloseUnblocksRecv(t *testing.T) {
@@ -762,6 +825,7 @@ func TestCloseUnblocksRecv(t *testing.T) {
 	require.Error(t, err)
 	assert.NotErrorIs(t, err, io.EOF)
 	assert.Contains(t, err.Error(), "closed")
+	assert.False(t, model.IsRetryable(err), "the caller closed it: no provider failure")
 	_, err = s.Recv(t.Context())
 	assert.Error(t, err)
 }
@@ -789,13 +853,20 @@ func TestRequestBody(t *testing.T) {
 			{Role: model.RoleAssistant, Text: "Checking.", ToolCalls: []model.ToolCall{{ID: "c1", Name: "kv_get", Arguments: `{"key":"a"}`}}},
 			{Role: model.RoleTool, ToolCallID: "c1", Name: "kv_get", Text: "42"},
 			{Role: model.RoleUser, Text: "The previous run was interrupted.", Notice: true},
-			{Role: model.RoleAssistant, ToolCalls: []model.ToolCall{{ID: "c2", Name: "ping"}}},
+			// A notice is a user message whatever its role.
+			{Text: "Resuming.", Notice: true},
+			// Blank arguments are no arguments.
+			{Role: model.RoleAssistant, ToolCalls: []model.ToolCall{{ID: "c2", Name: "ping"}, {ID: "c3", Name: "ping", Arguments: " \n"}}},
 			{Role: model.RoleTool, ToolCallID: "c2", Name: "ping", Text: "pong"},
+			{Role: model.RoleTool, ToolCallID: "c3", Name: "ping", Text: "pong"},
+			// Content is null only beside tool calls: an empty answer is "".
+			{Role: model.RoleAssistant},
 			{Role: model.RoleAssistant, Text: "a is 42."},
 		},
 		Tools: []model.ToolSpec{
 			{Name: "kv_get", Description: "Read a key.", Schema: schema},
 			{Name: "ping"},
+			{Name: "noop", Schema: json.RawMessage(" \n")}, // a blank schema is no schema
 		},
 	})
 	collect(t, m, ask("no tools"))
@@ -813,15 +884,20 @@ func TestRequestBody(t *testing.T) {
 				{"id": "c1", "type": "function", "function": {"name": "kv_get", "arguments": "{\"key\":\"a\"}"}}]},
 			{"role": "tool", "tool_call_id": "c1", "content": "42"},
 			{"role": "user", "content": "The previous run was interrupted."},
+			{"role": "user", "content": "Resuming."},
 			{"role": "assistant", "content": null, "tool_calls": [
-				{"id": "c2", "type": "function", "function": {"name": "ping", "arguments": "{}"}}]},
+				{"id": "c2", "type": "function", "function": {"name": "ping", "arguments": "{}"}},
+				{"id": "c3", "type": "function", "function": {"name": "ping", "arguments": "{}"}}]},
 			{"role": "tool", "tool_call_id": "c2", "content": "pong"},
+			{"role": "tool", "tool_call_id": "c3", "content": "pong"},
+			{"role": "assistant", "content": ""},
 			{"role": "assistant", "content": "a is 42."}
 		],
 		"tools": [
 			{"type": "function", "function": {"name": "kv_get", "description": "Read a key.",
 				"parameters": {"type":"object","properties":{"key":{"type":"string"}},"required":["key"]}}},
-			{"type": "function", "function": {"name": "ping", "parameters": {"type":"object","properties":{}}}}
+			{"type": "function", "function": {"name": "ping", "parameters": {"type":"object","properties":{}}}},
+			{"type": "function", "function": {"name": "noop", "parameters": {"type":"object","properties":{}}}}
 		]
 	}`, string(reqs[0].body))
 	assert.JSONEq(t, `{
@@ -958,22 +1034,24 @@ type doerFunc = httpmsg.DoerFunc
 func TestHeaderSecretsNeverLeak(t *testing.T) {
 	const token = "hdr-token-0123456789-SECRET"
 	const other = "x-other-secret-value"
+	const pin = "pin-8byt" // the shortest value redacted: 8 bytes
 	f := newFake(t, func(w http.ResponseWriter, r *http.Request, n int) {
 		w.WriteHeader(http.StatusUnauthorized)
-		msg := "bad credential " + token + " in " + r.Header.Get("Authorization") + "; also " + r.Header.Get("X-Other") + " (" + r.Header.Get("X-Lang") + ")"
+		msg := "bad credential " + token + " in " + r.Header.Get("Authorization") + "; also " + r.Header.Get("X-Other") + ", " + r.Header.Get("X-Pin") + " (" + r.Header.Get("X-Lang") + ")"
 		io.WriteString(w, js(map[string]any{"error": map[string]any{"message": msg}}))
 	})
 	m := newModel(t, f, func(c *openai.Config) {
 		c.APIKey = ""
-		c.Headers = map[string]string{"Authorization": "Bearer " + token, "X-Other": other, "X-Lang": "en"}
+		c.Headers = map[string]string{"Authorization": "Bearer " + token, "X-Other": other, "X-Pin": pin, "X-Lang": "en"}
 	})
 	_, err := m.Stream(t.Context(), ask("?"))
 	require.Error(t, err)
 	for _, s := range []string{err.Error(), fmt.Sprintf("%#v", err)} {
 		assert.NotContains(t, s, token)
 		assert.NotContains(t, s, other)
+		assert.NotContains(t, s, pin)
 	}
-	assert.Contains(t, err.Error(), "bad credential [redacted] in [redacted]; also [redacted] (en)")
+	assert.Contains(t, err.Error(), "bad credential [redacted] in [redacted]; also [redacted], [redacted] (en)")
 }
 
 func TestAPIKeyNeverLeaks(t *testing.T) {

@@ -46,6 +46,8 @@ var textDeltaRefused = []string{
 	"{\"choices\":[{\"index\":0,\"delta\":{\"content\":\"tab\there\"}}]}",                   // a control character
 	`{"choices":[{"index":0,"delta":{"content":"x"}}`,                                       // cut
 	`{"choices":[{"index":0,"delta":{"content":"x","reasoning":"y"}}]}`,                     // another delta field
+	`{"choices":[{"index":0,"delta":{"content":"x"}}],"created":0123}`,                      // a leading zero: not JSON
+	`{"choices":[{"index":0,"delta":{"content":"x"}}],"usage":5}`,                           // usage not null
 	`[]`, `null`, `"x"`, `{}`,
 }
 
