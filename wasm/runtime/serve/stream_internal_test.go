@@ -27,10 +27,12 @@ func TestStreamBacklogCut(t *testing.T) {
 	for range 3 * maxBacklog / (64 << 10) {
 		s.push(chunk())
 	}
-	require.Equal(t, 3*maxBacklog, s.buffered())
+	require.Equal(t, 3<<20, s.buffered(), "three times the 1 MiB docs/api.md allows")
 
 	clock.BlockUntil(1) // the backlog timer
-	clock.Advance(backlogPatience - time.Millisecond)
+	// The patience docs/api.md gives a client: 10 s of nothing taken.
+	clock.Advance(10*time.Second - time.Millisecond)
+	require.Equal(t, 1, clock.Pending(), "not yet due")
 	require.Empty(t, cut, "not yet due")
 	clock.Advance(time.Millisecond)
 	select {
