@@ -52,6 +52,22 @@ func bigLog(t *testing.T, srv *httptest.Server) (last int64, size int) {
 	return 0, 0
 }
 
+// blockUntil is clock.BlockUntil(n), failing the test if the timers do
+// not come within 30 s instead of hanging it.
+func blockUntil(t *testing.T, clock *fakehost.Clock, n int) {
+	t.Helper()
+	armed := make(chan struct{})
+	go func() {
+		clock.BlockUntil(n)
+		close(armed)
+	}()
+	select {
+	case <-armed:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("%d timers pending, want %d", clock.Pending(), n)
+	}
+}
+
 // gatedWriter is an event stream's client that takes a write only when the
 // test lets it: each Write announces itself on asked, waits for a token
 // on gate, and says on took that it wrote.
@@ -168,7 +184,7 @@ func TestServeStalledStreamBounded(t *testing.T) {
 	require.Greater(t, held, 0)
 	require.LessOrEqual(t, held, serve.MaxBacklog+serve.MaxBacklog/4, "about a page of the %d-byte log is held", size)
 
-	clock.BlockUntil(1) // the waiting drain's patience
+	blockUntil(t, clock, 1) // the waiting drain's patience
 	clock.Advance(serve.BacklogPatience)
 	select {
 	case <-cut:

@@ -29,7 +29,7 @@ func TestStreamBacklogCut(t *testing.T) {
 	}
 	require.Equal(t, 3<<20, s.buffered(), "three times the 1 MiB docs/api.md allows")
 
-	clock.BlockUntil(1) // the backlog timer
+	require.Equal(t, 1, clock.Pending(), "the backlog timer, armed by the push")
 	// The patience docs/api.md gives a client: 10 s of nothing taken.
 	clock.Advance(10*time.Second - time.Millisecond)
 	require.Equal(t, 1, clock.Pending(), "not yet due")
@@ -138,7 +138,7 @@ func TestStreamDrainAnsweredEarly(t *testing.T) {
 		s.push(chunk())
 	}
 	s.push(abi.ResponsePart{Kind: abi.PartDrain, Timer: 7})
-	clock.BlockUntil(1)
+	require.Equal(t, 1, clock.Pending(), "the drain's patience, armed by the push")
 	clock.Advance(backlogPatience)
 	select {
 	case timer := <-answered:
@@ -197,7 +197,7 @@ func TestStreamStaleDrainAnswersNothing(t *testing.T) {
 	s := newStream(clock, func() { t.Error("cut") }, func(timer uint64) { answered <- timer })
 	s.push(abi.ResponsePart{Kind: abi.PartHead, Status: 200})
 	s.push(abi.ResponsePart{Kind: abi.PartDrain, Timer: 7})
-	clock.BlockUntil(1)
+	require.Equal(t, 1, clock.Pending(), "the drain's patience, armed by the push")
 	clock.Advance(backlogPatience)
 	select {
 	case timer := <-answered:
