@@ -88,36 +88,45 @@ func (w *brokenWriter) Write([]byte) (int, error) { return 0, errors.New("connec
 // its request cancelled once the tree learns of the death, instead of
 // streaming on (and being paid for) to nobody.
 func TestServeGuestDeathCancelsItsModelCall(t *testing.T) {
-	// The fresh guest resumes the turn and calls again: every call is
-	// told, and stalls until it is cut.
-	asked, cut := make(chan struct{}, 8), make(chan struct{}, 8)
-	provider := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/event-stream")
-		w.WriteHeader(http.StatusOK)
-		w.(http.Flusher).Flush()
-		asked <- struct{}{}
-		<-r.Context().Done()
-		cut <- struct{}{}
-	}))
-	t.Cleanup(provider.Close) // after the tree's Close, which cuts the fresh guest's call
+	url, asked, cut := stallingProvider(t)
 	srv, w := startTreeWatched(t, serve.Config{
-		Boot:  runtime.BootConfig{Model: abi.ModelConfig{Kind: abi.ModelOpenAI, BaseURL: provider.URL + "/v1", Name: "m"}},
+		Boot:  runtime.BootConfig{Model: abi.ModelConfig{Kind: abi.ModelOpenAI, BaseURL: url + "/v1", Name: "m"}},
 		Model: serve.ModelEgress{APIKey: "sk-test"},
 	})
 	require.Equal(t, 201, post(t, srv.URL+"/v1/sessions", `{}`).StatusCode)
 	require.Equal(t, 202, post(t, srv.URL+"/v1/sessions/tree1/prompt", `{"text":"hi"}`).StatusCode)
-	select {
-	case <-asked:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the model was not called")
-	}
+	await(t, asked, "the model was not called")
 
 	require.NoError(t, serve.Guest(w.tree).Close(context.Background()), "the guest dies")
 	require.Equal(t, 200, get(t, srv.URL+"/v1/sessions/tree1").StatusCode, "the next use boots a fresh guest")
+	await(t, cut, "the dead guest's model call goes on")
+}
+
+// stallingProvider is a model provider that answers every call with the
+// head of an event stream and then nothing until the call is cut; asked
+// hears of each call, cut of each cut. Call it before the tree starts:
+// it stops after the tree's Close, which cuts the calls still open.
+func stallingProvider(t *testing.T) (url string, asked, cut <-chan struct{}) {
+	askedc, cutc := make(chan struct{}, 8), make(chan struct{}, 8)
+	provider := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		w.(http.Flusher).Flush()
+		askedc <- struct{}{}
+		<-r.Context().Done()
+		cutc <- struct{}{}
+	}))
+	t.Cleanup(provider.Close)
+	return provider.URL, askedc, cutc
+}
+
+// await waits for ch, failing the test with msg after 30 s.
+func await(t *testing.T, ch <-chan struct{}, msg string) {
+	t.Helper()
 	select {
-	case <-cut:
+	case <-ch:
 	case <-time.After(30 * time.Second):
-		t.Fatal("the dead guest's model call goes on")
+		t.Fatal(msg)
 	}
 }
 
@@ -171,26 +180,9 @@ func TestServeCloseRecordsTheShutdown(t *testing.T) {
 // cancels its egress and the provider sees its request cancelled, rather
 // than streaming on to nobody.
 func TestServeInterruptCancelsTheModelCall(t *testing.T) {
-	asked, cut := make(chan struct{}, 8), make(chan struct{}, 8)
-	provider := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/event-stream")
-		w.WriteHeader(http.StatusOK)
-		w.(http.Flusher).Flush()
-		asked <- struct{}{}
-		<-r.Context().Done()
-		cut <- struct{}{}
-	}))
-	t.Cleanup(provider.Close) // after the tree's Close
-	srv := promptThroughProvider(t, provider.URL)
-	select {
-	case <-asked:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the model was not called")
-	}
+	url, asked, cut := stallingProvider(t)
+	srv := promptThroughProvider(t, url)
+	await(t, asked, "the model was not called")
 	require.Equal(t, 200, post(t, srv.URL+"/v1/sessions/tree1/interrupt", ``).StatusCode)
-	select {
-	case <-cut:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the interrupted turn's model call goes on")
-	}
+	await(t, cut, "the interrupted turn's model call goes on")
 }

@@ -138,14 +138,7 @@ func TestStreamDrainAnsweredEarly(t *testing.T) {
 		s.push(chunk())
 	}
 	s.push(abi.ResponsePart{Kind: abi.PartDrain, Timer: 7})
-	require.Equal(t, 1, clock.Pending(), "the drain's patience, armed by the push")
-	clock.Advance(backlogPatience)
-	select {
-	case timer := <-answered:
-		require.Equal(t, uint64(7), timer)
-	case <-time.After(30 * time.Second):
-		t.Fatal("the drain was not answered")
-	}
+	answerEarly(t, clock, answered, 7)
 	require.False(t, s.drained(7), "answered already")
 	s.mu.Lock()
 	for _, p := range s.parts {
@@ -197,16 +190,23 @@ func TestStreamStaleDrainAnswersNothing(t *testing.T) {
 	s := newStream(clock, func() { t.Error("cut") }, func(timer uint64) { answered <- timer })
 	s.push(abi.ResponsePart{Kind: abi.PartHead, Status: 200})
 	s.push(abi.ResponsePart{Kind: abi.PartDrain, Timer: 7})
-	require.Equal(t, 1, clock.Pending(), "the drain's patience, armed by the push")
-	clock.Advance(backlogPatience)
-	select {
-	case timer := <-answered:
-		require.Equal(t, uint64(7), timer)
-	case <-time.After(30 * time.Second):
-		t.Fatal("the drain was not answered")
-	}
+	answerEarly(t, clock, answered, 7)
 	s.push(abi.ResponsePart{Kind: abi.PartDrain, Timer: 8}) // the guest's next page ends in its next drain
 
 	require.False(t, s.drained(7), "a writer late with 7 answers nothing")
 	require.True(t, s.drained(8), "8 is still waited on")
+}
+
+// answerEarly lets the patience of the drain just pushed run out and
+// waits for the stream to answer it (timer) without the writer.
+func answerEarly(t *testing.T, clock *fakehost.Clock, answered <-chan uint64, timer uint64) {
+	t.Helper()
+	require.Equal(t, 1, clock.Pending(), "the drain's patience, armed by the push")
+	clock.Advance(backlogPatience)
+	select {
+	case got := <-answered:
+		require.Equal(t, timer, got)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the drain was not answered")
+	}
 }
