@@ -162,6 +162,10 @@ func TestAllowCIDRs(t *testing.T) {
 	for _, denied := range []string{"127.0.0.2", "192.168.0.1", "169.254.169.254", "::1"} {
 		require.ErrorIs(t, p.CheckAddr(netip.MustParseAddr(denied)), web.ErrDenied, denied)
 	}
+	// A range written with host bits is kept as the network it names.
+	q := dialing().WithAllowCIDRs(netip.MustParsePrefix("10.1.2.3/8"))
+	require.Equal(t, []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}, q.AllowCIDRs())
+	require.Contains(t, q.String(), "private ranges allowed: 10.0.0.0/8;")
 }
 
 func TestCheckURL(t *testing.T) {
@@ -178,6 +182,8 @@ func TestCheckURL(t *testing.T) {
 	require.EqualError(t, check(def, "https://example.com:8443/"), "egress denied: port 8443 is not allowed (allowed: 443, 80)")
 	require.EqualError(t, check(def, "http://127.0.0.1/"), "egress denied: 127.0.0.1 is a loopback address")
 	require.EqualError(t, check(def, "http://[::1]:80/"), "egress denied: ::1 is a loopback address")
+	require.EqualError(t, check(def, "http:///etc/passwd"), "egress denied: the URL has no host")
+	require.EqualError(t, check(def.WithPorts(0, 80), "http://example.com:0/"), `egress denied: bad port "0"`, "a port of 0 never allows anything")
 
 	https := def.WithSchemes("HTTPS")
 	require.NoError(t, check(https, "https://example.com/"))

@@ -173,6 +173,18 @@ func TestRedirectCredentialsStayOnSite(t *testing.T) {
 	for _, b := range rt.bodies {
 		assert.NotContains(t, b, "s3cr3t")
 	}
+
+	// The site is the first URL's: a hop from a subdomain back up to the
+	// first host keeps them (it is the same site as the first request).
+	rt = &fakeTransport{respond: routes(map[string]func(*httpmsg.Request) (*httpmsg.Response, error){
+		"https://api.example.com/a":    redirectTo(302, "https://eu.api.example.com/b"),
+		"https://eu.api.example.com/b": redirectTo(302, "https://api.example.com/c"),
+		"https://api.example.com/c":    answer(200, nil, "ok"),
+	})}
+	_, err = web.NewHTTPRequest(fetchPolicy(rt)).Execute(context.Background(), fetchCall(t, map[string]any{"url": "https://api.example.com/a", "headers": creds}))
+	require.NoError(t, err)
+	require.Len(t, rt.reqs, 3)
+	assert.Equal(t, creds["Authorization"], rt.reqs[2].Header.Get("Authorization"), "back on the first host")
 }
 
 // TestRedirectReferer: a hop names where it came from, as browsers'
@@ -197,6 +209,15 @@ func TestRedirectReferer(t *testing.T) {
 	assert.Equal(t, "https://API.example.com:443/", rt.reqs[2].Header.Get("Referer"), "another host: the origin alone, not the query's secret")
 	assert.Equal(t, "https://other.example.net/", rt.reqs[3].Header.Get("Referer"), "another port: the origin alone")
 	assert.Empty(t, rt.reqs[4].Header.Values("Referer"), "none from https to http")
+
+	// Another scheme is another origin, even on the same host and port.
+	rt = &fakeTransport{respond: routes(map[string]func(*httpmsg.Request) (*httpmsg.Response, error){
+		"http://api.example.com:443/a": redirectTo(302, "https://api.example.com/b"),
+	})}
+	_, err = web.NewHTTPRequest(fetchPolicy(rt)).Execute(context.Background(), fetchCall(t, map[string]any{"url": "http://api.example.com:443/a?token=s3cr3t"}))
+	require.NoError(t, err)
+	require.Len(t, rt.reqs, 2)
+	assert.Equal(t, "http://api.example.com:443/", rt.reqs[1].Header.Get("Referer"), "http to https: the origin alone")
 
 	// A Referer the request set itself goes on unchanged.
 	rt = &fakeTransport{respond: routes(map[string]func(*httpmsg.Request) (*httpmsg.Response, error){

@@ -216,4 +216,13 @@ func TestHostAddressesRefused(t *testing.T) {
 	require.EqualError(t, broken.CheckAddr(netip.MustParseAddr("8.8.8.8")),
 		"egress denied: 8.8.8.8 is not checkable against this host's addresses (no netlink)")
 	require.EqualError(t, broken.CheckAddr(netip.MustParseAddr("10.0.0.1")), "egress denied: 10.0.0.1 is a private address")
+
+	// The host may list its addresses IPv4-mapped or with a zone: each is
+	// still the host's own.
+	odd := dialing().WithLocalAddrs(func() ([]netip.Addr, error) {
+		return addrs("::ffff:93.184.216.40", "2606:2800:220:1::2%eth0"), nil
+	})
+	for _, a := range []string{"93.184.216.40", "2606:2800:220:1::2"} {
+		require.EqualError(t, odd.CheckAddr(netip.MustParseAddr(a)), "egress denied: "+a+" is an address of this host")
+	}
 }

@@ -89,6 +89,7 @@ func TestTransportRefusedNeverSent(t *testing.T) {
 		{"http://0x7f.1/", "host 0x7f.1 would be read as an IPv4 address in a non-standard form"},
 		{"http://2130706433/", "host 2130706433 would be read as an IPv4 address in a non-standard form"},
 		{"http://１２７.０.０.１/", `host "１２７.０.０.１" is not an ASCII name`},
+		{"http://a%25.example.com/", `host "a%.example.com" is not an ASCII name`},
 		{"ftp://api.example.com/", `scheme "ftp" is not allowed`},
 		{"https://api.example.com:8443/", "port 8443 is not allowed"},
 		{"https://example.org/", "host example.org is not on the host allow-list"},
