@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -231,6 +232,10 @@ func TestHTTPRequestBodyShapes(t *testing.T) {
 			_, _ = w.Write([]byte{0xff, 0xfe, 0x00, 0x01})
 		case "/runes":
 			_, _ = io.WriteString(w, strings.Repeat("é", 10)) // 20 bytes
+		case "/emoji":
+			_, _ = io.WriteString(w, strings.Repeat("😀", 5)) // 4 bytes each
+		case "/bigbinary":
+			_, _ = w.Write(bytes.Repeat([]byte{0xff}, 20))
 		}
 	})
 	h := web.NewHTTPRequest(srv.allowing().WithMaxResponseBytes(7))
@@ -240,6 +245,12 @@ func TestHTTPRequestBodyShapes(t *testing.T) {
 	out, err = h.Execute(context.Background(), httpCall(t, map[string]any{"url": srv.URL + "/runes"}))
 	require.NoError(t, err)
 	require.True(t, strings.HasSuffix(out, "\n\nééé\n[response truncated: the body is larger than 7 bytes; the first 6 are shown]"), out)
+	out, err = h.Execute(context.Background(), httpCall(t, map[string]any{"url": srv.URL + "/emoji"}))
+	require.NoError(t, err)
+	require.True(t, strings.HasSuffix(out, "\n\n😀\n[response truncated: the body is larger than 7 bytes; the first 4 are shown]"), "a rune cut three bytes in is dropped whole: %s", out)
+	out, err = h.Execute(context.Background(), httpCall(t, map[string]any{"url": srv.URL + "/bigbinary"}))
+	require.NoError(t, err)
+	require.True(t, strings.HasSuffix(out, "\n\n[binary body larger than 7 bytes not shown]"), out)
 	out, err = h.Execute(context.Background(), httpCall(t, map[string]any{"method": "HEAD", "url": srv.URL + "/runes"}))
 	require.NoError(t, err)
 	require.True(t, strings.HasPrefix(out, "HTTP 200 OK\n"), out)
@@ -274,6 +285,52 @@ func TestHTTPRequestTimeout(t *testing.T) {
 	}()
 	_, err = web.NewHTTPRequest(srv2.allowing()).Execute(ctx, httpCall(t, map[string]any{"url": srv2.URL}))
 	require.ErrorIs(t, err, context.Canceled)
+
+	// The caller's deadline is the caller's: not reported as the policy's
+	// timeout.
+	srv3 := newServer(t, hold(nil))
+	dctx, dcancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer dcancel()
+	_, err = web.NewHTTPRequest(srv3.allowing()).Execute(dctx, httpCall(t, map[string]any{"url": srv3.URL}))
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.NotErrorIs(t, err, web.ErrTimeout)
+}
+
+// The model's own User-Agent goes on; without one the tool names itself.
+// A call without an idempotency key sends none, even one the model set.
+func TestHTTPRequestHeadersTheModelSets(t *testing.T) {
+	srv := newServer(t, func(w http.ResponseWriter, r *http.Request) {})
+	call := httpCall(t, map[string]any{"url": srv.URL, "headers": map[string]string{"User-Agent": "my-agent/1", "Idempotency-Key": "model-chosen"}})
+	call.IdempotencyKey = ""
+	_, err := web.NewHTTPRequest(srv.allowing()).Execute(context.Background(), call)
+	require.NoError(t, err)
+	r := srv.requests()[0]
+	require.Equal(t, "my-agent/1", r.Header.Get("User-Agent"))
+	require.Empty(t, r.Header.Values("Idempotency-Key"), "only the call's key is ever sent")
+}
+
+// A password in a URL (the model's, or a redirect's) is never repeated
+// back: not in the output's Final-URL, not in an error.
+func TestHTTPRequestRedactsPasswords(t *testing.T) {
+	srv := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/a":
+			http.Redirect(w, r, "http://u:hop-secret@"+r.Host+"/b", http.StatusFound)
+		case "/away":
+			http.Redirect(w, r, "http://u:hop-secret@elsewhere.test/", http.StatusFound)
+		}
+	})
+	host := strings.TrimPrefix(srv.URL, "http://")
+	h := web.NewHTTPRequest(srv.allowing())
+	out, err := h.Execute(context.Background(), httpCall(t, map[string]any{"url": "http://u:first-secret@" + host + "/a"}))
+	require.NoError(t, err)
+	require.Contains(t, out, "Final-URL: http://u:xxxxx@"+host+"/b")
+	require.NotContains(t, out, "secret")
+
+	_, err = h.Execute(context.Background(), httpCall(t, map[string]any{"url": "http://u:first-secret@" + host + "/away"}))
+	require.Error(t, err)
+	require.NotContains(t, err.Error(), "secret")
+	require.Contains(t, err.Error(), "GET http://u:xxxxx@"+host+"/away: redirected to http://u:xxxxx@elsewhere.test/")
 }
 
 func TestHTTPRequestContract(t *testing.T) {
