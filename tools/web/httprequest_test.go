@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -11,10 +12,12 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/revenantrt/revenant/core/httpmsg"
 	"github.com/revenantrt/revenant/core/tool"
 	"github.com/revenantrt/revenant/tools/web"
 )
@@ -231,6 +234,10 @@ func TestHTTPRequestBodyShapes(t *testing.T) {
 			_, _ = w.Write([]byte{0xff, 0xfe, 0x00, 0x01})
 		case "/runes":
 			_, _ = io.WriteString(w, strings.Repeat("é", 10)) // 20 bytes
+		case "/euro":
+			_, _ = io.WriteString(w, "aa€€€") // the cap cuts the second € after two of its three bytes
+		case "/bigbinary":
+			_, _ = w.Write(bytes.Repeat([]byte{0xff}, 10))
 		}
 	})
 	h := web.NewHTTPRequest(srv.allowing().WithMaxResponseBytes(7))
@@ -240,9 +247,28 @@ func TestHTTPRequestBodyShapes(t *testing.T) {
 	out, err = h.Execute(context.Background(), httpCall(t, map[string]any{"url": srv.URL + "/runes"}))
 	require.NoError(t, err)
 	require.True(t, strings.HasSuffix(out, "\n\nééé\n[response truncated: the body is larger than 7 bytes; the first 6 are shown]"), out)
+	out, err = h.Execute(context.Background(), httpCall(t, map[string]any{"url": srv.URL + "/euro"}))
+	require.NoError(t, err)
+	require.True(t, strings.HasSuffix(out, "\n\naa€\n[response truncated: the body is larger than 7 bytes; the first 5 are shown]"), out)
+	out, err = h.Execute(context.Background(), httpCall(t, map[string]any{"url": srv.URL + "/bigbinary"}))
+	require.NoError(t, err)
+	require.True(t, strings.HasSuffix(out, "\n\n[binary body larger than 7 bytes not shown]"), out)
 	out, err = h.Execute(context.Background(), httpCall(t, map[string]any{"method": "HEAD", "url": srv.URL + "/runes"}))
 	require.NoError(t, err)
 	require.True(t, strings.HasPrefix(out, "HTTP 200 OK\n"), out)
+}
+
+// TestHTTPRequestBodyCutShort: a body that ends before its length (the
+// connection dropped mid-answer) is an error, not a short answer passed off
+// as the whole.
+func TestHTTPRequestBodyCutShort(t *testing.T) {
+	rt := &fakeTransport{respond: func(req *httpmsg.Request) (*httpmsg.Response, error) {
+		body := io.MultiReader(strings.NewReader("partial"), iotest.ErrReader(io.ErrUnexpectedEOF))
+		return &httpmsg.Response{StatusCode: 200, Header: httpmsg.Header{}, Body: io.NopCloser(body), Request: req}, nil
+	}}
+	_, err := web.NewHTTPRequest(fetchPolicy(rt)).Execute(context.Background(), fetchCall(t, map[string]any{"url": "https://api.example.com/"}))
+	require.ErrorIs(t, err, io.ErrUnexpectedEOF)
+	require.EqualError(t, err, "GET https://api.example.com/: read body: unexpected EOF")
 }
 
 // TestHTTPRequestTimeout: the server holds the request until the client
