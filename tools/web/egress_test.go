@@ -162,10 +162,6 @@ func TestAllowCIDRs(t *testing.T) {
 	for _, denied := range []string{"127.0.0.2", "192.168.0.1", "169.254.169.254", "::1"} {
 		require.ErrorIs(t, p.CheckAddr(netip.MustParseAddr(denied)), web.ErrDenied, denied)
 	}
-	// A range written with host bits is kept as the network it names.
-	q := dialing().WithAllowCIDRs(netip.MustParsePrefix("10.1.2.3/8"))
-	require.Equal(t, []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}, q.AllowCIDRs())
-	require.Contains(t, q.String(), "private ranges allowed: 10.0.0.0/8;")
 }
 
 func TestCheckURL(t *testing.T) {
@@ -182,8 +178,10 @@ func TestCheckURL(t *testing.T) {
 	require.EqualError(t, check(def, "https://example.com:8443/"), "egress denied: port 8443 is not allowed (allowed: 443, 80)")
 	require.EqualError(t, check(def, "http://127.0.0.1/"), "egress denied: 127.0.0.1 is a loopback address")
 	require.EqualError(t, check(def, "http://[::1]:80/"), "egress denied: ::1 is a loopback address")
-	require.EqualError(t, check(def, "http:///etc/passwd"), "egress denied: the URL has no host")
-	require.EqualError(t, check(def.WithPorts(0, 80), "http://example.com:0/"), `egress denied: bad port "0"`, "a port of 0 never allows anything")
+	// A URL with no host (a Location "http:///x") names nothing to check.
+	require.EqualError(t, check(def, "http:///x"), "egress denied: the URL has no host")
+	// Port 0 is no port: a policy that lists it (a mistake) still refuses it.
+	require.EqualError(t, check(def.WithPorts(0, 80), "http://example.com:0/"), `egress denied: bad port "0"`)
 
 	https := def.WithSchemes("HTTPS")
 	require.NoError(t, check(https, "https://example.com/"))
@@ -214,6 +212,80 @@ func TestEgressDefaults(t *testing.T) {
 	require.Equal(t, []int{8080}, q.Ports())
 	require.Equal(t, []int{443, 80}, p.Ports(), "the original is unchanged")
 	require.Equal(t, []string{"https", "http"}, q.WithSchemes("http").WithSchemes().Schemes(), "no arguments restore the default")
+
+	// An allowed range is kept as the block it names, as the start-up log
+	// line shows it: host bits written by mistake are dropped.
+	r := p.WithAllowCIDRs(netip.MustParsePrefix("10.1.2.3/8"))
+	require.Equal(t, []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}, r.AllowCIDRs())
+	require.Contains(t, r.String(), "private ranges allowed: 10.0.0.0/8;")
+}
+
+// TestDialTargets: the dialer's decision, asked before each connection:
+// an IP literal is checked itself (the dialer may be handed one no URL
+// check saw), a name whose lookup finds no address is an error rather than
+// nothing to dial, and the trusted destination is dialed as configured.
+func TestDialTargets(t *testing.T) {
+	ctx := context.Background()
+	res := fakeResolver{"empty.test": addrs(), "pub.test": addrs("93.184.216.34", "2606:2800:220:1::1")}
+	p := web.NewEgress().WithResolver(res)
+
+	_, _, err := p.DialTargets(ctx, "10.0.0.1:80", nil)
+	require.EqualError(t, err, "egress denied: 10.0.0.1 is a private address")
+	_, _, err = p.DialTargets(ctx, "[::1]:443", nil)
+	require.ErrorIs(t, err, web.ErrDenied)
+
+	got, trusted, err := p.DialTargets(ctx, "93.184.216.34:443", nil)
+	require.NoError(t, err)
+	require.False(t, trusted)
+	require.Equal(t, []netip.AddrPort{netip.MustParseAddrPort("93.184.216.34:443")}, got)
+
+	_, _, err = p.DialTargets(ctx, "empty.test:80", nil)
+	require.EqualError(t, err, "resolve empty.test: no addresses")
+
+	got, _, err = p.DialTargets(ctx, "pub.test:80", nil)
+	require.NoError(t, err)
+	require.Equal(t, []netip.AddrPort{netip.MustParseAddrPort("93.184.216.34:80"), netip.MustParseAddrPort("[2606:2800:220:1::1]:80")}, got, "in the resolver's order")
+}
+
+// TestClientClosesRefusedRequestBody: a Doer closes the request's body even
+// when it refuses to send it, so a caller's body (a file, a pipe) is never
+// left open by a refusal.
+func TestClientClosesRefusedRequestBody(t *testing.T) {
+	for _, tc := range []struct {
+		p    web.Egress
+		url  string
+		want error
+	}{
+		{dialing(), "http://127.0.0.1/", web.ErrDenied},
+		{web.NewEgress(), "https://example.com/", web.ErrNoClient},
+	} {
+		body := &closeTracker{Reader: strings.NewReader("x")}
+		req, err := httpmsg.NewRequest(context.Background(), httpmsg.MethodPost, tc.url, body)
+		require.NoError(t, err)
+		_, err = web.Client(tc.p).Do(req)
+		require.ErrorIs(t, err, tc.want)
+		require.True(t, body.closed(), "the body of a request not sent is closed (%v)", tc.want)
+	}
+}
+
+// closeTracker is a body that records whether it was closed.
+type closeTracker struct {
+	io.Reader
+	mu   sync.Mutex
+	done bool
+}
+
+func (c *closeTracker) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.done = true
+	return nil
+}
+
+func (c *closeTracker) closed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.done
 }
 
 // TestDialChecksEveryResolvedAddress: a name with one private address among

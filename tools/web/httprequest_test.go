@@ -12,10 +12,12 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/revenantrt/revenant/core/httpmsg"
 	"github.com/revenantrt/revenant/core/tool"
 	"github.com/revenantrt/revenant/tools/web"
 )
@@ -234,6 +236,8 @@ func TestHTTPRequestBodyShapes(t *testing.T) {
 			_, _ = io.WriteString(w, strings.Repeat("é", 10)) // 20 bytes
 		case "/emoji":
 			_, _ = io.WriteString(w, strings.Repeat("😀", 5)) // 4 bytes each
+		case "/euro":
+			_, _ = io.WriteString(w, "aa€€€") // the cap cuts the second € after two of its three bytes
 		case "/bigbinary":
 			_, _ = w.Write(bytes.Repeat([]byte{0xff}, 20))
 		}
@@ -248,12 +252,28 @@ func TestHTTPRequestBodyShapes(t *testing.T) {
 	out, err = h.Execute(context.Background(), httpCall(t, map[string]any{"url": srv.URL + "/emoji"}))
 	require.NoError(t, err)
 	require.True(t, strings.HasSuffix(out, "\n\n😀\n[response truncated: the body is larger than 7 bytes; the first 4 are shown]"), "a rune cut three bytes in is dropped whole: %s", out)
+	out, err = h.Execute(context.Background(), httpCall(t, map[string]any{"url": srv.URL + "/euro"}))
+	require.NoError(t, err)
+	require.True(t, strings.HasSuffix(out, "\n\naa€\n[response truncated: the body is larger than 7 bytes; the first 5 are shown]"), out)
 	out, err = h.Execute(context.Background(), httpCall(t, map[string]any{"url": srv.URL + "/bigbinary"}))
 	require.NoError(t, err)
 	require.True(t, strings.HasSuffix(out, "\n\n[binary body larger than 7 bytes not shown]"), out)
 	out, err = h.Execute(context.Background(), httpCall(t, map[string]any{"method": "HEAD", "url": srv.URL + "/runes"}))
 	require.NoError(t, err)
 	require.True(t, strings.HasPrefix(out, "HTTP 200 OK\n"), out)
+}
+
+// TestHTTPRequestBodyCutShort: a body that ends before its length (the
+// connection dropped mid-answer) is an error, not a short answer passed off
+// as the whole.
+func TestHTTPRequestBodyCutShort(t *testing.T) {
+	rt := &fakeTransport{respond: func(req *httpmsg.Request) (*httpmsg.Response, error) {
+		body := io.MultiReader(strings.NewReader("partial"), iotest.ErrReader(io.ErrUnexpectedEOF))
+		return &httpmsg.Response{StatusCode: 200, Header: httpmsg.Header{}, Body: io.NopCloser(body), Request: req}, nil
+	}}
+	_, err := web.NewHTTPRequest(fetchPolicy(rt)).Execute(context.Background(), fetchCall(t, map[string]any{"url": "https://api.example.com/"}))
+	require.ErrorIs(t, err, io.ErrUnexpectedEOF)
+	require.EqualError(t, err, "GET https://api.example.com/: read body: unexpected EOF")
 }
 
 // TestHTTPRequestTimeout: the server holds the request until the client
@@ -294,19 +314,6 @@ func TestHTTPRequestTimeout(t *testing.T) {
 	_, err = web.NewHTTPRequest(srv3.allowing()).Execute(dctx, httpCall(t, map[string]any{"url": srv3.URL}))
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	require.NotErrorIs(t, err, web.ErrTimeout)
-}
-
-// The model's own User-Agent goes on; without one the tool names itself.
-// A call without an idempotency key sends none, even one the model set.
-func TestHTTPRequestHeadersTheModelSets(t *testing.T) {
-	srv := newServer(t, func(w http.ResponseWriter, r *http.Request) {})
-	call := httpCall(t, map[string]any{"url": srv.URL, "headers": map[string]string{"User-Agent": "my-agent/1", "Idempotency-Key": "model-chosen"}})
-	call.IdempotencyKey = ""
-	_, err := web.NewHTTPRequest(srv.allowing()).Execute(context.Background(), call)
-	require.NoError(t, err)
-	r := srv.requests()[0]
-	require.Equal(t, "my-agent/1", r.Header.Get("User-Agent"))
-	require.Empty(t, r.Header.Values("Idempotency-Key"), "only the call's key is ever sent")
 }
 
 // A password in a URL (the model's, or a redirect's) is never repeated

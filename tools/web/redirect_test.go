@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -78,8 +79,10 @@ func TestRedirectEachHopChecked(t *testing.T) {
 }
 
 // TestRedirectMethodAndBody: 301, 302 and 303 turn a POST into a GET
-// without body or body headers; 307 and 308 send the same method and body
-// again; HEAD stays HEAD; once a hop dropped the body it stays dropped.
+// without body or body headers (Content-Type, -Encoding, -Language,
+// -Location); 307 and 308 send the same method, body and body headers
+// again; HEAD stays HEAD; once a hop dropped the body it stays dropped,
+// with its headers.
 func TestRedirectMethodAndBody(t *testing.T) {
 	for _, tc := range []struct {
 		status           int
@@ -99,8 +102,12 @@ func TestRedirectMethodAndBody(t *testing.T) {
 			rt := &fakeTransport{respond: routes(map[string]func(*httpmsg.Request) (*httpmsg.Response, error){
 				"https://api.example.com/a": redirectTo(tc.status, "/b"),
 			})}
-			args := map[string]any{"method": tc.method, "url": "https://api.example.com/a",
-				"headers": map[string]string{"Content-Type": "application/json", "X-Trace": "t"}}
+			bodyHeaders := map[string]string{"Content-Type": "application/json", "Content-Encoding": "identity", "Content-Language": "en", "Content-Location": "/doc"}
+			headers := map[string]string{"X-Trace": "t"}
+			for k, v := range bodyHeaders {
+				headers[k] = v
+			}
+			args := map[string]any{"method": tc.method, "url": "https://api.example.com/a", "headers": headers}
 			if tc.method != "HEAD" {
 				args["body"] = `{"a":1}`
 			}
@@ -111,7 +118,12 @@ func TestRedirectMethodAndBody(t *testing.T) {
 			assert.Equal(t, tc.wantMethod, hop.Method)
 			assert.Equal(t, tc.wantBody, rt.bodies[1])
 			assert.Equal(t, int64(len(tc.wantBody)), hop.ContentLength)
-			assert.Equal(t, tc.wantCT, hop.Header.Get("Content-Type"))
+			for k, v := range bodyHeaders {
+				if tc.wantCT == "" { // the body was dropped, and its headers with it
+					v = ""
+				}
+				assert.Equal(t, v, hop.Header.Get(k), k)
+			}
 			assert.Equal(t, "t", hop.Header.Get("X-Trace"), "other headers go on")
 			assert.Equal(t, "key-1", hop.Header.Get("Idempotency-Key"))
 		})
@@ -135,11 +147,13 @@ func TestRedirectMethodAndBody(t *testing.T) {
 		"https://api.example.com/a": redirectTo(303, "/b"),
 		"https://api.example.com/b": redirectTo(307, "/c"),
 	})}
-	_, err := web.NewHTTPRequest(fetchPolicy(rt)).Execute(context.Background(), fetchCall(t, map[string]any{"method": "POST", "url": "https://api.example.com/a", "body": "x"}))
+	_, err := web.NewHTTPRequest(fetchPolicy(rt)).Execute(context.Background(), fetchCall(t, map[string]any{
+		"method": "POST", "url": "https://api.example.com/a", "body": "x", "headers": map[string]string{"Content-Type": "text/plain"}}))
 	require.NoError(t, err)
 	require.Len(t, rt.reqs, 3)
 	assert.Equal(t, "GET", rt.reqs[2].Method)
 	assert.Equal(t, "", rt.bodies[2])
+	assert.Empty(t, rt.reqs[2].Header.Values("Content-Type"), "the body's headers stay dropped with it")
 }
 
 // TestRedirectCredentialsStayOnSite: Authorization, Cookie and the other
@@ -154,13 +168,14 @@ func TestRedirectCredentialsStayOnSite(t *testing.T) {
 		"https://example.com/e":          answer(200, nil, "home"),
 		"https://unrelated.example.org/": answer(200, nil, "never"),
 	})}
-	creds := map[string]string{"Authorization": "Bearer s3cr3t", "Cookie": "session=s3cr3t", "Proxy-Authorization": "Basic s3cr3t", "X-Keep": "k"}
+	creds := map[string]string{"Authorization": "Bearer s3cr3t", "Cookie": "session=s3cr3t", "Cookie2": "$Version=1", "Proxy-Authorization": "Basic s3cr3t",
+		"Www-Authenticate": "Basic realm=s3cr3t", "Proxy-Authenticate": "Basic realm=s3cr3t", "X-Keep": "k"}
 	_, err := web.NewHTTPRequest(fetchPolicy(rt)).Execute(context.Background(), fetchCall(t, map[string]any{"url": "https://example.com/a", "headers": creds}))
 	require.NoError(t, err)
 	require.Equal(t, []string{"https://example.com/a", "https://EXAMPLE.com:443/b", "https://api.example.com/c", "https://notexample.com/d", "https://example.com/e"}, rt.urls())
 	for i, wantCreds := range []bool{true, true, true, false, false} {
 		h := rt.reqs[i].Header
-		for _, k := range []string{"Authorization", "Cookie", "Proxy-Authorization"} {
+		for _, k := range []string{"Authorization", "Cookie", "Cookie2", "Proxy-Authorization", "Www-Authenticate", "Proxy-Authenticate"} {
 			if wantCreds {
 				assert.Equal(t, creds[k], h.Get(k), "hop %d %s", i, k)
 			} else {
@@ -283,4 +298,84 @@ func TestRedirectToSubdomainIsPermitted(t *testing.T) {
 	require.ErrorIs(t, err, web.ErrNotPermitted)
 	assert.Equal(t, []string{"http:internal.example.com"}, asked)
 	assert.Equal(t, []string{"https://example.com/go"}, rt.urls(), "the refused hop is never sent")
+}
+
+// TestRedirectRefusedBeforeAsking: a hop the egress policy refuses is
+// refused as such, before the session's permission rules are asked about
+// it: a rule must not be consulted (or a person's attention spent) on a
+// place the call could never reach.
+func TestRedirectRefusedBeforeAsking(t *testing.T) {
+	rt := &fakeTransport{respond: routes(map[string]func(*httpmsg.Request) (*httpmsg.Response, error){
+		"https://a.example.com/go": redirectTo(302, "http://169.254.169.254/latest/meta-data/"),
+	})}
+	var asked []string
+	call := fetchCall(t, map[string]any{"url": "https://a.example.com/go"})
+	call.Permit = func(res ...string) error {
+		asked = append(asked, res...)
+		return fmt.Errorf("%s needs approval", res[0])
+	}
+	_, err := web.NewHTTPRequest(fetchPolicy(rt)).Execute(context.Background(), call)
+	require.ErrorIs(t, err, web.ErrDenied)
+	require.NotErrorIs(t, err, web.ErrNotPermitted)
+	assert.Empty(t, asked)
+	assert.Equal(t, []string{"https://a.example.com/go"}, rt.urls())
+}
+
+// TestRedirectAnswersClosed: the body of every redirect answer is closed
+// when its hop is followed (its connection goes back to the pool), and so
+// is the final answer's once the tool has read it.
+func TestRedirectAnswersClosed(t *testing.T) {
+	var mu sync.Mutex
+	var bodies []*closeTracker
+	withBody := func(status int, loc string) func(*httpmsg.Request) (*httpmsg.Response, error) {
+		return func(req *httpmsg.Request) (*httpmsg.Response, error) {
+			b := &closeTracker{Reader: strings.NewReader("moved")}
+			mu.Lock()
+			bodies = append(bodies, b)
+			mu.Unlock()
+			h := httpmsg.Header{}
+			if loc != "" {
+				h.Set("Location", loc)
+			}
+			return &httpmsg.Response{StatusCode: status, Header: h, Body: b, Request: req}, nil
+		}
+	}
+	rt := &fakeTransport{respond: routes(map[string]func(*httpmsg.Request) (*httpmsg.Response, error){
+		"https://api.example.com/a": withBody(301, "/b"),
+		"https://api.example.com/b": withBody(307, "https://cdn.example.com/c"),
+		"https://cdn.example.com/c": withBody(200, ""),
+	})}
+	_, err := web.NewHTTPRequest(fetchPolicy(rt)).Execute(context.Background(), fetchCall(t, map[string]any{"url": "https://api.example.com/a"}))
+	require.NoError(t, err)
+	require.Len(t, bodies, 3)
+	for i, b := range bodies {
+		assert.True(t, b.closed(), "answer %d's body is closed", i)
+	}
+}
+
+// TestRedirectHopEndsWithTheCall: a hop is sent under the call's context,
+// so when the runner ends the call (a cancelled step) while a redirect's
+// target holds the request, the hop ends too, at once.
+func TestRedirectHopEndsWithTheCall(t *testing.T) {
+	arrived := make(chan struct{})
+	rt := &fakeTransport{respond: routes(map[string]func(*httpmsg.Request) (*httpmsg.Response, error){
+		"https://api.example.com/a": redirectTo(302, "/slow"),
+		"https://api.example.com/slow": func(req *httpmsg.Request) (*httpmsg.Response, error) {
+			close(arrived)
+			<-req.Context().Done() // a transport honours the request's context
+			return nil, req.Context().Err()
+		},
+	})}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-arrived:
+			cancel()
+		case <-ctx.Done(): // the test ended first
+		}
+	}()
+	_, err := web.NewHTTPRequest(fetchPolicy(rt)).Execute(ctx, fetchCall(t, map[string]any{"url": "https://api.example.com/a"}))
+	require.ErrorIs(t, err, context.Canceled)
+	assert.Contains(t, err.Error(), "redirected to https://api.example.com/slow")
 }

@@ -207,6 +207,14 @@ func TestHostAddressesRefused(t *testing.T) {
 	require.NoError(t, p.CheckAddr(netip.MustParseAddr("93.184.216.35")))
 	require.NoError(t, p.WithAllowCIDRs(netip.MustParsePrefix("93.184.216.34/32")).CheckAddr(netip.MustParseAddr("93.184.216.34")))
 
+	// A list of the host's addresses may write them IPv4-mapped or with a
+	// zone (a WithLocalAddrs of the embedder's own): the same addresses.
+	spelled := dialing().WithLocalAddrs(func() ([]netip.Addr, error) {
+		return addrs("::ffff:93.184.216.34", "2606:2800:220:1::1%eth0"), nil
+	})
+	require.EqualError(t, spelled.CheckAddr(netip.MustParseAddr("93.184.216.34")), "egress denied: 93.184.216.34 is an address of this host")
+	require.EqualError(t, spelled.CheckAddr(netip.MustParseAddr("2606:2800:220:1::1")), "egress denied: 2606:2800:220:1::1 is an address of this host")
+
 	// A name that resolves to one is refused when it is dialed.
 	res := fakeResolver{"self.test": addrs("93.184.216.34")}
 	_, err := web.NewHTTPRequest(webnet.DialingThrough(p.WithResolver(res), noDial(t))).Execute(context.Background(), httpCall(t, map[string]any{"url": "http://self.test/"}))
@@ -216,13 +224,4 @@ func TestHostAddressesRefused(t *testing.T) {
 	require.EqualError(t, broken.CheckAddr(netip.MustParseAddr("8.8.8.8")),
 		"egress denied: 8.8.8.8 is not checkable against this host's addresses (no netlink)")
 	require.EqualError(t, broken.CheckAddr(netip.MustParseAddr("10.0.0.1")), "egress denied: 10.0.0.1 is a private address")
-
-	// The host may list its addresses IPv4-mapped or with a zone: each is
-	// still the host's own.
-	odd := dialing().WithLocalAddrs(func() ([]netip.Addr, error) {
-		return addrs("::ffff:93.184.216.40", "2606:2800:220:1::2%eth0"), nil
-	})
-	for _, a := range []string{"93.184.216.40", "2606:2800:220:1::2"} {
-		require.EqualError(t, odd.CheckAddr(netip.MustParseAddr(a)), "egress denied: "+a+" is an address of this host")
-	}
 }

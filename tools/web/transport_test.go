@@ -168,6 +168,39 @@ func TestTransportSendsWithHeaders(t *testing.T) {
 	assert.Equal(t, "t", req.Header.Get("X-Trace"))
 	assert.Equal(t, "revenant", req.Header.Get("User-Agent"))
 	assert.Equal(t, `{"a":1}`, rt.bodies[0])
+
+	// The model's own User-Agent is sent as it is; a call without a key
+	// sends no Idempotency-Key at all, not the model's.
+	call := fetchCall(t, map[string]any{"url": "https://api.example.com/items",
+		"headers": map[string]string{"User-Agent": "my-agent/1.0", "Idempotency-Key": "the-model's"}})
+	call.IdempotencyKey = ""
+	_, err = h.Execute(context.Background(), call)
+	require.NoError(t, err)
+	require.Len(t, rt.reqs, 2)
+	assert.Equal(t, "my-agent/1.0", rt.reqs[1].Header.Get("User-Agent"))
+	assert.Empty(t, rt.reqs[1].Header.Values("Idempotency-Key"), "a key the model made up is not a key the runner deduplicates by")
+}
+
+// TestTransportNameCharacters: a name of ASCII letters, digits, '-', '_'
+// and '.' is handed to the platform to resolve ('_' as in "_acme-challenge"
+// or a service name); anything else is refused before it is sent.
+func TestTransportNameCharacters(t *testing.T) {
+	p := fetchPolicy(&fakeTransport{respond: answer(200, nil, "ok")})
+	for raw, refused := range map[string]bool{
+		"http://_acme-challenge.example.com/": false,
+		"http://my_service.example.com/":      false,
+		"http://xn--bcher-kva.example/":       false,
+		"http://bücher.example/":              true,
+		"http://ｌｏｃａｌｈｏｓｔ/":                   true,
+	} {
+		u, err := url.Parse(raw)
+		require.NoError(t, err)
+		if refused {
+			assert.ErrorIs(t, p.CheckURL(u), web.ErrDenied, raw)
+		} else {
+			assert.NoError(t, p.CheckURL(u), raw)
+		}
+	}
 }
 
 // TestTransportRedirectsRechecked: a redirect to a refused place is not

@@ -46,7 +46,25 @@ func TestWithoutServer(t *testing.T) {
 	require.ErrorAs(t, got, &d)
 	assert.True(t, d.IsNotFound)
 	assert.Equal(t, "10.255.255.53:53", dns.Server, "the shared original is untouched")
+	assert.Same(t, dns, op.Err, "and so is the dial error around it")
 	refused := &net.OpError{Op: "dial", Net: "tcp", Err: net.UnknownNetworkError("x")}
 	assert.Same(t, refused, webnet.WithoutServer(refused))
 	assert.NoError(t, webnet.WithoutServer(nil))
+}
+
+// TestTrustedDialErrorHidesTheDNSServer: a webhook's configured name is
+// resolved by the dialer itself (it is trusted as configured); when that
+// lookup fails, the error the model sees does not name the DNS server.
+func TestTrustedDialErrorHidesTheDNSServer(t *testing.T) {
+	dial := func(_ context.Context, _, address string) (net.Conn, error) {
+		host, _, _ := net.SplitHostPort(address)
+		return nil, &net.OpError{Op: "dial", Net: "tcp", Err: &net.DNSError{Err: "no such host", Name: host, Server: "10.255.255.53:53", IsNotFound: true}}
+	}
+	spec := web.WebhookSpec{Name: "deploy", URL: "http://hooks.internal.test/hook", Secret: web.NewSecret("0123456789abcdef")}
+	hook, err := web.NewWebhook(spec, webnet.DialingThrough(web.NewEgress(), dial))
+	require.NoError(t, err)
+	_, err = hook.Execute(context.Background(), tool.Call{Arguments: json.RawMessage(`{}`), IdempotencyKey: "k"})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "lookup hooks.internal.test: no such host")
+	assert.NotContains(t, err.Error(), "10.255.255.53")
 }

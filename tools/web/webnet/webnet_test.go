@@ -3,11 +3,14 @@ package webnet_test
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
 	"net/url"
+	"os"
+	"os/exec"
 	"strconv"
 	"testing"
 	"time"
@@ -37,7 +40,7 @@ func TestTransportDialsThroughThePolicy(t *testing.T) {
 		require.NoError(t, err)
 		return web.Client(webnet.Dialing(p)).Do(req)
 	}
-	p := web.NewEgress().WithPorts(port).WithResolver(resolver{"svc.test": netip.MustParseAddr("127.0.0.1")})
+	p := web.NewEgress().WithPorts(port).WithResolver(resolver{"svc.test": {netip.MustParseAddr("127.0.0.1")}})
 	_, err = send(p)
 	require.ErrorIs(t, err, web.ErrDenied, "a name resolving to loopback is refused when dialed")
 	require.ErrorContains(t, err, "svc.test resolves to 127.0.0.1, a loopback address")
@@ -49,12 +52,12 @@ func TestTransportDialsThroughThePolicy(t *testing.T) {
 	require.Equal(t, "/elsewhere", resp.Header.Get("Location"))
 }
 
-// resolver maps names to one address each, without DNS.
-type resolver map[string]netip.Addr
+// resolver maps names to addresses, without DNS.
+type resolver map[string][]netip.Addr
 
 func (r resolver) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
 	if a, ok := r[host]; ok {
-		return []netip.Addr{a}, nil
+		return a, nil
 	}
 	return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
 }
@@ -131,7 +134,7 @@ func TestOwnInterfaceAddressRefused(t *testing.T) {
 		return err
 	}
 	require.ErrorIs(t, send(p, "http://"+target+"/"), web.ErrDenied)
-	res := resolver{"self.test": addr}
+	res := resolver{"self.test": {addr}}
 	err = send(p.WithResolver(res), "http://self.test:"+strconv.Itoa(int(port))+"/")
 	require.ErrorIs(t, err, web.ErrDenied)
 	require.ErrorContains(t, err, "self.test resolves to "+addr.String())
@@ -160,7 +163,7 @@ func TestDialingKeepsSettings(t *testing.T) {
 		dialed = append(dialed, addr)
 		return nil, errors.New("test: not connecting")
 	}
-	res := resolver{"svc.test": a}
+	res := resolver{"svc.test": {a}}
 	for _, p := range []web.Egress{
 		webnet.DialingThrough(web.NewEgress().WithResolver(res), dial),
 		webnet.DialingThrough(web.NewEgress(), dial).WithResolver(res),
@@ -171,4 +174,96 @@ func TestDialingKeepsSettings(t *testing.T) {
 		require.ErrorContains(t, err, "test: not connecting")
 	}
 	require.Equal(t, []string{"93.184.216.34:80", "93.184.216.34:80"}, dialed)
+}
+
+// TestDialTriesEachCheckedAddress: a name with several addresses is dialed
+// at each checked address in turn until one connects, as net.Dialer does
+// with a name, so one unreachable address does not fail the request.
+func TestDialTriesEachCheckedAddress(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "ok") }))
+	defer srv.Close()
+	var dialed []string
+	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		dialed = append(dialed, addr)
+		if addr == "93.184.216.34:80" {
+			return nil, errors.New("test: unreachable")
+		}
+		return (&net.Dialer{}).DialContext(ctx, network, srv.Listener.Addr().String())
+	}
+	res := resolver{"svc.test": {netip.MustParseAddr("93.184.216.34"), netip.MustParseAddr("93.184.216.35")}}
+	none := func() ([]netip.Addr, error) { return nil, nil }
+	p := webnet.DialingThrough(web.NewEgress().WithResolver(res).WithLocalAddrs(none), dial)
+
+	req, err := httpmsg.NewRequest(context.Background(), httpmsg.MethodGet, "http://svc.test/", nil)
+	require.NoError(t, err)
+	resp, err := web.Client(p).Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.Equal(t, "ok", string(b))
+	require.Equal(t, []string{"93.184.216.34:80", "93.184.216.35:80"}, dialed)
+}
+
+// TestControlRefusesWhatItCannotRead: the last check before connect fails
+// closed: an address it cannot parse is refused, not waved through.
+func TestControlRefusesWhatItCannotRead(t *testing.T) {
+	control := webnet.Control(web.NewEgress())
+	require.ErrorIs(t, control("tcp", "not-an-address", nil), web.ErrDenied)
+	require.NoError(t, control("tcp", "93.184.216.34:443", nil))
+}
+
+// proxyChildEnv, when set, makes TestNoProxyFromTheEnvironment the child:
+// it holds the URL of the server to reach.
+const proxyChildEnv = "REVENANT_WEBNET_PROXY_TARGET"
+
+// TestNoProxyFromTheEnvironment: the transport never sends through the
+// proxy the environment names (HTTP_PROXY): a proxy would connect to the
+// target for us, past the address checks. net/http reads the environment
+// once per process, so the request runs in a child process started with
+// HTTP_PROXY set to a server that must not be reached.
+func TestNoProxyFromTheEnvironment(t *testing.T) {
+	if target := os.Getenv(proxyChildEnv); target != "" {
+		u, err := url.Parse(target)
+		require.NoError(t, err)
+		port, err := strconv.Atoi(u.Port())
+		require.NoError(t, err)
+		// A name, not 127.0.0.1: net/http never proxies a loopback literal.
+		p := web.NewEgress().WithPorts(port).WithAllowCIDRs(netip.MustParsePrefix("127.0.0.1/32")).
+			WithResolver(resolver{"svc.test": {netip.MustParseAddr("127.0.0.1")}})
+		req, err := httpmsg.NewRequest(context.Background(), httpmsg.MethodGet, "http://svc.test:"+u.Port()+"/", nil)
+		require.NoError(t, err)
+		resp, err := web.Client(webnet.Dialing(p)).Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		require.Equal(t, "direct", string(b))
+		return
+	}
+	if testing.Short() {
+		t.Skip("starts a child process")
+	}
+	proxied := make(chan string, 1)
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case proxied <- r.URL.String():
+		default:
+		}
+		_, _ = io.WriteString(w, "via proxy")
+	}))
+	defer proxy.Close()
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "direct") }))
+	defer target.Close()
+
+	cmd := exec.Command(os.Args[0], "-test.run=^TestNoProxyFromTheEnvironment$", "-test.count=1")
+	cmd.Env = append(os.Environ(), proxyChildEnv+"="+target.URL,
+		"HTTP_PROXY="+proxy.URL, "http_proxy="+proxy.URL, "NO_PROXY=", "no_proxy=", "REQUEST_METHOD=")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "child:\n%s", out)
+	select {
+	case u := <-proxied:
+		t.Fatalf("the request went through the environment's proxy: %s", u)
+	default:
+	}
 }
