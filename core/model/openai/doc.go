@@ -29,7 +29,10 @@
 //     never reads. Other 4xx answers are permanent.
 //   - A body that ends without [DONE] is a cut stream (retryable), unless a
 //     finish reason already came: the answer is then complete, and only the
-//     usage report may be missing.
+//     usage report may be missing. A 200 answer that declares a type other
+//     than text/event-stream (or JSON) and ends with no event in it is not
+//     a cut but a wrong endpoint (an HTML page, a proxy's notice): it is
+//     permanent, and its error names the Content-Type.
 //   - The API key never leaves the Authorization header: every error
 //     message is scrubbed of it, and Config and Model print and log (fmt,
 //     slog) with the key redacted.

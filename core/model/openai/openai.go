@@ -245,11 +245,12 @@ func (m *Model) Stream(ctx context.Context, req model.Request) (model.Stream, er
 		defer resp.Body.Close()
 		return nil, m.statusError(resp)
 	}
-	if mediaType(resp.Header) == "application/json" {
+	mt := mediaType(resp.Header)
+	if mt == "application/json" {
 		defer resp.Body.Close()
 		return m.completion(ctx, resp.Body)
 	}
-	return newStream(ctx, resp.Body, m.redact), nil
+	return newStream(ctx, resp.Body, mt, m.redact), nil
 }
 
 // mediaType returns the Content-Type's media type in lower case, without

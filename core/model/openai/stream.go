@@ -40,12 +40,18 @@ type stream struct {
 	order    callOrder
 	err      error // returned by every Recv once set
 
+	// mediaType is the answer's declared type; sawEvent is set by the
+	// first data event. Together they tell a cut stream from an answer
+	// that was never one (see readError).
+	mediaType string
+	sawEvent  bool
+
 	closed    atomic.Bool
 	closeBody sync.Once
 }
 
-func newStream(ctx context.Context, body io.ReadCloser, redact func(string) string) *stream {
-	return &stream{ctx: ctx, body: body, events: newEventReader(body), redact: redact, order: callOrder{last: -1}}
+func newStream(ctx context.Context, body io.ReadCloser, mediaType string, redact func(string) string) *stream {
+	return &stream{ctx: ctx, body: body, events: newEventReader(body), redact: redact, order: callOrder{last: -1}, mediaType: mediaType}
 }
 
 // Recv implements model.Stream. It returns ctx's error promptly when ctx
@@ -74,6 +80,7 @@ func (s *stream) Recv(ctx context.Context) (model.Chunk, error) {
 		if err != nil {
 			return s.fail(s.readError(ctx, err))
 		}
+		s.sawEvent = true
 		if err := s.handle(data); err != nil {
 			return s.fail(err)
 		}
@@ -104,6 +111,11 @@ func (s *stream) readError(ctx context.Context, err error) error {
 	case (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)) && s.finished:
 		// No [DONE], but the answer was complete: only usage may be lost.
 		return io.EOF
+	case errors.Is(err, io.EOF) && !s.sawEvent && s.mediaType != "" && s.mediaType != "text/event-stream":
+		// A whole answer of another declared type (an HTML page from a
+		// base URL that is a website, a proxy's notice) with no event in
+		// it: no stream was cut, and asking again gets the same page.
+		return &model.Error{Msg: fmt.Sprintf("the provider answered 200 with Content-Type %q and no server-sent events: is the base URL an OpenAI-compatible API?", s.mediaType)}
 	case errors.Is(err, io.EOF):
 		return &model.Error{Retryable: true, Msg: "the stream was cut before [DONE]"}
 	case errors.Is(err, errEventTooLarge):
@@ -331,7 +343,7 @@ func (m *Model) completion(ctx context.Context, body io.Reader) (model.Stream, e
 	if obj, ok := parseError(p.Error); ok {
 		return nil, streamError(obj, m.redact)
 	}
-	s := newStream(ctx, io.NopCloser(bytes.NewReader(nil)), m.redact)
+	s := newStream(ctx, io.NopCloser(bytes.NewReader(nil)), "application/json", m.redact)
 	s.pending = s.chunks(p, true)
 	s.done = true
 	return s, nil

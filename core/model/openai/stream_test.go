@@ -228,3 +228,51 @@ func TestNonStreamedAnswerWithoutFinishReason(t *testing.T) {
 	})
 	assert.Equal(t, "hi", assemble(collect(t, newModel(t, f), ask("?"))).text)
 }
+
+func TestAnswerThatIsNoStreamIsPermanent(t *testing.T) {
+	// A base URL that points at a website answers 200 with a page: asking
+	// again gets the same page, so it is a permanent error naming the type,
+	// not a cut stream retried until the retry window closes. A stream that
+	// declares no type, or the event-stream type, and carries no event is
+	// still a cut.
+	for _, tc := range []struct {
+		contentType string
+		body        string
+		retryable   bool
+	}{
+		{"text/html; charset=utf-8", "<html><body>Welcome</body></html>", false},
+		{"text/plain", "service is up\n", false},
+		{"text/event-stream", ": keep-alive\n\n", true},
+		{"", "", true},
+	} {
+		t.Run(tc.contentType, func(t *testing.T) {
+			s, err := answering(t, http.StatusOK, tc.contentType, io.NopCloser(strings.NewReader(tc.body))).Stream(t.Context(), ask("?"))
+			require.NoError(t, err)
+			defer s.Close()
+			_, err = recvAll(t, s)
+			e := modelError(t, err)
+			assert.Equal(t, tc.retryable, e.Retryable, "%v", err)
+			if !tc.retryable {
+				assert.Contains(t, e.Msg, tc.contentType[:strings.IndexAny(tc.contentType+";", ";")])
+			}
+		})
+	}
+}
+
+func TestStreamOfAnotherDeclaredTypeIsStillRead(t *testing.T) {
+	// Some proxies relabel a stream (text/plain): its events are read as
+	// usual, and a cut after the first event is still a retryable cut.
+	body := events(textChunk("hi"), finishChunk("stop"), "[DONE]")
+	s, err := answering(t, http.StatusOK, "text/plain", io.NopCloser(strings.NewReader(body))).Stream(t.Context(), ask("?"))
+	require.NoError(t, err)
+	chunks, err := recvAll(t, s)
+	s.Close()
+	require.ErrorIs(t, err, io.EOF)
+	assert.Equal(t, "hi", chunks[0].Text)
+
+	s, err = answering(t, http.StatusOK, "text/plain", io.NopCloser(strings.NewReader(events(textChunk("hi"))))).Stream(t.Context(), ask("?"))
+	require.NoError(t, err)
+	defer s.Close()
+	_, err = recvAll(t, s)
+	assert.True(t, modelError(t, err).Retryable, "%v", err)
+}

@@ -54,7 +54,7 @@ var textDeltaRefused = []string{
 // fullDecode is what handle did before textDelta: the event decoded in
 // full, its chunks and whether it failed.
 func fullDecode(data []byte) ([]model.Chunk, bool, error) {
-	s := newStream(context.Background(), io.NopCloser(bytes.NewReader(nil)), func(s string) string { return s })
+	s := newStream(context.Background(), io.NopCloser(bytes.NewReader(nil)), "text/event-stream", func(s string) string { return s })
 	err := s.decode(data)
 	return s.pending, s.finished, err
 }
