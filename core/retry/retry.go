@@ -18,7 +18,11 @@ type Clock interface {
 
 // Policy is a named backoff schedule: wait Initial before the first retry,
 // doubling each time up to Max, and stop retrying once Window has passed
-// since the first attempt or after Retries retries, whichever comes first.
+// since the first attempt failed or after Retries retries, whichever comes
+// first. (From the failure, not the attempt's start: Loop reads the clock
+// only once something failed, so an attempt that succeeds, as nearly every
+// event append does, costs no clock read, which is a host call in the
+// guest and a JS call in a Durable Object.)
 // A zero Window or Retries sets no limit of that kind; the zero Policy,
 // having neither, never retries.
 type Policy struct {
@@ -110,7 +114,7 @@ type Schedule struct {
 	retries int
 }
 
-// Begin starts a schedule now: the first attempt is being made.
+// Begin starts a schedule now: its window runs from here.
 func (p Policy) Begin(clock Clock) *Schedule {
 	return &Schedule{p: p, clock: clock, start: clock.Now()}
 }

@@ -149,6 +149,23 @@ func TestLoopGivesUpWhenTheWindowCloses(t *testing.T) {
 	assert.Contains(t, err.Error(), "write retry gave up after 20 attempts")
 }
 
+// The window runs from the first failure, not from the first attempt's
+// start: a slow first attempt (a busy timeout) leaves the whole window to
+// the retries.
+func TestLoopWindowStartsAtTheFirstFailure(t *testing.T) {
+	clock := fakehost.NewClock(start)
+	err, _ := driveLoop(t, clock, retry.Loop{Policy: retry.Write()}, func(attempt int) error {
+		if attempt == 1 {
+			clock.Advance(5 * time.Second) // the first attempt takes 5 s to fail
+		}
+		return errFlaky
+	})
+	var re *retry.Error
+	require.ErrorAs(t, err, &re)
+	assert.Equal(t, retry.WriteWindow, re.Elapsed)
+	assert.Equal(t, int64(start)+(5*time.Second+retry.WriteWindow).Milliseconds(), clock.Now())
+}
+
 // A failure the loop is told not to retry returns at once, unchanged, and
 // never touches the clock: a test that does not advance time still ends.
 func TestLoopReturnsPermanentFailuresAtOnce(t *testing.T) {
