@@ -212,6 +212,51 @@ func TestDecodeRowsRefusesBadInput(t *testing.T) {
 	bad[13] = 9
 	_, err = decodeRows(bad)
 	assert.ErrorContains(t, err, "value tag 9")
+
+	// A row count past what the bytes could hold is refused before the
+	// rows are allocated: 2^31-1 rows would ask for gigabytes.
+	huge := append([]byte{}, good...)
+	copy(huge[9:13], []byte{0xff, 0xff, 0xff, 0x7f})
+	_, err = decodeRows(huge)
+	assert.ErrorIs(t, err, errShortRows)
+
+	// A byte past the last row: the answer's length was misread.
+	_, err = decodeRows(append(append([]byte{}, good...), 0))
+	assert.ErrorContains(t, err, "past its last row")
+}
+
+// A transaction asked for with a context already done runs nothing and
+// says why, as core/storage's contract has it: no statement reaches SQL.
+func TestTxWithADoneContextRunsNothing(t *testing.T) {
+	db, sql, state := newTestDB(t, `{}`)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	ran := false
+	err := db.Tx(ctx, func(tx storage.Tx) error {
+		ran = true
+		_, err := tx.Exec("INSERT")
+		return err
+	})
+	require.ErrorIs(t, err, context.Canceled)
+	assert.False(t, ran)
+	assert.Zero(t, sql.Get("log").Length())
+	assert.Zero(t, state.Get("committed").Int())
+}
+
+// Booleans go to SQL as 1 and 0 (SQLite has no boolean), and every Go
+// integer type core uses as its exact JS number.
+func TestArgumentsOfEveryScalarType(t *testing.T) {
+	db, sql, _ := newTestDB(t, `{}`)
+	require.NoError(t, db.Tx(context.Background(), func(tx storage.Tx) error {
+		_, err := tx.Exec("INSERT", true, false, int32(-7), 12, 2.5)
+		return err
+	}))
+	call := sql.Get("log").Index(0)
+	for i, want := range []float64{1, 0, -7, 12, 2.5} {
+		assert.Equal(t, want, call.Index(i+1).Float(), "argument %d", i+1)
+	}
+	_, err := toJS(struct{}{})
+	assert.ErrorContains(t, err, "unsupported SQL argument")
 }
 
 // sqlQuery reuses one buffer per database and replaces it only to grow:

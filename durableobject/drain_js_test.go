@@ -50,6 +50,23 @@ func TestDrainWaitsUntilTheClientTookEverything(t *testing.T) {
 	w.finish()
 }
 
+// A stream the client has taken everything of has nothing to drain:
+// Drain returns nil at once, whatever its context, rather than waiting for
+// progress that will not come.
+func TestDrainOnACaughtUpStreamReturnsAtOnce(t *testing.T) {
+	got := make(chan js.Value, 1)
+	w := newResponseWriter(func(v js.Value) { got <- v }, func() {})
+	_, _ = io.WriteString(w, "event: one\n\n")
+	w.Flush()
+	reader := (<-got).Get("body").Call("getReader")
+	require.Equal(t, "event: one\n\n", readChunk(t, reader))
+	waitIdle() // the write's promise settles: the chunk is acknowledged
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	assert.NoError(t, w.Drain(ctx))
+	w.finish()
+}
+
 // A Drain gives up with its context, and on a stream already ended.
 func TestDrainEndsWithContextAndStream(t *testing.T) {
 	frozenClock(t)

@@ -253,3 +253,31 @@ func TestFetchNeverFollowsRedirects(t *testing.T) {
 	require.Equal(t, httpmsg.StatusFound, resp.StatusCode)
 	require.Equal(t, "http://10.0.0.1/", resp.Header.Get("Location"))
 }
+
+// A request whose context ends aborts the platform's fetch (its
+// AbortController), so an abandoned provider or tool call stops costing a
+// connection; Do itself returns with the context's error.
+func TestFetchAbortsWhenTheContextEnds(t *testing.T) {
+	real := jsFetch
+	defer func() { jsFetch = real }()
+	aborted := make(chan struct{})
+	onAbort := js.FuncOf(func(js.Value, []js.Value) any { close(aborted); return nil })
+	defer onAbort.Release()
+	jsFetch = js.Global().Call("eval", `(onAbort) => (url, init) => {
+		init.signal.addEventListener("abort", () => onAbort());
+		return new Promise(() => {}); // never answers
+	}`).Invoke(onAbort)
+	ctx, cancel := context.WithCancel(context.Background())
+	req, err := httpmsg.NewRequest(ctx, httpmsg.MethodGet, "https://example.com/", nil)
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() { _, err := Fetch{}.Do(req); done <- err }()
+	waitIdle()
+	cancel()
+	require.ErrorIs(t, <-done, context.Canceled)
+	select {
+	case <-aborted:
+	case <-time.After(5 * time.Second): // a bound, not a timing: abort comes at once or never
+		t.Fatal("the fetch was not aborted")
+	}
+}

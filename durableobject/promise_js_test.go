@@ -110,11 +110,13 @@ func TestResponseCancelEndsRequest(t *testing.T) {
 	w.finish()
 }
 
-// A 204 has a null body: a JS Response refuses a body for it.
+// A 204 has a null body: a JS Response refuses a body for it (it throws),
+// so bytes a handler wrote after a 204 are dropped, as net/http does.
 func TestResponseNoContent(t *testing.T) {
 	got := make(chan js.Value, 1)
 	w := newResponseWriter(func(v js.Value) { got <- v }, func() {})
 	w.WriteHeader(http.StatusNoContent)
+	_, _ = io.WriteString(w, "not for a 204")
 	w.finish()
 	resp := <-got
 	assert.Equal(t, 204, resp.Get("status").Int())
@@ -279,6 +281,26 @@ func streamOn(t *testing.T, writer js.Value) (*responseWriter, context.Context) 
 }
 
 var kiloEvent = "data: " + strings.Repeat(".", 1000) + "\n\n" // an event of about 1 KB
+
+// A handler that writes a lot between flushes still streams: once
+// maxUnflushed bytes wait, they are sent without a Flush, so one long
+// write burst neither holds the client back nor grows the buffer unbounded.
+func TestResponseSendsEveryMaxUnflushedWithoutAFlush(t *testing.T) {
+	frozenClock(t)
+	fake := fakeWriter(1, "now", "settle")
+	w, _ := streamOn(t, fake)
+	n := 0
+	for n < maxUnflushed+len(kiloEvent) {
+		k, err := io.WriteString(w, kiloEvent)
+		require.NoError(t, err)
+		n += k
+	}
+	waitIdle()
+	assert.GreaterOrEqual(t, fake.Get("bytes").Int(), maxUnflushed, "sent before any Flush")
+	w.mu.Lock()
+	w.end(false)
+	w.mu.Unlock()
+}
 
 // A healthy stream's backlog passes maxBacklog within one synchronous
 // burst (a catch-up page written before JS can take a chunk): it is not

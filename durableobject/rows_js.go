@@ -47,6 +47,11 @@ func decodeRows(b []byte) (*storage.Rows, error) {
 	if r.err != nil {
 		return nil, r.err
 	}
+	if len(r.b) != 0 {
+		// sqlQuery answers its exact length: bytes past the last row mean
+		// Go read the answer's length or buffer wrong.
+		return nil, fmt.Errorf("durableobject: sqlQuery's answer has %d bytes past its last row", len(r.b))
+	}
 	return rows, nil
 }
 
