@@ -175,7 +175,11 @@ func TestListQuery(t *testing.T) {
 	assert.Equal(t, 2, limit)
 	assert.Equal(t, &c, after)
 
-	for _, q := range []url.Values{{"limit": {"0"}}, {"limit": {"201"}}, {"limit": {"x"}}, {"cursor": {"!!"}}, {"cursor": {api.ListCursor{ID: "a/b"}.Encode()}}, {"cursor": {"LTU6eA"}}, {"limit": {"+5"}}} {
+	for _, q := range []url.Values{
+		{"limit": {"0"}}, {"limit": {"201"}}, {"limit": {"x"}}, {"limit": {"+5"}},
+		{"cursor": {"!!"}}, {"cursor": {"LTU6eA"}}, {"cursor": {api.ListCursor{ID: "a/b"}.Encode()}},
+		{"cursor": {api.ListCursor{ID: "a.b"}.Encode()}}, // a child's id: a cursor names a root
+	} {
 		_, _, err := worker.ParseListQuery(q, api.DefaultListLimit)
 		assert.Error(t, err, q)
 	}
@@ -295,6 +299,7 @@ func TestDecideTooLarge(t *testing.T) {
 		{"POST", "/v1/sessions/abc/prompt", "9223372036854775807", true},
 		{"POST", "/v1/sessions/abc/prompt", "9223372036854775808", true},     // past int64
 		{"POST", "/v1/sessions/abc/prompt", "99999999999999999999999", true}, // far past it
+		{"POST", "/v1/sessions/abc/prompt", "-99999999999999999999", false},  // malformed, not large
 	} {
 		h := http.Header{}
 		if c.length != "" {
