@@ -3,11 +3,14 @@
 package durableobject
 
 import (
+	"context"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/revenantrt/revenant/core/api"
 	"github.com/revenantrt/revenant/core/httpmsg"
 )
 
@@ -33,4 +36,38 @@ func TestHeadersFromJSRefusesOtherShapes(t *testing.T) {
 		err := headersFromJS(httpmsg.Header{}, jsJSON.Call("parse", src))
 		assert.Error(t, err, src)
 	}
+}
+
+// The object takes its principal only from the front Worker's header,
+// path-escaped there: a missing, empty or badly escaped one is refused
+// (401), never read as some principal.
+func TestFrontPrincipalHeader(t *testing.T) {
+	for header, want := range map[string]string{"alice": "alice", "a%20b%2Fc": "a b/c"} {
+		r, err := httpmsg.NewRequest(context.Background(), httpmsg.MethodGet, "https://tree/v1/sessions/x", nil)
+		require.NoError(t, err)
+		r.Header.Set(PrincipalHeader, header)
+		got, err := frontPrincipal{}.Authenticate(r, false)
+		require.NoError(t, err)
+		assert.Equal(t, want, got)
+	}
+	for _, header := range []string{"", "%zz", "%"} {
+		r, err := httpmsg.NewRequest(context.Background(), httpmsg.MethodGet, "https://tree/v1/sessions/x", nil)
+		require.NoError(t, err)
+		if header != "" {
+			r.Header.Set(PrincipalHeader, header)
+		}
+		_, err = frontPrincipal{}.Authenticate(r, false)
+		var ae *api.Error
+		require.ErrorAs(t, err, &ae, "%q", header)
+		assert.Equal(t, api.ErrUnauthorized, ae.Type)
+	}
+}
+
+// Ids the object mints (child sessions, turns) are lowercase base32 like
+// the front's and the local server's (docs/api.md).
+func TestObjectIDsAreLowercase(t *testing.T) {
+	id := IDs{}.NewID()
+	assert.Len(t, id, 26)
+	assert.Equal(t, strings.ToLower(id), id)
+	assert.NotEqual(t, id, IDs{}.NewID())
 }
