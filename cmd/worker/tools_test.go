@@ -63,6 +63,7 @@ func TestParseToolsRefuses(t *testing.T) {
 		`{"settings":{}}`:                       "REVENANT_TOOLS: settings: unknown key (allowed: webhook_tools, permissions, egress, allowed_models; settings go in REVENANT_SETTINGS)",
 		hook(`,"secret":"` + hookSecret + `"`):  "REVENANT_TOOLS: webhook_tools[0].secret: give the Worker secret's name as secret_env instead",
 		hook(``):                                "REVENANT_TOOLS: webhook_tools[0].secret_env: required",
+		hook(`,"secret_env":""`):                "REVENANT_TOOLS: webhook_tools[0].secret_env: must be a Worker secret's name",
 		hook(`,"secret_env":"MISSING"`):         "REVENANT_TOOLS: webhook_tools[0].secret_env: the Worker secret MISSING is not set (wrangler secret put MISSING; for make dev, a line MISSING=… in .dev.vars)",
 		hook(`,"secret_env":"SHORT"`):           "webhook_tools[0].secret: must be at least 16 bytes",
 		hook(`,"secret_env":"REVENANT_TOKENS"`): "webhook_tools[0].secret_env: REVENANT_TOKENS holds the API's bearer tokens and is never given to a tree",

@@ -4,12 +4,14 @@ package main
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/revenantrt/revenant/core/model/offline"
 	"github.com/revenantrt/revenant/core/model/openai"
+	"github.com/revenantrt/revenant/core/settings"
 )
 
 // The provider variables mean what they mean on the local server
@@ -66,4 +68,35 @@ func TestTreeAllowedModels(t *testing.T) {
 	t.Setenv("REVENANT_MODEL", "o1-pro-expensive")
 	_, err = p.model(nil)
 	assert.ErrorContains(t, err, `REVENANT_MODEL and REVENANT_TOOLS: the default model "o1-pro-expensive" is not in allowed_models (gpt-4o-mini)`)
+}
+
+// With no wake_interval in REVENANT_SETTINGS an object arms its alarm 1 s
+// ahead, not the local server's 10 s (an alarm is cheap, and it is what
+// resumes a turn whose object was evicted); a configured one wins.
+func TestTreeWakeIntervalDefaultsToOneSecond(t *testing.T) {
+	t.Setenv(ToolsVar, "")
+	for raw, want := range map[string]time.Duration{"": time.Second, `{"wake_interval":"5s"}`: 5 * time.Second} {
+		t.Setenv(SettingsVar, raw)
+		p, err := load()
+		require.NoError(t, err)
+		expected, err := settings.Settings{WakeInterval: want}.Configs()
+		require.NoError(t, err)
+		assert.Equal(t, expected.Core, p.configs.Core, "settings %q", raw)
+	}
+}
+
+// REVENANT_OFFLINE_WORD_DELAY paces the offline model (make dev and the
+// e2e suite set it); a bad value fails the boot with the variable's name.
+func TestTreeOfflineWordDelay(t *testing.T) {
+	t.Setenv("OPENAI_BASE_URL", "")
+	t.Setenv("OPENAI_API_KEY", "")
+	t.Setenv("REVENANT_MODEL", "")
+	t.Setenv("REVENANT_OFFLINE_WORD_DELAY", "5ms")
+	m, err := (&program{}).model(nil)
+	require.NoError(t, err)
+	assert.Equal(t, offline.New(nil, offline.Options{WordDelay: 5 * time.Millisecond}), m)
+
+	t.Setenv("REVENANT_OFFLINE_WORD_DELAY", "soon")
+	_, err = (&program{}).model(nil)
+	assert.ErrorContains(t, err, "REVENANT_OFFLINE_WORD_DELAY")
 }
