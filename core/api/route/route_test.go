@@ -229,6 +229,7 @@ func TestPathValueUnescaped(t *testing.T) {
 func TestBadPatternsPanic(t *testing.T) {
 	for _, p := range []string{
 		"/no/method", "GET", "GET no-slash", "GET /a//b", "GET /a/", "GET /{}", "GET /{a}/{a}", "GET /x{a}", "GET /{a",
+		"GE/T /x", "GET /a{b", "GET /a}b",
 	} {
 		assert.Panics(t, func() { (&route.Mux{}).HandleFunc(p, nil) }, p)
 	}
@@ -268,4 +269,26 @@ func TestServeHTTPFallback(t *testing.T) {
 	m.Fallback = httpmsg.HandlerFunc(func(httpmsg.ResponseWriter, *httpmsg.Request) { called = true })
 	m.ServeHTTP(w, &httpmsg.Request{Method: "GET", URL: &url.URL{Path: "/nope"}})
 	assert.True(t, called)
+}
+
+// A route registered without a handler (the front Worker names routes
+// with them) is served by the fallback, as an unrouted request is, and
+// a path that is not rooted matches nothing rather than panicking.
+func TestServeHTTPNilHandlerAndUnrootedPaths(t *testing.T) {
+	m := &route.Mux{}
+	m.HandleFunc("GET /v1/sessions/{id}", nil)
+	fellBack := false
+	m.Fallback = httpmsg.HandlerFunc(func(httpmsg.ResponseWriter, *httpmsg.Request) { fellBack = true })
+	match, ok := m.Match("GET", "/v1/sessions/abc")
+	require.True(t, ok, "the route is named")
+	assert.Equal(t, "GET /v1/sessions/{id}", match.Pattern)
+	assert.Equal(t, "abc", match.Value("id"))
+	assert.Empty(t, match.Value(""), "a literal segment is no value")
+	m.ServeHTTP(&recorder{h: httpmsg.Header{}}, &httpmsg.Request{Method: "GET", URL: &url.URL{Path: "/v1/sessions/abc"}})
+	assert.True(t, fellBack)
+
+	for _, p := range []string{"", "v1/sessions/abc", "*"} {
+		_, ok := m.Match("GET", p)
+		assert.False(t, ok, "%q", p)
+	}
 }
