@@ -12,6 +12,7 @@ import (
 	"github.com/revenantrt/revenant/core/model/offline"
 	"github.com/revenantrt/revenant/core/model/openai"
 	"github.com/revenantrt/revenant/core/settings"
+	"github.com/revenantrt/revenant/durableobject"
 )
 
 // The provider variables mean what they mean on the local server
@@ -99,4 +100,21 @@ func TestTreeOfflineWordDelay(t *testing.T) {
 	t.Setenv("REVENANT_OFFLINE_WORD_DELAY", "soon")
 	_, err = (&program{}).model(nil)
 	assert.ErrorContains(t, err, "REVENANT_OFFLINE_WORD_DELAY")
+}
+
+// REVENANT_SETTINGS' max_retry_after caps the provider's Retry-After on
+// the object as on the local server: the provider is built with it.
+func TestTreeProviderTakesMaxRetryAfter(t *testing.T) {
+	t.Setenv(ToolsVar, "")
+	t.Setenv(SettingsVar, `{"max_retry_after":"7s"}`)
+	t.Setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+	t.Setenv("OPENAI_API_KEY", "")
+	t.Setenv("REVENANT_MODEL", "m")
+	p, err := load()
+	require.NoError(t, err)
+	m, err := p.model(nil)
+	require.NoError(t, err)
+	want, err := openai.New(openai.Config{BaseURL: "http://127.0.0.1:9/v1", Model: "m", Client: durableobject.Fetch{}, MaxRetryAfter: 7 * time.Second})
+	require.NoError(t, err)
+	assert.Equal(t, want, m)
 }
