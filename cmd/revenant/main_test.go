@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -13,7 +14,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/revenantrt/revenant/core/api"
+	"github.com/revenantrt/revenant/core/schema"
 	"github.com/revenantrt/revenant/host"
+	"github.com/revenantrt/revenant/sqlitedb"
 )
 
 // env is a getenv over a map.
@@ -205,4 +209,127 @@ func TestAddrInUseSaysWhereToChangeIt(t *testing.T) {
 	assert.Contains(t, err.Error(), "address already in use")
 	assert.Contains(t, err.Error(), "(set REVENANT_ADDR or -addr)")
 	assert.NoDirExists(t, data, "nothing is created before the server can listen")
+}
+
+// An empty first argument is not a command: serve takes it, and refuses
+// it as an argument it does not expect, rather than failing on it.
+func TestEmptyArgumentIsAUsageError(t *testing.T) {
+	var err error
+	require.NotPanics(t, func() { err = run(context.Background(), []string{""}, io.Discard) })
+	require.ErrorIs(t, err, errUsage)
+	assert.Contains(t, err.Error(), `unexpected argument ""`)
+}
+
+// -help, as -h and --help, prints the commands, not only serve's flags.
+func TestDashHelpPrintsTheCommands(t *testing.T) {
+	var out strings.Builder
+	require.NoError(t, run(context.Background(), []string{"-help"}, &out))
+	for _, c := range []string{"simulate", "version", "help", "-addr"} {
+		assert.Contains(t, out.String(), c)
+	}
+}
+
+// version prints the build's version.
+func TestVersionPrintsTheVersion(t *testing.T) {
+	var out strings.Builder
+	require.NoError(t, run(context.Background(), []string{"version"}, &out))
+	assert.Equal(t, "revenant "+version+"\n", out.String())
+}
+
+// Without flags or variables the server listens on the default address
+// and keeps its trees in ./data, logging at info; -debug logs at debug.
+func TestServeDefaults(t *testing.T) {
+	c, done, err := parseServe(nil, env(nil), io.Discard)
+	require.NoError(t, err)
+	require.False(t, done)
+	assert.Equal(t, defaultAddr, c.addr)
+	assert.Equal(t, defaultData, c.data)
+	assert.Equal(t, defaultWordDelay, c.wordDelay)
+	assert.Equal(t, slog.LevelInfo, c.logLevel)
+
+	c, _, err = parseServe([]string{"-debug"}, env(nil), io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, slog.LevelDebug, c.logLevel)
+}
+
+// Only addresses this machine alone can reach count as loopback: an
+// anonymous server may listen there and nowhere else.
+func TestLoopbackOnly(t *testing.T) {
+	for addr, want := range map[string]bool{
+		"127.0.0.1:8787": true, "127.1.2.3:80": true, "[::1]:8787": true, "localhost:8787": true,
+		"0.0.0.0:8787": false, ":8787": false, "[::]:8787": false, "192.0.2.1:8787": false,
+		"example.com:8787": false, "nonsense": false,
+	} {
+		assert.Equal(t, want, loopbackOnly(addr), addr)
+	}
+}
+
+// Without REVENANT_TOKENS the server refuses to listen anywhere but
+// loopback, naming the variable, before it creates anything.
+func TestAnonymousServerRefusesANonLoopbackAddress(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "data")
+	// 192.0.2.1 is a documentation address: were the address accepted,
+	// the listen would fail for another reason, not open a port.
+	err := serve(context.Background(), []string{"-data", data, "-addr", "192.0.2.1:8787"}, env(nil), io.Discard)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "REVENANT_TOKENS is not set")
+	assert.Contains(t, err.Error(), "may only listen on loopback")
+	assert.NoDirExists(t, data)
+}
+
+// The API answers only requests addressed to loopback when there are no
+// tokens (DNS rebinding), and any host once tokens authenticate callers.
+func TestAPIConfigIsLoopbackOnlyWithoutTokens(t *testing.T) {
+	base := api.NewConfig()
+	got, err := apiConfig(serveConfig{}, base)
+	require.NoError(t, err)
+	assert.Equal(t, base.WithAllowedOrigins().WithLoopbackOnly(true), got)
+	got, err = apiConfig(serveConfig{tokens: "alice:secret-token-1234"}, base)
+	require.NoError(t, err)
+	assert.Equal(t, base.WithAllowedOrigins().WithLoopbackOnly(false), got)
+	assert.NotEqual(t, base.WithAllowedOrigins().WithLoopbackOnly(true), got, "the two differ: the check above can fail")
+}
+
+// The provider's URL is logged without the credentials it may carry.
+func TestRedactURLHidesThePassword(t *testing.T) {
+	got := redactURL("https://user:hunter2@llm.example/v1")
+	assert.NotContains(t, got, "hunter2")
+	assert.Contains(t, got, "llm.example/v1")
+	assert.Equal(t, "(unparsable URL)", redactURL("http://[::1"))
+}
+
+// Bad SEED, SESSIONS or KILLS values are command-line mistakes (exit 2),
+// found before any simulation starts.
+func TestSimulateBadEnvironmentIsAUsageError(t *testing.T) {
+	for _, name := range []string{"SEED", "SESSIONS", "KILLS"} {
+		err := simulate(context.Background(), nil, env(map[string]string{name: "many"}), io.Discard)
+		require.ErrorIs(t, err, errUsage, name)
+		assert.Contains(t, err.Error(), name+`="many" is not a number`)
+	}
+}
+
+// -check judges kept trees; one kept without a ledger is judged against
+// an empty ledger, not refused.
+func TestSimulateCheckWithoutALedger(t *testing.T) {
+	dir := t.TempDir()
+	db, err := sqlitedb.Open(filepath.Join(dir, "t1.db"), sqlitedb.Options{})
+	require.NoError(t, err)
+	require.NoError(t, schema.Migrate(context.Background(), db, 1))
+	require.NoError(t, db.Close())
+	var out strings.Builder
+	require.NoError(t, simulate(context.Background(), []string{"-check", dir}, env(nil), &out))
+	assert.Contains(t, out.String(), "t1.db: 0 sessions")
+	assert.True(t, strings.HasSuffix(out.String(), "violations: 0\n"), out.String())
+}
+
+// The data directory a server creates is its owner's alone: it holds
+// every tree's sessions.
+func TestDataDirectoryIsCreatedPrivate(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	release, err := lockDataDir(dir)
+	require.NoError(t, err)
+	defer release()
+	info, err := os.Stat(dir)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o700), info.Mode().Perm())
 }

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/revenantrt/revenant/config"
 	"github.com/revenantrt/revenant/core/settings"
 	"github.com/revenantrt/revenant/host"
+	"github.com/revenantrt/revenant/wasm/abi"
 )
 
 // writeConfig writes a REVENANT_CONFIG file and returns its path.
@@ -98,4 +100,43 @@ func TestAllowedModelsAndFinalRulesReachBothModes(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []config.Rule{{Action: "deploy", Resource: "*", Decision: config.Ask, Final: true}}, boot.Permissions)
 	require.Nil(t, boot.AllowedModels, "no list: any model")
+}
+
+// A guest gets the API tokens as stand-ins, never the tokens: with none it
+// would serve the anonymous principal to everyone.
+func TestGuestBootCarriesTheTokensHashed(t *testing.T) {
+	const token = "Zq8xW4vR-k2Jm9Pt"
+	run, err := buildSetup(env(nil), host.RealClock{}, time.Millisecond, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	boot, err := guestBoot(run, "alice:"+token)
+	require.NoError(t, err)
+	require.NotEmpty(t, boot.API.Tokens)
+	require.True(t, strings.HasPrefix(boot.API.Tokens, "alice:sha256:"), boot.API.Tokens)
+	require.NotContains(t, boot.API.Tokens, token)
+
+	boot, err = guestBoot(run, "")
+	require.NoError(t, err)
+	require.Empty(t, boot.API.Tokens, "no tokens: anonymous, as the in-process server")
+}
+
+// A guest's model and session defaults are the in-process server's: the
+// offline model at its pace, or the provider's URL and model name, and
+// REVENANT_CONFIG's session defaults for new sessions.
+func TestGuestBootModelAndSessionDefaults(t *testing.T) {
+	path := writeConfig(t, `{"session_defaults": {"system_prompt": "be brief", "model": "gpt-4o-mini", "tools": ["http_request"]}}`)
+	run, err := buildSetup(env(map[string]string{config.EnvVar: path}), host.RealClock{}, 7*time.Millisecond, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	boot, err := guestBoot(run, "")
+	require.NoError(t, err)
+	require.Equal(t, abi.ModelConfig{Kind: abi.ModelOffline, WordDelay: 7 * time.Millisecond}, boot.Model)
+	require.Equal(t, "be brief", boot.API.SystemPrompt)
+	require.Equal(t, "gpt-4o-mini", boot.API.ModelName)
+	require.Equal(t, &[]string{"http_request"}, boot.API.Tools)
+
+	run, err = buildSetup(env(map[string]string{config.EnvVar: path, "OPENAI_BASE_URL": "http://127.0.0.1:1/v1", "OPENAI_API_KEY": "sk-secret"}),
+		host.RealClock{}, time.Millisecond, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	boot, err = guestBoot(run, "")
+	require.NoError(t, err)
+	require.Equal(t, abi.ModelConfig{Kind: abi.ModelOpenAI, BaseURL: "http://127.0.0.1:1/v1", Name: "gpt-4o-mini"}, boot.Model, "the key stays with the host")
 }

@@ -110,3 +110,77 @@ func TestLiteDiscard(t *testing.T) {
 	l.Error("nothing", "k", "v") // must not panic
 	assert.Same(t, l, l.With())
 }
+
+// chain is a LogValuer whose value is another chain, n deep, then "end".
+type chain int
+
+func (c chain) LogValue() liteValue {
+	if c == 0 {
+		return liteStringValue("end")
+	}
+	return liteAnyValue(c - 1)
+}
+
+// slogChain is chain for slog, to compare the two.
+type slogChain int
+
+func (c slogChain) LogValue() slog.Value {
+	if c == 0 {
+		return slog.StringValue("end")
+	}
+	return slog.AnyValue(c - 1)
+}
+
+// A LogValuer chain resolves as far as slog resolves one (100 LogValue
+// calls); a longer one logs that LogValue was called too many times.
+func TestLiteResolvesChainsAsSlog(t *testing.T) {
+	for _, n := range []int{0, 1, 50, 98} {
+		assert.Equal(t, slog.AnyValue(slogChain(n)).Resolve().String(), liteAnyValue(chain(n)).Resolve().String(), "chain of %d", n)
+	}
+	assert.Equal(t, "end", liteAnyValue(chain(98)).String())
+	for _, n := range []int{99, 150} {
+		assert.Contains(t, slog.AnyValue(slogChain(n)).Resolve().String(), "LogValue called too many times")
+		assert.Equal(t, "LogValue called too many times", liteAnyValue(chain(n)).String(), "chain of %d", n)
+	}
+}
+
+// A handler gets every attribute already resolved, from a log call and
+// from With: the guest's handler prints what it gets, and a LogValuer's
+// own fields (a secret's text) must never reach it.
+func TestLiteHandlerGetsResolvedValues(t *testing.T) {
+	var got []liteRecord
+	l := liteNew(recorder{min: liteDebug, records: &got}).With("with", secret("sk-with"))
+	l.Info("call", "token", secret("sk-token"), liteAttr{"attr", liteAnyValue(secret("sk-attr"))})
+	require.Len(t, got, 1)
+	n := 0
+	got[0].Attrs(func(a liteAttr) bool {
+		n++
+		_, valuer := a.Value.any.(liteValuer)
+		assert.False(t, valuer, "%s reached the handler unresolved", a.Key)
+		assert.Equal(t, "[redacted]", a.Value.s, a.Key)
+		return true
+	})
+	assert.Equal(t, 3, n)
+}
+
+// ctxHandler records whether Enabled got a context.
+type ctxHandler struct {
+	liteDiscard
+	nilCtx *bool
+}
+
+func (h ctxHandler) Enabled(ctx context.Context, _ liteLevel) bool {
+	*h.nilCtx = *h.nilCtx || ctx == nil
+	return false
+}
+
+// Enabled with a nil context hands the handler a background context, as
+// slog does: handlers need not check for nil.
+func TestLiteEnabledNeverPassesANilContext(t *testing.T) {
+	var sawNil bool
+	l := liteNew(ctxHandler{nilCtx: &sawNil})
+	l.Enabled(nil, liteInfo) //nolint:staticcheck // a nil context is allowed, as in slog
+	l.Info("x")
+	l.Log(nil, liteWarn, "y") //nolint:staticcheck // a nil context is allowed, as in slog
+	assert.False(t, sawNil)
+}

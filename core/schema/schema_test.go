@@ -332,3 +332,32 @@ func TestMigrateScriptFailureRollsBack(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, schema.Latest(), v)
 }
+
+// A database an older build left at any version gets, as one script, the
+// same database as from the statement-by-statement path: only the later
+// migrations run, each recorded once.
+func TestMigrateAsOneScriptFromEveryVersion(t *testing.T) {
+	for v := 1; v < schema.Latest(); v++ {
+		plain, _ := newDB(t)
+		migrateTo(t, plain, v)
+		require.NoError(t, schema.Migrate(ctx, plain, now+1000), "version %d", v)
+
+		base, _ := newDB(t)
+		migrateTo(t, base, v)
+		db := &scriptDB{DB: base}
+		require.NoError(t, schema.Migrate(ctx, db, now+1000), "version %d", v)
+		assert.Equal(t, 1, db.scripts, "version %d", v)
+		assert.Equal(t, snapshot(t, plain), snapshot(t, base), "version %d", v)
+	}
+}
+
+// Migrations returns a copy: a caller that edits it changes neither the
+// next caller's list nor what Migrate applies.
+func TestMigrationsReturnsACopy(t *testing.T) {
+	ms := schema.Migrations()
+	want := ms[0]
+	ms[0].SQL = "DROP TABLE tree;"
+	ms[len(ms)-1].Version = 999
+	assert.Equal(t, want, schema.Migrations()[0])
+	assert.Equal(t, len(ms), schema.Latest())
+}

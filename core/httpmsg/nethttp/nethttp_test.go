@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -339,4 +340,56 @@ func TestClientRetriesARequestNothingOfWhichWasWritten(t *testing.T) {
 			assert.Equal(t, []string{"k0", "k1"}, keys, "each request read once")
 		})
 	}
+}
+
+// A request built by hand without a body reaches the handler with an empty
+// Body, never nil, as httpmsg.Request promises.
+func TestRequestWithoutBodyGetsAnEmptyOne(t *testing.T) {
+	hr := &http.Request{Method: "GET", URL: &url.URL{Path: "/"}}
+	r := nethttp.Request(hr)
+	require.NotNil(t, r.Body)
+	b, err := io.ReadAll(r.Body)
+	require.NoError(t, err)
+	assert.Empty(t, b)
+	assert.NotNil(t, r.Header)
+}
+
+// A request's Host, when set, is the Host sent, whatever the URL's.
+func TestOutgoingSendsTheRequestsHost(t *testing.T) {
+	req, err := httpmsg.NewRequest(context.Background(), "GET", "http://127.0.0.1:1/", nil)
+	require.NoError(t, err)
+	req.Host = "api.example.test"
+	hreq, err := nethttp.Outgoing(req)
+	require.NoError(t, err)
+	assert.Equal(t, "api.example.test", hreq.Host)
+	assert.Equal(t, "127.0.0.1:1", hreq.URL.Host)
+}
+
+// Moving an idempotency key to its lower-case spelling keeps any values
+// already under that spelling: none is lost.
+func TestOutgoingHidesAKeyWithoutLosingValues(t *testing.T) {
+	req, err := httpmsg.NewRequest(context.Background(), "POST", "http://127.0.0.1/", nil)
+	require.NoError(t, err)
+	req.Header["Idempotency-Key"] = []string{"k"}
+	req.Header["idempotency-key"] = []string{"earlier"}
+	hreq, err := nethttp.Outgoing(req)
+	require.NoError(t, err)
+	assert.Equal(t, http.Header{"idempotency-key": {"earlier", "k"}}, hreq.Header)
+}
+
+// closeCounter is a body that counts its Close calls.
+type closeCounter struct {
+	io.Reader
+	closed int
+}
+
+func (c *closeCounter) Close() error { c.closed++; return nil }
+
+// A request with no URL is refused, and its body is closed all the same: a
+// Doer closes req.Body even on error.
+func TestOutgoingWithoutURLClosesTheBody(t *testing.T) {
+	body := &closeCounter{Reader: strings.NewReader("x")}
+	_, err := nethttp.Outgoing(&httpmsg.Request{Method: "POST", Header: httpmsg.Header{}, Body: body})
+	require.ErrorContains(t, err, "no URL")
+	assert.Equal(t, 1, body.closed)
 }
