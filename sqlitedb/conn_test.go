@@ -148,3 +148,65 @@ func TestVFSWithRelativePath(t *testing.T) {
 	_, err := os.Stat(filepath.Join(dir, "tree.db"))
 	require.NoError(t, err)
 }
+
+// A Commit hook alone, without a Begin hook, hears each transaction's own
+// changes, not the connection's running total.
+func TestCommitHookAloneCountsEachTransaction(t *testing.T) {
+	var commits []int64
+	db := openAt(t, filepath.Join(t.TempDir(), "tree.db"), sqlitedb.Options{Hooks: sqlitedb.Hooks{
+		Commit: func(n int64) { commits = append(commits, n) },
+	}})
+	exec(t, db, `CREATE TABLE v (who TEXT)`)
+	exec(t, db, `INSERT INTO v VALUES ('a'), ('b')`)
+	exec(t, db, `INSERT INTO v VALUES ('c')`)
+	assert.Equal(t, []int64{0, 2, 1}, commits)
+}
+
+// A Conn's COMMIT that fails and leaves its transaction open (SQLite's
+// BUSY) keeps the Conn in it: InTx stays true, Rollback ends it, and the
+// Conn begins and commits again.
+func TestConnFailedCommitLeftOpenStaysInTx(t *testing.T) {
+	fault := faultvfs.New(func() int64 { return 0 })
+	faultvfs.Register("sqlitedb-conn-commit", fault)
+	t.Cleanup(func() { faultvfs.Unregister("sqlitedb-conn-commit") })
+	db := openAt(t, filepath.Join(t.TempDir(), "tree.db"), sqlitedb.Options{VFS: "sqlitedb-conn-commit"})
+	exec(t, db, `CREATE TABLE v (who TEXT)`)
+	c := db.Conn()
+	t.Cleanup(func() { c.Close() }) // frees the DB's lock should the test stop mid-transaction
+
+	require.NoError(t, c.Begin())
+	_, err := c.Exec(`INSERT INTO v VALUES ('lost')`, nil)
+	require.NoError(t, err)
+	fault.FailNext(1, faultvfs.Busy)
+	err = c.Commit()
+	assert.ErrorIs(t, err, storage.CodeBusy)
+	require.True(t, c.InTx(), "the failed commit left the transaction open")
+	require.NoError(t, c.Rollback())
+	require.False(t, c.InTx())
+
+	require.NoError(t, c.Begin())
+	_, err = c.Exec(`INSERT INTO v VALUES ('kept')`, nil)
+	require.NoError(t, err)
+	require.NoError(t, c.Commit())
+	assert.Equal(t, "kept", queryOne(t, db, `SELECT group_concat(who) FROM v`))
+}
+
+// A statement that ends the transaction itself (INSERT OR ROLLBACK meeting
+// a conflict) leaves the Conn's Rollback to succeed and end the Conn's
+// transaction, releasing the DB for the next one.
+func TestConnRollbackAfterSQLiteRolledBackItself(t *testing.T) {
+	db, _ := newDB(t)
+	exec(t, db, `CREATE TABLE v (who TEXT UNIQUE)`)
+	exec(t, db, `INSERT INTO v VALUES ('a')`)
+	c := db.Conn()
+	t.Cleanup(func() { c.Close() }) // frees the DB's lock should the test stop mid-transaction
+
+	require.NoError(t, c.Begin())
+	_, err := c.Exec(`INSERT INTO v VALUES ('b')`, nil)
+	require.NoError(t, err)
+	_, err = c.Exec(`INSERT OR ROLLBACK INTO v VALUES ('a')`, nil)
+	assert.ErrorIs(t, err, storage.CodeConstraint)
+	require.NoError(t, c.Rollback())
+	require.False(t, c.InTx())
+	assert.Equal(t, "a", queryOne(t, db, `SELECT group_concat(who) FROM v`), "'b' went with SQLite's rollback")
+}

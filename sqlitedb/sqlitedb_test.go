@@ -287,3 +287,81 @@ func TestExecCountsOnlyItsOwnChanges(t *testing.T) {
 		return nil
 	}))
 }
+
+// Open reads WAL back and refuses a database that will not use it (an
+// in-memory one reports "memory"), rather than run without the journal
+// DESIGN §8's durability rests on.
+func TestOpenRefusesADatabaseWithoutWAL(t *testing.T) {
+	db, err := sqlitedb.Open(":memory:", sqlitedb.Options{})
+	if db != nil {
+		db.Close()
+	}
+	require.Error(t, err)
+	assert.ErrorContains(t, err, "want wal")
+}
+
+// A context that ends while fn runs must not stop the rollback that cleans
+// up after fn's error: the transaction ends with Tx, and no write lock is
+// left for another connection to meet.
+func TestContextEndingInsideFnStillRollsBack(t *testing.T) {
+	db, path := newDB(t)
+	exec(t, db, `CREATE TABLE v (who TEXT)`)
+	txCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := errors.New("stopped")
+	err := db.Tx(txCtx, func(tx storage.Tx) error {
+		_, err := tx.Exec(`INSERT INTO v VALUES ('lost')`)
+		require.NoError(t, err)
+		cancel()
+		return stop
+	})
+	require.ErrorIs(t, err, stop)
+	rival := openAt(t, path, sqlitedb.Options{BusyTimeout: -1})
+	exec(t, rival, `INSERT INTO v VALUES ('rival')`) // the write lock is free at once
+	assert.Equal(t, "rival", queryOne(t, db, `SELECT group_concat(who) FROM v`), "fn's insert was rolled back")
+}
+
+// A Tx's context interrupts the connection only while that Tx runs: once it
+// returned, the context ending does not fail the Conn's next statements.
+func TestTxContextEndingLaterDoesNotInterruptTheConn(t *testing.T) {
+	db, _ := newDB(t)
+	txCtx, cancel := context.WithCancel(ctx)
+	require.NoError(t, db.Tx(txCtx, func(tx storage.Tx) error {
+		_, err := tx.Exec(`CREATE TABLE v (who TEXT)`)
+		return err
+	}))
+	cancel()
+	c := db.Conn()
+	_, err := c.Exec(`INSERT INTO v VALUES ('outside')`, nil)
+	require.NoError(t, err)
+	require.NoError(t, c.Begin())
+	_, err = c.Exec(`INSERT INTO v VALUES ('inside')`, nil)
+	require.NoError(t, err)
+	require.NoError(t, c.Commit())
+	assert.Equal(t, int64(2), count(t, db, "v"))
+}
+
+// int arguments bind with all their bits, not only an int32's.
+func TestIntArgumentKeepsEveryBit(t *testing.T) {
+	db, _ := newDB(t)
+	exec(t, db, `CREATE TABLE v (n INTEGER)`)
+	big := 1<<40 + 7
+	exec(t, db, `INSERT INTO v VALUES (?)`, big)
+	assert.Equal(t, int64(big), queryOne(t, db, `SELECT n FROM v`))
+}
+
+// A query that fails while its rows are read (not when prepared) is an
+// error, coded, never a short result read as complete.
+func TestQueryFailingMidwayIsAnError(t *testing.T) {
+	db, _ := newDB(t)
+	exec(t, db, `CREATE TABLE v (n INTEGER)`)
+	exec(t, db, `INSERT INTO v VALUES (1), (-9223372036854775808)`)
+	err := db.Tx(ctx, func(tx storage.Tx) error {
+		rows, err := tx.Query(`SELECT abs(n) FROM v ORDER BY rowid`)
+		assert.Nil(t, rows)
+		return err
+	})
+	require.Error(t, err, "abs overflows on the second row")
+	assert.ErrorIs(t, err, storage.CodeError)
+	assert.False(t, storage.IsTransient(err))
+}

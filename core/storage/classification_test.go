@@ -111,6 +111,10 @@ func TestCodeNames(t *testing.T) {
 	assert.Equal(t, "SQLITE code 999", storage.Code(999).Name())
 	_, ok = storage.CodeFromText("SQLITE_OK")
 	assert.False(t, ok, "success is never a failure's code")
+	for _, text := range []string{"SQLITE_OK_SYMLINK", "Error: SQLITE_OK_LOAD_PERMANENTLY"} {
+		_, ok = storage.CodeFromText(text)
+		assert.False(t, ok, "an extended success code is no failure's code either: %s", text)
+	}
 }
 
 func TestDescribe(t *testing.T) {

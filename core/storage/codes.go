@@ -116,7 +116,7 @@ func CodeFromText(text string) (Code, bool) {
 		// Trim trailing characters until a known name remains: a name may be
 		// followed directly by more capitals in odd platform text.
 		for k := end; k > start+len("SQLITE_"); k-- {
-			if c, ok := codesByName[text[start:k]]; ok && c != CodeOK {
+			if c, ok := codesByName[text[start:k]]; ok && c.Primary() != CodeOK {
 				return c, true
 			}
 		}

@@ -57,11 +57,12 @@ func TestScanConversions(t *testing.T) {
 		assert.Equal(t, -2, i)
 	})
 	t.Run("bool", func(t *testing.T) {
-		var yes, no, null bool = false, true, true
-		require.NoError(t, row(int64(1), int64(0), nil).Scan(&yes, &no, &null))
+		var yes, no, null, two bool = false, true, true, false
+		require.NoError(t, row(int64(1), int64(0), nil, int64(2)).Scan(&yes, &no, &null, &two))
 		assert.True(t, yes)
 		assert.False(t, no)
 		assert.False(t, null)
+		assert.True(t, two, "any non-zero integer is true, as in SQL (a count scanned into a bool)")
 	})
 	t.Run("any", func(t *testing.T) {
 		var a, b any = "old", "old"

@@ -1,0 +1,55 @@
+package recovery_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/revenantrt/revenant/core"
+	"github.com/revenantrt/revenant/internal/faultvfs"
+	"github.com/revenantrt/revenant/internal/treetest"
+	"github.com/revenantrt/revenant/recovery"
+)
+
+// A sweep that cannot list the claims reports it: a wake-up whose sweep
+// read nothing must not look like one that found nothing to do.
+func TestSweepReportsClaimsItCannotRead(t *testing.T) {
+	tr := treetest.New(t)
+	d := treetest.NewDriver(4)
+	n := tr.Boot(d)
+	sid := n.NewSession("s")
+	n.Admit(sid, "hold")
+	<-d.Started
+	n.Kill.Kill() // the connection refuses every transaction from now on
+	rep, err := recovery.Sweep(ctx, n.Inst)
+	require.Error(t, err)
+	assert.Empty(t, rep.Decisions)
+}
+
+// A boot over storage that takes no writes still returns its instance (it
+// serves reads) beside the sweep's error, and its wake-up is armed for the
+// claim the sweep could not act on: Wake re-arms even after a failed sweep,
+// so the next try comes (DESIGN §4 rule 2, §8).
+func TestReadOnlyBootReturnsItsInstanceAndRearms(t *testing.T) {
+	tr := treetest.New(t)
+	f := tr.Faults()
+	d := treetest.NewDriver(4)
+	n := tr.Boot(d)
+	sid := n.NewSession("s")
+	n.Admit(sid, "hold")
+	<-d.Started
+	n.Crash()
+	tr.Wake.Take() // the earlier instance's wake-up is used up
+
+	f.FailFor(time.Hour, faultvfs.Full)
+	host, _, kdb := tr.Host()
+	inst, _, err := recovery.Boot(ctx, host, tr.Cfg, d)
+	require.ErrorIs(t, err, core.ErrReadOnly)
+	require.NotNil(t, inst, "a boot whose sweep failed still serves")
+	t.Cleanup(func() { kdb.Kill(); inst.Abandon() })
+	assert.True(t, inst.ReadOnly())
+	assert.NotZero(t, tr.Wake.At(), "the wake-up is armed for the claim")
+	assert.True(t, tr.Claim(sid).Exists)
+}
