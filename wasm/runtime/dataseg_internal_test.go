@@ -89,6 +89,10 @@ func segments(ss ...seg) []byte {
 	return b
 }
 
+// oneByteShort is wasm without its last byte: its last section claims one
+// byte more than the file holds.
+func oneByteShort(wasm []byte) []byte { return wasm[:len(wasm)-1] }
+
 func TestCoalesceData(t *testing.T) {
 	for _, wasm := range [][]byte{
 		module(false, segments(seg{3, "ab"}, seg{5, "c"}, seg{200, "xyz"}, seg{8000, "end"})),
@@ -110,9 +114,15 @@ func TestCoalesceData(t *testing.T) {
 		"passive":                module(false, []byte{2, 0, opI32Const, 1, opEnd, 1, 'a', 1, 1, 'p'}),
 		"truncated":              module(false, segments(seg{1, "a"}, seg{3, "b"}))[:20],
 		"not wasm":               []byte("text"),
+		"trailing bytes":         module(false, append(segments(seg{1, "a"}, seg{3, "b"}), 0)),
+		"one byte short":         oneByteShort(module(false, segments(seg{1, "a"}, seg{3, "b"}))),
 	} {
 		require.Equal(t, wasm, coalesceData(wasm), name)
 	}
+	// A span past the bound is left too (compared by hand: a failure must
+	// not print the 64 MiB image).
+	wide := module(false, segments(seg{0, "a"}, seg{maxCoalescedSpan, "b"}))
+	require.True(t, bytes.Equal(wide, coalesceData(wide)), "a span past maxCoalescedSpan was coalesced")
 }
 
 func TestSleb32(t *testing.T) {

@@ -1,8 +1,10 @@
 package runtime_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"log/slog"
 	"net/http"
 	"testing"
 
@@ -79,4 +81,45 @@ func TestModelOverEgress(t *testing.T) {
 	require.Equal(t, "idle", snap.Status, "%+v", snap)
 	require.Equal(t, "Hello there", snap.Messages[len(snap.Messages)-1].Text)
 	require.Len(t, e.s.emitted("session.execution.succeeded@1"), 1)
+}
+
+// A host that announces ABI 1.2 delivers egress ends as the message alone
+// (the guest decodes them in the layout of the version both speak): the
+// guest reads the host's message, not the code's bytes in front of it.
+func TestEgressEndToAnOlderHostsGuestIsItsMessage(t *testing.T) {
+	e := newEnv(t, 11, openaiConfig())
+	logs := &bytes.Buffer{}
+	require.NoError(t, e.boot(runtime.Options{HostVersion: abi.PackVersion(1, abi.MinorEgressEndCode-1),
+		Log: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{ReplaceAttr: dropTime}))}))
+	e.createAndPrompt("hi")
+	require.Len(t, e.s.egress, 1)
+	for id := range e.s.egress {
+		require.NoError(t, e.g.EgressEnd(context.Background(), id, runtime.EgressEnd{Code: abi.EndNetwork, Message: "connection refused"}))
+	}
+	require.Len(t, e.s.emitted("session.step.cut@1"), 1, "the end failed the request")
+	require.Contains(t, logs.String(), "cause=connection refused", "the guest's view of the host's message")
+}
+
+// An egress body may arrive in chunks of any size, down to one byte (a
+// provider's stream cut anywhere by the network): each chunk's bytes
+// reach the guest as they are.
+func TestEgressBodyArrivesOneByteAtATime(t *testing.T) {
+	e := newEnv(t, 3, openaiConfig())
+	require.NoError(t, e.boot(runtime.Options{}))
+	var started []uint64
+	e.s.onEgress = func(id uint64, req runtime.EgressRequest) { started = append(started, id) }
+	e.createAndPrompt("hi")
+	require.Len(t, started, 1)
+	ctx := context.Background()
+	id := started[0]
+	require.NoError(t, e.g.EgressResponse(ctx, id, 200, http.Header{"Content-Type": {"text/event-stream"}}))
+	body := "data: {\"choices\":[{\"delta\":{\"content\":\"Byte\"}}]}\n\n" +
+		"data: {\"choices\":[{\"delta\":{\"content\":\" by byte\"},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n"
+	for i := range len(body) {
+		require.NoError(t, e.g.EgressChunk(ctx, id, []byte{body[i]}))
+	}
+	require.NoError(t, e.g.EgressEnd(ctx, id, runtime.EgressEnd{}))
+	snap := e.snapshot()
+	require.Equal(t, "idle", snap.Status, "%+v", snap)
+	require.Equal(t, "Byte by byte", snap.Messages[len(snap.Messages)-1].Text)
 }

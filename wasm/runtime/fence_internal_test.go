@@ -12,11 +12,13 @@ import (
 
 // epochConn is a Conn holding only the tree's epoch, recording its calls.
 type epochConn struct {
-	epoch    any
-	inTx     bool
-	beginErr error
-	queryErr error
-	calls    []string
+	epoch       any
+	rows        [][]any // if set, the query's rows instead of epoch's one
+	inTx        bool
+	beginErr    error
+	queryErr    error
+	rollbackErr error
+	calls       []string
 }
 
 func (c *epochConn) Begin() error {
@@ -41,6 +43,9 @@ func (c *epochConn) Query(q string, _ []any) (*storage.Rows, error) {
 	if c.queryErr != nil {
 		return nil, c.queryErr
 	}
+	if c.rows != nil {
+		return &storage.Rows{Columns: []string{"epoch"}, Values: c.rows}, nil
+	}
 	return &storage.Rows{Columns: []string{"epoch"}, Values: [][]any{{c.epoch}}}, nil
 }
 
@@ -53,7 +58,7 @@ func (c *epochConn) Commit() error {
 func (c *epochConn) Rollback() error {
 	c.calls = append(c.calls, "rollback")
 	c.inTx = false
-	return nil
+	return c.rollbackErr
 }
 
 func (c *epochConn) InTx() bool { return c.inTx }
@@ -107,6 +112,17 @@ func TestFence(t *testing.T) {
 	require.Equal(t, []string{"begin", read, "rollback"}, c.calls, "rolled back after a failed read")
 	c = &epochConn{epoch: "two"}
 	require.Contains(t, check(c, req(3)), "is no integer")
+	c = &epochConn{rows: [][]any{{int64(3)}, {int64(3)}}}
+	require.Contains(t, check(c, req(3)), "2 rows in table tree", "one tree, one epoch: anything else is unreadable")
+	// The read's transaction must end: a rollback that fails leaves it
+	// unknown, so the request is refused though the epoch matched.
+	c = &epochConn{epoch: int64(3), rollbackErr: errors.New("rollback: disk I/O error")}
+	require.Contains(t, check(c, req(3)), "fenced: the tree's epoch could not be read: rollback: disk I/O error")
+
+	// The instance holds the tree's epoch only if it is that very epoch:
+	// one the tree does not hold, older or not, refuses.
+	c = &epochConn{epoch: int64(2)}
+	require.Equal(t, "fenced: a newer instance owns this tree (its epoch 2, this instance's 3)", check(c, req(3)))
 }
 
 // cancelOnly is a Services that records CancelEgress; nothing else is used.

@@ -2,6 +2,7 @@ package runtime_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -91,4 +92,92 @@ func TestDiagSQL(t *testing.T) {
 	require.Equal(t, []string{abi.ImportSQLBegin, abi.ImportSQLQuery, abi.ImportSQLQuery, abi.ImportSQLQuery, abi.ImportSQLCommit}, sites)
 	require.False(t, e.conn.InTx())
 	require.NoError(t, e.g.DiagSQL(ctx, 0))
+
+	// A count the guest's i32 cannot hold is refused before the guest
+	// runs: it would read a negative or wrapped count.
+	sites = nil
+	for _, n := range []int{-1, 1 << 31} {
+		require.ErrorContains(t, e.g.DiagSQL(ctx, n), "out of range", "n %d", n)
+	}
+	require.Empty(t, sites, "no statement ran")
+	require.False(t, e.g.Closed())
+}
+
+// A negative watchdog means none (a simulator wants no wall clock
+// anywhere), not one already past: the guest's calls run.
+func TestNegativeWatchdogMeansNone(t *testing.T) {
+	e := newEnv(t, 1, offlineConfig())
+	require.NoError(t, e.boot(runtime.Options{Watchdog: -1}))
+	e.createAndPrompt("no watchdog")
+	e.fireTimers(60_000)
+	require.Equal(t, "idle", e.snapshot().Status)
+	require.Len(t, e.s.emitted("session.execution.succeeded@1"), 1)
+}
+
+// A failure the guest reports for one call is a *GuestError carrying the
+// guest's own message (its fail import), and the guest stays usable.
+func TestGuestErrorCarriesTheGuestsMessage(t *testing.T) {
+	e := newEnv(t, 1, offlineConfig())
+	require.NoError(t, e.boot(runtime.Options{}))
+	err := e.g.Boot(context.Background(), e.cfg)
+	var ge *runtime.GuestError
+	require.ErrorAs(t, err, &ge)
+	require.Equal(t, abi.ExportBoot, ge.Export)
+	require.Equal(t, "boot: already booted", ge.Msg)
+	require.Equal(t, "wasm guest: "+abi.ExportBoot+": boot: already booted", err.Error())
+	require.False(t, e.g.Closed())
+	r := e.do("POST", "/v1/sessions", map[string]any{})
+	require.Equal(t, 201, r.status, "the guest still serves: %s", r.body.String())
+}
+
+// The request's query reaches the guest's handler: a limit it refuses is
+// answered 400.
+func TestRequestCarriesItsQuery(t *testing.T) {
+	e := newEnv(t, 1, offlineConfig())
+	require.NoError(t, e.boot(runtime.Options{}))
+	e.createAndPrompt("hi")
+	r := e.do("GET", "/v1/sessions/"+treeID+"?limit=0", nil)
+	require.Equal(t, 400, r.status, r.body.String())
+	require.Contains(t, r.body.String(), "limit")
+	r = e.do("GET", "/v1/sessions/"+treeID+"?limit=1", nil)
+	require.Equal(t, 200, r.status, r.body.String())
+}
+
+// A guest without an export of a later minor version answers
+// ErrUnsupported, which callers test as errors.ErrUnsupported.
+func TestErrUnsupportedIsErrorsErrUnsupported(t *testing.T) {
+	require.ErrorIs(t, runtime.ErrUnsupported, errors.ErrUnsupported)
+}
+
+// Both Conn and Services are required.
+func TestInstantiateRequiresConnAndServices(t *testing.T) {
+	e := newEnv(t, 1, offlineConfig())
+	for name, opts := range map[string]runtime.Options{
+		"no services": {Conn: e.conn},
+		"no conn":     {Services: e.s},
+	} {
+		_, err := compiled(t).Instantiate(context.Background(), opts)
+		require.ErrorContains(t, err, "Conn and Services are required", name)
+	}
+}
+
+// Every call but Boot is refused before a successful boot without running
+// the guest: none of its imports is reached (DiagSQL's export would run
+// its statements on an unbooted guest).
+func TestCallsBeforeBootRunNoGuestCode(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, 1, offlineConfig())
+	var sites []runtime.Site
+	g, err := compiled(t).Instantiate(ctx, runtime.Options{Conn: e.conn, Services: e.s, Interpose: func(s runtime.Site) error {
+		sites = append(sites, s)
+		return nil
+	}})
+	require.NoError(t, err)
+	t.Cleanup(func() { g.Close(ctx) })
+	require.ErrorIs(t, g.DiagSQL(ctx, 1), runtime.ErrNotBooted)
+	require.ErrorIs(t, g.Wake(ctx), runtime.ErrNotBooted)
+	require.ErrorIs(t, g.Request(ctx, 1, runtime.Request{Method: "GET", Path: "/v1/sessions/" + treeID}), runtime.ErrNotBooted)
+	require.Empty(t, sites, "the guest ran")
+	require.Empty(t, e.s.log.String())
+	require.NoError(t, g.Boot(ctx, e.cfg), "the guest boots after all")
 }

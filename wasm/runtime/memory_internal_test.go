@@ -5,6 +5,7 @@ package runtime
 import (
 	"context"
 	goruntime "runtime"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -93,4 +94,21 @@ func TestModuleCloseReleasesGuestMemory(t *testing.T) {
 	require.True(t, idle.Closed())
 	require.True(t, busy.Closed())
 	require.ErrorIs(t, idle.Wake(ctx), ErrGuestClosed)
+}
+
+// A reservedMemory grows up to the module's maximum, its last byte
+// included, and no further (memory.grow fails past it).
+func TestReservedMemoryGrowsToItsMaximum(t *testing.T) {
+	var live atomic.Int64
+	alloc, mem := newMemoryAllocator(&live)
+	const max = 4 << 16
+	lm := alloc.Allocate(1<<16, max)
+	require.EqualValues(t, 1, live.Load())
+	buf := lm.Reallocate(max)
+	require.Len(t, buf, max)
+	buf[max-1] = 7
+	require.Nil(t, lm.Reallocate(max+1))
+	require.Equal(t, byte(7), lm.Reallocate(2 << 16)[:max][max-1], "growing and shrinking keeps the mapping")
+	mem.release()
+	require.Zero(t, live.Load())
 }
