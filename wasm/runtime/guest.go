@@ -561,13 +561,34 @@ func (t *tailBuffer) tail() string {
 	if s == "" {
 		return ""
 	}
-	if i := strings.LastIndex(s, "\n\n"); i > 0 && len(s)-i < 2048 {
+	// A Go crash report is "panic: …" (or "fatal error: …"), a blank line,
+	// then the goroutine trace: it is kept from its first line, or its
+	// message would be cut off with the paragraph before the trace. Other
+	// output keeps its last paragraph.
+	if i := crashReportStart(s); i >= 0 {
+		s = s[i:]
+	} else if i := strings.LastIndex(s, "\n\n"); i > 0 && len(s)-i < 2048 {
 		s = s[i:]
 	}
 	if len(s) > 2048 {
 		s = s[:2048]
 	}
 	return " (guest output: " + s + ")"
+}
+
+// crashReportStart is where the last Go crash report in s begins: the
+// last line that starts "panic: " or "fatal error: ", or -1.
+func crashReportStart(s string) int {
+	start := -1
+	for _, head := range []string{"panic: ", "fatal error: "} {
+		for i := strings.LastIndex(s, head); i >= 0; i = strings.LastIndex(s[:i], head) {
+			if i == 0 || s[i-1] == '\n' {
+				start = max(start, i)
+				break
+			}
+		}
+	}
+	return start
 }
 
 var _ = time.Second

@@ -21,7 +21,7 @@ func TestTailBufferKeepsTheLastBytes(t *testing.T) {
 
 // A failed call's error ends with the guest's last paragraph of output,
 // bounded; no output adds nothing.
-func TestTailIsTheLastParagraph(t *testing.T) {
+func TestTailIsTheCrashReportOrTheLastParagraph(t *testing.T) {
 	var tb tailBuffer
 	require.Empty(t, tb.tail())
 
@@ -31,6 +31,16 @@ func TestTailIsTheLastParagraph(t *testing.T) {
 	tb = tailBuffer{}
 	_, _ = tb.Write([]byte("starting\nserving\n\ngoroutine 1 [running]:\nmain.main()\n"))
 	require.Equal(t, " (guest output: \n\ngoroutine 1 [running]:\nmain.main())", tb.tail())
+
+	// A Go crash report keeps its message, not only the trace after its
+	// blank line; a recovered and re-raised panic keeps its whole chain,
+	// and the last report wins.
+	tb = tailBuffer{}
+	_, _ = tb.Write([]byte("serving\n\npanic: first\n\ngoroutine 1 [running]:\n\npanic: runtime error: index out of range [5] with length 3 [recovered]\n\tpanic: again\n\ngoroutine 7 [running]:\nmain.main()\n"))
+	require.Equal(t, " (guest output: panic: runtime error: index out of range [5] with length 3 [recovered]\n\tpanic: again\n\ngoroutine 7 [running]:\nmain.main())", tb.tail())
+	tb = tailBuffer{}
+	_, _ = tb.Write([]byte("fatal error: all goroutines are asleep - deadlock!\n\ngoroutine 1 [chan receive]:\n"))
+	require.Equal(t, " (guest output: fatal error: all goroutines are asleep - deadlock!\n\ngoroutine 1 [chan receive]:)", tb.tail())
 
 	tb = tailBuffer{}
 	_, _ = tb.Write(bytes.Repeat([]byte("x"), 3000))
