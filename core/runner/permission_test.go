@@ -512,7 +512,7 @@ func TestPermissionRejectSettledIsProgress(t *testing.T) {
 		kdb.KillAt(2, true)
 		return nil
 	})
-	require.NoError(t, err)
+	requireBootedOrKilled(t, inst, err)
 	<-kdb.Died()
 	inst.Abandon()
 	evs = c.tr.Events(c.sid)

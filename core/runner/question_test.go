@@ -14,6 +14,7 @@ import (
 
 	"github.com/revenantrt/revenant/core"
 	"github.com/revenantrt/revenant/core/event"
+	"github.com/revenantrt/revenant/core/fakehost"
 	"github.com/revenantrt/revenant/core/model"
 	"github.com/revenantrt/revenant/core/model/offline"
 	"github.com/revenantrt/revenant/core/runner"
@@ -204,6 +205,19 @@ func questionOutput(t *testing.T, evs []event.Event, callID string) string {
 	}
 	require.Len(t, outs, 1, "the question call settles exactly once")
 	return outs[0]
+}
+
+// requireBootedOrKilled checks a recovery.BootWith whose database is set
+// to die at a later commit. The sweep starts the turn in its own
+// goroutine, so the turn can reach that commit, and kill the database,
+// before the boot's own last act (the re-arm) reads it: the boot then
+// reports the kill beside its instance. Anything else is a failure.
+func requireBootedOrKilled(t *testing.T, inst *core.Instance, err error) {
+	t.Helper()
+	if err != nil {
+		require.ErrorIs(t, err, fakehost.ErrKilled)
+	}
+	require.NotNil(t, inst)
 }
 
 // dead reports whether the node's database was killed.

@@ -829,7 +829,7 @@ func TestParkContinuingAfterResumeResetsAttempts(t *testing.T) {
 		kdb.KillAt(3, true)
 		return nil
 	})
-	require.NoError(t, err)
+	requireBootedOrKilled(t, inst, err)
 	<-kdb.Died()
 	inst.Abandon()
 	evs := tr.Events(sid)
