@@ -65,15 +65,23 @@ func TestInterruptWhileModelStreams(t *testing.T) {
 	require.NoError(t, e.g.EgressChunk(ctx, id, []byte("data: late\n\n")))
 }
 
-// The model's answer streams in over egress and the turn succeeds.
-func TestModelOverEgress(t *testing.T) {
+// promptedModelCall boots a guest on the OpenAI provider, prompts it, and
+// returns the one egress request the turn's model call started.
+func promptedModelCall(t *testing.T) (*env, uint64) {
+	t.Helper()
 	e := newEnv(t, 3, openaiConfig())
 	require.NoError(t, e.boot(runtime.Options{}))
 	var started []uint64
 	e.s.onEgress = func(id uint64, req runtime.EgressRequest) { started = append(started, id) }
 	e.createAndPrompt("hi")
 	require.Len(t, started, 1)
-	e.answer(started[0],
+	return e, started[0]
+}
+
+// The model's answer streams in over egress and the turn succeeds.
+func TestModelOverEgress(t *testing.T) {
+	e, id := promptedModelCall(t)
+	e.answer(id,
 		`data: {"choices":[{"delta":{"content":"Hello"}}]}`,
 		`data: {"choices":[{"delta":{"content":" there"},"finish_reason":"stop"}]}`,
 		`data: [DONE]`)
@@ -104,14 +112,8 @@ func TestEgressEndToAnOlderHostsGuestIsItsMessage(t *testing.T) {
 // provider's stream cut anywhere by the network): each chunk's bytes
 // reach the guest as they are.
 func TestEgressBodyArrivesOneByteAtATime(t *testing.T) {
-	e := newEnv(t, 3, openaiConfig())
-	require.NoError(t, e.boot(runtime.Options{}))
-	var started []uint64
-	e.s.onEgress = func(id uint64, req runtime.EgressRequest) { started = append(started, id) }
-	e.createAndPrompt("hi")
-	require.Len(t, started, 1)
+	e, id := promptedModelCall(t)
 	ctx := context.Background()
-	id := started[0]
 	require.NoError(t, e.g.EgressResponse(ctx, id, 200, http.Header{"Content-Type": {"text/event-stream"}}))
 	body := "data: {\"choices\":[{\"delta\":{\"content\":\"Byte\"}}]}\n\n" +
 		"data: {\"choices\":[{\"delta\":{\"content\":\" by byte\"},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n"
