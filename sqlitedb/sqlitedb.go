@@ -185,10 +185,16 @@ func (db *DB) Tx(ctx context.Context, fn func(storage.Tx) error) (err error) {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	// ctx bounds the wait for the write lock (BEGIN IMMEDIATE's busy
+	// handling), and only that: once the transaction holds the lock, fn's
+	// statements and the commit run to their end, as storage.DB says and
+	// every other host does. A context that ends mid-fn (a client hanging
+	// up) must not roll back here what the guest's or the Durable
+	// Object's storage would commit.
 	old := db.conn.SetInterrupt(ctx)
-	defer db.conn.SetInterrupt(old)
-
-	if err := db.conn.Exec("BEGIN IMMEDIATE"); err != nil {
+	err = db.conn.Exec("BEGIN IMMEDIATE")
+	db.conn.SetInterrupt(old)
+	if err != nil {
 		db.rollbackIfOpen()
 		return fmt.Errorf("begin: %w", failure(ctx, err))
 	}
@@ -203,7 +209,7 @@ func (db *DB) Tx(ctx context.Context, fn func(storage.Tx) error) (err error) {
 		// A COMMIT that fails with BUSY leaves the transaction open; the
 		// deferred rollback makes the connection usable and the caller may
 		// rerun it.
-		return fmt.Errorf("commit: %w", failure(ctx, err))
+		return fmt.Errorf("commit: %w", mapErr(err))
 	}
 	committed = db.changed()
 	return nil
@@ -237,8 +243,8 @@ func (db *DB) afterCommit(n int64) {
 	}
 }
 
-// failure maps a BEGIN or COMMIT error. When ctx has ended it also carries
-// ctx's error: the end of ctx cuts a busy wait short with a plain BUSY, which
+// failure maps a BEGIN error. When ctx has ended it also carries ctx's
+// error: the end of ctx cuts a busy wait short with a plain BUSY, which
 // must read as a cancellation, never as a transient failure to retry.
 func failure(ctx context.Context, err error) error {
 	err = mapErr(err)
