@@ -16,8 +16,9 @@ import (
 )
 
 const (
-	// maxEvent caps one server-sent event (and one line of it). A whole
-	// tool call may come in one event, so this is generous.
+	// maxEvent caps one server-sent event's data (its data lines joined)
+	// and each line of the body as it came: more than this is refused. A
+	// whole tool call may come in one event, so this is generous.
 	maxEvent = 8 << 20
 	// maxCompletion caps a non-streamed JSON answer.
 	maxCompletion = 16 << 20
@@ -391,7 +392,11 @@ func (e *eventReader) next() ([]byte, error) {
 			continue
 		}
 		value = bytes.TrimPrefix(value, []byte(" "))
-		if len(data)+len(value) >= maxEvent {
+		joined := len(data) + len(value)
+		if has {
+			joined++ // the newline that joins this line to the last
+		}
+		if joined > maxEvent {
 			return nil, errEventTooLarge
 		}
 		if has {
