@@ -531,6 +531,7 @@ func (ck *checker) session(sid string, log []rec) {
 			current = e.p.ExecutionID
 		case event.ExecutionResumed:
 			ck.res.Resumes++
+			ck.retryResumed(sid, e, tr)
 			if ck.waiting(tr) {
 				ck.fail(sid, e, RuleContinuation, "the parked turn of %s is resumed while a question is pending: parking consumes no budget and waits", pid)
 			}

@@ -76,7 +76,9 @@
 //     starts before the time its session.retry.scheduled@1 named
 //     (retry-not-early); each step's retries are numbered from 1 (a step
 //     recorded complete starts the count again), never past the tree's
-//     retry budget, and a turn fails model for retries only once its step
+//     retry budget, a turn asleep on its scheduled retry goes on by that
+//     retry, never by a counted resume (retry-not-resumed), and a turn
+//     fails model for retries only once its step
 //     was retried the full budget (retry-budget: in a tree whose ledger
 //     names a retry policy every model failure counts, since its
 //     provider fails only retryably; elsewhere those that say they gave

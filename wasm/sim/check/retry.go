@@ -24,7 +24,12 @@ const (
 	// (Retry-After, retry-after-ms) is scheduled no sooner than that wait
 	// after the failure was answered (capped by MaxDelay).
 	RuleRetryHint Rule = "retry-honours-hint"
-	RuleWakeDue   Rule = "wake-before-due"
+	// RuleRetryNotResumed: a turn asleep on its scheduled retry goes on by
+	// that retry (cause retry, uncounted), never by a counted resume: the
+	// sleep is no death, and resuming it would spend the resume budget on
+	// provider failures.
+	RuleRetryNotResumed Rule = "retry-not-resumed"
+	RuleWakeDue         Rule = "wake-before-due"
 	// RuleWakeLoop: the wake-up is not re-armed at or before the instant
 	// of its delivery again and again (a hot loop), seen by the host.
 	RuleWakeLoop Rule = "wake-not-hot"
@@ -75,6 +80,16 @@ func (ck *checker) retryScheduled(sid string, e *rec, tr *turn) {
 			ck.fail(sid, e, RuleRetryHint, "the retry is scheduled at %d, %d ms before the wait the provider asked for ended (%d ms from %d, failure %s)",
 				e.p.RetryAt, due-e.p.RetryAt, h.Wait, h.Answered, h.Mark)
 		}
+	}
+}
+
+// retryResumed judges an execution.resumed: a turn whose retry is
+// scheduled and not started yet is asleep, not dead, and goes on only by
+// that retry.
+func (ck *checker) retryResumed(sid string, e *rec, tr *turn) {
+	if tr.retry != nil {
+		ck.fail(sid, e, RuleRetryNotResumed, "the turn is resumed (attempt %d) while its retry scheduled at #%d for %d has not started: a sleeping turn goes on by its retry",
+			e.p.Attempt, tr.retry.Seq, tr.retry.p.RetryAt)
 	}
 }
 

@@ -127,6 +127,9 @@ func TestBrokenRetriesAreCaught(t *testing.T) {
 			ledger: func(l *check.Ledger) { l.Retry = &check.RetryPolicy{Retries: 3, MaxDelay: 4000} }},
 		{name: "retry scheduled before the provider's wait ended", want: check.RuleRetryHint, detail: "1 ms before the wait the provider asked for ended",
 			sql: []string{`UPDATE events SET data = json_set(data, '$.at', json_extract(data, '$.at') - 1) WHERE ` + nth("r", event.RetryScheduled, "", 1)}},
+		{name: "a sleeping retry resumed as a counted attempt", want: check.RuleRetryNotResumed, detail: "while its retry scheduled at",
+			sql: []string{`UPDATE events SET type = '` + string(event.ExecutionResumed) + `', data = json_set(data, '$.attempt', 1) WHERE ` +
+				nth("r", event.ExecutionStarted, `AND json_extract(data, '$.cause') = 'retry'`, 1)}},
 		{name: "retry scheduled past any allowed wait", want: check.RuleRetryDelay, detail: "longer than any wait",
 			sql: []string{`UPDATE events SET data = json_set(data, '$.at', json_extract(data, '$.at') + 3600000) WHERE ` + nth("g", event.RetryScheduled, "", 1)}},
 	}
