@@ -61,6 +61,13 @@ func NoticeClientID(childID string, turn int) string {
 	return fmt.Sprintf("notice-%s-%d", childID, turn)
 }
 
+// noticeIDPrefix begins the client id of every notice a session's
+// children admit to it (a child's id is its parent's, a dot and a
+// number). Admit refuses client ids with it: a client's prompt holding a
+// notice's id, which the snapshot's child ids and turns let anyone
+// compute, would make the child's turn end conflict with it for good.
+func noticeIDPrefix(sessionID string) string { return "notice-" + sessionID + "." }
+
 // StartChild creates the call's child session with its task prompt and
 // claim, and the job row in the parent's log, in one transaction fenced on
 // x, then starts the child's turn here. A call that has its child already

@@ -44,6 +44,9 @@ func (inst *Instance) Admit(ctx context.Context, sessionID string, in PromptInpu
 	if in.Mode != event.ModeQueue && in.Mode != event.ModeReplace {
 		return Admission{}, invalid("admit prompt: mode %q", Clip(in.Mode))
 	}
+	if p := noticeIDPrefix(sessionID); strings.HasPrefix(in.ClientID, p) {
+		return Admission{}, invalid("admit prompt: id %q is reserved: ids that begin with %q name the notices of this session's background sub-agents", Clip(in.ClientID), p)
+	}
 	hash := bodyHash(in)
 	if in.ClientID != "" {
 		// A retried replace must not interrupt the turn its first admission

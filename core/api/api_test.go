@@ -191,6 +191,7 @@ func TestErrorRows(t *testing.T) {
 		{"wrong type", alice, "POST", p, `{"text":5}`, 400, api.ErrInvalidRequest},
 		{"empty text", alice, "POST", p, `{"text":"  "}`, 400, api.ErrInvalidRequest},
 		{"bad mode", alice, "POST", p, `{"text":"a","mode":"shout"}`, 400, api.ErrInvalidRequest},
+		{"reserved id", alice, "POST", p, `{"text":"a","id":"notice-` + id + `.1-1"}`, 400, api.ErrInvalidRequest},
 		{"bad config", alice, "POST", "/v1/sessions", `{"config":{"temperature":2}}`, 400, api.ErrInvalidRequest},
 		{"bad limit", alice, "GET", "/v1/sessions?limit=0", ``, 400, api.ErrInvalidRequest},
 		{"bad before", alice, "GET", "/v1/sessions/" + id + "?before=x", ``, 400, api.ErrInvalidRequest},

@@ -1038,3 +1038,34 @@ func untilParked(t testing.TB, sub *core.Subscription) {
 	t.Helper()
 	awaitEvent(t, sub, func(ev event.Event) bool { return ev.Type == event.StepParked })
 }
+
+// A client cannot take the client id a background child's notice will be
+// admitted under: the id is predictable (the child's id and turn are in
+// the snapshot), and a prompt already holding it made the child's end
+// conflict with it, so the child's turn could never end (its terminal
+// write failed each time). Such ids are refused at admission, and only
+// those; the notice arrives as ever.
+func TestClientCannotTakeANoticesID(t *testing.T) {
+	tr := treetest.New(t)
+	m := &countingModel{inner: offline.New(tr.Clock, offline.Options{}), tr: tr}
+	n := tr.Boot(taskRunner(t, tr, m, runner.NewConfig()))
+	sid := n.NewSession("root")
+	pid := n.Admit(sid, "/task --background /sleep 30s")
+	tr.Clock.BlockUntil(3) // the background child sleeps: wall, idle and sleep timers
+
+	notice := core.NoticeClientID("root.1", 1)
+	_, err := n.Inst.Admit(ctx, sid, core.PromptInput{ClientID: notice, Text: "mine"})
+	require.ErrorIs(t, err, core.ErrInvalid)
+	assert.Contains(t, err.Error(), `ids that begin with "notice-root."`)
+	for _, own := range []string{"notice-1", "notice-root", "notice-other.1-1"} {
+		_, err = n.Inst.Admit(ctx, sid, core.PromptInput{ClientID: own, Text: "mine: " + own})
+		require.NoError(t, err, "%s names no notice of root's children", own)
+	}
+
+	tr.Clock.Advance(30 * time.Second)
+	n.Idle()
+	assert.Equal(t, "succeeded", tr.PromptState(pid))
+	assert.Equal(t, "succeeded", prompts(tr, sid)[notice], "the child's notice was admitted and ran")
+	assert.Empty(t, m.Violations())
+	noClaims(t, tr)
+}
