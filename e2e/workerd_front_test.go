@@ -510,8 +510,29 @@ func TestWorkerdObjectSeesNoCredentials(t *testing.T) {
 	var got struct {
 		Headers []string `json:"headers"`
 	}
+	// The client also sends headers of the front's namespace: none of its
+	// own reach the object (the principal the object reads is the front's).
+	alice.client = &http.Client{Transport: withHeaders{bearer("a-token"), map[string]string{
+		"X-Revenant-Principal": "bob", "X-Revenant-Created-At": "1", "X-Revenant-Debug": "on"}}}
 	alice.do("POST", "/v1/sessions/"+sid+"/test/headers", nil, http.StatusOK, &got)
 	require.NotEmpty(t, got.Headers)
 	assert.NotContains(t, got.Headers, "authorization", "the client's bearer token stays at the front")
 	assert.Contains(t, got.Headers, "x-revenant-principal", "the front names the caller instead")
+	assert.NotContains(t, got.Headers, "x-revenant-created-at")
+	assert.NotContains(t, got.Headers, "x-revenant-debug")
+	alice.do("GET", "/v1/sessions/"+sid, nil, http.StatusOK, nil) // still alice's: the principal was the front's
+}
+
+// withHeaders sets fixed headers on every request, then sends it by next.
+type withHeaders struct {
+	next    http.RoundTripper
+	headers map[string]string
+}
+
+func (h withHeaders) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	for name, value := range h.headers {
+		r.Header.Set(name, value)
+	}
+	return h.next.RoundTrip(r)
 }

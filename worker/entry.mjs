@@ -111,10 +111,14 @@ function refuseTooLarge(request, d) {
 const unavailable = () => json(503, { error: { type: "unavailable", message: "the session's object did not answer; try again" } });
 
 // treeFetch sends a request to tree root's object with the front's
-// headers: the client's Authorization and any x-revenant-* it sent are
-// replaced.
+// headers: the client's Authorization and every x-revenant-* header it
+// sent are dropped (the object reads the tree and principal the front
+// sets; no other of the namespace is the client's to give).
 function treeFetch(env, root, principal, method, path, clientHeaders, body) {
   const headers = new Headers(clientHeaders);
+  for (const name of [...headers.keys()]) {
+    if (name.startsWith("x-revenant-")) headers.delete(name);
+  }
   headers.delete("authorization");
   headers.delete("content-length");
   headers.set(TREE_HEADER, root);
