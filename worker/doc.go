@@ -23,9 +23,10 @@
 //   - forwarding: every /v1/sessions/{id}/… route goes, after the owner
 //     check (the caller's Directory has the root; otherwise 404 and the
 //     tree's object is never touched), to the root's object with the same
-//     method, path and query (minus access_token), Authorization removed,
-//     and X-Revenant-Tree / X-Revenant-Principal set by the front (client
-//     copies dropped). The object's answer is passed through as its JS
+//     method, path and query (minus access_token), Authorization and
+//     every X-Revenant-* header the client sent removed, and
+//     X-Revenant-Tree / X-Revenant-Principal set by the front. The
+//     object's answer is passed through as its JS
 //     stream: an event stream is never buffered.
 //
 // It runs as one long-lived Go instance per isolate (Serve; the "front"
