@@ -78,8 +78,8 @@
 //     recorded complete starts the count again), never past the tree's
 //     retry budget, a turn asleep on its scheduled retry goes on by that
 //     retry, never by a counted resume (retry-not-resumed), and a turn
-//     fails model for retries only once its step
-//     was retried the full budget (retry-budget: in a tree whose ledger
+//     fails model for retries only once its step was retried the full
+//     budget (retry-budget: in a tree whose ledger
 //     names a retry policy every model failure counts, since its
 //     provider fails only retryably; elsewhere those that say they gave
 //     up); a retry is scheduled no further ahead than the longest wait
