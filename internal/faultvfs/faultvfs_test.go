@@ -196,3 +196,44 @@ func TestBusyUnderWALThroughTheWrapper(t *testing.T) {
 	}))
 	assert.Equal(t, "wal", mode)
 }
+
+// The code given to FailNext and FailLateCommits is the one the caller
+// sees, not some default: tests pick it to drive a particular classification.
+func TestCountedFaultsReportTheirOwnCode(t *testing.T) {
+	f, db, _, _ := setup(t, func() int64 { return 0 })
+	f.FailNext(1, faultvfs.IOErrWrite)
+	assert.Equal(t, storage.CodeIOErr|3<<8, storage.CodeOf(insert(db, 1)), "SQLITE_IOERR_WRITE")
+	f.FailLateCommits(1, faultvfs.IOErrWrite)
+	assert.Equal(t, storage.CodeIOErr|3<<8, storage.CodeOf(insert(db, 2)), "a late SQLITE_IOERR_WRITE")
+	assert.Equal(t, "2", rows(t, db))
+}
+
+// Windows add up (FailBetween, FailLateBetween): a second window does not
+// replace the first.
+func TestWindowsAddUp(t *testing.T) {
+	var now atomic.Int64
+	now.Store(1000)
+	f, db, _, _ := setup(t, now.Load)
+	f.FailBetween(1000, 2000, faultvfs.Full)
+	f.FailBetween(3000, 4000, faultvfs.IOErrWrite)
+	f.FailLateBetween(5000, 6000, faultvfs.IOErrFsync)
+	f.FailLateBetween(7000, 8000, faultvfs.IOErrFsync)
+	assert.ErrorIs(t, insert(db, 1), storage.CodeFull, "in the first window")
+	now.Store(3000)
+	assert.Equal(t, storage.CodeIOErr|3<<8, storage.CodeOf(insert(db, 2)), "in the second window")
+	now.Store(5000)
+	assert.Error(t, insert(db, 3), "in the first late window")
+	now.Store(7000)
+	assert.Error(t, insert(db, 4), "in the second late window")
+	assert.Equal(t, 2, f.LateCommits())
+	assert.Equal(t, "3,4", rows(t, db))
+}
+
+// Heal clears counted late commits too, not only write faults and windows.
+func TestHealClearsPendingLateCommits(t *testing.T) {
+	f, db, _, _ := setup(t, func() int64 { return 0 })
+	f.FailLateCommits(2, faultvfs.IOErrFsync)
+	f.Heal()
+	require.NoError(t, insert(db, 1))
+	assert.Zero(t, f.LateCommits())
+}

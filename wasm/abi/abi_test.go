@@ -471,6 +471,8 @@ func TestBootConfigOperatorPolicyOnlyForANewerGuest(t *testing.T) {
 
 	_, err = abi.DecodeBootConfig(append(old, 1, 1, 0))
 	require.ErrorIs(t, err, abi.ErrMalformed, "one final flag for two rules")
+	_, err = abi.DecodeBootConfig(append(old, 3, 1, 0, 0, 0))
+	require.ErrorIs(t, err, abi.ErrMalformed, "three final flags for two rules")
 	_, err = abi.DecodeBootConfig(append(cur, 0, 0))
 	require.ErrorIs(t, err, abi.ErrMalformed, "a byte past the allowed models and the 1.9 drain flag")
 }
