@@ -78,6 +78,11 @@ func TestBrokenHistoriesAreCaught(t *testing.T) {
 	secondStep := queryInt(t, path, `SELECT `+sq("s", event.StepStarted, 2))
 	firstStep := queryInt(t, path, `SELECT `+sq("s", event.StepStarted, 1))
 	firstStepID := field("s", event.StepStarted, 1, "step_id")
+	firstSucceeded := queryInt(t, path, `SELECT `+sq("s", event.ExecutionSucceeded, 1))
+	// The first turn's last step (its final answer) and how many steps it ran.
+	finalStep := queryInt(t, path, fmt.Sprintf(`SELECT MAX(seq) FROM events WHERE session_id = 's' AND type = '%s' AND seq < %d`, event.StepStarted, firstSucceeded))
+	finalDone := queryInt(t, path, fmt.Sprintf(`SELECT MAX(seq) FROM events WHERE session_id = 's' AND type = '%s' AND seq < %d`, event.StepCompleted, firstSucceeded))
+	firstSteps := queryInt(t, path, fmt.Sprintf(`SELECT COUNT(*) FROM events WHERE session_id = 's' AND type = '%s' AND seq < %d`, event.StepStarted, firstSucceeded))
 	executingOf := func(callID string) int64 {
 		return queryInt(t, path, fmt.Sprintf(`SELECT gseq FROM events WHERE type = '%s' AND json_extract(data, '$.call_id') = '%s' ORDER BY gseq LIMIT 1`,
 			event.ToolExecuting, callID))
@@ -176,6 +181,53 @@ func TestBrokenHistoriesAreCaught(t *testing.T) {
 		{name: "zombie step after its successor", want: check.RuleZombie, detail: "replaced it",
 			sql: []string{fmt.Sprintf(`UPDATE events SET data = json_set(data, '$.execution_id', %s) WHERE session_id = 's' AND seq = (SELECT MIN(seq) FROM events WHERE session_id = 's' AND type = '%s' AND seq > %s)`,
 				field("s", event.ExecutionResumed, 1, "execution_id"), event.StepStarted, sq("s", event.ExecutionResumed, 1))}},
+		// The same step start, judged on its own: the replaced execution
+		// starts it, not only writes it.
+		{name: "zombie starts a step after its successor", want: check.RuleZombie, detail: "starts a step after execution",
+			sql: []string{fmt.Sprintf(`UPDATE events SET data = json_set(data, '$.execution_id', %s) WHERE session_id = 's' AND seq = (SELECT MIN(seq) FROM events WHERE session_id = 's' AND type = '%s' AND seq > %s)`,
+				field("s", event.ExecutionResumed, 1, "execution_id"), event.StepStarted, sq("s", event.ExecutionResumed, 1))}},
+		{name: "notice with the wrong text", want: check.RuleNotices, detail: "the notice reads",
+			sql: []string{`UPDATE events SET data = json_set(data, '$.text', 'carry on') WHERE json_extract(data, '$.role') = 'notice'`}},
+		{name: "second notice for one resume", want: check.RuleNotices, detail: "a second continuation notice",
+			sql: insertAfter("s", noticeSeq(t, path), event.MessageAdded, fmt.Sprintf(`json_set((SELECT data FROM events WHERE session_id = 's' AND seq = %d), '$.message_id', 'again')`, noticeSeq(t, path)))},
+		{name: "step requested after the final answer", want: check.RuleSteps, detail: "recorded complete with the final answer",
+			sql: insertAfter("s", finalDone, event.StepStarted, fmt.Sprintf(`json_set((SELECT data FROM events WHERE session_id = 's' AND seq = %d), '$.step_id', 'again', '$.index', %d)`, finalStep, firstSteps+1))},
+		{name: "prompt cancelled after its turn started", want: check.RuleEnds, detail: "is cancelled after its turn started",
+			sql: []string{fmt.Sprintf(`UPDATE events SET type = '%s' WHERE session_id = 'u' AND type = '%s'`, event.PromptCancelled, event.ExecutionInterrupted)}},
+		{name: "turn starts while the one before is open", want: check.RuleEnds, detail: "starts while the turn of",
+			sql: []string{fmt.Sprintf(`UPDATE events SET type = '%s' WHERE session_id = 's' AND seq = %d`, event.Progress, firstSucceeded)}},
+		{name: "turns started out of admission order", want: check.RuleEnds, detail: "in admission order",
+			sql: []string{
+				appendEvent("s", event.PromptAdmitted, `json_object('prompt_id', 'pa', 'text', 'a', 'mode', 'queue')`),
+				appendEvent("s", event.PromptAdmitted, `json_object('prompt_id', 'pb', 'text', 'b', 'mode', 'queue')`),
+				appendEvent("s", event.ExecutionStarted, `json_object('execution_id', 'xb', 'prompt_id', 'pb', 'cause', 'prompt', 'turn_start', json('true'))`),
+				appendEvent("s", event.ExecutionSucceeded, `json_object('execution_id', 'xb', 'prompt_id', 'pb')`),
+				appendEvent("s", event.ExecutionStarted, `json_object('execution_id', 'xa', 'prompt_id', 'pa', 'cause', 'prompt', 'turn_start', json('true'))`),
+				appendEvent("s", event.ExecutionSucceeded, `json_object('execution_id', 'xa', 'prompt_id', 'pa')`),
+			}},
+		// A replace prompt stops the turn it supersedes for good, as the
+		// user's interrupt does.
+		{name: "effect after a superseding end", want: check.RuleAfterInterrupt, detail: "after the interrupt committed",
+			sql: []string{fmt.Sprintf(`UPDATE events SET data = json_set(data, '$.reason', 'superseded') WHERE session_id = 'u' AND type = '%s'`, event.ExecutionInterrupted)},
+			ledger: func(l *check.Ledger) {
+				d := l.Deliveries[len(l.Deliveries)-1] // the interrupted hook call
+				d.At, d.Gseq = d.At+1000, 0
+				l.Deliveries = append(l.Deliveries, d)
+			}},
+		{name: "turn fails model with a call never settled", want: check.RuleSettled, detail: "the turn ends failed:model while call",
+			sql: []string{
+				fmt.Sprintf(`UPDATE events SET type = '%s' WHERE session_id = 's' AND seq = %d`, event.Progress, firstSettled),
+				fmt.Sprintf(`UPDATE events SET type = '%s', data = json_set(data, '$.type', 'model', '$.message', 'boom') WHERE session_id = 's' AND seq = %d`, event.ExecutionFailed, firstSucceeded),
+			}},
+		{name: "checkpoint overlapping the one before", want: check.RuleCutKeeps, detail: "at offset 0, but its checkpoints so far kept 11 bytes",
+			sql: append(withCheckpoint(firstStep, firstStepID),
+				insertAfter("s", firstStep+1, event.TextCheckpoint, fmt.Sprintf(`json_object('step_id', %s, 'offset', 0, 'text', 'Never said ')`, firstStepID))...)},
+		{name: "cut by its execution drops the checkpoint", want: check.RuleCutKeeps, detail: "that do not begin with the 11 its checkpoints kept",
+			sql: append(withCheckpoint(firstStep, firstStepID),
+				fmt.Sprintf(`UPDATE events SET type = '%s', data = json_object('step_id', %s, 'text', 'Something else', 'reason', 'stopped') WHERE session_id = 's' AND seq = %s`,
+					event.StepCut, firstStepID, sq("s", event.StepCompleted, 1)))},
+		{name: "projection row the log rebuilds is missing", want: check.RuleProjections, detail: "is missing stored",
+			sql: []string{`DELETE FROM messages WHERE role = 'user'`}},
 		{name: "accepted prompt lost", want: check.RuleEnds, detail: "lost",
 			ledger: func(l *check.Ledger) { l.Accepted = append(l.Accepted, "p-lost") }},
 		// A step that starts, or a turn that ends, with a call of an earlier
@@ -251,6 +303,24 @@ func withCheckpoint(seq int64, stepID string) []string {
 			SELECT 's', %[1]d + 1, 'tampered-checkpoint', '%[2]s', at, json_object('step_id', %[3]s, 'offset', 0, 'text', 'Never said '), (SELECT MAX(gseq) + 1 FROM events)
 			FROM events WHERE session_id = 's' AND seq = %[1]d`, seq, event.TextCheckpoint, stepID),
 	}
+}
+
+// insertAfter is SQL inserting an event (its data as SQL) into session's
+// log right after the event at seq, moving the later events up by one.
+func insertAfter(session string, seq int64, typ event.Type, data string) []string {
+	return []string{
+		fmt.Sprintf(`UPDATE events SET seq = seq + 1000 WHERE session_id = '%s' AND seq > %d`, session, seq),
+		fmt.Sprintf(`UPDATE events SET seq = seq - 999 WHERE session_id = '%s' AND seq > 1000`, session),
+		fmt.Sprintf(`INSERT INTO events (session_id, seq, id, type, at, data, gseq)
+			SELECT '%[1]s', %[2]d + 1, 'inserted-%[1]s-%[2]d', '%[3]s', at, %[4]s, (SELECT MAX(gseq) + 1 FROM events)
+			FROM events WHERE session_id = '%[1]s' AND seq = %[2]d`, session, seq, typ, data),
+	}
+}
+
+// noticeSeq is the seq of the fixture's first continuation notice in s.
+func noticeSeq(t *testing.T, path string) int64 {
+	t.Helper()
+	return queryInt(t, path, fmt.Sprintf(`SELECT MIN(seq) FROM events WHERE session_id = 's' AND type = '%s' AND json_extract(data, '$.role') = 'notice'`, event.MessageAdded))
 }
 
 // queryInt reads one integer from a tree file.

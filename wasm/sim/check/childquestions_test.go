@@ -96,6 +96,13 @@ func TestBrokenChildQuestionHistoriesAreCaught(t *testing.T) {
 				answer("a.5", ids.waiting, "r9"),
 				appendEvent("a.5", event.ExecutionStarted, fmt.Sprintf(`json_object('execution_id', 'x9', 'prompt_id', %s, 'cause', 'resolution')`, waitingPrompt)),
 			}, ledger: sent(ids.waiting, "r9")},
+		{name: "a call executing after its permission request was rejected", want: check.RuleApproval, detail: "without a committed approval",
+			sql: []string{fmt.Sprintf(`UPDATE events SET type = '%s' WHERE session_id = 'a.2' AND type = '%s'`, event.PermissionRejected, event.PermissionApproved)}},
+		// Permission requests are cancelled only by the user's interrupt
+		// or as a sibling, never by the person's reply.
+		{name: "a permission request cancelled by a shutdown", want: check.RuleQuestionByClient, detail: "is cancelled for \"shutdown\"",
+			sql: []string{fmt.Sprintf(`UPDATE events SET type = '%s', data = json_set(data, '$.reason', 'shutdown') WHERE session_id = 'a.2' AND type = '%s'`,
+				event.PermissionCancelled, event.PermissionApproved)}},
 		{name: "a parent waiting on a child claimed", want: check.RuleQuiescence, detail: "waits for an answer",
 			sql: []string{`INSERT INTO claims (session_id, claimed_at) VALUES ('a', 0)`}},
 	}

@@ -96,10 +96,43 @@ func TestBrokenQuestionHistoriesAreCaught(t *testing.T) {
 			ledger: func(l *check.Ledger) {
 				l.Replies = append(l.Replies, check.Reply{Session: "q", Question: qs.waiting, ResponseID: "r9"})
 			}},
+		{name: "cancelled by a reply that answered", want: check.RuleQuestionByClient, detail: "which no client sent",
+			ledger: func(l *check.Ledger) {
+				for i := range l.Replies {
+					if l.Replies[i].Question == qs.cancelled {
+						l.Replies[i].Cancel = false // r3 sent as an answer: it cannot have cancelled
+					}
+				}
+			}},
+		{name: "cancelled as a sibling with no reply cancelling its step", want: check.RuleQuestionByClient, detail: "cancelled as a sibling",
+			sql: []string{fmt.Sprintf(`UPDATE events SET data = json_set(data, '$.reason', 'sibling') WHERE session_id = 'q' AND seq = %s`, eventOf(event.QuestionCancelled, qs.interrupted))}},
+		{name: "a parked turn ended by a shutdown", want: check.RuleContinuation, detail: "a kill, shutdown or eviction must leave it waiting",
+			sql: []string{appendEvent("q", event.ExecutionInterrupted, fmt.Sprintf(`json_object('prompt_id', %s, 'execution_id', 'x', 'reason', 'shutdown')`, waitingPrompt))}},
 		{name: "claimed while waiting for an answer", want: check.RuleQuiescence, detail: "waits for an answer",
 			sql: []string{`INSERT INTO claims (session_id, claimed_at) VALUES ('q', 0)`}},
 	}
 	requireCaught(t, path, clean, "seed 7 tree 3", cases)
+}
+
+// A listing whose request was sent before a question's resolution
+// committed, and answered after, may still show it: the resolution may
+// have committed after the list was read.
+func TestAQuestionResolvedWhileItWasListedMayBeListed(t *testing.T) {
+	path, clean, qs := questionFixture(t)
+	resolved := queryInt(t, path, fmt.Sprintf(`SELECT gseq FROM events WHERE session_id = 'q' AND seq = %s`, eventOf(event.QuestionAnswered, qs.answered)))
+	l := *clean
+	l.Listings = append(append([]check.Listing(nil), clean.Listings...),
+		check.Listing{Session: "q", At: 1, Sent: resolved - 1, Answered: resolved, IDs: []string{qs.answered}})
+	res, err := check.Tree(path, &l, check.Options{Label: "questions"})
+	require.NoError(t, err)
+	assert.Empty(t, res.Violations)
+
+	// The twin: sent once it had committed, the listing must not show it.
+	l.Listings[len(l.Listings)-1].Sent = resolved
+	res, err = check.Tree(path, &l, check.Options{Label: "questions"})
+	require.NoError(t, err)
+	require.Len(t, res.Violations, 1)
+	assert.Contains(t, res.Violations[0].Detail, "after it was resolved")
 }
 
 // queryText reads one text value from a tree file.

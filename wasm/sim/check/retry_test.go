@@ -154,3 +154,110 @@ func TestBrokenRetriesAreCaught(t *testing.T) {
 		})
 	}
 }
+
+// retryViolations checks the retry fixture's tree at path, tampered by sql,
+// against its ledger as changed by ledger (if set), and returns the
+// violations of rule.
+func retryViolations(t *testing.T, path string, clean *check.Ledger, rule check.Rule, ledger func(l *check.Ledger), sql ...string) []string {
+	t.Helper()
+	p := copyTree(t, path)
+	tamper(t, p, sql...)
+	l := *clean
+	l.Hints = append([]check.Hint(nil), clean.Hints...)
+	if ledger != nil {
+		ledger(&l)
+	}
+	res, err := check.Tree(p, &l, check.Options{})
+	require.NoError(t, err)
+	var out []string
+	for _, v := range res.Violations {
+		if v.Rule == rule {
+			out = append(out, v.String())
+		}
+	}
+	return out
+}
+
+// A retry may sleep the longest wait allowed (the fixture's policy: 4 s),
+// not a millisecond more.
+func TestRetryDelayIsBoundedAtTheMaximumExactly(t *testing.T) {
+	path, clean := retryFixture(t)
+	sleep := func(ms int) string {
+		return fmt.Sprintf(`UPDATE events SET data = json_set(data, '$.at', at + %d) WHERE session_id = 'g' AND seq = (SELECT MIN(seq) FROM events WHERE session_id = 'g' AND type = '%s')`,
+			ms, event.RetryScheduled)
+	}
+	assert.Empty(t, retryViolations(t, path, clean, check.RuleRetryDelay, nil, sleep(4000)), "the longest wait allowed")
+	got := retryViolations(t, path, clean, check.RuleRetryDelay, nil, sleep(4001))
+	require.Len(t, got, 1)
+	assert.Contains(t, got[0], "4001 ms after it was recorded")
+}
+
+// A provider may ask for a wait longer than the cap on Retry-After: the
+// retry honours it only up to the cap (MaxDelay), so one scheduled at the
+// cap is no early retry.
+func TestAProviderWaitPastTheCapIsHonouredUpToTheCap(t *testing.T) {
+	path, clean := retryFixture(t)
+	capped := func(l *check.Ledger) {
+		l.Retry = &check.RetryPolicy{Retries: 2, MaxDelay: 2000} // the fixture's retries wait 2 s
+		for i := range l.Hints {
+			l.Hints[i].Wait = 3_600_000
+		}
+	}
+	assert.Empty(t, retryViolations(t, path, clean, check.RuleRetryHint, capped))
+	assert.Empty(t, retryViolations(t, path, clean, check.RuleRetryDelay, capped), "the twin: 2 s is within the cap")
+}
+
+// In a tree whose ledger names no retry policy, a model failure is judged
+// by its message: one that says it gave up must have spent the default
+// budget (6 retries), and g's gave up after 2.
+func TestAGiveUpIsJudgedByItsMessageWithoutARetryPolicy(t *testing.T) {
+	path, clean := retryFixture(t)
+	got := retryViolations(t, path, clean, check.RuleRetryBudget, func(l *check.Ledger) { l.Retry = nil })
+	require.Len(t, got, 1)
+	assert.Contains(t, got[0], "after 2 retries of its step, before the budget of 6")
+}
+
+// A turn whose retry has started is no longer asleep on it: killed in a
+// tool body after that, it is resumed, counted, as any turn, and that is
+// no resume of a sleeping turn.
+func TestAResumeAfterTheRetryStartedIsClean(t *testing.T) {
+	tr := treetest.New(t)
+	rc := &receivers{clock: tr.Clock, gseq: func() int64 { return 0 }, entered: make(chan string, 1), blocking: true,
+		ledger: check.Ledger{Tools: map[string]bool{"hook": false, "ihook": true}, Retry: &check.RetryPolicy{Retries: 2, MaxDelay: 4000}}}
+	reg, err := tool.NewRegistry(rc.tools()...)
+	require.NoError(t, err)
+	m := &flakyModel{Model: offline.New(tr.Clock, offline.Options{}), rc: rc, fail: map[int]bool{1: true}}
+	r, err := runner.New(m, reg, runner.NewConfig().WithRetries(2, time.Second, 4*time.Second))
+	require.NoError(t, err)
+
+	n := tr.Boot(r)
+	n.Admit(n.NewSession("r"), "/tool ihook {\"n\":1,\"block\":true}\nhello")
+	n.Idle() // asleep on its retry
+	tr.Clock.Set(tr.Wake.At())
+	require.True(t, tr.Wake.Take())
+	_, err = recovery.Wake(context.Background(), n.Inst)
+	require.NoError(t, err)
+	<-rc.entered // the retried step asked for the tool: killed in its body
+	n.Crash()
+	n.Idle()
+	rc.mu.Lock()
+	rc.blocking = false
+	rc.mu.Unlock()
+	n = tr.Boot(r)
+	n.Idle()
+	n.Crash()
+
+	c, err := sqlite3.Open(tr.Path)
+	require.NoError(t, err)
+	require.NoError(t, c.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`))
+	require.NoError(t, c.Close())
+	rc.mu.Lock()
+	l := rc.ledger
+	rc.mu.Unlock()
+	res, err := check.Tree(tr.Path, &l, check.Options{})
+	require.NoError(t, err)
+	assert.Empty(t, res.Violations)
+	assert.Equal(t, 1, res.Retries)
+	assert.Equal(t, 1, res.Resumes)
+	assert.Equal(t, map[string]int{"succeeded": 1}, res.Ends)
+}

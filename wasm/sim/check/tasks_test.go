@@ -119,6 +119,24 @@ func TestBrokenTaskHistoriesAreCaught(t *testing.T) {
 		{name: "a task blocker cancelled without an interrupt", want: check.RuleTaskResult, detail: "did not end by the user's interrupt",
 			sql: []string{fmt.Sprintf(`UPDATE events SET type = '%s', data = json_set(data, '$.reason', 'interrupt') WHERE session_id = 'p' AND type = '%s' AND json_extract(data, '$.call_id') = %s`,
 				event.TaskCancelled, event.TaskResolved, callOf("p.1"))}},
+		{name: "a task call settled ok from a child that failed", want: check.RuleTaskResult, detail: "but child p.1's turn ended failed:model",
+			sql: []string{fmt.Sprintf(`UPDATE events SET type = '%s', data = json_set(data, '$.type', 'model', '$.message', 'boom') WHERE session_id = 'p.1' AND type = '%s'`,
+				event.ExecutionFailed, event.ExecutionSucceeded)}},
+		// Only the user's interrupt (or a replace prompt) of the parent
+		// cancels its child's blocker.
+		{name: "a task blocker cancelled as the parent's turn was orphaned", want: check.RuleTaskResult, detail: "did not end by the user's interrupt",
+			sql: []string{
+				fmt.Sprintf(`UPDATE events SET type = '%s', data = json_set(data, '$.reason', 'interrupt') WHERE session_id = 'p' AND type = '%s' AND json_extract(data, '$.call_id') = %s`,
+					event.TaskCancelled, event.TaskResolved, callOf("p.1")),
+				fmt.Sprintf(`UPDATE events SET type = '%s', data = json_set(data, '$.reason', 'orphaned') WHERE session_id = 'p' AND seq = %s`,
+					event.ExecutionInterrupted, sq("p", event.ExecutionSucceeded, 1)),
+			}},
+		// Its job not ended, but no call waits for the child any more.
+		{name: "a child claim left with a job no call waits on", want: check.RuleOrphanChild, detail: "claimed at quiescence",
+			sql: []string{
+				fmt.Sprintf(`DELETE FROM events WHERE session_id = 'p' AND type = '%s' AND json_extract(data, '$.child_id') = 'p.1'`, event.JobEnded),
+				`INSERT INTO claims (session_id, claimed_at) VALUES ('p.1', 0)`,
+			}},
 		{name: "a task call never given its result", want: check.RuleTaskResult, detail: "never settled",
 			sql: []string{fmt.Sprintf(`UPDATE events SET data = json_set(data, '$.call_id', 'lost') WHERE type = '%s' AND json_extract(data, '$.call_id') = %s`,
 				event.ToolSettled, callOf("p.1"))}},
