@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -124,4 +125,88 @@ func TestEgressBodyArrivesOneByteAtATime(t *testing.T) {
 	snap := e.snapshot()
 	require.Equal(t, "idle", snap.Status, "%+v", snap)
 	require.Equal(t, "Byte by byte", snap.Messages[len(snap.Messages)-1].Text)
+}
+
+// A system prompt in the boot configuration is the runner's: the model
+// request of a session without its own starts with it.
+func TestBootSystemPromptReachesTheModel(t *testing.T) {
+	cfg := openaiConfig()
+	cfg.SystemPrompt = "You are the operator's assistant."
+	e := newEnv(t, 3, cfg)
+	require.NoError(t, e.boot(runtime.Options{}))
+	var reqs []runtime.EgressRequest
+	e.s.onEgress = func(id uint64, req runtime.EgressRequest) { reqs = append(reqs, req) }
+	e.createAndPrompt("hi")
+	require.Len(t, reqs, 1)
+	var body struct {
+		Messages []struct{ Role, Content string }
+	}
+	require.NoError(t, json.Unmarshal(reqs[0].Body, &body), string(reqs[0].Body))
+	require.NotEmpty(t, body.Messages)
+	require.Equal(t, "system", body.Messages[0].Role)
+	require.Equal(t, cfg.SystemPrompt, body.Messages[0].Content)
+}
+
+// webhookSettled has the model call a webhook tool, lets answer play the
+// host's side of the tool's egress, and returns how the call settled.
+func webhookSettled(t *testing.T, answer func(e *env, id uint64)) (outcome, output string) {
+	t.Helper()
+	cfg := openaiConfig()
+	cfg.Tools = []abi.ToolDecl{{Kind: abi.ToolWebhook, Name: "hook", Permission: "allow"}}
+	e := newEnv(t, 7, cfg)
+	require.NoError(t, e.boot(runtime.Options{}))
+	var ids []uint64
+	e.s.onEgress = func(id uint64, req runtime.EgressRequest) { ids = append(ids, id) }
+	e.createAndPrompt("call it")
+	require.Len(t, ids, 1)
+	e.answer(ids[0],
+		`data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c1","type":"function","function":{"name":"hook","arguments":"{}"}}]}}]}`,
+		`data: {"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}`,
+		`data: [DONE]`)
+	require.Len(t, ids, 2, "the tool call went to the host")
+	answer(e, ids[1])
+	settled := e.s.emitted("session.tool.settled@1")
+	require.Len(t, settled, 1)
+	var d struct{ Outcome, Output string }
+	require.NoError(t, json.Unmarshal(settled[0].Data, &d))
+	return d.Outcome, d.Output
+}
+
+// A tool's answer may arrive as one chunk larger than any one read of its
+// body (and within the output cap): every byte reaches the tool's output.
+func TestToolAnswerLargerThanAReadArrivesWhole(t *testing.T) {
+	want := strings.Repeat("0123456789", 400)
+	outcome, output := webhookSettled(t, func(e *env, id uint64) {
+		ctx := context.Background()
+		require.NoError(t, e.g.EgressResponse(ctx, id, 200, http.Header{"Content-Type": {"text/plain"}}))
+		require.NoError(t, e.g.EgressChunk(ctx, id, []byte(want)))
+		require.NoError(t, e.g.EgressEnd(ctx, id, runtime.EgressEnd{}))
+	})
+	require.Equal(t, "ok", outcome)
+	require.Len(t, output, len(want))
+	require.Equal(t, want, output)
+}
+
+// A tool answer the host ends with a failure after part of its body (the
+// connection reset) fails the call with the host's message: the part is
+// not taken for the whole answer.
+func TestToolAnswerCutByTheHostFailsTheCall(t *testing.T) {
+	outcome, output := webhookSettled(t, func(e *env, id uint64) {
+		ctx := context.Background()
+		require.NoError(t, e.g.EgressResponse(ctx, id, 200, http.Header{"Content-Type": {"text/plain"}}))
+		require.NoError(t, e.g.EgressChunk(ctx, id, []byte("partial")))
+		require.NoError(t, e.g.EgressEnd(ctx, id, runtime.EgressEnd{Code: abi.EndNetwork, Message: "connection reset"}))
+	})
+	require.Equal(t, "error", outcome)
+	require.Equal(t, "connection reset", output)
+}
+
+// A host that ends a tool's egress cleanly without ever answering its
+// head fails the call; the guest does not take the end for an answer.
+func TestToolEgressEndedWithoutAnAnswerFailsTheCall(t *testing.T) {
+	outcome, output := webhookSettled(t, func(e *env, id uint64) {
+		require.NoError(t, e.g.EgressEnd(context.Background(), id, runtime.EgressEnd{}))
+	})
+	require.Equal(t, "error", outcome)
+	require.Equal(t, "egress ended without an answer", output)
 }

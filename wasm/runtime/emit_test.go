@@ -2,6 +2,7 @@ package runtime_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"sync/atomic"
@@ -93,4 +94,49 @@ func TestLateIOErrCommitsAreEmittedOnceInCommitOrder(t *testing.T) {
 	assert.Equal(t, map[string]int{"session.execution.succeeded@1": 1}, e.terminals())
 	require.Positive(t, f.LateCommits(), "no commit was reported failed late")
 	assert.Equal(t, e.loggedIDs(), e.s.emittedIDs(), "every durable event emitted once, in commit order")
+}
+
+// A sub-agent's session is created by a commit, not by a create request:
+// its live deltas reach emit too, under its own session id.
+func TestChildSessionDeltasAreEmitted(t *testing.T) {
+	e := newEnv(t, 5, openaiConfig())
+	require.NoError(t, e.boot(runtime.Options{}))
+	var ids []uint64
+	e.s.onEgress = func(id uint64, req runtime.EgressRequest) { ids = append(ids, id) }
+	e.createAndPrompt("delegate")
+	require.Len(t, ids, 1)
+	e.answer(ids[0],
+		`data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c1","type":"function","function":{"name":"task","arguments":"{\"prompt\":\"sub\"}"}}]}}]}`,
+		`data: {"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}`,
+		`data: [DONE]`)
+	require.Len(t, ids, 2, "the sub-agent asked the model")
+	e.answer(ids[1],
+		`data: {"choices":[{"delta":{"content":"child says hi"},"finish_reason":"stop"}]}`,
+		`data: [DONE]`)
+	var texts []string
+	for _, ev := range e.s.emitted("session.text.delta@1") {
+		require.NotEqual(t, treeID, ev.SessionID, "the root streamed no text")
+		var d struct{ Text string }
+		require.NoError(t, json.Unmarshal(ev.Data, &d))
+		texts = append(texts, d.Text)
+	}
+	require.Equal(t, []string{"child says hi"}, texts)
+}
+
+// A guest booted over an existing tree watches the sessions it finds:
+// their live deltas reach emit, though no create ran in this guest.
+func TestSessionsOfAnEarlierGuestEmitTheirDeltas(t *testing.T) {
+	e := newEnv(t, 1, offlineConfig())
+	require.NoError(t, e.boot(runtime.Options{}))
+	r := e.do("POST", "/v1/sessions", map[string]any{})
+	require.Equal(t, 201, r.status, r.body.String())
+	require.NoError(t, e.g.Close(context.Background()))
+
+	b := e.sibling(2)
+	require.NoError(t, b.boot(runtime.Options{}))
+	r = b.do("POST", "/v1/sessions/"+treeID+"/prompt", map[string]any{"text": "after a restart", "id": "p1"})
+	require.Equal(t, 202, r.status, r.body.String())
+	b.fireTimers(60_000)
+	require.Equal(t, "idle", b.snapshot().Status)
+	require.NotEmpty(t, b.s.emitted("session.text.delta@1"))
 }

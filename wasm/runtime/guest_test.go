@@ -2,7 +2,9 @@ package runtime_test
 
 import (
 	"context"
+	"encoding/base32"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -180,4 +182,90 @@ func TestCallsBeforeBootRunNoGuestCode(t *testing.T) {
 	require.Empty(t, sites, "the guest ran")
 	require.Empty(t, e.s.log.String())
 	require.NoError(t, g.Boot(ctx, e.cfg), "the guest boots after all")
+}
+
+// A boot that fails after the instance opened (here the API's tokens do
+// not parse) leaves the guest unbooted, as Boot documents: the host can
+// boot it again with a configuration that works, and it serves.
+func TestFailedBootCanBeBootedAgain(t *testing.T) {
+	e := newEnv(t, 1, offlineConfig())
+	good := e.cfg
+	e.cfg.API.Tokens = "no-colon"
+	var ge *runtime.GuestError
+	require.ErrorAs(t, e.boot(runtime.Options{}), &ge)
+	require.Contains(t, ge.Msg, "REVENANT_TOKENS")
+	require.False(t, e.g.Closed())
+
+	require.NoError(t, e.g.Boot(context.Background(), good))
+	r := e.do("POST", "/v1/sessions", map[string]any{})
+	require.Equal(t, 201, r.status, r.body.String())
+}
+
+// The guest's ids are 128 random bits in unpadded lower-case base32, as
+// the host's RandomIDs mints them: each decodes to 16 bytes and encodes
+// back to itself (the last character's two pad bits are zero).
+func TestGuestIDsAreCanonicalBase32(t *testing.T) {
+	e := newEnv(t, 1, offlineConfig())
+	require.NoError(t, e.boot(runtime.Options{}))
+	e.createAndPrompt("ids")
+	enc := base32.StdEncoding.WithPadding(base32.NoPadding)
+	ids := e.loggedIDs()
+	require.NotEmpty(t, ids)
+	for _, id := range ids {
+		require.Len(t, id, 26)
+		b, err := enc.DecodeString(strings.ToUpper(id))
+		require.NoError(t, err, id)
+		require.Len(t, b, 16, id)
+		require.Equal(t, id, strings.ToLower(enc.EncodeToString(b)), "not canonical")
+	}
+}
+
+// The host passes the request's path as the client sent it, escaped; the
+// guest routes by the unescaped path, as net/http does.
+func TestEscapedRequestPathIsUnescaped(t *testing.T) {
+	e := newEnv(t, 1, offlineConfig())
+	require.NoError(t, e.boot(runtime.Options{}))
+	e.createAndPrompt("hi")
+	r := e.do("GET", "/v1/sessions/tree%31", nil)
+	require.Equal(t, 200, r.status, r.body.String())
+	require.Equal(t, treeID, decode[map[string]any](t, r)["id"])
+}
+
+// The offline model's words wait on host timers set WordDelay ahead on
+// the host's clock (the guest never uses a Go runtime timer), and an
+// interrupt stops the turn's timers on the host too: none is left to fire.
+func TestTurnTimersAreTheHostsAndAnInterruptClearsThem(t *testing.T) {
+	e := newEnv(t, 1, offlineConfig())
+	require.NoError(t, e.boot(runtime.Options{}))
+	e.createAndPrompt("one two three four")
+	var ats []int64
+	for _, at := range e.s.timers {
+		ats = append(ats, at)
+	}
+	require.Contains(t, ats, e.s.now+offlineConfig().Model.WordDelay.Milliseconds(), "the next word's timer")
+
+	r := e.do("POST", "/v1/sessions/"+treeID+"/interrupt", nil)
+	require.Equal(t, 200, r.status, r.body.String())
+	require.Empty(t, e.s.timers, "the interrupted turn left host timers set")
+}
+
+// Deleting the tree clears its wake-up (nothing is left to sweep) and the
+// guest serves nothing of it afterwards: the tree is gone, not failing,
+// and its id is not created again in this guest (the host drops the
+// database file).
+func TestDeletedTreeIsGoneWithItsWakeup(t *testing.T) {
+	e := newEnv(t, 1, offlineConfig())
+	require.NoError(t, e.boot(runtime.Options{}))
+	e.createAndPrompt("one two three")
+	require.NotZero(t, e.s.wake, "the turn armed a wake-up")
+
+	r := e.do("DELETE", "/v1/sessions/"+treeID, nil)
+	require.Equal(t, 204, r.status, r.body.String())
+	require.Zero(t, e.s.wake, "the deleted tree's wake-up is cleared")
+	r = e.do("GET", "/v1/sessions/"+treeID, nil)
+	require.Equal(t, 404, r.status, r.body.String())
+	r = e.do("POST", "/v1/sessions/"+treeID+"/prompt", map[string]any{"text": "again", "id": "p2"})
+	require.Equal(t, 404, r.status, r.body.String())
+	r = e.do("POST", "/v1/sessions", map[string]any{})
+	require.Equal(t, 409, r.status, r.body.String())
 }

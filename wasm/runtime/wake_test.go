@@ -12,6 +12,7 @@ import (
 	"github.com/revenantrt/revenant/core/storage"
 	"github.com/revenantrt/revenant/internal/faultvfs"
 	"github.com/revenantrt/revenant/sqlitedb"
+	"github.com/revenantrt/revenant/wasm/abi"
 	"github.com/revenantrt/revenant/wasm/runtime"
 )
 
@@ -93,4 +94,43 @@ func TestWakeWhoseSweepWaitsForStorageLeavesTheWakeupArmed(t *testing.T) {
 	snap = e.snapshot()
 	require.Equal(t, "idle", snap.Status, "%+v", snap)
 	require.Equal(t, map[string]int{"session.execution.succeeded@1": 1}, e.terminals())
+}
+
+// A boot whose sweep fails still serves, and arms a wake-up to retry the
+// sweep (DESIGN §4 rule 2), one retry delay ahead.
+func TestBootWhoseSweepFailsArmsARetry(t *testing.T) {
+	e := newEnv(t, 3, offlineConfig())
+	fc := &failingConn{Conn: e.conn}
+	g, err := compiled(t).Instantiate(context.Background(), runtime.Options{Conn: fc, Services: e.s, Interpose: func(s runtime.Site) error {
+		if s.Import == abi.ImportSQLBegin && !s.After {
+			fc.failing = s.Phase == runtime.PhaseSweep // only the sweep's storage fails
+		}
+		return nil
+	}})
+	require.NoError(t, err)
+	t.Cleanup(func() { g.Close(context.Background()) })
+	require.NoError(t, g.Boot(context.Background(), e.cfg))
+	require.Equal(t, runtime.PhaseServe, g.Phase())
+	require.Equal(t, e.s.now+time.Second.Milliseconds(), e.s.wake, "the failed sweep's retry")
+}
+
+// Each delivery whose sweep fails again re-arms further ahead: the wake
+// schedule's delays double from one second, so a tree whose storage is
+// down is not woken in a busy loop.
+func TestFailingSweepsRetryOnTheWakeSchedule(t *testing.T) {
+	e := newEnv(t, 3, offlineConfig())
+	fc := &failingConn{Conn: e.conn}
+	g, err := compiled(t).Instantiate(context.Background(), runtime.Options{Conn: fc, Services: e.s})
+	require.NoError(t, err)
+	t.Cleanup(func() { g.Close(context.Background()) })
+	e.g = g
+	require.NoError(t, g.Boot(context.Background(), e.cfg))
+	e.createAndPrompt("one two three")
+
+	fc.failing = true
+	for _, delay := range []int64{1000, 2000, 4000, 8000} {
+		e.s.wake = 0 // delivered: used up
+		require.NoError(t, g.Wake(context.Background()))
+		require.Equal(t, e.s.now+delay, e.s.wake)
+	}
 }
