@@ -151,9 +151,24 @@ func TestBootSystemPromptReachesTheModel(t *testing.T) {
 // host's side of the tool's egress, and returns how the call settled.
 func webhookSettled(t *testing.T, answer func(e *env, id uint64)) (outcome, output string) {
 	t.Helper()
+	e, ids := hookCalled(t, 7, "allow")
+	require.Len(t, ids, 2, "the tool call went to the host")
+	answer(e, ids[1])
+	settled := e.s.emitted("session.tool.settled@1")
+	require.Len(t, settled, 1)
+	var d struct{ Outcome, Output string }
+	require.NoError(t, json.Unmarshal(settled[0].Data, &d))
+	return d.Outcome, d.Output
+}
+
+// hookCalled boots a guest whose model, on its first prompt, calls webhook
+// tool "hook" (its permission perm), and returns it with the ids of the
+// egress it made by then: the model's request, then the tool's if it went.
+func hookCalled(t *testing.T, seed uint64, perm string) (*env, []uint64) {
+	t.Helper()
 	cfg := openaiConfig()
-	cfg.Tools = []abi.ToolDecl{{Kind: abi.ToolWebhook, Name: "hook", Permission: "allow"}}
-	e := newEnv(t, 7, cfg)
+	cfg.Tools = []abi.ToolDecl{{Kind: abi.ToolWebhook, Name: "hook", Permission: perm}}
+	e := newEnv(t, seed, cfg)
 	require.NoError(t, e.boot(runtime.Options{}))
 	var ids []uint64
 	e.s.onEgress = func(id uint64, req runtime.EgressRequest) { ids = append(ids, id) }
@@ -163,13 +178,7 @@ func webhookSettled(t *testing.T, answer func(e *env, id uint64)) (outcome, outp
 		`data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c1","type":"function","function":{"name":"hook","arguments":"{}"}}]}}]}`,
 		`data: {"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}`,
 		`data: [DONE]`)
-	require.Len(t, ids, 2, "the tool call went to the host")
-	answer(e, ids[1])
-	settled := e.s.emitted("session.tool.settled@1")
-	require.Len(t, settled, 1)
-	var d struct{ Outcome, Output string }
-	require.NoError(t, json.Unmarshal(settled[0].Data, &d))
-	return d.Outcome, d.Output
+	return e, ids
 }
 
 // A tool's answer may arrive as one chunk larger than any one read of its

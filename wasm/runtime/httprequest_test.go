@@ -38,6 +38,15 @@ func TestGuestHTTPRequestResources(t *testing.T) {
 	require.Len(t, started, 1, "an asked call is not sent")
 	parked := e.s.emitted("session.step.parked@1")
 	require.Len(t, parked, 1, "the call waits for a person")
+	kind, action, resources := oneBlocker(t, parked[0].Data)
+	require.Equal(t, "permission", kind)
+	require.Equal(t, "http_request", action)
+	require.Equal(t, []string{"http:api.example.com"}, resources)
+}
+
+// oneBlocker reads the one blocker of a step.parked event's data.
+func oneBlocker(t *testing.T, parked []byte) (kind, action string, resources []string) {
+	t.Helper()
 	var data struct {
 		Blockers []struct {
 			Kind    string `json:"kind"`
@@ -47,41 +56,19 @@ func TestGuestHTTPRequestResources(t *testing.T) {
 			} `json:"request"`
 		} `json:"blockers"`
 	}
-	require.NoError(t, json.Unmarshal(parked[0].Data, &data), string(parked[0].Data))
-	require.Len(t, data.Blockers, 1, string(parked[0].Data))
-	require.Equal(t, "permission", data.Blockers[0].Kind)
-	require.Equal(t, "http_request", data.Blockers[0].Request.Action)
-	require.Equal(t, []string{"http:api.example.com"}, data.Blockers[0].Request.Resources)
+	require.NoError(t, json.Unmarshal(parked, &data), string(parked))
+	require.Len(t, data.Blockers, 1, string(parked))
+	return data.Blockers[0].Kind, data.Blockers[0].Request.Action, data.Blockers[0].Request.Resources
 }
 
 // A webhook tool's one resource is "tool:" and its name: a call that asks
 // parks on exactly that, so a rule for "tool:hook" decides it.
 func TestGuestWebhookResourceIsToolColonName(t *testing.T) {
-	cfg := openaiConfig()
-	cfg.Tools = []abi.ToolDecl{{Kind: abi.ToolWebhook, Name: "hook", Permission: "ask"}}
-	e := newEnv(t, 4, cfg)
-	require.NoError(t, e.boot(runtime.Options{}))
-	var ids []uint64
-	e.s.onEgress = func(id uint64, req runtime.EgressRequest) { ids = append(ids, id) }
-	e.createAndPrompt("call it")
-	require.Len(t, ids, 1)
-	e.answer(ids[0],
-		`data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c1","type":"function","function":{"name":"hook","arguments":"{}"}}]}}]}`,
-		`data: {"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}`,
-		`data: [DONE]`)
+	e, ids := hookCalled(t, 4, "ask")
 	require.Len(t, ids, 1, "an asked call is not sent")
 	parked := e.s.emitted("session.step.parked@1")
 	require.Len(t, parked, 1)
-	var data struct {
-		Blockers []struct {
-			Request struct {
-				Action    string   `json:"action"`
-				Resources []string `json:"resources"`
-			} `json:"request"`
-		} `json:"blockers"`
-	}
-	require.NoError(t, json.Unmarshal(parked[0].Data, &data), string(parked[0].Data))
-	require.Len(t, data.Blockers, 1, string(parked[0].Data))
-	require.Equal(t, "hook", data.Blockers[0].Request.Action)
-	require.Equal(t, []string{"tool:hook"}, data.Blockers[0].Request.Resources)
+	_, action, resources := oneBlocker(t, parked[0].Data)
+	require.Equal(t, "hook", action)
+	require.Equal(t, []string{"tool:hook"}, resources)
 }

@@ -30,11 +30,10 @@ func (c *failingConn) Begin() error {
 	return c.Conn.Begin()
 }
 
-// A delivered wake-up is used up (DESIGN §4 rule 2). A wake handler whose
-// sweep and re-arm fail on storage cannot tell that no work remains: it
-// must leave the wake-up armed (or fail the call), or a host that deletes
-// its delivered wake-up row strands the claim.
-func TestWakeWhoseSweepFailsLeavesTheWakeupArmed(t *testing.T) {
+// bootedOverFailingConn boots a guest (the env's) over a failingConn, not
+// failing yet.
+func bootedOverFailingConn(t *testing.T) (*env, *failingConn, *runtime.Guest) {
+	t.Helper()
 	e := newEnv(t, 3, offlineConfig())
 	fc := &failingConn{Conn: e.conn}
 	g, err := compiled(t).Instantiate(context.Background(), runtime.Options{Conn: fc, Services: e.s})
@@ -42,12 +41,21 @@ func TestWakeWhoseSweepFailsLeavesTheWakeupArmed(t *testing.T) {
 	t.Cleanup(func() { g.Close(context.Background()) })
 	e.g = g
 	require.NoError(t, g.Boot(context.Background(), e.cfg))
+	return e, fc, g
+}
+
+// A delivered wake-up is used up (DESIGN §4 rule 2). A wake handler whose
+// sweep and re-arm fail on storage cannot tell that no work remains: it
+// must leave the wake-up armed (or fail the call), or a host that deletes
+// its delivered wake-up row strands the claim.
+func TestWakeWhoseSweepFailsLeavesTheWakeupArmed(t *testing.T) {
+	e, fc, g := bootedOverFailingConn(t)
 	e.createAndPrompt("one two three four five six seven eight")
 	require.NotNil(t, e.snapshot().Claim, "the turn holds a claim")
 
 	fc.failing = true
 	e.s.log.Reset()
-	err = g.Wake(context.Background())
+	err := g.Wake(context.Background())
 	armed := strings.Contains(e.s.log.String(), "wake_arm ")
 	require.True(t, err != nil || armed,
 		"the wake handler failed to sweep and re-arm, yet reported success without arming: the claim is left without a wake-up")
@@ -118,13 +126,7 @@ func TestBootWhoseSweepFailsArmsARetry(t *testing.T) {
 // schedule's delays double from one second, so a tree whose storage is
 // down is not woken in a busy loop.
 func TestFailingSweepsRetryOnTheWakeSchedule(t *testing.T) {
-	e := newEnv(t, 3, offlineConfig())
-	fc := &failingConn{Conn: e.conn}
-	g, err := compiled(t).Instantiate(context.Background(), runtime.Options{Conn: fc, Services: e.s})
-	require.NoError(t, err)
-	t.Cleanup(func() { g.Close(context.Background()) })
-	e.g = g
-	require.NoError(t, g.Boot(context.Background(), e.cfg))
+	e, fc, g := bootedOverFailingConn(t)
 	e.createAndPrompt("one two three")
 
 	fc.failing = true

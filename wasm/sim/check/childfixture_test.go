@@ -5,7 +5,6 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/ncruces/go-sqlite3"
 	"github.com/stretchr/testify/require"
 
 	"github.com/revenantrt/revenant/core"
@@ -126,10 +125,7 @@ func childQuestionFixture(t *testing.T) (string, *check.Ledger, childAsks) {
 	list(event.KindQuestion)
 	n.Crash()
 
-	c, err := sqlite3.Open(tr.Path)
-	require.NoError(t, err)
-	require.NoError(t, c.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`))
-	require.NoError(t, c.Close())
+	checkpointed(t, tr.Path)
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	l := rc.ledger

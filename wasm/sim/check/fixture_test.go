@@ -122,16 +122,22 @@ func fixture(t *testing.T) (string, *check.Ledger) {
 	n.Idle()
 	n.Crash()
 
-	// Everything into the main file, so a copy of it alone is the tree.
-	c, err := sqlite3.Open(tr.Path)
-	require.NoError(t, err)
-	require.NoError(t, c.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`))
-	require.NoError(t, c.Close())
+	checkpointed(t, tr.Path)
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	l := rc.ledger
 	l.Deliveries = append([]check.Delivery(nil), l.Deliveries...)
 	return tr.Path, &l
+}
+
+// checkpointed moves a fixture tree's WAL into its main file, so a copy of
+// that file alone is the whole tree (copyTree, check.Tree's read-only open).
+func checkpointed(t *testing.T, path string) {
+	t.Helper()
+	c, err := sqlite3.Open(path)
+	require.NoError(t, err)
+	require.NoError(t, c.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`))
+	require.NoError(t, c.Close())
 }
 
 // copyTree copies the fixture's file to a fresh path.

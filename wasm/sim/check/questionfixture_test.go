@@ -6,7 +6,6 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/ncruces/go-sqlite3"
 	"github.com/stretchr/testify/require"
 
 	"github.com/revenantrt/revenant/core"
@@ -113,9 +112,6 @@ func questionFixture(t *testing.T) (string, *check.Ledger, questions) {
 	n.Idle()
 	n.Crash()
 
-	c, err := sqlite3.Open(tr.Path)
-	require.NoError(t, err)
-	require.NoError(t, c.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`))
-	require.NoError(t, c.Close())
+	checkpointed(t, tr.Path)
 	return tr.Path, l, qs
 }

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ncruces/go-sqlite3"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -85,10 +84,7 @@ func retryFixture(t *testing.T) (string, *check.Ledger) {
 	drain()
 	n.Crash()
 
-	c, err := sqlite3.Open(tr.Path)
-	require.NoError(t, err)
-	require.NoError(t, c.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`))
-	require.NoError(t, c.Close())
+	checkpointed(t, tr.Path)
 	l := rc.ledger
 	return tr.Path, &l
 }
@@ -247,10 +243,7 @@ func TestAResumeAfterTheRetryStartedIsClean(t *testing.T) {
 	n.Idle()
 	n.Crash()
 
-	c, err := sqlite3.Open(tr.Path)
-	require.NoError(t, err)
-	require.NoError(t, c.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`))
-	require.NoError(t, c.Close())
+	checkpointed(t, tr.Path)
 	rc.mu.Lock()
 	l := rc.ledger
 	rc.mu.Unlock()

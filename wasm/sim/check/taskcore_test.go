@@ -4,7 +4,6 @@ import (
 	"context"
 	"testing"
 
-	"github.com/ncruces/go-sqlite3"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -81,10 +80,7 @@ func noticeToParkedParent(t *testing.T) (string, *check.Ledger) {
 	n.Idle()
 	n.Crash()
 
-	c, err := sqlite3.Open(tr.Path)
-	require.NoError(t, err)
-	require.NoError(t, c.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`))
-	require.NoError(t, c.Close())
+	checkpointed(t, tr.Path)
 	return tr.Path, &check.Ledger{Replies: []check.Reply{{Session: taskRoot + ".2", Question: qid, ResponseID: "r1", Status: 200}}}
 }
 

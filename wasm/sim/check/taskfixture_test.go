@@ -4,7 +4,6 @@ import (
 	"context"
 	"testing"
 
-	"github.com/ncruces/go-sqlite3"
 	"github.com/stretchr/testify/require"
 
 	"github.com/revenantrt/revenant/core/event"
@@ -107,10 +106,7 @@ func taskFixture(t *testing.T) (string, *check.Ledger) {
 	n.Idle()
 	n.Crash()
 
-	c, err := sqlite3.Open(tr.Path)
-	require.NoError(t, err)
-	require.NoError(t, c.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`))
-	require.NoError(t, c.Close())
+	checkpointed(t, tr.Path)
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	l := rc.ledger
