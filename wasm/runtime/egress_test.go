@@ -174,10 +174,7 @@ func hookCalled(t *testing.T, seed uint64, perm string) (*env, []uint64) {
 	e.s.onEgress = func(id uint64, req runtime.EgressRequest) { ids = append(ids, id) }
 	e.createAndPrompt("call it")
 	require.Len(t, ids, 1)
-	e.answer(ids[0],
-		`data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c1","type":"function","function":{"name":"hook","arguments":"{}"}}]}}]}`,
-		`data: {"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}`,
-		`data: [DONE]`)
+	e.answerToolCall(ids[0], "hook", "{}")
 	return e, ids
 }
 

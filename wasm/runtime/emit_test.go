@@ -105,10 +105,7 @@ func TestChildSessionDeltasAreEmitted(t *testing.T) {
 	e.s.onEgress = func(id uint64, req runtime.EgressRequest) { ids = append(ids, id) }
 	e.createAndPrompt("delegate")
 	require.Len(t, ids, 1)
-	e.answer(ids[0],
-		`data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c1","type":"function","function":{"name":"task","arguments":"{\"prompt\":\"sub\"}"}}]}}]}`,
-		`data: {"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}`,
-		`data: [DONE]`)
+	e.answerToolCall(ids[0], "task", `{"prompt":"sub"}`)
 	require.Len(t, ids, 2, "the sub-agent asked the model")
 	e.answer(ids[1],
 		`data: {"choices":[{"delta":{"content":"child says hi"},"finish_reason":"stop"}]}`,

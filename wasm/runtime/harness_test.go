@@ -209,6 +209,19 @@ func (e *env) answer(id uint64, events ...string) {
 	require.NoError(e.t, e.g.EgressEnd(ctx, id, runtime.EgressEnd{}))
 }
 
+// answerToolCall answers model egress id as an OpenAI stream that calls
+// tool name (id c1) with args, a JSON object's text, and finishes.
+func (e *env) answerToolCall(id uint64, name, args string) {
+	e.t.Helper()
+	call, err := json.Marshal(map[string]any{"index": 0, "id": "c1", "type": "function",
+		"function": map[string]string{"name": name, "arguments": args}})
+	require.NoError(e.t, err)
+	e.answer(id,
+		`data: {"choices":[{"index":0,"delta":{"tool_calls":[`+string(call)+`]}}]}`,
+		`data: {"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}`,
+		`data: [DONE]`)
+}
+
 // boot instantiates a fresh guest on the env's database and boots it.
 func (e *env) boot(opts runtime.Options) error {
 	e.t.Helper()

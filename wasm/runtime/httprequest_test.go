@@ -28,12 +28,7 @@ func TestGuestHTTPRequestResources(t *testing.T) {
 	e.createAndPrompt("fetch it")
 	require.Len(t, started, 1)
 	require.Equal(t, abi.EgressModel, started[0].Kind)
-	args, err := json.Marshal(`{"method":"post","url":"https://API.Example.com.:8443/x","body":"b"}`)
-	require.NoError(t, err)
-	e.answer(ids[0],
-		`data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c1","type":"function","function":{"name":"http_request","arguments":`+string(args)+`}}]}}]}`,
-		`data: {"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}`,
-		`data: [DONE]`)
+	e.answerToolCall(ids[0], "http_request", `{"method":"post","url":"https://API.Example.com.:8443/x","body":"b"}`)
 
 	require.Len(t, started, 1, "an asked call is not sent")
 	parked := e.s.emitted("session.step.parked@1")

@@ -28,10 +28,7 @@ func toolCallBody(t *testing.T, hostVersion uint32, sessionRules []permission.Ru
 	r = e.do("POST", "/v1/sessions/"+treeID+"/prompt", map[string]any{"text": "call it", "id": "p1"})
 	require.Equal(t, 202, r.status, r.body.String())
 	require.Len(t, reqs, 1)
-	e.answer(ids[0],
-		`data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c1","type":"function","function":{"name":"hook","arguments":"{}"}}]}}]}`,
-		`data: {"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}`,
-		`data: [DONE]`)
+	e.answerToolCall(ids[0], "hook", "{}")
 	require.Len(t, reqs, 2, "the tool call went to the host")
 	require.Equal(t, abi.EgressTool, reqs[1].Kind)
 	return reqs[1].Body

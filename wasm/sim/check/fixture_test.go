@@ -35,6 +35,25 @@ type receivers struct {
 	entered  chan string
 }
 
+// setBlocking turns blocking on or off for the calls that start next.
+func (r *receivers) setBlocking(on bool) {
+	r.mu.Lock()
+	r.blocking = on
+	r.mu.Unlock()
+}
+
+// rebootUnblocked kills n's instance where it stands (a tool body blocked,
+// say), lets the tools run on, and boots the tree again with driver d,
+// returning the new node once its recovery ran.
+func (r *receivers) rebootUnblocked(tr *treetest.Tree, n *treetest.Node, d core.Driver) *treetest.Node {
+	n.Crash()
+	n.Idle()
+	r.setBlocking(false)
+	n = tr.Boot(d)
+	n.Idle()
+	return n
+}
+
 func (r *receivers) tools() []tool.Tool {
 	mk := func(name string, idem bool) tool.Tool {
 		return tool.Func{DefaultPermission: "allow", Name: name, IsIdempotent: idem, Run: func(ctx context.Context, c tool.Call) (string, error) {
@@ -90,25 +109,15 @@ func fixture(t *testing.T) (string, *check.Ledger) {
 	// Killed inside a body, then resumed: the idempotent call runs again
 	// with its key, the non-idempotent one settles as unknown.
 	for _, p := range []string{"/tool ihook {\"n\":3,\"block\":true}\nagain", "/tool hook {\"n\":4,\"block\":true}\nonce"} {
-		rc.mu.Lock()
-		rc.blocking = true
-		rc.mu.Unlock()
+		rc.setBlocking(true)
 		n.Admit(s, p)
 		<-rc.entered
-		n.Crash()
-		n.Idle()
-		rc.mu.Lock()
-		rc.blocking = false
-		rc.mu.Unlock()
-		n = tr.Boot(r)
-		n.Idle()
+		n = rc.rebootUnblocked(tr, n, r)
 	}
 
 	// Interrupted inside a body, with a prompt queued behind it.
 	u := n.NewSession("u")
-	rc.mu.Lock()
-	rc.blocking = true
-	rc.mu.Unlock()
+	rc.setBlocking(true)
 	n.Admit(u, "/tool hook {\"n\":5,\"block\":true}\nstopped")
 	<-rc.entered
 	n.Admit(u, "never runs")

@@ -234,13 +234,7 @@ func TestAResumeAfterTheRetryStartedIsClean(t *testing.T) {
 	_, err = recovery.Wake(context.Background(), n.Inst)
 	require.NoError(t, err)
 	<-rc.entered // the retried step asked for the tool: killed in its body
-	n.Crash()
-	n.Idle()
-	rc.mu.Lock()
-	rc.blocking = false
-	rc.mu.Unlock()
-	n = tr.Boot(r)
-	n.Idle()
+	n = rc.rebootUnblocked(tr, n, r)
 	n.Crash()
 
 	checkpointed(t, tr.Path)

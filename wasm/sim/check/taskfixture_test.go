@@ -44,11 +44,6 @@ func taskFixture(t *testing.T) (string, *check.Ledger) {
 	require.NoError(t, err)
 	r, err := runner.New(offline.New(tr.Clock, offline.Options{}), reg, runner.NewConfig())
 	require.NoError(t, err)
-	block := func(on bool) {
-		rc.mu.Lock()
-		rc.blocking = on
-		rc.mu.Unlock()
-	}
 
 	n := tr.Boot(r)
 	p := n.NewSession(taskRoot)
@@ -61,17 +56,13 @@ func taskFixture(t *testing.T) (string, *check.Ledger) {
 
 	// Killed in the child's body; the sweep resumes the child (its job is
 	// live) and the parent continues from the child's end.
-	block(true)
+	rc.setBlocking(true)
 	n.Admit(p, "/task /tool ihook {\"n\":2,\"block\":true}\nfourth")
 	<-rc.entered
-	n.Crash()
-	n.Idle()
-	block(false)
-	n = tr.Boot(r)
-	n.Idle()
+	n = rc.rebootUnblocked(tr, n, r)
 
 	// The parent interrupted while its child's body runs.
-	block(true)
+	rc.setBlocking(true)
 	n.Admit(p, "/task /tool hook {\"n\":3,\"block\":true}\nfifth")
 	<-rc.entered
 	sent := gseq()
@@ -82,7 +73,7 @@ func taskFixture(t *testing.T) (string, *check.Ledger) {
 	rc.ledger.Interrupts = append(rc.ledger.Interrupts, check.Interrupt{Session: p, At: tr.Clock.Now(), Sent: sent, Answered: gseq()})
 	rc.mu.Unlock()
 	n.Idle()
-	block(false)
+	rc.setBlocking(false)
 	n.Crash()
 	n = tr.Boot(r)
 	n.Idle()
@@ -90,7 +81,7 @@ func taskFixture(t *testing.T) (string, *check.Ledger) {
 	// A background child at work when its parent is interrupted goes on:
 	// the interrupt stops foreground descendants only. Killed in its body
 	// after the interrupt answered, it is resumed by the sweep and ends.
-	block(true)
+	rc.setBlocking(true)
 	n.Admit(p, "/task --background /tool ihook {\"n\":4,\"block\":true}\nsixth")
 	<-rc.entered
 	sent = gseq()
@@ -99,11 +90,7 @@ func taskFixture(t *testing.T) (string, *check.Ledger) {
 	rc.mu.Lock()
 	rc.ledger.Interrupts = append(rc.ledger.Interrupts, check.Interrupt{Session: p, At: tr.Clock.Now(), Sent: sent, Answered: gseq()})
 	rc.mu.Unlock()
-	n.Crash()
-	n.Idle()
-	block(false)
-	n = tr.Boot(r)
-	n.Idle()
+	n = rc.rebootUnblocked(tr, n, r)
 	n.Crash()
 
 	checkpointed(t, tr.Path)
