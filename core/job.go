@@ -61,12 +61,19 @@ func NoticeClientID(childID string, turn int) string {
 	return fmt.Sprintf("notice-%s-%d", childID, turn)
 }
 
-// noticeIDPrefix begins the client id of every notice a session's
-// children admit to it (a child's id is its parent's, a dot and a
-// number). Admit refuses client ids with it: a client's prompt holding a
-// notice's id, which the snapshot's child ids and turns let anyone
-// compute, would make the child's turn end conflict with it for good.
-func noticeIDPrefix(sessionID string) string { return "notice-" + sessionID + "." }
+// noticeIDPrefix begins the client id of every notice any session of
+// sessionID's tree may be sent: a child's id is its root's (the session id
+// up to its first dot), a dot and a number, at every depth, so a
+// grandchild's notice to its parent is named after the root too. Admit
+// refuses client ids with it in every session of the tree: a client's
+// prompt holding a notice's id, which the snapshot's child ids and turns
+// let anyone compute, would make the child's turn end conflict with it for
+// good. (A root id with a dot, possible only through the library, makes
+// the prefix broader than the tree's own, never narrower.)
+func noticeIDPrefix(sessionID string) string {
+	root, _, _ := strings.Cut(sessionID, ".")
+	return "notice-" + root + "."
+}
 
 // StartChild creates the call's child session with its task prompt and
 // claim, and the job row in the parent's log, in one transaction fenced on

@@ -45,7 +45,7 @@ func (inst *Instance) Admit(ctx context.Context, sessionID string, in PromptInpu
 		return Admission{}, invalid("admit prompt: mode %q", Clip(in.Mode))
 	}
 	if p := noticeIDPrefix(sessionID); strings.HasPrefix(in.ClientID, p) {
-		return Admission{}, invalid("admit prompt: id %q is reserved: ids that begin with %q name the notices of this session's background sub-agents", Clip(in.ClientID), p)
+		return Admission{}, invalid("admit prompt: id %q is reserved: ids that begin with %q name the notices of this tree's background sub-agents", Clip(in.ClientID), p)
 	}
 	hash := bodyHash(in)
 	if in.ClientID != "" {
