@@ -3,6 +3,7 @@ package check
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -163,7 +164,13 @@ func Tree(path string, ledger *Ledger, opts Options) (Result, error) {
 	ck.observed(ledger)
 	ck.emits(ledger)
 	diffs, err := rebuildDiffs(db)
-	if err != nil {
+	var replay *replayError
+	switch {
+	case errors.As(err, &replay):
+		// Listed with the rest, so the rules that name the cause (a call
+		// settled twice, say) are not lost behind the replay's error.
+		ck.fail("", nil, RuleProjections, "the log cannot be replayed (%v)", replay.err)
+	case err != nil:
 		return Result{}, fmt.Errorf("check %s: %w", opts.Label, err)
 	}
 	for _, d := range diffs {

@@ -2,6 +2,7 @@ package check_test
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -94,6 +95,9 @@ func TestBrokenHistoriesAreCaught(t *testing.T) {
 		want   check.Rule
 		detail string
 		budget int
+		// also, if set, must be listed too, with alsoDetail.
+		also       check.Rule
+		alsoDetail string
 	}{
 		{name: "gap in seqs", want: check.RuleSeqs, detail: "contiguous",
 			sql: []string{`UPDATE events SET seq = seq + 10 WHERE session_id = 's' AND seq = (SELECT MAX(seq) FROM events WHERE session_id = 's')`}},
@@ -265,6 +269,12 @@ func TestBrokenHistoriesAreCaught(t *testing.T) {
 			}},
 		{name: "durable event never emitted", want: check.RuleEmits, detail: "never reached emit",
 			ledger: func(l *check.Ledger) { l.Emits = emitsWithout(t, path, 3) }},
+		// A call settled twice is named by its own rule, and the log it
+		// leaves cannot be replayed: both are listed, the one not hiding
+		// the other.
+		{name: "call settled twice", want: check.RuleEffects, detail: "settles twice",
+			also: check.RuleProjections, alsoDetail: "the log cannot be replayed",
+			sql: insertAfter("s", firstSettled, event.ToolSettled, fmt.Sprintf(`(SELECT data FROM events WHERE session_id = 's' AND seq = %d)`, firstSettled))},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -288,6 +298,11 @@ func TestBrokenHistoriesAreCaught(t *testing.T) {
 			require.NotNil(t, found, "want a %s violation with %q, got:\n%s", c.want, c.detail, strings.Join(all, "\n"))
 			assert.Equal(t, "seed 7 tree 3", found.Tree)
 			assert.Contains(t, found.String(), string(c.want))
+			if c.also != "" {
+				assert.True(t, slices.ContainsFunc(res.Violations, func(v check.Violation) bool {
+					return v.Rule == c.also && strings.Contains(v.Detail, c.alsoDetail)
+				}), "want a %s violation with %q too, got:\n%s", c.also, c.alsoDetail, strings.Join(all, "\n"))
+			}
 		})
 	}
 }

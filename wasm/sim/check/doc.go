@@ -22,7 +22,9 @@
 //     same key;
 //   - each session's seqs are contiguous from 1;
 //   - the projections equal their rebuild from the log (core.Rebuild on a
-//     private in-memory copy, never on the judged file);
+//     private in-memory copy, never on the judged file), and the log can be
+//     replayed at all (a log the projector refuses is listed with the
+//     other violations, not returned as the check's error);
 //   - the continuation notice is delivered once per resume, never
 //     otherwise;
 //   - a step recorded complete is never requested again;
