@@ -58,7 +58,9 @@
 //     background child's notice is admitted to its parent exactly once,
 //     with its turn's end; every job ends once and has ended at
 //     quiescence; no child claim is left without a live job or waiting
-//     call naming it, and no child is resumed after its job ended; a
+//     call naming it, no child is resumed after its job ended, and none
+//     is abandoned (failed aborted other than by the budget) while its
+//     job runs or its parent's call waits for it; a
 //     foreground call's task blocker is resolved once, by its child's end
 //     (or cancelled by the parent's interrupt), and a call settled ok
 //     carries the child's final answer; a child that ended before its

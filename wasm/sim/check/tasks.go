@@ -26,7 +26,9 @@ const (
 	// has ended (unless its child visibly waits for an answer).
 	RuleJobSettled Rule = "job-settled"
 	// RuleOrphanChild: no child claim is left at quiescence without a live
-	// job naming it, and no child is resumed after its job ended.
+	// job naming it, no child is resumed after its job ended, and none is
+	// abandoned (failed aborted, not by the budget) while its job runs or
+	// its parent's call waits for it.
 	RuleOrphanChild Rule = "no-orphan-child"
 	// RuleTaskResult: a parent's task call gets exactly one result: its
 	// task blocker is resolved at most once, by its child's turn end (or,
@@ -237,6 +239,28 @@ func (ck *checker) child(sid string) {
 	}
 	if ck.h.claims[sid] && (j.ended != nil || ck.liveless(j)) {
 		ck.fail(sid, nil, RuleOrphanChild, "child %s is claimed at quiescence, but no live job or waiting call names it", sid)
+	}
+	ck.orphanedOnlyWhenOrphan(j)
+}
+
+// orphanedOnlyWhenOrphan: a child's task turn that ends failed{aborted}
+// other than by a count past the budget was abandoned as an orphan, which
+// recovery may do only once nothing waits for it: its job ended, and a
+// foreground call's task blocker was resolved or cancelled, in commits
+// before the abort. A live job (or waiting call) ends in the abort's own
+// transaction, after it: the child was resumable and was given up.
+func (ck *checker) orphanedOnlyWhenOrphan(j *job) {
+	tr := ck.taskTurn(j)
+	if tr == nil || tr.end == nil || tr.end.Type != event.ExecutionFailed || tr.end.p.Kind != event.FailAborted || tr.budgetAbort {
+		return
+	}
+	end := tr.end
+	w := ck.sub.waits[blockerOfCall(j.call)]
+	switch {
+	case j.ended == nil || j.ended.gseq > end.gseq:
+		ck.fail(j.child, end, RuleOrphanChild, "child %s's task turn is abandoned (failed{aborted}, no count past the budget: %q) while its job was running", j.child, end.p.Message)
+	case w != nil && (w.resolved == nil || w.resolved.gseq > end.gseq):
+		ck.fail(j.child, end, RuleOrphanChild, "child %s's task turn is abandoned (failed{aborted}, no count past the budget: %q) while its parent's call %s waited for it", j.child, end.p.Message, j.call)
 	}
 }
 

@@ -43,6 +43,15 @@ func moveLast(session string, typ event.Type) string {
 	return fmt.Sprintf(`UPDATE events SET gseq = (SELECT MAX(gseq) + 1 FROM events) WHERE session_id = '%s' AND seq = %s`, session, lastOf(session, typ))
 }
 
+// abandon is SQL turning a child's successful task turn into one recovery
+// gave up as an orphan (failed{aborted} with core's message), its job's
+// end and its result following in the same commit, as a plant of recovery
+// would leave them.
+func abandon(child string) string {
+	return fmt.Sprintf(`UPDATE events SET type = '%s', data = json_set(data, '$.type', 'aborted', '$.message', 'The sub-agent''s turn was abandoned: no running job of its parent waits for it.')
+		WHERE session_id = '%s' AND seq = %s`, event.ExecutionFailed, child, lastOf(child, event.ExecutionSucceeded))
+}
+
 // For every sub-agent rule, a history broken the way a bug would break it,
 // and the checker names that rule.
 func TestBrokenTaskHistoriesAreCaught(t *testing.T) {
@@ -92,6 +101,12 @@ func TestBrokenTaskHistoriesAreCaught(t *testing.T) {
 		{name: "a child resumed after its job ended", want: check.RuleOrphanChild, detail: "resumed (attempt 1) after its job ended",
 			sql: []string{fmt.Sprintf(`UPDATE events SET type = '%s', data = json_set(data, '$.attempt', 1) WHERE session_id = 'p.6' AND seq = %s`,
 				event.ExecutionResumed, lastOf("p.6", event.ExecutionInterrupted))}},
+		// Recovery gives up a child whose job runs (foreground p.1, whose
+		// parent's call waits; background p.2): its abort ends the job.
+		{name: "a foreground child abandoned while its job runs", want: check.RuleOrphanChild, detail: "p.1's task turn is abandoned",
+			sql: []string{abandon("p.1")}},
+		{name: "a background child abandoned while its job runs", want: check.RuleOrphanChild, detail: "p.2's task turn is abandoned",
+			sql: []string{abandon("p.2")}},
 		{name: "a child going on after its parent's interrupt answered", want: check.RuleAfterInterrupt, detail: "succeeded after it",
 			sql: []string{
 				fmt.Sprintf(`UPDATE events SET type = '%s' WHERE session_id = 'p.6' AND seq = %s`, event.ExecutionSucceeded, lastOf("p.6", event.ExecutionInterrupted)),
