@@ -291,3 +291,38 @@ func TestQueryAnswersSurviveBufferGrowthAndOtherDatabases(t *testing.T) {
 	assert.Equal(t, short, query(one, "short"))
 	assert.Equal(t, longRows, query(one, "long"), "the grown buffer is reused")
 }
+
+// queryStandIn answers every query with rows (a JS expression), one column
+// per value, through a fresh DB: sqlQuery's buffer is new (256 bytes).
+func queryStandIn(t *testing.T, rows string) [][]any {
+	t.Helper()
+	sql := jsFunc(nil, `return { exec() { const rows = `+rows+`;
+		return { columnNames: rows[0].map((_, i) => "c" + i), raw() { return rows[Symbol.iterator](); } }; } };`).Invoke()
+	state := js.Global().Get("JSON").Call("parse", `{"committed":0,"rolledBack":0}`)
+	db := NewDB(sql, helpers(t, txSyncStandIn.Invoke(state)))
+	var got *storage.Rows
+	require.NoError(t, db.Tx(context.Background(), func(tx storage.Tx) error {
+		var err error
+		got, err = tx.Query("q")
+		return err
+	}))
+	return got.Values
+}
+
+// Text whose UTF-8 is longer than its UTF-16 (2, 3 and 4 bytes a
+// character) and longer than the room a new buffer has left reads back
+// whole: the buffer grows for the text's UTF-8, not its length in units.
+func TestQueryCarriesLongNonASCIIText(t *testing.T) {
+	for _, ch := range []string{"é", "✓", "😀"} {
+		text := strings.Repeat(ch, 200)
+		assert.Equal(t, [][]any{{text, int64(7)}}, queryStandIn(t, `[["`+text+`", 7]]`), "%q × 200", ch)
+	}
+}
+
+// A blob DO SQL hands back as a view into a larger buffer (a typed array
+// or DataView with an offset) crosses as the view's bytes only.
+func TestQueryBlobViewsCarryOnlyTheirBytes(t *testing.T) {
+	got := queryStandIn(t, `(() => { const b = new Uint8Array([9, 9, 1, 2, 255, 9]).buffer;
+		return [[new Uint8Array(b, 2, 3), new DataView(b, 1, 2)]]; })()`)
+	assert.Equal(t, [][]any{{[]byte{1, 2, 255}, []byte{9, 1}}}, got)
+}
