@@ -18,13 +18,12 @@
 import { DurableObject } from "cloudflare:workers";
 import "../build/wasm_exec.js"; // Go's, copied at build time (make do-build)
 import goModule from "../build/revenant.wasm";
-import { sqlExec, sqlQuery, sqlScript } from "./sql.mjs";
+import { sqlExec, sqlQuery, sqlScript, txSync } from "./sql.mjs";
 import { readBody } from "./body.mjs";
 
 const TREE_KEY = "revenant:tree"; // the object's tree id in ctx.storage
 const TREE_HEADER = "x-revenant-tree"; // set by the front for the object
 const BRIDGES = "__revenantBridges"; // see cmd/worker
-const ROLLBACK = "rollback";
 const MAX_BODY = 1 << 20; // api.DefaultMaxBody
 
 // Tree ids as the local host accepts them (host.ValidTreeID): they reach
@@ -136,21 +135,6 @@ function startSpare(env) {
       },
     );
   }, 0);
-}
-
-// txSync runs Go's transaction callback inside transactionSync. Go cannot
-// throw into JS; the callback returns true to ask for a rollback, which
-// this turns into the throw transactionSync needs. Never throws: returns
-// undefined (committed), ROLLBACK, or the error transactionSync threw.
-function txSync(storage, cb) {
-  try {
-    storage.transactionSync(() => {
-      if (cb()) throw ROLLBACK;
-    });
-    return undefined;
-  } catch (e) {
-    return e;
-  }
 }
 
 export class Tree extends DurableObject {
