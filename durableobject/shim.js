@@ -20,6 +20,7 @@ import "../build/wasm_exec.js"; // Go's, copied at build time (make do-build)
 import goModule from "../build/revenant.wasm";
 import { sqlExec, sqlQuery, sqlScript, txSync } from "./sql.mjs";
 import { readBody } from "./body.mjs";
+import { untilEnded } from "./ended.mjs";
 
 const TREE_KEY = "revenant:tree"; // the object's tree id in ctx.storage
 const TREE_HEADER = "x-revenant-tree"; // set by the front for the object
@@ -158,7 +159,6 @@ export class Tree extends DurableObject {
     bridge.abort = (reason) => this.ctx.abort(reason); // test builds' eviction route only
     this.program = program;
     this.goRuntime = program.go;
-    this.ended = program.ended;
     return bridge;
   }
 
@@ -218,10 +218,7 @@ export class Tree extends DurableObject {
     try {
       // A panic that escaped Go ends the program and leaves its Promise
       // unsettled: the program's end answers instead.
-      const ended = this.ended.then(() => {
-        throw new Error("the Go program exited");
-      });
-      const response = await Promise.race([this.go.fetch(request.method, request.url, [...request.headers], body), ended]);
+      const response = await untilEnded(this.program, this.go.fetch(request.method, request.url, [...request.headers], body));
       if (this.go.giveUp) return await this.giveUp(response);
       return response;
     } catch (e) {
