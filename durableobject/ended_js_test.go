@@ -69,3 +69,15 @@ func TestUntilEndedAnswersOrEnds(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "rejected: the Go program exited", v.String(), "a program already ended")
 }
+
+// A long-lived object answers many requests with one Go program: what
+// it answered is not kept for the program's life (a pending Promise keeps
+// every reaction added to it, and a race's reaction keeps its answer).
+func TestUntilEndedKeepsNoAnswer(t *testing.T) {
+	m := endedModule(t)
+	p := m.Call("program")
+	v, err := await(m.Call("retained", p, 200))
+	require.NoError(t, err)
+	assert.LessOrEqual(t, v.Int(), 1, "answers of requests long answered are still held")
+	p.Call("end")
+}
