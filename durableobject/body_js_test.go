@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"syscall/js"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -121,4 +122,51 @@ func TestBodiesAtTheCap(t *testing.T) {
 func TestCappedLeavesADeclaredLengthAlone(t *testing.T) {
 	o := bodyModule(t)("capped", []int{50}, 10, true)
 	assert.True(t, o.Same)
+}
+
+// When the object stops reading a body capped passes on (its handler
+// answered before the end), the client's body behind it is cancelled too,
+// not left unread: whether the object stopped within the cap or after
+// the one byte over it.
+func TestCappedCancelsTheSourceWhenTheReaderStops(t *testing.T) {
+	src, err := os.ReadFile("body.mjs")
+	require.NoError(t, err)
+	module := regexp.MustCompile(`(?m)^export `).ReplaceAllString(string(src), "")
+	run := jsFunc(nil, module+`
+		return async function run(sizes, max, reads) {
+			const source = { cancelled: false };
+			let next = 0;
+			const body = new ReadableStream({
+				pull(c) {
+					if (next === sizes.length) return c.close();
+					c.enqueue(new Uint8Array(sizes[next++]));
+				},
+				cancel() { source.cancelled = true; },
+			}, { highWaterMark: 0 });
+			const reader = capped({ body, headers: new Headers() }, max).getReader();
+			for (let i = 0; i < reads; i++) await reader.read();
+			await reader.cancel("the object answered");
+			return source.cancelled;
+		};`).Invoke()
+	for _, c := range []struct {
+		name  string
+		sizes []int
+		reads int
+	}{
+		{"within the cap", []int{4, 4, 4}, 1},
+		{"before any read", []int{4, 4, 4}, 0},
+		{"after the byte over", []int{4, 20}, 2},
+	} {
+		v, err := await(run.Invoke(js.ValueOf(toAnys(c.sizes)), 10, c.reads))
+		require.NoError(t, err, c.name)
+		assert.True(t, v.Bool(), "%s: the client's body is cancelled", c.name)
+	}
+}
+
+func toAnys(ns []int) []any {
+	out := make([]any, len(ns))
+	for i, n := range ns {
+		out[i] = n
+	}
+	return out
 }

@@ -20,7 +20,7 @@ import (
 // SAVEPOINT).
 type DB struct {
 	sql js.Value // ctx.storage.sql
-	// txSync is the shim's helper around ctx.storage.transactionSync (a
+	// txSync is sql.mjs's helper around ctx.storage.transactionSync (a
 	// JS function: Go cannot throw into JS, and a throw is what rolls a
 	// transactionSync back). txSync(cb) calls cb inside the transaction;
 	// cb returning true asks for a rollback. txSync returns undefined

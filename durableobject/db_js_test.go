@@ -22,7 +22,7 @@ import (
 // mapping, not SQLite (the workerd e2e does that).
 
 // jsFunc compiles a JS function for a stand-in (Node allows new Function;
-// workerd would not, which is why the shim, not Go, defines txSync).
+// workerd would not, which is why sql.mjs, not Go, defines txSync).
 func jsFunc(params []string, body string) js.Value {
 	args := make([]any, 0, len(params)+1)
 	for _, p := range params {
@@ -48,29 +48,31 @@ func fakeSQL(t *testing.T, script string) js.Value {
 		} };`).Invoke(js.Global().Get("JSON").Call("parse", script))
 }
 
-// txSyncStandIn is the shim's txSync over a stand-in transactionSync that
-// records whether it committed.
-var txSyncStandIn = jsFunc([]string{"state"}, `
-	return (cb) => {
-		try { if (cb()) throw "rollback"; state.committed++; return undefined; }
-		catch (e) { state.rolledBack++; return e === "rollback" ? "rollback" : e; }
-	};`)
+// storageStandIn is a stand-in for ctx.storage whose transactionSync runs
+// the callback and records whether it committed or rolled back (the
+// callback threw).
+var storageStandIn = jsFunc([]string{"state"}, `
+	return { transactionSync(fn) {
+		try { fn(); } catch (e) { state.rolledBack++; throw e; }
+		state.committed++;
+	} };`)
 
-// helpers is the shim's bridge for NewDB: txSync and sql.mjs's helpers,
-// the file itself evaluated here (its exports made a returned object).
-func helpers(t *testing.T, txSync js.Value) js.Value {
+// helpers is the shim's bridge for NewDB: sql.mjs's txSync over storage
+// (as the shim binds it to ctx.storage) and its SQL helpers, the file
+// itself evaluated here (its exports made a returned object).
+func helpers(t *testing.T, storage js.Value) js.Value {
 	t.Helper()
 	src, err := os.ReadFile("sql.mjs")
 	require.NoError(t, err)
 	body := strings.ReplaceAll(string(src), "export function", "function") +
-		"\nreturn { txSync, sqlExec, sqlScript, sqlQuery };"
-	return jsFunc([]string{"txSync"}, body).Invoke(txSync)
+		"\nreturn { txSync: (cb) => txSync(storage, cb), sqlExec, sqlScript, sqlQuery };"
+	return jsFunc([]string{"storage"}, body).Invoke(storage)
 }
 
 func newTestDB(t *testing.T, script string) (*DB, js.Value, js.Value) {
 	state := js.Global().Get("JSON").Call("parse", `{"committed":0,"rolledBack":0}`)
 	sql := fakeSQL(t, script)
-	return NewDB(sql, helpers(t, txSyncStandIn.Invoke(state))), sql, state
+	return NewDB(sql, helpers(t, storageStandIn.Invoke(state))), sql, state
 }
 
 func TestQueryMapsJSValuesToCoreTypes(t *testing.T) {
@@ -166,10 +168,18 @@ func TestSQLErrorTextMapsToCode(t *testing.T) {
 }
 
 func TestCommitFailureIsMapped(t *testing.T) {
-	failing := jsFunc(nil, `return (cb) => { cb(); return new Error("SQLITE_BUSY: database is locked"); };`).Invoke()
+	// The callback ran and asked for no rollback; the commit itself
+	// failed (transactionSync threw after it).
+	failing := jsFunc(nil, `return { transactionSync(fn) { fn(); throw new Error("SQLITE_BUSY: database is locked"); } };`).Invoke()
 	db := NewDB(fakeSQL(t, `{}`), helpers(t, failing))
-	err := db.Tx(context.Background(), func(storage.Tx) error { return nil })
-	assert.ErrorIs(t, err, storage.CodeBusy)
+	ran := false
+	err := db.Tx(context.Background(), func(tx storage.Tx) error {
+		ran = true
+		_, err := tx.Exec("INSERT")
+		return err
+	})
+	require.True(t, ran)
+	assert.ErrorIs(t, err, storage.CodeBusy, "a failed commit is the transaction's error, never a success")
 }
 
 func TestPanicInTxRollsBackAndRepanics(t *testing.T) {
@@ -187,7 +197,7 @@ func TestQueryCarriesEveryValueKind(t *testing.T) {
 	sql := jsFunc(nil, `return { exec() { const rows = [[new Uint8Array([1, 2, 255]).buffer, true, "é✓ x", -0.5, 2 ** 53, null, ""]];
 		return { columnNames: ["a", "a", "c", "d", "e", "f", "g"], raw() { return rows[Symbol.iterator](); } }; } };`).Invoke()
 	state := js.Global().Get("JSON").Call("parse", `{"committed":0,"rolledBack":0}`)
-	db := NewDB(sql, helpers(t, txSyncStandIn.Invoke(state)))
+	db := NewDB(sql, helpers(t, storageStandIn.Invoke(state)))
 	var rows *storage.Rows
 	require.NoError(t, db.Tx(context.Background(), func(tx storage.Tx) error {
 		var err error
@@ -267,7 +277,7 @@ func TestArgumentsOfEveryScalarType(t *testing.T) {
 func TestQueryAnswersSurviveBufferGrowthAndOtherDatabases(t *testing.T) {
 	long := strings.Repeat("x", 5000)
 	script := `{"short": [["a", 1]], "medium": [["` + strings.Repeat("m", 90) + `"]], "long": [["` + long + `", 2], ["` + long + `", 3]]}`
-	h := helpers(t, txSyncStandIn.Invoke(js.Global().Get("JSON").Call("parse", `{"committed":0,"rolledBack":0}`)))
+	h := helpers(t, storageStandIn.Invoke(js.Global().Get("JSON").Call("parse", `{"committed":0,"rolledBack":0}`)))
 	one, other := NewDB(fakeSQL(t, script), h), NewDB(fakeSQL(t, script), h)
 	query := func(db *DB, q string) [][]any {
 		var rows *storage.Rows
@@ -290,4 +300,39 @@ func TestQueryAnswersSurviveBufferGrowthAndOtherDatabases(t *testing.T) {
 	assert.Equal(t, longRows, query(one, "long"))
 	assert.Equal(t, short, query(one, "short"))
 	assert.Equal(t, longRows, query(one, "long"), "the grown buffer is reused")
+}
+
+// queryStandIn answers every query with rows (a JS expression), one column
+// per value, through a fresh DB: sqlQuery's buffer is new (256 bytes).
+func queryStandIn(t *testing.T, rows string) [][]any {
+	t.Helper()
+	sql := jsFunc(nil, `return { exec() { const rows = `+rows+`;
+		return { columnNames: rows[0].map((_, i) => "c" + i), raw() { return rows[Symbol.iterator](); } }; } };`).Invoke()
+	state := js.Global().Get("JSON").Call("parse", `{"committed":0,"rolledBack":0}`)
+	db := NewDB(sql, helpers(t, storageStandIn.Invoke(state)))
+	var got *storage.Rows
+	require.NoError(t, db.Tx(context.Background(), func(tx storage.Tx) error {
+		var err error
+		got, err = tx.Query("q")
+		return err
+	}))
+	return got.Values
+}
+
+// Text whose UTF-8 is longer than its UTF-16 (2, 3 and 4 bytes a
+// character) and longer than the room a new buffer has left reads back
+// whole: the buffer grows for the text's UTF-8, not its length in units.
+func TestQueryCarriesLongNonASCIIText(t *testing.T) {
+	for _, ch := range []string{"é", "✓", "😀"} {
+		text := strings.Repeat(ch, 200)
+		assert.Equal(t, [][]any{{text, int64(7)}}, queryStandIn(t, `[["`+text+`", 7]]`), "%q × 200", ch)
+	}
+}
+
+// A blob DO SQL hands back as a view into a larger buffer (a typed array
+// or DataView with an offset) crosses as the view's bytes only.
+func TestQueryBlobViewsCarryOnlyTheirBytes(t *testing.T) {
+	got := queryStandIn(t, `(() => { const b = new Uint8Array([9, 9, 1, 2, 255, 9]).buffer;
+		return [[new Uint8Array(b, 2, 3), new DataView(b, 1, 2)]]; })()`)
+	assert.Equal(t, [][]any{{[]byte{1, 2, 255}, []byte{9, 1}}}, got)
 }

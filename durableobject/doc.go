@@ -1,10 +1,11 @@
 // Package durableobject is the Cloudflare Durable Object host for one
 // session tree: core and recovery running in a Go js/wasm instance that a
 // thin JS class (shim.js) starts once per object. Beside it, sql.mjs runs
-// each statement's round trip in one Go→JS call, and body.mjs reads request
-// bodies at the API's cap (max_body) for the object and the front Worker;
-// both import nothing, and this package's js/wasm tests evaluate them as
-// they are.
+// each statement's round trip in one Go→JS call (and txSync, Go's
+// transactions), body.mjs reads request bodies at the API's cap (max_body)
+// for the object and the front Worker, and ended.mjs answers a request Go
+// never will once the program has ended; all three import nothing, and
+// this package's js/wasm tests evaluate them as they are.
 //
 // What it owns, mapped to core.Host (DESIGN §4):
 //   - storage: DB runs core's callback-shaped transactions on

@@ -18,13 +18,13 @@
 import { DurableObject } from "cloudflare:workers";
 import "../build/wasm_exec.js"; // Go's, copied at build time (make do-build)
 import goModule from "../build/revenant.wasm";
-import { sqlExec, sqlQuery, sqlScript } from "./sql.mjs";
+import { sqlExec, sqlQuery, sqlScript, txSync } from "./sql.mjs";
 import { readBody } from "./body.mjs";
+import { untilEnded } from "./ended.mjs";
 
 const TREE_KEY = "revenant:tree"; // the object's tree id in ctx.storage
 const TREE_HEADER = "x-revenant-tree"; // set by the front for the object
 const BRIDGES = "__revenantBridges"; // see cmd/worker
-const ROLLBACK = "rollback";
 const MAX_BODY = 1 << 20; // api.DefaultMaxBody
 
 // Tree ids as the local host accepts them (host.ValidTreeID): they reach
@@ -138,21 +138,6 @@ function startSpare(env) {
   }, 0);
 }
 
-// txSync runs Go's transaction callback inside transactionSync. Go cannot
-// throw into JS; the callback returns true to ask for a rollback, which
-// this turns into the throw transactionSync needs. Never throws: returns
-// undefined (committed), ROLLBACK, or the error transactionSync threw.
-function txSync(storage, cb) {
-  try {
-    storage.transactionSync(() => {
-      if (cb()) throw ROLLBACK;
-    });
-    return undefined;
-  } catch (e) {
-    return e;
-  }
-}
-
 export class Tree extends DurableObject {
   constructor(ctx, env) {
     super(ctx, env);
@@ -174,7 +159,6 @@ export class Tree extends DurableObject {
     bridge.abort = (reason) => this.ctx.abort(reason); // test builds' eviction route only
     this.program = program;
     this.goRuntime = program.go;
-    this.ended = program.ended;
     return bridge;
   }
 
@@ -234,10 +218,7 @@ export class Tree extends DurableObject {
     try {
       // A panic that escaped Go ends the program and leaves its Promise
       // unsettled: the program's end answers instead.
-      const ended = this.ended.then(() => {
-        throw new Error("the Go program exited");
-      });
-      const response = await Promise.race([this.go.fetch(request.method, request.url, [...request.headers], body), ended]);
+      const response = await untilEnded(this.program, this.go.fetch(request.method, request.url, [...request.headers], body));
       if (this.go.giveUp) return await this.giveUp(response);
       return response;
     } catch (e) {

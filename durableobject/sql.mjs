@@ -5,8 +5,27 @@
 // makes a statement one crossing instead of six or more per statement and
 // two or more per value read.
 //
-// Plain functions of ctx.storage.sql (no imports): the shim passes them to
-// Go, and Go's tests evaluate this file under Node against a stand-in.
+// Plain functions of ctx.storage.sql and ctx.storage (no imports): the shim
+// passes them to Go, and Go's tests evaluate this file under Node against
+// stand-ins.
+
+// txSync runs Go's transaction callback cb inside storage.transactionSync
+// (ctx.storage). Go cannot throw into JS; the callback returns true to ask
+// for a rollback, which this turns into the throw transactionSync needs.
+// Never throws: returns undefined (committed), ROLLBACK, or the error
+// transactionSync threw (a failed commit included).
+export function txSync(storage, cb) {
+  try {
+    storage.transactionSync(() => {
+      if (cb()) throw ROLLBACK;
+    });
+    return undefined;
+  } catch (e) {
+    return e;
+  }
+}
+
+const ROLLBACK = "rollback"; // durableobject.rolledBack
 
 // sqlExec runs query and returns the rows it changed, read with SQLite's
 // changes(): the cursor's rowsWritten counts index rows too (3 for an

@@ -343,6 +343,18 @@ func TestWorkerdEvictAndPanic(t *testing.T) {
 		sum.requireEnd(t, a, typeSucceeded, "")
 		assert.GreaterOrEqual(t, strings.Count(w.logs.String(), `msg="tree booted" tree=`+sid), 2, "a fresh object booted the tree again")
 	})
+	t.Run("a write at once after a panic", func(t *testing.T) {
+		// The object answers a panic's 500 whole and then gives itself
+		// up: the client's next request, a write the front never sends
+		// twice, meets a fresh object and is accepted, not refused by
+		// the spent one as it aborts (a 503).
+		s := w.client(t)
+		sid := s.create()
+		code, body := s.raw(http.MethodPost, "/v1/sessions/"+sid+"/test/panic")
+		require.Equal(t, http.StatusInternalServerError, code, "%s", body)
+		a := s.prompt(sid, "right after the panic")
+		s.settle(sid, a).requireEnd(t, a, typeSucceeded, "")
+	})
 	t.Run("Go exited between events", func(t *testing.T) {
 		// The Go program ends mid turn with no request in flight (a panic
 		// escaped a goroutine of its own), and no client request follows:

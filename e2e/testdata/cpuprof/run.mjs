@@ -6,7 +6,7 @@
 //
 //	make do-build BUILD=/tmp/prof/build   # then rebuild the Worker's program without -ldflags:
 //	GOOS=js GOARCH=wasm go build -trimpath -o /tmp/prof/build/revenant.wasm ./cmd/worker
-//	(copy worker/*.mjs, durableobject/shim.js and sql.mjs under /tmp/prof as e2e's buildObject does,
+//	(copy worker/*.mjs, durableobject/*.js and *.mjs under /tmp/prof as e2e's buildObject does,
 //	 and a wrangler.toml without [build] whose main is /tmp/prof/worker/entry.mjs)
 //	CONFIG=/tmp/prof/wrangler.toml N=40 node e2e/testdata/cpuprof/run.mjs
 //

@@ -1,0 +1,83 @@
+//go:build js && wasm
+
+package durableobject
+
+import (
+	"os"
+	"regexp"
+	"syscall/js"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// endedModule is ended.mjs evaluated as it is, its exports returned as
+// one object, plus a program stand-in: {ended, end()}, ended settling
+// when end() is called.
+func endedModule(t *testing.T) js.Value {
+	t.Helper()
+	src, err := os.ReadFile("ended.mjs")
+	require.NoError(t, err)
+	module := regexp.MustCompile(`(?m)^export `).ReplaceAllString(string(src), "")
+	return jsFunc(nil, module+`
+		function program() {
+			const p = {};
+			p.ended = new Promise((resolve) => { p.end = () => { p.exited = true; resolve(); }; });
+			return p;
+		}
+		// gc is Node's collector, reached as V8 allows once the flag is set.
+		require("v8").setFlagsFromString("--expose-gc");
+		const gc = require("vm").runInNewContext("gc");
+		// retained answers n requests of program p whose answers come
+		// before its end, then counts how many of those answers are still
+		// held by anything after a collection.
+		async function retained(p, n) {
+			const refs = [];
+			for (let i = 0; i < n; i++) {
+				const answer = { body: new Uint8Array(1024) };
+				refs.push(new WeakRef(answer));
+				await untilEnded(p, Promise.resolve(answer));
+			}
+			await new Promise((r) => setTimeout(r, 0)); // a new task: WeakRefs of this one are kept through it
+			gc();
+			return refs.filter((r) => r.deref() !== undefined).length;
+		}
+		const never = () => new Promise(() => {});
+		async function outcome(promise) {
+			try { return "answered " + (await promise); } catch (e) { return "rejected: " + e.message; }
+		}
+		return { untilEnded, program, retained, outcome, never };`).Invoke()
+}
+
+// The answer comes through when Go gives it; the program's end answers a
+// request Go never will, and a program already ended answers at once.
+func TestUntilEndedAnswersOrEnds(t *testing.T) {
+	m := endedModule(t)
+	p := m.Call("program")
+	v, err := await(m.Call("outcome", m.Call("untilEnded", p, js.Global().Get("Promise").Call("resolve", "ok"))))
+	require.NoError(t, err)
+	assert.Equal(t, "answered ok", v.String())
+
+	pending := m.Call("outcome", m.Call("untilEnded", p, m.Call("never")))
+	p.Call("end")
+	v, err = await(pending)
+	require.NoError(t, err)
+	assert.Equal(t, "rejected: the Go program exited", v.String())
+
+	v, err = await(m.Call("outcome", m.Call("untilEnded", p, m.Call("never"))))
+	require.NoError(t, err)
+	assert.Equal(t, "rejected: the Go program exited", v.String(), "a program already ended")
+}
+
+// A long-lived object answers many requests with one Go program: what
+// it answered is not kept for the program's life (a pending Promise keeps
+// every reaction added to it, and a race's reaction keeps its answer).
+func TestUntilEndedKeepsNoAnswer(t *testing.T) {
+	m := endedModule(t)
+	p := m.Call("program")
+	v, err := await(m.Call("retained", p, 200))
+	require.NoError(t, err)
+	assert.LessOrEqual(t, v.Int(), 1, "answers of requests long answered are still held")
+	p.Call("end")
+}
