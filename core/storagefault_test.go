@@ -61,6 +61,29 @@ func createSession(tr *treetest.Tree, n *treetest.Node, id string) ([]retry.Wait
 	return waits, err
 }
 
+// A late IOERR's commit, recognised by the rerun, is published like any
+// other: a live stream (core/api's event stream, subscribed here) gets its
+// events at once, not only when the session's next event shows the gap.
+// Here it is the session's only event, so nothing later would.
+func TestLateIOErrCommitReachesLiveSubscribers(t *testing.T) {
+	tr, f, _, n := faultTree(t, 1)
+	sub := n.Inst.Subscribe("s", 8)
+	defer sub.Close()
+	f.FailLateCommits(1, faultvfs.IOErrFsync)
+
+	_, err := createSession(tr, n, "s")
+	require.NoError(t, err)
+	require.Equal(t, 1, f.LateCommits(), "the commit was reported failed")
+	select {
+	case ev := <-sub.C:
+		assert.Equal(t, event.SessionCreated, ev.Type)
+		assert.Equal(t, tr.Events("s")[0].ID, ev.ID, "the stored event, published once")
+	default:
+		t.Fatal("the late commit's event never reached the subscriber")
+	}
+	assert.Empty(t, sub.C, "published once")
+}
+
 // An append that meets a full disk for 10 s reruns its whole transaction
 // on the write schedule and commits once: one row, one seq, with the id and
 // timestamp fixed before the first attempt.
