@@ -1,0 +1,195 @@
+package sim
+
+import (
+	"bytes"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/revenantrt/revenant/wasm/runtime"
+	"github.com/revenantrt/revenant/wasm/sim/check"
+)
+
+// The kill budget is spread over the sessions to the last kill: the
+// shares add up to it and differ by one at most.
+func TestKillBudgetIsSpreadWhole(t *testing.T) {
+	for _, c := range []struct{ kills, sessions int }{{7, 3}, {100, 10}, {2, 5}, {0, 4}, {2101, 200}} {
+		cfg := Config{Kills: c.kills, Sessions: c.sessions}
+		sum, least, most := 0, c.kills, 0
+		for i := range c.sessions {
+			n := cfg.killsFor(i)
+			sum += n
+			least, most = min(least, n), max(most, n)
+		}
+		assert.Equal(t, c.kills, sum, "%d kills over %d sessions", c.kills, c.sessions)
+		assert.LessOrEqual(t, most-least, 1, "%d kills over %d sessions", c.kills, c.sessions)
+	}
+}
+
+// A share outside 0…1 or a negative count is refused before anything runs.
+func TestConfigOutOfRangeIsRefused(t *testing.T) {
+	ok := Config{Sessions: 1}
+	require.NoError(t, ok.validate())
+	for name, mut := range map[string]func(*Config){
+		"sessions":        func(c *Config) { c.Sessions = 0 },
+		"kills":           func(c *Config) { c.Kills = -1 },
+		"zombies above":   func(c *Config) { c.Zombies = 1.5 },
+		"zombies below":   func(c *Config) { c.Zombies = -0.1 },
+		"diskfull above":  func(c *Config) { c.DiskFull = 1.01 },
+		"diskfull below":  func(c *Config) { c.DiskFull = -1 },
+		"scripted above":  func(c *Config) { c.Scripted = 2 },
+		"small above":     func(c *Config) { c.SmallBudget = 1.1 },
+		"negative budget": func(c *Config) { c.ResumeBudget = -1 },
+	} {
+		c := ok
+		mut(&c)
+		assert.Error(t, c.validate(), name)
+	}
+}
+
+// The small-budget share runs with budgets of 1 and of 2, both.
+func TestSmallBudgetsAreOneAndTwo(t *testing.T) {
+	cfg := DefaultConfig(1)
+	got := map[int]int{}
+	for i := range cfg.Sessions {
+		got[cfg.budgetFor(i)]++
+	}
+	assert.Positive(t, got[1], "budget 1: %v", got)
+	assert.Positive(t, got[2], "budget 2: %v", got)
+}
+
+// Every per-tree draw follows the campaign's seed: another seed gives
+// another resume budget, model, retry budget, workload and clients, so a
+// campaign's seeds explore different histories (and a failing one is
+// found again from its seed alone: TestSameSeedSameHistory).
+func TestSeedDrivesEveryDraw(t *testing.T) {
+	draws := func(seed uint64) (budgets, scripted, retries, work, asks string) {
+		cfg := DefaultConfig(seed)
+		cfg.DiskFull = 0
+		var b, s, r, w, a strings.Builder
+		for i := range 64 {
+			fmt.Fprint(&b, cfg.budgetFor(i), " ")
+			fmt.Fprint(&s, cfg.scriptedFor(i), " ")
+			fmt.Fprint(&r, cfg.retriesFor(i), " ")
+			tr := newTree(nil, cfg, i, t.TempDir())
+			for _, act := range tr.actions {
+				fmt.Fprintf(&w, "%d %d %q|", act.at, act.kind, act.text)
+			}
+			fmt.Fprint(&a, tr.ask.rng.Uint64(), tr.quiet.rng.Uint64(), tr.echoes.Uint64(), " ")
+		}
+		return b.String(), s.String(), r.String(), w.String(), a.String()
+	}
+	b1, s1, r1, w1, a1 := draws(1)
+	b1b, s1b, r1b, w1b, a1b := draws(1)
+	assert.Equal(t, []string{b1, s1, r1, w1, a1}, []string{b1b, s1b, r1b, w1b, a1b}, "a seed repeats")
+	b2, s2, r2, w2, a2 := draws(2)
+	assert.NotEqual(t, b1, b2, "resume budgets")
+	assert.NotEqual(t, s1, s2, "the scripted model's trees")
+	assert.NotEqual(t, r1, r2, "retry budgets")
+	assert.NotEqual(t, w1, w2, "workloads")
+	assert.NotEqual(t, a1, a2, "clients")
+}
+
+// Progress prints its last line when the last session ends, whether or
+// not it falls on a tenth, and counts sessions that failed to run as
+// violations.
+func TestProgressLastLineAndFailures(t *testing.T) {
+	var out bytes.Buffer
+	cfg := Config{Seed: 4, Sessions: 25, Progress: &out, ProgressEvery: time.Hour}
+	p := newProgress(cfg, time.Now())
+	for i := range cfg.Sessions {
+		r := SessionResult{Index: i, Kills: 1}
+		if i == 3 {
+			r.Failures = []string{"no quiescence"}
+			r.Check.Violations = []check.Violation{{Rule: "x"}}
+		}
+		p.done(&r)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	require.Len(t, lines, 13, "every second session (a tenth of 25 is 2), and the last: %s", out.String())
+	assert.Contains(t, lines[12], "seed 4: 25/25 sessions, 25 kills, 2 violations so far")
+}
+
+// A kind of site no kill hit is reported: a phase, a side, an import.
+func TestUncoveredNamesWhatNoKillHit(t *testing.T) {
+	h := Histogram{
+		{Import: "sql_exec", Phase: runtime.PhaseBoot}:               {Seen: 3, Kills: 1},
+		{Import: "sql_exec", Phase: runtime.PhaseServe}:              {Seen: 3, Kills: 1},
+		{Import: "emit", Phase: runtime.PhaseSweep}:                  {Seen: 3, Kills: 1},
+		{Import: "respond", Phase: runtime.PhaseServe}:               {Seen: 9},
+		{Import: "respond", Phase: runtime.PhaseSweep}:               {Seen: 1},
+		{Import: "emit", Phase: runtime.PhaseServe}:                  {Seen: 1},
+		{Import: "sql_exec", Phase: runtime.PhaseSweep}:              {Seen: 1},
+		{Import: "sql_exec", Phase: runtime.PhaseServe, After: true}: {Seen: 1},
+	}
+	assert.Equal(t, []string{"import respond", "after"}, h.Uncovered())
+	h[SiteKey{Import: "respond", Phase: runtime.PhaseServe, After: true}] = SiteCount{Seen: 1, Kills: 1}
+	assert.Empty(t, h.Uncovered())
+	delete(h, SiteKey{Import: "emit", Phase: runtime.PhaseSweep})
+	assert.Equal(t, []string{"import emit", "phase sweep"}, h.Uncovered())
+
+	sum := Histogram{}
+	sum.add(h)
+	sum.add(h)
+	assert.Equal(t, 2*h.Kills(), sum.Kills(), "campaign totals add the sessions'")
+}
+
+// The history hash covers every field of every event and the ledger: a
+// replay that differs in any of them differs in its hash.
+func TestHistoryHashCoversEventsAndLedger(t *testing.T) {
+	db := func(data string) string {
+		path := filepath.Join(t.TempDir(), "tree.db")
+		c, err := openConn(path, "")
+		require.NoError(t, err)
+		defer c.close()
+		for _, q := range []string{`CREATE TABLE events (session_id TEXT, seq INTEGER, id TEXT, type TEXT, at INTEGER, data TEXT, gseq INTEGER)`,
+			`INSERT INTO events VALUES ('s', 1, 'e1', 'session.created@1', 5, '{}', 1)`,
+			fmt.Sprintf(`INSERT INTO events VALUES ('s', 2, 'e2', 'session.prompt.admitted@1', 6, '%s', 2)`, data)} {
+			_, err := c.Exec(q, nil)
+			require.NoError(t, err, q)
+		}
+		return path
+	}
+	a, b := db(`{"text":"hello"}`), db(`{"text":"hullo"}`)
+	l := &check.Ledger{Accepted: []string{"p1"}}
+	ha, err := historyHash(a, l)
+	require.NoError(t, err)
+	again, err := historyHash(a, &check.Ledger{Accepted: []string{"p1"}})
+	require.NoError(t, err)
+	assert.Equal(t, ha, again, "the same history")
+	hb, err := historyHash(b, l)
+	require.NoError(t, err)
+	assert.NotEqual(t, ha, hb, "events whose data differ")
+	hl, err := historyHash(a, &check.Ledger{Accepted: []string{"p2"}})
+	require.NoError(t, err)
+	assert.NotEqual(t, ha, hl, "ledgers that differ")
+}
+
+// The summary lists the violations, by rule and one a line (the first
+// twenty), and ends with their count, a simulation's failures included.
+func TestPrintListsEveryViolation(t *testing.T) {
+	one := &Result{Config: Config{Seed: 9}, Hist: Histogram{}, Violations: []check.Violation{{Tree: "seed 9 session 0", Rule: RuleSimulation, Detail: "no guest booted"}}}
+	var out bytes.Buffer
+	one.Print(&out)
+	assert.Contains(t, out.String(), "violations by rule: simulation 1\n")
+	assert.Contains(t, out.String(), "  simulation: seed 9 session 0")
+	assert.Contains(t, out.String(), "no guest booted")
+	assert.True(t, strings.HasSuffix(out.String(), "violations: 1\n"), out.String())
+
+	many := &Result{Hist: Histogram{}}
+	for i := range 25 {
+		many.Violations = append(many.Violations, check.Violation{Tree: fmt.Sprintf("t%d", i), Rule: check.RuleWakeArmed, Detail: fmt.Sprintf("detail %d", i)})
+	}
+	out.Reset()
+	many.Print(&out)
+	assert.Contains(t, out.String(), fmt.Sprintf("violations by rule: %s 25\n", check.RuleWakeArmed))
+	assert.Contains(t, out.String(), "detail 19")
+	assert.NotContains(t, out.String(), "detail 20")
+	assert.Contains(t, out.String(), "… and 5 more\n")
+	assert.True(t, strings.HasSuffix(out.String(), "violations: 25\n"), out.String())
+}
