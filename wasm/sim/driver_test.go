@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/revenantrt/revenant/internal/faultvfs"
 	"github.com/revenantrt/revenant/wasm/runtime"
 	"github.com/revenantrt/revenant/wasm/sim/check"
 )
@@ -192,4 +193,50 @@ func TestPrintListsEveryViolation(t *testing.T) {
 	assert.NotContains(t, out.String(), "detail 20")
 	assert.Contains(t, out.String(), "… and 5 more\n")
 	assert.True(t, strings.HasSuffix(out.String(), "violations: 25\n"), out.String())
+}
+
+// A stuck window's user interrupts the turn stuck on the full disk once a
+// write failed in it: 30.5, 34 and 40.5 s later, each while the window
+// (and the interrupt's grace after it) lasts; a write failed outside every
+// stuck window sends nothing.
+func TestStuckWindowIsInterrupted(t *testing.T) {
+	tr := &tree{now: start + 1_000}
+	tr.fault = faultvfs.New(func() int64 { return tr.now })
+	vfs := "sim-stuck-" + t.Name()
+	faultvfs.Register(vfs, tr.fault)
+	t.Cleanup(func() { faultvfs.Unregister(vfs) })
+	c, err := openConn(filepath.Join(t.TempDir(), "tree.db"), vfs)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.close() })
+	_, err = c.Exec(`CREATE TABLE x (v INTEGER)`, nil)
+	require.NoError(t, err)
+	write := func() {
+		_, err := c.Exec(`INSERT INTO x VALUES (1)`, nil)
+		require.Error(t, err, "the disk is full")
+	}
+	// Two windows: a stuck one from 2 s to 38 s, a plain one from 50 s.
+	tr.fault.FailBetween(start+2_000, start+38_000, faultvfs.Full)
+	tr.fault.FailBetween(start+50_000, start+60_000, faultvfs.Full)
+	tr.stuck = []stuckWindow{{from: start + 2_000, until: start + 38_000}}
+
+	tr.watchStuck()
+	assert.Empty(t, tr.actions, "no write failed yet")
+	tr.now = start + 3_000
+	write()
+	tr.watchStuck()
+	var at []int64
+	for _, a := range tr.actions {
+		require.Equal(t, actInterrupt, a.kind)
+		at = append(at, a.at-tr.now)
+	}
+	assert.Equal(t, []int64{30_500, 34_000}, at, "40.5 s later is past the window's end and grace")
+
+	tr.now = start + 4_000
+	write()
+	tr.watchStuck()
+	assert.Len(t, tr.actions, 2, "a window is interrupted once")
+	tr.now = start + 55_000
+	write()
+	tr.watchStuck()
+	assert.Len(t, tr.actions, 2, "a plain window's failure interrupts nothing")
 }
