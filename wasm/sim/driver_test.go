@@ -2,6 +2,7 @@ package sim
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -239,4 +240,47 @@ func TestStuckWindowIsInterrupted(t *testing.T) {
 	write()
 	tr.watchStuck()
 	assert.Len(t, tr.actions, 2, "a plain window's failure interrupts nothing")
+}
+
+// A client that approves a permission request "always" calls the tool
+// again a while later (afterAlways), once per reply even when the reply is
+// sent twice, so the tree's saved rule is put to use (check.RuleAlways).
+func TestAlwaysReplyIsFollowedByTheToolAgain(t *testing.T) {
+	tr := newTree(nil, Config{Seed: 3, Sessions: 1}, 0, t.TempDir())
+	tr.actions = nil
+	always := 0
+	for i := range 60 {
+		r := tr.newReply(listed{ID: fmt.Sprintf("p-%d", i)}, false, "")
+		var body struct{ Reply string }
+		require.NoError(t, json.Unmarshal(r.body, &body))
+		if body.Reply == "always" {
+			always++
+		}
+		tr.addReply(start, r)
+		again := *r
+		tr.addReply(start+10, &again)
+	}
+	require.Positive(t, always, "some approvals are always")
+	followUps := 0
+	for _, a := range tr.actions {
+		if a.kind == actPrompt {
+			followUps++
+			assert.Contains(t, a.text, "/tool "+toolAHook+" ")
+			assert.Contains(t, a.text, `"again":true`)
+			assert.GreaterOrEqual(t, a.at, start+4_000)
+		}
+	}
+	assert.Equal(t, always, followUps, "one call of the tool again per always reply")
+}
+
+// A zombie's ClearWake goes nowhere: the tree's wake-up is the serving
+// guest's, and a zombie clearing it would strand the claims it covers.
+func TestZombieCannotClearTheWakeUp(t *testing.T) {
+	tr := &tree{wake: start + 5_000}
+	z := &guest{t: tr, zombie: true}
+	z.ClearWake()
+	assert.Equal(t, start+5_000, tr.wake)
+	g := &guest{t: tr}
+	g.ClearWake()
+	assert.Zero(t, tr.wake, "the serving guest clears it")
 }
