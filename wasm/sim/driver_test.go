@@ -2,6 +2,7 @@ package sim
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
@@ -12,7 +13,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/revenantrt/revenant/core/schema"
 	"github.com/revenantrt/revenant/internal/faultvfs"
+	"github.com/revenantrt/revenant/sqlitedb"
 	"github.com/revenantrt/revenant/wasm/runtime"
 	"github.com/revenantrt/revenant/wasm/sim/check"
 )
@@ -283,4 +286,55 @@ func TestZombieCannotClearTheWakeUp(t *testing.T) {
 	g := &guest{t: tr}
 	g.ClearWake()
 	assert.Zero(t, tr.wake, "the serving guest clears it")
+}
+
+// The host's moments: after a commit with no wake-up armed (and none
+// being delivered), each claimed session is a claim left without one,
+// reported once per tree; a wake-up armed more than a wake interval ahead
+// of a claim that does not sleep is late; at quiescence every claim is
+// stranded. Trees whose disk fails are not judged on the wake-up's due
+// time.
+func TestMomentsReportClaimsWithoutAWakeUp(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tree.db")
+	db, err := sqlitedb.Open(path, sqlitedb.Options{})
+	require.NoError(t, err)
+	require.NoError(t, schema.Migrate(context.Background(), db, 1))
+	for _, q := range []string{`INSERT INTO claims (session_id, claimed_at) VALUES ('s1', 1)`, `INSERT INTO claims (session_id, claimed_at) VALUES ('s2', 1)`} {
+		_, err := db.Conn().Exec(q, nil)
+		require.NoError(t, err, q)
+	}
+	require.NoError(t, db.Close())
+	tr := &tree{path: path, created: true, now: start}
+	t.Cleanup(tr.closeProbe)
+	g := &guest{t: tr, boot: 3}
+	rules := func() (out []string) {
+		for _, o := range tr.ledger.Observed {
+			out = append(out, fmt.Sprintf("%s %s %d", o.Rule, o.Session, o.Boot))
+		}
+		return out
+	}
+
+	tr.delivering = true
+	tr.checkCommit(g)
+	assert.Empty(t, tr.ledger.Observed, "the wake-up being delivered still counts as armed")
+	tr.delivering = false
+	tr.checkCommit(g)
+	tr.checkCommit(g)
+	want := []string{fmt.Sprintf("%s s1 3", check.RuleWakeArmed), fmt.Sprintf("%s s2 3", check.RuleWakeArmed)}
+	assert.Equal(t, want, rules(), "one observation per session, once")
+
+	tr.wake = start + 5_000
+	tr.checkWakeDue(g)
+	assert.Len(t, tr.ledger.Observed, 2, "due within the wake interval")
+	tr.fault = faultvfs.New(func() int64 { return tr.now })
+	tr.wake = start + 60_000
+	tr.checkWakeDue(g)
+	assert.Len(t, tr.ledger.Observed, 2, "a tree whose disk fails is not judged on it")
+	tr.fault = nil
+	tr.checkWakeDue(g)
+	want = append(want, fmt.Sprintf("%s s1 3", check.RuleWakeDue), fmt.Sprintf("%s s2 3", check.RuleWakeDue))
+	assert.Equal(t, want, rules())
+
+	tr.checkStranded()
+	assert.Len(t, tr.ledger.Observed, 6, "stranded at quiescence, a detail of its own")
 }
