@@ -132,6 +132,16 @@ func Run(ctx context.Context, cfg Config, wasm []byte) (*Result, error) {
 	}
 	wg.Wait()
 
+	res := gather(cfg, results)
+	res.Wall = time.Since(began)
+	return res, nil
+}
+
+// gather is the campaign's result from its sessions': their kill sites
+// added up, their hashes hashed in session order, and every violation the
+// checker found and every failure of the simulation itself, in session
+// order.
+func gather(cfg Config, results []SessionResult) *Result {
 	res := &Result{Config: cfg, Sessions: results, Hist: Histogram{}}
 	h := sha256.New()
 	for i := range results {
@@ -144,8 +154,7 @@ func Run(ctx context.Context, cfg Config, wasm []byte) (*Result, error) {
 		}
 	}
 	res.Hash = hex.EncodeToString(h.Sum(nil))
-	res.Wall = time.Since(began)
-	return res, nil
+	return res
 }
 
 // Note is something a campaign saw that breaks no invariant but is worth

@@ -338,3 +338,25 @@ func TestMomentsReportClaimsWithoutAWakeUp(t *testing.T) {
 	tr.checkStranded()
 	assert.Len(t, tr.ledger.Observed, 6, "stranded at quiescence, a detail of its own")
 }
+
+// The campaign's result holds every session's violations and the failures
+// of its simulation, in session order, the kill sites added up, and a hash
+// of the sessions' hashes in order.
+func TestGatherKeepsEveryViolation(t *testing.T) {
+	cfg := Config{Seed: 6, Sessions: 3}
+	results := []SessionResult{
+		{Index: 0, Hash: [32]byte{1}, Hist: Histogram{{Import: "emit"}: {Seen: 2, Kills: 1}}},
+		{Index: 1, Hash: [32]byte{2}, Check: check.Result{Violations: []check.Violation{{Tree: "seed 6 session 1", Rule: check.RuleEffects, Detail: "twice"}}},
+			Failures: []string{"no quiescence"}, Hist: Histogram{{Import: "emit"}: {Seen: 1, Kills: 2}}},
+		{Index: 2, Hash: [32]byte{3}, Check: check.Result{Violations: []check.Violation{{Tree: "seed 6 session 2", Rule: check.RuleWakeArmed}}}},
+	}
+	res := gather(cfg, results)
+	assert.Equal(t, []check.Violation{
+		{Tree: "seed 6 session 1", Rule: check.RuleEffects, Detail: "twice"},
+		{Tree: "seed 6 session 1", Rule: RuleSimulation, Detail: "no quiescence"},
+		{Tree: "seed 6 session 2", Rule: check.RuleWakeArmed},
+	}, res.Violations)
+	assert.Equal(t, 3, res.Hist.Kills())
+	results[0].Hash, results[2].Hash = results[2].Hash, results[0].Hash
+	assert.NotEqual(t, res.Hash, gather(cfg, results).Hash, "the sessions' order is hashed")
+}
