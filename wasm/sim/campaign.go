@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -100,6 +101,8 @@ func Run(ctx context.Context, cfg Config, wasm []byte) (*Result, error) {
 		}
 	} else if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("simulate: %w", err)
+	} else if err := unused(dir, cfg.Sessions); err != nil {
+		return nil, fmt.Errorf("simulate: %w", err)
 	}
 
 	workers := cfg.Workers
@@ -132,6 +135,16 @@ func Run(ctx context.Context, cfg Config, wasm []byte) (*Result, error) {
 	}
 	wg.Wait()
 
+	res := gather(cfg, results)
+	res.Wall = time.Since(began)
+	return res, nil
+}
+
+// gather is the campaign's result from its sessions': their kill sites
+// added up, their hashes hashed in session order, and every violation the
+// checker found and every failure of the simulation itself, in session
+// order.
+func gather(cfg Config, results []SessionResult) *Result {
 	res := &Result{Config: cfg, Sessions: results, Hist: Histogram{}}
 	h := sha256.New()
 	for i := range results {
@@ -144,9 +157,30 @@ func Run(ctx context.Context, cfg Config, wasm []byte) (*Result, error) {
 		}
 	}
 	res.Hash = hex.EncodeToString(h.Sum(nil))
-	res.Wall = time.Since(began)
-	return res, nil
+	return res
 }
+
+// unused reports an error if dir already holds a database of one of the
+// campaign's trees (an earlier campaign kept there): a tree booted over
+// another campaign's history is no function of this campaign's seed, and
+// its checker, whose ledger does not explain that history, reports
+// violations no guest made.
+func unused(dir string, sessions int) error {
+	for i := range sessions {
+		name := filepath.Join(dir, treeFile(i))
+		for _, suffix := range []string{"", "-wal"} {
+			if _, err := os.Lstat(name + suffix); err == nil {
+				return fmt.Errorf("%s already holds %s from an earlier campaign: keep each campaign in a directory of its own", dir, filepath.Base(name+suffix))
+			} else if !errors.Is(err, os.ErrNotExist) {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// treeFile is the name of tree i's database.
+func treeFile(i int) string { return fmt.Sprintf("tree%04d.db", i) }
 
 // Note is something a campaign saw that breaks no invariant but is worth
 // knowing (boots that failed while the disk was full, 5xx answers).

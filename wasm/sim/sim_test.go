@@ -148,6 +148,50 @@ func TestSmallCampaignKeepsTheInvariants(t *testing.T) {
 	assert.Positive(t, replies["once"]+replies["always"], "permission requests approved")
 	assert.Positive(t, replies["reject"]+replies["reject+message"], "permission requests rejected")
 	assert.Positive(t, approvedDeliveries, "approved calls ran")
+
+	// The nemesis does all it is meant to: zombies live on after their
+	// successor booted (given inputs, more than one each on the whole),
+	// some superseded at an egress start; disk-full trees meet late IOERRs
+	// too; kills land on both sides of host calls in numbers, not only
+	// where a plan's window ran out.
+	var zombies, zombieCalls, midCall, lateIOErrs int
+	for _, s := range res.Sessions {
+		zombies += s.Zombies
+		zombieCalls += s.ZombieCalls
+		midCall += s.MidCall
+		lateIOErrs += s.LateIOErrs
+	}
+	assert.Positive(t, zombies, "zombies")
+	assert.Greater(t, zombieCalls, zombies, "inputs given to zombies after their successor booted")
+	assert.Positive(t, midCall, "zombies superseded at an egress start")
+	assert.Positive(t, lateIOErrs, "commits durable but reported failed")
+	var before, after int
+	for k, v := range res.Hist {
+		if k.After {
+			after += v.Kills
+		} else {
+			before += v.Kills
+		}
+	}
+	assert.GreaterOrEqual(t, 4*before, res.Hist.Kills(), "kills before the operation: %d of %d", before, res.Hist.Kills())
+	assert.GreaterOrEqual(t, 4*after, res.Hist.Kills(), "kills after the operation: %d of %d", after, res.Hist.Kills())
+
+	// The clients do all they are meant to: some replace a running turn,
+	// some walk away from a question; the ledger holds the prompts
+	// accepted and the interrupts answered, which the checker judges.
+	var superseded, abandoned, accepted, prompts, interrupts int
+	for _, s := range res.Sessions {
+		superseded += s.Check.Ends["interrupted:superseded"]
+		abandoned += s.Abandoned
+		accepted += len(s.Ledger.Accepted)
+		prompts += s.Check.Prompts
+		interrupts += len(s.Ledger.Interrupts)
+	}
+	assert.Positive(t, superseded, "turns replaced by a prompt in replace mode")
+	assert.Positive(t, abandoned, "questions never replied to")
+	assert.Positive(t, accepted, "prompts accepted")
+	assert.LessOrEqual(t, accepted, prompts, "accepted prompts are in the log")
+	assert.Positive(t, interrupts, "interrupts answered")
 }
 
 // The same seed gives the same history, byte for byte, whatever the number

@@ -153,7 +153,7 @@ func newTree(mod *runtime.Module, cfg Config, index int, dir string) *tree {
 	t := &tree{
 		index: index, seed: cfg.Seed, rng: rng, mod: mod, now: start,
 		id:     fmt.Sprintf("tree%04d", index),
-		path:   filepath.Join(dir, fmt.Sprintf("tree%04d.db", index)),
+		path:   filepath.Join(dir, treeFile(index)),
 		owners: map[int64]int{}, reqs: map[uint64]*request{},
 		killBudget: cfg.killsFor(index),
 		seen:       map[runtime.Phase][]string{}, hist: Histogram{},

@@ -222,3 +222,35 @@ func TestZombieCommitReportedFailedIsCaught(t *testing.T) {
 	require.Equal(t, 2, z.Latest)
 	require.Contains(t, z.What, "reported failed but durable, session.step.started@1 #1 of s")
 }
+
+// The receivers apply calls as the tools are declared: hook and ahook
+// apply a call sent again (they do not deduplicate, so a second delivery
+// is a second effect, which effects-once judges), ihook applies a key
+// once and answers a repeat without applying it.
+func TestReceiversApplyAsDeclared(t *testing.T) {
+	tr, c := newZombieTree(t, "")
+	tr.rng = rand.New(rand.NewPCG(1, 2))
+	tr.owners[1], tr.boots = 1, 1
+	g := &guest{t: tr, boot: 1, conn: c, egress: map[uint64]*reply{}}
+	id := uint64(0)
+	for _, tool := range []string{toolHook, toolAHook, toolIHook} {
+		call := abi.ToolCall{ID: "call-" + tool, Name: tool, Arguments: []byte(`{}`), IdempotencyKey: "key-" + tool, SessionID: "s"}
+		for range 10 {
+			id++
+			g.StartEgress(id, runtime.EgressRequest{Kind: abi.EgressTool, Target: tool, Method: "POST", Body: call.Encode()})
+		}
+	}
+	delivered, applied := map[string]int{}, map[string]int{}
+	for _, d := range tr.ledger.Deliveries {
+		delivered[d.Tool]++
+		if d.Applied {
+			applied[d.Tool]++
+		}
+	}
+	for _, tool := range []string{toolHook, toolAHook, toolIHook} {
+		require.Greater(t, delivered[tool], 1, "%s: some of the ten reached the receiver", tool)
+	}
+	require.Equal(t, delivered[toolHook], applied[toolHook], "hook applies every delivery")
+	require.Equal(t, delivered[toolAHook], applied[toolAHook], "ahook applies every delivery")
+	require.Equal(t, 1, applied[toolIHook], "ihook applies its key once")
+}

@@ -1,0 +1,87 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/revenantrt/revenant/internal/guestbuild"
+	"github.com/revenantrt/revenant/wasm/sim/check"
+)
+
+// guestFile is the guest module built for the tests, for -guest.
+func guestFile(t *testing.T) string {
+	_, file, err := guestbuild.Build()
+	if err != nil {
+		t.Fatalf("build the guest: %v", err)
+	}
+	return file
+}
+
+// The flags reach the campaign: its summary names the seed, the sessions,
+// the kill budget and the shares asked for, -smallbudget gives its trees
+// budgets of 1 or 2, and -keep leaves every tree's database and ledger,
+// which -check then judges (and finds fine).
+func TestSimulateFlagsReachTheCampaign(t *testing.T) {
+	keep := t.TempDir()
+	var out strings.Builder
+	err := simulate(context.Background(), []string{"-seed", "3", "-sessions", "2", "-kills", "4", "-zombies", "0.25", "-diskfull", "0.5",
+		"-smallbudget", "1", "-scripted", "0", "-workers", "1", "-guest", guestFile(t), "-keep", keep}, env(nil), &out)
+	require.NoError(t, err, out.String())
+	assert.Contains(t, out.String(), "simulate: seed 3, 2 sessions, kill budget 4, zombie share 0.25, disk-full share 0.50,")
+	assert.Contains(t, out.String(), "resume budgets: 2 sessions with a small one (1 or 2)")
+	assert.Contains(t, out.String(), "sessions on the scripted model 0;")
+	assert.True(t, strings.HasSuffix(out.String(), "violations: 0\n"), out.String())
+	for _, f := range []string{"tree0000.db", "tree0000.ledger.json", "tree0001.db", "tree0001.ledger.json"} {
+		assert.FileExists(t, filepath.Join(keep, f))
+	}
+
+	out.Reset()
+	require.NoError(t, simulate(context.Background(), []string{"-check", keep}, env(nil), &out))
+	assert.Contains(t, out.String(), "tree0000.db: ")
+	assert.Contains(t, out.String(), "tree0001.db: ")
+	assert.True(t, strings.HasSuffix(out.String(), "violations: 0\n"), out.String())
+}
+
+// A campaign with violations exits 1 (errViolations) after its summary,
+// here one whose sessions could not run at all (its context cancelled).
+func TestSimulateViolationsExitNonzero(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var out strings.Builder
+	err := simulate(ctx, []string{"-sessions", "1", "-kills", "0", "-guest", guestFile(t), "-keep", t.TempDir()}, env(nil), &out)
+	require.ErrorIs(t, err, errViolations)
+	assert.NotContains(t, out.String(), "violations: 0\n")
+	assert.Contains(t, out.String(), "simulation: seed 1 session 0")
+}
+
+// -check of a kept tree whose ledger lost its deliveries (the receiver
+// never saw the calls the log settled) reports the violations and exits 1.
+func TestSimulateCheckViolationsExitNonzero(t *testing.T) {
+	keep := t.TempDir()
+	var out strings.Builder
+	require.NoError(t, simulate(context.Background(), []string{"-seed", "1", "-sessions", "1", "-kills", "3", "-zombies", "0", "-diskfull", "0",
+		"-scripted", "0", "-guest", guestFile(t), "-keep", keep}, env(nil), &out), out.String())
+	path := filepath.Join(keep, "tree0000.ledger.json")
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	var l check.Ledger
+	require.NoError(t, json.Unmarshal(b, &l))
+	require.NotEmpty(t, l.Deliveries, "the tree called its tools")
+	l.Deliveries = nil
+	b, err = json.Marshal(&l)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(path, b, 0o644))
+
+	out.Reset()
+	err = simulate(context.Background(), []string{"-check", keep}, env(nil), &out)
+	require.ErrorIs(t, err, errViolations)
+	assert.Contains(t, out.String(), string(check.RuleEffects)+": tree0000.db")
+	assert.NotContains(t, out.String(), "violations: 0\n")
+}
