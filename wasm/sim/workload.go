@@ -225,8 +225,9 @@ func (w *workload) asking(n, kind int) []string {
 // that calls a ledger tool, a background child that calls the
 // non-idempotent one, a background child that sleeps (its notice comes
 // while later turns run, or during a kill), a foreground child that starts
-// a foreground child of its own (depth 2), and two children in one turn (a
-// background one, then a foreground one that sleeps).
+// a foreground child of its own (depth 2) or a background one (whose
+// notice goes to the child), and two children in one turn (a background
+// one, then a foreground one that sleeps).
 //
 // And children that ask (DESIGN §9–§10), which a's client then polls for
 // (the root's lists are tree-wide): a foreground child whose question
@@ -252,7 +253,12 @@ func (w *workload) tasking(a *action, n, kind int) []string {
 	case 3:
 		return []string{fmt.Sprintf("/task --background /sleep %ds", 1+w.rng.IntN(10))}
 	case 4:
-		return []string{"/task /task " + say}
+		if n%2 == 0 {
+			return []string{"/task /task " + say}
+		}
+		// The child's own background child: its notice comes to the
+		// child, often after the child's task turn (and job) ended.
+		return []string{"/task /task --background " + tool(toolHook, 0)}
 	case 5:
 		return []string{"/task --background " + say, fmt.Sprintf("/task /sleep %ds", 1+w.rng.IntN(5))}
 	case 6:

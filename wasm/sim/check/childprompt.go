@@ -27,6 +27,14 @@ func (ck *checker) ownPrompt(tr *turn) bool {
 	return ck.sub.parents[tr.admitted.SessionID] != "" && clientPrompt(tr.admitted.p.ClientID)
 }
 
+// ownTurn reports whether tr is a turn of a child's own, not its task
+// turn: a prompt a client sent it (ownPrompt), or the completion notice of
+// one of its own background children (a child that tasks in the
+// background is a parent too).
+func (ck *checker) ownTurn(tr *turn) bool {
+	return ck.ownPrompt(tr) || ck.sub.parents[tr.admitted.SessionID] != "" && strings.HasPrefix(tr.admitted.p.ClientID, noticeClient)
+}
+
 // clientPrompt reports whether id is a client id the simulator's clients
 // give their prompts: "c" and a number (wasm/sim's workload). Core's own
 // prompts are "task-…" and "notice-…".

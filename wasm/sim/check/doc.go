@@ -71,7 +71,8 @@
 //     was read, and only while that question is pending in the log: once
 //     it is resolved, the chain must finish;
 //   - a prompt a client sent to a child is the child's own: it is not
-//     counted as a task turn and resumes like a root's; its parent's
+//     counted as a task turn (nor is the notice of the child's own
+//     background child) and resumes like a root's; its parent's
 //     interrupt, its task turn's end and the sweep never end it, only an
 //     interrupt of the child itself (or a reply that ends the child's
 //     turn, cancelling its queue as an interrupt would), and it fails

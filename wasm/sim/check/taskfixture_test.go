@@ -91,6 +91,12 @@ func taskFixture(t *testing.T) (string, *check.Ledger) {
 	rc.ledger.Interrupts = append(rc.ledger.Interrupts, check.Interrupt{Session: p, At: tr.Clock.Now(), Sent: sent, Answered: gseq()})
 	rc.mu.Unlock()
 	n = rc.rebootUnblocked(tr, n, r)
+
+	// A child with a background child of its own: the child's task turn
+	// (and job) ends at once, and the grandchild's notice later runs a
+	// turn of the child's own, not a second task turn.
+	n.Admit(p, "/task /task --background /tool ihook {\"n\":5}\nseventh")
+	n.Idle()
 	n.Crash()
 
 	checkpointed(t, tr.Path)

@@ -198,7 +198,7 @@ func (ck *checker) child(sid string) {
 	}
 	var turns []string
 	for _, pid := range ck.admitted {
-		if tr := ck.turns[pid]; tr.admitted.SessionID == sid && tr.started && !ck.ownPrompt(tr) {
+		if tr := ck.turns[pid]; tr.admitted.SessionID == sid && tr.started && !ck.ownTurn(tr) {
 			turns = append(turns, pid)
 		}
 	}
@@ -213,7 +213,7 @@ func (ck *checker) child(sid string) {
 	// (RuleChildOwnPrompt).
 	if j.ended != nil {
 		for _, r := range ck.sub.resumed[sid] {
-			if tr := ck.turns[r.p.PromptID]; tr != nil && ck.ownPrompt(tr) {
+			if tr := ck.turns[r.p.PromptID]; tr != nil && ck.ownTurn(tr) {
 				continue
 			}
 			if r.gseq > j.ended.gseq {

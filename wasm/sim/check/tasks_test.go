@@ -23,7 +23,7 @@ func TestCleanTaskHistoryHasNoViolations(t *testing.T) {
 		all = append(all, v.String())
 	}
 	assert.Empty(t, all)
-	assert.Equal(t, 8, res.Sessions, "the root and seven children")
+	assert.Equal(t, 10, res.Sessions, "the root and nine sub-agents")
 	assert.Zero(t, res.Questions, "a task blocker is no question")
 	assert.Equal(t, 2, res.Resumes, "the two children killed in their bodies")
 }
@@ -65,7 +65,7 @@ func TestBrokenTaskHistoriesAreCaught(t *testing.T) {
 		detail string
 	}{
 		{name: "a re-run call spawns a second child", want: check.RuleChildOnce, detail: "records a second job",
-			sql: []string{appendEvent("p", event.JobStarted, fmt.Sprintf(`json_object('child_id', 'p.9', 'call_id', %s)`, callOf("p.1")))}},
+			sql: []string{appendEvent("p", event.JobStarted, fmt.Sprintf(`json_object('child_id', 'p.99', 'call_id', %s)`, callOf("p.1")))}},
 		{name: "a child runs a second turn for its one call", want: check.RuleChildOnce, detail: "runs 2 turns for 1 task call",
 			sql: []string{
 				// A turn of the child's own (a prompt a client sent it,
@@ -78,7 +78,7 @@ func TestBrokenTaskHistoriesAreCaught(t *testing.T) {
 		{name: "a child given its task twice", want: check.RuleChildOnce, detail: "given its task 2 times",
 			sql: []string{appendEvent("p.1", event.PromptAdmitted, fmt.Sprintf(`json_object('prompt_id', 'again', 'client_id', 'task-' || %s || '-rerun', 'text', 'hello child', 'mode', 'queue')`, callOf("p.1")))}},
 		{name: "a child no job names", want: check.RuleChildOnce, detail: "no job names it",
-			sql: []string{`INSERT INTO events (session_id, seq, id, type, at, data, gseq) SELECT 'p.9', 1, 'stray', '` + string(event.SessionCreated) +
+			sql: []string{`INSERT INTO events (session_id, seq, id, type, at, data, gseq) SELECT 'p.99', 1, 'stray', '` + string(event.SessionCreated) +
 				`', MAX(at), json_object('parent_id', 'p', 'root_id', 'p', 'principal', 'tester', 'config', json('{}')), MAX(gseq) + 1 FROM events`}},
 		// The store refuses a client id twice in a session, so a doubled
 		// notice is one whose id was not stable.
