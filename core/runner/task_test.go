@@ -1073,21 +1073,26 @@ func TestClientCannotTakeANoticesID(t *testing.T) {
 // The same holds one level down: a child's id is the root's, a dot and a
 // number, whatever its depth, so the notice a grandchild sends its parent
 // (a child) is named after the root too. A client's prompt to the child
-// under that id is refused like one to the root.
+// under that id is refused like one to the root. (The grandchild waits on
+// a question, not a timer, so the test knows when it is waiting.)
 func TestClientCannotTakeAGrandchildsNoticeID(t *testing.T) {
 	tr := treetest.New(t)
 	m := &countingModel{inner: offline.New(tr.Clock, offline.Options{}), tr: tr}
-	n := tr.Boot(taskRunner(t, tr, m, runner.NewConfig()))
+	n := tr.Boot(taskRunner(t, tr, m, runner.NewConfig(), tool.QuestionTool()))
 	sid := n.NewSession("root")
-	pid := n.Admit(sid, "/task --background /task --background /sleep 30s")
-	tr.Clock.BlockUntil(3) // the grandchild sleeps: wall, idle and sleep timers
+	pid := n.Admit(sid, "/task --background /task --background /ask which colour?")
+	n.Idle() // root and root.1 ended; root.1's background child root.2 waits for its answer
 
 	notice := core.NoticeClientID("root.2", 1) // root.1's background child
 	_, err := n.Inst.Admit(ctx, "root.1", core.PromptInput{ClientID: notice, Text: "mine"})
 	require.ErrorIs(t, err, core.ErrInvalid)
 	assert.Contains(t, err.Error(), `ids that begin with "notice-root."`)
 
-	tr.Clock.Advance(30 * time.Second)
+	qs, err := n.Inst.Blockers(ctx, "root.2", event.KindQuestion)
+	require.NoError(t, err)
+	require.Len(t, qs, 1)
+	_, err = n.Inst.Reply(ctx, "root.2", qs[0].ID, core.Reply{Kind: event.KindQuestion, ResponseID: "r1", Answers: [][]string{{"green"}}})
+	require.NoError(t, err)
 	n.Idle()
 	assert.Equal(t, "succeeded", tr.PromptState(pid))
 	assert.Equal(t, "succeeded", prompts(tr, "root.1")[notice], "the grandchild's notice was admitted to root.1 and ran")
