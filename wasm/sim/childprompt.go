@@ -13,6 +13,9 @@ type childSends struct {
 	// quietInterrupts counts the interrupts of a parked child whose
 	// parent waits on it, sent when the tree went quiet (quietChild).
 	quietInterrupts int
+	// reservedRefused counts the prompts first sent under a notice's id
+	// and refused (workload.childPrompt).
+	reservedRefused int
 }
 
 // childWaits is how often a prompt to a child waits, a second each time,

@@ -105,7 +105,11 @@
 // anywhere, and the sweep must resume them like a root's turns, never
 // orphan them. The ledger records every interrupt sent, so the checker
 // can tell the child's own interrupt from its parent's
-// (check.RuleChildOwnPrompt).
+// (check.RuleChildOwnPrompt). One in eight is first sent under the
+// child's own notice id (notice-<child>-1, which the API reserves: a
+// prompt holding it would wedge the child's end); anything but a 400 for
+// it is a violation of the simulation, and once refused it goes again
+// under its own id.
 //
 // A share of the trees (Config.Scripted) runs the guest's
 // OpenAI-compatible provider against a scripted model the simulator

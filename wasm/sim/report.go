@@ -75,6 +75,7 @@ func (r *Result) Print(w io.Writer) {
 		kids.parentInterrupts += cs.parentInterrupts
 		kids.childInterrupts += cs.childInterrupts
 		kids.quietInterrupts += cs.quietInterrupts
+		kids.reservedRefused += cs.reservedRefused
 		kidPrompts += s.Check.ChildPrompts
 		kidOK += s.Check.ChildPromptsOK
 		multi += s.Check.MultiCallSteps
@@ -112,7 +113,7 @@ func (r *Result) Print(w io.Writer) {
 		childQuestions, childAnswered, abandoned, waitingOnChild, alwaysRules)
 	fmt.Fprintf(w, "clients' own prompts to children %d (sent while its task turn ran %d, while it was parked %d, otherwise %d; no child to send to %d); followed by an interrupt of the parent %d, of the child %d; succeeded %d\n",
 		kidPrompts, kids.task, kids.parked, kids.idle, kids.dropped, kids.parentInterrupts, kids.childInterrupts, kidOK)
-	fmt.Fprintf(w, "interrupts of a parked child whose parent waits on it, when the tree went quiet %d\n", kids.quietInterrupts)
+	fmt.Fprintf(w, "interrupts of a parked child whose parent waits on it, when the tree went quiet %d; prompts to children under a notice's id, refused %d\n", kids.quietInterrupts, kids.reservedRefused)
 	fmt.Fprintf(w, "sessions on the scripted model %d; steps with several tool calls %d\n", scripted, multi)
 	fmt.Fprintf(w, "provider failures answered %d; retries scheduled %d; turns that gave up retrying (failed model) %d\n", providerFails, retries, gaveUp)
 	notes := map[string]Note{}

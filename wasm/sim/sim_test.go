@@ -78,6 +78,8 @@ func TestSmallCampaignKeepsTheInvariants(t *testing.T) {
 		taskResults += s.Check.TaskResults
 		orphaned += s.Check.Orphaned
 	}
+	// Clients try a notice's id for their prompts to children: refused.
+	assert.Regexp(t, `under a notice's id, refused [1-9]`, out.String())
 	assert.Positive(t, children-background, "foreground children")
 	assert.Positive(t, background, "background children")
 	assert.Positive(t, notices, "background notices")

@@ -758,7 +758,11 @@ func (t *tree) send(ctx context.Context, a action) {
 				return
 			}
 		}
-		body, _ := json.Marshal(map[string]string{"text": a.text, "id": a.clientID, "mode": a.mode})
+		id := a.clientID
+		if a.reserved {
+			id = "notice-" + t.pathOf(a.session) + "-1" // core.NoticeClientID(child, 1)
+		}
+		body, _ := json.Marshal(map[string]string{"text": a.text, "id": id, "mode": a.mode})
 		req = runtime.Request{Method: http.MethodPost, Path: "/v1/sessions/" + t.pathOf(a.session) + "/prompt", Body: body}
 	case actInterrupt:
 		req = runtime.Request{Method: http.MethodPost, Path: "/v1/sessions/" + t.pathOf(a.session) + "/interrupt", Body: []byte(`{}`)}
@@ -773,10 +777,10 @@ func (t *tree) send(ctx context.Context, a action) {
 	case actReply:
 		req = runtime.Request{Method: http.MethodPost, Path: "/v1/sessions/" + t.pathOf(a.reply.path) + "/" + listRoute(a.reply.perm) + "/" + a.reply.question, Body: a.reply.body}
 	}
-	if a.ask {
+	if a.ask && !a.reserved { // counted when sent under its own id
 		t.ask.asks++
 	}
-	if a.perms && a.kind == actPrompt {
+	if a.perms && a.kind == actPrompt && !a.reserved {
 		t.ask.permAsks++
 	}
 	req.Header = http.Header{"Content-Type": {"application/json"}}
@@ -841,6 +845,22 @@ func (t *tree) done(r *request) {
 			return
 		}
 	case actPrompt:
+		if r.a.reserved {
+			switch r.status {
+			case http.StatusBadRequest:
+				// Refused, as it must be: the client sends it again
+				// under its own id, now, to the same child.
+				t.children.reservedRefused++
+				a := r.a
+				a.reserved, a.at = false, t.now
+				t.addAction(a)
+				return
+			case http.StatusAccepted:
+				t.failf("prompt to %s under the reserved id notice-%s-1 was admitted (%s): a notice's id must be refused", r.a.session, r.a.session, r.body)
+				return
+			}
+			break // 5xx: tried again below, still under the reserved id
+		}
 		if r.status == http.StatusAccepted {
 			var b struct {
 				PromptID string `json:"prompt_id"`

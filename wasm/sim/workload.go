@@ -59,6 +59,11 @@ type action struct {
 	followChild bool
 	// echo marks an interrupt sent again by an impatient client (echoes).
 	echo bool
+	// reserved marks a prompt to a child sent under a client id the API
+	// reserves for sub-agents' notices (notice-<root>.…): it must be
+	// refused with 400, since a prompt holding a notice's id would wedge
+	// the child whose end admits that notice.
+	reserved bool
 }
 
 // childPick is the state of the child a client's prompt to a child
@@ -310,6 +315,12 @@ func (w *workload) childPrompt(at int64) action {
 		lines = append(lines, fmt.Sprintf("/ask question %d.1: which colour, own?", n))
 	}
 	a.text = strings.Join(append(lines, words(w.rng, n)), "\n")
+	if n%8 == 0 {
+		// One in eight first tries the child's own notice id (its
+		// parent's queue admits the child's notice under it): refused,
+		// it is sent again under its own id (tree.done).
+		a.reserved = true
+	}
 	switch w.rng.IntN(6) {
 	case 0, 1, 2:
 		a.follow = 100 + int64(w.rng.IntN(3_000))
