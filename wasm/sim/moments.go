@@ -95,9 +95,9 @@ func (t *tree) died(g *guest) {
 
 // checkCommit: after every commit of a live instance, every queued or
 // running prompt's session is claimed (DESIGN §6.1, §6.3), a claim sleeps
-// only on a retry its own execution scheduled (check.RuleRetryOwned), and a claimed
-// tree has its wake-up armed (§4 rule 1: armed before or in the claim's
-// transaction; rule 2: a wake handler re-arms as its last act). The
+// only on a retry its own execution scheduled (check.RuleRetryOwned), and
+// a claimed tree has its wake-up armed (§4 rule 1: armed before or in the
+// claim's transaction; rule 2: a wake handler re-arms as its last act). The
 // guest may die right after any commit, and then only the wake-up boots
 // the tree again: a client's resend, which boots it sooner here, would
 // hide the lost wake-up. While the wake-up is being delivered, it still
