@@ -94,9 +94,10 @@ func (t *tree) died(g *guest) {
 }
 
 // checkCommit: after every commit of a live instance, every queued or
-// running prompt's session is claimed (DESIGN §6.1, §6.3), and a claimed
-// tree has its wake-up armed (§4 rule 1: armed before or in the claim's
-// transaction; rule 2: a wake handler re-arms as its last act). The
+// running prompt's session is claimed (DESIGN §6.1, §6.3), a claim sleeps
+// only on a retry its own execution scheduled (check.RuleRetryOwned), and
+// a claimed tree has its wake-up armed (§4 rule 1: armed before or in the
+// claim's transaction; rule 2: a wake handler re-arms as its last act). The
 // guest may die right after any commit, and then only the wake-up boots
 // the tree again: a client's resend, which boots it sooner here, would
 // hide the lost wake-up. While the wake-up is being delivered, it still
@@ -113,6 +114,14 @@ func (t *tree) checkCommit(g *guest) {
 	}
 	for _, o := range obs {
 		o.Detail += " after a commit"
+		t.observe(g.boot, o)
+	}
+	stray, err := p.StrayRetries()
+	if err != nil {
+		t.probeFailed("stray retries", err)
+		return
+	}
+	for _, o := range stray {
 		t.observe(g.boot, o)
 	}
 	if t.wake == 0 && !t.delivering {

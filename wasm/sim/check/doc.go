@@ -82,7 +82,10 @@
 //     (retry-not-early); each step's retries are numbered from 1 (a step
 //     recorded complete starts the count again), never past the tree's
 //     retry budget, a turn asleep on its scheduled retry goes on by that
-//     retry, never by a counted resume (retry-not-resumed), and a turn
+//     retry, never by a counted resume (retry-not-resumed), a claim
+//     sleeps only on a retry its own execution scheduled, never on one a
+//     turn before it left (retry-owned, seen by the host after every
+//     commit), and a turn
 //     fails model for retries only once its step was retried the full
 //     budget (retry-budget: in a tree whose ledger
 //     names a retry policy every model failure counts, since its

@@ -107,6 +107,26 @@ func (p *Probe) WakeDue(wake, now, interval int64) ([]Observation, error) {
 	return out, err
 }
 
+// StrayRetries lists every claim sleeping on a retry (retry_at) that its
+// execution did not schedule: no session.retry.scheduled@1 of the
+// claim's execution names that time (RuleRetryOwned).
+func (p *Probe) StrayRetries() ([]Observation, error) {
+	var out []Observation
+	err := p.rows(`SELECT c.session_id, COALESCE(c.execution_id, ''), c.retry_at FROM claims c
+		WHERE c.retry_at IS NOT NULL AND NOT EXISTS (SELECT 1 FROM events e
+			WHERE e.session_id = c.session_id AND e.type = ?1
+				AND e.data ->> '$.execution_id' = c.execution_id AND e.data ->> '$.at' = c.retry_at)
+		ORDER BY c.session_id`, []any{string(event.RetryScheduled)}, func(s *sqlite3.Stmt) {
+		x := s.ColumnText(1)
+		if x == "" {
+			x = "(none)"
+		}
+		out = append(out, Observation{Rule: RuleRetryOwned, Session: s.ColumnText(0),
+			Detail: fmt.Sprintf("the claim sleeps until %d, a retry its execution %s never scheduled", s.ColumnInt64(2), x)})
+	})
+	return out, err
+}
+
 // RetriesDue lists the claims sleeping on a retry due by now (ms), as
 // "session (retry_at)".
 func (p *Probe) RetriesDue(now int64) ([]string, error) {

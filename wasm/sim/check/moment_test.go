@@ -107,3 +107,38 @@ func TestProbeSeesAWakeUpLaterThanARetry(t *testing.T) {
 	require.Len(t, got, 1)
 	assert.Contains(t, got[0].Detail, "more than the wake interval")
 }
+
+// A claim sleeping on a retry its own execution scheduled is fine; one
+// whose execution scheduled none (a new turn that kept the sleep of the
+// turn before it), or another time, is seen.
+func TestProbeSeesASleepNotItsExecutions(t *testing.T) {
+	path, _ := fixture(t)
+	p := copyTree(t, path)
+	tamper(t, p, `INSERT INTO claims (session_id, execution_id, claimed_at, retry_at) VALUES ('s', 'x1', 0, 5000)`)
+	got, err := probe(t, p).StrayRetries()
+	require.NoError(t, err)
+	require.Len(t, got, 1, "no retry scheduled at all")
+	assert.Equal(t, check.RuleRetryOwned, got[0].Rule)
+	assert.Equal(t, "s", got[0].Session)
+	assert.Contains(t, got[0].Detail, "sleeps until 5000, a retry its execution x1 never scheduled")
+
+	tamper(t, p, appendEvent("s", event.RetryScheduled, `json_object('execution_id', 'x1', 'at', 5000, 'attempt', 1)`))
+	got, err = probe(t, p).StrayRetries()
+	require.NoError(t, err)
+	assert.Empty(t, got, "its own execution's retry")
+
+	for _, claim := range []string{
+		`UPDATE claims SET execution_id = 'x2'`,                  // the next turn kept the sleep
+		`UPDATE claims SET execution_id = 'x1', retry_at = 6000`, // another time than scheduled
+		`UPDATE claims SET execution_id = NULL, retry_at = 5000`, // a claim kept for a queued turn
+	} {
+		tamper(t, p, claim)
+		got, err = probe(t, p).StrayRetries()
+		require.NoError(t, err)
+		assert.Len(t, got, 1, claim)
+	}
+	tamper(t, p, `UPDATE claims SET execution_id = 'x1', retry_at = NULL`)
+	got, err = probe(t, p).StrayRetries()
+	require.NoError(t, err)
+	assert.Empty(t, got, "not sleeping")
+}

@@ -29,7 +29,14 @@ const (
 	// sleep is no death, and resuming it would spend the resume budget on
 	// provider failures.
 	RuleRetryNotResumed Rule = "retry-not-resumed"
-	RuleWakeDue         Rule = "wake-before-due"
+	// RuleRetryOwned: a claim sleeps (retry_at) only on the retry its own
+	// execution scheduled: a turn that ended asleep (interrupted) hands
+	// no sleep to the next turn its claim carries on into, nor does a
+	// resumed or retried execution keep the one it went on from. Seen by
+	// the host after every commit: a new turn that kept an old sleep runs
+	// at once while live, and only a kill shows it, as a late resume.
+	RuleRetryOwned Rule = "retry-owned"
+	RuleWakeDue    Rule = "wake-before-due"
 	// RuleWakeLoop: the wake-up is not re-armed at or before the instant
 	// of its delivery again and again (a hot loop), seen by the host.
 	RuleWakeLoop Rule = "wake-not-hot"
