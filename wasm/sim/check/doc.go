@@ -60,7 +60,10 @@
 //     quiescence; no child claim is left without a live job or waiting
 //     call naming it, no child is resumed after its job ended, and none
 //     is abandoned (failed aborted other than by the budget) while its
-//     job runs or its parent's call waits for it; a
+//     job runs or its parent's call waits for it; a task turn
+//     interrupted says why: user for its parent's turn interrupted, an
+//     interrupt of the child itself or its own reply, orphaned only for
+//     a foreground parent's turn that ended otherwise (task-end-reason); a
 //     foreground call's task blocker is resolved once, by its child's end
 //     (or cancelled by the parent's interrupt), and a call settled ok
 //     carries the child's final answer; a child that ended before its

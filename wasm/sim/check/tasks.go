@@ -36,6 +36,13 @@ const (
 	// park's commit), and a foreground call settled ok carries its
 	// child's final answer.
 	RuleTaskResult Rule = "task-call-one-result"
+	// RuleTaskEndReason: a child's task turn interrupted gives the reason
+	// of what stopped it (docs/api.md, session.execution.interrupted@1):
+	// user for its parent's turn interrupted (or superseded), for an
+	// interrupt sent to the child itself, or for the child's own reply
+	// that ended it; orphaned only for a foreground job ended with a
+	// parent's turn that ended otherwise (failed or succeeded).
+	RuleTaskEndReason Rule = "task-end-reason"
 )
 
 // Client id prefixes of the prompts sub-agents admit (core.TaskClientID,
@@ -241,6 +248,42 @@ func (ck *checker) child(sid string) {
 		ck.fail(sid, nil, RuleOrphanChild, "child %s is claimed at quiescence, but no live job or waiting call names it", sid)
 	}
 	ck.orphanedOnlyWhenOrphan(j)
+	ck.interruptedForItsCause(j)
+}
+
+// interruptedForItsCause: a child's task turn that ends interrupted with
+// reason user or orphaned says why (RuleTaskEndReason). The parent's turn
+// is the one whose step made the task call; core gives user when that
+// turn ended interrupted, whatever its own reason, and orphaned when it
+// ended any other way. Interrupts of the child itself are the clients'
+// (the ledger's InterruptsSent), and a reply to the child's own question
+// that ends its turn interrupts it as the user.
+func (ck *checker) interruptedForItsCause(j *job) {
+	tr := ck.taskTurn(j)
+	if tr == nil || tr.end == nil || tr.end.Type != event.ExecutionInterrupted {
+		return
+	}
+	e := tr.end
+	parent := ck.turns[ck.promptOfCall(j.call)]
+	parentEnd := "goes on"
+	if parent != nil && parent.end != nil {
+		parentEnd = "ended " + endName(*parent.end)
+	}
+	parentInterrupted := !j.background && parent != nil && parent.end != nil && parent.end.Type == event.ExecutionInterrupted
+	switch e.p.Reason {
+	case event.ReasonOrphaned:
+		if j.background {
+			ck.fail(j.child, e, RuleTaskEndReason, "child %s's task turn ends interrupted:orphaned, but it is a background child: no parent's turn ends its job", j.child)
+		} else if parent == nil || parent.end == nil || parentInterrupted {
+			ck.fail(j.child, e, RuleTaskEndReason, "child %s's task turn ends interrupted:orphaned, but its parent's turn %s", j.child, parentEnd)
+		}
+	case event.ReasonUser:
+		if parentInterrupted || ck.interruptedBefore(j.child, tr, e) || ck.endedByOwnReply(tr) {
+			return
+		}
+		ck.fail(j.child, e, RuleTaskEndReason, "child %s's task turn ends interrupted:user, but its parent's turn %s, no interrupt was sent to the child, and no reply of its own ended it",
+			j.child, parentEnd)
+	}
 }
 
 // orphanedOnlyWhenOrphan: a child's task turn that ends failed{aborted}

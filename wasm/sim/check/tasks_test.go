@@ -96,6 +96,13 @@ func TestBrokenTaskHistoriesAreCaught(t *testing.T) {
 			sql: []string{appendEvent("p", event.JobEnded, fmt.Sprintf(`json_object('child_id', 'p.1', 'call_id', %s)`, callOf("p.1")))}},
 		{name: "a background job ended before its child", want: check.RuleJobSettled, detail: "ends before its child's turn did",
 			sql: []string{moveLast("p.2", event.ExecutionSucceeded)}},
+		// p.6 was interrupted with its parent's fifth turn, p's first
+		// turn to end interrupted.
+		{name: "a child interrupted as orphaned for its parent's interrupt", want: check.RuleTaskEndReason, detail: "ends interrupted:orphaned, but its parent's turn ended interrupted:user",
+			sql: []string{fmt.Sprintf(`UPDATE events SET data = json_set(data, '$.reason', 'orphaned') WHERE session_id = 'p.6' AND seq = %s`, lastOf("p.6", event.ExecutionInterrupted))}},
+		{name: "a child interrupted as the user's for a parent that failed", want: check.RuleTaskEndReason, detail: "ends interrupted:user, but its parent's turn ended failed:model",
+			sql: []string{fmt.Sprintf(`UPDATE events SET type = '%s', data = json_set(data, '$.type', 'model', '$.message', 'planted') WHERE session_id = 'p' AND seq = (SELECT MIN(seq) FROM events WHERE session_id = 'p' AND type = '%s')`,
+				event.ExecutionFailed, event.ExecutionInterrupted)}},
 		{name: "a child claim left with no live job", want: check.RuleOrphanChild, detail: "claimed at quiescence",
 			sql: []string{`INSERT INTO claims (session_id, claimed_at) VALUES ('p.1', 0)`}},
 		{name: "a child resumed after its job ended", want: check.RuleOrphanChild, detail: "resumed (attempt 1) after its job ended",
@@ -175,4 +182,28 @@ func TestBrokenTaskHistoriesAreCaught(t *testing.T) {
 			require.True(t, found, "want a %s violation with %q, got:\n%s", c.want, c.detail, strings.Join(all, "\n"))
 		})
 	}
+}
+
+// A child's task turn interrupted as the user's is right when a client
+// interrupted the child itself, whatever its parent's turn did.
+func TestTaskEndReasonAcceptsAnInterruptOfTheChild(t *testing.T) {
+	path, clean := taskFixture(t)
+	p := copyTree(t, path)
+	tamper(t, p, fmt.Sprintf(`UPDATE events SET type = '%s', data = json_set(data, '$.type', 'model', '$.message', 'planted') WHERE session_id = 'p' AND seq = (SELECT MIN(seq) FROM events WHERE session_id = 'p' AND type = '%s')`,
+		event.ExecutionFailed, event.ExecutionInterrupted))
+	reasons := func(l *check.Ledger) []string {
+		res, err := check.Tree(p, l, check.Options{Label: "tasks"})
+		require.NoError(t, err)
+		var out []string
+		for _, v := range res.Violations {
+			if v.Rule == check.RuleTaskEndReason {
+				out = append(out, v.String())
+			}
+		}
+		return out
+	}
+	assert.Len(t, reasons(clean), 1, "the parent failed and nobody interrupted the child")
+	l := *clean
+	l.InterruptsSent = append(append([]check.Interrupt(nil), l.InterruptsSent...), check.Interrupt{Session: "p.6"})
+	assert.Empty(t, reasons(&l), "an interrupt sent to the child")
 }
