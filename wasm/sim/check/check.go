@@ -156,6 +156,7 @@ func Tree(path string, ledger *Ledger, opts Options) (Result, error) {
 	}
 	ck.subagentRules()
 	ck.childOwnPrompts()
+	ck.interruptCauses()
 	ck.quiescence()
 	ck.effects(ledger)
 	ck.replies(ledger)

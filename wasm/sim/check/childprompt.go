@@ -1,6 +1,7 @@
 package check
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/revenantrt/revenant/core/event"
@@ -88,8 +89,9 @@ func (ck *checker) childOwnPrompts() {
 // interrupt answered earlier committed earlier, and cannot have ended a
 // prompt admitted after it). An interrupt never answered (its instance
 // was killed) is bounded by its send alone. A position of 0 is unknown.
+// The interrupts answered count too, for a ledger that records only those.
 func (ck *checker) interruptedBefore(sid string, tr *turn, e *rec) bool {
-	for _, in := range ck.ledger.InterruptsSent {
+	for _, in := range slices.Concat(ck.ledger.InterruptsSent, ck.ledger.Interrupts) {
 		if in.Session != sid {
 			continue
 		}

@@ -80,6 +80,11 @@
 //     interrupt of the child itself (or a reply that ends the child's
 //     turn, cancelling its queue as an interrupt would), and it fails
 //     aborted only past its own budget (child-own-prompt-kept);
+//   - a root session's turn (or queued prompt) ends as the user's
+//     interrupt only for a cause a client gave: an interrupt sent to the
+//     session while the prompt was open, or a reply that ended the turn
+//     (a cancelled question, a permission rejected without a message; a
+//     reject with one is feedback and ends nothing) (interrupt-has-cause);
 //   - provider retries (retry.go): an execution with cause retry never
 //     starts before the time its session.retry.scheduled@1 named
 //     (retry-not-early); each step's retries are numbered from 1 (a step

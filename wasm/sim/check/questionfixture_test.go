@@ -102,9 +102,11 @@ func questionFixture(t *testing.T) (string, *check.Ledger, questions) {
 	reply(qs.cancelled, "r3", nil, true)
 
 	qs.interrupted = ask("/ask interrupted?\nthird")
+	sent := gseq()
 	did, err := n.Inst.Interrupt(ctx, s, event.ReasonUser)
 	require.NoError(t, err)
 	require.True(t, did)
+	l.Interrupts = append(l.Interrupts, check.Interrupt{Session: s, At: tr.Clock.Now(), Sent: sent, Answered: gseq()})
 	n.Idle()
 
 	qs.waiting = ask("/ask still there?\nfourth")

@@ -116,11 +116,20 @@ func proceeds(r *rec) bool {
 }
 
 // endsByReply reports whether a resolution is a client's reply that ends
-// the turn and cancels its siblings: a cancelled question, a rejected
-// permission request (a reject with a message does not, but the log does
-// not tell them apart, so either counts).
+// the turn and cancels its siblings: a cancelled question, a permission
+// request rejected without a message (a reject with one is feedback for
+// the model: the call is declined and the turn goes on).
 func endsByReply(r *rec) bool {
-	return r != nil && ((r.Type == event.QuestionCancelled && r.p.Reason == event.CancelReply) || r.Type == event.PermissionRejected)
+	if r == nil {
+		return false
+	}
+	switch r.Type {
+	case event.QuestionCancelled:
+		return r.p.Reason == event.CancelReply
+	case event.PermissionRejected:
+		return replyMessage(r) == ""
+	}
+	return false
 }
 
 // kindOf is a blocker id's listing kind.

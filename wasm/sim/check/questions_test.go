@@ -186,3 +186,54 @@ func requireCaught(t *testing.T, path string, clean *check.Ledger, label string,
 		})
 	}
 }
+
+// A turn ended by the user's interrupt needs a cause a client gave. A
+// client's reply that ends the turn is one: a cancelled question, or a
+// permission request rejected without a message; a reject with a message
+// is feedback for the model and ends nothing, so a turn that ended on one
+// was stopped for no cause.
+func TestInterruptCauseIsAReplyThatEndsTheTurn(t *testing.T) {
+	path, ledger, qs := questionFixture(t)
+	causeless := func(reply string) []string {
+		p := copyTree(t, path)
+		tamper(t, p, fmt.Sprintf(`UPDATE events SET type = '%s', data = json_set(data, '$.reply', json('%s')) WHERE session_id = 'q' AND seq = %s`,
+			event.PermissionRejected, reply, eventOf(event.QuestionCancelled, qs.cancelled)))
+		res, err := check.Tree(p, ledger, check.Options{Label: "questions"})
+		require.NoError(t, err)
+		var out []string
+		for _, v := range res.Violations {
+			if v.Rule == check.RuleInterruptCause {
+				out = append(out, v.String())
+			}
+		}
+		return out
+	}
+	assert.Empty(t, causeless(`{}`), "a plain reject ends the turn")
+	got := causeless(`{"message":"not now"}`)
+	require.Len(t, got, 1, "a reject with a message ends nothing")
+	assert.Contains(t, got[0], "ends interrupted:user, but no interrupt was sent")
+
+	// The fixture's interrupt is the cause of the third turn's end: without
+	// it in the ledger, or answered before that turn was admitted, that
+	// end has none.
+	res, err := check.Tree(path, &check.Ledger{Replies: ledger.Replies, Listings: ledger.Listings}, check.Options{Label: "questions"})
+	require.NoError(t, err)
+	var causes []check.Violation
+	for _, v := range res.Violations {
+		if v.Rule == check.RuleInterruptCause {
+			causes = append(causes, v)
+		}
+	}
+	require.Len(t, causes, 1, "the interrupt left out of the ledger")
+	l := *ledger
+	l.Interrupts = []check.Interrupt{{Session: "q", At: 1, Sent: 1, Answered: 1}}
+	res, err = check.Tree(path, &l, check.Options{Label: "questions"})
+	require.NoError(t, err)
+	n := 0
+	for _, v := range res.Violations {
+		if v.Rule == check.RuleInterruptCause {
+			n++
+		}
+	}
+	assert.Equal(t, 1, n, "an interrupt answered before the turn was admitted")
+}
