@@ -109,7 +109,8 @@ func (ck *checker) interruptedBefore(sid string, tr *turn, e *rec) bool {
 // a client's reply ended (a cancelled question, a rejected call): that
 // cancels the queue "exactly as POST …/interrupt would" (docs/api.md,
 // Questions), in the same transaction, so the end comes right before
-// e's run of cancellations in the session's log.
+// e's run of cancellations in the session's log, but for the job ends of
+// the turn's foreground children, which the end writes after it.
 func (ck *checker) cancelledWithReplyEnd(sid string, e *rec) bool {
 	if e.Type != event.PromptCancelled {
 		return false
@@ -117,7 +118,7 @@ func (ck *checker) cancelledWithReplyEnd(sid string, e *rec) bool {
 	log := ck.h.logs[sid]
 	for i := int(e.Seq) - 2; i >= 0 && i < len(log); i-- {
 		prev := &log[i]
-		if prev.Type == event.PromptCancelled {
+		if prev.Type == event.PromptCancelled || prev.Type == event.JobEnded {
 			continue
 		}
 		tr := ck.turns[prev.p.PromptID]
