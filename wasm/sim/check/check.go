@@ -861,15 +861,26 @@ func (ck *checker) effects(l *Ledger) {
 			// Whatever ended the turn, and whether or not this interrupt
 			// found anything left to stop, its answer comes only once the
 			// turn's work below it has stopped.
-			ck.descendantsStopped(in, pid)
+			ck.descendantsStopped(answer{what: "an interrupt of " + in.Session, at: in.At, pos: in.Answered}, pid)
 		}
+	}
+	// A reply that ended its turn (a cancelled question, a plain reject)
+	// stops the turn's foreground descendants as an interrupt does, before
+	// its answer.
+	for _, r := range l.Replies {
+		q := ck.questions[r.Question]
+		if r.Status != 200 || r.Answered == 0 || q == nil || !endsByReply(q.resolved) || q.resolved.p.ResponseID != r.ResponseID {
+			continue
+		}
+		ck.descendantsStopped(answer{what: "a reply ending the turn at " + r.Question, at: r.At, pos: r.Answered}, q.prompt)
 	}
 	for _, z := range l.ZombieCommits {
 		ck.fail("", nil, RuleZombie, "boot %d went past the fence with %s at %d, after boot %d took over", z.Boot, z.What, z.At, z.Latest)
 	}
 }
 
-// descendantsStopped: an interrupt answers 200 only once the task turns
+// descendantsStopped: an interrupt (or a reply that ends its turn)
+// answers 200 only once the task turns
 // of the foreground children of turn prompt, which ended by then, have
 // stopped, and theirs in turn (a grandchild at work for a child parked on
 // it): their jobs ended with the turn, so nothing waits for them any more.
@@ -880,7 +891,7 @@ func (ck *checker) effects(l *Ledger) {
 // announced, no success. A stop written after it (an interrupted or
 // failed end, a cut) is not work: another interrupt racing this one may
 // be the one waiting for it, and storage may hold it back.
-func (ck *checker) descendantsStopped(in Interrupt, prompt string) {
+func (ck *checker) descendantsStopped(in answer, prompt string) {
 	for _, child := range slices.Sorted(maps.Keys(ck.sub.jobs)) {
 		j := ck.sub.jobs[child]
 		if j.background || ck.promptOfCall(j.call) != prompt {
@@ -891,15 +902,22 @@ func (ck *checker) descendantsStopped(in Interrupt, prompt string) {
 			continue
 		}
 		switch {
-		case tr.work != nil && committedAfter(tr.work, in.Answered):
-			ck.fail(j.child, tr.work, RuleAfterInterrupt, "an interrupt of %s answered 200 at %d (commit position %d), and the task turn %s of its descendant %s went on: %s at gseq %d",
-				in.Session, in.At, in.Answered, tr.id, j.child, tr.work.Type, tr.work.gseq)
-		case tr.end != nil && tr.end.Type == event.ExecutionSucceeded && committedAfter(tr.end, in.Answered):
-			ck.fail(j.child, tr.end, RuleAfterInterrupt, "an interrupt of %s answered 200 at %d (commit position %d), and the task turn %s of its descendant %s succeeded after it (gseq %d)",
-				in.Session, in.At, in.Answered, tr.id, j.child, tr.end.gseq)
+		case tr.work != nil && committedAfter(tr.work, in.pos):
+			ck.fail(j.child, tr.work, RuleAfterInterrupt, "%s answered 200 at %d (commit position %d), and the task turn %s of its descendant %s went on: %s at gseq %d",
+				in.what, in.at, in.pos, tr.id, j.child, tr.work.Type, tr.work.gseq)
+		case tr.end != nil && tr.end.Type == event.ExecutionSucceeded && committedAfter(tr.end, in.pos):
+			ck.fail(j.child, tr.end, RuleAfterInterrupt, "%s answered 200 at %d (commit position %d), and the task turn %s of its descendant %s succeeded after it (gseq %d)",
+				in.what, in.at, in.pos, tr.id, j.child, tr.end.gseq)
 		}
 		ck.descendantsStopped(in, tr.id)
 	}
+}
+
+// answer is a client's request that ended a turn, answered 200: what it
+// was, when (virtual ms) and the commit position then.
+type answer struct {
+	what    string
+	at, pos int64
 }
 
 // committedBy reports whether e was committed by commit position pos (the

@@ -12,7 +12,9 @@
 //     and the task turns of the foreground descendants of those turns
 //     (children, and a grandchild under a parked child), whether this
 //     interrupt or something before it ended them, do no new work after
-//     that answer: no step, no tool body, no success;
+//     that answer: no step, no tool body, no success; nor do those of a
+//     turn a client's reply ended (a cancelled question, a plain reject)
+//     after the reply's answer;
 //   - resume attempts are counted one by one and never run past the
 //     budget: the count past it fails the turn at once, and an open turn
 //     goes on only through a counted resume or its scheduled retry;

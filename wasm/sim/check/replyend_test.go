@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"strings"
 	"testing"
 	"time"
 
@@ -88,20 +89,45 @@ func TestAReplyEndingATurnWithAChildCancelsItsQueue(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, qs, 1)
 	body, _ := json.Marshal(map[string]any{"cancel": true})
+	sent := maxGseq(t, tr.Path)
 	_, err = n.Inst.Reply(context.Background(), s, qs[0].ID, core.Reply{Kind: event.KindQuestion, ResponseID: "r1", Cancel: true})
 	require.NoError(t, err)
+	answered := maxGseq(t, tr.Path)
 	n.Idle()
 	require.Equal(t, "cancelled", tr.PromptState(queued))
 	require.NotEmpty(t, treetest.OfType(tr.Events(s), event.JobEnded))
 	n.Crash()
 	checkpointed(t, tr.Path)
 
-	l := &check.Ledger{Replies: []check.Reply{{Session: s, Question: qs[0].ID, ResponseID: "r1", Cancel: true, Body: string(body), Status: 200}}}
-	res, err := check.Tree(tr.Path, l, check.Options{Label: "reply end"})
-	require.NoError(t, err)
-	var all []string
-	for _, v := range res.Violations {
-		all = append(all, v.String())
+	l := &check.Ledger{Replies: []check.Reply{{Session: s, Question: qs[0].ID, ResponseID: "r1", Cancel: true, Body: string(body), Status: 200, Sent: sent, Answered: answered}}}
+	violations := func(path string) []string {
+		res, err := check.Tree(path, l, check.Options{Label: "reply end"})
+		require.NoError(t, err)
+		var all []string
+		for _, v := range res.Violations {
+			all = append(all, v.String())
+		}
+		return all
 	}
-	assert.Empty(t, all)
+	assert.Empty(t, violations(tr.Path))
+
+	// The reply's answer comes once the child has stopped: an answer
+	// before the child's last work (here, its step) is one that let the
+	// child go on.
+	early := *l
+	early.Replies = []check.Reply{l.Replies[0]}
+	early.Replies[0].Answered = queryInt(t, tr.Path, `SELECT MAX(gseq) FROM events WHERE session_id = 'q.1' AND type = '`+string(event.StepStarted)+`'`) - 1
+	res, err := check.Tree(tr.Path, &early, check.Options{Label: "reply end"})
+	require.NoError(t, err)
+	var found bool
+	for _, v := range res.Violations {
+		found = found || v.Rule == check.RuleAfterInterrupt && strings.Contains(v.Detail, "a reply ending the turn at "+qs[0].ID+" answered 200")
+	}
+	assert.True(t, found, "%v", res.Violations)
+}
+
+// maxGseq is the tree's commit position.
+func maxGseq(t *testing.T, path string) int64 {
+	t.Helper()
+	return queryInt(t, path, `SELECT COALESCE(MAX(gseq), 0) FROM events`)
 }
