@@ -58,8 +58,9 @@
 // some (check.RuleCutKeeps). Prompts with /ask park their turn on a
 // question; the clients list the pending questions (polling, after every
 // boot, and when the tree goes quiet) and answer, cancel, race two
-// answers, repeat a response_id, race a reply with an interrupt, or put
-// the question off past more kills (questions.go); the nemesis now and
+// answers, repeat a response_id (now and then with another body), race a
+// reply with an interrupt, or put the question off past more kills
+// (questions.go); the nemesis now and
 // then kills right after a reply's commit, from a small reserve of the
 // kill budget kept for replies. Calls of the ahook tool ask for permission
 // first (its default is ask); the same clients list the pending requests

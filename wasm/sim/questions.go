@@ -28,7 +28,7 @@ const (
 	planAnswer replyPlan = iota
 	planCancel
 	planRace          // two different answers at the same instant
-	planRepeat        // the same response_id and body twice
+	planRepeat        // the same response_id twice: mostly with the same body, now and then with another
 	planRaceInterrupt // a reply and an interrupt at the same instant
 	planLater         // not now: at a later listing
 )
@@ -214,6 +214,13 @@ func (t *tree) planReply(q listed) {
 		r := t.newReply(q, a.rng.IntN(4) == 0, path)
 		t.addReply(at, r)
 		again := *r
+		if a.rng.IntN(3) == 0 {
+			// A client that reuses a response_id for another reply: only
+			// one of the two bodies may win, the other is refused 409.
+			again = *t.newReply(q, false, path)
+			again.responseID, again.always = r.responseID, false
+			again.body = withResponseID(again.body, r.responseID)
+		}
 		t.addReply(at+int64(a.rng.IntN(2)*a.rng.IntN(2000)), &again)
 	case planRaceInterrupt:
 		r := t.newReply(q, a.rng.IntN(3) == 0, path)
@@ -270,6 +277,17 @@ func (t *tree) newReply(q listed, cancel bool, path string) *replySpec {
 	}
 	r.body, _ = json.Marshal(body)
 	return r
+}
+
+// withResponseID is a reply body with its response_id replaced.
+func withResponseID(body []byte, id string) []byte {
+	var m map[string]any
+	if json.Unmarshal(body, &m) != nil {
+		return body
+	}
+	m["response_id"] = id
+	out, _ := json.Marshal(m)
+	return out
 }
 
 // addReply schedules a reply, entering it in the ledger as sent (status 0

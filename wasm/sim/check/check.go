@@ -160,6 +160,7 @@ func Tree(path string, ledger *Ledger, opts Options) (Result, error) {
 	ck.quiescence()
 	ck.effects(ledger)
 	ck.replies(ledger)
+	ck.oneBodyPerResponse(ledger)
 	ck.approvals()
 	ck.alwaysRules()
 	ck.observed(ledger)

@@ -42,7 +42,9 @@
 //     interrupt, never by a kill, shutdown or eviction; every listing the
 //     API answered shows exactly the questions asked and not resolved
 //     around it; a reply is answered 200 only as the winner (or its
-//     repeat), 409 only naming the winner, 404 never for an asked question;
+//     repeat with the same body: another body under its response_id is
+//     another reply), 409 only naming the winner, 404 never for an asked
+//     question;
 //     a parked turn writes nothing, is not resumed, and continues (cause
 //     resolution) once, only after every question of its park is
 //     answered; a turn waiting for an answer, and the prompts queued

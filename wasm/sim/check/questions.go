@@ -475,6 +475,35 @@ func (ck *checker) replies(l *Ledger) {
 	}
 }
 
+// oneBodyPerResponse: a response_id names one reply. The same id with
+// another body is a different reply, refused 409 once the first won, so
+// replies to a question answered 200 under one id all carry one body.
+func (ck *checker) oneBodyPerResponse(l *Ledger) {
+	first := map[[2]string]string{} // question and response_id → the body answered 200
+	for _, r := range l.Replies {
+		if r.Status != 200 {
+			continue
+		}
+		k := [2]string{r.Question, r.ResponseID}
+		body, seen := first[k]
+		switch {
+		case !seen:
+			first[k] = r.Body
+		case body != r.Body:
+			ck.fail(r.Session, ck.resolutionOf(r.Question), RuleQuestionOnce, "reply %s to question %s is answered 200 with two different bodies (%s, then %s): the second is another reply and must be refused",
+				r.ResponseID, r.Question, body, r.Body)
+		}
+	}
+}
+
+// resolutionOf is a question's first resolution (nil if none or unknown).
+func (ck *checker) resolutionOf(id string) *rec {
+	if q := ck.questions[id]; q != nil {
+		return q.resolved
+	}
+	return nil
+}
+
 // sameReplies reports whether every reply with r's response_id to r's
 // question had the same body.
 func sameReplies(l *Ledger, r Reply) bool {

@@ -58,6 +58,8 @@ func TestBrokenQuestionHistoriesAreCaught(t *testing.T) {
 			ledger: func(l *check.Ledger) { l.Replies[1].Winner = "r2" }},
 		{name: "the winner's repeat refused", want: check.RuleQuestionOnce, detail: "although it is the winner",
 			ledger: func(l *check.Ledger) { l.Replies[2].Status, l.Replies[2].Winner = 409, "r1" }},
+		{name: "another body under the winner's response_id answered 200", want: check.RuleQuestionOnce, detail: "answered 200 with two different bodies",
+			ledger: func(l *check.Ledger) { l.Replies[2].Body = strings.Replace(l.Replies[2].Body, "green", "red", 1) }},
 		{name: "answered by no client", want: check.RuleQuestionByClient, detail: "which no client sent",
 			sql: []string{fmt.Sprintf(`UPDATE events SET data = json_set(data, '$.response_id', 'ghost') WHERE session_id = 'q' AND seq = %d`, answeredSeq)}},
 		{name: "answered without a response id (by the sweep)", want: check.RuleQuestionByClient, detail: "without a response_id",
