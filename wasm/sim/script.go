@@ -165,6 +165,9 @@ func directive(line string) (name, args string, ok bool) {
 //   - a foreground child that answers at once, beside a question: the
 //     child's end resolves its task blocker while the question is pending,
 //     which must not continue the parent (nor take its claim);
+//   - a foreground child that sleeps beside a question: a reply that
+//     cancels the question ends the turn and must stop the child before
+//     it answers;
 //   - a foreground child that asks, beside a question: two waits in one
 //     step, answered in either order;
 //   - a question beside a foreground child (the other order);
@@ -186,9 +189,12 @@ func (w *workload) multiStep(a *action, n int) []string {
 	childAsk := fmt.Sprintf("/ask question %d.9: which colour, child?", n)
 	a.tasks = true
 	switch w.rng.IntN(10) {
-	case 0, 1:
+	case 0:
 		a.ask = true
 		return []string{"/task " + say, "+" + ask(1)}
+	case 1:
+		a.ask = true
+		return []string{fmt.Sprintf("/task /sleep %ds", 2+w.rng.IntN(7)), "+" + ask(1)}
 	case 2:
 		a.ask = true
 		return []string{"/task " + childAsk, "+" + ask(1)}
