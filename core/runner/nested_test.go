@@ -210,74 +210,37 @@ func nothingAfterEnd(t *testing.T, tr *treetest.Tree, sid string, typ event.Type
 func TestInterruptingARootParkedOnADeepChain(t *testing.T) {
 	for _, depth := range []int{2, 3} {
 		t.Run(fmt.Sprintf("depth%d", depth), func(t *testing.T) {
-			clean := treetest.New(t)
-			n, _ := chainAsking(t, clean, offline.New(nil, offline.Options{}), depth)
-			base := n.Kill.Commits()
-			did, err := n.Inst.Interrupt(ctx, "root", event.ReasonUser)
-			require.NoError(t, err)
-			require.True(t, did)
-			n.Idle()
-			commits := n.Kill.Commits() - base
-			require.Positive(t, commits)
-
-			for i := 0; i <= commits; i++ {
-				for _, after := range []bool{false, true} {
-					if i == 0 && after {
-						continue
+			killEveryCommitOf(t, depth, func(n *treetest.Node) {
+				_, _ = n.Inst.Interrupt(ctx, "root", event.ReasonUser)
+			}, func(t *testing.T, tr *treetest.Tree, n *treetest.Node, q core.Blocker) {
+				jobs := map[string]string{}
+				for d, sid := range chain(depth) {
+					nothingAfterEnd(t, tr, sid, event.ExecutionInterrupted, event.ReasonUser)
+					if d < depth {
+						assert.Len(t, treetest.OfType(tr.Events(sid), event.TaskCancelled), 1, sid)
 					}
-					t.Run(fmt.Sprintf("commit%02d/after=%v", i, after), func(t *testing.T) {
-						tr := treetest.New(t)
-						m := &countingModel{inner: offline.New(nil, offline.Options{}), tr: tr}
-						n, q := chainAsking(t, tr, m, depth)
-						if i > 0 {
-							n.Kill.KillAt(i, after)
-						}
-						did, err := n.Inst.Interrupt(ctx, "root", event.ReasonUser)
-						if i > 0 {
-							<-n.Kill.Died()
-							n.Crash()
-							n = tr.Boot(taskRunner(t, tr, m, runner.NewConfig(), tool.QuestionTool()))
-							// The client, with no answer, interrupts again.
-							_, err = n.Inst.Interrupt(ctx, "root", event.ReasonUser)
-							require.NoError(t, err)
-						} else {
-							require.NoError(t, err)
-							require.True(t, did)
-						}
-						n.Idle()
-						jobs := map[string]string{}
-						for d, sid := range chain(depth) {
-							nothingAfterEnd(t, tr, sid, event.ExecutionInterrupted, event.ReasonUser)
-							if d < depth {
-								assert.Len(t, treetest.OfType(tr.Events(sid), event.TaskCancelled), 1, sid)
-							}
-							if d > 0 {
-								jobs[sid] = "ended"
-							}
-						}
-						asker := fmt.Sprintf("root.%d", depth)
-						assert.Len(t, treetest.OfType(tr.Events(asker), event.QuestionCancelled), 1)
-						assert.Empty(t, questions(t, n, "root"))
-						_, err = n.Inst.Reply(ctx, "root", q.ID, core.Reply{Kind: event.KindQuestion, ResponseID: "late", Answers: [][]string{{"green"}}})
-						assert.ErrorIs(t, err, core.ErrConflict, "the cancelled question takes no reply")
-						assert.Equal(t, jobs, jobStates(tr))
-						assert.Empty(t, m.Violations())
-						noClaims(t, tr)
-						rebuildEquals(t, tr)
-					})
+					if d > 0 {
+						jobs[sid] = "ended"
+					}
 				}
-			}
+				assert.Len(t, treetest.OfType(tr.Events(q.SessionID), event.QuestionCancelled), 1)
+				assert.Empty(t, questions(t, n, "root"))
+				_, err := n.Inst.Reply(ctx, "root", q.ID, core.Reply{Kind: event.KindQuestion, ResponseID: "late", Answers: [][]string{{"green"}}})
+				assert.ErrorIs(t, err, core.ErrConflict, "the cancelled question takes no reply")
+				assert.Equal(t, jobs, jobStates(tr))
+			})
 		})
 	}
 }
 
-// killEveryCommitOf runs act on a fresh parked chain of depth 2 (set up
-// by chainAsking) once cleanly to count its commits up to idle, then for
-// every commit and each side of it kills there, boots again, calls
-// act again (the client retries what got no answer) and check.
-func killEveryCommitOf(t *testing.T, act func(n *treetest.Node), check func(t *testing.T, tr *treetest.Tree, n *treetest.Node, q core.Blocker)) {
+// killEveryCommitOf runs act on a fresh parked chain of depth (set up by
+// chainAsking) once cleanly to count its commits up to idle, then, with
+// no kill and for every commit and each side of it, kills there, boots
+// again, calls act again (the client retries what got no answer) and
+// check.
+func killEveryCommitOf(t *testing.T, depth int, act func(n *treetest.Node), check func(t *testing.T, tr *treetest.Tree, n *treetest.Node, q core.Blocker)) {
 	clean := treetest.New(t)
-	n, _ := chainAsking(t, clean, offline.New(nil, offline.Options{}), 2)
+	n, _ := chainAsking(t, clean, offline.New(nil, offline.Options{}), depth)
 	base := n.Kill.Commits()
 	act(n)
 	n.Idle()
@@ -291,7 +254,7 @@ func killEveryCommitOf(t *testing.T, act func(n *treetest.Node), check func(t *t
 			t.Run(fmt.Sprintf("commit%02d/after=%v", i, after), func(t *testing.T) {
 				tr := treetest.New(t)
 				m := &countingModel{inner: offline.New(nil, offline.Options{}), tr: tr}
-				n, q := chainAsking(t, tr, m, 2)
+				n, q := chainAsking(t, tr, m, depth)
 				if i > 0 {
 					n.Kill.KillAt(i, after)
 					act(n)
@@ -316,7 +279,7 @@ func killEveryCommitOf(t *testing.T, act func(n *treetest.Node), check func(t *t
 // cancelled, and the root, whose call waited for the child, gets the
 // child's end as its call's result and goes on to succeed, once.
 func TestInterruptingTheMiddleOfADeepChain(t *testing.T) {
-	killEveryCommitOf(t, func(n *treetest.Node) {
+	killEveryCommitOf(t, 2, func(n *treetest.Node) {
 		_, _ = n.Inst.Interrupt(ctx, "root.1", event.ReasonUser)
 	}, func(t *testing.T, tr *treetest.Tree, n *treetest.Node, q core.Blocker) {
 		nothingAfterEnd(t, tr, "root.2", event.ExecutionInterrupted, event.ReasonUser)
@@ -338,7 +301,7 @@ func TestInterruptingTheMiddleOfADeepChain(t *testing.T) {
 // turn and the grandchild's (interrupted{user}) but not that prompt, which
 // runs next as a turn of the child's own and succeeds once.
 func TestRootInterruptKeepsAChildsOwnPromptUnderADeepChain(t *testing.T) {
-	killEveryCommitOf(t, func(n *treetest.Node) {
+	killEveryCommitOf(t, 2, func(n *treetest.Node) {
 		// Sent again after a kill: the same prompt (the check below finds
 		// it admitted once and run).
 		_, _ = n.Inst.Admit(ctx, "root.1", core.PromptInput{ClientID: "mine", Text: "my own words"})

@@ -176,3 +176,18 @@ func tamper(t *testing.T, path string, stmts ...string) {
 }
 
 var _ core.Driver = (*runner.Runner)(nil)
+
+// violationsOf judges the tree at path with ledger and lists its
+// violations of rule.
+func violationsOf(t *testing.T, path string, ledger *check.Ledger, rule check.Rule) []string {
+	t.Helper()
+	res, err := check.Tree(path, ledger, check.Options{Label: "tree"})
+	require.NoError(t, err)
+	var out []string
+	for _, v := range res.Violations {
+		if v.Rule == rule {
+			out = append(out, v.String())
+		}
+	}
+	return out
+}

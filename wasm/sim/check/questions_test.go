@@ -200,15 +200,7 @@ func TestInterruptCauseIsAReplyThatEndsTheTurn(t *testing.T) {
 		p := copyTree(t, path)
 		tamper(t, p, fmt.Sprintf(`UPDATE events SET type = '%s', data = json_set(data, '$.reply', json('%s')) WHERE session_id = 'q' AND seq = %s`,
 			event.PermissionRejected, reply, eventOf(event.QuestionCancelled, qs.cancelled)))
-		res, err := check.Tree(p, ledger, check.Options{Label: "questions"})
-		require.NoError(t, err)
-		var out []string
-		for _, v := range res.Violations {
-			if v.Rule == check.RuleInterruptCause {
-				out = append(out, v.String())
-			}
-		}
-		return out
+		return violationsOf(t, p, ledger, check.RuleInterruptCause)
 	}
 	assert.Empty(t, causeless(`{}`), "a plain reject ends the turn")
 	got := causeless(`{"message":"not now"}`)
@@ -218,24 +210,9 @@ func TestInterruptCauseIsAReplyThatEndsTheTurn(t *testing.T) {
 	// The fixture's interrupt is the cause of the third turn's end: without
 	// it in the ledger, or answered before that turn was admitted, that
 	// end has none.
-	res, err := check.Tree(path, &check.Ledger{Replies: ledger.Replies, Listings: ledger.Listings}, check.Options{Label: "questions"})
-	require.NoError(t, err)
-	var causes []check.Violation
-	for _, v := range res.Violations {
-		if v.Rule == check.RuleInterruptCause {
-			causes = append(causes, v)
-		}
-	}
-	require.Len(t, causes, 1, "the interrupt left out of the ledger")
+	assert.Len(t, violationsOf(t, path, &check.Ledger{Replies: ledger.Replies, Listings: ledger.Listings}, check.RuleInterruptCause), 1,
+		"the interrupt left out of the ledger")
 	l := *ledger
 	l.Interrupts = []check.Interrupt{{Session: "q", At: 1, Sent: 1, Answered: 1}}
-	res, err = check.Tree(path, &l, check.Options{Label: "questions"})
-	require.NoError(t, err)
-	n := 0
-	for _, v := range res.Violations {
-		if v.Rule == check.RuleInterruptCause {
-			n++
-		}
-	}
-	assert.Equal(t, 1, n, "an interrupt answered before the turn was admitted")
+	assert.Len(t, violationsOf(t, path, &l, check.RuleInterruptCause), 1, "an interrupt answered before the turn was admitted")
 }

@@ -191,19 +191,8 @@ func TestTaskEndReasonAcceptsAnInterruptOfTheChild(t *testing.T) {
 	p := copyTree(t, path)
 	tamper(t, p, fmt.Sprintf(`UPDATE events SET type = '%s', data = json_set(data, '$.type', 'model', '$.message', 'planted') WHERE session_id = 'p' AND seq = (SELECT MIN(seq) FROM events WHERE session_id = 'p' AND type = '%s')`,
 		event.ExecutionFailed, event.ExecutionInterrupted))
-	reasons := func(l *check.Ledger) []string {
-		res, err := check.Tree(p, l, check.Options{Label: "tasks"})
-		require.NoError(t, err)
-		var out []string
-		for _, v := range res.Violations {
-			if v.Rule == check.RuleTaskEndReason {
-				out = append(out, v.String())
-			}
-		}
-		return out
-	}
-	assert.Len(t, reasons(clean), 1, "the parent failed and nobody interrupted the child")
+	assert.Len(t, violationsOf(t, p, clean, check.RuleTaskEndReason), 1, "the parent failed and nobody interrupted the child")
 	l := *clean
 	l.InterruptsSent = append(append([]check.Interrupt(nil), l.InterruptsSent...), check.Interrupt{Session: "p.6"})
-	assert.Empty(t, reasons(&l), "an interrupt sent to the child")
+	assert.Empty(t, violationsOf(t, p, &l, check.RuleTaskEndReason), "an interrupt sent to the child")
 }
