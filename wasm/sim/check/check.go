@@ -45,8 +45,9 @@ const (
 var Rules = []Rule{RuleEnds, RuleQuiescence, RuleAfterInterrupt, RuleBudget, RuleEffects,
 	RuleSeqs, RuleProjections, RuleNotices, RuleSteps, RuleZombie, RuleSettled, RuleCutKeeps, RuleWakeArmed, RuleClaimed, RuleBootResumes,
 	RuleEmits, RuleQuestionOnce, RuleQuestionByClient, RuleQuestionListed, RuleContinuation,
-	RuleApproval, RuleAlways, RuleChildOnce, RuleNoticeOnce, RuleJobSettled, RuleOrphanChild, RuleTaskResult, RuleChildOwnPrompt,
-	RuleWakeDue, RuleWakeLoop, RuleRetryNotEarly, RuleRetryBudget, RuleRetryDelay, RuleRetryHint}
+	RuleApproval, RuleAlways, RuleChildOnce, RuleNoticeOnce, RuleJobSettled, RuleOrphanChild, RuleTaskResult, RuleTaskEndReason,
+	RuleChildOwnPrompt, RuleInterruptCause, RuleWakeDue, RuleWakeLoop, RuleRetryNotEarly, RuleRetryBudget, RuleRetryDelay, RuleRetryHint,
+	RuleRetryNotResumed, RuleRetryOwned}
 
 // Violation is one broken invariant, tied to the first event that shows it
 // when there is one.

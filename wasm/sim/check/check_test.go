@@ -2,6 +2,8 @@ package check_test
 
 import (
 	"fmt"
+	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -349,4 +351,28 @@ func queryInt(t *testing.T, path, query string) int64 {
 	defer st.Close()
 	require.True(t, st.Step(), query)
 	return st.ColumnInt64(0)
+}
+
+// Rules names every rule the package defines, each once.
+func TestRulesListsEveryRule(t *testing.T) {
+	src, err := os.ReadDir(".")
+	require.NoError(t, err)
+	defined := map[check.Rule]bool{}
+	re := regexp.MustCompile(`(?m)^\s*(?:const\s+)?Rule\w+\s+(?:Rule\s+)?=\s+"([a-z-]+)"`)
+	for _, f := range src {
+		if !strings.HasSuffix(f.Name(), ".go") || strings.HasSuffix(f.Name(), "_test.go") {
+			continue
+		}
+		b, err := os.ReadFile(f.Name())
+		require.NoError(t, err)
+		for _, m := range re.FindAllStringSubmatch(string(b), -1) {
+			defined[check.Rule(m[1])] = true
+		}
+	}
+	listed := map[check.Rule]bool{}
+	for _, r := range check.Rules {
+		assert.False(t, listed[r], "%s listed twice", r)
+		listed[r] = true
+	}
+	assert.Equal(t, defined, listed)
 }
