@@ -98,7 +98,8 @@ func TestDeepQuestionSurvivesKillAfterReply(t *testing.T) {
 			prompt := strings.Repeat("/task ", depth) + "/ask which colour?"
 			asker := fmt.Sprintf("root.%d", depth)
 			reply := core.Reply{Kind: event.KindQuestion, ResponseID: "r1", Answers: [][]string{{"green"}}}
-			ask := func(tr *treetest.Tree, m model.Model) (*treetest.Node, core.Blocker) {
+			ask := func(t *testing.T, tr *treetest.Tree, m model.Model) (*treetest.Node, core.Blocker) {
+				t.Helper()
 				n := tr.Boot(taskRunner(t, tr, m, runner.NewConfig(), tool.QuestionTool()))
 				n.NewSession("root")
 				n.Admit("root", prompt)
@@ -109,7 +110,7 @@ func TestDeepQuestionSurvivesKillAfterReply(t *testing.T) {
 				return n, qs[0]
 			}
 			clean := treetest.New(t)
-			n, q := ask(clean, offline.New(nil, offline.Options{}))
+			n, q := ask(t, clean, offline.New(nil, offline.Options{}))
 			base := n.Kill.Commits()
 			_, err := n.Inst.Reply(ctx, "root", q.ID, reply)
 			require.NoError(t, err)
@@ -122,7 +123,7 @@ func TestDeepQuestionSurvivesKillAfterReply(t *testing.T) {
 					t.Run(fmt.Sprintf("commit%02d/after=%v", i, after), func(t *testing.T) {
 						tr := treetest.New(t)
 						m := &countingModel{inner: offline.New(nil, offline.Options{}), tr: tr}
-						n, q := ask(tr, m)
+						n, q := ask(t, tr, m)
 						n.Kill.KillAt(i, after)
 						_, _ = n.Inst.Reply(ctx, "root", q.ID, reply)
 						<-n.Kill.Died()
@@ -319,4 +320,73 @@ func TestRootInterruptKeepsAChildsOwnPromptUnderADeepChain(t *testing.T) {
 		assert.Empty(t, questions(t, n, "root"))
 		assert.Equal(t, map[string]string{"root.1": "ended", "root.2": "ended"}, jobStates(tr))
 	})
+}
+
+// A background child's foreground grandchild that asks: the root's turn
+// ends at once (the call returns), and the root's interrupt, an idle
+// root's, leaves the whole background subtree waiting; the question is
+// still listed on the root's path and answered there, with the instance
+// killed at every commit from the reply to the end: the grandchild and
+// the child each end once, succeeded, the child's call settles once with
+// the answer, and the child's end admits exactly one notice to the root,
+// whose turn for it runs once.
+func TestBackgroundChildsAskingGrandchildOutlivesTheRootsInterrupt(t *testing.T) {
+	reply := core.Reply{Kind: event.KindQuestion, ResponseID: "r1", Answers: [][]string{{"green"}}}
+	ask := func(t *testing.T, tr *treetest.Tree, m model.Model) (*treetest.Node, core.Blocker) {
+		t.Helper()
+		n := tr.Boot(taskRunner(t, tr, m, runner.NewConfig(), tool.QuestionTool()))
+		n.NewSession("root")
+		pid := n.Admit("root", "/task --background /task /ask which colour?")
+		n.Idle()
+		require.Equal(t, "succeeded", tr.PromptState(pid), "the root's turn ended at once")
+		did, err := n.Inst.Interrupt(ctx, "root", event.ReasonUser)
+		require.NoError(t, err)
+		require.False(t, did, "the root is idle: nothing to interrupt")
+		qs := questions(t, n, "root")
+		require.Len(t, qs, 1, "the grandchild's question is still listed on the root")
+		require.Equal(t, "root.2", qs[0].SessionID)
+		return n, qs[0]
+	}
+	clean := treetest.New(t)
+	n, q := ask(t, clean, offline.New(nil, offline.Options{}))
+	base := n.Kill.Commits()
+	_, err := n.Inst.Reply(ctx, "root", q.ID, reply)
+	require.NoError(t, err)
+	n.Idle()
+	commits := n.Kill.Commits() - base
+	require.Greater(t, commits, 5)
+
+	for i := 1; i <= commits; i++ {
+		for _, after := range []bool{false, true} {
+			t.Run(fmt.Sprintf("commit%02d/after=%v", i, after), func(t *testing.T) {
+				tr := treetest.New(t)
+				m := &countingModel{inner: offline.New(nil, offline.Options{}), tr: tr}
+				n, q := ask(t, tr, m)
+				n.Kill.KillAt(i, after)
+				_, _ = n.Inst.Reply(ctx, "root", q.ID, reply)
+				<-n.Kill.Died()
+				n.Crash()
+				n2 := tr.Boot(taskRunner(t, tr, m, runner.NewConfig(), tool.QuestionTool()))
+				assert.Zero(t, n2.Report.Count(core.Release), "nothing released as an orphan: %+v", n2.Report)
+				_, err := n2.Inst.Reply(ctx, "root", q.ID, reply) // the client retries its reply
+				require.NoError(t, err)
+				n2.Idle()
+
+				assert.Equal(t, []string{"root", "root.1", "root.2"}, sessionsOf(tr))
+				endedOnce(t, tr, "root.2", 1)
+				endedOnce(t, tr, "root.1", 1)
+				endedOnce(t, tr, "root", 2) // its task turn and the notice's
+				sets := settlements(t, tr.Events("root.1"))
+				require.Len(t, sets, 1, "the child's call settled once")
+				assert.Contains(t, sets[0].Output, `"which colour?" → "green"`)
+				ps := prompts(tr, "root")
+				assert.Len(t, ps, 2, "the task prompt and one notice: %v", ps)
+				assert.Equal(t, "succeeded", ps[core.NoticeClientID("root.1", 1)], "%v", ps)
+				assert.Equal(t, map[string]string{"root.1": "ended", "root.2": "ended"}, jobStates(tr))
+				assert.Empty(t, m.Violations())
+				noClaims(t, tr)
+				rebuildEquals(t, tr)
+			})
+		}
+	}
 }
