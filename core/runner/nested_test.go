@@ -93,69 +93,68 @@ func TestNestedBackgroundGrandchildKilledAtEveryCommit(t *testing.T) {
 // the chain ends once and each waiting call settles once, carrying the
 // answer up; no model step is requested twice.
 func TestDeepQuestionSurvivesKillAfterReply(t *testing.T) {
+	reply := core.Reply{Kind: event.KindQuestion, ResponseID: "r1", Answers: [][]string{{"green"}}}
 	for _, depth := range []int{2, 3} {
 		t.Run(fmt.Sprintf("depth%d", depth), func(t *testing.T) {
-			prompt := strings.Repeat("/task ", depth) + "/ask which colour?"
-			asker := fmt.Sprintf("root.%d", depth)
-			reply := core.Reply{Kind: event.KindQuestion, ResponseID: "r1", Answers: [][]string{{"green"}}}
 			ask := func(t *testing.T, tr *treetest.Tree, m model.Model) (*treetest.Node, core.Blocker) {
-				t.Helper()
-				n := tr.Boot(taskRunner(t, tr, m, runner.NewConfig(), tool.QuestionTool()))
-				n.NewSession("root")
-				n.Admit("root", prompt)
-				n.Idle()
-				qs := questions(t, n, "root")
-				require.Len(t, qs, 1, "the question is listed on the root")
-				require.Equal(t, asker, qs[0].SessionID)
-				return n, qs[0]
+				return chainAsking(t, tr, m, depth)
 			}
-			clean := treetest.New(t)
-			n, q := ask(t, clean, offline.New(nil, offline.Options{}))
-			base := n.Kill.Commits()
-			_, err := n.Inst.Reply(ctx, "root", q.ID, reply)
-			require.NoError(t, err)
-			n.Idle()
-			commits := n.Kill.Commits() - base
-			require.Greater(t, commits, 5*depth)
-
-			for i := 1; i <= commits; i++ {
-				for _, after := range []bool{false, true} {
-					t.Run(fmt.Sprintf("commit%02d/after=%v", i, after), func(t *testing.T) {
-						tr := treetest.New(t)
-						m := &countingModel{inner: offline.New(nil, offline.Options{}), tr: tr}
-						n, q := ask(t, tr, m)
-						n.Kill.KillAt(i, after)
-						_, _ = n.Inst.Reply(ctx, "root", q.ID, reply)
-						<-n.Kill.Died()
-						n.Crash()
-
-						n2 := tr.Boot(taskRunner(t, tr, m, runner.NewConfig(), tool.QuestionTool()))
-						assert.Zero(t, n2.Report.Count(core.Release), "nothing released as an orphan: %+v", n2.Report)
-						_, err := n2.Inst.Reply(ctx, "root", q.ID, reply) // the client retries its reply
-						require.NoError(t, err)
-						n2.Idle()
-
-						sessions := []string{"root"}
-						for d := 1; d <= depth; d++ {
-							sessions = append(sessions, fmt.Sprintf("root.%d", d))
-						}
-						assert.Equal(t, sessions, sessionsOf(tr), "one session per level, none made twice")
-						for _, sid := range sessions {
-							endedOnce(t, tr, sid, 1)
-							sets := settlements(t, tr.Events(sid))
-							require.Len(t, sets, 1, "%s's call settled once", sid)
-							assert.Equal(t, event.OutcomeOK, sets[0].Outcome, sid)
-							assert.Contains(t, sets[0].Output, `"which colour?" → "green"`, sid)
-						}
-						assert.Len(t, treetest.OfType(tr.Events(asker), event.QuestionAnswered), 1)
-						assert.Equal(t, 1, startedWith(t, tr.Events("root"), event.CauseResolution), "the root continued once from its child's end")
-						assert.Empty(t, m.Violations())
-						noClaims(t, tr)
-						rebuildEquals(t, tr)
-					})
+			killEveryCommitAfterReply(t, reply, ask, func(t *testing.T, tr *treetest.Tree) {
+				sessions := chain(depth)
+				assert.Equal(t, sessions, sessionsOf(tr), "one session per level, none made twice")
+				for _, sid := range sessions {
+					endedOnce(t, tr, sid, 1)
+					sets := settlements(t, tr.Events(sid))
+					require.Len(t, sets, 1, "%s's call settled once", sid)
+					assert.Equal(t, event.OutcomeOK, sets[0].Outcome, sid)
+					assert.Contains(t, sets[0].Output, `"which colour?" → "green"`, sid)
 				}
-			}
+				assert.Len(t, treetest.OfType(tr.Events(fmt.Sprintf("root.%d", depth)), event.QuestionAnswered), 1)
+				assert.Equal(t, 1, startedWith(t, tr.Events("root"), event.CauseResolution), "the root continued once from its child's end")
+			})
 		})
+	}
+}
+
+// killEveryCommitAfterReply sets a tree up with ask (a question pending),
+// replies to it once cleanly to count the commits up to idle, then for
+// every commit and each side of it kills there, boots again (asserting
+// the sweep released nothing as an orphan), replies again (the client
+// retries) and calls check; no model step may be asked twice, no claim
+// left, and the projections must rebuild from the log.
+func killEveryCommitAfterReply(t *testing.T, reply core.Reply, ask func(t *testing.T, tr *treetest.Tree, m model.Model) (*treetest.Node, core.Blocker), check func(t *testing.T, tr *treetest.Tree)) {
+	t.Helper()
+	clean := treetest.New(t)
+	n, q := ask(t, clean, offline.New(nil, offline.Options{}))
+	base := n.Kill.Commits()
+	_, err := n.Inst.Reply(ctx, "root", q.ID, reply)
+	require.NoError(t, err)
+	n.Idle()
+	commits := n.Kill.Commits() - base
+	require.Greater(t, commits, 5)
+
+	for i := 1; i <= commits; i++ {
+		for _, after := range []bool{false, true} {
+			t.Run(fmt.Sprintf("commit%02d/after=%v", i, after), func(t *testing.T) {
+				tr := treetest.New(t)
+				m := &countingModel{inner: offline.New(nil, offline.Options{}), tr: tr}
+				n, q := ask(t, tr, m)
+				n.Kill.KillAt(i, after)
+				_, _ = n.Inst.Reply(ctx, "root", q.ID, reply)
+				<-n.Kill.Died()
+				n.Crash()
+
+				n2 := tr.Boot(taskRunner(t, tr, m, runner.NewConfig(), tool.QuestionTool()))
+				assert.Zero(t, n2.Report.Count(core.Release), "nothing released as an orphan: %+v", n2.Report)
+				_, err := n2.Inst.Reply(ctx, "root", q.ID, reply) // the client retries its reply
+				require.NoError(t, err)
+				n2.Idle()
+				check(t, tr)
+				assert.Empty(t, m.Violations())
+				noClaims(t, tr)
+				rebuildEquals(t, tr)
+			})
+		}
 	}
 }
 
@@ -347,46 +346,17 @@ func TestBackgroundChildsAskingGrandchildOutlivesTheRootsInterrupt(t *testing.T)
 		require.Equal(t, "root.2", qs[0].SessionID)
 		return n, qs[0]
 	}
-	clean := treetest.New(t)
-	n, q := ask(t, clean, offline.New(nil, offline.Options{}))
-	base := n.Kill.Commits()
-	_, err := n.Inst.Reply(ctx, "root", q.ID, reply)
-	require.NoError(t, err)
-	n.Idle()
-	commits := n.Kill.Commits() - base
-	require.Greater(t, commits, 5)
-
-	for i := 1; i <= commits; i++ {
-		for _, after := range []bool{false, true} {
-			t.Run(fmt.Sprintf("commit%02d/after=%v", i, after), func(t *testing.T) {
-				tr := treetest.New(t)
-				m := &countingModel{inner: offline.New(nil, offline.Options{}), tr: tr}
-				n, q := ask(t, tr, m)
-				n.Kill.KillAt(i, after)
-				_, _ = n.Inst.Reply(ctx, "root", q.ID, reply)
-				<-n.Kill.Died()
-				n.Crash()
-				n2 := tr.Boot(taskRunner(t, tr, m, runner.NewConfig(), tool.QuestionTool()))
-				assert.Zero(t, n2.Report.Count(core.Release), "nothing released as an orphan: %+v", n2.Report)
-				_, err := n2.Inst.Reply(ctx, "root", q.ID, reply) // the client retries its reply
-				require.NoError(t, err)
-				n2.Idle()
-
-				assert.Equal(t, []string{"root", "root.1", "root.2"}, sessionsOf(tr))
-				endedOnce(t, tr, "root.2", 1)
-				endedOnce(t, tr, "root.1", 1)
-				endedOnce(t, tr, "root", 2) // its task turn and the notice's
-				sets := settlements(t, tr.Events("root.1"))
-				require.Len(t, sets, 1, "the child's call settled once")
-				assert.Contains(t, sets[0].Output, `"which colour?" → "green"`)
-				ps := prompts(tr, "root")
-				assert.Len(t, ps, 2, "the task prompt and one notice: %v", ps)
-				assert.Equal(t, "succeeded", ps[core.NoticeClientID("root.1", 1)], "%v", ps)
-				assert.Equal(t, map[string]string{"root.1": "ended", "root.2": "ended"}, jobStates(tr))
-				assert.Empty(t, m.Violations())
-				noClaims(t, tr)
-				rebuildEquals(t, tr)
-			})
-		}
-	}
+	killEveryCommitAfterReply(t, reply, ask, func(t *testing.T, tr *treetest.Tree) {
+		assert.Equal(t, []string{"root", "root.1", "root.2"}, sessionsOf(tr))
+		endedOnce(t, tr, "root.2", 1)
+		endedOnce(t, tr, "root.1", 1)
+		endedOnce(t, tr, "root", 2) // its task turn and the notice's
+		sets := settlements(t, tr.Events("root.1"))
+		require.Len(t, sets, 1, "the child's call settled once")
+		assert.Contains(t, sets[0].Output, `"which colour?" → "green"`)
+		ps := prompts(tr, "root")
+		assert.Len(t, ps, 2, "the task prompt and one notice: %v", ps)
+		assert.Equal(t, "succeeded", ps[core.NoticeClientID("root.1", 1)], "%v", ps)
+		assert.Equal(t, map[string]string{"root.1": "ended", "root.2": "ended"}, jobStates(tr))
+	})
 }
