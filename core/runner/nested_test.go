@@ -20,8 +20,10 @@ import (
 // Sub-agents nest (DESIGN §10): a child's own task call makes a grandchild,
 // {root}.2, whose end the child waits for (foreground) or hears of by a
 // notice in its own queue (background), while the root waits for the
-// child. These are the depth-1 kill tests one level down: every commit of
-// the three sessions' turns, killed on each side.
+// child. These are the depth-1 tests one and two levels down: kills at
+// every commit of the sessions' turns, questions asked below and answered
+// on the root's path, interrupts of the root and of the middle of a
+// chain, and a client's own prompt to a child kept through them.
 
 // endedOnce asserts that session sid ran exactly its want turns, each
 // ended once and succeeded.
