@@ -100,9 +100,54 @@ type Execution struct {
 	// a turn that fails on storage keeps everything received (docs/api.md).
 	cuts map[string]event.Cut
 
+	// asking counts the interrupt requests waiting for x to stop, and
+	// givenUpAt is the session's last event seq when the latest one that
+	// gave up answered its error: see interruptCutoff.
+	asking    int
+	gaveUp    bool
+	givenUpAt int64
+
 	// failed: finish recorded the turn's end as failed (read by drain,
-	// after finish, on the same goroutine).
-	failed bool
+	// after finish, on the same goroutine). lateInterrupt: it recorded an
+	// interrupt no request waited for, so drain stops the turn's children.
+	failed, lateInterrupt bool
+}
+
+// interruptAsked notes an interrupt request that has told x to stop and
+// waits for it; the request calls the returned func when it answers, with
+// whether it gave up and, if so, the session's last event seq by then (0:
+// unknown).
+func (x *Execution) interruptAsked() func(gaveUp bool, upTo int64) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.asking++
+	return func(gaveUp bool, upTo int64) {
+		x.mu.Lock()
+		defer x.mu.Unlock()
+		x.asking--
+		if gaveUp {
+			x.gaveUp, x.givenUpAt = true, max(x.givenUpAt, upTo)
+		}
+	}
+}
+
+// interruptCutoff is how far back x's record of its interrupt cancels the
+// queue: 0 (every queued prompt) while a request waits for the record, as
+// that request answers only after it; else, when every request that told
+// x to stop has given up (storage refused the interrupt, or the instance
+// is stopping), the session's last seq when the latest of them answered.
+// The execution cannot be told to go on, so its turn still ends
+// interrupted once storage takes the record, but a prompt admitted after
+// those answers (a client's next prompt, sent after its interrupt's 503)
+// was not queued when the interrupt was asked and stays queued, to run
+// next. unanswered reports that no request waits for the record.
+func (x *Execution) interruptCutoff() (upTo int64, unanswered bool) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.asking > 0 {
+		return 0, false
+	}
+	return x.givenUpAt, x.gaveUp
 }
 
 // storageLost returns the storage failure that ended one of x's writes.
@@ -549,8 +594,9 @@ func (inst *Instance) drain(x *Execution) {
 		log.Debug("execution running", "cause", x.cause, "attempt", x.attempt)
 		out := inst.runDriver(x)
 		next := inst.finish(x, out)
-		if x.failed {
-			// job.go: nothing waits for its children any more. Before the
+		if x.failed || x.lateInterrupt {
+			// job.go: nothing waits for its children any more (and no
+			// interrupt request is left to stop them). Before the
 			// session's next turn runs, so that turn's children are not
 			// taken for this one's.
 			inst.interruptChildren(context.WithoutCancel(x.ctx), x.sessionID)
@@ -623,7 +669,9 @@ func (inst *Instance) finish(x *Execution, out Outcome) *Execution {
 			}
 			next, err = t.endTaskTurn(x.sessionID, x.end(event.ExecutionInterrupted, event.Interrupted{ExecutionID: x.id, PromptID: x.promptID, Reason: reason}), reason, startNext)
 		case interrupted:
-			err = t.interruptTurn(x.sessionID, x.end(event.ExecutionInterrupted, event.Interrupted{ExecutionID: x.id, PromptID: x.promptID, Reason: reasonOf(cause)}), reasonOf(cause))
+			upTo, unanswered := x.interruptCutoff()
+			x.lateInterrupt = unanswered
+			next, err = t.interruptQueue(x.sessionID, x.end(event.ExecutionInterrupted, event.Interrupted{ExecutionID: x.id, PromptID: x.promptID, Reason: reasonOf(cause)}), reasonOf(cause), upTo, startNext)
 		case out.Kind == Succeeded:
 			next, err = t.endTurn(x.sessionID, x.end(event.ExecutionSucceeded, event.Succeeded{ExecutionID: x.id, PromptID: x.promptID}), startNext)
 		case out.Kind == Failed:

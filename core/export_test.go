@@ -10,6 +10,14 @@ func SetFinishingHook(f func(*Execution)) (remove func()) {
 	return func() { testHookFinishing = nil }
 }
 
+// SetInterruptAskedHook makes f run whenever an interrupt request has
+// noted itself on the execution it tells to stop; the returned func
+// removes it.
+func SetInterruptAskedHook(f func(*Execution)) (remove func()) {
+	testHookInterruptAsked = f
+	return func() { testHookInterruptAsked = nil }
+}
+
 // Cancelled is closed once x's context is cancelled (an interrupt, a
 // shutdown).
 func (x *Execution) Cancelled() <-chan struct{} { return x.ctx.Done() }

@@ -124,6 +124,23 @@ func (inst *Instance) interrupt(ctx context.Context, sessionID, reason string, r
 	default:
 		return false, invalid("interrupt: reason %q", reason)
 	}
+	// The executions this request tells to stop learn, when it answers,
+	// whether it gave up, and then what was queued by its answer: an
+	// execution told to stop cannot go on, so it records the interrupt
+	// even after this request answered an error, and must then spare the
+	// prompts admitted since (Execution.interruptCutoff). A task turn's
+	// end cancels no prompt a client sent, so needs no such bound.
+	var asked []func(gaveUp bool, upTo int64)
+	defer func() {
+		var upTo int64
+		if err != nil && len(asked) > 0 {
+			// Unreadable too: 0, and the record cancels the whole queue.
+			upTo, _ = inst.lastSeq(context.WithoutCancel(ctx), sessionID)
+		}
+		for _, answer := range asked {
+			answer(err != nil, upTo)
+		}
+	}()
 	// stopped: an execution this interrupt cancelled ended with its turn
 	// interrupted. That alone does not answer the interrupt: the turn may
 	// have been interrupted before (an earlier interrupt, its execution
@@ -151,6 +168,12 @@ func (inst *Instance) interrupt(ctx context.Context, sessionID, reason string, r
 		if err := inst.admittedMeanwhile(ctx, sessionID, rp); err != nil {
 			inst.claimMu.Unlock()
 			return stopped, err
+		}
+		if !taskOnly {
+			asked = append(asked, x.interruptAsked())
+			if testHookInterruptAsked != nil {
+				testHookInterruptAsked(x)
+			}
 		}
 		x.cancel(cause)
 		inst.claimMu.Unlock()
@@ -210,6 +233,20 @@ func (inst *Instance) interruptRecorded(ctx context.Context, promptID string) bo
 		return err
 	})
 	return err == nil && PromptState(state) == PromptInterrupted
+}
+
+// testHookInterruptAsked, set only by tests (export_test.go), runs once an
+// interrupt request has noted itself on the execution it tells to stop.
+var testHookInterruptAsked func(*Execution)
+
+// lastSeq is the session's last event seq.
+func (inst *Instance) lastSeq(ctx context.Context, sessionID string) (int64, error) {
+	var seq int64
+	err := inst.read(ctx, func(tx storage.Tx) error {
+		_, err := storage.QueryRow(tx, `SELECT COALESCE(MAX(seq), 0) FROM events WHERE session_id = ?`, []any{sessionID}, &seq)
+		return err
+	})
+	return seq, err
 }
 
 // errRunningChanged: the execution running here changed while an interrupt
@@ -332,17 +369,33 @@ func interruption(executionID, promptID, reason, cut string, kept map[string]eve
 // every queued prompt with reason and releases the claim, in one
 // transaction.
 func (t *txw) interruptTurn(sessionID string, end turnEnd, reason string) error {
+	_, err := t.interruptQueue(sessionID, end, reason, 0, false)
+	return err
+}
+
+// interruptQueue is interruptTurn cancelling only the queued prompts
+// admitted up to seq upTo (all of them if upTo is 0): an interrupt recorded
+// after its requests gave up (Execution.interruptCutoff). Prompts admitted
+// later keep the claim, and the next of them starts here if startNext.
+func (t *txw) interruptQueue(sessionID string, end turnEnd, reason string, upTo int64, startNext bool) (*plan, error) {
 	if err := t.endRunning(sessionID, end); err != nil {
-		return err
+		return nil, err
 	}
-	rows, err := t.Query(`SELECT id FROM prompts WHERE session_id = ? AND state = ? ORDER BY admitted_seq`, sessionID, string(PromptQueued))
+	rows, err := t.Query(`SELECT id FROM prompts WHERE session_id = ?1 AND state = ?2 AND (?3 = 0 OR admitted_seq <= ?3)
+		ORDER BY admitted_seq`, sessionID, string(PromptQueued), upTo)
 	if err != nil {
-		return fmt.Errorf("cancel queued prompts: %w", err)
+		return nil, fmt.Errorf("cancel queued prompts: %w", err)
 	}
 	if err := t.cancelPrompts(sessionID, rows, reason); err != nil {
-		return err
+		return nil, err
 	}
-	return t.claims().release(sessionID)
+	if upTo == 0 {
+		return nil, t.claims().release(sessionID)
+	}
+	if startNext {
+		return t.beginExecution(sessionID, event.CausePrompt)
+	}
+	return nil, t.claimForQueue(sessionID, true)
 }
 
 // endRunning records end unless it names no prompt, cancelling the

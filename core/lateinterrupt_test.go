@@ -1,0 +1,141 @@
+package core_test
+
+// An interrupt that storage refuses answers 503, but the execution it told
+// to stop cannot go on: it records the interrupt itself once storage takes
+// writes again, after the client has had its error and maybe sent more.
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/revenantrt/revenant/core"
+	"github.com/revenantrt/revenant/core/event"
+	"github.com/revenantrt/revenant/core/retry"
+	"github.com/revenantrt/revenant/internal/faultvfs"
+	"github.com/revenantrt/revenant/internal/treetest"
+)
+
+// lateInterrupt runs a turn ("hold") with one prompt queued behind it,
+// then an interrupt that storage refuses for its whole write window. Once
+// the interrupt has answered its error, while the stopped execution waits
+// to try its own record of the interrupt again, storage comes back and
+// the client acts (act, if not nil). Then the record lands.
+func lateInterrupt(t *testing.T, act func(n *treetest.Node, sid string)) (tr *treetest.Tree, n *treetest.Node, d *treetest.Driver, sid, running, queued string, x *core.Execution) {
+	t.Helper()
+	tr, f, d, n := faultTree(t, 4)
+	sid = n.NewSession("s")
+	running = n.Admit(sid, "hold")
+	x = <-d.Started
+	queued = n.Admit(sid, "queued before the interrupt")
+
+	f.FailFor(time.Hour, faultvfs.Full)
+	answered, acted := make(chan struct{}), make(chan struct{})
+	var ierr error
+	tr.DriveEach(func() {
+		_, ierr = n.Inst.Interrupt(ctx, sid, event.ReasonUser)
+		close(answered)
+		<-acted
+	}, func(w retry.Wait) {
+		select {
+		case <-answered:
+		default:
+			return
+		}
+		select {
+		case <-acted:
+			return
+		default:
+		}
+		// The execution announced its next wait and has not tried again.
+		require.Equal(t, "settlement", w.Policy)
+		require.Equal(t, "running", tr.PromptState(running), "nothing stored yet")
+		f.Heal()
+		if act != nil {
+			act(n, sid)
+		}
+		close(acted)
+	})
+	require.ErrorIs(t, ierr, core.ErrStorageUnavailable, "the interrupt answers 503")
+	return tr, n, d, sid, running, queued, x
+}
+
+// A client whose interrupt answered 503 sends its next prompt. The late
+// record of the interrupt still stops the turn and cancels what was queued
+// when the interrupt was asked, but not that prompt: it was admitted after
+// the interrupt's answer, and runs next.
+func TestLateInterruptKeepsAPromptSentAfterItsError(t *testing.T) {
+	var after string
+	tr, n, d, sid, running, queued, x := lateInterrupt(t, func(n *treetest.Node, sid string) {
+		after = n.Admit(sid, "sent after the interrupt's 503")
+	})
+	n.IdleDriving()
+
+	assert.Equal(t, "interrupted", tr.PromptState(running), "the execution told to stop recorded the interrupt")
+	assert.Equal(t, "cancelled", tr.PromptState(queued), "queued when the interrupt was asked")
+	assert.Equal(t, "succeeded", tr.PromptState(after), "admitted after the interrupt answered: kept, and run")
+	terms := treetest.Terminals(tr.Events(sid))
+	require.Len(t, terms, 2)
+	var in event.Interrupted
+	require.NoError(t, terms[0].Decode(&in))
+	assert.Equal(t, x.ID(), in.ExecutionID)
+	assert.Equal(t, event.ReasonUser, in.Reason)
+	assert.Equal(t, event.ExecutionSucceeded, terms[1].Type)
+	assert.Equal(t, 2, d.Runs())
+	assert.False(t, tr.Claim(sid).Exists)
+}
+
+// The same, with the process killed right after the late record: the
+// prompt it kept holds the claim, and the next boot runs it.
+func TestLateInterruptsKeptPromptSurvivesAKill(t *testing.T) {
+	var after string
+	tr, n, d, _, running, queued, _ := lateInterrupt(t, func(n *treetest.Node, sid string) {
+		after = n.Admit(sid, "hold: sent after the interrupt's 503")
+	})
+	tr.Drive(func() { <-d.Started }) // the late record started it here
+	require.Equal(t, "interrupted", tr.PromptState(running))
+	require.Equal(t, "running", tr.PromptState(after), "the late record started it")
+	n.Crash()
+
+	d2 := treetest.NewDriver(2)
+	n2 := tr.Boot(d2)
+	x := <-d2.Started
+	assert.Equal(t, after, x.PromptID(), "the boot resumes the kept prompt")
+	d2.Release()
+	n2.Idle()
+	assert.Equal(t, "cancelled", tr.PromptState(queued))
+	assert.Equal(t, "succeeded", tr.PromptState(after))
+}
+
+// A second interrupt asked while the execution still waits to record the
+// first one is answered as usual: the record comes before its answer and
+// cancels everything queued, the prompt sent after the first one's error
+// included.
+func TestLateInterruptWithAnotherWaitingCancelsTheWholeQueue(t *testing.T) {
+	var after string
+	var did bool
+	var err error
+	answered := make(chan struct{})
+	tr, n, d, sid, running, queued, _ := lateInterrupt(t, func(n *treetest.Node, sid string) {
+		after = n.Admit(sid, "sent after the interrupt's 503")
+		asked := make(chan struct{}, 1)
+		defer core.SetInterruptAskedHook(func(*core.Execution) { asked <- struct{}{} })()
+		go func() {
+			defer close(answered)
+			did, err = n.Inst.Interrupt(ctx, sid, event.ReasonUser)
+		}()
+		<-asked // before the execution tries its record again
+	})
+	n.IdleDriving()
+	<-answered
+	require.NoError(t, err)
+	assert.True(t, did)
+
+	assert.Equal(t, "interrupted", tr.PromptState(running))
+	assert.Equal(t, "cancelled", tr.PromptState(queued))
+	assert.Equal(t, "cancelled", tr.PromptState(after), "queued when the second interrupt was asked")
+	assert.Equal(t, 1, d.Runs())
+	assert.False(t, tr.Claim(sid).Exists)
+}
