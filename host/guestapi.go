@@ -281,7 +281,11 @@ func guestCredentials(r *http.Request) *http.Request {
 		out.Header.Set("Authorization", "Bearer "+hexSHA256(token))
 	}
 	if q := r.URL.Query(); q.Has("access_token") {
-		q.Set("access_token", hexSHA256(q.Get("access_token")))
+		// Every value, not just the first: a token given twice reaches the
+		// guest twice, which refuses it as the local server does.
+		for i, token := range q["access_token"] {
+			q["access_token"][i] = hexSHA256(token)
+		}
 		out.URL.RawQuery = q.Encode()
 	}
 	return out

@@ -62,6 +62,24 @@ func TestGuestSeesOnlyTokenStandIns(t *testing.T) {
 	}
 }
 
+// An access_token given twice reaches the guest twice, as stand-ins: the
+// guest refuses it (401) as the local server does, rather than taking the
+// first.
+func TestGuestSeesEveryAccessTokenGiven(t *testing.T) {
+	guestSpec, err := HashTokens("alice:alice-secret-token-0001,bob:bob-secret-token-0002")
+	require.NoError(t, err)
+	guest, err := api.ParseTokens(guestSpec)
+	require.NoError(t, err)
+	r := httptest.NewRequest("GET", "/v1/sessions/x/events?access_token=alice-secret-token-0001&access_token=bob-secret-token-0002", nil)
+	fwd := guestCredentials(r)
+	assert.Len(t, fwd.URL.Query()["access_token"], 2)
+	assert.NotContains(t, fwd.URL.RawQuery, "secret")
+	_, err = guest.Authenticate(nethttp.Request(fwd), true)
+	var e *api.Error
+	require.ErrorAs(t, err, &e)
+	assert.Equal(t, api.ErrUnauthorized, e.Type)
+}
+
 // A token spec the host would refuse is refused for the guests too, with
 // the same error, rather than rewritten into a spec nobody checked.
 func TestHashTokensRefusesWhatParseTokensRefuses(t *testing.T) {

@@ -294,6 +294,10 @@ func TestAccessTokenOnlyWithoutAuthorizationHeader(t *testing.T) {
 		{[]string{""}, "?access_token=secret-a", ""},
 		{[]string{"Basic YWxpY2U6c2VjcmV0LWE="}, "?access_token=secret-a", ""},
 		{[]string{"Bearer wrong"}, "?access_token=secret-a", ""},
+		// Two query tokens: which would count is a guess, as for two headers.
+		{nil, "?access_token=secret-a&access_token=secret-b", ""},
+		{nil, "?access_token=wrong&access_token=secret-a", ""},
+		{[]string{"Bearer secret-b"}, "?access_token=x&access_token=y", "bob"},
 	} {
 		r := httptest.NewRequest("GET", "/v1/sessions/x/events"+tc.query, nil)
 		if tc.authorization != nil {

@@ -114,7 +114,14 @@ func (t *Tokens) Authenticate(r *httpmsg.Request, queryToken bool) (string, erro
 	if len(header) > 0 {
 		token, ok = BearerToken(header[0])
 	} else if queryToken {
-		token, ok = r.URL.Query().Get("access_token"), r.URL.Query().Has("access_token")
+		q := r.URL.Query()["access_token"]
+		if len(q) > 1 {
+			// As for two Authorization headers: refuse rather than pick.
+			return "", fail(ErrUnauthorized, "more than one access_token")
+		}
+		if len(q) == 1 {
+			token, ok = q[0], true
+		}
 	}
 	if !ok || token == "" {
 		return "", fail(ErrUnauthorized, "a bearer token is required")

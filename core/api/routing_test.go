@@ -143,6 +143,28 @@ func TestMalformedQueryRefused(t *testing.T) {
 	assert.Equal(t, 200, w.Code, w.Body.String())
 }
 
+// A parameter the API reads, given twice, is 400 on every route: the
+// server would read only the first, so ?limit=5&limit=abc would be served
+// with its bad half unseen (as a JSON field given twice is refused).
+// A parameter no route reads may repeat.
+func TestRepeatedQueryParameterRefused(t *testing.T) {
+	trees := newMemTrees(t, treetest.NewDriver(4))
+	d, err := api.NewDirectory(api.DirectoryDeps{Index: indexOnly{trees}, Auth: api.Anonymous{}, IDs: &fakehost.IDs{Prefix: "d"}}, api.NewConfig())
+	require.NoError(t, err)
+	for _, target := range []string{"/v1/sessions?limit=5&limit=abc", "/v1/sessions?cursor=&cursor=x", "/v1/sessions/x/events?after=1&after=2", "/v1/sessions/x?before=1&limit=2&before=-1"} {
+		w := httptest.NewRecorder()
+		asHTTP(d).ServeHTTP(w, httptest.NewRequest("GET", target, nil))
+		var e api.ErrorBody
+		require.NoError(t, json.Unmarshal(w.Body.Bytes(), &e), w.Body.String())
+		assert.Equal(t, 400, w.Code, target)
+		assert.Equal(t, "invalid_request", string(e.Error.Type), target)
+		assert.Contains(t, e.Error.Message, "more than once", target)
+	}
+	w := httptest.NewRecorder()
+	asHTTP(d).ServeHTTP(w, httptest.NewRequest("GET", "/v1/sessions?limit=5&x=1&x=2", nil))
+	assert.Equal(t, 200, w.Code, w.Body.String())
+}
+
 // An error message repeats at most core.EchoLimit bytes of a request
 // value (docs/api.md): a long path that matches no route, a long unclean
 // path, a long method, and a long path a method is not allowed on.

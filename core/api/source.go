@@ -181,8 +181,17 @@ func (d *Directory) Admit(w httpmsg.ResponseWriter, r *httpmsg.Request) bool {
 		// A parameter that does not decode would otherwise be dropped
 		// unseen (url.Values keeps the pairs that parse): ?limit=%zz would
 		// list with the default limit.
-		if _, qerr := url.ParseQuery(r.URL.RawQuery); qerr != nil {
+		q, qerr := url.ParseQuery(r.URL.RawQuery)
+		if qerr != nil {
 			err = fail(ErrInvalidRequest, "the query string does not parse: "+core.Clip(qerr.Error()))
+		}
+		// A parameter the API reads is read once (Query().Get, the first
+		// value): ?limit=5&limit=abc would be served with its bad half
+		// unseen, so one given twice is refused, as a JSON field is.
+		for _, name := range queryParams {
+			if err == nil && len(q[name]) > 1 {
+				err = fail(ErrInvalidRequest, "query parameter "+name+" is given more than once; each may be given once")
+			}
 		}
 	}
 	if err != nil {
@@ -191,6 +200,9 @@ func (d *Directory) Admit(w httpmsg.ResponseWriter, r *httpmsg.Request) bool {
 	}
 	return !done
 }
+
+// queryParams are the query parameters any route reads.
+var queryParams = []string{"limit", "before", "after", "cursor"}
 
 // cleanPath reports whether p is clean: what path.Clean leaves as it is,
 // except a trailing slash (routed, and answered 404 as no route).
