@@ -59,6 +59,7 @@ func simulate(ctx context.Context, args []string, getenv func(string) string, st
 	fs.Float64Var(&cfg.Zombies, "zombies", cfg.Zombies, "share of sessions that get zombie instances")
 	fs.Float64Var(&cfg.DiskFull, "diskfull", cfg.DiskFull, "share of sessions whose disk fills for windows of virtual time")
 	fs.Float64Var(&cfg.Scripted, "scripted", cfg.Scripted, "share of sessions that run the scripted model, whose steps may ask for several tool calls")
+	fs.Float64Var(&cfg.FinalAsk, "finalask", cfg.FinalAsk, "share of sessions whose operator makes the ask on the ahook tool final")
 	fs.IntVar(&cfg.ResumeBudget, "budget", 0, "the guests' resume budget (0: core's default, or a small one for the -smallbudget share)")
 	fs.Float64Var(&cfg.SmallBudget, "smallbudget", cfg.SmallBudget, "share of sessions whose resume budget is 1 or 2 (when -budget is 0)")
 	fs.StringVar(&cfg.Dir, "keep", "", "keep every tree database and ledger in this directory")

@@ -40,6 +40,12 @@ type Config struct {
 	// windows of virtual time (internal/faultvfs): every write fails with
 	// SQLITE_FULL or an IOERR while a window is open.
 	DiskFull float64
+	// FinalAsk is the share (0…1) of sessions whose operator makes the ask
+	// on ahook final (a server rule with "final": true): an always reply
+	// there approves its call only, and every later call asks again.
+	// Without it no simulated request is final, and a bug that saves or
+	// obeys a rule over a final ask goes unseen.
+	FinalAsk float64
 	// Scripted is the share (0…1) of sessions that run the scripted model
 	// (script.go) instead of the offline one: their steps may ask for
 	// several tool calls at once.
@@ -62,11 +68,12 @@ const (
 	DefaultDiskFull = 0.25
 	DefaultSmall    = 0.2
 	DefaultScripted = 0.15
+	DefaultFinalAsk = 0.25
 )
 
 // DefaultConfig is the default campaign for a seed.
 func DefaultConfig(seed uint64) Config {
-	return Config{Seed: seed, Sessions: DefaultSessions, Kills: DefaultKills, Zombies: DefaultZombies, DiskFull: DefaultDiskFull, SmallBudget: DefaultSmall, Scripted: DefaultScripted}
+	return Config{Seed: seed, Sessions: DefaultSessions, Kills: DefaultKills, Zombies: DefaultZombies, DiskFull: DefaultDiskFull, SmallBudget: DefaultSmall, Scripted: DefaultScripted, FinalAsk: DefaultFinalAsk}
 }
 
 func (c Config) validate() error {
@@ -81,6 +88,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("disk-full share %v must be within 0…1", c.DiskFull)
 	case c.Scripted < 0 || c.Scripted > 1:
 		return fmt.Errorf("scripted-model share %v must be within 0…1", c.Scripted)
+	case c.FinalAsk < 0 || c.FinalAsk > 1:
+		return fmt.Errorf("final-ask share %v must be within 0…1", c.FinalAsk)
 	case c.SmallBudget < 0 || c.SmallBudget > 1:
 		return fmt.Errorf("small-budget share %v must be within 0…1", c.SmallBudget)
 	case c.ResumeBudget < 0:
@@ -109,6 +118,15 @@ func (c Config) budgetFor(i int) int {
 		return 0
 	}
 	return 1 + rng.IntN(2)
+}
+
+// finalAskFor reports whether session i's operator makes the ask on ahook
+// final. Drawn like budgetFor, on a generator of its own.
+func (c Config) finalAskFor(i int) bool {
+	if c.FinalAsk == 0 {
+		return false
+	}
+	return rand.New(rand.NewPCG(c.Seed^0x2545f4914f6cdd1d, uint64(i))).Float64() < c.FinalAsk
 }
 
 // Virtual time of every tree starts here (2026-01-01T00:00:00Z), so

@@ -30,3 +30,22 @@ func TestSmallBudgetShare(t *testing.T) {
 		assert.Zero(t, cfg.budgetFor(i))
 	}
 }
+
+// A share of the default campaign's trees makes the ask on ahook final,
+// the same trees for a seed; none without the share.
+func TestFinalAskShare(t *testing.T) {
+	cfg := DefaultConfig(1)
+	final := 0
+	for i := range cfg.Sessions {
+		f := cfg.finalAskFor(i)
+		assert.Equal(t, f, cfg.finalAskFor(i), "session %d: the draw repeats", i)
+		if f {
+			final++
+		}
+	}
+	assert.InDelta(t, float64(cfg.Sessions)*DefaultFinalAsk, final, 20, "about the share")
+	cfg.FinalAsk = 0
+	for i := range cfg.Sessions {
+		assert.False(t, cfg.finalAskFor(i))
+	}
+}

@@ -78,7 +78,10 @@
 // reply with the same plans, on the root's path or the child's (now and
 // then listing the child's own, or racing a reply with an interrupt of the
 // child); after an always approval the client calls ahook again, from the
-// root or a child, which must not ask. Late in a tree's life (its kill
+// root or a child, which must not ask, except in the share of trees
+// (Config.FinalAsk) whose operator made the ask on ahook final: there an
+// always reply approves its call only, and every call asks again. Late in
+// a tree's life (its kill
 // budget spent) a client sometimes never replies, so trees end with turns,
 // and parents of asking children, visibly waiting.
 //

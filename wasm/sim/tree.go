@@ -17,6 +17,7 @@ import (
 
 	"github.com/ncruces/go-sqlite3"
 
+	"github.com/revenantrt/revenant/core/permission"
 	"github.com/revenantrt/revenant/core/settings"
 	"github.com/revenantrt/revenant/internal/faultvfs"
 	"github.com/revenantrt/revenant/wasm/abi"
@@ -182,6 +183,10 @@ func newTree(mod *runtime.Module, cfg Config, index int, dir string) *tree {
 			{Kind: abi.ToolWebhook, Name: toolAHook, Description: "records a delivery once approved; not idempotent", Timeout: 20 * time.Second, Permission: "ask"},
 		},
 		Settings: settings.Settings{ResumeBudget: t.ledger.Budget},
+	}
+	if cfg.finalAskFor(index) {
+		t.boot.Permissions = []permission.Rule{{Action: toolAHook, Resource: "*", Decision: permission.Ask, Final: true}}
+		t.ledger.FinalAsks = []string{toolAHook}
 	}
 	if t.work.multi {
 		t.boot.Model = abi.ModelConfig{Kind: abi.ModelOpenAI, BaseURL: scriptedBase, Name: "scripted"}

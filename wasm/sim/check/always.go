@@ -9,7 +9,8 @@ import (
 )
 
 // RuleAlways: an `always` reply to a permission request saves an exact
-// allow rule for each resource the request asked about
+// allow rule for each resource the request asked about (but those it
+// lists as final: RuleFinalAsk)
 // (session.permission.rule_saved@1 naming the request, committed after its
 // approval), and a call whose step was recorded complete after those rules
 // committed does not ask for what they allow: the runner reads the tree's
@@ -31,6 +32,9 @@ func (ck *checker) alwaysRules() {
 		q := ck.questions[id]
 		if r := q.resolved; r != nil && r.Type == event.PermissionApproved && r.p.ResponseID != "" && replyOf(r) == "always" {
 			for _, res := range q.resources {
+				if slices.Contains(q.final, res) {
+					continue // this call only (RuleFinalAsk)
+				}
 				if !slices.ContainsFunc(byRequest[id], func(s *rec) bool {
 					return s.p.Action == q.action && s.p.Resource == res && s.p.Exact && s.gseq > r.gseq
 				}) {
@@ -46,8 +50,8 @@ func (ck *checker) alwaysRules() {
 // before its call's step completed: they must not allow all it asks about.
 func (ck *checker) askedDespiteRules(q *question) {
 	c := ck.calls[q.call]
-	if q.action == "" || len(q.resources) == 0 || c == nil || c.completed == nil {
-		return
+	if q.action == "" || len(q.resources) == 0 || c == nil || c.completed == nil || len(q.final) > 0 {
+		return // a final ask is asked whatever was saved (RuleFinalAsk)
 	}
 	var by []string
 	for _, res := range q.resources {

@@ -45,7 +45,7 @@ const (
 var Rules = []Rule{RuleEnds, RuleQuiescence, RuleAfterInterrupt, RuleBudget, RuleEffects,
 	RuleSeqs, RuleProjections, RuleNotices, RuleSteps, RuleZombie, RuleSettled, RuleCutKeeps, RuleWakeArmed, RuleClaimed, RuleBootResumes,
 	RuleEmits, RuleQuestionOnce, RuleQuestionByClient, RuleQuestionListed, RuleContinuation,
-	RuleApproval, RuleAlways, RuleChildOnce, RuleNoticeOnce, RuleJobSettled, RuleOrphanChild, RuleTaskResult, RuleTaskEndReason,
+	RuleApproval, RuleAlways, RuleFinalAsk, RuleChildOnce, RuleNoticeOnce, RuleJobSettled, RuleOrphanChild, RuleTaskResult, RuleTaskEndReason,
 	RuleChildOwnPrompt, RuleInterruptCause, RuleWakeDue, RuleWakeLoop, RuleRetryNotEarly, RuleRetryBudget, RuleRetryDelay, RuleRetryHint,
 	RuleRetryNotResumed, RuleRetryOwned}
 
@@ -164,6 +164,7 @@ func Tree(path string, ledger *Ledger, opts Options) (Result, error) {
 	ck.oneBodyPerResponse(ledger)
 	ck.approvals()
 	ck.alwaysRules()
+	ck.finalAsks()
 	ck.observed(ledger)
 	ck.emits(ledger)
 	diffs, err := rebuildDiffs(db)

@@ -55,7 +55,10 @@
 //     approval of it committed (body-after-approval); an always reply
 //     saves an exact rule for each resource it was asked about, and a call
 //     whose step completed after that does not ask for them again
-//     (always-rule-kept); the questions and requests of children are
+//     (always-rule-kept), but for a tool whose ask the operator made
+//     final: each of its requests lists its resources as final, an always
+//     reply saves no rule for them, and no call of it runs without an
+//     approval of its own (final-ask-kept); the questions and requests of children are
 //     judged as the root's, listed on the root's path too;
 //   - sub-agents: a task call has at most one child (a re-run call
 //     re-attaches) and the child runs at most one turn for it; a

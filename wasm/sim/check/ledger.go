@@ -27,6 +27,10 @@ type Ledger struct {
 	// an interrupt of a child itself may end a prompt a client sent that
 	// child (RuleChildOwnPrompt).
 	InterruptsSent []Interrupt `json:"interrupts_sent,omitempty"`
+	// FinalAsks names the tools whose ask the operator made final (a server
+	// rule with "final": true): every call of them asks, and an always
+	// reply approves that call only (RuleFinalAsk).
+	FinalAsks []string `json:"final_asks,omitempty"`
 	// Tools names every tool whose effects the ledger records, with whether
 	// its receiver deduplicates by Idempotency-Key. A call of such a tool
 	// that settled ok must have reached its receiver.

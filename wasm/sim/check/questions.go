@@ -65,8 +65,9 @@ type question struct {
 	// (always.go).
 	action    string
 	resources []string
-	asked     *rec // the session.step.parked@1 that asked it
-	resolved  *rec // its first resolution
+	final     []string // the resources a final server rule asks about (final.go)
+	asked     *rec     // the session.step.parked@1 that asked it
+	resolved  *rec     // its first resolution
 	park      *park
 }
 
@@ -189,11 +190,12 @@ func (ck *checker) parked(sid string, e *rec, tr *turn) {
 			var req struct {
 				Action    string   `json:"action"`
 				Resources []string `json:"resources"`
+				Final     []string `json:"final"`
 			}
 			if err := json.Unmarshal(b.Request, &req); err != nil {
 				ck.fail(sid, e, RuleProjections, "permission request %s does not decode: %v", b.ID, err)
 			}
-			q.action, q.resources = req.Action, req.Resources
+			q.action, q.resources, q.final = req.Action, req.Resources, req.Final
 		}
 		p.ids = append(p.ids, b.ID)
 		ck.res.Questions++
