@@ -126,21 +126,8 @@ func TestRoutingAsBefore(t *testing.T) {
 // A query string that does not parse is 400 before anything else reads
 // it, on every route: its bad pairs are not silently dropped.
 func TestMalformedQueryRefused(t *testing.T) {
-	trees := newMemTrees(t, treetest.NewDriver(4))
-	d, err := api.NewDirectory(api.DirectoryDeps{Index: indexOnly{trees}, Auth: api.Anonymous{}, IDs: &fakehost.IDs{Prefix: "d"}}, api.NewConfig())
-	require.NoError(t, err)
-	for _, target := range []string{"/v1/sessions?limit=%zz", "/v1/sessions?cursor=a;b", "/v1/sessions/x/events?after=%"} {
-		w := httptest.NewRecorder()
-		asHTTP(d).ServeHTTP(w, httptest.NewRequest("GET", target, nil))
-		var e api.ErrorBody
-		require.NoError(t, json.Unmarshal(w.Body.Bytes(), &e), w.Body.String())
-		assert.Equal(t, 400, w.Code, target)
-		assert.Equal(t, "invalid_request", string(e.Error.Type), target)
-		assert.Contains(t, e.Error.Message, "the query string does not parse", target)
-	}
-	w := httptest.NewRecorder()
-	asHTTP(d).ServeHTTP(w, httptest.NewRequest("GET", "/v1/sessions?limit=5", nil))
-	assert.Equal(t, 200, w.Code, w.Body.String())
+	requireQueryRefused(t, "the query string does not parse",
+		"/v1/sessions?limit=%zz", "/v1/sessions?cursor=a;b", "/v1/sessions/x/events?after=%")
 }
 
 // A parameter the API reads, given twice, is 400 on every route: the
@@ -148,17 +135,26 @@ func TestMalformedQueryRefused(t *testing.T) {
 // with its bad half unseen (as a JSON field given twice is refused).
 // A parameter no route reads may repeat.
 func TestRepeatedQueryParameterRefused(t *testing.T) {
+	requireQueryRefused(t, "more than once",
+		"/v1/sessions?limit=5&limit=abc", "/v1/sessions?cursor=&cursor=x", "/v1/sessions/x/events?after=1&after=2", "/v1/sessions/x?before=1&limit=2&before=-1")
+}
+
+// requireQueryRefused asks a directory for each target, which must be
+// 400 invalid_request saying message, and then for a list whose query
+// parses, repeating only a parameter no route reads, which must be 200.
+func requireQueryRefused(t *testing.T, message string, targets ...string) {
+	t.Helper()
 	trees := newMemTrees(t, treetest.NewDriver(4))
 	d, err := api.NewDirectory(api.DirectoryDeps{Index: indexOnly{trees}, Auth: api.Anonymous{}, IDs: &fakehost.IDs{Prefix: "d"}}, api.NewConfig())
 	require.NoError(t, err)
-	for _, target := range []string{"/v1/sessions?limit=5&limit=abc", "/v1/sessions?cursor=&cursor=x", "/v1/sessions/x/events?after=1&after=2", "/v1/sessions/x?before=1&limit=2&before=-1"} {
+	for _, target := range targets {
 		w := httptest.NewRecorder()
 		asHTTP(d).ServeHTTP(w, httptest.NewRequest("GET", target, nil))
 		var e api.ErrorBody
 		require.NoError(t, json.Unmarshal(w.Body.Bytes(), &e), w.Body.String())
 		assert.Equal(t, 400, w.Code, target)
 		assert.Equal(t, "invalid_request", string(e.Error.Type), target)
-		assert.Contains(t, e.Error.Message, "more than once", target)
+		assert.Contains(t, e.Error.Message, message, target)
 	}
 	w := httptest.NewRecorder()
 	asHTTP(d).ServeHTTP(w, httptest.NewRequest("GET", "/v1/sessions?limit=5&x=1&x=2", nil))

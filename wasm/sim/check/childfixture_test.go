@@ -11,7 +11,6 @@ import (
 	"github.com/revenantrt/revenant/core/event"
 	"github.com/revenantrt/revenant/core/model/offline"
 	"github.com/revenantrt/revenant/core/runner"
-	"github.com/revenantrt/revenant/core/storage"
 	"github.com/revenantrt/revenant/core/tool"
 	"github.com/revenantrt/revenant/internal/treetest"
 	"github.com/revenantrt/revenant/wasm/sim/check"
@@ -37,14 +36,7 @@ type childAsks struct {
 func childQuestionFixture(t *testing.T) (string, *check.Ledger, childAsks) {
 	t.Helper()
 	tr := treetest.New(t)
-	gseq := func() int64 {
-		var n int64
-		tr.Read(func(tx storage.Tx) error {
-			_, err := storage.QueryRow(tx, `SELECT COALESCE(MAX(gseq), 0) FROM events`, nil, &n)
-			return err
-		})
-		return n
-	}
+	gseq := commitPosition(tr)
 	rc := &receivers{clock: tr.Clock, gseq: gseq, entered: make(chan string, 1), ledger: check.Ledger{Tools: map[string]bool{"hook": false, "ihook": true, "ahook": false}}}
 	ahook := tool.Func{DefaultPermission: "ask", Name: "ahook", Run: func(ctx context.Context, c tool.Call) (string, error) {
 		rc.mu.Lock()

@@ -86,14 +86,7 @@ func (r *receivers) tools() []tool.Tool {
 func fixture(t *testing.T) (string, *check.Ledger) {
 	t.Helper()
 	tr := treetest.New(t)
-	gseq := func() int64 {
-		var n int64
-		tr.Read(func(tx storage.Tx) error {
-			_, err := storage.QueryRow(tx, `SELECT COALESCE(MAX(gseq), 0) FROM events`, nil, &n)
-			return err
-		})
-		return n
-	}
+	gseq := commitPosition(tr)
 	rc := &receivers{clock: tr.Clock, gseq: gseq, entered: make(chan string, 1), ledger: check.Ledger{Tools: map[string]bool{"hook": false, "ihook": true}}}
 	reg, err := tool.NewRegistry(rc.tools()...)
 	require.NoError(t, err)
@@ -147,6 +140,19 @@ func checkpointed(t *testing.T, path string) {
 	require.NoError(t, err)
 	require.NoError(t, c.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`))
 	require.NoError(t, c.Close())
+}
+
+// commitPosition reads the tree's commit position (its highest gseq) on
+// a plain connection, as the simulator's ledger records it.
+func commitPosition(tr *treetest.Tree) func() int64 {
+	return func() int64 {
+		var n int64
+		tr.Read(func(tx storage.Tx) error {
+			_, err := storage.QueryRow(tx, `SELECT COALESCE(MAX(gseq), 0) FROM events`, nil, &n)
+			return err
+		})
+		return n
+	}
 }
 
 // copyTree copies the fixture's file to a fresh path.

@@ -12,7 +12,6 @@ import (
 	"github.com/revenantrt/revenant/core/event"
 	"github.com/revenantrt/revenant/core/model/offline"
 	"github.com/revenantrt/revenant/core/runner"
-	"github.com/revenantrt/revenant/core/storage"
 	"github.com/revenantrt/revenant/core/tool"
 	"github.com/revenantrt/revenant/internal/treetest"
 	"github.com/revenantrt/revenant/wasm/sim/check"
@@ -34,14 +33,7 @@ type questions struct {
 func questionFixture(t *testing.T) (string, *check.Ledger, questions) {
 	t.Helper()
 	tr := treetest.New(t)
-	gseq := func() int64 {
-		var n int64
-		tr.Read(func(tx storage.Tx) error {
-			_, err := storage.QueryRow(tx, `SELECT COALESCE(MAX(gseq), 0) FROM events`, nil, &n)
-			return err
-		})
-		return n
-	}
+	gseq := commitPosition(tr)
 	reg, err := tool.NewRegistry(tool.QuestionTool())
 	require.NoError(t, err)
 	r, err := runner.New(offline.New(tr.Clock, offline.Options{}), reg, runner.NewConfig())
