@@ -59,6 +59,7 @@ type tree struct {
 	children childSends // its clients' prompts to children (childprompt.go)
 	quiet    quietChild // its client that interrupts a parked child at quiescence (childprompt.go)
 	echoes   *rand.Rand // decides which interrupts an impatient client sends twice
+	goesOn   *rand.Rand // decides which clients send a prompt after their interrupt's 5xx (done)
 	actions  []action
 	created  bool
 	reqs     map[uint64]*request
@@ -171,6 +172,7 @@ func newTree(mod *runtime.Module, cfg Config, index int, dir string) *tree {
 	t.ask = newAsker(cfg.Seed, index, t.killBudget)
 	t.quiet = newQuietChild(cfg.Seed, index)
 	t.echoes = rand.New(rand.NewPCG(cfg.Seed^0xc2b2ae3d27d4eb4f, uint64(index)))
+	t.goesOn = rand.New(rand.NewPCG(cfg.Seed^0x165667b19e3779f9, uint64(index)))
 	if rng.Float64() < cfg.DiskFull {
 		t.fillDisk(rng)
 	}
@@ -903,6 +905,14 @@ func (t *tree) done(r *request) {
 		a.tries++
 		a.at = t.now + min(int64(1000)<<min(a.tries, 5), 30_000)
 		t.actions = append(t.actions, a)
+		if a.kind == actInterrupt && a.tries == 1 && t.goesOn.IntN(2) == 0 {
+			// Told that nothing was stored, the client goes on: its next
+			// prompt comes before its retry of the interrupt. A turn the
+			// interrupt had already told to stop still records the
+			// interrupt once storage takes writes, and must spare this
+			// prompt (docs/api.md, the interrupt's errors).
+			t.actions = append(t.actions, t.work.plain(t.now+50+int64(t.goesOn.IntN(500)), a.session, t.goesOn))
+		}
 		sortActions(t.actions)
 		return
 	}

@@ -200,6 +200,15 @@ func (w *workload) prompt(at int64) action {
 	return a
 }
 
+// plain is a prompt of words alone, queued, to session (a child's path, or
+// "" for the root), its words drawn from rng: the workload's generator
+// draws the rest of the campaign as it did (the prompts after it are
+// numbered one further).
+func (w *workload) plain(at int64, session string, rng *rand.Rand) action {
+	w.prompts++
+	return action{at: at, kind: actPrompt, clientID: fmt.Sprintf("c%d", w.prompts), session: session, text: words(rng, w.prompts)}
+}
+
 // asking is the directives of a prompt that asks: a question alone, one
 // call of the question tool asking two questions with choices, a question
 // after a tool call in the step before, two questions one after the other
