@@ -44,11 +44,12 @@
 // The client behaves like a careful one: every prompt carries an id, a
 // request the dead guest never answered is sent again to its successor,
 // and a 5xx is retried later (after an interrupt's first 5xx, half the
-// clients send a plain prompt first: a turn that interrupt already told to
-// stop records it later and must spare that prompt). In half of the disk-full windows (made
-// longer than the 30 s write schedule) the user interrupts a turn stuck on
-// the full disk, 30.5, 34 and 40.5 s after the window's first failed
-// write (watchStuck): the turn has given up its write by then and waits
+// clients send a plain prompt first: a turn that interrupt already told
+// to stop records it later and must spare that prompt). In half of the
+// disk-full windows (made longer than the 30 s write schedule) the user
+// interrupts a turn stuck on the full disk, 30.5, 34 and 40.5 s after the
+// window's first failed write (watchStuck): the turn has given up its
+// write by then and waits
 // in the storage failure that ends it, so the interrupt meets a turn that
 // ends another way once the disk recovers and starts the next prompt,
 // which an interrupt answered 200 must have stopped too. One interrupt in
