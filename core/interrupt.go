@@ -389,9 +389,8 @@ func (t *txw) interruptQueue(sessionID string, end turnEnd, reason string, upTo 
 	if err := t.cancelPrompts(sessionID, rows, reason); err != nil {
 		return nil, err
 	}
-	if upTo == 0 {
-		return nil, t.claims().release(sessionID)
-	}
+	// Nothing is left queued unless upTo spared it: then the claim is
+	// released, as an interrupt's always was.
 	if startNext {
 		return t.beginExecution(sessionID, event.CausePrompt)
 	}

@@ -117,10 +117,6 @@ func childQuestionFixture(t *testing.T) (string, *check.Ledger, childAsks) {
 	list(event.KindQuestion)
 	n.Crash()
 
-	checkpointed(t, tr.Path)
-	rc.mu.Lock()
-	defer rc.mu.Unlock()
-	l := rc.ledger
-	l.Deliveries = append([]check.Delivery(nil), l.Deliveries...)
-	return tr.Path, &l, ids
+	path, l := written(t, tr, rc)
+	return path, l, ids
 }

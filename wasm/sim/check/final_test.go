@@ -64,12 +64,8 @@ func finalFixture(t *testing.T) (string, *check.Ledger, [2]string) {
 	}
 	n.Crash()
 
-	checkpointed(t, tr.Path)
-	rc.mu.Lock()
-	defer rc.mu.Unlock()
-	l := rc.ledger
-	l.Deliveries = append([]check.Delivery(nil), l.Deliveries...)
-	return tr.Path, &l, ids
+	path, l := written(t, tr, rc)
+	return path, l, ids
 }
 
 // An always reply to a final ask saves nothing, and the next call asks

@@ -124,12 +124,8 @@ func fixture(t *testing.T) (string, *check.Ledger) {
 	n.Idle()
 	n.Crash()
 
-	checkpointed(t, tr.Path)
-	rc.mu.Lock()
-	defer rc.mu.Unlock()
-	l := rc.ledger
-	l.Deliveries = append([]check.Delivery(nil), l.Deliveries...)
-	return tr.Path, &l
+	path, l := written(t, tr, rc)
+	return path, l
 }
 
 // checkpointed moves a fixture tree's WAL into its main file, so a copy of
@@ -140,6 +136,19 @@ func checkpointed(t *testing.T, path string) {
 	require.NoError(t, err)
 	require.NoError(t, c.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`))
 	require.NoError(t, c.Close())
+}
+
+// written is a fixture's end, once its last instance is gone: the tree's
+// file with its WAL checkpointed in, and a copy of the ledger the
+// receivers kept.
+func written(t *testing.T, tr *treetest.Tree, rc *receivers) (string, *check.Ledger) {
+	t.Helper()
+	checkpointed(t, tr.Path)
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	l := rc.ledger
+	l.Deliveries = append([]check.Delivery(nil), l.Deliveries...)
+	return tr.Path, &l
 }
 
 // commitPosition reads the tree's commit position (its highest gseq) on

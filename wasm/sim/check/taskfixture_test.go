@@ -91,10 +91,6 @@ func taskFixture(t *testing.T) (string, *check.Ledger) {
 	n.Idle()
 	n.Crash()
 
-	checkpointed(t, tr.Path)
-	rc.mu.Lock()
-	defer rc.mu.Unlock()
-	l := rc.ledger
-	l.Deliveries = append([]check.Delivery(nil), l.Deliveries...)
-	return tr.Path, &l
+	path, l := written(t, tr, rc)
+	return path, l
 }
