@@ -18,6 +18,7 @@ import (
 	"github.com/revenantrt/revenant/core/storage"
 	"github.com/revenantrt/revenant/internal/faultvfs"
 	"github.com/revenantrt/revenant/internal/treetest"
+	"github.com/revenantrt/revenant/recovery"
 )
 
 // lastSeqQuery is the read of a session's last seq: every append's, and
@@ -149,4 +150,38 @@ func TestLateInterruptCutsAtTheLastRequestThatGaveUp(t *testing.T) {
 	assert.Equal(t, "cancelled", tr.PromptState(between), "queued when the second request gave up")
 	assert.Equal(t, "succeeded", tr.PromptState(after), "sent after both answers: kept, and run")
 	assert.Equal(t, 2, d.Runs())
+}
+
+// Storage that does not come back within the settlement window: the
+// interrupt answered its error, the stopped execution's record of it
+// spent the whole window, and the tree turned read-only. Nothing was
+// stored, so once storage returns the sweep resumes the turn, as after
+// a crash, and the queued prompt keeps its place.
+func TestALateRecordThatNeverLandsLeavesTheTurnToBeResumed(t *testing.T) {
+	tr, f, d, n := faultTree(t, 4)
+	sid := n.NewSession("s")
+	running := n.Admit(sid, "hold")
+	<-d.Started
+	queued := n.Admit(sid, "queued before the interrupt")
+	f.FailFor(24*time.Hour, faultvfs.Full)
+
+	var err error
+	tr.Drive(func() {
+		_, err = n.Inst.Interrupt(ctx, sid, event.ReasonUser)
+		n.Idle() // the execution gives up its record too
+	})
+	require.Error(t, err, "the interrupt answers 503")
+	require.True(t, n.Inst.ReadOnly(), "the record spent the settlement window")
+	require.True(t, tr.Claim(sid).Exists)
+	require.Equal(t, "running", tr.PromptState(running), "nothing stored")
+
+	f.Heal()
+	d.Release()
+	rep, err := recovery.Wake(ctx, n.Inst)
+	require.NoError(t, err)
+	assert.Equal(t, 1, rep.Count(core.Resume), "resumed, as after a crash")
+	n.Idle()
+	assert.Equal(t, "succeeded", tr.PromptState(running))
+	assert.Equal(t, "succeeded", tr.PromptState(queued))
+	assert.Empty(t, treetest.OfType(tr.Events(sid), event.PromptCancelled))
 }
