@@ -102,7 +102,8 @@ type Execution struct {
 
 	// asking counts the interrupt requests waiting for x to stop, and
 	// givenUpAt is the session's last event seq when the latest one that
-	// gave up answered its error: see interruptCutoff.
+	// gave up answered its error (0 while none could read it): see
+	// interruptCutoff.
 	asking    int
 	gaveUp    bool
 	givenUpAt int64
@@ -132,22 +133,24 @@ func (x *Execution) interruptAsked() func(gaveUp bool, upTo int64) {
 }
 
 // interruptCutoff is how far back x's record of its interrupt cancels the
-// queue: 0 (every queued prompt) while a request waits for the record, as
-// that request answers only after it; else, when every request that told
-// x to stop has given up (storage refused the interrupt, or the instance
-// is stopping), the session's last seq when the latest of them answered.
-// The execution cannot be told to go on, so its turn still ends
-// interrupted once storage takes the record, but a prompt admitted after
-// those answers (a client's next prompt, sent after its interrupt's 503)
-// was not queued when the interrupt was asked and stays queued, to run
-// next. unanswered reports that no request waits for the record.
+// queue (interruptQueue): cancelAll (every queued prompt) while a request
+// waits for the record, as that request answers only after it; else,
+// when every request that told x to stop has given up (storage refused
+// the interrupt, or the instance is stopping), the session's last seq
+// when the latest of them answered. The execution cannot be told to go
+// on, so its turn still ends interrupted once storage takes the record,
+// but a prompt admitted after those answers (a client's next prompt, sent
+// after its interrupt's 503) stays queued, to run next. Where no request
+// could read that seq the cutoff is 0 and the record cancels no prompt:
+// it cannot tell those sent before the answers from those sent after.
+// unanswered reports that no request waits for the record.
 func (x *Execution) interruptCutoff() (upTo int64, unanswered bool) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if x.asking > 0 {
-		return 0, false
+	if x.asking > 0 || !x.gaveUp {
+		return cancelAll, false
 	}
-	return x.givenUpAt, x.gaveUp
+	return x.givenUpAt, true
 }
 
 // storageLost returns the storage failure that ended one of x's writes.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/revenantrt/revenant/core/event"
 	"github.com/revenantrt/revenant/core/storage"
@@ -134,7 +135,10 @@ func (inst *Instance) interrupt(ctx context.Context, sessionID, reason string, r
 	defer func() {
 		var upTo int64
 		if err != nil && len(asked) > 0 {
-			// Unreadable too: 0, and the record cancels the whole queue.
+			// Unreadable too: 0 says nothing of which prompts came before
+			// this answer, and the record cancels none of them for it
+			// (interruptCutoff): a client may send its next prompt once
+			// storage is back, and that prompt must run.
 			upTo, _ = inst.lastSeq(context.WithoutCancel(ctx), sessionID)
 		}
 		for _, answer := range asked {
@@ -369,19 +373,23 @@ func interruption(executionID, promptID, reason, cut string, kept map[string]eve
 // every queued prompt with reason and releases the claim, in one
 // transaction.
 func (t *txw) interruptTurn(sessionID string, end turnEnd, reason string) error {
-	_, err := t.interruptQueue(sessionID, end, reason, 0, false)
+	_, err := t.interruptQueue(sessionID, end, reason, cancelAll, false)
 	return err
 }
 
+// cancelAll is the cutoff of an interrupt that cancels every queued prompt.
+const cancelAll = math.MaxInt64
+
 // interruptQueue is interruptTurn cancelling only the queued prompts
-// admitted up to seq upTo (all of them if upTo is 0): an interrupt recorded
-// after its requests gave up (Execution.interruptCutoff). Prompts admitted
-// later keep the claim, and the next of them starts here if startNext.
+// admitted up to seq upTo (all of them with cancelAll, none with 0): an
+// interrupt recorded after its requests gave up
+// (Execution.interruptCutoff). Prompts admitted later keep the claim, and
+// the next of them starts here if startNext.
 func (t *txw) interruptQueue(sessionID string, end turnEnd, reason string, upTo int64, startNext bool) (*plan, error) {
 	if err := t.endRunning(sessionID, end); err != nil {
 		return nil, err
 	}
-	rows, err := t.Query(`SELECT id FROM prompts WHERE session_id = ?1 AND state = ?2 AND (?3 = 0 OR admitted_seq <= ?3)
+	rows, err := t.Query(`SELECT id FROM prompts WHERE session_id = ? AND state = ? AND admitted_seq <= ?
 		ORDER BY admitted_seq`, sessionID, string(PromptQueued), upTo)
 	if err != nil {
 		return nil, fmt.Errorf("cancel queued prompts: %w", err)

@@ -31,6 +31,14 @@ import (
 func lateInterrupt(t *testing.T, act func(n *treetest.Node, sid string)) (tr *treetest.Tree, n *treetest.Node, d *treetest.Driver, sid, running, queued string, x *core.Execution) {
 	t.Helper()
 	tr, f, d, n := faultTree(t, 4)
+	sid, running, queued, x = lateInterruptOn(t, tr, n, d, func() { f.FailFor(time.Hour, faultvfs.Full) }, f.Heal, act)
+	return tr, n, d, sid, running, queued, x
+}
+
+// lateInterruptOn is lateInterrupt on a given tree, node and driver, with
+// the outage that fail starts and heal ends.
+func lateInterruptOn(t *testing.T, tr *treetest.Tree, n *treetest.Node, d *treetest.Driver, fail, heal func(), act func(n *treetest.Node, sid string)) (sid, running, queued string, x *core.Execution) {
+	t.Helper()
 	sid = n.NewSession("s")
 	running = n.Admit(sid, "hold")
 	x = <-d.Started
@@ -43,7 +51,7 @@ func lateInterrupt(t *testing.T, act func(n *treetest.Node, sid string)) (tr *tr
 			<-release
 		}
 	}))
-	f.FailFor(time.Hour, faultvfs.Full)
+	fail()
 	answered, acted := make(chan struct{}), make(chan struct{})
 	var ierr error
 	tr.DriveEach(func() {
@@ -71,14 +79,14 @@ func lateInterrupt(t *testing.T, act func(n *treetest.Node, sid string)) (tr *tr
 		}
 		// The execution announced its first wait and has not tried again.
 		require.Equal(t, "running", tr.PromptState(running), "nothing stored yet")
-		f.Heal()
+		heal()
 		if act != nil {
 			act(n, sid)
 		}
 		close(acted)
 	})
 	require.ErrorIs(t, ierr, core.ErrStorageUnavailable, "the interrupt answers 503")
-	return tr, n, d, sid, running, queued, x
+	return sid, running, queued, x
 }
 
 // A client whose interrupt answered 503 sends its next prompt. The late
