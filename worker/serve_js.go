@@ -100,7 +100,7 @@ func (f *Front) decideJS(method, rawURL string, headers js.Value) any {
 	}
 	for i, n := 0, headers.Length(); i < n; i++ {
 		kv := headers.Index(i)
-		r.Header.Add(kv.Index(0).String(), kv.Index(1).String())
+		r.Header.AddReceived(kv.Index(0).String(), kv.Index(1).String())
 	}
 	if h := r.Header.Get("Host"); h != "" {
 		r.Host = h
