@@ -32,3 +32,17 @@ func TestDecideJSTrimsHeaderValues(t *testing.T) {
 		assert.Equal(t, "alice", d["principal"], "%q", v)
 	}
 }
+
+// Every JSON answer the front writes itself carries nosniff, as docs/api.md
+// says of every JSON response and as the local server's do: the list page
+// (pageJS) and a panicking entry point's 500 had only the Content-Type.
+func TestFrontAnswersAreNosniff(t *testing.T) {
+	for name, a := range map[string]any{
+		"page":     pageJS(`{"trees":[],"more":false}`),
+		"internal": answerObject(500, jsonHeader(), internalError),
+	} {
+		m := a.(map[string]any)
+		assert.Contains(t, m["headers"], []any{"X-Content-Type-Options", "nosniff"}, name)
+		assert.Contains(t, m["headers"], []any{"Content-Type", "application/json"}, name)
+	}
+}
