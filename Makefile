@@ -38,13 +38,13 @@ unit:
 	$(GO) test -count=1 -timeout 13m ./...
 
 # The Worker's Go tests under Node (go_js_wasm_exec): the Durable Object
-# host and cmd/worker, where node is installed; skipped otherwise. (The
+# host, the front (worker/) and cmd/worker, where node is installed; skipped otherwise. (The
 # workerd e2e in ./e2e/ runs in unit when node_modules holds the pinned
 # wrangler: .ci/run runs npm ci.)
 js:
 	@if command -v node >/dev/null 2>&1; then \
-		echo "GOOS=js GOARCH=wasm $(GO) test -count=1 ./durableobject/... ./cmd/worker"; \
-		PATH="$$PATH:$$($(GO) env GOROOT)/lib/wasm" GOOS=js GOARCH=wasm $(GO) test -count=1 ./durableobject/... ./cmd/worker; \
+		echo "GOOS=js GOARCH=wasm $(GO) test -count=1 ./durableobject/... ./worker ./cmd/worker"; \
+		PATH="$$PATH:$$($(GO) env GOROOT)/lib/wasm" GOOS=js GOARCH=wasm $(GO) test -count=1 ./durableobject/... ./worker ./cmd/worker; \
 	else echo "js: no node on PATH: the Durable Object host's js/wasm tests are skipped"; fi
 
 # Each fuzz target runs a fixed number of inputs; go test -fuzz takes one

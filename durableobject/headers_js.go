@@ -26,7 +26,7 @@ func headersFromJS(h httpmsg.Header, v js.Value) error {
 		return fmt.Errorf("read headers: %w", err)
 	}
 	for _, kv := range pairs {
-		h.Add(kv[0], kv[1])
+		h.AddReceived(kv[0], kv[1])
 	}
 	return nil
 }

@@ -180,14 +180,26 @@ func TestWorkerdFront(t *testing.T) {
 				{"POST", "/v1/sessions/" + id + "/interrupt"},
 				{"DELETE", "/v1/sessions/" + id},
 			} {
-				code := frontStatus(t, alice, rq.method, rq.path)
-				if rq.method == "DELETE" && strings.Contains(id, ".") && code == http.StatusBadRequest {
-					continue // only a root can be deleted: refused as such
-				}
-				assert.Equal(t, http.StatusNotFound, code, "%s %s", rq.method, rq.path)
+				// A child's id of a tree alice does not own is 404 as any
+				// other, as on the local server: not 400 before the owner
+				// check.
+				assert.Equal(t, http.StatusNotFound, frontStatus(t, alice, rq.method, rq.path), "%s %s", rq.method, rq.path)
 			}
 		}
 		assert.Equal(t, before, w.treeFiles(t), "no Tree object was created")
+	})
+
+	// Only a root can be deleted: a child's id of the caller's own tree is
+	// 400 (whether or not the child exists), of another's tree 404, as on
+	// the local server; nothing is deleted.
+	t.Run("a child's delete is refused after the owner check", func(t *testing.T) {
+		sid := alice.create()
+		for _, id := range []string{sid + ".1", sid + ".", sid + ".x.y"} {
+			assert.Equal(t, http.StatusBadRequest, frontStatus(t, alice, "DELETE", "/v1/sessions/"+id), id)
+			assert.Equal(t, http.StatusNotFound, frontStatus(t, bob, "DELETE", "/v1/sessions/"+id), id)
+		}
+		assert.Equal(t, http.StatusOK, frontStatus(t, alice, "GET", "/v1/sessions/"+sid), "the tree is intact")
+		assert.Contains(t, alice.listed(), sid)
 	})
 
 	t.Run("another principal's session is 404", func(t *testing.T) {

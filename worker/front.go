@@ -34,7 +34,7 @@ const (
 	Answered Kind = iota // Decide wrote the answer (an error, or /healthz)
 	Create               // POST /v1/sessions: mint a root id, create the tree, record it
 	List                 // GET /v1/sessions: the caller's directory
-	Delete               // DELETE /v1/sessions/{root}: owner check, the object, the directory row
+	Delete               // DELETE /v1/sessions/{id}: owner check of its root, the object (which refuses a child's id), the directory row
 	Forward              // any other /v1/sessions/{id}/… route: owner check, then the tree's object
 )
 
@@ -161,19 +161,25 @@ func (f *Front) Decide(w httpmsg.ResponseWriter, r *httpmsg.Request) Decision {
 		return d
 	}
 	id := pathID(r.URL)
+	if r.Method == httpmsg.MethodDelete {
+		// A delete names a tree by the id's root, as the local server's
+		// does: the owner check comes first (404 for a tree the caller does
+		// not own, whatever follows the "."), then the tree's object
+		// refuses a child's id (400), as core/api's delete does.
+		root, _, _ := strings.Cut(id, ".")
+		if !validPart(root) {
+			api.WriteError(w, &api.Error{Type: api.ErrNotFound, Message: "no such session"})
+			return Decision{}
+		}
+		d.Root, d.URL, d.Kind = root, forwardURL(r.URL), Delete
+		return d
+	}
 	root, ok := ValidID(id)
 	if !ok {
 		api.WriteError(w, &api.Error{Type: api.ErrNotFound, Message: "no such session"})
 		return Decision{}
 	}
 	d.Root, d.URL, d.Kind = root, forwardURL(r.URL), Forward
-	if r.Method == httpmsg.MethodDelete {
-		if root != id {
-			api.WriteError(w, &api.Error{Type: api.ErrInvalidRequest, Message: "only a root session can be deleted; it deletes its whole tree"})
-			return Decision{}
-		}
-		d.Kind = Delete
-	}
 	return d
 }
 

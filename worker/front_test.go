@@ -77,6 +77,11 @@ func TestDecideRoutes(t *testing.T) {
 		{"GET", "/v1/sessions/abc/events?after=3&access_token=s3cret", worker.Forward, "abc", "/v1/sessions/abc/events?after=3"},
 		{"POST", "/v1/sessions/abc/prompt", worker.Forward, "abc", "/v1/sessions/abc/prompt"},
 		{"DELETE", "/v1/sessions/abc", worker.Delete, "abc", "/v1/sessions/abc"},
+		// A child's id goes on to the owner check, as on the local server
+		// (an unknown or another principal's tree is 404); the object
+		// refuses it (400) once the caller is known to own the tree.
+		{"DELETE", "/v1/sessions/abc.def", worker.Delete, "abc", "/v1/sessions/abc.def"},
+		{"DELETE", "/v1/sessions/abc.", worker.Delete, "abc", "/v1/sessions/abc."},
 		// The id as the router matches it, unescaped; forwarded as sent.
 		{"GET", "/v1/sessions/%61bc.%31", worker.Forward, "abc", "/v1/sessions/%61bc.%31"},
 	}
@@ -99,7 +104,7 @@ func TestDecideAnswers(t *testing.T) {
 		typ            string
 	}{
 		{"GET", "/healthz", 200, ""},
-		{"DELETE", "/v1/sessions/abc.def", 400, "invalid_request"},
+		{"DELETE", "/v1/sessions/a%20c.1", 404, "not_found"},
 		{"PUT", "/v1/sessions/abc", 405, "method_not_allowed"},
 		{"GET", "/v1/nothing", 404, "not_found"},
 		{"GET", "/v1/sessions/abc/..", 404, "not_found"},

@@ -100,7 +100,7 @@ func (f *Front) decideJS(method, rawURL string, headers js.Value) any {
 	}
 	for i, n := 0, headers.Length(); i < n; i++ {
 		kv := headers.Index(i)
-		r.Header.Add(kv.Index(0).String(), kv.Index(1).String())
+		r.Header.AddReceived(kv.Index(0).String(), kv.Index(1).String())
 	}
 	if h := r.Header.Get("Host"); h != "" {
 		r.Host = h
@@ -118,7 +118,11 @@ func (f *Front) decideJS(method, rawURL string, headers js.Value) any {
 	return out
 }
 
-func jsonHeader() httpmsg.Header { return httpmsg.Header{"Content-Type": {"application/json"}} }
+// jsonHeader is the header of a JSON answer the front writes itself, as
+// core/api writes its own (docs/api.md: every JSON response is nosniff).
+func jsonHeader() httpmsg.Header {
+	return httpmsg.Header{"Content-Type": {"application/json"}, "X-Content-Type-Options": {"nosniff"}}
+}
 
 func answerObject(status int, h httpmsg.Header, body []byte) any {
 	return map[string]any{"status": status, "headers": headerPairs(h), "body": string(body)}

@@ -35,6 +35,12 @@ func streamHeaders(w httpmsg.ResponseWriter) {
 func (h *TreeHandler) events(w httpmsg.ResponseWriter, r *httpmsg.Request, t *Tree) error {
 	inst, id := t.Instance, r.PathValue("id")
 	cursor, name := r.URL.Query().Get("after"), "after"
+	if len(r.Header.Values("Last-Event-ID")) > 1 {
+		// Which one would count is a guess (Cloudflare joins them into one
+		// value, which then fails): refuse, as a query parameter or a JSON
+		// field given twice is.
+		return fail(ErrInvalidRequest, "Last-Event-ID is given more than once; give it once")
+	}
 	if last := r.Header.Get("Last-Event-ID"); last != "" {
 		cursor, name = last, "Last-Event-ID" // the error names where the bad value came from
 	}

@@ -264,6 +264,30 @@ func TestEventsHeadSendsStreamHeaders(t *testing.T) {
 	assert.Equal(t, "no", resp.Header.Get("X-Accel-Buffering"))
 }
 
+// Last-Event-ID given twice is refused, as a query parameter given twice
+// is, on every host: Cloudflare joins the two into one value ("0, 1"),
+// which no host could read, so taking the first here would answer what
+// the Worker refuses.
+func TestEventsLastEventIDTwiceRefused(t *testing.T) {
+	f := newFixture(t, treetest.NewDriver(1), nil)
+	id := f.client(t, "").create()
+	// A deadline for a failing test only: a stream never ends by itself.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, "GET", f.srv.URL+"/v1/sessions/"+id+"/events", nil)
+	require.NoError(t, err)
+	req.Header.Add("Last-Event-ID", "0")
+	req.Header.Add("Last-Event-ID", "1")
+	resp, err := f.srv.Client().Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusBadRequest, resp.StatusCode)
+	var e api.ErrorBody
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&e))
+	assert.Equal(t, api.ErrInvalidRequest, e.Error.Type)
+	assert.Equal(t, "Last-Event-ID is given more than once; give it once", e.Error.Message)
+}
+
 // A bad cursor is refused naming where it came from: Last-Event-ID (which
 // wins over ?after=) or after.
 func TestEventsBadCursorNamesItsSource(t *testing.T) {

@@ -1,6 +1,9 @@
 package httpmsg
 
-import "slices"
+import (
+	"slices"
+	"strings"
+)
 
 // Header is a message's header fields, keyed by canonical name
 // (CanonicalKey), like http.Header: a plain conversion turns one into the
@@ -25,6 +28,15 @@ func (h Header) Set(key, value string) { h[CanonicalKey(key)] = []string{value} 
 func (h Header) Add(key, value string) {
 	k := CanonicalKey(key)
 	h[k] = append(h[k], value)
+}
+
+// AddReceived appends value as a field received from a peer: without the
+// spaces and tabs around it, which are not part of a field's value
+// (RFC 9110 §5.5), as net/http reads a request's fields. A host that
+// takes fields from elsewhere (workerd passes a value's trailing
+// whitespace on) adds them with it, so every host reads the same value.
+func (h Header) AddReceived(key, value string) {
+	h.Add(key, strings.Trim(value, " \t"))
 }
 
 // Del removes key.

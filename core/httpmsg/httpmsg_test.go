@@ -1,6 +1,7 @@
 package httpmsg_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"io"
@@ -219,4 +220,17 @@ func TestPathValuesAreKeptSideBySide(t *testing.T) {
 	assert.Equal(t, "s1", r.PathValue("id"))
 	assert.Equal(t, "c1", r.PathValue("call"))
 	assert.Empty(t, r.PathValue("other"))
+}
+
+// AddReceived reads a field's value as net/http reads a request's: the
+// spaces and tabs around it are not part of it; those inside stay.
+func TestAddReceivedReadsAsNetHTTP(t *testing.T) {
+	for _, v := range []string{"Bearer tok ", "Bearer tok\t", " \tBearer  tok \t ", "1 ", "", "  ", "a \t b"} {
+		raw := "GET / HTTP/1.1\r\nHost: x\r\nAuthorization: " + v + "\r\n\r\n"
+		r, err := http.ReadRequest(bufio.NewReader(strings.NewReader(raw)))
+		require.NoError(t, err, "%q", v)
+		h := httpmsg.Header{}
+		h.AddReceived("authorization", v)
+		assert.Equal(t, r.Header.Values("Authorization"), h.Values("Authorization"), "%q", v)
+	}
 }

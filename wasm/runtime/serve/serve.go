@@ -260,7 +260,7 @@ func (t *Tree) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, max+1))
 	if err != nil {
-		writeError(w, api.ErrInvalidRequest, "read body")
+		writeError(w, api.ErrInvalidRequest, "could not read the request body")
 		return
 	}
 	var id uint64
@@ -392,6 +392,7 @@ func writeError(w http.ResponseWriter, typ api.ErrorType, msg string) {
 	var body api.ErrorBody
 	body.Error.Type, body.Error.Message = typ, msg
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(api.Statuses[typ])
 	_ = json.NewEncoder(w).Encode(body)
 }
