@@ -29,3 +29,6 @@ func (inst *Instance) StartForTest(ctx context.Context, sessionID, cause string)
 	defer inst.claimMu.Unlock()
 	inst.startLocked(ctx, sessionID, cause)
 }
+
+// CancelAll is the cutoff of an interrupt that cancels every queued prompt.
+const CancelAll = cancelAll

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 
 	"github.com/revenantrt/revenant/core/event"
 	"github.com/revenantrt/revenant/core/storage"
@@ -377,8 +376,11 @@ func (t *txw) interruptTurn(sessionID string, end turnEnd, reason string) error 
 	return err
 }
 
-// cancelAll is the cutoff of an interrupt that cancels every queued prompt.
-const cancelAll = math.MaxInt64
+// cancelAll is the cutoff of an interrupt that cancels every queued prompt:
+// above every seq, and exact as a float64, as the Durable Object's SQL
+// binds integers as JS numbers and refuses one it would round
+// (math.MaxInt64 would be).
+const cancelAll = 1 << 62
 
 // interruptQueue is interruptTurn cancelling only the queued prompts
 // admitted up to seq upTo (all of them with cancelAll, none with 0): an
