@@ -133,7 +133,7 @@ func (x *Execution) interruptAsked() func(gaveUp bool, upTo int64) {
 }
 
 // interruptCutoff is how far back x's record of its interrupt cancels the
-// queue (interruptQueue): cancelAll (every queued prompt) while a request
+// queue (interruptQueue): wholeQueue (every queued prompt) while a request
 // waits for the record, as that request answers only after it; else,
 // when every request that told x to stop has given up (storage refused
 // the interrupt, or the instance is stopping), the session's last seq
@@ -148,7 +148,7 @@ func (x *Execution) interruptCutoff() (upTo int64, unanswered bool) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if x.asking > 0 || !x.gaveUp {
-		return cancelAll, false
+		return wholeQueue, false
 	}
 	return x.givenUpAt, true
 }

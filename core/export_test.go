@@ -31,4 +31,4 @@ func (inst *Instance) StartForTest(ctx context.Context, sessionID, cause string)
 }
 
 // CancelAll is the cutoff of an interrupt that cancels every queued prompt.
-const CancelAll = cancelAll
+const CancelAll = wholeQueue

@@ -372,18 +372,18 @@ func interruption(executionID, promptID, reason, cut string, kept map[string]eve
 // every queued prompt with reason and releases the claim, in one
 // transaction.
 func (t *txw) interruptTurn(sessionID string, end turnEnd, reason string) error {
-	_, err := t.interruptQueue(sessionID, end, reason, cancelAll, false)
+	_, err := t.interruptQueue(sessionID, end, reason, wholeQueue, false)
 	return err
 }
 
-// cancelAll is the cutoff of an interrupt that cancels every queued prompt:
+// wholeQueue is the cutoff of an interrupt that cancels every queued prompt:
 // above every seq, and exact as a float64, as the Durable Object's SQL
 // binds integers as JS numbers and refuses one it would round
 // (math.MaxInt64 would be).
-const cancelAll = 1 << 62
+const wholeQueue = 1 << 62
 
 // interruptQueue is interruptTurn cancelling only the queued prompts
-// admitted up to seq upTo (all of them with cancelAll, none with 0): an
+// admitted up to seq upTo (all of them with wholeQueue, none with 0): an
 // interrupt recorded after its requests gave up
 // (Execution.interruptCutoff). Prompts admitted later keep the claim, and
 // the next of them starts here if startNext.
