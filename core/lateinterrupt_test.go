@@ -5,6 +5,8 @@ package core_test
 // writes again, after the client has had its error and maybe sent more.
 
 import (
+	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -30,9 +32,23 @@ import (
 // before the interrupt's own write window ran out.
 func lateInterrupt(t *testing.T, act func(n *treetest.Node, sid string)) (tr *treetest.Tree, n *treetest.Node, d *treetest.Driver, sid, running, queued string, x *core.Execution) {
 	t.Helper()
-	tr, f, d, n := faultTree(t, 4)
+	return lateInterruptOf(t, nil, "hold", act)
+}
+
+// lateInterruptOf is lateInterrupt with the node's driver wrap(d) (d if
+// wrap is nil) and its turn's prompt text first, which runs on d.
+func lateInterruptOf(t *testing.T, wrap func(d *treetest.Driver) core.Driver, first string, act func(n *treetest.Node, sid string)) (tr *treetest.Tree, n *treetest.Node, d *treetest.Driver, sid, running, queued string, x *core.Execution) {
+	t.Helper()
+	tr = treetest.New(t)
+	f := tr.Faults()
+	d = treetest.NewDriver(4)
+	var driver core.Driver = d
+	if wrap != nil {
+		driver = wrap(d)
+	}
+	n = tr.Boot(driver)
 	sid = n.NewSession("s")
-	running = n.Admit(sid, "hold")
+	running = n.Admit(sid, first)
 	x = <-d.Started
 	queued = n.Admit(sid, "queued before the interrupt")
 
@@ -157,4 +173,48 @@ func TestLateInterruptWithAnotherWaitingCancelsTheWholeQueue(t *testing.T) {
 	assert.Equal(t, "cancelled", tr.PromptState(after), "queued when the second interrupt was asked")
 	assert.Equal(t, 1, d.Runs())
 	assert.False(t, tr.Claim(sid).Exists)
+}
+
+// The late record of an interrupt ends the turn's foreground children's
+// jobs, and no interrupt request is left to stop their executions: the
+// record stops them itself, as a failed turn's does. Before, a child
+// running here went on calling the model for nobody until its own end.
+func TestLateInterruptStopsTheTurnsRunningChild(t *testing.T) {
+	childStopped := make(chan struct{})
+	delegate := func(d *treetest.Driver) core.Driver {
+		return core.DriverFunc(func(ctx context.Context, x *core.Execution) core.Outcome {
+			if strings.Contains(x.SessionID(), ".") {
+				// The child's task turn holds until it is stopped.
+				<-ctx.Done()
+				close(childStopped)
+				return core.Outcome{Kind: core.Stopped}
+			}
+			if x.Prompt() == "hold: delegate" {
+				if _, err := x.StartChild(ctx, core.ChildSpec{CallID: "call-1", Prompt: "work", MaxDepth: 3}); err != nil {
+					return core.Outcome{Kind: core.Stopped}
+				}
+			}
+			return d.Run(ctx, x)
+		})
+	}
+	tr, n, _, sid, running, _, _ := lateInterruptOf(t, delegate, "hold: delegate", nil)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		n.IdleDriving()
+	}()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second): // only to fail instead of hanging
+		t.Fatal("the child's task turn still runs after its parent's late interrupt")
+	}
+	<-childStopped
+	assert.Equal(t, "interrupted", tr.PromptState(running))
+	terms := treetest.Terminals(tr.Events(sid + ".1"))
+	require.Len(t, terms, 1, "the child's task turn ended")
+	var in event.Interrupted
+	require.NoError(t, terms[0].Decode(&in))
+	assert.Equal(t, event.ExecutionInterrupted, terms[0].Type)
+	assert.Equal(t, event.ReasonOrphaned, in.Reason, "nothing waits for it")
+	assert.False(t, tr.Claim(sid+".1").Exists)
 }
