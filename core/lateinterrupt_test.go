@@ -218,3 +218,62 @@ func TestLateInterruptStopsTheTurnsRunningChild(t *testing.T) {
 	assert.Equal(t, event.ReasonOrphaned, in.Reason, "nothing waits for it")
 	assert.False(t, tr.Claim(sid+".1").Exists)
 }
+
+// The instance starts to stop after the interrupt answered its error and
+// the client sent its next prompt, before the late record: the record
+// starts no turn here, and keeps the claim for the prompt it spared, so
+// the next boot runs it.
+func TestLateInterruptWhileStoppingKeepsTheClaimForItsKeptPrompt(t *testing.T) {
+	tr, f, d, n := faultTree(t, 4)
+	sid := n.NewSession("s")
+	running := n.Admit(sid, "hold")
+	x := <-d.Started
+	queued := n.Admit(sid, "queued before the interrupt")
+	stopped, release := make(chan struct{}), make(chan struct{})
+	t.Cleanup(core.SetFinishingHook(func(e *core.Execution) {
+		if e == x {
+			close(stopped)
+			<-release
+		}
+	}))
+	f.FailFor(time.Hour, faultvfs.Full)
+	answered := make(chan struct{})
+	var ierr error
+	var after string
+	tr.Drive(func() {
+		timers := tr.Clock.Pending()
+		go func() {
+			defer close(answered)
+			_, ierr = n.Inst.Interrupt(ctx, sid, event.ReasonUser)
+		}()
+		<-stopped
+		tr.Clock.BlockUntil(timers + 1) // the interrupt's grace period
+		tr.Clock.Advance(core.DefaultInterruptGrace)
+		<-answered
+		f.Heal()
+		after = n.Admit(sid, "sent after the interrupt's 503")
+		gone, cancel := context.WithCancel(ctx)
+		cancel()
+		require.Error(t, n.Inst.Close(gone), "the instance is stopping; x has not ended")
+		close(release)
+	})
+	require.ErrorIs(t, ierr, core.ErrStorageUnavailable)
+	n.Idle()
+	assert.Equal(t, "interrupted", tr.PromptState(running))
+	assert.Equal(t, "cancelled", tr.PromptState(queued))
+	assert.Equal(t, "queued", tr.PromptState(after), "admitted after the interrupt answered: kept")
+	assert.True(t, tr.Claim(sid).Exists, "the kept prompt holds the claim")
+	assert.Equal(t, 1, d.Runs())
+
+	n.Crash()
+	d2 := treetest.NewDriver(1)
+	n2 := tr.Boot(d2)
+	select {
+	case x2 := <-d2.Started:
+		assert.Equal(t, after, x2.PromptID(), "the next boot runs the kept prompt")
+	case <-time.After(30 * time.Second): // only to fail instead of hanging
+		t.Fatal("the next boot did not run the kept prompt")
+	}
+	n2.Idle()
+	assert.Equal(t, "succeeded", tr.PromptState(after))
+}
