@@ -36,7 +36,7 @@ func TestLateInterruptWithTheSeqUnreadableKeepsAPromptSentAfterIts503(t *testing
 	d := treetest.NewDriver(4)
 	n := tr.Boot(d)
 	var after string
-	_, running, queued, _ := lateInterruptOn(t, tr, n, d,
+	_, running, queued, _ := lateInterruptOn(t, tr, n, d, "hold",
 		func() { faults.failNext(1<<30, &storage.Error{Code: storage.CodeIOErr, Msg: "injected"}) },
 		func() { faults.failNext(0, nil) },
 		func(n *treetest.Node, sid string) { after = n.Admit(sid, "sent after the interrupt's 503") })
@@ -74,7 +74,7 @@ func TestLateInterruptStopsTheRootsChildBeforeTheKeptPromptRuns(t *testing.T) {
 		return d.Run(ctx, x)
 	}))
 	var after string
-	_, running, queued, _ := lateInterruptOn(t, tr, n, d, func() { f.FailFor(time.Hour, faultvfs.Full) }, f.Heal,
+	_, running, queued, _ := lateInterruptOn(t, tr, n, d, "hold", func() { f.FailFor(time.Hour, faultvfs.Full) }, f.Heal,
 		func(n *treetest.Node, sid string) { after = n.Admit(sid, "sent after the interrupt's 503") })
 	var ran bool
 	tr.Drive(func() { ran = <-childRan })

@@ -5,6 +5,8 @@ package core_test
 // writes again, after the client has had its error and maybe sent more.
 
 import (
+	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -31,16 +33,29 @@ import (
 func lateInterrupt(t *testing.T, act func(n *treetest.Node, sid string)) (tr *treetest.Tree, n *treetest.Node, d *treetest.Driver, sid, running, queued string, x *core.Execution) {
 	t.Helper()
 	tr, f, d, n := faultTree(t, 4)
-	sid, running, queued, x = lateInterruptOn(t, tr, n, d, func() { f.FailFor(time.Hour, faultvfs.Full) }, f.Heal, act)
+	sid, running, queued, x = lateInterruptOn(t, tr, n, d, "hold", func() { f.FailFor(time.Hour, faultvfs.Full) }, f.Heal, act)
+	return tr, n, d, sid, running, queued, x
+}
+
+// lateInterruptOf is lateInterrupt with the node's driver wrap(d) and its
+// turn's prompt text first, which runs on d.
+func lateInterruptOf(t *testing.T, wrap func(d *treetest.Driver) core.Driver, first string, act func(n *treetest.Node, sid string)) (tr *treetest.Tree, n *treetest.Node, d *treetest.Driver, sid, running, queued string, x *core.Execution) {
+	t.Helper()
+	tr = treetest.New(t)
+	f := tr.Faults()
+	d = treetest.NewDriver(4)
+	n = tr.Boot(wrap(d))
+	sid, running, queued, x = lateInterruptOn(t, tr, n, d, first, func() { f.FailFor(time.Hour, faultvfs.Full) }, f.Heal, act)
 	return tr, n, d, sid, running, queued, x
 }
 
 // lateInterruptOn is lateInterrupt on a given tree, node and driver, with
-// the outage that fail starts and heal ends.
-func lateInterruptOn(t *testing.T, tr *treetest.Tree, n *treetest.Node, d *treetest.Driver, fail, heal func(), act func(n *treetest.Node, sid string)) (sid, running, queued string, x *core.Execution) {
+// the turn's prompt text first and the outage that fail starts and heal
+// ends.
+func lateInterruptOn(t *testing.T, tr *treetest.Tree, n *treetest.Node, d *treetest.Driver, first string, fail, heal func(), act func(n *treetest.Node, sid string)) (sid, running, queued string, x *core.Execution) {
 	t.Helper()
 	sid = n.NewSession("s")
-	running = n.Admit(sid, "hold")
+	running = n.Admit(sid, first)
 	x = <-d.Started
 	queued = n.Admit(sid, "queued before the interrupt")
 
@@ -165,4 +180,107 @@ func TestLateInterruptWithAnotherWaitingCancelsTheWholeQueue(t *testing.T) {
 	assert.Equal(t, "cancelled", tr.PromptState(after), "queued when the second interrupt was asked")
 	assert.Equal(t, 1, d.Runs())
 	assert.False(t, tr.Claim(sid).Exists)
+}
+
+// The late record of an interrupt ends the turn's foreground children's
+// jobs, and no interrupt request is left to stop their executions: the
+// record stops them itself, as a failed turn's does. Before, a child
+// running here went on calling the model for nobody until its own end.
+func TestLateInterruptStopsTheTurnsRunningChild(t *testing.T) {
+	childStopped := make(chan struct{})
+	delegate := func(d *treetest.Driver) core.Driver {
+		return core.DriverFunc(func(ctx context.Context, x *core.Execution) core.Outcome {
+			if strings.Contains(x.SessionID(), ".") {
+				// The child's task turn holds until it is stopped.
+				<-ctx.Done()
+				close(childStopped)
+				return core.Outcome{Kind: core.Stopped}
+			}
+			if x.Prompt() == "hold: delegate" {
+				if _, err := x.StartChild(ctx, core.ChildSpec{CallID: "call-1", Prompt: "work", MaxDepth: 3}); err != nil {
+					return core.Outcome{Kind: core.Stopped}
+				}
+			}
+			return d.Run(ctx, x)
+		})
+	}
+	tr, n, _, sid, running, _, _ := lateInterruptOf(t, delegate, "hold: delegate", nil)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		n.IdleDriving()
+	}()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second): // only to fail instead of hanging
+		t.Fatal("the child's task turn still runs after its parent's late interrupt")
+	}
+	<-childStopped
+	assert.Equal(t, "interrupted", tr.PromptState(running))
+	terms := treetest.Terminals(tr.Events(sid + ".1"))
+	require.Len(t, terms, 1, "the child's task turn ended")
+	var in event.Interrupted
+	require.NoError(t, terms[0].Decode(&in))
+	assert.Equal(t, event.ExecutionInterrupted, terms[0].Type)
+	assert.Equal(t, event.ReasonOrphaned, in.Reason, "nothing waits for it")
+	assert.False(t, tr.Claim(sid+".1").Exists)
+}
+
+// The instance starts to stop after the interrupt answered its error and
+// the client sent its next prompt, before the late record: the record
+// starts no turn here, and keeps the claim for the prompt it spared, so
+// the next boot runs it.
+func TestLateInterruptWhileStoppingKeepsTheClaimForItsKeptPrompt(t *testing.T) {
+	tr, f, d, n := faultTree(t, 4)
+	sid := n.NewSession("s")
+	running := n.Admit(sid, "hold")
+	x := <-d.Started
+	queued := n.Admit(sid, "queued before the interrupt")
+	stopped, release := make(chan struct{}), make(chan struct{})
+	t.Cleanup(core.SetFinishingHook(func(e *core.Execution) {
+		if e == x {
+			close(stopped)
+			<-release
+		}
+	}))
+	f.FailFor(time.Hour, faultvfs.Full)
+	answered := make(chan struct{})
+	var ierr error
+	var after string
+	tr.Drive(func() {
+		timers := tr.Clock.Pending()
+		go func() {
+			defer close(answered)
+			_, ierr = n.Inst.Interrupt(ctx, sid, event.ReasonUser)
+		}()
+		<-stopped
+		tr.Clock.BlockUntil(timers + 1) // the interrupt's grace period
+		tr.Clock.Advance(core.DefaultInterruptGrace)
+		<-answered
+		f.Heal()
+		after = n.Admit(sid, "sent after the interrupt's 503")
+		gone, cancel := context.WithCancel(ctx)
+		cancel()
+		require.Error(t, n.Inst.Close(gone), "the instance is stopping; x has not ended")
+		close(release)
+	})
+	require.ErrorIs(t, ierr, core.ErrStorageUnavailable)
+	n.Idle()
+	assert.Equal(t, "interrupted", tr.PromptState(running))
+	assert.Equal(t, "cancelled", tr.PromptState(queued))
+	assert.Equal(t, "queued", tr.PromptState(after), "admitted after the interrupt answered: kept")
+	assert.True(t, tr.Claim(sid).Exists, "the kept prompt holds the claim")
+	assert.Equal(t, 1, d.Runs())
+
+	n.Crash()
+	d2 := treetest.NewDriver(1)
+	n2 := tr.Boot(d2)
+	select {
+	case x2 := <-d2.Started:
+		assert.Equal(t, after, x2.PromptID(), "the next boot runs the kept prompt")
+	case <-time.After(30 * time.Second): // only to fail instead of hanging
+		t.Fatal("the next boot did not run the kept prompt")
+	}
+	n2.Idle()
+	assert.Equal(t, "succeeded", tr.PromptState(after))
 }

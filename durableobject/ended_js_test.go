@@ -43,11 +43,23 @@ func endedModule(t *testing.T) js.Value {
 			gc();
 			return refs.filter((r) => r.deref() !== undefined).length;
 		}
+		// counted is a program whose ended counts the reactions added to it.
+		function counted() {
+			const p = program();
+			const ended = p.ended;
+			p.reactions = 0;
+			p.ended = { then(f, r) { p.reactions++; return ended.then(f, r); } };
+			return p;
+		}
+		async function answerAll(p, n) {
+			for (let i = 0; i < n; i++) await untilEnded(p, Promise.resolve(i));
+			return p.reactions;
+		}
 		const never = () => new Promise(() => {});
 		async function outcome(promise) {
 			try { return "answered " + (await promise); } catch (e) { return "rejected: " + e.message; }
 		}
-		return { untilEnded, program, retained, outcome, never };`).Invoke()
+		return { untilEnded, program, counted, answerAll, retained, outcome, never };`).Invoke()
 }
 
 // The answer comes through when Go gives it; the program's end answers a
@@ -80,4 +92,20 @@ func TestUntilEndedKeepsNoAnswer(t *testing.T) {
 	require.NoError(t, err)
 	assert.LessOrEqual(t, v.Int(), 1, "answers of requests long answered are still held")
 	p.Call("end")
+}
+
+// The watch on the program's end is added once per program, not once per
+// request: the program's ended stays pending for the object's whole life
+// and keeps every reaction added to it.
+func TestUntilEndedWatchesTheEndOnce(t *testing.T) {
+	m := endedModule(t)
+	p := m.Call("counted")
+	v, err := await(m.Call("answerAll", p, 50))
+	require.NoError(t, err)
+	assert.Equal(t, 1, v.Int(), "reactions added to the program's end")
+	pending := m.Call("outcome", m.Call("untilEnded", p, m.Call("never")))
+	p.Call("end")
+	v, err = await(pending)
+	require.NoError(t, err)
+	assert.Equal(t, "rejected: the Go program exited", v.String(), "the one watch still answers")
 }

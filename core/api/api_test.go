@@ -313,6 +313,19 @@ func TestAccessTokenOnlyWithoutAuthorizationHeader(t *testing.T) {
 	}
 }
 
+// Two query tokens are refused for being two, whatever their count: the
+// error says so, as it does for two Authorization headers.
+func TestDoubledAccessTokenSaysWhy(t *testing.T) {
+	tokens, err := api.ParseTokens("alice:secret-a,bob:secret-b")
+	require.NoError(t, err)
+	for _, query := range []string{"?access_token=secret-a&access_token=secret-a", "?access_token=secret-a&access_token=secret-b&access_token=x"} {
+		r := httptest.NewRequest("GET", "/v1/sessions/x/events"+query, nil)
+		_, err := tokens.Authenticate(nethttp.Request(r), true)
+		assert.ErrorIs(t, err, api.ErrUnauthorized, query)
+		assert.ErrorContains(t, err, "more than one access_token", query)
+	}
+}
+
 func TestTokensStoredHashed(t *testing.T) {
 	_, err := api.ParseTokens("alice")
 	assert.Error(t, err)

@@ -1057,6 +1057,8 @@ func TestClientCannotTakeANoticesID(t *testing.T) {
 	_, err := n.Inst.Admit(ctx, sid, core.PromptInput{ClientID: notice, Text: "mine"})
 	require.ErrorIs(t, err, core.ErrInvalid)
 	assert.Contains(t, err.Error(), `ids that begin with "notice-root."`)
+	_, err = n.Inst.Admit(ctx, sid, core.PromptInput{ClientID: notice, Text: "mine", Mode: event.ModeReplace})
+	require.ErrorIs(t, err, core.ErrInvalid, "a replace is refused the id as well")
 	for _, own := range []string{"notice-1", "notice-root", "notice-other.1-1"} {
 		_, err = n.Inst.Admit(ctx, sid, core.PromptInput{ClientID: own, Text: "mine: " + own})
 		require.NoError(t, err, "%s names no notice of root's children", own)

@@ -38,6 +38,11 @@ func TestTailIsTheCrashReportOrTheLastParagraph(t *testing.T) {
 	tb = tailBuffer{}
 	_, _ = tb.Write([]byte("serving\n\npanic: first\n\ngoroutine 1 [running]:\n\npanic: runtime error: index out of range [5] with length 3 [recovered]\n\tpanic: again\n\ngoroutine 7 [running]:\nmain.main()\n"))
 	require.Equal(t, " (guest output: panic: runtime error: index out of range [5] with length 3 [recovered]\n\tpanic: again\n\ngoroutine 7 [running]:\nmain.main())", tb.tail())
+	// The last report wins whichever head it has: a "fatal error: " line
+	// the guest logged before a panic does not start the tail.
+	tb = tailBuffer{}
+	_, _ = tb.Write([]byte("fatal error: logged, not fatal\nserving\n\npanic: boom\n\ngoroutine 1 [running]:\n"))
+	require.Equal(t, " (guest output: panic: boom\n\ngoroutine 1 [running]:)", tb.tail())
 	tb = tailBuffer{}
 	_, _ = tb.Write([]byte("fatal error: all goroutines are asleep - deadlock!\n\ngoroutine 1 [chan receive]:\n"))
 	require.Equal(t, " (guest output: fatal error: all goroutines are asleep - deadlock!\n\ngoroutine 1 [chan receive]:)", tb.tail())

@@ -19,6 +19,7 @@ var busyCases = []testCase{
 
 var commitCases = []testCase{
 	{"a failed commit left open is rolled back before the next transaction", failedCommitRolledBack},
+	{"a commit failing after the context ended is the storage's failure", commitFailsAfterContextEnded},
 }
 
 var closedCases = []testCase{
@@ -136,6 +137,26 @@ func failedCommitRolledBack(t conform.T, newDB NewDB) {
 	require.NoError(t, db.Tx(bg, write("retried")), "the retry runs")
 	got := names(t, db)
 	assert.Contains(t, []string{"before,retried", "before,rival,retried"}, got, "the failed commit's write is gone")
+}
+
+// commitFailsAfterContextEnded: the context bounds only the wait for the
+// database (contextEndingInsideFn), so a commit that fails after it ended
+// mid-fn failed on its own: its error is the storage's, transient as
+// BUSY is, not a cancellation (which no caller retries).
+func commitFailsAfterContextEnded(t conform.T, newDB NewDB) {
+	db, faults := withCapability[CommitFaults](t, newDB)
+	ctx, cancel := context.WithCancel(bg)
+	defer cancel()
+	faults.FailNextCommit(storage.CodeBusy)
+	err := db.Tx(ctx, func(tx storage.Tx) error {
+		cancel()
+		_, err := tx.Exec(`INSERT INTO v VALUES ('lost')`)
+		return err
+	})
+	require.Error(t, err)
+	assert.ErrorIs(t, err, storage.CodeBusy)
+	assert.NotErrorIs(t, err, context.Canceled, "the commit's own failure")
+	assert.True(t, storage.IsTransient(err), "%v", err)
 }
 
 func closedRefuses(t conform.T, newDB NewDB) {
