@@ -19,6 +19,9 @@ import (
 // and workerd passes it to the Worker untrimmed. Go's server (the local
 // host, the guest's host) trims them, so the front and the object must
 // too: "Bearer a-token " is a-token, "1 " is event 1.
+//
+// An empty header, which workerd drops before the Worker sees it, is
+// absent on every host.
 func frontHeaderWhitespace(t *testing.T, s *server, token string) {
 	sid := s.create()
 	s.prompt(sid, "hello")
@@ -30,6 +33,10 @@ func frontHeaderWhitespace(t *testing.T, s *server, token string) {
 		{"/v1/sessions/" + sid, "Authorization: \tBearer " + token + "\t ", http.StatusOK},
 		{"/v1/sessions", "Authorization: Bearer " + token + "  ", http.StatusOK},
 		{"/v1/sessions/" + sid + "/events", "Authorization: Bearer " + token + " \r\nLast-Event-ID: 1 ", http.StatusOK},
+		// An empty header is absent on every host (workerd drops it).
+		{"/v1/sessions/" + sid + "/events?access_token=" + token, "Authorization: ", http.StatusOK},
+		{"/v1/sessions/" + sid, "Authorization: Bearer " + token + "\r\nOrigin: ", http.StatusOK},
+		{"/v1/sessions/" + sid, "Authorization: Bearer " + token + "\r\nOrigin: https://evil.example", http.StatusForbidden},
 		// Whitespace inside a value is the value's: still refused.
 		{"/v1/sessions/" + sid, "Authorization: Bearer " + token + " x", http.StatusUnauthorized},
 		{"/v1/sessions/" + sid + "/events", "Authorization: Bearer " + token + "\r\nLast-Event-ID: 1 2", http.StatusBadRequest},

@@ -110,6 +110,11 @@ func (t *Tokens) Authenticate(r *httpmsg.Request, queryToken bool) (string, erro
 	// whatever its scheme or form ("Bearer" with no token, "Basic …"): the
 	// query's token stands in only for a header the client could not send.
 	header := r.Header.Values("Authorization")
+	if len(header) == 1 && header[0] == "" {
+		// Cloudflare drops an empty header before the Worker sees it:
+		// absent on every host, so the query's token may stand in.
+		header = nil
+	}
 	token, ok := "", false
 	if len(header) > 0 {
 		token, ok = BearerToken(header[0])

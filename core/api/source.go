@@ -145,7 +145,10 @@ func (d *Directory) checkSource(w httpmsg.ResponseWriter, r *httpmsg.Request) (d
 		return false, fail(ErrForbiddenHost, "this server has no tokens, so it answers only requests addressed to a loopback name or address (localhost, 127.0.0.1, [::1]), not the Host this request names")
 	}
 	origin, sent := r.Header["Origin"]
-	if !sent {
+	if !sent || len(origin) == 1 && origin[0] == "" {
+		// An empty Origin is no browser's (an opaque origin is "null"),
+		// and Cloudflare drops an empty header before the Worker sees
+		// it: absent on every host.
 		return false, nil
 	}
 	if len(origin) != 1 || !d.origins[strings.ToLower(origin[0])] {

@@ -100,6 +100,21 @@ func TestHostNotCheckedWithTokens(t *testing.T) {
 // Content-Type: text/plain that would create a session or admit a prompt
 // included. An allowed origin is served with the CORS headers a browser
 // needs, and its preflight answered.
+// An empty Origin is no browser's: it is served as if absent, as on
+// Cloudflare, which drops an empty header before the Worker sees it.
+func TestEmptyOriginIsAbsent(t *testing.T) {
+	h, _ := sourceHandler(t, api.Anonymous{}, true)
+	w := serve(h, "POST", "/v1/sessions", "127.0.0.1:8787", "", "{}", "Origin", "")
+	require.Equal(t, http.StatusCreated, w.Code, "%s", w.Body)
+	assert.Empty(t, w.Header().Get("Access-Control-Allow-Origin"))
+	r := httptest.NewRequest("GET", "/v1/sessions", nil)
+	r.Host = "127.0.0.1:8787"
+	r.Header["Origin"] = []string{"", "https://evil.example"}
+	w = httptest.NewRecorder()
+	nethttp.Handler(h).ServeHTTP(w, r)
+	assert.Equal(t, http.StatusForbidden, w.Code, "an empty Origin beside another is no excuse")
+}
+
 func TestForeignOriginRefused(t *testing.T) {
 	h, trees := sourceHandler(t, api.Anonymous{}, true)
 	created := serve(h, "POST", "/v1/sessions", "127.0.0.1:8787", "", "")
