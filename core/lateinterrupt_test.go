@@ -70,15 +70,8 @@ func lateInterruptOn(t *testing.T, tr *treetest.Tree, n *treetest.Node, d *treet
 	answered, acted := make(chan struct{}), make(chan struct{})
 	var ierr error
 	tr.DriveEach(func() {
-		timers := tr.Clock.Pending()
-		go func() {
-			defer close(answered)
-			_, ierr = n.Inst.Interrupt(ctx, sid, event.ReasonUser)
-		}()
-		<-stopped
-		tr.Clock.BlockUntil(timers + 1) // the interrupt's grace period
-		tr.Clock.Advance(core.DefaultInterruptGrace)
-		<-answered // its direct commit refused for the whole write window
+		ierr = interruptPastGrace(tr, n, sid, stopped) // its direct commit refused for the whole write window
+		close(answered)
 		close(release)
 		<-acted
 	}, func(w retry.Wait) {
@@ -102,6 +95,22 @@ func lateInterruptOn(t *testing.T, tr *treetest.Tree, n *treetest.Node, d *treet
 	})
 	require.ErrorIs(t, ierr, core.ErrStorageUnavailable, "the interrupt answers 503")
 	return sid, running, queued, x
+}
+
+// interruptPastGrace interrupts session sid's turn and returns the
+// interrupt's answer, once the execution it told to stop has reached
+// stopped and the interrupt's grace period has passed on the fake clock.
+func interruptPastGrace(tr *treetest.Tree, n *treetest.Node, sid string, stopped <-chan struct{}) error {
+	timers := tr.Clock.Pending()
+	answered := make(chan error, 1)
+	go func() {
+		_, err := n.Inst.Interrupt(ctx, sid, event.ReasonUser)
+		answered <- err
+	}()
+	<-stopped
+	tr.Clock.BlockUntil(timers + 1) // the interrupt's grace period
+	tr.Clock.Advance(core.DefaultInterruptGrace)
+	return <-answered
 }
 
 // A client whose interrupt answered 503 sends its next prompt. The late
@@ -244,19 +253,10 @@ func TestLateInterruptWhileStoppingKeepsTheClaimForItsKeptPrompt(t *testing.T) {
 		}
 	}))
 	f.FailFor(time.Hour, faultvfs.Full)
-	answered := make(chan struct{})
 	var ierr error
 	var after string
 	tr.Drive(func() {
-		timers := tr.Clock.Pending()
-		go func() {
-			defer close(answered)
-			_, ierr = n.Inst.Interrupt(ctx, sid, event.ReasonUser)
-		}()
-		<-stopped
-		tr.Clock.BlockUntil(timers + 1) // the interrupt's grace period
-		tr.Clock.Advance(core.DefaultInterruptGrace)
-		<-answered
+		ierr = interruptPastGrace(tr, n, sid, stopped)
 		f.Heal()
 		after = n.Admit(sid, "sent after the interrupt's 503")
 		gone, cancel := context.WithCancel(ctx)
