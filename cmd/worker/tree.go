@@ -140,6 +140,10 @@ func (p *program) model(clock core.Clock) (model.Model, error) {
 		if err != nil {
 			return nil, fmt.Errorf("REVENANT_OFFLINE_WORD_DELAY: %w", err)
 		}
+		if d < 0 {
+			// As the local server's -offline-word-delay.
+			return nil, fmt.Errorf("REVENANT_OFFLINE_WORD_DELAY: %v is negative (want 0 or more, e.g. 30ms)", d)
+		}
 		delay = d
 	}
 	return offline.New(clock, offline.Options{WordDelay: delay}), nil

@@ -86,8 +86,9 @@ func TestTreeWakeIntervalDefaultsToOneSecond(t *testing.T) {
 	}
 }
 
-// REVENANT_OFFLINE_WORD_DELAY paces the offline model (make dev and the
-// e2e suite set it); a bad value fails the boot with the variable's name.
+// REVENANT_OFFLINE_WORD_DELAY paces the offline model (the e2e suite
+// sets it); a bad or negative value fails the boot with the
+// variable's name, as -offline-word-delay fails the local server's start.
 func TestTreeOfflineWordDelay(t *testing.T) {
 	t.Setenv("OPENAI_BASE_URL", "")
 	t.Setenv("OPENAI_API_KEY", "")
@@ -97,9 +98,11 @@ func TestTreeOfflineWordDelay(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, offline.New(nil, offline.Options{WordDelay: 5 * time.Millisecond}), m)
 
-	t.Setenv("REVENANT_OFFLINE_WORD_DELAY", "soon")
-	_, err = (&program{}).model(nil)
-	assert.ErrorContains(t, err, "REVENANT_OFFLINE_WORD_DELAY")
+	for _, bad := range []string{"soon", "-5ms"} {
+		t.Setenv("REVENANT_OFFLINE_WORD_DELAY", bad)
+		_, err = (&program{}).model(nil)
+		assert.ErrorContains(t, err, "REVENANT_OFFLINE_WORD_DELAY", bad)
+	}
 }
 
 // REVENANT_SETTINGS' max_retry_after caps the provider's Retry-After on
