@@ -394,296 +394,364 @@ func (ck *checker) session(sid string, log []rec) {
 		ck.fail(sid, &log[0], RuleSeqs, "the log starts with %s, not %s", log[0].Type, event.SessionCreated)
 	}
 
-	stepPrompt := map[string]string{} // step → prompt
-	stepExec := map[string]string{}   // step → execution that started it
-	execPrompt := map[string]string{}
-	var running string // prompt whose turn is open
-	var current string // the session's latest execution
-	var order []string // prompts in admission order
-	var startOrder []string
-	owner := func(e *rec) string {
-		switch {
-		case e.p.PromptID != "":
-			return e.p.PromptID
-		case e.p.StepID != "":
-			return stepPrompt[e.p.StepID]
-		case e.p.CallID != "":
-			if c := ck.calls[e.p.CallID]; c != nil {
-				return c.prompt
-			}
-		case e.p.ExecutionID != "":
-			return execPrompt[e.p.ExecutionID]
-		}
-		return ""
-	}
-
+	w := &walk{ck: ck, sid: sid, stepPrompt: map[string]string{}, stepExec: map[string]string{}, execPrompt: map[string]string{}}
 	for i := range log {
-		e := &log[i]
-		if e.bad != nil {
-			ck.fail(sid, e, RuleProjections, "payload does not decode: %v", e.bad)
-			continue
-		}
-		if e.Type == event.SessionCreated {
-			ck.roots[sid] = e.p.RootID
-		}
-		ck.noteSubagent(sid, e)
-		if e.Type == event.PermissionRuleSaved {
-			ck.saved = append(ck.saved, e) // of no turn: judged in always.go
-			continue
-		}
-		if ck.taskEvent(sid, e) {
-			continue
-		}
-		if e.Type == event.PromptAdmitted {
-			if ck.turns[e.p.PromptID] != nil {
-				ck.fail(sid, e, RuleEnds, "prompt %s admitted twice", e.p.PromptID)
-				continue
-			}
-			ck.turns[e.p.PromptID] = &turn{id: e.p.PromptID, admitted: *e, completed: map[string]bool{}, cut: map[string]bool{}, checkpointed: map[string]string{}}
-			ck.res.Prompts++
-			order = append(order, e.p.PromptID)
-			ck.admitted = append(ck.admitted, e.p.PromptID)
-			continue
-		}
-		switch e.Type {
-		case event.StepStarted:
-			stepPrompt[e.p.StepID], stepExec[e.p.StepID] = e.p.PromptID, e.p.ExecutionID
-		case event.ExecutionStarted:
-			execPrompt[e.p.ExecutionID] = e.p.PromptID
-		}
-		// Judged whatever turn it names, or none.
-		if resolution(e) {
-			ck.resolve(sid, e, ck.ledger)
-		} else if taskResolution(e) {
-			ck.resolveTask(sid, e)
-		}
-		pid := owner(e)
-		if pid == "" {
-			switch {
-			case e.Type == event.MessageAdded && e.p.Role == event.RoleNotice:
-				ck.fail(sid, e, RuleNotices, "a continuation notice outside any turn")
-			case e.Type == event.ToolExecuting || e.Type == event.ToolSettled:
-				ck.fail(sid, e, RuleEffects, "call %s runs but no completed step asked for it", e.p.CallID)
-			}
-			continue
-		}
-		tr := ck.turns[pid]
-		if tr == nil {
-			ck.fail(sid, e, RuleEnds, "%s names prompt %s, never admitted", e.Type, pid)
-			continue
-		}
-		if tr.end != nil {
-			rule := RuleEnds
-			if stoppedForGood(tr.end) {
-				rule = RuleAfterInterrupt
-			}
-			ck.fail(sid, e, rule, "written for prompt %s after its end #%d %s", pid, tr.end.Seq, endName(*tr.end))
-			continue
-		}
-		if tr.aborting != nil && !(e.Type == event.ExecutionFailed && e.p.Kind == event.FailAborted) {
-			ck.fail(sid, e, RuleBudget, "attempt %d is past the budget of %d, but the turn goes on instead of failing aborted",
-				tr.aborting.p.Attempt, ck.opts.Budget)
-			tr.aborting = nil
-		}
-		// A write of an execution that a newer one has replaced went past
-		// the fence: that is a zombie's commit.
-		if (e.Type == event.TextCheckpoint || e.Type == event.StepCompleted) && stepExec[e.p.StepID] != current {
-			ck.fail(sid, e, RuleZombie, "step %s of execution %s is written after execution %s replaced it",
-				e.p.StepID, stepExec[e.p.StepID], current)
-		}
-		if progress(*e) || ck.answeredSettlement(e) {
-			tr.resumes = 0
-		}
 		var prev *rec
 		if i > 0 {
 			prev = &log[i-1]
 		}
-		ck.whileParked(sid, e, prev, tr)
-		switch e.Type {
-		case event.StepParked:
-			ck.parked(sid, e, tr)
-		case event.ExecutionStarted:
-			if e.p.Cause == event.CauseResolution && tr.parked != nil && tr.parked.continued == e {
-				ck.res.Continued++
-			}
-			if e.p.Cause == event.CauseRetry {
-				ck.retryStarted(sid, e, tr)
-			}
-			if tr.pending != nil {
-				if e.p.Cause != event.CauseResume {
-					ck.fail(sid, e, RuleBudget, "resume #%d is followed by a %s start, not a resumed execution", tr.pending.Seq, e.p.Cause)
-				} else if tr.notices != 1 {
-					ck.fail(sid, e, RuleNotices, "the resumed execution starts after %d continuation notices, want 1", tr.notices)
-				}
-			} else if e.p.Cause == event.CauseResume {
-				ck.fail(sid, e, RuleBudget, "a resumed execution of %s starts without its own execution.resumed", pid)
-			} else if !e.p.TurnStart && !(e.p.Cause == event.CauseRetry && tr.retrying) &&
-				!(e.p.Cause == event.CauseResolution && tr.parked != nil && tr.parked.continued == e) {
-				// An open turn goes on in a new execution only as a counted
-				// resume, after its scheduled retry, or from the resolution
-				// of its park (whileParked): anything else restarts a dead
-				// execution past the budget.
-				ck.fail(sid, e, RuleBudget, "an execution of %s continues its turn (cause %q) without counting a resume", pid, e.p.Cause)
-			}
-			tr.pending, tr.notices, tr.retrying = nil, 0, false
-			if e.p.TurnStart {
-				if running != "" {
-					ck.fail(sid, e, RuleEnds, "the turn of %s starts while the turn of %s is open", pid, running)
-				}
-				if tr.started {
-					ck.fail(sid, e, RuleEnds, "the turn of %s starts twice", pid)
-				}
-				tr.started, tr.resumes = true, 0
-				running = pid
-				startOrder = append(startOrder, pid)
-			} else if running != pid {
-				ck.fail(sid, e, RuleEnds, "an execution of %s continues a turn that is not open", pid)
-			}
-			current = e.p.ExecutionID
-		case event.ExecutionResumed:
-			ck.res.Resumes++
-			ck.retryResumed(sid, e, tr)
-			if ck.waiting(tr) {
-				ck.fail(sid, e, RuleContinuation, "the parked turn of %s is resumed while a question is pending: parking consumes no budget and waits", pid)
-			}
-			if running != pid {
-				ck.fail(sid, e, RuleEnds, "a resume of %s, whose turn is not open", pid)
-			}
-			if tr.pending != nil {
-				ck.fail(sid, e, RuleBudget, "resume #%d never started an execution before this one", tr.pending.Seq)
-			}
-			want := tr.resumes + 1
-			switch {
-			case e.p.Attempt > ck.opts.Budget+1:
-				ck.fail(sid, e, RuleBudget, "attempt %d is past the budget of %d", e.p.Attempt, ck.opts.Budget)
-			case e.p.Attempt != want:
-				ck.fail(sid, e, RuleBudget, "attempt %d, but %d resumes without progress came before it", e.p.Attempt, want-1)
-			}
-			tr.resumes = e.p.Attempt
-			if e.p.Attempt > ck.opts.Budget {
-				tr.aborting = e
-			} else {
-				tr.pending, tr.notices = e, 0
-			}
-		case event.RetryScheduled:
-			tr.retrying = true
-			ck.retryScheduled(sid, e, tr)
-		case event.MessageAdded:
-			if e.p.Role != event.RoleNotice {
-				break
-			}
-			switch {
-			case tr.pending == nil:
-				ck.fail(sid, e, RuleNotices, "a continuation notice without a resume before it")
-			case tr.notices > 0:
-				ck.fail(sid, e, RuleNotices, "a second continuation notice for resume #%d", tr.pending.Seq)
-			}
-			if e.p.Text != event.ContinuationNotice {
-				ck.fail(sid, e, RuleNotices, "the notice reads %q", e.p.Text)
-			}
-			tr.notices++
-		case event.StepStarted:
-			if tr.final != nil {
-				ck.fail(sid, e, RuleSteps, "a step is requested after step %s was recorded complete with the final answer (#%d)", tr.final.p.StepID, tr.final.Seq)
-			}
-			if e.p.Index != tr.steps+1 {
-				ck.fail(sid, e, RuleSteps, "step index %d after %d steps of the turn: a step is requested again", e.p.Index, tr.steps)
-			}
-			ck.settledBefore(sid, e, tr, "step "+e.p.StepID+" starts")
-			tr.steps++
-			tr.work = e
-			if e.p.ExecutionID != current {
-				ck.fail(sid, e, RuleZombie, "execution %s starts a step after execution %s replaced it", e.p.ExecutionID, current)
-			}
-		case event.StepCompleted, event.StepCut:
-			switch {
-			case tr.completed[e.p.StepID]:
-				ck.fail(sid, e, RuleSteps, "step %s was already recorded complete", e.p.StepID)
-			case tr.cut[e.p.StepID]:
-				ck.fail(sid, e, RuleSteps, "step %s was already cut", e.p.StepID)
-			case stepPrompt[e.p.StepID] == "":
-				ck.fail(sid, e, RuleSteps, "step %s never started", e.p.StepID)
-			}
-			ck.keepsCheckpoint(sid, e, tr)
-			if e.Type == event.StepCut {
-				tr.cut[e.p.StepID] = true
-				break
-			}
-			tr.completed[e.p.StepID] = true
-			tr.stepRetries = 0
-			if len(e.p.ToolCalls) == 0 {
-				tr.final = e
-			}
-			if len(e.p.ToolCalls) > 1 {
-				ck.res.MultiCallSteps++
-			}
-			for _, c := range e.p.ToolCalls {
-				if ck.calls[c.CallID] != nil {
-					ck.fail(sid, e, RuleEffects, "call id %s was minted twice", c.CallID)
-					continue
-				}
-				ck.calls[c.CallID] = &call{id: c.CallID, session: sid, prompt: pid, name: c.Name, completedSeq: e.Seq, completed: e}
-				tr.calls = append(tr.calls, ck.calls[c.CallID])
-				ck.res.Calls++
-			}
-		case event.TextCheckpoint:
-			ck.checkpoint(sid, e, tr)
-		case event.ToolExecuting:
-			c := ck.calls[e.p.CallID]
-			if c == nil {
-				ck.fail(sid, e, RuleEffects, "call %s executes but no completed step asked for it", e.p.CallID)
-				break
-			}
-			switch {
-			case c.settled != nil:
-				ck.fail(sid, e, RuleEffects, "call %s executes again after it settled (#%d)", c.id, c.settled.Seq)
-			case c.executing != nil && c.key != e.p.Key:
-				ck.fail(sid, e, RuleEffects, "call %s executes with key %s, first with %s", c.id, e.p.Key, c.key)
-			case e.p.Key == "":
-				ck.fail(sid, e, RuleEffects, "call %s executes without an idempotency key", c.id)
-			}
-			if c.executing == nil {
-				c.executing, c.key = e, e.p.Key
-			}
-			tr.work = e
-		case event.ToolSettled:
-			c := ck.calls[e.p.CallID]
-			if c == nil {
-				ck.fail(sid, e, RuleEffects, "call %s settles but no completed step asked for it", e.p.CallID)
-				break
-			}
-			if c.settled != nil {
-				ck.fail(sid, e, RuleEffects, "call %s settles twice (first #%d)", c.id, c.settled.Seq)
-				break
-			}
-			c.settled = e
-		case event.ExecutionSucceeded, event.ExecutionFailed, event.ExecutionInterrupted, event.PromptCancelled:
-			if e.Type == event.ExecutionInterrupted && e.p.Reason == event.ReasonShutdown {
-				break // keeps the claim: the turn resumes
-			}
-			ck.endRules(sid, e, tr)
-			ck.failedModel(sid, e, tr)
-			tr.end = e
-			tr.budgetAbort = tr.aborting != nil && e.Type == event.ExecutionFailed && e.p.Kind == event.FailAborted
-			tr.aborting = nil
-			ck.res.Ends[endName(*e)]++
-			if e.Type == event.PromptCancelled {
-				if tr.started {
-					ck.fail(sid, e, RuleEnds, "prompt %s is cancelled after its turn started", pid)
-				}
-				break
-			}
-			if !tr.started && e.Type == event.ExecutionFailed && e.p.Kind == event.FailAborted {
-				break // recovery aborted a claim whose turn never started
-			}
-			if running != pid {
-				ck.fail(sid, e, RuleEnds, "a terminal of %s, whose turn is not open", pid)
-			}
-			running = ""
-		}
+		w.event(&log[i], prev)
 	}
+	ck.orders[sid] = sessionOrder{admitted: w.order, started: w.startOrder}
+}
 
-	ck.orders[sid] = sessionOrder{admitted: order, started: startOrder}
+// walk is what session keeps while it reads one session's log in order.
+type walk struct {
+	ck         *checker
+	sid        string
+	stepPrompt map[string]string // step → prompt
+	stepExec   map[string]string // step → execution that started it
+	execPrompt map[string]string // execution → prompt
+	running    string            // prompt whose turn is open
+	current    string            // the session's latest execution
+	order      []string          // prompts in admission order
+	startOrder []string          // turns in start order
+}
+
+// owner is the prompt whose turn e belongs to, "" for none.
+func (w *walk) owner(e *rec) string {
+	switch {
+	case e.p.PromptID != "":
+		return e.p.PromptID
+	case e.p.StepID != "":
+		return w.stepPrompt[e.p.StepID]
+	case e.p.CallID != "":
+		if c := w.ck.calls[e.p.CallID]; c != nil {
+			return c.prompt
+		}
+	case e.p.ExecutionID != "":
+		return w.execPrompt[e.p.ExecutionID]
+	}
+	return ""
+}
+
+// event judges e, the event after prev (nil for the first).
+func (w *walk) event(e, prev *rec) {
+	ck, sid := w.ck, w.sid
+	if e.bad != nil {
+		ck.fail(sid, e, RuleProjections, "payload does not decode: %v", e.bad)
+		return
+	}
+	if e.Type == event.SessionCreated {
+		ck.roots[sid] = e.p.RootID
+	}
+	ck.noteSubagent(sid, e)
+	if e.Type == event.PermissionRuleSaved {
+		ck.saved = append(ck.saved, e) // of no turn: judged in always.go
+		return
+	}
+	if ck.taskEvent(sid, e) {
+		return
+	}
+	if e.Type == event.PromptAdmitted {
+		if ck.turns[e.p.PromptID] != nil {
+			ck.fail(sid, e, RuleEnds, "prompt %s admitted twice", e.p.PromptID)
+			return
+		}
+		ck.turns[e.p.PromptID] = &turn{id: e.p.PromptID, admitted: *e, completed: map[string]bool{}, cut: map[string]bool{}, checkpointed: map[string]string{}}
+		ck.res.Prompts++
+		w.order = append(w.order, e.p.PromptID)
+		ck.admitted = append(ck.admitted, e.p.PromptID)
+		return
+	}
+	switch e.Type {
+	case event.StepStarted:
+		w.stepPrompt[e.p.StepID], w.stepExec[e.p.StepID] = e.p.PromptID, e.p.ExecutionID
+	case event.ExecutionStarted:
+		w.execPrompt[e.p.ExecutionID] = e.p.PromptID
+	}
+	// Judged whatever turn it names, or none.
+	if resolution(e) {
+		ck.resolve(sid, e, ck.ledger)
+	} else if taskResolution(e) {
+		ck.resolveTask(sid, e)
+	}
+	pid := w.owner(e)
+	if pid == "" {
+		switch {
+		case e.Type == event.MessageAdded && e.p.Role == event.RoleNotice:
+			ck.fail(sid, e, RuleNotices, "a continuation notice outside any turn")
+		case e.Type == event.ToolExecuting || e.Type == event.ToolSettled:
+			ck.fail(sid, e, RuleEffects, "call %s runs but no completed step asked for it", e.p.CallID)
+		}
+		return
+	}
+	tr := ck.turns[pid]
+	if tr == nil {
+		ck.fail(sid, e, RuleEnds, "%s names prompt %s, never admitted", e.Type, pid)
+		return
+	}
+	if tr.end != nil {
+		rule := RuleEnds
+		if stoppedForGood(tr.end) {
+			rule = RuleAfterInterrupt
+		}
+		ck.fail(sid, e, rule, "written for prompt %s after its end #%d %s", pid, tr.end.Seq, endName(*tr.end))
+		return
+	}
+	if tr.aborting != nil && !(e.Type == event.ExecutionFailed && e.p.Kind == event.FailAborted) {
+		ck.fail(sid, e, RuleBudget, "attempt %d is past the budget of %d, but the turn goes on instead of failing aborted",
+			tr.aborting.p.Attempt, ck.opts.Budget)
+		tr.aborting = nil
+	}
+	// A write of an execution that a newer one has replaced went past
+	// the fence: that is a zombie's commit.
+	if (e.Type == event.TextCheckpoint || e.Type == event.StepCompleted) && w.stepExec[e.p.StepID] != w.current {
+		ck.fail(sid, e, RuleZombie, "step %s of execution %s is written after execution %s replaced it",
+			e.p.StepID, w.stepExec[e.p.StepID], w.current)
+	}
+	if progress(*e) || ck.answeredSettlement(e) {
+		tr.resumes = 0
+	}
+	ck.whileParked(sid, e, prev, tr)
+	switch e.Type {
+	case event.StepParked:
+		ck.parked(sid, e, tr)
+	case event.ExecutionStarted:
+		w.executionStarted(e, tr, pid)
+	case event.ExecutionResumed:
+		w.executionResumed(e, tr, pid)
+	case event.RetryScheduled:
+		tr.retrying = true
+		ck.retryScheduled(sid, e, tr)
+	case event.MessageAdded:
+		if e.p.Role == event.RoleNotice {
+			w.notice(e, tr)
+		}
+	case event.StepStarted:
+		w.stepStarted(e, tr)
+	case event.StepCompleted, event.StepCut:
+		w.stepEnded(e, tr, pid)
+	case event.TextCheckpoint:
+		ck.checkpoint(sid, e, tr)
+	case event.ToolExecuting:
+		w.toolExecuting(e, tr)
+	case event.ToolSettled:
+		w.toolSettled(e)
+	case event.ExecutionSucceeded, event.ExecutionFailed, event.ExecutionInterrupted, event.PromptCancelled:
+		w.ended(e, tr, pid)
+	}
+}
+
+// executionStarted judges an execution's start in turn tr of prompt pid:
+// a turn's first, or its continuation as a counted resume, a scheduled
+// retry or its park's resolution, never anything else.
+func (w *walk) executionStarted(e *rec, tr *turn, pid string) {
+	ck, sid := w.ck, w.sid
+	if e.p.Cause == event.CauseResolution && tr.parked != nil && tr.parked.continued == e {
+		ck.res.Continued++
+	}
+	if e.p.Cause == event.CauseRetry {
+		ck.retryStarted(sid, e, tr)
+	}
+	if tr.pending != nil {
+		if e.p.Cause != event.CauseResume {
+			ck.fail(sid, e, RuleBudget, "resume #%d is followed by a %s start, not a resumed execution", tr.pending.Seq, e.p.Cause)
+		} else if tr.notices != 1 {
+			ck.fail(sid, e, RuleNotices, "the resumed execution starts after %d continuation notices, want 1", tr.notices)
+		}
+	} else if e.p.Cause == event.CauseResume {
+		ck.fail(sid, e, RuleBudget, "a resumed execution of %s starts without its own execution.resumed", pid)
+	} else if !e.p.TurnStart && !(e.p.Cause == event.CauseRetry && tr.retrying) &&
+		!(e.p.Cause == event.CauseResolution && tr.parked != nil && tr.parked.continued == e) {
+		// An open turn goes on in a new execution only as a counted
+		// resume, after its scheduled retry, or from the resolution
+		// of its park (whileParked): anything else restarts a dead
+		// execution past the budget.
+		ck.fail(sid, e, RuleBudget, "an execution of %s continues its turn (cause %q) without counting a resume", pid, e.p.Cause)
+	}
+	tr.pending, tr.notices, tr.retrying = nil, 0, false
+	if e.p.TurnStart {
+		if w.running != "" {
+			ck.fail(sid, e, RuleEnds, "the turn of %s starts while the turn of %s is open", pid, w.running)
+		}
+		if tr.started {
+			ck.fail(sid, e, RuleEnds, "the turn of %s starts twice", pid)
+		}
+		tr.started, tr.resumes = true, 0
+		w.running = pid
+		w.startOrder = append(w.startOrder, pid)
+	} else if w.running != pid {
+		ck.fail(sid, e, RuleEnds, "an execution of %s continues a turn that is not open", pid)
+	}
+	w.current = e.p.ExecutionID
+}
+
+// executionResumed judges a counted resume of turn tr: within the
+// budget, numbered one past the resumes without progress before it, never
+// while the turn is parked on a question.
+func (w *walk) executionResumed(e *rec, tr *turn, pid string) {
+	ck, sid := w.ck, w.sid
+	ck.res.Resumes++
+	ck.retryResumed(sid, e, tr)
+	if ck.waiting(tr) {
+		ck.fail(sid, e, RuleContinuation, "the parked turn of %s is resumed while a question is pending: parking consumes no budget and waits", pid)
+	}
+	if w.running != pid {
+		ck.fail(sid, e, RuleEnds, "a resume of %s, whose turn is not open", pid)
+	}
+	if tr.pending != nil {
+		ck.fail(sid, e, RuleBudget, "resume #%d never started an execution before this one", tr.pending.Seq)
+	}
+	want := tr.resumes + 1
+	switch {
+	case e.p.Attempt > ck.opts.Budget+1:
+		ck.fail(sid, e, RuleBudget, "attempt %d is past the budget of %d", e.p.Attempt, ck.opts.Budget)
+	case e.p.Attempt != want:
+		ck.fail(sid, e, RuleBudget, "attempt %d, but %d resumes without progress came before it", e.p.Attempt, want-1)
+	}
+	tr.resumes = e.p.Attempt
+	if e.p.Attempt > ck.opts.Budget {
+		tr.aborting = e
+	} else {
+		tr.pending, tr.notices = e, 0
+	}
+}
+
+// notice judges a continuation notice: one per resume, after it.
+func (w *walk) notice(e *rec, tr *turn) {
+	ck, sid := w.ck, w.sid
+	switch {
+	case tr.pending == nil:
+		ck.fail(sid, e, RuleNotices, "a continuation notice without a resume before it")
+	case tr.notices > 0:
+		ck.fail(sid, e, RuleNotices, "a second continuation notice for resume #%d", tr.pending.Seq)
+	}
+	if e.p.Text != event.ContinuationNotice {
+		ck.fail(sid, e, RuleNotices, "the notice reads %q", e.p.Text)
+	}
+	tr.notices++
+}
+
+// stepStarted judges a model step's start: never after the final answer,
+// never one requested again, only by the session's latest execution.
+func (w *walk) stepStarted(e *rec, tr *turn) {
+	ck, sid := w.ck, w.sid
+	if tr.final != nil {
+		ck.fail(sid, e, RuleSteps, "a step is requested after step %s was recorded complete with the final answer (#%d)", tr.final.p.StepID, tr.final.Seq)
+	}
+	if e.p.Index != tr.steps+1 {
+		ck.fail(sid, e, RuleSteps, "step index %d after %d steps of the turn: a step is requested again", e.p.Index, tr.steps)
+	}
+	ck.settledBefore(sid, e, tr, "step "+e.p.StepID+" starts")
+	tr.steps++
+	tr.work = e
+	if e.p.ExecutionID != w.current {
+		ck.fail(sid, e, RuleZombie, "execution %s starts a step after execution %s replaced it", e.p.ExecutionID, w.current)
+	}
+}
+
+// stepEnded judges a step's completion or cut (once, of a step that
+// started) and records the tool calls a completed step asks for.
+func (w *walk) stepEnded(e *rec, tr *turn, pid string) {
+	ck, sid := w.ck, w.sid
+	switch {
+	case tr.completed[e.p.StepID]:
+		ck.fail(sid, e, RuleSteps, "step %s was already recorded complete", e.p.StepID)
+	case tr.cut[e.p.StepID]:
+		ck.fail(sid, e, RuleSteps, "step %s was already cut", e.p.StepID)
+	case w.stepPrompt[e.p.StepID] == "":
+		ck.fail(sid, e, RuleSteps, "step %s never started", e.p.StepID)
+	}
+	ck.keepsCheckpoint(sid, e, tr)
+	if e.Type == event.StepCut {
+		tr.cut[e.p.StepID] = true
+		return
+	}
+	tr.completed[e.p.StepID] = true
+	tr.stepRetries = 0
+	if len(e.p.ToolCalls) == 0 {
+		tr.final = e
+	}
+	if len(e.p.ToolCalls) > 1 {
+		ck.res.MultiCallSteps++
+	}
+	for _, c := range e.p.ToolCalls {
+		if ck.calls[c.CallID] != nil {
+			ck.fail(sid, e, RuleEffects, "call id %s was minted twice", c.CallID)
+			continue
+		}
+		ck.calls[c.CallID] = &call{id: c.CallID, session: sid, prompt: pid, name: c.Name, completedSeq: e.Seq, completed: e}
+		tr.calls = append(tr.calls, ck.calls[c.CallID])
+		ck.res.Calls++
+	}
+}
+
+// toolExecuting judges a call's execution: of a call a step asked for,
+// never after it settled, always under its first idempotency key.
+func (w *walk) toolExecuting(e *rec, tr *turn) {
+	ck, sid := w.ck, w.sid
+	c := ck.calls[e.p.CallID]
+	if c == nil {
+		ck.fail(sid, e, RuleEffects, "call %s executes but no completed step asked for it", e.p.CallID)
+		return
+	}
+	switch {
+	case c.settled != nil:
+		ck.fail(sid, e, RuleEffects, "call %s executes again after it settled (#%d)", c.id, c.settled.Seq)
+	case c.executing != nil && c.key != e.p.Key:
+		ck.fail(sid, e, RuleEffects, "call %s executes with key %s, first with %s", c.id, e.p.Key, c.key)
+	case e.p.Key == "":
+		ck.fail(sid, e, RuleEffects, "call %s executes without an idempotency key", c.id)
+	}
+	if c.executing == nil {
+		c.executing, c.key = e, e.p.Key
+	}
+	tr.work = e
+}
+
+// toolSettled judges a call's settlement: once, of a call a step asked for.
+func (w *walk) toolSettled(e *rec) {
+	ck, sid := w.ck, w.sid
+	c := ck.calls[e.p.CallID]
+	if c == nil {
+		ck.fail(sid, e, RuleEffects, "call %s settles but no completed step asked for it", e.p.CallID)
+		return
+	}
+	if c.settled != nil {
+		ck.fail(sid, e, RuleEffects, "call %s settles twice (first #%d)", c.id, c.settled.Seq)
+		return
+	}
+	c.settled = e
+}
+
+// ended judges a terminal of turn tr (an interruption for shutdown is
+// none: it keeps the claim, and the turn resumes): a cancel only of a
+// prompt whose turn never started, any other end only of the open turn.
+func (w *walk) ended(e *rec, tr *turn, pid string) {
+	ck, sid := w.ck, w.sid
+	if e.Type == event.ExecutionInterrupted && e.p.Reason == event.ReasonShutdown {
+		return
+	}
+	ck.endRules(sid, e, tr)
+	ck.failedModel(sid, e, tr)
+	tr.end = e
+	tr.budgetAbort = tr.aborting != nil && e.Type == event.ExecutionFailed && e.p.Kind == event.FailAborted
+	tr.aborting = nil
+	ck.res.Ends[endName(*e)]++
+	if e.Type == event.PromptCancelled {
+		if tr.started {
+			ck.fail(sid, e, RuleEnds, "prompt %s is cancelled after its turn started", pid)
+		}
+		return
+	}
+	if !tr.started && e.Type == event.ExecutionFailed && e.p.Kind == event.FailAborted {
+		return // recovery aborted a claim whose turn never started
+	}
+	if w.running != pid {
+		ck.fail(sid, e, RuleEnds, "a terminal of %s, whose turn is not open", pid)
+	}
+	w.running = ""
 }
 
 // sessionOrder is a session's prompts in admission order and its turns in
