@@ -6,6 +6,7 @@ package core_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -228,5 +229,40 @@ func TestLateInterruptOfAClientThatLeftReadsItsCutoffPastBlips(t *testing.T) {
 	n.IdleDriving()
 	assert.Equal(t, "interrupted", tr.PromptState(running), "the execution told to stop recorded the interrupt")
 	assert.Equal(t, "cancelled", tr.PromptState(queued), "queued before the interrupt was asked")
+	assert.Equal(t, 1, d.Runs())
+}
+
+// Two requests give up on one execution, the later of them unable even to
+// read the session's last seq: its answer says nothing of which prompts
+// came before it, so it takes nothing from the earlier one's cutoff. The
+// record still cancels what was queued when the first request answered.
+func TestLateInterruptKeepsAnEarlierCutoffOverALaterUnreadableOne(t *testing.T) {
+	tr := treetest.New(t)
+	f := tr.Faults()
+	seq := &failQuery{match: func(q string) bool { return q == lastSeqQuery }}
+	tr.WrapDB = func(db storage.DB) storage.DB { seq.DB = db; return seq }
+	d := treetest.NewDriver(4)
+	n := tr.Boot(d)
+	var berr error
+	_, running, queued, _ := lateInterruptOn(t, tr, n, d, "hold", func() { f.FailFor(time.Hour, faultvfs.Full) }, f.Heal,
+		func(n *treetest.Node, sid string) {
+			asked := make(chan struct{}, 1)
+			defer core.SetInterruptAskedHook(func(*core.Execution) { asked <- struct{}{} })()
+			bctx, cancel := context.WithCancel(context.Background())
+			answered := make(chan struct{})
+			go func() {
+				defer close(answered)
+				_, berr = n.Inst.Interrupt(bctx, sid, event.ReasonUser)
+			}()
+			<-asked
+			seq.failNext(1, errors.New("injected: the last seq is unreadable"))
+			cancel() // the second request gives up, and cannot read its cutoff
+			<-answered
+		})
+	require.ErrorIs(t, berr, context.Canceled)
+	n.IdleDriving()
+
+	assert.Equal(t, "interrupted", tr.PromptState(running))
+	assert.Equal(t, "cancelled", tr.PromptState(queued), "queued before the first request answered")
 	assert.Equal(t, 1, d.Runs())
 }
