@@ -110,6 +110,7 @@ func (o *Object) boot(args []js.Value) (any, error) {
 	// program before any object owns it (a spare) and hand it over.
 	o.db = NewDB(o.bridge.Get("storage").Get("sql"), o.bridge)
 	o.alarm = NewAlarm(o.bridge.Get("storage"), at)
+	o.alarm.db = o.db
 	o.log = o.log.With("tree", o.treeID)
 	cfg, driver, err := o.opts.Setup(o.clock)
 	if err != nil {
