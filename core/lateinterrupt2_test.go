@@ -6,6 +6,7 @@ package core_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -184,4 +185,84 @@ func TestALateRecordThatNeverLandsLeavesTheTurnToBeResumed(t *testing.T) {
 	assert.Equal(t, "succeeded", tr.PromptState(running))
 	assert.Equal(t, "succeeded", tr.PromptState(queued))
 	assert.Empty(t, treetest.OfType(tr.Events(sid), event.PromptCancelled))
+}
+
+// An interrupt whose client leaves (its context ends) before the execution
+// it told to stop records anything gives up, and still reads its cutoff:
+// that read waits out storage blips, as the context that ended was the
+// client's, not the read's. The execution's late record then cancels the
+// prompt queued before the interrupt, as any late record does.
+func TestLateInterruptOfAClientThatLeftReadsItsCutoffPastBlips(t *testing.T) {
+	tr := treetest.New(t)
+	faults := &failQuery{match: func(q string) bool { return q == lastSeqQuery }}
+	tr.WrapDB = func(db storage.DB) storage.DB { faults.DB = db; return faults }
+	d := treetest.NewDriver(4)
+	n := tr.Boot(d)
+	sid := n.NewSession("s")
+	running := n.Admit(sid, "stubborn") // stops only once released
+	x := <-d.Started
+	queued := n.Admit(sid, "queued before the interrupt")
+
+	asked := make(chan struct{})
+	t.Cleanup(core.SetInterruptAskedHook(func(e *core.Execution) {
+		if e == x {
+			close(asked)
+		}
+	}))
+	ictx, leave := context.WithCancel(ctx)
+	answered := make(chan error, 1)
+	go func() {
+		_, err := n.Inst.Interrupt(ictx, sid, event.ReasonUser)
+		answered <- err
+	}()
+	<-asked
+	// Several blips: a read made with the client's ended context gives
+	// up at the first of them, while a wait may also see its timer fire.
+	faults.failNext(5, &storage.Error{Code: storage.CodeIOErr, Msg: "injected"})
+	leave()
+	var err error
+	waits := tr.Drive(func() { err = <-answered })
+	require.ErrorIs(t, err, context.Canceled, "the client left")
+	require.Len(t, waits, 5, "the cutoff's read met the blips and waited them out")
+
+	d.Release()
+	n.IdleDriving()
+	assert.Equal(t, "interrupted", tr.PromptState(running), "the execution told to stop recorded the interrupt")
+	assert.Equal(t, "cancelled", tr.PromptState(queued), "queued before the interrupt was asked")
+	assert.Equal(t, 1, d.Runs())
+}
+
+// Two requests give up on one execution, the later of them unable even to
+// read the session's last seq: its answer says nothing of which prompts
+// came before it, so it takes nothing from the earlier one's cutoff. The
+// record still cancels what was queued when the first request answered.
+func TestLateInterruptKeepsAnEarlierCutoffOverALaterUnreadableOne(t *testing.T) {
+	tr := treetest.New(t)
+	f := tr.Faults()
+	seq := &failQuery{match: func(q string) bool { return q == lastSeqQuery }}
+	tr.WrapDB = func(db storage.DB) storage.DB { seq.DB = db; return seq }
+	d := treetest.NewDriver(4)
+	n := tr.Boot(d)
+	var berr error
+	_, running, queued, _ := lateInterruptOn(t, tr, n, d, "hold", func() { f.FailFor(time.Hour, faultvfs.Full) }, f.Heal,
+		func(n *treetest.Node, sid string) {
+			asked := make(chan struct{}, 1)
+			defer core.SetInterruptAskedHook(func(*core.Execution) { asked <- struct{}{} })()
+			bctx, cancel := context.WithCancel(context.Background())
+			answered := make(chan struct{})
+			go func() {
+				defer close(answered)
+				_, berr = n.Inst.Interrupt(bctx, sid, event.ReasonUser)
+			}()
+			<-asked
+			seq.failNext(1, errors.New("injected: the last seq is unreadable"))
+			cancel() // the second request gives up, and cannot read its cutoff
+			<-answered
+		})
+	require.ErrorIs(t, berr, context.Canceled)
+	n.IdleDriving()
+
+	assert.Equal(t, "interrupted", tr.PromptState(running))
+	assert.Equal(t, "cancelled", tr.PromptState(queued), "queued before the first request answered")
+	assert.Equal(t, 1, d.Runs())
 }

@@ -2,6 +2,8 @@ package core_test
 
 import (
 	"context"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -10,6 +12,7 @@ import (
 
 	"github.com/revenantrt/revenant/core"
 	"github.com/revenantrt/revenant/core/event"
+	"github.com/revenantrt/revenant/core/storage"
 	"github.com/revenantrt/revenant/internal/treetest"
 )
 
@@ -123,4 +126,78 @@ func must[T any](v T, err error) T {
 		panic(err)
 	}
 	return v
+}
+
+// A retry that races its first delivery can miss it in Admit's first
+// look (it ran before that delivery committed), and that delivery may
+// have filled the queue: the retry's own transaction still answers it as
+// the duplicate it is, not as one prompt too many, as its duplicate
+// check comes before the cap.
+func TestQueueCapAnswersARetryThatRacedItsFirstDelivery(t *testing.T) {
+	ctx := context.Background()
+	tr := treetest.New(t)
+	tr.Cfg = tr.Cfg.WithQueueCap(2)
+	look := &missQuery{match: func(q string) bool { return strings.Contains(q, "FROM prompts WHERE session_id = ? AND client_id = ?") }}
+	tr.WrapDB = func(db storage.DB) storage.DB { look.DB = db; return look }
+	d := treetest.NewDriver(8)
+	n := tr.Boot(d)
+	sid := n.NewSession("s")
+	n.Admit(sid, "hold")
+	<-d.Started
+	in := core.PromptInput{ClientID: "b", Text: "hold too"}
+	first, err := n.Inst.Admit(ctx, sid, in)
+	require.NoError(t, err)
+
+	look.missNext(1) // the retry's first look, as if made before the first delivery committed
+	retry, err := n.Inst.Admit(ctx, sid, in)
+	require.NoError(t, err, "a retry of an admitted prompt answers its admission however full the queue is")
+	assert.True(t, retry.Duplicate)
+	assert.Equal(t, first.PromptID, retry.PromptID)
+	assert.Zero(t, look.left(), "the first look missed")
+	assert.Len(t, treetest.OfType(tr.Events(sid), event.PromptAdmitted), 2)
+}
+
+// missQuery makes the next matching queries find no row, as if they ran
+// before whatever they would have found had committed.
+type missQuery struct {
+	storage.DB
+	match func(query string) bool
+	mu    sync.Mutex
+	times int
+}
+
+func (m *missQuery) missNext(times int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.times = times
+}
+
+func (m *missQuery) left() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.times
+}
+
+func (m *missQuery) Tx(ctx context.Context, fn func(storage.Tx) error) error {
+	return m.DB.Tx(ctx, func(tx storage.Tx) error { return fn(&missQueryTx{Tx: tx, m: m}) })
+}
+
+type missQueryTx struct {
+	storage.Tx
+	m *missQuery
+}
+
+func (t *missQueryTx) Query(query string, args ...any) (*storage.Rows, error) {
+	if t.m.match(query) {
+		t.m.mu.Lock()
+		miss := t.m.times > 0
+		if miss {
+			t.m.times--
+		}
+		t.m.mu.Unlock()
+		if miss {
+			return t.Tx.Query(query+" AND 0", args...)
+		}
+	}
+	return t.Tx.Query(query, args...)
 }

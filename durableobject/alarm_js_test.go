@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/revenantrt/revenant/core"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -161,4 +162,17 @@ func TestSweptArmsNothingOnceDeleted(t *testing.T) {
 	o.rearmFailed(nil, errors.New("rearm: no such table: claims"))
 	assert.Empty(t, calls())
 	assert.Zero(t, o.sweepFailures)
+}
+
+// An alarm whose handler panicked used its wake-up up without re-arming:
+// the object gives itself up (bridge.giveUp), so the shim aborts it and
+// workerd retries the alarm on a fresh object. Left running, the object
+// would hold the tree's claims with no wake-up until a client called.
+func TestAlarmPanicGivesTheObjectUp(t *testing.T) {
+	o, _ := sweepObject(t)
+	o.bridge = jsObject.New()
+	o.inst = &core.Instance{} // not opened: the sweep panics
+	_, err := o.alarmEvent(nil)
+	require.ErrorIs(t, err, errPanic)
+	assert.Equal(t, "the alarm handler panicked", o.bridge.Get("giveUp").String())
 }

@@ -37,7 +37,9 @@ type DB struct {
 	// given a finalizer on every call. Bounded by maxQueries.
 	queries map[string]js.Value
 
-	mu sync.Mutex // one transaction at a time: transactionSync would nest them as savepoints
+	// mu: one transaction at a time (transactionSync would nest them as
+	// savepoints), and no storage call of outside inside one.
+	mu sync.Mutex
 	// run is the current transaction's body, under mu; callback, made once,
 	// is what transactionSync calls: a js.Func per transaction cost a
 	// registration, a JS wrapper and a finalizer each time.
@@ -98,6 +100,20 @@ func (d *DB) Tx(ctx context.Context, fn func(storage.Tx) error) error {
 	default:
 		return fmt.Errorf("durableobject: commit: %w", sqlError(res))
 	}
+}
+
+// outside makes the storage call f (setAlarm, deleteAlarm, deleteAll)
+// once no transaction is open. Go on js/wasm runs every other runnable
+// goroutine before it hands a call from JS back (runtime.handleEvent):
+// after a transaction's callback has returned and before transactionSync
+// commits or rolls back. A storage call made then belongs to that
+// transaction on workerd, and its rollback undoes it (a setAlarm undone
+// while the Alarm remembers it set: a claim left without its wake-up).
+// f must not call Tx.
+func (d *DB) outside(f func()) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	f()
 }
 
 // tx is storage.Tx inside one transactionSync callback.

@@ -18,7 +18,8 @@
 //   - the tree's wake-up: the object's alarm (ctx.storage.setAlarm). The
 //     alarm handler sweeps, holds the object while the turns it resumed run
 //     (bounded), and re-arms as its last act (DESIGN §4 rule 2). It never
-//     throws: a thrown alarm is retried a few times and then lost. A failed
+//     throws (a thrown alarm is retried a few times and then lost) but to
+//     give up a spent object (below). A failed
 //     sweep re-arms on the wake schedule (retry.Wake), one step per failed
 //     wake. The tree's delete deletes the alarm for good: the Alarm arms
 //     nothing afterwards, and a handler the delete met mid-hold neither
@@ -42,7 +43,13 @@
 //     a panic escaping a js.FuncOf ends the Go program. If it ends anyway,
 //     the shim aborts the object so the next event gets a fresh one; after
 //     a request's recovered panic (answered 500) the shim aborts it too,
-//     once the answer is out.
+//     once the answer is out; after an alarm's recovered panic, or a
+//     program that ended during the alarm, it aborts the object from the
+//     alarm handler, the one throw it makes: workerd retries the alarm on
+//     a fresh object, whose boot re-arms from storage.
+//   - setAlarm, deleteAlarm and deleteAll are never made inside another
+//     goroutine's open transactionSync (DB.outside): a rollback would undo
+//     them.
 //   - Nothing inside a transactionSync callback waits on the event loop: the
 //     callback runs core's function, which only runs SQL.
 //   - Entry points that wait (boot, fetch, alarm) return a JS Promise whose

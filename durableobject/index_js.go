@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/url"
 	"strconv"
+	"syscall/js"
 
 	"github.com/revenantrt/revenant/core"
 	"github.com/revenantrt/revenant/core/api"
@@ -70,7 +71,9 @@ func (o *Object) deleteStorage() error {
 	if o.failNextDelete.Swap(false) {
 		return errors.New("revenant test route: deleteAll failed")
 	}
-	_, err := await(o.bridge.Get("storage").Call("deleteAll"))
+	var deleted js.Value
+	o.db.outside(func() { deleted = o.bridge.Get("storage").Call("deleteAll") }) // never part of a transaction that rolls back
+	_, err := await(deleted)
 	return err
 }
 

@@ -86,7 +86,7 @@ func Serve(bridge js.Value, opts Options) {
 	o := &Object{opts: opts, bridge: bridge, log: opts.Log}
 	bridge.Set("boot", entry("boot", o.boot))
 	bridge.Set("fetch", entry("fetch", o.fetch))
-	bridge.Set("alarm", entry("alarm", o.wake))
+	bridge.Set("alarm", entry("alarm", o.alarmEvent))
 	select {}
 }
 
@@ -110,6 +110,7 @@ func (o *Object) boot(args []js.Value) (any, error) {
 	// program before any object owns it (a spare) and hand it over.
 	o.db = NewDB(o.bridge.Get("storage").Get("sql"), o.bridge)
 	o.alarm = NewAlarm(o.bridge.Get("storage"), at)
+	o.alarm.db = o.db
 	o.log = o.log.With("tree", o.treeID)
 	cfg, driver, err := o.opts.Setup(o.clock)
 	if err != nil {
@@ -322,6 +323,20 @@ func (o *Object) wake([]js.Value) (any, error) {
 	o.log.Info("alarm handled", "idle", o.inst.Idle(), "resumed", rep.Count(core.Resume), "started", rep.Count(core.Start),
 		"decisions", len(rep.Decisions), "rearmed_at", at)
 	return nil, nil
+}
+
+// alarmEvent is wake for the shim. wake never fails, so an error is a
+// panic: the wake-up is used up and was not re-armed, and the program's
+// state may be half-changed. The object gives itself up (as after a
+// request's panic), and the shim then aborts it, so that workerd retries
+// the alarm on a fresh object, whose boot re-arms from storage.
+func (o *Object) alarmEvent(args []js.Value) (any, error) {
+	v, err := catch(func() (any, error) { return o.wake(args) })
+	if err != nil {
+		o.log.Error("alarm panicked", "err", err)
+		o.giveUp("the alarm handler panicked")
+	}
+	return v, err
 }
 
 // rearmFailed ends a wake whose last re-arm failed with err after its

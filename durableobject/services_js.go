@@ -46,6 +46,9 @@ func (IDs) NewID() string { return strings.ToLower(rand.Text()) }
 // cannot bring an alarm back to the deleted object.
 type Alarm struct {
 	storage js.Value // ctx.storage
+	// db, when set, is the DB on the same storage: the alarm calls wait
+	// for its transaction to end (DB.outside), never made part of it.
+	db *DB
 
 	mu      sync.Mutex
 	at      int64 // the alarm set, ms; 0: none
@@ -73,7 +76,7 @@ func (a *Alarm) Arm(_ context.Context, at int64) (err error) {
 			err = fmt.Errorf("durableobject: set alarm: %v", p)
 		}
 	}()
-	a.storage.Call("setAlarm", float64(at)).Call("catch", logRejection)
+	a.outsideTx(func() { a.storage.Call("setAlarm", float64(at)).Call("catch", logRejection) })
 	a.at = at
 	return nil
 }
@@ -93,7 +96,16 @@ func (a *Alarm) clear() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.at, a.cleared = 0, true
-	a.storage.Call("deleteAlarm").Call("catch", logRejection)
+	a.outsideTx(func() { a.storage.Call("deleteAlarm").Call("catch", logRejection) })
+}
+
+// outsideTx makes the storage call f outside any transaction of a.db.
+func (a *Alarm) outsideTx(f func()) {
+	if a.db == nil {
+		f()
+		return
+	}
+	a.db.outside(f)
 }
 
 // restore undoes clear for a delete that failed, the tree still in

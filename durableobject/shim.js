@@ -269,10 +269,18 @@ export class Tree extends DurableObject {
     if (this.setupFailed) this.ctx.abort("revenant: the tree's configuration is invalid (see the log)");
     try {
       if (!this.booted) return; // a tree never created, or deleted
-      await this.go.alarm();
+      // As for a request: a program that ends mid-alarm (a panic escaped
+      // a goroutine during the hold) leaves Go's Promise unsettled, and
+      // its end answers instead.
+      await untilEnded(this.program, this.go.alarm());
     } catch (e) {
-      console.error("revenant: alarm failed:", e); // never throw: Go re-armed
+      console.error("revenant: alarm failed:", e);
     }
+    // Go's alarm fails only by a panic (it then gave the object up) or
+    // the program's end: either way the wake-up was used up without
+    // being re-armed, so the object is given up here and the alarm is
+    // retried on a fresh object, whose boot re-arms from storage.
+    this.abortIfSpent();
   }
 }
 

@@ -679,3 +679,31 @@ func verifyStandardWebhook(key []byte, h http.Header, body []byte) bool {
 	}
 	return false
 }
+
+// TestWorkerdExitDuringAlarm: the Go program ends (a panic escapes a
+// goroutine of its own) while the alarm handler holds for the turn that
+// runs, and no client request follows. The shim must answer the alarm from
+// the program's end, as it answers a request, and give the object up, so
+// workerd retries the alarm on a fresh object, whose boot resumes the
+// turn. Awaiting Go's alarm Promise alone, the handler waited on a
+// program that would never settle it (the hold's timer kept it from
+// counting as hung), and the turn waited with it.
+func TestWorkerdExitDuringAlarm(t *testing.T) {
+	w := startWorkerdWith(t, "revenant_testroutes", "REVENANT_OFFLINE_WORD_DELAY:"+workerdWordDelay)
+	s := w.client(t)
+	sid := s.create()
+	a := s.prompt(sid, "/sleep 120s\nlate")
+	st := s.follow(sid, 0)
+	st.until("the sleeping step", forPrompt(typeStepStarted, a))
+	st.close()
+	// The claim's wake-up fires while the turn sleeps here: the handler
+	// holds for it.
+	w.waitLog(t, `msg="alarm swept" tree=`+sid+` running=true`, waitTimeout)
+	boots := strings.Count(w.logs.String(), `msg="tree booted" tree=`+sid)
+	code, body := s.raw(http.MethodPost, "/v1/sessions/"+sid+"/test/exit")
+	require.Equal(t, http.StatusNoContent, code, "%s", body)
+	w.waitLog(t, "panic: revenant test route: exit", waitTimeout)
+	w.waitLog(t, `msg="tree booted" tree=`+sid+` resumed=1`, waitTimeout)
+	assert.Greater(t, strings.Count(w.logs.String(), `msg="tree booted" tree=`+sid), boots, "a fresh object booted the tree")
+	assert.True(t, s.interrupt(sid), "the resumed turn runs")
+}
