@@ -329,8 +329,13 @@ func (ck *checker) endedParked(sid string, tr *turn) {
 		}
 		switch r.p.Reason {
 		case event.CancelInterrupt:
-			if !userEnd {
+			switch {
+			case !userEnd:
 				ck.fail(sid, r, RuleQuestionByClient, "question %s is cancelled by an interrupt, but its turn did not end by the user's interrupt", q.id)
+			case ck.cancelledByReply(q.park):
+				// The reply's own transaction cancels the rest of its
+				// step as siblings: no interrupt finds one still pending.
+				ck.fail(sid, r, RuleQuestionByClient, "question %s is cancelled by an interrupt, but a reply that cancelled a question of its step ended the turn", q.id)
 			}
 		case event.CancelSibling:
 			if !userEnd || !ck.cancelledByReply(q.park) {
