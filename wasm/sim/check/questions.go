@@ -20,7 +20,9 @@ const (
 	RuleQuestionListed   Rule = "question-listed-until-resolved"
 	RuleContinuation     Rule = "continuation-after-resolution"
 	// RuleApproval: a call that asked for permission becomes executing (and
-	// so reaches its receiver) only after an approval of it committed.
+	// so reaches its receiver) only after an approval of it committed; one
+	// rejected without a message, which ends the turn, is settled declined
+	// by that reply, not left without a result.
 	RuleApproval Rule = "body-after-approval"
 )
 
@@ -329,12 +331,22 @@ func (ck *checker) endedParked(sid string, tr *turn) {
 		}
 		switch r.p.Reason {
 		case event.CancelInterrupt:
-			if !userEnd {
+			switch {
+			case !userEnd:
 				ck.fail(sid, r, RuleQuestionByClient, "question %s is cancelled by an interrupt, but its turn did not end by the user's interrupt", q.id)
+			case ck.cancelledByReply(q.park):
+				// The reply's own transaction cancels the rest of its
+				// step as siblings: no interrupt finds one still pending.
+				ck.fail(sid, r, RuleQuestionByClient, "question %s is cancelled by an interrupt, but a reply that cancelled a question of its step ended the turn", q.id)
 			}
 		case event.CancelSibling:
 			if !userEnd || !ck.cancelledByReply(q.park) {
 				ck.fail(sid, r, RuleQuestionByClient, "question %s is cancelled as a sibling, but no reply cancelled a question of its step", q.id)
+			}
+		}
+		if r.Type == event.PermissionRejected && endsByReply(r) {
+			if c := ck.calls[q.call]; c == nil || c.settled == nil || c.settled.p.Outcome != event.OutcomeDeclined {
+				ck.fail(sid, r, RuleApproval, "permission request %s is rejected without a message, which ends the turn, but its call %s is not settled declined", q.id, q.call)
 			}
 		}
 	}
