@@ -422,6 +422,12 @@ func TestWorkerdEvictAndPanic(t *testing.T) {
 		require.Contains(t, s.listed(), sid, "the row is still there")
 		code, _ = s.raw(http.MethodGet, "/v1/sessions/"+sid)
 		require.Equal(t, http.StatusNotFound, code, "the tree is gone")
+		// A child's id deletes nothing, here as anywhere: the session is
+		// not found (not 204, as if the child had been deleted), and the
+		// row is left to the root's delete.
+		code, _ = s.raw(http.MethodDelete, "/v1/sessions/"+sid+".1")
+		assert.Equal(t, http.StatusNotFound, code, "a child's delete of a tree gone")
+		require.Contains(t, s.listed(), sid, "the row is left to the root's delete")
 		s.do(http.MethodDelete, "/v1/sessions/"+sid, nil, http.StatusNoContent, nil)
 		assert.NotContains(t, s.listed(), sid)
 		code, _ = s.raw(http.MethodDelete, "/v1/sessions/"+sid)

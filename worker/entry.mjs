@@ -252,13 +252,15 @@ async function list(env, d, front) {
 // not the cache (a delete is neither hot nor latency-bound). A crash
 // between the two leaves a listed row whose object answers 404 (its tree
 // is gone): deleting it again removes the row and answers 204, since the
-// delete is then complete.
+// delete is then complete. A child's id deletes nothing (the object
+// refuses it, 400, or answers 404 for a tree gone): the row stays for the
+// root's delete.
 async function remove(request, env, d) {
   const mine = await directoryOwns(env, d);
   if (mine === false) return notFound();
   if (mine === undefined) return directoryUnavailable();
   let res = await treeFetch(env, d.root, d.principal, "DELETE", d.url, request.headers, undefined);
-  if (res.status === 204 || res.status === 404) {
+  if (!d.child && (res.status === 204 || res.status === 404)) {
     const del = await directoryFetch(env, d.principal, "DELETE", "/trees/" + d.root);
     await del.body?.cancel();
     if (del.status !== 204) {

@@ -47,6 +47,8 @@ type Decision struct {
 	// without access_token. For List, the caller's Directory's
 	// (DirectoryListPath).
 	URL string
+	// Child: a Delete names a child's id (the object refuses it, 400).
+	Child bool
 	// TooLarge: a request to a route that reads a body (api.Route.ReadsBody)
 	// whose declared Content-Length is over the cap. The
 	// answer is f.TooLarge(), given where the local server reads the body
@@ -166,12 +168,12 @@ func (f *Front) Decide(w httpmsg.ResponseWriter, r *httpmsg.Request) Decision {
 		// does: the owner check comes first (404 for a tree the caller does
 		// not own, whatever follows the "."), then the tree's object
 		// refuses a child's id (400), as core/api's delete does.
-		root, _, _ := strings.Cut(id, ".")
+		root, _, child := strings.Cut(id, ".")
 		if !validPart(root) {
 			api.WriteError(w, &api.Error{Type: api.ErrNotFound, Message: "no such session"})
 			return Decision{}
 		}
-		d.Root, d.URL, d.Kind = root, forwardURL(r.URL), Delete
+		d.Root, d.URL, d.Kind, d.Child = root, forwardURL(r.URL), Delete, child
 		return d
 	}
 	root, ok := ValidID(id)

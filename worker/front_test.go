@@ -91,6 +91,7 @@ func TestDecideRoutes(t *testing.T) {
 		assert.Equal(t, "anonymous", d.Principal, c.target)
 		assert.Equal(t, c.root, d.Root, c.target)
 		assert.Equal(t, c.url, d.URL, c.target)
+		assert.Equal(t, c.kind == worker.Delete && strings.Contains(c.url, "."), d.Child, c.target)
 		assert.Zero(t, w.Body.Len(), c.target)
 	}
 }

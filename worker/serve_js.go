@@ -25,11 +25,12 @@ var internalError = []byte(`{"error":{"type":"internal","message":"internal erro
 //
 // testBuild is true only in the e2e tests' build (revenant_testroutes).
 //
-// A decision is {kind, principal, root, url, maxBody, headers, tooLarge}:
+// A decision is {kind, principal, root, url, maxBody, headers, child, tooLarge}:
 // maxBody is the body cap (entry.mjs reads at most one byte past it);
 // headers are [[name, value], …] every answer to the request carries (the
 // CORS headers of an allowed Origin); tooLarge, when set, is the 413 answer
-// for a declared Content-Length over the cap.
+// for a declared Content-Length over the cap; child, that a Delete names a
+// child's id.
 func Serve(bridge js.Value, f *Front) {
 	bridge.Set("decide", entry("decide", func(args []js.Value) any {
 		return f.decideJS(args[0].String(), args[1].String(), args[2])
@@ -111,7 +112,7 @@ func (f *Front) decideJS(method, rawURL string, headers js.Value) any {
 		return answerObject(rec.statusOr200(), rec.header, rec.body)
 	}
 	out := map[string]any{"kind": int(d.Kind), "principal": d.Principal, "root": d.Root, "url": d.URL,
-		"maxBody": f.maxBody, "headers": headerPairs(rec.header)}
+		"maxBody": f.maxBody, "headers": headerPairs(rec.header), "child": d.Child}
 	if d.TooLarge {
 		out["tooLarge"] = errorAnswer(f.TooLarge())
 	}
