@@ -42,16 +42,3 @@ func (w *stallWriter) Flush() {
 
 // Unwrap lets http.ResponseController reach the connection.
 func (w *stallWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
-
-// answerUnread lets h answer before it has read the request body (an
-// unknown session's 404, a 401, a 405): by default net/http first reads the
-// rest of a small unread body, so a client that declared more than it sends
-// would get no answer at all, only a closed connection at the read timeout.
-// With full duplex the answer goes out at once; what is left of the body is
-// still discarded afterwards.
-func answerUnread(h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_ = http.NewResponseController(w).EnableFullDuplex()
-		h.ServeHTTP(w, r)
-	})
-}
