@@ -38,7 +38,8 @@ var tooLargeBody = fmt.Sprintf(`{"error":{"type":"payload_too_large","message":"
 // declare, or chunked when declare < 0), then body (one chunk), then, if
 // finish, the end of a chunked body. Without finish the rest of the body
 // never comes: only a server that answers without it answers at all. It
-// returns the answer's status and body.
+// returns the answer's status and body. An empty token sends no
+// Authorization header.
 //
 // An exchange with no answer within rawPostWait is tried once more on a
 // new connection: about one run in ten, wrangler dev's proxy left one
@@ -111,7 +112,10 @@ func rawPostOnce(s *server, token, path string, declare int64, body []byte, fini
 		return 0, "", err
 	}
 	var req bytes.Buffer
-	fmt.Fprintf(&req, "POST %s HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\n", path, u.Host, token)
+	fmt.Fprintf(&req, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\n", path, u.Host)
+	if token != "" {
+		fmt.Fprintf(&req, "Authorization: Bearer %s\r\n", token)
+	}
 	if declare >= 0 {
 		fmt.Fprintf(&req, "Content-Length: %d\r\n\r\n", declare)
 		req.Write(body)

@@ -210,7 +210,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 
 	// No WriteTimeout: event streams are long-lived responses. Each write
 	// has its own deadline instead (writeStall).
-	srv := &http.Server{Handler: stallLimit(handler, writeStall), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute, IdleTimeout: 2 * time.Minute}
+	srv := &http.Server{Handler: stallLimit(closeUnread(handler), writeStall), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute, IdleTimeout: 2 * time.Minute}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	select {

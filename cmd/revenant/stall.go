@@ -1,7 +1,9 @@
 package main
 
 import (
+	"io"
 	"net/http"
+	"sync/atomic"
 	"time"
 )
 
@@ -42,3 +44,83 @@ func (w *stallWriter) Flush() {
 
 // Unwrap lets http.ResponseController reach the connection.
 func (w *stallWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// closeUnread lets h answer a request without reading all of its body (an
+// unknown session's 404, an interrupt, which ignores its body, a 401)
+// even when the client never sends the rest: by default net/http first
+// reads what is left of a small unread body, so the answer would wait for
+// the read timeout. An answer written before the body reached its end
+// says "Connection: close" instead, which net/http takes as leave the body
+// alone: the answer goes out at once and the connection is not reused (the
+// next bytes on it may be the rest of this body). A body read to its end
+// keeps the connection alive as before.
+//
+// Full duplex (http.ResponseController.EnableFullDuplex) would also let the
+// answer go first, but it keeps the connection for the next request while
+// the body may still be being read, and net/http panics on that
+// ("invalid concurrent Body.Read call").
+func closeUnread(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
+			h.ServeHTTP(w, r)
+			return
+		}
+		body := &endWatcher{ReadCloser: r.Body}
+		r = r.WithContext(r.Context()) // a handler must not change the request it was given
+		r.Body = body
+		h.ServeHTTP(&unreadWriter{ResponseWriter: w, body: body}, r)
+	})
+}
+
+// endWatcher is a request body that records whether it was read to its end.
+type endWatcher struct {
+	io.ReadCloser
+	ended atomic.Bool
+}
+
+func (b *endWatcher) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err == io.EOF {
+		b.ended.Store(true)
+	}
+	return n, err
+}
+
+// unreadWriter marks its response "Connection: close" when the header goes
+// out before the body ended.
+type unreadWriter struct {
+	http.ResponseWriter
+	body  *endWatcher
+	wrote bool
+}
+
+func (w *unreadWriter) header() {
+	if w.wrote {
+		return
+	}
+	w.wrote = true
+	if !w.body.ended.Load() {
+		w.ResponseWriter.Header().Set("Connection", "close")
+	}
+}
+
+func (w *unreadWriter) WriteHeader(code int) {
+	if code >= 200 { // an informational header is not the answer
+		w.header()
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *unreadWriter) Write(b []byte) (int, error) {
+	w.header()
+	return w.ResponseWriter.Write(b)
+}
+
+// Flush keeps the writer an http.Flusher: a flush sends the header too.
+func (w *unreadWriter) Flush() {
+	w.header()
+	_ = http.NewResponseController(w.ResponseWriter).Flush()
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (w *unreadWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
