@@ -139,8 +139,9 @@ dev: node_modules
 		--show-interactive-dev-session=false
 
 # Deploy to the Cloudflare account wrangler is logged in to (wrangler login).
+# The network is needed here, but not wrangler's usage metrics.
 deploy: node_modules
-	$(WRANGLER) deploy
+	WRANGLER_SEND_METRICS=false $(WRANGLER) deploy
 
 # The Durable Object host's SIGKILL tests on local workerd, serially: 3 rounds of
 # 4 kill points (12 kills).
