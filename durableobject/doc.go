@@ -42,11 +42,13 @@
 //   - Every entry point the shim calls (boot, fetch, alarm) recovers panics:
 //     a panic escaping a js.FuncOf ends the Go program. If it ends anyway,
 //     the shim aborts the object so the next event gets a fresh one; after
-//     a request's recovered panic (answered 500) the shim aborts it too,
-//     once the answer is out; after an alarm's recovered panic, or a
-//     program that ended during the alarm, it aborts the object from the
-//     alarm handler, the one throw it makes: workerd retries the alarm on
-//     a fresh object, whose boot re-arms from storage.
+//     a panic that reached a request's entry point (answered 500) the shim
+//     aborts it too, once the answer is out; after an alarm's recovered
+//     panic, or a program that ended during the alarm, it aborts the object
+//     from the alarm handler, the one throw it makes: workerd retries the
+//     alarm on a fresh object, whose boot re-arms from storage. A panic in
+//     one of core/api's handlers is theirs: answered 500 as on every host,
+//     the object kept.
 //   - setAlarm, deleteAlarm and deleteAll are never made inside another
 //     goroutine's open transactionSync (DB.outside): a rollback would undo
 //     them.

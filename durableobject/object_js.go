@@ -63,6 +63,7 @@ type Object struct {
 	sweepFailures int    // consecutive failed sweeps, under mu
 
 	failNextDelete atomic.Bool  // set by a test build's route only: the next deleteAll fails
+	testNextWake   atomic.Value // set by a test build's route only: what the next alarm handler does (testWake)
 	foreignRefused atomic.Int64 // requests refused for naming another principal (ServeHTTP)
 }
 
@@ -301,6 +302,7 @@ func (o *Object) wake([]js.Value) (any, error) {
 		return nil, nil // never booted, or deleted: nothing to wake for
 	}
 	o.alarm.delivered()
+	testWake(o)
 	ctx := context.Background()
 	rep, sweepErr := recovery.Wake(ctx, o.inst)
 	o.swept("alarm", sweepErr)

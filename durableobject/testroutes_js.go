@@ -38,6 +38,10 @@ import (
 //	                                   for naming another principal
 //	POST /v1/sessions/{id}/test/headers  the names of the headers the object
 //	                                   received with this request
+//	POST /v1/sessions/{id}/test/alarm?then=panic|exit  the alarm set for
+//	                                   now; its handler panics (then=panic) or
+//	                                   ends the Go program during its hold
+//	                                   (then=exit), once (testWake)
 //	POST /v1/sessions/{id}/test/fail-delete  the object's next deleteAll fails
 //	POST /v1/sessions/{id}/test/delete-tree  the tree deleted in the object
 //	                                   alone, its directory row kept (a front
@@ -103,6 +107,13 @@ func testRoute(o *Object, w httpmsg.ResponseWriter, r *httpmsg.Request) bool {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(map[string][]string{"headers": names})
 		return true
+	case "alarm":
+		o.testNextWake.Store(r.URL.Query().Get("then"))
+		if err := o.alarm.Arm(r.Context(), o.clock.Now()); err != nil {
+			panic(err)
+		}
+		w.WriteHeader(httpmsg.StatusNoContent)
+		return true
 	case "fail-delete":
 		o.failNextDelete.Store(true)
 		w.WriteHeader(httpmsg.StatusNoContent)
@@ -123,6 +134,21 @@ func testRoute(o *Object, w httpmsg.ResponseWriter, r *httpmsg.Request) bool {
 		return true
 	}
 	return false
+}
+
+// testWake does what the alarm route asked of the next alarm handler, as
+// it starts: panic, or end the Go program while the handler waits (a
+// panic on a goroutine of its own, which runs once the handler blocks
+// here for good).
+func testWake(o *Object) {
+	then, _ := o.testNextWake.Swap("").(string)
+	switch then {
+	case "panic":
+		panic("revenant test route: the alarm handler panics")
+	case "exit":
+		go func() { panic("revenant test route: exit during the alarm") }()
+		select {}
+	}
 }
 
 // testExitDelay is how long the exit route's program outlives its answer.

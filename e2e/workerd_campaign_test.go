@@ -376,6 +376,26 @@ func TestWorkerdEvictAndPanic(t *testing.T) {
 		require.Len(t, ta.resumes, 1, "resumed once, by the alarm:%s", describe(sum.log))
 		assert.Equal(t, 1, m.requests("exit-between-events", "user"), "the tool-call step is not requested again")
 	})
+	for _, then := range []string{"panic", "exit"} {
+		t.Run("alarm handler "+then, func(t *testing.T) {
+			// The alarm's handler panics, or the Go program ends during
+			// it: the alarm is used up and nothing re-armed, so the
+			// object must give itself up, and workerd retries the alarm
+			// on a fresh object, whose boot re-arms and whose handler
+			// runs. Swallowed (the shim caught every alarm failure, and
+			// waited on an ended program's Promise for ever), the tree's
+			// claims had no wake-up while the object lived, and here no
+			// client request comes to boot it again.
+			s := w.client(t)
+			sid := s.create()
+			booted := `msg="tree booted" tree=` + sid
+			boots := strings.Count(w.logs.String(), booted)
+			code, body := s.raw(http.MethodPost, "/v1/sessions/"+sid+"/test/alarm?then="+then)
+			require.Equal(t, http.StatusNoContent, code, "%s", body)
+			w.waitLog(t, `msg="alarm handled" tree=`+sid, 30*time.Second)
+			assert.Equal(t, boots+1, strings.Count(w.logs.String(), booted), "the retried alarm met a fresh object")
+		})
+	}
 	t.Run("Go exited during a request", func(t *testing.T) {
 		// The program ends while a request waits for its answer: the
 		// shim answers that request from the program's end instead of

@@ -28,7 +28,8 @@ func serveFront(bridge js.Value) {
 			worker.Serve(bridge, f)
 		}
 	}
-	// The token list is a secret: its errors name an entry by position only.
+	// The token list is a secret: its errors never show a token (they name
+	// an entry by its position or its principal).
 	fmt.Fprintln(os.Stderr, "revenant front:", err)
 	os.Exit(2)
 }
