@@ -164,79 +164,18 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
-	var handler interface {
-		http.Handler
-		Close()
-	}
-	if cfg.guest != "" {
-		// The host checks a create as its guests will (their boot has the
-		// same defaults and allowed models) before it opens a tree for it.
-		handler, err = host.NewGuestHandler(trees, auth, apiCfg.WithSessionDefaults(run.defaults).WithAllowedModels(run.models), log)
-	} else {
-		var a *api.Handler
-		a, err = api.New(api.Deps{Trees: trees, Auth: auth, Clock: clock, IDs: host.RandomIDs{}, Log: log},
-			apiCfg.WithSessionDefaults(run.defaults).WithAllowedModels(run.models))
-		if err == nil {
-			handler = netHandler{nethttp.Handler(a), a.Close}
-		}
-	}
+	handler, err := newHandler(cfg, &run, trees, auth, apiCfg, log)
 	if err != nil {
 		return errors.Join(err, trees.Close(context.Background()))
 	}
 	serving = true
-	log.Info("revenant serving", "addr", "http://"+ln.Addr().String(), "data", cfg.data, "version", version)
-	if run.provider == "offline" {
-		log.Info("model", "name", run.model, "note", "no provider configured: answers come from the offline model (docs/offline-model.md)")
-	} else {
-		log.Info("model", "name", run.model, "provider", redactURL(run.provider))
-	}
-	log.Info("tools", "names", run.tools, "egress", run.egress)
-	if cfg.guest != "" {
-		log.Info("trees run as WebAssembly guests", "module", cfg.guest)
-	}
-	if cfg.tokens == "" {
-		log.Info("auth off: no REVENANT_TOKENS, one anonymous principal, loopback only")
-	} else {
-		log.Info("auth on: bearer tokens from REVENANT_TOKENS")
-	}
-	if cfg.origins != "" {
-		log.Info("browser origins allowed", "origins", cfg.origins)
-	}
+	logServing(log, cfg, &run, ln.Addr().String())
 	go func() {
 		<-trees.Recovered()
 		st := trees.Stats()
 		log.Info("recovery done", "trees_booted", st.BootedAtOpen)
 	}()
-
-	// No WriteTimeout: event streams are long-lived responses. Each write
-	// has its own deadline instead (writeStall).
-	srv := &http.Server{Handler: stallLimit(closeUnread(handler), writeStall), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute, IdleTimeout: 2 * time.Minute}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	select {
-	case err = <-served:
-	case <-ctx.Done():
-		log.Info("shutting down: recording shutdown and keeping claims")
-	}
-	// Graceful stop: end streams, stop accepting, then stop every tree; its
-	// running turns record interrupted{shutdown} and resume at the next boot.
-	// Each phase has its own deadline: a stalled client must not use up the
-	// time the trees need to record their shutdown.
-	handler.Close()
-	httpCtx, cancelHTTP := context.WithTimeout(context.Background(), shutdownTimeout)
-	defer cancelHTTP()
-	if serr := srv.Shutdown(httpCtx); serr != nil {
-		_ = srv.Close() // drop connections that would not finish in time
-	}
-	treesCtx, cancelTrees := context.WithTimeout(context.Background(), shutdownTimeout)
-	defer cancelTrees()
-	if cerr := trees.Close(treesCtx); cerr != nil {
-		err = errors.Join(err, cerr)
-	}
-	if errors.Is(err, http.ErrServerClosed) {
-		err = nil
-	}
-	return err
+	return serveUntilStopped(ctx, ln, handler, trees, log)
 }
 
 // apiConfig is the API's configuration in either mode, from base (the
@@ -290,3 +229,83 @@ type netHandler struct {
 }
 
 func (h netHandler) Close() { h.close() }
+
+// closingHandler is the API's handler with its Close, which ends the event
+// streams it serves.
+type closingHandler interface {
+	http.Handler
+	Close()
+}
+
+// newHandler is the API over trees: the guest host's (each tree a guest
+// that runs core/api) under -guest, core/api's own in process.
+func newHandler(cfg serveConfig, run *setup, trees *host.Host, auth api.Authenticator, apiCfg api.Config, log *slog.Logger) (closingHandler, error) {
+	apiCfg = apiCfg.WithSessionDefaults(run.defaults).WithAllowedModels(run.models)
+	if cfg.guest != "" {
+		// The host checks a create as its guests will (their boot has the
+		// same defaults and allowed models) before it opens a tree for it.
+		return host.NewGuestHandler(trees, auth, apiCfg, log)
+	}
+	a, err := api.New(api.Deps{Trees: trees, Auth: auth, Clock: host.RealClock{}, IDs: host.RandomIDs{}, Log: log}, apiCfg)
+	if err != nil {
+		return nil, err
+	}
+	return netHandler{nethttp.Handler(a), a.Close}, nil
+}
+
+// logServing says, once the server serves, where and with what: the
+// address the e2e tests wait for, the model, the tools, the auth mode.
+func logServing(log *slog.Logger, cfg serveConfig, run *setup, addr string) {
+	log.Info("revenant serving", "addr", "http://"+addr, "data", cfg.data, "version", version)
+	if run.provider == "offline" {
+		log.Info("model", "name", run.model, "note", "no provider configured: answers come from the offline model (docs/offline-model.md)")
+	} else {
+		log.Info("model", "name", run.model, "provider", redactURL(run.provider))
+	}
+	log.Info("tools", "names", run.tools, "egress", run.egress)
+	if cfg.guest != "" {
+		log.Info("trees run as WebAssembly guests", "module", cfg.guest)
+	}
+	if cfg.tokens == "" {
+		log.Info("auth off: no REVENANT_TOKENS, one anonymous principal, loopback only")
+	} else {
+		log.Info("auth on: bearer tokens from REVENANT_TOKENS")
+	}
+	if cfg.origins != "" {
+		log.Info("browser origins allowed", "origins", cfg.origins)
+	}
+}
+
+// serveUntilStopped serves handler on ln until ctx ends or serving fails,
+// then stops gracefully: end streams, stop accepting, then stop every
+// tree; its running turns record interrupted{shutdown} and resume at the
+// next boot. Each phase has its own deadline: a stalled client must not
+// use up the time the trees need to record their shutdown.
+func serveUntilStopped(ctx context.Context, ln net.Listener, handler closingHandler, trees *host.Host, log *slog.Logger) error {
+	// No WriteTimeout: event streams are long-lived responses. Each write
+	// has its own deadline instead (writeStall).
+	srv := &http.Server{Handler: stallLimit(closeUnread(handler), writeStall), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute, IdleTimeout: 2 * time.Minute}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	var err error
+	select {
+	case err = <-served:
+	case <-ctx.Done():
+		log.Info("shutting down: recording shutdown and keeping claims")
+	}
+	handler.Close()
+	httpCtx, cancelHTTP := context.WithTimeout(context.Background(), shutdownTimeout)
+	defer cancelHTTP()
+	if serr := srv.Shutdown(httpCtx); serr != nil {
+		_ = srv.Close() // drop connections that would not finish in time
+	}
+	treesCtx, cancelTrees := context.WithTimeout(context.Background(), shutdownTimeout)
+	defer cancelTrees()
+	if cerr := trees.Close(treesCtx); cerr != nil {
+		err = errors.Join(err, cerr)
+	}
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	return err
+}
