@@ -40,7 +40,7 @@ import (
 //	                                   received with this request
 //	POST /v1/sessions/{id}/test/alarm?then=panic|exit  the alarm set for
 //	                                   now; its handler panics (then=panic) or
-//	                                   ends the Go program during its hold
+//	                                   ends the Go program while it waits
 //	                                   (then=exit), once (testWake)
 //	POST /v1/sessions/{id}/test/fail-delete  the object's next deleteAll fails
 //	POST /v1/sessions/{id}/test/delete-tree  the tree deleted in the object
