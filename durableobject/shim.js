@@ -9,7 +9,8 @@
 //   - if the Go program has exited (a panic escaped), the object aborts so
 //     the next event gets a fresh one, with its data intact;
 //   - the object stores its own tree id (an alarm-woken object has no
-//     ctx.id.name);
+//     ctx.id.name), and deletes it with all else a create stored when the
+//     create did not end in a 201 (unmake);
 //   - alarm() never throws (a thrown alarm is retried a few times, then lost);
 //   - a boot that failed for the Worker's configuration (Go's setup: a
 //     var or secret missing or malformed) is answered 500 on every request,
@@ -191,6 +192,7 @@ export class Tree extends DurableObject {
   async fetch(request) {
     this.abortIfSpent();
     const id = request.headers.get(TREE_HEADER);
+    let making = false; // this request stored the tree's id in an empty object: a create
     if (!this.booted && !this.setupFailed) {
       const creating = request.method === "POST" && new URL(request.url).pathname === "/v1/sessions";
       if (!creating || !id || !TREE_ID.test(id)) {
@@ -204,6 +206,7 @@ export class Tree extends DurableObject {
       await this.ctx.blockConcurrencyWhile(async () => {
         if (this.booted || this.setupFailed) return;
         await this.ctx.storage.put(TREE_KEY, id);
+        making = true;
         await this.boot(id);
       });
     } else if (id && id !== this.treeId) {
@@ -212,19 +215,45 @@ export class Tree extends DurableObject {
     }
     if (this.setupFailed) {
       await readBody(request, this.bodyLimit());
+      if (making) await this.unmake();
       return misconfigured();
     }
     const body = request.method === "GET" || request.method === "HEAD" ? undefined : await readBody(request, this.bodyLimit());
+    let response;
     try {
       // A panic that escaped Go ends the program and leaves its Promise
       // unsettled: the program's end answers instead.
-      const response = await untilEnded(this.program, this.go.fetch(request.method, request.url, [...request.headers], body));
-      if (this.go.giveUp) return await this.giveUp(response);
-      return response;
+      response = await untilEnded(this.program, this.go.fetch(request.method, request.url, [...request.headers], body));
     } catch (e) {
       console.error("revenant: fetch failed:", e);
+      if (making) await this.unmake();
       this.abortIfSpent();
       return json(500, { error: { type: "internal", message: "internal error" } });
+    }
+    if (making && response.status !== 201) {
+      await this.unmake();
+      return await this.giveUp(response);
+    }
+    if (this.go.giveUp) return await this.giveUp(response);
+    return response;
+  }
+
+  // unmake deletes what a create left in an object it found empty when
+  // the create did not end in a 201 (the object refused it, e.g. a model
+  // outside allowed_models, or its configuration is invalid, or it
+  // failed): the stored tree id and the tables the boot made. The front
+  // records no directory row for such a create and its client got no id,
+  // so a tree left there could never be listed, read or deleted. The
+  // object is then given up (its Go program holds the tree it booted):
+  // until it goes, it serves nothing, as an object with no tree.
+  async unmake() {
+    this.booted = false;
+    if (this.go) this.go.giveUp ??= "a create that created nothing";
+    try {
+      await this.ctx.storage.deleteAlarm();
+      await this.ctx.storage.deleteAll();
+    } catch (e) {
+      console.error("revenant: deleting what a refused create stored failed:", e);
     }
   }
 
