@@ -65,3 +65,27 @@ func (w *workerd) treesStored(t *testing.T) int {
 	require.NoError(t, err)
 	return n
 }
+
+// TestWorkerdLostCreateAnswer: a create's object is reset with the
+// create's answer lost (the test build's REVENANT_TEST_LOSE_CREATE aborts
+// it, its storage made durable first), before the create's handler ran
+// (the tree stored by its boot, no root session) or after the create's
+// commit. The front answers 503 and records no directory row, and the
+// client never learns the id, so a tree left in storage could never be
+// listed, read or deleted: the front deletes it, and the object deletes
+// a tree with no root session too. Read after a SIGKILL, with SQLite
+// itself.
+func TestWorkerdLostCreateAnswer(t *testing.T) {
+	for _, at := range []string{"before", "after"} {
+		t.Run(at, func(t *testing.T) {
+			w := startWorkerdWith(t, "revenant_testroutes", "REVENANT_TEST_LOSE_CREATE:"+at)
+			s := w.client(t)
+			code, body := frontRaw(t, s, http.MethodPost, "/v1/sessions")
+			assert.Equal(t, http.StatusServiceUnavailable, code, "%s", body)
+			w.waitLog(t, `msg="test: aborting the object during its create"`, waitTimeout)
+			assert.Empty(t, s.listed())
+			w.kill(t)
+			assert.Equal(t, 0, w.treesStored(t), "no tree is left in storage")
+		})
+	}
+}

@@ -191,13 +191,23 @@ async function forward(request, env, d) {
 // in its object, then recorded in the caller's directory with the
 // session's own created_at (the object's 201 names it). A tree that
 // could not be recorded is deleted again (best effort) and the answer is
-// 503.
+// 503; so is one whose object's answer was lost (the fetch failed: the
+// object may have committed the tree before it went), since its id is
+// known to nobody else. (A create the object refused leaves nothing: the
+// object unmakes it, durableobject/shim.js.)
 async function create(request, env, d, front) {
   if (d.tooLarge) return refuseTooLarge(request, d);
   const body = new Uint8Array(await readBody(request, d.maxBody));
   const c = front.create(body); // over the cap: refused before Go copies it
   if (c.status !== undefined) return answer(c);
-  const res = await treeFetch(env, c.root, d.principal, "POST", "/v1/sessions", request.headers, body);
+  let res;
+  try {
+    res = await treeFetch(env, c.root, d.principal, "POST", "/v1/sessions", request.headers, body);
+  } catch (e) {
+    console.error("revenant front: a create's object fetch failed; deleting what it may have made", c.root, e);
+    await discard(env, c.root, d.principal);
+    return unavailable();
+  }
   if (res.status !== 201) return res;
   const created = createdAt(res, c.root);
   const q = new URLSearchParams({ principal: d.principal, created_at: String(created.at) });
@@ -209,17 +219,24 @@ async function create(request, env, d, front) {
   }
   if (put.status !== 201) {
     console.error("revenant front: recording a new tree failed; deleting it", c.root, put.status, put.error);
-    try {
-      const del = await treeFetch(env, c.root, d.principal, "DELETE", "/v1/sessions/" + c.root, undefined, undefined);
-      await del.body?.cancel();
-    } catch (e) {
-      console.error("revenant front: deleting an unrecorded tree failed", c.root, e);
-    }
+    await discard(env, c.root, d.principal);
     await created.answer.body?.cancel();
     return json(503, { error: { type: "unavailable", message: "the session could not be recorded; try again" } });
   }
   if (ownerCache(env) !== "off") owned.add(d.principal + "\n" + c.root);
   return created.answer;
+}
+
+// discard deletes a new tree no directory row records (best effort: a
+// failure is logged). A tree its object never made answers 404.
+async function discard(env, root, principal) {
+  try {
+    const del = await treeFetch(env, root, principal, "DELETE", "/v1/sessions/" + root, undefined, undefined);
+    await del.body?.cancel();
+    if (del.status !== 204 && del.status !== 404) console.error("revenant front: deleting an unrecorded tree failed", root, del.status);
+  } catch (e) {
+    console.error("revenant front: deleting an unrecorded tree failed", root, e);
+  }
 }
 
 // createdAt is the new session's created_at from the object's 201
