@@ -89,3 +89,21 @@ func TestWorkerdLostCreateAnswer(t *testing.T) {
 		})
 	}
 }
+
+// TestWorkerdLostDirectoryAnswer: the caller's Directory commits a new
+// tree's row and its answer is lost (the test build's
+// REVENANT_TEST_LOSE_PUT resets it once the row is durable, as a reset
+// or a lost connection would). The front answers 503 and deletes the
+// tree, as for any create it could not record; the row must go too, or
+// the list shows a session the client never got, whose routes all
+// answer 404.
+func TestWorkerdLostDirectoryAnswer(t *testing.T) {
+	w := startWorkerdWith(t, "revenant_testroutes", "REVENANT_TEST_LOSE_PUT:on")
+	s := w.client(t)
+	code, body := frontRaw(t, s, http.MethodPost, "/v1/sessions")
+	assert.Equal(t, http.StatusServiceUnavailable, code, "%s", body)
+	w.waitLog(t, "revenant test: the directory's answer to a PUT lost", waitTimeout)
+	assert.Empty(t, s.listed(), "no session is listed")
+	w.kill(t)
+	assert.Equal(t, 0, w.treesStored(t), "no tree is left in storage")
+}
