@@ -88,6 +88,7 @@ func Serve(bridge js.Value, opts Options) {
 	bridge.Set("boot", entry("boot", o.boot))
 	bridge.Set("fetch", entry("fetch", o.fetch))
 	bridge.Set("alarm", entry("alarm", o.alarmEvent))
+	bridge.Set("testBuild", testBuild)
 	select {}
 }
 

@@ -45,7 +45,9 @@ let nextBridge = 0;
 // read at boot). A program is taken once, by one object, only when it is
 // ready (an object never waits for a spare: the timer that starts it
 // belongs to the object that booted, and dies with it), and only with
-// the same vars it was started with.
+// the same vars it was started with. Everything the object needs of it
+// that is the starter's (a Promise) is made again by the object that
+// takes it (watchEnd).
 let spare = null;
 let sparingSince = 0; // Date.now() when a spare's start was scheduled; 0: none pending
 const SPARE_RETRY_MS = 10_000; // a start pending this long is taken for lost (its object went away)
@@ -93,18 +95,41 @@ async function startGo(env) {
   go.argv = ["revenant", "tree"]; // the role (cmd/worker)
   go.env = goEnv(env, key);
   const instance = await WebAssembly.instantiate(goModule, go.importObject);
-  // go.exited turns true as the program ends; the run() promise settles
-  // only a microtask later, after the event that killed it went on.
   const program = { go, bridge, env: JSON.stringify(go.env, (k, v) => (k === "REVENANT_BRIDGE" ? undefined : v)) };
+  // The program's end is seen by go.exit, which wasm_exec.js calls as the
+  // program ends, inside the event that ended it (an event of the object
+  // running it); ended is made by the object that runs it (watchEnd).
+  // Not run()'s Promise: that one belongs to whoever started the program,
+  // and a spare is started from a timer of another object, whose
+  // Promises' continuations workerd cancels once that object is gone.
+  const exitCode = go.exit;
   const exited = () => {
     program.exited = true;
+    program.end?.();
+  };
+  go.exit = (code) => {
+    exited();
+    exitCode.call(go, code);
   };
   // run() returns once main has blocked: the entry points are set.
-  program.ended = go.run(instance).then(exited, exited);
+  go.run(instance).catch((e) => {
+    console.error("revenant: the Go program failed:", e);
+    exited();
+  });
   delete globalThis[BRIDGES][key];
   if (program.exited || go.exited || typeof bridge.fetch !== "function") {
     throw new Error("revenant: the Go program did not start");
   }
+  return program;
+}
+
+// watchEnd gives program its ended Promise, made by the object that runs
+// it (ended.mjs waits on it): settled when the program ends.
+function watchEnd(program) {
+  program.ended = new Promise((resolve) => {
+    program.end = resolve;
+  });
+  if (program.exited) program.end();
   return program;
 }
 
@@ -130,6 +155,7 @@ function startSpare(env) {
       (p) => {
         spare = p;
         sparingSince = 0;
+        if (p.bridge.testBuild) console.log("revenant test: a spare Go program is ready");
       },
       (e) => {
         sparingSince = 0;
@@ -153,7 +179,9 @@ export class Tree extends DurableObject {
   // start gives this object a Go program (the spare, or a new one) and
   // returns its bridge, on which Go has set boot, fetch and alarm.
   async start() {
-    const program = takeSpare(this.env) ?? (await startGo(this.env));
+    let program = takeSpare(this.env);
+    if (program?.bridge.testBuild) console.log("revenant test: the object took a spare Go program");
+    program = watchEnd(program ?? (await startGo(this.env)));
     const bridge = program.bridge;
     bridge.storage = this.ctx.storage;
     bridge.txSync = (cb) => txSync(this.ctx.storage, cb);

@@ -249,3 +249,8 @@ func testLoseCreate(o *Object, at string) {
 	o.bridge.Call("abort", "revenant test: the create's answer lost")
 	panic("unreachable: ctx.abort returned") // abort throws into Go as a panic
 }
+
+// testBuild tells the shim it runs the tests' build: it then logs what a
+// test waits on that the product does not log (a spare Go program ready,
+// and taken).
+const testBuild = true
