@@ -210,11 +210,13 @@ export class Tree extends DurableObject {
 
   // abortIfSpent gives the object up when its Go program has ended, or
   // Go asked to be given up (bridge.giveUp: its memory no longer matches
-  // the storage) and the event that asked has been answered: the next
-  // event gets a fresh object (and Go instance) on the same storage.
+  // the storage), or a create unmade what it stored (unmake), and the
+  // event that asked has been answered: the next event gets a fresh
+  // object (and Go instance) on the same storage.
   abortIfSpent() {
     if (this.program?.exited || this.goRuntime?.exited) this.ctx.abort("revenant: the Go program exited");
     if (this.go?.giveUp) this.ctx.abort("revenant: " + this.go.giveUp);
+    if (this.unmade) this.ctx.abort("revenant: " + this.unmade);
   }
 
   async fetch(request) {
@@ -254,13 +256,13 @@ export class Tree extends DurableObject {
       response = await untilEnded(this.program, this.go.fetch(request.method, request.url, [...request.headers], body));
     } catch (e) {
       console.error("revenant: fetch failed:", e);
+      this.abortIfSpent(); // a program that ended: the front deletes what the create left (its fetch fails)
       if (making) await this.unmake();
-      this.abortIfSpent();
       return json(500, { error: { type: "internal", message: "internal error" } });
     }
     if (making && response.status !== 201) {
       await this.unmake();
-      return await this.giveUp(response);
+      return await this.giveUp(response, this.unmade);
     }
     if (this.go.giveUp) return await this.giveUp(response);
     return response;
@@ -272,11 +274,11 @@ export class Tree extends DurableObject {
   // failed): the stored tree id and the tables the boot made. The front
   // records no directory row for such a create and its client got no id,
   // so a tree left there could never be listed, read or deleted. The
-  // object is then given up (its Go program holds the tree it booted):
-  // until it goes, it serves nothing, as an object with no tree.
+  // object is then given up (its Go program holds the tree it booted),
+  // once the create is answered: until it goes, it serves nothing.
   async unmake() {
     this.booted = false;
-    if (this.go) this.go.giveUp ??= "a create that created nothing";
+    this.unmade = "a create that created nothing";
     try {
       await this.ctx.storage.deleteAlarm();
       await this.ctx.storage.deleteAll();
@@ -303,9 +305,9 @@ export class Tree extends DurableObject {
   // of a failed delete; whole) and then aborts the object: Go's memory no
   // longer matches the storage, so the next event gets a fresh object and
   // Go program on the same storage.
-  async giveUp(response) {
+  async giveUp(response, why = this.go.giveUp) {
     const body = await response.arrayBuffer();
-    const reason = "revenant: " + this.go.giveUp;
+    const reason = "revenant: " + why;
     setTimeout(() => {
       try {
         this.ctx.abort(reason);
