@@ -196,10 +196,11 @@ async function forward(request, env, d) {
 // in its object, then recorded in the caller's directory with the
 // session's own created_at (the object's 201 names it). A tree that
 // could not be recorded is deleted again (best effort), with the row its
-// PUT may have written all the same, and the answer is 503; so is one whose object's answer was lost (the fetch failed: the
-// object may have committed the tree before it went), since its id is
-// known to nobody else. (A create the object refused leaves nothing: the
-// object unmakes it, durableobject/shim.js.)
+// PUT may have written all the same, and the answer is 503; so is one
+// whose object's answer was lost (the fetch failed: the object may have
+// committed the tree before it went), since its id is known to nobody
+// else. (A create the object refused leaves nothing: the object unmakes
+// it, durableobject/shim.js.)
 async function create(request, env, d, front) {
   if (d.tooLarge) return refuseTooLarge(request, d);
   const body = new Uint8Array(await readBody(request, d.maxBody));
