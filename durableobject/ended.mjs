@@ -6,9 +6,9 @@
 // This module imports nothing, so the js/wasm tests (ended_js_test.go)
 // evaluate it as it is.
 
-// untilEnded settles as answer does, or rejects once program (startGo's:
-// its ended Promise, and exited once that settled) has ended, if that
-// comes first.
+// untilEnded settles as answer does, or rejects once program (shim.js's:
+// its ended Promise, and exited, set as it ends) has ended, if that comes
+// first.
 //
 // Not Promise.race(answer, an ended that throws): the program's ended
 // Promise stays pending for the object's whole life, a pending Promise

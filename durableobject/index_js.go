@@ -49,20 +49,47 @@ func (t index) Delete(ctx context.Context, rootID string) error {
 	if _, err := t.Owner(ctx, rootID); err != nil {
 		return err
 	}
-	if err := t.o.inst.Close(ctx); err != nil {
-		return fmt.Errorf("delete tree %s: %w", rootID, err)
+	return t.o.deleteTree(ctx)
+}
+
+// deleteTree is Delete once the tree is known to be the caller's (or no
+// one's: unmade).
+func (o *Object) deleteTree(ctx context.Context) error {
+	if err := o.inst.Close(ctx); err != nil {
+		return fmt.Errorf("delete tree %s: %w", o.treeID, err)
 	}
-	t.o.mu.Lock()
-	t.o.deleted = true
-	t.o.mu.Unlock()
-	t.o.tree.Close() // end the tree's event streams
-	t.o.alarm.clear()
-	if err := t.o.deleteStorage(); err != nil {
-		t.o.alarm.restore(t.o.clock.Now() + retry.Wake().Delay(0).Milliseconds())
-		t.o.giveUp("the tree's storage could not be deleted")
-		return fmt.Errorf("delete tree %s: delete storage: %w: %w", rootID, core.ErrStorageUnavailable, err)
+	o.mu.Lock()
+	o.deleted = true
+	o.mu.Unlock()
+	o.tree.Close() // end the tree's event streams
+	o.alarm.clear()
+	if err := o.deleteStorage(); err != nil {
+		o.alarm.restore(o.clock.Now() + retry.Wake().Delay(0).Milliseconds())
+		o.giveUp("the tree's storage could not be deleted")
+		return fmt.Errorf("delete tree %s: delete storage: %w: %w", o.treeID, core.ErrStorageUnavailable, err)
 	}
 	return nil
+}
+
+// unmade deletes the storage of a tree whose root session was never
+// created, when a delete of its root reaches it: a create cut short
+// after the object stored the tree (its answer lost, the object reset
+// before the create's commit). No directory row records such a tree and
+// no principal owns it; the front deletes it when a create's fetch
+// failed (worker/entry.mjs). The delete itself is then answered as for
+// any tree not there (404). A tree with a root session, whoever owns it,
+// is left to the delete's owner check.
+func (o *Object) unmade(ctx context.Context, r *httpmsg.Request) {
+	if r.Method != httpmsg.MethodDelete || r.URL.Path != "/v1/sessions/"+o.treeID || o.isDeleted() {
+		return
+	}
+	if _, err := o.index().Owner(ctx, o.treeID); !errors.Is(err, api.ErrTreeNotFound) {
+		return
+	}
+	o.log.Warn("deleting a tree whose root session was never created")
+	if err := o.deleteTree(ctx); err != nil {
+		o.log.Error("delete a tree with no root session", "err", err)
+	}
 }
 
 // deleteStorage deletes the object's whole storage; a test build can make
@@ -123,6 +150,9 @@ func (w createdWriter) WriteHeader(code int) {
 	w.o.mu.Unlock()
 	if code == httpmsg.StatusCreated && at != 0 {
 		w.Header().Set(CreatedAtHeader, strconv.FormatInt(testCreatedAt(at), 10))
+	}
+	if code == httpmsg.StatusCreated {
+		testLoseCreate(w.o, "after")
 	}
 	w.ResponseWriter.WriteHeader(code)
 }

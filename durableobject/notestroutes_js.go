@@ -18,3 +18,10 @@ func testCreatedAt(at int64) int64 { return at }
 // testWake does nothing: a panicking alarm is a test build's
 // (testroutes_js.go).
 func testWake(*Object) {}
+
+// testLoseCreate does nothing: losing a create's answer is a test
+// build's (testroutes_js.go).
+func testLoseCreate(*Object, string) {}
+
+// testBuild is false: the shim logs only what the product logs.
+const testBuild = false

@@ -88,6 +88,7 @@ func Serve(bridge js.Value, opts Options) {
 	bridge.Set("boot", entry("boot", o.boot))
 	bridge.Set("fetch", entry("fetch", o.fetch))
 	bridge.Set("alarm", entry("alarm", o.alarmEvent))
+	bridge.Set("testBuild", testBuild)
 	select {}
 }
 
@@ -199,7 +200,9 @@ func (o *Object) ServeHTTP(w httpmsg.ResponseWriter, r *httpmsg.Request) {
 		return
 	}
 	if _, pattern := o.routes.Handler(r); pattern == "" {
+		o.unmade(r.Context(), r)
 		if r.Method == "POST" {
+			testLoseCreate(o, "before")
 			w = createdWriter{ResponseWriter: w, o: o} // a create's 201 names its created_at
 		}
 		o.dir.ServeRoute(w, r)

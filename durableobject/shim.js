@@ -9,7 +9,8 @@
 //   - if the Go program has exited (a panic escaped), the object aborts so
 //     the next event gets a fresh one, with its data intact;
 //   - the object stores its own tree id (an alarm-woken object has no
-//     ctx.id.name);
+//     ctx.id.name), and deletes it with all else a create stored when the
+//     create did not end in a 201 (unmake);
 //   - alarm() never throws (a thrown alarm is retried a few times, then lost);
 //   - a boot that failed for the Worker's configuration (Go's setup: a
 //     var or secret missing or malformed) is answered 500 on every request,
@@ -44,7 +45,9 @@ let nextBridge = 0;
 // read at boot). A program is taken once, by one object, only when it is
 // ready (an object never waits for a spare: the timer that starts it
 // belongs to the object that booted, and dies with it), and only with
-// the same vars it was started with.
+// the same vars it was started with. Everything the object needs of it
+// that is the starter's (a Promise) is made again by the object that
+// takes it (watchEnd).
 let spare = null;
 let sparingSince = 0; // Date.now() when a spare's start was scheduled; 0: none pending
 const SPARE_RETRY_MS = 10_000; // a start pending this long is taken for lost (its object went away)
@@ -92,18 +95,41 @@ async function startGo(env) {
   go.argv = ["revenant", "tree"]; // the role (cmd/worker)
   go.env = goEnv(env, key);
   const instance = await WebAssembly.instantiate(goModule, go.importObject);
-  // go.exited turns true as the program ends; the run() promise settles
-  // only a microtask later, after the event that killed it went on.
   const program = { go, bridge, env: JSON.stringify(go.env, (k, v) => (k === "REVENANT_BRIDGE" ? undefined : v)) };
+  // The program's end is seen by go.exit, which wasm_exec.js calls as the
+  // program ends, inside the event that ended it (an event of the object
+  // running it); ended is made by the object that runs it (watchEnd).
+  // Not run()'s Promise: that one belongs to whoever started the program,
+  // and a spare is started from a timer of another object, whose
+  // Promises' continuations workerd cancels once that object is gone.
+  const exitCode = go.exit;
   const exited = () => {
     program.exited = true;
+    program.end?.();
+  };
+  go.exit = (code) => {
+    exited();
+    exitCode.call(go, code);
   };
   // run() returns once main has blocked: the entry points are set.
-  program.ended = go.run(instance).then(exited, exited);
+  go.run(instance).catch((e) => {
+    console.error("revenant: the Go program failed:", e);
+    exited();
+  });
   delete globalThis[BRIDGES][key];
   if (program.exited || go.exited || typeof bridge.fetch !== "function") {
     throw new Error("revenant: the Go program did not start");
   }
+  return program;
+}
+
+// watchEnd gives program its ended Promise, made by the object that runs
+// it (ended.mjs waits on it): settled when the program ends.
+function watchEnd(program) {
+  program.ended = new Promise((resolve) => {
+    program.end = resolve;
+  });
+  if (program.exited) program.end();
   return program;
 }
 
@@ -129,6 +155,7 @@ function startSpare(env) {
       (p) => {
         spare = p;
         sparingSince = 0;
+        if (p.bridge.testBuild) console.log("revenant test: a spare Go program is ready");
       },
       (e) => {
         sparingSince = 0;
@@ -152,7 +179,9 @@ export class Tree extends DurableObject {
   // start gives this object a Go program (the spare, or a new one) and
   // returns its bridge, on which Go has set boot, fetch and alarm.
   async start() {
-    const program = takeSpare(this.env) ?? (await startGo(this.env));
+    let program = takeSpare(this.env);
+    if (program?.bridge.testBuild) console.log("revenant test: the object took a spare Go program");
+    program = watchEnd(program ?? (await startGo(this.env)));
     const bridge = program.bridge;
     bridge.storage = this.ctx.storage;
     bridge.txSync = (cb) => txSync(this.ctx.storage, cb);
@@ -181,16 +210,19 @@ export class Tree extends DurableObject {
 
   // abortIfSpent gives the object up when its Go program has ended, or
   // Go asked to be given up (bridge.giveUp: its memory no longer matches
-  // the storage) and the event that asked has been answered: the next
-  // event gets a fresh object (and Go instance) on the same storage.
+  // the storage), or a create unmade what it stored (unmake), and the
+  // event that asked has been answered: the next event gets a fresh
+  // object (and Go instance) on the same storage.
   abortIfSpent() {
     if (this.program?.exited || this.goRuntime?.exited) this.ctx.abort("revenant: the Go program exited");
     if (this.go?.giveUp) this.ctx.abort("revenant: " + this.go.giveUp);
+    if (this.unmade) this.ctx.abort("revenant: " + this.unmade);
   }
 
   async fetch(request) {
     this.abortIfSpent();
     const id = request.headers.get(TREE_HEADER);
+    let making = false; // this request stored the tree's id in an empty object: a create
     if (!this.booted && !this.setupFailed) {
       const creating = request.method === "POST" && new URL(request.url).pathname === "/v1/sessions";
       if (!creating || !id || !TREE_ID.test(id)) {
@@ -204,6 +236,7 @@ export class Tree extends DurableObject {
       await this.ctx.blockConcurrencyWhile(async () => {
         if (this.booted || this.setupFailed) return;
         await this.ctx.storage.put(TREE_KEY, id);
+        making = true;
         await this.boot(id);
       });
     } else if (id && id !== this.treeId) {
@@ -212,19 +245,45 @@ export class Tree extends DurableObject {
     }
     if (this.setupFailed) {
       await readBody(request, this.bodyLimit());
+      if (making) await this.unmake();
       return misconfigured();
     }
     const body = request.method === "GET" || request.method === "HEAD" ? undefined : await readBody(request, this.bodyLimit());
+    let response;
     try {
       // A panic that escaped Go ends the program and leaves its Promise
       // unsettled: the program's end answers instead.
-      const response = await untilEnded(this.program, this.go.fetch(request.method, request.url, [...request.headers], body));
-      if (this.go.giveUp) return await this.giveUp(response);
-      return response;
+      response = await untilEnded(this.program, this.go.fetch(request.method, request.url, [...request.headers], body));
     } catch (e) {
       console.error("revenant: fetch failed:", e);
-      this.abortIfSpent();
+      this.abortIfSpent(); // a program that ended: the front deletes what the create left (its fetch fails)
+      if (making) await this.unmake();
       return json(500, { error: { type: "internal", message: "internal error" } });
+    }
+    if (making && response.status !== 201) {
+      await this.unmake();
+      return await this.giveUp(response, this.unmade);
+    }
+    if (this.go.giveUp) return await this.giveUp(response);
+    return response;
+  }
+
+  // unmake deletes what a create left in an object it found empty when
+  // the create did not end in a 201 (the object refused it, e.g. a model
+  // outside allowed_models, or its configuration is invalid, or it
+  // failed): the stored tree id and the tables the boot made. The front
+  // records no directory row for such a create and its client got no id,
+  // so a tree left there could never be listed, read or deleted. The
+  // object is then given up (its Go program holds the tree it booted),
+  // once the create is answered: until it goes, it serves nothing.
+  async unmake() {
+    this.booted = false;
+    this.unmade = "a create that created nothing";
+    try {
+      await this.ctx.storage.deleteAlarm();
+      await this.ctx.storage.deleteAll();
+    } catch (e) {
+      console.error("revenant: deleting what a refused create stored failed:", e);
     }
   }
 
@@ -246,9 +305,9 @@ export class Tree extends DurableObject {
   // of a failed delete; whole) and then aborts the object: Go's memory no
   // longer matches the storage, so the next event gets a fresh object and
   // Go program on the same storage.
-  async giveUp(response) {
+  async giveUp(response, why = this.go.giveUp) {
     const body = await response.arrayBuffer();
-    const reason = "revenant: " + this.go.giveUp;
+    const reason = "revenant: " + why;
     setTimeout(() => {
       try {
         this.ctx.abort(reason);

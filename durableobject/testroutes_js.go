@@ -54,7 +54,9 @@ import (
 //
 // and the var REVENANT_TEST_BOOT_DELAY slows every boot (testBootDelay),
 // and the var REVENANT_TEST_CREATED_AT (ms) is the created_at every
-// create's 201 names for the front's directory (testCreatedAt).
+// create's 201 names for the front's directory (testCreatedAt), and the
+// var REVENANT_TEST_LOSE_CREATE (before, after) aborts the object during
+// a create (testLoseCreate).
 const testRoutePrefix = "/test/"
 
 func testRoute(o *Object, w httpmsg.ResponseWriter, r *httpmsg.Request) bool {
@@ -229,3 +231,26 @@ func testCreatedAt(at int64) int64 {
 	}
 	return at
 }
+
+// testLoseCreate aborts the object during a create when the var
+// REVENANT_TEST_LOSE_CREATE names the point: "before" the create's
+// handler runs (the tree stored by the boot, its root session never
+// created), or "after" its commit, as its 201 is written. Either way the
+// storage is made durable first (storage.sync), and the front's fetch
+// fails: the object's answer is lost, as in a reset or a lost connection.
+func testLoseCreate(o *Object, at string) {
+	if os.Getenv("REVENANT_TEST_LOSE_CREATE") != at {
+		return
+	}
+	if _, err := await(o.bridge.Get("storage").Call("sync")); err != nil {
+		panic(err)
+	}
+	o.log.Warn("test: aborting the object during its create", "at", at)
+	o.bridge.Call("abort", "revenant test: the create's answer lost")
+	panic("unreachable: ctx.abort returned") // abort throws into Go as a panic
+}
+
+// testBuild tells the shim it runs the tests' build: it then logs what a
+// test waits on that the product does not log (a spare Go program ready,
+// and taken).
+const testBuild = true

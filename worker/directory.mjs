@@ -14,6 +14,11 @@ import { DurableObject } from "cloudflare:workers";
 
 const ROOT = /^\/trees\/([A-Za-z0-9_-]{1,64})$/;
 
+// LOSE_PUT_HEADER on a PUT, which the front sends in the tests' build
+// only (REVENANT_TEST_LOSE_PUT), makes the Directory lose its answer to a
+// row it committed: it makes the row durable, then resets itself.
+export const LOSE_PUT_HEADER = "x-revenant-test-lose-put";
+
 export class Directory extends DurableObject {
   constructor(ctx, env) {
     super(ctx, env);
@@ -51,6 +56,10 @@ export class Directory extends DurableObject {
         if (taken) return new Response(null, { status: 409 });
         this.sql.exec(`INSERT INTO trees (root_id, principal, created_at) VALUES (?, ?, ?)`,
           root, q.get("principal") ?? "", Number(q.get("created_at") ?? Date.now()));
+        if (request.headers.has(LOSE_PUT_HEADER)) {
+          await this.ctx.storage.sync();
+          this.ctx.abort("revenant test: the directory's answer to a PUT lost");
+        }
         return new Response(null, { status: 201 });
       }
       case "DELETE":

@@ -15,7 +15,7 @@
 // event stream included) is returned as it is, unbuffered.
 import { Tree, goModule, varText } from "../durableobject/shim.js"; // evaluates Go's wasm_exec.js first
 import { capped, drop, readBody } from "../durableobject/body.mjs";
-import { Directory } from "./directory.mjs";
+import { Directory, LOSE_PUT_HEADER } from "./directory.mjs";
 
 export { Tree, Directory };
 
@@ -131,7 +131,12 @@ function treeFetch(env, root, principal, method, path, clientHeaders, body) {
 
 function directoryFetch(env, principal, method, path) {
   const dir = env.DIRECTORIES.get(env.DIRECTORIES.idFromName("principal:" + principal));
-  return dir.fetch("https://object" + path, { method });
+  const headers = {};
+  // The tests' build only (the front's testBuild): the var
+  // REVENANT_TEST_LOSE_PUT has the Directory lose its answer to a PUT it
+  // committed (directory.mjs).
+  if (method === "PUT" && env.REVENANT_TEST_LOSE_PUT && logic?.bridge.testBuild) headers[LOSE_PUT_HEADER] = "1";
+  return dir.fetch("https://object" + path, { method, headers });
 }
 
 // owns answers whether the caller's directory has the tree: the cache,
@@ -190,14 +195,25 @@ async function forward(request, env, d) {
 // create: Go checks the body and mints the root id; the tree is created
 // in its object, then recorded in the caller's directory with the
 // session's own created_at (the object's 201 names it). A tree that
-// could not be recorded is deleted again (best effort) and the answer is
-// 503.
+// could not be recorded is deleted again (best effort), with the row its
+// PUT may have written all the same, and the answer is 503; so is one
+// whose object's answer was lost (the fetch failed: the object may have
+// committed the tree before it went), since its id is known to nobody
+// else. (A create the object refused leaves nothing: the object unmakes
+// it, durableobject/shim.js.)
 async function create(request, env, d, front) {
   if (d.tooLarge) return refuseTooLarge(request, d);
   const body = new Uint8Array(await readBody(request, d.maxBody));
   const c = front.create(body); // over the cap: refused before Go copies it
   if (c.status !== undefined) return answer(c);
-  const res = await treeFetch(env, c.root, d.principal, "POST", "/v1/sessions", request.headers, body);
+  let res;
+  try {
+    res = await treeFetch(env, c.root, d.principal, "POST", "/v1/sessions", request.headers, body);
+  } catch (e) {
+    console.error("revenant front: a create's object fetch failed; deleting what it may have made", c.root, e);
+    await discard(env, c.root, d.principal);
+    return unavailable();
+  }
   if (res.status !== 201) return res;
   const created = createdAt(res, c.root);
   const q = new URLSearchParams({ principal: d.principal, created_at: String(created.at) });
@@ -209,17 +225,43 @@ async function create(request, env, d, front) {
   }
   if (put.status !== 201) {
     console.error("revenant front: recording a new tree failed; deleting it", c.root, put.status, put.error);
-    try {
-      const del = await treeFetch(env, c.root, d.principal, "DELETE", "/v1/sessions/" + c.root, undefined, undefined);
-      await del.body?.cancel();
-    } catch (e) {
-      console.error("revenant front: deleting an unrecorded tree failed", c.root, e);
-    }
+    // A PUT that failed may have written its row (its answer lost): once
+    // the tree is gone, the row goes too (a 409's row is not this create's).
+    if ((await discard(env, c.root, d.principal)) && put.status !== 409) await unrecord(env, c.root, d.principal);
     await created.answer.body?.cancel();
     return json(503, { error: { type: "unavailable", message: "the session could not be recorded; try again" } });
   }
   if (ownerCache(env) !== "off") owned.add(d.principal + "\n" + c.root);
   return created.answer;
+}
+
+// discard deletes a new tree no directory row records (best effort: a
+// failure is logged) and says whether the tree is gone. A tree its object
+// never made answers 404.
+async function discard(env, root, principal) {
+  try {
+    const del = await treeFetch(env, root, principal, "DELETE", "/v1/sessions/" + root, undefined, undefined);
+    await del.body?.cancel();
+    if (del.status === 204 || del.status === 404) return true;
+    console.error("revenant front: deleting an unrecorded tree failed", root, del.status);
+  } catch (e) {
+    console.error("revenant front: deleting an unrecorded tree failed", root, e);
+  }
+  return false;
+}
+
+// unrecord deletes a discarded tree's directory row, if a PUT whose
+// answer was lost wrote one (best effort: a row left is a listed session
+// whose routes answer 404, and deleting it removes the row).
+async function unrecord(env, root, principal) {
+  try {
+    const del = await directoryFetch(env, principal, "DELETE", "/trees/" + root);
+    await del.body?.cancel();
+    if (del.status === 204) return;
+    console.error("revenant front: deleting an unrecorded tree's row failed", root, del.status);
+  } catch (e) {
+    console.error("revenant front: deleting an unrecorded tree's row failed", root, e);
+  }
 }
 
 // createdAt is the new session's created_at from the object's 201

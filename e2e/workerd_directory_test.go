@@ -1,0 +1,109 @@
+package e2e
+
+import (
+	"io/fs"
+	"net/http"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestWorkerdRefusedCreateLeavesNoStorage: a create the tree's object
+// refuses (here a model outside allowed_models, which only the object
+// knows: the front checks the body's form alone), or cannot serve (its
+// configuration is invalid), creates nothing, on Cloudflare as on the
+// local server. The front records no directory row for it and the client
+// gets no id, so a tree (or a tree id) left in the object's storage could
+// never be listed, read or deleted: the object must leave its storage
+// empty. Read after a SIGKILL, with SQLite itself.
+func TestWorkerdRefusedCreateLeavesNoStorage(t *testing.T) {
+	w := startWorkerdWith(t, "", `REVENANT_TOOLS:{"allowed_models":["model-ok"]}`)
+	s := w.client(t)
+	kept := s.create()
+	for _, model := range []string{"model-not-allowed", "another-one"} {
+		var out struct {
+			Error struct{ Type string } `json:"error"`
+		}
+		s.do(http.MethodPost, "/v1/sessions", map[string]any{"config": map[string]any{"model": model}}, http.StatusBadRequest, &out)
+		assert.Equal(t, "invalid_request", out.Error.Type)
+	}
+	assert.Equal(t, []string{kept}, s.listed())
+	w.kill(t)
+	assert.Equal(t, 1, w.treesStored(t), "one tree holds anything: the one created")
+
+	w.vars = []string{"REVENANT_TOOLS:" + readmeTools} // its secret unset: every object's boot fails
+	w.start(t)
+	for i := range 2 {
+		code, body := frontRaw(t, s, http.MethodPost, "/v1/sessions")
+		assert.Equal(t, http.StatusInternalServerError, code, "create %d: %s", i, body)
+	}
+	w.kill(t)
+	assert.Equal(t, 1, w.treesStored(t), "a create on a misconfigured Worker stores nothing either")
+}
+
+// treesStored counts the Tree objects whose SQLite database holds any of
+// revenant's tables (a fresh object's file may hold local dev's own
+// __miniflare_do_name alone). Read with wrangler stopped.
+func (w *workerd) treesStored(t *testing.T) int {
+	t.Helper()
+	n := 0
+	err := filepath.WalkDir(w.state, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".sqlite") || !strings.Contains(filepath.Dir(path), "Tree") || filepath.Base(path) == "metadata.sqlite" {
+			return err
+		}
+		tables := slices.DeleteFunc(tablesOf(t, path), func(name string) bool { return name == "__miniflare_do_name" })
+		t.Logf("%s: %v", filepath.Base(path), tables)
+		if len(tables) > 0 {
+			n++
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	return n
+}
+
+// TestWorkerdLostCreateAnswer: a create's object is reset with the
+// create's answer lost (the test build's REVENANT_TEST_LOSE_CREATE aborts
+// it, its storage made durable first), before the create's handler ran
+// (the tree stored by its boot, no root session) or after the create's
+// commit. The front answers 503 and records no directory row, and the
+// client never learns the id, so a tree left in storage could never be
+// listed, read or deleted: the front deletes it, and the object deletes
+// a tree with no root session too. Read after a SIGKILL, with SQLite
+// itself.
+func TestWorkerdLostCreateAnswer(t *testing.T) {
+	for _, at := range []string{"before", "after"} {
+		t.Run(at, func(t *testing.T) {
+			w := startWorkerdWith(t, "revenant_testroutes", "REVENANT_TEST_LOSE_CREATE:"+at)
+			s := w.client(t)
+			code, body := frontRaw(t, s, http.MethodPost, "/v1/sessions")
+			assert.Equal(t, http.StatusServiceUnavailable, code, "%s", body)
+			w.waitLog(t, `msg="test: aborting the object during its create"`, waitTimeout)
+			assert.Empty(t, s.listed())
+			w.kill(t)
+			assert.Equal(t, 0, w.treesStored(t), "no tree is left in storage")
+		})
+	}
+}
+
+// TestWorkerdLostDirectoryAnswer: the caller's Directory commits a new
+// tree's row and its answer is lost (the test build's
+// REVENANT_TEST_LOSE_PUT resets it once the row is durable, as a reset
+// or a lost connection would). The front answers 503 and deletes the
+// tree, as for any create it could not record; the row must go too, or
+// the list shows a session the client never got, whose routes all
+// answer 404.
+func TestWorkerdLostDirectoryAnswer(t *testing.T) {
+	w := startWorkerdWith(t, "revenant_testroutes", "REVENANT_TEST_LOSE_PUT:on")
+	s := w.client(t)
+	code, body := frontRaw(t, s, http.MethodPost, "/v1/sessions")
+	assert.Equal(t, http.StatusServiceUnavailable, code, "%s", body)
+	w.waitLog(t, "revenant test: the directory's answer to a PUT lost", waitTimeout)
+	assert.Empty(t, s.listed(), "no session is listed")
+	w.kill(t)
+	assert.Equal(t, 0, w.treesStored(t), "no tree is left in storage")
+}
