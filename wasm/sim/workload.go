@@ -32,6 +32,7 @@ const (
 	actInterrupt
 	actList  // GET the pending questions
 	actReply // POST a reply to a question
+	actDelete // DELETE the tree (delete.go)
 )
 
 // action is one client request, due at a virtual time.
