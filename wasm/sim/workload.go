@@ -30,8 +30,8 @@ const (
 	actCreate actionKind = iota
 	actPrompt
 	actInterrupt
-	actList  // GET the pending questions
-	actReply // POST a reply to a question
+	actList   // GET the pending questions
+	actReply  // POST a reply to a question
 	actDelete // DELETE the tree (delete.go)
 )
 
