@@ -37,12 +37,12 @@ type guest struct {
 	handler *api.Handler
 	reqs    requests
 
-	mu            sync.Mutex
-	watched       map[string]bool
-	deleted       bool // the tree's delete committed: nothing is served for it
+	mu      sync.Mutex
+	watched map[string]bool
+	deleted bool // the tree's delete committed: nothing is served for it
 	// deleting is set while a delete runs: its instance is closed, and a
 	// wake-up meanwhile neither sweeps nor reopens it (reopenLater).
-	deleting bool
+	deleting      bool
 	createdAt     int64 // the root session's created_at once created here (created)
 	sweepFailures int   // consecutive failed sweeps (boot or wake), under mu
 	// A wake handler's sweep may wait for storage (on the guest's timers)

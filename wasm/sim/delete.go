@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/revenantrt/revenant/wasm/abi"
+	"github.com/revenantrt/revenant/wasm/runtime"
 	"github.com/revenantrt/revenant/wasm/sim/check"
 )
 
@@ -44,6 +45,12 @@ type deleter struct {
 	prePos int64
 	before string // the copy of the database just before the delete's commit
 	copied bool
+	// plan is the kill aimed at a DELETE's commit (aimAtDelete); drop is
+	// set when the host stops the deleted tree's guest once it answered
+	// (dropDeleted), dropped once it did.
+	plan          *plan
+	aimAfter      bool
+	drop, dropped bool
 }
 
 // Delete triggers: when the client deletes its tree.
@@ -165,6 +172,7 @@ func (t *tree) onDeleteAnswer(r *request) bool {
 		a.Status, a.Committed = r.status, t.del.committed
 		if r.status == http.StatusNoContent || r.status == http.StatusNotFound {
 			t.del.done = true
+			t.del.drop = t.del.rng.IntN(2) == 0
 			return true
 		}
 		return false
@@ -200,6 +208,11 @@ func (g *guest) beforeCommit() {
 		return
 	}
 	d.copied = true
+	if d.aimAfter && g == t.cur {
+		d.aimAfter = false
+		d.plan = &plan{target: SiteKey{Import: abi.ImportSQLCommit, Phase: g.phase, After: true}, nth: 1, window: 1 << 30}
+		g.plan = d.plan
+	}
 }
 
 // rootCommitted reports whether the committed database holds the root
@@ -268,4 +281,45 @@ func (t *tree) noteBootAfterDelete(g *guest) {
 		s.Close()
 	}
 	t.ledger.Delete.Boots = append(t.ledger.Delete.Boots, b)
+}
+
+// aimAtDelete makes the nemesis kill, one DELETE in two while the kill
+// budget lasts, at the DELETE about to be sent: just before its first
+// commit (the delete's, or one before it: the transaction rolls back, the
+// tree stays, and the client's next DELETE must delete it), or just after
+// the delete's own commit (armed when it is seen, beforeCommit: the tree
+// is gone, the answer lost, and the next DELETE must find it gone).
+func (t *tree) aimAtDelete(g *guest) {
+	d := t.del
+	if t.kills >= t.killBudget || d.rng.IntN(2) != 0 {
+		return
+	}
+	if d.rng.IntN(2) == 0 {
+		d.aimAfter = true
+		return
+	}
+	d.plan = &plan{target: SiteKey{Import: abi.ImportSQLCommit, Phase: runtime.PhaseServe}, nth: 1, window: 1 << 30}
+	g.plan = d.plan
+}
+
+// deleteSent ends a DELETE's call: a kill aimed at its commit that did
+// not fire (nothing committed in the call) gives way to an ordinary one.
+func (t *tree) deleteSent(g *guest) {
+	if d := t.del; g.plan != nil && g.plan == d.plan {
+		g.plan = nil
+	}
+	t.del.plan, t.del.aimAfter = nil, false
+}
+
+// dropDeleted is the host stopping a deleted tree's guest, now and then,
+// once its DELETE was answered (between guest calls): the clients' later
+// requests then boot a fresh guest over the emptied database, which must
+// find nothing to resume and serve nothing of the tree.
+func (t *tree) dropDeleted() {
+	d := t.del
+	if d == nil || !d.drop || d.dropped || t.cur == nil {
+		return
+	}
+	d.dropped = true
+	t.reap(t.cur)
 }

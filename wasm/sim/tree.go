@@ -386,6 +386,7 @@ func (t *tree) run(ctx context.Context) {
 		t.maybeZombie(ctx)
 		deliver(ctx)
 		t.watchStuck()
+		t.dropDeleted()
 	}
 }
 
@@ -835,6 +836,12 @@ func (t *tree) resend(ctx context.Context, r *request) {
 		r.sentEntry = len(t.ledger.InterruptsSent)
 	}
 	t.reqs[id] = r
+	if r.a.kind == actDelete {
+		t.aimAtDelete(g)
+		t.call(ctx, g, func() error { return g.g.Request(ctx, id, r.req) })
+		t.deleteSent(g)
+		return
+	}
 	if r.a.kind != actReply {
 		t.call(ctx, g, func() error { return g.g.Request(ctx, id, r.req) })
 		return
