@@ -189,7 +189,7 @@ func (t *tree) onDeleteAnswer(r *request) bool {
 func (g *guest) beforeCommit() {
 	t := g.t
 	d := t.del
-	if d == nil || !d.watching || d.committed || g.zombie {
+	if d == nil || !d.watching || d.committed {
 		return
 	}
 	rows, err := g.conn.Query(`SELECT COUNT(*) FROM sessions WHERE id = ?`, []any{t.id})
