@@ -60,6 +60,7 @@ func simulate(ctx context.Context, args []string, getenv func(string) string, st
 	fs.Float64Var(&cfg.DiskFull, "diskfull", cfg.DiskFull, "share of sessions whose disk fills for windows of virtual time")
 	fs.Float64Var(&cfg.Scripted, "scripted", cfg.Scripted, "share of sessions that run the scripted model, whose steps may ask for several tool calls")
 	fs.Float64Var(&cfg.FinalAsk, "finalask", cfg.FinalAsk, "share of sessions whose operator makes the ask on the ahook tool final")
+	fs.Float64Var(&cfg.Deletes, "deletes", cfg.Deletes, "share of sessions whose client deletes the tree at a moment of its life")
 	fs.IntVar(&cfg.ResumeBudget, "budget", 0, "the guests' resume budget (0: core's default, or a small one for the -smallbudget share)")
 	fs.Float64Var(&cfg.SmallBudget, "smallbudget", cfg.SmallBudget, "share of sessions whose resume budget is 1 or 2 (when -budget is 0)")
 	fs.StringVar(&cfg.Dir, "keep", "", "keep every tree database and ledger in this directory")
@@ -107,6 +108,9 @@ func checkKept(dir string, budget int, stdout io.Writer) error {
 	}
 	var all []check.Violation
 	for _, p := range paths {
+		if strings.HasSuffix(p, ".before.db") {
+			continue // a deleted tree's copy, judged with it
+		}
 		var l check.Ledger
 		if b, err := os.ReadFile(strings.TrimSuffix(p, ".db") + ".ledger.json"); err == nil {
 			if err := json.Unmarshal(b, &l); err != nil {
@@ -115,7 +119,11 @@ func checkKept(dir string, budget int, stdout io.Writer) error {
 		} else if !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("simulate: check: %w", err)
 		}
-		res, err := check.Tree(p, &l, check.Options{Label: filepath.Base(p), Budget: budget})
+		before := strings.TrimSuffix(p, ".db") + ".before.db"
+		if _, err := os.Stat(before); err != nil || l.Delete == nil || !l.Delete.Committed {
+			before = ""
+		}
+		res, err := check.DeletedTree(p, before, &l, check.Options{Label: filepath.Base(p), Budget: budget})
 		if err != nil {
 			return fmt.Errorf("simulate: check: %w", err)
 		}

@@ -37,9 +37,12 @@ type guest struct {
 	handler *api.Handler
 	reqs    requests
 
-	mu            sync.Mutex
-	watched       map[string]bool
-	deleted       bool
+	mu      sync.Mutex
+	watched map[string]bool
+	deleted bool // the tree's delete committed: nothing is served for it
+	// deleting is set while a delete runs: its instance is closed, and a
+	// wake-up meanwhile neither sweeps nor reopens it (reopenLater).
+	deleting      bool
 	createdAt     int64 // the root session's created_at once created here (created)
 	sweepFailures int   // consecutive failed sweeps (boot or wake), under mu
 	// A wake handler's sweep may wait for storage (on the guest's timers)
@@ -398,6 +401,57 @@ func (gg *guest) opened(inst *core.Instance) error {
 	return nil
 }
 
+func (gg *guest) isDeleted() bool {
+	gg.mu.Lock()
+	defer gg.mu.Unlock()
+	return gg.deleted
+}
+
+// reopenLater arms the wake-up for a tree whose delete failed after it
+// closed the instance: the tree stays, its turns stopped with their
+// claims, and the wake handler reopens the instance (reopen) to resume
+// them.
+func (gg *guest) reopenLater() {
+	if err := armWake(hostClockNow() + retry.Wake().Delay(0).Milliseconds()); err != nil {
+		// The host keeps an unstored wake-up in memory and retries its
+		// delivery.
+		gg.log.Warn("arm the wake-up of a tree whose delete failed", "err", err)
+	}
+}
+
+// reopen boots the tree's instance again over its database, as boot does
+// (a new epoch, then the sweep that resumes the stopped turns and
+// re-arms), after a delete that closed the instance and then failed to
+// delete the tree. The API handler stays: it reaches the instance through
+// gg.inst. An instance that cannot open leaves the closed one, and the
+// wake-up's retry (swept) tries again.
+func (gg *guest) reopen() error {
+	ctx := context.Background()
+	host := core.Host{DB: gg.db, Clock: gg.clock, Wake: waker{}, IDs: ids{}, Log: gg.log}
+	cfg, driver, err := gg.coreSetup()
+	if err != nil {
+		return err
+	}
+	inst, _, err := recovery.BootWith(ctx, host, cfg, driver, func(inst *core.Instance) error {
+		sessions, err := inst.Sessions(ctx)
+		if err != nil {
+			return fmt.Errorf("list sessions: %w", err)
+		}
+		gg.mu.Lock()
+		gg.watched = map[string]bool{} // the closed instance's watches ended with it
+		gg.mu.Unlock()
+		gg.inst = inst
+		for _, s := range sessions {
+			gg.watch(s.ID)
+		}
+		return nil
+	})
+	if inst == nil {
+		return fmt.Errorf("reopen: %w", err)
+	}
+	return err // a sweep that failed: swept retries it
+}
+
 // deliverWake starts the wake-up handler, unless the one a previous
 // delivery started is still sweeping: that one re-arms when it returns,
 // and guardSweep arms for it meanwhile.
@@ -416,7 +470,19 @@ func (gg *guest) deliverWake() {
 // the last act.
 func (gg *guest) wake() {
 	hostPhase(uint32(abi.PhaseSweep))
-	_, err := recovery.Wake(context.Background(), gg.inst)
+	gg.mu.Lock()
+	gone, deleting := gg.deleted, gg.deleting
+	gg.mu.Unlock()
+	var err error
+	switch {
+	case gone || deleting:
+		// Nothing to sweep: the tree is gone, or its delete decides
+		// (clearing the wake-up, or arming it again as it fails).
+	case gg.inst.Closed():
+		err = gg.reopen() // a delete that failed closed it
+	default:
+		_, err = recovery.Wake(context.Background(), gg.inst)
+	}
 	gg.swept("wake", err)
 	gg.mu.Lock()
 	gg.sweeping = false

@@ -29,7 +29,7 @@ func newTrees(gg *guest) trees {
 	return trees{g: gg, OneTree: api.OneTree{
 		ID:       gg.cfg.TreeID,
 		Instance: func() *core.Instance { return gg.inst },
-		Deleted:  func() bool { return gg.deleted },
+		Deleted:  gg.isDeleted,
 		Created:  gg.created,
 	}}
 }
@@ -67,16 +67,31 @@ func (w *createdWriter) WriteHeader(code int) {
 // Delete stops the tree's executions and deletes every row of its
 // database in one transaction; the wake-up is cleared. The guest serves
 // nothing for the tree afterwards: the host drops the database file.
+//
+// A transaction that fails deletes nothing, and the tree stays as it was
+// (docs/api.md): it is not marked deleted (a second DELETE deletes it,
+// rather than answering 404 over the whole tree), and its turns, stopped
+// with their claims by the close, keep a wake-up (DESIGN §4: no claim
+// without one), whose handler boots the instance again (reopen) and
+// resumes them. Until then the closed instance answers 503.
 func (t trees) Delete(ctx context.Context, rootID string) error {
 	if _, err := t.Owner(ctx, rootID); err != nil {
 		return err
 	}
-	inst := t.g.inst
-	if err := inst.Close(ctx); err != nil {
+	gg := t.g
+	gg.mu.Lock()
+	gg.deleting = true
+	gg.mu.Unlock()
+	defer func() {
+		gg.mu.Lock()
+		gg.deleting = false
+		gg.mu.Unlock()
+	}()
+	if err := gg.inst.Close(ctx); err != nil {
+		gg.reopenLater()
 		return fmt.Errorf("delete tree %s: %w", rootID, err)
 	}
-	t.g.deleted = true
-	err := t.g.db.Tx(context.WithoutCancel(ctx), func(tx storage.Tx) error {
+	err := gg.db.Tx(context.WithoutCancel(ctx), func(tx storage.Tx) error {
 		rows, err := tx.Query(`SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT IN ('tree', 'schema_migrations') ORDER BY rowid DESC`)
 		if err != nil {
 			return err
@@ -96,9 +111,13 @@ func (t trees) Delete(ctx context.Context, rootID string) error {
 		}
 		return nil
 	})
-	hostWakeClear()
 	if err != nil {
+		gg.reopenLater()
 		return fmt.Errorf("delete tree %s: %w", rootID, err)
 	}
+	gg.mu.Lock()
+	gg.deleted = true
+	gg.mu.Unlock()
+	hostWakeClear()
 	return nil
 }

@@ -136,3 +136,48 @@ func TestFailingSweepsRetryOnTheWakeSchedule(t *testing.T) {
 		require.Equal(t, e.s.now+delay, e.s.wake)
 	}
 }
+
+// A delete whose transaction fails (the disk full) leaves the tree as it
+// was (docs/api.md, DELETE): the DELETE answers 503, the tree is still
+// there for the API, the turn the delete stopped keeps its claim and a
+// wake-up, and goes on once storage is back; deleting again deletes it.
+// (Simulator seed 1 -sessions 20 -kills 210 -deletes 1, session 8: the
+// guest marked its tree deleted before the transaction, so the client's
+// second DELETE was answered 404 and every request after it too, while
+// the rows stayed, and the turn's wake-up was cleared.)
+func TestAFailedDeleteLeavesTheTreeAsItWas(t *testing.T) {
+	e, f := newFaultEnv(t, 5, offlineConfig())
+	require.NoError(t, e.boot(runtime.Options{}))
+	e.createAndPrompt("one two three four five six seven eight")
+	require.NotZero(t, e.s.wake, "the turn armed a wake-up")
+
+	f.FailFor(10*time.Minute, faultvfs.Full)
+	e.next++
+	id := e.next
+	require.NoError(t, e.g.Request(context.Background(), id, runtime.Request{Method: "DELETE", Path: "/v1/sessions/" + treeID}))
+	e.fireTimers(60_000) // the delete's write schedule gives up
+	r := e.s.responses[id]
+	require.NotNil(t, r, "the DELETE was never answered")
+	require.Equal(t, 503, r.status, r.body.String())
+	require.NotZero(t, e.s.wake, "the stopped turn's claim is left without a wake-up")
+
+	f.Heal()
+	for range 5 {
+		if e.s.wake == 0 {
+			break
+		}
+		e.s.now = max(e.s.now, e.s.wake)
+		e.s.wake = 0 // delivered: used up
+		require.NoError(t, e.g.Wake(context.Background()))
+		e.fireTimers(10 * 60_000)
+	}
+	snap := e.snapshot() // still there
+	require.Equal(t, "idle", snap.Status, "%+v", snap)
+	require.Equal(t, map[string]int{"session.execution.succeeded@1": 1}, e.terminals(), "the stopped turn went on")
+
+	r = e.do("DELETE", "/v1/sessions/"+treeID, nil)
+	require.Equal(t, 204, r.status, r.body.String())
+	r = e.do("GET", "/v1/sessions/"+treeID, nil)
+	require.Equal(t, 404, r.status, r.body.String())
+	require.Zero(t, e.s.wake, "the deleted tree's wake-up is cleared")
+}

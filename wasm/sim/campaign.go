@@ -208,12 +208,18 @@ func runSession(ctx context.Context, mod *runtime.Module, cfg Config, i int, dir
 		r.FailedWrites = t.fault.Failed()
 		r.LateIOErrs = t.fault.LateCommits()
 	}
-	cr, err := check.Tree(t.path, &t.ledger, check.Options{Label: label(cfg.Seed, i), Budget: t.ledger.Budget})
+	// A deleted tree's log is judged as it was just before its delete
+	// committed (delete.go), and hashed so.
+	judged, before := t.path, ""
+	if t.del != nil && t.del.committed && t.del.copied {
+		judged, before = t.del.before, t.del.before
+	}
+	cr, err := check.DeletedTree(t.path, before, &t.ledger, check.Options{Label: label(cfg.Seed, i), Budget: t.ledger.Budget})
 	if err != nil {
 		r.Failures = append(r.Failures, fmt.Sprintf("check: %v", err))
 	}
 	r.Check = cr
-	hash, err := historyHash(t.path, &t.ledger)
+	hash, err := historyHash(judged, &t.ledger)
 	if err != nil {
 		r.Failures = append(r.Failures, fmt.Sprintf("hash: %v", err))
 	}

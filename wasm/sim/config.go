@@ -50,6 +50,13 @@ type Config struct {
 	// (script.go) instead of the offline one: their steps may ask for
 	// several tool calls at once.
 	Scripted float64
+	// Deletes is the share (0…1) of sessions whose client deletes the tree
+	// (DELETE /v1/sessions/{root}) at a moment of its life: while a turn
+	// runs, while a question or permission request is pending, while
+	// sub-agents run, or once it went quiet (delete.go). Without it no
+	// tree is ever deleted, and a delete that leaves rows, or a tree that
+	// comes back after it, goes unseen.
+	Deletes float64
 	// CacheDir keeps the guest's compiled code between runs ("" memory).
 	CacheDir string
 	// Progress, when not nil, hears how a campaign is going (sessions
@@ -90,6 +97,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("scripted-model share %v must be within 0…1", c.Scripted)
 	case c.FinalAsk < 0 || c.FinalAsk > 1:
 		return fmt.Errorf("final-ask share %v must be within 0…1", c.FinalAsk)
+	case c.Deletes < 0 || c.Deletes > 1:
+		return fmt.Errorf("delete share %v must be within 0…1", c.Deletes)
 	case c.SmallBudget < 0 || c.SmallBudget > 1:
 		return fmt.Errorf("small-budget share %v must be within 0…1", c.SmallBudget)
 	case c.ResumeBudget < 0:

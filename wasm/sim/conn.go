@@ -29,6 +29,10 @@ type conn struct {
 	// it succeeded or was reported failed (err: a late IOERR may have made
 	// it durable all the same).
 	onTried func(err error)
+	// onCommitting, when set, hears of every COMMIT before it runs, with
+	// the transaction still open (what it wrote is seen on the
+	// connection, not yet on others).
+	onCommitting func()
 }
 
 var _ runtime.Conn = (*conn)(nil)
@@ -50,6 +54,9 @@ func (c *conn) close() error { return c.Close() }
 
 // Commit is sqlitedb's, then tells onTried.
 func (c *conn) Commit() error {
+	if c.onCommitting != nil {
+		c.onCommitting()
+	}
 	err := c.Conn.Commit()
 	if c.onTried != nil {
 		c.onTried(err)

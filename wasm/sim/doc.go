@@ -159,6 +159,32 @@
 // RuleRetryDelay, RuleRetryHint: each failure of the scripted provider
 // carries a mark in its message, and the ledger records the wait it asked
 // for; provider.go).
+// A share of the trees (Config.Deletes, revenant simulate -deletes; none
+// by default) is deleted by its client (delete.go): DELETE
+// /v1/sessions/{root} at a moment of the tree's life, drawn on a
+// generator of its own: a moment after one of its prompts arrived (its
+// turn, or the queue, runs), a moment after a listing showed a question
+// or permission request pending, while the sub-agents of a prompt that
+// starts them run, or when the tree first went quiet. The nemesis kills
+// in the delete as anywhere, and one DELETE in two (while the kill budget
+// lasts) is aimed at: just before its first commit, or just after the
+// delete's own. The client sends the DELETE again after a kill or a 5xx
+// until it is answered 204 (or 404); the rest of the workload goes on, and
+// every request of it sent after the delete's commit must be answered 404.
+// The host side watches the guest's commits while a DELETE is out: just
+// before the commit that removes the root session's row, it copies the
+// committed database (treeNNNN.before.db), which package check judges by
+// every rule but those that hold only at quiescence (check.Options.Cut:
+// the delete cut the tree's work short); once that commit is seen, the
+// ledger (check.Deletion) records the DELETEs' answers, the requests sent
+// after it and theirs, the egress started and the boots made after it,
+// with the claims each found. The simulator keeps the database file (a
+// host drops it), so the checker sees any row the delete left; and now
+// and then it stops the deleted tree's guest once the DELETE was answered,
+// so the later requests boot a fresh guest over the emptied database
+// (check.RuleDeleteGone, RuleDeleteAnswer, RuleDeleteEmpty). A deleted
+// tree is hashed by its copy's log.
+//
 // The simulator is every webhook's receiver:
 // it records each delivery with its Idempotency-Key in the ledger and
 // answers in virtual time, now and then with a failure.

@@ -147,6 +147,7 @@ func (t *tree) onListing(r *request) {
 		}
 	}
 	t.ledger.Listings = append(t.ledger.Listings, ls)
+	t.deleteOnListing(len(pending))
 	if !fresh && r.a.session == "" {
 		t.ask.quietPos = ls.Answered
 	}

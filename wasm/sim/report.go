@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net/http"
 	"slices"
 	"strings"
 )
@@ -116,6 +117,9 @@ func (r *Result) Print(w io.Writer) {
 	fmt.Fprintf(w, "interrupts of a parked child whose parent waits on it, when the tree went quiet %d; prompts to children under a notice's id, refused %d\n", kids.quietInterrupts, kids.reservedRefused)
 	fmt.Fprintf(w, "sessions on the scripted model %d; steps with several tool calls %d\n", scripted, multi)
 	fmt.Fprintf(w, "provider failures answered %d; retries scheduled %d; turns that gave up retrying (failed model) %d\n", providerFails, retries, gaveUp)
+	if c.Deletes > 0 {
+		printDeletes(w, r.Sessions)
+	}
 	notes := map[string]Note{}
 	for _, s := range r.Sessions {
 		for k, n := range s.Notes {
@@ -157,4 +161,35 @@ func counts(m map[string]int) string {
 		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// printDeletes is the summary's line of the trees deleted (delete.go).
+func printDeletes(w io.Writer, sessions []SessionResult) {
+	trees, committed, after, afterGone, boots := 0, 0, 0, 0, 0
+	triggers, answers := map[string]int{}, map[string]int{}
+	for _, s := range sessions {
+		d := s.Ledger.Delete
+		if d == nil {
+			continue
+		}
+		trees++
+		triggers[d.Trigger]++
+		if d.Committed {
+			committed++
+		}
+		for _, a := range d.Attempts {
+			answers[fmt.Sprint(a.Status)]++
+		}
+		for _, q := range d.Requests {
+			if q.AfterCommit {
+				after++
+				if q.Status == http.StatusNotFound {
+					afterGone++
+				}
+			}
+		}
+		boots += len(d.Boots)
+	}
+	fmt.Fprintf(w, "deleted trees %d (%s), their deletes committed %d; DELETEs by answer (0: killed first): %s; requests after a commit %d (answered 404 %d); boots after a commit %d\n",
+		trees, counts(triggers), committed, counts(answers), after, afterGone, boots)
 }

@@ -96,6 +96,9 @@ type tree struct {
 	// providerFails the failures it answered (provider.go).
 	asked         map[string]int
 	providerFails int
+
+	// del is the client that deletes the tree (nil: none; delete.go).
+	del *deleter
 }
 
 // guest is one instance of the guest module with its own connection.
@@ -148,6 +151,10 @@ type request struct {
 	// sentEntry is this send's entry in the ledger's InterruptsSent, plus
 	// one (0: none): its answer's commit position is written there.
 	sentEntry int
+	// delEntry is this send's entry, plus one, in the ledger's
+	// Delete.Attempts (a DELETE) or Delete.Requests (any other request
+	// sent once a DELETE was); 0: none (delete.go).
+	delEntry int
 }
 
 func newTree(mod *runtime.Module, cfg Config, index int, dir string) *tree {
@@ -169,6 +176,9 @@ func newTree(mod *runtime.Module, cfg Config, index int, dir string) *tree {
 	// changes nothing the tree's generator draws.
 	t.work = &workload{rng: rand.New(rand.NewPCG(cfg.Seed^0x9e3779b97f4a7c15, uint64(index))), multi: cfg.scriptedFor(index)}
 	t.actions = append([]action{{at: start, kind: actCreate}}, t.work.batch(start, 3+t.killBudget/3)...)
+	if t.del = cfg.deletesFor(index); t.del != nil {
+		t.planDelete()
+	}
 	t.ask = newAsker(cfg.Seed, index, t.killBudget)
 	t.quiet = newQuietChild(cfg.Seed, index)
 	t.echoes = rand.New(rand.NewPCG(cfg.Seed^0xc2b2ae3d27d4eb4f, uint64(index)))
@@ -351,6 +361,12 @@ func (t *tree) run(ctx context.Context) {
 			// client calls, so a claim left now is stranded (and the more
 			// prompts below would hide it).
 			t.checkStranded()
+			if t.deleteWhenQuiet() {
+				continue
+			}
+			if t.deleting() {
+				return // deleted: no more work to give it
+			}
 			if t.interruptQuietChild() || t.listWhenQuiet() {
 				continue
 			}
@@ -370,6 +386,7 @@ func (t *tree) run(ctx context.Context) {
 		t.maybeZombie(ctx)
 		deliver(ctx)
 		t.watchStuck()
+		t.dropDeleted()
 	}
 }
 
@@ -398,6 +415,8 @@ func route(k actionKind) string {
 		return "questions"
 	case actReply:
 		return "reply"
+	case actDelete:
+		return "delete"
 	}
 	return "interrupt"
 }
@@ -602,6 +621,7 @@ func (t *tree) bootOnly(ctx context.Context) bool {
 			return false
 		}
 		t.cur = g
+		t.noteBootAfterDelete(g)
 		before := t.beforeBoot()
 		err = g.g.Boot(ctx, t.boot)
 		if err == nil {
@@ -783,6 +803,8 @@ func (t *tree) send(ctx context.Context, a action) {
 		req = runtime.Request{Method: http.MethodGet, Path: "/v1/sessions/" + t.pathOf(a.session) + "/" + listRoute(a.perms)}
 	case actReply:
 		req = runtime.Request{Method: http.MethodPost, Path: "/v1/sessions/" + t.pathOf(a.reply.path) + "/" + listRoute(a.reply.perm) + "/" + a.reply.question, Body: a.reply.body}
+	case actDelete:
+		req = runtime.Request{Method: http.MethodDelete, Path: "/v1/sessions/" + t.id}
 	}
 	if a.ask && !a.reserved { // counted when sent under its own id
 		t.ask.asks++
@@ -808,11 +830,18 @@ func (t *tree) resend(ctx context.Context, r *request) {
 	if r.a.kind != actCreate && r.a.kind != actPrompt {
 		r.sent = t.commitPos()
 	}
-	if r.a.kind == actInterrupt {
+	t.noteSent(r, g)
+	if r.a.kind == actInterrupt && !t.deleted() {
 		t.ledger.InterruptsSent = append(t.ledger.InterruptsSent, check.Interrupt{Session: t.pathOf(r.a.session), At: t.now, Sent: r.sent})
 		r.sentEntry = len(t.ledger.InterruptsSent)
 	}
 	t.reqs[id] = r
+	if r.a.kind == actDelete {
+		t.aimAtDelete(g)
+		t.call(ctx, g, func() error { return g.g.Request(ctx, id, r.req) })
+		t.deleteSent(g)
+		return
+	}
 	if r.a.kind != actReply {
 		t.call(ctx, g, func() error { return g.g.Request(ctx, id, r.req) })
 		return
@@ -843,6 +872,9 @@ func (t *tree) respond(id uint64, part runtime.ResponsePart) {
 func (t *tree) done(r *request) {
 	if r.sentEntry > 0 {
 		t.ledger.InterruptsSent[r.sentEntry-1].Answered = t.commitPos()
+	}
+	if t.onDeleteAnswer(r) {
+		return
 	}
 	switch r.a.kind {
 	case actCreate:
@@ -957,6 +989,9 @@ func (t *tree) readEpoch(c *conn) int64 {
 // answers with it, since virtual time stands still within a guest call.
 // 0 means it could not be read (noted).
 func (t *tree) commitPos() int64 {
+	if t.deleted() {
+		return t.del.prePos
+	}
 	if !t.openObs("commit position unreadable") {
 		return 0
 	}
@@ -1084,6 +1119,7 @@ func (g *guest) StartEgress(id uint64, req runtime.EgressRequest) {
 		t.ledger.ZombieCommits = append(t.ledger.ZombieCommits, check.ZombieCommit{At: t.now, Boot: g.boot, Latest: owner,
 			What: fmt.Sprintf("egress_start to %s (kind %d)", req.Target, req.Kind)})
 	}
+	t.noteEgressAfterDelete(g, req.Target, req.Kind)
 	t.seq++
 	r := &reply{due: due{at: t.now + 20 + int64(t.rng.IntN(3000)), seq: t.seq}, status: http.StatusOK}
 	g.egress[id] = r
@@ -1149,6 +1185,9 @@ func (g *guest) Emit(ev runtime.Emitted) {
 // watch makes the guest's connection report its transactions.
 func (g *guest) watch() {
 	g.conn.onBegin, g.conn.onCommit, g.conn.onTried = g.began, g.committed, g.tried
+	if g.t.del != nil {
+		g.conn.onCommitting = g.beforeCommit
+	}
 }
 
 // tried hears of every COMMIT of the guest's once it returned, reported
@@ -1165,6 +1204,7 @@ func (g *guest) watch() {
 // One that left no event goes unseen.
 func (g *guest) tried(err error) {
 	t := g.t
+	g.afterCommit()
 	owner := t.noteEpoch(g)
 	pos := t.commitPos()
 	if pos <= t.logged {
@@ -1302,9 +1342,13 @@ func (t *tree) noteSeen(s runtime.Site) {
 	t.seen[s.Phase] = imps
 }
 
-// removeFiles deletes the tree's database and its WAL companions.
+// removeFiles deletes the tree's database and its WAL companions, and the
+// copy of a deleted tree taken before its delete.
 func (t *tree) removeFiles() {
 	for _, suffix := range []string{"", "-wal", "-shm"} {
 		_ = os.Remove(t.path + suffix)
+	}
+	if t.del != nil {
+		_ = os.Remove(t.del.before)
 	}
 }

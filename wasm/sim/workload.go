@@ -30,8 +30,9 @@ const (
 	actCreate actionKind = iota
 	actPrompt
 	actInterrupt
-	actList  // GET the pending questions
-	actReply // POST a reply to a question
+	actList   // GET the pending questions
+	actReply  // POST a reply to a question
+	actDelete // DELETE the tree (delete.go)
 )
 
 // action is one client request, due at a virtual time.

@@ -118,6 +118,18 @@
 //     wake-up is not delivered again and again at one instant, re-armed
 //     in the past while nothing progresses (wake-not-hot, seen by the
 //     host);
+//   - a tree a client deleted (delete.go, DeletedTree) is judged by every
+//     rule above on its database as it was just before the delete's
+//     commit, but for those that hold only at quiescence (Options.Cut: a
+//     prompt never ended, a claim or a job left, a resolved park not yet
+//     continued); once a DELETE was answered 204, or the delete
+//     committed, every request sent after that commit is answered 404,
+//     no delivery, egress or emit of the tree starts after it, and no
+//     boot after it finds a claim (deleted-stays-gone); a DELETE is
+//     answered 204, or 404, only once a delete committed, and one of them
+//     ends the client's tries (delete-answer-true); and the final
+//     database holds no row of the tree, only the epoch and the schema's
+//     version, or is gone (deleted-tree-empty);
 //   - every durable event reaches the host's emit exactly once, in commit
 //     order, a commit reported failed that was durable (a late IOERR)
 //     included; only an instance that died before emitting its last

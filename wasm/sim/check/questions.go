@@ -361,7 +361,7 @@ func (ck *checker) endedParked(sid string, tr *turn) {
 				return // waiting for its sub-agent (judged in tasks.go)
 			}
 		}
-		ck.fail(sid, p.e, RuleContinuation, "every blocker of the park of %s is resolved, but the turn never continued", tr.id)
+		ck.eventually(sid, p.e, RuleContinuation, "every blocker of the park of %s is resolved, but the turn never continued", tr.id)
 	}
 }
 

@@ -242,10 +242,10 @@ func (ck *checker) child(sid string) {
 		if ck.waiting(tr) {
 			how = "waits for an answer"
 		}
-		ck.fail(sid, j.ended, RuleOrphanChild, "child %s's task turn %s at quiescence, but its job ended (%s #%d): nothing waits for it", sid, how, j.parent, j.ended.Seq)
+		ck.eventually(sid, j.ended, RuleOrphanChild, "child %s's task turn %s at quiescence, but its job ended (%s #%d): nothing waits for it", sid, how, j.parent, j.ended.Seq)
 	}
 	if ck.h.claims[sid] && (j.ended != nil || ck.liveless(j)) {
-		ck.fail(sid, nil, RuleOrphanChild, "child %s is claimed at quiescence, but no live job or waiting call names it", sid)
+		ck.eventually(sid, nil, RuleOrphanChild, "child %s is claimed at quiescence, but no live job or waiting call names it", sid)
 	}
 	ck.orphanedOnlyWhenOrphan(j)
 	ck.interruptedForItsCause(j)
@@ -338,7 +338,7 @@ func (ck *checker) jobRules(j *job) {
 		if child != nil && ck.waiting(child) {
 			return
 		}
-		ck.fail(j.parent, j.started, RuleJobSettled, "the job of child %s (call %s) is still running at quiescence", j.child, j.call)
+		ck.eventually(j.parent, j.started, RuleJobSettled, "the job of child %s (call %s) is still running at quiescence", j.child, j.call)
 		return
 	}
 	childEnd := child != nil && child.end != nil && child.end.gseq <= j.ended.gseq
