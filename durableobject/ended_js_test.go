@@ -55,11 +55,20 @@ func endedModule(t *testing.T) js.Value {
 			for (let i = 0; i < n; i++) await untilEnded(p, Promise.resolve(i));
 			return p.reactions;
 		}
+		// waitingAfter answers n requests of program p, every other one a
+		// rejection (a Go entry point that threw), and returns how many
+		// p still watches for its end.
+		async function waitingAfter(p, n) {
+			for (let i = 0; i < n; i++) {
+				await outcome(untilEnded(p, i % 2 ? Promise.reject(new Error("refused")) : Promise.resolve(i)));
+			}
+			return p.waiting.size;
+		}
 		const never = () => new Promise(() => {});
 		async function outcome(promise) {
 			try { return "answered " + (await promise); } catch (e) { return "rejected: " + e.message; }
 		}
-		return { untilEnded, program, counted, answerAll, retained, outcome, never };`).Invoke()
+		return { untilEnded, program, counted, answerAll, retained, outcome, never, waitingAfter };`).Invoke()
 }
 
 // The answer comes through when Go gives it; the program's end answers a
@@ -108,4 +117,20 @@ func TestUntilEndedWatchesTheEndOnce(t *testing.T) {
 	v, err = await(pending)
 	require.NoError(t, err)
 	assert.Equal(t, "rejected: the Go program exited", v.String(), "the one watch still answers")
+}
+
+// A request leaves the program's waiting set once answered, whether its
+// answer resolved or rejected: the set lives as long as the program, and
+// each entry holds its request's Promise.
+func TestUntilEndedForgetsRejectedRequests(t *testing.T) {
+	m := endedModule(t)
+	p := m.Call("program")
+	v, err := await(m.Call("waitingAfter", p, 20))
+	require.NoError(t, err)
+	assert.Equal(t, 0, v.Int(), "requests still watched after their answers")
+	pending := m.Call("outcome", m.Call("untilEnded", p, m.Call("never")))
+	p.Call("end")
+	v, err = await(pending)
+	require.NoError(t, err)
+	assert.Equal(t, "rejected: the Go program exited", v.String())
 }

@@ -4,11 +4,14 @@ package durableobject
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall/js"
 	"testing"
 	"time"
@@ -19,6 +22,7 @@ import (
 
 	"github.com/revenantrt/revenant/core"
 	"github.com/revenantrt/revenant/core/fakehost"
+	"github.com/revenantrt/revenant/core/storage"
 	"github.com/revenantrt/revenant/recovery"
 	"github.com/revenantrt/revenant/sqlitedb"
 )
@@ -142,3 +146,52 @@ func TestWakeRearmsAnIdleObjectThatStillHoldsAClaim(t *testing.T) {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// failingDB is a storage.DB whose transactions fail while fail is set.
+type failingDB struct {
+	storage.DB
+	fail atomic.Bool
+}
+
+func (d *failingDB) Tx(ctx context.Context, fn func(storage.Tx) error) error {
+	if d.fail.Load() {
+		return errors.New("disk I/O error")
+	}
+	return d.DB.Tx(ctx, fn)
+}
+
+// An alarm whose sweep and last re-arm both fail (storage refuses every
+// transaction) has used its wake-up up and could not tell whether work
+// remains: the handler itself arms the retry on the wake schedule, 1 s
+// then doubling, counted once per wake. Without it the tree is left with
+// no alarm at all until a client calls.
+func TestWakeWhoseStorageFailsArmsItsRetry(t *testing.T) {
+	store, calls := newAlarmStandIn(t, 0)
+	db, err := sqlitedb.Open("file:"+filepath.Join(t.TempDir(), "tree.db")+"?vfs="+lockFreeVFS+"&_pragma=locking_mode(exclusive)", sqlitedb.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { db.Close() })
+	flaky := &failingDB{DB: db}
+	clock := fakehost.NewClock(1767225600000)
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	host := core.Host{DB: flaky, Clock: clock, Wake: store, IDs: &fakehost.IDs{Prefix: "id"}, Log: quiet}
+	inst, _, err := recovery.Boot(context.Background(), host, core.NewConfig(), &retryDriver{clock: clock})
+	require.NoError(t, err)
+	t.Cleanup(inst.Abandon)
+	o := &Object{opts: Options{AlarmHold: time.Minute}, log: quiet, alarm: store, inst: inst}
+
+	flaky.fail.Store(true)
+	for wake, delay := range []int64{1000, 2000} { // ms
+		n := len(calls())
+		store.delivered() // as the alarm that runs wake
+		before := time.Now().UnixMilli()
+		_, err = o.wake(nil)
+		after := time.Now().UnixMilli()
+		require.NoError(t, err)
+		set := calls()[n:]
+		require.Len(t, set, 1, "wake %d: its one retry alarm", wake+1)
+		at, err := strconv.ParseInt(strings.TrimPrefix(set[0], "set "), 10, 64)
+		require.NoError(t, err, set[0])
+		assert.True(t, before+delay <= at && at <= after+delay, "wake %d armed %d ms after it, want %d", wake+1, at-before, delay)
+		assert.Equal(t, wake+1, o.sweepFailures, "wake %d counts once", wake+1)
+	}
+}

@@ -34,26 +34,46 @@ func serveLoopback(t *testing.T, h http.Handler) net.Conn {
 }
 
 // A request answered without its body (an unknown session's 404, an
-// interrupt) is answered at once even when the client declared more body
-// than it sends: docs/api.md promises 404 whatever the body. Without
-// closeUnread, net/http first reads the rest of a small unread body, so
-// the answer waits for the read timeout. The connection is not reused.
+// interrupt's 200) is answered at once even when the client declared more
+// body than it sends, or sent a chunked body it never ends: docs/api.md
+// promises 404 whatever the body. Without closeUnread, net/http first
+// reads the rest of a small unread body, so the answer waits for the read
+// timeout. The connection is not reused. Every way an answer can start
+// counts: a status, a write alone (net/http's implicit 200), a flush.
 func TestAnswerUnreadBody(t *testing.T) {
-	for _, flush := range []bool{false, true} {
-		c := serveLoopback(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if flush { // an event stream's first act
-				w.(http.Flusher).Flush()
-				return
-			}
-			w.WriteHeader(http.StatusNotFound) // the body is never read
-		}))
-		_, err := c.Write([]byte("POST /v1/sessions/nosuch/prompt HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 50\r\n\r\nx"))
-		require.NoError(t, err)
-		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
-		require.NoError(t, err, "no answer while the declared body is incomplete (flush %v)", flush)
-		_ = resp.Body.Close()
-		assert.Equal(t, map[bool]int{false: http.StatusNotFound, true: http.StatusOK}[flush], resp.StatusCode)
-		assert.True(t, resp.Close, "Connection: close: the rest of the body may still come")
+	answers := []struct {
+		name   string
+		status int
+		answer func(w http.ResponseWriter)
+	}{
+		{"404", http.StatusNotFound, func(w http.ResponseWriter) { w.WriteHeader(http.StatusNotFound) }},
+		{"200", http.StatusOK, func(w http.ResponseWriter) {
+			w.WriteHeader(http.StatusOK) // an interrupt's answer
+			_, _ = w.Write([]byte(`{"interrupted":false}`))
+		}},
+		{"write alone", http.StatusOK, func(w http.ResponseWriter) { _, _ = w.Write([]byte("{}")) }},
+		{"flush", http.StatusOK, func(w http.ResponseWriter) { w.(http.Flusher).Flush() }}, // an event stream's first act
+	}
+	bodies := map[string]string{
+		"declared":        "Content-Length: 50\r\n\r\nx",
+		"chunked unended": "Transfer-Encoding: chunked\r\n\r\n1\r\nx\r\n",
+	}
+	for _, a := range answers {
+		for name, body := range bodies {
+			t.Run(a.name+"/"+name, func(t *testing.T) {
+				t.Parallel() // a failure waits out serveLoopback's guard
+				c := serveLoopback(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					a.answer(w) // the body is never read
+				}))
+				_, err := c.Write([]byte("POST /v1/sessions/nosuch/prompt HTTP/1.1\r\nHost: 127.0.0.1\r\n" + body))
+				require.NoError(t, err)
+				resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+				require.NoError(t, err, "no answer while the body is incomplete")
+				_ = resp.Body.Close()
+				assert.Equal(t, a.status, resp.StatusCode)
+				assert.True(t, resp.Close, "Connection: close: the rest of the body may still come")
+			})
+		}
 	}
 }
 
