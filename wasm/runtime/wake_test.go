@@ -181,3 +181,37 @@ func TestAFailedDeleteLeavesTheTreeAsItWas(t *testing.T) {
 	require.Equal(t, 404, r.status, r.body.String())
 	require.Zero(t, e.s.wake, "the deleted tree's wake-up is cleared")
 }
+
+// An event stream open while a delete fails: the delete closed the
+// instance, and the tree, not deleted, has no other until the wake-up
+// reopens it. The stream must wait for that (or end), not spin on the
+// closed instance, which leaves the guest never quiescent (its watchdog).
+func TestAFailedDeleteWithAnEventStreamOpen(t *testing.T) {
+	e, f := newFaultEnv(t, 5, offlineConfig())
+	require.NoError(t, e.boot(runtime.Options{}))
+	e.createAndPrompt("one two three four five six seven eight")
+	stream := e.do("GET", "/v1/sessions/"+treeID+"/events?after=0", nil)
+	require.Equal(t, 200, stream.status, stream.body.String())
+
+	f.FailFor(10*time.Minute, faultvfs.Full)
+	e.next++
+	id := e.next
+	require.NoError(t, e.g.Request(context.Background(), id, runtime.Request{Method: "DELETE", Path: "/v1/sessions/" + treeID}))
+	e.fireTimers(60_000)
+	r := e.s.responses[id]
+	require.NotNil(t, r, "the DELETE was never answered")
+	require.Equal(t, 503, r.status, r.body.String())
+	require.True(t, stream.ended, "the stream ends: its client reconnects")
+
+	f.Heal()
+	for range 5 {
+		if e.s.wake == 0 {
+			break
+		}
+		e.s.now = max(e.s.now, e.s.wake)
+		e.s.wake = 0
+		require.NoError(t, e.g.Wake(context.Background()))
+		e.fireTimers(10 * 60_000)
+	}
+	require.Equal(t, map[string]int{"session.execution.succeeded@1": 1}, e.terminals(), "the stopped turn went on")
+}
