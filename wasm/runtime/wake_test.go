@@ -204,6 +204,14 @@ func TestAFailedDeleteWithAnEventStreamOpen(t *testing.T) {
 	require.True(t, stream.ended, "the stream ends: its client reconnects")
 
 	f.Heal()
+	// Until the wake-up reopens it, the tree reads, and refuses writes
+	// with a 503 to retry (docs/api.md).
+	r = e.do("POST", "/v1/sessions/"+treeID+"/prompt", map[string]any{"text": "more", "id": "p2"})
+	require.Equal(t, 503, r.status, r.body.String())
+	require.Equal(t, 200, e.do("GET", "/v1/sessions/"+treeID, nil).status)
+	again := e.do("GET", "/v1/sessions/"+treeID+"/events?after=0", nil)
+	require.Equal(t, 200, again.status, again.body.String())
+	require.True(t, again.ended, "a stream of the closed instance catches up and ends")
 	for range 5 {
 		if e.s.wake == 0 {
 			break
