@@ -223,3 +223,65 @@ func TestAFailedDeleteWithAnEventStreamOpen(t *testing.T) {
 	}
 	require.Equal(t, map[string]int{"session.execution.succeeded@1": 1}, e.terminals(), "the stopped turn went on")
 }
+
+// A DELETE sent again as soon as the storage heals, before the wake-up
+// reopens the instance a failed one closed, deletes the tree (docs/api.md:
+// deleting again deletes it); a wake-up delivered after that does nothing.
+func TestADeleteAgainBeforeTheWakeDeletes(t *testing.T) {
+	e, f := newFaultEnv(t, 5, offlineConfig())
+	require.NoError(t, e.boot(runtime.Options{}))
+	e.createAndPrompt("one two three four five six seven eight")
+	f.FailFor(10*time.Minute, faultvfs.Full)
+	r := e.do("DELETE", "/v1/sessions/"+treeID, nil)
+	require.Equal(t, 503, r.status, r.body.String())
+	require.NotZero(t, e.s.wake)
+
+	f.Heal()
+	r = e.do("DELETE", "/v1/sessions/"+treeID, nil)
+	require.Equal(t, 204, r.status, r.body.String())
+	require.Zero(t, e.s.wake, "the deleted tree's wake-up is cleared")
+	require.NoError(t, e.g.Wake(context.Background())) // a delivery already on its way
+	e.fireTimers(10 * 60_000)
+	require.Zero(t, e.s.wake, "a deleted tree arms nothing")
+	idle, err := e.g.Idle(context.Background())
+	require.NoError(t, err)
+	require.True(t, idle, "a deleted tree runs nothing")
+	require.Empty(t, e.terminals(), "no turn went on")
+	r = e.do("GET", "/v1/sessions/"+treeID, nil)
+	require.Equal(t, 404, r.status, r.body.String())
+}
+
+// A wake-up whose reopening fails (the storage still full) is retried on
+// the wake schedule until the instance opens and the stopped turn goes on.
+func TestAFailedReopenIsRetried(t *testing.T) {
+	e, f := newFaultEnv(t, 5, offlineConfig())
+	require.NoError(t, e.boot(runtime.Options{}))
+	e.createAndPrompt("one two three four five six seven eight")
+	f.FailFor(10*time.Minute, faultvfs.Full)
+	r := e.do("DELETE", "/v1/sessions/"+treeID, nil)
+	require.Equal(t, 503, r.status, r.body.String())
+	deliver := func() (at int64) {
+		e.s.now = max(e.s.now, e.s.wake)
+		at, e.s.wake = e.s.now, 0 // delivered: used up
+		require.NoError(t, e.g.Wake(context.Background()))
+		e.fireTimers(60_000)
+		return at
+	}
+	var delays []int64
+	for range 3 {
+		require.NotZero(t, e.s.wake, "a reopening that failed arms its retry")
+		at := deliver()
+		delays = append(delays, e.s.wake-at)
+	}
+	require.Equal(t, []int64{1000, 2000, 4000}, delays, "the wake schedule's back-off")
+
+	f.Heal()
+	for range 10 {
+		if e.s.wake == 0 {
+			break
+		}
+		deliver()
+	}
+	require.Equal(t, map[string]int{"session.execution.succeeded@1": 1}, e.terminals(), "the stopped turn went on")
+	require.Equal(t, "idle", e.snapshot().Status)
+}
