@@ -52,7 +52,8 @@ func (w *stallWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 // the read timeout. An answer written before the body reached its end
 // says "Connection: close" instead, which net/http takes as leave the body
 // alone: the answer goes out at once and the connection is not reused (the
-// next bytes on it may be the rest of this body). A body read to its end
+// next bytes on it may be the rest of this body). That holds for the
+// implicit 200 of a handler that wrote nothing too. A body read to its end
 // keeps the connection alive as before.
 //
 // Full duplex (http.ResponseController.EnableFullDuplex) would also let the
@@ -68,7 +69,12 @@ func closeUnread(h http.Handler) http.Handler {
 		body := &endWatcher{ReadCloser: r.Body}
 		r = r.WithContext(r.Context()) // a handler must not change the request it was given
 		r.Body = body
-		h.ServeHTTP(&unreadWriter{ResponseWriter: w, body: body}, r)
+		uw := &unreadWriter{ResponseWriter: w, body: body}
+		h.ServeHTTP(uw, r)
+		// A handler that wrote nothing is answered by net/http's implicit
+		// 200 after it returns, which would first read the rest of the
+		// body: the header map still counts for that answer.
+		uw.header()
 	})
 }
 

@@ -53,6 +53,7 @@ func TestAnswerUnreadBody(t *testing.T) {
 		}},
 		{"write alone", http.StatusOK, func(w http.ResponseWriter) { _, _ = w.Write([]byte("{}")) }},
 		{"flush", http.StatusOK, func(w http.ResponseWriter) { w.(http.Flusher).Flush() }}, // an event stream's first act
+		{"nothing", http.StatusOK, func(w http.ResponseWriter) {}},                         // net/http's implicit 200 as the handler returns
 	}
 	bodies := map[string]string{
 		"declared":        "Content-Length: 50\r\n\r\nx",

@@ -106,8 +106,13 @@ func (h *TreeHandler) events(w httpmsg.ResponseWriter, r *httpmsg.Request, t *Tr
 						return nil // the tree runs no other instance
 					}
 					next, err := t.Next(r.Context())
-					if err != nil {
-						return nil // deleted, or the host is stopping
+					if err != nil || next.Closed() {
+						// Deleted, the host is stopping, or the tree has no
+						// other instance yet (a wasm guest whose delete
+						// failed, until its wake-up reopens it): subscribing
+						// to a closed instance ends at once, so going on
+						// would spin here. The client reconnects.
+						return nil
 					}
 					s.inst = next
 				}

@@ -181,3 +181,107 @@ func TestAFailedDeleteLeavesTheTreeAsItWas(t *testing.T) {
 	require.Equal(t, 404, r.status, r.body.String())
 	require.Zero(t, e.s.wake, "the deleted tree's wake-up is cleared")
 }
+
+// An event stream open while a delete fails: the delete closed the
+// instance, and the tree, not deleted, has no other until the wake-up
+// reopens it. The stream must wait for that (or end), not spin on the
+// closed instance, which leaves the guest never quiescent (its watchdog).
+func TestAFailedDeleteWithAnEventStreamOpen(t *testing.T) {
+	e, f := newFaultEnv(t, 5, offlineConfig())
+	require.NoError(t, e.boot(runtime.Options{}))
+	e.createAndPrompt("one two three four five six seven eight")
+	stream := e.do("GET", "/v1/sessions/"+treeID+"/events?after=0", nil)
+	require.Equal(t, 200, stream.status, stream.body.String())
+
+	f.FailFor(10*time.Minute, faultvfs.Full)
+	e.next++
+	id := e.next
+	require.NoError(t, e.g.Request(context.Background(), id, runtime.Request{Method: "DELETE", Path: "/v1/sessions/" + treeID}))
+	e.fireTimers(60_000)
+	r := e.s.responses[id]
+	require.NotNil(t, r, "the DELETE was never answered")
+	require.Equal(t, 503, r.status, r.body.String())
+	require.True(t, stream.ended, "the stream ends: its client reconnects")
+
+	f.Heal()
+	// Until the wake-up reopens it, the tree reads, and refuses writes
+	// with a 503 to retry (docs/api.md).
+	r = e.do("POST", "/v1/sessions/"+treeID+"/prompt", map[string]any{"text": "more", "id": "p2"})
+	require.Equal(t, 503, r.status, r.body.String())
+	require.Equal(t, 200, e.do("GET", "/v1/sessions/"+treeID, nil).status)
+	again := e.do("GET", "/v1/sessions/"+treeID+"/events?after=0", nil)
+	require.Equal(t, 200, again.status, again.body.String())
+	require.True(t, again.ended, "a stream of the closed instance catches up and ends")
+	for range 5 {
+		if e.s.wake == 0 {
+			break
+		}
+		e.s.now = max(e.s.now, e.s.wake)
+		e.s.wake = 0
+		require.NoError(t, e.g.Wake(context.Background()))
+		e.fireTimers(10 * 60_000)
+	}
+	require.Equal(t, map[string]int{"session.execution.succeeded@1": 1}, e.terminals(), "the stopped turn went on")
+}
+
+// A DELETE sent again as soon as the storage heals, before the wake-up
+// reopens the instance a failed one closed, deletes the tree (docs/api.md:
+// deleting again deletes it); a wake-up delivered after that does nothing.
+func TestADeleteAgainBeforeTheWakeDeletes(t *testing.T) {
+	e, f := newFaultEnv(t, 5, offlineConfig())
+	require.NoError(t, e.boot(runtime.Options{}))
+	e.createAndPrompt("one two three four five six seven eight")
+	f.FailFor(10*time.Minute, faultvfs.Full)
+	r := e.do("DELETE", "/v1/sessions/"+treeID, nil)
+	require.Equal(t, 503, r.status, r.body.String())
+	require.NotZero(t, e.s.wake)
+
+	f.Heal()
+	r = e.do("DELETE", "/v1/sessions/"+treeID, nil)
+	require.Equal(t, 204, r.status, r.body.String())
+	require.Zero(t, e.s.wake, "the deleted tree's wake-up is cleared")
+	require.NoError(t, e.g.Wake(context.Background())) // a delivery already on its way
+	e.fireTimers(10 * 60_000)
+	require.Zero(t, e.s.wake, "a deleted tree arms nothing")
+	idle, err := e.g.Idle(context.Background())
+	require.NoError(t, err)
+	require.True(t, idle, "a deleted tree runs nothing")
+	require.Empty(t, e.terminals(), "no turn went on")
+	r = e.do("GET", "/v1/sessions/"+treeID, nil)
+	require.Equal(t, 404, r.status, r.body.String())
+}
+
+// A wake-up whose reopening fails (the storage still full) is retried on
+// the wake schedule until the instance opens and the stopped turn goes on.
+func TestAFailedReopenIsRetried(t *testing.T) {
+	e, f := newFaultEnv(t, 5, offlineConfig())
+	require.NoError(t, e.boot(runtime.Options{}))
+	e.createAndPrompt("one two three four five six seven eight")
+	f.FailFor(10*time.Minute, faultvfs.Full)
+	r := e.do("DELETE", "/v1/sessions/"+treeID, nil)
+	require.Equal(t, 503, r.status, r.body.String())
+	deliver := func() (at int64) {
+		e.s.now = max(e.s.now, e.s.wake)
+		at, e.s.wake = e.s.now, 0 // delivered: used up
+		require.NoError(t, e.g.Wake(context.Background()))
+		e.fireTimers(60_000)
+		return at
+	}
+	var delays []int64
+	for range 3 {
+		require.NotZero(t, e.s.wake, "a reopening that failed arms its retry")
+		at := deliver()
+		delays = append(delays, e.s.wake-at)
+	}
+	require.Equal(t, []int64{1000, 2000, 4000}, delays, "the wake schedule's back-off")
+
+	f.Heal()
+	for range 10 {
+		if e.s.wake == 0 {
+			break
+		}
+		deliver()
+	}
+	require.Equal(t, map[string]int{"session.execution.succeeded@1": 1}, e.terminals(), "the stopped turn went on")
+	require.Equal(t, "idle", e.snapshot().Status)
+}
