@@ -164,7 +164,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
-	handler, err := newHandler(cfg, &run, trees, auth, apiCfg, log)
+	handler, err := newHandler(cfg, &run, trees, auth, apiCfg, clock, log)
 	if err != nil {
 		return errors.Join(err, trees.Close(context.Background()))
 	}
@@ -239,14 +239,14 @@ type closingHandler interface {
 
 // newHandler is the API over trees: the guest host's (each tree a guest
 // that runs core/api) under -guest, core/api's own in process.
-func newHandler(cfg serveConfig, run *setup, trees *host.Host, auth api.Authenticator, apiCfg api.Config, log *slog.Logger) (closingHandler, error) {
+func newHandler(cfg serveConfig, run *setup, trees *host.Host, auth api.Authenticator, apiCfg api.Config, clock host.RealClock, log *slog.Logger) (closingHandler, error) {
 	apiCfg = apiCfg.WithSessionDefaults(run.defaults).WithAllowedModels(run.models)
 	if cfg.guest != "" {
 		// The host checks a create as its guests will (their boot has the
 		// same defaults and allowed models) before it opens a tree for it.
 		return host.NewGuestHandler(trees, auth, apiCfg, log)
 	}
-	a, err := api.New(api.Deps{Trees: trees, Auth: auth, Clock: host.RealClock{}, IDs: host.RandomIDs{}, Log: log}, apiCfg)
+	a, err := api.New(api.Deps{Trees: trees, Auth: auth, Clock: clock, IDs: host.RandomIDs{}, Log: log}, apiCfg)
 	if err != nil {
 		return nil, err
 	}

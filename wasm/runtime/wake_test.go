@@ -146,31 +146,16 @@ func TestFailingSweepsRetryOnTheWakeSchedule(t *testing.T) {
 // second DELETE was answered 404 and every request after it too, while
 // the rows stayed, and the turn's wake-up was cleared.)
 func TestAFailedDeleteLeavesTheTreeAsItWas(t *testing.T) {
-	e, f := newFaultEnv(t, 5, offlineConfig())
-	require.NoError(t, e.boot(runtime.Options{}))
-	e.createAndPrompt("one two three four five six seven eight")
+	e, f := turnRunning(t)
 	require.NotZero(t, e.s.wake, "the turn armed a wake-up")
 
 	f.FailFor(10*time.Minute, faultvfs.Full)
-	e.next++
-	id := e.next
-	require.NoError(t, e.g.Request(context.Background(), id, runtime.Request{Method: "DELETE", Path: "/v1/sessions/" + treeID}))
-	e.fireTimers(60_000) // the delete's write schedule gives up
-	r := e.s.responses[id]
-	require.NotNil(t, r, "the DELETE was never answered")
+	r := e.deleteUntilAnswered()
 	require.Equal(t, 503, r.status, r.body.String())
 	require.NotZero(t, e.s.wake, "the stopped turn's claim is left without a wake-up")
 
 	f.Heal()
-	for range 5 {
-		if e.s.wake == 0 {
-			break
-		}
-		e.s.now = max(e.s.now, e.s.wake)
-		e.s.wake = 0 // delivered: used up
-		require.NoError(t, e.g.Wake(context.Background()))
-		e.fireTimers(10 * 60_000)
-	}
+	e.deliverWakes(5, 10*60_000)
 	snap := e.snapshot() // still there
 	require.Equal(t, "idle", snap.Status, "%+v", snap)
 	require.Equal(t, map[string]int{"session.execution.succeeded@1": 1}, e.terminals(), "the stopped turn went on")
@@ -187,19 +172,12 @@ func TestAFailedDeleteLeavesTheTreeAsItWas(t *testing.T) {
 // reopens it. The stream must wait for that (or end), not spin on the
 // closed instance, which leaves the guest never quiescent (its watchdog).
 func TestAFailedDeleteWithAnEventStreamOpen(t *testing.T) {
-	e, f := newFaultEnv(t, 5, offlineConfig())
-	require.NoError(t, e.boot(runtime.Options{}))
-	e.createAndPrompt("one two three four five six seven eight")
+	e, f := turnRunning(t)
 	stream := e.do("GET", "/v1/sessions/"+treeID+"/events?after=0", nil)
 	require.Equal(t, 200, stream.status, stream.body.String())
 
 	f.FailFor(10*time.Minute, faultvfs.Full)
-	e.next++
-	id := e.next
-	require.NoError(t, e.g.Request(context.Background(), id, runtime.Request{Method: "DELETE", Path: "/v1/sessions/" + treeID}))
-	e.fireTimers(60_000)
-	r := e.s.responses[id]
-	require.NotNil(t, r, "the DELETE was never answered")
+	r := e.deleteUntilAnswered()
 	require.Equal(t, 503, r.status, r.body.String())
 	require.True(t, stream.ended, "the stream ends: its client reconnects")
 
@@ -212,15 +190,7 @@ func TestAFailedDeleteWithAnEventStreamOpen(t *testing.T) {
 	again := e.do("GET", "/v1/sessions/"+treeID+"/events?after=0", nil)
 	require.Equal(t, 200, again.status, again.body.String())
 	require.True(t, again.ended, "a stream of the closed instance catches up and ends")
-	for range 5 {
-		if e.s.wake == 0 {
-			break
-		}
-		e.s.now = max(e.s.now, e.s.wake)
-		e.s.wake = 0
-		require.NoError(t, e.g.Wake(context.Background()))
-		e.fireTimers(10 * 60_000)
-	}
+	e.deliverWakes(5, 10*60_000)
 	require.Equal(t, map[string]int{"session.execution.succeeded@1": 1}, e.terminals(), "the stopped turn went on")
 }
 
@@ -228,9 +198,7 @@ func TestAFailedDeleteWithAnEventStreamOpen(t *testing.T) {
 // reopens the instance a failed one closed, deletes the tree (docs/api.md:
 // deleting again deletes it); a wake-up delivered after that does nothing.
 func TestADeleteAgainBeforeTheWakeDeletes(t *testing.T) {
-	e, f := newFaultEnv(t, 5, offlineConfig())
-	require.NoError(t, e.boot(runtime.Options{}))
-	e.createAndPrompt("one two three four five six seven eight")
+	e, f := turnRunning(t)
 	f.FailFor(10*time.Minute, faultvfs.Full)
 	r := e.do("DELETE", "/v1/sessions/"+treeID, nil)
 	require.Equal(t, 503, r.status, r.body.String())
@@ -254,34 +222,67 @@ func TestADeleteAgainBeforeTheWakeDeletes(t *testing.T) {
 // A wake-up whose reopening fails (the storage still full) is retried on
 // the wake schedule until the instance opens and the stopped turn goes on.
 func TestAFailedReopenIsRetried(t *testing.T) {
-	e, f := newFaultEnv(t, 5, offlineConfig())
-	require.NoError(t, e.boot(runtime.Options{}))
-	e.createAndPrompt("one two three four five six seven eight")
+	e, f := turnRunning(t)
 	f.FailFor(10*time.Minute, faultvfs.Full)
 	r := e.do("DELETE", "/v1/sessions/"+treeID, nil)
 	require.Equal(t, 503, r.status, r.body.String())
-	deliver := func() (at int64) {
-		e.s.now = max(e.s.now, e.s.wake)
-		at, e.s.wake = e.s.now, 0 // delivered: used up
-		require.NoError(t, e.g.Wake(context.Background()))
-		e.fireTimers(60_000)
-		return at
-	}
 	var delays []int64
 	for range 3 {
 		require.NotZero(t, e.s.wake, "a reopening that failed arms its retry")
-		at := deliver()
+		at := e.deliverWake(60_000)
 		delays = append(delays, e.s.wake-at)
 	}
 	require.Equal(t, []int64{1000, 2000, 4000}, delays, "the wake schedule's back-off")
 
 	f.Heal()
-	for range 10 {
-		if e.s.wake == 0 {
-			break
-		}
-		deliver()
-	}
+	e.deliverWakes(10, 60_000)
 	require.Equal(t, map[string]int{"session.execution.succeeded@1": 1}, e.terminals(), "the stopped turn went on")
 	require.Equal(t, "idle", e.snapshot().Status)
+}
+
+// turnRunning boots a guest over a storage the test can fail and starts
+// a turn long enough to be running when the test acts.
+func turnRunning(t *testing.T) (*env, *faultvfs.Fault) {
+	e, f := newFaultEnv(t, 5, offlineConfig())
+	require.NoError(t, e.boot(runtime.Options{}))
+	e.createAndPrompt("one two three four five six seven eight")
+	return e, f
+}
+
+// deleteUntilAnswered sends the tree's DELETE and runs the timers a
+// minute on (the delete's write schedule, when storage refuses it), and
+// returns its answer.
+func (e *env) deleteUntilAnswered() *response {
+	e.t.Helper()
+	e.next++
+	id := e.next
+	require.NoError(e.t, e.g.Request(context.Background(), id, runtime.Request{Method: "DELETE", Path: "/v1/sessions/" + treeID}))
+	e.fireTimers(60_000)
+	r := e.s.responses[id]
+	require.NotNil(e.t, r, "the DELETE was never answered")
+	return r
+}
+
+// deliverWake delivers the armed wake-up (using it up, as the host does)
+// at its time or now, whichever is later, then runs the timers limit ms
+// on; it returns when it was delivered.
+func (e *env) deliverWake(limit int64) (at int64) {
+	e.t.Helper()
+	e.s.now = max(e.s.now, e.s.wake)
+	at, e.s.wake = e.s.now, 0
+	require.NoError(e.t, e.g.Wake(context.Background()))
+	e.fireTimers(limit)
+	return at
+}
+
+// deliverWakes delivers wake-ups (deliverWake) until none is armed, at
+// most n.
+func (e *env) deliverWakes(n int, limit int64) {
+	e.t.Helper()
+	for range n {
+		if e.s.wake == 0 {
+			return
+		}
+		e.deliverWake(limit)
+	}
 }
