@@ -335,8 +335,27 @@ func (e Egress) CheckURL(u *url.URL) error {
 	if ip, err := netip.ParseAddr(host); err == nil {
 		return e.CheckAddr(ip)
 	}
+	if err := checkASCIIName(host); err != nil {
+		return err
+	}
 	if e.transport != nil {
 		return e.checkUnresolvedName(host)
+	}
+	return nil
+}
+
+// checkASCIIName refuses a host name (not an IP literal) with anything but
+// ASCII letters, digits, '-', '_' and '.', on every transport. A client
+// maps such a name before it resolves it (IDNA: net/http dials
+// "ｌｏｃａｌｈｏｓｔ" as localhost, fetch does the same, and unescapes %XX),
+// while the call's permission resource ("http:" and the host as written)
+// keeps the spelling, so a rule that denies or asks for a host would not
+// match a request that reaches it. Punycode (xn--) names pass.
+func checkASCIIName(host string) error {
+	for _, r := range host {
+		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '.' || r == '_') {
+			return fmt.Errorf("%w: host %q is not an ASCII name (write an internationalized name in its xn-- form)", ErrDenied, host)
+		}
 	}
 	return nil
 }
@@ -345,14 +364,9 @@ func (e Egress) CheckURL(u *url.URL) error {
 // normalized name that is not a standard IP literal: the platform resolves
 // it, so only what the name itself says can be checked.
 func (e Egress) checkUnresolvedName(host string) error {
-	for _, r := range host {
-		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '.' || r == '_') {
-			// fetch maps Unicode (IDNA) and unescapes %XX in a host, so
-			// "１２７.０.０.１" or "ｌｏｃａｌｈｏｓｔ" would name what the rules
-			// here cannot see; punycode (xn--) names pass.
-			return fmt.Errorf("%w: host %q is not an ASCII name (write an internationalized name in its xn-- form)", ErrDenied, host)
-		}
-	}
+	// An ASCII name (checkASCIIName): fetch maps Unicode (IDNA) and
+	// unescapes %XX in a host, so "１２７.０.０.１" or "ｌｏｃａｌｈｏｓｔ" would
+	// name what the rules here cannot see.
 	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
 		for _, a := range tables().loopbackNames {
 			if e.denial(a) != "" {
