@@ -186,8 +186,9 @@ func (e Egress) LocalAddrs() func() ([]netip.Addr, error) { return e.localAddrs 
 // WithAllowCIDRs allows both; a host that ends in a number ("0x7f.1",
 // "2130706433", "127.1") but is not a standard IP literal is refused,
 // because a WHATWG URL parser, as fetch uses, reads it as an IPv4 address;
-// so is a name with anything but ASCII letters, digits, '-', '_' and '.',
-// which fetch would map (IDNA) or unescape into a name not checked here.
+// and, as on every transport (CheckURL), so is a name with anything but
+// ASCII letters, digits, '-', '_' and '.', which fetch would map (IDNA) or
+// unescape into a name not checked here.
 // On Cloudflare this leaves the platform's own guard: a Worker's fetch
 // goes out to the public Internet and cannot reach the account's private
 // networks without a binding. Under local workerd (wrangler dev) fetch
