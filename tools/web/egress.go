@@ -307,7 +307,8 @@ func (e Egress) isTrusted(host string, port int) bool {
 }
 
 // CheckURL reports whether u may be requested: its scheme, port and host
-// must be allowed and, when the host is an IP literal, so must the address.
+// must be allowed and, when the host is an IP literal, so must the address;
+// a host name must be ASCII (checkASCIIName).
 // A host name's addresses are checked when it is dialed. The policy's
 // trusted destination, if any, is allowed as it is. The error wraps
 // ErrDenied.
