@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
+	"strings"
 	"sync"
 	"syscall/js"
 
@@ -55,7 +57,7 @@ func (Fetch) Do(req *httpmsg.Request) (*httpmsg.Response, error) {
 		b, err := io.ReadAll(req.Body)
 		_ = req.Body.Close()
 		if err != nil {
-			return nil, fmt.Errorf("fetch %s: read request body: %w", req.URL.Redacted(), err)
+			return nil, fetchError(req, fmt.Errorf("read request body: %w", err))
 		}
 		body = b
 	}
@@ -74,13 +76,13 @@ func (Fetch) Do(req *httpmsg.Request) (*httpmsg.Response, error) {
 	res, err := awaitCtx(ctx, jsFetch.Invoke(req.URL.String(), init))
 	if err != nil {
 		stop()
-		return nil, fmt.Errorf("fetch %s: %w", req.URL.Redacted(), err)
+		return nil, fetchError(req, err)
 	}
 	resp := &httpmsg.Response{StatusCode: res.Get("status").Int(), Header: httpmsg.Header{}, Request: req}
 	if err := headersFromJS(resp.Header, js.Global().Get("Array").Call("from", res.Get("headers").Call("entries"))); err != nil {
 		stop()
 		ac.Call("abort") // the body is never read
-		return nil, fmt.Errorf("fetch %s: %w", req.URL.Redacted(), err)
+		return nil, fetchError(req, err)
 	}
 	if b := res.Get("body"); b.Truthy() {
 		resp.Body = newFetchBody(ctx, b.Call("getReader"), func() { ac.Call("abort") }, stop)
@@ -89,6 +91,19 @@ func (Fetch) Do(req *httpmsg.Request) (*httpmsg.Response, error) {
 		resp.Body = httpmsg.NoBody
 	}
 	return resp, nil
+}
+
+// fetchError is a failed request's error as net/http's client gives it
+// (a *url.Error naming the method and the URL, userinfo redacted): tools/web
+// tells the model its reason alone, so a webhook's URL, whose path or query
+// may be the operator's secret, goes no further than it does on the local
+// server.
+func fetchError(req *httpmsg.Request, err error) error {
+	op := "Fetch"
+	if m := req.Method; m != "" {
+		op = m[:1] + strings.ToLower(m[1:])
+	}
+	return &url.Error{Op: op, URL: req.URL.Redacted(), Err: err}
 }
 
 // A model's answer streams hundreds of chunks, so a body's Read is on

@@ -13,6 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/revenantrt/revenant/core/httpmsg"
+	"github.com/revenantrt/revenant/core/tool"
+	"github.com/revenantrt/revenant/tools/web"
 )
 
 // Under Node, fetch answers data: URLs without a network: enough to check
@@ -280,4 +282,25 @@ func TestFetchAbortsWhenTheContextEnds(t *testing.T) {
 	case <-time.After(5 * time.Second): // a bound, not a timing: abort comes at once or never
 		t.Fatal("the fetch was not aborted")
 	}
+}
+
+// A webhook's URL is the operator's and may hold its secret in the path
+// or query (a Slack-style hook URL): a failed fetch is told to the model,
+// and so stored in the event log and shown to every reader of the
+// session, as the platform's reason alone, as the local server's net/http
+// does (tools/web strips *url.Error), never with the URL.
+func TestFetchFailureKeepsTheWebhookURLOut(t *testing.T) {
+	real := jsFetch
+	defer func() { jsFetch = real }()
+	jsFetch = js.Global().Call("eval", `(url, init) => Promise.reject(new TypeError("Network connection lost."))`)
+	hook, err := web.NewWebhook(web.WebhookSpec{
+		Name: "hook", URL: "https://hooks.example.com/services/T0/B0/PATHSECRET?token=QUERYSECRET",
+		Secret: web.NewSecret("a-signing-secret-of-some-length"),
+	}, web.NewEgress().WithTransport(Fetch{}))
+	require.NoError(t, err)
+	_, err = hook.Execute(context.Background(), tool.Call{ID: "c", Name: "hook", Arguments: []byte(`{}`), IdempotencyKey: "k"})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "Network connection lost.")
+	assert.NotContains(t, err.Error(), "PATHSECRET")
+	assert.NotContains(t, err.Error(), "QUERYSECRET")
 }

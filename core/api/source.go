@@ -42,6 +42,9 @@ func CanonicalOrigin(s string) (string, error) {
 		return "", fmt.Errorf("allowed origin %q: want scheme://host[:port], as a browser's Origin header names a page (https://console.example)", s)
 	}
 	host, port := strings.ToLower(u.Hostname()), u.Port()
+	if !originHost(host) {
+		return "", fmt.Errorf("allowed origin %q: the host is not one a browser sends: no wildcards (list each origin), and an internationalized name in its xn-- form", s)
+	}
 	if strings.Contains(host, ":") {
 		host = "[" + host + "]"
 	}
@@ -49,6 +52,23 @@ func CanonicalOrigin(s string) (string, error) {
 		return u.Scheme + "://" + host, nil
 	}
 	return u.Scheme + "://" + host + ":" + port, nil
+}
+
+// originHost reports whether host (lowercase) is one a browser's Origin
+// can name: an IP address, or a name of ASCII letters, digits, '-', '_'
+// and '.'. Anything else ("*.example.com", a Unicode name, which browsers
+// send in its xn-- form) would be compared with every Origin and match
+// none, silently.
+func originHost(host string) bool {
+	if _, err := netip.ParseAddr(host); err == nil {
+		return true
+	}
+	for _, r := range host {
+		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '.' || r == '_') {
+			return false
+		}
+	}
+	return true
 }
 
 // ParseOrigins reads a comma-separated list of allowed origins

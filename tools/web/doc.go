@@ -44,7 +44,10 @@
 // at each check from the list the policy carries (Egress.WithLocalAddrs;
 // webnet.Dialing reads the interfaces): a service bound to 0.0.0.0 answers
 // on a public address of the host too. A CIDR of the policy that names an
-// address allows it.
+// address allows it. A host name with anything but ASCII letters, digits,
+// '-', '_' and '.' is refused on every transport: a client dials its IDNA
+// mapping ("ｌｏｃａｌｈｏｓｔ" as localhost), which the call's permission
+// resource, the host as written, does not name.
 //
 // A webhook's configured URL is the operator's destination, not the
 // model's: its client treats that one host and port as trusted (dialed as

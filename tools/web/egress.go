@@ -186,8 +186,9 @@ func (e Egress) LocalAddrs() func() ([]netip.Addr, error) { return e.localAddrs 
 // WithAllowCIDRs allows both; a host that ends in a number ("0x7f.1",
 // "2130706433", "127.1") but is not a standard IP literal is refused,
 // because a WHATWG URL parser, as fetch uses, reads it as an IPv4 address;
-// so is a name with anything but ASCII letters, digits, '-', '_' and '.',
-// which fetch would map (IDNA) or unescape into a name not checked here.
+// and, as on every transport (CheckURL), so is a name with anything but
+// ASCII letters, digits, '-', '_' and '.', which fetch would map (IDNA) or
+// unescape into a name not checked here.
 // On Cloudflare this leaves the platform's own guard: a Worker's fetch
 // goes out to the public Internet and cannot reach the account's private
 // networks without a binding. Under local workerd (wrangler dev) fetch
@@ -306,7 +307,8 @@ func (e Egress) isTrusted(host string, port int) bool {
 }
 
 // CheckURL reports whether u may be requested: its scheme, port and host
-// must be allowed and, when the host is an IP literal, so must the address.
+// must be allowed and, when the host is an IP literal, so must the address;
+// a host name must be ASCII (checkASCIIName).
 // A host name's addresses are checked when it is dialed. The policy's
 // trusted destination, if any, is allowed as it is. The error wraps
 // ErrDenied.
@@ -335,8 +337,27 @@ func (e Egress) CheckURL(u *url.URL) error {
 	if ip, err := netip.ParseAddr(host); err == nil {
 		return e.CheckAddr(ip)
 	}
+	if err := checkASCIIName(host); err != nil {
+		return err
+	}
 	if e.transport != nil {
 		return e.checkUnresolvedName(host)
+	}
+	return nil
+}
+
+// checkASCIIName refuses a host name (not an IP literal) with anything but
+// ASCII letters, digits, '-', '_' and '.', on every transport. A client
+// maps such a name before it resolves it (IDNA: net/http dials
+// "ｌｏｃａｌｈｏｓｔ" as localhost, fetch does the same, and unescapes %XX),
+// while the call's permission resource ("http:" and the host as written)
+// keeps the spelling, so a rule that denies or asks for a host would not
+// match a request that reaches it. Punycode (xn--) names pass.
+func checkASCIIName(host string) error {
+	for _, r := range host {
+		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '.' || r == '_') {
+			return fmt.Errorf("%w: host %q is not an ASCII name (write an internationalized name in its xn-- form)", ErrDenied, host)
+		}
 	}
 	return nil
 }
@@ -345,14 +366,9 @@ func (e Egress) CheckURL(u *url.URL) error {
 // normalized name that is not a standard IP literal: the platform resolves
 // it, so only what the name itself says can be checked.
 func (e Egress) checkUnresolvedName(host string) error {
-	for _, r := range host {
-		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '.' || r == '_') {
-			// fetch maps Unicode (IDNA) and unescapes %XX in a host, so
-			// "１２７.０.０.１" or "ｌｏｃａｌｈｏｓｔ" would name what the rules
-			// here cannot see; punycode (xn--) names pass.
-			return fmt.Errorf("%w: host %q is not an ASCII name (write an internationalized name in its xn-- form)", ErrDenied, host)
-		}
-	}
+	// An ASCII name (checkASCIIName): fetch maps Unicode (IDNA) and
+	// unescapes %XX in a host, so "１２７.０.０.１" or "ｌｏｃａｌｈｏｓｔ" would
+	// name what the rules here cannot see.
 	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
 		for _, a := range tables().loopbackNames {
 			if e.denial(a) != "" {

@@ -2,6 +2,7 @@ package webnet_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net"
@@ -18,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/revenantrt/revenant/core/httpmsg"
+	"github.com/revenantrt/revenant/core/tool"
 	"github.com/revenantrt/revenant/tools/web"
 	"github.com/revenantrt/revenant/tools/web/webnet"
 )
@@ -266,4 +268,65 @@ func TestNoProxyFromTheEnvironment(t *testing.T) {
 		t.Fatalf("the request went through the environment's proxy: %s", u)
 	default:
 	}
+}
+
+// TestNonASCIIHostNeverDialed: net/http dials a Unicode host by its IDNA
+// mapping ("ｓｖｃ．test" is dialed as svc.test), while the call's
+// permission resource keeps the spelling the model wrote
+// ("http:ｓｖｃ．test"), so a rule denying or asking for http:svc.test
+// would not match a request that reaches svc.test. The policy refuses
+// such a host before anything is dialed, as it does over a platform's
+// fetch (WithTransport).
+func TestNonASCIIHostNeverDialed(t *testing.T) {
+	hits := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits++
+		_, _ = io.WriteString(w, "reached")
+	}))
+	defer srv.Close()
+	u, err := url.Parse(srv.URL)
+	require.NoError(t, err)
+	port, err := strconv.Atoi(u.Port())
+	require.NoError(t, err)
+	var looked []string
+	res := resolverFunc(func(host string) ([]netip.Addr, error) {
+		looked = append(looked, host)
+		if host == "svc.test" {
+			return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
+		}
+		return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
+	})
+	none := func() ([]netip.Addr, error) { return nil, nil }
+	p := webnet.Dialing(web.NewEgress().WithPorts(port).WithResolver(res).WithLocalAddrs(none).
+		WithAllowCIDRs(netip.MustParsePrefix("127.0.0.1/32")))
+	h := web.NewHTTPRequest(p)
+
+	for _, host := range []string{"ｓｖｃ.test", "svc．test", "svc。test", "s\u00advc.test", "ＳＶＣ.TEST"} {
+		t.Run(host, func(t *testing.T) {
+			raw, err := json.Marshal(map[string]string{"url": "http://" + host + ":" + u.Port() + "/"})
+			require.NoError(t, err)
+			resources, err := h.Resources(raw)
+			require.NoError(t, err)
+			require.NotEqual(t, []string{"http:svc.test"}, resources, "the resource is the host as written")
+			_, err = h.Execute(context.Background(), tool.Call{ID: "c", Name: web.HTTPRequestName, Arguments: raw, IdempotencyKey: "k", SessionID: "s"})
+			require.ErrorIs(t, err, web.ErrDenied)
+			require.ErrorContains(t, err, "is not an ASCII name")
+		})
+	}
+	require.Zero(t, hits, "no request reached the server the mapped name resolves to")
+	require.Empty(t, looked, "no name was resolved")
+
+	// The ASCII name is dialed (the server is reachable at all).
+	raw, err := json.Marshal(map[string]string{"url": "http://svc.test:" + u.Port() + "/"})
+	require.NoError(t, err)
+	out, err := h.Execute(context.Background(), tool.Call{ID: "c", Name: web.HTTPRequestName, Arguments: raw, IdempotencyKey: "k", SessionID: "s"})
+	require.NoError(t, err)
+	require.Contains(t, out, "reached")
+}
+
+// resolverFunc is a web.Resolver from a function of the host.
+type resolverFunc func(host string) ([]netip.Addr, error)
+
+func (f resolverFunc) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
+	return f(host)
 }
