@@ -344,6 +344,16 @@ func TestTokensStoredHashed(t *testing.T) {
 	assert.Equal(t, "alice", p)
 }
 
+// "anonymous" is the principal of a server without tokens: a token may not
+// take it, or its trees would be anyone's on loopback once the tokens go.
+func TestTokensRefuseTheAnonymousPrincipal(t *testing.T) {
+	_, err := api.ParseTokens("alice:secret-a, anonymous:secret-b")
+	assert.ErrorContains(t, err, `entry 2: the principal "anonymous" is reserved`)
+	assert.NotContains(t, err.Error(), "secret-b", "no part of a token is printed")
+	_, err = api.ParseTokens("Anonymous:secret-b")
+	assert.NoError(t, err, "principals are case-sensitive, as every principal check is")
+}
+
 // The Bearer scheme's name is case-insensitive (RFC 9110 §11.1); other
 // schemes, and the scheme without a token, are no credential.
 func TestBearerSchemeAnyCase(t *testing.T) {

@@ -58,6 +58,12 @@ func ParseTokens(spec string) (*Tokens, error) {
 		if !ok || principal == "" || secret == "" {
 			return nil, fmt.Errorf("REVENANT_TOKENS: entry %d (counting from 1, comma-separated) is not principal:token", n+1)
 		}
+		if principal == AnonymousPrincipal {
+			// The server without tokens serves every request as this
+			// principal: a token's trees under the same name would be
+			// open to anyone on loopback the day the tokens are dropped.
+			return nil, fmt.Errorf("REVENANT_TOKENS: entry %d: the principal %q is reserved for a server without tokens; name it otherwise", n+1, principal)
+		}
 		var e tokenEntry
 		e.principal = principal
 		if hexHash, hashed := strings.CutPrefix(secret, "sha256:"); hashed {
