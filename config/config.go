@@ -666,7 +666,29 @@ func (d *decoder) url(key string, raw json.RawMessage) *url.URL {
 		d.fail(key, "must not contain credentials; the webhook is authenticated by its secret")
 		return nil
 	}
+	if !asciiHost(u.Hostname()) {
+		// Every transport dials an internationalized name in its xn--
+		// form, which the egress guard would then not know as the
+		// webhook's trusted destination: every call would be refused.
+		d.fail(key, "must name its host in ASCII (an internationalized name in its xn-- form)")
+		return nil
+	}
 	return u
+}
+
+// asciiHost reports whether host (a URL's Hostname: an IPv6 literal
+// without its brackets) is an IP literal or a name of ASCII letters,
+// digits, '-', '_' and '.' only.
+func asciiHost(host string) bool {
+	if _, err := netip.ParseAddr(host); err == nil {
+		return true
+	}
+	for _, r := range host {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '.' || r == '_') {
+			return false
+		}
+	}
+	return true
 }
 
 // checkSecret checks a webhook secret as web.SigningKey reads it: a

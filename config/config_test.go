@@ -247,6 +247,8 @@ func TestRejects(t *testing.T) {
 		{"url scheme", `{"webhook_tools": [{"name": "n", "description": "d", "url": "ftp://h.example.com/x", "secret": "0123456789abcdef"}]}`, []string{"webhook_tools[0].url: must be an absolute https or http URL"}},
 		{"url relative", `{"webhook_tools": [{"name": "n", "description": "d", "url": "/hook", "secret": "0123456789abcdef"}]}`, []string{"webhook_tools[0].url: must be an absolute https or http URL"}},
 		{"url credentials", `{"webhook_tools": [{"name": "n", "description": "d", "url": "https://u:p@h.example.com/x", "secret": "0123456789abcdef"}]}`, []string{"webhook_tools[0].url: must not contain credentials"}},
+		{"url unicode host", `{"webhook_tools": [{"name": "n", "description": "d", "url": "https://bücher.example/x", "secret": "0123456789abcdef"}]}`, []string{"webhook_tools[0].url: must name its host in ASCII"}},
+		{"url fullwidth host", `{"webhook_tools": [{"name": "n", "description": "d", "url": "http://ｌｏｃａｌｈｏｓｔ:8080/x", "secret": "0123456789abcdef"}]}`, []string{"webhook_tools[0].url: must name its host in ASCII"}},
 		{"short secret", `{"webhook_tools": [{"name": "n", "description": "d", "url": "https://h.example.com/x", "secret": "tooShort15bytes"}]}`, []string{"webhook_tools[0].secret: must be at least 16 bytes"}},
 		{"whsec_ not base64", `{"webhook_tools": [{"name": "n", "description": "d", "url": "https://h.example.com/x", "secret": "whsec_0123456789abcdef*"}]}`, []string{`webhook_tools[0].secret: must be standard base64 of at least 16 bytes after "whsec_"`}},
 		{"whsec_ short key", `{"webhook_tools": [{"name": "n", "description": "d", "url": "https://h.example.com/x", "secret": "whsec_MDEyMzQ1Njc4OWFiY2Rl"}]}`, []string{`webhook_tools[0].secret: must be standard base64 of at least 16 bytes after "whsec_"`}},
@@ -462,4 +464,13 @@ func TestWebhookStandardSecret(t *testing.T) {
 func TestEmptyHostsListRefused(t *testing.T) {
 	_, err := config.Parse([]byte(`{"egress":{"hosts":[]}}`))
 	require.ErrorContains(t, err, "egress.hosts")
+}
+
+// A webhook's host is an ASCII name or an IP literal; an internationalized
+// name is written in its xn-- form, which is what every transport dials.
+func TestWebhookHostForms(t *testing.T) {
+	for _, u := range []string{"https://xn--bcher-kva.example/x", "http://[::1]:8080/x", "http://127.0.0.1:8080/x", "https://Hooks.Example_1.com/x"} {
+		_, err := config.Parse([]byte(`{"webhook_tools": [{"name": "n", "description": "d", "url": "` + u + `", "secret": "0123456789abcdef"}]}`))
+		require.NoError(t, err, u)
+	}
 }
