@@ -62,8 +62,7 @@ func (o *Object) deleteTree(ctx context.Context) error {
 	o.deleted = true
 	o.mu.Unlock()
 	o.tree.Close() // end the tree's event streams
-	o.alarm.clear()
-	if err := o.deleteStorage(); err != nil {
+	if err := o.forgetStorage(); err != nil {
 		o.alarm.restore(o.clock.Now() + retry.Wake().Delay(0).Milliseconds())
 		o.giveUp("the tree's storage could not be deleted")
 		return fmt.Errorf("delete tree %s: delete storage: %w: %w", o.treeID, core.ErrStorageUnavailable, err)
@@ -92,11 +91,41 @@ func (o *Object) unmade(ctx context.Context, r *httpmsg.Request) {
 	}
 }
 
+// forgetStorage clears the alarm for good and deletes the storage. A
+// storage call that throws (as on an object whose storage broke) instead
+// of rejecting fails the delete like a rejection: recovered as a panic by
+// the route's handler, it would leave the object marked deleted with the
+// tree and its alarm still stored, and the client's retry told 404, read
+// by the front as deleted (204).
+func (o *Object) forgetStorage() (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			je, ok := p.(js.Error)
+			if !ok {
+				panic(p)
+			}
+			err = errors.New(jsText(je.Value))
+		}
+	}()
+	o.alarm.clear()
+	return o.deleteStorage()
+}
+
+// How a test build's route makes the next deleteAll fail
+// (Object.failNextDelete): its promise rejects, or the call throws.
+const (
+	failDeleteReject int32 = 1 + iota
+	failDeleteThrow
+)
+
 // deleteStorage deletes the object's whole storage; a test build can make
 // it fail once (testroutes_js.go).
 func (o *Object) deleteStorage() error {
-	if o.failNextDelete.Swap(false) {
+	switch o.failNextDelete.Swap(0) {
+	case failDeleteReject:
 		return errors.New("revenant test route: deleteAll failed")
+	case failDeleteThrow:
+		js.Global().Get("JSON").Call("parse", "revenant test route: deleteAll threw") // a SyntaxError thrown into Go
 	}
 	var deleted js.Value
 	o.db.outside(func() { deleted = o.bridge.Get("storage").Call("deleteAll") }) // never part of a transaction that rolls back

@@ -62,7 +62,7 @@ type Object struct {
 	createdAt     int64  // the root session's created_at once created here (created)
 	sweepFailures int    // consecutive failed sweeps, under mu
 
-	failNextDelete atomic.Bool  // set by a test build's route only: the next deleteAll fails
+	failNextDelete atomic.Int32 // set by a test build's route only: the next deleteAll fails (failDelete*)
 	testNextWake   atomic.Value // set by a test build's route only: what the next alarm handler does (testWake)
 	foreignRefused atomic.Int64 // requests refused for naming another principal (ServeHTTP)
 }

@@ -117,7 +117,11 @@ func testRoute(o *Object, w httpmsg.ResponseWriter, r *httpmsg.Request) bool {
 		w.WriteHeader(httpmsg.StatusNoContent)
 		return true
 	case "fail-delete":
-		o.failNextDelete.Store(true)
+		how := failDeleteReject
+		if r.URL.Query().Get("how") == "throw" {
+			how = failDeleteThrow
+		}
+		o.failNextDelete.Store(how)
 		w.WriteHeader(httpmsg.StatusNoContent)
 		return true
 	case "delete-tree":

@@ -453,27 +453,31 @@ func TestWorkerdEvictAndPanic(t *testing.T) {
 		code, _ = s.raw(http.MethodDelete, "/v1/sessions/"+sid)
 		assert.Equal(t, http.StatusNotFound, code, "a session deleted and unlisted is not found")
 	})
-	t.Run("failed delete", func(t *testing.T) {
-		// A delete whose deleteAll fails after the turn was stopped: 503,
-		// and with no further client request the tree lives on, its turn
-		// resumed by the alarm on a fresh object; deleting again works.
-		s, sid, a := toolTurn(t, w, "fail-delete", "the tool's settlement", isType(typeToolSettled))
-		code, body := s.raw(http.MethodPost, "/v1/sessions/"+sid+"/test/fail-delete")
-		require.Equal(t, http.StatusNoContent, code, "%s", body)
-		code, body = s.raw(http.MethodDelete, "/v1/sessions/"+sid)
-		assert.Equal(t, http.StatusServiceUnavailable, code, "%s", body)
-		assert.Contains(t, body, `"type":"unavailable"`)
-		w.waitLog(t, `msg="tree booted" tree=`+sid+` resumed=1`, 30*time.Second)
-		w.waitLog(t, `msg="alarm handled" tree=`+sid+` idle=true resumed=`, 30*time.Second)
-		sum := s.settle(sid, a)
-		ta := sum.requireEnd(t, a, typeSucceeded, "")
-		require.Len(t, ta.resumes, 1, "resumed once, by the alarm:%s", describe(sum.log))
-		assert.Equal(t, 1, m.requests("fail-delete", "user"))
-		assert.Contains(t, s.listed(), sid, "still listed")
-		s.do(http.MethodDelete, "/v1/sessions/"+sid, nil, http.StatusNoContent, nil)
-		code, _ = s.raw(http.MethodGet, "/v1/sessions/"+sid)
-		assert.Equal(t, http.StatusNotFound, code, "deleted the second time")
-	})
+	// A delete whose deleteAll fails after the turn was stopped: 503,
+	// and with no further client request the tree lives on, its turn
+	// resumed by the alarm on a fresh object; deleting again works. The
+	// storage call may reject, or throw (as a broken object's does).
+	for _, how := range []string{"reject", "throw"} {
+		t.Run("failed delete that "+how+"s", func(t *testing.T) {
+			marker := "fail-delete-" + how
+			s, sid, a := toolTurn(t, w, marker, "the tool's settlement", isType(typeToolSettled))
+			code, body := s.raw(http.MethodPost, "/v1/sessions/"+sid+"/test/fail-delete?how="+how)
+			require.Equal(t, http.StatusNoContent, code, "%s", body)
+			code, body = s.raw(http.MethodDelete, "/v1/sessions/"+sid)
+			assert.Equal(t, http.StatusServiceUnavailable, code, "%s", body)
+			assert.Contains(t, body, `"type":"unavailable"`)
+			w.waitLog(t, `msg="tree booted" tree=`+sid+` resumed=1`, 30*time.Second)
+			w.waitLog(t, `msg="alarm handled" tree=`+sid+` idle=true resumed=`, 30*time.Second)
+			sum := s.settle(sid, a)
+			ta := sum.requireEnd(t, a, typeSucceeded, "")
+			require.Len(t, ta.resumes, 1, "resumed once, by the alarm:%s", describe(sum.log))
+			assert.Equal(t, 1, m.requests(marker, "user"))
+			assert.Contains(t, s.listed(), sid, "still listed")
+			s.do(http.MethodDelete, "/v1/sessions/"+sid, nil, http.StatusNoContent, nil)
+			code, _ = s.raw(http.MethodGet, "/v1/sessions/"+sid)
+			assert.Equal(t, http.StatusNotFound, code, "deleted the second time")
+		})
+	}
 }
 
 // raw sends a request with no body and returns the status and body. It
