@@ -651,6 +651,7 @@ func (inst *Instance) finish(x *Execution, out Outcome) *Execution {
 	startNext := !inst.isClosed()
 	inst.claimMu.Lock()
 	defer inst.claimMu.Unlock()
+	letGo := inst.claimLetGo
 
 	// The terminal must land whatever happened to x's context; only the
 	// instance stopping cuts its waits short.
@@ -741,6 +742,16 @@ func (inst *Instance) finish(x *Execution, out Outcome) *Execution {
 	}
 	if next == nil {
 		inst.unregister(x)
+		if err == nil && inst.claimLetGo != letGo {
+			// The record waited for storage with the claim lock let go, x
+			// still registered: a reply or a child's end that resolved the
+			// step x parked, or a prompt or notice admitted after x's
+			// terminal had committed (a late IOERR), may have taken the
+			// claim meanwhile and found x running here, which kept it from
+			// starting the next execution. Start it now, not at the next
+			// wake-up; nothing if the claim is not there or names one.
+			inst.startLocked(ctx, x.sessionID, event.CausePrompt)
+		}
 		return nil
 	}
 	return inst.handover(x, next)
