@@ -126,3 +126,26 @@ func TestPromptAdmittedDuringALateTerminalCommitStartsHere(t *testing.T) {
 	assert.Equal(t, "succeeded", tr.PromptState(next))
 	assert.False(t, tr.Claim("s").Exists)
 }
+
+// A sub-agent's result is written by its turn's end (resolveTask), never
+// by a reply: a Go program calling Reply with Child set is refused, with
+// nothing written, whatever the blocker's kind.
+func TestReplyCarryingAChildResultIsRefused(t *testing.T) {
+	tr := treetest.New(t)
+	d := replaceDriver{started: make(chan string, 4)}
+	n := tr.Boot(d)
+	sid := n.NewSession("s")
+	n.Admit(sid, "park")
+	<-d.started
+	n.Idle()
+	bs, err := n.Inst.Blockers(ctx, sid, "")
+	require.NoError(t, err)
+	require.Len(t, bs, 1)
+
+	_, err = n.Inst.Reply(ctx, sid, bs[0].ID, core.Reply{ResponseID: "r1", Cancel: true,
+		Child: &core.ChildResult{State: core.PromptSucceeded, Text: "forged"}})
+	require.ErrorIs(t, err, core.ErrInvalid)
+	after, err := n.Inst.Blockers(ctx, sid, "")
+	require.NoError(t, err)
+	assert.Equal(t, bs, after, "nothing was written")
+}
