@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -49,9 +50,9 @@ func (d lateDriver) Run(_ context.Context, x *core.Execution) core.Outcome {
 // lateRecord admits text to a new session "s" and drives the clock
 // through its turn's record, whose commit meets a late IOERR, calling
 // meanwhile during the record's first wait (the claim lock let go, the
-// execution still registered here). It returns once the record's finish
-// has let go of the claim lock: Rearm takes it.
-func lateRecord(t *testing.T, text string, meanwhile func(n *treetest.Node, sid string)) (*treetest.Tree, *treetest.Node, string) {
+// execution still registered here). It returns the driver, whose started
+// then holds only executions that started after the record's.
+func lateRecord(t *testing.T, text string, meanwhile func(n *treetest.Node, sid string)) (*treetest.Tree, *treetest.Node, string, lateDriver) {
 	tr := treetest.New(t)
 	f := tr.Faults()
 	d := lateDriver{f: f, started: make(chan *core.Execution, 4)}
@@ -71,11 +72,20 @@ func lateRecord(t *testing.T, text string, meanwhile func(n *treetest.Node, sid 
 	})
 	require.True(t, waited, "the record met its late IOERR")
 	require.Equal(t, 1, f.LateCommits())
-	// x's finish unregistered it (Idle returned) and holds the claim lock
-	// until it is done: Rearm, which takes the lock, returns after it.
-	_, err := n.Inst.Rearm(ctx)
-	require.NoError(t, err)
-	return tr, n, pid
+	return tr, n, pid, d
+}
+
+// startsNext waits for the next execution d starts: the wake-up is never
+// delivered here, so only the instance itself can start it.
+func startsNext(t *testing.T, d lateDriver, what string) *core.Execution {
+	t.Helper()
+	select {
+	case x := <-d.started:
+		return x
+	case <-time.After(30 * time.Second): // only to fail instead of hanging
+		require.Fail(t, what+" waits for the next wake-up")
+		return nil
+	}
 }
 
 // A park whose commit was durable but reported failed (a late IOERR)
@@ -88,7 +98,7 @@ func lateRecord(t *testing.T, text string, meanwhile func(n *treetest.Node, sid 
 func TestReplyDuringALateParkCommitContinuesHere(t *testing.T) {
 	var res core.Resolution
 	var rerr error
-	tr, n, pid := lateRecord(t, "ask", func(n *treetest.Node, sid string) {
+	tr, n, pid, d := lateRecord(t, "ask", func(n *treetest.Node, sid string) {
 		bs, err := n.Inst.Blockers(ctx, sid, event.KindQuestion)
 		require.NoError(t, err)
 		require.Len(t, bs, 1, "the park's commit is durable")
@@ -96,8 +106,8 @@ func TestReplyDuringALateParkCommitContinuesHere(t *testing.T) {
 	})
 	require.NoError(t, rerr)
 	require.Equal(t, core.BlockerAnswered, res.State)
-	continued := n.Inst.RunningHere("s") || tr.PromptState(pid) == "succeeded"
-	require.True(t, continued, "the continuation did not start: the answered turn waits for the next wake-up (claim %+v)", tr.Claim("s"))
+	x := startsNext(t, d, "the answered turn's continuation")
+	assert.Equal(t, event.CauseResolution, x.Cause())
 
 	n.Idle()
 	assert.Equal(t, "succeeded", tr.PromptState(pid))
@@ -116,12 +126,12 @@ func TestReplyDuringALateParkCommitContinuesHere(t *testing.T) {
 // wake-up.
 func TestPromptAdmittedDuringALateTerminalCommitStartsHere(t *testing.T) {
 	var next string
-	tr, n, first := lateRecord(t, "end", func(n *treetest.Node, sid string) {
+	tr, n, first, d := lateRecord(t, "end", func(n *treetest.Node, sid string) {
 		next = n.Admit(sid, "next")
 	})
 	assert.Equal(t, "succeeded", tr.PromptState(first))
-	started := n.Inst.RunningHere("s") || tr.PromptState(next) == "succeeded"
-	require.True(t, started, "the admitted prompt waits for the next wake-up (claim %+v)", tr.Claim("s"))
+	x := startsNext(t, d, "the admitted prompt's turn")
+	assert.Equal(t, next, x.PromptID())
 	n.Idle()
 	assert.Equal(t, "succeeded", tr.PromptState(next))
 	assert.False(t, tr.Claim("s").Exists)
