@@ -289,6 +289,8 @@ func (inst *Instance) Reply(ctx context.Context, sessionID, blockerID string, r 
 		return Resolution{}, invalid("reply: response_id is required")
 	case len(r.ResponseID) > MaxResponseIDLen:
 		return Resolution{}, invalid("reply: response_id is longer than %d bytes", MaxResponseIDLen)
+	case r.Child != nil:
+		return Resolution{}, invalid("reply: child is a sub-agent's result, written by its turn's end, never by a reply")
 	}
 	body, err := encodeReply(r)
 	if err != nil {

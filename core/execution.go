@@ -112,6 +112,10 @@ type Execution struct {
 	// after finish, on the same goroutine). lateInterrupt: it recorded an
 	// interrupt no request waited for, so drain stops the turn's children.
 	failed, lateInterrupt bool
+	// startAfter: finish left no next execution after waiting for storage
+	// with the claim lock let go, so drain starts whatever took the claim
+	// meanwhile (finish).
+	startAfter bool
 }
 
 // interruptAsked notes an interrupt request that has told x to stop and
@@ -604,6 +608,12 @@ func (inst *Instance) drain(x *Execution) {
 			// taken for this one's.
 			inst.interruptChildren(context.WithoutCancel(x.ctx), x.sessionID)
 		}
+		if x.startAfter {
+			// Nothing if the claim is not there, or names an execution.
+			inst.claimMu.Lock()
+			inst.startLocked(context.WithoutCancel(x.ctx), x.sessionID, event.CausePrompt)
+			inst.claimMu.Unlock()
+		}
 		x = next
 	}
 }
@@ -651,6 +661,7 @@ func (inst *Instance) finish(x *Execution, out Outcome) *Execution {
 	startNext := !inst.isClosed()
 	inst.claimMu.Lock()
 	defer inst.claimMu.Unlock()
+	letGo := inst.claimLetGo
 
 	// The terminal must land whatever happened to x's context; only the
 	// instance stopping cuts its waits short.
@@ -741,6 +752,13 @@ func (inst *Instance) finish(x *Execution, out Outcome) *Execution {
 	}
 	if next == nil {
 		inst.unregister(x)
+		// The record waited for storage with the claim lock let go, x
+		// still registered: a reply or a child's end that resolved the
+		// step x parked, or a prompt or notice admitted after x's terminal
+		// had committed (a late IOERR), may have taken the claim meanwhile
+		// and found x running here, which kept it from starting the next
+		// execution. drain starts it, not the next wake-up.
+		x.startAfter = err == nil && inst.claimLetGo != letGo
 		return nil
 	}
 	return inst.handover(x, next)

@@ -26,6 +26,8 @@ func (questionV1) CancelEvent() event.Type { return event.QuestionCancelled }
 
 func (questionV1) Judge(request json.RawMessage, r Reply) (Verdict, error) {
 	switch {
+	case r.Decision != "":
+		return Verdict{}, invalid(`reply: a question takes answers or cancel, not "reply" (that is a permission's)`)
 	case r.Cancel && r.Answers != nil:
 		return Verdict{}, invalid("reply: give either answers or cancel, not both")
 	case len(r.Message) > MaxReplyMessage:

@@ -39,6 +39,8 @@ func TestQuestionRepliesAreJudged(t *testing.T) {
 		"two free-text answers":           {Answers: with(2, []string{"a", "b"})},
 		"a free-text answer over the cap": {Answers: with(2, []string{strings.Repeat("x", MaxAnswerLen+1)})},
 		"a message over the cap":          {Answers: valid, Message: strings.Repeat("m", MaxReplyMessage+1)},
+		"a permission's decision":         {Answers: valid, Decision: ReplyOnce},
+		"a cancel with a decision":        {Cancel: true, Decision: ReplyReject},
 	}
 	for name, r := range refused {
 		t.Run(name, func(t *testing.T) {
