@@ -12,7 +12,9 @@
 // (decide; create checks the body and mints the id; page shapes a list);
 // this file does the I/O they decide on: the owner check (cached once
 // positive), the tree's object, the directory. The object's answer (an
-// event stream included) is returned as it is, unbuffered.
+// event stream included) is returned as it is, unbuffered. A create's and
+// a delete's steps (the tree's object, then the directory) outlive a
+// client that goes away (ctx.waitUntil: lasting).
 import { Tree, goModule, varText } from "../durableobject/shim.js"; // evaluates Go's wasm_exec.js first
 import { capped, drop, readBody } from "../durableobject/body.mjs";
 import { Directory, LOSE_PUT_HEADER } from "./directory.mjs";
@@ -202,7 +204,9 @@ async function forward(request, env, d) {
 // whose object's answer was lost (the fetch failed: the object may have
 // committed the tree before it went), since its id is known to nobody
 // else. (A create the object refused leaves nothing: the object unmakes
-// it, durableobject/shim.js.)
+// it, durableobject/shim.js.) The steps after Go's check run to their end
+// even if the client goes away meanwhile (lasting): a create whose answer
+// the client lost is recorded, and found in its list.
 async function create(request, env, ctx, d, front) {
   if (d.tooLarge) return refuseTooLarge(request, d);
   const body = new Uint8Array(await readBody(request, d.maxBody));
@@ -243,14 +247,20 @@ async function make(env, d, root, headers, body) {
   return created.answer;
 }
 
-// lasting is the steps of a create or a delete (work, a Promise) on tree
-// root. The tests' build logs when they ended, which is what a test that
-// cut the request waits on (cut).
+// lasting makes the steps of a create or a delete on tree root (work, a
+// Promise, started) outlive the client: Cloudflare cancels a fetch
+// handler's pending promises when its client disconnects, but runs those
+// given to ctx.waitUntil on, for up to 30 s after. Cut between its two
+// steps, a create would leave a tree no row records (nobody could list,
+// read or delete it: its id went to nobody) and a delete a listed row
+// whose tree is gone. The handler still awaits work for its answer. The
+// tests' build logs when the steps ended, which is what a test that cut
+// the request waits on (cut).
 function lasting(ctx, what, root, work) {
-  if (logic?.bridge.testBuild) {
-    const ended = () => console.log(`revenant test: a ${what}'s steps ended: ${root}`);
-    work.then(ended, ended);
-  }
+  const ended = () => {
+    if (logic?.bridge.testBuild) console.log(`revenant test: a ${what}'s steps ended: ${root}`);
+  };
+  ctx.waitUntil(work.then(ended, ended)); // work's failure is the handler's to answer
   return work;
 }
 
@@ -315,7 +325,9 @@ async function list(env, d, front) {
 // is gone): deleting it again removes the row and answers 204, since the
 // delete is then complete. A child's id deletes nothing (the object
 // refuses it, 400, or answers 404 for a tree gone): the row stays for the
-// root's delete.
+// root's delete. A client that goes away once the owner check is done
+// does not stop the two steps (lasting): only a crash (a waitUntil does
+// not outlive the front's process) leaves that row.
 async function remove(request, env, ctx, d) {
   const mine = await directoryOwns(env, d);
   if (mine === false) return notFound();
