@@ -212,12 +212,12 @@ async function create(request, env, ctx, d, front) {
   const body = new Uint8Array(await readBody(request, d.maxBody));
   const c = front.create(body); // over the cap: refused before Go copies it
   if (c.status !== undefined) return answer(c);
-  return await lasting(ctx, "create", c.root, make(env, d, c.root, request.headers, body));
+  return await lasting(ctx, "create", c.root, createTree(env, d, c.root, request.headers, body));
 }
 
-// make creates tree root in its object and records it in the caller's
+// createTree creates tree root in its object and records it in the caller's
 // directory (create's steps after Go's check).
-async function make(env, d, root, headers, body) {
+async function createTree(env, d, root, headers, body) {
   let res;
   try {
     res = await treeFetch(env, root, d.principal, "POST", "/v1/sessions", headers, body);
@@ -332,12 +332,12 @@ async function remove(request, env, ctx, d) {
   const mine = await directoryOwns(env, d);
   if (mine === false) return notFound();
   if (mine === undefined) return directoryUnavailable();
-  return await lasting(ctx, "delete", d.root, unmake(request, env, d));
+  return await lasting(ctx, "delete", d.root, deleteTree(request, env, d));
 }
 
-// unmake deletes tree d.root in its object, then its directory row
+// deleteTree deletes tree d.root in its object, then its directory row
 // (remove's steps after the owner check).
-async function unmake(request, env, d) {
+async function deleteTree(request, env, d) {
   let res = await treeFetch(env, d.root, d.principal, "DELETE", d.url, request.headers, undefined);
   if (!d.child && (res.status === 204 || res.status === 404)) {
     const del = await directoryFetch(env, d.principal, "DELETE", "/trees/" + d.root);
