@@ -22,6 +22,7 @@ import goModule from "../build/revenant.wasm";
 import { sqlExec, sqlQuery, sqlScript, txSync } from "./sql.mjs";
 import { readBody } from "./body.mjs";
 import { untilEnded } from "./ended.mjs";
+import { hold } from "./testhold.mjs";
 
 const TREE_KEY = "revenant:tree"; // the object's tree id in ctx.storage
 const TREE_HEADER = "x-revenant-tree"; // set by the front for the object
@@ -263,6 +264,12 @@ export class Tree extends DurableObject {
     if (making && response.status !== 201) {
       await this.unmake();
       return await this.giveUp(response, this.unmade);
+    }
+    // The tests' build: the answer to a create or a root's delete (its
+    // commit done) may wait for a test that cuts the request (testhold.mjs).
+    if (this.go.testBuild) {
+      if (making && response.status === 201) await hold("create", this.treeId);
+      if (request.method === "DELETE" && response.status === 204) await hold("delete", this.treeId);
     }
     if (this.go.giveUp) return await this.giveUp(response);
     return response;

@@ -154,8 +154,9 @@ func startWorkerdWith(t *testing.T, tags string, vars ...string) *workerd {
 }
 
 // startWorkerdTOML is startWorkerdWith with tomlVars (lines such as
-// `NAME = { key = 1 }`) added to the config's [vars] table: a var given
-// as a TOML table reaches the Worker as an object, which --var cannot give.
+// `NAME = { key = 1 }`) added to the config's [vars] table, its last: a
+// var given as a TOML table reaches the Worker as an object, which --var
+// cannot give. A table of its own may follow them (selfService).
 func startWorkerdTOML(t *testing.T, tags, tomlVars string, vars ...string) *workerd {
 	t.Helper()
 	root := requireWrangler(t)

@@ -12,10 +12,13 @@
 // (decide; create checks the body and mints the id; page shapes a list);
 // this file does the I/O they decide on: the owner check (cached once
 // positive), the tree's object, the directory. The object's answer (an
-// event stream included) is returned as it is, unbuffered.
+// event stream included) is returned as it is, unbuffered. A create's and
+// a delete's steps (the tree's object, then the directory) outlive a
+// client that goes away (ctx.waitUntil: lasting).
 import { Tree, goModule, varText } from "../durableobject/shim.js"; // evaluates Go's wasm_exec.js first
 import { capped, drop, readBody } from "../durableobject/body.mjs";
 import { Directory, LOSE_PUT_HEADER } from "./directory.mjs";
+import { armHold, disarm } from "../durableobject/testhold.mjs";
 
 export { Tree, Directory };
 
@@ -26,6 +29,7 @@ const FORWARD = 4; // worker.Forward
 const TREE_HEADER = "x-revenant-tree";
 const PRINCIPAL_HEADER = "x-revenant-principal";
 const CREATED_AT_HEADER = "x-revenant-created-at"; // durableobject.CreatedAtHeader
+const CUT_HEADER = "x-revenant-test-cut"; // the tests' build: cut
 
 const BRIDGES = "__revenantBridges"; // cmd/worker's bridgesVar
 
@@ -200,39 +204,64 @@ async function forward(request, env, d) {
 // whose object's answer was lost (the fetch failed: the object may have
 // committed the tree before it went), since its id is known to nobody
 // else. (A create the object refused leaves nothing: the object unmakes
-// it, durableobject/shim.js.)
-async function create(request, env, d, front) {
+// it, durableobject/shim.js.) The steps after Go's check run to their end
+// even if the client goes away meanwhile (lasting): a create whose answer
+// the client lost is recorded, and found in its list.
+async function create(request, env, ctx, d, front) {
   if (d.tooLarge) return refuseTooLarge(request, d);
   const body = new Uint8Array(await readBody(request, d.maxBody));
   const c = front.create(body); // over the cap: refused before Go copies it
   if (c.status !== undefined) return answer(c);
+  return await lasting(ctx, "create", c.root, createTree(env, d, c.root, request.headers, body));
+}
+
+// createTree creates tree root in its object and records it in the caller's
+// directory (create's steps after Go's check).
+async function createTree(env, d, root, headers, body) {
   let res;
   try {
-    res = await treeFetch(env, c.root, d.principal, "POST", "/v1/sessions", request.headers, body);
+    res = await treeFetch(env, root, d.principal, "POST", "/v1/sessions", headers, body);
   } catch (e) {
-    console.error("revenant front: a create's object fetch failed; deleting what it may have made", c.root, e);
-    await discard(env, c.root, d.principal);
+    console.error("revenant front: a create's object fetch failed; deleting what it may have made", root, e);
+    await discard(env, root, d.principal);
     return unavailable();
   }
   if (res.status !== 201) return res;
-  const created = createdAt(res, c.root);
+  const created = createdAt(res, root);
   const q = new URLSearchParams({ principal: d.principal, created_at: String(created.at) });
   let put;
   try {
-    put = await directoryFetch(env, d.principal, "PUT", "/trees/" + c.root + "?" + q);
+    put = await directoryFetch(env, d.principal, "PUT", "/trees/" + root + "?" + q);
   } catch (e) {
     put = { status: 0, error: e };
   }
   if (put.status !== 201) {
-    console.error("revenant front: recording a new tree failed; deleting it", c.root, put.status, put.error);
+    console.error("revenant front: recording a new tree failed; deleting it", root, put.status, put.error);
     // A PUT that failed may have written its row (its answer lost): once
     // the tree is gone, the row goes too (a 409's row is not this create's).
-    if ((await discard(env, c.root, d.principal)) && put.status !== 409) await unrecord(env, c.root, d.principal);
+    if ((await discard(env, root, d.principal)) && put.status !== 409) await unrecord(env, root, d.principal);
     await created.answer.body?.cancel();
     return json(503, { error: { type: "unavailable", message: "the session could not be recorded; try again" } });
   }
-  if (ownerCache(env) !== "off") owned.add(d.principal + "\n" + c.root);
+  if (ownerCache(env) !== "off") owned.add(d.principal + "\n" + root);
   return created.answer;
+}
+
+// lasting makes the steps of a create or a delete on tree root (work, a
+// Promise, started) outlive the client: Cloudflare cancels a fetch
+// handler's pending promises when its client disconnects, but runs those
+// given to ctx.waitUntil on, for up to 30 s after. Cut between its two
+// steps, a create would leave a tree no row records (nobody could list,
+// read or delete it: its id went to nobody) and a delete a listed row
+// whose tree is gone. The handler still awaits work for its answer. The
+// tests' build logs when the steps ended, which is what a test that cut
+// the request waits on (cut).
+function lasting(ctx, what, root, work) {
+  const ended = () => {
+    if (logic?.bridge.testBuild) console.log(`revenant test: a ${what}'s steps ended: ${root}`);
+  };
+  ctx.waitUntil(work.then(ended, ended)); // work's failure is the handler's to answer
+  return work;
 }
 
 // discard deletes a new tree no directory row records (best effort: a
@@ -296,11 +325,19 @@ async function list(env, d, front) {
 // is gone): deleting it again removes the row and answers 204, since the
 // delete is then complete. A child's id deletes nothing (the object
 // refuses it, 400, or answers 404 for a tree gone): the row stays for the
-// root's delete.
-async function remove(request, env, d) {
+// root's delete. A client that goes away once the owner check is done
+// does not stop the two steps (lasting): only a crash (a waitUntil does
+// not outlive the front's process) leaves that row.
+async function remove(request, env, ctx, d) {
   const mine = await directoryOwns(env, d);
   if (mine === false) return notFound();
   if (mine === undefined) return directoryUnavailable();
+  return await lasting(ctx, "delete", d.root, deleteTree(request, env, d));
+}
+
+// deleteTree deletes tree d.root in its object, then its directory row
+// (remove's steps after the owner check).
+async function deleteTree(request, env, d) {
   let res = await treeFetch(env, d.root, d.principal, "DELETE", d.url, request.headers, undefined);
   if (!d.child && (res.status === 204 || res.status === 404)) {
     const del = await directoryFetch(env, d.principal, "DELETE", "/trees/" + d.root);
@@ -319,27 +356,59 @@ async function remove(request, env, d) {
 }
 
 export default {
-  async fetch(request, env) {
+  async fetch(request, env, ctx) {
     const front = frontLogic(env);
     if (!front) return json(500, { error: { type: "internal", message: "the front did not start; see the Worker's log" } });
+    if (front.testBuild && env.SELF && request.headers.has(CUT_HEADER)) return await cut(request, env);
     const d = front.decide(request.method, request.url, [...request.headers]);
     if (d.status !== undefined) return answer(d);
-    return withHeaders(await serve(request, env, d, front), d.headers);
+    return withHeaders(await serve(request, env, ctx, d, front), d.headers);
   },
 };
 
+// cut, in the tests' build only (with the SELF service binding to the
+// Worker itself that only the tests' wrangler.toml has), is a client that
+// goes away while the front waits on the tree's object: it sends the
+// request, without its x-revenant-test-cut header, to the Worker itself,
+// and once the object holds its answer to the request's kind (the
+// header: create or delete; durableobject/testhold.mjs) it aborts that
+// request, which cancels the front's handling of it as a client's
+// disconnect does on Cloudflare, and then lets the object's answer go on.
+// It answers {root, cut} (cut: the request ended aborted), or the
+// request's own answer if it came before any hold.
+async function cut(request, env) {
+  const h = armHold(request.headers.get(CUT_HEADER));
+  const headers = new Headers(request.headers);
+  headers.delete(CUT_HEADER);
+  const body = request.method === "GET" || request.method === "HEAD" ? undefined : await request.arrayBuffer();
+  const aborter = new AbortController();
+  const sent = env.SELF.fetch(request.url, { method: request.method, headers, body, signal: aborter.signal });
+  const first = await Promise.race([h.reached.then((root) => ({ root })), sent.then((res) => ({ res }), (error) => ({ error }))]);
+  if (first.root === undefined) {
+    disarm(h);
+    return first.res ?? json(500, { error: { type: "internal", message: "the cut request failed: " + first.error } });
+  }
+  aborter.abort();
+  const aborted = await sent.then(
+    () => false,
+    (e) => e?.name === "AbortError",
+  );
+  h.release();
+  return json(200, { root: first.root, cut: aborted });
+}
+
 // serve does what the front decided (d).
-async function serve(request, env, d, front) {
+async function serve(request, env, ctx, d, front) {
   try {
     switch (d.kind) {
       case FORWARD:
         return await forward(request, env, d);
       case CREATE:
-        return await create(request, env, d, front);
+        return await create(request, env, ctx, d, front);
       case LIST:
         return await list(env, d, front);
       case DELETE:
-        return await remove(request, env, d);
+        return await remove(request, env, ctx, d);
     }
   } catch (e) {
     console.error("revenant front: object fetch failed", e);
