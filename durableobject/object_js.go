@@ -206,7 +206,9 @@ func (o *Object) ServeHTTP(w httpmsg.ResponseWriter, r *httpmsg.Request) {
 		return
 	}
 	if _, pattern := o.routes.Handler(r); pattern == "" {
-		o.unmade(r.Context(), r)
+		if o.unmade(r.Context(), w, r) {
+			return
+		}
 		if r.Method == "POST" {
 			testLoseCreate(o, "before")
 			w = createdWriter{ResponseWriter: w, o: o} // a create's 201 names its created_at
