@@ -78,17 +78,24 @@ func (o *Object) deleteTree(ctx context.Context) error {
 // failed (worker/entry.mjs). The delete itself is then answered as for
 // any tree not there (404). A tree with a root session, whoever owns it,
 // is left to the delete's owner check.
-func (o *Object) unmade(ctx context.Context, r *httpmsg.Request) {
+//
+// A deleteTree that fails leaves the tree stored: that delete is answered
+// here, as any failed delete is (503), never as a tree not there (the
+// front's clean-up reads 404 as gone). It reports whether it answered.
+func (o *Object) unmade(ctx context.Context, w httpmsg.ResponseWriter, r *httpmsg.Request) bool {
 	if r.Method != httpmsg.MethodDelete || r.URL.Path != "/v1/sessions/"+o.treeID || o.isDeleted() {
-		return
+		return false
 	}
 	if _, err := o.index().Owner(ctx, o.treeID); !errors.Is(err, api.ErrTreeNotFound) {
-		return
+		return false
 	}
 	o.log.Warn("deleting a tree whose root session was never created")
 	if err := o.deleteTree(ctx); err != nil {
 		o.log.Error("delete a tree with no root session", "err", err)
+		api.WriteError(w, err)
+		return true
 	}
+	return false
 }
 
 // forgetStorage clears the alarm for good and deletes the storage. A

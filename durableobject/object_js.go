@@ -153,7 +153,13 @@ func (o *Object) afterAnswer(d core.Driver) core.Driver {
 	return core.DriverFunc(func(ctx context.Context, x *core.Execution) core.Outcome {
 		storage := o.bridge.Get("storage")
 		if storage.Get("sync").Type() == js.TypeFunction {
-			if _, err := await(storage.Call("sync")); err != nil {
+			// A sync that throws (a broken object's storage) fails like one
+			// that rejects: as a panic it would fail the turn as the driver's.
+			p, err := callJS(func() js.Value { return storage.Call("sync") })
+			if err == nil {
+				_, err = await(p)
+			}
+			if err != nil {
 				o.log.Warn("storage sync before a turn failed", "err", err)
 			}
 		}
@@ -200,7 +206,9 @@ func (o *Object) ServeHTTP(w httpmsg.ResponseWriter, r *httpmsg.Request) {
 		return
 	}
 	if _, pattern := o.routes.Handler(r); pattern == "" {
-		o.unmade(r.Context(), r)
+		if o.unmade(r.Context(), w, r) {
+			return
+		}
 		if r.Method == "POST" {
 			testLoseCreate(o, "before")
 			w = createdWriter{ResponseWriter: w, o: o} // a create's 201 names its created_at

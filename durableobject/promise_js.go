@@ -70,6 +70,22 @@ func catch(work func() (any, error)) (v any, err error) {
 	return work()
 }
 
+// callJS makes the JS call f and returns what it returns, or, when it
+// throws, the exception's message as an error (a panic of a js.Error
+// otherwise); any other panic goes on.
+func callJS(f func() js.Value) (v js.Value, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			je, ok := p.(js.Error)
+			if !ok {
+				panic(p)
+			}
+			err = errors.New(jsText(je.Value))
+		}
+	}()
+	return f(), nil
+}
+
 // await waits for a JS Promise from a goroutine (never from a synchronous
 // callback: the Promise settles only when Go yields to the event loop).
 func await(p js.Value) (js.Value, error) {

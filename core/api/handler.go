@@ -266,7 +266,12 @@ func (h *Handler) boot(r *httpmsg.Request, queryToken bool) (*Tree, error) {
 		return nil, fail(ErrNotFound, "no such session")
 	}
 	next := func(ctx context.Context) (*core.Instance, error) {
-		inst, _, err := h.trees.Get(ctx, rootID)
+		inst, info, err := h.trees.Get(ctx, rootID)
+		if err == nil && info.Principal != owner.Principal {
+			// Deleted and its id taken by another principal's tree since
+			// (a library caller may reuse an id): not this caller's tree.
+			return nil, fail(ErrNotFound, "no such session")
+		}
 		return inst, err
 	}
 	return &Tree{RootID: rootID, Principal: owner.Principal, Instance: inst, Next: next}, nil

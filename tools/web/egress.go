@@ -297,7 +297,15 @@ func (e Egress) trusting(u *url.URL) (Egress, error) {
 	if err != nil {
 		return e, fmt.Errorf("%w: %v", ErrDenied, err)
 	}
-	e.trusted = &destination{host: httpargs.NormalizeHost(u.Hostname()), port: port}
+	host := httpargs.NormalizeHost(u.Hostname())
+	if _, err := netip.ParseAddr(host); err != nil {
+		// Dialed by its mapping (IDNA) on every transport, a name not in
+		// ASCII would never match the destination trusted as written.
+		if err := checkASCIIName(host); err != nil {
+			return e, err
+		}
+	}
+	e.trusted = &destination{host: host, port: port}
 	return e, nil
 }
 

@@ -114,7 +114,8 @@ var _ tool.Tool = (*Webhook)(nil)
 
 // NewWebhook builds a webhook tool whose requests follow policy. It checks
 // the URL's scheme, port and host against the policy now (and an IP
-// literal's address); a host name's addresses are checked at each call.
+// literal's address); a host name must be ASCII (an internationalized
+// name in its xn-- form), and its addresses are checked at each call.
 func NewWebhook(spec WebhookSpec, policy Egress) (*Webhook, error) {
 	if spec.Name == "" {
 		return nil, errors.New("webhook: no name")

@@ -456,3 +456,21 @@ func TestSecretsNeverPrint(t *testing.T) {
 	require.Equal(t, 3, s.Len())
 	require.Equal(t, "", web.Secret{}.Reveal())
 }
+
+// A webhook's URL names its host in ASCII (an internationalized name in
+// its xn-- form), as config requires of webhook_tools: every transport
+// dials such a name by its mapping (IDNA), which the policy's trusted
+// destination, kept as written, would not match, so a private webhook
+// would be refused at every call. A Go program building one is told at
+// once.
+func TestWebhookNonASCIIHostRefused(t *testing.T) {
+	for _, u := range []string{"https://bücher.example/x", "http://ｓｖｃ.test:8080/x", "http://svc．test/x"} {
+		_, err := web.NewWebhook(hookSpec(u), web.NewEgress())
+		require.ErrorIs(t, err, web.ErrDenied, u)
+		require.ErrorContains(t, err, "is not an ASCII name", u)
+	}
+	for _, u := range []string{"https://xn--bcher-kva.example/x", "http://[::1]:8080/x", "https://Hooks.Example_1.com/x"} {
+		_, err := web.NewWebhook(hookSpec(u), web.NewEgress())
+		require.NoError(t, err, u)
+	}
+}

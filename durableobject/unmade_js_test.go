@@ -1,0 +1,95 @@
+//go:build js && wasm
+
+package durableobject
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/revenantrt/revenant/core"
+	"github.com/revenantrt/revenant/core/fakehost"
+	"github.com/revenantrt/revenant/core/httpmsg"
+	"github.com/revenantrt/revenant/recovery"
+	"github.com/revenantrt/revenant/sqlitedb"
+)
+
+// answer is a response as a handler wrote it.
+type answer struct {
+	header httpmsg.Header
+	status int
+	body   bytes.Buffer
+}
+
+func (a *answer) Header() httpmsg.Header { return a.header }
+func (a *answer) WriteHeader(code int) {
+	if a.status == 0 {
+		a.status = code
+	}
+}
+func (a *answer) Write(b []byte) (int, error) {
+	a.WriteHeader(httpmsg.StatusOK)
+	return a.body.Write(b)
+}
+
+// A tree whose root session was never created (a create cut short) is
+// deleted by the front's clean-up DELETE, which reads 404 as "gone"
+// (worker/entry.mjs discard). When that deleteAll fails, rejecting or
+// throwing, the tree is still stored: the answer is 503, as for any
+// failed delete, never the 404 of a tree not there (which a delete that
+// worked answers).
+func TestUnmadeTreeWhoseDeleteFailsIsUnavailable(t *testing.T) {
+	for name, how := range map[string]int32{"deleted": 0, "rejects": failDeleteReject, "throws": failDeleteThrow} {
+		t.Run(name, func(t *testing.T) {
+			storage := jsFunc(nil, `
+				const calls = [];
+				return { calls,
+					setAlarm(at) { calls.push("set"); return Promise.resolve(); },
+					deleteAlarm() { calls.push("delete"); return Promise.resolve(); },
+					deleteAll() { calls.push("deleteAll"); return Promise.resolve(); } };`).Invoke()
+			bridge := jsFunc(nil, `return {};`).Invoke()
+			bridge.Set("storage", storage)
+			db, err := sqlitedb.Open("file:"+filepath.Join(t.TempDir(), "tree.db")+"?vfs="+lockFreeVFS+"&_pragma=locking_mode(exclusive)", sqlitedb.Options{})
+			require.NoError(t, err)
+			t.Cleanup(func() { db.Close() })
+			quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+			alarm := NewAlarm(storage, 0)
+			host := core.Host{DB: db, Clock: fakehost.NewClock(1767225600000), Wake: alarm, IDs: &fakehost.IDs{Prefix: "id"}, Log: quiet}
+			inst, _, err := recovery.Boot(context.Background(), host, core.NewConfig(), treeDriverNever{})
+			require.NoError(t, err)
+			t.Cleanup(inst.Abandon)
+			o := &Object{bridge: bridge, log: quiet, alarm: alarm, db: &DB{}, treeID: "root"}
+			require.NoError(t, o.opened(inst))
+
+			o.failNextDelete.Store(how)
+			r, err := httpmsg.NewRequest(context.Background(), httpmsg.MethodDelete, "https://object/v1/sessions/root", nil)
+			require.NoError(t, err)
+			r.Header.Set(TreeHeader, "root")
+			r.Header.Set(PrincipalHeader, "tester")
+			w := &answer{header: httpmsg.Header{}}
+			o.ServeHTTP(w, r)
+			if how == 0 {
+				assert.Equal(t, httpmsg.StatusNotFound, w.status, "deleted: as any tree not there")
+				assert.Contains(t, recordedCalls(storage), "deleteAll")
+				return
+			}
+			assert.Equal(t, httpmsg.StatusServiceUnavailable, w.status, "%s", w.body.String())
+			assert.Contains(t, w.body.String(), `"type":"unavailable"`)
+			assert.NotContains(t, recordedCalls(storage), "deleteAll", "the storage is still there")
+			assert.Equal(t, "the tree's storage could not be deleted", bridge.Get("giveUp").String(), "a fresh object serves the tree next")
+		})
+	}
+}
+
+// treeDriverNever is a driver for a tree that never runs a turn.
+type treeDriverNever struct{}
+
+func (treeDriverNever) Run(context.Context, *core.Execution) core.Outcome {
+	return core.Outcome{Kind: core.Succeeded}
+}
