@@ -47,8 +47,10 @@
 //     panic, or a program that ended during the alarm, it aborts the object
 //     from the alarm handler, the one throw it makes: workerd retries the
 //     alarm on a fresh object, whose boot re-arms from storage. A panic in
-//     one of core/api's handlers is theirs: answered 500 as on every host,
-//     the object kept.
+//     one of core/api's handlers is answered 500 there, as on every host,
+//     and then told to the object (api's Panicked hook: routePanicked),
+//     which gives itself up the same way, first setting again an alarm a
+//     delete the panic cut had cleared.
 //   - setAlarm, deleteAlarm and deleteAll are never made inside another
 //     goroutine's open transactionSync (DB.outside): a rollback would undo
 //     them.

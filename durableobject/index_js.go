@@ -118,11 +118,13 @@ func (o *Object) forgetStorage() (err error) {
 	return o.deleteStorage()
 }
 
-// How a test build's route makes the next deleteAll fail
-// (Object.failNextDelete): its promise rejects, or the call throws.
+// How a test build's route or a test makes the next deleteAll fail
+// (Object.failNextDelete): its promise rejects, the call throws, or Go
+// panics.
 const (
 	failDeleteReject int32 = 1 + iota
 	failDeleteThrow
+	failDeletePanic // a Go panic: a bug's, which no storage error explains
 )
 
 // deleteStorage deletes the object's whole storage; a test build can make
@@ -133,6 +135,8 @@ func (o *Object) deleteStorage() error {
 		return errors.New("revenant test route: deleteAll failed")
 	case failDeleteThrow:
 		js.Global().Get("JSON").Call("parse", "revenant test route: deleteAll threw") // a SyntaxError thrown into Go
+	case failDeletePanic:
+		panic("revenant test: deleteAll panicked")
 	}
 	var deleted js.Value
 	o.db.outside(func() { deleted = o.bridge.Get("storage").Call("deleteAll") }) // never part of a transaction that rolls back

@@ -176,11 +176,11 @@ func (o *Object) opened(inst *core.Instance) error {
 	if o.opts.API != nil {
 		cfg = *o.opts.API
 	}
-	dir, err := api.NewDirectory(api.DirectoryDeps{Index: o.index(), Auth: frontPrincipal{}, IDs: o.index(), Log: o.log}, cfg)
+	dir, err := api.NewDirectory(api.DirectoryDeps{Index: o.index(), Auth: frontPrincipal{}, IDs: o.index(), Log: o.log, Panicked: o.routePanicked}, cfg)
 	if err != nil {
 		return fmt.Errorf("new api directory: %w", err)
 	}
-	tree, err := api.NewTreeHandler(api.TreeDeps{Clock: o.clock, Log: o.log}, cfg)
+	tree, err := api.NewTreeHandler(api.TreeDeps{Clock: o.clock, Log: o.log, Panicked: o.routePanicked}, cfg)
 	if err != nil {
 		return fmt.Errorf("new api tree handler: %w", err)
 	}
@@ -299,6 +299,20 @@ func (o *Object) fetch(args []js.Value) (any, error) {
 // memory no longer matches the storage (a handler panicked midway, a
 // delete failed after closing the tree), and a fresh object boots from
 // the storage alone.
+// routePanicked is told of a route's panic once core/api answered it 500.
+// What the panic cut short is unknown (a delete between its steps, say),
+// so the object is given up, as after a panic the shim recovers itself,
+// and a fresh object serves the tree as storage has it. A delete the
+// panic cut after it cleared the alarm would leave stopped turns with no
+// wake-up: the alarm is set again (on a tree whose storage is gone it
+// finds nothing to boot).
+func (o *Object) routePanicked(route string) {
+	if o.alarm != nil && o.alarm.isCleared() {
+		o.alarm.restore(o.clock.Now() + retry.Wake().Delay(0).Milliseconds())
+	}
+	o.giveUp("a request's handler panicked (" + route + ")")
+}
+
 func (o *Object) giveUp(reason string) {
 	o.bridge.Set("giveUp", reason)
 }

@@ -99,6 +99,13 @@ func (a *Alarm) clear() {
 	a.outsideTx(func() { a.storage.Call("deleteAlarm").Call("catch", logRejection) })
 }
 
+// isCleared reports whether clear ran and no restore since.
+func (a *Alarm) isCleared() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.cleared
+}
+
 // outsideTx makes the storage call f outside any transaction of a.db.
 func (a *Alarm) outsideTx(f func()) {
 	if a.db == nil {

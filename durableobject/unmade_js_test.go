@@ -93,3 +93,51 @@ type treeDriverNever struct{}
 func (treeDriverNever) Run(context.Context, *core.Execution) core.Outcome {
 	return core.Outcome{Kind: core.Succeeded}
 }
+
+// A route's panic that core/api answers 500 gives the object up, as a
+// panic the shim recovers does: a delete cut by one after it cleared the
+// alarm has the alarm set again, so the stopped turns keep a wake-up and a
+// fresh object serves the tree as storage has it.
+func TestRoutePanicGivesTheObjectUp(t *testing.T) {
+	storage := jsFunc(nil, `
+		const calls = [];
+		return { calls,
+			setAlarm(at) { calls.push("set"); return Promise.resolve(); },
+			deleteAlarm() { calls.push("delete"); return Promise.resolve(); },
+			deleteAll() { calls.push("deleteAll"); return Promise.resolve(); } };`).Invoke()
+	bridge := jsFunc(nil, `return {};`).Invoke()
+	bridge.Set("storage", storage)
+	db, err := sqlitedb.Open("file:"+filepath.Join(t.TempDir(), "tree.db")+"?vfs="+lockFreeVFS+"&_pragma=locking_mode(exclusive)", sqlitedb.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { db.Close() })
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	alarm := NewAlarm(storage, 0)
+	clock := fakehost.NewClock(1767225600000)
+	host := core.Host{DB: db, Clock: clock, Wake: alarm, IDs: &fakehost.IDs{Prefix: "id"}, Log: quiet}
+	inst, _, err := recovery.Boot(context.Background(), host, core.NewConfig(), treeDriverNever{})
+	require.NoError(t, err)
+	t.Cleanup(inst.Abandon)
+	o := &Object{bridge: bridge, log: quiet, alarm: alarm, db: &DB{}, treeID: "root"}
+	require.NoError(t, o.opened(inst))
+	serve := func(method string) *answer {
+		r, err := httpmsg.NewRequest(context.Background(), method, "https://object/v1/sessions"+map[string]string{"POST": "", "DELETE": "/root"}[method], nil)
+		require.NoError(t, err)
+		r.Header.Set(TreeHeader, "root")
+		r.Header.Set(PrincipalHeader, "tester")
+		w := &answer{header: httpmsg.Header{}}
+		o.ServeHTTP(w, r)
+		return w
+	}
+	require.Equal(t, httpmsg.StatusCreated, serve(httpmsg.MethodPost).status)
+	require.False(t, bridge.Get("giveUp").Truthy())
+
+	o.failNextDelete.Store(failDeletePanic)
+	w := serve(httpmsg.MethodDelete)
+	assert.Equal(t, httpmsg.StatusInternalServerError, w.status, "%s", w.body.String())
+	assert.Equal(t, "a request's handler panicked (DELETE /v1/sessions/{id})", bridge.Get("giveUp").String())
+	calls := recordedCalls(storage)
+	assert.NotContains(t, calls, "deleteAll")
+	require.NotEmpty(t, calls)
+	assert.Equal(t, "set", calls[len(calls)-1], "the alarm the delete cleared is set again: %v", calls)
+	assert.False(t, alarm.isCleared())
+}

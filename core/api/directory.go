@@ -20,6 +20,11 @@ type DirectoryDeps struct {
 	Auth  Authenticator
 	IDs   core.IDSource
 	Log   *logs.Logger // nil discards
+	// Panicked, if set, is told of a route's panic once its 500 is
+	// written (route: the route's pattern). A host whose state the panic
+	// may have left half-changed (the Durable Object: a delete cut between
+	// its steps) gives itself up there; nil: the panic is only logged.
+	Panicked func(route string)
 }
 
 // Directory serves what is about many trees: GET /healthz, POST and GET
@@ -57,7 +62,8 @@ func NewDirectory(deps DirectoryDeps, cfg Config) (*Directory, error) {
 		d.origins[canonical] = true
 	}
 	for rt, fn := range d.routes() {
-		d.mux.HandleFunc(rt.Method+" "+rt.Pattern, handle(d.log, rt.Pattern, fn))
+		pattern := rt.Method + " " + rt.Pattern
+		d.mux.HandleFunc(pattern, handle(d.log, pattern, deps.Panicked, fn))
 	}
 	return d, nil
 }
@@ -87,13 +93,16 @@ func (d *Directory) ServeRoute(w httpmsg.ResponseWriter, r *httpmsg.Request) {
 }
 
 // handle adapts a route's function: its error is the answer, and a panic
-// is a 500 that the log explains.
-func handle(log *logs.Logger, pattern string, fn func(httpmsg.ResponseWriter, *httpmsg.Request) error) httpmsg.HandlerFunc {
+// is a 500 that the log explains, then told to panicked (if set).
+func handle(log *logs.Logger, pattern string, panicked func(string), fn func(httpmsg.ResponseWriter, *httpmsg.Request) error) httpmsg.HandlerFunc {
 	return func(w httpmsg.ResponseWriter, r *httpmsg.Request) {
 		defer func() {
 			if p := recover(); p != nil {
 				log.Error("handler panicked", "route", pattern, "panic", p)
 				WriteError(w, fail(ErrInternal, "internal error"))
+				if panicked != nil {
+					panicked(pattern)
+				}
 			}
 		}()
 		if err := fn(w, r); err != nil {

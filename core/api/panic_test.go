@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/revenantrt/revenant/core"
 	"github.com/revenantrt/revenant/core/api"
 	"github.com/revenantrt/revenant/core/fakehost"
 	"github.com/revenantrt/revenant/core/httpmsg"
@@ -37,6 +39,44 @@ func TestRoutePanicIsALoggedInternalError(t *testing.T) {
 	assert.Contains(t, log.String(), "/v1/sessions/{id}")
 	assert.Contains(t, log.String(), "nil pointer")
 }
+
+// A host that must know of a route's panic (the Durable Object gives
+// itself up) is told, once the 500 is written, with the route's pattern:
+// a per-tree route's and a directory route's alike.
+func TestRoutePanicIsToldToTheHost(t *testing.T) {
+	var told []string
+	w := httptest.NewRecorder()
+	panicked := func(route string) {
+		assert.Equal(t, http.StatusInternalServerError, w.Code, "told after the answer")
+		told = append(told, route)
+	}
+	h, err := api.NewTreeHandler(api.TreeDeps{Clock: fakehost.NewClock(0), Panicked: panicked}, api.NewConfig())
+	require.NoError(t, err)
+	serveTree := httpmsg.HandlerFunc(func(w httpmsg.ResponseWriter, r *httpmsg.Request) { h.ServeTree(w, r, api.Tree{RootID: "t"}) })
+	nethttp.Handler(serveTree).ServeHTTP(w, httptest.NewRequest("GET", "/v1/sessions/t", nil))
+	assert.Equal(t, []string{"GET /v1/sessions/{id}"}, told)
+
+	told, w = nil, httptest.NewRecorder()
+	index := panickingDelete{newMemTrees(t, treetest.NewDriver(1))}
+	_, err = index.Create(t.Context(), "t", api.AnonymousPrincipal, func(*core.Instance) error { return nil })
+	require.NoError(t, err)
+	d, err := api.NewDirectory(api.DirectoryDeps{Index: index, Auth: api.Anonymous{}, IDs: &fakehost.IDs{}, Panicked: panicked}, api.NewConfig())
+	require.NoError(t, err)
+	nethttp.Handler(d).ServeHTTP(w, httptest.NewRequest("DELETE", "/v1/sessions/t", nil))
+	assert.Equal(t, http.StatusInternalServerError, w.Code)
+	assert.Equal(t, []string{"DELETE /v1/sessions/{id}"}, told)
+
+	// A route that fails without a panic tells nothing.
+	told, w = nil, httptest.NewRecorder()
+	nethttp.Handler(d).ServeHTTP(w, httptest.NewRequest("DELETE", "/v1/sessions/nope", nil))
+	assert.Equal(t, http.StatusNotFound, w.Code)
+	assert.Empty(t, told)
+}
+
+// panickingDelete is an index whose Delete panics.
+type panickingDelete struct{ *memTrees }
+
+func (panickingDelete) Delete(context.Context, string) error { panic("delete cut short") }
 
 // An error the API did not raise itself is answered 500 internal with no
 // detail, and the detail is logged; a client's mistake is not logged.

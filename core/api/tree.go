@@ -19,6 +19,9 @@ import (
 type TreeDeps struct {
 	Clock core.Clock   // heartbeats of event streams
 	Log   *logs.Logger // nil discards
+	// Panicked, if set, is told of a route's panic once its 500 is
+	// written, as DirectoryDeps.Panicked.
+	Panicked func(route string)
 }
 
 // TreeHandler serves the routes of one tree: every /v1/sessions/{id}/…
@@ -88,7 +91,7 @@ func (h *TreeHandler) ServeTree(w httpmsg.ResponseWriter, r *httpmsg.Request, t 
 // run serves one tree route for t: a session outside the tree is 404, the
 // route's error is the answer, a panic a logged 500.
 func (h *TreeHandler) run(w httpmsg.ResponseWriter, r *httpmsg.Request, pattern string, fn treeFunc, t *Tree) {
-	handle(h.log, pattern, func(w httpmsg.ResponseWriter, r *httpmsg.Request) error {
+	handle(h.log, pattern, h.deps.Panicked, func(w httpmsg.ResponseWriter, r *httpmsg.Request) error {
 		if root(r.PathValue("id")) != t.RootID {
 			return fail(ErrNotFound, "no such session")
 		}
