@@ -73,7 +73,14 @@ func (Fetch) Do(req *httpmsg.Request) (*httpmsg.Response, error) {
 		init.Set("body", u)
 	}
 	stop := context.AfterFunc(ctx, func() { ac.Call("abort") })
-	res, err := awaitCtx(ctx, jsFetch.Invoke(req.URL.String(), init))
+	// fetch rejects its Promise for what fails; a call that throws instead
+	// fails the same way, never as a panic (a webhook's "tool panicked", a
+	// model request's driver failure).
+	sent, err := callJS(func() js.Value { return jsFetch.Invoke(req.URL.String(), init) })
+	var res js.Value
+	if err == nil {
+		res, err = awaitCtx(ctx, sent)
+	}
 	if err != nil {
 		stop()
 		return nil, fetchError(req, err)

@@ -5,6 +5,7 @@ package durableobject
 import (
 	"context"
 	"io"
+	"net/url"
 	"syscall/js"
 	"testing"
 	"time"
@@ -282,6 +283,21 @@ func TestFetchAbortsWhenTheContextEnds(t *testing.T) {
 	case <-time.After(5 * time.Second): // a bound, not a timing: abort comes at once or never
 		t.Fatal("the fetch was not aborted")
 	}
+}
+
+// A fetch that throws rather than rejects fails the request with the
+// exception's reason, as a rejection does: no panic reaches the tool.
+func TestFetchThatThrowsFailsTheRequest(t *testing.T) {
+	real := jsFetch
+	defer func() { jsFetch = real }()
+	jsFetch = js.Global().Call("eval", `(url, init) => { throw new TypeError("Invalid header value."); }`)
+	req, err := httpmsg.NewRequest(context.Background(), httpmsg.MethodGet, "https://example.com/", nil)
+	require.NoError(t, err)
+	_, err = Fetch{}.Do(req)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "Invalid header value.")
+	var ue *url.Error
+	assert.ErrorAs(t, err, &ue, "as a rejection's: tools/web tells the model the reason alone")
 }
 
 // A webhook's URL is the operator's and may hold its secret in the path
