@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
+	"syscall/js"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -47,25 +48,8 @@ func (a *answer) Write(b []byte) (int, error) {
 func TestUnmadeTreeWhoseDeleteFailsIsUnavailable(t *testing.T) {
 	for name, how := range map[string]int32{"deleted": 0, "rejects": failDeleteReject, "throws": failDeleteThrow} {
 		t.Run(name, func(t *testing.T) {
-			storage := jsFunc(nil, `
-				const calls = [];
-				return { calls,
-					setAlarm(at) { calls.push("set"); return Promise.resolve(); },
-					deleteAlarm() { calls.push("delete"); return Promise.resolve(); },
-					deleteAll() { calls.push("deleteAll"); return Promise.resolve(); } };`).Invoke()
-			bridge := jsFunc(nil, `return {};`).Invoke()
-			bridge.Set("storage", storage)
-			db, err := sqlitedb.Open("file:"+filepath.Join(t.TempDir(), "tree.db")+"?vfs="+lockFreeVFS+"&_pragma=locking_mode(exclusive)", sqlitedb.Options{})
-			require.NoError(t, err)
-			t.Cleanup(func() { db.Close() })
-			quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-			alarm := NewAlarm(storage, 0)
-			host := core.Host{DB: db, Clock: fakehost.NewClock(1767225600000), Wake: alarm, IDs: &fakehost.IDs{Prefix: "id"}, Log: quiet}
-			inst, _, err := recovery.Boot(context.Background(), host, core.NewConfig(), treeDriverNever{})
-			require.NoError(t, err)
-			t.Cleanup(inst.Abandon)
-			o := &Object{bridge: bridge, log: quiet, alarm: alarm, db: &DB{}, treeID: "root"}
-			require.NoError(t, o.opened(inst))
+			o, storage := openedObject(t)
+			bridge := o.bridge
 
 			o.failNextDelete.Store(how)
 			r, err := httpmsg.NewRequest(context.Background(), httpmsg.MethodDelete, "https://object/v1/sessions/root", nil)
@@ -87,18 +71,10 @@ func TestUnmadeTreeWhoseDeleteFailsIsUnavailable(t *testing.T) {
 	}
 }
 
-// treeDriverNever is a driver for a tree that never runs a turn.
-type treeDriverNever struct{}
-
-func (treeDriverNever) Run(context.Context, *core.Execution) core.Outcome {
-	return core.Outcome{Kind: core.Succeeded}
-}
-
-// A route's panic that core/api answers 500 gives the object up, as a
-// panic the shim recovers does: a delete cut by one after it cleared the
-// alarm has the alarm set again, so the stopped turns keep a wake-up and a
-// fresh object serves the tree as storage has it.
-func TestRoutePanicGivesTheObjectUp(t *testing.T) {
+// openedObject is the object of tree "root", opened on a new database,
+// over a storage stub that records its calls (recordedCalls) and whose
+// promises all resolve.
+func openedObject(t *testing.T) (*Object, js.Value) {
 	storage := jsFunc(nil, `
 		const calls = [];
 		return { calls,
@@ -112,13 +88,29 @@ func TestRoutePanicGivesTheObjectUp(t *testing.T) {
 	t.Cleanup(func() { db.Close() })
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	alarm := NewAlarm(storage, 0)
-	clock := fakehost.NewClock(1767225600000)
-	host := core.Host{DB: db, Clock: clock, Wake: alarm, IDs: &fakehost.IDs{Prefix: "id"}, Log: quiet}
+	host := core.Host{DB: db, Clock: fakehost.NewClock(1767225600000), Wake: alarm, IDs: &fakehost.IDs{Prefix: "id"}, Log: quiet}
 	inst, _, err := recovery.Boot(context.Background(), host, core.NewConfig(), treeDriverNever{})
 	require.NoError(t, err)
 	t.Cleanup(inst.Abandon)
 	o := &Object{bridge: bridge, log: quiet, alarm: alarm, db: &DB{}, treeID: "root"}
 	require.NoError(t, o.opened(inst))
+	return o, storage
+}
+
+// treeDriverNever is a driver for a tree that never runs a turn.
+type treeDriverNever struct{}
+
+func (treeDriverNever) Run(context.Context, *core.Execution) core.Outcome {
+	return core.Outcome{Kind: core.Succeeded}
+}
+
+// A route's panic that core/api answers 500 gives the object up, as a
+// panic the shim recovers does: a delete cut by one after it cleared the
+// alarm has the alarm set again, so the stopped turns keep a wake-up and a
+// fresh object serves the tree as storage has it.
+func TestRoutePanicGivesTheObjectUp(t *testing.T) {
+	o, storage := openedObject(t)
+	bridge, alarm := o.bridge, o.alarm
 	serve := func(method string) *answer {
 		r, err := httpmsg.NewRequest(context.Background(), method, "https://object/v1/sessions"+map[string]string{"POST": "", "DELETE": "/root"}[method], nil)
 		require.NoError(t, err)
