@@ -286,3 +286,28 @@ func (e *env) deliverWakes(n int, limit int64) {
 		e.deliverWake(limit)
 	}
 }
+
+// A failed delete of an idle tree (no turn, so no claim and no wake-up of
+// its own) arms the wake-up that reopens the instance it closed: until
+// then every write is refused with a 503, and nothing else would ever
+// reopen it while the guest runs. Once the wake-up reopened it, the tree
+// takes prompts again.
+func TestAFailedDeleteOfAnIdleTreeReopensIt(t *testing.T) {
+	e, f := newFaultEnv(t, 5, offlineConfig())
+	require.NoError(t, e.boot(runtime.Options{}))
+	r := e.do("POST", "/v1/sessions", map[string]any{})
+	require.Equal(t, 201, r.status, r.body.String())
+	require.Zero(t, e.s.wake, "an idle tree holds no wake-up")
+
+	f.FailFor(10*time.Minute, faultvfs.Full)
+	r = e.deleteUntilAnswered()
+	require.Equal(t, 503, r.status, r.body.String())
+	require.NotZero(t, e.s.wake, "the closed instance's reopening is armed")
+
+	f.Heal()
+	e.deliverWakes(5, 60_000)
+	r = e.do("POST", "/v1/sessions/"+treeID+"/prompt", map[string]any{"text": "after the failed delete", "id": "p1"})
+	require.Equal(t, 202, r.status, r.body.String())
+	e.fireTimers(10 * 60_000)
+	require.Equal(t, map[string]int{"session.execution.succeeded@1": 1}, e.terminals())
+}
