@@ -311,3 +311,35 @@ func TestAFailedDeleteOfAnIdleTreeReopensIt(t *testing.T) {
 	e.fireTimers(10 * 60_000)
 	require.Equal(t, map[string]int{"session.execution.succeeded@1": 1}, e.terminals())
 }
+
+// A wake handler whose sweep waits for storage when the tree is deleted
+// (the DELETE's close ends that wait, the sweep fails on the closed
+// instance) arms nothing afterwards: the deleted tree's wake-up stays
+// cleared (docs/abi.md §6), as the Durable Object's swept does
+// (durableobject: TestSweptArmsNothingOnceDeleted).
+func TestASweepCutByTheTreesDeleteArmsNothing(t *testing.T) {
+	e, f := newFaultEnv(t, 4, offlineConfig())
+	require.NoError(t, e.boot(runtime.Options{}))
+	r := e.do("POST", "/v1/sessions", map[string]any{})
+	require.Equal(t, 201, r.status, r.body.String())
+	// As in TestWakeWhoseSweepWaitsForStorageLeavesTheWakeupArmed: a claim
+	// with no execution, whose sweep's start waits for the full disk.
+	f.FailLateCommits(1, faultvfs.IOErrFsync)
+	e.next++
+	require.NoError(t, e.g.Request(context.Background(), e.next, runtime.Request{Method: "POST", Path: "/v1/sessions/" + treeID + "/prompt",
+		Header: http.Header{"Content-Type": {"application/json"}}, Body: []byte(`{"text":"late admission","id":"p1"}`)}))
+	f.FailFor(10*time.Minute, faultvfs.Full)
+	e.fireTimers(60_000)
+	require.NotNil(t, e.snapshot().Claim)
+	e.s.wake = 0 // delivered: used up
+	require.NoError(t, e.g.Wake(context.Background()))
+	require.NotEmpty(t, e.s.timers, "the sweep waits for storage")
+
+	f.Heal()
+	r = e.do("DELETE", "/v1/sessions/"+treeID, nil)
+	require.Equal(t, 204, r.status, r.body.String())
+	e.fireTimers(10 * 60_000)
+	require.Zero(t, e.s.wake, "the deleted tree's wake-up was armed again")
+	r = e.do("GET", "/v1/sessions/"+treeID, nil)
+	require.Equal(t, 404, r.status, r.body.String())
+}
