@@ -155,10 +155,12 @@ func TestAFailedDeleteLeavesTheTreeAsItWas(t *testing.T) {
 	require.NotZero(t, e.s.wake, "the stopped turn's claim is left without a wake-up")
 
 	f.Heal()
+	deltas := len(e.s.emitted("session.text.delta@1"))
 	e.deliverWakes(5, 10*60_000)
 	snap := e.snapshot() // still there
 	require.Equal(t, "idle", snap.Status, "%+v", snap)
 	require.Equal(t, map[string]int{"session.execution.succeeded@1": 1}, e.terminals(), "the stopped turn went on")
+	require.Greater(t, len(e.s.emitted("session.text.delta@1")), deltas, "the reopened instance's live deltas reach emit")
 
 	r = e.do("DELETE", "/v1/sessions/"+treeID, nil)
 	require.Equal(t, 204, r.status, r.body.String())
