@@ -92,6 +92,8 @@ func TestBrokenDeletesAreCaught(t *testing.T) {
 		{"a delivery after the commit", empty, func(l *check.Ledger) { l.Delete.Deliveries-- }, check.RuleDeleteGone},
 		{"an egress after the commit", empty, func(l *check.Ledger) { l.Delete.Egress = []string{"boot 4: hook"} }, check.RuleDeleteGone},
 		{"a boot after the commit finds work", empty, func(l *check.Ledger) { l.Delete.Boots[0].Claims = 1 }, check.RuleDeleteGone},
+		{"a wake-up armed after the commit", empty, func(l *check.Ledger) { l.Delete.WakeArms = []string{"boot 4 at 300 (phase sweep): at 1300"} }, check.RuleDeleteGone},
+		{"a 204 with the wake-up armed", empty, func(l *check.Ledger) { l.Delete.Attempts[1].WakeArmed = true }, check.RuleDeleteGone},
 		{"an emit after the commit", empty, func(l *check.Ledger) {
 			l.Emits = &check.Emits{Events: []check.Emitted{{Boot: 4, ID: "x", Session: "s", Seq: 9, Type: "prompt.admitted@1"}}}
 		}, check.RuleDeleteGone},
