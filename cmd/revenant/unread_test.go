@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"testing"
 	"time"
 
@@ -100,5 +101,31 @@ func TestReadBodyKeepsTheConnection(t *testing.T) {
 		_ = resp.Body.Close()
 		assert.Equal(t, body, string(got))
 		assert.False(t, resp.Close, "a body read to its end keeps the connection")
+	}
+}
+
+// A handler that reads its body to the end and writes nothing (net/http's
+// implicit 200 as it returns) keeps the connection too: closeUnread marks
+// the implicit answer only when the body had not ended.
+func TestReadBodyAnsweredByNothingKeepsTheConnection(t *testing.T) {
+	read := make(chan string, 2)
+	c := serveLoopback(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, err := io.ReadAll(r.Body)
+		if err != nil {
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		read <- string(b)
+	}))
+	br := bufio.NewReader(c)
+	for _, body := range []string{"first", "second"} {
+		_, err := c.Write([]byte("POST /v1/sessions/s/prompt HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body))
+		require.NoError(t, err)
+		resp, err := http.ReadResponse(br, nil)
+		require.NoError(t, err)
+		_ = resp.Body.Close()
+		assert.Equal(t, http.StatusOK, resp.StatusCode)
+		assert.Equal(t, body, <-read)
+		require.False(t, resp.Close, "a body read to its end keeps the connection, with nothing written")
 	}
 }

@@ -521,9 +521,12 @@ func (gg *guest) guardSweep(status abi.Status) abi.Status {
 // whether work remains, and the wake-up that started it is used up: the
 // handler re-arms for a retry, so a claim is never left without a wake-up
 // (DESIGN §4 rule 2). The export still succeeds (the instance serves).
+// A deleted tree has nothing to retry: a sweep its delete cut short (the
+// close ended its wait for storage) fails on the closed instance, and the
+// wake-up the delete cleared stays cleared.
 func (gg *guest) swept(what string, err error) {
 	gg.mu.Lock()
-	if err == nil {
+	if err == nil || gg.deleted {
 		gg.sweepFailures = 0
 		gg.mu.Unlock()
 		return

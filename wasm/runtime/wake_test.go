@@ -155,10 +155,12 @@ func TestAFailedDeleteLeavesTheTreeAsItWas(t *testing.T) {
 	require.NotZero(t, e.s.wake, "the stopped turn's claim is left without a wake-up")
 
 	f.Heal()
+	deltas := len(e.s.emitted("session.text.delta@1"))
 	e.deliverWakes(5, 10*60_000)
 	snap := e.snapshot() // still there
 	require.Equal(t, "idle", snap.Status, "%+v", snap)
 	require.Equal(t, map[string]int{"session.execution.succeeded@1": 1}, e.terminals(), "the stopped turn went on")
+	require.Greater(t, len(e.s.emitted("session.text.delta@1")), deltas, "the reopened instance's live deltas reach emit")
 
 	r = e.do("DELETE", "/v1/sessions/"+treeID, nil)
 	require.Equal(t, 204, r.status, r.body.String())
@@ -285,4 +287,61 @@ func (e *env) deliverWakes(n int, limit int64) {
 		}
 		e.deliverWake(limit)
 	}
+}
+
+// A failed delete of an idle tree (no turn, so no claim and no wake-up of
+// its own) arms the wake-up that reopens the instance it closed: until
+// then every write is refused with a 503, and nothing else would ever
+// reopen it while the guest runs. Once the wake-up reopened it, the tree
+// takes prompts again.
+func TestAFailedDeleteOfAnIdleTreeReopensIt(t *testing.T) {
+	e, f := newFaultEnv(t, 5, offlineConfig())
+	require.NoError(t, e.boot(runtime.Options{}))
+	r := e.do("POST", "/v1/sessions", map[string]any{})
+	require.Equal(t, 201, r.status, r.body.String())
+	require.Zero(t, e.s.wake, "an idle tree holds no wake-up")
+
+	f.FailFor(10*time.Minute, faultvfs.Full)
+	r = e.deleteUntilAnswered()
+	require.Equal(t, 503, r.status, r.body.String())
+	require.NotZero(t, e.s.wake, "the closed instance's reopening is armed")
+
+	f.Heal()
+	e.deliverWakes(5, 60_000)
+	r = e.do("POST", "/v1/sessions/"+treeID+"/prompt", map[string]any{"text": "after the failed delete", "id": "p1"})
+	require.Equal(t, 202, r.status, r.body.String())
+	e.fireTimers(10 * 60_000)
+	require.Equal(t, map[string]int{"session.execution.succeeded@1": 1}, e.terminals())
+}
+
+// A wake handler whose sweep waits for storage when the tree is deleted
+// (the DELETE's close ends that wait, the sweep fails on the closed
+// instance) arms nothing afterwards: the deleted tree's wake-up stays
+// cleared (docs/abi.md §6), as the Durable Object's swept does
+// (durableobject: TestSweptArmsNothingOnceDeleted).
+func TestASweepCutByTheTreesDeleteArmsNothing(t *testing.T) {
+	e, f := newFaultEnv(t, 4, offlineConfig())
+	require.NoError(t, e.boot(runtime.Options{}))
+	r := e.do("POST", "/v1/sessions", map[string]any{})
+	require.Equal(t, 201, r.status, r.body.String())
+	// As in TestWakeWhoseSweepWaitsForStorageLeavesTheWakeupArmed: a claim
+	// with no execution, whose sweep's start waits for the full disk.
+	f.FailLateCommits(1, faultvfs.IOErrFsync)
+	e.next++
+	require.NoError(t, e.g.Request(context.Background(), e.next, runtime.Request{Method: "POST", Path: "/v1/sessions/" + treeID + "/prompt",
+		Header: http.Header{"Content-Type": {"application/json"}}, Body: []byte(`{"text":"late admission","id":"p1"}`)}))
+	f.FailFor(10*time.Minute, faultvfs.Full)
+	e.fireTimers(60_000)
+	require.NotNil(t, e.snapshot().Claim)
+	e.s.wake = 0 // delivered: used up
+	require.NoError(t, e.g.Wake(context.Background()))
+	require.NotEmpty(t, e.s.timers, "the sweep waits for storage")
+
+	f.Heal()
+	r = e.do("DELETE", "/v1/sessions/"+treeID, nil)
+	require.Equal(t, 204, r.status, r.body.String())
+	e.fireTimers(10 * 60_000)
+	require.Zero(t, e.s.wake, "the deleted tree's wake-up was armed again")
+	r = e.do("GET", "/v1/sessions/"+treeID, nil)
+	require.Equal(t, 404, r.status, r.body.String())
 }

@@ -170,6 +170,8 @@ func (t *tree) onDeleteAnswer(r *request) bool {
 	if r.a.kind == actDelete {
 		a := &l.Attempts[r.delEntry-1]
 		a.Status, a.Committed = r.status, t.del.committed
+		// The guest's delete cleared the wake-up before it answered.
+		a.WakeArmed = r.status == http.StatusNoContent && t.wake != 0 && r.to != nil && !r.to.zombie && !r.to.dead
 		if r.status == http.StatusNoContent || r.status == http.StatusNotFound {
 			t.del.done = true
 			t.del.drop = t.del.rng.IntN(2) == 0
@@ -264,6 +266,17 @@ func (g *guest) afterCommit() {
 func (t *tree) noteEgressAfterDelete(g *guest, target string, kind abi.EgressKind) {
 	if t.deleted() {
 		t.ledger.Delete.Egress = append(t.ledger.Delete.Egress, fmt.Sprintf("boot %d at %d: %s (kind %d)", g.boot, t.now, target, kind))
+	}
+}
+
+// noteWakeAfterDelete records a wake-up armed after the delete committed
+// and a DELETE was answered 204 or 404: the guest then knows the tree is
+// gone. Before that a guest whose delete's COMMIT was durable but
+// reported failed takes the tree for still there, and rightly arms the
+// wake-up that reopens it.
+func (t *tree) noteWakeAfterDelete(g *guest, at int64) {
+	if t.deleted() && t.del.done {
+		t.ledger.Delete.WakeArms = append(t.ledger.Delete.WakeArms, fmt.Sprintf("boot %d at %d (phase %v): at %d", g.boot, t.now, g.phase, at))
 	}
 }
 

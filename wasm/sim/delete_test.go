@@ -33,22 +33,36 @@ func TestDeletedTreesStayGone(t *testing.T) {
 	t.Log("\n" + out.String())
 	assert.Empty(t, res.Violations)
 	assert.Contains(t, out.String(), "deleted trees 8 ")
-	var after int
+	var after, bootsAfterAnswer int
 	for _, s := range res.Sessions {
 		d := s.Ledger.Delete
 		require.NotNil(t, d, "session %d was not deleted", s.Index)
 		assert.True(t, d.Committed, "session %d: its delete never committed", s.Index)
 		assert.Positive(t, s.Check.Events, "session %d: the copy before its delete holds its log", s.Index)
 		for _, r := range d.Requests {
+			// Every request sent after the commit is judged as such, the
+			// ones sent before the client saw its DELETE answered too.
+			if r.At > d.CommitAt {
+				assert.True(t, r.AfterCommit, "session %d: %s sent at %d, after the commit at %d, is not judged as after it", s.Index, r.Route, r.At, d.CommitAt)
+			}
 			if r.AfterCommit && r.Status != 0 { // 0: its guest died first, and it went again
 				after++
 				assert.Equal(t, http.StatusNotFound, r.Status, "session %d: %s", s.Index, r.Route)
+			}
+		}
+		// Boots after the DELETE's answer (the host stopped the deleted
+		// tree's guest, and a later request booted a fresh one) are
+		// recorded and judged like any after the commit.
+		for _, b := range d.Boots {
+			if b.Boot > d.Attempts[len(d.Attempts)-1].Boot {
+				bootsAfterAnswer++
 			}
 		}
 		_, err := os.Stat(filepath.Join(dir, fmt.Sprintf("tree%04d.before.db", s.Index)))
 		assert.NoError(t, err, "the copy before the delete is kept")
 	}
 	assert.Positive(t, after, "requests sent after a delete committed")
+	assert.Positive(t, bootsAfterAnswer, "boots after a DELETE was answered")
 
 	// The kept trees are judged alike.
 	for _, s := range res.Sessions {

@@ -1085,6 +1085,7 @@ func (g *guest) ArmWake(at int64) error {
 	if owner := t.owners[t.readEpoch(g.conn)]; g.zombie && owner > g.boot {
 		return nil
 	}
+	t.noteWakeAfterDelete(g, at)
 	if g.phase == runtime.PhaseSweep {
 		g.sweepArm = at
 	}

@@ -12,7 +12,8 @@ import (
 // Once a DELETE was answered 204, or its delete committed, the tree is
 // gone for good: every request sent after the commit is answered 404, no
 // delivery or egress of the tree starts after it, no boot finds work to
-// resume (deleted-stays-gone); a DELETE is answered 204 only once its
+// resume, and its wake-up, cleared by the delete, is not armed again
+// (deleted-stays-gone); a DELETE is answered 204 only once its
 // delete committed, and 404 only once an earlier attempt's did
 // (delete-answer-true); and the database holds none of the tree's rows
 // (deleted-tree-empty). Before the delete every other rule holds, judged
@@ -50,6 +51,10 @@ type Deletion struct {
 	// Boots are the boots of the tree after the commit, with the claims
 	// each found (work to resume).
 	Boots []BootAfterDelete `json:"boots,omitempty"`
+	// WakeArms are the wake-ups the tree armed after the commit, once a
+	// DELETE was answered 204 or 404: a deleted tree's wake-up is cleared
+	// (docs/abi.md §6) and stays so.
+	WakeArms []string `json:"wake_arms,omitempty"`
 }
 
 // DeleteAttempt is one DELETE sent: when, to which boot, its answer
@@ -60,6 +65,9 @@ type DeleteAttempt struct {
 	Boot      int   `json:"boot"`
 	Status    int   `json:"status,omitempty"`
 	Committed bool  `json:"committed,omitempty"`
+	// WakeArmed: answered 204 with the tree's wake-up still armed (the
+	// delete clears it before its answer).
+	WakeArmed bool `json:"wake_armed,omitempty"`
 }
 
 // AfterDelete is a request sent once a DELETE was: its route, when it was
@@ -147,6 +155,9 @@ func DeleteRules(path string, l *Ledger, label string) ([]Violation, error) {
 			if !a.Committed {
 				fail(RuleDeleteAnswer, "DELETE #%d (sent at %d to boot %d) was answered 204, but no delete had committed", i+1, a.At, a.Boot)
 			}
+			if a.WakeArmed {
+				fail(RuleDeleteGone, "DELETE #%d (sent at %d to boot %d) was answered 204 with the tree's wake-up still armed", i+1, a.At, a.Boot)
+			}
 		case http.StatusNotFound:
 			final = true
 			if !a.Committed {
@@ -174,6 +185,9 @@ func DeleteRules(path string, l *Ledger, label string) ([]Violation, error) {
 	}
 	for _, e := range d.Egress {
 		fail(RuleDeleteGone, "egress started after the delete committed at %d: %s", d.CommitAt, e)
+	}
+	for _, w := range d.WakeArms {
+		fail(RuleDeleteGone, "wake-up armed after the delete committed at %d: %s", d.CommitAt, w)
 	}
 	for _, b := range d.Boots {
 		if b.Claims > 0 {

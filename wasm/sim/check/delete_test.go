@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/ncruces/go-sqlite3"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -91,6 +92,8 @@ func TestBrokenDeletesAreCaught(t *testing.T) {
 		{"a delivery after the commit", empty, func(l *check.Ledger) { l.Delete.Deliveries-- }, check.RuleDeleteGone},
 		{"an egress after the commit", empty, func(l *check.Ledger) { l.Delete.Egress = []string{"boot 4: hook"} }, check.RuleDeleteGone},
 		{"a boot after the commit finds work", empty, func(l *check.Ledger) { l.Delete.Boots[0].Claims = 1 }, check.RuleDeleteGone},
+		{"a wake-up armed after the commit", empty, func(l *check.Ledger) { l.Delete.WakeArms = []string{"boot 4 at 300 (phase sweep): at 1300"} }, check.RuleDeleteGone},
+		{"a 204 with the wake-up armed", empty, func(l *check.Ledger) { l.Delete.Attempts[1].WakeArmed = true }, check.RuleDeleteGone},
 		{"an emit after the commit", empty, func(l *check.Ledger) {
 			l.Emits = &check.Emits{Events: []check.Emitted{{Boot: 4, ID: "x", Session: "s", Seq: 9, Type: "prompt.admitted@1"}}}
 		}, check.RuleDeleteGone},
@@ -158,4 +161,60 @@ func TestACutCheckJudgesAllButQuiescence(t *testing.T) {
 	for _, v := range res.Violations {
 		assert.Equal(t, check.RuleEffects, v.Rule, v.String())
 	}
+}
+
+// Every table of the tree counts for deleted-tree-empty, not only the
+// fixture's whole database: a delete that left one table's rows (the cut
+// turn's claim above all, which a later boot would resume) breaks it,
+// named by that table. The tree's epoch and the schema's version are the
+// bookkeeping a delete keeps.
+func TestEachTableLeftHoldingRowsIsCaught(t *testing.T) {
+	path, ledger := cutFixture(t)
+	tables := tablesHoldingRows(t, path)
+	require.Contains(t, tables, "claims", "the cut turn holds its claim")
+	for _, keep := range tables {
+		t.Run(keep, func(t *testing.T) {
+			after := copyTree(t, path)
+			var stmts []string
+			for _, n := range tables {
+				if n != keep {
+					stmts = append(stmts, `DELETE FROM "`+n+`"`)
+				}
+			}
+			tamper(t, after, stmts...)
+			vs, err := check.DeleteRules(after, deleted(ledger), "tree")
+			require.NoError(t, err)
+			require.Len(t, vs, 1, "%v", vs)
+			assert.Equal(t, check.RuleDeleteEmpty, vs[0].Rule)
+			assert.Contains(t, vs[0].Detail, "table "+keep+" ")
+		})
+	}
+}
+
+// tablesHoldingRows lists the tables of the tree at path that hold rows,
+// but the tree's epoch and the schema's version.
+func tablesHoldingRows(t *testing.T, path string) []string {
+	t.Helper()
+	c, err := sqlite3.Open(path)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, c.Close()) }()
+	s, _, err := c.Prepare(`SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT IN ('tree', 'schema_migrations') ORDER BY name`)
+	require.NoError(t, err)
+	var names []string
+	for s.Step() {
+		names = append(names, s.ColumnText(0))
+	}
+	require.NoError(t, s.Err())
+	require.NoError(t, s.Close())
+	var out []string
+	for _, n := range names {
+		q, _, err := c.Prepare(`SELECT COUNT(*) FROM "` + n + `"`)
+		require.NoError(t, err)
+		require.True(t, q.Step())
+		if q.ColumnInt64(0) > 0 {
+			out = append(out, n)
+		}
+		require.NoError(t, q.Close())
+	}
+	return out
 }

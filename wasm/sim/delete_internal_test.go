@@ -1,0 +1,37 @@
+package sim
+
+import (
+	"net/http"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/revenantrt/revenant/wasm/runtime"
+)
+
+// A request sent once the delete committed is judged by deleted-stays-gone
+// (AfterCommit) whether or not its client has seen a DELETE answered yet:
+// a kill just after the delete's commit loses the answer, and the client's
+// requests until its next DELETE's answer meet the deleted tree too. One
+// sent before the commit is not.
+func TestRequestsSentAfterTheDeleteCommittedAreJudgedAsSuch(t *testing.T) {
+	tr := &tree{del: &deleter{}}
+	g := &guest{t: tr, boot: 1}
+	prompt := func() *request {
+		return &request{a: action{kind: actPrompt}, req: runtime.Request{Method: http.MethodPost, Path: "/v1/sessions/s/prompt"}}
+	}
+	tr.now = 100
+	tr.noteSent(&request{a: action{kind: actDelete}}, g)
+	tr.now = 150
+	tr.noteSent(prompt(), g) // the delete not committed yet
+	tr.del.committed = true  // as afterCommit sees it; the DELETE's answer lost
+	tr.now = 200
+	tr.noteSent(prompt(), g)
+
+	l := tr.ledger.Delete
+	require.NotNil(t, l)
+	require.Len(t, l.Requests, 2)
+	assert.False(t, l.Requests[0].AfterCommit, "sent before the commit")
+	assert.True(t, l.Requests[1].AfterCommit, "sent after the commit, before any DELETE was answered")
+}
