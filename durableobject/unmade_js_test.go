@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"syscall/js"
 	"testing"
 
@@ -171,4 +172,26 @@ func TestUnmadeLeavesATreeWhoseRootCannotBeRead(t *testing.T) {
 	assert.False(t, o.isDeleted())
 	assert.False(t, inst.Closed(), "the tree's instance was closed")
 	assert.Empty(t, calls(), "the tree's alarm was touched")
+}
+
+// A tree's delete clears its alarm before it deletes the storage (and
+// for good: later arms do nothing), so no alarm set before the delete
+// fires on the emptied object, and none is set after it.
+func TestDeleteClearsTheAlarmForGood(t *testing.T) {
+	o, storage := openedObject(t)
+	for _, method := range []string{httpmsg.MethodPost, httpmsg.MethodDelete} {
+		r, err := httpmsg.NewRequest(context.Background(), method, "https://object/v1/sessions"+map[string]string{"POST": "", "DELETE": "/root"}[method], nil)
+		require.NoError(t, err)
+		r.Header.Set(TreeHeader, "root")
+		r.Header.Set(PrincipalHeader, "tester")
+		w := &answer{header: httpmsg.Header{}}
+		o.ServeHTTP(w, r)
+		require.Less(t, w.status, 300, "%s: %s", method, w.body.String())
+	}
+	calls := recordedCalls(storage)
+	require.Contains(t, calls, "deleteAll")
+	i := slices.Index(calls, "deleteAll")
+	assert.Equal(t, "delete", calls[i-1], "the alarm is deleted just before the storage: %v", calls)
+	require.NoError(t, o.alarm.Arm(context.Background(), 1))
+	assert.Equal(t, calls, recordedCalls(storage), "an arm after the delete sets nothing")
 }
