@@ -40,6 +40,10 @@ type Commit struct {
 	Boot int   `json:"boot"`
 	From int64 `json:"from"`
 	To   int64 `json:"to"`
+	// Faults counts the writes the tree's storage had refused, and the
+	// commits it had reported failed though durable, when the commit's
+	// transaction began (RuleStartsHere).
+	Faults int `json:"faults,omitempty"`
 }
 
 // Emitted is one durable event as an instance emitted it.

@@ -1,0 +1,128 @@
+package check_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/ncruces/go-sqlite3"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/revenantrt/revenant/core/event"
+	"github.com/revenantrt/revenant/wasm/sim/check"
+)
+
+// start is an execution started in a tree file: its place in the commit
+// order, its cause, and that of its session's event just before it.
+type start struct {
+	gseq, prev int64
+	cause      string
+}
+
+// starts lists the tree's execution starts (but a session's first event)
+// in commit order, and the tree's commit position.
+func starts(t *testing.T, path string) ([]start, int64) {
+	t.Helper()
+	c, err := sqlite3.Open(path)
+	require.NoError(t, err)
+	defer c.Close()
+	st, _, err := c.Prepare(`SELECT e.gseq, p.gseq, e.data ->> '$.cause' FROM events e
+		JOIN events p ON p.session_id = e.session_id AND p.seq = e.seq - 1
+		WHERE e.type = ? ORDER BY e.gseq`)
+	require.NoError(t, err)
+	defer st.Close()
+	require.NoError(t, st.BindText(1, string(event.ExecutionStarted)))
+	var out []start
+	for st.Step() {
+		out = append(out, start{gseq: st.ColumnInt64(0), prev: st.ColumnInt64(1), cause: st.ColumnText(2)})
+	}
+	require.NoError(t, st.Err())
+	return out, queryInt(t, path, `SELECT MAX(gseq) FROM events`)
+}
+
+// firstStart is the first start of cause in ss whose session event before
+// it is an earlier commit.
+func firstStart(t *testing.T, ss []start, cause string) start {
+	t.Helper()
+	for _, s := range ss {
+		if s.cause == cause && s.prev < s.gseq {
+			return s
+		}
+	}
+	require.Failf(t, "no start", "of cause %s in %+v", cause, ss)
+	return start{}
+}
+
+// startsHereViolations judges the tree at path with ledger l, its commits
+// attributed as given, and the wake-up delivered as given.
+func startsHereViolations(t *testing.T, path string, l check.Ledger, commits []check.Commit, wakes ...check.Wake) []string {
+	t.Helper()
+	l.Emits = nil
+	if commits != nil {
+		l.Emits = &check.Emits{From: map[int]int64{1: 0, 2: 0}, Commits: commits}
+	}
+	l.Wakes = wakes
+	return violationsOf(t, path, &l, check.RuleStartsHere)
+}
+
+// An execution the wake handler started, for a claim the instance serving
+// it took before the delivery (its session's last event, committed by
+// that instance with storage taking every write since), waited for the
+// wake-up: that is the rule. The same start after a storage fault, after
+// a boot since the claim, after an event the delivery wrote itself, or
+// with no delivery around it, is the wake-up's to make.
+func TestAStartTheWakeUpMadeForAClaimTakenHereIsCaught(t *testing.T) {
+	path, clean := fixture(t)
+	ss, last := starts(t, path)
+	s := firstStart(t, ss, event.CausePrompt)
+	one := []check.Commit{{Boot: 1, From: 0, To: last}}
+	late := check.Wake{At: 5000, Boot: 1, From: s.gseq - 1, To: s.gseq}
+
+	vs := startsHereViolations(t, path, *clean, one, late)
+	require.Len(t, vs, 1, "the start the wake-up made: %s", strings.Join(vs, "\n"))
+	assert.Contains(t, vs[0], "the claim waited for the wake-up")
+	wide := late
+	wide.From, wide.To = s.prev, last
+	assert.NotEmpty(t, startsHereViolations(t, path, *clean, one, wide), "a delivery that committed more than the start")
+
+	faulted := late
+	faulted.Faults = 1
+	assert.Empty(t, startsHereViolations(t, path, *clean, one, faulted), "storage refused a write before the delivery")
+	assert.NotEmpty(t, startsHereViolations(t, path, *clean, []check.Commit{{Boot: 1, From: 0, To: last, Faults: 1}}, faulted),
+		"the fault came before the claim's own transaction")
+
+	rebooted := late
+	rebooted.Boot = 2
+	assert.Empty(t, startsHereViolations(t, path, *clean,
+		[]check.Commit{{Boot: 1, From: 0, To: s.prev}, {Boot: 2, From: s.prev, To: last}}, rebooted), "a boot since the claim")
+	assert.Empty(t, startsHereViolations(t, path, *clean,
+		[]check.Commit{{Boot: 1, From: 0, To: s.gseq - 1}, {Boot: 2, From: s.gseq - 1, To: last}}, late), "the start is another instance's")
+
+	within := late
+	within.From = s.prev - 1
+	assert.Empty(t, startsHereViolations(t, path, *clean, one, within), "the event before the start is the delivery's own")
+	assert.Empty(t, startsHereViolations(t, path, *clean, one, check.Wake{At: 5000, Boot: 1, From: s.gseq, To: last}), "delivered after the start")
+	assert.Empty(t, startsHereViolations(t, path, *clean, nil, late), "no attribution of commits: not judged")
+	assert.Empty(t, startsHereViolations(t, path, *clean, one), "no delivery")
+}
+
+// A claim asleep on a scheduled retry waits for the wake-up by design:
+// every retry of the retry fixture is started by it, and only a start of
+// another cause in the same place is caught.
+func TestARetryTheWakeUpStartsIsClean(t *testing.T) {
+	path, clean := retryFixture(t)
+	ss, last := starts(t, path)
+	one := []check.Commit{{Boot: 1, From: 0, To: last}}
+	var wakes []check.Wake
+	for _, s := range ss {
+		if s.cause == event.CauseRetry {
+			wakes = append(wakes, check.Wake{At: 1, Boot: 1, From: s.gseq - 1, To: s.gseq})
+		}
+	}
+	require.Len(t, wakes, 5)
+	assert.Empty(t, startsHereViolations(t, path, *clean, one, wakes...))
+
+	s := firstStart(t, ss, event.CausePrompt)
+	vs := startsHereViolations(t, path, *clean, one, append(wakes, check.Wake{At: 1, Boot: 1, From: s.gseq - 1, To: s.gseq})...)
+	assert.Len(t, vs, 1, strings.Join(vs, "\n"))
+}
