@@ -122,10 +122,12 @@
 //     or a child's end that resolved a parked step's last blocker, a
 //     notice admitted) starts its execution there, not at that instance's
 //     next wake-up: no execution but a scheduled retry is started by a
-//     wake-up delivered to the instance that committed its session's
-//     event just before it, when storage refused nothing from that
-//     event's transaction to the delivery (claim-starts-here, startshere.go;
-//     the host records the deliveries and who committed what);
+//     wake-up delivered to the instance that committed the event that
+//     took its claim (its session's latest before it but the admissions
+//     of other prompts, which queue behind a claim), when storage refused
+//     nothing from that event's transaction to the delivery
+//     (claim-starts-here, startshere.go; the host records the deliveries
+//     and who committed what);
 //   - a tree a client deleted (delete.go, DeletedTree) is judged by every
 //     rule above on its database as it was just before the delete's
 //     commit, but for those that hold only at quiescence (Options.Cut: a

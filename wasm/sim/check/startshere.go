@@ -24,11 +24,15 @@ import (
 // asleep on a scheduled retry waits for the wake-up by design) within a
 // delivery of the wake-up to the serving instance (Ledger.Wakes, which
 // the host records with the commit positions around the delivery) is a
-// violation when the session's event just before it was committed before
-// that delivery began, by that same instance (Emits.Commits), with no
-// write of the tree's refused by storage, and no commit reported failed,
-// from that event's transaction to the delivery (Commit.Faults,
-// Wake.Faults). A start the wake-up made after a session event the
+// violation when the session's event that took the claim was committed
+// before that delivery began, by that same instance (Emits.Commits), with
+// no write of the tree's refused by storage, and no commit reported
+// failed, from that event's transaction to the delivery (Commit.Faults,
+// Wake.Faults). The event that took the claim is the session's latest
+// before the start but the admissions of other prompts: those queue
+// behind a claim already there, or a parked turn, and start nothing (a
+// claim whose start storage refused is the wake-up's to start, however
+// many prompts the client admits behind it meanwhile). A start the wake-up made after a session event the
 // delivery itself wrote (a resume, an owed storage failure, an orphaned
 // child's end) is the sweep's own work; one after an event of another
 // instance (a boot since, a zombie) is the sweep's by design.
@@ -77,8 +81,12 @@ func (ck *checker) startsHere(l *Ledger) {
 	for _, sid := range ck.h.order {
 		log := ck.h.logs[sid]
 		for i := 1; i < len(log); i++ {
-			e, prev := &log[i], &log[i-1]
-			if e.Type != event.ExecutionStarted || e.p.Cause == event.CauseRetry || e.gseq == 0 || prev.gseq == 0 {
+			e := &log[i]
+			if e.Type != event.ExecutionStarted || e.p.Cause == event.CauseRetry || e.gseq == 0 {
+				continue
+			}
+			prev := claimedBy(log[:i], e)
+			if prev == nil || prev.gseq == 0 {
 				continue
 			}
 			w := during(e.gseq)
@@ -98,4 +106,17 @@ func (ck *checker) startsHere(l *Ledger) {
 				e.p.ExecutionID, e.p.Cause, w.At, w.Boot, w.From, w.To, prev.Type, prev.Seq, prev.gseq)
 		}
 	}
+}
+
+// claimedBy is the latest event of before (a session's log up to start)
+// that may have taken or handed on the claim start begins an execution
+// for: any but the admission of another prompt, which queues behind a
+// claim already there (or behind a parked turn) and starts nothing.
+func claimedBy(before []rec, start *rec) *rec {
+	for i := len(before) - 1; i >= 0; i-- {
+		if e := &before[i]; e.Type != event.PromptAdmitted || e.p.PromptID == start.p.PromptID {
+			return e
+		}
+	}
+	return nil
 }

@@ -1,6 +1,7 @@
 package check_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -125,4 +126,31 @@ func TestARetryTheWakeUpStartsIsClean(t *testing.T) {
 	s := firstStart(t, ss, event.CausePrompt)
 	vs := startsHereViolations(t, path, *clean, one, append(wakes, check.Wake{At: 1, Boot: 1, From: s.gseq - 1, To: s.gseq})...)
 	assert.Len(t, vs, 1, strings.Join(vs, "\n"))
+}
+
+// A prompt admitted behind a claim already there (taken by an earlier
+// admission whose start storage refused, which the wake-up retries)
+// takes no claim and starts nothing: the start is judged from the
+// admission that took the claim, before the fault, not from the later
+// one (seed 2 session 5 of -diskfull 1).
+func TestAnAdmissionBehindAClaimStartsNothing(t *testing.T) {
+	path, clean := fixture(t)
+	ss, _ := starts(t, path)
+	s := firstStart(t, ss, event.CausePrompt)
+	admitted := queryInt(t, path, fmt.Sprintf(`SELECT seq FROM events WHERE gseq = %d`, s.prev))
+	tamper(t, path, append(insertAfter("s", admitted, event.PromptAdmitted, `json_object('prompt_id', 'queued', 'client_id', 'q', 'text', 'queued', 'mode', 'queue')`),
+		fmt.Sprintf(`UPDATE events SET gseq = -(gseq + 1) WHERE gseq >= %d AND id NOT LIKE 'inserted-%%'`, s.gseq),
+		`UPDATE events SET gseq = -gseq WHERE gseq < 0`,
+		fmt.Sprintf(`UPDATE events SET gseq = %d WHERE id LIKE 'inserted-%%'`, s.gseq))...)
+	ss, last := starts(t, path)
+	require.Equal(t, s.gseq+1, firstStart(t, ss, event.CausePrompt).gseq, "the queued admission is committed between the claim's and the start")
+
+	faulted := []check.Commit{{Boot: 1, From: 0, To: s.prev}, {Boot: 1, From: s.prev, To: last, Faults: 1}}
+	wake := check.Wake{At: 5000, Boot: 1, From: s.gseq, To: s.gseq + 1, Faults: 1}
+	assert.Empty(t, startsHereViolations(t, path, *clean, faulted, wake), "the claim's start met the fault")
+
+	wake.Faults = 0
+	vs := startsHereViolations(t, path, *clean, []check.Commit{{Boot: 1, From: 0, To: last}}, wake)
+	require.Len(t, vs, 1, strings.Join(vs, "\n"))
+	assert.Contains(t, vs[0], fmt.Sprintf("session.prompt.admitted@1 #%d (gseq %d)", admitted, s.prev), "judged from the claim's admission")
 }
