@@ -40,10 +40,11 @@ type Commit struct {
 	Boot int   `json:"boot"`
 	From int64 `json:"from"`
 	To   int64 `json:"to"`
-	// Faults counts the writes the tree's storage had refused, and the
-	// commits it had reported failed though durable, when the commit's
-	// transaction began (RuleStartsHere).
-	Faults int `json:"faults,omitempty"`
+	// Refused counts the writes the tree's storage had refused, Late the
+	// commits it had reported failed though durable (a late IOERR), when
+	// the commit's transaction began (RuleStartsHere).
+	Refused int `json:"refused,omitempty"`
+	Late    int `json:"late,omitempty"`
 }
 
 // Emitted is one durable event as an instance emitted it.

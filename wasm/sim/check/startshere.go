@@ -22,20 +22,28 @@ import (
 // Judged from the history's own order, not from its clock: an execution
 // started (session.execution.started@1, any cause but retry: a claim
 // asleep on a scheduled retry waits for the wake-up by design) within a
-// delivery of the wake-up to the serving instance (Ledger.Wakes, which
-// the host records with the commit positions around the delivery) is a
+// delivery of the wake-up to the serving instance (Ledger.Wakes, which the
+// host records with the commit positions around the delivery) is a
 // violation when the session's event that took the claim was committed
-// before that delivery began, by that same instance (Emits.Commits), with
-// no write of the tree's refused by storage, and no commit reported
-// failed, from that event's transaction to the delivery (Commit.Faults,
-// Wake.Faults). The event that took the claim is the session's latest
-// before the start but the admissions of other prompts: those queue
-// behind a claim already there, or a parked turn, and start nothing (a
-// claim whose start storage refused is the wake-up's to start, however
-// many prompts the client admits behind it meanwhile). A start the wake-up made after a session event the
-// delivery itself wrote (a resume, an owed storage failure, an orphaned
-// child's end) is the sweep's own work; one after an event of another
-// instance (a boot since, a zombie) is the sweep's by design.
+// before that delivery began, by that same instance (Emits.Commits), and
+// storage excuses nothing: it refused no write of the tree's from that
+// event's transaction to the delivery (Commit.Refused, Wake.Refused: a
+// start refused is given up to the wake-up, at once by a read-only
+// instance), and it reported no commit failed though durable (a late
+// IOERR: Late) in that stretch unless the instance had a timer set at the
+// delivery (Wake.Waiting). A commit reported failed delays only its own
+// writer, by the wait before the rerun that finds it stored, and that wait
+// is a timer: with none set, every such writer has gone on (and an Admit
+// or a reply started the claim it took), while a claim taken during
+// another record's wait (core's bug of abd5e07) waits for the wake-up. The
+// event that took the claim is the session's latest before the start but
+// the admissions of other prompts: those queue behind a claim already
+// there, or a parked turn, and start nothing (a claim whose start storage
+// refused is the wake-up's to start, however many prompts the client
+// admits behind it meanwhile). A start the wake-up made after a session
+// event the delivery itself wrote (a resume, an owed storage failure, an
+// orphaned child's end) is the sweep's own work; one after an event of
+// another instance (a boot since, a zombie) is the sweep's by design.
 const RuleStartsHere Rule = "claim-starts-here"
 
 // Wake is one delivery of a tree's wake-up to the instance serving it (the
@@ -48,10 +56,14 @@ type Wake struct {
 	Boot int   `json:"boot"` // the instance it was delivered to
 	From int64 `json:"from"`
 	To   int64 `json:"to"`
-	// Faults counts the writes the tree's storage had refused, and the
+	// Refused counts the writes the tree's storage had refused, Late the
 	// commits it had reported failed though durable (a late IOERR), when
-	// the delivery was made; Commit.Faults counts the same.
-	Faults int `json:"faults"`
+	// the delivery was made, as Commit's do.
+	Refused int `json:"refused,omitempty"`
+	Late    int `json:"late,omitempty"`
+	// Waiting says the instance had a timer set when the delivery was
+	// made: a write may have been waiting to be tried again.
+	Waiting bool `json:"waiting,omitempty"`
 }
 
 // startsHere judges RuleStartsHere. It needs the deliveries and the commits'
@@ -98,7 +110,7 @@ func (ck *checker) startsHere(l *Ledger) {
 				continue
 			}
 			ck.res.WakeStarts++
-			if took.Faults != w.Faults {
+			if w.Refused != took.Refused || (w.Late != took.Late && w.Waiting) {
 				ck.res.WakeStartsFaulted++
 				continue
 			}

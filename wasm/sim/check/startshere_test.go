@@ -86,11 +86,23 @@ func TestAStartTheWakeUpMadeForAClaimTakenHereIsCaught(t *testing.T) {
 	wide.From, wide.To = s.prev, last
 	assert.NotEmpty(t, startsHereViolations(t, path, *clean, one, wide), "a delivery that committed more than the start")
 
-	faulted := late
-	faulted.Faults = 1
-	assert.Empty(t, startsHereViolations(t, path, *clean, one, faulted), "storage refused a write before the delivery")
-	assert.NotEmpty(t, startsHereViolations(t, path, *clean, []check.Commit{{Boot: 1, From: 0, To: last, Faults: 1}}, faulted),
-		"the fault came before the claim's own transaction")
+	refused := late
+	refused.Refused = 1
+	assert.Empty(t, startsHereViolations(t, path, *clean, one, refused), "storage refused a write before the delivery")
+	assert.NotEmpty(t, startsHereViolations(t, path, *clean, []check.Commit{{Boot: 1, From: 0, To: last, Refused: 1}}, refused),
+		"the refusal came before the claim's own transaction")
+	refused.Waiting = true
+	assert.Empty(t, startsHereViolations(t, path, *clean, one, refused), "refused, with a timer set")
+
+	// A commit reported failed though durable delays its own writer until
+	// its rerun, a timer: it excuses the start only while one is set.
+	reported := late
+	reported.Late = 1
+	assert.NotEmpty(t, startsHereViolations(t, path, *clean, one, reported), "every writer has gone on: no timer set")
+	reported.Waiting = true
+	assert.Empty(t, startsHereViolations(t, path, *clean, one, reported), "a writer may be waiting for its rerun")
+	assert.NotEmpty(t, startsHereViolations(t, path, *clean, []check.Commit{{Boot: 1, From: 0, To: last, Late: 1}}, reported),
+		"the late commit came before the claim's own transaction (the record whose wait the claim was taken in)")
 
 	rebooted := late
 	rebooted.Boot = 2
@@ -145,11 +157,11 @@ func TestAnAdmissionBehindAClaimStartsNothing(t *testing.T) {
 	ss, last := starts(t, path)
 	require.Equal(t, s.gseq+1, firstStart(t, ss, event.CausePrompt).gseq, "the queued admission is committed between the claim's and the start")
 
-	faulted := []check.Commit{{Boot: 1, From: 0, To: s.prev}, {Boot: 1, From: s.prev, To: last, Faults: 1}}
-	wake := check.Wake{At: 5000, Boot: 1, From: s.gseq, To: s.gseq + 1, Faults: 1}
-	assert.Empty(t, startsHereViolations(t, path, *clean, faulted, wake), "the claim's start met the fault")
+	refused := []check.Commit{{Boot: 1, From: 0, To: s.prev}, {Boot: 1, From: s.prev, To: last, Refused: 1}}
+	wake := check.Wake{At: 5000, Boot: 1, From: s.gseq, To: s.gseq + 1, Refused: 1}
+	assert.Empty(t, startsHereViolations(t, path, *clean, refused, wake), "the claim's start met the refusal")
 
-	wake.Faults = 0
+	wake.Refused = 0
 	vs := startsHereViolations(t, path, *clean, []check.Commit{{Boot: 1, From: 0, To: last}}, wake)
 	require.Len(t, vs, 1, strings.Join(vs, "\n"))
 	assert.Contains(t, vs[0], fmt.Sprintf("session.prompt.admitted@1 #%d (gseq %d)", admitted, s.prev), "judged from the claim's admission")
