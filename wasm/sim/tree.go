@@ -1221,7 +1221,7 @@ func (g *guest) tried(err error) {
 		g.pastFence(owner, "a transaction reported failed but durable")
 	}
 	e := t.ledger.Emits
-	e.Commits = append(e.Commits, check.Commit{Boot: g.boot, From: t.logged, To: pos, Refused: g.txRefused, Late: g.txLate})
+	e.Commits = append(e.Commits, check.Commit{Boot: g.boot, From: t.logged, To: pos, Refused: g.txRefused, Late: g.txLate, Failed: err != nil})
 	t.logged = pos
 }
 

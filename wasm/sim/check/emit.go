@@ -45,6 +45,9 @@ type Commit struct {
 	// the commit's transaction began (RuleStartsHere).
 	Refused int `json:"refused,omitempty"`
 	Late    int `json:"late,omitempty"`
+	// Failed says the COMMIT was reported failed though it was durable
+	// (RuleStartsHere).
+	Failed bool `json:"failed,omitempty"`
 }
 
 // Emitted is one durable event as an instance emitted it.

@@ -31,11 +31,14 @@ import (
 // start refused is given up to the wake-up, at once by a read-only
 // instance), and it reported no commit failed though durable (a late
 // IOERR: Late) in that stretch unless the instance had a timer set at the
-// delivery (Wake.Waiting). A commit reported failed delays only its own
-// writer, by the wait before the rerun that finds it stored, and that wait
-// is a timer: with none set, every such writer has gone on (and an Admit
-// or a reply started the claim it took), while a claim taken during
-// another record's wait (core's bug of abd5e07) waits for the wake-up. The
+// delivery (Wake.Waiting), and the commit that took the claim was not
+// itself reported failed (Commit.Failed: a read-only instance tries a
+// write once, so its Admit fails with the claim taken and durable, left
+// to the wake-up). A commit reported failed delays only its own writer,
+// by the wait before the rerun that finds it stored, and that wait is a
+// timer: with none set, every such writer has gone on (and an Admit or a
+// reply started the claim it took), while a claim taken during another
+// record's wait (core's bug of abd5e07) waits for the wake-up. The
 // event that took the claim is the session's latest before the start but
 // the admissions of other prompts: those queue behind a claim already
 // there, or a parked turn, and start nothing (a claim whose start storage
@@ -110,7 +113,7 @@ func (ck *checker) startsHere(l *Ledger) {
 				continue
 			}
 			ck.res.WakeStarts++
-			if w.Refused != took.Refused || (w.Late != took.Late && w.Waiting) {
+			if took.Failed || w.Refused != took.Refused || (w.Late != took.Late && w.Waiting) {
 				ck.res.WakeStartsFaulted++
 				continue
 			}

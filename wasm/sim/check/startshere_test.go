@@ -103,6 +103,13 @@ func TestAStartTheWakeUpMadeForAClaimTakenHereIsCaught(t *testing.T) {
 	assert.Empty(t, startsHereViolations(t, path, *clean, one, reported), "a writer may be waiting for its rerun")
 	assert.NotEmpty(t, startsHereViolations(t, path, *clean, []check.Commit{{Boot: 1, From: 0, To: last, Late: 1}}, reported),
 		"the late commit came before the claim's own transaction (the record whose wait the claim was taken in)")
+	// The claim's own commit reported failed: a read-only instance's
+	// Admit tries once and fails, leaving the claim to the wake-up.
+	own := []check.Commit{{Boot: 1, From: 0, To: s.prev - 1}, {Boot: 1, From: s.prev - 1, To: s.prev, Failed: true}, {Boot: 1, From: s.prev, To: last, Late: 1}}
+	reported.Waiting = false
+	assert.Empty(t, startsHereViolations(t, path, *clean, own, reported), "the claim's own commit was reported failed")
+	own[1].Failed = false
+	assert.NotEmpty(t, startsHereViolations(t, path, *clean, own, reported), "the claim's own commit was not reported failed")
 
 	rebooted := late
 	rebooted.Boot = 2
