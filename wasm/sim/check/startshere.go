@@ -117,7 +117,7 @@ func (ck *checker) startsHere(l *Ledger) {
 				ck.res.WakeStartsFaulted++
 				continue
 			}
-			ck.fail(sid, e, RuleStartsHere, "execution %s (cause %s) was started by the wake-up delivered at %d to boot %d (gseq %d…%d), though that instance committed the session's %s #%d (gseq %d) before it, lived on and met no storage fault since: the claim waited for the wake-up",
+			ck.fail(sid, e, RuleStartsHere, "execution %s (cause %s) was started by the wake-up delivered at %d to boot %d (gseq %d…%d), though that instance committed the session's %s #%d (gseq %d) before it and lived on, storage excusing nothing since: the claim waited for the wake-up",
 				e.p.ExecutionID, e.p.Cause, w.At, w.Boot, w.From, w.To, prev.Type, prev.Seq, prev.gseq)
 		}
 	}
