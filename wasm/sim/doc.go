@@ -154,7 +154,13 @@
 // fails are left out of the first, sweeps that met a storage fault out of
 // the second: those re-arm on the storage schedule. A wake-up delivered
 // again and again at one instant, re-armed in the past while nothing
-// progresses, is a hot loop (check.RuleWakeLoop; hotWake). The checker judges
+// progresses, is a hot loop (check.RuleWakeLoop; hotWake). Each delivery
+// of the wake-up to a serving guest goes in the ledger with the commit
+// positions around it, the disk's failed writes and late IOERRs so far
+// and whether the guest had a timer set, as each commit goes with its
+// guest and the disk's faults when its transaction began, so the
+// checker can tell a claim the guest took and left to its next wake-up
+// (check.RuleStartsHere). The checker judges
 // the log's retries (check.RuleRetryNotEarly, RuleRetryBudget,
 // RuleRetryDelay, RuleRetryHint: each failure of the scripted provider
 // carries a mark in its message, and the ledger records the wait it asked

@@ -204,6 +204,15 @@ func (t *tree) diskFaults() int {
 	return t.fault.Failed() + t.fault.LateCommits()
 }
 
+// diskFaultsApart is diskFaults apart: the writes the disk failed, and
+// the commits it reported failed though durable.
+func (t *tree) diskFaultsApart() (refused, late int) {
+	if t.fault == nil {
+		return 0, 0
+	}
+	return t.fault.Failed(), t.fault.LateCommits()
+}
+
 // hotWakes is how many deliveries of the wake-up at one virtual instant
 // make a hot loop (RuleWakeLoop).
 const hotWakes = 200

@@ -19,7 +19,7 @@ func (r *Result) Print(w io.Writer) {
 	var children, background, notices, taskResults, orphaned int
 	var childQuestions, childAnswered, waitingOnChild, alwaysRules, abandoned int
 	var kids childSends
-	var kidPrompts, kidOK, multi, scripted, providerFails, retries, gaveUp int
+	var kidPrompts, kidOK, multi, scripted, providerFails, retries, gaveUp, wakeStarts, wakeFaulted int
 	replies := map[string]int{}
 	ends := map[string]int{}
 	byTool := map[string]int{}
@@ -86,6 +86,8 @@ func (r *Result) Print(w io.Writer) {
 		providerFails += s.ProviderFails
 		retries += s.Check.Retries
 		gaveUp += s.Check.RetriesGaveUp
+		wakeStarts += s.Check.WakeStarts
+		wakeFaulted += s.Check.WakeStartsFaulted
 		replyKills += s.ReplyKills
 		commitKills += s.ReplyCommitKills
 		for _, r := range s.Ledger.Replies {
@@ -117,6 +119,7 @@ func (r *Result) Print(w io.Writer) {
 	fmt.Fprintf(w, "interrupts of a parked child whose parent waits on it, when the tree went quiet %d; prompts to children under a notice's id, refused %d\n", kids.quietInterrupts, kids.reservedRefused)
 	fmt.Fprintf(w, "sessions on the scripted model %d; steps with several tool calls %d\n", scripted, multi)
 	fmt.Fprintf(w, "provider failures answered %d; retries scheduled %d; turns that gave up retrying (failed model) %d\n", providerFails, retries, gaveUp)
+	fmt.Fprintf(w, "executions a wake-up started for a claim its instance had taken %d (after a storage fault since the claim %d)\n", wakeStarts, wakeFaulted)
 	if c.Deletes > 0 {
 		printDeletes(w, r.Sessions)
 	}

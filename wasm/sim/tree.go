@@ -121,8 +121,10 @@ type guest struct {
 	sweepArm int64
 	phase    runtime.Phase // at its latest host call (interpose)
 	// sweepFaults is the disk's failed writes and late IOERRs when its
-	// latest sweep began (checkSweepArm).
-	sweepFaults int
+	// latest sweep began (checkSweepArm). txRefused and txLate are the
+	// disk's failed writes and late IOERRs when its latest transaction
+	// began (check.Commit).
+	sweepFaults, txRefused, txLate int
 }
 
 type due struct {
@@ -501,7 +503,12 @@ func (t *tree) deliverWake(ctx context.Context) {
 		t.bootGuest(ctx)
 		return
 	}
-	if t.call(ctx, g, func() error { return g.g.Wake(ctx) }) {
+	w := check.Wake{At: t.now, Boot: g.boot, From: t.commitPos(), Waiting: len(g.timers) > 0}
+	w.Refused, w.Late = t.diskFaultsApart()
+	ok := t.call(ctx, g, func() error { return g.g.Wake(ctx) })
+	w.To = t.commitPos()
+	t.ledger.Wakes = append(t.ledger.Wakes, w)
+	if ok {
 		t.checkWakeArmed(g, "after the wake handler returned")
 		return
 	}
@@ -1215,11 +1222,12 @@ func (g *guest) tried(err error) {
 		g.pastFence(owner, "a transaction reported failed but durable")
 	}
 	e := t.ledger.Emits
-	e.Commits = append(e.Commits, check.Commit{Boot: g.boot, From: t.logged, To: pos})
+	e.Commits = append(e.Commits, check.Commit{Boot: g.boot, From: t.logged, To: pos, Refused: g.txRefused, Late: g.txLate, Failed: err != nil})
 	t.logged = pos
 }
 
 func (g *guest) began() {
+	g.txRefused, g.txLate = g.t.diskFaultsApart()
 	if g.zombie {
 		g.from = g.t.maxGseq(g.conn)
 	}

@@ -46,7 +46,7 @@ var Rules = []Rule{RuleEnds, RuleQuiescence, RuleAfterInterrupt, RuleBudget, Rul
 	RuleSeqs, RuleProjections, RuleNotices, RuleSteps, RuleZombie, RuleSettled, RuleCutKeeps, RuleWakeArmed, RuleClaimed, RuleBootResumes,
 	RuleEmits, RuleQuestionOnce, RuleQuestionByClient, RuleQuestionListed, RuleContinuation,
 	RuleApproval, RuleAlways, RuleFinalAsk, RuleChildOnce, RuleNoticeOnce, RuleJobSettled, RuleOrphanChild, RuleTaskResult, RuleTaskEndReason,
-	RuleChildOwnPrompt, RuleInterruptCause, RuleWakeDue, RuleWakeLoop, RuleRetryNotEarly, RuleRetryBudget, RuleRetryDelay, RuleRetryHint,
+	RuleChildOwnPrompt, RuleInterruptCause, RuleWakeDue, RuleWakeLoop, RuleStartsHere, RuleRetryNotEarly, RuleRetryBudget, RuleRetryDelay, RuleRetryHint,
 	RuleRetryNotResumed, RuleRetryOwned, RuleDeleteGone, RuleDeleteAnswer, RuleDeleteEmpty}
 
 // Violation is one broken invariant, tied to the first event that shows it
@@ -121,6 +121,10 @@ type Result struct {
 	// Retries counts the provider retries scheduled; RetriesGaveUp the
 	// turns that failed model once their step's retries were spent.
 	Retries, RetriesGaveUp int
+	// WakeStarts counts the executions a wake-up started for a claim the
+	// instance it was delivered to had taken (RuleStartsHere);
+	// WakeStartsFaulted those of them excused by a storage fault since.
+	WakeStarts, WakeStartsFaulted int
 
 	Violations []Violation
 }
@@ -173,6 +177,7 @@ func Tree(path string, ledger *Ledger, opts Options) (Result, error) {
 	ck.finalAsks()
 	ck.observed(ledger)
 	ck.emits(ledger)
+	ck.startsHere(ledger)
 	diffs, err := rebuildDiffs(db)
 	var replay *replayError
 	switch {

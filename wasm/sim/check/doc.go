@@ -118,6 +118,18 @@
 //     wake-up is not delivered again and again at one instant, re-armed
 //     in the past while nothing progresses (wake-not-hot, seen by the
 //     host);
+//   - a claim an instance took while serving (a prompt admitted, a reply
+//     or a child's end that resolved a parked step's last blocker, a
+//     notice admitted) starts its execution there, not at that instance's
+//     next wake-up: no execution but a scheduled retry is started by a
+//     wake-up delivered to the instance that committed the event that
+//     took its claim (its session's latest before it but the admissions
+//     of other prompts, which queue behind a claim), when storage refused
+//     no write from that event's transaction to the delivery, and
+//     reported no commit failed though durable in that stretch unless a
+//     timer of the instance's was set at the delivery (a writer waiting
+//     for its rerun) (claim-starts-here, startshere.go; the host records
+//     the deliveries and who committed what);
 //   - a tree a client deleted (delete.go, DeletedTree) is judged by every
 //     rule above on its database as it was just before the delete's
 //     commit, but for those that hold only at quiescence (Options.Cut: a

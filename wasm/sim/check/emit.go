@@ -40,6 +40,14 @@ type Commit struct {
 	Boot int   `json:"boot"`
 	From int64 `json:"from"`
 	To   int64 `json:"to"`
+	// Refused counts the writes the tree's storage had refused, Late the
+	// commits it had reported failed though durable (a late IOERR), when
+	// the commit's transaction began (RuleStartsHere).
+	Refused int `json:"refused,omitempty"`
+	Late    int `json:"late,omitempty"`
+	// Failed says the COMMIT was reported failed though it was durable
+	// (RuleStartsHere).
+	Failed bool `json:"failed,omitempty"`
 }
 
 // Emitted is one durable event as an instance emitted it.

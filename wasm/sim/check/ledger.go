@@ -61,6 +61,9 @@ type Ledger struct {
 	// Retry-After or retry-after-ms): a retry of one must not come sooner
 	// (RuleRetryHint).
 	Hints []Hint `json:"hints,omitempty"`
+	// Wakes are the deliveries of the wake-up to a serving instance, in
+	// order (RuleStartsHere).
+	Wakes []Wake `json:"wakes,omitempty"`
 	// Delete is what the clients and the host saw of the tree's deletion
 	// (nil: no client deleted it; delete.go).
 	Delete *Deletion `json:"delete,omitempty"`
