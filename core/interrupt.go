@@ -193,6 +193,7 @@ func (inst *Instance) interrupt(ctx context.Context, sessionID, reason string, r
 		case <-graceUp:
 			inst.claimMu.Lock()
 			if inst.runningExecution(sessionID) == x {
+				letGo := inst.claimLetGo
 				did, err := inst.interruptDirect(ctx, sessionID, reason, x, rp, taskPrompt)
 				if errors.Is(err, errRunningChanged) {
 					inst.claimMu.Unlock()
@@ -205,6 +206,14 @@ func (inst *Instance) interrupt(ctx context.Context, sessionID, reason string, r
 					// The fence now stops x's writes; forget it so the
 					// session can run again. On failure x keeps the claim.
 					inst.unregister(x)
+					if inst.claimLetGo != letGo {
+						// The record waited for storage with the claim lock
+						// let go: a prompt admitted meanwhile took the claim,
+						// found x still running here and started nothing.
+						// It starts now, not at the next wake-up (nothing if
+						// no claim waits).
+						inst.startLocked(context.WithoutCancel(ctx), sessionID, event.CausePrompt)
+					}
 				}
 				inst.claimMu.Unlock()
 				return did || stopped, err
