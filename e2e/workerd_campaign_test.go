@@ -389,6 +389,10 @@ func TestWorkerdEvictAndPanic(t *testing.T) {
 			s := w.client(t)
 			sid := s.create()
 			booted := `msg="tree booted" tree=` + sid
+			// The create's own boot first: wrangler's output may show its
+			// line only after the create's answer (so the count below once
+			// read 0, then 2, under load).
+			w.waitLog(t, booted, 30*time.Second)
 			boots := strings.Count(w.logs.String(), booted)
 			code, body := s.raw(http.MethodPost, "/v1/sessions/"+sid+"/test/alarm?then="+then)
 			require.Equal(t, http.StatusNoContent, code, "%s", body)
