@@ -273,9 +273,13 @@ func (t *tree) noteEgressAfterDelete(g *guest, target string, kind abi.EgressKin
 // and a DELETE was answered 204 or 404: the guest then knows the tree is
 // gone. Before that a guest whose delete's COMMIT was durable but
 // reported failed takes the tree for still there, and rightly arms the
-// wake-up that reopens it.
+// wake-up that reopens it. A zombie's arm is not judged here: a
+// superseded instance still running knows nothing of the delete its
+// successor committed, as its writes are fenced rather than refused; the
+// wake-up it arms boots the deleted tree, and that boot must find nothing
+// to resume (noteBootAfterDelete).
 func (t *tree) noteWakeAfterDelete(g *guest, at int64) {
-	if t.deleted() && t.del.done {
+	if t.deleted() && t.del.done && !g.zombie {
 		t.ledger.Delete.WakeArms = append(t.ledger.Delete.WakeArms, fmt.Sprintf("boot %d at %d (phase %v): at %d", g.boot, t.now, g.phase, at))
 	}
 }
