@@ -105,15 +105,7 @@ func (o *Object) unmade(ctx context.Context, w httpmsg.ResponseWriter, r *httpms
 // tree and its alarm still stored, and the client's retry told 404, read
 // by the front as deleted (204).
 func (o *Object) forgetStorage() (err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			je, ok := p.(js.Error)
-			if !ok {
-				panic(p)
-			}
-			err = errors.New(jsText(je.Value))
-		}
-	}()
+	defer recoverJS(&err)
 	o.alarm.clear()
 	return o.deleteStorage()
 }

@@ -71,19 +71,22 @@ func catch(work func() (any, error)) (v any, err error) {
 }
 
 // callJS makes the JS call f and returns what it returns, or, when it
-// throws, the exception's message as an error (a panic of a js.Error
-// otherwise); any other panic goes on.
+// throws, the exception's message as an error (recoverJS).
 func callJS(f func() js.Value) (v js.Value, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			je, ok := p.(js.Error)
-			if !ok {
-				panic(p)
-			}
-			err = errors.New(jsText(je.Value))
-		}
-	}()
+	defer recoverJS(&err)
 	return f(), nil
+}
+
+// recoverJS, deferred, turns a JS exception thrown into Go (a panic of a
+// js.Error) into an error carrying its message; any other panic goes on.
+func recoverJS(err *error) {
+	if p := recover(); p != nil {
+		je, ok := p.(js.Error)
+		if !ok {
+			panic(p)
+		}
+		*err = errors.New(jsText(je.Value))
+	}
 }
 
 // await waits for a JS Promise from a goroutine (never from a synchronous

@@ -98,6 +98,19 @@ func openedObject(t *testing.T) (*Object, js.Value) {
 	return o, storage
 }
 
+// serveFront serves o the front's create (POST) or delete (DELETE) of
+// tree "root" for principal "tester".
+func serveFront(t *testing.T, o *Object, method string) *answer {
+	path := map[string]string{httpmsg.MethodPost: "/v1/sessions", httpmsg.MethodDelete: "/v1/sessions/root"}[method]
+	r, err := httpmsg.NewRequest(context.Background(), method, "https://object"+path, nil)
+	require.NoError(t, err)
+	r.Header.Set(TreeHeader, "root")
+	r.Header.Set(PrincipalHeader, "tester")
+	w := &answer{header: httpmsg.Header{}}
+	o.ServeHTTP(w, r)
+	return w
+}
+
 // treeDriverNever is a driver for a tree that never runs a turn.
 type treeDriverNever struct{}
 
@@ -112,15 +125,7 @@ func (treeDriverNever) Run(context.Context, *core.Execution) core.Outcome {
 func TestRoutePanicGivesTheObjectUp(t *testing.T) {
 	o, storage := openedObject(t)
 	bridge, alarm := o.bridge, o.alarm
-	serve := func(method string) *answer {
-		r, err := httpmsg.NewRequest(context.Background(), method, "https://object/v1/sessions"+map[string]string{"POST": "", "DELETE": "/root"}[method], nil)
-		require.NoError(t, err)
-		r.Header.Set(TreeHeader, "root")
-		r.Header.Set(PrincipalHeader, "tester")
-		w := &answer{header: httpmsg.Header{}}
-		o.ServeHTTP(w, r)
-		return w
-	}
+	serve := func(method string) *answer { return serveFront(t, o, method) }
 	require.Equal(t, httpmsg.StatusCreated, serve(httpmsg.MethodPost).status)
 	require.False(t, bridge.Get("giveUp").Truthy())
 
@@ -180,12 +185,7 @@ func TestUnmadeLeavesATreeWhoseRootCannotBeRead(t *testing.T) {
 func TestDeleteClearsTheAlarmForGood(t *testing.T) {
 	o, storage := openedObject(t)
 	for _, method := range []string{httpmsg.MethodPost, httpmsg.MethodDelete} {
-		r, err := httpmsg.NewRequest(context.Background(), method, "https://object/v1/sessions"+map[string]string{"POST": "", "DELETE": "/root"}[method], nil)
-		require.NoError(t, err)
-		r.Header.Set(TreeHeader, "root")
-		r.Header.Set(PrincipalHeader, "tester")
-		w := &answer{header: httpmsg.Header{}}
-		o.ServeHTTP(w, r)
+		w := serveFront(t, o, method)
 		require.Less(t, w.status, 300, "%s: %s", method, w.body.String())
 	}
 	calls := recordedCalls(storage)
