@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"sync"
+	"sync/atomic"
 
 	"github.com/revenantrt/revenant/core/event"
 	"github.com/revenantrt/revenant/core/logs"
@@ -116,6 +117,13 @@ type Execution struct {
 	// with the claim lock let go, so drain starts whatever took the claim
 	// meanwhile (finish).
 	startAfter bool
+	// startWanted: a start of x's session found x still registered here
+	// (startLocked) and started nothing, so x's end starts the session's
+	// claim once x is gone (drain; an interrupt that forgets x). The claim
+	// may have been taken at any point of x's life, whether or not x's own
+	// record waited: a prompt admitted after x's turn was interrupted
+	// while x was still stopping, say, whose finish then writes nothing.
+	startWanted atomic.Bool
 }
 
 // interruptAsked notes an interrupt request that has told x to stop and
@@ -608,7 +616,7 @@ func (inst *Instance) drain(x *Execution) {
 			// taken for this one's.
 			inst.interruptChildren(context.WithoutCancel(x.ctx), x.sessionID)
 		}
-		if x.startAfter {
+		if x.startAfter || x.startWanted.Load() {
 			// Nothing if the claim is not there, or names an execution.
 			inst.claimMu.Lock()
 			inst.startLocked(context.WithoutCancel(x.ctx), x.sessionID, event.CausePrompt)

@@ -206,7 +206,7 @@ func (inst *Instance) interrupt(ctx context.Context, sessionID, reason string, r
 					// The fence now stops x's writes; forget it so the
 					// session can run again. On failure x keeps the claim.
 					inst.unregister(x)
-					if inst.claimLetGo != letGo {
+					if inst.claimLetGo != letGo || x.startWanted.Load() {
 						// The record waited for storage with the claim lock
 						// let go: a prompt admitted meanwhile took the claim,
 						// found x still running here and started nothing.

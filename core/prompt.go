@@ -178,7 +178,11 @@ func (inst *Instance) startLocked(ctx context.Context, sessionID, cause string) 
 	w := inst.newWrite()
 	w.locked = true
 	w.before = func(int) error {
-		if inst.isClosed() || inst.runningExecution(sessionID) != nil {
+		if inst.isClosed() {
+			return errNothing
+		}
+		if x := inst.runningExecution(sessionID); x != nil {
+			x.startWanted.Store(true) // x's end starts it
 			return errNothing
 		}
 		return nil
