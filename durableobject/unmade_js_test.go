@@ -7,7 +7,6 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"path/filepath"
 	"slices"
 	"syscall/js"
 	"testing"
@@ -19,7 +18,6 @@ import (
 	"github.com/revenantrt/revenant/core/fakehost"
 	"github.com/revenantrt/revenant/core/httpmsg"
 	"github.com/revenantrt/revenant/recovery"
-	"github.com/revenantrt/revenant/sqlitedb"
 )
 
 // answer is a response as a handler wrote it.
@@ -84,9 +82,7 @@ func openedObject(t *testing.T) (*Object, js.Value) {
 			deleteAll() { calls.push("deleteAll"); return Promise.resolve(); } };`).Invoke()
 	bridge := jsFunc(nil, `return {};`).Invoke()
 	bridge.Set("storage", storage)
-	db, err := sqlitedb.Open("file:"+filepath.Join(t.TempDir(), "tree.db")+"?vfs="+lockFreeVFS+"&_pragma=locking_mode(exclusive)", sqlitedb.Options{})
-	require.NoError(t, err)
-	t.Cleanup(func() { db.Close() })
+	db := openTreeDB(t)
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	alarm := NewAlarm(storage, 0)
 	host := core.Host{DB: db, Clock: fakehost.NewClock(1767225600000), Wake: alarm, IDs: &fakehost.IDs{Prefix: "id"}, Log: quiet}
@@ -147,19 +143,9 @@ func TestRoutePanicGivesTheObjectUp(t *testing.T) {
 // the client's retry finds the tree as it was. Deleted there, a tree whose
 // owner was never checked would be gone.
 func TestUnmadeLeavesATreeWhoseRootCannotBeRead(t *testing.T) {
-	store, calls := newAlarmStandIn(t, 0)
-	db, err := sqlitedb.Open("file:"+filepath.Join(t.TempDir(), "tree.db")+"?vfs="+lockFreeVFS+"&_pragma=locking_mode(exclusive)", sqlitedb.Options{})
-	require.NoError(t, err)
-	t.Cleanup(func() { db.Close() })
-	flaky := &failingDB{DB: db}
-	clock := fakehost.NewClock(1767225600000)
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	host := core.Host{DB: flaky, Clock: clock, Wake: store, IDs: &fakehost.IDs{Prefix: "id"}, Log: quiet}
-	inst, _, err := recovery.Boot(context.Background(), host, core.NewConfig(), &retryDriver{clock: clock})
-	require.NoError(t, err)
-	t.Cleanup(inst.Abandon)
+	store, calls, flaky, inst, quiet := bootOnFlakyStorage(t)
 	ctx := context.Background()
-	_, err = inst.CreateSession(ctx, core.NewSession{ID: "root", Principal: "tester"})
+	_, err := inst.CreateSession(ctx, core.NewSession{ID: "root", Principal: "tester"})
 	require.NoError(t, err)
 	o := &Object{treeID: "root", log: quiet, alarm: store, inst: inst}
 

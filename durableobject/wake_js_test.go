@@ -104,9 +104,7 @@ func TestWakeRearmsAnIdleObjectThatStillHoldsAClaim(t *testing.T) {
 		return s;`).Invoke()
 	calls := func() []string { return recordedCalls(storage) }
 
-	db, err := sqlitedb.Open("file:"+filepath.Join(t.TempDir(), "tree.db")+"?vfs="+lockFreeVFS+"&_pragma=locking_mode(exclusive)", sqlitedb.Options{})
-	require.NoError(t, err)
-	t.Cleanup(func() { db.Close() })
+	db := openTreeDB(t)
 	clock := fakehost.NewClock(1767225600000)
 	driver := &retryDriver{clock: clock, storage: storage, failArmAt: 2}
 	alarm := NewAlarm(storage, 0)
@@ -166,17 +164,7 @@ func (d *failingDB) Tx(ctx context.Context, fn func(storage.Tx) error) error {
 // then doubling, counted once per wake. Without it the tree is left with
 // no alarm at all until a client calls.
 func TestWakeWhoseStorageFailsArmsItsRetry(t *testing.T) {
-	store, calls := newAlarmStandIn(t, 0)
-	db, err := sqlitedb.Open("file:"+filepath.Join(t.TempDir(), "tree.db")+"?vfs="+lockFreeVFS+"&_pragma=locking_mode(exclusive)", sqlitedb.Options{})
-	require.NoError(t, err)
-	t.Cleanup(func() { db.Close() })
-	flaky := &failingDB{DB: db}
-	clock := fakehost.NewClock(1767225600000)
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	host := core.Host{DB: flaky, Clock: clock, Wake: store, IDs: &fakehost.IDs{Prefix: "id"}, Log: quiet}
-	inst, _, err := recovery.Boot(context.Background(), host, core.NewConfig(), &retryDriver{clock: clock})
-	require.NoError(t, err)
-	t.Cleanup(inst.Abandon)
+	store, calls, flaky, inst, quiet := bootOnFlakyStorage(t)
 	o := &Object{opts: Options{AlarmHold: time.Minute}, log: quiet, alarm: store, inst: inst}
 
 	flaky.fail.Store(true)
@@ -184,7 +172,7 @@ func TestWakeWhoseStorageFailsArmsItsRetry(t *testing.T) {
 		n := len(calls())
 		store.delivered() // as the alarm that runs wake
 		before := time.Now().UnixMilli()
-		_, err = o.wake(nil)
+		_, err := o.wake(nil)
 		after := time.Now().UnixMilli()
 		require.NoError(t, err)
 		set := calls()[n:]
@@ -194,4 +182,30 @@ func TestWakeWhoseStorageFailsArmsItsRetry(t *testing.T) {
 		assert.True(t, before+delay <= at && at <= after+delay, "wake %d armed %d ms after it, want %d", wake+1, at-before, delay)
 		assert.Equal(t, wake+1, o.sweepFailures, "wake %d counts once", wake+1)
 	}
+}
+
+// openTreeDB opens a new tree database in the test's directory, closed
+// when the test ends.
+func openTreeDB(t *testing.T) *sqlitedb.DB {
+	t.Helper()
+	db, err := sqlitedb.Open("file:"+filepath.Join(t.TempDir(), "tree.db")+"?vfs="+lockFreeVFS+"&_pragma=locking_mode(exclusive)", sqlitedb.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// bootOnFlakyStorage boots a tree over storage the test can make refuse
+// every transaction (flaky.fail), its wake-up an alarm stand-in whose
+// calls are recorded.
+func bootOnFlakyStorage(t *testing.T) (store *Alarm, calls func() []string, flaky *failingDB, inst *core.Instance, quiet *slog.Logger) {
+	t.Helper()
+	store, calls = newAlarmStandIn(t, 0)
+	flaky = &failingDB{DB: openTreeDB(t)}
+	clock := fakehost.NewClock(1767225600000)
+	quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+	host := core.Host{DB: flaky, Clock: clock, Wake: store, IDs: &fakehost.IDs{Prefix: "id"}, Log: quiet}
+	inst, _, err := recovery.Boot(context.Background(), host, core.NewConfig(), &retryDriver{clock: clock})
+	require.NoError(t, err)
+	t.Cleanup(inst.Abandon)
+	return store, calls, flaky, inst, quiet
 }
