@@ -266,10 +266,13 @@ func (h *Handler) boot(r *httpmsg.Request, queryToken bool) (*Tree, error) {
 		return nil, fail(ErrNotFound, "no such session")
 	}
 	next := func(ctx context.Context) (*core.Instance, error) {
-		inst, info, err := h.trees.Get(ctx, rootID)
-		if err == nil && info.Principal != owner.Principal {
-			// Deleted and its id taken by another principal's tree since
-			// (a library caller may reuse an id): not this caller's tree.
+		inst, now, err := h.trees.Get(ctx, rootID)
+		if err == nil && (now.Principal != info.Principal || now.CreatedAt != info.CreatedAt) {
+			// Deleted and its id taken by another tree since (a library
+			// caller may reuse an id), another principal's or the same
+			// one's: not the tree the stream was opened on. Its creation
+			// time tells them apart (a re-creation within the same
+			// millisecond would not be told).
 			return nil, fail(ErrNotFound, "no such session")
 		}
 		return inst, err

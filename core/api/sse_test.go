@@ -394,36 +394,40 @@ func TestEventsCursorPastTheLogRefused(t *testing.T) {
 }
 
 // A stream follows its tree to the next instance only while the tree is
-// still its caller's: a library caller may delete a tree and create
-// another under the same id for another principal (api.Index takes any
-// root id), and the stream, opened by the first owner, must end rather
-// than send the new owner's events.
-func TestStreamDoesNotFollowTheIDToAnotherPrincipal(t *testing.T) {
-	d := treetest.NewDriver(16)
-	d.Release()
-	f := newFixture(t, d, nil) // every request is the anonymous principal's
-	id := f.client(t, "").create()
-	frames, ready := make(chan frame, 256), make(chan error, 1)
-	go follow(f.srv.URL+"/v1/sessions/"+id+"/events", http.Header{}, ready, frames)
-	streaming(t, ready)
+// still the one it was opened on: a library caller may delete a tree and
+// create another under the same id (api.Index takes any root id), for
+// another principal or for the same one, and the stream must end rather
+// than send the new tree's events (or skip them up to its old cursor).
+func TestStreamDoesNotFollowTheIDToAnotherTree(t *testing.T) {
+	for _, newOwner := range []string{"bob", api.AnonymousPrincipal} {
+		t.Run(newOwner, func(t *testing.T) {
+			d := treetest.NewDriver(16)
+			d.Release()
+			f := newFixture(t, d, nil) // every request is the anonymous principal's
+			id := f.client(t, "").create()
+			frames, ready := make(chan frame, 256), make(chan error, 1)
+			go follow(f.srv.URL+"/v1/sessions/"+id+"/events", http.Header{}, ready, frames)
+			streaming(t, ready)
 
-	// The id is taken by bob's tree while the stream's instance still
-	// runs; bob's session speaks; then the old instance stops.
-	old := f.trees.tree(id)
-	f.trees.mu.Lock()
-	delete(f.trees.trees, id)
-	f.trees.mu.Unlock()
-	_, err := f.trees.Create(context.Background(), id, "bob", func(inst *core.Instance) error {
-		_, err := inst.CreateSession(context.Background(), core.NewSession{ID: id, Principal: "bob"})
-		return err
-	})
-	require.NoError(t, err)
-	bob := f.trees.tree(id).node
-	bob.Admit(id, "bob's private words")
-	bob.Idle()
-	require.NoError(t, old.node.Inst.Close(context.Background()))
+			// The id is taken by a new tree while the stream's instance
+			// still runs; its session speaks; then the old instance stops.
+			old := f.trees.tree(id)
+			f.trees.mu.Lock()
+			delete(f.trees.trees, id)
+			f.trees.mu.Unlock()
+			_, err := f.trees.Create(context.Background(), id, newOwner, func(inst *core.Instance) error {
+				_, err := inst.CreateSession(context.Background(), core.NewSession{ID: id, Principal: newOwner})
+				return err
+			})
+			require.NoError(t, err)
+			fresh := f.trees.tree(id).node
+			fresh.Admit(id, "the new tree's words")
+			fresh.Idle()
+			require.NoError(t, old.node.Inst.Close(context.Background()))
 
-	for fr := range frames { // closed when the stream ends
-		require.NotContains(t, fr.data, "bob's private words", "the stream went on into bob's tree")
+			for fr := range frames { // closed when the stream ends
+				require.NotContains(t, fr.data, "the new tree's words", "the stream went on into another tree")
+			}
+		})
 	}
 }
