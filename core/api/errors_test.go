@@ -97,6 +97,27 @@ func TestDecodeErrorKinds(t *testing.T) {
 	assert.Equal(t, "config.model", de.Field)
 }
 
+// A number too large for a float64 (1e999) is well-formed JSON: where a
+// string is expected it is a member of the wrong type (invalid_request),
+// as any other number there is, never "not valid JSON".
+func TestDecodeHugeNumberIsWrongType(t *testing.T) {
+	for _, body := range []string{`{"text":"a","id":1e999}`, `{"text":-1e999}`, `{"text":"a","mode":123456789e400}`} {
+		_, err := api.DecodePrompt([]byte(body))
+		var de *api.DecodeError
+		require.ErrorAs(t, err, &de, body)
+		assert.Equal(t, api.ProblemWrongType, de.Problem, "%s: %v", body, err)
+		assert.Equal(t, api.ErrInvalidRequest, api.ErrorOf(err).Type, body)
+	}
+	for _, body := range []string{`{"config":{"tools":[1e400]}}`, `{"config":{"model":1e999}}`, `{"config":{"permissions":[{"action":1e999}]}}`} {
+		_, err := api.DecodeCreate([]byte(body))
+		assert.Equal(t, api.ErrInvalidRequest, api.ErrorOf(err).Type, "%s: %v", body, err)
+	}
+	_, err := api.DecodeReply([]byte(`{"answers":[1e999],"response_id":"r"}`), "question")
+	assert.NoError(t, err, "answers are checked against the question, later")
+	_, err = api.DecodeReply([]byte(`{"reply":"once","response_id":1e999}`), "permission")
+	assert.Equal(t, api.ErrInvalidRequest, api.ErrorOf(err).Type, "%v", err)
+}
+
 // WriteError is the one writer of error answers, for hosts too.
 func TestWriteError(t *testing.T) {
 	w := httptest.NewRecorder()

@@ -2,12 +2,14 @@ package api_test
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
 	"net/url"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/revenantrt/revenant/core/api"
 	"github.com/revenantrt/revenant/core/fakehost"
@@ -15,10 +17,12 @@ import (
 	"github.com/revenantrt/revenant/internal/treetest"
 )
 
-// The decoders never panic and every rejection is a client error. CI runs
-// each target for a fixed short time (make fuzz).
+// The decoders never panic and every rejection is a client error; a
+// well-formed JSON object in UTF-8 is never called malformed (its numbers may not
+// fit a float64: 1e999). CI runs each target for a fixed short time (make
+// fuzz).
 func fuzzDecoder(f *testing.F, seeds []string, decode func([]byte) error) {
-	for _, s := range seeds {
+	for _, s := range append(seeds, `{"text":"a","id":1e999}`, `{"config":{"tools":[-1e400]}}`, `{"answers":[1E999],"response_id":1e999}`) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
@@ -29,6 +33,11 @@ func fuzzDecoder(f *testing.F, seeds []string, decode func([]byte) error) {
 		status := api.StatusOf(err)
 		if status < 400 || status >= 500 {
 			t.Fatalf("decoder error %v maps to %d, want 4xx", err, status)
+		}
+		var de *api.DecodeError
+		if trimmed := strings.TrimSpace(string(body)); utf8.Valid(body) && json.Valid(body) && strings.HasPrefix(trimmed, "{") &&
+			errors.As(err, &de) && de.Problem == api.ProblemSyntax {
+			t.Fatalf("a well-formed object %q is refused as malformed: %v", body, err)
 		}
 	})
 }

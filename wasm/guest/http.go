@@ -58,6 +58,10 @@ func (g *guest) serve(id uint64, in abi.Request) {
 			r.Header = in.Header
 		}
 		r.URL.RawPath = u.RawPath
+		// The query as the host received it: a '#' in it is query text
+		// on the local server (net/http keeps it there), not the start
+		// of a fragment that parsing u's text back would cut off.
+		r.URL.RawQuery, r.URL.Fragment, r.URL.RawFragment = in.RawQuery, "", ""
 		r.Host = "guest"
 		var hw httpmsg.ResponseWriter = w
 		if r.Method == httpmsg.MethodPost && r.URL.Path == "/v1/sessions" {

@@ -317,6 +317,13 @@ func (t *Tree) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 			w.WriteHeader(p.Status)
 			wroteHead = true
+			if flusher != nil && strings.HasPrefix(p.Header.Get("Content-Type"), "text/event-stream") {
+				// An event stream's head goes out at once, as in process
+				// (the API flushes it before any event): a stream with
+				// nothing to send yet is open for its client now, not at
+				// its first heartbeat.
+				flusher.Flush()
+			}
 		case ok && p.Kind == abi.PartBody:
 			if _, err := w.Write(p.Body); err != nil {
 				t.cancel(id)
