@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/revenantrt/revenant/core"
 )
@@ -41,4 +42,33 @@ func TestTurnGoesOnWhenStorageSyncFails(t *testing.T) {
 			assert.Equal(t, core.Succeeded, out.Kind)
 		})
 	}
+}
+
+// A turn waits for storage.sync() to settle before it runs (the writes
+// that admitted it durable, the 202 let go first), not only for a timer
+// tick.
+func TestTurnWaitsForStorageSync(t *testing.T) {
+	storage := js.Global().Get("Object").New()
+	resolve := js.Global().Get("Object").New()
+	storage.Set("sync", js.Global().Call("eval", `(r) => () => new Promise((ok) => { r.ok = ok; })`).Invoke(resolve))
+	bridge := js.Global().Get("Object").New()
+	bridge.Set("storage", storage)
+	o := &Object{bridge: bridge, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	ran := make(chan struct{})
+	d := o.afterAnswer(core.DriverFunc(func(context.Context, *core.Execution) core.Outcome {
+		close(ran)
+		return core.Outcome{Kind: core.Succeeded}
+	}))
+	go d.Run(context.Background(), nil)
+	for range 3 { // every goroutine and timer that could run has run
+		nextTask()
+	}
+	select {
+	case <-ran:
+		t.Fatal("the turn ran before storage.sync() settled")
+	default:
+	}
+	require.Equal(t, js.TypeFunction, resolve.Get("ok").Type(), "sync was called")
+	resolve.Call("ok")
+	<-ran
 }

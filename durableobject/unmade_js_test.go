@@ -5,6 +5,7 @@ package durableobject
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"slices"
@@ -63,8 +64,16 @@ func TestUnmadeTreeWhoseDeleteFailsIsUnavailable(t *testing.T) {
 				return
 			}
 			assert.Equal(t, httpmsg.StatusServiceUnavailable, w.status, "%s", w.body.String())
-			assert.Contains(t, w.body.String(), `"type":"unavailable"`)
-			assert.NotContains(t, recordedCalls(storage), "deleteAll", "the storage is still there")
+			var body struct {
+				Error struct{ Type string } `json:"error"`
+			}
+			require.NoError(t, json.Unmarshal(w.body.Bytes(), &body), "one error, answered once: %s", w.body.String())
+			assert.Equal(t, "unavailable", body.Error.Type)
+			calls := recordedCalls(storage)
+			assert.NotContains(t, calls, "deleteAll", "the storage is still there")
+			require.NotEmpty(t, calls)
+			assert.Equal(t, "set", calls[len(calls)-1], "the alarm the delete cleared is set again: %v", calls)
+			assert.False(t, o.alarm.isCleared())
 			assert.Equal(t, "the tree's storage could not be deleted", bridge.Get("giveUp").String(), "a fresh object serves the tree next")
 		})
 	}
@@ -180,4 +189,26 @@ func TestDeleteClearsTheAlarmForGood(t *testing.T) {
 	assert.Equal(t, "delete", calls[i-1], "the alarm is deleted just before the storage: %v", calls)
 	require.NoError(t, o.alarm.Arm(context.Background(), 1))
 	assert.Equal(t, calls, recordedCalls(storage), "an arm after the delete sets nothing")
+	// Deleted, the tree is not there: deleting it again is 404 and touches
+	// no storage (unmade leaves a deleted tree alone).
+	assert.Equal(t, httpmsg.StatusNotFound, serveFront(t, o, httpmsg.MethodDelete).status)
+	assert.Equal(t, calls, recordedCalls(storage), "a second delete touches no storage")
+}
+
+// A panic in a tree route (not only a directory route) that core/api
+// answers 500 gives the object up too: what the panic cut short is as
+// unknown there. Here the route finds no instance to serve.
+func TestTreeRoutePanicGivesTheObjectUp(t *testing.T) {
+	o, _ := openedObject(t)
+	require.Equal(t, httpmsg.StatusCreated, serveFront(t, o, httpmsg.MethodPost).status)
+	o.ownerSeen = "tester" // the owner check passes without the instance
+	o.inst = nil           // the route panics on it
+	r, err := httpmsg.NewRequest(context.Background(), httpmsg.MethodGet, "https://object/v1/sessions/root", nil)
+	require.NoError(t, err)
+	r.Header.Set(TreeHeader, "root")
+	r.Header.Set(PrincipalHeader, "tester")
+	w := &answer{header: httpmsg.Header{}}
+	o.ServeHTTP(w, r)
+	assert.Equal(t, httpmsg.StatusInternalServerError, w.status, "%s", w.body.String())
+	assert.Equal(t, "a request's handler panicked (GET /v1/sessions/{id})", o.bridge.Get("giveUp").String())
 }

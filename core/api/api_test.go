@@ -350,6 +350,8 @@ func TestTokensRefuseTheAnonymousPrincipal(t *testing.T) {
 	_, err := api.ParseTokens("alice:secret-a, anonymous:secret-b")
 	assert.ErrorContains(t, err, `entry 2: the principal "anonymous" is reserved`)
 	assert.NotContains(t, err.Error(), "secret-b", "no part of a token is printed")
+	_, err = api.ParseTokens("anonymous:secret-b, alice:secret-a")
+	assert.ErrorContains(t, err, `entry 1: the principal "anonymous" is reserved`, "the first entry too")
 	_, err = api.ParseTokens("Anonymous:secret-b")
 	assert.NoError(t, err, "principals are case-sensitive, as every principal check is")
 }

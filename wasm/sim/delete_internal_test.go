@@ -39,12 +39,17 @@ func TestRequestsSentAfterTheDeleteCommittedAreJudgedAsSuch(t *testing.T) {
 // A wake-up armed once the delete committed and its DELETE was answered
 // breaks deleted-stays-gone when the tree's own instance arms it; a
 // zombie's arm is left to the boot it causes, which must find nothing.
+// Before any DELETE was answered 204 or 404 (its commit durable but
+// reported failed) the instance rightly takes the tree for still there.
 func TestWakeArmedAfterTheDeleteIsJudgedUnlessAZombiesArm(t *testing.T) {
-	tr := &tree{del: &deleter{committed: true, done: true}}
+	tr := &tree{del: &deleter{committed: true}}
 	tr.noteSent(&request{a: action{kind: actDelete}}, &guest{t: tr, boot: 2})
 	tr.now = 300
-	tr.noteWakeAfterDelete(&guest{t: tr, boot: 1, zombie: true}, 10300)
+	tr.noteWakeAfterDelete(&guest{t: tr, boot: 2}, 10300)
 	require.NotNil(t, tr.ledger.Delete)
+	assert.Empty(t, tr.ledger.Delete.WakeArms, "an arm before the DELETE's 204 or 404")
+	tr.del.done = true
+	tr.noteWakeAfterDelete(&guest{t: tr, boot: 1, zombie: true}, 10300)
 	assert.Empty(t, tr.ledger.Delete.WakeArms, "a zombie's arm")
 	tr.noteWakeAfterDelete(&guest{t: tr, boot: 2}, 10300)
 	assert.Len(t, tr.ledger.Delete.WakeArms, 1, "the tree's own instance's arm")
