@@ -113,20 +113,19 @@ type Execution struct {
 	// interrupt no request waited for, so drain stops the turn's children.
 	failed, lateInterrupt bool
 	// startWanted: a start of x's session (startLocked) found x registered
-	// here and started nothing; guarded by claimMu. startLocked is the one
-	// place a claim is left unstarted because an execution runs here, so
-	// whatever forgets x starts the session's claim if this is set, under
-	// the claim lock, once x is gone: drain when finish left no next
-	// execution, an interrupt whose direct commit forgot x. Nothing starts
-	// if no claim waits or it names an execution (startLocked). The claim
-	// may have been taken at any point of x's life: while x's record or an
-	// interrupt's direct commit waited for storage with the claim lock let
-	// go, or before x's record began (a prompt admitted after an
-	// interrupt's durable commit, x's body still returning): a count of the
-	// lock's releases around one of those waits misses that last case,
-	// this misses none. It is set only while x is registered and read once
-	// x is not, both under claimMu, so the reading sees every start that
-	// found x.
+	// here and so started nothing. startLocked is how whatever takes a
+	// claim starts it, and the one place a claim is left unstarted because
+	// an execution runs here; x is gone only once unregistered, so whoever
+	// unregisters x starts the session's claim if this is set (startLocked:
+	// nothing if no claim waits or it names an execution): drain when finish left no next execution (after a
+	// handover the claim names the next one), and an interrupt whose direct
+	// commit forgot x, whose body may never return. Guarded by claimMu: set
+	// while x is registered and read once it is not, so the read sees every
+	// start that found x, whenever in x's life its claim was taken: during
+	// a wait for storage of x's record or of an interrupt's direct commit,
+	// or before x's record began (an admission in the interrupt's wait, x's
+	// body returning after it), which a count of the lock's releases across
+	// one of those waits would miss.
 	startWanted bool
 }
 
