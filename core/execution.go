@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"maps"
 	"sync"
-	"sync/atomic"
 
 	"github.com/revenantrt/revenant/core/event"
 	"github.com/revenantrt/revenant/core/logs"
@@ -113,17 +112,21 @@ type Execution struct {
 	// after finish, on the same goroutine). lateInterrupt: it recorded an
 	// interrupt no request waited for, so drain stops the turn's children.
 	failed, lateInterrupt bool
-	// startAfter: finish left no next execution after waiting for storage
-	// with the claim lock let go, so drain starts whatever took the claim
-	// meanwhile (finish).
-	startAfter bool
-	// startWanted: a start of x's session found x still registered here
-	// (startLocked) and started nothing, so x's end starts the session's
-	// claim once x is gone (drain; an interrupt that forgets x). The claim
-	// may have been taken at any point of x's life, whether or not x's own
-	// record waited: a prompt admitted after x's turn was interrupted
-	// while x was still stopping, say, whose finish then writes nothing.
-	startWanted atomic.Bool
+	// startWanted: a start of x's session (startLocked) found x registered
+	// here and so started nothing. startLocked is how whatever takes a
+	// claim starts it, and the one place a claim is left unstarted because
+	// an execution runs here; x is gone only once unregistered, so whoever
+	// unregisters x starts the session's claim if this is set (startLocked:
+	// nothing if no claim waits or it names an execution): drain when finish left no next execution (after a
+	// handover the claim names the next one), and an interrupt whose direct
+	// commit forgot x, whose body may never return. Guarded by claimMu: set
+	// while x is registered and read once it is not, so the read sees every
+	// start that found x, whenever in x's life its claim was taken: during
+	// a wait for storage of x's record or of an interrupt's direct commit,
+	// or before x's record began (an admission in the interrupt's wait, x's
+	// body returning after it), which a count of the lock's releases across
+	// one of those waits would miss.
+	startWanted bool
 }
 
 // interruptAsked notes an interrupt request that has told x to stop and
@@ -616,10 +619,14 @@ func (inst *Instance) drain(x *Execution) {
 			// taken for this one's.
 			inst.interruptChildren(context.WithoutCancel(x.ctx), x.sessionID)
 		}
-		if x.startAfter || x.startWanted.Load() {
-			// Nothing if the claim is not there, or names an execution.
+		if next == nil {
+			// x is gone: a start that found it running is made now, not at
+			// the next wake-up (startWanted). A handover needs none: the
+			// claim names the next execution.
 			inst.claimMu.Lock()
-			inst.startLocked(context.WithoutCancel(x.ctx), x.sessionID, event.CausePrompt)
+			if x.startWanted {
+				inst.startLocked(context.WithoutCancel(x.ctx), x.sessionID, event.CausePrompt)
+			}
 			inst.claimMu.Unlock()
 		}
 		x = next
@@ -669,7 +676,6 @@ func (inst *Instance) finish(x *Execution, out Outcome) *Execution {
 	startNext := !inst.isClosed()
 	inst.claimMu.Lock()
 	defer inst.claimMu.Unlock()
-	letGo := inst.claimLetGo
 
 	// The terminal must land whatever happened to x's context; only the
 	// instance stopping cuts its waits short.
@@ -759,14 +765,12 @@ func (inst *Instance) finish(x *Execution, out Outcome) *Execution {
 		next = nil
 	}
 	if next == nil {
+		// A start made while x was registered (a reply or a child's end
+		// that resolved the step x parked, a prompt or notice admitted
+		// after x's terminal committed, during a wait for storage of this
+		// record with the claim lock let go, say) is drain's to make now
+		// (startWanted).
 		inst.unregister(x)
-		// The record waited for storage with the claim lock let go, x
-		// still registered: a reply or a child's end that resolved the
-		// step x parked, or a prompt or notice admitted after x's terminal
-		// had committed (a late IOERR), may have taken the claim meanwhile
-		// and found x running here, which kept it from starting the next
-		// execution. drain starts it, not the next wake-up.
-		x.startAfter = err == nil && inst.claimLetGo != letGo
 		return nil
 	}
 	return inst.handover(x, next)

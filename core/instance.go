@@ -44,10 +44,6 @@ type Instance struct {
 	// re-arms, and while recovery applies a decision. Never held across a
 	// model request or a tool body.
 	claimMu sync.Mutex
-	// claimLetGo counts the times a write let go of claimMu to wait for
-	// storage (write.waiting); guarded by claimMu. A holder that reads it
-	// twice learns whether others could act in between.
-	claimLetGo uint64
 
 	mu      sync.Mutex // guards the fields below; never held inside a transaction
 	running map[string]*Execution

@@ -193,7 +193,6 @@ func (inst *Instance) interrupt(ctx context.Context, sessionID, reason string, r
 		case <-graceUp:
 			inst.claimMu.Lock()
 			if inst.runningExecution(sessionID) == x {
-				letGo := inst.claimLetGo
 				did, err := inst.interruptDirect(ctx, sessionID, reason, x, rp, taskPrompt)
 				if errors.Is(err, errRunningChanged) {
 					inst.claimMu.Unlock()
@@ -206,12 +205,12 @@ func (inst *Instance) interrupt(ctx context.Context, sessionID, reason string, r
 					// The fence now stops x's writes; forget it so the
 					// session can run again. On failure x keeps the claim.
 					inst.unregister(x)
-					if inst.claimLetGo != letGo || x.startWanted.Load() {
-						// The record waited for storage with the claim lock
-						// let go: a prompt admitted meanwhile took the claim,
-						// found x still running here and started nothing.
-						// It starts now, not at the next wake-up (nothing if
-						// no claim waits).
+					if x.startWanted {
+						// A start found x still running here and started
+						// nothing: a prompt admitted while the record
+						// waited for storage with the claim lock let go,
+						// say. It starts now, not at the next wake-up, nor
+						// when x's body returns (it may never).
 						inst.startLocked(context.WithoutCancel(ctx), sessionID, event.CausePrompt)
 					}
 				}

@@ -182,7 +182,7 @@ func (inst *Instance) startLocked(ctx context.Context, sessionID, cause string) 
 			return errNothing
 		}
 		if x := inst.runningExecution(sessionID); x != nil {
-			x.startWanted.Store(true) // x's end starts it
+			x.startWanted = true // x's end starts it (under claimMu, as here)
 			return errNothing
 		}
 		return nil

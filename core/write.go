@@ -212,7 +212,6 @@ func (w *write) waiting(wt retry.Wait) func() {
 	}
 	level("storage refused a write; retrying", "schedule", wt.Policy, "retry", wt.Retry, "in", wt.Delay, "err", wt.Err)
 	if w.locked {
-		inst.claimLetGo++
 		inst.claimMu.Unlock()
 	}
 	if obs := inst.cfg.retryObserver; obs != nil {
