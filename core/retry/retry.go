@@ -228,8 +228,11 @@ func (l Loop) Run(ctx context.Context, op func(attempt int) error) error {
 		}
 		// The timer is set before the hook hears of the wait, so whoever
 		// drives a virtual clock from the hook can move time past it at once.
-		until := l.Clock.Now() + wait.Milliseconds()
+		// Until is read after it is set: a clock another wait moves meanwhile
+		// may set the timer later than a reading taken before, and moving
+		// time only to that earlier reading would leave it pending.
 		t := startTimer(l.Clock, wait)
+		until := l.Clock.Now() + wait.Milliseconds()
 		var resume func()
 		if l.Waiting != nil {
 			resume = l.Waiting(Wait{Policy: l.Policy.Name, Retry: s.Retries(), Delay: wait, Until: until, Err: err})

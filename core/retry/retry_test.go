@@ -259,3 +259,42 @@ func TestLoopWaitEndsOnStopAndOnContext(t *testing.T) {
 		assert.Zero(t, clock.Pending(), "the timer was stopped")
 	})
 }
+
+// movingClock is a fake clock that another waiter moves on: every reading
+// of the time is followed at once by a step forward, as when a second
+// goroutine's wait is driven between this loop's clock calls.
+type movingClock struct {
+	*fakehost.Clock
+	step time.Duration
+}
+
+func (c movingClock) Now() int64 {
+	now := c.Clock.Now()
+	c.Clock.Set(now + c.step.Milliseconds())
+	return now
+}
+
+// A wait's Until is never earlier than its timer, even when the clock
+// moves while the loop sets the wait up: moving time to Until, as a
+// driver of a virtual clock does, fires the timer (else the loop would
+// wait for good with nothing left to move the clock).
+func TestMovingTimeToUntilFiresTheWaitOnAMovingClock(t *testing.T) {
+	clock := movingClock{Clock: fakehost.NewClock(start), step: time.Second}
+	var waits []retry.Wait
+	l := retry.Loop{Policy: retry.Settlement(), Clock: clock,
+		Waiting: func(w retry.Wait) func() {
+			waits = append(waits, w)
+			clock.Set(w.Until)
+			assert.Zero(t, clock.Pending(), "moving time to Until fired the wait's timer")
+			clock.Set(w.Until + time.Hour.Milliseconds()) // never hang, whatever Until said
+			return nil
+		}}
+	err := l.Run(ctx, func(attempt int) error {
+		if attempt == 1 {
+			return errFlaky
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	require.Len(t, waits, 1)
+}
