@@ -1,0 +1,56 @@
+package core_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/revenantrt/revenant/core"
+	"github.com/revenantrt/revenant/core/retry"
+	"github.com/revenantrt/revenant/internal/faultvfs"
+	"github.com/revenantrt/revenant/internal/treetest"
+)
+
+// The start drain makes once a turn's execution is gone (startWanted) is a
+// write like any other start: under the claim lock, which its wait for
+// storage lets go and takes back. A prompt admitted while the turn's
+// terminal waits for its rerun (a late IOERR) is started by drain; that
+// start's own write is refused once, so it waits too. Made outside the
+// claim lock, that wait would unlock a mutex nobody holds (a fatal error),
+// and the sweep could see the claim without its execution.
+func TestTheStartAfterAnExecutionEndsWaitsForStorageUnderTheClaimLock(t *testing.T) {
+	tr := treetest.New(t)
+	f := tr.Faults()
+	d := lateDriver{f: f, started: make(chan *core.Execution, 4)}
+	n := tr.Boot(d)
+	sid := n.NewSession("s")
+	var first, next string
+	var started *core.Execution
+	waits := 0
+	tr.DriveEach(func() {
+		first = n.Admit(sid, "end")
+		<-d.started
+		select {
+		case started = <-d.started:
+			n.Idle()
+		case <-time.After(30 * time.Second): // only to fail instead of hanging
+		}
+	}, func(retry.Wait) {
+		waits++
+		if waits == 1 {
+			// The terminal's rerun waits: admit, and refuse the next write,
+			// the start drain makes once the rerun found its record stored.
+			next = n.Admit(sid, "next")
+			f.FailNext(1, faultvfs.IOErrWrite)
+		}
+	})
+	require.Equal(t, 1, f.LateCommits(), "the terminal met its late IOERR")
+	require.Equal(t, 2, waits, "the terminal's rerun and the start's retry")
+	require.NotNil(t, started, "the admitted prompt's turn waits for the next wake-up")
+	assert.Equal(t, next, started.PromptID())
+	assert.Equal(t, "succeeded", tr.PromptState(first))
+	assert.Equal(t, "succeeded", tr.PromptState(next))
+	assert.False(t, tr.Claim("s").Exists)
+}
