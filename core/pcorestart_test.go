@@ -1,6 +1,7 @@
 package core_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -8,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/revenantrt/revenant/core"
+	"github.com/revenantrt/revenant/core/event"
 	"github.com/revenantrt/revenant/core/retry"
 	"github.com/revenantrt/revenant/internal/faultvfs"
 	"github.com/revenantrt/revenant/internal/treetest"
@@ -53,4 +55,46 @@ func TestTheStartAfterAnExecutionEndsWaitsForStorageUnderTheClaimLock(t *testing
 	assert.Equal(t, "succeeded", tr.PromptState(first))
 	assert.Equal(t, "succeeded", tr.PromptState(next))
 	assert.False(t, tr.Claim("s").Exists)
+}
+
+// An execution stuck past the interrupt's grace period keeps its claim,
+// and stays registered here, when storage refuses the interrupt's direct
+// commit for the whole write schedule: only a commit that landed fences
+// its writes. Forgotten anyway, the session would look idle while its body
+// runs, and idle eviction or a sweep could slip in beside it.
+func TestADirectInterruptThatStorageRefusedLeavesTheStuckExecutionRegistered(t *testing.T) {
+	tr := treetest.New(t)
+	f := tr.Faults()
+	started := make(chan *core.Execution, 4)
+	release := make(chan struct{})
+	n := tr.Boot(core.DriverFunc(func(ctx context.Context, x *core.Execution) core.Outcome {
+		started <- x
+		<-release // a body that ignores its cancellation
+		return core.Outcome{Kind: core.Stopped}
+	}))
+	sid := n.NewSession("s")
+	pid := n.Admit(sid, "stuck")
+	<-started
+
+	var err error
+	tr.DriveEach(func() {
+		timers := tr.Clock.Pending()
+		answered := make(chan error, 1)
+		go func() {
+			_, err := n.Inst.Interrupt(ctx, sid, event.ReasonUser)
+			answered <- err
+		}()
+		tr.Clock.BlockUntil(timers + 1) // the interrupt's grace period
+		f.FailFor(24*time.Hour, faultvfs.Full)
+		tr.Clock.Advance(core.DefaultInterruptGrace)
+		err = <-answered
+	}, nil)
+	require.ErrorIs(t, err, core.ErrStorageUnavailable)
+	assert.True(t, n.Inst.RunningHere(sid), "the stuck execution keeps the claim")
+
+	f.Heal()
+	close(release)
+	n.IdleDriving()
+	assert.Equal(t, "interrupted", tr.PromptState(pid), "the stopped execution recorded the interrupt itself")
+	assert.False(t, tr.Claim(sid).Exists)
 }
