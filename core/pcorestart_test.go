@@ -98,3 +98,26 @@ func TestADirectInterruptThatStorageRefusedLeavesTheStuckExecutionRegistered(t *
 	assert.Equal(t, "interrupted", tr.PromptState(pid), "the stopped execution recorded the interrupt itself")
 	assert.False(t, tr.Claim(sid).Exists)
 }
+
+// A start of a session whose claim names an execution starts nothing: the
+// turn sleeps on a scheduled retry (or its execution died, recovery's to
+// decide). A reply's, a child's or an interrupt's start that found such a
+// claim must not cut the sleep short with a new execution.
+func TestAStartLeavesATurnSleepingOnItsRetry(t *testing.T) {
+	tr := treetest.New(t)
+	started := make(chan *core.Execution, 4)
+	n := tr.Boot(core.DriverFunc(func(ctx context.Context, x *core.Execution) core.Outcome {
+		started <- x
+		return core.Outcome{Kind: core.RetryLater, RetryAt: x.Clock().Now() + time.Hour.Milliseconds(), Attempt: 1, Message: "rate limited"}
+	}))
+	sid := n.NewSession("s")
+	n.Admit(sid, "go")
+	x := <-started
+	n.Idle()
+	require.Equal(t, x.ID(), tr.Claim(sid).ExecutionID, "the claim keeps the sleeping execution")
+
+	n.Inst.StartForTest(ctx, sid, event.CauseResolution)
+	assert.False(t, n.Inst.RunningHere(sid), "nothing starts before the retry is due")
+	assert.Empty(t, started)
+	assert.Equal(t, x.ID(), tr.Claim(sid).ExecutionID)
+}
