@@ -121,3 +121,39 @@ func TestAStartLeavesATurnSleepingOnItsRetry(t *testing.T) {
 	assert.Empty(t, started)
 	assert.Equal(t, x.ID(), tr.Claim(sid).ExecutionID)
 }
+
+// A step of an execution stuck past the interrupt's grace period is cut
+// "stopped" by the interrupt's direct commit (the execution was stopped
+// here), with its checkpoint's text; "interrupted" is for a turn whose
+// execution died.
+func TestDirectInterruptCutsTheStuckExecutionsStepStopped(t *testing.T) {
+	tr := treetest.New(t)
+	const stepID = "step-stuck"
+	appended, release, returned := make(chan error, 1), make(chan struct{}), make(chan struct{})
+	n := tr.Boot(core.DriverFunc(func(ctx context.Context, x *core.Execution) core.Outcome {
+		defer close(returned)
+		_, err := x.Append(ctx, true,
+			core.NewEvent{Type: event.StepStarted, Payload: event.StepBegun{StepID: stepID, ExecutionID: x.ID(), PromptID: x.PromptID(), Index: 1}},
+			core.NewEvent{Type: event.TextCheckpoint, Payload: event.Checkpoint{StepID: stepID, Text: "alpha "}})
+		appended <- err
+		<-release // a body that ignores its cancellation
+		return core.Outcome{Kind: core.Stopped}
+	}))
+	sid := n.NewSession("s")
+	pid := n.Admit(sid, "stream")
+	require.NoError(t, <-appended)
+
+	closed := make(chan struct{})
+	close(closed)
+	require.NoError(t, interruptPastGrace(tr, n, sid, closed), "committed directly past the grace period")
+	close(release)
+	<-returned
+	require.Equal(t, "interrupted", tr.PromptState(pid))
+
+	cuts := treetest.OfType(tr.Events(sid), event.StepCut)
+	require.Len(t, cuts, 1)
+	var c event.Cut
+	require.NoError(t, cuts[0].Decode(&c))
+	assert.Equal(t, "alpha ", c.Text)
+	assert.Equal(t, event.CutStopped, c.Reason)
+}
