@@ -115,17 +115,18 @@ type Execution struct {
 	// startWanted: a start of x's session (startLocked) found x registered
 	// here and so started nothing. startLocked is how whatever takes a
 	// claim starts it, and the one place a claim is left unstarted because
-	// an execution runs here; x is gone only once unregistered, so whoever
-	// unregisters x starts the session's claim if this is set (startLocked:
-	// nothing if no claim waits or it names an execution): drain when finish left no next execution (after a
-	// handover the claim names the next one), and an interrupt whose direct
-	// commit forgot x, whose body may never return. Guarded by claimMu: set
-	// while x is registered and read once it is not, so the read sees every
-	// start that found x, whenever in x's life its claim was taken: during
-	// a wait for storage of x's record or of an interrupt's direct commit,
-	// or before x's record began (an admission in the interrupt's wait, x's
-	// body returning after it), which a count of the lock's releases across
-	// one of those waits would miss.
+	// an execution runs here. x is gone only once unregistered, so whoever
+	// unregisters x starts the session's claim when this is set (startLocked
+	// does nothing if no claim waits or the claim names an execution):
+	// drain, when finish left no next execution (after a handover the claim
+	// names the next one), and an interrupt whose direct commit forgot x
+	// (x's body may never return). Guarded by claimMu: set while x is
+	// registered and read once it is not, so the read sees every start that
+	// found x, whenever in x's life its claim was taken: during a wait for
+	// storage of x's record or of an interrupt's direct commit, or before
+	// x's record began (an admission in the interrupt's wait, x's body
+	// returning after it), which a count of the lock's releases across one
+	// of those waits would miss.
 	startWanted bool
 }
 
