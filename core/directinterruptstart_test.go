@@ -25,57 +25,24 @@ import (
 // here, not at the next wake-up (the simulator's claim-starts-here, seed
 // 107 with -sessions 44 -kills 88 -diskfull 1).
 func TestPromptAdmittedWhileADirectInterruptWaitsStartsHere(t *testing.T) {
-	tr := treetest.New(t)
-	f := tr.Faults()
-	started := make(chan *core.Execution, 4)
-	release, returned := make(chan struct{}), make(chan struct{})
-	n := tr.Boot(core.DriverFunc(func(ctx context.Context, x *core.Execution) core.Outcome {
-		started <- x
-		if x.Prompt() != "stuck" {
-			return core.Outcome{Kind: core.Succeeded}
-		}
-		<-release // a body that ignores its cancellation
-		close(returned)
-		return core.Outcome{Kind: core.Stopped}
-	}))
-	sid := n.NewSession("s")
-	stuck := n.Admit(sid, "stuck")
-	<-started
-
-	f.FailLateCommits(1, faultvfs.IOErrFsync) // the interrupt's direct commit
+	s := newStuckExecution(t)
 	var next string
-	var err error
-	tr.DriveEach(func() {
-		timers := tr.Clock.Pending()
-		answered := make(chan error, 1)
-		go func() {
-			_, err := n.Inst.Interrupt(ctx, sid, event.ReasonUser)
-			answered <- err
-		}()
-		tr.Clock.BlockUntil(timers + 1) // the interrupt's grace period
-		tr.Clock.Advance(core.DefaultInterruptGrace)
-		err = <-answered
-	}, func(retry.Wait) {
+	s.interruptPastGrace(t, func() {
 		if next == "" {
-			next = n.Admit(sid, "next")
+			next = s.n.Admit(s.sid, "next")
 		}
 	})
-	require.NoError(t, err)
-	require.Equal(t, 1, f.LateCommits(), "the direct commit met its late IOERR")
 	require.NotEmpty(t, next, "admitted while the interrupt's rerun waited")
 
 	select {
-	case x := <-started:
+	case x := <-s.started:
 		assert.Equal(t, next, x.PromptID())
 	case <-time.After(30 * time.Second): // only to fail instead of hanging
 		require.Fail(t, "the admitted prompt's turn waits for the next wake-up")
 	}
-	close(release)
-	<-returned
-	n.Idle()
-	assert.Equal(t, "interrupted", tr.PromptState(stuck))
-	assert.Equal(t, "succeeded", tr.PromptState(next))
-	assert.False(t, tr.Claim(sid).Exists)
+	close(s.release)
+	<-s.returned
+	s.ended(t, next)
 }
 
 // The same race, ended the other way round (the simulator's
@@ -89,58 +56,89 @@ func TestPromptAdmittedWhileADirectInterruptWaitsStartsHere(t *testing.T) {
 // lock, and was fenced) nor the interrupt (still waiting) will start it,
 // and the next wake-up is up to 10 s away.
 func TestPromptAdmittedWhileADirectInterruptWaitsStartsWhenTheStuckExecutionEnds(t *testing.T) {
-	tr := treetest.New(t)
-	f := tr.Faults()
-	started := make(chan *core.Execution, 4)
-	release, returned := make(chan struct{}), make(chan struct{})
-	n := tr.Boot(core.DriverFunc(func(ctx context.Context, x *core.Execution) core.Outcome {
-		started <- x
-		if x.Prompt() != "stuck" {
-			return core.Outcome{Kind: core.Succeeded}
-		}
-		<-release // a body that ignores its cancellation
-		close(returned)
-		return core.Outcome{Kind: core.Stopped}
-	}))
-	sid := n.NewSession("s")
-	stuck := n.Admit(sid, "stuck")
-	<-started
-
-	f.FailLateCommits(1, faultvfs.IOErrFsync) // the interrupt's direct commit
+	s := newStuckExecution(t)
 	var next string
 	var startedInWait *core.Execution
-	var err error
-	tr.DriveEach(func() {
-		timers := tr.Clock.Pending()
-		answered := make(chan error, 1)
-		go func() {
-			_, err := n.Inst.Interrupt(ctx, sid, event.ReasonUser)
-			answered <- err
-		}()
-		tr.Clock.BlockUntil(timers + 1) // the interrupt's grace period
-		tr.Clock.Advance(core.DefaultInterruptGrace)
-		err = <-answered
-	}, func(retry.Wait) {
+	s.interruptPastGrace(t, func() {
 		if next != "" {
 			return
 		}
 		// The interrupt's rerun waits for this callback to return.
-		next = n.Admit(sid, "next")
-		close(release)
-		<-returned
+		next = s.n.Admit(s.sid, "next")
+		close(s.release)
+		<-s.returned
 		select {
-		case startedInWait = <-started:
+		case startedInWait = <-s.started:
 		case <-time.After(30 * time.Second): // only to fail instead of hanging
 		}
 	})
-	require.NoError(t, err)
-	require.Equal(t, 1, f.LateCommits(), "the direct commit met its late IOERR")
 	require.NotEmpty(t, next, "admitted while the interrupt's rerun waited")
 	require.NotNil(t, startedInWait, "the admitted prompt's turn waits for the interrupt's rerun or the next wake-up")
 	assert.Equal(t, next, startedInWait.PromptID())
 
-	n.Idle()
-	assert.Equal(t, "interrupted", tr.PromptState(stuck))
-	assert.Equal(t, "succeeded", tr.PromptState(next))
-	assert.False(t, tr.Claim(sid).Exists)
+	s.ended(t, next)
+}
+
+// stuckExecution is a session whose first turn, prompt "stuck", has a body
+// that ignores its cancellation until release is closed (returned closes
+// once it has); every later turn succeeds at once. started hears of each
+// execution as it starts.
+type stuckExecution struct {
+	tr                *treetest.Tree
+	faults            *faultvfs.Fault
+	n                 *treetest.Node
+	sid, stuck        string
+	started           chan *core.Execution
+	release, returned chan struct{}
+}
+
+func newStuckExecution(t *testing.T) *stuckExecution {
+	s := &stuckExecution{tr: treetest.New(t), started: make(chan *core.Execution, 4),
+		release: make(chan struct{}), returned: make(chan struct{})}
+	s.faults = s.tr.Faults() // before the tree's database opens
+	s.n = s.tr.Boot(core.DriverFunc(func(ctx context.Context, x *core.Execution) core.Outcome {
+		s.started <- x
+		if x.Prompt() != "stuck" {
+			return core.Outcome{Kind: core.Succeeded}
+		}
+		<-s.release // a body that ignores its cancellation
+		close(s.returned)
+		return core.Outcome{Kind: core.Stopped}
+	}))
+	s.sid = s.n.NewSession("s")
+	s.stuck = s.n.Admit(s.sid, "stuck")
+	<-s.started
+	return s
+}
+
+// interruptPastGrace interrupts the session and lets the grace period run
+// out, so the interrupt commits directly; that commit is durable but meets
+// a late IOERR, and inWait runs in each wait of its rerun for storage
+// (the claim lock let go).
+func (s *stuckExecution) interruptPastGrace(t *testing.T, inWait func()) {
+	s.faults.FailLateCommits(1, faultvfs.IOErrFsync) // the interrupt's direct commit
+	var err error
+	s.tr.DriveEach(func() {
+		timers := s.tr.Clock.Pending()
+		answered := make(chan error, 1)
+		go func() {
+			_, err := s.n.Inst.Interrupt(ctx, s.sid, event.ReasonUser)
+			answered <- err
+		}()
+		s.tr.Clock.BlockUntil(timers + 1) // the interrupt's grace period
+		s.tr.Clock.Advance(core.DefaultInterruptGrace)
+		err = <-answered
+	}, func(retry.Wait) { inWait() })
+	require.NoError(t, err)
+	require.Equal(t, 1, s.faults.LateCommits(), "the direct commit met its late IOERR")
+}
+
+// ended waits for the session to go idle and checks that the stuck turn
+// ended interrupted, the turn of prompt next succeeded, and no claim is
+// left.
+func (s *stuckExecution) ended(t *testing.T, next string) {
+	s.n.Idle()
+	assert.Equal(t, "interrupted", s.tr.PromptState(s.stuck))
+	assert.Equal(t, "succeeded", s.tr.PromptState(next))
+	assert.False(t, s.tr.Claim(s.sid).Exists)
 }
