@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/revenantrt/revenant/core"
-	"github.com/revenantrt/revenant/core/event"
 	"github.com/revenantrt/revenant/core/retry"
 	"github.com/revenantrt/revenant/internal/faultvfs"
 	"github.com/revenantrt/revenant/internal/treetest"
@@ -27,7 +26,7 @@ import (
 func TestPromptAdmittedWhileADirectInterruptWaitsStartsHere(t *testing.T) {
 	s := newStuckExecution(t)
 	var next string
-	s.interruptPastGrace(t, func() {
+	s.interruptWithLateCommit(t, func() {
 		if next == "" {
 			next = s.n.Admit(s.sid, "next")
 		}
@@ -59,7 +58,7 @@ func TestPromptAdmittedWhileADirectInterruptWaitsStartsWhenTheStuckExecutionEnds
 	s := newStuckExecution(t)
 	var next string
 	var startedInWait *core.Execution
-	s.interruptPastGrace(t, func() {
+	s.interruptWithLateCommit(t, func() {
 		if next != "" {
 			return
 		}
@@ -111,23 +110,17 @@ func newStuckExecution(t *testing.T) *stuckExecution {
 	return s
 }
 
-// interruptPastGrace interrupts the session and lets the grace period run
+// interruptWithLateCommit interrupts the session and lets the grace period run
 // out, so the interrupt commits directly; that commit is durable but meets
 // a late IOERR, and inWait runs in each wait of its rerun for storage
 // (the claim lock let go).
-func (s *stuckExecution) interruptPastGrace(t *testing.T, inWait func()) {
+func (s *stuckExecution) interruptWithLateCommit(t *testing.T, inWait func()) {
 	s.faults.FailLateCommits(1, faultvfs.IOErrFsync) // the interrupt's direct commit
+	stopped := make(chan struct{})
+	close(stopped) // the body was told to stop, and ignores it
 	var err error
 	s.tr.DriveEach(func() {
-		timers := s.tr.Clock.Pending()
-		answered := make(chan error, 1)
-		go func() {
-			_, err := s.n.Inst.Interrupt(ctx, s.sid, event.ReasonUser)
-			answered <- err
-		}()
-		s.tr.Clock.BlockUntil(timers + 1) // the interrupt's grace period
-		s.tr.Clock.Advance(core.DefaultInterruptGrace)
-		err = <-answered
+		err = interruptPastGrace(s.tr, s.n, s.sid, stopped)
 	}, func(retry.Wait) { inWait() })
 	require.NoError(t, err)
 	require.Equal(t, 1, s.faults.LateCommits(), "the direct commit met its late IOERR")
