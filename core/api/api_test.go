@@ -2,14 +2,17 @@ package api_test
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -19,6 +22,7 @@ import (
 	"github.com/revenantrt/revenant/core/api"
 	"github.com/revenantrt/revenant/core/fakehost"
 	"github.com/revenantrt/revenant/core/httpmsg/nethttp"
+	"github.com/revenantrt/revenant/core/logs"
 	"github.com/revenantrt/revenant/internal/treetest"
 )
 
@@ -33,6 +37,7 @@ type fixture struct {
 	h     *api.Handler
 	srv   *httptest.Server
 	clock *fakehost.Clock
+	log   *lockedBuffer // what the handler logged
 }
 
 func newFixture(t testing.TB, d core.Driver, auth api.Authenticator) *fixture {
@@ -43,8 +48,9 @@ func newFixtureWith(t testing.TB, d core.Driver, auth api.Authenticator, cfg api
 	if auth == nil {
 		auth = api.Anonymous{}
 	}
-	f := &fixture{trees: newMemTrees(t, d), clock: fakehost.NewClock(treetest.Start)}
-	h, err := api.New(api.Deps{Trees: f.trees, Auth: auth, Clock: f.clock, IDs: &fakehost.IDs{Prefix: "root"}}, cfg)
+	f := &fixture{trees: newMemTrees(t, d), clock: fakehost.NewClock(treetest.Start), log: &lockedBuffer{}}
+	h, err := api.New(api.Deps{Trees: f.trees, Auth: auth, Clock: f.clock, IDs: &fakehost.IDs{Prefix: "root"},
+		Log: logs.New(slog.NewTextHandler(f.log, nil))}, cfg)
 	require.NoError(t, err)
 	f.h = h
 	f.srv = httptest.NewServer(nethttp.Handler(h))
@@ -788,4 +794,23 @@ func TestConfiguredPageSizesAreTheDefaultLimits(t *testing.T) {
 	require.Equal(t, http.StatusOK, c.do("GET", fmt.Sprintf("/v1/sessions/%s?before=%d", id, before), "", &snap))
 	assert.Len(t, snap.Messages, 1, "the oldest")
 	assert.Nil(t, snap.MessagesBefore, "nothing older")
+}
+
+// lockedBuffer is a log destination written by a server's goroutines and
+// read by the test.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }

@@ -2,17 +2,13 @@ package api_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,9 +18,6 @@ import (
 	"github.com/revenantrt/revenant/core"
 	"github.com/revenantrt/revenant/core/api"
 	"github.com/revenantrt/revenant/core/event"
-	"github.com/revenantrt/revenant/core/fakehost"
-	"github.com/revenantrt/revenant/core/httpmsg/nethttp"
-	"github.com/revenantrt/revenant/core/logs"
 	"github.com/revenantrt/revenant/core/model"
 	"github.com/revenantrt/revenant/core/runner"
 	"github.com/revenantrt/revenant/core/tool"
@@ -411,12 +404,6 @@ func TestStreamDoesNotFollowTheIDToAnotherTree(t *testing.T) {
 			d := treetest.NewDriver(16)
 			d.Release()
 			f := newFixture(t, d, nil) // every request is the anonymous principal's
-			var log lockedBuffer       // the stream ends quietly, not by a panic
-			h, err := api.New(api.Deps{Trees: f.trees, Auth: api.Anonymous{}, Clock: f.clock, IDs: &fakehost.IDs{Prefix: "root"},
-				Log: logs.New(slog.NewTextHandler(&log, nil))}, api.NewConfig())
-			require.NoError(t, err)
-			f.h, f.srv = h, httptest.NewServer(nethttp.Handler(h))
-			t.Cleanup(func() { h.Close(); f.srv.Close() })
 			id := f.client(t, "").create()
 			frames, ready := make(chan frame, 256), make(chan error, 1)
 			go follow(f.srv.URL+"/v1/sessions/"+id+"/events", http.Header{}, ready, frames)
@@ -428,7 +415,7 @@ func TestStreamDoesNotFollowTheIDToAnotherTree(t *testing.T) {
 			f.trees.mu.Lock()
 			delete(f.trees.trees, id)
 			f.trees.mu.Unlock()
-			_, err = f.trees.Create(context.Background(), id, newOwner, func(inst *core.Instance) error {
+			_, err := f.trees.Create(context.Background(), id, newOwner, func(inst *core.Instance) error {
 				_, err := inst.CreateSession(context.Background(), core.NewSession{ID: id, Principal: newOwner})
 				return err
 			})
@@ -441,26 +428,7 @@ func TestStreamDoesNotFollowTheIDToAnotherTree(t *testing.T) {
 			for fr := range frames { // closed when the stream ends
 				require.NotContains(t, fr.data, "the new tree's words", "the stream went on into another tree")
 			}
-			assert.NotContains(t, log.String(), "panicked")
+			assert.NotContains(t, f.log.String(), "panicked", "the stream ends quietly, not by a panic")
 		})
 	}
-}
-
-// lockedBuffer is a log destination written by a server's goroutines and
-// read by the test.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
