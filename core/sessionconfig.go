@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 
@@ -51,7 +52,15 @@ func ParseSessionConfig(raw json.RawMessage) (SessionConfig, error) {
 			if typeErr.Field == "" {
 				return c, invalid("config must be a JSON object")
 			}
-			return c, invalid("config field %q must be %s", Clip(typeErr.Field), want)
+			field := typeErr.Field
+			if name, ok := strings.CutPrefix(field, "permissions."); ok {
+				// The decoder names a rule's field without saying which
+				// rule; the other rule errors do ("permissions[1].action").
+				if i := firstMistypedRule(raw); i >= 0 {
+					field = fmt.Sprintf("permissions[%d].%s", i, name)
+				}
+			}
+			return c, invalid("config field %q must be %s", Clip(field), want)
 		}
 		return c, invalid("config: %s", strings.TrimPrefix(err.Error(), "json: "))
 	}
@@ -67,6 +76,24 @@ func ParseSessionConfig(raw json.RawMessage) (SessionConfig, error) {
 		}
 	}
 	return c, nil
+}
+
+// firstMistypedRule returns the index of the first permission rule in raw
+// that does not decode as a rule, or -1 if it cannot tell.
+func firstMistypedRule(raw json.RawMessage) int {
+	var list struct {
+		Permissions []json.RawMessage `json:"permissions"`
+	}
+	if json.Unmarshal(raw, &list) != nil {
+		return -1
+	}
+	for i, r := range list.Permissions {
+		var rule permission.Rule
+		if json.Unmarshal(r, &rule) != nil {
+			return i
+		}
+	}
+	return -1
 }
 
 // quoteField turns ValidateRules' `[1].decision: must be …` into

@@ -32,7 +32,8 @@ func TestSessionConfigPermissions(t *testing.T) {
 	bad := []struct{ body, msg string }{
 		{`{"permissions":{}}`, `config field "permissions" must be an array of rules {"action", "resource", "decision"}`},
 		{`{"permissions":[1]}`, `config field "permissions" must be an array of rules {"action", "resource", "decision"}`},
-		{`{"permissions":[{"action":"t","resource":"*","decision":"allow","exact":"yes"}]}`, `config field "permissions.exact" must be true or false`},
+		{`{"permissions":[{"action":"t","resource":"*","decision":"allow","exact":"yes"}]}`, `config field "permissions[0].exact" must be true or false`},
+		{`{"permissions":[{"action":"t","resource":"*","decision":"allow"},{"action":7,"resource":"*","decision":"allow"}]}`, `config field "permissions[1].action" must be a string`},
 		{`{"permissions":[{"action":"t","resource":"*","decision":"allow","why":"x"}]}`, `unknown field "why"`},
 		{`{"permissions":[{"action":"t","resource":"*","decision":"maybe"}]}`, `config field "permissions[0].decision": must be "allow", "ask" or "deny"`},
 		{`{"permissions":[{"action":"t","resource":"*","decision":"allow"},{"resource":"*","decision":"allow"}]}`, `config field "permissions[1].action": must be 1 to 64 characters`},
@@ -41,7 +42,7 @@ func TestSessionConfigPermissions(t *testing.T) {
 		// Only the operator's rules can be final: a client's would mean nothing
 		// in the overlay, and is refused rather than ignored.
 		{`{"permissions":[{"action":"t","resource":"*","decision":"allow"},{"action":"t","resource":"*","decision":"ask","final":true}]}`, `config field "permissions[1].final": only the server's rules can be final`},
-		{`{"permissions":[{"action":"t","resource":"*","decision":"ask","final":"yes"}]}`, `config field "permissions.final" must be true or false`},
+		{`{"permissions":[{"action":"t","resource":"*","decision":"ask","final":"yes"}]}`, `config field "permissions[0].final" must be true or false`},
 	}
 	for _, b := range bad {
 		_, err := core.ParseSessionConfig(json.RawMessage(b.body))
