@@ -32,7 +32,8 @@ func newGuest(cfg abi.BootConfig) (*guest, error) {
 		reqs:    requests{cancel: map[uint64]func(){}},
 		watched: map[string]bool{},
 	}
-	gg.log = logs.New(logHandler{level: logs.LevelDebug}).With("tree", cfg.TreeID)
+	// No tree attribute: the host logs every line under its tree's name.
+	gg.log = logs.New(logHandler{level: logs.LevelDebug})
 	gg.db = newDB(gg.onCommit)
 	if cfg.HostMinor >= abi.MinorEgressEpoch {
 		gg.es.epoch = func() int64 {

@@ -58,6 +58,8 @@ type Config struct {
 	// Watchdog is runtime.Options.Watchdog.
 	Watchdog time.Duration
 	// Log receives the driver's and the guest's logs; nil discards them.
+	// The caller's logger names the tree (the host's does): neither the
+	// driver nor the guest adds it again.
 	Log *slog.Logger
 }
 
@@ -124,7 +126,7 @@ func Start(ctx context.Context, cfg Config) (*Tree, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	cfg.Boot.Drain = true // ServeHTTP answers the guest's drain parts
-	t := &Tree{cfg: cfg, log: log.With("tree", cfg.Boot.TreeID), reqs: map[uint64]*stream{},
+	t := &Tree{cfg: cfg, log: log, reqs: map[uint64]*stream{},
 		timers: map[uint64]*time.Timer{}, egress: map[uint64]context.CancelFunc{}, clock: realClock{}}
 	t.mu.Lock()
 	defer t.mu.Unlock()

@@ -2,9 +2,11 @@ package serve_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -14,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/revenantrt/revenant/core/api"
@@ -160,6 +163,22 @@ func TestServeOfflineTurnStreams(t *testing.T) {
 	require.Equal(t, 202, post(t, srv.URL+"/v1/sessions/tree1/prompt", `{"text":"streamed over real timers"}`).StatusCode)
 	seen := waitFor(t, srv, "session.execution.succeeded@1")
 	require.Contains(t, seen, "session.text.delta@1", "deltas stream live")
+}
+
+// The host's logger names the tree; a line of the driver's or the guest's
+// names it once, not once per layer.
+func TestServeLogsNameTheTreeOnce(t *testing.T) {
+	var buf lockedBuffer
+	log := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})).With("tree", "tree1")
+	srv := startTree(t, serve.Config{Log: log, Boot: runtime.BootConfig{Model: abi.ModelConfig{Kind: abi.ModelOffline, WordDelay: time.Millisecond}}})
+	require.Equal(t, 201, post(t, srv.URL+"/v1/sessions", `{}`).StatusCode)
+	require.Equal(t, 202, post(t, srv.URL+"/v1/sessions/tree1/prompt", `{"text":"logged"}`).StatusCode)
+	waitFor(t, srv, "session.execution.succeeded@1")
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	require.NotEmpty(t, lines)
+	for _, line := range lines {
+		assert.Equal(t, 1, strings.Count(line, "tree=tree1"), line)
+	}
 }
 
 func TestServeModelEgress(t *testing.T) {
@@ -349,3 +368,21 @@ func TestServeRefusedRequest(t *testing.T) {
 
 // nopConn is a Conn for a Start that must fail before using it.
 type nopConn struct{ runtime.Conn }
+
+// lockedBuffer collects log lines written from the guest's goroutines.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
