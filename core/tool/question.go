@@ -133,5 +133,6 @@ func (question) Ask(args json.RawMessage) ([]Ask, error) {
 }
 
 // Defaults are the tools every host registers: the tree's key-value store
-// and the question tool. Hosts add their egress tools.
+// (kv_get, kv_put), the question tool and the task tool (sub-agents). Hosts
+// add their egress tools.
 func Defaults() []Tool { return []Tool{KVGet(), KVPut(), QuestionTool(), Task()} }
