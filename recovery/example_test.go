@@ -29,6 +29,7 @@ func Example() {
 	}
 	defer os.RemoveAll(dir)
 
+	// One SQLite file per tree: WAL, synchronous=FULL, busy timeout, foreign keys.
 	db, err := sqlitedb.Open(filepath.Join(dir, "tree.db"), sqlitedb.Options{})
 	if err != nil {
 		log.Fatal(err)
