@@ -52,7 +52,7 @@ func (h *liteText) Handle(_ context.Context, r liteRecord) error {
 	} else {
 		if h.now != nil {
 			b = append(b, "time="...)
-			b = appendRFC3339Millis(b, h.now().Round(0))
+			b = h.now().Round(0).AppendFormat(b, millisLayout)
 			sep = " "
 		}
 		b = append(b, sep...)
@@ -192,7 +192,7 @@ func appendTextValue(b []byte, v liteValue) (out []byte) {
 	case time.Duration:
 		return append(b, x.String()...)
 	case time.Time:
-		return appendRFC3339Millis(b, x.Round(0))
+		return x.Round(0).AppendFormat(b, millisLayout)
 	case encoding.TextMarshaler:
 		text, err := x.MarshalText()
 		if err != nil {
@@ -241,12 +241,6 @@ func needsQuoting(s string) bool {
 	return false
 }
 
-// appendRFC3339Millis appends t as slog's handlers do: RFC 3339 with
-// exactly three digits of milliseconds, truncated.
-func appendRFC3339Millis(b []byte, t time.Time) []byte {
-	const prefixLen = len("2006-01-02T15:04:05.000")
-	n := len(b)
-	t = t.Truncate(time.Millisecond).Add(time.Millisecond / 10) // four digits, never trimmed
-	b = t.AppendFormat(b, time.RFC3339Nano)
-	return append(b[:n+prefixLen], b[n+prefixLen+1:]...) // drop the fourth
-}
+// millisLayout is RFC 3339 with exactly three digits of milliseconds:
+// Go's layouts truncate a fraction, as slog's handlers do.
+const millisLayout = "2006-01-02T15:04:05.000Z07:00"
