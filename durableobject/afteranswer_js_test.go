@@ -5,7 +5,6 @@ package durableobject
 import (
 	"context"
 	"io"
-	"log/slog"
 	"syscall/js"
 	"testing"
 
@@ -13,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/revenantrt/revenant/core"
+	"github.com/revenantrt/revenant/core/logs"
 )
 
 // A turn waits for storage.sync() before it runs; a sync that fails is
@@ -31,7 +31,7 @@ func TestTurnGoesOnWhenStorageSyncFails(t *testing.T) {
 			storage.Set("sync", js.Global().Call("eval", "("+sync+")"))
 			bridge := js.Global().Get("Object").New()
 			bridge.Set("storage", storage)
-			o := &Object{bridge: bridge, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+			o := &Object{bridge: bridge, log: logs.New(logs.NewTextHandler(io.Discard, nil))}
 			ran := false
 			d := o.afterAnswer(core.DriverFunc(func(context.Context, *core.Execution) core.Outcome {
 				ran = true
@@ -53,7 +53,7 @@ func TestTurnWaitsForStorageSync(t *testing.T) {
 	storage.Set("sync", js.Global().Call("eval", `(r) => () => new Promise((ok) => { r.ok = ok; })`).Invoke(resolve))
 	bridge := js.Global().Get("Object").New()
 	bridge.Set("storage", storage)
-	o := &Object{bridge: bridge, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	o := &Object{bridge: bridge, log: logs.New(logs.NewTextHandler(io.Discard, nil))}
 	ran := make(chan struct{})
 	d := o.afterAnswer(core.DriverFunc(func(context.Context, *core.Execution) core.Outcome {
 		close(ran)

@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"log/slog"
 	"strconv"
 	"strings"
 	"syscall/js"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/revenantrt/revenant/core"
+	"github.com/revenantrt/revenant/core/logs"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -123,7 +123,7 @@ func TestAlarmRestoreAfterAFailedDelete(t *testing.T) {
 func sweepObject(t *testing.T) (*Object, func() []string) {
 	t.Helper()
 	a, calls := newAlarmStandIn(t, 0)
-	return &Object{alarm: a, log: slog.New(slog.NewTextHandler(io.Discard, nil))}, calls
+	return &Object{alarm: a, log: logs.New(logs.NewTextHandler(io.Discard, nil))}, calls
 }
 
 // A failed wake counts once on the wake schedule (1 s doubling), even

@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -17,6 +16,7 @@ import (
 	"github.com/revenantrt/revenant/core/api"
 	"github.com/revenantrt/revenant/core/api/route"
 	"github.com/revenantrt/revenant/core/httpmsg"
+	"github.com/revenantrt/revenant/core/logs"
 	"github.com/revenantrt/revenant/core/retry"
 	"github.com/revenantrt/revenant/recovery"
 )
@@ -37,7 +37,7 @@ type Options struct {
 	// AlarmHold: DefaultAlarmHold when zero.
 	AlarmHold time.Duration
 	// Log: text to stderr (the object's console) when nil.
-	Log *slog.Logger
+	Log *logs.Logger
 }
 
 // Object is one Durable Object's tree: the instance, its API handler and
@@ -45,7 +45,7 @@ type Options struct {
 type Object struct {
 	opts   Options
 	bridge js.Value
-	log    *slog.Logger
+	log    *logs.Logger
 	clock  Clock
 	db     *DB
 	alarm  *Alarm
@@ -82,7 +82,7 @@ func Serve(bridge js.Value, opts Options) {
 		opts.AlarmHold = DefaultAlarmHold
 	}
 	if opts.Log == nil {
-		opts.Log = slog.New(slog.NewTextHandler(os.Stderr, nil))
+		opts.Log = logs.New(logs.NewTextHandler(os.Stderr, time.Now)) // slog.TextHandler's lines, without log/slog
 	}
 	o := &Object{opts: opts, bridge: bridge, log: opts.Log}
 	bridge.Set("boot", entry("boot", o.boot))

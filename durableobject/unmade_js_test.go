@@ -7,7 +7,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"slices"
 	"syscall/js"
 	"testing"
@@ -18,6 +17,7 @@ import (
 	"github.com/revenantrt/revenant/core"
 	"github.com/revenantrt/revenant/core/fakehost"
 	"github.com/revenantrt/revenant/core/httpmsg"
+	"github.com/revenantrt/revenant/core/logs"
 	"github.com/revenantrt/revenant/recovery"
 )
 
@@ -92,7 +92,7 @@ func openedObject(t *testing.T) (*Object, js.Value) {
 	bridge := jsFunc(nil, `return {};`).Invoke()
 	bridge.Set("storage", storage)
 	db := openTreeDB(t)
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	quiet := logs.New(logs.NewTextHandler(io.Discard, nil))
 	alarm := NewAlarm(storage, 0)
 	host := core.Host{DB: db, Clock: fakehost.NewClock(1767225600000), Wake: alarm, IDs: &fakehost.IDs{Prefix: "id"}, Log: quiet}
 	inst, _, err := recovery.Boot(context.Background(), host, core.NewConfig(), treeDriverNever{})

@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"log/slog"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -22,6 +21,7 @@ import (
 
 	"github.com/revenantrt/revenant/core"
 	"github.com/revenantrt/revenant/core/fakehost"
+	"github.com/revenantrt/revenant/core/logs"
 	"github.com/revenantrt/revenant/core/storage"
 	"github.com/revenantrt/revenant/recovery"
 	"github.com/revenantrt/revenant/sqlitedb"
@@ -108,7 +108,7 @@ func TestWakeRearmsAnIdleObjectThatStillHoldsAClaim(t *testing.T) {
 	clock := fakehost.NewClock(1767225600000)
 	driver := &retryDriver{clock: clock, storage: storage, failArmAt: 2}
 	alarm := NewAlarm(storage, 0)
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	quiet := logs.New(logs.NewTextHandler(io.Discard, nil))
 	host := core.Host{DB: db, Clock: clock, Wake: alarm, IDs: &fakehost.IDs{Prefix: "id"}, Log: quiet}
 	inst, _, err := recovery.Boot(context.Background(), host, core.NewConfig(), driver)
 	require.NoError(t, err)
@@ -197,12 +197,12 @@ func openTreeDB(t *testing.T) *sqlitedb.DB {
 // bootOnFlakyStorage boots a tree over storage the test can make refuse
 // every transaction (flaky.fail), its wake-up an alarm stand-in whose
 // calls are recorded.
-func bootOnFlakyStorage(t *testing.T) (store *Alarm, calls func() []string, flaky *failingDB, inst *core.Instance, quiet *slog.Logger) {
+func bootOnFlakyStorage(t *testing.T) (store *Alarm, calls func() []string, flaky *failingDB, inst *core.Instance, quiet *logs.Logger) {
 	t.Helper()
 	store, calls = newAlarmStandIn(t, 0)
 	flaky = &failingDB{DB: openTreeDB(t)}
 	clock := fakehost.NewClock(1767225600000)
-	quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+	quiet = logs.New(logs.NewTextHandler(io.Discard, nil))
 	host := core.Host{DB: flaky, Clock: clock, Wake: store, IDs: &fakehost.IDs{Prefix: "id"}, Log: quiet}
 	inst, _, err := recovery.Boot(context.Background(), host, core.NewConfig(), &retryDriver{clock: clock})
 	require.NoError(t, err)

@@ -21,10 +21,11 @@ const (
 )
 
 // bundleCeiling holds the bundle's size where it is: the total gzip -9 of
-// the dry run's files measured once cmd/worker linked neither net/http nor
-// regexp, 1,798,538 bytes, plus 64 KiB. Lower it when a cut lands; raise
+// the dry run's files measured once the Worker linked no log/slog (core/logs'
+// lite logger on js), 1,817,661 bytes, plus 32 KiB: room for a round of
+// fixes, not for a new standard package. Lower it when a cut lands; raise
 // it only with a reason in the commit.
-const bundleCeiling = 1_798_538 + 64<<10
+const bundleCeiling = 1_817_661 + 32<<10
 
 // TestWranglerDryRunBundle bundles the Worker as `wrangler deploy` would,
 // without an account (`--dry-run --outdir`), and holds the bundle under

@@ -12,7 +12,6 @@ import (
 
 	"github.com/revenantrt/revenant/core/api"
 	"github.com/revenantrt/revenant/core/httpmsg/nethttp"
-	"github.com/revenantrt/revenant/host"
 	"github.com/revenantrt/revenant/worker"
 )
 
@@ -38,27 +37,6 @@ func TestDecideRefusesBadIDsBeforeAnyObject(t *testing.T) {
 		assert.Equal(t, worker.Answered, d.Kind, target)
 		assert.Equal(t, http.StatusNotFound, w.Code, target)
 		assert.JSONEq(t, `{"error":{"type":"not_found","message":"no such session"}}`, w.Body.String(), target)
-	}
-}
-
-// The front's id rule is the local server's (host.ValidTreeID), byte for
-// byte, for every part of a session id: an id one host refuses, the other
-// must refuse before any object is named for it.
-func TestValidIDIsTheLocalServersRule(t *testing.T) {
-	for b := 0; b < 256; b++ {
-		part := "a" + string([]byte{byte(b)}) + "z"
-		if b == '.' {
-			continue // the separator of parts
-		}
-		_, ok := worker.ValidID(part)
-		assert.Equal(t, host.ValidTreeID(part), ok, "byte %#x", b)
-		_, ok = worker.ValidID("root." + part)
-		assert.Equal(t, host.ValidTreeID(part), ok, "a child part with byte %#x", b)
-	}
-	for _, n := range []int{0, 1, host.MaxTreeIDLen, host.MaxTreeIDLen + 1} {
-		part := strings.Repeat("a", n)
-		_, ok := worker.ValidID(part)
-		assert.Equal(t, host.ValidTreeID(part), ok, "length %d", n)
 	}
 }
 

@@ -2,12 +2,18 @@ package worker
 
 import (
 	"context"
-	"log/slog"
+	"os"
 	"syscall/js"
+	"time"
 
 	"github.com/revenantrt/revenant/core/api"
 	"github.com/revenantrt/revenant/core/httpmsg"
+	"github.com/revenantrt/revenant/core/logs"
 )
+
+// stdLog writes the lines slog's default logger would (package log's
+// standard format, to stderr), without linking log/slog (core/logs).
+var stdLog = logs.New(logs.NewLogHandler(os.Stderr, time.Now))
 
 // internalError is the answer of an entry point that panicked or of a
 // state the front cannot explain to the client.
@@ -48,7 +54,7 @@ func entry(name string, fn func([]js.Value) any) js.Func {
 	return js.FuncOf(func(_ js.Value, args []js.Value) (out any) {
 		defer func() {
 			if p := recover(); p != nil {
-				slog.Error("front: entry point panicked", "entry", name, "panic", p)
+				stdLog.Error("front: entry point panicked", "entry", name, "panic", p)
 				out = answerObject(httpmsg.StatusInternalServerError, jsonHeader(), internalError)
 			}
 		}()
@@ -85,7 +91,7 @@ func errorAnswer(err error) any {
 func pageJS(directory string) any {
 	body, err := ListAnswer([]byte(directory))
 	if err != nil {
-		slog.Error("front: list", "err", err)
+		stdLog.Error("front: list", "err", err)
 		return answerObject(httpmsg.StatusInternalServerError, jsonHeader(), internalError)
 	}
 	return answerObject(httpmsg.StatusOK, jsonHeader(), body)

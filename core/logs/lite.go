@@ -62,6 +62,8 @@ func liteGroupValue(as ...liteAttr) liteValue {
 
 func liteAnyValue(v any) liteValue {
 	switch x := v.(type) {
+	case nil:
+		return liteValue{any: liteNil{}}
 	case string:
 		return liteValue{s: x}
 	case liteValue:
@@ -69,6 +71,12 @@ func liteAnyValue(v any) liteValue {
 	}
 	return liteValue{any: v}
 }
+
+// liteNil is a nil value (a nil error, say): "<nil>", as slog writes it,
+// where the zero liteValue is the empty string.
+type liteNil struct{}
+
+func (liteNil) String() string { return "<nil>" }
 
 // maxResolve bounds LogValue chains, as slog does.
 const maxResolve = 100

@@ -102,6 +102,8 @@ func TestLiteFormatsAsSlog(t *testing.T) {
 		liteGroupValue(liteString("a", "x"), liteAttr{"b", liteAnyValue(2)}).String())
 	assert.Equal(t, slog.AnyValue(errors.New("e")).String(), liteAnyValue(errors.New("e")).String())
 	assert.Equal(t, slog.StringValue("s").String(), liteStringValue("s").String())
+	assert.Equal(t, slog.AnyValue(nil).String(), liteAnyValue(nil).String())
+	assert.Equal(t, slog.AnyValue(error(nil)).String(), liteAnyValue(error(nil)).String())
 }
 
 func TestLiteDiscard(t *testing.T) {

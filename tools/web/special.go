@@ -66,49 +66,54 @@ func buildTables() *addrTables {
 // socket connects to; NAT64 64:ff9b::/96 (globally reachable) and 6to4
 // 2002::/16 (N/A) by the IPv4 address they embed (embeddedIPv4).
 func refusedBlocks() []special {
-	return []special{
+	blocks := [...]struct{ prefix, kind string }{
 		// IPv4 registry.
-		{netip.MustParsePrefix("0.0.0.0/8"), "an unspecified address"}, // "this network", RFC 791
-		{netip.MustParsePrefix("10.0.0.0/8"), "a private address"},
-		{netip.MustParsePrefix("100.64.0.0/10"), "a carrier-grade NAT address"},
-		{netip.MustParsePrefix("127.0.0.0/8"), "a loopback address"},
-		{netip.MustParsePrefix("169.254.0.0/16"), "a link-local address"},
-		{netip.MustParsePrefix("172.16.0.0/12"), "a private address"},
-		{netip.MustParsePrefix("192.0.0.0/24"), "a reserved address"}, // IETF protocol assignments, DS-Lite, NAT64 discovery
-		{netip.MustParsePrefix("192.0.2.0/24"), "a documentation address"},
-		{netip.MustParsePrefix("192.88.99.0/24"), "a deprecated 6to4 relay address"}, // RFC 7526
-		{netip.MustParsePrefix("192.168.0.0/16"), "a private address"},
-		{netip.MustParsePrefix("198.18.0.0/15"), "a benchmarking address"},
-		{netip.MustParsePrefix("198.51.100.0/24"), "a documentation address"},
-		{netip.MustParsePrefix("203.0.113.0/24"), "a documentation address"},
-		{netip.MustParsePrefix("224.0.0.0/4"), "a multicast address"},
-		{netip.MustParsePrefix("240.0.0.0/4"), "a reserved address"}, // and 255.255.255.255, limited broadcast
+		{"0.0.0.0/8", "an unspecified address"}, // "this network", RFC 791
+		{"10.0.0.0/8", "a private address"},
+		{"100.64.0.0/10", "a carrier-grade NAT address"},
+		{"127.0.0.0/8", "a loopback address"},
+		{"169.254.0.0/16", "a link-local address"},
+		{"172.16.0.0/12", "a private address"},
+		{"192.0.0.0/24", "a reserved address"}, // IETF protocol assignments, DS-Lite, NAT64 discovery
+		{"192.0.2.0/24", "a documentation address"},
+		{"192.88.99.0/24", "a deprecated 6to4 relay address"}, // RFC 7526
+		{"192.168.0.0/16", "a private address"},
+		{"198.18.0.0/15", "a benchmarking address"},
+		{"198.51.100.0/24", "a documentation address"},
+		{"203.0.113.0/24", "a documentation address"},
+		{"224.0.0.0/4", "a multicast address"},
+		{"240.0.0.0/4", "a reserved address"}, // and 255.255.255.255, limited broadcast
 
 		// IPv6 registry.
-		{netip.MustParsePrefix("::/128"), "an unspecified address"},
-		{netip.MustParsePrefix("::1/128"), "a loopback address"},
-		{netip.MustParsePrefix("::ffff:0:0:0/96"), "an IPv4-translated address"}, // RFC 2765's SIIT form, not routed
-		{netip.MustParsePrefix("64:ff9b:1::/48"), "a local-use NAT64 address"},   // RFC 8215
-		{netip.MustParsePrefix("100::/64"), "a discard-only address"},
-		{netip.MustParsePrefix("100:0:0:1::/64"), "a reserved address"}, // dummy prefix, RFC 9780
-		{netip.MustParsePrefix("2001::/32"), "a Teredo address"},
-		{netip.MustParsePrefix("2001:2::/48"), "a benchmarking address"},
-		{netip.MustParsePrefix("2001:10::/28"), "a deprecated ORCHID address"},
+		{"::/128", "an unspecified address"},
+		{"::1/128", "a loopback address"},
+		{"::ffff:0:0:0/96", "an IPv4-translated address"}, // RFC 2765's SIIT form, not routed
+		{"64:ff9b:1::/48", "a local-use NAT64 address"},   // RFC 8215
+		{"100::/64", "a discard-only address"},
+		{"100:0:0:1::/64", "a reserved address"}, // dummy prefix, RFC 9780
+		{"2001::/32", "a Teredo address"},
+		{"2001:2::/48", "a benchmarking address"},
+		{"2001:10::/28", "a deprecated ORCHID address"},
 		// ORCHIDv2 (RFC 7343) and DRIP entity tags (RFC 9374) are marked
 		// globally reachable, but they are cryptographic host identifiers, not
 		// locators: nothing on the Internet routes to them, and only a HIP
 		// stack on this host or its network could answer one. Refused.
-		{netip.MustParsePrefix("2001:20::/28"), "an ORCHIDv2 identifier"},
-		{netip.MustParsePrefix("2001:30::/28"), "a DRIP entity tag"},
-		{netip.MustParsePrefix("2001::/23"), "a reserved address"}, // IETF protocol assignments
-		{netip.MustParsePrefix("2001:db8::/32"), "a documentation address"},
-		{netip.MustParsePrefix("3fff::/20"), "a documentation address"}, // RFC 9637
-		{netip.MustParsePrefix("5f00::/16"), "a reserved address"},      // SRv6 SIDs, RFC 9602
-		{netip.MustParsePrefix("fc00::/7"), "a private address"},
-		{netip.MustParsePrefix("fe80::/10"), "a link-local address"},
-		{netip.MustParsePrefix("fec0::/10"), "a private address"}, // site-local, deprecated
-		{netip.MustParsePrefix("ff00::/8"), "a multicast address"},
+		{"2001:20::/28", "an ORCHIDv2 identifier"},
+		{"2001:30::/28", "a DRIP entity tag"},
+		{"2001::/23", "a reserved address"}, // IETF protocol assignments
+		{"2001:db8::/32", "a documentation address"},
+		{"3fff::/20", "a documentation address"}, // RFC 9637
+		{"5f00::/16", "a reserved address"},      // SRv6 SIDs, RFC 9602
+		{"fc00::/7", "a private address"},
+		{"fe80::/10", "a link-local address"},
+		{"fec0::/10", "a private address"}, // site-local, deprecated
+		{"ff00::/8", "a multicast address"},
 	}
+	out := make([]special, len(blocks))
+	for i, b := range blocks {
+		out[i] = special{netip.MustParsePrefix(b.prefix), b.kind}
+	}
+	return out
 }
 
 // reachableBlocks are the registry's globally reachable entries inside a

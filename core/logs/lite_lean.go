@@ -1,6 +1,14 @@
+//go:build wasip1 || js
+
 package logs
 
-// In the wasip1 guest the types are the lite logger's (doc.go).
+import (
+	"io"
+	"time"
+)
+
+// In the wasip1 guest and the Worker (js) the types are the lite logger's
+// (doc.go).
 type (
 	Logger    = liteLogger
 	Handler   = liteHandler
@@ -33,3 +41,12 @@ func StringValue(s string) Value { return liteStringValue(s) }
 
 // GroupValue returns a value of several attributes.
 func GroupValue(as ...Attr) Value { return liteGroupValue(as...) }
+
+// NewTextHandler returns a handler that writes slog.TextHandler's lines
+// (nil options: Info and above) to w, each stamped with now().
+func NewTextHandler(w io.Writer, now func() time.Time) Handler { return newLiteText(w, now, false) }
+
+// NewLogHandler returns a handler that writes the lines of slog's default
+// logger (package log's standard logger, Info and above) to w, each dated
+// with now().
+func NewLogHandler(w io.Writer, now func() time.Time) Handler { return newLiteText(w, now, true) }
