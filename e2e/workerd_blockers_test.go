@@ -24,7 +24,7 @@ import (
 // tests cover and TestWorkerdDurableWaits does not: a reject that must
 // never run a non-idempotent webhook, an answer racing an interrupt, a
 // sub-agent streaming at the kill, a tree deleted while its child works,
-// and an interrupt that reaches a child parked on a question. The model is
+// and a child parked on a question, answered or interrupted. The model is
 // the offline one; the webhook tool posts to the ledger of
 // TestWorkerdWebhookLedger, in this process.
 
@@ -475,42 +475,78 @@ func TestWorkerdDeleteWhileChildRuns(t *testing.T) {
 	assert.Zero(t, recorded)
 }
 
-// TestWorkerdInterruptReachesParkedChild: a root's foreground child waits
-// on a question; the root is interrupted, then workerd is SIGKILLed. The
-// interrupt ended the child's task turn and cancelled its question in the
-// same answer: the question is no longer listed on either path, an answer
-// to it afterwards is 409 with the cancellation, and after the restart
-// neither turn continues.
-func TestWorkerdInterruptReachesParkedChild(t *testing.T) {
+// TestWorkerdParkedChild: a root's foreground child waits on a question.
+//
+//   - Answered through the root's path and SIGKILLed right after the 200:
+//     with no client request, the alarm finishes what the kill cut (the
+//     child's continuation or the root's, which sleeps), the child's
+//     answer reaches the root's call once and each turn ends once.
+//   - The root interrupted, then SIGKILLed: the interrupt ended the
+//     child's task turn and cancelled its question by its answer (the
+//     question is no longer listed on either path, an answer afterwards
+//     is 409 with the cancellation), and after the restart neither turn
+//     continues.
+func TestWorkerdParkedChild(t *testing.T) {
 	w, l, _ := startLedgerWorkerd(t, "allow")
 	s := w.as(t, "a-token")
-	sid := s.create()
-	child := sid + ".1"
-	a := s.prompt(sid, "/task /ask Which colour? \n"+ledgerCall("after-the-child"))
-	waitParked(s, sid)
-	waitParked(s, child)
-	cqs := questionIDs(s, child)
-	require.Len(t, cqs, 1)
+	parked := func(t *testing.T, text string) (sid, prompt, qid string) {
+		sid = s.create()
+		prompt = s.prompt(sid, "/task /ask Which colour?\n"+text)
+		waitParked(s, sid)
+		waitParked(s, sid+".1")
+		qs := questionIDs(s, sid+".1")
+		require.Len(t, qs, 1)
+		return sid, prompt, qs[0]
+	}
 
-	require.True(t, s.interrupt(sid))
-	assert.Empty(t, questionIDs(s, sid), "nothing pending in the tree once the interrupt answered")
-	assert.Empty(t, questionIDs(s, child))
-	w.restart(t)
+	t.Run("answered, then killed", func(t *testing.T) {
+		sid, a, qid := parked(t, "/sleep 3s\nThanks, child.")
+		child := sid + ".1"
+		s.do("POST", "/v1/sessions/"+sid+"/questions/"+qid, map[string]any{"answers": [][]string{{"blue"}}, "response_id": "blue"}, http.StatusOK, nil)
+		w.restart(t)
+		w.resumedByAlarm(t, sid)
 
-	code, body := post(t, s, "/v1/sessions/"+sid+"/questions/"+cqs[0], map[string]any{"answers": [][]string{{"blue"}}, "response_id": "late"})
-	require.Equal(t, http.StatusConflict, code, "%s", body)
-	assert.Contains(t, string(body), `"state":"cancelled"`)
+		sum := s.settle(sid, a)
+		ta := sum.requireEnd(t, a, typeSucceeded, "")
+		assert.Equal(t, 1, terminals(sum.log, a), "the root's turn ended once")
+		assert.Equal(t, 1, sum.byType[typeTaskResolved], "the child's answer reached the root's call once")
+		assert.Equal(t, 1, resolutions(sum.log), "the root continued once:%s", describe(sum.log))
+		require.NotEmpty(t, ta.done)
+		last := ta.done[len(ta.done)-1].P.Text
+		assert.Contains(t, last, "blue", "the child's answer, with the reply in it, is the task's result")
+		assert.True(t, strings.HasSuffix(last, "You said: Thanks, child."), "%q", last)
+		csum := s.settle(child)
+		task := taskPrompt(csum)
+		require.NotEmpty(t, task, "the child's task prompt:%s", describe(csum.log))
+		csum.requireEnd(t, task, typeSucceeded, "")
+		assert.Equal(t, 1, terminals(csum.log, task), "the child's turn ended once")
+		assert.Equal(t, 1, countType(csum.log, typeQuestionAnswered))
+		assert.Equal(t, 1, resolutions(csum.log), "the child continued once")
+	})
 
-	sum := s.settle(sid, a)
-	sum.requireEnd(t, a, typeInterrupted, "user")
-	assert.Zero(t, resolutions(sum.log), "the root never continued:%s", describe(sum.log))
-	requireNoDelivery(t, l, "after-the-child")
-	csum := s.settle(child)
-	task := taskPrompt(csum)
-	require.NotEmpty(t, task, "the child's task prompt:%s", describe(csum.log))
-	tc := csum.requireEnd(t, task, typeInterrupted, "user")
-	assert.Len(t, tc.starts, 1, "the child's task turn never started again:%s", describe(csum.log))
-	assert.Zero(t, resolutions(csum.log))
-	assert.Equal(t, 1, countType(csum.log, typeQuestionCancelled))
-	assert.Zero(t, countType(csum.log, typeQuestionAnswered))
+	t.Run("parent interrupted, then killed", func(t *testing.T) {
+		sid, a, qid := parked(t, ledgerCall("after-the-child"))
+		child := sid + ".1"
+		require.True(t, s.interrupt(sid))
+		assert.Empty(t, questionIDs(s, sid), "nothing pending in the tree once the interrupt answered")
+		assert.Empty(t, questionIDs(s, child))
+		w.restart(t)
+
+		code, body := post(t, s, "/v1/sessions/"+sid+"/questions/"+qid, map[string]any{"answers": [][]string{{"blue"}}, "response_id": "late"})
+		require.Equal(t, http.StatusConflict, code, "%s", body)
+		assert.Contains(t, string(body), `"state":"cancelled"`)
+
+		sum := s.settle(sid, a)
+		sum.requireEnd(t, a, typeInterrupted, "user")
+		assert.Zero(t, resolutions(sum.log), "the root never continued:%s", describe(sum.log))
+		requireNoDelivery(t, l, "after-the-child")
+		csum := s.settle(child)
+		task := taskPrompt(csum)
+		require.NotEmpty(t, task, "the child's task prompt:%s", describe(csum.log))
+		tc := csum.requireEnd(t, task, typeInterrupted, "user")
+		assert.Len(t, tc.starts, 1, "the child's task turn never started again:%s", describe(csum.log))
+		assert.Zero(t, resolutions(csum.log))
+		assert.Equal(t, 1, countType(csum.log, typeQuestionCancelled))
+		assert.Zero(t, countType(csum.log, typeQuestionAnswered))
+	})
 }
