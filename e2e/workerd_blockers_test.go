@@ -46,8 +46,10 @@ func startLedgerWorkerd(t *testing.T, permission string) (w *workerd, l *ledger,
 		ended <- r.Header.Get("webhook-id")
 	})) // loopback
 	t.Cleanup(srv.Close)
+	// The longest timeout: a held delivery's request ends only when the
+	// object cuts it, never by the tool's own deadline within a test.
 	tools := `{"webhook_tools":[{"name":"` + ledgerTool + `","description":"Record an entry in the ledger.",` +
-		`"url":"` + srv.URL + `/hook","idempotent":false,"permission":"` + permission + `","secret_env":"LEDGER_SECRET"}]}`
+		`"url":"` + srv.URL + `/hook","idempotent":false,"permission":"` + permission + `","timeout":"10m","secret_env":"LEDGER_SECRET"}]}`
 	w = startWorkerdWith(t, "", "REVENANT_TOKENS:"+frontTokens, "REVENANT_OFFLINE_WORD_DELAY:"+workerdWordDelay,
 		"REVENANT_TOOLS:"+tools, "LEDGER_SECRET:"+ledgerSecret)
 	t.Cleanup(func() {
@@ -127,7 +129,8 @@ func tryPost(s *server, path string, body any) (int, []byte, error) {
 // an approval. The two rejects are killed right after their 200s. The
 // ledger never sees a rejected call, not before the kill, not after it,
 // not from the continuation the alarm resumes; it sees the approved one
-// once.
+// once. A fourth session's own rule denies the tool: its call is
+// declined without asking, through the kills, and never delivered.
 func TestWorkerdPermissionRepliesAcrossKill(t *testing.T) {
 	w, l, _ := startLedgerWorkerd(t, "ask")
 	s := w.as(t, "a-token")
@@ -137,6 +140,15 @@ func TestWorkerdPermissionRepliesAcrossKill(t *testing.T) {
 	msg := &waiter{entry: "perm-reject-message"}
 	ok := &waiter{entry: "perm-once"}
 	rej.sid, msg.sid, ok.sid = s.create(), s.create(), s.create()
+	// A session whose own rule denies the tool: its call never parks
+	// and never runs.
+	var created struct {
+		ID string `json:"id"`
+	}
+	s.do("POST", "/v1/sessions", map[string]any{"config": map[string]any{"permissions": []map[string]string{
+		{"action": ledgerTool, "resource": "*", "decision": "deny"}}}}, http.StatusCreated, &created)
+	denied := &waiter{sid: created.ID, entry: "perm-denied-by-rule"}
+	denied.prompt = s.prompt(denied.sid, ledgerCall(denied.entry)+"\nafter the denial")
 	rej.prompt = s.prompt(rej.sid, ledgerCall(rej.entry))
 	// The continuation sleeps, so the kill after the reply lands in it.
 	msg.prompt = s.prompt(msg.sid, ledgerCall(msg.entry)+"\n/sleep 3s\nafter the decline")
@@ -149,6 +161,10 @@ func TestWorkerdPermissionRepliesAcrossKill(t *testing.T) {
 		assert.Equal(t, ledgerTool, ps[0].Request.Action)
 		c.rid = ps[0].ID
 	}
+
+	dst := s.follow(denied.sid, 0)
+	dst.until("the denied call's turn to end", endOf(denied.prompt))
+	dst.close()
 
 	// A kill while the three wait: the same requests, still waiting.
 	w.restart(t)
@@ -215,6 +231,15 @@ func TestWorkerdPermissionRepliesAcrossKill(t *testing.T) {
 	}
 	requireNoDelivery(t, l, rej.entry)
 	requireNoDelivery(t, l, msg.entry)
+
+	sum = s.settle(denied.sid, denied.prompt)
+	tr = sum.requireEnd(t, denied.prompt, typeSucceeded, "")
+	assert.Empty(t, tr.resumes)
+	assert.Zero(t, sum.byType[typeParked], "a denied call asks nobody")
+	assert.Zero(t, sum.byType[typeToolExecuting], "the denied call never began")
+	require.Len(t, settlements(t, sum.log), 1)
+	assert.True(t, strings.HasPrefix(settlements(t, sum.log)[0], "declined: "), "%q", settlements(t, sum.log)[0])
+	requireNoDelivery(t, l, denied.entry)
 }
 
 // TestWorkerdAnswerRacesInterrupt: turns parked on a question whose
