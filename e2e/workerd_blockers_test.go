@@ -245,31 +245,37 @@ func TestWorkerdPermissionRepliesAcrossKill(t *testing.T) {
 // TestWorkerdAnswerRacesInterrupt: turns parked on a question whose
 // continuation calls a non-idempotent webhook; the answer and an
 // interrupt are sent at the same moment, in both orders, then workerd is
-// SIGKILLed and restarted. Either the interrupt won (the answer is 409
-// with the cancellation as winner, nothing continued) or the answer did
-// (the interrupt then stopped the continuation); either way the turn ends
-// once, nothing of it happens after its end, an interrupted turn is never
-// revived, and the webhook was delivered at most once and only after its
-// call was recorded executing.
+// SIGKILLed and restarted. Half the questions are a foreground child's,
+// answered on its root's path while the root is interrupted. Either the
+// interrupt won (the answer is 409 with the cancellation as winner,
+// nothing continued) or the answer did (the interrupt then stopped the
+// continuation); either way each turn ends once, nothing of it happens
+// after its end, an interrupted turn is never revived, and the webhook was
+// delivered at most once and only after its call was recorded executing.
 func TestWorkerdAnswerRacesInterrupt(t *testing.T) {
 	w, l, _ := startLedgerWorkerd(t, "allow")
 	s := w.as(t, "a-token")
-	const n = 6
+	const n = 12
 	type racer struct {
-		sid, prompt, qid, entry string
-		answer                  int
-		answerBody              []byte
-		interrupted             bool
+		sid, asker, prompt, qid, entry string // asker: the session whose question it is
+		answer                         int
+		answerBody                     []byte
+		interrupted                    bool
 	}
 	racers := make([]*racer, n)
 	for i := range racers {
 		r := &racer{entry: fmt.Sprintf("race-%d", i)}
 		r.sid = s.create()
-		r.prompt = s.prompt(r.sid, "/ask Go ahead?\n"+ledgerCall(r.entry)+"\n/sleep 2s\ndone")
+		r.asker = r.sid
+		ask := "/ask Go ahead?"
+		if i >= n/2 {
+			r.asker, ask = r.sid+".1", "/task /ask Go ahead?"
+		}
+		r.prompt = s.prompt(r.sid, ask+"\n"+ledgerCall(r.entry)+"\n/sleep 2s\ndone")
 		racers[i] = r
 	}
 	for _, r := range racers {
-		waitParked(s, r.sid)
+		waitParked(s, r.asker)
 		qs := questionIDs(s, r.sid)
 		require.Len(t, qs, 1)
 		r.qid = qs[0]
@@ -320,6 +326,19 @@ func TestWorkerdAnswerRacesInterrupt(t *testing.T) {
 		sum := s.settle(r.sid, r.prompt)
 		tr := sum.turn(t, r.prompt)
 		require.NotNil(t, tr.end)
+		assert.Empty(t, tr.resumes, "no kill fell inside the turn:%s", describe(sum.log))
+		qlog, qturn := sum.log, r.prompt // the asking session's log and turn
+		if r.asker != r.sid {
+			csum := s.settle(r.asker)
+			qlog, qturn = csum.log, taskPrompt(csum)
+			require.NotEmpty(t, qturn, "the child's task prompt:%s", describe(csum.log))
+			ct := csum.turn(t, qturn)
+			require.NotNil(t, ct.end)
+			assert.Empty(t, ct.resumes, "no kill fell inside the child's turn:%s", describe(csum.log))
+			if tr.end.Type == typeInterrupted {
+				csum.requireEnd(t, qturn, typeInterrupted, "user")
+			}
+		}
 		ids, arrivals, _ := l.deliveries(r.entry)
 		switch r.answer {
 		case http.StatusConflict:
@@ -334,21 +353,22 @@ func TestWorkerdAnswerRacesInterrupt(t *testing.T) {
 			assert.Equal(t, "interrupt", conflict.Winner.Reason, "%s", r.answerBody)
 			assert.True(t, r.interrupted, "the interrupt found the parked turn")
 			sum.requireEnd(t, r.prompt, typeInterrupted, "user")
-			assert.Zero(t, sum.byType[typeQuestionAnswered])
-			assert.Equal(t, 1, sum.byType[typeQuestionCancelled])
+			assert.Zero(t, countType(qlog, typeQuestionAnswered))
+			assert.Equal(t, 1, countType(qlog, typeQuestionCancelled))
+			assert.Zero(t, resolutions(qlog), "nothing continued:%s", describe(qlog))
 			assert.Zero(t, resolutions(sum.log), "nothing continued:%s", describe(sum.log))
 			assert.Empty(t, ids, "no webhook call")
 		case http.StatusOK:
 			answered++
-			assert.Equal(t, 1, sum.byType[typeQuestionAnswered])
-			assert.Zero(t, sum.byType[typeQuestionCancelled])
+			assert.Equal(t, 1, countType(qlog, typeQuestionAnswered))
+			assert.Zero(t, countType(qlog, typeQuestionCancelled))
+			assert.LessOrEqual(t, resolutions(qlog), 1, "at most one continuation:%s", describe(qlog))
 			assert.LessOrEqual(t, resolutions(sum.log), 1, "at most one continuation:%s", describe(sum.log))
 			if tr.end.Type == typeSucceeded {
 				assert.False(t, r.interrupted, "an interrupt that answered true ended the turn:%s", describe(sum.log))
 			} else {
 				sum.requireEnd(t, r.prompt, typeInterrupted, "user")
 			}
-			assert.Empty(t, tr.resumes, "no kill fell inside the turn:%s", describe(sum.log))
 			executing := sum.byType[typeToolExecuting]
 			assert.LessOrEqual(t, executing, 1)
 			assert.LessOrEqual(t, arrivals, executing, "a delivery only for a call recorded executing:%s", describe(sum.log))
@@ -360,6 +380,8 @@ func TestWorkerdAnswerRacesInterrupt(t *testing.T) {
 		default:
 			t.Fatalf("the answer of %s: %d %s", r.sid, r.answer, r.answerBody)
 		}
+		assert.Equal(t, 1, terminals(sum.log, r.prompt))
+		assert.Equal(t, 1, terminals(qlog, qturn))
 		assert.Empty(t, questionIDs(s, r.sid))
 	}
 	t.Logf("%d of %d answers won the race", answered, n)
