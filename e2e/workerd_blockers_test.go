@@ -126,7 +126,7 @@ func tryPost(s *server, path string, body any) (int, []byte, error) {
 // webhook whose rule asks, parked in one wrangler run, SIGKILLed while
 // they wait, then replied to on the same request ids: a reject (the turn
 // ends interrupted{user}), a reject with a message (the turn goes on) and
-// an approval. The two rejects are killed right after their 200s. The
+// an approval. The kill after the two rejects comes right after their 200s. The
 // ledger never sees a rejected call, not before the kill, not after it,
 // not from the continuation the alarm resumes; it sees the approved one
 // once. A fourth session's own rule denies the tool: its call is
@@ -180,9 +180,8 @@ func TestWorkerdPermissionRepliesAcrossKill(t *testing.T) {
 	st.until("the approved turn's end", endOf(ok.prompt))
 	st.close()
 
-	// The rejects, each killed right after its 200.
+	// The rejects, killed right after their 200s.
 	s.do("POST", path(rej), map[string]any{"reply": "reject", "response_id": "rej-1"}, http.StatusOK, nil)
-	w.restart(t)
 	rejectWithMessage := map[string]any{"reply": "reject", "message": "not now", "response_id": "msg-1"}
 	s.do("POST", path(msg), rejectWithMessage, http.StatusOK, nil)
 	w.restart(t)
