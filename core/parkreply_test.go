@@ -27,7 +27,7 @@ type lateDriver struct {
 
 func (d lateDriver) Run(_ context.Context, x *core.Execution) core.Outcome {
 	d.started <- x
-	late := x.Cause() == event.CausePrompt && (x.Prompt() == "ask" || x.Prompt() == "end")
+	late := x.Cause() == event.CausePrompt && (x.Prompt() == "ask" || x.Prompt() == "end" || x.Prompt() == "fail")
 	if x.Prompt() != "ask" || x.Cause() != event.CausePrompt {
 		_, err := x.Append(context.Background(), true, core.NewEvent{Type: event.MessageAdded,
 			Payload: event.Message{MessageID: x.NewID(), PromptID: x.PromptID(), Role: event.RoleAssistant, Text: "done"}})
@@ -36,6 +36,9 @@ func (d lateDriver) Run(_ context.Context, x *core.Execution) core.Outcome {
 		}
 		if late {
 			d.f.FailLateCommits(1, faultvfs.IOErrFsync)
+		}
+		if x.Prompt() == "fail" {
+			return core.Outcome{Kind: core.Failed, FailType: event.FailDriver, Message: "failed"}
 		}
 		return core.Outcome{Kind: core.Succeeded}
 	}
@@ -130,6 +133,22 @@ func TestPromptAdmittedDuringALateTerminalCommitStartsHere(t *testing.T) {
 		next = n.Admit(sid, "next")
 	})
 	assert.Equal(t, "succeeded", tr.PromptState(first))
+	x := startsNext(t, d, "the admitted prompt's turn")
+	assert.Equal(t, next, x.PromptID())
+	n.Idle()
+	assert.Equal(t, "succeeded", tr.PromptState(next))
+	assert.False(t, tr.Claim("s").Exists)
+}
+
+// The same after a turn that failed: drain stops the failed turn's
+// children first (none here), then starts the prompt admitted while its
+// terminal waited for its rerun, not the next wake-up.
+func TestPromptAdmittedDuringALateFailedTerminalCommitStartsHere(t *testing.T) {
+	var next string
+	tr, n, first, d := lateRecord(t, "fail", func(n *treetest.Node, sid string) {
+		next = n.Admit(sid, "next")
+	})
+	assert.Equal(t, "failed", tr.PromptState(first))
 	x := startsNext(t, d, "the admitted prompt's turn")
 	assert.Equal(t, next, x.PromptID())
 	n.Idle()
