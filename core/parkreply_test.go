@@ -178,3 +178,81 @@ func TestReplyCarryingAChildResultIsRefused(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, bs, after, "nothing was written")
 }
+
+// resumeParkDriver parks the turn a boot resumes (cause resume), its park
+// commit durable but reported failed (a late IOERR), once go is closed; the
+// first node's execution waits for its cancellation, every other succeeds.
+type resumeParkDriver struct {
+	f       *faultvfs.Fault
+	started chan *core.Execution
+	goOn    chan struct{}
+}
+
+func (d resumeParkDriver) Run(ctx context.Context, x *core.Execution) core.Outcome {
+	d.started <- x
+	switch x.Cause() {
+	case event.CausePrompt:
+		<-ctx.Done() // until the node crashes
+		return core.Outcome{Kind: core.Stopped}
+	case event.CauseResume:
+		<-d.goOn
+		d.f.FailLateCommits(1, faultvfs.IOErrFsync)
+		return core.Outcome{Kind: core.Parked, Park: &event.Parked{
+			StepID: x.ID() + ".step", ExecutionID: x.ID(), PromptID: x.PromptID(),
+			Blockers: []event.Blocker{{ID: "q-" + x.ID(), Kind: event.KindQuestion, CallID: x.ID() + ".call",
+				Adapter: "question@1", Request: json.RawMessage(`{"questions":[{"question":"which?"}]}`)}},
+		}}
+	}
+	return core.Outcome{Kind: core.Succeeded}
+}
+
+// The continuation drain starts once a parking execution is gone is a
+// resolution's, whatever started the execution that parked: here a boot's
+// resume, whose park a reply answered while its late commit's rerun
+// waited. Its execution.started says cause "resolution", as a reply's own
+// start would, not the parked execution's "resume".
+func TestContinuationAfterAResumedTurnsLateParkIsAResolution(t *testing.T) {
+	tr := treetest.New(t)
+	f := tr.Faults()
+	d := resumeParkDriver{f: f, started: make(chan *core.Execution, 4), goOn: make(chan struct{})}
+	n1 := tr.Boot(d)
+	sid := n1.NewSession("s")
+	pid := n1.Admit(sid, "ask")
+	<-d.started
+	n1.Crash()
+
+	var n2 *treetest.Node
+	var rerr error
+	waited := false
+	tr.DriveEach(func() {
+		n2 = tr.Boot(d)
+		x := <-d.started
+		require.Equal(t, event.CauseResume, x.Cause())
+		close(d.goOn)
+		n2.Idle()
+	}, func(retry.Wait) {
+		if waited {
+			return
+		}
+		waited = true
+		bs, err := n2.Inst.Blockers(ctx, sid, event.KindQuestion)
+		require.NoError(t, err)
+		require.Len(t, bs, 1, "the park's commit is durable")
+		_, rerr = n2.Inst.Reply(ctx, sid, bs[0].ID, core.Reply{ResponseID: "r1", Answers: [][]string{{"blue"}}})
+	})
+	require.True(t, waited, "the park met its late IOERR")
+	require.NoError(t, rerr)
+	select {
+	case x := <-d.started:
+		assert.Equal(t, event.CauseResolution, x.Cause())
+	case <-time.After(30 * time.Second): // only to fail instead of hanging
+		require.Fail(t, "the answered turn's continuation waits for the next wake-up")
+	}
+	n2.Idle()
+	assert.Equal(t, "succeeded", tr.PromptState(pid))
+	starts := treetest.OfType(tr.Events("s"), event.ExecutionStarted)
+	require.Len(t, starts, 3, "the turn's first execution, its resume and its continuation")
+	var s3 event.Started
+	require.NoError(t, starts[2].Decode(&s3))
+	assert.Equal(t, event.CauseResolution, s3.Cause)
+}
