@@ -157,3 +157,29 @@ func TestDirectInterruptCutsTheStuckExecutionsStepStopped(t *testing.T) {
 	assert.Equal(t, "alpha ", c.Text)
 	assert.Equal(t, event.CutStopped, c.Reason)
 }
+
+// While a turn's terminal, committed but reported failed, waits for its
+// rerun, its execution is still the session's here, and a session runs one
+// execution at a time: a prompt admitted in that wait takes the claim but
+// starts nothing beside it (startLocked only notes the start as wanted).
+// The claim names no execution until the first one is gone; then drain
+// starts the prompt's turn. Started at once instead, its turn would run
+// while the first execution still finishes (its children stopped after a
+// failed turn, its parent told, after the next turn began).
+func TestAPromptAdmittedWhileAnExecutionFinishesStartsNothingBesideIt(t *testing.T) {
+	var next string
+	var during []core.ClaimState
+	tr, n, first, d := lateRecord(t, "end", func(n *treetest.Node, sid string) {
+		next = n.Admit(sid, "next")
+		var err error
+		during, err = n.Inst.Claims(ctx)
+		require.NoError(t, err)
+	})
+	require.Len(t, during, 1, "the admission took the claim")
+	assert.Empty(t, during[0].ExecutionID, "a second execution began while the first was still registered")
+	assert.Equal(t, "succeeded", tr.PromptState(first))
+	x := startsNext(t, d, "the admitted prompt's turn")
+	assert.Equal(t, next, x.PromptID())
+	n.Idle()
+	assert.Equal(t, "succeeded", tr.PromptState(next))
+}

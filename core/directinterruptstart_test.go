@@ -26,12 +26,20 @@ import (
 func TestPromptAdmittedWhileADirectInterruptWaitsStartsHere(t *testing.T) {
 	s := newStuckExecution(t)
 	var next string
+	var during []core.ClaimState
 	s.interruptWithLateCommit(t, func() {
 		if next == "" {
 			next = s.n.Admit(s.sid, "next")
+			var err error
+			during, err = s.n.Inst.Claims(ctx)
+			require.NoError(t, err)
 		}
 	})
 	require.NotEmpty(t, next, "admitted while the interrupt's rerun waited")
+	// The stuck execution, told to stop but still registered, is the
+	// session's: the admission started nothing beside it.
+	require.Len(t, during, 1, "the admission took the claim")
+	assert.Empty(t, during[0].ExecutionID, "a second execution began while the stuck one was registered")
 
 	select {
 	case x := <-s.started:

@@ -27,7 +27,7 @@ type lateDriver struct {
 
 func (d lateDriver) Run(_ context.Context, x *core.Execution) core.Outcome {
 	d.started <- x
-	late := x.Cause() == event.CausePrompt && (x.Prompt() == "ask" || x.Prompt() == "end")
+	late := x.Cause() == event.CausePrompt && (x.Prompt() == "ask" || x.Prompt() == "end" || x.Prompt() == "fail")
 	if x.Prompt() != "ask" || x.Cause() != event.CausePrompt {
 		_, err := x.Append(context.Background(), true, core.NewEvent{Type: event.MessageAdded,
 			Payload: event.Message{MessageID: x.NewID(), PromptID: x.PromptID(), Role: event.RoleAssistant, Text: "done"}})
@@ -36,6 +36,9 @@ func (d lateDriver) Run(_ context.Context, x *core.Execution) core.Outcome {
 		}
 		if late {
 			d.f.FailLateCommits(1, faultvfs.IOErrFsync)
+		}
+		if x.Prompt() == "fail" {
+			return core.Outcome{Kind: core.Failed, FailType: event.FailDriver, Message: "failed"}
 		}
 		return core.Outcome{Kind: core.Succeeded}
 	}
@@ -137,6 +140,22 @@ func TestPromptAdmittedDuringALateTerminalCommitStartsHere(t *testing.T) {
 	assert.False(t, tr.Claim("s").Exists)
 }
 
+// The same after a turn that failed: drain stops the failed turn's
+// children first (none here), then starts the prompt admitted while its
+// terminal waited for its rerun, not the next wake-up.
+func TestPromptAdmittedDuringALateFailedTerminalCommitStartsHere(t *testing.T) {
+	var next string
+	tr, n, first, d := lateRecord(t, "fail", func(n *treetest.Node, sid string) {
+		next = n.Admit(sid, "next")
+	})
+	assert.Equal(t, "failed", tr.PromptState(first))
+	x := startsNext(t, d, "the admitted prompt's turn")
+	assert.Equal(t, next, x.PromptID())
+	n.Idle()
+	assert.Equal(t, "succeeded", tr.PromptState(next))
+	assert.False(t, tr.Claim("s").Exists)
+}
+
 // A sub-agent's result is written by its turn's end (resolveTask), never
 // by a reply: a Go program calling Reply with Child set is refused, with
 // nothing written, whatever the blocker's kind.
@@ -158,4 +177,82 @@ func TestReplyCarryingAChildResultIsRefused(t *testing.T) {
 	after, err := n.Inst.Blockers(ctx, sid, "")
 	require.NoError(t, err)
 	assert.Equal(t, bs, after, "nothing was written")
+}
+
+// resumeParkDriver parks the turn a boot resumes (cause resume), its park
+// commit durable but reported failed (a late IOERR), once go is closed; the
+// first node's execution waits for its cancellation, every other succeeds.
+type resumeParkDriver struct {
+	f       *faultvfs.Fault
+	started chan *core.Execution
+	goOn    chan struct{}
+}
+
+func (d resumeParkDriver) Run(ctx context.Context, x *core.Execution) core.Outcome {
+	d.started <- x
+	switch x.Cause() {
+	case event.CausePrompt:
+		<-ctx.Done() // until the node crashes
+		return core.Outcome{Kind: core.Stopped}
+	case event.CauseResume:
+		<-d.goOn
+		d.f.FailLateCommits(1, faultvfs.IOErrFsync)
+		return core.Outcome{Kind: core.Parked, Park: &event.Parked{
+			StepID: x.ID() + ".step", ExecutionID: x.ID(), PromptID: x.PromptID(),
+			Blockers: []event.Blocker{{ID: "q-" + x.ID(), Kind: event.KindQuestion, CallID: x.ID() + ".call",
+				Adapter: "question@1", Request: json.RawMessage(`{"questions":[{"question":"which?"}]}`)}},
+		}}
+	}
+	return core.Outcome{Kind: core.Succeeded}
+}
+
+// The continuation drain starts once a parking execution is gone is a
+// resolution's, whatever started the execution that parked: here a boot's
+// resume, whose park a reply answered while its late commit's rerun
+// waited. Its execution.started says cause "resolution", as a reply's own
+// start would, not the parked execution's "resume".
+func TestContinuationAfterAResumedTurnsLateParkIsAResolution(t *testing.T) {
+	tr := treetest.New(t)
+	f := tr.Faults()
+	d := resumeParkDriver{f: f, started: make(chan *core.Execution, 4), goOn: make(chan struct{})}
+	n1 := tr.Boot(d)
+	sid := n1.NewSession("s")
+	pid := n1.Admit(sid, "ask")
+	<-d.started
+	n1.Crash()
+
+	var n2 *treetest.Node
+	var rerr error
+	waited := false
+	tr.DriveEach(func() {
+		n2 = tr.Boot(d)
+		x := <-d.started
+		require.Equal(t, event.CauseResume, x.Cause())
+		close(d.goOn)
+		n2.Idle()
+	}, func(retry.Wait) {
+		if waited {
+			return
+		}
+		waited = true
+		bs, err := n2.Inst.Blockers(ctx, sid, event.KindQuestion)
+		require.NoError(t, err)
+		require.Len(t, bs, 1, "the park's commit is durable")
+		_, rerr = n2.Inst.Reply(ctx, sid, bs[0].ID, core.Reply{ResponseID: "r1", Answers: [][]string{{"blue"}}})
+	})
+	require.True(t, waited, "the park met its late IOERR")
+	require.NoError(t, rerr)
+	select {
+	case x := <-d.started:
+		assert.Equal(t, event.CauseResolution, x.Cause())
+	case <-time.After(30 * time.Second): // only to fail instead of hanging
+		require.Fail(t, "the answered turn's continuation waits for the next wake-up")
+	}
+	n2.Idle()
+	assert.Equal(t, "succeeded", tr.PromptState(pid))
+	starts := treetest.OfType(tr.Events("s"), event.ExecutionStarted)
+	require.Len(t, starts, 3, "the turn's first execution, its resume and its continuation")
+	var s3 event.Started
+	require.NoError(t, starts[2].Decode(&s3))
+	assert.Equal(t, event.CauseResolution, s3.Cause)
 }

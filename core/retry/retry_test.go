@@ -95,20 +95,29 @@ func TestScheduleCutsTheLastWaitAtTheWindow(t *testing.T) {
 var errFlaky = errors.New("flaky")
 
 // driveLoop runs l over op in a goroutine and advances the fake clock to
-// the end of every wait the loop announces, until Run returns.
+// the end of every wait the loop announces, until Run returns. Each wait's
+// timer is set before the hook hears of it, and moving time to its Until
+// fires it: else the test fails at once (the loop would wait for good).
 func driveLoop(t *testing.T, clock *fakehost.Clock, l retry.Loop, op func(int) error) (error, []retry.Wait) {
 	t.Helper()
-	waits := make(chan retry.Wait)
+	type heard struct {
+		w       retry.Wait
+		pending int // the clock's timers as the hook heard of the wait
+	}
+	waits, moved := make(chan heard), make(chan struct{})
 	l.Clock = clock
-	l.Waiting = func(w retry.Wait) func() { waits <- w; return nil }
+	l.Waiting = func(w retry.Wait) func() { waits <- heard{w, clock.Pending()}; <-moved; return nil }
 	done := make(chan error, 1)
 	go func() { done <- l.Run(ctx, op) }()
 	var seen []retry.Wait
 	for {
 		select {
-		case w := <-waits:
-			seen = append(seen, w)
-			clock.Set(w.Until)
+		case h := <-waits:
+			seen = append(seen, h.w)
+			require.Equal(t, 1, h.pending, "the wait's timer is set before the hook hears of it")
+			clock.Set(h.w.Until)
+			require.Zero(t, clock.Pending(), "moving time to the wait's Until fired its timer")
+			moved <- struct{}{}
 		case err := <-done:
 			return err, seen
 		}
@@ -219,10 +228,13 @@ func TestLoopCutShortCountsTheAttemptsMade(t *testing.T) {
 	calls := 0
 	l := retry.Loop{Policy: retry.Settlement(), Clock: clock, Stop: stop,
 		Waiting: func(w retry.Wait) func() {
-			if w.Retry == 2 {
-				close(stop)
+			if w.Retry == 2 || !assert.Equal(t, 1, clock.Pending(), "the wait's timer is set before the hook hears of it") {
+				close(stop) // (fail, never hang)
 			} else {
 				clock.Set(w.Until)
+				if !assert.Zero(t, clock.Pending(), "moving time to Until fired the wait's timer") {
+					clock.Set(w.Until + time.Hour.Milliseconds()) // fail, never hang
+				}
 			}
 			return nil
 		}}
