@@ -16,9 +16,9 @@
 // without it: NewTextHandler writes slog.TextHandler's and NewLogHandler
 // those of slog's default logger (text.go; text_test.go holds each line
 // to slog's own), about 43 KB of the Worker's gzip size. Package host,
-// which takes *slog.Logger, does not build on js. Code that must build for both uses only what
-// both have: the Logger methods Debug, Info, Warn, Error, Log, With,
-// Enabled and Handler; New, Discard, String, StringValue, GroupValue;
+// which takes *slog.Logger, does not build on js. Code that must build
+// for both uses only what both have: the Logger methods Debug, Info,
+// Warn, Error, Log, With, Enabled and Handler; New, Discard, String, StringValue, GroupValue;
 // Record's Level, Message and Attrs; Attr's Key and Value; Value's String
 // and Resolve; LogValuer. The lite Logger keeps slog's rules for key-value
 // arguments ("!BADKEY" for a value without a key) and resolves LogValuers
