@@ -221,6 +221,11 @@ func TestWorkerdFront(t *testing.T) {
 				assert.Equal(t, http.StatusNotFound, frontStatus(t, bob, rq.method, rq.path, hs...), "bob %s %s %v", rq.method, rq.path, hs)
 			}
 		}
+		// The front's own answer is the API's error body, as every host
+		// writes it (a newline after the JSON).
+		code, body := frontRaw(t, bob, "GET", "/v1/sessions/"+sid)
+		assert.Equal(t, http.StatusNotFound, code)
+		assert.Equal(t, `{"error":{"type":"not_found","message":"no such session"}}`+"\n", body)
 		sn := alice.snapshot(sid)
 		assert.Equal(t, sid, sn.ID, "alice's session is intact")
 		assert.Empty(t, sn.Prompts, "bob's prompts were never admitted")

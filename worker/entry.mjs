@@ -83,8 +83,10 @@ function frontLogic(env) {
   return bridge;
 }
 
+// json answers as the Go API's writeJSON does: the JSON and a newline.
 function json(status, body) {
-  return Response.json(body, { status, headers: { "x-content-type-options": "nosniff" } });
+  const headers = { "content-type": "application/json", "x-content-type-options": "nosniff" };
+  return new Response(JSON.stringify(body) + "\n", { status, headers });
 }
 
 function answer(d) {
