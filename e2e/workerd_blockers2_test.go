@@ -142,6 +142,9 @@ func TestWorkerdPermissionReplyRacesInterrupt(t *testing.T) {
 		require.NotNil(t, tr.end)
 		assert.Empty(t, tr.resumes, "nothing of the turn came back after the restart:%s", describe(sum.log))
 		assert.Equal(t, 1, terminals(sum.log, r.prompt), "the turn ended once")
+		for _, e := range sum.log {
+			assert.False(t, e.Seq > tr.end.Seq && e.P.PromptID == r.prompt, "nothing of the turn after its end: #%d %s:%s", e.Seq, e.Type, describe(sum.log))
+		}
 		ids, arrivals, _ := l.deliveries(r.entry)
 		executing := sum.byType[typeToolExecuting]
 		switch r.reply {
@@ -200,7 +203,12 @@ func TestWorkerdAlwaysAcrossKill(t *testing.T) {
 	st.close()
 
 	w.restart(t)
+	cursor := s.snapshot(sid).Cursor
 	b := s.prompt(sid, ledgerCall("always-second")+"\nafter the second")
+	st = s.follow(sid, cursor)
+	first := st.until("the second call to park or its turn to end", func(e ev) bool { return e.Type == typeParked || endOf(b)(e) })
+	st.close()
+	require.NotEqual(t, typeParked, first.Type, "the second call asked again:%s", describe(st.log))
 	sum := s.settle(sid, a, b)
 	sum.requireEnd(t, a, typeSucceeded, "")
 	sum.requireEnd(t, b, typeSucceeded, "")
