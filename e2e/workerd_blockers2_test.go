@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -95,43 +94,13 @@ func TestWorkerdPermissionReplyRacesInterrupt(t *testing.T) {
 		r.rid = ps[0].ID
 	}
 
-	type answer struct {
-		code int
-		body []byte
-		err  error
-	}
-	replies, interrupts := make([]answer, n), make([]answer, n)
-	go1 := make(chan struct{})
-	var wg sync.WaitGroup
+	replies, interrupted := raceInterrupts(t, s, len(racers), func(i int) (string, string, any) {
+		r := racers[i]
+		return r.sid, "/v1/sessions/" + r.sid + "/permissions/" + r.rid,
+			map[string]any{"reply": "once", "response_id": "race"}
+	})
 	for i, r := range racers {
-		reply := func() {
-			a := &replies[i]
-			a.code, a.body, a.err = tryPost(s, "/v1/sessions/"+r.sid+"/permissions/"+r.rid,
-				map[string]any{"reply": "once", "response_id": "race"})
-		}
-		interrupt := func() {
-			in := &interrupts[i]
-			in.code, in.body, in.err = tryPost(s, "/v1/sessions/"+r.sid+"/interrupt", nil)
-		}
-		first, second := reply, interrupt
-		if i%2 == 1 {
-			first, second = interrupt, reply
-		}
-		wg.Add(2)
-		go func() { defer wg.Done(); <-go1; first() }()
-		go func() { defer wg.Done(); <-go1; second() }()
-	}
-	close(go1)
-	wg.Wait()
-	for i, r := range racers {
-		require.NoError(t, replies[i].err)
-		require.NoError(t, interrupts[i].err)
-		require.Equal(t, http.StatusOK, interrupts[i].code, "%s", interrupts[i].body)
-		var out struct {
-			Interrupted bool `json:"interrupted"`
-		}
-		require.NoError(t, json.Unmarshal(interrupts[i].body, &out))
-		r.reply, r.replyBody, r.interrupted = replies[i].code, replies[i].body, out.Interrupted
+		r.reply, r.replyBody, r.interrupted = replies[i].code, replies[i].body, interrupted[i]
 	}
 
 	w.restart(t)

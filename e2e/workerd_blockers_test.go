@@ -280,43 +280,13 @@ func TestWorkerdAnswerRacesInterrupt(t *testing.T) {
 		r.qid = qs[0]
 	}
 
-	type reply struct {
-		code int
-		body []byte
-		err  error
-	}
-	answers, interrupts := make([]reply, n), make([]reply, n)
-	go1 := make(chan struct{})
-	var wg sync.WaitGroup
+	answers, interrupted := raceInterrupts(t, s, len(racers), func(i int) (string, string, any) {
+		r := racers[i]
+		return r.sid, "/v1/sessions/" + r.sid + "/questions/" + r.qid,
+			map[string]any{"answers": [][]string{{"yes"}}, "response_id": "race"}
+	})
 	for i, r := range racers {
-		answer := func() {
-			a := &answers[i]
-			a.code, a.body, a.err = tryPost(s, "/v1/sessions/"+r.sid+"/questions/"+r.qid,
-				map[string]any{"answers": [][]string{{"yes"}}, "response_id": "race"})
-		}
-		interrupt := func() {
-			in := &interrupts[i]
-			in.code, in.body, in.err = tryPost(s, "/v1/sessions/"+r.sid+"/interrupt", nil)
-		}
-		first, second := answer, interrupt
-		if i%2 == 1 {
-			first, second = interrupt, answer
-		}
-		wg.Add(2)
-		go func() { defer wg.Done(); <-go1; first() }()
-		go func() { defer wg.Done(); <-go1; second() }()
-	}
-	close(go1)
-	wg.Wait()
-	for i, r := range racers {
-		require.NoError(t, answers[i].err)
-		require.NoError(t, interrupts[i].err)
-		require.Equal(t, http.StatusOK, interrupts[i].code, "%s", interrupts[i].body)
-		var out struct {
-			Interrupted bool `json:"interrupted"`
-		}
-		require.NoError(t, json.Unmarshal(interrupts[i].body, &out))
-		r.answer, r.answerBody, r.interrupted = answers[i].code, answers[i].body, out.Interrupted
+		r.answer, r.answerBody, r.interrupted = answers[i].code, answers[i].body, interrupted[i]
 	}
 
 	w.restart(t)
@@ -595,4 +565,58 @@ func TestWorkerdParkedChild(t *testing.T) {
 		assert.Equal(t, 1, countType(csum.log, typeQuestionCancelled))
 		assert.Zero(t, countType(csum.log, typeQuestionAnswered))
 	})
+}
+
+// raced is one request's answer in raceInterrupts.
+type raced struct {
+	code int
+	body []byte
+}
+
+// raceInterrupts sends n races at once: for each i, the reply that
+// reply(i) names (its session, path and body) and an interrupt of that
+// session, together (the reply started first for even i, the interrupt
+// for odd). It returns each reply's answer and whether each interrupt
+// interrupted a turn; every interrupt must answer 200.
+func raceInterrupts(t *testing.T, s *server, n int, reply func(i int) (sid, path string, body any)) ([]raced, []bool) {
+	t.Helper()
+	type sent struct {
+		raced
+		err error
+	}
+	replies, interrupts := make([]sent, n), make([]sent, n)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range n {
+		sid, path, body := reply(i)
+		answer := func() {
+			a := &replies[i]
+			a.code, a.body, a.err = tryPost(s, path, body)
+		}
+		interrupt := func() {
+			in := &interrupts[i]
+			in.code, in.body, in.err = tryPost(s, "/v1/sessions/"+sid+"/interrupt", nil)
+		}
+		first, second := answer, interrupt
+		if i%2 == 1 {
+			first, second = interrupt, answer
+		}
+		wg.Add(2)
+		go func() { defer wg.Done(); <-start; first() }()
+		go func() { defer wg.Done(); <-start; second() }()
+	}
+	close(start)
+	wg.Wait()
+	answers, interrupted := make([]raced, n), make([]bool, n)
+	for i := range n {
+		require.NoError(t, replies[i].err)
+		require.NoError(t, interrupts[i].err)
+		require.Equal(t, http.StatusOK, interrupts[i].code, "%s", interrupts[i].body)
+		var out struct {
+			Interrupted bool `json:"interrupted"`
+		}
+		require.NoError(t, json.Unmarshal(interrupts[i].body, &out))
+		answers[i], interrupted[i] = replies[i].raced, out.Interrupted
+	}
+	return answers, interrupted
 }
