@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -118,16 +117,7 @@ func TestWorkerdPermissionReplyRacesInterrupt(t *testing.T) {
 		executing := sum.byType[typeToolExecuting]
 		switch r.reply {
 		case http.StatusConflict:
-			var conflict struct {
-				Winner struct {
-					State  string `json:"state"`
-					Reason string `json:"reason"`
-				} `json:"winner"`
-			}
-			require.NoError(t, json.Unmarshal(r.replyBody, &conflict))
-			assert.Equal(t, "cancelled", conflict.Winner.State, "%s", r.replyBody)
-			assert.Equal(t, "interrupt", conflict.Winner.Reason, "%s", r.replyBody)
-			assert.True(t, r.interrupted, "the interrupt found the parked turn")
+			requireLostToInterrupt(t, r.replyBody, r.interrupted)
 			sum.requireEnd(t, r.prompt, typeInterrupted, "user")
 			assert.Zero(t, sum.byType[typePermissionApproved])
 			assert.Len(t, tr.starts, 1, "the turn never started again:%s", describe(sum.log))

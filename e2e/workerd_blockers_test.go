@@ -311,16 +311,7 @@ func TestWorkerdAnswerRacesInterrupt(t *testing.T) {
 		ids, arrivals, _ := l.deliveries(r.entry)
 		switch r.answer {
 		case http.StatusConflict:
-			var conflict struct {
-				Winner struct {
-					State  string `json:"state"`
-					Reason string `json:"reason"`
-				} `json:"winner"`
-			}
-			require.NoError(t, json.Unmarshal(r.answerBody, &conflict))
-			assert.Equal(t, "cancelled", conflict.Winner.State, "%s", r.answerBody)
-			assert.Equal(t, "interrupt", conflict.Winner.Reason, "%s", r.answerBody)
-			assert.True(t, r.interrupted, "the interrupt found the parked turn")
+			requireLostToInterrupt(t, r.answerBody, r.interrupted)
 			sum.requireEnd(t, r.prompt, typeInterrupted, "user")
 			assert.Zero(t, countType(qlog, typeQuestionAnswered))
 			assert.Equal(t, 1, countType(qlog, typeQuestionCancelled))
@@ -619,4 +610,20 @@ func raceInterrupts(t *testing.T, s *server, n int, reply func(i int) (sid, path
 		answers[i], interrupted[i] = replies[i].raced, out.Interrupted
 	}
 	return answers, interrupted
+}
+
+// requireLostToInterrupt checks a reply's 409 body names the interrupt that
+// cancelled its blocker first, and that this interrupt found the turn.
+func requireLostToInterrupt(t *testing.T, body []byte, interrupted bool) {
+	t.Helper()
+	var conflict struct {
+		Winner struct {
+			State  string `json:"state"`
+			Reason string `json:"reason"`
+		} `json:"winner"`
+	}
+	require.NoError(t, json.Unmarshal(body, &conflict))
+	assert.Equal(t, "cancelled", conflict.Winner.State, "%s", body)
+	assert.Equal(t, "interrupt", conflict.Winner.Reason, "%s", body)
+	assert.True(t, interrupted, "the interrupt found the parked turn")
 }
