@@ -110,6 +110,25 @@ type streaming struct {
 	calls    map[int]*model.ToolCall
 	finish   string
 	usage    model.Usage
+	stored   int // the answer's text and tool calls as stored (storedLen)
+}
+
+// MaxStepStored bounds a model answer as it is stored: the bytes of its
+// text and its tool calls' names and arguments as JSON strings, which
+// write each <, > and & in six bytes (\u003c). A step's answer is stored
+// whole in one event (session.step.completed@1, or the cut of a step that
+// did not complete), and a Durable Object refuses a value over 2 MB: an
+// answer past that could be neither completed nor cut, and its turn would
+// stay running for good. So a stream that would pass the bound fails its
+// step, with the chunks before the one that would have passed it kept,
+// as a watchdog fails it. The bound is api.MaxStoredConfig's, with the
+// same room under 2 MB for the rest of the event.
+const MaxStepStored = 1600 << 10
+
+// storedLen is the length of s as a JSON string, without its quotes.
+func storedLen(s string) int {
+	b, _ := json.Marshal(s) // a string always encodes
+	return len(b) - 2
 }
 
 type received struct {
@@ -196,6 +215,10 @@ func (s *streaming) run(ctx context.Context, req model.Request) (done bool, fail
 			}
 			stopIdle()
 			stopIdle = clock.AfterFunc(cfg.streamIdle, fire(idle))
+			if s.stored += s.chunkStored(r.chunk); s.stored > MaxStepStored {
+				// Not applied: the cut keeps what fits.
+				return false, fmt.Sprintf("The model's answer is larger than %d bytes as stored (its text and tool calls as JSON).", MaxStepStored)
+			}
 			s.apply(r.chunk)
 			if r.chunk.Text != "" {
 				s.t.x.Emit(event.TextDelta, event.Delta{StepID: s.stepID, Text: r.chunk.Text})
@@ -240,6 +263,24 @@ func (s *streaming) checkpoint(ctx context.Context) bool {
 	s.saved = len(text)
 	return true
 }
+
+// chunkStored is what c adds to the answer as stored (MaxStepStored); a
+// new tool call also adds its record's fields (event.ToolCall).
+func (s *streaming) chunkStored(c model.Chunk) int {
+	n := storedLen(c.Text)
+	if d := c.ToolCall; d != nil {
+		n += storedLen(d.Name) + storedLen(d.Arguments)
+		if s.calls[d.Index] == nil {
+			n += callStored
+		}
+	}
+	return n
+}
+
+// callStored bounds a tool call's record as stored but its name and
+// arguments: {"call_id":"…","index":…,"name":"","arguments":""}, the id
+// a minted one (26 characters), the index at most 20 digits.
+const callStored = 128
 
 func (s *streaming) apply(c model.Chunk) {
 	s.text.WriteString(c.Text)

@@ -1,0 +1,75 @@
+package runner_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/revenantrt/revenant/core/event"
+	"github.com/revenantrt/revenant/core/model"
+	"github.com/revenantrt/revenant/core/runner"
+	"github.com/revenantrt/revenant/internal/treetest"
+)
+
+// An answer whose stored JSON would pass MaxStepStored (300 KiB of '<',
+// six bytes each as stored: 1.8 MB, near a Durable Object's 2 MB a value)
+// fails its step with failed{type:"model"}: the step is cut with the text
+// received before the chunk that would have passed the bound, and no
+// event is stored over it. Before, the step's session.step.completed@1
+// was stored whole; on a Durable Object that write, then every cut of the
+// step, failed SQLITE_TOOBIG, and the tree stayed busy for good.
+func TestOversizedAnswerFailsItsStep(t *testing.T) {
+	tr := treetest.New(t)
+	chunk := strings.Repeat("<", 1<<10)
+	var chunks []model.Chunk
+	for range 300 {
+		chunks = append(chunks, model.Chunk{Text: chunk})
+	}
+	chunks = append(chunks, model.Chunk{Finish: model.FinishStop})
+	m := &scriptModel{steps: func(int) scriptStep { return scriptStep{chunks: chunks} }}
+	n := tr.Boot(newRunner(t, m, runner.NewConfig()))
+	sid := n.NewSession("s")
+	pid := n.Admit(sid, "say a lot")
+	n.Idle()
+	evs := tr.Events(sid)
+	for _, e := range evs {
+		assert.LessOrEqual(t, len(e.Data), runner.MaxStepStored+1024, "%s", e.Type)
+	}
+	fails := treetest.OfType(evs, event.ExecutionFailed)
+	require.Len(t, fails, 1)
+	var f event.Failed
+	require.NoError(t, fails[0].Decode(&f))
+	assert.Equal(t, event.FailModel, f.Type)
+	assert.Contains(t, f.Message, "The model's answer is larger than")
+	assert.Equal(t, "failed", tr.PromptState(pid))
+	assert.Empty(t, treetest.OfType(evs, event.StepCompleted))
+	cuts := treetest.OfType(evs, event.StepCut)
+	require.Len(t, cuts, 1)
+	var cut event.Cut
+	require.NoError(t, cuts[0].Decode(&cut))
+	assert.Equal(t, runner.MaxStepStored/6/len(chunk)*len(chunk), len(cut.Text), "the chunks that fit")
+}
+
+// Tool-call arguments count towards the bound as the text does.
+func TestOversizedToolCallFailsItsStep(t *testing.T) {
+	tr := treetest.New(t)
+	args := `{"s":"` + strings.Repeat("&", 300<<10) + `"}`
+	m := &scriptModel{steps: func(int) scriptStep { return scriptStep{chunks: toolCall("big", args)} }}
+	l := newLedger()
+	n := tr.Boot(newRunner(t, m, runner.NewConfig(), l.tool("big", true)))
+	sid := n.NewSession("s")
+	n.Admit(sid, "call it")
+	n.Idle()
+	evs := tr.Events(sid)
+	for _, e := range evs {
+		assert.LessOrEqual(t, len(e.Data), runner.MaxStepStored+1024, "%s", e.Type)
+	}
+	fails := treetest.OfType(evs, event.ExecutionFailed)
+	require.Len(t, fails, 1)
+	var f event.Failed
+	require.NoError(t, fails[0].Decode(&f))
+	assert.Equal(t, event.FailModel, f.Type)
+	assert.Zero(t, l.count("big"))
+}
