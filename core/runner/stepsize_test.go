@@ -1,6 +1,7 @@
 package runner_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/revenantrt/revenant/core/event"
 	"github.com/revenantrt/revenant/core/model"
 	"github.com/revenantrt/revenant/core/runner"
+	"github.com/revenantrt/revenant/core/tool"
 	"github.com/revenantrt/revenant/internal/treetest"
 )
 
@@ -72,4 +74,36 @@ func TestOversizedToolCallFailsItsStep(t *testing.T) {
 	require.NoError(t, fails[0].Decode(&f))
 	assert.Equal(t, event.FailModel, f.Type)
 	assert.Zero(t, l.count("big"))
+}
+
+// A tool's output is cut to MaxStepStored as stored whatever the output
+// cap: with tool_output_cap at 1 MiB, 400 KiB of '<' (2.4 MB as stored)
+// would be a tool.settled no Durable Object stores.
+func TestToolOutputBoundAsStored(t *testing.T) {
+	tr := treetest.New(t)
+	out := strings.Repeat("<", 400<<10)
+	big := tool.Func{DefaultPermission: "allow", Name: "big", IsIdempotent: true,
+		Run: func(context.Context, tool.Call) (string, error) { return out, nil }}
+	m := &scriptModel{steps: func(k int) scriptStep {
+		if k == 1 {
+			return scriptStep{chunks: toolCall("big", `{}`)}
+		}
+		return scriptStep{chunks: text("done")}
+	}}
+	n := tr.Boot(newRunner(t, m, runner.NewConfig().WithOutputCap(1<<20), big))
+	sid := n.NewSession("s")
+	n.Admit(sid, "call it")
+	n.Idle()
+	evs := tr.Events(sid)
+	for _, e := range evs {
+		assert.LessOrEqual(t, len(e.Data), runner.MaxStepStored+1024, "%s", e.Type)
+	}
+	settled := treetest.OfType(evs, event.ToolSettled)
+	require.Len(t, settled, 1)
+	var s event.Settled
+	require.NoError(t, settled[0].Decode(&s))
+	assert.Equal(t, event.OutcomeOK, s.Outcome)
+	kept := runner.MaxStepStored / 6
+	assert.Equal(t, out[:kept]+"\n[output truncated: 273066 of 409600 bytes shown]", s.Output)
+	require.Len(t, treetest.OfType(evs, event.ExecutionSucceeded), 1)
 }

@@ -214,11 +214,29 @@ func stoppedByCancel(ctx context.Context, err error) bool {
 }
 
 // capOutput cuts s to at most max bytes (at a rune boundary) and says so.
+// A tool's output is stored whole in one event, so it is also cut to at
+// most MaxStepStored as stored, whatever the cap (a tool_output_cap of
+// 1 MiB would otherwise let a page of '<' take 6 MB, more than a Durable
+// Object stores in one value).
 func capOutput(s string, max int) string {
-	if len(s) <= max {
+	cut := min(len(s), max)
+	if cut > MaxStepStored/6 && storedLen(s[:cut]) > MaxStepStored {
+		// The longest prefix that fits as stored: at least MaxStepStored/6
+		// bytes fit whatever they are.
+		lo, hi := MaxStepStored/6, cut
+		for lo < hi {
+			mid := (lo + hi + 1) / 2
+			if storedLen(s[:mid]) <= MaxStepStored {
+				lo = mid
+			} else {
+				hi = mid - 1
+			}
+		}
+		cut = lo
+	}
+	if cut == len(s) {
 		return s
 	}
-	cut := max
 	for cut > 0 && !utf8RuneStart(s[cut]) {
 		cut--
 	}
