@@ -110,26 +110,16 @@ type streaming struct {
 	calls    map[int]*model.ToolCall
 	finish   string
 	usage    model.Usage
-	stored   int // the answer's text and tool calls as stored (storedLen)
+	stored   int // the answer's text and tool calls as stored (core.StoredLen)
 }
 
-// MaxStepStored bounds a model answer as it is stored: the bytes of its
-// text and its tool calls' names and arguments as JSON strings, which
-// write each <, > and & in six bytes (\u003c). A step's answer is stored
-// whole in one event (session.step.completed@1, or the cut of a step that
-// did not complete), and a Durable Object refuses a value over 2 MB: an
-// answer past that could be neither completed nor cut, and its turn would
-// stay running for good. So a stream that would pass the bound fails its
-// step, with the chunks before the one that would have passed it kept,
-// as a watchdog fails it. The bound is api.MaxStoredConfig's, with the
-// same room under 2 MB for the rest of the event.
-const MaxStepStored = 1600 << 10
-
-// storedLen is the length of s as a JSON string, without its quotes.
-func storedLen(s string) int {
-	b, _ := json.Marshal(s) // a string always encodes
-	return len(b) - 2
-}
+// MaxStepStored bounds a model answer as it is stored (core.MaxStoredText):
+// its text and its tool calls' names and arguments as JSON strings. A
+// step's answer is stored whole in one event (session.step.completed@1,
+// or the cut of a step that did not complete): a stream that would pass
+// the bound fails its step, as a watchdog fails it, with the chunks
+// before the one that would have passed it kept.
+const MaxStepStored = core.MaxStoredText
 
 type received struct {
 	chunk model.Chunk
@@ -267,9 +257,9 @@ func (s *streaming) checkpoint(ctx context.Context) bool {
 // chunkStored is what c adds to the answer as stored (MaxStepStored); a
 // new tool call also adds its record's fields (event.ToolCall).
 func (s *streaming) chunkStored(c model.Chunk) int {
-	n := storedLen(c.Text)
+	n := core.StoredLen(c.Text)
 	if d := c.ToolCall; d != nil {
-		n += storedLen(d.Name) + storedLen(d.Arguments)
+		n += core.StoredLen(d.Name) + core.StoredLen(d.Arguments)
 		if s.calls[d.Index] == nil {
 			n += callStored
 		}

@@ -8,9 +8,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/revenantrt/revenant/core"
 	"github.com/revenantrt/revenant/core/event"
 	"github.com/revenantrt/revenant/core/model"
 	"github.com/revenantrt/revenant/core/runner"
+	"github.com/revenantrt/revenant/core/storage"
 	"github.com/revenantrt/revenant/core/tool"
 	"github.com/revenantrt/revenant/internal/treetest"
 )
@@ -106,4 +108,52 @@ func TestToolOutputBoundAsStored(t *testing.T) {
 	kept := runner.MaxStepStored / 6
 	assert.Equal(t, out[:kept]+"\n[output truncated: 273066 of 409600 bytes shown]", s.Output)
 	require.Len(t, treetest.OfType(evs, event.ExecutionSucceeded), 1)
+}
+
+// A step whose checkpointed text is past the bound as stored (a tree
+// written before the runner held answers to it) is cut with the longest
+// prefix that fits, whether its turn resumes (the runner cuts it) or its
+// resume budget is spent (recovery cuts it as it ends the turn): the cut
+// is stored and the turn ends. Before, the cut was the whole text, which a
+// Durable Object refused at every sweep.
+func TestRecoveryCutsAnOversizedStepToTheBound(t *testing.T) {
+	for name, budget := range map[string]int{"resumed": 10, "budget spent": 0} {
+		t.Run(name, func(t *testing.T) {
+			tr := treetest.New(t)
+			tr.Cfg = tr.Cfg.WithResumeBudget(budget)
+			feed := make(chan model.Chunk)
+			m := &scriptModel{steps: func(k int) scriptStep {
+				if feed != nil {
+					return scriptStep{feed: feed}
+				}
+				return scriptStep{chunks: text("resumed")}
+			}}
+			n := tr.Boot(newRunner(t, m, runner.NewConfig()))
+			sid := n.NewSession("s")
+			sub := n.Inst.Subscribe(sid, 256)
+			n.Admit(sid, "write a lot")
+			feed <- model.Chunk{Text: strings.Repeat("x", runner.DefaultCheckpointBytes)} // checkpointed at once
+			awaitEvent(t, sub, func(ev event.Event) bool { return ev.Type == event.TextCheckpoint })
+			n.Crash()
+			sub.Close()
+			huge := strings.Repeat("<", 300<<10)
+			tr.Read(func(tx storage.Tx) error {
+				_, err := tx.Exec(`UPDATE steps SET text = ? WHERE state = 'started'`, huge)
+				return err
+			})
+
+			feed = nil
+			tr.Boot(newRunner(t, m, runner.NewConfig())).Idle()
+			evs := tr.Events(sid)
+			for _, e := range evs {
+				assert.LessOrEqual(t, len(e.Data), core.MaxStoredText+1024, "%s", e.Type)
+			}
+			cuts := treetest.OfType(evs, event.StepCut)
+			require.Len(t, cuts, 1)
+			var cut event.Cut
+			require.NoError(t, cuts[0].Decode(&cut))
+			assert.Equal(t, huge[:core.MaxStoredText/6], cut.Text)
+			require.Len(t, treetest.Terminals(evs), 1)
+		})
+	}
 }

@@ -219,28 +219,15 @@ func stoppedByCancel(ctx context.Context, err error) bool {
 // 1 MiB would otherwise let a page of '<' take 6 MB, more than a Durable
 // Object stores in one value).
 func capOutput(s string, max int) string {
-	cut := min(len(s), max)
-	if cut > MaxStepStored/6 && storedLen(s[:cut]) > MaxStepStored {
-		// The longest prefix that fits as stored: at least MaxStepStored/6
-		// bytes fit whatever they are.
-		lo, hi := MaxStepStored/6, cut
-		for lo < hi {
-			mid := (lo + hi + 1) / 2
-			if storedLen(s[:mid]) <= MaxStepStored {
-				lo = mid
-			} else {
-				hi = mid - 1
-			}
-		}
-		cut = lo
-	}
-	if cut == len(s) {
+	if len(s) <= max && core.StoredLen(s) <= MaxStepStored {
 		return s
 	}
-	for cut > 0 && !utf8RuneStart(s[cut]) {
+	cut := min(len(s), max)
+	for cut < len(s) && cut > 0 && !utf8RuneStart(s[cut]) {
 		cut--
 	}
-	return s[:cut] + fmt.Sprintf("\n[output truncated: %d of %d bytes shown]", cut, len(s))
+	kept := core.StoredPrefix(s[:cut], MaxStepStored)
+	return kept + fmt.Sprintf("\n[output truncated: %d of %d bytes shown]", len(kept), len(s))
 }
 
 func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }
