@@ -509,6 +509,10 @@ func (t *txw) cutOpenStepsKeeping(sessionID, promptID, reason string, kept map[s
 		if k, ok := kept[c.StepID]; ok && len(k.Text) >= len(c.Text) {
 			c = k
 		}
+		// The runner keeps a step's text within the bound; a tree written
+		// before it did may hold more, which no Durable Object would store
+		// in the cut (and its turn could then never end).
+		c.Text = StoredPrefix(c.Text, MaxStoredText)
 		cuts = append(cuts, c)
 	}
 	for _, c := range cuts {

@@ -65,8 +65,10 @@ func (r *Runner) Run(ctx context.Context, x *core.Execution) core.Outcome {
 		switch {
 		case last != nil && last.state == core.StepStarted:
 			// The execution that ran this step died mid-stream: keep what
-			// was checkpointed and mark it cut. Not progress.
-			if err := t.append(ctx, false, event.StepCut, event.Cut{StepID: last.id, Text: last.text, Reason: event.CutInterrupted}); err != nil {
+			// was checkpointed and mark it cut (within the bound as stored:
+			// a tree written before the bound may hold more). Not progress.
+			cut := event.Cut{StepID: last.id, Text: core.StoredPrefix(last.text, core.MaxStoredText), Reason: event.CutInterrupted}
+			if err := t.append(ctx, false, event.StepCut, cut); err != nil {
 				return stopped
 			}
 		case last != nil && len(st.unsettled) > 0:

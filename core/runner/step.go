@@ -110,7 +110,16 @@ type streaming struct {
 	calls    map[int]*model.ToolCall
 	finish   string
 	usage    model.Usage
+	stored   int // the answer's text and tool calls as stored (core.StoredLen)
 }
+
+// MaxStepStored bounds a model answer as it is stored (core.MaxStoredText):
+// its text and its tool calls' names and arguments as JSON strings. A
+// step's answer is stored whole in one event (session.step.completed@1,
+// or the cut of a step that did not complete): a stream that would pass
+// the bound fails its step, as a watchdog fails it, with the chunks
+// before the one that would have passed it kept.
+const MaxStepStored = core.MaxStoredText
 
 type received struct {
 	chunk model.Chunk
@@ -196,6 +205,10 @@ func (s *streaming) run(ctx context.Context, req model.Request) (done bool, fail
 			}
 			stopIdle()
 			stopIdle = clock.AfterFunc(cfg.streamIdle, fire(idle))
+			if s.stored += s.chunkStored(r.chunk); s.stored > MaxStepStored {
+				// Not applied: the cut keeps what fits.
+				return false, fmt.Sprintf("The model's answer is larger than %d bytes as stored (its text and tool calls as JSON).", MaxStepStored)
+			}
 			s.apply(r.chunk)
 			if r.chunk.Text != "" {
 				s.t.x.Emit(event.TextDelta, event.Delta{StepID: s.stepID, Text: r.chunk.Text})
@@ -240,6 +253,24 @@ func (s *streaming) checkpoint(ctx context.Context) bool {
 	s.saved = len(text)
 	return true
 }
+
+// chunkStored is what c adds to the answer as stored (MaxStepStored); a
+// new tool call also adds its record's fields (event.ToolCall).
+func (s *streaming) chunkStored(c model.Chunk) int {
+	n := core.StoredLen(c.Text)
+	if d := c.ToolCall; d != nil {
+		n += core.StoredLen(d.Name) + core.StoredLen(d.Arguments)
+		if s.calls[d.Index] == nil {
+			n += callStored
+		}
+	}
+	return n
+}
+
+// callStored bounds a tool call's record as stored but its name and
+// arguments: {"call_id":"…","index":…,"name":"","arguments":""}, the id
+// a minted one (26 characters), the index at most 20 digits.
+const callStored = 128
 
 func (s *streaming) apply(c model.Chunk) {
 	s.text.WriteString(c.Text)

@@ -214,15 +214,20 @@ func stoppedByCancel(ctx context.Context, err error) bool {
 }
 
 // capOutput cuts s to at most max bytes (at a rune boundary) and says so.
+// A tool's output is stored whole in one event, so it is also cut to at
+// most MaxStepStored as stored, whatever the cap (a tool_output_cap of
+// 1 MiB would otherwise let a page of '<' take 6 MB, more than a Durable
+// Object stores in one value).
 func capOutput(s string, max int) string {
-	if len(s) <= max {
+	if len(s) <= max && core.StoredLen(s) <= MaxStepStored {
 		return s
 	}
-	cut := max
-	for cut > 0 && !utf8RuneStart(s[cut]) {
+	cut := min(len(s), max)
+	for cut < len(s) && cut > 0 && !utf8RuneStart(s[cut]) {
 		cut--
 	}
-	return s[:cut] + fmt.Sprintf("\n[output truncated: %d of %d bytes shown]", cut, len(s))
+	kept := core.StoredPrefix(s[:cut], MaxStepStored)
+	return kept + fmt.Sprintf("\n[output truncated: %d of %d bytes shown]", len(kept), len(s))
 }
 
 func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }
