@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -65,15 +66,46 @@ func wranglerBin(root string) string {
 	return filepath.Join(root, "node_modules", ".bin", "wrangler")
 }
 
+// objects are the Worker builds of this run, one per set of build tags
+// (buildObject), under a directory runMain removes at the end.
+var objects = struct {
+	sync.Mutex
+	dir   string
+	entry map[string]string // by tags: the entry module's path
+}{entry: map[string]string{}}
+
+// removeObjects removes the run's Worker builds.
+func removeObjects() {
+	objects.Lock()
+	defer objects.Unlock()
+	if objects.dir != "" {
+		os.RemoveAll(objects.dir)
+	}
+}
+
 // buildObject does what `make do-build` does (wrangler.toml's [build]),
-// once, so restarts do not rebuild, into a tree of its own under dir: a
-// copy of the Worker's JS modules (worker/*.mjs, durableobject/*.js and
-// *.mjs) beside dir/build, where make puts the Worker's
-// one wasm program (cmd/worker: the front and the Tree objects), built
-// with tags (the test routes' build: revenant_testroutes). The project's
-// build/ is left alone. It returns the entry module's path.
-func buildObject(t *testing.T, root, dir, tags string) string {
+// once per run for each tags, so neither restarts nor later tests
+// rebuild, into a tree of its own: a copy of the Worker's JS modules
+// (worker/*.mjs, durableobject/*.js and *.mjs) beside build/, where make
+// puts the Worker's one wasm program (cmd/worker: the front and the Tree
+// objects), built with tags (the test routes' build:
+// revenant_testroutes). The project's build/ is left alone, and nothing
+// writes to the tree once built (wrangler's own files go beside the
+// test's config). It returns the entry module's path.
+func buildObject(t *testing.T, root, tags string) string {
 	t.Helper()
+	objects.Lock()
+	defer objects.Unlock()
+	if main, ok := objects.entry[tags]; ok {
+		return main
+	}
+	if objects.dir == "" {
+		d, err := os.MkdirTemp("", "revenant-e2e-worker-")
+		require.NoError(t, err)
+		objects.dir = d
+	}
+	dir, err := os.MkdirTemp(objects.dir, "tags-")
+	require.NoError(t, err)
 	var modules []string
 	for _, pattern := range []string{"worker/*.mjs", "durableobject/*.js", "durableobject/*.mjs"} {
 		found, err := filepath.Glob(filepath.Join(root, pattern))
@@ -95,7 +127,9 @@ func buildObject(t *testing.T, root, dir, tags string) string {
 	cmd.Dir = root
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "make do-build: %s", out)
-	return filepath.Join(dir, "worker", "entry.mjs")
+	main := filepath.Join(dir, "worker", "entry.mjs")
+	objects.entry[tags] = main
+	return main
 }
 
 // testConfig writes the project's wrangler.toml without its [build] table
@@ -160,7 +194,7 @@ func startWorkerdWith(t *testing.T, tags string, vars ...string) *workerd {
 func startWorkerdTOML(t *testing.T, tags, tomlVars string, vars ...string) *workerd {
 	t.Helper()
 	root := requireWrangler(t)
-	main := buildObject(t, root, t.TempDir(), tags)
+	main := buildObject(t, root, tags)
 	config := testConfig(t, root, main)
 	if tomlVars != "" {
 		b, err := os.ReadFile(config)
