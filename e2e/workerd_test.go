@@ -317,11 +317,12 @@ func (w *workerd) kill(t *testing.T) {
 	_ = syscall.Kill(-pgid, syscall.SIGKILL)
 	<-w.done
 	// The other members were killed with the leader; wait for the kernel
-	// to finish them so the port and the state files are free.
+	// to finish them so the port and the state files are free (a member
+	// left unreaped holds neither: groupRunning).
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	deadline := time.After(10 * time.Second)
-	for syscall.Kill(-pgid, 0) == nil {
+	for groupRunning(pgid) {
 		select {
 		case <-tick.C:
 		case <-deadline:
