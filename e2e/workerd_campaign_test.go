@@ -103,6 +103,11 @@ func (m *scriptedModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		flusher.Flush()
 	}
 	if toolSeen {
+		// settle's probe, which no kill falls in, is answered unpaced.
+		delay := m.wordDelay
+		if rec.prompt == probeText {
+			delay = 0
+		}
 		for _, word := range answerWords() {
 			if strings.Contains(rec.prefix, word) {
 				continue
@@ -110,7 +115,7 @@ func (m *scriptedModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			select {
 			case <-r.Context().Done():
 				return
-			case <-time.After(m.wordDelay): // paces the stream (the fake provider's behaviour, not a wait for a condition)
+			case <-time.After(delay): // paces the stream (the fake provider's behaviour, not a wait for a condition)
 			}
 			send(`{"choices":[{"index":0,"delta":{"content":` + quote(word+" ") + `}}]}`)
 		}
