@@ -32,6 +32,7 @@ const bundleCeiling = 1_817_661 + 32<<10
 // its ceiling (and the plans' compressed limits). It logs every file's
 // raw and gzip -9 size, so the figures are in every CI log.
 func TestWranglerDryRunBundle(t *testing.T) {
+	t.Parallel() // see workerd_test.go
 	root := requireWrangler(t)
 	main := buildObject(t, root, "")
 	out := t.TempDir()

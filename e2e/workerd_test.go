@@ -3,6 +3,7 @@ package e2e
 import (
 	"bufio"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -20,8 +21,12 @@ import (
 
 // The Durable Object host under local workerd (wrangler dev), killed with
 // SIGKILL like the local server. Skipped where node or the pinned wrangler
-// (npm ci) is missing. Runs serially: workerd is heavy and the
-// build directory (build/) is shared.
+// (npm ci) is missing. Each test owns its wrangler (port, state and
+// TMPDIR) and only reads the run's Worker builds (buildObject), so the
+// workerd tests run in parallel (t.Parallel: at most -parallel at once,
+// GOMAXPROCS by default, after the local server's tests): one test's
+// waits (alarms, paced streams, sleeps) overlap another's work. Within a
+// test, kills and restarts come one after another.
 
 // workerd is one `wrangler dev` process group serving on a loopback port,
 // with its state under a directory that survives restarts.
@@ -158,13 +163,72 @@ func testConfig(t *testing.T, root, main string) string {
 	return path
 }
 
+// ports are the wranglers' ports handed out this run (freePort).
+var ports = struct {
+	sync.Mutex
+	given     map[int]bool
+	low, high int // the range freePort picks from; empty: the kernel picks
+	next      int
+}{}
+
+// freePort picks a loopback port for a wrangler, which keeps it across
+// restarts: from a kill to the next start nothing holds it. The workerd
+// tests run in parallel, and a port the kernel hands out by itself (an
+// outgoing connection's, a port-0 listener's: wrangler's and workerd's
+// own) could go to another test's wrangler in that gap; so the port is
+// taken below the kernel's ephemeral range, where nothing is handed out
+// unasked, from a random place, once a run. Where that range cannot be
+// read, the kernel picks, as before.
 func freePort(t *testing.T) int {
 	t.Helper()
+	ports.Lock()
+	defer ports.Unlock()
+	if ports.given == nil {
+		ports.given = map[int]bool{}
+		if low := ephemeralLow(); low >= 2048 {
+			ports.low, ports.high = max(1024, low-8192), low
+			ports.next = ports.low + rand.IntN(ports.high-ports.low)
+		}
+	}
+	for range ports.high - ports.low {
+		p := ports.next
+		if ports.next++; ports.next == ports.high {
+			ports.next = ports.low
+		}
+		if ports.given[p] {
+			continue
+		}
+		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
+		if err != nil {
+			continue // in use
+		}
+		require.NoError(t, l.Close())
+		ports.given[p] = true
+		return p
+	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	port := l.Addr().(*net.TCPAddr).Port
 	require.NoError(t, l.Close())
 	return port
+}
+
+// ephemeralLow is the first port of the kernel's ephemeral range (Linux),
+// or 0 where it cannot be read.
+func ephemeralLow() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) != 2 {
+		return 0
+	}
+	low, err := strconv.Atoi(f[0])
+	if err != nil {
+		return 0
+	}
+	return low
 }
 
 // wranglerEnv is the environment wrangler runs in: offline, no metrics, no
@@ -362,6 +426,7 @@ func (w *workerd) client(t *testing.T) *server {
 // WORKERD_KILL_ROUNDS repeats the scenarios (make e2e-workerd: 3 rounds,
 // 18 kills).
 func TestWorkerdSIGKILL(t *testing.T) {
+	t.Parallel() // see workerd_test.go
 	w := startWorkerd(t)
 	rounds := 1
 	if n, err := strconv.Atoi(os.Getenv("WORKERD_KILL_ROUNDS")); err == nil && n > 0 {
@@ -528,6 +593,7 @@ func workerdKillAfterGrandchildInterrupt(t *testing.T, w *workerd) {
 // each new one ends the oldest, so the ones left behind never fill the
 // tree's places.
 func TestWorkerdStaleStreams(t *testing.T) {
+	t.Parallel() // see workerd_test.go
 	w := startWorkerdWith(t, "", "REVENANT_TOKENS:"+frontTokens, "REVENANT_OFFLINE_WORD_DELAY:"+workerdWordDelay)
 	s := w.as(t, "a-token")
 	sid, other := s.create(), s.create()
