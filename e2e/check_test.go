@@ -231,6 +231,9 @@ func audit(log []ev, accepted []string) (summary, []string) {
 	return sum, bad
 }
 
+// probeText is the prompt settle sends last.
+const probeText = "probe after the restart"
+
 // settle is the check after a restart: it follows the session's events
 // from 0 until every admitted prompt has ended (and fails at once if a
 // prompt answered 202 is missing), then sends a probe prompt and waits for
@@ -271,7 +274,7 @@ func (s *server) settle(sid string, accepted ...string) summary {
 		track(st.until("every admitted prompt to end", func(e ev) bool { return e.Seq > 0 }))
 	}
 
-	probe := s.prompt(sid, "probe after the restart")
+	probe := s.prompt(sid, probeText)
 	end := st.until("the probe's end", endOf(probe))
 	require.Equal(t, typeSucceeded, end.Type, "the probe prompt; log:%s", describe(st.log))
 

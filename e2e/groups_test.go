@@ -4,6 +4,8 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -61,4 +63,66 @@ func endGroupsBeforeTimeout() func() bool {
 		}
 	})
 	return t.Stop
+}
+
+// groupRunning reports whether a process of group pgid is still running.
+// A member that has exited but is not reaped yet does not count: such a
+// zombie holds no file, socket or memory any more, and once its parent
+// is gone too it waits for init to reap it, which takes over a second
+// where init is busy (wrangler's node, esbuild and workerd, after a
+// SIGKILL of the group). Where /proc cannot be read, or is not this
+// process's view, every member counts.
+func groupRunning(pgid int) bool {
+	if syscall.Kill(-pgid, 0) != nil {
+		return false
+	}
+	if self, err := procStat("self"); err != nil || self.pid != os.Getpid() {
+		return true
+	}
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return true
+	}
+	for _, e := range entries {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		st, err := procStat(e.Name())
+		if err != nil {
+			continue // gone since the listing
+		}
+		if st.pgrp == pgid && st.state != "Z" && st.state != "X" {
+			return true
+		}
+	}
+	return false
+}
+
+type procStatus struct {
+	pid, pgrp int
+	state     string
+}
+
+// procStat reads /proc/<name>/stat: "pid (comm) state ppid pgrp ...",
+// where comm may hold spaces and parentheses.
+func procStat(name string) (procStatus, error) {
+	b, err := os.ReadFile("/proc/" + name + "/stat")
+	if err != nil {
+		return procStatus{}, err
+	}
+	s := string(b)
+	open, end := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+	if open < 0 || end < open {
+		return procStatus{}, fmt.Errorf("/proc/%s/stat: %q", name, s)
+	}
+	f := strings.Fields(s[end+1:])
+	if len(f) < 3 {
+		return procStatus{}, fmt.Errorf("/proc/%s/stat: %q", name, s)
+	}
+	pid, err1 := strconv.Atoi(strings.TrimSpace(s[:open]))
+	pgrp, err2 := strconv.Atoi(f[2])
+	if err1 != nil || err2 != nil {
+		return procStatus{}, fmt.Errorf("/proc/%s/stat: %q", name, s)
+	}
+	return procStatus{pid: pid, pgrp: pgrp, state: f[0]}, nil
 }

@@ -36,6 +36,7 @@ func runMain(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
 		return 1
 	}
+	defer removeObjects()
 	defer endGroupsBeforeTimeout()()
 	code := m.Run()
 	fmt.Printf("e2e: %d SIGKILLs sent to a serving revenant\n", kills.Load())

@@ -31,6 +31,7 @@ func TestOperatorPolicy(t *testing.T) {
 // TestWorkerdOperatorPolicy: the same on Cloudflare's runtime, the policy
 // in the REVENANT_TOOLS var.
 func TestWorkerdOperatorPolicy(t *testing.T) {
+	t.Parallel() // see workerd_test.go
 	w := startWorkerdWith(t, "", "REVENANT_OFFLINE_WORD_DELAY:"+workerdWordDelay, "REVENANT_TOOLS:"+policyTools)
 	operatorPolicy(t, w.client(t))
 }

@@ -67,7 +67,7 @@ func TestWorkerdBench(t *testing.T) {
 	model := newBenchModel()
 	provider := httptest.NewServer(model)
 	t.Cleanup(provider.Close)
-	main := buildObject(t, root, t.TempDir(), "")
+	main := buildObject(t, root, "")
 
 	only := os.Getenv("REVENANT_BENCH_ONLY") // a comma list of revenant, plainjs, profile, turnprofile; empty: the first two
 	runs := func(name string) bool {

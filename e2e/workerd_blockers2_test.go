@@ -22,6 +22,7 @@ import (
 // delivered again, the child's call settles once with an unknown outcome,
 // and the child's answer reaches the parent's task call once.
 func TestWorkerdChildKilledInWebhook(t *testing.T) {
+	t.Parallel() // see workerd_test.go
 	w, l, _ := startLedgerWorkerd(t, "allow")
 	s := w.as(t, "a-token")
 	sid := s.create()
@@ -70,6 +71,7 @@ func TestWorkerdChildKilledInWebhook(t *testing.T) {
 // for a call recorded executing); either way each turn ends once and
 // nothing of it comes back after the restart.
 func TestWorkerdPermissionReplyRacesInterrupt(t *testing.T) {
+	t.Parallel() // see workerd_test.go
 	w, l, _ := startLedgerWorkerd(t, "ask")
 	s := w.as(t, "a-token")
 	const n = 8
@@ -149,6 +151,7 @@ func TestWorkerdPermissionReplyRacesInterrupt(t *testing.T) {
 // next call of the same tool (the same resource) in that session is not
 // asked again and is delivered once.
 func TestWorkerdAlwaysAcrossKill(t *testing.T) {
+	t.Parallel() // see workerd_test.go
 	w, l, _ := startLedgerWorkerd(t, "ask")
 	s := w.as(t, "a-token")
 	sid := s.create()

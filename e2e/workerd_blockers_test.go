@@ -132,6 +132,7 @@ func tryPost(s *server, path string, body any) (int, []byte, error) {
 // once. A fourth session's own rule denies the tool: its call is
 // declined without asking, through the kills, and never delivered.
 func TestWorkerdPermissionRepliesAcrossKill(t *testing.T) {
+	t.Parallel() // see workerd_test.go
 	w, l, _ := startLedgerWorkerd(t, "ask")
 	s := w.as(t, "a-token")
 
@@ -252,6 +253,7 @@ func TestWorkerdPermissionRepliesAcrossKill(t *testing.T) {
 // after its end, an interrupted turn is never revived, and the webhook was
 // delivered at most once and only after its call was recorded executing.
 func TestWorkerdAnswerRacesInterrupt(t *testing.T) {
+	t.Parallel() // see workerd_test.go
 	w, l, _ := startLedgerWorkerd(t, "allow")
 	s := w.as(t, "a-token")
 	const n = 12
@@ -354,6 +356,7 @@ func TestWorkerdAnswerRacesInterrupt(t *testing.T) {
 // completion notice is admitted to the parent once, and its turn runs
 // once.
 func TestWorkerdSubagentKilledMidChild(t *testing.T) {
+	t.Parallel() // see workerd_test.go
 	w := startWorkerd(t)
 	for _, background := range []bool{false, true} {
 		name := "foreground"
@@ -429,6 +432,7 @@ func TestWorkerdSubagentKilledMidChild(t *testing.T) {
 // are gone, and after a SIGKILL and a restart nothing of the trees is
 // left: no table, no alarm, no second delivery.
 func TestWorkerdDeleteWhileChildRuns(t *testing.T) {
+	t.Parallel() // see workerd_test.go
 	w, l, ended := startLedgerWorkerd(t, "allow")
 	s := w.as(t, "a-token")
 
@@ -494,6 +498,7 @@ func TestWorkerdDeleteWhileChildRuns(t *testing.T) {
 //     is 409 with the cancellation), and after the restart neither turn
 //     continues.
 func TestWorkerdParkedChild(t *testing.T) {
+	t.Parallel() // see workerd_test.go
 	w, l, _ := startLedgerWorkerd(t, "allow")
 	s := w.as(t, "a-token")
 	parked := func(t *testing.T, text string) (sid, prompt, qid string) {

@@ -32,8 +32,9 @@ const bundleCeiling = 1_817_661 + 32<<10
 // its ceiling (and the plans' compressed limits). It logs every file's
 // raw and gzip -9 size, so the figures are in every CI log.
 func TestWranglerDryRunBundle(t *testing.T) {
+	t.Parallel() // see workerd_test.go
 	root := requireWrangler(t)
-	main := buildObject(t, root, t.TempDir(), "")
+	main := buildObject(t, root, "")
 	out := t.TempDir()
 	cmd := exec.Command(wranglerBin(root), "deploy", "--dry-run", "--outdir", out, "-c", testConfig(t, root, main))
 	cmd.Dir = root

@@ -25,7 +25,7 @@ import (
 // provider on loopback (in this process), SIGKILLed at points of
 // tool-calling turns, plus an eviction (ctx.abort through a test-only
 // route) and a Go panic. The object is built with the revenant_testroutes
-// tag. Serial, like TestWorkerdSIGKILL.
+// tag. Each test kills one time after another, like TestWorkerdSIGKILL.
 
 // scriptedModel answers by the conversation's last message: a user
 // message gets a kv_put tool call (at once); a tool result gets a text
@@ -103,6 +103,11 @@ func (m *scriptedModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		flusher.Flush()
 	}
 	if toolSeen {
+		// settle's probe, which no kill falls in, is answered unpaced.
+		delay := m.wordDelay
+		if rec.prompt == probeText {
+			delay = 0
+		}
 		for _, word := range answerWords() {
 			if strings.Contains(rec.prefix, word) {
 				continue
@@ -110,7 +115,7 @@ func (m *scriptedModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			select {
 			case <-r.Context().Done():
 				return
-			case <-time.After(m.wordDelay): // paces the stream (the fake provider's behaviour, not a wait for a condition)
+			case <-time.After(delay): // paces the stream (the fake provider's behaviour, not a wait for a condition)
 			}
 			send(`{"choices":[{"index":0,"delta":{"content":` + quote(word+" ") + `}}]}`)
 		}
@@ -170,6 +175,7 @@ func startWorkerdProvider(t *testing.T) (*workerd, *scriptedModel) {
 // TestWorkerdToolTurnKills: WORKERD_KILL_ROUNDS rounds (make e2e-workerd:
 // 3) of five kills at points of a tool-calling turn with the provider.
 func TestWorkerdToolTurnKills(t *testing.T) {
+	t.Parallel() // see workerd_test.go
 	w, m := startWorkerdProvider(t)
 	rounds := 1
 	if n, err := strconv.Atoi(os.Getenv("WORKERD_KILL_ROUNDS")); err == nil && n > 0 {
@@ -317,6 +323,7 @@ func countType(log []ev, typ string) int {
 // a Go panic answers 500 and the next request is served by a fresh object
 // with the data intact.
 func TestWorkerdEvictAndPanic(t *testing.T) {
+	t.Parallel() // see workerd_test.go
 	w, m := startWorkerdProvider(t)
 	t.Run("evicted mid turn", func(t *testing.T) {
 		s, sid, a := toolTurn(t, w, "evict-me", "the tool's settlement", isType(typeToolSettled))
@@ -594,6 +601,7 @@ func (l *ledger) deliveries(text string) (ids []string, arrivals, recorded int) 
 // unknown when the kill fell after the call began), and the turn ended
 // once. WORKERD_KILL_ROUNDS repeats the three kills.
 func TestWorkerdWebhookLedger(t *testing.T) {
+	t.Parallel() // see workerd_test.go
 	key, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(ledgerSecret, "whsec_"))
 	require.NoError(t, err)
 	l := &ledger{key: key, held: make(chan string, 4), arrivals: map[string]int{}, recorded: map[string]int{}, bodies: map[string]string{}}
@@ -723,6 +731,7 @@ func verifyStandardWebhook(key []byte, h http.Header, body []byte) bool {
 // program that would never settle it (the hold's timer kept it from
 // counting as hung), and the turn waited with it.
 func TestWorkerdExitDuringAlarm(t *testing.T) {
+	t.Parallel() // see workerd_test.go
 	w := startWorkerdWith(t, "revenant_testroutes", "REVENANT_OFFLINE_WORD_DELAY:"+workerdWordDelay)
 	s := w.client(t)
 	sid := s.create()

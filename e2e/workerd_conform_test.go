@@ -40,6 +40,7 @@ func runConform(t *testing.T, s *server, sid, query string) []conformTest {
 // COMMIT fault, Close) or a departure the object names with its reason;
 // a DB that commits a failed transaction is caught.
 func TestWorkerdConform(t *testing.T) {
+	t.Parallel() // see workerd_test.go
 	w := startWorkerdWith(t, "revenant_testroutes")
 	s := w.client(t)
 	sid := s.create()

@@ -53,6 +53,7 @@ func cutRequest(t *testing.T, s *server, method, path, kind string) string {
 // lost the answer finds its session in its list, and can read it. Read
 // after a SIGKILL, every tree stored is listed.
 func TestWorkerdCreateOutlivesItsClient(t *testing.T) {
+	t.Parallel() // see workerd_test.go
 	w := startWorkerdTOML(t, "revenant_testroutes", selfService, "REVENANT_TOKENS:"+frontTokens)
 	alice := w.as(t, "a-token")
 	kept := alice.create()
@@ -68,6 +69,7 @@ func TestWorkerdCreateOutlivesItsClient(t *testing.T) {
 // once the object deleted the tree still deletes its row: the session is
 // no longer listed. Read after a SIGKILL, its tree's storage is empty.
 func TestWorkerdDeleteOutlivesItsClient(t *testing.T) {
+	t.Parallel() // see workerd_test.go
 	w := startWorkerdTOML(t, "revenant_testroutes", selfService, "REVENANT_TOKENS:"+frontTokens)
 	alice := w.as(t, "a-token")
 	kept, gone := alice.create(), alice.create()

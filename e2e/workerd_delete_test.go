@@ -25,6 +25,7 @@ import (
 //     nor re-arms (no "sweep failed" line for it), and the object's
 //     database keeps none of revenant's tables, nor an alarm.
 func TestWorkerdSlowBootAndDeleteUnderAlarm(t *testing.T) {
+	t.Parallel() // see workerd_test.go
 	w := startWorkerdWith(t, "revenant_testroutes", "REVENANT_TOKENS:"+frontTokens, "REVENANT_OFFLINE_WORD_DELAY:"+workerdWordDelay)
 	s := w.as(t, "a-token")
 	held, quick := s.create(), s.create()

@@ -21,6 +21,7 @@ import (
 // never be listed, read or deleted: the object must leave its storage
 // empty. Read after a SIGKILL, with SQLite itself.
 func TestWorkerdRefusedCreateLeavesNoStorage(t *testing.T) {
+	t.Parallel() // see workerd_test.go
 	w := startWorkerdWith(t, "", `REVENANT_TOOLS:{"allowed_models":["model-ok"]}`)
 	s := w.client(t)
 	kept := s.create()
@@ -76,6 +77,7 @@ func (w *workerd) treesStored(t *testing.T) int {
 // a tree with no root session too. Read after a SIGKILL, with SQLite
 // itself.
 func TestWorkerdLostCreateAnswer(t *testing.T) {
+	t.Parallel() // see workerd_test.go
 	for _, at := range []string{"before", "after"} {
 		t.Run(at, func(t *testing.T) {
 			w := startWorkerdWith(t, "revenant_testroutes", "REVENANT_TEST_LOSE_CREATE:"+at)
@@ -98,6 +100,7 @@ func TestWorkerdLostCreateAnswer(t *testing.T) {
 // the list shows a session the client never got, whose routes all
 // answer 404.
 func TestWorkerdLostDirectoryAnswer(t *testing.T) {
+	t.Parallel() // see workerd_test.go
 	w := startWorkerdWith(t, "revenant_testroutes", "REVENANT_TEST_LOSE_PUT:on")
 	s := w.client(t)
 	code, body := frontRaw(t, s, http.MethodPost, "/v1/sessions")

@@ -22,7 +22,7 @@ import (
 // tokens, the per-principal directory, id checks before any object, the
 // principal the front sets, ?access_token= on the event stream only, and
 // the README walk-through end to end. One wrangler for the whole test,
-// serially.
+// its subtests one after another.
 
 // frontTokens is REVENANT_TOKENS for the test: wrangler's --var splits
 // NAME:value at the first ':', so the value keeps its own colons and commas.
@@ -117,6 +117,7 @@ func foreignRefused(t *testing.T, owner *server, sid string) int {
 }
 
 func TestWorkerdFront(t *testing.T) {
+	t.Parallel() // see workerd_test.go
 	// The settings as a TOML table (an object in env, not a string): the
 	// front and the objects both read max_body from it (the body limits).
 	w := startWorkerdTOML(t, "revenant_testroutes", fmt.Sprintf("REVENANT_SETTINGS = { max_body = %d }", maxBody),
@@ -392,6 +393,7 @@ func frontWalkThrough(t *testing.T, s *server) {
 // created, and the Worker's log names the bad entry by position without
 // printing any token.
 func TestWorkerdMalformedTokens(t *testing.T) {
+	t.Parallel() // see workerd_test.go
 	w := startWorkerdWith(t, "", "REVENANT_TOKENS:alice:secret-token-1,secret-entry-2")
 	alice := w.as(t, "secret-token-1")
 	before := w.treeFiles(t)
@@ -422,6 +424,7 @@ const readmeTools = `{"webhook_tools":[{"name":"create_ticket","description":"Op
 // secret and where to set it. A tree created before the vars changed
 // answers the same once its object boots again (the shim's constructor).
 func TestWorkerdMisconfiguredObject(t *testing.T) {
+	t.Parallel() // see workerd_test.go
 	const misconfigured = `{"error":{"type":"internal","message":"the session's object did not start: its configuration is invalid; see the Worker's log"}}`
 	w := startWorkerd(t)
 	s := w.client(t)
@@ -451,6 +454,7 @@ func TestWorkerdMisconfiguredObject(t *testing.T) {
 // configuration is mended, the next start's alarm finishes the turn with
 // no client request.
 func TestWorkerdMisconfigurationKeepsTheAlarm(t *testing.T) {
+	t.Parallel() // see workerd_test.go
 	const reason = "the Worker secret TICKETS_SECRET is not set"
 	w := startWorkerd(t)
 	s := w.client(t)
@@ -482,6 +486,7 @@ func TestWorkerdMisconfigurationKeepsTheAlarm(t *testing.T) {
 // lose every tree but the first of the tie. The test build's
 // REVENANT_TEST_CREATED_AT records every tree with one time.
 func TestWorkerdListPagesThroughTies(t *testing.T) {
+	t.Parallel() // see workerd_test.go
 	const tie = 1767225600000
 	w := startWorkerdWith(t, "revenant_testroutes", "REVENANT_TOKENS:"+frontTokens, "REVENANT_TEST_CREATED_AT:"+strconv.Itoa(tie))
 	alice := w.as(t, "a-token")
@@ -526,6 +531,7 @@ func TestWorkerdListPagesThroughTies(t *testing.T) {
 // The test build's /test/headers answers the header names the object
 // received.
 func TestWorkerdObjectSeesNoCredentials(t *testing.T) {
+	t.Parallel() // see workerd_test.go
 	w := startWorkerdWith(t, "revenant_testroutes", "REVENANT_TOKENS:"+frontTokens)
 	alice := w.as(t, "a-token")
 	sid := alice.create()

@@ -24,6 +24,7 @@ import (
 // fresh object on the deleted storage. REVENANT_OWNER_CACHE=stale makes
 // this one isolate keep the pair across the delete.
 func TestWorkerdStaleOwnerCache(t *testing.T) {
+	t.Parallel() // see workerd_test.go
 	w := startWorkerdWith(t, "revenant_testroutes", "REVENANT_TOKENS:"+frontTokens, "REVENANT_OWNER_CACHE:stale")
 	t.Cleanup(func() {
 		if t.Failed() {

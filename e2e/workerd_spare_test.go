@@ -17,6 +17,7 @@ import (
 // turn, and each log holds only its own prompt; a spare handed to two
 // objects would refuse the second's boot (503) or mix their storage.
 func TestWorkerdSpare(t *testing.T) {
+	t.Parallel() // see workerd_test.go
 	w := startWorkerdWith(t, "", "REVENANT_SPARE:on", "REVENANT_OFFLINE_WORD_DELAY:"+workerdWordDelay)
 	s := w.client(t)
 	for i := range 4 {
@@ -42,6 +43,7 @@ func TestWorkerdSpare(t *testing.T) {
 // starter's: workerd cancels such a Promise's continuations once its
 // object is gone, and the handler waited for ever.
 func TestWorkerdSpareOfAGoneObject(t *testing.T) {
+	t.Parallel() // see workerd_test.go
 	w := startWorkerdWith(t, "revenant_testroutes", "REVENANT_SPARE:on", "REVENANT_OFFLINE_WORD_DELAY:"+workerdWordDelay)
 	s := w.client(t)
 	starter := s.create()

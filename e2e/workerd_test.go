@@ -3,6 +3,7 @@ package e2e
 import (
 	"bufio"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -19,8 +21,12 @@ import (
 
 // The Durable Object host under local workerd (wrangler dev), killed with
 // SIGKILL like the local server. Skipped where node or the pinned wrangler
-// (npm ci) is missing. Runs serially: workerd is heavy and the
-// build directory (build/) is shared.
+// (npm ci) is missing. Each test owns its wrangler (port, state and
+// TMPDIR) and only reads the run's Worker builds (buildObject), so the
+// workerd tests run in parallel (t.Parallel: at most -parallel at once,
+// GOMAXPROCS by default, after the local server's tests): one test's
+// waits (alarms, paced streams, sleeps) overlap another's work. Within a
+// test, kills and restarts come one after another.
 
 // workerd is one `wrangler dev` process group serving on a loopback port,
 // with its state under a directory that survives restarts.
@@ -65,15 +71,46 @@ func wranglerBin(root string) string {
 	return filepath.Join(root, "node_modules", ".bin", "wrangler")
 }
 
+// objects are the Worker builds of this run, one per set of build tags
+// (buildObject), under a directory runMain removes at the end.
+var objects = struct {
+	sync.Mutex
+	dir   string
+	entry map[string]string // by tags: the entry module's path
+}{entry: map[string]string{}}
+
+// removeObjects removes the run's Worker builds.
+func removeObjects() {
+	objects.Lock()
+	defer objects.Unlock()
+	if objects.dir != "" {
+		os.RemoveAll(objects.dir)
+	}
+}
+
 // buildObject does what `make do-build` does (wrangler.toml's [build]),
-// once, so restarts do not rebuild, into a tree of its own under dir: a
-// copy of the Worker's JS modules (worker/*.mjs, durableobject/*.js and
-// *.mjs) beside dir/build, where make puts the Worker's
-// one wasm program (cmd/worker: the front and the Tree objects), built
-// with tags (the test routes' build: revenant_testroutes). The project's
-// build/ is left alone. It returns the entry module's path.
-func buildObject(t *testing.T, root, dir, tags string) string {
+// once per run for each tags, so neither restarts nor later tests
+// rebuild, into a tree of its own: a copy of the Worker's JS modules
+// (worker/*.mjs, durableobject/*.js and *.mjs) beside build/, where make
+// puts the Worker's one wasm program (cmd/worker: the front and the Tree
+// objects), built with tags (the test routes' build:
+// revenant_testroutes). The project's build/ is left alone, and nothing
+// writes to the tree once built (wrangler's own files go beside the
+// test's config). It returns the entry module's path.
+func buildObject(t *testing.T, root, tags string) string {
 	t.Helper()
+	objects.Lock()
+	defer objects.Unlock()
+	if main, ok := objects.entry[tags]; ok {
+		return main
+	}
+	if objects.dir == "" {
+		d, err := os.MkdirTemp("", "revenant-e2e-worker-")
+		require.NoError(t, err)
+		objects.dir = d
+	}
+	dir, err := os.MkdirTemp(objects.dir, "tags-")
+	require.NoError(t, err)
 	var modules []string
 	for _, pattern := range []string{"worker/*.mjs", "durableobject/*.js", "durableobject/*.mjs"} {
 		found, err := filepath.Glob(filepath.Join(root, pattern))
@@ -95,7 +132,9 @@ func buildObject(t *testing.T, root, dir, tags string) string {
 	cmd.Dir = root
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "make do-build: %s", out)
-	return filepath.Join(dir, "worker", "entry.mjs")
+	main := filepath.Join(dir, "worker", "entry.mjs")
+	objects.entry[tags] = main
+	return main
 }
 
 // testConfig writes the project's wrangler.toml without its [build] table
@@ -124,13 +163,72 @@ func testConfig(t *testing.T, root, main string) string {
 	return path
 }
 
+// ports are the wranglers' ports handed out this run (freePort).
+var ports = struct {
+	sync.Mutex
+	given     map[int]bool
+	low, high int // the range freePort picks from; empty: the kernel picks
+	next      int
+}{}
+
+// freePort picks a loopback port for a wrangler, which keeps it across
+// restarts: from a kill to the next start nothing holds it. The workerd
+// tests run in parallel, and a port the kernel hands out by itself (an
+// outgoing connection's, a port-0 listener's: wrangler's and workerd's
+// own) could go to another test's wrangler in that gap; so the port is
+// taken below the kernel's ephemeral range, where nothing is handed out
+// unasked, from a random place, once a run. Where that range cannot be
+// read, the kernel picks, as before.
 func freePort(t *testing.T) int {
 	t.Helper()
+	ports.Lock()
+	defer ports.Unlock()
+	if ports.given == nil {
+		ports.given = map[int]bool{}
+		if low := ephemeralLow(); low >= 2048 {
+			ports.low, ports.high = max(1024, low-8192), low
+			ports.next = ports.low + rand.IntN(ports.high-ports.low)
+		}
+	}
+	for range ports.high - ports.low {
+		p := ports.next
+		if ports.next++; ports.next == ports.high {
+			ports.next = ports.low
+		}
+		if ports.given[p] {
+			continue
+		}
+		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
+		if err != nil {
+			continue // in use
+		}
+		require.NoError(t, l.Close())
+		ports.given[p] = true
+		return p
+	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	port := l.Addr().(*net.TCPAddr).Port
 	require.NoError(t, l.Close())
 	return port
+}
+
+// ephemeralLow is the first port of the kernel's ephemeral range (Linux),
+// or 0 where it cannot be read.
+func ephemeralLow() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) != 2 {
+		return 0
+	}
+	low, err := strconv.Atoi(f[0])
+	if err != nil {
+		return 0
+	}
+	return low
 }
 
 // wranglerEnv is the environment wrangler runs in: offline, no metrics, no
@@ -160,7 +258,7 @@ func startWorkerdWith(t *testing.T, tags string, vars ...string) *workerd {
 func startWorkerdTOML(t *testing.T, tags, tomlVars string, vars ...string) *workerd {
 	t.Helper()
 	root := requireWrangler(t)
-	main := buildObject(t, root, t.TempDir(), tags)
+	main := buildObject(t, root, tags)
 	config := testConfig(t, root, main)
 	if tomlVars != "" {
 		b, err := os.ReadFile(config)
@@ -283,11 +381,12 @@ func (w *workerd) kill(t *testing.T) {
 	_ = syscall.Kill(-pgid, syscall.SIGKILL)
 	<-w.done
 	// The other members were killed with the leader; wait for the kernel
-	// to finish them so the port and the state files are free.
+	// to finish them so the port and the state files are free (a member
+	// left unreaped holds neither: groupRunning).
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	deadline := time.After(10 * time.Second)
-	for syscall.Kill(-pgid, 0) == nil {
+	for groupRunning(pgid) {
 		select {
 		case <-tick.C:
 		case <-deadline:
@@ -327,6 +426,7 @@ func (w *workerd) client(t *testing.T) *server {
 // WORKERD_KILL_ROUNDS repeats the scenarios (make e2e-workerd: 3 rounds,
 // 18 kills).
 func TestWorkerdSIGKILL(t *testing.T) {
+	t.Parallel() // see workerd_test.go
 	w := startWorkerd(t)
 	rounds := 1
 	if n, err := strconv.Atoi(os.Getenv("WORKERD_KILL_ROUNDS")); err == nil && n > 0 {
@@ -493,6 +593,7 @@ func workerdKillAfterGrandchildInterrupt(t *testing.T, w *workerd) {
 // each new one ends the oldest, so the ones left behind never fill the
 // tree's places.
 func TestWorkerdStaleStreams(t *testing.T) {
+	t.Parallel() // see workerd_test.go
 	w := startWorkerdWith(t, "", "REVENANT_TOKENS:"+frontTokens, "REVENANT_OFFLINE_WORD_DELAY:"+workerdWordDelay)
 	s := w.as(t, "a-token")
 	sid, other := s.create(), s.create()

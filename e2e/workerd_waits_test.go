@@ -103,6 +103,7 @@ func resolutions(log []ev) int {
 }
 
 func TestWorkerdDurableWaits(t *testing.T) {
+	t.Parallel() // see workerd_test.go
 	w := startWorkerdWith(t, "", "REVENANT_TOKENS:"+frontTokens, "REVENANT_OFFLINE_WORD_DELAY:"+workerdWordDelay)
 	s, bob := w.as(t, "a-token"), w.as(t, "b-token")
 
