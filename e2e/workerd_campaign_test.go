@@ -175,7 +175,7 @@ func startWorkerdProvider(t *testing.T) (*workerd, *scriptedModel) {
 // TestWorkerdToolTurnKills: WORKERD_KILL_ROUNDS rounds (make e2e-workerd:
 // 3) of five kills at points of a tool-calling turn with the provider.
 func TestWorkerdToolTurnKills(t *testing.T) {
-	t.Parallel() // see workerd_test.go
+	// Not parallel (see workerd_test.go): the acceptance campaign's kills.
 	w, m := startWorkerdProvider(t)
 	rounds := 1
 	if n, err := strconv.Atoi(os.Getenv("WORKERD_KILL_ROUNDS")); err == nil && n > 0 {
@@ -601,7 +601,7 @@ func (l *ledger) deliveries(text string) (ids []string, arrivals, recorded int) 
 // unknown when the kill fell after the call began), and the turn ended
 // once. WORKERD_KILL_ROUNDS repeats the three kills.
 func TestWorkerdWebhookLedger(t *testing.T) {
-	t.Parallel() // see workerd_test.go
+	// Not parallel (see workerd_test.go): the acceptance campaign's kills.
 	key, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(ledgerSecret, "whsec_"))
 	require.NoError(t, err)
 	l := &ledger{key: key, held: make(chan string, 4), arrivals: map[string]int{}, recorded: map[string]int{}, bodies: map[string]string{}}

@@ -26,7 +26,11 @@ import (
 // workerd tests run in parallel (t.Parallel: at most -parallel at once,
 // GOMAXPROCS by default, after the local server's tests): one test's
 // waits (alarms, paced streams, sleeps) overlap another's work. Within a
-// test, kills and restarts come one after another.
+// test, kills and restarts come one after another. The three tests whose
+// kills are the issue's acceptance campaign (TestWorkerdSIGKILL,
+// TestWorkerdToolTurnKills, TestWorkerdWebhookLedger: at least 12 kills of
+// tool-calling turns a run, serially) are not parallel: Go runs them
+// alone, one after another, before the parallel ones.
 
 // workerd is one `wrangler dev` process group serving on a loopback port,
 // with its state under a directory that survives restarts.
@@ -426,7 +430,7 @@ func (w *workerd) client(t *testing.T) *server {
 // WORKERD_KILL_ROUNDS repeats the scenarios (make e2e-workerd: 3 rounds,
 // 18 kills).
 func TestWorkerdSIGKILL(t *testing.T) {
-	t.Parallel() // see workerd_test.go
+	// Not parallel (see workerd_test.go): the acceptance campaign's kills.
 	w := startWorkerd(t)
 	rounds := 1
 	if n, err := strconv.Atoi(os.Getenv("WORKERD_KILL_ROUNDS")); err == nil && n > 0 {
