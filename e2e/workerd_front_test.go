@@ -70,6 +70,13 @@ func (w *workerd) treeFiles(t *testing.T) int {
 // value pairs) and returns the status and body.
 func frontRaw(t *testing.T, s *server, method, path string, header ...string) (int, string) {
 	t.Helper()
+	code, _, body := frontAnswer(t, s, method, path, header...)
+	return code, body
+}
+
+// frontAnswer is frontRaw with the answer's header.
+func frontAnswer(t *testing.T, s *server, method, path string, header ...string) (int, http.Header, string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, method, s.url+path, nil)
@@ -82,7 +89,7 @@ func frontRaw(t *testing.T, s *server, method, path string, header ...string) (i
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)
-	return resp.StatusCode, string(b)
+	return resp.StatusCode, resp.Header, string(b)
 }
 
 // frontStatus is frontRaw's status, for a request a test expects refused;
@@ -224,9 +231,11 @@ func TestWorkerdFront(t *testing.T) {
 		}
 		// The front's own answer is the API's error body, as every host
 		// writes it (a newline after the JSON).
-		code, body := frontRaw(t, bob, "GET", "/v1/sessions/"+sid)
+		code, header, body := frontAnswer(t, bob, "GET", "/v1/sessions/"+sid)
 		assert.Equal(t, http.StatusNotFound, code)
 		assert.Equal(t, `{"error":{"type":"not_found","message":"no such session"}}`+"\n", body)
+		assert.Equal(t, "application/json", header.Get("Content-Type"))
+		assert.Equal(t, "nosniff", header.Get("X-Content-Type-Options"))
 		sn := alice.snapshot(sid)
 		assert.Equal(t, sid, sn.ID, "alice's session is intact")
 		assert.Empty(t, sn.Prompts, "bob's prompts were never admitted")

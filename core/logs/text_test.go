@@ -94,6 +94,7 @@ var textCalls = []struct {
 }{
 	{liteInfo, "plain", nil},
 	{liteDebug, "dropped", []any{"k", 1}},
+	{liteInfo - 1, "dropped too", []any{"k", 1}},
 	{liteWarn, "tree booted", []any{"tree", "t1", "resumed", 1}},
 	{liteError, "odd", []any{"k", "v", "trailing"}},
 	{liteWarn + 2, "", []any{42}},
@@ -107,7 +108,7 @@ var textCalls = []struct {
 		"time", time.Date(2026, 12, 6, 2, 3, 4, 5_678_900, time.UTC),
 		"zone", time.Date(2026, 1, 2, 3, 4, 5, 0, time.FixedZone("X", -(3*3600+30*60))),
 		"err", errors.New("boom: a b"), "nilerr", error(nil), "nil", nil}},
-	{liteInfo, "any", []any{"bytes", []byte("a b\x00"), "raw", json.RawMessage(`{"a":1}`), "addr", netip.MustParseAddr("::1"),
+	{liteInfo, "any", []any{"bytes", []byte("a b\x00"), "plainbytes", []byte("ab"), "raw", json.RawMessage(`{"a":1}`), "addr", netip.MustParseAddr("::1"),
 		"badtext", badText{}, "niltext", (*nilText)(nil), "text", &nilText{"x y"}, "panictext", panicText{},
 		"struct", pair{1, "x y"}, "ptr", &pair{2, "z"}, "slice", []int{1, 2}, "map", map[string]int{"a": 1}}},
 	{liteInfo, "attrs", []any{liteString("s", "v"), liteAttr{"n", liteAnyValue(3)}, liteString("", "")}},
@@ -178,6 +179,10 @@ func TestLiteLogWritesSlogDefaultLines(t *testing.T) {
 		ll.Log(context.Background(), c.level, c.msg, c.args...)
 		sl.Log(context.Background(), slog.Level(c.level), c.msg, toSlogArgs(c.args)...)
 	}
+	// A message ending in a newline, with no attribute after it, gets no
+	// second one.
+	liteNew(newLiteText(&lite, nil, true)).Error("bare, ends in a newline\n")
+	slog.Error("bare, ends in a newline\n")
 	require.NotEmpty(t, want.String())
 	assert.Equal(t, strings.Split(want.String(), "\n"), strings.Split(lite.String(), "\n"))
 
@@ -185,4 +190,27 @@ func TestLiteLogWritesSlogDefaultLines(t *testing.T) {
 	at := time.Date(2026, 1, 2, 3, 4, 5, 600_000_000, time.UTC)
 	liteNew(newLiteText(&lite, func() time.Time { return at }, true)).Error("front: list", "err", errors.New("x"))
 	assert.Equal(t, "2026/01/02 03:04:05 ERROR front: list err=x\n", lite.String()) // log.LstdFlags
+}
+
+// With on a logger made by With adds to its attributes, and two loggers
+// made from one parent keep their own: as slog's text handler writes them.
+func TestLiteTextWithAttrsChainedAndShared(t *testing.T) {
+	at := time.Date(2026, 12, 6, 2, 3, 4, 0, time.UTC)
+	var lite, want bytes.Buffer
+	// Parents of several lengths: some leave room in their attributes'
+	// buffer, where a child's append would land if it shared it.
+	for n := 1; n <= 24; n++ {
+		v := strings.Repeat("v", n)
+		lp := liteNew(newLiteText(&lite, func() time.Time { return at }, false)).With("tree", v)
+		sp := slog.New(slog.NewTextHandler(&want, nil)).With("tree", v)
+		la, lb := lp.With("a", "1"), lp.With("b", "2")
+		sa, sb := sp.With("a", "1"), sp.With("b", "2")
+		for _, l := range []*liteLogger{la, lb, la.With("c", "3"), lp} {
+			l.Info("x")
+		}
+		for _, l := range []*slog.Logger{sa, sb, sa.With("c", "3"), sp} {
+			require.NoError(t, l.Handler().Handle(context.Background(), slog.NewRecord(at, slog.LevelInfo, "x", 0)))
+		}
+	}
+	assert.Equal(t, strings.Split(want.String(), "\n"), strings.Split(lite.String(), "\n"))
 }

@@ -129,6 +129,9 @@ func TestCheckAddr(t *testing.T) {
 		{"169.254.169.254", "a link-local address"},
 		{"fe80::1", "a link-local address"},
 		{"fe80::1%eth0", "a link-local address"},
+		{"febf:ffff::1", "a link-local address"}, // the last /16 of fe80::/10
+		{"fec0::1", "a private address"},         // site-local, fec0::/10
+		{"feff:ffff::1", "a private address"},
 		{"0.0.0.0", "an unspecified address"},
 		{"::", "an unspecified address"},
 		{"224.0.0.1", "a multicast address"},
