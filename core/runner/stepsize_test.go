@@ -38,14 +38,8 @@ func TestOversizedAnswerFailsItsStep(t *testing.T) {
 	pid := n.Admit(sid, "say a lot")
 	n.Idle()
 	evs := tr.Events(sid)
-	for _, e := range evs {
-		assert.LessOrEqual(t, len(e.Data), runner.MaxStepStored+1024, "%s", e.Type)
-	}
-	fails := treetest.OfType(evs, event.ExecutionFailed)
-	require.Len(t, fails, 1)
-	var f event.Failed
-	require.NoError(t, fails[0].Decode(&f))
-	assert.Equal(t, event.FailModel, f.Type)
+	requireStoredWithinBound(t, evs)
+	f := requireModelFailure(t, evs)
 	assert.Contains(t, f.Message, "The model's answer is larger than")
 	assert.Equal(t, "failed", tr.PromptState(pid))
 	assert.Empty(t, treetest.OfType(evs, event.StepCompleted))
@@ -67,14 +61,8 @@ func TestOversizedToolCallFailsItsStep(t *testing.T) {
 	n.Admit(sid, "call it")
 	n.Idle()
 	evs := tr.Events(sid)
-	for _, e := range evs {
-		assert.LessOrEqual(t, len(e.Data), runner.MaxStepStored+1024, "%s", e.Type)
-	}
-	fails := treetest.OfType(evs, event.ExecutionFailed)
-	require.Len(t, fails, 1)
-	var f event.Failed
-	require.NoError(t, fails[0].Decode(&f))
-	assert.Equal(t, event.FailModel, f.Type)
+	requireStoredWithinBound(t, evs)
+	requireModelFailure(t, evs)
 	assert.Zero(t, l.count("big"))
 }
 
@@ -97,9 +85,7 @@ func TestToolOutputBoundAsStored(t *testing.T) {
 	n.Admit(sid, "call it")
 	n.Idle()
 	evs := tr.Events(sid)
-	for _, e := range evs {
-		assert.LessOrEqual(t, len(e.Data), runner.MaxStepStored+1024, "%s", e.Type)
-	}
+	requireStoredWithinBound(t, evs)
 	settled := treetest.OfType(evs, event.ToolSettled)
 	require.Len(t, settled, 1)
 	var s event.Settled
@@ -145,9 +131,7 @@ func TestRecoveryCutsAnOversizedStepToTheBound(t *testing.T) {
 			feed = nil
 			tr.Boot(newRunner(t, m, runner.NewConfig())).Idle()
 			evs := tr.Events(sid)
-			for _, e := range evs {
-				assert.LessOrEqual(t, len(e.Data), core.MaxStoredText+1024, "%s", e.Type)
-			}
+			requireStoredWithinBound(t, evs)
 			cuts := treetest.OfType(evs, event.StepCut)
 			require.Len(t, cuts, 1)
 			var cut event.Cut
@@ -156,4 +140,24 @@ func TestRecoveryCutsAnOversizedStepToTheBound(t *testing.T) {
 			require.Len(t, treetest.Terminals(evs), 1)
 		})
 	}
+}
+
+// requireStoredWithinBound: no event of evs is stored over the bound (the
+// text's, with room for the rest of its event).
+func requireStoredWithinBound(t *testing.T, evs []event.Event) {
+	t.Helper()
+	for _, e := range evs {
+		assert.LessOrEqual(t, len(e.Data), core.MaxStoredText+1024, "%s", e.Type)
+	}
+}
+
+// requireModelFailure: the turn failed once, as the model's failure.
+func requireModelFailure(t *testing.T, evs []event.Event) event.Failed {
+	t.Helper()
+	fails := treetest.OfType(evs, event.ExecutionFailed)
+	require.Len(t, fails, 1)
+	var f event.Failed
+	require.NoError(t, fails[0].Decode(&f))
+	assert.Equal(t, event.FailModel, f.Type)
+	return f
 }
