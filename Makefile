@@ -143,8 +143,10 @@ dev: node_modules
 deploy: node_modules
 	WRANGLER_SEND_METRICS=false $(WRANGLER) deploy
 
-# The Durable Object host's SIGKILL tests on local workerd, serially: 3 rounds of
-# 4 kill points (12 kills).
+# Every workerd test, with the acceptance campaign's kill tests at 3 rounds
+# (TestWorkerdSIGKILL, TestWorkerdToolTurnKills, TestWorkerdWebhookLedger:
+# 42 kills, one after another, those three alone); the other workerd tests
+# run two at a time (e2e/workerd_test.go).
 e2e-workerd: node_modules
 	WORKERD_KILL_ROUNDS=3 $(GO) test -count=1 -run TestWorkerd -v ./e2e/
 
