@@ -15,6 +15,16 @@
 // guest (-guest: trees are WebAssembly guests on wazero; TestMain builds
 // the guest module too). REVENANT_E2E_MODE=inprocess or guest runs one.
 //
+// The workerd_*_test.go files do the same for the Cloudflare host: the
+// Worker and its Durable Objects under `wrangler dev` (local workerd),
+// SIGKILLed and restarted on the same state, with a fake OpenAI-compatible
+// provider and a webhook ledger in the test process. They are skipped
+// where node or the pinned wrangler (npm ci) is missing. The three that
+// carry the acceptance campaign's kills (TestWorkerdSIGKILL,
+// TestWorkerdToolTurnKills, TestWorkerdWebhookLedger; WORKERD_KILL_ROUNDS
+// repeats them) run alone, one after another; the other workerd tests
+// run in parallel, each with its own wrangler (workerd_test.go).
+//
 // The package has no code outside its tests; run it with
 //
 //	go test ./e2e/
