@@ -113,13 +113,6 @@ type streaming struct {
 	stored   int // the answer's text and tool calls as stored (core.StoredLen)
 }
 
-// MaxStepStored bounds a model answer as it is stored (core.MaxStoredText):
-// its text and its tool calls' names and arguments as JSON strings. A
-// step's answer is stored whole in one event (session.step.completed@1,
-// or the cut of a step that did not complete): a stream that would pass
-// the bound fails its step, as a watchdog fails it, with the chunks
-// before the one that would have passed it kept.
-const MaxStepStored = core.MaxStoredText
 
 type received struct {
 	chunk model.Chunk
@@ -205,9 +198,12 @@ func (s *streaming) run(ctx context.Context, req model.Request) (done bool, fail
 			}
 			stopIdle()
 			stopIdle = clock.AfterFunc(cfg.streamIdle, fire(idle))
-			if s.stored += s.chunkStored(r.chunk); s.stored > MaxStepStored {
+			// A step's answer is stored whole in one event: a stream that
+			// would pass core.MaxStoredText fails its step, as a watchdog
+			// fails it, with the chunks before this one kept.
+			if s.stored += s.chunkStored(r.chunk); s.stored > core.MaxStoredText {
 				// Not applied: the cut keeps what fits.
-				return false, fmt.Sprintf("The model's answer is larger than %d bytes as stored (its text and tool calls as JSON).", MaxStepStored)
+				return false, fmt.Sprintf("The model's answer is larger than %d bytes as stored (its text and tool calls as JSON).", core.MaxStoredText)
 			}
 			s.apply(r.chunk)
 			if r.chunk.Text != "" {
@@ -254,7 +250,7 @@ func (s *streaming) checkpoint(ctx context.Context) bool {
 	return true
 }
 
-// chunkStored is what c adds to the answer as stored (MaxStepStored); a
+// chunkStored is what c adds to the answer as stored (core.MaxStoredText); a
 // new tool call also adds its record's fields (event.ToolCall).
 func (s *streaming) chunkStored(c model.Chunk) int {
 	n := core.StoredLen(c.Text)

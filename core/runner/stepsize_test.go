@@ -17,7 +17,7 @@ import (
 	"github.com/revenantrt/revenant/internal/treetest"
 )
 
-// An answer whose stored JSON would pass MaxStepStored (300 KiB of '<',
+// An answer whose stored JSON would pass core.MaxStoredText (300 KiB of '<',
 // six bytes each as stored: 1.8 MB, near a Durable Object's 2 MB a value)
 // fails its step with failed{type:"model"}: the step is cut with the text
 // received before the chunk that would have passed the bound, and no
@@ -47,7 +47,7 @@ func TestOversizedAnswerFailsItsStep(t *testing.T) {
 	require.Len(t, cuts, 1)
 	var cut event.Cut
 	require.NoError(t, cuts[0].Decode(&cut))
-	assert.Equal(t, runner.MaxStepStored/6/len(chunk)*len(chunk), len(cut.Text), "the chunks that fit")
+	assert.Equal(t, core.MaxStoredText/6/len(chunk)*len(chunk), len(cut.Text), "the chunks that fit")
 }
 
 // Tool-call arguments count towards the bound as the text does.
@@ -66,7 +66,7 @@ func TestOversizedToolCallFailsItsStep(t *testing.T) {
 	assert.Zero(t, l.count("big"))
 }
 
-// A tool's output is cut to MaxStepStored as stored whatever the output
+// A tool's output is cut to core.MaxStoredText as stored whatever the output
 // cap: with tool_output_cap at 1 MiB, 400 KiB of '<' (2.4 MB as stored)
 // would be a tool.settled no Durable Object stores.
 func TestToolOutputBoundAsStored(t *testing.T) {
@@ -91,7 +91,7 @@ func TestToolOutputBoundAsStored(t *testing.T) {
 	var s event.Settled
 	require.NoError(t, settled[0].Decode(&s))
 	assert.Equal(t, event.OutcomeOK, s.Outcome)
-	kept := runner.MaxStepStored / 6
+	kept := core.MaxStoredText / 6
 	assert.Equal(t, out[:kept]+"\n[output truncated: 273066 of 409600 bytes shown]", s.Output)
 	require.Len(t, treetest.OfType(evs, event.ExecutionSucceeded), 1)
 }

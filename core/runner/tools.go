@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"unicode/utf8"
 
 	"github.com/revenantrt/revenant/core"
 	"github.com/revenantrt/revenant/core/event"
@@ -215,19 +216,17 @@ func stoppedByCancel(ctx context.Context, err error) bool {
 
 // capOutput cuts s to at most max bytes (at a rune boundary) and says so.
 // A tool's output is stored whole in one event, so it is also cut to at
-// most MaxStepStored as stored, whatever the cap (a tool_output_cap of
+// most core.MaxStoredText as stored, whatever the cap (a tool_output_cap of
 // 1 MiB would otherwise let a page of '<' take 6 MB, more than a Durable
 // Object stores in one value).
 func capOutput(s string, max int) string {
-	if len(s) <= max && core.StoredLen(s) <= MaxStepStored {
+	if len(s) <= max && core.StoredLen(s) <= core.MaxStoredText {
 		return s
 	}
 	cut := min(len(s), max)
-	for cut < len(s) && cut > 0 && !utf8RuneStart(s[cut]) {
+	for cut < len(s) && cut > 0 && !utf8.RuneStart(s[cut]) {
 		cut--
 	}
-	kept := core.StoredPrefix(s[:cut], MaxStepStored)
+	kept := core.StoredPrefix(s[:cut], core.MaxStoredText)
 	return kept + fmt.Sprintf("\n[output truncated: %d of %d bytes shown]", len(kept), len(s))
 }
-
-func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }
