@@ -113,7 +113,6 @@ type streaming struct {
 	stored   int // the answer's text and tool calls as stored (core.StoredLen)
 }
 
-
 type received struct {
 	chunk model.Chunk
 	err   error
