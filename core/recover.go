@@ -49,7 +49,15 @@ type Decision struct {
 // under the claim lock, in one transaction, it re-reads the claim, asks
 // decide, and writes the outcome; a started execution begins running here
 // before the lock is released. Nothing waits on the execution.
-func (inst *Instance) Recover(ctx context.Context, sessionID string, decide func(ClaimState) Decision) (Decision, error) {
+//
+// decide judges the claim as of now, the write's timestamp: the time every
+// event the decision appends carries. A write that waited for storage
+// commits with the time it began (DESIGN §5), so a decision judged at the
+// clock of a later attempt could start a retry whose execution.started is
+// dated before the retry was due; judged at the write's time it sleeps
+// instead, and the wake-up it arms (already past) starts the retry with a
+// fresh write.
+func (inst *Instance) Recover(ctx context.Context, sessionID string, decide func(c ClaimState, now int64) Decision) (Decision, error) {
 	inst.claimMu.Lock()
 	defer inst.claimMu.Unlock()
 	if inst.isClosed() {
@@ -93,7 +101,7 @@ func (inst *Instance) Recover(ctx context.Context, sessionID string, decide func
 				payload: event.Failed{ExecutionID: c.ExecutionID, PromptID: c.PromptID, Type: event.FailStorage, Message: owed.message}}, true)
 			return err
 		}
-		d = decide(c)
+		d = decide(c, t.now())
 		p, err = t.apply(c, d)
 		return err
 	})

@@ -114,7 +114,7 @@ func TestSnapshotClaimSaysWhetherItRunsHere(t *testing.T) {
 	assert.Equal(t, core.StatusBusy, snap.Status)
 	assert.False(t, snap.Claim.RunningHere, "no sweep has started it here yet")
 
-	_, err = inst.Recover(ctx, sid, func(core.ClaimState) core.Decision { return core.Decision{Action: core.Start} })
+	_, err = inst.Recover(ctx, sid, func(core.ClaimState, int64) core.Decision { return core.Decision{Action: core.Start} })
 	require.NoError(t, err)
 	<-d.Started
 	snap, err = inst.Snapshot(ctx, sid, 0, 10)

@@ -59,7 +59,7 @@ func TestInterruptWaitingForStorageDoesNotLeaveAnExecutionRunning(t *testing.T) 
 			return
 		}
 		// During the interrupt's wait a sweep starts the turn here.
-		_, err := inst.Recover(ctx, sid, func(core.ClaimState) core.Decision { return core.Decision{Action: core.Start} })
+		_, err := inst.Recover(ctx, sid, func(core.ClaimState, int64) core.Decision { return core.Decision{Action: core.Start} })
 		require.NoError(t, err)
 		x = <-d.Started
 	})
@@ -91,7 +91,7 @@ func TestRecoverRerunDoesNotLaunchBesideARunningExecution(t *testing.T) {
 
 	inst := openUnswept(t, tr, d)
 
-	resume := func(c core.ClaimState) core.Decision {
+	resume := func(c core.ClaimState, _ int64) core.Decision {
 		return core.Decision{Action: core.Resume, Attempt: c.Attempts + 1}
 	}
 	f.FailLateCommits(1, faultvfs.IOErrFsync)

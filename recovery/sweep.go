@@ -47,9 +47,7 @@ func Sweep(ctx context.Context, inst *core.Instance) (Report, error) {
 		if c.RunningHere {
 			continue
 		}
-		d, err := inst.Recover(ctx, c.SessionID, func(current core.ClaimState) core.Decision {
-			return policy.Decide(current, inst.Clock().Now())
-		})
+		d, err := inst.Recover(ctx, c.SessionID, policy.Decide)
 		if err != nil {
 			errs = append(errs, err)
 			if errors.Is(err, core.ErrReadOnly) || errors.Is(err, core.ErrStorageUnavailable) {

@@ -1,0 +1,79 @@
+package recovery_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/revenantrt/revenant/core"
+	"github.com/revenantrt/revenant/core/event"
+	"github.com/revenantrt/revenant/core/retry"
+	"github.com/revenantrt/revenant/internal/treetest"
+	"github.com/revenantrt/revenant/recovery"
+)
+
+// A recovery whose transaction waits for storage (another connection holds
+// the write lock, as a zombie instance's would) while the scheduled retry it
+// finds comes due must not start that retry: the write's events carry the
+// time it began (DESIGN §5), so its execution.started would be dated before
+// the retry was due (the simulator's retry-not-early, seed 5267). It sleeps
+// instead, and the next sweep starts the retry with a fresh timestamp.
+func TestARetryDueDuringARecoverysWaitStartsAtTheNextSweep(t *testing.T) {
+	tr := treetest.New(t)
+	tr.DB.BusyTimeout = 20 * time.Millisecond
+	var runs atomic.Int32
+	var retryAt atomic.Int64
+	started := make(chan *core.Execution, 4)
+	n := tr.Boot(core.DriverFunc(func(ctx context.Context, x *core.Execution) core.Outcome {
+		defer func() { started <- x }()
+		if runs.Add(1) == 1 {
+			// Due a moment later: sooner than the first wait for storage ends.
+			retryAt.Store(x.Clock().Now() + 1)
+			return core.Outcome{Kind: core.RetryLater, RetryAt: retryAt.Load(), Attempt: 1, Message: "rate limited"}
+		}
+		return core.Outcome{Kind: core.Succeeded}
+	}))
+	sid := n.NewSession("s")
+	n.Admit(sid, "go")
+	<-started
+	n.Idle()
+
+	release := tr.HoldWriteLock()
+	var d core.Decision
+	var err error
+	waits := tr.DriveEach(func() { d, err = n.Inst.Recover(ctx, sid, recovery.PolicyOf(n.Inst).Decide) }, func(retry.Wait) { release() })
+	require.NoError(t, err)
+	require.NotEmpty(t, waits, "the recovery waited for the write lock")
+	require.Greater(t, tr.Clock.Now(), retryAt.Load(), "the retry came due during the wait")
+	assert.Equal(t, core.Sleep, d.Action, "judged at the write's time, the retry was not due")
+	assert.Equal(t, retryAt.Load(), d.At)
+	assert.Empty(t, startsOf(t, tr.Events(sid), event.CauseRetry), "no retry started by the waiting recovery")
+
+	rep, err := recovery.Sweep(ctx, n.Inst)
+	require.NoError(t, err)
+	require.Len(t, rep.Decisions, 1)
+	assert.Equal(t, core.Start, rep.Decisions[0].Action)
+	<-started
+	n.Idle()
+	retries := startsOf(t, tr.Events(sid), event.CauseRetry)
+	require.Len(t, retries, 1)
+	assert.GreaterOrEqual(t, retries[0].At, retryAt.Load(), "the retry's execution is dated once it was due")
+}
+
+// startsOf returns the execution.started events of evs with the cause.
+func startsOf(t *testing.T, evs []event.Event, cause string) []event.Event {
+	t.Helper()
+	var out []event.Event
+	for _, e := range treetest.OfType(evs, event.ExecutionStarted) {
+		var s event.Started
+		require.NoError(t, e.Decode(&s))
+		if s.Cause == cause {
+			out = append(out, e)
+		}
+	}
+	return out
+}
