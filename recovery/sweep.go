@@ -36,6 +36,12 @@ func (r Report) Count(a core.Action) int {
 // is read-only, or storage refused the write for its whole schedule), which
 // would only repeat; the errors are joined.
 func Sweep(ctx context.Context, inst *core.Instance) (Report, error) {
+	rep, err := sweep(ctx, inst)
+	inst.Swept(err) // while sweeps fail, the re-arm backs off
+	return rep, err
+}
+
+func sweep(ctx context.Context, inst *core.Instance) (Report, error) {
 	claims, err := inst.Claims(ctx)
 	if err != nil {
 		return Report{}, fmt.Errorf("sweep: %w", err)
