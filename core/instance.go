@@ -37,6 +37,9 @@ type Instance struct {
 	// stopping is closed when the instance starts to stop (Close, Abandon):
 	// it ends every wait for storage at once.
 	stopping chan struct{}
+	// sweepFailures counts the sweeps in a row that failed (Swept): while
+	// it is not 0, Rearm arms no earlier than the wake schedule allows.
+	sweepFailures atomic.Int64
 
 	// claimMu is the tree's claim lock (DESIGN §4, §6.4): held from arming
 	// the wake-up to committing a new claim, while starting an execution,

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/revenantrt/revenant/core/event"
+	"github.com/revenantrt/revenant/core/retry"
 	"github.com/revenantrt/revenant/core/storage"
 )
 
@@ -222,19 +223,24 @@ func (t *txw) orphanTurn(c ClaimState) (*plan, error) {
 // from now for every other claim. A retry already due counts as such an
 // other claim: the sweep before this re-arm would have started it, so it
 // is due only when that sweep could not (its storage failing), and arming
-// it in the past would deliver the wake-up again at once, over and over,
-// ahead of the host's backoff for a failed sweep. It holds the claim lock,
-// so a claim committing concurrently is either seen here or arms for
-// itself afterwards (DESIGN §4 rules 2 and 3). It reports the time armed,
-// or 0 when nothing is pending.
+// it in the past would deliver the wake-up again at once, over and over.
+// While the sweeps fail in a row (Swept), it arms no earlier than the wake
+// schedule's delay for that many failures (retry.Wake: 1 s doubling to
+// 1 min), the host's own retry of a failed sweep: a long storage outage
+// then costs a wake-up a minute, not one a wake interval; a retry due
+// later than that still wakes at its own time. A claim taken meanwhile
+// arms for itself (claimingWrite). It holds the claim lock, so a claim
+// committing concurrently is either seen here or arms for itself
+// afterwards (DESIGN §4 rules 2 and 3). It reports the time armed, or 0
+// when nothing is pending.
 func (inst *Instance) Rearm(ctx context.Context) (int64, error) {
 	inst.claimMu.Lock()
 	defer inst.claimMu.Unlock()
 	var others int
-	var retry sql.NullInt64
+	var retryAt sql.NullInt64
 	now := inst.host.Clock.Now()
 	err := inst.host.DB.Tx(ctx, func(tx storage.Tx) error {
-		return claimTable{tx}.wakes(now, &others, &retry)
+		return claimTable{tx}.wakes(now, &others, &retryAt)
 	})
 	if err != nil {
 		return 0, fmt.Errorf("rearm: %w", err)
@@ -243,14 +249,29 @@ func (inst *Instance) Rearm(ctx context.Context) (int64, error) {
 	if others > 0 {
 		at = now + inst.cfg.wakeInterval.Milliseconds()
 	}
-	if retry.Valid && (at == 0 || retry.Int64 < at) {
-		at = retry.Int64
+	if retryAt.Valid && (at == 0 || retryAt.Int64 < at) {
+		at = retryAt.Int64
 	}
 	if at == 0 {
 		return 0, nil
+	}
+	if n := inst.sweepFailures.Load(); n > 0 {
+		at = max(at, now+retry.Wake().Delay(int(n)-1).Milliseconds())
 	}
 	if err := inst.host.Wake.Arm(ctx, at); err != nil {
 		return 0, fmt.Errorf("rearm: %w", err)
 	}
 	return at, nil
+}
+
+// Swept tells the instance how a sweep of its claims ended (recovery.Sweep
+// does): err, or nil when it succeeded. While the sweeps fail in a row, the
+// wake handler's re-arm backs off on the wake schedule (Rearm); the first
+// that succeeds ends the backoff.
+func (inst *Instance) Swept(err error) {
+	if err == nil {
+		inst.sweepFailures.Store(0)
+		return
+	}
+	inst.sweepFailures.Add(1)
 }

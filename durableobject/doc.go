@@ -21,7 +21,8 @@
 //     throws (a thrown alarm is retried a few times and then lost) but to
 //     give up a spent object (below). A failed
 //     sweep re-arms on the wake schedule (retry.Wake), one step per failed
-//     wake. The tree's delete deletes the alarm for good: the Alarm arms
+//     wake, and the last re-arm waits that out too (core's Rearm), so a
+//     storage outage costs an alarm a minute, not one a second. The tree's delete deletes the alarm for good: the Alarm arms
 //     nothing afterwards, and a handler the delete met mid-hold neither
 //     sweeps nor re-arms, so the deleted object's storage stays empty.
 //

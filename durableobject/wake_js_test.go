@@ -22,7 +22,9 @@ import (
 	"github.com/revenantrt/revenant/core"
 	"github.com/revenantrt/revenant/core/fakehost"
 	"github.com/revenantrt/revenant/core/logs"
+	"github.com/revenantrt/revenant/core/retry"
 	"github.com/revenantrt/revenant/core/storage"
+	"github.com/revenantrt/revenant/internal/treetest"
 	"github.com/revenantrt/revenant/recovery"
 	"github.com/revenantrt/revenant/sqlitedb"
 )
@@ -208,4 +210,68 @@ func bootOnFlakyStorage(t *testing.T) (store *Alarm, calls func() []string, flak
 	require.NoError(t, err)
 	t.Cleanup(inst.Abandon)
 	return store, calls, flaky, inst, quiet
+}
+
+// writeRefusingDB is a storage.DB whose writes fail (a full disk) while
+// refuse is set; reads still work, so a sweep fails and the wake
+// handler's re-arm, a read, succeeds.
+type writeRefusingDB struct {
+	storage.DB
+	refuse atomic.Bool
+}
+
+func (d *writeRefusingDB) Tx(ctx context.Context, fn func(storage.Tx) error) error {
+	return d.DB.Tx(ctx, func(tx storage.Tx) error { return fn(writeRefusingTx{tx, d}) })
+}
+
+type writeRefusingTx struct {
+	storage.Tx
+	d *writeRefusingDB
+}
+
+func (t writeRefusingTx) Exec(query string, args ...any) (int64, error) {
+	if t.d.refuse.Load() {
+		return 0, &storage.Error{Code: 13, Msg: "database or disk is full"}
+	}
+	return t.Tx.Exec(query, args...)
+}
+
+// During a storage outage the alarm comes on the wake schedule, 1 s
+// doubling, not every wake interval: with the claims still readable, the
+// handler's last re-arm (core's Rearm) waits out the same backoff as the
+// failed sweep's retry alarm (swept). Before, it armed one interval ahead
+// and, the earlier alarm being kept, the backoff never took effect.
+func TestFailingSweepsAlarmOnTheWakeSchedule(t *testing.T) {
+	db := &writeRefusingDB{DB: openTreeDB(t)}
+	store, _ := newAlarmStandIn(t, 0)
+	quiet := logs.New(logs.NewTextHandler(io.Discard, nil))
+	cfg := core.NewConfig().WithWakeInterval(time.Second) // the Worker's
+	host := core.Host{DB: db, Clock: Clock{}, Wake: store, IDs: &fakehost.IDs{Prefix: "id"}, Log: quiet}
+	driver := treetest.NewDriver(1)
+	first, _, err := recovery.Boot(context.Background(), host, cfg, driver)
+	require.NoError(t, err)
+	ctx := context.Background()
+	_, err = first.CreateSession(ctx, core.NewSession{ID: "root", Principal: "tester"})
+	require.NoError(t, err)
+	_, err = first.Admit(ctx, "root", core.PromptInput{Text: "hold"})
+	require.NoError(t, err)
+	<-driver.Started
+	first.Abandon() // evicted mid-turn: the claim stays
+
+	db.refuse.Store(true)
+	inst, _, bootErr := recovery.Boot(ctx, host, cfg, driver)
+	require.ErrorIs(t, bootErr, core.ErrReadOnly)
+	t.Cleanup(inst.Abandon)
+	o := &Object{opts: Options{AlarmHold: time.Minute}, log: quiet, alarm: store, inst: inst}
+	o.swept("boot", bootErr) // as boot does
+	for wake := 1; wake <= 3; wake++ {
+		store.delivered() // as the alarm that runs wake
+		delay := retry.Wake().Delay(wake).Milliseconds()
+		before := time.Now().UnixMilli()
+		_, err := o.wake(nil)
+		after := time.Now().UnixMilli()
+		require.NoError(t, err)
+		at := store.at
+		assert.True(t, before+delay <= at && at <= after+delay, "wake %d: the alarm is %d ms after it, want %d", wake, at-before, delay)
+	}
 }

@@ -150,3 +150,13 @@ func abandon(run instance) {
 		panic(fmt.Sprintf("abandon: unknown instance %T", run))
 	}
 }
+
+// WakeTimerAt is when tree id's wake-up timer fires (its in-memory
+// schedule, which may run ahead of a row storage refused), or 0 when none
+// is set.
+func (h *Host) WakeTimerAt(id string) int64 {
+	w := h.wakerFor(id)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.timerAt
+}

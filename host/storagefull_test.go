@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/revenantrt/revenant/core/retry"
 	"github.com/revenantrt/revenant/host"
 	"github.com/revenantrt/revenant/internal/faultvfs"
 )
@@ -146,4 +147,33 @@ func TestGuestPromptAdmittedOnlyWithItsWakeupStored(t *testing.T) {
 	assert.Equal(t, http.StatusAccepted, a.Status, a.raw)
 	assert.Equal(t, 1, fault.Failed())
 	assert.NotZero(t, e.wakeups()[id], "the claim committed with its wake-up stored")
+}
+
+// A tree whose sweeps fail (its storage refuses writes) is woken on the
+// wake schedule, 1 s doubling to 1 min, not every wake interval: the wake
+// handler's last re-arm backs off with the failures (core's Rearm), so
+// the host's own retry of the failed delivery is the wake-up that fires
+// (DESIGN §4). With storage back, the next delivery resumes the turn.
+func TestFailingSweepsAreWokenOnTheWakeSchedule(t *testing.T) {
+	e := newEnv(t)
+	e.core = e.core.WithWakeInterval(time.Second) // the Worker's
+	vfs := "host-sweep-backoff"
+	fault := e.faultVFS(t, vfs)
+	h := e.open(host.WithVFS(e.config(), vfs))
+	first := admit(t, e.tree(h, "t"), "t", "hold")
+	e.d.next(t)
+	h.Crash()
+
+	fault.FailFor(time.Hour, faultvfs.Full)
+	h = e.open(host.WithVFS(e.config(), vfs)) // its boot of t sweeps, and fails
+	for failed := 1; failed <= 8; failed++ {
+		require.Error(t, e.nextDelivery().err, "delivery %d", failed)
+		want := e.clock.Now() + retry.Wake().Delay(failed-1).Milliseconds()
+		require.Equal(t, want, h.WakeTimerAt("t"), "the wake-up after %d failed deliveries", failed)
+		e.clock.Set(want)
+	}
+	fault.Heal()
+	require.NoError(t, e.nextDelivery().err)
+	assert.Equal(t, first, e.d.next(t).PromptID(), "resumed once storage took writes")
+	e.d.Release()
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/revenantrt/revenant/core"
+	"github.com/revenantrt/revenant/core/retry"
 	"github.com/revenantrt/revenant/internal/faultvfs"
 	"github.com/revenantrt/revenant/internal/treetest"
 	"github.com/revenantrt/revenant/recovery"
@@ -52,4 +53,48 @@ func TestReadOnlyBootReturnsItsInstanceAndRearms(t *testing.T) {
 	assert.True(t, inst.ReadOnly())
 	assert.NotZero(t, tr.Wake.At(), "the wake-up is armed for the claim")
 	assert.True(t, tr.Claim(sid).Exists)
+}
+
+// While sweeps fail in a row, the wake handler's last re-arm waits out the
+// wake schedule (1 s doubling to 1 min, retry.Wake) instead of arming one
+// wake interval ahead: a long storage outage costs a wake-up a minute, not
+// one a second (DESIGN §4). The first sweep that succeeds ends the
+// backoff: its re-arm is one interval ahead again.
+func TestFailedSweepsBackOffTheRearm(t *testing.T) {
+	tr := treetest.New(t)
+	tr.Cfg = tr.Cfg.WithWakeInterval(time.Second) // the Worker's
+	f := tr.Faults()
+	d := treetest.NewDriver(4)
+	n := tr.Boot(d)
+	sid := n.NewSession("s")
+	n.Admit(sid, "hold")
+	<-d.Started
+	n.Crash()
+	tr.Wake.Take() // the earlier instance's wake-up is used up
+
+	f.FailFor(time.Hour, faultvfs.Full)
+	host, _, kdb := tr.Host()
+	inst, _, err := recovery.Boot(ctx, host, tr.Cfg, d) // failed sweep 1
+	require.ErrorIs(t, err, core.ErrReadOnly)
+	t.Cleanup(func() { kdb.Kill(); inst.Abandon() })
+	for failed := 1; failed <= 8; failed++ {
+		want := tr.Clock.Now() + retry.Wake().Delay(failed-1).Milliseconds()
+		require.Equal(t, want, tr.Wake.At(), "re-armed after %d failed sweeps", failed)
+		tr.Clock.Set(tr.Wake.At())
+		require.True(t, tr.Wake.Take())
+		_, err := recovery.Wake(ctx, inst)
+		require.ErrorIs(t, err, core.ErrReadOnly)
+	}
+	assert.Equal(t, tr.Clock.Now()+time.Minute.Milliseconds(), tr.Wake.At(), "the backoff stops at a minute")
+
+	f.Heal()
+	tr.Clock.Set(tr.Wake.At())
+	require.True(t, tr.Wake.Take())
+	rep, err := recovery.Wake(ctx, inst)
+	require.NoError(t, err)
+	assert.Equal(t, 1, rep.Count(core.Resume))
+	assert.Equal(t, tr.Clock.Now()+time.Second.Milliseconds(), tr.Wake.At(), "a sweep that succeeded ends the backoff")
+	d.Release()
+	require.NoError(t, inst.WaitIdle(ctx))
+	assert.False(t, tr.Claim(sid).Exists)
 }

@@ -34,8 +34,15 @@ func (r Report) Count(a core.Action) int {
 // Started executions run concurrently; Sweep never waits on one. A failure on
 // one session does not stop the others, except a storage failure (the tree
 // is read-only, or storage refused the write for its whole schedule), which
-// would only repeat; the errors are joined.
+// would only repeat; the errors are joined. It tells the instance how it
+// ended (core.Instance.Swept), for the re-arm's backoff.
 func Sweep(ctx context.Context, inst *core.Instance) (Report, error) {
+	rep, err := sweep(ctx, inst)
+	inst.Swept(err) // while sweeps fail, the re-arm backs off
+	return rep, err
+}
+
+func sweep(ctx context.Context, inst *core.Instance) (Report, error) {
 	claims, err := inst.Claims(ctx)
 	if err != nil {
 		return Report{}, fmt.Errorf("sweep: %w", err)
@@ -96,7 +103,9 @@ func BootWith(ctx context.Context, host core.Host, cfg core.Config, driver core.
 
 // Wake is the wake-up handler: it sweeps and then, as its last act, re-arms
 // the wake-up while any claim remains (DESIGN §4 rule 2). A delivered wake-up
-// is used up, so a handler that skipped everything still re-arms.
+// is used up, so a handler that skipped everything still re-arms. While the
+// sweeps fail in a row the re-arm backs off on the wake schedule
+// (core.Instance.Rearm), as the host's retry of a failed sweep does.
 func Wake(ctx context.Context, inst *core.Instance) (Report, error) {
 	rep, sweepErr := Sweep(ctx, inst)
 	_, armErr := inst.Rearm(ctx)

@@ -3,6 +3,7 @@ package runner_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	"github.com/revenantrt/revenant/core/event"
 	"github.com/revenantrt/revenant/core/model"
 	"github.com/revenantrt/revenant/core/model/offline"
+	"github.com/revenantrt/revenant/core/retry"
 	"github.com/revenantrt/revenant/core/runner"
 	"github.com/revenantrt/revenant/core/storage"
 	"github.com/revenantrt/revenant/core/tool"
@@ -146,6 +148,49 @@ func TestRearmArmsTheEarlierOfRetryAndInterval(t *testing.T) {
 			}
 			assert.Equal(t, want, at)
 			assert.Equal(t, want, tr.Wake.At())
+			n.Crash()
+		})
+	}
+}
+
+// While sweeps fail in a row, Rearm waits out the wake schedule: after
+// three failed sweeps, no earlier than retry.Wake().Delay(2) (4 s) from now.
+// A retry due sooner waits for it too (its start is a write, which the
+// storage refusing the sweeps would refuse as well); a retry due later
+// still wakes at its own time.
+func TestRearmAfterFailedSweepsWaitsOutTheBackoff(t *testing.T) {
+	backoff := retry.Wake().Delay(2)
+	for _, tc := range []struct {
+		name  string
+		after time.Duration
+		retry bool // the wake-up is at the retry, not at the backoff's end
+	}{{"retry-later", 10 * time.Minute, true}, {"retry-sooner", 3 * time.Second, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			require.Equal(t, tc.retry, tc.after > backoff)
+			tr := treetest.New(t)
+			m := &failingModel{fails: 1, err: &model.Error{Status: 429, Retryable: true, RetryAfter: tc.after, Msg: "slow down"},
+				scriptModel: scriptModel{steps: func(int) scriptStep { return scriptStep{stall: true} }}}
+			n := tr.Boot(newRunner(t, m, runner.NewConfig()))
+			sleepy := n.NewSession("sleepy")
+			n.Admit(sleepy, "hello")
+			n.Idle()
+			require.Len(t, treetest.OfType(tr.Events(sleepy), event.RetryScheduled), 1, "the turn sleeps on a retry")
+			for range 3 {
+				n.Inst.Swept(errors.New("storage refused the sweep"))
+			}
+			at, err := n.Inst.Rearm(ctx)
+			require.NoError(t, err)
+			want := tr.Clock.Now() + backoff.Milliseconds()
+			if tc.retry {
+				want = int64(treetest.Start) + tc.after.Milliseconds()
+			}
+			assert.Equal(t, want, at)
+
+			n.Inst.Swept(nil) // a sweep that succeeded ends the backoff
+			tr.Wake.Take()
+			at, err = n.Inst.Rearm(ctx)
+			require.NoError(t, err)
+			assert.Equal(t, int64(treetest.Start)+tc.after.Milliseconds(), at, "at the retry again")
 			n.Crash()
 		})
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/revenantrt/revenant/core/retry"
 	"github.com/revenantrt/revenant/core/storage"
 	"github.com/revenantrt/revenant/internal/faultvfs"
 	"github.com/revenantrt/revenant/sqlitedb"
@@ -134,6 +135,50 @@ func TestFailingSweepsRetryOnTheWakeSchedule(t *testing.T) {
 		e.s.wake = 0 // delivered: used up
 		require.NoError(t, g.Wake(context.Background()))
 		require.Equal(t, e.s.now+delay, e.s.wake)
+	}
+}
+
+// writeRefusingConn refuses every statement that writes while refusing is
+// set (a permanent failure, not retried), and serves reads: a disk
+// remounted read-only. The wake handler's re-arm, a read, still works.
+type writeRefusingConn struct {
+	runtime.Conn
+	refusing bool
+}
+
+func (c *writeRefusingConn) Exec(query string, args []any) (int64, error) {
+	if c.refusing {
+		return 0, &storage.Error{Code: 8, Msg: "attempt to write a readonly database"}
+	}
+	return c.Conn.Exec(query, args)
+}
+
+// A tree whose sweeps fail while its claims can still be read is woken on
+// the wake schedule too, up to a minute apart: the wake handler's last
+// re-arm (a read that succeeds) waits out the same backoff instead of
+// arming one wake interval (10 s here) ahead, which would win (DESIGN §4).
+func TestSweepsRefusedWritesRetryOnTheWakeSchedule(t *testing.T) {
+	first := newEnv(t, 3, offlineConfig())
+	require.NoError(t, first.boot(runtime.Options{}))
+	first.createAndPrompt("one two three") // its turn runs in the first guest
+
+	e := first.sibling(4) // the next guest over the same file
+	rc := &writeRefusingConn{Conn: e.conn}
+	g, err := compiled(t).Instantiate(context.Background(), runtime.Options{Conn: rc, Services: e.s, Interpose: func(s runtime.Site) error {
+		if s.Import == abi.ImportSQLBegin && !s.After {
+			rc.refusing = s.Phase == runtime.PhaseSweep // only the sweeps' writes are refused
+		}
+		return nil
+	}})
+	require.NoError(t, err)
+	t.Cleanup(func() { g.Close(context.Background()) })
+	e.g = g
+	require.NoError(t, g.Boot(context.Background(), e.cfg)) // its sweep fails
+	for failed := 1; failed <= 8; failed++ {
+		want := e.s.now + retry.Wake().Delay(failed-1).Milliseconds()
+		require.Equal(t, want, e.s.wake, "the wake-up after %d failed sweeps", failed)
+		e.s.now, e.s.wake = want, 0 // delivered: used up
+		require.NoError(t, g.Wake(context.Background()))
 	}
 }
 
