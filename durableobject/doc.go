@@ -22,9 +22,10 @@
 //     give up a spent object (below). A failed
 //     sweep re-arms on the wake schedule (retry.Wake), one step per failed
 //     wake, and the last re-arm waits that out too (core's Rearm), so a
-//     storage outage costs an alarm a minute, not one a second. The tree's delete deletes the alarm for good: the Alarm arms
-//     nothing afterwards, and a handler the delete met mid-hold neither
-//     sweeps nor re-arms, so the deleted object's storage stays empty.
+//     storage outage costs an alarm a minute, not one a second. The
+//     tree's delete deletes the alarm for good: the Alarm arms nothing
+//     afterwards, and a handler the delete met mid-hold neither sweeps
+//     nor re-arms, so the deleted object's storage stays empty.
 //
 // What it serves (the contract with the front Worker): requests carry
 // x-revenant-tree (the root id the object holds) and x-revenant-principal
