@@ -8,7 +8,7 @@
 #   make run     build and start the local server on 127.0.0.1:8787 (data/)
 #   make guest   build the wasip1 guest, bin/revenant.wasm (docs/abi.md)
 #   make simulate  the seeded eviction simulator's default campaign
-#   make fuzz    the decoder, Host/Origin-check, router, header and permission fuzz targets, FUZZTIME inputs each (part of test)
+#   make fuzz    the decoder, Host/Origin-check, router, header, guest ABI and permission fuzz targets, FUZZTIME inputs each (part of test)
 
 GO      ?= go
 GOFMT   ?= $(shell $(GO) env GOROOT)/bin/gofmt
