@@ -35,21 +35,7 @@ func TestSweepReportsClaimsItCannotRead(t *testing.T) {
 // so the next try comes (DESIGN §4 rule 2, §8).
 func TestReadOnlyBootReturnsItsInstanceAndRearms(t *testing.T) {
 	tr := treetest.New(t)
-	f := tr.Faults()
-	d := treetest.NewDriver(4)
-	n := tr.Boot(d)
-	sid := n.NewSession("s")
-	n.Admit(sid, "hold")
-	<-d.Started
-	n.Crash()
-	tr.Wake.Take() // the earlier instance's wake-up is used up
-
-	f.FailFor(time.Hour, faultvfs.Full)
-	host, _, kdb := tr.Host()
-	inst, _, err := recovery.Boot(ctx, host, tr.Cfg, d)
-	require.ErrorIs(t, err, core.ErrReadOnly)
-	require.NotNil(t, inst, "a boot whose sweep failed still serves")
-	t.Cleanup(func() { kdb.Kill(); inst.Abandon() })
+	sid, _, _, inst := readOnlyBoot(t, tr)
 	assert.True(t, inst.ReadOnly())
 	assert.NotZero(t, tr.Wake.At(), "the wake-up is armed for the claim")
 	assert.True(t, tr.Claim(sid).Exists)
@@ -63,20 +49,8 @@ func TestReadOnlyBootReturnsItsInstanceAndRearms(t *testing.T) {
 func TestFailedSweepsBackOffTheRearm(t *testing.T) {
 	tr := treetest.New(t)
 	tr.Cfg = tr.Cfg.WithWakeInterval(time.Second) // the Worker's
-	f := tr.Faults()
-	d := treetest.NewDriver(4)
-	n := tr.Boot(d)
-	sid := n.NewSession("s")
-	n.Admit(sid, "hold")
-	<-d.Started
-	n.Crash()
-	tr.Wake.Take() // the earlier instance's wake-up is used up
-
-	f.FailFor(time.Hour, faultvfs.Full)
-	host, _, kdb := tr.Host()
-	inst, _, err := recovery.Boot(ctx, host, tr.Cfg, d) // failed sweep 1
-	require.ErrorIs(t, err, core.ErrReadOnly)
-	t.Cleanup(func() { kdb.Kill(); inst.Abandon() })
+	// The boot's sweep is the first to fail.
+	sid, f, d, inst := readOnlyBoot(t, tr)
 	for failed := 1; failed <= 8; failed++ {
 		want := tr.Clock.Now() + retry.Wake().Delay(failed-1).Milliseconds()
 		require.Equal(t, want, tr.Wake.At(), "re-armed after %d failed sweeps", failed)
@@ -97,4 +71,28 @@ func TestFailedSweepsBackOffTheRearm(t *testing.T) {
 	d.Release()
 	require.NoError(t, inst.WaitIdle(ctx))
 	assert.False(t, tr.Claim(sid).Exists)
+}
+
+// readOnlyBoot leaves a claimed session s in tr (its execution held by d
+// when it runs), crashes the instance that claimed it, and boots another
+// over storage that takes no writes (a full disk for an hour): a boot
+// whose sweep failed, and whose instance serves reads.
+func readOnlyBoot(t *testing.T, tr *treetest.Tree) (sid string, f *faultvfs.Fault, d *treetest.Driver, inst *core.Instance) {
+	t.Helper()
+	f = tr.Faults()
+	d = treetest.NewDriver(4)
+	n := tr.Boot(d)
+	sid = n.NewSession("s")
+	n.Admit(sid, "hold")
+	<-d.Started
+	n.Crash()
+	tr.Wake.Take() // the earlier instance's wake-up is used up
+
+	f.FailFor(time.Hour, faultvfs.Full)
+	host, _, kdb := tr.Host()
+	inst, _, err := recovery.Boot(ctx, host, tr.Cfg, d)
+	require.ErrorIs(t, err, core.ErrReadOnly)
+	require.NotNil(t, inst, "a boot whose sweep failed still serves")
+	t.Cleanup(func() { kdb.Kill(); inst.Abandon() })
+	return sid, f, d, inst
 }

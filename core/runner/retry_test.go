@@ -127,14 +127,7 @@ func TestRearmArmsTheEarlierOfRetryAndInterval(t *testing.T) {
 	}{{"retry-later", 10 * time.Minute, false}, {"retry-sooner", 3 * time.Second, true}} {
 		t.Run(tc.name, func(t *testing.T) {
 			require.Less(t, 3*time.Second, core.DefaultWakeInterval)
-			tr := treetest.New(t)
-			m := &failingModel{fails: 1, err: &model.Error{Status: 429, Retryable: true, RetryAfter: tc.after, Msg: "slow down"},
-				scriptModel: scriptModel{steps: func(int) scriptStep { return scriptStep{stall: true} }}}
-			n := tr.Boot(newRunner(t, m, runner.NewConfig()))
-			sleepy := n.NewSession("sleepy")
-			n.Admit(sleepy, "hello")
-			n.Idle()
-			require.Len(t, treetest.OfType(tr.Events(sleepy), event.RetryScheduled), 1, "the first turn sleeps on a retry")
+			tr, n := sleepingOnRetry(t, tc.after)
 			retryAt := int64(treetest.Start) + tc.after.Milliseconds()
 
 			busy := n.NewSession("busy")
@@ -167,14 +160,7 @@ func TestRearmAfterFailedSweepsWaitsOutTheBackoff(t *testing.T) {
 	}{{"retry-later", 10 * time.Minute, true}, {"retry-sooner", 3 * time.Second, false}} {
 		t.Run(tc.name, func(t *testing.T) {
 			require.Equal(t, tc.retry, tc.after > backoff)
-			tr := treetest.New(t)
-			m := &failingModel{fails: 1, err: &model.Error{Status: 429, Retryable: true, RetryAfter: tc.after, Msg: "slow down"},
-				scriptModel: scriptModel{steps: func(int) scriptStep { return scriptStep{stall: true} }}}
-			n := tr.Boot(newRunner(t, m, runner.NewConfig()))
-			sleepy := n.NewSession("sleepy")
-			n.Admit(sleepy, "hello")
-			n.Idle()
-			require.Len(t, treetest.OfType(tr.Events(sleepy), event.RetryScheduled), 1, "the turn sleeps on a retry")
+			tr, n := sleepingOnRetry(t, tc.after)
 			for range 3 {
 				n.Inst.Swept(errors.New("storage refused the sweep"))
 			}
@@ -194,6 +180,22 @@ func TestRearmAfterFailedSweepsWaitsOutTheBackoff(t *testing.T) {
 			n.Crash()
 		})
 	}
+}
+
+// sleepingOnRetry boots a tree whose session "sleepy" sleeps on a retry
+// due after (the provider's 429 asked for that wait); its model stalls
+// every step after.
+func sleepingOnRetry(t *testing.T, after time.Duration) (*treetest.Tree, *treetest.Node) {
+	t.Helper()
+	tr := treetest.New(t)
+	m := &failingModel{fails: 1, err: &model.Error{Status: 429, Retryable: true, RetryAfter: after, Msg: "slow down"},
+		scriptModel: scriptModel{steps: func(int) scriptStep { return scriptStep{stall: true} }}}
+	n := tr.Boot(newRunner(t, m, runner.NewConfig()))
+	sleepy := n.NewSession("sleepy")
+	n.Admit(sleepy, "hello")
+	n.Idle()
+	require.Len(t, treetest.OfType(tr.Events(sleepy), event.RetryScheduled), 1, "the turn sleeps on a retry")
+	return tr, n
 }
 
 // queuedFailModel fails its requests in order with errs, one each, then
