@@ -2,6 +2,7 @@ package core_test
 
 import (
 	"encoding/json"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -39,4 +40,37 @@ func TestStoredPrefix(t *testing.T) {
 	got := core.StoredPrefix(long, 1001)
 	assert.True(t, utf8.ValidString(got))
 	assert.Equal(t, strings.Repeat("ü<", 125), got) // 8 bytes stored each
+}
+
+// StoredPrefix is the longest prefix that fits, cut between characters,
+// for strings of characters of every width and of those JSON escapes, at
+// every bound: checked against the plain search over every cut.
+func TestStoredPrefixIsTheLongestThatFits(t *testing.T) {
+	parts := []string{"a", "<", "é", "€", "😀", "\u2028", "\n", "&"}
+	longest := func(s string, max int) string {
+		best := ""
+		for i := range s { // i runs over the character starts
+			if core.StoredLen(s[:i]) <= max {
+				best = s[:i]
+			}
+		}
+		if core.StoredLen(s) <= max {
+			best = s
+		}
+		return best
+	}
+	rng := rand.New(rand.NewPCG(49, 50))
+	for range 300 {
+		var b strings.Builder
+		for range rng.IntN(12) {
+			b.WriteString(parts[rng.IntN(len(parts))])
+		}
+		s := b.String()
+		for max := 0; max <= core.StoredLen(s)+1; max++ {
+			got := core.StoredPrefix(s, max)
+			if !assert.Equal(t, longest(s, max), got, "%q in %d", s, max) {
+				return
+			}
+		}
+	}
 }

@@ -604,3 +604,25 @@ func TestInTreeCallAppliesEveryPut(t *testing.T) {
 	tr.Read(core.Rebuild)
 	assert.Equal(t, want, read(), "the rebuild reproduces both")
 }
+
+// A Sleep decision arms the wake-up for the retry's own time (core.Sleep),
+// whoever applies it: a sweep on its own, without Wake's re-arm after it,
+// leaves the wake-up at the retry, not later.
+func TestSleepDecisionArmsTheRetryTime(t *testing.T) {
+	tr := treetest.New(t)
+	m := &failingModel{fails: 1, err: rateLimited, scriptModel: scriptModel{steps: func(int) scriptStep { return scriptStep{chunks: text("finally")} }}}
+	n := tr.Boot(newRunner(t, m, runner.NewConfig()))
+	sid := n.NewSession("s")
+	n.Admit(sid, "hello")
+	n.Idle()
+	due := int64(treetest.Start) + rateLimited.RetryAfter.Milliseconds()
+	require.Len(t, treetest.OfType(tr.Events(sid), event.RetryScheduled), 1)
+
+	tr.Clock.Advance(3 * time.Second)
+	require.True(t, tr.Wake.Take(), "the wake-up is used up, early")
+	rep, err := recovery.Sweep(context.Background(), n.Inst)
+	require.NoError(t, err)
+	assert.Equal(t, 1, rep.Count(core.Sleep))
+	assert.Equal(t, due, tr.Wake.At(), "armed for the retry")
+	n.Crash()
+}

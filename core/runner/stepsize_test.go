@@ -161,3 +161,58 @@ func requireModelFailure(t *testing.T, evs []event.Event) event.Failed {
 	assert.Equal(t, event.FailModel, f.Type)
 	return f
 }
+
+// The bound is on the answer as stored: one exactly at core.MaxStoredText
+// completes its step, and a tool call's record counts towards it as well
+// as its name and arguments (a text that leaves no room for the record
+// fails the step, though its name and arguments alone would fit).
+func TestAnswerAtTheBoundCompletesAndACallsRecordCounts(t *testing.T) {
+	// fill is n bytes as stored, mostly of '<' (six each: a short stream).
+	fill := func(n int) []model.Chunk {
+		s := strings.Repeat("<", n/6) + strings.Repeat("x", n%6)
+		var out []model.Chunk
+		for len(s) > 0 {
+			k := min(len(s), 1<<10)
+			out = append(out, model.Chunk{Text: s[:k]})
+			s = s[k:]
+		}
+		return out
+	}
+	t.Run("at the bound", func(t *testing.T) {
+		tr := treetest.New(t)
+		chunks := append(fill(core.MaxStoredText), model.Chunk{Finish: model.FinishStop})
+		m := &scriptModel{steps: func(int) scriptStep { return scriptStep{chunks: chunks} }}
+		n := tr.Boot(newRunner(t, m, runner.NewConfig()))
+		sid := n.NewSession("s")
+		n.Admit(sid, "say exactly this much")
+		n.Idle()
+		evs := tr.Events(sid)
+		requireStoredWithinBound(t, evs)
+		assert.Empty(t, treetest.OfType(evs, event.ExecutionFailed))
+		require.Len(t, treetest.OfType(evs, event.StepCompleted), 1)
+		require.Len(t, treetest.OfType(evs, event.ExecutionSucceeded), 1)
+	})
+	t.Run("no room for the call's record", func(t *testing.T) {
+		tr := treetest.New(t)
+		// "big" and "{}" fit in the 64 bytes left; the call's record
+		// ({"call_id":…,"index":0,…}) does not.
+		chunks := append(fill(core.MaxStoredText-64),
+			model.Chunk{ToolCall: &model.ToolCallDelta{Index: 0, ID: "call_0", Name: "big", Arguments: `{}`}},
+			model.Chunk{Finish: model.FinishToolCalls})
+		m := &scriptModel{steps: func(k int) scriptStep {
+			if k > 1 {
+				return scriptStep{chunks: text("done")}
+			}
+			return scriptStep{chunks: chunks}
+		}}
+		l := newLedger()
+		n := tr.Boot(newRunner(t, m, runner.NewConfig(), l.tool("big", true)))
+		sid := n.NewSession("s")
+		n.Admit(sid, "say this much, then call it")
+		n.Idle()
+		evs := tr.Events(sid)
+		requireStoredWithinBound(t, evs)
+		requireModelFailure(t, evs)
+		assert.Zero(t, l.count("big"))
+	})
+}

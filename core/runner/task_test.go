@@ -1101,3 +1101,28 @@ func TestClientCannotTakeAGrandchildsNoticeID(t *testing.T) {
 	assert.Empty(t, m.Violations())
 	noClaims(t, tr)
 }
+
+// A foreground child whose resume budget is spent is aborted by the sweep
+// (Resume with Abort), and its parent, waiting on it, goes on in that same
+// recovery with the child's failure as the task's result: not at the next
+// wake-up, a wake interval later.
+func TestChildAbortedPastItsBudgetHandsItsParentOnAtOnce(t *testing.T) {
+	tr := treetest.New(t)
+	tr.Cfg = tr.Cfg.WithResumeBudget(0)
+	n := startSleepingChild(t, tr)
+	n.Crash()
+	require.True(t, tr.Claim("root.1").Exists)
+	require.False(t, tr.Claim("root").Exists, "the parent is parked on its child")
+
+	n2 := tr.Boot(taskRunner(t, tr, offline.New(tr.Clock, offline.Options{}), runner.NewConfig()))
+	n2.Idle()
+	require.Len(t, n2.Report.Decisions, 1)
+	assert.True(t, n2.Report.Decisions[0].Abort, "the child's count passes its budget")
+	child := treetest.Terminals(tr.Events("root.1"))
+	require.Len(t, child, 1)
+	assert.Equal(t, event.ExecutionFailed, child[0].Type)
+	root := treetest.Terminals(tr.Events("root"))
+	require.Len(t, root, 1, "the parent's turn went on and ended without another wake-up")
+	assert.Equal(t, event.ExecutionSucceeded, root[0].Type)
+	noClaims(t, tr)
+}
