@@ -227,6 +227,10 @@ func capOutput(s string, max int) string {
 	for cut < len(s) && cut > 0 && !utf8.RuneStart(s[cut]) {
 		cut--
 	}
-	kept := core.StoredPrefix(s[:cut], core.MaxStoredText)
+	kept := core.StoredPrefix(s[:cut], core.MaxStoredText-truncatedNoteRoom)
 	return kept + fmt.Sprintf("\n[output truncated: %d of %d bytes shown]", len(kept), len(s))
 }
+
+// truncatedNoteRoom is what capOutput's note takes as stored, at most:
+// its text, the newline's escape and two counts of up to 20 digits.
+const truncatedNoteRoom = 96
