@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -142,7 +143,7 @@ func (h logHandler) Handle(_ context.Context, r logs.Record) error {
 	b.WriteString(r.Message)
 	b.WriteString(h.attrs)
 	r.Attrs(func(a logs.Attr) bool {
-		fmt.Fprintf(&b, " %s=%v", a.Key, a.Value)
+		appendAttr(&b, a)
 		return true
 	})
 	msg := []byte(b.String())
@@ -155,9 +156,36 @@ func (h logHandler) WithAttrs(as []logs.Attr) logs.Handler {
 	var b strings.Builder
 	b.WriteString(h.attrs)
 	for _, a := range as {
-		fmt.Fprintf(&b, " %s=%v", a.Key, a.Value)
+		appendAttr(&b, a)
 	}
 	return logHandler{attrs: b.String(), level: h.level}
+}
+
+// appendAttr writes " key=value", the value quoted (strconv.Quote) when
+// it is empty or holds a space, '=', '"', a control character or any
+// non-ASCII byte, as slog's text handler quotes: a value from a request
+// or a provider cannot pass for more attributes or another line.
+func appendAttr(b *strings.Builder, a logs.Attr) {
+	v := a.Value.String()
+	b.WriteByte(' ')
+	b.WriteString(a.Key)
+	b.WriteByte('=')
+	if needsQuoting(v) {
+		v = strconv.Quote(v)
+	}
+	b.WriteString(v)
+}
+
+func needsQuoting(s string) bool {
+	if s == "" {
+		return true
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c <= ' ' || c == '=' || c == '"' || c >= 0x7f {
+			return true
+		}
+	}
+	return false
 }
 
 func (h logHandler) WithGroup(string) logs.Handler { return h }
