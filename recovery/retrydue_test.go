@@ -2,6 +2,7 @@ package recovery_test
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -76,4 +77,55 @@ func startsOf(t *testing.T, evs []event.Event, cause string) []event.Event {
 		}
 	}
 	return out
+}
+
+// The sweep around such a recovery starts the retry itself, with a write
+// of its own dated once the retry is due. Left asleep, the retry is due
+// with the sweep over and its storage taking writes again, and the wake
+// handler's re-arm, which counts a due retry as one the sweep could not
+// start (its storage failing: TestRearmNeverArmsADueRetryInThePast),
+// arms one wake interval ahead of it (the simulator's wake-before-due,
+// judged on a sweep's last arm). Here a zombie's write lock is taken
+// after the sweep listed the claims, as its first recovery arms the
+// wake-up for another session's retry an hour away.
+func TestASweepWhoseRecoveryWaitedPastARetryStartsIt(t *testing.T) {
+	tr := treetest.New(t)
+	tr.DB.BusyTimeout = 20 * time.Millisecond
+	var retryAt atomic.Int64
+	var runs sync.Map
+	n := tr.Boot(core.DriverFunc(func(ctx context.Context, x *core.Execution) core.Outcome {
+		if _, again := runs.LoadOrStore(x.SessionID(), true); again {
+			return core.Outcome{Kind: core.Succeeded}
+		}
+		at := x.Clock().Now() + time.Hour.Milliseconds()
+		if x.SessionID() == "s" {
+			at = x.Clock().Now() + 1 // due sooner than the first wait for storage ends
+			retryAt.Store(at)
+		}
+		return core.Outcome{Kind: core.RetryLater, RetryAt: at, Attempt: 1, Message: "rate limited"}
+	}))
+	for _, sid := range []string{"a", "s"} { // a's claim is older: swept first
+		n.NewSession(sid)
+		n.Admit(sid, "go")
+		n.Idle()
+	}
+
+	var release func()
+	var held sync.Once
+	tr.Wake.OnArm(func(int64) { held.Do(func() { release = tr.HoldWriteLock() }) })
+	var rep recovery.Report
+	var err error
+	waits := tr.DriveEach(func() { rep, err = recovery.Sweep(ctx, n.Inst) }, func(retry.Wait) { release() })
+	tr.Wake.OnArm(nil)
+	require.NoError(t, err)
+	require.NotEmpty(t, waits, "the recovery of s waited for the write lock")
+	require.Greater(t, tr.Clock.Now(), retryAt.Load(), "s's retry came due during the wait")
+	require.Len(t, rep.Decisions, 2)
+	assert.Equal(t, core.Sleep, rep.Decisions[0].Action, "a sleeps on its retry an hour away")
+	assert.Equal(t, "s", rep.Decisions[1].SessionID)
+	assert.Equal(t, core.Start, rep.Decisions[1].Action, "the sweep started s's retry, due by its end")
+	n.Idle()
+	retries := startsOf(t, tr.Events("s"), event.CauseRetry)
+	require.Len(t, retries, 1)
+	assert.GreaterOrEqual(t, retries[0].At, retryAt.Load(), "the retry's execution is dated once it was due")
 }

@@ -55,6 +55,14 @@ func sweep(ctx context.Context, inst *core.Instance) (Report, error) {
 			continue
 		}
 		d, err := inst.Recover(ctx, c.SessionID, policy.Decide)
+		if err == nil && d.Action == core.Sleep && d.At <= inst.Clock().Now() {
+			// Its write waited for storage past the retry's time: judged
+			// at the write's timestamp, the turn slept. The retry is due
+			// now, and this sweep starts it, in a write of its own dated
+			// after that time: Rearm counts a due retry as one a sweep
+			// could not start, and would arm a wake interval past it.
+			d, err = inst.Recover(ctx, c.SessionID, policy.Decide)
+		}
 		if err != nil {
 			errs = append(errs, err)
 			if errors.Is(err, core.ErrReadOnly) || errors.Is(err, core.ErrStorageUnavailable) {

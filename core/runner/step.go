@@ -175,6 +175,34 @@ func (s *streaming) run(ctx context.Context, req model.Request) (done bool, fail
 	defer stopWall()
 	stopIdle := clock.AfterFunc(cfg.streamIdle, fire(idle))
 	defer func() { stopIdle() }()
+	// The idle watchdog counts the model's silence from heard, its last
+	// chunk. A checkpoint's wait for storage (up to the write window) is
+	// the runner's silence, not the model's, whose chunks wait to be read
+	// meanwhile: the count skips it (save).
+	heard := clock.Now()
+	watchIdle := func(left int64) {
+		stopIdle()
+		// A channel of its own: a fire of the count this one replaces,
+		// even one still on its way, is not taken for this one's.
+		idle = make(chan struct{}, 1)
+		if left <= 0 {
+			fire(idle)()
+			stopIdle = func() bool { return false }
+			return
+		}
+		stopIdle = clock.AfterFunc(time.Duration(left)*time.Millisecond, fire(idle))
+	}
+	save := func() bool {
+		began := clock.Now()
+		if !s.checkpoint(ctx) {
+			return false
+		}
+		if waited := clock.Now() - began; waited > 0 {
+			heard += waited
+			watchIdle(heard + cfg.streamIdle.Milliseconds() - clock.Now())
+		}
+		return true
+	}
 	var stopCheckpoint func() bool
 	defer func() {
 		if stopCheckpoint != nil {
@@ -195,8 +223,8 @@ func (s *streaming) run(ctx context.Context, req model.Request) (done bool, fail
 				s.modelErr = r.err
 				return false, "The model stream failed: " + r.err.Error()
 			}
-			stopIdle()
-			stopIdle = clock.AfterFunc(cfg.streamIdle, fire(idle))
+			heard = clock.Now()
+			watchIdle(cfg.streamIdle.Milliseconds())
 			// A step's answer is stored whole in one event: a stream that
 			// would pass core.MaxStoredText fails its step, as a watchdog
 			// fails it, with the chunks before this one kept.
@@ -211,7 +239,7 @@ func (s *streaming) run(ctx context.Context, req model.Request) (done bool, fail
 			unsaved := s.text.Len() - s.saved
 			switch {
 			case unsaved >= cfg.checkpointBytes:
-				if !s.checkpoint(ctx) {
+				if !save() {
 					return false, ""
 				}
 				if stopCheckpoint != nil {
@@ -223,7 +251,7 @@ func (s *streaming) run(ctx context.Context, req model.Request) (done bool, fail
 			}
 		case <-checkpoint:
 			stopCheckpoint = nil
-			if !s.checkpoint(ctx) {
+			if !save() {
 				return false, ""
 			}
 		case <-idle:

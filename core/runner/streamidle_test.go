@@ -1,0 +1,63 @@
+package runner_test
+
+import (
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/revenantrt/revenant/core/event"
+	"github.com/revenantrt/revenant/core/model"
+	"github.com/revenantrt/revenant/core/retry"
+	"github.com/revenantrt/revenant/core/runner"
+	"github.com/revenantrt/revenant/internal/faultvfs"
+	"github.com/revenantrt/revenant/internal/treetest"
+)
+
+// The stream-idle watchdog measures the model's silence, not the runner's
+// own waits for storage: a checkpoint that waits out a full disk for longer
+// than stream_idle, while the model's next chunk is ready, does not fail
+// the step as a stream that sent nothing.
+func TestStreamIdleDoesNotCountStorageWaits(t *testing.T) {
+	tr := treetest.New(t)
+	fault := tr.Faults()
+	feed := make(chan model.Chunk)
+	m := &scriptModel{steps: func(int) scriptStep { return scriptStep{feed: feed} }}
+	cfg := runner.NewConfig().WithStreamIdle(10*time.Second).WithCheckpoints(time.Hour, 1)
+	n := tr.Boot(newRunner(t, m, cfg))
+	sid := n.NewSession("s")
+	sub := n.Inst.Subscribe(sid, 256)
+	defer sub.Close()
+	pid := n.Admit(sid, "go")
+	awaitEvent(t, sub, func(ev event.Event) bool { return ev.Type == event.StepStarted })
+
+	// Within the write window, twice stream_idle.
+	fault.FailFor(20*time.Second, faultvfs.Full)
+	var beta sync.Once
+	waits := tr.DriveEach(func() {
+		feed <- chunkText("alpha ") // its checkpoint meets the full disk
+		awaitEvent(t, sub, func(ev event.Event) bool {
+			return (ev.Type == event.TextCheckpoint && strings.Contains(string(ev.Data), "beta")) || ev.Type == event.ExecutionFailed
+		})
+		close(feed)
+		n.Idle()
+	}, func(retry.Wait) {
+		// The model's next chunk is ready while the checkpoint waits.
+		beta.Do(func() { feed <- chunkText("beta ") })
+	})
+	require.NotEmpty(t, waits, "the checkpoint waited for storage")
+
+	evs := tr.Events(sid)
+	for _, f := range treetest.OfType(evs, event.ExecutionFailed) {
+		t.Logf("failed: %s", f.Data)
+	}
+	assert.Equal(t, "succeeded", tr.PromptState(pid))
+	done := treetest.OfType(evs, event.StepCompleted)
+	require.Len(t, done, 1)
+	var rec event.StepDone
+	require.NoError(t, done[0].Decode(&rec))
+	assert.Equal(t, "alpha beta ", rec.Text)
+}
