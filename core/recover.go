@@ -56,8 +56,8 @@ type Decision struct {
 // commits with the time it began (DESIGN §5), so a decision judged at the
 // clock of a later attempt could start a retry whose execution.started is
 // dated before the retry was due; judged at the write's time it sleeps
-// instead, and the wake-up it arms (already past) starts the retry with a
-// fresh write.
+// instead, and the caller recovers the claim again in a fresh write, dated
+// after the retry was due (recovery.Sweep does, at once).
 func (inst *Instance) Recover(ctx context.Context, sessionID string, decide func(c ClaimState, now int64) Decision) (Decision, error) {
 	inst.claimMu.Lock()
 	defer inst.claimMu.Unlock()
