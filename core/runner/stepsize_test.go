@@ -33,11 +33,7 @@ func TestOversizedAnswerFailsItsStep(t *testing.T) {
 	}
 	chunks = append(chunks, model.Chunk{Finish: model.FinishStop})
 	m := &scriptModel{steps: func(int) scriptStep { return scriptStep{chunks: chunks} }}
-	n := tr.Boot(newRunner(t, m, runner.NewConfig()))
-	sid := n.NewSession("s")
-	pid := n.Admit(sid, "say a lot")
-	n.Idle()
-	evs := tr.Events(sid)
+	evs, pid := oneTurn(tr, newRunner(t, m, runner.NewConfig()), "say a lot")
 	requireStoredWithinBound(t, evs)
 	f := requireModelFailure(t, evs)
 	assert.Contains(t, f.Message, "The model's answer is larger than")
@@ -56,11 +52,7 @@ func TestOversizedToolCallFailsItsStep(t *testing.T) {
 	args := `{"s":"` + strings.Repeat("&", 300<<10) + `"}`
 	m := &scriptModel{steps: func(int) scriptStep { return scriptStep{chunks: toolCall("big", args)} }}
 	l := newLedger()
-	n := tr.Boot(newRunner(t, m, runner.NewConfig(), l.tool("big", true)))
-	sid := n.NewSession("s")
-	n.Admit(sid, "call it")
-	n.Idle()
-	evs := tr.Events(sid)
+	evs, _ := oneTurn(tr, newRunner(t, m, runner.NewConfig(), l.tool("big", true)), "call it")
 	requireStoredWithinBound(t, evs)
 	requireModelFailure(t, evs)
 	assert.Zero(t, l.count("big"))
@@ -80,11 +72,7 @@ func TestToolOutputBoundAsStored(t *testing.T) {
 		}
 		return scriptStep{chunks: text("done")}
 	}}
-	n := tr.Boot(newRunner(t, m, runner.NewConfig().WithOutputCap(1<<20), big))
-	sid := n.NewSession("s")
-	n.Admit(sid, "call it")
-	n.Idle()
-	evs := tr.Events(sid)
+	evs, _ := oneTurn(tr, newRunner(t, m, runner.NewConfig().WithOutputCap(1<<20), big), "call it")
 	requireStoredWithinBound(t, evs)
 	settled := treetest.OfType(evs, event.ToolSettled)
 	require.Len(t, settled, 1)
@@ -151,6 +139,16 @@ func requireStoredWithinBound(t *testing.T, evs []event.Event) {
 	}
 }
 
+// oneTurn boots a tree with driver d, sends a new session one prompt, and
+// returns the session's log once the turn is over, and the prompt's id.
+func oneTurn(tr *treetest.Tree, d core.Driver, prompt string) ([]event.Event, string) {
+	n := tr.Boot(d)
+	sid := n.NewSession("s")
+	pid := n.Admit(sid, prompt)
+	n.Idle()
+	return tr.Events(sid), pid
+}
+
 // requireModelFailure: the turn failed once, as the model's failure.
 func requireModelFailure(t *testing.T, evs []event.Event) event.Failed {
 	t.Helper()
@@ -182,11 +180,7 @@ func TestAnswerAtTheBoundCompletesAndACallsRecordCounts(t *testing.T) {
 		tr := treetest.New(t)
 		chunks := append(fill(core.MaxStoredText), model.Chunk{Finish: model.FinishStop})
 		m := &scriptModel{steps: func(int) scriptStep { return scriptStep{chunks: chunks} }}
-		n := tr.Boot(newRunner(t, m, runner.NewConfig()))
-		sid := n.NewSession("s")
-		n.Admit(sid, "say exactly this much")
-		n.Idle()
-		evs := tr.Events(sid)
+		evs, _ := oneTurn(tr, newRunner(t, m, runner.NewConfig()), "say exactly this much")
 		requireStoredWithinBound(t, evs)
 		assert.Empty(t, treetest.OfType(evs, event.ExecutionFailed))
 		require.Len(t, treetest.OfType(evs, event.StepCompleted), 1)
@@ -206,11 +200,7 @@ func TestAnswerAtTheBoundCompletesAndACallsRecordCounts(t *testing.T) {
 			return scriptStep{chunks: chunks}
 		}}
 		l := newLedger()
-		n := tr.Boot(newRunner(t, m, runner.NewConfig(), l.tool("big", true)))
-		sid := n.NewSession("s")
-		n.Admit(sid, "say this much, then call it")
-		n.Idle()
-		evs := tr.Events(sid)
+		evs, _ := oneTurn(tr, newRunner(t, m, runner.NewConfig(), l.tool("big", true)), "say this much, then call it")
 		requireStoredWithinBound(t, evs)
 		requireModelFailure(t, evs)
 		assert.Zero(t, l.count("big"))

@@ -110,14 +110,7 @@ func TestWakeWhoseSweepWaitsForStorageLeavesTheWakeupArmed(t *testing.T) {
 func TestBootWhoseSweepFailsArmsARetry(t *testing.T) {
 	e := newEnv(t, 3, offlineConfig())
 	fc := &failingConn{Conn: e.conn}
-	g, err := compiled(t).Instantiate(context.Background(), runtime.Options{Conn: fc, Services: e.s, Interpose: func(s runtime.Site) error {
-		if s.Import == abi.ImportSQLBegin && !s.After {
-			fc.failing = s.Phase == runtime.PhaseSweep // only the sweep's storage fails
-		}
-		return nil
-	}})
-	require.NoError(t, err)
-	t.Cleanup(func() { g.Close(context.Background()) })
+	g := instantiateSweepSensing(t, e, fc, func(sweep bool) { fc.failing = sweep }) // only the sweep's storage fails
 	require.NoError(t, g.Boot(context.Background(), e.cfg))
 	require.Equal(t, runtime.PhaseServe, g.Phase())
 	require.Equal(t, e.s.now+time.Second.Milliseconds(), e.s.wake, "the failed sweep's retry")
@@ -164,14 +157,7 @@ func TestSweepsRefusedWritesRetryOnTheWakeSchedule(t *testing.T) {
 
 	e := first.sibling(4) // the next guest over the same file
 	rc := &writeRefusingConn{Conn: e.conn}
-	g, err := compiled(t).Instantiate(context.Background(), runtime.Options{Conn: rc, Services: e.s, Interpose: func(s runtime.Site) error {
-		if s.Import == abi.ImportSQLBegin && !s.After {
-			rc.refusing = s.Phase == runtime.PhaseSweep // only the sweeps' writes are refused
-		}
-		return nil
-	}})
-	require.NoError(t, err)
-	t.Cleanup(func() { g.Close(context.Background()) })
+	g := instantiateSweepSensing(t, e, rc, func(sweep bool) { rc.refusing = sweep }) // only the sweeps' writes are refused
 	e.g = g
 	require.NoError(t, g.Boot(context.Background(), e.cfg)) // its sweep fails
 	for failed := 1; failed <= 8; failed++ {
@@ -180,6 +166,22 @@ func TestSweepsRefusedWritesRetryOnTheWakeSchedule(t *testing.T) {
 		e.s.now, e.s.wake = want, 0 // delivered: used up
 		require.NoError(t, g.Wake(context.Background()))
 	}
+}
+
+// instantiateSweepSensing instantiates the guest over conn, telling
+// sweeping before each transaction whether a sweep begins it: a conn whose
+// storage fails for the sweeps alone.
+func instantiateSweepSensing(t *testing.T, e *env, conn runtime.Conn, sweeping func(bool)) *runtime.Guest {
+	t.Helper()
+	g, err := compiled(t).Instantiate(context.Background(), runtime.Options{Conn: conn, Services: e.s, Interpose: func(s runtime.Site) error {
+		if s.Import == abi.ImportSQLBegin && !s.After {
+			sweeping(s.Phase == runtime.PhaseSweep)
+		}
+		return nil
+	}})
+	require.NoError(t, err)
+	t.Cleanup(func() { g.Close(context.Background()) })
+	return g
 }
 
 // A delete whose transaction fails (the disk full) leaves the tree as it
