@@ -1,5 +1,5 @@
 // Request bodies at the API's cap (max_body, 1 MiB by default), for the
-// Tree object (readBody) and the front Worker (capped, drop). A body is
+// Tree object and the front Worker (readBody, drop). A body is
 // never read past one byte over the cap: the API's handlers read the same
 // way (one byte over is their 413), and a body held whole in the isolate,
 // and again in Go's memory, which never shrinks, is what the cap exists to
@@ -45,35 +45,4 @@ export async function readBody(request, max) {
 // sits behind Cloudflare's edge.
 export function drop(reader) {
   reader.cancel("revenant: the request body is over the limit").catch(() => {});
-}
-
-// capped is the front's: it passes a body of undeclared length (chunked)
-// on as a stream that ends after max + 1 bytes, dropping the rest, so the
-// object's handler sees one byte too many and answers the API's 413. A
-// body of exactly max bytes passes whole, however its chunks fall. A
-// declared length (at most max, or the front refused it) is the
-// platform's to hold to.
-export function capped(request, max) {
-  const body = request.body;
-  if (!body || request.headers.has("content-length")) return body;
-  const reader = body.getReader();
-  let n = 0;
-  let cut = false;
-  return new ReadableStream({
-    async pull(controller) {
-      const { done, value } = await reader.read();
-      if (done) return controller.close();
-      if (value.byteLength <= max - n) {
-        n += value.byteLength;
-        return controller.enqueue(value);
-      }
-      controller.enqueue(value.subarray(0, max + 1 - n));
-      controller.close();
-      cut = true;
-      drop(reader);
-    },
-    cancel() {
-      if (!cut) drop(reader); // the object stopped reading: the rest goes too
-    },
-  });
 }

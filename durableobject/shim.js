@@ -26,6 +26,7 @@ import { hold } from "./testhold.mjs";
 
 const TREE_KEY = "revenant:tree"; // the object's tree id in ctx.storage
 const TREE_HEADER = "x-revenant-tree"; // set by the front for the object
+export const SPENT_HEADER = "x-revenant-spent"; // an object given up refused the request unread (refuseSpent)
 const BRIDGES = "__revenantBridges"; // see cmd/worker
 const MAX_BODY = 1 << 20; // api.DefaultMaxBody
 
@@ -215,13 +216,51 @@ export class Tree extends DurableObject {
   // event that asked has been answered: the next event gets a fresh
   // object (and Go instance) on the same storage.
   abortIfSpent() {
-    if (this.program?.exited || this.goRuntime?.exited) this.ctx.abort("revenant: the Go program exited");
-    if (this.go?.giveUp) this.ctx.abort("revenant: " + this.go.giveUp);
-    if (this.unmade) this.ctx.abort("revenant: " + this.unmade);
+    const why = this.spent();
+    if (why) this.ctx.abort("revenant: " + why);
+  }
+
+  // spent says why this object was given up ("" while it serves).
+  spent() {
+    if (this.program?.exited || this.goRuntime?.exited) return "the Go program exited";
+    return this.go?.giveUp || this.unmade || "";
+  }
+
+  // abortSoon gives the object up once the current event's answer is out
+  // (a timer: an abort now would cut that answer).
+  abortSoon(why) {
+    if (this.aborting) return;
+    this.aborting = true;
+    setTimeout(() => {
+      try {
+        this.ctx.abort("revenant: " + why);
+      } catch {} // abort throws by design
+    }, 0);
+  }
+
+  // refuseSpent answers a request that reached an object already given up
+  // (its abort, on a timer, not yet done: under load the client's next
+  // request can come first) with SPENT_HEADER, reading nothing of it and
+  // doing nothing, so that the front can send it again, a write too: the
+  // next send reaches a fresh object on the same storage. Aborting here
+  // instead would fail the request in the front with no way to know
+  // whether the object had acted on it.
+  refuseSpent(request, why) {
+    request.body?.cancel().catch(() => {});
+    this.abortSoon(why);
+    return new Response(JSON.stringify({ error: { type: "unavailable", message: "the session's object is restarting; try again" } }), {
+      status: 503,
+      headers: { "content-type": "application/json", "x-content-type-options": "nosniff", "retry-after": "1", [SPENT_HEADER]: "1" },
+    });
   }
 
   async fetch(request) {
-    this.abortIfSpent();
+    const spent = this.spent();
+    if (spent) return this.refuseSpent(request, spent);
+    // The tests' build: a panic route asked to linger leaves the object
+    // given up but not aborted until its next request, the worst case of
+    // the abort's timer (TestWorkerdEvictAndPanic).
+    const linger = this.go?.testBuild && new URL(request.url).searchParams.has("linger");
     const id = request.headers.get(TREE_HEADER);
     let making = false; // this request stored the tree's id in an empty object: a create
     if (!this.booted && !this.setupFailed) {
@@ -271,7 +310,7 @@ export class Tree extends DurableObject {
       if (making && response.status === 201) await hold("create", this.treeId);
       if (request.method === "DELETE" && response.status === 204) await hold("delete", this.treeId);
     }
-    if (this.go.giveUp) return await this.giveUp(response);
+    if (this.go.giveUp) return await this.giveUp(response, this.go.giveUp, linger);
     return response;
   }
 
@@ -312,14 +351,10 @@ export class Tree extends DurableObject {
   // of a failed delete; whole) and then aborts the object: Go's memory no
   // longer matches the storage, so the next event gets a fresh object and
   // Go program on the same storage.
-  async giveUp(response, why = this.go.giveUp) {
+  async giveUp(response, why = this.go.giveUp, linger = false) {
     const body = await response.arrayBuffer();
-    const reason = "revenant: " + why;
-    setTimeout(() => {
-      try {
-        this.ctx.abort(reason);
-      } catch {} // abort throws by design
-    }, 0);
+    if (linger) console.log("revenant test: the object was given up and lingers until its next request");
+    else this.abortSoon(why);
     return new Response(body, response);
   }
 

@@ -24,6 +24,9 @@ import (
 //	POST /v1/sessions/{id}/test/abort  ctx.abort(): the object is evicted
 //	                                   at once, mid-turn if one runs
 //	POST /v1/sessions/{id}/test/panic  a Go panic in the request's handler
+//	                                   (?linger=1: the shim leaves the object
+//	                                   given up but not aborted until its
+//	                                   next request, shim.js)
 //	POST /v1/sessions/{id}/test/exit   204, then a panic escapes Go on a
 //	                                   goroutine of its own: the program ends
 //	                                   between events, the object not aborted

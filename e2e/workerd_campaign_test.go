@@ -352,15 +352,36 @@ func TestWorkerdEvictAndPanic(t *testing.T) {
 	})
 	t.Run("a write at once after a panic", func(t *testing.T) {
 		// The object answers a panic's 500 whole and then gives itself
-		// up: the client's next request, a write the front never sends
-		// twice, meets a fresh object and is accepted, not refused by
-		// the spent one as it aborts (a 503).
+		// up on a 0 ms timer. Under load the client's next request, a
+		// write, could come first and met the abort: a 503, the front
+		// not knowing whether the object had taken it. linger holds the
+		// abort until that next request, the worst case: the spent
+		// object now refuses it unread and the front sends it again to a
+		// fresh object, which accepts it, once.
 		s := w.client(t)
 		sid := s.create()
-		code, body := s.raw(http.MethodPost, "/v1/sessions/"+sid+"/test/panic")
+		code, body := s.raw(http.MethodPost, "/v1/sessions/"+sid+"/test/panic?linger=1")
 		require.Equal(t, http.StatusInternalServerError, code, "%s", body)
 		a := s.prompt(sid, "right after the panic")
-		s.settle(sid, a).requireEnd(t, a, typeSucceeded, "")
+		w.waitLog(t, "the session's object was given up; sending the request again "+sid, 30*time.Second)
+		sum := s.settle(sid, a)
+		sum.requireEnd(t, a, typeSucceeded, "")
+		admitted := 0
+		for _, e := range sum.log {
+			if e.Type == typeAdmitted && e.P.PromptID == a {
+				admitted++
+			}
+		}
+		assert.Equal(t, 1, admitted, "the write taken once:%s", describe(sum.log))
+
+		// A delete meets the same: done by a fresh object, then gone.
+		code, body = s.raw(http.MethodPost, "/v1/sessions/"+sid+"/test/panic?linger=1")
+		require.Equal(t, http.StatusInternalServerError, code, "%s", body)
+		code, body = s.raw(http.MethodDelete, "/v1/sessions/"+sid)
+		require.Equal(t, http.StatusNoContent, code, "%s", body)
+		w.waitLogTimes(t, "the session's object was given up; sending the request again "+sid, 2, 30*time.Second)
+		code, body = s.raw(http.MethodGet, "/v1/sessions/"+sid)
+		assert.Equal(t, http.StatusNotFound, code, "%s", body)
 	})
 	t.Run("Go exited between events", func(t *testing.T) {
 		// The Go program ends mid turn with no request in flight (a panic
@@ -423,23 +444,24 @@ func TestWorkerdEvictAndPanic(t *testing.T) {
 		assert.Equal(t, sid, sn.ID, "a fresh object serves the tree")
 		s.settle(sid, a).requireEnd(t, a, typeSucceeded, "")
 	})
-	t.Run("Go exited between events, then a read", func(t *testing.T) {
+	t.Run("Go exited between events, then a write", func(t *testing.T) {
 		// The program ends after an idle tree's answer; the next event is
-		// a client's read. The object it reaches is spent and gives itself
-		// up with the read in hand; the front sends the read once more, to
-		// a fresh object, so the client sees the snapshot, not a 503.
+		// a client's write. The object it reaches is spent: it refuses the
+		// write unread and gives itself up, and the front sends the write
+		// again, to a fresh object, so the client sees its 202, not a 503.
 		s := w.client(t)
 		sid := s.create()
 		a := s.prompt(sid, "before the exit")
 		s.settle(sid, a).requireEnd(t, a, typeSucceeded, "")
-		const exited, resent = "panic: revenant test route: exit", "a read's object fetch failed; sending it again"
-		exits, resends := strings.Count(w.logs.String(), exited), strings.Count(w.logs.String(), resent)
+		const exited = "panic: revenant test route: exit"
+		resent := "the session's object was given up; sending the request again " + sid
+		exits := strings.Count(w.logs.String(), exited)
 		code, body := s.raw(http.MethodPost, "/v1/sessions/"+sid+"/test/exit")
 		require.Equal(t, http.StatusNoContent, code, "%s", body)
 		w.waitLogTimes(t, exited, exits+1, 30*time.Second)
-		code, body = s.raw(http.MethodGet, "/v1/sessions/"+sid)
-		assert.Equal(t, http.StatusOK, code, "the read is answered by a fresh object: %s", body)
-		w.waitLogTimes(t, resent, resends+1, 30*time.Second)
+		b := s.prompt(sid, "after the exit")
+		w.waitLog(t, resent, 30*time.Second)
+		s.settle(sid, b).requireEnd(t, b, typeSucceeded, "")
 	})
 	t.Run("delete cut before the directory row", func(t *testing.T) {
 		// The front deletes the tree in its object, then the directory

@@ -15,8 +15,8 @@
 // event stream included) is returned as it is, unbuffered. A create's and
 // a delete's steps (the tree's object, then the directory) outlive a
 // client that goes away (ctx.waitUntil: lasting).
-import { Tree, goModule, varText } from "../durableobject/shim.js"; // evaluates Go's wasm_exec.js first
-import { capped, drop, readBody } from "../durableobject/body.mjs";
+import { SPENT_HEADER, Tree, goModule, varText } from "../durableobject/shim.js"; // evaluates Go's wasm_exec.js first
+import { drop, readBody } from "../durableobject/body.mjs";
 import { Directory, LOSE_PUT_HEADER } from "./directory.mjs";
 import { armHold, disarm } from "../durableobject/testhold.mjs";
 
@@ -182,19 +182,45 @@ async function forward(request, env, d) {
   if (mine === undefined) return directoryUnavailable();
   if (d.tooLarge) return refuseTooLarge(request, d);
   if (request.method !== "GET" && request.method !== "HEAD") {
-    return treeFetch(env, d.root, d.principal, request.method, d.url, request.headers, capped(request, d.maxBody));
+    // Read whole (at most one byte over the cap, so that the object answers
+    // the API's 413) so that it can be sent again to a fresh object.
+    const body = request.body ? await readBody(request, d.maxBody) : undefined;
+    return sendToTree(env, d.root, d.principal, request.method, d.url, request.headers, body);
   }
-  // A read may be sent twice. The object it reached may have been given
-  // up with the read in hand: an object whose Go program ended, or that
-  // answered a panic's 500 a moment before, aborts on its next event, and
-  // that event fails. A second send (a new stub) reaches a fresh object on
-  // the same storage. Once only, and never for an overloaded object.
+  // A read may also be sent again after a failed fetch: the object may
+  // have been given up with the read in hand (its Go program ended during
+  // it). Once only, and never for an overloaded object.
   try {
-    return await treeFetch(env, d.root, d.principal, request.method, d.url, request.headers, undefined);
+    return await sendToTree(env, d.root, d.principal, request.method, d.url, request.headers, undefined);
   } catch (e) {
     if (e?.overloaded) throw e;
     console.warn("revenant front: a read's object fetch failed; sending it again", String(e));
-    return await treeFetch(env, d.root, d.principal, request.method, d.url, request.headers, undefined);
+    return await sendToTree(env, d.root, d.principal, request.method, d.url, request.headers, undefined);
+  }
+}
+
+// SPENT_WAITS_MS are the waits before each send again to an object that
+// answered it had been given up: the first at once (its abort is a 0 ms
+// timer), the last about a quarter of a second after the first refusal.
+const SPENT_WAITS_MS = [0, 10, 50, 200];
+
+// sendToTree is treeFetch, sent again (with a copy of the same body)
+// while the object answers with SPENT_HEADER: it had been given up (a
+// panic's 500 or a failed delete answered a moment before, its Go program
+// ended) and refused the request unread, doing nothing, so that sending it
+// again is safe even for a write. The next send reaches a fresh object on
+// the same storage once the spent one's abort is done.
+async function sendToTree(env, root, principal, method, path, headers, body) {
+  for (let i = 0; ; i++) {
+    const res = await treeFetch(env, root, principal, method, path, headers, body?.slice(0));
+    if (!res.headers.has(SPENT_HEADER)) return res;
+    await res.body?.cancel();
+    if (i === SPENT_WAITS_MS.length) {
+      console.warn("revenant front: the session's object stayed given up", root);
+      return unavailable();
+    }
+    console.warn("revenant front: the session's object was given up; sending the request again", root);
+    if (SPENT_WAITS_MS[i] > 0) await new Promise((resolve) => setTimeout(resolve, SPENT_WAITS_MS[i]));
   }
 }
 
@@ -340,7 +366,7 @@ async function remove(request, env, ctx, d) {
 // deleteTree deletes tree d.root in its object, then its directory row
 // (remove's steps after the owner check).
 async function deleteTree(request, env, d) {
-  let res = await treeFetch(env, d.root, d.principal, "DELETE", d.url, request.headers, undefined);
+  let res = await sendToTree(env, d.root, d.principal, "DELETE", d.url, request.headers, undefined);
   if (!d.child && (res.status === 204 || res.status === 404)) {
     const del = await directoryFetch(env, d.principal, "DELETE", "/trees/" + d.root);
     await del.body?.cancel();
