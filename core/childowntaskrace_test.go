@@ -69,10 +69,10 @@ func TestParentInterruptPastGraceStartsChildsOwnPrompt(t *testing.T) {
 	n := tr.Boot(d)
 	root := n.NewSession("root")
 	n.Admit(root, "hold")
-	rx := <-d.Started
+	rx := within(t, d.Started, "the root's turn to start")
 	child, err := rx.StartChild(ctx, core.ChildSpec{CallID: "call-1", Prompt: "stubborn task", MaxDepth: 3})
 	require.NoError(t, err)
-	cx := <-d.Started // the child's task turn, deaf to cancels
+	cx := within(t, d.Started, "the child's task turn to start") // deaf to cancels
 	own := n.Admit(child.ID, "hold mine")
 
 	done := make(chan error, 1)
@@ -80,19 +80,34 @@ func TestParentInterruptPastGraceStartsChildsOwnPrompt(t *testing.T) {
 		_, err := n.Inst.Interrupt(ctx, root, event.ReasonUser)
 		done <- err
 	}()
-	<-cx.Cancelled()       // the parent's turn ended; its interrupt stops the child's task turn
-	tr.Clock.BlockUntil(1) // that interrupt's grace timer
+	// The parent's turn ended; its interrupt stops the child's task turn.
+	within(t, cx.Cancelled(), "the parent's interrupt to cancel the child's task turn")
+	timer := make(chan struct{})
+	go func() {
+		tr.Clock.BlockUntil(1)
+		close(timer)
+	}()
+	within(t, timer, "the interrupt's grace timer")
 	tr.Clock.Advance(core.DefaultInterruptGrace)
-	select {
-	case err := <-done:
-		require.NoError(t, err)
-	case <-time.After(30 * time.Second): // only to fail instead of hanging
-		t.Fatal("the parent's interrupt never returned")
-	}
+	require.NoError(t, within(t, done, "the parent's interrupt to return"))
 	assert.Equal(t, "interrupted", tr.PromptState(child.PromptID), "the task turn ended past the grace")
 	assert.Equal(t, "running", tr.PromptState(own), "the child's own prompt started with the interrupt, not at a wake-up")
 	assert.True(t, n.Inst.RunningHere(child.ID))
 	d.Release()
 	n.Idle()
 	assert.Equal(t, "succeeded", tr.PromptState(own))
+}
+
+// within receives from ch, waiting at most 30 s of real time only to fail
+// instead of hanging: what names the awaited step in the failure.
+func within[T any](t *testing.T, ch <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(30 * time.Second): // only to fail instead of hanging
+		t.Fatalf("timed out waiting for %s", what)
+	}
+	var zero T
+	return zero
 }

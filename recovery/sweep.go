@@ -43,6 +43,14 @@ func Sweep(ctx context.Context, inst *core.Instance) (Report, error) {
 }
 
 func sweep(ctx context.Context, inst *core.Instance) (Report, error) {
+	// The claims are listed in one try, not on the write schedule the
+	// recoveries below wait on: the listing has decided nothing, and the
+	// sweep it fails is retried whole by the wake-up Wake re-arms (after
+	// one failure no later than after a success, save a retry due within
+	// the second: Rearm). Another connection's write lock is waited out by
+	// the busy timeout first (5 s on the hosts), and a boot's sweep on the
+	// wasm guest cannot wait on a timer: its boot export would end
+	// unfinished and fail, where a sweep that fails lets the boot serve.
 	claims, err := inst.Claims(ctx)
 	if err != nil {
 		return Report{}, fmt.Errorf("sweep: %w", err)

@@ -221,10 +221,13 @@ func TestCheckCreateIsTheAPIsDecode(t *testing.T) {
 	f, err := worker.New(worker.Options{})
 	require.NoError(t, err)
 	for body, typ := range map[string]api.ErrorType{
-		`not json`:                  api.ErrInvalidJSON,
-		`{"bogus":1}`:               api.ErrInvalidRequest,
-		`{"config":{"model":5}}`:    api.ErrInvalidRequest,
-		`{"config":{"tools":"kv"}}`: api.ErrInvalidRequest,
+		`not json`:                            api.ErrInvalidJSON,
+		`{"bogus":1}`:                         api.ErrInvalidRequest,
+		`{"config":{"model":5}}`:              api.ErrInvalidRequest,
+		`{"config":{"tools":"kv"}}`:           api.ErrInvalidRequest,
+		`{"a":1,"a":1}`:                       api.ErrInvalidJSON, // named twice before unknown
+		`{"config":{"x":1,"x":2}}`:            api.ErrInvalidJSON,
+		`{"bogus":1,"config":{},"config":{}}`: api.ErrInvalidJSON,
 	} {
 		err := f.CheckCreate([]byte(body))
 		assert.ErrorIs(t, err, typ, body)

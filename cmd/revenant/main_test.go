@@ -257,6 +257,8 @@ func TestServeDefaults(t *testing.T) {
 func TestLoopbackOnly(t *testing.T) {
 	for addr, want := range map[string]bool{
 		"127.0.0.1:8787": true, "127.1.2.3:80": true, "[::1]:8787": true, "localhost:8787": true,
+		"LOCALHOST:8080": true, "LocalHost:8787": true, // host names are case-insensitive
+		"localhost.example:8787": false, "xlocalhost:8787": false,
 		"0.0.0.0:8787": false, ":8787": false, "[::]:8787": false, "192.0.2.1:8787": false,
 		"example.com:8787": false, "nonsense": false,
 	} {

@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/revenantrt/revenant/core/api"
@@ -200,12 +201,13 @@ func checkAddr(addr string) error {
 }
 
 // loopbackOnly reports whether addr can only be reached from this machine.
+// Host names are case-insensitive: LOCALHOST is localhost.
 func loopbackOnly(addr string) bool {
 	h, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return false
 	}
-	if h == "localhost" {
+	if strings.EqualFold(h, "localhost") {
 		return true
 	}
 	ip := net.ParseIP(h)

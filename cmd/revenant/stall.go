@@ -56,6 +56,14 @@ func (w *stallWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 // implicit 200 of a handler that wrote nothing too. A body read to its end
 // keeps the connection alive as before.
 //
+// Once the handler returns with the body unended, net/http still reads
+// what is left of a small body (up to 256 KiB) before it closes the
+// connection, so a client that declared more than it sends held the
+// connection until the read timeout (60 s). The connection cannot be
+// reused, so its reads get unreadGrace to finish: a client still sending
+// its body ends it and the connection closes cleanly; one that sends no
+// more is cut off then, not at the read timeout.
+//
 // Full duplex (http.ResponseController.EnableFullDuplex) would also let the
 // answer go first, but it keeps the connection for the next request while
 // the body may still be being read, and net/http panics on that
@@ -75,8 +83,20 @@ func closeUnread(h http.Handler) http.Handler {
 		// 200 after it returns, which would first read the rest of the
 		// body: the header map still counts for that answer.
 		uw.header()
+		if !body.ended.Load() {
+			// The answer says Connection: close (header, above). Errors:
+			// a hijacked or already closed connection has no deadline to set.
+			_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(unreadGrace))
+		}
 	})
 }
+
+// unreadGrace is how long a connection whose request was answered before
+// its body ended may go on reading that body before it closes: long enough
+// for a client already sending the rest to finish, so the close does not
+// reset the connection under the answer (net/http waits as long, 500 ms,
+// before closing after a body over its limit).
+const unreadGrace = 500 * time.Millisecond
 
 // endWatcher is a request body that records whether it was read to its end.
 type endWatcher struct {

@@ -122,8 +122,12 @@ func decodeStrict(body []byte, v any, f fields, emptyOK bool) error {
 		// number does not belong the decode below says so.
 		walk := json.NewDecoder(bytes.NewReader(body))
 		walk.UseNumber()
-		if err := checkMembers(walk, f, ""); err != nil {
+		var unknown error
+		if err := checkMembers(walk, f, "", &unknown); err != nil {
 			return err
+		}
+		if unknown != nil {
+			return unknown
 		}
 	}
 	// Unknown members were refused by name above (a malformed body fails
@@ -187,8 +191,12 @@ var (
 // checkMembers walks the next JSON value of dec, which is well-formed:
 // no object anywhere may name a member twice, and an object with fields
 // (f not nil) may name only those, spelled exactly. at is the value's
-// path for messages ("" for the body, "config").
-func checkMembers(dec *json.Decoder, f fields, at string) error {
+// path for messages ("" for the body, "config"). A member named twice is
+// returned at once; the first unknown member is kept in *unknown and the
+// walk goes on, so a body that names a member twice is invalid_json
+// whatever else is wrong with it ({"a":1,"a":1} is not one JSON object
+// before it is an object with an unknown member).
+func checkMembers(dec *json.Decoder, f fields, at string, unknown *error) error {
 	tok, err := dec.Token()
 	if err != nil {
 		return decodeFail(ProblemSyntax, at, "the request body is not valid JSON")
@@ -207,16 +215,16 @@ func checkMembers(dec *json.Decoder, f fields, at string) error {
 			}
 			seen[name] = true
 			sub, known := f[name]
-			if f != nil && !known {
-				return decodeFail(ProblemUnknownField, join(at, name), fmt.Sprintf("%sunknown field %q%s", prefix(at), core.Clip(name), caseHint(f, name)))
+			if f != nil && !known && *unknown == nil {
+				*unknown = decodeFail(ProblemUnknownField, join(at, name), fmt.Sprintf("%sunknown field %q%s", prefix(at), core.Clip(name), caseHint(f, name)))
 			}
-			if err := checkMembers(dec, sub, join(at, name)); err != nil {
+			if err := checkMembers(dec, sub, join(at, name), unknown); err != nil {
 				return err
 			}
 		}
 	case json.Delim('['):
 		for dec.More() {
-			if err := checkMembers(dec, f, at); err != nil { // f: a list's element fields
+			if err := checkMembers(dec, f, at, unknown); err != nil { // f: a list's element fields
 				return err
 			}
 		}

@@ -37,6 +37,17 @@ func TestStrictJSONNamesAndDuplicates(t *testing.T) {
 		{"config twice", "POST", "/v1/sessions", `{"config":{},"config":{"model":"b"}}`, api.ErrInvalidJSON},
 		{"reply other case", "POST", "/v1/sessions/" + id + "/permissions/r1", `{"reply":"once","Reply":"reject","response_id":"x"}`, api.ErrInvalidRequest},
 		{"duplicate deep in answers", "POST", "/v1/sessions/" + id + "/questions/q1", `{"answers":[{"a":1,"a":2}],"response_id":"x"}`, api.ErrInvalidJSON},
+		// A member named twice is invalid_json even when it is also
+		// unknown, or comes after an unknown member, or is inside one.
+		{"unknown prompt twice", "POST", p, `{"prompt":"x","prompt":"y"}`, api.ErrInvalidJSON},
+		{"unknown prompt twice, then text", "POST", p, `{"a":1,"a":1,"text":"t"}`, api.ErrInvalidJSON},
+		{"duplicate after unknown", "POST", p, `{"bogus":1,"text":"a","text":"b"}`, api.ErrInvalidJSON},
+		{"duplicate inside unknown", "POST", p, `{"text":"a","bogus":{"x":1,"x":2}}`, api.ErrInvalidJSON},
+		{"unknown create twice", "POST", "/v1/sessions", `{"a":1,"a":1}`, api.ErrInvalidJSON},
+		{"unknown config member twice", "POST", "/v1/sessions", `{"config":{"colour":1,"colour":2}}`, api.ErrInvalidJSON},
+		{"duplicate after unknown config member", "POST", "/v1/sessions", `{"config":{"MODEL":"x"},"config":{}}`, api.ErrInvalidJSON},
+		{"unknown permission member twice", "POST", "/v1/sessions/" + id + "/permissions/r1", `{"a":1,"a":1}`, api.ErrInvalidJSON},
+		{"unknown question member twice", "POST", "/v1/sessions/" + id + "/questions/q1", `{"a":1,"a":1}`, api.ErrInvalidJSON},
 	}
 	for _, tc := range cases {
 		var e api.ErrorBody
@@ -54,6 +65,8 @@ func TestStrictJSONNamesAndDuplicates(t *testing.T) {
 	assert.Equal(t, `field "text" is given twice; each field may be given once`, e.Error.Message)
 	c.do("POST", "/v1/sessions", `{"config":{"MODEL":"x"}}`, &e)
 	assert.Equal(t, `config: unknown field "MODEL" (field names are case-sensitive: "model")`, e.Error.Message)
+	c.do("POST", p, `{"prompt":"x","prompt":"y"}`, &e)
+	assert.Equal(t, `field "prompt" is given twice; each field may be given once`, e.Error.Message)
 
 	for _, body := range []string{``, `{}`, `{"config":null}`, `{"config":{"model":"m","tools":null}}`} {
 		require.Equal(t, http.StatusCreated, c.do("POST", "/v1/sessions", body, nil), body)
