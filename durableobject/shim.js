@@ -386,7 +386,7 @@ export class Tree extends DurableObject {
 }
 
 function json(status, body) {
-  return new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json", "x-content-type-options": "nosniff" } });
+  return new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json", "x-content-type-options": "nosniff", "cache-control": "no-store" } });
 }
 
 // goModule is the Worker's one Go program; worker/entry.mjs starts the

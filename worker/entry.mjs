@@ -85,7 +85,7 @@ function frontLogic(env) {
 
 // json answers as the Go API's writeJSON does: the JSON and a newline.
 function json(status, body) {
-  const headers = { "content-type": "application/json", "x-content-type-options": "nosniff" };
+  const headers = { "content-type": "application/json", "x-content-type-options": "nosniff", "cache-control": "no-store" };
   return new Response(JSON.stringify(body) + "\n", { status, headers });
 }
 

@@ -139,6 +139,7 @@ func (f *Front) Decide(w httpmsg.ResponseWriter, r *httpmsg.Request) Decision {
 	if route.Pattern == "/healthz" {
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("X-Content-Type-Options", "nosniff")
+		w.Header().Set("Cache-Control", "no-store")
 		w.WriteHeader(httpmsg.StatusOK)
 		_, _ = w.Write([]byte(`{"ok":true}` + "\n"))
 		return Decision{}

@@ -94,6 +94,7 @@ func TestDecideAnswers(t *testing.T) {
 		assert.Equal(t, c.status, w.Code, c.target)
 		assert.Equal(t, "application/json", w.Header().Get("Content-Type"), c.target)
 		assert.Equal(t, "nosniff", w.Header().Get("X-Content-Type-Options"), c.target)
+		assert.Equal(t, "no-store", w.Header().Get("Cache-Control"), c.target)
 		if c.typ != "" {
 			assert.Contains(t, w.Body.String(), `"type":"`+c.typ+`"`, c.target)
 		}

@@ -126,9 +126,10 @@ func (f *Front) decideJS(method, rawURL string, headers js.Value) any {
 }
 
 // jsonHeader is the header of a JSON answer the front writes itself, as
-// core/api writes its own (docs/api.md: every JSON response is nosniff).
+// core/api writes its own (docs/api.md: every JSON response is nosniff),
+// and no-store: a list page is a principal's ids.
 func jsonHeader() httpmsg.Header {
-	return httpmsg.Header{"Content-Type": {"application/json"}, "X-Content-Type-Options": {"nosniff"}}
+	return httpmsg.Header{"Content-Type": {"application/json"}, "X-Content-Type-Options": {"nosniff"}, "Cache-Control": {"no-store"}}
 }
 
 func answerObject(status int, h httpmsg.Header, body []byte) any {

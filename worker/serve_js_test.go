@@ -44,5 +44,6 @@ func TestFrontAnswersAreNosniff(t *testing.T) {
 		m := a.(map[string]any)
 		assert.Contains(t, m["headers"], []any{"X-Content-Type-Options", "nosniff"}, name)
 		assert.Contains(t, m["headers"], []any{"Content-Type", "application/json"}, name)
+		assert.Contains(t, m["headers"], []any{"Cache-Control", "no-store"}, name)
 	}
 }

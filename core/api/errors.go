@@ -192,10 +192,13 @@ func writeError(log *logs.Logger, w httpmsg.ResponseWriter, err error) {
 
 // writeJSON writes every JSON answer, errors included. nosniff keeps a
 // browser from reading one as anything but JSON, whatever text of the
-// request it quotes.
+// request it quotes; no-store keeps every cache from keeping a copy of a
+// principal's transcript, ids or blockers (a browser's disk cache keeps
+// what it is not told otherwise, after the page that asked is gone).
 func writeJSON(w httpmsg.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
 	// What json.NewEncoder(w).Encode(v) writes (nothing if v does not
 	// marshal), without the Encoder: its indenting cost the guest 2 KB gzip.

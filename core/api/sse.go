@@ -16,10 +16,12 @@ import (
 const subscriptionBuffer = 1024
 
 // streamHeaders sets the headers of an event stream, for a GET and a HEAD
-// alike: no proxy may cache or buffer it.
+// alike: no proxy may cache or buffer it. no-store, not no-cache (which
+// lets a cache keep a copy it revalidates): the stream is a transcript,
+// and its URL may hold an access_token.
 func streamHeaders(w httpmsg.ResponseWriter) {
 	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
+	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("X-Accel-Buffering", "no")
 }
 

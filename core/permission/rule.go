@@ -138,29 +138,41 @@ func ValidateResource(p string) error {
 // Match reports whether s matches the glob pattern: '*' matches any run of
 // characters (the empty run included), everything else only itself.
 //
-// It runs in O(len(pattern)·len(s)) at worst: on a mismatch it only ever
-// moves the last '*' on, never an earlier one, which is enough because a
-// later star can absorb whatever an earlier one would have.
+// The pattern is literal runs between stars: the first must begin s, the
+// last must end it, and each one between is found at its leftmost place
+// after the one before (a later star can absorb whatever a later place
+// would have skipped). Each run is looked for once, so the cost is about
+// len(pattern)+len(s), not their product: a call's resource is as long as
+// its arguments make it, and a session may hold 256 rules.
 func Match(pattern, s string) bool {
-	p, i := 0, 0
-	star, mark := -1, 0 // the last '*' seen and where its run ends in s
-	for i < len(s) {
-		switch {
-		case p < len(pattern) && pattern[p] == '*':
-			star, mark = p, i
-			p++
-		case p < len(pattern) && pattern[p] == s[i]:
-			p++
-			i++
-		case star >= 0:
-			mark++
-			p, i = star+1, mark
-		default:
+	first := strings.IndexByte(pattern, '*')
+	if first < 0 {
+		return pattern == s
+	}
+	if !strings.HasPrefix(s, pattern[:first]) {
+		return false
+	}
+	s, pattern = s[first:], pattern[first+1:]
+	last := strings.LastIndexByte(pattern, '*')
+	suffix, middle := pattern, ""
+	if last >= 0 {
+		suffix, middle = pattern[last+1:], pattern[:last]
+	}
+	if !strings.HasSuffix(s, suffix) {
+		return false
+	}
+	s = s[:len(s)-len(suffix)]
+	for middle != "" {
+		run, rest, _ := strings.Cut(middle, "*")
+		middle = rest
+		if run == "" {
+			continue
+		}
+		i := strings.Index(s, run)
+		if i < 0 {
 			return false
 		}
+		s = s[i+len(run):]
 	}
-	for p < len(pattern) && pattern[p] == '*' {
-		p++
-	}
-	return p == len(pattern)
+	return true
 }

@@ -402,6 +402,7 @@ func writeError(w http.ResponseWriter, typ api.ErrorType, msg string) {
 	body.Error.Type, body.Error.Message = typ, msg
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(api.Statuses[typ])
 	_ = json.NewEncoder(w).Encode(body)
 }

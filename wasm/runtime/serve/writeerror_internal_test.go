@@ -28,6 +28,7 @@ func TestHostErrorIsTheAPIs(t *testing.T) {
 	assert.Equal(t, http.StatusBadRequest, rec.Code)
 	assert.Equal(t, "application/json", rec.Header().Get("Content-Type"))
 	assert.Equal(t, "nosniff", rec.Header().Get("X-Content-Type-Options"))
+	assert.Equal(t, "no-store", rec.Header().Get("Cache-Control"))
 	var e api.ErrorBody
 	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &e))
 	assert.Equal(t, api.ErrInvalidRequest, e.Error.Type)
