@@ -1,6 +1,7 @@
 package sqlitedb_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -209,4 +210,28 @@ func TestConnRollbackAfterSQLiteRolledBackItself(t *testing.T) {
 	require.NoError(t, c.Rollback())
 	require.False(t, c.InTx())
 	assert.Equal(t, "a", queryOne(t, db, `SELECT group_concat(who) FROM v`), "'b' went with SQLite's rollback")
+}
+
+// A guest's statements run on the tree's connection as it sends them
+// (wasm/runtime): none may open or write another file. ATTACH and VACUUM
+// INTO (which attaches its target) are refused, in a transaction or not,
+// and leave no file behind.
+func TestNoOtherDatabaseFile(t *testing.T) {
+	db, path := newDB(t)
+	c := db.Conn()
+	other := filepath.Join(filepath.Dir(path), "other.db")
+	for _, q := range []string{
+		fmt.Sprintf("ATTACH DATABASE '%s' AS other", other),
+		fmt.Sprintf("VACUUM INTO '%s'", other),
+	} {
+		_, err := c.Exec(q, nil)
+		assert.Error(t, err, "%s", q)
+		require.NoError(t, c.Begin())
+		_, err = c.Exec(q, nil)
+		assert.Error(t, err, "%s in a transaction", q)
+		require.NoError(t, c.Rollback())
+		assert.NoFileExists(t, other, "%s", q)
+	}
+	_, err := c.Exec("CREATE TABLE still_usable (a)", nil)
+	assert.NoError(t, err)
 }

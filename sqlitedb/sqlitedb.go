@@ -127,6 +127,11 @@ func (db *DB) configure(opts Options) error {
 	if v, err := db.pragma("PRAGMA synchronous"); err != nil || v != want {
 		return fmt.Errorf("read back synchronous: got %q, want %s: %v", v, want, err)
 	}
+	// No other database file may be opened through this connection:
+	// revenant's SQL never attaches one, and a wasm guest's statements are
+	// run here as it sends them, so ATTACH (and VACUUM INTO, which attaches
+	// its target) would let a guest open or write any path the host can.
+	db.conn.Limit(sqlite3.LIMIT_ATTACHED, 0)
 	return nil
 }
 
