@@ -218,7 +218,7 @@ async function sendToTree(env, root, principal, method, path, headers, body) {
     await res.body?.cancel();
     if (i === SPENT_WAITS_MS.length) {
       console.warn("revenant front: the session's object stayed given up", root);
-      return unavailable();
+      return json(503, { error: { type: "unavailable", message: "the session's object is restarting; try again" } });
     }
     console.warn("revenant front: the session's object was given up; sending the request again", root);
     if (SPENT_WAITS_MS[i] > 0) await new Promise((resolve) => setTimeout(resolve, SPENT_WAITS_MS[i]));
