@@ -294,11 +294,6 @@ func (o *Object) fetch(args []js.Value) (any, error) {
 	return <-answer, nil
 }
 
-// giveUp tells the shim to give this object up (ctx.abort) once the
-// current answer is out, and at its next event if that comes first: its
-// memory no longer matches the storage (a handler panicked midway, a
-// delete failed after closing the tree), and a fresh object boots from
-// the storage alone.
 // routePanicked is told of a route's panic once core/api answered it 500.
 // What the panic cut short is unknown (a delete between its steps, say),
 // so the object is given up, as after a panic the shim recovers itself,
@@ -313,6 +308,12 @@ func (o *Object) routePanicked(route string) {
 	o.giveUp("a request's handler panicked (" + route + ")")
 }
 
+// giveUp tells the shim to give this object up (ctx.abort) once the
+// current answer is out: its memory no longer matches the storage (a
+// handler panicked midway, a delete failed after closing the tree), and a
+// fresh object boots from the storage alone. A request that reaches the
+// object before then is refused unread, for the front to send again
+// (shim.js, refuseSpent); an alarm gives it up at once.
 func (o *Object) giveUp(reason string) {
 	o.bridge.Set("giveUp", reason)
 }

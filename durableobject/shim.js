@@ -210,17 +210,22 @@ export class Tree extends DurableObject {
     startSpare(this.env);
   }
 
-  // abortIfSpent gives the object up when its Go program has ended, or
-  // Go asked to be given up (bridge.giveUp: its memory no longer matches
-  // the storage), or a create unmade what it stored (unmake), and the
-  // event that asked has been answered: the next event gets a fresh
-  // object (and Go instance) on the same storage.
+  // abortIfSpent gives the object up at once, cutting the current event,
+  // when it is spent (spent): the next event gets a fresh object (and Go
+  // instance) on the same storage. For the alarm (retried on that fresh
+  // object) and a request whose Go fetch failed as the program ended; a
+  // request that meets a spent object is refused instead (refuseSpent),
+  // and an answer given as the object is given up goes out first
+  // (giveUp, abortSoon).
   abortIfSpent() {
     const why = this.spent();
     if (why) this.ctx.abort("revenant: " + why);
   }
 
-  // spent says why this object was given up ("" while it serves).
+  // spent says why this object was given up ("" while it serves): its Go
+  // program ended, or Go asked to be given up (bridge.giveUp: its memory
+  // no longer matches the storage), or a create unmade what it stored
+  // (unmake).
   spent() {
     if (this.program?.exited || this.goRuntime?.exited) return "the Go program exited";
     return this.go?.giveUp || this.unmade || "";
@@ -248,10 +253,10 @@ export class Tree extends DurableObject {
   refuseSpent(request, why) {
     request.body?.cancel().catch(() => {});
     this.abortSoon(why);
-    return new Response(JSON.stringify({ error: { type: "unavailable", message: "the session's object is restarting; try again" } }), {
-      status: 503,
-      headers: { "content-type": "application/json", "x-content-type-options": "nosniff", "retry-after": "1", [SPENT_HEADER]: "1" },
-    });
+    const res = json(503, { error: { type: "unavailable", message: "the session's object is restarting; try again" } });
+    res.headers.set("retry-after", "1");
+    res.headers.set(SPENT_HEADER, "1");
+    return res;
   }
 
   async fetch(request) {

@@ -149,9 +149,10 @@ func padded(prefix string, n int) []byte {
 // answer, having read no more than one byte past the limit: the client
 // holds the rest of the body back, so only a server that stops reading
 // answers. A declared length over the limit is refused unread (no byte
-// sent); a chunked body is read to one byte over the limit, by the front
-// (a create) or the tree's object (a prompt). A body of exactly the limit
-// is served, declared or chunked.
+// sent); a chunked body is read to one byte over the limit by the front,
+// which answers a create's 413 itself and passes a prompt's max + 1 bytes
+// on to the tree's object, whose API answers it. A body of exactly the
+// limit is served, declared or chunked.
 func frontBodyLimits(t *testing.T, s *server, token string) {
 	sid := s.create()
 	prompt := "/v1/sessions/" + sid + "/prompt"

@@ -116,7 +116,8 @@ function refuseTooLarge(request, d) {
 
 const unavailable = () => json(503, { error: { type: "unavailable", message: "the session's object did not answer; try again" } });
 
-// treeFetch sends a request to tree root's object with the front's
+// treeFetch sends a request to tree root's object (through sendToTree
+// only, which never passes on an answer with SPENT_HEADER) with the front's
 // headers: the client's Authorization and every x-revenant-* header it
 // sent are dropped (the object reads the tree and principal the front
 // sets; no other of the namespace is the client's to give).
@@ -217,7 +218,7 @@ async function sendToTree(env, root, principal, method, path, headers, body) {
     await res.body?.cancel();
     if (i === SPENT_WAITS_MS.length) {
       console.warn("revenant front: the session's object stayed given up", root);
-      return unavailable();
+      return json(503, { error: { type: "unavailable", message: "the session's object is restarting; try again" } });
     }
     console.warn("revenant front: the session's object was given up; sending the request again", root);
     if (SPENT_WAITS_MS[i] > 0) await new Promise((resolve) => setTimeout(resolve, SPENT_WAITS_MS[i]));
@@ -248,7 +249,9 @@ async function create(request, env, ctx, d, front) {
 async function createTree(env, d, root, headers, body) {
   let res;
   try {
-    res = await treeFetch(env, root, d.principal, "POST", "/v1/sessions", headers, body);
+    // A new tree's object was never given up; sendToTree all the same, so
+    // that no answer with SPENT_HEADER can reach a client.
+    res = await sendToTree(env, root, d.principal, "POST", "/v1/sessions", headers, body);
   } catch (e) {
     console.error("revenant front: a create's object fetch failed; deleting what it may have made", root, e);
     await discard(env, root, d.principal);
@@ -294,10 +297,12 @@ function lasting(ctx, what, root, work) {
 
 // discard deletes a new tree no directory row records (best effort: a
 // failure is logged) and says whether the tree is gone. A tree its object
-// never made answers 404.
+// never made answers 404. Sent again as a client's delete is (sendToTree):
+// an object that gave itself up as it answered the create's 201 refuses
+// this delete unread until its abort is done.
 async function discard(env, root, principal) {
   try {
-    const del = await treeFetch(env, root, principal, "DELETE", "/v1/sessions/" + root, undefined, undefined);
+    const del = await sendToTree(env, root, principal, "DELETE", "/v1/sessions/" + root, undefined, undefined);
     await del.body?.cancel();
     if (del.status === 204 || del.status === 404) return true;
     console.error("revenant front: deleting an unrecorded tree failed", root, del.status);
