@@ -294,6 +294,11 @@ export class Tree extends DurableObject {
       return misconfigured();
     }
     const body = request.method === "GET" || request.method === "HEAD" ? undefined : await readBody(request, this.bodyLimit());
+    // Another request may have given the object up while this one's body
+    // was read: its Go program must not act on it either (the front has
+    // the body and sends it again). A create's object is new, never so.
+    const spentSince = making ? "" : this.spent();
+    if (spentSince) return this.refuseSpent(request, spentSince);
     let response;
     try {
       // A panic that escaped Go ends the program and leaves its Promise
@@ -357,6 +362,13 @@ export class Tree extends DurableObject {
   // longer matches the storage, so the next event gets a fresh object and
   // Go program on the same storage.
   async giveUp(response, why = this.go.giveUp, linger = false) {
+    // An event stream that began as another request gave the object up
+    // never ends by itself: it goes out as it is and ends with the abort
+    // (its client reconnects, from its Last-Event-ID, to a fresh object).
+    if (response.headers.get("content-type")?.startsWith("text/event-stream")) {
+      this.abortSoon(why);
+      return response;
+    }
     const body = await response.arrayBuffer();
     if (linger) console.log("revenant test: the object was given up and lingers until its next request");
     else this.abortSoon(why);

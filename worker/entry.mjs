@@ -201,9 +201,10 @@ async function forward(request, env, d) {
 }
 
 // SPENT_WAITS_MS are the waits before each send again to an object that
-// answered it had been given up: the first at once (its abort is a 0 ms
-// timer), the last about a quarter of a second after the first refusal.
-const SPENT_WAITS_MS = [0, 10, 50, 200];
+// answered it had been given up: the first long enough for its abort (a
+// 0 ms timer) to be done, so that the send does not meet the abort and
+// fail, the last about 400 ms after the first refusal.
+const SPENT_WAITS_MS = [10, 40, 100, 250];
 
 // sendToTree is treeFetch, sent again (with a copy of the same body)
 // while the object answers with SPENT_HEADER: it had been given up (a
@@ -221,7 +222,7 @@ async function sendToTree(env, root, principal, method, path, headers, body) {
       return json(503, { error: { type: "unavailable", message: "the session's object is restarting; try again" } });
     }
     console.warn("revenant front: the session's object was given up; sending the request again", root);
-    if (SPENT_WAITS_MS[i] > 0) await new Promise((resolve) => setTimeout(resolve, SPENT_WAITS_MS[i]));
+    await new Promise((resolve) => setTimeout(resolve, SPENT_WAITS_MS[i]));
   }
 }
 
