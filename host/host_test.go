@@ -642,6 +642,9 @@ func TestFailedDeleteKeepsTheTreeAndItsWakeup(t *testing.T) {
 	require.ErrorIs(t, h.Delete(ctx, "t"), injected)
 	assert.Contains(t, e.wakeups(), "t", "the wake-up's row")
 	require.Equal(t, 1, e.clock.Pending(), "the wake-up's timer")
+	// The host still knows the timer as the tree's: its Stats count it,
+	// and Close stops it.
+	assert.Equal(t, 1, h.Stats().Wakeups, "the wake-up, as the host knows it")
 	assert.True(t, exists(e.treePath("t")))
 
 	e.d.Release()

@@ -182,6 +182,20 @@ func TestRearmAfterFailedSweepsWaitsOutTheBackoff(t *testing.T) {
 	}
 }
 
+// The backoff starts with the first failed sweep: a retry due sooner than
+// retry.Wake().Delay(0) (1 s) after it waits that long, as the host's own
+// retry of the failed sweep does.
+func TestRearmAfterOneFailedSweepWaitsTheFirstDelay(t *testing.T) {
+	after := 500 * time.Millisecond
+	require.Less(t, after, retry.Wake().Delay(0))
+	tr, n := sleepingOnRetry(t, after)
+	n.Inst.Swept(errors.New("storage refused the sweep"))
+	at, err := n.Inst.Rearm(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, tr.Clock.Now()+retry.Wake().Delay(0).Milliseconds(), at)
+	n.Crash()
+}
+
 // sleepingOnRetry boots a tree whose session "sleepy" sleeps on a retry
 // due after (the provider's 429 asked for that wait); its model stalls
 // every step after.

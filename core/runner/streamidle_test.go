@@ -61,3 +61,69 @@ func TestStreamIdleDoesNotCountStorageWaits(t *testing.T) {
 	require.NoError(t, done[0].Decode(&rec))
 	assert.Equal(t, "alpha beta ", rec.Text)
 }
+
+// The idle count after a timed checkpoint's wait for storage resumes from
+// the model's last chunk, shifted by the wait: a stream longer than
+// stream_idle whose chunks came within it, and whose checkpoint then
+// waits out a full disk for longer than stream_idle, keeps its step. The
+// model's next chunk is not ready when the wait ends, so a watchdog that
+// counted the wait, or counted from the step's start rather than from
+// the last chunk, fails the step with nothing else to pick.
+func TestStreamIdleAfterATimedCheckpointsWait(t *testing.T) {
+	tr := treetest.New(t)
+	fault := tr.Faults()
+	feed := make(chan model.Chunk)
+	m := &scriptModel{steps: func(int) scriptStep { return scriptStep{feed: feed} }}
+	cfg := runner.NewConfig().WithStreamIdle(10*time.Second).WithCheckpoints(5*time.Second, 1<<20)
+	n := tr.Boot(newRunner(t, m, cfg))
+	sid := n.NewSession("s")
+	sub := n.Inst.Subscribe(sid, 256)
+	defer sub.Close()
+	pid := n.Admit(sid, "go")
+	awaitEvent(t, sub, func(ev event.Event) bool { return ev.Type == event.StepStarted })
+	armed := func() { // wall, idle and the checkpoint timer
+		t.Helper()
+		done := make(chan struct{})
+		go func() { tr.Clock.BlockUntil(3); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the checkpoint timer was never armed")
+		}
+	}
+	checkpointed := func(text string) {
+		t.Helper()
+		ev := awaitEvent(t, sub, func(ev event.Event) bool {
+			return (ev.Type == event.TextCheckpoint && strings.Contains(string(ev.Data), text)) || ev.Type == event.ExecutionFailed
+		})
+		require.Equal(t, event.TextCheckpoint, ev.Type, "failed: %s", ev.Data)
+	}
+
+	feed <- chunkText("alpha ")
+	armed()
+	tr.Clock.Advance(8 * time.Second) // the checkpoint at 5 s; 8 s of silence
+	checkpointed("alpha")
+	feed <- chunkText("beta ") // 8 s into the stream
+	armed()
+
+	// Within the write window, twice stream_idle.
+	fault.FailFor(20*time.Second, faultvfs.Full)
+	waits := tr.DriveEach(func() {
+		tr.Clock.Advance(5 * time.Second) // beta's checkpoint meets the full disk
+		checkpointed("beta")
+		close(feed)
+		n.Idle()
+	}, nil)
+	require.NotEmpty(t, waits, "the checkpoint waited for storage")
+
+	evs := tr.Events(sid)
+	for _, f := range treetest.OfType(evs, event.ExecutionFailed) {
+		t.Logf("failed: %s", f.Data)
+	}
+	assert.Equal(t, "succeeded", tr.PromptState(pid))
+	done := treetest.OfType(evs, event.StepCompleted)
+	require.Len(t, done, 1)
+	var rec event.StepDone
+	require.NoError(t, done[0].Decode(&rec))
+	assert.Equal(t, "alpha beta ", rec.Text)
+}
