@@ -50,16 +50,7 @@ func TestStreamIdleDoesNotCountStorageWaits(t *testing.T) {
 	})
 	require.NotEmpty(t, waits, "the checkpoint waited for storage")
 
-	evs := tr.Events(sid)
-	for _, f := range treetest.OfType(evs, event.ExecutionFailed) {
-		t.Logf("failed: %s", f.Data)
-	}
-	assert.Equal(t, "succeeded", tr.PromptState(pid))
-	done := treetest.OfType(evs, event.StepCompleted)
-	require.Len(t, done, 1)
-	var rec event.StepDone
-	require.NoError(t, done[0].Decode(&rec))
-	assert.Equal(t, "alpha beta ", rec.Text)
+	requireOneStepOf(t, tr, sid, pid, "alpha beta ")
 }
 
 // The idle count after a timed checkpoint's wait for storage resumes from
@@ -116,6 +107,13 @@ func TestStreamIdleAfterATimedCheckpointsWait(t *testing.T) {
 	}, nil)
 	require.NotEmpty(t, waits, "the checkpoint waited for storage")
 
+	requireOneStepOf(t, tr, sid, pid, "alpha beta ")
+}
+
+// requireOneStepOf checks that prompt pid's turn succeeded in one step
+// whose text is text (and logs any failure the turn met first).
+func requireOneStepOf(t *testing.T, tr *treetest.Tree, sid, pid, text string) {
+	t.Helper()
 	evs := tr.Events(sid)
 	for _, f := range treetest.OfType(evs, event.ExecutionFailed) {
 		t.Logf("failed: %s", f.Data)
@@ -125,5 +123,5 @@ func TestStreamIdleAfterATimedCheckpointsWait(t *testing.T) {
 	require.Len(t, done, 1)
 	var rec event.StepDone
 	require.NoError(t, done[0].Decode(&rec))
-	assert.Equal(t, "alpha beta ", rec.Text)
+	assert.Equal(t, text, rec.Text)
 }
