@@ -25,8 +25,10 @@
 //     tree's object is never touched), to the root's object with the same
 //     method, path and query (minus access_token), Authorization and
 //     every X-Revenant-* header the client sent removed, and
-//     X-Revenant-Tree / X-Revenant-Principal set by the front. The
-//     object's answer is passed through as its JS
+//     X-Revenant-Tree / X-Revenant-Principal set by the front, and a
+//     write's body read whole at the cap, so that a request an object
+//     refused for having been given up can be sent again (entry.mjs,
+//     sendToTree). The object's answer is passed through as its JS
 //     stream: an event stream is never buffered.
 //
 // It runs as one long-lived Go instance per isolate (Serve; the "front"
