@@ -49,8 +49,9 @@ func sweep(ctx context.Context, inst *core.Instance) (Report, error) {
 	// one failure no later than after a success, save a retry due within
 	// the second: Rearm). Another connection's write lock is waited out by
 	// the busy timeout first (5 s on the hosts), and a boot's sweep on the
-	// wasm guest cannot wait on a timer: its boot export would end
-	// unfinished and fail, where a sweep that fails lets the boot serve.
+	// wasm guest cannot wait on a timer at all: its boot export cuts such
+	// a wait short (wasm/guest's bootResult), failing the sweep so that
+	// the boot serves.
 	claims, err := inst.Claims(ctx)
 	if err != nil {
 		return Report{}, fmt.Errorf("sweep: %w", err)

@@ -59,6 +59,9 @@ type guest struct {
 type bootState struct {
 	done bool
 	err  error
+	// cut ends the boot's waits for storage (its context): a boot blocked
+	// on one is cut once, and its sweep fails (bootResult).
+	cut context.CancelFunc
 }
 
 var g *guest
@@ -116,10 +119,11 @@ func boot(p unsafe.Pointer, n uint32) int32 {
 		return fail(abi.StatusError, fmt.Errorf("boot: %w", err))
 	}
 	g = ng
-	st := &bootState{}
+	ctx, cut := context.WithCancel(context.Background())
+	st := &bootState{cut: cut}
 	g.booting = st
 	go func() {
-		st.err = g.boot()
+		st.err = g.boot(ctx)
 		st.done = true
 	}()
 	status := settle()
@@ -130,10 +134,29 @@ func boot(p unsafe.Pointer, n uint32) int32 {
 }
 
 // bootResult reports a finished boot once the guest is quiescent.
+//
+// A boot quiescent but unfinished waits on a timer, which only a later
+// export can fire: a write of its sweep's that storage refused (a full
+// disk, or another connection's write lock taken after the sweep listed
+// the claims) waiting on core's write schedule. Rather than fail the boot,
+// and with it every request to the tree until the host boots it again,
+// the boot's context is cut: the wait ends, the recovery fails unwritten,
+// and the boot's sweep fails as one whose listing failed does (Swept
+// counts it, so the re-arm backs off), which serves and leaves the sweep
+// to the wake-up swept arms (DESIGN §4 rule 2). The boot cannot wait
+// instead: a host boots before it serves anything (host.activate), so a
+// boot waiting out the write schedule (30 s) would hold every request.
 func (gg *guest) bootResult() int32 {
 	st := gg.booting
 	if st == nil {
 		return int32(abi.StatusIdle)
+	}
+	if !st.done && st.cut != nil {
+		st.cut()
+		st.cut = nil
+		if settle() == abi.StatusPending {
+			return int32(abi.StatusPending) // the host pumps; pump reports the boot's end
+		}
 	}
 	gg.booting = nil
 	switch {
@@ -363,8 +386,9 @@ func (gg *guest) onCommit(ev event.Event) {
 // boot is recovery's boot sequence, the one every host boots through
 // (recovery.BootWith), in its announced phases: the instance opens, the
 // guest makes ready to serve, then the sweep runs before the first request.
-func (gg *guest) boot() error {
-	ctx := context.Background()
+//
+// ctx is cut when the boot would wait for storage (bootResult).
+func (gg *guest) boot(ctx context.Context) error {
 	hostPhase(uint32(abi.PhaseBoot))
 	host := core.Host{DB: gg.db, Clock: gg.clock, Wake: waker{}, IDs: ids{}, Log: gg.log}
 	cfg, driver, err := gg.coreSetup()

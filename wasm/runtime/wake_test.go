@@ -392,3 +392,99 @@ func TestASweepCutByTheTreesDeleteArmsNothing(t *testing.T) {
 	r = e.do("GET", "/v1/sessions/"+treeID, nil)
 	require.Equal(t, 404, r.status, r.body.String())
 }
+
+// A boot whose sweep lists the claims but whose recovery then finds
+// storage refusing writes (the disk full, or another connection's write
+// lock taken after the listing) serves all the same, as a boot whose
+// listing fails does: core's write would wait for storage on the guest's
+// timers, which no boot export can fire, so the boot used to end "blocked
+// before it finished" and fail, and every request to the tree with it,
+// reads too, until the host's next boot. The recovery is the wake-up's,
+// once storage works again: the stopped turn resumes once and ends once.
+func TestBootWhoseRecoveryWaitsForStorageServes(t *testing.T) {
+	for name, fault := range map[string]func(t *testing.T, e *env, f *faultvfs.Fault) (refuse, heal func(), reads bool){
+		"disk full": func(t *testing.T, e *env, f *faultvfs.Fault) (refuse, heal func(), reads bool) {
+			return func() { f.FailFor(10*time.Minute, faultvfs.Full) }, f.Heal, true
+		},
+		"write lock held": func(t *testing.T, e *env, f *faultvfs.Fault) (refuse, heal func(), reads bool) {
+			// The next guest's connection waits for no lock (as one whose
+			// busy timeout is spent); another connection takes the lock.
+			// Its reads wait for the lock too (BEGIN IMMEDIATE): they are
+			// served once the other connection's write ends.
+			mine, err := sqlitedb.Open(e.path, sqlitedb.Options{BusyTimeout: -1})
+			require.NoError(t, err)
+			t.Cleanup(func() { mine.Close() })
+			e.db, e.conn = mine, mine.Conn()
+			db, err := sqlitedb.Open(e.path, sqlitedb.Options{})
+			require.NoError(t, err)
+			other := db.Conn()
+			t.Cleanup(func() {
+				if other.InTx() { // the test failed holding it
+					_ = other.Rollback()
+				}
+				db.Close()
+			})
+			return func() { require.NoError(t, other.Begin()) },
+				func() { require.NoError(t, other.Rollback()) }, false
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			e, f := newFaultEnv(t, 6, offlineConfig())
+			require.NoError(t, e.boot(runtime.Options{}))
+			e.createAndPrompt("one two three four five six seven eight")
+			e.fireTimers(120) // a few words in
+			require.NoError(t, e.g.Close(context.Background()))
+			clear(e.s.timers) // killed: its timers died with it
+			e.s.wake = 0      // the host delivered the wake-up: used up
+
+			refuse, heal, reads := fault(t, e, f)
+			refused := false
+			err := e.boot(runtime.Options{Interpose: func(s runtime.Site) error {
+				if s.Import == abi.ImportSQLCommit && s.After && s.Phase == runtime.PhaseSweep && !refused {
+					refused = true // the sweep listed the claims; now storage refuses its writes
+					refuse()
+				}
+				return nil
+			}})
+			require.NoError(t, err, "the boot failed where its sweep met storage refusing writes")
+			require.True(t, refused, "the boot swept")
+			require.Equal(t, runtime.PhaseServe, e.g.Phase())
+			require.GreaterOrEqual(t, e.s.wake, e.s.now+retry.Wake().Delay(0).Milliseconds(), "the failed sweep's retry, on the wake schedule")
+			require.Empty(t, e.s.timers, "nothing waits for storage past the boot")
+			if !reads {
+				heal()
+			}
+			snap := e.snapshot() // reads are served
+			require.NotNil(t, snap.Claim, "the turn keeps its claim")
+			require.Zero(t, e.count("session.execution.resumed@1"), "no recovery was written")
+			if reads {
+				heal()
+			}
+			e.deliverWakes(5, 10*60_000)
+			snap = e.snapshot()
+			require.Equal(t, "idle", snap.Status, "%+v", snap)
+			require.Nil(t, snap.Claim)
+			require.Equal(t, map[string]int{"session.execution.succeeded@1": 1}, e.terminals(), "the stopped turn went on and ended once")
+			require.Equal(t, 1, e.count("session.execution.resumed@1"), "the turn was resumed once")
+			var users int
+			for _, m := range snap.Messages {
+				if m.Role == "user" {
+					users++
+				}
+			}
+			require.Equal(t, 1, users, "the prompt is in the conversation once")
+		})
+	}
+}
+
+// count is how many events of type typ are stored.
+func (e *env) count(typ string) int {
+	e.t.Helper()
+	var n int
+	err := e.db.Tx(context.Background(), func(tx storage.Tx) error {
+		_, err := storage.QueryRow(tx, `SELECT count(*) FROM events WHERE type = ?`, []any{typ}, &n)
+		return err
+	})
+	require.NoError(e.t, err)
+	return n
+}
