@@ -91,6 +91,9 @@ func (t trees) Delete(ctx context.Context, rootID string) error {
 		gg.reopenLater()
 		return fmt.Errorf("delete tree %s: %w", rootID, err)
 	}
+	// Every table's rows go but the schema's version and `tree`'s epoch
+	// row, which fences an instance superseded before this delete (core
+	// checks its epoch against it in every write): it stays as it was.
 	err := gg.db.Tx(context.WithoutCancel(ctx), func(tx storage.Tx) error {
 		rows, err := tx.Query(`SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT IN ('tree', 'schema_migrations') ORDER BY rowid DESC`)
 		if err != nil {
