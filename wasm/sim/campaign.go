@@ -68,6 +68,9 @@ type SessionResult struct {
 	// ProviderFails counts the failures its scripted model answered
 	// (provider.go).
 	ProviderFails int
+	// BootFaults are the windows of failed writes opened within a boot's
+	// sweep (Config.BootFault; bootfault.go).
+	BootFaults int
 }
 
 // Result is a whole campaign.
@@ -204,6 +207,9 @@ func runSession(ctx context.Context, mod *runtime.Module, cfg Config, i int, dir
 		ZombieCalls: t.zombieCalls, MidCall: t.midCall, DiskFulls: t.diskFulls, Steps: t.steps, Virtual: time.Duration(t.now-start) * time.Millisecond, Hist: t.hist, Failures: t.failures, Notes: t.notes,
 		ResumeLatencies: t.latencies, ReplyKills: t.ask.replyKills, ReplyCommitKills: t.ask.commitKills, Abandoned: t.ask.abandoned, ChildSends: t.children, Scripted: t.work.multi,
 		ProviderFails: t.providerFails}
+	if t.bootFault != nil {
+		r.BootFaults = t.bootFault.n
+	}
 	if t.fault != nil {
 		r.FailedWrites = t.fault.Failed()
 		r.LateIOErrs = t.fault.LateCommits()

@@ -40,6 +40,13 @@ type Config struct {
 	// windows of virtual time (internal/faultvfs): every write fails with
 	// SQLITE_FULL or an IOERR while a window is open.
 	DiskFull float64
+	// BootFault is the share (0…1) of sessions whose disk fails writes
+	// in the middle of a boot's sweep, right after it listed the claims
+	// (bootfault.go): a few of their boots that find a session claimed
+	// meet a window of 200 ms to 20 s of failed writes there. DiskFull's
+	// windows follow virtual time, which stands still within a boot, so
+	// without it no boot's recovery waits for storage.
+	BootFault float64
 	// FinalAsk is the share (0…1) of sessions whose operator makes the ask
 	// on ahook final (a server rule with "final": true): an always reply
 	// there approves its call only, and every later call asks again.
@@ -95,6 +102,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("disk-full share %v must be within 0…1", c.DiskFull)
 	case c.Scripted < 0 || c.Scripted > 1:
 		return fmt.Errorf("scripted-model share %v must be within 0…1", c.Scripted)
+	case c.BootFault < 0 || c.BootFault > 1:
+		return fmt.Errorf("boot-fault share %v must be within 0…1", c.BootFault)
 	case c.FinalAsk < 0 || c.FinalAsk > 1:
 		return fmt.Errorf("final-ask share %v must be within 0…1", c.FinalAsk)
 	case c.Deletes < 0 || c.Deletes > 1:

@@ -191,6 +191,20 @@
 // (check.RuleDeleteGone, RuleDeleteAnswer, RuleDeleteEmpty). A deleted
 // tree is hashed by its copy's log.
 //
+// A share of the trees (Config.BootFault, revenant simulate -bootfault;
+// none by default) has its disk fail within a boot (bootfault.go): at the
+// first COMMIT of a boot's sweep, its listing of the claims, while a
+// session is claimed and the disk works, every write starts failing for
+// 200 ms to 20 s (SQLITE_FULL, or an IOERR), a few times in the tree's
+// life. The disk-full windows cannot do this: they follow virtual time,
+// which stands still within a boot, and a window already open when a boot
+// starts makes the instance read-only, where each write is tried once.
+// Here the recovery's write waits on core's write schedule, on a guest
+// timer no boot export fires, so the guest must cut that wait and serve,
+// leaving the recovery to the wake-up its failed sweep arms; a boot that
+// fails there (not by a kill) is a violation of the run (RuleSimulation),
+// though the host pauses and boots again, as after any failed boot.
+//
 // The simulator is every webhook's receiver:
 // it records each delivery with its Idempotency-Key in the ledger and
 // answers in virtual time, now and then with a failure.

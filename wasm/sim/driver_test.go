@@ -50,6 +50,7 @@ func TestConfigOutOfRangeIsRefused(t *testing.T) {
 		"scripted above":  func(c *Config) { c.Scripted = 2 },
 		"small above":     func(c *Config) { c.SmallBudget = 1.1 },
 		"final below":     func(c *Config) { c.FinalAsk = -0.5 },
+		"bootfault above": func(c *Config) { c.BootFault = 1.5 },
 		"negative budget": func(c *Config) { c.ResumeBudget = -1 },
 	} {
 		c := ok

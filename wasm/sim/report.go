@@ -23,7 +23,7 @@ func (r *Result) Print(w io.Writer) {
 	replies := map[string]int{}
 	ends := map[string]int{}
 	byTool := map[string]int{}
-	var small, smallAborted int
+	var small, smallAborted, bootFaults int
 	for _, s := range r.Sessions {
 		if b := s.Ledger.Budget; b > 0 && b < 3 && r.Config.ResumeBudget == 0 {
 			small++
@@ -35,6 +35,7 @@ func (r *Result) Print(w io.Writer) {
 		zombieCalls += s.ZombieCalls
 		midCall += s.MidCall
 		diskFulls += s.DiskFulls
+		bootFaults += s.BootFaults
 		failedWrites += s.FailedWrites
 		lateIOErrs += s.LateIOErrs
 		steps += s.Steps
@@ -103,6 +104,9 @@ func (r *Result) Print(w io.Writer) {
 	fmt.Fprintf(w, "kills %d, boots %d, driver steps %d; zombies %d (%d superseded at an egress start), given %d inputs after their successor booted\n",
 		kills, boots, steps, zombies, midCall, zombieCalls)
 	fmt.Fprintf(w, "disk-full windows %d, writes failed in them %d, late IOERRs (commits durable but reported failed) %d\n", diskFulls, failedWrites, lateIOErrs)
+	if c.BootFault > 0 {
+		fmt.Fprintf(w, "boot faults (share %.2f): %d windows of failed writes opened in a boot's sweep, after its listing\n", c.BootFault, bootFaults)
+	}
 	fmt.Fprintf(w, "events %d, prompts %d (%s), resumes %d\n", events, prompts, counts(ends), resumes)
 	p50, p99, most := percentiles(latencies)
 	fmt.Fprintf(w, "resume latency after boots (virtual ms, from the death to the boot that took the claim up): %d claims, p50 %d, p99 %d, max %d\n",

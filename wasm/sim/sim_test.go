@@ -264,3 +264,24 @@ func TestSmallBudgetCampaignKeepsTheInvariants(t *testing.T) {
 	}
 	assert.Positive(t, aborted, "some turn reached the budget of 2")
 }
+
+// A tree with boot faults has its disk fail right after a boot's sweep
+// listed the claims, so a recovery's write waits for storage within the
+// boot: the boot must serve all the same (wasm/guest bootResult), and the
+// wake-up recovers once the disk works. A boot that fails there is a
+// violation of the run (RuleSimulation).
+func TestBootFaultsMeetABootsSweep(t *testing.T) {
+	wasm := guestbuild.Must(t)
+	cfg := sim.Config{Seed: 7, Sessions: 3, Kills: 30, BootFault: 1, Workers: 1, Dir: t.TempDir(), CacheDir: cacheDir(t)}
+	res, err := sim.Run(context.Background(), cfg, wasm)
+	require.NoError(t, err)
+	assert.Empty(t, res.Violations)
+	faults := 0
+	for _, s := range res.Sessions {
+		faults += s.BootFaults
+	}
+	assert.Positive(t, faults, "no boot's sweep met a fault")
+	var out bytes.Buffer
+	res.Print(&out)
+	assert.Contains(t, out.String(), fmt.Sprintf("boot faults (share 1.00): %d windows", faults))
+}

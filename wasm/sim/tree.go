@@ -99,6 +99,10 @@ type tree struct {
 
 	// del is the client that deletes the tree (nil: none; delete.go).
 	del *deleter
+	// bootFault fails the disk within a boot's sweep (nil: never;
+	// bootfault.go); booting is true within a guest's Boot call.
+	bootFault *bootFaulter
+	booting   bool
 }
 
 // guest is one instance of the guest module with its own connection.
@@ -125,6 +129,9 @@ type guest struct {
 	// disk's failed writes and late IOERRs when its latest transaction
 	// began (check.Commit).
 	sweepFaults, txRefused, txLate int
+	// listed is set at the first COMMIT of its boot's sweep, faulted when
+	// the disk began failing writes there (maybeBootFault).
+	listed, faulted bool
 }
 
 type due struct {
@@ -188,6 +195,9 @@ func newTree(mod *runtime.Module, cfg Config, index int, dir string) *tree {
 	if rng.Float64() < cfg.DiskFull {
 		t.fillDisk(rng)
 	}
+	if t.bootFault = cfg.bootFaultFor(index); t.bootFault != nil && t.fault == nil {
+		t.newFault()
+	}
 	t.boot = runtime.BootConfig{
 		TreeID: t.id,
 		Model:  abi.ModelConfig{Kind: abi.ModelOffline, WordDelay: 40 * time.Millisecond},
@@ -233,9 +243,7 @@ var vfsSeq atomic.Uint64
 // (lateIOErr): a device that fails writes around that time may also fail
 // the flush after a commit reached the disk.
 func (t *tree) fillDisk(rng *rand.Rand) {
-	t.fault = faultvfs.New(func() int64 { return t.now })
-	t.vfs = fmt.Sprintf("revenant-sim-%d", vfsSeq.Add(1))
-	faultvfs.Register(t.vfs, t.fault)
+	t.newFault()
 	var prompts []int64
 	for _, a := range t.actions {
 		if a.kind == actPrompt {
@@ -265,6 +273,14 @@ func (t *tree) fillDisk(rng *rand.Rand) {
 		t.diskFulls++
 		t.lateIOErr(rng, from, from+length)
 	}
+}
+
+// newFault gives the tree a disk that fails nothing yet, through a VFS of
+// its own.
+func (t *tree) newFault() {
+	t.fault = faultvfs.New(func() int64 { return t.now })
+	t.vfs = fmt.Sprintf("revenant-sim-%d", vfsSeq.Add(1))
+	faultvfs.Register(t.vfs, t.fault)
 }
 
 // stuckWindow is a disk-full window in which the user interrupts a turn
@@ -630,7 +646,9 @@ func (t *tree) bootOnly(ctx context.Context) bool {
 		t.cur = g
 		t.noteBootAfterDelete(g)
 		before := t.beforeBoot()
+		t.booting = true
 		err = g.g.Boot(ctx, t.boot)
+		t.booting = false
 		if err == nil {
 			// No noteEpoch here: a boot that took its epoch was credited
 			// at its COMMIT (tried), and one that booted read-only took
@@ -640,6 +658,12 @@ func (t *tree) bootOnly(ctx context.Context) bool {
 			break
 		}
 		t.reap(g)
+		if g.faulted && !errors.Is(err, errKill) {
+			// Its sweep met the disk failing after it listed the claims:
+			// the boot must serve all the same (wasm/guest bootResult), or
+			// every request to the tree fails until it boots again.
+			t.failf("boot %d failed where its sweep met a boot fault: %v", g.boot, err)
+		}
 		if !errors.Is(err, errKill) {
 			// A boot that fails (its storage failing, in a disk-full
 			// window) is retried by the host after a pause, as a real one
@@ -1336,6 +1360,7 @@ func (g *guest) interpose(s runtime.Site) error {
 		return errKill
 	}
 	t.hist[k] = c
+	t.maybeBootFault(g, s)
 	return nil
 }
 
