@@ -25,6 +25,12 @@ type Args struct {
 	Body string
 }
 
+// maxHostLen is the longest host name DNS can resolve (RFC 1035: 255
+// octets on the wire, 253 written out). A longer one could never be
+// reached, and its permission resource would be as long as the model
+// made it.
+const maxHostLen = 253
+
 // reserved are the headers the model may not set: the client writes them
 // itself.
 var reserved = map[string]bool{"Host": true, "Content-Length": true, "Transfer-Encoding": true}
@@ -54,6 +60,9 @@ func Parse(raw json.RawMessage) (Args, error) {
 	u, err := url.Parse(in.URL)
 	if err != nil || !u.IsAbs() || u.Host == "" {
 		return Args{}, fmt.Errorf("invalid arguments: url %q is not an absolute http or https URL", in.URL)
+	}
+	if n := len(NormalizeHost(u.Hostname())); n > maxHostLen {
+		return Args{}, fmt.Errorf("invalid arguments: the url's host is %d bytes long; a host name has at most %d", n, maxHostLen)
 	}
 	a.URL = u
 	if err := checkHeaders(in.Headers); err != nil {

@@ -2,6 +2,7 @@ package httpargs_test
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -31,6 +32,12 @@ func TestParse(t *testing.T) {
 	}
 	_, err = httpargs.Parse(json.RawMessage(`{"url":"https://example.com","headers":{"X-A":"tab\tis fine"}}`))
 	require.NoError(t, err)
+	// The longest host DNS resolves, with or without its trailing dot.
+	long := strings.Repeat("a.", 126) + "b"
+	for _, h := range []string{long, long + "."} {
+		_, err = httpargs.Parse(json.RawMessage(`{"url":"https://` + h + `:8443/"}`))
+		require.NoError(t, err, "a %d-byte host", len(h))
+	}
 }
 
 // TestParseRefuses: every argument the client could not send, or should
@@ -66,6 +73,7 @@ func TestParseRefuses(t *testing.T) {
 		`{"url":"https://example.com","headers":{"X-A":1}}`:                    `invalid arguments: cannot unmarshal number`,
 		`[1]`:      `invalid arguments: cannot unmarshal array into Go value of type struct`,
 		`not json`: `invalid arguments: invalid character`,
+		`{"url":"https://` + strings.Repeat("a", 254) + `/"}`: `invalid arguments: the url's host is 254 bytes long; a host name has at most 253`,
 	} {
 		_, err := httpargs.Parse(json.RawMessage(args))
 		require.ErrorContains(t, err, want, args)
