@@ -62,8 +62,9 @@ func (f *fixture) client(t testing.TB, token string) *client {
 	return &client{t: t, srv: f.srv, token: token}
 }
 
-// do sends a request and decodes a JSON answer into out (if not nil).
-func (c *client) do(method, path, body string, out any) int {
+// send sends a request with the client's token and returns the answer,
+// its body for the caller to read and close.
+func (c *client) send(method, path, body string) *http.Response {
 	c.t.Helper()
 	req, err := http.NewRequest(method, c.srv.URL+path, strings.NewReader(body))
 	require.NoError(c.t, err)
@@ -72,6 +73,13 @@ func (c *client) do(method, path, body string, out any) int {
 	}
 	resp, err := c.srv.Client().Do(req)
 	require.NoError(c.t, err)
+	return resp
+}
+
+// do sends a request and decodes a JSON answer into out (if not nil).
+func (c *client) do(method, path, body string, out any) int {
+	c.t.Helper()
+	resp := c.send(method, path, body)
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(resp.Body)
 	require.NoError(c.t, err)

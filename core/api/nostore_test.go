@@ -3,7 +3,6 @@ package api_test
 import (
 	"encoding/json"
 	"net/http"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -21,13 +20,9 @@ import (
 func TestJSONAnswersAreNoStore(t *testing.T) {
 	auth, err := api.ParseTokens("alice:tok-a")
 	require.NoError(t, err)
-	f := newFixture(t, treetest.NewDriver(4), auth)
+	alice := newFixture(t, treetest.NewDriver(4), auth).client(t, "tok-a")
 	send := func(method, path, body string) *http.Response {
-		req, err := http.NewRequest(method, f.srv.URL+path, strings.NewReader(body))
-		require.NoError(t, err)
-		req.Header.Set("Authorization", "Bearer tok-a")
-		resp, err := f.srv.Client().Do(req)
-		require.NoError(t, err)
+		resp := alice.send(method, path, body)
 		t.Cleanup(func() { resp.Body.Close() })
 		return resp
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/revenantrt/revenant/core"
 	"github.com/revenantrt/revenant/core/event"
 	"github.com/revenantrt/revenant/core/model"
 	"github.com/revenantrt/revenant/core/retry"
@@ -22,17 +23,8 @@ import (
 // than stream_idle, while the model's next chunk is ready, does not fail
 // the step as a stream that sent nothing.
 func TestStreamIdleDoesNotCountStorageWaits(t *testing.T) {
-	tr := treetest.New(t)
-	fault := tr.Faults()
-	feed := make(chan model.Chunk)
-	m := &scriptModel{steps: func(int) scriptStep { return scriptStep{feed: feed} }}
-	cfg := runner.NewConfig().WithStreamIdle(10*time.Second).WithCheckpoints(time.Hour, 1)
-	n := tr.Boot(newRunner(t, m, cfg))
-	sid := n.NewSession("s")
-	sub := n.Inst.Subscribe(sid, 256)
-	defer sub.Close()
-	pid := n.Admit(sid, "go")
-	awaitEvent(t, sub, func(ev event.Event) bool { return ev.Type == event.StepStarted })
+	st := streamingStep(t, runner.NewConfig().WithStreamIdle(10*time.Second).WithCheckpoints(time.Hour, 1))
+	tr, fault, feed, n, sid, pid, sub := st.tr, st.fault, st.feed, st.n, st.sid, st.pid, st.sub
 
 	// Within the write window, twice stream_idle.
 	fault.FailFor(20*time.Second, faultvfs.Full)
@@ -61,17 +53,8 @@ func TestStreamIdleDoesNotCountStorageWaits(t *testing.T) {
 // counted the wait, or counted from the step's start rather than from
 // the last chunk, fails the step with nothing else to pick.
 func TestStreamIdleAfterATimedCheckpointsWait(t *testing.T) {
-	tr := treetest.New(t)
-	fault := tr.Faults()
-	feed := make(chan model.Chunk)
-	m := &scriptModel{steps: func(int) scriptStep { return scriptStep{feed: feed} }}
-	cfg := runner.NewConfig().WithStreamIdle(10*time.Second).WithCheckpoints(5*time.Second, 1<<20)
-	n := tr.Boot(newRunner(t, m, cfg))
-	sid := n.NewSession("s")
-	sub := n.Inst.Subscribe(sid, 256)
-	defer sub.Close()
-	pid := n.Admit(sid, "go")
-	awaitEvent(t, sub, func(ev event.Event) bool { return ev.Type == event.StepStarted })
+	st := streamingStep(t, runner.NewConfig().WithStreamIdle(10*time.Second).WithCheckpoints(5*time.Second, 1<<20))
+	tr, fault, feed, n, sid, pid, sub := st.tr, st.fault, st.feed, st.n, st.sid, st.pid, st.sub
 	armed := func() { // wall, idle and the checkpoint timer
 		t.Helper()
 		done := make(chan struct{})
@@ -124,4 +107,32 @@ func requireOneStepOf(t *testing.T, tr *treetest.Tree, sid, pid, text string) {
 	var rec event.StepDone
 	require.NoError(t, done[0].Decode(&rec))
 	assert.Equal(t, text, rec.Text)
+}
+
+// streamStep is a session whose first step streams what the test sends
+// on feed, its tree's storage under fault's control.
+type streamStep struct {
+	tr       *treetest.Tree
+	fault    *faultvfs.Fault
+	feed     chan model.Chunk
+	n        *treetest.Node
+	sid, pid string
+	sub      *core.Subscription
+}
+
+// streamingStep boots a runner with cfg over a tree with storage faults,
+// admits a prompt to a new session and returns once its first step has
+// started, subscribed to the session's events (closed by the test's end).
+func streamingStep(t *testing.T, cfg runner.Config) streamStep {
+	t.Helper()
+	st := streamStep{tr: treetest.New(t), feed: make(chan model.Chunk)}
+	st.fault = st.tr.Faults() // before the boot: its instance opens the file through it
+	m := &scriptModel{steps: func(int) scriptStep { return scriptStep{feed: st.feed} }}
+	st.n = st.tr.Boot(newRunner(t, m, cfg))
+	st.sid = st.n.NewSession("s")
+	st.sub = st.n.Inst.Subscribe(st.sid, 256)
+	t.Cleanup(st.sub.Close)
+	st.pid = st.n.Admit(st.sid, "go")
+	awaitEvent(t, st.sub, func(ev event.Event) bool { return ev.Type == event.StepStarted })
+	return st
 }

@@ -163,8 +163,11 @@ func (h logHandler) WithAttrs(as []logs.Attr) logs.Handler {
 
 // appendAttr writes " key=value", the value quoted (strconv.Quote) when
 // it is empty or holds a space, '=', '"', a control character or any
-// non-ASCII byte, as slog's text handler quotes: a value from a request
-// or a provider cannot pass for more attributes or another line.
+// non-ASCII byte, so that a value from a request or a provider cannot pass
+// for more attributes or another line. slog's text handler (and core/logs'
+// copy of its rule, logs.appendText) quotes the same ASCII bytes but only
+// non-printable runes; deciding that needs the unicode tables, which cost
+// the guest about 3.8 KB gzip, so the guest quotes every non-ASCII value.
 func appendAttr(b *strings.Builder, a logs.Attr) {
 	v := a.Value.String()
 	b.WriteByte(' ')
