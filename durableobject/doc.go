@@ -52,7 +52,9 @@
 //     one of core/api's handlers is answered 500 there, as on every host,
 //     and then told to the object (api's Panicked hook: routePanicked),
 //     which gives itself up the same way, first setting again an alarm a
-//     delete the panic cut had cleared.
+//     delete the panic cut had cleared. Go tells the shim as it gives up
+//     (bridge.gaveUp), so a panic in an event stream already answered
+//     aborts the object too, once no other request's answer is pending.
 //   - setAlarm, deleteAlarm and deleteAll are never made inside another
 //     goroutine's open transactionSync (DB.outside): a rollback would undo
 //     them.

@@ -313,9 +313,15 @@ func (o *Object) routePanicked(route string) {
 // handler panicked midway, a delete failed after closing the tree), and a
 // fresh object boots from the storage alone. A request that reaches the
 // object before then is refused unread, for the front to send again
-// (shim.js, refuseSpent); an alarm gives it up at once.
+// (shim.js, refuseSpent); an alarm gives it up at once. The shim is also
+// told now (bridge.gaveUp, if it set one): a panic in an event stream
+// already answered leaves no answer for the shim to check, and the object
+// must not serve on until its next event.
 func (o *Object) giveUp(reason string) {
 	o.bridge.Set("giveUp", reason)
+	if told := o.bridge.Get("gaveUp"); told.Type() == js.TypeFunction {
+		told.Invoke(reason)
+	}
 }
 
 // wake is the alarm handler (DESIGN §4 rule 2): sweep, hold the object

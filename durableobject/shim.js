@@ -172,6 +172,7 @@ export class Tree extends DurableObject {
     super(ctx, env);
     this.go = null; // the bridge once Go runs
     this.booted = false;
+    this.answering = 0; // requests in fetch, their answers not yet returned
     ctx.blockConcurrencyWhile(async () => {
       const id = await ctx.storage.get(TREE_KEY);
       if (id) await this.boot(id);
@@ -188,6 +189,7 @@ export class Tree extends DurableObject {
     bridge.storage = this.ctx.storage;
     bridge.txSync = (cb) => txSync(this.ctx.storage, cb);
     bridge.abort = (reason) => this.ctx.abort(reason); // test builds' eviction route only
+    bridge.gaveUp = () => this.abortWhenAnswered(); // Go's giveUp, as it happens
     this.program = program;
     this.goRuntime = program.go;
     return bridge;
@@ -231,6 +233,19 @@ export class Tree extends DurableObject {
     return this.go?.giveUp || this.unmade || "";
   }
 
+  // abortWhenAnswered gives the object up (abortSoon) when it is spent and
+  // no request's answer is pending: each pending one checks for a give-up
+  // before it returns and aborts after its own answer (giveUp). Called as
+  // Go gives up and as each request's answer returns, so that a give-up no
+  // answer checks (a panic in an event stream already answered, a request
+  // returning by a path that does not look) still aborts: the object must
+  // not serve on with memory that no longer matches its storage until its
+  // next event.
+  abortWhenAnswered() {
+    const why = this.spent();
+    if (why && this.answering === 0 && !this.lingering) this.abortSoon(why);
+  }
+
   // abortSoon gives the object up once the current event's answer is out
   // (a timer: an abort now would cut that answer).
   abortSoon(why) {
@@ -260,6 +275,17 @@ export class Tree extends DurableObject {
   }
 
   async fetch(request) {
+    this.answering++;
+    try {
+      return await this.answer(request);
+    } finally {
+      this.answering--;
+      this.abortWhenAnswered();
+    }
+  }
+
+  // answer is fetch's work (fetch counts the requests it has in hand).
+  async answer(request) {
     const spent = this.spent();
     if (spent) return this.refuseSpent(request, spent);
     // The tests' build: a panic route asked to linger leaves the object
@@ -370,6 +396,7 @@ export class Tree extends DurableObject {
       return response;
     }
     const body = await response.arrayBuffer();
+    this.lingering = linger;
     if (linger) console.log("revenant test: the object was given up and lingers until its next request");
     else this.abortSoon(why);
     return new Response(body, response);

@@ -27,6 +27,9 @@ import (
 //	                                   (?linger=1: the shim leaves the object
 //	                                   given up but not aborted until its
 //	                                   next request, shim.js)
+//	POST /v1/sessions/{id}/test/stream-panic  an event stream's first
+//	                                   chunk, then (once the shim has the
+//	                                   answer) a Go panic in its handler
 //	POST /v1/sessions/{id}/test/exit   204, then a panic escapes Go on a
 //	                                   goroutine of its own: the program ends
 //	                                   between events, the object not aborted
@@ -78,6 +81,14 @@ func testRoute(o *Object, w httpmsg.ResponseWriter, r *httpmsg.Request) bool {
 		panic("unreachable: ctx.abort returned") // abort throws into Go as a panic
 	case "panic":
 		panic("revenant test route: panic")
+	case "stream-panic":
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = w.Write([]byte(": before the panic\n\n"))
+		w.(httpmsg.Flusher).Flush()
+		// A timer is a later JS task than the shim's handling of the
+		// answer: the panic comes after the shim checked for a give-up.
+		time.Sleep(testExitDelay)
+		panic("revenant test route: a panic in an answered stream")
 	case "exit":
 		o.log.Warn("test route: the Go program exits after this answer")
 		w.WriteHeader(httpmsg.StatusNoContent)

@@ -197,9 +197,18 @@ func TestDeleteClearsTheAlarmForGood(t *testing.T) {
 
 // A panic in a tree route (not only a directory route) that core/api
 // answers 500 gives the object up too: what the panic cut short is as
-// unknown there. Here the route finds no instance to serve.
+// unknown there. Here the route finds no instance to serve. The shim is
+// told as it happens (bridge.gaveUp), not only by the answer: a panic in
+// an event stream already answered leaves no answer to look at.
 func TestTreeRoutePanicGivesTheObjectUp(t *testing.T) {
 	o, _ := openedObject(t)
+	var told []string
+	tell := js.FuncOf(func(_ js.Value, args []js.Value) any {
+		told = append(told, args[0].String())
+		return nil
+	})
+	defer tell.Release()
+	o.bridge.Set("gaveUp", tell)
 	require.Equal(t, httpmsg.StatusCreated, serveFront(t, o, httpmsg.MethodPost).status)
 	o.ownerSeen = "tester" // the owner check passes without the instance
 	o.inst = nil           // the route panics on it
@@ -211,4 +220,5 @@ func TestTreeRoutePanicGivesTheObjectUp(t *testing.T) {
 	o.ServeHTTP(w, r)
 	assert.Equal(t, httpmsg.StatusInternalServerError, w.status, "%s", w.body.String())
 	assert.Equal(t, "a request's handler panicked (GET /v1/sessions/{id})", o.bridge.Get("giveUp").String())
+	assert.Equal(t, []string{"a request's handler panicked (GET /v1/sessions/{id})"}, told, "the shim told once, as it happened")
 }

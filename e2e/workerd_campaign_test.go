@@ -388,6 +388,46 @@ func TestWorkerdEvictAndPanic(t *testing.T) {
 		code, body = s.raw(http.MethodGet, "/v1/sessions/"+sid)
 		assert.Equal(t, http.StatusNotFound, code, "%s", body)
 	})
+	t.Run("a panic in an answered stream", func(t *testing.T) {
+		// A handler that panics after its event stream went out leaves
+		// no answer for the shim to check: the object must give itself
+		// up all the same (its memory no longer matches its storage),
+		// not serve on until the tree's next event. The tree's other
+		// event stream ends with it; a fresh object serves next.
+		s := w.client(t)
+		sid := s.create()
+		other := s.follow(sid, 0)
+		ended := make(chan error, 1)
+		go func() {
+			for {
+				if _, err := other.next(); err != nil {
+					ended <- err
+					return
+				}
+			}
+		}()
+		ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+		defer cancel()
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url+"/v1/sessions/"+sid+"/test/stream-panic", nil)
+		require.NoError(t, err)
+		resp, err := s.client.Do(req)
+		require.NoError(t, err)
+		assert.Equal(t, http.StatusOK, resp.StatusCode, "the stream went out before the panic")
+		_, _ = io.Copy(io.Discard, resp.Body) // it ends in an error: the panic
+		resp.Body.Close()
+		// Less than the stream's own deadline (waitTimeout), which would
+		// end it too.
+		limit := time.NewTimer(waitTimeout / 2)
+		defer limit.Stop()
+		select {
+		case err := <-ended:
+			assert.NotErrorIs(t, err, context.DeadlineExceeded)
+		case <-limit.C:
+			t.Fatal("the object was not given up: the tree's other event stream still runs")
+		}
+		assert.Equal(t, sid, s.snapshot(sid).ID, "a fresh object serves the tree")
+		w.waitLogTimes(t, `msg="tree booted" tree=`+sid, 2, 30*time.Second)
+	})
 	t.Run("Go exited between events", func(t *testing.T) {
 		// The Go program ends mid turn with no request in flight (a panic
 		// escaped a goroutine of its own), and no client request follows:
