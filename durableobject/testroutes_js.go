@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall/js"
 	"time"
 
 	"github.com/revenantrt/revenant/core/api"
@@ -36,6 +37,10 @@ import (
 //	                                   (the next event must give it up)
 //	POST /v1/sessions/{id}/test/exit-now  the program ends while this
 //	                                   request waits, unanswered
+//	GET  /v1/sessions/{id}/test/read-exit  a read during which the program
+//	                                   ends, as exit-now, the first time in
+//	                                   this isolate for the tree; 204 after
+//	                                   that (testReadExit)
 //	POST /v1/sessions/{id}/test/as?principal=P  every tree route sent to
 //	                                   the object as principal P, as a front
 //	                                   that let it through would; answers each
@@ -66,12 +71,19 @@ import (
 const testRoutePrefix = "/test/"
 
 func testRoute(o *Object, w httpmsg.ResponseWriter, r *httpmsg.Request) bool {
-	if r.Method != httpmsg.MethodPost || !strings.HasPrefix(r.URL.Path, "/v1/sessions/") {
+	if !strings.HasPrefix(r.URL.Path, "/v1/sessions/") {
 		return false
 	}
 	rest := strings.TrimPrefix(r.URL.Path, "/v1/sessions/")
 	_, what, ok := strings.Cut(rest, testRoutePrefix)
 	if !ok {
+		return false
+	}
+	if r.Method == httpmsg.MethodGet && what == "read-exit" {
+		testReadExit(o, w, r)
+		return true
+	}
+	if r.Method != httpmsg.MethodPost {
 		return false
 	}
 	switch what {
@@ -169,6 +181,29 @@ func testWake(o *Object) {
 		go func() { panic("revenant test route: exit during the alarm") }()
 		select {}
 	}
+}
+
+// testReadExit ends the Go program while a read waits for its answer, the
+// first time in this isolate for the object's tree: the shim then gives
+// the object up with the read in hand, the front's fetch fails, and the
+// front sends the read again once, to a fresh object (worker/entry.mjs,
+// forward), which answers 204. The mark is a global of the isolate, which
+// outlives the object and its Go program (as the spare does, shim.js).
+func testReadExit(o *Object, w httpmsg.ResponseWriter, r *httpmsg.Request) {
+	const marks = "__revenantTestReadExits"
+	seen := js.Global().Get(marks)
+	if seen.IsUndefined() {
+		seen = js.Global().Get("Object").New()
+		js.Global().Set(marks, seen)
+	}
+	if seen.Get(o.treeID).Truthy() {
+		w.WriteHeader(httpmsg.StatusNoContent)
+		return
+	}
+	seen.Set(o.treeID, true)
+	o.log.Warn("test route: the Go program exits during this read")
+	go func() { panic("revenant test route: exit during a read") }()
+	<-r.Context().Done()
 }
 
 // testExitDelay is how long the exit route's program outlives its answer.

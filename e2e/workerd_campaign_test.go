@@ -489,6 +489,19 @@ func TestWorkerdEvictAndPanic(t *testing.T) {
 		assert.Equal(t, sid, sn.ID, "a fresh object serves the tree")
 		s.settle(sid, a).requireEnd(t, a, typeSucceeded, "")
 	})
+	t.Run("Go exited during a read", func(t *testing.T) {
+		// As above, for a read: the object is given up with the read in
+		// hand and the front's fetch fails. A read is safe to send again,
+		// so the front sends it once more, to a fresh object, and the
+		// client gets its answer, not a 503.
+		s := w.client(t)
+		sid := s.create()
+		const resent = "a read's object fetch failed; sending it again"
+		before := strings.Count(w.logs.String(), resent)
+		code, body := s.raw(http.MethodGet, "/v1/sessions/"+sid+"/test/read-exit")
+		assert.Equal(t, http.StatusNoContent, code, "answered by a fresh object: %s", body)
+		w.waitLogTimes(t, resent, before+1, 30*time.Second)
+	})
 	t.Run("Go exited between events, then a write", func(t *testing.T) {
 		// The program ends after an idle tree's answer; the next event is
 		// a client's write. The object it reaches is spent: it refuses the
