@@ -257,6 +257,8 @@ func TestCancelledQuestionEndsTheTurnAndCancelsItsSiblings(t *testing.T) {
 	p.noStart(t)
 	assert.Empty(t, p.pending(t))
 	assert.Equal(t, "interrupted", p.tr.PromptState(p.pid))
+	assert.Empty(t, treetest.OfType(p.tr.Events("s"), event.ToolSettled),
+		"no call is settled: a later turn reads the cancelled question as such, not as a declined call")
 	terms := treetest.Terminals(p.tr.Events("s"))
 	require.Len(t, terms, 1)
 	var in event.Interrupted
@@ -304,4 +306,52 @@ func TestRejectedPermissionSettlesItsCallDeclined(t *testing.T) {
 		assert.Empty(t, treetest.OfType(p.tr.Events("s"), event.ToolSettled), "settled by the continuation")
 		assert.Equal(t, []string{p.blockers[1].ID}, p.pending(t))
 	})
+}
+
+// An always reply approves the step's other permission requests its rules
+// now cover, and nothing else: a question of the same step still waits,
+// and so does the turn.
+func TestAlwaysReplyLeavesAQuestionOfItsStepPending(t *testing.T) {
+	p := parkOn(t, "p q")
+	res, err := p.n.Inst.Reply(ctx, "s", p.blockers[0].ID, core.Reply{Kind: event.KindPermission, ResponseID: "r1", Decision: core.ReplyAlways})
+	require.NoError(t, err)
+	assert.Equal(t, core.BlockerApproved, res.State)
+	p.noStart(t)
+	assert.Equal(t, []string{p.blockers[1].ID}, p.pending(t), "the question waits")
+	assert.Equal(t, "running", p.tr.PromptState(p.pid))
+}
+
+// A task blocker takes no reply, even one naming no kind: only its
+// sub-agent's turn resolves it.
+func TestTaskBlockerTakesNoReply(t *testing.T) {
+	tr := treetest.New(t)
+	n := tr.Boot(offlineTaskRunner(t, tr))
+	n.NewSession("root")
+	n.Admit("root", "/task /ask which colour?")
+	n.Idle()
+	tasks, err := n.Inst.Blockers(ctx, "root", event.KindTask)
+	require.NoError(t, err)
+	require.Len(t, tasks, 1)
+	for name, r := range map[string]core.Reply{
+		"an answer": {ResponseID: "r1", Answers: [][]string{{"green"}}},
+		"a cancel":  {ResponseID: "r2", Cancel: true},
+		"a reject":  {ResponseID: "r3", Decision: core.ReplyReject},
+	} {
+		_, err := n.Inst.Reply(ctx, "root", tasks[0].ID, r)
+		assert.ErrorIs(t, err, core.ErrConflict, name)
+	}
+	still, err := n.Inst.Blockers(ctx, "root", event.KindTask)
+	require.NoError(t, err)
+	assert.Equal(t, tasks, still, "the task call still waits for its sub-agent")
+}
+
+// A response_id is bounded: one of exactly MaxResponseIDLen bytes is a
+// response_id like any other.
+func TestResponseIDUpToTheCap(t *testing.T) {
+	p := parkOn(t, "q")
+	_, err := p.n.Inst.Reply(ctx, "s", p.blockers[0].ID, answer(strings.Repeat("r", core.MaxResponseIDLen+1), "red"))
+	assert.ErrorIs(t, err, core.ErrInvalid, "one byte over the cap")
+	res, err := p.n.Inst.Reply(ctx, "s", p.blockers[0].ID, answer(strings.Repeat("r", core.MaxResponseIDLen), "red"))
+	require.NoError(t, err, "exactly the cap")
+	assert.Equal(t, core.BlockerAnswered, res.State)
 }
