@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/revenantrt/revenant/core/event"
+	"github.com/revenantrt/revenant/core/tool"
 )
 
 // The question adapter judges a reply itself, whatever checked it before:
@@ -55,6 +56,9 @@ func TestQuestionRepliesAreJudged(t *testing.T) {
 	v, err = questionV1{}.Judge(request, Reply{Answers: with(0, []string{"blue", "red", "green"})})
 	require.NoError(t, err, "every choice once, in any order")
 	assert.Equal(t, BlockerAnswered, v.State)
+	v, err = questionV1{}.Judge(request, Reply{Answers: with(2, []string{strings.Repeat("x", MaxAnswerLen)})})
+	require.NoError(t, err, "a free-text answer of exactly the cap")
+	assert.Equal(t, BlockerAnswered, v.State)
 	v, err = questionV1{}.Judge(request, Reply{Cancel: true})
 	require.NoError(t, err)
 	assert.Equal(t, Verdict{State: BlockerCancelled, Event: event.QuestionCancelled, EndTurn: true}, v)
@@ -66,4 +70,29 @@ func TestQuestionRepliesAreJudged(t *testing.T) {
 	v, err = questionV1{}.Judge(one, Reply{Answers: [][]string{{"yes"}}})
 	require.NoError(t, err)
 	assert.Equal(t, BlockerAnswered, v.State)
+}
+
+// What a later turn's model reads about a question call its turn never
+// settled says how the question ended, and passes on what the user wrote
+// with a cancel; an answered one reads as its continuation would have.
+func TestUnsettledQuestionOutput(t *testing.T) {
+	request := json.RawMessage(`{"questions":[{"question":"Which colour?"}]}`)
+	read := func(state, reason, reply string) string {
+		t.Helper()
+		text, ok := UnsettledQuestionOutput(tool.QuestionAdapter, state, reason, request, json.RawMessage(reply))
+		require.True(t, ok, "%s %s", state, reason)
+		return text
+	}
+	cancelled := read(BlockerCancelled, event.CancelReply, `{"cancel":true,"message":"ask me tomorrow"}`)
+	assert.Contains(t, cancelled, "The user cancelled this question")
+	assert.Contains(t, cancelled, "The user added: ask me tomorrow")
+	assert.Contains(t, read(BlockerCancelled, event.CancelSibling, ``), "the user's reply to another request")
+	assert.Contains(t, read(BlockerCancelled, event.CancelInterrupt, ``), "interrupted or replaced")
+	answered := read(BlockerAnswered, "", `{"answers":[["green"]],"message":"thanks"}`)
+	assert.Equal(t, "The user answered:\n\"Which colour?\" → \"green\"\nThe user added: thanks", answered)
+
+	_, ok := UnsettledQuestionOutput(tool.QuestionAdapter, BlockerPending, "", request, nil)
+	assert.False(t, ok, "a pending question: its turn did not end")
+	_, ok = UnsettledQuestionOutput("question@0", BlockerAnswered, "", request, json.RawMessage(`{"answers":[["green"]]}`))
+	assert.False(t, ok, "an adapter this build lacks")
 }
