@@ -35,6 +35,15 @@ func TestMatch(t *testing.T) {
 		{"tool:*", "tool:deploy", true},
 		{"**", "anything", true},
 		{"héllo*", "héllo wörld", true},
+		// Each literal run takes its own characters, in order: the first
+		// begins s, the last ends it, and none overlaps another.
+		{"kv:*", "x kv:a", false},     // the first run only at the start
+		{"*ab*b", "ab", false},        // the middle run may not use the suffix's bytes
+		{"*a*a*", "a", false},         // two runs, two a's
+		{"x*aa*aa*y", "xaaay", false}, // runs do not overlap
+		{"x*aa*aa*y", "xaaaay", true},
+		{"*a**b*", "a", false}, // a run after an empty one ("**") still counts
+		{"*a**b*", "XaYbZ", true},
 	}
 	for _, c := range cases {
 		assert.Equal(t, c.want, permission.Match(c.pattern, c.s), "Match(%q, %q)", c.pattern, c.s)
