@@ -24,6 +24,10 @@
 //	                wakeups(tree_id, at); its own schema, forward-only
 //	trees/<id>.db   one tree's database (core's schema), with -wal and -shm
 //
+// The directories it creates are 0700 and every database file 0600, for
+// the server's user only (sqlitedb creates them so): they hold principals'
+// data. Files that exist keep their modes.
+//
 // What it owns: which trees exist (the index), which tree files are open,
 // booting an instance on a tree (recovery.Boot: migrations, a new epoch, the
 // sweep, the re-arm), delivering each tree's wake-up (recovery.Wake on the

@@ -26,7 +26,10 @@ type Options struct {
 	// cannot end a conflict).
 	BusyTimeout time.Duration
 	// VFS names a registered SQLite VFS to open the file through (a test's
-	// fault-injecting one, internal/faultvfs). Empty: the OS VFS.
+	// fault-injecting one, internal/faultvfs). Empty: the OS VFS, creating
+	// the database's files (the database, its journal, its WAL and the
+	// WAL's shared memory) 0600, for their owner only (private.go); a
+	// named VFS creates them as it does.
 	VFS string
 	// NoSync sets synchronous=OFF instead of FULL: commits are not flushed
 	// to disk, so they survive the death of the process but not of the
@@ -66,7 +69,12 @@ var _ storage.DB = (*DB)(nil)
 // Open opens (creating if needed) the database file at path with revenant's
 // settings. It does not migrate: core does that through the contract.
 func Open(path string, opts Options) (*DB, error) {
-	name, err := fileName(path, opts.VFS)
+	vfsName := opts.VFS
+	if vfsName == "" && path != ":memory:" && path != "" {
+		registerPrivate()
+		vfsName = privateName
+	}
+	name, err := fileName(path, vfsName)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}

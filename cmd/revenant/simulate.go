@@ -22,9 +22,10 @@ var errViolations = errors.New("invariants violated")
 
 // simulateAbout is the paragraph of simulate's usage.
 const simulateAbout = `Runs the seeded eviction simulator (DESIGN §14): the real guest killed at host
-calls, zombies and full disks, then the checker; the summary ends with
-"violations: N" and any violation exits 1. SEED, SESSIONS and KILLS in the
-environment set the campaign; flags win over them.`
+calls, zombies, full disks and write locks another connection holds, then the
+checker; the summary ends with "violations: N" and any violation exits 1.
+SEED, SESSIONS and KILLS in the environment set the campaign; flags win over
+them.`
 
 // simulate runs the eviction simulator (DESIGN §14) and prints its
 // summary, whose last line is "violations: N". SEED, SESSIONS and KILLS in
@@ -59,6 +60,7 @@ func simulate(ctx context.Context, args []string, getenv func(string) string, st
 	fs.Float64Var(&cfg.Zombies, "zombies", cfg.Zombies, "share of sessions that get zombie instances")
 	fs.Float64Var(&cfg.DiskFull, "diskfull", cfg.DiskFull, "share of sessions whose disk fills for windows of virtual time")
 	fs.Float64Var(&cfg.BootFault, "bootfault", cfg.BootFault, "share of sessions whose disk fails writes within a boot's sweep, right after it listed the claims (none by default)")
+	fs.Float64Var(&cfg.BootLock, "bootlock", cfg.BootLock, "share of sessions in which another connection holds the write lock within a boot's sweep, right after it listed the claims (none by default)")
 	fs.Float64Var(&cfg.Scripted, "scripted", cfg.Scripted, "share of sessions that run the scripted model, whose steps may ask for several tool calls")
 	fs.Float64Var(&cfg.FinalAsk, "finalask", cfg.FinalAsk, "share of sessions whose operator makes the ask on the ahook tool final")
 	fs.Float64Var(&cfg.Deletes, "deletes", cfg.Deletes, "share of sessions whose client deletes the tree at a moment of its life")

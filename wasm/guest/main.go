@@ -17,6 +17,7 @@ import (
 	"github.com/revenantrt/revenant/core/logs"
 	"github.com/revenantrt/revenant/core/retry"
 	"github.com/revenantrt/revenant/core/settings"
+	"github.com/revenantrt/revenant/core/storage"
 	"github.com/revenantrt/revenant/recovery"
 	"github.com/revenantrt/revenant/wasm/abi"
 )
@@ -374,11 +375,12 @@ func emit(ev event.Event) {
 	hostEmit(p, n)
 }
 
-// onCommit emits a committed durable event, and starts watching a new
-// session's deltas.
+// onCommit emits a committed durable event, and starts watching its
+// session's deltas if nothing does yet: a new session, or one the boot's
+// listing missed (opened).
 func (gg *guest) onCommit(ev event.Event) {
 	emit(ev)
-	if ev.Type == event.SessionCreated {
+	if ev.SessionID != "" && gg.inst != nil {
 		gg.watch(ev.SessionID)
 	}
 }
@@ -407,6 +409,16 @@ func (gg *guest) boot(ctx context.Context) error {
 }
 
 // opened makes the open instance ready to serve, then announces the sweep.
+//
+// Its listing of the sessions to watch is one try, as the sweep's listing
+// of the claims is, and storage refusing it (another connection's write
+// lock held past the busy timeout: the guest's reads begin as writes) does
+// not fail the boot, which would fail every request to the tree until the
+// host boots it again: the boot serves, and each session is watched from
+// the first event of it that this instance commits (onCommit), which comes
+// before any delta of its, since a turn starts or resumes with one. A boot
+// cannot wait for storage here: no boot export fires the guest's timers
+// (bootResult).
 func (gg *guest) opened(inst *core.Instance) error {
 	gg.inst = inst
 	handler, err := gg.apiSetup()
@@ -415,8 +427,11 @@ func (gg *guest) opened(inst *core.Instance) error {
 	}
 	gg.handler = handler
 	sessions, err := inst.Sessions(context.Background())
-	if err != nil {
+	switch {
+	case err != nil && !storage.IsTransient(err):
 		return fmt.Errorf("list sessions: %w", err)
+	case err != nil:
+		gg.log.Warn("list the sessions to watch; each is watched from its next event", "err", err)
 	}
 	for _, s := range sessions {
 		gg.watch(s.ID)

@@ -1,56 +1,82 @@
 package sim
 
 import (
+	"errors"
 	"math/rand/v2"
 
 	"github.com/revenantrt/revenant/internal/faultvfs"
+	"github.com/revenantrt/revenant/sqlitedb"
 	"github.com/revenantrt/revenant/wasm/abi"
 	"github.com/revenantrt/revenant/wasm/runtime"
 )
 
-// bootFaulter fails a tree's disk in the middle of a boot's sweep
-// (Config.BootFault): right after the sweep's listing of the claims
-// committed, before the recoveries write. A disk-full window (fillDisk)
-// cannot open there, as it follows virtual time, which stands still within
-// a boot, and one already open when a boot starts makes the instance
-// read-only, where each write is tried once; so only this makes a boot's
-// recovery wait for storage, on a guest timer no boot export fires (the
-// guest cuts that wait and serves: wasm/guest bootResult).
+// bootFaulter makes storage refuse a tree's writes in the middle of a
+// boot's sweep: right after the sweep's listing of the claims committed,
+// before the recoveries write. Its disk fails (Config.BootFault), or
+// another connection takes the write lock (Config.BootLock). A disk-full
+// window (fillDisk) cannot open there, as it follows virtual time, which
+// stands still within a boot, and one already open when a boot starts
+// makes the instance read-only, where each write is tried once; so only
+// this makes a boot's recovery wait for storage, on a guest timer no boot
+// export fires (the guest cuts that wait and serves: wasm/guest
+// bootResult).
 type bootFaulter struct {
 	rng  *rand.Rand // a generator of its own: it changes nothing else the tree draws
 	left int        // faults still to arm
 	n    int        // faults armed
+	// served counts the boots that met one of its faults and served.
+	served int
 }
 
-// bootFaultFor is tree i's boot faulter, or nil if its boots never meet one.
+// bootFaultFor is tree i's disk faulter within boots, or nil if its boots
+// never meet one.
 func (c Config) bootFaultFor(i int) *bootFaulter {
-	if c.BootFault == 0 {
+	return newBootFaulter(c.BootFault, c.Seed^0xd6e8feb86659fd93, i)
+}
+
+// bootLockFor is tree i's write-lock faulter within boots, or nil if its
+// boots never meet one. Its generator is apart from the disk faulter's,
+// so with -bootlock off every seed's history is as it was.
+func (c Config) bootLockFor(i int) *bootFaulter {
+	return newBootFaulter(c.BootLock, c.Seed^0x8cb92ba72f3d8dd7, i)
+}
+
+func newBootFaulter(share float64, seed uint64, i int) *bootFaulter {
+	if share == 0 {
 		return nil
 	}
-	rng := rand.New(rand.NewPCG(c.Seed^0xd6e8feb86659fd93, uint64(i)))
-	if rng.Float64() >= c.BootFault {
+	rng := rand.New(rand.NewPCG(seed, uint64(i)))
+	if rng.Float64() >= share {
 		return nil
 	}
 	return &bootFaulter{rng: rng, left: 1 + rng.IntN(4)}
 }
 
-// maybeBootFault is the boot faulter at guest g's host call s, one the
+func (bf *bootFaulter) armed() bool { return bf != nil && bf.left > 0 }
+
+// window is how long a fault lasts: 200 ms to 20 s of virtual time.
+func (bf *bootFaulter) window() int64 { return 200 + int64(bf.rng.IntN(20_000)) }
+
+// maybeBootFault is the boot faulters at guest g's host call s, one the
 // nemesis did not kill at. At the first COMMIT of the sweep of a boot (the
-// listing), while the disk works and a session is claimed (so a recovery
-// will write), it opens a window of 200 ms to 20 s in which every write
-// fails, as a full disk or a failing device. A window shorter than the
-// host's pause before it boots again (bootOnly) lets the next boot's sweep
-// meet a fault of its own, as long as the tree has faults left. A boot
-// that then fails, other than by a kill, is a failure of the run
-// (bootOnly): the guest must serve, leaving the recovery to its wake-up.
+// listing), while storage takes writes and a session is claimed (so a
+// recovery will write), it opens a window of 200 ms to 20 s in which
+// every write fails, as a full disk or a failing device, or, for a tree
+// whose disk faulter has none left, in which another connection holds the
+// tree's write lock (a backup, an operator's sqlite3: every transaction of
+// the guest's, which begins as a write, is refused SQLITE_BUSY, its busy
+// timeout spent). A window shorter than the host's pause before it boots
+// again (bootOnly) lets the next boot's sweep meet a fault of its own, as
+// long as the tree has faults left. A boot that then fails, other than by
+// a kill, is a failure of the run (bootOnly): the guest must serve,
+// leaving the recovery to its wake-up.
 func (t *tree) maybeBootFault(g *guest, s runtime.Site) {
-	bf := t.bootFault
-	if bf == nil || bf.left == 0 || !t.booting || g != t.cur || g.listed ||
+	if !t.bootFault.armed() && !t.bootLock.armed() || !t.booting || g != t.cur || g.listed ||
 		s.Phase != runtime.PhaseSweep || s.Import != abi.ImportSQLCommit || !s.After {
 		return
 	}
 	g.listed = true
-	if t.fault.Failing() {
+	if t.fault != nil && t.fault.Failing() || t.lock != nil {
 		return
 	}
 	p := t.probeOf()
@@ -65,12 +91,68 @@ func (t *tree) maybeBootFault(g *guest, s runtime.Site) {
 	if len(claimed) == 0 {
 		return
 	}
-	code := faultvfs.Full
-	if bf.rng.IntN(3) == 0 {
-		code = faultvfs.IOErrWrite
+	if bf := t.bootFault; bf.armed() {
+		code := faultvfs.Full
+		if bf.rng.IntN(3) == 0 {
+			code = faultvfs.IOErrWrite
+		}
+		t.fault.FailBetween(t.now, t.now+bf.window(), code)
+		g.faulted = bf
+		bf.left--
+		bf.n++
+		return
 	}
-	t.fault.FailBetween(t.now, t.now+200+int64(bf.rng.IntN(20_000)), code)
-	g.faulted = true
+	bf := t.bootLock
+	if err := t.holdLock(t.now + bf.window()); err != nil {
+		t.failf("boot %d: take the write lock on another connection: %v", g.boot, err)
+		return
+	}
+	g.faulted = bf
 	bf.left--
 	bf.n++
+}
+
+// lockHolder is another connection to a tree's file holding its write
+// lock until a time of virtual time (maybeBootFault).
+type lockHolder struct {
+	db    *sqlitedb.DB
+	conn  *sqlitedb.Conn // in its transaction
+	until int64
+}
+
+// holdLock has another connection take the tree's write lock (BEGIN
+// IMMEDIATE, writing nothing) until virtual time until: the run lets go
+// of it then (releaseLock, a step of its own), or as a failed boot's
+// pause passes it (bootOnly).
+func (t *tree) holdLock(until int64) error {
+	db, err := sqlitedb.Open(t.path, sqlitedb.Options{NoSync: true, BusyTimeout: -1})
+	if err != nil {
+		return err
+	}
+	c := db.Conn()
+	if err := c.Begin(); err != nil {
+		return errors.Join(err, db.Close())
+	}
+	t.lock = &lockHolder{db: db, conn: c, until: until}
+	return nil
+}
+
+// releaseLock lets go of the write lock another connection holds, if any.
+func (t *tree) releaseLock() {
+	l := t.lock
+	if l == nil {
+		return
+	}
+	t.lock = nil
+	if err := errors.Join(l.conn.Rollback(), l.db.Close()); err != nil {
+		t.failf("let go of the write lock another connection held: %v", err)
+	}
+}
+
+// releaseDueLock lets go of the write lock once virtual time reached the
+// end of its window.
+func (t *tree) releaseDueLock() {
+	if t.lock != nil && t.now >= t.lock.until {
+		t.releaseLock()
+	}
 }

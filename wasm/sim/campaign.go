@@ -69,8 +69,13 @@ type SessionResult struct {
 	// (provider.go).
 	ProviderFails int
 	// BootFaults are the windows of failed writes opened within a boot's
-	// sweep (Config.BootFault; bootfault.go).
-	BootFaults int
+	// sweep (Config.BootFault; bootfault.go), BootLocks those of another
+	// connection's write lock (Config.BootLock); BootFaultsServed and
+	// BootLocksServed count the boots that met one and served.
+	BootFaults, BootLocks             int
+	BootFaultsServed, BootLocksServed int
+	// Busy counts the guests' transactions refused SQLITE_BUSY.
+	Busy int
 }
 
 // Result is a whole campaign.
@@ -208,8 +213,12 @@ func runSession(ctx context.Context, mod *runtime.Module, cfg Config, i int, dir
 		ResumeLatencies: t.latencies, ReplyKills: t.ask.replyKills, ReplyCommitKills: t.ask.commitKills, Abandoned: t.ask.abandoned, ChildSends: t.children, Scripted: t.work.multi,
 		ProviderFails: t.providerFails}
 	if t.bootFault != nil {
-		r.BootFaults = t.bootFault.n
+		r.BootFaults, r.BootFaultsServed = t.bootFault.n, t.bootFault.served
 	}
+	if t.bootLock != nil {
+		r.BootLocks, r.BootLocksServed = t.bootLock.n, t.bootLock.served
+	}
+	r.Busy = t.busy
 	if t.fault != nil {
 		r.FailedWrites = t.fault.Failed()
 		r.LateIOErrs = t.fault.LateCommits()

@@ -47,6 +47,13 @@ type Config struct {
 	// windows follow virtual time, which stands still within a boot, so
 	// without it no boot's recovery waits for storage.
 	BootFault float64
+	// BootLock is the share (0…1) of sessions in which another connection
+	// takes the tree's write lock in the middle of a boot's sweep, right
+	// after it listed the claims, for 200 ms to 20 s (bootfault.go): every
+	// transaction of the guest's is refused SQLITE_BUSY meanwhile, as its
+	// busy timeout is spent (the simulator's connections wait for no
+	// lock). A tree with both shares meets the disk's faults first.
+	BootLock float64
 	// FinalAsk is the share (0…1) of sessions whose operator makes the ask
 	// on ahook final (a server rule with "final": true): an always reply
 	// there approves its call only, and every later call asks again.
@@ -104,6 +111,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("scripted-model share %v must be within 0…1", c.Scripted)
 	case c.BootFault < 0 || c.BootFault > 1:
 		return fmt.Errorf("boot-fault share %v must be within 0…1", c.BootFault)
+	case c.BootLock < 0 || c.BootLock > 1:
+		return fmt.Errorf("boot-lock share %v must be within 0…1", c.BootLock)
 	case c.FinalAsk < 0 || c.FinalAsk > 1:
 		return fmt.Errorf("final-ask share %v must be within 0…1", c.FinalAsk)
 	case c.Deletes < 0 || c.Deletes > 1:

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"github.com/revenantrt/revenant/core/storage"
 	"github.com/revenantrt/revenant/sqlitedb"
 	"github.com/revenantrt/revenant/wasm/runtime"
 )
@@ -33,6 +34,9 @@ type conn struct {
 	// the transaction still open (what it wrote is seen on the
 	// connection, not yet on others).
 	onCommitting func()
+	// onBusy, when set, hears of every BEGIN refused SQLITE_BUSY: another
+	// connection held the write lock (bootfault.go).
+	onBusy func()
 }
 
 var _ runtime.Conn = (*conn)(nil)
@@ -51,6 +55,15 @@ func openConn(path, vfs string) (*conn, error) {
 }
 
 func (c *conn) close() error { return c.Close() }
+
+// Begin is sqlitedb's, then tells onBusy of a refusal for the write lock.
+func (c *conn) Begin() error {
+	err := c.Conn.Begin()
+	if err != nil && storage.CodeOf(err).Primary() == storage.CodeBusy && c.onBusy != nil {
+		c.onBusy()
+	}
+	return err
+}
 
 // Commit is sqlitedb's, then tells onTried.
 func (c *conn) Commit() error {

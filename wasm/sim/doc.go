@@ -204,6 +204,22 @@
 // leaving the recovery to the wake-up its failed sweep arms; a boot that
 // fails there (not by a kill) is a violation of the run (RuleSimulation),
 // though the host pauses and boots again, as after any failed boot.
+// A share of the trees (Config.BootLock, revenant simulate -bootlock; none
+// by default) meets the other storage fault a boot meets there: at the
+// same point another connection of the simulator's (as a backup or an
+// operator's sqlite3 would) takes the tree's write lock, writing nothing,
+// for 200 ms to 20 s of virtual time, a few times in the tree's life.
+// Every transaction of the guest's begins as a write, so each is refused
+// SQLITE_BUSY meanwhile (the simulator's connections wait for no lock, as
+// one whose busy timeout is spent), reads and boots too; the recovery's
+// write waits on the write schedule, and the boot must serve as above.
+// The run lets go of the lock as a step of its own when its time comes,
+// or as a failed boot's pause passes it. The refusals count with the
+// disk's failed writes wherever the checks excuse a sweep or a start that
+// storage stopped, and such trees, like those whose disk fails, are not
+// judged on their wake-up's due time (checkWakeDue) and get no superseded
+// zombies. The report counts the windows, the boots that met one and
+// served (the guest cut the wait), and the transactions refused.
 //
 // The simulator is every webhook's receiver:
 // it records each delivery with its Idempotency-Key in the ledger and

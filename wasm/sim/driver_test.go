@@ -51,6 +51,7 @@ func TestConfigOutOfRangeIsRefused(t *testing.T) {
 		"small above":     func(c *Config) { c.SmallBudget = 1.1 },
 		"final below":     func(c *Config) { c.FinalAsk = -0.5 },
 		"bootfault above": func(c *Config) { c.BootFault = 1.5 },
+		"bootlock below":  func(c *Config) { c.BootLock = -0.1 },
 		"negative budget": func(c *Config) { c.ResumeBudget = -1 },
 	} {
 		c := ok

@@ -145,12 +145,12 @@ func (t *tree) checkWakeArmed(g *guest, when string) {
 // brings a sleeping claim back: armed later, the retry runs late, and a
 // kill meanwhile keeps it late.
 //
-// Trees whose disk fails are not judged: a sweep or a write that storage
-// stops re-arms on the storage schedule instead (1, 2, 4… s), later than a
-// retry that cannot run before storage is back anyway.
+// Trees whose storage fails are not judged: a sweep or a write that
+// storage stops re-arms on the storage schedule instead (1, 2, 4… s),
+// later than a retry that cannot run before storage is back anyway.
 func (t *tree) checkWakeDue(g *guest) {
 	p := t.probeOf()
-	if p == nil || !t.created || t.fault != nil {
+	if p == nil || !t.created || t.storageFails() {
 		return
 	}
 	obs, err := p.WakeDue(t.wake, t.now, wakeInterval.Milliseconds())
@@ -195,22 +195,26 @@ func (t *tree) checkSweepArm(g *guest) {
 	}
 }
 
-// diskFaults counts the writes the tree's disk failed and the commits it
-// reported failed though durable (0 for a disk that never fails).
+// storageFails says the tree's storage may refuse writes: its disk fails
+// (a disk-full window, a boot fault), or another connection takes its
+// write lock within boots (bootfault.go).
+func (t *tree) storageFails() bool { return t.fault != nil || t.bootLock != nil }
+
+// diskFaults counts the writes storage refused (the tree's disk failed
+// them, or another connection's write lock: t.busy) and the commits the
+// disk reported failed though durable (0 for storage that never fails).
 func (t *tree) diskFaults() int {
-	if t.fault == nil {
-		return 0
-	}
-	return t.fault.Failed() + t.fault.LateCommits()
+	refused, late := t.diskFaultsApart()
+	return refused + late
 }
 
-// diskFaultsApart is diskFaults apart: the writes the disk failed, and
-// the commits it reported failed though durable.
+// diskFaultsApart is diskFaults apart: the writes storage refused, and
+// the commits the disk reported failed though durable.
 func (t *tree) diskFaultsApart() (refused, late int) {
 	if t.fault == nil {
-		return 0, 0
+		return t.busy, 0
 	}
-	return t.fault.Failed(), t.fault.LateCommits()
+	return t.fault.Failed() + t.busy, t.fault.LateCommits()
 }
 
 // hotWakes is how many deliveries of the wake-up at one virtual instant

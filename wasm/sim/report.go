@@ -23,7 +23,7 @@ func (r *Result) Print(w io.Writer) {
 	replies := map[string]int{}
 	ends := map[string]int{}
 	byTool := map[string]int{}
-	var small, smallAborted, bootFaults int
+	var small, smallAborted, bootFaults, bootLocks, faultsServed, locksServed, busy int
 	for _, s := range r.Sessions {
 		if b := s.Ledger.Budget; b > 0 && b < 3 && r.Config.ResumeBudget == 0 {
 			small++
@@ -36,6 +36,10 @@ func (r *Result) Print(w io.Writer) {
 		midCall += s.MidCall
 		diskFulls += s.DiskFulls
 		bootFaults += s.BootFaults
+		bootLocks += s.BootLocks
+		faultsServed += s.BootFaultsServed
+		locksServed += s.BootLocksServed
+		busy += s.Busy
 		failedWrites += s.FailedWrites
 		lateIOErrs += s.LateIOErrs
 		steps += s.Steps
@@ -105,7 +109,10 @@ func (r *Result) Print(w io.Writer) {
 		kills, boots, steps, zombies, midCall, zombieCalls)
 	fmt.Fprintf(w, "disk-full windows %d, writes failed in them %d, late IOERRs (commits durable but reported failed) %d\n", diskFulls, failedWrites, lateIOErrs)
 	if c.BootFault > 0 {
-		fmt.Fprintf(w, "boot faults (share %.2f): %d windows of failed writes opened in a boot's sweep, after its listing\n", c.BootFault, bootFaults)
+		fmt.Fprintf(w, "boot faults (share %.2f): %d windows of failed writes opened in a boot's sweep, after its listing; boots that met one and served %d\n", c.BootFault, bootFaults, faultsServed)
+	}
+	if c.BootLock > 0 {
+		fmt.Fprintf(w, "boot locks (share %.2f): %d windows of another connection's write lock taken in a boot's sweep, after its listing; boots that met one and served %d; guest transactions refused busy %d\n", c.BootLock, bootLocks, locksServed, busy)
 	}
 	fmt.Fprintf(w, "events %d, prompts %d (%s), resumes %d\n", events, prompts, counts(ends), resumes)
 	p50, p99, most := percentiles(latencies)

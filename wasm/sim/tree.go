@@ -99,10 +99,15 @@ type tree struct {
 
 	// del is the client that deletes the tree (nil: none; delete.go).
 	del *deleter
-	// bootFault fails the disk within a boot's sweep (nil: never;
-	// bootfault.go); booting is true within a guest's Boot call.
-	bootFault *bootFaulter
-	booting   bool
+	// bootFault fails the disk within a boot's sweep, bootLock takes the
+	// write lock on another connection there (nil: never; bootfault.go);
+	// booting is true within a guest's Boot call. lock is the other
+	// connection while it holds the lock, busy counts the transactions
+	// of the guests' it refused (SQLITE_BUSY).
+	bootFault, bootLock *bootFaulter
+	booting             bool
+	lock                *lockHolder
+	busy                int
 }
 
 // guest is one instance of the guest module with its own connection.
@@ -129,9 +134,10 @@ type guest struct {
 	// disk's failed writes and late IOERRs when its latest transaction
 	// began (check.Commit).
 	sweepFaults, txRefused, txLate int
-	// listed is set at the first COMMIT of its boot's sweep, faulted when
-	// the disk began failing writes there (maybeBootFault).
-	listed, faulted bool
+	// listed is set at the first COMMIT of its boot's sweep; faulted is
+	// the faulter that made storage refuse writes there (maybeBootFault).
+	listed  bool
+	faulted *bootFaulter
 }
 
 type due struct {
@@ -198,6 +204,7 @@ func newTree(mod *runtime.Module, cfg Config, index int, dir string) *tree {
 	if t.bootFault = cfg.bootFaultFor(index); t.bootFault != nil && t.fault == nil {
 		t.newFault()
 	}
+	t.bootLock = cfg.bootLockFor(index)
 	t.boot = runtime.BootConfig{
 		TreeID: t.id,
 		Model:  abi.ModelConfig{Kind: abi.ModelOffline, WordDelay: 40 * time.Millisecond},
@@ -465,6 +472,9 @@ func (t *tree) next() (int64, func(context.Context)) {
 	if t.wake != 0 {
 		consider(t.wake, t.wakeSeq, t.deliverWake)
 	}
+	if t.lock != nil {
+		consider(t.lock.until, 0, func(context.Context) { t.releaseLock() })
+	}
 	if len(t.lost) > 0 {
 		consider(t.lostAt, 0, t.resendLost)
 	}
@@ -653,12 +663,15 @@ func (t *tree) bootOnly(ctx context.Context) bool {
 			// No noteEpoch here: a boot that took its epoch was credited
 			// at its COMMIT (tried), and one that booted read-only took
 			// none: the epoch it reads is an older guest's.
+			if g.faulted != nil {
+				g.faulted.served++
+			}
 			t.afterBoot(g, before)
 			t.listAfterBoot()
 			break
 		}
 		t.reap(g)
-		if g.faulted && !errors.Is(err, errKill) {
+		if g.faulted != nil && !errors.Is(err, errKill) {
 			// Its sweep met the disk failing after it listed the claims:
 			// the boot must serve all the same (wasm/guest bootResult), or
 			// every request to the tree fails until it boots again.
@@ -670,6 +683,7 @@ func (t *tree) bootOnly(ctx context.Context) bool {
 			// would; the pause passes in virtual time.
 			t.notef("boot failed, retried later", "boot %d: %v", g.boot, err)
 			t.now += min(int64(500)<<min(attempt, 6), 30_000)
+			t.releaseDueLock()
 		}
 	}
 	return true
@@ -778,15 +792,16 @@ func (t *tree) abandon(g *guest) {
 // gets past it reaches the receiver, which records it as a zombie's
 // egress (StartEgress). Zombies abandoned between calls never get here:
 // their successor's boot happens before their next input, so core's write
-// fence stops them at the write before any request. Trees whose disk
-// fills are left out (a boot failing there waits in virtual time, which
-// must stand still within a call), and so is a guest inside a transaction
+// fence stops them at the write before any request. Trees whose storage
+// fails (storageFails) are left out (a boot failing there waits in
+// virtual time, which must stand still within a call), and so is a guest
+// inside a transaction
 // (its successor's boot could not write). A guest within its Boot call (the
 // sweep resumed a turn) is superseded too: the end of its fenced egress is
 // delivered within that call, which once failed the boot (wasm/runtime's
 // TestEgressFencedDuringBootGetsItsEnd).
 func (t *tree) maybeSupersede(g *guest, s runtime.Site) bool {
-	if s.Import != abi.ImportEgressStart || s.After || s.Phase != runtime.PhaseServe || t.zombieLeft == 0 || t.fault != nil || g != t.cur || g.conn.InTx() {
+	if s.Import != abi.ImportEgressStart || s.After || s.Phase != runtime.PhaseServe || t.zombieLeft == 0 || t.storageFails() || g != t.cur || g.conn.InTx() {
 		return false
 	}
 	if t.rng.IntN(2) != 0 {
@@ -983,6 +998,7 @@ func (t *tree) done(r *request) {
 }
 
 func (t *tree) closeAll(ctx context.Context) {
+	t.releaseLock()
 	if t.fault != nil {
 		defer faultvfs.Unregister(t.vfs)
 	}
@@ -1217,6 +1233,7 @@ func (g *guest) Emit(ev runtime.Emitted) {
 // watch makes the guest's connection report its transactions.
 func (g *guest) watch() {
 	g.conn.onBegin, g.conn.onCommit, g.conn.onTried = g.began, g.committed, g.tried
+	g.conn.onBusy = func() { g.t.busy++ }
 	if g.t.del != nil {
 		g.conn.onCommitting = g.beforeCommit
 	}
