@@ -36,6 +36,10 @@ const TREE_ID = /^[A-Za-z0-9_-]{1,64}$/;
 
 let nextBridge = 0;
 
+// The tests' build: the holds a request's test-hold parameter asked for
+// and got, "at tree", once each in the isolate (testHoldUntilGivenUp).
+const testHeld = new Set();
+
 // spare is a Go program started before any object needs it ({go, bridge,
 // ended, env}): the next new object of this isolate takes it instead of
 // paying Go's start (instantiate + go.run) before it can answer. Only with
@@ -189,7 +193,12 @@ export class Tree extends DurableObject {
     bridge.storage = this.ctx.storage;
     bridge.txSync = (cb) => txSync(this.ctx.storage, cb);
     bridge.abort = (reason) => this.ctx.abort(reason); // test builds' eviction route only
-    bridge.gaveUp = () => this.abortWhenAnswered(); // Go's giveUp, as it happens
+    bridge.gaveUp = () => {
+      // Go's giveUp, as it happens.
+      this.gaveUpNow();
+      this.abortWhenAnswered();
+    };
+    this.givenUp = new Promise((resolve) => (this.gaveUpNow = resolve));
     this.program = program;
     this.goRuntime = program.go;
     return bridge;
@@ -320,6 +329,7 @@ export class Tree extends DurableObject {
       return misconfigured();
     }
     const body = request.method === "GET" || request.method === "HEAD" ? undefined : await readBody(request, this.bodyLimit());
+    if (this.go.testBuild) await this.testHoldUntilGivenUp(request, "body");
     // Another request may have given the object up while this one's body
     // was read: its Go program must not act on it either (the front has
     // the body and sends it again). A create's object is new, never so.
@@ -346,8 +356,25 @@ export class Tree extends DurableObject {
       if (making && response.status === 201) await hold("create", this.treeId);
       if (request.method === "DELETE" && response.status === 204) await hold("delete", this.treeId);
     }
+    if (this.go.testBuild) await this.testHoldUntilGivenUp(request, "answer");
     if (this.go.giveUp) return await this.giveUp(response, this.go.giveUp, linger);
     return response;
+  }
+
+  // testHoldUntilGivenUp, in the tests' build, holds a request whose URL
+  // has test-hold=at (body: its body read, before the object looks again
+  // at whether it was given up; answer: Go's answer in hand, before the
+  // same) until Go gives the object up, as another request's panic would
+  // meanwhile, the rare case that TestWorkerdEvictAndPanic cannot wait
+  // for. Once per tree in the isolate: the front's send again of the same
+  // request reaches a fresh object, which must not hold it.
+  async testHoldUntilGivenUp(request, at) {
+    if (new URL(request.url).searchParams.get("test-hold") !== at) return;
+    const key = at + " " + this.treeId;
+    if (testHeld.has(key)) return;
+    testHeld.add(key);
+    console.log(`revenant test: the object holds a request (${at}) until it is given up: ${this.treeId}`);
+    await this.givenUp;
   }
 
   // unmake deletes what a create left in an object it found empty when

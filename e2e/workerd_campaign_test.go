@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -348,7 +349,9 @@ func TestWorkerdEvictAndPanic(t *testing.T) {
 		assert.Equal(t, sid, sn.ID)
 		sum := s.settle(sid, a)
 		sum.requireEnd(t, a, typeSucceeded, "")
-		assert.GreaterOrEqual(t, strings.Count(w.logs.String(), `msg="tree booted" tree=`+sid), 2, "a fresh object booted the tree again")
+		// A fresh object booted the tree again. Waited for: wrangler may
+		// show Go's log line after the answers that followed it.
+		w.waitLogTimes(t, `msg="tree booted" tree=`+sid, 2, 30*time.Second)
 	})
 	t.Run("a write at once after a panic", func(t *testing.T) {
 		// The object answers a panic's 500 whole and then gives itself
@@ -427,6 +430,67 @@ func TestWorkerdEvictAndPanic(t *testing.T) {
 		}
 		assert.Equal(t, sid, s.snapshot(sid).ID, "a fresh object serves the tree")
 		w.waitLogTimes(t, `msg="tree booted" tree=`+sid, 2, 30*time.Second)
+	})
+	t.Run("a write given up while its body was read", func(t *testing.T) {
+		// Another request gives the object up while a write's body is
+		// read: the object must not act on the write (its memory may no
+		// longer match its storage) but refuse it unread, and the front
+		// sends it again to a fresh object, which takes it once. The
+		// test build's test-hold=body holds the write there until the
+		// object is given up.
+		s := w.client(t)
+		sid := s.create()
+		resent := "the session's object was given up; sending the request again " + sid
+		before := strings.Count(w.logs.String(), resent)
+		answered := make(chan heldAnswer, 1)
+		go func() {
+			answered <- s.held(http.MethodPost, "/v1/sessions/"+sid+"/prompt?test-hold=body", `{"text":"held while read"}`)
+		}()
+		w.waitLog(t, "the object holds a request (body) until it is given up: "+sid, 30*time.Second)
+		code, body := s.raw(http.MethodPost, "/v1/sessions/"+sid+"/test/panic?linger=1")
+		require.Equal(t, http.StatusInternalServerError, code, "%s", body)
+		a := <-answered
+		require.NoError(t, a.err)
+		require.Equal(t, http.StatusAccepted, a.resp.StatusCode, "%s", a.body)
+		w.waitLogTimes(t, resent, before+1, 30*time.Second)
+		var adm admission
+		require.NoError(t, json.Unmarshal([]byte(a.body), &adm))
+		sum := s.settle(sid, adm.PromptID)
+		sum.requireEnd(t, adm.PromptID, typeSucceeded, "")
+		admitted := 0
+		for _, e := range sum.log {
+			if e.Type == typeAdmitted && e.P.PromptID == adm.PromptID {
+				admitted++
+			}
+		}
+		assert.Equal(t, 1, admitted, "the write taken once:%s", describe(sum.log))
+	})
+	t.Run("an event stream answered as the object was given up", func(t *testing.T) {
+		// Go answered an event stream, and before the shim looked another
+		// request gave the object up: the stream goes out as it is and
+		// ends with the object's abort (its client reconnects to a fresh
+		// object); read whole as other answers are, it would be held for
+		// ever, since a stream never ends by itself. test-hold=answer
+		// holds the answer there until the object is given up.
+		s := w.client(t)
+		sid := s.create()
+		answered := make(chan heldAnswer, 1)
+		go func() { answered <- s.held(http.MethodGet, "/v1/sessions/"+sid+"/events?test-hold=answer", "") }()
+		w.waitLog(t, "the object holds a request (answer) until it is given up: "+sid, 30*time.Second)
+		code, body := s.raw(http.MethodPost, "/v1/sessions/"+sid+"/test/panic?linger=1")
+		require.Equal(t, http.StatusInternalServerError, code, "%s", body)
+		// Less than the request's own deadline (waitTimeout).
+		limit := time.NewTimer(waitTimeout / 2)
+		defer limit.Stop()
+		select {
+		case a := <-answered:
+			require.NoError(t, a.err)
+			assert.Equal(t, http.StatusOK, a.resp.StatusCode, "%s", a.body)
+			assert.Equal(t, "text/event-stream", a.resp.Header.Get("Content-Type"))
+		case <-limit.C:
+			t.Fatal("the event stream was held, not passed on and ended with the object")
+		}
+		assert.Equal(t, sid, s.snapshot(sid).ID, "a fresh object serves the tree")
 	})
 	t.Run("Go exited between events", func(t *testing.T) {
 		// The Go program ends mid turn with no request in flight (a panic
@@ -569,6 +633,40 @@ func TestWorkerdEvictAndPanic(t *testing.T) {
 			assert.Equal(t, http.StatusNotFound, code, "deleted the second time")
 		})
 	}
+}
+
+// heldAnswer is held's result: the answer, its whole body, or the error
+// that ended either (the body read too: a stream ends only as its object
+// goes).
+type heldAnswer struct {
+	resp *http.Response
+	body string
+	err  error
+}
+
+// held sends a request (a JSON body unless empty) off the test's
+// goroutine, for one that the object holds (test-hold), and reads its
+// answer whole.
+func (s *server) held(method, path, body string) heldAnswer {
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, method, s.url+path, strings.NewReader(body))
+	if err != nil {
+		return heldAnswer{err: err}
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return heldAnswer{err: err}
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if method == http.MethodGet && err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		err = nil // the stream cut as its object went
+	}
+	return heldAnswer{resp: resp, body: string(b), err: err}
 }
 
 // raw sends a request with no body and returns the status and body. It
