@@ -67,7 +67,9 @@ import (
 // and the var REVENANT_TEST_CREATED_AT (ms) is the created_at every
 // create's 201 names for the front's directory (testCreatedAt), and the
 // var REVENANT_TEST_LOSE_CREATE (before, after) aborts the object during
-// a create (testLoseCreate).
+// a create (testLoseCreate). The shim itself holds any request whose URL
+// has test-hold=body or =answer until the object is given up
+// (shim.js, testHoldUntilGivenUp).
 const testRoutePrefix = "/test/"
 
 func testRoute(o *Object, w httpmsg.ResponseWriter, r *httpmsg.Request) bool {
