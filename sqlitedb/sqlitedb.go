@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -70,7 +71,9 @@ var _ storage.DB = (*DB)(nil)
 // settings. It does not migrate: core does that through the contract.
 func Open(path string, opts Options) (*DB, error) {
 	vfsName := opts.VFS
-	if vfsName == "" && path != ":memory:" && path != "" {
+	// A "file:" URI is the caller's whole name, its VFS too (a test's
+	// lock-free one): opened as given.
+	if vfsName == "" && path != ":memory:" && path != "" && !strings.HasPrefix(path, "file:") {
 		registerPrivate()
 		vfsName = privateName
 	}

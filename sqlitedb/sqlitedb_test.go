@@ -365,3 +365,18 @@ func TestQueryFailingMidwayIsAnError(t *testing.T) {
 	assert.ErrorIs(t, err, storage.CodeError)
 	assert.False(t, storage.IsTransient(err))
 }
+
+// A path given as a "file:" URI is opened as given, with the VFS and
+// parameters it names (the js/wasm tests name a lock-free VFS so): it is
+// not wrapped again as a file name.
+func TestOpenAFileURIAsGiven(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "uri.db")
+	db, err := sqlitedb.Open("file:"+filepath.ToSlash(path)+"?_pragma=locking_mode(exclusive)", sqlitedb.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { db.Close() })
+	require.NoError(t, db.Tx(context.Background(), func(tx storage.Tx) error {
+		_, err := tx.Exec("CREATE TABLE t (x)")
+		return err
+	}))
+	assert.FileExists(t, path)
+}
