@@ -132,16 +132,31 @@ func Run(ctx context.Context, cfg Config, wasm []byte) (*Result, error) {
 		}()
 	}
 	go func() {
+		defer close(jobs)
 		for i := range cfg.Sessions {
-			jobs <- i
+			select {
+			case jobs <- i:
+			case <-ctx.Done():
+				return // interrupted: start no more sessions
+			}
 		}
-		close(jobs)
+	}()
+	go func() {
+		wg.Wait()
+		close(finished)
 	}()
 	prog := newProgress(cfg, began)
-	for range cfg.Sessions {
-		prog.done(&results[<-finished])
+	for i := range finished {
+		// A session that ends once the campaign was interrupted was cut
+		// by it: its failures are the interrupt's, not the guest's.
+		if ctx.Err() == nil {
+			prog.done(&results[i])
+		}
 	}
-	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("simulate: seed %d: interrupted after %d of %d sessions (%d violations among them; the sessions it cut are not judged): %w",
+			cfg.Seed, prog.n, cfg.Sessions, prog.violations, err)
+	}
 
 	res := gather(cfg, results)
 	res.Wall = time.Since(began)

@@ -309,3 +309,26 @@ func TestBootLocksMeetABootsSweep(t *testing.T) {
 	res.Print(&out)
 	assert.Contains(t, out.String(), fmt.Sprintf("boot locks (share 1.00): %d windows of another connection's write lock taken in a boot's sweep, after its listing; boots that met one and served %d; guest transactions refused busy %d", locks, served, busy))
 }
+
+// cancelOnWrite cancels a context at its first write (a progress line).
+type cancelOnWrite struct{ cancel context.CancelFunc }
+
+func (c cancelOnWrite) Write(p []byte) (int, error) {
+	c.cancel()
+	return len(p), nil
+}
+
+// An interrupted campaign (Ctrl-C, SIGTERM) starts no more sessions and
+// says so: the sessions the interrupt cut fail, and their failures are
+// not the guest's violations. Here it is interrupted as its first session
+// ends.
+func TestInterruptedCampaignJudgesNoCutSession(t *testing.T) {
+	wasm := guestbuild.Must(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cfg := sim.Config{Seed: 2, Sessions: 4, Kills: 6, Workers: 1, Dir: t.TempDir(), CacheDir: cacheDir(t), Progress: cancelOnWrite{cancel}}
+	res, err := sim.Run(ctx, cfg, wasm)
+	require.ErrorIs(t, err, context.Canceled)
+	assert.Nil(t, res)
+	assert.Contains(t, err.Error(), "interrupted after 1 of 4 sessions (0 violations among them")
+}
