@@ -93,11 +93,17 @@ func simulate(ctx context.Context, args []string, getenv func(string) string, st
 	}
 	res, err := sim.Run(ctx, cfg, wasm)
 	if err != nil {
-		return err
+		return err // an interrupted campaign too: it judged nothing it cut
 	}
+	return report(res, stdout)
+}
+
+// report prints a campaign's summary, and is errViolations if it found
+// any.
+func report(res *sim.Result, stdout io.Writer) error {
 	res.Print(stdout)
 	if len(res.Violations) > 0 {
-		return fmt.Errorf("simulate: seed %d: %d violations, the first: %s: %w", cfg.Seed, len(res.Violations), res.Violations[0], errViolations)
+		return fmt.Errorf("simulate: seed %d: %d violations, the first: %s: %w", res.Config.Seed, len(res.Violations), res.Violations[0], errViolations)
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/revenantrt/revenant/internal/guestbuild"
+	"github.com/revenantrt/revenant/wasm/sim"
 	"github.com/revenantrt/revenant/wasm/sim/check"
 )
 
@@ -49,16 +50,26 @@ func TestSimulateFlagsReachTheCampaign(t *testing.T) {
 	assert.True(t, strings.HasSuffix(out.String(), "violations: 0\n"), out.String())
 }
 
-// A campaign with violations exits 1 (errViolations) after its summary,
-// here one whose sessions could not run at all (its context cancelled).
+// A campaign with violations exits 1 (errViolations) after its summary.
 func TestSimulateViolationsExitNonzero(t *testing.T) {
+	var out strings.Builder
+	res := &sim.Result{Config: sim.Config{Seed: 1}, Violations: []check.Violation{{Tree: "seed 1 session 0", Rule: sim.RuleSimulation, Detail: "the guest could not run"}}}
+	err := report(res, &out)
+	require.ErrorIs(t, err, errViolations)
+	assert.NotContains(t, out.String(), "violations: 0\n")
+	assert.Contains(t, out.String(), "simulation: seed 1 session 0")
+}
+
+// An interrupted campaign (here before its first session) is the
+// interrupt's error, not violations: the sessions it cut are not judged.
+func TestSimulateInterruptedIsNoViolation(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	var out strings.Builder
 	err := simulate(ctx, []string{"-sessions", "1", "-kills", "0", "-guest", guestFile(t), "-keep", t.TempDir()}, env(nil), &out)
-	require.ErrorIs(t, err, errViolations)
-	assert.NotContains(t, out.String(), "violations: 0\n")
-	assert.Contains(t, out.String(), "simulation: seed 1 session 0")
+	require.ErrorIs(t, err, context.Canceled)
+	assert.NotErrorIs(t, err, errViolations)
+	assert.NotContains(t, out.String(), "violations:")
 }
 
 // -check of a kept tree whose ledger lost its deliveries (the receiver
