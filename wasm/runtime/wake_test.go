@@ -407,25 +407,11 @@ func TestBootWhoseRecoveryWaitsForStorageServes(t *testing.T) {
 			return func() { f.FailFor(10*time.Minute, faultvfs.Full) }, f.Heal, true
 		},
 		"write lock held": func(t *testing.T, e *env, f *faultvfs.Fault) (refuse, heal func(), reads bool) {
-			// The next guest's connection waits for no lock (as one whose
-			// busy timeout is spent); another connection takes the lock.
-			// Its reads wait for the lock too (BEGIN IMMEDIATE): they are
+			// Another connection takes the lock (lockFromAnother). The
+			// guest's reads wait for it too (BEGIN IMMEDIATE): they are
 			// served once the other connection's write ends.
-			mine, err := sqlitedb.Open(e.path, sqlitedb.Options{BusyTimeout: -1})
-			require.NoError(t, err)
-			t.Cleanup(func() { mine.Close() })
-			e.db, e.conn = mine, mine.Conn()
-			db, err := sqlitedb.Open(e.path, sqlitedb.Options{})
-			require.NoError(t, err)
-			other := db.Conn()
-			t.Cleanup(func() {
-				if other.InTx() { // the test failed holding it
-					_ = other.Rollback()
-				}
-				db.Close()
-			})
-			return func() { require.NoError(t, other.Begin()) },
-				func() { require.NoError(t, other.Rollback()) }, false
+			take, release := e.lockFromAnother()
+			return take, release, false
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
