@@ -47,7 +47,8 @@ var tooLargeBody = fmt.Sprintf(`{"error":{"type":"payload_too_large","message":"
 // server that waits for the body's end never answers either attempt. So
 // is one that wrangler dev's proxy answered itself (its 503 "Your worker
 // restarted mid-request", seen under load for a declared length the
-// front refused unread): the Worker's own answer never says that.
+// front refused unread): the Worker's own answer never says that. (Both
+// are the proxy's handling of a failed fetch to the Worker: workerd.nudge.)
 func rawPost(t *testing.T, s *server, token, path string, declare int64, body []byte, finish bool) (int, string) {
 	t.Helper()
 	for attempt := 1; ; attempt++ {
@@ -69,7 +70,8 @@ func rawPost(t *testing.T, s *server, token, path string, declare int64, body []
 // uploads of rawPost, on a connection of its own, and once more on
 // another if no answer comes within rawPostWait: the request after such
 // uploads was now and then left unanswered by wrangler dev's proxy, as
-// rawPost's own exchanges are (seen in about one run in ten).
+// rawPost's own exchanges are (seen in about one run in ten; a second
+// request releases the first: workerd.nudge).
 func snapshotAfterUploads(t *testing.T, s *server, token, sid string) snap {
 	t.Helper()
 	client := &http.Client{Timeout: rawPostWait, Transport: &http.Transport{DisableKeepAlives: true}}
