@@ -596,9 +596,9 @@ func TestWorkerdEvictAndPanic(t *testing.T) {
 		})
 	}
 	t.Run("a panic in an answered stream", func(t *testing.T) {
-		// Last: after it wrangler dev may restart the Worker (its
-		// "Uncaught" reports; Noticed in the issue), and a request of a
-		// subtest after it got "Your worker restarted mid-request".
+		// Last: a request of a subtest after it once got wrangler dev's
+		// "Your worker restarted mid-request" (no restart: its proxy's
+		// answer to a failed forward of a POST; see nudge).
 		// A handler that panics after its event stream went out leaves
 		// no answer for the shim to check: the object must give itself
 		// up all the same (its memory no longer matches its storage),
