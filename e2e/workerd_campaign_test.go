@@ -450,9 +450,9 @@ func TestWorkerdEvictAndPanic(t *testing.T) {
 		case <-limit.C:
 			t.Fatal("the event stream was held, not passed on and ended with the object")
 		}
-		stop := w.nudge(t) // the stream failed mid-body: see nudge
+		// Its client nudges wrangler dev's proxy (nudging): the stream
+		// failed mid-body.
 		assert.Equal(t, sid, s.snapshot(sid).ID, "a fresh object serves the tree")
-		stop()
 	})
 	t.Run("Go exited between events", func(t *testing.T) {
 		// The Go program ends mid turn with no request in flight (a panic
@@ -598,7 +598,7 @@ func TestWorkerdEvictAndPanic(t *testing.T) {
 	t.Run("a panic in an answered stream", func(t *testing.T) {
 		// Last: a request of a subtest after it once got wrangler dev's
 		// "Your worker restarted mid-request" (no restart: its proxy's
-		// answer to a failed forward of a POST; see nudge).
+		// answer to a failed forward of a POST; see nudging).
 		// A handler that panics after its event stream went out leaves
 		// no answer for the shim to check: the object must give itself
 		// up all the same (its memory no longer matches its storage),
@@ -637,12 +637,10 @@ func TestWorkerdEvictAndPanic(t *testing.T) {
 		case <-limit.C:
 			t.Fatal("the object was not given up: the tree's other event stream still runs")
 		}
-		// Nudged: the failed streams leave wrangler dev's proxy a broken
-		// connection to the Worker, and a read sent on it waits for the
-		// proxy's next request (nudge).
-		stop := w.nudge(t)
+		// Its client nudges wrangler dev's proxy (nudging): the failed
+		// streams leave the proxy a broken connection to the Worker, and
+		// a read forwarded on it waits for the proxy's next request.
 		assert.Equal(t, sid, s.snapshot(sid).ID, "a fresh object serves the tree")
-		stop()
 		w.waitLogTimes(t, `msg="tree booted" tree=`+sid, 2, 30*time.Second)
 	})
 }

@@ -43,7 +43,7 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 func (w *workerd) as(t *testing.T, token string) *server {
 	s := w.client(t)
 	if token != "" {
-		s.client = &http.Client{Transport: bearer(token)}
+		s.client = &http.Client{Transport: w.transport(bearer(token))}
 	}
 	return s
 }

@@ -48,7 +48,7 @@ var tooLargeBody = fmt.Sprintf(`{"error":{"type":"payload_too_large","message":"
 // is one that wrangler dev's proxy answered itself (its 503 "Your worker
 // restarted mid-request", seen under load for a declared length the
 // front refused unread): the Worker's own answer never says that. (Both
-// are the proxy's handling of a failed fetch to the Worker: workerd.nudge.)
+// are the proxy's handling of a failed fetch to the Worker: nudging.)
 func rawPost(t *testing.T, s *server, token, path string, declare int64, body []byte, finish bool) (int, string) {
 	t.Helper()
 	for attempt := 1; ; attempt++ {
@@ -71,7 +71,7 @@ func rawPost(t *testing.T, s *server, token, path string, declare int64, body []
 // another if no answer comes within rawPostWait: the request after such
 // uploads was now and then left unanswered by wrangler dev's proxy, as
 // rawPost's own exchanges are (seen in about one run in ten; a second
-// request releases the first: workerd.nudge).
+// request releases the first: nudging).
 func snapshotAfterUploads(t *testing.T, s *server, token, sid string) snap {
 	t.Helper()
 	client := &http.Client{Timeout: rawPostWait, Transport: &http.Transport{DisableKeepAlives: true}}

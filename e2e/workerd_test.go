@@ -420,47 +420,59 @@ func (w *workerd) resumedByAlarm(t *testing.T, sid string) {
 }
 
 func (w *workerd) client(t *testing.T) *server {
-	return &server{t: t, url: "http://127.0.0.1:" + strconv.Itoa(w.port), client: &http.Client{}}
+	return &server{t: t, url: "http://127.0.0.1:" + strconv.Itoa(w.port), client: &http.Client{Transport: w.transport(nil)}}
 }
 
-// nudge sends GET /healthz to w every second, each on a new connection,
-// until the returned stop is called (which waits for the last one) or the
-// test ends. It is
-// for a request sent after an object's answer failed mid-body (a panic in
-// an event stream, an abort): wrangler dev's proxy (wrangler 4.86.0,
-// ProxyWorker.js) may then meet a broken connection to the Worker, and it
-// puts a GET or HEAD whose fetch failed in a retry queue that it works
-// through only on its next request, a reload's aside: its test of "the
-// Worker did not restart" compares the request's URL with the Worker's
-// base URL, which differ for any path but /. (Any other method gets its
-// 503 "Your worker restarted mid-request".) Such a GET never reaches the
-// Worker until then: in 280 rounds of a panic in an answered stream, 7
-// snapshots after it went unanswered for 3 s, and each was answered as
-// soon as one GET /healthz reached the proxy. Cloudflare has no such proxy.
-func (w *workerd) nudge(t *testing.T) (stop func()) {
-	t.Helper()
-	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
-	done, finished := make(chan struct{}), make(chan struct{})
+// nudging is the transport of w's test clients: while a GET or HEAD
+// waits for its answer's headers, it sends GET /healthz to w every second,
+// each on a new connection. After an object's answer failed mid-body (a
+// panic in an event stream, an object given up), wrangler dev's proxy
+// (wrangler 4.86.0, ProxyWorker.js) may meet a broken connection to the
+// Worker, and it puts a GET or HEAD whose forward failed in a retry queue
+// that it works through only on its next request or a reload: its test of
+// "the Worker did not restart" compares the request's URL with the
+// Worker's base URL, which differ for any path but /. (Any other method
+// gets its 503 "Your worker restarted mid-request" at once.) Such a GET
+// never reaches the Worker until then: in 280 rounds of a panic in an
+// answered stream, 7 snapshots after it went unanswered for 3 s, and each
+// was answered as soon as one GET /healthz reached the proxy. Cloudflare
+// has no such proxy; the nudges reach no object.
+type nudging struct {
+	base http.RoundTripper
+	port int
+}
+
+func (n nudging) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		return n.base.RoundTrip(r)
+	}
+	answered := make(chan struct{})
+	defer close(answered)
 	go func() {
-		defer close(finished)
+		client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 		tick := time.NewTicker(time.Second)
 		defer tick.Stop()
 		for {
 			select {
-			case <-done:
+			case <-answered:
 				return
 			case <-tick.C:
 			}
-			if resp, err := client.Get("http://127.0.0.1:" + strconv.Itoa(w.port) + "/healthz"); err == nil {
+			if resp, err := client.Get("http://127.0.0.1:" + strconv.Itoa(n.port) + "/healthz"); err == nil {
 				_, _ = io.Copy(io.Discard, resp.Body)
 				resp.Body.Close()
 			}
 		}
 	}()
-	var once sync.Once
-	stop = func() { once.Do(func() { close(done); <-finished }) }
-	t.Cleanup(stop) // also if the test fails first
-	return stop
+	return n.base.RoundTrip(r)
+}
+
+// transport is base (nil: http.DefaultTransport) for a client of w: nudging.
+func (w *workerd) transport(base http.RoundTripper) http.RoundTripper {
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	return nudging{base: base, port: w.port}
 }
 
 // TestWorkerdSIGKILL kills wrangler dev's whole process group at points of
