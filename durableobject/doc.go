@@ -45,7 +45,9 @@
 //     a panic escaping a js.FuncOf ends the Go program. If it ends anyway,
 //     the shim aborts the object so the next event gets a fresh one; after
 //     a panic that reached a request's entry point (answered 500) the shim
-//     aborts it too, once the answer is out; after an alarm's recovered
+//     aborts it too, once no request's answer is pending (refusing unread,
+//     for the front to send again, every request that reaches it until
+//     then); after an alarm's recovered
 //     panic, or a program that ended during the alarm, it aborts the object
 //     from the alarm handler, the one throw it makes: workerd retries the
 //     alarm on a fresh object, whose boot re-arms from storage. A panic in

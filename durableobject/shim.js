@@ -27,6 +27,11 @@ import { hold } from "./testhold.mjs";
 const TREE_KEY = "revenant:tree"; // the object's tree id in ctx.storage
 const TREE_HEADER = "x-revenant-tree"; // set by the front for the object
 export const SPENT_HEADER = "x-revenant-spent"; // an object given up refused the request unread (refuseSpent)
+// IDLE_ABORT begins the reason of an abort that abortWhenAnswered made:
+// the object was given up with no request in hand, so a request its abort
+// cut had been refused unread (answer looks first), and the front may send
+// it again as it does one answered with SPENT_HEADER.
+export const IDLE_ABORT = "revenant, given up with no request in hand: ";
 const BRIDGES = "__revenantBridges"; // see cmd/worker
 const MAX_BODY = 1 << 20; // api.DefaultMaxBody
 
@@ -37,7 +42,8 @@ const TREE_ID = /^[A-Za-z0-9_-]{1,64}$/;
 let nextBridge = 0;
 
 // The tests' build: the holds a request's test-hold parameter asked for
-// and got, "at tree", once each in the isolate (testHoldUntilGivenUp).
+// and got, "at tree", once each in the isolate (testHoldUntilGivenUp,
+// testHoldUntilAborted).
 const testHeld = new Set();
 
 // spare is a Go program started before any object needs it ({go, bridge,
@@ -250,33 +256,40 @@ export class Tree extends DurableObject {
   // returning by a path that does not look) still aborts: the object must
   // not serve on with memory that no longer matches its storage until its
   // next event.
+  //
+  // It is the only way an answered request leads to an abort: one that
+  // cut a request in hand might cut it after its Go program acted on it.
+  // Every request that reaches the object after the give-up is refused
+  // unread (answer's first look) and so is safe to cut: the abort's reason
+  // (IDLE_ABORT) tells the front it may send such a request again.
   abortWhenAnswered() {
     const why = this.spent();
     if (why && this.answering === 0 && !this.lingering) this.abortSoon(why);
   }
 
   // abortSoon gives the object up once the current event's answer is out
-  // (a timer: an abort now would cut that answer).
+  // (a timer: an abort now would cut that answer). abortWhenAnswered's.
   abortSoon(why) {
     if (this.aborting) return;
     this.aborting = true;
     setTimeout(() => {
       try {
-        this.ctx.abort("revenant: " + why);
+        this.ctx.abort(IDLE_ABORT + why);
       } catch {} // abort throws by design
     }, 0);
   }
 
   // refuseSpent answers a request that reached an object already given up
-  // (its abort, on a timer, not yet done: under load the client's next
-  // request can come first) with SPENT_HEADER, reading nothing of it and
-  // doing nothing, so that the front can send it again, a write too: the
-  // next send reaches a fresh object on the same storage. Aborting here
-  // instead would fail the request in the front with no way to know
-  // whether the object had acted on it.
+  // (its abort not yet done: it waits for the answers in hand, and under
+  // load the client's next request can come first) with SPENT_HEADER,
+  // reading nothing of it and doing nothing, so that the front can send it
+  // again, a write too: the next send reaches a fresh object on the same
+  // storage. It does not abort: fetch does once no answer is pending
+  // (abortWhenAnswered), since an abort now would cut the others, which
+  // the front could not tell from requests acted on.
   refuseSpent(request, why) {
     request.body?.cancel().catch(() => {});
-    this.abortSoon(why);
+    this.lingering = false; // the tests' linger ends with the next request
     const res = json(503, { error: { type: "unavailable", message: "the session's object is restarting; try again" } });
     res.headers.set("retry-after", "1");
     res.headers.set(SPENT_HEADER, "1");
@@ -296,7 +309,10 @@ export class Tree extends DurableObject {
   // answer is fetch's work (fetch counts the requests it has in hand).
   async answer(request) {
     const spent = this.spent();
-    if (spent) return this.refuseSpent(request, spent);
+    if (spent) {
+      if (this.go?.testBuild) await this.testHoldUntilAborted(request, spent);
+      return this.refuseSpent(request, spent);
+    }
     // The tests' build: a panic route asked to linger leaves the object
     // given up but not aborted until its next request, the worst case of
     // the abort's timer (TestWorkerdEvictAndPanic).
@@ -348,7 +364,7 @@ export class Tree extends DurableObject {
     }
     if (making && response.status !== 201) {
       await this.unmake();
-      return await this.giveUp(response, this.unmade);
+      return await this.giveUp(response);
     }
     // The tests' build: the answer to a create or a root's delete (its
     // commit done) may wait for a test that cuts the request (testhold.mjs).
@@ -357,7 +373,7 @@ export class Tree extends DurableObject {
       if (request.method === "DELETE" && response.status === 204) await hold("delete", this.treeId);
     }
     if (this.go.testBuild) await this.testHoldUntilGivenUp(request, "answer");
-    if (this.go.giveUp) return await this.giveUp(response, this.go.giveUp, linger);
+    if (this.go.giveUp) return await this.giveUp(response, linger);
     return response;
   }
 
@@ -375,6 +391,23 @@ export class Tree extends DurableObject {
     testHeld.add(key);
     console.log(`revenant test: the object holds a request (${at}) until it is given up: ${this.treeId}`);
     await this.givenUp;
+  }
+
+  // testHoldUntilAborted, in the tests' build, holds a request whose URL
+  // has test-hold=refusal, met by an object given up, until the object's
+  // abort cuts it, the abort made now as abortWhenAnswered would have made
+  // it just before the request came: the rare case of a request the abort
+  // cuts, refused unread, that the front must send again. Once per tree in
+  // the isolate, as testHoldUntilGivenUp.
+  async testHoldUntilAborted(request, why) {
+    if (new URL(request.url).searchParams.get("test-hold") !== "refusal") return;
+    const key = "refusal " + this.treeId;
+    if (testHeld.has(key)) return;
+    testHeld.add(key);
+    console.log(`revenant test: the object holds a refused request until its abort: ${this.treeId}`);
+    this.lingering = false;
+    this.abortSoon(why);
+    await new Promise(() => {}); // the abort ends it
   }
 
   // unmake deletes what a create left in an object it found empty when
@@ -411,21 +444,18 @@ export class Tree extends DurableObject {
   }
 
   // giveUp answers response (the 500 of a handler that panicked, the 503
-  // of a failed delete; whole) and then aborts the object: Go's memory no
-  // longer matches the storage, so the next event gets a fresh object and
-  // Go program on the same storage.
-  async giveUp(response, why = this.go.giveUp, linger = false) {
+  // of a failed delete; whole) of an object given up: Go's memory no
+  // longer matches the storage, so once no answer is pending fetch aborts
+  // it (abortWhenAnswered) and the next event gets a fresh object and Go
+  // program on the same storage.
+  async giveUp(response, linger = false) {
     // An event stream that began as another request gave the object up
     // never ends by itself: it goes out as it is and ends with the abort
     // (its client reconnects, from its Last-Event-ID, to a fresh object).
-    if (response.headers.get("content-type")?.startsWith("text/event-stream")) {
-      this.abortSoon(why);
-      return response;
-    }
+    if (response.headers.get("content-type")?.startsWith("text/event-stream")) return response;
     const body = await response.arrayBuffer();
     this.lingering = linger;
     if (linger) console.log("revenant test: the object was given up and lingers until its next request");
-    else this.abortSoon(why);
     return new Response(body, response);
   }
 

@@ -368,15 +368,7 @@ func TestWorkerdEvictAndPanic(t *testing.T) {
 		a := s.prompt(sid, "right after the panic")
 		resent := "the session's object was given up; sending the request again " + sid
 		w.waitLog(t, resent, 30*time.Second)
-		sum := s.settle(sid, a)
-		sum.requireEnd(t, a, typeSucceeded, "")
-		admitted := 0
-		for _, e := range sum.log {
-			if e.Type == typeAdmitted && e.P.PromptID == a {
-				admitted++
-			}
-		}
-		assert.Equal(t, 1, admitted, "the write taken once:%s", describe(sum.log))
+		requireTakenOnce(t, s, sid, a)
 
 		// A delete meets the same: done by a fresh object, then gone. The
 		// write above may have been refused more than once (the first
@@ -415,15 +407,25 @@ func TestWorkerdEvictAndPanic(t *testing.T) {
 		w.waitLogTimes(t, resent, before+1, 30*time.Second)
 		var adm admission
 		require.NoError(t, json.Unmarshal([]byte(a.body), &adm))
-		sum := s.settle(sid, adm.PromptID)
-		sum.requireEnd(t, adm.PromptID, typeSucceeded, "")
-		admitted := 0
-		for _, e := range sum.log {
-			if e.Type == typeAdmitted && e.P.PromptID == adm.PromptID {
-				admitted++
-			}
-		}
-		assert.Equal(t, 1, admitted, "the write taken once:%s", describe(sum.log))
+		requireTakenOnce(t, s, sid, adm.PromptID)
+	})
+	t.Run("a write the give-up's abort cut", func(t *testing.T) {
+		// A write reaches an object given up just as its abort comes (the
+		// abort waits for the answers in hand, and this one came after):
+		// refused unread, it is cut by the abort, not answered, and the
+		// front must send it again as it does a refusal, since the abort's
+		// reason says nothing was in hand. test-hold=refusal makes that
+		// abort as the refusal is held.
+		s := w.client(t)
+		sid := s.create()
+		code, body := s.raw(http.MethodPost, "/v1/sessions/"+sid+"/test/panic?linger=1")
+		require.Equal(t, http.StatusInternalServerError, code, "%s", body)
+		cut := "the session's object was aborted as the request reached it " + sid
+		var adm admission
+		s.do(http.MethodPost, "/v1/sessions/"+sid+"/prompt?test-hold=refusal", map[string]string{"text": "cut as refused"}, http.StatusAccepted, &adm)
+		w.waitLog(t, "the object holds a refused request until its abort: "+sid, 30*time.Second)
+		w.waitLog(t, cut, 30*time.Second)
+		requireTakenOnce(t, s, sid, adm.PromptID)
 	})
 	t.Run("an event stream answered as the object was given up", func(t *testing.T) {
 		// Go answered an event stream, and before the shim looked another
@@ -437,7 +439,9 @@ func TestWorkerdEvictAndPanic(t *testing.T) {
 		answered := make(chan heldAnswer, 1)
 		go func() { answered <- s.held(http.MethodGet, "/v1/sessions/"+sid+"/events?test-hold=answer", "") }()
 		w.waitLog(t, "the object holds a request (answer) until it is given up: "+sid, 30*time.Second)
-		code, body := s.raw(http.MethodPost, "/v1/sessions/"+sid+"/test/panic?linger=1")
+		// Not lingering: no request follows to end a linger, and the
+		// object goes once neither answer is pending.
+		code, body := s.raw(http.MethodPost, "/v1/sessions/"+sid+"/test/panic")
 		require.Equal(t, http.StatusInternalServerError, code, "%s", body)
 		// Less than the request's own deadline (waitTimeout).
 		limit := time.NewTimer(waitTimeout / 2)
@@ -643,6 +647,22 @@ func TestWorkerdEvictAndPanic(t *testing.T) {
 		assert.Equal(t, sid, s.snapshot(sid).ID, "a fresh object serves the tree")
 		w.waitLogTimes(t, `msg="tree booted" tree=`+sid, 2, 30*time.Second)
 	})
+}
+
+// requireTakenOnce settles session sid's prompt promptID and requires
+// that it succeeded and was admitted once: a write sent again by the
+// front after a refusal or a cut was not also taken the first time.
+func requireTakenOnce(t *testing.T, s *server, sid, promptID string) {
+	t.Helper()
+	sum := s.settle(sid, promptID)
+	sum.requireEnd(t, promptID, typeSucceeded, "")
+	admitted := 0
+	for _, e := range sum.log {
+		if e.Type == typeAdmitted && e.P.PromptID == promptID {
+			admitted++
+		}
+	}
+	assert.Equal(t, 1, admitted, "the write taken once:%s", describe(sum.log))
 }
 
 // heldAnswer is held's result: the answer, its whole body, or the error
