@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/revenantrt/revenant/config"
+	"github.com/revenantrt/revenant/core/runner"
 	"github.com/revenantrt/revenant/core/settings"
 	"github.com/revenantrt/revenant/core/tool"
 	"github.com/revenantrt/revenant/tools/web"
@@ -295,6 +296,8 @@ func TestRejects(t *testing.T) {
 		{"settings not an object", `{"settings": []}`, []string{"settings: must be an object"}},
 		{"settings zero count", `{"settings": {"step_cap": 0}}`, []string{"settings.step_cap: must be at least 1; leave the key out for the default"}},
 		{"settings zero queue cap", `{"settings": {"queue_cap": 0}}`, []string{"settings.queue_cap: must be at least 1; leave the key out for the default"}},
+		{"settings zero sub-agents", `{"settings": {"max_subagents": 0}}`, []string{"settings.max_subagents: must be at least 1; leave the key out for the default"}},
+		{"settings negative sub-agents", `{"settings": {"max_subagents": -3}}`, []string{"settings.max_subagents: must be at least 1; leave the key out for the default"}},
 		{"settings negative none", `{"settings": {"resume_budget": -1}}`, []string{"settings.resume_budget: must be 0 or more"}},
 		{"settings count type", `{"settings": {"max_body": "1MB"}}`, []string{"settings.max_body: must be an integer"}},
 		{"settings count range", `{"settings": {"context_bytes": 4294967296}}`, []string{"settings.context_bytes: must be at most 2147483647"}},
@@ -355,6 +358,16 @@ func TestSettingsQueueCap(t *testing.T) {
 	cfgs, err := c.Settings.Configs()
 	require.NoError(t, err)
 	require.Equal(t, 7, cfgs.Core.QueueCap())
+}
+
+// max_subagents reaches the settings and the runner's config.
+func TestSettingsMaxSubagents(t *testing.T) {
+	c, err := config.Parse([]byte(`{"settings": {"max_subagents": 5}}`))
+	require.NoError(t, err)
+	require.Equal(t, settings.Settings{MaxSubagents: 5}, c.Settings)
+	cfgs, err := c.Settings.Configs()
+	require.NoError(t, err)
+	require.Equal(t, runner.NewConfig().WithMaxSubagents(5), cfgs.Runner)
 }
 
 func TestLoad(t *testing.T) {

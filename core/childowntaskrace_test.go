@@ -70,7 +70,7 @@ func TestParentInterruptPastGraceStartsChildsOwnPrompt(t *testing.T) {
 	root := n.NewSession("root")
 	n.Admit(root, "hold")
 	rx := within(t, d.Started, "the root's turn to start")
-	child, err := rx.StartChild(ctx, core.ChildSpec{CallID: "call-1", Prompt: "stubborn task", MaxDepth: 3})
+	child, err := rx.StartChild(ctx, core.ChildSpec{CallID: "call-1", Prompt: "stubborn task", MaxDepth: 3, MaxChildren: core.DefaultMaxSubagents})
 	require.NoError(t, err)
 	cx := within(t, d.Started, "the child's task turn to start") // deaf to cancels
 	own := n.Admit(child.ID, "hold mine")

@@ -36,10 +36,55 @@ func TestStartChildRefusesABlankPromptAndTheDepthLimit(t *testing.T) {
 	assert.Len(t, sessions, 1, "no child was created")
 	assert.Empty(t, treetest.OfType(tr.Events(root), event.JobStarted))
 
-	child, err := rx.StartChild(ctx, core.ChildSpec{CallID: "call-3", Prompt: "work", MaxDepth: 1})
+	child, err := rx.StartChild(ctx, core.ChildSpec{CallID: "call-3", Prompt: "work", MaxDepth: 1, MaxChildren: core.DefaultMaxSubagents})
 	require.NoError(t, err, "a child at the limit is allowed")
 	assert.Equal(t, root+".1", child.ID)
 	d.Release()
 	n.Idle()
 	assert.Equal(t, "succeeded", tr.PromptState(pid))
+}
+
+// StartChild refuses a child past the tree's sub-agent limit, counting the
+// children of every depth, as ErrInvalid that names the limit, writing
+// nothing; a call that has its child already re-attaches to it at the
+// limit, and the refusal holds for any later call.
+func TestStartChildRefusesAChildPastTheTreesLimit(t *testing.T) {
+	ctx := context.Background()
+	tr := treetest.New(t)
+	d := treetest.NewDriver(8)
+	n := tr.Boot(d)
+	root := n.NewSession("root")
+	n.Admit(root, "hold")
+	rx := <-d.Started
+	spec := func(callID string) core.ChildSpec {
+		return core.ChildSpec{CallID: callID, Prompt: "hold", MaxDepth: 3, MaxChildren: 2}
+	}
+	first, err := rx.StartChild(ctx, spec("call-1"))
+	require.NoError(t, err)
+	cx := <-d.Started // the child's turn: its own child is the tree's second
+	second, err := cx.StartChild(ctx, spec("call-1"))
+	require.NoError(t, err)
+	assert.Equal(t, root+".2", second.ID)
+	<-d.Started
+
+	for _, x := range []*core.Execution{rx, cx} {
+		_, err = x.StartChild(ctx, spec("call-2"))
+		require.ErrorIs(t, err, core.ErrInvalid)
+		assert.Contains(t, err.Error(), "this session tree already has 2 sub-agents, the most it may hold (max_subagents 2)")
+	}
+	sessions, err := n.Inst.Sessions(ctx)
+	require.NoError(t, err)
+	ids := []string{}
+	for _, s := range sessions {
+		ids = append(ids, s.ID)
+	}
+	assert.Equal(t, []string{root, root + ".1", root + ".2"}, ids, "no third child")
+	assert.Len(t, treetest.OfType(tr.Events(root), event.JobStarted), 1)
+
+	again, err := rx.StartChild(ctx, spec("call-1"))
+	require.NoError(t, err, "a call that has its child re-attaches at the limit")
+	assert.Equal(t, first.ID, again.ID)
+	assert.True(t, again.Attached)
+	d.Release()
+	n.Idle()
 }

@@ -31,12 +31,26 @@ import (
 // is depth 0, its children depth 1.
 const DefaultTaskDepth = 3
 
+// DefaultMaxSubagents is how many child sessions one tree may hold, at all
+// depths together, unless configured. Each child runs its own turns on its
+// own step cap, so breadth is what multiplies a single prompt's model
+// requests: without a bound one prompt asking for children that each ask
+// for more made over a thousand children in seconds. 64 is far above what
+// a task plausibly splits into (a few children, each with a few of its own:
+// 4 per level at depth 3 is 84, 3 per level 39), and bounds a prompt's
+// worst case to about 64 × the step cap (100) requests beside the root's.
+const DefaultMaxSubagents = 64
+
 // ChildSpec is a task call's request for a sub-agent.
 type ChildSpec struct {
 	CallID     string // the parent's minted call id: the child belongs to it
 	Prompt     string
 	Background bool
 	MaxDepth   int // the deepest a child may be (a root is 0); 0 allows none
+	// MaxChildren is how many child sessions the tree may hold, at all
+	// depths together, counting every child it ever had (a tree's children
+	// are deleted only with the tree); 0 allows none.
+	MaxChildren int
 }
 
 // Child is a task call's sub-agent.
@@ -78,8 +92,12 @@ func noticeIDPrefix(sessionID string) string {
 // StartChild creates the call's child session with its task prompt and
 // claim, and the job row in the parent's log, in one transaction fenced on
 // x, then starts the child's turn here. A call that has its child already
-// re-attaches to it and writes nothing. An empty prompt or a depth past the
-// limit is ErrInvalid, with nothing written.
+// re-attaches to it and writes nothing. An empty prompt, a depth past the
+// limit or a tree holding MaxChildren children already is ErrInvalid, with
+// nothing written. The limits are checked in the transaction that would
+// record the child, against counts that never go down (a session's
+// ancestors, the tree's children), so a call refused stays refused when a
+// kill makes its turn run it again, and a call that got its child keeps it.
 func (x *Execution) StartChild(ctx context.Context, spec ChildSpec) (Child, error) {
 	if strings.TrimSpace(spec.Prompt) == "" {
 		return Child{}, invalid("task: the prompt is empty")
@@ -137,6 +155,9 @@ func (t *txw) createChild(parentID string, spec ChildSpec, c *Child) error {
 	var n int
 	if _, err := storage.QueryRow(t, `SELECT count(*) FROM sessions WHERE root_id = ? AND parent_id IS NOT NULL`, []any{parent.RootID}, &n); err != nil {
 		return fmt.Errorf("count children: %w", err)
+	}
+	if n >= spec.MaxChildren {
+		return invalid("task: this session tree already has %d sub-agents, the most it may hold (max_subagents %d); no sub-agent was started, so do the work without one", n, spec.MaxChildren)
 	}
 	c.ID = fmt.Sprintf("%s.%d", parent.RootID, n+1)
 	if _, err := t.append(c.ID, event.SessionCreated, event.Created{ParentID: parent.ID, RootID: parent.RootID, Principal: parent.Principal, Config: parent.Config}); err != nil {

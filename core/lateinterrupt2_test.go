@@ -65,7 +65,7 @@ func TestLateInterruptStopsTheRootsChildBeforeTheKeptPromptRuns(t *testing.T) {
 		case strings.Contains(x.SessionID(), "."):
 			return dc.Run(ctx, x)
 		case x.Prompt() == "hold":
-			if _, err := x.StartChild(ctx, core.ChildSpec{CallID: "call-1", Prompt: "hold: the child", MaxDepth: 3}); err != nil {
+			if _, err := x.StartChild(ctx, core.ChildSpec{CallID: "call-1", Prompt: "hold: the child", MaxDepth: 3, MaxChildren: core.DefaultMaxSubagents}); err != nil {
 				return core.Outcome{Kind: core.Stopped}
 			}
 			<-dc.Started // the child runs

@@ -206,7 +206,7 @@ func TestLateInterruptStopsTheTurnsRunningChild(t *testing.T) {
 				return core.Outcome{Kind: core.Stopped}
 			}
 			if x.Prompt() == "hold: delegate" {
-				if _, err := x.StartChild(ctx, core.ChildSpec{CallID: "call-1", Prompt: "work", MaxDepth: 3}); err != nil {
+				if _, err := x.StartChild(ctx, core.ChildSpec{CallID: "call-1", Prompt: "work", MaxDepth: 3, MaxChildren: core.DefaultMaxSubagents}); err != nil {
 					return core.Outcome{Kind: core.Stopped}
 				}
 			}

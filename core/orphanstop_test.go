@@ -27,7 +27,7 @@ func TestFailedParentTurnStopsItsRunningChild(t *testing.T) {
 		if x.Prompt() != "delegate, then fail" {
 			return d.Run(ctx, x)
 		}
-		if _, err := x.StartChild(ctx, core.ChildSpec{CallID: "call-1", Prompt: "hold", MaxDepth: 3}); err != nil {
+		if _, err := x.StartChild(ctx, core.ChildSpec{CallID: "call-1", Prompt: "hold", MaxDepth: 3, MaxChildren: core.DefaultMaxSubagents}); err != nil {
 			return core.Outcome{Kind: core.Stopped}
 		}
 		<-d.Started // the child runs

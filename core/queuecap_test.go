@@ -96,7 +96,7 @@ func TestQueueCapAdmitsNotices(t *testing.T) {
 	defer sub.Close()
 	n.Admit(root, "hold")
 	rx := <-d.Started
-	_, err := rx.StartChild(ctx, core.ChildSpec{CallID: "call-1", Prompt: "answer at once", Background: true, MaxDepth: 3})
+	_, err := rx.StartChild(ctx, core.ChildSpec{CallID: "call-1", Prompt: "answer at once", Background: true, MaxDepth: 3, MaxChildren: core.DefaultMaxSubagents})
 	require.NoError(t, err)
 	<-d.Started // the child's turn
 

@@ -27,7 +27,7 @@ type spawnAndDie struct {
 
 func (d spawnAndDie) Run(ctx context.Context, x *core.Execution) core.Outcome {
 	d.kill()
-	_, _ = x.StartChild(ctx, core.ChildSpec{CallID: "call_task", Prompt: "look around", Background: d.background, MaxDepth: core.DefaultTaskDepth})
+	_, _ = x.StartChild(ctx, core.ChildSpec{CallID: "call_task", Prompt: "look around", Background: d.background, MaxDepth: core.DefaultTaskDepth, MaxChildren: core.DefaultMaxSubagents})
 	return core.Outcome{Kind: core.Stopped}
 }
 

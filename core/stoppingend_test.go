@@ -83,7 +83,7 @@ func (d parkOnEndedChild) Run(ctx context.Context, x *core.Execution) core.Outco
 	}
 	sub := (*d.inst).Subscribe("root.1", 64)
 	defer sub.Close()
-	c, err := x.StartChild(ctx, core.ChildSpec{CallID: "call_task", Prompt: "look", MaxDepth: core.DefaultTaskDepth})
+	c, err := x.StartChild(ctx, core.ChildSpec{CallID: "call_task", Prompt: "look", MaxDepth: core.DefaultTaskDepth, MaxChildren: core.DefaultMaxSubagents})
 	if err != nil {
 		return core.Outcome{Kind: core.Stopped}
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -104,9 +105,25 @@ type hooks struct {
 	vfs string
 }
 
+// CheckDataDir refuses a data directory whose path, cleaned, begins with
+// "file:": SQLite reads such a name as a URI (sqlitedb opens a "file:"
+// name as given), so its databases would not be the files under the
+// directory the host creates (REVENANT_DATA=file:x made ./file:x and
+// then failed opening the URI file:x/index.db). A "file:" later in the
+// path is a path like any other.
+func CheckDataDir(dir string) error {
+	if strings.HasPrefix(filepath.Clean(dir), "file:") {
+		return fmt.Errorf("data directory %q begins with \"file:\", which SQLite reads as a URI, not a path; name it another way, such as by its absolute path", dir)
+	}
+	return nil
+}
+
 func (c Config) withDefaults() (Config, error) {
 	if c.DataDir == "" {
 		return c, errors.New("data directory is not set")
+	}
+	if err := CheckDataDir(c.DataDir); err != nil {
+		return c, err
 	}
 	if c.Driver == nil && c.Guest == nil {
 		return c, errors.New("driver is not set")

@@ -676,6 +676,23 @@ func TestOpenValidatesConfig(t *testing.T) {
 	}
 }
 
+// A data directory named file:… is refused before anything is created:
+// SQLite would open its databases as URIs (file:x/index.db is the file
+// index.db of the URI's path x, not of ./file:x), so the host used to make
+// ./file:x and then fail on its index. A file: later in the path is a
+// path like any other.
+func TestOpenRefusesAFileURIDataDir(t *testing.T) {
+	t.Chdir(t.TempDir())
+	for _, dir := range []string{"file:x", "./file:x", "file:/tmp/x"} {
+		_, err := host.Open(ctx, host.Config{DataDir: dir, Driver: newDriver()})
+		require.ErrorContains(t, err, "begins with \"file:\", which SQLite reads as a URI, not a path", dir)
+		assert.NoDirExists(t, "file:x", dir)
+	}
+	h, err := host.Open(ctx, host.Config{DataDir: filepath.Join(t.TempDir(), "file:x"), Driver: newDriver()})
+	require.NoError(t, err, "an absolute path through file:x")
+	require.NoError(t, h.Close(ctx))
+}
+
 func writeFile(t *testing.T) string {
 	p := filepath.Join(t.TempDir(), "f")
 	require.NoError(t, os.WriteFile(p, nil, 0o600))

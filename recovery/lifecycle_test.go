@@ -428,10 +428,10 @@ func TestOrphanChildClaimsReleasedNotResumed(t *testing.T) {
 	rx := <-d.Started
 	// The parent's turn starts two task children; root.2's job then ends
 	// (its parent no longer waits for it) while its task turn runs on.
-	live, err := rx.StartChild(ctx, core.ChildSpec{CallID: "call-1", Prompt: "hold", MaxDepth: 3})
+	live, err := rx.StartChild(ctx, core.ChildSpec{CallID: "call-1", Prompt: "hold", MaxDepth: 3, MaxChildren: core.DefaultMaxSubagents})
 	require.NoError(t, err)
 	<-d.Started
-	orphan, err := rx.StartChild(ctx, core.ChildSpec{CallID: "call-2", Prompt: "hold", MaxDepth: 3})
+	orphan, err := rx.StartChild(ctx, core.ChildSpec{CallID: "call-2", Prompt: "hold", MaxDepth: 3, MaxChildren: core.DefaultMaxSubagents})
 	require.NoError(t, err)
 	<-d.Started
 	require.Equal(t, "root.2", orphan.ID)
@@ -489,7 +489,7 @@ func TestClientPromptToChildSurvivesRestart(t *testing.T) {
 			root := n.NewSession("root")
 			n.Admit(root, "hold")
 			rx := <-d.Started
-			child, err := rx.StartChild(ctx, core.ChildSpec{CallID: "call-1", Prompt: "done at once", MaxDepth: 3})
+			child, err := rx.StartChild(ctx, core.ChildSpec{CallID: "call-1", Prompt: "done at once", MaxDepth: 3, MaxChildren: core.DefaultMaxSubagents})
 			require.NoError(t, err)
 			<-d.Started // the task turn, which answers at once
 
@@ -531,13 +531,13 @@ func TestParentInterruptLeavesChildsOwnTurn(t *testing.T) {
 	root := n.NewSession("root")
 	n.Admit(root, "hold")
 	rx := <-d.Started
-	done, err := rx.StartChild(ctx, core.ChildSpec{CallID: "call-1", Prompt: "done at once", MaxDepth: 3})
+	done, err := rx.StartChild(ctx, core.ChildSpec{CallID: "call-1", Prompt: "done at once", MaxDepth: 3, MaxChildren: core.DefaultMaxSubagents})
 	require.NoError(t, err)
 	<-d.Started // done's task turn, which answers at once
 	own := n.Admit(done.ID, "hold mine")
 	ox := <-d.Started // after done's task turn ended
 	require.Equal(t, own, ox.PromptID())
-	task, err := rx.StartChild(ctx, core.ChildSpec{CallID: "call-2", Prompt: "hold task", MaxDepth: 3})
+	task, err := rx.StartChild(ctx, core.ChildSpec{CallID: "call-2", Prompt: "hold task", MaxDepth: 3, MaxChildren: core.DefaultMaxSubagents})
 	require.NoError(t, err)
 	<-d.Started
 

@@ -182,6 +182,25 @@ func TestNegativeWordDelayRefused(t *testing.T) {
 	assert.Zero(t, c.wordDelay)
 }
 
+// A data directory named file:… is refused at start-up, from the variable
+// or the flag, before serve makes its lock file there: SQLite would open
+// its databases as URIs. An absolute path through a file: directory is
+// fine.
+func TestFileURIDataDirRefused(t *testing.T) {
+	for _, tc := range []struct {
+		env  string
+		args []string
+	}{{"file:x", nil}, {"", []string{"-data", "file:/tmp/x"}}, {"data", []string{"-data", "./file:x"}}} {
+		_, _, err := parseServe(tc.args, env(map[string]string{"REVENANT_DATA": tc.env}), io.Discard)
+		require.Error(t, err, "%q %v", tc.env, tc.args)
+		assert.Contains(t, err.Error(), `REVENANT_DATA or -data: data directory`)
+		assert.Contains(t, err.Error(), `begins with "file:", which SQLite reads as a URI, not a path`)
+	}
+	c, _, err := parseServe([]string{"-data", "/tmp/file:x"}, env(nil), io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, "/tmp/file:x", c.data)
+}
+
 // A listen address that is not host:port is refused for its form, from
 // the variable or the flag, before the loopback rule (which would blame
 // the missing tokens) judges it.

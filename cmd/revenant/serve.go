@@ -105,6 +105,9 @@ func parseServe(args []string, getenv func(string) string, stdout io.Writer) (c 
 	if err := checkAddr(c.addr); err != nil {
 		return c, false, err
 	}
+	if err := host.CheckDataDir(c.data); err != nil {
+		return c, false, fmt.Errorf("REVENANT_DATA or -data: %w", err) // before the lock file is made in it
+	}
 	if *debug {
 		c.logLevel = slog.LevelDebug
 	}

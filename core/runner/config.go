@@ -28,6 +28,7 @@ type Config struct {
 	permissions     []permission.Rule
 	allowedModels   []string // nil: any
 	taskDepth       int
+	maxSubagents    int
 }
 
 // Defaults.
@@ -53,6 +54,7 @@ func NewConfig() Config {
 		checkpointEvery: DefaultCheckpointEvery, checkpointBytes: DefaultCheckpointBytes,
 		retries: DefaultRetries, retryInitial: DefaultRetryInitial, retryMax: DefaultRetryMax,
 		contextBytes: DefaultContextBytes, taskDepth: core.DefaultTaskDepth,
+		maxSubagents: core.DefaultMaxSubagents,
 	}
 }
 
@@ -104,6 +106,14 @@ func (c Config) WithContextBytes(n int) Config { c.contextBytes = n; return c }
 // 3.
 func (c Config) WithTaskDepth(n int) Config { c.taskDepth = n; return c }
 
+// WithMaxSubagents sets how many child sessions one tree may hold, at all
+// depths together: a task call in a tree that has n children already fails
+// with a tool error, and the turn goes on. Every child the tree ever had
+// counts, ended or not (children are deleted only with their tree), so a
+// refusal stays one when a kill makes the call run again. 0 allows none.
+// Default 64 (core.DefaultMaxSubagents).
+func (c Config) WithMaxSubagents(n int) Config { c.maxSubagents = n; return c }
+
 // WithSystemPrompt sets the system prompt sent with every request. Default
 // none.
 func (c Config) WithSystemPrompt(s string) Config { c.system = s; return c }
@@ -149,6 +159,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("output cap, checkpoint bytes and context bytes must be positive")
 	case c.taskDepth < 0:
 		return fmt.Errorf("task depth %d must be at least 0", c.taskDepth)
+	case c.maxSubagents < 0:
+		return fmt.Errorf("max sub-agents %d must be at least 0", c.maxSubagents)
 	case c.retries < 0:
 		return fmt.Errorf("retries %d must be at least 0", c.retries)
 	case c.retries > 0 && (c.retryInitial <= 0 || c.retryMax < c.retryInitial):

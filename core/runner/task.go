@@ -36,14 +36,15 @@ func (t *turn) foregroundTask(st state, c callRow) (tool.TaskArgs, bool) {
 
 // startForeground starts (or re-attaches to) a foreground call's child and
 // returns the blocker the call parks on, with the given ordinal (0, or the
-// next after the permission request that approved the call). A child that cannot be made (the
-// depth limit) settles the call as a tool error instead: park is false. ok
-// is false when the execution must stop.
+// next after the permission request that approved the call). A child that
+// cannot be made (the depth limit, the tree's sub-agent limit) settles the
+// call as a tool error instead: park is false. ok is false when the
+// execution must stop.
 func (t *turn) startForeground(ctx context.Context, c callRow, args tool.TaskArgs, ordinal int) (b event.Blocker, park, ok bool) {
 	if ctx.Err() != nil {
 		return b, false, false
 	}
-	child, err := t.x.StartChild(ctx, core.ChildSpec{CallID: c.id, Prompt: args.Prompt, MaxDepth: t.r.cfg.taskDepth})
+	child, err := t.x.StartChild(ctx, core.ChildSpec{CallID: c.id, Prompt: args.Prompt, MaxDepth: t.r.cfg.taskDepth, MaxChildren: t.r.cfg.maxSubagents})
 	if err != nil {
 		var ce *core.Error
 		if errors.As(err, &ce) { // the model's mistake: a tool error
@@ -71,7 +72,7 @@ func (t *turn) taskBody(sa tool.Subagent) tool.Tool {
 		if err != nil {
 			return "", err
 		}
-		child, err := t.x.StartChild(ctx, core.ChildSpec{CallID: c.ID, Prompt: args.Prompt, Background: args.Background, MaxDepth: t.r.cfg.taskDepth})
+		child, err := t.x.StartChild(ctx, core.ChildSpec{CallID: c.ID, Prompt: args.Prompt, Background: args.Background, MaxDepth: t.r.cfg.taskDepth, MaxChildren: t.r.cfg.maxSubagents})
 		if err != nil {
 			var ce *core.Error
 			if errors.As(err, &ce) {

@@ -162,9 +162,15 @@ func TestForegroundTaskHandsChildAnswerToParent(t *testing.T) {
 // fewer times than the clean one: then nothing dies, and the boot finds the
 // work done.
 func killTaskTurnAtEveryCommit(t *testing.T, prompt string, check func(t *testing.T, tr *treetest.Tree, m *countingModel, parked bool)) {
+	killTaskTurnAtEveryCommitWith(t, runner.NewConfig(), prompt, check)
+}
+
+// killTaskTurnAtEveryCommitWith is killTaskTurnAtEveryCommit with the
+// runner configured by cfg.
+func killTaskTurnAtEveryCommitWith(t *testing.T, cfg runner.Config, prompt string, check func(t *testing.T, tr *treetest.Tree, m *countingModel, parked bool)) {
 	clean := treetest.New(t)
 	cm := &countingModel{inner: offline.New(nil, offline.Options{}), tr: clean}
-	n := clean.Boot(taskRunner(t, clean, cm, runner.NewConfig()))
+	n := clean.Boot(taskRunner(t, clean, cm, cfg))
 	n.NewSession("root")
 	base := n.Kill.Commits()
 	_, err := n.Inst.Admit(ctx, "root", core.PromptInput{ClientID: "p1", Text: prompt})
@@ -178,7 +184,7 @@ func killTaskTurnAtEveryCommit(t *testing.T, prompt string, check func(t *testin
 			t.Run(fmt.Sprintf("commit%02d/after=%v", i, after), func(t *testing.T) {
 				tr := treetest.New(t)
 				m := &countingModel{inner: offline.New(nil, offline.Options{}), tr: tr}
-				n := tr.Boot(taskRunner(t, tr, m, runner.NewConfig()))
+				n := tr.Boot(taskRunner(t, tr, m, cfg))
 				n.NewSession("root")
 				n.Kill.KillAt(i, after)
 				_, _ = n.Inst.Admit(ctx, "root", core.PromptInput{ClientID: "p1", Text: prompt})
@@ -191,7 +197,7 @@ func killTaskTurnAtEveryCommit(t *testing.T, prompt string, check func(t *testin
 				n.Crash()
 				parked := pendingTask(tr, "root")
 
-				n2 := tr.Boot(taskRunner(t, tr, m, runner.NewConfig()))
+				n2 := tr.Boot(taskRunner(t, tr, m, cfg))
 				_, err := n2.Inst.Admit(ctx, "root", core.PromptInput{ClientID: "p1", Text: prompt})
 				require.NoError(t, err)
 				n2.Idle()

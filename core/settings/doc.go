@@ -1,8 +1,8 @@
 // Package settings is the one configuration type every host gives a tree:
 // the knobs of core's instance (resume budget, wake interval, claim age,
 // interrupt grace), of the turn runner (step cap, watchdogs, checkpoints,
-// provider retries, context size) and of the HTTP API (heartbeat, body cap,
-// page sizes). The local server reads it from REVENANT_CONFIG's "settings"
+// provider retries, context size, sub-agents per tree) and of the HTTP API
+// (heartbeat, body cap, page sizes). The local server reads it from REVENANT_CONFIG's "settings"
 // section (config), the wazero host hands it to the guest in its boot
 // configuration (wasm/abi), and the Durable Object host builds it too; each
 // maps it onto core's, the runner's and the API's builders with the same

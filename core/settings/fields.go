@@ -44,6 +44,7 @@ func (s *Settings) Fields() []Field {
 		{Name: nameRetryInitial, Duration: &s.RetryInitial},
 		{Name: "retry_max", Duration: &s.RetryMax},
 		{Name: "context_bytes", Int: &s.ContextBytes},
+		{Name: "max_subagents", Int: &s.MaxSubagents},
 		{Name: "max_retry_after", Duration: &s.MaxRetryAfter},
 		{Name: "heartbeat", Duration: &s.Heartbeat},
 		{Name: nameMaxBody, Int64: &s.MaxBody},

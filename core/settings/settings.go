@@ -65,6 +65,10 @@ type Settings struct {
 	// ContextBytes is the request size at which the oldest tool outputs
 	// are elided (runner.WithContextBytes). Default 400 KiB.
 	ContextBytes int
+	// MaxSubagents is how many child sessions one tree may hold, at all
+	// depths together; a task call past it fails with a tool error
+	// (runner.WithMaxSubagents). Default core.DefaultMaxSubagents (64).
+	MaxSubagents int
 	// MaxRetryAfter caps the wait an OpenAI-compatible provider may ask
 	// for with Retry-After (openai.Config.MaxRetryAfter). Default 60 s.
 	MaxRetryAfter time.Duration
@@ -120,7 +124,8 @@ func (s Settings) runner() runner.Config {
 		WithToolTimeout(or(s.ToolTimeout, runner.DefaultToolTimeout)).
 		WithOutputCap(or(s.ToolOutputCap, runner.DefaultOutputCap)).
 		WithCheckpoints(or(s.CheckpointEvery, runner.DefaultCheckpointEvery), or(s.CheckpointBytes, runner.DefaultCheckpointBytes)).
-		WithContextBytes(or(s.ContextBytes, runner.DefaultContextBytes))
+		WithContextBytes(or(s.ContextBytes, runner.DefaultContextBytes)).
+		WithMaxSubagents(or(s.MaxSubagents, core.DefaultMaxSubagents))
 	initial, maxDelay := s.retryDelays()
 	return c.WithRetries(count(or(s.ModelRetries, runner.DefaultRetries)), initial, maxDelay)
 }

@@ -31,7 +31,7 @@ func TestFieldsMapOntoBuilders(t *testing.T) {
 		ResumeBudget: 3, MaxClaimAge: time.Hour, WakeInterval: 2 * time.Second, InterruptGrace: time.Second, QueueCap: 4,
 		StepCap: 7, StreamIdle: 5 * time.Second, StepWall: time.Minute, ToolTimeout: 30 * time.Second, ToolOutputCap: 100,
 		CheckpointEvery: 3 * time.Second, CheckpointBytes: 64, ModelRetries: 2, RetryInitial: 2 * time.Second,
-		RetryMax: 4 * time.Second, ContextBytes: 1000, MaxRetryAfter: time.Second,
+		RetryMax: 4 * time.Second, ContextBytes: 1000, MaxSubagents: 9, MaxRetryAfter: time.Second,
 		Heartbeat: 3 * time.Second, MaxBody: 512, SessionPageSize: 10, MessagePageSize: 20,
 	}
 	c, err := s.Configs()
@@ -40,7 +40,7 @@ func TestFieldsMapOntoBuilders(t *testing.T) {
 		WithInterruptGrace(time.Second).WithQueueCap(4), c.Core)
 	require.Equal(t, runner.NewConfig().WithStepCap(7).WithStreamIdle(5*time.Second).WithStepWall(time.Minute).
 		WithToolTimeout(30*time.Second).WithOutputCap(100).WithCheckpoints(3*time.Second, 64).
-		WithRetries(2, 2*time.Second, 4*time.Second).WithContextBytes(1000), c.Runner)
+		WithRetries(2, 2*time.Second, 4*time.Second).WithContextBytes(1000).WithMaxSubagents(9), c.Runner)
 	require.Equal(t, api.NewConfig().WithHeartbeat(3*time.Second).WithMaxBody(512).WithPageSizes(10, 20), c.API)
 }
 
@@ -66,7 +66,7 @@ func TestNoneIsZero(t *testing.T) {
 // Validate names every bad field at once, by its file name.
 func TestValidate(t *testing.T) {
 	s := settings.Settings{
-		ResumeBudget: -2, StepCap: -1, WakeInterval: -time.Second, MaxBody: -1, ModelRetries: settings.None - 1,
+		ResumeBudget: -2, StepCap: -1, WakeInterval: -time.Second, MaxBody: -1, ModelRetries: settings.None - 1, MaxSubagents: -1,
 		SessionPageSize: api.MaxListLimit + 1, MessagePageSize: api.MaxMessageLimit + 1, RetryInitial: 2 * time.Minute,
 	}
 	err := s.Validate()
@@ -77,11 +77,12 @@ func TestValidate(t *testing.T) {
 		require.True(t, errors.As(e, &fe), "%v", e)
 		fields = append(fields, fe.Field)
 	}
-	require.Equal(t, []string{"resume_budget", "wake_interval", "step_cap", "model_retries", "max_body",
+	require.Equal(t, []string{"resume_budget", "wake_interval", "step_cap", "model_retries", "max_subagents", "max_body",
 		"session_page_size", "message_page_size", "retry_initial"}, fields)
 	require.Contains(t, err.Error(), "retry_initial: 2m0s is longer than retry_max (1m0s)")
 	require.Contains(t, err.Error(), "resume_budget: -2 is out of range: 0 or more, or -1 for none")
 	require.Contains(t, err.Error(), "step_cap: -1 is negative")
+	require.Contains(t, err.Error(), "max_subagents: -1 is negative")
 
 	_, err = s.Configs()
 	require.Error(t, err, "Configs validates")
@@ -136,7 +137,7 @@ func TestFieldNamesAreTheFileKeys(t *testing.T) {
 	}
 	require.Equal(t, []string{"resume_budget", "max_claim_age", "wake_interval", "interrupt_grace", "queue_cap",
 		"step_cap", "stream_idle", "step_wall", "tool_timeout", "tool_output_cap", "checkpoint_every", "checkpoint_bytes",
-		"model_retries", "retry_initial", "retry_max", "context_bytes", "max_retry_after",
+		"model_retries", "retry_initial", "retry_max", "context_bytes", "max_subagents", "max_retry_after",
 		"heartbeat", "max_body", "session_page_size", "message_page_size"}, names)
 	require.Equal(t, []string{"resume_budget", "model_retries"}, none)
 }

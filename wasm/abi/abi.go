@@ -20,8 +20,9 @@ const (
 	// trapping the guest; 7 added BootConfig's queue cap; 8 added
 	// BootConfig's operator policy (final rules, allowed models); 9 added
 	// PartDrain and BootConfig.Drain, so an event
-	// stream's catch-up waits for its client page by page.
-	Minor = 9
+	// stream's catch-up waits for its client page by page; 10 added
+	// BootConfig's sub-agent limit (max_subagents).
+	Minor = 10
 )
 
 // MinorWakeArmChecked is the minor version that added ImportWakeArmChecked.

@@ -473,8 +473,8 @@ func TestBootConfigOperatorPolicyOnlyForANewerGuest(t *testing.T) {
 	require.ErrorIs(t, err, abi.ErrMalformed, "one final flag for two rules")
 	_, err = abi.DecodeBootConfig(append(old, 3, 1, 0, 0, 0))
 	require.ErrorIs(t, err, abi.ErrMalformed, "three final flags for two rules")
-	_, err = abi.DecodeBootConfig(append(cur, 0, 0))
-	require.ErrorIs(t, err, abi.ErrMalformed, "a byte past the allowed models and the 1.9 drain flag")
+	_, err = abi.DecodeBootConfig(append(cur, 0, 0, 0))
+	require.ErrorIs(t, err, abi.ErrMalformed, "a byte past the allowed models, the 1.9 drain flag and the 1.10 sub-agent limit")
 }
 
 // The drain flag (1.9) follows the operator's policy and goes only to a
@@ -491,8 +491,28 @@ func TestBootConfigDrainOnlyForANewerGuest(t *testing.T) {
 	got, err = abi.DecodeBootConfig(old)
 	require.NoError(t, err)
 	require.False(t, got.Drain, "an older host acknowledges no drain")
+	_, err = abi.DecodeBootConfig(append(cur, 0, 0))
+	require.ErrorIs(t, err, abi.ErrMalformed, "a byte past the drain flag and the 1.10 sub-agent limit")
+}
+
+// The sub-agent limit (1.10) follows the drain flag and goes only to a
+// guest of 1.10 or later; an older guest decodes the 1.9 layout and has
+// no such limit.
+func TestBootConfigMaxSubagentsOnlyForANewerGuest(t *testing.T) {
+	cfg := abi.BootConfig{TreeID: "t", Drain: true, Settings: settings.Settings{MaxSubagents: 5, QueueCap: 7}}
+	old := cfg.EncodeFor(abi.MinorMaxSubagents - 1)
+	cur := cfg.EncodeFor(abi.MinorMaxSubagents)
+	require.Equal(t, old, cur[:len(old)], "the 1.9 fields are unchanged")
+	got, err := abi.DecodeBootConfig(cur)
+	require.NoError(t, err)
+	require.Equal(t, cfg, got)
+	got, err = abi.DecodeBootConfig(old)
+	require.NoError(t, err)
+	want := cfg
+	want.Settings.MaxSubagents = 0
+	require.Equal(t, want, got)
 	_, err = abi.DecodeBootConfig(append(cur, 0))
-	require.ErrorIs(t, err, abi.ErrMalformed, "a byte past the drain flag")
+	require.ErrorIs(t, err, abi.ErrMalformed, "a byte past the sub-agent limit")
 }
 
 // Names hands out one string per column name across results, up to its

@@ -33,9 +33,10 @@ func TestConstantsAreTheDocumentedNumbers(t *testing.T) {
 	require.Equal(t, []abi.EndCode{0, 1, 2, 3, 4, 5, 6, 7},
 		[]abi.EndCode{abi.EndOK, abi.EndError, abi.EndFenced, abi.EndNetwork, abi.EndTimeout, abi.EndCancelled, abi.EndDenied, abi.EndTooLarge}, "§4: egress end codes")
 	// §7: the minor version that added each appended field or import.
-	require.Equal(t, []int{2, 3, 3, 4, 5, 6, 7, 8, 9}, []int{
+	require.Equal(t, []int{2, 3, 3, 4, 5, 6, 7, 8, 9, 10}, []int{
 		abi.MinorEgressEpoch, abi.MinorEgressEndCode, abi.MinorPageSizes, abi.MinorPermissions,
 		abi.MinorToolCallRules, abi.MinorWakeArmChecked, abi.MinorQueueCap, abi.MinorOperatorPolicy, abi.MinorDrain,
+		abi.MinorMaxSubagents,
 	})
 }
 

@@ -605,6 +605,12 @@ type BootConfig struct {
 	Drain bool
 }
 
+// MinorMaxSubagents is the minor version that added the tree's sub-agent
+// limit (Settings.MaxSubagents) at BootConfig's end, after the drain flag:
+// a host sends it only to a guest that announces at least this
+// (EncodeFor); an older guest has no such limit, only the depth limit.
+const MinorMaxSubagents = 10
+
 // MinorDrain is the minor version that added PartDrain and
 // BootConfig.Drain, at BootConfig's end after the
 // operator policy. A host sends Drain only to a guest that announces at
@@ -787,6 +793,9 @@ func (c BootConfig) EncodeFor(guestMinor uint16) []byte {
 	if guestMinor >= MinorDrain {
 		e.Bool(c.Drain)
 	}
+	if guestMinor >= MinorMaxSubagents {
+		e.Varint(int64(s.MaxSubagents))
+	}
 	return e.Bytes()
 }
 
@@ -838,6 +847,9 @@ func DecodeBootConfig(b []byte) (BootConfig, error) {
 	}
 	if d.err == nil && len(d.b) > 0 {
 		c.Drain = d.Bool()
+	}
+	if d.err == nil && len(d.b) > 0 {
+		s.MaxSubagents = int(d.Varint())
 	}
 	return c, d.Finish()
 }
