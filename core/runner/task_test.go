@@ -1056,7 +1056,15 @@ func TestClientCannotTakeANoticesID(t *testing.T) {
 	m := &countingModel{inner: offline.New(tr.Clock, offline.Options{}), tr: tr}
 	n := tr.Boot(taskRunner(t, tr, m, runner.NewConfig()))
 	sid := n.NewSession("root")
+	sub := n.Inst.Subscribe(sid, 1024)
 	pid := n.Admit(sid, "/task --background /sleep 30s")
+	// The clock counts every timer: until the root's turn ended, its
+	// steps' (wall, idle, a checkpoint's) and its task call's count too,
+	// so three could be pending before the child set its sleep's timer,
+	// which the Advance below then missed (the child slept on, and Idle
+	// gave up). Once the root's turn ended, the three are the child's.
+	awaitEvent(t, sub, func(ev event.Event) bool { return ev.IsTerminal() })
+	sub.Close()
 	tr.Clock.BlockUntil(3) // the background child sleeps: wall, idle and sleep timers
 
 	notice := core.NoticeClientID("root.1", 1)

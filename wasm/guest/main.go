@@ -426,6 +426,17 @@ func (gg *guest) opened(inst *core.Instance) error {
 		return err
 	}
 	gg.handler = handler
+	if err := gg.watchListed(inst); err != nil {
+		return err
+	}
+	hostPhase(uint32(abi.PhaseSweep))
+	return nil
+}
+
+// watchListed watches every session inst lists. The listing is one try,
+// and storage refusing it is logged, not returned: each session is then
+// watched from its next event (opened).
+func (gg *guest) watchListed(inst *core.Instance) error {
 	sessions, err := inst.Sessions(context.Background())
 	switch {
 	case err != nil && !storage.IsTransient(err):
@@ -436,7 +447,6 @@ func (gg *guest) opened(inst *core.Instance) error {
 	for _, s := range sessions {
 		gg.watch(s.ID)
 	}
-	hostPhase(uint32(abi.PhaseSweep))
 	return nil
 }
 
@@ -463,7 +473,10 @@ func (gg *guest) reopenLater() {
 // re-arms), after a delete that closed the instance and then failed to
 // delete the tree. The API handler stays: it reaches the instance through
 // gg.inst. An instance that cannot open leaves the closed one, and the
-// wake-up's retry (swept) tries again.
+// wake-up's retry (swept) tries again; once open, it serves even if
+// storage refuses its listing of the sessions to watch, as a boot does
+// (opened): a reopening failed there would leave the closed instance,
+// refusing every write, until a later wake-up on the back-off schedule.
 func (gg *guest) reopen() error {
 	ctx := context.Background()
 	host := core.Host{DB: gg.db, Clock: gg.clock, Wake: waker{}, IDs: ids{}, Log: gg.log}
@@ -472,18 +485,11 @@ func (gg *guest) reopen() error {
 		return err
 	}
 	inst, _, err := recovery.BootWith(ctx, host, cfg, driver, func(inst *core.Instance) error {
-		sessions, err := inst.Sessions(ctx)
-		if err != nil {
-			return fmt.Errorf("list sessions: %w", err)
-		}
 		gg.mu.Lock()
 		gg.watched = map[string]bool{} // the closed instance's watches ended with it
 		gg.mu.Unlock()
 		gg.inst = inst
-		for _, s := range sessions {
-			gg.watch(s.ID)
-		}
-		return nil
+		return gg.watchListed(inst)
 	})
 	if inst == nil {
 		return fmt.Errorf("reopen: %w", err)

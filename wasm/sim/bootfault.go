@@ -31,14 +31,14 @@ type bootFaulter struct {
 // bootFaultFor is tree i's disk faulter within boots, or nil if its boots
 // never meet one.
 func (c Config) bootFaultFor(i int) *bootFaulter {
-	return newBootFaulter(c.BootFault, c.Seed^0xd6e8feb86659fd93, i)
+	return newBootFaulter(c.BootFault, c.Seed^keyBootFault, i)
 }
 
 // bootLockFor is tree i's write-lock faulter within boots, or nil if its
 // boots never meet one. Its generator is apart from the disk faulter's,
 // so with -bootlock off every seed's history is as it was.
 func (c Config) bootLockFor(i int) *bootFaulter {
-	return newBootFaulter(c.BootLock, c.Seed^0x8cb92ba72f3d8dd7, i)
+	return newBootFaulter(c.BootLock, c.Seed^keyBootLock, i)
 }
 
 func newBootFaulter(share float64, seed uint64, i int) *bootFaulter {

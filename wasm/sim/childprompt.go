@@ -136,7 +136,7 @@ const quietPlanShare = 3
 const quietChildShare = 2
 
 func newQuietChild(seed uint64, index int) quietChild {
-	return quietChild{rng: rand.New(rand.NewPCG(seed^0x85ebca6b27d4eb2f, uint64(index))), seen: map[string]bool{}, wanted: map[string]bool{}}
+	return quietChild{rng: stream(seed, keyQuietChild, index), seen: map[string]bool{}, wanted: map[string]bool{}}
 }
 
 // planQuietInterrupt decides whether the client of a question of child

@@ -3,7 +3,6 @@ package sim
 import (
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"time"
 )
 
@@ -140,7 +139,7 @@ func (c Config) budgetFor(i int) int {
 	if c.ResumeBudget > 0 || c.SmallBudget == 0 {
 		return c.ResumeBudget
 	}
-	rng := rand.New(rand.NewPCG(c.Seed^0x5851f42d4c957f2d, uint64(i)))
+	rng := stream(c.Seed, keyBudget, i)
 	if rng.Float64() >= c.SmallBudget {
 		return 0
 	}
@@ -153,7 +152,7 @@ func (c Config) finalAskFor(i int) bool {
 	if c.FinalAsk == 0 {
 		return false
 	}
-	return rand.New(rand.NewPCG(c.Seed^0x2545f4914f6cdd1d, uint64(i))).Float64() < c.FinalAsk
+	return stream(c.Seed, keyFinalAsk, i).Float64() < c.FinalAsk
 }
 
 // Virtual time of every tree starts here (2026-01-01T00:00:00Z), so

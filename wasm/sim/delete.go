@@ -68,7 +68,7 @@ func (c Config) deletesFor(i int) *deleter {
 	if c.Deletes == 0 {
 		return nil
 	}
-	rng := rand.New(rand.NewPCG(c.Seed^0x61c8864680b583eb, uint64(i)))
+	rng := stream(c.Seed, keyDeletes, i)
 	if rng.Float64() >= c.Deletes {
 		return nil
 	}

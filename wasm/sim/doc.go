@@ -233,6 +233,15 @@
 // wake-up, egress answer or client action, in (time, sequence) order.
 // Sessions run in parallel on a worker pool and their results are combined
 // in session order, so the history hash is the same on any core count.
+// Each of the trees' generators draws on a key of its own (streams.go), so
+// an option turned on or off changes nothing another draws. A seed's
+// history is the same from one build to the next only while what the
+// simulator draws stays the same: it changed for every seed once in
+// session 53 (the commit "wasm/sim: each generator draws on a key of its
+// own"), when the final-ask share, the provider's retry budget and the
+// question asker, which had shared one key (so a tree's first draw of
+// each was one number), got keys of their own; a history recorded before
+// that commit does not replay after it.
 //
 // The package imports wasm/runtime and wasm/abi (the host side of the ABI)
 // and, of core, only core/storage's row and error types that the runtime's

@@ -43,7 +43,7 @@ const (
 // retriesFor is tree i's provider retry budget, drawn on a generator of
 // its own so it changes nothing else the tree draws.
 func (c Config) retriesFor(i int) int {
-	rng := rand.New(rand.NewPCG(c.Seed^0x2545f4914f6cdd1d, uint64(i)))
+	rng := stream(c.Seed, keyRetries, i)
 	return 1 + rng.IntN(retryBudgetMax)
 }
 
@@ -84,7 +84,7 @@ func providerKey(body []byte) string {
 func stepRng(seed uint64, key string, salt uint64) *rand.Rand {
 	h := fnv.New64a()
 	_, _ = h.Write([]byte(key))
-	return rand.New(rand.NewPCG(seed^0x94d049bb133111eb, h.Sum64()+salt))
+	return rand.New(rand.NewPCG(seed^keyProvider, h.Sum64()+salt))
 }
 
 // failures is how many times the step of key fails before it is answered:

@@ -88,7 +88,7 @@ type asker struct {
 }
 
 func newAsker(seed uint64, index, killBudget int) *asker {
-	return &asker{rng: rand.New(rand.NewPCG(seed^0x2545f4914f6cdd1d, uint64(index))), putOff: map[string]int{}, handled: map[string]bool{}, quietPos: -1,
+	return &asker{rng: stream(seed, keyAsker, index), putOff: map[string]int{}, handled: map[string]bool{}, quietPos: -1,
 		reserve: min(2, killBudget/4)}
 }
 

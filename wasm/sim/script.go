@@ -3,7 +3,6 @@ package sim
 import (
 	"encoding/json"
 	"fmt"
-	"math/rand/v2"
 	"strings"
 
 	"github.com/revenantrt/revenant/core/event"
@@ -225,5 +224,5 @@ func (c Config) scriptedFor(i int) bool {
 	if c.Scripted == 0 {
 		return false
 	}
-	return rand.New(rand.NewPCG(c.Seed^0x1b873593cc9e2d51, uint64(i))).Float64() < c.Scripted
+	return stream(c.Seed, keyScripted, i).Float64() < c.Scripted
 }

@@ -31,9 +31,19 @@ func cacheDir(t *testing.T) string {
 // A small campaign, part of make test: the real guest, killed at host
 // calls in every phase, with zombies and disk-full windows, keeps every
 // invariant.
+//
+// The seed is chosen so that this small campaign reaches every case the
+// test asserts below (each count is positive): with the generators' keys
+// of session 53 (streams.go) seed 1 no longer does (no turn fails model
+// once its retries are spent), and of seeds 1 to 36 only 8, 10, 15, 19,
+// 21, 24, 31 and 32 reach them all. 10 is among the cheapest (1548 driver
+// steps and 112 boots, where seed 1 took 1855 and 122 before) and is not
+// at the edge of the case seed 1 lost: five turns give up retrying. A
+// change to what the simulator draws changes the history of every seed;
+// if one then fails here for want of a case, pick another the same way.
 func TestSmallCampaignKeepsTheInvariants(t *testing.T) {
 	wasm := guestbuild.Must(t)
-	cfg := sim.Config{Seed: 1, Sessions: 10, Kills: 100, Zombies: 0.5, DiskFull: 0.3, Scripted: 0.5, Dir: t.TempDir(), CacheDir: cacheDir(t)}
+	cfg := sim.Config{Seed: 10, Sessions: 10, Kills: 100, Zombies: 0.5, DiskFull: 0.3, Scripted: 0.5, Dir: t.TempDir(), CacheDir: cacheDir(t)}
 	res, err := sim.Run(context.Background(), cfg, wasm)
 	require.NoError(t, err)
 	var out bytes.Buffer

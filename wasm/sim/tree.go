@@ -173,7 +173,7 @@ type request struct {
 }
 
 func newTree(mod *runtime.Module, cfg Config, index int, dir string) *tree {
-	rng := rand.New(rand.NewPCG(cfg.Seed, uint64(index)))
+	rng := stream(cfg.Seed, keyTree, index)
 	t := &tree{
 		index: index, seed: cfg.Seed, rng: rng, mod: mod, now: start,
 		id:     fmt.Sprintf("tree%04d", index),
@@ -189,15 +189,15 @@ func newTree(mod *runtime.Module, cfg Config, index int, dir string) *tree {
 	}
 	// The workload has a generator of its own, so building it first
 	// changes nothing the tree's generator draws.
-	t.work = &workload{rng: rand.New(rand.NewPCG(cfg.Seed^0x9e3779b97f4a7c15, uint64(index))), multi: cfg.scriptedFor(index)}
+	t.work = &workload{rng: stream(cfg.Seed, keyWorkload, index), multi: cfg.scriptedFor(index)}
 	t.actions = append([]action{{at: start, kind: actCreate}}, t.work.batch(start, 3+t.killBudget/3)...)
 	if t.del = cfg.deletesFor(index); t.del != nil {
 		t.planDelete()
 	}
 	t.ask = newAsker(cfg.Seed, index, t.killBudget)
 	t.quiet = newQuietChild(cfg.Seed, index)
-	t.echoes = rand.New(rand.NewPCG(cfg.Seed^0xc2b2ae3d27d4eb4f, uint64(index)))
-	t.goesOn = rand.New(rand.NewPCG(cfg.Seed^0x165667b19e3779f9, uint64(index)))
+	t.echoes = stream(cfg.Seed, keyEchoes, index)
+	t.goesOn = stream(cfg.Seed, keyGoesOn, index)
 	if rng.Float64() < cfg.DiskFull {
 		t.fillDisk(rng)
 	}
