@@ -671,12 +671,7 @@ func (t *tree) bootOnly(ctx context.Context) bool {
 			break
 		}
 		t.reap(g)
-		if g.faulted != nil && !errors.Is(err, errKill) {
-			// Its sweep met the disk failing after it listed the claims:
-			// the boot must serve all the same (wasm/guest bootResult), or
-			// every request to the tree fails until it boots again.
-			t.failf("boot %d failed where its sweep met a boot fault: %v", g.boot, err)
-		}
+		t.checkBootServed(g, err)
 		if !errors.Is(err, errKill) {
 			// A boot that fails (its storage failing, in a disk-full
 			// window) is retried by the host after a pause, as a real one
@@ -687,6 +682,17 @@ func (t *tree) bootOnly(ctx context.Context) bool {
 		}
 	}
 	return true
+}
+
+// checkBootServed judges a boot that failed with err: one whose sweep met
+// a boot fault after it listed the claims (storage refusing writes) must
+// serve all the same (wasm/guest bootResult), or every request to the
+// tree fails until it boots again; a kill is the nemesis's, not the
+// guest's.
+func (t *tree) checkBootServed(g *guest, err error) {
+	if g.faulted != nil && !errors.Is(err, errKill) {
+		t.failf("boot %d failed where its sweep met a boot fault: %v", g.boot, err)
+	}
 }
 
 // resendLost is the clients sending again what a dead guest never
