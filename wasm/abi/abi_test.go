@@ -422,19 +422,29 @@ func TestBootConfigPermissionsOnlyForANewerGuest(t *testing.T) {
 func TestBootConfigQueueCapOnlyForANewerGuest(t *testing.T) {
 	cfg := abi.BootConfig{TreeID: "t", Settings: settings.Settings{QueueCap: 7, SessionPageSize: 8},
 		Tools: []abi.ToolDecl{{Kind: abi.ToolHTTPRequest, Name: "http_request", Permission: "allow"}}}
-	old := cfg.EncodeFor(abi.MinorQueueCap - 1)
-	cur := cfg.EncodeFor(abi.MinorQueueCap)
-	require.Equal(t, old, cur[:len(old)], "the 1.6 fields are unchanged")
+	requireLastFieldOnlyForANewerGuest(t, cfg, abi.MinorQueueCap, func(c *abi.BootConfig) { c.Settings.QueueCap = 0 })
+}
+
+// requireLastFieldOnlyForANewerGuest checks a field that minor added last
+// to BootConfig: cfg encoded for the minor before it is the same bytes as
+// for minor without their end, decodes as cfg without the field (clear
+// sets it to what an older guest keeps), and a byte past the field is
+// malformed.
+func requireLastFieldOnlyForANewerGuest(t *testing.T, cfg abi.BootConfig, minor uint16, clear func(*abi.BootConfig)) {
+	t.Helper()
+	old := cfg.EncodeFor(minor - 1)
+	cur := cfg.EncodeFor(minor)
+	require.Equal(t, old, cur[:len(old)], "the older fields are unchanged")
 	got, err := abi.DecodeBootConfig(cur)
 	require.NoError(t, err)
 	require.Equal(t, cfg, got)
 	got, err = abi.DecodeBootConfig(old)
 	require.NoError(t, err)
 	want := cfg
-	want.Settings.QueueCap = 0
+	clear(&want)
 	require.Equal(t, want, got)
 	_, err = abi.DecodeBootConfig(append(cur, 0))
-	require.ErrorIs(t, err, abi.ErrMalformed, "a byte past the queue cap")
+	require.ErrorIs(t, err, abi.ErrMalformed, "a byte past the new field")
 }
 
 // The operator's policy (1.8) follows the queue cap and goes only to a
@@ -500,19 +510,7 @@ func TestBootConfigDrainOnlyForANewerGuest(t *testing.T) {
 // no such limit.
 func TestBootConfigMaxSubagentsOnlyForANewerGuest(t *testing.T) {
 	cfg := abi.BootConfig{TreeID: "t", Drain: true, Settings: settings.Settings{MaxSubagents: 5, QueueCap: 7}}
-	old := cfg.EncodeFor(abi.MinorMaxSubagents - 1)
-	cur := cfg.EncodeFor(abi.MinorMaxSubagents)
-	require.Equal(t, old, cur[:len(old)], "the 1.9 fields are unchanged")
-	got, err := abi.DecodeBootConfig(cur)
-	require.NoError(t, err)
-	require.Equal(t, cfg, got)
-	got, err = abi.DecodeBootConfig(old)
-	require.NoError(t, err)
-	want := cfg
-	want.Settings.MaxSubagents = 0
-	require.Equal(t, want, got)
-	_, err = abi.DecodeBootConfig(append(cur, 0))
-	require.ErrorIs(t, err, abi.ErrMalformed, "a byte past the sub-agent limit")
+	requireLastFieldOnlyForANewerGuest(t, cfg, abi.MinorMaxSubagents, func(c *abi.BootConfig) { c.Settings.MaxSubagents = 0 })
 }
 
 // Names hands out one string per column name across results, up to its
