@@ -979,7 +979,12 @@ func TestForegroundTaskSurvivesGracefulStop(t *testing.T) {
 	tr := treetest.New(t)
 	n := tr.Boot(taskRunner(t, tr, offline.New(tr.Clock, offline.Options{}), runner.NewConfig()))
 	n.NewSession("root")
+	sub := n.Inst.Subscribe("root", 1024)
 	n.Admit("root", "/task /sleep 30s")
+	// Once the root parked its timers are gone (as TestClientCannotTakeANoticesID
+	// says, the clock counts every timer): the three are the child's.
+	untilParked(t, sub)
+	sub.Close()
 	tr.Clock.BlockUntil(3) // the child sleeps in its step: wall, idle and sleep timers
 	require.NoError(t, n.Inst.Close(ctx))
 	require.Empty(t, treetest.OfType(tr.Events("root"), event.TaskCancelled))
@@ -1014,9 +1019,12 @@ func TestBackgroundNoticeWaitsWhileParentParked(t *testing.T) {
 	n := tr.Boot(taskRunner(t, tr, m, runner.NewConfig(), tool.QuestionTool()))
 	sid := n.NewSession("root")
 	sub := n.Inst.Subscribe("root.2", 1024)
+	root := n.Inst.Subscribe(sid, 1024)
 	pid := n.Admit(sid, "/task --background /sleep 30s\n/task /ask which colour?")
 	untilParked(t, sub) // the foreground child parks on its question
 	sub.Close()
+	untilParked(t, root) // and the root on it: neither holds a timer then
+	root.Close()
 	tr.Clock.BlockUntil(3) // the background child sleeps: wall, idle and sleep timers
 	tr.Clock.Advance(30 * time.Second)
 	n.Idle()
