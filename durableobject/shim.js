@@ -232,8 +232,8 @@ export class Tree extends DurableObject {
   // instance) on the same storage. For the alarm (retried on that fresh
   // object) and a request whose Go fetch failed as the program ended; a
   // request that meets a spent object is refused instead (refuseSpent),
-  // and an answer given as the object is given up goes out first
-  // (giveUp, abortSoon).
+  // and one in hand as the object is given up is answered first, the
+  // abort waiting for every such answer (abortWhenAnswered).
   abortIfSpent() {
     const why = this.spent();
     if (why) this.ctx.abort("revenant: " + why);
@@ -249,8 +249,8 @@ export class Tree extends DurableObject {
   }
 
   // abortWhenAnswered gives the object up (abortSoon) when it is spent and
-  // no request's answer is pending: each pending one checks for a give-up
-  // before it returns and aborts after its own answer (giveUp). Called as
+  // no request's answer is pending: fetch calls it as each answer returns,
+  // so the last one out aborts the object (giveUp only buffers). Called as
   // Go gives up and as each request's answer returns, so that a give-up no
   // answer checks (a panic in an event stream already answered, a request
   // returning by a path that does not look) still aborts: the object must

@@ -201,9 +201,10 @@ async function forward(request, env, d) {
 }
 
 // SPENT_WAITS_MS are the waits before each send again to an object that
-// answered it had been given up: the first long enough for its abort (a
-// 0 ms timer) to be done, so that the send does not meet the abort and
-// fail, the last about 400 ms after the first refusal.
+// answered it had been given up: its abort waits for the answers it has
+// in hand (a 0 ms timer once none is pending), so a send may be refused
+// or cut (IDLE_ABORT) more than once; the last about 400 ms after the
+// first refusal.
 const SPENT_WAITS_MS = [10, 40, 100, 250];
 
 // sendToTree is treeFetch, sent again (with a copy of the same body)
