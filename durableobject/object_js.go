@@ -308,8 +308,8 @@ func (o *Object) routePanicked(route string) {
 	o.giveUp("a request's handler panicked (" + route + ")")
 }
 
-// giveUp tells the shim to give this object up (ctx.abort) once the
-// current answer is out: its memory no longer matches the storage (a
+// giveUp tells the shim to give this object up (ctx.abort) once no
+// request's answer is pending: its memory no longer matches the storage (a
 // handler panicked midway, a delete failed after closing the tree), and a
 // fresh object boots from the storage alone. A request that reaches the
 // object before then is refused unread, for the front to send again

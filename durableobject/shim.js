@@ -27,11 +27,6 @@ import { hold } from "./testhold.mjs";
 const TREE_KEY = "revenant:tree"; // the object's tree id in ctx.storage
 const TREE_HEADER = "x-revenant-tree"; // set by the front for the object
 export const SPENT_HEADER = "x-revenant-spent"; // an object given up refused the request unread (refuseSpent)
-// IDLE_ABORT begins the reason of an abort that abortWhenAnswered made:
-// the object was given up with no request in hand, so a request its abort
-// cut had been refused unread (answer looks first), and the front may send
-// it again as it does one answered with SPENT_HEADER.
-export const IDLE_ABORT = "revenant, given up with no request in hand: ";
 const BRIDGES = "__revenantBridges"; // see cmd/worker
 const MAX_BODY = 1 << 20; // api.DefaultMaxBody
 
@@ -42,8 +37,7 @@ const TREE_ID = /^[A-Za-z0-9_-]{1,64}$/;
 let nextBridge = 0;
 
 // The tests' build: the holds a request's test-hold parameter asked for
-// and got, "at tree", once each in the isolate (testHoldUntilGivenUp,
-// testHoldUntilAborted).
+// and got, "at tree", once each in the isolate (testHoldUntilGivenUp).
 const testHeld = new Set();
 
 // spare is a Go program started before any object needs it ({go, bridge,
@@ -232,8 +226,8 @@ export class Tree extends DurableObject {
   // instance) on the same storage. For the alarm (retried on that fresh
   // object) and a request whose Go fetch failed as the program ended; a
   // request that meets a spent object is refused instead (refuseSpent),
-  // and an answer given as the object is given up goes out first
-  // (giveUp, abortSoon).
+  // and one in hand as the object is given up is answered first, the
+  // abort waiting for every such answer (abortWhenAnswered).
   abortIfSpent() {
     const why = this.spent();
     if (why) this.ctx.abort("revenant: " + why);
@@ -249,19 +243,20 @@ export class Tree extends DurableObject {
   }
 
   // abortWhenAnswered gives the object up (abortSoon) when it is spent and
-  // no request's answer is pending: each pending one checks for a give-up
-  // before it returns and aborts after its own answer (giveUp). Called as
+  // no request's answer is pending: fetch calls it as each answer returns,
+  // so the last one out aborts the object (giveUp only buffers). Called as
   // Go gives up and as each request's answer returns, so that a give-up no
   // answer checks (a panic in an event stream already answered, a request
   // returning by a path that does not look) still aborts: the object must
   // not serve on with memory that no longer matches its storage until its
   // next event.
   //
-  // It is the only way an answered request leads to an abort: one that
-  // cut a request in hand might cut it after its Go program acted on it.
-  // Every request that reaches the object after the give-up is refused
-  // unread (answer's first look) and so is safe to cut: the abort's reason
-  // (IDLE_ABORT) tells the front it may send such a request again.
+  // It is the only way an answered request leads to an abort, so that no
+  // abort cuts a request in hand, one its Go program may have acted on
+  // (the front can only answer such a cut 503): the requests that reach the
+  // object after the give-up are refused unread, and the abort waits for
+  // the last answer. (One that comes between the timer's start and the
+  // abort can still be cut, refused; the front answers it 503 too.)
   abortWhenAnswered() {
     const why = this.spent();
     if (why && this.answering === 0 && !this.lingering) this.abortSoon(why);
@@ -274,7 +269,7 @@ export class Tree extends DurableObject {
     this.aborting = true;
     setTimeout(() => {
       try {
-        this.ctx.abort(IDLE_ABORT + why);
+        this.ctx.abort("revenant: " + why);
       } catch {} // abort throws by design
     }, 0);
   }
@@ -309,10 +304,7 @@ export class Tree extends DurableObject {
   // answer is fetch's work (fetch counts the requests it has in hand).
   async answer(request) {
     const spent = this.spent();
-    if (spent) {
-      if (this.go?.testBuild) await this.testHoldUntilAborted(request, spent);
-      return this.refuseSpent(request, spent);
-    }
+    if (spent) return this.refuseSpent(request, spent);
     // The tests' build: a panic route asked to linger leaves the object
     // given up but not aborted until its next request, the worst case of
     // the abort's timer (TestWorkerdEvictAndPanic).
@@ -391,23 +383,6 @@ export class Tree extends DurableObject {
     testHeld.add(key);
     console.log(`revenant test: the object holds a request (${at}) until it is given up: ${this.treeId}`);
     await this.givenUp;
-  }
-
-  // testHoldUntilAborted, in the tests' build, holds a request whose URL
-  // has test-hold=refusal, met by an object given up, until the object's
-  // abort cuts it, the abort made now as abortWhenAnswered would have made
-  // it just before the request came: the rare case of a request the abort
-  // cuts, refused unread, that the front must send again. Once per tree in
-  // the isolate, as testHoldUntilGivenUp.
-  async testHoldUntilAborted(request, why) {
-    if (new URL(request.url).searchParams.get("test-hold") !== "refusal") return;
-    const key = "refusal " + this.treeId;
-    if (testHeld.has(key)) return;
-    testHeld.add(key);
-    console.log(`revenant test: the object holds a refused request until its abort: ${this.treeId}`);
-    this.lingering = false;
-    this.abortSoon(why);
-    await new Promise(() => {}); // the abort ends it
   }
 
   // unmake deletes what a create left in an object it found empty when

@@ -69,8 +69,7 @@ import (
 // var REVENANT_TEST_LOSE_CREATE (before, after) aborts the object during
 // a create (testLoseCreate). The shim itself holds any request whose URL
 // has test-hold=body or =answer until the object is given up
-// (shim.js, testHoldUntilGivenUp), and one with test-hold=refusal that
-// meets an object given up until its abort cuts it (testHoldUntilAborted).
+// (shim.js, testHoldUntilGivenUp).
 const testRoutePrefix = "/test/"
 
 func testRoute(o *Object, w httpmsg.ResponseWriter, r *httpmsg.Request) bool {

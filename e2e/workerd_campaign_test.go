@@ -409,24 +409,6 @@ func TestWorkerdEvictAndPanic(t *testing.T) {
 		require.NoError(t, json.Unmarshal([]byte(a.body), &adm))
 		requireTakenOnce(t, s, sid, adm.PromptID)
 	})
-	t.Run("a write the give-up's abort cut", func(t *testing.T) {
-		// A write reaches an object given up just as its abort comes (the
-		// abort waits for the answers in hand, and this one came after):
-		// refused unread, it is cut by the abort, not answered, and the
-		// front must send it again as it does a refusal, since the abort's
-		// reason says nothing was in hand. test-hold=refusal makes that
-		// abort as the refusal is held.
-		s := w.client(t)
-		sid := s.create()
-		code, body := s.raw(http.MethodPost, "/v1/sessions/"+sid+"/test/panic?linger=1")
-		require.Equal(t, http.StatusInternalServerError, code, "%s", body)
-		cut := "the session's object was aborted as the request reached it " + sid
-		var adm admission
-		s.do(http.MethodPost, "/v1/sessions/"+sid+"/prompt?test-hold=refusal", map[string]string{"text": "cut as refused"}, http.StatusAccepted, &adm)
-		w.waitLog(t, "the object holds a refused request until its abort: "+sid, 30*time.Second)
-		w.waitLog(t, cut, 30*time.Second)
-		requireTakenOnce(t, s, sid, adm.PromptID)
-	})
 	t.Run("an event stream answered as the object was given up", func(t *testing.T) {
 		// Go answered an event stream, and before the shim looked another
 		// request gave the object up: the stream goes out as it is and
@@ -651,7 +633,7 @@ func TestWorkerdEvictAndPanic(t *testing.T) {
 
 // requireTakenOnce settles session sid's prompt promptID and requires
 // that it succeeded and was admitted once: a write sent again by the
-// front after a refusal or a cut was not also taken the first time.
+// front after a refusal was not also taken the first time.
 func requireTakenOnce(t *testing.T, s *server, sid, promptID string) {
 	t.Helper()
 	sum := s.settle(sid, promptID)

@@ -15,7 +15,7 @@
 // event stream included) is returned as it is, unbuffered. A create's and
 // a delete's steps (the tree's object, then the directory) outlive a
 // client that goes away (ctx.waitUntil: lasting).
-import { IDLE_ABORT, SPENT_HEADER, Tree, goModule, varText } from "../durableobject/shim.js"; // evaluates Go's wasm_exec.js first
+import { SPENT_HEADER, Tree, goModule, varText } from "../durableobject/shim.js"; // evaluates Go's wasm_exec.js first
 import { drop, readBody } from "../durableobject/body.mjs";
 import { Directory, LOSE_PUT_HEADER } from "./directory.mjs";
 import { armHold, disarm } from "../durableobject/testhold.mjs";
@@ -201,9 +201,9 @@ async function forward(request, env, d) {
 }
 
 // SPENT_WAITS_MS are the waits before each send again to an object that
-// answered it had been given up: the first long enough for its abort (a
-// 0 ms timer) to be done, so that the send does not meet the abort and
-// fail, the last about 400 ms after the first refusal.
+// answered it had been given up: its abort waits for the answers it has
+// in hand (a 0 ms timer once none is pending), so a send may be refused
+// more than once; the last about 400 ms after the first refusal.
 const SPENT_WAITS_MS = [10, 40, 100, 250];
 
 // sendToTree is treeFetch, sent again (with a copy of the same body)
@@ -211,22 +211,14 @@ const SPENT_WAITS_MS = [10, 40, 100, 250];
 // panic's 500 or a failed delete answered a moment before, its Go program
 // ended) and refused the request unread, doing nothing, so that sending it
 // again is safe even for a write. The next send reaches a fresh object on
-// the same storage once the spent one's abort is done. So is a send whose
-// fetch that abort failed (its reason IDLE_ABORT): the object aborts so
-// only once no request is in hand, after the give-up, and refuses every
-// request that reaches it from then on unread, so the one cut was refused
-// too. Any other failed fetch is thrown: the object may have acted.
+// the same storage once the spent one's abort is done. A failed fetch is
+// thrown: the object may have acted on the request (an abort can cut an
+// answer still on its way out), so a write is answered 503, not sent again.
 async function sendToTree(env, root, principal, method, path, headers, body) {
   for (let i = 0; ; i++) {
-    let res;
-    try {
-      res = await treeFetch(env, root, principal, method, path, headers, body?.slice(0));
-    } catch (e) {
-      if (!String(e?.message ?? e).includes(IDLE_ABORT)) throw e;
-      console.warn("revenant front: the session's object was aborted as the request reached it", root);
-    }
-    if (res && !res.headers.has(SPENT_HEADER)) return res;
-    await res?.body?.cancel();
+    const res = await treeFetch(env, root, principal, method, path, headers, body?.slice(0));
+    if (!res.headers.has(SPENT_HEADER)) return res;
+    await res.body?.cancel();
     if (i === SPENT_WAITS_MS.length) {
       console.warn("revenant front: the session's object stayed given up", root);
       return json(503, { error: { type: "unavailable", message: "the session's object is restarting; try again" } });
