@@ -251,12 +251,14 @@ export class Tree extends DurableObject {
   // not serve on with memory that no longer matches its storage until its
   // next event.
   //
-  // It is the only way an answered request leads to an abort, so that no
-  // abort cuts a request in hand, one its Go program may have acted on
-  // (the front can only answer such a cut 503): the requests that reach the
-  // object after the give-up are refused unread, and the abort waits for
-  // the last answer. (One that comes between the timer's start and the
-  // abort can still be cut, refused; the front answers it 503 too.)
+  // A give-up aborts only this way, so that the abort cuts no request in
+  // hand, one its Go program may have acted on (the front can only answer
+  // such a cut 503): the requests that reach the object after the give-up
+  // are refused unread, and the abort waits for the last answer. (One that
+  // comes between the timer's start and the abort can still be cut,
+  // refused; the front answers it 503 too.) A Go program that ended and the
+  // alarm abort at once instead (abortIfSpent): nothing can be answered
+  // after the first, and the second must throw.
   abortWhenAnswered() {
     const why = this.spent();
     if (why && this.answering === 0 && !this.lingering) this.abortSoon(why);
