@@ -293,10 +293,7 @@ func TestTaskDepthLimitAndEmptyPrompt(t *testing.T) {
 	n.Idle()
 	assert.Equal(t, "succeeded", tr.PromptState(pid))
 	assert.Equal(t, []string{"root", "root.1", "root.2"}, sessionsOf(tr))
-	sets := settlements(t, tr.Events("root.2"))
-	require.Len(t, sets, 1)
-	assert.Equal(t, event.OutcomeError, sets[0].Outcome)
-	assert.Contains(t, sets[0].Output, "sub-agents may nest 2 deep")
+	requireOneToolError(t, tr, "root.2", "sub-agents may nest 2 deep")
 
 	tr2 := treetest.New(t)
 	m := &scriptModel{steps: func(k int) scriptStep {
@@ -310,10 +307,7 @@ func TestTaskDepthLimitAndEmptyPrompt(t *testing.T) {
 	n2.Admit("r", "go")
 	n2.Idle()
 	assert.Equal(t, []string{"r"}, sessionsOf(tr2), "nothing created")
-	sets = settlements(t, tr2.Events("r"))
-	require.Len(t, sets, 1)
-	assert.Equal(t, event.OutcomeError, sets[0].Outcome)
-	assert.Contains(t, sets[0].Output, "prompt is empty")
+	requireOneToolError(t, tr2, "r", "prompt is empty")
 	assert.Empty(t, jobStates(tr2))
 }
 
@@ -423,10 +417,7 @@ func TestForegroundChildEndStoredLateResolvesParent(t *testing.T) {
 	n.Idle()
 
 	assert.Equal(t, "succeeded", tr.PromptState(pid))
-	sets := settlements(t, tr.Events(sid))
-	require.Len(t, sets, 1, "the parent got exactly one result")
-	assert.Equal(t, event.OutcomeError, sets[0].Outcome)
-	assert.Contains(t, sets[0].Output, "sub-agent root.1: The sub-agent's turn failed (storage)")
+	requireOneToolError(t, tr, sid, "sub-agent root.1: The sub-agent's turn failed (storage)")
 	assert.Equal(t, 1, startedWith(t, tr.Events(sid), event.CauseResolution))
 	assert.Empty(t, m.Violations())
 	noClaims(t, tr)
@@ -1045,6 +1036,16 @@ func TestBackgroundNoticeWaitsWhileParentParked(t *testing.T) {
 	assert.Empty(t, m.Violations())
 	noClaims(t, tr)
 	rebuildEquals(t, tr)
+}
+
+// requireOneToolError requires that session sid settled exactly one
+// call, as a tool error whose output contains want: a refused task call.
+func requireOneToolError(t *testing.T, tr *treetest.Tree, sid, want string) {
+	t.Helper()
+	sets := settlements(t, tr.Events(sid))
+	require.Len(t, sets, 1, "%s settled one call", sid)
+	assert.Equal(t, event.OutcomeError, sets[0].Outcome)
+	assert.Contains(t, sets[0].Output, want)
 }
 
 // untilParked reads sub until a step of its session parks.
