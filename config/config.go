@@ -567,8 +567,13 @@ func (d *decoder) boolean(key string, raw json.RawMessage) (bool, bool) {
 }
 
 func (d *decoder) integer(key string, raw json.RawMessage) (int64, bool) {
-	n, err := strconv.ParseInt(string(bytes.TrimSpace(raw)), 10, 64)
-	if err != nil {
+	text := string(bytes.TrimSpace(raw))
+	n, err := strconv.ParseInt(text, 10, 64)
+	switch {
+	case errors.Is(err, strconv.ErrRange): // an integer still, only too long a one
+		d.fail(key, "%s is out of range", text)
+		return 0, false
+	case err != nil:
 		d.fail(key, "must be an integer")
 		return 0, false
 	}

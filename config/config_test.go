@@ -301,6 +301,8 @@ func TestRejects(t *testing.T) {
 		{"settings negative none", `{"settings": {"resume_budget": -1}}`, []string{"settings.resume_budget: must be 0 or more"}},
 		{"settings count type", `{"settings": {"max_body": "1MB"}}`, []string{"settings.max_body: must be an integer"}},
 		{"settings count range", `{"settings": {"context_bytes": 4294967296}}`, []string{"settings.context_bytes: must be at most 2147483647"}},
+		{"settings count past int64", `{"settings": {"resume_budget": 99999999999999999999}}`, []string{"settings.resume_budget: 99999999999999999999 is out of range"}},
+		{"port past int64", `{"egress": {"ports": [-99999999999999999999]}}`, []string{"egress.ports[0]: -99999999999999999999 is out of range"}},
 		{"settings zero duration", `{"settings": {"wake_interval": "0s"}}`, []string{"settings.wake_interval: must be more than 0; leave the key out for the default"}},
 		{"settings duration type", `{"settings": {"heartbeat": 15}}`, []string{"settings.heartbeat: must be a string"}},
 		{"settings duration syntax", `{"settings": {"step_wall": "ten minutes"}}`, []string{`settings.step_wall: must be a duration such as "30s" or "2m"`}},

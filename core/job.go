@@ -157,7 +157,7 @@ func (t *txw) createChild(parentID string, spec ChildSpec, c *Child) error {
 		return fmt.Errorf("count children: %w", err)
 	}
 	if n >= spec.MaxChildren {
-		return invalid("task: this session tree already has %d sub-agents, the most it may hold (max_subagents %d); no sub-agent was started, so do the work without one", n, spec.MaxChildren)
+		return invalid("task: this session tree already has %s, the most it may hold (max_subagents %d); no sub-agent was started, so do the work without one", subAgents(n), spec.MaxChildren)
 	}
 	c.ID = fmt.Sprintf("%s.%d", parent.RootID, n+1)
 	if _, err := t.append(c.ID, event.SessionCreated, event.Created{ParentID: parent.ID, RootID: parent.RootID, Principal: parent.Principal, Config: parent.Config}); err != nil {
@@ -173,6 +173,15 @@ func (t *txw) createChild(parentID string, spec ChildSpec, c *Child) error {
 	}
 	_, err = t.claims().take(c.ID, t.now())
 	return err
+}
+
+// subAgents counts sub-agents in words for the limit's message, which the
+// model and the user both read: "1 sub-agent", "2 sub-agents".
+func subAgents(n int) string {
+	if n == 1 {
+		return "1 sub-agent"
+	}
+	return fmt.Sprintf("%d sub-agents", n)
 }
 
 // depth counts a session's ancestors.

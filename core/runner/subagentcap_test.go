@@ -62,7 +62,7 @@ func TestSubagentLimitHoldsAcrossAKill(t *testing.T) {
 	cfg := runner.NewConfig().WithMaxSubagents(1)
 	killTaskTurnAtEveryCommitWith(t, cfg, "/task /task hello child", func(t *testing.T, tr *treetest.Tree, m *countingModel, _ bool) {
 		assert.Equal(t, []string{"root", "root.1"}, sessionsOf(tr), "one child, no grandchild")
-		requireOneToolError(t, tr, "root.1", "this session tree already has 1 sub-agents, the most it may hold (max_subagents 1)")
+		requireOneToolError(t, tr, "root.1", "this session tree already has 1 sub-agent, the most it may hold (max_subagents 1)")
 		require.Len(t, treetest.Terminals(tr.Events("root.1")), 1, "the child's turn ended once")
 		terms := treetest.Terminals(tr.Events("root"))
 		require.Len(t, terms, 1)

@@ -5,6 +5,7 @@ import "time"
 // Names of the fields that Validate checks across fields.
 const (
 	nameRetryInitial    = "retry_initial"
+	nameWakeInterval    = "wake_interval"
 	nameSessionPageSize = "session_page_size"
 	nameMessagePageSize = "message_page_size"
 	nameMaxBody         = "max_body"
@@ -30,7 +31,7 @@ func (s *Settings) Fields() []Field {
 	return []Field{
 		{Name: "resume_budget", Int: &s.ResumeBudget, NoneAllowed: true},
 		{Name: "max_claim_age", Duration: &s.MaxClaimAge},
-		{Name: "wake_interval", Duration: &s.WakeInterval},
+		{Name: nameWakeInterval, Duration: &s.WakeInterval},
 		{Name: "interrupt_grace", Duration: &s.InterruptGrace},
 		{Name: "queue_cap", Int: &s.QueueCap},
 		{Name: "step_cap", Int: &s.StepCap},

@@ -26,7 +26,8 @@ type Settings struct {
 	// is older than this (core.WithMaxClaimAge). Default: no limit.
 	MaxClaimAge time.Duration
 	// WakeInterval is how far ahead the wake-up is armed while a claim
-	// exists (core.WithWakeInterval). Default 10 s.
+	// exists (core.WithWakeInterval). Default 10 s; at least
+	// MinWakeInterval.
 	WakeInterval time.Duration
 	// InterruptGrace is how long an interrupt waits for the running
 	// execution to record it (core.WithInterruptGrace). Default 5 s.
@@ -173,6 +174,13 @@ func (e *FieldError) Error() string { return e.Field + ": " + e.Msg }
 // it that a reader takes to see a body over the cap.
 const MaxMaxBody = 1 << 30
 
+// MinWakeInterval is the shortest wake_interval: while a turn runs, the
+// wake-up is re-armed that far ahead and fires that often, so a wake
+// interval of a few nanoseconds would wake the tree (on Cloudflare, run
+// its alarm) without pause. On Cloudflare the interval is also how soon an
+// evicted turn resumes, so the floor stays well under the Worker's 1 s.
+const MinWakeInterval = 100 * time.Millisecond
+
 // Validate reports every invalid field, each as a *FieldError (joined:
 // errors.As finds the first; Unwrap() []error lists them all), or nil.
 func (s Settings) Validate() error {
@@ -191,6 +199,9 @@ func (s Settings) Validate() error {
 		case f.Duration != nil && *f.Duration < 0:
 			bad(f.Name, "%s is negative", *f.Duration)
 		}
+	}
+	if s.WakeInterval > 0 && s.WakeInterval < MinWakeInterval {
+		bad(nameWakeInterval, "%s is shorter than the least allowed, %s (the wake-up fires that often while a turn runs)", s.WakeInterval, MinWakeInterval)
 	}
 	if s.MaxBody > MaxMaxBody {
 		bad(nameMaxBody, "%d is above the largest allowed, %d (1 GiB)", s.MaxBody, MaxMaxBody)

@@ -63,6 +63,14 @@ func TestNoneIsZero(t *testing.T) {
 	require.NoError(t, err)
 }
 
+// A wake interval under MinWakeInterval is refused: the wake-up would fire
+// without pause while a turn runs. The floor itself is allowed.
+func TestWakeIntervalFloor(t *testing.T) {
+	err := settings.Settings{WakeInterval: time.Nanosecond}.Validate()
+	require.EqualError(t, err, "wake_interval: 1ns is shorter than the least allowed, 100ms (the wake-up fires that often while a turn runs)")
+	require.NoError(t, settings.Settings{WakeInterval: settings.MinWakeInterval}.Validate())
+}
+
 // Validate names every bad field at once, by its file name.
 func TestValidate(t *testing.T) {
 	s := settings.Settings{

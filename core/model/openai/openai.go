@@ -17,6 +17,10 @@ import (
 	"github.com/revenantrt/revenant/core/model"
 )
 
+// userAgent names revenant to the provider, as the tools' requests do,
+// instead of Go's default; Config.Headers may set another.
+const userAgent = "revenant"
+
 // Doer sends one HTTP request: httpmsg.Doer. A host injects its own
 // (Config.Client) to route model traffic through its egress; a host with
 // net/http passes nethttp.Client(c) (core/httpmsg/nethttp).
@@ -223,6 +227,7 @@ func (m *Model) Stream(ctx context.Context, req model.Request) (model.Stream, er
 	if err != nil {
 		return nil, fmt.Errorf("openai: build request: %s", m.redact(err.Error()))
 	}
+	hreq.Header.Set("User-Agent", userAgent) // the configured headers may name another
 	for name, values := range m.headers {
 		hreq.Header[name] = values
 	}

@@ -936,6 +936,20 @@ func TestHeaders(t *testing.T) {
 	assert.Equal(t, "https://example.test", reqs[0].header.Get("HTTP-Referer"))
 	assert.Equal(t, "revenant", reqs[0].header.Get("X-Title"))
 	assert.Empty(t, reqs[1].header.Values("Authorization"), "no key, no Authorization header")
+	for _, r := range reqs {
+		assert.Equal(t, []string{"revenant"}, r.header.Values("User-Agent"), "revenant names itself, not Go's client")
+	}
+}
+
+// An operator's configured User-Agent replaces revenant's own.
+func TestConfiguredUserAgent(t *testing.T) {
+	f := newFake(t, serve(finishChunk("stop")))
+	collect(t, newModel(t, f, func(c *openai.Config) {
+		c.Headers = map[string]string{"User-Agent": "acme-agents/2"}
+	}), ask("?"))
+	reqs := f.requests()
+	require.Len(t, reqs, 1)
+	assert.Equal(t, []string{"acme-agents/2"}, reqs[0].header.Values("User-Agent"))
 }
 
 func TestNewRejectsBadConfig(t *testing.T) {
