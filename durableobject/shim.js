@@ -339,7 +339,10 @@ export class Tree extends DurableObject {
       return misconfigured();
     }
     const body = request.method === "GET" || request.method === "HEAD" ? undefined : await readBody(request, this.bodyLimit());
-    if (this.go.testBuild) await this.testHoldUntilGivenUp(request, "body");
+    if (this.go.testBuild) {
+      await this.testHoldUntilGivenUp(request, "body");
+      await this.testHoldForGood(request);
+    }
     // Another request may have given the object up while this one's body
     // was read: its Go program must not act on it either (the front has
     // the body and sends it again). A create's object is new, never so.
@@ -385,6 +388,22 @@ export class Tree extends DurableObject {
     testHeld.add(key);
     console.log(`revenant test: the object holds a request (${at}) until it is given up: ${this.treeId}`);
     await this.givenUp;
+  }
+
+  // testHoldForGood, in the tests' build, holds a request whose URL has
+  // test-hold=never (its body read) for good: an answer that never
+  // returns, as one stuck in Go would (a handler waiting on a lock that a
+  // panic left held, a delete waiting on an execution that ignores its
+  // cancellation). Only the object's abort ends it. Once per tree and
+  // method in the isolate, as testHoldUntilGivenUp: the front's send again
+  // of a cut read reaches a fresh object, which must not hold it.
+  async testHoldForGood(request) {
+    if (new URL(request.url).searchParams.get("test-hold") !== "never") return;
+    const key = "never " + request.method + " " + this.treeId;
+    if (testHeld.has(key)) return;
+    testHeld.add(key);
+    console.log(`revenant test: the object holds a request for good: ${request.method} ${this.treeId}`);
+    await new Promise(() => {});
   }
 
   // unmake deletes what a create left in an object it found empty when
