@@ -30,6 +30,27 @@ export const SPENT_HEADER = "x-revenant-spent"; // an object given up refused th
 const BRIDGES = "__revenantBridges"; // see cmd/worker
 const MAX_BODY = 1 << 20; // api.DefaultMaxBody
 
+// GIVE_UP_WAIT_MS bounds how long an object given up waits for the
+// answers it has in hand before it aborts all the same, cutting them
+// (abortWhenAnswered). Until it aborts every other request to the tree is
+// refused (refuseSpent), and the front's sends again last about 400 ms
+// (SPENT_WAITS_MS), so one answer that never returns (a handler waiting
+// on a lock the panic left held, a delete waiting on an execution that
+// ignores its cancellation) would keep the tree unavailable for good.
+// Every answer the object gives returns from its own work: the front
+// hands it a body already read whole (a slow upload holds the front, not
+// the object), an event stream returns as it starts (one answered as the
+// object was given up returns at once, giveUp), and the rest is SQL on
+// the object's storage, milliseconds. The slowest is an interrupt, which
+// waits up to interrupt_grace (5 s by default) for the running turn to
+// record it: 10 s lets that one out with the defaults, and is a third of
+// the 30 s the platform allows a blockConcurrencyWhile before it resets
+// the object itself. Neither the front nor workerd limits how long a
+// request to an object may wait (Cloudflare none while the client stays).
+// A write the abort cuts is answered 503 by the front (the object may
+// have acted on it), a read is sent again.
+const GIVE_UP_WAIT_MS = 10_000;
+
 // Tree ids as the local host accepts them (host.ValidTreeID): they reach
 // idFromName, so nothing else may.
 const TREE_ID = /^[A-Za-z0-9_-]{1,64}$/;
@@ -227,7 +248,8 @@ export class Tree extends DurableObject {
   // object) and a request whose Go fetch failed as the program ended; a
   // request that meets a spent object is refused instead (refuseSpent),
   // and one in hand as the object is given up is answered first, the
-  // abort waiting for every such answer (abortWhenAnswered).
+  // abort waiting for every such answer, up to GIVE_UP_WAIT_MS
+  // (abortWhenAnswered).
   abortIfSpent() {
     const why = this.spent();
     if (why) this.ctx.abort("revenant: " + why);
@@ -256,12 +278,44 @@ export class Tree extends DurableObject {
   // such a cut 503): the requests that reach the object after the give-up
   // are refused unread, and the abort waits for the last answer. (One that
   // comes between the timer's start and the abort can still be cut,
-  // refused; the front answers it 503 too.) A Go program that ended and the
-  // alarm abort at once instead (abortIfSpent): nothing can be answered
-  // after the first, and the second must throw.
+  // refused; the front answers it 503 too.) The wait is bounded
+  // (abortPastWait): an answer that never returns must not keep the tree
+  // refused for good. A Go program that ended and the alarm abort at once
+  // instead (abortIfSpent): nothing can be answered after the first, and
+  // the second must throw.
   abortWhenAnswered() {
     const why = this.spent();
-    if (why && this.answering === 0 && !this.lingering) this.abortSoon(why);
+    if (!why) return;
+    if (this.answering === 0 && !this.lingering) this.abortSoon(why);
+    else this.abortPastWait(why);
+  }
+
+  // abortPastWait starts, once, the bound on abortWhenAnswered's wait
+  // (GIVE_UP_WAIT_MS): past it, the object aborts all the same, cutting
+  // the answers still pending. Nothing pending then (the tests' linger,
+  // which the next request ends), it does nothing, and the next wait
+  // starts a new bound.
+  abortPastWait(why) {
+    if (this.pastWait || this.aborting) return;
+    const ms = this.giveUpWaitMS();
+    this.pastWait = setTimeout(() => {
+      this.pastWait = null;
+      if (this.aborting || this.answering === 0) return;
+      this.aborting = true;
+      console.error(
+        `revenant: tree ${this.treeId}: ${this.answering} answer${this.answering === 1 ? "" : "s"} still pending ${ms} ms after the object was given up (${why}); aborting it, which cuts them`,
+      );
+      try {
+        this.ctx.abort(`revenant: ${why} (answers still pending)`);
+      } catch {} // abort throws by design
+    }, ms);
+  }
+
+  // giveUpWaitMS is GIVE_UP_WAIT_MS, or in the tests' build the var
+  // REVENANT_TEST_GIVE_UP_WAIT_MS (ms) when set.
+  giveUpWaitMS() {
+    const n = Number(this.env.REVENANT_TEST_GIVE_UP_WAIT_MS);
+    return this.go?.testBuild && Number.isSafeInteger(n) && n > 0 ? n : GIVE_UP_WAIT_MS;
   }
 
   // abortSoon gives the object up once the current event's answer is out
