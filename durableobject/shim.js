@@ -320,10 +320,22 @@ export class Tree extends DurableObject {
 
   // abortSoon gives the object up once the current event's answer is out
   // (a timer: an abort now would cut that answer). abortWhenAnswered's.
+  // It first waits for the storage's pending writes (storage.sync): an
+  // answer the output gate still holds, of a write Go made, goes out only
+  // once that write is confirmed, and an abort before that may lose it
+  // (the front would answer a committed write 503; the platform does not
+  // say). Locally the writes are confirmed before the timer fires (sync
+  // settles at once, so this changes nothing there); on Cloudflare the
+  // confirmation is a round trip to the storage's replicas. A sync
+  // that fails or never settles does not keep the object: it aborts all
+  // the same, at the latest after GIVE_UP_WAIT_MS.
   abortSoon(why) {
     if (this.aborting) return;
     this.aborting = true;
-    setTimeout(() => {
+    setTimeout(async () => {
+      try {
+        await Promise.race([this.ctx.storage.sync(), new Promise((resolve) => setTimeout(resolve, this.giveUpWaitMS()))]);
+      } catch {} // the abort below is what matters
       try {
         this.ctx.abort("revenant: " + why);
       } catch {} // abort throws by design
