@@ -8,6 +8,9 @@
 //   - Go's entry points return Promises; nothing here blocks;
 //   - if the Go program has exited (a panic escaped), the object aborts so
 //     the next event gets a fresh one, with its data intact;
+//   - an object given up (Go's memory no longer matches the storage)
+//     refuses new requests unread and aborts once its answers in hand
+//     are out, or after GIVE_UP_WAIT_MS all the same;
 //   - the object stores its own tree id (an alarm-woken object has no
 //     ctx.id.name), and deletes it with all else a create stored when the
 //     create did not end in a 201 (unmake);
