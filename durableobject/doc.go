@@ -47,7 +47,11 @@
 //     a panic that reached a request's entry point (answered 500) the shim
 //     aborts it too, once no request's answer is pending (refusing unread,
 //     for the front to send again, every request that reaches it until
-//     then); after an alarm's recovered
+//     then) and the storage's pending writes are confirmed (storage.sync),
+//     or at the latest GIVE_UP_WAIT_MS (10 s) after the give-up, cutting
+//     the answers still pending (the front answers a cut write 503 and
+//     sends a cut read again): one answer that never returns must not
+//     keep the tree refused for good; after an alarm's recovered
 //     panic, or a program that ended during the alarm, it aborts the object
 //     from the alarm handler, the one throw it makes: workerd retries the
 //     alarm on a fresh object, whose boot re-arms from storage. A panic in
@@ -56,7 +60,8 @@
 //     which gives itself up the same way, first setting again an alarm a
 //     delete the panic cut had cleared. Go tells the shim as it gives up
 //     (bridge.gaveUp), so a panic in an event stream already answered
-//     aborts the object too, once no other request's answer is pending.
+//     aborts the object too, once no other request's answer is pending
+//     (within the same bound).
 //   - setAlarm, deleteAlarm and deleteAll are never made inside another
 //     goroutine's open transactionSync (DB.outside): a rollback would undo
 //     them.

@@ -8,6 +8,9 @@
 //   - Go's entry points return Promises; nothing here blocks;
 //   - if the Go program has exited (a panic escaped), the object aborts so
 //     the next event gets a fresh one, with its data intact;
+//   - an object given up (Go's memory no longer matches the storage)
+//     refuses new requests unread and aborts once its answers in hand
+//     are out, or after GIVE_UP_WAIT_MS all the same;
 //   - the object stores its own tree id (an alarm-woken object has no
 //     ctx.id.name), and deletes it with all else a create stored when the
 //     create did not end in a 201 (unmake);
@@ -29,6 +32,27 @@ const TREE_HEADER = "x-revenant-tree"; // set by the front for the object
 export const SPENT_HEADER = "x-revenant-spent"; // an object given up refused the request unread (refuseSpent)
 const BRIDGES = "__revenantBridges"; // see cmd/worker
 const MAX_BODY = 1 << 20; // api.DefaultMaxBody
+
+// GIVE_UP_WAIT_MS bounds how long an object given up waits for the
+// answers it has in hand before it aborts all the same, cutting them
+// (abortWhenAnswered). Until it aborts every other request to the tree is
+// refused (refuseSpent), and the front's sends again last about 400 ms
+// (SPENT_WAITS_MS), so one answer that never returns (a handler waiting
+// on a lock the panic left held, a delete waiting on an execution that
+// ignores its cancellation) would keep the tree unavailable for good.
+// Every answer the object gives returns from its own work: the front
+// hands it a body already read whole (a slow upload holds the front, not
+// the object), an event stream returns as it starts (one answered as the
+// object was given up returns at once, giveUp), and the rest is SQL on
+// the object's storage, milliseconds. The slowest is an interrupt, which
+// waits up to interrupt_grace (5 s by default) for the running turn to
+// record it: 10 s lets that one out with the defaults, and is a third of
+// the 30 s the platform allows a blockConcurrencyWhile before it resets
+// the object itself. Neither the front nor workerd limits how long a
+// request to an object may wait (Cloudflare none while the client stays).
+// A write the abort cuts is answered 503 by the front (the object may
+// have acted on it), a read is sent again.
+const GIVE_UP_WAIT_MS = 10_000;
 
 // Tree ids as the local host accepts them (host.ValidTreeID): they reach
 // idFromName, so nothing else may.
@@ -227,7 +251,8 @@ export class Tree extends DurableObject {
   // object) and a request whose Go fetch failed as the program ended; a
   // request that meets a spent object is refused instead (refuseSpent),
   // and one in hand as the object is given up is answered first, the
-  // abort waiting for every such answer (abortWhenAnswered).
+  // abort waiting for every such answer, up to GIVE_UP_WAIT_MS
+  // (abortWhenAnswered).
   abortIfSpent() {
     const why = this.spent();
     if (why) this.ctx.abort("revenant: " + why);
@@ -256,20 +281,64 @@ export class Tree extends DurableObject {
   // such a cut 503): the requests that reach the object after the give-up
   // are refused unread, and the abort waits for the last answer. (One that
   // comes between the timer's start and the abort can still be cut,
-  // refused; the front answers it 503 too.) A Go program that ended and the
-  // alarm abort at once instead (abortIfSpent): nothing can be answered
-  // after the first, and the second must throw.
+  // refused; the front answers it 503 too.) The wait is bounded
+  // (abortPastWait): an answer that never returns must not keep the tree
+  // refused for good. A Go program that ended and the alarm abort at once
+  // instead (abortIfSpent): nothing can be answered after the first, and
+  // the second must throw.
   abortWhenAnswered() {
     const why = this.spent();
-    if (why && this.answering === 0 && !this.lingering) this.abortSoon(why);
+    if (!why) return;
+    if (this.answering === 0 && !this.lingering) this.abortSoon(why);
+    else this.abortPastWait(why);
+  }
+
+  // abortPastWait starts, once, the bound on abortWhenAnswered's wait
+  // (GIVE_UP_WAIT_MS): past it, the object aborts all the same, cutting
+  // the answers still pending. Nothing pending then (the tests' linger,
+  // which the next request ends), it does nothing, and the next wait
+  // starts a new bound.
+  abortPastWait(why) {
+    if (this.pastWait || this.aborting) return;
+    const ms = this.giveUpWaitMS();
+    this.pastWait = setTimeout(() => {
+      this.pastWait = null;
+      if (this.aborting || this.answering === 0) return;
+      this.aborting = true;
+      console.error(
+        `revenant: tree ${this.treeId}: ${this.answering} answer${this.answering === 1 ? "" : "s"} still pending ${ms} ms after the object was given up (${why}); aborting it, which cuts them`,
+      );
+      try {
+        this.ctx.abort(`revenant: ${why} (answers still pending)`);
+      } catch {} // abort throws by design
+    }, ms);
+  }
+
+  // giveUpWaitMS is GIVE_UP_WAIT_MS, or in the tests' build the var
+  // REVENANT_TEST_GIVE_UP_WAIT_MS (ms) when set.
+  giveUpWaitMS() {
+    const n = Number(this.env.REVENANT_TEST_GIVE_UP_WAIT_MS);
+    return this.go?.testBuild && Number.isSafeInteger(n) && n > 0 ? n : GIVE_UP_WAIT_MS;
   }
 
   // abortSoon gives the object up once the current event's answer is out
   // (a timer: an abort now would cut that answer). abortWhenAnswered's.
+  // It first waits for the storage's pending writes (storage.sync): an
+  // answer the output gate still holds, of a write Go made, goes out only
+  // once that write is confirmed, and an abort before that may lose it
+  // (the front would answer a committed write 503; the platform does not
+  // say). Locally the writes are confirmed before the timer fires (sync
+  // settles at once, so this changes nothing there); on Cloudflare the
+  // confirmation is a round trip to the storage's replicas. A sync
+  // that fails or never settles does not keep the object: it aborts all
+  // the same, at the latest after GIVE_UP_WAIT_MS.
   abortSoon(why) {
     if (this.aborting) return;
     this.aborting = true;
-    setTimeout(() => {
+    setTimeout(async () => {
+      try {
+        await Promise.race([this.ctx.storage.sync(), new Promise((resolve) => setTimeout(resolve, this.giveUpWaitMS()))]);
+      } catch {} // the abort below is what matters
       try {
         this.ctx.abort("revenant: " + why);
       } catch {} // abort throws by design
@@ -339,7 +408,10 @@ export class Tree extends DurableObject {
       return misconfigured();
     }
     const body = request.method === "GET" || request.method === "HEAD" ? undefined : await readBody(request, this.bodyLimit());
-    if (this.go.testBuild) await this.testHoldUntilGivenUp(request, "body");
+    if (this.go.testBuild) {
+      await this.testHoldUntilGivenUp(request, "body");
+      await this.testHoldForGood(request);
+    }
     // Another request may have given the object up while this one's body
     // was read: its Go program must not act on it either (the front has
     // the body and sends it again). A create's object is new, never so.
@@ -385,6 +457,22 @@ export class Tree extends DurableObject {
     testHeld.add(key);
     console.log(`revenant test: the object holds a request (${at}) until it is given up: ${this.treeId}`);
     await this.givenUp;
+  }
+
+  // testHoldForGood, in the tests' build, holds a request whose URL has
+  // test-hold=never (its body read) for good: an answer that never
+  // returns, as one stuck in Go would (a handler waiting on a lock that a
+  // panic left held, a delete waiting on an execution that ignores its
+  // cancellation). Only the object's abort ends it. Once per tree and
+  // method in the isolate, as testHoldUntilGivenUp: the front's send again
+  // of a cut read reaches a fresh object, which must not hold it.
+  async testHoldForGood(request) {
+    if (new URL(request.url).searchParams.get("test-hold") !== "never") return;
+    const key = "never " + request.method + " " + this.treeId;
+    if (testHeld.has(key)) return;
+    testHeld.add(key);
+    console.log(`revenant test: the object holds a request for good: ${request.method} ${this.treeId}`);
+    await new Promise(() => {});
   }
 
   // unmake deletes what a create left in an object it found empty when

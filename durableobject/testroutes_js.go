@@ -69,7 +69,10 @@ import (
 // var REVENANT_TEST_LOSE_CREATE (before, after) aborts the object during
 // a create (testLoseCreate). The shim itself holds any request whose URL
 // has test-hold=body or =answer until the object is given up
-// (shim.js, testHoldUntilGivenUp).
+// (shim.js, testHoldUntilGivenUp), or test-hold=never for good
+// (testHoldForGood), and with the var REVENANT_TEST_GIVE_UP_WAIT_MS (ms)
+// waits that long, not GIVE_UP_WAIT_MS, for a given-up object's answers
+// in hand (giveUpWaitMS).
 const testRoutePrefix = "/test/"
 
 func testRoute(o *Object, w httpmsg.ResponseWriter, r *httpmsg.Request) bool {

@@ -164,12 +164,12 @@ func (m *scriptedModel) requests(prompt, role string) int {
 	return n
 }
 
-func startWorkerdProvider(t *testing.T) (*workerd, *scriptedModel) {
+func startWorkerdProvider(t *testing.T, vars ...string) (*workerd, *scriptedModel) {
 	m := &scriptedModel{wordDelay: 120 * time.Millisecond}
 	provider := httptest.NewServer(m) // loopback
 	t.Cleanup(provider.Close)
-	w := startWorkerdWith(t, "revenant_testroutes",
-		"OPENAI_BASE_URL:"+provider.URL+"/v1", "REVENANT_MODEL:fake-model", "OPENAI_API_KEY:sk-test-never-logged")
+	w := startWorkerdWith(t, "revenant_testroutes", append([]string{
+		"OPENAI_BASE_URL:" + provider.URL + "/v1", "REVENANT_MODEL:fake-model", "OPENAI_API_KEY:sk-test-never-logged"}, vars...)...)
 	return w, m
 }
 
@@ -325,7 +325,9 @@ func countType(log []ev, typ string) int {
 // with the data intact.
 func TestWorkerdEvictAndPanic(t *testing.T) {
 	t.Parallel() // see workerd_test.go
-	w, m := startWorkerdProvider(t)
+	// The wait of a given-up object for its answers in hand, shortened
+	// (the tests' build only) for "answers that never return".
+	w, m := startWorkerdProvider(t, "REVENANT_TEST_GIVE_UP_WAIT_MS:"+strconv.Itoa(testGiveUpWaitMS))
 	t.Run("evicted mid turn", func(t *testing.T) {
 		s, sid, a := toolTurn(t, w, "evict-me", "the tool's settlement", isType(typeToolSettled))
 		code, body := s.raw(http.MethodPost, "/v1/sessions/"+sid+"/test/abort")
@@ -439,6 +441,58 @@ func TestWorkerdEvictAndPanic(t *testing.T) {
 		// Its client nudges wrangler dev's proxy (nudging): the stream
 		// failed mid-body.
 		assert.Equal(t, sid, s.snapshot(sid).ID, "a fresh object serves the tree")
+	})
+	t.Run("answers that never return", func(t *testing.T) {
+		// Go gave the object up with two answers pending that never
+		// return (test-hold=never holds them in the shim; elsewhere a
+		// handler waiting on a lock the panic left held). The object
+		// must not wait for them for ever, refusing every other request
+		// to the tree meanwhile (one stalled client would make it
+		// unavailable): past its wait it aborts all the same and cuts
+		// them. The front sends the cut read again, to a fresh object,
+		// and answers the cut write 503 (the object may have acted on
+		// it), never sending it again.
+		s := w.client(t)
+		sid := s.create()
+		read := make(chan heldAnswer, 1)
+		write := make(chan heldAnswer, 1)
+		go func() { read <- s.held(http.MethodGet, "/v1/sessions/"+sid+"?test-hold=never", "") }()
+		go func() {
+			write <- s.held(http.MethodPost, "/v1/sessions/"+sid+"/prompt?test-hold=never", `{"text":"held for good"}`)
+		}()
+		w.waitLog(t, "the object holds a request for good: GET "+sid, 30*time.Second)
+		w.waitLog(t, "the object holds a request for good: POST "+sid, 30*time.Second)
+		code, body := s.raw(http.MethodPost, "/v1/sessions/"+sid+"/test/panic")
+		require.Equal(t, http.StatusInternalServerError, code, "%s", body)
+		// Less than the requests' own deadline (waitTimeout).
+		limit := time.NewTimer(waitTimeout / 2)
+		defer limit.Stop()
+		var r, wr heldAnswer
+		for range 2 {
+			select {
+			case r = <-read:
+			case wr = <-write:
+			case <-limit.C:
+				t.Fatal("the given-up object was never aborted: it waits for ever for the answers it holds")
+			}
+		}
+		w.waitLog(t, "revenant: tree "+sid+": 2 answers still pending", 30*time.Second)
+		require.NoError(t, r.err)
+		assert.Equal(t, http.StatusOK, r.resp.StatusCode, "the cut read, sent again to a fresh object: %s", r.body)
+		w.waitLog(t, "a read's object fetch failed; sending it again", 30*time.Second)
+		require.NoError(t, wr.err)
+		assert.Equal(t, http.StatusServiceUnavailable, wr.resp.StatusCode, "the cut write: %s", wr.body)
+		assert.Contains(t, wr.body, `"type":"unavailable"`)
+		// The tree serves on: a write is taken once, and the cut one never.
+		b := s.prompt(sid, "after the cut")
+		sum := s.settle(sid, b)
+		sum.requireEnd(t, b, typeSucceeded, "")
+		for _, e := range sum.log {
+			if e.Type == typeAdmitted {
+				assert.NotContains(t, string(e.Data), "held for good", "the cut write was taken:%s", describe(sum.log))
+			}
+		}
+		assert.Zero(t, m.requests("held for good", "user"), "the cut write's turn ran")
 	})
 	t.Run("Go exited between events", func(t *testing.T) {
 		// The Go program ends mid turn with no request in flight (a panic
@@ -630,6 +684,13 @@ func TestWorkerdEvictAndPanic(t *testing.T) {
 		w.waitLogTimes(t, `msg="tree booted" tree=`+sid, 2, 30*time.Second)
 	})
 }
+
+// testGiveUpWaitMS is TestWorkerdEvictAndPanic's wait of a given-up
+// object for its answers in hand (REVENANT_TEST_GIVE_UP_WAIT_MS; the
+// shim's own is GIVE_UP_WAIT_MS): short, so that "answers that never
+// return" is quick, yet long enough for every answer that does return
+// under load on this machine.
+const testGiveUpWaitMS = 1500
 
 // requireTakenOnce settles session sid's prompt promptID and requires
 // that it succeeded and was admitted once: a write sent again by the

@@ -53,7 +53,7 @@ func rawPost(t *testing.T, s *server, token, path string, declare int64, body []
 	t.Helper()
 	for attempt := 1; ; attempt++ {
 		code, answer, err := rawPostOnce(s, token, path, declare, body, finish)
-		if err == nil && code == http.StatusServiceUnavailable && strings.Contains(answer, "Your worker restarted mid-request") {
+		if err == nil && code == http.StatusServiceUnavailable && strings.HasPrefix(answer, proxyRestarted) {
 			err = fmt.Errorf("wrangler dev's proxy answered instead of the Worker: %s", answer)
 		}
 		if err == nil {

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -432,7 +433,8 @@ func (w *workerd) client(t *testing.T) *server {
 // that it works through only on its next request or a reload: its test of
 // "the Worker did not restart" compares the request's URL with the
 // Worker's base URL, which differ for any path but /. (Any other method
-// gets its 503 "Your worker restarted mid-request" at once.) Such a GET
+// gets its 503 "Your worker restarted mid-request" at once, which
+// sendAgainOnProxyRestart sends again.) Such a GET
 // never reaches the Worker until then: in 280 rounds of a panic in an
 // answered stream, 7 snapshots after it went unanswered for 3 s, and each
 // was answered as soon as one GET /healthz reached the proxy. Cloudflare
@@ -444,7 +446,7 @@ type nudging struct {
 
 func (n nudging) RoundTrip(r *http.Request) (*http.Response, error) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		return n.base.RoundTrip(r)
+		return n.sendAgainOnProxyRestart(r)
 	}
 	answered := make(chan struct{})
 	defer close(answered)
@@ -465,6 +467,41 @@ func (n nudging) RoundTrip(r *http.Request) (*http.Response, error) {
 		}
 	}()
 	return n.base.RoundTrip(r)
+}
+
+// proxyRestarted starts the answer wrangler dev's proxy gives a request
+// other than GET or HEAD whose forward to the Worker failed (nudging).
+const proxyRestarted = "Your worker restarted mid-request."
+
+// sendAgainOnProxyRestart sends r (not a GET or HEAD) and, if wrangler
+// dev's proxy answers its own 503 "Your worker restarted mid-request",
+// sends it once more. That answer comes when the proxy's forward met a
+// connection to the Worker that an earlier failed answer (an event stream
+// an object's abort cut) left broken: the request never reached the
+// Worker, and nothing on Cloudflare answers so. A resend that did reach it
+// would be a double that the tests' checks of "taken once" would fail on,
+// never a loss they would miss.
+func (n nudging) sendAgainOnProxyRestart(r *http.Request) (*http.Response, error) {
+	resp, err := n.base.RoundTrip(r)
+	if err != nil || resp.StatusCode != http.StatusServiceUnavailable || strings.Contains(resp.Header.Get("Content-Type"), "json") {
+		return resp, err
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	resp.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	if !bytes.HasPrefix(body, []byte(proxyRestarted)) || (r.Body != nil && r.GetBody == nil) {
+		resp.Body = io.NopCloser(bytes.NewReader(body))
+		return resp, nil
+	}
+	again := r.Clone(r.Context())
+	if r.GetBody != nil {
+		if again.Body, err = r.GetBody(); err != nil {
+			return nil, err
+		}
+	}
+	return n.base.RoundTrip(again)
 }
 
 // transport is base (nil: http.DefaultTransport) for a client of w: nudging.

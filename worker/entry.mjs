@@ -202,8 +202,11 @@ async function forward(request, env, d) {
 
 // SPENT_WAITS_MS are the waits before each send again to an object that
 // answered it had been given up: its abort waits for the answers it has
-// in hand (a 0 ms timer once none is pending), so a send may be refused
-// more than once; the last about 400 ms after the first refusal.
+// in hand (a 0 ms timer once none is pending, then the storage's pending
+// writes), so a send may be refused more than once; the last about 400 ms
+// after the first refusal. An answer that never returns holds the abort
+// for at most the object's GIVE_UP_WAIT_MS (10 s): until then the tree's
+// requests are answered 503 here.
 const SPENT_WAITS_MS = [10, 40, 100, 250];
 
 // sendToTree is treeFetch, sent again (with a copy of the same body)
