@@ -3,6 +3,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -38,18 +39,29 @@ func parseTools(raw string, getenv func(string) string) (config.Config, error) {
 	if err := json.Unmarshal([]byte(raw), &top); err != nil {
 		return config.Config{}, fmt.Errorf("%s: not a JSON object: %w", ToolsVar, err)
 	}
+	if err := keysOnce([]byte(raw), ""); err != nil {
+		return config.Config{}, fmt.Errorf("%s: %w", ToolsVar, err)
+	}
 	for k := range top {
 		if !slices.Contains(toolsSections, k) {
 			return config.Config{}, fmt.Errorf("%s: %s: unknown key (allowed: %s; settings go in %s)", ToolsVar, k, strings.Join(toolsSections, ", "), SettingsVar)
 		}
 	}
 	if hooks, ok := top["webhook_tools"]; ok {
-		var items []map[string]json.RawMessage
-		if err := json.Unmarshal(hooks, &items); err != nil {
+		var rawItems []json.RawMessage
+		if err := json.Unmarshal(hooks, &rawItems); err != nil {
 			return config.Config{}, fmt.Errorf("%s: webhook_tools: must be an array of objects", ToolsVar)
 		}
-		for i, item := range items {
+		items := make([]map[string]json.RawMessage, len(rawItems))
+		for i, rawItem := range rawItems {
+			if err := json.Unmarshal(rawItem, &items[i]); err != nil {
+				return config.Config{}, fmt.Errorf("%s: webhook_tools: must be an array of objects", ToolsVar)
+			}
 			key := fmt.Sprintf("webhook_tools[%d]", i)
+			if err := keysOnce(rawItem, key+"."); err != nil {
+				return config.Config{}, fmt.Errorf("%s: %w", ToolsVar, err)
+			}
+			item := items[i]
 			if _, inline := item["secret"]; inline {
 				return config.Config{}, fmt.Errorf("%s: %s.secret: give the Worker secret's name as secret_env instead (a var is not secret)", ToolsVar, key)
 			}
@@ -91,6 +103,36 @@ func parseTools(raw string, getenv func(string) string) (config.Config, error) {
 		return config.Config{}, fmt.Errorf("%s: %w", ToolsVar, err)
 	}
 	return c, nil
+}
+
+// keysOnce refuses a key given twice in obj, a JSON object (or null)
+// already decoded into a map, naming it after prefix. parseTools reads the
+// top object and each webhook tool into maps, which keep a repeated key's
+// last value silently; REVENANT_CONFIG's parser refuses the key instead
+// (config/), and so does this var. Deeper objects reach config/ as
+// written.
+func keysOnce(obj []byte, prefix string) error {
+	dec := json.NewDecoder(bytes.NewReader(obj))
+	if _, err := dec.Token(); err != nil {
+		return err
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		k, _ := tok.(string)
+		if seen[k] {
+			return fmt.Errorf("%s%s: given twice", prefix, k)
+		}
+		seen[k] = true
+		var value json.RawMessage
+		if err := dec.Decode(&value); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // webTools builds http_request and the webhook tools of c under its

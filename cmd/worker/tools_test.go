@@ -70,6 +70,12 @@ func TestParseToolsRefuses(t *testing.T) {
 		`{"permissions":[{"action":"t","resource":"*","decision":"no"}]}`: `permissions[0].decision: must be "allow", "ask" or "deny"`,
 		`{"egress":{"ports":[0]}}`:                                        "egress.ports[0]: must be 1–65535",
 		`{"allowed_models":[]}`:                                           "allowed_models: must not be empty",
+		// A key given twice is refused, as REVENANT_CONFIG refuses it, not
+		// read as its last value (which here would drop the deny rule).
+		`{"permissions":[{"action":"http_request","resource":"*","decision":"deny"}],"permissions":[]}`: "REVENANT_TOOLS: permissions: given twice",
+		`{"egress":{},"\u0065gress":{}}`:                                        "REVENANT_TOOLS: egress: given twice",
+		hook(`,"secret_env":"LEDGER_SECRET","url":"https://example.com/other"`): "REVENANT_TOOLS: webhook_tools[0].url: given twice",
+		hook(`,"secret_env":"LEDGER_SECRET","secret_env":"LEDGER_SECRET"`):      "REVENANT_TOOLS: webhook_tools[0].secret_env: given twice",
 	} {
 		_, err := parseTools(raw, secrets)
 		require.Error(t, err, raw)

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
@@ -77,6 +78,9 @@ func load() (*program, error) {
 }
 
 // parseSettings reads raw as config/ reads a file's "settings" section.
+// raw is spliced into that file's text, so it must be one JSON value: text
+// after it would read as more of the file, and its other sections would be
+// accepted and never used.
 func parseSettings(raw string) (settings.Settings, error) {
 	if strings.TrimSpace(raw) == "" {
 		return settings.Settings{}, nil
@@ -84,6 +88,9 @@ func parseSettings(raw string) (settings.Settings, error) {
 	c, err := config.Parse([]byte(`{"settings":` + raw + `}`))
 	if err != nil {
 		return settings.Settings{}, fmt.Errorf("%s: %w", SettingsVar, err)
+	}
+	if !json.Valid([]byte(raw)) {
+		return settings.Settings{}, fmt.Errorf("%s: text after the settings object; give one JSON object, such as {\"max_body\": 2097152}", SettingsVar)
 	}
 	return c.Settings, nil
 }

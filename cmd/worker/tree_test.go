@@ -121,3 +121,21 @@ func TestTreeProviderTakesMaxRetryAfter(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, want, m)
 }
+
+// REVENANT_SETTINGS is one JSON object. It is read as a config file's
+// "settings" section, so text after the object must not read as more of
+// that file: other sections there would be accepted and never used.
+func TestParseSettingsIsOneObject(t *testing.T) {
+	for _, raw := range []string{
+		`{"max_body":5}, "egress": {"allow_cidrs":["10.0.0.0/8"]}`,
+		`{"step_cap":3}, "allowed_models":["m"]`,
+	} {
+		_, err := parseSettings(raw)
+		assert.ErrorContains(t, err, "REVENANT_SETTINGS: ", raw)
+	}
+	s, err := parseSettings(` {"step_cap":3} `)
+	require.NoError(t, err)
+	assert.Equal(t, 3, s.StepCap)
+	_, err = parseSettings(`[]`)
+	assert.ErrorContains(t, err, "REVENANT_SETTINGS: settings: must be an object")
+}
