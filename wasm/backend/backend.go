@@ -75,6 +75,9 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 		return nil, errors.Join(fmt.Errorf("guest: %w", err), mod.Close(ctx))
 	}
 	log.Info("guest module ready", "bytes", len(cfg.Wasm), "cache", cfg.CacheDir, "took", time.Since(start).Round(time.Millisecond))
+	for _, w := range mod.BootWarnings(ctx) {
+		log.Warn(w)
+	}
 	return &Runtime{cfg: cfg, mod: mod}, nil
 }
 

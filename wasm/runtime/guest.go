@@ -160,8 +160,14 @@ func (g *Guest) Boot(ctx context.Context, cfg BootConfig) error {
 //
 // The operator's policy of 1.8 is refused the same way: a guest older than
 // that would decide a final ask as a plain one, which a session's rules
-// lift, and would let a session name any model.
+// lift, and would let a session name any model. So is a max_subagents the
+// operator set, before 1.10: such a guest would let a tree start children
+// without limit (its default applies alike, but refusing every older
+// guest for a default would refuse them all; backend.New warns instead).
 func checkPermissionsFit(cfg BootConfig, guestMinor uint16) error {
+	if guestMinor < abi.MinorMaxSubagents && cfg.Settings.MaxSubagents != 0 {
+		return fmt.Errorf("boot: the guest speaks ABI 1.%d, which does not carry max_subagents (1.%d does); rebuild the guest: %w", guestMinor, abi.MinorMaxSubagents, ErrVersion)
+	}
 	if guestMinor < abi.MinorOperatorPolicy {
 		for i, r := range cfg.Permissions {
 			if r.Final {

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/revenantrt/revenant/core/permission"
+	"github.com/revenantrt/revenant/core/settings"
 	"github.com/revenantrt/revenant/core/storage"
 	"github.com/revenantrt/revenant/internal/guestbuild"
 	"github.com/revenantrt/revenant/wasm/abi"
@@ -116,4 +117,24 @@ func TestModuleCheckBootRefusesOlderGuestAtStart(t *testing.T) {
 	require.ErrorContains(t, err, "final flag")
 	require.ErrorIs(t, m.CheckBoot(ctx, models), ErrVersion)
 	require.NoError(t, m.CheckBoot(ctx, BootConfig{}))
+}
+
+// A guest older than 1.10 has no sub-agent limit: one the operator set is
+// refused at start-up, and the default's absence is a warning to log
+// (a guest of this build has neither).
+func TestModuleCheckBootRefusesASubagentLimitAnOlderGuestLacks(t *testing.T) {
+	ctx := context.Background()
+	m, err := Compile(ctx, guestbuild.Must(t), CompileOptions{CacheDir: guestbuild.CacheDir()})
+	require.NoError(t, err)
+	defer m.Close(ctx)
+	limited := BootConfig{Settings: settings.Settings{MaxSubagents: 8}}
+	require.NoError(t, m.CheckBoot(ctx, limited))
+	require.Empty(t, m.BootWarnings(ctx))
+
+	m.minor = abi.MinorMaxSubagents - 1 // as an older guest announces
+	err = m.CheckBoot(ctx, limited)
+	require.ErrorIs(t, err, ErrVersion)
+	require.ErrorContains(t, err, "does not carry max_subagents (1.10 does)")
+	require.NoError(t, m.CheckBoot(ctx, BootConfig{}), "the default is not refused")
+	require.Equal(t, []string{"the guest speaks ABI 1.9, which does not carry max_subagents (1.10 does): its trees' sub-agents are bounded by depth alone; rebuild the guest"}, m.BootWarnings(ctx))
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/revenantrt/revenant/core/storage"
+	"github.com/revenantrt/revenant/wasm/abi"
 )
 
 // GuestMinor is the ABI minor version the module's guests announce, read
@@ -27,7 +28,8 @@ func (m *Module) GuestMinor(ctx context.Context) (uint16, error) {
 
 // CheckBoot reports, before any tree boots, whether the module's guests can
 // boot with cfg: a guest too old for it (checkPermissionsFit: a final rule
-// or an allowed-models list before 1.8, rules before 1.4) is ErrVersion,
+// or an allowed-models list before 1.8, rules before 1.4, a max_subagents
+// before 1.10) is ErrVersion,
 // which Boot would answer for every tree. A server checks at start-up, so
 // that it refuses to start rather than fail every request.
 func (m *Module) CheckBoot(ctx context.Context, cfg BootConfig) error {
@@ -39,6 +41,19 @@ func (m *Module) CheckBoot(ctx context.Context, cfg BootConfig) error {
 		return fmt.Errorf("this guest cannot enforce the server's configuration: %w", err)
 	}
 	return nil
+}
+
+// BootWarnings lists what the module's guests lack that the server's
+// defaults would have them do, for a server to log at start-up: what an
+// operator set and they cannot do, CheckBoot refuses. A guest older than
+// ABI 1.10 bounds a tree's sub-agents by depth alone, with no
+// max_subagents (its default, 64, included).
+func (m *Module) BootWarnings(ctx context.Context) []string {
+	minor, err := m.GuestMinor(ctx)
+	if err != nil || minor >= abi.MinorMaxSubagents {
+		return nil // an unreadable version is CheckBoot's to report
+	}
+	return []string{fmt.Sprintf("the guest speaks ABI 1.%d, which does not carry max_subagents (1.%d does): its trees' sub-agents are bounded by depth alone; rebuild the guest", minor, abi.MinorMaxSubagents)}
 }
 
 // probe is the Conn and Services of the instance GuestMinor reads the
