@@ -464,6 +464,14 @@ func TestWorkerdEvictAndPanic(t *testing.T) {
 		w.waitLog(t, "the object holds a request for good: POST "+sid, 30*time.Second)
 		code, body := s.raw(http.MethodPost, "/v1/sessions/"+sid+"/test/panic")
 		require.Equal(t, http.StatusInternalServerError, code, "%s", body)
+		// A request that meets the given-up object is refused unread and
+		// must not abort it by itself (an abort would cut the answers in
+		// hand, which the front cannot tell from ones acted on): the wait
+		// below still ends with the answers pending, logged as such. It
+		// is answered 503 once the front's sends again are spent, or by a
+		// fresh object if the wait ended first (a slow machine).
+		code, body = s.raw(http.MethodGet, "/v1/sessions/"+sid)
+		assert.Contains(t, []int{http.StatusServiceUnavailable, http.StatusOK}, code, "%s", body)
 		// Less than the requests' own deadline (waitTimeout).
 		limit := time.NewTimer(waitTimeout / 2)
 		defer limit.Stop()
