@@ -138,6 +138,10 @@ type guest struct {
 	// the faulter that made storage refuse writes there (maybeBootFault).
 	listed  bool
 	faulted *bootFaulter
+	// tookEpoch is set at a COMMIT of its that took a new epoch (noteEpoch)
+	// and reported done, and cleared at its next BEGIN; atListing says faulted opened at its
+	// boot's session listing (maybeListingLock).
+	tookEpoch, atListing bool
 }
 
 type due struct {
@@ -665,6 +669,9 @@ func (t *tree) bootOnly(ctx context.Context) bool {
 			// none: the epoch it reads is an older guest's.
 			if g.faulted != nil {
 				g.faulted.served++
+				if g.atListing {
+					g.faulted.listingsServed++
+				}
 			}
 			t.afterBoot(g, before)
 			t.listAfterBoot()
@@ -1261,6 +1268,11 @@ func (g *guest) tried(err error) {
 	t := g.t
 	g.afterCommit()
 	owner := t.noteEpoch(g)
+	if err != nil {
+		// A COMMIT reported failed is retried: the BEGIN after it is no
+		// session listing's (maybeListingLock).
+		g.tookEpoch = false
+	}
 	pos := t.commitPos()
 	if pos <= t.logged {
 		return
@@ -1295,6 +1307,7 @@ func (t *tree) noteEpoch(g *guest) int {
 	}
 	if _, ok := t.owners[epoch]; !ok {
 		t.owners[epoch] = g.boot
+		g.tookEpoch = true
 	}
 	return t.owners[epoch]
 }
@@ -1384,6 +1397,7 @@ func (g *guest) interpose(s runtime.Site) error {
 	}
 	t.hist[k] = c
 	t.maybeBootFault(g, s)
+	t.maybeListingLock(g, s)
 	return nil
 }
 
