@@ -30,6 +30,9 @@ type bootFaulter struct {
 	// (maybeListingLock), listingsServed the boots among served that met
 	// one there, reopens those opened at a reopen's listing.
 	listings, listingsServed, reopens int
+	// wakeDueJudged counts the wake-up due times judged once it opened a
+	// window (checkWakeDue).
+	wakeDueJudged int
 }
 
 // bootFaultFor is tree i's disk faulter within boots, or nil if its boots

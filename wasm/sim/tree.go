@@ -108,6 +108,9 @@ type tree struct {
 	booting             bool
 	lock                *lockHolder
 	busy                int
+	// cleanFaults is diskFaults as the last sweep storage refused nothing
+	// in began (noteCleanSweep).
+	cleanFaults int
 }
 
 // guest is one instance of the guest module with its own connection.
