@@ -329,7 +329,7 @@ func TestBootLocksMeetABootsSweep(t *testing.T) {
 	var out bytes.Buffer
 	res.Print(&out)
 	assert.Contains(t, out.String(), fmt.Sprintf("boot locks (share 1.00): %d windows of another connection's write lock taken in a boot's sweep, after its listing, or before its session listing; boots that met one and served %d; guest transactions refused busy %d\n", locks, served, busy))
-	assert.Contains(t, out.String(), fmt.Sprintf("  of those, session listings refused %d (%d of them a reopen's), boots that met one there and served %d\n", listings, reopens, listingsServed))
+	assert.Contains(t, out.String(), fmt.Sprintf("  of those, session listings refused %d (%d of them a reopen's), boots that met one there and served %d; wake-ups judged on their due time after a window %d\n", listings, reopens, listingsServed, judged))
 }
 
 // cancelOnWrite cancels a context at its first write (a progress line).
