@@ -141,10 +141,12 @@ type guest struct {
 	// the faulter that made storage refuse writes there (maybeBootFault).
 	listed  bool
 	faulted *bootFaulter
-	// tookEpoch is set at a COMMIT of its that took a new epoch (noteEpoch)
-	// and reported done, and cleared at its next BEGIN; atListing says faulted opened at its
-	// boot's session listing (maybeListingLock).
+	// tookEpoch is set at a COMMIT of its, reported done, that took a new
+	// epoch in a boot or a reopen (noteEpoch), and cleared at its next
+	// BEGIN; epochs counts the epochs it took; atListing says faulted
+	// opened at its boot's session listing (maybeListingLock).
 	tookEpoch, atListing bool
+	epochs               int
 }
 
 type due struct {
@@ -1310,7 +1312,11 @@ func (t *tree) noteEpoch(g *guest) int {
 	}
 	if _, ok := t.owners[epoch]; !ok {
 		t.owners[epoch] = g.boot
-		g.tookEpoch = true
+		// Its session listing follows an epoch taken in a boot, or in a
+		// reopen, which only a guest that took one before makes: a guest
+		// booted read-only takes its first with its first accepted write.
+		g.tookEpoch = t.booting || g.epochs > 0
+		g.epochs++
 	}
 	return t.owners[epoch]
 }
