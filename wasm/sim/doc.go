@@ -226,9 +226,9 @@
 // disk's failed writes wherever the checks excuse a sweep or a start that
 // storage stopped, and such trees get no superseded zombies. They are
 // not judged on their wake-up's due time (checkWakeDue) from a refusal
-// until a sweep in which storage refused nothing has ended (those whose
-// disk fails, at no time): the sweeps' back-off on the storage schedule
-// outlasts the lock. The report counts the windows, the boots that met one and
+// until a sweep in which storage refused nothing has ended, as trees
+// whose disk fails are not: the sweeps' back-off on the storage schedule
+// outlasts the fault. The report counts the windows, the boots that met one and
 // served (the guest cut the wait), and the transactions refused, and of
 // the windows those that refused a session listing.
 //

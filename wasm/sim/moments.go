@@ -204,15 +204,16 @@ func (t *tree) checkSweepArm(g *guest) {
 }
 
 // wakeDueExcused says the tree's wake-up is not judged on its due time
-// now (checkWakeDue): its disk may fail (a disk-full window, a boot
-// fault), another connection holds its write lock, or storage refused a
-// write since the last sweep in which, and after which, it refused none
-// (noteCleanSweep): the sweeps' back-off on the storage schedule outlasts
-// the lock (the lock's trees were skipped wholesale until session 54; with
-// the skip held only while the lock was, seeds gave 3 and 10 violations,
-// every one that back-off).
+// now (checkWakeDue): its disk fails writes now (a disk-full window, a
+// boot fault), another connection holds its write lock, or storage
+// refused a write (or reported a durable commit failed) since the last
+// sweep in which, and after which, it refused none (noteCleanSweep): the
+// sweeps' back-off on the storage schedule outlasts the fault. Until
+// session 54 trees whose storage may fail were skipped for their whole
+// life; with the skip held only while a lock was, seeds gave 3 and 10
+// violations, every one that back-off.
 func (t *tree) wakeDueExcused() bool {
-	return t.fault != nil || t.lock != nil || t.diskFaults() != t.cleanFaults
+	return t.fault != nil && t.fault.Failing() || t.lock != nil || t.diskFaults() != t.cleanFaults
 }
 
 // noteCleanSweep runs once guest g's latest sweep ended (it serves): if

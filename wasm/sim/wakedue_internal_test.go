@@ -1,9 +1,13 @@
 package sim
 
 import (
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/revenantrt/revenant/internal/faultvfs"
 )
 
 // A tree whose boots meet another connection's write lock (-bootlock) is
@@ -41,4 +45,35 @@ func TestWakeDueIsJudgedOnALockTreeOnceASweepRefusedNothing(t *testing.T) {
 
 	tr.busy = 5
 	assert.True(t, tr.wakeDueExcused(), "a refusal after the clean sweep made the tree judged")
+}
+
+// The same rule holds for a tree whose disk fails (-diskfull, -bootfault):
+// judged outside its windows until a write fails, then again once a sweep
+// that began after the failure met none.
+func TestWakeDueIsJudgedOnADiskFaultTreeOutsideItsWindows(t *testing.T) {
+	tr := &tree{now: 1_000}
+	tr.newFault()
+	tr.fault.FailBetween(2_000, 3_000, faultvfs.Full)
+	assert.False(t, tr.wakeDueExcused(), "a tree whose disk failed nothing yet is not judged")
+
+	tr.now = 2_500
+	assert.True(t, tr.wakeDueExcused(), "judged within a window of its disk's")
+	tr.now = 3_000
+	assert.False(t, tr.wakeDueExcused(), "a window that failed no write left the tree unjudged")
+
+	c, err := openConn(filepath.Join(t.TempDir(), "tree.db"), tr.vfs)
+	require.NoError(t, err)
+	t.Cleanup(func() { c.close() })
+	tr.fault.FailNext(1, faultvfs.Full)
+	require.NoError(t, c.Begin())
+	_, err = c.Exec(`CREATE TABLE t (a)`, nil)
+	if err == nil {
+		err = c.Commit()
+	}
+	require.Error(t, err, "the disk failed no write")
+	require.NoError(t, c.Rollback())
+	assert.True(t, tr.wakeDueExcused(), "judged once a write failed")
+	g := &guest{t: tr, sweepFaults: tr.diskFaults()}
+	tr.noteCleanSweep(g)
+	assert.False(t, tr.wakeDueExcused(), "a sweep that met no failure left the tree unjudged")
 }
