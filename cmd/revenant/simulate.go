@@ -60,7 +60,7 @@ func simulate(ctx context.Context, args []string, getenv func(string) string, st
 	fs.Float64Var(&cfg.Zombies, "zombies", cfg.Zombies, "share of sessions that get zombie instances")
 	fs.Float64Var(&cfg.DiskFull, "diskfull", cfg.DiskFull, "share of sessions whose disk fills for windows of virtual time")
 	fs.Float64Var(&cfg.BootFault, "bootfault", cfg.BootFault, "share of sessions whose disk fails writes within a boot's sweep, right after it listed the claims (none by default)")
-	fs.Float64Var(&cfg.BootLock, "bootlock", cfg.BootLock, "share of sessions in which another connection holds the write lock within a boot's sweep, right after it listed the claims (none by default)")
+	fs.Float64Var(&cfg.BootLock, "bootlock", cfg.BootLock, "share of sessions in which another connection holds the write lock within a boot, right after its sweep listed the claims or before its session listing (none by default)")
 	fs.Float64Var(&cfg.Scripted, "scripted", cfg.Scripted, "share of sessions that run the scripted model, whose steps may ask for several tool calls")
 	fs.Float64Var(&cfg.FinalAsk, "finalask", cfg.FinalAsk, "share of sessions whose operator makes the ask on the ahook tool final")
 	fs.Float64Var(&cfg.Deletes, "deletes", cfg.Deletes, "share of sessions whose client deletes the tree at a moment of its life")

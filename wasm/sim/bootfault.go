@@ -26,6 +26,13 @@ type bootFaulter struct {
 	n    int        // faults armed
 	// served counts the boots that met one of its faults and served.
 	served int
+	// listings counts the faults of n opened at a session listing
+	// (maybeListingLock), listingsServed the boots among served that met
+	// one there, reopens those opened at a reopen's listing.
+	listings, listingsServed, reopens int
+	// wakeDueJudged counts the wake-up due times judged once it opened a
+	// window (checkWakeDue).
+	wakeDueJudged int
 }
 
 // bootFaultFor is tree i's disk faulter within boots, or nil if its boots
@@ -110,6 +117,52 @@ func (t *tree) maybeBootFault(g *guest, s runtime.Site) {
 	g.faulted = bf
 	bf.left--
 	bf.n++
+}
+
+// maybeListingLock is the boot-lock faulter at guest g's host call s
+// (after maybeBootFault). At the first BEGIN after a COMMIT of g's that
+// took a new epoch, which is the session listing of a boot (core.Open,
+// then wasm/guest opened) or of a reopen (the wake handler booting again
+// an instance a failed delete closed), while storage takes writes and a
+// session is claimed, it draws whether to take the write lock there, for
+// a window as maybeBootFault's: the listing is refused, and so is the
+// sweep after it. The guest must serve all the same and watch each session
+// from its next committed event (wasm/guest watchListed); a boot that
+// fails there is a failure of the run (checkBootServed). The other draw
+// leaves the fault to the sweep's listing (maybeBootFault).
+func (t *tree) maybeListingLock(g *guest, s runtime.Site) {
+	if !g.tookEpoch || s.Import != abi.ImportSQLBegin || s.After {
+		return
+	}
+	g.tookEpoch = false
+	bf := t.bootLock
+	if !bf.armed() || t.bootFault.armed() || g != t.cur || g.zombie || t.lock != nil || t.fault != nil && t.fault.Failing() {
+		return
+	}
+	p := t.probeOf()
+	if p == nil {
+		return
+	}
+	claimed, err := p.Claimed()
+	if err != nil {
+		t.probeFailed("claimed", err)
+		return
+	}
+	if len(claimed) == 0 || bf.rng.IntN(2) != 0 {
+		return
+	}
+	if err := t.holdLock(t.now + bf.window()); err != nil {
+		t.failf("boot %d: take the write lock on another connection at the session listing: %v", g.boot, err)
+		return
+	}
+	bf.left--
+	bf.n++
+	bf.listings++
+	if !t.booting {
+		bf.reopens++
+		return
+	}
+	g.faulted, g.atListing = bf, true
 }
 
 // lockHolder is another connection to a tree's file holding its write

@@ -74,6 +74,14 @@ type SessionResult struct {
 	// BootLocksServed count the boots that met one and served.
 	BootFaults, BootLocks             int
 	BootFaultsServed, BootLocksServed int
+	// BootLockListings are the BootLocks opened at a session listing
+	// (maybeListingLock), refusing it: BootLockListingsServed count the
+	// boots that met one there and served, BootLockReopens those opened
+	// at a reopen's listing (a wake-up's, not a boot's).
+	BootLockListings, BootLockListingsServed, BootLockReopens int
+	// BootLockWakeDueJudged counts the wake-ups judged on their due time
+	// (checkWakeDue) in a tree after one of its BootLocks opened.
+	BootLockWakeDueJudged int
 	// Busy counts the guests' transactions refused SQLITE_BUSY.
 	Busy int
 }
@@ -232,6 +240,8 @@ func runSession(ctx context.Context, mod *runtime.Module, cfg Config, i int, dir
 	}
 	if t.bootLock != nil {
 		r.BootLocks, r.BootLocksServed = t.bootLock.n, t.bootLock.served
+		r.BootLockListings, r.BootLockListingsServed, r.BootLockReopens = t.bootLock.listings, t.bootLock.listingsServed, t.bootLock.reopens
+		r.BootLockWakeDueJudged = t.bootLock.wakeDueJudged
 	}
 	r.Busy = t.busy
 	if t.fault != nil {

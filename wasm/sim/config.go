@@ -51,7 +51,9 @@ type Config struct {
 	// after it listed the claims, for 200 ms to 20 s (bootfault.go): every
 	// transaction of the guest's is refused SQLITE_BUSY meanwhile, as its
 	// busy timeout is spent (the simulator's connections wait for no
-	// lock). A tree with both shares meets the disk's faults first.
+	// lock). About half of the windows open instead before the session
+	// listing of a boot or a reopen, refusing it. A tree with both shares
+	// meets the disk's faults first.
 	BootLock float64
 	// FinalAsk is the share (0…1) of sessions whose operator makes the ask
 	// on ahook final (a server rule with "final": true): an always reply

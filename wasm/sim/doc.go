@@ -213,13 +213,24 @@
 // SQLITE_BUSY meanwhile (the simulator's connections wait for no lock, as
 // one whose busy timeout is spent), reads and boots too; the recovery's
 // write waits on the write schedule, and the boot must serve as above.
+// Some of these windows open earlier (maybeListingLock): at the BEGIN of
+// the session listing that follows the epoch a boot took (or a reopen:
+// the wake handler booting again an instance a failed delete closed), the
+// same generator draws, half the time, to take the lock there instead, so
+// the listing is refused, then the sweep; the guest must serve past that
+// too, watching each session from its next committed event (wasm/guest
+// watchListed). That draw came in session 54: the histories of seeds run
+// with -bootlock above 0 changed then; with it at 0 none did.
 // The run lets go of the lock as a step of its own when its time comes,
 // or as a failed boot's pause passes it. The refusals count with the
 // disk's failed writes wherever the checks excuse a sweep or a start that
-// storage stopped, and such trees, like those whose disk fails, are not
-// judged on their wake-up's due time (checkWakeDue) and get no superseded
-// zombies. The report counts the windows, the boots that met one and
-// served (the guest cut the wait), and the transactions refused.
+// storage stopped, and such trees get no superseded zombies. They are
+// not judged on their wake-up's due time (checkWakeDue) from a refusal
+// until a sweep in which storage refused nothing has ended, as trees
+// whose disk fails are not: the sweeps' back-off on the storage schedule
+// outlasts the fault. The report counts the windows, the boots that met one and
+// served (the guest cut the wait), and the transactions refused, and of
+// the windows those that refused a session listing.
 //
 // The simulator is every webhook's receiver:
 // it records each delivery with its Idempotency-Key in the ledger and

@@ -295,8 +295,8 @@ func TestZombieCannotClearTheWakeUp(t *testing.T) {
 // being delivered), each claimed session is a claim left without one,
 // reported once per tree; a wake-up armed more than a wake interval ahead
 // of a claim that does not sleep is late; at quiescence every claim is
-// stranded. Trees whose disk fails are not judged on the wake-up's due
-// time.
+// stranded. Trees whose disk fails now are not judged on the wake-up's
+// due time (wakeDueExcused).
 func TestMomentsReportClaimsWithoutAWakeUp(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "tree.db")
 	db, err := sqlitedb.Open(path, sqlitedb.Options{})
@@ -330,9 +330,10 @@ func TestMomentsReportClaimsWithoutAWakeUp(t *testing.T) {
 	tr.checkWakeDue(g)
 	assert.Len(t, tr.ledger.Observed, 2, "due within the wake interval")
 	tr.fault = faultvfs.New(func() int64 { return tr.now })
+	tr.fault.FailBetween(start, start+1_000, faultvfs.Full)
 	tr.wake = start + 60_000
 	tr.checkWakeDue(g)
-	assert.Len(t, tr.ledger.Observed, 2, "a tree whose disk fails is not judged on it")
+	assert.Len(t, tr.ledger.Observed, 2, "a tree whose disk fails now is judged on it")
 	tr.fault = nil
 	tr.checkWakeDue(g)
 	want = append(want, fmt.Sprintf("%s s1 3", check.RuleWakeDue), fmt.Sprintf("%s s2 3", check.RuleWakeDue))

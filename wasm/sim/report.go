@@ -24,6 +24,7 @@ func (r *Result) Print(w io.Writer) {
 	ends := map[string]int{}
 	byTool := map[string]int{}
 	var small, smallAborted, bootFaults, bootLocks, faultsServed, locksServed, busy int
+	var lockListings, lockListingsServed, lockReopens, lockJudged int
 	for _, s := range r.Sessions {
 		if b := s.Ledger.Budget; b > 0 && b < 3 && r.Config.ResumeBudget == 0 {
 			small++
@@ -39,6 +40,10 @@ func (r *Result) Print(w io.Writer) {
 		bootLocks += s.BootLocks
 		faultsServed += s.BootFaultsServed
 		locksServed += s.BootLocksServed
+		lockListings += s.BootLockListings
+		lockListingsServed += s.BootLockListingsServed
+		lockReopens += s.BootLockReopens
+		lockJudged += s.BootLockWakeDueJudged
 		busy += s.Busy
 		failedWrites += s.FailedWrites
 		lateIOErrs += s.LateIOErrs
@@ -112,7 +117,8 @@ func (r *Result) Print(w io.Writer) {
 		fmt.Fprintf(w, "boot faults (share %.2f): %d windows of failed writes opened in a boot's sweep, after its listing; boots that met one and served %d\n", c.BootFault, bootFaults, faultsServed)
 	}
 	if c.BootLock > 0 {
-		fmt.Fprintf(w, "boot locks (share %.2f): %d windows of another connection's write lock taken in a boot's sweep, after its listing; boots that met one and served %d; guest transactions refused busy %d\n", c.BootLock, bootLocks, locksServed, busy)
+		fmt.Fprintf(w, "boot locks (share %.2f): %d windows of another connection's write lock taken in a boot's sweep, after its listing, or before its session listing; boots that met one and served %d; guest transactions refused busy %d\n", c.BootLock, bootLocks, locksServed, busy)
+		fmt.Fprintf(w, "  of those, session listings refused %d (%d of them a reopen's), boots that met one there and served %d; wake-ups judged on their due time after a window %d\n", lockListings, lockReopens, lockListingsServed, lockJudged)
 	}
 	fmt.Fprintf(w, "events %d, prompts %d (%s), resumes %d\n", events, prompts, counts(ends), resumes)
 	p50, p99, most := percentiles(latencies)

@@ -300,24 +300,36 @@ func TestBootFaultsMeetABootsSweep(t *testing.T) {
 // (-bootlock): every boot that met one served. Without the guest's cut
 // (ebef664) such boots end "blocked before it finished": the sweep's
 // recovery waits on core's write schedule for the lock, on a timer no boot
-// export fires.
+// export fires. Some windows open before a boot's session listing, which
+// the guest must serve past too (wasm/guest watchListed): without them
+// (maybeListingLock) no campaign reaches that path. Once storage refused
+// nothing through a sweep, such trees' wake-ups are judged on their due
+// time again (wakeDueExcused).
 func TestBootLocksMeetABootsSweep(t *testing.T) {
 	wasm := guestbuild.Must(t)
 	cfg := sim.Config{Seed: 7, Sessions: 3, Kills: 30, BootLock: 1, Workers: 1, Dir: t.TempDir(), CacheDir: cacheDir(t)}
 	res, err := sim.Run(context.Background(), cfg, wasm)
 	require.NoError(t, err)
 	assert.Empty(t, res.Violations)
-	var locks, served, busy int
+	var locks, served, busy, listings, listingsServed, reopens, judged int
 	for _, s := range res.Sessions {
 		locks += s.BootLocks
 		served += s.BootLocksServed
 		busy += s.Busy
+		listings += s.BootLockListings
+		listingsServed += s.BootLockListingsServed
+		reopens += s.BootLockReopens
+		judged += s.BootLockWakeDueJudged
 	}
 	assert.Positive(t, locks, "no boot's sweep met another connection's lock")
 	assert.Positive(t, served, "no boot that met one served")
+	assert.Positive(t, listingsServed, "no boot whose session listing met the lock served")
+	assert.Greater(t, locks, listings, "no window opened in a boot's sweep")
+	assert.Positive(t, judged, "no wake-up judged on its due time once a tree met a lock (checkWakeDue)")
 	var out bytes.Buffer
 	res.Print(&out)
-	assert.Contains(t, out.String(), fmt.Sprintf("boot locks (share 1.00): %d windows of another connection's write lock taken in a boot's sweep, after its listing; boots that met one and served %d; guest transactions refused busy %d", locks, served, busy))
+	assert.Contains(t, out.String(), fmt.Sprintf("boot locks (share 1.00): %d windows of another connection's write lock taken in a boot's sweep, after its listing, or before its session listing; boots that met one and served %d; guest transactions refused busy %d\n", locks, served, busy))
+	assert.Contains(t, out.String(), fmt.Sprintf("  of those, session listings refused %d (%d of them a reopen's), boots that met one there and served %d; wake-ups judged on their due time after a window %d\n", listings, reopens, listingsServed, judged))
 }
 
 // cancelOnWrite cancels a context at its first write (a progress line).

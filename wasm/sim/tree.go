@@ -108,6 +108,9 @@ type tree struct {
 	booting             bool
 	lock                *lockHolder
 	busy                int
+	// cleanFaults is diskFaults as the last sweep storage refused nothing
+	// in began (noteCleanSweep).
+	cleanFaults int
 }
 
 // guest is one instance of the guest module with its own connection.
@@ -138,6 +141,12 @@ type guest struct {
 	// the faulter that made storage refuse writes there (maybeBootFault).
 	listed  bool
 	faulted *bootFaulter
+	// tookEpoch is set at a COMMIT of its, reported done, that took a new
+	// epoch in a boot or a reopen (noteEpoch), and cleared at its next
+	// BEGIN; epochs counts the epochs it took; atListing says faulted
+	// opened at its boot's session listing (maybeListingLock).
+	tookEpoch, atListing bool
+	epochs               int
 }
 
 type due struct {
@@ -665,6 +674,9 @@ func (t *tree) bootOnly(ctx context.Context) bool {
 			// none: the epoch it reads is an older guest's.
 			if g.faulted != nil {
 				g.faulted.served++
+				if g.atListing {
+					g.faulted.listingsServed++
+				}
 			}
 			t.afterBoot(g, before)
 			t.listAfterBoot()
@@ -1261,6 +1273,11 @@ func (g *guest) tried(err error) {
 	t := g.t
 	g.afterCommit()
 	owner := t.noteEpoch(g)
+	if err != nil {
+		// A COMMIT reported failed is retried: the BEGIN after it is no
+		// session listing's (maybeListingLock).
+		g.tookEpoch = false
+	}
 	pos := t.commitPos()
 	if pos <= t.logged {
 		return
@@ -1295,6 +1312,11 @@ func (t *tree) noteEpoch(g *guest) int {
 	}
 	if _, ok := t.owners[epoch]; !ok {
 		t.owners[epoch] = g.boot
+		// Its session listing follows an epoch taken in a boot, or in a
+		// reopen, which only a guest that took one before makes: a guest
+		// booted read-only takes its first with its first accepted write.
+		g.tookEpoch = t.booting || g.epochs > 0
+		g.epochs++
 	}
 	return t.owners[epoch]
 }
@@ -1384,6 +1406,7 @@ func (g *guest) interpose(s runtime.Site) error {
 	}
 	t.hist[k] = c
 	t.maybeBootFault(g, s)
+	t.maybeListingLock(g, s)
 	return nil
 }
 
