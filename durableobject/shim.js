@@ -62,7 +62,8 @@ const TREE_ID = /^[A-Za-z0-9_-]{1,64}$/;
 let nextBridge = 0;
 
 // The tests' build: the holds a request's test-hold parameter asked for
-// and got, "at tree", once each in the isolate (testHoldUntilGivenUp).
+// and got, once each in the isolate: "at tree" (testHoldUntilGivenUp),
+// "never method tree" (testHoldForGood).
 const testHeld = new Set();
 
 // spare is a Go program started before any object needs it ({go, bridge,
