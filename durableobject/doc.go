@@ -47,11 +47,12 @@
 //     a panic that reached a request's entry point (answered 500) the shim
 //     aborts it too, once no request's answer is pending (refusing unread,
 //     for the front to send again, every request that reaches it until
-//     then) and the storage's pending writes are confirmed (storage.sync),
-//     or at the latest GIVE_UP_WAIT_MS (10 s) after the give-up, cutting
-//     the answers still pending (the front answers a cut write 503 and
-//     sends a cut read again): one answer that never returns must not
-//     keep the tree refused for good; after an alarm's recovered
+//     then) and the storage's pending writes are confirmed (storage.sync).
+//     Each of the two waits lasts at most GIVE_UP_WAIT_MS (10 s), so the
+//     abort comes at the latest twice that after the give-up; past the
+//     first it cuts the answers still pending (the front answers a cut
+//     write 503 and sends a cut read again): one answer that never returns
+//     must not keep the tree refused for good; after an alarm's recovered
 //     panic, or a program that ended during the alarm, it aborts the object
 //     from the alarm handler, the one throw it makes: workerd retries the
 //     alarm on a fresh object, whose boot re-arms from storage. A panic in

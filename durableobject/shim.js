@@ -10,7 +10,8 @@
 //     the next event gets a fresh one, with its data intact;
 //   - an object given up (Go's memory no longer matches the storage)
 //     refuses new requests unread and aborts once its answers in hand
-//     are out, or after GIVE_UP_WAIT_MS all the same;
+//     are out and its pending writes confirmed, each wait bounded by
+//     GIVE_UP_WAIT_MS;
 //   - the object stores its own tree id (an alarm-woken object has no
 //     ctx.id.name), and deletes it with all else a create stored when the
 //     create did not end in a 201 (unmake);
@@ -61,7 +62,8 @@ const TREE_ID = /^[A-Za-z0-9_-]{1,64}$/;
 let nextBridge = 0;
 
 // The tests' build: the holds a request's test-hold parameter asked for
-// and got, "at tree", once each in the isolate (testHoldUntilGivenUp).
+// and got, once each in the isolate: "at tree" (testHoldUntilGivenUp),
+// "never method tree" (testHoldForGood).
 const testHeld = new Set();
 
 // spare is a Go program started before any object needs it ({go, bridge,
@@ -280,8 +282,9 @@ export class Tree extends DurableObject {
   // hand, one its Go program may have acted on (the front can only answer
   // such a cut 503): the requests that reach the object after the give-up
   // are refused unread, and the abort waits for the last answer. (One that
-  // comes between the timer's start and the abort can still be cut,
-  // refused; the front answers it 503 too.) The wait is bounded
+  // comes between the timer's start and the abort is refused, and its
+  // refusal can still be cut; the front answers such a write 503 too, and
+  // sends such a read again.) The wait is bounded
   // (abortPastWait): an answer that never returns must not keep the tree
   // refused for good. A Go program that ended and the alarm abort at once
   // instead (abortIfSpent): nothing can be answered after the first, and
@@ -331,7 +334,8 @@ export class Tree extends DurableObject {
   // settles at once, so this changes nothing there); on Cloudflare the
   // confirmation is a round trip to the storage's replicas. A sync
   // that fails or never settles does not keep the object: it aborts all
-  // the same, at the latest after GIVE_UP_WAIT_MS.
+  // the same, at the latest GIVE_UP_WAIT_MS after this wait began (a
+  // bound of its own, after the answers' one, abortPastWait, if any).
   abortSoon(why) {
     if (this.aborting) return;
     this.aborting = true;

@@ -37,7 +37,8 @@ type Config struct {
 	// Watchdog bounds one guest call (runtime.Options.Watchdog). Zero:
 	// runtime.DefaultWatchdog.
 	Watchdog time.Duration
-	// Log receives the compilation's log line. Nil discards it.
+	// Log receives the compilation's log line and the guest's start-up
+	// warnings (runtime.Module.BootWarnings). Nil discards them.
 	Log *slog.Logger
 }
 
@@ -49,8 +50,9 @@ type Runtime struct {
 
 var _ host.GuestRuntime = (*Runtime)(nil)
 
-// New compiles cfg.Wasm (or reads it from cfg.CacheDir), and refuses a
-// guest whose ABI version cannot carry cfg.Boot (runtime.Module.CheckBoot).
+// New compiles cfg.Wasm (or reads it from cfg.CacheDir), refuses a guest
+// whose ABI version cannot carry cfg.Boot (runtime.Module.CheckBoot), and
+// logs what such a guest lacks of the defaults (runtime.Module.BootWarnings).
 func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	if len(cfg.Wasm) == 0 {
 		return nil, errors.New("guest: no wasm module")

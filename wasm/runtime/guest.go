@@ -123,8 +123,8 @@ func (g *Guest) Closed() bool {
 
 // Boot migrates the database, takes a new epoch, sweeps and re-arms
 // (recovery.Boot), then the guest serves. A refused ABI version is
-// ErrVersion (so is a permission configuration an older guest cannot
-// enforce: checkPermissionsFit); a failed boot is a *GuestError and the
+// ErrVersion (so is a configuration an older guest cannot carry, such as
+// its permissions or max_subagents: checkBootFits); a failed boot is a *GuestError and the
 // guest stays unbooted.
 func (g *Guest) Boot(ctx context.Context, cfg BootConfig) error {
 	g.mu.Lock()
@@ -135,7 +135,7 @@ func (g *Guest) Boot(ctx context.Context, cfg BootConfig) error {
 			cfg.HostMajor, cfg.HostMinor = abi.UnpackVersion(g.opts.HostVersion)
 		}
 	}
-	if err := checkPermissionsFit(cfg, g.guestMinor); err != nil {
+	if err := checkBootFits(cfg, g.guestMinor); err != nil {
 		return err
 	}
 	// What both sides speak is known before the boot, and must be: an
@@ -151,8 +151,10 @@ func (g *Guest) Boot(ctx context.Context, cfg BootConfig) error {
 	return nil
 }
 
-// checkPermissionsFit refuses a permission configuration a guest older
-// than ABI 1.4 would not receive. Such a guest may have no authorization
+// checkBootFits refuses (ErrVersion) a boot configuration that a guest of
+// ABI minor guestMinor would not receive, and would run differently.
+//
+// The permissions, before 1.4: such a guest may have no authorization
 // at all (the 1.3 guests built before permissions run every tool without
 // asking), so only a configuration where every tool is "allow" and no
 // rule exists means the same there: anything else (a rule, a tool set to
@@ -164,7 +166,7 @@ func (g *Guest) Boot(ctx context.Context, cfg BootConfig) error {
 // operator set, before 1.10: such a guest would let a tree start children
 // without limit (its default applies alike, but refusing every older
 // guest for a default would refuse them all; backend.New warns instead).
-func checkPermissionsFit(cfg BootConfig, guestMinor uint16) error {
+func checkBootFits(cfg BootConfig, guestMinor uint16) error {
 	if guestMinor < abi.MinorMaxSubagents && cfg.Settings.MaxSubagents != 0 {
 		return fmt.Errorf("boot: the guest speaks ABI 1.%d, which does not carry max_subagents (1.%d does); rebuild the guest: %w", guestMinor, abi.MinorMaxSubagents, ErrVersion)
 	}

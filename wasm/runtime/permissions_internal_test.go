@@ -21,20 +21,20 @@ import (
 func TestOlderGuestRefusedWithPermissions(t *testing.T) {
 	old := uint16(abi.MinorPermissions - 1)
 	rules := BootConfig{Permissions: []permission.Rule{{Action: "t", Resource: "*", Decision: permission.Deny}}}
-	require.ErrorContains(t, checkPermissionsFit(rules, old), "does not carry permission rules")
+	require.ErrorContains(t, checkBootFits(rules, old), "does not carry permission rules")
 	for perm, want := range map[string]string{"deny": `"deny"`, "ask": `"ask"`, "": `"ask"`} {
 		cfg := BootConfig{Tools: []abi.ToolDecl{
 			{Name: "fine", Permission: "allow"},
 			{Name: "deploy", Permission: perm},
 		}}
-		err := checkPermissionsFit(cfg, old)
+		err := checkBootFits(cfg, old)
 		require.ErrorContains(t, err, "does not carry tool deploy's permission "+want, "permission %q", perm)
 		require.ErrorIs(t, err, ErrVersion)
-		require.NoError(t, checkPermissionsFit(cfg, abi.MinorPermissions), "a 1.4 guest enforces %q itself", perm)
+		require.NoError(t, checkBootFits(cfg, abi.MinorPermissions), "a 1.4 guest enforces %q itself", perm)
 	}
-	require.NoError(t, checkPermissionsFit(BootConfig{Tools: []abi.ToolDecl{{Name: "hook", Permission: "allow"}}}, old))
-	require.NoError(t, checkPermissionsFit(BootConfig{}, old))
-	require.NoError(t, checkPermissionsFit(rules, abi.MinorPermissions))
+	require.NoError(t, checkBootFits(BootConfig{Tools: []abi.ToolDecl{{Name: "hook", Permission: "allow"}}}, old))
+	require.NoError(t, checkBootFits(BootConfig{}, old))
+	require.NoError(t, checkBootFits(rules, abi.MinorPermissions))
 }
 
 // A guest older than 1.8 would not receive the operator's policy: a final
@@ -43,16 +43,16 @@ func TestOlderGuestRefusedWithPermissions(t *testing.T) {
 func TestOlderGuestRefusedWithOperatorPolicy(t *testing.T) {
 	old := uint16(abi.MinorOperatorPolicy - 1)
 	final := BootConfig{Permissions: []permission.Rule{{Action: "t", Resource: "*", Decision: permission.Ask, Final: true}}}
-	err := checkPermissionsFit(final, old)
+	err := checkBootFits(final, old)
 	require.ErrorIs(t, err, ErrVersion)
 	require.ErrorContains(t, err, "does not carry permission rule 0's final flag")
 	models := BootConfig{AllowedModels: []string{"m"}}
-	err = checkPermissionsFit(models, old)
+	err = checkBootFits(models, old)
 	require.ErrorIs(t, err, ErrVersion)
 	require.ErrorContains(t, err, "does not carry the allowed models")
-	require.NoError(t, checkPermissionsFit(final, abi.MinorOperatorPolicy))
-	require.NoError(t, checkPermissionsFit(models, abi.MinorOperatorPolicy))
-	require.NoError(t, checkPermissionsFit(BootConfig{Permissions: []permission.Rule{{Action: "t", Resource: "*", Decision: permission.Ask}}}, old),
+	require.NoError(t, checkBootFits(final, abi.MinorOperatorPolicy))
+	require.NoError(t, checkBootFits(models, abi.MinorOperatorPolicy))
+	require.NoError(t, checkBootFits(BootConfig{Permissions: []permission.Rule{{Action: "t", Resource: "*", Decision: permission.Ask}}}, old),
 		"a plain rule is 1.4's")
 }
 

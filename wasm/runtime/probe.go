@@ -27,7 +27,7 @@ func (m *Module) GuestMinor(ctx context.Context) (uint16, error) {
 }
 
 // CheckBoot reports, before any tree boots, whether the module's guests can
-// boot with cfg: a guest too old for it (checkPermissionsFit: a final rule
+// boot with cfg: a guest too old for it (checkBootFits: a final rule
 // or an allowed-models list before 1.8, rules before 1.4, a max_subagents
 // before 1.10) is ErrVersion,
 // which Boot would answer for every tree. A server checks at start-up, so
@@ -37,7 +37,7 @@ func (m *Module) CheckBoot(ctx context.Context, cfg BootConfig) error {
 	if err != nil {
 		return err
 	}
-	if err := checkPermissionsFit(cfg, minor); err != nil {
+	if err := checkBootFits(cfg, minor); err != nil {
 		return fmt.Errorf("this guest cannot enforce the server's configuration: %w", err)
 	}
 	return nil
