@@ -53,7 +53,9 @@ func (c Config) WithMaxClaimAge(d time.Duration) Config { c.maxClaimAge = d; ret
 
 // WithWakeInterval sets how far ahead the wake-up is armed while a claim
 // exists: the longest a turn whose instance died waits for the next wake.
-// Default 10 s.
+// Default 10 s. The hosts' settings refuse less than 100 ms
+// (settings.MinWakeInterval): while a turn runs the wake-up fires that
+// often.
 func (c Config) WithWakeInterval(d time.Duration) Config { c.wakeInterval = d; return c }
 
 // WithInterruptGrace sets how long an interrupt waits for a running

@@ -698,7 +698,7 @@ func TestWorkerdEvictAndPanic(t *testing.T) {
 // shim's own is GIVE_UP_WAIT_MS): short, so that "answers that never
 // return" is quick, yet long enough for every answer that does return
 // under load on this machine.
-const testGiveUpWaitMS = 1500
+const testGiveUpWaitMS = 3000
 
 // requireTakenOnce settles session sid's prompt promptID and requires
 // that it succeeded and was admitted once: a write sent again by the

@@ -475,26 +475,34 @@ const proxyRestarted = "Your worker restarted mid-request."
 
 // sendAgainOnProxyRestart sends r (not a GET or HEAD) and, if wrangler
 // dev's proxy answers its own 503 "Your worker restarted mid-request",
-// sends it once more. That answer comes when the proxy's forward met a
-// connection to the Worker that an earlier failed answer (an event stream
-// an object's abort cut) left broken: the request never reached the
-// Worker, and nothing on Cloudflare answers so. A resend that did reach it
-// would be a double that the tests' checks of "taken once" would fail on,
-// never a loss they would miss.
+// sends it once more, saying so on stderr. That answer comes when the
+// proxy's forward met a connection to the Worker that an earlier failed
+// answer (an event stream an object's abort cut) left broken: the request
+// did not reach the Worker, and nothing on Cloudflare answers so. (The
+// proxy gives it for any failed forward, so that is what was seen, not
+// what it promises: a resend that did reach the Worker would be a double,
+// which the tests that count writes, requireTakenOnce, fail on; the line
+// on stderr names every resend for the rest.)
 func (n nudging) sendAgainOnProxyRestart(r *http.Request) (*http.Response, error) {
 	resp, err := n.base.RoundTrip(r)
 	if err != nil || resp.StatusCode != http.StatusServiceUnavailable || strings.Contains(resp.Header.Get("Content-Type"), "json") {
 		return resp, err
 	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 4096))
-	resp.Body.Close()
-	if err != nil {
+	head := make([]byte, len(proxyRestarted))
+	k, err := io.ReadFull(resp.Body, head)
+	if err != nil && err != io.ErrUnexpectedEOF && err != io.EOF {
+		resp.Body.Close()
 		return nil, err
 	}
-	if !bytes.HasPrefix(body, []byte(proxyRestarted)) || (r.Body != nil && r.GetBody == nil) {
-		resp.Body = io.NopCloser(bytes.NewReader(body))
+	if string(head[:k]) != proxyRestarted || (r.Body != nil && r.GetBody == nil) {
+		resp.Body = struct {
+			io.Reader
+			io.Closer
+		}{io.MultiReader(bytes.NewReader(head[:k]), resp.Body), resp.Body}
 		return resp, nil
 	}
+	resp.Body.Close()
+	fmt.Fprintf(os.Stderr, "e2e: wrangler dev's proxy answered %s %s itself (%q); sending it once more\n", r.Method, r.URL.Path, proxyRestarted)
 	again := r.Clone(r.Context())
 	if r.GetBody != nil {
 		if again.Body, err = r.GetBody(); err != nil {

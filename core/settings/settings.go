@@ -178,7 +178,7 @@ const MaxMaxBody = 1 << 30
 // wake-up is re-armed that far ahead and fires that often, so a wake
 // interval of a few nanoseconds would wake the tree (on Cloudflare, run
 // its alarm) without pause. On Cloudflare the interval is also how soon an
-// evicted turn resumes, so the floor stays well under the Worker's 1 s.
+// evicted turn resumes, so the floor stays well under cmd/worker's default of 1 s.
 const MinWakeInterval = 100 * time.Millisecond
 
 // Validate reports every invalid field, each as a *FieldError (joined:
