@@ -86,16 +86,7 @@ func (t *tree) maybeBootFault(g *guest, s runtime.Site) {
 	if t.fault != nil && t.fault.Failing() || t.lock != nil {
 		return
 	}
-	p := t.probeOf()
-	if p == nil {
-		return
-	}
-	claimed, err := p.Claimed()
-	if err != nil {
-		t.probeFailed("claimed", err)
-		return
-	}
-	if len(claimed) == 0 {
+	if !t.someClaimed() {
 		return
 	}
 	if bf := t.bootFault; bf.armed() {
@@ -119,6 +110,22 @@ func (t *tree) maybeBootFault(g *guest, s runtime.Site) {
 	bf.n++
 }
 
+// someClaimed reports whether a session of t is claimed, as the probe
+// reads it: the boot faulters fault only a boot with work to recover. No
+// probe, or one that failed (probeFailed has said so), is false.
+func (t *tree) someClaimed() bool {
+	p := t.probeOf()
+	if p == nil {
+		return false
+	}
+	claimed, err := p.Claimed()
+	if err != nil {
+		t.probeFailed("claimed", err)
+		return false
+	}
+	return len(claimed) > 0
+}
+
 // maybeListingLock is the boot-lock faulter at guest g's host call s
 // (after maybeBootFault). At the first BEGIN after a COMMIT of g's that
 // took a new epoch, which is the session listing of a boot (core.Open,
@@ -139,16 +146,7 @@ func (t *tree) maybeListingLock(g *guest, s runtime.Site) {
 	if !bf.armed() || t.bootFault.armed() || g != t.cur || g.zombie || t.lock != nil || t.fault != nil && t.fault.Failing() {
 		return
 	}
-	p := t.probeOf()
-	if p == nil {
-		return
-	}
-	claimed, err := p.Claimed()
-	if err != nil {
-		t.probeFailed("claimed", err)
-		return
-	}
-	if len(claimed) == 0 || bf.rng.IntN(2) != 0 {
+	if !t.someClaimed() || bf.rng.IntN(2) != 0 {
 		return
 	}
 	if err := t.holdLock(t.now + bf.window()); err != nil {
