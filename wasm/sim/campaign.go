@@ -315,7 +315,7 @@ func historyHash(path string, l *check.Ledger) ([32]byte, error) {
 	if err := s.Err(); err != nil {
 		return out, err
 	}
-	b, err := json.Marshal(withoutCommits(l))
+	b, err := json.Marshal(hashed(l))
 	if err != nil {
 		return out, err
 	}
@@ -324,15 +324,18 @@ func historyHash(path string, l *check.Ledger) ([32]byte, error) {
 	return out, nil
 }
 
-// withoutCommits is l without the commits' attribution to instances
-// (check.Emits.Commits): it only explains the log, which is hashed
-// already, so histories hashed before it was recorded still compare.
-func withoutCommits(l *check.Ledger) *check.Ledger {
-	if l.Emits == nil || l.Emits.Commits == nil {
+// hashed is l as the history hash sees it: without the commits'
+// attribution to instances (check.Emits.Commits), which only explains the
+// log, hashed already, nor the steps whose deltas each instance emitted and
+// when each went quiet (Deltas, Settled: what the guest's threads did
+// between the events the history has), so histories hashed before they
+// were recorded still compare.
+func hashed(l *check.Ledger) *check.Ledger {
+	if l.Emits == nil {
 		return l
 	}
 	c, e := *l, *l.Emits
-	e.Commits = nil
+	e.Commits, e.Deltas, e.Settled = nil, nil, nil
 	c.Emits = &e
 	return &c
 }

@@ -6,7 +6,8 @@
 // zombies, fills some trees' disks for windows of virtual time
 // (internal/faultvfs), each bordered by a stretch of late IOERRs (commits
 // durable but reported failed), and hands every tree's database and
-// side-effect ledger, with every durable event the guests emitted, to
+// side-effect ledger, with every durable event the guests emitted (and
+// which steps' live deltas each emitted, and when each was last quiet), to
 // package check.
 //
 // The nemesis kills through the runtime's Interpose hook, before or after

@@ -17,6 +17,7 @@ import (
 
 	"github.com/ncruces/go-sqlite3"
 
+	"github.com/revenantrt/revenant/core/event"
 	"github.com/revenantrt/revenant/core/permission"
 	"github.com/revenantrt/revenant/core/settings"
 	"github.com/revenantrt/revenant/internal/faultvfs"
@@ -115,6 +116,8 @@ type tree struct {
 
 // guest is one instance of the guest module with its own connection.
 type guest struct {
+	// deltas are the steps whose first live delta it emitted (delta).
+	deltas map[check.Delta]bool
 	t      *tree
 	boot   int
 	g      *runtime.Guest
@@ -190,7 +193,7 @@ func newTree(mod *runtime.Module, cfg Config, index int, dir string) *tree {
 		owners: map[int64]int{}, reqs: map[uint64]*request{},
 		killBudget: cfg.killsFor(index),
 		seen:       map[runtime.Phase][]string{}, hist: Histogram{},
-		ledger: check.Ledger{Tools: ledgerTools, Emits: &check.Emits{From: map[int]int64{}}},
+		ledger: check.Ledger{Tools: ledgerTools, Emits: &check.Emits{From: map[int]int64{}, Settled: map[int]int64{}}},
 	}
 	t.ledger.Budget = cfg.budgetFor(index)
 	if rng.Float64() < cfg.Zombies {
@@ -590,6 +593,9 @@ func (t *tree) call(ctx context.Context, g *guest, f func() error) bool {
 	}
 	err := f()
 	if err == nil {
+		// The call returned with the guest quiet: every delta it
+		// published has reached Emit (check.RuleDeltas).
+		t.ledger.Emits.Settled[g.boot] = t.logged
 		if g == t.cur {
 			t.checkWakeDue(g)
 			t.checkSweepArm(g)
@@ -1238,14 +1244,43 @@ func (g *guest) CancelEgress(id uint64) {
 }
 
 // Emit implements runtime.Services: the ledger records every durable event
-// emitted, for the checker to compare with the log (check.RuleEmits). A
-// zombie's commits are judged at its connection (committed), emitted or not.
+// emitted, for the checker to compare with the log (check.RuleEmits), and
+// the first live delta of each step (check.RuleDeltas). A zombie's commits
+// are judged at its connection (committed), emitted or not.
 func (g *guest) Emit(ev runtime.Emitted) {
-	if g.dead || !ev.Durable() {
+	if g.dead {
 		return
 	}
 	e := g.t.ledger.Emits
+	if !ev.Durable() {
+		g.delta(ev)
+		return
+	}
 	e.Events = append(e.Events, check.Emitted{Boot: g.boot, ID: ev.ID, Session: ev.SessionID, Seq: ev.Seq, Type: ev.Type})
+}
+
+// delta records the first live delta of each step the guest emits
+// (check.RuleDeltas).
+func (g *guest) delta(ev runtime.Emitted) {
+	if ev.Type != string(event.TextDelta) {
+		return
+	}
+	var p struct {
+		StepID string `json:"step_id"`
+	}
+	if json.Unmarshal(ev.Data, &p) != nil {
+		return
+	}
+	d := check.Delta{Boot: g.boot, Session: ev.SessionID, Step: p.StepID}
+	if g.deltas[d] {
+		return
+	}
+	if g.deltas == nil {
+		g.deltas = map[check.Delta]bool{}
+	}
+	g.deltas[d] = true
+	e := g.t.ledger.Emits
+	e.Deltas = append(e.Deltas, d)
 }
 
 // watch makes the guest's connection report its transactions.

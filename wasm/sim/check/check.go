@@ -44,7 +44,7 @@ const (
 // Rules lists every rule, in the order summaries print them.
 var Rules = []Rule{RuleEnds, RuleQuiescence, RuleAfterInterrupt, RuleBudget, RuleEffects,
 	RuleSeqs, RuleProjections, RuleNotices, RuleSteps, RuleZombie, RuleSettled, RuleCutKeeps, RuleWakeArmed, RuleClaimed, RuleBootResumes,
-	RuleEmits, RuleQuestionOnce, RuleQuestionByClient, RuleQuestionListed, RuleContinuation,
+	RuleEmits, RuleDeltas, RuleQuestionOnce, RuleQuestionByClient, RuleQuestionListed, RuleContinuation,
 	RuleApproval, RuleAlways, RuleFinalAsk, RuleChildOnce, RuleNoticeOnce, RuleJobSettled, RuleOrphanChild, RuleTaskResult, RuleTaskEndReason,
 	RuleChildOwnPrompt, RuleInterruptCause, RuleWakeDue, RuleWakeLoop, RuleStartsHere, RuleRetryNotEarly, RuleRetryBudget, RuleRetryDelay, RuleRetryHint,
 	RuleRetryNotResumed, RuleRetryOwned, RuleDeleteGone, RuleDeleteAnswer, RuleDeleteEmpty}
@@ -177,6 +177,7 @@ func Tree(path string, ledger *Ledger, opts Options) (Result, error) {
 	ck.finalAsks()
 	ck.observed(ledger)
 	ck.emits(ledger)
+	ck.deltas(ledger)
 	ck.startsHere(ledger)
 	diffs, err := rebuildDiffs(db)
 	var replay *replayError

@@ -145,7 +145,11 @@
 //   - every durable event reaches the host's emit exactly once, in commit
 //     order, a commit reported failed that was durable (a late IOERR)
 //     included; only an instance that died before emitting its last
-//     commits may leave them unemitted (when the ledger records emits).
+//     commits may leave them unemitted (when the ledger records emits);
+//   - a step whose answer streamed text, recorded complete by an instance
+//     that went quiet after (a call into it returned with every goroutine
+//     blocked), had a live delta of its reach emit from that instance
+//     (deltas-reach-emit: the session was watched there).
 //
 // The checker is deliberately independent of the code it judges: it
 // re-derives everything from the event log with its own decoding, and

@@ -32,6 +32,14 @@ type Emits struct {
 	// (nil: unknown, and every event after an instance's start counts as
 	// its own).
 	Commits []Commit `json:"commits,omitempty"`
+	// Deltas are the live deltas received, the first of each instance
+	// and step only, in the order they arrived (RuleDeltas).
+	Deltas []Delta `json:"deltas,omitempty"`
+	// Settled maps each instance, by boot number, to the commit position
+	// (the highest events.gseq) when a call into it last returned with
+	// the guest quiet, every goroutine of it blocked (nil: not recorded;
+	// RuleDeltas).
+	Settled map[int]int64 `json:"settled,omitempty"`
 }
 
 // Commit is one commit of an instance's that made the log grow: the
