@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/revenantrt/revenant/core/api"
+	"github.com/revenantrt/revenant/core/settings"
 	"github.com/revenantrt/revenant/internal/guestbuild"
 	"github.com/revenantrt/revenant/sqlitedb"
 	"github.com/revenantrt/revenant/wasm/abi"
@@ -299,7 +300,9 @@ func TestServeDeliversNoWakeUp(t *testing.T) {
 	var mu sync.Mutex
 	arms := 0
 	boot := offline()
-	boot.Settings.WakeInterval = time.Millisecond // re-armed by every wake while the claim lasts
+	// Re-armed by every wake while the claim lasts: the shortest interval
+	// allowed, so several wake-ups would be due within the turn's sleep.
+	boot.Settings.WakeInterval = settings.MinWakeInterval
 	srv, w := startTreeWatched(t, serve.Config{Boot: boot, ArmWake: func(at int64) error {
 		mu.Lock()
 		defer mu.Unlock()
@@ -309,7 +312,7 @@ func TestServeDeliversNoWakeUp(t *testing.T) {
 		return nil
 	}})
 	require.Equal(t, 201, post(t, srv.URL+"/v1/sessions", `{}`).StatusCode)
-	require.Equal(t, 202, post(t, srv.URL+"/v1/sessions/tree1/prompt", `{"text":"/sleep 100ms\nslow"}`).StatusCode)
+	require.Equal(t, 202, post(t, srv.URL+"/v1/sessions/tree1/prompt", `{"text":"/sleep 500ms\nslow"}`).StatusCode)
 	waitFor(t, srv, "session.execution.succeeded@1")
 	w.quiet(t)
 	mu.Lock()
