@@ -343,14 +343,42 @@ func noticeSeq(t *testing.T, path string) int64 {
 // queryInt reads one integer from a tree file.
 func queryInt(t *testing.T, path, query string) int64 {
 	t.Helper()
+	var n int64
+	queryOne(t, path, query, func(st *sqlite3.Stmt) { n = st.ColumnInt64(0) })
+	return n
+}
+
+// queryOne runs row on the first row query gives on the tree file at path,
+// which must give one.
+func queryOne(t *testing.T, path, query string, row func(*sqlite3.Stmt)) {
+	t.Helper()
+	found := false
+	eachRow(t, path, query, func(st *sqlite3.Stmt) {
+		if !found {
+			row(st)
+		}
+		found = true
+	})
+	require.True(t, found, "no row: %s", query)
+}
+
+// eachRow runs row on each row query gives on the tree file at path, its
+// parameters bound as text from args.
+func eachRow(t *testing.T, path, query string, row func(*sqlite3.Stmt), args ...string) {
+	t.Helper()
 	c, err := sqlite3.Open(path)
 	require.NoError(t, err)
 	defer c.Close()
 	st, _, err := c.Prepare(query)
 	require.NoError(t, err, query)
 	defer st.Close()
-	require.True(t, st.Step(), query)
-	return st.ColumnInt64(0)
+	for i, a := range args {
+		require.NoError(t, st.BindText(i+1, a))
+	}
+	for st.Step() {
+		row(st)
+	}
+	require.NoError(t, st.Err())
 }
 
 // Rules names every rule the package defines, each once.

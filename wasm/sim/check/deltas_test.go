@@ -23,30 +23,16 @@ type streamedStep struct {
 // the tree's commit position.
 func streamed(t *testing.T, path string) ([]streamedStep, int64) {
 	t.Helper()
-	c, err := sqlite3.Open(path)
-	require.NoError(t, err)
-	defer c.Close()
-	st, _, err := c.Prepare(`SELECT session_id, data, gseq FROM events WHERE type = ? ORDER BY gseq`)
-	require.NoError(t, err)
-	defer st.Close()
-	require.NoError(t, st.BindText(1, string(event.StepCompleted)))
 	var out []streamedStep
-	for st.Step() {
+	eachRow(t, path, `SELECT session_id, data, gseq FROM events WHERE type = ? ORDER BY gseq`, func(st *sqlite3.Stmt) {
 		var p event.StepDone
 		require.NoError(t, json.Unmarshal([]byte(st.ColumnText(1)), &p))
 		if p.Text != "" {
 			out = append(out, streamedStep{st.ColumnText(0), p.StepID, st.ColumnInt64(2)})
 		}
-	}
-	require.NoError(t, st.Err())
+	}, string(event.StepCompleted))
 	require.GreaterOrEqual(t, len(out), 2, "the fixture streams text in several steps")
-	var top int64
-	row, _, err := c.Prepare(`SELECT MAX(gseq) FROM events`)
-	require.NoError(t, err)
-	defer row.Close()
-	require.True(t, row.Step())
-	top = row.ColumnInt64(0)
-	return out, top
+	return out, queryInt(t, path, `SELECT MAX(gseq) FROM events`)
 }
 
 // deltaEmits is the fixture's log committed by boot 1, quiet at quiet,

@@ -140,14 +140,9 @@ func TestAQuestionResolvedWhileItWasListedMayBeListed(t *testing.T) {
 // queryText reads one text value from a tree file.
 func queryText(t *testing.T, path, query string) string {
 	t.Helper()
-	c, err := sqlite3.Open(path)
-	require.NoError(t, err)
-	defer c.Close()
-	st, _, err := c.Prepare(query)
-	require.NoError(t, err, query)
-	defer st.Close()
-	require.True(t, st.Step(), query)
-	return st.ColumnText(0)
+	var s string
+	queryOne(t, path, query, func(st *sqlite3.Stmt) { s = st.ColumnText(0) })
+	return s
 }
 
 // tamperCase is one broken history of a question fixture: the clean tree

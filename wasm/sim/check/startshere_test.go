@@ -24,20 +24,12 @@ type start struct {
 // in commit order, and the tree's commit position.
 func starts(t *testing.T, path string) ([]start, int64) {
 	t.Helper()
-	c, err := sqlite3.Open(path)
-	require.NoError(t, err)
-	defer c.Close()
-	st, _, err := c.Prepare(`SELECT e.gseq, p.gseq, e.data ->> '$.cause' FROM events e
-		JOIN events p ON p.session_id = e.session_id AND p.seq = e.seq - 1
-		WHERE e.type = ? ORDER BY e.gseq`)
-	require.NoError(t, err)
-	defer st.Close()
-	require.NoError(t, st.BindText(1, string(event.ExecutionStarted)))
 	var out []start
-	for st.Step() {
+	eachRow(t, path, `SELECT e.gseq, p.gseq, e.data ->> '$.cause' FROM events e
+		JOIN events p ON p.session_id = e.session_id AND p.seq = e.seq - 1
+		WHERE e.type = ? ORDER BY e.gseq`, func(st *sqlite3.Stmt) {
 		out = append(out, start{gseq: st.ColumnInt64(0), prev: st.ColumnInt64(1), cause: st.ColumnText(2)})
-	}
-	require.NoError(t, st.Err())
+	}, string(event.ExecutionStarted))
 	return out, queryInt(t, path, `SELECT MAX(gseq) FROM events`)
 }
 
