@@ -50,15 +50,8 @@ func TestStartChildRefusesABlankPromptAndTheDepthLimit(t *testing.T) {
 // limit, and the refusal holds for any later call.
 func TestStartChildRefusesAChildPastTheTreesLimit(t *testing.T) {
 	ctx := context.Background()
-	tr := treetest.New(t)
-	d := treetest.NewDriver(8)
-	n := tr.Boot(d)
-	root := n.NewSession("root")
-	n.Admit(root, "hold")
-	rx := <-d.Started
-	spec := func(callID string) core.ChildSpec {
-		return core.ChildSpec{CallID: callID, Prompt: "hold", MaxDepth: 3, MaxChildren: 2}
-	}
+	tr, n, d, root, rx := rootTurnHeld(t)
+	spec := func(callID string) core.ChildSpec { return limitSpec(callID, 2) }
 	first, err := rx.StartChild(ctx, spec("call-1"))
 	require.NoError(t, err)
 	cx := <-d.Started // the child's turn: its own child is the tree's second
@@ -96,15 +89,8 @@ func TestStartChildRefusesAChildPastTheTreesLimit(t *testing.T) {
 // as they are. A call that has its child already still re-attaches.
 func TestStartChildRefusesATreePastALoweredLimit(t *testing.T) {
 	ctx := context.Background()
-	tr := treetest.New(t)
-	d := treetest.NewDriver(8)
-	n := tr.Boot(d)
-	root := n.NewSession("root")
-	n.Admit(root, "hold")
-	rx := <-d.Started
-	spec := func(callID string, limit int) core.ChildSpec {
-		return core.ChildSpec{CallID: callID, Prompt: "hold", MaxDepth: 3, MaxChildren: limit}
-	}
+	tr, n, d, root, rx := rootTurnHeld(t)
+	spec := limitSpec
 	var first core.Child
 	for i, callID := range []string{"call-1", "call-2", "call-3"} {
 		c, err := rx.StartChild(ctx, spec(callID, 3))
@@ -129,4 +115,20 @@ func TestStartChildRefusesATreePastALoweredLimit(t *testing.T) {
 	assert.True(t, again.Attached)
 	d.Release()
 	n.Idle()
+}
+
+// rootTurnHeld boots a tree for the sub-agent limit's tests: its root
+// session "root" runs a turn the driver holds, rx.
+func rootTurnHeld(t *testing.T) (*treetest.Tree, *treetest.Node, *treetest.Driver, string, *core.Execution) {
+	tr := treetest.New(t)
+	d := treetest.NewDriver(8)
+	n := tr.Boot(d)
+	root := n.NewSession("root")
+	n.Admit(root, "hold")
+	return tr, n, d, root, <-d.Started
+}
+
+// limitSpec is a task call's child spec under a sub-agent limit of limit.
+func limitSpec(callID string, limit int) core.ChildSpec {
+	return core.ChildSpec{CallID: callID, Prompt: "hold", MaxDepth: 3, MaxChildren: limit}
 }
