@@ -50,10 +50,7 @@ func TestDeleteWhoseTurnDoesNotStopDeletesNothing(t *testing.T) {
 	require.NoError(t, err)
 	<-d.running
 
-	r, err := httpmsg.NewRequest(context.Background(), httpmsg.MethodDelete, "https://object/v1/sessions/root", nil)
-	require.NoError(t, err)
-	r.Header.Set(TreeHeader, "root")
-	r.Header.Set(PrincipalHeader, "tester")
+	r := frontRequest(t, httpmsg.MethodDelete)
 	w := &answer{header: httpmsg.Header{}}
 	answered := make(chan struct{})
 	go func() {

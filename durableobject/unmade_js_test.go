@@ -113,14 +113,20 @@ func openedObjectWith(t *testing.T, driver core.Driver) (*Object, js.Value) {
 // serveFront serves o the front's create (POST) or delete (DELETE) of
 // tree "root" for principal "tester".
 func serveFront(t *testing.T, o *Object, method string) *answer {
+	w := &answer{header: httpmsg.Header{}}
+	o.ServeHTTP(w, frontRequest(t, method))
+	return w
+}
+
+// frontRequest is the front's create (POST) or delete (DELETE) of tree
+// "root" for principal "tester".
+func frontRequest(t *testing.T, method string) *httpmsg.Request {
 	path := map[string]string{httpmsg.MethodPost: "/v1/sessions", httpmsg.MethodDelete: "/v1/sessions/root"}[method]
 	r, err := httpmsg.NewRequest(context.Background(), method, "https://object"+path, nil)
 	require.NoError(t, err)
 	r.Header.Set(TreeHeader, "root")
 	r.Header.Set(PrincipalHeader, "tester")
-	w := &answer{header: httpmsg.Header{}}
-	o.ServeHTTP(w, r)
-	return w
+	return r
 }
 
 // treeDriverNever is a driver for a tree that never runs a turn.
