@@ -91,6 +91,10 @@ func (c Config) MaxClaimAge() time.Duration { return c.maxClaimAge }
 // QueueCap is the configured cap on a session's prompts not ended.
 func (c Config) QueueCap() int { return c.queueCap }
 
+// InterruptGrace is the configured interrupt grace. A host that waits for
+// executions to stop on their own (a delete's Close) waits as long.
+func (c Config) InterruptGrace() time.Duration { return c.interruptGrace }
+
 func (c Config) validate() error {
 	switch {
 	case c.resumeBudget < 0:

@@ -48,14 +48,21 @@
 //     aborts it too, once no request's answer is pending (refusing unread,
 //     for the front to send again, every request that reaches it until
 //     then) and the storage's pending writes are confirmed (storage.sync).
-//     Each of the two waits lasts at most GIVE_UP_WAIT_MS (10 s), so the
-//     abort comes at the latest twice that after the give-up; past the
-//     first it cuts the answers still pending (the front answers a cut
-//     write 503 and sends a cut read again): one answer that never returns
-//     must not keep the tree refused for good; after an alarm's recovered
-//     panic, or a program that ended during the alarm, it aborts the object
-//     from the alarm handler, the one throw it makes: workerd retries the
-//     alarm on a fresh object, whose boot re-arms from storage. A panic in
+//     Each of the two waits lasts at most the tree's interrupt_grace and
+//     5 s, but never less than 10 s nor more than 25 s (giveUpWait: an
+//     interrupt waits that grace for its turn, a delete as long for the
+//     tree's turns), so the abort comes at the latest twice that after
+//     the give-up; past the first it cuts the answers still pending (the
+//     front answers a cut write 503 and sends a cut read again): one
+//     answer that never returns must not keep the tree refused for good.
+//     A delete whose turns do not stop within the grace (one ignores its
+//     cancellation and may still write) deletes nothing: the object gives
+//     itself up and answers 503, and the client's delete again reaches a
+//     fresh object, which deletes the tree (deleteTree). After an
+//     alarm's recovered panic, or a program that ended during the alarm,
+//     it aborts the object from the alarm handler, the one throw it makes:
+//     workerd retries the alarm on a fresh object, whose boot re-arms
+//     from storage. A panic in
 //     one of core/api's handlers is answered 500 there, as on every host,
 //     and then told to the object (api's Panicked hook: routePanicked),
 //     which gives itself up the same way, first setting again an alarm a

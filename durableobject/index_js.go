@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strconv"
 	"syscall/js"
+	"time"
 
 	"github.com/revenantrt/revenant/core"
 	"github.com/revenantrt/revenant/core/api"
@@ -54,9 +55,28 @@ func (t index) Delete(ctx context.Context, rootID string) error {
 
 // deleteTree is Delete once the tree is known to be the caller's (or no
 // one's: unmade).
+//
+// It waits for the tree's executions to stop as long as an interrupt
+// waits for one (closeWait, the interrupt grace). One that ignores its
+// cancellation (a tool, a bug) may still write, so the storage must not
+// be deleted under it: a write after the deleteAll would leave a tree
+// half there, or make one again. Nothing in Go can stop it, but the
+// object's abort can (the isolate's executions go with the object). So a
+// delete whose executions did not stop in time deletes nothing, gives
+// the object up, and is answered 503: its client deletes again (the
+// front keeps the tree's directory row for it), and the fresh object
+// that the next event gets deletes the tree. The executions the close
+// stopped kept their claims and the alarm (the delete has not cleared
+// it yet), so until then the tree's turns resume there as after a
+// crash. The same holds when the request's context ended first.
 func (o *Object) deleteTree(ctx context.Context) error {
-	if err := o.inst.Close(ctx); err != nil {
-		return fmt.Errorf("delete tree %s: %w", o.treeID, err)
+	closing, cancel := context.WithTimeout(ctx, o.closeWait)
+	err := o.inst.Close(closing)
+	cancel()
+	if err != nil {
+		o.log.Warn("delete tree: its turns did not stop; giving the object up, and nothing is deleted", "waited", o.closeWait, "err", err)
+		o.giveUp("the tree's turns did not stop for its delete")
+		return fmt.Errorf("delete tree %s: %w: %w", o.treeID, errTurnsDidNotStop, err)
 	}
 	o.mu.Lock()
 	o.deleted = true
@@ -69,6 +89,12 @@ func (o *Object) deleteTree(ctx context.Context) error {
 	}
 	return nil
 }
+
+// errTurnsDidNotStop answers a delete whose tree's executions did not
+// stop in time (deleteTree): nothing was deleted, and deleting again is
+// served by a fresh object.
+var errTurnsDidNotStop = &api.Error{Type: api.ErrUnavailable, RetryAfter: time.Second,
+	Message: "the session's turns did not stop in time for the delete; nothing was deleted; its host restarts: delete again"}
 
 // unmade deletes the storage of a tree whose root session was never
 // created, when a delete of its root reaches it: a create cut short

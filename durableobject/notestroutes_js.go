@@ -2,7 +2,11 @@
 
 package durableobject
 
-import "github.com/revenantrt/revenant/core/httpmsg"
+import (
+	"time"
+
+	"github.com/revenantrt/revenant/core/httpmsg"
+)
 
 // testRoute serves nothing: the test-only routes are in a build with the
 // revenant_testroutes tag only (testroutes_js.go).
@@ -14,6 +18,14 @@ func testBootDelay() {}
 
 // testCreatedAt is at: the session's own created_at (testroutes_js.go).
 func testCreatedAt(at int64) int64 { return at }
+
+// testGiveUpWait is wait: the shortened wait is a test build's
+// (testroutes_js.go).
+func testGiveUpWait(wait time.Duration) time.Duration { return wait }
+
+// testTurn does nothing: a turn that ignores its cancellation is a test
+// build's (testroutes_js.go).
+func testTurn(*Object) {}
 
 // testWake does nothing: a panicking alarm is a test build's
 // (testroutes_js.go).

@@ -56,6 +56,10 @@ type Object struct {
 	tree   *api.TreeHandler // every /v1/sessions/{id}/… route
 	routes *route.Mux       // the tree's routes (api.Route.Tree), to tell them apart
 
+	// closeWait bounds how long a delete waits for the tree's executions
+	// to stop (deleteTree): the configured interrupt grace (setWaits).
+	closeWait time.Duration
+
 	mu            sync.Mutex
 	deleted       bool
 	ownerSeen     string // the tree's owner once read (owner)
@@ -64,6 +68,7 @@ type Object struct {
 
 	failNextDelete atomic.Int32 // set by a test build's route only: the next deleteAll fails (failDelete*)
 	testNextWake   atomic.Value // set by a test build's route only: what the next alarm handler does (testWake)
+	testStuckTurn  atomic.Bool  // set by a test build's route only: the next turn ignores its cancellation (testTurn)
 	foreignRefused atomic.Int64 // requests refused for naming another principal (ServeHTTP)
 }
 
@@ -120,6 +125,7 @@ func (o *Object) boot(args []js.Value) (any, error) {
 		// alike until they change, and the shim answers so (setupError).
 		return nil, setupError{fmt.Errorf("set up tree %s: %w", o.treeID, err)}
 	}
+	o.setWaits(cfg)
 	driver = o.afterAnswer(driver)
 	host := core.Host{DB: o.db, Clock: o.clock, Wake: o.alarm, IDs: IDs{}, Log: o.log}
 	inst, rep, err := recovery.BootWith(context.Background(), host, cfg, driver, o.opened)
@@ -130,6 +136,48 @@ func (o *Object) boot(args []js.Value) (any, error) {
 	o.log.Info("tree booted", "resumed", rep.Count(core.Resume), "started", rep.Count(core.Start),
 		"decisions", len(rep.Decisions), "epoch", inst.Epoch())
 	return nil, nil
+}
+
+// The bounds of how long an object given up waits for the answers it has
+// in hand, and then for its storage's pending writes, before it aborts
+// all the same (shim.js, abortPastWait and abortSoon). The slowest answer
+// the object gives returns from an interrupt, which waits up to the
+// tree's interrupt grace for the running turn to record it, and from a
+// delete, which waits as long for the tree's turns to stop
+// (deleteTree); each then writes, or deletes, on storage. So the wait is
+// that grace and giveUpMargin for the storage, but never less than
+// minGiveUpWait, nor more than maxGiveUpWait: until the abort every other
+// request to the tree is refused (the front answers it 503 after about
+// 400 ms of sends again), and the platform itself resets an object held
+// 30 s in blockConcurrencyWhile, its own bound on an object that
+// answers nothing. A grace longer than maxGiveUpWait less giveUpMargin
+// is still an interrupt's (and a delete's) wait while the object serves;
+// only one in hand as the object is given up may be cut, which its
+// client reads as a 503 to retry (setWaits logs it).
+const (
+	minGiveUpWait = 10 * time.Second
+	giveUpMargin  = 5 * time.Second
+	maxGiveUpWait = 25 * time.Second
+)
+
+// giveUpWait is the wait of an object given up for its answers in hand,
+// for a tree whose interrupt grace is grace (the bounds above).
+func giveUpWait(grace time.Duration) time.Duration {
+	return min(max(grace+giveUpMargin, minGiveUpWait), maxGiveUpWait)
+}
+
+// setWaits sets the object's waits from the tree's configuration: a
+// delete's for its turns to stop (closeWait), and, for the shim, an
+// object given up's for its answers (bridge.giveUpWaitMS, giveUpWait; in
+// the tests' build the var REVENANT_TEST_GIVE_UP_WAIT_MS when set).
+func (o *Object) setWaits(cfg core.Config) {
+	grace := cfg.InterruptGrace()
+	o.closeWait = grace
+	o.bridge.Set("giveUpWaitMS", testGiveUpWait(giveUpWait(grace)).Milliseconds())
+	if grace+giveUpMargin > maxGiveUpWait {
+		o.log.Warn("interrupt_grace is longer than an object given up waits for its answers: an interrupt or a delete in hand as the object is given up may be cut (its client told 503)",
+			"interrupt_grace", grace, "give_up_wait", maxGiveUpWait)
+	}
 }
 
 // setupError is a boot that failed in Options.Setup: the object's
@@ -164,6 +212,7 @@ func (o *Object) afterAnswer(d core.Driver) core.Driver {
 			}
 		}
 		nextTask()
+		testTurn(o)
 		return d.Run(ctx, x)
 	})
 }

@@ -11,7 +11,7 @@
 //   - an object given up (Go's memory no longer matches the storage)
 //     refuses new requests unread and aborts once its answers in hand
 //     are out and its pending writes confirmed, each wait bounded by
-//     GIVE_UP_WAIT_MS;
+//     giveUpWaitMS (10 to 25 s, from the tree's interrupt_grace);
 //   - the object stores its own tree id (an alarm-woken object has no
 //     ctx.id.name), and deletes it with all else a create stored when the
 //     create did not end in a 201 (unmake);
@@ -36,23 +36,25 @@ const MAX_BODY = 1 << 20; // api.DefaultMaxBody
 
 // GIVE_UP_WAIT_MS bounds how long an object given up waits for the
 // answers it has in hand before it aborts all the same, cutting them
-// (abortWhenAnswered). Until it aborts every other request to the tree is
+// (abortWhenAnswered), when its Go program did not say (giveUpWaitMS: it
+// says at boot). Until it aborts every other request to the tree is
 // refused (refuseSpent), and the front's sends again last about 400 ms
 // (SPENT_WAITS_MS), so one answer that never returns (a handler waiting
-// on a lock the panic left held, a delete waiting on an execution that
-// ignores its cancellation) would keep the tree unavailable for good.
-// Every answer the object gives returns from its own work: the front
-// hands it a body already read whole (a slow upload holds the front, not
-// the object), an event stream returns as it starts (one answered as the
-// object was given up returns at once, giveUp), and the rest is SQL on
-// the object's storage, milliseconds. The slowest is an interrupt, which
-// waits up to interrupt_grace (5 s by default) for the running turn to
-// record it: 10 s lets that one out with the defaults, and is a third of
-// the 30 s the platform allows a blockConcurrencyWhile before it resets
-// the object itself. Neither the front nor workerd limits how long a
-// request to an object may wait (Cloudflare none while the client stays).
-// A write the abort cuts is answered 503 by the front (the object may
-// have acted on it), a read is sent again.
+// on a lock the panic left held) would keep the tree unavailable for
+// good. Every answer the object gives returns from its own work: the
+// front hands it a body already read whole (a slow upload holds the
+// front, not the object), an event stream returns as it starts (one
+// answered as the object was given up returns at once, giveUp), and the
+// rest is SQL on the object's storage, milliseconds. The slowest are an
+// interrupt, which waits up to interrupt_grace (5 s by default) for the
+// running turn to record it, and a delete, which waits as long for the
+// tree's turns to stop: so Go's wait is that grace and 5 s, at least
+// this 10 s and at most 25 s, under the 30 s the platform allows a
+// blockConcurrencyWhile before it resets the object itself
+// (durableobject.giveUpWait). Neither the front nor workerd limits how
+// long a request to an object may wait (Cloudflare none while the client
+// stays). A write the abort cuts is answered 503 by the front (the
+// object may have acted on it), a read is sent again.
 const GIVE_UP_WAIT_MS = 10_000;
 
 // Tree ids as the local host accepts them (host.ValidTreeID): they reach
@@ -253,7 +255,7 @@ export class Tree extends DurableObject {
   // object) and a request whose Go fetch failed as the program ended; a
   // request that meets a spent object is refused instead (refuseSpent),
   // and one in hand as the object is given up is answered first, the
-  // abort waiting for every such answer, up to GIVE_UP_WAIT_MS
+  // abort waiting for every such answer, up to giveUpWaitMS
   // (abortWhenAnswered).
   abortIfSpent() {
     const why = this.spent();
@@ -297,7 +299,7 @@ export class Tree extends DurableObject {
   }
 
   // abortPastWait starts, once, the bound on abortWhenAnswered's wait
-  // (GIVE_UP_WAIT_MS): past it, the object aborts all the same, cutting
+  // (giveUpWaitMS): past it, the object aborts all the same, cutting
   // the answers still pending. Nothing pending then (the tests' linger,
   // which the next request ends), it does nothing, and the next wait
   // starts a new bound.
@@ -317,11 +319,12 @@ export class Tree extends DurableObject {
     }, ms);
   }
 
-  // giveUpWaitMS is GIVE_UP_WAIT_MS, or in the tests' build the var
-  // REVENANT_TEST_GIVE_UP_WAIT_MS (ms) when set.
+  // giveUpWaitMS is the wait Go set at boot (bridge.giveUpWaitMS: from
+  // the tree's interrupt_grace, durableobject.setWaits), else
+  // GIVE_UP_WAIT_MS.
   giveUpWaitMS() {
-    const n = Number(this.env.REVENANT_TEST_GIVE_UP_WAIT_MS);
-    return this.go?.testBuild && Number.isSafeInteger(n) && n > 0 ? n : GIVE_UP_WAIT_MS;
+    const n = this.go?.giveUpWaitMS;
+    return Number.isSafeInteger(n) && n > 0 ? n : GIVE_UP_WAIT_MS;
   }
 
   // abortSoon gives the object up once the current event's answer is out
@@ -334,7 +337,7 @@ export class Tree extends DurableObject {
   // settles at once, so this changes nothing there); on Cloudflare the
   // confirmation is a round trip to the storage's replicas. A sync
   // that fails or never settles does not keep the object: it aborts all
-  // the same, at the latest GIVE_UP_WAIT_MS after this wait began (a
+  // the same, at the latest giveUpWaitMS after this wait began (a
   // bound of its own, after the answers' one, abortPastWait, if any).
   abortSoon(why) {
     if (this.aborting) return;

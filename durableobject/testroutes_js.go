@@ -54,6 +54,9 @@ import (
 //	                                   ends the Go program while it waits
 //	                                   (then=exit), once (testWake)
 //	POST /v1/sessions/{id}/test/fail-delete  the object's next deleteAll fails
+//	POST /v1/sessions/{id}/test/stuck-turn  the object's next turn ignores
+//	                                   its cancellation: it never ends
+//	                                   (testTurn)
 //	POST /v1/sessions/{id}/test/delete-tree  the tree deleted in the object
 //	                                   alone, its directory row kept (a front
 //	                                   killed between the two)
@@ -71,8 +74,8 @@ import (
 // has test-hold=body or =answer until the object is given up
 // (shim.js, testHoldUntilGivenUp), or test-hold=never for good
 // (testHoldForGood), and with the var REVENANT_TEST_GIVE_UP_WAIT_MS (ms)
-// waits that long, not GIVE_UP_WAIT_MS, for a given-up object's answers
-// in hand (giveUpWaitMS).
+// a given-up object waits that long for its answers in hand, not what
+// the tree's interrupt grace makes it (testGiveUpWait).
 const testRoutePrefix = "/test/"
 
 func testRoute(o *Object, w httpmsg.ResponseWriter, r *httpmsg.Request) bool {
@@ -155,6 +158,10 @@ func testRoute(o *Object, w httpmsg.ResponseWriter, r *httpmsg.Request) bool {
 		o.failNextDelete.Store(how)
 		w.WriteHeader(httpmsg.StatusNoContent)
 		return true
+	case "stuck-turn":
+		o.testStuckTurn.Store(true)
+		w.WriteHeader(httpmsg.StatusNoContent)
+		return true
 	case "delete-tree":
 		if err := o.index().Delete(r.Context(), o.treeID); err != nil {
 			panic(err)
@@ -186,6 +193,28 @@ func testWake(o *Object) {
 		go func() { panic("revenant test route: exit during the alarm") }()
 		select {}
 	}
+}
+
+// testTurn, as a turn starts, holds it for good, ignoring its
+// cancellation, when the stuck-turn route asked it of this object's next
+// turn: the execution a delete cannot stop (deleteTree). Only the
+// object's abort ends it; a fresh object's Go program has not been asked.
+func testTurn(o *Object) {
+	if !o.testStuckTurn.Swap(false) {
+		return
+	}
+	o.log.Warn("test route: this turn ignores its cancellation")
+	select {}
+}
+
+// testGiveUpWait is wait, or the var REVENANT_TEST_GIVE_UP_WAIT_MS (ms)
+// when set: how long a given-up object waits for its answers in hand
+// (setWaits), shortened for a test of answers that never return.
+func testGiveUpWait(wait time.Duration) time.Duration {
+	if ms, err := strconv.ParseInt(os.Getenv("REVENANT_TEST_GIVE_UP_WAIT_MS"), 10, 64); err == nil && ms > 0 {
+		return time.Duration(ms) * time.Millisecond
+	}
+	return wait
 }
 
 // testReadExit ends the Go program while a read waits for its answer, the

@@ -81,8 +81,14 @@ func TestUnmadeTreeWhoseDeleteFailsIsUnavailable(t *testing.T) {
 
 // openedObject is the object of tree "root", opened on a new database,
 // over a storage stub that records its calls (recordedCalls) and whose
-// promises all resolve.
+// promises all resolve. Its tree runs no turn.
 func openedObject(t *testing.T) (*Object, js.Value) {
+	return openedObjectWith(t, treeDriverNever{})
+}
+
+// openedObjectWith is openedObject whose turns driver runs, with the
+// default configuration's waits (setWaits).
+func openedObjectWith(t *testing.T, driver core.Driver) (*Object, js.Value) {
 	storage := jsFunc(nil, `
 		const calls = [];
 		return { calls,
@@ -95,10 +101,11 @@ func openedObject(t *testing.T) (*Object, js.Value) {
 	quiet := logs.New(logs.NewTextHandler(io.Discard, nil))
 	alarm := NewAlarm(storage, 0)
 	host := core.Host{DB: db, Clock: fakehost.NewClock(1767225600000), Wake: alarm, IDs: &fakehost.IDs{Prefix: "id"}, Log: quiet}
-	inst, _, err := recovery.Boot(context.Background(), host, core.NewConfig(), treeDriverNever{})
+	inst, _, err := recovery.Boot(context.Background(), host, core.NewConfig(), driver)
 	require.NoError(t, err)
 	t.Cleanup(inst.Abandon)
 	o := &Object{bridge: bridge, log: quiet, alarm: alarm, db: &DB{}, treeID: "root"}
+	o.setWaits(core.NewConfig())
 	require.NoError(t, o.opened(inst))
 	return o, storage
 }
@@ -106,14 +113,20 @@ func openedObject(t *testing.T) (*Object, js.Value) {
 // serveFront serves o the front's create (POST) or delete (DELETE) of
 // tree "root" for principal "tester".
 func serveFront(t *testing.T, o *Object, method string) *answer {
+	w := &answer{header: httpmsg.Header{}}
+	o.ServeHTTP(w, frontRequest(t, method))
+	return w
+}
+
+// frontRequest is the front's create (POST) or delete (DELETE) of tree
+// "root" for principal "tester".
+func frontRequest(t *testing.T, method string) *httpmsg.Request {
 	path := map[string]string{httpmsg.MethodPost: "/v1/sessions", httpmsg.MethodDelete: "/v1/sessions/root"}[method]
 	r, err := httpmsg.NewRequest(context.Background(), method, "https://object"+path, nil)
 	require.NoError(t, err)
 	r.Header.Set(TreeHeader, "root")
 	r.Header.Set(PrincipalHeader, "tester")
-	w := &answer{header: httpmsg.Header{}}
-	o.ServeHTTP(w, r)
-	return w
+	return r
 }
 
 // treeDriverNever is a driver for a tree that never runs a turn.

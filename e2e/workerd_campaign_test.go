@@ -502,6 +502,31 @@ func TestWorkerdEvictAndPanic(t *testing.T) {
 		}
 		assert.Zero(t, m.requests("held for good", "user"), "the cut write's turn ran")
 	})
+	t.Run("a delete whose turn ignores its cancellation", func(t *testing.T) {
+		// A delete waits for the tree's turns to stop as long as an
+		// interrupt waits for one (interrupt_grace, 5 s here). A turn that
+		// ignores its cancellation (the stuck-turn route's; elsewhere a
+		// tool deaf to its context) may still write, so the object must
+		// not delete the storage under it, nor wait for it for good (the
+		// client would get no answer, the tree half deleted): it deletes
+		// nothing, answers 503 and gives itself up, and its abort ends the
+		// turn. Deleting again reaches a fresh object, whose turn (resumed,
+		// and not deaf) stops, and the tree goes.
+		s := w.client(t)
+		sid := s.create()
+		code, body := s.raw(http.MethodPost, "/v1/sessions/"+sid+"/test/stuck-turn")
+		require.Equal(t, http.StatusNoContent, code, "%s", body)
+		s.prompt(sid, "deaf to its cancellation")
+		w.waitLog(t, `msg="test route: this turn ignores its cancellation" tree=`+sid, 30*time.Second)
+		code, body = s.raw(http.MethodDelete, "/v1/sessions/"+sid) // fails at its deadline if never answered
+		require.Equal(t, http.StatusServiceUnavailable, code, "%s", body)
+		assert.Contains(t, body, "did not stop in time for the delete")
+		code, body = s.raw(http.MethodDelete, "/v1/sessions/"+sid)
+		require.Equal(t, http.StatusNoContent, code, "deleting again, on a fresh object: %s", body)
+		w.waitLogTimes(t, `msg="tree booted" tree=`+sid, 2, 30*time.Second)
+		code, body = s.raw(http.MethodGet, "/v1/sessions/"+sid)
+		assert.Equal(t, http.StatusNotFound, code, "%s", body)
+	})
 	t.Run("Go exited between events", func(t *testing.T) {
 		// The Go program ends mid turn with no request in flight (a panic
 		// escaped a goroutine of its own), and no client request follows:
@@ -694,8 +719,8 @@ func TestWorkerdEvictAndPanic(t *testing.T) {
 }
 
 // testGiveUpWaitMS is TestWorkerdEvictAndPanic's wait of a given-up
-// object for its answers in hand (REVENANT_TEST_GIVE_UP_WAIT_MS; the
-// shim's own is GIVE_UP_WAIT_MS): short, so that "answers that never
+// object for its answers in hand (REVENANT_TEST_GIVE_UP_WAIT_MS; else
+// the tree's interrupt_grace makes it, durableobject.giveUpWait): short, so that "answers that never
 // return" is quick, yet long enough for every answer that does return
 // under load on this machine.
 const testGiveUpWaitMS = 3000
