@@ -205,8 +205,9 @@ async function forward(request, env, d) {
 // in hand (a 0 ms timer once none is pending, then the storage's pending
 // writes), so a send may be refused more than once; the last about 400 ms
 // after the first refusal. An answer that never returns holds the abort
-// for at most the object's GIVE_UP_WAIT_MS (10 s): until then the tree's
-// requests are answered 503 here.
+// for at most the object's give-up wait (10 s, or the tree's
+// interrupt_grace and 5 s, at most 25 s: shim.js giveUpWaitMS): until
+// then the tree's requests are answered 503 here.
 const SPENT_WAITS_MS = [10, 40, 100, 250];
 
 // sendToTree is treeFetch, sent again (with a copy of the same body)
