@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/netip"
 	"net/url"
 	"os"
@@ -17,6 +18,7 @@ import (
 	"github.com/revenantrt/revenant/core/settings"
 	"github.com/revenantrt/revenant/core/tool"
 	"github.com/revenantrt/revenant/tools/web"
+	"github.com/revenantrt/revenant/tools/web/httpargs"
 )
 
 // EnvVar names the environment variable holding the configuration file's
@@ -29,6 +31,10 @@ const (
 	MinSecretBytes   = 16
 	MaxTimeout       = 10 * time.Minute
 	MaxResponseBytes = 1 << 30
+	// MaxFileBytes caps the configuration file: a few KiB in practice, so
+	// a path to anything else (a device such as /dev/zero, a log) is
+	// refused rather than read into memory to its end.
+	MaxFileBytes = 4 << 20
 )
 
 // Decision is a permission decision (package core/permission's).
@@ -156,9 +162,18 @@ func (es Errors) Unwrap() []error {
 
 // Load reads and parses the file at path.
 func Load(path string) (Config, error) {
-	data, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return Config{}, fmt.Errorf("read config: %w", err)
+	}
+	defer f.Close()
+	// One byte past the cap tells a file at the cap from a larger one.
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
+	if err != nil {
+		return Config{}, fmt.Errorf("read config: %w", err)
+	}
+	if len(data) > MaxFileBytes {
+		return Config{}, fmt.Errorf("config %s: larger than %d bytes; is it the configuration file?", path, MaxFileBytes)
 	}
 	c, err := Parse(data)
 	if err != nil {
@@ -352,10 +367,13 @@ func (d *decoder) egress(key string, raw json.RawMessage) web.Egress {
 	}
 	if raw, k, ok := o.field("schemes"); ok {
 		var schemes []string
+		seen := map[string]string{}
 		for i, item := range d.nonEmptyArray(k, raw) {
 			if s, ok := d.str(index(k, i), item); ok {
 				if s != "https" && s != "http" {
 					d.fail(index(k, i), `must be "https" or "http"`)
+				} else {
+					once(d, seen, index(k, i), s, strconv.Quote(s))
 				}
 				schemes = append(schemes, s)
 			}
@@ -364,10 +382,13 @@ func (d *decoder) egress(key string, raw json.RawMessage) web.Egress {
 	}
 	if raw, k, ok := o.field("ports"); ok {
 		var ports []int
+		seen := map[int64]string{}
 		for i, item := range d.nonEmptyArray(k, raw) {
 			if n, ok := d.integer(index(k, i), item); ok {
 				if n < 1 || n > 65535 {
 					d.fail(index(k, i), "must be 1–65535")
+				} else {
+					once(d, seen, index(k, i), n, strconv.FormatInt(n, 10))
 				}
 				ports = append(ports, int(n))
 			}
@@ -376,11 +397,15 @@ func (d *decoder) egress(key string, raw json.RawMessage) web.Egress {
 	}
 	if raw, k, ok := o.field("hosts"); ok {
 		var hosts []string
+		seen := map[string]string{}
 		items := d.nonEmptyArray(k, raw) // an empty list would fail open: leave the key out for any host
 		for i, item := range items {
 			if h, ok := d.str(index(k, i), item); ok {
 				if !validHostPattern(h) {
 					d.fail(index(k, i), `must be a host name, an IP address, or "*." and a domain`)
+				} else {
+					// Matching ignores case and a trailing dot: so does this.
+					once(d, seen, index(k, i), httpargs.NormalizeHost(h), strconv.Quote(h))
 				}
 				hosts = append(hosts, h)
 			}
@@ -389,6 +414,7 @@ func (d *decoder) egress(key string, raw json.RawMessage) web.Egress {
 	}
 	if raw, k, ok := o.field("allow_cidrs"); ok {
 		var cidrs []netip.Prefix
+		seen := map[netip.Prefix]string{}
 		items, _ := d.array(k, raw)
 		for i, item := range items {
 			s, ok := d.str(index(k, i), item)
@@ -402,6 +428,7 @@ func (d *decoder) egress(key string, raw json.RawMessage) web.Egress {
 			case prefix != prefix.Masked():
 				d.fail(index(k, i), "has bits set past the prefix length; did you mean %s?", prefix.Masked())
 			default:
+				once(d, seen, index(k, i), prefix, strconv.Quote(s))
 				cidrs = append(cidrs, prefix)
 			}
 		}
@@ -425,20 +452,27 @@ func (d *decoder) egress(key string, raw json.RawMessage) web.Egress {
 // distinct, non-empty names.
 func (d *decoder) allowedModels(key string, raw json.RawMessage) []string {
 	models := []string{}
-	firstKey := map[string]string{} // name → where it was first given
+	seen := map[string]string{}
 	for i, item := range d.nonEmptyArray(key, raw) {
 		k := index(key, i)
-		name, ok := d.nonEmpty(k, item)
-		switch {
-		case !ok:
-		case firstKey[name] != "":
-			d.fail(k, "%q is given twice (also %s)", name, firstKey[name])
-		default:
-			firstKey[name] = k
+		if name, ok := d.nonEmpty(k, item); ok && once(d, seen, k, name, strconv.Quote(name)) {
 			models = append(models, name)
 		}
 	}
 	return models
+}
+
+// once reports whether v is given for the first time in a list, recording
+// key as where; a repeat is refused naming both places, shown as written.
+// A repeated entry changes nothing a list allows, but it is a sign of a
+// slip (one entry edited where another was meant) worth a look.
+func once[V comparable](d *decoder, seen map[V]string, key string, v V, shown string) bool {
+	if first, ok := seen[v]; ok {
+		d.fail(key, "%s is given twice (also %s)", shown, first)
+		return false
+	}
+	seen[v] = key
+	return true
 }
 
 func (d *decoder) sessionDefaults(key string, raw json.RawMessage) SessionDefaults {

@@ -284,6 +284,10 @@ func TestRejects(t *testing.T) {
 		{"hosts", `{"egress": {"hosts": ["ok.example.com", "bad host", "*.", "-x.com", "x-.com", "a..b", "` + strings.Repeat("l", 64) + `.com"]}}`,
 			[]string{"egress.hosts[1]: must be a host name", "egress.hosts[2]: must be a host name", "egress.hosts[3]: must be a host name",
 				"egress.hosts[4]: must be a host name", "egress.hosts[5]: must be a host name", "egress.hosts[6]: must be a host name"}},
+		{"ports repeated", `{"egress": {"ports": [443, 80, 443]}}`, []string{"egress.ports[2]: 443 is given twice (also egress.ports[0])"}},
+		{"schemes repeated", `{"egress": {"schemes": ["https", "https"]}}`, []string{`egress.schemes[1]: "https" is given twice (also egress.schemes[0])`}},
+		{"hosts repeated", `{"egress": {"hosts": ["a.example.com", "*.b.example", "A.Example.com."]}}`, []string{`egress.hosts[2]: "A.Example.com." is given twice (also egress.hosts[0])`}},
+		{"cidrs repeated", `{"egress": {"allow_cidrs": ["10.0.0.0/8", "fd00::/8", "10.0.0.0/8"]}}`, []string{`egress.allow_cidrs[2]: "10.0.0.0/8" is given twice (also egress.allow_cidrs[0])`}},
 		{"cidr host bits", `{"egress": {"allow_cidrs": ["10.1.2.3/8"]}}`, []string{"egress.allow_cidrs[0]: has bits set past the prefix length; did you mean 10.0.0.0/8?"}},
 		{"cidr bare address", `{"egress": {"allow_cidrs": ["10.1.2.3"]}}`, []string{"egress.allow_cidrs[0]: must be a CIDR such as 10.0.0.0/8 or fd00::/8"}},
 		{"max bytes", `{"egress": {"max_response_bytes": 0}}`, []string{"egress.max_response_bytes: must be 1–1073741824"}},
@@ -385,6 +389,18 @@ func TestLoad(t *testing.T) {
 	var e *config.Error
 	require.True(t, errors.As(err, &e))
 	require.Equal(t, "egress.ports[0]", e.Key)
+
+	// A path to something that is no config file (a device, a log) is
+	// refused once it passes the cap, not read to the end: /dev/zero
+	// would grow the process until the kernel killed it.
+	big := filepath.Join(dir, "big.json")
+	require.NoError(t, os.WriteFile(big, make([]byte, config.MaxFileBytes+1), 0o600))
+	_, err = config.Load(big)
+	require.EqualError(t, err, "config "+big+": larger than 4194304 bytes; is it the configuration file?")
+	if _, statErr := os.Stat("/dev/zero"); statErr == nil {
+		_, err = config.Load("/dev/zero")
+		require.ErrorContains(t, err, "larger than 4194304 bytes")
+	}
 }
 
 // TestSecretsNeverPrint: however a Config is printed, marshalled, logged or

@@ -110,7 +110,8 @@ type hooks struct {
 // name as given), so its databases would not be the files under the
 // directory the host creates (REVENANT_DATA=file:x made ./file:x and
 // then failed opening the URI file:x/index.db). A "file:" later in the
-// path is a path like any other.
+// path is a path like any other, and so is "FILE:x": SQLite's URI prefix
+// is lower case only (it compares bytes).
 func CheckDataDir(dir string) error {
 	if strings.HasPrefix(filepath.Clean(dir), "file:") {
 		return fmt.Errorf("data directory %q begins with \"file:\", which SQLite reads as a URI, not a path; name it another way, such as by its absolute path", dir)

@@ -693,6 +693,17 @@ func TestOpenRefusesAFileURIDataDir(t *testing.T) {
 	require.NoError(t, h.Close(ctx))
 }
 
+// SQLite's URI prefix is "file:" in lower case only (it compares bytes), so
+// FILE:x is a directory name like any other: refusing it would refuse a
+// working path, and its databases are the files under ./FILE:x.
+func TestOpenTakesUpperCaseFILEAsADirectory(t *testing.T) {
+	t.Chdir(t.TempDir())
+	h, err := host.Open(ctx, host.Config{DataDir: "FILE:x", Driver: newDriver()})
+	require.NoError(t, err)
+	require.NoError(t, h.Close(ctx))
+	assert.FileExists(t, filepath.Join("FILE:x", "index.db"))
+}
+
 func writeFile(t *testing.T) string {
 	p := filepath.Join(t.TempDir(), "f")
 	require.NoError(t, os.WriteFile(p, nil, 0o600))

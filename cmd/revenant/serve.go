@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"os"
 	"strconv"
@@ -132,7 +133,9 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return fmt.Errorf("serve: REVENANT_TOKENS is not set, so the server is anonymous and may only listen on loopback, not %q", cfg.addr)
 	}
 	clock := host.RealClock{}
-	run, err := buildSetup(getenv, clock, cfg.wordDelay, log)
+	// Set once the server listens, before any tree (and so any tool) runs.
+	var listening netip.AddrPort
+	run, err := buildSetup(getenv, clock, cfg.wordDelay, func() netip.AddrPort { return listening }, log)
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
@@ -146,6 +149,9 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	ln, err := net.Listen("tcp", cfg.addr)
 	if err != nil {
 		return fmt.Errorf("serve: %w (set REVENANT_ADDR or -addr)", err)
+	}
+	if tcp, ok := ln.Addr().(*net.TCPAddr); ok {
+		listening = tcp.AddrPort()
 	}
 	serving := false
 	defer func() {

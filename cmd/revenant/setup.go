@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"time"
 
 	"github.com/revenantrt/revenant/config"
@@ -47,7 +48,10 @@ type setup struct {
 	modelName string
 }
 
-func buildSetup(getenv func(string) string, clock core.Clock, wordDelay time.Duration, log *slog.Logger) (setup, error) {
+// listen gives the server's own listen address once it listens (the
+// zero AddrPort before, or for a caller that serves nothing): the tools'
+// egress refuses it even where allow_cidrs allows its address.
+func buildSetup(getenv func(string) string, clock core.Clock, wordDelay time.Duration, listen func() netip.AddrPort, log *slog.Logger) (setup, error) {
 	var conf config.Config
 	if path := getenv(config.EnvVar); path != "" {
 		var err error
@@ -61,7 +65,9 @@ func buildSetup(getenv func(string) string, clock core.Clock, wordDelay time.Dur
 	}
 	// The tools' requests are dialed from this process, each address
 	// checked (webnet); in -guest mode these are the host's tools too.
-	policy := webnet.Dialing(conf.EgressPolicy())
+	// A model must not call this server's own API, not even where the
+	// operator let it reach loopback.
+	policy := webnet.Dialing(conf.EgressPolicy().WithOwnListener(listen))
 	webhooks, err := conf.Tools(policy)
 	if err != nil {
 		return setup{}, err

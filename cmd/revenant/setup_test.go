@@ -2,8 +2,14 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +20,7 @@ import (
 
 	"github.com/revenantrt/revenant/config"
 	"github.com/revenantrt/revenant/core/settings"
+	"github.com/revenantrt/revenant/core/tool"
 	"github.com/revenantrt/revenant/host"
 	"github.com/revenantrt/revenant/wasm/abi"
 )
@@ -31,7 +38,7 @@ func writeConfig(t *testing.T, body string) string {
 // configuration: the local server sets every knob the guest can.
 func TestSettingsReachBothModes(t *testing.T) {
 	path := writeConfig(t, `{"settings": {"resume_budget": 0, "step_cap": 3, "wake_interval": "2s", "heartbeat": "5s", "message_page_size": 20}}`)
-	run, err := buildSetup(env(map[string]string{config.EnvVar: path}), host.RealClock{}, time.Millisecond, slog.New(slog.DiscardHandler))
+	run, err := buildSetup(env(map[string]string{config.EnvVar: path}), host.RealClock{}, time.Millisecond, noListener, slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
 	want := settings.Settings{ResumeBudget: settings.None, StepCap: 3, WakeInterval: 2 * time.Second, Heartbeat: 5 * time.Second, MessagePageSize: 20}
 	require.Equal(t, want, run.settings)
@@ -59,7 +66,7 @@ func TestPermissionsReachBothModes(t *testing.T) {
 	path := writeConfig(t, `{"permissions": [{"action": "http_request", "resource": "*", "decision": "deny"}],
 		"webhook_tools": [{"name": "deploy", "description": "d", "url": "https://example.com/h",
 		"secret": "0123456789abcdef0123", "permission": "deny"}]}`)
-	run, err := buildSetup(env(map[string]string{config.EnvVar: path}), host.RealClock{}, time.Millisecond, slog.New(slog.DiscardHandler))
+	run, err := buildSetup(env(map[string]string{config.EnvVar: path}), host.RealClock{}, time.Millisecond, noListener, slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
 	boot, err := guestBoot(run, "")
 	require.NoError(t, err)
@@ -77,7 +84,7 @@ func TestPermissionsReachBothModes(t *testing.T) {
 func TestAllowedModelsAndFinalRulesReachBothModes(t *testing.T) {
 	path := writeConfig(t, `{"allowed_models": ["gpt-4o-mini", "gpt-4o"], "session_defaults": {"model": "gpt-4o-mini"}}`)
 	provider := map[string]string{config.EnvVar: path, "OPENAI_BASE_URL": "http://127.0.0.1:1/v1"}
-	run, err := buildSetup(env(provider), host.RealClock{}, time.Millisecond, slog.New(slog.DiscardHandler))
+	run, err := buildSetup(env(provider), host.RealClock{}, time.Millisecond, noListener, slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
 	require.Equal(t, []string{"gpt-4o-mini", "gpt-4o"}, run.models)
 	require.Equal(t, "gpt-4o-mini", run.modelName, "the session defaults' model, which is allowed")
@@ -86,15 +93,15 @@ func TestAllowedModelsAndFinalRulesReachBothModes(t *testing.T) {
 	require.Equal(t, []string{"gpt-4o-mini", "gpt-4o"}, boot.AllowedModels)
 
 	provider["REVENANT_MODEL"] = "o1-pro-expensive"
-	_, err = buildSetup(env(provider), host.RealClock{}, time.Millisecond, slog.New(slog.DiscardHandler))
+	_, err = buildSetup(env(provider), host.RealClock{}, time.Millisecond, noListener, slog.New(slog.DiscardHandler))
 	require.EqualError(t, err, config.EnvVar+`: the default model "o1-pro-expensive" is not in allowed_models (gpt-4o-mini, gpt-4o)`)
 
 	offline := writeConfig(t, `{"allowed_models": ["gpt-4o"]}`)
-	_, err = buildSetup(env(map[string]string{config.EnvVar: offline}), host.RealClock{}, time.Millisecond, slog.New(slog.DiscardHandler))
+	_, err = buildSetup(env(map[string]string{config.EnvVar: offline}), host.RealClock{}, time.Millisecond, noListener, slog.New(slog.DiscardHandler))
 	require.NoError(t, err, "the offline model names no model")
 
 	final := writeConfig(t, `{"permissions": [{"action": "deploy", "resource": "*", "decision": "ask", "final": true}]}`)
-	run, err = buildSetup(env(map[string]string{config.EnvVar: final}), host.RealClock{}, time.Millisecond, slog.New(slog.DiscardHandler))
+	run, err = buildSetup(env(map[string]string{config.EnvVar: final}), host.RealClock{}, time.Millisecond, noListener, slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
 	boot, err = guestBoot(run, "")
 	require.NoError(t, err)
@@ -106,7 +113,7 @@ func TestAllowedModelsAndFinalRulesReachBothModes(t *testing.T) {
 // would serve the anonymous principal to everyone.
 func TestGuestBootCarriesTheTokensHashed(t *testing.T) {
 	const token = "Zq8xW4vR-k2Jm9Pt"
-	run, err := buildSetup(env(nil), host.RealClock{}, time.Millisecond, slog.New(slog.DiscardHandler))
+	run, err := buildSetup(env(nil), host.RealClock{}, time.Millisecond, noListener, slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
 	boot, err := guestBoot(run, "alice:"+token)
 	require.NoError(t, err)
@@ -124,7 +131,7 @@ func TestGuestBootCarriesTheTokensHashed(t *testing.T) {
 // REVENANT_CONFIG's session defaults for new sessions.
 func TestGuestBootModelAndSessionDefaults(t *testing.T) {
 	path := writeConfig(t, `{"session_defaults": {"system_prompt": "be brief", "model": "gpt-4o-mini", "tools": ["http_request"]}}`)
-	run, err := buildSetup(env(map[string]string{config.EnvVar: path}), host.RealClock{}, 7*time.Millisecond, slog.New(slog.DiscardHandler))
+	run, err := buildSetup(env(map[string]string{config.EnvVar: path}), host.RealClock{}, 7*time.Millisecond, noListener, slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
 	boot, err := guestBoot(run, "")
 	require.NoError(t, err)
@@ -134,9 +141,47 @@ func TestGuestBootModelAndSessionDefaults(t *testing.T) {
 	require.Equal(t, &[]string{"http_request"}, boot.API.Tools)
 
 	run, err = buildSetup(env(map[string]string{config.EnvVar: path, "OPENAI_BASE_URL": "http://127.0.0.1:1/v1", "OPENAI_API_KEY": "sk-secret"}),
-		host.RealClock{}, time.Millisecond, slog.New(slog.DiscardHandler))
+		host.RealClock{}, time.Millisecond, noListener, slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
 	boot, err = guestBoot(run, "")
 	require.NoError(t, err)
 	require.Equal(t, abi.ModelConfig{Kind: abi.ModelOpenAI, BaseURL: "http://127.0.0.1:1/v1", Name: "gpt-4o-mini"}, boot.Model, "the key stays with the host")
+}
+
+// noListener is a setup that serves nothing: no own address to refuse.
+func noListener() netip.AddrPort { return netip.AddrPort{} }
+
+// The server's own listen address reaches the tools' egress: with
+// loopback allowed (allow_cidrs 127.0.0.1/32), http_request, which a
+// guest runs through the host's tools too, still cannot call this
+// server's API, while another server on loopback stays reachable.
+func TestHTTPRequestRefusesTheServersOwnAPI(t *testing.T) {
+	own := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		t.Errorf("http_request reached the server's own API: %s", r.URL)
+	}))
+	defer own.Close()
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer other.Close()
+	ownAP := own.Listener.Addr().(*net.TCPAddr).AddrPort()
+	otherAP := other.Listener.Addr().(*net.TCPAddr).AddrPort()
+	path := writeConfig(t, fmt.Sprintf(`{"egress": {"allow_cidrs": ["127.0.0.1/32"], "ports": [%d, %d]}}`, ownAP.Port(), otherAP.Port()))
+	run, err := buildSetup(env(map[string]string{config.EnvVar: path}), host.RealClock{}, time.Millisecond,
+		func() netip.AddrPort { return ownAP }, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	var httpRequest tool.Tool
+	for _, tl := range run.hostTools {
+		if tl.Spec().Name == "http_request" {
+			httpRequest = tl
+		}
+	}
+	require.NotNil(t, httpRequest)
+	call := func(target netip.AddrPort) error {
+		_, err := httpRequest.Execute(context.Background(), tool.Call{ID: "c", Name: "http_request", IdempotencyKey: "k", SessionID: "s",
+			Arguments: json.RawMessage(`{"url": "http://` + target.String() + `/v1/sessions"}`)})
+		return err
+	}
+	require.NoError(t, call(otherAP), "loopback is allowed")
+	err = call(ownAP)
+	require.Error(t, err)
+	require.ErrorContains(t, err, ownAP.String()+" is this server's own API")
 }

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/revenantrt/revenant/host"
 	"github.com/revenantrt/revenant/internal/guestbuild"
 	"github.com/revenantrt/revenant/wasm/sim"
 	"github.com/revenantrt/revenant/wasm/sim/check"
@@ -72,6 +73,13 @@ func simulate(ctx context.Context, args []string, getenv func(string) string, st
 	if done, err := parseFlags(fs, args, stdout); done || err != nil {
 		return err
 	}
+	// Both directories hold tree databases, which SQLite would open as
+	// URIs under a file: name: refused as the server's data directory is.
+	for _, d := range []struct{ flag, dir string }{{"-keep", cfg.Dir}, {"-check", *checkDir}} {
+		if err := host.CheckDataDir(d.dir); d.dir != "" && err != nil {
+			return fmt.Errorf("simulate: %s: %w", d.flag, err)
+		}
+	}
 	if *checkDir != "" {
 		return checkKept(*checkDir, cfg.ResumeBudget, stdout)
 	}
@@ -114,6 +122,10 @@ func checkKept(dir string, budget int, stdout io.Writer) error {
 	paths, err := filepath.Glob(filepath.Join(dir, "*.db"))
 	if err != nil {
 		return fmt.Errorf("simulate: check: %w", err)
+	}
+	if len(paths) == 0 {
+		// A mistyped or empty DIR judges nothing: that is no pass.
+		return fmt.Errorf("simulate: check: no tree databases (*.db) in %s; give the directory a campaign kept with -keep", dir)
 	}
 	var all []check.Violation
 	for _, p := range paths {

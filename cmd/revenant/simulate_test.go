@@ -96,3 +96,30 @@ func TestSimulateCheckViolationsExitNonzero(t *testing.T) {
 	assert.Contains(t, out.String(), string(check.RuleEffects)+": tree0000.db")
 	assert.NotContains(t, out.String(), "violations: 0\n")
 }
+
+// -keep and -check refuse a directory named file:…, as the server's data
+// directory is refused: SQLite reads such a name as a URI. Neither
+// creates it, and no campaign runs (no guest is built or read).
+func TestSimulateRefusesFileURIDirs(t *testing.T) {
+	t.Chdir(t.TempDir())
+	for _, args := range [][]string{{"-keep", "file:x"}, {"-keep", "./file:x"}, {"-check", "file:x"}} {
+		err := simulate(context.Background(), append(args, "-guest", "no-such.wasm"), env(nil), &strings.Builder{})
+		require.Error(t, err, args)
+		assert.Contains(t, err.Error(), "simulate: "+args[0]+`: data directory`, args)
+		assert.Contains(t, err.Error(), `begins with "file:", which SQLite reads as a URI, not a path`, args)
+		assert.NoDirExists(t, "file:x", args)
+	}
+}
+
+// -check on a directory with no tree database is an error, not
+// "violations: 0": a mistyped DIR judged nothing and must not pass.
+func TestSimulateCheckFindsNoTrees(t *testing.T) {
+	empty := t.TempDir()
+	for _, dir := range []string{empty, filepath.Join(empty, "missing")} {
+		var out strings.Builder
+		err := simulate(context.Background(), []string{"-check", dir}, env(nil), &out)
+		require.Error(t, err, dir)
+		assert.Contains(t, err.Error(), "no tree databases (*.db) in "+dir, dir)
+		assert.NotContains(t, out.String(), "violations: 0", dir)
+	}
+}

@@ -39,6 +39,11 @@ func parseTools(raw string, getenv func(string) string) (config.Config, error) {
 	if err := json.Unmarshal([]byte(raw), &top); err != nil {
 		return config.Config{}, fmt.Errorf("%s: not a JSON object: %w", ToolsVar, err)
 	}
+	if top == nil {
+		// null decodes into a nil map without an error; config/ would
+		// then speak of "the file", which a var is not.
+		return config.Config{}, fmt.Errorf("%s: not a JSON object: null", ToolsVar)
+	}
 	if err := keysOnce([]byte(raw), ""); err != nil {
 		return config.Config{}, fmt.Errorf("%s: %w", ToolsVar, err)
 	}
@@ -48,13 +53,16 @@ func parseTools(raw string, getenv func(string) string) (config.Config, error) {
 		}
 	}
 	if hooks, ok := top["webhook_tools"]; ok {
+		// null decodes into a nil slice or map without an error and would
+		// reach config/ re-encoded as [] or {}, which it accepts where it
+		// refuses the null written: refuse it here.
 		var rawItems []json.RawMessage
-		if err := json.Unmarshal(hooks, &rawItems); err != nil {
+		if err := json.Unmarshal(hooks, &rawItems); err != nil || rawItems == nil {
 			return config.Config{}, fmt.Errorf("%s: webhook_tools: must be an array of objects", ToolsVar)
 		}
 		items := make([]map[string]json.RawMessage, len(rawItems))
 		for i, rawItem := range rawItems {
-			if err := json.Unmarshal(rawItem, &items[i]); err != nil {
+			if err := json.Unmarshal(rawItem, &items[i]); err != nil || items[i] == nil {
 				return config.Config{}, fmt.Errorf("%s: webhook_tools: must be an array of objects", ToolsVar)
 			}
 			key := fmt.Sprintf("webhook_tools[%d]", i)

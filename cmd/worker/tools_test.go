@@ -60,6 +60,10 @@ func TestParseToolsRefuses(t *testing.T) {
 	}
 	for raw, msg := range map[string]string{
 		`[]`:                                    "REVENANT_TOOLS: not a JSON object",
+		`null`:                                  "REVENANT_TOOLS: not a JSON object", // it is a var, not a file
+		` 5 `:                                   "REVENANT_TOOLS: not a JSON object",
+		`{"webhook_tools":null}`:                "REVENANT_TOOLS: webhook_tools: must be an array of objects",
+		`{"webhook_tools":[null]}`:              "REVENANT_TOOLS: webhook_tools: must be an array of objects",
 		`{"settings":{}}`:                       "REVENANT_TOOLS: settings: unknown key (allowed: webhook_tools, permissions, egress, allowed_models; settings go in REVENANT_SETTINGS)",
 		hook(`,"secret":"` + hookSecret + `"`):  "REVENANT_TOOLS: webhook_tools[0].secret: give the Worker secret's name as secret_env instead",
 		hook(``):                                "REVENANT_TOOLS: webhook_tools[0].secret_env: required",

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/revenantrt/revenant/core"
@@ -48,10 +49,20 @@ func CanonicalOrigin(s string) (string, error) {
 	if strings.Contains(host, ":") {
 		host = "[" + host + "]"
 	}
-	if port == "" || (u.Scheme == "http" && port == "80") || (u.Scheme == "https" && port == "443") {
+	if port == "" {
 		return u.Scheme + "://" + host, nil
 	}
-	return u.Scheme + "://" + host + ":" + port, nil
+	// A browser writes the port as a number (no leading zeros) and leaves
+	// its scheme's default out; a port no URL can have would match no
+	// Origin, silently.
+	n, err := strconv.Atoi(port)
+	if err != nil || n < 1 || n > 65535 {
+		return "", fmt.Errorf("allowed origin %q: the port must be 1–65535", s)
+	}
+	if (u.Scheme == "http" && n == 80) || (u.Scheme == "https" && n == 443) {
+		return u.Scheme + "://" + host, nil
+	}
+	return u.Scheme + "://" + host + ":" + strconv.Itoa(n), nil
 }
 
 // originHost reports whether host (lowercase) is one a browser's Origin

@@ -178,6 +178,10 @@ func TestCanonicalOrigin(t *testing.T) {
 		"http://[::1]:3000":             "http://[::1]:3000",
 		" http://127.0.0.1:80 ":         "http://127.0.0.1",
 		"https://console.example:8443/": "https://console.example:8443",
+		// A browser writes the port as a number, its scheme's default
+		// left out.
+		"https://console.example:08443": "https://console.example:8443",
+		"https://console.example:0443":  "https://console.example",
 	} {
 		got, err := api.CanonicalOrigin(in)
 		require.NoError(t, err, in)
@@ -188,7 +192,10 @@ func TestCanonicalOrigin(t *testing.T) {
 		// No browser sends these, so they would allow nothing: a wildcard
 		// is not a pattern here, and a browser sends a Unicode name in its
 		// xn-- form.
-		"https://*.example.com", "https://*", "https://bücher.example", "https://a%25b.example"} {
+		"https://*.example.com", "https://*", "https://bücher.example", "https://a%25b.example",
+		// Nor a port no URL can have.
+		"https://console.example:0", "https://console.example:65536", "https://console.example:99999",
+		"https://console.example:" + strings.Repeat("9", 30)} {
 		_, err := api.CanonicalOrigin(bad)
 		assert.Error(t, err, bad)
 	}

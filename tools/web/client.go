@@ -100,10 +100,11 @@ func (e Egress) DialTargets(ctx context.Context, address string, fallback Resolv
 		return nil, true, nil
 	}
 	if ip, err := netip.ParseAddr(host); err == nil {
-		if err := e.CheckAddr(ip); err != nil {
+		ap := netip.AddrPortFrom(ip, port)
+		if err := e.CheckAddrPort(ap); err != nil {
 			return nil, false, err
 		}
-		return []netip.AddrPort{netip.AddrPortFrom(ip, port)}, false, nil
+		return []netip.AddrPort{ap}, false, nil
 	}
 	r := e.resolver
 	if r == nil {
@@ -122,6 +123,9 @@ func (e Egress) DialTargets(ctx context.Context, address string, fallback Resolv
 	for _, a := range ips {
 		if kind := e.denial(a); kind != "" {
 			return nil, false, fmt.Errorf("%w: %s resolves to %s, %s", ErrDenied, host, a, kind)
+		}
+		if e.ownListener(netip.AddrPortFrom(a, port)) {
+			return nil, false, fmt.Errorf("%w: %s resolves to %s, and port %d there is this server's own API (its listen address)", ErrDenied, host, a, port)
 		}
 		addrs = append(addrs, netip.AddrPortFrom(a, port))
 	}

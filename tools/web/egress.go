@@ -69,6 +69,9 @@ type Egress struct {
 	// localAddrs lists this host's addresses (WithLocalAddrs); nil: none
 	// are known, and no address is refused for being this host's.
 	localAddrs func() ([]netip.Addr, error)
+	// listener gives the address this process serves its API on
+	// (WithOwnListener); nil, or an invalid address: none.
+	listener func() netip.AddrPort
 	// trusted is the one destination (host and port) an operator configured
 	// for a webhook: its client may reach it whatever the policy says.
 	// http_request never has one: model-supplied URLs are never trusted.
@@ -167,6 +170,65 @@ func (e Egress) WithLocalAddrs(list func() ([]netip.Addr, error)) Egress {
 
 // LocalAddrs is the list set with WithLocalAddrs, or nil.
 func (e Egress) LocalAddrs() func() ([]netip.Addr, error) { return e.localAddrs }
+
+// WithOwnListener names the address this process serves its own API on:
+// a connection to it at its port is refused even where WithAllowCIDRs
+// allows the address. An operator who lets a model reach loopback
+// (allow_cidrs 127.0.0.1/32) does not mean it to call revenant's API,
+// which, on a server without tokens, would obey it: create sessions,
+// answer permission requests, delete trees. An unspecified address
+// (0.0.0.0, ::) stands for every address that reaches such a listener:
+// loopback, unspecified and this host's own (WithLocalAddrs). Only a
+// dialer that sees ports checks it (DialTargets, CheckAddrPort).
+// listen is asked at each check: a server builds its tools before it
+// listens (a bad configuration stops it before it takes a port), and its
+// port may be chosen by the system (":0").
+func (e Egress) WithOwnListener(listen func() netip.AddrPort) Egress {
+	e.listener = listen
+	return e
+}
+
+// CheckAddrPort is CheckAddr, and refuses the process's own listener
+// (WithOwnListener) at its port as well.
+func (e Egress) CheckAddrPort(ap netip.AddrPort) error {
+	if err := e.CheckAddr(ap.Addr()); err != nil {
+		return err
+	}
+	if e.ownListener(ap) {
+		return fmt.Errorf("%w: %s is this server's own API (its listen address)", ErrDenied, ap)
+	}
+	return nil
+}
+
+// ownListener reports whether a connection to ap reaches the listener
+// set with WithOwnListener. Connecting to an unspecified address reaches
+// a local listener (Linux, BSD), so that always counts; a host whose own
+// addresses cannot be listed counts every address, failing closed.
+func (e Egress) ownListener(ap netip.AddrPort) bool {
+	if e.listener == nil {
+		return false
+	}
+	listen := e.listener()
+	if !listen.IsValid() || ap.Port() != listen.Port() {
+		return false
+	}
+	l := listen.Addr().WithZone("").Unmap()
+	for _, a := range addrForms(ap.Addr()) {
+		a = a.Unmap()
+		switch {
+		case a.IsUnspecified(), a == l:
+			return true
+		case l.IsUnspecified() && a.IsLoopback():
+			return true
+		case l.IsUnspecified() && e.localAddrs != nil:
+			own, err := e.localAddrs()
+			if err != nil || slices.ContainsFunc(own, func(o netip.Addr) bool { return o.WithZone("").Unmap() == a }) {
+				return true
+			}
+		}
+	}
+	return false
+}
 
 // WithTransport sends requests through d instead of dialing from this
 // process, for a platform whose own HTTP client resolves names and

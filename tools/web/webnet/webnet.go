@@ -116,7 +116,7 @@ func control(p web.Egress) func(network, address string, c syscall.RawConn) erro
 		if err != nil {
 			return fmt.Errorf("%w: cannot check address %q", web.ErrDenied, address)
 		}
-		return p.CheckAddr(ap.Addr())
+		return p.CheckAddrPort(ap)
 	}
 }
 

@@ -64,6 +64,18 @@ func (r resolver) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, 
 	return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
 }
 
+// get sends a GET of rawURL through p's client, closing any answer.
+func get(t *testing.T, p web.Egress, rawURL string) error {
+	t.Helper()
+	req, err := httpmsg.NewRequest(context.Background(), httpmsg.MethodGet, rawURL, nil)
+	require.NoError(t, err)
+	resp, err := web.Client(p).Do(req)
+	if resp != nil {
+		resp.Body.Close()
+	}
+	return err
+}
+
 // ownAddr is one of this machine's non-loopback, non-link-local addresses,
 // IPv4 preferred.
 func ownAddr(t *testing.T) netip.Addr {
@@ -126,18 +138,9 @@ func TestOwnInterfaceAddressRefused(t *testing.T) {
 		require.EqualError(t, p.CheckAddr(addr), "egress denied: "+addr.String()+" is an address of this host")
 	}
 
-	send := func(p web.Egress, rawURL string) error {
-		req, err := httpmsg.NewRequest(context.Background(), httpmsg.MethodGet, rawURL, nil)
-		require.NoError(t, err)
-		resp, err := web.Client(p).Do(req)
-		if resp != nil {
-			resp.Body.Close()
-		}
-		return err
-	}
-	require.ErrorIs(t, send(p, "http://"+target+"/"), web.ErrDenied)
+	require.ErrorIs(t, get(t, p, "http://"+target+"/"), web.ErrDenied)
 	res := resolver{"self.test": {addr}}
-	err = send(p.WithResolver(res), "http://self.test:"+strconv.Itoa(int(port))+"/")
+	err = get(t, p.WithResolver(res), "http://self.test:"+strconv.Itoa(int(port))+"/")
 	require.ErrorIs(t, err, web.ErrDenied)
 	require.ErrorContains(t, err, "self.test resolves to "+addr.String())
 
@@ -329,4 +332,44 @@ type resolverFunc func(host string) ([]netip.Addr, error)
 
 func (f resolverFunc) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
 	return f(host)
+}
+
+// TestOwnListenerRefused: an operator who allows loopback (allow_cidrs
+// 127.0.0.1/32) still keeps a model off this server's own API: the
+// listener set with WithOwnListener is refused at its port, as a URL, as
+// a name resolving to it and in the dialer's last check before connect,
+// while another port on the same address stays reachable. An unspecified
+// listen address (0.0.0.0) covers loopback too.
+func TestOwnListenerRefused(t *testing.T) {
+	own := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		t.Errorf("the server's own API was reached: %s", r.URL)
+	}))
+	defer own.Close()
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer other.Close()
+	ownAP := own.Listener.Addr().(*net.TCPAddr).AddrPort()
+	otherAP := other.Listener.Addr().(*net.TCPAddr).AddrPort()
+
+	loopback := web.NewEgress().WithPorts(int(ownAP.Port()), int(otherAP.Port())).
+		WithAllowCIDRs(netip.MustParsePrefix("127.0.0.1/32")).
+		WithResolver(resolver{"self.test": {ownAP.Addr()}})
+	for _, listen := range []netip.AddrPort{ownAP, netip.AddrPortFrom(netip.IPv4Unspecified(), ownAP.Port())} {
+		p := webnet.Dialing(loopback.WithOwnListener(func() netip.AddrPort { return listen }))
+		err := get(t, p, "http://"+ownAP.String()+"/v1/sessions")
+		require.ErrorIs(t, err, web.ErrDenied, listen)
+		require.ErrorContains(t, err, ownAP.String()+" is this server's own API", listen)
+		err = get(t, p, "http://self.test:"+strconv.Itoa(int(ownAP.Port()))+"/v1/sessions")
+		require.ErrorIs(t, err, web.ErrDenied, listen)
+		require.ErrorContains(t, err, "self.test resolves to "+ownAP.Addr().String()+", and port", listen)
+		require.NoError(t, get(t, p, "http://"+otherAP.String()+"/"), "another port of an allowed address")
+
+		conn, err := (&net.Dialer{Control: webnet.Control(p)}).Dial("tcp", ownAP.String())
+		if conn != nil {
+			conn.Close()
+		}
+		require.ErrorIs(t, err, web.ErrDenied, "the socket check before connect")
+	}
+	require.ErrorContains(t, web.NewEgress().WithAllowCIDRs(netip.MustParsePrefix("0.0.0.0/8")).
+		WithOwnListener(func() netip.AddrPort { return ownAP }).CheckAddrPort(netip.AddrPortFrom(netip.IPv4Unspecified(), ownAP.Port())),
+		"is this server's own API", "0.0.0.0 reaches a loopback listener")
 }
