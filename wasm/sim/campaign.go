@@ -84,6 +84,11 @@ type SessionResult struct {
 	BootLockWakeDueJudged int
 	// Busy counts the guests' transactions refused SQLITE_BUSY.
 	Busy int
+	// DeleteFaults are the delete commits failed after the close
+	// (Config.DeleteFault; deletefault.go), DeleteReopens the reopens
+	// that followed, DeleteReopenListings those whose session listing
+	// another connection's write lock refused.
+	DeleteFaults, DeleteReopens, DeleteReopenListings int
 }
 
 // Result is a whole campaign.
@@ -242,6 +247,9 @@ func runSession(ctx context.Context, mod *runtime.Module, cfg Config, i int, dir
 		r.BootLocks, r.BootLocksServed = t.bootLock.n, t.bootLock.served
 		r.BootLockListings, r.BootLockListingsServed, r.BootLockReopens = t.bootLock.listings, t.bootLock.listingsServed, t.bootLock.reopens
 		r.BootLockWakeDueJudged = t.bootLock.wakeDueJudged
+	}
+	if df := t.delFault; df != nil {
+		r.DeleteFaults, r.DeleteReopens, r.DeleteReopenListings = df.failed, df.reopens, df.listings
 	}
 	r.Busy = t.busy
 	if t.fault != nil {

@@ -98,8 +98,11 @@ type tree struct {
 	asked         map[string]int
 	providerFails int
 
-	// del is the client that deletes the tree (nil: none; delete.go).
-	del *deleter
+	// del is the client that deletes the tree (nil: none; delete.go);
+	// delFault fails its delete after the close (nil: never;
+	// deletefault.go).
+	del      *deleter
+	delFault *deleteFaulter
 	// bootFault fails the disk within a boot's sweep, bootLock takes the
 	// write lock on another connection there (nil: never; bootfault.go);
 	// booting is true within a guest's Boot call. lock is the other
@@ -150,6 +153,9 @@ type guest struct {
 	// opened at its boot's session listing (maybeListingLock).
 	tookEpoch, atListing bool
 	epochs               int
+	// reopenRefused is set once its reopen's session listing was refused
+	// (maybeReopenLock), until a DELETE is sent to it (checkReopenServed).
+	reopenRefused bool
 }
 
 type due struct {
@@ -217,6 +223,9 @@ func newTree(mod *runtime.Module, cfg Config, index int, dir string) *tree {
 		t.newFault()
 	}
 	t.bootLock = cfg.bootLockFor(index)
+	if t.delFault = cfg.deleteFaultFor(index, t.del); t.delFault != nil && t.fault == nil {
+		t.newFault()
+	}
 	t.boot = runtime.BootConfig{
 		TreeID: t.id,
 		Model:  abi.ModelConfig{Kind: abi.ModelOffline, WordDelay: 40 * time.Millisecond},
@@ -1351,6 +1360,9 @@ func (t *tree) noteEpoch(g *guest) int {
 		// reopen, which only a guest that took one before makes: a guest
 		// booted read-only takes its first with its first accepted write.
 		g.tookEpoch = t.booting || g.epochs > 0
+		if !t.booting && g.epochs > 0 {
+			t.checkReopenServed(g)
+		}
 		g.epochs++
 	}
 	return t.owners[epoch]
