@@ -89,6 +89,9 @@ type SessionResult struct {
 	// that followed, DeleteReopenListings those whose session listing
 	// another connection's write lock refused.
 	DeleteFaults, DeleteReopens, DeleteReopenListings int
+	// Floods are the flooded answers delivered (Config.Flood), FellBehind
+	// those whose call emitted fewer live deltas than their events.
+	Floods, FellBehind int
 }
 
 // Result is a whole campaign.
@@ -251,6 +254,7 @@ func runSession(ctx context.Context, mod *runtime.Module, cfg Config, i int, dir
 	if df := t.delFault; df != nil {
 		r.DeleteFaults, r.DeleteReopens, r.DeleteReopenListings = df.failed, df.reopens, df.listings
 	}
+	r.Floods, r.FellBehind = t.floods, t.fellBehind
 	r.Busy = t.busy
 	if t.fault != nil {
 		r.FailedWrites = t.fault.Failed()

@@ -80,6 +80,13 @@ type Config struct {
 	// after the close only in a disk-full window, and a reopen's refused
 	// listing goes unreached.
 	DeleteFault float64
+	// Flood is the share (0…1) of the scripted trees' prompts (Scripted)
+	// whose text answer the scripted model streams in 1100 events with
+	// text, delivered to the guest in one call (script.go, floodAnswer):
+	// more live deltas than a watch's subscription holds, so it falls
+	// behind. Without it no simulated step publishes near that many
+	// between two quiet returns.
+	Flood float64
 	// CacheDir keeps the guest's compiled code between runs ("" memory).
 	CacheDir string
 	// Progress, when not nil, hears how a campaign is going (sessions
@@ -128,6 +135,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("delete share %v must be within 0…1", c.Deletes)
 	case c.DeleteFault < 0 || c.DeleteFault > 1:
 		return fmt.Errorf("delete-fault share %v must be within 0…1", c.DeleteFault)
+	case c.Flood < 0 || c.Flood > 1:
+		return fmt.Errorf("flood share %v must be within 0…1", c.Flood)
 	case c.SmallBudget < 0 || c.SmallBudget > 1:
 		return fmt.Errorf("small-budget share %v must be within 0…1", c.SmallBudget)
 	case c.ResumeBudget < 0:

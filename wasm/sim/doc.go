@@ -232,6 +232,13 @@
 // outlasts the fault. The report counts the windows, the boots that met one and
 // served (the guest cut the wait), and the transactions refused, and of
 // the windows those that refused a session listing.
+// A share of the scripted trees' prompts (Config.Flood, revenant
+// simulate -flood; none by default) asks the scripted model for a text
+// answer streamed in 1100 server-sent events (script.go, floodAnswer),
+// which the simulator delivers in one call: more live deltas than a
+// watch's subscription holds (1024). The report counts the calls that
+// emitted fewer deltas than their events (the watch fell behind and
+// subscribed again); check.RuleDeltas is judged there as anywhere.
 // A share of the deleted trees (Config.DeleteFault, revenant simulate
 // -delfault; none by default) has its delete fail after it closed the
 // instance (deletefault.go): the disk refuses the COMMIT of the delete's
