@@ -136,12 +136,17 @@ func (t *tree) someClaimed() bool {
 // sweep after it. The guest must serve all the same and watch each session
 // from its next committed event (wasm/guest watchListed); a boot that
 // fails there is a failure of the run (checkBootServed). The other draw
-// leaves the fault to the sweep's listing (maybeBootFault).
+// leaves the fault to the sweep's listing (maybeBootFault). A reopen's
+// listing goes to the delete faulter first (maybeReopenLock), when the
+// tree has one: the boot lock then draws nothing there.
 func (t *tree) maybeListingLock(g *guest, s runtime.Site) {
 	if !g.tookEpoch || s.Import != abi.ImportSQLBegin || s.After {
 		return
 	}
 	g.tookEpoch = false
+	if !t.booting && t.maybeReopenLock(g) {
+		return
+	}
 	bf := t.bootLock
 	if !bf.armed() || t.bootFault.armed() || g != t.cur || g.zombie || t.lock != nil || t.fault != nil && t.fault.Failing() {
 		return

@@ -84,6 +84,14 @@ type SessionResult struct {
 	BootLockWakeDueJudged int
 	// Busy counts the guests' transactions refused SQLITE_BUSY.
 	Busy int
+	// DeleteFaults are the delete commits failed after the close
+	// (Config.DeleteFault; deletefault.go), DeleteReopens the reopens
+	// that followed, DeleteReopenListings those whose session listing
+	// another connection's write lock refused.
+	DeleteFaults, DeleteReopens, DeleteReopenListings int
+	// Floods are the flooded answers delivered (Config.Flood), FellBehind
+	// those whose call emitted fewer live deltas than their events.
+	Floods, FellBehind int
 }
 
 // Result is a whole campaign.
@@ -243,6 +251,10 @@ func runSession(ctx context.Context, mod *runtime.Module, cfg Config, i int, dir
 		r.BootLockListings, r.BootLockListingsServed, r.BootLockReopens = t.bootLock.listings, t.bootLock.listingsServed, t.bootLock.reopens
 		r.BootLockWakeDueJudged = t.bootLock.wakeDueJudged
 	}
+	if df := t.delFault; df != nil {
+		r.DeleteFaults, r.DeleteReopens, r.DeleteReopenListings = df.failed, df.reopens, df.listings
+	}
+	r.Floods, r.FellBehind = t.floods, t.fellBehind
 	r.Busy = t.busy
 	if t.fault != nil {
 		r.FailedWrites = t.fault.Failed()

@@ -72,6 +72,21 @@ type Config struct {
 	// tree is ever deleted, and a delete that leaves rows, or a tree that
 	// comes back after it, goes unseen.
 	Deletes float64
+	// DeleteFault is the share (0…1) of the deleted trees (Deletes) whose
+	// delete fails after it closed the instance, 1 to 3 times: the disk
+	// refuses the COMMIT of its transaction, and the wake-up reopens the
+	// instance, whose session listing another connection's write lock
+	// refuses half the time (deletefault.go). Without it a delete fails
+	// after the close only in a disk-full window, and a reopen's refused
+	// listing goes unreached.
+	DeleteFault float64
+	// Flood is the share (0…1) of the scripted trees' prompts (Scripted)
+	// whose text answer the scripted model streams in 1100 events with
+	// text, delivered to the guest in one call (script.go, floodAnswer):
+	// more live deltas than a watch's subscription holds, so it falls
+	// behind. Without it no simulated step publishes near that many
+	// between two quiet returns.
+	Flood float64
 	// CacheDir keeps the guest's compiled code between runs ("" memory).
 	CacheDir string
 	// Progress, when not nil, hears how a campaign is going (sessions
@@ -118,6 +133,10 @@ func (c Config) validate() error {
 		return fmt.Errorf("final-ask share %v must be within 0…1", c.FinalAsk)
 	case c.Deletes < 0 || c.Deletes > 1:
 		return fmt.Errorf("delete share %v must be within 0…1", c.Deletes)
+	case c.DeleteFault < 0 || c.DeleteFault > 1:
+		return fmt.Errorf("delete-fault share %v must be within 0…1", c.DeleteFault)
+	case c.Flood < 0 || c.Flood > 1:
+		return fmt.Errorf("flood share %v must be within 0…1", c.Flood)
 	case c.SmallBudget < 0 || c.SmallBudget > 1:
 		return fmt.Errorf("small-budget share %v must be within 0…1", c.SmallBudget)
 	case c.ResumeBudget < 0:

@@ -148,6 +148,7 @@ func (t *tree) noteSent(r *request, g *guest) {
 	}
 	l := t.ledger.Delete
 	if r.a.kind == actDelete {
+		g.reopenRefused = false // a delete may close the instance again
 		d.sent, d.watching = true, true
 		l.Attempts = append(l.Attempts, check.DeleteAttempt{At: t.now, Boot: g.boot})
 		r.delEntry = len(l.Attempts)
@@ -210,6 +211,9 @@ func (g *guest) beforeCommit() {
 		return
 	}
 	d.copied = true
+	if t.maybeFailDelete(g) {
+		return // the kill aimed after the commit waits for one that stands
+	}
 	if d.aimAfter && g == t.cur {
 		d.aimAfter = false
 		d.plan = &plan{target: SiteKey{Import: abi.ImportSQLCommit, Phase: g.phase, After: true}, nth: 1, window: 1 << 30}

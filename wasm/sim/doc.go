@@ -232,6 +232,29 @@
 // outlasts the fault. The report counts the windows, the boots that met one and
 // served (the guest cut the wait), and the transactions refused, and of
 // the windows those that refused a session listing.
+// A share of the scripted trees' prompts (Config.Flood, revenant
+// simulate -flood; none by default) asks the scripted model for a text
+// answer streamed in 1100 server-sent events (script.go, floodAnswer),
+// which the simulator delivers in one call: more live deltas than a
+// watch's subscription holds (1024). The report counts the calls that
+// emitted fewer deltas than their events (the watch fell behind and
+// subscribed again); check.RuleDeltas is judged there as anywhere.
+// A share of the deleted trees (Config.DeleteFault, revenant simulate
+// -delfault; none by default) has its delete fail after it closed the
+// instance (deletefault.go): the disk refuses the COMMIT of the delete's
+// transaction (seen as in beforeCommit), 1 to 3 times in the tree's life,
+// so the DELETE is answered 5xx, the tree stays, and the wake-up the
+// guest armed reopens the instance (wasm/guest reopen). At that reopen's
+// session listing, half the time, another connection takes the write
+// lock for 200 ms to 5 s, refusing the listing and the sweep: the reopen
+// must serve all the same. A reopen that did not leaves the instance
+// closed, so the next wake-up reopens it again with no DELETE between,
+// which only a delete's close explains: that is a failure of the run
+// (checkReopenServed). Without it a delete failed after the close only
+// as a disk-full window or a boot lock happened to be open, and no
+// campaign reached a reopen's refused listing. The report counts the
+// delete commits refused, the reopens after them, and the listings of
+// those refused.
 //
 // The simulator is every webhook's receiver:
 // it records each delivery with its Idempotency-Key in the ledger and

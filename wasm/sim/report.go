@@ -25,6 +25,7 @@ func (r *Result) Print(w io.Writer) {
 	byTool := map[string]int{}
 	var small, smallAborted, bootFaults, bootLocks, faultsServed, locksServed, busy int
 	var lockListings, lockListingsServed, lockReopens, lockJudged int
+	var delFaults, delFaulted, delReopens, delReopenListings, floods, fellBehind int
 	for _, s := range r.Sessions {
 		if b := s.Ledger.Budget; b > 0 && b < 3 && r.Config.ResumeBudget == 0 {
 			small++
@@ -44,6 +45,14 @@ func (r *Result) Print(w io.Writer) {
 		lockListingsServed += s.BootLockListingsServed
 		lockReopens += s.BootLockReopens
 		lockJudged += s.BootLockWakeDueJudged
+		delFaults += s.DeleteFaults
+		if s.DeleteFaults > 0 {
+			delFaulted++
+		}
+		delReopens += s.DeleteReopens
+		delReopenListings += s.DeleteReopenListings
+		floods += s.Floods
+		fellBehind += s.FellBehind
 		busy += s.Busy
 		failedWrites += s.FailedWrites
 		lateIOErrs += s.LateIOErrs
@@ -119,6 +128,12 @@ func (r *Result) Print(w io.Writer) {
 	if c.BootLock > 0 {
 		fmt.Fprintf(w, "boot locks (share %.2f): %d windows of another connection's write lock taken in a boot's sweep, after its listing, or before its session listing; boots that met one and served %d; guest transactions refused busy %d\n", c.BootLock, bootLocks, locksServed, busy)
 		fmt.Fprintf(w, "  of those, session listings refused %d (%d of them a reopen's), boots that met one there and served %d; wake-ups judged on their due time after a window %d\n", lockListings, lockReopens, lockListingsServed, lockJudged)
+	}
+	if c.DeleteFault > 0 {
+		fmt.Fprintf(w, "delete faults (share %.2f of the deleted trees): %d delete commits refused after the close, in %d trees; reopens after them %d, of those session listings refused %d\n", c.DeleteFault, delFaults, delFaulted, delReopens, delReopenListings)
+	}
+	if c.Flood > 0 {
+		fmt.Fprintf(w, "floods (share %.2f of the scripted prompts): %d answers streamed in %d events in one call, of those whose watch fell behind (fewer live deltas emitted) %d\n", c.Flood, floods, floodEvents, fellBehind)
 	}
 	fmt.Fprintf(w, "events %d, prompts %d (%s), resumes %d\n", events, prompts, counts(ends), resumes)
 	p50, p99, most := percentiles(latencies)

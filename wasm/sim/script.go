@@ -3,6 +3,7 @@ package sim
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/revenantrt/revenant/core/event"
@@ -42,8 +43,9 @@ type scriptCall struct {
 
 // scriptedAnswer is the scripted model's answer to a chat completions
 // request body: a complete JSON completion (the provider reads a JSON
-// answer as a finished stream).
-func scriptedAnswer(body []byte) ([]byte, error) {
+// answer as a finished stream), or, for a text answer to a prompt with a
+// floodLine, a stream of floodEvents server-sent events (streamed).
+func scriptedAnswer(body []byte) (answer []byte, streamed bool, err error) {
 	var req struct {
 		Messages []struct {
 			Role      string       `json:"role"`
@@ -52,7 +54,7 @@ func scriptedAnswer(body []byte) ([]byte, error) {
 		} `json:"messages"`
 	}
 	if err := json.Unmarshal(body, &req); err != nil {
-		return nil, fmt.Errorf("scripted model: decode request: %w", err)
+		return nil, false, fmt.Errorf("scripted model: decode request: %w", err)
 	}
 	prompt := -1
 	for i, m := range req.Messages {
@@ -64,8 +66,12 @@ func scriptedAnswer(body []byte) ([]byte, error) {
 	var words []string
 	done := 0
 	var results []string
+	flood := false
 	if prompt >= 0 {
 		steps, words = script(*req.Messages[prompt].Content)
+		if i := slices.Index(words, floodLine); i >= 0 {
+			flood, words = true, slices.Delete(words, i, i+1)
+		}
 		for _, m := range req.Messages[prompt+1:] {
 			switch {
 			case m.Role == "assistant" && len(m.ToolCalls) > 0:
@@ -95,11 +101,48 @@ func scriptedAnswer(body []byte) ([]byte, error) {
 			lines = append(lines, "OK.")
 		}
 		msg["content"] = strings.Join(lines, "\n")
+		if flood {
+			return floodAnswer(strings.Join(lines, "\n")), true, nil
+		}
 	}
-	return json.Marshal(map[string]any{
+	answer, err = json.Marshal(map[string]any{
 		"choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": finish}},
 		"usage":   map[string]int{"prompt_tokens": len(body) / 4, "completion_tokens": 1 + done},
 	})
+	return answer, false, err
+}
+
+// floodLine in a prompt makes the scripted model stream its text answer
+// in floodEvents server-sent events, each with text, which the simulator
+// delivers in one chunk (answer): the guest publishes a live delta for
+// each within one call, more than a watch's subscription holds (1024,
+// wasm/guest watch), so the subscription falls behind and its watch
+// subscribes again (Config.Flood; check.RuleDeltas).
+const (
+	floodLine   = "/flood"
+	floodEvents = 1100
+)
+
+// floodAnswer is text streamed in floodEvents events: the text, then
+// dots, then the finish reason and [DONE].
+func floodAnswer(text string) []byte {
+	var b strings.Builder
+	event := func(v any) {
+		j, _ := json.Marshal(v)
+		b.WriteString("data: ")
+		b.Write(j)
+		b.WriteString("\n\n")
+	}
+	delta := func(content string) {
+		event(map[string]any{"choices": []any{map[string]any{"index": 0, "delta": map[string]string{"content": content}}}})
+	}
+	delta(text)
+	for range floodEvents - 1 {
+		delta(" .")
+	}
+	event(map[string]any{"choices": []any{map[string]any{"index": 0, "delta": map[string]any{}, "finish_reason": "stop"}}})
+	b.WriteString("data: [DONE]\n\n")
+	return []byte(b.String())
 }
 
 // script reads a prompt: its steps of calls, and its words.
@@ -225,4 +268,25 @@ func (c Config) scriptedFor(i int) bool {
 		return false
 	}
 	return stream(c.Seed, keyScripted, i).Float64() < c.Scripted
+}
+
+// floodAsked draws whether the prompt being sent (to the root or a
+// child, once: resends reuse its request) asks for a flooded answer
+// (Config.Flood).
+func (t *tree) floodAsked() bool {
+	return t.flood != nil && t.flood.Float64() < t.floodShare
+}
+
+// noteFlood runs once the guest call that delivered r's body returned:
+// a flooded answer whose call emitted fewer live deltas than its events
+// had its watch's subscription fall behind (wasm/guest watch), which
+// check.RuleDeltas must hold past all the same.
+func (t *tree) noteFlood(r *reply) {
+	if r.flood == 0 {
+		return
+	}
+	t.floods++
+	if t.callDeltas < r.flood {
+		t.fellBehind++
+	}
 }

@@ -25,6 +25,8 @@ const (
 	keyProvider   = 0x94d049bb133111eb // per step, not per tree (stepRng)
 	keyBootFault  = 0xd6e8feb86659fd93
 	keyBootLock   = 0x8cb92ba72f3d8dd7
+	keyDelFault   = 0x4cf5ad432745937f
+	keyFlood      = 0xa0761d6478bd642f
 )
 
 // stream is the generator of key for tree i of the campaign seed.

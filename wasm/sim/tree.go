@@ -97,9 +97,20 @@ type tree struct {
 	// providerFails the failures it answered (provider.go).
 	asked         map[string]int
 	providerFails int
+	// flood draws which of its prompts end in a flooded answer
+	// (Config.Flood; nil: none); callDeltas counts the live deltas
+	// emitted in the current egress chunk call, floods the flooded
+	// answers delivered in a call that returned, fellBehind those whose
+	// call emitted fewer deltas than their events (noteFlood).
+	flood                          *rand.Rand
+	floodShare                     float64
+	callDeltas, floods, fellBehind int
 
-	// del is the client that deletes the tree (nil: none; delete.go).
-	del *deleter
+	// del is the client that deletes the tree (nil: none; delete.go);
+	// delFault fails its delete after the close (nil: never;
+	// deletefault.go).
+	del      *deleter
+	delFault *deleteFaulter
 	// bootFault fails the disk within a boot's sweep, bootLock takes the
 	// write lock on another connection there (nil: never; bootfault.go);
 	// booting is true within a guest's Boot call. lock is the other
@@ -150,6 +161,9 @@ type guest struct {
 	// opened at its boot's session listing (maybeListingLock).
 	tookEpoch, atListing bool
 	epochs               int
+	// reopenRefused is set once its reopen's session listing was refused
+	// (maybeReopenLock), until a DELETE is sent to it (checkReopenServed).
+	reopenRefused bool
 }
 
 type due struct {
@@ -165,6 +179,9 @@ type reply struct {
 	header http.Header // more of the answer's header (a Retry-After)
 	body   []byte
 	errMsg string
+	// flood is how many events with text its body streams (floodAnswer),
+	// 0 for any other answer.
+	flood int
 }
 
 // request is a client request in flight.
@@ -217,6 +234,12 @@ func newTree(mod *runtime.Module, cfg Config, index int, dir string) *tree {
 		t.newFault()
 	}
 	t.bootLock = cfg.bootLockFor(index)
+	if cfg.Flood > 0 && t.work.multi {
+		t.flood, t.floodShare = stream(cfg.Seed, keyFlood, index), cfg.Flood
+	}
+	if t.delFault = cfg.deleteFaultFor(index, t.del); t.delFault != nil && t.fault == nil {
+		t.newFault()
+	}
 	t.boot = runtime.BootConfig{
 		TreeID: t.id,
 		Model:  abi.ModelConfig{Kind: abi.ModelOffline, WordDelay: 40 * time.Millisecond},
@@ -576,9 +599,11 @@ func (t *tree) answer(ctx context.Context, g *guest, id uint64, r *reply) {
 	}) {
 		return
 	}
+	t.callDeltas = 0
 	if !t.call(ctx, g, func() error { return g.g.EgressChunk(ctx, id, r.body) }) {
 		return
 	}
+	t.noteFlood(r)
 	t.call(ctx, g, func() error { return g.g.EgressEnd(ctx, id, runtime.EgressEnd{}) })
 }
 
@@ -859,7 +884,11 @@ func (t *tree) send(ctx context.Context, a action) {
 		if a.reserved {
 			id = "notice-" + t.pathOf(a.session) + "-1" // core.NoticeClientID(child, 1)
 		}
-		body, _ := json.Marshal(map[string]string{"text": a.text, "id": id, "mode": a.mode})
+		text := a.text
+		if t.floodAsked() {
+			text += "\n" + floodLine
+		}
+		body, _ := json.Marshal(map[string]string{"text": text, "id": id, "mode": a.mode})
 		req = runtime.Request{Method: http.MethodPost, Path: "/v1/sessions/" + t.pathOf(a.session) + "/prompt", Body: body}
 	case actInterrupt:
 		req = runtime.Request{Method: http.MethodPost, Path: "/v1/sessions/" + t.pathOf(a.session) + "/interrupt", Body: []byte(`{}`)}
@@ -1199,13 +1228,16 @@ func (g *guest) StartEgress(id uint64, req runtime.EgressRequest) {
 		if t.providerFailure(r, req.Body) {
 			return
 		}
-		body, err := scriptedAnswer(req.Body)
+		body, streamed, err := scriptedAnswer(req.Body)
 		if err != nil {
 			r.errMsg = err.Error()
 			t.failf("boot %d: egress %d: %v", g.boot, id, err)
 			return
 		}
 		r.ctype, r.body = "application/json", body
+		if streamed {
+			r.ctype, r.flood = "text/event-stream", floodEvents
+		}
 		return
 	}
 	if req.Kind != abi.EgressTool {
@@ -1265,6 +1297,7 @@ func (g *guest) delta(ev runtime.Emitted) {
 	if ev.Type != string(event.TextDelta) {
 		return
 	}
+	g.t.callDeltas++
 	var p struct {
 		StepID string `json:"step_id"`
 	}
@@ -1351,6 +1384,9 @@ func (t *tree) noteEpoch(g *guest) int {
 		// reopen, which only a guest that took one before makes: a guest
 		// booted read-only takes its first with its first accepted write.
 		g.tookEpoch = t.booting || g.epochs > 0
+		if !t.booting && g.epochs > 0 {
+			t.checkReopenServed(g)
+		}
 		g.epochs++
 	}
 	return t.owners[epoch]

@@ -1,0 +1,107 @@
+package sim
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/revenantrt/revenant/internal/treetest"
+	"github.com/revenantrt/revenant/wasm/abi"
+	"github.com/revenantrt/revenant/wasm/runtime"
+)
+
+// A delete fault (-delfault) refuses the COMMIT of the delete's
+// transaction on the disk itself, once per fault: the rows stay, and the
+// faulter counts it. One that only counted would leave the campaigns'
+// "delete commits refused" figure standing with no delete ever failing.
+func TestDeleteFaultRefusesTheDeletesCommit(t *testing.T) {
+	tt := treetest.New(t)
+	n := tt.Boot(treetest.NewDriver(1))
+	n.NewSession("s")
+	n.Crash()
+
+	tr := &tree{path: tt.Path, delFault: &deleteFaulter{rng: rand.New(rand.NewPCG(1, 2)), left: 1}}
+	tr.newFault()
+	c, err := openConn(tt.Path, tr.vfs)
+	require.NoError(t, err)
+	t.Cleanup(func() { c.close() })
+	g := &guest{t: tr, boot: 1, conn: c}
+	tr.cur = g
+
+	deleteAll := func() error {
+		require.NoError(t, c.Begin())
+		_, err := c.Exec(`DELETE FROM sessions`, nil)
+		require.NoError(t, err)
+		if err := c.Commit(); err != nil {
+			_ = c.Rollback()
+			return err
+		}
+		return nil
+	}
+	require.True(t, tr.maybeFailDelete(g), "armed")
+	require.Error(t, deleteAll(), "the delete's COMMIT went through")
+	assert.Equal(t, 1, tr.fault.Failed())
+	rows, err := c.Query(`SELECT COUNT(*) FROM sessions`, nil)
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), rows.Values[0][0], "the refused delete removed the session")
+	assert.Equal(t, 1, tr.delFault.failed)
+
+	assert.False(t, tr.maybeFailDelete(g), "a faulter with none left")
+	require.NoError(t, deleteAll())
+}
+
+// At a reopen's session listing (an epoch taken outside a boot, by a
+// guest that took one before) the delete faulter takes the write lock for
+// its draw and marks the guest; a boot's listing is left to the boot
+// lock.
+func TestDeleteFaultLocksAReopensListing(t *testing.T) {
+	tt := treetest.New(t)
+	n := tt.Boot(treetest.NewDriver(1))
+	n.NewSession("s")
+	n.Crash()
+
+	tr := &tree{path: tt.Path, delFault: &deleteFaulter{rng: rand.New(rand.NewPCG(1, 2))}}
+	t.Cleanup(tr.releaseLock)
+	g := &guest{t: tr, boot: 1, epochs: 1}
+	tr.cur = g
+	begin := runtime.Site{Phase: runtime.PhaseSweep, Import: abi.ImportSQLBegin}
+	for range 20 {
+		g.tookEpoch = true
+		if tr.maybeListingLock(g, begin); tr.lock != nil {
+			break
+		}
+	}
+	require.NotNil(t, tr.lock, "no reopen's listing met the lock in 20 draws")
+	assert.True(t, g.reopenRefused)
+	assert.Equal(t, 1, tr.delFault.listings)
+	assert.Greater(t, tr.lock.until, tr.now)
+	tr.releaseLock()
+
+	reopens := tr.delFault.reopens
+	tr.booting, g.tookEpoch = true, true
+	tr.maybeListingLock(g, begin)
+	assert.Equal(t, reopens, tr.delFault.reopens, "a boot's listing counted as a reopen's")
+	assert.Nil(t, tr.lock)
+	assert.Empty(t, tr.failures)
+}
+
+// A guest whose reopen met a refused listing and then reopens again with
+// no DELETE sent to it in between left its instance closed: only a
+// delete closes it. One with a DELETE between (which may fail after the
+// close again) reopens rightly.
+func TestReopenAgainWithoutADeleteIsAFailure(t *testing.T) {
+	tr := &tree{del: &deleter{}}
+	g := &guest{t: tr, boot: 3, reopenRefused: true}
+	tr.noteSent(&request{a: action{kind: actDelete}}, g)
+	tr.checkReopenServed(g)
+	assert.Empty(t, tr.failures, "a reopen after a DELETE")
+
+	g.reopenRefused = true
+	tr.checkReopenServed(g)
+	require.Len(t, tr.failures, 1)
+	assert.Contains(t, tr.failures[0], "boot 3 reopened its instance again")
+	tr.checkReopenServed(g)
+	assert.Len(t, tr.failures, 1, "judged once per refused listing")
+}
