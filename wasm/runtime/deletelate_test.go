@@ -1,13 +1,11 @@
 package runtime_test
 
 import (
-	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/revenantrt/revenant/internal/faultvfs"
-	"github.com/revenantrt/revenant/sqlitedb"
 	"github.com/revenantrt/revenant/wasm/runtime"
 )
 
@@ -18,16 +16,7 @@ import (
 // then refuse every request 503 until the wake-up's reopen found the
 // tree gone (the simulator's deleted-stays-gone, seed 3 with -delfault).
 func TestDeleteWhoseCommitIsReportedFailedButStoredIsDone(t *testing.T) {
-	e, f := newFaultEnv(t, 7, offlineConfig())
-	// The guest's connection goes through the fault VFS, so its delete's
-	// COMMIT can fail late.
-	name := fmt.Sprintf("runtime-test-fault-%d", faultSeq.Add(1))
-	faultvfs.Register(name, f)
-	t.Cleanup(func() { faultvfs.Unregister(name) })
-	mine, err := sqlitedb.Open(e.path, sqlitedb.Options{VFS: name, BusyTimeout: -1})
-	require.NoError(t, err)
-	t.Cleanup(func() { mine.Close() })
-	e.db, e.conn = mine, mine.Conn()
+	e, f := newFaultEnv(t, 7, offlineConfig()) // the guest's connection goes through the fault VFS
 	require.NoError(t, e.boot(runtime.Options{}))
 	e.createAndPrompt("one two three four five six seven eight")
 	e.deliverWakes(5, 10*60_000)
