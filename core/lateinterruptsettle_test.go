@@ -1,0 +1,37 @@
+package core_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/revenantrt/revenant/core/event"
+	"github.com/revenantrt/revenant/core/retry"
+	"github.com/revenantrt/revenant/internal/faultvfs"
+)
+
+// An outage longer than the write schedule's window but within the
+// settlement window: the execution told to stop records the interrupt on
+// the settlement schedule (the user's interrupt is what must land), so the
+// record lands once storage returns and the tree does not turn read-only.
+// (TestALateRecordThatNeverLandsLeavesTheTurnToBeResumed is the outage
+// that outlasts both.)
+func TestALateRecordWaitsOutAnOutagePastTheWriteWindow(t *testing.T) {
+	tr, f, d, n := faultTree(t, 4)
+	sid := n.NewSession("s")
+	running := n.Admit(sid, "hold")
+	<-d.Started
+	queued := n.Admit(sid, "queued before the interrupt")
+	f.FailFor(retry.WriteWindow+time.Minute, faultvfs.Full)
+
+	tr.Drive(func() {
+		_, _ = n.Inst.Interrupt(ctx, sid, event.ReasonUser) // may answer 503: the record is the execution's
+		n.Idle()
+	})
+	require.False(t, n.Inst.ReadOnly(), "the record waited out the outage on the settlement schedule")
+	assert.Equal(t, "interrupted", tr.PromptState(running))
+	assert.Equal(t, "cancelled", tr.PromptState(queued))
+	assert.False(t, tr.Claim(sid).Exists)
+}
