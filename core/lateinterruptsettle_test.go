@@ -10,6 +10,7 @@ import (
 	"github.com/revenantrt/revenant/core/event"
 	"github.com/revenantrt/revenant/core/retry"
 	"github.com/revenantrt/revenant/internal/faultvfs"
+	"github.com/revenantrt/revenant/internal/treetest"
 )
 
 // An outage longer than the write schedule's window but within the
@@ -19,13 +20,7 @@ import (
 // (TestALateRecordThatNeverLandsLeavesTheTurnToBeResumed is the outage
 // that outlasts both.)
 func TestALateRecordWaitsOutAnOutagePastTheWriteWindow(t *testing.T) {
-	tr, f, d, n := faultTree(t, 4)
-	sid := n.NewSession("s")
-	running := n.Admit(sid, "hold")
-	<-d.Started
-	queued := n.Admit(sid, "queued before the interrupt")
-	f.FailFor(retry.WriteWindow+time.Minute, faultvfs.Full)
-
+	tr, _, _, n, sid, running, queued := turnMeetsAnOutage(t, retry.WriteWindow+time.Minute)
 	tr.Drive(func() {
 		_, _ = n.Inst.Interrupt(ctx, sid, event.ReasonUser) // may answer 503: the record is the execution's
 		n.Idle()
@@ -34,4 +29,17 @@ func TestALateRecordWaitsOutAnOutagePastTheWriteWindow(t *testing.T) {
 	assert.Equal(t, "interrupted", tr.PromptState(running))
 	assert.Equal(t, "cancelled", tr.PromptState(queued))
 	assert.False(t, tr.Claim(sid).Exists)
+}
+
+// turnMeetsAnOutage is a session whose turn runs (held by the driver) with
+// a prompt queued behind it when the disk starts refusing writes for d.
+func turnMeetsAnOutage(t *testing.T, d time.Duration) (tr *treetest.Tree, f *faultvfs.Fault, drv *treetest.Driver, n *treetest.Node, sid, running, queued string) {
+	t.Helper()
+	tr, f, drv, n = faultTree(t, 4)
+	sid = n.NewSession("s")
+	running = n.Admit(sid, "hold")
+	<-drv.Started
+	queued = n.Admit(sid, "queued before the interrupt")
+	f.FailFor(d, faultvfs.Full)
+	return tr, f, drv, n, sid, running, queued
 }
