@@ -159,12 +159,7 @@ func TestLateInterruptCutsAtTheLastRequestThatGaveUp(t *testing.T) {
 // stored, so once storage returns the sweep resumes the turn, as after
 // a crash, and the queued prompt keeps its place.
 func TestALateRecordThatNeverLandsLeavesTheTurnToBeResumed(t *testing.T) {
-	tr, f, d, n := faultTree(t, 4)
-	sid := n.NewSession("s")
-	running := n.Admit(sid, "hold")
-	<-d.Started
-	queued := n.Admit(sid, "queued before the interrupt")
-	f.FailFor(24*time.Hour, faultvfs.Full)
+	tr, f, d, n, sid, running, queued := turnMeetsAnOutage(t, 24*time.Hour)
 
 	var err error
 	tr.Drive(func() {

@@ -490,6 +490,16 @@ func TestWorkerdEvictAndPanic(t *testing.T) {
 		// fresh object if the wait ended first (a slow machine).
 		code, body = s.raw(http.MethodGet, "/v1/sessions/"+sid)
 		assert.Contains(t, []int{http.StatusServiceUnavailable, http.StatusOK}, code, "%s", body)
+		if code == http.StatusServiceUnavailable {
+			// Refused at every send, it was sent again as often as the
+			// front's waits allow (SPENT_WAITS_MS, four: on Cloudflare an
+			// abort waits for the storage's round trip, so fewer would
+			// answer 503 a write a fresh object would have taken) before
+			// the front answered 503 itself.
+			w.waitLog(t, "the session's object stayed given up "+sid, 30*time.Second)
+			resent := strings.Count(w.logs.String(), "the session's object was given up; sending the request again "+sid)
+			assert.Equal(t, 4, resent, "the front's sends again of a request the given-up object refused")
+		}
 		// Less than the requests' own deadline (waitTimeout).
 		limit := time.NewTimer(waitTimeout / 2)
 		defer limit.Stop()
