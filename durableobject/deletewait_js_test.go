@@ -45,18 +45,10 @@ func TestDeleteWhoseTurnDoesNotStopDeletesNothing(t *testing.T) {
 	o, storage := openedObjectWith(t, d)
 	t.Cleanup(func() { close(d.release) }) // before the instance's Abandon
 	o.closeWait = 10 * time.Millisecond    // a short wait
-	require.Equal(t, httpmsg.StatusCreated, serveFront(t, o, httpmsg.MethodPost).status)
-	_, err := o.inst.Admit(context.Background(), "root", core.PromptInput{Text: "deaf to its cancellation"})
-	require.NoError(t, err)
+	createWithPrompt(t, o, "deaf to its cancellation")
 	<-d.running
 
-	r := frontRequest(t, httpmsg.MethodDelete)
-	w := &answer{header: httpmsg.Header{}}
-	answered := make(chan struct{})
-	go func() {
-		defer close(answered)
-		o.ServeHTTP(w, r)
-	}()
+	w, answered := deleteInBackground(t, o)
 	// A guard, not a wait for the answer: without the bound the delete
 	// never answers, and the test would hang instead of failing.
 	guard := time.NewTimer(30 * time.Second)
@@ -138,22 +130,35 @@ func TestDeleteWaitsForACooperativeTurnWhateverTheGrace(t *testing.T) {
 	d := slowStopDriver{running: make(chan struct{}, 1), stopping: make(chan struct{}, 1), release: make(chan struct{})}
 	o, storage := openedObjectWith(t, d)
 	o.setWaits(core.NewConfig().WithInterruptGrace(time.Nanosecond))
-	require.Equal(t, httpmsg.StatusCreated, serveFront(t, o, httpmsg.MethodPost).status)
-	_, err := o.inst.Admit(context.Background(), "root", core.PromptInput{Text: "stops when asked"})
-	require.NoError(t, err)
+	createWithPrompt(t, o, "stops when asked")
 	<-d.running
 
-	r := frontRequest(t, httpmsg.MethodDelete)
-	w := &answer{header: httpmsg.Header{}}
-	answered := make(chan struct{})
-	go func() {
-		defer close(answered)
-		o.ServeHTTP(w, r)
-	}()
+	w, answered := deleteInBackground(t, o)
 	<-d.stopping
 	close(d.release)
 	<-answered
 	assert.Equal(t, httpmsg.StatusNoContent, w.status, "%s", w.body.String())
 	assert.Contains(t, recordedCalls(storage), "deleteAll")
 	assert.True(t, o.isDeleted())
+}
+
+// createWithPrompt creates tree "root" through the front's route and
+// admits a prompt to it, whose turn o's driver then runs.
+func createWithPrompt(t *testing.T, o *Object, text string) {
+	require.Equal(t, httpmsg.StatusCreated, serveFront(t, o, httpmsg.MethodPost).status)
+	_, err := o.inst.Admit(context.Background(), "root", core.PromptInput{Text: text})
+	require.NoError(t, err)
+}
+
+// deleteInBackground serves o the front's delete of tree "root" on a
+// goroutine of its own: its answer is w once answered is closed.
+func deleteInBackground(t *testing.T, o *Object) (w *answer, answered <-chan struct{}) {
+	r := frontRequest(t, httpmsg.MethodDelete)
+	w = &answer{header: httpmsg.Header{}}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		o.ServeHTTP(w, r)
+	}()
+	return w, done
 }
