@@ -50,12 +50,13 @@
 //     then) and the storage's pending writes are confirmed (storage.sync).
 //     Each of the two waits lasts at most the tree's interrupt_grace and
 //     5 s, but never less than 10 s nor more than 25 s (giveUpWait: an
-//     interrupt waits that grace for its turn, a delete as long for the
-//     tree's turns), so the abort comes at the latest twice that after
-//     the give-up; past the first it cuts the answers still pending (the
-//     front answers a cut write 503 and sends a cut read again): one
-//     answer that never returns must not keep the tree refused for good.
-//     A delete whose turns do not stop within the grace (one ignores its
+//     interrupt waits that grace for its turn, a delete as long, and at
+//     least 5 s, for the tree's turns), so the abort comes at the latest
+//     twice that after the give-up; past the first it cuts the answers
+//     still pending (the front answers a cut write 503 and sends a cut
+//     read again): one answer that never returns must not keep the tree
+//     refused for good.
+//     A delete whose turns do not stop within that wait (one ignores its
 //     cancellation and may still write) deletes nothing: the object gives
 //     itself up and answers 503, and the client's delete again reaches a
 //     fresh object, which deletes the tree (deleteTree). After an

@@ -57,18 +57,20 @@ func (t index) Delete(ctx context.Context, rootID string) error {
 // one's: unmade).
 //
 // It waits for the tree's executions to stop as long as an interrupt
-// waits for one (closeWait, the interrupt grace). One that ignores its
-// cancellation (a tool, a bug) may still write, so the storage must not
-// be deleted under it: a write after the deleteAll would leave a tree
-// half there, or make one again. Nothing in Go can stop it, but the
-// object's abort can (the isolate's executions go with the object). So a
-// delete whose executions did not stop in time deletes nothing, gives
-// the object up, and is answered 503: its client deletes again (the
-// front keeps the tree's directory row for it), and the fresh object
-// that the next event gets deletes the tree. The executions the close
-// stopped kept their claims and the alarm (the delete has not cleared
-// it yet), so until then the tree's turns resume there as after a
-// crash. The same holds when the request's context ended first.
+// waits for one, and at least 5 s (closeWait: the interrupt grace, at
+// least minCloseWait, for one that heeds its cancellation needs a
+// moment). One that ignores its cancellation (a tool, a bug) may still
+// write, so the storage must not be deleted under it: a write after the
+// deleteAll would leave a tree half there, or make one again. Nothing in
+// Go can stop it, but the object's abort can (the isolate's executions
+// go with the object). So a delete whose executions did not stop in time
+// deletes nothing, gives the object up, and is answered 503: its client
+// deletes again (the front keeps the tree's directory row for it), and
+// the fresh object that the next event gets deletes the tree. The
+// executions the close stopped kept their claims and the alarm (the
+// delete has not cleared it yet), so until then the tree's turns resume
+// there as after a crash. The same holds when the request's context
+// ended first.
 func (o *Object) deleteTree(ctx context.Context) error {
 	closing, cancel := context.WithTimeout(ctx, o.closeWait)
 	err := o.inst.Close(closing)

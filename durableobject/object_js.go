@@ -57,7 +57,8 @@ type Object struct {
 	routes *route.Mux       // the tree's routes (api.Route.Tree), to tell them apart
 
 	// closeWait bounds how long a delete waits for the tree's executions
-	// to stop (deleteTree): the configured interrupt grace (setWaits).
+	// to stop (deleteTree): the configured interrupt grace, at least
+	// minCloseWait (setWaits).
 	closeWait time.Duration
 
 	mu            sync.Mutex
@@ -143,10 +144,10 @@ func (o *Object) boot(args []js.Value) (any, error) {
 // all the same (shim.js, abortPastWait and abortSoon). The slowest answer
 // the object gives returns from an interrupt, which waits up to the
 // tree's interrupt grace for the running turn to record it, and from a
-// delete, which waits as long for the tree's turns to stop
-// (deleteTree); each then writes, or deletes, on storage. So the wait is
-// that grace and giveUpMargin for the storage, but never less than
-// minGiveUpWait, nor more than maxGiveUpWait: until the abort every other
+// delete, which waits as long, and at least minCloseWait, for the tree's
+// turns to stop (deleteTree, closeWaitFor); each then writes, or deletes,
+// on storage. So the wait is the delete's and giveUpMargin for the
+// storage, but never more than maxGiveUpWait: until the abort every other
 // request to the tree is refused (the front answers it 503 after about
 // 400 ms of sends again), and the platform itself resets an object held
 // 30 s in blockConcurrencyWhile, its own bound on an object that
@@ -154,16 +155,28 @@ func (o *Object) boot(args []js.Value) (any, error) {
 // is still an interrupt's (and a delete's) wait while the object serves;
 // only one in hand as the object is given up may be cut, which its
 // client reads as a 503 to retry (setWaits logs it).
+//
+// minCloseWait is there for a grace set tiny so that interrupts do not
+// wait ("1ns": a file's 0 is the default): a turn that heeds its
+// cancellation still takes a moment to stop, and a delete that gave up
+// on it sooner would answer 503 and give the object up, and so would
+// every delete after, each fresh object's boot resuming the turn.
 const (
-	minGiveUpWait = 10 * time.Second
+	minCloseWait  = 5 * time.Second
 	giveUpMargin  = 5 * time.Second
 	maxGiveUpWait = 25 * time.Second
 )
 
+// closeWaitFor is how long a delete waits for the tree's turns to stop,
+// for a tree whose interrupt grace is grace: the grace, at least
+// minCloseWait.
+func closeWaitFor(grace time.Duration) time.Duration { return max(grace, minCloseWait) }
+
 // giveUpWait is the wait of an object given up for its answers in hand,
-// for a tree whose interrupt grace is grace (the bounds above).
+// for a tree whose interrupt grace is grace (the bounds above): 10 s to
+// 25 s.
 func giveUpWait(grace time.Duration) time.Duration {
-	return min(max(grace+giveUpMargin, minGiveUpWait), maxGiveUpWait)
+	return min(closeWaitFor(grace)+giveUpMargin, maxGiveUpWait)
 }
 
 // setWaits sets the object's waits from the tree's configuration: a
@@ -172,7 +185,7 @@ func giveUpWait(grace time.Duration) time.Duration {
 // the tests' build the var REVENANT_TEST_GIVE_UP_WAIT_MS when set).
 func (o *Object) setWaits(cfg core.Config) {
 	grace := cfg.InterruptGrace()
-	o.closeWait = grace
+	o.closeWait = closeWaitFor(grace)
 	o.bridge.Set("giveUpWaitMS", testGiveUpWait(giveUpWait(grace)).Milliseconds())
 	if grace+giveUpMargin > maxGiveUpWait {
 		o.log.Warn("interrupt_grace is longer than an object given up waits for its answers: an interrupt or a delete in hand as the object is given up may be cut (its client told 503)",

@@ -47,10 +47,10 @@ const MAX_BODY = 1 << 20; // api.DefaultMaxBody
 // answered as the object was given up returns at once, giveUp), and the
 // rest is SQL on the object's storage, milliseconds. The slowest are an
 // interrupt, which waits up to interrupt_grace (5 s by default) for the
-// running turn to record it, and a delete, which waits as long for the
-// tree's turns to stop: so Go's wait is that grace and 5 s, at least
-// this 10 s and at most 25 s, under the 30 s the platform allows a
-// blockConcurrencyWhile before it resets the object itself
+// running turn to record it, and a delete, which waits as long (and at
+// least 5 s) for the tree's turns to stop: so Go's wait is that and 5 s,
+// at least this 10 s and at most 25 s, under the 30 s the platform
+// allows a blockConcurrencyWhile before it resets the object itself
 // (durableobject.giveUpWait). Neither the front nor workerd limits how
 // long a request to an object may wait (Cloudflare none while the client
 // stays). A write the abort cuts is answered 503 by the front (the

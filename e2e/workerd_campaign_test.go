@@ -748,9 +748,9 @@ func TestWorkerdEvictAndPanic(t *testing.T) {
 
 // testGiveUpWaitMS is TestWorkerdEvictAndPanic's wait of a given-up
 // object for its answers in hand (REVENANT_TEST_GIVE_UP_WAIT_MS; else
-// the tree's interrupt_grace makes it, durableobject.giveUpWait): short, so that "answers that never
-// return" is quick, yet long enough for every answer that does return
-// under load on this machine.
+// the tree's interrupt_grace makes it, durableobject.giveUpWait): short,
+// so that "answers that never return" is quick, yet long enough for
+// every answer that does return under load on this machine.
 const testGiveUpWaitMS = 3000
 
 // requireTakenOnce settles session sid's prompt promptID and requires
