@@ -418,6 +418,7 @@ export class Tree extends DurableObject {
     if (this.go.testBuild) {
       await this.testHoldUntilGivenUp(request, "body");
       await this.testHoldForGood(request);
+      this.testSyncNever(request);
     }
     // Another request may have given the object up while this one's body
     // was read: its Go program must not act on it either (the front has
@@ -480,6 +481,21 @@ export class Tree extends DurableObject {
     testHeld.add(key);
     console.log(`revenant test: the object holds a request for good: ${request.method} ${this.treeId}`);
     await new Promise(() => {});
+  }
+
+  // testSyncNever, in the tests' build, makes this object's
+  // storage.sync never settle from a request whose URL has
+  // test-sync=never on, as a confirmation of its writes that never comes
+  // back would on Cloudflare (locally sync settles at once): an object
+  // given up must abort all the same, past abortSoon's bound. Only this
+  // object's storage: a fresh object's syncs settle.
+  testSyncNever(request) {
+    if (new URL(request.url).searchParams.get("test-sync") !== "never") return;
+    const tree = this.treeId;
+    this.ctx.storage.sync = () => {
+      console.log(`revenant test: the object's storage.sync never settles: ${tree}`);
+      return new Promise(() => {});
+    };
   }
 
   // unmake deletes what a create left in an object it found empty when

@@ -73,9 +73,12 @@ import (
 // a create (testLoseCreate). The shim itself holds any request whose URL
 // has test-hold=body or =answer until the object is given up
 // (shim.js, testHoldUntilGivenUp), or test-hold=never for good
-// (testHoldForGood), and with the var REVENANT_TEST_GIVE_UP_WAIT_MS (ms)
-// a given-up object waits that long for its answers in hand, not what
-// the tree's interrupt grace makes it (testGiveUpWait).
+// (testHoldForGood), and from a request whose URL has test-sync=never on
+// makes the object's storage.sync never settle (testSyncNever: the
+// abort of an object given up must not wait for it for good); with the
+// var REVENANT_TEST_GIVE_UP_WAIT_MS (ms) a given-up object waits that
+// long for its answers in hand and its sync, not what the tree's
+// interrupt grace makes it (testGiveUpWait).
 const testRoutePrefix = "/test/"
 
 func testRoute(o *Object, w httpmsg.ResponseWriter, r *httpmsg.Request) bool {

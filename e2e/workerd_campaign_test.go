@@ -530,6 +530,23 @@ func TestWorkerdEvictAndPanic(t *testing.T) {
 		}
 		assert.Zero(t, m.requests("held for good", "user"), "the cut write's turn ran")
 	})
+	t.Run("a storage sync that never settles", func(t *testing.T) {
+		// An object given up with no answer pending waits for the
+		// storage's pending writes (storage.sync) before it aborts, and
+		// refuses every request to the tree until then. On Cloudflare
+		// that sync is a round trip to the storage's replicas and might
+		// never settle: the object must abort all the same, past its wait
+		// (locally sync settles at once, so only the test build's
+		// test-sync=never shows it). The tree's other event stream ends
+		// with the abort, and a fresh object serves the tree next.
+		s := w.client(t)
+		sid := s.create()
+		ended := streamEnd(s, sid)
+		code, body := s.raw(http.MethodPost, "/v1/sessions/"+sid+"/test/panic?test-sync=never")
+		require.Equal(t, http.StatusInternalServerError, code, "%s", body)
+		w.waitLog(t, "the object's storage.sync never settles: "+sid, 30*time.Second)
+		requireAbortedThenFresh(t, w, s, sid, ended, "the given-up object was never aborted: it waits for ever for a storage.sync that never settles")
+	})
 	t.Run("a delete whose turn ignores its cancellation", func(t *testing.T) {
 		// A delete waits for the tree's turns to stop as long as an
 		// interrupt waits for one (interrupt_grace, 5 s here). A turn that
@@ -707,16 +724,7 @@ func TestWorkerdEvictAndPanic(t *testing.T) {
 		// event stream ends with it; a fresh object serves next.
 		s := w.client(t)
 		sid := s.create()
-		other := s.follow(sid, 0)
-		ended := make(chan error, 1)
-		go func() {
-			for {
-				if _, err := other.next(); err != nil {
-					ended <- err
-					return
-				}
-			}
-		}()
+		ended := streamEnd(s, sid)
 		ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 		defer cancel()
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url+"/v1/sessions/"+sid+"/test/stream-panic", nil)
@@ -728,22 +736,48 @@ func TestWorkerdEvictAndPanic(t *testing.T) {
 		// the client as if whole.
 		_, _ = io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
-		// Less than the stream's own deadline (waitTimeout), which would
-		// end it too.
-		limit := time.NewTimer(waitTimeout / 2)
-		defer limit.Stop()
-		select {
-		case err := <-ended:
-			assert.NotErrorIs(t, err, context.DeadlineExceeded)
-		case <-limit.C:
-			t.Fatal("the object was not given up: the tree's other event stream still runs")
-		}
-		// Its client nudges wrangler dev's proxy (nudging): the failed
-		// streams leave the proxy a broken connection to the Worker, and
-		// a read forwarded on it waits for the proxy's next request.
-		assert.Equal(t, sid, s.snapshot(sid).ID, "a fresh object serves the tree")
-		w.waitLogTimes(t, `msg="tree booted" tree=`+sid, 2, 30*time.Second)
+		requireAbortedThenFresh(t, w, s, sid, ended, "the object was not given up: the tree's other event stream still runs")
 	})
+}
+
+// streamEnd opens an event stream of tree sid and reads it to its end,
+// which the returned channel then gets: the error that ended it (the
+// object's abort ends its streams).
+func streamEnd(s *server, sid string) <-chan error {
+	other := s.follow(sid, 0)
+	ended := make(chan error, 1)
+	go func() {
+		for {
+			if _, err := other.next(); err != nil {
+				ended <- err
+				return
+			}
+		}
+	}()
+	return ended
+}
+
+// requireAbortedThenFresh requires that tree sid's stream (ended, of
+// streamEnd) ends with its object's abort, sooner than its own deadline
+// (else it fails with never), and that a fresh object then serves the
+// tree.
+func requireAbortedThenFresh(t *testing.T, w *workerd, s *server, sid string, ended <-chan error, never string) {
+	t.Helper()
+	// Less than the stream's own deadline (waitTimeout), which would end
+	// it too.
+	limit := time.NewTimer(waitTimeout / 2)
+	defer limit.Stop()
+	select {
+	case err := <-ended:
+		assert.NotErrorIs(t, err, context.DeadlineExceeded)
+	case <-limit.C:
+		t.Fatal(never)
+	}
+	// Its client nudges wrangler dev's proxy (nudging): the failed
+	// streams leave the proxy a broken connection to the Worker, and a
+	// read forwarded on it waits for the proxy's next request.
+	assert.Equal(t, sid, s.snapshot(sid).ID, "a fresh object serves the tree")
+	w.waitLogTimes(t, `msg="tree booted" tree=`+sid, 2, 30*time.Second)
 }
 
 // testGiveUpWaitMS is TestWorkerdEvictAndPanic's wait of a given-up
