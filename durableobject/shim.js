@@ -344,7 +344,16 @@ export class Tree extends DurableObject {
     this.aborting = true;
     setTimeout(async () => {
       try {
-        await Promise.race([this.ctx.storage.sync(), new Promise((resolve) => setTimeout(resolve, this.giveUpWaitMS()))]);
+        const ms = this.giveUpWaitMS();
+        const synced = await Promise.race([
+          this.ctx.storage.sync().then(() => true),
+          new Promise((resolve) => setTimeout(() => resolve(false), ms)),
+        ]);
+        if (!synced) {
+          // Said, as the answers' bound says its cut: an operator can
+          // tell this abort from the others.
+          console.error(`revenant: tree ${this.treeId}: storage.sync did not settle ${ms} ms after the object was given up (${why}); aborting it all the same`);
+        }
       } catch {} // the abort below is what matters
       try {
         this.ctx.abort("revenant: " + why);

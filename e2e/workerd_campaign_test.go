@@ -546,6 +546,7 @@ func TestWorkerdEvictAndPanic(t *testing.T) {
 		require.Equal(t, http.StatusInternalServerError, code, "%s", body)
 		w.waitLog(t, "the object's storage.sync never settles: "+sid, 30*time.Second)
 		requireAbortedThenFresh(t, w, s, sid, ended, "the given-up object was never aborted: it waits for ever for a storage.sync that never settles")
+		w.waitLog(t, "tree "+sid+": storage.sync did not settle", 5*time.Second)
 	})
 	t.Run("a delete whose turn ignores its cancellation", func(t *testing.T) {
 		// A delete waits for the tree's turns to stop as long as an
