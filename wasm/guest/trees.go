@@ -69,7 +69,9 @@ func (w *createdWriter) WriteHeader(code int) {
 // nothing for the tree afterwards: the host drops the database file.
 //
 // A transaction that fails deletes nothing, and the tree stays as it was
-// (docs/api.md): it is not marked deleted (a second DELETE deletes it,
+// (docs/api.md), unless only its COMMIT was reported failed and the
+// delete is stored all the same (deleteStored): that delete is done. One
+// that deleted nothing is not marked deleted (a second DELETE deletes it,
 // rather than answering 404 over the whole tree), and its turns, stopped
 // with their claims by the close, keep a wake-up (DESIGN §4: no claim
 // without one), whose handler boots the instance again (reopen) and

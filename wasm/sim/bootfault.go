@@ -138,7 +138,7 @@ func (t *tree) someClaimed() bool {
 // fails there is a failure of the run (checkBootServed). The other draw
 // leaves the fault to the sweep's listing (maybeBootFault). A reopen's
 // listing goes to the delete faulter first (maybeReopenLock), when the
-// tree has one: the boot lock then draws nothing there.
+// tree has one: the boot lock draws there only if that took no lock.
 func (t *tree) maybeListingLock(g *guest, s runtime.Site) {
 	if !g.tookEpoch || s.Import != abi.ImportSQLBegin || s.After {
 		return

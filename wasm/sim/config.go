@@ -137,6 +137,11 @@ func (c Config) validate() error {
 		return fmt.Errorf("delete-fault share %v must be within 0…1", c.DeleteFault)
 	case c.Flood < 0 || c.Flood > 1:
 		return fmt.Errorf("flood share %v must be within 0…1", c.Flood)
+	case c.DeleteFault > 0 && c.Deletes == 0:
+		// A share of no trees: the campaign would reach nothing.
+		return fmt.Errorf("delete-fault share %v is of the deleted trees, and none is deleted: give a delete share (-deletes) too", c.DeleteFault)
+	case c.Flood > 0 && c.Scripted == 0:
+		return fmt.Errorf("flood share %v is of the scripted trees' prompts, and no tree is scripted: give a scripted share (-scripted) too", c.Flood)
 	case c.SmallBudget < 0 || c.SmallBudget > 1:
 		return fmt.Errorf("small-budget share %v must be within 0…1", c.SmallBudget)
 	case c.ResumeBudget < 0:

@@ -105,3 +105,35 @@ func TestReopenAgainWithoutADeleteIsAFailure(t *testing.T) {
 	tr.checkReopenServed(g)
 	assert.Len(t, tr.failures, 1, "judged once per refused listing")
 }
+
+// The judgement runs where a reopen shows itself: an epoch taken outside
+// a boot by a guest that took one before (noteEpoch). A boot's first
+// epoch, or a reopen whose previous listing was served, is no failure.
+func TestANewEpochOutsideABootJudgesTheReopen(t *testing.T) {
+	tt := treetest.New(t)
+	n := tt.Boot(treetest.NewDriver(1))
+	n.NewSession("s")
+	n.Crash()
+
+	tr := &tree{path: tt.Path, owners: map[int64]int{}}
+	t.Cleanup(func() {
+		if tr.obs != nil {
+			tr.obs.Close()
+		}
+	})
+	g := &guest{t: tr, boot: 2, epochs: 1}
+	tr.noteEpoch(g)
+	assert.Empty(t, tr.failures, "a reopen after a served listing")
+
+	clear(tr.owners) // the same committed epoch reads as new again
+	g.reopenRefused = true
+	tr.booting = true
+	tr.noteEpoch(g)
+	assert.Empty(t, tr.failures, "a boot is no reopen")
+
+	clear(tr.owners)
+	tr.booting = false
+	tr.noteEpoch(g)
+	require.Len(t, tr.failures, 1)
+	assert.Contains(t, tr.failures[0], "boot 2 reopened its instance again")
+}

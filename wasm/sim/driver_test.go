@@ -36,7 +36,8 @@ func TestKillBudgetIsSpreadWhole(t *testing.T) {
 	}
 }
 
-// A share outside 0…1 or a negative count is refused before anything runs.
+// A share outside 0…1, a negative count, or a share of trees the campaign
+// has none of is refused before anything runs.
 func TestConfigOutOfRangeIsRefused(t *testing.T) {
 	ok := Config{Sessions: 1}
 	require.NoError(t, ok.validate())
@@ -53,6 +54,13 @@ func TestConfigOutOfRangeIsRefused(t *testing.T) {
 		"bootfault above": func(c *Config) { c.BootFault = 1.5 },
 		"bootlock below":  func(c *Config) { c.BootLock = -0.1 },
 		"negative budget": func(c *Config) { c.ResumeBudget = -1 },
+		"delfault above":  func(c *Config) { c.Deletes, c.DeleteFault = 1, 1.5 },
+		"flood below":     func(c *Config) { c.Scripted, c.Flood = 1, -0.1 },
+		// A share of no trees would run a campaign that reaches nothing
+		// and reports it as a share: only a deleted tree's delete fails,
+		// only a scripted tree's prompt floods.
+		"delfault without deletes": func(c *Config) { c.DeleteFault = 0.5 },
+		"flood without scripted":   func(c *Config) { c.Flood = 0.5 },
 	} {
 		c := ok
 		mut(&c)
