@@ -819,6 +819,18 @@ func editDistance(a, b string) int {
 	return prev[len(b)]
 }
 
+// CheckSyntax reports, by line and column as Parse does, where data is
+// not one JSON value. A caller that wraps a value before it parses it
+// (the Worker's REVENANT_SETTINGS is read as a file's "settings") checks
+// it first, so that the place is counted in the text its user wrote.
+func CheckSyntax(data []byte) error {
+	var v json.RawMessage
+	if err := json.Unmarshal(data, &v); err != nil {
+		return errors.New(syntaxMessage(data, err))
+	}
+	return nil
+}
+
 // syntaxMessage says where a JSON syntax error is, by line and column.
 func syntaxMessage(data []byte, err error) string {
 	var se *json.SyntaxError

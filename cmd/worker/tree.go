@@ -3,7 +3,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
@@ -85,12 +84,15 @@ func parseSettings(raw string) (settings.Settings, error) {
 	if strings.TrimSpace(raw) == "" {
 		return settings.Settings{}, nil
 	}
+	// One JSON value, its errors placed in the var's own text: read as a
+	// file's "settings", text after the object would read as more of
+	// that file (other sections, accepted and never used).
+	if err := config.CheckSyntax([]byte(raw)); err != nil {
+		return settings.Settings{}, fmt.Errorf("%s: %w; give one JSON object, such as {\"max_body\": 2097152}", SettingsVar, err)
+	}
 	c, err := config.Parse([]byte(`{"settings":` + raw + `}`))
 	if err != nil {
 		return settings.Settings{}, fmt.Errorf("%s: %w", SettingsVar, err)
-	}
-	if !json.Valid([]byte(raw)) {
-		return settings.Settings{}, fmt.Errorf("%s: text after the settings object; give one JSON object, such as {\"max_body\": 2097152}", SettingsVar)
 	}
 	return c.Settings, nil
 }

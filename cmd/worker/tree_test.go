@@ -138,4 +138,10 @@ func TestParseSettingsIsOneObject(t *testing.T) {
 	assert.Equal(t, 3, s.StepCap)
 	_, err = parseSettings(`[]`)
 	assert.ErrorContains(t, err, "REVENANT_SETTINGS: settings: must be an object")
+	// A syntax error is placed in the var's own text, not in the file
+	// text it is read as (12 columns further on).
+	_, err = parseSettings(`{"step_cap":3,}`)
+	assert.ErrorContains(t, err, "REVENANT_SETTINGS: invalid JSON at line 1, column 15: ")
+	_, err = parseSettings(`{"max_body":5}, "egress":{}`)
+	assert.ErrorContains(t, err, "REVENANT_SETTINGS: invalid JSON at line 1, column 15: invalid character ',' after top-level value")
 }
