@@ -90,7 +90,8 @@ func (c checkedClient) Do(req *httpmsg.Request) (*httpmsg.Response, error) {
 //
 // The policy's trusted destination (a webhook's configured host and port)
 // returns trusted and no addresses: the dialer connects to address as
-// configured, unchecked. Errors wrap ErrDenied for a refusal.
+// configured, checking only that its socket is not this server's own
+// listener (CheckOwnListener). Errors wrap ErrDenied for a refusal.
 func (e Egress) DialTargets(ctx context.Context, address string, fallback Resolver) (addrs []netip.AddrPort, trusted bool, err error) {
 	host, port, err := splitHostPort(address)
 	if err != nil {

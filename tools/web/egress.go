@@ -194,6 +194,16 @@ func (e Egress) CheckAddrPort(ap netip.AddrPort) error {
 	if err := e.CheckAddr(ap.Addr()); err != nil {
 		return err
 	}
+	return e.CheckOwnListener(ap)
+}
+
+// CheckOwnListener refuses only the process's own listener
+// (WithOwnListener) at its port: the check a trusted destination (a
+// webhook the operator configured) still gets, since the operator's
+// webhook is its URL's business but revenant's own API never is; a
+// webhook pointed at it would let a model drive the server through its
+// arguments.
+func (e Egress) CheckOwnListener(ap netip.AddrPort) error {
 	if e.ownListener(ap) {
 		return fmt.Errorf("%w: %s is this server's own API (its listen address)", ErrDenied, ap)
 	}

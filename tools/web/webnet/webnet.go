@@ -74,14 +74,14 @@ func transport(dial DialFunc) httpmsg.Doer {
 // the dialer's Control hook just before connect, in case anything between
 // the check and the socket resolved again. The policy's trusted
 // destination (a webhook's configured host and port) is dialed as
-// configured.
+// configured, its socket refused only at this server's own listener.
 func DialContext(p web.Egress) DialFunc { return dialContext(p, nil) }
 
 func dialContext(p web.Egress, hook DialFunc) DialFunc {
 	checked, plain := hook, hook
 	if hook == nil {
 		checked = (&net.Dialer{Timeout: dialTimeout, Control: control(p)}).DialContext
-		plain = (&net.Dialer{Timeout: dialTimeout}).DialContext
+		plain = (&net.Dialer{Timeout: dialTimeout, Control: ownListenerControl(p)}).DialContext
 	}
 	return func(ctx context.Context, network, address string) (net.Conn, error) {
 		addrs, trusted, err := p.DialTargets(ctx, address, Quiet(net.DefaultResolver))
@@ -90,7 +90,8 @@ func dialContext(p web.Egress, hook DialFunc) DialFunc {
 		}
 		if trusted {
 			// The operator's own webhook destination: dialed as configured
-			// (the dialer resolves a name itself).
+			// (the dialer resolves a name itself), refused only where it
+			// is this server's own API.
 			conn, err := plain(ctx, network, address)
 			return conn, withoutServer(err)
 		}
@@ -117,6 +118,19 @@ func control(p web.Egress) func(network, address string, c syscall.RawConn) erro
 			return fmt.Errorf("%w: cannot check address %q", web.ErrDenied, address)
 		}
 		return p.CheckAddrPort(ap)
+	}
+}
+
+// ownListenerControl refuses a socket about to connect to this server's
+// own listener (web.Egress.CheckOwnListener), the one check a trusted
+// destination gets.
+func ownListenerControl(p web.Egress) func(network, address string, c syscall.RawConn) error {
+	return func(_, address string, _ syscall.RawConn) error {
+		ap, err := netip.ParseAddrPort(address)
+		if err != nil {
+			return fmt.Errorf("%w: cannot check address %q", web.ErrDenied, address)
+		}
+		return p.CheckOwnListener(ap)
 	}
 }
 

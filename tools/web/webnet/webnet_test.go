@@ -373,3 +373,37 @@ func TestOwnListenerRefused(t *testing.T) {
 		WithOwnListener(func() netip.AddrPort { return ownAP }).CheckAddrPort(netip.AddrPortFrom(netip.IPv4Unspecified(), ownAP.Port())),
 		"is this server's own API", "0.0.0.0 reaches a loopback listener")
 }
+
+// TestWebhookToTheServersOwnAPIRefused: a webhook is the operator's
+// trusted destination, dialed as configured past every address rule, but
+// one pointed at this server's own listener would let a model drive
+// revenant's API through its arguments; its socket is refused before
+// connect, by address or by a name resolving to it, while a webhook at
+// another port of the same address is sent.
+func TestWebhookToTheServersOwnAPIRefused(t *testing.T) {
+	own := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		t.Errorf("the server's own API was reached: %s", r.URL)
+	}))
+	defer own.Close()
+	hooked := make(chan string, 1)
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hooked <- r.URL.Path }))
+	defer other.Close()
+	ownAP := own.Listener.Addr().(*net.TCPAddr).AddrPort()
+	otherAP := other.Listener.Addr().(*net.TCPAddr).AddrPort()
+
+	for _, listen := range []netip.AddrPort{ownAP, netip.AddrPortFrom(netip.IPv4Unspecified(), ownAP.Port())} {
+		p := webnet.Dialing(web.NewEgress().WithOwnListener(func() netip.AddrPort { return listen }))
+		for _, url := range []string{"http://" + ownAP.String() + "/v1/sessions", "http://localhost:" + strconv.Itoa(int(ownAP.Port())) + "/v1/sessions"} {
+			hook, err := web.NewWebhook(web.WebhookSpec{Name: "deploy", URL: url, Secret: web.NewSecret("0123456789abcdef")}, p)
+			require.NoError(t, err)
+			_, err = hook.Execute(context.Background(), tool.Call{Arguments: json.RawMessage(`{}`), IdempotencyKey: "k"})
+			require.ErrorIs(t, err, web.ErrDenied, "%s listening on %s", url, listen)
+			require.ErrorContains(t, err, "is this server's own API", url)
+		}
+		hook, err := web.NewWebhook(web.WebhookSpec{Name: "deploy", URL: "http://" + otherAP.String() + "/hook", Secret: web.NewSecret("0123456789abcdef")}, p)
+		require.NoError(t, err)
+		_, err = hook.Execute(context.Background(), tool.Call{Arguments: json.RawMessage(`{}`), IdempotencyKey: "k"})
+		require.NoError(t, err, "a webhook at another port of the same address")
+		require.Equal(t, "/hook", <-hooked)
+	}
+}
