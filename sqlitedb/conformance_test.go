@@ -91,3 +91,42 @@ func TestConformanceCatchesCommitOnError(t *testing.T) {
 		"suite/errors/a constraint violation is coded and permanent",
 	}, r.Failures())
 }
+
+// autocommit is a deliberately broken DB: each statement of a transaction
+// commits on its own, so another connection's commit can land between a
+// transaction's read and its write.
+type autocommit struct{ *suiteDB }
+
+func (a autocommit) Tx(ctx context.Context, fn func(storage.Tx) error) error {
+	return fn(autoTx{ctx: ctx, db: a.suiteDB})
+}
+
+type autoTx struct {
+	ctx context.Context
+	db  storage.DB
+}
+
+func (x autoTx) Exec(query string, args ...any) (n int64, err error) {
+	err = x.db.Tx(x.ctx, func(tx storage.Tx) error {
+		n, err = tx.Exec(query, args...)
+		return err
+	})
+	return n, err
+}
+
+func (x autoTx) Query(query string, args ...any) (rows *storage.Rows, err error) {
+	err = x.db.Tx(x.ctx, func(tx storage.Tx) error {
+		rows, err = tx.Query(query, args...)
+		return err
+	})
+	return rows, err
+}
+
+// TestConformanceCatchesAutocommit runs the suite against autocommit and
+// checks that the isolation test core's fences rely on catches it.
+func TestConformanceCatchesAutocommit(t *testing.T) {
+	r := conform.Record("suite", func(ct conform.T) {
+		storagetest.RunT(ct, func(ct conform.T) storage.DB { return autocommit{openSuiteDB(ct, t.TempDir())} })
+	})
+	assert.Contains(t, r.Failures(), "suite/busy/a rival commits nothing between a transaction's read and its write")
+}

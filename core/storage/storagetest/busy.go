@@ -15,6 +15,7 @@ import (
 var busyCases = []testCase{
 	{"BUSY past the busy wait is coded and transient", busyIsTransient},
 	{"the context ends a busy wait", contextEndsBusyWait},
+	{"a rival commits nothing between a transaction's read and its write", readThenWriteIsolated},
 }
 
 var commitCases = []testCase{
@@ -109,6 +110,41 @@ func contextEndsBusyWait(t conform.T, newDB NewDB) {
 
 	exec(t, rival, `INSERT INTO v VALUES ('rival')`)
 	assert.Equal(t, "holder,rival", names(t, db))
+}
+
+// readThenWriteIsolated: what a transaction read still holds when it
+// writes. Core's fences (DESIGN §6.2) read the tree's epoch and the
+// session's claim and then write in the same transaction; a newer
+// instance's commit landing between the two would let a superseded
+// instance write. Either the rival waits out the transaction (its busy
+// wait ends in BUSY) or the transaction that read before the rival's
+// commit fails; never do both commit.
+func readThenWriteIsolated(t conform.T, newDB NewDB) {
+	db, rival := withRival(t, newDB, shortWait)
+	exec(t, db, `INSERT INTO v VALUES ('epoch 1')`)
+	var rivalErr error
+	err := db.Tx(bg, func(tx storage.Tx) error {
+		var n int64
+		if _, err := storage.QueryRow(tx, `SELECT count(*) FROM v`, nil, &n); err != nil {
+			return err
+		}
+		// A newer instance takes the next epoch between the read and the write.
+		rivalErr = rival.Tx(bg, func(rtx storage.Tx) error {
+			_, err := rtx.Exec(`INSERT INTO v VALUES ('rival')`)
+			return err
+		})
+		_, err := tx.Exec(`INSERT INTO v VALUES (?)`, fmt.Sprintf("writer read %d", n))
+		return err
+	})
+	got := names(t, db)
+	if rivalErr == nil {
+		assert.Error(t, err, "the rival committed after the transaction read: the transaction must not commit (v: %s)", got)
+		assert.Equal(t, "epoch 1,rival", got)
+		return
+	}
+	assert.ErrorIs(t, rivalErr, storage.CodeBusy, "the rival waited out the transaction's lock")
+	require.NoError(t, err, "the transaction the rival waited for")
+	assert.Equal(t, "epoch 1,writer read 1", got)
 }
 
 // failedCommitRolledBack: a COMMIT that fails and leaves its transaction

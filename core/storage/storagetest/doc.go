@@ -15,7 +15,9 @@
 //
 // What not every host can provoke is an optional capability the suite finds
 // by type assertion on the DB under test, skipping its tests otherwise:
-// Rivals (a second connection, for BUSY and a busy wait the context ends),
+// Rivals (a second connection, for BUSY, a busy wait the context ends, and
+// a transaction's read that still holds when it writes, which core's epoch
+// and claim fences rely on),
 // CommitFaults (a COMMIT that fails and leaves its transaction open, which
 // the DB must roll back before the next one) and Closer. The suite needs no
 // file path, so a host without files (the Durable Object bridge) runs it
