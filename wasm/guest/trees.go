@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 
@@ -76,6 +77,12 @@ func (w *createdWriter) WriteHeader(code int) {
 // with their claims by the close, keep a wake-up (DESIGN §4: no claim
 // without one), whose handler boots the instance again (reopen) and
 // resumes them. Until then the closed instance answers 503.
+//
+// A guest superseded by a newer boot over the same database deletes
+// nothing: the delete's transaction is fenced by the epoch
+// (core.Instance.CheckEpoch), as core's writes are, and is answered 503
+// (core.ErrFenced); it arms no reopening, which would take the tree back
+// from the instance that owns it.
 func (t trees) Delete(ctx context.Context, rootID string) error {
 	if _, err := t.Owner(ctx, rootID); err != nil {
 		return err
@@ -96,7 +103,14 @@ func (t trees) Delete(ctx context.Context, rootID string) error {
 	// Every table's rows go but the schema's version and `tree`'s epoch
 	// row, which fences an instance superseded before this delete (core
 	// checks its epoch against it in every write): it stays as it was.
+	// The delete is such a write too, fenced the same way in its own
+	// transaction: a guest superseded by a newer boot (a zombie) must not
+	// delete the tree under the instance that owns it.
+	inst := gg.inst
 	err := gg.db.Tx(context.WithoutCancel(ctx), func(tx storage.Tx) error {
+		if err := inst.CheckEpoch(tx); err != nil {
+			return err
+		}
 		rows, err := tx.Query(`SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT IN ('tree', 'schema_migrations') ORDER BY rowid DESC`)
 		if err != nil {
 			return err
@@ -116,6 +130,14 @@ func (t trees) Delete(ctx context.Context, rootID string) error {
 		}
 		return nil
 	})
+	if errors.Is(err, core.ErrFenced) {
+		// Superseded: the tree, its turns and its wake-up are the newer
+		// instance's, which serves them; this closed one neither deletes
+		// nor reopens (that would take the tree back from it). 503: a
+		// retry reaches the live instance.
+		gg.log.Warn("delete refused: a newer instance owns the tree", "tree", rootID, "err", err)
+		return fmt.Errorf("delete tree %s: %w", rootID, err)
+	}
 	if err != nil && !gg.deleteStored(ctx, rootID) {
 		gg.reopenLater()
 		return fmt.Errorf("delete tree %s: %w", rootID, err)
