@@ -138,9 +138,16 @@ func (t trees) Delete(ctx context.Context, rootID string) error {
 		gg.log.Warn("delete refused: a newer instance owns the tree", "tree", rootID, "err", err)
 		return fmt.Errorf("delete tree %s: %w", rootID, err)
 	}
-	if err != nil && !gg.deleteStored(ctx, rootID) {
-		gg.reopenLater()
-		return fmt.Errorf("delete tree %s: %w", rootID, err)
+	if err != nil {
+		if stored, known := gg.deleteStored(ctx, rootID); !stored {
+			// Unread (!known): the reopen reads the tree again, and
+			// finishes the delete if it finds it gone.
+			gg.mu.Lock()
+			gg.deleteUnread = !known
+			gg.mu.Unlock()
+			gg.reopenLater()
+			return fmt.Errorf("delete tree %s: %w", rootID, err)
+		}
 	}
 	if err != nil {
 		gg.log.Warn("the delete's commit was reported failed but is stored: the tree is deleted", "tree", rootID, "err", err)
@@ -160,13 +167,14 @@ func (t trees) Delete(ctx context.Context, rootID string) error {
 // (the simulator's deleted-stays-gone, seed 3 with -delfault). Tx rolled
 // back whatever its failure left open, so a new transaction reads what
 // the disk holds: no root session row, the delete committed. A read that
-// fails tells nothing, and the tree is taken as still there.
-func (gg *guest) deleteStored(ctx context.Context, rootID string) bool {
+// fails tells nothing (known false), and the tree is taken as still
+// there; the reopen reads it again (reopen).
+func (gg *guest) deleteStored(ctx context.Context, rootID string) (stored, known bool) {
 	gone := false
 	err := gg.db.Tx(context.WithoutCancel(ctx), func(tx storage.Tx) error {
 		rows, err := tx.Query(`SELECT 1 FROM sessions WHERE id = ?`, rootID)
 		gone = err == nil && !rows.Next()
 		return err
 	})
-	return err == nil && gone
+	return err == nil && gone, err == nil
 }
