@@ -47,7 +47,11 @@ type guest struct {
 	// deleteUnread is set when a delete's transaction failed and the
 	// read-back could not tell whether it is stored all the same
 	// (deleteStored): the reopen finds out (reopen).
-	deleteUnread  bool
+	deleteUnread bool
+	// superseded is set when a delete found a newer instance owning the
+	// tree (core.ErrFenced): its closed instance is never reopened, which
+	// would take the tree back from that one.
+	superseded    bool
 	createdAt     int64 // the root session's created_at once created here (created)
 	sweepFailures int   // consecutive failed sweeps (boot or wake), under mu
 	// A wake handler's sweep may wait for storage (on the guest's timers)
@@ -549,13 +553,15 @@ func (gg *guest) deliverWake() {
 func (gg *guest) wake() {
 	hostPhase(uint32(abi.PhaseSweep))
 	gg.mu.Lock()
-	gone, deleting := gg.deleted, gg.deleting
+	gone, deleting, superseded := gg.deleted, gg.deleting, gg.superseded
 	gg.mu.Unlock()
 	var err error
 	switch {
 	case gone || deleting:
 		// Nothing to sweep: the tree is gone, or its delete decides
 		// (clearing the wake-up, or arming it again as it fails).
+	case superseded:
+		// The tree is a newer instance's, which sweeps it.
 	case gg.inst.Closed():
 		err = gg.reopen() // a delete that failed closed it
 	default:

@@ -81,8 +81,8 @@ func (w *createdWriter) WriteHeader(code int) {
 // A guest superseded by a newer boot over the same database deletes
 // nothing: the delete's transaction is fenced by the epoch
 // (core.Instance.CheckEpoch), as core's writes are, and is answered 503
-// (core.ErrFenced); it arms no reopening, which would take the tree back
-// from the instance that owns it.
+// (core.ErrFenced); it arms no reopening, and reopens for no wake-up
+// either, which would take the tree back from the instance that owns it.
 func (t trees) Delete(ctx context.Context, rootID string) error {
 	if _, err := t.Owner(ctx, rootID); err != nil {
 		return err
@@ -136,6 +136,9 @@ func (t trees) Delete(ctx context.Context, rootID string) error {
 		// nor reopens (that would take the tree back from it). 503: a
 		// retry reaches the live instance.
 		gg.log.Warn("delete refused: a newer instance owns the tree", "tree", rootID, "err", err)
+		gg.mu.Lock()
+		gg.superseded = true
+		gg.mu.Unlock()
 		return fmt.Errorf("delete tree %s: %w", rootID, err)
 	}
 	if err != nil {

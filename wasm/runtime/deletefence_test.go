@@ -1,6 +1,7 @@
 package runtime_test
 
 import (
+	"context"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -13,8 +14,9 @@ import (
 // tree under the instance that owns it: the delete's transaction checks
 // the epoch, as every write of core does, and refuses with a 503 (retried,
 // the request reaches the live guest). The tree stays whole for B, and A,
-// closed by its delete, arms no wake-up to reopen it (that reopen would
-// take the tree back from B). A used to answer 204 and empty the tree.
+// closed by its delete, neither arms a wake-up to reopen it nor reopens
+// for one delivered (that reopen would take the tree back from B). A used
+// to answer 204 and empty the tree.
 func TestASupersededGuestsDeleteIsFenced(t *testing.T) {
 	a := newEnv(t, 8, offlineConfig())
 	require.NoError(t, a.boot(runtime.Options{}))
@@ -30,6 +32,9 @@ func TestASupersededGuestsDeleteIsFenced(t *testing.T) {
 	require.Equal(t, 503, r.status, r.body.String())
 	require.Contains(t, r.body.String(), `"unavailable"`)
 	require.Zero(t, a.s.wake, "the superseded guest arms no reopening")
+	// Nor does a wake-up delivered to it reopen it (a new epoch, which
+	// would fence B).
+	require.NoError(t, a.g.Wake(context.Background()))
 
 	r = b.do("GET", "/v1/sessions/"+treeID, nil)
 	require.Equal(t, 200, r.status, r.body.String())
