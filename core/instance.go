@@ -180,6 +180,29 @@ func (inst *Instance) ensureEpoch(ctx context.Context) error {
 // read-only and has written nothing yet).
 func (inst *Instance) Epoch() int64 { return inst.epoch.Load() }
 
+// CheckEpoch is the epoch fence for a write made in tx outside core's
+// write path (a host's delete of the tree, wasm/guest): it fails with
+// ErrFenced unless this instance still owns the tree, that is, the tree's
+// epoch is the one it took, or, for an instance that booted read-only and
+// has taken none yet, still the one it found at boot (no instance booted
+// since; core would let its first write take the next one, ensureEpoch).
+// Checked in the write's own transaction, it is atomic with the write: a
+// superseded instance never commits it. It takes no epoch itself.
+func (inst *Instance) CheckEpoch(tx storage.Tx) error {
+	var epoch int64
+	if _, err := storage.QueryRow(tx, `SELECT epoch FROM tree`, nil, &epoch); err != nil {
+		return fmt.Errorf("check epoch: %w", err)
+	}
+	mine := inst.epoch.Load()
+	switch {
+	case mine != 0 && epoch != mine:
+		return fmt.Errorf("instance epoch %d, database epoch %d: %w", mine, epoch, ErrFenced)
+	case mine == 0 && epoch != inst.bootEpoch:
+		return fmt.Errorf("instance booted at database epoch %d without one of its own, database epoch %d: %w", inst.bootEpoch, epoch, ErrFenced)
+	}
+	return nil
+}
+
 // ReadOnly reports whether the instance serves reads only because its
 // storage would not take writes (DESIGN §8): writes then fail at once with
 // ErrReadOnly unless their one try succeeds, which makes it writable again.

@@ -203,3 +203,31 @@ func TestInterruptedOwedTurnLeavesTheInstanceIdle(t *testing.T) {
 	assert.Equal(t, "succeeded", tr.PromptState(pid2))
 	assert.True(t, n.Inst.Idle())
 }
+
+// CheckEpoch, the fence of a write made outside core (a guest's delete),
+// passes only the instance that owns the tree: the newest to take an
+// epoch, or one that booted read-only while no instance booted since it.
+func TestCheckEpochPassesOnlyTheTreesOwner(t *testing.T) {
+	tr, f, d, n1 := faultTree(t, 5)
+	n1.NewSession("s")
+	check := func(inst *core.Instance) (err error) {
+		tr.Read(func(tx storage.Tx) error {
+			err = inst.CheckEpoch(tx)
+			return nil
+		})
+		return err
+	}
+	require.NoError(t, check(n1.Inst), "the live instance owns the tree")
+	n1.Crash()
+
+	f.FailFor(time.Hour, faultvfs.Full)
+	old := tr.Boot(d)
+	require.Zero(t, old.Inst.Epoch())
+	require.NoError(t, check(old.Inst), "no instance booted since the read-only one")
+
+	f.Heal()
+	newer := tr.Boot(d)
+	require.NoError(t, check(newer.Inst))
+	require.ErrorIs(t, check(old.Inst), core.ErrFenced, "a newer instance took an epoch")
+	require.ErrorIs(t, check(n1.Inst), core.ErrFenced)
+}

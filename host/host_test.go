@@ -23,6 +23,7 @@ import (
 	"github.com/revenantrt/revenant/core/storage"
 	"github.com/revenantrt/revenant/core/tool"
 	"github.com/revenantrt/revenant/host"
+	"github.com/revenantrt/revenant/internal/faultvfs"
 	"github.com/revenantrt/revenant/sqlitedb"
 )
 
@@ -1008,4 +1009,51 @@ func TestOpenRemovesTheFilesACutDeleteLeft(t *testing.T) {
 	require.NoError(t, err)
 	_, _, err = h.Get(ctx, "gone")
 	require.ErrorIs(t, err, api.ErrTreeNotFound)
+}
+
+// A delete whose index COMMIT is reported failed after it reached the disk
+// (a late I/O error) deleted the tree all the same, and the host says so
+// and finishes it: nil (204), the files removed and the wake-up's timer
+// forgotten. It used to answer the error (503, "the tree stays as it
+// was") while the tree was gone for the API (no row: 404, not listed),
+// leaving its files until the next Open and its timer to fire for nothing.
+func TestDeleteWhoseIndexCommitIsReportedFailedButStoredIsDone(t *testing.T) {
+	e := newEnv(t)
+	e.core = e.core.WithWakeInterval(time.Hour)
+	fault := e.faultVFS(t, "host-delete-late")
+	h := e.open(host.WithVFS(e.config(), "host-delete-late"))
+	inst := e.tree(h, "t")
+	admit(t, inst, "t", "die once")
+	e.d.next(t)
+	idle(t, inst)
+	e.clock.Advance(time.Minute)
+	require.Equal(t, 1, h.EvictIdle(ctx), "closed: the delete's one commit is the index's")
+	require.Equal(t, 1, e.clock.Pending(), "the wake-up's timer")
+
+	fault.FailLateCommits(1, faultvfs.IOErrFsync)
+	require.NoError(t, h.Delete(ctx, "t"))
+	require.Equal(t, 1, fault.LateCommits(), "the index's commit was reported failed after it was durable")
+	assert.Zero(t, e.clock.Pending(), "the wake-up's timer is forgotten")
+	assert.NotContains(t, e.wakeups(), "t")
+	assert.False(t, exists(e.treePath("t")), "the tree's files are removed")
+	_, _, err := h.Get(ctx, "t")
+	require.ErrorIs(t, err, api.ErrTreeNotFound)
+	trees, _, err := h.List(ctx, "alice", "", 0)
+	require.NoError(t, err)
+	assert.Empty(t, trees)
+}
+
+// A delete whose index write fails and is not stored keeps the tree: the
+// read-back finds its row, so it is not taken as done (the error, 503).
+func TestDeleteWhoseIndexWriteFailsUnstoredKeepsTheTree(t *testing.T) {
+	e := newEnv(t)
+	fault := e.faultVFS(t, "host-delete-unread")
+	h := e.open(host.WithVFS(e.config(), "host-delete-unread"))
+	e.tree(h, "t")
+	fault.FailFor(time.Hour, faultvfs.Full)
+	require.Error(t, h.Delete(ctx, "t"))
+	fault.Heal()
+	assert.True(t, exists(e.treePath("t")))
+	_, err := h.Owner(ctx, "t")
+	require.NoError(t, err, "the tree is still listed")
 }

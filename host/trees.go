@@ -283,7 +283,8 @@ func (h *Host) Delete(ctx context.Context, rootID string) error {
 }
 
 // delete does Delete's work on e, whose busy the caller holds. A failed
-// write of the index deletes nothing: the tree stays (kept), and
+// write of the index deletes nothing, unless it is stored all the same
+// (deleteStored: then the delete is done): the tree stays (kept), and
 // so does its wake-up, row and timer, for the executions the close
 // stopped with their claims (DESIGN §4: no claim without a wake-up). Its
 // timer, if it fires meanwhile, waits for the delete to end and then boots
@@ -298,8 +299,15 @@ func (h *Host) delete(ctx context.Context, e *entry) (kept bool, err error) {
 		}
 	}
 	found, err := h.deleteIndex(context.WithoutCancel(ctx), e.id)
-	if err != nil {
+	if err != nil && !h.deleteStored(context.WithoutCancel(ctx), e.id) {
 		return true, fmt.Errorf("delete tree %s: %w", e.id, err)
+	}
+	if err != nil {
+		h.log.Warn("delete tree: the index's commit was reported failed but is stored: the tree is deleted", "tree", e.id, "err", err)
+		// Whether it removed a row is unknown: it did, for the API's
+		// callers, whose owner check found the row (a second delete racing
+		// this one is answered as done too).
+		found = true
 	}
 	h.mu.Lock()
 	w := h.wakers[e.id]
@@ -314,6 +322,20 @@ func (h *Host) delete(ctx context.Context, e *entry) (kept bool, err error) {
 		return false, fmt.Errorf("delete tree %s: %w", e.id, api.ErrTreeNotFound)
 	}
 	return false, errors.Join(errs...)
+}
+
+// deleteStored reports whether a removal of the tree's index rows that
+// failed is stored all the same: a COMMIT reported failed may have been
+// durable (a late I/O error). Answered 503 as a delete that deleted
+// nothing, such a tree would be gone for the API (404 everywhere, and not
+// listed) while its client was told it stays, and its files and wake-up
+// timer would stay until the next Open (removeDeletedFiles). A fresh read
+// that finds no row says the delete committed; a read that fails tells
+// nothing, and the tree is taken as still there, as wasm/guest's
+// deleteStored does for the guest's own delete.
+func (h *Host) deleteStored(ctx context.Context, id string) bool {
+	known, err := h.index.known(ctx, id)
+	return err == nil && !known
 }
 
 // deleteIndex removes the tree's index rows (index.deleteTree); a test can

@@ -43,7 +43,15 @@ type guest struct {
 	deleted bool // the tree's delete committed: nothing is served for it
 	// deleting is set while a delete runs: its instance is closed, and a
 	// wake-up meanwhile neither sweeps nor reopens it (reopenLater).
-	deleting      bool
+	deleting bool
+	// deleteUnread is set when a delete's transaction failed and the
+	// read-back could not tell whether it is stored all the same
+	// (deleteStored): the reopen finds out (reopen).
+	deleteUnread bool
+	// superseded is set when a delete found a newer instance owning the
+	// tree (core.ErrFenced): its closed instance is never reopened, which
+	// would take the tree back from that one.
+	superseded    bool
 	createdAt     int64 // the root session's created_at once created here (created)
 	sweepFailures int   // consecutive failed sweeps (boot or wake), under mu
 	// A wake handler's sweep may wait for storage (on the guest's timers)
@@ -426,7 +434,7 @@ func (gg *guest) opened(inst *core.Instance) error {
 		return err
 	}
 	gg.handler = handler
-	if err := gg.watchListed(inst); err != nil {
+	if _, err := gg.watchListed(inst); err != nil {
 		return err
 	}
 	hostPhase(uint32(abi.PhaseSweep))
@@ -435,19 +443,26 @@ func (gg *guest) opened(inst *core.Instance) error {
 
 // watchListed watches every session inst lists. The listing is one try,
 // and storage refusing it is logged, not returned: each session is then
-// watched from its next event (opened).
-func (gg *guest) watchListed(inst *core.Instance) error {
+// watched from its next event (opened). gone reports that the listing
+// succeeded and has no root session: the tree is positively not there
+// (never created yet, or deleted); a listing that failed says nothing.
+func (gg *guest) watchListed(inst *core.Instance) (gone bool, err error) {
 	sessions, err := inst.Sessions(context.Background())
 	switch {
 	case err != nil && !storage.IsTransient(err):
-		return fmt.Errorf("list sessions: %w", err)
+		return false, fmt.Errorf("list sessions: %w", err)
 	case err != nil:
 		gg.log.Warn("list the sessions to watch; each is watched from its next event", "err", err)
+		return false, nil
 	}
+	gone = true
 	for _, s := range sessions {
 		gg.watch(s.ID)
+		if s.ID == gg.cfg.TreeID {
+			gone = false
+		}
 	}
-	return nil
+	return gone, nil
 }
 
 func (gg *guest) isDeleted() bool {
@@ -484,15 +499,37 @@ func (gg *guest) reopen() error {
 	if err != nil {
 		return err
 	}
+	gone := false
 	inst, _, err := recovery.BootWith(ctx, host, cfg, driver, func(inst *core.Instance) error {
 		gg.mu.Lock()
 		gg.watched = map[string]bool{} // the closed instance's watches ended with it
 		gg.mu.Unlock()
 		gg.inst = inst
-		return gg.watchListed(inst)
+		var err error
+		gone, err = gg.watchListed(inst)
+		return err
 	})
 	if inst == nil {
 		return fmt.Errorf("reopen: %w", err)
+	}
+	gg.mu.Lock()
+	unread := gg.deleteUnread
+	gg.deleteUnread = false
+	if unread && gone {
+		gg.deleted = true
+	}
+	gg.mu.Unlock()
+	if unread && gone {
+		// The delete was stored after all: the listing read the tree
+		// and found no root session. It is done as a delete that knew
+		// it: nothing is served for the tree (a create of it is refused
+		// rather than making it again), and the wake-up is cleared,
+		// which tells the host the tree is gone (docs/abi.md,
+		// wake_clear). Only a listing that succeeded counts: a tree whose
+		// listing failed is taken as still there.
+		gg.log.Warn("the reopen found the tree deleted: its delete, answered 503, was stored", "tree", gg.cfg.TreeID)
+		hostWakeClear()
+		return nil
 	}
 	return err // a sweep that failed: swept retries it
 }
@@ -516,13 +553,15 @@ func (gg *guest) deliverWake() {
 func (gg *guest) wake() {
 	hostPhase(uint32(abi.PhaseSweep))
 	gg.mu.Lock()
-	gone, deleting := gg.deleted, gg.deleting
+	gone, deleting, superseded := gg.deleted, gg.deleting, gg.superseded
 	gg.mu.Unlock()
 	var err error
 	switch {
 	case gone || deleting:
 		// Nothing to sweep: the tree is gone, or its delete decides
 		// (clearing the wake-up, or arming it again as it fails).
+	case superseded:
+		// The tree is a newer instance's, which sweeps it.
 	case gg.inst.Closed():
 		err = gg.reopen() // a delete that failed closed it
 	default:

@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 
@@ -76,6 +77,12 @@ func (w *createdWriter) WriteHeader(code int) {
 // with their claims by the close, keep a wake-up (DESIGN §4: no claim
 // without one), whose handler boots the instance again (reopen) and
 // resumes them. Until then the closed instance answers 503.
+//
+// A guest superseded by a newer boot over the same database deletes
+// nothing: the delete's transaction is fenced by the epoch
+// (core.Instance.CheckEpoch), as core's writes are, and is answered 503
+// (core.ErrFenced); it arms no reopening, and reopens for no wake-up
+// either, which would take the tree back from the instance that owns it.
 func (t trees) Delete(ctx context.Context, rootID string) error {
 	if _, err := t.Owner(ctx, rootID); err != nil {
 		return err
@@ -96,7 +103,14 @@ func (t trees) Delete(ctx context.Context, rootID string) error {
 	// Every table's rows go but the schema's version and `tree`'s epoch
 	// row, which fences an instance superseded before this delete (core
 	// checks its epoch against it in every write): it stays as it was.
+	// The delete is such a write too, fenced the same way in its own
+	// transaction: a guest superseded by a newer boot (a zombie) must not
+	// delete the tree under the instance that owns it.
+	inst := gg.inst
 	err := gg.db.Tx(context.WithoutCancel(ctx), func(tx storage.Tx) error {
+		if err := inst.CheckEpoch(tx); err != nil {
+			return err
+		}
 		rows, err := tx.Query(`SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT IN ('tree', 'schema_migrations') ORDER BY rowid DESC`)
 		if err != nil {
 			return err
@@ -116,9 +130,27 @@ func (t trees) Delete(ctx context.Context, rootID string) error {
 		}
 		return nil
 	})
-	if err != nil && !gg.deleteStored(ctx, rootID) {
-		gg.reopenLater()
+	if errors.Is(err, core.ErrFenced) {
+		// Superseded: the tree, its turns and its wake-up are the newer
+		// instance's, which serves them; this closed one neither deletes
+		// nor reopens (that would take the tree back from it). 503: a
+		// retry reaches the live instance.
+		gg.log.Warn("delete refused: a newer instance owns the tree", "tree", rootID, "err", err)
+		gg.mu.Lock()
+		gg.superseded = true
+		gg.mu.Unlock()
 		return fmt.Errorf("delete tree %s: %w", rootID, err)
+	}
+	if err != nil {
+		if stored, known := gg.deleteStored(ctx, rootID); !stored {
+			// Unread (!known): the reopen reads the tree again, and
+			// finishes the delete if it finds it gone.
+			gg.mu.Lock()
+			gg.deleteUnread = !known
+			gg.mu.Unlock()
+			gg.reopenLater()
+			return fmt.Errorf("delete tree %s: %w", rootID, err)
+		}
 	}
 	if err != nil {
 		gg.log.Warn("the delete's commit was reported failed but is stored: the tree is deleted", "tree", rootID, "err", err)
@@ -138,13 +170,14 @@ func (t trees) Delete(ctx context.Context, rootID string) error {
 // (the simulator's deleted-stays-gone, seed 3 with -delfault). Tx rolled
 // back whatever its failure left open, so a new transaction reads what
 // the disk holds: no root session row, the delete committed. A read that
-// fails tells nothing, and the tree is taken as still there.
-func (gg *guest) deleteStored(ctx context.Context, rootID string) bool {
+// fails tells nothing (known false), and the tree is taken as still
+// there; the reopen reads it again (reopen).
+func (gg *guest) deleteStored(ctx context.Context, rootID string) (stored, known bool) {
 	gone := false
 	err := gg.db.Tx(context.WithoutCancel(ctx), func(tx storage.Tx) error {
 		rows, err := tx.Query(`SELECT 1 FROM sessions WHERE id = ?`, rootID)
 		gone = err == nil && !rows.Next()
 		return err
 	})
-	return err == nil && gone
+	return err == nil && gone, err == nil
 }

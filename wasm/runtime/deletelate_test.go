@@ -1,11 +1,15 @@
 package runtime_test
 
 import (
+	"fmt"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/revenantrt/revenant/internal/faultvfs"
+	"github.com/revenantrt/revenant/sqlitedb"
+	"github.com/revenantrt/revenant/wasm/abi"
 	"github.com/revenantrt/revenant/wasm/runtime"
 )
 
@@ -31,4 +35,79 @@ func TestDeleteWhoseCommitIsReportedFailedButStoredIsDone(t *testing.T) {
 	require.Zero(t, e.s.wake, "the deleted tree's wake-up is cleared")
 	r = e.do("GET", "/v1/sessions/"+treeID, nil)
 	require.Equal(t, 404, r.status, r.body.String())
+}
+
+// A delete whose COMMIT is reported failed although stored, and whose
+// read-back then fails too (another connection's write lock: the guest's
+// reads begin as writes), cannot tell that it is done: it answers 503 and
+// arms the reopening, as for a delete that deleted nothing. The reopen
+// reads the tree again and, finding no root session, finishes the delete:
+// the wake-up is cleared, which tells the host the tree is gone
+// (docs/abi.md, wake_clear), and nothing is served for it, a create of
+// it included. The reopen used to serve the emptied tree as a tree not
+// created yet: 404 for its routes, but a create made it again, and the
+// host was never told (the client's retried DELETE answers 404, on which
+// a host drops nothing).
+func TestDeleteStoredButUnreadIsFinishedByTheReopen(t *testing.T) {
+	cfg := offlineConfig()
+	cfg.TreeID = treeID
+	s := newServices(9)
+	f := faultvfs.New(func() int64 { return s.now })
+	name := fmt.Sprintf("runtime-test-fault-%d", faultSeq.Add(1))
+	faultvfs.Register(name, f)
+	path := filepath.Join(t.TempDir(), "tree.db")
+	// Waits for no lock, as a connection whose busy timeout is spent.
+	db, err := sqlitedb.Open(path, sqlitedb.Options{VFS: name, BusyTimeout: -1})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		db.Close()
+		faultvfs.Unregister(name)
+	})
+	e := &env{t: t, path: path, db: db, conn: db.Conn(), s: s, cfg: cfg}
+	odb, err := sqlitedb.Open(path, sqlitedb.Options{})
+	require.NoError(t, err)
+	other := odb.Conn()
+	t.Cleanup(func() {
+		if other.InTx() {
+			_ = other.Rollback()
+		}
+		odb.Close()
+	})
+
+	begins := -1 // counting from the DELETE on
+	require.NoError(t, e.boot(runtime.Options{Interpose: func(st runtime.Site) error {
+		if begins >= 0 && st.Import == abi.ImportSQLBegin && !st.After {
+			begins++
+			// Two reads (the API's checks of the root), the delete's
+			// transaction, then its read-back's.
+			if begins == 4 {
+				require.NoError(t, other.Begin())
+			}
+		}
+		return nil
+	}}))
+	r := e.do("POST", "/v1/sessions", map[string]any{})
+	require.Equal(t, 201, r.status, r.body.String())
+
+	f.FailLateCommits(1, faultvfs.IOErrFsync)
+	begins = 0
+	r = e.do("DELETE", "/v1/sessions/"+treeID, nil)
+	begins = -1
+	require.Equal(t, 1, f.LateCommits(), "the delete's commit was reported failed after it was durable")
+	require.True(t, other.InTx(), "the read-back met the lock")
+	require.Equal(t, 503, r.status, r.body.String())
+	require.NotZero(t, e.s.wake, "the reopening is armed")
+	require.NoError(t, other.Rollback())
+
+	clears := e.s.clears
+	e.deliverWakes(5, 60_000)
+	require.Equal(t, clears+1, e.s.clears, "the reopen cleared the deleted tree's wake-up")
+	require.Zero(t, e.s.wake)
+	r = e.do("GET", "/v1/sessions/"+treeID, nil)
+	require.Equal(t, 404, r.status, r.body.String())
+	r = e.do("POST", "/v1/sessions", map[string]any{})
+	require.Equal(t, 409, r.status, "the deleted tree is not made again: %s", r.body.String())
+	r = e.do("DELETE", "/v1/sessions/"+treeID, nil)
+	require.Equal(t, 404, r.status, r.body.String())
+	require.Zero(t, e.s.wake)
 }

@@ -46,6 +46,7 @@ type services struct {
 	rng    *rand.ChaCha8
 	timers map[uint64]int64
 	wake   int64
+	clears int // ClearWake calls: the guest said its tree is gone
 	// armErr, if set, is ArmWake's answer: the wake-up is not stored.
 	armErr error
 	egress map[uint64]runtime.EgressRequest
@@ -97,7 +98,7 @@ func (s *services) ArmWake(at int64) error {
 	return nil
 }
 
-func (s *services) ClearWake() { s.wake = 0 }
+func (s *services) ClearWake() { s.wake, s.clears = 0, s.clears+1 }
 
 func (s *services) StartEgress(id uint64, req runtime.EgressRequest) {
 	s.egress[id] = req
