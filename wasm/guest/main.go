@@ -497,8 +497,27 @@ func (gg *guest) reopenLater() {
 // storage refuses its listing of the sessions to watch, as a boot does
 // (opened): a reopening failed there would leave the closed instance,
 // refusing every write, until a later wake-up on the back-off schedule.
+//
+// A closed instance that a newer boot superseded is not reopened: its
+// delete failed before its fence could tell (its BEGIN refused, say), and
+// a reopen would take a new epoch over the instance that owns the tree.
+// The reopen checks the closed instance's epoch first (CheckEpoch); a
+// fenced one is superseded, as its delete would have found, and a check
+// that fails is retried on the wake-up, as an open that fails is.
 func (gg *guest) reopen() error {
 	ctx := context.Background()
+	closed := gg.inst
+	err := gg.db.Tx(ctx, func(tx storage.Tx) error { return closed.CheckEpoch(tx) })
+	if errors.Is(err, core.ErrFenced) {
+		gg.log.Warn("no reopen: a newer instance owns the tree", "tree", gg.cfg.TreeID, "err", err)
+		gg.mu.Lock()
+		gg.superseded = true
+		gg.mu.Unlock()
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reopen: %w", err)
+	}
 	host := core.Host{DB: gg.db, Clock: gg.clock, Wake: waker{}, IDs: ids{}, Log: gg.log}
 	cfg, driver, err := gg.coreSetup()
 	if err != nil {
