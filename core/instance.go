@@ -185,19 +185,22 @@ func (inst *Instance) Epoch() int64 { return inst.epoch.Load() }
 // ErrFenced unless this instance still owns the tree, that is, the tree's
 // epoch is the one it took, or, for an instance that booted read-only and
 // has taken none yet, still the one it found at boot (no instance booted
-// since; core would let its first write take the next one, ensureEpoch).
+// since; core would let its first write take the next one, ensureEpoch),
+// or one marked as its own: its take was stored although reported failed
+// (a late IOERR), and core's next write keeps it (takeEpoch).
 // Checked in the write's own transaction, it is atomic with the write: a
 // superseded instance never commits it. It takes no epoch itself.
 func (inst *Instance) CheckEpoch(tx storage.Tx) error {
 	var epoch int64
-	if _, err := storage.QueryRow(tx, `SELECT epoch FROM tree`, nil, &epoch); err != nil {
+	var owner sql.NullString
+	if _, err := storage.QueryRow(tx, `SELECT epoch, epoch_owner FROM tree`, nil, &epoch, &owner); err != nil {
 		return fmt.Errorf("check epoch: %w", err)
 	}
 	mine := inst.epoch.Load()
 	switch {
 	case mine != 0 && epoch != mine:
 		return fmt.Errorf("instance epoch %d, database epoch %d: %w", mine, epoch, ErrFenced)
-	case mine == 0 && epoch != inst.bootEpoch:
+	case mine == 0 && epoch != inst.bootEpoch && (!owner.Valid || owner.String != inst.owner):
 		return fmt.Errorf("instance booted at database epoch %d without one of its own, database epoch %d: %w", inst.bootEpoch, epoch, ErrFenced)
 	}
 	return nil

@@ -231,3 +231,32 @@ func TestCheckEpochPassesOnlyTheTreesOwner(t *testing.T) {
 	require.ErrorIs(t, check(old.Inst), core.ErrFenced, "a newer instance took an epoch")
 	require.ErrorIs(t, check(n1.Inst), core.ErrFenced)
 }
+
+// CheckEpoch follows core's own fence for a read-only boot whose epoch
+// take was stored although reported failed (a late IOERR): the epoch is
+// marked as this instance's (takeEpoch's owner token), and core's next
+// write keeps it (TestReadOnlyBootsLateFailedEpochTakeIsKept). A write
+// made outside core (a guest's delete) must pass it too: fenced, the
+// guest would take itself for superseded and never serve the tree again.
+func TestCheckEpochKeepsAReadOnlyBootsLateFailedEpochTake(t *testing.T) {
+	tr, f, d, n := faultTree(t, 4)
+	n.NewSession("s")
+	n.Crash()
+
+	f.FailFor(time.Hour, faultvfs.Full)
+	n2 := tr.Boot(d)
+	require.True(t, n2.Inst.ReadOnly())
+	f.Heal()
+	f.FailLateCommits(1, faultvfs.IOErrFsync)
+	_, err := n2.Inst.CreateSession(ctx, core.NewSession{ID: "t", Principal: "tester"})
+	require.Error(t, err, "the epoch take's commit is reported failed")
+	require.Zero(t, n2.Inst.Epoch(), "the instance has not learnt the epoch it stored")
+
+	tr.Read(func(tx storage.Tx) error {
+		err = n2.Inst.CheckEpoch(tx)
+		return nil
+	})
+	require.NoError(t, err, "the tree's epoch is this instance's own")
+	_, err = n2.Inst.CreateSession(ctx, core.NewSession{ID: "u", Principal: "tester"})
+	require.NoError(t, err, "and core's own fence agrees")
+}

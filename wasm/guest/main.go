@@ -434,7 +434,7 @@ func (gg *guest) opened(inst *core.Instance) error {
 		return err
 	}
 	gg.handler = handler
-	if _, err := gg.watchListed(inst); err != nil {
+	if _, _, err := gg.watchListed(inst); err != nil {
 		return err
 	}
 	hostPhase(uint32(abi.PhaseSweep))
@@ -443,17 +443,18 @@ func (gg *guest) opened(inst *core.Instance) error {
 
 // watchListed watches every session inst lists. The listing is one try,
 // and storage refusing it is logged, not returned: each session is then
-// watched from its next event (opened). gone reports that the listing
-// succeeded and has no root session: the tree is positively not there
-// (never created yet, or deleted); a listing that failed says nothing.
-func (gg *guest) watchListed(inst *core.Instance) (gone bool, err error) {
+// watched from its next event (opened). listed reports that the listing
+// succeeded, and gone that it has no root session: the tree is positively
+// not there (never created yet, or deleted); a listing that failed
+// (!listed) says nothing.
+func (gg *guest) watchListed(inst *core.Instance) (listed, gone bool, err error) {
 	sessions, err := inst.Sessions(context.Background())
 	switch {
 	case err != nil && !storage.IsTransient(err):
-		return false, fmt.Errorf("list sessions: %w", err)
+		return false, false, fmt.Errorf("list sessions: %w", err)
 	case err != nil:
 		gg.log.Warn("list the sessions to watch; each is watched from its next event", "err", err)
-		return false, nil
+		return false, false, nil
 	}
 	gone = true
 	for _, s := range sessions {
@@ -462,8 +463,12 @@ func (gg *guest) watchListed(inst *core.Instance) (gone bool, err error) {
 			gone = false
 		}
 	}
-	return gone, nil
+	return true, gone, nil
 }
+
+// errDeleteUnread fails a reopen that could not read whether the delete
+// it follows was stored (reopen).
+var errDeleteUnread = errors.New("the tree's listing failed: whether its delete was stored is unknown")
 
 func (gg *guest) isDeleted() bool {
 	gg.mu.Lock()
@@ -492,41 +497,71 @@ func (gg *guest) reopenLater() {
 // storage refuses its listing of the sessions to watch, as a boot does
 // (opened): a reopening failed there would leave the closed instance,
 // refusing every write, until a later wake-up on the back-off schedule.
+//
+// A closed instance that a newer boot superseded is not reopened: its
+// delete failed before its fence could tell (its BEGIN refused, say), and
+// a reopen would take a new epoch over the instance that owns the tree.
+// The reopen checks the closed instance's epoch first (CheckEpoch); a
+// fenced one is superseded, as its delete would have found, and a check
+// that fails is retried on the wake-up, as an open that fails is.
 func (gg *guest) reopen() error {
 	ctx := context.Background()
+	closed := gg.inst
+	err := gg.db.Tx(ctx, func(tx storage.Tx) error { return closed.CheckEpoch(tx) })
+	if errors.Is(err, core.ErrFenced) {
+		gg.log.Warn("no reopen: a newer instance owns the tree", "tree", gg.cfg.TreeID, "err", err)
+		gg.mu.Lock()
+		gg.superseded = true
+		gg.mu.Unlock()
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reopen: %w", err)
+	}
 	host := core.Host{DB: gg.db, Clock: gg.clock, Wake: waker{}, IDs: ids{}, Log: gg.log}
 	cfg, driver, err := gg.coreSetup()
 	if err != nil {
 		return err
 	}
-	gone := false
+	found := false // the reopen found the unread delete stored
 	inst, _, err := recovery.BootWith(ctx, host, cfg, driver, func(inst *core.Instance) error {
 		gg.mu.Lock()
 		gg.watched = map[string]bool{} // the closed instance's watches ended with it
 		gg.mu.Unlock()
 		gg.inst = inst
-		var err error
-		gone, err = gg.watchListed(inst)
-		return err
+		listed, gone, err := gg.watchListed(inst)
+		if err != nil {
+			return err
+		}
+		gg.mu.Lock()
+		defer gg.mu.Unlock()
+		switch {
+		case !gg.deleteUnread:
+		case !listed:
+			// Served now, a tree whose delete was stored would be
+			// served as one never created (a create would make it
+			// again) and the host never told: the reopen fails, the
+			// instance closed, and the wake-up's retry reads again.
+			return errDeleteUnread
+		case gone:
+			// The delete was stored after all: the listing read the
+			// tree and found no root session. It is done as a delete
+			// that knew it, decided here, before the sweep (which may
+			// wait for storage while requests are served): nothing is
+			// served for the tree (a create of it is refused rather
+			// than making it again).
+			gg.deleted, gg.deleteUnread, found = true, false, true
+		default:
+			gg.deleteUnread = false // the tree is there: it stays
+		}
+		return nil
 	})
 	if inst == nil {
 		return fmt.Errorf("reopen: %w", err)
 	}
-	gg.mu.Lock()
-	unread := gg.deleteUnread
-	gg.deleteUnread = false
-	if unread && gone {
-		gg.deleted = true
-	}
-	gg.mu.Unlock()
-	if unread && gone {
-		// The delete was stored after all: the listing read the tree
-		// and found no root session. It is done as a delete that knew
-		// it: nothing is served for the tree (a create of it is refused
-		// rather than making it again), and the wake-up is cleared,
-		// which tells the host the tree is gone (docs/abi.md,
-		// wake_clear). Only a listing that succeeded counts: a tree whose
-		// listing failed is taken as still there.
+	if found {
+		// The wake-up is cleared, which tells the host the tree is gone
+		// (docs/abi.md, wake_clear).
 		gg.log.Warn("the reopen found the tree deleted: its delete, answered 503, was stored", "tree", gg.cfg.TreeID)
 		hostWakeClear()
 		return nil

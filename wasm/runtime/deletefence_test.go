@@ -2,10 +2,13 @@ package runtime_test
 
 import (
 	"context"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/revenantrt/revenant/sqlitedb"
+	"github.com/revenantrt/revenant/wasm/abi"
 	"github.com/revenantrt/revenant/wasm/runtime"
 )
 
@@ -47,4 +50,67 @@ func TestASupersededGuestsDeleteIsFenced(t *testing.T) {
 	require.Equal(t, 204, r.status, r.body.String())
 	r = b.do("GET", "/v1/sessions/"+treeID, nil)
 	require.Equal(t, 404, r.status, r.body.String())
+}
+
+// A superseded guest whose delete fails before its fence can tell (its
+// BEGIN meets the lock of another connection, say the live instance's
+// write) answers 503 and arms the reopening, as a delete that deleted
+// nothing does; but its reopen, when that wake-up comes, must not take a
+// new epoch over the instance that owns the tree (B's next write would be
+// refused 503): the reopen checks the closed instance's epoch first, and
+// a fenced one is superseded, as its delete would have found.
+func TestASupersededGuestsFailedDeleteDoesNotReopen(t *testing.T) {
+	cfg := offlineConfig()
+	cfg.TreeID = treeID
+	path := filepath.Join(t.TempDir(), "tree.db")
+	// A waits for no lock, as a connection whose busy timeout is spent.
+	db, err := sqlitedb.Open(path, sqlitedb.Options{BusyTimeout: -1})
+	require.NoError(t, err)
+	t.Cleanup(func() { db.Close() })
+	a := &env{t: t, path: path, db: db, conn: db.Conn(), s: newServices(8), cfg: cfg}
+	odb, err := sqlitedb.Open(path, sqlitedb.Options{})
+	require.NoError(t, err)
+	other := odb.Conn()
+	t.Cleanup(func() {
+		if other.InTx() {
+			_ = other.Rollback()
+		}
+		odb.Close()
+	})
+	begins := -1 // counting from the DELETE on
+	require.NoError(t, a.boot(runtime.Options{Interpose: func(st runtime.Site) error {
+		if begins < 0 || st.Import != abi.ImportSQLBegin || st.After {
+			return nil
+		}
+		begins++
+		// Two reads (the API's checks of the root), then the delete's
+		// transaction, refused at its BEGIN; its read-back reads.
+		switch {
+		case begins == 3:
+			require.NoError(t, other.Begin())
+		case begins == 4 && other.InTx():
+			require.NoError(t, other.Rollback())
+		}
+		return nil
+	}}))
+	a.createAndPrompt("one two three")
+	a.fireTimers(10 * 60_000)
+	require.Equal(t, "idle", a.snapshot().Status)
+	a.s.wake = 0
+
+	b := a.sibling(108)
+	require.NoError(t, b.boot(runtime.Options{}), "B takes the tree over: a new epoch")
+
+	begins = 0
+	r := a.do("DELETE", "/v1/sessions/"+treeID, nil)
+	begins = -1
+	require.Equal(t, 503, r.status, r.body.String())
+	require.False(t, other.InTx())
+	require.NotZero(t, a.s.wake, "A cannot tell it is superseded yet: the reopening is armed")
+	a.deliverWakes(5, 60_000)
+
+	r = b.do("POST", "/v1/sessions/"+treeID+"/prompt", map[string]any{"text": "after the zombie's delete", "id": "p2"})
+	require.Equal(t, 202, r.status, "B still owns the tree: %s", r.body.String())
+	r = a.do("POST", "/v1/sessions/"+treeID+"/prompt", map[string]any{"text": "to the zombie", "id": "p3"})
+	require.Equal(t, 503, r.status, "A, closed, writes nothing: %s", r.body.String())
 }

@@ -111,3 +111,90 @@ func TestDeleteStoredButUnreadIsFinishedByTheReopen(t *testing.T) {
 	require.Equal(t, 404, r.status, r.body.String())
 	require.Zero(t, e.s.wake)
 }
+
+// As above, but the reopen's listing of the sessions fails too (the other
+// connection's lock again): the reopen cannot tell whether the delete was
+// stored, so it must not serve the tree, which it would serve as one never
+// created (a create made it again, 201, and the host was never told). It
+// fails, the instance closed (503) and the wake-up armed for its retry;
+// the retry reads the tree, finds no root session and finishes the
+// delete.
+func TestDeleteStoredButUnreadSurvivesAFailedListingAtTheReopen(t *testing.T) {
+	cfg := offlineConfig()
+	cfg.TreeID = treeID
+	s := newServices(9)
+	f := faultvfs.New(func() int64 { return s.now })
+	name := fmt.Sprintf("runtime-test-fault-%d", faultSeq.Add(1))
+	faultvfs.Register(name, f)
+	path := filepath.Join(t.TempDir(), "tree.db")
+	// Waits for no lock, as a connection whose busy timeout is spent.
+	db, err := sqlitedb.Open(path, sqlitedb.Options{VFS: name, BusyTimeout: -1})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		db.Close()
+		faultvfs.Unregister(name)
+	})
+	e := &env{t: t, path: path, db: db, conn: db.Conn(), s: s, cfg: cfg}
+	odb, err := sqlitedb.Open(path, sqlitedb.Options{})
+	require.NoError(t, err)
+	other := odb.Conn()
+	t.Cleanup(func() {
+		if other.InTx() {
+			_ = other.Rollback()
+		}
+		odb.Close()
+	})
+
+	// lockAt, counting BEGINs from when it is set, takes the other
+	// connection's lock before the lockAt-th and lets it go before the
+	// next one.
+	begins, lockAt := 0, 0
+	require.NoError(t, e.boot(runtime.Options{Interpose: func(st runtime.Site) error {
+		if lockAt == 0 || st.Import != abi.ImportSQLBegin || st.After {
+			return nil
+		}
+		begins++
+		switch {
+		case begins == lockAt:
+			require.NoError(t, other.Begin())
+		case begins == lockAt+1 && other.InTx():
+			require.NoError(t, other.Rollback())
+		}
+		return nil
+	}}))
+	r := e.do("POST", "/v1/sessions", map[string]any{})
+	require.Equal(t, 201, r.status, r.body.String())
+
+	// The delete: two reads (the API's checks of the root), its
+	// transaction (stored, reported failed), then its read-back, refused.
+	f.FailLateCommits(1, faultvfs.IOErrFsync)
+	begins, lockAt = 0, 4
+	r = e.do("DELETE", "/v1/sessions/"+treeID, nil)
+	lockAt = 0
+	require.Equal(t, 1, f.LateCommits())
+	require.Equal(t, 503, r.status, r.body.String())
+	require.NotZero(t, e.s.wake, "the reopening is armed")
+	require.NoError(t, other.Rollback())
+
+	// The reopen: the closed instance's epoch check, its boot's two
+	// transactions (the schema, the epoch), then the listing, refused.
+	clears := e.s.clears
+	begins, lockAt = 0, 4
+	e.deliverWake(60_000)
+	lockAt = 0
+	if other.InTx() {
+		require.NoError(t, other.Rollback())
+	}
+	require.Equal(t, clears, e.s.clears, "nothing is known yet")
+	require.NotZero(t, e.s.wake, "the reopen's retry is armed")
+	r = e.do("POST", "/v1/sessions", map[string]any{})
+	require.NotEqual(t, 201, r.status, "the deleted tree is not made again: %s", r.body.String())
+
+	e.deliverWakes(5, 60_000)
+	require.Equal(t, clears+1, e.s.clears, "the retried reopen cleared the deleted tree's wake-up")
+	require.Zero(t, e.s.wake)
+	r = e.do("GET", "/v1/sessions/"+treeID, nil)
+	require.Equal(t, 404, r.status, r.body.String())
+	r = e.do("POST", "/v1/sessions", map[string]any{})
+	require.Equal(t, 409, r.status, "the deleted tree is not made again: %s", r.body.String())
+}
