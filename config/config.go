@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/revenantrt/revenant/core/permission"
 	"github.com/revenantrt/revenant/core/settings"
@@ -187,6 +188,9 @@ func Load(path string) (Config, error) {
 func Parse(data []byte) (Config, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return Config{}, Errors{{Msg: "the file is empty; write {} for the defaults"}}
+	}
+	if msg := utf8Message(data); msg != "" {
+		return Config{}, Errors{{Msg: msg}}
 	}
 	var probe json.RawMessage
 	if err := json.Unmarshal(data, &probe); err != nil {
@@ -824,11 +828,37 @@ func editDistance(a, b string) int {
 // (the Worker's REVENANT_SETTINGS is read as a file's "settings") checks
 // it first, so that the place is counted in the text its user wrote.
 func CheckSyntax(data []byte) error {
+	if msg := utf8Message(data); msg != "" {
+		return errors.New(msg)
+	}
 	var v json.RawMessage
 	if err := json.Unmarshal(data, &v); err != nil {
 		return errors.New(syntaxMessage(data, err))
 	}
 	return nil
+}
+
+// utf8Message says where data's first byte that is not UTF-8 is, by line
+// and column as syntaxMessage does, or "" when it is all UTF-8.
+// encoding/json would read such a byte as U+FFFD without a word: a
+// webhook's secret would sign with other bytes than the file's, a system
+// prompt would not be the one written.
+func utf8Message(data []byte) string {
+	if utf8.Valid(data) {
+		return ""
+	}
+	i := 0
+	for i < len(data) {
+		r, size := utf8.DecodeRune(data[i:])
+		if r == utf8.RuneError && size <= 1 {
+			break
+		}
+		i += size
+	}
+	before := data[:i+1]
+	line := bytes.Count(before, []byte("\n")) + 1
+	col := len(before) - bytes.LastIndexByte(before, '\n') - 1
+	return fmt.Sprintf("invalid UTF-8 at line %d, column %d: the file must be UTF-8 text", line, col)
 }
 
 // syntaxMessage says where a JSON syntax error is, by line and column.

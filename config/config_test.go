@@ -226,6 +226,10 @@ func TestRejects(t *testing.T) {
 		{"syntax", "{\n  \"egress\": {\"ports\": [80,]}\n}", []string{"invalid JSON at line 2, column 27: invalid character ']' looking for beginning of value"}},
 		{"truncated", "{\n  \"egress\": {\n", []string{"invalid JSON: the text ends early, after line 2, column 13 (truncated?): unexpected end of JSON input"}},
 		{"not an object", `[]`, []string{"the file must hold a JSON object"}},
+		// json.Unmarshal would read the byte as U+FFFD: a secret signing
+		// with other bytes than the file's, a system prompt not the one
+		// written.
+		{"invalid UTF-8", "{\n  \"session_defaults\": {\"system_prompt\": \"a\xffb\"}\n}", []string{"invalid UTF-8 at line 2, column 43: the file must be UTF-8 text"}},
 		{"unknown top-level key", `{"webhook_tool": []}`, []string{"webhook_tool: unknown key (did you mean webhook_tools?)"}},
 		{"unknown far from any key", `{"extras": 1}`, []string{"extras: unknown key"}},
 		{"key given twice", `{"egress": {}, "egress": {}}`, []string{"egress: given twice"}},

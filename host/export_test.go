@@ -160,3 +160,17 @@ func (h *Host) WakeTimerAt(id string) int64 {
 	defer w.mu.Unlock()
 	return w.timerAt
 }
+
+// Busy lists the trees whose entry an operation holds now (a boot, a
+// close): none once every request has been answered.
+func (h *Host) Busy() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var ids []string
+	for id, e := range h.trees {
+		if e.busy != nil {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}

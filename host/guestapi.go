@@ -106,6 +106,17 @@ func (g *GuestHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	match.SetPathValues(m)
+	// A panic is a 500 that the log explains, as core/api answers one in
+	// process, not a connection dropped with no answer.
+	defer func() {
+		if p := recover(); p != nil {
+			if p == http.ErrAbortHandler {
+				panic(p)
+			}
+			g.log.Error("handler panicked", "route", match.Pattern, "panic", p)
+			api.WriteError(mw, fmt.Errorf("%s panicked: %v", match.Pattern, p))
+		}
+	}()
 	g.serve[match.Pattern](w, r, m)
 }
 

@@ -354,6 +354,7 @@ func (h *Host) activate(ctx context.Context, id string, touch bool) (e *entry, b
 			h.mu.Unlock()
 			// The boot is shared: one caller's cancellation must not fail it
 			// for the others (it is bounded by the database's busy timeout).
+			defer h.failBootOnPanic(e, true)
 			sweepErr, err := h.boot(context.WithoutCancel(ctx), e, nil)
 			h.finishBoot(e, err, true, touch)
 			if err != nil {
@@ -436,6 +437,18 @@ func (h *Host) finishBoot(e *entry, err error, share, touch bool) {
 	}
 	close(e.busy)
 	e.busy = nil
+}
+
+// failBootOnPanic, deferred by the code that boots e, fails the boot when
+// that code panics (SQLite's connection panics when its memory cannot be
+// mapped, past the process's address-space limit), then panics on. Left
+// busy, the entry would hold for good every request for its tree, a place
+// under MaxOpenTrees and Close.
+func (h *Host) failBootOnPanic(e *entry, share bool) {
+	if p := recover(); p != nil {
+		h.finishBoot(e, fmt.Errorf("boot tree %s: panicked: %v", e.id, p), share, false)
+		panic(p)
+	}
 }
 
 // boot opens the tree's file and boots an instance on it (migrations, a new

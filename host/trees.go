@@ -101,6 +101,7 @@ func (h *Host) createTree(ctx context.Context, rootID, principal string, init fu
 		h.mu.Unlock()
 	}
 
+	defer h.failBootOnPanic(e, false)
 	err := h.create(context.WithoutCancel(ctx), e, principal, init)
 	// A Get that waited on a failed Create looks again: the failure (an id
 	// taken by a tree not running here, say) is not its answer.

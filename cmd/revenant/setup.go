@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
+	"strings"
 	"time"
 
 	"github.com/revenantrt/revenant/config"
@@ -83,6 +84,18 @@ func buildSetup(getenv func(string) string, clock core.Clock, wordDelay time.Dur
 			SystemPrompt: conf.SessionDefaults.SystemPrompt, Model: conf.SessionDefaults.Model, Tools: conf.SessionDefaults.Tools}}
 	for _, spec := range registry.Specs() {
 		s.tools = append(s.tools, spec.Name)
+	}
+	// The default tools are the operator's, who knows the server's tools:
+	// a name none has is a typo that would take that tool from every
+	// session naming no tools of its own. (A client's config.tools may
+	// name tools the server lacks: they are ignored there.)
+	if names := conf.SessionDefaults.Tools; names != nil {
+		for i, name := range *names {
+			if _, ok := registry.Lookup(name); !ok {
+				return setup{}, fmt.Errorf("%s: session_defaults.tools[%d]: the server has no tool named %q (its tools: %s)",
+					config.EnvVar, i, name, strings.Join(s.tools, ", "))
+			}
+		}
 	}
 
 	var m model.Model

@@ -60,6 +60,23 @@ func TestBadSettingRefusedAtStart(t *testing.T) {
 	require.ErrorContains(t, err, "settings.stream_idel: unknown key (did you mean stream_idle?)")
 }
 
+// A session_defaults.tools name the server has no tool for stops the
+// server at start, naming the entry: a typo there ("kv_gett") would
+// otherwise take that tool from every session that names no tools of its
+// own, silently. (A client's own config.tools may name tools the server
+// lacks: a client cannot know them.) A webhook of the same file counts.
+func TestUnknownDefaultToolRefusedAtStart(t *testing.T) {
+	path := writeConfig(t, `{"session_defaults": {"tools": ["kv_get", "kv_gett"]}}`)
+	_, err := buildSetup(env(map[string]string{config.EnvVar: path}), host.RealClock{}, time.Millisecond, noListener, slog.New(slog.DiscardHandler))
+	require.Error(t, err)
+	require.ErrorContains(t, err, `session_defaults.tools[1]: the server has no tool named "kv_gett"`)
+
+	path = writeConfig(t, `{"webhook_tools": [{"name": "hook", "description": "d", "url": "https://hooks.example/x", "secret": "0123456789abcdef"}],
+		"session_defaults": {"tools": ["hook", "http_request", "kv_get", "kv_put", "question", "task"]}}`)
+	_, err = buildSetup(env(map[string]string{config.EnvVar: path}), host.RealClock{}, time.Millisecond, noListener, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+}
+
 // REVENANT_CONFIG's permission rules and each webhook's permission reach
 // the in-process runner and, unchanged, a guest's boot configuration.
 func TestPermissionsReachBothModes(t *testing.T) {

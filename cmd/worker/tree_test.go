@@ -144,4 +144,7 @@ func TestParseSettingsIsOneObject(t *testing.T) {
 	assert.ErrorContains(t, err, "REVENANT_SETTINGS: invalid JSON at line 1, column 15: ")
 	_, err = parseSettings(`{"max_body":5}, "egress":{}`)
 	assert.ErrorContains(t, err, "REVENANT_SETTINGS: invalid JSON at line 1, column 15: invalid character ',' after top-level value")
+	// So is a byte that is not UTF-8.
+	_, err = parseSettings("{\"max_body\":\"\xff\"}")
+	assert.ErrorContains(t, err, "REVENANT_SETTINGS: invalid UTF-8 at line 1, column 14: ")
 }

@@ -9,6 +9,7 @@ const (
 	nameSessionPageSize = "session_page_size"
 	nameMessagePageSize = "message_page_size"
 	nameMaxBody         = "max_body"
+	nameHeartbeat       = "heartbeat"
 )
 
 // Field is one setting as a configuration file names it, pointing into a
@@ -47,7 +48,7 @@ func (s *Settings) Fields() []Field {
 		{Name: "context_bytes", Int: &s.ContextBytes},
 		{Name: "max_subagents", Int: &s.MaxSubagents},
 		{Name: "max_retry_after", Duration: &s.MaxRetryAfter},
-		{Name: "heartbeat", Duration: &s.Heartbeat},
+		{Name: nameHeartbeat, Duration: &s.Heartbeat},
 		{Name: nameMaxBody, Int64: &s.MaxBody},
 		{Name: nameSessionPageSize, Int: &s.SessionPageSize},
 		{Name: nameMessagePageSize, Int: &s.MessagePageSize},

@@ -181,6 +181,11 @@ const MaxMaxBody = 1 << 30
 // evicted turn resumes, so the floor stays well under cmd/worker's default of 1 s.
 const MinWakeInterval = 100 * time.Millisecond
 
+// MinHeartbeat is the shortest heartbeat: every idle event stream is sent a
+// comment that often, so a heartbeat of a few nanoseconds would have each
+// open stream write without pause.
+const MinHeartbeat = 100 * time.Millisecond
+
 // Validate reports every invalid field, each as a *FieldError (joined:
 // errors.As finds the first; Unwrap() []error lists them all), or nil.
 func (s Settings) Validate() error {
@@ -202,6 +207,9 @@ func (s Settings) Validate() error {
 	}
 	if s.WakeInterval > 0 && s.WakeInterval < MinWakeInterval {
 		bad(nameWakeInterval, "%s is shorter than the least allowed, %s (the wake-up fires that often while a turn runs)", s.WakeInterval, MinWakeInterval)
+	}
+	if s.Heartbeat > 0 && s.Heartbeat < MinHeartbeat {
+		bad(nameHeartbeat, "%s is shorter than the least allowed, %s (every idle event stream is sent a comment that often)", s.Heartbeat, MinHeartbeat)
 	}
 	if s.MaxBody > MaxMaxBody {
 		bad(nameMaxBody, "%d is above the largest allowed, %d (1 GiB)", s.MaxBody, MaxMaxBody)

@@ -71,6 +71,15 @@ func TestWakeIntervalFloor(t *testing.T) {
 	require.NoError(t, settings.Settings{WakeInterval: settings.MinWakeInterval}.Validate())
 }
 
+// A heartbeat under MinHeartbeat is refused: every open event stream
+// would write comments without pause (1ns sent about 160 KB a second to
+// one idle stream of the local server). The floor itself is allowed.
+func TestHeartbeatFloor(t *testing.T) {
+	err := settings.Settings{Heartbeat: time.Nanosecond}.Validate()
+	require.EqualError(t, err, "heartbeat: 1ns is shorter than the least allowed, 100ms (every idle event stream is sent a comment that often)")
+	require.NoError(t, settings.Settings{Heartbeat: settings.MinHeartbeat}.Validate())
+}
+
 // Validate names every bad field at once, by its file name.
 func TestValidate(t *testing.T) {
 	s := settings.Settings{

@@ -308,7 +308,11 @@ func (t *Tree) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		t.log.Warn("deliver request", "err", err)
 		s.abort()
 	}
-	flusher, _ := w.(http.Flusher)
+	// Only an event stream is flushed as it goes. Any other answer is
+	// left to net/http's buffering, as in process: one that ends within
+	// its buffer goes out with a Content-Length, which a HEAD of it sends
+	// too (a flush would send the head before the length is known).
+	var flusher http.Flusher
 	wroteHead := false
 	for {
 		p, ok, done := s.next()
@@ -319,7 +323,10 @@ func (t *Tree) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 			w.WriteHeader(p.Status)
 			wroteHead = true
-			if flusher != nil && strings.HasPrefix(p.Header.Get("Content-Type"), "text/event-stream") {
+			if strings.HasPrefix(p.Header.Get("Content-Type"), "text/event-stream") {
+				flusher, _ = w.(http.Flusher)
+			}
+			if flusher != nil {
 				// An event stream's head goes out at once, as in process
 				// (the API flushes it before any event): a stream with
 				// nothing to send yet is open for its client now, not at
