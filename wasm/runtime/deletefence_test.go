@@ -68,15 +68,7 @@ func TestASupersededGuestsFailedDeleteDoesNotReopen(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { db.Close() })
 	a := &env{t: t, path: path, db: db, conn: db.Conn(), s: newServices(8), cfg: cfg}
-	odb, err := sqlitedb.Open(path, sqlitedb.Options{})
-	require.NoError(t, err)
-	other := odb.Conn()
-	t.Cleanup(func() {
-		if other.InTx() {
-			_ = other.Rollback()
-		}
-		odb.Close()
-	})
+	other := rivalConn(t, path)
 	begins := -1 // counting from the DELETE on
 	require.NoError(t, a.boot(runtime.Options{Interpose: func(st runtime.Site) error {
 		if begins < 0 || st.Import != abi.ImportSQLBegin || st.After {

@@ -1,8 +1,6 @@
 package runtime_test
 
 import (
-	"fmt"
-	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -49,30 +47,9 @@ func TestDeleteWhoseCommitIsReportedFailedButStoredIsDone(t *testing.T) {
 // host was never told (the client's retried DELETE answers 404, on which
 // a host drops nothing).
 func TestDeleteStoredButUnreadIsFinishedByTheReopen(t *testing.T) {
-	cfg := offlineConfig()
-	cfg.TreeID = treeID
-	s := newServices(9)
-	f := faultvfs.New(func() int64 { return s.now })
-	name := fmt.Sprintf("runtime-test-fault-%d", faultSeq.Add(1))
-	faultvfs.Register(name, f)
-	path := filepath.Join(t.TempDir(), "tree.db")
-	// Waits for no lock, as a connection whose busy timeout is spent.
-	db, err := sqlitedb.Open(path, sqlitedb.Options{VFS: name, BusyTimeout: -1})
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		db.Close()
-		faultvfs.Unregister(name)
-	})
-	e := &env{t: t, path: path, db: db, conn: db.Conn(), s: s, cfg: cfg}
-	odb, err := sqlitedb.Open(path, sqlitedb.Options{})
-	require.NoError(t, err)
-	other := odb.Conn()
-	t.Cleanup(func() {
-		if other.InTx() {
-			_ = other.Rollback()
-		}
-		odb.Close()
-	})
+	// The guest waits for no lock, as a connection whose busy timeout is spent.
+	e, f := newFaultEnvWith(t, 9, offlineConfig(), sqlitedb.Options{BusyTimeout: -1})
+	other := rivalConn(t, e.path)
 
 	begins := -1 // counting from the DELETE on
 	require.NoError(t, e.boot(runtime.Options{Interpose: func(st runtime.Site) error {
@@ -120,30 +97,9 @@ func TestDeleteStoredButUnreadIsFinishedByTheReopen(t *testing.T) {
 // the retry reads the tree, finds no root session and finishes the
 // delete.
 func TestDeleteStoredButUnreadSurvivesAFailedListingAtTheReopen(t *testing.T) {
-	cfg := offlineConfig()
-	cfg.TreeID = treeID
-	s := newServices(9)
-	f := faultvfs.New(func() int64 { return s.now })
-	name := fmt.Sprintf("runtime-test-fault-%d", faultSeq.Add(1))
-	faultvfs.Register(name, f)
-	path := filepath.Join(t.TempDir(), "tree.db")
-	// Waits for no lock, as a connection whose busy timeout is spent.
-	db, err := sqlitedb.Open(path, sqlitedb.Options{VFS: name, BusyTimeout: -1})
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		db.Close()
-		faultvfs.Unregister(name)
-	})
-	e := &env{t: t, path: path, db: db, conn: db.Conn(), s: s, cfg: cfg}
-	odb, err := sqlitedb.Open(path, sqlitedb.Options{})
-	require.NoError(t, err)
-	other := odb.Conn()
-	t.Cleanup(func() {
-		if other.InTx() {
-			_ = other.Rollback()
-		}
-		odb.Close()
-	})
+	// The guest waits for no lock, as a connection whose busy timeout is spent.
+	e, f := newFaultEnvWith(t, 9, offlineConfig(), sqlitedb.Options{BusyTimeout: -1})
+	other := rivalConn(t, e.path)
 
 	// lockAt, counting BEGINs from when it is set, takes the other
 	// connection's lock before the lockAt-th and lets it go before the

@@ -24,6 +24,14 @@ var faultSeq atomic.Uint64
 // windows follow the services' virtual clock.
 func newFaultEnv(t *testing.T, seed uint64, cfg runtime.BootConfig) (*env, *faultvfs.Fault) {
 	t.Helper()
+	return newFaultEnvWith(t, seed, cfg, sqlitedb.Options{})
+}
+
+// newFaultEnvWith is newFaultEnv with the guest's database opened with
+// opts (its VFS set to the fault one): BusyTimeout -1 makes it wait for
+// no lock, as a connection whose busy timeout is spent.
+func newFaultEnvWith(t *testing.T, seed uint64, cfg runtime.BootConfig, opts sqlitedb.Options) (*env, *faultvfs.Fault) {
+	t.Helper()
 	if cfg.TreeID == "" {
 		cfg.TreeID = treeID
 	}
@@ -32,13 +40,31 @@ func newFaultEnv(t *testing.T, seed uint64, cfg runtime.BootConfig) (*env, *faul
 	name := fmt.Sprintf("runtime-test-fault-%d", faultSeq.Add(1))
 	faultvfs.Register(name, f)
 	path := filepath.Join(t.TempDir(), "tree.db")
-	db, err := sqlitedb.Open(path, sqlitedb.Options{VFS: name})
+	opts.VFS = name
+	db, err := sqlitedb.Open(path, opts)
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		db.Close()
 		faultvfs.Unregister(name)
 	})
 	return &env{t: t, path: path, db: db, conn: db.Conn(), s: s, cfg: cfg}, f
+}
+
+// rivalConn is a second connection to the database at path, for a test
+// that takes the write lock away from the guest's; whatever transaction
+// it left open is rolled back at the test's end.
+func rivalConn(t *testing.T, path string) *sqlitedb.Conn {
+	t.Helper()
+	db, err := sqlitedb.Open(path, sqlitedb.Options{})
+	require.NoError(t, err)
+	other := db.Conn()
+	t.Cleanup(func() {
+		if other.InTx() {
+			_ = other.Rollback()
+		}
+		db.Close()
+	})
+	return other
 }
 
 // loggedIDs are the ids of every stored event, in commit order (gseq).
