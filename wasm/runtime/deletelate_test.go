@@ -1,11 +1,14 @@
 package runtime_test
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/revenantrt/revenant/internal/faultvfs"
+	"github.com/revenantrt/revenant/sqlitedb"
+	"github.com/revenantrt/revenant/wasm/abi"
 	"github.com/revenantrt/revenant/wasm/runtime"
 )
 
@@ -31,4 +34,50 @@ func TestDeleteWhoseCommitIsReportedFailedButStoredIsDone(t *testing.T) {
 	require.Zero(t, e.s.wake, "the deleted tree's wake-up is cleared")
 	r = e.do("GET", "/v1/sessions/"+treeID, nil)
 	require.Equal(t, 404, r.status, r.body.String())
+}
+
+// A delete whose transaction failed, and whose read-back (deleteStored)
+// fails as well, tells nothing of what the disk holds: the tree is taken
+// as still there, answered 503, and serves on. Here the disk refuses the
+// delete's COMMIT (full: nothing stored), and another connection then
+// takes the write lock, so the read-back is refused too; once the lock
+// is let go the tree is read as it was. A read-back whose failure counted
+// as "stored" answered 204 and marked the tree deleted (404) while its
+// rows stayed.
+func TestDeleteWhoseReadBackFailsLeavesTheTree(t *testing.T) {
+	e, f := newFaultEnv(t, 7, offlineConfig())
+	take, release := e.lockFromAnother()
+	// The guest's connection goes through the fault VFS, and is refused
+	// at once by the other's lock.
+	name := fmt.Sprintf("runtime-test-fault-%d", faultSeq.Add(1))
+	faultvfs.Register(name, f)
+	t.Cleanup(func() { faultvfs.Unregister(name) })
+	mine, err := sqlitedb.Open(e.path, sqlitedb.Options{VFS: name, BusyTimeout: -1})
+	require.NoError(t, err)
+	t.Cleanup(func() { mine.Close() })
+	e.db, e.conn = mine, mine.Conn()
+
+	deleting, taken := false, false
+	require.NoError(t, e.boot(runtime.Options{Interpose: func(s runtime.Site) error {
+		// The delete's transaction failed and was rolled back: the
+		// read-back's is next.
+		if deleting && !taken && s.Import == abi.ImportSQLRollback && s.After {
+			take()
+			taken = true
+		}
+		return nil
+	}}))
+	e.createAndPrompt("one two three four five six seven eight")
+	e.deliverWakes(5, 10*60_000)
+	require.Equal(t, "idle", e.snapshot().Status)
+
+	f.FailNext(1, faultvfs.Full)
+	deleting = true
+	r := e.do("DELETE", "/v1/sessions/"+treeID, nil)
+	deleting = false
+	require.True(t, taken, "the delete's transaction failed")
+	release()
+	require.Equal(t, 503, r.status, "a delete that may not be stored is not done: %s", r.body.String())
+	r = e.do("GET", "/v1/sessions/"+treeID, nil)
+	require.Equal(t, 200, r.status, "the tree stays: %s", r.body.String())
 }
