@@ -106,6 +106,22 @@ func TestReopenAgainWithoutADeleteIsAFailure(t *testing.T) {
 	assert.Len(t, tr.failures, 1, "judged once per refused listing")
 }
 
+// Only a DELETE clears the mark of a reopen whose listing was refused:
+// the tree's other requests (a prompt, a read) do not close the
+// instance, so a reopen again after them still shows the refused one
+// left it closed. A mark cleared at every request sent would let every
+// such reopen pass, since its clients go on sending.
+func TestARequestOtherThanADeleteKeepsTheReopenJudged(t *testing.T) {
+	tr := &tree{del: &deleter{}}
+	g := &guest{t: tr, boot: 3, reopenRefused: true}
+	for _, kind := range []actionKind{actPrompt, actInterrupt} {
+		tr.noteSent(&request{a: action{kind: kind}}, g)
+	}
+	tr.checkReopenServed(g)
+	require.Len(t, tr.failures, 1)
+	assert.Contains(t, tr.failures[0], "boot 3 reopened its instance again with no delete in between")
+}
+
 // The judgement runs where a reopen shows itself: an epoch taken outside
 // a boot by a guest that took one before (noteEpoch). A boot's first
 // epoch, or a reopen whose previous listing was served, is no failure.
