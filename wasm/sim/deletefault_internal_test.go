@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/revenantrt/revenant/internal/faultvfs"
 	"github.com/revenantrt/revenant/internal/treetest"
 	"github.com/revenantrt/revenant/wasm/abi"
 	"github.com/revenantrt/revenant/wasm/runtime"
@@ -50,6 +51,24 @@ func TestDeleteFaultRefusesTheDeletesCommit(t *testing.T) {
 
 	assert.False(t, tr.maybeFailDelete(g), "a faulter with none left")
 	require.NoError(t, deleteAll())
+}
+
+// The delete faulter fails the serving guest's delete only: a zombie's,
+// or a superseded guest's, neither fails nor uses up the faults the
+// tree has, which are for the delete its client is answered (its
+// reopen is what -delfault reaches), and the report counts only those.
+func TestDeleteFaultLeavesAZombiesDelete(t *testing.T) {
+	tr := &tree{delFault: &deleteFaulter{rng: rand.New(rand.NewPCG(1, 2)), left: 1}}
+	tr.newFault()
+	t.Cleanup(func() { faultvfs.Unregister(tr.vfs) })
+	cur := &guest{t: tr, boot: 2}
+	tr.cur = cur
+	for _, g := range []*guest{{t: tr, boot: 1}, {t: tr, boot: 2, zombie: true}} {
+		assert.False(t, tr.maybeFailDelete(g), "boot %d, zombie %v", g.boot, g.zombie)
+	}
+	assert.Equal(t, 1, tr.delFault.left)
+	assert.Zero(t, tr.delFault.failed)
+	assert.False(t, tr.fault.Failing(), "a write of the tree's is set to fail")
 }
 
 // At a reopen's session listing (an epoch taken outside a boot, by a
