@@ -425,3 +425,18 @@ func TestOwnIPv6UnspecifiedListenerRefused(t *testing.T) {
 		require.NoError(t, e.CheckAddrPort(netip.AddrPortFrom(ap.Addr(), port+1)), "%s at another port", a)
 	}
 }
+
+// A server listening on every address (0.0.0.0) whose host's own
+// addresses cannot be listed fails closed: any address the operator
+// allows may be the host's own, so at the listener's port every one is
+// refused as this server's own API; another port is not.
+func TestOwnListenerWithUnlistableHostAddressesFailsClosed(t *testing.T) {
+	const port = 8787
+	e := web.NewEgress().
+		WithAllowCIDRs(netip.MustParsePrefix("10.0.0.0/8")).
+		WithLocalAddrs(func() ([]netip.Addr, error) { return nil, errors.New("no interfaces readable") }).
+		WithOwnListener(func() netip.AddrPort { return netip.AddrPortFrom(netip.IPv4Unspecified(), port) })
+	a := netip.MustParseAddr("10.1.2.3")
+	require.ErrorContains(t, e.CheckAddrPort(netip.AddrPortFrom(a, port)), "is this server's own API")
+	require.NoError(t, e.CheckAddrPort(netip.AddrPortFrom(a, port+1)))
+}
