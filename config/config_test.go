@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -507,5 +508,17 @@ func TestWebhookHostForms(t *testing.T) {
 	for _, u := range []string{"https://xn--bcher-kva.example/x", "http://[::1]:8080/x", "http://127.0.0.1:8080/x", "https://Hooks.Example_1.com/x"} {
 		_, err := config.Parse([]byte(`{"webhook_tools": [{"name": "n", "description": "d", "url": "` + u + `", "secret": "0123456789abcdef"}]}`))
 		require.NoError(t, err, u)
+	}
+}
+
+// An egress port list takes the bounds of a port, 1 and 65535, and the
+// policy it builds lets a URL through at either.
+func TestEgressPortBounds(t *testing.T) {
+	c, err := config.Parse([]byte(`{"egress": {"ports": [1, 65535]}}`))
+	require.NoError(t, err)
+	for _, u := range []string{"https://example.com:1/", "https://example.com:65535/"} {
+		parsed, err := url.Parse(u)
+		require.NoError(t, err)
+		require.NoError(t, c.EgressPolicy().CheckURL(parsed), u)
 	}
 }

@@ -512,7 +512,10 @@ func TestWorkerdEvictAndPanic(t *testing.T) {
 				t.Fatal("the given-up object was never aborted: it waits for ever for the answers it holds")
 			}
 		}
-		w.waitLog(t, "revenant: tree "+sid+": 2 answers still pending", 30*time.Second)
+		// The wait the shim kept is the one Go set at boot (giveUpWaitMS:
+		// here REVENANT_TEST_GIVE_UP_WAIT_MS; else from interrupt_grace),
+		// not the shim's own default.
+		w.waitLog(t, "revenant: tree "+sid+": 2 answers still pending "+strconv.Itoa(testGiveUpWaitMS)+" ms", 30*time.Second)
 		require.NoError(t, r.err)
 		assert.Equal(t, http.StatusOK, r.resp.StatusCode, "the cut read, sent again to a fresh object: %s", r.body)
 		w.waitLog(t, "a read's object fetch failed; sending it again", 30*time.Second)
@@ -546,7 +549,7 @@ func TestWorkerdEvictAndPanic(t *testing.T) {
 		require.Equal(t, http.StatusInternalServerError, code, "%s", body)
 		w.waitLog(t, "the object's storage.sync never settles: "+sid, 30*time.Second)
 		requireAbortedThenFresh(t, w, s, sid, ended, "the given-up object was never aborted: it waits for ever for a storage.sync that never settles")
-		w.waitLog(t, "tree "+sid+": storage.sync did not settle", 5*time.Second)
+		w.waitLog(t, "tree "+sid+": storage.sync did not settle "+strconv.Itoa(testGiveUpWaitMS)+" ms", 5*time.Second)
 	})
 	t.Run("a delete whose turn ignores its cancellation", func(t *testing.T) {
 		// A delete waits for the tree's turns to stop as long as an

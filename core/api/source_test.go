@@ -182,6 +182,9 @@ func TestCanonicalOrigin(t *testing.T) {
 		// left out.
 		"https://console.example:08443": "https://console.example:8443",
 		"https://console.example:0443":  "https://console.example",
+		// The bounds of a port a URL can have.
+		"http://localhost:1":     "http://localhost:1",
+		"http://localhost:65535": "http://localhost:65535",
 	} {
 		got, err := api.CanonicalOrigin(in)
 		require.NoError(t, err, in)

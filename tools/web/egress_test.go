@@ -403,3 +403,40 @@ func TestSplitHostPort(t *testing.T) {
 		require.Equal(t, uint16(n), port, addr)
 	}
 }
+
+// An IPv6 listener on the unspecified address ([::], dual-stack on
+// Linux) is reached at its port through every loopback address, IPv6's
+// and IPv4's, either written as such or as an IPv4-mapped IPv6 address,
+// and through this host's own addresses: CheckAddrPort refuses them all,
+// where the operator's allow_cidrs let loopback and the host's network
+// through, and leaves another port alone. (TestOwnListenerRefused holds
+// IPv4's 0.0.0.0 and a loopback listener.)
+func TestOwnIPv6UnspecifiedListenerRefused(t *testing.T) {
+	const port = 8787
+	listen := netip.AddrPortFrom(netip.IPv6Unspecified(), port)
+	own := netip.MustParseAddr("2001:db8::7")
+	e := web.NewEgress().
+		WithAllowCIDRs(netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128"), netip.MustParsePrefix("2001:db8::/32")).
+		WithLocalAddrs(func() ([]netip.Addr, error) { return []netip.Addr{own}, nil }).
+		WithOwnListener(func() netip.AddrPort { return listen })
+	for _, a := range []string{"::1", "127.0.0.1", "::ffff:127.0.0.1", own.String()} {
+		ap := netip.AddrPortFrom(netip.MustParseAddr(a), port)
+		require.ErrorContains(t, e.CheckAddrPort(ap), "is this server's own API", a)
+		require.NoError(t, e.CheckAddrPort(netip.AddrPortFrom(ap.Addr(), port+1)), "%s at another port", a)
+	}
+}
+
+// A server listening on every address (0.0.0.0) whose host's own
+// addresses cannot be listed fails closed: any address the operator
+// allows may be the host's own, so at the listener's port every one is
+// refused as this server's own API; another port is not.
+func TestOwnListenerWithUnlistableHostAddressesFailsClosed(t *testing.T) {
+	const port = 8787
+	e := web.NewEgress().
+		WithAllowCIDRs(netip.MustParsePrefix("10.0.0.0/8")).
+		WithLocalAddrs(func() ([]netip.Addr, error) { return nil, errors.New("no interfaces readable") }).
+		WithOwnListener(func() netip.AddrPort { return netip.AddrPortFrom(netip.IPv4Unspecified(), port) })
+	a := netip.MustParseAddr("10.1.2.3")
+	require.ErrorContains(t, e.CheckAddrPort(netip.AddrPortFrom(a, port)), "is this server's own API")
+	require.NoError(t, e.CheckAddrPort(netip.AddrPortFrom(a, port+1)))
+}

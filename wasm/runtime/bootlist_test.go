@@ -67,14 +67,6 @@ func (e *env) lockFromAnother() (take, release func()) {
 	require.NoError(t, err)
 	t.Cleanup(func() { mine.Close() })
 	e.db, e.conn = mine, mine.Conn()
-	db, err := sqlitedb.Open(e.path, sqlitedb.Options{})
-	require.NoError(t, err)
-	other := db.Conn()
-	t.Cleanup(func() {
-		if other.InTx() { // the test failed holding it
-			_ = other.Rollback()
-		}
-		db.Close()
-	})
+	other := rivalConn(t, e.path)
 	return func() { require.NoError(t, other.Begin()) }, func() { require.NoError(t, other.Rollback()) }
 }

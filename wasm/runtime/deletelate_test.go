@@ -154,3 +154,44 @@ func TestDeleteStoredButUnreadSurvivesAFailedListingAtTheReopen(t *testing.T) {
 	r = e.do("POST", "/v1/sessions", map[string]any{})
 	require.Equal(t, 409, r.status, "the deleted tree is not made again: %s", r.body.String())
 }
+
+// A delete whose transaction failed, and whose read-back (deleteStored)
+// fails as well, tells nothing of what the disk holds: the tree is taken
+// as still there, answered 503, and serves on. Here the disk refuses the
+// delete's COMMIT (full: nothing stored), and another connection then
+// takes the write lock, so the read-back is refused too; once the lock
+// is let go the tree is read as it was. A read-back whose failure counted
+// as "stored" answered 204 and marked the tree deleted (404) while its
+// rows stayed.
+func TestDeleteWhoseReadBackFailsLeavesTheTree(t *testing.T) {
+	// The guest's connection goes through the fault VFS, and is refused
+	// at once by the other's lock.
+	e, f := newFaultEnvWith(t, 7, offlineConfig(), sqlitedb.Options{BusyTimeout: -1})
+	other := rivalConn(t, e.path)
+	take := func() { require.NoError(t, other.Begin()) }
+	release := func() { require.NoError(t, other.Rollback()) }
+
+	deleting, taken := false, false
+	require.NoError(t, e.boot(runtime.Options{Interpose: func(s runtime.Site) error {
+		// The delete's transaction failed and was rolled back: the
+		// read-back's is next.
+		if deleting && !taken && s.Import == abi.ImportSQLRollback && s.After {
+			take()
+			taken = true
+		}
+		return nil
+	}}))
+	e.createAndPrompt("one two three four five six seven eight")
+	e.deliverWakes(5, 10*60_000)
+	require.Equal(t, "idle", e.snapshot().Status)
+
+	f.FailNext(1, faultvfs.Full)
+	deleting = true
+	r := e.do("DELETE", "/v1/sessions/"+treeID, nil)
+	deleting = false
+	require.True(t, taken, "the delete's transaction failed")
+	release()
+	require.Equal(t, 503, r.status, "a delete that may not be stored is not done: %s", r.body.String())
+	r = e.do("GET", "/v1/sessions/"+treeID, nil)
+	require.Equal(t, 200, r.status, "the tree stays: %s", r.body.String())
+}

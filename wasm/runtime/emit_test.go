@@ -53,7 +53,7 @@ func newFaultEnvWith(t *testing.T, seed uint64, cfg runtime.BootConfig, opts sql
 // rivalConn is a second connection to the database at path, for a test
 // that takes the write lock away from the guest's; whatever transaction
 // it left open is rolled back at the test's end.
-func rivalConn(t *testing.T, path string) *sqlitedb.Conn {
+func rivalConn(t testing.TB, path string) *sqlitedb.Conn {
 	t.Helper()
 	db, err := sqlitedb.Open(path, sqlitedb.Options{})
 	require.NoError(t, err)

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/revenantrt/revenant/internal/faultvfs"
 	"github.com/revenantrt/revenant/internal/treetest"
 	"github.com/revenantrt/revenant/wasm/abi"
 	"github.com/revenantrt/revenant/wasm/runtime"
@@ -50,6 +51,24 @@ func TestDeleteFaultRefusesTheDeletesCommit(t *testing.T) {
 
 	assert.False(t, tr.maybeFailDelete(g), "a faulter with none left")
 	require.NoError(t, deleteAll())
+}
+
+// The delete faulter fails the serving guest's delete only: a zombie's,
+// or a superseded guest's, neither fails nor uses up the faults the
+// tree has, which are for the delete its client is answered (its
+// reopen is what -delfault reaches), and the report counts only those.
+func TestDeleteFaultLeavesAZombiesDelete(t *testing.T) {
+	tr := &tree{delFault: &deleteFaulter{rng: rand.New(rand.NewPCG(1, 2)), left: 1}}
+	tr.newFault()
+	t.Cleanup(func() { faultvfs.Unregister(tr.vfs) })
+	cur := &guest{t: tr, boot: 2}
+	tr.cur = cur
+	for _, g := range []*guest{{t: tr, boot: 1}, {t: tr, boot: 2, zombie: true}} {
+		assert.False(t, tr.maybeFailDelete(g), "boot %d, zombie %v", g.boot, g.zombie)
+	}
+	assert.Equal(t, 1, tr.delFault.left)
+	assert.Zero(t, tr.delFault.failed)
+	assert.False(t, tr.fault.Failing(), "a write of the tree's is set to fail")
 }
 
 // At a reopen's session listing (an epoch taken outside a boot, by a
@@ -104,6 +123,22 @@ func TestReopenAgainWithoutADeleteIsAFailure(t *testing.T) {
 	assert.Contains(t, tr.failures[0], "boot 3 reopened its instance again")
 	tr.checkReopenServed(g)
 	assert.Len(t, tr.failures, 1, "judged once per refused listing")
+}
+
+// Only a DELETE clears the mark of a reopen whose listing was refused:
+// the tree's other requests (a prompt, a read) do not close the
+// instance, so a reopen again after them still shows the refused one
+// left it closed. A mark cleared at every request sent would let every
+// such reopen pass, since its clients go on sending.
+func TestARequestOtherThanADeleteKeepsTheReopenJudged(t *testing.T) {
+	tr := &tree{del: &deleter{}}
+	g := &guest{t: tr, boot: 3, reopenRefused: true}
+	for _, kind := range []actionKind{actPrompt, actInterrupt} {
+		tr.noteSent(&request{a: action{kind: kind}}, g)
+	}
+	tr.checkReopenServed(g)
+	require.Len(t, tr.failures, 1)
+	assert.Contains(t, tr.failures[0], "boot 3 reopened its instance again with no delete in between")
 }
 
 // The judgement runs where a reopen shows itself: an epoch taken outside
