@@ -69,8 +69,10 @@ func (t index) Delete(ctx context.Context, rootID string) error {
 // the fresh object that the next event gets deletes the tree. The
 // executions the close stopped kept their claims and the alarm (the
 // delete has not cleared it yet), so until then the tree's turns resume
-// there as after a crash. The same holds when the request's context
-// ended first.
+// there as after a crash. ctx bounds the wait too, but the front's
+// delete never ends it early: api.Directory detaches a delete from its
+// request (a client gone mid-delete must not leave it half done), and the
+// other caller (unmade) deletes a tree that runs no turns.
 func (o *Object) deleteTree(ctx context.Context) error {
 	closing, cancel := context.WithTimeout(ctx, o.closeWait)
 	err := o.inst.Close(closing)
