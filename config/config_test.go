@@ -231,6 +231,9 @@ func TestRejects(t *testing.T) {
 		// with other bytes than the file's, a system prompt not the one
 		// written.
 		{"invalid UTF-8", "{\n  \"session_defaults\": {\"system_prompt\": \"a\xffb\"}\n}", []string{"invalid UTF-8 at line 2, column 43: the file must be UTF-8 text"}},
+		// A U+FFFD written as UTF-8 is text: the place named is the bad
+		// byte's after it, not the first U+FFFD the decoder reads.
+		{"invalid UTF-8 after a U+FFFD", "{\n  \"session_defaults\": {\"system_prompt\": \"a\uFFFD\xffb\"}\n}", []string{"invalid UTF-8 at line 2, column 46: the file must be UTF-8 text"}},
 		{"unknown top-level key", `{"webhook_tool": []}`, []string{"webhook_tool: unknown key (did you mean webhook_tools?)"}},
 		{"unknown far from any key", `{"extras": 1}`, []string{"extras: unknown key"}},
 		{"key given twice", `{"egress": {}, "egress": {}}`, []string{"egress: given twice"}},

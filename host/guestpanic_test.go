@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -36,4 +37,25 @@ func TestCreateBootPanicIs500AndLeavesNothingBusy(t *testing.T) {
 		require.Empty(t, h.Busy(), "guest %v: the panicked create's tree stayed busy (Close would wait on it)", guest)
 		require.NoError(t, h.Close(context.Background()))
 	}
+}
+
+// A panic while a Get boots a closed tree (the path every request and
+// wake-up takes to a tree not open) panics on to the caller, and the
+// boot's entry is failed, not left busy: the next Get boots the tree, and
+// Close does not wait on it.
+func TestGetBootPanicPanicsOnAndLeavesNothingBusy(t *testing.T) {
+	e := newEnv(t)
+	h := e.open(e.config())
+	e.tree(h, "t")
+	e.clock.Advance(time.Minute) // the idle timeout
+	require.Equal(t, 1, h.EvictIdle(ctx))
+
+	e.setGate(func(string) { panic("cannot allocate memory") })
+	require.PanicsWithValue(t, "cannot allocate memory", func() { _, _, _ = h.Get(ctx, "t") })
+	require.Empty(t, h.Busy(), "the panicked boot's tree stayed busy (every request for it, and Close, would wait on it)")
+
+	e.setGate(nil)
+	inst, _, err := h.Get(ctx, "t")
+	require.NoError(t, err)
+	require.NotNil(t, inst)
 }
