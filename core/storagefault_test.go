@@ -35,6 +35,19 @@ func faultTree(t *testing.T, runs int) (*treetest.Tree, *faultvfs.Fault, *treete
 	return tr, f, d, tr.Boot(d)
 }
 
+// bootReadOnly boots an instance while the disk refuses every write, so it
+// serves reads only and has taken no epoch, then heals the disk: its first
+// accepted write takes the epoch (ensureEpoch).
+func bootReadOnly(t *testing.T, tr *treetest.Tree, f *faultvfs.Fault, d *treetest.Driver) *treetest.Node {
+	t.Helper()
+	f.FailFor(time.Hour, faultvfs.Full)
+	n := tr.Boot(d)
+	require.True(t, n.Inst.ReadOnly())
+	require.Zero(t, n.Inst.Epoch(), "no epoch taken yet")
+	f.Heal()
+	return n
+}
+
 // count counts rows on a plain connection.
 func count(tr *treetest.Tree, query string, args ...any) int {
 	var n int
@@ -500,10 +513,7 @@ func TestReadOnlyBootsLateFailedEpochTakeIsKept(t *testing.T) {
 	before := n.Inst.Epoch()
 	n.Crash()
 
-	f.FailFor(time.Hour, faultvfs.Full)
-	n2 := tr.Boot(d)
-	require.True(t, n2.Inst.ReadOnly())
-	f.Heal()
+	n2 := bootReadOnly(t, tr, f, d)
 	f.FailLateCommits(1, faultvfs.IOErrFsync)
 	_, err := n2.Inst.CreateSession(ctx, core.NewSession{ID: "t", Principal: "tester"})
 	require.Error(t, err, "the epoch take's commit is reported failed")

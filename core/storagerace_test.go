@@ -144,12 +144,8 @@ func TestReadOnlyBootDoesNotFenceANewerInstance(t *testing.T) {
 	n1.NewSession("s")
 	n1.Crash()
 
-	f.FailFor(time.Hour, faultvfs.Full)
-	old := tr.Boot(d)
-	require.True(t, old.Inst.ReadOnly())
-	require.Zero(t, old.Inst.Epoch())
+	old := bootReadOnly(t, tr, f, d)
 
-	f.Heal()
 	newer := tr.Boot(d)
 	require.False(t, newer.Inst.ReadOnly())
 	epoch := newer.Inst.Epoch()
@@ -243,10 +239,7 @@ func TestCheckEpochKeepsAReadOnlyBootsLateFailedEpochTake(t *testing.T) {
 	n.NewSession("s")
 	n.Crash()
 
-	f.FailFor(time.Hour, faultvfs.Full)
-	n2 := tr.Boot(d)
-	require.True(t, n2.Inst.ReadOnly())
-	f.Heal()
+	n2 := bootReadOnly(t, tr, f, d)
 	f.FailLateCommits(1, faultvfs.IOErrFsync)
 	_, err := n2.Inst.CreateSession(ctx, core.NewSession{ID: "t", Principal: "tester"})
 	require.Error(t, err, "the epoch take's commit is reported failed")

@@ -76,14 +76,7 @@ func TestDeleteStoredButUnreadIsFinishedByTheReopen(t *testing.T) {
 	require.NotZero(t, e.s.wake, "the reopening is armed")
 	require.NoError(t, other.Rollback())
 
-	clears := e.s.clears
-	e.deliverWakes(5, 60_000)
-	require.Equal(t, clears+1, e.s.clears, "the reopen cleared the deleted tree's wake-up")
-	require.Zero(t, e.s.wake)
-	r = e.do("GET", "/v1/sessions/"+treeID, nil)
-	require.Equal(t, 404, r.status, r.body.String())
-	r = e.do("POST", "/v1/sessions", map[string]any{})
-	require.Equal(t, 409, r.status, "the deleted tree is not made again: %s", r.body.String())
+	e.reopenFinishesTheDelete()
 	r = e.do("DELETE", "/v1/sessions/"+treeID, nil)
 	require.Equal(t, 404, r.status, r.body.String())
 	require.Zero(t, e.s.wake)
@@ -146,10 +139,21 @@ func TestDeleteStoredButUnreadSurvivesAFailedListingAtTheReopen(t *testing.T) {
 	r = e.do("POST", "/v1/sessions", map[string]any{})
 	require.NotEqual(t, 201, r.status, "the deleted tree is not made again: %s", r.body.String())
 
+	e.reopenFinishesTheDelete()
+}
+
+// reopenFinishesTheDelete delivers the wake-up of a tree whose delete was
+// stored but unread: its reopen finds no root session and finishes the
+// delete, clearing the wake-up (the host is told the tree is gone), and
+// nothing is served for the tree after, a create of it included.
+func (e *env) reopenFinishesTheDelete() {
+	t := e.t
+	t.Helper()
+	clears := e.s.clears
 	e.deliverWakes(5, 60_000)
-	require.Equal(t, clears+1, e.s.clears, "the retried reopen cleared the deleted tree's wake-up")
+	require.Equal(t, clears+1, e.s.clears, "the reopen cleared the deleted tree's wake-up")
 	require.Zero(t, e.s.wake)
-	r = e.do("GET", "/v1/sessions/"+treeID, nil)
+	r := e.do("GET", "/v1/sessions/"+treeID, nil)
 	require.Equal(t, 404, r.status, r.body.String())
 	r = e.do("POST", "/v1/sessions", map[string]any{})
 	require.Equal(t, 409, r.status, "the deleted tree is not made again: %s", r.body.String())

@@ -112,25 +112,25 @@ func dialContext(p web.Egress, hook DialFunc) DialFunc {
 
 // control checks the address a socket is about to connect to.
 func control(p web.Egress) func(network, address string, c syscall.RawConn) error {
-	return func(_, address string, _ syscall.RawConn) error {
-		ap, err := netip.ParseAddrPort(address)
-		if err != nil {
-			return fmt.Errorf("%w: cannot check address %q", web.ErrDenied, address)
-		}
-		return p.CheckAddrPort(ap)
-	}
+	return socketCheck(p.CheckAddrPort)
 }
 
 // ownListenerControl refuses a socket about to connect to this server's
 // own listener (web.Egress.CheckOwnListener), the one check a trusted
 // destination gets.
 func ownListenerControl(p web.Egress) func(network, address string, c syscall.RawConn) error {
+	return socketCheck(p.CheckOwnListener)
+}
+
+// socketCheck is a dialer's Control hook that runs check on the address
+// a socket is about to connect to; one it cannot read is refused.
+func socketCheck(check func(netip.AddrPort) error) func(network, address string, c syscall.RawConn) error {
 	return func(_, address string, _ syscall.RawConn) error {
 		ap, err := netip.ParseAddrPort(address)
 		if err != nil {
 			return fmt.Errorf("%w: cannot check address %q", web.ErrDenied, address)
 		}
-		return p.CheckOwnListener(ap)
+		return check(ap)
 	}
 }
 
