@@ -3,10 +3,16 @@ package host_test
 import (
 	"context"
 	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/revenantrt/revenant/core"
 )
 
 // A panic while a create boots its tree (SQLite's connection panics when
@@ -55,6 +61,68 @@ func TestGetBootPanicPanicsOnAndLeavesNothingBusy(t *testing.T) {
 	require.Empty(t, h.Busy(), "the panicked boot's tree stayed busy (every request for it, and Close, would wait on it)")
 
 	e.setGate(nil)
+	inst, _, err := h.Get(ctx, "t")
+	require.NoError(t, err)
+	require.NotNil(t, inst)
+}
+
+// panickingIDs is an ID source that panics while armed: core.Open takes
+// its owner token from it after the tree's file is open, so an armed one
+// makes the boot panic with the database open (as SQLite's connection
+// does when its memory cannot be mapped in a migration's query).
+type panickingIDs struct {
+	core.IDSource
+	armed atomic.Bool
+}
+
+func (p *panickingIDs) NewID() string {
+	if p.armed.Load() {
+		panic("cannot allocate memory")
+	}
+	return p.IDSource.NewID()
+}
+
+// openFiles counts this process's open file descriptors on path (its
+// -wal and -shm too), from /proc/self/fd.
+func openFiles(t *testing.T, path string) int {
+	t.Helper()
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skipf("no /proc/self/fd to count open files: %v", err)
+	}
+	n := 0
+	for _, fd := range fds {
+		target, err := os.Readlink(filepath.Join("/proc/self/fd", fd.Name()))
+		if err == nil && strings.HasPrefix(target, path) {
+			n++
+		}
+	}
+	return n
+}
+
+// A boot that panics after it opened the tree's database (in the
+// instance's start: migrations, the epoch, the sweep) closes that
+// database before it panics on. Left open, the connection (its file
+// handles, and its mapped memory, the very thing that ran out) leaked
+// with each request that booted the tree, past MaxOpenTrees, which counts
+// only the entries, and the failed one was dropped.
+func TestBootPanicAfterOpenClosesTheDatabase(t *testing.T) {
+	e := newEnv(t)
+	ids := &panickingIDs{IDSource: e.ids}
+	cfg := e.config()
+	cfg.IDs = ids
+	h := e.open(cfg)
+	e.tree(h, "t")
+	e.clock.Advance(time.Minute) // the idle timeout
+	require.Equal(t, 1, h.EvictIdle(ctx))
+	require.Zero(t, openFiles(t, e.treePath("t")), "the evicted tree's database is closed")
+
+	ids.armed.Store(true)
+	require.PanicsWithValue(t, "cannot allocate memory", func() { _, _, _ = h.Get(ctx, "t") })
+	require.Empty(t, h.Busy())
+	require.Zero(t, openFiles(t, e.treePath("t")), "the panicked boot's database was left open")
+
+	ids.armed.Store(false)
 	inst, _, err := h.Get(ctx, "t")
 	require.NoError(t, err)
 	require.NotNil(t, inst)
