@@ -253,3 +253,39 @@ func TestCheckEpochKeepsAReadOnlyBootsLateFailedEpochTake(t *testing.T) {
 	_, err = n2.Inst.CreateSession(ctx, core.NewSession{ID: "u", Principal: "tester"})
 	require.NoError(t, err, "and core's own fence agrees")
 }
+
+// Reopen opens a new instance over the tree of a closed one only while
+// that one still owns it, checked in the transaction that takes the new
+// epoch: after a newer instance booted it fails with ErrFenced and takes
+// nothing, so the newer one's epoch stands.
+func TestReopenOnlyWhileTheClosedInstanceOwnsTheTree(t *testing.T) {
+	tr, f, d, n1 := faultTree(t, 5)
+	n1.NewSession("s")
+	closed := n1.Inst
+	require.NoError(t, closed.Close(ctx))
+
+	host, _, kdb := tr.Host()
+	again, err := core.Reopen(ctx, closed, host, tr.Cfg, d)
+	require.NoError(t, err, "no instance booted since: the reopen owns the tree")
+	require.Greater(t, again.Epoch(), closed.Epoch())
+	require.NoError(t, again.Close(ctx))
+	kdb.Kill()
+
+	newer := openUnswept(t, tr, d)
+	host, _, kdb = tr.Host()
+	t.Cleanup(kdb.Kill)
+	_, err = core.Reopen(ctx, again, host, tr.Cfg, d)
+	require.ErrorIs(t, err, core.ErrFenced, "a newer instance booted since the closed one")
+	// Storage refusing writes changes nothing: the check comes before the
+	// epoch's write, so the reopen is refused, not booted read-only at the
+	// newer instance's epoch (whose first write would take the tree).
+	f.FailFor(time.Hour, faultvfs.Full)
+	_, err = core.Reopen(ctx, again, host, tr.Cfg, d)
+	require.ErrorIs(t, err, core.ErrFenced, "read-only, still fenced")
+	f.Heal()
+	tr.Read(func(tx storage.Tx) error {
+		err = newer.CheckEpoch(tx)
+		return nil
+	})
+	require.NoError(t, err, "the newer instance still owns the tree")
+}
