@@ -127,3 +127,22 @@ func TestBootPanicAfterOpenClosesTheDatabase(t *testing.T) {
 	require.NoError(t, err)
 	require.NotNil(t, inst)
 }
+
+// A create whose init panics (SQLite's connection cannot map its memory
+// as the root session is written) is undone as a failed init is: the
+// tree's instance and database closed, its index row and files removed,
+// so the id can be created again. It used to leave the instance running
+// and the database open, unreachable (the entry dropped), and the row,
+// which refused the id's next create as taken until the server restarted.
+func TestCreateInitPanicUndoesTheCreate(t *testing.T) {
+	e := newEnv(t)
+	h := e.open(e.config())
+	require.PanicsWithValue(t, "cannot allocate memory", func() {
+		_, _ = h.Create(ctx, "t", "alice", func(*core.Instance) error { panic("cannot allocate memory") })
+	})
+	require.Empty(t, h.Busy())
+	require.Zero(t, openFiles(t, e.treePath("t")), "the panicked create's database was left open")
+	require.False(t, exists(e.treePath("t")), "the panicked create's files are removed")
+
+	e.tree(h, "t")
+}
