@@ -200,32 +200,34 @@ func TestInterruptedOwedTurnLeavesTheInstanceIdle(t *testing.T) {
 	assert.True(t, n.Inst.Idle())
 }
 
+// checkEpoch runs inst's CheckEpoch in a transaction of its own on tr.
+func checkEpoch(tr *treetest.Tree, inst *core.Instance) (err error) {
+	tr.Read(func(tx storage.Tx) error {
+		err = inst.CheckEpoch(tx)
+		return nil
+	})
+	return err
+}
+
 // CheckEpoch, the fence of a write made outside core (a guest's delete),
 // passes only the instance that owns the tree: the newest to take an
 // epoch, or one that booted read-only while no instance booted since it.
 func TestCheckEpochPassesOnlyTheTreesOwner(t *testing.T) {
 	tr, f, d, n1 := faultTree(t, 5)
 	n1.NewSession("s")
-	check := func(inst *core.Instance) (err error) {
-		tr.Read(func(tx storage.Tx) error {
-			err = inst.CheckEpoch(tx)
-			return nil
-		})
-		return err
-	}
-	require.NoError(t, check(n1.Inst), "the live instance owns the tree")
+	require.NoError(t, checkEpoch(tr, n1.Inst), "the live instance owns the tree")
 	n1.Crash()
 
 	f.FailFor(time.Hour, faultvfs.Full)
 	old := tr.Boot(d)
 	require.Zero(t, old.Inst.Epoch())
-	require.NoError(t, check(old.Inst), "no instance booted since the read-only one")
+	require.NoError(t, checkEpoch(tr, old.Inst), "no instance booted since the read-only one")
 
 	f.Heal()
 	newer := tr.Boot(d)
-	require.NoError(t, check(newer.Inst))
-	require.ErrorIs(t, check(old.Inst), core.ErrFenced, "a newer instance took an epoch")
-	require.ErrorIs(t, check(n1.Inst), core.ErrFenced)
+	require.NoError(t, checkEpoch(tr, newer.Inst))
+	require.ErrorIs(t, checkEpoch(tr, old.Inst), core.ErrFenced, "a newer instance took an epoch")
+	require.ErrorIs(t, checkEpoch(tr, n1.Inst), core.ErrFenced)
 }
 
 // CheckEpoch follows core's own fence for a read-only boot whose epoch
@@ -245,11 +247,7 @@ func TestCheckEpochKeepsAReadOnlyBootsLateFailedEpochTake(t *testing.T) {
 	require.Error(t, err, "the epoch take's commit is reported failed")
 	require.Zero(t, n2.Inst.Epoch(), "the instance has not learnt the epoch it stored")
 
-	tr.Read(func(tx storage.Tx) error {
-		err = n2.Inst.CheckEpoch(tx)
-		return nil
-	})
-	require.NoError(t, err, "the tree's epoch is this instance's own")
+	require.NoError(t, checkEpoch(tr, n2.Inst), "the tree's epoch is this instance's own")
 	_, err = n2.Inst.CreateSession(ctx, core.NewSession{ID: "u", Principal: "tester"})
 	require.NoError(t, err, "and core's own fence agrees")
 }
@@ -283,9 +281,5 @@ func TestReopenOnlyWhileTheClosedInstanceOwnsTheTree(t *testing.T) {
 	_, err = core.Reopen(ctx, again, host, tr.Cfg, d)
 	require.ErrorIs(t, err, core.ErrFenced, "read-only, still fenced")
 	f.Heal()
-	tr.Read(func(tx storage.Tx) error {
-		err = newer.CheckEpoch(tx)
-		return nil
-	})
-	require.NoError(t, err, "the newer instance still owns the tree")
+	require.NoError(t, checkEpoch(tr, newer), "the newer instance still owns the tree")
 }
