@@ -212,7 +212,8 @@ func (inst *Instance) ensureEpoch(ctx context.Context) error {
 func (inst *Instance) Epoch() int64 { return inst.epoch.Load() }
 
 // CheckEpoch is the epoch fence for a write made in tx outside core's
-// write path (a host's delete of the tree, wasm/guest): it fails with
+// write path (a host's delete of the tree, wasm/guest; a Reopen's new
+// epoch, which must not supersede a newer instance): it fails with
 // ErrFenced unless this instance still owns the tree, that is, the tree's
 // epoch is the one it took, or, for an instance that booted read-only and
 // has taken none yet, still the one it found at boot (no instance booted
