@@ -81,6 +81,24 @@ type owedFailure struct {
 // Open migrates the database, takes a new epoch and returns the instance. It
 // does not sweep: recovery.Boot does that before serving.
 func Open(ctx context.Context, host Host, cfg Config, driver Driver) (*Instance, error) {
+	return open(ctx, host, cfg, driver, nil)
+}
+
+// Reopen is Open for a tree whose previous instance, closed, stopped in
+// this process (a guest's delete that closed it and then failed): it
+// opens only while closed still owns the tree (CheckEpoch), checked in
+// the transaction that takes the new epoch (or, when storage refuses
+// that, in the one that reads the epoch a read-only instance follows),
+// and fails with ErrFenced otherwise. A check in a transaction of its own
+// would let an instance that booted in between be superseded by the
+// reopening, which Open's unconditional epoch would fence.
+func Reopen(ctx context.Context, closed *Instance, host Host, cfg Config, driver Driver) (*Instance, error) {
+	return open(ctx, host, cfg, driver, closed.CheckEpoch)
+}
+
+// open is Open with fence, when not nil, run in the epoch's transaction
+// first: its error fails the open.
+func open(ctx context.Context, host Host, cfg Config, driver Driver, fence func(storage.Tx) error) (*Instance, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, fmt.Errorf("open instance: %w", err)
 	}
@@ -107,16 +125,23 @@ func Open(ctx context.Context, host Host, cfg Config, driver Driver) (*Instance,
 	// One try, no waiting: boot must work when storage is full (DESIGN §8,
 	// §13). An instance whose epoch write is refused serves reads and takes
 	// its epoch with its first write that storage accepts.
-	if err := inst.takeEpoch(ctx, -1); err != nil {
+	if err := inst.takeEpoch(ctx, -1, fence); err != nil {
 		if !storage.IsTransient(err) {
 			return nil, fmt.Errorf("open instance: %w", err)
 		}
 		// Read back the epoch it would have followed (reads work when
 		// storage is full); an instance that cannot even read cannot serve.
-		if rerr := host.DB.Tx(ctx, func(tx storage.Tx) error {
+		// A fence that refuses here fails the open too (ErrFenced).
+		rerr := host.DB.Tx(ctx, func(tx storage.Tx) error {
+			if fence != nil {
+				if err := fence(tx); err != nil {
+					return err
+				}
+			}
 			_, err := storage.QueryRow(tx, `SELECT epoch FROM tree`, nil, &inst.bootEpoch)
 			return err
-		}); rerr != nil {
+		})
+		if rerr != nil {
 			return nil, fmt.Errorf("open instance: %w", errors.Join(err, rerr))
 		}
 		inst.readOnly = err
@@ -132,9 +157,15 @@ func Open(ctx context.Context, host Host, cfg Config, driver Driver) (*Instance,
 // otherwise: a newer instance booted. An epoch found marked with this
 // instance's token is this instance's own, taken by an earlier try whose
 // commit was durable although reported failed (a late IOERR): it is kept.
-func (inst *Instance) takeEpoch(ctx context.Context, after int64) error {
+// fence, when not nil, runs first in the same transaction (Reopen).
+func (inst *Instance) takeEpoch(ctx context.Context, after int64, fence func(storage.Tx) error) error {
 	var epoch int64
 	err := inst.host.DB.Tx(ctx, func(tx storage.Tx) error {
+		if fence != nil {
+			if err := fence(tx); err != nil {
+				return err
+			}
+		}
 		var owner sql.NullString
 		if _, err := storage.QueryRow(tx, `SELECT epoch, epoch_owner FROM tree`, nil, &epoch, &owner); err != nil {
 			return err
@@ -169,7 +200,7 @@ func (inst *Instance) ensureEpoch(ctx context.Context) error {
 	if inst.epoch.Load() != 0 {
 		return nil
 	}
-	if err := inst.takeEpoch(context.WithoutCancel(ctx), inst.bootEpoch); err != nil {
+	if err := inst.takeEpoch(context.WithoutCancel(ctx), inst.bootEpoch, nil); err != nil {
 		return err
 	}
 	inst.log.Info("took the epoch storage refused at boot", "epoch", inst.epoch.Load())
@@ -181,7 +212,8 @@ func (inst *Instance) ensureEpoch(ctx context.Context) error {
 func (inst *Instance) Epoch() int64 { return inst.epoch.Load() }
 
 // CheckEpoch is the epoch fence for a write made in tx outside core's
-// write path (a host's delete of the tree, wasm/guest): it fails with
+// write path (a host's delete of the tree, wasm/guest; a Reopen's new
+// epoch, which must not supersede a newer instance): it fails with
 // ErrFenced unless this instance still owns the tree, that is, the tree's
 // epoch is the one it took, or, for an instance that booted read-only and
 // has taken none yet, still the one it found at boot (no instance booted

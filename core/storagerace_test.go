@@ -200,32 +200,34 @@ func TestInterruptedOwedTurnLeavesTheInstanceIdle(t *testing.T) {
 	assert.True(t, n.Inst.Idle())
 }
 
+// checkEpoch runs inst's CheckEpoch in a transaction of its own on tr.
+func checkEpoch(tr *treetest.Tree, inst *core.Instance) (err error) {
+	tr.Read(func(tx storage.Tx) error {
+		err = inst.CheckEpoch(tx)
+		return nil
+	})
+	return err
+}
+
 // CheckEpoch, the fence of a write made outside core (a guest's delete),
 // passes only the instance that owns the tree: the newest to take an
 // epoch, or one that booted read-only while no instance booted since it.
 func TestCheckEpochPassesOnlyTheTreesOwner(t *testing.T) {
 	tr, f, d, n1 := faultTree(t, 5)
 	n1.NewSession("s")
-	check := func(inst *core.Instance) (err error) {
-		tr.Read(func(tx storage.Tx) error {
-			err = inst.CheckEpoch(tx)
-			return nil
-		})
-		return err
-	}
-	require.NoError(t, check(n1.Inst), "the live instance owns the tree")
+	require.NoError(t, checkEpoch(tr, n1.Inst), "the live instance owns the tree")
 	n1.Crash()
 
 	f.FailFor(time.Hour, faultvfs.Full)
 	old := tr.Boot(d)
 	require.Zero(t, old.Inst.Epoch())
-	require.NoError(t, check(old.Inst), "no instance booted since the read-only one")
+	require.NoError(t, checkEpoch(tr, old.Inst), "no instance booted since the read-only one")
 
 	f.Heal()
 	newer := tr.Boot(d)
-	require.NoError(t, check(newer.Inst))
-	require.ErrorIs(t, check(old.Inst), core.ErrFenced, "a newer instance took an epoch")
-	require.ErrorIs(t, check(n1.Inst), core.ErrFenced)
+	require.NoError(t, checkEpoch(tr, newer.Inst))
+	require.ErrorIs(t, checkEpoch(tr, old.Inst), core.ErrFenced, "a newer instance took an epoch")
+	require.ErrorIs(t, checkEpoch(tr, n1.Inst), core.ErrFenced)
 }
 
 // CheckEpoch follows core's own fence for a read-only boot whose epoch
@@ -245,11 +247,39 @@ func TestCheckEpochKeepsAReadOnlyBootsLateFailedEpochTake(t *testing.T) {
 	require.Error(t, err, "the epoch take's commit is reported failed")
 	require.Zero(t, n2.Inst.Epoch(), "the instance has not learnt the epoch it stored")
 
-	tr.Read(func(tx storage.Tx) error {
-		err = n2.Inst.CheckEpoch(tx)
-		return nil
-	})
-	require.NoError(t, err, "the tree's epoch is this instance's own")
+	require.NoError(t, checkEpoch(tr, n2.Inst), "the tree's epoch is this instance's own")
 	_, err = n2.Inst.CreateSession(ctx, core.NewSession{ID: "u", Principal: "tester"})
 	require.NoError(t, err, "and core's own fence agrees")
+}
+
+// Reopen opens a new instance over the tree of a closed one only while
+// that one still owns it, checked in the transaction that takes the new
+// epoch: after a newer instance booted it fails with ErrFenced and takes
+// nothing, so the newer one's epoch stands.
+func TestReopenOnlyWhileTheClosedInstanceOwnsTheTree(t *testing.T) {
+	tr, f, d, n1 := faultTree(t, 5)
+	n1.NewSession("s")
+	closed := n1.Inst
+	require.NoError(t, closed.Close(ctx))
+
+	host, _, kdb := tr.Host()
+	again, err := core.Reopen(ctx, closed, host, tr.Cfg, d)
+	require.NoError(t, err, "no instance booted since: the reopen owns the tree")
+	require.Greater(t, again.Epoch(), closed.Epoch())
+	require.NoError(t, again.Close(ctx))
+	kdb.Kill()
+
+	newer := openUnswept(t, tr, d)
+	host, _, kdb = tr.Host()
+	t.Cleanup(kdb.Kill)
+	_, err = core.Reopen(ctx, again, host, tr.Cfg, d)
+	require.ErrorIs(t, err, core.ErrFenced, "a newer instance booted since the closed one")
+	// Storage refusing writes changes nothing: the check comes before the
+	// epoch's write, so the reopen is refused, not booted read-only at the
+	// newer instance's epoch (whose first write would take the tree).
+	f.FailFor(time.Hour, faultvfs.Full)
+	_, err = core.Reopen(ctx, again, host, tr.Cfg, d)
+	require.ErrorIs(t, err, core.ErrFenced, "read-only, still fenced")
+	f.Heal()
+	require.NoError(t, checkEpoch(tr, newer), "the newer instance still owns the tree")
 }

@@ -3,10 +3,16 @@ package host_test
 import (
 	"context"
 	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/revenantrt/revenant/core"
 )
 
 // A panic while a create boots its tree (SQLite's connection panics when
@@ -58,4 +64,85 @@ func TestGetBootPanicPanicsOnAndLeavesNothingBusy(t *testing.T) {
 	inst, _, err := h.Get(ctx, "t")
 	require.NoError(t, err)
 	require.NotNil(t, inst)
+}
+
+// panickingIDs is an ID source that panics while armed: core.Open takes
+// its owner token from it after the tree's file is open, so an armed one
+// makes the boot panic with the database open (as SQLite's connection
+// does when its memory cannot be mapped in a migration's query).
+type panickingIDs struct {
+	core.IDSource
+	armed atomic.Bool
+}
+
+func (p *panickingIDs) NewID() string {
+	if p.armed.Load() {
+		panic("cannot allocate memory")
+	}
+	return p.IDSource.NewID()
+}
+
+// openFiles counts this process's open file descriptors on path (its
+// -wal and -shm too), from /proc/self/fd.
+func openFiles(t *testing.T, path string) int {
+	t.Helper()
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skipf("no /proc/self/fd to count open files: %v", err)
+	}
+	n := 0
+	for _, fd := range fds {
+		target, err := os.Readlink(filepath.Join("/proc/self/fd", fd.Name()))
+		if err == nil && strings.HasPrefix(target, path) {
+			n++
+		}
+	}
+	return n
+}
+
+// A boot that panics after it opened the tree's database (in the
+// instance's start: migrations, the epoch, the sweep) closes that
+// database before it panics on. Left open, the connection (its file
+// handles, and its mapped memory, the very thing that ran out) leaked
+// with each request that booted the tree, past MaxOpenTrees, which counts
+// only the entries, and the failed one was dropped.
+func TestBootPanicAfterOpenClosesTheDatabase(t *testing.T) {
+	e := newEnv(t)
+	ids := &panickingIDs{IDSource: e.ids}
+	cfg := e.config()
+	cfg.IDs = ids
+	h := e.open(cfg)
+	e.tree(h, "t")
+	e.clock.Advance(time.Minute) // the idle timeout
+	require.Equal(t, 1, h.EvictIdle(ctx))
+	require.Zero(t, openFiles(t, e.treePath("t")), "the evicted tree's database is closed")
+
+	ids.armed.Store(true)
+	require.PanicsWithValue(t, "cannot allocate memory", func() { _, _, _ = h.Get(ctx, "t") })
+	require.Empty(t, h.Busy())
+	require.Zero(t, openFiles(t, e.treePath("t")), "the panicked boot's database was left open")
+
+	ids.armed.Store(false)
+	inst, _, err := h.Get(ctx, "t")
+	require.NoError(t, err)
+	require.NotNil(t, inst)
+}
+
+// A create whose init panics (SQLite's connection cannot map its memory
+// as the root session is written) is undone as a failed init is: the
+// tree's instance and database closed, its index row and files removed,
+// so the id can be created again. It used to leave the instance running
+// and the database open, unreachable (the entry dropped), and the row,
+// which refused the id's next create as taken until the server restarted.
+func TestCreateInitPanicUndoesTheCreate(t *testing.T) {
+	e := newEnv(t)
+	h := e.open(e.config())
+	require.PanicsWithValue(t, "cannot allocate memory", func() {
+		_, _ = h.Create(ctx, "t", "alice", func(*core.Instance) error { panic("cannot allocate memory") })
+	})
+	require.Empty(t, h.Busy())
+	require.Zero(t, openFiles(t, e.treePath("t")), "the panicked create's database was left open")
+	require.False(t, exists(e.treePath("t")), "the panicked create's files are removed")
+
+	e.tree(h, "t")
 }

@@ -477,6 +477,17 @@ func (h *Host) boot(ctx context.Context, e *entry, info *api.TreeInfo) (sweepErr
 		return nil, fmt.Errorf("boot tree %s: %w", e.id, err)
 	}
 	start := time.Now()
+	// A panic while the tree starts (SQLite's connection cannot map its
+	// memory in a migration's query, say) closes the database before it
+	// panics on to failBootOnPanic: the failed entry is dropped, and with
+	// it the only reference to db, whose file handles and memory would
+	// otherwise leak with every request that boots the tree again.
+	defer func() {
+		if p := recover(); p != nil {
+			db.Close()
+			panic(p)
+		}
+	}()
 	run, err, startErr := h.backend.start(ctx, e.id, db, h.wakerFor(e.id), log)
 	if startErr != nil {
 		db.Close()

@@ -126,20 +126,40 @@ func (h *Host) create(ctx context.Context, e *entry, principal string, init func
 	if err := h.removeFiles(e.id); err != nil {
 		return errors.Join(fmt.Errorf("create tree %s: %w", e.id, err), h.dropRow(ctx, e.id))
 	}
+	// From here a failure undoes the create: the instance closed once
+	// booted (e.run), the row dropped, the files removed. So does a panic
+	// (SQLite's connection cannot map its memory), before it goes on to
+	// failBootOnPanic: the entry it drops is the only way to the running
+	// instance and its open database.
+	undo := func() error {
+		var closeErr error
+		if e.run != nil {
+			closeErr = h.closeEntry(ctx, e)
+		}
+		return errors.Join(closeErr, h.dropRow(ctx, e.id), h.removeFiles(e.id))
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			if err := undo(); err != nil {
+				h.log.Warn("undo a create that panicked", "tree", e.id, "err", err)
+			}
+			panic(p)
+		}
+	}()
 	if _, err := h.boot(ctx, e, &info); err != nil {
-		return errors.Join(err, h.dropRow(ctx, e.id), h.removeFiles(e.id))
+		return errors.Join(err, undo())
 	}
 	var createdAt int64
 	if init != nil {
 		if createdAt, err = init(e); err != nil {
-			return errors.Join(err, h.closeEntry(ctx, e), h.dropRow(ctx, e.id), h.removeFiles(e.id))
+			return errors.Join(err, undo())
 		}
 	}
 	if createdAt != 0 {
 		e.info.CreatedAt = createdAt
 	}
 	if err := h.index.markReady(ctx, e.id, createdAt); err != nil {
-		return errors.Join(fmt.Errorf("create tree %s: %w", e.id, err), h.closeEntry(ctx, e), h.dropRow(ctx, e.id), h.removeFiles(e.id))
+		return errors.Join(fmt.Errorf("create tree %s: %w", e.id, err), undo())
 	}
 	return nil
 }

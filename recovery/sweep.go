@@ -103,6 +103,20 @@ func Boot(ctx context.Context, host core.Host, cfg core.Config, driver core.Driv
 // its wake-up retries the sweep.
 func BootWith(ctx context.Context, host core.Host, cfg core.Config, driver core.Driver, opened func(*core.Instance) error) (*core.Instance, Report, error) {
 	inst, err := core.Open(ctx, host, cfg, driver)
+	return started(ctx, inst, err, opened)
+}
+
+// ReopenWith is BootWith over a tree whose previous instance, closed,
+// stopped in this process: core.Reopen opens the new one only while
+// closed still owns the tree, and fails with core.ErrFenced otherwise.
+func ReopenWith(ctx context.Context, closed *core.Instance, host core.Host, cfg core.Config, driver core.Driver, opened func(*core.Instance) error) (*core.Instance, Report, error) {
+	inst, err := core.Reopen(ctx, closed, host, cfg, driver)
+	return started(ctx, inst, err, opened)
+}
+
+// started finishes a boot whose open returned inst and err: opened, then
+// the sweep and the re-arm (BootWith).
+func started(ctx context.Context, inst *core.Instance, err error, opened func(*core.Instance) error) (*core.Instance, Report, error) {
 	if err != nil {
 		return nil, Report{}, fmt.Errorf("boot: %w", err)
 	}

@@ -501,30 +501,21 @@ func (gg *guest) reopenLater() {
 // A closed instance that a newer boot superseded is not reopened: its
 // delete failed before its fence could tell (its BEGIN refused, say), and
 // a reopen would take a new epoch over the instance that owns the tree.
-// The reopen checks the closed instance's epoch first (CheckEpoch); a
-// fenced one is superseded, as its delete would have found, and a check
-// that fails is retried on the wake-up, as an open that fails is.
+// The reopen opens only while the closed instance owns the tree, checked
+// in the transaction that takes the new epoch (core.Reopen), so that an
+// instance booting meanwhile is not superseded either; a fenced one is
+// superseded, as its delete would have found, and an open that fails
+// otherwise is retried on the wake-up.
 func (gg *guest) reopen() error {
 	ctx := context.Background()
 	closed := gg.inst
-	err := gg.db.Tx(ctx, func(tx storage.Tx) error { return closed.CheckEpoch(tx) })
-	if errors.Is(err, core.ErrFenced) {
-		gg.log.Warn("no reopen: a newer instance owns the tree", "tree", gg.cfg.TreeID, "err", err)
-		gg.mu.Lock()
-		gg.superseded = true
-		gg.mu.Unlock()
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("reopen: %w", err)
-	}
 	host := core.Host{DB: gg.db, Clock: gg.clock, Wake: waker{}, IDs: ids{}, Log: gg.log}
 	cfg, driver, err := gg.coreSetup()
 	if err != nil {
 		return err
 	}
 	found := false // the reopen found the unread delete stored
-	inst, _, err := recovery.BootWith(ctx, host, cfg, driver, func(inst *core.Instance) error {
+	inst, _, err := recovery.ReopenWith(ctx, closed, host, cfg, driver, func(inst *core.Instance) error {
 		gg.mu.Lock()
 		gg.watched = map[string]bool{} // the closed instance's watches ended with it
 		gg.mu.Unlock()
@@ -556,6 +547,13 @@ func (gg *guest) reopen() error {
 		}
 		return nil
 	})
+	if inst == nil && errors.Is(err, core.ErrFenced) {
+		gg.log.Warn("no reopen: a newer instance owns the tree", "tree", gg.cfg.TreeID, "err", err)
+		gg.mu.Lock()
+		gg.superseded = true
+		gg.mu.Unlock()
+		return nil
+	}
 	if inst == nil {
 		return fmt.Errorf("reopen: %w", err)
 	}

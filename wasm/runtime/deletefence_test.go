@@ -4,9 +4,11 @@ import (
 	"context"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/revenantrt/revenant/internal/faultvfs"
 	"github.com/revenantrt/revenant/sqlitedb"
 	"github.com/revenantrt/revenant/wasm/abi"
 	"github.com/revenantrt/revenant/wasm/runtime"
@@ -105,4 +107,46 @@ func TestASupersededGuestsFailedDeleteDoesNotReopen(t *testing.T) {
 	require.Equal(t, 202, r.status, "B still owns the tree: %s", r.body.String())
 	r = a.do("POST", "/v1/sessions/"+treeID+"/prompt", map[string]any{"text": "to the zombie", "id": "p3"})
 	require.Equal(t, 503, r.status, "A, closed, writes nothing: %s", r.body.String())
+}
+
+// A reopen checks that the closed instance still owns the tree and takes
+// its new epoch in one transaction: an instance that boots between the
+// two (B, a second process taking the tree over while A's wake-up
+// reopens it) is never superseded by A's reopening. A checked first, in
+// a transaction of its own, and then took the next epoch unconditionally
+// over B's, so B's next write was refused 503 while A served the tree.
+func TestAReopenDoesNotTakeTheTreeFromAnInstanceBootedDuringIt(t *testing.T) {
+	a, f := newFaultEnv(t, 5, offlineConfig())
+	var b *env
+	reopening, begins := false, 0
+	require.NoError(t, a.boot(runtime.Options{Interpose: func(st runtime.Site) error {
+		if !reopening || st.Import != abi.ImportSQLBegin || st.After {
+			return nil
+		}
+		begins++
+		if begins == 2 { // past the reopen's first transaction (it used to check the epoch), before its epoch's
+			b = a.sibling(108)
+			require.NoError(t, b.boot(runtime.Options{}), "B takes the tree over: a new epoch")
+		}
+		return nil
+	}}))
+	r := a.do("POST", "/v1/sessions", map[string]any{})
+	require.Equal(t, 201, r.status, r.body.String())
+
+	f.FailFor(10*time.Minute, faultvfs.Full)
+	r = a.deleteUntilAnswered()
+	require.Equal(t, 503, r.status, r.body.String())
+	require.NotZero(t, a.s.wake, "the closed instance's reopening is armed")
+	f.Heal()
+
+	reopening = true
+	a.deliverWake(60_000)
+	reopening = false
+	require.NotNil(t, b, "B booted during A's reopen")
+
+	r = b.do("POST", "/v1/sessions/"+treeID+"/prompt", map[string]any{"text": "to the live instance", "id": "p1"})
+	require.Equal(t, 202, r.status, "B still owns the tree: %s", r.body.String())
+	r = a.do("POST", "/v1/sessions/"+treeID+"/prompt", map[string]any{"text": "to the zombie", "id": "p2"})
+	require.Equal(t, 503, r.status, "A, superseded, writes nothing: %s", r.body.String())
+	require.Zero(t, a.s.wake, "nor arms a wake-up to reopen again")
 }

@@ -125,10 +125,10 @@ func TestDeleteStoredButUnreadSurvivesAFailedListingAtTheReopen(t *testing.T) {
 	require.NotZero(t, e.s.wake, "the reopening is armed")
 	require.NoError(t, other.Rollback())
 
-	// The reopen: the closed instance's epoch check, its boot's two
-	// transactions (the schema, the epoch), then the listing, refused.
+	// The reopen: its boot's two transactions (the schema, then the epoch,
+	// which checks the closed instance's), then the listing, refused.
 	clears := e.s.clears
-	begins, lockAt = 0, 4
+	begins, lockAt = 0, 3
 	e.deliverWake(60_000)
 	lockAt = 0
 	if other.InTx() {
