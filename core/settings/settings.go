@@ -41,7 +41,7 @@ type Settings struct {
 	// Default 100.
 	StepCap int
 	// StreamIdle fails a step whose stream sends nothing this long
-	// (runner.WithStreamIdle). Default 60 s.
+	// (runner.WithStreamIdle). Default 60 s; at least MinStreamIdle.
 	StreamIdle time.Duration
 	// StepWall fails a step that streams longer than this
 	// (runner.WithStepWall). Default 10 min.
@@ -53,7 +53,8 @@ type Settings struct {
 	// sets none (runner.WithOutputCap). Default 16 KiB.
 	ToolOutputCap int
 	// CheckpointEvery and CheckpointBytes bound the streamed text a kill
-	// may lose (runner.WithCheckpoints). Default 1 s and 2 KiB.
+	// may lose (runner.WithCheckpoints). Default 1 s and 2 KiB;
+	// CheckpointEvery at least MinCheckpointEvery.
 	CheckpointEvery time.Duration
 	CheckpointBytes int
 	// ModelRetries is how often a retryable model failure is retried in a
@@ -186,6 +187,21 @@ const MinWakeInterval = 100 * time.Millisecond
 // open stream write without pause.
 const MinHeartbeat = 100 * time.Millisecond
 
+// MinStreamIdle is the shortest stream_idle: a step fails once its model
+// stream is silent that long, and a provider's first chunk commonly takes
+// longer than a few milliseconds (the watchdog also counts in whole
+// milliseconds, so under 1ms it fires at once): below a second nearly
+// every step would fail, each failure a turn lost.
+const MinStreamIdle = time.Second
+
+// MinCheckpointEvery is the shortest checkpoint_every: streamed text is
+// written to storage once its oldest unsaved part is that old, so a few
+// nanoseconds would write a checkpoint (a commit; on Cloudflare a storage
+// write) for nearly every chunk of every streaming step. At the floor a
+// step writes at most ten a second for it, and a kill loses at most a
+// tenth of a second of text.
+const MinCheckpointEvery = 100 * time.Millisecond
+
 // Validate reports every invalid field, each as a *FieldError (joined:
 // errors.As finds the first; Unwrap() []error lists them all), or nil.
 func (s Settings) Validate() error {
@@ -210,6 +226,12 @@ func (s Settings) Validate() error {
 	}
 	if s.Heartbeat > 0 && s.Heartbeat < MinHeartbeat {
 		bad(nameHeartbeat, "%s is shorter than the least allowed, %s (every idle event stream is sent a comment that often)", s.Heartbeat, MinHeartbeat)
+	}
+	if s.StreamIdle > 0 && s.StreamIdle < MinStreamIdle {
+		bad(nameStreamIdle, "%s is shorter than the least allowed, %s (a model stream silent that long fails its step)", s.StreamIdle, MinStreamIdle)
+	}
+	if s.CheckpointEvery > 0 && s.CheckpointEvery < MinCheckpointEvery {
+		bad(nameCheckpointEvery, "%s is shorter than the least allowed, %s (streamed text is written to storage that often)", s.CheckpointEvery, MinCheckpointEvery)
 	}
 	if s.MaxBody > MaxMaxBody {
 		bad(nameMaxBody, "%d is above the largest allowed, %d (1 GiB)", s.MaxBody, MaxMaxBody)

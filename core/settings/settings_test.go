@@ -80,6 +80,23 @@ func TestHeartbeatFloor(t *testing.T) {
 	require.NoError(t, settings.Settings{Heartbeat: settings.MinHeartbeat}.Validate())
 }
 
+// A stream_idle under MinStreamIdle is refused: nearly every step would
+// fail before its model's first chunk. The floor itself is allowed.
+func TestStreamIdleFloor(t *testing.T) {
+	err := settings.Settings{StreamIdle: time.Nanosecond}.Validate()
+	require.EqualError(t, err, "stream_idle: 1ns is shorter than the least allowed, 1s (a model stream silent that long fails its step)")
+	require.NoError(t, settings.Settings{StreamIdle: settings.MinStreamIdle}.Validate())
+}
+
+// A checkpoint_every under MinCheckpointEvery is refused: streamed text
+// would be written to storage at nearly every chunk. The floor itself is
+// allowed.
+func TestCheckpointEveryFloor(t *testing.T) {
+	err := settings.Settings{CheckpointEvery: time.Nanosecond}.Validate()
+	require.EqualError(t, err, "checkpoint_every: 1ns is shorter than the least allowed, 100ms (streamed text is written to storage that often)")
+	require.NoError(t, settings.Settings{CheckpointEvery: settings.MinCheckpointEvery}.Validate())
+}
+
 // Validate names every bad field at once, by its file name.
 func TestValidate(t *testing.T) {
 	s := settings.Settings{
