@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/revenantrt/revenant/core"
 )
 
 // A panic while a create boots its tree (SQLite's connection panics when
@@ -58,4 +60,53 @@ func TestGetBootPanicPanicsOnAndLeavesNothingBusy(t *testing.T) {
 	inst, _, err := h.Get(ctx, "t")
 	require.NoError(t, err)
 	require.NotNil(t, inst)
+}
+
+// sameID mints the same tree id every time, so that a test can create
+// through the API an id a failed create used.
+type sameID string
+
+func (s sameID) NewID() string { return string(s) }
+
+// A create that panics once it has written its tree's index row (the boot,
+// as in TestCreateBootPanicIs500AndLeavesNothingBusy; in process also the
+// caller's init, the instance then running) is undone as a failed create
+// is: the id is free again, and the next create of it is served, in
+// process and with guests. Undone only by the next Open, the row, never
+// ready, made that create ErrTreeExists (409) while a Get found no tree.
+func TestCreatePanicFreesTheID(t *testing.T) {
+	t.Run("boot in process", func(t *testing.T) {
+		e := newEnv(t)
+		h := e.open(e.config())
+		e.setGate(func(string) { panic("cannot allocate memory") })
+		require.PanicsWithValue(t, "cannot allocate memory", func() { _, _ = h.Create(ctx, "t", "alice", nil) })
+		e.setGate(nil)
+		e.tree(h, "t")
+	})
+	t.Run("init in process", func(t *testing.T) {
+		e := newEnv(t)
+		h := e.open(e.config())
+		var started *core.Instance
+		require.PanicsWithValue(t, "init panicked", func() {
+			_, _ = h.Create(ctx, "t", "alice", func(inst *core.Instance) error {
+				started = inst
+				panic("init panicked")
+			})
+		})
+		_, err := started.CreateSession(ctx, core.NewSession{ID: "t", Principal: "alice"})
+		require.ErrorIs(t, err, core.ErrClosed, "the panicked create's instance still runs")
+		e.tree(h, "t")
+	})
+	t.Run("boot with guests", func(t *testing.T) {
+		e := newEnv(t)
+		cfg := e.guestConfig()
+		cfg.IDs = sameID("t")
+		h := e.open(cfg)
+		base := apiServer(t, h, true)
+		e.setGate(func(string) { panic("cannot allocate memory") })
+		require.Equal(t, http.StatusInternalServerError, call(t, base, "POST", "/v1/sessions", "alice-token", "").Status)
+		e.setGate(nil)
+		a := call(t, base, "POST", "/v1/sessions", "alice-token", "")
+		require.Equal(t, http.StatusCreated, a.Status, a.raw)
+	})
 }

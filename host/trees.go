@@ -44,8 +44,9 @@ func ValidTreeID(id string) bool {
 // Create implements api.Trees: it adds the tree's index row (not ready),
 // creates its database file, boots an instance on it, runs init (nil: none)
 // and then marks the row ready, making the tree visible. A failed init
-// removes the tree; a crash before the row is ready leaves a row that the
-// next Open removes.
+// removes the tree, as does a panic in the boot or init (which then panics
+// on); a crash before the row is ready leaves a row that the next Open
+// removes.
 func (h *Host) Create(ctx context.Context, rootID, principal string, init func(*core.Instance) error) (*core.Instance, error) {
 	if h.cfg.Guest != nil {
 		return nil, errGuestTrees
@@ -121,6 +122,7 @@ func (h *Host) create(ctx context.Context, e *entry, principal string, init func
 	if !ok {
 		return fmt.Errorf("create tree %s: %w", e.id, api.ErrTreeExists)
 	}
+	defer h.undoCreateOnPanic(ctx, e)
 	// The id had no row, so any file under its name is left over from a
 	// Delete that died between removing the row and the file.
 	if err := h.removeFiles(e.id); err != nil {
@@ -142,6 +144,28 @@ func (h *Host) create(ctx context.Context, e *entry, principal string, init func
 		return errors.Join(fmt.Errorf("create tree %s: %w", e.id, err), h.closeEntry(ctx, e), h.dropRow(ctx, e.id), h.removeFiles(e.id))
 	}
 	return nil
+}
+
+// undoCreateOnPanic, deferred by create once the tree's row is written,
+// undoes the create when what follows panics (SQLite's connection panics
+// when its memory cannot be mapped; an init may panic), as a failed create
+// is undone, then panics on. Left, the row, never ready, would keep the id
+// taken until the next Open (a create of it ErrTreeExists, a Get
+// ErrTreeNotFound), and an instance the boot had started would run on,
+// its database open, for a tree no entry holds.
+func (h *Host) undoCreateOnPanic(ctx context.Context, e *entry) {
+	p := recover()
+	if p == nil {
+		return
+	}
+	var closeErr error
+	if e.run != nil {
+		closeErr = h.closeEntry(ctx, e)
+	}
+	if err := errors.Join(closeErr, h.dropRow(ctx, e.id), h.removeFiles(e.id)); err != nil {
+		h.log.Warn("undo a panicked create", "tree", e.id, "err", err)
+	}
+	panic(p)
 }
 
 func (h *Host) dropRow(ctx context.Context, id string) error {
