@@ -41,6 +41,36 @@ func TestCreateBootPanicIs500AndLeavesNothingBusy(t *testing.T) {
 	}
 }
 
+// A create whose boot panics with http.ErrAbortHandler is aborted as
+// net/http's convention has it, in both modes alike: the connection is
+// dropped with no answer (core/api's route passes the panic on in
+// process, as the guest handler does), not answered 500.
+func TestCreateAbortPanicDropsTheConnection(t *testing.T) {
+	for _, guest := range []bool{false, true} {
+		e := newEnv(t)
+		cfg := e.config()
+		if guest {
+			cfg = e.guestConfig()
+		}
+		h := e.open(cfg)
+		base := apiServer(t, h, guest)
+		e.setGate(func(string) { panic(http.ErrAbortHandler) })
+		req, err := http.NewRequest("POST", base+"/v1/sessions", nil)
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer alice-token")
+		client := &http.Client{Transport: &http.Transport{}}
+		resp, err := client.Do(req)
+		if err == nil {
+			resp.Body.Close()
+			t.Fatalf("guest %v: answered %d, not dropped", guest, resp.StatusCode)
+		}
+		client.CloseIdleConnections()
+		e.setGate(nil)
+		require.Equal(t, http.StatusCreated, call(t, base, "POST", "/v1/sessions", "alice-token", "").Status, "guest %v", guest)
+		require.Empty(t, h.Busy(), "guest %v", guest)
+	}
+}
+
 // A panic while a Get boots a closed tree (the path every request and
 // wake-up takes to a tree not open) panics on to the caller, and the
 // boot's entry is failed, not left busy: the next Get boots the tree, and
