@@ -304,6 +304,8 @@ func TestRejects(t *testing.T) {
 		{"egress timeout tiny", `{"egress": {"timeout": "99ms"}}`, []string{"egress.timeout: 99ms is shorter than the least allowed, 100ms (a request fails once it has taken that long, from its dial to the end of its body)"}},
 		{"settings stream_idle tiny", `{"settings": {"stream_idle": "1ns"}}`, []string{"settings.stream_idle: 1ns is shorter than the least allowed, 1s"}},
 		{"settings checkpoint_every tiny", `{"settings": {"checkpoint_every": "1ns"}}`, []string{"settings.checkpoint_every: 1ns is shorter than the least allowed, 100ms"}},
+		{"settings step_wall tiny", `{"settings": {"step_wall": "999ms"}}`, []string{"settings.step_wall: 999ms is shorter than the least allowed, 1s"}},
+		{"settings tool_timeout tiny", `{"settings": {"tool_timeout": "1ns"}}`, []string{"settings.tool_timeout: 1ns is shorter than the least allowed, 100ms"}},
 		{"egress null", `{"egress": null}`, []string{"egress: must be an object"}},
 		{"session tools", `{"session_defaults": {"tools": ["ok", "not ok"]}}`, []string{"session_defaults.tools[1]: must be 1 to 64 letters"}},
 		{"session model", `{"session_defaults": {"model": 5}}`, []string{"session_defaults.model: must be a string"}},

@@ -12,6 +12,8 @@ const (
 	nameHeartbeat       = "heartbeat"
 	nameStreamIdle      = "stream_idle"
 	nameCheckpointEvery = "checkpoint_every"
+	nameStepWall        = "step_wall"
+	nameToolTimeout     = "tool_timeout"
 )
 
 // Field is one setting as a configuration file names it, pointing into a
@@ -39,8 +41,8 @@ func (s *Settings) Fields() []Field {
 		{Name: "queue_cap", Int: &s.QueueCap},
 		{Name: "step_cap", Int: &s.StepCap},
 		{Name: nameStreamIdle, Duration: &s.StreamIdle},
-		{Name: "step_wall", Duration: &s.StepWall},
-		{Name: "tool_timeout", Duration: &s.ToolTimeout},
+		{Name: nameStepWall, Duration: &s.StepWall},
+		{Name: nameToolTimeout, Duration: &s.ToolTimeout},
 		{Name: "tool_output_cap", Int: &s.ToolOutputCap},
 		{Name: nameCheckpointEvery, Duration: &s.CheckpointEvery},
 		{Name: "checkpoint_bytes", Int: &s.CheckpointBytes},

@@ -44,7 +44,7 @@ type Settings struct {
 	// (runner.WithStreamIdle). Default 60 s; at least MinStreamIdle.
 	StreamIdle time.Duration
 	// StepWall fails a step that streams longer than this
-	// (runner.WithStepWall). Default 10 min.
+	// (runner.WithStepWall). Default 10 min; at least MinStepWall.
 	StepWall time.Duration
 	// ToolTimeout is the wall limit of a tool call whose tool sets none
 	// (runner.WithToolTimeout). Default 2 min.
@@ -202,6 +202,38 @@ const MinStreamIdle = time.Second
 // tenth of a second of text.
 const MinCheckpointEvery = 100 * time.Millisecond
 
+// MinStepWall is the shortest step_wall: a step fails once it has streamed
+// that long, and no model streams a step in a few milliseconds. It is
+// MinStreamIdle's: a step may last at least as long as it may be silent.
+const MinStepWall = MinStreamIdle
+
+// MinToolTimeout is the shortest tool_timeout: a tool call without a limit
+// of its own fails once it has run that long, so a few nanoseconds would
+// fail every such call before it did anything; the floor is that of a
+// request's timeout (config.MinTimeout).
+const MinToolTimeout = 100 * time.Millisecond
+
+// floor is a duration field's least allowed value, and why it has one.
+type floor struct {
+	name  string
+	value *time.Duration
+	least time.Duration
+	why   string
+}
+
+// floors are the duration fields a few nanoseconds would make absurd: a
+// timer firing without pause, or every step or call failing at once.
+func (s *Settings) floors() []floor {
+	return []floor{
+		{nameWakeInterval, &s.WakeInterval, MinWakeInterval, "the wake-up fires that often while a turn runs"},
+		{nameStreamIdle, &s.StreamIdle, MinStreamIdle, "a model stream silent that long fails its step"},
+		{nameStepWall, &s.StepWall, MinStepWall, "a model step streaming that long fails"},
+		{nameToolTimeout, &s.ToolTimeout, MinToolTimeout, "a tool call running that long fails"},
+		{nameCheckpointEvery, &s.CheckpointEvery, MinCheckpointEvery, "streamed text is written to storage that often"},
+		{nameHeartbeat, &s.Heartbeat, MinHeartbeat, "every idle event stream is sent a comment that often"},
+	}
+}
+
 // Validate reports every invalid field, each as a *FieldError (joined:
 // errors.As finds the first; Unwrap() []error lists them all), or nil.
 func (s Settings) Validate() error {
@@ -221,17 +253,10 @@ func (s Settings) Validate() error {
 			bad(f.Name, "%s is negative", *f.Duration)
 		}
 	}
-	if s.WakeInterval > 0 && s.WakeInterval < MinWakeInterval {
-		bad(nameWakeInterval, "%s is shorter than the least allowed, %s (the wake-up fires that often while a turn runs)", s.WakeInterval, MinWakeInterval)
-	}
-	if s.Heartbeat > 0 && s.Heartbeat < MinHeartbeat {
-		bad(nameHeartbeat, "%s is shorter than the least allowed, %s (every idle event stream is sent a comment that often)", s.Heartbeat, MinHeartbeat)
-	}
-	if s.StreamIdle > 0 && s.StreamIdle < MinStreamIdle {
-		bad(nameStreamIdle, "%s is shorter than the least allowed, %s (a model stream silent that long fails its step)", s.StreamIdle, MinStreamIdle)
-	}
-	if s.CheckpointEvery > 0 && s.CheckpointEvery < MinCheckpointEvery {
-		bad(nameCheckpointEvery, "%s is shorter than the least allowed, %s (streamed text is written to storage that often)", s.CheckpointEvery, MinCheckpointEvery)
+	for _, f := range s.floors() {
+		if *f.value > 0 && *f.value < f.least {
+			bad(f.name, "%s is shorter than the least allowed, %s (%s)", *f.value, f.least, f.why)
+		}
 	}
 	if s.MaxBody > MaxMaxBody {
 		bad(nameMaxBody, "%d is above the largest allowed, %d (1 GiB)", s.MaxBody, MaxMaxBody)
