@@ -29,7 +29,13 @@ const EnvVar = "REVENANT_CONFIG"
 
 // Limits on values.
 const (
-	MinSecretBytes   = 16
+	MinSecretBytes = 16
+	// MinTimeout is the shortest egress or webhook timeout. It bounds a
+	// request from its dial to the end of its body (DNS, TCP, TLS, the
+	// server's answer), so a few nanoseconds would fail every request
+	// before it is sent; a tenth of a second still lets a webhook on the
+	// same machine or network answer.
+	MinTimeout       = 100 * time.Millisecond
 	MaxTimeout       = 10 * time.Minute
 	MaxResponseBytes = 1 << 30
 	// MaxFileBytes caps the configuration file: a few KiB in practice, so
@@ -318,7 +324,7 @@ func (d *decoder) webhookTools(key string, raw json.RawMessage) []web.WebhookSpe
 			}
 		}
 		if raw, k, ok := o.field("timeout"); ok {
-			s.Timeout = d.duration(k, raw)
+			s.Timeout = d.timeout(k, raw)
 		}
 		if raw, k, ok := o.field("permission"); ok {
 			s.Permission = string(d.decision(k, raw))
@@ -447,7 +453,7 @@ func (d *decoder) egress(key string, raw json.RawMessage) web.Egress {
 		}
 	}
 	if raw, k, ok := o.field("timeout"); ok {
-		p = p.WithTimeout(d.duration(k, raw))
+		p = p.WithTimeout(d.timeout(k, raw))
 	}
 	return p
 }
@@ -635,33 +641,41 @@ func (d *decoder) nonEmptyArray(key string, raw json.RawMessage) []json.RawMessa
 	return items
 }
 
-// duration reads a Go duration string, positive and at most MaxTimeout.
-func (d *decoder) duration(key string, raw json.RawMessage) time.Duration {
-	return d.durationUpTo(key, raw, MaxTimeout)
+// timeout reads a request timeout: a Go duration string from MinTimeout
+// to MaxTimeout.
+func (d *decoder) timeout(key string, raw json.RawMessage) time.Duration {
+	v, ok := d.duration(key, raw)
+	switch {
+	case !ok:
+	case v > 0 && v < MinTimeout:
+		d.fail(key, "%s is shorter than the least allowed, %s (a request fails once it has taken that long, from its dial to the end of its body)", v, MinTimeout)
+	case v <= 0 || v > MaxTimeout:
+		d.fail(key, "must be at least %s and at most %s", MinTimeout, MaxTimeout)
+	}
+	return v
 }
 
 // positiveDuration reads a Go duration string that is more than zero.
 func (d *decoder) positiveDuration(key string, raw json.RawMessage) time.Duration {
-	return d.durationUpTo(key, raw, 0)
-}
-
-// durationUpTo reads a Go duration string, more than zero and, unless
-// most is 0, at most most.
-func (d *decoder) durationUpTo(key string, raw json.RawMessage, most time.Duration) time.Duration {
-	s, ok := d.str(key, raw)
-	if !ok {
-		return 0
-	}
-	v, err := time.ParseDuration(s)
-	switch {
-	case err != nil:
-		d.fail(key, `must be a duration such as "30s" or "2m"`)
-	case most > 0 && (v <= 0 || v > most):
-		d.fail(key, "must be more than 0 and at most %s", most)
-	case v <= 0:
+	v, ok := d.duration(key, raw)
+	if ok && v <= 0 {
 		d.fail(key, "must be more than 0; leave the key out for the default")
 	}
 	return v
+}
+
+// duration reads a Go duration string; ok is false once it has failed.
+func (d *decoder) duration(key string, raw json.RawMessage) (v time.Duration, ok bool) {
+	s, ok := d.str(key, raw)
+	if !ok {
+		return 0, false
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		d.fail(key, `must be a duration such as "30s" or "2m"`)
+		return 0, false
+	}
+	return v, true
 }
 
 func (d *decoder) decision(key string, raw json.RawMessage) Decision {

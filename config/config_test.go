@@ -263,8 +263,9 @@ func TestRejects(t *testing.T) {
 		{"whsec_ short key", `{"webhook_tools": [{"name": "n", "description": "d", "url": "https://h.example.com/x", "secret": "whsec_MDEyMzQ1Njc4OWFiY2Rl"}]}`, []string{`webhook_tools[0].secret: must be standard base64 of at least 16 bytes after "whsec_"`}},
 		{"secret not a string", `{"webhook_tools": [{"name": "n", "description": "d", "url": "https://h.example.com/x", "secret": 1234567890123456789}]}`, []string{"webhook_tools[0].secret: must be a string"}},
 		{"idempotent", `{"webhook_tools": [{"name": "n", "description": "d", "url": "https://h.example.com/x", "secret": "0123456789abcdef", "idempotent": "yes"}]}`, []string{"webhook_tools[0].idempotent: must be true or false"}},
-		{"timeout zero", `{"webhook_tools": [{"name": "n", "description": "d", "url": "https://h.example.com/x", "secret": "0123456789abcdef", "timeout": "0s"}]}`, []string{"webhook_tools[0].timeout: must be more than 0 and at most 10m0s"}},
-		{"timeout long", `{"webhook_tools": [{"name": "n", "description": "d", "url": "https://h.example.com/x", "secret": "0123456789abcdef", "timeout": "11m"}]}`, []string{"webhook_tools[0].timeout: must be more than 0 and at most 10m0s"}},
+		{"timeout zero", `{"webhook_tools": [{"name": "n", "description": "d", "url": "https://h.example.com/x", "secret": "0123456789abcdef", "timeout": "0s"}]}`, []string{"webhook_tools[0].timeout: must be at least 100ms and at most 10m0s"}},
+		{"timeout tiny", `{"webhook_tools": [{"name": "n", "description": "d", "url": "https://h.example.com/x", "secret": "0123456789abcdef", "timeout": "1ns"}]}`, []string{"webhook_tools[0].timeout: 1ns is shorter than the least allowed, 100ms (a request fails once it has taken that long, from its dial to the end of its body)"}},
+		{"timeout long", `{"webhook_tools": [{"name": "n", "description": "d", "url": "https://h.example.com/x", "secret": "0123456789abcdef", "timeout": "11m"}]}`, []string{"webhook_tools[0].timeout: must be at least 100ms and at most 10m0s"}},
 		{"timeout words", `{"webhook_tools": [{"name": "n", "description": "d", "url": "https://h.example.com/x", "secret": "0123456789abcdef", "timeout": "soon"}]}`, []string{`webhook_tools[0].timeout: must be a duration such as "30s" or "2m"`}},
 		{"timeout number", `{"webhook_tools": [{"name": "n", "description": "d", "url": "https://h.example.com/x", "secret": "0123456789abcdef", "timeout": 30}]}`, []string{"webhook_tools[0].timeout: must be a string"}},
 		{"permission", `{"webhook_tools": [{"name": "n", "description": "d", "url": "https://h.example.com/x", "secret": "0123456789abcdef", "permission": "maybe"}]}`, []string{`webhook_tools[0].permission: must be "allow", "ask" or "deny"`}},
@@ -299,7 +300,12 @@ func TestRejects(t *testing.T) {
 		{"cidr host bits", `{"egress": {"allow_cidrs": ["10.1.2.3/8"]}}`, []string{"egress.allow_cidrs[0]: has bits set past the prefix length; did you mean 10.0.0.0/8?"}},
 		{"cidr bare address", `{"egress": {"allow_cidrs": ["10.1.2.3"]}}`, []string{"egress.allow_cidrs[0]: must be a CIDR such as 10.0.0.0/8 or fd00::/8"}},
 		{"max bytes", `{"egress": {"max_response_bytes": 0}}`, []string{"egress.max_response_bytes: must be 1–1073741824"}},
-		{"egress timeout", `{"egress": {"timeout": "1h"}}`, []string{"egress.timeout: must be more than 0 and at most 10m0s"}},
+		{"egress timeout", `{"egress": {"timeout": "1h"}}`, []string{"egress.timeout: must be at least 100ms and at most 10m0s"}},
+		{"egress timeout tiny", `{"egress": {"timeout": "99ms"}}`, []string{"egress.timeout: 99ms is shorter than the least allowed, 100ms (a request fails once it has taken that long, from its dial to the end of its body)"}},
+		{"settings stream_idle tiny", `{"settings": {"stream_idle": "1ns"}}`, []string{"settings.stream_idle: 1ns is shorter than the least allowed, 1s"}},
+		{"settings checkpoint_every tiny", `{"settings": {"checkpoint_every": "1ns"}}`, []string{"settings.checkpoint_every: 1ns is shorter than the least allowed, 100ms"}},
+		{"settings step_wall tiny", `{"settings": {"step_wall": "999ms"}}`, []string{"settings.step_wall: 999ms is shorter than the least allowed, 1s"}},
+		{"settings tool_timeout tiny", `{"settings": {"tool_timeout": "1ns"}}`, []string{"settings.tool_timeout: 1ns is shorter than the least allowed, 100ms"}},
 		{"egress null", `{"egress": null}`, []string{"egress: must be an object"}},
 		{"session tools", `{"session_defaults": {"tools": ["ok", "not ok"]}}`, []string{"session_defaults.tools[1]: must be 1 to 64 letters"}},
 		{"session model", `{"session_defaults": {"model": 5}}`, []string{"session_defaults.model: must be a string"}},
@@ -512,6 +518,16 @@ func TestWebhookHostForms(t *testing.T) {
 		_, err := config.Parse([]byte(`{"webhook_tools": [{"name": "n", "description": "d", "url": "` + u + `", "secret": "0123456789abcdef"}]}`))
 		require.NoError(t, err, u)
 	}
+}
+
+// A request timeout may be MinTimeout itself, in the egress policy and on
+// a webhook.
+func TestTimeoutFloorAllowed(t *testing.T) {
+	c, err := config.Parse([]byte(`{"egress": {"timeout": "100ms"}, "webhook_tools": [{"name": "n", "description": "d",
+		"url": "https://h.example.com/x", "secret": "0123456789abcdef", "timeout": "100ms"}]}`))
+	require.NoError(t, err)
+	require.Equal(t, config.MinTimeout, c.EgressPolicy().Timeout())
+	require.Equal(t, config.MinTimeout, c.WebhookTools[0].Timeout)
 }
 
 // An egress port list takes the bounds of a port, 1 and 65535, and the

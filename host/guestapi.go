@@ -107,7 +107,9 @@ func (g *GuestHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	match.SetPathValues(m)
 	// A panic is a 500 that the log explains, as core/api answers one in
-	// process, not a connection dropped with no answer.
+	// process, not a connection dropped with no answer; but net/http's
+	// http.ErrAbortHandler is passed on, for the server to drop the
+	// response, as core/api's routes pass it on in process.
 	defer func() {
 		if p := recover(); p != nil {
 			if p == http.ErrAbortHandler {

@@ -44,8 +44,9 @@ func ValidTreeID(id string) bool {
 // Create implements api.Trees: it adds the tree's index row (not ready),
 // creates its database file, boots an instance on it, runs init (nil: none)
 // and then marks the row ready, making the tree visible. A failed init
-// removes the tree; a crash before the row is ready leaves a row that the
-// next Open removes.
+// removes the tree, as does a panic in the boot or init (which then panics
+// on); a crash before the row is ready leaves a row that the next Open
+// removes.
 func (h *Host) Create(ctx context.Context, rootID, principal string, init func(*core.Instance) error) (*core.Instance, error) {
 	if h.cfg.Guest != nil {
 		return nil, errGuestTrees
@@ -121,47 +122,57 @@ func (h *Host) create(ctx context.Context, e *entry, principal string, init func
 	if !ok {
 		return fmt.Errorf("create tree %s: %w", e.id, api.ErrTreeExists)
 	}
+	defer h.undoCreateOnPanic(ctx, e)
 	// The id had no row, so any file under its name is left over from a
 	// Delete that died between removing the row and the file.
 	if err := h.removeFiles(e.id); err != nil {
 		return errors.Join(fmt.Errorf("create tree %s: %w", e.id, err), h.dropRow(ctx, e.id))
 	}
-	// From here a failure undoes the create: the instance closed once
-	// booted (e.run), the row dropped, the files removed. So does a panic
-	// (SQLite's connection cannot map its memory), before it goes on to
-	// failBootOnPanic: the entry it drops is the only way to the running
-	// instance and its open database.
-	undo := func() error {
-		var closeErr error
-		if e.run != nil {
-			closeErr = h.closeEntry(ctx, e)
-		}
-		return errors.Join(closeErr, h.dropRow(ctx, e.id), h.removeFiles(e.id))
-	}
-	defer func() {
-		if p := recover(); p != nil {
-			if err := undo(); err != nil {
-				h.log.Warn("undo a create that panicked", "tree", e.id, "err", err)
-			}
-			panic(p)
-		}
-	}()
 	if _, err := h.boot(ctx, e, &info); err != nil {
-		return errors.Join(err, undo())
+		return errors.Join(err, h.undoCreate(ctx, e))
 	}
 	var createdAt int64
 	if init != nil {
 		if createdAt, err = init(e); err != nil {
-			return errors.Join(err, undo())
+			return errors.Join(err, h.undoCreate(ctx, e))
 		}
 	}
 	if createdAt != 0 {
 		e.info.CreatedAt = createdAt
 	}
 	if err := h.index.markReady(ctx, e.id, createdAt); err != nil {
-		return errors.Join(fmt.Errorf("create tree %s: %w", e.id, err), undo())
+		return errors.Join(fmt.Errorf("create tree %s: %w", e.id, err), h.undoCreate(ctx, e))
 	}
 	return nil
+}
+
+// undoCreate undoes a create past its index row: the instance closed once
+// booted (e.run), the row dropped, the files removed, so the id is free.
+func (h *Host) undoCreate(ctx context.Context, e *entry) error {
+	var closeErr error
+	if e.run != nil {
+		closeErr = h.closeEntry(ctx, e)
+	}
+	return errors.Join(closeErr, h.dropRow(ctx, e.id), h.removeFiles(e.id))
+}
+
+// undoCreateOnPanic, deferred by create once the tree's row is written,
+// undoes the create when what follows panics (SQLite's connection panics
+// when its memory cannot be mapped; an init may panic), as a failed create
+// is undone, then panics on (to failBootOnPanic, which drops the entry).
+// Left, the row, never ready, would keep the id taken until the next Open
+// (a create of it ErrTreeExists, a Get ErrTreeNotFound), and an instance
+// the boot had started would run on, its database open, for a tree no
+// entry holds.
+func (h *Host) undoCreateOnPanic(ctx context.Context, e *entry) {
+	p := recover()
+	if p == nil {
+		return
+	}
+	if err := h.undoCreate(ctx, e); err != nil {
+		h.log.Warn("undo a panicked create", "tree", e.id, "err", err)
+	}
+	panic(p)
 }
 
 func (h *Host) dropRow(ctx context.Context, id string) error {

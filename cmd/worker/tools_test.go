@@ -73,6 +73,7 @@ func TestParseToolsRefuses(t *testing.T) {
 		hook(`,"secret_env":"REVENANT_TOKENS"`): "webhook_tools[0].secret_env: REVENANT_TOKENS holds the API's bearer tokens and is never given to a tree",
 		`{"permissions":[{"action":"t","resource":"*","decision":"no"}]}`: `permissions[0].decision: must be "allow", "ask" or "deny"`,
 		`{"egress":{"ports":[0]}}`:                                        "egress.ports[0]: must be 1–65535",
+		`{"egress":{"timeout":"1ns"}}`:                                    "REVENANT_TOOLS: egress.timeout: 1ns is shorter than the least allowed, 100ms",
 		`{"allowed_models":[]}`:                                           "allowed_models: must not be empty",
 		// A key given twice is refused, as REVENANT_CONFIG refuses it, not
 		// read as its last value (which here would drop the deny rule).

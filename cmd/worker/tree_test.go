@@ -148,3 +148,10 @@ func TestParseSettingsIsOneObject(t *testing.T) {
 	_, err = parseSettings("{\"max_body\":\"\xff\"}")
 	assert.ErrorContains(t, err, "REVENANT_SETTINGS: invalid UTF-8 at line 1, column 14: ")
 }
+
+// REVENANT_SETTINGS has the floors of a config file's settings.
+func TestParseSettingsFloors(t *testing.T) {
+	_, err := parseSettings(`{"stream_idle":"1ns","checkpoint_every":"1ns"}`)
+	assert.ErrorContains(t, err, "REVENANT_SETTINGS: settings.stream_idle: 1ns is shorter than the least allowed, 1s")
+	assert.ErrorContains(t, err, "settings.checkpoint_every: 1ns is shorter than the least allowed, 100ms")
+}

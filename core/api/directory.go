@@ -93,11 +93,17 @@ func (d *Directory) ServeRoute(w httpmsg.ResponseWriter, r *httpmsg.Request) {
 }
 
 // handle adapts a route's function: its error is the answer, and a panic
-// is a 500 that the log explains, then told to panicked (if set).
+// is a 500 that the log explains, then told to panicked (if set); but the
+// server's own abort of a response (httpmsg.Aborter: net/http's
+// http.ErrAbortHandler) is passed on to the server, as a net/http handler
+// passes it on (host.GuestHandler's routes, under serve -guest).
 func handle(log *logs.Logger, pattern string, panicked func(string), fn func(httpmsg.ResponseWriter, *httpmsg.Request) error) httpmsg.HandlerFunc {
 	return func(w httpmsg.ResponseWriter, r *httpmsg.Request) {
 		defer func() {
 			if p := recover(); p != nil {
+				if a, ok := w.(httpmsg.Aborter); ok && a.IsAbort(p) {
+					panic(p)
+				}
 				log.Error("handler panicked", "route", pattern, "panic", p)
 				WriteError(w, fail(ErrInternal, "internal error"))
 				if panicked != nil {

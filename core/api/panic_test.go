@@ -73,6 +73,33 @@ func TestRoutePanicIsToldToTheHost(t *testing.T) {
 	assert.Empty(t, told)
 }
 
+// A route that panics with net/http's http.ErrAbortHandler (the writer's
+// httpmsg.Aborter) passes the panic on, for the server to drop the
+// response as net/http's convention has it: no 500 written (it would read
+// as more of an answer already begun), no panic logged, the host not told.
+func TestRouteAbortPanicPassesOn(t *testing.T) {
+	var log bytes.Buffer
+	told := false
+	index := abortingDelete{newMemTrees(t, treetest.NewDriver(1))}
+	_, err := index.Create(t.Context(), "t", api.AnonymousPrincipal, func(*core.Instance) error { return nil })
+	require.NoError(t, err)
+	d, err := api.NewDirectory(api.DirectoryDeps{Index: index, Auth: api.Anonymous{}, IDs: &fakehost.IDs{},
+		Log: logs.New(slog.NewTextHandler(&log, nil)), Panicked: func(string) { told = true }}, api.NewConfig())
+	require.NoError(t, err)
+	w := httptest.NewRecorder()
+	require.PanicsWithValue(t, http.ErrAbortHandler, func() {
+		nethttp.Handler(d).ServeHTTP(w, httptest.NewRequest("DELETE", "/v1/sessions/t", nil))
+	})
+	assert.False(t, w.Code != http.StatusOK || w.Body.Len() > 0 || len(w.Header()) > 0, "an answer was written: %d %s", w.Code, w.Body)
+	assert.Empty(t, log.String())
+	assert.False(t, told)
+}
+
+// abortingDelete is an index whose Delete aborts the response.
+type abortingDelete struct{ *memTrees }
+
+func (abortingDelete) Delete(context.Context, string) error { panic(http.ErrAbortHandler) }
+
 // panickingDelete is an index whose Delete panics.
 type panickingDelete struct{ *memTrees }
 

@@ -44,6 +44,17 @@ type Flusher interface {
 	Flush()
 }
 
+// Aborter is implemented by a ResponseWriter whose server has a panic
+// value by which a handler aborts its response (net/http's
+// http.ErrAbortHandler: the server drops the exchange, answering nothing
+// more and logging no panic). A handler that answers panics itself
+// (core/api's routes answer 500) passes such a panic on instead: it was
+// meant for the server, and a 500 written after a part of the answer
+// would read as more of it.
+type Aborter interface {
+	IsAbort(panicValue any) bool
+}
+
 // Drainer is implemented by a ResponseWriter whose Flush only starts
 // sending what was written (a Durable Object's stream: its chunks leave
 // when the isolate's event loop runs, after the handler blocks). Drain

@@ -10,6 +10,10 @@ const (
 	nameMessagePageSize = "message_page_size"
 	nameMaxBody         = "max_body"
 	nameHeartbeat       = "heartbeat"
+	nameStreamIdle      = "stream_idle"
+	nameCheckpointEvery = "checkpoint_every"
+	nameStepWall        = "step_wall"
+	nameToolTimeout     = "tool_timeout"
 )
 
 // Field is one setting as a configuration file names it, pointing into a
@@ -36,11 +40,11 @@ func (s *Settings) Fields() []Field {
 		{Name: "interrupt_grace", Duration: &s.InterruptGrace},
 		{Name: "queue_cap", Int: &s.QueueCap},
 		{Name: "step_cap", Int: &s.StepCap},
-		{Name: "stream_idle", Duration: &s.StreamIdle},
-		{Name: "step_wall", Duration: &s.StepWall},
-		{Name: "tool_timeout", Duration: &s.ToolTimeout},
+		{Name: nameStreamIdle, Duration: &s.StreamIdle},
+		{Name: nameStepWall, Duration: &s.StepWall},
+		{Name: nameToolTimeout, Duration: &s.ToolTimeout},
 		{Name: "tool_output_cap", Int: &s.ToolOutputCap},
-		{Name: "checkpoint_every", Duration: &s.CheckpointEvery},
+		{Name: nameCheckpointEvery, Duration: &s.CheckpointEvery},
 		{Name: "checkpoint_bytes", Int: &s.CheckpointBytes},
 		{Name: "model_retries", Int: &s.ModelRetries, NoneAllowed: true},
 		{Name: nameRetryInitial, Duration: &s.RetryInitial},

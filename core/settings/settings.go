@@ -41,10 +41,10 @@ type Settings struct {
 	// Default 100.
 	StepCap int
 	// StreamIdle fails a step whose stream sends nothing this long
-	// (runner.WithStreamIdle). Default 60 s.
+	// (runner.WithStreamIdle). Default 60 s; at least MinStreamIdle.
 	StreamIdle time.Duration
 	// StepWall fails a step that streams longer than this
-	// (runner.WithStepWall). Default 10 min.
+	// (runner.WithStepWall). Default 10 min; at least MinStepWall.
 	StepWall time.Duration
 	// ToolTimeout is the wall limit of a tool call whose tool sets none
 	// (runner.WithToolTimeout). Default 2 min.
@@ -53,7 +53,8 @@ type Settings struct {
 	// sets none (runner.WithOutputCap). Default 16 KiB.
 	ToolOutputCap int
 	// CheckpointEvery and CheckpointBytes bound the streamed text a kill
-	// may lose (runner.WithCheckpoints). Default 1 s and 2 KiB.
+	// may lose (runner.WithCheckpoints). Default 1 s and 2 KiB;
+	// CheckpointEvery at least MinCheckpointEvery.
 	CheckpointEvery time.Duration
 	CheckpointBytes int
 	// ModelRetries is how often a retryable model failure is retried in a
@@ -186,6 +187,53 @@ const MinWakeInterval = 100 * time.Millisecond
 // open stream write without pause.
 const MinHeartbeat = 100 * time.Millisecond
 
+// MinStreamIdle is the shortest stream_idle: a step fails once its model
+// stream is silent that long, and a provider's first chunk commonly takes
+// longer than a few milliseconds (the watchdog also counts in whole
+// milliseconds, so under 1ms it fires at once): below a second nearly
+// every step would fail, each failure a turn lost.
+const MinStreamIdle = time.Second
+
+// MinCheckpointEvery is the shortest checkpoint_every: streamed text is
+// written to storage once its oldest unsaved part is that old, so a few
+// nanoseconds would write a checkpoint (a commit; on Cloudflare a storage
+// write) for nearly every chunk of every streaming step. At the floor a
+// step writes at most ten a second for it, and a kill loses at most a
+// tenth of a second of text.
+const MinCheckpointEvery = 100 * time.Millisecond
+
+// MinStepWall is the shortest step_wall: a step fails once it has streamed
+// that long, and no model streams a step in a few milliseconds. It is
+// MinStreamIdle's: a step may last at least as long as it may be silent.
+const MinStepWall = MinStreamIdle
+
+// MinToolTimeout is the shortest tool_timeout: a tool call without a limit
+// of its own fails once it has run that long, so a few nanoseconds would
+// fail every such call before it did anything; the floor is that of a
+// request's timeout (config.MinTimeout).
+const MinToolTimeout = 100 * time.Millisecond
+
+// floor is a duration field's least allowed value, and why it has one.
+type floor struct {
+	name  string
+	value *time.Duration
+	least time.Duration
+	why   string
+}
+
+// floors are the duration fields a few nanoseconds would make absurd: a
+// timer firing without pause, or every step or call failing at once.
+func (s *Settings) floors() []floor {
+	return []floor{
+		{nameWakeInterval, &s.WakeInterval, MinWakeInterval, "the wake-up fires that often while a turn runs"},
+		{nameStreamIdle, &s.StreamIdle, MinStreamIdle, "a model stream silent that long fails its step"},
+		{nameStepWall, &s.StepWall, MinStepWall, "a model step streaming that long fails"},
+		{nameToolTimeout, &s.ToolTimeout, MinToolTimeout, "a tool call running that long fails"},
+		{nameCheckpointEvery, &s.CheckpointEvery, MinCheckpointEvery, "streamed text is written to storage that often"},
+		{nameHeartbeat, &s.Heartbeat, MinHeartbeat, "every idle event stream is sent a comment that often"},
+	}
+}
+
 // Validate reports every invalid field, each as a *FieldError (joined:
 // errors.As finds the first; Unwrap() []error lists them all), or nil.
 func (s Settings) Validate() error {
@@ -205,11 +253,10 @@ func (s Settings) Validate() error {
 			bad(f.Name, "%s is negative", *f.Duration)
 		}
 	}
-	if s.WakeInterval > 0 && s.WakeInterval < MinWakeInterval {
-		bad(nameWakeInterval, "%s is shorter than the least allowed, %s (the wake-up fires that often while a turn runs)", s.WakeInterval, MinWakeInterval)
-	}
-	if s.Heartbeat > 0 && s.Heartbeat < MinHeartbeat {
-		bad(nameHeartbeat, "%s is shorter than the least allowed, %s (every idle event stream is sent a comment that often)", s.Heartbeat, MinHeartbeat)
+	for _, f := range s.floors() {
+		if *f.value > 0 && *f.value < f.least {
+			bad(f.name, "%s is shorter than the least allowed, %s (%s)", *f.value, f.least, f.why)
+		}
 	}
 	if s.MaxBody > MaxMaxBody {
 		bad(nameMaxBody, "%d is above the largest allowed, %d (1 GiB)", s.MaxBody, MaxMaxBody)

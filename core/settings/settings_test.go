@@ -63,21 +63,36 @@ func TestNoneIsZero(t *testing.T) {
 	require.NoError(t, err)
 }
 
-// A wake interval under MinWakeInterval is refused: the wake-up would fire
-// without pause while a turn runs. The floor itself is allowed.
-func TestWakeIntervalFloor(t *testing.T) {
-	err := settings.Settings{WakeInterval: time.Nanosecond}.Validate()
-	require.EqualError(t, err, "wake_interval: 1ns is shorter than the least allowed, 100ms (the wake-up fires that often while a turn runs)")
-	require.NoError(t, settings.Settings{WakeInterval: settings.MinWakeInterval}.Validate())
-}
-
-// A heartbeat under MinHeartbeat is refused: every open event stream
-// would write comments without pause (1ns sent about 160 KB a second to
-// one idle stream of the local server). The floor itself is allowed.
-func TestHeartbeatFloor(t *testing.T) {
-	err := settings.Settings{Heartbeat: time.Nanosecond}.Validate()
-	require.EqualError(t, err, "heartbeat: 1ns is shorter than the least allowed, 100ms (every idle event stream is sent a comment that often)")
-	require.NoError(t, settings.Settings{Heartbeat: settings.MinHeartbeat}.Validate())
+// A duration under its floor is refused, naming the field, the floor and
+// what the floor prevents: a timer firing without pause (the wake-up; a
+// heartbeat of 1ns sent about 160 KB a second to one idle stream of the
+// local server; a checkpoint at nearly every chunk), or every step or
+// tool call failing at once. The floor itself is allowed.
+func TestFloors(t *testing.T) {
+	for _, tc := range []struct {
+		set  func(*settings.Settings, time.Duration)
+		min  time.Duration
+		want string
+	}{
+		{func(s *settings.Settings, d time.Duration) { s.WakeInterval = d }, settings.MinWakeInterval,
+			"wake_interval: 1ns is shorter than the least allowed, 100ms (the wake-up fires that often while a turn runs)"},
+		{func(s *settings.Settings, d time.Duration) { s.StreamIdle = d }, settings.MinStreamIdle,
+			"stream_idle: 1ns is shorter than the least allowed, 1s (a model stream silent that long fails its step)"},
+		{func(s *settings.Settings, d time.Duration) { s.StepWall = d }, settings.MinStepWall,
+			"step_wall: 1ns is shorter than the least allowed, 1s (a model step streaming that long fails)"},
+		{func(s *settings.Settings, d time.Duration) { s.ToolTimeout = d }, settings.MinToolTimeout,
+			"tool_timeout: 1ns is shorter than the least allowed, 100ms (a tool call running that long fails)"},
+		{func(s *settings.Settings, d time.Duration) { s.CheckpointEvery = d }, settings.MinCheckpointEvery,
+			"checkpoint_every: 1ns is shorter than the least allowed, 100ms (streamed text is written to storage that often)"},
+		{func(s *settings.Settings, d time.Duration) { s.Heartbeat = d }, settings.MinHeartbeat,
+			"heartbeat: 1ns is shorter than the least allowed, 100ms (every idle event stream is sent a comment that often)"},
+	} {
+		var s settings.Settings
+		tc.set(&s, time.Nanosecond)
+		require.EqualError(t, s.Validate(), tc.want)
+		tc.set(&s, tc.min)
+		require.NoError(t, s.Validate(), tc.want)
+	}
 }
 
 // Validate names every bad field at once, by its file name.

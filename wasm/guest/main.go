@@ -543,7 +543,19 @@ func (gg *guest) reopen() error {
 			// than making it again).
 			gg.deleted, gg.deleteUnread, found = true, false, true
 		default:
-			gg.deleteUnread = false // the tree is there: it stays
+			// The tree is there, its root session read: the delete was
+			// not stored, and nothing after this changes that, so the
+			// question is settled here, not once the boot has ended
+			// well (nothing after this callback fails it: BootWith
+			// returns the instance even when its sweep fails). Kept,
+			// the flag would be read only by a reopen after the next
+			// close of this instance, and each such close is a delete
+			// that sets the flag anew (its Close cannot fail: core/api
+			// gives it a context that is never cancelled), so the two
+			// choices do not differ today; cleared, a later change that
+			// closes the instance another way cannot refuse a tree
+			// already read for a delete settled long before.
+			gg.deleteUnread = false
 		}
 		return nil
 	})

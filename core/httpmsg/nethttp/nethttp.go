@@ -39,7 +39,8 @@ func Request(r *http.Request) *httpmsg.Request {
 }
 
 // Writer returns w as an httpmsg.ResponseWriter whose Header is w's header
-// map; it is an httpmsg.Flusher when w is an http.Flusher.
+// map; it is an httpmsg.Flusher when w is an http.Flusher, and always an
+// httpmsg.Aborter whose abort is http.ErrAbortHandler.
 func Writer(w http.ResponseWriter) httpmsg.ResponseWriter {
 	if f, ok := w.(http.Flusher); ok {
 		return flushWriter{writer{w}, f}
@@ -53,6 +54,10 @@ func (w writer) Header() httpmsg.Header      { return httpmsg.Header(w.w.Header(
 func (w writer) WriteHeader(status int)      { w.w.WriteHeader(status) }
 func (w writer) Write(b []byte) (int, error) { return w.w.Write(b) }
 func (w writer) Unwrap() http.ResponseWriter { return w.w }
+
+// IsAbort: a handler's panic with http.ErrAbortHandler is net/http's to
+// drop the response silently.
+func (w writer) IsAbort(p any) bool { return p == http.ErrAbortHandler }
 
 type flushWriter struct {
 	writer
