@@ -338,6 +338,7 @@ func TestWorkerdFront(t *testing.T) {
 	})
 
 	t.Run("bodies over the limit", func(t *testing.T) { frontBodyLimits(t, alice, "a-token") })
+	t.Run("uploads that break off", func(t *testing.T) { frontBrokenUploads(t, w, alice, "a-token") })
 	t.Run("browser origins", func(t *testing.T) { frontOrigins(t, alice) })
 	t.Run("header values with whitespace around them", func(t *testing.T) { frontHeaderWhitespace(t, alice, "a-token") })
 	t.Run("list's created_at", func(t *testing.T) { frontCreatedAt(t, alice) })

@@ -177,6 +177,45 @@ func frontBodyLimits(t *testing.T, s *server, token string) {
 	}
 }
 
+// frontBrokenUploads: a client whose upload breaks off (it declares a
+// body longer than it sends, then closes its side) is the client's
+// doing. The front used to take its own failure to read that body for
+// the object's: an error logged with its stack ("object fetch failed")
+// and a 503 "the session's object did not answer; try again". Now it
+// answers the local server's 400 and logs one warning line. Under
+// wrangler dev that answer never reaches the client (the proxy answers
+// its own 503 for the forward it could not finish), so the log is where
+// the test sees what the front made of it.
+func frontBrokenUploads(t *testing.T, w *workerd, s *server, token string) {
+	const unread = "the request body could not be read (the client's upload broke off)"
+	const objectFailed = "object fetch failed"
+	sid := s.create()
+	objectFailures := strings.Count(w.logs.String(), objectFailed)
+	for i, path := range []string{"/v1/sessions", "/v1/sessions/" + sid + "/prompt"} {
+		breakOffUpload(t, s, token, path)
+		w.waitLogTimes(t, unread, i+1, waitTimeout)
+	}
+	assert.Equal(t, objectFailures, strings.Count(w.logs.String(), objectFailed), "a broken upload is not the object's failure")
+	assert.Empty(t, snapshotAfterUploads(t, s, token, sid).Prompts, "no prompt was admitted")
+}
+
+// breakOffUpload sends a POST that declares 100 bytes of body, sends 15
+// and closes its side of the connection; whatever answer comes is not the
+// Worker's (see frontBrokenUploads), so it is read and dropped.
+func breakOffUpload(t *testing.T, s *server, token, path string) {
+	t.Helper()
+	u, err := url.Parse(s.url)
+	require.NoError(t, err)
+	conn, err := net.Dial("tcp", u.Host)
+	require.NoError(t, err)
+	defer conn.Close()
+	require.NoError(t, conn.SetDeadline(time.Now().Add(rawPostWait)))
+	_, err = fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nContent-Length: 100\r\n\r\n{\"text\":\"broke", path, u.Host, token)
+	require.NoError(t, err)
+	require.NoError(t, conn.(*net.TCPConn).CloseWrite())
+	_, _ = io.Copy(io.Discard, conn) // the proxy's answer, or a reset
+}
+
 // withOrigin sends a request with no body from a browser page at origin
 // (extra headers as NAME, value pairs); the caller closes the answer.
 func withOrigin(t *testing.T, s *server, method, path, origin string, header ...string) *http.Response {

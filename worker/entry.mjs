@@ -114,6 +114,22 @@ function refuseTooLarge(request, d) {
   return answer(d.tooLarge);
 }
 
+// clientBody is readBody for a body the front reads before any object
+// sees it, or null when the client's upload broke off (its connection
+// closed before the declared length, a malformed chunk): the client's
+// doing, so the answer is unreadBody's 400, as on the local server, not
+// the 503 and the error log of an object that failed (serve's catch).
+async function clientBody(request, max) {
+  try {
+    return await readBody(request, max);
+  } catch (e) {
+    console.warn("revenant front: the request body could not be read (the client's upload broke off):", String(e));
+    return null;
+  }
+}
+
+const unreadBody = () => json(400, { error: { type: "invalid_request", message: "could not read the request body" } });
+
 const unavailable = () => json(503, { error: { type: "unavailable", message: "the session's object did not answer; try again" } });
 
 // treeFetch sends a request to tree root's object (through sendToTree
@@ -185,7 +201,8 @@ async function forward(request, env, d) {
   if (request.method !== "GET" && request.method !== "HEAD") {
     // Read whole (at most one byte over the cap, so that the object answers
     // the API's 413) so that it can be sent again to a fresh object.
-    const body = request.body ? await readBody(request, d.maxBody) : undefined;
+    const body = request.body ? await clientBody(request, d.maxBody) : undefined;
+    if (body === null) return unreadBody();
     return sendToTree(env, d.root, d.principal, request.method, d.url, request.headers, body);
   }
   // A read may also be sent again after a failed fetch: the object may
@@ -245,7 +262,9 @@ async function sendToTree(env, root, principal, method, path, headers, body) {
 // the client lost is recorded, and found in its list.
 async function create(request, env, ctx, d, front) {
   if (d.tooLarge) return refuseTooLarge(request, d);
-  const body = new Uint8Array(await readBody(request, d.maxBody));
+  const raw = await clientBody(request, d.maxBody);
+  if (raw === null) return unreadBody();
+  const body = new Uint8Array(raw);
   const c = front.create(body); // over the cap: refused before Go copies it
   if (c.status !== undefined) return answer(c);
   return await lasting(ctx, "create", c.root, createTree(env, d, c.root, request.headers, body));

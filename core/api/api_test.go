@@ -542,6 +542,32 @@ func TestEmptyTokenRefused(t *testing.T) {
 	}
 }
 
+// White space around an entry's ':' is refused when the tokens are read:
+// it would belong to the principal's name or to the token, and a token
+// that begins or ends with it can never be presented (header values are
+// trimmed, and so are the spaces after "Bearer"), so the server would
+// start with a principal locked out. Around whole entries it is ignored,
+// and inside a token it is the token's.
+func TestTokenEntryWhiteSpaceAroundColonRefused(t *testing.T) {
+	for _, spec := range []string{"alice :s3cret", "alice: s3cret", "alice : s3cret", "bob:b,carol\t:c", "alice:\ts3cret", "alice:sha256: e3b0"} {
+		_, err := api.ParseTokens(spec)
+		require.Error(t, err, "%q", spec)
+		assert.NotContains(t, err.Error(), "s3cret", "no part of a token is printed")
+	}
+	_, err := api.ParseTokens("alice : s3cret")
+	assert.EqualError(t, err, "REVENANT_TOKENS: entry 1 (counting from 1, comma-separated) has white space around its ':'; write principal:token")
+
+	tokens, err := api.ParseTokens(" alice:s3cret , bob:tok with space ")
+	require.NoError(t, err)
+	for token, principal := range map[string]string{"s3cret": "alice", "tok with space": "bob"} {
+		r := httptest.NewRequest("GET", "/", nil)
+		r.Header.Set("Authorization", "Bearer "+token)
+		got, err := tokens.Authenticate(nethttp.Request(r), false)
+		require.NoError(t, err, token)
+		assert.Equal(t, principal, got)
+	}
+}
+
 func TestSharedTokenRefused(t *testing.T) {
 	_, err := api.ParseTokens("alice:same-token,bob:same-token")
 	require.Error(t, err)

@@ -58,6 +58,14 @@ func ParseTokens(spec string) (*Tokens, error) {
 		if !ok || principal == "" || secret == "" {
 			return nil, fmt.Errorf("REVENANT_TOKENS: entry %d (counting from 1, comma-separated) is not principal:token", n+1)
 		}
+		if strings.TrimSpace(principal) != principal || strings.TrimSpace(secret) != secret {
+			// "alice : s3cret" would name the principal "alice " with the
+			// token " s3cret", which no client can present: a header's
+			// value loses the white space around it, and BearerToken the
+			// spaces after the scheme. The server would start and refuse
+			// that principal every request.
+			return nil, fmt.Errorf("REVENANT_TOKENS: entry %d (counting from 1, comma-separated) has white space around its ':'; write principal:token", n+1)
+		}
 		if principal == AnonymousPrincipal {
 			// The server without tokens serves every request as this
 			// principal: a token's trees under the same name would be
