@@ -131,15 +131,20 @@ func open(ctx context.Context, host Host, cfg Config, driver Driver, fence func(
 		}
 		// Read back the epoch it would have followed (reads work when
 		// storage is full); an instance that cannot even read cannot serve.
-		// A fence that refuses here fails the open too (ErrFenced).
+		// A fence that refuses here fails the open too (ErrFenced), unless
+		// the epoch is marked as this instance's: its take was stored
+		// although reported failed (a late IOERR), the fence passed in
+		// that take's transaction, and the closed instance it checks is
+		// fenced by this one's epoch, not by a newer instance's.
 		rerr := host.DB.Tx(ctx, func(tx storage.Tx) error {
-			if fence != nil {
-				if err := fence(tx); err != nil {
-					return err
-				}
+			var owner sql.NullString
+			if _, err := storage.QueryRow(tx, `SELECT epoch, epoch_owner FROM tree`, nil, &inst.bootEpoch, &owner); err != nil {
+				return err
 			}
-			_, err := storage.QueryRow(tx, `SELECT epoch FROM tree`, nil, &inst.bootEpoch)
-			return err
+			if fence == nil || owner.Valid && owner.String == inst.owner {
+				return nil
+			}
+			return fence(tx)
 		})
 		if rerr != nil {
 			return nil, fmt.Errorf("open instance: %w", errors.Join(err, rerr))

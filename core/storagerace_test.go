@@ -283,3 +283,28 @@ func TestReopenOnlyWhileTheClosedInstanceOwnsTheTree(t *testing.T) {
 	f.Heal()
 	require.NoError(t, checkEpoch(tr, newer), "the newer instance still owns the tree")
 }
+
+// A reopen whose epoch take was stored although reported failed (a late
+// IOERR) boots read-only, as Open does, and keeps that epoch: the take's
+// own transaction checked the closed instance's ownership. The read that
+// follows the failure finds the closed instance's epoch gone, taken by
+// this very reopen, which is no newer instance: fenced there, a guest
+// would take itself for superseded and never serve the tree again, its
+// claims with no wake-up (wasm/guest reopen).
+func TestReopenKeepsItsLateFailedEpochTake(t *testing.T) {
+	tr, f, d, n1 := faultTree(t, 5)
+	n1.NewSession("s")
+	closed := n1.Inst
+	require.NoError(t, closed.Close(ctx))
+
+	host, _, kdb := tr.Host()
+	f.FailLateCommits(1, faultvfs.IOErrFsync)
+	again, err := core.Reopen(ctx, closed, host, tr.Cfg, d)
+	require.NoError(t, err, "the epoch the reopen stored is its own")
+	t.Cleanup(func() { kdb.Kill(); again.Abandon() })
+	require.True(t, again.ReadOnly(), "its epoch's commit was reported failed")
+	require.ErrorIs(t, checkEpoch(tr, closed), core.ErrFenced, "the reopen's epoch was stored")
+	require.NoError(t, checkEpoch(tr, again), "and is the reopened instance's own")
+	_, err = again.CreateSession(ctx, core.NewSession{ID: "t", Principal: "tester"})
+	require.NoError(t, err, "its first write keeps it")
+}
