@@ -2,7 +2,9 @@ package core
 
 import (
 	"context"
+	"crypto/sha256"
 	"database/sql"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"sync"
@@ -81,7 +83,7 @@ type owedFailure struct {
 // Open migrates the database, takes a new epoch and returns the instance. It
 // does not sweep: recovery.Boot does that before serving.
 func Open(ctx context.Context, host Host, cfg Config, driver Driver) (*Instance, error) {
-	return open(ctx, host, cfg, driver, nil)
+	return open(ctx, host, cfg, driver, nil, "")
 }
 
 // Reopen is Open for a tree whose previous instance, closed, stopped in
@@ -92,13 +94,29 @@ func Open(ctx context.Context, host Host, cfg Config, driver Driver) (*Instance,
 // and fails with ErrFenced otherwise. A check in a transaction of its own
 // would let an instance that booted in between be superseded by the
 // reopening, which Open's unconditional epoch would fence.
+//
+// Every reopen of closed marks its epoch with one owner token, derived
+// from closed's (reopenOwner): a reopen that failed after its epoch's
+// commit was stored although reported failed (a late IOERR, then its
+// read-back refused) took closed's ownership, and the reopen tried again
+// must find that epoch its own, not a newer instance's. Only one reopen
+// of closed runs at a time, and a failed one returns no instance.
 func Reopen(ctx context.Context, closed *Instance, host Host, cfg Config, driver Driver) (*Instance, error) {
-	return open(ctx, host, cfg, driver, closed.CheckEpoch)
+	return open(ctx, host, cfg, driver, closed.CheckEpoch, reopenOwner(closed.owner))
+}
+
+// reopenOwner is the owner token of every reopen of the instance whose
+// token is closed: a fixed-size digest, so a chain of reopens does not
+// grow it.
+func reopenOwner(closed string) string {
+	sum := sha256.Sum256([]byte("reopen of " + closed))
+	return hex.EncodeToString(sum[:16])
 }
 
 // open is Open with fence, when not nil, run in the epoch's transaction
-// first: its error fails the open.
-func open(ctx context.Context, host Host, cfg Config, driver Driver, fence func(storage.Tx) error) (*Instance, error) {
+// first: its error fails the open. owner is the instance's owner token
+// ("": a new one).
+func open(ctx context.Context, host Host, cfg Config, driver Driver, fence func(storage.Tx) error, owner string) (*Instance, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, fmt.Errorf("open instance: %w", err)
 	}
@@ -121,7 +139,10 @@ func open(ctx context.Context, host Host, cfg Config, driver Driver, fence func(
 		owed:     map[string]owedFailure{},
 	}
 	close(inst.idle)
-	inst.owner = host.IDs.NewID()
+	inst.owner = owner
+	if owner == "" {
+		inst.owner = host.IDs.NewID()
+	}
 	// One try, no waiting: boot must work when storage is full (DESIGN §8,
 	// §13). An instance whose epoch write is refused serves reads and takes
 	// its epoch with its first write that storage accepts.
@@ -131,15 +152,20 @@ func open(ctx context.Context, host Host, cfg Config, driver Driver, fence func(
 		}
 		// Read back the epoch it would have followed (reads work when
 		// storage is full); an instance that cannot even read cannot serve.
-		// A fence that refuses here fails the open too (ErrFenced).
+		// A fence that refuses here fails the open too (ErrFenced), unless
+		// the epoch is marked as this instance's: its take was stored
+		// although reported failed (a late IOERR), the fence passed in
+		// that take's transaction, and the closed instance it checks is
+		// fenced by this one's epoch, not by a newer instance's.
 		rerr := host.DB.Tx(ctx, func(tx storage.Tx) error {
-			if fence != nil {
-				if err := fence(tx); err != nil {
-					return err
-				}
+			var owner sql.NullString
+			if _, err := storage.QueryRow(tx, `SELECT epoch, epoch_owner FROM tree`, nil, &inst.bootEpoch, &owner); err != nil {
+				return err
 			}
-			_, err := storage.QueryRow(tx, `SELECT epoch FROM tree`, nil, &inst.bootEpoch)
-			return err
+			if fence == nil || owner.Valid && owner.String == inst.owner {
+				return nil
+			}
+			return fence(tx)
 		})
 		if rerr != nil {
 			return nil, fmt.Errorf("open instance: %w", errors.Join(err, rerr))
@@ -157,21 +183,22 @@ func open(ctx context.Context, host Host, cfg Config, driver Driver, fence func(
 // otherwise: a newer instance booted. An epoch found marked with this
 // instance's token is this instance's own, taken by an earlier try whose
 // commit was durable although reported failed (a late IOERR): it is kept.
-// fence, when not nil, runs first in the same transaction (Reopen).
+// fence, when not nil, runs in the same transaction unless the epoch is
+// this instance's own, whose take ran it (Reopen).
 func (inst *Instance) takeEpoch(ctx context.Context, after int64, fence func(storage.Tx) error) error {
 	var epoch int64
 	err := inst.host.DB.Tx(ctx, func(tx storage.Tx) error {
-		if fence != nil {
-			if err := fence(tx); err != nil {
-				return err
-			}
-		}
 		var owner sql.NullString
 		if _, err := storage.QueryRow(tx, `SELECT epoch, epoch_owner FROM tree`, nil, &epoch, &owner); err != nil {
 			return err
 		}
 		if owner.Valid && owner.String == inst.owner {
 			return nil
+		}
+		if fence != nil {
+			if err := fence(tx); err != nil {
+				return err
+			}
 		}
 		if after >= 0 && epoch != after {
 			return fmt.Errorf("a newer instance booted since this one: %w", ErrFenced)

@@ -5,6 +5,8 @@ package core_test
 // decided before the wait must be checked again when it commits.
 
 import (
+	"context"
+
 	"testing"
 	"time"
 
@@ -282,4 +284,72 @@ func TestReopenOnlyWhileTheClosedInstanceOwnsTheTree(t *testing.T) {
 	require.ErrorIs(t, err, core.ErrFenced, "read-only, still fenced")
 	f.Heal()
 	require.NoError(t, checkEpoch(tr, newer), "the newer instance still owns the tree")
+}
+
+// A reopen whose epoch take was stored although reported failed (a late
+// IOERR) boots read-only, as Open does, and keeps that epoch: the take's
+// own transaction checked the closed instance's ownership. The read that
+// follows the failure finds the closed instance's epoch gone, taken by
+// this very reopen, which is no newer instance: fenced there, a guest
+// would take itself for superseded and never serve the tree again, its
+// claims with no wake-up (wasm/guest reopen).
+func TestReopenKeepsItsLateFailedEpochTake(t *testing.T) {
+	tr, f, d, n1 := faultTree(t, 5)
+	n1.NewSession("s")
+	closed := n1.Inst
+	require.NoError(t, closed.Close(ctx))
+
+	host, _, kdb := tr.Host()
+	f.FailLateCommits(1, faultvfs.IOErrFsync)
+	again, err := core.Reopen(ctx, closed, host, tr.Cfg, d)
+	require.NoError(t, err, "the epoch the reopen stored is its own")
+	t.Cleanup(func() { kdb.Kill(); again.Abandon() })
+	require.True(t, again.ReadOnly(), "its epoch's commit was reported failed")
+	require.ErrorIs(t, checkEpoch(tr, closed), core.ErrFenced, "the reopen's epoch was stored")
+	require.NoError(t, checkEpoch(tr, again), "and is the reopened instance's own")
+	_, err = again.CreateSession(ctx, core.NewSession{ID: "t", Principal: "tester"})
+	require.NoError(t, err, "its first write keeps it")
+}
+
+// refuseTx is a storage.DB whose refuse-th transaction from now (counting
+// from 1; 0: none) is refused busy before it begins.
+type refuseTx struct {
+	storage.DB
+	refuse int
+}
+
+func (r *refuseTx) Tx(c context.Context, fn func(storage.Tx) error) error {
+	if r.refuse--; r.refuse == 0 {
+		return &storage.Error{Code: storage.CodeBusy, Msg: "refused by the test"}
+	}
+	return r.DB.Tx(c, fn)
+}
+
+// A reopen that failed after its epoch take was stored although reported
+// failed (a late IOERR, then storage refusing the read-back) leaves the
+// closed instance's epoch replaced by one no live instance holds. The
+// next reopen from the same closed instance (the guest's wake-up retries
+// it) is that reopen tried again, not a newer instance: it takes the
+// tree, where it was fenced and the guest took itself for superseded,
+// serving nothing, its claims with no wake-up.
+func TestReopenTriedAgainAfterAFailedOneWhoseEpochWasStored(t *testing.T) {
+	tr, f, d, n1 := faultTree(t, 5)
+	n1.NewSession("s")
+	closed := n1.Inst
+	require.NoError(t, closed.Close(ctx))
+
+	host, _, kdb := tr.Host()
+	t.Cleanup(kdb.Kill)
+	db := &refuseTx{DB: host.DB, refuse: 3} // the schema's, the epoch's, then the read-back, refused
+	host.DB = db
+	f.FailLateCommits(1, faultvfs.IOErrFsync)
+	_, err := core.Reopen(ctx, closed, host, tr.Cfg, d)
+	require.Error(t, err, "the epoch take reported failed, the read-back refused")
+	require.ErrorIs(t, checkEpoch(tr, closed), core.ErrFenced, "the failed reopen's epoch was stored")
+
+	again, err := core.Reopen(ctx, closed, host, tr.Cfg, d)
+	require.NoError(t, err, "no instance booted since the closed one but its own reopen")
+	t.Cleanup(again.Abandon)
+	_, err = again.CreateSession(ctx, core.NewSession{ID: "t", Principal: "tester"})
+	require.NoError(t, err)
 }

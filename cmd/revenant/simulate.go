@@ -66,6 +66,7 @@ func simulate(ctx context.Context, args []string, getenv func(string) string, st
 	fs.Float64Var(&cfg.FinalAsk, "finalask", cfg.FinalAsk, "share of sessions whose operator makes the ask on the ahook tool final")
 	fs.Float64Var(&cfg.Deletes, "deletes", cfg.Deletes, "share of sessions whose client deletes the tree at a moment of its life")
 	fs.Float64Var(&cfg.DeleteFault, "delfault", cfg.DeleteFault, "share of the deleted trees whose delete fails after it closed the instance; half their reopens meet a write lock at their session listing (none by default)")
+	fs.Float64Var(&cfg.ReopenRace, "reopenrace", cfg.ReopenRace, "share of the reopens after a -delfault delete within which a successor boots, before the reopen's epoch (none by default)")
 	fs.Float64Var(&cfg.Flood, "flood", cfg.Flood, "share of the scripted trees' prompts whose answer streams more live deltas in one call than a watch's subscription holds (none by default)")
 	fs.IntVar(&cfg.ResumeBudget, "budget", 0, "the guests' resume budget (0: core's default, or a small one for the -smallbudget share)")
 	fs.Float64Var(&cfg.SmallBudget, "smallbudget", cfg.SmallBudget, "share of sessions whose resume budget is 1 or 2 (when -budget is 0)")

@@ -150,3 +150,28 @@ func TestAReopenDoesNotTakeTheTreeFromAnInstanceBootedDuringIt(t *testing.T) {
 	require.Equal(t, 503, r.status, "A, superseded, writes nothing: %s", r.body.String())
 	require.Zero(t, a.s.wake, "nor arms a wake-up to reopen again")
 }
+
+// A reopen whose epoch's commit is stored although reported failed (a
+// late IOERR) owns the tree: the epoch it finds on reading back is its
+// own, not a newer instance's. It read that as a newer boot's (ErrFenced):
+// the guest took itself for superseded, so no instance served the tree
+// (every write 503) and no wake-up resumed its turns.
+func TestAReopenWhoseEpochCommitFailedLateServes(t *testing.T) {
+	a, f := newFaultEnv(t, 5, offlineConfig())
+	require.NoError(t, a.boot(runtime.Options{}))
+	r := a.do("POST", "/v1/sessions", map[string]any{})
+	require.Equal(t, 201, r.status, r.body.String())
+
+	f.FailFor(10*time.Minute, faultvfs.Full)
+	r = a.deleteUntilAnswered()
+	require.Equal(t, 503, r.status, r.body.String())
+	require.NotZero(t, a.s.wake, "the closed instance's reopening is armed")
+	f.Heal()
+
+	f.FailLateCommits(1, faultvfs.IOErrFsync) // the reopen's first commit: its epoch's
+	a.deliverWake(60_000)
+	require.Equal(t, 1, f.LateCommits(), "the reopen's epoch commit was reported failed")
+
+	r = a.do("POST", "/v1/sessions/"+treeID+"/prompt", map[string]any{"text": "after the reopen", "id": "p1"})
+	require.Equal(t, 202, r.status, "the reopened instance serves: %s", r.body.String())
+}

@@ -89,6 +89,9 @@ type SessionResult struct {
 	// that followed, DeleteReopenListings those whose session listing
 	// another connection's write lock refused.
 	DeleteFaults, DeleteReopens, DeleteReopenListings int
+	// ReopenRaces are the reopens within which a successor booted
+	// (Config.ReopenRace; maybeRaceReopen).
+	ReopenRaces int
 	// Floods are the flooded answers delivered (Config.Flood), FellBehind
 	// those whose call emitted fewer live deltas than their events.
 	Floods, FellBehind int
@@ -253,6 +256,7 @@ func runSession(ctx context.Context, mod *runtime.Module, cfg Config, i int, dir
 	}
 	if df := t.delFault; df != nil {
 		r.DeleteFaults, r.DeleteReopens, r.DeleteReopenListings = df.failed, df.reopens, df.listings
+		r.ReopenRaces = df.raced
 	}
 	r.Floods, r.FellBehind = t.floods, t.fellBehind
 	r.Busy = t.busy

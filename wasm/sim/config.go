@@ -80,6 +80,15 @@ type Config struct {
 	// after the close only in a disk-full window, and a reopen's refused
 	// listing goes unreached.
 	DeleteFault float64
+	// ReopenRace is the share (0…1) of the reopens after a delete the
+	// delete faulter failed (DeleteFault) within which a successor boots:
+	// at the reopen's first or second BEGIN, before it takes its epoch,
+	// the serving guest is abandoned as a zombie and a new guest boots
+	// within the call (deletefault.go, maybeRaceReopen). The reopen must
+	// then take nothing; a zombie that takes an epoch after a newer boot
+	// took one is a commit past the fence (check.RuleZombie). Without it
+	// no boot ever happens while an older, closed instance reopens.
+	ReopenRace float64
 	// Flood is the share (0…1) of the scripted trees' prompts (Scripted)
 	// whose text answer the scripted model streams in 1100 events with
 	// text, delivered to the guest in one call (script.go, floodAnswer):
@@ -140,6 +149,10 @@ func (c Config) validate() error {
 	case c.DeleteFault > 0 && c.Deletes == 0:
 		// A share of no trees: the campaign would reach nothing.
 		return fmt.Errorf("delete-fault share %v is of the deleted trees, and none is deleted: give a delete share (-deletes) too", c.DeleteFault)
+	case c.ReopenRace < 0 || c.ReopenRace > 1:
+		return fmt.Errorf("reopen-race share %v must be within 0…1", c.ReopenRace)
+	case c.ReopenRace > 0 && c.DeleteFault == 0:
+		return fmt.Errorf("reopen-race share %v is of the reopens after a failed delete, and no delete fails: give a delete-fault share (-delfault) too", c.ReopenRace)
 	case c.Flood > 0 && c.Scripted == 0:
 		return fmt.Errorf("flood share %v is of the scripted trees' prompts, and no tree is scripted: give a scripted share (-scripted) too", c.Flood)
 	case c.SmallBudget < 0 || c.SmallBudget > 1:

@@ -149,6 +149,7 @@ func (t *tree) noteSent(r *request, g *guest) {
 	l := t.ledger.Delete
 	if r.a.kind == actDelete {
 		g.reopenRefused = false // a delete may close the instance again
+		g.reopenDue = false     // it decides again whether a reopen follows
 		d.sent, d.watching = true, true
 		l.Attempts = append(l.Attempts, check.DeleteAttempt{At: t.now, Boot: g.boot})
 		r.delEntry = len(l.Attempts)

@@ -172,3 +172,50 @@ func TestANewEpochOutsideABootJudgesTheReopen(t *testing.T) {
 	require.Len(t, tr.failures, 1)
 	assert.Contains(t, tr.failures[0], "boot 2 reopened its instance again")
 }
+
+// A zombie credited with a new epoch after a newer boot took one took the
+// tree back from that boot (checkEpochTaker, -reopenrace): a commit past
+// the fence. A zombie's epoch while no newer boot took one (its successor
+// booted read-only, core's late epoch) is none, nor is a serving guest's.
+func TestAZombiesEpochOverANewerBootsIsPastTheFence(t *testing.T) {
+	tt := treetest.New(t)
+	n := tt.Boot(treetest.NewDriver(1))
+	n.NewSession("s")
+	n.Crash()
+
+	tr := &tree{path: tt.Path, owners: map[int64]int{}}
+	t.Cleanup(func() {
+		if tr.obs != nil {
+			tr.obs.Close()
+		}
+	})
+	older := int64(-1) // an epoch before the committed one
+	zombie := &guest{t: tr, boot: 2, zombie: true}
+	tr.owners[older] = 1
+	tr.noteEpoch(zombie)
+	assert.Empty(t, tr.ledger.ZombieCommits, "no boot newer than the zombie took an epoch")
+
+	clear(tr.owners)
+	tr.owners[older] = 3
+	tr.noteEpoch(&guest{t: tr, boot: 2})
+	assert.Empty(t, tr.ledger.ZombieCommits, "a serving guest's epoch")
+
+	clear(tr.owners)
+	tr.owners[older] = 3
+	tr.noteEpoch(zombie)
+	require.Len(t, tr.ledger.ZombieCommits, 1)
+	assert.Equal(t, 2, tr.ledger.ZombieCommits[0].Boot)
+	assert.Equal(t, 3, tr.ledger.ZombieCommits[0].Latest)
+}
+
+// -reopenrace races the reopens -delfault makes: without delete faults it
+// would reach nothing, and is refused.
+func TestReopenRaceNeedsDeleteFaults(t *testing.T) {
+	cfg := DefaultConfig(1)
+	cfg.Deletes, cfg.ReopenRace = 1, 0.5
+	require.ErrorContains(t, cfg.validate(), "-delfault")
+	cfg.DeleteFault = 1
+	require.NoError(t, cfg.validate())
+	cfg.ReopenRace = 2
+	require.Error(t, cfg.validate())
+}

@@ -25,7 +25,7 @@ func (r *Result) Print(w io.Writer) {
 	byTool := map[string]int{}
 	var small, smallAborted, bootFaults, bootLocks, faultsServed, locksServed, busy int
 	var lockListings, lockListingsServed, lockReopens, lockJudged int
-	var delFaults, delFaulted, delReopens, delReopenListings, floods, fellBehind int
+	var delFaults, delFaulted, delReopens, delReopenListings, reopenRaces, floods, fellBehind int
 	for _, s := range r.Sessions {
 		if b := s.Ledger.Budget; b > 0 && b < 3 && r.Config.ResumeBudget == 0 {
 			small++
@@ -51,6 +51,7 @@ func (r *Result) Print(w io.Writer) {
 		}
 		delReopens += s.DeleteReopens
 		delReopenListings += s.DeleteReopenListings
+		reopenRaces += s.ReopenRaces
 		floods += s.Floods
 		fellBehind += s.FellBehind
 		busy += s.Busy
@@ -131,6 +132,9 @@ func (r *Result) Print(w io.Writer) {
 	}
 	if c.DeleteFault > 0 {
 		fmt.Fprintf(w, "delete faults (share %.2f of the deleted trees): %d delete commits refused after the close, in %d trees; reopens after them %d, of those session listings refused %d\n", c.DeleteFault, delFaults, delFaulted, delReopens, delReopenListings)
+		if c.ReopenRace > 0 {
+			fmt.Fprintf(w, "  reopen races (share %.2f of those reopens): %d successors booted within a reopen, before its epoch\n", c.ReopenRace, reopenRaces)
+		}
 	}
 	if c.Flood > 0 {
 		fmt.Fprintf(w, "floods (share %.2f of the scripted prompts): %d answers streamed in %d events in one call, of those whose watch fell behind (fewer live deltas emitted) %d\n", c.Flood, floods, floodEvents, fellBehind)

@@ -27,6 +27,7 @@ const (
 	keyBootLock   = 0x8cb92ba72f3d8dd7
 	keyDelFault   = 0x4cf5ad432745937f
 	keyFlood      = 0xa0761d6478bd642f
+	keyReopenRace = 0xe7037ed1a0b428db
 )
 
 // stream is the generator of key for tree i of the campaign seed.

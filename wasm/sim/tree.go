@@ -164,6 +164,13 @@ type guest struct {
 	// reopenRefused is set once its reopen's session listing was refused
 	// (maybeReopenLock), until a DELETE is sent to it (checkReopenServed).
 	reopenRefused bool
+	// reopenDue is set once the delete faulter failed its delete's commit
+	// after the close, until a DELETE is sent to it again or it takes a
+	// new epoch: its next wake-up reopens the closed instance. raceAt is
+	// the BEGIN of that reopen (1 or 2, counted in raceBegins) at which
+	// its successor boots (maybeRaceReopen; 0: none).
+	reopenDue          bool
+	raceAt, raceBegins int
 }
 
 type due struct {
@@ -564,6 +571,8 @@ func (t *tree) deliverWake(ctx context.Context) {
 		t.bootGuest(ctx)
 		return
 	}
+	t.drawReopenRace(g)
+	defer func() { g.raceAt = 0 }()
 	w := check.Wake{At: t.now, Boot: g.boot, From: t.commitPos(), Waiting: len(g.timers) > 0}
 	w.Refused, w.Late = t.diskFaultsApart()
 	ok := t.call(ctx, g, func() error { return g.g.Wake(ctx) })
@@ -809,14 +818,15 @@ func (t *tree) maybeZombie(ctx context.Context) {
 	if t.zombieLeft == 0 || g == nil || (len(g.timers) == 0 && len(g.egress) == 0) || t.rng.IntN(20) != 0 {
 		return
 	}
+	t.zombieLeft--
 	t.abandon(g)
 	t.bootGuest(ctx)
 }
 
 // abandon makes the serving guest g a zombie: it keeps its timers and
 // egress, and the requests it was serving are the client's to send again.
+// The caller spends the zombie share's budget (zombieLeft) if it is its.
 func (t *tree) abandon(g *guest) {
-	t.zombieLeft--
 	t.zombieCount++
 	g.zombie = true
 	g.plan = nil
@@ -856,6 +866,7 @@ func (t *tree) maybeSupersede(g *guest, s runtime.Site) bool {
 	if t.rng.IntN(2) != 0 {
 		return false
 	}
+	t.zombieLeft--
 	t.abandon(g)
 	t.midCall++
 	// The resends wait for the client's retry (lostAt): sent now, they
@@ -1379,6 +1390,7 @@ func (t *tree) noteEpoch(g *guest) int {
 		return 0
 	}
 	if _, ok := t.owners[epoch]; !ok {
+		t.checkEpochTaker(g, epoch)
 		t.owners[epoch] = g.boot
 		// Its session listing follows an epoch taken in a boot, or in a
 		// reopen, which only a guest that took one before makes: a guest
@@ -1386,6 +1398,7 @@ func (t *tree) noteEpoch(g *guest) int {
 		g.tookEpoch = t.booting || g.epochs > 0
 		if !t.booting && g.epochs > 0 {
 			t.checkReopenServed(g)
+			g.reopenDue = false // reopened
 		}
 		g.epochs++
 	}
@@ -1459,7 +1472,7 @@ func (g *guest) interpose(s runtime.Site) error {
 	c := t.hist[k]
 	c.Seen++
 	t.noteSeen(s)
-	if t.maybeSupersede(g, s) {
+	if t.maybeSupersede(g, s) || t.maybeRaceReopen(g, s) {
 		t.hist[k] = c
 		return nil
 	}

@@ -36,7 +36,8 @@
 //     (cut-keeps-checkpoint);
 //   - a zombie never commits (or starts egress) after its successor took a
 //     newer epoch: neither a write the ledger saw nor a step write of an
-//     execution already replaced;
+//     execution already replaced, nor an epoch of its own taken over the
+//     successor's (a reopen that took the tree back, wasm/sim -reopenrace);
 //   - each question is asked once and resolved at most once, only by a
 //     client's reply (a response_id the ledger shows sent) or the user's
 //     interrupt, never by a kill, shutdown or eviction; every listing the

@@ -121,7 +121,8 @@ type Interrupt struct {
 	Answered int64  `json:"answered"`
 }
 
-// ZombieCommit is a write a superseded instance committed.
+// ZombieCommit is a write a superseded instance committed (a new epoch
+// taken over its successor's among them).
 type ZombieCommit struct {
 	At     int64  `json:"at"`
 	Boot   int    `json:"boot"`   // the zombie's boot number
