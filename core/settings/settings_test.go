@@ -64,20 +64,25 @@ func TestNoneIsZero(t *testing.T) {
 }
 
 // A wake interval under MinWakeInterval is refused: the wake-up would fire
-// without pause while a turn runs. The floor itself is allowed.
+// without pause while a turn runs. The floor itself is allowed, a
+// millisecond less is not.
 func TestWakeIntervalFloor(t *testing.T) {
 	err := settings.Settings{WakeInterval: time.Nanosecond}.Validate()
 	require.EqualError(t, err, "wake_interval: 1ns is shorter than the least allowed, 100ms (the wake-up fires that often while a turn runs)")
 	require.NoError(t, settings.Settings{WakeInterval: settings.MinWakeInterval}.Validate())
+	require.Error(t, settings.Settings{WakeInterval: settings.MinWakeInterval - time.Millisecond}.Validate(), "a millisecond under the floor")
 }
 
 // A heartbeat under MinHeartbeat is refused: every open event stream
 // would write comments without pause (1ns sent about 160 KB a second to
-// one idle stream of the local server). The floor itself is allowed.
+// one idle stream of the local server). The floor itself is allowed, a
+// millisecond less is not (plants57 P32: a floor checked at half of
+// MinHeartbeat went unnoticed: only 1ns was tried).
 func TestHeartbeatFloor(t *testing.T) {
 	err := settings.Settings{Heartbeat: time.Nanosecond}.Validate()
 	require.EqualError(t, err, "heartbeat: 1ns is shorter than the least allowed, 100ms (every idle event stream is sent a comment that often)")
 	require.NoError(t, settings.Settings{Heartbeat: settings.MinHeartbeat}.Validate())
+	require.Error(t, settings.Settings{Heartbeat: settings.MinHeartbeat - time.Millisecond}.Validate(), "a millisecond under the floor")
 }
 
 // Validate names every bad field at once, by its file name.
