@@ -2,11 +2,13 @@ package recovery_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/revenantrt/revenant/core"
+	"github.com/revenantrt/revenant/core/retry"
 	"github.com/revenantrt/revenant/internal/treetest"
 	"github.com/revenantrt/revenant/recovery"
 )
@@ -51,6 +53,43 @@ func TestWakeBetweenArmAndClaimCommitEndsRearmed(t *testing.T) {
 	n2 := tr.Boot(d)
 	n2.Idle()
 	assert.Len(t, treetest.Terminals(tr.Events(sid)), 1)
+}
+
+// 12a'. The same wake delivered while the claim's write waits for storage
+// (a zombie holds the write lock): the wait lets go of the claim lock, so
+// the whole handler, its re-arm too, runs and finds no claim. The rerun
+// that commits the claim must arm the wake-up again, as the first attempt
+// did (plants57 P12: arming before the first attempt only went unnoticed
+// by core's and recovery's tests: none delivered a wake-up during a
+// claiming write's wait).
+func TestWakeDuringAClaimsWaitForStorageEndsRearmed(t *testing.T) {
+	tr := treetest.New(t)
+	tr.DB.BusyTimeout = 20 * time.Millisecond
+	d := treetest.NewDriver(4)
+	n := tr.Boot(d)
+	sid := n.NewSession("s")
+	tr.Wake.Take()
+
+	release := tr.HoldWriteLock()
+	delivered := false
+	waits := tr.DriveEach(func() { n.Admit(sid, "hold") }, func(retry.Wait) {
+		if delivered {
+			return
+		}
+		delivered = true
+		release() // the rerun waits for the clock, which moves on after this
+		require.True(t, tr.Wake.Take(), "the claiming write armed the wake-up before its first attempt")
+		rep, err := recovery.Wake(ctx, n.Inst)
+		require.NoError(t, err)
+		assert.Empty(t, rep.Decisions, "the claim is not committed yet")
+		assert.Zero(t, tr.Wake.At(), "with no claim stored, the handler armed nothing")
+	})
+	require.NotEmpty(t, waits, "the admission waited for the write lock")
+	<-d.Started
+	n.Crash() // the turn dies: only the wake-up can bring it back
+
+	require.True(t, tr.Claim(sid).Exists)
+	assert.NotZero(t, tr.Wake.At(), "the claim has a wake-up")
 }
 
 // 12b. A wake that fires while the turn runs here: the sweep skips the

@@ -67,7 +67,9 @@ func TestNoneIsZero(t *testing.T) {
 // what the floor prevents: a timer firing without pause (the wake-up; a
 // heartbeat of 1ns sent about 160 KB a second to one idle stream of the
 // local server; a checkpoint at nearly every chunk), or every step or
-// tool call failing at once. The floor itself is allowed.
+// tool call failing at once. The floor itself is allowed, a millisecond
+// less is not (plants57 P32, P50: a floor checked at half its value went
+// unnoticed while only 1ns was tried).
 func TestFloors(t *testing.T) {
 	for _, tc := range []struct {
 		set  func(*settings.Settings, time.Duration)
@@ -90,6 +92,8 @@ func TestFloors(t *testing.T) {
 		var s settings.Settings
 		tc.set(&s, time.Nanosecond)
 		require.EqualError(t, s.Validate(), tc.want)
+		tc.set(&s, tc.min-time.Millisecond)
+		require.Error(t, s.Validate(), "a millisecond under the floor: %s", tc.want)
 		tc.set(&s, tc.min)
 		require.NoError(t, s.Validate(), tc.want)
 	}

@@ -102,6 +102,10 @@ func TestASupersededGuestsFailedDeleteDoesNotReopen(t *testing.T) {
 	require.False(t, other.InTx())
 	require.NotZero(t, a.s.wake, "A cannot tell it is superseded yet: the reopening is armed")
 	a.deliverWakes(5, 60_000)
+	// Found superseded, A is done: no retry of its reopen stays armed
+	// (plants57 P23: a reopen that failed on the fence instead, retried on
+	// the wake schedule for good, went unnoticed: it never took the epoch).
+	require.Zero(t, a.s.wake, "A, superseded, arms no retry of its reopen")
 
 	r = b.do("POST", "/v1/sessions/"+treeID+"/prompt", map[string]any{"text": "after the zombie's delete", "id": "p2"})
 	require.Equal(t, 202, r.status, "B still owns the tree: %s", r.body.String())
