@@ -145,17 +145,7 @@ func TestARequestOtherThanADeleteKeepsTheReopenJudged(t *testing.T) {
 // a boot by a guest that took one before (noteEpoch). A boot's first
 // epoch, or a reopen whose previous listing was served, is no failure.
 func TestANewEpochOutsideABootJudgesTheReopen(t *testing.T) {
-	tt := treetest.New(t)
-	n := tt.Boot(treetest.NewDriver(1))
-	n.NewSession("s")
-	n.Crash()
-
-	tr := &tree{path: tt.Path, owners: map[int64]int{}}
-	t.Cleanup(func() {
-		if tr.obs != nil {
-			tr.obs.Close()
-		}
-	})
+	tr := epochJudge(t)
 	g := &guest{t: tr, boot: 2, epochs: 1}
 	tr.noteEpoch(g)
 	assert.Empty(t, tr.failures, "a reopen after a served listing")
@@ -178,17 +168,7 @@ func TestANewEpochOutsideABootJudgesTheReopen(t *testing.T) {
 // the fence. A zombie's epoch while no newer boot took one (its successor
 // booted read-only, core's late epoch) is none, nor is a serving guest's.
 func TestAZombiesEpochOverANewerBootsIsPastTheFence(t *testing.T) {
-	tt := treetest.New(t)
-	n := tt.Boot(treetest.NewDriver(1))
-	n.NewSession("s")
-	n.Crash()
-
-	tr := &tree{path: tt.Path, owners: map[int64]int{}}
-	t.Cleanup(func() {
-		if tr.obs != nil {
-			tr.obs.Close()
-		}
-	})
+	tr := epochJudge(t)
 	older := int64(-1) // an epoch before the committed one
 	zombie := &guest{t: tr, boot: 2, zombie: true}
 	tr.owners[older] = 1
@@ -218,4 +198,21 @@ func TestReopenRaceNeedsDeleteFaults(t *testing.T) {
 	require.NoError(t, cfg.validate())
 	cfg.ReopenRace = 2
 	require.Error(t, cfg.validate())
+}
+
+// epochJudge is a tree whose epochs noteEpoch judges: one session,
+// written by an instance that then crashed, so its epoch is committed.
+func epochJudge(t *testing.T) *tree {
+	tt := treetest.New(t)
+	n := tt.Boot(treetest.NewDriver(1))
+	n.NewSession("s")
+	n.Crash()
+
+	tr := &tree{path: tt.Path, owners: map[int64]int{}}
+	t.Cleanup(func() {
+		if tr.obs != nil {
+			tr.obs.Close()
+		}
+	})
+	return tr
 }
