@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/revenantrt/revenant/core"
+	"github.com/revenantrt/revenant/core/retry"
 )
 
 // A panic while a create boots its tree (SQLite's connection panics when
@@ -210,4 +211,37 @@ func TestCreatePanicFreesTheID(t *testing.T) {
 		a := call(t, base, "POST", "/v1/sessions", "alice-token", "")
 		require.Equal(t, http.StatusCreated, a.Status, a.raw)
 	})
+}
+
+// A boot that a tree's wake-up runs and that panics is under no HTTP
+// handler: the panic used to end the process, every other tree with it.
+// It is recovered and logged, counted as a boot failure, and the wake-up
+// is retried as a failed boot's is; the host serves on meanwhile.
+func TestWakeupBootPanicIsRetried(t *testing.T) {
+	e := newEnv(t)
+	e.core = e.core.WithWakeInterval(time.Hour)
+	h := e.open(e.config())
+	inst := e.tree(h, "t")
+	admit(t, inst, "t", "die once")
+	e.d.next(t)
+	idle(t, inst)
+	e.clock.Advance(time.Minute) // the idle timeout
+	require.Equal(t, 1, h.EvictIdle(ctx))
+	failures := h.Stats().BootFailures
+
+	e.setGate(func(string) { panic("cannot allocate memory") })
+	e.clock.Set(treeStart(time.Hour))
+	d := e.nextDelivery()
+	require.Equal(t, "t", d.id)
+	require.ErrorContains(t, d.err, "panicked: cannot allocate memory")
+	require.Equal(t, failures+1, h.Stats().BootFailures, "the panicked boot counts as a failed one")
+	require.Empty(t, h.Busy())
+	require.Contains(t, e.wakeups(), "t", "the wake-up row is kept for the retry")
+
+	e.setGate(nil)
+	e.tree(h, "other") // the host serves on
+	e.clock.Advance(retry.Wake().Delay(0))
+	e.d.next(t) // the retry boots the tree and its sweep resumes the turn
+	require.NoError(t, e.nextDelivery().err)
+	require.NotNil(t, h.OpenInstance("t"))
 }
