@@ -500,10 +500,13 @@ func (d *decoder) sessionDefaults(key string, raw json.RawMessage) SessionDefaul
 	if raw, k, ok := o.field("tools"); ok {
 		if items, ok := d.array(k, raw); ok {
 			tools := []string{}
+			seen := map[string]string{}
 			for i, item := range items {
 				if name, ok := d.str(index(k, i), item); ok {
 					if !validToolName(name) {
 						d.fail(index(k, i), toolNameRule)
+					} else {
+						once(d, seen, index(k, i), name, strconv.Quote(name))
 					}
 					tools = append(tools, name)
 				}

@@ -296,6 +296,7 @@ func TestRejects(t *testing.T) {
 		{"ports repeated", `{"egress": {"ports": [443, 80, 443]}}`, []string{"egress.ports[2]: 443 is given twice (also egress.ports[0])"}},
 		{"schemes repeated", `{"egress": {"schemes": ["https", "https"]}}`, []string{`egress.schemes[1]: "https" is given twice (also egress.schemes[0])`}},
 		{"hosts repeated", `{"egress": {"hosts": ["a.example.com", "*.b.example", "A.Example.com."]}}`, []string{`egress.hosts[2]: "A.Example.com." is given twice (also egress.hosts[0])`}},
+		{"default tools repeated", `{"session_defaults": {"tools": ["kv_get", "task", "kv_get"]}}`, []string{`session_defaults.tools[2]: "kv_get" is given twice (also session_defaults.tools[0])`}},
 		{"cidrs repeated", `{"egress": {"allow_cidrs": ["10.0.0.0/8", "fd00::/8", "10.0.0.0/8"]}}`, []string{`egress.allow_cidrs[2]: "10.0.0.0/8" is given twice (also egress.allow_cidrs[0])`}},
 		{"cidr host bits", `{"egress": {"allow_cidrs": ["10.1.2.3/8"]}}`, []string{"egress.allow_cidrs[0]: has bits set past the prefix length; did you mean 10.0.0.0/8?"}},
 		{"cidr bare address", `{"egress": {"allow_cidrs": ["10.1.2.3"]}}`, []string{"egress.allow_cidrs[0]: must be a CIDR such as 10.0.0.0/8 or fd00::/8"}},
