@@ -195,12 +195,8 @@ func Parse(data []byte) (Config, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return Config{}, Errors{{Msg: "the file is empty; write {} for the defaults"}}
 	}
-	if msg := utf8Message(data); msg != "" {
+	if msg := textMessage(data); msg != "" {
 		return Config{}, Errors{{Msg: msg}}
-	}
-	var probe json.RawMessage
-	if err := json.Unmarshal(data, &probe); err != nil {
-		return Config{}, Errors{{Msg: syntaxMessage(data, err)}}
 	}
 	d := &decoder{}
 	c := d.config(data)
@@ -841,22 +837,42 @@ func editDistance(a, b string) int {
 }
 
 // CheckSyntax reports, by line and column as Parse does, where data is
-// not one JSON value. A caller that wraps a value before it parses it
-// (the Worker's REVENANT_SETTINGS is read as a file's "settings") checks
-// it first, so that the place is counted in the text its user wrote.
+// not one JSON value (or not text it reads as written: textMessage). A
+// caller that wraps a value before it parses it (the Worker's
+// REVENANT_SETTINGS is read as a file's "settings") checks it first, so
+// that the place is counted in the text its user wrote.
 func CheckSyntax(data []byte) error {
-	if msg := utf8Message(data); msg != "" {
+	if msg := textMessage(data); msg != "" {
 		return errors.New(msg)
-	}
-	var v json.RawMessage
-	if err := json.Unmarshal(data, &v); err != nil {
-		return errors.New(syntaxMessage(data, err))
 	}
 	return nil
 }
 
+// textMessage says, by line and column, why data is not a JSON value that
+// decodes to exactly the text written, or "" when it is: a byte that is
+// not UTF-8 (utf8Message) or a syntax error (syntaxMessage).
+func textMessage(data []byte) string {
+	if msg := utf8Message(data); msg != "" {
+		return msg
+	}
+	var v json.RawMessage
+	if err := json.Unmarshal(data, &v); err != nil {
+		return syntaxMessage(data, err)
+	}
+	return ""
+}
+
+// lineColumn is where the last character of before is: its line and its
+// column, both from 1. Columns count characters (runes), as an editor
+// shows them, not bytes; a byte that is not UTF-8 counts as one.
+func lineColumn(before []byte) (line, col int) {
+	line = bytes.Count(before, []byte("\n")) + 1
+	col = utf8.RuneCount(before[bytes.LastIndexByte(before, '\n')+1:])
+	return line, col
+}
+
 // utf8Message says where data's first byte that is not UTF-8 is, by line
-// and column as syntaxMessage does, or "" when it is all UTF-8.
+// and column, or "" when it is all UTF-8.
 // encoding/json would read such a byte as U+FFFD without a word: a
 // webhook's secret would sign with other bytes than the file's, a system
 // prompt would not be the one written.
@@ -872,9 +888,7 @@ func utf8Message(data []byte) string {
 		}
 		i += size
 	}
-	before := data[:i+1]
-	line := bytes.Count(before, []byte("\n")) + 1
-	col := len(before) - bytes.LastIndexByte(before, '\n') - 1
+	line, col := lineColumn(data[:i+1])
 	return fmt.Sprintf("invalid UTF-8 at line %d, column %d: the file must be UTF-8 text", line, col)
 }
 
@@ -892,8 +906,7 @@ func syntaxMessage(data []byte, err error) string {
 	if truncated {
 		before = bytes.TrimRight(before, " \t\r\n")
 	}
-	line := bytes.Count(before, []byte("\n")) + 1
-	col := len(before) - bytes.LastIndexByte(before, '\n') - 1
+	line, col := lineColumn(before)
 	if truncated {
 		return fmt.Sprintf("invalid JSON: the text ends early, after line %d, column %d (truncated?): %s", line, col, se.Error())
 	}

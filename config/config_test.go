@@ -233,7 +233,10 @@ func TestRejects(t *testing.T) {
 		{"invalid UTF-8", "{\n  \"session_defaults\": {\"system_prompt\": \"a\xffb\"}\n}", []string{"invalid UTF-8 at line 2, column 43: the file must be UTF-8 text"}},
 		// A U+FFFD written as UTF-8 is text: the place named is the bad
 		// byte's after it, not the first U+FFFD the decoder reads.
-		{"invalid UTF-8 after a U+FFFD", "{\n  \"session_defaults\": {\"system_prompt\": \"a\uFFFD\xffb\"}\n}", []string{"invalid UTF-8 at line 2, column 46: the file must be UTF-8 text"}},
+		// Columns count characters, as an editor shows them: the U+FFFD
+		// (3 bytes) is one.
+		{"invalid UTF-8 after a U+FFFD", "{\n  \"session_defaults\": {\"system_prompt\": \"a\uFFFD\xffb\"}\n}", []string{"invalid UTF-8 at line 2, column 44: the file must be UTF-8 text"}},
+		{"syntax after a U+FFFD", "{\n  \"session_defaults\": {\"system_prompt\": \"\uFFFD\uFFFD\"},}\n}", []string{"invalid JSON at line 2, column 47: invalid character '}' looking for beginning of object key string"}},
 		{"unknown top-level key", `{"webhook_tool": []}`, []string{"webhook_tool: unknown key (did you mean webhook_tools?)"}},
 		{"unknown far from any key", `{"extras": 1}`, []string{"extras: unknown key"}},
 		{"key given twice", `{"egress": {}, "egress": {}}`, []string{"egress: given twice"}},
