@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/revenantrt/revenant/core/permission"
@@ -850,7 +851,8 @@ func CheckSyntax(data []byte) error {
 
 // textMessage says, by line and column, why data is not a JSON value that
 // decodes to exactly the text written, or "" when it is: a byte that is
-// not UTF-8 (utf8Message) or a syntax error (syntaxMessage).
+// not UTF-8 (utf8Message), a syntax error (syntaxMessage), or an escape of
+// half a surrogate pair (surrogateMessage).
 func textMessage(data []byte) string {
 	if msg := utf8Message(data); msg != "" {
 		return msg
@@ -859,7 +861,7 @@ func textMessage(data []byte) string {
 	if err := json.Unmarshal(data, &v); err != nil {
 		return syntaxMessage(data, err)
 	}
-	return ""
+	return surrogateMessage(data)
 }
 
 // lineColumn is where the last character of before is: its line and its
@@ -911,4 +913,44 @@ func syntaxMessage(data []byte, err error) string {
 		return fmt.Sprintf("invalid JSON: the text ends early, after line %d, column %d (truncated?): %s", line, col, se.Error())
 	}
 	return fmt.Sprintf("invalid JSON at line %d, column %d: %s", line, col, se.Error())
+}
+
+// surrogateMessage says where the first \u escape of half a UTF-16
+// surrogate pair is in data, a valid JSON text, by line and column of its
+// backslash, or "" when there is none: a high one (\ud800-\udbff) not
+// followed at once by a low one (\udc00-\udfff), or a low one alone.
+// encoding/json reads it as U+FFFD without a word, the harm utf8Message
+// prevents for raw bytes.
+func surrogateMessage(data []byte) string {
+	inString := false
+	for i := 0; i < len(data); i++ {
+		switch c := data[i]; {
+		case c == '"':
+			inString = !inString
+		case c != '\\' || !inString:
+		case data[i+1] != 'u': // valid JSON: an escape is complete
+			i++
+		default:
+			r := escapedUnit(data[i:])
+			if !utf16.IsSurrogate(r) {
+				i += 5
+				break
+			}
+			if r < 0xdc00 && i+12 <= len(data) && data[i+6] == '\\' && data[i+7] == 'u' {
+				if low := escapedUnit(data[i+6:]); 0xdc00 <= low && low <= 0xdfff {
+					i += 11
+					break
+				}
+			}
+			line, col := lineColumn(data[:i+1])
+			return fmt.Sprintf("invalid escape at line %d, column %d: %s is half a UTF-16 surrogate pair (JSON decoding would silently read it as U+FFFD)", line, col, data[i:i+6])
+		}
+	}
+	return ""
+}
+
+// escapedUnit is the UTF-16 code unit of the \uXXXX escape esc starts with.
+func escapedUnit(esc []byte) rune {
+	u, _ := strconv.ParseUint(string(esc[2:6]), 16, 16)
+	return rune(u)
 }

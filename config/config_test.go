@@ -237,6 +237,11 @@ func TestRejects(t *testing.T) {
 		// (3 bytes) is one.
 		{"invalid UTF-8 after a U+FFFD", "{\n  \"session_defaults\": {\"system_prompt\": \"a\uFFFD\xffb\"}\n}", []string{"invalid UTF-8 at line 2, column 44: the file must be UTF-8 text"}},
 		{"syntax after a U+FFFD", "{\n  \"session_defaults\": {\"system_prompt\": \"\uFFFD\uFFFD\"},}\n}", []string{"invalid JSON at line 2, column 47: invalid character '}' looking for beginning of object key string"}},
+		// An escape of half a surrogate pair: json.Unmarshal would read it
+		// as U+FFFD, as it reads a byte that is not UTF-8.
+		{"lone high surrogate", "{\n  \"session_defaults\": {\"system_prompt\": \"\uFFFDa\\ud800b\"}\n}", []string{`invalid escape at line 2, column 44: \ud800 is half a UTF-16 surrogate pair`}},
+		{"high surrogate before another escape", `{"session_defaults": {"system_prompt": "\uD83D\u0041"}}`, []string{`invalid escape at line 1, column 41: \uD83D is half a UTF-16 surrogate pair`}},
+		{"lone low surrogate", `{"settings": {"heartbeat": "\udc00"}}`, []string{`invalid escape at line 1, column 29: \udc00 is half a UTF-16 surrogate pair`}},
 		{"unknown top-level key", `{"webhook_tool": []}`, []string{"webhook_tool: unknown key (did you mean webhook_tools?)"}},
 		{"unknown far from any key", `{"extras": 1}`, []string{"extras: unknown key"}},
 		{"key given twice", `{"egress": {}, "egress": {}}`, []string{"egress: given twice"}},
@@ -349,6 +354,14 @@ func TestRejects(t *testing.T) {
 
 // TestEveryProblemReported: one run lists every problem, each naming its
 // key, so an operator fixes the file in one pass.
+// A surrogate pair escaped whole is the character it names, and an
+// escaped backslash before "ud800" is no escape: both are read as written.
+func TestSurrogatePairAccepted(t *testing.T) {
+	c, err := config.Parse([]byte(`{"session_defaults": {"system_prompt": "\ud83d\ude00 \\ud800 \u00e9"}}`))
+	require.NoError(t, err)
+	require.Equal(t, "\U0001F600 \\ud800 \u00e9", c.SessionDefaults.SystemPrompt)
+}
+
 func TestEveryProblemReported(t *testing.T) {
 	_, err := config.Parse([]byte(`{
 		"webhook_tools": [{"name": "n", "description": "d", "url": "https://h.example.com/x", "secrett": "0123456789abcdef"}],
