@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"runtime/debug"
+	"runtime"
 	"strings"
 	"sync"
 
@@ -104,7 +104,7 @@ func (d *Directory) ServeRoute(w httpmsg.ResponseWriter, r *httpmsg.Request) {
 // under serve -guest).
 func handle(log *logs.Logger, pattern string, panicked func(string), fn func(httpmsg.ResponseWriter, *httpmsg.Request) error) httpmsg.HandlerFunc {
 	return func(w httpmsg.ResponseWriter, r *httpmsg.Request) {
-		tw, head := trackHead(w)
+		head := newHeadWriter(w)
 		defer func() {
 			if p := recover(); p != nil {
 				aborter, _ := w.(httpmsg.Aborter)
@@ -113,7 +113,7 @@ func handle(log *logs.Logger, pattern string, panicked func(string), fn func(htt
 				}
 				// The path only: a query may hold an access token.
 				log.Error("handler panicked", "method", r.Method, "path", r.URL.Path, "route", pattern,
-					"head_sent", head.sent, "panic", p, "stack", string(debug.Stack()))
+					"head_sent", head.sent, "panic", p, "stack", stack())
 				if !head.sent {
 					WriteError(w, fail(ErrInternal, "internal error"))
 				}
@@ -125,9 +125,23 @@ func handle(log *logs.Logger, pattern string, panicked func(string), fn func(htt
 				}
 			}
 		}()
-		if err := fn(tw, r); err != nil {
+		if err := fn(head, r); err != nil {
 			writeError(log, w, err)
 		}
+	}
+}
+
+// stack is the calling goroutine's stack trace, for the log of a panic.
+// It is runtime/debug.Stack, which the guest does not otherwise link (its
+// size is watched: TestGuestSize).
+func stack() string {
+	buf := make([]byte, 4096)
+	for {
+		n := runtime.Stack(buf, false)
+		if n < len(buf) {
+			return string(buf[:n])
+		}
+		buf = make([]byte, 2*len(buf))
 	}
 }
 
