@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/revenantrt/revenant/core/permission"
@@ -195,12 +196,8 @@ func Parse(data []byte) (Config, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return Config{}, Errors{{Msg: "the file is empty; write {} for the defaults"}}
 	}
-	if msg := utf8Message(data); msg != "" {
+	if msg := textMessage(data); msg != "" {
 		return Config{}, Errors{{Msg: msg}}
-	}
-	var probe json.RawMessage
-	if err := json.Unmarshal(data, &probe); err != nil {
-		return Config{}, Errors{{Msg: syntaxMessage(data, err)}}
 	}
 	d := &decoder{}
 	c := d.config(data)
@@ -500,10 +497,13 @@ func (d *decoder) sessionDefaults(key string, raw json.RawMessage) SessionDefaul
 	if raw, k, ok := o.field("tools"); ok {
 		if items, ok := d.array(k, raw); ok {
 			tools := []string{}
+			seen := map[string]string{}
 			for i, item := range items {
 				if name, ok := d.str(index(k, i), item); ok {
 					if !validToolName(name) {
 						d.fail(index(k, i), toolNameRule)
+					} else {
+						once(d, seen, index(k, i), name, strconv.Quote(name))
 					}
 					tools = append(tools, name)
 				}
@@ -838,22 +838,43 @@ func editDistance(a, b string) int {
 }
 
 // CheckSyntax reports, by line and column as Parse does, where data is
-// not one JSON value. A caller that wraps a value before it parses it
-// (the Worker's REVENANT_SETTINGS is read as a file's "settings") checks
-// it first, so that the place is counted in the text its user wrote.
+// not one JSON value (or not text it reads as written: textMessage). A
+// caller that wraps a value before it parses it (the Worker's
+// REVENANT_SETTINGS is read as a file's "settings") checks it first, so
+// that the place is counted in the text its user wrote.
 func CheckSyntax(data []byte) error {
-	if msg := utf8Message(data); msg != "" {
+	if msg := textMessage(data); msg != "" {
 		return errors.New(msg)
-	}
-	var v json.RawMessage
-	if err := json.Unmarshal(data, &v); err != nil {
-		return errors.New(syntaxMessage(data, err))
 	}
 	return nil
 }
 
+// textMessage says, by line and column, why data is not a JSON value that
+// decodes to exactly the text written, or "" when it is: a byte that is
+// not UTF-8 (utf8Message), a syntax error (syntaxMessage), or an escape of
+// half a surrogate pair (surrogateMessage).
+func textMessage(data []byte) string {
+	if msg := utf8Message(data); msg != "" {
+		return msg
+	}
+	var v json.RawMessage
+	if err := json.Unmarshal(data, &v); err != nil {
+		return syntaxMessage(data, err)
+	}
+	return surrogateMessage(data)
+}
+
+// lineColumn is where the last character of before is: its line and its
+// column, both from 1. Columns count characters (runes), as an editor
+// shows them, not bytes; a byte that is not UTF-8 counts as one.
+func lineColumn(before []byte) (line, col int) {
+	line = bytes.Count(before, []byte("\n")) + 1
+	col = utf8.RuneCount(before[bytes.LastIndexByte(before, '\n')+1:])
+	return line, col
+}
+
 // utf8Message says where data's first byte that is not UTF-8 is, by line
-// and column as syntaxMessage does, or "" when it is all UTF-8.
+// and column, or "" when it is all UTF-8.
 // encoding/json would read such a byte as U+FFFD without a word: a
 // webhook's secret would sign with other bytes than the file's, a system
 // prompt would not be the one written.
@@ -869,9 +890,7 @@ func utf8Message(data []byte) string {
 		}
 		i += size
 	}
-	before := data[:i+1]
-	line := bytes.Count(before, []byte("\n")) + 1
-	col := len(before) - bytes.LastIndexByte(before, '\n') - 1
+	line, col := lineColumn(data[:i+1])
 	return fmt.Sprintf("invalid UTF-8 at line %d, column %d: the file must be UTF-8 text", line, col)
 }
 
@@ -889,10 +908,49 @@ func syntaxMessage(data []byte, err error) string {
 	if truncated {
 		before = bytes.TrimRight(before, " \t\r\n")
 	}
-	line := bytes.Count(before, []byte("\n")) + 1
-	col := len(before) - bytes.LastIndexByte(before, '\n') - 1
+	line, col := lineColumn(before)
 	if truncated {
 		return fmt.Sprintf("invalid JSON: the text ends early, after line %d, column %d (truncated?): %s", line, col, se.Error())
 	}
 	return fmt.Sprintf("invalid JSON at line %d, column %d: %s", line, col, se.Error())
+}
+
+// surrogateMessage says where the first \u escape of half a UTF-16
+// surrogate pair is in data, a valid JSON text, by line and column of its
+// backslash, or "" when there is none: a high one (\ud800-\udbff) not
+// followed at once by a low one (\udc00-\udfff), or a low one alone.
+// encoding/json reads it as U+FFFD without a word, the harm utf8Message
+// prevents for raw bytes.
+func surrogateMessage(data []byte) string {
+	inString := false
+	for i := 0; i < len(data); i++ {
+		switch c := data[i]; {
+		case c == '"':
+			inString = !inString
+		case c != '\\' || !inString:
+		case data[i+1] != 'u': // valid JSON: an escape is complete
+			i++
+		default:
+			r := escapedUnit(data[i:])
+			if !utf16.IsSurrogate(r) {
+				i += 5
+				break
+			}
+			if r < 0xdc00 && i+12 <= len(data) && data[i+6] == '\\' && data[i+7] == 'u' {
+				if low := escapedUnit(data[i+6:]); 0xdc00 <= low && low <= 0xdfff {
+					i += 11
+					break
+				}
+			}
+			line, col := lineColumn(data[:i+1])
+			return fmt.Sprintf("invalid escape at line %d, column %d: %s is half a UTF-16 surrogate pair (JSON decoding would silently read it as U+FFFD)", line, col, data[i:i+6])
+		}
+	}
+	return ""
+}
+
+// escapedUnit is the UTF-16 code unit of the \uXXXX escape esc starts with.
+func escapedUnit(esc []byte) rune {
+	u, _ := strconv.ParseUint(string(esc[2:6]), 16, 16)
+	return rune(u)
 }

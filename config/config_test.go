@@ -233,7 +233,15 @@ func TestRejects(t *testing.T) {
 		{"invalid UTF-8", "{\n  \"session_defaults\": {\"system_prompt\": \"a\xffb\"}\n}", []string{"invalid UTF-8 at line 2, column 43: the file must be UTF-8 text"}},
 		// A U+FFFD written as UTF-8 is text: the place named is the bad
 		// byte's after it, not the first U+FFFD the decoder reads.
-		{"invalid UTF-8 after a U+FFFD", "{\n  \"session_defaults\": {\"system_prompt\": \"a\uFFFD\xffb\"}\n}", []string{"invalid UTF-8 at line 2, column 46: the file must be UTF-8 text"}},
+		// Columns count characters, as an editor shows them: the U+FFFD
+		// (3 bytes) is one.
+		{"invalid UTF-8 after a U+FFFD", "{\n  \"session_defaults\": {\"system_prompt\": \"a\uFFFD\xffb\"}\n}", []string{"invalid UTF-8 at line 2, column 44: the file must be UTF-8 text"}},
+		{"syntax after a U+FFFD", "{\n  \"session_defaults\": {\"system_prompt\": \"\uFFFD\uFFFD\"},}\n}", []string{"invalid JSON at line 2, column 47: invalid character '}' looking for beginning of object key string"}},
+		// An escape of half a surrogate pair: json.Unmarshal would read it
+		// as U+FFFD, as it reads a byte that is not UTF-8.
+		{"lone high surrogate", "{\n  \"session_defaults\": {\"system_prompt\": \"\uFFFDa\\ud800b\"}\n}", []string{`invalid escape at line 2, column 44: \ud800 is half a UTF-16 surrogate pair`}},
+		{"high surrogate before another escape", `{"session_defaults": {"system_prompt": "\uD83D\u0041"}}`, []string{`invalid escape at line 1, column 41: \uD83D is half a UTF-16 surrogate pair`}},
+		{"lone low surrogate", `{"settings": {"heartbeat": "\udc00"}}`, []string{`invalid escape at line 1, column 29: \udc00 is half a UTF-16 surrogate pair`}},
 		{"unknown top-level key", `{"webhook_tool": []}`, []string{"webhook_tool: unknown key (did you mean webhook_tools?)"}},
 		{"unknown far from any key", `{"extras": 1}`, []string{"extras: unknown key"}},
 		{"key given twice", `{"egress": {}, "egress": {}}`, []string{"egress: given twice"}},
@@ -296,6 +304,7 @@ func TestRejects(t *testing.T) {
 		{"ports repeated", `{"egress": {"ports": [443, 80, 443]}}`, []string{"egress.ports[2]: 443 is given twice (also egress.ports[0])"}},
 		{"schemes repeated", `{"egress": {"schemes": ["https", "https"]}}`, []string{`egress.schemes[1]: "https" is given twice (also egress.schemes[0])`}},
 		{"hosts repeated", `{"egress": {"hosts": ["a.example.com", "*.b.example", "A.Example.com."]}}`, []string{`egress.hosts[2]: "A.Example.com." is given twice (also egress.hosts[0])`}},
+		{"default tools repeated", `{"session_defaults": {"tools": ["kv_get", "task", "kv_get"]}}`, []string{`session_defaults.tools[2]: "kv_get" is given twice (also session_defaults.tools[0])`}},
 		{"cidrs repeated", `{"egress": {"allow_cidrs": ["10.0.0.0/8", "fd00::/8", "10.0.0.0/8"]}}`, []string{`egress.allow_cidrs[2]: "10.0.0.0/8" is given twice (also egress.allow_cidrs[0])`}},
 		{"cidr host bits", `{"egress": {"allow_cidrs": ["10.1.2.3/8"]}}`, []string{"egress.allow_cidrs[0]: has bits set past the prefix length; did you mean 10.0.0.0/8?"}},
 		{"cidr bare address", `{"egress": {"allow_cidrs": ["10.1.2.3"]}}`, []string{"egress.allow_cidrs[0]: must be a CIDR such as 10.0.0.0/8 or fd00::/8"}},
@@ -345,6 +354,14 @@ func TestRejects(t *testing.T) {
 
 // TestEveryProblemReported: one run lists every problem, each naming its
 // key, so an operator fixes the file in one pass.
+// A surrogate pair escaped whole is the character it names, and an
+// escaped backslash before "ud800" is no escape: both are read as written.
+func TestSurrogatePairAccepted(t *testing.T) {
+	c, err := config.Parse([]byte(`{"session_defaults": {"system_prompt": "\ud83d\ude00 \\ud800 \u00e9"}}`))
+	require.NoError(t, err)
+	require.Equal(t, "\U0001F600 \\ud800 \u00e9", c.SessionDefaults.SystemPrompt)
+}
+
 func TestEveryProblemReported(t *testing.T) {
 	_, err := config.Parse([]byte(`{
 		"webhook_tools": [{"name": "n", "description": "d", "url": "https://h.example.com/x", "secrett": "0123456789abcdef"}],

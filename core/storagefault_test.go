@@ -40,11 +40,19 @@ func faultTree(t *testing.T, runs int) (*treetest.Tree, *faultvfs.Fault, *treete
 // accepted write takes the epoch (ensureEpoch).
 func bootReadOnly(t *testing.T, tr *treetest.Tree, f *faultvfs.Fault, d *treetest.Driver) *treetest.Node {
 	t.Helper()
+	n := bootReadOnlyUnhealed(t, tr, f, d)
+	f.Heal()
+	return n
+}
+
+// bootReadOnlyUnhealed is bootReadOnly with the disk left refusing writes,
+// for a test that checks the read-only instance before the heal.
+func bootReadOnlyUnhealed(t *testing.T, tr *treetest.Tree, f *faultvfs.Fault, d *treetest.Driver) *treetest.Node {
+	t.Helper()
 	f.FailFor(time.Hour, faultvfs.Full)
 	n := tr.Boot(d)
 	require.True(t, n.Inst.ReadOnly())
 	require.Zero(t, n.Inst.Epoch(), "no epoch taken yet")
-	f.Heal()
 	return n
 }
 

@@ -220,9 +220,7 @@ func TestCheckEpochPassesOnlyTheTreesOwner(t *testing.T) {
 	require.NoError(t, checkEpoch(tr, n1.Inst), "the live instance owns the tree")
 	n1.Crash()
 
-	f.FailFor(time.Hour, faultvfs.Full)
-	old := tr.Boot(d)
-	require.Zero(t, old.Inst.Epoch())
+	old := bootReadOnlyUnhealed(t, tr, f, d)
 	require.NoError(t, checkEpoch(tr, old.Inst), "no instance booted since the read-only one")
 
 	f.Heal()

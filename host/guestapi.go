@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"runtime/debug"
 	"strconv"
 	"strings"
 
@@ -106,21 +107,56 @@ func (g *GuestHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	match.SetPathValues(m)
-	// A panic is a 500 that the log explains, as core/api answers one in
-	// process, not a connection dropped with no answer; but net/http's
-	// http.ErrAbortHandler is passed on, for the server to drop the
-	// response, as core/api's routes pass it on in process.
+	// A panic is a 500 internal that the log explains (with its stack), as
+	// core/api answers one in process, not a connection dropped with no
+	// answer; but once the head is out (an event stream, a 200 body begun)
+	// the response is aborted instead, as core/api aborts it in process: a
+	// 500 then would be a second header and a JSON error appended to the
+	// body. net/http's http.ErrAbortHandler is passed on, for the server
+	// to drop the response, as core/api's routes pass it on in process.
+	hw := &headWriter{ResponseWriter: w}
 	defer func() {
 		if p := recover(); p != nil {
 			if p == http.ErrAbortHandler {
 				panic(p)
 			}
-			g.log.Error("handler panicked", "route", match.Pattern, "panic", p)
-			api.WriteError(mw, fmt.Errorf("%s panicked: %v", match.Pattern, p))
+			// The path only: a query may hold an access token.
+			g.log.Error("handler panicked", "method", r.Method, "path", r.URL.Path, "route", match.Pattern,
+				"head_sent", hw.sent, "panic", p, "stack", string(debug.Stack()))
+			if hw.sent {
+				panic(http.ErrAbortHandler)
+			}
+			api.WriteError(mw, &api.Error{Type: api.ErrInternal, Message: "internal error"})
 		}
 	}()
-	g.serve[match.Pattern](w, r, m)
+	g.serve[match.Pattern](hw, r, m)
 }
+
+// headWriter records whether the response's head was sent (WriteHeader, a
+// Write, or a Flush, each of which sends it), for ServeHTTP's recover.
+// It stays an http.Flusher (the event stream flushes each event), and
+// Unwrap lets http.ResponseController reach the connection.
+type headWriter struct {
+	http.ResponseWriter
+	sent bool
+}
+
+func (w *headWriter) WriteHeader(status int) {
+	w.sent = true
+	w.ResponseWriter.WriteHeader(status)
+}
+
+func (w *headWriter) Write(b []byte) (int, error) {
+	w.sent = true
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *headWriter) Flush() {
+	w.sent = true
+	_ = http.NewResponseController(w.ResponseWriter).Flush()
+}
+
+func (w *headWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // Close ends every forwarded request (event streams); the server calls it
 // before shutdown.

@@ -1,8 +1,12 @@
 package host_test
 
 import (
+	"bytes"
 	"context"
+	"io"
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +17,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/revenantrt/revenant/core"
+	"github.com/revenantrt/revenant/core/api"
+	"github.com/revenantrt/revenant/core/retry"
+	"github.com/revenantrt/revenant/host"
+	"github.com/revenantrt/revenant/sqlitedb"
 )
 
 // A panic while a create boots its tree (SQLite's connection panics when
@@ -210,4 +218,109 @@ func TestCreatePanicFreesTheID(t *testing.T) {
 		a := call(t, base, "POST", "/v1/sessions", "alice-token", "")
 		require.Equal(t, http.StatusCreated, a.Status, a.raw)
 	})
+}
+
+// A boot that a tree's wake-up runs and that panics is under no HTTP
+// handler: the panic used to end the process, every other tree with it.
+// It is recovered and logged, counted as a boot failure, and the wake-up
+// is retried as a failed boot's is; the host serves on meanwhile.
+func TestWakeupBootPanicIsRetried(t *testing.T) {
+	e := newEnv(t)
+	e.core = e.core.WithWakeInterval(time.Hour)
+	h := e.open(e.config())
+	inst := e.tree(h, "t")
+	admit(t, inst, "t", "die once")
+	e.d.next(t)
+	idle(t, inst)
+	e.clock.Advance(time.Minute) // the idle timeout
+	require.Equal(t, 1, h.EvictIdle(ctx))
+	failures := h.Stats().BootFailures
+
+	e.setGate(func(string) { panic("cannot allocate memory") })
+	e.clock.Set(treeStart(time.Hour))
+	d := e.nextDelivery()
+	require.Equal(t, "t", d.id)
+	require.ErrorContains(t, d.err, "panicked: cannot allocate memory")
+	require.Equal(t, failures+1, h.Stats().BootFailures, "the panicked boot counts as a failed one")
+	require.Empty(t, h.Busy())
+	require.Contains(t, e.wakeups(), "t", "the wake-up row is kept for the retry")
+
+	e.setGate(nil)
+	e.tree(h, "other") // the host serves on
+	e.clock.Advance(retry.Wake().Delay(0))
+	e.d.next(t) // the retry boots the tree and its sweep resumes the turn
+	require.NoError(t, e.nextDelivery().err)
+	require.NotNil(t, h.OpenInstance("t"))
+}
+
+// headThenPanicRuntime starts trees whose requests, once panicking is
+// set, send the head and part of the body, then panic.
+type headThenPanicRuntime struct {
+	host.GuestRuntime
+	panicking *atomic.Bool
+}
+
+func (r headThenPanicRuntime) StartTree(ctx context.Context, id string, conn *sqlitedb.Conn, arm func(at int64) error, log *slog.Logger) (host.GuestTree, error) {
+	t, err := r.GuestRuntime.StartTree(ctx, id, conn, arm, log)
+	if err != nil {
+		return nil, err
+	}
+	return headThenPanicTree{t, r.panicking}, nil
+}
+
+type headThenPanicTree struct {
+	host.GuestTree
+	panicking *atomic.Bool
+}
+
+func (t headThenPanicTree) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !t.panicking.Load() {
+		t.GuestTree.ServeHTTP(w, r)
+		return
+	}
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write([]byte(`{"id":`))
+	w.(http.Flusher).Flush() // the head and the part are out
+	panic("answer cut short")
+}
+
+// A guest's request that panics once the head is out (an event stream, a
+// 200 body begun) is aborted, as core/api aborts it in process: the
+// client's read fails. It used to get a second header (ignored) and the
+// JSON error appended to the body, a 200 whose body read as complete.
+// The panic is logged at error level with its stack, method and path.
+func TestGuestPanicAfterTheHeadAbortsTheResponse(t *testing.T) {
+	e := newEnv(t)
+	cfg := e.guestConfig()
+	var panicking atomic.Bool
+	cfg.Guest = headThenPanicRuntime{cfg.Guest, &panicking}
+	h := e.open(cfg)
+	auth, err := api.ParseTokens(tokenSpec)
+	require.NoError(t, err)
+	var log bytes.Buffer
+	g, err := host.NewGuestHandler(h, auth, api.NewConfig(), slog.New(slog.NewTextHandler(&log, nil)))
+	require.NoError(t, err)
+	t.Cleanup(g.Close)
+	srv := httptest.NewServer(g)
+	t.Cleanup(srv.Close)
+
+	a := call(t, srv.URL, "POST", "/v1/sessions", "alice-token", "")
+	require.Equal(t, http.StatusCreated, a.Status, a.raw)
+	id := a.Body["id"].(string)
+
+	panicking.Store(true)
+	req, err := http.NewRequest("GET", srv.URL+"/v1/sessions/"+id, nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer alice-token")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	require.Error(t, err, "the response is cut short, not completed with an error: %s", body)
+	require.Equal(t, `{"id":`, string(body))
+	require.Contains(t, log.String(), "level=ERROR")
+	require.Contains(t, log.String(), "handler panicked")
+	require.Contains(t, log.String(), "method=GET path=/v1/sessions/"+id)
+	require.Contains(t, log.String(), "headThenPanicTree", "the stack")
+	require.NotContains(t, log.String(), "alice-token")
 }

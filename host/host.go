@@ -457,6 +457,14 @@ func (h *Host) failBootOnPanic(e *entry, share bool) {
 // before any file is touched. An instance whose sweep failed still serves;
 // the failure is returned as sweepErr for a wake-up delivery to retry.
 func (h *Host) boot(ctx context.Context, e *entry, info *api.TreeInfo) (sweepErr, err error) {
+	// A boot that panics failed as much as one that returned its error:
+	// counted the same (Stats.BootFailures), then panicked on.
+	defer func() {
+		if p := recover(); p != nil {
+			h.bootFailures.Add(1)
+			panic(p)
+		}
+	}()
 	if info == nil {
 		i, found, err := h.index.tree(ctx, e.id)
 		if err != nil {

@@ -337,8 +337,9 @@ func (h *Host) delete(ctx context.Context, e *entry) (kept bool, err error) {
 	if err != nil {
 		h.log.Warn("delete tree: the index's commit was reported failed but is stored: the tree is deleted", "tree", e.id, "err", err)
 		// Whether it removed a row is unknown: it did, for the API's
-		// callers, whose owner check found the row (a second delete racing
-		// this one is answered as done too).
+		// callers, whose owner check found the row. (Deletes of one tree
+		// are serialised by the entry's busy: a second one waits for this
+		// one, then finds no row and is answered 404.)
 		found = true
 	}
 	h.mu.Lock()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -159,7 +160,7 @@ func (w *waker) fire(gen uint64) {
 func (w *waker) deliverLoop() {
 	h := w.h
 	for {
-		err := h.deliver(h.bgCtx, w.id)
+		err := h.deliverRecovered(w.id)
 		w.mu.Lock()
 		if err == nil && w.armErr != nil && !w.rearmed {
 			// The handler's re-arm was refused: as a failed delivery.
@@ -202,6 +203,22 @@ func (w *waker) deliverLoop() {
 			return
 		}
 	}
+}
+
+// deliverRecovered is deliver, with a panic (SQLite's connection panics
+// when its memory cannot be mapped, in the boot a delivery runs) turned
+// into the delivery's error, logged with its stack: a wake-up runs under
+// no HTTP handler to recover it, so the panic would end the process, and
+// every other tree with it. The boot's entry is failed by then
+// (failBootOnPanic), so the delivery is retried as a failed one is.
+func (h *Host) deliverRecovered(id string) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			h.log.Error("wake-up delivery panicked", "tree", id, "panic", p, "stack", string(debug.Stack()))
+			err = fmt.Errorf("wake tree %s: panicked: %v", id, p)
+		}
+	}()
+	return h.deliver(h.bgCtx, id)
 }
 
 // deliver runs the wake handler for the tree: the wake-up of its running

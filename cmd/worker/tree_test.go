@@ -147,6 +147,9 @@ func TestParseSettingsIsOneObject(t *testing.T) {
 	// So is a byte that is not UTF-8.
 	_, err = parseSettings("{\"max_body\":\"\xff\"}")
 	assert.ErrorContains(t, err, "REVENANT_SETTINGS: invalid UTF-8 at line 1, column 14: ")
+	// And an escape of half a surrogate pair, read as U+FFFD otherwise.
+	_, err = parseSettings(`{"max_body":"\udc00"}`)
+	assert.ErrorContains(t, err, `REVENANT_SETTINGS: invalid escape at line 1, column 14: \udc00 is half a UTF-16 surrogate pair`)
 }
 
 // REVENANT_SETTINGS has the floors of a config file's settings.

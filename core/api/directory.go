@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"sync"
 
@@ -93,27 +94,54 @@ func (d *Directory) ServeRoute(w httpmsg.ResponseWriter, r *httpmsg.Request) {
 }
 
 // handle adapts a route's function: its error is the answer, and a panic
-// is a 500 that the log explains, then told to panicked (if set); but the
-// server's own abort of a response (httpmsg.Aborter: net/http's
-// http.ErrAbortHandler) is passed on to the server, as a net/http handler
-// passes it on (host.GuestHandler's routes, under serve -guest).
+// is logged with its stack, answered 500 internal if nothing of the
+// answer was sent yet, then told to panicked (if set). A panic once the
+// head is out (an event stream, a 200 body begun) aborts the response as
+// the server aborts one (httpmsg.Aborter): a 500 there would be a second
+// header and a JSON error appended to the body. The server's own abort of
+// a response (net/http's http.ErrAbortHandler) is passed on to the
+// server, as a net/http handler passes it on (host.GuestHandler's routes,
+// under serve -guest).
 func handle(log *logs.Logger, pattern string, panicked func(string), fn func(httpmsg.ResponseWriter, *httpmsg.Request) error) httpmsg.HandlerFunc {
 	return func(w httpmsg.ResponseWriter, r *httpmsg.Request) {
+		head := newHeadWriter(w)
 		defer func() {
 			if p := recover(); p != nil {
-				if a, ok := w.(httpmsg.Aborter); ok && a.IsAbort(p) {
+				aborter, _ := w.(httpmsg.Aborter)
+				if aborter != nil && aborter.IsAbort(p) {
 					panic(p)
 				}
-				log.Error("handler panicked", "route", pattern, "panic", p)
-				WriteError(w, fail(ErrInternal, "internal error"))
+				// The path only: a query may hold an access token.
+				log.Error("handler panicked", "method", r.Method, "path", r.URL.Path, "route", pattern,
+					"head_sent", head.sent, "panic", p, "stack", stack())
+				if !head.sent {
+					WriteError(w, fail(ErrInternal, "internal error"))
+				}
 				if panicked != nil {
 					panicked(pattern)
 				}
+				if head.sent && aborter != nil {
+					aborter.Abort()
+				}
 			}
 		}()
-		if err := fn(w, r); err != nil {
+		if err := fn(head, r); err != nil {
 			writeError(log, w, err)
 		}
+	}
+}
+
+// stack is the calling goroutine's stack trace, for the log of a panic.
+// It is runtime/debug.Stack, which the guest does not otherwise link (its
+// size is watched: TestGuestSize).
+func stack() string {
+	buf := make([]byte, 4096)
+	for {
+		n := runtime.Stack(buf, false)
+		if n < len(buf) {
+			return string(buf[:n])
+		}
+		buf = make([]byte, 2*len(buf))
 	}
 }
 

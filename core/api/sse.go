@@ -62,7 +62,7 @@ func (h *TreeHandler) events(w httpmsg.ResponseWriter, r *httpmsg.Request, t *Tr
 		w.WriteHeader(httpmsg.StatusOK)
 		return nil
 	}
-	flusher, ok := w.(httpmsg.Flusher)
+	flusher, ok := streamFlusher(w)
 	if !ok {
 		return fail(ErrInternal, "streaming is not supported by this server")
 	}

@@ -51,8 +51,13 @@ type Flusher interface {
 // (core/api's routes answer 500) passes such a panic on instead: it was
 // meant for the server, and a 500 written after a part of the answer
 // would read as more of it.
+//
+// Abort panics with that value: a handler whose answer is begun and
+// cannot go on (a panic after the head was sent) ends it that way, so the
+// client sees a response cut short, not one that reads as complete.
 type Aborter interface {
 	IsAbort(panicValue any) bool
+	Abort()
 }
 
 // Drainer is implemented by a ResponseWriter whose Flush only starts

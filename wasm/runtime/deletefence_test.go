@@ -40,6 +40,9 @@ func TestASupersededGuestsDeleteIsFenced(t *testing.T) {
 	// Nor does a wake-up delivered to it reopen it (a new epoch, which
 	// would fence B).
 	require.NoError(t, a.g.Wake(context.Background()))
+	require.Zero(t, a.s.wake, "the wake-up delivered to A arms nothing either")
+	r = a.do("POST", "/v1/sessions/"+treeID+"/prompt", map[string]any{"text": "to the zombie", "id": "p3"})
+	require.Equal(t, 503, r.status, "A stays closed after the wake-up (reopened, it would write): %s", r.body.String())
 
 	r = b.do("GET", "/v1/sessions/"+treeID, nil)
 	require.Equal(t, 200, r.status, r.body.String())

@@ -59,6 +59,10 @@ func (w writer) Unwrap() http.ResponseWriter { return w.w }
 // drop the response silently.
 func (w writer) IsAbort(p any) bool { return p == http.ErrAbortHandler }
 
+// Abort panics with http.ErrAbortHandler: net/http drops the connection
+// (an HTTP/2 stream is reset), and the response is cut short.
+func (w writer) Abort() { panic(http.ErrAbortHandler) }
+
 type flushWriter struct {
 	writer
 	f http.Flusher
