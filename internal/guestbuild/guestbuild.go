@@ -18,18 +18,21 @@ const Package = "./wasm/guest"
 // target's too: a reactor (c-shared), without file paths, symbol table
 // and DWARF (-trimpath, -s -w), which the guest never reads: its runtime
 // symbolizes from pclntab. Stripping keeps the name section out, so a
-// wazero trap prints function indexes instead of names. core and the
-// packages under it are compiled without inlining (-l): that makes the
-// guest about 30 KB smaller gzipped (1.543 against 1.573 MB at gzip -9),
-// which keeps it inside issue 17's 1.5 MiB. The standard library, the
-// runtime above all, and the guest's ABI path (wasm/...) keep their
-// inlining: the SQL round trip through the ABI costs the same, where
-// compiling every revenant package without inlining cost it about a fifth
-// (docs/RATIONALE.md, "A lean guest").
-var Flags = []string{"-buildmode=c-shared", "-trimpath", "-gcflags=" + NoInline + "=-l", "-ldflags=-s -w"}
+// wazero trap prints function indexes instead of names. revenant's own
+// packages are compiled without inlining (-l), which keeps the guest
+// inside issue 17's 1.5 MiB gzipped: core and the packages under it
+// saved about 30 KB (1.543 against 1.573 MB at gzip -9), recovery, the
+// tools and the guest's own package 5 KB more (1,550,508 against
+// 1,555,501 bytes at gzip -9, session 57). The standard library, the
+// runtime above all, and the SQL round trip's path (wasm/abi,
+// wasm/guestdb: the later patterns, which give them back their
+// inlining) keep it: compiling those without inlining cost a statement
+// about a fifth more (docs/RATIONALE.md, "A lean guest").
+var Flags = []string{"-buildmode=c-shared", "-trimpath",
+	"-gcflags=" + module + "/...=-l", "-gcflags=" + module + "/wasm/abi=", "-gcflags=" + module + "/wasm/guestdb=",
+	"-ldflags=-s -w"}
 
-// NoInline is the go build pattern of the packages built without inlining.
-const NoInline = "github.com/revenantrt/revenant/core/..."
+const module = "github.com/revenantrt/revenant"
 
 var (
 	once sync.Once

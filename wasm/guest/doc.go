@@ -5,7 +5,8 @@
 // driven entirely through the ABI of package wasm/abi (docs/abi.md).
 //
 //	GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -trimpath \
-//		-gcflags='github.com/revenantrt/revenant/core/...=-l' -ldflags='-s -w' -o revenant.wasm ./wasm/guest
+//		-gcflags='github.com/revenantrt/revenant/...=-l' -gcflags='github.com/revenantrt/revenant/wasm/abi=' \
+//		-gcflags='github.com/revenantrt/revenant/wasm/guestdb=' -ldflags='-s -w' -o revenant.wasm ./wasm/guest
 //
 // (make guest; internal/guestbuild.Flags says why the -gcflags).
 //
