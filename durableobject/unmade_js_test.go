@@ -235,3 +235,20 @@ func TestTreeRoutePanicGivesTheObjectUp(t *testing.T) {
 	assert.Equal(t, "a request's handler panicked (GET /v1/sessions/{id})", o.bridge.Get("giveUp").String())
 	assert.Equal(t, []string{"a request's handler panicked (GET /v1/sessions/{id})"}, told, "the shim told once, as it happened")
 }
+
+// A panic that escapes every handler (here ServeHTTP's own, on routes it
+// does not have) is recovered by fetch, answered 500, and gives the object
+// up: what the panic cut short is unknown, so a fresh object must serve
+// the tree next. Before this test only the workerd e2e test
+// (TestWorkerdEvictAndPanic/panic) saw a fetch whose panic did not give
+// the object up.
+func TestRequestPanicGivesTheObjectUp(t *testing.T) {
+	o, _ := openedObject(t)
+	o.routes = nil // ServeHTTP panics on it, outside core/api's recover
+	headers := js.Global().Get("JSON").Call("parse", `[["x-revenant-tree","root"],["x-revenant-principal","tester"]]`)
+	v, err := o.fetch([]js.Value{js.ValueOf("GET"), js.ValueOf("https://object/v1/sessions/root"), headers, js.Undefined()})
+	require.NoError(t, err)
+	resp := v.(js.Value)
+	assert.Equal(t, httpmsg.StatusInternalServerError, resp.Get("status").Int())
+	assert.Equal(t, "a request panicked", o.bridge.Get("giveUp").String(), "the object was given up")
+}

@@ -1,0 +1,41 @@
+//go:build js && wasm
+
+package durableobject
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/revenantrt/revenant/core/httpmsg"
+)
+
+// The front checks that the caller owns a tree before it forwards a
+// request (worker/entry.mjs, owns), but the object checks again by itself:
+// a front (or an owner cache) that let another principal through must not
+// reach the tree. Such a request is answered as a tree not there (404),
+// counted, and the owner's own requests are served as before. Before this
+// test only the workerd e2e test (TestWorkerdFront) saw the object's own
+// check; a js unit test sees it in seconds.
+func TestObjectRefusesAnotherPrincipalByItself(t *testing.T) {
+	o, _ := openedObject(t)
+	require.Equal(t, httpmsg.StatusCreated, serveFront(t, o, httpmsg.MethodPost).status) // owned by "tester"
+
+	read := func(principal string) *answer {
+		r, err := httpmsg.NewRequest(context.Background(), httpmsg.MethodGet, "https://object/v1/sessions/root", nil)
+		require.NoError(t, err)
+		r.Header.Set(TreeHeader, "root")
+		r.Header.Set(PrincipalHeader, principal)
+		w := &answer{header: httpmsg.Header{}}
+		o.ServeHTTP(w, r)
+		return w
+	}
+	w := read("mallory")
+	assert.Equal(t, httpmsg.StatusNotFound, w.status, "another principal: %s", w.body.String())
+	assert.Contains(t, w.body.String(), `"type":"not_found"`)
+	assert.Equal(t, int64(1), o.foreignRefused.Load(), "the refusal is counted")
+	assert.Equal(t, httpmsg.StatusOK, read("tester").status, "the owner is served")
+	assert.Equal(t, int64(1), o.foreignRefused.Load(), "the owner's request is not counted")
+}
