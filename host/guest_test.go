@@ -46,6 +46,17 @@ func (e *env) guestConfig() host.Config {
 	return cfg
 }
 
+// openIn opens a host on a fresh env in process or, guest, running each
+// tree as a wasm guest: the two modes a test compares.
+func openIn(t *testing.T, guest bool) (*env, *host.Host) {
+	e := newEnv(t)
+	cfg := e.config()
+	if guest {
+		cfg = e.guestConfig()
+	}
+	return e, e.open(cfg)
+}
+
 // apiServer serves h's API on loopback: with NewGuestHandler when h runs
 // guests, with core/api's handler otherwise.
 func apiServer(t *testing.T, h *host.Host, guest bool) string {
@@ -118,12 +129,7 @@ func call(t *testing.T, base, method, path, token, body string) answer {
 // auth and the ownership check (another principal's session is 404).
 func TestGuestAPIAnswersAsInProcess(t *testing.T) {
 	run := func(t *testing.T, guest bool) []answer {
-		e := newEnv(t)
-		cfg := e.config()
-		if guest {
-			cfg = e.guestConfig()
-		}
-		h := e.open(cfg)
+		_, h := openIn(t, guest)
 		base := apiServer(t, h, guest)
 		var out []answer
 		do := func(method, path, token, body string) answer {
@@ -452,12 +458,7 @@ func TestGuestChecksHostAndOriginAsInProcess(t *testing.T) {
 		AllowOrigin string
 	}
 	run := func(t *testing.T, guest bool) []sourced {
-		e := newEnv(t)
-		cfg := e.config()
-		if guest {
-			cfg = e.guestConfig()
-		}
-		h := e.open(cfg)
+		_, h := openIn(t, guest)
 		base := apiServerWith(t, h, guest, api.NewConfig().WithLoopbackOnly(true).WithAllowedOrigins(console))
 		created := call(t, base, "POST", "/v1/sessions", "alice-token", `{}`)
 		require.Equal(t, http.StatusCreated, created.Status)
@@ -519,12 +520,7 @@ func TestGuestChecksHostAndOriginAsInProcess(t *testing.T) {
 // error with api.WriteError, as the in-process handler does.
 func TestGuestAnswersHostFailuresAsInProcess(t *testing.T) {
 	run := func(t *testing.T, guest bool) []answer {
-		e := newEnv(t)
-		cfg := e.config()
-		if guest {
-			cfg = e.guestConfig()
-		}
-		h := e.open(cfg)
+		_, h := openIn(t, guest)
 		base := apiServer(t, h, guest)
 		id := create(t, base)
 		require.NoError(t, h.Close(ctx))

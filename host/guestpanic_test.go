@@ -32,12 +32,7 @@ import (
 // one stayed busy for good, and Close waited on it without end).
 func TestCreateBootPanicIs500AndLeavesNothingBusy(t *testing.T) {
 	for _, guest := range []bool{false, true} {
-		e := newEnv(t)
-		cfg := e.config()
-		if guest {
-			cfg = e.guestConfig()
-		}
-		h := e.open(cfg)
+		e, h := openIn(t, guest)
 		base := apiServer(t, h, guest)
 		e.setGate(func(string) { panic("cannot allocate memory") })
 		a := call(t, base, "POST", "/v1/sessions", "alice-token", "")
@@ -59,12 +54,7 @@ func TestCreateBootPanicIs500AndLeavesNothingBusy(t *testing.T) {
 // process, as the guest handler does), not answered 500.
 func TestCreateAbortPanicDropsTheConnection(t *testing.T) {
 	for _, guest := range []bool{false, true} {
-		e := newEnv(t)
-		cfg := e.config()
-		if guest {
-			cfg = e.guestConfig()
-		}
-		h := e.open(cfg)
+		e, h := openIn(t, guest)
 		base := apiServer(t, h, guest)
 		e.setGate(func(string) { panic(http.ErrAbortHandler) })
 		req, err := http.NewRequest("POST", base+"/v1/sessions", nil)

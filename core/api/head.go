@@ -45,6 +45,7 @@ func (w *headWriter) Write(b []byte) (int, error) {
 // writer that cannot.
 func (w *headWriter) Flush() {
 	if w.flusher != nil {
+		w.sent = true // a flush sends the head, 200 if none was written
 		w.flusher.Flush()
 	}
 }

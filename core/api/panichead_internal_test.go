@@ -25,6 +25,25 @@ func beginThenPanic(w httpmsg.ResponseWriter, _ *httpmsg.Request) error {
 	panic("stream cut short")
 }
 
+// flushThenPanic is a route whose head goes out with its first flush
+// (200, no WriteHeader), then panics.
+func flushThenPanic(w httpmsg.ResponseWriter, _ *httpmsg.Request) error {
+	w.(httpmsg.Flusher).Flush()
+	panic("stream cut short")
+}
+
+// A head sent by a flush alone counts as sent: the response is aborted,
+// not given a 500's second header.
+func TestRoutePanicAfterAFlushAbortsTheResponse(t *testing.T) {
+	h := handle(logs.Discard(), "GET /v1/sessions/{id}/events", func(string) {}, flushThenPanic)
+	w := httptest.NewRecorder()
+	require.PanicsWithValue(t, http.ErrAbortHandler, func() {
+		nethttp.Handler(h).ServeHTTP(w, httptest.NewRequest("GET", "/v1/sessions/t/events", nil))
+	})
+	assert.Equal(t, http.StatusOK, w.Code)
+	assert.Empty(t, w.Body.String())
+}
+
 // A route that panics once its head is out is not answered 500 after it
 // (a second header, a JSON error appended to the body, read by the client
 // as more of the answer): the response is aborted as the server aborts
