@@ -198,8 +198,10 @@ func TestAReopenOfAReadOnlyBootWhoseEpochCommitFailedLateKeepsTheClaimsWakeUp(t 
 
 	// The process dies; the next boots while the disk is full.
 	a.s.timers, a.s.egress, a.s.wake = map[uint64]int64{}, map[uint64]runtime.EgressRequest{}, 0
+	epoch := a.epoch()
 	f.FailFor(10*time.Minute, faultvfs.Full)
 	require.NoError(t, a.boot(runtime.Options{}), "a boot storage refuses serves read-only")
+	require.Equal(t, epoch, a.epoch(), "the read-only boot took no epoch of its own")
 	r := a.deleteUntilAnswered()
 	require.Equal(t, 503, r.status, r.body.String())
 	require.NotZero(t, a.s.wake, "the closed instance's reopening is armed")
