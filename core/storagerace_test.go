@@ -296,7 +296,32 @@ func TestReopenKeepsItsLateFailedEpochTake(t *testing.T) {
 	n1.NewSession("s")
 	closed := n1.Inst
 	require.NoError(t, closed.Close(ctx))
+	requireReopenKeepsLateFailedTake(t, tr, f, d, closed)
+}
 
+// TestReopenKeepsItsLateFailedEpochTake for a closed instance that booted
+// read-only and never took an epoch of its own: its fence compares the
+// epoch it booted at, which the reopen's stored take replaced. Simulator
+// seed 2439 (-smallbudget 1 -deletes 0.5, guest at efaf0e8): a guest booted
+// read-only in a disk-full window, its delete failed after the close, and
+// the reopen's epoch commit met a late IOERR; the fallback's fence said
+// "instance booted at database epoch 3 without one of its own, database
+// epoch 4: fenced", the guest took itself for superseded and its wake
+// handler returned with the tree claimed and no wake-up armed.
+func TestReopenOfAReadOnlyInstanceKeepsItsLateFailedEpochTake(t *testing.T) {
+	tr, f, d, n1 := faultTree(t, 5)
+	n1.NewSession("s")
+	n1.Crash()
+	closed := bootReadOnly(t, tr, f, d).Inst
+	require.NoError(t, closed.Close(ctx))
+	requireReopenKeepsLateFailedTake(t, tr, f, d, closed)
+}
+
+// requireReopenKeepsLateFailedTake reopens closed with its epoch's commit
+// stored but reported failed, and requires the reopened instance to own
+// the tree: read-only, its epoch kept by its first write.
+func requireReopenKeepsLateFailedTake(t *testing.T, tr *treetest.Tree, f *faultvfs.Fault, d *treetest.Driver, closed *core.Instance) {
+	t.Helper()
 	host, _, kdb := tr.Host()
 	f.FailLateCommits(1, faultvfs.IOErrFsync)
 	again, err := core.Reopen(ctx, closed, host, tr.Cfg, d)

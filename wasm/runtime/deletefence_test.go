@@ -182,3 +182,36 @@ func TestAReopenWhoseEpochCommitFailedLateServes(t *testing.T) {
 	r = a.do("POST", "/v1/sessions/"+treeID+"/prompt", map[string]any{"text": "after the reopen", "id": "p1"})
 	require.Equal(t, 202, r.status, "the reopened instance serves: %s", r.body.String())
 }
+
+// TestAReopenWhoseEpochCommitFailedLateServes for an instance that booted
+// read-only (a full disk) with a turn's claim left by the process before:
+// its delete fails after the close, and the reopen's epoch commit is
+// stored but reported failed. The reopen owns the tree; the claim keeps a
+// wake-up. Simulator seed 2439 (-smallbudget 1 -deletes 0.5, guest at
+// efaf0e8): the reopen took itself for superseded ("instance booted at
+// database epoch 3 without one of its own, database epoch 4"), and its
+// wake handler returned with the tree claimed and no wake-up armed.
+func TestAReopenOfAReadOnlyBootWhoseEpochCommitFailedLateKeepsTheClaimsWakeUp(t *testing.T) {
+	a, f := newFaultEnv(t, 5, offlineConfig())
+	require.NoError(t, a.boot(runtime.Options{}))
+	a.createAndPrompt("one two three") // its model call never answered: the turn holds the claim
+
+	// The process dies; the next boots while the disk is full.
+	a.s.timers, a.s.egress, a.s.wake = map[uint64]int64{}, map[uint64]runtime.EgressRequest{}, 0
+	epoch := a.epoch()
+	f.FailFor(10*time.Minute, faultvfs.Full)
+	require.NoError(t, a.boot(runtime.Options{}), "a boot storage refuses serves read-only")
+	require.Equal(t, epoch, a.epoch(), "the read-only boot took no epoch of its own")
+	r := a.deleteUntilAnswered()
+	require.Equal(t, 503, r.status, r.body.String())
+	require.NotZero(t, a.s.wake, "the closed instance's reopening is armed")
+	f.Heal()
+
+	f.FailLateCommits(1, faultvfs.IOErrFsync) // the reopen's first commit: its epoch's
+	a.deliverWake(0)
+	require.Equal(t, 1, f.LateCommits(), "the reopen's epoch commit was reported failed")
+	require.NotNil(t, a.snapshot().Claim, "the turn's claim is still there")
+	require.NotZero(t, a.s.wake, "the claim has a wake-up")
+	r = a.do("POST", "/v1/sessions/"+treeID+"/interrupt", map[string]any{})
+	require.Equal(t, 200, r.status, "the reopened instance serves: %s", r.body.String())
+}
