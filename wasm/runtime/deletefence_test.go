@@ -140,11 +140,7 @@ func TestAReopenDoesNotTakeTheTreeFromAnInstanceBootedDuringIt(t *testing.T) {
 	r := a.do("POST", "/v1/sessions", map[string]any{})
 	require.Equal(t, 201, r.status, r.body.String())
 
-	f.FailFor(10*time.Minute, faultvfs.Full)
-	r = a.deleteUntilAnswered()
-	require.Equal(t, 503, r.status, r.body.String())
-	require.NotZero(t, a.s.wake, "the closed instance's reopening is armed")
-	f.Heal()
+	failDeleteOnAFullDisk(t, a, f)
 
 	reopening = true
 	a.deliverWake(60_000)
@@ -169,11 +165,7 @@ func TestAReopenWhoseEpochCommitFailedLateServes(t *testing.T) {
 	r := a.do("POST", "/v1/sessions", map[string]any{})
 	require.Equal(t, 201, r.status, r.body.String())
 
-	f.FailFor(10*time.Minute, faultvfs.Full)
-	r = a.deleteUntilAnswered()
-	require.Equal(t, 503, r.status, r.body.String())
-	require.NotZero(t, a.s.wake, "the closed instance's reopening is armed")
-	f.Heal()
+	failDeleteOnAFullDisk(t, a, f)
 
 	f.FailLateCommits(1, faultvfs.IOErrFsync) // the reopen's first commit: its epoch's
 	a.deliverWake(60_000)
@@ -214,4 +206,15 @@ func TestAReopenOfAReadOnlyBootWhoseEpochCommitFailedLateKeepsTheClaimsWakeUp(t 
 	require.NotZero(t, a.s.wake, "the claim has a wake-up")
 	r = a.do("POST", "/v1/sessions/"+treeID+"/interrupt", map[string]any{})
 	require.Equal(t, 200, r.status, "the reopened instance serves: %s", r.body.String())
+}
+
+// failDeleteOnAFullDisk has a's DELETE fail on a full disk (503, the
+// closed instance's reopening armed), then heals the disk.
+func failDeleteOnAFullDisk(t *testing.T, a *env, f *faultvfs.Fault) {
+	t.Helper()
+	f.FailFor(10*time.Minute, faultvfs.Full)
+	r := a.deleteUntilAnswered()
+	require.Equal(t, 503, r.status, r.body.String())
+	require.NotZero(t, a.s.wake, "the closed instance's reopening is armed")
+	f.Heal()
 }
