@@ -73,6 +73,7 @@ func simulate(ctx context.Context, args []string, getenv func(string) string, st
 	fs.StringVar(&cfg.Dir, "keep", "", "keep every tree database and ledger in this directory")
 	guest := fs.String("guest", "", "the guest module (.wasm); default: build ./wasm/guest")
 	checkDir := fs.String("check", "", "judge the trees kept in this directory instead of simulating")
+	trace := fs.Int("trace", -1, "print the trace of session N (from 0) before the summary: its guests' log lines, boots, kills, transactions, wake-ups, write locks, requests and events, at their virtual time (-1: none)")
 	if done, err := parseFlags(fs, args, stdout); done || err != nil {
 		return err
 	}
@@ -87,6 +88,12 @@ func simulate(ctx context.Context, args []string, getenv func(string) string, st
 		return checkKept(*checkDir, cfg.ResumeBudget, stdout)
 	}
 	cfg.Keep = cfg.Dir != ""
+	if *trace >= 0 {
+		if *trace >= cfg.Sessions {
+			return usagef("simulate: -trace %d: the campaign has sessions 0 to %d", *trace, cfg.Sessions-1)
+		}
+		cfg.Trace, cfg.TraceTree = stdout, *trace
+	}
 	cfg.Progress = os.Stderr // sessions, kills and violations so far
 	if dir, err := os.UserCacheDir(); err == nil {
 		cfg.CacheDir = filepath.Join(dir, "revenant", "wazero")

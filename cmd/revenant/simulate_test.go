@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -122,4 +123,22 @@ func TestSimulateCheckFindsNoTrees(t *testing.T) {
 		assert.Contains(t, err.Error(), "no tree databases (*.db) in "+dir, dir)
 		assert.NotContains(t, out.String(), "violations: 0", dir)
 	}
+}
+
+// -trace N prints session N's trace before the summary, which is
+// unchanged; a session the campaign does not have is a usage error, found
+// before anything runs.
+func TestSimulateTracePrintsOneSession(t *testing.T) {
+	var out strings.Builder
+	err := simulate(context.Background(), []string{"-seed", "3", "-sessions", "2", "-kills", "4", "-workers", "1", "-guest", guestFile(t), "-trace", "1"}, env(nil), &out)
+	require.NoError(t, err, out.String())
+	trace, summary, ok := strings.Cut(out.String(), "simulate: seed 3, 2 sessions")
+	require.True(t, ok, out.String())
+	assert.True(t, strings.HasPrefix(trace, "tree0001 +0.000s boot 1 boots\n"), trace)
+	assert.NotContains(t, trace, "tree0000")
+	assert.True(t, strings.HasSuffix(summary, "violations: 0\n"), summary)
+
+	err = simulate(context.Background(), []string{"-sessions", "2", "-trace", "2"}, env(nil), io.Discard)
+	require.ErrorIs(t, err, errUsage)
+	assert.Contains(t, err.Error(), "-trace 2: the campaign has sessions 0 to 1")
 }

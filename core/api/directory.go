@@ -95,10 +95,12 @@ func (d *Directory) ServeRoute(w httpmsg.ResponseWriter, r *httpmsg.Request) {
 
 // handle adapts a route's function: its error is the answer, and a panic
 // is logged with its stack, answered 500 internal if nothing of the
-// answer was sent yet, then told to panicked (if set). A panic once the
-// head is out (an event stream, a 200 body begun) aborts the response as
-// the server aborts one (httpmsg.Aborter): a 500 there would be a second
-// header and a JSON error appended to the body. The server's own abort of
+// answer was sent yet, then told to panicked (if set). A panic or a
+// returned error once the head is out (an event stream, a 200 body begun)
+// is logged and aborts the response as the server aborts one
+// (httpmsg.Aborter), or, on a writer that cannot abort, ends it where it
+// stopped: a 500 there would be a second header and a JSON error appended
+// to the body. The server's own abort of
 // a response (net/http's http.ErrAbortHandler) is passed on to the
 // server, as a net/http handler passes it on (host.GuestHandler's routes,
 // under serve -guest).
@@ -125,8 +127,19 @@ func handle(log *logs.Logger, pattern string, panicked func(string), fn func(htt
 				}
 			}
 		}()
-		if err := fn(head, r); err != nil {
+		err := fn(head, r)
+		switch {
+		case err == nil:
+		case !head.sent:
 			writeError(log, w, err)
+		default:
+			// The answer is begun: the error cannot be answered (a second
+			// header, a JSON error appended to the body), so it is logged,
+			// whatever its type, and the response ended as after a panic.
+			log.Error("request failed after its answer began", "method", r.Method, "path", r.URL.Path, "route", pattern, "err", err)
+			if aborter, ok := w.(httpmsg.Aborter); ok {
+				aborter.Abort()
+			}
 		}
 	}
 }

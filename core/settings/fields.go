@@ -14,6 +14,10 @@ const (
 	nameCheckpointEvery = "checkpoint_every"
 	nameStepWall        = "step_wall"
 	nameToolTimeout     = "tool_timeout"
+	nameRetryMax        = "retry_max"
+	nameMaxRetryAfter   = "max_retry_after"
+	nameInterruptGrace  = "interrupt_grace"
+	nameMaxClaimAge     = "max_claim_age"
 )
 
 // Field is one setting as a configuration file names it, pointing into a
@@ -35,9 +39,9 @@ type Field struct {
 func (s *Settings) Fields() []Field {
 	return []Field{
 		{Name: "resume_budget", Int: &s.ResumeBudget, NoneAllowed: true},
-		{Name: "max_claim_age", Duration: &s.MaxClaimAge},
+		{Name: nameMaxClaimAge, Duration: &s.MaxClaimAge},
 		{Name: nameWakeInterval, Duration: &s.WakeInterval},
-		{Name: "interrupt_grace", Duration: &s.InterruptGrace},
+		{Name: nameInterruptGrace, Duration: &s.InterruptGrace},
 		{Name: "queue_cap", Int: &s.QueueCap},
 		{Name: "step_cap", Int: &s.StepCap},
 		{Name: nameStreamIdle, Duration: &s.StreamIdle},
@@ -48,10 +52,10 @@ func (s *Settings) Fields() []Field {
 		{Name: "checkpoint_bytes", Int: &s.CheckpointBytes},
 		{Name: "model_retries", Int: &s.ModelRetries, NoneAllowed: true},
 		{Name: nameRetryInitial, Duration: &s.RetryInitial},
-		{Name: "retry_max", Duration: &s.RetryMax},
+		{Name: nameRetryMax, Duration: &s.RetryMax},
 		{Name: "context_bytes", Int: &s.ContextBytes},
 		{Name: "max_subagents", Int: &s.MaxSubagents},
-		{Name: "max_retry_after", Duration: &s.MaxRetryAfter},
+		{Name: nameMaxRetryAfter, Duration: &s.MaxRetryAfter},
 		{Name: nameHeartbeat, Duration: &s.Heartbeat},
 		{Name: nameMaxBody, Int64: &s.MaxBody},
 		{Name: nameSessionPageSize, Int: &s.SessionPageSize},

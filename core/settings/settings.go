@@ -23,14 +23,16 @@ type Settings struct {
 	// core.DefaultResumeBudget (10); None: none.
 	ResumeBudget int
 	// MaxClaimAge fails a root's turn instead of resuming it once its claim
-	// is older than this (core.WithMaxClaimAge). Default: no limit.
+	// is older than this (core.WithMaxClaimAge). Default: no limit; at
+	// least MinMaxClaimAge.
 	MaxClaimAge time.Duration
 	// WakeInterval is how far ahead the wake-up is armed while a claim
 	// exists (core.WithWakeInterval). Default 10 s; at least
 	// MinWakeInterval.
 	WakeInterval time.Duration
 	// InterruptGrace is how long an interrupt waits for the running
-	// execution to record it (core.WithInterruptGrace). Default 5 s.
+	// execution to record it (core.WithInterruptGrace). Default 5 s; at
+	// least MinInterruptGrace.
 	InterruptGrace time.Duration
 	// QueueCap is how many prompts a session may hold that have not ended
 	// (queued or running); a client's prompt past it is refused, 429
@@ -60,7 +62,8 @@ type Settings struct {
 	// ModelRetries is how often a retryable model failure is retried in a
 	// row for one step, waiting RetryInitial doubling up to RetryMax unless
 	// the provider says how long (runner.WithRetries). Default 6 times,
-	// 1 s to 1 min; None: never retried.
+	// 1 s to 1 min, at least MinRetryInitial and MinRetryMax; None: never
+	// retried.
 	ModelRetries int
 	RetryInitial time.Duration
 	RetryMax     time.Duration
@@ -72,7 +75,8 @@ type Settings struct {
 	// (runner.WithMaxSubagents). Default core.DefaultMaxSubagents (64).
 	MaxSubagents int
 	// MaxRetryAfter caps the wait an OpenAI-compatible provider may ask
-	// for with Retry-After (openai.Config.MaxRetryAfter). Default 60 s.
+	// for with Retry-After (openai.Config.MaxRetryAfter). Default 60 s; at
+	// least MinMaxRetryAfter.
 	MaxRetryAfter time.Duration
 
 	// Heartbeat is the interval of comments on idle event streams
@@ -213,6 +217,47 @@ const MinStepWall = MinStreamIdle
 // request's timeout (config.MinTimeout).
 const MinToolTimeout = 100 * time.Millisecond
 
+// MinRetryInitial is the shortest retry_initial: a step's first retry of a
+// retryable model failure (a 429, a 5xx, a dropped stream) waits that
+// long, each next one twice as long, so a few nanoseconds would send the
+// step's retries back to back (six by default, a few milliseconds in all)
+// to a provider that has just said it is overloaded, spending the budget
+// before any passing fault could pass. At the floor the retries of the
+// default budget still spread over six seconds.
+const MinRetryInitial = 100 * time.Millisecond
+
+// MinRetryMax is the shortest retry_max, the cap of the doubling waits: a
+// cap under the first wait's floor would bring every wait back under it.
+const MinRetryMax = MinRetryInitial
+
+// MinMaxRetryAfter is the shortest max_retry_after, the cap on the wait a
+// provider asks for (Retry-After): a Retry-After counts whole seconds, so
+// a cap under one second would cut every such wait a provider asks for,
+// and a few nanoseconds would retry at once a provider that said when it
+// could take the request again.
+const MinMaxRetryAfter = time.Second
+
+// MinInterruptGrace is the shortest interrupt_grace: an interrupt waits
+// that long for the running execution to stop and record the interrupt
+// itself (a step it was streaming kept as cut, with all the text received)
+// before committing it over the execution, whose writes the fence then
+// refuses (the text since its last checkpoint lost). A few nanoseconds
+// would always take the second way, even from an execution that stops at
+// once; the floor is that of a checkpoint (MinCheckpointEvery), time for
+// one write. (On Cloudflare a delete waits at least 5 s whatever the grace.)
+const MinInterruptGrace = 100 * time.Millisecond
+
+// MinMaxClaimAge is the shortest max_claim_age: a root's turn whose claim
+// is older when a sweep finds it not running (a boot after a crash or an
+// eviction, a wake-up, a retry come due) fails instead of resuming. The
+// claim is taken when the turn starts and kept across its resumes and
+// retry waits, so its age is the turn's, and a few nanoseconds would fail
+// every turn any sweep meets, a queued prompt's included. One model step
+// may stream for minutes and one provider retry wait up to a minute by
+// default (retry_max, max_retry_after): under a minute, turns that only
+// waited out one would be failed rather than resumed.
+const MinMaxClaimAge = time.Minute
+
 // floor is a duration field's least allowed value, and why it has one.
 type floor struct {
 	name  string
@@ -222,7 +267,8 @@ type floor struct {
 }
 
 // floors are the duration fields a few nanoseconds would make absurd: a
-// timer firing without pause, or every step or call failing at once.
+// timer firing without pause, every step or call failing at once, retries
+// sent back to back, or every interrupted or resumed turn cut short.
 func (s *Settings) floors() []floor {
 	return []floor{
 		{nameWakeInterval, &s.WakeInterval, MinWakeInterval, "the wake-up fires that often while a turn runs"},
@@ -231,6 +277,11 @@ func (s *Settings) floors() []floor {
 		{nameToolTimeout, &s.ToolTimeout, MinToolTimeout, "a tool call running that long fails"},
 		{nameCheckpointEvery, &s.CheckpointEvery, MinCheckpointEvery, "streamed text is written to storage that often"},
 		{nameHeartbeat, &s.Heartbeat, MinHeartbeat, "every idle event stream is sent a comment that often"},
+		{nameRetryInitial, &s.RetryInitial, MinRetryInitial, "a model request that failed is first retried after that long"},
+		{nameRetryMax, &s.RetryMax, MinRetryMax, "the waits between retries of a model request are capped at that"},
+		{nameMaxRetryAfter, &s.MaxRetryAfter, MinMaxRetryAfter, "a provider's Retry-After, in whole seconds, is capped at that"},
+		{nameInterruptGrace, &s.InterruptGrace, MinInterruptGrace, "an interrupt waits that long for the turn to record it itself"},
+		{nameMaxClaimAge, &s.MaxClaimAge, MinMaxClaimAge, "a turn that old fails instead of resuming"},
 	}
 }
 

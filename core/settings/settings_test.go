@@ -66,8 +66,12 @@ func TestNoneIsZero(t *testing.T) {
 // A duration under its floor is refused, naming the field, the floor and
 // what the floor prevents: a timer firing without pause (the wake-up; a
 // heartbeat of 1ns sent about 160 KB a second to one idle stream of the
-// local server; a checkpoint at nearly every chunk), or every step or
-// tool call failing at once. The floor itself is allowed, a millisecond
+// local server; a checkpoint at nearly every chunk), every step or tool
+// call failing at once, a provider's failures retried back to back, an
+// interrupt never waiting for the turn to record it, or every turn a sweep
+// meets failed. (retry_max is checked with no retries, so that
+// retry_initial's default, longer than it, is not refused too.) The floor
+// itself is allowed, a millisecond
 // less is not (plants57 P32, P50: a floor checked at half its value went
 // unnoticed while only 1ns was tried).
 func TestFloors(t *testing.T) {
@@ -88,6 +92,16 @@ func TestFloors(t *testing.T) {
 			"checkpoint_every: 1ns is shorter than the least allowed, 100ms (streamed text is written to storage that often)"},
 		{func(s *settings.Settings, d time.Duration) { s.Heartbeat = d }, settings.MinHeartbeat,
 			"heartbeat: 1ns is shorter than the least allowed, 100ms (every idle event stream is sent a comment that often)"},
+		{func(s *settings.Settings, d time.Duration) { s.RetryInitial = d }, settings.MinRetryInitial,
+			"retry_initial: 1ns is shorter than the least allowed, 100ms (a model request that failed is first retried after that long)"},
+		{func(s *settings.Settings, d time.Duration) { s.RetryMax = d; s.ModelRetries = settings.None }, settings.MinRetryMax,
+			"retry_max: 1ns is shorter than the least allowed, 100ms (the waits between retries of a model request are capped at that)"},
+		{func(s *settings.Settings, d time.Duration) { s.MaxRetryAfter = d }, settings.MinMaxRetryAfter,
+			"max_retry_after: 1ns is shorter than the least allowed, 1s (a provider's Retry-After, in whole seconds, is capped at that)"},
+		{func(s *settings.Settings, d time.Duration) { s.InterruptGrace = d }, settings.MinInterruptGrace,
+			"interrupt_grace: 1ns is shorter than the least allowed, 100ms (an interrupt waits that long for the turn to record it itself)"},
+		{func(s *settings.Settings, d time.Duration) { s.MaxClaimAge = d }, settings.MinMaxClaimAge,
+			"max_claim_age: 1ns is shorter than the least allowed, 1m0s (a turn that old fails instead of resuming)"},
 	} {
 		var s settings.Settings
 		tc.set(&s, time.Nanosecond)

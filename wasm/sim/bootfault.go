@@ -190,6 +190,7 @@ func (t *tree) holdLock(until int64) error {
 		return errors.Join(err, db.Close())
 	}
 	t.lock = &lockHolder{db: db, conn: c, until: until}
+	t.tracef("another connection takes the write lock until %s", traceAt(until))
 	return nil
 }
 
@@ -200,6 +201,7 @@ func (t *tree) releaseLock() {
 		return
 	}
 	t.lock = nil
+	t.tracef("another connection lets go of the write lock")
 	if err := errors.Join(l.conn.Rollback(), l.db.Close()); err != nil {
 		t.failf("let go of the write lock another connection held: %v", err)
 	}

@@ -104,6 +104,14 @@ type Config struct {
 	// sessions end. It is no part of the history.
 	Progress      io.Writer
 	ProgressEvery time.Duration
+	// Trace, when not nil, receives the trace of session TraceTree (its
+	// index, from 0): its guests' log lines, their boots, kills and
+	// transactions, wake-ups armed and delivered, the write lock another
+	// connection takes, client requests and answers, egress and emitted
+	// events, each at its virtual time (trace.go). Like Progress it is no
+	// part of the history: a traced campaign's is the untraced one's.
+	Trace     io.Writer
+	TraceTree int
 }
 
 // Defaults of the default campaign (make simulate).

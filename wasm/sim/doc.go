@@ -42,6 +42,11 @@
 // turn counts its own). The ledger records each tree's budget for the
 // checker (and for -check of kept trees).
 //
+// The trace of one tree (Config.Trace, revenant simulate -trace N; trace.go)
+// follows a violation from its seed: the guests' own log lines, which the
+// runtime otherwise discards, and what the simulator did to and for them,
+// each at its virtual time. It only writes, so it changes no history.
+//
 // The client behaves like a careful one: every prompt carries an id, a
 // request the dead guest never answered is sent again to its successor,
 // and a 5xx is retried later (after an interrupt's first 5xx, half the

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"net/url"
@@ -123,6 +124,9 @@ type tree struct {
 	// cleanFaults is diskFaults as the last sweep storage refused nothing
 	// in began (noteCleanSweep).
 	cleanFaults int
+	// trace receives the tree's trace (Config.Trace; nil: not traced,
+	// trace.go).
+	trace io.Writer
 }
 
 // guest is one instance of the guest module with its own connection.
@@ -220,6 +224,9 @@ func newTree(mod *runtime.Module, cfg Config, index int, dir string) *tree {
 		ledger: check.Ledger{Tools: ledgerTools, Emits: &check.Emits{From: map[int]int64{}, Settled: map[int]int64{}}},
 	}
 	t.ledger.Budget = cfg.budgetFor(index)
+	if cfg.Trace != nil && cfg.TraceTree == index {
+		t.trace = cfg.Trace
+	}
 	if rng.Float64() < cfg.Zombies {
 		t.zombieLeft = 1 + rng.IntN(2)
 	}
@@ -568,9 +575,11 @@ func (t *tree) deliverWake(ctx context.Context) {
 	defer func() { t.delivering = false }()
 	g := t.cur
 	if g == nil {
+		t.tracef("wake-up due %s: no guest serves, the tree boots", traceAt(at))
 		t.bootGuest(ctx)
 		return
 	}
+	t.tracef("wake-up due %s delivered to %s", traceAt(at), g.name())
 	t.drawReopenRace(g)
 	defer func() { g.raceAt = 0 }()
 	w := check.Wake{At: t.now, Boot: g.boot, From: t.commitPos(), Waiting: len(g.timers) > 0}
@@ -590,6 +599,7 @@ func (t *tree) deliverWake(ctx context.Context) {
 // answer delivers the receiver's answer to egress id: head, body, end.
 func (t *tree) answer(ctx context.Context, g *guest, id uint64, r *reply) {
 	if r.errMsg != "" {
+		t.tracef("egress %d of %s fails: %s", id, g.name(), r.errMsg)
 		t.call(ctx, g, func() error {
 			return g.g.EgressEnd(ctx, id, runtime.EgressEnd{Code: abi.EndError, Message: r.errMsg})
 		})
@@ -609,6 +619,7 @@ func (t *tree) answer(ctx context.Context, g *guest, id uint64, r *reply) {
 		return
 	}
 	t.callDeltas = 0
+	t.tracef("egress %d of %s answered %d, %d bytes", id, g.name(), r.status, len(r.body))
 	if !t.call(ctx, g, func() error { return g.g.EgressChunk(ctx, id, r.body) }) {
 		return
 	}
@@ -641,11 +652,13 @@ func (t *tree) call(ctx context.Context, g *guest, f func() error) bool {
 	case errors.As(err, &ge):
 		// The guest reported a failure of this input and lives on.
 		t.failf("boot %d: %v", g.boot, err)
+		t.tracef("%s reported a failure: %v", g.name(), err)
 		return true
 	case errors.Is(err, errKill):
 		t.died(g)
 	default:
 		t.failf("boot %d died on its own (zombie %v): %v", g.boot, g.zombie, err)
+		t.tracef("%s died on its own: %v", g.name(), err)
 		t.died(g)
 	}
 	// A real host boots the tree again only when its wake-up fires or a
@@ -668,7 +681,7 @@ func (t *tree) instantiate(ctx context.Context) (*guest, error) {
 	if t.mayKill(nil) {
 		g.plan = newPlan(t.rng, t.seen, true)
 	}
-	g.g, err = t.mod.Instantiate(ctx, runtime.Options{Conn: c, Services: g, Interpose: g.interpose, Watchdog: time.Minute})
+	g.g, err = t.mod.Instantiate(ctx, runtime.Options{Conn: c, Services: g, Interpose: g.interpose, Watchdog: time.Minute, Log: g.traceLogger()})
 	if err != nil {
 		c.close()
 		return nil, err
@@ -705,10 +718,12 @@ func (t *tree) bootOnly(ctx context.Context) bool {
 		t.cur = g
 		t.noteBootAfterDelete(g)
 		before := t.beforeBoot()
+		t.tracef("%s boots", g.name())
 		t.booting = true
 		err = g.g.Boot(ctx, t.boot)
 		t.booting = false
 		if err == nil {
+			t.tracef("%s booted", g.name())
 			// No noteEpoch here: a boot that took its epoch was credited
 			// at its COMMIT (tried), and one that booted read-only took
 			// none: the epoch it reads is an older guest's.
@@ -729,6 +744,7 @@ func (t *tree) bootOnly(ctx context.Context) bool {
 			// window) is retried by the host after a pause, as a real one
 			// would; the pause passes in virtual time.
 			t.notef("boot failed, retried later", "boot %d: %v", g.boot, err)
+			t.tracef("%s failed to boot, retried later: %v", g.name(), err)
 			t.now += min(int64(500)<<min(attempt, 6), 30_000)
 			t.releaseDueLock()
 		}
@@ -787,6 +803,7 @@ func (t *tree) reap(g *guest) {
 		return
 	}
 	g.dead = true
+	t.tracef("%s closed", g.name())
 	_ = g.g.Close(context.Background())
 	if err := g.conn.close(); err != nil {
 		t.failf("close the connection of boot %d: %v", g.boot, err)
@@ -828,6 +845,7 @@ func (t *tree) maybeZombie(ctx context.Context) {
 // The caller spends the zombie share's budget (zombieLeft) if it is its.
 func (t *tree) abandon(g *guest) {
 	t.zombieCount++
+	t.tracef("%s abandoned: it runs on as a zombie", g.name())
 	g.zombie = true
 	g.plan = nil
 	g.retire = t.now + int64(10*time.Minute/time.Millisecond)
@@ -946,6 +964,7 @@ func (t *tree) resend(ctx context.Context, r *request) {
 		r.sentEntry = len(t.ledger.InterruptsSent)
 	}
 	t.reqs[id] = r
+	t.tracef("client sends %s to %s (request %d)", traceRequest(r), g.name(), id)
 	if r.a.kind == actDelete {
 		t.aimAtDelete(g)
 		t.call(ctx, g, func() error { return g.g.Request(ctx, id, r.req) })
@@ -975,6 +994,7 @@ func (t *tree) respond(id uint64, part runtime.ResponsePart) {
 		r.body = append(r.body, part.Body...)
 	case abi.PartEnd:
 		delete(t.reqs, id)
+		t.tracef("client gets %d for %s (request %d): %s", r.status, traceRequest(r), id, clipTrace(r.body))
 		t.done(r)
 	}
 }
@@ -1197,6 +1217,7 @@ func (g *guest) ArmWake(at int64) error {
 		return nil
 	}
 	t.noteWakeAfterDelete(g, at)
+	t.tracef("%s arms the wake-up for %s", g.name(), traceAt(at))
 	if g.phase == runtime.PhaseSweep {
 		g.sweepArm = at
 	}
@@ -1210,6 +1231,7 @@ func (g *guest) ArmWake(at int64) error {
 // ClearWake implements runtime.Services.
 func (g *guest) ClearWake() {
 	if !g.zombie && !g.dead {
+		g.t.tracef("%s clears the wake-up", g.name())
 		g.t.wake = 0
 	}
 }
@@ -1235,6 +1257,7 @@ func (g *guest) StartEgress(id uint64, req runtime.EgressRequest) {
 	t.seq++
 	r := &reply{due: due{at: t.now + 20 + int64(t.rng.IntN(3000)), seq: t.seq}, status: http.StatusOK}
 	g.egress[id] = r
+	t.tracef("%s starts egress %d: %s, answered at %s", g.name(), id, traceEgress(req), traceAt(r.at))
 	if req.Kind == abi.EgressModel && t.work.multi {
 		if t.providerFailure(r, req.Body) {
 			return
@@ -1300,6 +1323,7 @@ func (g *guest) Emit(ev runtime.Emitted) {
 		return
 	}
 	e.Events = append(e.Events, check.Emitted{Boot: g.boot, ID: ev.ID, Session: ev.SessionID, Seq: ev.Seq, Type: ev.Type})
+	g.t.tracef("%s emits %s #%d of %s", g.name(), ev.Type, ev.Seq, ev.SessionID)
 }
 
 // delta records the first live delta of each step the guest emits
@@ -1350,6 +1374,11 @@ func (g *guest) watch() {
 // One that left no event goes unseen.
 func (g *guest) tried(err error) {
 	t := g.t
+	if err != nil {
+		t.tracef("%s COMMIT reported failed: %v", g.name(), err)
+	} else {
+		t.tracef("%s COMMIT", g.name())
+	}
 	g.afterCommit()
 	owner := t.noteEpoch(g)
 	if err != nil {
@@ -1370,6 +1399,7 @@ func (g *guest) tried(err error) {
 }
 
 func (g *guest) began() {
+	g.t.tracef("%s BEGIN: takes the write lock", g.name())
 	g.txRefused, g.txLate = g.t.diskFaultsApart()
 	if g.zombie {
 		g.from = g.t.maxGseq(g.conn)
@@ -1486,6 +1516,7 @@ func (g *guest) interpose(s runtime.Site) error {
 		c.Kills++
 		t.countReplyKill(s)
 		t.hist[k] = c
+		t.tracef("%s killed %s", g.name(), traceSite(s))
 		return errKill
 	}
 	t.hist[k] = c
