@@ -348,6 +348,31 @@ func (r *refuseTx) Tx(c context.Context, fn func(storage.Tx) error) error {
 	return r.DB.Tx(c, fn)
 }
 
+// A reopen whose epoch take storage refuses before its check runs (busy
+// at its BEGIN) falls back to read-only as Open does, at the epoch it
+// reads back, and that read checks the closed instance's ownership too:
+// after a newer instance booted, the reopen is fenced there. Booted
+// read-only at the newer instance's epoch instead, its first write would
+// take the next epoch (ensureEpoch) and the tree with it.
+func TestReopenRefusedBeforeItsCheckIsFencedOnReadingBack(t *testing.T) {
+	tr, _, d, n1 := faultTree(t, 5)
+	n1.NewSession("s")
+	closed := n1.Inst
+	require.NoError(t, closed.Close(ctx))
+	newer := openUnswept(t, tr, d)
+
+	host, _, kdb := tr.Host()
+	t.Cleanup(kdb.Kill)
+	host.DB = &refuseTx{DB: host.DB, refuse: 2} // the schema's, then the epoch's, refused
+	again, err := core.Reopen(ctx, closed, host, tr.Cfg, d)
+	if again != nil {
+		t.Cleanup(again.Abandon)
+	}
+	require.ErrorIs(t, err, core.ErrFenced, "a newer instance booted since the closed one")
+	require.Nil(t, again)
+	require.NoError(t, checkEpoch(tr, newer), "the newer instance still owns the tree")
+}
+
 // A reopen that failed after its epoch take was stored although reported
 // failed (a late IOERR, then storage refusing the read-back) leaves the
 // closed instance's epoch replaced by one no live instance holds. The
