@@ -37,7 +37,9 @@ type Instance struct {
 	owner string
 	// reopened is set once a Reopen of this closed instance returned the
 	// instance that replaces it: from then on an epoch marked as its
-	// reopen's is that instance's, not this one's (CheckEpoch).
+	// reopen's is that instance's, not this one's (CheckEpoch). One its
+	// caller closed at once (recovery.ReopenWith's opened failed) replaces
+	// it all the same: that one is the instance to fence and reopen next.
 	reopened atomic.Bool
 	// stopping is closed when the instance starts to stop (Close, Abandon):
 	// it ends every wait for storage at once.
