@@ -35,6 +35,12 @@ type Instance struct {
 	bootEpoch int64
 	// owner marks the epochs this instance takes (takeEpoch).
 	owner string
+	// reopened is set once a Reopen of this closed instance returned the
+	// instance that replaces it: from then on an epoch marked as its
+	// reopen's is that instance's, not this one's (CheckEpoch). One its
+	// caller closed at once (recovery.ReopenWith's opened failed) replaces
+	// it all the same: that one is the instance to fence and reopen next.
+	reopened atomic.Bool
 	// stopping is closed when the instance starts to stop (Close, Abandon):
 	// it ends every wait for storage at once.
 	stopping chan struct{}
@@ -101,7 +107,11 @@ func Open(ctx context.Context, host Host, cfg Config, driver Driver) (*Instance,
 // must find that epoch its own, not a newer instance's. Only one reopen
 // of closed runs at a time, and a failed one returns no instance.
 func Reopen(ctx context.Context, closed *Instance, host Host, cfg Config, driver Driver) (*Instance, error) {
-	return open(ctx, host, cfg, driver, closed.CheckEpoch, reopenOwner(closed.owner))
+	inst, err := open(ctx, host, cfg, driver, closed.CheckEpoch, reopenOwner(closed.owner))
+	if inst != nil {
+		closed.reopened.Store(true)
+	}
+	return inst, err
 }
 
 // reopenOwner is the owner token of every reopen of the instance whose
@@ -249,6 +259,14 @@ func (inst *Instance) Epoch() int64 { return inst.epoch.Load() }
 // since; core would let its first write take the next one, ensureEpoch),
 // or one marked as its own: its take was stored although reported failed
 // (a late IOERR), and core's next write keeps it (takeEpoch).
+// For a closed instance that no Reopen has replaced yet, an epoch marked
+// as its reopen's (reopenOwner) passes too: the Reopen that took it
+// failed (its take reported failed, the read that follows refused) and
+// returned no instance, so none holds that epoch, and the tree is still
+// this one's: its host's delete goes on, and the reopen tried again keeps
+// the epoch. Fenced there, a guest took a delete sent before that retry
+// for a newer instance's tree: it stopped reopening, and the tree's
+// claims were left with no instance and no wake-up.
 // Checked in the write's own transaction, it is atomic with the write: a
 // superseded instance never commits it. It takes no epoch itself.
 func (inst *Instance) CheckEpoch(tx storage.Tx) error {
@@ -259,6 +277,7 @@ func (inst *Instance) CheckEpoch(tx storage.Tx) error {
 	}
 	mine := inst.epoch.Load()
 	switch {
+	case owner.Valid && inst.isClosed() && !inst.reopened.Load() && owner.String == reopenOwner(inst.owner):
 	case mine != 0 && epoch != mine:
 		return fmt.Errorf("instance epoch %d, database epoch %d: %w", mine, epoch, ErrFenced)
 	case mine == 0 && epoch != inst.bootEpoch && (!owner.Valid || owner.String != inst.owner):

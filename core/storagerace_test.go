@@ -348,6 +348,31 @@ func (r *refuseTx) Tx(c context.Context, fn func(storage.Tx) error) error {
 	return r.DB.Tx(c, fn)
 }
 
+// A reopen whose epoch take storage refuses before its check runs (busy
+// at its BEGIN) falls back to read-only as Open does, at the epoch it
+// reads back, and that read checks the closed instance's ownership too:
+// after a newer instance booted, the reopen is fenced there. Booted
+// read-only at the newer instance's epoch instead, its first write would
+// take the next epoch (ensureEpoch) and the tree with it.
+func TestReopenRefusedBeforeItsCheckIsFencedOnReadingBack(t *testing.T) {
+	tr, _, d, n1 := faultTree(t, 5)
+	n1.NewSession("s")
+	closed := n1.Inst
+	require.NoError(t, closed.Close(ctx))
+	newer := openUnswept(t, tr, d)
+
+	host, _, kdb := tr.Host()
+	t.Cleanup(kdb.Kill)
+	host.DB = &refuseTx{DB: host.DB, refuse: 2} // the schema's, then the epoch's, refused
+	again, err := core.Reopen(ctx, closed, host, tr.Cfg, d)
+	if again != nil {
+		t.Cleanup(again.Abandon)
+	}
+	require.ErrorIs(t, err, core.ErrFenced, "a newer instance booted since the closed one")
+	require.Nil(t, again)
+	require.NoError(t, checkEpoch(tr, newer), "the newer instance still owns the tree")
+}
+
 // A reopen that failed after its epoch take was stored although reported
 // failed (a late IOERR, then storage refusing the read-back) leaves the
 // closed instance's epoch replaced by one no live instance holds. The
@@ -356,23 +381,62 @@ func (r *refuseTx) Tx(c context.Context, fn func(storage.Tx) error) error {
 // tree, where it was fenced and the guest took itself for superseded,
 // serving nothing, its claims with no wake-up.
 func TestReopenTriedAgainAfterAFailedOneWhoseEpochWasStored(t *testing.T) {
+	tr, d, closed := closedAfterAFailedReopen(t)
+	host, _, kdb := tr.Host()
+	t.Cleanup(kdb.Kill)
+	again, err := core.Reopen(ctx, closed, host, tr.Cfg, d)
+	require.NoError(t, err, "no instance booted since the closed one but its own reopen")
+	t.Cleanup(again.Abandon)
+	_, err = again.CreateSession(ctx, core.NewSession{ID: "t", Principal: "tester"})
+	require.NoError(t, err)
+}
+
+// The closed instance whose reopen failed with its epoch stored still owns
+// the tree, for a write its host makes outside core (CheckEpoch: the
+// guest's delete, sent before the reopen's retry): no instance holds the
+// failed reopen's epoch. Fenced, the guest took the delete's tree for a
+// newer instance's, answered 503, and stopped reopening: the tree was
+// served by nothing, its claims with no wake-up. Once a reopen returns
+// the instance that replaces it, the closed one is fenced.
+func TestAClosedInstanceWhoseReopenFailedWithItsEpochStoredOwnsTheTree(t *testing.T) {
+	tr, d, closed := closedAfterAFailedReopen(t)
+	require.NoError(t, checkEpoch(tr, closed), "no instance holds the failed reopen's epoch")
+
+	host, _, kdb := tr.Host()
+	t.Cleanup(kdb.Kill)
+	again, err := core.Reopen(ctx, closed, host, tr.Cfg, d)
+	require.NoError(t, err)
+	t.Cleanup(again.Abandon)
+	require.ErrorIs(t, checkEpoch(tr, closed), core.ErrFenced, "the reopened instance replaces the closed one")
+	require.NoError(t, checkEpoch(tr, again))
+}
+
+// closedAfterAFailedReopen is a closed instance whose Reopen failed after
+// its epoch take was stored although reported failed: the take's commit
+// met a late IOERR, and storage refused the read of the epoch that
+// follows.
+func closedAfterAFailedReopen(t *testing.T) (*treetest.Tree, *treetest.Driver, *core.Instance) {
+	t.Helper()
 	tr, f, d, n1 := faultTree(t, 5)
 	n1.NewSession("s")
 	closed := n1.Inst
 	require.NoError(t, closed.Close(ctx))
 
 	host, _, kdb := tr.Host()
-	t.Cleanup(kdb.Kill)
-	db := &refuseTx{DB: host.DB, refuse: 3} // the schema's, the epoch's, then the read-back, refused
-	host.DB = db
+	defer kdb.Kill()
+	host.DB = &refuseTx{DB: host.DB, refuse: 3} // the schema's, the epoch's, then the read-back, refused
 	f.FailLateCommits(1, faultvfs.IOErrFsync)
 	_, err := core.Reopen(ctx, closed, host, tr.Cfg, d)
 	require.Error(t, err, "the epoch take reported failed, the read-back refused")
-	require.ErrorIs(t, checkEpoch(tr, closed), core.ErrFenced, "the failed reopen's epoch was stored")
+	require.Equal(t, closed.Epoch()+1, treeEpoch(tr), "the failed reopen's epoch was stored")
+	return tr, d, closed
+}
 
-	again, err := core.Reopen(ctx, closed, host, tr.Cfg, d)
-	require.NoError(t, err, "no instance booted since the closed one but its own reopen")
-	t.Cleanup(again.Abandon)
-	_, err = again.CreateSession(ctx, core.NewSession{ID: "t", Principal: "tester"})
-	require.NoError(t, err)
+// treeEpoch is the tree's stored epoch.
+func treeEpoch(tr *treetest.Tree) (epoch int64) {
+	tr.Read(func(tx storage.Tx) error {
+		_, err := storage.QueryRow(tx, `SELECT epoch FROM tree`, nil, &epoch)
+		return err
+	})
+	return epoch
 }

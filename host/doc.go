@@ -50,9 +50,11 @@
 //   - Open boots exactly the trees that have a wake-up row (every claim arms
 //     one), at most BootConcurrency at a time and in the background; it never
 //     opens another tree's file. A boot that fails keeps the row and retries
-//     with backoff; so does a wake-up's boot that panics (logged with its
-//     stack: no HTTP handler is there to recover it, and the process and
-//     every other tree serve on). Boot never waits on executions.
+//     with backoff; so does a wake-up whose boot, or whose running tree's
+//     sweep, panics (logged with its stack: no HTTP handler is there to
+//     recover it, and the process and every other tree serve on; the
+//     running tree is no longer counted in use). Boot never waits on
+//     executions.
 //   - Eviction and Close are graceful (core.Instance.Close: shutdown recorded,
 //     claims kept) and never remove a wake-up row.
 //   - Eviction closes only a tree that nothing uses: owned by no operation

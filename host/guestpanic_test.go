@@ -243,6 +243,40 @@ func TestWakeupBootPanicIsRetried(t *testing.T) {
 	require.NotNil(t, h.OpenInstance("t"))
 }
 
+// A wake-up delivered to a running tree whose wake panics (SQLite's
+// connection cannot map its memory in the sweep) is recovered as a
+// wake-up's boot panic is, and the tree stops counting in use as the
+// delivery ends: at the cap, the next tree's open closes it. The hold the
+// delivery took was ended only when the wake returned, so a panic, once
+// recovered, left the tree in use for good: no eviction, idle or for the
+// cap, would close it again, and at MaxOpenTrees 1 every other tree was
+// refused ErrTooManyOpen.
+func TestWakeupSweepPanicLeavesTheTreeClosable(t *testing.T) {
+	e := newEnv(t)
+	e.core = e.core.WithWakeInterval(time.Hour)
+	var panicking atomic.Bool
+	panicking.Store(true)
+	cfg := host.WithWakingHook(withCap(e.config(), 1, nil), func(string) {
+		if panicking.Swap(false) {
+			panic("cannot allocate memory")
+		}
+	})
+	h := e.open(cfg)
+	inst := e.tree(h, "claimed")
+	admit(t, inst, "claimed", "die once")
+	e.d.next(t)
+	idle(t, inst) // the claim stays, no execution runs: nothing uses the tree
+
+	e.clock.Set(treeStart(time.Hour))
+	d := e.nextDelivery()
+	require.Equal(t, "claimed", d.id)
+	require.ErrorContains(t, d.err, "panicked: cannot allocate memory")
+
+	_, err := h.Create(ctx, "other", "alice", nil)
+	require.NoError(t, err, "the tree whose wake-up panicked is in use by nothing: the cap closes it")
+	require.Nil(t, h.OpenInstance("claimed"))
+}
+
 // headThenPanicRuntime starts trees whose requests, once panicking is
 // set, send the head and part of the body, then panic.
 type headThenPanicRuntime struct {

@@ -206,11 +206,12 @@ func (w *waker) deliverLoop() {
 }
 
 // deliverRecovered is deliver, with a panic (SQLite's connection panics
-// when its memory cannot be mapped, in the boot a delivery runs) turned
-// into the delivery's error, logged with its stack: a wake-up runs under
-// no HTTP handler to recover it, so the panic would end the process, and
-// every other tree with it. The boot's entry is failed by then
-// (failBootOnPanic), so the delivery is retried as a failed one is.
+// when its memory cannot be mapped, in the boot a delivery runs or in the
+// running instance's sweep) turned into the delivery's error, logged with
+// its stack: a wake-up runs under no HTTP handler to recover it, so the
+// panic would end the process, and every other tree with it. A boot's
+// entry is failed by then (failBootOnPanic), a running tree's hold ended
+// (wakeHeld), so the delivery is retried as a failed one is.
 func (h *Host) deliverRecovered(id string) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
@@ -247,13 +248,23 @@ func (h *Host) deliver(ctx context.Context, id string) error {
 			// the tree held exactly as the sweep does.
 			wake = func(ctx context.Context) error { f(id); return e.run.wake(ctx) }
 		}
-		err = wake(ctx)
-		h.mu.Lock()
-		e.inflight--
-		h.mu.Unlock()
+		err = h.wakeHeld(ctx, e, wake)
 		if err != nil {
 			return fmt.Errorf("wake tree %s: %w", id, err)
 		}
 		return nil
 	}
+}
+
+// wakeHeld runs wake on e, which hold counted in use, and ends that use
+// however wake ends: a panic too, which deliverRecovered turns into the
+// delivery's error. Left counted, the tree would be in use for good, and
+// no eviction, idle or for the cap, would close it again.
+func (h *Host) wakeHeld(ctx context.Context, e *entry, wake func(context.Context) error) error {
+	defer func() {
+		h.mu.Lock()
+		e.inflight--
+		h.mu.Unlock()
+	}()
+	return wake(ctx)
 }

@@ -218,3 +218,49 @@ func failDeleteOnAFullDisk(t *testing.T, a *env, f *faultvfs.Fault) {
 	require.NotZero(t, a.s.wake, "the closed instance's reopening is armed")
 	f.Heal()
 }
+
+// A reopen whose epoch's commit is stored although reported failed, and
+// whose read of the epoch that follows is refused (another connection's
+// write lock), fails: the closed instance stays, the tree's epoch now the
+// failed reopen's, which no instance holds, and the reopen's retry is
+// armed. A DELETE sent meanwhile is the closed instance's, and the tree is
+// still its own: the delete deletes it. Its fence took the failed
+// reopen's epoch for a newer boot's (ErrFenced): the delete answered 503
+// and marked the guest superseded, so no wake-up reopened it again, and
+// the tree, its turn's claim with it, was served by nothing (every write
+// 503) and resumed by nothing.
+func TestADeleteAfterAReopenThatFailedWithItsEpochStoredIsTheClosedInstances(t *testing.T) {
+	a, f := newFaultEnvWith(t, 5, offlineConfig(), sqlitedb.Options{BusyTimeout: -1})
+	other := rivalConn(t, a.path)
+	lockAt, begins := 0, 0 // the other connection takes its lock at the lockAt-th BEGIN from now
+	require.NoError(t, a.boot(runtime.Options{Interpose: func(st runtime.Site) error {
+		if lockAt == 0 || st.Import != abi.ImportSQLBegin || st.After {
+			return nil
+		}
+		if begins++; begins == lockAt {
+			require.NoError(t, other.Begin())
+		}
+		return nil
+	}}))
+	a.createAndPrompt("one two three") // its model call never answered: the turn holds the claim
+	failDeleteOnAFullDisk(t, a, f)
+
+	// The reopen: the schema's transaction, the epoch's (stored, reported
+	// failed), then the read of the epoch, refused.
+	epoch := a.epoch()
+	f.FailLateCommits(1, faultvfs.IOErrFsync)
+	lockAt = 3
+	a.deliverWake(60_000)
+	lockAt = 0
+	require.Equal(t, 1, f.LateCommits(), "the reopen's epoch commit was reported failed")
+	require.True(t, other.InTx(), "the reopen's read of the epoch met the lock")
+	require.NoError(t, other.Rollback())
+	require.Equal(t, epoch+1, a.epoch(), "the failed reopen's epoch was stored")
+	require.NotZero(t, a.s.wake, "the reopen's retry is armed")
+
+	r := a.do("DELETE", "/v1/sessions/"+treeID, nil)
+	require.Equal(t, 204, r.status, "no newer instance owns the tree: %s", r.body.String())
+	require.Zero(t, a.s.wake, "the deleted tree's wake-up is cleared")
+	r = a.do("GET", "/v1/sessions/"+treeID, nil)
+	require.Equal(t, 404, r.status, r.body.String())
+}
