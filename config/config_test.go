@@ -357,8 +357,6 @@ func TestRejects(t *testing.T) {
 	}
 }
 
-// TestEveryProblemReported: one run lists every problem, each naming its
-// key, so an operator fixes the file in one pass.
 // A surrogate pair escaped whole is the character it names, and an
 // escaped backslash before "ud800" is no escape: both are read as written.
 func TestSurrogatePairAccepted(t *testing.T) {
@@ -367,6 +365,8 @@ func TestSurrogatePairAccepted(t *testing.T) {
 	require.Equal(t, "\U0001F600 \\ud800 \u00e9", c.SessionDefaults.SystemPrompt)
 }
 
+// TestEveryProblemReported: one run lists every problem, each naming its
+// key, so an operator fixes the file in one pass.
 func TestEveryProblemReported(t *testing.T) {
 	_, err := config.Parse([]byte(`{
 		"webhook_tools": [{"name": "n", "description": "d", "url": "https://h.example.com/x", "secrett": "0123456789abcdef"}],

@@ -145,8 +145,8 @@ func handle(log *logs.Logger, pattern string, panicked func(string), fn func(htt
 }
 
 // stack is the calling goroutine's stack trace, for the log of a panic.
-// It is runtime/debug.Stack, which the guest does not otherwise link (its
-// size is watched: TestGuestSize).
+// It does what runtime/debug.Stack does, without linking runtime/debug
+// into the guest, whose size is watched (TestGuestSize).
 func stack() string {
 	buf := make([]byte, 4096)
 	for {
