@@ -102,7 +102,7 @@ func simulate(ctx context.Context, args []string, getenv func(string) string, st
 	var wasm []byte
 	var err error
 	if *guest != "" {
-		wasm, err = os.ReadFile(*guest)
+		wasm, err = readGuestModule(*guest)
 	} else {
 		wasm, _, err = guestbuild.Build()
 	}

@@ -107,10 +107,20 @@ type streaming struct {
 	modelErr error // the model's own failure, when that ended the stream
 	text     strings.Builder
 	saved    int // bytes of text checkpointed
-	calls    map[int]*model.ToolCall
+	calls    map[int]*streamedCall
 	finish   string
 	usage    model.Usage
 	stored   int // the answer's text and tool calls as stored (core.StoredLen)
+}
+
+// streamedCall is one tool call being received. Its arguments grow in a
+// builder: providers stream them a few bytes per delta, and appending to a
+// string copies all of it each time, so a 400 KB argument (a file a model
+// writes) took a minute of CPU, and one at the stored cap a quarter of an
+// hour.
+type streamedCall struct {
+	name      string
+	arguments strings.Builder
 }
 
 type received struct {
@@ -299,17 +309,17 @@ func (s *streaming) apply(c model.Chunk) {
 	s.text.WriteString(c.Text)
 	if d := c.ToolCall; d != nil {
 		if s.calls == nil {
-			s.calls = map[int]*model.ToolCall{}
+			s.calls = map[int]*streamedCall{}
 		}
 		call := s.calls[d.Index]
 		if call == nil {
-			call = &model.ToolCall{}
+			call = &streamedCall{}
 			s.calls[d.Index] = call
 		}
 		if d.Name != "" {
-			call.Name = d.Name
+			call.name = d.Name
 		}
-		call.Arguments += d.Arguments
+		call.arguments.WriteString(d.Arguments)
 	}
 	if c.Usage != nil {
 		s.usage = *c.Usage
@@ -330,11 +340,11 @@ func (s *streaming) toolCalls(newID func() string) []event.ToolCall {
 	out := make([]event.ToolCall, 0, len(idx))
 	for n, i := range idx {
 		c := s.calls[i]
-		args := c.Arguments
+		args := c.arguments.String()
 		if strings.TrimSpace(args) == "" {
 			args = "{}"
 		}
-		out = append(out, event.ToolCall{CallID: newID(), Index: n, Name: c.Name, Arguments: args})
+		out = append(out, event.ToolCall{CallID: newID(), Index: n, Name: c.name, Arguments: args})
 	}
 	return out
 }
