@@ -39,3 +39,32 @@ func TestObjectRefusesAnotherPrincipalByItself(t *testing.T) {
 	assert.Equal(t, httpmsg.StatusOK, read("tester").status, "the owner is served")
 	assert.Equal(t, int64(1), o.foreignRefused.Load(), "the owner's request is not counted")
 }
+
+// The object serves only the tree it holds: a request that names another
+// tree, or none, is answered as a tree not there (404), its principal
+// never looked at. The front sets the tree header on every request it
+// forwards (worker/entry.mjs, treeFetch), so one without it did not come
+// through the front; the shim's own check (durableobject/shim.js) looks
+// only at a header that is there.
+func TestObjectServesOnlyItsOwnTree(t *testing.T) {
+	o, _ := openedObject(t)
+	require.Equal(t, httpmsg.StatusCreated, serveFront(t, o, httpmsg.MethodPost).status) // tree "root", owned by "tester"
+
+	read := func(tree string) *answer {
+		r, err := httpmsg.NewRequest(context.Background(), httpmsg.MethodGet, "https://object/v1/sessions/root", nil)
+		require.NoError(t, err)
+		if tree != "" {
+			r.Header.Set(TreeHeader, tree)
+		}
+		r.Header.Set(PrincipalHeader, "tester")
+		w := &answer{header: httpmsg.Header{}}
+		o.ServeHTTP(w, r)
+		return w
+	}
+	for _, tree := range []string{"other", ""} {
+		w := read(tree)
+		assert.Equal(t, httpmsg.StatusNotFound, w.status, "tree header %q: %s", tree, w.body.String())
+		assert.Contains(t, w.body.String(), `"type":"not_found"`, "tree header %q", tree)
+	}
+	assert.Equal(t, httpmsg.StatusOK, read("root").status, "its own tree is served")
+}
