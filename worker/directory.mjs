@@ -19,6 +19,12 @@ const ROOT = /^\/trees\/([A-Za-z0-9_-]{1,64})$/;
 // row it committed: it makes the row durable, then resets itself.
 export const LOSE_PUT_HEADER = "x-revenant-test-lose-put";
 
+// FAIL_DELETE_HEADER on a DELETE, which the front sends in the tests'
+// build only (REVENANT_TEST_FAIL_ROW_DELETE), makes the Directory fail the
+// first DELETE of each row it is asked to delete (500, the row kept), as
+// a storage error would; the next DELETE of it is served.
+export const FAIL_DELETE_HEADER = "x-revenant-test-fail-delete";
+
 export class Directory extends DurableObject {
   constructor(ctx, env) {
     super(ctx, env);
@@ -63,6 +69,14 @@ export class Directory extends DurableObject {
         return new Response(null, { status: 201 });
       }
       case "DELETE":
+        if (request.headers.has(FAIL_DELETE_HEADER)) {
+          this.failedDeletes ??= new Set();
+          if (!this.failedDeletes.has(root)) {
+            this.failedDeletes.add(root);
+            console.log(`revenant test: the directory failed the DELETE of a row: ${root}`);
+            return new Response(null, { status: 500 });
+          }
+        }
         this.sql.exec(`DELETE FROM trees WHERE root_id = ?`, root);
         return new Response(null, { status: 204 });
     }
