@@ -19,11 +19,12 @@ const ROOT = /^\/trees\/([A-Za-z0-9_-]{1,64})$/;
 // row it committed: it makes the row durable, then resets itself.
 export const LOSE_PUT_HEADER = "x-revenant-test-lose-put";
 
-// FAIL_DELETE_HEADER on a DELETE, which the front sends in the tests'
-// build only (REVENANT_TEST_FAIL_ROW_DELETE), makes the Directory fail the
-// first DELETE of each row it is asked to delete (500, the row kept), as
-// a storage error would; the next DELETE of it is served.
-export const FAIL_DELETE_HEADER = "x-revenant-test-fail-delete";
+// FAIL_ONCE_HEADER on a GET or a DELETE of /trees/{root}, which the front
+// sends in the tests' build only (REVENANT_TEST_FAIL_OWNER_READ,
+// REVENANT_TEST_FAIL_ROW_DELETE), makes the Directory fail the first such
+// request for each root (500, nothing read or deleted), as a storage
+// error would; the next one is served.
+export const FAIL_ONCE_HEADER = "x-revenant-test-fail-once";
 
 export class Directory extends DurableObject {
   constructor(ctx, env) {
@@ -52,6 +53,15 @@ export class Directory extends DurableObject {
     const m = url.pathname.match(ROOT);
     if (!m) return new Response(null, { status: 404 });
     const root = m[1];
+    if (request.headers.has(FAIL_ONCE_HEADER)) {
+      const key = request.method + " " + root;
+      this.failedOnce ??= new Set();
+      if (!this.failedOnce.has(key)) {
+        this.failedOnce.add(key);
+        console.log(`revenant test: the directory failed a request: ${key}`);
+        return new Response(null, { status: 500 });
+      }
+    }
     switch (request.method) {
       case "GET": {
         const row = this.sql.exec(`SELECT root_id, principal, created_at FROM trees WHERE root_id = ?`, root).toArray()[0];
@@ -69,14 +79,6 @@ export class Directory extends DurableObject {
         return new Response(null, { status: 201 });
       }
       case "DELETE":
-        if (request.headers.has(FAIL_DELETE_HEADER)) {
-          this.failedDeletes ??= new Set();
-          if (!this.failedDeletes.has(root)) {
-            this.failedDeletes.add(root);
-            console.log(`revenant test: the directory failed the DELETE of a row: ${root}`);
-            return new Response(null, { status: 500 });
-          }
-        }
         this.sql.exec(`DELETE FROM trees WHERE root_id = ?`, root);
         return new Response(null, { status: 204 });
     }
