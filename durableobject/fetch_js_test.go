@@ -300,6 +300,23 @@ func TestFetchThatThrowsFailsTheRequest(t *testing.T) {
 	assert.ErrorAs(t, err, &ue, "as a rejection's: tools/web tells the model the reason alone")
 }
 
+// A URL's password (a provider's base URL given as
+// https://user:password@host/) never shows in a failed fetch's error,
+// which a model's client may log or tell the session: redacted as the
+// local server's net/http redacts it (url.URL.Redacted).
+func TestFetchFailureRedactsTheURLsPassword(t *testing.T) {
+	real := jsFetch
+	defer func() { jsFetch = real }()
+	jsFetch = js.Global().Call("eval", `(url, init) => Promise.reject(new TypeError("Network connection lost."))`)
+	req, err := httpmsg.NewRequest(context.Background(), httpmsg.MethodPost, "https://user:PASSWORDSECRET@models.example.com/v1/chat/completions", nil)
+	require.NoError(t, err)
+	_, err = Fetch{}.Do(req)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "Network connection lost.")
+	assert.NotContains(t, err.Error(), "PASSWORDSECRET")
+	assert.Contains(t, err.Error(), "models.example.com", "the host is still named, as net/http names it")
+}
+
 // A webhook's URL is the operator's and may hold its secret in the path
 // or query (a Slack-style hook URL): a failed fetch is told to the model,
 // and so stored in the event log and shown to every reader of the

@@ -110,3 +110,44 @@ func TestWorkerdLostDirectoryAnswer(t *testing.T) {
 	w.kill(t)
 	assert.Equal(t, 0, w.treesStored(t), "no tree is left in storage")
 }
+
+// TestWorkerdFailedRowDelete: a delete whose tree the object deleted but
+// whose directory row could not be deleted (the test build's
+// REVENANT_TEST_FAIL_ROW_DELETE fails each row's first DELETE, as a
+// storage error would) is answered 503, not 204: the row is still listed,
+// and a client told 204 would never delete again. Deleting again finds
+// the tree gone (the object answers 404), deletes the row and answers
+// 204: the delete is then complete.
+func TestWorkerdFailedRowDelete(t *testing.T) {
+	t.Parallel() // see workerd_test.go
+	w := startWorkerdWith(t, "revenant_testroutes", "REVENANT_TEST_FAIL_ROW_DELETE:on")
+	s := w.client(t)
+	sid := s.create()
+	code, body := frontRaw(t, s, http.MethodDelete, "/v1/sessions/"+sid)
+	assert.Equal(t, http.StatusServiceUnavailable, code, "the row was not deleted: %s", body)
+	w.waitLog(t, "revenant test: the directory failed a request: DELETE "+sid, waitTimeout)
+	assert.Contains(t, s.listed(), sid, "the row is still listed")
+	assert.Equal(t, http.StatusNotFound, frontStatus(t, s, http.MethodGet, "/v1/sessions/"+sid), "the tree itself is gone")
+
+	assert.Equal(t, http.StatusNoContent, frontStatus(t, s, http.MethodDelete, "/v1/sessions/"+sid), "deleting again completes the delete")
+	assert.NotContains(t, s.listed(), sid, "the row is gone")
+}
+
+// TestWorkerdFailedOwnerRead: the owner check of a request whose
+// Directory did not answer (the test build's REVENANT_TEST_FAIL_OWNER_READ
+// fails each tree's first owner read, 500, as a storage error would) is
+// answered 503, the request never reaching the tree's object: the front
+// cannot tell whose tree it is (a front that took the failure for "owned"
+// would leave only the object's own check). The next request is served. The owner
+// cache is off, so that every request asks the Directory.
+func TestWorkerdFailedOwnerRead(t *testing.T) {
+	t.Parallel() // see workerd_test.go
+	w := startWorkerdWith(t, "revenant_testroutes", "REVENANT_TEST_FAIL_OWNER_READ:on", "REVENANT_OWNER_CACHE:off")
+	s := w.client(t)
+	sid := s.create()
+	code, body := frontRaw(t, s, http.MethodGet, "/v1/sessions/"+sid)
+	assert.Equal(t, http.StatusServiceUnavailable, code, "the owner check failed: %s", body)
+	assert.Contains(t, body, "the session directory did not answer")
+	w.waitLog(t, "revenant test: the directory failed a request: GET "+sid, waitTimeout)
+	assert.Equal(t, http.StatusOK, frontStatus(t, s, http.MethodGet, "/v1/sessions/"+sid), "the next request is served")
+}

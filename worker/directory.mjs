@@ -19,6 +19,13 @@ const ROOT = /^\/trees\/([A-Za-z0-9_-]{1,64})$/;
 // row it committed: it makes the row durable, then resets itself.
 export const LOSE_PUT_HEADER = "x-revenant-test-lose-put";
 
+// FAIL_ONCE_HEADER on a GET or a DELETE of /trees/{root}, which the front
+// sends in the tests' build only (REVENANT_TEST_FAIL_OWNER_READ,
+// REVENANT_TEST_FAIL_ROW_DELETE), makes the Directory fail the first such
+// request for each root (500, nothing read or deleted), as a storage
+// error would; the next one is served.
+export const FAIL_ONCE_HEADER = "x-revenant-test-fail-once";
+
 export class Directory extends DurableObject {
   constructor(ctx, env) {
     super(ctx, env);
@@ -46,6 +53,15 @@ export class Directory extends DurableObject {
     const m = url.pathname.match(ROOT);
     if (!m) return new Response(null, { status: 404 });
     const root = m[1];
+    if (request.headers.has(FAIL_ONCE_HEADER)) {
+      const key = request.method + " " + root;
+      this.failedOnce ??= new Set();
+      if (!this.failedOnce.has(key)) {
+        this.failedOnce.add(key);
+        console.log(`revenant test: the directory failed a request: ${key}`);
+        return new Response(null, { status: 500 });
+      }
+    }
     switch (request.method) {
       case "GET": {
         const row = this.sql.exec(`SELECT root_id, principal, created_at FROM trees WHERE root_id = ?`, root).toArray()[0];

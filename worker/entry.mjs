@@ -17,7 +17,7 @@
 // client that goes away (ctx.waitUntil: lasting).
 import { SPENT_HEADER, Tree, goModule, varText } from "../durableobject/shim.js"; // evaluates Go's wasm_exec.js first
 import { drop, readBody } from "../durableobject/body.mjs";
-import { Directory, LOSE_PUT_HEADER } from "./directory.mjs";
+import { Directory, FAIL_ONCE_HEADER, LOSE_PUT_HEADER } from "./directory.mjs";
 import { armHold, disarm } from "../durableobject/testhold.mjs";
 
 export { Tree, Directory };
@@ -157,8 +157,14 @@ function directoryFetch(env, principal, method, path) {
   const headers = {};
   // The tests' build only (the front's testBuild): the var
   // REVENANT_TEST_LOSE_PUT has the Directory lose its answer to a PUT it
-  // committed (directory.mjs).
-  if (method === "PUT" && env.REVENANT_TEST_LOSE_PUT && logic?.bridge.testBuild) headers[LOSE_PUT_HEADER] = "1";
+  // committed, REVENANT_TEST_FAIL_OWNER_READ fail a tree's first owner
+  // read and REVENANT_TEST_FAIL_ROW_DELETE its row's first DELETE
+  // (directory.mjs).
+  if (logic?.bridge.testBuild) {
+    if (method === "PUT" && env.REVENANT_TEST_LOSE_PUT) headers[LOSE_PUT_HEADER] = "1";
+    if (method === "GET" && path.startsWith("/trees/") && env.REVENANT_TEST_FAIL_OWNER_READ) headers[FAIL_ONCE_HEADER] = "1";
+    if (method === "DELETE" && env.REVENANT_TEST_FAIL_ROW_DELETE) headers[FAIL_ONCE_HEADER] = "1";
+  }
   return dir.fetch("https://object" + path, { method, headers });
 }
 
