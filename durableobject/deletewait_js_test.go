@@ -120,8 +120,8 @@ func (d slowStopDriver) Run(ctx context.Context, _ *core.Execution) core.Outcome
 	return core.Outcome{Kind: core.Stopped}
 }
 
-// An interrupt_grace set tiny, for interrupts that do not wait ("1ns":
-// the file's 0 is the default), must not make a delete of a tree with a
+// An interrupt_grace set to its least (100ms, for interrupts that barely
+// wait; the file's 0 is the default) must not make a delete of a tree with a
 // running turn fail: a turn that heeds its cancellation still needs a
 // moment to stop, and a 503 there would come again on the fresh object,
 // whose boot resumes the turn, for every delete after. So a delete waits
@@ -129,7 +129,7 @@ func (d slowStopDriver) Run(ctx context.Context, _ *core.Execution) core.Outcome
 func TestDeleteWaitsForACooperativeTurnWhateverTheGrace(t *testing.T) {
 	d := slowStopDriver{running: make(chan struct{}, 1), stopping: make(chan struct{}, 1), release: make(chan struct{})}
 	o, storage := openedObjectWith(t, d)
-	o.setWaits(core.NewConfig().WithInterruptGrace(time.Nanosecond))
+	o.setWaits(core.NewConfig().WithInterruptGrace(100 * time.Millisecond))
 	createWithPrompt(t, o, "stops when asked")
 	<-d.running
 
