@@ -39,7 +39,11 @@ export class Directory extends DurableObject {
     const url = new URL(request.url);
     const q = url.searchParams;
     if (url.pathname === "/trees" && request.method === "GET") {
-      const limit = Math.min(Math.max(parseInt(q.get("limit") ?? "50", 10) || 50, 1), 200);
+      // The front always sends the limit it checked (1 to api.MaxListLimit,
+      // worker/list.go): no second copy of that bound here to drift from it
+      // (a smaller one would cut every page short, with a cursor).
+      const limit = Number(q.get("limit"));
+      if (!Number.isSafeInteger(limit) || limit < 1) return new Response(null, { status: 400 });
       const rows = q.has("after_at")
         ? this.sql
             .exec(
