@@ -281,6 +281,12 @@ func TestReopenOnlyWhileTheClosedInstanceOwnsTheTree(t *testing.T) {
 	_, err = core.Reopen(ctx, again, host, tr.Cfg, d)
 	require.ErrorIs(t, err, core.ErrFenced, "read-only, still fenced")
 	f.Heal()
+	// Nor does storage refusing the epoch's transaction before it ran
+	// (busy, so its fence never ran): the read-back that follows checks
+	// ownership the same way.
+	host.DB = &refuseTx{DB: host.DB, refuse: 2} // the schema's, then the epoch's
+	_, err = core.Reopen(ctx, again, host, tr.Cfg, d)
+	require.ErrorIs(t, err, core.ErrFenced, "refused before its take, still fenced")
 	require.NoError(t, checkEpoch(tr, newer), "the newer instance still owns the tree")
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/revenantrt/revenant/core/event"
 	"github.com/revenantrt/revenant/core/model"
 	"github.com/revenantrt/revenant/core/runner"
+	"github.com/revenantrt/revenant/core/storage"
 	"github.com/revenantrt/revenant/core/tool"
 	"github.com/revenantrt/revenant/internal/treetest"
 )
@@ -304,4 +305,48 @@ func TestToolOutputIsCutAtTheCap(t *testing.T) {
 		require.Len(t, s, 1)
 		assert.Equal(t, want, s[0].Output, out)
 	}
+}
+
+// A body that returns a known result after an interrupt cancelled it is
+// settled, and the execution stops there: the step's next call, an in-tree
+// kv_put, never runs, though an in-tree tool needs no body goroutine that
+// a cancelled execution would refuse to start (DESIGN §6.4: no tool body
+// starts once the execution is cancelled).
+func TestKnownResultAfterAnInterruptRunsNoFurtherCall(t *testing.T) {
+	tr := treetest.New(t)
+	bodies := newBodyLog()
+	charge := tool.Func{DefaultPermission: "allow", Name: "charge", Run: func(ctx context.Context, c tool.Call) (string, error) {
+		bodies.enter(c)
+		<-ctx.Done()
+		return "charged 42 EUR", nil
+	}}
+	m := &scriptModel{steps: func(k int) scriptStep {
+		if k == 1 {
+			return scriptStep{chunks: []model.Chunk{
+				{ToolCall: &model.ToolCallDelta{Index: 0, Name: "charge", Arguments: `{}`}},
+				{ToolCall: &model.ToolCallDelta{Index: 1, Name: "kv_put", Arguments: `{"key":"receipt","value":"42"}`}},
+				{Finish: model.FinishToolCalls},
+			}}
+		}
+		return scriptStep{chunks: text("done")}
+	}}
+	n := tr.Boot(newRunner(t, m, runner.NewConfig(), charge, tool.KVPut()))
+	sid := n.NewSession("s")
+	pid := n.Admit(sid, "pay, then note the receipt")
+	<-bodies.entered
+	did, err := n.Inst.Interrupt(ctx, sid, event.ReasonUser)
+	require.NoError(t, err)
+	require.True(t, did)
+	n.Idle()
+
+	require.Equal(t, "interrupted", tr.PromptState(pid))
+	s := settlements(t, tr.Events(sid))
+	require.Len(t, s, 1, "only charge, whose body returned, is settled")
+	assert.Equal(t, "charged 42 EUR", s[0].Output)
+	var stored bool
+	tr.Read(func(tx storage.Tx) error {
+		_, err := storage.QueryRow(tx, `SELECT EXISTS (SELECT 1 FROM kv WHERE key = 'receipt')`, nil, &stored)
+		return err
+	})
+	assert.False(t, stored, "kv_put did not run after the interrupt")
 }

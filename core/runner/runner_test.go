@@ -183,6 +183,7 @@ func TestKilledStreamKeepsLastCheckpoint(t *testing.T) {
 	require.Len(t, cuts, 1)
 	require.NoError(t, cuts[0].Decode(&cut))
 	assert.Equal(t, kept, cut.Text, "the cut step keeps its checkpoints")
+	assert.Equal(t, event.CutInterrupted, cut.Reason, "its execution died: a later one cut it")
 	// What the kill lost is what arrived after the last checkpoint: under
 	// the byte threshold and younger than the checkpoint interval.
 	streamed := kept + "lost words"
