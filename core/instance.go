@@ -35,11 +35,13 @@ type Instance struct {
 	bootEpoch int64
 	// owner marks the epochs this instance takes (takeEpoch).
 	owner string
-	// reopened is set once a Reopen of this closed instance returned the
-	// instance that replaces it: from then on an epoch marked as its
-	// reopen's is that instance's, not this one's (CheckEpoch). One its
-	// caller closed at once (recovery.ReopenWith's opened failed) replaces
-	// it all the same: that one is the instance to fence and reopen next.
+	// reopened is set while a Reopen of this closed instance runs, and
+	// stays set once one returned the instance that replaces it: an epoch
+	// marked as its reopen's is then that instance's, not this one's
+	// (CheckEpoch), from the moment its take commits, before Reopen
+	// returns it. One its caller closed at once (recovery.ReopenWith's
+	// opened failed) replaces it all the same: that one is the instance to
+	// fence and reopen next. A Reopen that returned no instance clears it.
 	reopened atomic.Bool
 	// stopping is closed when the instance starts to stop (Close, Abandon):
 	// it ends every wait for storage at once.
@@ -107,9 +109,17 @@ func Open(ctx context.Context, host Host, cfg Config, driver Driver) (*Instance,
 // must find that epoch its own, not a newer instance's. Only one reopen
 // of closed runs at a time, and a failed one returns no instance.
 func Reopen(ctx context.Context, closed *Instance, host Host, cfg Config, driver Driver) (*Instance, error) {
+	// Set before the take, not after: between the take's commit and the
+	// return, a write of closed's host (a guest's delete) would pass
+	// CheckEpoch over the instance that holds the epoch. The take itself
+	// does not need CheckEpoch to pass an epoch marked as closed's reopen's:
+	// it finds that epoch its own first (takeEpoch, open's read-back).
+	// A Reopen that fails clears only the mark it set itself: an earlier
+	// Reopen's instance stays closed's replacement.
+	set := closed.reopened.CompareAndSwap(false, true)
 	inst, err := open(ctx, host, cfg, driver, closed.CheckEpoch, reopenOwner(closed.owner))
-	if inst != nil {
-		closed.reopened.Store(true)
+	if inst == nil && set {
+		closed.reopened.Store(false)
 	}
 	return inst, err
 }
@@ -259,9 +269,9 @@ func (inst *Instance) Epoch() int64 { return inst.epoch.Load() }
 // since; core would let its first write take the next one, ensureEpoch),
 // or one marked as its own: its take was stored although reported failed
 // (a late IOERR), and core's next write keeps it (takeEpoch).
-// For a closed instance that no Reopen has replaced yet, an epoch marked
-// as its reopen's (reopenOwner) passes too: the Reopen that took it
-// failed (its take reported failed, the read that follows refused) and
+// For a closed instance that no Reopen is replacing or has replaced, an
+// epoch marked as its reopen's (reopenOwner) passes too: the Reopen that
+// took it failed (its take reported failed, the read that follows refused) and
 // returned no instance, so none holds that epoch, and the tree is still
 // this one's: its host's delete goes on, and the reopen tried again keeps
 // the epoch. Fenced there, a guest took a delete sent before that retry

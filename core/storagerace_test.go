@@ -446,3 +446,42 @@ func treeEpoch(tr *treetest.Tree) (epoch int64) {
 	})
 	return epoch
 }
+
+// A reopen under way holds the epoch it took from the moment its take
+// commits, before Reopen returns it: the closed instance is fenced from
+// then, not only once the reopen returns. A write the closed instance's
+// host makes in between (a guest's delete, checked by CheckEpoch) would
+// otherwise pass, as for a reopen that failed, and delete the tree under
+// the instance that holds it.
+func TestAClosedInstanceIsFencedOnceItsReopenTookTheEpoch(t *testing.T) {
+	tr, _, d, n1 := faultTree(t, 5)
+	n1.NewSession("s")
+	closed := n1.Inst
+	require.NoError(t, closed.Close(ctx))
+
+	host, _, kdb := tr.Host()
+	t.Cleanup(kdb.Kill)
+	var between error
+	host.DB = &afterTx{DB: host.DB, n: 2, then: func() { between = checkEpoch(tr, closed) }} // the schema's, then the epoch's
+	again, err := core.Reopen(ctx, closed, host, tr.Cfg, d)
+	require.NoError(t, err)
+	t.Cleanup(again.Abandon)
+	require.Equal(t, closed.Epoch()+1, again.Epoch(), "the reopen took its epoch in the second transaction")
+	require.ErrorIs(t, between, core.ErrFenced, "the reopen's epoch is taken: the closed instance no longer owns the tree")
+}
+
+// afterTx is a storage.DB that runs then right after its n-th transaction
+// from now (counting from 1) has committed.
+type afterTx struct {
+	storage.DB
+	n    int
+	then func()
+}
+
+func (a *afterTx) Tx(c context.Context, fn func(storage.Tx) error) error {
+	err := a.DB.Tx(c, fn)
+	if a.n--; a.n == 0 && err == nil {
+		a.then()
+	}
+	return err
+}
