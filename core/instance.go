@@ -107,7 +107,8 @@ func Open(ctx context.Context, host Host, cfg Config, driver Driver) (*Instance,
 // commit was stored although reported failed (a late IOERR, then its
 // read-back refused) took closed's ownership, and the reopen tried again
 // must find that epoch its own, not a newer instance's. Only one reopen
-// of closed runs at a time, and a failed one returns no instance.
+// of closed runs at a time, none after one returned an instance (that
+// one is the instance to reopen next), and a failed one returns no instance.
 func Reopen(ctx context.Context, closed *Instance, host Host, cfg Config, driver Driver) (*Instance, error) {
 	// Set before the take, not after: between the take's commit and the
 	// return, a write of closed's host (a guest's delete) would pass

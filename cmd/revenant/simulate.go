@@ -84,14 +84,17 @@ func simulate(ctx context.Context, args []string, getenv func(string) string, st
 			return fmt.Errorf("simulate: %s: %w", d.flag, err)
 		}
 	}
+	switch {
+	case *trace < -1 || *trace >= cfg.Sessions:
+		return usagef("simulate: -trace %d: the campaign has sessions 0 to %d (-1: no trace)", *trace, cfg.Sessions-1)
+	case *trace >= 0 && *checkDir != "":
+		return usagef("simulate: -trace and -check: -check judges kept trees and runs no campaign to trace")
+	}
 	if *checkDir != "" {
 		return checkKept(*checkDir, cfg.ResumeBudget, stdout)
 	}
 	cfg.Keep = cfg.Dir != ""
 	if *trace >= 0 {
-		if *trace >= cfg.Sessions {
-			return usagef("simulate: -trace %d: the campaign has sessions 0 to %d", *trace, cfg.Sessions-1)
-		}
 		cfg.Trace, cfg.TraceTree = stdout, *trace
 	}
 	cfg.Progress = os.Stderr // sessions, kills and violations so far

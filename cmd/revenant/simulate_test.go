@@ -125,9 +125,10 @@ func TestSimulateCheckFindsNoTrees(t *testing.T) {
 	}
 }
 
-// -trace N prints session N's trace before the summary, which is
-// unchanged; a session the campaign does not have is a usage error, found
-// before anything runs.
+// -trace N prints session N's trace before the summary (that the history
+// is the untraced one's is wasm/sim's TestTraceHasTheGuestsLogLines); a
+// session the campaign does not have, or a trace with -check (which runs no
+// campaign), is a usage error, found before anything runs.
 func TestSimulateTracePrintsOneSession(t *testing.T) {
 	var out strings.Builder
 	err := simulate(context.Background(), []string{"-seed", "3", "-sessions", "2", "-kills", "4", "-workers", "1", "-guest", guestFile(t), "-trace", "1"}, env(nil), &out)
@@ -141,4 +142,9 @@ func TestSimulateTracePrintsOneSession(t *testing.T) {
 	err = simulate(context.Background(), []string{"-sessions", "2", "-trace", "2"}, env(nil), io.Discard)
 	require.ErrorIs(t, err, errUsage)
 	assert.Contains(t, err.Error(), "-trace 2: the campaign has sessions 0 to 1")
+	err = simulate(context.Background(), []string{"-trace", "-2"}, env(nil), io.Discard)
+	require.ErrorIs(t, err, errUsage)
+	err = simulate(context.Background(), []string{"-trace", "0", "-check", t.TempDir()}, env(nil), io.Discard)
+	require.ErrorIs(t, err, errUsage)
+	assert.Contains(t, err.Error(), "-trace and -check")
 }

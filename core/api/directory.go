@@ -136,7 +136,11 @@ func handle(log *logs.Logger, pattern string, panicked func(string), fn func(htt
 			// The answer is begun: the error cannot be answered (a second
 			// header, a JSON error appended to the body), so it is logged,
 			// whatever its type, and the response ended as after a panic.
-			log.Error("request failed after its answer began", "method", r.Method, "path", r.URL.Path, "route", pattern, "err", err)
+			// A client gone (its request's context ended) is routine, as
+			// before the head: not worth an error.
+			if r.Context().Err() == nil {
+				log.Error("request failed after its answer began", "method", r.Method, "path", r.URL.Path, "route", pattern, "err", err)
+			}
 			if aborter, ok := w.(httpmsg.Aborter); ok {
 				aborter.Abort()
 			}

@@ -2,6 +2,7 @@ package api
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -65,4 +66,20 @@ func TestRouteErrorBeforeTheHeadIsTheAnswer(t *testing.T) {
 	nethttp.Handler(h).ServeHTTP(w, httptest.NewRequest("GET", "/x", nil))
 	assert.Equal(t, http.StatusNotFound, w.Code)
 	assert.Contains(t, w.Body.String(), `"not_found"`)
+}
+
+// A route whose client went away (its request's context ended) and so
+// returns an error after its head is routine: aborted, not logged as an
+// error.
+func TestRouteErrorAfterTheHeadOfAGoneClientIsNotAnError(t *testing.T) {
+	var log bytes.Buffer
+	h := handle(logs.New(slog.NewTextHandler(&log, nil)), "GET /v1/sessions/{id}/events", nil, beginThenFail)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	w := httptest.NewRecorder()
+	require.PanicsWithValue(t, http.ErrAbortHandler, func() {
+		nethttp.Handler(h).ServeHTTP(w, httptest.NewRequest("GET", "/v1/sessions/t/events", nil).WithContext(ctx))
+	})
+	assert.Equal(t, "data: one\n\n", w.Body.String())
+	assert.NotContains(t, log.String(), "level=ERROR")
 }

@@ -245,7 +245,7 @@ const MinMaxRetryAfter = time.Second
 // would always take the second way, even from an execution that stops at
 // once; the floor is that of a checkpoint (MinCheckpointEvery), time for
 // one write. (On Cloudflare a delete waits at least 5 s whatever the grace.)
-const MinInterruptGrace = 100 * time.Millisecond
+const MinInterruptGrace = MinCheckpointEvery
 
 // MinMaxClaimAge is the shortest max_claim_age: a root's turn whose claim
 // is older when a sweep finds it not running (a boot after a crash or an
