@@ -32,7 +32,11 @@
 //     usage report may be missing. A 200 answer that declares a type other
 //     than text/event-stream (or JSON) and ends with no event in it is not
 //     a cut but a wrong endpoint (an HTML page, a proxy's notice): it is
-//     permanent, and its error names the Content-Type.
+//     permanent, and its error names the Content-Type. An answer that
+//     holds no choice at all (no text, no tool call, no finish reason:
+//     {"choices":[]}, or [DONE] alone) is permanent too, never an empty
+//     reply; a choiceless event beside the answer's own (usage, a
+//     filter's notice) is read as ever.
 //   - The API key never leaves the Authorization header: every error
 //     message is scrubbed of it, and Config and Model print and log (fmt,
 //     slog) with the key redacted.

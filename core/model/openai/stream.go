@@ -27,6 +27,13 @@ const (
 // errClosed is returned by Recv after Close.
 var errClosed = errors.New("openai: stream closed")
 
+// errNoChoice ends an answer that held no choice at all: no text, no tool
+// call, not even a finish reason ({"choices":[]}, or [DONE] alone). Taken
+// as complete, it would end the turn with an empty reply as if the model
+// had said nothing on purpose; it is a broken provider or proxy, whose
+// same request gets the same, so it is not retried.
+var errNoChoice = &model.Error{Msg: "the provider's answer held no choice (no text, no tool call, no finish reason): is the base URL an OpenAI-compatible API?"}
+
 // stream reads server-sent events from a chat completions response. Recv
 // is called by one goroutine at a time; Close may be called from any.
 type stream struct {
@@ -38,8 +45,11 @@ type stream struct {
 	pending  []model.Chunk // decoded from the last event, not yet returned
 	done     bool          // [DONE] seen: io.EOF once pending is empty
 	finished bool          // a finish reason seen: the answer is complete
-	order    callOrder
-	err      error // returned by every Recv once set
+	// sawChoice is set by the first choice (index 0) read: an answer that
+	// ends with none said nothing at all, not even why it stopped.
+	sawChoice bool
+	order     callOrder
+	err       error // returned by every Recv once set
 
 	// mediaType is the answer's declared type; sawEvent is set by the
 	// first data event. Together they tell a cut stream from an answer
@@ -70,6 +80,9 @@ func (s *stream) Recv(ctx context.Context) (model.Chunk, error) {
 	}
 	for len(s.pending) == 0 {
 		if s.done {
+			if !s.sawChoice {
+				return s.fail(errNoChoice)
+			}
 			return s.fail(io.EOF)
 		}
 		stop := context.AfterFunc(ctx, s.shut)
@@ -149,6 +162,7 @@ func (s *stream) handle(data []byte) error {
 		return nil
 	}
 	if text, ok := textDelta(data); ok {
+		s.sawChoice = true
 		if text != "" {
 			s.pending = append(s.pending, model.Chunk{Text: text})
 		}
@@ -213,6 +227,7 @@ func (s *stream) chunks(p payload, whole bool) []model.Chunk {
 		if c.Index != 0 {
 			continue
 		}
+		s.sawChoice = true
 		msg := c.Delta
 		if c.Message != nil {
 			msg = *c.Message

@@ -276,3 +276,33 @@ func TestStreamOfAnotherDeclaredTypeIsStillRead(t *testing.T) {
 	_, err = recvAll(t, s)
 	assert.True(t, modelError(t, err).Retryable, "%v", err)
 }
+
+// An answer with no choice at all (no text, no tool call, not even a
+// finish reason) is a model error, not an empty reply: streamed, as one
+// completion, or [DONE] alone. The same request would get the same, so
+// it is not retried. A choiceless event before the answer's own (a
+// filter's notice, usage) is no such answer.
+func TestAnswerWithNoChoiceIsAnError(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		contentType string
+		body        string
+	}{
+		{"streamed", "text/event-stream", "data: {\"choices\":[]}\n\ndata: " + usageChunk(3, 0) + "\n\ndata: [DONE]\n\n"},
+		{"done alone", "text/event-stream", "data: [DONE]\n\n"},
+		{"one completion", "application/json", `{"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":0}}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := answering(t, http.StatusOK, tc.contentType, io.NopCloser(strings.NewReader(tc.body))).Stream(t.Context(), ask("?"))
+			require.NoError(t, err)
+			defer s.Close()
+			_, err = recvAll(t, s)
+			e := modelError(t, err)
+			assert.False(t, e.Retryable)
+			assert.Contains(t, e.Msg, "no choice")
+		})
+	}
+	f := newFake(t, serve(`{"choices":[],"prompt_filter_results":[]}`, textChunk("fine"), finishChunk("stop")))
+	a := assemble(collect(t, newModel(t, f), ask("?")))
+	assert.Equal(t, "fine", a.text)
+}
