@@ -30,7 +30,8 @@ func (c ListCursor) Encode() string {
 
 // ParseListCursor reads a cursor's text. ok is false unless s is what
 // Encode writes for a created_at of decimal digits alone (no sign, no
-// leading zero) and an id validID accepts: text that merely decodes (a
+// leading zero, at most MaxCursor, as every cursor: a Durable Object's SQL
+// cannot take a larger one) and an id validID accepts: text that merely decodes (a
 // sign, a leading zero, base64 with stray bits, padding) is not a cursor.
 func ParseListCursor(s string, validID func(string) bool) (c ListCursor, ok bool) {
 	raw, err := base64.RawURLEncoding.DecodeString(s)
@@ -39,7 +40,7 @@ func ParseListCursor(s string, validID func(string) bool) (c ListCursor, ok bool
 	}
 	at, id, found := strings.Cut(string(raw), ":")
 	n, isNumber := wholeNumber(at)
-	if !found || !isNumber || !validID(id) {
+	if !found || !isNumber || n > MaxCursor || !validID(id) {
 		return ListCursor{}, false
 	}
 	c = ListCursor{CreatedAt: n, ID: id}

@@ -21,7 +21,7 @@ func TestListCursorOnlyAsEncoded(t *testing.T) {
 		}
 		return id != ""
 	}
-	for _, c := range []api.ListCursor{{CreatedAt: 0, ID: "a"}, {CreatedAt: 1700000000123, ID: "nyp27qkzwla422vs6mspssbjps"}} {
+	for _, c := range []api.ListCursor{{CreatedAt: 0, ID: "a"}, {CreatedAt: 1700000000123, ID: "nyp27qkzwla422vs6mspssbjps"}, {CreatedAt: api.MaxCursor, ID: "z"}} {
 		got, ok := api.ParseListCursor(c.Encode(), valid)
 		assert.True(t, ok, c.Encode())
 		assert.Equal(t, c, got)
@@ -46,6 +46,7 @@ func TestListCursorOnlyAsEncoded(t *testing.T) {
 		"leading zero":        enc("010:a"),
 		"spaces":              enc(" 10:a"),
 		"past int64":          enc("9223372036854775808:a"),
+		"past MaxCursor":      enc("9007199254740992:a"),
 		"no time":             enc(":a"),
 		"empty id":            enc("10:"),
 		"id the host refuses": enc("10:bad/id"),
