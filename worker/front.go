@@ -152,6 +152,14 @@ func (f *Front) Decide(w httpmsg.ResponseWriter, r *httpmsg.Request) Decision {
 	d := Decision{Principal: principal, TooLarge: route.ReadsBody() && declaredLength(r) > f.maxBody}
 	switch {
 	case route.Pattern == "/v1/sessions" && r.Method == httpmsg.MethodPost:
+		// A compressed create is refused here, as core/api's readBody
+		// refuses it before the body is read (CheckCreate sees only the
+		// body); a tree's route carries the header to its object, which
+		// refuses it there, after the owner check, as the local server does.
+		if err := api.CheckBodyEncoding(r); err != nil {
+			api.WriteError(w, err)
+			return Decision{}
+		}
 		d.Kind = Create
 		return d
 	case route.Pattern == "/v1/sessions":

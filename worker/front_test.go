@@ -333,3 +333,20 @@ type noIndex struct{ api.Index }
 type fixedID struct{}
 
 func (fixedID) NewID() string { return "abc" }
+
+// A create sent compressed is refused by the front, as the local server
+// refuses it, before any object exists; a tree's route is forwarded, its
+// object refusing it after the owner check (as core/api does), and an
+// identity encoding is no encoding.
+func TestDecideRefusesACompressedCreate(t *testing.T) {
+	f, err := worker.New(worker.Options{})
+	require.NoError(t, err)
+	d, w := decide(t, f, "POST", "/v1/sessions", http.Header{"Content-Encoding": {"gzip"}})
+	assert.Equal(t, worker.Answered, d.Kind)
+	assert.Equal(t, http.StatusBadRequest, w.Code)
+	assert.Contains(t, w.Body.String(), "Content-Encoding")
+	d, _ = decide(t, f, "POST", "/v1/sessions", http.Header{"Content-Encoding": {"identity"}})
+	assert.Equal(t, worker.Create, d.Kind)
+	d, _ = decide(t, f, "POST", "/v1/sessions/abcdefghijklmnopqrstuvwxyz/prompt", http.Header{"Content-Encoding": {"gzip"}})
+	assert.Equal(t, worker.Forward, d.Kind)
+}

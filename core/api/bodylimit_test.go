@@ -105,3 +105,32 @@ func TestBlankPromptRefusedByTheDecoder(t *testing.T) {
 		assert.Equal(t, "text must not be empty", e.Error.Message, "%q", text)
 	}
 }
+
+// A body sent compressed is refused unread, saying why (read as it comes
+// it would be "not valid UTF-8"), on a create and on a tree's route; an
+// identity encoding is no encoding.
+func TestCompressedBodyRefusedSayingSo(t *testing.T) {
+	f := newFixture(t, treetest.NewDriver(4), nil)
+	c := f.client(t, "")
+	id := c.create()
+	send := func(path, encoding, body string) (int, string) {
+		req, err := http.NewRequest("POST", f.srv.URL+path, strings.NewReader(body))
+		require.NoError(t, err)
+		req.Header.Set("Content-Encoding", encoding)
+		resp, err := f.srv.Client().Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		raw, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return resp.StatusCode, string(raw)
+	}
+	for _, path := range []string{"/v1/sessions", "/v1/sessions/" + id + "/prompt"} {
+		status, body := send(path, "gzip", "\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff")
+		assert.Equal(t, http.StatusBadRequest, status, path)
+		assert.Contains(t, body, string(api.ErrInvalidRequest), path)
+		assert.Contains(t, body, "Content-Encoding", path)
+	}
+	status, _ := send("/v1/sessions/"+id+"/prompt", "Identity", `{"text":"hi"}`)
+	assert.Equal(t, http.StatusAccepted, status)
+	assert.Len(t, f.trees.trees, 1, "the refused create made no tree")
+}
