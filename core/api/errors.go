@@ -119,7 +119,7 @@ func ErrorOf(err error) *Error {
 		// Before ErrClosed: a read-only tree's refusal is not a restart.
 		return &Error{Type: ErrReadOnly, Message: "the session is read-only: its storage is full or failing, so it cannot save anything; reading it still works"}
 	case errors.Is(err, core.ErrFenced), errors.Is(err, core.ErrClosed), errors.Is(err, storage.ErrClosed):
-		return &Error{Type: ErrUnavailable, Message: "the session's host is restarting; try again"}
+		return &Error{Type: ErrUnavailable, Message: "the session's instance stopped (its host restarting, or the session being deleted); try again"}
 	case storage.CodeOf(err).Primary() == storage.CodeTooBig:
 		// A value over what the storage takes (a Durable Object's 2 MB):
 		// the request's content, never worth a retry.
