@@ -667,6 +667,15 @@ func (t *tree) call(ctx context.Context, g *guest, f func() error) bool {
 	return false
 }
 
+// guestWatchdog bounds one guest call in wall-clock time: a guest that
+// never returns is still reported (a "simulation" violation), but only
+// after a bound no healthy call nears even on a starved machine. At one
+// minute, a campaign paused (SIGSTOP) or starved of CPU (at nice 19 beside
+// busier work) past it reported guests that had only waited as dead:
+// session 58 met six such runs, each clean when run again, which made a
+// seed's verdict depend on the machine's load as well as on the seed.
+const guestWatchdog = 15 * time.Minute
+
 // instantiate starts a guest on a connection of its own.
 func (t *tree) instantiate(ctx context.Context) (*guest, error) {
 	c, err := openConn(t.path, t.vfs)
@@ -681,7 +690,7 @@ func (t *tree) instantiate(ctx context.Context) (*guest, error) {
 	if t.mayKill(nil) {
 		g.plan = newPlan(t.rng, t.seen, true)
 	}
-	g.g, err = t.mod.Instantiate(ctx, runtime.Options{Conn: c, Services: g, Interpose: g.interpose, Watchdog: time.Minute, Log: g.traceLogger()})
+	g.g, err = t.mod.Instantiate(ctx, runtime.Options{Conn: c, Services: g, Interpose: g.interpose, Watchdog: guestWatchdog, Log: g.traceLogger()})
 	if err != nil {
 		c.close()
 		return nil, err
