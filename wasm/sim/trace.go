@@ -24,7 +24,7 @@ func (t *tree) tracef(format string, args ...any) {
 	if t.trace == nil {
 		return
 	}
-	fmt.Fprintf(t.trace, "%s +%.3fs "+format+"\n", append([]any{t.id, float64(t.now-start) / 1000}, args...)...)
+	fmt.Fprintf(t.trace, "%s %s "+format+"\n", append([]any{t.id, traceAt(t.now)}, args...)...)
 }
 
 // name is how the trace names g: its boot, and whether it is a zombie.
