@@ -100,6 +100,9 @@ type hooks struct {
 	// tree's entry (an eviction, a delete, the host's Close) starts to
 	// close its instance.
 	closing func(id string)
+	// createWaits is called with the tree id as a Create starts to wait
+	// for another operation that holds the id.
+	createWaits func(id string)
 	// vfs names the SQLite VFS every database is opened through (a
 	// fault-injecting one); empty: the OS VFS.
 	vfs string

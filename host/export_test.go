@@ -174,3 +174,10 @@ func (h *Host) Busy() []string {
 	}
 	return ids
 }
+
+// WithCreateWaitsHook returns cfg whose host calls waits with the tree id
+// as a Create starts to wait for another operation that holds the id.
+func WithCreateWaitsHook(cfg Config, waits func(id string)) Config {
+	cfg.hooks.createWaits = waits
+	return cfg
+}

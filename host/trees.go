@@ -46,7 +46,9 @@ func ValidTreeID(id string) bool {
 // and then marks the row ready, making the tree visible. A failed init
 // removes the tree, as does a panic in the boot or init (which then panics
 // on); a crash before the row is ready leaves a row that the next Open
-// removes.
+// removes. An id that names a tree is api.ErrTreeExists; one that another
+// operation holds (a Create, a Get or a Delete of it) is waited for first,
+// until ctx ends.
 func (h *Host) Create(ctx context.Context, rootID, principal string, init func(*core.Instance) error) (*core.Instance, error) {
 	if h.cfg.Guest != nil {
 		return nil, errGuestTrees
@@ -86,9 +88,27 @@ func (h *Host) createTree(ctx context.Context, rootID, principal string, init fu
 			h.mu.Unlock()
 			return nil, ErrClosed
 		}
-		if h.trees[rootID] != nil {
+		if cur := h.trees[rootID]; cur != nil {
+			busy := cur.busy
 			h.mu.Unlock()
-			return nil, fmt.Errorf("create tree %s: %w", rootID, api.ErrTreeExists)
+			if busy == nil {
+				return nil, fmt.Errorf("create tree %s: %w", rootID, api.ErrTreeExists)
+			}
+			// Another operation holds the id: a create, whose outcome
+			// decides; a boot, of a tree or of an id that names none (a
+			// Get); a close; or a delete, of a tree or of nothing. Only
+			// its end says whether a tree exists: wait for it and look
+			// again, rather than answer "exists" for an id that a Get or a
+			// Delete of nothing holds.
+			if f := h.cfg.hooks.createWaits; f != nil {
+				f(rootID)
+			}
+			select {
+			case <-busy:
+			case <-ctx.Done():
+				return nil, fmt.Errorf("create tree %s: %w", rootID, ctx.Err())
+			}
+			continue
 		}
 		if h.full() {
 			h.mu.Unlock()

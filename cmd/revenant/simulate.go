@@ -85,7 +85,9 @@ func simulate(ctx context.Context, args []string, getenv func(string) string, st
 		}
 	}
 	switch {
-	case *trace < -1 || *trace >= cfg.Sessions:
+	// With no sessions at all (-sessions 0 or less) no -trace is out of
+	// range: the campaign's own check names -sessions instead.
+	case *trace < -1 || cfg.Sessions > 0 && *trace >= cfg.Sessions:
 		return usagef("simulate: -trace %d: the campaign has sessions 0 to %d (-1: no trace)", *trace, cfg.Sessions-1)
 	case *trace >= 0 && *checkDir != "":
 		return usagef("simulate: -trace and -check: -check judges kept trees and runs no campaign to trace")

@@ -147,4 +147,11 @@ func TestSimulateTracePrintsOneSession(t *testing.T) {
 	err = simulate(context.Background(), []string{"-trace", "0", "-check", t.TempDir()}, env(nil), io.Discard)
 	require.ErrorIs(t, err, errUsage)
 	assert.Contains(t, err.Error(), "-trace and -check")
+
+	// A campaign of no sessions is refused for that, not as a -trace
+	// (-1, no trace) out of a range "0 to -2".
+	err = simulate(context.Background(), []string{"-sessions", "-1", "-guest", guestFile(t)}, env(nil), io.Discard)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "sessions -1 must be positive")
+	assert.NotContains(t, err.Error(), "-trace")
 }

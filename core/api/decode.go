@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -82,13 +83,14 @@ type DecodeProblem int
 
 // The problems the strict decoder reports.
 const (
-	ProblemEmpty        DecodeProblem = iota + 1 // no body where one is required
-	ProblemSyntax                                // not UTF-8, or not well-formed JSON
-	ProblemNotObject                             // well-formed, but not an object (null, an array, ...)
-	ProblemDuplicate                             // a member named twice in one object
-	ProblemUnknownField                          // a member the object does not have (names are case-sensitive)
-	ProblemWrongType                             // a member of the wrong JSON type
-	ProblemTrailingData                          // more data after the object
+	ProblemEmpty         DecodeProblem = iota + 1 // no body where one is required
+	ProblemSyntax                                 // not UTF-8, or not well-formed JSON
+	ProblemNotObject                              // well-formed, but not an object (null, an array, ...)
+	ProblemDuplicate                              // a member named twice in one object
+	ProblemUnknownField                           // a member the object does not have (names are case-sensitive)
+	ProblemWrongType                              // a member of the wrong JSON type
+	ProblemTrailingData                           // more data after the object
+	ProblemHalfSurrogate                          // a \u escape of half a UTF-16 surrogate pair
 )
 
 func decodeFail(p DecodeProblem, field, msg string) error {
@@ -116,6 +118,9 @@ func decodeStrict(body []byte, v any, f fields, emptyOK bool) error {
 		// the decoder's own message below.
 		if trimmed[0] != '{' {
 			return decodeFail(ProblemNotObject, "", "the request body must be a JSON object")
+		}
+		if at := halfSurrogateAt(body); at >= 0 {
+			return decodeFail(ProblemHalfSurrogate, "", "the request body's escape "+string(body[at:at+6])+" at byte "+strconv.Itoa(at)+" is half a UTF-16 surrogate pair, which is no character: send UTF-8 text")
 		}
 		// Numbers stay text (UseNumber): 1e999 is well-formed, and the
 		// walk must not fail on a float64 it has no use for; where a
@@ -147,6 +152,46 @@ func decodeStrict(body []byte, v any, f fields, emptyOK bool) error {
 		return decodeFail(ProblemTrailingData, "", "the request body has data after the JSON object")
 	}
 	return nil
+}
+
+// halfSurrogateAt is the offset of the first \u escape in body, well-formed
+// JSON, of half a UTF-16 surrogate pair (a high one, \ud800-\udbff, not
+// followed at once by a low one, or a low one, \udc00-\udfff, alone), or
+// -1. encoding/json reads one as U+FFFD without a word, as it would an
+// invalid UTF-8 byte, which the decoder refuses: a prompt id "\ud800" and
+// another "\udc00" were both stored as "\ufffd", so the second prompt was
+// answered "duplicate": true and never admitted.
+func halfSurrogateAt(body []byte) int {
+	inString := false
+	for i := 0; i < len(body); i++ {
+		switch body[i] {
+		case '"':
+			inString = !inString
+		case '\\':
+			if !inString || body[i+1] != 'u' { // well-formed: an escape is complete
+				i++
+				break
+			}
+			unit := escapedUnit(body[i:])
+			switch {
+			case unit < 0xd800 || unit > 0xdfff:
+			case unit < 0xdc00 && i+12 <= len(body) && body[i+6] == '\\' && body[i+7] == 'u' &&
+				escapedUnit(body[i+6:]) >= 0xdc00 && escapedUnit(body[i+6:]) <= 0xdfff:
+				i += 6 // the pair's low half
+			default:
+				return i
+			}
+			i += 5
+		}
+	}
+	return -1
+}
+
+// escapedUnit is the UTF-16 code unit of the \uXXXX escape esc begins
+// with (its four hex digits, which well-formed JSON guarantees).
+func escapedUnit(esc []byte) uint64 {
+	unit, _ := strconv.ParseUint(string(esc[2:6]), 16, 16)
+	return unit
 }
 
 // fields names the members a request object may have, spelled exactly;

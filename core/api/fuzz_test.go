@@ -43,7 +43,7 @@ func fuzzDecoder(f *testing.F, seeds []string, decode func([]byte) error) {
 }
 
 func FuzzDecodePrompt(f *testing.F) {
-	fuzzDecoder(f, []string{`{"text":"hi"}`, `{"text":"a","id":"x","mode":"replace"}`, `{"text":5}`, `[]`, ``, `{"text":"a"}{}`, `{"text":"a","TEXT":"b"}`, `{"text":"a","text":"b"}`, `null`},
+	fuzzDecoder(f, []string{`{"text":"hi"}`, `{"text":"a","id":"x","mode":"replace"}`, `{"text":5}`, `[]`, ``, `{"text":"a"}{}`, `{"text":"a","TEXT":"b"}`, `{"text":"a","text":"b"}`, `null`, `{"text":"\ud800","id":"\ud83d\ude00"}`},
 		func(b []byte) error { _, err := api.DecodePrompt(b); return err })
 }
 

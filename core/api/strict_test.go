@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"encoding/json"
 	"net/http"
 	"testing"
 
@@ -72,6 +73,45 @@ func TestStrictJSONNamesAndDuplicates(t *testing.T) {
 		require.Equal(t, http.StatusCreated, c.do("POST", "/v1/sessions", body, nil), body)
 	}
 	require.Equal(t, http.StatusAccepted, c.do("POST", p, `{"text":"a","id":"p1","mode":"queue"}`, nil))
+}
+
+// A \u escape of half a UTF-16 surrogate pair is refused like a byte that
+// is not UTF-8: encoding/json reads either as U+FFFD without a word, so
+// prompts with the ids "\ud800" and "\udc00" were one id to the dedup, and
+// the second, with the same text, was answered "duplicate": true unadmitted.
+// A whole pair is a character and is stored as that character.
+func TestHalfSurrogateEscapesRefused(t *testing.T) {
+	f := newFixture(t, treetest.NewDriver(8), nil)
+	c := f.client(t, "")
+	id := c.create()
+	p := "/v1/sessions/" + id + "/prompt"
+	before := f.trees.tree(id).tree.Events(id)
+	for _, tc := range []struct{ path, body, escape string }{
+		{p, `{"text":"same","id":"\ud800"}`, `\ud800`},
+		{p, `{"text":"same","id":"\udc00"}`, `\udc00`},
+		{p, `{"text":"a\udbff\ud800b"}`, `\udbff`},                           // high then high
+		{p, `{"text":"\ud83d"}`, `\ud83d`},                                   // high at the end of a string
+		{p, `{"text":"\ude00\ud83d"}`, `\ude00`},                             // a pair the wrong way round
+		{p, `{"text":"ok","id":"\\\"\u00e9\udfff"}`, `\udfff`},               // after escaped \ and "
+		{"/v1/sessions", `{"config":{"system_prompt":"\uD800x"}}`, `\uD800`}, // upper-case hex
+		{"/v1/sessions/" + id + "/questions/q1", `{"answers":[["\ud800"]],"response_id":"r"}`, `\ud800`},
+	} {
+		var e api.ErrorBody
+		require.Equal(t, http.StatusBadRequest, c.do("POST", tc.path, tc.body, &e), tc.body)
+		assert.Equal(t, api.ErrInvalidJSON, e.Error.Type, tc.body)
+		assert.Contains(t, e.Error.Message, tc.escape+" at byte", tc.body)
+		assert.Contains(t, e.Error.Message, "half a UTF-16 surrogate pair", tc.body)
+	}
+	assert.Equal(t, before, f.trees.tree(id).tree.Events(id), "nothing was admitted")
+	assert.Len(t, f.trees.trees, 1, "nothing was created")
+
+	// A whole pair, an escaped backslash before "ud800" (no escape), and
+	// non-surrogate escapes are text like any other.
+	require.Equal(t, http.StatusAccepted, c.do("POST", p, `{"text":"\ud83d\ude00 \\ud800 \u00e9\uffff","id":"\uD83D\uDE00"}`, nil))
+	evs := f.trees.tree(id).tree.Events(id)
+	var admitted struct{ Text string }
+	require.NoError(t, json.Unmarshal(evs[len(before)].Data, &admitted))
+	assert.Equal(t, "😀 \\ud800 é\uffff", admitted.Text)
 }
 
 // An unclean path (empty, . or .. segments) is answered 404 in JSON, like

@@ -136,40 +136,45 @@ func (c Config) validate() error {
 		return fmt.Errorf("sessions %d must be positive", c.Sessions)
 	case c.Kills < 0:
 		return fmt.Errorf("kills %d must not be negative", c.Kills)
-	case c.Zombies < 0 || c.Zombies > 1:
+	case notShare(c.Zombies):
 		return fmt.Errorf("zombie share %v must be within 0…1", c.Zombies)
-	case c.DiskFull < 0 || c.DiskFull > 1:
+	case notShare(c.DiskFull):
 		return fmt.Errorf("disk-full share %v must be within 0…1", c.DiskFull)
-	case c.Scripted < 0 || c.Scripted > 1:
+	case notShare(c.Scripted):
 		return fmt.Errorf("scripted-model share %v must be within 0…1", c.Scripted)
-	case c.BootFault < 0 || c.BootFault > 1:
+	case notShare(c.BootFault):
 		return fmt.Errorf("boot-fault share %v must be within 0…1", c.BootFault)
-	case c.BootLock < 0 || c.BootLock > 1:
+	case notShare(c.BootLock):
 		return fmt.Errorf("boot-lock share %v must be within 0…1", c.BootLock)
-	case c.FinalAsk < 0 || c.FinalAsk > 1:
+	case notShare(c.FinalAsk):
 		return fmt.Errorf("final-ask share %v must be within 0…1", c.FinalAsk)
-	case c.Deletes < 0 || c.Deletes > 1:
+	case notShare(c.Deletes):
 		return fmt.Errorf("delete share %v must be within 0…1", c.Deletes)
-	case c.DeleteFault < 0 || c.DeleteFault > 1:
+	case notShare(c.DeleteFault):
 		return fmt.Errorf("delete-fault share %v must be within 0…1", c.DeleteFault)
-	case c.Flood < 0 || c.Flood > 1:
+	case notShare(c.Flood):
 		return fmt.Errorf("flood share %v must be within 0…1", c.Flood)
 	case c.DeleteFault > 0 && c.Deletes == 0:
 		// A share of no trees: the campaign would reach nothing.
 		return fmt.Errorf("delete-fault share %v is of the deleted trees, and none is deleted: give a delete share (-deletes) too", c.DeleteFault)
-	case c.ReopenRace < 0 || c.ReopenRace > 1:
+	case notShare(c.ReopenRace):
 		return fmt.Errorf("reopen-race share %v must be within 0…1", c.ReopenRace)
 	case c.ReopenRace > 0 && c.DeleteFault == 0:
 		return fmt.Errorf("reopen-race share %v is of the reopens after a failed delete, and no delete fails: give a delete-fault share (-delfault) too", c.ReopenRace)
 	case c.Flood > 0 && c.Scripted == 0:
 		return fmt.Errorf("flood share %v is of the scripted trees' prompts, and no tree is scripted: give a scripted share (-scripted) too", c.Flood)
-	case c.SmallBudget < 0 || c.SmallBudget > 1:
+	case notShare(c.SmallBudget):
 		return fmt.Errorf("small-budget share %v must be within 0…1", c.SmallBudget)
 	case c.ResumeBudget < 0:
 		return fmt.Errorf("resume budget %d must not be negative", c.ResumeBudget)
 	}
 	return nil
 }
+
+// notShare reports that x is no share, 0…1. Written as the negation of
+// the range, not as x < 0 || x > 1, so that NaN (which a -flag's
+// strconv.ParseFloat accepts) is refused: it compares false both ways.
+func notShare(x float64) bool { return !(x >= 0 && x <= 1) }
 
 // killsFor is session i's share of the kill budget.
 func (c Config) killsFor(i int) int {

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"math"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -48,4 +49,35 @@ func TestFinalAskShare(t *testing.T) {
 	for i := range cfg.Sessions {
 		assert.False(t, cfg.finalAskFor(i))
 	}
+}
+
+// Every share is refused outside 0…1, NaN included: strconv.ParseFloat
+// reads "NaN" from a -flag, and NaN compares false with both bounds.
+func TestSharesOutsideZeroToOneRefused(t *testing.T) {
+	shares := map[string]func(*Config) *float64{
+		"zombie":       func(c *Config) *float64 { return &c.Zombies },
+		"disk-full":    func(c *Config) *float64 { return &c.DiskFull },
+		"scripted":     func(c *Config) *float64 { return &c.Scripted },
+		"boot-fault":   func(c *Config) *float64 { return &c.BootFault },
+		"boot-lock":    func(c *Config) *float64 { return &c.BootLock },
+		"final-ask":    func(c *Config) *float64 { return &c.FinalAsk },
+		"delete":       func(c *Config) *float64 { return &c.Deletes },
+		"delete-fault": func(c *Config) *float64 { return &c.DeleteFault },
+		"flood":        func(c *Config) *float64 { return &c.Flood },
+		"reopen-race":  func(c *Config) *float64 { return &c.ReopenRace },
+		"small-budget": func(c *Config) *float64 { return &c.SmallBudget },
+	}
+	for name, share := range shares {
+		for _, bad := range []float64{math.NaN(), -0.5, 1.5, math.Inf(1)} {
+			cfg := DefaultConfig(1)
+			// The shares of shares need the share they are of.
+			cfg.Deletes, cfg.DeleteFault, cfg.Scripted = 0.5, 0.5, 0.5
+			*share(&cfg) = bad
+			err := cfg.validate()
+			if assert.Error(t, err, "%s share %v", name, bad) {
+				assert.Contains(t, err.Error(), "must be within 0…1", "%s share %v", name, bad)
+			}
+		}
+	}
+	assert.NoError(t, DefaultConfig(1).validate())
 }
