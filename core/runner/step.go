@@ -379,7 +379,10 @@ func (t *turn) readTranscript(tx storage.Tx) (transcript, error) {
 	}
 	tr.omitted = omitted
 	// A kept assistant message's results come after it (a call settles
-	// after its step began), so they are all at or past from.
+	// after its step began), so they are all at or past from. A result
+	// stored there of a call left out (settled after the notice of a
+	// resume that opens a kept exchange) is read but not sent:
+	// buildRequest sends a result only after its call.
 	res, err := tx.Query(`SELECT role, text, COALESCE(tool_calls, ''), COALESCE(tool_call_id, ''), COALESCE(name, '') FROM messages WHERE session_id = ? AND seq >= ? ORDER BY seq`, t.x.SessionID(), from)
 	if err != nil {
 		return tr, err
@@ -653,17 +656,16 @@ func applySessionConfig(req *model.Request, cfg core.SessionConfig) {
 	}
 }
 
-// A request's size, as the context size (WithContextBytes) counts it, is
-// the bytes of its messages' text and of their tool calls' arguments.
-
 // omittedRoom bounds the size of an OmittedNotice: its count has at most
 // 19 digits.
 const omittedRoom = len(OmittedNotice) - len("%d") + 19
 
 // elide replaces the oldest tool outputs with a marker until the request's
 // text fits in budget bytes, so a long session keeps working. Prompts and
-// answers are never elided: planTranscript leaves out whole exchanges
-// instead, before the request is built, so that this fits.
+// answers are never elided: planTranscript left out the oldest whole
+// exchanges instead, so that this fits unless the current prompt's
+// exchange alone is past the budget. A request's size is the bytes of its
+// messages' text and of their tool calls' arguments.
 func elide(msgs []model.Message, budget int) {
 	total := 0
 	for _, m := range msgs {
