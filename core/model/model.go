@@ -38,8 +38,10 @@ type Message struct {
 	ToolCalls  []ToolCall // assistant messages that asked for tools
 	ToolCallID string     // tool messages: the call answered
 	Name       string     // tool messages: the tool's name
-	// Notice marks the continuation notice recovery adds before a resumed
-	// execution. Providers send it as a plain user message.
+	// Notice marks a user message revenant adds, not the user: the
+	// continuation notice recovery adds before a resumed execution, or the
+	// notice that earlier messages were left out to fit the context
+	// (runner.OmittedNotice). Providers send it as a plain user message.
 	Notice bool
 }
 

@@ -96,9 +96,12 @@ func (c Config) WithRetries(n int, initial, max time.Duration) Config {
 	return c
 }
 
-// WithContextBytes sets the size (bytes of message text) the request may
-// reach before the oldest tool outputs are elided with a marker. Default
-// 400 KiB, about 100k tokens.
+// WithContextBytes sets the size (bytes of message text and tool-call
+// arguments) a model request may reach. Past it the oldest tool outputs
+// are elided with ElidedMarker; if eliding them all is not enough, the
+// oldest whole exchanges are left out, unread, and the request starts with
+// OmittedNotice. The current prompt's exchange is always sent, even alone
+// past the size. Default 400 KiB, about 100k tokens.
 func (c Config) WithContextBytes(n int) Config { c.contextBytes = n; return c }
 
 // WithTaskDepth sets how deep sub-agents may nest: a task call from a

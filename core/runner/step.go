@@ -350,7 +350,8 @@ func (s *streaming) toolCalls(newID func() string) []event.ToolCall {
 }
 
 // transcript is what a model request is built from: the session's config
-// and its messages in order.
+// and its messages in order, but for the oldest exchanges that cannot fit
+// the context size (planTranscript), which are never read.
 type transcript struct {
 	rawConfig string
 	rows      []transcriptRow
@@ -358,6 +359,9 @@ type transcript struct {
 	// that have no result but of which more is known: that they never
 	// ran, or what the person they waited on decided (unsettledOutputs).
 	unsettled map[string]string
+	// omitted is how many request messages the exchanges left unread
+	// stand for: the request says so first (buildRequest).
+	omitted int
 }
 
 type transcriptRow struct {
@@ -369,7 +373,17 @@ func (t *turn) readTranscript(tx storage.Tx) (transcript, error) {
 	if _, err := storage.QueryRow(tx, `SELECT config FROM sessions WHERE id = ?`, []any{t.x.SessionID()}, &tr.rawConfig); err != nil {
 		return tr, err
 	}
-	res, err := tx.Query(`SELECT role, text, COALESCE(tool_calls, ''), COALESCE(tool_call_id, ''), COALESCE(name, '') FROM messages WHERE session_id = ? ORDER BY seq`, t.x.SessionID())
+	from, omitted, err := t.planTranscript(tx)
+	if err != nil {
+		return tr, err
+	}
+	tr.omitted = omitted
+	// A kept assistant message's results come after it (a call settles
+	// after its step began), so they are all at or past from. A result
+	// stored there of a call left out (settled after the notice of a
+	// resume that opens a kept exchange) is read but not sent:
+	// buildRequest sends a result only after its call.
+	res, err := tx.Query(`SELECT role, text, COALESCE(tool_calls, ''), COALESCE(tool_call_id, ''), COALESCE(name, '') FROM messages WHERE session_id = ? AND seq >= ? ORDER BY seq`, t.x.SessionID(), from)
 	if err != nil {
 		return tr, err
 	}
@@ -382,6 +396,93 @@ func (t *turn) readTranscript(tx storage.Tx) (transcript, error) {
 	}
 	tr.unsettled, err = unsettledOutputs(tx, tr.rows)
 	return tr, err
+}
+
+// transcriptSizes is, in order, each message of a session but tool
+// results, without its text (octet_length reads a row's header): its seq,
+// its role, how many tool calls it made, and its size as the context size
+// counts it with its tool outputs elided. An assistant message's size
+// includes its calls' arguments and the results sent after it, found by
+// id (ToolSettled's message is the call's id and ".result"), each as long
+// as its ElidedMarker if it is longer; a call without one is sent a result
+// made up at most that long (unsettledOutputs, elided too if need be).
+// Subqueries, not a join and GROUP BY: those sort the rows in a temporary
+// table, and the index gives them in order.
+const transcriptSizes = `SELECT m.seq, m.role, (SELECT count(*) FROM tool_calls WHERE step_id = m.id),
+	octet_length(m.text) + (SELECT COALESCE(sum(octet_length(c.arguments) + COALESCE(min(octet_length(r.text),
+		` + markerSQL + ` + length(octet_length(r.text))), ` + markerSQL + ` + 19)), 0)
+		FROM tool_calls c LEFT JOIN messages r ON r.id = c.id || '.result' WHERE c.step_id = m.id)
+	FROM messages m WHERE m.session_id = ? AND m.role != 'tool' ORDER BY m.seq`
+
+// markerSQL is the size of an ElidedMarker without its number, in SQL.
+const markerSQL = `(octet_length('` + ElidedMarker + `') - 2)`
+
+// planTranscript decides from the messages' sizes alone which of the
+// oldest exchanges the request leaves out (leaveOut), so that a session
+// whose log is far past the context size reads about as much as it sends.
+// It returns the seq of the first message to read (0: all) and how many
+// request messages the ones left out stand for.
+func (t *turn) planTranscript(tx storage.Tx) (from int64, omitted int, err error) {
+	res, err := tx.Query(transcriptSizes, t.x.SessionID())
+	if err != nil {
+		return 0, 0, err
+	}
+	units := make([]contextUnit, res.Len())
+	keep := 0
+	for i := range units {
+		res.Next()
+		var role string
+		u := &units[i]
+		if err := res.Scan(&u.seq, &role, &u.messages, &u.least); err != nil {
+			return 0, 0, err
+		}
+		u.messages++ // the message and a result for each call
+		u.opens = role != event.RoleAssistant
+		if role == event.RoleUser {
+			keep = i
+		}
+	}
+	n, omitted := leaveOut(units, t.r.cfg.contextBytes, keep)
+	if n == 0 {
+		return 0, 0, nil
+	}
+	return units[n].seq, omitted, nil
+}
+
+// contextUnit is one message of a transcript as fitting the request to
+// the context size sees it: an assistant message stands with the tool
+// results sent after it.
+type contextUnit struct {
+	seq      int64
+	messages int  // the request messages it stands for
+	least    int  // its size with its tool outputs elided
+	opens    bool // a prompt or notice: an exchange begins here
+}
+
+// leaveOut is how many of the oldest units to leave out of a request, and
+// how many messages they stand for, so that it fits budget bytes once its
+// tool outputs are all elided: outputs are elided before any exchange is
+// left out. Exchanges (a prompt or notice and what follows it up to the
+// next) go whole, oldest first, so that no tool call is parted from its
+// result, which providers refuse; the current prompt's exchange (from
+// unit keep on) always stays, even alone past the budget. A request that
+// leaves out any makes room for the notice that says so.
+func leaveOut(units []contextUnit, budget, keep int) (n, messages int) {
+	total := 0
+	for _, u := range units {
+		total += u.least
+	}
+	for n < keep && total > budget {
+		if n == 0 {
+			total += omittedRoom
+		}
+		for first := true; n < keep && (first || !units[n].opens); first = false {
+			total -= units[n].least
+			messages += units[n].messages
+			n++
+		}
+	}
+	return n, messages
 }
 
 // unsettledOutputs finds, for the calls of the transcript that have no
@@ -482,6 +583,9 @@ func (t *turn) buildRequest(tr transcript) (model.Request, error) {
 		return req, err
 	}
 	applySessionConfig(&req, cfg)
+	if tr.omitted > 0 {
+		req.Messages = append(req.Messages, model.Message{Role: model.RoleUser, Text: fmt.Sprintf(OmittedNotice, tr.omitted), Notice: true})
+	}
 	results := map[string]model.Message{}
 	for _, r := range rows {
 		if r.role == event.RoleTool {
@@ -552,10 +656,16 @@ func applySessionConfig(req *model.Request, cfg core.SessionConfig) {
 	}
 }
 
+// omittedRoom bounds the size of an OmittedNotice: its count has at most
+// 19 digits.
+const omittedRoom = len(OmittedNotice) - len("%d") + 19
+
 // elide replaces the oldest tool outputs with a marker until the request's
 // text fits in budget bytes, so a long session keeps working. Prompts and
-// answers are never elided; if they alone exceed the budget the provider
-// decides.
+// answers are never elided: planTranscript left out the oldest whole
+// exchanges instead, so that this fits unless the current prompt's
+// exchange alone is past the budget. A request's size is the bytes of its
+// messages' text and of their tool calls' arguments.
 func elide(msgs []model.Message, budget int) {
 	total := 0
 	for _, m := range msgs {
@@ -582,3 +692,8 @@ func elide(msgs []model.Message, budget int) {
 
 // ElidedMarker replaces a tool output elided to fit the context.
 const ElidedMarker = "[tool output elided to fit the context window: %d bytes]"
+
+// OmittedNotice is the user message a request starts with when the oldest
+// exchanges of its session were left out to fit the context: %d is how
+// many messages (prompts, answers, tool results) were left out.
+const OmittedNotice = "[%d earlier messages of this conversation were left out to fit the context window]"

@@ -67,8 +67,9 @@ type Settings struct {
 	ModelRetries int
 	RetryInitial time.Duration
 	RetryMax     time.Duration
-	// ContextBytes is the request size at which the oldest tool outputs
-	// are elided (runner.WithContextBytes). Default 400 KiB.
+	// ContextBytes is the request size past which the oldest tool outputs
+	// are elided, then the oldest exchanges left out
+	// (runner.WithContextBytes). Default 400 KiB.
 	ContextBytes int
 	// MaxSubagents is how many child sessions one tree may hold, at all
 	// depths together; a task call past it fails with a tool error
