@@ -64,6 +64,9 @@ func (g *guest) serve(id uint64, in abi.Request) {
 		r.URL.RawQuery, r.URL.Fragment, r.URL.RawFragment = in.RawQuery, "", ""
 		r.Host = "guest"
 		var hw httpmsg.ResponseWriter = w
+		if testHooks {
+			hw = testWriter(w, r)
+		}
 		if r.Method == httpmsg.MethodPost && r.URL.Path == "/v1/sessions" {
 			hw = &createdWriter{ResponseWriter: w, g: g} // a create's 201 names its created_at
 		}
