@@ -35,11 +35,18 @@ const tokenSpec = "alice:alice-token,bob:bob-token"
 // host closes the backend.
 func (e *env) guestConfig() host.Config {
 	e.t.Helper()
+	return e.guestConfigOf(guestbuild.Must(e.t))
+}
+
+// guestConfigOf is guestConfig with the guest module wasm (the test
+// guest: guestbuild.MustTestHooks).
+func (e *env) guestConfigOf(wasm []byte) host.Config {
+	e.t.Helper()
 	tokens, err := host.HashTokens(tokenSpec)
 	require.NoError(e.t, err)
 	cfg := e.config()
 	cfg.Driver = nil
-	cfg.Guest, err = backend.New(context.Background(), backend.Config{Wasm: guestbuild.Must(e.t), CacheDir: guestbuild.CacheDir(),
+	cfg.Guest, err = backend.New(context.Background(), backend.Config{Wasm: wasm, CacheDir: guestbuild.CacheDir(),
 		Boot: runtime.BootConfig{Model: abi.ModelConfig{Kind: abi.ModelOffline, WordDelay: time.Millisecond},
 			API: abi.APIConfig{Tokens: tokens}}})
 	require.NoError(e.t, err)

@@ -20,6 +20,7 @@ import (
 	"github.com/revenantrt/revenant/core/api"
 	"github.com/revenantrt/revenant/core/retry"
 	"github.com/revenantrt/revenant/host"
+	"github.com/revenantrt/revenant/internal/guestbuild"
 	"github.com/revenantrt/revenant/sqlitedb"
 )
 
@@ -347,4 +348,31 @@ func TestGuestPanicAfterTheHeadAbortsTheResponse(t *testing.T) {
 	require.Contains(t, log.String(), "method=GET path=/v1/sessions/"+id)
 	require.Contains(t, log.String(), "headThenPanicTree", "the stack")
 	require.NotContains(t, log.String(), "alice-token")
+}
+
+// Under serve -guest, a route that fails inside the guest once its head is
+// out (the test guest's hook panics its first body write, as a route's bug
+// would) reaches the client cut short, as in process: the guest ends the
+// answer aborted (docs/abi.md §6) and the host's handler passes the abort
+// on to net/http. The host used to end it cleanly: a 200 with an empty
+// body that read as complete.
+func TestGuestRouteFailingAfterItsHeadIsCut(t *testing.T) {
+	e := newEnv(t)
+	h := e.open(e.guestConfigOf(guestbuild.MustTestHooks(t)))
+	base := apiServer(t, h, true)
+	a := call(t, base, "POST", "/v1/sessions", "alice-token", "")
+	require.Equal(t, http.StatusCreated, a.Status, a.raw)
+	id := a.Body["id"].(string)
+
+	req, err := http.NewRequest("GET", base+"/v1/sessions/"+id, nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer alice-token")
+	req.Header.Set("X-Revenant-Test-Hook", "fail-after-head")
+	resp, err := http.DefaultClient.Do(req)
+	if err == nil {
+		body, readErr := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.Error(t, readErr, "the answer cut short read as complete: %d %q", resp.StatusCode, body)
+	}
+	require.Equal(t, http.StatusOK, call(t, base, "GET", "/v1/sessions/"+id, "alice-token", "").Status, "the tree serves on")
 }

@@ -361,16 +361,19 @@ const (
 )
 
 // Phase is a tool call's phase in the tool_calls projection (DESIGN §7):
-// called → authorizing → [waiting →] executing → settled.
+// called → [waiting →] executing → settled. DESIGN §7's authorizing
+// phase is not stored: authorization (core/runner/authorize.go) runs while
+// the call is called, before any side effect, and ends in waiting (an
+// ask), executing or settled (a deny); a resumed call still called
+// re-enters it with the same request ids, as DESIGN says of both.
 type Phase string
 
 // Tool call phases. waiting belongs to durable waits.
 const (
-	PhaseCalled      Phase = "called"
-	PhaseAuthorizing Phase = "authorizing"
-	PhaseWaiting     Phase = "waiting"
-	PhaseExecuting   Phase = "executing" // written before the side effect
-	PhaseSettled     Phase = "settled"
+	PhaseCalled    Phase = "called"
+	PhaseWaiting   Phase = "waiting"
+	PhaseExecuting Phase = "executing" // written before the side effect
+	PhaseSettled   Phase = "settled"
 )
 
 // RoleTool is a tool result in the transcript.

@@ -55,7 +55,7 @@ func (t *turn) settleStep(ctx context.Context, st state, step *stepRow) (out cor
 			}
 			continue
 		}
-		if bt, ok := t.blocking(st, c); ok && (c.phase == event.PhaseCalled || c.phase == event.PhaseAuthorizing) {
+		if bt, ok := t.blocking(st, c); ok && c.phase == event.PhaseCalled {
 			asks, err := bt.Ask(json.RawMessage(c.arguments))
 			if err != nil {
 				// Nothing to wait for: the model reads why and may ask again.
@@ -180,10 +180,10 @@ func lastRound(bs []core.ResolvedBlocker) []core.ResolvedBlocker {
 	return bs[i:]
 }
 
-// authorizable returns the call's tool if the call is in its authorizing
-// phase (called or authorizing) and the session was offered the tool.
+// authorizable returns the call's tool if the call is still to be
+// authorized (phase called) and the session was offered the tool.
 func (t *turn) authorizable(st state, c callRow) (tool.Tool, bool) {
-	if c.phase != event.PhaseCalled && c.phase != event.PhaseAuthorizing {
+	if c.phase != event.PhaseCalled {
 		return nil, false
 	}
 	tl, known := t.r.tools.Lookup(c.name)

@@ -524,7 +524,7 @@ func unsettledOutputs(tx storage.Tx, rows []transcriptRow) (map[string]string, e
 				if text, err = waitOutput(tx, c.CallID); err != nil {
 					return nil, err
 				}
-			case event.Phase(phase) == event.PhaseCalled, event.Phase(phase) == event.PhaseAuthorizing:
+			case event.Phase(phase) == event.PhaseCalled:
 				text = NotRun
 			}
 			if text != "" {

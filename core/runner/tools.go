@@ -52,7 +52,7 @@ func (t *turn) settle(ctx context.Context, st state, step *stepRow, c callRow) b
 	case c.phase == event.PhaseExecuting:
 		return t.execute(ctx, tl, c, c.key, t.running(st))
 	}
-	// called (or authorizing): settleStep has authorized the call
+	// called: settleStep has authorized the call
 	// (authorize.go) before any side effect.
 	return t.run(ctx, st, step, c, tl)
 }

@@ -49,8 +49,31 @@ var (
 // published, and a different guest gets a different name. The go build
 // cache makes the rebuild a relink.
 func Build() (bytes []byte, file string, e error) {
-	once.Do(func() { wasm, path, err = build() })
+	once.Do(func() { wasm, path, err = build("") })
 	return wasm, path, err
+}
+
+// TestHooksTag is the build tag of the test guest (MustTestHooks): the
+// guest's test hooks (wasm/guest's testhooks_on.go) provoke, on a request's
+// say, what no route does on purpose, such as a failure after the head.
+// The guest users run is built without it.
+const TestHooksTag = "revenant_testhooks"
+
+var (
+	hooksOnce sync.Once
+	hooksWasm []byte
+	hooksErr  error
+)
+
+// MustTestHooks is Must for the test guest: the guest built with
+// TestHooksTag, once per process.
+func MustTestHooks(tb TB) []byte {
+	tb.Helper()
+	hooksOnce.Do(func() { hooksWasm, _, hooksErr = build(TestHooksTag) })
+	if hooksErr != nil {
+		tb.Fatalf("build test guest: %v", hooksErr)
+	}
+	return hooksWasm
 }
 
 // TB is the part of testing.TB that Must uses; taking it instead of
@@ -71,7 +94,8 @@ func Must(tb TB) []byte {
 	return b
 }
 
-func build() ([]byte, string, error) {
+// build builds the guest with the build tags tags (none if empty).
+func build(tags string) ([]byte, string, error) {
 	root, err := moduleRoot()
 	if err != nil {
 		return nil, "", err
@@ -94,7 +118,11 @@ func build() ([]byte, string, error) {
 	if _, err := os.Stat(gobin); err != nil {
 		gobin = "go"
 	}
-	args := append(append([]string{"build"}, Flags...), "-o", tmp.Name(), Package)
+	args := append([]string{"build"}, Flags...)
+	if tags != "" {
+		args = append(args, "-tags="+tags)
+	}
+	args = append(args, "-o", tmp.Name(), Package)
 	cmd := exec.Command(gobin, args...)
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0")

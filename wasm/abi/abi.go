@@ -21,9 +21,16 @@ const (
 	// BootConfig's operator policy (final rules, allowed models); 9 added
 	// PartDrain and BootConfig.Drain, so an event
 	// stream's catch-up waits for its client page by page; 10 added
-	// BootConfig's sub-agent limit (max_subagents).
-	Minor = 10
+	// BootConfig's sub-agent limit (max_subagents); 11 added the aborted
+	// end (ResponsePart.Aborted), so a response cut short after its head
+	// is cut for its client too, not ended as if complete.
+	Minor = 11
 )
+
+// MinorAbort is the minor version that added ResponsePart.Aborted: the
+// guest sends an aborted end only to a host that announced at least this
+// (BootConfig's host version); to an older one its end stays clean.
+const MinorAbort = 11
 
 // MinorWakeArmChecked is the minor version that added ImportWakeArmChecked.
 // A guest of this version imports it, so it needs a host of this version
@@ -126,7 +133,7 @@ type PartKind uint8
 const (
 	PartHead PartKind = 1 // Status and Header; exactly once, first
 	PartBody PartKind = 2 // Body bytes, in order
-	PartEnd  PartKind = 3 // the response is complete; nothing follows
+	PartEnd  PartKind = 3 // the response is complete (or, Aborted, cut short); nothing follows
 	// PartDrain (since 1.9, MinorDrain, only to a host that set
 	// BootConfig.Drain) asks the host to fire timer Timer (ExportTimer)
 	// once the client took every body part sent before it.

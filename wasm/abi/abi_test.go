@@ -29,6 +29,7 @@ func TestRoundTrips(t *testing.T) {
 		{Kind: abi.PartHead, Status: 202, Header: h},
 		{Kind: abi.PartBody, Body: []byte("data")},
 		{Kind: abi.PartEnd},
+		{Kind: abi.PartEnd, Aborted: true},
 		{Kind: abi.PartDrain, Timer: 300},
 	} {
 		got, err := abi.DecodeResponsePart(p.Encode())
@@ -200,6 +201,10 @@ func TestDecodeRejectsMalformed(t *testing.T) {
 	require.ErrorIs(t, err, abi.ErrMalformed, "trailing byte")
 	_, err = abi.DecodeResponsePart([]byte{9})
 	require.ErrorIs(t, err, abi.ErrMalformed)
+	_, err = abi.DecodeResponsePart([]byte{3, 0})
+	require.ErrorIs(t, err, abi.ErrMalformed, "a clean end has no field: one encoding per end")
+	_, err = abi.DecodeResponsePart([]byte{3, 1, 1})
+	require.ErrorIs(t, err, abi.ErrMalformed, "trailing byte after the aborted flag")
 	_, err = abi.DecodeStatement([]byte{0, 1, 7})
 	require.ErrorIs(t, err, abi.ErrMalformed)
 	// A huge count with a short buffer fails without allocating for it.

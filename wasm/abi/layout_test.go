@@ -80,6 +80,7 @@ func TestEncodingsAreTheDocumentedLayout(t *testing.T) {
 		abi.ResponsePart{Kind: abi.PartHead, Status: 200, Header: httpmsg.Header{"A": {"x", "y"}}}.Encode(), "head: status uvarint, header")
 	require.Equal(t, []byte{2, 2, 'h', 'i'}, abi.ResponsePart{Kind: abi.PartBody, Body: []byte("hi")}.Encode())
 	require.Equal(t, []byte{3}, abi.ResponsePart{Kind: abi.PartEnd}.Encode())
+	require.Equal(t, []byte{3, 1}, abi.ResponsePart{Kind: abi.PartEnd, Aborted: true}.Encode(), "since 1.11: an aborted end appends true")
 	require.Equal(t, []byte{4, 0xac, 0x02}, abi.ResponsePart{Kind: abi.PartDrain, Timer: 300}.Encode(), "drain: timer uvarint")
 
 	require.Equal(t, []byte{2, 1, 'k', 4, 'P', 'O', 'S', 'T', 1, 'u', 0, 1, 'b', 7},

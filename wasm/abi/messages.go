@@ -46,6 +46,13 @@ type ResponsePart struct {
 	Header httpmsg.Header // PartHead
 	Body   []byte         // PartBody
 	Timer  uint64         // PartDrain: the timer the host fires once the client took the parts before it
+	// Aborted (PartEnd, since 1.11, MinorAbort, only to a host that
+	// announced it): the handler failed after the head was sent, so the
+	// response is cut short; the host aborts it for its client (drops
+	// the connection or resets the stream) rather than ending it as if
+	// complete. Encoded as a bool true after the kind; a clean end has
+	// no field, so each end has one encoding.
+	Aborted bool
 }
 
 // Encode returns the wire form.
@@ -60,6 +67,10 @@ func (p ResponsePart) Encode() []byte {
 		e.Blob(p.Body)
 	case PartDrain:
 		e.Uvarint(p.Timer)
+	case PartEnd:
+		if p.Aborted {
+			e.Bool(true)
+		}
 	}
 	return e.Bytes()
 }
@@ -80,6 +91,11 @@ func DecodeResponsePart(b []byte) (ResponsePart, error) {
 	case PartDrain:
 		p.Timer = d.Uvarint()
 	case PartEnd:
+		if len(d.b) > 0 {
+			if p.Aborted = d.Bool(); !p.Aborted {
+				d.fail("end: aborted false (a clean end has no field)")
+			}
+		}
 	default:
 		d.fail("part kind %d", p.Kind)
 	}

@@ -26,6 +26,15 @@
 // permission rules (ABI 1.5, to a host that announced 1.5 or later), so
 // the host decides what the call reaches as it runs (an http_request
 // redirect) by the same policy the guest's runner decided the call by.
+// An answer a route aborts once its head is out ends aborted (ABI 1.11, to
+// a host that announced 1.11 or later), so the host cuts it short for its
+// client as net/http does in process.
+//
+// Built with the build tag revenant_testhooks (internal/guestbuild's
+// TestHooksTag), it is the test guest: testhooks_on.go lets a request
+// provoke, by its X-Revenant-Test-Hook header, what no route does on
+// purpose (a failure after the head). The guest users run has no hook:
+// testhooks_off.go's constant removes the call.
 //
 // # No export blocks on I/O: the quiescence rule
 //

@@ -51,7 +51,7 @@ func (g *guest) serve(id uint64, in abi.Request) {
 		}()
 		if err != nil {
 			w.WriteHeader(httpmsg.StatusBadRequest)
-			w.end()
+			w.end(false)
 			return
 		}
 		if in.Header != nil {
@@ -64,11 +64,23 @@ func (g *guest) serve(id uint64, in abi.Request) {
 		r.URL.RawQuery, r.URL.Fragment, r.URL.RawFragment = in.RawQuery, "", ""
 		r.Host = "guest"
 		var hw httpmsg.ResponseWriter = w
+		if testHooks {
+			hw = testWriter(w, r)
+		}
 		if r.Method == httpmsg.MethodPost && r.URL.Path == "/v1/sessions" {
 			hw = &createdWriter{ResponseWriter: w, g: g} // a create's 201 names its created_at
 		}
+		// A handler that failed after its head aborts (Abort): its answer
+		// ends aborted, so the host cuts it short for the client
+		// (docs/abi.md §6); an older host gets the clean end it knows.
+		defer func() {
+			p := recover()
+			if p != nil && p != errAborted {
+				panic(p)
+			}
+			w.end(p != nil && g.cfg.HostMinor >= abi.MinorAbort)
+		}()
 		g.handler.ServeHTTP(hw, r)
-		w.end()
 	}()
 }
 
@@ -148,9 +160,24 @@ func (w *responseWriter) Drain(ctx context.Context) error {
 	}
 }
 
-func (w *responseWriter) end() {
-	w.Flush()
-	respond(w.id, abi.ResponsePart{Kind: abi.PartEnd})
+// errAborted is the panic value of Abort (httpmsg.Aborter), known by its
+// address: core/api's routes abort with it when they fail after the head
+// was sent, and serve recovers it. A pointer, not an error value: it is
+// compared only, and costs the guest the least (TestGuestSize).
+var errAborted = new(byte)
+
+func (w *responseWriter) IsAbort(p any) bool { return p == errAborted }
+
+func (w *responseWriter) Abort() { panic(errAborted) }
+
+// end ends the response: cleanly, after what is buffered; or, aborted (to a
+// host of ABI 1.11 or later), cut short, dropping the buffered rest as
+// net/http drops a handler's unflushed body when it aborts.
+func (w *responseWriter) end(aborted bool) {
+	if !aborted {
+		w.Flush()
+	}
+	respond(w.id, abi.ResponsePart{Kind: abi.PartEnd, Aborted: aborted})
 }
 
 func respond(id uint64, part abi.ResponsePart) {

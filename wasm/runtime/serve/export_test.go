@@ -66,3 +66,10 @@ func (s *stream) buffered() int {
 	defer s.mu.Unlock()
 	return s.backlog
 }
+
+// RespondLocked delivers part of request id as the guest's respond import
+// would; call it where the import runs, inside a guest call (a SetRequest
+// function), with the tree's lock held.
+func RespondLocked(t *Tree, id uint64, part runtime.ResponsePart) {
+	(&services{t: t, gen: t.gen}).Respond(id, part)
+}

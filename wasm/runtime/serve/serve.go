@@ -254,7 +254,9 @@ func (t *Tree) Close(ctx context.Context) error {
 
 // ServeHTTP implements http.Handler: the request goes to the guest's API
 // handler, and the response streams back as the guest writes it (an event
-// stream flushes each event).
+// stream flushes each event). A response the guest aborts after its head
+// (an aborted end, ABI 1.11) panics with http.ErrAbortHandler, for the
+// server to cut it short.
 func (t *Tree) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	max := t.cfg.Boot.Settings.MaxBody
 	if max <= 0 {
@@ -342,6 +344,12 @@ func (t *Tree) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				flusher.Flush()
 			}
 			s.wrote(len(p.Body))
+		case ok && p.Kind == abi.PartEnd && p.Aborted && wroteHead:
+			// The guest's handler failed after its head (docs/abi.md §6):
+			// abort the response as net/http aborts a handler's, so the
+			// client sees it cut short (a dropped connection, a reset
+			// stream), not a body that reads as complete.
+			panic(http.ErrAbortHandler)
 		case ok && p.Kind == abi.PartDrain:
 			// The client took everything before it: the guest's
 			// catch-up reads its next page.

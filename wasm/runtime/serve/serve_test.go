@@ -28,11 +28,27 @@ import (
 	"github.com/revenantrt/revenant/wasm/runtime/serve"
 )
 
+// compiledGuest is a guest compiled once per test binary.
+type compiledGuest struct {
+	once   sync.Once
+	module *runtime.Module
+	err    error
+}
+
 var (
-	moduleOnce sync.Once
-	module     *runtime.Module
-	moduleErr  error
+	guest     compiledGuest // the guest users run
+	testGuest compiledGuest // the test guest, with its test hooks (guestbuild.MustTestHooks)
 )
+
+func (c *compiledGuest) compile(t *testing.T, wasm func(guestbuild.TB) []byte) *runtime.Module {
+	t.Helper()
+	b := wasm(t)
+	c.once.Do(func() {
+		c.module, c.err = runtime.Compile(context.Background(), b, runtime.CompileOptions{CacheDir: guestbuild.CacheDir()})
+	})
+	require.NoError(t, c.err)
+	return c.module
+}
 
 func startTree(t *testing.T, cfg serve.Config) *httptest.Server {
 	t.Helper()
@@ -86,13 +102,13 @@ func (w *watched) quiet(t *testing.T) {
 
 func startTreeWatched(t *testing.T, cfg serve.Config) (*httptest.Server, *watched) {
 	t.Helper()
+	return startTreeOf(t, guest.compile(t, guestbuild.Must), cfg)
+}
+
+// startTreeOf is startTreeWatched with the guest m.
+func startTreeOf(t *testing.T, m *runtime.Module, cfg serve.Config) (*httptest.Server, *watched) {
+	t.Helper()
 	ctx := context.Background()
-	wasm := guestbuild.Must(t)
-	moduleOnce.Do(func() {
-		module, moduleErr = runtime.Compile(ctx, wasm, runtime.CompileOptions{CacheDir: guestbuild.CacheDir()})
-	})
-	require.NoError(t, moduleErr)
-	m := module
 	db, err := sqlitedb.Open(filepath.Join(t.TempDir(), "tree.db"), sqlitedb.Options{})
 	require.NoError(t, err)
 	t.Cleanup(func() { db.Close() })
