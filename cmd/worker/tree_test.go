@@ -158,3 +158,18 @@ func TestParseSettingsFloors(t *testing.T) {
 	assert.ErrorContains(t, err, "REVENANT_SETTINGS: settings.stream_idle: 1ns is shorter than the least allowed, 1s")
 	assert.ErrorContains(t, err, "settings.checkpoint_every: 1ns is shorter than the least allowed, 100ms")
 }
+
+// A REVENANT_OFFLINE_WORD_DELAY of zero is allowed, as the local server's
+// -offline-word-delay 0 is ("0 or more"): the offline model answers with
+// no delay between words, and the boot does not fail.
+func TestTreeOfflineWordDelayOfZero(t *testing.T) {
+	t.Setenv("OPENAI_BASE_URL", "")
+	t.Setenv("OPENAI_API_KEY", "")
+	t.Setenv("REVENANT_MODEL", "")
+	for _, zero := range []string{"0", "0s"} {
+		t.Setenv("REVENANT_OFFLINE_WORD_DELAY", zero)
+		m, err := (&program{}).model(nil)
+		require.NoError(t, err, "delay %q", zero)
+		assert.Equal(t, offline.New(nil, offline.Options{}), m, "delay %q", zero)
+	}
+}
