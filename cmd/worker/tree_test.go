@@ -173,3 +173,17 @@ func TestTreeOfflineWordDelayOfZero(t *testing.T) {
 		assert.Equal(t, offline.New(nil, offline.Options{}), m, "delay %q", zero)
 	}
 }
+
+// A REVENANT_SETTINGS or REVENANT_TOOLS of white space only is no
+// settings, as an unset var is (the defaults): a var left blank in
+// wrangler.toml or the dashboard must not fail every boot.
+func TestBlankVarsAreUnset(t *testing.T) {
+	for _, blank := range []string{"", " ", "\t \n", "\r\n"} {
+		s, err := parseSettings(blank)
+		require.NoError(t, err, "settings %q", blank)
+		assert.Equal(t, settings.Settings{}, s, "settings %q", blank)
+		c, err := parseTools(blank, func(string) string { return "" })
+		require.NoError(t, err, "tools %q", blank)
+		assert.Empty(t, c.WebhookTools, "tools %q", blank)
+	}
+}
