@@ -18,6 +18,7 @@ import (
 	"github.com/revenantrt/revenant/core/fakehost"
 	"github.com/revenantrt/revenant/core/httpmsg"
 	"github.com/revenantrt/revenant/core/logs"
+	"github.com/revenantrt/revenant/core/retry"
 	"github.com/revenantrt/revenant/recovery"
 )
 
@@ -251,4 +252,23 @@ func TestRequestPanicGivesTheObjectUp(t *testing.T) {
 	resp := v.(js.Value)
 	assert.Equal(t, httpmsg.StatusInternalServerError, resp.Get("status").Int())
 	assert.Equal(t, "a request panicked", o.bridge.Get("giveUp").String(), "the object was given up")
+}
+
+// The alarm a route's panic sets again is on the wake schedule: its first
+// delay from now (retry.Wake), as a failed sweep's retry is. An absolute
+// time that forgot now would be an alarm in 1970, which fires at once on
+// every fresh object instead of a second later.
+func TestRoutePanicSetsTheAlarmOneWakeDelayAhead(t *testing.T) {
+	o, _ := openedObject(t)
+	require.Equal(t, httpmsg.StatusCreated, serveFront(t, o, httpmsg.MethodPost).status)
+	o.failNextDelete.Store(failDeletePanic)
+	before := o.clock.Now()
+	require.Equal(t, httpmsg.StatusInternalServerError, serveFront(t, o, httpmsg.MethodDelete).status)
+	after := o.clock.Now()
+	o.alarm.mu.Lock()
+	at := o.alarm.at
+	o.alarm.mu.Unlock()
+	delay := retry.Wake().Delay(0).Milliseconds()
+	assert.GreaterOrEqual(t, at, before+delay, "the alarm is set one wake delay after the panic")
+	assert.LessOrEqual(t, at, after+delay, "the alarm is set one wake delay after the panic")
 }

@@ -151,3 +151,22 @@ func TestWorkerdFailedOwnerRead(t *testing.T) {
 	w.waitLog(t, "revenant test: the directory failed a request: GET "+sid, waitTimeout)
 	assert.Equal(t, http.StatusOK, frontStatus(t, s, http.MethodGet, "/v1/sessions/"+sid), "the next request is served")
 }
+
+// TestWorkerdFailedList: a list whose Directory failed to read its rows
+// (the test build's REVENANT_TEST_FAIL_LIST makes the first list throw,
+// as its sql.exec would on a storage error, so that the front's fetch of
+// the Directory rejects) is answered at once with the API's JSON error, a
+// 503 naming the directory (not the session's object, which a list never
+// reaches), never a 200 with part of a page. The next list is served.
+func TestWorkerdFailedList(t *testing.T) {
+	t.Parallel() // see workerd_test.go
+	w := startWorkerdWith(t, "revenant_testroutes", "REVENANT_TEST_FAIL_LIST:on")
+	s := w.client(t)
+	sid := s.create()
+	code, header, body := frontAnswer(t, s, http.MethodGet, "/v1/sessions")
+	assert.Equal(t, http.StatusServiceUnavailable, code, "the list failed: %s", body)
+	assert.Equal(t, "application/json", header.Get("Content-Type"))
+	assert.JSONEq(t, `{"error":{"type":"unavailable","message":"the session directory did not answer; try again"}}`, body)
+	w.waitLog(t, "revenant test: the directory failed a request: LIST", waitTimeout)
+	assert.Equal(t, []string{sid}, s.listed(), "the next list is served")
+}

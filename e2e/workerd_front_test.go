@@ -27,8 +27,9 @@ import (
 // frontTokens is REVENANT_TOKENS for the test: wrangler's --var splits
 // NAME:value at the first ':', so the value keeps its own colons and commas.
 // zoë's name is not ASCII: the front percent-encodes a principal for the
-// tree's object, which must read it back as the same owner.
-const frontTokens = "alice:a-token,bob:b-token,zoë:z-token"
+// tree's object, which must read it back as the same owner. Alice is not
+// alice: principals are compared as written, as the local server does.
+const frontTokens = "alice:a-token,bob:b-token,zoë:z-token,Alice:cap-a-token"
 
 // bearer adds a token to every request of a client.
 type bearer string
@@ -344,6 +345,29 @@ func TestWorkerdFront(t *testing.T) {
 	t.Run("header values with whitespace around them", func(t *testing.T) { frontHeaderWhitespace(t, alice, "a-token") })
 	t.Run("list's created_at", func(t *testing.T) { frontCreatedAt(t, alice) })
 	t.Run("README walk-through", func(t *testing.T) { frontWalkThrough(t, alice) })
+
+	// Two principals whose names differ only in case are two principals,
+	// as on the local server (REVENANT_TOKENS' names are compared as
+	// written): each has a directory of its own, so neither lists nor
+	// reaches the other's trees.
+	t.Run("principals differing only in case are apart", func(t *testing.T) {
+		capAlice := w.as(t, "cap-a-token")
+		capSid, sid := capAlice.create(), alice.create()
+		assert.Contains(t, capAlice.listed(), capSid)
+		assert.NotContains(t, capAlice.listed(), sid)
+		assert.NotContains(t, alice.listed(), capSid)
+		assert.Equal(t, http.StatusNotFound, frontStatus(t, alice, "GET", "/v1/sessions/"+capSid))
+		assert.Equal(t, http.StatusNotFound, frontStatus(t, capAlice, "GET", "/v1/sessions/"+sid))
+	})
+
+	// A spare Go program costs isolate time and memory, so objects start
+	// one only with REVENANT_SPARE = "on" (durableobject/shim.js), which
+	// this Worker does not set. By now every subtest above has booted
+	// objects, each of which would have started one a moment after its
+	// boot, and the tests' build says when one is ready.
+	t.Run("no spare unless REVENANT_SPARE is on", func(t *testing.T) {
+		assert.NotContains(t, w.logs.String(), "revenant test: a spare Go program is ready")
+	})
 }
 
 // frontWalkThrough is the README's curl walk-through through the front:

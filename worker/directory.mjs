@@ -19,11 +19,14 @@ const ROOT = /^\/trees\/([A-Za-z0-9_-]{1,64})$/;
 // row it committed: it makes the row durable, then resets itself.
 export const LOSE_PUT_HEADER = "x-revenant-test-lose-put";
 
-// FAIL_ONCE_HEADER on a GET or a DELETE of /trees/{root}, which the front
-// sends in the tests' build only (REVENANT_TEST_FAIL_OWNER_READ,
-// REVENANT_TEST_FAIL_ROW_DELETE), makes the Directory fail the first such
-// request for each root (500, nothing read or deleted), as a storage
-// error would; the next one is served.
+// FAIL_ONCE_HEADER on a GET or a DELETE of /trees/{root}, or on a list
+// (GET /trees), which the front sends in the tests' build only
+// (REVENANT_TEST_FAIL_OWNER_READ, REVENANT_TEST_FAIL_ROW_DELETE,
+// REVENANT_TEST_FAIL_LIST), makes the Directory fail the first such
+// request for each root, or the first list (nothing read or deleted), as
+// a storage error would: a tree's request is answered 500, a list throws,
+// as its sql.exec would, so that the front's fetch rejects. The next one
+// is served.
 export const FAIL_ONCE_HEADER = "x-revenant-test-fail-once";
 
 export class Directory extends DurableObject {
@@ -39,6 +42,7 @@ export class Directory extends DurableObject {
     const url = new URL(request.url);
     const q = url.searchParams;
     if (url.pathname === "/trees" && request.method === "GET") {
+      if (this.failOnce(request, "LIST")) throw new Error("revenant test: the directory's storage failed a list");
       // The front always sends the limit it checked (1 to api.MaxListLimit,
       // worker/list.go): no second copy of that bound here to drift from it
       // (a smaller one would cut every page short, with a cursor).
@@ -57,15 +61,7 @@ export class Directory extends DurableObject {
     const m = url.pathname.match(ROOT);
     if (!m) return new Response(null, { status: 404 });
     const root = m[1];
-    if (request.headers.has(FAIL_ONCE_HEADER)) {
-      const key = request.method + " " + root;
-      this.failedOnce ??= new Set();
-      if (!this.failedOnce.has(key)) {
-        this.failedOnce.add(key);
-        console.log(`revenant test: the directory failed a request: ${key}`);
-        return new Response(null, { status: 500 });
-      }
-    }
+    if (this.failOnce(request, request.method + " " + root)) return new Response(null, { status: 500 });
     switch (request.method) {
       case "GET": {
         const row = this.sql.exec(`SELECT root_id, principal, created_at FROM trees WHERE root_id = ?`, root).toArray()[0];
@@ -87,5 +83,16 @@ export class Directory extends DurableObject {
         return new Response(null, { status: 204 });
     }
     return new Response(null, { status: 405 });
+  }
+
+  // failOnce says whether request, which carries FAIL_ONCE_HEADER, is the
+  // first of its kind (key) to do so: that one is to fail (logged).
+  failOnce(request, key) {
+    if (!request.headers.has(FAIL_ONCE_HEADER)) return false;
+    this.failedOnce ??= new Set();
+    if (this.failedOnce.has(key)) return false;
+    this.failedOnce.add(key);
+    console.log(`revenant test: the directory failed a request: ${key}`);
+    return true;
   }
 }

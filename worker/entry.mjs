@@ -152,20 +152,38 @@ function treeFetch(env, root, principal, method, path, clientHeaders, body) {
   return stub.fetch(new Request("https://object" + path, { method, headers, body }));
 }
 
-function directoryFetch(env, principal, method, path) {
-  const dir = env.DIRECTORIES.get(env.DIRECTORIES.idFromName("principal:" + principal));
+// directoryFetch sends a request to the caller's Directory. A Directory
+// whose storage failed throws (sql.exec does), which rejects this fetch:
+// that is answered as a status, 502, like any other failed answer, so that
+// every caller answers its client with the directory's 503
+// (directoryUnavailable), never the 503 of serve's catch, which names the
+// session's object (a list reaches no object at all).
+async function directoryFetch(env, principal, method, path) {
+  try {
+    return await env.DIRECTORIES.get(env.DIRECTORIES.idFromName("principal:" + principal)).fetch(
+      "https://object" + path, { method, headers: directoryTestHeaders(env, method, path) });
+  } catch (e) {
+    console.error("revenant front: the directory's fetch failed", method, path.split("?")[0], String(e));
+    return new Response(null, { status: 502 });
+  }
+}
+
+// directoryTestHeaders are the headers of a Directory request: none but
+// in the tests' build.
+function directoryTestHeaders(env, method, path) {
   const headers = {};
   // The tests' build only (the front's testBuild): the var
   // REVENANT_TEST_LOSE_PUT has the Directory lose its answer to a PUT it
   // committed, REVENANT_TEST_FAIL_OWNER_READ fail a tree's first owner
-  // read and REVENANT_TEST_FAIL_ROW_DELETE its row's first DELETE
-  // (directory.mjs).
+  // read, REVENANT_TEST_FAIL_ROW_DELETE its row's first DELETE and
+  // REVENANT_TEST_FAIL_LIST its first list (directory.mjs).
   if (logic?.bridge.testBuild) {
     if (method === "PUT" && env.REVENANT_TEST_LOSE_PUT) headers[LOSE_PUT_HEADER] = "1";
     if (method === "GET" && path.startsWith("/trees/") && env.REVENANT_TEST_FAIL_OWNER_READ) headers[FAIL_ONCE_HEADER] = "1";
+    if (method === "GET" && path.startsWith("/trees?") && env.REVENANT_TEST_FAIL_LIST) headers[FAIL_ONCE_HEADER] = "1";
     if (method === "DELETE" && env.REVENANT_TEST_FAIL_ROW_DELETE) headers[FAIL_ONCE_HEADER] = "1";
   }
-  return dir.fetch("https://object" + path, { method, headers });
+  return headers;
 }
 
 // owns answers whether the caller's directory has the tree: the cache,
@@ -292,14 +310,9 @@ async function createTree(env, d, root, headers, body) {
   if (res.status !== 201) return res;
   const created = createdAt(res, root);
   const q = new URLSearchParams({ principal: d.principal, created_at: String(created.at) });
-  let put;
-  try {
-    put = await directoryFetch(env, d.principal, "PUT", "/trees/" + root + "?" + q);
-  } catch (e) {
-    put = { status: 0, error: e };
-  }
+  const put = await directoryFetch(env, d.principal, "PUT", "/trees/" + root + "?" + q);
   if (put.status !== 201) {
-    console.error("revenant front: recording a new tree failed; deleting it", root, put.status, put.error);
+    console.error("revenant front: recording a new tree failed; deleting it", root, put.status);
     // A PUT that failed may have written its row (its answer lost): once
     // the tree is gone, the row goes too (a 409's row is not this create's).
     if ((await discard(env, root, d.principal)) && put.status !== 409) await unrecord(env, root, d.principal);
@@ -348,14 +361,10 @@ async function discard(env, root, principal) {
 // answer was lost wrote one (best effort: a row left is a listed session
 // whose routes answer 404, and deleting it removes the row).
 async function unrecord(env, root, principal) {
-  try {
-    const del = await directoryFetch(env, principal, "DELETE", "/trees/" + root);
-    await del.body?.cancel();
-    if (del.status === 204) return;
-    console.error("revenant front: deleting an unrecorded tree's row failed", root, del.status);
-  } catch (e) {
-    console.error("revenant front: deleting an unrecorded tree's row failed", root, e);
-  }
+  const del = await directoryFetch(env, principal, "DELETE", "/trees/" + root);
+  await del.body?.cancel();
+  if (del.status === 204) return;
+  console.error("revenant front: deleting an unrecorded tree's row failed", root, del.status);
 }
 
 // createdAt is the new session's created_at from the object's 201

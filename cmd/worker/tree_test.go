@@ -158,3 +158,32 @@ func TestParseSettingsFloors(t *testing.T) {
 	assert.ErrorContains(t, err, "REVENANT_SETTINGS: settings.stream_idle: 1ns is shorter than the least allowed, 1s")
 	assert.ErrorContains(t, err, "settings.checkpoint_every: 1ns is shorter than the least allowed, 100ms")
 }
+
+// A REVENANT_OFFLINE_WORD_DELAY of zero is allowed, as the local server's
+// -offline-word-delay 0 is ("0 or more"): the offline model answers with
+// no delay between words, and the boot does not fail.
+func TestTreeOfflineWordDelayOfZero(t *testing.T) {
+	t.Setenv("OPENAI_BASE_URL", "")
+	t.Setenv("OPENAI_API_KEY", "")
+	t.Setenv("REVENANT_MODEL", "")
+	for _, zero := range []string{"0", "0s"} {
+		t.Setenv("REVENANT_OFFLINE_WORD_DELAY", zero)
+		m, err := (&program{}).model(nil)
+		require.NoError(t, err, "delay %q", zero)
+		assert.Equal(t, offline.New(nil, offline.Options{}), m, "delay %q", zero)
+	}
+}
+
+// A REVENANT_SETTINGS or REVENANT_TOOLS of white space only is no
+// settings, as an unset var is (the defaults): a var left blank in
+// wrangler.toml or the dashboard must not fail every boot.
+func TestBlankVarsAreUnset(t *testing.T) {
+	for _, blank := range []string{"", " ", "\t \n", "\r\n"} {
+		s, err := parseSettings(blank)
+		require.NoError(t, err, "settings %q", blank)
+		assert.Equal(t, settings.Settings{}, s, "settings %q", blank)
+		c, err := parseTools(blank, func(string) string { return "" })
+		require.NoError(t, err, "tools %q", blank)
+		assert.Empty(t, c.WebhookTools, "tools %q", blank)
+	}
+}
