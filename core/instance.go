@@ -486,10 +486,12 @@ type Subscription struct {
 	once      sync.Once
 }
 
-// Subscribe starts a subscription to sessionID with the given buffer. On a
-// closed instance the subscription starts closed.
+// Subscribe starts a subscription to sessionID with the given buffer, at
+// least one event: with none, every event would find it behind and close
+// it, and a negative size is no channel at all. On a closed instance the
+// subscription starts closed.
 func (inst *Instance) Subscribe(sessionID string, buffer int) *Subscription {
-	c := make(chan event.Event, buffer)
+	c := make(chan event.Event, max(buffer, 1))
 	s := &Subscription{C: c, c: c, inst: inst, sessionID: sessionID}
 	inst.mu.Lock()
 	if inst.closed {

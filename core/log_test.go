@@ -305,3 +305,22 @@ func TestAbandonedInstanceWritesNothing(t *testing.T) {
 	})
 	assert.Equal(t, 1, sessions)
 }
+
+// A subscription asked for with no buffer, or a negative one (a library
+// caller's mistake), holds one event: it neither panics (a negative
+// channel size) nor closes at the first event (a buffer of none is always
+// behind).
+func TestSubscribeWithoutABufferHoldsOneEvent(t *testing.T) {
+	for _, buffer := range []int{0, -1} {
+		tr := treetest.New(t)
+		n := tr.Boot(treetest.NewDriver(4))
+		sid := n.NewSession("s")
+		sub := n.Inst.Subscribe(sid, buffer)
+		n.Admit(sid, "hi")
+		ev, open := <-sub.C
+		require.True(t, open, "buffer %d: closed at the first event", buffer)
+		assert.Equal(t, sid, ev.SessionID)
+		sub.Close()
+		n.Idle()
+	}
+}
