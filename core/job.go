@@ -516,12 +516,15 @@ type ChildInfo struct {
 	Turns      int
 }
 
-// readChildren lists a session's children in creation order.
+// readChildren lists a session's children in creation order. Children
+// created in the same millisecond are ordered by their number: a child's id
+// is {root}.{n}, n counting the tree's children up (createChild), so the
+// shorter id is the older, and "root.10" comes after "root.9".
 func readChildren(tx storage.Tx, parentID string) ([]ChildInfo, error) {
 	rows, err := tx.Query(`SELECT j.child_id, j.call_id, j.background,
 		j.state, EXISTS (SELECT 1 FROM claims c WHERE c.session_id = j.child_id),
 		EXISTS (SELECT 1 FROM blockers b WHERE b.session_id = j.child_id AND b.state = 'pending'), s.turns
-		FROM jobs j JOIN sessions s ON s.id = j.child_id WHERE j.parent_id = ? ORDER BY s.created_at, j.child_id`, parentID)
+		FROM jobs j JOIN sessions s ON s.id = j.child_id WHERE j.parent_id = ? ORDER BY s.created_at, length(j.child_id), j.child_id`, parentID)
 	if err != nil {
 		return nil, fmt.Errorf("read children: %w", err)
 	}
