@@ -95,6 +95,11 @@ func simulate(ctx context.Context, args []string, getenv func(string) string, st
 	if *checkDir != "" {
 		return checkKept(*checkDir, cfg.ResumeBudget, stdout)
 	}
+	// Before the guest is read or built (seconds on a first build): a
+	// campaign that cannot run is refused at once, as sim.Run would.
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("simulate: %w", err)
+	}
 	cfg.Keep = cfg.Dir != ""
 	if *trace >= 0 {
 		cfg.Trace, cfg.TraceTree = stdout, *trace

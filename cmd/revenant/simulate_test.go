@@ -155,3 +155,14 @@ func TestSimulateTracePrintsOneSession(t *testing.T) {
 	assert.Contains(t, err.Error(), "sessions -1 must be positive")
 	assert.NotContains(t, err.Error(), "-trace")
 }
+
+// A campaign that cannot run (a share outside 0…1, NaN among them, no
+// sessions) is refused before the guest is read or built, which takes
+// seconds: the error names the setting, not the guest.
+func TestSimulateRefusesABadCampaignBeforeTheGuest(t *testing.T) {
+	for _, args := range [][]string{{"-deletes", "2"}, {"-zombies", "NaN"}, {"-sessions", "0"}} {
+		err := simulate(context.Background(), append(args, "-guest", "no-such.wasm"), env(nil), &strings.Builder{})
+		require.Error(t, err, args)
+		assert.NotContains(t, err.Error(), "no-such.wasm", args)
+	}
+}

@@ -109,7 +109,7 @@ type Result struct {
 
 // Run runs a campaign with the guest module wasm.
 func Run(ctx context.Context, cfg Config, wasm []byte) (*Result, error) {
-	if err := cfg.validate(); err != nil {
+	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("simulate: %w", err)
 	}
 	began := time.Now()

@@ -130,7 +130,11 @@ func DefaultConfig(seed uint64) Config {
 	return Config{Seed: seed, Sessions: DefaultSessions, Kills: DefaultKills, Zombies: DefaultZombies, DiskFull: DefaultDiskFull, SmallBudget: DefaultSmall, Scripted: DefaultScripted, FinalAsk: DefaultFinalAsk}
 }
 
-func (c Config) validate() error {
+// Validate refuses a campaign that cannot run as configured: no sessions,
+// a negative kill budget, a share outside 0…1. Run checks it first;
+// simulate checks it before it builds or reads a guest, which takes
+// seconds.
+func (c Config) Validate() error {
 	switch {
 	case c.Sessions <= 0:
 		return fmt.Errorf("sessions %d must be positive", c.Sessions)

@@ -73,11 +73,11 @@ func TestSharesOutsideZeroToOneRefused(t *testing.T) {
 			// The shares of shares need the share they are of.
 			cfg.Deletes, cfg.DeleteFault, cfg.Scripted = 0.5, 0.5, 0.5
 			*share(&cfg) = bad
-			err := cfg.validate()
+			err := cfg.Validate()
 			if assert.Error(t, err, "%s share %v", name, bad) {
 				assert.Contains(t, err.Error(), "must be within 0…1", "%s share %v", name, bad)
 			}
 		}
 	}
-	assert.NoError(t, DefaultConfig(1).validate())
+	assert.NoError(t, DefaultConfig(1).Validate())
 }

@@ -193,11 +193,11 @@ func TestAZombiesEpochOverANewerBootsIsPastTheFence(t *testing.T) {
 func TestReopenRaceNeedsDeleteFaults(t *testing.T) {
 	cfg := DefaultConfig(1)
 	cfg.Deletes, cfg.ReopenRace = 1, 0.5
-	require.ErrorContains(t, cfg.validate(), "-delfault")
+	require.ErrorContains(t, cfg.Validate(), "-delfault")
 	cfg.DeleteFault = 1
-	require.NoError(t, cfg.validate())
+	require.NoError(t, cfg.Validate())
 	cfg.ReopenRace = 2
-	require.Error(t, cfg.validate())
+	require.Error(t, cfg.Validate())
 }
 
 // epochJudge is a tree whose epochs noteEpoch judges: one session,

@@ -40,7 +40,7 @@ func TestKillBudgetIsSpreadWhole(t *testing.T) {
 // has none of is refused before anything runs.
 func TestConfigOutOfRangeIsRefused(t *testing.T) {
 	ok := Config{Sessions: 1}
-	require.NoError(t, ok.validate())
+	require.NoError(t, ok.Validate())
 	for name, mut := range map[string]func(*Config){
 		"sessions":        func(c *Config) { c.Sessions = 0 },
 		"kills":           func(c *Config) { c.Kills = -1 },
@@ -64,7 +64,7 @@ func TestConfigOutOfRangeIsRefused(t *testing.T) {
 	} {
 		c := ok
 		mut(&c)
-		assert.Error(t, c.validate(), name)
+		assert.Error(t, c.Validate(), name)
 	}
 }
 
