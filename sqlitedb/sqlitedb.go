@@ -124,7 +124,9 @@ func (db *DB) configure(opts Options) error {
 		return fmt.Errorf("set journal mode: %w", err)
 	}
 	if mode != "wal" {
-		return fmt.Errorf("set journal mode: database reports %q, want wal", mode)
+		// SQLite keeps a temporary or in-memory database (an empty path,
+		// ":memory:", mode=memory) out of WAL, which durability needs.
+		return fmt.Errorf("set journal mode: database reports %q, want wal: revenant needs a database file (not an empty path, :memory: or mode=memory)", mode)
 	}
 	sync, want := "PRAGMA synchronous=FULL", "2"
 	if opts.NoSync {

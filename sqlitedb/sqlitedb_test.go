@@ -380,3 +380,16 @@ func TestOpenAFileURIAsGiven(t *testing.T) {
 	}))
 	assert.FileExists(t, path)
 }
+
+// A database SQLite keeps out of WAL (temporary, in memory) is refused
+// saying what to give instead, not only which journal mode it reports.
+func TestDatabaseWithoutAFileRefusedSayingSo(t *testing.T) {
+	for _, path := range []string{"", ":memory:"} {
+		db, err := sqlitedb.Open(path, sqlitedb.Options{})
+		if err == nil {
+			db.Close()
+		}
+		require.Error(t, err, "%q", path)
+		assert.Contains(t, err.Error(), "needs a database file", "%q", path)
+	}
+}
