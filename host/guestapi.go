@@ -214,7 +214,9 @@ func (g *GuestHandler) create(w http.ResponseWriter, r *http.Request, m *httpmsg
 		}
 		resp = &recorder{header: http.Header{}}
 		// As in process, the create finishes even if the client goes away.
-		gi.tree.ServeHTTP(resp, guestCredentials(r.WithContext(context.WithoutCancel(r.Context()))))
+		if cutShort(gi.tree, resp, guestCredentials(r.WithContext(context.WithoutCancel(r.Context())))) {
+			return 0, errCreateCut
+		}
 		// The guest names its root session's created_at for the index
 		// only (the list says what the session says); never the client's.
 		at, _ := strconv.ParseInt(resp.header.Get(api.CreatedAtHeader), 10, 64)
@@ -234,6 +236,28 @@ func (g *GuestHandler) create(w http.ResponseWriter, r *http.Request, m *httpmsg
 // errCreateRefused: the guest answered a create with something else than
 // 201 (an invalid body, say); that answer goes to the client.
 var errCreateRefused = errors.New("the guest refused to create the session")
+
+// errCreateCut: the guest's answer to a create was cut short after its
+// head (it died between head and end): the create is undone, and its
+// client told to try again, rather than sent a 201 without its body.
+var errCreateCut = &api.Error{Type: api.ErrUnavailable, Message: "the session's instance stopped while it answered the create; try again"}
+
+// cutShort serves r through h into rec and reports whether h cut the
+// answer short (http.ErrAbortHandler: its guest died after the head, or
+// aborted its answer), which net/http would do to a client's connection
+// but a recorded answer must be told.
+func cutShort(h http.Handler, rec *recorder, r *http.Request) (cut bool) {
+	defer func() {
+		if p := recover(); p != nil {
+			if p != http.ErrAbortHandler {
+				panic(p)
+			}
+			cut = true
+		}
+	}()
+	h.ServeHTTP(rec, r)
+	return false
+}
 
 // fail answers err as core/api does, its detail logged if it is internal.
 func (g *GuestHandler) fail(w http.ResponseWriter, err error) {

@@ -1,6 +1,8 @@
 package serve_test
 
 import (
+	"context"
+	"errors"
 	"io"
 	"net/http"
 	"testing"
@@ -104,4 +106,36 @@ func TestServeGuestRouteFailingAfterItsHeadIsCut(t *testing.T) {
 			require.Zero(t, serve.Requests(w.tree))
 		})
 	}
+}
+
+// A guest that dies between its head and its end (a trap, its watchdog, a
+// kill) cuts its answer short for the client, as an aborted end does: the
+// host used to end it as complete, so a client read a 200 whose body had
+// stopped as the whole answer. A guest that ended its answer before it
+// died leaves the answer complete.
+func TestServeGuestDeadAfterItsHeadCutsTheResponse(t *testing.T) {
+	srv, w := startTreeWatched(t, serve.Config{Boot: offline()})
+	require.Equal(t, http.StatusCreated, post(t, srv.URL+"/v1/sessions", `{}`).StatusCode)
+
+	dieAfter := func(parts ...abi.ResponsePart) {
+		serve.SetRequest(w.tree, func(g *runtime.Guest, id uint64, _ runtime.Request) error {
+			for _, p := range parts {
+				serve.RespondLocked(w.tree, id, p)
+			}
+			_ = g.Close(context.Background())
+			return errors.New("trap")
+		})
+	}
+	head := abi.ResponsePart{Kind: abi.PartHead, Status: http.StatusOK, Header: httpmsg.Header{"Content-Type": {"application/json"}}}
+	body := abi.ResponsePart{Kind: abi.PartBody, Body: []byte(`{"id":`)}
+
+	dieAfter(head, body)
+	status, got, err := getBody(t, srv.URL+"/v1/sessions/tree1", "")
+	require.Error(t, err, "the answer of a guest that died read as complete: %d %q", status, got)
+
+	dieAfter(head, body, abi.ResponsePart{Kind: abi.PartEnd})
+	status, got, err = getBody(t, srv.URL+"/v1/sessions/tree1", "")
+	require.NoError(t, err, "an answer the guest ended before it died is complete")
+	require.Equal(t, http.StatusOK, status)
+	require.Equal(t, `{"id":`, got)
 }

@@ -255,8 +255,8 @@ func (t *Tree) Close(ctx context.Context) error {
 // ServeHTTP implements http.Handler: the request goes to the guest's API
 // handler, and the response streams back as the guest writes it (an event
 // stream flushes each event). A response the guest aborts after its head
-// (an aborted end, ABI 1.11) panics with http.ErrAbortHandler, for the
-// server to cut it short.
+// (an aborted end, ABI 1.11), or whose guest died after sending its head,
+// panics with http.ErrAbortHandler, for the server to cut it short.
 func (t *Tree) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	max := t.cfg.Boot.Settings.MaxBody
 	if max <= 0 {
@@ -367,6 +367,14 @@ func (t *Tree) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 					typ, msg = api.ErrUnavailable, "the tree's instance stopped; try again"
 				}
 				writeError(w, typ, msg)
+				return
+			}
+			if s.diedShort() {
+				// The guest died (a trap, its watchdog, a kill) between its
+				// head and its end: what was sent is not the whole answer,
+				// so it is cut short as an aborted end is, not ended as if
+				// complete.
+				panic(http.ErrAbortHandler)
 			}
 			return
 		default:

@@ -71,6 +71,7 @@ type stream struct {
 	timer    uint64
 	ended    bool
 	dropped  bool          // cut by the backlog rule
+	died     bool          // ended by its guest's death, not by the guest
 	errType  api.ErrorType // why it ended without a head, if not a stopped guest
 	errMsg   string
 	notify   chan struct{}
@@ -208,11 +209,24 @@ func (s *stream) stopTimerLocked() {
 	}
 }
 
+// abort ends the stream for a guest that died with the request (or could
+// not be handed it): what it sent before is all there is. A stream the
+// guest had ended (its end part sent before it died) stays complete.
 func (s *stream) abort() {
 	s.mu.Lock()
-	s.ended = true
+	if !s.ended {
+		s.ended, s.died = true, true
+	}
 	s.mu.Unlock()
 	s.signal()
+}
+
+// diedShort reports whether the stream ended by its guest's death rather
+// than by the guest's end part.
+func (s *stream) diedShort() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.died
 }
 
 // fail ends the stream with an error the client is answered with, unless
