@@ -199,10 +199,15 @@ func writeJSON(w httpmsg.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	// What json.NewEncoder(w).Encode(v) writes (nothing if v does not
-	// marshal), without the Encoder: its indenting cost the guest 2 KB gzip.
-	if b, err := json.Marshal(v); err == nil {
-		_, _ = w.Write(append(b, '\n'))
+	// What json.NewEncoder(w).Encode(v) writes, without the Encoder: its
+	// indenting cost the guest 2 KB gzip. Marshalled before the head: a
+	// value that does not marshal (a stored JSON text gone bad in a
+	// json.RawMessage) is an internal error, not the status it was meant
+	// for with no body.
+	b, err := json.Marshal(v)
+	if err != nil {
+		status, b = Statuses[ErrInternal], []byte(`{"error":{"type":"internal","message":"internal error"}}`)
 	}
+	w.WriteHeader(status)
+	_, _ = w.Write(append(b, '\n'))
 }
