@@ -36,6 +36,10 @@ type Host struct {
 	bg       sync.WaitGroup // background goroutines; Add only under mu while open
 
 	closed atomic.Bool // set under mu; read anywhere (also by wakers)
+	// closeDone is closed when the first Close has finished: a Close
+	// called meanwhile waits for it, so that its return means what the
+	// first one's does (every instance and database closed).
+	closeDone chan struct{}
 
 	mu    sync.Mutex // guards the fields below; never held while calling core or doing I/O
 	trees map[string]*entry
@@ -117,7 +121,7 @@ func open(ctx context.Context, cfg Config) (*Host, error) {
 	h := &Host{
 		cfg: cfg, log: cfg.Log, treesDir: treesDir, index: ix,
 		trees: map[string]*entry{}, wakers: map[string]*waker{},
-		recovered: make(chan struct{}),
+		recovered: make(chan struct{}), closeDone: make(chan struct{}),
 	}
 	h.backend = native{h}
 	if cfg.Guest != nil {
@@ -218,14 +222,22 @@ func (h *Host) Stats() Stats {
 // instance is closed with core.Instance.Close (which records shutdown and
 // keeps claims, so the next Open resumes them as after a crash), and every
 // database is closed. ctx bounds the wait for executions to stop. Wake-up
-// rows stay: they are what the next Open boots.
+// rows stay: they are what the next Open boots. A Close while another
+// runs waits for it to finish (or ctx) and returns nil: the first one
+// reports the errors.
 func (h *Host) Close(ctx context.Context) error {
 	h.mu.Lock()
 	if h.closed.Load() {
 		h.mu.Unlock()
-		return nil
+		select {
+		case <-h.closeDone:
+			return nil
+		case <-ctx.Done():
+			return fmt.Errorf("close host: waiting for another Close: %w", ctx.Err())
+		}
 	}
 	h.closed.Store(true)
+	defer close(h.closeDone)
 	if h.evictStop != nil {
 		h.evictStop()
 	}
