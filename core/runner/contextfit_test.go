@@ -318,3 +318,19 @@ func (tx *countingTx) Query(query string, args ...any) (*storage.Rows, error) {
 	}
 	return rows, err
 }
+
+// A request that fits once one exchange is left out, with the notice that
+// says so as long as it is, leaves out that one only: the room kept for
+// the notice is its own size, not the longest count it could hold, which
+// cost a second exchange whenever the request came within 18 bytes of the
+// context size.
+func TestOneExchangeLeftOutWhenTheNoticeFitsExactly(t *testing.T) {
+	prompts := []string{prompt(0, 1000, 0), prompt(1, 1000, 0), prompt(2, 1000, 0)}
+	// The last request: the notice of the first exchange's two messages,
+	// the second exchange (its prompt and "ok"), and the current prompt.
+	budget := len(fmt.Sprintf(runner.OmittedNotice, 2)) + 1000 + len("ok") + 1000
+	req := lastRequest(t, budget, prompts...)
+
+	assert.Equal(t, 2, omittedCount(req), "only the first exchange is left out")
+	assert.Equal(t, budget, requestTextBytes(req), "the request fills the context size exactly")
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -466,16 +467,14 @@ type contextUnit struct {
 // next) go whole, oldest first, so that no tool call is parted from its
 // result, which providers refuse; the current prompt's exchange (from
 // unit keep on) always stays, even alone past the budget. A request that
-// leaves out any makes room for the notice that says so.
+// leaves out any makes room for the notice that says so, as long as it is
+// with the count it will hold: no more is left out than needed.
 func leaveOut(units []contextUnit, budget, keep int) (n, messages int) {
 	total := 0
 	for _, u := range units {
 		total += u.least
 	}
-	for n < keep && total > budget {
-		if n == 0 {
-			total += omittedRoom
-		}
+	for n < keep && total+omittedSize(messages) > budget {
 		for first := true; n < keep && (first || !units[n].opens); first = false {
 			total -= units[n].least
 			messages += units[n].messages
@@ -656,9 +655,14 @@ func applySessionConfig(req *model.Request, cfg core.SessionConfig) {
 	}
 }
 
-// omittedRoom bounds the size of an OmittedNotice: its count has at most
-// 19 digits.
-const omittedRoom = len(OmittedNotice) - len("%d") + 19
+// omittedSize is the size of the OmittedNotice of a request that leaves
+// out messages messages: none without any.
+func omittedSize(messages int) int {
+	if messages == 0 {
+		return 0
+	}
+	return len(OmittedNotice) - len("%d") + len(strconv.Itoa(messages))
+}
 
 // elide replaces the oldest tool outputs with a marker until the request's
 // text fits in budget bytes, so a long session keeps working. Prompts and
