@@ -318,3 +318,88 @@ func (tx *countingTx) Query(query string, args ...any) (*storage.Rows, error) {
 	}
 	return rows, err
 }
+
+// A request that fits once one exchange is left out, with the notice that
+// says so as long as it is, leaves out that one only: the room kept for
+// the notice is its own size, not the longest count it could hold, which
+// cost a second exchange whenever the request came within 18 bytes of the
+// context size.
+func TestOneExchangeLeftOutWhenTheNoticeFitsExactly(t *testing.T) {
+	prompts := []string{prompt(0, 1000, 0), prompt(1, 1000, 0), prompt(2, 1000, 0)}
+	// The last request: the notice of the first exchange's two messages,
+	// the second exchange (its prompt and "ok"), and the current prompt.
+	budget := len(fmt.Sprintf(runner.OmittedNotice, 2)) + 1000 + len("ok") + 1000
+	req := lastRequest(t, budget, prompts...)
+
+	assert.Equal(t, 2, omittedCount(req), "only the first exchange is left out")
+	assert.Equal(t, budget, requestTextBytes(req), "the request fills the context size exactly")
+}
+
+// A call its turn left without a result (interrupted while a sibling ran)
+// is sent a made-up one, NoResult or NotRun, and counted at its size once
+// elided: a request that fits with both whole exchanges, exactly, leaves
+// nothing out. Counted as the longest marker, each such call cost 17
+// bytes more than it is sent, enough to leave out an exchange needlessly.
+func TestUnsettledCallsCountedAtTheirSize(t *testing.T) {
+	whole := requestAfterUnsettledCalls(t, 1<<30)
+	require.Equal(t, -1, omittedCount(whole))
+	assert.Contains(t, toolTexts(whole), runner.NotRun, "a call of the first turn never ran")
+	assert.Contains(t, toolTexts(whole), runner.NoResult, "a call of the first turn has no result")
+	budget := leastBytes(whole.Messages)
+
+	req := requestAfterUnsettledCalls(t, budget)
+	assert.Equal(t, -1, omittedCount(req), "nothing needs to be left out: the request fits with its outputs elided")
+	assert.Equal(t, budget, requestTextBytes(req))
+}
+
+// requestAfterUnsettledCalls runs, with a context size of budget, a turn
+// whose step calls charge (executing when the turn is interrupted: no
+// result) and note (never started: did not run), then two turns of 1000
+// byte prompts, and returns the last request.
+func requestAfterUnsettledCalls(t *testing.T, budget int) model.Request {
+	tr := treetest.New(t)
+	bodies := newBodyLog()
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	charge := tool.Func{DefaultPermission: "allow", Name: "charge", Run: func(_ context.Context, c tool.Call) (string, error) {
+		bodies.enter(c)
+		<-release // ignores cancellation: the interrupt commits without it
+		return "charged", nil
+	}}
+	m := &chargeAndNoteModel{}
+	n := tr.Boot(newRunner(t, m, runner.NewConfig().WithContextBytes(budget), charge, newLedger().tool("note", true)))
+	sid := n.NewSession("s")
+	n.Admit(sid, "pay and note")
+	<-bodies.entered
+	interruptPastGrace(t, tr, n, sid)
+	for i := range 2 {
+		n.Admit(sid, prompt(i, 1000, 0))
+		n.Idle()
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.last
+}
+
+// chargeAndNoteModel answers the prompt "pay and note" by calling charge
+// and note, and anything else with "ok". It keeps the last request.
+type chargeAndNoteModel struct {
+	mu   sync.Mutex
+	last model.Request
+}
+
+func (m *chargeAndNoteModel) Name() string { return "charge-and-note" }
+
+func (m *chargeAndNoteModel) Stream(_ context.Context, req model.Request) (model.Stream, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.last = req
+	if last := req.Messages[len(req.Messages)-1]; last.Role == model.RoleUser && last.Text == "pay and note" {
+		return &scriptStream{s: scriptStep{chunks: []model.Chunk{
+			{ToolCall: &model.ToolCallDelta{Index: 0, ID: "a", Name: "charge", Arguments: `{}`}},
+			{ToolCall: &model.ToolCallDelta{Index: 1, ID: "b", Name: "note", Arguments: `{}`}},
+			{Finish: model.FinishToolCalls},
+		}}}, nil
+	}
+	return &scriptStream{s: scriptStep{chunks: text("ok")}}, nil
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -405,14 +406,28 @@ func (t *turn) readTranscript(tx storage.Tx) (transcript, error) {
 // includes its calls' arguments and the results sent after it, found by
 // id (ToolSettled's message is the call's id and ".result"), each as long
 // as its ElidedMarker if it is longer; a call without one is sent a result
-// made up at most that long (unsettledOutputs, elided too if need be).
-// Subqueries, not a join and GROUP BY: those sort the rows in a temporary
-// table, and the index gives them in order.
-const transcriptSizes = `SELECT m.seq, m.role, (SELECT count(*) FROM tool_calls WHERE step_id = m.id),
+// made up (unsettledOutputs): NoResult or NotRun, counted at its size
+// (madeUpSize), but for a call that waited on a blocker, whose made-up
+// result tells how it ended, counted as the longest marker (it is elided
+// too if need be). Subqueries, not a join and GROUP BY: those sort the
+// rows in a temporary table, and the index gives them in order.
+var transcriptSizes = `SELECT m.seq, m.role, (SELECT count(*) FROM tool_calls WHERE step_id = m.id),
 	octet_length(m.text) + (SELECT COALESCE(sum(octet_length(c.arguments) + COALESCE(min(octet_length(r.text),
-		` + markerSQL + ` + length(octet_length(r.text))), ` + markerSQL + ` + 19)), 0)
+		` + markerSQL + ` + length(octet_length(r.text))),
+		CASE WHEN c.phase = '` + string(event.PhaseWaiting) + `' THEN ` + markerSQL + ` + 19 ELSE ` + strconv.Itoa(madeUpSize) + ` END)), 0)
 		FROM tool_calls c LEFT JOIN messages r ON r.id = c.id || '.result' WHERE c.step_id = m.id)
 	FROM messages m WHERE m.session_id = ? AND m.role != 'tool' ORDER BY m.seq`
+
+// madeUpSize is how much a result made up for a call that did not wait
+// (NoResult, NotRun) counts in a request once its tool outputs are all
+// elided: each is longer than its marker.
+var madeUpSize = max(elidedSize(NoResult), elidedSize(NotRun))
+
+// elidedSize is the size of a tool output once elide has passed: its
+// ElidedMarker if that is shorter.
+func elidedSize(output string) int {
+	return min(len(output), len(fmt.Sprintf(ElidedMarker, len(output))))
+}
 
 // markerSQL is the size of an ElidedMarker without its number, in SQL.
 const markerSQL = `(octet_length('` + ElidedMarker + `') - 2)`
@@ -466,16 +481,14 @@ type contextUnit struct {
 // next) go whole, oldest first, so that no tool call is parted from its
 // result, which providers refuse; the current prompt's exchange (from
 // unit keep on) always stays, even alone past the budget. A request that
-// leaves out any makes room for the notice that says so.
+// leaves out any makes room for the notice that says so, as long as it is
+// with the count it will hold: no more is left out than needed.
 func leaveOut(units []contextUnit, budget, keep int) (n, messages int) {
 	total := 0
 	for _, u := range units {
 		total += u.least
 	}
-	for n < keep && total > budget {
-		if n == 0 {
-			total += omittedRoom
-		}
+	for n < keep && total+omittedSize(messages) > budget {
 		for first := true; n < keep && (first || !units[n].opens); first = false {
 			total -= units[n].least
 			messages += units[n].messages
@@ -656,9 +669,14 @@ func applySessionConfig(req *model.Request, cfg core.SessionConfig) {
 	}
 }
 
-// omittedRoom bounds the size of an OmittedNotice: its count has at most
-// 19 digits.
-const omittedRoom = len(OmittedNotice) - len("%d") + 19
+// omittedSize is the size of the OmittedNotice of a request that leaves
+// out messages messages: none without any.
+func omittedSize(messages int) int {
+	if messages == 0 {
+		return 0
+	}
+	return len(OmittedNotice) - len("%d") + len(strconv.Itoa(messages))
+}
 
 // elide replaces the oldest tool outputs with a marker until the request's
 // text fits in budget bytes, so a long session keeps working. Prompts and
