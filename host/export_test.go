@@ -110,6 +110,7 @@ func WithVFS(cfg Config, vfs string) Config {
 func (h *Host) Crash() {
 	h.mu.Lock()
 	h.closed.Store(true)
+	defer close(h.closeDone) // a Close after the crash has nothing to wait for
 	if h.evictStop != nil {
 		h.evictStop()
 	}
