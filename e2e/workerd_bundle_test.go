@@ -24,8 +24,10 @@ const (
 // the dry run's files measured once the Worker linked no log/slog (core/logs'
 // lite logger on js), 1,817,661 bytes, plus 32 KiB: room for a round of
 // fixes, not for a new standard package. Lower it when a cut lands; raise
-// it only with a reason in the commit.
-const bundleCeiling = 1_817_661 + 32<<10
+// it only with a reason in the commit. Session 59 raised it by 16 KiB:
+// eleven sessions of fixes had used the room (1,851,274 bytes, 845 over),
+// the last a request's context planning and the front's directory errors.
+const bundleCeiling = 1_817_661 + 48<<10
 
 // TestWranglerDryRunBundle bundles the Worker as `wrangler deploy` would,
 // without an account (`--dry-run --outdir`), and holds the bundle under
