@@ -352,54 +352,10 @@ func TestUnsettledCallsCountedAtTheirSize(t *testing.T) {
 	assert.Equal(t, budget, requestTextBytes(req))
 }
 
-// requestAfterUnsettledCalls runs, with a context size of budget, a turn
-// whose step calls charge (executing when the turn is interrupted: no
-// result) and note (never started: did not run), then two turns of 1000
-// byte prompts, and returns the last request.
+// requestAfterUnsettledCalls is the last request, with a context size of
+// budget, of a chargeAndNote session and two turns of 1000 byte prompts
+// after it.
 func requestAfterUnsettledCalls(t *testing.T, budget int) model.Request {
-	tr := treetest.New(t)
-	bodies := newBodyLog()
-	release := make(chan struct{})
-	t.Cleanup(func() { close(release) })
-	charge := tool.Func{DefaultPermission: "allow", Name: "charge", Run: func(_ context.Context, c tool.Call) (string, error) {
-		bodies.enter(c)
-		<-release // ignores cancellation: the interrupt commits without it
-		return "charged", nil
-	}}
-	m := &chargeAndNoteModel{}
-	n := tr.Boot(newRunner(t, m, runner.NewConfig().WithContextBytes(budget), charge, newLedger().tool("note", true)))
-	sid := n.NewSession("s")
-	n.Admit(sid, "pay and note")
-	<-bodies.entered
-	interruptPastGrace(t, tr, n, sid)
-	for i := range 2 {
-		n.Admit(sid, prompt(i, 1000, 0))
-		n.Idle()
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.last
-}
-
-// chargeAndNoteModel answers the prompt "pay and note" by calling charge
-// and note, and anything else with "ok". It keeps the last request.
-type chargeAndNoteModel struct {
-	mu   sync.Mutex
-	last model.Request
-}
-
-func (m *chargeAndNoteModel) Name() string { return "charge-and-note" }
-
-func (m *chargeAndNoteModel) Stream(_ context.Context, req model.Request) (model.Stream, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.last = req
-	if last := req.Messages[len(req.Messages)-1]; last.Role == model.RoleUser && last.Text == "pay and note" {
-		return &scriptStream{s: scriptStep{chunks: []model.Chunk{
-			{ToolCall: &model.ToolCallDelta{Index: 0, ID: "a", Name: "charge", Arguments: `{}`}},
-			{ToolCall: &model.ToolCallDelta{Index: 1, ID: "b", Name: "note", Arguments: `{}`}},
-			{Finish: model.FinishToolCalls},
-		}}}, nil
-	}
-	return &scriptStream{s: scriptStep{chunks: text("ok")}}, nil
+	c := interruptChargeAndNote(t, runner.NewConfig().WithContextBytes(budget))
+	return c.run(prompt(0, 1000, 0), prompt(1, 1000, 0))
 }
