@@ -359,3 +359,21 @@ func requestAfterUnsettledCalls(t *testing.T, budget int) model.Request {
 	c := interruptChargeAndNote(t, runner.NewConfig().WithContextBytes(budget))
 	return c.run(prompt(0, 1000, 0), prompt(1, 1000, 0))
 }
+
+// Each elided output is counted at its marker's size, as the size query
+// computes it from the output's length: a request that fits exactly with
+// every output elided leaves nothing out, and one byte less leaves out
+// the oldest exchange, never sends more than the context size.
+func TestElidedOutputsCountedAtTheirMarkersSize(t *testing.T) {
+	prompts := []string{prompt(0, 100, 5), prompt(1, 100, 50), prompt(2, 100, 5000), prompt(3, 100, 0)}
+	whole := lastRequest(t, 1<<30, prompts...)
+	budget := leastBytes(whole.Messages)
+
+	req := lastRequest(t, budget, prompts...)
+	assert.Equal(t, -1, omittedCount(req), "nothing is left out")
+	assert.Equal(t, budget, requestTextBytes(req))
+
+	req = lastRequest(t, budget-1, prompts...)
+	assert.Equal(t, 4, omittedCount(req), "the first exchange is left out")
+	assert.LessOrEqual(t, requestTextBytes(req), budget-1)
+}

@@ -399,24 +399,32 @@ func (t *turn) readTranscript(tx storage.Tx) (transcript, error) {
 	return tr, err
 }
 
-// transcriptSizes is, in order, each message of a session but tool
+// transcriptSizes is, in order, each message of a session (?1) but tool
 // results, without its text (octet_length reads a row's header): its seq,
 // its role, how many tool calls it made, and its size as the context size
 // counts it with its tool outputs elided. An assistant message's size
 // includes its calls' arguments and the results sent after it, found by
 // id (ToolSettled's message is the call's id and ".result"), each as long
-// as its ElidedMarker if it is longer; a call without one is sent a result
-// made up (unsettledOutputs): NoResult or NotRun, counted at its size
-// (madeUpSize), but for a call that waited on a blocker, whose made-up
-// result tells how it ended, counted as the longest marker (it is elided
-// too if need be). Subqueries, not a join and GROUP BY: those sort the
-// rows in a temporary table, and the index gives them in order.
-var transcriptSizes = `SELECT m.seq, m.role, (SELECT count(*) FROM tool_calls WHERE step_id = m.id),
+// as its ElidedMarker if it is longer (?2 is the marker's size without its
+// number); a call without one is sent a result made up
+// (unsettledOutputs): NoResult or NotRun, counted at its size (?4,
+// madeUpSize), but for a call that waited (phase ?3) on a blocker, whose
+// made-up result tells how it ended, counted as the longest marker (it is
+// elided too if need be). The values are bound, not pasted into the text:
+// a marker with a quote in it would break the query. Subqueries, not a
+// join and GROUP BY: those sort the rows in a temporary table, and the
+// index gives them in order.
+const transcriptSizes = `SELECT m.seq, m.role, (SELECT count(*) FROM tool_calls WHERE step_id = m.id),
 	octet_length(m.text) + (SELECT COALESCE(sum(octet_length(c.arguments) + COALESCE(min(octet_length(r.text),
-		` + markerSQL + ` + length(octet_length(r.text))),
-		CASE WHEN c.phase = '` + string(event.PhaseWaiting) + `' THEN ` + markerSQL + ` + 19 ELSE ` + strconv.Itoa(madeUpSize) + ` END)), 0)
+		?2 + length(octet_length(r.text))),
+		CASE WHEN c.phase = ?3 THEN ?2 + 19 ELSE ?4 END)), 0)
 		FROM tool_calls c LEFT JOIN messages r ON r.id = c.id || '.result' WHERE c.step_id = m.id)
-	FROM messages m WHERE m.session_id = ? AND m.role != 'tool' ORDER BY m.seq`
+	FROM messages m WHERE m.session_id = ?1 AND m.role != 'tool' ORDER BY m.seq`
+
+// transcriptSizesArgs are the values transcriptSizes binds for a session.
+func transcriptSizesArgs(sessionID string) []any {
+	return []any{sessionID, markerSize, string(event.PhaseWaiting), madeUpSize}
+}
 
 // madeUpSize is how much a result made up for a call that did not wait
 // (NoResult, NotRun) counts in a request once its tool outputs are all
@@ -429,8 +437,8 @@ func elidedSize(output string) int {
 	return min(len(output), len(fmt.Sprintf(ElidedMarker, len(output))))
 }
 
-// markerSQL is the size of an ElidedMarker without its number, in SQL.
-const markerSQL = `(octet_length('` + ElidedMarker + `') - 2)`
+// markerSize is the size of an ElidedMarker without its number.
+var markerSize = len(ElidedMarker) - len("%d")
 
 // planTranscript decides from the messages' sizes alone which of the
 // oldest exchanges the request leaves out (leaveOut), so that a session
@@ -438,7 +446,7 @@ const markerSQL = `(octet_length('` + ElidedMarker + `') - 2)`
 // It returns the seq of the first message to read (0: all) and how many
 // request messages the ones left out stand for.
 func (t *turn) planTranscript(tx storage.Tx) (from int64, omitted int, err error) {
-	res, err := tx.Query(transcriptSizes, t.x.SessionID())
+	res, err := tx.Query(transcriptSizes, transcriptSizesArgs(t.x.SessionID())...)
 	if err != nil {
 		return 0, 0, err
 	}
