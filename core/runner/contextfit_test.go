@@ -249,12 +249,14 @@ func TestMessagesLeftOutAreNotRead(t *testing.T) {
 }
 
 // leastBytes is the size of msgs (requestTextBytes) with every tool output
-// elided that is longer than its marker.
+// elided that is longer than its marker, but for the results made up for
+// calls without one (NoResult, NotRun), which are never elided.
 func leastBytes(msgs []model.Message) int {
 	n := 0
 	for _, m := range msgs {
 		size := requestTextBytes(model.Request{Messages: []model.Message{m}})
-		if marker := len(fmt.Sprintf(runner.ElidedMarker, size)); m.Role == model.RoleTool && marker < size {
+		madeUp := m.Text == runner.NoResult || m.Text == runner.NotRun
+		if marker := len(fmt.Sprintf(runner.ElidedMarker, size)); m.Role == model.RoleTool && !madeUp && marker < size {
 			size = marker
 		}
 		n += size
@@ -336,11 +338,13 @@ func TestOneExchangeLeftOutWhenTheNoticeFitsExactly(t *testing.T) {
 }
 
 // A call its turn left without a result (interrupted while a sibling ran)
-// is sent a made-up one, NoResult or NotRun, and counted at its size once
-// elided: a request that fits with both whole exchanges, exactly, leaves
-// nothing out. Counted as the longest marker, each such call cost 17
-// bytes more than it is sent, enough to leave out an exchange needlessly.
-func TestUnsettledCallsCountedAtTheirSize(t *testing.T) {
+// is sent a made-up one, NoResult or NotRun, that says what happened to
+// the call. It is never elided: its marker would read as an output the
+// call gave, and it is short. It counts at its size: a request that fits
+// exactly with both whole exchanges leaves nothing out (counted as the
+// longest marker, each such call once cost 17 bytes more than it is sent),
+// and one a byte smaller leaves out the exchange of those calls whole.
+func TestUnsettledCallsKeptWholeAndCountedAtTheirSize(t *testing.T) {
 	whole := requestAfterUnsettledCalls(t, 1<<30)
 	require.Equal(t, -1, omittedCount(whole))
 	assert.Contains(t, toolTexts(whole), runner.NotRun, "a call of the first turn never ran")
@@ -348,8 +352,14 @@ func TestUnsettledCallsCountedAtTheirSize(t *testing.T) {
 	budget := leastBytes(whole.Messages)
 
 	req := requestAfterUnsettledCalls(t, budget)
-	assert.Equal(t, -1, omittedCount(req), "nothing needs to be left out: the request fits with its outputs elided")
+	assert.Equal(t, -1, omittedCount(req), "nothing needs to be left out")
 	assert.Equal(t, budget, requestTextBytes(req))
+	assert.Equal(t, toolTexts(whole), toolTexts(req))
+
+	req = requestAfterUnsettledCalls(t, budget-1)
+	assert.Equal(t, 4, omittedCount(req), "the first exchange (its prompt, its calls and their two results) is left out")
+	assert.Empty(t, toolTexts(req), "no made-up result is elided")
+	assert.LessOrEqual(t, requestTextBytes(req), budget-1)
 }
 
 // requestAfterUnsettledCalls is the last request, with a context size of

@@ -406,36 +406,33 @@ func (t *turn) readTranscript(tx storage.Tx) (transcript, error) {
 // includes its calls' arguments and the results sent after it, found by
 // id (ToolSettled's message is the call's id and ".result"), each as long
 // as its ElidedMarker if it is longer (?2 is the marker's size without its
-// number); a call without one is sent a result made up
-// (unsettledOutputs): NoResult or NotRun, counted at its size (?4,
-// madeUpSize), but for a call that waited (phase ?3) on a blocker, whose
-// made-up result tells how it ended, counted as the longest marker (it is
-// elided too if need be). The values are bound, not pasted into the text:
+// number). A call without one is sent a result made up (unsettledOutputs):
+// NotRun for a call still in phase called (?5, counted at len(NotRun),
+// ?6), NoResult for one that was executing (?4); neither is ever elided
+// (elide). A call that waited (phase ?3) on a blocker is sent what the
+// blocker's end says (elided if need be, so at most the longest marker)
+// or NoResult or NotRun: it counts as the longest of those (waitedSize).
+// The values are bound, not pasted into the text:
 // a marker with a quote in it would break the query. Subqueries, not a
 // join and GROUP BY: those sort the rows in a temporary table, and the
 // index gives them in order.
 const transcriptSizes = `SELECT m.seq, m.role, (SELECT count(*) FROM tool_calls WHERE step_id = m.id),
 	octet_length(m.text) + (SELECT COALESCE(sum(octet_length(c.arguments) + COALESCE(min(octet_length(r.text),
 		?2 + length(octet_length(r.text))),
-		CASE WHEN c.phase = ?3 THEN ?2 + 19 ELSE ?4 END)), 0)
+		CASE c.phase WHEN ?3 THEN ?7 WHEN ?5 THEN ?6 ELSE ?4 END)), 0)
 		FROM tool_calls c LEFT JOIN messages r ON r.id = c.id || '.result' WHERE c.step_id = m.id)
 	FROM messages m WHERE m.session_id = ?1 AND m.role != 'tool' ORDER BY m.seq`
 
 // transcriptSizesArgs are the values transcriptSizes binds for a session.
 func transcriptSizesArgs(sessionID string) []any {
-	return []any{sessionID, markerSize, string(event.PhaseWaiting), madeUpSize}
+	return []any{sessionID, markerSize, string(event.PhaseWaiting), len(NoResult),
+		string(event.PhaseCalled), len(NotRun), waitedSize}
 }
 
-// madeUpSize is how much a result made up for a call that did not wait
-// (NoResult, NotRun) counts in a request once its tool outputs are all
-// elided: each is longer than its marker.
-var madeUpSize = max(elidedSize(NoResult), elidedSize(NotRun))
-
-// elidedSize is the size of a tool output once elide has passed: its
-// ElidedMarker if that is shorter.
-func elidedSize(output string) int {
-	return min(len(output), len(fmt.Sprintf(ElidedMarker, len(output))))
-}
+// waitedSize is how much the result made up for a call that waited on a
+// blocker counts: the longest marker (19 digits), or NoResult or NotRun,
+// which are never elided.
+var waitedSize = max(markerSize+19, len(NoResult), len(NotRun))
 
 // markerSize is the size of an ElidedMarker without its number.
 var markerSize = len(ElidedMarker) - len("%d")
@@ -608,6 +605,7 @@ func (t *turn) buildRequest(tr transcript) (model.Request, error) {
 		req.Messages = append(req.Messages, model.Message{Role: model.RoleUser, Text: fmt.Sprintf(OmittedNotice, tr.omitted), Notice: true})
 	}
 	results := map[string]model.Message{}
+	madeUp := map[int]bool{} // the made-up NoResult and NotRun, by index
 	for _, r := range rows {
 		if r.role == event.RoleTool {
 			results[r.callID] = model.Message{Role: model.RoleTool, Text: r.text, ToolCallID: r.callID, Name: r.name}
@@ -641,6 +639,9 @@ func (t *turn) buildRequest(tr transcript) (model.Request, error) {
 					if !known {
 						text = NoResult
 					}
+					if text == NoResult || text == NotRun {
+						madeUp[len(req.Messages)] = true
+					}
 					res = model.Message{Role: model.RoleTool, Text: text, ToolCallID: c.CallID, Name: c.Name}
 				}
 				req.Messages = append(req.Messages, res)
@@ -649,7 +650,7 @@ func (t *turn) buildRequest(tr transcript) (model.Request, error) {
 			req.Messages = append(req.Messages, model.Message{Role: model.RoleUser, Text: r.text, Notice: r.role == event.RoleNotice})
 		}
 	}
-	elide(req.Messages, t.r.cfg.contextBytes)
+	elide(req.Messages, t.r.cfg.contextBytes, madeUp)
 	return req, nil
 }
 
@@ -691,8 +692,11 @@ func omittedSize(messages int) int {
 // answers are never elided: planTranscript left out the oldest whole
 // exchanges instead, so that this fits unless the current prompt's
 // exchange alone is past the budget. A request's size is the bytes of its
-// messages' text and of their tool calls' arguments.
-func elide(msgs []model.Message, budget int) {
+// messages' text and of their tool calls' arguments. The results made up
+// for calls that have none, NoResult and NotRun (keep), are not elided
+// either: they say whether the call ran, which a marker would hide (it
+// reads as an output the call gave), and they are short.
+func elide(msgs []model.Message, budget int, keep map[int]bool) {
 	total := 0
 	for _, m := range msgs {
 		total += len(m.Text)
@@ -704,7 +708,7 @@ func elide(msgs []model.Message, budget int) {
 		if total <= budget {
 			return
 		}
-		if msgs[i].Role != model.RoleTool {
+		if msgs[i].Role != model.RoleTool || keep[i] {
 			continue
 		}
 		marker := fmt.Sprintf(ElidedMarker, len(msgs[i].Text))
