@@ -350,12 +350,18 @@ func (s *streaming) toolCalls(newID func() string) []event.ToolCall {
 	return out
 }
 
-// transcript is what a model request is built from: the session's config
-// and its messages in order, but for the oldest exchanges that cannot fit
-// the context size (planTranscript), which are never read.
+// transcript is what a model request is built from: the request without
+// its messages (model, system prompt and tool specs, as the session's
+// config makes them) and the session's messages in order, but for the
+// oldest exchanges that cannot fit the context size (planTranscript),
+// which are never read.
 type transcript struct {
-	rawConfig string
-	rows      []transcriptRow
+	base model.Request
+	// budget is what the context size leaves for the messages once the
+	// system prompt and tool specs are counted (fixedSize); it may be
+	// less than zero.
+	budget int
+	rows   []transcriptRow
 	// unsettled holds what the model is told about calls of ended turns
 	// that have no result but of which more is known: that they never
 	// ran, or what the person they waited on decided (unsettledOutputs).
@@ -371,10 +377,18 @@ type transcriptRow struct {
 
 func (t *turn) readTranscript(tx storage.Tx) (transcript, error) {
 	var tr transcript
-	if _, err := storage.QueryRow(tx, `SELECT config FROM sessions WHERE id = ?`, []any{t.x.SessionID()}, &tr.rawConfig); err != nil {
+	var rawConfig string
+	if _, err := storage.QueryRow(tx, `SELECT config FROM sessions WHERE id = ?`, []any{t.x.SessionID()}, &rawConfig); err != nil {
 		return tr, err
 	}
-	from, omitted, err := t.planTranscript(tx)
+	cfg, err := core.ParseSessionConfig(json.RawMessage(rawConfig))
+	if err != nil {
+		return tr, err
+	}
+	tr.base = model.Request{Model: t.r.model.Name(), System: t.r.cfg.system, Tools: t.r.tools.Specs()}
+	applySessionConfig(&tr.base, cfg)
+	tr.budget = t.r.cfg.contextBytes - fixedSize(tr.base)
+	from, omitted, err := t.planTranscript(tx, tr.budget)
 	if err != nil {
 		return tr, err
 	}
@@ -441,8 +455,8 @@ var markerSize = len(ElidedMarker) - len("%d")
 // oldest exchanges the request leaves out (leaveOut), so that a session
 // whose log is far past the context size reads about as much as it sends.
 // It returns the seq of the first message to read (0: all) and how many
-// request messages the ones left out stand for.
-func (t *turn) planTranscript(tx storage.Tx) (from int64, omitted int, err error) {
+// request messages the ones left out stand for, to fit budget bytes.
+func (t *turn) planTranscript(tx storage.Tx, budget int) (from int64, omitted int, err error) {
 	res, err := tx.Query(transcriptSizes, transcriptSizesArgs(t.x.SessionID())...)
 	if err != nil {
 		return 0, 0, err
@@ -462,7 +476,7 @@ func (t *turn) planTranscript(tx storage.Tx) (from int64, omitted int, err error
 			keep = i
 		}
 	}
-	n, omitted := leaveOut(units, t.r.cfg.contextBytes, keep)
+	n, omitted := leaveOut(units, budget, keep)
 	if n == 0 {
 		return 0, 0, nil
 	}
@@ -594,13 +608,8 @@ func setOutput(m map[string]string, callID, text string) map[string]string {
 // placed right after the assistant message that asked for them, as
 // providers require, even if a continuation notice came in between.
 func (t *turn) buildRequest(tr transcript) (model.Request, error) {
-	req := model.Request{Model: t.r.model.Name(), System: t.r.cfg.system, Tools: t.r.tools.Specs()}
+	req := tr.base
 	rows := tr.rows
-	cfg, err := core.ParseSessionConfig(json.RawMessage(tr.rawConfig))
-	if err != nil {
-		return req, err
-	}
-	applySessionConfig(&req, cfg)
 	if tr.omitted > 0 {
 		req.Messages = append(req.Messages, model.Message{Role: model.RoleUser, Text: fmt.Sprintf(OmittedNotice, tr.omitted), Notice: true})
 	}
@@ -650,7 +659,7 @@ func (t *turn) buildRequest(tr transcript) (model.Request, error) {
 			req.Messages = append(req.Messages, model.Message{Role: model.RoleUser, Text: r.text, Notice: r.role == event.RoleNotice})
 		}
 	}
-	elide(req.Messages, t.r.cfg.contextBytes, madeUp)
+	elide(req.Messages, tr.budget, madeUp)
 	return req, nil
 }
 
@@ -676,6 +685,17 @@ func applySessionConfig(req *model.Request, cfg core.SessionConfig) {
 		}
 		req.Tools = kept
 	}
+}
+
+// fixedSize is what every request of a session sends besides its
+// messages, and the context size counts first: the system prompt, and each
+// tool spec's name, description and parameter schema.
+func fixedSize(base model.Request) int {
+	n := len(base.System)
+	for _, spec := range base.Tools {
+		n += len(spec.Name) + len(spec.Description) + len(spec.Schema)
+	}
+	return n
 }
 
 // omittedSize is the size of the OmittedNotice of a request that leaves
