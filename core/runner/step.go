@@ -426,10 +426,9 @@ func (t *turn) readTranscript(tx storage.Tx) (transcript, error) {
 // (elide). A call that waited (phase ?3) on a blocker is sent what the
 // blocker's end says (elided if need be, so at most the longest marker)
 // or NoResult or NotRun: it counts as the longest of those (waitedSize).
-// The values are bound, not pasted into the text:
-// a marker with a quote in it would break the query. Subqueries, not a
-// join and GROUP BY: those sort the rows in a temporary table, and the
-// index gives them in order.
+// The values are bound, not pasted into the text: a marker with a quote
+// in it would break the query. Subqueries, not a join and GROUP BY: those
+// sort the rows in a temporary table, and the index gives them in order.
 const transcriptSizes = `SELECT m.seq, m.role, (SELECT count(*) FROM tool_calls WHERE step_id = m.id),
 	octet_length(m.text) + (SELECT COALESCE(sum(octet_length(c.arguments) + COALESCE(min(octet_length(r.text),
 		?2 + length(octet_length(r.text))),
