@@ -109,6 +109,13 @@ func WithVFS(cfg Config, vfs string) Config {
 // closed. Wake-up rows and claims stay exactly as they were.
 func (h *Host) Crash() {
 	h.mu.Lock()
+	if h.closed.Load() {
+		// Closed or crashed already: nothing is left to stop, and closeDone
+		// is the first one's to close.
+		h.mu.Unlock()
+		<-h.closeDone
+		return
+	}
 	h.closed.Store(true)
 	defer close(h.closeDone) // a Close after the crash has nothing to wait for
 	if h.evictStop != nil {

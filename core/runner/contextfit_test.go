@@ -67,16 +67,16 @@ func prompt(i, size, output int) string {
 	return p + strings.Repeat("p", size-len(p))
 }
 
-// exchangeRun is one session of a runner with a context size.
+// exchangeRun is one session of a runner of cfg (with bigTool).
 type exchangeRun struct {
 	t     *testing.T
 	node  *treetest.Node
 	model *exchangeModel
 }
 
-func newExchangeRun(t *testing.T, tr *treetest.Tree, budget int) *exchangeRun {
+func newExchangeRun(t *testing.T, tr *treetest.Tree, cfg runner.Config) *exchangeRun {
 	m := &exchangeModel{}
-	n := tr.Boot(newRunner(t, m, runner.NewConfig().WithContextBytes(budget), bigTool))
+	n := tr.Boot(newRunner(t, m, cfg, bigTool))
 	n.NewSession("s")
 	return &exchangeRun{t: t, node: n, model: m}
 }
@@ -93,7 +93,7 @@ func (r *exchangeRun) run(prompts ...string) model.Request {
 
 // lastRequest is the last request of prompts run on a fresh tree.
 func lastRequest(t *testing.T, budget int, prompts ...string) model.Request {
-	return newExchangeRun(t, treetest.New(t), budget).run(prompts...)
+	return newExchangeRun(t, treetest.New(t), runner.NewConfig().WithContextBytes(budget)).run(prompts...)
 }
 
 // omittedCount is how many messages a request's first message says were
@@ -170,7 +170,7 @@ func TestOldestExchangesLeftOutToFitTheContext(t *testing.T) {
 	for whole.Messages[back].Role != model.RoleUser {
 		back--
 	}
-	assert.Greater(t, leastBytes(whole.Messages[back:])+len(fitted.Messages[0].Text), budget,
+	assert.Greater(t, leastBytes(model.Request{System: whole.System, Tools: whole.Tools, Messages: whole.Messages[back:]})+len(fitted.Messages[0].Text), budget,
 		"no more is left out than needed: with the newest exchange left out, even its outputs elided, it would not fit")
 }
 
@@ -237,7 +237,7 @@ func TestMessagesLeftOutAreNotRead(t *testing.T) {
 	tr := treetest.New(t)
 	var reads transcriptReads
 	tr.WrapDB = func(db storage.DB) storage.DB { return countingDB{db, &reads} }
-	r := newExchangeRun(t, tr, budget)
+	r := newExchangeRun(t, tr, runner.NewConfig().WithContextBytes(budget))
 	for i := range 20 {
 		r.run(prompt(i, 50_000, 0))
 	}
@@ -248,13 +248,15 @@ func TestMessagesLeftOutAreNotRead(t *testing.T) {
 	assert.Less(t, reads.most(), 2000, "the last turn reads its own prompt and the transcript's sizes, not the 1 MB before them")
 }
 
-// leastBytes is the size of msgs (requestTextBytes) with every tool output
-// elided that is longer than its marker.
-func leastBytes(msgs []model.Message) int {
-	n := 0
-	for _, m := range msgs {
+// leastBytes is the size of req (requestTextBytes) with every tool output
+// elided that is longer than its marker, but for the results made up for
+// calls without one (NoResult, NotRun), which are never elided.
+func leastBytes(req model.Request) int {
+	n := fixedBytes(req)
+	for _, m := range req.Messages {
 		size := requestTextBytes(model.Request{Messages: []model.Message{m}})
-		if marker := len(fmt.Sprintf(runner.ElidedMarker, size)); m.Role == model.RoleTool && marker < size {
+		madeUp := m.Text == runner.NoResult || m.Text == runner.NotRun
+		if marker := len(fmt.Sprintf(runner.ElidedMarker, size)); m.Role == model.RoleTool && !madeUp && marker < size {
 			size = marker
 		}
 		n += size
@@ -328,7 +330,7 @@ func TestOneExchangeLeftOutWhenTheNoticeFitsExactly(t *testing.T) {
 	prompts := []string{prompt(0, 1000, 0), prompt(1, 1000, 0), prompt(2, 1000, 0)}
 	// The last request: the notice of the first exchange's two messages,
 	// the second exchange (its prompt and "ok"), and the current prompt.
-	budget := len(fmt.Sprintf(runner.OmittedNotice, 2)) + 1000 + len("ok") + 1000
+	budget := fixedBytes(lastRequest(t, 1<<30, prompts...)) + len(fmt.Sprintf(runner.OmittedNotice, 2)) + 1000 + len("ok") + 1000
 	req := lastRequest(t, budget, prompts...)
 
 	assert.Equal(t, 2, omittedCount(req), "only the first exchange is left out")
@@ -336,70 +338,75 @@ func TestOneExchangeLeftOutWhenTheNoticeFitsExactly(t *testing.T) {
 }
 
 // A call its turn left without a result (interrupted while a sibling ran)
-// is sent a made-up one, NoResult or NotRun, and counted at its size once
-// elided: a request that fits with both whole exchanges, exactly, leaves
-// nothing out. Counted as the longest marker, each such call cost 17
-// bytes more than it is sent, enough to leave out an exchange needlessly.
-func TestUnsettledCallsCountedAtTheirSize(t *testing.T) {
+// is sent a made-up one, NoResult or NotRun, that says what happened to
+// the call. It is never elided: its marker would read as an output the
+// call gave, and it is short. It counts at its size: a request that fits
+// exactly with both whole exchanges leaves nothing out (counted as the
+// longest marker, each such call once cost 17 bytes more than it is sent),
+// and one a byte smaller leaves out the exchange of those calls whole.
+func TestUnsettledCallsKeptWholeAndCountedAtTheirSize(t *testing.T) {
 	whole := requestAfterUnsettledCalls(t, 1<<30)
 	require.Equal(t, -1, omittedCount(whole))
 	assert.Contains(t, toolTexts(whole), runner.NotRun, "a call of the first turn never ran")
 	assert.Contains(t, toolTexts(whole), runner.NoResult, "a call of the first turn has no result")
-	budget := leastBytes(whole.Messages)
+	budget := leastBytes(whole)
 
 	req := requestAfterUnsettledCalls(t, budget)
-	assert.Equal(t, -1, omittedCount(req), "nothing needs to be left out: the request fits with its outputs elided")
+	assert.Equal(t, -1, omittedCount(req), "nothing needs to be left out")
 	assert.Equal(t, budget, requestTextBytes(req))
+	assert.Equal(t, toolTexts(whole), toolTexts(req))
+
+	req = requestAfterUnsettledCalls(t, budget-1)
+	assert.Equal(t, 4, omittedCount(req), "the first exchange (its prompt, its calls and their two results) is left out")
+	assert.Empty(t, toolTexts(req), "no made-up result is elided")
+	assert.LessOrEqual(t, requestTextBytes(req), budget-1)
 }
 
-// requestAfterUnsettledCalls runs, with a context size of budget, a turn
-// whose step calls charge (executing when the turn is interrupted: no
-// result) and note (never started: did not run), then two turns of 1000
-// byte prompts, and returns the last request.
+// requestAfterUnsettledCalls is the last request, with a context size of
+// budget, of a chargeAndNote session and two turns of 1000 byte prompts
+// after it.
 func requestAfterUnsettledCalls(t *testing.T, budget int) model.Request {
-	tr := treetest.New(t)
-	bodies := newBodyLog()
-	release := make(chan struct{})
-	t.Cleanup(func() { close(release) })
-	charge := tool.Func{DefaultPermission: "allow", Name: "charge", Run: func(_ context.Context, c tool.Call) (string, error) {
-		bodies.enter(c)
-		<-release // ignores cancellation: the interrupt commits without it
-		return "charged", nil
-	}}
-	m := &chargeAndNoteModel{}
-	n := tr.Boot(newRunner(t, m, runner.NewConfig().WithContextBytes(budget), charge, newLedger().tool("note", true)))
-	sid := n.NewSession("s")
-	n.Admit(sid, "pay and note")
-	<-bodies.entered
-	interruptPastGrace(t, tr, n, sid)
-	for i := range 2 {
-		n.Admit(sid, prompt(i, 1000, 0))
-		n.Idle()
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.last
+	c := interruptChargeAndNote(t, runner.NewConfig().WithContextBytes(budget))
+	return c.run(prompt(0, 1000, 0), prompt(1, 1000, 0))
 }
 
-// chargeAndNoteModel answers the prompt "pay and note" by calling charge
-// and note, and anything else with "ok". It keeps the last request.
-type chargeAndNoteModel struct {
-	mu   sync.Mutex
-	last model.Request
+// Each elided output is counted at its marker's size, as the size query
+// computes it from the output's length: a request that fits exactly with
+// every output elided leaves nothing out, and one byte less leaves out
+// the oldest exchange, never sends more than the context size.
+func TestElidedOutputsCountedAtTheirMarkersSize(t *testing.T) {
+	prompts := []string{prompt(0, 100, 5), prompt(1, 100, 50), prompt(2, 100, 5000), prompt(3, 100, 0)}
+	whole := lastRequest(t, 1<<30, prompts...)
+	budget := leastBytes(whole)
+
+	req := lastRequest(t, budget, prompts...)
+	assert.Equal(t, -1, omittedCount(req), "nothing is left out")
+	assert.Equal(t, budget, requestTextBytes(req))
+
+	req = lastRequest(t, budget-1, prompts...)
+	assert.Equal(t, 4, omittedCount(req), "the first exchange is left out")
+	assert.LessOrEqual(t, requestTextBytes(req), budget-1)
 }
 
-func (m *chargeAndNoteModel) Name() string { return "charge-and-note" }
-
-func (m *chargeAndNoteModel) Stream(_ context.Context, req model.Request) (model.Stream, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.last = req
-	if last := req.Messages[len(req.Messages)-1]; last.Role == model.RoleUser && last.Text == "pay and note" {
-		return &scriptStream{s: scriptStep{chunks: []model.Chunk{
-			{ToolCall: &model.ToolCallDelta{Index: 0, ID: "a", Name: "charge", Arguments: `{}`}},
-			{ToolCall: &model.ToolCallDelta{Index: 1, ID: "b", Name: "note", Arguments: `{}`}},
-			{Finish: model.FinishToolCalls},
-		}}}, nil
+// The context size bounds the whole request: the system prompt and the
+// tool specs, sent with every request, count first, and the messages fit
+// in what they leave. Once, only the messages counted, and a request with
+// a long system prompt went past the size by all of it.
+func TestSystemPromptAndToolSpecsCountInTheContextSize(t *testing.T) {
+	prompts := []string{prompt(0, 1000, 0), prompt(1, 1000, 0), prompt(2, 1000, 0)}
+	lastRequest := func(budget int) model.Request {
+		cfg := runner.NewConfig().WithContextBytes(budget).WithSystemPrompt(strings.Repeat("s", 1500))
+		return newExchangeRun(t, treetest.New(t), cfg).run(prompts...)
 	}
-	return &scriptStream{s: scriptStep{chunks: text("ok")}}, nil
+	whole := lastRequest(1 << 30)
+	require.NotEmpty(t, whole.Tools)
+	budget := requestTextBytes(whole)
+
+	req := lastRequest(budget)
+	assert.Equal(t, -1, omittedCount(req), "a request exactly at the context size leaves nothing out")
+	assert.Equal(t, budget, requestTextBytes(req))
+
+	req = lastRequest(budget - 1)
+	assert.Equal(t, 2, omittedCount(req), "one byte less, the first exchange is left out")
+	assert.LessOrEqual(t, requestTextBytes(req), budget-1)
 }

@@ -44,15 +44,25 @@ func TestRequestExactlyAtTheContextSizeIsNotElided(t *testing.T) {
 	assert.Equal(t, fmt.Sprintf(runner.ElidedMarker, 3000), toolTexts(lastRequest(size - 1))[0], "one byte over, the oldest output is elided")
 }
 
-// requestTextBytes is the request's size as elision counts it against the
-// context size: every message's text and every tool call's arguments.
+// requestTextBytes is the request's size as the context size counts it:
+// the system prompt, each tool spec's name, description and schema, every
+// message's text and every tool call's arguments.
 func requestTextBytes(req model.Request) int {
-	n := 0
+	n := fixedBytes(req)
 	for _, m := range req.Messages {
 		n += len(m.Text)
 		for _, c := range m.ToolCalls {
 			n += len(c.Arguments)
 		}
+	}
+	return n
+}
+
+// fixedBytes is what requestTextBytes counts of a request but its messages.
+func fixedBytes(req model.Request) int {
+	n := len(req.System)
+	for _, spec := range req.Tools {
+		n += len(spec.Name) + len(spec.Description) + len(spec.Schema)
 	}
 	return n
 }

@@ -13,7 +13,6 @@ import (
 	"github.com/revenantrt/revenant/core/model"
 	"github.com/revenantrt/revenant/core/permission"
 	"github.com/revenantrt/revenant/core/runner"
-	"github.com/revenantrt/revenant/core/tool"
 	"github.com/revenantrt/revenant/internal/treetest"
 )
 
@@ -39,39 +38,10 @@ func TestSiblingOfAPlainRejectIsToldItDidNotRun(t *testing.T) {
 // second call started: the next turn's model is told the first has no
 // result (its body may have run) and the second did not run.
 func TestCallsCutByAnInterruptAreToldApart(t *testing.T) {
-	tr := treetest.New(t)
-	bodies := newBodyLog()
-	release := make(chan struct{})
-	t.Cleanup(func() { close(release) })
-	charge := tool.Func{DefaultPermission: "allow", Name: "charge", Run: func(ctx context.Context, c tool.Call) (string, error) {
-		bodies.enter(c)
-		<-release // ignores cancellation: the interrupt commits without it
-		return "charged", nil
-	}}
-	l := newLedger()
-	m := &scriptModel{steps: func(k int) scriptStep {
-		if k == 1 {
-			return scriptStep{chunks: []model.Chunk{
-				{ToolCall: &model.ToolCallDelta{Index: 0, ID: "a", Name: "charge", Arguments: `{}`}},
-				{ToolCall: &model.ToolCallDelta{Index: 1, ID: "b", Name: "note", Arguments: `{}`}},
-				{Finish: model.FinishToolCalls},
-			}}
-		}
-		return scriptStep{chunks: text("done")}
-	}}
-	n := tr.Boot(newRunner(t, m, runner.NewConfig(), charge, l.tool("note", true)))
-	sid := n.NewSession("s")
-	pid := n.Admit(sid, "pay and note")
-	<-bodies.entered
+	c := interruptChargeAndNote(t, runner.NewConfig())
+	require.Equal(t, "interrupted", c.tr.PromptState(c.pid))
 
-	interruptPastGrace(t, tr, n, sid)
-	require.Equal(t, "interrupted", tr.PromptState(pid))
-
-	n.Admit(sid, "what happened?")
-	n.Idle()
-	m.mu.Lock()
-	req := m.lastReq
-	m.mu.Unlock()
+	req := c.run("what happened?")
 	results := map[string]string{}
 	var calls []model.ToolCall
 	for _, msg := range req.Messages {
@@ -83,7 +53,7 @@ func TestCallsCutByAnInterruptAreToldApart(t *testing.T) {
 	require.Len(t, calls, 2)
 	assert.Equal(t, runner.NoResult, results["charge"], "the executing call may have run")
 	assert.Equal(t, runner.NotRun, results["note"], "the call after it never started")
-	assert.Zero(t, l.count("note"))
+	assert.Zero(t, c.notes.count("note"))
 }
 
 // delegateModel asks for one task, whose child's request stalls until

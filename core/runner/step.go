@@ -350,12 +350,18 @@ func (s *streaming) toolCalls(newID func() string) []event.ToolCall {
 	return out
 }
 
-// transcript is what a model request is built from: the session's config
-// and its messages in order, but for the oldest exchanges that cannot fit
-// the context size (planTranscript), which are never read.
+// transcript is what a model request is built from: the request without
+// its messages (model, system prompt and tool specs, as the session's
+// config makes them) and the session's messages in order, but for the
+// oldest exchanges that cannot fit the context size (planTranscript),
+// which are never read.
 type transcript struct {
-	rawConfig string
-	rows      []transcriptRow
+	base model.Request
+	// budget is what the context size leaves for the messages once the
+	// system prompt and tool specs are counted (fixedSize); it may be
+	// less than zero.
+	budget int
+	rows   []transcriptRow
 	// unsettled holds what the model is told about calls of ended turns
 	// that have no result but of which more is known: that they never
 	// ran, or what the person they waited on decided (unsettledOutputs).
@@ -371,10 +377,18 @@ type transcriptRow struct {
 
 func (t *turn) readTranscript(tx storage.Tx) (transcript, error) {
 	var tr transcript
-	if _, err := storage.QueryRow(tx, `SELECT config FROM sessions WHERE id = ?`, []any{t.x.SessionID()}, &tr.rawConfig); err != nil {
+	var rawConfig string
+	if _, err := storage.QueryRow(tx, `SELECT config FROM sessions WHERE id = ?`, []any{t.x.SessionID()}, &rawConfig); err != nil {
 		return tr, err
 	}
-	from, omitted, err := t.planTranscript(tx)
+	cfg, err := core.ParseSessionConfig(json.RawMessage(rawConfig))
+	if err != nil {
+		return tr, err
+	}
+	tr.base = model.Request{Model: t.r.model.Name(), System: t.r.cfg.system, Tools: t.r.tools.Specs()}
+	applySessionConfig(&tr.base, cfg)
+	tr.budget = t.r.cfg.contextBytes - fixedSize(tr.base)
+	from, omitted, err := t.planTranscript(tx, tr.budget)
 	if err != nil {
 		return tr, err
 	}
@@ -399,46 +413,50 @@ func (t *turn) readTranscript(tx storage.Tx) (transcript, error) {
 	return tr, err
 }
 
-// transcriptSizes is, in order, each message of a session but tool
+// transcriptSizes is, in order, each message of a session (?1) but tool
 // results, without its text (octet_length reads a row's header): its seq,
 // its role, how many tool calls it made, and its size as the context size
 // counts it with its tool outputs elided. An assistant message's size
 // includes its calls' arguments and the results sent after it, found by
 // id (ToolSettled's message is the call's id and ".result"), each as long
-// as its ElidedMarker if it is longer; a call without one is sent a result
-// made up (unsettledOutputs): NoResult or NotRun, counted at its size
-// (madeUpSize), but for a call that waited on a blocker, whose made-up
-// result tells how it ended, counted as the longest marker (it is elided
-// too if need be). Subqueries, not a join and GROUP BY: those sort the
-// rows in a temporary table, and the index gives them in order.
-var transcriptSizes = `SELECT m.seq, m.role, (SELECT count(*) FROM tool_calls WHERE step_id = m.id),
+// as its ElidedMarker if it is longer (?2 is the marker's size without its
+// number). A call without one is sent a result made up (unsettledOutputs):
+// NotRun for a call still in phase called (?5, counted at len(NotRun),
+// ?6), NoResult for one that was executing (?4); neither is ever elided
+// (elide). A call that waited (phase ?3) on a blocker is sent what the
+// blocker's end says (elided if need be, so at most the longest marker)
+// or NoResult or NotRun: it counts as the longest of those (waitedSize).
+// The values are bound, not pasted into the text: a marker with a quote
+// in it would break the query. Subqueries, not a join and GROUP BY: those
+// sort the rows in a temporary table, and the index gives them in order.
+const transcriptSizes = `SELECT m.seq, m.role, (SELECT count(*) FROM tool_calls WHERE step_id = m.id),
 	octet_length(m.text) + (SELECT COALESCE(sum(octet_length(c.arguments) + COALESCE(min(octet_length(r.text),
-		` + markerSQL + ` + length(octet_length(r.text))),
-		CASE WHEN c.phase = '` + string(event.PhaseWaiting) + `' THEN ` + markerSQL + ` + 19 ELSE ` + strconv.Itoa(madeUpSize) + ` END)), 0)
+		?2 + length(octet_length(r.text))),
+		CASE c.phase WHEN ?3 THEN ?7 WHEN ?5 THEN ?6 ELSE ?4 END)), 0)
 		FROM tool_calls c LEFT JOIN messages r ON r.id = c.id || '.result' WHERE c.step_id = m.id)
-	FROM messages m WHERE m.session_id = ? AND m.role != 'tool' ORDER BY m.seq`
+	FROM messages m WHERE m.session_id = ?1 AND m.role != 'tool' ORDER BY m.seq`
 
-// madeUpSize is how much a result made up for a call that did not wait
-// (NoResult, NotRun) counts in a request once its tool outputs are all
-// elided: each is longer than its marker.
-var madeUpSize = max(elidedSize(NoResult), elidedSize(NotRun))
-
-// elidedSize is the size of a tool output once elide has passed: its
-// ElidedMarker if that is shorter.
-func elidedSize(output string) int {
-	return min(len(output), len(fmt.Sprintf(ElidedMarker, len(output))))
+// transcriptSizesArgs are the values transcriptSizes binds for a session.
+func transcriptSizesArgs(sessionID string) []any {
+	return []any{sessionID, markerSize, string(event.PhaseWaiting), len(NoResult),
+		string(event.PhaseCalled), len(NotRun), waitedSize}
 }
 
-// markerSQL is the size of an ElidedMarker without its number, in SQL.
-const markerSQL = `(octet_length('` + ElidedMarker + `') - 2)`
+// waitedSize is how much the result made up for a call that waited on a
+// blocker counts: the longest marker (19 digits), or NoResult or NotRun,
+// which are never elided.
+var waitedSize = max(markerSize+19, len(NoResult), len(NotRun))
+
+// markerSize is the size of an ElidedMarker without its number.
+var markerSize = len(ElidedMarker) - len("%d")
 
 // planTranscript decides from the messages' sizes alone which of the
 // oldest exchanges the request leaves out (leaveOut), so that a session
 // whose log is far past the context size reads about as much as it sends.
 // It returns the seq of the first message to read (0: all) and how many
-// request messages the ones left out stand for.
-func (t *turn) planTranscript(tx storage.Tx) (from int64, omitted int, err error) {
-	res, err := tx.Query(transcriptSizes, t.x.SessionID())
+// request messages the ones left out stand for, to fit budget bytes.
+func (t *turn) planTranscript(tx storage.Tx, budget int) (from int64, omitted int, err error) {
+	res, err := tx.Query(transcriptSizes, transcriptSizesArgs(t.x.SessionID())...)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -457,7 +475,7 @@ func (t *turn) planTranscript(tx storage.Tx) (from int64, omitted int, err error
 			keep = i
 		}
 	}
-	n, omitted := leaveOut(units, t.r.cfg.contextBytes, keep)
+	n, omitted := leaveOut(units, budget, keep)
 	if n == 0 {
 		return 0, 0, nil
 	}
@@ -589,17 +607,13 @@ func setOutput(m map[string]string, callID, text string) map[string]string {
 // placed right after the assistant message that asked for them, as
 // providers require, even if a continuation notice came in between.
 func (t *turn) buildRequest(tr transcript) (model.Request, error) {
-	req := model.Request{Model: t.r.model.Name(), System: t.r.cfg.system, Tools: t.r.tools.Specs()}
+	req := tr.base
 	rows := tr.rows
-	cfg, err := core.ParseSessionConfig(json.RawMessage(tr.rawConfig))
-	if err != nil {
-		return req, err
-	}
-	applySessionConfig(&req, cfg)
 	if tr.omitted > 0 {
 		req.Messages = append(req.Messages, model.Message{Role: model.RoleUser, Text: fmt.Sprintf(OmittedNotice, tr.omitted), Notice: true})
 	}
 	results := map[string]model.Message{}
+	madeUp := map[int]bool{} // the made-up NoResult and NotRun, by index
 	for _, r := range rows {
 		if r.role == event.RoleTool {
 			results[r.callID] = model.Message{Role: model.RoleTool, Text: r.text, ToolCallID: r.callID, Name: r.name}
@@ -633,6 +647,9 @@ func (t *turn) buildRequest(tr transcript) (model.Request, error) {
 					if !known {
 						text = NoResult
 					}
+					if text == NoResult || text == NotRun {
+						madeUp[len(req.Messages)] = true
+					}
 					res = model.Message{Role: model.RoleTool, Text: text, ToolCallID: c.CallID, Name: c.Name}
 				}
 				req.Messages = append(req.Messages, res)
@@ -641,7 +658,7 @@ func (t *turn) buildRequest(tr transcript) (model.Request, error) {
 			req.Messages = append(req.Messages, model.Message{Role: model.RoleUser, Text: r.text, Notice: r.role == event.RoleNotice})
 		}
 	}
-	elide(req.Messages, t.r.cfg.contextBytes)
+	elide(req.Messages, tr.budget, madeUp)
 	return req, nil
 }
 
@@ -669,6 +686,17 @@ func applySessionConfig(req *model.Request, cfg core.SessionConfig) {
 	}
 }
 
+// fixedSize is what every request of a session sends besides its
+// messages, and the context size counts first: the system prompt, and each
+// tool spec's name, description and parameter schema.
+func fixedSize(base model.Request) int {
+	n := len(base.System)
+	for _, spec := range base.Tools {
+		n += len(spec.Name) + len(spec.Description) + len(spec.Schema)
+	}
+	return n
+}
+
 // omittedSize is the size of the OmittedNotice of a request that leaves
 // out messages messages: none without any.
 func omittedSize(messages int) int {
@@ -683,8 +711,11 @@ func omittedSize(messages int) int {
 // answers are never elided: planTranscript left out the oldest whole
 // exchanges instead, so that this fits unless the current prompt's
 // exchange alone is past the budget. A request's size is the bytes of its
-// messages' text and of their tool calls' arguments.
-func elide(msgs []model.Message, budget int) {
+// messages' text and of their tool calls' arguments. The results made up
+// for calls that have none, NoResult and NotRun (keep), are not elided
+// either: they say whether the call ran, which a marker would hide (it
+// reads as an output the call gave), and they are short.
+func elide(msgs []model.Message, budget int, keep map[int]bool) {
 	total := 0
 	for _, m := range msgs {
 		total += len(m.Text)
@@ -696,7 +727,7 @@ func elide(msgs []model.Message, budget int) {
 		if total <= budget {
 			return
 		}
-		if msgs[i].Role != model.RoleTool {
+		if msgs[i].Role != model.RoleTool || keep[i] {
 			continue
 		}
 		marker := fmt.Sprintf(ElidedMarker, len(msgs[i].Text))

@@ -67,8 +67,8 @@ type Settings struct {
 	ModelRetries int
 	RetryInitial time.Duration
 	RetryMax     time.Duration
-	// ContextBytes is the request size past which the oldest tool outputs
-	// are elided, then the oldest exchanges left out
+	// ContextBytes is the request size (system prompt and tool specs
+	// included) past which the oldest tool outputs are elided, then the oldest exchanges left out
 	// (runner.WithContextBytes). Default 400 KiB.
 	ContextBytes int
 	// MaxSubagents is how many child sessions one tree may hold, at all
