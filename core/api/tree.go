@@ -13,6 +13,7 @@ import (
 	"github.com/revenantrt/revenant/core/event"
 	"github.com/revenantrt/revenant/core/httpmsg"
 	"github.com/revenantrt/revenant/core/logs"
+	"github.com/revenantrt/revenant/core/storage"
 )
 
 // TreeDeps are the per-tree handler's collaborators; Clock is required.
@@ -108,8 +109,12 @@ func (h *TreeHandler) run(w httpmsg.ResponseWriter, r *httpmsg.Request, pattern 
 // delete under way to end and finds no tree, while a stopping host, a
 // delete that failed (the tree stays) or a superseded instance keep the
 // 503, which a retry resolves. A host without Next answers the 503.
+//
+// Only an instance that stopped asks: another 503 (storage busy, a host
+// at its cap) is no sign of a delete, and Next would boot the tree
+// before the answer.
 func deletedUnder(r *httpmsg.Request, t *Tree, err error) error {
-	if err == nil || t.Next == nil || r.Context().Err() != nil || ErrorOf(err).Type != ErrUnavailable {
+	if err == nil || t.Next == nil || r.Context().Err() != nil || !instanceStopped(err) {
 		return err
 	}
 	if _, nerr := t.Next(r.Context()); nerr != nil && ErrorOf(nerr).Type == ErrNotFound {
@@ -309,4 +314,12 @@ func (h *TreeHandler) snapshot(w httpmsg.ResponseWriter, r *httpmsg.Request, t *
 	}
 	writeJSON(w, httpmsg.StatusOK, body)
 	return nil
+}
+
+// instanceStopped reports whether err is a tree's instance stopping under
+// a request (closed, or fenced by a newer one): ErrorOf's 503 "the
+// session's instance stopped".
+func instanceStopped(err error) bool {
+	return ErrorOf(err).Type == ErrUnavailable &&
+		(errors.Is(err, core.ErrFenced) || errors.Is(err, core.ErrClosed) || errors.Is(err, storage.ErrClosed))
 }
