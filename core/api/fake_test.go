@@ -141,6 +141,15 @@ func (m *memTrees) tree(id string) *memTree {
 	return m.trees[id]
 }
 
+// reboot crashes the tree's instance and boots the next one (a restart).
+func (m *memTrees) reboot(id string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	mt := m.trees[id]
+	mt.node.Crash()
+	mt.node = mt.tree.Boot(m.driver)
+}
+
 // rebootFull crashes the tree's instance and boots the next one while its
 // storage refuses every write: the instance starts read-only.
 func (m *memTrees) rebootFull(id string) *faultvfs.Fault {

@@ -13,6 +13,7 @@ import (
 	"github.com/revenantrt/revenant/core/event"
 	"github.com/revenantrt/revenant/core/httpmsg"
 	"github.com/revenantrt/revenant/core/logs"
+	"github.com/revenantrt/revenant/core/storage"
 )
 
 // TreeDeps are the per-tree handler's collaborators; Clock is required.
@@ -89,14 +90,37 @@ func (h *TreeHandler) ServeTree(w httpmsg.ResponseWriter, r *httpmsg.Request, t 
 }
 
 // run serves one tree route for t: a session outside the tree is 404, the
-// route's error is the answer, a panic a logged 500.
+// route's error is the answer (a tree deleted under the request: 404,
+// deletedUnder), a panic a logged 500.
 func (h *TreeHandler) run(w httpmsg.ResponseWriter, r *httpmsg.Request, pattern string, fn treeFunc, t *Tree) {
 	handle(h.log, pattern, h.deps.Panicked, func(w httpmsg.ResponseWriter, r *httpmsg.Request) error {
 		if root(r.PathValue("id")) != t.RootID {
 			return fail(ErrNotFound, "no such session")
 		}
-		return fn(w, r, t)
+		return deletedUnder(r, t, fn(w, r, t))
 	})(w, r)
+}
+
+// deletedUnder is err, the error of a route of t, unless err is a 503
+// unavailable (the tree's instance closed under the request, say) and the
+// tree is gone: a delete took it, and the request is 404, as it would be
+// sent again, not a 503 that asks for a retry. Next (the local server's,
+// serving trees in process) tells a delete from a restart: it waits for a
+// delete under way to end and finds no tree, while a stopping host, a
+// delete that failed (the tree stays) or a superseded instance keep the
+// 503, which a retry resolves. A host without Next answers the 503.
+//
+// Only an instance that stopped asks: another 503 (storage busy, a host
+// at its cap) is no sign of a delete, and Next would boot the tree
+// before the answer.
+func deletedUnder(r *httpmsg.Request, t *Tree, err error) error {
+	if err == nil || t.Next == nil || r.Context().Err() != nil || !instanceStopped(err) {
+		return err
+	}
+	if _, nerr := t.Next(r.Context()); nerr != nil && ErrorOf(nerr).Type == ErrNotFound {
+		return fail(ErrNotFound, "no such session")
+	}
+	return err
 }
 
 // Close ends every open event stream; the host calls it before shutdown.
@@ -290,4 +314,12 @@ func (h *TreeHandler) snapshot(w httpmsg.ResponseWriter, r *httpmsg.Request, t *
 	}
 	writeJSON(w, httpmsg.StatusOK, body)
 	return nil
+}
+
+// instanceStopped reports whether err is a tree's instance stopping under
+// a request (closed, or fenced by a newer one): ErrorOf's 503 "the
+// session's instance stopped".
+func instanceStopped(err error) bool {
+	return ErrorOf(err).Type == ErrUnavailable &&
+		(errors.Is(err, core.ErrFenced) || errors.Is(err, core.ErrClosed) || errors.Is(err, storage.ErrClosed))
 }

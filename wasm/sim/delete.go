@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/revenantrt/revenant/wasm/abi"
@@ -150,6 +151,9 @@ func (t *tree) noteSent(r *request, g *guest) {
 	if r.a.kind == actDelete {
 		g.reopenRefused = false // a delete may close the instance again
 		g.reopenDue = false     // it decides again whether a reopen follows
+		if !d.sent {
+			t.noteOvertaken(l)
+		}
 		d.sent, d.watching = true, true
 		l.Attempts = append(l.Attempts, check.DeleteAttempt{At: t.now, Boot: g.boot})
 		r.delEntry = len(l.Attempts)
@@ -161,9 +165,31 @@ func (t *tree) noteSent(r *request, g *guest) {
 	}
 }
 
-// onDeleteAnswer records a request's answer once a DELETE was sent. It
-// reports whether the client is done with the request: a DELETE answered
-// 204 or 404, any other request answered 404 (the tree is gone, or going).
+// noteOvertaken records the requests still out when the first DELETE is
+// sent (a prompt waiting for a full disk, say): the delete may overtake
+// them, and one it overtook is answered 404 once the delete committed
+// (docs/api.md), so they are judged as the requests sent after the DELETE
+// are, Overtaken, at the DELETE's time. In the order they were sent.
+func (t *tree) noteOvertaken(l *check.Deletion) {
+	var out []uint64
+	for id, r := range t.reqs {
+		if r.a.kind != actDelete && r.delEntry == 0 {
+			out = append(out, id)
+		}
+	}
+	slices.Sort(out)
+	for _, id := range out {
+		r := t.reqs[id]
+		l.Requests = append(l.Requests, check.AfterDelete{At: t.now, Route: r.req.Method + " " + r.req.Path, Overtaken: true})
+		r.delEntry = len(l.Requests)
+	}
+}
+
+// onDeleteAnswer records a request's answer once a DELETE was sent (or
+// was sent while the request was out). It reports whether the client is
+// done with the request: a DELETE answered 204 or 404, any other request
+// answered 404 (the tree is gone, or going: the checker holds a 404 to
+// the delete's commit, check.AfterDelete).
 func (t *tree) onDeleteAnswer(r *request) bool {
 	if t.del == nil || r.delEntry == 0 {
 		return false
@@ -181,7 +207,11 @@ func (t *tree) onDeleteAnswer(r *request) bool {
 		}
 		return false
 	}
-	l.Requests[r.delEntry-1].Status = r.status
+	a := &l.Requests[r.delEntry-1]
+	a.Status, a.CommittedByAnswer = r.status, t.del.committed
+	// A reply's 404 may also mean a question not asked yet (check's
+	// replies judge that): only another route's 404 says the tree is gone.
+	a.SaysGone = r.status == http.StatusNotFound && r.a.kind != actReply
 	return r.status == http.StatusNotFound
 }
 

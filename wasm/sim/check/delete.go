@@ -14,8 +14,10 @@ import (
 // delivery or egress of the tree starts after it, no boot finds work to
 // resume, and its wake-up, cleared by the delete, is not armed again
 // (deleted-stays-gone); a DELETE is answered 204 only once its
-// delete committed, and 404 only once an earlier attempt's did
-// (delete-answer-true); and the database holds none of the tree's rows
+// delete committed, and 404 only once an earlier attempt's did, and any
+// other request out since the first DELETE (a request the delete
+// overtook included) says the tree is gone (404) only once a delete
+// committed (delete-answer-true); and the database holds none of the tree's rows
 // (deleted-tree-empty). Before the delete every other rule holds, judged
 // on the database as it was just before the delete's commit (DeletedTree).
 const (
@@ -70,13 +72,21 @@ type DeleteAttempt struct {
 	WakeArmed bool `json:"wake_armed,omitempty"`
 }
 
-// AfterDelete is a request sent once a DELETE was: its route, when it was
-// sent, whether the delete had committed by then, and its answer (0: none).
+// AfterDelete is a request sent once a DELETE was, or still out when the
+// first DELETE was sent (Overtaken; At is then the DELETE's time): its
+// route, when it was sent, whether the delete had committed by then, and
+// its answer (0: none), with whether the delete had committed by the
+// answer. SaysGone: the answer is a 404 that says the tree is gone (a
+// reply's 404 may mean a question not asked yet): once a delete committed,
+// and never before, since a tree still there is never "not found".
 type AfterDelete struct {
-	At          int64  `json:"at"`
-	Route       string `json:"route"`
-	AfterCommit bool   `json:"after_commit,omitempty"`
-	Status      int    `json:"status,omitempty"`
+	At                int64  `json:"at"`
+	Route             string `json:"route"`
+	Overtaken         bool   `json:"overtaken,omitempty"`
+	AfterCommit       bool   `json:"after_commit,omitempty"`
+	Status            int    `json:"status,omitempty"`
+	CommittedByAnswer bool   `json:"committed_by_answer,omitempty"`
+	SaysGone          bool   `json:"says_gone,omitempty"`
 }
 
 // BootAfterDelete is a boot of the tree after its delete committed and the
@@ -172,6 +182,9 @@ func DeleteRules(path string, l *Ledger, label string) ([]Violation, error) {
 		if r.AfterCommit && r.Status != 0 && r.Status != http.StatusNotFound {
 			fail(RuleDeleteGone, "%s sent at %d, after the delete committed at %d, was answered %d, not 404", r.Route, r.At, d.CommitAt, r.Status)
 		}
+		if r.SaysGone && !r.CommittedByAnswer {
+			fail(RuleDeleteAnswer, "%s (%s at %d) was answered 404, but no delete had committed: the tree is still there", r.Route, sentWhen(r), r.At)
+		}
 	}
 	if d.Committed {
 		for _, dl := range l.Deliveries[min(d.Deliveries, len(l.Deliveries)):] {
@@ -254,4 +267,12 @@ func rowsLeft(path string) ([]tableRows, error) {
 		}
 	}
 	return out, nil
+}
+
+// sentWhen says how a request relates to the DELETE it is judged against.
+func sentWhen(r AfterDelete) string {
+	if r.Overtaken {
+		return "out when the first DELETE was sent"
+	}
+	return "sent"
 }

@@ -140,7 +140,10 @@
 //     no delivery, egress or emit of the tree starts after it, and no
 //     boot after it finds a claim (deleted-stays-gone); a DELETE is
 //     answered 204, or 404, only once a delete committed, and one of them
-//     ends the client's tries (delete-answer-true); and the final
+//     ends the client's tries, and another request sent after the first
+//     DELETE, or still out when it was sent (one the delete overtook), is
+//     answered 404 only once a delete committed too (delete-answer-true);
+//     and the final
 //     database holds no row of the tree, only the epoch and the schema's
 //     version, or is gone (deleted-tree-empty);
 //   - every durable event reaches the host's emit exactly once, in commit
