@@ -40,3 +40,11 @@ func SetInterruptStoppedHook(f func(stopped *Execution)) (remove func()) {
 	testHookInterruptStopped = f
 	return func() { testHookInterruptStopped = nil }
 }
+
+// TranscriptQueries are the snapshot's transcript queries by name, with
+// their parameters ?1 session id, ?2 before, ?3 from, ?4 the streaming
+// step's state.
+var TranscriptQueries = map[string]string{"transcript": transcript, "transcriptSizes": transcriptSizes}
+
+// StepStreaming is the state of a step whose answer is still streaming.
+const StepStreaming = StepStarted
