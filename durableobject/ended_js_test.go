@@ -76,17 +76,19 @@ func endedModule(t *testing.T) js.Value {
 func TestUntilEndedAnswersOrEnds(t *testing.T) {
 	m := endedModule(t)
 	p := m.Call("program")
-	v, err := await(m.Call("outcome", m.Call("untilEnded", p, js.Global().Get("Promise").Call("resolve", "ok"))))
+	v, err := awaitWithin(t, m.Call("outcome", m.Call("untilEnded", p, js.Global().Get("Promise").Call("resolve", "ok"))), "a request Go answered")
 	require.NoError(t, err)
 	assert.Equal(t, "answered ok", v.String())
 
 	pending := m.Call("outcome", m.Call("untilEnded", p, m.Call("never")))
 	p.Call("end")
-	v, err = await(pending)
+	v, err = awaitWithin(t, pending, "a request waiting when the program ended")
 	require.NoError(t, err)
 	assert.Equal(t, "rejected: the Go program exited", v.String())
 
-	v, err = await(m.Call("outcome", m.Call("untilEnded", p, m.Call("never"))))
+	// Bounded above all: a program already ended never settles its ended
+	// again, so a request that only watches it waits for ever.
+	v, err = awaitWithin(t, m.Call("outcome", m.Call("untilEnded", p, m.Call("never"))), "a request to a program already ended")
 	require.NoError(t, err)
 	assert.Equal(t, "rejected: the Go program exited", v.String(), "a program already ended")
 }

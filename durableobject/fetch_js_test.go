@@ -6,6 +6,7 @@ import (
 	"context"
 	"io"
 	"net/url"
+	"strings"
 	"syscall/js"
 	"testing"
 	"time"
@@ -255,6 +256,36 @@ func TestFetchNeverFollowsRedirects(t *testing.T) {
 	require.Equal(t, "manual", stub.Get("redirect").String())
 	require.Equal(t, httpmsg.StatusFound, resp.StatusCode)
 	require.Equal(t, "http://10.0.0.1/", resp.Header.Get("Location"))
+}
+
+// A webhook's delivery reaches the platform's fetch whole: its method,
+// its headers (the signature) and its body. Under Node a data: URL takes
+// no body, so a stand-in fetch records what it was given.
+func TestFetchSendsMethodHeadersAndBody(t *testing.T) {
+	real := jsFetch
+	defer func() { jsFetch = real }()
+	stub := js.Global().Call("eval", `(() => {
+		const f = (url, init) => {
+			f.url = url;
+			f.method = init.method;
+			f.signature = new Headers(init.headers).get("x-signature");
+			f.body = init.body === undefined ? "(none)" : new TextDecoder().decode(init.body);
+			return Promise.resolve(new Response(null, { status: 204 }));
+		};
+		return f;
+	})()`)
+	jsFetch = stub
+	req, err := httpmsg.NewRequest(context.Background(), httpmsg.MethodPost, "https://hooks.example/ledger", strings.NewReader(`{"amount":5}`))
+	require.NoError(t, err)
+	req.Header.Set("X-Signature", "sha256=abc")
+	resp, err := Fetch{}.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	assert.Equal(t, httpmsg.StatusNoContent, resp.StatusCode)
+	assert.Equal(t, "https://hooks.example/ledger", stub.Get("url").String())
+	assert.Equal(t, "POST", stub.Get("method").String())
+	assert.Equal(t, "sha256=abc", stub.Get("signature").String())
+	assert.Equal(t, `{"amount":5}`, stub.Get("body").String())
 }
 
 // A request whose context ends aborts the platform's fetch (its

@@ -4,6 +4,7 @@ package durableobject
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"strconv"
@@ -34,6 +35,56 @@ func TestEntryPanicRejectsAndProgramGoesOn(t *testing.T) {
 	v, err := await(f.Invoke())
 	require.NoError(t, err)
 	assert.Equal(t, "ok", v.String())
+}
+
+// settleWait bounds a test's wait for something the code under test must
+// do of itself: a Promise it settles, a context it ends, a chunk it sends.
+// Unbounded, a missing answer reaches go test's 10-minute timeout and a
+// dump of goroutines that names no fault; bounded, the test fails within
+// seconds and says what never came. Generous: each of these comes within
+// a few event-loop turns on a working object.
+const settleWait = 5 * time.Second
+
+// awaitWithin is await for a Promise that must settle within settleWait;
+// the test fails, naming what, when it has not.
+func awaitWithin(t *testing.T, p js.Value, what string) (js.Value, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), settleWait)
+	defer cancel()
+	v, err := awaitCtx(ctx, p)
+	if errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("%s: not settled within %v", what, settleWait)
+	}
+	return v, err
+}
+
+// doneWithin fails the test, naming what, when ctx has not ended within
+// settleWait.
+func doneWithin(t *testing.T, ctx context.Context, what string) {
+	t.Helper()
+	select {
+	case <-ctx.Done():
+	case <-time.After(settleWait):
+		t.Fatalf("%s: not within %v", what, settleWait)
+	}
+}
+
+// endedWriter is a responseWriter whose Response is sent on the channel
+// returned, cancel its request's cancel. Its stream is ended when the
+// test ends: one that fails mid-stream leaves no stream registered, which
+// a later test's check that ended streams are forgotten would report as
+// its own failure.
+func endedWriter(t *testing.T, cancel func()) (*responseWriter, <-chan js.Value) {
+	got := make(chan js.Value, 1)
+	w := newResponseWriter(func(v js.Value) { got <- v }, cancel)
+	t.Cleanup(func() {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if w.streaming() {
+			w.end(true)
+		}
+	})
+	return w, got
 }
 
 // readBody reads a JS Response's body as text (from a goroutine).
@@ -69,11 +120,9 @@ func TestResponseStreamsAfterFlush(t *testing.T) {
 	resp := <-got
 	require.Equal(t, 200, resp.Get("status").Int())
 	reader := resp.Get("body").Call("getReader")
-	// A deadline: a first chunk held back would wait for a write that
-	// never comes, and hang the package until go test's timeout.
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	chunk, err := awaitCtx(ctx, reader.Call("read"))
+	// Bounded: a first chunk held back would wait for a write that never
+	// comes.
+	chunk, err := awaitWithin(t, reader.Call("read"), "the first chunk, written before the Flush")
 	require.NoError(t, err, "the first chunk, written before the Flush, is sent by it")
 	b := make([]byte, chunk.Get("value").Get("length").Int())
 	js.CopyBytesToGo(b, chunk.Get("value"))
@@ -97,14 +146,13 @@ func TestResponseStreamsAfterFlush(t *testing.T) {
 // A client that goes away cancels the request's context (ends the SSE
 // handler) and later writes fail instead of enqueueing into a dead stream.
 func TestResponseCancelEndsRequest(t *testing.T) {
-	got := make(chan js.Value, 1)
 	ctx, cancel := context.WithCancel(context.Background())
-	w := newResponseWriter(func(v js.Value) { got <- v }, cancel)
+	w, got := endedWriter(t, cancel)
 	w.Flush()
 	resp := <-got
-	_, err := await(resp.Get("body").Call("cancel"))
+	_, err := awaitWithin(t, resp.Get("body").Call("cancel"), "the client's cancel of the body")
 	require.NoError(t, err)
-	<-ctx.Done()
+	doneWithin(t, ctx, "the client went away but the request's context was not cancelled")
 	_, err = io.WriteString(w, "late")
 	assert.ErrorIs(t, err, context.Canceled)
 	w.finish()
@@ -124,9 +172,11 @@ func TestResponseNoContent(t *testing.T) {
 }
 
 // readChunk reads one chunk of a stream's reader as text ("" at its end).
+// Bounded: a chunk the writer flushed but never sent (it waits on a ready
+// it no longer watches) fails the test, not go test's timeout.
 func readChunk(t *testing.T, reader js.Value) string {
 	t.Helper()
-	chunk, err := await(reader.Call("read"))
+	chunk, err := awaitWithin(t, reader.Call("read"), "a flushed chunk (or the stream's end) never reached the reader")
 	require.NoError(t, err)
 	if chunk.Get("done").Bool() {
 		return ""
@@ -140,8 +190,7 @@ func readChunk(t *testing.T, reader js.Value) string {
 // flushed while the client has not taken the last chunk leave together,
 // as one chunk, once it has; and an event's lines are one chunk.
 func TestResponseCoalescesWhileStreamBusy(t *testing.T) {
-	got := make(chan js.Value, 1)
-	w := newResponseWriter(func(v js.Value) { got <- v }, func() {})
+	w, got := endedWriter(t, func() {})
 	_, _ = io.WriteString(w, ": ok\n\n")
 	w.Flush()
 	reader := (<-got).Get("body").Call("getReader")
@@ -170,8 +219,7 @@ func TestResponseCoalescesWhileStreamBusy(t *testing.T) {
 // What waits for the stream when the handler ends still goes out, before
 // the end; a handler that panics mid-stream errors the stream.
 func TestResponseFinishSendsWhatWaits(t *testing.T) {
-	got := make(chan js.Value, 1)
-	w := newResponseWriter(func(v js.Value) { got <- v }, func() {})
+	w, got := endedWriter(t, func() {})
 	_, _ = io.WriteString(w, "a\n\n")
 	w.Flush()
 	reader := (<-got).Get("body").Call("getReader")
@@ -186,7 +234,7 @@ func TestResponseFinishSendsWhatWaits(t *testing.T) {
 	}
 	assert.Equal(t, "a\n\nb\n\nc\n\n", rest)
 
-	w = newResponseWriter(func(v js.Value) { got <- v }, func() {})
+	w, got = endedWriter(t, func() {})
 	w.Flush()
 	reader = (<-got).Get("body").Call("getReader")
 	w.fail()
