@@ -13,9 +13,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf16"
 	"unicode/utf8"
 
+	"github.com/revenantrt/revenant/core/api"
 	"github.com/revenantrt/revenant/core/permission"
 	"github.com/revenantrt/revenant/core/settings"
 	"github.com/revenantrt/revenant/core/tool"
@@ -917,40 +917,14 @@ func syntaxMessage(data []byte, err error) string {
 
 // surrogateMessage says where the first \u escape of half a UTF-16
 // surrogate pair is in data, a valid JSON text, by line and column of its
-// backslash, or "" when there is none: a high one (\ud800-\udbff) not
-// followed at once by a low one (\udc00-\udfff), or a low one alone.
+// backslash (api.HalfSurrogateAt finds it), or "" when there is none.
 // encoding/json reads it as U+FFFD without a word, the harm utf8Message
 // prevents for raw bytes.
 func surrogateMessage(data []byte) string {
-	inString := false
-	for i := 0; i < len(data); i++ {
-		switch c := data[i]; {
-		case c == '"':
-			inString = !inString
-		case c != '\\' || !inString:
-		case data[i+1] != 'u': // valid JSON: an escape is complete
-			i++
-		default:
-			r := escapedUnit(data[i:])
-			if !utf16.IsSurrogate(r) {
-				i += 5
-				break
-			}
-			if r < 0xdc00 && i+12 <= len(data) && data[i+6] == '\\' && data[i+7] == 'u' {
-				if low := escapedUnit(data[i+6:]); 0xdc00 <= low && low <= 0xdfff {
-					i += 11
-					break
-				}
-			}
-			line, col := lineColumn(data[:i+1])
-			return fmt.Sprintf("invalid escape at line %d, column %d: %s is half a UTF-16 surrogate pair (JSON decoding would silently read it as U+FFFD)", line, col, data[i:i+6])
-		}
+	i := api.HalfSurrogateAt(data)
+	if i < 0 {
+		return ""
 	}
-	return ""
-}
-
-// escapedUnit is the UTF-16 code unit of the \uXXXX escape esc starts with.
-func escapedUnit(esc []byte) rune {
-	u, _ := strconv.ParseUint(string(esc[2:6]), 16, 16)
-	return rune(u)
+	line, col := lineColumn(data[:i+1])
+	return fmt.Sprintf("invalid escape at line %d, column %d: %s is half a UTF-16 surrogate pair (JSON decoding would silently read it as U+FFFD)", line, col, data[i:i+6])
 }

@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/revenantrt/revenant/core"
-	"github.com/revenantrt/revenant/internal/treetest"
 )
 
 // A sub-agent runs under its parent's config, as docs/api.md says of a
@@ -19,14 +18,8 @@ import (
 // session config took away; a grandchild inherits it the same way.
 func TestSubAgentTakesItsParentsConfig(t *testing.T) {
 	ctx := context.Background()
-	tr := treetest.New(t)
-	d := treetest.NewDriver(8)
-	n := tr.Boot(d)
 	config := json.RawMessage(`{"system_prompt":"be brief","tools":["kv_get"],"permissions":[{"action":"kv_get","resource":"*","decision":"deny"}]}`)
-	root, err := n.Inst.CreateSession(ctx, core.NewSession{ID: "root", Principal: "tester", Config: config})
-	require.NoError(t, err)
-	n.Admit(root.ID, "hold")
-	rx := <-d.Started
+	_, n, d, _, rx := rootTurnHeld(t, config)
 
 	spec := core.ChildSpec{Prompt: "hold", MaxDepth: 3, MaxChildren: core.DefaultMaxSubagents}
 	spec.CallID = "call-1"

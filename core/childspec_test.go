@@ -2,6 +2,7 @@ package core_test
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -18,12 +19,8 @@ import (
 // parent's turn goes on.
 func TestStartChildRefusesABlankPromptAndTheDepthLimit(t *testing.T) {
 	ctx := context.Background()
-	tr := treetest.New(t)
-	d := treetest.NewDriver(8)
-	n := tr.Boot(d)
-	root := n.NewSession("root")
-	pid := n.Admit(root, "hold")
-	rx := <-d.Started
+	tr, n, d, root, rx := rootTurnHeld(t, nil)
+	pid := rx.PromptID()
 	for name, spec := range map[string]core.ChildSpec{
 		"a blank prompt":        {CallID: "call-1", Prompt: " \n\t", MaxDepth: 3},
 		"a depth limit of none": {CallID: "call-2", Prompt: "work", MaxDepth: 0},
@@ -50,7 +47,7 @@ func TestStartChildRefusesABlankPromptAndTheDepthLimit(t *testing.T) {
 // limit, and the refusal holds for any later call.
 func TestStartChildRefusesAChildPastTheTreesLimit(t *testing.T) {
 	ctx := context.Background()
-	tr, n, d, root, rx := rootTurnHeld(t)
+	tr, n, d, root, rx := rootTurnHeld(t, nil)
 	spec := func(callID string) core.ChildSpec { return limitSpec(callID, 2) }
 	first, err := rx.StartChild(ctx, spec("call-1"))
 	require.NoError(t, err)
@@ -89,7 +86,7 @@ func TestStartChildRefusesAChildPastTheTreesLimit(t *testing.T) {
 // as they are. A call that has its child already still re-attaches.
 func TestStartChildRefusesATreePastALoweredLimit(t *testing.T) {
 	ctx := context.Background()
-	tr, n, d, root, rx := rootTurnHeld(t)
+	tr, n, d, root, rx := rootTurnHeld(t, nil)
 	spec := limitSpec
 	var first core.Child
 	for i, callID := range []string{"call-1", "call-2", "call-3"} {
@@ -117,15 +114,17 @@ func TestStartChildRefusesATreePastALoweredLimit(t *testing.T) {
 	n.Idle()
 }
 
-// rootTurnHeld boots a tree for the sub-agent limit's tests: its root
-// session "root" runs a turn the driver holds, rx.
-func rootTurnHeld(t *testing.T) (*treetest.Tree, *treetest.Node, *treetest.Driver, string, *core.Execution) {
+// rootTurnHeld boots a tree for the sub-agent tests: its root session
+// "root", of session config config (nil: none), runs a turn the driver
+// holds, rx.
+func rootTurnHeld(t *testing.T, config json.RawMessage) (*treetest.Tree, *treetest.Node, *treetest.Driver, string, *core.Execution) {
 	tr := treetest.New(t)
 	d := treetest.NewDriver(8)
 	n := tr.Boot(d)
-	root := n.NewSession("root")
-	n.Admit(root, "hold")
-	return tr, n, d, root, <-d.Started
+	s, err := n.Inst.CreateSession(context.Background(), core.NewSession{ID: "root", Principal: "tester", Config: config})
+	require.NoError(t, err)
+	n.Admit(s.ID, "hold")
+	return tr, n, d, s.ID, <-d.Started
 }
 
 // limitSpec is a task call's child spec under a sub-agent limit of limit.

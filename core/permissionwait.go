@@ -93,6 +93,10 @@ func (permissionV1) Judge(_ json.RawMessage, r Reply) (Verdict, error) {
 // person rejected.
 const DeclinedByUser = "The user declined this call; it did not run."
 
+// DeclinedUserSaid comes between DeclinedByUser and the person's message,
+// when the reject has one.
+const DeclinedUserSaid = " The user said: "
+
 // Continue decides from the call's latest request (a re-resolved call asks
 // afresh with the next ordinal, so earlier ones are history).
 func (permissionV1) Continue(resolved []ResolvedBlocker) Continuation {
@@ -103,7 +107,7 @@ func (permissionV1) Continue(resolved []ResolvedBlocker) Continuation {
 	case BlockerRejected:
 		out := DeclinedByUser
 		if last.Reply.Message != "" {
-			out += " The user said: " + last.Reply.Message
+			out += DeclinedUserSaid + last.Reply.Message
 		}
 		return Continuation{Outcome: event.OutcomeDeclined, Output: out}
 	}

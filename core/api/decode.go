@@ -119,7 +119,7 @@ func decodeStrict(body []byte, v any, f fields, emptyOK bool) error {
 		if trimmed[0] != '{' {
 			return decodeFail(ProblemNotObject, "", "the request body must be a JSON object")
 		}
-		if at := halfSurrogateAt(body); at >= 0 {
+		if at := HalfSurrogateAt(body); at >= 0 {
 			return decodeFail(ProblemHalfSurrogate, "", "the request body's escape "+string(body[at:at+6])+" at byte "+strconv.Itoa(at)+" is half a UTF-16 surrogate pair, which is no character: send UTF-8 text")
 		}
 		// Numbers stay text (UseNumber): 1e999 is well-formed, and the
@@ -154,14 +154,15 @@ func decodeStrict(body []byte, v any, f fields, emptyOK bool) error {
 	return nil
 }
 
-// halfSurrogateAt is the offset of the first \u escape in body, well-formed
+// HalfSurrogateAt is the offset of the first \u escape in body, well-formed
 // JSON, of half a UTF-16 surrogate pair (a high one, \ud800-\udbff, not
 // followed at once by a low one, or a low one, \udc00-\udfff, alone), or
 // -1. encoding/json reads one as U+FFFD without a word, as it would an
 // invalid UTF-8 byte, which the decoder refuses: a prompt id "\ud800" and
 // another "\udc00" were both stored as "\ufffd", so the second prompt was
-// answered "duplicate": true and never admitted.
-func halfSurrogateAt(body []byte) int {
+// answered "duplicate": true and never admitted. The config file's check
+// (config.CheckSyntax) uses it too: one scan for both.
+func HalfSurrogateAt(body []byte) int {
 	inString := false
 	for i := 0; i < len(body); i++ {
 		switch body[i] {

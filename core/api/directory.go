@@ -128,6 +128,9 @@ func handle(log *logs.Logger, pattern string, panicked func(string), fn func(htt
 			}
 		}()
 		err := fn(head, r)
+		if head.unmarshalled != nil {
+			log.Error("answer did not marshal", "method", r.Method, "path", r.URL.Path, "route", pattern, "err", head.unmarshalled)
+		}
 		switch {
 		case err == nil:
 		case !head.sent:

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/revenantrt/revenant/core"
@@ -196,9 +197,6 @@ func writeError(log *logs.Logger, w httpmsg.ResponseWriter, err error) {
 // principal's transcript, ids or blockers (a browser's disk cache keeps
 // what it is not told otherwise, after the page that asked is gone).
 func writeJSON(w httpmsg.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.Header().Set("Cache-Control", "no-store")
 	// What json.NewEncoder(w).Encode(v) writes, without the Encoder: its
 	// indenting cost the guest 2 KB gzip. Marshalled before the head: a
 	// value that does not marshal (a stored JSON text gone bad in a
@@ -207,7 +205,22 @@ func writeJSON(w httpmsg.ResponseWriter, status int, v any) {
 	b, err := json.Marshal(v)
 	if err != nil {
 		status, b = Statuses[ErrInternal], []byte(`{"error":{"type":"internal","message":"internal error"}}`)
+		// The headers set for the answer meant (a Location, an Allow) do
+		// not belong on the 500; who may read an answer (CORS) still holds.
+		for k := range w.Header() {
+			if !strings.HasPrefix(k, "Access-Control-") && k != "Vary" {
+				delete(w.Header(), k)
+			}
+		}
+		// The client reads only "internal error": the route's log says
+		// what (handle), or stored JSON gone bad would go unseen.
+		if hw, ok := w.(*headWriter); ok {
+			hw.unmarshalled = err
+		}
 	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
 	_, _ = w.Write(append(b, '\n'))
 }

@@ -22,6 +22,9 @@ type headWriter struct {
 	flusher httpmsg.Flusher // nil: the writer cannot flush
 	drainer httpmsg.Drainer // nil: the writer needs no drain
 	sent    bool
+	// unmarshalled is why the value writeJSON was given did not marshal
+	// (it answered 500 instead): handle logs it.
+	unmarshalled error
 }
 
 func newHeadWriter(w httpmsg.ResponseWriter) *headWriter {

@@ -99,8 +99,10 @@ func (c Config) WithRetries(n int, initial, max time.Duration) Config {
 // WithContextBytes sets the size a model request may reach: bytes of the
 // system prompt, of each tool spec's name, description and schema, of
 // message text and of tool-call arguments. Past it the oldest tool outputs
-// are elided with ElidedMarker (not the results made up for calls without
-// one, NoResult and NotRun); if eliding them all is not enough, the
+// are elided with ElidedMarker (not the results that say what happened to
+// the call: NoResult and NotRun, made up for calls without one, and a
+// permission request's decline or cancellation, stored or made up); if
+// eliding them all is not enough, the
 // oldest whole exchanges are left out, unread, and the request starts with
 // OmittedNotice. The current prompt's exchange is always sent, even alone
 // past the size. Default 400 KiB, about 100k tokens.

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/revenantrt/revenant/core"
 	"github.com/revenantrt/revenant/core/event"
 	"github.com/revenantrt/revenant/core/model"
 	"github.com/revenantrt/revenant/core/runner"
@@ -249,19 +250,29 @@ func TestMessagesLeftOutAreNotRead(t *testing.T) {
 }
 
 // leastBytes is the size of req (requestTextBytes) with every tool output
-// elided that is longer than its marker, but for the results made up for
-// calls without one (NoResult, NotRun), which are never elided.
+// elided that is longer than its marker, but for those that say the call
+// did not run or was stopped (keptWhole), which are never elided.
 func leastBytes(req model.Request) int {
 	n := fixedBytes(req)
 	for _, m := range req.Messages {
 		size := requestTextBytes(model.Request{Messages: []model.Message{m}})
-		madeUp := m.Text == runner.NoResult || m.Text == runner.NotRun
-		if marker := len(fmt.Sprintf(runner.ElidedMarker, size)); m.Role == model.RoleTool && !madeUp && marker < size {
+		if marker := len(fmt.Sprintf(runner.ElidedMarker, size)); m.Role == model.RoleTool && !keptWhole(m.Text) && marker < size {
 			size = marker
 		}
 		n += size
 	}
 	return n
+}
+
+// keptWhole tells the tool results the runner never elides by their
+// text: NoResult, NotRun, and what a permission request that stopped the
+// call says (declined by the person, with their message, or cancelled).
+func keptWhole(text string) bool {
+	switch {
+	case text == runner.NoResult, text == runner.NotRun, text == core.PermissionCancelledOutput:
+		return true
+	}
+	return strings.HasPrefix(text, core.DeclinedByUser)
 }
 
 // transcriptReads is the most bytes of text one transaction read from

@@ -365,7 +365,7 @@ type transcript struct {
 	// unsettled holds what the model is told about calls of ended turns
 	// that have no result but of which more is known: that they never
 	// ran, or what the person they waited on decided (unsettledOutputs).
-	unsettled map[string]string
+	unsettled map[string]madeUpResult
 	// omitted is how many request messages the exchanges left unread
 	// stand for: the request says so first (buildRequest).
 	omitted int
@@ -373,6 +373,26 @@ type transcript struct {
 
 type transcriptRow struct {
 	role, text, calls, callID, name string
+	outcome                         string // a tool result's call's
+}
+
+// madeUpResult is what a call of an ended turn that has no result is
+// sent instead (unsettledOutputs).
+type madeUpResult struct {
+	text string
+	// elidable: a question's answers may be elided like an output; what
+	// says the call did not run is kept whole (keptWhole).
+	elidable bool
+}
+
+// keptWhole tells a stored result that elide keeps whole, and the size
+// query counts whole: one that says a permission request stopped the
+// call (a rule or the person declined it, with the person's message if
+// any, or the request was cancelled). Elided, "you declined" would read
+// as an output the call gave. The made-up NoResult and NotRun, and the
+// permission results made up for waited calls, are kept whole too.
+func keptWhole(outcome, text string) bool {
+	return outcome == event.OutcomeDeclined || text == core.PermissionCancelledOutput
 }
 
 func (t *turn) readTranscript(tx storage.Tx) (transcript, error) {
@@ -398,13 +418,14 @@ func (t *turn) readTranscript(tx storage.Tx) (transcript, error) {
 	// stored there of a call left out (settled after the notice of a
 	// resume that opens a kept exchange) is read but not sent:
 	// buildRequest sends a result only after its call.
-	res, err := tx.Query(`SELECT role, text, COALESCE(tool_calls, ''), COALESCE(tool_call_id, ''), COALESCE(name, '') FROM messages WHERE session_id = ? AND seq >= ? ORDER BY seq`, t.x.SessionID(), from)
+	res, err := tx.Query(`SELECT role, text, COALESCE(tool_calls, ''), COALESCE(tool_call_id, ''), COALESCE(name, ''),
+		COALESCE((SELECT outcome FROM tool_calls WHERE id = m.tool_call_id), '') FROM messages m WHERE session_id = ? AND seq >= ? ORDER BY seq`, t.x.SessionID(), from)
 	if err != nil {
 		return tr, err
 	}
 	for res.Next() {
 		var r transcriptRow
-		if err := res.Scan(&r.role, &r.text, &r.calls, &r.callID, &r.name); err != nil {
+		if err := res.Scan(&r.role, &r.text, &r.calls, &r.callID, &r.name, &r.outcome); err != nil {
 			return tr, err
 		}
 		tr.rows = append(tr.rows, r)
@@ -420,32 +441,46 @@ func (t *turn) readTranscript(tx storage.Tx) (transcript, error) {
 // includes its calls' arguments and the results sent after it, found by
 // id (ToolSettled's message is the call's id and ".result"), each as long
 // as its ElidedMarker if it is longer (?2 is the marker's size without its
-// number). A call without one is sent a result made up (unsettledOutputs):
-// NotRun for a call still in phase called (?5, counted at len(NotRun),
-// ?6), NoResult for one that was executing (?4); neither is ever elided
-// (elide). A call that waited (phase ?3) on a blocker is sent what the
-// blocker's end says (elided if need be, so at most the longest marker)
-// or NoResult or NotRun: it counts as the longest of those (waitedSize).
-// The values are bound, not pasted into the text: a marker with a quote
-// in it would break the query. Subqueries, not a join and GROUP BY: those
-// sort the rows in a temporary table, and the index gives them in order.
+// number), but for those kept whole (keptWhole: declined, ?8, or the
+// cancelled permission's text, ?9). A call without one is sent a result
+// made up (unsettledOutputs), never elided but for a question's: NotRun
+// for a call still in phase called (?5, counted at len(NotRun), ?6),
+// NoResult for one that was executing (?4). A call that waited (phase
+// ?3) is sent what its latest blocker's end says (waitOutput): a
+// question's answers (elided if need be, so counted at most as the
+// longest marker, ?7), NotRun for an approved permission (?10), the
+// person's decline and message for a rejected one (?11 with the JSON
+// reply's message, ?12 the text between them), the cancelled text (?13)
+// for any other; NoResult without a blocker or for a sub-agent's (?14
+// the question kind, ?15 the permission kind, ?16 approved, ?17
+// rejected). The values are bound, not pasted into the text: a marker
+// with a quote in it would break the query. Subqueries, not a join and
+// GROUP BY: those sort the rows in a temporary table, and the index gives
+// them in order.
 const transcriptSizes = `SELECT m.seq, m.role, (SELECT count(*) FROM tool_calls WHERE step_id = m.id),
-	octet_length(m.text) + (SELECT COALESCE(sum(octet_length(c.arguments) + COALESCE(min(octet_length(r.text),
-		?2 + length(octet_length(r.text))),
-		CASE c.phase WHEN ?3 THEN ?7 WHEN ?5 THEN ?6 ELSE ?4 END)), 0)
+	octet_length(m.text) + (SELECT COALESCE(sum(octet_length(c.arguments) + COALESCE(
+		CASE WHEN c.outcome = ?8 OR r.text = ?9 THEN octet_length(r.text)
+			ELSE min(octet_length(r.text), ?2 + length(octet_length(r.text))) END,
+		CASE c.phase WHEN ?3 THEN COALESCE((SELECT CASE
+				WHEN b.kind = ?14 THEN ?7
+				WHEN b.kind != ?15 THEN ?4
+				WHEN b.state = ?16 THEN ?6
+				WHEN b.state = ?17 AND json_valid(b.reply) THEN ?11 +
+					COALESCE(NULLIF(octet_length(json_extract(b.reply, '$.message')), 0) + ?12, 0)
+				ELSE ?13 END
+			FROM blockers b WHERE b.step_id = c.step_id AND b.call_id = c.id ORDER BY b.ordinal DESC LIMIT 1), ?4)
+			WHEN ?5 THEN ?6 ELSE ?4 END)), 0)
 		FROM tool_calls c LEFT JOIN messages r ON r.id = c.id || '.result' WHERE c.step_id = m.id)
 	FROM messages m WHERE m.session_id = ?1 AND m.role != 'tool' ORDER BY m.seq`
 
 // transcriptSizesArgs are the values transcriptSizes binds for a session.
 func transcriptSizesArgs(sessionID string) []any {
 	return []any{sessionID, markerSize, string(event.PhaseWaiting), len(NoResult),
-		string(event.PhaseCalled), len(NotRun), waitedSize}
+		string(event.PhaseCalled), len(NotRun), markerSize + 19,
+		event.OutcomeDeclined, core.PermissionCancelledOutput,
+		len(NotRun), len(core.DeclinedByUser), len(core.DeclinedUserSaid), len(core.PermissionCancelledOutput),
+		event.KindQuestion, event.KindPermission, core.BlockerApproved, core.BlockerRejected}
 }
-
-// waitedSize is how much the result made up for a call that waited on a
-// blocker counts: the longest marker (19 digits), or NoResult or NotRun,
-// which are never elided.
-var waitedSize = max(markerSize+19, len(NoResult), len(NotRun))
 
 // markerSize is the size of an ElidedMarker without its number.
 var markerSize = len(ElidedMarker) - len("%d")
@@ -523,14 +558,14 @@ func leaveOut(units []contextUnit, budget, keep int) (n, messages int) {
 // person reads as what the person decided (waitOutput). A call that was
 // executing, or waited on a sub-agent (which may have done work), keeps
 // NoResult. Only the few unanswered calls are looked up, by their ids.
-func unsettledOutputs(tx storage.Tx, rows []transcriptRow) (map[string]string, error) {
+func unsettledOutputs(tx storage.Tx, rows []transcriptRow) (map[string]madeUpResult, error) {
 	answered := map[string]bool{}
 	for _, r := range rows {
 		if r.role == event.RoleTool {
 			answered[r.callID] = true
 		}
 	}
-	var out map[string]string
+	var out map[string]madeUpResult
 	for _, r := range rows {
 		if r.role != event.RoleAssistant || r.calls == "" {
 			continue
@@ -548,18 +583,21 @@ func unsettledOutputs(tx storage.Tx, rows []transcriptRow) (map[string]string, e
 			if err != nil {
 				return nil, fmt.Errorf("read unsettled call %s: %w", c.CallID, err)
 			}
-			text := ""
+			var made madeUpResult
 			switch {
 			case !found:
 			case event.Phase(phase) == event.PhaseWaiting:
-				if text, err = waitOutput(tx, c.CallID); err != nil {
+				if made, err = waitOutput(tx, c.CallID); err != nil {
 					return nil, err
 				}
 			case event.Phase(phase) == event.PhaseCalled:
-				text = NotRun
+				made.text = NotRun
 			}
-			if text != "" {
-				out = setOutput(out, c.CallID, text)
+			if made.text != "" {
+				if out == nil {
+					out = map[string]madeUpResult{}
+				}
+				out[c.CallID] = made
 			}
 		}
 	}
@@ -572,35 +610,28 @@ func unsettledOutputs(tx storage.Tx, rows []transcriptRow) (map[string]string, e
 // (core.UnsettledQuestionOutput); for a permission request, that the call
 // did not run, declined with the person's message after a reject with
 // one (core.UnsettledPermissionOutput). "" for a call that waited on a
-// sub-agent, which may have done work: it keeps NoResult.
-func waitOutput(tx storage.Tx, callID string) (string, error) {
+// sub-agent, which may have done work: it keeps NoResult. transcriptSizes
+// counts the same.
+func waitOutput(tx storage.Tx, callID string) (madeUpResult, error) {
 	var kind, adapter, state, reason, request, reply string
 	found, err := storage.QueryRow(tx, `SELECT kind, adapter, state, COALESCE(reason, ''), request, COALESCE(reply, '') FROM blockers
 		WHERE step_id = (SELECT step_id FROM tool_calls WHERE id = ?1) AND call_id = ?1
 		ORDER BY ordinal DESC LIMIT 1`, []any{callID}, &kind, &adapter, &state, &reason, &request, &reply)
 	if err != nil {
-		return "", fmt.Errorf("read the blocker of call %s: %w", callID, err)
+		return madeUpResult{}, fmt.Errorf("read the blocker of call %s: %w", callID, err)
 	}
 	switch {
 	case !found:
-		return "", nil
+		return madeUpResult{}, nil
 	case kind == event.KindQuestion:
 		text, _ := core.UnsettledQuestionOutput(adapter, state, reason, json.RawMessage(request), json.RawMessage(reply))
-		return text, nil
+		return madeUpResult{text: text, elidable: true}, nil
 	case kind == event.KindPermission && state == core.BlockerApproved:
-		return NotRun, nil // approved, but the turn ended before it ran
+		return madeUpResult{text: NotRun}, nil // approved, but the turn ended before it ran
 	case kind == event.KindPermission:
-		return core.UnsettledPermissionOutput(state, json.RawMessage(reply)), nil
+		return madeUpResult{text: core.UnsettledPermissionOutput(state, json.RawMessage(reply))}, nil
 	}
-	return "", nil
-}
-
-func setOutput(m map[string]string, callID, text string) map[string]string {
-	if m == nil {
-		m = map[string]string{}
-	}
-	m[callID] = text
-	return m
+	return madeUpResult{}, nil
 }
 
 // buildRequest makes the model request of a transcript. Tool results are
@@ -613,10 +644,12 @@ func (t *turn) buildRequest(tr transcript) (model.Request, error) {
 		req.Messages = append(req.Messages, model.Message{Role: model.RoleUser, Text: fmt.Sprintf(OmittedNotice, tr.omitted), Notice: true})
 	}
 	results := map[string]model.Message{}
-	madeUp := map[int]bool{} // the made-up NoResult and NotRun, by index
+	whole := map[string]bool{} // the stored results kept whole, by call id
+	keep := map[int]bool{}     // the results never elided, by index
 	for _, r := range rows {
 		if r.role == event.RoleTool {
 			results[r.callID] = model.Message{Role: model.RoleTool, Text: r.text, ToolCallID: r.callID, Name: r.name}
+			whole[r.callID] = keptWhole(r.outcome, r.text)
 		}
 	}
 	for _, r := range rows {
@@ -637,20 +670,21 @@ func (t *turn) buildRequest(tr transcript) (model.Request, error) {
 			req.Messages = append(req.Messages, m)
 			for _, c := range calls {
 				res, ok := results[c.CallID]
+				if ok && whole[c.CallID] {
+					keep[len(req.Messages)] = true
+				}
 				if !ok {
 					// A call of an ended turn that never settled (its turn was
 					// interrupted, or a reply cancelled it while it waited).
 					// Providers refuse a tool call without a result, and the
 					// model should know it did not complete, and whether it
 					// ran, or how its question ended, if that is known.
-					text, known := tr.unsettled[c.CallID]
+					made, known := tr.unsettled[c.CallID]
 					if !known {
-						text = NoResult
+						made.text = NoResult
 					}
-					if text == NoResult || text == NotRun {
-						madeUp[len(req.Messages)] = true
-					}
-					res = model.Message{Role: model.RoleTool, Text: text, ToolCallID: c.CallID, Name: c.Name}
+					keep[len(req.Messages)] = !made.elidable
+					res = model.Message{Role: model.RoleTool, Text: made.text, ToolCallID: c.CallID, Name: c.Name}
 				}
 				req.Messages = append(req.Messages, res)
 			}
@@ -658,7 +692,7 @@ func (t *turn) buildRequest(tr transcript) (model.Request, error) {
 			req.Messages = append(req.Messages, model.Message{Role: model.RoleUser, Text: r.text, Notice: r.role == event.RoleNotice})
 		}
 	}
-	elide(req.Messages, tr.budget, madeUp)
+	elide(req.Messages, tr.budget, keep)
 	return req, nil
 }
 
@@ -711,10 +745,12 @@ func omittedSize(messages int) int {
 // answers are never elided: planTranscript left out the oldest whole
 // exchanges instead, so that this fits unless the current prompt's
 // exchange alone is past the budget. A request's size is the bytes of its
-// messages' text and of their tool calls' arguments. The results made up
-// for calls that have none, NoResult and NotRun (keep), are not elided
-// either: they say whether the call ran, which a marker would hide (it
-// reads as an output the call gave), and they are short.
+// messages' text and of their tool calls' arguments. The results that
+// say the call did not run or has no result (keep: keptWhole's, and those
+// made up for calls without one but a question's answers) are not elided
+// either: a marker would hide that (it reads as an output the call gave);
+// they are short, or hold the person's own message, which is no more
+// elided than a prompt.
 func elide(msgs []model.Message, budget int, keep map[int]bool) {
 	total := 0
 	for _, m := range msgs {

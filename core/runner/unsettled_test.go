@@ -56,6 +56,11 @@ func (g *gatedDriver) Run(ctx context.Context, x *core.Execution) core.Outcome {
 }
 
 func newCancelRun(t *testing.T, first ...string) *cancelRun {
+	return newCancelRunOf(t, runner.NewConfig(), first...)
+}
+
+// newCancelRunOf is newCancelRun with a runner of cfg.
+func newCancelRunOf(t *testing.T, cfg runner.Config, first ...string) *cancelRun {
 	c := &cancelRun{tr: treetest.New(t)}
 	c.m = &scriptModel{steps: func(k int) scriptStep {
 		if k > 1 {
@@ -73,7 +78,7 @@ func newCancelRun(t *testing.T, first ...string) *cancelRun {
 		return scriptStep{chunks: append(chunks, model.Chunk{Finish: model.FinishToolCalls})}
 	}}
 	d := &deployTool{l: newLedger()}
-	c.gate = &gatedDriver{inner: newRunner(t, c.m, runner.NewConfig(), d, tool.QuestionTool()), started: make(chan struct{}, 1)}
+	c.gate = &gatedDriver{inner: newRunner(t, c.m, cfg, d, tool.QuestionTool()), started: make(chan struct{}, 1)}
 	c.n = c.tr.Boot(c.gate)
 	c.n.NewSession("s")
 	c.n.Admit("s", "ask")
