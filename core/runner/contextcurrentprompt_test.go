@@ -18,7 +18,8 @@ import (
 // still sends its prompt, with its call and result, and leaves out only
 // the exchanges before it. Fitting that counted the notice as where the
 // current exchange begins would leave out the prompt the turn answers and
-// send the model a notice to go on with nothing before it.
+// send the model a notice to go on with nothing before it. The notice is
+// marked as one (model.Message.Notice), as the notice of what was left out is.
 func TestResumedTurnPastTheContextSizeKeepsItsPrompt(t *testing.T) {
 	const budget = 2000
 	cfg := runner.NewConfig().WithContextBytes(budget)
@@ -41,7 +42,9 @@ func TestResumedTurnPastTheContextSizeKeepsItsPrompt(t *testing.T) {
 	tr.Boot(newRunner(t, m, cfg, bigTool)).Idle()
 
 	req := m.last()
-	require.Equal(t, event.ContinuationNotice, req.Messages[len(req.Messages)-1].Text, "the last request is the resumed turn's, after its call ran again")
+	notice := req.Messages[len(req.Messages)-1]
+	require.Equal(t, event.ContinuationNotice, notice.Text, "the last request is the resumed turn's, after its call ran again")
+	assert.True(t, notice.Notice, "the continuation notice is marked as revenant's, not the user's: a model (offline's) answers the prompt before it")
 	requireCallsPaired(t, req)
 	assert.Equal(t, 2, omittedCount(req), "only the earlier exchange, its prompt and answer, is left out")
 	require.Greater(t, len(req.Messages), 1)
