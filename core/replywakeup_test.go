@@ -1,0 +1,25 @@
+package core_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// A reply that resolves its step's last blocker takes the session's claim
+// for the continuation, and a claim commits only with a wake-up armed
+// (DESIGN §4 rule 1, §9): the admission's wake-up may long have been used
+// up, and a kill right after the reply's commit, before the continuation
+// wrote anything, leaves only the wake-up to resume the turn. Armed by
+// nothing but the reply (the fake waker is never cleared), it must be
+// set once the reply returns.
+func TestReplyThatClaimsArmsTheWakeup(t *testing.T) {
+	p := parkOn(t, "q")
+	p.tr.Wake.Take() // the admission's wake-up, delivered while the turn was parked
+
+	_, err := p.n.Inst.Reply(ctx, "s", p.blockers[0].ID, answer("r1", "red"))
+	require.NoError(t, err)
+	p.nextStart(t, "the continuation")
+	assert.NotZero(t, p.tr.Wake.At(), "the reply's claim committed with a wake-up armed")
+}
