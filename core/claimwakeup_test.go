@@ -5,6 +5,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/revenantrt/revenant/internal/treetest"
 )
 
 // A reply that resolves its step's last blocker takes the session's claim
@@ -22,4 +24,22 @@ func TestReplyThatClaimsArmsTheWakeup(t *testing.T) {
 	require.NoError(t, err)
 	p.nextStart(t, "the continuation")
 	assert.NotZero(t, p.tr.Wake.At(), "the reply's claim committed with a wake-up armed")
+}
+
+// An admitted prompt's claim commits with a wake-up armed (DESIGN §4 rule
+// 1, §15 "prompt outside the claim"): a kill right after the 202 finds
+// it. Without it, recovery's test of a wake between the arm and the
+// commit waits forever for an arm that never comes.
+func TestAdmissionThatClaimsArmsTheWakeup(t *testing.T) {
+	tr := treetest.New(t)
+	d := treetest.NewDriver(1)
+	n := tr.Boot(d)
+	sid := n.NewSession("s")
+	tr.Wake.Take() // whatever creating the session armed
+
+	n.Admit(sid, "hold")
+	<-d.Started
+	assert.NotZero(t, tr.Wake.At(), "the admission's claim committed with a wake-up armed")
+	d.Release()
+	n.Idle()
 }
