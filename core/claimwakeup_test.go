@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/revenantrt/revenant/core"
 	"github.com/revenantrt/revenant/internal/treetest"
 )
 
@@ -40,6 +41,26 @@ func TestAdmissionThatClaimsArmsTheWakeup(t *testing.T) {
 	n.Admit(sid, "hold")
 	<-d.Started
 	assert.NotZero(t, tr.Wake.At(), "the admission's claim committed with a wake-up armed")
+	d.Release()
+	n.Idle()
+}
+
+// A sub-agent's claim, taken with its job by the parent's execution, commits
+// with a wake-up armed too (StartChild: "Wake rule 1, as in Admit"): killed
+// right after, the child's turn is resumed only by the wake-up.
+func TestSubAgentsClaimArmsTheWakeup(t *testing.T) {
+	tr := treetest.New(t)
+	d := treetest.NewDriver(4)
+	n := tr.Boot(d)
+	sid := n.NewSession("root")
+	n.Admit(sid, "hold")
+	rx := <-d.Started
+	tr.Wake.Take() // the admission's wake-up, delivered while the turn ran
+
+	_, err := rx.StartChild(ctx, core.ChildSpec{CallID: "call-1", Prompt: "hold", MaxDepth: 3, MaxChildren: core.DefaultMaxSubagents})
+	require.NoError(t, err)
+	<-d.Started
+	assert.NotZero(t, tr.Wake.At(), "the child's claim committed with a wake-up armed")
 	d.Release()
 	n.Idle()
 }
