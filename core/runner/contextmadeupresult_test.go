@@ -15,7 +15,7 @@ import (
 func TestMadeUpResultsCountTowardTheContextSize(t *testing.T) {
 	whole := requestAfterUnsettledCalls(t, 1<<30)
 	require.Equal(t, -1, omittedCount(whole))
-	budget := leastBytes(whole.Messages) - 1
+	budget := leastBytes(whole) - 1
 
 	req := requestAfterUnsettledCalls(t, budget)
 	assert.LessOrEqual(t, requestTextBytes(req), budget, "the request fits")

@@ -26,7 +26,7 @@ func TestWaitedCallOfAnEndedTurnCountsAtItsSentSize(t *testing.T) {
 	whole := requestAfterAnInterruptedQuestion(t, 1<<30)
 	require.Equal(t, -1, omittedCount(whole))
 	require.Equal(t, []string{endedByInterrupt}, toolTexts(whole))
-	budget := leastBytes(whole.Messages) - 1
+	budget := leastBytes(whole) - 1
 
 	req := requestAfterAnInterruptedQuestion(t, budget)
 	assert.LessOrEqual(t, requestTextBytes(req), budget, "the request fits")
