@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -20,23 +19,9 @@ import (
 	"github.com/revenantrt/revenant/core/storage"
 	"github.com/revenantrt/revenant/host"
 	"github.com/revenantrt/revenant/internal/faultvfs"
+	"github.com/revenantrt/revenant/internal/treetest"
 	"github.com/revenantrt/revenant/sqlitedb"
 )
-
-// onRead is a request body that runs f when the handler first reads it:
-// after the route found the session, before its write.
-type onRead struct {
-	f    func()
-	body *strings.Reader
-}
-
-func (b *onRead) Read(p []byte) (int, error) {
-	if b.f != nil {
-		b.f()
-		b.f = nil
-	}
-	return b.body.Read(p)
-}
 
 // promptWhile sends alice's prompt to tree id through the API on h, during
 // running once the route found the session, and returns the answer's
@@ -48,7 +33,7 @@ func promptWhile(t *testing.T, h *host.Host, id string, during func()) (int, api
 	a, err := api.New(api.Deps{Trees: h, Auth: auth, Clock: host.RealClock{}, IDs: &fakehost.IDs{Prefix: "api"}}, api.NewConfig())
 	require.NoError(t, err)
 	defer a.Close()
-	req := httptest.NewRequest("POST", "/v1/sessions/"+id+"/prompt", &onRead{f: during, body: strings.NewReader(`{"text":"hi"}`)})
+	req := httptest.NewRequest("POST", "/v1/sessions/"+id+"/prompt", treetest.BodyThatRunsOnRead(`{"text":"hi"}`, during))
 	req.Header.Set("Authorization", "Bearer alice-token")
 	w := httptest.NewRecorder()
 	nethttp.Handler(a).ServeHTTP(w, req)

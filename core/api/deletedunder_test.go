@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -14,27 +13,12 @@ import (
 	"github.com/revenantrt/revenant/internal/treetest"
 )
 
-// onRead is a request body that runs f when the handler first reads it:
-// after the route found the session, before it writes.
-type onRead struct {
-	f    func()
-	body *strings.Reader
-}
-
-func (b *onRead) Read(p []byte) (int, error) {
-	if b.f != nil {
-		b.f()
-		b.f = nil
-	}
-	return b.body.Read(p)
-}
-
 // promptWhile sends a prompt to session id whose route meets what f does
 // to the tree once it has found the session, and returns the answer's
 // status and error type.
 func promptWhile(t *testing.T, f *fixture, id string, during func()) (int, api.ErrorType) {
 	t.Helper()
-	req := httptest.NewRequest("POST", "/v1/sessions/"+id+"/prompt", &onRead{f: during, body: strings.NewReader(`{"text":"hi"}`)})
+	req := httptest.NewRequest("POST", "/v1/sessions/"+id+"/prompt", treetest.BodyThatRunsOnRead(`{"text":"hi"}`, during))
 	w := httptest.NewRecorder()
 	nethttp.Handler(f.h).ServeHTTP(w, req)
 	var e api.ErrorBody
