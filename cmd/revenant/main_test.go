@@ -216,6 +216,21 @@ func TestMalformedAddrRefusedForItsForm(t *testing.T) {
 	}
 }
 
+// A listen address whose port is not a number is refused as it is read:
+// "unix:/path" (only TCP is served) splits as host "unix" and port "/path"
+// and would fail at the listen as an unknown TCP service; a service name
+// such as "http" would listen on a port nobody asked for by number.
+func TestAddrPortMustBeANumber(t *testing.T) {
+	for _, addr := range []string{"unix:/tmp/revenant.sock", "127.0.0.1:http", "127.0.0.1:65536", "127.0.0.1:-1"} {
+		_, _, err := parseServe([]string{"-addr", addr, "-data", t.TempDir()}, env(nil), io.Discard)
+		require.Error(t, err, addr)
+		assert.Contains(t, err.Error(), "is not host:port with a numeric port", addr)
+		assert.Contains(t, err.Error(), "only TCP is served", addr)
+	}
+	_, _, err := parseServe([]string{"-addr", "127.0.0.1:0", "-data", t.TempDir()}, env(nil), io.Discard)
+	require.NoError(t, err, "port 0: the system picks one")
+}
+
 // A listen address another process holds stops the server at start-up
 // with the system's reason and where to choose another address.
 func TestAddrInUseSaysWhereToChangeIt(t *testing.T) {

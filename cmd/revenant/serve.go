@@ -203,8 +203,11 @@ func apiConfig(cfg serveConfig, base api.Config) (api.Config, error) {
 // checkAddr refuses a listen address that is not host:port, before
 // anything else judges it (the loopback rule would blame missing tokens).
 func checkAddr(addr string) error {
-	if _, port, err := net.SplitHostPort(addr); err != nil || port == "" {
-		return fmt.Errorf("listen address %q is not host:port, e.g. %s (REVENANT_ADDR or -addr)", addr, defaultAddr)
+	_, port, err := net.SplitHostPort(addr)
+	// The port is a number: "unix:/path" splits as host "unix", port
+	// "/path", and would fail later as an unknown TCP service.
+	if n, perr := strconv.ParseUint(port, 10, 16); err != nil || perr != nil || n > 65535 {
+		return fmt.Errorf("listen address %q is not host:port with a numeric port, e.g. %s; only TCP is served (REVENANT_ADDR or -addr)", addr, defaultAddr)
 	}
 	return nil
 }
