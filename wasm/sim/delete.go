@@ -189,7 +189,8 @@ func (t *tree) noteOvertaken(l *check.Deletion) {
 // was sent while the request was out). It reports whether the client is
 // done with the request: a DELETE answered 204 or 404, any other request
 // answered 404 (the tree is gone, or going: the checker holds a 404 to
-// the delete's commit, check.AfterDelete).
+// the delete's commit, check.AfterDelete), but a reply answered 404
+// before any delete committed, which goes on to the replies' record.
 func (t *tree) onDeleteAnswer(r *request) bool {
 	if t.del == nil || r.delEntry == 0 {
 		return false
@@ -212,6 +213,13 @@ func (t *tree) onDeleteAnswer(r *request) bool {
 	// A reply's 404 may also mean a question not asked yet (check's
 	// replies judge that): only another route's 404 says the tree is gone.
 	a.SaysGone = r.status == http.StatusNotFound && r.a.kind != actReply
+	if r.a.kind == actReply && !t.del.committed {
+		// No delete committed: the tree is there, so the 404 is the
+		// reply's own, recorded (onReply) for the replies' rule, which
+		// holds a question asked before the reply was sent to no 404.
+		// Ended here, no rule would judge it.
+		return false
+	}
 	return r.status == http.StatusNotFound
 }
 
