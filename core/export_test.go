@@ -33,14 +33,6 @@ func (inst *Instance) StartForTest(ctx context.Context, sessionID, cause string)
 // CancelAll is the cutoff of an interrupt that cancels every queued prompt.
 const CancelAll = wholeQueue
 
-// SetInterruptStoppedHook makes f run whenever an interrupt request has
-// seen an execution it told to stop end, before it looks again for what is
-// left to stop; the returned func removes it.
-func SetInterruptStoppedHook(f func(stopped *Execution)) (remove func()) {
-	testHookInterruptStopped = f
-	return func() { testHookInterruptStopped = nil }
-}
-
 // TranscriptQueries are the snapshot's transcript queries by name, with
 // their parameters ?1 session id, ?2 before, ?3 from, ?4 the streaming
 // step's state.

@@ -150,36 +150,9 @@ func (inst *Instance) interrupt(ctx context.Context, sessionID, reason string, r
 	// still finishing here) and the execution's end may have started the
 	// next turn, admitted before this interrupt. So the loop looks again
 	// until nothing admitted before it runs or waits.
-	//
-	// But only what was admitted before: the interrupt is committed once
-	// the stopped execution recorded it, and a prompt a client sends after
-	// that (right after clicking "stop", without waiting for this answer)
-	// may already run when the loop looks again. That prompt is no more
-	// this interrupt's than one sent after its answer, so each later look
-	// first asks whether anything admitted up to admittedBy, the session's
-	// last seq as the interrupt began, is still running or queued. (Left
-	// at wholeQueue where that seq could not be read: then it stops
-	// whatever it finds, as it did before.)
-	admittedBy := int64(wholeQueue)
-	if !taskOnly {
-		// One try, no waiting out an outage: the interrupt's own write
-		// has the storage schedule.
-		err := inst.host.DB.Tx(ctx, func(tx storage.Tx) error {
-			_, err := storage.QueryRow(tx, `SELECT COALESCE(MAX(seq), 0) FROM events WHERE session_id = ?`, []any{sessionID}, &admittedBy)
-			return err
-		})
-		if err != nil {
-			admittedBy = wholeQueue
-		}
-	}
-	var stopped, lookedBefore bool
+	var stopped bool
 	for {
 		inst.claimMu.Lock()
-		if lookedBefore && !taskOnly && !inst.unendedAdmittedBy(ctx, sessionID, admittedBy) {
-			inst.claimMu.Unlock()
-			return stopped, nil
-		}
-		lookedBefore = true
 		x := inst.runningExecution(sessionID)
 		if x == nil {
 			did, err := inst.interruptDirect(ctx, sessionID, reason, nil, rp, taskPrompt)
@@ -217,9 +190,6 @@ func (inst *Instance) interrupt(ctx context.Context, sessionID, reason string, r
 			// before it saw the cancel (and maybe started the next turn): look
 			// again until nothing is left.
 			stopped = stopped || inst.interruptRecorded(ctx, x.promptID)
-			if testHookInterruptStopped != nil {
-				testHookInterruptStopped(x)
-			}
 		case <-graceUp:
 			inst.claimMu.Lock()
 			if inst.runningExecution(sessionID) == x {
@@ -279,30 +249,6 @@ func (inst *Instance) interruptRecorded(ctx context.Context, promptID string) bo
 // testHookInterruptAsked, set only by tests (export_test.go), runs once an
 // interrupt request has noted itself on the execution it tells to stop.
 var testHookInterruptAsked func(*Execution)
-
-// unendedAdmittedBy reports whether the session has a prompt admitted at
-// or before seq upTo that has not ended (running, parked or queued). The
-// caller holds claimMu, so no turn starts or ends until it acts on the
-// answer; so the read is tried once, as admittedMeanwhile's, not retried
-// through an outage with the lock held. A read that fails answers true:
-// the interrupt then goes on as if the cutoff were not there.
-func (inst *Instance) unendedAdmittedBy(ctx context.Context, sessionID string, upTo int64) bool {
-	if upTo >= wholeQueue {
-		return true
-	}
-	var unended bool
-	err := inst.host.DB.Tx(ctx, func(tx storage.Tx) error {
-		_, err := storage.QueryRow(tx, `SELECT EXISTS (SELECT 1 FROM prompts WHERE session_id = ? AND state IN (?, ?) AND admitted_seq <= ?)`,
-			[]any{sessionID, string(PromptRunning), string(PromptQueued), upTo}, &unended)
-		return err
-	})
-	return err != nil || unended
-}
-
-// testHookInterruptStopped, set only by tests (export_test.go), runs once
-// an interrupt request has seen an execution it told to stop end, before
-// it looks again.
-var testHookInterruptStopped func(stopped *Execution)
 
 // lastSeq is the session's last event seq.
 func (inst *Instance) lastSeq(ctx context.Context, sessionID string) (int64, error) {

@@ -36,17 +36,14 @@ func cacheDir(t *testing.T) string {
 // test asserts below (each count is positive): with the generators' keys
 // of session 53 (streams.go) seed 1 no longer does (no turn fails model
 // once its retries are spent), and of seeds 1 to 36 only 8, 10, 15, 19,
-// 21, 24, 31 and 32 reach them all. Seed 10 was used until session 60,
-// when an interrupt began to spare the prompts admitted after it (core's
-// interrupt.go) and seed 10's history lost its question never replied
-// to; the other seven still reach every case (of 1 to 15, only 8 and 15),
-// and 8 is the cheapest (1443 driver steps and 113 boots) with five
-// turns giving up retrying. A change to what the simulator draws, or to what the guest
-// does, changes the history of every seed; if one then fails here for
-// want of a case, pick another the same way.
+// 21, 24, 31 and 32 reach them all. 10 is among the cheapest (1548 driver
+// steps and 112 boots, where seed 1 took 1855 and 122 before) and is not
+// at the edge of the case seed 1 lost: five turns give up retrying. A
+// change to what the simulator draws changes the history of every seed;
+// if one then fails here for want of a case, pick another the same way.
 func TestSmallCampaignKeepsTheInvariants(t *testing.T) {
 	wasm := guestbuild.Must(t)
-	cfg := sim.Config{Seed: 8, Sessions: 10, Kills: 100, Zombies: 0.5, DiskFull: 0.3, Scripted: 0.5, Dir: t.TempDir(), CacheDir: cacheDir(t)}
+	cfg := sim.Config{Seed: 10, Sessions: 10, Kills: 100, Zombies: 0.5, DiskFull: 0.3, Scripted: 0.5, Dir: t.TempDir(), CacheDir: cacheDir(t)}
 	res, err := sim.Run(context.Background(), cfg, wasm)
 	require.NoError(t, err)
 	var out bytes.Buffer
