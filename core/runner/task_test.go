@@ -92,18 +92,24 @@ func sessionsOf(tr *treetest.Tree) []string {
 }
 
 func jobStates(tr *treetest.Tree) map[string]string {
+	return pairsOf(tr, `SELECT child_id, state FROM jobs`)
+}
+
+// pairsOf reads a query of two text columns as a map from the first to
+// the second.
+func pairsOf(tr *treetest.Tree, query string, args ...any) map[string]string {
 	out := map[string]string{}
 	tr.Read(func(tx storage.Tx) error {
-		rows, err := tx.Query(`SELECT child_id, state FROM jobs`)
+		rows, err := tx.Query(query, args...)
 		if err != nil {
 			return err
 		}
 		for rows.Next() {
-			var id, s string
-			if err := rows.Scan(&id, &s); err != nil {
+			var k, v string
+			if err := rows.Scan(&k, &v); err != nil {
 				return err
 			}
-			out[id] = s
+			out[k] = v
 		}
 		return nil
 	})
@@ -313,22 +319,7 @@ func TestTaskDepthLimitAndEmptyPrompt(t *testing.T) {
 
 // prompts reads a session's prompts: client id → state.
 func prompts(tr *treetest.Tree, sid string) map[string]string {
-	out := map[string]string{}
-	tr.Read(func(tx storage.Tx) error {
-		rows, err := tx.Query(`SELECT COALESCE(client_id, id), state FROM prompts WHERE session_id = ?`, sid)
-		if err != nil {
-			return err
-		}
-		for rows.Next() {
-			var id, s string
-			if err := rows.Scan(&id, &s); err != nil {
-				return err
-			}
-			out[id] = s
-		}
-		return nil
-	})
-	return out
+	return pairsOf(tr, `SELECT COALESCE(client_id, id), state FROM prompts WHERE session_id = ?`, sid)
 }
 
 // A background child whose turn ends during a 90 s disk-full window: once
