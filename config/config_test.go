@@ -328,6 +328,7 @@ func TestRejects(t *testing.T) {
 		{"settings not an object", `{"settings": []}`, []string{"settings: must be an object"}},
 		{"settings zero count", `{"settings": {"step_cap": 0}}`, []string{"settings.step_cap: must be at least 1; leave the key out for the default"}},
 		{"settings zero queue cap", `{"settings": {"queue_cap": 0}}`, []string{"settings.queue_cap: must be at least 1; leave the key out for the default"}},
+		{"settings queue cap past its bound", `{"settings": {"queue_cap": 1001}}`, []string{"settings.queue_cap: 1001 is above the largest allowed, 1000 (a snapshot lists every prompt not ended, and an interrupt cancels them all in one transaction)"}},
 		{"settings zero sub-agents", `{"settings": {"max_subagents": 0}}`, []string{"settings.max_subagents: must be at least 1; leave the key out for the default"}},
 		{"settings negative sub-agents", `{"settings": {"max_subagents": -3}}`, []string{"settings.max_subagents: must be at least 1; leave the key out for the default"}},
 		{"settings negative none", `{"settings": {"resume_budget": -1}}`, []string{"settings.resume_budget: must be 0 or more"}},

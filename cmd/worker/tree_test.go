@@ -152,11 +152,13 @@ func TestParseSettingsIsOneObject(t *testing.T) {
 	assert.ErrorContains(t, err, `REVENANT_SETTINGS: invalid escape at line 1, column 14: \udc00 is half a UTF-16 surrogate pair`)
 }
 
-// REVENANT_SETTINGS has the floors of a config file's settings.
+// REVENANT_SETTINGS has the floors and bounds of a config file's settings.
 func TestParseSettingsFloors(t *testing.T) {
 	_, err := parseSettings(`{"stream_idle":"1ns","checkpoint_every":"1ns"}`)
 	assert.ErrorContains(t, err, "REVENANT_SETTINGS: settings.stream_idle: 1ns is shorter than the least allowed, 1s")
 	assert.ErrorContains(t, err, "settings.checkpoint_every: 1ns is shorter than the least allowed, 100ms")
+	_, err = parseSettings(`{"queue_cap":1001}`)
+	assert.ErrorContains(t, err, "REVENANT_SETTINGS: settings.queue_cap: 1001 is above the largest allowed, 1000")
 }
 
 // A REVENANT_OFFLINE_WORD_DELAY of zero is allowed, as the local server's

@@ -2,7 +2,6 @@ package runner_test
 
 import (
 	"context"
-	"sync"
 	"testing"
 
 	"github.com/revenantrt/revenant/core/model"
@@ -20,14 +19,19 @@ type chargeAndNote struct {
 	n     *treetest.Node
 	sid   string
 	pid   string // the interrupted prompt
-	model *chargeAndNoteModel
+	model *onPromptModel
 	notes *ledger // counts the runs of note
 }
 
 // interruptChargeAndNote runs the first turn of a chargeAndNote session on
 // a fresh tree, with a runner of cfg.
 func interruptChargeAndNote(t *testing.T, cfg runner.Config) *chargeAndNote {
-	c := &chargeAndNote{tr: treetest.New(t), model: &chargeAndNoteModel{}, notes: newLedger()}
+	m := &onPromptModel{prompt: "pay and note", script: []model.Chunk{
+		{ToolCall: &model.ToolCallDelta{Index: 0, ID: "a", Name: "charge", Arguments: `{}`}},
+		{ToolCall: &model.ToolCallDelta{Index: 1, ID: "b", Name: "note", Arguments: `{}`}},
+		{Finish: model.FinishToolCalls},
+	}}
+	c := &chargeAndNote{tr: treetest.New(t), model: m, notes: newLedger()}
 	entered := make(chan struct{}, 1)
 	release := make(chan struct{})
 	t.Cleanup(func() { close(release) })
@@ -51,30 +55,5 @@ func (c *chargeAndNote) run(prompts ...string) model.Request {
 		c.n.Admit(c.sid, p)
 		c.n.Idle()
 	}
-	c.model.mu.Lock()
-	defer c.model.mu.Unlock()
-	return c.model.last
-}
-
-// chargeAndNoteModel answers the prompt "pay and note" by calling charge
-// and note, and anything else with "ok". It keeps the last request.
-type chargeAndNoteModel struct {
-	mu   sync.Mutex
-	last model.Request
-}
-
-func (m *chargeAndNoteModel) Name() string { return "charge-and-note" }
-
-func (m *chargeAndNoteModel) Stream(_ context.Context, req model.Request) (model.Stream, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.last = req
-	if last := req.Messages[len(req.Messages)-1]; last.Role == model.RoleUser && last.Text == "pay and note" {
-		return &scriptStream{s: scriptStep{chunks: []model.Chunk{
-			{ToolCall: &model.ToolCallDelta{Index: 0, ID: "a", Name: "charge", Arguments: `{}`}},
-			{ToolCall: &model.ToolCallDelta{Index: 1, ID: "b", Name: "note", Arguments: `{}`}},
-			{Finish: model.FinishToolCalls},
-		}}}, nil
-	}
-	return &scriptStream{s: scriptStep{chunks: text("ok")}}, nil
+	return c.model.Last()
 }

@@ -1,8 +1,6 @@
 package runner_test
 
 import (
-	"context"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -38,7 +36,7 @@ func TestWaitedCallOfAnEndedTurnCountsAtItsSentSize(t *testing.T) {
 // two turns of 1000 byte prompts, and returns the last request.
 func requestAfterAnInterruptedQuestion(t *testing.T, budget int) model.Request {
 	tr := treetest.New(t)
-	m := &askOnceModel{}
+	m := &onPromptModel{prompt: "ask", script: toolCall(tool.QuestionName, `{"questions":[{"question":"Which colour?","choices":["red","green"]}]}`)}
 	n := tr.Boot(newRunner(t, m, runner.NewConfig().WithContextBytes(budget), tool.QuestionTool()))
 	sid := n.NewSession("s")
 	n.Admit(sid, "ask")
@@ -50,26 +48,5 @@ func requestAfterAnInterruptedQuestion(t *testing.T, budget int) model.Request {
 		n.Admit(sid, prompt(i, 1000, 0))
 		n.Idle()
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.last
-}
-
-// askOnceModel answers the prompt "ask" with a question, and anything else
-// with "ok". It keeps the last request.
-type askOnceModel struct {
-	mu   sync.Mutex
-	last model.Request
-}
-
-func (m *askOnceModel) Name() string { return "ask-once" }
-
-func (m *askOnceModel) Stream(_ context.Context, req model.Request) (model.Stream, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.last = req
-	if last := req.Messages[len(req.Messages)-1]; last.Role == model.RoleUser && last.Text == "ask" {
-		return &scriptStream{s: scriptStep{chunks: toolCall(tool.QuestionName, `{"questions":[{"question":"Which colour?","choices":["red","green"]}]}`)}}, nil
-	}
-	return &scriptStream{s: scriptStep{chunks: text("ok")}}, nil
+	return m.Last()
 }

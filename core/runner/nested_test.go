@@ -101,7 +101,7 @@ func TestDeepQuestionSurvivesKillAfterReply(t *testing.T) {
 			ask := func(t *testing.T, tr *treetest.Tree, m model.Model) (*treetest.Node, core.Blocker) {
 				return chainAsking(t, tr, m, depth)
 			}
-			killEveryCommitAfterReply(t, reply, ask, func(t *testing.T, tr *treetest.Tree) {
+			killEveryCommitAfterReply(t, killAfterReply{reply: reply, ask: ask, check: func(t *testing.T, tr *treetest.Tree) {
 				sessions := chain(depth)
 				assert.Equal(t, sessions, sessionsOf(tr), "one session per level, none made twice")
 				for _, sid := range sessions {
@@ -113,23 +113,43 @@ func TestDeepQuestionSurvivesKillAfterReply(t *testing.T) {
 				}
 				assert.Len(t, treetest.OfType(tr.Events(fmt.Sprintf("root.%d", depth)), event.QuestionAnswered), 1)
 				assert.Equal(t, 1, startedWith(t, tr.Events("root"), event.CauseResolution), "the root continued once from its child's end")
-			})
+			}})
 		})
 	}
 }
 
-// killEveryCommitAfterReply sets a tree up with ask (a question pending),
+// killAfterReply is a case of killEveryCommitAfterReply.
+type killAfterReply struct {
+	reply core.Reply
+	// ask sets a tree up with a blocker pending and returns it.
+	ask func(t *testing.T, tr *treetest.Tree, m model.Model) (*treetest.Node, core.Blocker)
+	// runner is what boots after a kill; nil: taskRunner with the question
+	// tool and runner.NewConfig(). It must be the runner ask boots.
+	runner func(t *testing.T, tr *treetest.Tree, m model.Model) *runner.Runner
+	// killed, when set, checks the tree a kill at commit i left, before
+	// the next boot.
+	killed func(t *testing.T, tr *treetest.Tree, i int, after bool)
+	// check checks the tree once the retried reply is idle.
+	check func(t *testing.T, tr *treetest.Tree)
+}
+
+// killEveryCommitAfterReply sets a tree up with c.ask (a blocker pending),
 // replies to it once cleanly to count the commits up to idle, then for
 // every commit and each side of it kills there, boots again (asserting
 // the sweep released nothing as an orphan), replies again (the client
-// retries) and calls check; no model step may be asked twice, no claim
+// retries) and calls c.check; no model step may be asked twice, no claim
 // left, and the projections must rebuild from the log.
-func killEveryCommitAfterReply(t *testing.T, reply core.Reply, ask func(t *testing.T, tr *treetest.Tree, m model.Model) (*treetest.Node, core.Blocker), check func(t *testing.T, tr *treetest.Tree)) {
+func killEveryCommitAfterReply(t *testing.T, c killAfterReply) {
 	t.Helper()
+	if c.runner == nil {
+		c.runner = func(t *testing.T, tr *treetest.Tree, m model.Model) *runner.Runner {
+			return taskRunner(t, tr, m, runner.NewConfig(), tool.QuestionTool())
+		}
+	}
 	clean := treetest.New(t)
-	n, q := ask(t, clean, offline.New(nil, offline.Options{}))
+	n, q := c.ask(t, clean, offline.New(nil, offline.Options{}))
 	base := n.Kill.Commits()
-	_, err := n.Inst.Reply(ctx, "root", q.ID, reply)
+	_, err := n.Inst.Reply(ctx, "root", q.ID, c.reply)
 	require.NoError(t, err)
 	n.Idle()
 	commits := n.Kill.Commits() - base
@@ -140,18 +160,21 @@ func killEveryCommitAfterReply(t *testing.T, reply core.Reply, ask func(t *testi
 			t.Run(fmt.Sprintf("commit%02d/after=%v", i, after), func(t *testing.T) {
 				tr := treetest.New(t)
 				m := &countingModel{inner: offline.New(nil, offline.Options{}), tr: tr}
-				n, q := ask(t, tr, m)
+				n, q := c.ask(t, tr, m)
 				n.Kill.KillAt(i, after)
-				_, _ = n.Inst.Reply(ctx, "root", q.ID, reply)
+				_, _ = n.Inst.Reply(ctx, "root", q.ID, c.reply)
 				<-n.Kill.Died()
 				n.Crash()
+				if c.killed != nil {
+					c.killed(t, tr, i, after)
+				}
 
-				n2 := tr.Boot(taskRunner(t, tr, m, runner.NewConfig(), tool.QuestionTool()))
+				n2 := tr.Boot(c.runner(t, tr, m))
 				assert.Zero(t, n2.Report.Count(core.Release), "nothing released as an orphan: %+v", n2.Report)
-				_, err := n2.Inst.Reply(ctx, "root", q.ID, reply) // the client retries its reply
+				_, err := n2.Inst.Reply(ctx, "root", q.ID, c.reply) // the client retries its reply
 				require.NoError(t, err)
 				n2.Idle()
-				check(t, tr)
+				c.check(t, tr)
 				assert.Empty(t, m.Violations())
 				noClaims(t, tr)
 				rebuildEquals(t, tr)
@@ -348,7 +371,7 @@ func TestBackgroundChildsAskingGrandchildOutlivesTheRootsInterrupt(t *testing.T)
 		require.Equal(t, "root.2", qs[0].SessionID)
 		return n, qs[0]
 	}
-	killEveryCommitAfterReply(t, reply, ask, func(t *testing.T, tr *treetest.Tree) {
+	killEveryCommitAfterReply(t, killAfterReply{reply: reply, ask: ask, check: func(t *testing.T, tr *treetest.Tree) {
 		assert.Equal(t, []string{"root", "root.1", "root.2"}, sessionsOf(tr))
 		endedOnce(t, tr, "root.2", 1)
 		endedOnce(t, tr, "root.1", 1)
@@ -360,5 +383,5 @@ func TestBackgroundChildsAskingGrandchildOutlivesTheRootsInterrupt(t *testing.T)
 		assert.Len(t, ps, 2, "the task prompt and one notice: %v", ps)
 		assert.Equal(t, "succeeded", ps[core.NoticeClientID("root.1", 1)], "%v", ps)
 		assert.Equal(t, map[string]string{"root.1": "ended", "root.2": "ended"}, jobStates(tr))
-	})
+	}})
 }

@@ -595,24 +595,7 @@ func TestInTreeCallAppliesEveryPut(t *testing.T) {
 	pid := n.Admit(sid, "/tool pair_put {}")
 	n.Idle()
 	require.Equal(t, "succeeded", tr.PromptState(pid))
-	read := func() map[string]string {
-		out := map[string]string{}
-		tr.Read(func(tx storage.Tx) error {
-			rows, err := tx.Query(`SELECT key, value FROM kv`)
-			if err != nil {
-				return err
-			}
-			for rows.Next() {
-				var k, v string
-				if err := rows.Scan(&k, &v); err != nil {
-					return err
-				}
-				out[k] = v
-			}
-			return nil
-		})
-		return out
-	}
+	read := func() map[string]string { return pairsOf(tr, `SELECT key, value FROM kv`) }
 	want := map[string]string{"left": "1", "right": "2"}
 	assert.Equal(t, want, read())
 	tr.Read(core.Rebuild)

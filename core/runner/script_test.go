@@ -114,6 +114,37 @@ func text(words ...string) []model.Chunk {
 	return append(out, model.Chunk{Finish: model.FinishStop})
 }
 
+// onPromptModel answers the user prompt prompt with the chunks of script
+// and anything else with "ok", keeping the last request it was sent: a
+// session whose one scripted turn sets a case up, and whose later turns'
+// requests show what the model is told of it.
+type onPromptModel struct {
+	prompt string
+	script []model.Chunk
+
+	mu   sync.Mutex
+	last model.Request
+}
+
+func (m *onPromptModel) Name() string { return "on-prompt" }
+
+func (m *onPromptModel) Stream(_ context.Context, req model.Request) (model.Stream, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.last = req
+	if last := req.Messages[len(req.Messages)-1]; last.Role == model.RoleUser && last.Text == m.prompt {
+		return &scriptStream{s: scriptStep{chunks: m.script}}, nil
+	}
+	return &scriptStream{s: scriptStep{chunks: text("ok")}}, nil
+}
+
+// Last is the last request the model was sent.
+func (m *onPromptModel) Last() model.Request {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.last
+}
+
 // ledger counts executions and effects of tool calls by idempotency key.
 type ledger struct {
 	mu         sync.Mutex

@@ -2,7 +2,6 @@ package runner_test
 
 import (
 	"encoding/json"
-	"fmt"
 	"testing"
 	"time"
 
@@ -52,54 +51,31 @@ func TestApprovedForegroundTaskWaitsForChild(t *testing.T) {
 // ordinal after the approving permission request p-{call}-0).
 func TestApprovedForegroundTaskKilledAtEveryCommit(t *testing.T) {
 	cfg := runner.NewConfig().WithPermissions([]permission.Rule{{Action: "task", Resource: "*", Decision: permission.Ask}})
-	asked := func(t *testing.T, tr *treetest.Tree, m *countingModel) (*treetest.Node, core.Blocker) {
-		n := tr.Boot(taskRunner(t, tr, m, cfg))
-		n.NewSession("root")
-		n.Admit("root", fgPrompt)
-		n.Idle()
-		bs := permissions(t, n, "root")
-		require.Len(t, bs, 1)
-		return n, bs[0]
-	}
-	clean := treetest.New(t)
-	n, p := asked(t, clean, &countingModel{inner: offline.New(nil, offline.Options{}), tr: clean})
-	base := n.Kill.Commits()
-	_, err := n.Inst.Reply(ctx, "root", p.ID, permReply("r1", "once", ""))
-	require.NoError(t, err)
-	n.Idle()
-	commits := n.Kill.Commits() - base
-	require.Greater(t, commits, 5)
-
-	for i := 1; i <= commits; i++ {
-		for _, after := range []bool{false, true} {
-			t.Run(fmt.Sprintf("commit%02d/after=%v", i, after), func(t *testing.T) {
-				tr := treetest.New(t)
-				m := &countingModel{inner: offline.New(nil, offline.Options{}), tr: tr}
-				n, p := asked(t, tr, m)
-				n.Kill.KillAt(i, after)
-				_, _ = n.Inst.Reply(ctx, "root", p.ID, permReply("r1", "once", ""))
-				<-n.Kill.Died()
-				n.Crash()
-
-				n2 := tr.Boot(taskRunner(t, tr, m, cfg))
-				_, err := n2.Inst.Reply(ctx, "root", p.ID, permReply("r1", "once", "")) // the client retries
-				require.NoError(t, err)
-				n2.Idle()
-
-				evs := childAnsweredOnce(t, tr)
-				var ids []string
-				for _, ev := range treetest.OfType(evs, event.TaskResolved) {
-					var r event.Resolution
-					require.NoError(t, ev.Decode(&r))
-					ids = append(ids, r.BlockerID)
-				}
-				assert.Equal(t, []string{core.BlockerID("t", settlements(t, evs)[0].CallID, 1)}, ids, "one task blocker, resolved once, id stable across the kill")
-				assert.Empty(t, m.Violations())
-				noClaims(t, tr)
-				rebuildEquals(t, tr)
-			})
-		}
-	}
+	killEveryCommitAfterReply(t, killAfterReply{
+		reply: permReply("r1", "once", ""),
+		ask: func(t *testing.T, tr *treetest.Tree, m model.Model) (*treetest.Node, core.Blocker) {
+			n := tr.Boot(taskRunner(t, tr, m, cfg))
+			n.NewSession("root")
+			n.Admit("root", fgPrompt)
+			n.Idle()
+			bs := permissions(t, n, "root")
+			require.Len(t, bs, 1)
+			return n, bs[0]
+		},
+		runner: func(t *testing.T, tr *treetest.Tree, m model.Model) *runner.Runner {
+			return taskRunner(t, tr, m, cfg)
+		},
+		check: func(t *testing.T, tr *treetest.Tree) {
+			evs := childAnsweredOnce(t, tr)
+			var ids []string
+			for _, ev := range treetest.OfType(evs, event.TaskResolved) {
+				var r event.Resolution
+				require.NoError(t, ev.Decode(&r))
+				ids = append(ids, r.BlockerID)
+			}
+			assert.Equal(t, []string{core.BlockerID("t", settlements(t, evs)[0].CallID, 1)}, ids, "one task blocker, resolved once, id stable across the kill")
+		},
+	})
 }
 
 // Cancelling a sub-agent's question ends the child's turn, which

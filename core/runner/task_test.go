@@ -92,18 +92,24 @@ func sessionsOf(tr *treetest.Tree) []string {
 }
 
 func jobStates(tr *treetest.Tree) map[string]string {
+	return pairsOf(tr, `SELECT child_id, state FROM jobs`)
+}
+
+// pairsOf reads a query of two text columns as a map from the first to
+// the second.
+func pairsOf(tr *treetest.Tree, query string, args ...any) map[string]string {
 	out := map[string]string{}
 	tr.Read(func(tx storage.Tx) error {
-		rows, err := tx.Query(`SELECT child_id, state FROM jobs`)
+		rows, err := tx.Query(query, args...)
 		if err != nil {
 			return err
 		}
 		for rows.Next() {
-			var id, s string
-			if err := rows.Scan(&id, &s); err != nil {
+			var k, v string
+			if err := rows.Scan(&k, &v); err != nil {
 				return err
 			}
-			out[id] = s
+			out[k] = v
 		}
 		return nil
 	})
@@ -313,22 +319,7 @@ func TestTaskDepthLimitAndEmptyPrompt(t *testing.T) {
 
 // prompts reads a session's prompts: client id → state.
 func prompts(tr *treetest.Tree, sid string) map[string]string {
-	out := map[string]string{}
-	tr.Read(func(tx storage.Tx) error {
-		rows, err := tx.Query(`SELECT COALESCE(client_id, id), state FROM prompts WHERE session_id = ?`, sid)
-		if err != nil {
-			return err
-		}
-		for rows.Next() {
-			var id, s string
-			if err := rows.Scan(&id, &s); err != nil {
-				return err
-			}
-			out[id] = s
-		}
-		return nil
-	})
-	return out
+	return pairsOf(tr, `SELECT COALESCE(client_id, id), state FROM prompts WHERE session_id = ?`, sid)
 }
 
 // A background child whose turn ends during a 90 s disk-full window: once
@@ -528,56 +519,31 @@ func TestChildWaitingOnQuestionIsWaitingInParentSnapshot(t *testing.T) {
 // again is the same reply; the child ends once and the parent gets exactly
 // one result, with no model step of either requested twice.
 func TestChildQuestionSurvivesKillAfterReply(t *testing.T) {
-	reply := core.Reply{Kind: event.KindQuestion, ResponseID: "r1", Answers: [][]string{{"green"}}}
-	clean := treetest.New(t)
-	n, q := askingChild(t, clean, offline.New(nil, offline.Options{}))
-	base := n.Kill.Commits()
-	_, err := n.Inst.Reply(ctx, "root", q.ID, reply)
-	require.NoError(t, err)
-	n.Idle()
-	commits := n.Kill.Commits() - base
-	require.Greater(t, commits, 5)
-
-	for i := 1; i <= commits; i++ {
-		for _, after := range []bool{false, true} {
-			t.Run(fmt.Sprintf("commit%02d/after=%v", i, after), func(t *testing.T) {
-				tr := treetest.New(t)
-				m := &countingModel{inner: offline.New(nil, offline.Options{}), tr: tr}
-				n, q := askingChild(t, tr, m)
-				n.Kill.KillAt(i, after)
-				_, _ = n.Inst.Reply(ctx, "root", q.ID, reply)
-				<-n.Kill.Died()
-				n.Crash()
-				if i == 1 && after {
-					require.True(t, tr.Claim("root.1").Exists, "the reply's claim")
-					require.Empty(t, startedWith(t, tr.Events("root.1"), event.CauseResolution), "killed before the continuation started")
-				}
-
-				n2 := tr.Boot(taskRunner(t, tr, m, runner.NewConfig(), tool.QuestionTool()))
-				assert.Zero(t, n2.Report.Count(core.Release), "the child was not released as an orphan: %+v", n2.Report)
-				_, err := n2.Inst.Reply(ctx, "root", q.ID, reply) // the client retries its reply
-				require.NoError(t, err)
-				n2.Idle()
-
-				child := tr.Events("root.1")
-				terms := treetest.Terminals(child)
-				require.Len(t, terms, 1, "the child's turn ended once")
-				assert.Equal(t, event.ExecutionSucceeded, terms[0].Type)
-				assert.Len(t, treetest.OfType(child, event.QuestionAnswered), 1)
-				evs := tr.Events("root")
-				sets := settlements(t, evs)
-				require.Len(t, sets, 1, "the parent got exactly one result")
-				assert.Equal(t, event.OutcomeOK, sets[0].Outcome)
-				assert.Contains(t, sets[0].Output, `"which colour?" → "green"`)
-				require.Len(t, treetest.Terminals(evs), 1)
-				assert.Equal(t, event.ExecutionSucceeded, treetest.Terminals(evs)[0].Type)
-				assert.Equal(t, 1, startedWith(t, evs, event.CauseResolution), "the parent continued once from the child's end")
-				assert.Empty(t, m.Violations())
-				noClaims(t, tr)
-				rebuildEquals(t, tr)
-			})
-		}
-	}
+	killEveryCommitAfterReply(t, killAfterReply{
+		reply: core.Reply{Kind: event.KindQuestion, ResponseID: "r1", Answers: [][]string{{"green"}}},
+		ask:   askingChild,
+		killed: func(t *testing.T, tr *treetest.Tree, i int, after bool) {
+			if i == 1 && after {
+				require.True(t, tr.Claim("root.1").Exists, "the reply's claim")
+				require.Empty(t, startedWith(t, tr.Events("root.1"), event.CauseResolution), "killed before the continuation started")
+			}
+		},
+		check: func(t *testing.T, tr *treetest.Tree) {
+			child := tr.Events("root.1")
+			terms := treetest.Terminals(child)
+			require.Len(t, terms, 1, "the child's turn ended once")
+			assert.Equal(t, event.ExecutionSucceeded, terms[0].Type)
+			assert.Len(t, treetest.OfType(child, event.QuestionAnswered), 1)
+			evs := tr.Events("root")
+			sets := settlements(t, evs)
+			require.Len(t, sets, 1, "the parent got exactly one result")
+			assert.Equal(t, event.OutcomeOK, sets[0].Outcome)
+			assert.Contains(t, sets[0].Output, `"which colour?" → "green"`)
+			require.Len(t, treetest.Terminals(evs), 1)
+			assert.Equal(t, event.ExecutionSucceeded, treetest.Terminals(evs)[0].Type)
+			assert.Equal(t, 1, startedWith(t, evs, event.CauseResolution), "the parent continued once from the child's end")
+		},
+	})
 }
 
 // Interrupting a parent parked on a child that is itself parked on a

@@ -18,6 +18,7 @@ const (
 	nameMaxRetryAfter   = "max_retry_after"
 	nameInterruptGrace  = "interrupt_grace"
 	nameMaxClaimAge     = "max_claim_age"
+	nameQueueCap        = "queue_cap"
 )
 
 // Field is one setting as a configuration file names it, pointing into a
@@ -42,7 +43,7 @@ func (s *Settings) Fields() []Field {
 		{Name: nameMaxClaimAge, Duration: &s.MaxClaimAge},
 		{Name: nameWakeInterval, Duration: &s.WakeInterval},
 		{Name: nameInterruptGrace, Duration: &s.InterruptGrace},
-		{Name: "queue_cap", Int: &s.QueueCap},
+		{Name: nameQueueCap, Int: &s.QueueCap},
 		{Name: "step_cap", Int: &s.StepCap},
 		{Name: nameStreamIdle, Duration: &s.StreamIdle},
 		{Name: nameStepWall, Duration: &s.StepWall},

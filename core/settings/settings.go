@@ -36,7 +36,8 @@ type Settings struct {
 	InterruptGrace time.Duration
 	// QueueCap is how many prompts a session may hold that have not ended
 	// (queued or running); a client's prompt past it is refused, 429
-	// queue_full (core.WithQueueCap). Default core.DefaultQueueCap (100).
+	// queue_full (core.WithQueueCap). Default core.DefaultQueueCap (100);
+	// at most MaxQueueCap.
 	QueueCap int
 
 	// StepCap is the cap on model steps per turn (runner.WithStepCap).
@@ -180,6 +181,16 @@ func (e *FieldError) Error() string { return e.Field + ": " + e.Msg }
 // it that a reader takes to see a body over the cap.
 const MaxMaxBody = 1 << 30
 
+// MaxQueueCap is the largest queue_cap. The cap sizes more than the queue:
+// a session's snapshot lists every prompt not ended (up to 1 KiB of its
+// text each), and an interrupt or a replace cancels them all in one
+// transaction, which the session's other writes wait for (with 19,000
+// queued, a 21 MB snapshot and an interrupt of about 7 s on a loaded
+// machine). At 1,000 both are about a nineteenth of that, a snapshot of
+// about 1 MiB of prompts (the default max_body) and an interrupt well
+// under a second, ten times the default cap.
+const MaxQueueCap = 1000
+
 // MinWakeInterval is the shortest wake_interval: while a turn runs, the
 // wake-up is re-armed that far ahead and fires that often, so a wake
 // interval of a few nanoseconds would wake the tree (on Cloudflare, run
@@ -312,6 +323,9 @@ func (s Settings) Validate() error {
 	}
 	if s.MaxBody > MaxMaxBody {
 		bad(nameMaxBody, "%d is above the largest allowed, %d (1 GiB)", s.MaxBody, MaxMaxBody)
+	}
+	if s.QueueCap > MaxQueueCap {
+		bad(nameQueueCap, "%d is above the largest allowed, %d (a snapshot lists every prompt not ended, and an interrupt cancels them all in one transaction)", s.QueueCap, MaxQueueCap)
 	}
 	if s.SessionPageSize > api.MaxListLimit {
 		bad(nameSessionPageSize, "%d is above the most a request may ask for, %d", s.SessionPageSize, api.MaxListLimit)

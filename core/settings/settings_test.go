@@ -117,7 +117,7 @@ func TestFloors(t *testing.T) {
 func TestValidate(t *testing.T) {
 	s := settings.Settings{
 		ResumeBudget: -2, StepCap: -1, WakeInterval: -time.Second, MaxBody: -1, ModelRetries: settings.None - 1, MaxSubagents: -1,
-		SessionPageSize: api.MaxListLimit + 1, MessagePageSize: api.MaxMessageLimit + 1, RetryInitial: 2 * time.Minute,
+		QueueCap: settings.MaxQueueCap + 1, SessionPageSize: api.MaxListLimit + 1, MessagePageSize: api.MaxMessageLimit + 1, RetryInitial: 2 * time.Minute,
 	}
 	err := s.Validate()
 	require.Error(t, err)
@@ -128,7 +128,7 @@ func TestValidate(t *testing.T) {
 		fields = append(fields, fe.Field)
 	}
 	require.Equal(t, []string{"resume_budget", "wake_interval", "step_cap", "model_retries", "max_subagents", "max_body",
-		"session_page_size", "message_page_size", "retry_initial"}, fields)
+		"queue_cap", "session_page_size", "message_page_size", "retry_initial"}, fields)
 	require.Contains(t, err.Error(), "retry_initial: 2m0s is longer than retry_max (1m0s)")
 	require.Contains(t, err.Error(), "resume_budget: -2 is out of range: 0 or more, or -1 for none")
 	require.Contains(t, err.Error(), "step_cap: -1 is negative")
@@ -143,6 +143,10 @@ func TestValidate(t *testing.T) {
 		"a flat backoff: initial may equal max, as the runner allows")
 	err = settings.Settings{MaxBody: settings.MaxMaxBody + 1}.Validate()
 	require.EqualError(t, err, "max_body: 1073741825 is above the largest allowed, 1073741824 (1 GiB)")
+
+	require.NoError(t, settings.Settings{QueueCap: settings.MaxQueueCap}.Validate())
+	err = settings.Settings{QueueCap: settings.MaxQueueCap + 1}.Validate()
+	require.EqualError(t, err, "queue_cap: 1001 is above the largest allowed, 1000 (a snapshot lists every prompt not ended, and an interrupt cancels them all in one transaction)")
 }
 
 // Fields names every field of Settings exactly once, in order: a reader

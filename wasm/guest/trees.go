@@ -50,6 +50,12 @@ func (gg *guest) created(rootID string) {
 
 // createdWriter adds api.CreatedAtHeader to a create's 201, for the host,
 // which records it in its index and removes it from the answer.
+//
+// It passes on no Abort (httpmsg.Aborter), nor Flush or Drain, and needs
+// none: a create's answer is marshalled before its head (writeJSON), and
+// after the head comes one body write of a few dozen bytes, which only
+// buffers. Nothing of a create can fail once its head is out, so it never
+// has an answer to cut short. A route that could would need them passed.
 type createdWriter struct {
 	httpmsg.ResponseWriter
 	g *guest

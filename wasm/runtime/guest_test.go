@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/revenantrt/revenant/core/settings"
 	"github.com/revenantrt/revenant/wasm/abi"
 	"github.com/revenantrt/revenant/wasm/runtime"
 )
@@ -199,6 +200,22 @@ func TestFailedBootCanBeBootedAgain(t *testing.T) {
 	require.NoError(t, e.g.Boot(context.Background(), good))
 	r := e.do("POST", "/v1/sessions", map[string]any{})
 	require.Equal(t, 201, r.status, r.body.String())
+}
+
+// A queue_cap past settings.MaxQueueCap fails the guest's boot with the
+// settings' own error, as it fails a config file's load on the local
+// server: the guest reports it (a *GuestError, not a trap) and boots
+// after all with a configuration that works.
+func TestBootRefusesAQueueCapPastItsBound(t *testing.T) {
+	e := newEnv(t, 1, offlineConfig())
+	good := e.cfg
+	e.cfg.Settings.QueueCap = settings.MaxQueueCap + 1
+	var ge *runtime.GuestError
+	require.ErrorAs(t, e.boot(runtime.Options{}), &ge)
+	require.Contains(t, ge.Msg, "queue_cap: 1001 is above the largest allowed, 1000")
+	require.False(t, e.g.Closed())
+
+	require.NoError(t, e.g.Boot(context.Background(), good))
 }
 
 // The guest's ids are 128 random bits in unpadded lower-case base32, as
