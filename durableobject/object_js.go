@@ -18,6 +18,7 @@ import (
 	"github.com/revenantrt/revenant/core/httpmsg"
 	"github.com/revenantrt/revenant/core/logs"
 	"github.com/revenantrt/revenant/core/retry"
+	"github.com/revenantrt/revenant/core/storage"
 	"github.com/revenantrt/revenant/recovery"
 )
 
@@ -49,6 +50,10 @@ type Object struct {
 	clock  Clock
 	db     *DB
 	alarm  *Alarm
+	// treeDB, when set, is the tree's database the boot opens instead of
+	// db (a test's own SQLite, to boot an object through boot itself);
+	// db still orders the alarm's storage calls.
+	treeDB storage.DB
 
 	treeID string
 	inst   *core.Instance
@@ -128,7 +133,11 @@ func (o *Object) boot(args []js.Value) (any, error) {
 	}
 	o.setWaits(cfg)
 	driver = o.afterAnswer(driver)
-	host := core.Host{DB: o.db, Clock: o.clock, Wake: o.alarm, IDs: IDs{}, Log: o.log}
+	var db storage.DB = o.db
+	if o.treeDB != nil {
+		db = o.treeDB
+	}
+	host := core.Host{DB: db, Clock: o.clock, Wake: o.alarm, IDs: IDs{}, Log: o.log}
 	inst, rep, err := recovery.BootWith(context.Background(), host, cfg, driver, o.opened)
 	if inst == nil {
 		return nil, fmt.Errorf("boot tree %s: %w", o.treeID, err)

@@ -329,13 +329,10 @@ async function createTree(env, d, root, headers, body) {
 // given to ctx.waitUntil on, for up to 30 s after. Cut between its two
 // steps, a create would leave a tree no row records (nobody could list,
 // read or delete it: its id went to nobody) and a delete a listed row
-// whose tree is gone. The handler still awaits work for its answer. The
-// tests' build logs when the steps ended, which is what a test that cut
-// the request waits on (cut).
+// whose tree is gone. The handler still awaits work for its answer. A
+// test that cut the request awaits what was given to ctx.waitUntil (cut).
 function lasting(ctx, what, root, work) {
-  const ended = () => {
-    if (logic?.bridge.testBuild) console.log(`revenant test: a ${what}'s steps ended: ${root}`);
-  };
+  const ended = () => {};
   ctx.waitUntil(work.then(ended, ended)); // work's failure is the handler's to answer
   return work;
 }
@@ -434,6 +431,7 @@ export default {
     const front = frontLogic(env);
     if (!front) return json(500, { error: { type: "internal", message: "the front did not start; see the Worker's log" } });
     if (front.testBuild && env.SELF && request.headers.has(CUT_HEADER)) return await cut(request, env);
+    if (cutWaits) ctx = watched(ctx, cutWaits); // set by a cut only (the tests' build)
     const d = front.decide(request.method, request.url, [...request.headers]);
     if (d.status !== undefined) return answer(d);
     return withHeaders(await serve(request, env, ctx, d, front), d.headers);
@@ -448,16 +446,25 @@ export default {
 // header: create or delete; durableobject/testhold.mjs) it aborts that
 // request, which cancels the front's handling of it as a client's
 // disconnect does on Cloudflare, and then lets the object's answer go on.
-// It answers {root, cut} (cut: the request ended aborted), or the
-// request's own answer if it came before any hold.
+// It then awaits what the request gave to ctx.waitUntil (watched) and
+// answers {root, cut, lasting} (cut: the request ended aborted; lasting:
+// how many promises it gave to ctx.waitUntil, all settled), or the
+// request's own answer if it came before any hold. A test reads the
+// steps' effects as soon as it has the answer: a step the abort cancelled
+// never ran, and no wait for something that never comes is needed. One
+// cut at a time: every request that starts while one is under way is
+// watched.
 async function cut(request, env) {
   const h = armHold(request.headers.get(CUT_HEADER));
   const headers = new Headers(request.headers);
   headers.delete(CUT_HEADER);
   const body = request.method === "GET" || request.method === "HEAD" ? undefined : await request.arrayBuffer();
   const aborter = new AbortController();
+  const waits = [];
+  cutWaits = waits;
   const sent = env.SELF.fetch(request.url, { method: request.method, headers, body, signal: aborter.signal });
   const first = await Promise.race([h.reached.then((root) => ({ root })), sent.then((res) => ({ res }), (error) => ({ error }))]);
+  cutWaits = null;
   if (first.root === undefined) {
     disarm(h);
     return first.res ?? json(500, { error: { type: "internal", message: "the cut request failed: " + first.error } });
@@ -468,7 +475,25 @@ async function cut(request, env) {
     (e) => e?.name === "AbortError",
   );
   h.release();
-  return json(200, { root: first.root, cut: aborted });
+  await Promise.allSettled(waits);
+  return json(200, { root: first.root, cut: aborted, lasting: waits.length });
+}
+
+// cutWaits, while a cut is under way (the tests' build only), collects the
+// promises the requests that start give to ctx.waitUntil (watched).
+let cutWaits = null;
+
+// watched is ctx whose waitUntil also adds each promise to waits.
+function watched(ctx, waits) {
+  return {
+    waitUntil(p) {
+      waits.push(p);
+      ctx.waitUntil(p);
+    },
+    passThroughOnException() {
+      ctx.passThroughOnException();
+    },
+  };
 }
 
 // serve does what the front decided (d).
