@@ -157,11 +157,18 @@ func (inst *Instance) interrupt(ctx context.Context, sessionID, reason string, r
 	// answer) may be running by the time the loop would look again. That
 	// prompt is no more this interrupt's than one sent after its answer
 	// (DESIGN §6.4), so the loop ends when the record left nothing
-	// admitted up to it unended (settledBy). The cutoff is read after the
-	// execution ended, never before the cancel: a read before it would
-	// wait for a write the execution holds open, and that write may be
-	// waiting for the cancel.
+	// admitted up to it unended (interruptSettled). The cutoff is read
+	// after the execution ended, never before the cancel: a read before it
+	// would wait for a write the execution holds open, and that write may
+	// be waiting for the cancel.
 	var stopped bool
+	// settled reads what the end of x, an execution this request told to
+	// stop, left: true when nothing admitted before the interrupt is left.
+	settled := func(x *Execution) bool {
+		recorded, settled := inst.interruptSettled(ctx, sessionID, x.promptID)
+		stopped = stopped || recorded
+		return settled
+	}
 	for {
 		inst.claimMu.Lock()
 		x := inst.runningExecution(sessionID)
@@ -203,9 +210,7 @@ func (inst *Instance) interrupt(ctx context.Context, sessionID, reason string, r
 			if testHookInterruptStopped != nil {
 				testHookInterruptStopped(x)
 			}
-			recorded, settled := inst.interruptSettled(ctx, sessionID, x.promptID)
-			stopped = stopped || recorded
-			if settled {
+			if settled(x) {
 				return stopped, nil
 			}
 		case <-graceUp:
@@ -216,9 +221,7 @@ func (inst *Instance) interrupt(ctx context.Context, sessionID, reason string, r
 					inst.claimMu.Unlock()
 					// x ended (and maybe handed over) during a wait for
 					// storage, perhaps recording the interrupt itself.
-					recorded, settled := inst.interruptSettled(ctx, sessionID, x.promptID)
-					stopped = stopped || recorded
-					if settled {
+					if settled(x) {
 						return stopped, nil
 					}
 					continue
@@ -242,9 +245,7 @@ func (inst *Instance) interrupt(ctx context.Context, sessionID, reason string, r
 			inst.claimMu.Unlock()
 			// x ended while the grace timer fired: it may have recorded the
 			// interrupt itself, and may have started the next turn.
-			recorded, settled := inst.interruptSettled(ctx, sessionID, x.promptID)
-			stopped = stopped || recorded
-			if settled {
+			if settled(x) {
 				return stopped, nil
 			}
 		case <-ctx.Done():
