@@ -40,3 +40,11 @@ var TranscriptQueries = map[string]string{"transcript": transcript, "transcriptS
 
 // StepStreaming is the state of a step whose answer is still streaming.
 const StepStreaming = StepStarted
+
+// SetInterruptStoppedHook makes f run whenever an interrupt request has
+// seen an execution it told to stop end, before it reads what that end
+// left to stop; the returned func removes it.
+func SetInterruptStoppedHook(f func(stopped *Execution)) (remove func()) {
+	testHookInterruptStopped = f
+	return func() { testHookInterruptStopped = nil }
+}

@@ -150,7 +150,25 @@ func (inst *Instance) interrupt(ctx context.Context, sessionID, reason string, r
 	// still finishing here) and the execution's end may have started the
 	// next turn, admitted before this interrupt. So the loop looks again
 	// until nothing admitted before it runs or waits.
+	//
+	// But only that: once an execution it told to stop recorded the
+	// interrupt, the interrupt is committed, and a prompt a client sends
+	// after that (right after clicking "stop", without waiting for this
+	// answer) may be running by the time the loop would look again. That
+	// prompt is no more this interrupt's than one sent after its answer
+	// (DESIGN §6.4), so the loop ends when the record left nothing
+	// admitted up to it unended (interruptSettled). The cutoff is read
+	// after the execution ended, never before the cancel: a read before it
+	// would wait for a write the execution holds open, and that write may
+	// be waiting for the cancel.
 	var stopped bool
+	// settled reads what the end of x, an execution this request told to
+	// stop, left: true when nothing admitted before the interrupt is left.
+	settled := func(x *Execution) bool {
+		recorded, settled := inst.interruptSettled(ctx, sessionID, x.promptID)
+		stopped = stopped || recorded
+		return settled
+	}
 	for {
 		inst.claimMu.Lock()
 		x := inst.runningExecution(sessionID)
@@ -188,8 +206,13 @@ func (inst *Instance) interrupt(ctx context.Context, sessionID, reason string, r
 			stop()
 			// The execution recorded the interrupt, or ended another way just
 			// before it saw the cancel (and maybe started the next turn): look
-			// again until nothing is left.
-			stopped = stopped || inst.interruptRecorded(ctx, x.promptID)
+			// again until nothing admitted before the interrupt is left.
+			if testHookInterruptStopped != nil {
+				testHookInterruptStopped(x)
+			}
+			if settled(x) {
+				return stopped, nil
+			}
 		case <-graceUp:
 			inst.claimMu.Lock()
 			if inst.runningExecution(sessionID) == x {
@@ -198,7 +221,9 @@ func (inst *Instance) interrupt(ctx context.Context, sessionID, reason string, r
 					inst.claimMu.Unlock()
 					// x ended (and maybe handed over) during a wait for
 					// storage, perhaps recording the interrupt itself.
-					stopped = stopped || inst.interruptRecorded(ctx, x.promptID)
+					if settled(x) {
+						return stopped, nil
+					}
 					continue
 				}
 				if err == nil {
@@ -220,7 +245,9 @@ func (inst *Instance) interrupt(ctx context.Context, sessionID, reason string, r
 			inst.claimMu.Unlock()
 			// x ended while the grace timer fired: it may have recorded the
 			// interrupt itself, and may have started the next turn.
-			stopped = stopped || inst.interruptRecorded(ctx, x.promptID)
+			if settled(x) {
+				return stopped, nil
+			}
 		case <-ctx.Done():
 			stop()
 			return false, fmt.Errorf("interrupt: %w", ctx.Err())
@@ -234,21 +261,64 @@ func (inst *Instance) runningExecution(sessionID string) *Execution {
 	return inst.running[sessionID]
 }
 
-// interruptRecorded reports whether the prompt's turn ended interrupted.
-// Retried: a storage blip here would make an interrupt that stopped a
-// turn answer that there was nothing to interrupt.
-func (inst *Instance) interruptRecorded(ctx context.Context, promptID string) bool {
-	var state string
+// interruptSettled reports, for the prompt of an execution an interrupt
+// request told to stop and saw end, whether its turn ended interrupted
+// (recorded), and whether that record left no prompt of the session that
+// was admitted before it unended (settled): then the interrupt has stopped
+// everything it must, and whatever runs or waits now was admitted after
+// it committed. The record normally cancels the whole queue (the
+// request waited for it), so settled is its usual answer; a task turn's
+// end spares the child's own prompts (endTaskTurn), and those admitted
+// before it are still the request's to stop. Read with no lock held, once
+// the execution ended, and retried: a storage blip here would make an
+// interrupt that stopped a turn answer that there was nothing to
+// interrupt. A read that fails answers neither, and the request looks
+// again as if there were no cutoff: it never stops less than it must.
+//
+// settled, once true, stays true: a prompt admitted later has a later seq,
+// so nothing at or before the record can become unended again.
+func (inst *Instance) interruptSettled(ctx context.Context, sessionID, promptID string) (recorded, settled bool) {
 	err := inst.read(ctx, func(tx storage.Tx) error {
-		_, err := storage.QueryRow(tx, `SELECT state FROM prompts WHERE id = ?`, []any{promptID}, &state)
-		return err
+		recorded, settled = false, false
+		var state string
+		if _, err := storage.QueryRow(tx, `SELECT state FROM prompts WHERE id = ?`, []any{promptID}, &state); err != nil {
+			return err
+		}
+		if PromptState(state) != PromptInterrupted {
+			return nil
+		}
+		recorded = true
+		// The record's seq: the turn's one terminal, the latest of the
+		// session's interrupts that names the prompt.
+		var at int64
+		found, err := storage.QueryRow(tx, `SELECT seq FROM events WHERE session_id = ? AND type = ?
+			AND json_extract(data, '$.prompt_id') = ? ORDER BY seq DESC LIMIT 1`,
+			[]any{sessionID, string(event.ExecutionInterrupted), promptID}, &at)
+		if err != nil || !found {
+			return err
+		}
+		var unended bool
+		if _, err := storage.QueryRow(tx, `SELECT EXISTS (SELECT 1 FROM prompts WHERE session_id = ? AND state IN (?, ?) AND admitted_seq <= ?)`,
+			[]any{sessionID, string(PromptRunning), string(PromptQueued), at}, &unended); err != nil {
+			return err
+		}
+		settled = !unended
+		return nil
 	})
-	return err == nil && PromptState(state) == PromptInterrupted
+	if err != nil {
+		return false, false
+	}
+	return recorded, settled
 }
 
 // testHookInterruptAsked, set only by tests (export_test.go), runs once an
 // interrupt request has noted itself on the execution it tells to stop.
 var testHookInterruptAsked func(*Execution)
+
+// testHookInterruptStopped, set only by tests (export_test.go), runs once
+// an interrupt request has seen an execution it told to stop end, before
+// it reads what that end left to stop.
+var testHookInterruptStopped func(stopped *Execution)
 
 // lastSeq is the session's last event seq.
 func (inst *Instance) lastSeq(ctx context.Context, sessionID string) (int64, error) {

@@ -1,0 +1,58 @@
+package core_test
+
+// One interrupt stops the turn it was sent for and cancels what was queued
+// with it; it never reaches a prompt admitted after it committed. The
+// interrupt request goes on looking after the execution it stopped ends
+// (that end may have started a turn admitted before the interrupt), and a
+// prompt a client sends meanwhile, say right after clicking "stop", can be
+// running by then.
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/revenantrt/revenant/core"
+	"github.com/revenantrt/revenant/core/event"
+	"github.com/revenantrt/revenant/internal/treetest"
+)
+
+func TestInterruptSparesAPromptAdmittedAfterItsCommit(t *testing.T) {
+	tr := treetest.New(t)
+	d := treetest.NewDriver(4)
+	n := tr.Boot(d)
+	sid := n.NewSession("s")
+	running := n.Admit(sid, "hold")
+	x := <-d.Started
+	queued := n.Admit(sid, "queued before the interrupt")
+
+	// Once x has recorded the interrupt, and before the request looks
+	// again, the client's next prompt is admitted and its turn starts.
+	var after string
+	var y *core.Execution
+	t.Cleanup(core.SetInterruptStoppedHook(func(stopped *core.Execution) {
+		if stopped != x || after != "" {
+			return
+		}
+		require.Equal(t, "interrupted", tr.PromptState(running), "x recorded the interrupt")
+		after = n.Admit(sid, "hold: sent after the interrupt committed")
+		y = <-d.Started
+	}))
+
+	did, err := n.Inst.Interrupt(ctx, sid, event.ReasonUser)
+	require.NoError(t, err)
+	assert.True(t, did)
+	require.NotNil(t, y, "the next prompt's turn started while the interrupt looked again")
+	assert.Equal(t, "interrupted", tr.PromptState(running))
+	assert.Equal(t, "cancelled", tr.PromptState(queued), "queued when the interrupt was asked")
+	assert.Equal(t, "running", tr.PromptState(after), "admitted after the interrupt committed: its turn goes on")
+
+	d.Release()
+	n.Idle()
+	assert.Equal(t, "succeeded", tr.PromptState(after))
+	terms := treetest.Terminals(tr.Events(sid))
+	require.Len(t, terms, 2, "one interrupt, then the later prompt's own end")
+	assert.Equal(t, event.ExecutionInterrupted, terms[0].Type)
+	assert.Equal(t, event.ExecutionSucceeded, terms[1].Type)
+}
