@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/netip"
 	"net/url"
 	"os"
@@ -537,6 +538,9 @@ func (d *decoder) object(key string, raw json.RawMessage, known ...string) *obje
 		return nil
 	}
 	o := &object{key: key, vals: map[string]json.RawMessage{}}
+	// An unknown key written twice is one problem: the operator removes
+	// or renames it once.
+	unknown := map[string]bool{}
 	for dec.More() {
 		tok, err := dec.Token()
 		name, isString := tok.(string)
@@ -550,7 +554,9 @@ func (d *decoder) object(key string, raw json.RawMessage, known ...string) *obje
 		}
 		k := member(key, name)
 		switch {
+		case unknown[name]:
 		case !slices.Contains(known, name):
+			unknown[name] = true
 			d.fail(k, "unknown key%s", suggest(name, known))
 		case o.vals[name] != nil:
 			d.fail(k, "given twice")
@@ -671,11 +677,60 @@ func (d *decoder) duration(key string, raw json.RawMessage) (v time.Duration, ok
 		return 0, false
 	}
 	v, err := time.ParseDuration(s)
+	if err != nil && durationSyntax(s) {
+		// time.ParseDuration says "invalid duration" for a well-formed one
+		// too long for an int64 of nanoseconds: name the real problem.
+		d.fail(key, "%s is out of range: a duration is at most %s", s, time.Duration(math.MaxInt64))
+		return 0, false
+	}
 	if err != nil {
 		d.fail(key, `must be a duration such as "30s" or "2m"`)
 		return 0, false
 	}
 	return v, true
+}
+
+// durationSyntax reports whether s is written as time.ParseDuration
+// expects (an optional sign, then numbers each followed by a unit, or "0"),
+// whatever its size.
+func durationSyntax(s string) bool {
+	if s != "" && (s[0] == '-' || s[0] == '+') {
+		s = s[1:]
+	}
+	if s == "0" {
+		return true
+	}
+	if s == "" {
+		return false
+	}
+	isDigit := func(c byte) bool { return '0' <= c && c <= '9' }
+	for s != "" {
+		i, digits := 0, 0
+		for i < len(s) && isDigit(s[i]) {
+			i, digits = i+1, digits+1
+		}
+		if i < len(s) && s[i] == '.' {
+			i++
+			for i < len(s) && isDigit(s[i]) {
+				i, digits = i+1, digits+1
+			}
+		}
+		if digits == 0 {
+			return false
+		}
+		s = s[i:]
+		j := 0
+		for j < len(s) && s[j] != '.' && !isDigit(s[j]) {
+			j++
+		}
+		switch s[:j] {
+		case "ns", "us", "\u00b5s", "\u03bcs", "ms", "s", "m", "h":
+		default:
+			return false
+		}
+		s = s[j:]
+	}
+	return true
 }
 
 func (d *decoder) decision(key string, raw json.RawMessage) Decision {

@@ -245,6 +245,8 @@ func TestRejects(t *testing.T) {
 		{"unknown top-level key", `{"webhook_tool": []}`, []string{"webhook_tool: unknown key (did you mean webhook_tools?)"}},
 		{"unknown far from any key", `{"extras": 1}`, []string{"extras: unknown key"}},
 		{"key given twice", `{"egress": {}, "egress": {}}`, []string{"egress: given twice"}},
+		// One problem, reported once: not "unknown key" for each copy.
+		{"unknown key given twice", `{"extras": 1, "egress": {"prots": [1], "prots": [2]}, "extras": 2}`, []string{"extras: unknown key", "egress.prots: unknown key (did you mean ports?)"}},
 		{"unknown webhook key", `{"webhook_tools": [
 			{"name": "a", "description": "d", "url": "https://h.example.com/x", "secret": "0123456789abcdef"},
 			{"name": "b", "description": "d", "url": "https://h.example.com/x", "secrett": "0123456789abcdef"}]}`,
@@ -339,6 +341,10 @@ func TestRejects(t *testing.T) {
 		{"settings zero duration", `{"settings": {"wake_interval": "0s"}}`, []string{"settings.wake_interval: must be more than 0; leave the key out for the default"}},
 		{"settings duration type", `{"settings": {"heartbeat": 15}}`, []string{"settings.heartbeat: must be a string"}},
 		{"settings duration syntax", `{"settings": {"step_wall": "ten minutes"}}`, []string{`settings.step_wall: must be a duration such as "30s" or "2m"`}},
+		// Well formed, but past time.Duration: not "must be a duration".
+		{"settings duration too long", `{"settings": {"stream_idle": "99999999h"}}`, []string{`settings.stream_idle: 99999999h is out of range: a duration is at most 2562047h47m16.854775807s`}},
+		{"egress timeout too long", `{"egress": {"timeout": "-9999999999.5h"}}`, []string{`egress.timeout: -9999999999.5h is out of range`}},
+		{"duration unit unknown", `{"settings": {"heartbeat": "99999999999d"}}`, []string{`settings.heartbeat: must be a duration such as "30s" or "2m"`}},
 		{"settings page size", `{"settings": {"message_page_size": 501}}`, []string{"settings.message_page_size: 501 is above the most a request may ask for, 500"}},
 		{"settings retry delays", `{"settings": {"retry_initial": "2m"}}`, []string{"settings.retry_initial: 2m0s is longer than retry_max (1m0s)"}},
 	} {
@@ -562,5 +568,19 @@ func TestEgressPortBounds(t *testing.T) {
 		parsed, err := url.Parse(u)
 		require.NoError(t, err)
 		require.NoError(t, c.EgressPolicy().CheckURL(parsed), u)
+	}
+}
+
+// TestDurationSyntax: what config reports as out of range is exactly what
+// time.ParseDuration would read if it fit, so a typo is never called too
+// long, nor an overflow a typo.
+func TestDurationSyntax(t *testing.T) {
+	for _, s := range []string{"0", "-0", "+0", "1h", "1.5h", ".5s", "1.s", "1h2m3s", "1µs", "1μs", "1us", "-2ns", "99999999999999999999h"} {
+		require.True(t, config.DurationSyntax(s), s)
+	}
+	for _, s := range []string{"", "-", "h", "1", "1x", "1d", ".h", "1h2", "1..5s", "1 h", "ten minutes", "0x10s", "1hh"} {
+		require.False(t, config.DurationSyntax(s), s)
+		_, err := time.ParseDuration(s)
+		require.Error(t, err, s)
 	}
 }

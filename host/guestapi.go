@@ -80,7 +80,7 @@ func NewGuestHandler(h *Host, auth api.Authenticator, cfg api.Config, log *slog.
 		case rt.Method == http.MethodPost && rt.Pattern == "/v1/sessions":
 			g.serve[pattern] = g.create
 		case rt.Tree():
-			g.serve[pattern] = g.tree(rt.QueryToken())
+			g.serve[pattern] = g.tree(rt.QueryToken(), rt.ReadsBody())
 		default:
 			g.serve[pattern] = func(w http.ResponseWriter, _ *http.Request, m *httpmsg.Request) {
 				dir.ServeRoute(nethttp.Writer(w), m)
@@ -165,11 +165,21 @@ func (g *GuestHandler) Close() { g.close() }
 // tree serves a route of one tree: once the directory has found, from the
 // index, that the caller owns the tree, the tree's guest serves it.
 // r is the request, m the same as the API reads it (path values set).
-func (g *GuestHandler) tree(queryToken bool) func(http.ResponseWriter, *http.Request, *httpmsg.Request) {
+// On a route that reads a body, a declared length over max_body is 413
+// before the guest is involved: the guest's host reads the body whole
+// first, so waiting for a body the client may never send would hold the
+// request to the read timeout (the Cloudflare front refuses it unread too).
+func (g *GuestHandler) tree(queryToken, readsBody bool) func(http.ResponseWriter, *http.Request, *httpmsg.Request) {
 	return func(w http.ResponseWriter, r *http.Request, m *httpmsg.Request) {
 		if _, err := g.dir.Authorize(m, queryToken); err != nil {
 			g.fail(w, err)
 			return
+		}
+		if readsBody {
+			if err := g.dir.CheckDeclaredLength(m); err != nil {
+				g.fail(w, err)
+				return
+			}
 		}
 		rootID, _, _ := strings.Cut(m.PathValue("id"), ".")
 		gi, release, err := g.h.acquire(r.Context(), rootID)

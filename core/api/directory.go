@@ -219,6 +219,20 @@ func (d *Directory) create(w httpmsg.ResponseWriter, r *httpmsg.Request) error {
 	return nil
 }
 
+// CheckDeclaredLength refuses, unread, a request whose declared
+// Content-Length is over max_body (413), as readBody does first. A host
+// that hands a tree's request whole to the tree's guest (guest mode) calls
+// it after Authorize on the routes that read a body (Route.ReadsBody):
+// otherwise a client that declares more than it sends holds the request
+// until the server's read timeout, then gets a 400, where the local
+// server in process and the Cloudflare front answer 413 at once.
+func (d *Directory) CheckDeclaredLength(r *httpmsg.Request) error {
+	if r.ContentLength > d.cfg.maxBody {
+		return tooLarge(d.cfg.maxBody)
+	}
+	return nil
+}
+
 // CheckCreate reads a create request's body and checks it as the create
 // route does (DecodeCreate, the allowed models, the stored config's bound
 // with the defaults), creating nothing, and returns the body. A host whose

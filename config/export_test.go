@@ -1,0 +1,4 @@
+package config
+
+// DurationSyntax exports durationSyntax to the external tests.
+var DurationSyntax = durationSyntax

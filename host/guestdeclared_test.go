@@ -1,0 +1,60 @@
+package host_test
+
+import (
+	"bufio"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/revenantrt/revenant/core/api"
+	"github.com/revenantrt/revenant/host"
+)
+
+// A declared Content-Length over max_body on a tree's route that reads a
+// body is 413 at once, unread, in guest mode as in process: the guest's
+// host receives a body whole before the guest sees it, so it must not
+// wait for one the client never sends (found by probe 61: the answer came
+// only at the server's read timeout, and was 400). The body is never
+// sent here; the test's deadline is a guard, not a wait. An interrupt
+// ignores its body, and an unknown session is still 404 first.
+func TestGuestRefusesDeclaredOverCapUnread(t *testing.T) {
+	inBothModes(t, func(t *testing.T, e *env, cfg host.Config, guest bool) {
+		h := e.open(cfg)
+		base := apiServer(t, h, guest)
+		id := create(t, base)
+		declared := int64(api.DefaultMaxBody) + 1
+		for _, rq := range []struct {
+			path   string
+			status int
+		}{
+			{"/v1/sessions/" + id + "/prompt", http.StatusRequestEntityTooLarge},
+			{"/v1/sessions/" + id + "/questions/q-x-0", http.StatusRequestEntityTooLarge},
+			{"/v1/sessions/" + id + "/permissions/p-x-0", http.StatusRequestEntityTooLarge},
+			{"/v1/sessions/nosuch/prompt", http.StatusNotFound},
+		} {
+			c, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
+			require.NoError(t, err)
+			// Closed before the test's server (cleanups run last first):
+			// a handler still reading the body ends with it.
+			t.Cleanup(func() { _ = c.Close() })
+			require.NoError(t, c.SetDeadline(time.Now().Add(10*time.Second)))
+			_, err = io.WriteString(c, "POST "+rq.path+" HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer alice-token\r\n"+
+				"Content-Length: "+strconv.FormatInt(declared, 10)+"\r\n\r\n{")
+			require.NoError(t, err)
+			resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+			require.NoError(t, err, "%s: no answer while the declared body is held back", rq.path)
+			body, _ := io.ReadAll(resp.Body)
+			assert.Equal(t, rq.status, resp.StatusCode, "%s: %s", rq.path, body)
+			if rq.status == http.StatusRequestEntityTooLarge {
+				assert.Contains(t, string(body), "payload_too_large")
+			}
+		}
+	})
+}
