@@ -128,6 +128,15 @@ type Execution struct {
 	// returning after it), which a count of the lock's releases across one
 	// of those waits would miss.
 	startWanted bool
+	// recordBegun: a write that ends x's turn (finish's record, or an
+	// interrupt's direct commit with x) has run an attempt. Its commit
+	// may then already be stored (durable though reported failed, the
+	// write waiting to rerun with the claim lock let go) while x is still
+	// registered, and older than a prompt admitted in that wait: an
+	// interrupt request that tells x to stop after this is set cannot take
+	// that record's seq as its own cutoff (interruptSettled). Guarded by
+	// claimMu, as both writes run their attempts under it.
+	recordBegun bool
 }
 
 // interruptAsked notes an interrupt request that has told x to stop and
@@ -691,6 +700,7 @@ func (inst *Instance) finish(x *Execution, out Outcome) *Execution {
 	w.fence, w.locked = &fence{sessionID: x.sessionID, executionID: x.id}, true
 	record := func(t *txw) error {
 		next = nil
+		x.recordBegun = true
 		var err error
 		switch {
 		case errors.Is(cause, ErrShutdown):

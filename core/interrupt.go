@@ -164,10 +164,13 @@ func (inst *Instance) interrupt(ctx context.Context, sessionID, reason string, r
 	var stopped bool
 	// settled reads what the end of x, an execution this request told to
 	// stop, left: true when nothing admitted before the interrupt is left.
-	settled := func(x *Execution) bool {
+	// A record whose write began before this request told x to stop may
+	// be older than a prompt admitted before the request (x.recordBegun):
+	// its cutoff is not this request's, and the loop looks again.
+	settled := func(x *Execution, asked bool) bool {
 		recorded, settled := inst.interruptSettled(ctx, sessionID, x.promptID)
 		stopped = stopped || recorded
-		return settled
+		return settled && asked
 	}
 	for {
 		inst.claimMu.Lock()
@@ -196,6 +199,9 @@ func (inst *Instance) interrupt(ctx context.Context, sessionID, reason string, r
 				testHookInterruptAsked(x)
 			}
 		}
+		// Whether x's record, when it lands, is one written after this
+		// request told x to stop (so later than everything admitted before).
+		askedFirst := !x.recordBegun
 		x.cancel(cause)
 		inst.claimMu.Unlock()
 
@@ -210,7 +216,7 @@ func (inst *Instance) interrupt(ctx context.Context, sessionID, reason string, r
 			if testHookInterruptStopped != nil {
 				testHookInterruptStopped(x)
 			}
-			if settled(x) {
+			if settled(x, askedFirst) {
 				return stopped, nil
 			}
 		case <-graceUp:
@@ -221,7 +227,7 @@ func (inst *Instance) interrupt(ctx context.Context, sessionID, reason string, r
 					inst.claimMu.Unlock()
 					// x ended (and maybe handed over) during a wait for
 					// storage, perhaps recording the interrupt itself.
-					if settled(x) {
+					if settled(x, askedFirst) {
 						return stopped, nil
 					}
 					continue
@@ -245,7 +251,7 @@ func (inst *Instance) interrupt(ctx context.Context, sessionID, reason string, r
 			inst.claimMu.Unlock()
 			// x ended while the grace timer fired: it may have recorded the
 			// interrupt itself, and may have started the next turn.
-			if settled(x) {
+			if settled(x, askedFirst) {
 				return stopped, nil
 			}
 		case <-ctx.Done():
@@ -364,6 +370,9 @@ func (inst *Instance) interruptDirect(ctx context.Context, sessionID, reason str
 		did = false
 		if changed {
 			return errRunningChanged
+		}
+		if x != nil {
+			x.recordBegun = true
 		}
 		if err := t.requireSession(sessionID); err != nil {
 			return err
