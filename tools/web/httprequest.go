@@ -182,7 +182,10 @@ func setIdempotencyKey(h httpmsg.Header, key string) {
 	h.Set(IdempotencyKeyHeader, key)
 }
 
-// bodyText is a response body as the model sees it.
+// bodyText is a response body as the model sees it. A truncated body's
+// note comes first: the runner caps a tool's output (capOutput keeps its
+// head), and a note at the end of a body longer than that cap would be
+// cut off, leaving the model a count of the output, not of the body.
 func bodyText(data []byte, truncated bool, max int64) string {
 	if truncated {
 		data = trimPartialRune(data)
@@ -197,7 +200,7 @@ func bodyText(data []byte, truncated bool, max int64) string {
 		s = string(data)
 	}
 	if truncated && utf8.Valid(data) {
-		s += fmt.Sprintf("\n[response truncated: the body is larger than %d bytes; the first %d are shown]", max, len(data))
+		s = fmt.Sprintf("[response truncated: the body is larger than %d bytes; the first %d are shown]\n", max, len(data)) + s
 	}
 	return s
 }

@@ -223,8 +223,8 @@ func TestHTTPRequestSizeCap(t *testing.T) {
 		return out
 	}
 	require.Equal(t, "HTTP 200 OK\nContent-Type: text/plain\n\n"+strings.Repeat("a", 1000), get(1000))
-	require.Equal(t, "HTTP 200 OK\nContent-Type: text/plain\n\n"+strings.Repeat("a", 1000)+
-		"\n[response truncated: the body is larger than 1000 bytes; the first 1000 are shown]", get(50_000))
+	require.Equal(t, "HTTP 200 OK\nContent-Type: text/plain\n\n"+
+		"[response truncated: the body is larger than 1000 bytes; the first 1000 are shown]\n"+strings.Repeat("a", 1000), get(50_000))
 }
 
 func TestHTTPRequestBodyShapes(t *testing.T) {
@@ -248,13 +248,13 @@ func TestHTTPRequestBodyShapes(t *testing.T) {
 	require.True(t, strings.HasSuffix(out, "\n\n[binary body of 4 bytes not shown]"), out)
 	out, err = h.Execute(context.Background(), httpCall(t, map[string]any{"url": srv.URL + "/runes"}))
 	require.NoError(t, err)
-	require.True(t, strings.HasSuffix(out, "\n\nééé\n[response truncated: the body is larger than 7 bytes; the first 6 are shown]"), out)
+	require.True(t, strings.HasSuffix(out, "\n\n[response truncated: the body is larger than 7 bytes; the first 6 are shown]\nééé"), out)
 	out, err = h.Execute(context.Background(), httpCall(t, map[string]any{"url": srv.URL + "/emoji"}))
 	require.NoError(t, err)
-	require.True(t, strings.HasSuffix(out, "\n\n😀\n[response truncated: the body is larger than 7 bytes; the first 4 are shown]"), "a rune cut three bytes in is dropped whole: %s", out)
+	require.True(t, strings.HasSuffix(out, "\n\n[response truncated: the body is larger than 7 bytes; the first 4 are shown]\n😀"), "a rune cut three bytes in is dropped whole: %s", out)
 	out, err = h.Execute(context.Background(), httpCall(t, map[string]any{"url": srv.URL + "/euro"}))
 	require.NoError(t, err)
-	require.True(t, strings.HasSuffix(out, "\n\naa€\n[response truncated: the body is larger than 7 bytes; the first 5 are shown]"), out)
+	require.True(t, strings.HasSuffix(out, "\n\n[response truncated: the body is larger than 7 bytes; the first 5 are shown]\naa€"), out)
 	out, err = h.Execute(context.Background(), httpCall(t, map[string]any{"url": srv.URL + "/bigbinary"}))
 	require.NoError(t, err)
 	require.True(t, strings.HasSuffix(out, "\n\n[binary body larger than 7 bytes not shown]"), out)

@@ -229,7 +229,7 @@ func TestTransportCapsAndTimeout(t *testing.T) {
 	rt := &fakeTransport{respond: answer(200, nil, strings.Repeat("x", 100))}
 	out, err := web.NewHTTPRequest(fetchPolicy(rt).WithMaxResponseBytes(10)).Execute(context.Background(), fetchCall(t, map[string]any{"url": "https://api.example.com/"}))
 	require.NoError(t, err)
-	assert.Contains(t, out, "xxxxxxxxxx\n[response truncated: the body is larger than 10 bytes; the first 10 are shown]")
+	assert.Contains(t, out, "\n\n[response truncated: the body is larger than 10 bytes; the first 10 are shown]\nxxxxxxxxxx")
 
 	hang := &fakeTransport{respond: func(req *httpmsg.Request) (*httpmsg.Response, error) {
 		<-req.Context().Done() // a transport honours the request's context

@@ -372,7 +372,7 @@ func TestWebhookFailures(t *testing.T) {
 	require.Equal(t, "The webhook answered 204 No Content with an empty body.", out)
 	out, err = run("/big", nil)
 	require.NoError(t, err)
-	require.Equal(t, strings.Repeat("y", 250)+"\n[response truncated: the body is larger than 250 bytes; the first 250 are shown]", out)
+	require.Equal(t, "[response truncated: the body is larger than 250 bytes; the first 250 are shown]\n"+strings.Repeat("y", 250), out)
 
 	_, err = run("/slow", func(s *web.WebhookSpec) { s.Timeout = 50 * time.Millisecond })
 	require.ErrorIs(t, err, web.ErrTimeout)
