@@ -496,9 +496,14 @@ func TestBootIsReadOnlyWhenStorageIsFull(t *testing.T) {
 	evs, err := n2.Inst.Events(ctx, sid, 0, 0)
 	require.NoError(t, err)
 	assert.NotEmpty(t, evs)
-	_, err = n2.Inst.Admit(ctx, sid, core.PromptInput{Text: "refused"})
+	// Refused at once, not tried: a write that waited out the storage
+	// schedule instead would hang here (the disk stays full for an hour),
+	// so a bounded context turns that into a failure naming the wait.
+	refuse, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	_, err = n2.Inst.Admit(refuse, sid, core.PromptInput{Text: "refused"})
 	assert.ErrorIs(t, err, core.ErrReadOnly)
-	_, err = n2.Inst.CreateSession(ctx, core.NewSession{ID: "t", Principal: "tester"})
+	_, err = n2.Inst.CreateSession(refuse, core.NewSession{ID: "t", Principal: "tester"})
 	assert.ErrorIs(t, err, core.ErrReadOnly)
 
 	f.Heal()
