@@ -132,8 +132,16 @@ func jsonHeader() httpmsg.Header {
 	return httpmsg.Header{"Content-Type": {"application/json"}, "X-Content-Type-Options": {"nosniff"}, "Cache-Control": {"no-store"}}
 }
 
+// answerObject is an answer for entry.mjs's answer(): {status, headers,
+// body}. An empty body is null, not "": a Response of a null-body status
+// (a preflight's 204) given a body, even an empty one, is "technically
+// incorrect" to workerd, which logs a warning for every such answer.
 func answerObject(status int, h httpmsg.Header, body []byte) any {
-	return map[string]any{"status": status, "headers": headerPairs(h), "body": string(body)}
+	var b any // null
+	if len(body) > 0 {
+		b = string(body)
+	}
+	return map[string]any{"status": status, "headers": headerPairs(h), "body": b}
 }
 
 // headerPairs is h as [[name, value], …].

@@ -47,3 +47,22 @@ func TestFrontAnswersAreNosniff(t *testing.T) {
 		assert.Contains(t, m["headers"], []any{"Cache-Control", "no-store"}, name)
 	}
 }
+
+// A preflight's 204 carries a null body: entry.mjs's answer() passes the
+// body on to new Response, and workerd logs "Constructing a Response with
+// a null body status (204) and a non-null, zero-length body" for "", once
+// per preflight a browser sends.
+func TestPreflightAnswerHasNullBody(t *testing.T) {
+	f, err := New(Options{Tokens: "alice:tok", AllowedOrigins: []string{"https://console.example"}})
+	require.NoError(t, err)
+	d, ok := f.decideJS("OPTIONS", "https://front.example/v1/sessions", jsPairs(
+		[2]string{"origin", "https://console.example"}, [2]string{"access-control-request-method", "POST"})).(map[string]any)
+	require.True(t, ok)
+	require.Equal(t, 204, d["status"], "%v", d)
+	assert.Nil(t, d["body"], "a 204's body must be null for new Response")
+	assert.True(t, js.ValueOf(d).Get("body").IsNull())
+	// An answer with a body keeps it.
+	d = f.decideJS("GET", "https://front.example/v1/sessions", jsPairs()).(map[string]any)
+	assert.Equal(t, 401, d["status"])
+	assert.Contains(t, d["body"], "unauthorized")
+}
