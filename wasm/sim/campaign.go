@@ -70,8 +70,9 @@ type SessionResult struct {
 	ProviderFails int
 	// Stops are the guests stopped gracefully instead of killed
 	// (Config.Stops; stop.go), by moment: in a step, in a tool call, at
-	// rest. They spent kill budget but are not among Kills.
-	Stops [3]int
+	// parked, otherwise at rest. They spent kill budget but are not among
+	// Kills.
+	Stops [stopMoments]int
 	// BootFaults are the windows of failed writes opened within a boot's
 	// sweep (Config.BootFault; bootfault.go), BootLocks those of another
 	// connection's write lock (Config.BootLock); BootFaultsServed and
@@ -252,7 +253,9 @@ func runSession(ctx context.Context, mod *runtime.Module, cfg Config, i int, dir
 		ProviderFails: t.providerFails}
 	if t.stop != nil {
 		r.Stops = t.stop.stops
-		r.Kills -= r.Stops[stopStep] + r.Stops[stopTool] + r.Stops[stopRest]
+		for _, n := range r.Stops {
+			r.Kills -= n
+		}
 	}
 	if t.bootFault != nil {
 		r.BootFaults, r.BootFaultsServed = t.bootFault.n, t.bootFault.served

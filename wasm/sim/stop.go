@@ -19,8 +19,9 @@ import (
 // on, and once the input the guest was given returns (the driver's next
 // step, at the same virtual time) the host stops it as serve's Close does,
 // at the moment the kill would have come: in a step (a model request or
-// its word timers pending), in a tool call (its webhook in flight), or at
-// rest (a turn parked on a question, or nothing running). Its successor
+// its word timers pending), in a tool call (its webhook in flight), at
+// rest with a turn parked (a question, a permission request or a child
+// pending), or otherwise at rest. Its successor
 // boots as after a kill: when the wake-up fires or a client sends again
 // what the stopped guest never answered. The checker judges the tree as
 // any other: nothing lost or doubled, every turn ends.
@@ -31,16 +32,21 @@ import (
 type stopper struct {
 	rng *rand.Rand
 	// stops counts the graceful stops by the moment they came at:
-	// stopStep, stopTool, stopRest.
-	stops [3]int
+	// stopStep, stopTool, stopParked, stopIdle.
+	stops [stopMoments]int
 }
 
 // Moments of a graceful stop (stopper.stops).
 const (
-	stopStep = iota // a model request or a step's timers pending
-	stopTool        // a tool's webhook in flight
-	stopRest        // neither: parked on a question, or idle
+	stopStep    = iota // a model request or a step's timers pending
+	stopTool           // a tool's webhook in flight
+	stopParked         // neither, with a turn parked on a pending blocker
+	stopIdle           // neither, and nothing parked
+	stopMoments        // how many
 )
+
+// stopNames name the moments in the trace and the report.
+var stopNames = [stopMoments]string{"in a step", "in a tool call", "parked", "otherwise at rest"}
 
 // stopsFor is session i's stopper (nil: its guests are only killed).
 func (c Config) stopsFor(i int) *stopper {
@@ -75,7 +81,12 @@ func (t *tree) maybeStop(ctx context.Context) {
 		return
 	}
 	g.stopDue = false
-	moment := stopRest
+	moment := stopIdle
+	if p := t.probeOf(); p != nil && t.created {
+		if parked, err := p.Parked(); err == nil && len(parked) > 0 {
+			moment = stopParked
+		}
+	}
 	for _, r := range g.egress {
 		if r.tool {
 			moment = stopTool
@@ -83,11 +94,11 @@ func (t *tree) maybeStop(ctx context.Context) {
 		}
 		moment = stopStep
 	}
-	if moment == stopRest && len(g.timers) > 0 {
+	if moment >= stopParked && len(g.timers) > 0 {
 		moment = stopStep
 	}
 	t.stop.stops[moment]++
-	t.tracef("%s stopped gracefully (%s)", g.name(), [...]string{"in a step", "in a tool call", "at rest"}[moment])
+	t.tracef("%s stopped gracefully (%s)", g.name(), stopNames[moment])
 	if t.call(ctx, g, func() error { return g.g.Shutdown(ctx) }) {
 		t.died(g)
 	}

@@ -16,7 +16,7 @@ import (
 // gracefully (Shutdown, then Close, as a host's close does) instead of
 // killed, under zombies and full disks: a graceful stop keeps every
 // promise a crash does (nothing lost or doubled, every turn ends), and
-// stops came in a step and at rest. A stopping instance that released a
+// stops came in a step and with a turn parked on a question. A stopping instance that released a
 // claim it must keep, or lost the turn it interrupted, fails it.
 func TestGracefulStopsKeepEveryPromise(t *testing.T) {
 	wasm := guestbuild.Must(t)
@@ -27,13 +27,13 @@ func TestGracefulStopsKeepEveryPromise(t *testing.T) {
 	res.Print(&out)
 	t.Log("\n" + out.String())
 	assert.Empty(t, res.Violations)
-	var stops [3]int
+	var stops [4]int
 	for _, s := range res.Sessions {
 		for m, n := range s.Stops {
 			stops[m] += n
 		}
 	}
 	assert.Positive(t, stops[0], "guests stopped in a step")
-	assert.Positive(t, stops[2], "guests stopped at rest")
+	assert.Positive(t, stops[2], "guests stopped with a turn parked")
 	assert.Contains(t, out.String(), "graceful stops (share 1.00)")
 }
