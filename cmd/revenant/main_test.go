@@ -54,7 +54,7 @@ func TestHelpPrintsUsage(t *testing.T) {
 		{[]string{"help", "help"}, commands},
 		{[]string{"serve", "-h"}, serveFlags},
 		{[]string{"help", "serve"}, serveFlags},
-		{[]string{"simulate", "-h"}, []string{"usage: revenant simulate", "-seed", "-sessions", "-kills", "-zombies", "-diskfull", "-bootfault", "-bootlock", "-delfault", "-reopenrace", "-flood", "-check"}},
+		{[]string{"simulate", "-h"}, []string{"usage: revenant simulate", "-seed", "-sessions", "-kills", "-zombies", "-diskfull", "-bootfault", "-bootlock", "-delfault", "-reopenrace", "-flood", "-stops", "-check"}},
 		{[]string{"help", "simulate"}, []string{"usage: revenant simulate", "-seed"}},
 		{[]string{"version", "-h"}, []string{"usage: revenant version"}},
 	}

@@ -23,7 +23,8 @@ var errViolations = errors.New("invariants violated")
 
 // simulateAbout is the paragraph of simulate's usage.
 const simulateAbout = `Runs the seeded eviction simulator (DESIGN §14): the real guest killed at host
-calls, zombies, full disks and write locks another connection holds, then the
+calls (or stopped gracefully, -stops), zombies, full disks and write locks
+another connection holds, then the
 checker; the summary ends with "violations: N" and any violation exits 1.
 SEED, SESSIONS and KILLS in the environment set the campaign; flags win over
 them.`
@@ -68,6 +69,7 @@ func simulate(ctx context.Context, args []string, getenv func(string) string, st
 	fs.Float64Var(&cfg.DeleteFault, "delfault", cfg.DeleteFault, "share of the deleted trees whose delete fails after it closed the instance; half their reopens meet a write lock at their session listing (none by default)")
 	fs.Float64Var(&cfg.ReopenRace, "reopenrace", cfg.ReopenRace, "share of the reopens after a -delfault delete within which a successor boots, before the reopen's epoch (none by default)")
 	fs.Float64Var(&cfg.Flood, "flood", cfg.Flood, "share of the scripted trees' prompts whose answer streams more live deltas in one call than a watch's subscription holds (none by default)")
+	fs.Float64Var(&cfg.Stops, "stops", cfg.Stops, "share of sessions whose guests are sometimes stopped gracefully (Shutdown, then Close, as a host's close) instead of killed (none by default)")
 	fs.IntVar(&cfg.ResumeBudget, "budget", 0, "the guests' resume budget (0: core's default, or a small one for the -smallbudget share)")
 	fs.Float64Var(&cfg.SmallBudget, "smallbudget", cfg.SmallBudget, "share of sessions whose resume budget is 1 or 2 (when -budget is 0)")
 	fs.StringVar(&cfg.Dir, "keep", "", "keep every tree database and ledger in this directory")

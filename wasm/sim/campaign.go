@@ -68,6 +68,11 @@ type SessionResult struct {
 	// ProviderFails counts the failures its scripted model answered
 	// (provider.go).
 	ProviderFails int
+	// Stops are the guests stopped gracefully instead of killed
+	// (Config.Stops; stop.go), by moment: in a step, in a tool call, at
+	// parked, otherwise at rest. They spent kill budget but are not among
+	// Kills.
+	Stops [stopMoments]int
 	// BootFaults are the windows of failed writes opened within a boot's
 	// sweep (Config.BootFault; bootfault.go), BootLocks those of another
 	// connection's write lock (Config.BootLock); BootFaultsServed and
@@ -246,6 +251,12 @@ func runSession(ctx context.Context, mod *runtime.Module, cfg Config, i int, dir
 		ZombieCalls: t.zombieCalls, MidCall: t.midCall, DiskFulls: t.diskFulls, Steps: t.steps, Virtual: time.Duration(t.now-start) * time.Millisecond, Hist: t.hist, Failures: t.failures, Notes: t.notes,
 		ResumeLatencies: t.latencies, ReplyKills: t.ask.replyKills, ReplyCommitKills: t.ask.commitKills, Abandoned: t.ask.abandoned, ChildSends: t.children, Scripted: t.work.multi,
 		ProviderFails: t.providerFails}
+	if t.stop != nil {
+		r.Stops = t.stop.stops
+		for _, n := range r.Stops {
+			r.Kills -= n
+		}
+	}
 	if t.bootFault != nil {
 		r.BootFaults, r.BootFaultsServed = t.bootFault.n, t.bootFault.served
 	}

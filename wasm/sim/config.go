@@ -96,6 +96,14 @@ type Config struct {
 	// behind. Without it no simulated step publishes near that many
 	// between two quiet returns.
 	Flood float64
+	// Stops is the share (0…1) of sessions whose guests are sometimes
+	// stopped gracefully instead of killed (stop.go): about half of their
+	// kill plans that fire stop the guest as a host's close does
+	// (Shutdown, then Close) once its input returns, in a step, in a tool
+	// call or at rest. Without it no guest is ever stopped gracefully, and
+	// a bug in the shutdown path (a claim released, a turn lost) goes
+	// unseen.
+	Stops float64
 	// CacheDir keeps the guest's compiled code between runs ("" memory).
 	CacheDir string
 	// Progress, when not nil, hears how a campaign is going (sessions
@@ -156,6 +164,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("delete share %v must be within 0…1", c.Deletes)
 	case notShare(c.DeleteFault):
 		return fmt.Errorf("delete-fault share %v must be within 0…1", c.DeleteFault)
+	case notShare(c.Stops):
+		return fmt.Errorf("stop share %v must be within 0…1", c.Stops)
 	case notShare(c.Flood):
 		return fmt.Errorf("flood share %v must be within 0…1", c.Flood)
 	case c.DeleteFault > 0 && c.Deletes == 0:

@@ -56,6 +56,7 @@ func TestConfigOutOfRangeIsRefused(t *testing.T) {
 		"negative budget": func(c *Config) { c.ResumeBudget = -1 },
 		"delfault above":  func(c *Config) { c.Deletes, c.DeleteFault = 1, 1.5 },
 		"flood below":     func(c *Config) { c.Scripted, c.Flood = 1, -0.1 },
+		"stops above":     func(c *Config) { c.Stops = 1.5 },
 		// A share of no trees would run a campaign that reaches nothing
 		// and reports it as a share: only a deleted tree's delete fails,
 		// only a scripted tree's prompt floods.

@@ -25,6 +25,8 @@ func (r *Result) Print(w io.Writer) {
 	byTool := map[string]int{}
 	var small, smallAborted, bootFaults, bootLocks, faultsServed, locksServed, busy int
 	var lockListings, lockListingsServed, lockReopens, lockJudged int
+	var stops [stopMoments]int
+	var stopped, allStops int
 	var delFaults, delFaulted, delReopens, delReopenListings, reopenRaces, floods, fellBehind int
 	for _, s := range r.Sessions {
 		if b := s.Ledger.Budget; b > 0 && b < 3 && r.Config.ResumeBudget == 0 {
@@ -32,6 +34,13 @@ func (r *Result) Print(w io.Writer) {
 			smallAborted += s.Check.Ends["failed:aborted"]
 		}
 		boots += s.Boots
+		for m, n := range s.Stops {
+			stops[m] += n
+			allStops += n
+		}
+		if s.Stops != [stopMoments]int{} {
+			stopped++
+		}
 		kills += s.Kills
 		zombies += s.Zombies
 		zombieCalls += s.ZombieCalls
@@ -123,6 +132,17 @@ func (r *Result) Print(w io.Writer) {
 	fmt.Fprintf(w, "kills %d, boots %d, driver steps %d; zombies %d (%d superseded at an egress start), given %d inputs after their successor booted\n",
 		kills, boots, steps, zombies, midCall, zombieCalls)
 	fmt.Fprintf(w, "disk-full windows %d, writes failed in them %d, late IOERRs (commits durable but reported failed) %d\n", diskFulls, failedWrites, lateIOErrs)
+	if c.Stops > 0 {
+		fmt.Fprintf(w, "graceful stops (share %.2f): %d guests stopped (Shutdown, then Close) in %d trees:", c.Stops, allStops, stopped)
+		for m, n := range stops {
+			sep := ","
+			if m == 0 {
+				sep = ""
+			}
+			fmt.Fprintf(w, "%s %d %s", sep, n, stopNames[m])
+		}
+		fmt.Fprintln(w)
+	}
 	if c.BootFault > 0 {
 		fmt.Fprintf(w, "boot faults (share %.2f): %d windows of failed writes opened in a boot's sweep, after its listing; boots that met one and served %d\n", c.BootFault, bootFaults, faultsServed)
 	}

@@ -28,6 +28,7 @@ const (
 	keyDelFault   = 0x4cf5ad432745937f
 	keyFlood      = 0xa0761d6478bd642f
 	keyReopenRace = 0xe7037ed1a0b428db
+	keyStops      = 0x2d358dccaa6c78a5
 )
 
 // stream is the generator of key for tree i of the campaign seed.

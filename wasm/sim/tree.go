@@ -124,6 +124,9 @@ type tree struct {
 	// cleanFaults is diskFaults as the last sweep storage refused nothing
 	// in began (noteCleanSweep).
 	cleanFaults int
+	// stop turns some of its fired kill plans into graceful stops (nil:
+	// never; stop.go).
+	stop *stopper
 	// trace receives the tree's trace (Config.Trace; nil: not traced,
 	// trace.go).
 	trace io.Writer
@@ -175,6 +178,9 @@ type guest struct {
 	// its successor boots (maybeRaceReopen; 0: none).
 	reopenDue          bool
 	raceAt, raceBegins int
+	// stopDue is set when a kill plan chose to stop it gracefully
+	// (stopInstead); the driver stops it before its next input.
+	stopDue bool
 }
 
 type due struct {
@@ -193,6 +199,9 @@ type reply struct {
 	// flood is how many events with text its body streams (floodAnswer),
 	// 0 for any other answer.
 	flood int
+	// tool is set for a tool's webhook request (a graceful stop's moment,
+	// stop.go).
+	tool bool
 }
 
 // request is a client request in flight.
@@ -248,6 +257,7 @@ func newTree(mod *runtime.Module, cfg Config, index int, dir string) *tree {
 		t.newFault()
 	}
 	t.bootLock = cfg.bootLockFor(index)
+	t.stop = cfg.stopsFor(index)
 	if cfg.Flood > 0 && t.work.multi {
 		t.flood, t.floodShare = stream(cfg.Seed, keyFlood, index), cfg.Flood
 	}
@@ -425,6 +435,9 @@ func (t *tree) run(ctx context.Context) {
 		if t.broken {
 			return
 		}
+		// A graceful stop comes at the virtual time of the input it
+		// follows, before anything later is due (stop.go).
+		t.maybeStop(ctx)
 		at, deliver := t.next()
 		if deliver == nil {
 			if len(t.reqs) > 0 || len(t.lost) > 0 || len(t.actions) > 0 {
@@ -1265,6 +1278,7 @@ func (g *guest) StartEgress(id uint64, req runtime.EgressRequest) {
 	t.noteEgressAfterDelete(g, req.Target, req.Kind)
 	t.seq++
 	r := &reply{due: due{at: t.now + 20 + int64(t.rng.IntN(3000)), seq: t.seq}, status: http.StatusOK}
+	r.tool = req.Kind == abi.EgressTool
 	g.egress[id] = r
 	t.tracef("%s starts egress %d: %s, answered at %s", g.name(), id, traceEgress(req), traceAt(r.at))
 	if req.Kind == abi.EgressModel && t.work.multi {
@@ -1522,6 +1536,13 @@ func (g *guest) interpose(s runtime.Site) error {
 		t.spentOnReply(g.plan)
 		g.plan = nil
 		t.kills++
+		if t.stopInstead(g) {
+			// Spends the kill budget, but is no kill: the histogram
+			// counts the site as passed only.
+			t.hist[k] = c
+			t.tracef("%s to be stopped gracefully after its input, planned %s", g.name(), traceSite(s))
+			return nil
+		}
 		c.Kills++
 		t.countReplyKill(s)
 		t.hist[k] = c

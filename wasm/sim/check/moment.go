@@ -82,6 +82,14 @@ func (p *Probe) Claimed() ([]string, error) {
 	return out, err
 }
 
+// Parked lists the sessions waiting for an answer: a pending blocker (a
+// question, a permission request, a child; DESIGN §9), held with no claim.
+func (p *Probe) Parked() ([]string, error) {
+	var out []string
+	err := p.rows(`SELECT DISTINCT session_id FROM blockers WHERE state = 'pending' ORDER BY session_id`, nil, func(s *sqlite3.Stmt) { out = append(out, s.ColumnText(0)) })
+	return out, err
+}
+
 // WakeDue lists every claim the tree's wake-up, armed at wake (ms; 0:
 // none, which RuleWakeArmed judges), would bring back late at virtual
 // time now, with the guest at rest: a claim sleeping on a provider retry
