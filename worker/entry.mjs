@@ -291,7 +291,7 @@ async function create(request, env, ctx, d, front) {
   const body = new Uint8Array(raw);
   const c = front.create(body); // over the cap: refused before Go copies it
   if (c.status !== undefined) return answer(c);
-  return await lasting(ctx, "create", c.root, createTree(env, d, c.root, request.headers, body));
+  return await lasting(ctx, createTree(env, d, c.root, request.headers, body));
 }
 
 // createTree creates tree root in its object and records it in the caller's
@@ -323,7 +323,7 @@ async function createTree(env, d, root, headers, body) {
   return created.answer;
 }
 
-// lasting makes the steps of a create or a delete on tree root (work, a
+// lasting makes the steps of a create or a delete (work, a
 // Promise, started) outlive the client: Cloudflare cancels a fetch
 // handler's pending promises when its client disconnects, but runs those
 // given to ctx.waitUntil on, for up to 30 s after. Cut between its two
@@ -331,9 +331,8 @@ async function createTree(env, d, root, headers, body) {
 // read or delete it: its id went to nobody) and a delete a listed row
 // whose tree is gone. The handler still awaits work for its answer. A
 // test that cut the request awaits what was given to ctx.waitUntil (cut).
-function lasting(ctx, what, root, work) {
-  const ended = () => {};
-  ctx.waitUntil(work.then(ended, ended)); // work's failure is the handler's to answer
+function lasting(ctx, work) {
+  ctx.waitUntil(work.catch(() => {})); // work's failure is the handler's to answer
   return work;
 }
 
@@ -403,7 +402,7 @@ async function remove(request, env, ctx, d) {
   const mine = await directoryOwns(env, d);
   if (mine === false) return notFound();
   if (mine === undefined) return directoryUnavailable();
-  return await lasting(ctx, "delete", d.root, deleteTree(request, env, d));
+  return await lasting(ctx, deleteTree(request, env, d));
 }
 
 // deleteTree deletes tree d.root in its object, then its directory row
