@@ -6,7 +6,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -91,16 +90,7 @@ func TestACallStoppedBeforeItsBodyRunsAfterTheRestart(t *testing.T) {
 	assert.Empty(t, ofType(evs, event.ToolExecuting), "a call whose body never started was written executing")
 	require.NoError(t, h.Close(ctx))
 
-	h2, err := host.Open(ctx, host.Config{DataDir: dir, Core: core.NewConfig(), Driver: r})
-	require.NoError(t, err)
-	defer h2.Close(ctx)
-	c, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	select {
-	case <-h2.Recovered():
-	case <-c.Done():
-		t.Fatal("boot did not finish")
-	}
+	h2 := openRecovered(t, host.Config{DataDir: dir, Core: core.NewConfig(), Driver: r})
 	inst2, _, err := h2.Get(ctx, id)
 	require.NoError(t, err)
 	idle(t, inst2)

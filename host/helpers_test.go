@@ -150,13 +150,21 @@ func (e *env) open(cfg host.Config) *host.Host {
 	e.mu.Lock()
 	e.booted = nil
 	e.mu.Unlock()
+	return openRecovered(e.t, cfg)
+}
+
+// openRecovered opens a host, closed when the test ends, and waits until
+// Open's boots have run: what a test reopening a directory reads is then
+// what those boots recovered.
+func openRecovered(t *testing.T, cfg host.Config) *host.Host {
+	t.Helper()
 	h, err := host.Open(ctx, cfg)
-	require.NoError(e.t, err)
-	e.t.Cleanup(func() { h.Close(ctx) })
+	require.NoError(t, err)
+	t.Cleanup(func() { h.Close(ctx) })
 	select {
 	case <-h.Recovered():
-	case <-time.After(30 * time.Second):
-		e.t.Fatal("Open's boots did not finish")
+	case <-time.After(30 * time.Second): // only to fail instead of hanging
+		t.Fatal("Open's boots did not finish")
 	}
 	return h
 }

@@ -842,16 +842,7 @@ func TestRealRunnerWithDefaults(t *testing.T) {
 	assert.Equal(t, []event.Type{event.ExecutionSucceeded}, terminalTypes(t, inst, id))
 	require.NoError(t, h.Close(ctx))
 
-	h2, err := host.Open(ctx, host.Config{DataDir: dir, Core: core.NewConfig(), Driver: r})
-	require.NoError(t, err)
-	defer h2.Close(ctx)
-	c, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	select {
-	case <-h2.Recovered():
-	case <-c.Done():
-		t.Fatal("boot did not finish")
-	}
+	h2 := openRecovered(t, host.Config{DataDir: dir, Core: core.NewConfig(), Driver: r})
 	inst2, info, err := h2.Get(ctx, id)
 	require.NoError(t, err)
 	assert.Equal(t, "alice", info.Principal)
