@@ -148,3 +148,17 @@ func admitOnceRecorded(t *testing.T, tr *treetest.Tree, n *treetest.Node, d *tre
 	}))
 	return after
 }
+
+// startChildTask admits a held prompt to a new root session on n, whose
+// driver is d, and from its turn starts a child whose task turn runs
+// prompt. It returns the root session, the child and that task turn.
+func startChildTask(t *testing.T, n *treetest.Node, d *treetest.Driver, prompt string) (root string, child core.Child, cx *core.Execution) {
+	t.Helper()
+	root = n.NewSession("root")
+	n.Admit(root, "hold")
+	rx := within(t, d.Started, "the root's turn to start")
+	child, err := rx.StartChild(ctx, core.ChildSpec{CallID: "call-1", Prompt: prompt, MaxDepth: 3, MaxChildren: core.DefaultMaxSubagents})
+	require.NoError(t, err)
+	cx = within(t, d.Started, "the child's task turn to start")
+	return root, child, cx
+}

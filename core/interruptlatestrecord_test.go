@@ -26,12 +26,7 @@ func TestInterruptCutoffIsTheLatestRecordNotAShutdowns(t *testing.T) {
 	tr := treetest.New(t)
 	d := treetest.NewDriver(16)
 	n := tr.Boot(d)
-	root := n.NewSession("root")
-	n.Admit(root, "hold")
-	rx := within(t, d.Started, "the root's turn to start")
-	child, err := rx.StartChild(ctx, core.ChildSpec{CallID: "call-1", Prompt: "hold task", MaxDepth: 3, MaxChildren: core.DefaultMaxSubagents})
-	require.NoError(t, err)
-	within(t, d.Started, "the child's task turn to start")
+	root, child, _ := startChildTask(t, n, d, "hold task")
 	require.NoError(t, n.Inst.Close(ctx), "a graceful stop records both turns interrupted for shutdown")
 
 	d2 := treetest.NewDriver(16)
@@ -50,7 +45,7 @@ func TestInterruptCutoffIsTheLatestRecordNotAShutdowns(t *testing.T) {
 	// record.
 	client := interruptBeforeRecord(t, n2.Inst, cx, nil)
 
-	_, err = n2.Inst.Interrupt(ctx, root, event.ReasonUser)
+	_, err := n2.Inst.Interrupt(ctx, root, event.ReasonUser)
 	require.NoError(t, err)
 	assert.True(t, client.answer(t, "the client's interrupt of the child to answer"))
 	assert.Equal(t, "interrupted", tr.PromptState(own),

@@ -5,9 +5,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
-	"github.com/revenantrt/revenant/core"
 	"github.com/revenantrt/revenant/core/event"
 	"github.com/revenantrt/revenant/internal/treetest"
 )
@@ -24,12 +22,7 @@ func TestInterruptStopsAPromptTheRecordLeftQueued(t *testing.T) {
 	tr := treetest.New(t)
 	d := treetest.NewDriver(16)
 	n := tr.Boot(d)
-	root := n.NewSession("root")
-	n.Admit(root, "hold")
-	rx := within(t, d.Started, "the root's turn to start")
-	child, err := rx.StartChild(ctx, core.ChildSpec{CallID: "call-1", Prompt: "hold task", MaxDepth: 3, MaxChildren: core.DefaultMaxSubagents})
-	require.NoError(t, err)
-	cx := within(t, d.Started, "the child's task turn to start")
+	root, child, cx := startChildTask(t, n, d, "hold task")
 	own := n.Admit(child.ID, "hold mine")
 
 	// The child's task turn has read that its parent's interrupt ended it;
