@@ -15,7 +15,10 @@ import (
 	"github.com/revenantrt/revenant/core"
 	"github.com/revenantrt/revenant/core/event"
 	"github.com/revenantrt/revenant/core/fakehost"
+	"github.com/revenantrt/revenant/core/model/offline"
+	"github.com/revenantrt/revenant/core/runner"
 	"github.com/revenantrt/revenant/core/storage"
+	"github.com/revenantrt/revenant/core/tool"
 	"github.com/revenantrt/revenant/host"
 	"github.com/revenantrt/revenant/internal/faultvfs"
 	"github.com/revenantrt/revenant/internal/treetest"
@@ -284,4 +287,25 @@ func (e *env) wakeups() map[string]int64 {
 func exists(path string) bool {
 	_, err := os.Stat(path)
 	return !errors.Is(err, os.ErrNotExist)
+}
+
+// offlineRunnerHost opens a host on dir that runs the real turn runner
+// with the offline model and tools, and creates a tree with a root session
+// of alice's. It returns the host's config (to reopen dir with), the host,
+// which the test closes, the tree and its id.
+func offlineRunnerHost(t *testing.T, dir string, tools ...tool.Tool) (host.Config, *host.Host, *core.Instance, string) {
+	t.Helper()
+	reg, err := tool.NewRegistry(tools...)
+	require.NoError(t, err)
+	r, err := runner.New(offline.New(host.RealClock{}, offline.Options{}), reg, runner.NewConfig())
+	require.NoError(t, err)
+	cfg := host.Config{DataDir: dir, Core: core.NewConfig(), Driver: r}
+	h, err := host.Open(ctx, cfg)
+	require.NoError(t, err)
+	id := host.RandomIDs{}.NewID()
+	inst, err := h.Create(ctx, id, "alice", nil)
+	require.NoError(t, err)
+	_, err = inst.CreateSession(ctx, core.NewSession{ID: id, Principal: "alice"})
+	require.NoError(t, err)
+	return cfg, h, inst, id
 }
