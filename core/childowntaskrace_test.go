@@ -67,12 +67,7 @@ func TestParentInterruptPastGraceStartsChildsOwnPrompt(t *testing.T) {
 	tr := treetest.New(t)
 	d := treetest.NewDriver(16)
 	n := tr.Boot(d)
-	root := n.NewSession("root")
-	n.Admit(root, "hold")
-	rx := within(t, d.Started, "the root's turn to start")
-	child, err := rx.StartChild(ctx, core.ChildSpec{CallID: "call-1", Prompt: "stubborn task", MaxDepth: 3, MaxChildren: core.DefaultMaxSubagents})
-	require.NoError(t, err)
-	cx := within(t, d.Started, "the child's task turn to start") // deaf to cancels
+	root, child, cx := startChildTask(t, n, d, "stubborn task") // deaf to cancels
 	own := n.Admit(child.ID, "hold mine")
 
 	done := make(chan error, 1)

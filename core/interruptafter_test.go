@@ -13,7 +13,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/revenantrt/revenant/core"
 	"github.com/revenantrt/revenant/core/event"
 	"github.com/revenantrt/revenant/internal/treetest"
 )
@@ -29,28 +28,19 @@ func TestInterruptSparesAPromptAdmittedAfterItsCommit(t *testing.T) {
 
 	// Once x has recorded the interrupt, and before the request looks
 	// again, the client's next prompt is admitted and its turn starts.
-	var after string
-	var y *core.Execution
-	t.Cleanup(core.SetInterruptStoppedHook(func(stopped *core.Execution) {
-		if stopped != x || after != "" {
-			return
-		}
-		require.Equal(t, "interrupted", tr.PromptState(running), "x recorded the interrupt")
-		after = n.Admit(sid, "hold: sent after the interrupt committed")
-		y = <-d.Started
-	}))
+	after := admitOnceRecorded(t, tr, n, d, x)
 
 	did, err := n.Inst.Interrupt(ctx, sid, event.ReasonUser)
 	require.NoError(t, err)
 	assert.True(t, did)
-	require.NotNil(t, y, "the next prompt's turn started while the interrupt looked again")
+	require.NotNil(t, after.turn, "the next prompt's turn started while the interrupt looked again")
 	assert.Equal(t, "interrupted", tr.PromptState(running))
 	assert.Equal(t, "cancelled", tr.PromptState(queued), "queued when the interrupt was asked")
-	assert.Equal(t, "running", tr.PromptState(after), "admitted after the interrupt committed: its turn goes on")
+	assert.Equal(t, "running", tr.PromptState(after.id), "admitted after the interrupt committed: its turn goes on")
 
 	d.Release()
 	n.Idle()
-	assert.Equal(t, "succeeded", tr.PromptState(after))
+	assert.Equal(t, "succeeded", tr.PromptState(after.id))
 	terms := treetest.Terminals(tr.Events(sid))
 	require.Len(t, terms, 2, "one interrupt, then the later prompt's own end")
 	assert.Equal(t, event.ExecutionInterrupted, terms[0].Type)

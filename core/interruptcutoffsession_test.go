@@ -6,7 +6,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/revenantrt/revenant/core"
 	"github.com/revenantrt/revenant/core/event"
 	"github.com/revenantrt/revenant/internal/treetest"
 )
@@ -25,33 +24,24 @@ func TestInterruptCutoffCountsOnlyItsOwnSessionsPrompts(t *testing.T) {
 	busy := n.Admit(other, "hold: another session's turn, admitted early in its own log")
 	<-d.Started
 	sid := n.NewSession("s")
-	running := n.Admit(sid, "hold")
+	n.Admit(sid, "hold") // x's turn
 	x := <-d.Started
 	queued := n.Admit(sid, "queued before the interrupt")
 
 	// Once x has recorded the interrupt, and before the request looks
 	// again, the client's next prompt is admitted and its turn starts.
-	var after string
-	var y *core.Execution
-	t.Cleanup(core.SetInterruptStoppedHook(func(stopped *core.Execution) {
-		if stopped != x || after != "" {
-			return
-		}
-		require.Equal(t, "interrupted", tr.PromptState(running), "x recorded the interrupt")
-		after = n.Admit(sid, "hold: sent after the interrupt committed")
-		y = <-d.Started
-	}))
+	after := admitOnceRecorded(t, tr, n, d, x)
 
 	did, err := n.Inst.Interrupt(ctx, sid, event.ReasonUser)
 	require.NoError(t, err)
 	assert.True(t, did)
-	require.NotNil(t, y, "the next prompt's turn started while the interrupt looked again")
+	require.NotNil(t, after.turn, "the next prompt's turn started while the interrupt looked again")
 	assert.Equal(t, "cancelled", tr.PromptState(queued), "queued when the interrupt was asked")
-	assert.Equal(t, "running", tr.PromptState(after), "admitted after the interrupt committed: its turn goes on")
+	assert.Equal(t, "running", tr.PromptState(after.id), "admitted after the interrupt committed: its turn goes on")
 	assert.Equal(t, "running", tr.PromptState(busy), "another session's turn is not this interrupt's")
 
 	d.Release()
 	n.Idle()
-	assert.Equal(t, "succeeded", tr.PromptState(after))
+	assert.Equal(t, "succeeded", tr.PromptState(after.id))
 	assert.Equal(t, "succeeded", tr.PromptState(busy))
 }

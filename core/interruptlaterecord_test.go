@@ -2,17 +2,12 @@ package core_test
 
 import (
 	"context"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
 	"github.com/revenantrt/revenant/core"
 	"github.com/revenantrt/revenant/core/event"
-	"github.com/revenantrt/revenant/core/retry"
-	"github.com/revenantrt/revenant/internal/faultvfs"
 	"github.com/revenantrt/revenant/internal/treetest"
 )
 
@@ -44,59 +39,17 @@ func TestInterruptAskedWhileAnEarlierRecordWaitsStopsWhatWasAdmittedBeforeIt(t *
 	first := n.Admit(sid, "first")
 	x := <-started
 
-	// Set once the prompt is admitted: then only the second request asks.
-	var asked chan *core.Execution
-	var mu sync.Mutex
-	t.Cleanup(core.SetInterruptAskedHook(func(e *core.Execution) {
-		mu.Lock()
-		defer mu.Unlock()
-		if asked != nil {
-			asked <- e
-		}
-	}))
-
-	var next string
-	second := make(chan error, 1)
-	var secondDid bool
-	faults.FailLateCommits(1, faultvfs.IOErrFsync) // x's record of the first interrupt
-	var err error
-	tr.DriveEach(func() {
-		_, err = n.Inst.Interrupt(ctx, sid, event.ReasonUser)
-	}, func(retry.Wait) {
-		if next != "" {
-			return
-		}
-		require.Equal(t, "interrupted", tr.PromptState(first), "x's record is stored, reported failed")
-		next = n.Admit(sid, "sent after the first interrupt committed")
-		mu.Lock()
-		asked = make(chan *core.Execution, 1)
-		mu.Unlock()
-		go func() {
-			var err error
-			secondDid, err = n.Inst.Interrupt(ctx, sid, event.ReasonUser)
-			second <- err
-		}()
-		// The second request told x, still registered, to stop, and
-		// waits for it.
-		require.Same(t, x, <-asked)
+	second := askSecondWhileRecordWaits(t, tr, faults, n, x, "sent after the first interrupt committed", nil, func() error {
+		_, err := n.Inst.Interrupt(ctx, sid, event.ReasonUser) // x records it
+		return err
 	})
-	require.NoError(t, err)
-	require.Equal(t, 1, faults.LateCommits(), "x's record met its late IOERR")
-	require.NotEmpty(t, next, "admitted while x's record waited for storage")
-
-	select {
-	case err := <-second:
-		require.NoError(t, err)
-	case <-time.After(30 * time.Second): // only to fail instead of hanging
-		require.Fail(t, "the second interrupt did not answer")
-	}
-	assert.True(t, secondDid)
-	assert.Equal(t, "interrupted", tr.PromptState(next),
+	assert.True(t, second.answer(t, "the second interrupt to answer"))
+	assert.Equal(t, "interrupted", tr.PromptState(second.next),
 		"admitted before the second interrupt was asked: that interrupt stops it")
 	close(release)
 	n.Idle()
 	assert.Equal(t, "interrupted", tr.PromptState(first))
-	assert.Equal(t, "interrupted", tr.PromptState(next))
+	assert.Equal(t, "interrupted", tr.PromptState(second.next))
 	assert.False(t, tr.Claim(sid).Exists)
 }
 
@@ -129,57 +82,17 @@ func TestInterruptAskedWhileAnEarlierDirectCommitWaitsStopsWhatWasAdmittedBefore
 	stuck := n.Admit(sid, "stuck")
 	x := <-started
 
-	var asked chan *core.Execution
-	var mu sync.Mutex
-	t.Cleanup(core.SetInterruptAskedHook(func(e *core.Execution) {
-		mu.Lock()
-		defer mu.Unlock()
-		if asked != nil {
-			asked <- e
-		}
-	}))
-
-	var next string
-	second := make(chan error, 1)
-	var secondDid bool
-	faults.FailLateCommits(1, faultvfs.IOErrFsync) // the first request's direct commit
 	cancelled := make(chan struct{})
 	close(cancelled) // the body was told to stop, and ignores it
-	var err error
-	tr.DriveEach(func() {
-		err = interruptPastGrace(tr, n, sid, cancelled)
-	}, func(retry.Wait) {
-		if next != "" {
-			return
-		}
-		require.Equal(t, "interrupted", tr.PromptState(stuck), "the direct commit is stored, reported failed")
-		next = n.Admit(sid, "sent after the first interrupt committed")
-		mu.Lock()
-		asked = make(chan *core.Execution, 1)
-		mu.Unlock()
-		go func() {
-			var err error
-			secondDid, err = n.Inst.Interrupt(ctx, sid, event.ReasonUser)
-			second <- err
-		}()
-		require.Same(t, x, <-asked, "the second request told the stuck execution to stop")
+	second := askSecondWhileRecordWaits(t, tr, faults, n, x, "sent after the first interrupt committed", nil, func() error {
+		return interruptPastGrace(tr, n, sid, cancelled) // the request's direct commit
 	})
-	require.NoError(t, err)
-	require.Equal(t, 1, faults.LateCommits(), "the direct commit met its late IOERR")
-	require.NotEmpty(t, next, "admitted while the direct commit waited for storage")
-
-	select {
-	case err := <-second:
-		require.NoError(t, err)
-	case <-time.After(30 * time.Second): // only to fail instead of hanging
-		require.Fail(t, "the second interrupt did not answer")
-	}
-	assert.True(t, secondDid)
-	assert.Equal(t, "interrupted", tr.PromptState(next),
+	assert.True(t, second.answer(t, "the second interrupt to answer"))
+	assert.Equal(t, "interrupted", tr.PromptState(second.next),
 		"admitted before the second interrupt was asked: that interrupt stops it")
 	close(release)
 	n.Idle()
 	assert.Equal(t, "interrupted", tr.PromptState(stuck))
-	assert.Equal(t, "interrupted", tr.PromptState(next))
+	assert.Equal(t, "interrupted", tr.PromptState(second.next))
 	assert.False(t, tr.Claim(sid).Exists)
 }

@@ -2,7 +2,6 @@ package core_test
 
 import (
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -27,41 +26,12 @@ func TestInterruptCutoffIsTheLatestRecordNotAShutdowns(t *testing.T) {
 	tr := treetest.New(t)
 	d := treetest.NewDriver(16)
 	n := tr.Boot(d)
-	root := n.NewSession("root")
-	n.Admit(root, "hold")
-	rx := within(t, d.Started, "the root's turn to start")
-	child, err := rx.StartChild(ctx, core.ChildSpec{CallID: "call-1", Prompt: "hold task", MaxDepth: 3, MaxChildren: core.DefaultMaxSubagents})
-	require.NoError(t, err)
-	within(t, d.Started, "the child's task turn to start")
+	root, child, _ := startChildTask(t, n, d, "hold task")
 	require.NoError(t, n.Inst.Close(ctx), "a graceful stop records both turns interrupted for shutdown")
 
 	d2 := treetest.NewDriver(16)
-	var cx *core.Execution
-	asked := make(chan struct{})
-	clientDone := make(chan error, 1)
-	var clientDid bool
-	var inst *core.Instance
-	t.Cleanup(core.SetInterruptAskedHook(func(e *core.Execution) {
-		if e == cx {
-			close(asked)
-		}
-	}))
-	// The child's task turn has read that its parent's interrupt ended it;
-	// the client's own interrupt of the child tells it to stop before its
-	// record.
-	t.Cleanup(core.SetFinishingHook(func(e *core.Execution) {
-		if e != cx {
-			return
-		}
-		go func() {
-			var err error
-			clientDid, err = inst.Interrupt(ctx, child.ID, event.ReasonUser)
-			clientDone <- err
-		}()
-		<-asked
-	}))
 	n2 := tr.Boot(d2)
-	inst = n2.Inst
+	var cx *core.Execution
 	for range 2 {
 		x := within(t, d2.Started, "the turns to resume")
 		if x.SessionID() == child.ID {
@@ -70,16 +40,14 @@ func TestInterruptCutoffIsTheLatestRecordNotAShutdowns(t *testing.T) {
 	}
 	require.NotNil(t, cx, "the child's task turn resumed")
 	own := n2.Admit(child.ID, "hold mine")
+	// The child's task turn has read that its parent's interrupt ended it;
+	// the client's own interrupt of the child tells it to stop before its
+	// record.
+	client := interruptBeforeRecord(t, n2.Inst, cx, nil)
 
-	_, err = n2.Inst.Interrupt(ctx, root, event.ReasonUser)
+	_, err := n2.Inst.Interrupt(ctx, root, event.ReasonUser)
 	require.NoError(t, err)
-	select {
-	case err := <-clientDone:
-		require.NoError(t, err)
-	case <-time.After(30 * time.Second): // only to fail instead of hanging
-		require.Fail(t, "the client's interrupt of the child did not answer")
-	}
-	assert.True(t, clientDid)
+	assert.True(t, client.answer(t, "the client's interrupt of the child to answer"))
 	assert.Equal(t, "interrupted", tr.PromptState(own),
 		"admitted before the client's interrupt of the child: that interrupt stops it")
 	d2.Release()

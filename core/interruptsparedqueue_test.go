@@ -3,12 +3,9 @@ package core_test
 import (
 	"context"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
-	"github.com/revenantrt/revenant/core"
 	"github.com/revenantrt/revenant/core/event"
 	"github.com/revenantrt/revenant/internal/treetest"
 )
@@ -25,56 +22,28 @@ func TestInterruptStopsAPromptTheRecordLeftQueued(t *testing.T) {
 	tr := treetest.New(t)
 	d := treetest.NewDriver(16)
 	n := tr.Boot(d)
-	root := n.NewSession("root")
-	n.Admit(root, "hold")
-	rx := within(t, d.Started, "the root's turn to start")
-	child, err := rx.StartChild(ctx, core.ChildSpec{CallID: "call-1", Prompt: "hold task", MaxDepth: 3, MaxChildren: core.DefaultMaxSubagents})
-	require.NoError(t, err)
-	cx := within(t, d.Started, "the child's task turn to start")
+	root, child, cx := startChildTask(t, n, d, "hold task")
 	own := n.Admit(child.ID, "hold mine")
 
-	asked := make(chan struct{})
-	clientDone := make(chan error, 1)
-	var clientDid bool
-	t.Cleanup(core.SetInterruptAskedHook(func(e *core.Execution) {
-		if e == cx {
-			close(asked)
-		}
-	}))
 	// The child's task turn has read that its parent's interrupt ended it;
 	// the client's interrupt of the child tells it to stop before its
 	// record, and the instance starts stopping, so the record starts no
 	// next turn.
-	t.Cleanup(core.SetFinishingHook(func(e *core.Execution) {
-		if e != cx {
-			return
-		}
-		go func() {
-			var err error
-			clientDid, err = n.Inst.Interrupt(ctx, child.ID, event.ReasonUser)
-			clientDone <- err
-		}()
-		<-asked
+	client := interruptBeforeRecord(t, n.Inst, cx, func() {
 		gone, cancel := context.WithCancel(ctx)
 		cancel() // Close only begins: nothing waits for the executions here
 		_ = n.Inst.Close(gone)
 		assert.True(t, n.Inst.Closed()) // on the drain goroutine: no FailNow here
-	}))
+	})
 
 	parentDone := make(chan struct{})
 	go func() {
 		defer close(parentDone)
 		_, _ = n.Inst.Interrupt(ctx, root, event.ReasonUser) // may meet the stop: not what is tested
 	}()
-	select {
-	case err := <-clientDone:
-		require.NoError(t, err, "its commit lands before the stop")
-		assert.True(t, clientDid)
-		assert.Equal(t, "cancelled", tr.PromptState(own),
-			"admitted before the client's interrupt: not left queued to run at the next boot")
-	case <-time.After(30 * time.Second): // only to fail instead of hanging
-		require.Fail(t, "the client's interrupt of the child did not answer")
-	}
+	assert.True(t, client.answer(t, "the client's interrupt of the child to answer"), "its commit lands before the stop")
+	assert.Equal(t, "cancelled", tr.PromptState(own),
+		"admitted before the client's interrupt: not left queued to run at the next boot")
 	d.Release()
 	<-parentDone
 	n.Idle()

@@ -4,15 +4,12 @@ import (
 	"context"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/revenantrt/revenant/core"
 	"github.com/revenantrt/revenant/core/event"
-	"github.com/revenantrt/revenant/core/retry"
-	"github.com/revenantrt/revenant/internal/faultvfs"
 	"github.com/revenantrt/revenant/internal/treetest"
 )
 
@@ -39,22 +36,10 @@ func TestInterruptAnswersATurnItStoppedBeforeLookingAgain(t *testing.T) {
 	first := n.Admit(sid, "first")
 	x := <-started
 
-	// The second request tells x, then y (the next turn), to stop: x is
-	// reported on asked, y on askedY, which y's finish waits for, so y
-	// records the success it read before that cancel.
-	var asked chan *core.Execution
+	// The second request tells x, then y (the next turn), to stop; y's
+	// finish waits for that cancel, so y records the success it read
+	// before it.
 	askedY := make(chan struct{}, 1)
-	var mu sync.Mutex
-	t.Cleanup(core.SetInterruptAskedHook(func(e *core.Execution) {
-		mu.Lock()
-		defer mu.Unlock()
-		switch {
-		case e != x:
-			askedY <- struct{}{}
-		case asked != nil:
-			asked <- e
-		}
-	}))
 	t.Cleanup(core.SetFinishingHook(func(e *core.Execution) {
 		if e != x {
 			<-askedY
@@ -70,38 +55,12 @@ func TestInterruptAnswersATurnItStoppedBeforeLookingAgain(t *testing.T) {
 		}
 	}))
 
-	var next string
-	second := make(chan error, 1)
-	var secondDid bool
-	faults.FailLateCommits(1, faultvfs.IOErrFsync) // x's record of the first interrupt
-	var err error
-	tr.DriveEach(func() {
-		_, err = n.Inst.Interrupt(ctx, sid, event.ReasonUser)
-	}, func(retry.Wait) {
-		if next != "" {
-			return
-		}
-		require.Equal(t, "interrupted", tr.PromptState(first), "x's record is stored, reported failed")
-		next = n.Admit(sid, "quick")
-		mu.Lock()
-		asked = make(chan *core.Execution, 1)
-		mu.Unlock()
-		go func() {
-			var err error
-			secondDid, err = n.Inst.Interrupt(ctx, sid, event.ReasonUser)
-			second <- err
-		}()
-		require.Same(t, x, <-asked, "the second request told x, still registered, to stop")
+	second := askSecondWhileRecordWaits(t, tr, faults, n, x, "quick", func(*core.Execution) { askedY <- struct{}{} }, func() error {
+		_, err := n.Inst.Interrupt(ctx, sid, event.ReasonUser) // x records it
+		return err
 	})
-	require.NoError(t, err)
-	require.Equal(t, 1, faults.LateCommits(), "x's record met its late IOERR")
-
-	select {
-	case err := <-second:
-		require.NoError(t, err)
-	case <-time.After(30 * time.Second): // only to fail instead of hanging
-		require.Fail(t, "the second interrupt did not answer")
-	}
+	secondDid := second.answer(t, "the second interrupt to answer")
+	next := second.next
 	require.NotNil(t, y)
 	assert.Equal(t, next, y.PromptID(), "the second request looked again and found the next turn")
 	assert.Equal(t, "succeeded", tr.PromptState(next), "it ended before it saw the cancel")

@@ -6,7 +6,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -14,10 +13,8 @@ import (
 	"github.com/revenantrt/revenant/core"
 	"github.com/revenantrt/revenant/core/event"
 	"github.com/revenantrt/revenant/core/model"
-	"github.com/revenantrt/revenant/core/model/offline"
 	"github.com/revenantrt/revenant/core/runner"
 	"github.com/revenantrt/revenant/core/tool"
-	"github.com/revenantrt/revenant/host"
 )
 
 // stopAtAuthorize is a non-idempotent tool that stops its instance while
@@ -64,19 +61,8 @@ func (s *stopAtAuthorize) Execute(context.Context, tool.Call) (string, error) {
 // telling the model a payment may have happened that never did, and the
 // call would never run.
 func TestACallStoppedBeforeItsBodyRunsAfterTheRestart(t *testing.T) {
-	dir := t.TempDir()
 	pay := &stopAtAuthorize{}
-	reg, err := tool.NewRegistry(pay)
-	require.NoError(t, err)
-	r, err := runner.New(offline.New(host.RealClock{}, offline.Options{}), reg, runner.NewConfig())
-	require.NoError(t, err)
-	h, err := host.Open(ctx, host.Config{DataDir: dir, Core: core.NewConfig(), Driver: r})
-	require.NoError(t, err)
-	id := host.RandomIDs{}.NewID()
-	inst, err := h.Create(ctx, id, "alice", nil)
-	require.NoError(t, err)
-	_, err = inst.CreateSession(ctx, core.NewSession{ID: id, Principal: "alice"})
-	require.NoError(t, err)
+	cfg, h, inst, id := offlineRunnerHost(t, t.TempDir(), pay)
 	pay.mu.Lock()
 	pay.inst = inst
 	pay.mu.Unlock()
@@ -91,16 +77,7 @@ func TestACallStoppedBeforeItsBodyRunsAfterTheRestart(t *testing.T) {
 	assert.Empty(t, ofType(evs, event.ToolExecuting), "a call whose body never started was written executing")
 	require.NoError(t, h.Close(ctx))
 
-	h2, err := host.Open(ctx, host.Config{DataDir: dir, Core: core.NewConfig(), Driver: r})
-	require.NoError(t, err)
-	defer h2.Close(ctx)
-	c, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	select {
-	case <-h2.Recovered():
-	case <-c.Done():
-		t.Fatal("boot did not finish")
-	}
+	h2 := openRecovered(t, cfg)
 	inst2, _, err := h2.Get(ctx, id)
 	require.NoError(t, err)
 	idle(t, inst2)

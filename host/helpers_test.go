@@ -15,7 +15,10 @@ import (
 	"github.com/revenantrt/revenant/core"
 	"github.com/revenantrt/revenant/core/event"
 	"github.com/revenantrt/revenant/core/fakehost"
+	"github.com/revenantrt/revenant/core/model/offline"
+	"github.com/revenantrt/revenant/core/runner"
 	"github.com/revenantrt/revenant/core/storage"
+	"github.com/revenantrt/revenant/core/tool"
 	"github.com/revenantrt/revenant/host"
 	"github.com/revenantrt/revenant/internal/faultvfs"
 	"github.com/revenantrt/revenant/internal/treetest"
@@ -150,13 +153,21 @@ func (e *env) open(cfg host.Config) *host.Host {
 	e.mu.Lock()
 	e.booted = nil
 	e.mu.Unlock()
+	return openRecovered(e.t, cfg)
+}
+
+// openRecovered opens a host, closed when the test ends, and waits until
+// Open's boots have run: what a test reopening a directory reads is then
+// what those boots recovered.
+func openRecovered(t *testing.T, cfg host.Config) *host.Host {
+	t.Helper()
 	h, err := host.Open(ctx, cfg)
-	require.NoError(e.t, err)
-	e.t.Cleanup(func() { h.Close(ctx) })
+	require.NoError(t, err)
+	t.Cleanup(func() { h.Close(ctx) })
 	select {
 	case <-h.Recovered():
-	case <-time.After(30 * time.Second):
-		e.t.Fatal("Open's boots did not finish")
+	case <-time.After(30 * time.Second): // only to fail instead of hanging
+		t.Fatal("Open's boots did not finish")
 	}
 	return h
 }
@@ -276,4 +287,25 @@ func (e *env) wakeups() map[string]int64 {
 func exists(path string) bool {
 	_, err := os.Stat(path)
 	return !errors.Is(err, os.ErrNotExist)
+}
+
+// offlineRunnerHost opens a host on dir that runs the real turn runner
+// with the offline model and tools, and creates a tree with a root session
+// of alice's. It returns the host's config (to reopen dir with), the host,
+// which the test closes, the tree and its id.
+func offlineRunnerHost(t *testing.T, dir string, tools ...tool.Tool) (host.Config, *host.Host, *core.Instance, string) {
+	t.Helper()
+	reg, err := tool.NewRegistry(tools...)
+	require.NoError(t, err)
+	r, err := runner.New(offline.New(host.RealClock{}, offline.Options{}), reg, runner.NewConfig())
+	require.NoError(t, err)
+	cfg := host.Config{DataDir: dir, Core: core.NewConfig(), Driver: r}
+	h, err := host.Open(ctx, cfg)
+	require.NoError(t, err)
+	id := host.RandomIDs{}.NewID()
+	inst, err := h.Create(ctx, id, "alice", nil)
+	require.NoError(t, err)
+	_, err = inst.CreateSession(ctx, core.NewSession{ID: id, Principal: "alice"})
+	require.NoError(t, err)
+	return cfg, h, inst, id
 }

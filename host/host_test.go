@@ -17,11 +17,8 @@ import (
 	"github.com/revenantrt/revenant/core"
 	"github.com/revenantrt/revenant/core/api"
 	"github.com/revenantrt/revenant/core/event"
-	"github.com/revenantrt/revenant/core/model/offline"
 	"github.com/revenantrt/revenant/core/retry"
-	"github.com/revenantrt/revenant/core/runner"
 	"github.com/revenantrt/revenant/core/storage"
-	"github.com/revenantrt/revenant/core/tool"
 	"github.com/revenantrt/revenant/host"
 	"github.com/revenantrt/revenant/internal/faultvfs"
 	"github.com/revenantrt/revenant/sqlitedb"
@@ -825,33 +822,13 @@ func TestWakeupBackoffRestartsAfterADelivery(t *testing.T) {
 
 // The default clock, ids and the real turn runner with the offline model.
 func TestRealRunnerWithDefaults(t *testing.T) {
-	dir := t.TempDir()
-	reg, err := tool.NewRegistry()
-	require.NoError(t, err)
-	r, err := runner.New(offline.New(host.RealClock{}, offline.Options{}), reg, runner.NewConfig())
-	require.NoError(t, err)
-	h, err := host.Open(ctx, host.Config{DataDir: dir, Core: core.NewConfig(), Driver: r})
-	require.NoError(t, err)
-	id := host.RandomIDs{}.NewID()
-	inst, err := h.Create(ctx, id, "alice", nil)
-	require.NoError(t, err)
-	_, err = inst.CreateSession(ctx, core.NewSession{ID: id, Principal: "alice"})
-	require.NoError(t, err)
+	cfg, h, inst, id := offlineRunnerHost(t, t.TempDir())
 	admit(t, inst, id, "hello there")
 	idle(t, inst)
 	assert.Equal(t, []event.Type{event.ExecutionSucceeded}, terminalTypes(t, inst, id))
 	require.NoError(t, h.Close(ctx))
 
-	h2, err := host.Open(ctx, host.Config{DataDir: dir, Core: core.NewConfig(), Driver: r})
-	require.NoError(t, err)
-	defer h2.Close(ctx)
-	c, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	select {
-	case <-h2.Recovered():
-	case <-c.Done():
-		t.Fatal("boot did not finish")
-	}
+	h2 := openRecovered(t, cfg)
 	inst2, info, err := h2.Get(ctx, id)
 	require.NoError(t, err)
 	assert.Equal(t, "alice", info.Principal)
