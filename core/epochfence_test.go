@@ -228,7 +228,7 @@ func TestSupersededInstanceCannotAnswerABlocker(t *testing.T) {
 			res, err := b.Reply(ctx, "s", p.blockers[0].ID, c.reply)
 			require.NoError(t, err)
 			assert.False(t, res.Duplicate, "B's reply is the first")
-			<-bd.started
+			within(t, bd.started, "B's continuation after its reply")
 			require.NoError(t, b.WaitIdle(ctx))
 			assert.Equal(t, "succeeded", p.tr.PromptState(p.pid), "B's reply continued the turn")
 		})
