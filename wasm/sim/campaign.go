@@ -69,9 +69,9 @@ type SessionResult struct {
 	// (provider.go).
 	ProviderFails int
 	// Stops are the guests stopped gracefully instead of killed
-	// (Config.Stops; stop.go), by moment: in a step, in a tool call, at
-	// parked, otherwise at rest. They spent kill budget but are not among
-	// Kills.
+	// (Config.Stops; stop.go), by moment: in a step, in a tool call, with
+	// a turn parked, otherwise at rest. They spent kill budget but are not
+	// among Kills.
 	Stops [stopMoments]int
 	// BootFaults are the windows of failed writes opened within a boot's
 	// sweep (Config.BootFault; bootfault.go), BootLocks those of another
