@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/revenantrt/revenant/core"
@@ -129,6 +130,32 @@ func BenchmarkInterruptIdleTreeWithManySubagents(b *testing.B) {
 		did, err := n.Inst.Interrupt(ctx, "root", event.ReasonUser)
 		if err != nil || did {
 			b.Fatalf("interrupt of an idle root: %v, %v", did, err)
+		}
+	}
+}
+
+// BenchmarkSnapshotOfALongSession is a snapshot of a session whose turns
+// took 20,000 model steps, each answer 2 KB (about 40 MB of answers in
+// the steps table): the steps still streaming, which a snapshot lists,
+// are found by an index, not by reading every step the tree has had.
+func BenchmarkSnapshotOfALongSession(b *testing.B) {
+	tr := treetest.New(b)
+	n := tr.Boot(treetest.NewDriver(1))
+	id := n.NewSession("s")
+	text := strings.Repeat("x", 2<<10)
+	tr.Read(func(tx storage.Tx) error {
+		for i := range 20_000 {
+			if _, err := tx.Exec(`INSERT INTO steps (id, session_id, prompt_id, execution_id, idx, state, text, started_seq)
+				VALUES (?, ?, ?, 'x', 0, 'completed', ?, ?)`, fmt.Sprintf("step-%d", i), id, fmt.Sprintf("prompt-%d", i), text, 1_000_000+i); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := n.Inst.Snapshot(ctx, id, 0, 50); err != nil {
+			b.Fatal(err)
 		}
 	}
 }

@@ -37,6 +37,9 @@ var m0008 string
 //go:embed migrations/0009_jobs_background.sql
 var m0009 string
 
+//go:embed migrations/0010_steps_by_session.sql
+var m0010 string
+
 // Migration is one numbered schema step.
 type Migration struct {
 	Version int
@@ -59,6 +62,7 @@ var migrations = []Migration{
 	{7, "0007_blockers.sql", m0007},
 	{8, "0008_permission_rules.sql", m0008},
 	{9, "0009_jobs_background.sql", m0009},
+	{10, "0010_steps_by_session.sql", m0010},
 }
 
 // Migrations returns the embedded migrations in order.
