@@ -36,6 +36,7 @@ type waker struct {
 	delivering bool   // a delivery runs; the row's time is used up
 	rearmed    bool   // Arm was called during the current delivery
 	armErr     error  // an Arm during the current delivery could not store its row
+	armWanted  int64  // the earliest time such an Arm asked for (its timer is set at the delivery's end)
 	again      bool   // the timer fired during the current delivery
 	failures   int    // consecutive failed deliveries
 	retired    bool   // the tree was deleted
@@ -75,9 +76,17 @@ func (w *waker) Arm(ctx context.Context, at int64) error {
 			// but this process still fires it: a handler that re-arms as
 			// its last act and cannot store the row still wants its retry.
 			// A delivery in which it happened counts as failed, so its
-			// used-up row is kept, not deleted (DESIGN §4 rule 2).
+			// used-up row is kept, not deleted (DESIGN §4 rule 2), and the
+			// retry comes on the wake schedule (deliverLoop): a timer set
+			// here at the handler's time would bring a tree whose storage
+			// is full back every wake interval, as the schedule cannot
+			// move a timer later.
 			if w.delivering {
 				w.armErr = err
+				if w.armWanted == 0 || at < w.armWanted {
+					w.armWanted = at
+				}
+				return err
 			}
 			w.scheduleLocked(at)
 			return err
@@ -166,7 +175,12 @@ func (w *waker) deliverLoop() {
 			// The handler's re-arm was refused: as a failed delivery.
 			err = w.armErr
 		}
-		w.armErr = nil
+		if err == nil && w.armWanted != 0 {
+			// Another Arm of this delivery stored a row, so it is not a
+			// failed one: the refused Arm's time is still kept in memory.
+			w.scheduleLocked(w.armWanted)
+		}
+		w.armErr, w.armWanted = nil, 0
 		switch {
 		case w.retired || errors.Is(err, api.ErrTreeNotFound):
 			// The tree is gone: so is any reason to wake it.
