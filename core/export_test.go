@@ -35,8 +35,8 @@ const CancelAll = wholeQueue
 
 // TranscriptQueries are the snapshot's transcript queries by name, with
 // their parameters ?1 session id, ?2 before, ?3 from, ?4 the streaming
-// step's state.
-var TranscriptQueries = map[string]string{"transcript": transcript, "transcriptSizes": transcriptSizes}
+// step's state, ?5 how many rows.
+var TranscriptQueries = map[string]string{"transcript": transcript, "transcriptSizes": transcriptSizes, "page": pageQuery, "pageSizes": pageSizesQuery}
 
 // StepStreaming is the state of a step whose answer is still streaming.
 const StepStreaming = StepStarted

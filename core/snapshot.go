@@ -163,21 +163,29 @@ func cutUTF8(s string, n int) string {
 // transcriptOf is a session's messages with seq < ?2 and seq >= ?3, each
 // as msgCols selects it: the messages table's rows, and as stepCols
 // selects it, the answer of each step still streaming (s; stepStartedAt is
-// the time of its started event). transcript and transcriptSizes select
-// the same rows.
+// the time of its started event); of each, the newest ?5 (by seq, then
+// id), which hold the newest ?5 of all. transcript and transcriptSizes
+// select the same rows.
 //
 // The started event's time is a subquery, not a join: with a join on
 // events, SQLite ranged over the session's events (every one with seq in
 // the page's range) and scanned steps for each, so a snapshot of a session
 // with 22,000 events and 940 steps took minutes, holding the tree's
 // connection all along and stalling its every request and turn.
+//
+// Each side keeps only its newest ?5 rows itself, walking its index from
+// the newest down: ordered and limited only once joined, the page's
+// sizes were read from every message the session had (20,000 messages
+// of 2 KB: 700 ms a snapshot, holding the tree's connection;
+// BenchmarkSnapshotOfALongTranscript).
 func transcriptOf(msgCols, stepCols string) string {
-	return `SELECT ` + msgCols + `
-	FROM messages WHERE session_id = ?1 AND seq < ?2 AND seq >= ?3
+	return `SELECT * FROM (SELECT ` + msgCols + `
+	FROM messages WHERE session_id = ?1 AND seq < ?2 AND seq >= ?3 ORDER BY seq DESC, id DESC LIMIT ?5)
 	UNION ALL
-	SELECT ` + stepCols + `
+	SELECT * FROM (SELECT ` + stepCols + `
 	FROM steps s
-	WHERE s.session_id = ?1 AND s.state = ?4 AND s.started_seq < ?2 AND s.started_seq >= ?3`
+	WHERE s.session_id = ?1 AND s.state = ?4 AND s.started_seq < ?2 AND s.started_seq >= ?3
+	ORDER BY s.started_seq DESC, s.id DESC LIMIT ?5)`
 }
 
 // stepStartedAt is the time of step s's session.step.started@1 event,
@@ -194,6 +202,13 @@ var (
 	// from its text.
 	transcriptSizes = transcriptOf(`seq, id, octet_length(text) + COALESCE(octet_length(tool_calls), 0) AS size`,
 		`s.started_seq, s.id, octet_length(s.text)`)
+
+	// pageSizesQuery and pageQuery are readMessages' queries: the newest
+	// ?5 rows of transcriptSizes and transcript, newest first.
+	pageSizesQuery = `SELECT seq, size FROM (` + transcriptSizes + `)
+		ORDER BY seq DESC, id DESC LIMIT ?5`
+	pageQuery = `SELECT id, seq, prompt_id, role, text, tool_calls, tool_call_id, created_at, partial FROM (` + transcript + `)
+		ORDER BY seq DESC, id DESC LIMIT ?5`
 )
 
 // readMessages reads the newest messages with seq < before (0: the
@@ -205,8 +220,7 @@ func readMessages(tx storage.Tx, sessionID string, before int64, limit, maxBytes
 	if before <= 0 {
 		before = 1 << 62
 	}
-	rows, err := tx.Query(`SELECT seq, size FROM (`+transcriptSizes+`)
-		ORDER BY seq DESC, id DESC LIMIT ?5`, sessionID, before, 0, string(StepStarted), limit+1)
+	rows, err := tx.Query(pageSizesQuery, sessionID, before, 0, string(StepStarted), limit+1)
 	if err != nil {
 		return nil, false, err
 	}
@@ -230,8 +244,7 @@ func readMessages(tx storage.Tx, sessionID string, before int64, limit, maxBytes
 	}
 	// The same order and limit pick the same n rows: the oldest of them
 	// has seq from (ties on seq are ordered by id).
-	rows, err = tx.Query(`SELECT id, seq, prompt_id, role, text, tool_calls, tool_call_id, created_at, partial FROM (`+transcript+`)
-		ORDER BY seq DESC, id DESC LIMIT ?5`, sessionID, before, from, string(StepStarted), n)
+	rows, err = tx.Query(pageQuery, sessionID, before, from, string(StepStarted), n)
 	if err != nil {
 		return nil, false, err
 	}

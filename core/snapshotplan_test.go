@@ -30,7 +30,7 @@ func TestSnapshotTranscriptLooksUpEventsByKey(t *testing.T) {
 		var plan []string
 		tr.Read(func(tx storage.Tx) error {
 			plan = plan[:0]
-			rows, err := tx.Query(`EXPLAIN QUERY PLAN `+query, sid, int64(1)<<62, 0, string(core.StepStreaming))
+			rows, err := tx.Query(`EXPLAIN QUERY PLAN `+query, sid, int64(1)<<62, 0, string(core.StepStreaming), 50)
 			if err != nil {
 				return err
 			}
@@ -50,5 +50,69 @@ func TestSnapshotTranscriptLooksUpEventsByKey(t *testing.T) {
 				assert.Contains(t, line, "seq=?", "%s reads events other than by key: %q in plan %q", name, line, plan)
 			}
 		}
+	}
+}
+
+// planLine is one line of EXPLAIN QUERY PLAN: its node, its parent node
+// and what it does.
+type planLine struct {
+	id, parent int64
+	detail     string
+}
+
+func queryPlan(t *testing.T, tr *treetest.Tree, query string, args ...any) []planLine {
+	t.Helper()
+	var plan []planLine
+	tr.Read(func(tx storage.Tx) error {
+		plan = plan[:0]
+		rows, err := tx.Query(`EXPLAIN QUERY PLAN `+query, args...)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var l planLine
+			var unused int64
+			if err := rows.Scan(&l.id, &l.parent, &unused, &l.detail); err != nil {
+				return err
+			}
+			plan = append(plan, l)
+		}
+		return nil
+	})
+	return plan
+}
+
+// messagesAccess is a plan line that reads the messages table by the
+// session's index.
+var messagesAccess = regexp.MustCompile(`^SEARCH messages USING INDEX messages_by_session \(session_id=\? AND seq>\? AND seq<\?\)$`)
+
+// A snapshot's page of messages reads the session's newest messages
+// only, whatever the length of its transcript: the messages side of the
+// page's queries walks the index from the newest message down and sorts
+// only the ties on seq (by id) itself, so that its LIMIT stops the walk.
+// Ordered and limited only once joined with the streaming steps, every
+// message of the session was read and sorted, each snapshot (20,000
+// messages: 700 ms, BenchmarkSnapshotOfALongTranscript). The plan, not a
+// timing, is what this test checks.
+func TestSnapshotPageReadsTheNewestMessagesOnly(t *testing.T) {
+	tr := treetest.New(t)
+	n := tr.Boot(treetest.NewDriver(1))
+	sid := n.NewSession("s")
+	for _, name := range []string{"page", "pageSizes"} {
+		plan := queryPlan(t, tr, core.TranscriptQueries[name], sid, int64(1)<<62, 0, string(core.StepStreaming), 50)
+		var access *planLine
+		for i := range plan {
+			if messagesAccess.MatchString(plan[i].detail) {
+				access = &plan[i]
+			}
+		}
+		require.NotNil(t, access, "%s reads no messages by the session's index: %v", name, plan)
+		sortsTies := false
+		for _, l := range plan {
+			if l.parent == access.parent && l.detail == "USE TEMP B-TREE FOR LAST TERM OF ORDER BY" {
+				sortsTies = true
+			}
+		}
+		assert.True(t, sortsTies, "%s: the messages are not ordered and limited where they are read: %v", name, plan)
 	}
 }
