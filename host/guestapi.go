@@ -169,6 +169,8 @@ func (g *GuestHandler) Close() { g.close() }
 // before the guest is involved: the guest's host reads the body whole
 // first, so waiting for a body the client may never send would hold the
 // request to the read timeout (the Cloudflare front refuses it unread too).
+// On any other route the guest is given no body at all, for the same
+// reason.
 func (g *GuestHandler) tree(queryToken, readsBody bool) func(http.ResponseWriter, *http.Request, *httpmsg.Request) {
 	return func(w http.ResponseWriter, r *http.Request, m *httpmsg.Request) {
 		if _, err := g.dir.Authorize(m, queryToken); err != nil {
@@ -180,6 +182,13 @@ func (g *GuestHandler) tree(queryToken, readsBody bool) func(http.ResponseWriter
 				g.fail(w, err)
 				return
 			}
+		} else {
+			// The route reads no body (an interrupt, a GET), and the
+			// guest's host would still wait for one whole: a body declared
+			// and held back would hold the answer to the read timeout,
+			// where in process it comes at once. The guest gets none.
+			r = r.WithContext(r.Context()) // a copy: the server closes its own body
+			r.Body, r.ContentLength = http.NoBody, 0
 		}
 		rootID, _, _ := strings.Cut(m.PathValue("id"), ".")
 		gi, release, err := g.h.acquire(r.Context(), rootID)

@@ -129,7 +129,7 @@ func (e Egress) WithAllowCIDRs(prefixes ...netip.Prefix) Egress {
 
 // WithMaxResponseBytes caps response bodies at n bytes. Default 1 MiB; n ≤ 0
 // restores it. A Client's body read fails with ErrTooLarge past the cap; the
-// tools show the first n bytes followed by a truncation marker.
+// tools show a truncation marker, then the first n bytes.
 func (e Egress) WithMaxResponseBytes(n int64) Egress {
 	e.maxBytes = n
 	return e

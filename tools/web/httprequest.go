@@ -46,8 +46,8 @@ var httpRequestSchema = json.RawMessage(`{"type":"object",` +
 // Arguments: {method, url, headers, body}; method is GET, HEAD, POST, PUT,
 // PATCH or DELETE (GET if omitted). The output is the status line, the
 // Content-Type, the final URL when redirects were followed, and the body: up
-// to the policy's MaxResponseBytes, then a truncation marker; a body that is
-// not UTF-8 text is described, not shown. Any status is a successful call;
+// to the policy's MaxResponseBytes, after a truncation marker when it is cut
+// (bodyText); a body that is not UTF-8 text is described, not shown. Any status is a successful call;
 // a refused, failed or timed-out request is an error naming the reason.
 //
 // It is not idempotent (see the package documentation): after a crash it

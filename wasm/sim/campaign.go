@@ -71,7 +71,8 @@ type SessionResult struct {
 	// Stops are the guests stopped gracefully instead of killed
 	// (Config.Stops; stop.go), by moment: in a step, in a tool call, with
 	// a turn parked, otherwise at rest. They spent kill budget but are not
-	// among Kills.
+	// among Kills, nor are the plans chosen to stop a guest that a kill or
+	// an earlier plan's stop overtook (stopper.chosen).
 	Stops [stopMoments]int
 	// BootFaults are the windows of failed writes opened within a boot's
 	// sweep (Config.BootFault; bootfault.go), BootLocks those of another
@@ -253,9 +254,10 @@ func runSession(ctx context.Context, mod *runtime.Module, cfg Config, i int, dir
 		ProviderFails: t.providerFails}
 	if t.stop != nil {
 		r.Stops = t.stop.stops
-		for _, n := range r.Stops {
-			r.Kills -= n
-		}
+		// Every plan turned into a stop, not only those that stopped a
+		// guest: a stop due that a kill overtook, or a second plan of the
+		// same input that chose a stop, killed nothing either.
+		r.Kills -= t.stop.chosen
 	}
 	if t.bootFault != nil {
 		r.BootFaults, r.BootFaultsServed = t.bootFault.n, t.bootFault.served

@@ -34,6 +34,11 @@ type stopper struct {
 	// stops counts the graceful stops by the moment they came at:
 	// stopStep, stopTool, stopParked, stopIdle.
 	stops [stopMoments]int
+	// chosen counts the fired kill plans stopInstead turned into stops,
+	// whether or not a stop came of them: a later plan of the same input
+	// may kill the guest first, or choose a stop already due. None of them
+	// killed a guest (SessionResult.Kills).
+	chosen int
 }
 
 // Moments of a graceful stop (stopper.stops).
@@ -68,6 +73,7 @@ func (t *tree) stopInstead(g *guest) bool {
 		return false
 	}
 	g.stopDue = true
+	t.stop.chosen++
 	return true
 }
 

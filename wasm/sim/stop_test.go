@@ -28,11 +28,19 @@ func TestGracefulStopsKeepEveryPromise(t *testing.T) {
 	t.Log("\n" + out.String())
 	assert.Empty(t, res.Violations)
 	var stops [4]int
+	var kills, killedAt int
 	for _, s := range res.Sessions {
 		for m, n := range s.Stops {
 			stops[m] += n
 		}
+		kills += s.Kills
+		for _, c := range s.Hist {
+			killedAt += c.Kills
+		}
 	}
+	// A plan turned into a stop kills no guest, whether or not its stop
+	// came (review 62: Kills counted 62 where 41 guests were killed).
+	assert.Equal(t, killedAt, kills, "Kills counts the guests killed, as the kill sites do")
 	assert.Positive(t, stops[0], "guests stopped in a step")
 	assert.Positive(t, stops[2], "guests stopped with a turn parked")
 	assert.Contains(t, out.String(), "graceful stops (share 1.00)")
