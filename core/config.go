@@ -66,8 +66,20 @@ func (c Config) WithInterruptGrace(d time.Duration) Config { c.interruptGrace = 
 // WithQueueCap sets how many prompts a session may hold that have not
 // ended (queued, or running their turn); Admit refuses a prompt past it
 // with ErrQueueFull. A task call's prompt and a background child's notice
-// are always admitted. Default 100.
+// are always admitted. Default 100; at least 1 and at most MaxQueueCap,
+// or Open refuses the configuration.
 func (c Config) WithQueueCap(n int) Config { c.queueCap = n; return c }
+
+// MaxQueueCap is the largest queue cap (the hosts' queue_cap setting is
+// bounded by it too). The cap sizes more than the queue: a session's
+// snapshot lists every prompt not ended (up to 1 KiB of its text each),
+// and an interrupt or a replace cancels them all in one transaction,
+// which the session's other writes wait for (with 19,000 queued, a 21 MB
+// snapshot and an interrupt of about 7 s on a loaded machine). At 1,000
+// both are about a nineteenth of that, a snapshot of about 1 MiB of
+// prompts (the default max_body) and an interrupt well under a second,
+// ten times the default cap.
+const MaxQueueCap = 1000
 
 // WithCommitHook adds a hook run inside every append transaction.
 func (c Config) WithCommitHook(h CommitHook) Config {
@@ -107,6 +119,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("interrupt grace %v is negative", c.interruptGrace)
 	case c.queueCap <= 0:
 		return fmt.Errorf("queue cap %d must be positive", c.queueCap)
+	case c.queueCap > MaxQueueCap:
+		return fmt.Errorf("queue cap %d is above the largest allowed, %d", c.queueCap, MaxQueueCap)
 	}
 	return nil
 }

@@ -829,7 +829,8 @@ func askAndTask(tr *treetest.Tree) rootScript {
 
 // Cancelling a question of a step that also waits for a running child ends
 // the parent's turn like an interrupt: the task blocker is cancelled with
-// it and the child is interrupted; nothing stays claimed.
+// it and the child is interrupted before the reply answers; nothing stays
+// claimed.
 func TestQuestionCancelInterruptsRunningChild(t *testing.T) {
 	tr := treetest.New(t)
 	n := tr.Boot(taskRunner(t, tr, askAndTask(tr), runner.NewConfig(), tool.QuestionTool()))
@@ -843,6 +844,10 @@ func TestQuestionCancelInterruptsRunningChild(t *testing.T) {
 	q := qs[0]
 	_, err := n.Inst.Reply(ctx, "root", q.ID, core.Reply{Kind: event.KindQuestion, ResponseID: "r", Cancel: true})
 	require.NoError(t, err)
+	// Before the reply answers, not eventually: nothing else stops the
+	// child before the sweep, so a reply that left it be would otherwise
+	// be noticed only by n.Idle's 30 s limit.
+	require.False(t, n.Inst.RunningHere("root.1"), "the child is stopped before the reply answers")
 	n.Idle()
 	for _, sid := range []string{"root", "root.1"} {
 		terms := treetest.Terminals(tr.Events(sid))

@@ -181,15 +181,10 @@ func (e *FieldError) Error() string { return e.Field + ": " + e.Msg }
 // it that a reader takes to see a body over the cap.
 const MaxMaxBody = 1 << 30
 
-// MaxQueueCap is the largest queue_cap. The cap sizes more than the queue:
-// a session's snapshot lists every prompt not ended (up to 1 KiB of its
-// text each), and an interrupt or a replace cancels them all in one
-// transaction, which the session's other writes wait for (with 19,000
-// queued, a 21 MB snapshot and an interrupt of about 7 s on a loaded
-// machine). At 1,000 both are about a nineteenth of that, a snapshot of
-// about 1 MiB of prompts (the default max_body) and an interrupt well
-// under a second, ten times the default cap.
-const MaxQueueCap = 1000
+// MaxQueueCap is the largest queue_cap: core.MaxQueueCap, which says why
+// (a session's snapshot and an interrupt's transaction grow with it), and
+// which core.Open refuses past for a Go program that sets the cap itself.
+const MaxQueueCap = core.MaxQueueCap
 
 // MinWakeInterval is the shortest wake_interval: while a turn runs, the
 // wake-up is re-armed that far ahead and fires that often, so a wake
