@@ -222,6 +222,13 @@ async function forward(request, env, d) {
   if (mine === false) return notFound();
   if (mine === undefined) return directoryUnavailable();
   if (d.tooLarge) return refuseTooLarge(request, d);
+  if (request.method !== "GET" && request.method !== "HEAD" && d.bodiless) {
+    // The route reads no body (an interrupt): none is read or sent on, so
+    // a body declared and held back cannot hold the answer (the local
+    // server answers at once too). Bodiless, it may be sent again.
+    if (request.body) drop(request.body.getReader());
+    return sendToTree(env, d.root, d.principal, request.method, d.url, request.headers, undefined);
+  }
   if (request.method !== "GET" && request.method !== "HEAD") {
     // Read whole (at most one byte over the cap, so that the object answers
     // the API's 413) so that it can be sent again to a fresh object.

@@ -54,6 +54,11 @@ type Decision struct {
 	// answer is f.TooLarge(), given where the local server reads the body
 	// (after the owner check for a tree's route); the body is never read.
 	TooLarge bool
+	// Bodiless: the route reads no body (an interrupt; api.Route.ReadsBody).
+	// The front reads none and sends the object none: a body declared and
+	// held back would otherwise hold the answer until the client gave up,
+	// where the local server answers at once.
+	Bodiless bool
 }
 
 // Front is the front Worker's logic, with no I/O: the checks that come
@@ -149,7 +154,7 @@ func (f *Front) Decide(w httpmsg.ResponseWriter, r *httpmsg.Request) Decision {
 		api.WriteError(w, err)
 		return Decision{}
 	}
-	d := Decision{Principal: principal, TooLarge: route.ReadsBody() && declaredLength(r) > f.maxBody}
+	d := Decision{Principal: principal, TooLarge: route.ReadsBody() && declaredLength(r) > f.maxBody, Bodiless: !route.ReadsBody()}
 	switch {
 	case route.Pattern == "/v1/sessions" && r.Method == httpmsg.MethodPost:
 		// A compressed create is refused here, as core/api's readBody

@@ -299,6 +299,29 @@ func TestDecideTooLarge(t *testing.T) {
 	}
 }
 
+// A route whose handler reads no body (an interrupt) is Bodiless: the
+// front sends its object none, so a body held back cannot hold the
+// answer. Every route that reads one is not, nor is a create.
+func TestDecideBodiless(t *testing.T) {
+	f, err := worker.New(worker.Options{MaxBody: 100})
+	require.NoError(t, err)
+	for _, c := range []struct {
+		method, target string
+		want           bool
+	}{
+		{"POST", "/v1/sessions/abc/interrupt", true},
+		{"POST", "/v1/sessions", false},
+		{"POST", "/v1/sessions/abc/prompt", false},
+		{"POST", "/v1/sessions/abc/permissions/p-x-0", false},
+		{"POST", "/v1/sessions/abc/questions/q-x-0", false},
+	} {
+		h := http.Header{"Content-Length": {"2000000"}}
+		d, _ := decide(t, f, c.method, c.target, h)
+		assert.NotEqual(t, worker.Answered, d.Kind, c)
+		assert.Equal(t, c.want, d.Bodiless, c)
+	}
+}
+
 // The front's 413 is the API's own, word for word, for the default cap
 // and a configured one; a create at the cap is checked as usual.
 func TestTooLargeAsLocal(t *testing.T) {
