@@ -227,6 +227,9 @@ func (inst *Instance) interrupt(ctx context.Context, sessionID, reason string, r
 				return stopped, nil
 			}
 		case <-graceUp:
+			if testHookInterruptGraceUp != nil {
+				testHookInterruptGraceUp(x)
+			}
 			inst.claimMu.Lock()
 			if inst.runningExecution(sessionID) == x {
 				did, err := inst.interruptDirect(ctx, sessionID, reason, x, rp, taskPrompt)
@@ -333,6 +336,12 @@ var testHookInterruptAsked func(*Execution)
 // before it waits for the execution's end: a moment at which that end can
 // begin its record, which no other hook reaches (see askedFirst).
 var testHookInterruptCancelled func(cancelled *Execution)
+
+// testHookInterruptGraceUp, set only by tests, runs once an interrupt
+// request's grace period for an execution it told to stop ran out, before
+// it takes the claim lock to commit directly: the execution can end in
+// between, with the request past the select that would have seen it end.
+var testHookInterruptGraceUp func(x *Execution)
 
 // testHookInterruptStopped, set only by tests (export_test.go), runs once
 // an interrupt request has seen an execution it told to stop end, before
