@@ -331,16 +331,18 @@ func (inst *Instance) interruptSettled(ctx context.Context, sessionID, promptID 
 // interrupt request has noted itself on the execution it tells to stop.
 var testHookInterruptAsked func(*Execution)
 
-// testHookInterruptCancelled, set only by tests, runs once an interrupt
-// request has told an execution to stop and let go of the claim lock,
-// before it waits for the execution's end: a moment at which that end can
-// begin its record, which no other hook reaches (see askedFirst).
+// testHookInterruptCancelled, set only by tests
+// (export_interrupthooks_test.go), runs once an interrupt request has told
+// an execution to stop and let go of the claim lock, before it waits for
+// the execution's end: a moment at which that end can begin its record,
+// which no other hook reaches (see askedFirst).
 var testHookInterruptCancelled func(cancelled *Execution)
 
-// testHookInterruptGraceUp, set only by tests, runs once an interrupt
-// request's grace period for an execution it told to stop ran out, before
-// it takes the claim lock to commit directly: the execution can end in
-// between, with the request past the select that would have seen it end.
+// testHookInterruptGraceUp, set only by tests
+// (export_interrupthooks_test.go), runs once an interrupt request's grace
+// period for an execution it told to stop ran out, before it takes the
+// claim lock to commit directly: the execution can end in between, with
+// the request past the select that would have seen it end.
 var testHookInterruptGraceUp func(x *Execution)
 
 // testHookInterruptStopped, set only by tests (export_test.go), runs once
