@@ -201,9 +201,16 @@ func (inst *Instance) interrupt(ctx context.Context, sessionID, reason string, r
 		}
 		// Whether x's record, when it lands, is one written after this
 		// request told x to stop (so later than everything admitted before).
+		// Read under the claim lock, which every write that ends x's turn
+		// holds as it begins an attempt: once the lock is let go, x's end
+		// can begin its record of this very cancel, and a read then would
+		// take that record for an older one.
 		askedFirst := !x.recordBegun
 		x.cancel(cause)
 		inst.claimMu.Unlock()
+		if testHookInterruptCancelled != nil {
+			testHookInterruptCancelled(x)
+		}
 
 		graceUp := make(chan struct{})
 		stop := inst.host.Clock.AfterFunc(inst.cfg.interruptGrace, func() { close(graceUp) })
@@ -220,6 +227,9 @@ func (inst *Instance) interrupt(ctx context.Context, sessionID, reason string, r
 				return stopped, nil
 			}
 		case <-graceUp:
+			if testHookInterruptGraceUp != nil {
+				testHookInterruptGraceUp(x)
+			}
 			inst.claimMu.Lock()
 			if inst.runningExecution(sessionID) == x {
 				did, err := inst.interruptDirect(ctx, sessionID, reason, x, rp, taskPrompt)
@@ -320,6 +330,20 @@ func (inst *Instance) interruptSettled(ctx context.Context, sessionID, promptID 
 // testHookInterruptAsked, set only by tests (export_test.go), runs once an
 // interrupt request has noted itself on the execution it tells to stop.
 var testHookInterruptAsked func(*Execution)
+
+// testHookInterruptCancelled, set only by tests
+// (export_interrupthooks_test.go), runs once an interrupt request has told
+// an execution to stop and let go of the claim lock, before it waits for
+// the execution's end: a moment at which that end can begin its record,
+// which no other hook reaches (see askedFirst).
+var testHookInterruptCancelled func(cancelled *Execution)
+
+// testHookInterruptGraceUp, set only by tests
+// (export_interrupthooks_test.go), runs once an interrupt request's grace
+// period for an execution it told to stop ran out, before it takes the
+// claim lock to commit directly: the execution can end in between, with
+// the request past the select that would have seen it end.
+var testHookInterruptGraceUp func(x *Execution)
 
 // testHookInterruptStopped, set only by tests (export_test.go), runs once
 // an interrupt request has seen an execution it told to stop end, before
