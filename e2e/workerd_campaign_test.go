@@ -606,7 +606,9 @@ func TestWorkerdEvictAndPanic(t *testing.T) {
 			// runs. Swallowed (the shim caught every alarm failure, and
 			// waited on an ended program's Promise for ever), the tree's
 			// claims had no wake-up while the object lived, and here no
-			// client request comes to boot it again.
+			// client request comes to boot it again. A handler that
+			// returns says so in the tests' build, so a swallowed failure
+			// fails here as the handler returns (requireAlarmRetried).
 			s := w.client(t)
 			sid := s.create()
 			booted := `msg="tree booted" tree=` + sid
@@ -614,10 +616,12 @@ func TestWorkerdEvictAndPanic(t *testing.T) {
 			// line only after the create's answer (so the count below once
 			// read 0, then 2, under load).
 			w.waitLog(t, booted, 30*time.Second)
-			boots := strings.Count(w.logs.String(), booted)
+			boots, from := strings.Count(w.logs.String(), booted), w.logLen()
 			code, body := s.raw(http.MethodPost, "/v1/sessions/"+sid+"/test/alarm?then="+then)
 			require.Equal(t, http.StatusNoContent, code, "%s", body)
-			w.waitLog(t, `msg="alarm handled" tree=`+sid, 30*time.Second)
+			w.requireAlarmRetried(t, sid, from)
+			w.waitLog(t, alarmReturned+sid, 30*time.Second)
+			assert.Contains(t, w.logs.String()[from:], `msg="alarm handled" tree=`+sid, "the retried handler ran")
 			assert.Equal(t, boots+1, strings.Count(w.logs.String(), booted), "the retried alarm met a fresh object")
 		})
 	}
@@ -1092,10 +1096,13 @@ func TestWorkerdExitDuringAlarm(t *testing.T) {
 	// The claim's wake-up fires while the turn sleeps here: the handler
 	// holds for it.
 	w.waitLog(t, `msg="alarm swept" tree=`+sid+` running=true`, waitTimeout)
-	boots := strings.Count(w.logs.String(), `msg="tree booted" tree=`+sid)
+	boots, from := strings.Count(w.logs.String(), `msg="tree booted" tree=`+sid), w.logLen()
 	code, body := s.raw(http.MethodPost, "/v1/sessions/"+sid+"/test/exit")
 	require.Equal(t, http.StatusNoContent, code, "%s", body)
 	w.waitLog(t, "panic: revenant test route: exit", waitTimeout)
+	// The handler holds for up to a minute (DefaultAlarmHold), far past
+	// the exit: a return before the fresh boot is the ended program's.
+	w.requireAlarmRetried(t, sid, from)
 	w.waitLog(t, `msg="tree booted" tree=`+sid+` resumed=1`, waitTimeout)
 	assert.Greater(t, strings.Count(w.logs.String(), `msg="tree booted" tree=`+sid), boots, "a fresh object booted the tree")
 	assert.True(t, s.interrupt(sid), "the resumed turn runs")
