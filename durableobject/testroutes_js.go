@@ -75,7 +75,9 @@ import (
 // (shim.js, testHoldUntilGivenUp), or test-hold=never for good
 // (testHoldForGood), and from a request whose URL has test-sync=never on
 // makes the object's storage.sync never settle (testSyncNever: the
-// abort of an object given up must not wait for it for good); with the
+// abort of an object given up must not wait for it for good), and logs
+// each alarm handler that returns rather than aborting the object (an
+// alarm used up: the tests of a failed handler wait on it); with the
 // var REVENANT_TEST_GIVE_UP_WAIT_MS (ms) a given-up object waits that
 // long for its answers in hand and its sync, not what the tree's
 // interrupt grace makes it (testGiveUpWait).
