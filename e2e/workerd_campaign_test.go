@@ -587,9 +587,14 @@ func TestWorkerdEvictAndPanic(t *testing.T) {
 		// the abort sits, in the try or before it, workerd does not show:
 		// ctx.abort ends the handler's execution, which no catch sees.)
 		s, sid, a := toolTurn(t, w, "exit-between-events", "the tool's settlement", isType(typeToolSettled))
+		from := w.logLen()
 		code, body := s.raw(http.MethodPost, "/v1/sessions/"+sid+"/test/exit")
 		require.Equal(t, http.StatusNoContent, code, "%s", body)
 		w.waitLog(t, "panic: revenant test route: exit", 30*time.Second)
+		// No handler returns before the fresh boot: one that held for
+		// the turn (which the exit cut, unfinished) fails with the
+		// program, and the next alarm meets the spent object.
+		w.requireAlarmRetried(t, sid, from)
 		w.waitLog(t, `msg="tree booted" tree=`+sid+` resumed=1`, 30*time.Second)
 		w.waitLog(t, `msg="alarm handled" tree=`+sid+` idle=true resumed=`, 30*time.Second)
 		sum := s.settle(sid, a)
