@@ -646,6 +646,20 @@ func TestWorkerdEvictAndPanic(t *testing.T) {
 		assert.Equal(t, sid, sn.ID, "a fresh object serves the tree")
 		s.settle(sid, a).requireEnd(t, a, typeSucceeded, "")
 	})
+	t.Run("Go exited later during a request", func(t *testing.T) {
+		// As above, the program ending from a timer, after Go's call for
+		// the request returned its Promise: that Promise never settles,
+		// and only the program's end can answer the request (the shim's
+		// untilEnded). The plain exit-now ends the program inside that
+		// call, which throws, and does not tell.
+		s := w.client(t)
+		sid := s.create()
+		code, body := s.raw(http.MethodPost, "/v1/sessions/"+sid+"/test/exit-now?later=1")
+		assert.GreaterOrEqual(t, code, 500, "the request the program left fails, and is answered: %s", body)
+		w.waitLog(t, "revenant: fetch failed: Error: the Go program exited", 30*time.Second) // answered from the program's end
+		sn := s.snapshot(sid)
+		assert.Equal(t, sid, sn.ID, "a fresh object serves the tree")
+	})
 	t.Run("Go exited during a read", func(t *testing.T) {
 		// As above, for a read: the object is given up with the read in
 		// hand and the front's fetch fails. A read is safe to send again,
