@@ -36,7 +36,9 @@ import (
 //	                                   between events, the object not aborted
 //	                                   (the next event must give it up)
 //	POST /v1/sessions/{id}/test/exit-now  the program ends while this
-//	                                   request waits, unanswered
+//	                                   request waits, unanswered (?later=1:
+//	                                   from a timer, once Go's call for the
+//	                                   request has returned its Promise)
 //	GET  /v1/sessions/{id}/test/read-exit  a read during which the program
 //	                                   ends, as exit-now, the first time in
 //	                                   this isolate for the tree; 204 after
@@ -75,7 +77,9 @@ import (
 // (shim.js, testHoldUntilGivenUp), or test-hold=never for good
 // (testHoldForGood), and from a request whose URL has test-sync=never on
 // makes the object's storage.sync never settle (testSyncNever: the
-// abort of an object given up must not wait for it for good); with the
+// abort of an object given up must not wait for it for good), and logs
+// each alarm handler that returns rather than aborting the object (an
+// alarm used up: the tests of a failed handler wait on it); with the
 // var REVENANT_TEST_GIVE_UP_WAIT_MS (ms) a given-up object waits that
 // long for its answers in hand and its sync, not what the tree's
 // interrupt grace makes it (testGiveUpWait).
@@ -125,7 +129,13 @@ func testRoute(o *Object, w httpmsg.ResponseWriter, r *httpmsg.Request) bool {
 		// The program ends while this request waits for its answer: the
 		// shim must answer it from the program's end, not wait forever.
 		o.log.Warn("test route: the Go program exits during this request")
-		go func() { panic("revenant test route: exit during a request") }()
+		if r.URL.Query().Has("later") {
+			// From a timer: a later JS task than the call that began
+			// this request, which has returned its Promise by then.
+			time.AfterFunc(testExitDelay, func() { panic("revenant test route: exit during a request, later") })
+		} else {
+			go func() { panic("revenant test route: exit during a request") }()
+		}
 		<-r.Context().Done()
 		return true
 	case "as":

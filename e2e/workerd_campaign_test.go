@@ -587,9 +587,14 @@ func TestWorkerdEvictAndPanic(t *testing.T) {
 		// the abort sits, in the try or before it, workerd does not show:
 		// ctx.abort ends the handler's execution, which no catch sees.)
 		s, sid, a := toolTurn(t, w, "exit-between-events", "the tool's settlement", isType(typeToolSettled))
+		from := w.logLen()
 		code, body := s.raw(http.MethodPost, "/v1/sessions/"+sid+"/test/exit")
 		require.Equal(t, http.StatusNoContent, code, "%s", body)
 		w.waitLog(t, "panic: revenant test route: exit", 30*time.Second)
+		// No handler returns before the fresh boot: one that held for
+		// the turn (which the exit cut, unfinished) fails with the
+		// program, and the next alarm meets the spent object.
+		w.requireAlarmRetried(t, sid, from)
 		w.waitLog(t, `msg="tree booted" tree=`+sid+` resumed=1`, 30*time.Second)
 		w.waitLog(t, `msg="alarm handled" tree=`+sid+` idle=true resumed=`, 30*time.Second)
 		sum := s.settle(sid, a)
@@ -606,7 +611,9 @@ func TestWorkerdEvictAndPanic(t *testing.T) {
 			// runs. Swallowed (the shim caught every alarm failure, and
 			// waited on an ended program's Promise for ever), the tree's
 			// claims had no wake-up while the object lived, and here no
-			// client request comes to boot it again.
+			// client request comes to boot it again. A handler that
+			// returns says so in the tests' build, so a swallowed failure
+			// fails here as the handler returns (requireAlarmRetried).
 			s := w.client(t)
 			sid := s.create()
 			booted := `msg="tree booted" tree=` + sid
@@ -614,10 +621,12 @@ func TestWorkerdEvictAndPanic(t *testing.T) {
 			// line only after the create's answer (so the count below once
 			// read 0, then 2, under load).
 			w.waitLog(t, booted, 30*time.Second)
-			boots := strings.Count(w.logs.String(), booted)
+			boots, from := strings.Count(w.logs.String(), booted), w.logLen()
 			code, body := s.raw(http.MethodPost, "/v1/sessions/"+sid+"/test/alarm?then="+then)
 			require.Equal(t, http.StatusNoContent, code, "%s", body)
-			w.waitLog(t, `msg="alarm handled" tree=`+sid, 30*time.Second)
+			w.requireAlarmRetried(t, sid, from)
+			w.waitLog(t, alarmReturned+sid, 30*time.Second)
+			assert.Contains(t, w.logs.String()[from:], `msg="alarm handled" tree=`+sid, "the retried handler ran")
 			assert.Equal(t, boots+1, strings.Count(w.logs.String(), booted), "the retried alarm met a fresh object")
 		})
 	}
@@ -636,6 +645,20 @@ func TestWorkerdEvictAndPanic(t *testing.T) {
 		sn := s.snapshot(sid)
 		assert.Equal(t, sid, sn.ID, "a fresh object serves the tree")
 		s.settle(sid, a).requireEnd(t, a, typeSucceeded, "")
+	})
+	t.Run("Go exited later during a request", func(t *testing.T) {
+		// As above, the program ending from a timer, after Go's call for
+		// the request returned its Promise: that Promise never settles,
+		// and only the program's end can answer the request (the shim's
+		// untilEnded). The plain exit-now ends the program inside that
+		// call, which throws, and does not tell.
+		s := w.client(t)
+		sid := s.create()
+		code, body := s.raw(http.MethodPost, "/v1/sessions/"+sid+"/test/exit-now?later=1")
+		assert.GreaterOrEqual(t, code, 500, "the request the program left fails, and is answered: %s", body)
+		w.waitLog(t, "revenant: fetch failed: Error: the Go program exited", 30*time.Second) // answered from the program's end
+		sn := s.snapshot(sid)
+		assert.Equal(t, sid, sn.ID, "a fresh object serves the tree")
 	})
 	t.Run("Go exited during a read", func(t *testing.T) {
 		// As above, for a read: the object is given up with the read in
@@ -1092,10 +1115,13 @@ func TestWorkerdExitDuringAlarm(t *testing.T) {
 	// The claim's wake-up fires while the turn sleeps here: the handler
 	// holds for it.
 	w.waitLog(t, `msg="alarm swept" tree=`+sid+` running=true`, waitTimeout)
-	boots := strings.Count(w.logs.String(), `msg="tree booted" tree=`+sid)
+	boots, from := strings.Count(w.logs.String(), `msg="tree booted" tree=`+sid), w.logLen()
 	code, body := s.raw(http.MethodPost, "/v1/sessions/"+sid+"/test/exit")
 	require.Equal(t, http.StatusNoContent, code, "%s", body)
 	w.waitLog(t, "panic: revenant test route: exit", waitTimeout)
+	// The handler holds for up to a minute (DefaultAlarmHold), far past
+	// the exit: a return before the fresh boot is the ended program's.
+	w.requireAlarmRetried(t, sid, from)
 	w.waitLog(t, `msg="tree booted" tree=`+sid+` resumed=1`, waitTimeout)
 	assert.Greater(t, strings.Count(w.logs.String(), `msg="tree booted" tree=`+sid), boots, "a fresh object booted the tree")
 	assert.True(t, s.interrupt(sid), "the resumed turn runs")

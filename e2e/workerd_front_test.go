@@ -487,11 +487,13 @@ func TestWorkerdMisconfiguredObject(t *testing.T) {
 // object cannot boot, so the alarm fails (the object aborts) and workerd
 // retries it on fresh objects instead of counting it delivered; once the
 // configuration is mended, the next start's alarm finishes the turn with
-// no client request.
+// no client request. Built with the test routes for the line an alarm
+// handler logs as it returns (shim.js): a handler that returned instead
+// of aborting fails the test as it returns, not a minute later.
 func TestWorkerdMisconfigurationKeepsTheAlarm(t *testing.T) {
 	t.Parallel() // see workerd_test.go
 	const reason = "the Worker secret TICKETS_SECRET is not set"
-	w := startWorkerd(t)
+	w := startWorkerdWith(t, "revenant_testroutes", "REVENANT_OFFLINE_WORD_DELAY:"+workerdWordDelay)
 	s := w.client(t)
 	sid := s.create()
 	st := s.follow(sid, 0)
@@ -503,8 +505,12 @@ func TestWorkerdMisconfigurationKeepsTheAlarm(t *testing.T) {
 	w.vars = append(append([]string(nil), good...), "REVENANT_TOOLS:"+readmeTools)
 	w.restart(t) // killed mid-turn; deployed without the secret its tools need
 	// No request: the alarm alone constructs the object, and again for
-	// each retry of the alarm it could not handle.
-	w.waitLogTimes(t, reason, 2, time.Minute)
+	// each retry of the alarm it could not handle; a handler that
+	// returned used the alarm up, and no retry follows.
+	w.waitLog(t, reason, time.Minute)
+	from := strings.Index(w.logs.String(), reason) + len(reason)
+	first := w.waitFirstLog(t, from, time.Minute, reason, alarmReturned+sid)
+	require.Equal(t, reason, first, "the misconfigured object's alarm handler returned, its alarm used up, instead of aborting for a retry")
 
 	w.vars = good
 	w.restart(t)

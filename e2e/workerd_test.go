@@ -420,6 +420,58 @@ func (w *workerd) resumedByAlarm(t *testing.T, sid string) {
 	w.waitLog(t, `msg="alarm handled" tree=`+sid+` idle=true`, 30*time.Second)
 }
 
+// alarmReturned starts the line the tests' build logs as an alarm
+// handler returns (shim.js), its tree id after it: workerd retries only a
+// handler that throws, so one that returned used its alarm up.
+const alarmReturned = "revenant test: the alarm handler returned: "
+
+// requireAlarmRetried waits, after a test made an alarm handler of tree
+// sid fail (a panic, the Go program's end), for the object to give itself
+// up so that workerd retries the alarm on a fresh object: in wrangler's
+// output past from (logLen), tree sid boots before any of its alarm
+// handlers returns. The failed handler's return comes first if the
+// object kept it (the alarm used up, nothing re-armed), and fails the test
+// at once rather than at the limit of a wait for a retry that never comes.
+func (w *workerd) requireAlarmRetried(t *testing.T, sid string, from int) {
+	t.Helper()
+	booted := `msg="tree booted" tree=` + sid
+	first := w.waitFirstLog(t, from, 30*time.Second, booted, alarmReturned+sid)
+	require.Equal(t, booted, first, "the failed alarm handler returned, its alarm used up, instead of giving its object up for a fresh one to retry it")
+}
+
+// logLen is the length of wrangler's output of this run so far: a mark
+// for waitFirstLog.
+func (w *workerd) logLen() int { return len(w.logs.String()) }
+
+// waitFirstLog waits until wrangler's output of this run past from holds
+// one of texts and returns the one that comes first there; it fails the
+// test past limit or if wrangler exited.
+func (w *workerd) waitFirstLog(t *testing.T, from int, limit time.Duration, texts ...string) string {
+	t.Helper()
+	deadline := time.NewTimer(limit)
+	defer deadline.Stop()
+	for {
+		_, changed := w.logs.count(texts[0]) // for the channel closed at the next line, taken before the output read
+		out := w.logs.String()[from:]
+		first, at := "", len(out)
+		for _, text := range texts {
+			if i := strings.Index(out, text); i >= 0 && i < at {
+				first, at = text, i
+			}
+		}
+		if first != "" {
+			return first
+		}
+		select {
+		case <-changed:
+		case <-w.done:
+			t.Fatalf("wrangler exited before any of %q:\n%s", texts, w.logs)
+		case <-deadline.C:
+			t.Fatalf("none of %q within %v:\n%s", texts, limit, w.logs)
+		}
+	}
+}
+
 func (w *workerd) client(t *testing.T) *server {
 	return &server{t: t, url: "http://127.0.0.1:" + strconv.Itoa(w.port), client: &http.Client{Transport: w.transport(nil)}}
 }
