@@ -24,18 +24,7 @@ import (
 func TestDirectInterruptSparesAPromptSentAfterTheStoppedExecutionsOwnRecord(t *testing.T) {
 	tr := treetest.New(t)
 	faults := tr.Faults() // before the tree's database opens
-	started := make(chan *core.Execution, 4)
-	release, returned := make(chan struct{}), make(chan struct{})
-	n := tr.Boot(core.DriverFunc(func(ctx context.Context, x *core.Execution) core.Outcome {
-		started <- x
-		if x.Prompt() == "stuck" {
-			<-release // a body that ignores its cancellation
-			close(returned)
-			return core.Outcome{Kind: core.Stopped}
-		}
-		<-ctx.Done()
-		return core.Outcome{Kind: core.Stopped}
-	}))
+	n, started, release, returned := bootStuckTurn(tr)
 	sid := n.NewSession("s")
 	stuck := n.Admit(sid, "stuck")
 	x := within(t, started, "the stuck turn to start")
@@ -66,18 +55,7 @@ func TestDirectInterruptSparesAPromptSentAfterTheStoppedExecutionsOwnRecord(t *t
 	require.NotNil(t, afterTurn, "the next prompt's turn started in the direct commit's wait")
 	assert.Equal(t, 1, faults.Failed(), "the direct commit was refused once")
 
-	assert.Equal(t, "running", tr.PromptState(after), "admitted after the interrupt committed: its turn goes on")
-	select {
-	case <-afterTurn.Cancelled():
-		t.Error("the interrupt told the next prompt's turn to stop")
-	default:
-	}
-	terms := treetest.Terminals(tr.Events(sid))
-	require.Len(t, terms, 1, "x's own record of the interrupt, and nothing of the direct commit's")
-	var in event.Interrupted
-	require.NoError(t, terms[0].Decode(&in))
-	assert.Equal(t, x.ID(), in.ExecutionID)
-	assert.Equal(t, stuck, in.PromptID)
+	assertSparedBesideXsRecord(t, tr, sid, x, stuck, after, afterTurn)
 }
 
 // The same, with x ending between the grace period running out and the
@@ -85,18 +63,7 @@ func TestDirectInterruptSparesAPromptSentAfterTheStoppedExecutionsOwnRecord(t *t
 // x's own record is the interrupt's.
 func TestInterruptPastGraceSparesAPromptSentAfterTheStoppedExecutionsOwnRecord(t *testing.T) {
 	tr := treetest.New(t)
-	started := make(chan *core.Execution, 4)
-	release, returned := make(chan struct{}), make(chan struct{})
-	n := tr.Boot(core.DriverFunc(func(ctx context.Context, x *core.Execution) core.Outcome {
-		started <- x
-		if x.Prompt() == "stuck" {
-			<-release // a body that ignores its cancellation
-			close(returned)
-			return core.Outcome{Kind: core.Stopped}
-		}
-		<-ctx.Done()
-		return core.Outcome{Kind: core.Stopped}
-	}))
+	n, started, release, returned := bootStuckTurn(tr)
 	sid := n.NewSession("s")
 	stuck := n.Admit(sid, "stuck")
 	x := within(t, started, "the stuck turn to start")
@@ -122,6 +89,34 @@ func TestInterruptPastGraceSparesAPromptSentAfterTheStoppedExecutionsOwnRecord(t
 	require.NotNil(t, afterTurn, "the next prompt's turn started before the request took the claim lock")
 	assert.Equal(t, "interrupted", tr.PromptState(stuck), "x recorded the interrupt")
 
+	assertSparedBesideXsRecord(t, tr, sid, x, stuck, after, afterTurn)
+}
+
+// bootStuckTurn boots a node whose "stuck" prompt's body ignores its
+// cancellation until release is closed (returned closes as it returns);
+// every other body stops when told. started receives each execution.
+func bootStuckTurn(tr *treetest.Tree) (n *treetest.Node, started chan *core.Execution, release, returned chan struct{}) {
+	started = make(chan *core.Execution, 4)
+	release, returned = make(chan struct{}), make(chan struct{})
+	n = tr.Boot(core.DriverFunc(func(ctx context.Context, x *core.Execution) core.Outcome {
+		started <- x
+		if x.Prompt() == "stuck" {
+			<-release
+			close(returned)
+			return core.Outcome{Kind: core.Stopped}
+		}
+		<-ctx.Done()
+		return core.Outcome{Kind: core.Stopped}
+	}))
+	return n, started, release, returned
+}
+
+// assertSparedBesideXsRecord: the prompt admitted after x recorded the
+// interrupt runs on, its turn never told to stop, and x's record of the
+// interrupt (of prompt stuck) is the session's only turn end: nothing of
+// the request's own commit.
+func assertSparedBesideXsRecord(t *testing.T, tr *treetest.Tree, sid string, x *core.Execution, stuck, after string, afterTurn *core.Execution) {
+	t.Helper()
 	assert.Equal(t, "running", tr.PromptState(after), "admitted after the interrupt committed: its turn goes on")
 	select {
 	case <-afterTurn.Cancelled():
@@ -129,7 +124,7 @@ func TestInterruptPastGraceSparesAPromptSentAfterTheStoppedExecutionsOwnRecord(t
 	default:
 	}
 	terms := treetest.Terminals(tr.Events(sid))
-	require.Len(t, terms, 1, "x's own record of the interrupt")
+	require.Len(t, terms, 1, "x's own record of the interrupt, and nothing of the request's commit")
 	var in event.Interrupted
 	require.NoError(t, terms[0].Decode(&in))
 	assert.Equal(t, x.ID(), in.ExecutionID)
