@@ -39,22 +39,33 @@ func TestGuestRefusesDeclaredOverCapUnread(t *testing.T) {
 			{"/v1/sessions/" + id + "/permissions/p-x-0", http.StatusRequestEntityTooLarge},
 			{"/v1/sessions/nosuch/prompt", http.StatusNotFound},
 		} {
-			c, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
-			require.NoError(t, err)
-			// Closed before the test's server (cleanups run last first):
-			// a handler still reading the body ends with it.
-			t.Cleanup(func() { _ = c.Close() })
-			require.NoError(t, c.SetDeadline(time.Now().Add(10*time.Second)))
-			_, err = io.WriteString(c, "POST "+rq.path+" HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer alice-token\r\n"+
-				"Content-Length: "+strconv.FormatInt(declared, 10)+"\r\n\r\n{")
-			require.NoError(t, err)
-			resp, err := http.ReadResponse(bufio.NewReader(c), nil)
-			require.NoError(t, err, "%s: no answer while the declared body is held back", rq.path)
-			body, _ := io.ReadAll(resp.Body)
-			assert.Equal(t, rq.status, resp.StatusCode, "%s: %s", rq.path, body)
+			status, body := heldBackAnswer(t, base, "POST", rq.path, declared)
+			assert.Equal(t, rq.status, status, "%s: %s", rq.path, body)
 			if rq.status == http.StatusRequestEntityTooLarge {
-				assert.Contains(t, string(body), "payload_too_large")
+				assert.Contains(t, body, "payload_too_large")
 			}
 		}
 	})
+}
+
+// heldBackAnswer sends method path with a declared Content-Length of
+// declared bytes and only the body's first byte, holding back the rest,
+// and returns the answer's status and body. It fails the test if no
+// answer comes while the body is held back (the deadline turns a hang
+// into a failure; it is not a wait).
+func heldBackAnswer(t *testing.T, base, method, path string, declared int64) (int, string) {
+	t.Helper()
+	c, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
+	require.NoError(t, err)
+	// Closed before the test's server (cleanups run last first): a
+	// handler still reading the body ends with it.
+	t.Cleanup(func() { _ = c.Close() })
+	require.NoError(t, c.SetDeadline(time.Now().Add(10*time.Second)))
+	_, err = io.WriteString(c, method+" "+path+" HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer alice-token\r\n"+
+		"Content-Length: "+strconv.FormatInt(declared, 10)+"\r\n\r\n{")
+	require.NoError(t, err)
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	require.NoError(t, err, "%s %s: no answer while the declared body is held back", method, path)
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
 }

@@ -1,16 +1,10 @@
 package host_test
 
 import (
-	"bufio"
-	"io"
-	"net"
 	"net/http"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
 	"github.com/revenantrt/revenant/host"
 )
@@ -31,18 +25,8 @@ func TestGuestRouteWithoutBodyAnswersWithItsBodyHeldBack(t *testing.T) {
 			{"POST", "/v1/sessions/" + id + "/interrupt"},
 			{"GET", "/v1/sessions/" + id},
 		} {
-			c, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
-			require.NoError(t, err)
-			// Closed before the test's server (cleanups run last first).
-			t.Cleanup(func() { _ = c.Close() })
-			require.NoError(t, c.SetDeadline(time.Now().Add(10*time.Second)))
-			_, err = io.WriteString(c, rq.method+" "+rq.path+" HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer alice-token\r\n"+
-				"Content-Length: 2000000\r\n\r\n{")
-			require.NoError(t, err)
-			resp, err := http.ReadResponse(bufio.NewReader(c), nil)
-			require.NoError(t, err, "%s %s: no answer while the declared body is held back", rq.method, rq.path)
-			body, _ := io.ReadAll(resp.Body)
-			assert.Equal(t, http.StatusOK, resp.StatusCode, "%s %s: %s", rq.method, rq.path, body)
+			status, body := heldBackAnswer(t, base, rq.method, rq.path, 2_000_000)
+			assert.Equal(t, http.StatusOK, status, "%s %s: %s", rq.method, rq.path, body)
 		}
 	})
 }
