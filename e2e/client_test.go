@@ -146,14 +146,13 @@ func (s *server) create() string {
 	return out.ID
 }
 
-// createKeyed makes a session with the default configuration ({})
-// under an Idempotency-Key, requires the wanted status and returns the
-// answer's id (a 201's).
-func (s *server) createKeyed(key string, want int) string {
+// createKeyed sends a create with body under an Idempotency-Key,
+// requires the wanted status and returns the answer's id (a 201's).
+func (s *server) createKeyed(key, body string, want int) string {
 	s.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, "POST", s.url+"/v1/sessions", strings.NewReader(`{}`))
+	req, err := http.NewRequestWithContext(ctx, "POST", s.url+"/v1/sessions", strings.NewReader(body))
 	require.NoError(s.t, err)
 	req.Header.Set("Idempotency-Key", key)
 	resp, err := s.client.Do(req)

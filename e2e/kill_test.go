@@ -562,13 +562,13 @@ func killKeyedCreateAnswerLost(t *testing.T) {
 		"Content-Length: 2\r\nConnection: close\r\n\r\n{}")
 	require.NoError(t, err)
 	require.NoError(t, conn.Close()) // the answer, if any, is lost
-	lost := s.createKeyed("read-then-lost", http.StatusCreated)
+	lost := s.createKeyed("read-then-lost", `{}`, http.StatusCreated)
 	s.kill()
 
 	s = s.restart()
-	dropped := s.createKeyed("dropped", http.StatusCreated)
-	assert.Equal(t, dropped, s.createKeyed("dropped", http.StatusCreated), "a second retry")
-	assert.Equal(t, lost, s.createKeyed("read-then-lost", http.StatusCreated), "the retry is answered the first create's id")
+	dropped := s.createKeyed("dropped", `{}`, http.StatusCreated)
+	assert.Equal(t, dropped, s.createKeyed("dropped", `{}`, http.StatusCreated), "a second retry")
+	assert.Equal(t, lost, s.createKeyed("read-then-lost", `{}`, http.StatusCreated), "the retry is answered the first create's id")
 	assert.ElementsMatch(t, []string{dropped, lost}, s.listed(), "one tree per key")
 	assert.Equal(t, "idle", s.snapshot(lost).Status)
 }

@@ -30,7 +30,12 @@ type CreateKey struct {
 // MaxIdempotencyKeyLen or holds anything but printable ASCII. body is the
 // request's body, whose digest the key records.
 func ReadCreateKey(r *httpmsg.Request, body []byte) (*CreateKey, error) {
-	values := r.Header.Values(IdempotencyKeyHeader)
+	return ParseCreateKey(r.Header.Values(IdempotencyKeyHeader), body)
+}
+
+// ParseCreateKey is ReadCreateKey for the header's values (a host that
+// has them apart from their request: the Cloudflare front).
+func ParseCreateKey(values []string, body []byte) (*CreateKey, error) {
 	if len(values) == 0 {
 		return nil, nil
 	}
