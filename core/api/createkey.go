@@ -40,7 +40,7 @@ func ParseCreateKey(values []string, body []byte) (*CreateKey, error) {
 		return nil, nil
 	}
 	if len(values) > 1 {
-		return nil, fail(ErrInvalidRequest, IdempotencyKeyHeader+" is given more than once")
+		return nil, fail(ErrInvalidRequest, IdempotencyKeyHeader+" is given more than once; give it once")
 	}
 	key := values[0]
 	if !validCreateKey(key) {
