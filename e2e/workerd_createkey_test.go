@@ -25,20 +25,30 @@ func TestWorkerdCreateKey(t *testing.T) {
 	cut := cutRequest(t, alice, "POST", "/v1/sessions", "create", "Idempotency-Key", "cut")
 	assert.Equal(t, cut, alice.createKeyed("cut", "", http.StatusCreated), "the retry is answered the cut create's tree")
 
+	code, header, body := frontAnswer(t, alice, http.MethodPost, "/v1/sessions", "Idempotency-Key", "same-answer")
+	require.Equal(t, http.StatusCreated, code, body)
+	code2, header2, body2 := frontAnswer(t, alice, http.MethodPost, "/v1/sessions", "Idempotency-Key", "same-answer")
+	assert.Equal(t, code, code2)
+	assert.Equal(t, body, body2, "the replay's body is the first answer's")
+	header.Del("Date")
+	header2.Del("Date")
+	assert.Equal(t, header, header2, "the replay's header is the first answer's")
+
 	first := alice.createKeyed("k", `{}`, http.StatusCreated)
 	assert.Equal(t, first, alice.createKeyed("k", `{}`, http.StatusCreated))
 	alice.createKeyed("k", `{"config":{"system_prompt":"x"}}`, http.StatusConflict)
 	assert.NotEqual(t, first, bob.createKeyed("k", `{}`, http.StatusCreated), "a key is its principal's")
 	alice.createKeyed(strings.Repeat("k", 201), `{}`, http.StatusBadRequest)
-	assert.ElementsMatch(t, []string{cut, first}, alice.listed())
+	sameAnswer := alice.createKeyed("same-answer", "", http.StatusCreated)
+	assert.ElementsMatch(t, []string{cut, sameAnswer, first}, alice.listed())
 
 	w.restart(t)
 	assert.Equal(t, first, alice.createKeyed("k", `{}`, http.StatusCreated), "the key outlives a SIGKILL")
 	require.Equal(t, http.StatusNoContent, frontStatus(t, alice, http.MethodDelete, "/v1/sessions/"+first))
 	alice.createKeyed("k", `{}`, http.StatusConflict)
-	assert.Equal(t, []string{cut}, alice.listed(), "a spent key makes no tree")
+	assert.ElementsMatch(t, []string{cut, sameAnswer}, alice.listed(), "a spent key makes no tree")
 	w.kill(t)
-	assert.Equal(t, 2, w.treesStored(t), "the trees stored are alice's listed one and bob's")
+	assert.Equal(t, 3, w.treesStored(t), "the trees stored are alice's listed ones and bob's")
 }
 
 // TestWorkerdLostDirectoryAnswerFreesTheKey: a keyed create whose

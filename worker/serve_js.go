@@ -34,13 +34,13 @@ var internalError = []byte(`{"error":{"type":"internal","message":"internal erro
 //
 // testBuild is true only in the e2e tests' build (revenant_testroutes).
 //
-// A decision is {kind, principal, root, url, maxBody, headers, child, tooLarge, bodiless}:
+// A decision is {kind, principal, root, url, maxBody, headers, child, tooLarge, bodiless, keys}:
 // maxBody is the body cap (entry.mjs reads at most one byte past it);
 // headers are [[name, value], …] every answer to the request carries (the
 // CORS headers of an allowed Origin); tooLarge, when set, is the 413 answer
 // for a declared Content-Length over the cap; child, that a Delete names a
 // child's id; bodiless, that the route reads no body (none is read or sent
-// on).
+// on); keys, a create's Idempotency-Key values (for create).
 func Serve(bridge js.Value, f *Front) {
 	bridge.Set("decide", entry("decide", func(args []js.Value) any {
 		return f.decideJS(args[0].String(), args[1].String(), args[2])
@@ -157,11 +157,13 @@ func (f *Front) decideJS(method, rawURL string, headers js.Value) any {
 	if d.Bodiless {
 		out["bodiless"] = true
 	}
-	keys := make([]any, len(d.Keys))
-	for i, k := range d.Keys {
-		keys[i] = k
+	if d.Kind == Create {
+		keys := make([]any, len(d.Keys))
+		for i, k := range d.Keys {
+			keys[i] = k
+		}
+		out["keys"] = keys // create's second argument: always an array
 	}
-	out["keys"] = keys
 	return out
 }
 
