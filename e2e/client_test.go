@@ -146,6 +146,31 @@ func (s *server) create() string {
 	return out.ID
 }
 
+// createKeyed sends a create with body under an Idempotency-Key,
+// requires the wanted status and returns the answer's id (a 201's).
+func (s *server) createKeyed(key, body string, want int) string {
+	s.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, "POST", s.url+"/v1/sessions", strings.NewReader(body))
+	require.NoError(s.t, err)
+	req.Header.Set("Idempotency-Key", key)
+	resp, err := s.client.Do(req)
+	require.NoError(s.t, err)
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	require.NoError(s.t, err)
+	require.Equal(s.t, want, resp.StatusCode, "create with key %q answered %s", key, raw)
+	var out struct {
+		ID string `json:"id"`
+	}
+	if want == http.StatusCreated {
+		require.NoError(s.t, json.Unmarshal(raw, &out), "%s", raw)
+		require.NotEmpty(s.t, out.ID)
+	}
+	return out.ID
+}
+
 // promptReq is the body of POST /v1/sessions/{id}/prompt.
 type promptReq struct {
 	Text string `json:"text"`

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -45,6 +46,7 @@ func testSIGKILL(t *testing.T) {
 		{"AfterTextCheckpoint", killAfterCheckpoint},
 		{"EveryResumeUntilTheBudget", killEveryResume},
 		{"AfterDelete204", killAfterDelete},
+		{"KeyedCreateAnswerLost", killKeyedCreateAnswerLost},
 	}
 	for _, sc := range scenarios {
 		t.Run(sc.name, sc.run)
@@ -543,4 +545,30 @@ func killAfterDelete(t *testing.T) {
 	sum := s.settle(kept, prompts[1])
 	ta := sum.requireEnd(t, prompts[1], typeSucceeded, "")
 	assert.Len(t, ta.resumes, 1)
+}
+
+// killKeyedCreateAnswerLost: creates with an Idempotency-Key whose answers
+// the client never gets, then SIGKILL, then the retries. One create's
+// connection is dropped as soon as the request is written, so the kill
+// finds it done or not (either is a case of the promise); the other's 201
+// is read and treated as lost. After the restart each retry with its key
+// is answered 201 with one id, again and again, and the list holds
+// exactly one tree per key: the retries made none.
+func killKeyedCreateAnswerLost(t *testing.T) {
+	s := start(t, t.TempDir())
+	conn, err := net.Dial("tcp", strings.TrimPrefix(s.url, "http://"))
+	require.NoError(t, err)
+	_, err = fmt.Fprintf(conn, "POST /v1/sessions HTTP/1.1\r\nHost: 127.0.0.1\r\nIdempotency-Key: dropped\r\n"+
+		"Content-Length: 2\r\nConnection: close\r\n\r\n{}")
+	require.NoError(t, err)
+	require.NoError(t, conn.Close()) // the answer, if any, is lost
+	lost := s.createKeyed("read-then-lost", `{}`, http.StatusCreated)
+	s.kill()
+
+	s = s.restart()
+	dropped := s.createKeyed("dropped", `{}`, http.StatusCreated)
+	assert.Equal(t, dropped, s.createKeyed("dropped", `{}`, http.StatusCreated), "a second retry")
+	assert.Equal(t, lost, s.createKeyed("read-then-lost", `{}`, http.StatusCreated), "the retry is answered the first create's id")
+	assert.ElementsMatch(t, []string{dropped, lost}, s.listed(), "one tree per key")
+	assert.Equal(t, "idle", s.snapshot(lost).Status)
 }

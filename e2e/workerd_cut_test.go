@@ -37,10 +37,11 @@ const selfService = "[[services]]\nbinding = \"SELF\"\nservice = \"revenant\""
 // cut, which aborts the request once the tree's object holds its answer
 // to a request of kind (create, delete) and then lets it go on; it
 // returns the tree's id once what the request gave to ctx.waitUntil has
-// settled, and requires that it gave something.
-func cutRequest(t *testing.T, s *server, method, path, kind string) string {
+// settled, and requires that it gave something. header are more of the
+// request's headers (name, value, …).
+func cutRequest(t *testing.T, s *server, method, path, kind string, header ...string) string {
 	t.Helper()
-	code, body := frontRaw(t, s, method, path, "X-Revenant-Test-Cut", kind)
+	code, body := frontRaw(t, s, method, path, append([]string{"X-Revenant-Test-Cut", kind}, header...)...)
 	require.Equal(t, http.StatusOK, code, "%s", body)
 	var out struct {
 		Root    string `json:"root"`

@@ -20,8 +20,10 @@
 //
 // Layout of the data directory:
 //
-//	index.db        the host's index: trees(id, principal, created_at) and
-//	                wakeups(tree_id, at); its own schema, forward-only
+//	index.db        the host's index: trees(id, principal, created_at),
+//	                wakeups(tree_id, at) and create_keys(principal, key,
+//	                tree_id, digest), a create's Idempotency-Key, written
+//	                with its tree's row; its own schema, forward-only
 //	trees/<id>.db   one tree's database (core's schema), with -wal and -shm
 //
 // The directories it creates are 0700 and every database file 0600, for

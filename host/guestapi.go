@@ -223,10 +223,15 @@ func (g *GuestHandler) create(w http.ResponseWriter, r *http.Request, m *httpmsg
 		g.fail(w, err)
 		return
 	}
+	key, err := api.ReadCreateKey(m, body)
+	if err != nil {
+		g.fail(w, err)
+		return
+	}
 	r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
 	id := g.h.cfg.IDs.NewID()
 	var resp *recorder
-	_, err = g.h.createTree(r.Context(), id, principal, func(e *entry) (int64, error) {
+	init := func(e *entry) (int64, error) {
 		gi, ok := e.run.(*guestInstance)
 		if !ok {
 			return 0, errGuestTrees
@@ -244,7 +249,18 @@ func (g *GuestHandler) create(w http.ResponseWriter, r *http.Request, m *httpmsg
 			return 0, errCreateRefused
 		}
 		return max(at, 0), nil
-	})
+	}
+	if key == nil {
+		_, err = g.h.createTree(r.Context(), id, principal, nil, init)
+	} else {
+		var replayed bool
+		if id, replayed, err = g.h.createKeyed(r.Context(), id, principal, *key, init); replayed {
+			// The guest answered the first create {"id"}, 201
+			// (api.Directory's create); its replay is that answer.
+			api.WriteCreated(nethttp.Writer(w), id)
+			return
+		}
+	}
 	if resp != nil && (err == nil || errors.Is(err, errCreateRefused)) {
 		resp.writeTo(w)
 		return

@@ -2,6 +2,7 @@ package host
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/revenantrt/revenant/core/api"
@@ -13,7 +14,7 @@ import (
 // wake-up armed. It never holds anything of a tree's state. Its schema is
 // versioned with PRAGMA user_version, forward-only: a version this code does
 // not know is refused before any write.
-const indexVersion = 2
+const indexVersion = 3
 
 // indexMigrations[v] brings the index from version v to v+1.
 var indexMigrations = [][]string{
@@ -34,6 +35,21 @@ var indexMigrations = [][]string{
 		// A tree is visible (Get, List) only once ready: its root session
 		// exists. Rows left not ready by a crash are removed at Open.
 		`ALTER TABLE trees ADD COLUMN ready INTEGER NOT NULL DEFAULT 1`,
+	},
+	{
+		// A create's Idempotency-Key (api.CreateKey), per principal: the
+		// tree it created and the digest of its body. Written in the same
+		// commit as the tree's row; removed with a row never ready (a
+		// create that failed or died), kept when a ready tree is deleted
+		// (the key stays spent). Never expired.
+		`CREATE TABLE create_keys (
+		  principal TEXT NOT NULL,
+		  key       TEXT NOT NULL,
+		  tree_id   TEXT NOT NULL,
+		  digest    TEXT NOT NULL,
+		  PRIMARY KEY (principal, key)
+		) WITHOUT ROWID`,
+		`CREATE INDEX create_keys_by_tree ON create_keys (tree_id)`,
 	},
 }
 
@@ -112,16 +128,68 @@ func indexSchema(tx storage.Tx) (int64, error) {
 
 func (ix *index) close() error { return ix.db.Close() }
 
-// insertTree adds a tree's row; false if the id is taken.
-func (ix *index) insertTree(ctx context.Context, info api.TreeInfo) (bool, error) {
+// errKeyTaken: insertTree's create key names another tree already (a
+// create with the same key committed first); nothing was written.
+var errKeyTaken = errors.New("the create's key names another tree")
+
+// insertTree adds a tree's row, not ready, and, with a key, the key's row
+// in the same commit; false if the id is taken, errKeyTaken if the key
+// is (then neither row is written).
+func (ix *index) insertTree(ctx context.Context, info api.TreeInfo, key *api.CreateKey) (bool, error) {
 	var n int64
 	err := ix.db.Tx(ctx, func(tx storage.Tx) error {
 		var err error
 		n, err = tx.Exec(`INSERT INTO trees (id, principal, created_at, ready) VALUES (?, ?, ?, 0) ON CONFLICT (id) DO NOTHING`,
 			info.RootID, info.Principal, info.CreatedAt)
+		if err != nil || n == 0 || key == nil {
+			return err
+		}
+		k, err := tx.Exec(`INSERT INTO create_keys (principal, key, tree_id, digest) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+			info.Principal, key.Key, info.RootID, key.Digest)
+		if err == nil && k == 0 {
+			err = errKeyTaken // rolls the tree's row back
+		}
 		return err
 	})
 	return n == 1, err
+}
+
+// keyRecord is what the index knows of a principal's create key.
+type keyRecord struct {
+	treeID string
+	digest string
+	// state of the key's tree: keyTreeReady, keyTreeCreating (its row not
+	// ready: a create under way) or keyTreeDeleted (no row).
+	state int
+}
+
+const (
+	keyTreeDeleted = iota
+	keyTreeCreating
+	keyTreeReady
+)
+
+// createKey looks up a principal's create key.
+func (ix *index) createKey(ctx context.Context, principal, key string) (keyRecord, bool, error) {
+	var rec keyRecord
+	var found bool
+	err := ix.db.Tx(ctx, func(tx storage.Tx) error {
+		var ready int64
+		var err error
+		found, err = storage.QueryRow(tx, `SELECT k.tree_id, k.digest, COALESCE(t.ready, -1) FROM create_keys k
+			LEFT JOIN trees t ON t.id = k.tree_id WHERE k.principal = ? AND k.key = ?`,
+			[]any{principal, key}, &rec.treeID, &rec.digest, &ready)
+		switch ready {
+		case 1:
+			rec.state = keyTreeReady
+		case 0:
+			rec.state = keyTreeCreating
+		default:
+			rec.state = keyTreeDeleted
+		}
+		return err
+	})
+	return rec, found, err
 }
 
 func (ix *index) tree(ctx context.Context, id string) (api.TreeInfo, bool, error) {
@@ -150,6 +218,11 @@ func (ix *index) known(ctx context.Context, id string) (bool, error) {
 func (ix *index) deleteTree(ctx context.Context, id string) (bool, error) {
 	var n int64
 	err := ix.db.Tx(ctx, func(tx storage.Tx) error {
+		// A tree that never became ready was never created: its key is
+		// free again. A ready tree's key stays, spent (KeySpent).
+		if _, err := tx.Exec(`DELETE FROM create_keys WHERE tree_id = ? AND EXISTS (SELECT 1 FROM trees WHERE id = ? AND ready = 0)`, id, id); err != nil {
+			return err
+		}
 		var err error
 		if n, err = tx.Exec(`DELETE FROM trees WHERE id = ?`, id); err != nil {
 			return err

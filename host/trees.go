@@ -53,7 +53,27 @@ func (h *Host) Create(ctx context.Context, rootID, principal string, init func(*
 	if h.cfg.Guest != nil {
 		return nil, errGuestTrees
 	}
-	e, err := h.createTree(ctx, rootID, principal, func(e *entry) (int64, error) {
+	e, err := h.createTree(ctx, rootID, principal, nil, nativeInit(ctx, rootID, init))
+	if err != nil {
+		return nil, err
+	}
+	return e.inst, nil
+}
+
+// CreateKeyed implements api.KeyedIndex: Create under a principal's
+// create key (createKeyed).
+func (h *Host) CreateKeyed(ctx context.Context, rootID, principal string, key api.CreateKey, init func(*core.Instance) error) (string, error) {
+	if h.cfg.Guest != nil {
+		return "", errGuestTrees
+	}
+	id, _, err := h.createKeyed(ctx, rootID, principal, key, nativeInit(ctx, rootID, init))
+	return id, err
+}
+
+// nativeInit is Create's init on an in-process tree's entry: it runs init
+// on the instance, then names the root session's created_at.
+func nativeInit(ctx context.Context, rootID string, init func(*core.Instance) error) func(e *entry) (int64, error) {
+	return func(e *entry) (int64, error) {
 		if init == nil {
 			return 0, nil
 		}
@@ -66,18 +86,65 @@ func (h *Host) Create(ctx context.Context, rootID, principal string, init func(*
 			return 0, nil // no root session (an init that made none): the index's own time stands
 		}
 		return s.CreatedAt, nil
-	})
-	if err != nil {
-		return nil, err
 	}
-	return e.inst, nil
+}
+
+// createKeyed creates tree rootID as createTree does, recording key in
+// the commit of its index row, unless key names a tree already: then it
+// creates nothing and answers for that tree (api.KeyedIndex.CreateKeyed)
+// with its id and replayed true. A create under way with the same key
+// (its row not ready yet) is waited for, until ctx ends: its outcome
+// decides, and a failed one frees the key for this create.
+func (h *Host) createKeyed(ctx context.Context, rootID, principal string, key api.CreateKey, init func(*entry) (int64, error)) (id string, replayed bool, err error) {
+	for {
+		rec, found, err := h.index.createKey(ctx, principal, key.Key)
+		if err != nil {
+			return "", false, fmt.Errorf("create tree %s: read its key: %w", rootID, err)
+		}
+		if !found {
+			_, err := h.createTree(ctx, rootID, principal, &key, init)
+			if errors.Is(err, errKeyTaken) {
+				continue // a create with the same key committed first: answer for its tree
+			}
+			return rootID, false, err
+		}
+		if rec.digest != key.Digest {
+			return "", false, api.KeyReused(key.Key)
+		}
+		switch rec.state {
+		case keyTreeReady:
+			return rec.treeID, true, nil
+		case keyTreeDeleted:
+			return "", false, api.KeySpent(key.Key, rec.treeID)
+		}
+		// Its create is under way: it holds the tree's entry until its
+		// row is ready or gone (createTree). An entry already released
+		// means that happened since the read: read again.
+		h.mu.Lock()
+		var busy chan struct{}
+		if cur := h.trees[rec.treeID]; cur != nil {
+			busy = cur.busy
+		}
+		h.mu.Unlock()
+		if busy == nil {
+			continue
+		}
+		if f := h.cfg.hooks.createWaits; f != nil {
+			f(rec.treeID)
+		}
+		select {
+		case <-busy:
+		case <-ctx.Done():
+			return "", false, fmt.Errorf("create tree %s: %w", rootID, ctx.Err())
+		}
+	}
 }
 
 // createTree is Create for any backend: init runs on the new tree's entry
 // while it is still invisible, and returns the root session's created_at
 // (0: unknown), which the index then records in place of its own clock's,
 // so the list and the session agree.
-func (h *Host) createTree(ctx context.Context, rootID, principal string, init func(*entry) (int64, error)) (*entry, error) {
+func (h *Host) createTree(ctx context.Context, rootID, principal string, key *api.CreateKey, init func(*entry) (int64, error)) (*entry, error) {
 	if !ValidTreeID(rootID) {
 		return nil, fmt.Errorf("create tree %q: %w", rootID, ErrInvalidTreeID)
 	}
@@ -123,7 +190,7 @@ func (h *Host) createTree(ctx context.Context, rootID, principal string, init fu
 	}
 
 	defer h.failBootOnPanic(e, false)
-	err := h.create(context.WithoutCancel(ctx), e, principal, init)
+	err := h.create(context.WithoutCancel(ctx), e, principal, key, init)
 	// A Get that waited on a failed Create looks again: the failure (an id
 	// taken by a tree not running here, say) is not its answer.
 	h.finishBoot(e, err, false, true)
@@ -133,9 +200,12 @@ func (h *Host) createTree(ctx context.Context, rootID, principal string, init fu
 	return e, nil
 }
 
-func (h *Host) create(ctx context.Context, e *entry, principal string, init func(*entry) (int64, error)) error {
+func (h *Host) create(ctx context.Context, e *entry, principal string, key *api.CreateKey, init func(*entry) (int64, error)) error {
 	info := api.TreeInfo{RootID: e.id, Principal: principal, CreatedAt: h.cfg.Clock.Now()}
-	ok, err := h.index.insertTree(ctx, info)
+	ok, err := h.index.insertTree(ctx, info, key)
+	if errors.Is(err, errKeyTaken) {
+		return err
+	}
 	if err != nil {
 		return fmt.Errorf("create tree %s: %w", e.id, err)
 	}

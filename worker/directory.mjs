@@ -6,10 +6,22 @@
 // reaches it, with root ids it has validated.
 //
 //   GET    /trees/{root}                        200 {root_id, principal, created_at} | 404
-//   PUT    /trees/{root}?principal=&created_at=  201 | 409 (the id is taken)
-//   DELETE /trees/{root}                        204 (also when there was no row)
+//   PUT    /trees/{root}?principal=&created_at=[&key=&digest=]
+//                                                201 | 409 (the id is taken) |
+//                                                409 {root_id, digest, exists} (the key is taken)
+//   DELETE /trees/{root}[?unmade=1]             204 (also when there was no row)
 //   GET    /trees?limit=&after_at=&after_id=     200 {trees: [{root_id, created_at}], more}
 //          newest first (created_at DESC, root_id), after the given tree
+//   GET    /keys?key=                           200 {root_id, digest, exists} | 404
+//
+// A create's Idempotency-Key (the API's create key, this principal's) is
+// recorded by the PUT of its tree's row, in the same transaction: the
+// key's tree, and the digest of the create's body. A client's delete of
+// the tree leaves the key, spent (exists: false); the front's delete of a
+// tree it could not answer for (unmade=1: the client never got its id)
+// removes the key with the row, so the key is free again. Keys never
+// expire; each is one small row, written only by a create that made a
+// tree.
 import { DurableObject } from "cloudflare:workers";
 
 const ROOT = /^\/trees\/([A-Za-z0-9_-]{1,64})$/;
@@ -36,6 +48,19 @@ export class Directory extends DurableObject {
     this.sql.exec(`CREATE TABLE IF NOT EXISTS trees (
       root_id TEXT PRIMARY KEY, principal TEXT NOT NULL, created_at INTEGER NOT NULL)`);
     this.sql.exec(`CREATE INDEX IF NOT EXISTS trees_newest ON trees (created_at DESC, root_id)`);
+    this.sql.exec(`CREATE TABLE IF NOT EXISTS create_keys (
+      key TEXT PRIMARY KEY, root_id TEXT NOT NULL, digest TEXT NOT NULL)`);
+    this.sql.exec(`CREATE INDEX IF NOT EXISTS create_keys_by_root ON create_keys (root_id)`);
+  }
+
+  // keyRecord is the create key's record, or undefined: its tree, its
+  // body's digest, and whether the tree still has its row.
+  keyRecord(key) {
+    const row = this.sql
+      .exec(`SELECT root_id, digest, EXISTS (SELECT 1 FROM trees WHERE trees.root_id = create_keys.root_id) AS present
+             FROM create_keys WHERE key = ?`, key)
+      .toArray()[0];
+    return row && { root_id: row.root_id, digest: row.digest, exists: row.present === 1 };
   }
 
   async fetch(request) {
@@ -58,6 +83,10 @@ export class Directory extends DurableObject {
         : this.sql.exec(`SELECT root_id, created_at FROM trees ORDER BY created_at DESC, root_id LIMIT ?`, limit + 1).toArray();
       return Response.json({ trees: rows.slice(0, limit), more: rows.length > limit });
     }
+    if (url.pathname === "/keys" && request.method === "GET") {
+      const rec = this.keyRecord(q.get("key") ?? "");
+      return rec ? Response.json(rec) : new Response(null, { status: 404 });
+    }
     const m = url.pathname.match(ROOT);
     if (!m) return new Response(null, { status: 404 });
     const root = m[1];
@@ -70,8 +99,18 @@ export class Directory extends DurableObject {
       case "PUT": {
         const taken = this.sql.exec(`SELECT 1 FROM trees WHERE root_id = ?`, root).toArray().length > 0;
         if (taken) return new Response(null, { status: 409 });
-        this.sql.exec(`INSERT INTO trees (root_id, principal, created_at) VALUES (?, ?, ?)`,
-          root, q.get("principal") ?? "", Number(q.get("created_at") ?? Date.now()));
+        const key = q.get("key");
+        if (key !== null) {
+          const rec = this.keyRecord(key);
+          if (rec) return Response.json(rec, { status: 409 }); // a create with the same key was recorded first
+        }
+        // The row and its key in one transaction: a retry finds both or
+        // neither.
+        this.ctx.storage.transactionSync(() => {
+          this.sql.exec(`INSERT INTO trees (root_id, principal, created_at) VALUES (?, ?, ?)`,
+            root, q.get("principal") ?? "", Number(q.get("created_at") ?? Date.now()));
+          if (key !== null) this.sql.exec(`INSERT INTO create_keys (key, root_id, digest) VALUES (?, ?, ?)`, key, root, q.get("digest") ?? "");
+        });
         if (request.headers.has(LOSE_PUT_HEADER)) {
           await this.ctx.storage.sync();
           this.ctx.abort("revenant test: the directory's answer to a PUT lost");
@@ -79,7 +118,12 @@ export class Directory extends DurableObject {
         return new Response(null, { status: 201 });
       }
       case "DELETE":
-        this.sql.exec(`DELETE FROM trees WHERE root_id = ?`, root);
+        this.ctx.storage.transactionSync(() => {
+          // A tree the front unmade never reached its client: its key is
+          // free again. A client's delete leaves the key, spent.
+          if (q.has("unmade")) this.sql.exec(`DELETE FROM create_keys WHERE root_id = ?`, root);
+          this.sql.exec(`DELETE FROM trees WHERE root_id = ?`, root);
+        });
         return new Response(null, { status: 204 });
     }
     return new Response(null, { status: 405 });

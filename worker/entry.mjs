@@ -296,14 +296,26 @@ async function create(request, env, ctx, d, front) {
   const raw = await clientBody(request, d.maxBody);
   if (raw === null) return unreadBody();
   const body = new Uint8Array(raw);
-  const c = front.create(body); // over the cap: refused before Go copies it
+  const c = front.create(body, d.keys); // over the cap: refused before Go copies it
   if (c.status !== undefined) return answer(c);
-  return await lasting(ctx, createTree(env, d, c.root, request.headers, body));
+  if (c.key !== undefined) {
+    // A create key the caller's directory knows: its tree is the answer
+    // (or the key's conflict), and nothing is created.
+    const res = await directoryFetch(env, d.principal, "GET", "/keys?" + new URLSearchParams({ key: c.key }));
+    if (res.status === 200) return answer(front.keyed(c.key, c.digest, await res.text()));
+    await res.body?.cancel();
+    if (res.status !== 404) return directoryUnavailable();
+  }
+  return await lasting(ctx, createTree(env, d, c, request.headers, body, front));
 }
 
-// createTree creates tree root in its object and records it in the caller's
-// directory (create's steps after Go's check).
-async function createTree(env, d, root, headers, body) {
+// createTree creates tree c.root in its object and records it in the
+// caller's directory, with its create key if it has one (create's steps
+// after Go's check). A create with the same key recorded first (the PUT's
+// 409 with the key's record) wins: this one's tree is deleted, and the
+// answer is the key's.
+async function createTree(env, d, c, headers, body, front) {
+  const root = c.root;
   let res;
   try {
     // A new tree's object was never given up; sendToTree all the same, so
@@ -317,7 +329,17 @@ async function createTree(env, d, root, headers, body) {
   if (res.status !== 201) return res;
   const created = createdAt(res, root);
   const q = new URLSearchParams({ principal: d.principal, created_at: String(created.at) });
+  if (c.key !== undefined) {
+    q.set("key", c.key);
+    q.set("digest", c.digest);
+  }
   const put = await directoryFetch(env, d.principal, "PUT", "/trees/" + root + "?" + q);
+  const keyTaken = put.status === 409 && c.key !== undefined ? await put.text() : "";
+  if (keyTaken !== "") {
+    await discard(env, root, d.principal);
+    await created.answer.body?.cancel();
+    return answer(front.keyed(c.key, c.digest, keyTaken));
+  }
   if (put.status !== 201) {
     console.error("revenant front: recording a new tree failed; deleting it", root, put.status);
     // A PUT that failed may have written its row (its answer lost): once
@@ -361,10 +383,12 @@ async function discard(env, root, principal) {
 }
 
 // unrecord deletes a discarded tree's directory row, if a PUT whose
-// answer was lost wrote one (best effort: a row left is a listed session
-// whose routes answer 404, and deleting it removes the row).
+// answer was lost wrote one, and its create key with it (unmade: the
+// client never got the id, so a retry with the key must create anew).
+// Best effort: a row left is a listed session whose routes answer 404,
+// and deleting it removes the row.
 async function unrecord(env, root, principal) {
-  const del = await directoryFetch(env, principal, "DELETE", "/trees/" + root);
+  const del = await directoryFetch(env, principal, "DELETE", "/trees/" + root + "?unmade=1");
   await del.body?.cancel();
   if (del.status === 204) return;
   console.error("revenant front: deleting an unrecorded tree's row failed", root, del.status);

@@ -59,6 +59,9 @@ type Decision struct {
 	// held back would otherwise hold the answer until the client gave up,
 	// where the local server answers at once.
 	Bodiless bool
+	// Keys are a Create's Idempotency-Key header values (CreateKey checks
+	// them once the body is read, as the local server does).
+	Keys []string
 }
 
 // Front is the front Worker's logic, with no I/O: the checks that come
@@ -165,7 +168,7 @@ func (f *Front) Decide(w httpmsg.ResponseWriter, r *httpmsg.Request) Decision {
 			api.WriteError(w, err)
 			return Decision{}
 		}
-		d.Kind = Create
+		d.Kind, d.Keys = Create, r.Header.Values(api.IdempotencyKeyHeader)
 		return d
 	case route.Pattern == "/v1/sessions":
 		limit, after, err := ParseListQuery(r.URL.Query(), f.listLimit)
@@ -301,6 +304,37 @@ func (f *Front) CheckCreate(body []byte) error {
 	}
 	_, err := api.DecodeCreate(body)
 	return err
+}
+
+// CreateKey reads a create's Idempotency-Key (the Decision's Keys) once
+// its body passed CheckCreate: nil when there is none, 400 when it is
+// malformed (api.ParseCreateKey).
+func (f *Front) CreateKey(keys []string, body []byte) (*api.CreateKey, error) {
+	return api.ParseCreateKey(keys, body)
+}
+
+// KeyRecord is what the caller's Directory holds for a create key
+// (directory.mjs: GET /keys, or a PUT's 409 when a create with the same
+// key was recorded first).
+type KeyRecord struct {
+	RootID string `json:"root_id"`
+	Digest string `json:"digest"`
+	Exists bool   `json:"exists"` // the key's tree still has its row (it was not deleted)
+}
+
+// KeyAnswer answers a create whose key the caller's Directory knows
+// already, as the local server does (api.KeyedIndex): 201 with the key's
+// tree for the same body, 409 for another body, 409 when the tree was
+// deleted. Nothing is created.
+func KeyAnswer(w httpmsg.ResponseWriter, key api.CreateKey, rec KeyRecord) {
+	switch {
+	case rec.Digest != key.Digest:
+		api.WriteError(w, api.KeyReused(key.Key))
+	case !rec.Exists:
+		api.WriteError(w, api.KeySpent(key.Key, rec.RootID))
+	default:
+		api.WriteCreated(w, rec.RootID)
+	}
 }
 
 // NewRootID mints a root session id as the local server does

@@ -254,7 +254,7 @@ func TestDecideAllowedOrigins(t *testing.T) {
 	assert.Equal(t, http.StatusNoContent, w.Code)
 	assert.Equal(t, console, w.Header().Get("Access-Control-Allow-Origin"))
 	assert.Equal(t, "GET, POST, DELETE", w.Header().Get("Access-Control-Allow-Methods"))
-	assert.Equal(t, "Authorization, Content-Type, Last-Event-ID", w.Header().Get("Access-Control-Allow-Headers"))
+	assert.Equal(t, "Authorization, Content-Type, Idempotency-Key, Last-Event-ID", w.Header().Get("Access-Control-Allow-Headers"))
 
 	d, w = decide(t, f, http.MethodGet, "/v1/sessions/abc", http.Header{"Origin": {console}})
 	assert.Equal(t, worker.Forward, d.Kind)

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"syscall/js"
 	"time"
@@ -26,23 +27,28 @@ var internalError = []byte(`{"error":{"type":"internal","message":"internal erro
 // …], body}.
 //
 //	decide(method, url, [[name, value], …]) → decision | answer
-//	create(body: Uint8Array) → {root} | answer   (the body checked, the root id minted)
+//	create(body: Uint8Array, keys: [string]) → {root, key?, digest?} | answer
+//	                                            (the body and the Idempotency-Key checked, the root id minted)
+//	keyed(key, digest, record: string) → answer (a create whose key the Directory knows: KeyAnswer)
 //	page(directoryBody: string) → answer        (the list's 200 from the Directory's page)
 //
 // testBuild is true only in the e2e tests' build (revenant_testroutes).
 //
-// A decision is {kind, principal, root, url, maxBody, headers, child, tooLarge, bodiless}:
+// A decision is {kind, principal, root, url, maxBody, headers, child, tooLarge, bodiless, keys}:
 // maxBody is the body cap (entry.mjs reads at most one byte past it);
 // headers are [[name, value], …] every answer to the request carries (the
 // CORS headers of an allowed Origin); tooLarge, when set, is the 413 answer
 // for a declared Content-Length over the cap; child, that a Delete names a
 // child's id; bodiless, that the route reads no body (none is read or sent
-// on).
+// on); keys, a create's Idempotency-Key values (for create).
 func Serve(bridge js.Value, f *Front) {
 	bridge.Set("decide", entry("decide", func(args []js.Value) any {
 		return f.decideJS(args[0].String(), args[1].String(), args[2])
 	}))
-	bridge.Set("create", entry("create", func(args []js.Value) any { return f.createJS(args[0]) }))
+	bridge.Set("create", entry("create", func(args []js.Value) any { return f.createJS(args[0], args[1]) }))
+	bridge.Set("keyed", entry("keyed", func(args []js.Value) any {
+		return keyedJS(args[0].String(), args[1].String(), args[2].String())
+	}))
 	bridge.Set("page", entry("page", func(args []js.Value) any { return pageJS(args[0].String()) }))
 	bridge.Set("testBuild", testBuild)
 	select {}
@@ -68,7 +74,7 @@ func entry(name string, fn func([]js.Value) any) js.Func {
 // the create goes on, an answer when it is refused. A body over the cap is
 // refused before a byte of it is copied into Go. entry.mjs does the I/O
 // (the tree's object, then the caller's directory).
-func (f *Front) createJS(body js.Value) any {
+func (f *Front) createJS(body, keys js.Value) any {
 	n := int64(body.Get("length").Int())
 	if n > f.maxBody {
 		return errorAnswer(f.TooLarge())
@@ -78,7 +84,32 @@ func (f *Front) createJS(body js.Value) any {
 	if err := f.CheckCreate(b); err != nil {
 		return errorAnswer(err)
 	}
-	return map[string]any{"root": NewRootID()}
+	values := make([]string, keys.Length())
+	for i := range values {
+		values[i] = keys.Index(i).String()
+	}
+	key, err := f.CreateKey(values, b)
+	if err != nil {
+		return errorAnswer(err)
+	}
+	out := map[string]any{"root": NewRootID()}
+	if key != nil {
+		out["key"], out["digest"] = key.Key, key.Digest
+	}
+	return out
+}
+
+// keyedJS is KeyAnswer for a create under key (its body's digest) and the
+// caller's Directory's record of the key (JSON: KeyRecord), as an answer.
+func keyedJS(key, digest, record string) any {
+	var rec KeyRecord
+	if err := json.Unmarshal([]byte(record), &rec); err != nil || rec.RootID == "" {
+		stdLog.Error("front: a create key's record does not parse", "err", err)
+		return answerObject(httpmsg.StatusInternalServerError, jsonHeader(), internalError)
+	}
+	var w recorder
+	KeyAnswer(&w, api.CreateKey{Key: key, Digest: digest}, rec)
+	return answerObject(w.statusOr200(), w.header, w.body)
 }
 
 // errorAnswer is the API's answer for err, as an answer object.
@@ -125,6 +156,13 @@ func (f *Front) decideJS(method, rawURL string, headers js.Value) any {
 	}
 	if d.Bodiless {
 		out["bodiless"] = true
+	}
+	if d.Kind == Create {
+		keys := make([]any, len(d.Keys))
+		for i, k := range d.Keys {
+			keys[i] = k
+		}
+		out["keys"] = keys // create's second argument: always an array
 	}
 	return out
 }

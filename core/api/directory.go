@@ -207,15 +207,28 @@ func (d *Directory) create(w httpmsg.ResponseWriter, r *httpmsg.Request) error {
 	if err != nil {
 		return err
 	}
-	id := d.deps.IDs.NewID()
-	_, err = d.deps.Index.Create(r.Context(), id, principal, func(inst *core.Instance) error {
-		_, err := inst.CreateSession(r.Context(), core.NewSession{ID: id, Principal: principal, Config: config})
-		return err
-	})
+	key, err := ReadCreateKey(r, body)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, httpmsg.StatusCreated, map[string]string{"id": id})
+	id := d.deps.IDs.NewID()
+	rootID := id // id may become an earlier create's (a key's replay)
+	init := func(inst *core.Instance) error {
+		_, err := inst.CreateSession(r.Context(), core.NewSession{ID: rootID, Principal: principal, Config: config})
+		return err
+	}
+	// A one-tree host's index keeps no keys: the host in front of it
+	// (the local server of a wasm guest, the Cloudflare front) keeps the
+	// directory, and answered the key before the create reached here.
+	if keyed, ok := d.deps.Index.(KeyedIndex); ok && key != nil {
+		id, err = keyed.CreateKeyed(r.Context(), id, principal, *key, init)
+	} else {
+		_, err = d.deps.Index.Create(r.Context(), id, principal, init)
+	}
+	if err != nil {
+		return err
+	}
+	WriteCreated(w, id)
 	return nil
 }
 

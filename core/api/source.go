@@ -189,7 +189,7 @@ func (d *Directory) checkSource(w httpmsg.ResponseWriter, r *httpmsg.Request) (d
 	w.Header().Set("Vary", "Origin")
 	if r.Method == httpmsg.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
 		w.Header().Set("Access-Control-Allow-Methods", "GET, POST, DELETE")
-		w.Header().Set("Access-Control-Allow-Headers", "Authorization, Content-Type, Last-Event-ID")
+		w.Header().Set("Access-Control-Allow-Headers", "Authorization, Content-Type, Idempotency-Key, Last-Event-ID")
 		w.Header().Set("Access-Control-Max-Age", preflightMaxAge)
 		w.WriteHeader(httpmsg.StatusNoContent)
 		return true, nil

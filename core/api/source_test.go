@@ -146,6 +146,7 @@ func TestForeignOriginRefused(t *testing.T) {
 	assert.Equal(t, http.StatusNoContent, w.Code)
 	assert.Contains(t, w.Header().Get("Access-Control-Allow-Methods"), "POST")
 	assert.Contains(t, w.Header().Get("Access-Control-Allow-Headers"), "Authorization")
+	assert.Contains(t, w.Header().Get("Access-Control-Allow-Headers"), "Idempotency-Key", "a page may send a create's key")
 
 	// An origin's host in another case is the same origin.
 	w = serve(h, "GET", "/v1/sessions", "localhost:8787", "HTTPS://Console.Example", "")

@@ -1,0 +1,75 @@
+package e2e
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestWorkerdCreateKey: on Cloudflare, a create with an Idempotency-Key
+// whose client went away once the object committed the tree (the test
+// build's cut) is recorded with its key, and the retry with the key is
+// answered that tree's id: one tree, not two. A retry with the same key
+// and body is answered the first create's id, before and after a SIGKILL;
+// another body is 409, another principal's key of the same name its own,
+// a malformed key 400; a key whose tree was deleted stays spent (409, no
+// new tree). Every tree stored is listed.
+func TestWorkerdCreateKey(t *testing.T) {
+	t.Parallel() // see workerd_test.go
+	w := startWorkerdTOML(t, "revenant_testroutes", selfService, "REVENANT_TOKENS:"+frontTokens)
+	alice, bob := w.as(t, "a-token"), w.as(t, "b-token")
+
+	cut := cutRequest(t, alice, "POST", "/v1/sessions", "create", "Idempotency-Key", "cut")
+	assert.Equal(t, cut, alice.createKeyed("cut", "", http.StatusCreated), "the retry is answered the cut create's tree")
+
+	code, header, body := frontAnswer(t, alice, http.MethodPost, "/v1/sessions", "Idempotency-Key", "same-answer")
+	require.Equal(t, http.StatusCreated, code, body)
+	code2, header2, body2 := frontAnswer(t, alice, http.MethodPost, "/v1/sessions", "Idempotency-Key", "same-answer")
+	assert.Equal(t, code, code2)
+	assert.Equal(t, body, body2, "the replay's body is the first answer's")
+	header.Del("Date")
+	header2.Del("Date")
+	assert.Equal(t, header, header2, "the replay's header is the first answer's")
+
+	first := alice.createKeyed("k", `{}`, http.StatusCreated)
+	assert.Equal(t, first, alice.createKeyed("k", `{}`, http.StatusCreated))
+	alice.createKeyed("k", `{"config":{"system_prompt":"x"}}`, http.StatusConflict)
+	assert.NotEqual(t, first, bob.createKeyed("k", `{}`, http.StatusCreated), "a key is its principal's")
+	alice.createKeyed(strings.Repeat("k", 201), `{}`, http.StatusBadRequest)
+	sameAnswer := alice.createKeyed("same-answer", "", http.StatusCreated)
+	assert.ElementsMatch(t, []string{cut, sameAnswer, first}, alice.listed())
+
+	w.restart(t)
+	assert.Equal(t, first, alice.createKeyed("k", `{}`, http.StatusCreated), "the key outlives a SIGKILL")
+	require.Equal(t, http.StatusNoContent, frontStatus(t, alice, http.MethodDelete, "/v1/sessions/"+first))
+	alice.createKeyed("k", `{}`, http.StatusConflict)
+	assert.ElementsMatch(t, []string{cut, sameAnswer}, alice.listed(), "a spent key makes no tree")
+	w.kill(t)
+	assert.Equal(t, 3, w.treesStored(t), "the trees stored are alice's listed ones and bob's")
+}
+
+// TestWorkerdLostDirectoryAnswerFreesTheKey: a keyed create whose
+// directory row (and key) was committed with its answer lost (the test
+// build's REVENANT_TEST_LOSE_PUT) is answered 503 and undone, its key
+// with its row: the client never got the id, so its retry with the key
+// creates the session, once.
+func TestWorkerdLostDirectoryAnswerFreesTheKey(t *testing.T) {
+	t.Parallel() // see workerd_test.go
+	w := startWorkerdWith(t, "revenant_testroutes", "REVENANT_TEST_LOSE_PUT:on")
+	s := w.client(t)
+	s.createKeyed("k", `{}`, http.StatusServiceUnavailable)
+	w.waitLog(t, "revenant test: the directory's answer to a PUT lost", waitTimeout)
+	assert.Empty(t, s.listed())
+
+	w.kill(t)
+	w.vars = nil
+	w.start(t)
+	id := s.createKeyed("k", `{}`, http.StatusCreated)
+	assert.Equal(t, id, s.createKeyed("k", `{}`, http.StatusCreated))
+	assert.Equal(t, []string{id}, s.listed())
+	w.kill(t)
+	assert.Equal(t, 1, w.treesStored(t), "one tree is stored: the retry's")
+}
