@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -408,7 +409,7 @@ func (t *turn) readTranscript(tx storage.Tx) (transcript, error) {
 	tr.base = model.Request{Model: t.r.model.Name(), System: t.r.cfg.system, Tools: t.r.tools.Specs()}
 	applySessionConfig(&tr.base, cfg)
 	tr.budget = t.r.cfg.contextBytes - fixedSize(tr.base)
-	from, omitted, err := t.planTranscript(tx, tr.budget)
+	from, omitted, err := planTranscript(tx, t.x.SessionID(), tr.budget)
 	if err != nil {
 		return tr, err
 	}
@@ -434,13 +435,13 @@ func (t *turn) readTranscript(tx storage.Tx) (transcript, error) {
 	return tr, err
 }
 
-// transcriptSizes is, in order, each message of a session (?1) but tool
-// results, without its text (octet_length reads a row's header): its seq,
-// its role, how many tool calls it made, and its size as the context size
-// counts it with its tool outputs elided. An assistant message's size
-// includes its calls' arguments and the results sent after it, found by
-// id (ToolSettled's message is the call's id and ".result"), each as long
-// as its ElidedMarker if it is longer (?2 is the marker's size without its
+// unitSizes is, for a message m of a session (?1) but a tool result,
+// without its text (octet_length reads a row's header): how many tool
+// calls it made, and its size as the context size counts it with its tool
+// outputs elided. An assistant message's size includes its calls'
+// arguments and the results sent after it, found by id (ToolSettled's
+// message is the call's id and ".result"), each as long as its
+// ElidedMarker if it is longer (?2 is the marker's size without its
 // number), but for those kept whole (keptWhole: declined, ?8, or the
 // cancelled permission's text, ?9). A call without one is sent a result
 // made up (unsettledOutputs), never elided but for a question's: NotRun
@@ -457,7 +458,7 @@ func (t *turn) readTranscript(tx storage.Tx) (transcript, error) {
 // with a quote in it would break the query. Subqueries, not a join and
 // GROUP BY: those sort the rows in a temporary table, and the index gives
 // them in order.
-const transcriptSizes = `SELECT m.seq, m.role, (SELECT count(*) FROM tool_calls WHERE step_id = m.id),
+const unitSizes = `(SELECT count(*) FROM tool_calls WHERE step_id = m.id),
 	octet_length(m.text) + (SELECT COALESCE(sum(octet_length(c.arguments) + COALESCE(
 		CASE WHEN c.outcome = ?8 OR r.text = ?9 THEN octet_length(r.text)
 			ELSE min(octet_length(r.text), ?2 + length(octet_length(r.text))) END,
@@ -470,10 +471,21 @@ const transcriptSizes = `SELECT m.seq, m.role, (SELECT count(*) FROM tool_calls 
 				ELSE ?13 END
 			FROM blockers b WHERE b.step_id = c.step_id AND b.call_id = c.id ORDER BY b.ordinal DESC LIMIT 1), ?4)
 			WHEN ?5 THEN ?6 ELSE ?4 END)), 0)
-		FROM tool_calls c LEFT JOIN messages r ON r.id = c.id || '.result' WHERE c.step_id = m.id)
-	FROM messages m WHERE m.session_id = ?1 AND m.role != 'tool' ORDER BY m.seq`
+		FROM tool_calls c LEFT JOIN messages r ON r.id = c.id || '.result' WHERE c.step_id = m.id)`
 
-// transcriptSizesArgs are the values transcriptSizes binds for a session.
+// transcriptSizes is a page of planTranscript's read: the messages of a
+// session (?1) but tool results, newest first, before the one at seq ?18
+// and rowid ?19 (ties on seq, which the projection never makes, go by
+// rowid, as the index keeps them), at most ?20: each one's seq, rowid and
+// role, and unitSizes. INDEXED BY: without statistics SQLite takes
+// messages_by_session, which walks the tool results too, each read from
+// the table to learn its role; messages_sent holds the others only and
+// sorts just the ties (TestPlanTranscriptReadsByTheIndexes).
+const transcriptSizes = `SELECT m.seq, m.rowid, m.role, ` + unitSizes + `
+	FROM messages m INDEXED BY messages_sent WHERE m.session_id = ?1 AND m.role != 'tool' AND (m.seq, m.rowid) < (?18, ?19)
+	ORDER BY m.seq DESC, m.rowid DESC LIMIT ?20`
+
+// transcriptSizesArgs are the values unitSizes binds for a session.
 func transcriptSizesArgs(sessionID string) []any {
 	return []any{sessionID, markerSize, string(event.PhaseWaiting), len(NoResult),
 		string(event.PhaseCalled), len(NotRun), markerSize + 19,
@@ -482,39 +494,66 @@ func transcriptSizesArgs(sessionID string) []any {
 		event.KindQuestion, event.KindPermission, core.BlockerApproved, core.BlockerRejected}
 }
 
+// requestMessages is how many request messages a session's transcript
+// stands for (contextUnit.messages, summed): its messages but tool
+// results, and a result for each of its tool calls. The projection
+// stores a step's calls with its answer, whose id is the step's, so the
+// session's calls are its messages' ones. Counted from the indexes alone
+// (messages_sent, tool_calls_by_session), without reading a row.
+const requestMessages = `SELECT (SELECT count(*) FROM messages WHERE session_id = ?1 AND role != 'tool')
+	+ (SELECT count(*) FROM tool_calls WHERE session_id = ?1)`
+
 // markerSize is the size of an ElidedMarker without its number.
 var markerSize = len(ElidedMarker) - len("%d")
 
+// The pages planTranscript reads: small first, as a request sends a few
+// dozen of a long session's newest messages, then doubling, so that a
+// read of n messages takes about log2(n) queries. Variables: a test reads
+// pages of one and two, to meet every way a read ends at a page's end.
+var firstSizesPage, lastSizesPage = 32, 1024
+
 // planTranscript decides from the messages' sizes alone which of the
-// oldest exchanges the request leaves out (leaveOut), so that a session
-// whose log is far past the context size reads about as much as it sends.
-// It returns the seq of the first message to read (0: all) and how many
-// request messages the ones left out stand for, to fit budget bytes.
-func (t *turn) planTranscript(tx storage.Tx, budget int) (from int64, omitted int, err error) {
-	res, err := tx.Query(transcriptSizes, transcriptSizesArgs(t.x.SessionID())...)
-	if err != nil {
-		return 0, 0, err
-	}
-	units := make([]contextUnit, res.Len())
-	keep := 0
-	for i := range units {
-		res.Next()
-		var role string
-		u := &units[i]
-		if err := res.Scan(&u.seq, &role, &u.messages, &u.least); err != nil {
+// oldest exchanges the request leaves out (fitting), so that
+// a session whose log is far past the context size reads about as much as
+// it sends. It returns the seq of the first message to read (0: all) and
+// how many request messages the ones left out stand for, to fit budget
+// bytes. It reads the sizes newest first, a page at a time, and stops
+// once what it read is past the budget: no older exchange can be where
+// the request begins (fitting). What it did not read is counted, not
+// read (requestMessages).
+func planTranscript(tx storage.Tx, sessionID string, budget int) (from int64, omitted int, err error) {
+	f := fitting{budget: budget}
+	seq, rowid := int64(math.MaxInt64), int64(math.MaxInt64)
+	args := append(transcriptSizesArgs(sessionID), seq, rowid, 0)
+	for limit := firstSizesPage; ; limit = min(2*limit, lastSizesPage) {
+		args[17], args[18], args[19] = seq, rowid, limit
+		res, err := tx.Query(transcriptSizes, args...)
+		if err != nil {
 			return 0, 0, err
 		}
-		u.messages++ // the message and a result for each call
-		u.opens = role != event.RoleAssistant
-		if role == event.RoleUser {
-			keep = i
+		for res.Next() {
+			var role string
+			var u contextUnit
+			if err := res.Scan(&seq, &rowid, &role, &u.messages, &u.least); err != nil {
+				return 0, 0, err
+			}
+			u.seq = seq
+			u.messages++ // the message and a result for each call
+			u.opens = role != event.RoleAssistant
+			if !f.add(u, role == event.RoleUser) {
+				var total int
+				if _, err := storage.QueryRow(tx, requestMessages, []any{sessionID}, &total); err != nil {
+					return 0, 0, err
+				}
+				from, omitted = f.decide(total)
+				return from, omitted, nil
+			}
+		}
+		if res.Len() < limit {
+			from, omitted = f.decide(f.messages)
+			return from, omitted, nil
 		}
 	}
-	n, omitted := leaveOut(units, budget, keep)
-	if n == 0 {
-		return 0, 0, nil
-	}
-	return units[n].seq, omitted, nil
 }
 
 // contextUnit is one message of a transcript as fitting the request to
@@ -527,28 +566,86 @@ type contextUnit struct {
 	opens    bool // a prompt or notice: an exchange begins here
 }
 
-// leaveOut is how many of the oldest units to leave out of a request, and
-// how many messages they stand for, so that it fits budget bytes once its
-// tool outputs are all elided: outputs are elided before any exchange is
-// left out. Exchanges (a prompt or notice and what follows it up to the
-// next) go whole, oldest first, so that no tool call is parted from its
-// result, which providers refuse; the current prompt's exchange (from
-// unit keep on) always stays, even alone past the budget. A request that
-// leaves out any makes room for the notice that says so, as long as it is
-// with the count it will hold: no more is left out than needed.
-func leaveOut(units []contextUnit, budget, keep int) (n, messages int) {
-	total := 0
-	for _, u := range units {
-		total += u.least
+// What a request leaves out, to fit budget bytes once its tool outputs
+// are all elided (outputs are elided before any exchange is left out), is
+// the oldest exchanges (a prompt or notice and what follows it up to the
+// next), whole, so that no tool call is parted from its result, which
+// providers refuse; the current prompt's exchange (from the session's
+// last user message on) always stays, even alone past the budget. A
+// request that leaves out any makes room for the notice that says so, as
+// long as it is with the count it will hold: no more is left out than
+// needed. So the request begins at the oldest unit b of the session
+// such that b is the first unit (nothing left out) and all of them fit,
+// or b opens an exchange before the current prompt's and the units from
+// b on fit with the notice of what the units before b stand for;
+// else at the current prompt.
+//
+// fitting finds it reading the units newest first (add) and stops once
+// those read are past the budget: an older b has at least those, and
+// more, after it, so it cannot fit either.
+type fitting struct {
+	budget   int
+	size     int // of the units read
+	messages int // the units read stand for
+	// kept tells the current prompt read: keep is it, with the units
+	// after it.
+	kept bool
+	keep boundary
+	// fits are the units read, older than keep, that open an exchange
+	// and, with the units after them, fit without the notice: newest
+	// first.
+	fits []boundary
+}
+
+// boundary is a unit where a request may begin, with the size and the
+// request messages of the units from it on.
+type boundary struct {
+	seq            int64
+	size, messages int
+}
+
+// add reads the next unit, older than those read before, user telling a
+// user prompt. It reports whether an older unit may still be where the
+// request begins.
+func (f *fitting) add(u contextUnit, user bool) bool {
+	f.size += u.least
+	f.messages += u.messages
+	b := boundary{seq: u.seq, size: f.size, messages: f.messages}
+	if !f.kept {
+		f.kept, f.keep = user, b
+		return !f.kept || f.size <= f.budget
 	}
-	for n < keep && total+omittedSize(messages) > budget {
-		for first := true; n < keep && (first || !units[n].opens); first = false {
-			total -= units[n].least
-			messages += units[n].messages
-			n++
+	if f.size > f.budget {
+		return false
+	}
+	if u.opens {
+		f.fits = append(f.fits, b)
+	}
+	return true
+}
+
+// decide is where the request begins and how many request messages the
+// units before it stand for, total being those of the whole transcript:
+// the oldest of fits that fits with the notice, else the current prompt.
+// When the read reached the oldest unit and all it read fits, total is
+// f.messages and the oldest is where the request begins: nothing is left
+// out (from 0, as a session without a user prompt, whose units may all be
+// read, is sent whole).
+func (f *fitting) decide(total int) (from int64, omitted int) {
+	begin := f.keep
+	for i := len(f.fits) - 1; i >= 0; i-- {
+		if b := f.fits[i]; b.size+omittedSize(total-b.messages) <= f.budget {
+			begin = b
+			break
 		}
 	}
-	return n, messages
+	if !f.kept || total == f.messages && f.size <= f.budget {
+		return 0, 0
+	}
+	if omitted = total - begin.messages; omitted == 0 {
+		return 0, 0
+	}
+	return begin.seq, omitted
 }
 
 // unsettledOutputs finds, for the calls of the transcript that have no

@@ -86,3 +86,48 @@ func TestMigration9BackfillsFromTheLog(t *testing.T) {
 		return nil
 	}))
 }
+
+// Migration 0011's indexes hold the rows stored before it: the messages
+// of each session but its tool results, and its tool calls, as the
+// runner counts them from the indexes alone (runner.requestMessages).
+func TestMigration11IndexesTheStoredTranscripts(t *testing.T) {
+	db, _ := newDB(t)
+	migrateTo(t, db, 10)
+	require.NoError(t, db.Tx(ctx, func(tx storage.Tx) error {
+		for _, q := range []string{
+			`INSERT INTO messages (id, session_id, seq, role, text, created_at, tool_call_id) VALUES
+				('a1', 'a', 1, 'user', 'hi', 0, NULL), ('a2', 'a', 2, 'assistant', '', 0, NULL),
+				('c1.result', 'a', 4, 'tool', 'out', 0, 'c1'), ('a5', 'a', 5, 'notice', 'n', 0, NULL),
+				('b1', 'b', 1, 'user', 'hi', 0, NULL), ('c3.result', 'b', 3, 'tool', 'out', 0, 'c3')`,
+			`INSERT INTO tool_calls (id, session_id, step_id, idx, name, arguments, phase) VALUES
+				('c1', 'a', 'a2', 0, 'f', '{}', 'settled'), ('c2', 'a', 'a2', 1, 'f', '{}', 'called'),
+				('c3', 'b', 'b2', 0, 'f', '{}', 'settled')`,
+		} {
+			if _, err := tx.Exec(q); err != nil {
+				return err
+			}
+		}
+		return nil
+	}))
+	require.NoError(t, schema.Migrate(ctx, db, now))
+
+	require.NoError(t, db.Tx(ctx, func(tx storage.Tx) error {
+		var sent, calls int
+		var seqs string
+		if _, err := storage.QueryRow(tx, `SELECT
+			(SELECT count(*) FROM messages INDEXED BY messages_sent WHERE session_id = 'a' AND role != 'tool'),
+			(SELECT group_concat(seq) FROM (SELECT seq FROM messages INDEXED BY messages_sent WHERE session_id = 'a' AND role != 'tool' ORDER BY seq DESC)),
+			(SELECT count(*) FROM tool_calls INDEXED BY tool_calls_by_session WHERE session_id = 'a')`, nil, &sent, &seqs, &calls); err != nil {
+			return err
+		}
+		assert.Equal(t, 3, sent, "session a's messages but its tool result")
+		assert.Equal(t, "5,2,1", seqs, "newest first")
+		assert.Equal(t, 2, calls, "session a's tool calls")
+		var check string
+		if _, err := storage.QueryRow(tx, `PRAGMA integrity_check`, nil, &check); err != nil {
+			return err
+		}
+		assert.Equal(t, "ok", check)
+		return nil
+	}))
+}

@@ -40,6 +40,9 @@ var m0009 string
 //go:embed migrations/0010_steps_by_session.sql
 var m0010 string
 
+//go:embed migrations/0011_context_plan.sql
+var m0011 string
+
 // Migration is one numbered schema step.
 type Migration struct {
 	Version int
@@ -63,6 +66,7 @@ var migrations = []Migration{
 	{8, "0008_permission_rules.sql", m0008},
 	{9, "0009_jobs_background.sql", m0009},
 	{10, "0010_steps_by_session.sql", m0010},
+	{11, "0011_context_plan.sql", m0011},
 }
 
 // Migrations returns the embedded migrations in order.
