@@ -157,6 +157,21 @@ func padded(prefix string, n int) []byte {
 // limit is served, declared or chunked.
 func frontBodyLimits(t *testing.T, s *server, token string) {
 	sid := s.create()
+	// An interrupt whose body (ignored) the client sends whole, as one
+	// that always sends {} does, is the Worker's 200 every time, on a
+	// fresh connection each (rawPostOnce: no second try). Given up unread
+	// at once, such a body was often taken for a failed request by
+	// wrangler dev's proxy, which answered 503 "Your worker restarted
+	// mid-request" instead (5 to 10 times in 40; review 63).
+	for i := range 40 {
+		declare := int64(2)
+		if i%2 == 1 {
+			declare = -1 // chunked
+		}
+		code, body, err := rawPostOnce(s, token, "/v1/sessions/"+sid+"/interrupt", declare, []byte("{}"), true)
+		require.NoError(t, err, "interrupt %d", i)
+		require.Equal(t, http.StatusOK, code, "interrupt %d, its body {} sent whole (declared: %v): %s", i, declare >= 0, body)
+	}
 	prompt := "/v1/sessions/" + sid + "/prompt"
 	for _, path := range []string{"/v1/sessions", prompt} {
 		code, body := rawPost(t, s, token, path, 64<<20, nil, false)
@@ -167,9 +182,9 @@ func frontBodyLimits(t *testing.T, s *server, token string) {
 		assert.Equal(t, http.StatusRequestEntityTooLarge, code, "%s: chunked, one byte over the limit sent, the rest held back", path)
 		assert.JSONEq(t, tooLargeBody, body, path)
 	}
-	// An interrupt reads no body: one declared and held back is neither
-	// read nor waited for, by the front or the object (the local server
-	// answers at once too).
+	// An interrupt reads no body: one declared and held back is not sent
+	// to the object, nor waited for by the front past half a second
+	// (entry.mjs's ignoreBody; the local server answers at once).
 	code, body := rawPost(t, s, token, "/v1/sessions/"+sid+"/interrupt", 64<<20, []byte("{"), false)
 	assert.Equal(t, http.StatusOK, code, "an interrupt, 64 MiB declared, one byte sent: %s", body)
 	assert.Empty(t, snapshotAfterUploads(t, s, token, sid).Prompts, "no prompt was admitted")

@@ -114,6 +114,41 @@ function refuseTooLarge(request, d) {
   return answer(d.tooLarge);
 }
 
+// ignoreBody reads a body no route uses and throws it away, while the
+// request is answered; stop, once the answer is in hand, gives the client
+// UNREAD_GRACE_MS more to finish it, then gives up the rest unread, so a
+// body held back holds the answer that long at most. Given up at once
+// instead (drop), a body the client sent whole was often taken for a
+// failed request under wrangler dev, whose proxy then answered 503 "Your
+// worker restarted mid-request" in the Worker's place (interrupts with
+// the body {} on fresh connections: 5 to 10 in 40; none when read to its
+// end). Nothing read is kept: the body costs no memory, however long.
+function ignoreBody(reader) {
+  let ended = false;
+  const drained = (async () => {
+    try {
+      while (!(await reader.read()).done);
+    } catch {
+      // The upload broke off: nothing is left to give up.
+    }
+    ended = true;
+  })();
+  return {
+    async stop() {
+      if (ended) return;
+      let timer;
+      await Promise.race([drained, new Promise((resolve) => (timer = setTimeout(resolve, UNREAD_GRACE_MS)))]);
+      clearTimeout(timer);
+      if (!ended) drop(reader);
+    },
+  };
+}
+
+// UNREAD_GRACE_MS is how long an answer waits for the rest of a body it
+// does not read (ignoreBody), as the local server's connection does for
+// such a body after its answer (cmd/revenant's unreadGrace).
+const UNREAD_GRACE_MS = 500;
+
 // clientBody is readBody for a body the front reads before any object
 // sees it, or null when the client's upload broke off (its connection
 // closed before the declared length, a malformed chunk): the client's
@@ -223,11 +258,16 @@ async function forward(request, env, d) {
   if (mine === undefined) return directoryUnavailable();
   if (d.tooLarge) return refuseTooLarge(request, d);
   if (request.method !== "GET" && request.method !== "HEAD" && d.bodiless) {
-    // The route reads no body (an interrupt): none is read or sent on, so
-    // a body declared and held back cannot hold the answer (the local
-    // server answers at once too). Bodiless, it may be sent again.
-    if (request.body) drop(request.body.getReader());
-    return sendToTree(env, d.root, d.principal, request.method, d.url, request.headers, undefined);
+    // The route reads no body (an interrupt): none is sent on, and none
+    // is waited for past ignoreBody's grace, so a body declared and held
+    // back cannot hold the answer (the local server answers at once too).
+    // Bodiless, it may be sent again.
+    const ignoring = request.body ? ignoreBody(request.body.getReader()) : undefined;
+    try {
+      return await sendToTree(env, d.root, d.principal, request.method, d.url, request.headers, undefined);
+    } finally {
+      await ignoring?.stop();
+    }
   }
   if (request.method !== "GET" && request.method !== "HEAD") {
     // Read whole (at most one byte over the cap, so that the object answers

@@ -55,9 +55,11 @@ type Decision struct {
 	// (after the owner check for a tree's route); the body is never read.
 	TooLarge bool
 	// Bodiless: the route reads no body (an interrupt; api.Route.ReadsBody).
-	// The front reads none and sends the object none: a body declared and
-	// held back would otherwise hold the answer until the client gave up,
-	// where the local server answers at once.
+	// The front sends the object none and waits for none (entry.mjs's
+	// ignoreBody throws away what comes while the object answers, and gives
+	// the rest up half a second after): a body declared and held back would
+	// otherwise hold the answer until the client gave up, where the local
+	// server answers at once.
 	Bodiless bool
 	// Keys are a Create's Idempotency-Key header values (CreateKey checks
 	// them once the body is read, as the local server does).

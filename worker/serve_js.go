@@ -39,8 +39,9 @@ var internalError = []byte(`{"error":{"type":"internal","message":"internal erro
 // headers are [[name, value], …] every answer to the request carries (the
 // CORS headers of an allowed Origin); tooLarge, when set, is the 413 answer
 // for a declared Content-Length over the cap; child, that a Delete names a
-// child's id; bodiless, that the route reads no body (none is read or sent
-// on); keys, a create's Idempotency-Key values (for create).
+// child's id; bodiless, that the route reads no body (none is sent on or
+// waited for: entry.mjs's ignoreBody); keys, a create's Idempotency-Key
+// values (for create).
 func Serve(bridge js.Value, f *Front) {
 	bridge.Set("decide", entry("decide", func(args []js.Value) any {
 		return f.decideJS(args[0].String(), args[1].String(), args[2])
