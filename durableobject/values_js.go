@@ -5,6 +5,8 @@ package durableobject
 import (
 	"fmt"
 	"syscall/js"
+
+	"github.com/revenantrt/revenant/core/storage"
 )
 
 // maxSafeInt is the largest integer a JS number holds exactly (2^53-1).
@@ -25,7 +27,7 @@ func toJS(v any) (any, error) {
 		// Beyond 2^53 only integers a float64 holds exactly pass (core's
 		// open upper bounds, like 1<<62); SQLite compares them numerically.
 		// Any other would be rounded, so it is refused.
-		if f := float64(x); (x > maxSafeInt || x < -maxSafeInt) && (f >= 1<<63 || int64(f) != x) {
+		if !storage.FitsJSNumber(x) {
 			return nil, fmt.Errorf("integer %d does not fit a JS number", x)
 		}
 		return float64(x), nil

@@ -297,7 +297,7 @@ func TestPlanTranscriptDecidesAsBefore(t *testing.T) {
 				}
 				for _, p := range pages {
 					firstSizesPage, lastSizesPage = p[0], p[1]
-					from, omitted, err := planTranscript(tx, id, budget)
+					from, omitted, err := planTranscript(jsNumberTx{tx}, id, budget)
 					if err != nil {
 						return err
 					}
@@ -361,4 +361,42 @@ func TestPlanTranscriptReadsByTheIndexes(t *testing.T) {
 	for _, line := range count {
 		require.NotRegexp(t, `^SCAN (messages|tool_calls)`, line, "plan %q", count)
 	}
+}
+
+// jsNumberTx binds only the integers a Durable Object binds
+// (storage.FitsJSNumber), so that a query's argument that works on SQLite
+// but fails every step on Cloudflare (math.MaxInt64 as an open bound did,
+// found by the workerd walk-through) fails here too.
+type jsNumberTx struct{ storage.Tx }
+
+func (tx jsNumberTx) Exec(query string, args ...any) (int64, error) {
+	if err := fitsJSNumbers(args); err != nil {
+		return 0, err
+	}
+	return tx.Tx.Exec(query, args...)
+}
+
+func (tx jsNumberTx) Query(query string, args ...any) (*storage.Rows, error) {
+	if err := fitsJSNumbers(args); err != nil {
+		return nil, err
+	}
+	return tx.Tx.Query(query, args...)
+}
+
+func fitsJSNumbers(args []any) error {
+	for i, a := range args {
+		var n int64
+		switch v := a.(type) {
+		case int:
+			n = int64(v)
+		case int64:
+			n = v
+		default:
+			continue
+		}
+		if !storage.FitsJSNumber(n) {
+			return fmt.Errorf("argument %d, %d, does not fit a JS number: a Durable Object refuses it", i+1, n)
+		}
+	}
+	return nil
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -35,6 +34,13 @@ func (t *turn) step(ctx context.Context, st state, index int) (core.Outcome, boo
 		return []core.NewEvent{{Type: event.StepStarted, Payload: event.StepBegun{StepID: stepID, ExecutionID: t.x.ID(), PromptID: t.x.PromptID(), Index: index}}}, nil
 	})
 	if err != nil {
+		// The turn resumes at the next wake-up. Said, unless a stop or a
+		// newer owner ended it: a query every host but one refuses (an
+		// argument a Durable Object cannot bind) otherwise retried the
+		// step every second with nothing in the log.
+		if ctx.Err() == nil && !errors.Is(err, core.ErrFenced) {
+			t.x.Log().Warn("start step", "err", err)
+		}
 		return stopped, true
 	}
 	req, err := t.buildRequest(tr)
@@ -523,7 +529,10 @@ var firstSizesPage, lastSizesPage = 32, 1024
 // read (requestMessages).
 func planTranscript(tx storage.Tx, sessionID string, budget int) (from int64, omitted int, err error) {
 	f := fitting{budget: budget}
-	seq, rowid := int64(math.MaxInt64), int64(math.MaxInt64)
+	// Above every seq and rowid, and bound as every host binds it: a
+	// Durable Object's values are JS numbers, which refuse math.MaxInt64
+	// (it would round), but hold 1<<62 exactly, core's open upper bound.
+	seq, rowid := int64(1<<62), int64(1<<62)
 	args := append(transcriptSizesArgs(sessionID), seq, rowid, 0)
 	for limit := firstSizesPage; ; limit = min(2*limit, lastSizesPage) {
 		args[17], args[18], args[19] = seq, rowid, limit

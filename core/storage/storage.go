@@ -160,3 +160,17 @@ func toInt(v any) (int64, error) {
 		return 0, fmt.Errorf("cannot scan %T into an integer", v)
 	}
 }
+
+// FitsJSNumber reports whether a JS number (a float64) holds n exactly,
+// which is what a Durable Object can bind: its SQL arguments are JS
+// numbers, and it refuses an integer that would round rather than store
+// another. Every integer within ±(2^53-1) fits; past that, only those a
+// float64 holds exactly and converts back, such as core's open upper
+// bound 1<<62 (math.MaxInt64 does not: it rounds to 2^63).
+func FitsJSNumber(n int64) bool {
+	if n <= 1<<53-1 && n >= -(1<<53-1) {
+		return true
+	}
+	f := float64(n)
+	return f < 1<<63 && int64(f) == n
+}

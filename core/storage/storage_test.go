@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -265,5 +266,14 @@ func TestIsTransient(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			assert.Equal(t, tc.transient, storage.IsTransient(tc.err))
 		})
+	}
+}
+
+func TestFitsJSNumber(t *testing.T) {
+	for _, n := range []int64{0, 1, -1, 1<<53 - 1, -(1<<53 - 1), 1 << 53, 1 << 62, math.MinInt64} {
+		assert.True(t, storage.FitsJSNumber(n), "%d", n)
+	}
+	for _, n := range []int64{1<<53 + 1, -(1<<53 + 1), math.MaxInt64, 1<<62 + 1} {
+		assert.False(t, storage.FitsJSNumber(n), "%d", n)
 	}
 }
