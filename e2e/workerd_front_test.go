@@ -609,7 +609,7 @@ func (h withHeaders) RoundTrip(r *http.Request) (*http.Response, error) {
 // frontCompressedBodies: a body sent with a Content-Encoding is refused
 // 400 naming it, as on the local server: a create by the front, before
 // any object exists; a prompt by its tree's object, after the owner
-// check. Nothing is admitted.
+// check; one declared over the limit is 413 first. Nothing is admitted.
 func frontCompressedBodies(t *testing.T, s *server, token string) {
 	sid := s.create()
 	gzipped := "\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"
@@ -626,6 +626,13 @@ func frontCompressedBodies(t *testing.T, s *server, token string) {
 		require.NoError(t, err)
 		assert.Equal(t, http.StatusBadRequest, resp.StatusCode, "%s: %s", path, b)
 		assert.Contains(t, string(b), "Content-Encoding", path)
+	}
+	// Declared over the limit, compressed or not, it is 413 unread, as on
+	// the local server (probe 63: a create was 400 here, a prompt 413).
+	for _, path := range []string{"/v1/sessions", "/v1/sessions/" + sid + "/prompt"} {
+		code, body := rawPostWith(t, s, token, "Content-Encoding: gzip\r\n", path, 64<<20, nil, false)
+		assert.Equal(t, http.StatusRequestEntityTooLarge, code, "%s: gzip, 64 MiB declared, none sent: %s", path, body)
+		assert.JSONEq(t, tooLargeBody, body, path)
 	}
 	assert.Empty(t, snapshotAfterUploads(t, s, token, sid).Prompts, "no prompt was admitted")
 }
