@@ -141,3 +141,32 @@ func TestCompressedBodyRefusedSayingSo(t *testing.T) {
 	assert.Equal(t, http.StatusAccepted, status)
 	assert.Len(t, f.trees.trees, 1, "the refused create made no tree")
 }
+
+// Two Content-Encoding headers are one list of codings (RFC 9110 §5.3), as
+// the Cloudflare front sees them: identity then gzip is a compressed body,
+// refused as "identity, gzip" in one header is. Probe 63 found the second
+// header ignored here (202), where the front refused the joined list.
+func TestCompressedBodyInASecondHeaderRefused(t *testing.T) {
+	f := newFixture(t, treetest.NewDriver(4), nil)
+	c := f.client(t, "")
+	id := c.create()
+	for _, values := range [][]string{{"identity", "gzip"}, {"identity, gzip"}, {"gzip", "identity"}} {
+		req, err := http.NewRequest("POST", f.srv.URL+"/v1/sessions/"+id+"/prompt", strings.NewReader(`{"text":"hi"}`))
+		require.NoError(t, err)
+		req.Header["Content-Encoding"] = values
+		resp, err := f.srv.Client().Do(req)
+		require.NoError(t, err)
+		raw, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.NoError(t, err)
+		assert.Equal(t, http.StatusBadRequest, resp.StatusCode, "%q: %s", values, raw)
+		assert.Contains(t, string(raw), "Content-Encoding", "%q", values)
+	}
+	req, err := http.NewRequest("POST", f.srv.URL+"/v1/sessions/"+id+"/prompt", strings.NewReader(`{"text":"hi"}`))
+	require.NoError(t, err)
+	req.Header["Content-Encoding"] = []string{"identity", " Identity ,identity"}
+	resp, err := f.srv.Client().Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusAccepted, resp.StatusCode, "identity alone, however often, is no encoding")
+}

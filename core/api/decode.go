@@ -454,10 +454,17 @@ func readBody(r *httpmsg.Request, limit int64) ([]byte, error) {
 // CheckBodyEncoding refuses a request whose body is sent compressed (a
 // Content-Encoding other than identity): readBody's check after the
 // declared length, and the Cloudflare front's for a create, whose body it
-// checks itself.
+// checks itself. Every coding the request names counts, in every
+// Content-Encoding header it sends: two headers are one list (RFC 9110
+// §5.3), which is how the Cloudflare front sees them (workerd joins them),
+// so "identity" then "gzip" is as compressed as "identity, gzip".
 func CheckBodyEncoding(r *httpmsg.Request) error {
-	if enc := strings.TrimSpace(r.Header.Get("Content-Encoding")); enc != "" && !strings.EqualFold(enc, "identity") {
-		return fail(ErrInvalidRequest, "the request body has a Content-Encoding: send it uncompressed (JSON in UTF-8)")
+	for _, value := range r.Header.Values("Content-Encoding") {
+		for _, coding := range strings.Split(value, ",") {
+			if coding = strings.TrimSpace(coding); coding != "" && !strings.EqualFold(coding, "identity") {
+				return fail(ErrInvalidRequest, "the request body has a Content-Encoding: send it uncompressed (JSON in UTF-8)")
+			}
+		}
 	}
 	return nil
 }
