@@ -51,8 +51,15 @@ var tooLargeBody = fmt.Sprintf(`{"error":{"type":"payload_too_large","message":"
 // are the proxy's handling of a failed fetch to the Worker: nudging.)
 func rawPost(t *testing.T, s *server, token, path string, declare int64, body []byte, finish bool) (int, string) {
 	t.Helper()
+	return rawPostWith(t, s, token, "", path, declare, body, finish)
+}
+
+// rawPostWith is rawPost with more header lines (extra, each ending in
+// CRLF).
+func rawPostWith(t *testing.T, s *server, token, extra, path string, declare int64, body []byte, finish bool) (int, string) {
+	t.Helper()
 	for attempt := 1; ; attempt++ {
-		code, answer, err := rawPostOnce(s, token, path, declare, body, finish)
+		code, answer, err := rawPostOnce(s, token, extra, path, declare, body, finish)
 		if err == nil && code == http.StatusServiceUnavailable && strings.HasPrefix(answer, proxyRestarted) {
 			err = fmt.Errorf("wrangler dev's proxy answered instead of the Worker: %s", answer)
 		}
@@ -100,7 +107,7 @@ func snapshotAfterUploads(t *testing.T, s *server, token, sid string) snap {
 // rawPostWait bounds one rawPost exchange.
 const rawPostWait = 10 * time.Second
 
-func rawPostOnce(s *server, token, path string, declare int64, body []byte, finish bool) (int, string, error) {
+func rawPostOnce(s *server, token, extra, path string, declare int64, body []byte, finish bool) (int, string, error) {
 	u, err := url.Parse(s.url)
 	if err != nil {
 		return 0, "", err
@@ -118,6 +125,7 @@ func rawPostOnce(s *server, token, path string, declare int64, body []byte, fini
 	if token != "" {
 		fmt.Fprintf(&req, "Authorization: Bearer %s\r\n", token)
 	}
+	req.WriteString(extra)
 	if declare >= 0 {
 		fmt.Fprintf(&req, "Content-Length: %d\r\n\r\n", declare)
 		req.Write(body)
@@ -168,7 +176,7 @@ func frontBodyLimits(t *testing.T, s *server, token string) {
 		if i%2 == 1 {
 			declare = -1 // chunked
 		}
-		code, body, err := rawPostOnce(s, token, "/v1/sessions/"+sid+"/interrupt", declare, []byte("{}"), true)
+		code, body, err := rawPostOnce(s, token, "", "/v1/sessions/"+sid+"/interrupt", declare, []byte("{}"), true)
 		require.NoError(t, err, "interrupt %d", i)
 		require.Equal(t, http.StatusOK, code, "interrupt %d, its body {} sent whole (declared: %v): %s", i, declare >= 0, body)
 	}

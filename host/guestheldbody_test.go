@@ -25,7 +25,7 @@ func TestGuestRouteWithoutBodyAnswersWithItsBodyHeldBack(t *testing.T) {
 			{"POST", "/v1/sessions/" + id + "/interrupt"},
 			{"GET", "/v1/sessions/" + id},
 		} {
-			status, body := heldBackAnswer(t, base, rq.method, rq.path, 2_000_000)
+			status, body := heldBackAnswer(t, base, rq.method, rq.path, 2_000_000, "")
 			assert.Equal(t, http.StatusOK, status, "%s %s: %s", rq.method, rq.path, body)
 		}
 	})

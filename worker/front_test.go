@@ -373,3 +373,17 @@ func TestDecideRefusesACompressedCreate(t *testing.T) {
 	d, _ = decide(t, f, "POST", "/v1/sessions/abcdefghijklmnopqrstuvwxyz/prompt", http.Header{"Content-Encoding": {"gzip"}})
 	assert.Equal(t, worker.Forward, d.Kind)
 }
+
+// A compressed create declared over the cap goes on marked TooLarge, so
+// entry.mjs answers it 413 unread, as a tree's route is answered and as
+// the local server answers both (the declared length is judged before the
+// encoding; probe 63 found it 400 here).
+func TestDecideCompressedCreateOverTheCapIsTooLarge(t *testing.T) {
+	f, err := worker.New(worker.Options{MaxBody: 100})
+	require.NoError(t, err)
+	for _, target := range []string{"/v1/sessions", "/v1/sessions/abcdefghijklmnopqrstuvwxyz/prompt"} {
+		d, w := decide(t, f, "POST", target, http.Header{"Content-Encoding": {"gzip"}, "Content-Length": {"101"}})
+		assert.NotEqual(t, worker.Answered, d.Kind, "%s: %d %s", target, w.Code, w.Body)
+		assert.True(t, d.TooLarge, target)
+	}
+}

@@ -430,13 +430,16 @@ func DecodeReply(body []byte, kind string) (ReplyRequest, error) {
 // A body sent compressed (a Content-Encoding other than identity) is
 // refused before it is read, saying so: read as it comes, it would be
 // refused as "not valid UTF-8", which sends its client looking in the
-// wrong place.
+// wrong place. The declared length is judged first: the guest's host
+// (Directory.CheckDeclaredLength) and the Cloudflare front refuse a
+// declared length over limit before anything else about the body, so a
+// compressed body declared over it is 413 on every host, not 400 here.
 func readBody(r *httpmsg.Request, limit int64) ([]byte, error) {
-	if err := CheckBodyEncoding(r); err != nil {
-		return nil, err
-	}
 	if r.ContentLength > limit {
 		return nil, tooLarge(limit)
+	}
+	if err := CheckBodyEncoding(r); err != nil {
+		return nil, err
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
 	if err != nil {
@@ -449,11 +452,19 @@ func readBody(r *httpmsg.Request, limit int64) ([]byte, error) {
 }
 
 // CheckBodyEncoding refuses a request whose body is sent compressed (a
-// Content-Encoding other than identity): readBody's first check, and the
-// Cloudflare front's for a create, whose body it checks itself.
+// Content-Encoding other than identity): readBody's check after the
+// declared length, and the Cloudflare front's for a create, whose body it
+// checks itself. Every coding the request names counts, in every
+// Content-Encoding header it sends: two headers are one list (RFC 9110
+// §5.3), which is how the Cloudflare front sees them (workerd joins them),
+// so "identity" then "gzip" is as compressed as "identity, gzip".
 func CheckBodyEncoding(r *httpmsg.Request) error {
-	if enc := strings.TrimSpace(r.Header.Get("Content-Encoding")); enc != "" && !strings.EqualFold(enc, "identity") {
-		return fail(ErrInvalidRequest, "the request body has a Content-Encoding: send it uncompressed (JSON in UTF-8)")
+	for _, value := range r.Header.Values("Content-Encoding") {
+		for _, coding := range strings.Split(value, ",") {
+			if coding = strings.TrimSpace(coding); coding != "" && !strings.EqualFold(coding, "identity") {
+				return fail(ErrInvalidRequest, "the request body has a Content-Encoding: send it uncompressed (JSON in UTF-8)")
+			}
+		}
 	}
 	return nil
 }
