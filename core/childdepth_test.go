@@ -26,7 +26,7 @@ func TestStartChildCountsEveryAncestorAgainstTheDepthLimit(t *testing.T) {
 	}
 	child, err := rx.StartChild(ctx, spec("call-1", 2))
 	require.NoError(t, err)
-	cx := <-d.Started
+	cx := within(t, d.Started, "the child's turn to start")
 	require.Equal(t, child.ID, cx.SessionID())
 
 	_, err = cx.StartChild(ctx, spec("call-1", 1))
@@ -36,7 +36,7 @@ func TestStartChildCountsEveryAncestorAgainstTheDepthLimit(t *testing.T) {
 
 	grandchild, err := cx.StartChild(ctx, spec("call-2", 2))
 	require.NoError(t, err, "a grandchild at the limit of 2")
-	gx := <-d.Started
+	gx := within(t, d.Started, "the grandchild's turn to start")
 	require.Equal(t, grandchild.ID, gx.SessionID())
 
 	_, err = gx.StartChild(ctx, spec("call-1", 2))

@@ -97,12 +97,25 @@ func TestParentInterruptPastGraceStartsChildsOwnPrompt(t *testing.T) {
 // instead of hanging: what names the awaited step in the failure.
 func within[T any](t *testing.T, ch <-chan T, what string) T {
 	t.Helper()
+	v, ok := received(t, ch, what)
+	if !ok {
+		t.FailNow()
+	}
+	return v
+}
+
+// received is within for a goroutine other than the test's (a hook core
+// calls), where t.FailNow must not be called: it marks the test failed and
+// reports false, and the caller returns, so that the code it runs in goes
+// on and the test ends rather than hangs.
+func received[T any](t *testing.T, ch <-chan T, what string) (T, bool) {
+	t.Helper()
 	select {
 	case v := <-ch:
-		return v
+		return v, true
 	case <-time.After(30 * time.Second): // only to fail instead of hanging
-		t.Fatalf("timed out waiting for %s", what)
+		t.Errorf("timed out waiting for %s", what)
 	}
 	var zero T
-	return zero
+	return zero, false
 }

@@ -45,7 +45,7 @@ func TestDirectInterruptSparesAPromptSentAfterTheStoppedExecutionsOwnRecord(t *t
 		// interrupt itself and is gone. Then the client sends its next
 		// prompt, whose turn starts here before the commit is tried again.
 		close(release)
-		<-returned
+		within(t, returned, "the stuck body to return")
 		within(t, x.Ended(), "x to record the interrupt and end")
 		require.Equal(t, "interrupted", tr.PromptState(stuck), "x recorded the interrupt")
 		after = n.Admit(sid, "sent after the interrupt committed")
@@ -77,11 +77,17 @@ func TestInterruptPastGraceSparesAPromptSentAfterTheStoppedExecutionsOwnRecord(t
 		if e != x || after != "" {
 			return
 		}
+		// The hook runs in the interrupt's goroutine: a wait that times
+		// out returns, and the interrupt answers.
 		close(release)
-		<-returned
-		<-x.Ended()
+		if _, ok := received(t, returned, "the stuck body to return"); !ok {
+			return
+		}
+		if _, ok := received(t, x.Ended(), "x to record the interrupt and end"); !ok {
+			return
+		}
 		after = n.Admit(sid, "sent after the interrupt committed")
-		afterTurn = <-started
+		afterTurn, _ = received(t, started, "the next prompt's turn to start")
 	}))
 	stopped := make(chan struct{})
 	close(stopped) // the body was told to stop, and ignores it

@@ -81,7 +81,7 @@ func TestReplyEndingTheTurnStopsItsRunningChildren(t *testing.T) {
 			sub := n.Inst.Subscribe("root", 1024)
 			defer sub.Close()
 			pid := n.Admit("root", c.prompt)
-			cx := <-d.Started
+			cx := within(t, d.Started, "the child's turn to start")
 			require.Equal(t, "root.1", cx.SessionID())
 			waitFor(t, sub, event.StepParked)
 			require.True(t, n.Inst.RunningHere("root.1"), "the child runs")

@@ -75,15 +75,15 @@ func (b *logBuffer) seen(text string) (bool, <-chan struct{}) {
 	return false, b.changed
 }
 
-// count is how many times the log holds text, with a channel closed at
-// the next line.
-func (b *logBuffer) count(text string) (int, <-chan struct{}) {
+// watch returns the log and a channel closed at the next line, read
+// together: no line comes between them unnoticed.
+func (b *logBuffer) watch() (string, <-chan struct{}) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.changed == nil {
 		b.changed = make(chan struct{})
 	}
-	return strings.Count(b.buf.String(), text), b.changed
+	return b.buf.String(), b.changed
 }
 
 // tail is the last n lines.

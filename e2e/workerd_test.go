@@ -335,42 +335,44 @@ func (w *workerd) start(t *testing.T) {
 // included) holds text; it fails the test past limit or if wrangler exited.
 func (w *workerd) waitLog(t *testing.T, text string, limit time.Duration) {
 	t.Helper()
-	deadline := time.NewTimer(limit)
-	defer deadline.Stop()
-	for {
-		ok, changed := w.logs.seen(text)
-		if ok {
-			return
-		}
-		select {
-		case <-changed:
-		case <-w.done:
-			if ok, _ := w.logs.seen(text); !ok {
-				t.Fatalf("wrangler exited before %q:\n%s", text, w.logs)
-			}
-			return
-		case <-deadline.C:
-			t.Fatalf("no %q within %v:\n%s", text, limit, w.logs)
-		}
-	}
+	w.waitOutput(t, limit, func(out string) (bool, string) {
+		return strings.Contains(out, text), strconv.Quote(text)
+	})
 }
 
 // waitLogTimes is waitLog for text seen n times in this run's output.
 func (w *workerd) waitLogTimes(t *testing.T, text string, n int, limit time.Duration) {
 	t.Helper()
+	w.waitOutput(t, limit, func(out string) (bool, string) {
+		seen := strings.Count(out, text)
+		return seen >= n, fmt.Sprintf("%q %d times (seen %d)", text, n, seen)
+	})
+}
+
+// waitOutput is the loop of waitLog, waitLogTimes and waitFirstLog: it
+// runs check on wrangler's output of this run at every new line until
+// check reports done, and fails the test past limit or if wrangler exited
+// first, with check's description of what is still missing.
+func (w *workerd) waitOutput(t *testing.T, limit time.Duration, check func(out string) (done bool, missing string)) {
+	t.Helper()
 	deadline := time.NewTimer(limit)
 	defer deadline.Stop()
 	for {
-		seen, changed := w.logs.count(text)
-		if seen >= n {
+		out, changed := w.logs.watch()
+		done, missing := check(out)
+		if done {
 			return
 		}
 		select {
 		case <-changed:
 		case <-w.done:
-			t.Fatalf("wrangler exited after %d of %d %q:\n%s", seen, n, text, w.logs)
+			// Every line was read before done closed (start): one last look.
+			if done, missing = check(w.logs.String()); !done {
+				t.Fatalf("wrangler exited before %s:\n%s", missing, w.logs)
+			}
+			return
 		case <-deadline.C:
-			t.Fatalf("%q seen %d times, not %d, within %v:\n%s", text, seen, n, limit, w.logs)
+			t.Fatalf("no %s within %v:\n%s", missing, limit, w.logs)
 		}
 	}
 }
@@ -448,28 +450,18 @@ func (w *workerd) logLen() int { return len(w.logs.String()) }
 // test past limit or if wrangler exited.
 func (w *workerd) waitFirstLog(t *testing.T, from int, limit time.Duration, texts ...string) string {
 	t.Helper()
-	deadline := time.NewTimer(limit)
-	defer deadline.Stop()
-	for {
-		_, changed := w.logs.count(texts[0]) // for the channel closed at the next line, taken before the output read
-		out := w.logs.String()[from:]
-		first, at := "", len(out)
+	var first string
+	w.waitOutput(t, limit, func(out string) (bool, string) {
+		out = out[from:]
+		at := len(out)
 		for _, text := range texts {
 			if i := strings.Index(out, text); i >= 0 && i < at {
 				first, at = text, i
 			}
 		}
-		if first != "" {
-			return first
-		}
-		select {
-		case <-changed:
-		case <-w.done:
-			t.Fatalf("wrangler exited before any of %q:\n%s", texts, w.logs)
-		case <-deadline.C:
-			t.Fatalf("none of %q within %v:\n%s", texts, limit, w.logs)
-		}
-	}
+		return first != "", fmt.Sprintf("any of %q", texts)
+	})
+	return first
 }
 
 func (w *workerd) client(t *testing.T) *server {

@@ -73,8 +73,9 @@ func (w *waker) Arm(ctx context.Context, at int64) error {
 		if err := w.h.index.setWakeup(ctx, w.id, row); err != nil {
 			err = fmt.Errorf("arm wake-up of tree %s: %w", w.id, err)
 			// The caller must not count on it (its claim must not commit),
-			// but this process still fires it: a handler that re-arms as
-			// its last act and cannot store the row still wants its retry.
+			// but this process still fires it (armTimerLocked): a handler
+			// that re-arms as its last act and cannot store the row still
+			// wants its retry.
 			// A delivery in which it happened counts as failed, so its
 			// used-up row is kept, not deleted (DESIGN §4 rule 2), and the
 			// retry comes on the wake schedule (deliverLoop): a timer set
@@ -88,7 +89,7 @@ func (w *waker) Arm(ctx context.Context, at int64) error {
 				}
 				return err
 			}
-			w.scheduleLocked(at)
+			w.armTimerLocked(at)
 			return err
 		}
 		w.row = row
@@ -96,8 +97,27 @@ func (w *waker) Arm(ctx context.Context, at int64) error {
 	if w.delivering {
 		w.rearmed = true
 	}
-	w.scheduleLocked(at)
+	w.armTimerLocked(at)
 	return nil
+}
+
+// armTimerLocked sets the timer for an Arm. Outside a delivery, after one
+// that failed, the timer is the failed delivery's retry, on the wake
+// schedule, and an Arm leaves it there: every claiming write arms a wake
+// interval ahead before each attempt, and a guest's sweep that waited for
+// storage past the wake call re-arms after the host settled the delivery,
+// so on a full disk a tree that clients keep writing to would otherwise be
+// woken every wake interval, not 1 s, 2 s, 4 s … a minute apart. Such an
+// Arm is refused when it must write (no row), or needs no write, covered
+// by the failed delivery's used-up row that is kept; either way the retry
+// comes within a minute, sweeps and re-arms from what is stored, and a
+// restart delivers the kept row at once. The first delivery that succeeds
+// ends the run, and Arms set the timer at their own time again.
+func (w *waker) armTimerLocked(at int64) {
+	if !w.delivering && w.failures > 0 && w.timerAt != 0 {
+		return
+	}
+	w.scheduleLocked(at)
 }
 
 // scheduleLocked makes the timer fire no later than at.
