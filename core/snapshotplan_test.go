@@ -8,7 +8,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/revenantrt/revenant/core"
-	"github.com/revenantrt/revenant/core/storage"
 	"github.com/revenantrt/revenant/internal/treetest"
 )
 
@@ -28,22 +27,9 @@ func TestSnapshotTranscriptLooksUpEventsByKey(t *testing.T) {
 	sid := n.NewSession("s")
 	for name, query := range core.TranscriptQueries {
 		var plan []string
-		tr.Read(func(tx storage.Tx) error {
-			plan = plan[:0]
-			rows, err := tx.Query(`EXPLAIN QUERY PLAN `+query, sid, int64(1)<<62, 0, string(core.StepStreaming), 50)
-			if err != nil {
-				return err
-			}
-			for rows.Next() {
-				var id, parent, unused int64
-				var detail string
-				if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
-					return err
-				}
-				plan = append(plan, detail)
-			}
-			return nil
-		})
+		for _, l := range tr.QueryPlan(query, sid, int64(1)<<62, 0, string(core.StepStreaming), 50) {
+			plan = append(plan, l.Detail)
+		}
 		require.NotEmpty(t, plan, name)
 		for _, line := range plan {
 			if eventsAccess.MatchString(line) {
@@ -51,35 +37,6 @@ func TestSnapshotTranscriptLooksUpEventsByKey(t *testing.T) {
 			}
 		}
 	}
-}
-
-// planLine is one line of EXPLAIN QUERY PLAN: its node, its parent node
-// and what it does.
-type planLine struct {
-	id, parent int64
-	detail     string
-}
-
-func queryPlan(t *testing.T, tr *treetest.Tree, query string, args ...any) []planLine {
-	t.Helper()
-	var plan []planLine
-	tr.Read(func(tx storage.Tx) error {
-		plan = plan[:0]
-		rows, err := tx.Query(`EXPLAIN QUERY PLAN `+query, args...)
-		if err != nil {
-			return err
-		}
-		for rows.Next() {
-			var l planLine
-			var unused int64
-			if err := rows.Scan(&l.id, &l.parent, &unused, &l.detail); err != nil {
-				return err
-			}
-			plan = append(plan, l)
-		}
-		return nil
-	})
-	return plan
 }
 
 // messagesAccess is a plan line that reads the messages table by the
@@ -99,17 +56,17 @@ func TestSnapshotPageReadsTheNewestMessagesOnly(t *testing.T) {
 	n := tr.Boot(treetest.NewDriver(1))
 	sid := n.NewSession("s")
 	for _, name := range []string{"page", "pageSizes"} {
-		plan := queryPlan(t, tr, core.TranscriptQueries[name], sid, int64(1)<<62, 0, string(core.StepStreaming), 50)
-		var access *planLine
+		plan := tr.QueryPlan(core.TranscriptQueries[name], sid, int64(1)<<62, 0, string(core.StepStreaming), 50)
+		var access *treetest.PlanLine
 		for i := range plan {
-			if messagesAccess.MatchString(plan[i].detail) {
+			if messagesAccess.MatchString(plan[i].Detail) {
 				access = &plan[i]
 			}
 		}
 		require.NotNil(t, access, "%s reads no messages by the session's index: %v", name, plan)
 		sortsTies := false
 		for _, l := range plan {
-			if l.parent == access.parent && l.detail == "USE TEMP B-TREE FOR LAST TERM OF ORDER BY" {
+			if l.Parent == access.Parent && l.Detail == "USE TEMP B-TREE FOR LAST TERM OF ORDER BY" {
 				sortsTies = true
 			}
 		}
@@ -132,10 +89,10 @@ func TestSnapshotPageFindsStreamingStepsByTheSessionsIndex(t *testing.T) {
 	n := tr.Boot(treetest.NewDriver(1))
 	sid := n.NewSession("s")
 	for _, name := range []string{"page", "pageSizes"} {
-		plan := queryPlan(t, tr, core.TranscriptQueries[name], sid, int64(1)<<62, 0, string(core.StepStreaming), 50)
+		plan := tr.QueryPlan(core.TranscriptQueries[name], sid, int64(1)<<62, 0, string(core.StepStreaming), 50)
 		found := false
 		for _, l := range plan {
-			found = found || stepsAccess.MatchString(l.detail)
+			found = found || stepsAccess.MatchString(l.Detail)
 		}
 		assert.True(t, found, "%s does not read the steps by the session's index: %v", name, plan)
 	}

@@ -312,28 +312,6 @@ func TestPlanTranscriptDecidesAsBefore(t *testing.T) {
 	}
 }
 
-// queryPlan is the details of the EXPLAIN QUERY PLAN lines of query with
-// args, with their parent node.
-func queryPlan(t *testing.T, tr *treetest.Tree, query string, args ...any) (details []string, parents []int64) {
-	t.Helper()
-	tr.Read(func(tx storage.Tx) error {
-		rows, err := tx.Query(`EXPLAIN QUERY PLAN `+query, args...)
-		if err != nil {
-			return err
-		}
-		for rows.Next() {
-			var id, parent, unused int64
-			var detail string
-			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
-				return err
-			}
-			details, parents = append(details, detail), append(parents, parent)
-		}
-		return nil
-	})
-	return details, parents
-}
-
 // A page of planTranscript's read walks the session's messages but tool
 // results (messages_sent) from the page's start down, sorting only the
 // ties on seq, so that its LIMIT stops the walk; the count of what it
@@ -344,7 +322,7 @@ func queryPlan(t *testing.T, tr *treetest.Tree, query string, args ...any) (deta
 func TestPlanTranscriptReadsByTheIndexes(t *testing.T) {
 	tr := treetest.New(t)
 	tr.Boot(treetest.NewDriver(1))
-	page, parents := queryPlan(t, tr, transcriptSizes, append(transcriptSizesArgs("s"), int64(1)<<62, int64(1)<<62, 32)...)
+	page, parents := planDetails(tr.QueryPlan(transcriptSizes, append(transcriptSizesArgs("s"), int64(1)<<62, int64(1)<<62, 32)...))
 	require.NotEmpty(t, page)
 	require.Contains(t, page, "SEARCH m USING INDEX messages_sent (session_id=? AND seq<?)")
 	for i, line := range page {
@@ -355,12 +333,20 @@ func TestPlanTranscriptReadsByTheIndexes(t *testing.T) {
 	}
 	require.Contains(t, page, "USE TEMP B-TREE FOR LAST TERM OF ORDER BY", "ties on seq go by rowid")
 
-	count, _ := queryPlan(t, tr, requestMessages, "s")
+	count, _ := planDetails(tr.QueryPlan(requestMessages, "s"))
 	require.Contains(t, count, "SEARCH messages USING COVERING INDEX messages_sent (session_id=?)")
 	require.Contains(t, count, "SEARCH tool_calls USING COVERING INDEX tool_calls_by_session (session_id=?)")
 	for _, line := range count {
 		require.NotRegexp(t, `^SCAN (messages|tool_calls)`, line, "plan %q", count)
 	}
+}
+
+// planDetails is what each line of plan does, and its parent node.
+func planDetails(plan []treetest.PlanLine) (details []string, parents []int64) {
+	for _, l := range plan {
+		details, parents = append(details, l.Detail), append(parents, l.Parent)
+	}
+	return details, parents
 }
 
 // jsNumberTx binds only the integers a Durable Object binds

@@ -198,3 +198,35 @@ func (n *Node) Admit(sessionID, text string) string {
 	require.NoError(n.tree.T, err)
 	return a.PromptID
 }
+
+// PlanLine is one line of EXPLAIN QUERY PLAN: its node, its parent node
+// (0: the top) and what it does.
+type PlanLine struct {
+	ID, Parent int64
+	Detail     string
+}
+
+// QueryPlan is how SQLite would run query with args on the tree's
+// database: the plan tests check that a query reads by an index, which a
+// benchmark alone would not tell.
+func (tr *Tree) QueryPlan(query string, args ...any) []PlanLine {
+	tr.T.Helper()
+	var plan []PlanLine
+	tr.Read(func(tx storage.Tx) error {
+		plan = plan[:0]
+		rows, err := tx.Query(`EXPLAIN QUERY PLAN `+query, args...)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var l PlanLine
+			var unused int64
+			if err := rows.Scan(&l.ID, &l.Parent, &unused, &l.Detail); err != nil {
+				return err
+			}
+			plan = append(plan, l)
+		}
+		return nil
+	})
+	return plan
+}
