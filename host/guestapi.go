@@ -165,8 +165,8 @@ func (g *GuestHandler) Close() { g.close() }
 // tree serves a route of one tree: once the directory has found, from the
 // index, that the caller owns the tree, the tree's guest serves it.
 // r is the request, m the same as the API reads it (path values set).
-// On a route that reads a body, a declared length over max_body is 413
-// before the guest is involved: the guest's host reads the body whole
+// On a route that reads a body, a declared length over max_body is 413,
+// and a compressed body 400, before the guest is involved: the guest's host reads the body whole
 // first, so waiting for a body the client may never send would hold the
 // request to the read timeout (the Cloudflare front refuses it unread too).
 // On any other route the guest is given no body at all, for the same
@@ -178,7 +178,14 @@ func (g *GuestHandler) tree(queryToken, readsBody bool) func(http.ResponseWriter
 			return
 		}
 		if readsBody {
+			// Both unread, in readBody's order: a compressed body is
+			// refused in process before it is read, and read whole here
+			// first it would hold the answer as a held-back one does.
 			if err := g.dir.CheckDeclaredLength(m); err != nil {
+				g.fail(w, err)
+				return
+			}
+			if err := api.CheckBodyEncoding(m); err != nil {
 				g.fail(w, err)
 				return
 			}

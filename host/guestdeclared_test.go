@@ -65,10 +65,21 @@ func TestCompressedBodyDeclaredOverCapIs413(t *testing.T) {
 			assert.Equal(t, http.StatusRequestEntityTooLarge, status, "%s: %s", path, body)
 			assert.Contains(t, body, "payload_too_large", path)
 		}
-		// Within the cap, the encoding is still refused, saying so.
-		status, body := heldBackAnswer(t, base, "POST", "/v1/sessions/"+id+"/prompt", 1, "Content-Encoding: gzip\r\n")
-		assert.Equal(t, http.StatusBadRequest, status, body)
-		assert.Contains(t, body, "Content-Encoding")
+		// Within the cap, the encoding is still refused, saying so, and
+		// unread: at once with the body held back too, as in process
+		// (under -guest the guest's host read it whole first, so the
+		// answer came at the read timeout, 60 s, and said the body could
+		// not be read; found by readme63). Declared past the 256 KiB that
+		// net/http reads of an unread body before it answers (the server
+		// of cmd/revenant closes such a connection instead; this test's
+		// server does not), but within the cap.
+		within := int64(api.DefaultMaxBody) / 2
+		require.Greater(t, within, int64(256<<10))
+		for _, path := range []string{"/v1/sessions", "/v1/sessions/" + id + "/prompt", "/v1/sessions/" + id + "/questions/q-x-0"} {
+			status, body := heldBackAnswer(t, base, "POST", path, within, "Content-Encoding: gzip\r\n")
+			assert.Equal(t, http.StatusBadRequest, status, "%s: %s", path, body)
+			assert.Contains(t, body, "Content-Encoding", path)
+		}
 	})
 }
 
