@@ -512,14 +512,15 @@ export default {
 // dropUnread gives up a request body nothing read, as ignoreBody does an
 // interrupt's (read and thrown away, the rest dropped after
 // UNREAD_GRACE_MS): the front's own refusals (a 401, a malformed id, a
-// compressed create, a refused Origin) and the owner check's 404 answer
-// without reading it, as the local server does. wrangler dev wraps the
-// Worker in a middleware that reads an unused request body to its end
-// before the answer goes out
+// refused Origin) and the owner check's 404 answer without reading it, as
+// the local server does. wrangler dev wraps the Worker in a middleware
+// that reads an unused request body to its end before the answer goes out
 // (wrangler/templates/middleware/middleware-ensure-req-body-drained.ts),
 // so such an answer never reached a client that declared a body and held
 // it back (found by probe 63); a body dropped here is locked, which the
 // middleware skips. A body that was read, or given up already, is locked.
+// One refusal still waits for its body under wrangler dev, cause not
+// found: a compressed body's 400 (docs/api.md says so).
 async function dropUnread(request) {
   if (request.body && !request.body.locked) await ignoreBody(request.body.getReader()).stop();
 }
