@@ -130,16 +130,19 @@ func open(ctx context.Context, cfg Config) (*Host, error) {
 	h.bgCtx, h.bgCancel = context.WithCancel(context.Background())
 
 	// A tree whose creation died before its root session existed was never
-	// visible to anyone: remove it.
+	// visible to anyone: remove it. Its client may have seen the create
+	// fail or hang, so the line lets an operator match that to this.
 	unready, err := ix.unready(ctx)
 	if err != nil {
 		ix.close()
 		return nil, fmt.Errorf("open host: read unfinished trees: %w", err)
 	}
-	for _, id := range unready {
-		if err := errors.Join(h.removeFiles(id), h.dropRow(ctx, id)); err != nil {
-			h.log.Warn("remove unfinished tree", "tree", id, "err", err)
+	for _, t := range unready {
+		if err := errors.Join(h.removeFiles(t.id), h.dropRow(ctx, t.id)); err != nil {
+			h.log.Warn("remove unfinished tree", "tree", t.id, "principal", t.principal, "err", err)
+			continue
 		}
+		h.log.Info("removed a tree whose create never finished", "tree", t.id, "principal", t.principal)
 	}
 	h.removeDeletedFiles(ctx)
 

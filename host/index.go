@@ -243,26 +243,33 @@ func (ix *index) markReady(ctx context.Context, id string, createdAt int64) erro
 	})
 }
 
+// unfinishedTree is an index row never made ready: its create died between
+// the row and the root session.
+type unfinishedTree struct {
+	id, principal string
+}
+
 // unready lists trees whose creation never finished (a crash between the
-// index row and the root session).
-func (ix *index) unready(ctx context.Context) ([]string, error) {
-	var ids []string
+// index row and the root session), with their principals so that Open can
+// say whose create it discards.
+func (ix *index) unready(ctx context.Context) ([]unfinishedTree, error) {
+	var trees []unfinishedTree
 	err := ix.db.Tx(ctx, func(tx storage.Tx) error {
-		rows, err := tx.Query(`SELECT id FROM trees WHERE ready = 0`)
+		rows, err := tx.Query(`SELECT id, principal FROM trees WHERE ready = 0`)
 		if err != nil {
 			return err
 		}
-		ids = ids[:0]
+		trees = trees[:0]
 		for rows.Next() {
-			var id string
-			if err := rows.Scan(&id); err != nil {
+			var t unfinishedTree
+			if err := rows.Scan(&t.id, &t.principal); err != nil {
 				return err
 			}
-			ids = append(ids, id)
+			trees = append(trees, t)
 		}
 		return nil
 	})
-	return ids, err
+	return trees, err
 }
 
 // list is one page of a principal's trees, newest first, after the cursor.
