@@ -265,7 +265,7 @@ func withOrigin(t *testing.T, s *server, method, path, origin string, header ...
 }
 
 // corsHeaders are the headers a CORS answer is judged by.
-var corsHeaders = []string{"Access-Control-Allow-Origin", "Access-Control-Allow-Methods", "Access-Control-Allow-Headers", "Access-Control-Max-Age", "Vary"}
+var corsHeaders = []string{"Access-Control-Allow-Origin", "Access-Control-Allow-Methods", "Access-Control-Allow-Headers", "Access-Control-Max-Age", "Access-Control-Expose-Headers", "Vary"}
 
 // frontOrigins: with REVENANT_ALLOWED_ORIGINS set, a preflight is answered
 // as the local server answers it (set the same way), answers to that
@@ -312,11 +312,13 @@ func frontOriginsVsLocal(t *testing.T, front *server) {
 		assert.Equal(t, rq.status, resp.StatusCode, "%s %s", rq.method, rq.path)
 		assert.Equal(t, frontOrigin, resp.Header.Get("Access-Control-Allow-Origin"), "%s %s", rq.method, rq.path)
 		assert.Equal(t, "Origin", resp.Header.Get("Vary"), "%s %s", rq.method, rq.path)
+		assert.Equal(t, "Retry-After", resp.Header.Get("Access-Control-Expose-Headers"), "%s %s: a page may read a 429's or 503's Retry-After", rq.method, rq.path)
 	}
 
 	resp := withOrigin(t, front, "GET", "/v1/sessions/"+sid+"/events?after=0", frontOrigin)
 	assert.Equal(t, http.StatusOK, resp.StatusCode)
 	assert.Equal(t, frontOrigin, resp.Header.Get("Access-Control-Allow-Origin"), "the event stream")
+	assert.Equal(t, "Retry-After", resp.Header.Get("Access-Control-Expose-Headers"), "the event stream")
 	assert.True(t, strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream"))
 	sc := bufio.NewScanner(resp.Body)
 	for sc.Scan() && !strings.Contains(sc.Text(), typeCreated) {

@@ -456,13 +456,15 @@ func (e *env) epochAndEvents(id string) (epoch, events int64) {
 
 // The Host and Origin checks answer alike in process and in guest mode,
 // before anything reaches a guest; an allowed origin's request reaches
-// the guest and is served there (the host checked its Origin).
+// the guest and is served there (the host checked its Origin), with the
+// CORS headers the host set.
 func TestGuestChecksHostAndOriginAsInProcess(t *testing.T) {
 	const console = "https://console.example"
 	type sourced struct {
 		Status      int
 		Type        string
 		AllowOrigin string
+		Expose      string // Access-Control-Expose-Headers
 	}
 	run := func(t *testing.T, guest bool) []sourced {
 		_, h := openIn(t, guest)
@@ -502,7 +504,7 @@ func TestGuestChecksHostAndOriginAsInProcess(t *testing.T) {
 			b, err := io.ReadAll(resp.Body)
 			resp.Body.Close()
 			require.NoError(t, err)
-			got := sourced{Status: resp.StatusCode, AllowOrigin: resp.Header.Get("Access-Control-Allow-Origin")}
+			got := sourced{Status: resp.StatusCode, AllowOrigin: resp.Header.Get("Access-Control-Allow-Origin"), Expose: resp.Header.Get("Access-Control-Expose-Headers")}
 			var e api.ErrorBody
 			if json.Unmarshal(b, &e) == nil {
 				got.Type = string(e.Error.Type)
@@ -514,9 +516,10 @@ func TestGuestChecksHostAndOriginAsInProcess(t *testing.T) {
 		return out
 	}
 	want := []sourced{
-		{403, "forbidden_host", ""}, {403, "forbidden_host", ""}, {403, "forbidden_host", ""}, {403, "forbidden_host", ""},
-		{403, "forbidden_origin", ""}, {403, "forbidden_origin", ""}, {403, "forbidden_origin", ""}, {403, "forbidden_origin", ""},
-		{200, "", console}, {202, "", console}, {204, "", console},
+		{403, "forbidden_host", "", ""}, {403, "forbidden_host", "", ""}, {403, "forbidden_host", "", ""}, {403, "forbidden_host", "", ""},
+		{403, "forbidden_origin", "", ""}, {403, "forbidden_origin", "", ""}, {403, "forbidden_origin", "", ""}, {403, "forbidden_origin", "", ""},
+		// A page may read a 429's or 503's Retry-After, whoever answers.
+		{200, "", console, "Retry-After"}, {202, "", console, "Retry-After"}, {204, "", console, "Retry-After"},
 	}
 	t.Run("inprocess", func(t *testing.T) { assert.Equal(t, want, run(t, false)) })
 	t.Run("guest", func(t *testing.T) { assert.Equal(t, want, run(t, true)) })

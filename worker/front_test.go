@@ -260,6 +260,7 @@ func TestDecideAllowedOrigins(t *testing.T) {
 	assert.Equal(t, worker.Forward, d.Kind)
 	assert.Equal(t, console, w.Header().Get("Access-Control-Allow-Origin"), "the headers the forwarded answer gets")
 	assert.Equal(t, "Origin", w.Header().Get("Vary"))
+	assert.Equal(t, "Retry-After", w.Header().Get("Access-Control-Expose-Headers"), "a page may read a 429's or 503's Retry-After")
 
 	d, w = decide(t, f, http.MethodGet, "/v1/sessions/abc", http.Header{"Origin": {"https://evil.example"}})
 	assert.Equal(t, worker.Answered, d.Kind)

@@ -31,6 +31,14 @@ import (
 // preflightMaxAge is how long (seconds) a browser may cache a preflight.
 const preflightMaxAge = "600"
 
+// exposedHeaders are the headers of an answer that docs/api.md tells
+// clients to read and that are not CORS-safelisted: without them in
+// Access-Control-Expose-Headers a browser page cannot see when to send a
+// 429 or 503 again. Set on every answer to an allowed origin, an event
+// stream's and an error's included, since a browser reads the header on
+// the answer itself, not on the preflight.
+const exposedHeaders = "Retry-After"
+
 // CanonicalOrigin checks an allowed origin as an operator writes it
 // (`https://console.example`, `http://localhost:3000`) and returns it the
 // way browsers send it: lowercase, without a default port, without a
@@ -187,6 +195,7 @@ func (d *Directory) checkSource(w httpmsg.ResponseWriter, r *httpmsg.Request) (d
 	}
 	w.Header().Set("Access-Control-Allow-Origin", origin[0])
 	w.Header().Set("Vary", "Origin")
+	w.Header().Set("Access-Control-Expose-Headers", exposedHeaders)
 	if r.Method == httpmsg.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
 		w.Header().Set("Access-Control-Allow-Methods", "GET, POST, DELETE")
 		w.Header().Set("Access-Control-Allow-Headers", "Authorization, Content-Type, Idempotency-Key, Last-Event-ID")

@@ -223,3 +223,31 @@ func TestDirectoryAllowsOriginsAsCanonicalized(t *testing.T) {
 	assert.Equal(t, http.StatusOK, w.Code, w.Body.String())
 	assert.Equal(t, console, w.Header().Get("Access-Control-Allow-Origin"))
 }
+
+// A page of an allowed origin can read Retry-After: every answer to it
+// names the header in Access-Control-Expose-Headers (a browser hides any
+// header not CORS-safelisted otherwise), the 429 that carries it, an
+// ordinary answer and the event stream's included.
+func TestAllowedOriginMayReadRetryAfter(t *testing.T) {
+	h, trees := sourceHandler(t, api.Anonymous{}, true)
+	trees.prepare = func(tr *treetest.Tree) { tr.Cfg = tr.Cfg.WithQueueCap(1) }
+	created := serve(h, "POST", "/v1/sessions", "localhost:8787", console, "")
+	require.Equal(t, http.StatusCreated, created.Code, created.Body.String())
+	assert.Equal(t, "Retry-After", created.Header().Get("Access-Control-Expose-Headers"))
+	session := "/v1/sessions/" + strings.Split(created.Body.String(), `"`)[3]
+
+	w := serve(h, "POST", session+"/prompt", "localhost:8787", console, `{"text":"hold"}`, "Content-Type", "application/json")
+	require.Equal(t, http.StatusAccepted, w.Code, w.Body.String())
+	w = serve(h, "POST", session+"/prompt", "localhost:8787", console, `{"text":"one more"}`, "Content-Type", "application/json")
+	require.Equal(t, http.StatusTooManyRequests, w.Code, w.Body.String())
+	assert.Equal(t, "5", w.Header().Get("Retry-After"))
+	assert.Equal(t, "Retry-After", w.Header().Get("Access-Control-Expose-Headers"), "the 429's Retry-After is readable")
+
+	w = serve(h, "HEAD", session+"/events", "localhost:8787", console, "")
+	require.Equal(t, http.StatusOK, w.Code)
+	assert.Equal(t, "text/event-stream", w.Header().Get("Content-Type"))
+	assert.Equal(t, "Retry-After", w.Header().Get("Access-Control-Expose-Headers"), "the event stream")
+
+	w = serve(h, "GET", "/v1/sessions", "localhost:8787", "", "")
+	assert.Empty(t, w.Header().Get("Access-Control-Expose-Headers"), "no Origin, no CORS")
+}
