@@ -1,9 +1,11 @@
 package host_test
 
 import (
+	"context"
 	"errors"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -161,4 +163,40 @@ func TestCreateKeyedConcurrentRetryWaitsForTheFirst(t *testing.T) {
 	require.NoError(t, <-first)
 	assert.Equal(t, "t1", <-second)
 	assert.Equal(t, []string{"t1"}, listIDs(t, h, "alice"))
+}
+
+// A keyed create whose key names a tree an earlier create left not ready
+// and could not undo (its cleanup failed too, so nothing holds the tree's
+// entry and nothing will finish it) is 503 at once, not read again and
+// again until its client gives up (found by review263: the loop took 80%
+// of a core, and slowed every other index reader, for as long as the
+// client waited). The next start removes that tree and frees the key.
+func TestCreateKeyedOnAnUnfinishedCreatesKeyAnswersAtOnce(t *testing.T) {
+	e := newEnv(t)
+	h := e.open(e.config())
+	db, err := sqlitedb.Open(filepath.Join(e.dir, "index.db"), sqlitedb.Options{})
+	require.NoError(t, err)
+	require.NoError(t, db.Tx(ctx, func(tx storage.Tx) error { // what a create and its failed undo left
+		if _, err := tx.Exec(`INSERT INTO trees (id, principal, created_at, ready) VALUES ('t1', 'alice', 1, 0)`); err != nil {
+			return err
+		}
+		_, err := tx.Exec(`INSERT INTO create_keys (principal, key, tree_id, digest) VALUES ('alice', 'k', 't1', 'd')`)
+		return err
+	}))
+	require.NoError(t, db.Close())
+
+	// The deadline is a guard that turns a spin into a failure, not a wait.
+	guarded, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	_, err = h.CreateKeyed(guarded, "t2", "alice", api.CreateKey{Key: "k", Digest: "d"}, rootSession("t2", "alice"))
+	require.Error(t, err)
+	assert.NotErrorIs(t, err, context.DeadlineExceeded)
+	assert.Equal(t, 503, api.StatusOf(err), "%v", err)
+	assert.Empty(t, listIDs(t, h, "alice"))
+
+	require.NoError(t, h.Close(ctx))
+	h = e.open(e.config())
+	id, err := h.CreateKeyed(ctx, "t2", "alice", api.CreateKey{Key: "k", Digest: "d"}, rootSession("t2", "alice"))
+	require.NoError(t, err)
+	assert.Equal(t, "t2", id, "the next start freed the key")
 }

@@ -96,6 +96,7 @@ func nativeInit(ctx context.Context, rootID string, init func(*core.Instance) er
 // (its row not ready yet) is waited for, until ctx ends: its outcome
 // decides, and a failed one frees the key for this create.
 func (h *Host) createKeyed(ctx context.Context, rootID, principal string, key api.CreateKey, init func(*entry) (int64, error)) (id string, replayed bool, err error) {
+	released := false // the last read found the key's create under way and its entry gone
 	for {
 		rec, found, err := h.index.createKey(ctx, principal, key.Key)
 		if err != nil {
@@ -119,7 +120,10 @@ func (h *Host) createKeyed(ctx context.Context, rootID, principal string, key ap
 		}
 		// Its create is under way: it holds the tree's entry until its
 		// row is ready or gone (createTree). An entry already released
-		// means that happened since the read: read again.
+		// means that happened since the read: read again. Released at
+		// two reads in a row, the row is a create's that ended without
+		// undoing it (its cleanup failed too): nothing will finish it
+		// before the next start removes it, and reading on would spin.
 		h.mu.Lock()
 		var busy chan struct{}
 		if cur := h.trees[rec.treeID]; cur != nil {
@@ -127,8 +131,13 @@ func (h *Host) createKeyed(ctx context.Context, rootID, principal string, key ap
 		}
 		h.mu.Unlock()
 		if busy == nil {
+			if released {
+				return "", false, errKeyUnfinished
+			}
+			released = true
 			continue
 		}
+		released = false
 		if f := h.cfg.hooks.createWaits; f != nil {
 			f(rec.treeID)
 		}
@@ -138,6 +147,14 @@ func (h *Host) createKeyed(ctx context.Context, rootID, principal string, key ap
 			return "", false, fmt.Errorf("create tree %s: %w", rootID, ctx.Err())
 		}
 	}
+}
+
+// errKeyUnfinished answers a create whose key names a tree an earlier
+// create left unfinished and could not undo (createKeyed): the server's
+// next start removes that tree and frees the key.
+var errKeyUnfinished = &api.Error{
+	Type:    api.ErrUnavailable,
+	Message: "an earlier create with this Idempotency-Key did not finish and could not be undone; the server frees the key when it next starts",
 }
 
 // createTree is Create for any backend: init runs on the new tree's entry
