@@ -178,14 +178,7 @@ func (g *GuestHandler) tree(queryToken, readsBody bool) func(http.ResponseWriter
 			return
 		}
 		if readsBody {
-			// Both unread, in readBody's order: a compressed body is
-			// refused in process before it is read, and read whole here
-			// first it would hold the answer as a held-back one does.
-			if err := g.dir.CheckDeclaredLength(m); err != nil {
-				g.fail(w, err)
-				return
-			}
-			if err := api.CheckBodyEncoding(m); err != nil {
+			if err := g.dir.CheckBodyUnread(m); err != nil {
 				g.fail(w, err)
 				return
 			}

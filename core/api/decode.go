@@ -431,14 +431,11 @@ func DecodeReply(body []byte, kind string) (ReplyRequest, error) {
 // refused before it is read, saying so: read as it comes, it would be
 // refused as "not valid UTF-8", which sends its client looking in the
 // wrong place. The declared length is judged first: the guest's host
-// (Directory.CheckDeclaredLength) and the Cloudflare front refuse a
-// declared length over limit before anything else about the body, so a
-// compressed body declared over it is 413 on every host, not 400 here.
+// (Directory.CheckBodyUnread) and the Cloudflare front refuse a declared
+// length over limit before anything else about the body, so a compressed
+// body declared over it is 413 on every host, not 400 here.
 func readBody(r *httpmsg.Request, limit int64) ([]byte, error) {
-	if r.ContentLength > limit {
-		return nil, tooLarge(limit)
-	}
-	if err := CheckBodyEncoding(r); err != nil {
+	if err := checkBodyUnread(r, limit); err != nil {
 		return nil, err
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
@@ -449,6 +446,15 @@ func readBody(r *httpmsg.Request, limit int64) ([]byte, error) {
 		return nil, tooLarge(limit)
 	}
 	return body, nil
+}
+
+// checkBodyUnread is what readBody refuses before it reads a byte: a
+// declared length over limit (413), then a compressed body (400).
+func checkBodyUnread(r *httpmsg.Request, limit int64) error {
+	if r.ContentLength > limit {
+		return tooLarge(limit)
+	}
+	return CheckBodyEncoding(r)
 }
 
 // CheckBodyEncoding refuses a request whose body is sent compressed (a

@@ -232,18 +232,16 @@ func (d *Directory) create(w httpmsg.ResponseWriter, r *httpmsg.Request) error {
 	return nil
 }
 
-// CheckDeclaredLength refuses, unread, a request whose declared
-// Content-Length is over max_body (413), as readBody does first. A host
-// that hands a tree's request whole to the tree's guest (guest mode) calls
-// it after Authorize on the routes that read a body (Route.ReadsBody):
-// otherwise a client that declares more than it sends holds the request
-// until the server's read timeout, then gets a 400, where the local
-// server in process and the Cloudflare front answer 413 at once.
-func (d *Directory) CheckDeclaredLength(r *httpmsg.Request) error {
-	if r.ContentLength > d.cfg.maxBody {
-		return tooLarge(d.cfg.maxBody)
-	}
-	return nil
+// CheckBodyUnread refuses, unread, what readBody refuses before it reads
+// a byte: a declared Content-Length over max_body (413), then a
+// compressed body (400). A host that hands a tree's request whole to the
+// tree's guest (guest mode) calls it after Authorize on the routes that
+// read a body (Route.ReadsBody): otherwise a client that declares more
+// than it sends holds the request until the server's read timeout, then
+// gets a 400, where the local server in process and the Cloudflare front
+// answer at once.
+func (d *Directory) CheckBodyUnread(r *httpmsg.Request) error {
+	return checkBodyUnread(r, d.cfg.maxBody)
 }
 
 // CheckCreate reads a create request's body and checks it as the create
