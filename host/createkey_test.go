@@ -3,7 +3,6 @@ package host_test
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -12,9 +11,7 @@ import (
 
 	"github.com/revenantrt/revenant/core"
 	"github.com/revenantrt/revenant/core/api"
-	"github.com/revenantrt/revenant/core/storage"
 	"github.com/revenantrt/revenant/host"
-	"github.com/revenantrt/revenant/sqlitedb"
 )
 
 // rootSession is a create's init: the tree's root session, as the API's
@@ -114,16 +111,9 @@ func TestCreateKeyedDiedCreateFreesTheKey(t *testing.T) {
 	e := newEnv(t)
 	h := e.open(e.config())
 	require.NoError(t, h.Close(ctx))
-	db, err := sqlitedb.Open(filepath.Join(e.dir, "index.db"), sqlitedb.Options{})
-	require.NoError(t, err)
-	require.NoError(t, db.Tx(ctx, func(tx storage.Tx) error { // what the kill left
-		if _, err := tx.Exec(`INSERT INTO trees (id, principal, created_at, ready) VALUES ('t1', 'alice', 1, 0)`); err != nil {
-			return err
-		}
-		_, err := tx.Exec(`INSERT INTO create_keys (principal, key, tree_id, digest) VALUES ('alice', 'k', 't1', 'd')`)
-		return err
-	}))
-	require.NoError(t, db.Close())
+	e.execIndex( // what the kill left
+		`INSERT INTO trees (id, principal, created_at, ready) VALUES ('t1', 'alice', 1, 0)`,
+		`INSERT INTO create_keys (principal, key, tree_id, digest) VALUES ('alice', 'k', 't1', 'd')`)
 
 	h = e.open(e.config())
 	id, err := h.CreateKeyed(ctx, "t2", "alice", api.CreateKey{Key: "k", Digest: "d"}, rootSession("t2", "alice"))
@@ -174,21 +164,14 @@ func TestCreateKeyedConcurrentRetryWaitsForTheFirst(t *testing.T) {
 func TestCreateKeyedOnAnUnfinishedCreatesKeyAnswersAtOnce(t *testing.T) {
 	e := newEnv(t)
 	h := e.open(e.config())
-	db, err := sqlitedb.Open(filepath.Join(e.dir, "index.db"), sqlitedb.Options{})
-	require.NoError(t, err)
-	require.NoError(t, db.Tx(ctx, func(tx storage.Tx) error { // what a create and its failed undo left
-		if _, err := tx.Exec(`INSERT INTO trees (id, principal, created_at, ready) VALUES ('t1', 'alice', 1, 0)`); err != nil {
-			return err
-		}
-		_, err := tx.Exec(`INSERT INTO create_keys (principal, key, tree_id, digest) VALUES ('alice', 'k', 't1', 'd')`)
-		return err
-	}))
-	require.NoError(t, db.Close())
+	e.execIndex( // what a create and its failed undo left
+		`INSERT INTO trees (id, principal, created_at, ready) VALUES ('t1', 'alice', 1, 0)`,
+		`INSERT INTO create_keys (principal, key, tree_id, digest) VALUES ('alice', 'k', 't1', 'd')`)
 
 	// The deadline is a guard that turns a spin into a failure, not a wait.
 	guarded, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	_, err = h.CreateKeyed(guarded, "t2", "alice", api.CreateKey{Key: "k", Digest: "d"}, rootSession("t2", "alice"))
+	_, err := h.CreateKeyed(guarded, "t2", "alice", api.CreateKey{Key: "k", Digest: "d"}, rootSession("t2", "alice"))
 	require.Error(t, err)
 	assert.NotErrorIs(t, err, context.DeadlineExceeded)
 	assert.Equal(t, 503, api.StatusOf(err), "%v", err)

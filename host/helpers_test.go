@@ -241,6 +241,21 @@ func read(t *testing.T, path string, fn func(tx storage.Tx) error) {
 	require.NoError(t, db.Tx(ctx, fn))
 }
 
+// execIndex runs stmts in one transaction on a fresh connection to the
+// host's index: rows a test writes as a kill or a failed cleanup would
+// have left them.
+func (e *env) execIndex(stmts ...string) {
+	e.t.Helper()
+	read(e.t, filepath.Join(e.dir, "index.db"), func(tx storage.Tx) error {
+		for _, q := range stmts {
+			if _, err := tx.Exec(q); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
 func (e *env) promptState(treeID, promptID string) string {
 	e.t.Helper()
 	var s string

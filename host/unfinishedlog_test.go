@@ -4,15 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"log/slog"
-	"path/filepath"
 	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/revenantrt/revenant/core/storage"
-	"github.com/revenantrt/revenant/sqlitedb"
 )
 
 // Open removes trees whose create was cut before they became ready, and
@@ -25,13 +21,7 @@ func TestOpenLogsEachUnfinishedTreeItRemoves(t *testing.T) {
 	e.tree(h, "kept")
 	require.NoError(t, h.Close(ctx))
 
-	db, err := sqlitedb.Open(filepath.Join(e.dir, "index.db"), sqlitedb.Options{})
-	require.NoError(t, err)
-	require.NoError(t, db.Tx(ctx, func(tx storage.Tx) error { // what two kills mid-create left
-		_, err := tx.Exec(`INSERT INTO trees (id, principal, created_at, ready) VALUES ('ghost1', 'alice', 1, 0), ('ghost2', 'bob', 2, 0)`)
-		return err
-	}))
-	require.NoError(t, db.Close())
+	e.execIndex(`INSERT INTO trees (id, principal, created_at, ready) VALUES ('ghost1', 'alice', 1, 0), ('ghost2', 'bob', 2, 0)`) // what two kills mid-create left
 
 	var mu sync.Mutex
 	var buf bytes.Buffer
