@@ -282,8 +282,10 @@ func (h *Host) undoCreateOnPanic(ctx context.Context, e *entry) {
 	panic(p)
 }
 
+// dropRow removes the index rows of a tree whose create is undone (or
+// died), its create key with them: the client never got the id.
 func (h *Host) dropRow(ctx context.Context, id string) error {
-	if _, err := h.index.deleteTree(ctx, id); err != nil {
+	if _, err := h.index.deleteTree(ctx, id, true); err != nil {
 		return fmt.Errorf("undo tree %s: %w", id, err)
 	}
 	return nil
@@ -486,7 +488,7 @@ func (h *Host) deleteIndex(ctx context.Context, id string) (bool, error) {
 			return false, err
 		}
 	}
-	return h.index.deleteTree(ctx, id)
+	return h.index.deleteTree(ctx, id, false)
 }
 
 // removeFiles removes the tree's database and its WAL and shared-memory
