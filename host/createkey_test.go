@@ -212,3 +212,26 @@ func TestCreateKeyedLateFailedReadyFreesTheKey(t *testing.T) {
 	assert.Equal(t, "t2", id, "the retry creates the tree")
 	assert.Equal(t, []string{"t2"}, listIDs(t, h, "alice"))
 }
+
+// A create whose index row and key are stored by a commit reported failed
+// (a late I/O error) is answered an error, and undoes them as any failed
+// create does: a retry with the key creates the tree, rather than finding
+// the key held by a row nothing will finish, 503 until the next start.
+func TestCreateKeyedLateFailedRowFreesTheKey(t *testing.T) {
+	e := newEnv(t)
+	fault := e.faultVFS(t, "createkeylaterow")
+	h := e.open(host.WithVFS(e.config(), "createkeylaterow"))
+	key := api.CreateKey{Key: "k", Digest: "d"}
+	fault.FailLateCommits(1, faultvfs.IOErrFsync) // the next commit: the row and its key
+	_, err := h.CreateKeyed(ctx, "t1", "alice", key, func(*core.Instance) error {
+		t.Error("a create whose row was reported unstored went on")
+		return nil
+	})
+	require.Error(t, err)
+	require.Equal(t, 1, fault.LateCommits())
+
+	id, err := h.CreateKeyed(ctx, "t2", "alice", key, rootSession("t2", "alice"))
+	require.NoError(t, err)
+	assert.Equal(t, "t2", id, "the retry creates the tree")
+	assert.Equal(t, []string{"t2"}, listIDs(t, h, "alice"))
+}

@@ -224,7 +224,15 @@ func (h *Host) create(ctx context.Context, e *entry, principal string, key *api.
 		return err
 	}
 	if err != nil {
-		return fmt.Errorf("create tree %s: %w", e.id, err)
+		err = fmt.Errorf("create tree %s: %w", e.id, err)
+		if ok {
+			// The rows were written, and a commit reported failed may be
+			// stored all the same (a late I/O error): undone as any failed
+			// create's, or the row, never ready, would hold its create key
+			// until the next Open (createKeyed's errKeyUnfinished).
+			err = errors.Join(err, h.dropRow(ctx, e.id))
+		}
+		return err
 	}
 	if !ok {
 		return fmt.Errorf("create tree %s: %w", e.id, api.ErrTreeExists)
