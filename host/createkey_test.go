@@ -12,6 +12,7 @@ import (
 	"github.com/revenantrt/revenant/core"
 	"github.com/revenantrt/revenant/core/api"
 	"github.com/revenantrt/revenant/host"
+	"github.com/revenantrt/revenant/internal/faultvfs"
 )
 
 // rootSession is a create's init: the tree's root session, as the API's
@@ -182,4 +183,55 @@ func TestCreateKeyedOnAnUnfinishedCreatesKeyAnswersAtOnce(t *testing.T) {
 	id, err := h.CreateKeyed(ctx, "t2", "alice", api.CreateKey{Key: "k", Digest: "d"}, rootSession("t2", "alice"))
 	require.NoError(t, err)
 	assert.Equal(t, "t2", id, "the next start freed the key")
+}
+
+// A create whose last index write (the row made ready) is reported failed
+// though it is stored, a late I/O error, is undone and answered an error:
+// its client never got the tree's id, so its key is free again, as for
+// any failed create, not spent by a tree nobody was told of (a retry was
+// 409 "created session t1, since deleted").
+func TestCreateKeyedLateFailedReadyFreesTheKey(t *testing.T) {
+	e := newEnv(t)
+	fault := e.faultVFS(t, "createkeylate")
+	h := e.open(host.WithVFS(e.config(), "createkeylate"))
+	key := api.CreateKey{Key: "k", Digest: "d"}
+	_, err := h.CreateKeyed(ctx, "t1", "alice", key, func(inst *core.Instance) error {
+		if err := rootSession("t1", "alice")(inst); err != nil {
+			return err
+		}
+		fault.FailLateCommits(1, faultvfs.IOErrFsync) // the next commit: the row made ready
+		return nil
+	})
+	require.Error(t, err)
+	require.Equal(t, 1, fault.LateCommits())
+	_, err = h.Owner(ctx, "t1")
+	require.ErrorIs(t, err, api.ErrTreeNotFound, "the failed create was undone")
+
+	id, err := h.CreateKeyed(ctx, "t2", "alice", key, rootSession("t2", "alice"))
+	require.NoError(t, err)
+	assert.Equal(t, "t2", id, "the retry creates the tree")
+	assert.Equal(t, []string{"t2"}, listIDs(t, h, "alice"))
+}
+
+// A create whose index row and key are stored by a commit reported failed
+// (a late I/O error) is answered an error, and undoes them as any failed
+// create does: a retry with the key creates the tree, rather than finding
+// the key held by a row nothing will finish, 503 until the next start.
+func TestCreateKeyedLateFailedRowFreesTheKey(t *testing.T) {
+	e := newEnv(t)
+	fault := e.faultVFS(t, "createkeylaterow")
+	h := e.open(host.WithVFS(e.config(), "createkeylaterow"))
+	key := api.CreateKey{Key: "k", Digest: "d"}
+	fault.FailLateCommits(1, faultvfs.IOErrFsync) // the next commit: the row and its key
+	_, err := h.CreateKeyed(ctx, "t1", "alice", key, func(*core.Instance) error {
+		t.Error("a create whose row was reported unstored went on")
+		return nil
+	})
+	require.Error(t, err)
+	require.Equal(t, 1, fault.LateCommits())
+
+	id, err := h.CreateKeyed(ctx, "t2", "alice", key, rootSession("t2", "alice"))
+	require.NoError(t, err)
+	assert.Equal(t, "t2", id, "the retry creates the tree")
+	assert.Equal(t, []string{"t2"}, listIDs(t, h, "alice"))
 }

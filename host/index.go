@@ -39,9 +39,9 @@ var indexMigrations = [][]string{
 	{
 		// A create's Idempotency-Key (api.CreateKey), per principal: the
 		// tree it created and the digest of its body. Written in the same
-		// commit as the tree's row; removed with a row never ready (a
-		// create that failed or died), kept when a ready tree is deleted
-		// (the key stays spent). Never expired.
+		// commit as the tree's row; removed with the row of a create that
+		// failed or died (index.deleteTree's unmade), kept when a tree is
+		// deleted (the key stays spent). Never expired.
 		`CREATE TABLE create_keys (
 		  principal TEXT NOT NULL,
 		  key       TEXT NOT NULL,
@@ -214,13 +214,19 @@ func (ix *index) known(ctx context.Context, id string) (bool, error) {
 }
 
 // deleteTree removes the tree's rows (its wake-up too); false if there was
-// no tree row.
-func (ix *index) deleteTree(ctx context.Context, id string) (bool, error) {
+// no tree row. unmade says the tree's create is being undone (it failed,
+// or died): its client never got the id, so its create key is removed
+// too and free again, even if the row was made ready (a commit reported
+// failed that was stored). A tree deleted otherwise keeps its key,
+// spent (KeySpent), unless its row never became ready.
+func (ix *index) deleteTree(ctx context.Context, id string, unmade bool) (bool, error) {
 	var n int64
 	err := ix.db.Tx(ctx, func(tx storage.Tx) error {
-		// A tree that never became ready was never created: its key is
-		// free again. A ready tree's key stays, spent (KeySpent).
-		if _, err := tx.Exec(`DELETE FROM create_keys WHERE tree_id = ? AND EXISTS (SELECT 1 FROM trees WHERE id = ? AND ready = 0)`, id, id); err != nil {
+		keys := `DELETE FROM create_keys WHERE tree_id = ?1 AND EXISTS (SELECT 1 FROM trees WHERE id = ?1 AND ready = 0)`
+		if unmade {
+			keys = `DELETE FROM create_keys WHERE tree_id = ?1`
+		}
+		if _, err := tx.Exec(keys, id); err != nil {
 			return err
 		}
 		var err error

@@ -224,7 +224,15 @@ func (h *Host) create(ctx context.Context, e *entry, principal string, key *api.
 		return err
 	}
 	if err != nil {
-		return fmt.Errorf("create tree %s: %w", e.id, err)
+		err = fmt.Errorf("create tree %s: %w", e.id, err)
+		if ok {
+			// The rows were written, and a commit reported failed may be
+			// stored all the same (a late I/O error): undone as any failed
+			// create's, or the row, never ready, would hold its create key
+			// until the next Open (createKeyed's errKeyUnfinished).
+			err = errors.Join(err, h.dropRow(ctx, e.id))
+		}
+		return err
 	}
 	if !ok {
 		return fmt.Errorf("create tree %s: %w", e.id, api.ErrTreeExists)
@@ -282,8 +290,10 @@ func (h *Host) undoCreateOnPanic(ctx context.Context, e *entry) {
 	panic(p)
 }
 
+// dropRow removes the index rows of a tree whose create is undone (or
+// died), its create key with them: the client never got the id.
 func (h *Host) dropRow(ctx context.Context, id string) error {
-	if _, err := h.index.deleteTree(ctx, id); err != nil {
+	if _, err := h.index.deleteTree(ctx, id, true); err != nil {
 		return fmt.Errorf("undo tree %s: %w", id, err)
 	}
 	return nil
@@ -486,7 +496,7 @@ func (h *Host) deleteIndex(ctx context.Context, id string) (bool, error) {
 			return false, err
 		}
 	}
-	return h.index.deleteTree(ctx, id)
+	return h.index.deleteTree(ctx, id, false)
 }
 
 // removeFiles removes the tree's database and its WAL and shared-memory
