@@ -60,6 +60,11 @@ func (h *Host) Create(ctx context.Context, rootID, principal string, init func(*
 	return e.inst, nil
 }
 
+// The local server keeps its principals' create keys (docs/api.md's
+// Idempotency-Key): api.Directory only honours a key on a KeyedIndex, so
+// losing the method would drop every key silently. This keeps it.
+var _ api.KeyedIndex = (*Host)(nil)
+
 // CreateKeyed implements api.KeyedIndex: Create under a principal's
 // create key (createKeyed).
 func (h *Host) CreateKeyed(ctx context.Context, rootID, principal string, key api.CreateKey, init func(*core.Instance) error) (string, error) {
