@@ -16,7 +16,9 @@ import (
 // and body is answered the first create's id, before and after a SIGKILL;
 // another body is 409, another principal's key of the same name its own,
 // a malformed key 400; a key whose tree was deleted stays spent (409, no
-// new tree). Every tree stored is listed.
+// new tree). An empty key reaches the Worker (workerd does not drop an
+// empty header) and is 400, as on the local server. Every tree stored is
+// listed.
 func TestWorkerdCreateKey(t *testing.T) {
 	t.Parallel() // see workerd_test.go
 	w := startWorkerdTOML(t, "revenant_testroutes", selfService, "REVENANT_TOKENS:"+frontTokens)
@@ -40,6 +42,7 @@ func TestWorkerdCreateKey(t *testing.T) {
 	assert.NotEqual(t, first, bob.createKeyed("k", `{}`, http.StatusCreated), "a key is its principal's")
 	alice.createKeyed(strings.Repeat("k", 201), `{}`, http.StatusBadRequest)
 	sameAnswer := alice.createKeyed("same-answer", "", http.StatusCreated)
+	alice.createKeyed("", `{}`, http.StatusBadRequest)
 	assert.ElementsMatch(t, []string{cut, sameAnswer, first}, alice.listed())
 
 	w.restart(t)
