@@ -16,7 +16,9 @@ import (
 // and body is answered the first create's id, before and after a SIGKILL;
 // another body is 409, another principal's key of the same name its own,
 // a malformed key 400; a key whose tree was deleted stays spent (409, no
-// new tree). Every tree stored is listed.
+// new tree). An empty key reaches the Worker (workerd does not drop an
+// empty header) and is 400, as on the local server. Every tree stored is
+// listed.
 func TestWorkerdCreateKey(t *testing.T) {
 	t.Parallel() // see workerd_test.go
 	w := startWorkerdTOML(t, "revenant_testroutes", selfService, "REVENANT_TOKENS:"+frontTokens)
@@ -40,6 +42,7 @@ func TestWorkerdCreateKey(t *testing.T) {
 	assert.NotEqual(t, first, bob.createKeyed("k", `{}`, http.StatusCreated), "a key is its principal's")
 	alice.createKeyed(strings.Repeat("k", 201), `{}`, http.StatusBadRequest)
 	sameAnswer := alice.createKeyed("same-answer", "", http.StatusCreated)
+	alice.createKeyed("", `{}`, http.StatusBadRequest)
 	assert.ElementsMatch(t, []string{cut, sameAnswer, first}, alice.listed())
 
 	w.restart(t)
@@ -51,25 +54,70 @@ func TestWorkerdCreateKey(t *testing.T) {
 	assert.Equal(t, 3, w.treesStored(t), "the trees stored are alice's listed ones and bob's")
 }
 
-// TestWorkerdLostDirectoryAnswerFreesTheKey: a keyed create whose
+// TestWorkerdLostDirectoryAnswerKeepsTheKey: a keyed create whose
 // directory row (and key) was committed with its answer lost (the test
-// build's REVENANT_TEST_LOSE_PUT) is answered 503 and undone, its key
-// with its row: the client never got the id, so its retry with the key
-// creates the session, once.
-func TestWorkerdLostDirectoryAnswerFreesTheKey(t *testing.T) {
+// build's REVENANT_TEST_LOSE_PUT) succeeded: the front finds the row
+// before it would undo anything, answers 201 and keeps the tree. A retry
+// with the key, which the directory answers that tree's id, is answered a
+// tree that exists (undone, it would have been a deleted tree's id).
+func TestWorkerdLostDirectoryAnswerKeepsTheKey(t *testing.T) {
 	t.Parallel() // see workerd_test.go
 	w := startWorkerdWith(t, "revenant_testroutes", "REVENANT_TEST_LOSE_PUT:on")
 	s := w.client(t)
-	s.createKeyed("k", `{}`, http.StatusServiceUnavailable)
-	w.waitLog(t, "revenant test: the directory's answer to a PUT lost", waitTimeout)
-	assert.Empty(t, s.listed())
-
-	w.kill(t)
-	w.vars = nil
-	w.start(t)
 	id := s.createKeyed("k", `{}`, http.StatusCreated)
+	w.waitLog(t, "revenant test: the directory's answer to a PUT lost", waitTimeout)
+	assert.Equal(t, id, s.createKeyed("k", `{}`, http.StatusCreated), "the retry is answered the recorded tree")
+	assert.Equal(t, http.StatusOK, frontStatus(t, s, http.MethodGet, "/v1/sessions/"+id), "which exists")
+	assert.Equal(t, []string{id}, s.listed())
+	w.kill(t)
+	assert.Equal(t, 1, w.treesStored(t), "one tree is stored: the recorded one")
+}
+
+// TestWorkerdLostDirectoryAnswerLatePUT: a keyed create whose directory
+// PUT the front took for failed while it was still on its way (the test
+// build's REVENANT_TEST_LOSE_PUT=late answers it 500 and has it land just
+// after the front's next directory request for the tree) is answered 503
+// and undone, and the PUT that lands then records nothing: the front had
+// the tree's id barred before it deleted the tree. Recorded, the list
+// would show a session whose routes answer 404, and a retry with the key
+// would be answered its id. The retry creates the session, once.
+func TestWorkerdLostDirectoryAnswerLatePUT(t *testing.T) {
+	t.Parallel() // see workerd_test.go
+	w := startWorkerdWith(t, "revenant_testroutes", "REVENANT_TEST_LOSE_PUT:late")
+	s := w.client(t)
+	s.createKeyed("k", `{}`, http.StatusServiceUnavailable)
+	var landed string
+	w.waitOutput(t, waitTimeout, func(out string) (bool, string) {
+		_, after, found := strings.Cut(out, "revenant test: a late PUT lands: ")
+		landed, _, found = strings.Cut(after, "\n")
+		return found, "the late PUT's landing"
+	})
+	assert.True(t, strings.HasSuffix(landed, " 409"), "the late PUT is refused, not recorded: %s", landed)
+	assert.Empty(t, s.listed(), "no session is listed")
+
+	id := s.createKeyed("k", `{}`, http.StatusCreated)
+	assert.Equal(t, http.StatusOK, frontStatus(t, s, http.MethodGet, "/v1/sessions/"+id), "the retry's tree exists")
 	assert.Equal(t, id, s.createKeyed("k", `{}`, http.StatusCreated))
 	assert.Equal(t, []string{id}, s.listed())
 	w.kill(t)
 	assert.Equal(t, 1, w.treesStored(t), "one tree is stored: the retry's")
+}
+
+// TestWorkerdLostDirectoryAnswerUnbarred: a keyed create whose PUT the
+// front took for failed (REVENANT_TEST_LOSE_PUT=late) and whose
+// directory then failed the request to bar its id too
+// (REVENANT_TEST_FAIL_ROW_DELETE) is answered 503 but not undone: the
+// front cannot tell whether a row records the tree, and here the late PUT
+// did record it. A retry with the key is answered that tree, which
+// exists; deleted, it would answer 404.
+func TestWorkerdLostDirectoryAnswerUnbarred(t *testing.T) {
+	t.Parallel() // see workerd_test.go
+	w := startWorkerdWith(t, "revenant_testroutes", "REVENANT_TEST_LOSE_PUT:late", "REVENANT_TEST_FAIL_ROW_DELETE:on")
+	s := w.client(t)
+	s.createKeyed("k", `{}`, http.StatusServiceUnavailable)
+	id := s.createKeyed("k", `{}`, http.StatusCreated)
+	assert.Equal(t, http.StatusOK, frontStatus(t, s, http.MethodGet, "/v1/sessions/"+id), "the key's tree exists")
+	assert.Equal(t, []string{id}, s.listed())
+	w.kill(t)
+	assert.Equal(t, 1, w.treesStored(t), "one tree is stored: the first create's")
 }

@@ -7,9 +7,10 @@
 //
 //   GET    /trees/{root}                        200 {root_id, principal, created_at} | 404
 //   PUT    /trees/{root}?principal=&created_at=[&key=&digest=]
-//                                                201 | 409 (the id is taken) |
+//                                                201 | 409 (the id is taken, or barred) |
 //                                                409 {root_id, digest, exists} (the key is taken)
-//   DELETE /trees/{root}[?unmade=1]             204 (also when there was no row)
+//   DELETE /trees/{root}                        204 (also when there was no row)
+//   DELETE /trees/{root}?unmade=1               204 (no row: the id is barred) | 409 (its row is there, kept)
 //   GET    /trees?limit=&after_at=&after_id=     200 {trees: [{root_id, created_at}], more}
 //          newest first (created_at DESC, root_id), after the given tree
 //   GET    /keys?key=                           200 {root_id, digest, exists} | 404
@@ -17,18 +18,25 @@
 // A create's Idempotency-Key (the API's create key, this principal's) is
 // recorded by the PUT of its tree's row, in the same transaction: the
 // key's tree, and the digest of the create's body. A client's delete of
-// the tree leaves the key, spent (exists: false); the front's delete of a
-// tree it could not answer for (unmade=1: the client never got its id)
-// removes the key with the row, so the key is free again. Keys never
-// expire; each is one small row, written only by a create that made a
-// tree.
+// the tree leaves the key, spent (exists: false). Keys never expire; each
+// is one small row, written only by a create that made a tree.
+//
+// A create whose PUT failed asks, before it deletes its tree, that the id
+// be barred (unmade=1): in one step, a row there (the PUT committed, its
+// answer lost) is kept and answered 409, the create having succeeded; no
+// row, the id is barred for good, so that a PUT still on its way cannot
+// record a tree the front then deletes (nor its key, which stays free).
+// One small row per such create, never removed: ids are never reused.
 import { DurableObject } from "cloudflare:workers";
 
 const ROOT = /^\/trees\/([A-Za-z0-9_-]{1,64})$/;
 
 // LOSE_PUT_HEADER on a PUT, which the front sends in the tests' build
-// only (REVENANT_TEST_LOSE_PUT), makes the Directory lose its answer to a
-// row it committed: it makes the row durable, then resets itself.
+// only (REVENANT_TEST_LOSE_PUT, its value): "on" makes the Directory
+// lose its answer to a row it committed (it makes the row durable, then
+// resets itself); "late" answers its first PUT 500, nothing written, and
+// has that PUT land once its root's next request is served, as a PUT
+// still on its way when the front took it for failed may.
 export const LOSE_PUT_HEADER = "x-revenant-test-lose-put";
 
 // FAIL_ONCE_HEADER on a GET or a DELETE of /trees/{root}, or on a list
@@ -51,6 +59,7 @@ export class Directory extends DurableObject {
     this.sql.exec(`CREATE TABLE IF NOT EXISTS create_keys (
       key TEXT PRIMARY KEY, root_id TEXT NOT NULL, digest TEXT NOT NULL)`);
     this.sql.exec(`CREATE INDEX IF NOT EXISTS create_keys_by_root ON create_keys (root_id)`);
+    this.sql.exec(`CREATE TABLE IF NOT EXISTS unmade (root_id TEXT PRIMARY KEY)`);
   }
 
   // keyRecord is the create key's record, or undefined: its tree, its
@@ -90,43 +99,73 @@ export class Directory extends DurableObject {
     const m = url.pathname.match(ROOT);
     if (!m) return new Response(null, { status: 404 });
     const root = m[1];
+    const res = await this.tree(request, q, root);
+    const late = this.late;
+    if (late?.root === root && request.method !== "PUT") {
+      this.late = {};
+      console.log(`revenant test: a late PUT lands: ${root} ${this.put(root, late.q).status}`);
+    }
+    return res;
+  }
+
+  // tree answers a request for tree root's row.
+  async tree(request, q, root) {
     if (this.failOnce(request, request.method + " " + root)) return new Response(null, { status: 500 });
+    const lose = request.headers.get(LOSE_PUT_HEADER);
     switch (request.method) {
       case "GET": {
         const row = this.sql.exec(`SELECT root_id, principal, created_at FROM trees WHERE root_id = ?`, root).toArray()[0];
         return row ? Response.json(row) : new Response(null, { status: 404 });
       }
       case "PUT": {
-        const taken = this.sql.exec(`SELECT 1 FROM trees WHERE root_id = ?`, root).toArray().length > 0;
-        if (taken) return new Response(null, { status: 409 });
-        const key = q.get("key");
-        if (key !== null) {
-          const rec = this.keyRecord(key);
-          if (rec) return Response.json(rec, { status: 409 }); // a create with the same key was recorded first
+        if (lose === "late" && !this.late) {
+          this.late = { root, q };
+          return new Response(null, { status: 500 });
         }
-        // The row and its key in one transaction: a retry finds both or
-        // neither.
-        this.ctx.storage.transactionSync(() => {
-          this.sql.exec(`INSERT INTO trees (root_id, principal, created_at) VALUES (?, ?, ?)`,
-            root, q.get("principal") ?? "", Number(q.get("created_at") ?? Date.now()));
-          if (key !== null) this.sql.exec(`INSERT INTO create_keys (key, root_id, digest) VALUES (?, ?, ?)`, key, root, q.get("digest") ?? "");
-        });
-        if (request.headers.has(LOSE_PUT_HEADER)) {
+        const res = this.put(root, q);
+        if (lose === "on" && res.status === 201) {
           await this.ctx.storage.sync();
           this.ctx.abort("revenant test: the directory's answer to a PUT lost");
         }
-        return new Response(null, { status: 201 });
+        return res;
       }
       case "DELETE":
-        this.ctx.storage.transactionSync(() => {
-          // A tree the front unmade never reached its client: its key is
-          // free again. A client's delete leaves the key, spent.
-          if (q.has("unmade")) this.sql.exec(`DELETE FROM create_keys WHERE root_id = ?`, root);
-          this.sql.exec(`DELETE FROM trees WHERE root_id = ?`, root);
-        });
+        if (!q.has("unmade")) {
+          this.sql.exec(`DELETE FROM trees WHERE root_id = ?`, root); // a client's delete: the key stays, spent
+        } else if (this.has(root)) {
+          return new Response(null, { status: 409 });
+        } else {
+          this.sql.exec(`INSERT OR IGNORE INTO unmade (root_id) VALUES (?)`, root);
+        }
         return new Response(null, { status: 204 });
     }
     return new Response(null, { status: 405 });
+  }
+
+  // has says whether a row records tree root.
+  has(root) {
+    return this.sql.exec(`SELECT 1 FROM trees WHERE root_id = ?`, root).toArray().length > 0;
+  }
+
+  // put records tree root's row and, with a key, the key: 201, or 409
+  // when the id is taken or barred (unmade), or the key taken.
+  put(root, q) {
+    if (this.has(root) || this.sql.exec(`SELECT 1 FROM unmade WHERE root_id = ?`, root).toArray().length > 0) {
+      return new Response(null, { status: 409 });
+    }
+    const key = q.get("key");
+    if (key !== null) {
+      const rec = this.keyRecord(key);
+      if (rec) return Response.json(rec, { status: 409 }); // a create with the same key was recorded first
+    }
+    // The row and its key in one transaction: a retry finds both or
+    // neither.
+    this.ctx.storage.transactionSync(() => {
+      this.sql.exec(`INSERT INTO trees (root_id, principal, created_at) VALUES (?, ?, ?)`,
+        root, q.get("principal") ?? "", Number(q.get("created_at") ?? Date.now()));
+      if (key !== null) this.sql.exec(`INSERT INTO create_keys (key, root_id, digest) VALUES (?, ?, ?)`, key, root, q.get("digest") ?? "");
+    });
+    return new Response(null, { status: 201 });
   }
 
   // failOnce says whether request, which carries FAIL_ONCE_HEADER, is the

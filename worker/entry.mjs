@@ -209,11 +209,12 @@ function directoryTestHeaders(env, method, path) {
   const headers = {};
   // The tests' build only (the front's testBuild): the var
   // REVENANT_TEST_LOSE_PUT has the Directory lose its answer to a PUT it
-  // committed, REVENANT_TEST_FAIL_OWNER_READ fail a tree's first owner
-  // read, REVENANT_TEST_FAIL_ROW_DELETE its row's first DELETE and
+  // committed ("on") or land a PUT late ("late"),
+  // REVENANT_TEST_FAIL_OWNER_READ fail a tree's first owner read,
+  // REVENANT_TEST_FAIL_ROW_DELETE its row's first DELETE and
   // REVENANT_TEST_FAIL_LIST its first list (directory.mjs).
   if (logic?.bridge.testBuild) {
-    if (method === "PUT" && env.REVENANT_TEST_LOSE_PUT) headers[LOSE_PUT_HEADER] = "1";
+    if (method === "PUT" && env.REVENANT_TEST_LOSE_PUT) headers[LOSE_PUT_HEADER] = env.REVENANT_TEST_LOSE_PUT;
     if (method === "GET" && path.startsWith("/trees/") && env.REVENANT_TEST_FAIL_OWNER_READ) headers[FAIL_ONCE_HEADER] = "1";
     if (method === "GET" && path.startsWith("/trees?") && env.REVENANT_TEST_FAIL_LIST) headers[FAIL_ONCE_HEADER] = "1";
     if (method === "DELETE" && env.REVENANT_TEST_FAIL_ROW_DELETE) headers[FAIL_ONCE_HEADER] = "1";
@@ -323,14 +324,14 @@ async function sendToTree(env, root, principal, method, path, headers, body) {
 // create: Go checks the body and mints the root id; the tree is created
 // in its object, then recorded in the caller's directory with the
 // session's own created_at (the object's 201 names it). A tree that
-// could not be recorded is deleted again (best effort), with the row its
-// PUT may have written all the same, and the answer is 503; so is one
-// whose object's answer was lost (the fetch failed: the object may have
-// committed the tree before it went), since its id is known to nobody
-// else. (A create the object refused leaves nothing: the object unmakes
-// it, durableobject/shim.js.) The steps after Go's check run to their end
-// even if the client goes away meanwhile (lasting): a create whose answer
-// the client lost is recorded, and found in its list.
+// could not be recorded is deleted again (best effort: createTree says
+// when), and the answer is 503; so is one whose object's answer was lost
+// (the fetch failed: the object may have committed the tree before it
+// went), since its id is known to nobody else. (A create the object
+// refused leaves nothing: the object unmakes it, durableobject/shim.js.)
+// The steps after Go's check run to their end even if the client goes
+// away meanwhile (lasting): a create whose answer the client lost is
+// recorded, and found in its list.
 async function create(request, env, ctx, d, front) {
   if (d.tooLarge) return refuseTooLarge(request, d);
   const raw = await clientBody(request, d.maxBody);
@@ -380,16 +381,22 @@ async function createTree(env, d, c, headers, body, front) {
     await created.answer.body?.cancel();
     return answer(front.keyed(c.key, c.digest, keyTaken));
   }
-  if (put.status !== 201) {
-    console.error("revenant front: recording a new tree failed; deleting it", root, put.status);
-    // A PUT that failed may have written its row (its answer lost): once
-    // the tree is gone, the row goes too (a 409's row is not this create's).
-    if ((await discard(env, root, d.principal)) && put.status !== 409) await unrecord(env, root, d.principal);
-    await created.answer.body?.cancel();
-    return json(503, { error: { type: "unavailable", message: "the session could not be recorded; try again" } });
+  // A PUT that failed may have committed its row all the same (its
+  // answer lost), and a same-key retry may have been answered this tree
+  // already; or it may still land. So the tree is deleted only once the
+  // directory has barred its id (unmake), which it does only if no row
+  // records it; a row there means the create succeeded. (A 409's id is
+  // another tree's.)
+  const unmade = put.status === 201 ? 409 : put.status === 409 ? 204 : await unmake(env, root, d.principal);
+  if (unmade === 409) {
+    if (put.status !== 201) console.warn("revenant front: a new tree's recording failed, but its row is there", root, put.status);
+    if (ownerCache(env) !== "off") owned.add(d.principal + "\n" + root);
+    return created.answer;
   }
-  if (ownerCache(env) !== "off") owned.add(d.principal + "\n" + root);
-  return created.answer;
+  console.error("revenant front: recording a new tree failed", root, put.status);
+  if (unmade === 204) await discard(env, root, d.principal);
+  await created.answer.body?.cancel();
+  return json(503, { error: { type: "unavailable", message: "the session could not be recorded; try again" } });
 }
 
 // lasting makes the steps of a create or a delete (work, a
@@ -422,16 +429,19 @@ async function discard(env, root, principal) {
   return false;
 }
 
-// unrecord deletes a discarded tree's directory row, if a PUT whose
-// answer was lost wrote one, and its create key with it (unmade: the
-// client never got the id, so a retry with the key must create anew).
-// Best effort: a row left is a listed session whose routes answer 404,
-// and deleting it removes the row.
-async function unrecord(env, root, principal) {
-  const del = await directoryFetch(env, principal, "DELETE", "/trees/" + root + "?unmade=1");
-  await del.body?.cancel();
-  if (del.status === 204) return;
-  console.error("revenant front: deleting an unrecorded tree's row failed", root, del.status);
+// unmake asks the caller's directory to bar tree root's id from any
+// later PUT, unless a row records it (directory.mjs, unmade=1): 204
+// barred, the tree may be deleted (no PUT still on its way can record it,
+// nor its key); 409 recorded (a PUT whose answer was lost committed), the
+// create succeeded. Any other answer leaves the tree as it is (logged):
+// it may be recorded, and a recorded tree is never deleted here, since a
+// retry with its key may have been answered its id. Unrecorded, it is
+// left unlisted, as a create the front's death cut short leaves its tree.
+async function unmake(env, root, principal) {
+  const res = await directoryFetch(env, principal, "DELETE", "/trees/" + root + "?unmade=1");
+  await res.body?.cancel();
+  if (res.status !== 204 && res.status !== 409) console.error("revenant front: barring an unrecorded tree's id failed; it is left", root, res.status);
+  return res.status;
 }
 
 // createdAt is the new session's created_at from the object's 201
