@@ -20,8 +20,8 @@ import (
 // host, the guest's host) trims them, so the front and the object must
 // too: "Bearer a-token " is a-token, "1 " is event 1.
 //
-// An empty header, which workerd drops before the Worker sees it, is
-// absent on every host.
+// An empty header counts as absent on every host (an empty
+// Idempotency-Key, by contrast, is a 400: TestWorkerdCreateKey).
 func frontHeaderWhitespace(t *testing.T, s *server, token string) {
 	sid := s.create()
 	s.prompt(sid, "hello")
@@ -33,7 +33,7 @@ func frontHeaderWhitespace(t *testing.T, s *server, token string) {
 		{"/v1/sessions/" + sid, "Authorization: \tBearer " + token + "\t ", http.StatusOK},
 		{"/v1/sessions", "Authorization: Bearer " + token + "  ", http.StatusOK},
 		{"/v1/sessions/" + sid + "/events", "Authorization: Bearer " + token + " \r\nLast-Event-ID: 1 ", http.StatusOK},
-		// An empty header is absent on every host (workerd drops it).
+		// An empty header counts as absent on every host.
 		{"/v1/sessions/" + sid + "/events?access_token=" + token, "Authorization: ", http.StatusOK},
 		{"/v1/sessions/" + sid, "Authorization: Bearer " + token + "\r\nOrigin: ", http.StatusOK},
 		{"/v1/sessions/" + sid, "Authorization: Bearer " + token + "\r\nOrigin: https://evil.example", http.StatusForbidden},
