@@ -20,8 +20,9 @@ const (
 	// started one, or its scheduled retry came due.
 	Start
 	// Resume counts attempt Decision.Attempt durably, then starts a new
-	// execution after the continuation notice, or, when Decision.Abort is
-	// set, fails the turn with failed{type:"aborted"}.
+	// execution after the continuation notice (none when the turn's last
+	// step is its final answer: nothing is left to ask the model), or, when
+	// Decision.Abort is set, fails the turn with failed{type:"aborted"}.
 	Resume
 	// Abort fails the turn with failed{type:"aborted"} without counting
 	// (the claim is older than the configured maximum age).
@@ -173,13 +174,38 @@ func (t *txw) apply(c ClaimState, d Decision) (*plan, error) {
 			return t.abortTurn(c, d.Message)
 		}
 		if c.PromptID != "" {
-			if _, err := t.append(c.SessionID, event.MessageAdded, event.Message{MessageID: t.id(), PromptID: c.PromptID, Role: event.RoleNotice, Text: event.ContinuationNotice}); err != nil {
+			// The notice is for the model's next request. A turn whose last
+			// step is its final answer has none: the resumed execution only
+			// ends it (a kill, or a shutdown, came between the answer and
+			// the end), and a notice there would be the transcript's last
+			// word before the next prompt, telling of an interruption that
+			// lost nothing. The resume is counted all the same (§6.6).
+			answered, err := t.finalAnswered(c.PromptID)
+			if err != nil {
 				return nil, err
+			}
+			if !answered {
+				if _, err := t.append(c.SessionID, event.MessageAdded, event.Message{MessageID: t.id(), PromptID: c.PromptID, Role: event.RoleNotice, Text: event.ContinuationNotice}); err != nil {
+					return nil, err
+				}
 			}
 		}
 		return t.beginExecution(c.SessionID, event.CauseResume)
 	}
 	return nil, fmt.Errorf("unknown recovery action %d", d.Action)
+}
+
+// finalAnswered reports whether the prompt's turn has its final answer: its
+// last step is recorded complete and called no tool. That is where the turn
+// runner ends a turn without asking the model again (runner.Run reads the
+// same), so a resume of it has nothing for a continuation notice to tell.
+func (t *txw) finalAnswered(promptID string) (bool, error) {
+	var answered bool
+	if _, err := storage.QueryRow(t, `SELECT state = ? AND NOT EXISTS (SELECT 1 FROM tool_calls WHERE step_id = steps.id)
+		FROM steps WHERE prompt_id = ? ORDER BY idx DESC LIMIT 1`, []any{string(StepCompleted), promptID}, &answered); err != nil {
+		return false, fmt.Errorf("read the turn's last step: %w", err)
+	}
+	return answered, nil
 }
 
 // abortTurn fails the claim's turn with failed{type:"aborted"} and moves on

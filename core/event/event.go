@@ -163,7 +163,9 @@ const (
 	RoleNotice    = "notice"
 )
 
-// ContinuationNotice is added to the transcript before a resumed execution.
+// ContinuationNotice is added to the transcript before a resumed execution,
+// unless the turn's final answer (a step completed without tool calls) is
+// recorded: that execution only ends the turn and asks the model nothing.
 const ContinuationNotice = "The previous run was interrupted. Continue from where you left off without repeating completed work."
 
 // Payloads.

@@ -578,8 +578,8 @@ func (w *walk) executionStarted(e *rec, tr *turn, pid string) {
 	if tr.pending != nil {
 		if e.p.Cause != event.CauseResume {
 			ck.fail(sid, e, RuleBudget, "resume #%d is followed by a %s start, not a resumed execution", tr.pending.Seq, e.p.Cause)
-		} else if tr.notices != 1 {
-			ck.fail(sid, e, RuleNotices, "the resumed execution starts after %d continuation notices, want 1", tr.notices)
+		} else if want := tr.noticesWanted(); tr.notices != want {
+			ck.fail(sid, e, RuleNotices, "the resumed execution starts after %d continuation notices, want %d", tr.notices, want)
 		}
 	} else if e.p.Cause == event.CauseResume {
 		ck.fail(sid, e, RuleBudget, "a resumed execution of %s starts without its own execution.resumed", pid)
@@ -652,6 +652,16 @@ func (w *walk) notice(e *rec, tr *turn) {
 		ck.fail(sid, e, RuleNotices, "the notice reads %q", e.p.Text)
 	}
 	tr.notices++
+}
+
+// noticesWanted is how many continuation notices a resume of tr adds: one,
+// none once the turn's final answer is recorded (the resumed execution
+// only ends the turn, and the model is never asked after the notice).
+func (tr *turn) noticesWanted() int {
+	if tr.final != nil {
+		return 0
+	}
+	return 1
 }
 
 // stepStarted judges a model step's start: never after the final answer,

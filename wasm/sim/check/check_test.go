@@ -196,6 +196,13 @@ func TestBrokenHistoriesAreCaught(t *testing.T) {
 			sql: []string{`UPDATE events SET data = json_set(data, '$.text', 'carry on') WHERE json_extract(data, '$.role') = 'notice'`}},
 		{name: "second notice for one resume", want: check.RuleNotices, detail: "a second continuation notice",
 			sql: insertAfter("s", noticeSeq(t, path), event.MessageAdded, fmt.Sprintf(`json_set((SELECT data FROM events WHERE session_id = 's' AND seq = %d), '$.message_id', 'again')`, noticeSeq(t, path)))},
+		// A resume between the final answer and the turn's end asks the
+		// model nothing: a notice there would only stay in the transcript.
+		{name: "notice for a resume after the final answer", want: check.RuleNotices, detail: "after 1 continuation notices, want 0",
+			sql: slices.Concat(
+				insertAfter("s", finalDone, event.ExecutionResumed, fmt.Sprintf(`json_object('execution_id', %s, 'prompt_id', %s, 'attempt', 1)`, field("s", event.ExecutionStarted, 1, "execution_id"), firstPrompt)),
+				insertAfter("s", finalDone+1, event.MessageAdded, fmt.Sprintf(`json_object('message_id', 'notice', 'prompt_id', %s, 'role', 'notice', 'text', '%s')`, firstPrompt, event.ContinuationNotice)),
+				insertAfter("s", finalDone+2, event.ExecutionStarted, fmt.Sprintf(`json_object('execution_id', 'resumed', 'prompt_id', %s, 'cause', 'resume', 'turn_start', json('false'))`, firstPrompt)))},
 		{name: "step requested after the final answer", want: check.RuleSteps, detail: "recorded complete with the final answer",
 			sql: insertAfter("s", finalDone, event.StepStarted, fmt.Sprintf(`json_set((SELECT data FROM events WHERE session_id = 's' AND seq = %d), '$.step_id', 'again', '$.index', %d)`, finalStep, firstSteps+1))},
 		{name: "prompt cancelled after its turn started", want: check.RuleEnds, detail: "is cancelled after its turn started",

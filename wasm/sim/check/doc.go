@@ -28,7 +28,8 @@
 //     replayed at all (a log the projector refuses is listed with the
 //     other violations, not returned as the check's error);
 //   - the continuation notice is delivered once per resume, never
-//     otherwise;
+//     otherwise, and not at all for a resume after the turn's final
+//     answer (a step recorded complete without tool calls);
 //   - a step recorded complete is never requested again;
 //   - text checkpoints follow each other without gaps, and a step cut
 //     after its execution died keeps exactly what they kept; one its own
