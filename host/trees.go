@@ -98,8 +98,9 @@ func nativeInit(ctx context.Context, rootID string, init func(*core.Instance) er
 // the commit of its index row, unless key names a tree already: then it
 // creates nothing and answers for that tree (api.KeyedIndex.CreateKeyed)
 // with its id and replayed true. A create under way with the same key
-// (its row not ready yet) is waited for, until ctx ends: its outcome
-// decides, and a failed one frees the key for this create.
+// (its row not ready yet, or ready but its entry still held: an undo may
+// follow) is waited for, until ctx ends: its outcome decides, and a failed
+// one frees the key for this create.
 func (h *Host) createKeyed(ctx context.Context, rootID, principal string, key api.CreateKey, init func(*entry) (int64, error)) (id string, replayed bool, err error) {
 	released := false // the last read found the key's create under way and its entry gone
 	for {
@@ -117,25 +118,32 @@ func (h *Host) createKeyed(ctx context.Context, rootID, principal string, key ap
 		if rec.digest != key.Digest {
 			return "", false, api.KeyReused(key.Key)
 		}
-		switch rec.state {
-		case keyTreeReady:
-			return rec.treeID, true, nil
-		case keyTreeDeleted:
+		if rec.state == keyTreeDeleted {
 			return "", false, api.KeySpent(key.Key, rec.treeID)
 		}
-		// Its create is under way: it holds the tree's entry until its
-		// row is ready or gone (createTree). An entry already released
-		// means that happened since the read: read again. Released at
-		// two reads in a row, the row is a create's that ended without
-		// undoing it (its cleanup failed too): nothing will finish it
-		// before the next start removes it, and reading on would spin.
 		h.mu.Lock()
 		var busy chan struct{}
 		if cur := h.trees[rec.treeID]; cur != nil {
 			busy = cur.busy
 		}
 		h.mu.Unlock()
-		if busy == nil {
+		switch {
+		case rec.state == keyTreeReady && busy == nil:
+			return rec.treeID, true, nil
+		case rec.state == keyTreeReady:
+			// Ready, but an operation holds its entry: it may be the
+			// create itself, undoing a row whose ready commit was reported
+			// failed though stored (a late I/O error), and answering its id
+			// now would hand out a tree about to be deleted (and, once the
+			// undo freed the key, a second tree for it). Its outcome
+			// decides: wait, then read again.
+		case busy == nil:
+			// Its create is under way: it holds the tree's entry until its
+			// row is ready or gone (createTree). An entry already released
+			// means that happened since the read: read again. Released at
+			// two reads in a row, the row is a create's that ended without
+			// undoing it (its cleanup failed too): nothing will finish it
+			// before the next start removes it, and reading on would spin.
 			if released {
 				return "", false, errKeyUnfinished
 			}
