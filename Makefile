@@ -28,7 +28,7 @@ build: guest
 # for wasip1, so ./... on the host skips them; cross vets them.
 # The flags are internal/guestbuild.Flags (tests build the same guest).
 guest:
-	GOOS=wasip1 GOARCH=wasm $(GO) build -buildmode=c-shared -trimpath -gcflags='github.com/revenantrt/revenant/...=-l' -gcflags='github.com/revenantrt/revenant/wasm/abi=' -gcflags='github.com/revenantrt/revenant/wasm/guestdb=' -gcflags=fmt=-l -ldflags='-s -w' -o bin/revenant.wasm ./wasm/guest
+	GOOS=wasip1 GOARCH=wasm $(GO) build -buildmode=c-shared -trimpath -gcflags='github.com/revenantrt/revenant/...=-l' -gcflags='github.com/revenantrt/revenant/wasm/abi=' -gcflags='github.com/revenantrt/revenant/wasm/guestdb=' -gcflags=fmt=-l -gcflags=internal/fmtsort=-l -gcflags=net/url=-l -gcflags=time=-l -ldflags='-s -w' -o bin/revenant.wasm ./wasm/guest
 
 test: unit js fuzz
 
