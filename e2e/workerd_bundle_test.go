@@ -27,7 +27,11 @@ const (
 // it only with a reason in the commit. Session 59 raised it by 16 KiB:
 // eleven sessions of fixes had used the room (1,851,274 bytes, 845 over),
 // the last a request's context planning and the front's directory errors.
-const bundleCeiling = 1_817_661 + 48<<10
+// Session 64 compiled the Worker's revenant packages (but durableobject) and
+// fmt without inlining (Makefile, do-build): 1,864,533 bytes, 2,280 under the
+// ceiling, became 1,773,464, then with internal/fmtsort, net/url and time
+// built so too 1,762,193, and the ceiling keeps that room.
+const bundleCeiling = 1_762_193 + 2_280
 
 // TestWranglerDryRunBundle bundles the Worker as `wrangler deploy` would,
 // without an account (`--dry-run --outdir`), and holds the bundle under

@@ -31,10 +31,15 @@ const Package = "./wasm/guest"
 // one standard package built without inlining: it formats errors, log
 // lines and a few ids, never a statement or an event's frame, and
 // inlined it weighed 11 KB gzipped (1,555,197 against 1,543,876 bytes at
-// gzip -9, session 59), room the guest had run out of.
+// gzip -9, session 59), room the guest had run out of. internal/fmtsort
+// (fmt's map printing), net/url (the model's and the web tool's URLs) and
+// time are built without it too (session 64: 1,557,331 against 1,568,728
+// bytes by TestGuestSize): revenant's own packages, built -l, never
+// inline their functions anyway, so only their calls to their own helpers
+// pay, and the simulator's campaign showed no CPU cost above its noise.
 var Flags = []string{"-buildmode=c-shared", "-trimpath",
 	"-gcflags=" + module + "/...=-l", "-gcflags=" + module + "/wasm/abi=", "-gcflags=" + module + "/wasm/guestdb=",
-	"-gcflags=fmt=-l", "-ldflags=-s -w"}
+	"-gcflags=fmt=-l", "-gcflags=internal/fmtsort=-l", "-gcflags=net/url=-l", "-gcflags=time=-l", "-ldflags=-s -w"}
 
 const module = "github.com/revenantrt/revenant"
 

@@ -6,7 +6,8 @@
 //
 //	GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -trimpath \
 //		-gcflags='github.com/revenantrt/revenant/...=-l' -gcflags='github.com/revenantrt/revenant/wasm/abi=' \
-//		-gcflags='github.com/revenantrt/revenant/wasm/guestdb=' -ldflags='-s -w' -o revenant.wasm ./wasm/guest
+//		-gcflags='github.com/revenantrt/revenant/wasm/guestdb=' -gcflags=fmt=-l -gcflags=internal/fmtsort=-l \
+//		-gcflags=net/url=-l -gcflags=time=-l -ldflags='-s -w' -o revenant.wasm ./wasm/guest
 //
 // (make guest; internal/guestbuild.Flags says why the -gcflags).
 //
