@@ -130,11 +130,13 @@ do-build:
 	GOOS=js GOARCH=wasm $(GO) build -trimpath -gcflags='github.com/revenantrt/revenant/...=-l' -gcflags='github.com/revenantrt/revenant/durableobject=' -gcflags=fmt=-l -gcflags=internal/fmtsort=-l -gcflags=net/url=-l -gcflags=time=-l -ldflags="-s -w" -tags '$(DO_TAGS)' -o $(BUILD)/revenant.wasm ./cmd/worker
 
 # wrangler dev on loopback with no network calls of wrangler's own, state
-# under .wrangler/ (PLATFORM.md). DO_PORT= picks the port (8787).
+# under .wrangler/ (PLATFORM.md). DO_PORT= picks the port (8787). The
+# banner goes too: printing it asks the npm registry for a newer wrangler
+# at every start (cached a day under TMPDIR).
 DO_PORT ?= 8787
 # The pinned wrangler, run directly: npx would add its own start (about 0.3 s).
 WRANGLER = node_modules/.bin/wrangler
-WRANGLER_OFFLINE = CLOUDFLARE_CF_FETCH_ENABLED=false WRANGLER_SEND_METRICS=false WRANGLER_SEND_ERROR_REPORTS=false CI=1 NO_COLOR=1
+WRANGLER_OFFLINE = CLOUDFLARE_CF_FETCH_ENABLED=false WRANGLER_SEND_METRICS=false WRANGLER_SEND_ERROR_REPORTS=false CI=1 NO_COLOR=1 WRANGLER_HIDE_BANNER=true
 node_modules:
 	npm ci
 

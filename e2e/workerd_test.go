@@ -237,13 +237,15 @@ func ephemeralLow() int {
 	return low
 }
 
-// wranglerEnv is the environment wrangler runs in: offline, no metrics, no
-// colour, and its scratch files under tmp (miniflare leaves a directory in
-// TMPDIR per start that a SIGKILL never removes; under the test's own
-// directory they go with it).
+// wranglerEnv is the environment wrangler runs in: offline (no banner:
+// printing it asks the npm registry for a newer wrangler, and each test's
+// fresh TMPDIR has no cached answer), no metrics, no colour, and its
+// scratch files under tmp (miniflare leaves a directory in TMPDIR per
+// start that a SIGKILL never removes; under the test's own directory they
+// go with it).
 func wranglerEnv(tmp string) []string {
 	return append(os.Environ(), "CLOUDFLARE_CF_FETCH_ENABLED=false", "WRANGLER_SEND_METRICS=false",
-		"WRANGLER_SEND_ERROR_REPORTS=false", "CI=1", "NO_COLOR=1", "TMPDIR="+tmp)
+		"WRANGLER_SEND_ERROR_REPORTS=false", "WRANGLER_HIDE_BANNER=true", "CI=1", "NO_COLOR=1", "TMPDIR="+tmp)
 }
 
 func startWorkerd(t *testing.T) *workerd {
