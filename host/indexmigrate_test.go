@@ -1,15 +1,12 @@
 package host_test
 
 import (
-	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/revenantrt/revenant/core/api"
-	"github.com/revenantrt/revenant/core/storage"
-	"github.com/revenantrt/revenant/sqlitedb"
 )
 
 // An index written by the second schema (trees with ready, no create
@@ -17,24 +14,14 @@ import (
 // create records its key, so that its retry is answered its tree.
 func TestIndexFromTheSecondSchemaIsMigrated(t *testing.T) {
 	e := newEnv(t)
-	db, err := sqlitedb.Open(filepath.Join(e.dir, "index.db"), sqlitedb.Options{})
-	require.NoError(t, err)
-	require.NoError(t, db.Tx(ctx, func(tx storage.Tx) error {
-		for _, q := range []string{ // version 2, as it was written
-			`CREATE TABLE trees (id TEXT PRIMARY KEY, principal TEXT NOT NULL, created_at INTEGER NOT NULL) WITHOUT ROWID`,
-			`CREATE INDEX trees_by_principal ON trees (principal, created_at DESC, id)`,
-			`CREATE TABLE wakeups (tree_id TEXT PRIMARY KEY, at INTEGER NOT NULL) WITHOUT ROWID`,
-			`ALTER TABLE trees ADD COLUMN ready INTEGER NOT NULL DEFAULT 1`,
-			`INSERT INTO trees (id, principal, created_at, ready) VALUES ('old', 'alice', 1, 1)`,
-			`PRAGMA user_version = 2`,
-		} {
-			if _, err := tx.Exec(q); err != nil {
-				return err
-			}
-		}
-		return nil
-	}))
-	require.NoError(t, db.Close())
+	e.execIndex( // version 2, as it was written
+		`CREATE TABLE trees (id TEXT PRIMARY KEY, principal TEXT NOT NULL, created_at INTEGER NOT NULL) WITHOUT ROWID`,
+		`CREATE INDEX trees_by_principal ON trees (principal, created_at DESC, id)`,
+		`CREATE TABLE wakeups (tree_id TEXT PRIMARY KEY, at INTEGER NOT NULL) WITHOUT ROWID`,
+		`ALTER TABLE trees ADD COLUMN ready INTEGER NOT NULL DEFAULT 1`,
+		`INSERT INTO trees (id, principal, created_at, ready) VALUES ('old', 'alice', 1, 1)`,
+		`PRAGMA user_version = 2`,
+	)
 
 	h := e.open(e.config())
 	key := api.CreateKey{Key: "k", Digest: "d"}

@@ -167,24 +167,13 @@ func TestGetOfATreeEvictedUnderItBootsIt(t *testing.T) {
 // Open: its trees stay listed and new trees can be made.
 func TestIndexFromTheFirstSchemaIsMigrated(t *testing.T) {
 	e := newEnv(t)
-	path := filepath.Join(e.dir, "index.db")
-	db, err := sqlitedb.Open(path, sqlitedb.Options{})
-	require.NoError(t, err)
-	require.NoError(t, db.Tx(ctx, func(tx storage.Tx) error {
-		for _, q := range []string{ // version 1, as it was written
-			`CREATE TABLE trees (id TEXT PRIMARY KEY, principal TEXT NOT NULL, created_at INTEGER NOT NULL) WITHOUT ROWID`,
-			`CREATE INDEX trees_by_principal ON trees (principal, created_at DESC, id)`,
-			`CREATE TABLE wakeups (tree_id TEXT PRIMARY KEY, at INTEGER NOT NULL) WITHOUT ROWID`,
-			`INSERT INTO trees (id, principal, created_at) VALUES ('old', 'alice', 1)`,
-			`PRAGMA user_version = 1`,
-		} {
-			if _, err := tx.Exec(q); err != nil {
-				return err
-			}
-		}
-		return nil
-	}))
-	require.NoError(t, db.Close())
+	e.execIndex( // version 1, as it was written
+		`CREATE TABLE trees (id TEXT PRIMARY KEY, principal TEXT NOT NULL, created_at INTEGER NOT NULL) WITHOUT ROWID`,
+		`CREATE INDEX trees_by_principal ON trees (principal, created_at DESC, id)`,
+		`CREATE TABLE wakeups (tree_id TEXT PRIMARY KEY, at INTEGER NOT NULL) WITHOUT ROWID`,
+		`INSERT INTO trees (id, principal, created_at) VALUES ('old', 'alice', 1)`,
+		`PRAGMA user_version = 1`,
+	)
 
 	h := e.open(e.config())
 	e.tree(h, "new")
