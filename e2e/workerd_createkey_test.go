@@ -143,6 +143,26 @@ func TestWorkerdLostDirectoryAnswerBarredOnRetry(t *testing.T) {
 	assert.Equal(t, 1, w.treesStored(t), "one tree is stored: the retry's")
 }
 
+// TestWorkerdLostDirectoryAnswerFoundOnRetry: a keyed create whose PUT
+// the front took for failed while it was still on its way
+// (REVENANT_TEST_LOSE_PUT=late, landing just after the front's next
+// request for the tree) and whose first request to bar its id failed
+// (REVENANT_TEST_FAIL_ROW_DELETE) finds, asking again, the row the PUT
+// committed meanwhile: the create succeeded, and is answered 201. A
+// retry with the key is answered that tree, which exists.
+func TestWorkerdLostDirectoryAnswerFoundOnRetry(t *testing.T) {
+	t.Parallel() // see workerd_test.go
+	w := startWorkerdWith(t, "revenant_testroutes", "REVENANT_TEST_LOSE_PUT:late", "REVENANT_TEST_FAIL_ROW_DELETE:on")
+	s := w.client(t)
+	id := s.createKeyed("k", `{}`, http.StatusCreated)
+	w.waitLog(t, "revenant test: a late PUT lands: "+id+" 201", waitTimeout)
+	assert.Equal(t, id, s.createKeyed("k", `{}`, http.StatusCreated), "the retry is answered the recorded tree")
+	assert.Equal(t, http.StatusOK, frontStatus(t, s, http.MethodGet, "/v1/sessions/"+id), "which exists")
+	assert.Equal(t, []string{id}, s.listed())
+	w.kill(t)
+	assert.Equal(t, 1, w.treesStored(t), "one tree is stored: the recorded one")
+}
+
 // TestWorkerdFailedKeyRead: a keyed create whose key the directory failed
 // to read (the test build's REVENANT_TEST_FAIL_KEY_READ fails each key's
 // first read, 500) is answered 503 naming the directory and creates
