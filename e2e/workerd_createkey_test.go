@@ -105,19 +105,99 @@ func TestWorkerdLostDirectoryAnswerLatePUT(t *testing.T) {
 
 // TestWorkerdLostDirectoryAnswerUnbarred: a keyed create whose PUT the
 // front took for failed (REVENANT_TEST_LOSE_PUT=late) and whose
-// directory then failed the request to bar its id too
-// (REVENANT_TEST_FAIL_ROW_DELETE) is answered 503 but not undone: the
-// front cannot tell whether a row records the tree, and here the late PUT
-// did record it. A retry with the key is answered that tree, which
-// exists; deleted, it would answer 404.
+// directory then failed every request to bar its id too
+// (REVENANT_TEST_FAIL_ROW_DELETE=always: each of the front's tries) is
+// answered 503 but not undone: the front cannot tell whether a row
+// records the tree, and here the late PUT did record it. A retry with the
+// key is answered that tree, which exists; deleted, it would answer 404.
 func TestWorkerdLostDirectoryAnswerUnbarred(t *testing.T) {
 	t.Parallel() // see workerd_test.go
-	w := startWorkerdWith(t, "revenant_testroutes", "REVENANT_TEST_LOSE_PUT:late", "REVENANT_TEST_FAIL_ROW_DELETE:on")
+	w := startWorkerdWith(t, "revenant_testroutes", "REVENANT_TEST_LOSE_PUT:late", "REVENANT_TEST_FAIL_ROW_DELETE:always")
 	s := w.client(t)
 	s.createKeyed("k", `{}`, http.StatusServiceUnavailable)
+	w.waitLog(t, "barring an unrecorded tree's id failed; it is left", waitTimeout)
 	id := s.createKeyed("k", `{}`, http.StatusCreated)
 	assert.Equal(t, http.StatusOK, frontStatus(t, s, http.MethodGet, "/v1/sessions/"+id), "the key's tree exists")
 	assert.Equal(t, []string{id}, s.listed())
 	w.kill(t)
 	assert.Equal(t, 1, w.treesStored(t), "one tree is stored: the first create's")
+}
+
+// TestWorkerdLostDirectoryAnswerBarredOnRetry: a keyed create whose PUT
+// failed, nothing written (REVENANT_TEST_LOSE_PUT=fail), and whose first
+// request to bar its id failed too (REVENANT_TEST_FAIL_ROW_DELETE) is
+// undone all the same: the front asks again, the id is barred and the
+// tree deleted, and the answer is 503. The retry with the key makes one
+// new tree; the first one's storage is gone (given up after one try, it
+// would be left, unlisted and reachable by no request).
+func TestWorkerdLostDirectoryAnswerBarredOnRetry(t *testing.T) {
+	t.Parallel() // see workerd_test.go
+	w := startWorkerdWith(t, "revenant_testroutes", "REVENANT_TEST_LOSE_PUT:fail", "REVENANT_TEST_FAIL_ROW_DELETE:on")
+	s := w.client(t)
+	s.createKeyed("k", `{}`, http.StatusServiceUnavailable)
+	w.waitLog(t, "revenant test: the directory failed a request: DELETE ", waitTimeout)
+	id := s.createKeyed("k", `{}`, http.StatusCreated)
+	assert.Equal(t, id, s.createKeyed("k", `{}`, http.StatusCreated))
+	assert.Equal(t, []string{id}, s.listed())
+	w.kill(t)
+	assert.Equal(t, 1, w.treesStored(t), "one tree is stored: the retry's")
+}
+
+// TestWorkerdLostDirectoryAnswerFoundOnRetry: a keyed create whose PUT
+// the front took for failed while it was still on its way
+// (REVENANT_TEST_LOSE_PUT=late, landing just after the front's next
+// request for the tree) and whose first request to bar its id failed
+// (REVENANT_TEST_FAIL_ROW_DELETE) finds, asking again, the row the PUT
+// committed meanwhile: the create succeeded, and is answered 201. A
+// retry with the key is answered that tree, which exists.
+func TestWorkerdLostDirectoryAnswerFoundOnRetry(t *testing.T) {
+	t.Parallel() // see workerd_test.go
+	w := startWorkerdWith(t, "revenant_testroutes", "REVENANT_TEST_LOSE_PUT:late", "REVENANT_TEST_FAIL_ROW_DELETE:on")
+	s := w.client(t)
+	id := s.createKeyed("k", `{}`, http.StatusCreated)
+	w.waitLog(t, "revenant test: a late PUT lands: "+id+" 201", waitTimeout)
+	assert.Equal(t, id, s.createKeyed("k", `{}`, http.StatusCreated), "the retry is answered the recorded tree")
+	assert.Equal(t, http.StatusOK, frontStatus(t, s, http.MethodGet, "/v1/sessions/"+id), "which exists")
+	assert.Equal(t, []string{id}, s.listed())
+	w.kill(t)
+	assert.Equal(t, 1, w.treesStored(t), "one tree is stored: the recorded one")
+}
+
+// TestWorkerdFailedKeyRead: a keyed create whose key the directory failed
+// to read (the test build's REVENANT_TEST_FAIL_KEY_READ fails each key's
+// first read, 500) is answered 503 naming the directory and creates
+// nothing: the front cannot tell whether the key has a tree already. The
+// retry is served, and one tree is stored.
+func TestWorkerdFailedKeyRead(t *testing.T) {
+	t.Parallel() // see workerd_test.go
+	w := startWorkerdWith(t, "revenant_testroutes", "REVENANT_TEST_FAIL_KEY_READ:on")
+	s := w.client(t)
+	code, body := frontRaw(t, s, http.MethodPost, "/v1/sessions", "Idempotency-Key", "k")
+	assert.Equal(t, http.StatusServiceUnavailable, code, "the key read failed: %s", body)
+	assert.Contains(t, body, "the session directory did not answer")
+	w.waitLog(t, "revenant test: the directory failed a request: KEY k", waitTimeout)
+	assert.Empty(t, s.listed(), "nothing is listed")
+	id := s.createKeyed("k", "", http.StatusCreated)
+	assert.Equal(t, id, s.createKeyed("k", "", http.StatusCreated))
+	assert.Equal(t, []string{id}, s.listed())
+	w.kill(t)
+	assert.Equal(t, 1, w.treesStored(t), "one tree is stored: the retry's")
+}
+
+// TestWorkerdCreateKeyTakenDiscards: a keyed create that found its key
+// free but met it taken at its PUT (a same-key create recorded first; the
+// test build's REVENANT_TEST_FAIL_KEY_READ=miss answers the first read
+// that finds the key 404, as the race would) deletes the tree it just
+// made and answers the key's: the first create's id. Kept, the tree
+// would be stored, unlisted and reachable by no request.
+func TestWorkerdCreateKeyTakenDiscards(t *testing.T) {
+	t.Parallel() // see workerd_test.go
+	w := startWorkerdWith(t, "revenant_testroutes", "REVENANT_TEST_FAIL_KEY_READ:miss")
+	s := w.client(t)
+	first := s.createKeyed("k", `{}`, http.StatusCreated)
+	assert.Equal(t, first, s.createKeyed("k", `{}`, http.StatusCreated), "the key's tree is the answer")
+	w.waitLog(t, "revenant test: the directory failed a request: KEY k", waitTimeout)
+	assert.Equal(t, []string{first}, s.listed())
+	w.kill(t)
+	assert.Equal(t, 1, w.treesStored(t), "one tree is stored: the key's")
 }

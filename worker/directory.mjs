@@ -36,17 +36,21 @@ const ROOT = /^\/trees\/([A-Za-z0-9_-]{1,64})$/;
 // lose its answer to a row it committed (it makes the row durable, then
 // resets itself); "late" answers its first PUT 500, nothing written, and
 // has that PUT land once its root's next request is served, as a PUT
-// still on its way when the front took it for failed may.
+// still on its way when the front took it for failed may; "fail" answers
+// its first PUT 500, nothing written, and that PUT never lands.
 export const LOSE_PUT_HEADER = "x-revenant-test-lose-put";
 
-// FAIL_ONCE_HEADER on a GET or a DELETE of /trees/{root}, or on a list
-// (GET /trees), which the front sends in the tests' build only
-// (REVENANT_TEST_FAIL_OWNER_READ, REVENANT_TEST_FAIL_ROW_DELETE,
-// REVENANT_TEST_FAIL_LIST), makes the Directory fail the first such
-// request for each root, or the first list (nothing read or deleted), as
-// a storage error would: a tree's request is answered 500, a list throws,
-// as its sql.exec would, so that the front's fetch rejects. The next one
-// is served.
+// FAIL_ONCE_HEADER on a GET or a DELETE of /trees/{root}, a key's read
+// (GET /keys) or a list (GET /trees), which the front sends in the tests'
+// build only (REVENANT_TEST_FAIL_OWNER_READ, REVENANT_TEST_FAIL_ROW_DELETE,
+// REVENANT_TEST_FAIL_KEY_READ, REVENANT_TEST_FAIL_LIST), makes the
+// Directory fail the first such request for each root or key, or the
+// first list (nothing read or deleted), as a storage error would: a
+// tree's or a key's request is answered 500, a list throws, as its
+// sql.exec would, so that the front's fetch rejects. The next one is
+// served. Its value "always" fails every one; "miss", on a key's read,
+// answers the first that finds the key 404, as though it were not there
+// (as a same-key create racing this one would find it).
 export const FAIL_ONCE_HEADER = "x-revenant-test-fail-once";
 
 export class Directory extends DurableObject {
@@ -93,7 +97,10 @@ export class Directory extends DurableObject {
       return Response.json({ trees: rows.slice(0, limit), more: rows.length > limit });
     }
     if (url.pathname === "/keys" && request.method === "GET") {
-      const rec = this.keyRecord(q.get("key") ?? "");
+      const key = q.get("key") ?? "";
+      const rec = this.keyRecord(key);
+      const miss = request.headers.get(FAIL_ONCE_HEADER) === "miss";
+      if ((rec || !miss) && this.failOnce(request, "KEY " + key)) return new Response(null, { status: miss ? 404 : 500 });
       return rec ? Response.json(rec) : new Response(null, { status: 404 });
     }
     const m = url.pathname.match(ROOT);
@@ -118,8 +125,8 @@ export class Directory extends DurableObject {
         return row ? Response.json(row) : new Response(null, { status: 404 });
       }
       case "PUT": {
-        if (lose === "late" && !this.late) {
-          this.late = { root, q };
+        if ((lose === "late" || lose === "fail") && !this.late) {
+          this.late = lose === "late" ? { root, q } : {};
           return new Response(null, { status: 500 });
         }
         const res = this.put(root, q);
@@ -173,7 +180,7 @@ export class Directory extends DurableObject {
   failOnce(request, key) {
     if (!request.headers.has(FAIL_ONCE_HEADER)) return false;
     this.failedOnce ??= new Set();
-    if (this.failedOnce.has(key)) return false;
+    if (this.failedOnce.has(key) && request.headers.get(FAIL_ONCE_HEADER) !== "always") return false;
     this.failedOnce.add(key);
     console.log(`revenant test: the directory failed a request: ${key}`);
     return true;

@@ -15,9 +15,9 @@
 //   - the session directory: create mints the root id (as host.RandomIDs);
 //     entry.mjs creates the tree in idFromName(root) and records it in the
 //     caller's Directory (idFromName("principal:"+p)); a tree it could not
-//     record is deleted again, once the Directory has barred its id (a row
-//     there, committed with its answer lost, is a create that succeeded),
-//     and the answer is 503. A create's Idempotency-Key (CreateKey) is
+//     record is deleted again, once the Directory has barred its id (asked
+//     up to three times; a row there, committed with its answer lost, is a
+//     create that succeeded), and the answer is 503. A create's Idempotency-Key (CreateKey) is
 //     looked up in that Directory first (a known key is answered by
 //     KeyAnswer, nothing created) and recorded by the PUT of the tree's
 //     row, in the same transaction. List: Decide checks the limit and

@@ -211,13 +211,16 @@ function directoryTestHeaders(env, method, path) {
   // REVENANT_TEST_LOSE_PUT has the Directory lose its answer to a PUT it
   // committed ("on") or land a PUT late ("late"),
   // REVENANT_TEST_FAIL_OWNER_READ fail a tree's first owner read,
-  // REVENANT_TEST_FAIL_ROW_DELETE its row's first DELETE and
+  // REVENANT_TEST_FAIL_ROW_DELETE its row's first DELETE (every one:
+  // "always"), REVENANT_TEST_FAIL_KEY_READ a key's first read ("miss":
+  // the first that finds it, answered not found) and
   // REVENANT_TEST_FAIL_LIST its first list (directory.mjs).
   if (logic?.bridge.testBuild) {
     if (method === "PUT" && env.REVENANT_TEST_LOSE_PUT) headers[LOSE_PUT_HEADER] = env.REVENANT_TEST_LOSE_PUT;
     if (method === "GET" && path.startsWith("/trees/") && env.REVENANT_TEST_FAIL_OWNER_READ) headers[FAIL_ONCE_HEADER] = "1";
     if (method === "GET" && path.startsWith("/trees?") && env.REVENANT_TEST_FAIL_LIST) headers[FAIL_ONCE_HEADER] = "1";
-    if (method === "DELETE" && env.REVENANT_TEST_FAIL_ROW_DELETE) headers[FAIL_ONCE_HEADER] = "1";
+    if (method === "GET" && path.startsWith("/keys?") && env.REVENANT_TEST_FAIL_KEY_READ) headers[FAIL_ONCE_HEADER] = env.REVENANT_TEST_FAIL_KEY_READ;
+    if (method === "DELETE" && env.REVENANT_TEST_FAIL_ROW_DELETE) headers[FAIL_ONCE_HEADER] = env.REVENANT_TEST_FAIL_ROW_DELETE;
   }
   return headers;
 }
@@ -433,16 +436,29 @@ async function discard(env, root, principal) {
 // later PUT, unless a row records it (directory.mjs, unmade=1): 204
 // barred, the tree may be deleted (no PUT still on its way can record it,
 // nor its key); 409 recorded (a PUT whose answer was lost committed), the
-// create succeeded. Any other answer leaves the tree as it is (logged):
-// it may be recorded, and a recorded tree is never deleted here, since a
-// retry with its key may have been answered its id. Unrecorded, it is
-// left unlisted, as a create the front's death cut short leaves its tree.
+// create succeeded. Any other answer is asked again (the request is
+// idempotent), after UNMAKE_WAITS_MS, within lasting's window; the last
+// leaves the tree as it is (logged): it may be recorded, and a recorded
+// tree is never deleted here, since a retry with its key may have been
+// answered its id. Unrecorded, it is left unlisted, as a create the
+// front's death cut short leaves its tree.
 async function unmake(env, root, principal) {
-  const res = await directoryFetch(env, principal, "DELETE", "/trees/" + root + "?unmade=1");
-  await res.body?.cancel();
-  if (res.status !== 204 && res.status !== 409) console.error("revenant front: barring an unrecorded tree's id failed; it is left", root, res.status);
-  return res.status;
+  for (let i = 0; ; i++) {
+    const res = await directoryFetch(env, principal, "DELETE", "/trees/" + root + "?unmade=1");
+    await res.body?.cancel();
+    if (res.status === 204 || res.status === 409) return res.status;
+    if (i === UNMAKE_WAITS_MS.length) {
+      console.error("revenant front: barring an unrecorded tree's id failed; it is left", root, res.status);
+      return res.status;
+    }
+    console.warn("revenant front: barring an unrecorded tree's id failed; asking again", root, res.status);
+    await new Promise((resolve) => setTimeout(resolve, UNMAKE_WAITS_MS[i]));
+  }
 }
+
+// UNMAKE_WAITS_MS are the waits before each of unmake's tries after the
+// first: three in all, well within the 30 s a waitUntil is given.
+const UNMAKE_WAITS_MS = [50, 250];
 
 // createdAt is the new session's created_at from the object's 201
 // (durableobject.CreatedAtHeader), so the list and the session agree; the
