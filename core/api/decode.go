@@ -146,6 +146,12 @@ func decodeStrict(body []byte, v any, f fields, emptyOK bool) error {
 		case errors.As(err, &typeErr):
 			return decodeFail(ProblemWrongType, typeErr.Field, fmt.Sprintf("field %q must be %s", core.Clip(typeErr.Field), jsonType(typeErr.Type.Kind().String())))
 		}
+		if trimmed[0] != '{' {
+			// A form (text=hello) or plain text: the decoder's own words
+			// ("invalid character 'e' in literal true") would not say that
+			// the body is to be JSON at all.
+			return decodeFail(ProblemSyntax, "", "the request body must be a JSON object, starting with {; it starts with "+strconv.Quote(core.Clip(string(trimmed[:min(len(trimmed), 16)]))))
+		}
 		return decodeFail(ProblemSyntax, "", "the request body is not a JSON object: "+err.Error())
 	}
 	if _, err := dec.Token(); err != io.EOF {

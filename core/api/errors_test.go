@@ -97,6 +97,22 @@ func TestDecodeErrorKinds(t *testing.T) {
 	assert.Equal(t, "config.model", de.Field)
 }
 
+// A body that is not JSON at all (a form, plain text) is told so, not
+// given the decoder's words about a literal it misread.
+func TestDecodeSaysAFormIsNotJSON(t *testing.T) {
+	for _, body := range []string{"text=hello", "hello there", "  text=" + strings.Repeat("a", 100)} {
+		_, err := api.DecodePrompt([]byte(body))
+		var de *api.DecodeError
+		require.ErrorAs(t, err, &de, "%q", body)
+		assert.Equal(t, api.ProblemSyntax, de.Problem)
+		assert.Equal(t, api.ErrInvalidJSON, api.ErrorOf(err).Type)
+		assert.Contains(t, err.Error(), "must be a JSON object, starting with {", "%q", body)
+		assert.Less(t, len(err.Error()), 100, "the body is quoted only in part")
+	}
+	_, err := api.DecodePrompt([]byte(`{"text":`))
+	assert.Contains(t, err.Error(), "is not a JSON object: unexpected EOF", "an object cut short keeps the decoder's words")
+}
+
 // A number too large for a float64 (1e999) is well-formed JSON: where a
 // string is expected it is a member of the wrong type (invalid_request),
 // as any other number there is, never "not valid JSON".
