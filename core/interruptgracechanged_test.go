@@ -73,7 +73,7 @@ func TestInterruptPastGraceSparesAPromptSentAfterTheStoppedExecutionsOwnRecord(t
 	// client sends its next prompt, whose turn starts here.
 	var after string
 	var afterTurn *core.Execution
-	t.Cleanup(core.SetInterruptGraceUpHook(func(e *core.Execution) {
+	t.Cleanup(core.SetInterruptGraceUpHook(n.Inst, func(e *core.Execution) {
 		if e != x || after != "" {
 			return
 		}

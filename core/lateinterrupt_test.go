@@ -60,7 +60,7 @@ func lateInterruptOn(t *testing.T, tr *treetest.Tree, n *treetest.Node, d *treet
 	queued = n.Admit(sid, "queued before the interrupt")
 
 	stopped, release := make(chan struct{}), make(chan struct{})
-	t.Cleanup(core.SetFinishingHook(func(e *core.Execution) {
+	t.Cleanup(core.SetFinishingHook(n.Inst, func(e *core.Execution) {
 		if e == x {
 			close(stopped)
 			<-release
@@ -172,7 +172,7 @@ func TestLateInterruptWithAnotherWaitingCancelsTheWholeQueue(t *testing.T) {
 	tr, n, d, sid, running, queued, _ := lateInterrupt(t, func(n *treetest.Node, sid string) {
 		after = n.Admit(sid, "sent after the interrupt's 503")
 		asked := make(chan struct{}, 1)
-		defer core.SetInterruptAskedHook(func(*core.Execution) { asked <- struct{}{} })()
+		defer core.SetInterruptAskedHook(n.Inst, func(*core.Execution) { asked <- struct{}{} })()
 		go func() {
 			defer close(answered)
 			did, err = n.Inst.Interrupt(ctx, sid, event.ReasonUser)
@@ -246,7 +246,7 @@ func TestLateInterruptWhileStoppingKeepsTheClaimForItsKeptPrompt(t *testing.T) {
 	x := <-d.Started
 	queued := n.Admit(sid, "queued before the interrupt")
 	stopped, release := make(chan struct{}), make(chan struct{})
-	t.Cleanup(core.SetFinishingHook(func(e *core.Execution) {
+	t.Cleanup(core.SetFinishingHook(n.Inst, func(e *core.Execution) {
 		if e == x {
 			close(stopped)
 			<-release
