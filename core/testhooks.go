@@ -35,8 +35,9 @@ type testHooks struct {
 // testHooks returns the test hooks set on inst: none, outside core's tests.
 func (inst *Instance) testHooks() testHooks {
 	inst.mu.Lock()
-	defer inst.mu.Unlock()
-	return inst.hooks
+	h := inst.hooks
+	inst.mu.Unlock()
+	return h
 }
 
 // execHook is one test hook, nil when unset.
