@@ -20,12 +20,13 @@ import (
 func TestParentInterruptSparesChildsOwnNextTurn(t *testing.T) {
 	tr := treetest.New(t)
 	r := offlineTaskRunner(t, tr)
-	var inst *core.Instance
 	var own string
 	done := make(chan error, 1)
 	ictx, cancel := context.WithCancel(context.Background())
 	defer cancel() // frees the parent's interrupt if the test failed while it hung
-	defer core.SetFinishingHook(func(x *core.Execution) {
+	n := tr.Boot(r)
+	inst := n.Inst
+	defer core.SetFinishingHook(n.Inst, func(x *core.Execution) {
 		if x.SessionID() != "root.1" || x.PromptID() == own {
 			return
 		}
@@ -38,8 +39,6 @@ func TestParentInterruptSparesChildsOwnNextTurn(t *testing.T) {
 		}()
 		<-x.Cancelled()
 	})()
-	n := tr.Boot(r)
-	inst = n.Inst
 	n.NewSession("root")
 	n.Admit("root", "/task hi")
 	select {

@@ -145,7 +145,7 @@ func TestDirectInterruptCutsTheStuckExecutionsStepStopped(t *testing.T) {
 
 	closed := make(chan struct{})
 	close(closed)
-	require.NoError(t, interruptPastGrace(tr, n, sid, closed), "committed directly past the grace period")
+	require.NoError(t, interruptPastGrace(t, tr, n, sid, closed), "committed directly past the grace period")
 	close(release)
 	<-returned
 	require.Equal(t, "interrupted", tr.PromptState(pid))

@@ -128,7 +128,7 @@ func (s *stuckExecution) interruptWithLateCommit(t *testing.T, inWait func()) {
 	close(stopped) // the body was told to stop, and ignores it
 	var err error
 	s.tr.DriveEach(func() {
-		err = interruptPastGrace(s.tr, s.n, s.sid, stopped)
+		err = interruptPastGrace(t, s.tr, s.n, s.sid, stopped)
 	}, func(retry.Wait) { inWait() })
 	require.NoError(t, err)
 	require.Equal(t, 1, s.faults.LateCommits(), "the direct commit met its late IOERR")

@@ -656,12 +656,6 @@ func (inst *Instance) runDriver(x *Execution) (out Outcome) {
 	return inst.driver.Run(x.ctx, x)
 }
 
-// testHookFinishing, set only by tests (export_test.go), runs in finish
-// after it read how the execution ended and before it takes the claim
-// lock: the moment an interrupt can cancel an execution that finish will
-// still record as it ended.
-var testHookFinishing func(*Execution)
-
 // finish records how x ended and returns the next execution if its terminal
 // started one. It holds claimMu across each write attempt and the
 // bookkeeping so the sweep never sees the claim without the execution or
@@ -684,9 +678,7 @@ func (inst *Instance) finish(x *Execution, out Outcome) *Execution {
 		inst.unregister(x)
 		return nil
 	}
-	if testHookFinishing != nil {
-		testHookFinishing(x) // an interrupt can land here, after the cause was read (Interrupt)
-	}
+	inst.testHooks().finishing.run(x) // an interrupt can land here, after the cause was read (Interrupt)
 	startNext := !inst.isClosed()
 	inst.claimMu.Lock()
 	defer inst.claimMu.Unlock()

@@ -2,20 +2,31 @@ package core
 
 import "context"
 
-// SetFinishingHook makes f run in every execution's finish after it read
-// how the execution ended and before it takes the claim lock; the
-// returned func removes it. Set it before the instance runs anything.
-func SetFinishingHook(f func(*Execution)) (remove func()) {
-	testHookFinishing = f
-	return func() { testHookFinishing = nil }
+// SetFinishingHook makes f run in every execution's finish on inst after
+// it read how the execution ended and before it takes the claim lock; the
+// returned func removes it.
+func SetFinishingHook(inst *Instance, f func(*Execution)) (remove func()) {
+	return inst.setHook(func(h *testHooks) *execHook { return &h.finishing }, f)
 }
 
-// SetInterruptAskedHook makes f run whenever an interrupt request has
-// noted itself on the execution it tells to stop; the returned func
+// SetInterruptAskedHook makes f run whenever an interrupt request on inst
+// has noted itself on the execution it tells to stop; the returned func
 // removes it.
-func SetInterruptAskedHook(f func(*Execution)) (remove func()) {
-	testHookInterruptAsked = f
-	return func() { testHookInterruptAsked = nil }
+func SetInterruptAskedHook(inst *Instance, f func(*Execution)) (remove func()) {
+	return inst.setHook(func(h *testHooks) *execHook { return &h.interruptAsked }, f)
+}
+
+// setHook makes f inst's test hook that which picks, and returns the func
+// that removes it.
+func (inst *Instance) setHook(which func(*testHooks) *execHook, f func(*Execution)) (remove func()) {
+	inst.mu.Lock()
+	defer inst.mu.Unlock()
+	*which(&inst.hooks) = f
+	return func() {
+		inst.mu.Lock()
+		defer inst.mu.Unlock()
+		*which(&inst.hooks) = nil
+	}
 }
 
 // Cancelled is closed once x's context is cancelled (an interrupt, a
@@ -41,10 +52,9 @@ var TranscriptQueries = map[string]string{"transcript": transcript, "transcriptS
 // StepStreaming is the state of a step whose answer is still streaming.
 const StepStreaming = StepStarted
 
-// SetInterruptStoppedHook makes f run whenever an interrupt request has
-// seen an execution it told to stop end, before it reads what that end
-// left to stop; the returned func removes it.
-func SetInterruptStoppedHook(f func(stopped *Execution)) (remove func()) {
-	testHookInterruptStopped = f
-	return func() { testHookInterruptStopped = nil }
+// SetInterruptStoppedHook makes f run whenever an interrupt request on
+// inst has seen an execution it told to stop end, before it reads what
+// that end left to stop; the returned func removes it.
+func SetInterruptStoppedHook(inst *Instance, f func(stopped *Execution)) (remove func()) {
+	return inst.setHook(func(h *testHooks) *execHook { return &h.interruptStopped }, f)
 }

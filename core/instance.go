@@ -80,6 +80,9 @@ type Instance struct {
 	// them, once storage takes writes again. In memory only: a turn whose
 	// instance dies before that is resumed like any other.
 	owed map[string]owedFailure
+	// hooks are the test hooks set on the instance (testhooks.go): none
+	// outside core's tests.
+	hooks testHooks
 }
 
 // owedFailure is a storage failure a turn's execution could not record.

@@ -195,9 +195,7 @@ func (inst *Instance) interrupt(ctx context.Context, sessionID, reason string, r
 		}
 		if !taskOnly {
 			asked = append(asked, x.interruptAsked())
-			if testHookInterruptAsked != nil {
-				testHookInterruptAsked(x)
-			}
+			inst.testHooks().interruptAsked.run(x)
 		}
 		// Whether x's record, when it lands, is one written after this
 		// request told x to stop (so later than everything admitted before).
@@ -208,9 +206,7 @@ func (inst *Instance) interrupt(ctx context.Context, sessionID, reason string, r
 		askedFirst := !x.recordBegun
 		x.cancel(cause)
 		inst.claimMu.Unlock()
-		if testHookInterruptCancelled != nil {
-			testHookInterruptCancelled(x)
-		}
+		inst.testHooks().interruptCancelled.run(x)
 
 		graceUp := make(chan struct{})
 		stop := inst.host.Clock.AfterFunc(inst.cfg.interruptGrace, func() { close(graceUp) })
@@ -220,16 +216,12 @@ func (inst *Instance) interrupt(ctx context.Context, sessionID, reason string, r
 			// The execution recorded the interrupt, or ended another way just
 			// before it saw the cancel (and maybe started the next turn): look
 			// again until nothing admitted before the interrupt is left.
-			if testHookInterruptStopped != nil {
-				testHookInterruptStopped(x)
-			}
+			inst.testHooks().interruptStopped.run(x)
 			if settled(x, askedFirst) {
 				return stopped, nil
 			}
 		case <-graceUp:
-			if testHookInterruptGraceUp != nil {
-				testHookInterruptGraceUp(x)
-			}
+			inst.testHooks().interruptGraceUp.run(x)
 			inst.claimMu.Lock()
 			if inst.runningExecution(sessionID) == x {
 				did, err := inst.interruptDirect(ctx, sessionID, reason, x, rp, taskPrompt)
@@ -326,29 +318,6 @@ func (inst *Instance) interruptSettled(ctx context.Context, sessionID, promptID 
 	}
 	return recorded, settled
 }
-
-// testHookInterruptAsked, set only by tests (export_test.go), runs once an
-// interrupt request has noted itself on the execution it tells to stop.
-var testHookInterruptAsked func(*Execution)
-
-// testHookInterruptCancelled, set only by tests
-// (export_interrupthooks_test.go), runs once an interrupt request has told
-// an execution to stop and let go of the claim lock, before it waits for
-// the execution's end: a moment at which that end can begin its record,
-// which no other hook reaches (see askedFirst).
-var testHookInterruptCancelled func(cancelled *Execution)
-
-// testHookInterruptGraceUp, set only by tests
-// (export_interrupthooks_test.go), runs once an interrupt request's grace
-// period for an execution it told to stop ran out, before it takes the
-// claim lock to commit directly: the execution can end in between, with
-// the request past the select that would have seen it end.
-var testHookInterruptGraceUp func(x *Execution)
-
-// testHookInterruptStopped, set only by tests (export_test.go), runs once
-// an interrupt request has seen an execution it told to stop end, before
-// it reads what that end left to stop.
-var testHookInterruptStopped func(stopped *Execution)
 
 // lastSeq is the session's last event seq.
 func (inst *Instance) lastSeq(ctx context.Context, sessionID string) (int64, error) {

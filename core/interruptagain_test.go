@@ -32,12 +32,13 @@ func TestInterruptLooksPastAnEarlierInterruptsEnd(t *testing.T) {
 	defer cancel()
 	var (
 		mu     sync.Mutex
-		inst   *core.Instance
 		own    string // the child's own prompt, once admitted
 		fired  bool
 		hookOn bool
 	)
-	defer core.SetFinishingHook(func(x *core.Execution) {
+	n := tr.Boot(r)
+	inst := n.Inst
+	defer core.SetFinishingHook(n.Inst, func(x *core.Execution) {
 		mu.Lock()
 		defer mu.Unlock()
 		if !hookOn || fired || x.SessionID() != "root.1" || x.PromptID() == own {
@@ -55,8 +56,6 @@ func TestInterruptLooksPastAnEarlierInterruptsEnd(t *testing.T) {
 		tr.Clock.BlockUntil(pending + 1)
 	})()
 
-	n := tr.Boot(r)
-	inst = n.Inst
 	n.NewSession("root")
 	n.Admit("root", "/task /sleep 1h")
 	tr.Clock.BlockUntil(3) // the child sleeps in its task turn: wall, idle and sleep timers

@@ -31,7 +31,7 @@ func TestInterruptTakesARecordBegunAfterItsCancelForItsOwn(t *testing.T) {
 	// The request has told x to stop and let go of the claim lock: x's
 	// end records the interrupt, and unregisters x, before the request
 	// goes on.
-	t.Cleanup(core.SetInterruptCancelledHook(func(cancelled *core.Execution) {
+	t.Cleanup(core.SetInterruptCancelledHook(n.Inst, func(cancelled *core.Execution) {
 		if cancelled == x {
 			within(t, x.Ended(), "x to record the interrupt and end")
 		}

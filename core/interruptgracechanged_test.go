@@ -36,7 +36,7 @@ func TestDirectInterruptSparesAPromptSentAfterTheStoppedExecutionsOwnRecord(t *t
 	var afterTurn *core.Execution
 	var err error
 	tr.DriveEach(func() {
-		err = interruptPastGrace(tr, n, sid, stopped)
+		err = interruptPastGrace(t, tr, n, sid, stopped)
 	}, func(retry.Wait) {
 		if after != "" {
 			return
@@ -73,7 +73,7 @@ func TestInterruptPastGraceSparesAPromptSentAfterTheStoppedExecutionsOwnRecord(t
 	// client sends its next prompt, whose turn starts here.
 	var after string
 	var afterTurn *core.Execution
-	t.Cleanup(core.SetInterruptGraceUpHook(func(e *core.Execution) {
+	t.Cleanup(core.SetInterruptGraceUpHook(n.Inst, func(e *core.Execution) {
 		if e != x || after != "" {
 			return
 		}
@@ -91,7 +91,7 @@ func TestInterruptPastGraceSparesAPromptSentAfterTheStoppedExecutionsOwnRecord(t
 	}))
 	stopped := make(chan struct{})
 	close(stopped) // the body was told to stop, and ignores it
-	require.NoError(t, interruptPastGrace(tr, n, sid, stopped))
+	require.NoError(t, interruptPastGrace(t, tr, n, sid, stopped))
 	require.NotNil(t, afterTurn, "the next prompt's turn started before the request took the claim lock")
 	assert.Equal(t, "interrupted", tr.PromptState(stuck), "x recorded the interrupt")
 

@@ -66,7 +66,7 @@ func askSecondWhileRecordWaits(t *testing.T, tr *treetest.Tree, faults *faultvfs
 	// Set once prompt is admitted: then only the second request asks x.
 	var asked chan *core.Execution
 	var mu sync.Mutex
-	t.Cleanup(core.SetInterruptAskedHook(func(e *core.Execution) {
+	t.Cleanup(core.SetInterruptAskedHook(n.Inst, func(e *core.Execution) {
 		mu.Lock()
 		defer mu.Unlock()
 		switch {
@@ -106,13 +106,13 @@ func askSecondWhileRecordWaits(t *testing.T, tr *treetest.Tree, faults *faultvfs
 // has told cx to stop (on the drain goroutine: no FailNow in it).
 func interruptBeforeRecord(t *testing.T, inst *core.Instance, cx *core.Execution, then func()) *pendingInterrupt {
 	asked := make(chan struct{})
-	t.Cleanup(core.SetInterruptAskedHook(func(e *core.Execution) {
+	t.Cleanup(core.SetInterruptAskedHook(inst, func(e *core.Execution) {
 		if e == cx {
 			close(asked)
 		}
 	}))
 	p := newPendingInterrupt()
-	t.Cleanup(core.SetFinishingHook(func(e *core.Execution) {
+	t.Cleanup(core.SetFinishingHook(inst, func(e *core.Execution) {
 		if e != cx {
 			return
 		}
@@ -138,7 +138,7 @@ type sentAfter struct {
 // result is filled in then.
 func admitOnceRecorded(t *testing.T, tr *treetest.Tree, n *treetest.Node, d *treetest.Driver, x *core.Execution) *sentAfter {
 	after := &sentAfter{}
-	t.Cleanup(core.SetInterruptStoppedHook(func(stopped *core.Execution) {
+	t.Cleanup(core.SetInterruptStoppedHook(n.Inst, func(stopped *core.Execution) {
 		if stopped != x || after.id != "" {
 			return
 		}

@@ -46,7 +46,7 @@ func TestDirectInterruptWritesTheStuckExecutionsRefusedCut(t *testing.T) {
 
 	closed := make(chan struct{})
 	close(closed)
-	require.NoError(t, interruptPastGrace(tr, n, sid, closed), "committed directly past the grace period")
+	require.NoError(t, interruptPastGrace(t, tr, n, sid, closed), "committed directly past the grace period")
 	close(release)
 	<-returned
 	require.Equal(t, "interrupted", tr.PromptState(pid))

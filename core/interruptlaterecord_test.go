@@ -85,7 +85,7 @@ func TestInterruptAskedWhileAnEarlierDirectCommitWaitsStopsWhatWasAdmittedBefore
 	cancelled := make(chan struct{})
 	close(cancelled) // the body was told to stop, and ignores it
 	second := askSecondWhileRecordWaits(t, tr, faults, n, x, "sent after the first interrupt committed", nil, func() error {
-		return interruptPastGrace(tr, n, sid, cancelled) // the request's direct commit
+		return interruptPastGrace(t, tr, n, sid, cancelled) // the request's direct commit
 	})
 	assert.True(t, second.answer(t, "the second interrupt to answer"))
 	assert.Equal(t, "interrupted", tr.PromptState(second.next),

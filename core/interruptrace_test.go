@@ -44,9 +44,10 @@ func TestInterruptAsATurnEndsStopsWhatRunsNext(t *testing.T) {
 		err error
 	}
 	interrupted := make(chan result, 1)
-	var inst *core.Instance
 	var sid string
-	defer core.SetFinishingHook(func(x *core.Execution) {
+	n := tr.Boot(d)
+	inst := n.Inst
+	defer core.SetFinishingHook(n.Inst, func(x *core.Execution) {
 		if x.Prompt() != "first" {
 			return
 		}
@@ -56,8 +57,6 @@ func TestInterruptAsATurnEndsStopsWhatRunsNext(t *testing.T) {
 		}()
 		<-x.Cancelled()
 	})()
-	n := tr.Boot(d)
-	inst = n.Inst
 	sid = n.NewSession("s")
 	first := n.Admit(sid, "first")
 	<-d.started

@@ -42,7 +42,7 @@ func TestInterruptWhoseSettleReadFailsLooksAgain(t *testing.T) {
 	// x has read that it ended without a cancel when the interrupt tells
 	// it to stop: it records success and starts the queued turn (y).
 	xFinishing, xAsked := make(chan struct{}), make(chan struct{})
-	t.Cleanup(core.SetFinishingHook(func(e *core.Execution) {
+	t.Cleanup(core.SetFinishingHook(n.Inst, func(e *core.Execution) {
 		if e == x {
 			close(xFinishing)
 			<-xAsked
@@ -51,7 +51,7 @@ func TestInterruptWhoseSettleReadFailsLooksAgain(t *testing.T) {
 	var release func()
 	var y *core.Execution
 	var lookedAgain bool
-	t.Cleanup(core.SetInterruptAskedHook(func(e *core.Execution) {
+	t.Cleanup(core.SetInterruptAskedHook(n.Inst, func(e *core.Execution) {
 		if e == x {
 			close(xAsked)
 			return
@@ -60,7 +60,7 @@ func TestInterruptWhoseSettleReadFailsLooksAgain(t *testing.T) {
 		lookedAgain = true
 		release()
 	}))
-	t.Cleanup(core.SetInterruptStoppedHook(func(e *core.Execution) {
+	t.Cleanup(core.SetInterruptStoppedHook(n.Inst, func(e *core.Execution) {
 		if e == x {
 			y = <-started
 			release = tr.HoldWriteLock() // the read after x's end fails

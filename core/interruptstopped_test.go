@@ -40,7 +40,7 @@ func TestInterruptAnswersATurnItStoppedBeforeLookingAgain(t *testing.T) {
 	// finish waits for that cancel, so y records the success it read
 	// before it.
 	askedY := make(chan struct{}, 1)
-	t.Cleanup(core.SetFinishingHook(func(e *core.Execution) {
+	t.Cleanup(core.SetFinishingHook(n.Inst, func(e *core.Execution) {
 		if e != x {
 			<-askedY
 		}
@@ -49,7 +49,7 @@ func TestInterruptAnswersATurnItStoppedBeforeLookingAgain(t *testing.T) {
 	// looks again with y running.
 	var yStarted sync.Once
 	var y *core.Execution
-	t.Cleanup(core.SetInterruptStoppedHook(func(e *core.Execution) {
+	t.Cleanup(core.SetInterruptStoppedHook(n.Inst, func(e *core.Execution) {
 		if e == x {
 			yStarted.Do(func() { y = <-started })
 		}

@@ -131,7 +131,7 @@ func TestLateInterruptCutsAtTheLastRequestThatGaveUp(t *testing.T) {
 	tr, n, d, _, running, queued, _ := lateInterrupt(t, func(n *treetest.Node, sid string) {
 		between = n.Admit(sid, "sent after the first interrupt's 503")
 		asked := make(chan struct{}, 1)
-		defer core.SetInterruptAskedHook(func(*core.Execution) { asked <- struct{}{} })()
+		defer core.SetInterruptAskedHook(n.Inst, func(*core.Execution) { asked <- struct{}{} })()
 		bctx, cancel := context.WithCancel(context.Background())
 		answered := make(chan struct{})
 		go func() {
@@ -199,7 +199,7 @@ func TestLateInterruptOfAClientThatLeftReadsItsCutoffPastBlips(t *testing.T) {
 	queued := n.Admit(sid, "queued before the interrupt")
 
 	asked := make(chan struct{})
-	t.Cleanup(core.SetInterruptAskedHook(func(e *core.Execution) {
+	t.Cleanup(core.SetInterruptAskedHook(n.Inst, func(e *core.Execution) {
 		if e == x {
 			close(asked)
 		}
@@ -242,7 +242,7 @@ func TestLateInterruptKeepsAnEarlierCutoffOverALaterUnreadableOne(t *testing.T) 
 	_, running, queued, _ := lateInterruptOn(t, tr, n, d, "hold", func() { f.FailFor(time.Hour, faultvfs.Full) }, f.Heal,
 		func(n *treetest.Node, sid string) {
 			asked := make(chan struct{}, 1)
-			defer core.SetInterruptAskedHook(func(*core.Execution) { asked <- struct{}{} })()
+			defer core.SetInterruptAskedHook(n.Inst, func(*core.Execution) { asked <- struct{}{} })()
 			bctx, cancel := context.WithCancel(context.Background())
 			answered := make(chan struct{})
 			go func() {

@@ -6,6 +6,7 @@ package core_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -60,7 +61,7 @@ func lateInterruptOn(t *testing.T, tr *treetest.Tree, n *treetest.Node, d *treet
 	queued = n.Admit(sid, "queued before the interrupt")
 
 	stopped, release := make(chan struct{}), make(chan struct{})
-	t.Cleanup(core.SetFinishingHook(func(e *core.Execution) {
+	t.Cleanup(core.SetFinishingHook(n.Inst, func(e *core.Execution) {
 		if e == x {
 			close(stopped)
 			<-release
@@ -70,7 +71,7 @@ func lateInterruptOn(t *testing.T, tr *treetest.Tree, n *treetest.Node, d *treet
 	answered, acted := make(chan struct{}), make(chan struct{})
 	var ierr error
 	tr.DriveEach(func() {
-		ierr = interruptPastGrace(tr, n, sid, stopped) // its direct commit refused for the whole write window
+		ierr = interruptPastGrace(t, tr, n, sid, stopped) // its direct commit refused for the whole write window
 		close(answered)
 		close(release)
 		<-acted
@@ -100,17 +101,34 @@ func lateInterruptOn(t *testing.T, tr *treetest.Tree, n *treetest.Node, d *treet
 // interruptPastGrace interrupts session sid's turn and returns the
 // interrupt's answer, once the execution it told to stop has reached
 // stopped and the interrupt's grace period has passed on the fake clock.
-func interruptPastGrace(tr *treetest.Tree, n *treetest.Node, sid string, stopped <-chan struct{}) error {
+// Callers run it off the test's goroutine (Drive), so a wait that never
+// ends marks the test failed and returns an error instead of hanging
+// (received).
+func interruptPastGrace(t *testing.T, tr *treetest.Tree, n *treetest.Node, sid string, stopped <-chan struct{}) error {
+	t.Helper()
 	timers := tr.Clock.Pending()
 	answered := make(chan error, 1)
 	go func() {
 		_, err := n.Inst.Interrupt(ctx, sid, event.ReasonUser)
 		answered <- err
 	}()
-	<-stopped
-	tr.Clock.BlockUntil(timers + 1) // the interrupt's grace period
+	if _, ok := received(t, stopped, "the execution the interrupt told to stop to reach its stop"); !ok {
+		return errors.New("interruptPastGrace: the execution never stopped")
+	}
+	armed := make(chan struct{})
+	go func() {
+		tr.Clock.BlockUntil(timers + 1) // the interrupt's grace period
+		close(armed)
+	}()
+	if _, ok := received(t, armed, "the interrupt to set its grace timer"); !ok {
+		return errors.New("interruptPastGrace: no grace timer")
+	}
 	tr.Clock.Advance(core.DefaultInterruptGrace)
-	return <-answered
+	err, ok := received(t, answered, "the interrupt to answer past its grace period")
+	if !ok {
+		return errors.New("interruptPastGrace: the interrupt never answered")
+	}
+	return err
 }
 
 // A client whose interrupt answered 503 sends its next prompt. The late
@@ -172,7 +190,7 @@ func TestLateInterruptWithAnotherWaitingCancelsTheWholeQueue(t *testing.T) {
 	tr, n, d, sid, running, queued, _ := lateInterrupt(t, func(n *treetest.Node, sid string) {
 		after = n.Admit(sid, "sent after the interrupt's 503")
 		asked := make(chan struct{}, 1)
-		defer core.SetInterruptAskedHook(func(*core.Execution) { asked <- struct{}{} })()
+		defer core.SetInterruptAskedHook(n.Inst, func(*core.Execution) { asked <- struct{}{} })()
 		go func() {
 			defer close(answered)
 			did, err = n.Inst.Interrupt(ctx, sid, event.ReasonUser)
@@ -246,7 +264,7 @@ func TestLateInterruptWhileStoppingKeepsTheClaimForItsKeptPrompt(t *testing.T) {
 	x := <-d.Started
 	queued := n.Admit(sid, "queued before the interrupt")
 	stopped, release := make(chan struct{}), make(chan struct{})
-	t.Cleanup(core.SetFinishingHook(func(e *core.Execution) {
+	t.Cleanup(core.SetFinishingHook(n.Inst, func(e *core.Execution) {
 		if e == x {
 			close(stopped)
 			<-release
@@ -256,7 +274,7 @@ func TestLateInterruptWhileStoppingKeepsTheClaimForItsKeptPrompt(t *testing.T) {
 	var ierr error
 	var after string
 	tr.Drive(func() {
-		ierr = interruptPastGrace(tr, n, sid, stopped)
+		ierr = interruptPastGrace(t, tr, n, sid, stopped)
 		f.Heal()
 		after = n.Admit(sid, "sent after the interrupt's 503")
 		gone, cancel := context.WithCancel(ctx)

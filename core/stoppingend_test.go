@@ -24,16 +24,15 @@ func TestTurnEndingWhileClosingKeepsClaimForQueuedPrompt(t *testing.T) {
 	tr := treetest.New(t)
 	d := treetest.NewDriver(4)
 	closed := make(chan error, 1)
-	var inst *core.Instance
-	defer core.SetFinishingHook(func(x *core.Execution) {
+	n := tr.Boot(d)
+	inst := n.Inst
+	defer core.SetFinishingHook(n.Inst, func(x *core.Execution) {
 		if x.Prompt() != "hold first" {
 			return
 		}
 		go func() { closed <- inst.Close(context.Background()) }()
 		<-x.Cancelled() // Close has marked the instance closed
 	})()
-	n := tr.Boot(d)
-	inst = n.Inst
 	sid := n.NewSession("s")
 	first := n.Admit(sid, "hold first")
 	x := <-d.Started
@@ -112,15 +111,15 @@ func TestParkWhileClosingOnAnEndedChildKeepsTheClaim(t *testing.T) {
 	tr := treetest.New(t)
 	closed := make(chan error, 1)
 	var inst *core.Instance
-	defer core.SetFinishingHook(func(x *core.Execution) {
+	n := tr.Boot(parkOnEndedChild{inst: &inst})
+	inst = n.Inst
+	defer core.SetFinishingHook(n.Inst, func(x *core.Execution) {
 		if x.SessionID() != "root" || x.Cause() != event.CausePrompt {
 			return
 		}
 		go func() { closed <- inst.Close(context.Background()) }()
 		<-x.Cancelled() // Close has marked the instance closed
 	})()
-	n := tr.Boot(parkOnEndedChild{inst: &inst})
-	inst = n.Inst
 	n.NewSession("root")
 	pid := n.Admit("root", "start a child")
 	select {
