@@ -67,6 +67,14 @@ type fakeTree struct {
 	onWake func()
 }
 
+// setOnWake sets what the tree's wakes run as their last act (nil:
+// nothing), under its lock: a wake may be running.
+func (t *fakeTree) setOnWake(f func()) {
+	t.mu.Lock()
+	t.onWake = f
+	t.mu.Unlock()
+}
+
 func (t *fakeTree) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
@@ -211,9 +219,7 @@ func TestGuestWakeArmRefusedByStorage(t *testing.T) {
 	assert.True(t, storage.IsTransient(err), "as the storage failure it is: %v", err)
 	assert.Equal(t, map[string]int64{"t1": at}, e.wakeups(), "the stored row is unchanged")
 
-	tree.mu.Lock()
-	tree.onWake = func() { _ = arm(e.clock.Now() + 1000) }
-	tree.mu.Unlock()
+	tree.setOnWake(func() { _ = arm(e.clock.Now() + 1000) })
 	e.clock.Advance(time.Second)
 	d := e.nextDelivery()
 	require.Equal(t, "t1", d.id)

@@ -68,9 +68,7 @@ func TestArmsOutsideFailedDeliveriesKeepTheWakeSchedule(t *testing.T) {
 			interval := core.DefaultWakeInterval.Milliseconds() // newEnv's core config
 			require.Empty(t, e.wakeups(), "the boot's delivery used the row up")
 
-			tree.mu.Lock()
-			tree.onWake = func() { _ = arm(e.clock.Now() + 1000) } // the sweep's re-arm, refused
-			tree.mu.Unlock()
+			tree.setOnWake(func() { _ = arm(e.clock.Now() + 1000) }) // the sweep's re-arm, refused
 			if stored {
 				require.NoError(t, arm(e.clock.Now()+1000))
 				fault.FailFor(time.Hour, faultvfs.Full)
@@ -91,9 +89,7 @@ func TestArmsOutsideFailedDeliveriesKeepTheWakeSchedule(t *testing.T) {
 				require.Equal(t, want, h.WakeTimerAt("t1"), "the wake-up after %d failed deliveries and an arm a wake interval ahead", failed)
 			}
 
-			tree.mu.Lock()
-			tree.onWake = func() { _ = arm(e.clock.Now() + interval) }
-			tree.mu.Unlock()
+			tree.setOnWake(func() { _ = arm(e.clock.Now() + interval) })
 			fault.Heal()
 			e.clock.Set(h.WakeTimerAt("t1"))
 			require.NoError(t, e.nextDelivery().err, "storage is back")

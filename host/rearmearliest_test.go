@@ -24,16 +24,14 @@ func TestRearmsOfADeliveryKeepTheEarliest(t *testing.T) {
 
 	var stored, refused int64
 	var errs []error
-	tree.mu.Lock()
-	tree.onWake = func() {
+	tree.setOnWake(func() {
 		now := e.clock.Now()
 		stored, refused = now+time.Minute.Milliseconds(), now+3000
 		errs = append(errs, arm(stored), arm(now+time.Hour.Milliseconds()))
 		fault.FailFor(time.Hour, faultvfs.Full)
 		errs = append(errs, arm(refused), arm(now+6000))
 		fault.Heal()
-	}
-	tree.mu.Unlock()
+	})
 	require.NoError(t, arm(e.clock.Now()+1000))
 	e.clock.Advance(time.Second)
 	d := e.nextDelivery()

@@ -23,9 +23,7 @@ func TestArmAfterTheFirstFailedDeliveryKeepsItsRetry(t *testing.T) {
 	vfs := "host-rearm-first-retry"
 	fault := e.faultVFS(t, vfs)
 	h, tree, arm := e.guestTreeWithClaim(t, host.WithVFS(e.config(), vfs))
-	tree.mu.Lock()
-	tree.onWake = func() { _ = arm(e.clock.Now() + 1000) } // the sweep's re-arm, refused
-	tree.mu.Unlock()
+	tree.setOnWake(func() { _ = arm(e.clock.Now() + 1000) }) // the sweep's re-arm, refused
 	require.NoError(t, arm(e.clock.Now()+1000))
 	fault.FailFor(time.Hour, faultvfs.Full)
 
@@ -48,9 +46,7 @@ func TestArmsInARetriedDeliverySetTheTimerAtTheEarliest(t *testing.T) {
 	vfs := "host-rearm-retried-delivery"
 	fault := e.faultVFS(t, vfs)
 	h, tree, arm := e.guestTreeWithClaim(t, host.WithVFS(e.config(), vfs))
-	tree.mu.Lock()
-	tree.onWake = func() { _ = arm(e.clock.Now() + 1000) } // refused below
-	tree.mu.Unlock()
+	tree.setOnWake(func() { _ = arm(e.clock.Now() + 1000) }) // refused below
 	require.NoError(t, arm(e.clock.Now()+1000))
 	fault.FailFor(time.Hour, faultvfs.Full)
 	e.clock.Set(h.WakeTimerAt("t1"))
@@ -58,14 +54,12 @@ func TestArmsInARetriedDeliverySetTheTimerAtTheEarliest(t *testing.T) {
 
 	fault.Heal()
 	var earliest int64
-	tree.mu.Lock()
-	tree.onWake = func() {
+	tree.setOnWake(func() {
 		now := e.clock.Now()
 		assert.NoError(t, arm(now+5000))
 		assert.NoError(t, arm(now+2000))
 		earliest = now + 2000
-	}
-	tree.mu.Unlock()
+	})
 	e.clock.Set(h.WakeTimerAt("t1"))
 	require.NoError(t, e.nextDelivery().err)
 	assert.Equal(t, earliest, h.WakeTimerAt("t1"), "the earlier arm sets the timer")

@@ -27,8 +27,7 @@ func TestRearmRefusedBesideAStoredOneStillFires(t *testing.T) {
 
 			var later, earlier int64
 			var storedErr, refusedErr error
-			tree.mu.Lock()
-			tree.onWake = func() {
+			tree.setOnWake(func() {
 				later = e.clock.Now() + time.Hour.Milliseconds()
 				earlier = e.clock.Now() + 3000
 				refuse := func() {
@@ -43,8 +42,7 @@ func TestRearmRefusedBesideAStoredOneStillFires(t *testing.T) {
 					storedErr = arm(later)
 					refuse()
 				}
-			}
-			tree.mu.Unlock()
+			})
 			require.NoError(t, arm(e.clock.Now()+1000))
 			e.clock.Advance(time.Second)
 			d := e.nextDelivery()
@@ -55,9 +53,7 @@ func TestRearmRefusedBesideAStoredOneStillFires(t *testing.T) {
 			assert.Equal(t, map[string]int64{"t1": later}, e.wakeups(), "the row keeps the stored time")
 			assert.Equal(t, earlier, h.WakeTimerAt("t1"), "the refused earlier arm is fired at its time")
 
-			tree.mu.Lock()
-			tree.onWake = nil
-			tree.mu.Unlock()
+			tree.setOnWake(nil)
 			e.clock.Set(earlier)
 			d = e.nextDelivery()
 			require.Equal(t, "t1", d.id, "delivered at the refused arm's time")
