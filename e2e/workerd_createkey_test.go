@@ -66,11 +66,7 @@ func TestWorkerdLostDirectoryAnswerKeepsTheKey(t *testing.T) {
 	s := w.client(t)
 	id := s.createKeyed("k", `{}`, http.StatusCreated)
 	w.waitLog(t, "revenant test: the directory's answer to a PUT lost", waitTimeout)
-	assert.Equal(t, id, s.createKeyed("k", `{}`, http.StatusCreated), "the retry is answered the recorded tree")
-	assert.Equal(t, http.StatusOK, frontStatus(t, s, http.MethodGet, "/v1/sessions/"+id), "which exists")
-	assert.Equal(t, []string{id}, s.listed())
-	w.kill(t)
-	assert.Equal(t, 1, w.treesStored(t), "one tree is stored: the recorded one")
+	assertTheKeysOneTree(t, w, s, `{}`, id, "the recorded one")
 }
 
 // TestWorkerdLostDirectoryAnswerLatePUT: a keyed create whose directory
@@ -96,11 +92,7 @@ func TestWorkerdLostDirectoryAnswerLatePUT(t *testing.T) {
 	assert.Empty(t, s.listed(), "no session is listed")
 
 	id := s.createKeyed("k", `{}`, http.StatusCreated)
-	assert.Equal(t, http.StatusOK, frontStatus(t, s, http.MethodGet, "/v1/sessions/"+id), "the retry's tree exists")
-	assert.Equal(t, id, s.createKeyed("k", `{}`, http.StatusCreated))
-	assert.Equal(t, []string{id}, s.listed())
-	w.kill(t)
-	assert.Equal(t, 1, w.treesStored(t), "one tree is stored: the retry's")
+	assertTheKeysOneTree(t, w, s, `{}`, id, "the retry's")
 }
 
 // TestWorkerdLostDirectoryAnswerUnbarred: a keyed create whose PUT the
@@ -117,10 +109,7 @@ func TestWorkerdLostDirectoryAnswerUnbarred(t *testing.T) {
 	s.createKeyed("k", `{}`, http.StatusServiceUnavailable)
 	w.waitLog(t, "barring an unrecorded tree's id failed; it is left", waitTimeout)
 	id := s.createKeyed("k", `{}`, http.StatusCreated)
-	assert.Equal(t, http.StatusOK, frontStatus(t, s, http.MethodGet, "/v1/sessions/"+id), "the key's tree exists")
-	assert.Equal(t, []string{id}, s.listed())
-	w.kill(t)
-	assert.Equal(t, 1, w.treesStored(t), "one tree is stored: the first create's")
+	assertTheKeysOneTree(t, w, s, `{}`, id, "the first create's")
 }
 
 // TestWorkerdLostDirectoryAnswerBarredOnRetry: a keyed create whose PUT
@@ -137,10 +126,7 @@ func TestWorkerdLostDirectoryAnswerBarredOnRetry(t *testing.T) {
 	s.createKeyed("k", `{}`, http.StatusServiceUnavailable)
 	w.waitLog(t, "revenant test: the directory failed a request: DELETE ", waitTimeout)
 	id := s.createKeyed("k", `{}`, http.StatusCreated)
-	assert.Equal(t, id, s.createKeyed("k", `{}`, http.StatusCreated))
-	assert.Equal(t, []string{id}, s.listed())
-	w.kill(t)
-	assert.Equal(t, 1, w.treesStored(t), "one tree is stored: the retry's")
+	assertTheKeysOneTree(t, w, s, `{}`, id, "the retry's")
 }
 
 // TestWorkerdLostDirectoryAnswerFoundOnRetry: a keyed create whose PUT
@@ -156,11 +142,7 @@ func TestWorkerdLostDirectoryAnswerFoundOnRetry(t *testing.T) {
 	s := w.client(t)
 	id := s.createKeyed("k", `{}`, http.StatusCreated)
 	w.waitLog(t, "revenant test: a late PUT lands: "+id+" 201", waitTimeout)
-	assert.Equal(t, id, s.createKeyed("k", `{}`, http.StatusCreated), "the retry is answered the recorded tree")
-	assert.Equal(t, http.StatusOK, frontStatus(t, s, http.MethodGet, "/v1/sessions/"+id), "which exists")
-	assert.Equal(t, []string{id}, s.listed())
-	w.kill(t)
-	assert.Equal(t, 1, w.treesStored(t), "one tree is stored: the recorded one")
+	assertTheKeysOneTree(t, w, s, `{}`, id, "the recorded one")
 }
 
 // TestWorkerdFailedKeyRead: a keyed create whose key the directory failed
@@ -178,10 +160,7 @@ func TestWorkerdFailedKeyRead(t *testing.T) {
 	w.waitLog(t, "revenant test: the directory failed a request: KEY k", waitTimeout)
 	assert.Empty(t, s.listed(), "nothing is listed")
 	id := s.createKeyed("k", "", http.StatusCreated)
-	assert.Equal(t, id, s.createKeyed("k", "", http.StatusCreated))
-	assert.Equal(t, []string{id}, s.listed())
-	w.kill(t)
-	assert.Equal(t, 1, w.treesStored(t), "one tree is stored: the retry's")
+	assertTheKeysOneTree(t, w, s, "", id, "the retry's")
 }
 
 // TestWorkerdCreateKeyTakenDiscards: a keyed create that found its key
@@ -197,7 +176,18 @@ func TestWorkerdCreateKeyTakenDiscards(t *testing.T) {
 	first := s.createKeyed("k", `{}`, http.StatusCreated)
 	assert.Equal(t, first, s.createKeyed("k", `{}`, http.StatusCreated), "the key's tree is the answer")
 	w.waitLog(t, "revenant test: the directory failed a request: KEY k", waitTimeout)
-	assert.Equal(t, []string{first}, s.listed())
+	assertTheKeysOneTree(t, w, s, `{}`, first, "the key's")
+}
+
+// assertTheKeysOneTree asserts what every lost-answer case ends with: key
+// "k" (with body) is answered id, a tree that exists and is the caller's
+// one listed session; then, workerd stopped, that one tree is all that is
+// stored (why names it).
+func assertTheKeysOneTree(t *testing.T, w *workerd, s *server, body, id, why string) {
+	t.Helper()
+	assert.Equal(t, id, s.createKeyed("k", body, http.StatusCreated), "the key is answered its tree")
+	assert.Equal(t, http.StatusOK, frontStatus(t, s, http.MethodGet, "/v1/sessions/"+id), "which exists")
+	assert.Equal(t, []string{id}, s.listed(), "and is the one listed")
 	w.kill(t)
-	assert.Equal(t, 1, w.treesStored(t), "one tree is stored: the key's")
+	assert.Equal(t, 1, w.treesStored(t), "one tree is stored: "+why)
 }
